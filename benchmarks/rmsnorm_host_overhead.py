@@ -1,0 +1,94 @@
+"""Where the host time of an rmsnorm call goes: wall time per call over many calls without
+synchronising, at a shape where the GPU work is tiny (default 8x4096 bf16), all in one process.
+
+    python benchmarks/rmsnorm_host_overhead.py --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from kprof.kernels import discover
+from kprof.kernels.rmsnorm import _common
+from kprof.kernels.rmsnorm.tuned import _config_cache, _rows_launcher, rmsnorm_tuned
+from kprof.launch import GraphedCall, spec_key
+
+
+def host_us(fn, calls: int = 5000, reps: int = 7) -> tuple[float, list[float]]:
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter_ns()
+        samples.append((t1 - t0) / calls / 1e3)
+    torch.cuda.synchronize()
+    return statistics.median(samples), samples
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--shape", default="8x4096")
+    ap.add_argument("--dtype", default="bf16")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    fam = discover()["rmsnorm"]
+    shape = tuple(int(s) for s in args.shape.split("x"))
+    inp = fam.make_inputs(shape, args.dtype, "cuda", 7)
+    x, w, eps = inp["x"], inp["weight"], inp["eps"]
+    y = torch.empty_like(x)
+    rmsnorm_tuned(x, w, eps)
+    cfg = next(iter(_config_cache.values()))
+    key_args = (x, w, y, x.stride(0), y.stride(0), x.shape[0], x.shape[1], eps)
+    entry = next(iter(_rows_launcher._cache.values()))
+    run, function, packed, dev = entry
+    grid0 = (x.shape[0] + cfg.rows - 1) // cfg.rows
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def raw_run():
+        run(grid0, 1, 1, stream, function, packed, None, None, None, *key_args, cfg.block_n, cfg.rows)
+
+    graphed = GraphedCall(rmsnorm_tuned, x, w, eps)
+    candidates = {
+        "F.rms_norm": lambda: F.rms_norm(x, (x.shape[-1],), weight=w, eps=eps),
+        "torch.empty_like": lambda: torch.empty_like(x),
+        "torch.empty(shape)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
+        "check_and_flatten": lambda: _common.check_and_flatten(x, w, None),
+        "spec_key(8 args)": lambda: spec_key(key_args),
+        "compiled run(), fixed args": raw_run,
+        "triton_tuned (out= given)": lambda: rmsnorm_tuned(x, w, eps, out=y),
+        "triton_tuned": lambda: rmsnorm_tuned(x, w, eps),
+        "GraphedCall replay": graphed.graph.replay,
+    }
+    for name in ("triton_one_row", "triton_looped", "torch_eager", "liger"):
+        p = fam.providers[name]
+        if p.unavailable_reason() is None:
+            candidates[name] = (lambda fn=p.fn: fn(x, w, eps))
+    rows = []
+    for name, fn in candidates.items():
+        med, samples = host_us(fn)
+        rows.append({"what": name, "host_us_median": med, "samples": " ".join(f"{s:.3f}" for s in samples)})
+        print(f"{name:<32} {med:7.2f} us/call", flush=True)
+    with open(args.out / "rmsnorm_host_overhead.csv", "w", newline="") as fh:
+        wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        wr.writeheader()
+        wr.writerows(rows)
+    print(f"fast launches {_rows_launcher.fast_launches}, jit launches {_rows_launcher.jit_launches}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

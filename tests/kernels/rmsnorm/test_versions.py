@@ -1,0 +1,166 @@
+"""Every rmsnorm provider against the float64 oracle: every dtype, odd shapes, strided rows, M = 1.
+
+On a machine without a GPU the Triton versions run in Triton's interpreter; on a GPU, compiled.
+Inputs are fresh random data for each test (never zeros) and outputs are poisoned with NaN first.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from kprof.kernels import discover
+from kprof.kernels.rmsnorm.family import DEFAULT_EPS
+from kprof.kernels.rmsnorm.reference import rmsnorm_oracle
+from kprof.kernels.rmsnorm.tuned import choose_config
+
+FAM = discover()["rmsnorm"]
+TRITON = [p.name for p in FAM.triton_providers()]
+CPU_BASELINES = ["torch_eager", "torch_F"]
+DTYPES = ["fp32", "bf16", "fp16"]
+ODD_SHAPES = [(1, 1), (1, 64), (7, 333), (2, 3, 257), (3, 1000), (5, 4096), (2, 2, 2, 129)]
+_seed = iter(range(10**6))
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((out.double() - ref).norm() / ref.norm())
+
+
+def fresh(shape, dtype, device):
+    return FAM.make_inputs(shape, dtype, device, seed=1000 + next(_seed) + torch.seed() % 1000)
+
+
+def check(provider: str, inputs: dict, dtype: str, out: torch.Tensor | None = None) -> torch.Tensor:
+    fn = FAM.providers[provider].fn
+    y = fn(**inputs) if out is None else fn(**inputs, out=out)
+    ref = rmsnorm_oracle(inputs["x"], inputs["weight"], inputs["eps"])
+    assert y.shape == inputs["x"].shape and y.dtype == inputs["x"].dtype
+    assert not torch.isnan(y).any(), "output elements left unwritten (poison survived) or NaN computed"
+    err = rel_err(y, ref)
+    assert err <= FAM.tolerances[dtype], f"{provider} {dtype}: rel err {err:.2e} > {FAM.tolerances[dtype]:.0e}"
+    return y
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", ODD_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("provider", TRITON + CPU_BASELINES)
+def test_matches_oracle(provider, shape, dtype, device):
+    inputs = fresh(shape, dtype, device)
+    check(provider, inputs, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("provider", TRITON)
+def test_poisoned_out_is_fully_written(provider, dtype, device):
+    inputs = fresh((9, 777), dtype, device)
+    out = torch.full_like(inputs["x"], float("nan"))
+    y = check(provider, inputs, dtype, out=out)
+    assert y.data_ptr() == out.data_ptr()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("provider", TRITON)
+def test_strided_rows(provider, dtype, device):
+    """Rows taken from a wider buffer (row stride > N) and from a transposed batch of rows."""
+    big = fresh((6, 3, 600), dtype, device)
+    x = big["x"][..., 17:17 + 411]  # non-contiguous: row stride 600, offset 17
+    w = big["weight"][:411].contiguous()
+    assert not x.is_contiguous()
+    check(provider, {"x": x, "weight": w, "eps": DEFAULT_EPS}, dtype)
+    xt = big["x"].transpose(0, 1)  # leading dims do not collapse into one row stride
+    check(provider, {"x": xt, "weight": big["weight"], "eps": DEFAULT_EPS}, dtype)
+
+
+@pytest.mark.parametrize("provider", ["triton_looped", "triton_tuned"])
+@pytest.mark.parametrize("n", [40000, 131072])
+def test_wide_rows(provider, n, device):
+    inputs = fresh((2, n), "fp32", device)
+    check(provider, inputs, "fp32")
+
+
+def test_one_row_refuses_rows_wider_than_a_block(device):
+    inputs = fresh((1, 40000), "fp32", device)
+    assert FAM.providers["triton_one_row"].unsupported_reason((1, 40000), "fp32")
+    with pytest.raises(ValueError, match="do not fit one block"):
+        FAM.providers["triton_one_row"].fn(**inputs)
+
+
+def test_rows_have_different_scales(device):
+    """The input factory must give rows different RMS, so a row mix-up cannot pass the tolerance."""
+    x = fresh((64, 512), "fp32", device)["x"].double()
+    rms = x.pow(2).mean(-1).sqrt()
+    assert float(rms.max() / rms.min()) > 10
+
+
+@pytest.mark.parametrize("provider", TRITON)
+def test_detects_row_mixup(provider, device):
+    """A wrong kernel (the last row's output for every row) fails the oracle comparison loudly."""
+    inputs = fresh((16, 256), "bf16", device)
+    y = FAM.providers[provider].fn(**inputs)
+    wrong = y[-1:].expand_as(y)
+    ref = rmsnorm_oracle(inputs["x"], inputs["weight"], inputs["eps"])
+    assert rel_err(wrong, ref) > 100 * FAM.tolerances["bf16"]
+
+
+BAD_INPUTS = {
+    "integer dtype": (lambda d: (torch.ones(4, 8, dtype=torch.int32, device=d), torch.ones(8, dtype=torch.int32, device=d)), "dtype"),
+    "dtype mismatch": (lambda d: (torch.randn(4, 8, device=d), torch.randn(8, device=d, dtype=torch.float16)), "differs"),
+    "weight shape": (lambda d: (torch.randn(4, 8, device=d), torch.randn(7, device=d)), "expected \\(8,\\)"),
+    "empty": (lambda d: (torch.randn(0, 8, device=d), torch.randn(8, device=d)), "empty"),
+    "weight device": (lambda d: (torch.randn(4, 8, device=d), torch.randn(8, device="meta")), "device"),
+    "not a tensor": (lambda d: ([1.0, 2.0], torch.randn(2, device=d)), "tensors"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+@pytest.mark.parametrize("provider", TRITON)
+def test_bad_input_raises_value_error(provider, case, device):
+    make, pattern = BAD_INPUTS[case]
+    x, w = make(device)
+    with pytest.raises(ValueError, match=pattern):
+        FAM.providers[provider].fn(x, w)
+
+
+@pytest.mark.parametrize("provider", TRITON)
+def test_bad_out_raises_value_error(provider, device):
+    inputs = fresh((4, 64), "fp32", device)
+    with pytest.raises(ValueError, match="out is"):
+        FAM.providers[provider].fn(**inputs, out=torch.empty(4, 65, device=device))
+
+
+@pytest.mark.parametrize("provider", TRITON)
+def test_cpu_tensor_without_interpreter_is_a_clear_error(provider, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    x = torch.randn(4, 8)
+    with pytest.raises(ValueError, match="CUDA tensor"):
+        FAM.providers[provider].fn(x, torch.randn(8))
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 1000, 1024, 4096, 5120, 8192, 16384, 40000, 131072, 1 << 20])
+@pytest.mark.parametrize("element_size", [2, 4])
+def test_tuned_config_is_launchable(n, element_size):
+    cfg = choose_config(n, element_size)
+    assert cfg.block_n & (cfg.block_n - 1) == 0 and cfg.rows & (cfg.rows - 1) == 0
+    assert cfg.num_warps in (1, 2, 4, 8, 16, 32)
+    if cfg.kernel == "rows":
+        assert cfg.block_n >= n  # a whole row per block row
+        assert cfg.rows * cfg.block_n * element_size <= 64 * 1024  # fits registers without spilling
+    else:
+        assert cfg.block_n < n or n > 16384
+
+
+def test_sweep_files_parse():
+    for mode in ("gpu", "interpreter"):
+        sw = FAM.sweep(mode)
+        assert sw.shapes and set(sw.dtypes) <= set(DTYPES)
+    assert any(s[-1] >= 131072 for s in FAM.sweep("gpu").shapes), "the GPU sweep must cover rows wider than a block"
+
+
+def test_bytes_and_flops_models_hand_checked():
+    # 4096 x 4096 bf16: x read (32 MiB) + y written (32 MiB) + weight (8 KiB)
+    assert FAM.bytes_model((4096, 4096), "bf16") == 2 * 4096 * 4096 * 2 + 4096 * 2
+    assert FAM.bytes_model((2, 3, 5), "fp32") == (2 * 6 * 5 + 5) * 4
+    assert FAM.flops_model((2, 3, 5), "fp32") == 4 * 30
+    assert math.isclose(FAM.bytes_model((1, 1), "fp16") / 2, 3)

@@ -1,0 +1,85 @@
+"""Where a run came from: git revision, source hashes, software versions."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class GitState:
+    commit: str | None
+    dirty: bool | None
+    note: str | None = None  # why commit/dirty are unknown, when they are
+
+
+def git_state(path: Path) -> GitState:
+    """Commit and dirty flag of the repository holding ``path`` (None with a reason outside git)."""
+    if shutil.which("git") is None:
+        return GitState(None, None, "git not found on PATH")
+    cwd = path if path.is_dir() else path.parent
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
+
+    head = git("rev-parse", "HEAD")
+    if head.returncode != 0:
+        return GitState(None, None, f"not a git checkout ({head.stderr.strip()[-200:]})")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    if status.returncode != 0:
+        return GitState(head.stdout.strip(), None, f"git status failed: {status.stderr.strip()[-200:]}")
+    return GitState(head.stdout.strip(), bool(status.stdout.strip()))
+
+
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def source_hashes(paths: list[Path], root: Path | None = None) -> dict[str, str]:
+    """``{relative path: sha256 prefix}`` of each kernel source file."""
+    out = {}
+    for p in paths:
+        key = str(p.relative_to(root)) if root and p.is_relative_to(root) else p.name
+        out[key] = file_hash(p)
+    return out
+
+
+@dataclass(frozen=True)
+class Versions:
+    python: str
+    torch: str
+    triton: str
+    kprof: str
+    platform: str
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def versions() -> Versions:
+    import torch
+    import triton
+
+    import kprof
+
+    extra = {}
+    try:
+        import importlib.metadata as md
+
+        extra["liger_kernel"] = md.version("liger-kernel")
+    except Exception:  # noqa: BLE001 - optional peer: absent is normal
+        pass
+    return Versions(
+        python=sys.version.split()[0],
+        torch=torch.__version__,
+        triton=triton.__version__,
+        kprof=kprof.__version__,
+        platform=platform.platform(),
+        extra=extra,
+    )

@@ -1,0 +1,268 @@
+"""Per-case measurement: correctness against the float64 oracle first, then GPU time (all samples),
+CUDA-graph replay time, host time per call and peak device memory.
+
+A case that fails correctness is not timed: its numbers would look valid in a table and they are not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kprof.registry import Case, Family, Inputs, Provider
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    warmup_ms: int = 25
+    rep_ms: int = 100
+    """do_bench's repetition budget; each call is one sample (L2 flushed before it)."""
+    host_calls: int = 100
+    """Calls per host-time sample, issued back to back without synchronising."""
+    host_reps: int = 7
+    graph: bool = True
+    seed: int = 0
+    """Base seed; each case draws its own inputs from (seed, case shape, dtype)."""
+
+
+@dataclass(frozen=True)
+class Correctness:
+    ok: bool
+    rel_err: float
+    """||out - ref|| / ||ref|| over every output, in float64."""
+    max_abs_err: float
+    unwritten: int
+    """Output elements still holding the poison value (NaN) after the call."""
+    tolerance: float
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: Case
+    status: str  # "ok" | "fail" (wrong result) | "skipped" (cannot run here) | "error" (raised)
+    note: str | None = None
+    correctness: Correctness | None = None
+    gpu_samples_ms: tuple[float, ...] = ()
+    graph_time_ms: float | None = None
+    graph_host_us: float | None = None
+    host_samples_us: tuple[float, ...] = ()
+    peak_mem_bytes: int | None = None
+    bytes: int = 0
+    flops: int = 0
+    timed: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def case_seed(base: int, case: Case) -> int:
+    """Seed for a case's inputs: every provider of one (shape, dtype) sees the same data."""
+    digest = hashlib.sha256(f"{base}/{case.family}/{case.shape}/{case.dtype}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+def _as_tuple(value: Any) -> tuple[torch.Tensor, ...]:
+    if isinstance(value, torch.Tensor):
+        return (value,)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, torch.Tensor) for v in value):
+        return tuple(value)
+    raise TypeError(f"a provider must return a tensor or a tuple of tensors, got {type(value).__name__}")
+
+
+def _poison_(t: torch.Tensor) -> None:
+    if t.dtype.is_floating_point:
+        t.fill_(float("nan"))
+    else:
+        t.fill_(-(2**31) if t.dtype == torch.int32 else -1)
+
+
+def _poison_allocator(refs: tuple[torch.Tensor, ...], dtype: torch.dtype) -> None:
+    """Leave NaN-filled blocks of the outputs' sizes in PyTorch's caching allocator.
+
+    Providers that allocate their own output get one of these blocks back, so an element the kernel
+    never writes reads as NaN instead of whatever happened to be there (often a correct earlier answer).
+    """
+    if not refs or not refs[0].is_cuda:
+        return
+    blocks = [torch.full(r.shape, float("nan"), dtype=dtype, device=r.device) for r in refs]
+    del blocks
+
+
+def check_correctness(family: Family, provider: Provider, case: Case, inputs: Inputs) -> Correctness:
+    tol = family.tolerances[case.dtype]
+    refs = _as_tuple(family.oracle(**inputs))
+    if provider.accepts_out and family.make_outputs is not None:
+        outs = _as_tuple(family.make_outputs(**inputs))
+        for o in outs:
+            _poison_(o)
+        result = _as_tuple(provider.fn(**inputs, out=outs[0] if len(outs) == 1 else outs))
+        if any(r.data_ptr() != o.data_ptr() for r, o in zip(result, outs)):
+            return Correctness(False, math.nan, math.nan, 0, tol, "provider ignored out= and returned a new tensor")
+    else:
+        _poison_allocator(refs, inputs_dtype(inputs))
+        result = _as_tuple(provider.fn(**inputs))
+    if len(result) != len(refs):
+        return Correctness(False, math.nan, math.nan, 0, tol, f"returned {len(result)} outputs, expected {len(refs)}")
+    num = den = 0.0
+    max_abs = 0.0
+    unwritten = 0
+    for out, ref in zip(result, refs):
+        if tuple(out.shape) != tuple(ref.shape):
+            return Correctness(
+                False, math.nan, math.nan, 0, tol, f"output shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
+            )
+        o = out.double()
+        unwritten += int((torch.isnan(o) & ~torch.isnan(ref)).sum())
+        diff = o - ref
+        num += float(diff.pow(2).sum())
+        den += float(ref.pow(2).sum())
+        max_abs = max(max_abs, float(diff.abs().max()))
+    rel = math.sqrt(num / den) if den > 0 else math.sqrt(num)
+    note = None
+    if unwritten:
+        note = f"{unwritten} output elements never written"
+    elif not math.isfinite(rel):
+        note = "output has NaN or Inf"
+    elif rel > tol:
+        note = f"relative error {rel:.2e} above tolerance {tol:.0e}"
+    ok = note is None
+    return Correctness(ok, rel, max_abs, unwritten, tol, note)
+
+
+def inputs_dtype(inputs: Inputs) -> torch.dtype:
+    for v in inputs.values():
+        if isinstance(v, torch.Tensor) and v.dtype.is_floating_point:
+            return v.dtype
+    return torch.float32
+
+
+# --------------------------------------------------------------------------------------------- timing
+def time_gpu(fn: Callable[[], Any], settings: BenchSettings) -> list[float]:
+    """All per-call GPU times (ms) from ``triton.testing.do_bench``, L2 flushed before each call."""
+    import triton.testing
+
+    samples = triton.testing.do_bench(fn, warmup=settings.warmup_ms, rep=settings.rep_ms, return_mode="all")
+    return [float(s) for s in samples]
+
+
+def time_graph(fn: Callable[[], Any], settings: BenchSettings) -> tuple[float | None, float | None, str | None]:
+    """(GPU ms per call replayed from a CUDA graph, host us per replay, note). No L2 flush in between."""
+    import triton.testing
+
+    try:
+        ms = float(triton.testing.do_bench_cudagraph(fn, rep=max(20, settings.rep_ms // 2), return_mode="median"))
+    except Exception as exc:  # noqa: BLE001 - some providers cannot be captured; say why, keep going
+        return None, None, f"CUDA graph capture failed: {type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        torch.cuda.synchronize()
+    # host cost of one replay of a graph holding one call
+    try:
+        from kprof.launch import GraphedCall
+
+        graphed = GraphedCall(fn)
+        for _ in range(10):
+            graphed()
+        torch.cuda.synchronize()
+        n = 200
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            graphed.graph.replay()
+        t1 = time.perf_counter_ns()
+        torch.cuda.synchronize()
+        host_us = (t1 - t0) / n / 1e3
+    except Exception as exc:  # noqa: BLE001
+        return ms, None, f"graph replay timing failed: {type(exc).__name__}: {str(exc)[:200]}"
+    return ms, host_us, None
+
+
+def time_host(fn: Callable[[], Any], settings: BenchSettings, gpu_ms: float | None = None) -> list[float]:
+    """Host wall time per call (us): calls issued back to back, no synchronisation; one sample per batch.
+
+    This is what a caller's thread pays per call (argument checks, allocation, launch). It is only the
+    launch overhead while the GPU keeps up; when the GPU is slower, calls queue up and block. Batches
+    are kept to ~20 ms of GPU work (``gpu_ms`` per call) so the launch queue never fills.
+    """
+    cuda = torch.cuda.is_available()
+    calls = settings.host_calls
+    if gpu_ms and gpu_ms > 0:
+        calls = max(5, min(calls, int(20.0 / gpu_ms)))
+    for _ in range(min(10, calls)):
+        fn()
+    samples = []
+    for _ in range(settings.host_reps):
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter_ns()
+        samples.append((t1 - t0) / calls / 1e3)
+    if cuda:
+        torch.cuda.synchronize()
+    return samples
+
+
+def peak_memory(fn: Callable[[], Any]) -> int:
+    """Device memory the call allocates at its peak (outputs and temporaries), in bytes."""
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    result = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    del result
+    return int(peak)
+
+
+# -------------------------------------------------------------------------------------------- one case
+def run_case(
+    family: Family,
+    provider: Provider,
+    case: Case,
+    *,
+    device: str,
+    settings: BenchSettings,
+    timing: bool,
+) -> CaseResult:
+    """Check one case and, when ``timing`` and correct, time it. Never raises for a provider's failure."""
+    nbytes = family.bytes_model(case.shape, case.dtype)
+    flops = family.flops_model(case.shape, case.dtype)
+    reason = provider.unsupported_reason(case.shape, case.dtype)
+    if reason:
+        return CaseResult(case, "skipped", reason, bytes=nbytes, flops=flops)
+    try:
+        inputs = family.make_inputs(case.shape, case.dtype, device, case_seed(settings.seed, case))
+        corr = check_correctness(family, provider, case, inputs)
+        if not corr.ok:
+            return CaseResult(case, "fail", corr.note, corr, bytes=nbytes, flops=flops)
+        if not timing:
+            return CaseResult(case, "ok", None, corr, bytes=nbytes, flops=flops)
+
+        def call() -> Any:
+            return provider.fn(**inputs)
+
+        gpu = time_gpu(call, settings)
+        graph_ms = graph_host = None
+        notes = []
+        if settings.graph:
+            graph_ms, graph_host, graph_note = time_graph(call, settings)
+            if graph_note:
+                notes.append(graph_note)
+        host = time_host(call, settings, gpu_ms=sorted(gpu)[len(gpu) // 2])
+        peak = peak_memory(call)
+        return CaseResult(
+            case, "ok", "; ".join(notes) or None, corr,
+            gpu_samples_ms=tuple(gpu), graph_time_ms=graph_ms, graph_host_us=graph_host,
+            host_samples_us=tuple(host), peak_mem_bytes=peak, bytes=nbytes, flops=flops, timed=True,
+        )
+    except Exception as exc:  # noqa: BLE001 - one broken provider must not end the run; record why
+        tail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        if isinstance(exc, torch.cuda.OutOfMemoryError):
+            torch.cuda.empty_cache()
+        return CaseResult(case, "error", tail[-500:], bytes=nbytes, flops=flops)

@@ -1,0 +1,108 @@
+"""The canonical launch table: one row per GPU kernel launch, whatever profiler recorded it.
+
+Every parser (torch.profiler/Kineto here; nsys, ncu, rocprof, Proton later) must return this table, and
+:func:`validate` is called at each parser's boundary: columns named and typed as below, times in
+integer nanoseconds, sizes in integers, missing values as ``<NA>`` (never 0 or -1 standing in for
+"unknown"). Analyses and the store rely on nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from kprof.errors import LaunchTableError
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str  # pandas dtype: "string", "Int64" (nullable integer), "Float64"
+    unit: str
+    doc: str
+    required: bool = False  # a parser must fill it (non-null) for every row
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("kernel", "string", "", "kernel name as the profiler reports it", required=True),
+    Column("start_ns", "Int64", "ns", "kernel start on the GPU (profiler clock)", required=True),
+    Column("end_ns", "Int64", "ns", "kernel end on the GPU", required=True),
+    Column("duration_ns", "Int64", "ns", "end_ns - start_ns", required=True),
+    Column("device", "Int64", "", "GPU index"),
+    Column("stream", "Int64", "", "stream (or HIP queue) the kernel ran on"),
+    Column("correlation_id", "Int64", "", "links the kernel to the host API call that launched it"),
+    Column("grid_x", "Int64", "blocks", "grid size, x"),
+    Column("grid_y", "Int64", "blocks", "grid size, y"),
+    Column("grid_z", "Int64", "blocks", "grid size, z"),
+    Column("block_x", "Int64", "threads", "block size, x"),
+    Column("block_y", "Int64", "threads", "block size, y"),
+    Column("block_z", "Int64", "threads", "block size, z"),
+    Column("registers_per_thread", "Int64", "registers", "registers per thread"),
+    Column("shared_mem_bytes", "Int64", "bytes", "static + dynamic shared memory per block"),
+    Column("occupancy_est_pct", "Float64", "%", "the profiler's own occupancy estimate, if it gives one"),
+    Column("api_name", "string", "", "host call that launched it: cuLaunchKernelEx (Triton), cudaLaunchKernel..."),
+    Column("api_start_ns", "Int64", "ns", "host launch call start"),
+    Column("api_end_ns", "Int64", "ns", "host launch call end"),
+    Column("launch_latency_ns", "Int64", "ns", "kernel start - launch call start"),
+    Column("queue_ns", "Int64", "ns", "kernel start - launch call end (nsys's queue time)"),
+    Column("pid", "Int64", "", "host process of the launch call"),
+    Column("tid", "Int64", "", "host thread of the launch call"),
+    Column("case", "string", "", "kprof case id the launch belongs to (from its labelled range)"),
+    Column("source", "string", "", "profiler that recorded it: torch, nsys, ncu, rocprof, proton", required=True),
+)
+
+COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+_BY_NAME = {c.name: c for c in COLUMNS}
+
+
+def empty() -> pd.DataFrame:
+    """A launch table with no rows and every column typed."""
+    return pd.DataFrame({c.name: pd.Series([], dtype=c.dtype) for c in COLUMNS})
+
+
+def validate(df: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
+    """Return ``df`` as a canonical launch table, or raise LaunchTableError saying what is off.
+
+    Missing optional columns are added as all-``<NA>``; extra columns are dropped; each column is cast
+    to its dtype (a value that cannot be cast is an error, not a silent NaN); required columns must be
+    present and non-null; durations must be non-negative and agree with start/end.
+    """
+    who = f"{source} parser" if source else "launch table"
+    missing = [c.name for c in COLUMNS if c.required and c.name not in df.columns]
+    if missing:
+        raise LaunchTableError(f"{who}: required columns missing: {missing}")
+    out = pd.DataFrame(index=range(len(df)))
+    for c in COLUMNS:
+        if c.name in df.columns:
+            try:
+                col = df[c.name].reset_index(drop=True)
+                if c.dtype == "Int64" and col.dtype.kind == "f":
+                    col = col.round()
+                out[c.name] = col.astype(c.dtype)
+            except (TypeError, ValueError) as exc:
+                raise LaunchTableError(f"{who}: column {c.name!r} cannot be read as {c.dtype}: {exc}") from None
+        else:
+            out[c.name] = pd.Series([pd.NA] * len(df), dtype=c.dtype)
+    for c in COLUMNS:
+        if c.required and out[c.name].isna().any():
+            bad = int(out[c.name].isna().sum())
+            raise LaunchTableError(f"{who}: required column {c.name!r} has {bad} empty values")
+    if len(out):
+        if (out["duration_ns"] < 0).any():
+            raise LaunchTableError(f"{who}: negative kernel durations")
+        if (out["end_ns"] - out["start_ns"] != out["duration_ns"]).any():
+            raise LaunchTableError(f"{who}: duration_ns must equal end_ns - start_ns")
+    return out
+
+
+def describe() -> pd.DataFrame:
+    """The schema itself as a table (for docs and ``kprof parse --schema``)."""
+    return pd.DataFrame(
+        [(c.name, c.dtype, c.unit, c.required, c.doc) for c in COLUMNS],
+        columns=["column", "dtype", "unit", "required", "meaning"],
+    )
+
+
+def column(name: str) -> Column:
+    return _BY_NAME[name]

@@ -1,0 +1,157 @@
+"""From measurements to the metrics table (one row per case). Plain functions: data in, DataFrame out.
+
+* :func:`summarize_samples` - median / p20 / p80 / noise of a sample list.
+* :func:`case_row` - one case's correctness, timing, bandwidth and FLOP rate.
+* :func:`launch_metrics` - per case, from the canonical launch table: kernels per call, launch latency,
+  API time, the dominant kernel's registers, shared memory, block, and theoretical occupancy.
+* :func:`metrics_table` - the two joined, in the column order of :data:`METRIC_COLUMNS`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from kprof.harness import CaseResult
+from kprof.occupancy import DeviceLimits, theoretical_occupancy
+from kprof.registry import shape_str
+
+METRIC_COLUMNS: tuple[str, ...] = (
+    "case", "family", "provider", "kind", "shape", "dtype", "status", "ok", "note",
+    "max_rel_err",  # ||out - ref|| / ||ref|| against the float64 oracle, over all outputs
+    "max_abs_err",
+    "gpu_time_us", "p20_us", "p80_us", "noise", "n_samples",  # noise = IQR / median
+    "graph_time_us", "graph_host_us", "host_time_us",
+    "launch_latency_us", "api_time_us", "kernels_per_call",
+    "gbps", "pct_peak_bw", "tflops",
+    "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_limiter",
+    "registers_per_thread", "shared_mem_bytes", "threads_per_block", "main_kernel",
+    "peak_mem_mb", "bytes", "flops",
+)
+
+
+def summarize_samples(samples_ms: Sequence[float]) -> dict[str, float]:
+    """Median, 20th and 80th percentiles (us), and noise = interquartile range / median."""
+    if len(samples_ms) == 0:
+        return {"gpu_time_us": math.nan, "p20_us": math.nan, "p80_us": math.nan, "noise": math.nan, "n_samples": 0}
+    us = np.asarray(samples_ms, dtype=float) * 1e3
+    p20, p25, med, p75, p80 = np.percentile(us, [20, 25, 50, 75, 80])
+    return {
+        "gpu_time_us": float(med),
+        "p20_us": float(p20),
+        "p80_us": float(p80),
+        "noise": float((p75 - p25) / med) if med > 0 else math.nan,
+        "n_samples": int(us.size),
+    }
+
+
+def achieved(bytes_moved: int, flops: int, time_us: float, ceiling_gbps: float | None) -> dict[str, float]:
+    """GB/s, % of the measured copy ceiling, and TFLOP/s for a time in microseconds."""
+    if not (time_us > 0) or math.isnan(time_us):
+        return {"gbps": math.nan, "pct_peak_bw": math.nan, "tflops": math.nan}
+    seconds = time_us * 1e-6
+    gbps = bytes_moved / seconds / 1e9
+    return {
+        "gbps": gbps,
+        "pct_peak_bw": 100.0 * gbps / ceiling_gbps if ceiling_gbps else math.nan,
+        "tflops": flops / seconds / 1e12,
+    }
+
+
+def case_row(result: CaseResult, kind: str, ceiling_gbps: float | None) -> dict:
+    c = result.case
+    corr = result.correctness
+    row: dict = {
+        "case": c.id,
+        "family": c.family,
+        "provider": c.provider,
+        "kind": kind,
+        "shape": shape_str(c.shape),
+        "dtype": c.dtype,
+        "status": result.status,
+        "ok": result.status == "ok",
+        "note": result.note,
+        "max_rel_err": corr.rel_err if corr else math.nan,
+        "max_abs_err": corr.max_abs_err if corr else math.nan,
+        "bytes": result.bytes,
+        "flops": result.flops,
+    }
+    if result.timed:
+        row.update(summarize_samples(result.gpu_samples_ms))
+        row["graph_time_us"] = result.graph_time_ms * 1e3 if result.graph_time_ms is not None else math.nan
+        row["graph_host_us"] = result.graph_host_us if result.graph_host_us is not None else math.nan
+        row["host_time_us"] = float(np.median(result.host_samples_us)) if result.host_samples_us else math.nan
+        row["peak_mem_mb"] = result.peak_mem_bytes / 2**20 if result.peak_mem_bytes is not None else math.nan
+        row.update(achieved(result.bytes, result.flops, row["gpu_time_us"], ceiling_gbps))
+    return row
+
+
+def launch_metrics(launches: pd.DataFrame, calls_per_case: int, limits: DeviceLimits) -> pd.DataFrame:
+    """Per case (rows of the launch table with a ``case``): launch overhead and the dominant kernel.
+
+    The dominant kernel is the one with the largest total GPU time in the case; its registers, shared
+    memory and block size give the theoretical occupancy. ``launch_latency_us`` is the median time from
+    the host launch call's start to the kernel's start; ``api_time_us`` the median launch call duration.
+    """
+    cols = ["case", "kernels_per_call", "launch_latency_us", "api_time_us", "main_kernel",
+            "registers_per_thread", "shared_mem_bytes", "threads_per_block",
+            "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_limiter"]
+    df = launches[launches["case"].notna()]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    out = []
+    for case, g in df.groupby("case", sort=False):
+        totals = g.groupby("kernel")["duration_ns"].sum().sort_values(ascending=False)
+        main = g[g["kernel"] == totals.index[0]]
+        first = main.iloc[0]
+        threads = _product(first, ("block_x", "block_y", "block_z"))
+        regs, smem = first["registers_per_thread"], first["shared_mem_bytes"]
+        occ_pct, limiter = math.nan, None
+        if threads is not None and not pd.isna(regs) and not pd.isna(smem):
+            occ = theoretical_occupancy(threads, int(regs), int(smem), limits)
+            occ_pct, limiter = occ.occupancy_pct, occ.limiter
+        est = main["occupancy_est_pct"].dropna()
+        out.append({
+            "case": case,
+            "kernels_per_call": len(g) / calls_per_case,
+            "launch_latency_us": _median_us(g["launch_latency_ns"]),
+            "api_time_us": _median_us(g["api_end_ns"] - g["api_start_ns"]),
+            "main_kernel": first["kernel"],
+            "registers_per_thread": regs,
+            "shared_mem_bytes": smem,
+            "threads_per_block": threads if threads is not None else pd.NA,
+            "occupancy_theoretical_pct": occ_pct,
+            "occupancy_est_pct": float(est.median()) if len(est) else math.nan,
+            "occupancy_limiter": limiter,
+        })
+    return pd.DataFrame(out, columns=cols)
+
+
+def _product(row: pd.Series, names: Sequence[str]) -> int | None:
+    vals = [row[n] for n in names]
+    if any(pd.isna(v) for v in vals):
+        return None
+    total = 1
+    for v in vals:
+        total *= int(v)
+    return total
+
+
+def _median_us(ns: pd.Series) -> float:
+    ns = ns.dropna()
+    return float(ns.astype("float64").median()) / 1e3 if len(ns) else math.nan
+
+
+def metrics_table(rows: Sequence[dict], launch: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Case rows joined with their launch metrics, every column of METRIC_COLUMNS present."""
+    df = pd.DataFrame(list(rows))
+    if launch is not None and not launch.empty and not df.empty:
+        df = df.drop(columns=[c for c in launch.columns if c != "case" and c in df.columns])
+        df = df.merge(launch, on="case", how="left")
+    for c in METRIC_COLUMNS:
+        if c not in df.columns:
+            df[c] = pd.NA if c in ("note", "main_kernel", "occupancy_limiter") else math.nan
+    return df[list(METRIC_COLUMNS)]

@@ -1,0 +1,155 @@
+"""Theoretical occupancy from registers, shared memory and block size, against the device's limits.
+
+The arithmetic of CUDA's occupancy calculator (``cuda_occupancy.h``): registers are allocated per warp
+in units of 256 and the register file is split into 4 sub-partitions (compute capability 7.0 and up);
+shared memory is allocated per block in units of 128 bytes plus 1 KB reserved by the system (8.0 and
+up); warps and resident blocks per SM are capped. On the GPU it is checked against the driver's
+``cuOccupancyMaxActiveBlocksPerMultiprocessor`` (tests/toolkit/test_occupancy.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """Per-SM resources that bound occupancy. Defaults are an H100 (compute capability 9.0)."""
+
+    name: str = "sm_90"
+    warp_size: int = 32
+    max_threads_per_sm: int = 2048
+    max_threads_per_block: int = 1024
+    max_blocks_per_sm: int = 32
+    regs_per_sm: int = 65536
+    max_regs_per_block: int = 65536
+    max_regs_per_thread: int = 255
+    reg_alloc_unit: int = 256
+    reg_sub_partitions: int = 4
+    smem_per_sm: int = 233472  # 228 KiB
+    max_smem_per_block: int = 232448  # 227 KiB (opt-in)
+    smem_alloc_unit: int = 128
+    reserved_smem_per_block: int = 1024
+
+    @property
+    def max_warps_per_sm(self) -> int:
+        return self.max_threads_per_sm // self.warp_size
+
+
+# Compute capability -> limits that differ from the H100 defaults (CUDA programming guide, table of
+# technical specifications per compute capability).
+_BY_CC: dict[tuple[int, int], dict] = {
+    (7, 0): dict(max_threads_per_sm=2048, max_blocks_per_sm=32, smem_per_sm=98304, max_smem_per_block=98304,
+                 reserved_smem_per_block=0, smem_alloc_unit=256),
+    (7, 5): dict(max_threads_per_sm=1024, max_blocks_per_sm=16, smem_per_sm=65536, max_smem_per_block=65536,
+                 reserved_smem_per_block=0, smem_alloc_unit=256),
+    (8, 0): dict(max_threads_per_sm=2048, max_blocks_per_sm=32, smem_per_sm=167936, max_smem_per_block=166912),
+    (8, 6): dict(max_threads_per_sm=1536, max_blocks_per_sm=16, smem_per_sm=102400, max_smem_per_block=101376),
+    (8, 7): dict(max_threads_per_sm=1536, max_blocks_per_sm=16, smem_per_sm=167936, max_smem_per_block=166912),
+    (8, 9): dict(max_threads_per_sm=1536, max_blocks_per_sm=24, smem_per_sm=102400, max_smem_per_block=101376),
+    (9, 0): dict(),
+    (10, 0): dict(),
+    (12, 0): dict(max_threads_per_sm=1536, max_blocks_per_sm=32, smem_per_sm=102400, max_smem_per_block=101376),
+}
+
+
+def limits_for(major: int, minor: int, **measured: int) -> DeviceLimits:
+    """Limits of a compute capability; ``measured`` (read off the device) override the table."""
+    base = _BY_CC.get((major, minor))
+    if base is None:  # unknown: nearest older architecture of the same major, else the defaults
+        older = [cc for cc in _BY_CC if cc[0] == major and cc <= (major, minor)]
+        base = _BY_CC[max(older)] if older else {}
+    known = {k: v for k, v in measured.items() if v is not None and v > 0}
+    return replace(DeviceLimits(name=f"sm_{major}{minor}", **base), **known)
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    blocks_per_sm: int
+    warps_per_sm: int
+    occupancy_pct: float
+    limiter: str
+    """What bounds resident blocks: "warps", "registers", "shared_memory", "blocks", or "cannot launch"."""
+    blocks_by_warps: int
+    blocks_by_registers: int
+    blocks_by_shared_memory: int
+
+
+def _round_up(value: int, unit: int) -> int:
+    return int(math.ceil(value / unit) * unit) if unit > 0 else value
+
+
+def theoretical_occupancy(
+    threads_per_block: int,
+    registers_per_thread: int,
+    shared_mem_bytes: int,
+    limits: DeviceLimits = DeviceLimits(),
+) -> Occupancy:
+    """Resident blocks and warps per SM for one kernel configuration, and what limits them."""
+    if threads_per_block <= 0:
+        raise ValueError(f"threads_per_block must be positive, got {threads_per_block}")
+    if registers_per_thread < 0 or shared_mem_bytes < 0:
+        raise ValueError("registers_per_thread and shared_mem_bytes must be non-negative")
+    warps_per_block = math.ceil(threads_per_block / limits.warp_size)
+
+    def cannot_launch() -> Occupancy:
+        return Occupancy(0, 0, 0.0, "cannot launch", 0, 0, 0)
+
+    if threads_per_block > limits.max_threads_per_block or registers_per_thread > limits.max_regs_per_thread:
+        return cannot_launch()
+    if shared_mem_bytes > limits.max_smem_per_block:
+        return cannot_launch()
+
+    by_warps = limits.max_warps_per_sm // warps_per_block
+
+    if registers_per_thread == 0:
+        by_regs = limits.max_blocks_per_sm
+    else:
+        regs_per_warp = _round_up(registers_per_thread * limits.warp_size, limits.reg_alloc_unit)
+        if regs_per_warp * warps_per_block > limits.max_regs_per_block:
+            return cannot_launch()
+        regs_per_partition = limits.regs_per_sm // limits.reg_sub_partitions
+        warps_by_regs = (regs_per_partition // regs_per_warp) * limits.reg_sub_partitions
+        by_regs = warps_by_regs // warps_per_block
+
+    smem_per_block = _round_up(shared_mem_bytes + limits.reserved_smem_per_block, limits.smem_alloc_unit)
+    by_smem = limits.smem_per_sm // smem_per_block if smem_per_block > 0 else limits.max_blocks_per_sm
+
+    candidates = [
+        ("warps", by_warps),
+        ("registers", by_regs),
+        ("shared_memory", by_smem),
+        ("blocks", limits.max_blocks_per_sm),
+    ]
+    limiter, blocks = min(candidates, key=lambda kv: kv[1])  # first listed wins a tie
+    if blocks == 0:
+        return Occupancy(0, 0, 0.0, limiter, by_warps, by_regs, by_smem)
+    warps = blocks * warps_per_block
+    return Occupancy(
+        blocks_per_sm=blocks,
+        warps_per_sm=warps,
+        occupancy_pct=100.0 * warps / limits.max_warps_per_sm,
+        limiter=limiter,
+        blocks_by_warps=by_warps,
+        blocks_by_registers=by_regs,
+        blocks_by_shared_memory=by_smem,
+    )
+
+
+def driver_max_active_blocks(function_handle: int, threads_per_block: int, dynamic_smem_bytes: int = 0) -> int:
+    """Ask the CUDA driver (``cuOccupancyMaxActiveBlocksPerMultiprocessor``) for a loaded kernel.
+
+    ``function_handle`` is a ``CUfunction`` (Triton's ``CompiledKernel.function``). GPU only.
+    """
+    import ctypes
+
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    blocks = ctypes.c_int(0)
+    err = libcuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        ctypes.byref(blocks), ctypes.c_void_p(function_handle), ctypes.c_int(threads_per_block),
+        ctypes.c_size_t(dynamic_smem_bytes),
+    )
+    if err != 0:
+        raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed with CUresult {err}")
+    return blocks.value

@@ -1,0 +1,257 @@
+"""Kernel families and their providers, registered next to the code that implements them.
+
+A family is one folder under ``kernels/``. Its ``__init__`` builds a :class:`Family` (reference, oracle,
+input factory, bytes/FLOPs models, tolerances, default sweep) and imports its modules; each module
+registers its providers with the ``@FAMILY.provider(...)`` decorator. ``kprof.kernels.discover()``
+imports every family folder, so adding a family or a version touches one folder only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from kprof.dtypes import DTYPE_NAMES, canonical_dtype
+from kprof.errors import KprofError, UnknownFamilyError
+
+ProviderKind = Literal["triton", "eager", "library", "compile", "peer"]
+PROVIDER_KINDS: tuple[str, ...] = ("triton", "eager", "library", "compile", "peer")
+
+Shape = tuple[int, ...]
+Inputs = dict[str, Any]
+
+
+# ----------------------------------------------------------------------------------------------- shapes
+def parse_shape(text: str | Iterable[int]) -> Shape:
+    """``"4096x4096"`` or ``[4096, 4096]`` -> ``(4096, 4096)``."""
+    if isinstance(text, str):
+        parts = [p for p in re.split(r"[x×,\s]+", text.strip()) if p]
+        if not parts or not all(p.isdigit() for p in parts):
+            raise KprofError(f"bad shape {text!r}: write it as sizes joined by 'x', e.g. 4096x4096 or 2x3x257")
+        dims = tuple(int(p) for p in parts)
+    else:
+        dims = tuple(int(d) for d in text)
+    if not dims or any(d < 0 for d in dims):
+        raise KprofError(f"bad shape {text!r}: sizes must be non-negative integers")
+    return dims
+
+
+def shape_str(shape: Shape) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+# ------------------------------------------------------------------------------------------- providers
+@dataclass(frozen=True)
+class Provider:
+    """One way of computing a family's function: a Triton version or a baseline to compare against."""
+
+    family: str
+    name: str
+    kind: ProviderKind
+    fn: Callable[..., Any]
+    description: str
+    source: str | None = None
+    """File defining this provider; its hash goes into every run so revisions can be told apart."""
+    accepts_out: bool = False
+    """True when ``fn`` takes ``out=`` (the harness then poisons it to catch unwritten elements)."""
+    requires: Callable[[], str | None] | None = None
+    """Returns why the provider cannot run here (missing package, no GPU), or None."""
+    supports: Callable[[Shape, str], str | None] | None = None
+    """Returns why the provider cannot run this (shape, dtype), or None."""
+    gpu_only: bool = False
+    """Cannot run on the CPU (under the Triton interpreter); skipped with a note in interpreter runs."""
+
+    @property
+    def is_triton(self) -> bool:
+        return self.kind == "triton"
+
+    def unavailable_reason(self) -> str | None:
+        return self.requires() if self.requires is not None else None
+
+    def unsupported_reason(self, shape: Shape, dtype: str) -> str | None:
+        return self.supports(shape, dtype) if self.supports is not None else None
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The shapes and dtypes a family runs by default, for GPU runs and for CPU interpreter runs."""
+
+    shapes: tuple[Shape, ...]
+    dtypes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measurement: family x provider x shape x dtype."""
+
+    family: str
+    provider: str
+    shape: Shape
+    dtype: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.family}/{self.provider}/{shape_str(self.shape)}/{self.dtype}"
+
+
+# --------------------------------------------------------------------------------------------- families
+_FAMILIES: dict[str, "Family"] = {}
+
+
+class Family:
+    """A kernel family: everything needed to check, time and account for every version of one function.
+
+    ``make_inputs(shape, dtype, device, seed) -> dict`` gives the keyword arguments every provider,
+    the eager reference and the oracle are called with. ``oracle(**inputs)`` returns the float64 truth
+    (a tensor or a tuple of tensors). ``bytes_model``/``flops_model(shape, dtype)`` give the minimum
+    bytes that must move through device memory and the FLOPs that must be computed.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        description: str,
+        package_dir: str | Path,
+        make_inputs: Callable[..., Inputs],
+        oracle: Callable[..., Any],
+        bytes_model: Callable[[Shape, str], int],
+        flops_model: Callable[[Shape, str], int],
+        tolerances: Mapping[str, float],
+        make_outputs: Callable[..., Any] | None = None,
+        baseline: str = "torch_eager",
+        sweep_file: str = "sweep.yaml",
+    ) -> None:
+        if name in _FAMILIES:
+            raise KprofError(f"kernel family {name!r} is defined twice; family names must be unique")
+        missing = [d for d in DTYPE_NAMES if d not in tolerances]
+        if missing:
+            raise KprofError(f"family {name!r} has no tolerance for {missing}; give one per dtype")
+        self.name = name
+        self.description = description
+        self.package_dir = Path(package_dir)
+        self.make_inputs = make_inputs
+        self.make_outputs = make_outputs
+        self.oracle = oracle
+        self.bytes_model = bytes_model
+        self.flops_model = flops_model
+        self.tolerances = {canonical_dtype(k): float(v) for k, v in tolerances.items()}
+        self.baseline = baseline
+        self.sweep_path = self.package_dir / sweep_file
+        self.providers: dict[str, Provider] = {}
+        _FAMILIES[name] = self
+
+    def __repr__(self) -> str:
+        return f"Family({self.name!r}, providers={list(self.providers)})"
+
+    def provider(
+        self,
+        name: str,
+        *,
+        kind: ProviderKind,
+        description: str,
+        accepts_out: bool = False,
+        requires: Callable[[], str | None] | None = None,
+        supports: Callable[[Shape, str], str | None] | None = None,
+        gpu_only: bool = False,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator registering ``fn`` as provider ``name`` of this family; returns ``fn`` unchanged."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_provider(
+                Provider(
+                    family=self.name, name=name, kind=kind, fn=fn, description=description,
+                    source=_source_of(fn), accepts_out=accepts_out, requires=requires,
+                    supports=supports, gpu_only=gpu_only,
+                )
+            )
+            return fn
+
+        return register
+
+    def add_provider(self, provider: Provider) -> Provider:
+        if provider.kind not in PROVIDER_KINDS:
+            raise KprofError(f"provider {provider.name!r}: kind must be one of {PROVIDER_KINDS}")
+        if provider.name in self.providers:
+            raise KprofError(f"family {self.name!r} already has a provider named {provider.name!r}")
+        self.providers[provider.name] = provider
+        return provider
+
+    def get_provider(self, name: str) -> Provider:
+        if name not in self.providers:
+            raise KprofError(
+                f"family {self.name!r} has no provider {name!r}; it has: {', '.join(self.providers)}"
+            )
+        return self.providers[name]
+
+    def triton_providers(self) -> list[Provider]:
+        return [p for p in self.providers.values() if p.is_triton]
+
+    def sweep(self, mode: Literal["gpu", "interpreter"] = "gpu") -> Sweep:
+        """The default sweep for a GPU run or for a CPU interpreter run, from the family's YAML file."""
+        try:
+            data = yaml.safe_load(self.sweep_path.read_text())
+        except FileNotFoundError:
+            raise KprofError(f"family {self.name!r} has no sweep file at {self.sweep_path}") from None
+        except yaml.YAMLError as exc:
+            raise KprofError(f"{self.sweep_path} is not valid YAML: {exc}") from None
+        section = (data or {}).get(mode)
+        if not isinstance(section, dict) or "shapes" not in section or "dtypes" not in section:
+            raise KprofError(f"{self.sweep_path} needs a '{mode}:' section with 'shapes:' and 'dtypes:' lists")
+        shapes = tuple(parse_shape(s) for s in section["shapes"])
+        dtypes = tuple(canonical_dtype(d) for d in section["dtypes"])
+        return Sweep(shapes=shapes, dtypes=dtypes)
+
+    def source_files(self) -> list[Path]:
+        """Every Python and YAML file of the family folder (hashed into each run record)."""
+        return sorted(p for p in self.package_dir.iterdir() if p.suffix in (".py", ".yaml"))
+
+
+def _source_of(fn: Callable[..., Any]) -> str | None:
+    code = getattr(fn, "__code__", None)
+    return code.co_filename if code is not None else None
+
+
+def load_family_modules(package_name: str, package_path: Iterable[str]) -> None:
+    """Import every module of a family folder so their ``@FAMILY.provider`` decorators run."""
+    for info in sorted(pkgutil.iter_modules(list(package_path)), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{package_name}.{info.name}")
+
+
+def registered_families() -> dict[str, Family]:
+    return dict(_FAMILIES)
+
+
+def get_family(name: str) -> Family:
+    from kprof.kernels import discover
+
+    families = discover()
+    if name not in families:
+        known = ", ".join(sorted(families)) or "none"
+        raise UnknownFamilyError(f"unknown kernel family {name!r}; known families: {known}")
+    return families[name]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which providers, shapes and dtypes of a family a run covers."""
+
+    family: str
+    providers: tuple[str, ...]
+    shapes: tuple[Shape, ...]
+    dtypes: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...] = field(default=())
+    """(provider, reason) for providers left out of the whole run (not installed, GPU only...)."""
+
+    def cases(self) -> list[Case]:
+        return [
+            Case(self.family, p, s, d) for s in self.shapes for d in self.dtypes for p in self.providers
+        ]

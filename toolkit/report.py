@@ -1,0 +1,158 @@
+"""The markdown report ``kprof profile`` prints at the end and stores with the run."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from kprof.registry import parse_shape
+
+INTERPRETER_NOTICE = (
+    "> **CPU interpreter run - correctness only.** No GPU was found, so the Triton versions ran in "
+    "Triton's interpreter (`TRITON_INTERPRET=1`) on the CPU and the baselines ran in CPU PyTorch. "
+    "Nothing here is a GPU timing and no timings are shown; run on a GPU machine for those."
+)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
+    align = align or "l" + "r" * (len(headers) - 1)
+    sep = ["---:" if a == "r" else ":---" for a in align]
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _num(v: Any, fmt: str = "{:.1f}", na: str = "—") -> str:
+    if v is None or v is pd.NA:
+        return na
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return na
+    return na if math.isnan(f) else fmt.format(f)
+
+
+def _txt(v: Any, limit: int = 100) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return str(v)[:limit]
+
+
+def _shape_key(shape: str) -> tuple:
+    dims = parse_shape(shape)
+    rows = 1
+    for d in dims[:-1]:
+        rows *= d
+    return (rows * dims[-1], dims)
+
+
+def with_speedup(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Add ``speedup`` = baseline time / time, per (shape, dtype); NaN when either is missing."""
+    df = metrics.copy()
+    base = df[(df["provider"] == baseline) & df["ok"].astype(bool)].set_index(["shape", "dtype"])["gpu_time_us"]
+    keys = list(zip(df["shape"], df["dtype"]))
+    df["speedup"] = [
+        (base.get(k, math.nan) / t) if (t and not pd.isna(t) and t > 0) else math.nan
+        for k, t in zip(keys, df["gpu_time_us"])
+    ]
+    return df
+
+
+def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> str:
+    dev = run.get("device") or {}
+    versions = run.get("versions") or {}
+    interp = run.get("mode") == "interpreter"
+    counts = metrics["status"].value_counts().to_dict() if not metrics.empty else {}
+    head = [
+        f"# kprof · {run.get('family')} · run `{run.get('id')}`",
+        "",
+        f"- **device**: {dev.get('name', '?')}"
+        + (f" (cc {dev.get('cc_major')}.{dev.get('cc_minor')}, {dev.get('sm_count')} SMs, driver "
+           f"{dev.get('driver_version') or 'unknown'})" if dev.get("kind") == "cuda" else ""),
+        f"- **software**: torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}, "
+        f"python {versions.get('python', '?')}",
+        f"- **git**: {(run.get('git_commit') or 'unknown')[:12]}{' (dirty)' if run.get('git_dirty') else ''}"
+        f" · **profiler**: {run.get('profiler')} · **status**: {run.get('status')}",
+        f"- **cases**: {len(metrics)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})",
+    ]
+    if run.get("ceiling_gbps"):
+        head.append(f"- **copy ceiling**: {run['ceiling_gbps']:.0f} GB/s (1 GiB device-to-device copy, "
+                    "bytes read + written, measured in this run); % peak is against it")
+    out = head + [""]
+    if interp:
+        out += [INTERPRETER_NOTICE, ""]
+    if metrics.empty:
+        return "\n".join(out + ["No cases were run."]) + "\n"
+
+    df = with_speedup(metrics, baseline)
+    shapes = sorted(df["shape"].unique(), key=_shape_key)
+    for dtype in df["dtype"].unique():
+        for shape in shapes:
+            g = df[(df["shape"] == shape) & (df["dtype"] == dtype) & (df["status"] != "skipped")]
+            if g.empty:
+                continue
+            out += [f"## {dtype} · {shape}", ""]
+            out += [_interp_table(g) if interp else _gpu_table(g, baseline), ""]
+    skipped = df[df["status"] == "skipped"]
+    if not skipped.empty:
+        out += ["## Skipped", ""]
+        reasons = skipped.groupby(["provider", "note"], dropna=False)["case"].count().reset_index()
+        out += [f"- `{r.provider}`: {r.note} ({r.case} cases)" for r in reasons.itertuples()]
+        out.append("")
+    notes = df[(df["status"] == "ok") & df["note"].notna()]
+    if not notes.empty:
+        out += ["## Notes", ""] + [f"- `{r.case}`: {r.note}" for r in notes.itertuples()] + [""]
+    if not interp:
+        out += [
+            "Times are medians of do_bench samples (L2 flushed before each call); ±: interquartile range / "
+            "median. *graph*: per call replayed from a CUDA graph (no flush). *host*: host wall time per "
+            "call, output allocation included. *launch*: launch call start to kernel start. "
+            "*occ*: theoretical occupancy of the main kernel (calculator) / Kineto's estimate. "
+            "*err*: ‖out−ref‖/‖ref‖ against the float64 oracle.",
+            "",
+        ]
+    return "\n".join(out)
+
+
+def _status_cell(r: Any) -> str:
+    return "**FAIL**" if r.status == "fail" else ("**ERROR**" if r.status == "error" else "ok")
+
+
+def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
+    valid = g[g["status"] == "ok"]
+    best = valid["gpu_time_us"].min() if not valid.empty else math.nan
+    rows = []
+    for r in g.sort_values("gpu_time_us", na_position="last").itertuples():
+        ok = r.status == "ok"
+        name = f"**{r.provider}**" if ok and r.gpu_time_us == best else r.provider
+        occ = f"{_num(r.occupancy_theoretical_pct, '{:.0f}')}/{_num(r.occupancy_est_pct, '{:.0f}')}"
+        rows.append([
+            name,
+            _status_cell(r) if not ok else "ok",
+            _num(r.gpu_time_us, "{:.1f}") if ok else "—",
+            f"{_num(100 * r.noise, '{:.0f}')}%" if ok else "—",
+            _num(r.gbps, "{:.0f}") if ok else "—",
+            _num(r.pct_peak_bw, "{:.1f}") if ok else "—",
+            (_num(r.speedup, "{:.2f}") + "×") if ok and not pd.isna(r.speedup) else "—",
+            _num(r.graph_time_us, "{:.1f}") if ok else "—",
+            _num(r.host_time_us, "{:.1f}") if ok else "—",
+            _num(r.launch_latency_us, "{:.1f}") if ok else "—",
+            _num(r.kernels_per_call, "{:.0f}") if ok else "—",
+            occ if ok else "—",
+            _num(r.max_rel_err, "{:.1e}"),
+            _txt(r.note, 80) if not ok else "",
+        ])
+    headers = ["provider", "status", "time µs", "±", "GB/s", "% peak", f"vs {baseline}", "graph µs",
+               "host µs", "launch µs", "kernels", "occ %", "err", "why"]
+    return markdown_table(headers, rows, "llrrrrrrrrrrrl")
+
+
+def _interp_table(g: pd.DataFrame) -> str:
+    rows = [
+        [r.provider, _status_cell(r), _num(r.max_rel_err, "{:.1e}"), _num(r.max_abs_err, "{:.1e}"), _txt(r.note)]
+        for r in g.itertuples()
+    ]
+    return markdown_table(["provider", "correct", "rel err", "max abs err", "note"], rows, "llrrl")

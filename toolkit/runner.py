@@ -1,0 +1,215 @@
+"""``kprof profile``: every provider of a family over its sweep, measured, profiled, stored, reported.
+
+Phases, in this order on purpose:
+
+1. measure the device's copy ceiling;
+2. each case: correctness, then timings (GPU, graph, host, memory); stored as soon as it finishes;
+3. one profiler pass over the correct cases, each inside a labelled range, parsed into the launch
+   table and folded back into the cases' metrics (launch latency, kernels per call, occupancy).
+
+The profiler pass comes after every timing because an attached profiler (CUPTI) can add host overhead
+to later launches; timing first keeps host times clean.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kprof.errors import KprofError
+from kprof.harness import BenchSettings, CaseResult, case_seed, run_case
+from kprof.registry import Case, Family, Selection, Shape, get_family, shape_str
+
+PROFILERS = ("auto", "torch", "none")
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    family: str
+    providers: tuple[str, ...] | None = None
+    shapes: tuple[Shape, ...] | None = None
+    dtypes: tuple[str, ...] | None = None
+    profiler: str = "auto"
+    mode: str = "auto"  # auto | gpu | interpreter
+    settings: BenchSettings = field(default_factory=BenchSettings)
+    store: str | None = None
+    command: str = ""
+    profile_repeats: int = 5
+
+
+def resolve_mode(requested: str) -> str:
+    """``gpu`` when CUDA is available, else ``interpreter`` (and Triton's interpreter is switched on).
+
+    Must run before kernel modules are imported: ``@triton.jit`` picks the interpreter at decoration.
+    """
+    import torch
+
+    if requested not in ("auto", "gpu", "interpreter"):
+        raise KprofError(f"--mode must be auto, gpu or interpreter, not {requested!r}")
+    has_gpu = torch.cuda.is_available()
+    if requested == "gpu" and not has_gpu:
+        raise KprofError("--mode gpu asked for, but torch sees no CUDA GPU (torch.cuda.is_available() is False)")
+    mode = "gpu" if (requested == "gpu" or (requested == "auto" and has_gpu)) else "interpreter"
+    if mode == "interpreter":
+        os.environ["TRITON_INTERPRET"] = "1"
+    return mode
+
+
+def select(family: Family, opts: ProfileOptions, mode: str) -> Selection:
+    sweep = family.sweep("gpu" if mode == "gpu" else "interpreter")
+    names = list(opts.providers) if opts.providers else list(family.providers)
+    for n in names:
+        family.get_provider(n)  # raises with the list of known providers
+    chosen, skipped = [], []
+    for n in names:
+        p = family.providers[n]
+        reason = p.unavailable_reason()
+        if reason is None and mode == "interpreter" and p.gpu_only:
+            reason = "GPU only: not run in a CPU interpreter run"
+        if reason:
+            skipped.append((n, reason))
+        else:
+            chosen.append(n)
+    if not chosen:
+        raise KprofError(f"no provider of {family.name!r} can run here: " + "; ".join(f"{n}: {r}" for n, r in skipped))
+    return Selection(
+        family=family.name,
+        providers=tuple(chosen),
+        shapes=opts.shapes or sweep.shapes,
+        dtypes=opts.dtypes or sweep.dtypes,
+        skipped=tuple(skipped),
+    )
+
+
+ProgressFn = Callable[[str, int, int, str], None]  # (phase, done, total, label)
+
+
+def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
+    """Run the whole flow and return the run id. A run interrupted midway is stored as incomplete."""
+    from kprof import device as devmod
+    from kprof import envinfo, metrics, report
+    from kprof.store import RunRecord, RunStore
+
+    mode = resolve_mode(opts.mode)
+    family = get_family(opts.family)
+    sel = select(family, opts, mode)
+    profiler = _resolve_profiler(opts.profiler, mode)
+    store = RunStore(opts.store)
+    progress = progress or (lambda *a: None)
+    seed = opts.settings.seed if opts.settings.seed else secrets.randbits(31)
+    settings = BenchSettings(**{**asdict(opts.settings), "seed": seed})
+
+    dev = devmod.current_device()
+    ceiling = None
+    if mode == "gpu":
+        progress("ceiling", 0, 1, "measuring copy bandwidth")
+        ceiling = devmod.measure_copy_ceiling()
+        progress("ceiling", 1, 1, f"{ceiling.gbps:.0f} GB/s")
+    git = envinfo.git_state(family.package_dir)
+    repo_root = family.package_dir.parent.parent
+    profiler_version = None
+    if profiler == "torch":
+        import torch
+
+        profiler_version = f"torch.profiler (Kineto) in torch {torch.__version__}"
+    record = RunRecord(
+        family=family.name, mode=mode, command=opts.command,
+        config={
+            "providers": list(sel.providers), "skipped_providers": [list(s) for s in sel.skipped],
+            "shapes": [shape_str(s) for s in sel.shapes], "dtypes": list(sel.dtypes),
+            "settings": asdict(settings), "profiler": profiler, "profile_repeats": opts.profile_repeats,
+        },
+        git_commit=git.commit, git_dirty=git.dirty, git_note=git.note,
+        source_hashes=envinfo.source_hashes(family.source_files(), repo_root),
+        device=dev.to_dict(), versions=envinfo.versions().to_dict(),
+        profiler=profiler, profiler_version=profiler_version,
+        ceiling_gbps=ceiling.gbps if ceiling else None, ceiling=asdict(ceiling) if ceiling else None,
+    )
+    run_id = store.begin_run(record)
+    status, error = "incomplete", None
+    try:
+        cases = sel.cases()
+        results = _measure(family, cases, mode, settings, store, run_id, ceiling, progress)
+        notes = [f"{n}: {r}" for n, r in sel.skipped]
+        if profiler == "torch":
+            _profile_pass(family, results, settings, store, run_id, dev, opts.profile_repeats, progress)
+        if notes:
+            store.set_fields(run_id, notes="\n".join(notes))
+        status = "complete"
+    except BaseException as exc:  # KeyboardInterrupt and SIGTERM included: keep what finished
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-1000:]
+        raise
+    finally:
+        run = store.run(run_id)
+        run["status"] = status
+        md = report.render(run, store.metrics(run_id), baseline=family.baseline)
+        store.finish_run(run_id, status, report_md=md, error=error)
+        store.close()
+    return run_id
+
+
+def _resolve_profiler(name: str, mode: str) -> str:
+    if name not in PROFILERS:
+        raise KprofError(f"--profiler must be one of {', '.join(PROFILERS)}, not {name!r}")
+    if mode != "gpu":
+        return "none"
+    return "torch" if name == "auto" else name
+
+
+def _measure(
+    family: Family, cases: list[Case], mode: str, settings: BenchSettings, store: Any, run_id: str,
+    ceiling: Any, progress: ProgressFn,
+) -> list[CaseResult]:
+    from kprof.metrics import case_row
+
+    device = "cuda" if mode == "gpu" else "cpu"
+    results = []
+    for i, case in enumerate(cases):
+        progress("cases", i, len(cases), case.id)
+        provider = family.providers[case.provider]
+        res = run_case(family, provider, case, device=device, settings=settings, timing=(mode == "gpu"))
+        row = case_row(res, provider.kind, ceiling.gbps if ceiling else None)
+        store.add_case(
+            run_id, i, row,
+            {"gpu": res.gpu_samples_ms, "host": res.host_samples_us},
+        )
+        results.append(res)
+        if mode == "gpu" and i % 8 == 7:
+            import torch
+
+            torch.cuda.empty_cache()
+    progress("cases", len(cases), len(cases), "done")
+    return results
+
+
+def _profile_pass(
+    family: Family, results: list[CaseResult], settings: BenchSettings, store: Any, run_id: str,
+    dev: Any, repeats: int, progress: ProgressFn,
+) -> None:
+    from kprof.metrics import launch_metrics
+    from kprof.profilers import torch_profiler
+
+    ok = [r.case for r in results if r.status == "ok"]
+    if not ok:
+        return
+
+    def calls() -> Iterator[tuple[str, Callable[[], Any]]]:
+        # built lazily: only one case's inputs are alive at a time
+        for i, case in enumerate(ok):
+            progress("profile", i, len(ok), case.id)
+            inputs = family.make_inputs(case.shape, case.dtype, "cuda", case_seed(settings.seed, case))
+            fn = family.providers[case.provider].fn
+            yield case.id, (lambda fn=fn, inputs=inputs: fn(**inputs))
+
+    path = store.trace_dir(run_id) / "torch_trace.json.gz"
+    torch_profiler.capture(calls(), path, repeats=repeats)
+    progress("profile", len(ok), len(ok), "parsing trace")
+    launches = torch_profiler.parse(path)
+    store.add_launches(run_id, launches)
+    store.update_cases(run_id, launch_metrics(launches, repeats, dev.limits()))
+    store.set_fields(run_id, trace_path=str(path))

@@ -1,0 +1,315 @@
+"""The run store: one SQLite file (standard library), raw traces as files beside it.
+
+Default ``./kprof-runs/kprof.db``; ``--store PATH`` or ``KPROF_STORE`` override it (a directory means
+``DIR/kprof.db``). Every write is one transaction: a run is inserted as ``running`` before its first
+case, each finished case lands whole (metrics + samples) or not at all, and the run is marked
+``complete`` or ``incomplete`` at the end. A run whose process died without saying so (SIGKILL, power)
+stays ``running`` on disk and is reported as ``incomplete`` once its process is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import socket
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kprof import launch_table
+from kprof.errors import StoreError, UnknownRunError
+from kprof.metrics import METRIC_COLUMNS
+
+DEFAULT_STORE = Path("kprof-runs") / "kprof.db"
+SCHEMA_VERSION = 1
+
+_TEXT_METRICS = {"case", "family", "provider", "kind", "shape", "dtype", "status", "note", "main_kernel",
+                 "occupancy_limiter"}
+
+
+def default_store_path(explicit: str | Path | None = None) -> Path:
+    raw = explicit or os.environ.get("KPROF_STORE") or DEFAULT_STORE
+    path = Path(raw).expanduser()
+    if path.is_dir() or (not path.suffix and not path.exists()):
+        path = path / "kprof.db"
+    return path
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Everything known about a run when it starts."""
+
+    family: str
+    mode: str  # "gpu" or "interpreter"
+    command: str
+    config: Mapping[str, Any]
+    git_commit: str | None
+    git_dirty: bool | None
+    git_note: str | None
+    source_hashes: Mapping[str, str]
+    device: Mapping[str, Any]
+    versions: Mapping[str, Any]
+    profiler: str
+    profiler_version: str | None
+    ceiling_gbps: float | None
+    ceiling: Mapping[str, Any] | None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _clean(value: Any) -> Any:
+    """pandas/numpy scalars and NA -> plain Python for sqlite."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunStore:
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = default_store_path(path)
+        self.root = self.path.parent
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the store folder {self.root}: {exc}") from None
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._create_schema()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path} is not a readable kprof store ({exc}); move it aside or pass --store "
+                "with another path"
+            ) from None
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # ------------------------------------------------------------------------------------------ schema
+    def _create_schema(self) -> None:
+        metric_cols = ", ".join(
+            f'"{c}" {"TEXT" if c in _TEXT_METRICS else "REAL"}' for c in METRIC_COLUMNS if c != "case"
+        )
+        launch_cols = ", ".join(
+            f'"{c.name}" {"TEXT" if c.dtype == "string" else ("INTEGER" if c.dtype == "Int64" else "REAL")}'
+            for c in launch_table.COLUMNS
+        )
+        with self._tx() as cx:
+            cx.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            cx.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            cx.execute(
+                """CREATE TABLE IF NOT EXISTS runs (
+                    id TEXT PRIMARY KEY, created_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL,
+                    mode TEXT, family TEXT, command TEXT, config TEXT, git_commit TEXT, git_dirty INTEGER,
+                    git_note TEXT, source_hashes TEXT, device TEXT, device_name TEXT, driver TEXT,
+                    versions TEXT, profiler TEXT, profiler_version TEXT, ceiling_gbps REAL, ceiling TEXT,
+                    pid INTEGER, host TEXT, report_md TEXT, trace_path TEXT, notes TEXT, error TEXT)"""
+            )
+            cx.execute(
+                f"""CREATE TABLE IF NOT EXISTS cases (run_id TEXT NOT NULL REFERENCES runs(id), idx INTEGER,
+                    case_id TEXT NOT NULL, {metric_cols}, PRIMARY KEY (run_id, case_id))"""
+            )
+            cx.execute(
+                """CREATE TABLE IF NOT EXISTS samples (run_id TEXT NOT NULL, case_id TEXT NOT NULL,
+                    kind TEXT NOT NULL, unit TEXT, data TEXT NOT NULL, PRIMARY KEY (run_id, case_id, kind))"""
+            )
+            cx.execute(f"CREATE TABLE IF NOT EXISTS launches (run_id TEXT NOT NULL, {launch_cols})")
+            cx.execute("CREATE INDEX IF NOT EXISTS launches_run ON launches(run_id)")
+            # columns added to METRIC_COLUMNS after a store was created
+            have = {r["name"] for r in cx.execute("PRAGMA table_info(cases)")}
+            for c in METRIC_COLUMNS:
+                if c != "case" and c not in have:
+                    cx.execute(f'ALTER TABLE cases ADD COLUMN "{c}" {"TEXT" if c in _TEXT_METRICS else "REAL"}')
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        else:
+            self._conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------------------------------ writes
+    def begin_run(self, record: RunRecord) -> str:
+        run_id = datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+        d = asdict(record)
+        with self._tx() as cx:
+            cx.execute(
+                """INSERT INTO runs (id, created_at, status, mode, family, command, config, git_commit,
+                    git_dirty, git_note, source_hashes, device, device_name, driver, versions, profiler,
+                    profiler_version, ceiling_gbps, ceiling, pid, host)
+                   VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    run_id, _now(), d["mode"], d["family"], d["command"], _json(d["config"]), d["git_commit"],
+                    None if d["git_dirty"] is None else int(d["git_dirty"]), d["git_note"],
+                    _json(d["source_hashes"]), _json(d["device"]), d["device"].get("name"),
+                    d["device"].get("driver_version"), _json(d["versions"]), d["profiler"],
+                    d["profiler_version"], d["ceiling_gbps"], _json(d["ceiling"]), os.getpid(),
+                    socket.gethostname(),
+                ),
+            )
+        return run_id
+
+    def add_case(self, run_id: str, idx: int, row: Mapping[str, Any], samples: Mapping[str, Sequence[float]]) -> None:
+        """One case's metrics and raw samples, in one transaction."""
+        cols = [c for c in METRIC_COLUMNS if c != "case" and c in row]
+        with self._tx() as cx:
+            cx.execute(
+                f'INSERT OR REPLACE INTO cases (run_id, idx, case_id, {", ".join(chr(34) + c + chr(34) for c in cols)}) '
+                f'VALUES (?, ?, ?, {", ".join("?" for _ in cols)})',
+                (run_id, idx, row["case"], *[_clean(row[c]) for c in cols]),
+            )
+            for kind, values in samples.items():
+                if values:
+                    unit = "ms" if kind in ("gpu",) else "us"
+                    cx.execute(
+                        "INSERT OR REPLACE INTO samples VALUES (?, ?, ?, ?, ?)",
+                        (run_id, row["case"], kind, unit, json.dumps([float(v) for v in values])),
+                    )
+
+    def update_cases(self, run_id: str, updates: pd.DataFrame) -> None:
+        """Fill metrics columns of existing cases (e.g. launch metrics after the profiler pass)."""
+        cols = [c for c in updates.columns if c != "case" and c in METRIC_COLUMNS]
+        if updates.empty or not cols:
+            return
+        sets = ", ".join(f'"{c}" = ?' for c in cols)
+        with self._tx() as cx:
+            for rec in updates.to_dict("records"):
+                cx.execute(
+                    f"UPDATE cases SET {sets} WHERE run_id = ? AND case_id = ?",
+                    (*[_clean(rec[c]) for c in cols], run_id, rec["case"]),
+                )
+
+    def add_launches(self, run_id: str, launches: pd.DataFrame) -> None:
+        table = launch_table.validate(launches)
+        if table.empty:
+            return
+        names = list(launch_table.COLUMN_NAMES)
+        rows = [(run_id, *[_clean(v) for v in rec]) for rec in table[names].itertuples(index=False, name=None)]
+        with self._tx() as cx:
+            cx.executemany(
+                f'INSERT INTO launches (run_id, {", ".join(chr(34) + n + chr(34) for n in names)}) '
+                f'VALUES (?, {", ".join("?" for _ in names)})',
+                rows,
+            )
+
+    def set_fields(self, run_id: str, **fields: Any) -> None:
+        allowed = {"trace_path", "notes", "error", "report_md", "profiler_version"}
+        bad = set(fields) - allowed
+        if bad:
+            raise StoreError(f"cannot set run fields {sorted(bad)}")
+        with self._tx() as cx:
+            for k, v in fields.items():
+                cx.execute(f"UPDATE runs SET {k} = ? WHERE id = ?", (v, run_id))
+
+    def finish_run(self, run_id: str, status: str, *, report_md: str | None = None, error: str | None = None) -> None:
+        if status not in ("complete", "incomplete", "failed"):
+            raise StoreError(f"bad run status {status!r}")
+        with self._tx() as cx:
+            cx.execute(
+                "UPDATE runs SET status = ?, finished_at = ?, report_md = COALESCE(?, report_md), "
+                "error = COALESCE(?, error) WHERE id = ?",
+                (status, _now(), report_md, error, run_id),
+            )
+
+    def trace_dir(self, run_id: str) -> Path:
+        path = self.root / "traces" / run_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    # ------------------------------------------------------------------------------------------- reads
+    def runs(self) -> pd.DataFrame:
+        """Every run, newest first, with the effective status and case counts."""
+        q = """SELECT r.id, r.created_at, r.finished_at, r.status, r.mode, r.family, r.device_name,
+                      r.profiler, r.git_commit, r.git_dirty, r.ceiling_gbps, r.pid, r.host,
+                      COUNT(c.case_id) AS cases,
+                      SUM(CASE WHEN c.status IN ('fail', 'error') THEN 1 ELSE 0 END) AS failures
+               FROM runs r LEFT JOIN cases c ON c.run_id = r.id
+               GROUP BY r.id ORDER BY r.created_at DESC, r.id DESC"""
+        df = pd.read_sql_query(q, self._conn)
+        if not df.empty:
+            df["status"] = [self._effective_status(s, p, h) for s, p, h in zip(df["status"], df["pid"], df["host"])]
+            df["failures"] = df["failures"].fillna(0).astype(int)
+        return df.drop(columns=["pid", "host"])
+
+    @staticmethod
+    def _effective_status(status: str, pid: Any, host: Any) -> str:
+        if status == "running" and host == socket.gethostname() and pid and not _pid_alive(int(pid)):
+            return "incomplete"
+        return status
+
+    def resolve(self, ref: str) -> str:
+        """``latest``, a full run id, or a unique prefix of one -> the run id."""
+        if ref == "latest":
+            row = self._conn.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT 1").fetchone()
+            if row is None:
+                raise UnknownRunError(f"the store {self.path} has no runs yet; run `kprof profile FAMILY` first")
+            return row["id"]
+        rows = self._conn.execute("SELECT id FROM runs WHERE id LIKE ? || '%'", (ref,)).fetchall()
+        if len(rows) == 1:
+            return rows[0]["id"]
+        if not rows:
+            raise UnknownRunError(f"no run {ref!r} in {self.path}; `kprof runs` lists them")
+        raise UnknownRunError(f"{ref!r} matches {len(rows)} runs; give more of the id")
+
+    def run(self, ref: str) -> dict:
+        run_id = self.resolve(ref)
+        row = dict(self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
+        for k in ("config", "source_hashes", "device", "versions", "ceiling"):
+            row[k] = json.loads(row[k]) if row.get(k) else None
+        row["status"] = self._effective_status(row["status"], row["pid"], row["host"])
+        return row
+
+    def metrics(self, ref: str) -> pd.DataFrame:
+        run_id = self.resolve(ref)
+        df = pd.read_sql_query("SELECT * FROM cases WHERE run_id = ? ORDER BY idx", self._conn, params=(run_id,))
+        df = df.rename(columns={"case_id": "case"}).drop(columns=["run_id"])
+        if "ok" in df:
+            df["ok"] = df["ok"].fillna(0).astype(bool)
+        return df
+
+    def samples(self, ref: str) -> pd.DataFrame:
+        """Long table: case, kind (gpu | host), unit, value."""
+        run_id = self.resolve(ref)
+        rows = self._conn.execute("SELECT case_id, kind, unit, data FROM samples WHERE run_id = ?", (run_id,))
+        out = [(r["case_id"], r["kind"], r["unit"], v) for r in rows for v in json.loads(r["data"])]
+        return pd.DataFrame(out, columns=["case", "kind", "unit", "value"])
+
+    def launches(self, ref: str) -> pd.DataFrame:
+        run_id = self.resolve(ref)
+        df = pd.read_sql_query("SELECT * FROM launches WHERE run_id = ?", self._conn, params=(run_id,))
+        return launch_table.validate(df.drop(columns=["run_id"]))
