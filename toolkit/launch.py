@@ -42,13 +42,23 @@ def spec_key(args: Sequence[Any]) -> tuple:
     return tuple(parts)
 
 
-def _launch_hooks_installed() -> bool:
+def launch_hooks_installed() -> bool:
+    """True when a Triton launch hook is registered (Proton and some profilers register one).
+
+    Triton 3.4+ keeps hooks in ``HookChain`` objects that are never None; a chain with no calls means
+    no hook. Launches then skip the hooks (passing None), which also skips building launch metadata.
+    """
     try:
         from triton import knobs
-    except ImportError:  # older Triton without knobs: always use the JIT path
+    except ImportError:  # a Triton without knobs: always use the JIT path
         return True
-    rt = knobs.runtime
-    return rt.launch_enter_hook is not None or rt.launch_exit_hook is not None
+    for hook in (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook):
+        if hook is None:
+            continue
+        calls = getattr(hook, "calls", None)
+        if calls is None or len(calls) > 0:
+            return True
+    return False
 
 
 def is_interpreted(jit_fn: Any) -> bool:
@@ -56,27 +66,39 @@ def is_interpreted(jit_fn: Any) -> bool:
     return type(jit_fn).__name__ == "InterpretedFunction"
 
 
+FastEntry = tuple[Callable[..., Any], Any, Any, int]
+"""(C launcher, CUfunction, packed metadata, device index) of one compiled specialisation."""
+
+
 class CompiledLauncher:
     """Launch ``jit_fn`` via the compiled kernel of each specialisation, bypassing JIT argument binding.
 
     ``launcher(key, grid, args, **options)``: ``args`` are all kernel arguments in signature order,
     constexprs included; ``options`` are launch options (``num_warps``, ``num_stages``) and must be fixed
-    per key. The caller builds ``key`` (usually ``spec_key(args)`` plus the constexpr values) once per call.
+    per key. The caller builds ``key`` (``spec_key(args)`` plus the constexprs and options, or anything
+    at least as fine). Hot wrappers can use :meth:`lookup` and call the entry themselves.
     """
 
     def __init__(self, jit_fn: Any) -> None:
         self.jit_fn = jit_fn
         self.interpreted = is_interpreted(jit_fn)
-        self._cache: dict[tuple, tuple[Callable[..., Any], Any, Any, int]] = {}
+        self._cache: dict[tuple, FastEntry] = {}
         self.compiled: dict[tuple, Any] = {}
         """The ``CompiledKernel`` of each key seen (registers, spills, shared memory are read from it)."""
         self.fast_launches = 0
         self.jit_launches = 0
 
-    def __call__(self, key: tuple, grid: tuple[int, ...], args: tuple, **options: Any) -> None:
+    def lookup(self, key: tuple) -> FastEntry | None:
+        """The compiled entry for ``key``, or None when the JIT must launch (first call, hooks, interpreter)."""
         entry = self._cache.get(key)
-        if entry is None or _launch_hooks_installed():
-            self._launch_through_jit(key, grid, args, options)
+        if entry is None or launch_hooks_installed():
+            return None
+        return entry
+
+    def __call__(self, key: tuple, grid: tuple[int, ...], args: tuple, **options: Any) -> None:
+        entry = self.lookup(key)
+        if entry is None:
+            self.launch_jit(key, grid, args, **options)
             return
         run, function, packed, device = entry
         g1 = grid[1] if len(grid) > 1 else 1
@@ -84,7 +106,8 @@ class CompiledLauncher:
         self.fast_launches += 1
         run(grid[0], g1, g2, torch._C._cuda_getCurrentRawStream(device), function, packed, None, None, None, *args)
 
-    def _launch_through_jit(self, key: tuple, grid: tuple[int, ...], args: tuple, options: dict) -> None:
+    def launch_jit(self, key: tuple, grid: tuple[int, ...], args: tuple, **options: Any) -> None:
+        """Launch through ``jit_fn[grid](...)`` and remember the compiled kernel it returns under ``key``."""
         self.jit_launches += 1
         kernel = self.jit_fn[grid](*args, **options)
         if self.interpreted or kernel is None:

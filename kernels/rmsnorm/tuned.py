@@ -90,19 +90,67 @@ _looped_launcher = CompiledLauncher(_rmsnorm_looped_kernel)
 _config_cache: dict[tuple[int, int], Config] = {}
 
 
+def config_for(n: int, element_size: int) -> Config:
+    cfg = _config_cache.get((n, element_size))
+    if cfg is None:
+        cfg = _config_cache[(n, element_size)] = choose_config(n, element_size)
+    return cfg
+
+
 def launch_with_config(
     cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float
 ) -> None:
-    """Launch one configuration on flattened rows (also used by the tuning benchmark)."""
+    """Launch one configuration on flattened rows (the general path; also used by the tuning benchmark)."""
     n_rows, n = x2d.shape
     if cfg.kernel == "rows":
-        args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, eps)
+        args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, float(eps))
         key = (cfg, spec_key(args))
         _rows_launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + (cfg.block_n, cfg.rows), num_warps=cfg.num_warps)
     else:
-        args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, eps)
+        args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
         key = (cfg, spec_key(args))
         _looped_launcher(key, (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything about a call that depends only on shapes, strides, dtypes and device: computed once."""
+
+    key: tuple
+    launcher: CompiledLauncher
+    grid: tuple[int]
+    ints: tuple[int, ...]  # row strides and sizes, in kernel-signature order
+    constexprs: tuple[int, ...]
+    num_warps: int
+    contiguous: bool  # x is contiguous, so torch.empty_like(x) gives the output layout
+
+
+_plans: dict[tuple, _Plan] = {}
+_MAX_PLANS = 4096
+
+
+def _make_plan(x: torch.Tensor, weight: torch.Tensor) -> _Plan | None:
+    """A plan for CUDA inputs whose rows are one strided view of x (no copy needed), else None."""
+    if not x.is_cuda or x.stride(-1) != 1 or weight.stride(0) != 1:
+        return None
+    n = x.shape[-1]
+    try:
+        x_row_stride = x.view(-1, n).stride(0)
+    except RuntimeError:
+        return None
+    n_rows = x.numel() // n
+    cfg = config_for(n, x.element_size())
+    if cfg.kernel == "rows":
+        return _Plan(
+            key=(cfg, x.dtype, x.get_device(), x_row_stride, n_rows, n), launcher=_rows_launcher,
+            grid=(triton.cdiv(n_rows, cfg.rows),), ints=(x_row_stride, n, n_rows, n),
+            constexprs=(cfg.block_n, cfg.rows), num_warps=cfg.num_warps, contiguous=x.is_contiguous(),
+        )
+    return _Plan(
+        key=(cfg, x.dtype, x.get_device(), x_row_stride, n_rows, n), launcher=_looped_launcher,
+        grid=(n_rows,), ints=(x_row_stride, n, n), constexprs=(cfg.block_n,), num_warps=cfg.num_warps,
+        contiguous=x.is_contiguous(),
+    )
 
 
 @FAMILY.provider(
@@ -114,10 +162,42 @@ def launch_with_config(
 def rmsnorm_tuned(
     x: torch.Tensor, weight: torch.Tensor, eps: float = DEFAULT_EPS, out: torch.Tensor | None = None
 ) -> torch.Tensor:
-    x2d, weight, y2d, y = check_and_flatten(x, weight, out)
-    ck = (x2d.shape[1], x2d.element_size())
-    cfg = _config_cache.get(ck)
-    if cfg is None:
-        cfg = _config_cache[ck] = choose_config(*ck)
-    launch_with_config(cfg, x2d, weight, y2d, eps)
+    # Hot path: host time is what decides small shapes (see the module docstring). Inputs whose
+    # shape/stride/dtype/device signature was validated before reuse that validation via the plan;
+    # anything else (first call, CPU/interpreter, unusual layouts, bad input) takes the checked path.
+    try:
+        plan = _plans[(x.shape, x.stride(), x.dtype, x.get_device(),
+                       weight.shape, weight.stride(), weight.dtype, weight.get_device())]
+    except (KeyError, AttributeError, TypeError):
+        return _rmsnorm_tuned_checked(x, weight, eps, out)
+    if out is None:
+        y = torch.empty_like(x) if plan.contiguous else torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    elif out.shape == x.shape and out.dtype == x.dtype and out.get_device() == x.get_device() and out.is_contiguous():
+        y = out
+    else:
+        return _rmsnorm_tuned_checked(x, weight, eps, out)  # raises with the reason
+    eps = float(eps)
+    key = (plan.key, x.data_ptr() % 16 == 0, weight.data_ptr() % 16 == 0, y.data_ptr() % 16 == 0)
+    args = (x, weight, y, *plan.ints, eps, *plan.constexprs)
+    entry = plan.launcher.lookup(key)
+    if entry is None:
+        plan.launcher.launch_jit(key, plan.grid, args, num_warps=plan.num_warps)
+    else:
+        run, function, packed, device = entry
+        run(plan.grid[0], 1, 1, torch._C._cuda_getCurrentRawStream(device), function, packed, None, None, None, *args)
+    return y
+
+
+def _rmsnorm_tuned_checked(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor | None
+) -> torch.Tensor:
+    x2d, w, y2d, y = check_and_flatten(x, weight, out)
+    plan = _make_plan(x, weight)
+    if plan is not None:
+        if len(_plans) >= _MAX_PLANS:
+            _plans.clear()
+        _plans[(x.shape, x.stride(), x.dtype, x.get_device(),
+                weight.shape, weight.stride(), weight.dtype, weight.get_device())] = plan
+        return rmsnorm_tuned(x, weight, eps, out)
+    launch_with_config(config_for(x2d.shape[1], x2d.element_size()), x2d, w, y2d, eps)
     return y
