@@ -174,15 +174,17 @@ def time_gpu(fn: Callable[[], Any], settings: BenchSettings, host_us: float | No
         fn()
         end.record()
 
-    est_start, est_end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    est_ms = 0.0
+    # budget in GPU time per iteration, flush and spin included (as do_bench's estimate includes its flush)
+    s0, s1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0.record()
     for _ in range(5):
-        one(est_start, est_end)
-        torch.cuda.synchronize()
-        est_ms += est_start.elapsed_time(est_end) / 5
-    est_ms = max(est_ms, 1e-3)
-    n_warmup = max(1, int(settings.warmup_ms / est_ms))
-    n_repeat = max(5, int(settings.rep_ms / est_ms))
+        one(s0, s1)
+    t1.record()
+    torch.cuda.synchronize()
+    iter_ms = max(t0.elapsed_time(t1) / 5, 1e-3)
+    n_warmup = max(1, int(settings.warmup_ms / iter_ms))
+    n_repeat = max(5, int(settings.rep_ms / iter_ms))
     for _ in range(n_warmup):
         fn()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]

@@ -43,6 +43,7 @@ def _rmsnorm_rows_kernel(
     # meta-parameters
     BLOCK_N: tl.constexpr,  # power of two >= N: a whole row per block row
     ROWS: tl.constexpr,  # rows handled by one program
+    HINTS: tl.constexpr,  # cache hints: x evict_first (read once), weight evict_last (re-read by all)
 ):
     row_block = tl.program_id(0)
     rows = row_block * ROWS + tl.arange(0, ROWS)
@@ -50,11 +51,14 @@ def _rmsnorm_rows_kernel(
     col_mask = cols < N
     mask = (rows < n_rows)[:, None] & col_mask[None, :]
     rows64 = rows.to(tl.int64)[:, None]
-    # x is read exactly once: let it leave L2 first; the weight is re-read by every program: keep it.
-    x = tl.load(
-        x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first"
-    ).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    if HINTS:
+        x = tl.load(
+            x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first"
+        ).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    else:
+        x = tl.load(x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
     rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
     y = x * rstd[:, None] * w[None, :]
     tl.store(y_ptr + rows64 * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
@@ -66,10 +70,30 @@ class Config:
     block_n: int
     rows: int
     num_warps: int
+    hints: bool = False
 
 
 # Widest row (in bytes) handled as one block; wider rows use the chunked kernel.
 MAX_ONE_BLOCK_BYTES = 32 * 1024
+
+# Row bytes (power of two) -> (rows per program, num_warps, cache hints). Measured on an H100, bf16,
+# guarded GPU timer, 3 interleaved rounds (benchmarks/results/2026-11-22-h100/rmsnorm_variants_run2.log):
+#   8 KB rows  (N=4096):  2 rows x 16 warps, no hints: 93.9 us at 16384x4096 (2860 GB/s) against 95.1 us
+#                         for 1 row x 4 warps with hints; at 4096x4096 all configs lie within 0.7%.
+#   16 KB rows (N=8192):  2 rows x 16 warps, no hints: 358.0 us at 32768x8192 (2999 GB/s) against
+#                         362.5 us for 1 row x 8 warps with hints.
+#   2 KB rows  (N=1024):  4 rows x 4 warps with hints: 10.02 us at 4096x1024; without hints 10.27 us.
+# Rows of 4 KB and 32 KB and below 2 KB are interpolated from those, not measured.
+_ROW_TABLE: dict[int, tuple[int, int, bool]] = {
+    2048: (4, 4, True),
+    4096: (4, 8, False),
+    8192: (2, 16, False),
+    16384: (2, 16, False),
+    32768: (1, 16, False),
+}
+# Chunked rows: 32 KB chunks and 16 warps ran 256x131072 bf16 in 74.8 us against 91.2 us for 8 KB
+# chunks and 8 warps (benchmarks/results/2026-11-22-h100/rmsnorm_tune.csv).
+_LOOPED_CHUNK_BYTES = 32 * 1024
 
 
 def choose_config(n: int, element_size: int) -> Config:
@@ -77,12 +101,16 @@ def choose_config(n: int, element_size: int) -> Config:
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if row_bytes > MAX_ONE_BLOCK_BYTES:
-        return Config("looped", block_n=min(block_n, 4096), rows=1, num_warps=8)
-    # aim for ~8 KB of input per program, at most 16 rows
-    rows = max(1, min(16, 8192 // row_bytes))
-    # ~64 bytes of input per thread: two 16-byte loads in flight per thread and row
-    num_warps = max(1, min(16, (rows * row_bytes) // (32 * 64)))
-    return Config("rows", block_n=block_n, rows=rows, num_warps=triton.next_power_of_2(num_warps))
+        chunk = max(1, _LOOPED_CHUNK_BYTES // element_size)
+        return Config("looped", block_n=min(block_n, chunk), rows=1, num_warps=16)
+    if row_bytes in _ROW_TABLE:
+        rows, warps, hints = _ROW_TABLE[row_bytes]
+    else:  # narrow rows: pack rows until a program moves ~8 KB, 4 warps
+        rows, warps, hints = min(16, 8192 // row_bytes), 4, True
+    # never more threads than elements: a block of fewer elements leaves warps idle
+    while warps > 1 and warps * 32 > rows * block_n:
+        warps //= 2
+    return Config("rows", block_n=block_n, rows=rows, num_warps=warps, hints=hints)
 
 
 _rows_launcher = CompiledLauncher(_rmsnorm_rows_kernel)
@@ -105,7 +133,7 @@ def launch_with_config(
     if cfg.kernel == "rows":
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, float(eps))
         key = (cfg, spec_key(args))
-        _rows_launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + (cfg.block_n, cfg.rows), num_warps=cfg.num_warps)
+        _rows_launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + (cfg.block_n, cfg.rows, cfg.hints), num_warps=cfg.num_warps)
     else:
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
         key = (cfg, spec_key(args))
@@ -144,7 +172,7 @@ def _make_plan(x: torch.Tensor, weight: torch.Tensor) -> _Plan | None:
         return _Plan(
             key=(cfg, x.dtype, x.get_device(), x_row_stride, n_rows, n), launcher=_rows_launcher,
             grid=(triton.cdiv(n_rows, cfg.rows),), ints=(x_row_stride, n, n_rows, n),
-            constexprs=(cfg.block_n, cfg.rows), num_warps=cfg.num_warps, contiguous=x.is_contiguous(),
+            constexprs=(cfg.block_n, cfg.rows, cfg.hints), num_warps=cfg.num_warps, contiguous=x.is_contiguous(),
         )
     return _Plan(
         key=(cfg, x.dtype, x.get_device(), x_row_stride, n_rows, n), launcher=_looped_launcher,

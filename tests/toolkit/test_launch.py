@@ -32,7 +32,7 @@ def test_interpreter_path_never_caches(device):
     y = torch.empty_like(x)
     args = (x, w, y, 100, 100, 3, 100, 1e-6)
     for _ in range(2):
-        launcher(("k", spec_key(args)), (3,), args + (128, 1), num_warps=4)
+        launcher(("k", spec_key(args)), (3,), args + (128, 1, True), num_warps=4)
     assert launcher.jit_launches == 2 and launcher.fast_launches == 0
     assert float((y.double() - rmsnorm_oracle(x, w, 1e-6)).norm()) < 1e-4
 
@@ -41,11 +41,12 @@ def test_interpreter_path_never_caches(device):
 def test_fast_path_used_and_correct_on_gpu():
     x = torch.randn(33, 4096, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
-    before = tuned._rows_launcher.fast_launches
+    y = tuned.rmsnorm_tuned(x, w)  # first call of this signature: compiles through the JIT
+    before = tuned._rows_launcher.jit_launches
     for _ in range(3):
         y = tuned.rmsnorm_tuned(x, w)
     torch.cuda.synchronize()
-    assert tuned._rows_launcher.fast_launches >= before + 2
+    assert tuned._rows_launcher.jit_launches == before, "repeat calls must take the compiled-kernel path"
     ref = rmsnorm_oracle(x, w, 1e-6)
     assert float((y.double() - ref).norm() / ref.norm()) < 8e-3
 
@@ -63,7 +64,7 @@ def test_misaligned_pointer_gets_its_own_kernel():
         ref = rmsnorm_oracle(x, w, 1e-6)
         assert float((y.double() - ref).norm() / ref.norm()) < 1e-5
     # plan key = (cfg, dtype, device, row stride, rows, N); then the x, weight, y alignment flags
-    keys = [k for k in tuned._rows_launcher.compiled if k[0][1] == torch.float32 and k[0][3:] == (1000, 8, 1000)]
+    keys = [k for k in tuned._rows_launcher.compiled if isinstance(k[0], tuple) and k[0][1] == torch.float32 and k[0][3:] == (1000, 8, 1000)]
     assert {k[1] for k in keys} == {True, False}, "aligned and unaligned inputs must compile separately"
 
 
