@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm import _common
-from kprof.kernels.rmsnorm.tuned import _config_cache, _rows_launcher, rmsnorm_tuned
+from kprof.kernels.rmsnorm.tuned import _plans, _rows_launcher, rmsnorm_tuned
 from kprof.launch import GraphedCall, spec_key
 
 
@@ -51,15 +51,16 @@ def main() -> int:
     x, w, eps = inp["x"], inp["weight"], inp["eps"]
     y = torch.empty_like(x)
     rmsnorm_tuned(x, w, eps)
-    cfg = next(iter(_config_cache.values()))
+    rmsnorm_tuned(x, w, eps)
+    plan = next(iter(_plans.values()))
     key_args = (x, w, y, x.stride(0), y.stride(0), x.shape[0], x.shape[1], eps)
-    entry = next(iter(_rows_launcher._cache.values()))
-    run, function, packed, dev = entry
-    grid0 = (x.shape[0] + cfg.rows - 1) // cfg.rows
+    run, function, packed, dev = next(iter(_rows_launcher._cache.values()))
     stream = torch.cuda.current_stream().cuda_stream
+    xp, wp, yp = x.data_ptr(), w.data_ptr(), y.data_ptr()
 
     def raw_run():
-        run(grid0, 1, 1, stream, function, packed, None, None, None, *key_args, cfg.block_n, cfg.rows)
+        run(plan.grid[0], 1, 1, stream, function, packed, None, None, None, xp, wp, yp, *plan.ints, eps,
+            *plan.constexprs)
 
     graphed = GraphedCall(rmsnorm_tuned, x, w, eps)
     candidates = {
@@ -82,6 +83,17 @@ def main() -> int:
         med, samples = host_us(fn)
         rows.append({"what": name, "host_us_median": med, "samples": " ".join(f"{s:.3f}" for s in samples)})
         print(f"{name:<32} {med:7.2f} us/call", flush=True)
+    # again, once torch.compile (dynamo) and Liger have run in this process, as inside `kprof profile`
+    for name in ("torch_compile", "liger"):
+        p = fam.providers[name]
+        if p.unavailable_reason() is None:
+            p.fn(x, w, eps)
+    torch.cuda.synchronize()
+    for name in ("F.rms_norm", "triton_tuned", "compiled run(), fixed args", "torch.empty_like"):
+        med, samples = host_us(candidates[name])
+        rows.append({"what": name + " (after torch.compile + liger)", "host_us_median": med,
+                     "samples": " ".join(f"{s:.3f}" for s in samples)})
+        print(f"{name + ' (after compile)':<32} {med:7.2f} us/call", flush=True)
     with open(args.out / "rmsnorm_host_overhead.csv", "w", newline="") as fh:
         wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
         wr.writeheader()

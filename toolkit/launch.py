@@ -42,21 +42,24 @@ def spec_key(args: Sequence[Any]) -> tuple:
     return tuple(parts)
 
 
+try:
+    from triton import knobs as _knobs
+
+    _RUNTIME_KNOBS = _knobs.runtime
+except ImportError:  # a Triton without knobs (before 3.3): no fast path
+    _RUNTIME_KNOBS = None
+
+
 def launch_hooks_installed() -> bool:
     """True when a Triton launch hook is registered (Proton and some profilers register one).
 
     Triton 3.4+ keeps hooks in ``HookChain`` objects that are never None; a chain with no calls means
     no hook. Launches then skip the hooks (passing None), which also skips building launch metadata.
     """
-    try:
-        from triton import knobs
-    except ImportError:  # a Triton without knobs: always use the JIT path
+    if _RUNTIME_KNOBS is None:
         return True
-    for hook in (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook):
-        if hook is None:
-            continue
-        calls = getattr(hook, "calls", None)
-        if calls is None or len(calls) > 0:
+    for hook in (_RUNTIME_KNOBS.launch_enter_hook, _RUNTIME_KNOBS.launch_exit_hook):
+        if hook is not None and getattr(hook, "calls", hook):
             return True
     return False
 
