@@ -83,6 +83,25 @@ def main() -> int:
         med, samples = host_us(fn)
         rows.append({"what": name, "host_us_median": med, "samples": " ".join(f"{s:.3f}" for s in samples)})
         print(f"{name:<32} {med:7.2f} us/call", flush=True)
+    # GPU time of the same calls: triton.testing.do_bench against kprof's guarded timer (harness.time_gpu)
+    import triton.testing
+
+    from kprof.harness import BenchSettings, time_gpu
+
+    for name in ("F.rms_norm", "triton_tuned", "triton_one_row", "liger"):
+        if name not in candidates:
+            continue
+        fn = candidates[name]
+        host_med = next(r["host_us_median"] for r in rows if r["what"] == name)
+        db = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="all")
+        gd = time_gpu(fn, BenchSettings(), host_us=host_med)
+        for label, s in (("do_bench", db), ("guarded", gd)):
+            med = statistics.median(s) * 1e3
+            q = statistics.quantiles([v * 1e3 for v in s], n=4)
+            rows.append({"what": f"gpu {label}: {name}", "host_us_median": med,
+                         "samples": f"IQR/median {(q[2] - q[0]) / med:.2f}, n={len(s)}"})
+            print(f"gpu time {label:<9} {name:<22} {med:7.2f} us  IQR/median {(q[2] - q[0]) / med:.2f}", flush=True)
+
     # again, once torch.compile (dynamo) and Liger have run in this process, as inside `kprof profile`
     for name in ("torch_compile", "liger"):
         p = fam.providers[name]

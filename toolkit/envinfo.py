@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import shutil
 import subprocess
@@ -19,7 +20,22 @@ class GitState:
 
 
 def git_state(path: Path) -> GitState:
-    """Commit and dirty flag of the repository holding ``path`` (None with a reason outside git)."""
+    """Commit and dirty flag of the repository holding ``path`` (None with a reason outside git).
+
+    Where the sources were copied without their ``.git`` (containers, remote GPU machines), the
+    environment variables ``KPROF_GIT_COMMIT`` and ``KPROF_GIT_DIRTY`` (0/1) stand in, and say so.
+    """
+    found = _git_state(path)
+    if found.commit is None and os.environ.get("KPROF_GIT_COMMIT"):
+        dirty = os.environ.get("KPROF_GIT_DIRTY")
+        return GitState(
+            os.environ["KPROF_GIT_COMMIT"], None if dirty is None else dirty == "1",
+            f"from KPROF_GIT_COMMIT ({found.note})",
+        )
+    return found
+
+
+def _git_state(path: Path) -> GitState:
     if shutil.which("git") is None:
         return GitState(None, None, "git not found on PATH")
     cwd = path if path.is_dir() else path.parent
