@@ -44,13 +44,17 @@ def _rmsnorm_rows_kernel(
     BLOCK_N: tl.constexpr,  # power of two >= N: a whole row per block row
     ROWS: tl.constexpr,  # rows handled by one program
     HINTS: tl.constexpr,  # cache hints: x evict_first (read once), weight evict_last (re-read by all)
+    I64: tl.constexpr,  # 64-bit row offsets; int32 is enough (and cheaper) below 2**31 elements
 ):
     row_block = tl.program_id(0)
     rows = row_block * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
     mask = (rows < n_rows)[:, None] & col_mask[None, :]
-    rows64 = rows.to(tl.int64)[:, None]
+    if I64:
+        rows64 = rows.to(tl.int64)[:, None]
+    else:
+        rows64 = rows[:, None]
     if HINTS:
         x = tl.load(
             x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first"
@@ -149,12 +153,19 @@ def launch_with_config(
     n_rows, n = x2d.shape
     if cfg.kernel == "rows":
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, float(eps))
-        key = (cfg, spec_key(args))
-        _rows_launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + (cfg.block_n, cfg.rows, cfg.hints), num_warps=cfg.num_warps)
+        i64 = needs_i64(n_rows, x2d.stride(0), y2d.stride(0))
+        key = (cfg, i64, spec_key(args))
+        _rows_launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + (cfg.block_n, cfg.rows, cfg.hints, i64),
+                       num_warps=cfg.num_warps)
     else:
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
         key = (cfg, spec_key(args))
         _looped_launcher(key, (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
+
+
+def needs_i64(n_rows: int, *row_strides: int) -> bool:
+    """Whether row offsets (row index x row stride, in elements) can pass 2**31 - 1."""
+    return n_rows * max(max(row_strides), 1) >= 2**31
 
 
 @dataclass(frozen=True)
@@ -183,18 +194,26 @@ def _make_plan(x: torch.Tensor, weight: torch.Tensor) -> _Plan | None:
         x_row_stride = x.view(-1, n).stride(0)
     except RuntimeError:
         return None
-    n_rows = x.numel() // n
-    cfg = config_for(n, x.element_size(), n_rows, x.get_device())
+    return plan_for(x.numel() // n, n, x_row_stride, x.dtype, x.get_device(), x.is_contiguous())
+
+
+def plan_for(
+    n_rows: int, n: int, x_row_stride: int, dtype: torch.dtype, device_index: int, contiguous: bool
+) -> _Plan:
+    """The launch plan of ``n_rows`` rows of ``n`` elements (output rows contiguous, stride ``n``)."""
+    element_size = torch.empty((), dtype=dtype).element_size()
+    cfg = config_for(n, element_size, n_rows, device_index)
+    key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
     if cfg.kernel == "rows":
         return _Plan(
-            key=(cfg, x.dtype, x.get_device(), x_row_stride, n_rows, n), launcher=_rows_launcher,
-            grid=(triton.cdiv(n_rows, cfg.rows),), ints=(x_row_stride, n, n_rows, n),
-            constexprs=(cfg.block_n, cfg.rows, cfg.hints), num_warps=cfg.num_warps, contiguous=x.is_contiguous(),
+            key=key, launcher=_rows_launcher, grid=(triton.cdiv(n_rows, cfg.rows),),
+            ints=(x_row_stride, n, n_rows, n),
+            constexprs=(cfg.block_n, cfg.rows, cfg.hints, needs_i64(n_rows, x_row_stride, n)),
+            num_warps=cfg.num_warps, contiguous=contiguous,
         )
     return _Plan(
-        key=(cfg, x.dtype, x.get_device(), x_row_stride, n_rows, n), launcher=_looped_launcher,
-        grid=(n_rows,), ints=(x_row_stride, n, n), constexprs=(cfg.block_n,), num_warps=cfg.num_warps,
-        contiguous=x.is_contiguous(),
+        key=key, launcher=_looped_launcher, grid=(n_rows,), ints=(x_row_stride, n, n),
+        constexprs=(cfg.block_n,), num_warps=cfg.num_warps, contiguous=contiguous,
     )
 
 

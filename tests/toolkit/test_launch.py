@@ -32,7 +32,7 @@ def test_interpreter_path_never_caches(device):
     y = torch.empty_like(x)
     args = (x, w, y, 100, 100, 3, 100, 1e-6)
     for _ in range(2):
-        launcher(("k", spec_key(args)), (3,), args + (128, 1, True), num_warps=4)
+        launcher(("k", spec_key(args)), (3,), args + (128, 1, True, False), num_warps=4)
     assert launcher.jit_launches == 2 and launcher.fast_launches == 0
     assert float((y.double() - rmsnorm_oracle(x, w, 1e-6)).norm()) < 1e-4
 
@@ -85,3 +85,23 @@ def test_graphed_call_needs_a_gpu():
         pytest.skip("CPU-only behaviour")
     with pytest.raises(ValueError, match="CUDA"):
         GraphedCall(lambda: None)
+
+
+@pytest.mark.parametrize("n_rows, n", [(1, 64), (64, 4096), (4096, 1024), (8192, 5120), (256, 131072),
+                                       (70000, 40000)])
+def test_plan_passes_every_kernel_argument(n_rows, n):
+    """The raw launch path hands the C launcher one value per kernel parameter, constexprs included;
+    a parameter with a default that the plan forgot would fail only on the GPU ('takes exactly N arguments')."""
+    import inspect
+
+    plan = tuned.plan_for(n_rows, n, n, torch.bfloat16, -1, True)
+    kernel = plan.launcher.jit_fn
+    params = inspect.signature(kernel.fn).parameters
+    raw = (0, 0, 0, *plan.ints, 1e-6, *plan.constexprs)  # x, weight, y pointers first
+    assert len(raw) == len(params), f"{len(raw)} raw arguments for {len(params)} parameters: {list(params)}"
+
+
+def test_int64_offsets_only_when_needed():
+    assert not tuned.needs_i64(4096, 4096)
+    assert tuned.needs_i64(2**20, 2**11)
+    assert tuned.plan_for(70000, 40000, 40000, torch.float32, -1, True).launcher is tuned._looped_launcher
