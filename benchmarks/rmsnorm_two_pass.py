@@ -1,0 +1,91 @@
+"""One-block rows against the L2-resident two-pass design (Inductor's pattern) and torch.compile, on
+the large shapes, interleaved rounds with the guarded GPU timer.
+
+    python benchmarks/rmsnorm_two_pass.py --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+import triton
+
+from kprof.harness import BenchSettings, time_gpu, time_host
+from kprof.kernels import discover
+from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel, _rmsnorm_two_pass_kernel
+
+SHAPES = [(32768, 8192), (16384, 4096), (4096, 4096), (8192, 5120)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    fam = discover()["rmsnorm"]
+    settings = BenchSettings(warmup_ms=10, rep_ms=60)
+    out = []
+    for shape in SHAPES:
+        inp = fam.make_inputs(shape, "bf16", "cuda", 11)
+        x, w, eps = inp["x"], inp["weight"], inp["eps"]
+        ref = fam.oracle(**inp)
+        y = torch.empty_like(x)
+        m, n = shape
+        fns = {}
+        for chunk, rows, warps in itertools.product([512, 1024, 2048, 4096], [1, 2, 4], [4, 8, 16]):
+            if chunk > triton.next_power_of_2(n) or rows * chunk * 2 > 16384 or warps * 32 * 8 > rows * chunk:
+                continue
+            grid = (triton.cdiv(m, rows),)
+
+            def call(grid=grid, chunk=chunk, rows=rows, warps=warps):
+                _rmsnorm_two_pass_kernel[grid](x, w, y, x.stride(0), y.stride(0), m, n, eps,
+                                               BLOCK_N=chunk, ROWS=rows, I64=False, num_warps=warps)
+            fns[f"two_pass c{chunk} r{rows} w{warps}"] = call
+        for rows, warps in [(1, 8), (1, 16), (2, 16)]:
+            bn = triton.next_power_of_2(n)
+            if rows * bn * 2 > 32768:
+                continue
+
+            def call1(rows=rows, warps=warps, bn=bn):
+                _rmsnorm_rows_kernel[(triton.cdiv(m, rows),)](x, w, y, x.stride(0), y.stride(0), m, n, eps,
+                                                              BLOCK_N=bn, ROWS=rows, HINTS=False, I64=False,
+                                                              num_warps=warps)
+            fns[f"one_block r{rows} w{warps}"] = call1
+        for k, f in list(fns.items()):
+            y.fill_(float("nan"))
+            f()
+            torch.cuda.synchronize()
+            if not float((y.double() - ref).norm() / ref.norm()) < 8e-3:
+                print("WRONG", k)
+                del fns[k]
+        for peer in ("torch_compile", "triton_tuned"):
+            fns[f"[{peer}]"] = (lambda fn=fam.providers[peer].fn: fn(x, w, eps))
+        host = {k: statistics.median(time_host(f, settings)) for k, f in fns.items()}
+        times = {k: [] for k in fns}
+        for _ in range(args.rounds):
+            for k, f in fns.items():
+                times[k].append(statistics.median(time_gpu(f, settings, host_us=host[k])) * 1e3)
+        med = sorted((statistics.median(v), k) for k, v in times.items())
+        print(f"== {shape}", flush=True)
+        for t, k in med[:8] + [q for q in med[8:] if q[1].startswith(("[", "one_block"))]:
+            print(f"  {k:<26} {t:8.2f} us  {' '.join(f'{v:.2f}' for v in times[k])}", flush=True)
+        out += [{"shape": f"{m}x{n}", "variant": k, "time_us": statistics.median(v),
+                 "rounds": " ".join(f"{u:.3f}" for u in v)} for k, v in times.items()]
+        del x, w, y, ref, inp
+        torch.cuda.empty_cache()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "rmsnorm_two_pass.csv", "w", newline="") as fh:
+        wr = csv.DictWriter(fh, fieldnames=list(out[0]))
+        wr.writeheader()
+        wr.writerows(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
