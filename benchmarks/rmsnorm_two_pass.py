@@ -15,12 +15,11 @@ from pathlib import Path
 
 import torch
 import triton
+import triton.language as tl
 
 from kprof.harness import BenchSettings, time_gpu, time_host
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel
-
-import triton.language as tl
 
 
 @triton.jit
