@@ -54,7 +54,7 @@ def main() -> int:
     rmsnorm_tuned(x, w, eps)
     plan = next(iter(_plans.values()))
     key_args = (x, w, y, x.stride(0), y.stride(0), x.shape[0], x.shape[1], eps)
-    run, function, packed, dev = next(iter(_rows_launcher._cache.values()))
+    run, function, packed, dev = next(iter(_rows_launcher.entries.values()))
     stream = torch.cuda.current_stream().cuda_stream
     xp, wp, yp = x.data_ptr(), w.data_ptr(), y.data_ptr()
 

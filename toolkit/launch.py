@@ -45,9 +45,11 @@ def spec_key(args: Sequence[Any]) -> tuple:
 try:
     from triton import knobs as _knobs
 
-    _RUNTIME_KNOBS = _knobs.runtime
+    RUNTIME_KNOBS = _knobs.runtime
+    if not hasattr(RUNTIME_KNOBS.launch_enter_hook, "calls"):  # hooks not kept in HookChains: no fast path
+        RUNTIME_KNOBS = None
 except ImportError:  # a Triton without knobs (before 3.3): no fast path
-    _RUNTIME_KNOBS = None
+    RUNTIME_KNOBS = None
 
 
 def launch_hooks_installed() -> bool:
@@ -56,9 +58,9 @@ def launch_hooks_installed() -> bool:
     Triton 3.4+ keeps hooks in ``HookChain`` objects that are never None; a chain with no calls means
     no hook. Launches then skip the hooks (passing None), which also skips building launch metadata.
     """
-    if _RUNTIME_KNOBS is None:
+    if RUNTIME_KNOBS is None:
         return True
-    for hook in (_RUNTIME_KNOBS.launch_enter_hook, _RUNTIME_KNOBS.launch_exit_hook):
+    for hook in (RUNTIME_KNOBS.launch_enter_hook, RUNTIME_KNOBS.launch_exit_hook):
         if hook is not None and getattr(hook, "calls", hook):
             return True
     return False
@@ -85,7 +87,7 @@ class CompiledLauncher:
     def __init__(self, jit_fn: Any) -> None:
         self.jit_fn = jit_fn
         self.interpreted = is_interpreted(jit_fn)
-        self._cache: dict[tuple, FastEntry] = {}
+        self.entries: dict[tuple, FastEntry] = {}
         self.compiled: dict[tuple, Any] = {}
         """The ``CompiledKernel`` of each key seen (registers, spills, shared memory are read from it)."""
         self.fast_launches = 0
@@ -93,7 +95,7 @@ class CompiledLauncher:
 
     def lookup(self, key: tuple) -> FastEntry | None:
         """The compiled entry for ``key``, or None when the JIT must launch (first call, hooks, interpreter)."""
-        entry = self._cache.get(key)
+        entry = self.entries.get(key)
         if entry is None or launch_hooks_installed():
             return None
         return entry
@@ -120,7 +122,7 @@ class CompiledLauncher:
         function = getattr(kernel, "function", None)
         packed = getattr(kernel, "packed_metadata", None)
         if run is not None and function is not None and packed is not None:
-            self._cache[key] = (run, function, packed, torch.cuda.current_device())
+            self.entries[key] = (run, function, packed, torch.cuda.current_device())
 
 
 class GraphedCall:

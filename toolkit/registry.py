@@ -32,10 +32,10 @@ Inputs = dict[str, Any]
 def parse_shape(text: str | Iterable[int]) -> Shape:
     """``"4096x4096"`` or ``[4096, 4096]`` -> ``(4096, 4096)``."""
     if isinstance(text, str):
-        parts = [p for p in re.split(r"[x×,\s]+", text.strip()) if p]
-        if not parts or not all(p.isdigit() for p in parts):
+        compact = re.sub(r"\s+", "", text)
+        if not re.fullmatch(r"\d+([x×]\d+)*", compact):
             raise KprofError(f"bad shape {text!r}: write it as sizes joined by 'x', e.g. 4096x4096 or 2x3x257")
-        dims = tuple(int(p) for p in parts)
+        dims = tuple(int(p) for p in re.split(r"[x×]", compact))
     else:
         dims = tuple(int(d) for d in text)
     if not dims or any(d < 0 for d in dims):

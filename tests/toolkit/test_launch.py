@@ -105,3 +105,26 @@ def test_int64_offsets_only_when_needed():
     assert not tuned.needs_i64(4096, 4096)
     assert tuned.needs_i64(2**20, 2**11)
     assert tuned.plan_for(70000, 40000, 40000, torch.float32, -1, True).launcher is tuned._looped_launcher
+
+
+@pytest.mark.gpu
+def test_launch_hook_forces_the_jit_path():
+    """With a Triton launch hook registered (Proton does this), launches must go through the JIT so the
+    hook sees them."""
+    from triton import knobs
+
+    x = torch.randn(16, 2048, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(2048, device="cuda", dtype=torch.bfloat16)
+    tuned.rmsnorm_tuned(x, w)  # compile and plan this signature first
+    seen = []
+
+    def hook(metadata):
+        seen.append(metadata)
+
+    knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        tuned.rmsnorm_tuned(x, w)
+        torch.cuda.synchronize()
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+    assert len(seen) == 1

@@ -1,0 +1,100 @@
+"""Correctness checking catches what it must; run_case records skip / fail / error without raising."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kprof.harness import BenchSettings, case_seed, check_correctness, run_case
+from kprof.kernels import discover
+from kprof.registry import Case, Family, Provider
+
+RMS = discover()["rmsnorm"]
+
+
+def provider(fn, accepts_out=True, supports=None) -> Provider:
+    return Provider("rmsnorm", "test", "triton", fn, "test provider", accepts_out=accepts_out, supports=supports)
+
+
+def inputs(device, shape=(6, 50), dtype="fp32"):
+    return RMS.make_inputs(shape, dtype, device, seed=3)
+
+
+def good(x, weight, eps, out=None):
+    y = RMS.providers["torch_eager"].fn(x, weight, eps)
+    if out is None:
+        return y
+    out.copy_(y)
+    return out
+
+
+def test_correct_provider_passes(device):
+    c = check_correctness(RMS, provider(good), Case("rmsnorm", "t", (6, 50), "fp32"), inputs(device))
+    assert c.ok and c.rel_err < 1e-6 and c.unwritten == 0
+
+
+def test_unwritten_row_is_caught_through_the_poisoned_output(device):
+    def skips_last_row(x, weight, eps, out):
+        out[:-1].copy_(good(x, weight, eps)[:-1])
+        return out
+
+    c = check_correctness(RMS, provider(skips_last_row), Case("rmsnorm", "t", (6, 50), "fp32"), inputs(device))
+    assert not c.ok and c.unwritten == 50 and "never written" in c.note
+
+
+def test_slightly_wrong_values_fail_the_tolerance(device):
+    def off(x, weight, eps, out):
+        return out.copy_(good(x, weight, eps) * 1.001)
+
+    c = check_correctness(RMS, provider(off), Case("rmsnorm", "t", (6, 50), "fp32"), inputs(device))
+    assert not c.ok and "above tolerance" in c.note and c.rel_err == pytest.approx(1e-3, rel=1e-2)
+
+
+def test_provider_ignoring_out_is_caught(device):
+    def new_tensor(x, weight, eps, out):
+        return good(x, weight, eps)
+
+    c = check_correctness(RMS, provider(new_tensor), Case("rmsnorm", "t", (6, 50), "fp32"), inputs(device))
+    assert not c.ok and "ignored out=" in c.note
+
+
+def test_nan_output_fails(device):
+    def nan(x, weight, eps):
+        return torch.full_like(x, float("nan"))
+
+    c = check_correctness(RMS, provider(nan, accepts_out=False), Case("rmsnorm", "t", (6, 50), "fp32"), inputs(device))
+    assert not c.ok
+
+
+def test_run_case_statuses(device):
+    settings = BenchSettings()
+    case = Case("rmsnorm", "t", (6, 50), "fp32")
+    skip = run_case(RMS, provider(good, supports=lambda s, d: "too wide"), case, device=device, settings=settings, timing=False)
+    assert skip.status == "skipped" and skip.note == "too wide"
+
+    def boom(x, weight, eps, out=None):
+        raise RuntimeError("kernel exploded")
+
+    err = run_case(RMS, provider(boom), case, device=device, settings=settings, timing=False)
+    assert err.status == "error" and "kernel exploded" in err.note
+    ok = run_case(RMS, provider(good), case, device=device, settings=settings, timing=False)
+    assert ok.status == "ok" and not ok.timed and ok.bytes == RMS.bytes_model((6, 50), "fp32")
+
+
+def test_case_seed_is_stable_and_shared_by_providers():
+    a = Case("rmsnorm", "p1", (4, 4), "fp32")
+    b = Case("rmsnorm", "p2", (4, 4), "fp32")
+    assert case_seed(1, a) == case_seed(1, b) != case_seed(2, a)
+    assert case_seed(1, a) != case_seed(1, Case("rmsnorm", "p1", (4, 5), "fp32"))
+
+
+@pytest.mark.gpu
+def test_timing_on_gpu():
+    res = run_case(RMS, RMS.providers["triton_tuned"], Case("rmsnorm", "triton_tuned", (64, 4096), "bf16"),
+                   device="cuda", settings=BenchSettings(rep_ms=20, warmup_ms=5), timing=True)
+    assert res.status == "ok" and res.timed
+    assert len(res.gpu_samples_ms) >= 5 and all(0 < s < 1 for s in res.gpu_samples_ms)
+    assert res.graph_time_ms is not None and res.graph_time_ms < max(res.gpu_samples_ms)
+    assert res.peak_mem_bytes >= 64 * 4096 * 2  # the output

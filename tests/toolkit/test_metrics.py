@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kprof import launch_table
+from kprof.harness import CaseResult, Correctness
+from kprof.metrics import METRIC_COLUMNS, achieved, case_row, idle_launch_latency, launch_metrics, metrics_table, summarize_samples
+from kprof.occupancy import DeviceLimits, theoretical_occupancy
+from kprof.profilers import torch_profiler
+from kprof.registry import Case
+
+TRACE = Path(__file__).parent.parent / "data" / "kineto_rmsnorm_h100_small.json.gz"
+
+
+def test_summarize_samples_hand_checked():
+    s = summarize_samples([0.001, 0.002, 0.003, 0.004, 0.005])  # ms
+    assert s["gpu_time_us"] == pytest.approx(3.0)
+    assert s["p20_us"] == pytest.approx(1.8) and s["p80_us"] == pytest.approx(4.2)
+    assert s["noise"] == pytest.approx((4.0 - 2.0) / 3.0)
+    assert s["n_samples"] == 5
+    assert math.isnan(summarize_samples([])["gpu_time_us"])
+
+
+def test_bandwidth_and_flops_arithmetic():
+    # 268,443,648 bytes (16384x4096 bf16 rmsnorm) in 94.0 us -> 2855.8 GB/s; 95.2% of 3000 GB/s
+    a = achieved(268_443_648, 4 * 16384 * 4096, 94.0, 3000.0)
+    assert a["gbps"] == pytest.approx(268_443_648 / 94.0e-6 / 1e9)
+    assert a["pct_peak_bw"] == pytest.approx(100 * a["gbps"] / 3000.0)
+    assert a["tflops"] == pytest.approx(4 * 16384 * 4096 / 94.0e-6 / 1e12)
+    assert math.isnan(achieved(1, 1, float("nan"), 1.0)["gbps"])
+    assert math.isnan(achieved(1, 1, 1.0, None)["pct_peak_bw"])
+
+
+def test_case_row_keeps_failed_cases_untimed():
+    c = Case("rmsnorm", "p", (4, 4), "fp32")
+    bad = CaseResult(c, "fail", "relative error 1e-1 above tolerance", Correctness(False, 0.1, 1.0, 0, 1e-5))
+    row = case_row(bad, "triton", 3000.0)
+    assert row["ok"] is False and "gpu_time_us" not in row
+    table = metrics_table([row])
+    assert list(table.columns) == list(METRIC_COLUMNS) and math.isnan(table.loc[0, "gpu_time_us"])
+
+
+def test_idle_launch_latency_ignores_queued_launches():
+    df = launch_table.validate(pd.DataFrame({
+        "kernel": ["a", "a", "a"], "start_ns": [1000, 3000, 9000], "end_ns": [2900, 5000, 9500],
+        "duration_ns": [1900, 2000, 500], "api_start_ns": [100, 1100, 8000], "api_end_ns": [200, 1200, 8100],
+        "launch_latency_ns": [900, 1900, 1000], "device": [0, 0, 0], "stream": [7, 7, 7], "source": ["t"] * 3,
+    }))
+    # the second launch was issued while the first kernel still ran: it measures queueing
+    assert list(idle_launch_latency(df)) == [900, 1000]
+
+
+def test_launch_metrics_on_a_real_trace():
+    launches = torch_profiler.parse(TRACE)
+    lm = launch_metrics(launches, calls_per_case=5, limits=DeviceLimits()).set_index("case")
+    assert lm.loc["rmsnorm/triton_tuned/64x4096/bf16", "kernels_per_call"] == 1
+    eager = launches[launches["case"] == "rmsnorm/torch_eager/64x4096/bf16"]
+    assert lm.loc["rmsnorm/torch_eager/64x4096/bf16", "kernels_per_call"] == len(eager) / 5 > 1
+    row = lm.loc["rmsnorm/triton_tuned/64x4096/bf16"]
+    k = launches[launches["case"] == "rmsnorm/triton_tuned/64x4096/bf16"].iloc[0]
+    expect = theoretical_occupancy(int(k.block_x * k.block_y * k.block_z), int(k.registers_per_thread),
+                                   int(k.shared_mem_bytes), DeviceLimits())
+    assert row["occupancy_theoretical_pct"] == pytest.approx(expect.occupancy_pct)
+    assert row["main_kernel"].startswith("_rmsnorm_rows_kernel")
+    assert 0 < row["launch_latency_us"] < 1000 and 0 < row["api_time_us"] < 1000
+    assert np.isfinite(lm["launch_latency_us"]).all()
