@@ -7,15 +7,15 @@ synchronising, at a shape where the GPU work is tiny (default 8x4096 bf16), all 
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from bench_common import write_csv
+from kprof.harness import BenchSettings, time_host
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm import _common
 from kprof.kernels.rmsnorm.tuned import _plans, _rows_launcher, rmsnorm_tuned
@@ -23,18 +23,7 @@ from kprof.launch import GraphedCall, spec_key
 
 
 def host_us(fn, calls: int = 5000, reps: int = 7) -> tuple[float, list[float]]:
-    for _ in range(200):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        t1 = time.perf_counter_ns()
-        samples.append((t1 - t0) / calls / 1e3)
-    torch.cuda.synchronize()
+    samples = time_host(fn, BenchSettings(host_calls=calls, host_reps=reps))
     return statistics.median(samples), samples
 
 
@@ -86,7 +75,7 @@ def main() -> int:
     # GPU time of the same calls: triton.testing.do_bench against kprof's guarded timer (harness.time_gpu)
     import triton.testing
 
-    from kprof.harness import BenchSettings, time_gpu
+    from kprof.harness import time_gpu
 
     for name in ("F.rms_norm", "triton_tuned", "triton_one_row", "liger"):
         if name not in candidates:
@@ -113,10 +102,7 @@ def main() -> int:
         rows.append({"what": name + " (after torch.compile + liger)", "host_us_median": med,
                      "samples": " ".join(f"{s:.3f}" for s in samples)})
         print(f"{name + ' (after compile)':<32} {med:7.2f} us/call", flush=True)
-    with open(args.out / "rmsnorm_host_overhead.csv", "w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        wr.writeheader()
-        wr.writerows(rows)
+    write_csv(args.out / "rmsnorm_host_overhead.csv", rows)
     print(f"fast launches {_rows_launcher.fast_launches}, jit launches {_rows_launcher.jit_launches}")
     return 0
 

@@ -7,16 +7,15 @@ against torch.compile, interleaved rounds with the guarded GPU timer; prints Ind
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
-import statistics
 import sys
 from pathlib import Path
 
 import torch
 import triton
 
-from kprof.harness import BenchSettings, time_gpu, time_host
+from bench_common import print_race, race_rows, write_csv
+from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel
 
@@ -53,22 +52,10 @@ def main() -> int:
             fns[f"r{rows} w{warps} {'hints' if hints else 'plain'} {'i64' if i64 else 'i32'}"] = call
         for peer in ("torch_compile", "triton_tuned", "triton_one_row"):
             fns[f"[{peer}]"] = (lambda fn=fam.providers[peer].fn: fn(x, w, eps))
-        host = {k: statistics.median(time_host(f, settings)) for k, f in fns.items()}
-        times = {k: [] for k in fns}
-        for _ in range(args.rounds):
-            for k, f in fns.items():
-                times[k].append(statistics.median(time_gpu(f, settings, host_us=host[k])) * 1e3)
-        med = sorted(((statistics.median(v), k) for k, v in times.items()))
-        print(f"== {shape}", flush=True)
-        for t, k in med[:8] + [m for m in med[8:] if m[1].startswith("[")]:
-            print(f"  {k:<24} {t:7.3f} us  {' '.join(f'{v:.2f}' for v in times[k])}", flush=True)
-        out += [{"shape": "x".join(map(str, shape)), "variant": k, "time_us": statistics.median(v),
-                 "rounds": " ".join(f"{u:.3f}" for u in v)} for k, v in times.items()]
-    args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "rmsnorm_small_shapes.csv", "w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=list(out[0]))
-        wr.writeheader()
-        wr.writerows(out)
+        times = race(fns, settings, args.rounds)
+        print_race(str(shape), times)
+        out += race_rows("x".join(map(str, shape)), times)
+    write_csv(args.out / "rmsnorm_small_shapes.csv", out)
     return 0
 
 

@@ -10,7 +10,6 @@ Writes DIR/rmsnorm_tune.csv (every config) and prints the best config per shape 
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
 import math
 import sys
@@ -20,8 +19,8 @@ import torch
 import triton
 import triton.testing
 
+from bench_common import write_csv
 from kprof.device import measure_copy_ceiling
-from kprof.dtypes import torch_dtype
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import Config, choose_config, launch_with_config
 
@@ -89,10 +88,7 @@ def main() -> int:
             print(f"{dtype} {best['shape']:>12}: best {best['kernel']} BLOCK={best['block_n']} rows={best['rows']} "
                   f"warps={best['num_warps']} {best['time_us']:.1f}us {best['pct_ceiling']:.1f}% | current {cur_s}",
                   flush=True)
-    with open(args.out / "rmsnorm_tune.csv", "w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=list(rows_out[0]))
-        wr.writeheader()
-        wr.writerows(rows_out)
+    write_csv(args.out / "rmsnorm_tune.csv", rows_out)
     return 0
 
 

@@ -7,9 +7,7 @@ the large shapes, interleaved rounds with the guarded GPU timer.
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
-import statistics
 import sys
 from pathlib import Path
 
@@ -17,7 +15,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.harness import BenchSettings, time_gpu, time_host
+from bench_common import print_race, race_rows, write_csv
+from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel
 
@@ -111,24 +110,12 @@ def main() -> int:
                 del fns[k]
         for peer in ("torch_compile", "triton_tuned"):
             fns[f"[{peer}]"] = (lambda fn=fam.providers[peer].fn: fn(x, w, eps))
-        host = {k: statistics.median(time_host(f, settings)) for k, f in fns.items()}
-        times = {k: [] for k in fns}
-        for _ in range(args.rounds):
-            for k, f in fns.items():
-                times[k].append(statistics.median(time_gpu(f, settings, host_us=host[k])) * 1e3)
-        med = sorted((statistics.median(v), k) for k, v in times.items())
-        print(f"== {shape}", flush=True)
-        for t, k in med[:8] + [q for q in med[8:] if q[1].startswith(("[", "one_block"))]:
-            print(f"  {k:<26} {t:8.2f} us  {' '.join(f'{v:.2f}' for v in times[k])}", flush=True)
-        out += [{"shape": f"{m}x{n}", "variant": k, "time_us": statistics.median(v),
-                 "rounds": " ".join(f"{u:.3f}" for u in v)} for k, v in times.items()]
+        times = race(fns, settings, args.rounds)
+        print_race(str(shape), times, always=("[", "one_block"))
+        out += race_rows(f"{m}x{n}", times)
         del x, w, y, ref, inp
         torch.cuda.empty_cache()
-    args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "rmsnorm_two_pass.csv", "w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=list(out[0]))
-        wr.writeheader()
-        wr.writerows(out)
+    write_csv(args.out / "rmsnorm_two_pass.csv", out)
     return 0
 
 

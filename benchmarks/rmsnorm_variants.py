@@ -15,7 +15,6 @@ Writes DIR/rmsnorm_variants.csv and prints the best variant per shape next to th
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import sys
 from pathlib import Path
@@ -24,7 +23,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.harness import BenchSettings, time_gpu, time_host
+from bench_common import write_csv
+from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 
 
@@ -123,27 +123,18 @@ def main() -> int:
             p = fam.providers[peer]
             if p.unavailable_reason() is None:
                 fns["[" + peer + "]"] = (lambda fn=p.fn: fn(x, w, eps))
-        host = {name: statistics.median(time_host(fn, settings)) for name, fn in fns.items()}
-        times: dict[str, list[float]] = {name: [] for name in fns}
-        for _ in range(args.rounds):
-            for name, fn in fns.items():
-                s = time_gpu(fn, settings, host_us=host[name])
-                times[name].append(statistics.median(s) * 1e3)
+        times = race(fns, settings, args.rounds)
         for name in fns:
             t = statistics.median(times[name])
             results.append({"shape": "x".join(map(str, shape)), "variant": name, "time_us": t,
-                            "gbps": nbytes / (t * 1e-6) / 1e9, "rounds": " ".join(f"{v:.2f}" for v in times[name]),
-                            "host_us": host[name]})
+                            "gbps": nbytes / (t * 1e-6) / 1e9, "rounds": " ".join(f"{v:.2f}" for v in times[name])})
         rows = sorted((r for r in results if r["shape"] == "x".join(map(str, shape))), key=lambda r: r["time_us"])
         print(f"== {shape}")
         for r in rows[:6] + [r for r in rows[6:] if r["variant"].startswith("[")]:
-            print(f"  {r['variant']:<28} {r['time_us']:8.2f} us {r['gbps']:7.0f} GB/s  host {r['host_us']:.1f} us  [{r['rounds']}]")
+            print(f"  {r['variant']:<28} {r['time_us']:8.2f} us {r['gbps']:7.0f} GB/s  [{r['rounds']}]")
         del x, w, y, ref, inputs, fns
         torch.cuda.empty_cache()
-    with open(args.out / "rmsnorm_variants.csv", "w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=list(results[0]))
-        wr.writeheader()
-        wr.writerows(results)
+    write_csv(args.out / "rmsnorm_variants.csv", results)
     return 0
 
 

@@ -265,6 +265,18 @@ def time_host(fn: Callable[[], Any], settings: BenchSettings, gpu_ms: float | No
     return samples
 
 
+def race(fns: dict[str, Callable[[], Any]], settings: BenchSettings, rounds: int = 3) -> dict[str, list[float]]:
+    """Median GPU time (us) of each function in each of ``rounds`` interleaved rounds (A B C A B C ...),
+    so drift of the machine hits every contender alike; ratios between them are taken in one process."""
+    host = {name: sorted(time_host(fn, settings))[settings.host_reps // 2] for name, fn in fns.items()}
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            samples = sorted(time_gpu(fn, settings, host_us=host[name]))
+            times[name].append(samples[len(samples) // 2] * 1e3)
+    return times
+
+
 def peak_memory(fn: Callable[[], Any]) -> int:
     """Device memory the call allocates at its peak (outputs and temporaries), in bytes."""
     torch.cuda.synchronize()

@@ -96,6 +96,9 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
                 continue
             out += [f"## {dtype} · {shape}", ""]
             out += [_interp_table(g) if interp else _gpu_table(g, baseline), ""]
+    if run.get("notes"):
+        out += ["## Providers not run", ""] + [f"- `{line.split(':', 1)[0]}`:{line.split(':', 1)[1]}"
+                                               for line in str(run["notes"]).splitlines() if ":" in line] + [""]
     skipped = df[df["status"] == "skipped"]
     if not skipped.empty:
         out += ["## Skipped", ""]

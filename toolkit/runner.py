@@ -18,7 +18,6 @@ import secrets
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kprof.errors import KprofError
@@ -92,7 +91,7 @@ ProgressFn = Callable[[str, int, int, str], None]  # (phase, done, total, label)
 def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
     """Run the whole flow and return the run id. A run interrupted midway is stored as incomplete."""
     from kprof import device as devmod
-    from kprof import envinfo, metrics, report
+    from kprof import envinfo, report
     from kprof.store import RunRecord, RunStore
 
     mode = resolve_mode(opts.mode)
@@ -131,15 +130,13 @@ def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
         ceiling_gbps=ceiling.gbps if ceiling else None, ceiling=asdict(ceiling) if ceiling else None,
     )
     run_id = store.begin_run(record)
+    if sel.skipped:
+        store.set_fields(run_id, notes="\n".join(f"{n}: {r}" for n, r in sel.skipped))
     status, error = "incomplete", None
     try:
-        cases = sel.cases()
-        results = _measure(family, cases, mode, settings, store, run_id, ceiling, progress)
-        notes = [f"{n}: {r}" for n, r in sel.skipped]
+        results = _measure(family, sel.cases(), mode, settings, store, run_id, ceiling, progress)
         if profiler == "torch":
             _profile_pass(family, results, settings, store, run_id, dev, opts.profile_repeats, progress)
-        if notes:
-            store.set_fields(run_id, notes="\n".join(notes))
         status = "complete"
     except BaseException as exc:  # KeyboardInterrupt and SIGTERM included: keep what finished
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-1000:]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
 
 from kprof.harness import BenchSettings, case_seed, check_correctness, run_case
 from kprof.kernels import discover
-from kprof.registry import Case, Family, Provider
+from kprof.registry import Case, Provider
 
 RMS = discover()["rmsnorm"]
 

@@ -30,6 +30,7 @@ def test_interpreter_run_records_correctness_only(store_path, device):
     assert m["ok"].all() and m["gpu_time_us"].isna().all()
     assert "correctness only" in run["report_md"]
     assert "torch_compile: GPU only" in run["notes"]
+    assert "## Providers not run" in run["report_md"] and "`torch_compile`: GPU only" in run["report_md"]
     assert set(run["source_hashes"]) >= {"kernels/rmsnorm/tuned.py", "kernels/rmsnorm/sweep.yaml"}
 
 

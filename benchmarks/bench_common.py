@@ -1,0 +1,30 @@
+"""Helpers shared by the benchmark scripts (run as ``python benchmarks/<script>.py``)."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def write_csv(path: Path, rows: Sequence[dict]) -> None:
+    """Rows of dicts -> CSV (header from the first row's keys), creating the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        wr.writeheader()
+        wr.writerows(rows)
+
+
+def print_race(title: str, times: dict[str, list[float]], top: int = 8, always: tuple[str, ...] = ("[",)) -> None:
+    """The fastest ``top`` contenders of a race, then the ones whose names start with ``always``."""
+    ranked = sorted((statistics.median(v), k) for k, v in times.items())
+    print(f"== {title}", flush=True)
+    for t, k in ranked[:top] + [r for r in ranked[top:] if r[1].startswith(always)]:
+        print(f"  {k:<28} {t:8.3f} us  {' '.join(f'{v:.2f}' for v in times[k])}", flush=True)
+
+
+def race_rows(shape: str, times: dict[str, list[float]]) -> list[dict]:
+    return [{"shape": shape, "variant": k, "time_us": statistics.median(v),
+             "rounds": " ".join(f"{u:.3f}" for u in v)} for k, v in times.items()]
