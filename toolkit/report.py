@@ -110,8 +110,8 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
         out += ["## Notes", ""] + [f"- `{r.case}`: {r.note}" for r in notes.itertuples()] + [""]
     if not interp:
         out += [
-            "Times are medians of do_bench samples (L2 flushed before each call); ±: interquartile range / "
-            "median. *graph*: per call replayed from a CUDA graph (no flush). *host*: host wall time per "
+            "Times are medians of per-call GPU samples (do_bench's method: events per call, L2 flushed before "
+            "each, plus a spin so host time cannot leak in); ±: interquartile range / median. *graph*: per call replayed from a CUDA graph (no flush). *host*: host wall time per "
             "call, output allocation included. *launch*: launch call start to kernel start. "
             "*occ*: theoretical occupancy of the main kernel (calculator) / Kineto's estimate. "
             "*err*: ‖out−ref‖/‖ref‖ against the float64 oracle.",
