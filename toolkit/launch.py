@@ -90,7 +90,6 @@ class CompiledLauncher:
         self.entries: dict[tuple, FastEntry] = {}
         self.compiled: dict[tuple, Any] = {}
         """The ``CompiledKernel`` of each key seen (registers, spills, shared memory are read from it)."""
-        self.fast_launches = 0
         self.jit_launches = 0
 
     def lookup(self, key: tuple) -> FastEntry | None:
@@ -108,7 +107,6 @@ class CompiledLauncher:
         run, function, packed, device = entry
         g1 = grid[1] if len(grid) > 1 else 1
         g2 = grid[2] if len(grid) > 2 else 1
-        self.fast_launches += 1
         run(grid[0], g1, g2, torch._C._cuda_getCurrentRawStream(device), function, packed, None, None, None, *args)
 
     def launch_jit(self, key: tuple, grid: tuple[int, ...], args: tuple, **options: Any) -> None:

@@ -75,9 +75,7 @@ def _clean(value: Any) -> Any:
     """pandas/numpy scalars and NA -> plain Python for sqlite."""
     if value is None or value is pd.NA:
         return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if hasattr(value, "item"):
+    if hasattr(value, "item"):  # numpy / pandas scalars
         value = value.item()
     if isinstance(value, float) and math.isnan(value):
         return None
