@@ -58,12 +58,12 @@ def launch_hooks_installed() -> bool:
     Triton 3.4+ keeps hooks in ``HookChain`` objects that are never None; a chain with no calls means
     no hook. Launches then skip the hooks (passing None), which also skips building launch metadata.
     """
-    if RUNTIME_KNOBS is None:
+    rt = RUNTIME_KNOBS
+    if rt is None:
         return True
-    for hook in (RUNTIME_KNOBS.launch_enter_hook, RUNTIME_KNOBS.launch_exit_hook):
-        if hook is not None and getattr(hook, "calls", hook):
-            return True
-    return False
+    enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
+    # a HookChain counts by its calls; anything else assigned there (a plain function) is a hook
+    return bool(getattr(enter, "calls", enter) or getattr(leave, "calls", leave))
 
 
 def is_interpreted(jit_fn: Any) -> bool:

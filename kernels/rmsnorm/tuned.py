@@ -24,7 +24,6 @@ import triton.language as tl
 from kprof.kernels.rmsnorm._common import check_and_flatten
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY
 from kprof.kernels.rmsnorm.looped import _rmsnorm_looped_kernel
-from kprof.launch import RUNTIME_KNOBS as _RT
 from kprof.launch import CompiledLauncher, spec_key
 
 
@@ -128,23 +127,16 @@ def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count
 
 _rows_launcher = CompiledLauncher(_rmsnorm_rows_kernel)
 _looped_launcher = CompiledLauncher(_rmsnorm_looped_kernel)
-_config_cache: dict[tuple[int, int, int, int], Config] = {}
-
-
 _sm_counts: dict[int, int] = {}
 
 
 def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Config:
+    """``choose_config`` with the SM count of ``device_index`` (132, an H100's, for CPU tensors)."""
     if device_index not in _sm_counts:
         _sm_counts[device_index] = (
             torch.cuda.get_device_properties(device_index).multi_processor_count if device_index >= 0 else 132
         )
-    sms = _sm_counts[device_index]
-    key = (n, element_size, n_rows if triton.cdiv(n_rows, 2) < sms else -1, sms)
-    cfg = _config_cache.get(key)
-    if cfg is None:
-        cfg = _config_cache[key] = choose_config(n, element_size, n_rows, sms)
-    return cfg
+    return choose_config(n, element_size, n_rows, _sm_counts[device_index])
 
 
 def launch_with_config(
@@ -231,22 +223,24 @@ def rmsnorm_tuned(
     # shape/stride/dtype/device signature was validated before reuse that validation via the plan;
     # anything else (first call, CPU/interpreter, unusual layouts, bad input) takes the checked path.
     try:
-        plan = _plans[(x.shape, x.stride(), x.dtype, x.get_device(),
-                       weight.shape, weight.stride(), weight.dtype, weight.get_device())]
-    except (KeyError, AttributeError, TypeError):
-        return _rmsnorm_tuned_checked(x, weight, eps, out)
+        sig = (x.shape, x.stride(), x.dtype, x.get_device(),
+               weight.shape, weight.stride(), weight.dtype, weight.get_device())
+    except (AttributeError, TypeError):  # not tensors: the checked path says what is wrong
+        return _rmsnorm_tuned_checked(x, weight, eps, out, None)
+    plan = _plans.get(sig)
+    if plan is None:
+        return _rmsnorm_tuned_checked(x, weight, eps, out, sig)
     if out is None:
         y = torch.empty_like(x) if plan.contiguous else torch.empty(x.shape, dtype=x.dtype, device=x.device)
     elif out.shape == x.shape and out.dtype == x.dtype and out.get_device() == x.get_device() and out.is_contiguous():
         y = out
     else:
-        return _rmsnorm_tuned_checked(x, weight, eps, out)  # raises with the reason
+        return _rmsnorm_tuned_checked(x, weight, eps, out, None)  # raises with the reason
     eps = float(eps)
     xp, wp, yp = x.data_ptr(), weight.data_ptr(), y.data_ptr()
     key = (plan.key, xp % 16 == 0, wp % 16 == 0, yp % 16 == 0)
-    entry = plan.launcher.entries.get(key)
-    # inlined launch_hooks_installed(): a registered Triton launch hook (Proton...) needs the JIT path
-    if entry is None or _RT is None or _RT.launch_enter_hook.calls or _RT.launch_exit_hook.calls:
+    entry = plan.launcher.lookup(key)  # None on a first call or with a Triton launch hook registered
+    if entry is None:
         plan.launcher.launch_jit(key, plan.grid, (x, weight, y, *plan.ints, eps, *plan.constexprs),
                                  num_warps=plan.num_warps)
     else:
@@ -259,15 +253,14 @@ def rmsnorm_tuned(
 
 
 def _rmsnorm_tuned_checked(
-    x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor | None
+    x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor | None, sig: tuple | None
 ) -> torch.Tensor:
     x2d, w, y2d, y = check_and_flatten(x, weight, out)
-    plan = _make_plan(x, weight)
+    plan = _make_plan(x, weight) if sig is not None else None
     if plan is not None:
         if len(_plans) >= _MAX_PLANS:
             _plans.clear()
-        _plans[(x.shape, x.stride(), x.dtype, x.get_device(),
-                weight.shape, weight.stride(), weight.dtype, weight.get_device())] = plan
+        _plans[sig] = plan
         return rmsnorm_tuned(x, weight, eps, out)
     launch_with_config(config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device()), x2d, w, y2d, eps)
     return y

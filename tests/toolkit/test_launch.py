@@ -128,3 +128,24 @@ def test_launch_hook_forces_the_jit_path():
     finally:
         knobs.runtime.launch_enter_hook.remove(hook)
     assert len(seen) == 1
+
+
+def test_launch_hook_detection(monkeypatch):
+    from triton import knobs
+
+    from kprof.launch import launch_hooks_installed
+
+    assert not launch_hooks_installed()
+    chain = knobs.runtime.launch_enter_hook
+
+    def hook(metadata):
+        return None
+
+    chain.add(hook)
+    try:
+        assert launch_hooks_installed()
+    finally:
+        chain.remove(hook)
+    assert not launch_hooks_installed()
+    monkeypatch.setattr(knobs.runtime, "launch_exit_hook", hook)  # a plain function, not a HookChain
+    assert launch_hooks_installed()

@@ -164,3 +164,12 @@ def test_bytes_and_flops_models_hand_checked():
     assert FAM.bytes_model((2, 3, 5), "fp32") == (2 * 6 * 5 + 5) * 4
     assert FAM.flops_model((2, 3, 5), "fp32") == 4 * 30
     assert math.isclose(FAM.bytes_model((1, 1), "fp16") / 2, 3)
+
+
+def test_config_depends_on_row_count_only_through_the_small_m_rule():
+    """A config chosen for a few rows (one row per program) must not be reused for many rows."""
+    from kprof.kernels.rmsnorm.tuned import config_for
+
+    few = config_for(1024, 2, 300, -1)  # 2 KB rows pack 4 per program; 75 blocks < 132 SMs -> 1 row
+    many = config_for(1024, 2, 100_000, -1)
+    assert few.rows == 1 and many.rows == choose_config(1024, 2).rows == 4
