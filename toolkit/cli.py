@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
+import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -48,7 +49,10 @@ def profile(
     provider: Annotated[Optional[list[str]], typer.Option("--provider", "-p", help="Providers to run (repeat or comma-separate). Default: all.")] = None,
     shape: Annotated[Optional[list[str]], typer.Option("--shape", "-s", help="Shapes like 4096x4096 (repeat or comma-separate). Default: the family's sweep.")] = None,
     dtype: Annotated[Optional[list[str]], typer.Option("--dtype", "-d", help="fp32, bf16, fp16. Default: the family's sweep.")] = None,
-    profiler: Annotated[str, typer.Option(help="auto | torch | none. auto = torch.profiler on a GPU.")] = "auto",
+    profiler: Annotated[str, typer.Option(help="auto | torch | nsys | ncu | rocprof | proton | none. auto: nsys on NVIDIA when found, rocprofv3/rocprof on AMD, else torch.profiler.")] = "auto",
+    tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary (else $KPROF_NSYS / $KPROF_NCU / $KPROF_ROCPROFV3 / $KPROF_ROCPROF, PATH, install places).")] = None,
+    profiler_timeout: Annotated[float, typer.Option(help="Seconds before the profiler's process group is killed.")] = 1800.0,
+    profile_repeats: Annotated[Optional[int], typer.Option(help="Launches per case under the profiler (default 5; ncu 3).")] = None,
     mode: Annotated[str, typer.Option(help="auto | gpu | interpreter (CPU, correctness only).")] = "auto",
     rep_ms: Annotated[int, typer.Option(help="do_bench repetition budget per case, ms.")] = 100,
     warmup_ms: Annotated[int, typer.Option(help="do_bench warm-up budget per case, ms.")] = 25,
@@ -63,14 +67,15 @@ def profile(
     from kprof.harness import BenchSettings
     from kprof.registry import parse_shape
     from kprof.dtypes import canonical_dtype
-    from kprof.runner import ProfileOptions, profile as run_profile
+    from kprof.runner import ProfileOptions, ProfilerFailed, profile as run_profile
     from kprof.store import RunStore
 
     shapes = tuple(parse_shape(s) for s in _split(shape)) or None
     dtypes = tuple(canonical_dtype(d) for d in _split(dtype)) or None
     opts = ProfileOptions(
         family=family, providers=tuple(_split(provider)) or None, shapes=shapes, dtypes=dtypes,
-        profiler=profiler, mode=mode,
+        profiler=profiler, mode=mode, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
+        profile_repeats=profile_repeats,
         settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
     )
@@ -83,11 +88,20 @@ def profile(
         tasks: dict[str, int] = {}
 
         def on_progress(phase: str, done: int, total: int, label: str) -> None:
+            if phase == "profiler":
+                err_console.print(f"profiler: {label}")
+                return
             if phase not in tasks:
                 tasks[phase] = bar.add_task(label, total=total, phase=phase)
             bar.update(tasks[phase], completed=done, total=total, description=label[:70])
 
-        run_id = run_profile(opts, on_progress)
+        try:
+            run_id = run_profile(opts, on_progress)
+        except ProfilerFailed as exc:
+            bar.stop()
+            err_console.print(f"[bold red]kprof:[/bold red] {exc}")
+            err_console.print("the measured cases are stored; the run is marked incomplete (kprof show latest)")
+            sys.exit(1)
     st = RunStore(store)
     run = st.run(run_id)
     md = run["report_md"] or ""
@@ -122,6 +136,7 @@ def show(
     csv: Annotated[Optional[Path], typer.Option(help="Write the run's metrics table to this CSV file.")] = None,
     samples: Annotated[Optional[Path], typer.Option(help="Write the raw timing samples to this CSV file.")] = None,
     launches: Annotated[Optional[Path], typer.Option(help="Write the run's launch table to this CSV file.")] = None,
+    captures: Annotated[bool, typer.Option("--captures", help="Print every profiler invocation of the run (command, exit status, output tail).")] = False,
     store: StoreOpt = None,
 ) -> None:
     """Print a run's report, or export its metrics, samples and launch table."""
@@ -138,32 +153,78 @@ def show(
     if launches:
         st.launches(rec["id"]).to_csv(launches, index=False)
         err_console.print(f"launch table of {rec['id']} -> {launches}")
-    if not (csv or samples or launches):
+    if captures:
+        caps = st.captures(rec["id"])
+        if caps.empty:
+            console.print(f"run {rec['id']} ran no external profiler (profiler: {rec.get('profiler')})")
+        for c in caps.itertuples():
+            status = "timed out" if c.timed_out else f"exit {c.returncode}"
+            console.print(f"[bold]{c.seq}. {c.profiler}[/bold] ({c.tool_version}) {status}, {c.seconds:.1f} s")
+            console.print(f"   {c.command}", markup=False, highlight=False)
+            if c.stderr_tail and (c.returncode != 0 or c.timed_out):
+                console.print(c.stderr_tail[-2000:], markup=False, highlight=False)
+            if c.notes:
+                console.print(c.notes, markup=False, highlight=False)
+    if not (csv or samples or launches or captures):
         print(rec.get("report_md") or f"run {rec['id']} has no report (status {rec['status']})")
 
 
 @app.command()
 def parse(
-    trace: Annotated[Path, typer.Argument(help="A trace file (torch.profiler Chrome trace .json / .json.gz).")],
+    trace: Annotated[Path, typer.Argument(help="A trace: nsys .sqlite or stats CSV, ncu raw CSV, rocprof CSV/JSON, Proton .hatchet/.chrome_trace, torch.profiler .json[.gz].")],
     csv: Annotated[Optional[Path], typer.Option(help="Write the launch table here.")] = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="Profiler that wrote it; sniffed when omitted.")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="nsys | ncu | rocprof | proton | torch; sniffed when omitted.")] = None,
+    arch: Annotated[Optional[str], typer.Option(help="AMD architecture (gfx90a, gfx942) for rocprof occupancy.")] = None,
+    perfetto: Annotated[Optional[Path], typer.Option(help="Also write a Perfetto/Chrome trace of the table.")] = None,
 ) -> None:
-    """Turn a profiler trace into the canonical launch table."""
+    """Turn a profiler trace into the canonical launch table (per-kernel summary, or --csv for every row)."""
+    from kprof import launch_table
     from kprof.profilers import parse_trace
 
-    df = parse_trace(trace, fmt)
+    df = parse_trace(trace, fmt, arch=arch)
     if csv:
         df.to_csv(csv, index=False)
-        err_console.print(f"{len(df)} kernel launches -> {csv}")
-    else:
-        summary = (
-            df.groupby("kernel")["duration_ns"].agg(["count", "sum", "median"]).sort_values("sum", ascending=False)
-        )
-        t = Table("kernel", "launches", "total µs", "median µs")
-        for name, r in summary.head(30).iterrows():
-            t.add_row(str(name)[:80], str(r["count"]), f"{r['sum'] / 1e3:.1f}", f"{r['median'] / 1e3:.2f}")
-        console.print(t)
-        console.print(f"{len(df)} kernel launches; --csv FILE writes the full table")
+        err_console.print(f"{len(df)} rows -> {csv}")
+    if perfetto:
+        from kprof.export import write_perfetto
+
+        info = write_perfetto(df, perfetto, title=str(trace))
+        err_console.print(f"{info['events']} trace events -> {perfetto} (open in ui.perfetto.dev)")
+    if not csv:
+        console.print(kernel_summary_table(df))
+        console.print(f"{int(launch_table.launches(df).sum())} launches in {len(df)} rows from "
+                      f"{', '.join(sorted(set(df['source'].dropna()))) or 'no profiler'}; --csv FILE writes them all")
+
+
+def kernel_summary_table(df: "pd.DataFrame", limit: int = 30) -> Table:
+    from kprof.analysis import kernel_summary
+
+    t = Table("kernel", "kind", "launches", "total µs", "mean µs", "median µs", "cases")
+    for r in kernel_summary(df).head(limit).itertuples():
+        t.add_row(str(r.kernel)[:80], str(r.kind), str(r.launches), f"{r.total_us:.1f}", f"{r.mean_us:.2f}",
+                  "—" if pd.isna(r.median_us) else f"{r.median_us:.2f}", str(r.cases))
+    return t
+
+
+@app.command()
+def export(
+    run: Annotated[str, typer.Argument(help="Run id, a unique prefix, or 'latest'.")] = "latest",
+    perfetto: Annotated[Path, typer.Option(help="Write a Chrome/Perfetto trace (.json or .json.gz) of the run's launch table.")] = Path("kprof-trace.json.gz"),
+    store: StoreOpt = None,
+) -> None:
+    """Export a run's launch table as a Perfetto trace, whichever profiler captured it."""
+    from kprof.export import write_perfetto
+    from kprof.store import RunStore
+
+    st = RunStore(store)
+    rec = st.run(run)
+    launches = st.launches(rec["id"])
+    if launches.empty:
+        raise KprofError(f"run {rec['id']} has no launch table (profiler: {rec.get('profiler')}); profile with "
+                         "--profiler torch|nsys|ncu|rocprof|proton to get one")
+    info = write_perfetto(launches, perfetto, title=f"kprof {rec['family']} {rec['id']} ({rec.get('profiler')})")
+    err_console.print(f"{info['events']} trace events -> {perfetto}; {info['untimed_rows']} rows without "
+                      "timestamps left out (ncu/summaries). Open in https://ui.perfetto.dev")
 
 
 @app.command()

@@ -1,9 +1,18 @@
-"""The canonical launch table: one row per GPU kernel launch, whatever profiler recorded it.
+"""The canonical launch table: one row per GPU activity, whatever profiler recorded it.
 
-Every parser (torch.profiler/Kineto here; nsys, ncu, rocprof, Proton later) must return this table, and
-:func:`validate` is called at each parser's boundary: columns named and typed as below, times in
-integer nanoseconds, sizes in integers, missing values as ``<NA>`` (never 0 or -1 standing in for
-"unknown"). Analyses and the store rely on nothing else.
+Every parser (torch.profiler/Kineto, nsys, ncu, rocprof, Proton) returns this table, and :func:`validate`
+is called at each parser's boundary: columns named and typed as below, times in integer nanoseconds,
+sizes in integers, missing values as ``<NA>`` (never 0 or -1 standing in for "unknown"). Analyses and
+the store rely on nothing else.
+
+Rows are of three kinds (column ``kind``; ``<NA>`` reads as ``kernel``):
+
+* ``kernel`` - a kernel launch; ``count`` is 1 for a traced launch, more when the row summarises several
+  launches (``nsys stats cuda_gpu_kern_sum``, Proton's hatchet tree, rocprof ``*stats.csv``): then
+  ``duration_ns`` is the mean and ``start_ns``/``end_ns`` are ``<NA>``. ncu serialises kernels and
+  reports no timestamps, so its rows have durations only.
+* ``memcpy`` / ``memset`` - device memory operations (``copy_kind`` HtoD, DtoH, DtoD, ...; ``bytes``).
+* ``sync`` - a host synchronisation call (``api_name``); its start/end are host times.
 """
 
 from __future__ import annotations
@@ -25,10 +34,13 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("kernel", "string", "", "kernel name as the profiler reports it", required=True),
-    Column("start_ns", "Int64", "ns", "kernel start on the GPU (profiler clock)", required=True),
-    Column("end_ns", "Int64", "ns", "kernel end on the GPU", required=True),
-    Column("duration_ns", "Int64", "ns", "end_ns - start_ns", required=True),
+    Column("kernel", "string", "", "kernel name as the profiler reports it (or the copy/sync name)", required=True),
+    Column("kind", "string", "", "kernel | memcpy | memset | sync (<NA> = kernel)"),
+    Column("count", "Int64", "", "launches this row stands for: 1 when traced, more in a summary row"),
+    Column("start_ns", "Int64", "ns", "kernel start on the GPU (profiler clock)"),
+    Column("end_ns", "Int64", "ns", "kernel end on the GPU"),
+    Column("duration_ns", "Int64", "ns", "end_ns - start_ns (the mean over count launches in a summary row)",
+           required=True),
     Column("device", "Int64", "", "GPU index"),
     Column("stream", "Int64", "", "stream (or HIP queue) the kernel ran on"),
     Column("correlation_id", "Int64", "", "links the kernel to the host API call that launched it"),
@@ -40,7 +52,20 @@ COLUMNS: tuple[Column, ...] = (
     Column("block_z", "Int64", "threads", "block size, z"),
     Column("registers_per_thread", "Int64", "registers", "registers per thread"),
     Column("shared_mem_bytes", "Int64", "bytes", "static + dynamic shared memory per block"),
-    Column("occupancy_est_pct", "Float64", "%", "the profiler's own occupancy estimate, if it gives one"),
+    Column("occupancy_est_pct", "Float64", "%", "Kineto's estimate of achieved occupancy"),
+    Column("occupancy_achieved_pct", "Float64", "%", "measured achieved occupancy (ncu sm__warps_active)"),
+    Column("occupancy_theoretical_pct", "Float64", "%", "the profiler's theoretical occupancy (ncu), or kprof's "
+           "calculator for AMD from VGPRs/SGPRs/LDS"),
+    Column("occupancy_limiter", "string", "", "resource that caps occupancy: warps, registers, shared_memory, "
+           "blocks, barriers (AMD: vgprs, sgprs, lds, waves)"),
+    Column("sgprs", "Int64", "registers", "AMD scalar registers per wave"),
+    Column("accum_vgprs", "Int64", "registers", "AMD accumulation VGPRs (AGPRs) per lane"),
+    Column("scratch_bytes", "Int64", "bytes", "per-thread local/private (scratch) memory"),
+    Column("dram_read_bytes", "Int64", "bytes", "DRAM bytes read, measured by hardware counters (ncu)"),
+    Column("dram_write_bytes", "Int64", "bytes", "DRAM bytes written, measured (ncu)"),
+    Column("dram_pct_peak", "Float64", "%", "DRAM throughput as % of peak sustained (ncu)"),
+    Column("copy_kind", "string", "", "memcpy direction: HtoD, DtoH, DtoD, HtoH, PtoP"),
+    Column("bytes", "Int64", "bytes", "bytes copied or set (memcpy/memset rows)"),
     Column("api_name", "string", "", "host call that launched it: cuLaunchKernelEx (Triton), cudaLaunchKernel..."),
     Column("api_start_ns", "Int64", "ns", "host launch call start"),
     Column("api_end_ns", "Int64", "ns", "host launch call end"),
@@ -52,6 +77,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("source", "string", "", "profiler that recorded it: torch, nsys, ncu, rocprof, proton", required=True),
 )
 
+KINDS = ("kernel", "memcpy", "memset", "sync")
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 _BY_NAME = {c.name: c for c in COLUMNS}
 
@@ -91,9 +117,25 @@ def validate(df: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
     if len(out):
         if (out["duration_ns"] < 0).any():
             raise LaunchTableError(f"{who}: negative kernel durations")
-        if (out["end_ns"] - out["start_ns"] != out["duration_ns"]).any():
+        timed = out["start_ns"].notna() & out["end_ns"].notna()
+        if (out.loc[timed, "end_ns"] - out.loc[timed, "start_ns"] != out.loc[timed, "duration_ns"]).any():
             raise LaunchTableError(f"{who}: duration_ns must equal end_ns - start_ns")
+        if (out["count"].fillna(1) < 1).any():
+            raise LaunchTableError(f"{who}: count must be at least 1")
+        bad_kind = set(out["kind"].dropna().unique()) - set(KINDS)
+        if bad_kind:
+            raise LaunchTableError(f"{who}: unknown kind(s) {sorted(bad_kind)}; one of {KINDS}")
     return out
+
+
+def kernels(df: pd.DataFrame) -> pd.DataFrame:
+    """Only the kernel rows of a launch table."""
+    return df[df["kind"].isna() | (df["kind"] == "kernel")]
+
+
+def launches(df: pd.DataFrame) -> pd.Series:
+    """How many launches each row stands for (``count``, 1 where missing)."""
+    return df["count"].fillna(1).astype("int64")
 
 
 def describe() -> pd.DataFrame:

@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from kprof import launch_table
 from kprof.harness import CaseResult
 from kprof.occupancy import DeviceLimits, theoretical_occupancy
 from kprof.registry import shape_str
@@ -25,12 +26,20 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "max_abs_err",
     "gpu_time_us", "p20_us", "p80_us", "noise", "n_samples",  # noise = IQR / median
     "graph_time_us", "graph_host_us", "host_time_us",
-    "launch_latency_us", "api_time_us", "kernels_per_call",
+    "launch_latency_us", "api_time_us", "queue_us", "kernels_per_call",
     "gbps", "pct_peak_bw", "tflops",
-    "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_limiter",
+    "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_achieved_pct", "occupancy_limiter",
+    # from the profiler pass: the main kernel's own duration as the profiler saw it, its spread, and
+    # what the hardware counters measured (ncu) against the family's bytes model
+    "prof_kernel_us", "prof_kernel_noise", "prof_call_us",
+    "dram_bytes_per_call", "dram_vs_model",
+    "transfers_per_call", "syncs_per_call",
     "registers_per_thread", "shared_mem_bytes", "threads_per_block", "main_kernel",
     "peak_mem_mb", "bytes", "flops",
 )
+
+
+TEXT_METRICS = ("case", "family", "provider", "kind", "shape", "dtype", "status", "note", "main_kernel", "occupancy_limiter")
 
 
 def summarize_samples(samples_ms: Sequence[float]) -> dict[str, float]:
@@ -89,47 +98,92 @@ def case_row(result: CaseResult, kind: str, ceiling_gbps: float | None) -> dict:
     return row
 
 
-def launch_metrics(launches: pd.DataFrame, calls_per_case: int, limits: DeviceLimits) -> pd.DataFrame:
-    """Per case (rows of the launch table with a ``case``): launch overhead and the dominant kernel.
+def launch_metrics(
+    launches: pd.DataFrame, calls_per_case: int, limits: DeviceLimits,
+    bytes_model: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
+    """Per case (rows of the launch table with a ``case``): launch overhead, the dominant kernel, counters.
 
     The dominant kernel is the one with the largest total GPU time in the case; its registers, shared
-    memory and block size give the theoretical occupancy. ``launch_latency_us`` is the median time from
+    memory and block size give the theoretical occupancy (kprof's calculator; the profiler's own figure
+    where the calculator lacks inputs, e.g. AMD rows). ``launch_latency_us`` is the median time from
     the host launch call's start to the kernel's start, over launches that found their stream idle (a
     launch issued while earlier kernels still run measures queueing, not launch cost); ``api_time_us``
-    is the median launch call duration.
+    is the median launch call duration and ``queue_us`` the median API end -> kernel start.
+    ``prof_kernel_us`` / ``prof_kernel_noise`` are the median and IQR/median of the dominant kernel's
+    durations as the profiler measured them; ``prof_call_us`` all kernel time per call.
+    ``dram_bytes_per_call`` (hardware counters, read + written) is compared with ``bytes_model`` (the
+    family's minimum bytes per call) as ``dram_vs_model``. ``transfers_per_call`` counts host<->device
+    copies; ``syncs_per_call`` synchronisation calls, not counting the one the replay makes after the
+    measured calls of each case.
     """
-    cols = ["case", "kernels_per_call", "launch_latency_us", "api_time_us", "main_kernel",
+    cols = ["case", "kernels_per_call", "launch_latency_us", "api_time_us", "queue_us", "main_kernel",
             "registers_per_thread", "shared_mem_bytes", "threads_per_block",
-            "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_limiter"]
+            "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_achieved_pct", "occupancy_limiter",
+            "prof_kernel_us", "prof_kernel_noise", "prof_call_us", "dram_bytes_per_call", "dram_vs_model",
+            "transfers_per_call", "syncs_per_call"]
     df = launches[launches["case"].notna()]
     if df.empty:
         return pd.DataFrame(columns=cols)
     out = []
-    for case, g in df.groupby("case", sort=False):
-        totals = g.groupby("kernel")["duration_ns"].sum().sort_values(ascending=False)
+    for case, everything in df.groupby("case", sort=False):
+        g = launch_table.kernels(everything)
+        if g.empty:
+            continue
+        n = launch_table.launches(g)
+        totals = (g["duration_ns"].astype("float64") * n).groupby(g["kernel"]).sum().sort_values(ascending=False)
         main = g[g["kernel"] == totals.index[0]]
         first = main.iloc[0]
         threads = _product(first, ("block_x", "block_y", "block_z"))
         regs, smem = first["registers_per_thread"], first["shared_mem_bytes"]
         occ_pct, limiter = math.nan, None
-        if threads is not None and not pd.isna(regs) and not pd.isna(smem):
+        if threads is not None and not pd.isna(regs) and not pd.isna(smem) and not _is_amd(first):
             occ = theoretical_occupancy(threads, int(regs), int(smem), limits)
             occ_pct, limiter = occ.occupancy_pct, occ.limiter
+        prof_theo = main["occupancy_theoretical_pct"].dropna()
+        if math.isnan(occ_pct) and len(prof_theo):
+            occ_pct = float(prof_theo.median())
+        prof_lim = main["occupancy_limiter"].dropna()
+        if len(prof_lim):
+            limiter = str(prof_lim.mode().iloc[0])
         est = main["occupancy_est_pct"].dropna()
+        ach = main["occupancy_achieved_pct"].dropna()
+        traced = main[launch_table.launches(main) == 1]["duration_ns"].dropna().astype("float64")
+        q25, q50, q75 = (np.percentile(traced, [25, 50, 75]) if len(traced)
+                         else (math.nan, float(main["duration_ns"].astype("float64").mean()), math.nan))
+        dram = g["dram_read_bytes"].astype("Float64") + g["dram_write_bytes"].astype("Float64")
+        dram_per_call = float(dram.sum()) / calls_per_case if dram.notna().any() else math.nan
+        model = (bytes_model or {}).get(case)
+        other = everything[everything["kind"].isin(["memcpy", "memset", "sync"])]
+        copies = other[(other["kind"] == "memcpy") & other["copy_kind"].isin(["HtoD", "DtoH"])]
+        syncs = other[other["kind"] == "sync"]
         out.append({
             "case": case,
-            "kernels_per_call": len(g) / calls_per_case,
+            "kernels_per_call": float(n.sum()) / calls_per_case,
             "launch_latency_us": _median_us(idle_launch_latency(g)),
             "api_time_us": _median_us(g["api_end_ns"] - g["api_start_ns"]),
+            "queue_us": _median_us(g["queue_ns"]),
             "main_kernel": first["kernel"],
             "registers_per_thread": regs,
             "shared_mem_bytes": smem,
             "threads_per_block": threads if threads is not None else pd.NA,
             "occupancy_theoretical_pct": occ_pct,
             "occupancy_est_pct": float(est.median()) if len(est) else math.nan,
+            "occupancy_achieved_pct": float(ach.median()) if len(ach) else math.nan,
             "occupancy_limiter": limiter,
+            "prof_kernel_us": q50 / 1e3,
+            "prof_kernel_noise": (q75 - q25) / q50 if len(traced) and q50 > 0 else math.nan,
+            "prof_call_us": float(totals.sum()) / calls_per_case / 1e3,
+            "dram_bytes_per_call": dram_per_call,
+            "dram_vs_model": dram_per_call / model if model and not math.isnan(dram_per_call) else math.nan,
+            "transfers_per_call": float(launch_table.launches(copies).sum()) / calls_per_case,
+            "syncs_per_call": (max(len(syncs) - 1, 0) / calls_per_case) if len(syncs) else math.nan,
         })
     return pd.DataFrame(out, columns=cols)
+
+
+def _is_amd(row: pd.Series) -> bool:
+    return row["source"] == "rocprof"
 
 
 def idle_launch_latency(g: pd.DataFrame) -> pd.Series:
@@ -163,5 +217,5 @@ def metrics_table(rows: Sequence[dict], launch: pd.DataFrame | None = None) -> p
         df = df.merge(launch, on="case", how="left")
     for c in METRIC_COLUMNS:
         if c not in df.columns:
-            df[c] = pd.NA if c in ("note", "main_kernel", "occupancy_limiter") else math.nan
+            df[c] = pd.NA if c in TEXT_METRICS else math.nan
     return df[list(METRIC_COLUMNS)]

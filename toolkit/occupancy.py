@@ -137,6 +137,74 @@ def theoretical_occupancy(
     )
 
 
+# ------------------------------------------------------------------------------------------------- AMD
+@dataclass(frozen=True)
+class AmdLimits:
+    """Per-CU resources of an AMD Instinct GPU (CDNA ISA guides; AMD's occupancy documentation).
+
+    CDNA2/CDNA3 have one 512-entry VGPR file per SIMD lane shared by architectural VGPRs and AGPRs
+    (the AGPRs start at the next multiple of 4 after the arch VGPRs), allocated in granules of 8;
+    800 SGPRs per SIMD in granules of 16; 64 KiB of LDS per CU; at most 8 waves per SIMD, 4 SIMDs per CU.
+    """
+
+    name: str
+    simds_per_cu: int = 4
+    max_waves_per_simd: int = 8
+    vgprs_per_lane: int = 512
+    vgpr_granule: int = 8
+    sgprs_per_simd: int = 800
+    sgpr_granule: int = 16
+    lds_per_cu: int = 65536
+    wave_size: int = 64
+
+
+AMD_LIMITS: dict[str, AmdLimits] = {
+    "gfx90a": AmdLimits("gfx90a (MI200)"),
+    "gfx940": AmdLimits("gfx940 (MI300)"),
+    "gfx941": AmdLimits("gfx941 (MI300)"),
+    "gfx942": AmdLimits("gfx942 (MI300)"),
+}
+
+
+def amd_limits(arch: str) -> AmdLimits:
+    key = arch.split(":")[0].strip().lower()
+    if key not in AMD_LIMITS:
+        raise ValueError(f"no AMD occupancy limits for {arch!r}; known: {', '.join(AMD_LIMITS)}")
+    return AMD_LIMITS[key]
+
+
+def amd_occupancy(
+    workgroup_size: int, arch_vgprs: int, accum_vgprs: int, sgprs: int, lds_bytes: int, limits: AmdLimits,
+    wave_size: int | None = None,
+) -> Occupancy:
+    """Waves per CU for one dispatch and what limits them (limiter: waves, vgprs, sgprs, lds).
+
+    Reuses :class:`Occupancy`: ``blocks_per_sm`` = workgroups per CU, ``warps_per_sm`` = waves per CU.
+    """
+    if workgroup_size <= 0:
+        raise ValueError(f"workgroup_size must be positive, got {workgroup_size}")
+    wave = wave_size or limits.wave_size
+    waves_per_wg = math.ceil(workgroup_size / wave)
+    max_waves_cu = limits.max_waves_per_simd * limits.simds_per_cu
+    vgprs = _round_up(_round_up(arch_vgprs, 4) + accum_vgprs, limits.vgpr_granule) if accum_vgprs else \
+        _round_up(arch_vgprs, limits.vgpr_granule)
+    per_simd_vgpr = min(limits.max_waves_per_simd, limits.vgprs_per_lane // vgprs) if vgprs else limits.max_waves_per_simd
+    sg = _round_up(sgprs, limits.sgpr_granule)
+    per_simd_sgpr = min(limits.max_waves_per_simd, limits.sgprs_per_simd // sg) if sg else limits.max_waves_per_simd
+    candidates = [
+        ("waves", max_waves_cu // waves_per_wg),
+        ("vgprs", per_simd_vgpr * limits.simds_per_cu // waves_per_wg),
+        ("sgprs", per_simd_sgpr * limits.simds_per_cu // waves_per_wg),
+        ("lds", limits.lds_per_cu // lds_bytes if lds_bytes > 0 else max_waves_cu),
+    ]
+    limiter, wgs = min(candidates, key=lambda kv: kv[1])
+    waves = wgs * waves_per_wg
+    return Occupancy(
+        blocks_per_sm=wgs, warps_per_sm=waves, occupancy_pct=100.0 * waves / max_waves_cu, limiter=limiter,
+        blocks_by_warps=candidates[0][1], blocks_by_registers=candidates[1][1], blocks_by_shared_memory=candidates[3][1],
+    )
+
+
 def driver_max_active_blocks(function_handle: int, threads_per_block: int, dynamic_smem_bytes: int = 0) -> int:
     """Ask the CUDA driver (``cuOccupancyMaxActiveBlocksPerMultiprocessor``) for a loaded kernel.
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from kprof.metrics import METRIC_COLUMNS, TEXT_METRICS
 from kprof.registry import parse_shape
 
 INTERPRETER_NOTICE = (
@@ -78,6 +79,13 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
         f" · **profiler**: {run.get('profiler')} · **status**: {run.get('status')}",
         f"- **cases**: {len(metrics)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})",
     ]
+    cfg = run.get("config") or {}
+    if run.get("profiler") not in (None, "none"):
+        head.append(f"- **profiler**: {run.get('profiler')} — {cfg.get('profiler_reason', 'asked for')}"
+                    + (f"; {run['profiler_version']}" if run.get("profiler_version") else "")
+                    + (f"; {cfg['profile_repeats']} launches per case" if cfg.get("profile_repeats") else ""))
+    if run.get("error"):
+        head.append(f"- **error**: {str(run['error'])[:600]}")
     if run.get("ceiling_gbps"):
         head.append(f"- **copy ceiling**: {run['ceiling_gbps']:.0f} GB/s (1 GiB device-to-device copy, "
                     "bytes read + written, measured in this run); % peak is against it")
@@ -88,6 +96,9 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
         return "\n".join(out + ["No cases were run."]) + "\n"
 
     df = with_speedup(metrics, baseline)
+    for c in METRIC_COLUMNS:  # older stores / partial tables: absent metrics read as missing
+        if c not in df:
+            df[c] = pd.NA if c in TEXT_METRICS else math.nan
     shapes = sorted(df["shape"].unique(), key=_shape_key)
     for dtype in df["dtype"].unique():
         for shape in shapes:
@@ -113,7 +124,9 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
             "Times are medians of per-call GPU samples (do_bench's method: events per call, L2 flushed before "
             "each, plus a spin so host time cannot leak in); ±: interquartile range / median. *graph*: per call replayed from a CUDA graph (no flush). *host*: host wall time per "
             "call, output allocation included. *launch*: launch call start to kernel start. "
-            "*occ*: theoretical occupancy of the main kernel (calculator) / Kineto's estimate. "
+            "*occ*: theoretical occupancy of the main kernel (calculator) / achieved (ncu counters, else "
+            "Kineto's estimate). *prof µs*: the main kernel's median duration as the profiler measured it. "
+            "*DRAM/model*: DRAM bytes the counters measured per call / the family's bytes model. "
             "*err*: ‖out−ref‖/‖ref‖ against the float64 oracle.",
             "",
         ]
@@ -124,14 +137,23 @@ def _status_cell(r: Any) -> str:
     return "**FAIL**" if r.status == "fail" else ("**ERROR**" if r.status == "error" else "ok")
 
 
+def _has(g: pd.DataFrame, col: str) -> bool:
+    return col in g and pd.to_numeric(g[col], errors="coerce").notna().any()
+
+
 def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
     valid = g[g["status"] == "ok"]
+    counters = _has(g, "dram_vs_model")  # ncu: measured DRAM traffic and achieved occupancy
     best = valid["gpu_time_us"].min() if not valid.empty else math.nan
     rows = []
     for r in g.sort_values("gpu_time_us", na_position="last").itertuples():
         ok = r.status == "ok"
         name = f"**{r.provider}**" if ok and r.gpu_time_us == best else r.provider
-        occ = f"{_num(r.occupancy_theoretical_pct, '{:.0f}')}/{_num(r.occupancy_est_pct, '{:.0f}')}"
+        achieved = r.occupancy_achieved_pct if not pd.isna(r.occupancy_achieved_pct) else r.occupancy_est_pct
+        occ = f"{_num(r.occupancy_theoretical_pct, '{:.0f}')}/{_num(achieved, '{:.0f}')}"
+        extra = [_num(r.prof_kernel_us, "{:.1f}") if ok else "—"]
+        if counters:
+            extra.append(_num(r.dram_vs_model, "{:.2f}") if ok else "—")
         rows.append([
             name,
             _status_cell(r) if not ok else "ok",
@@ -145,12 +167,14 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
             _num(r.launch_latency_us, "{:.1f}") if ok else "—",
             _num(r.kernels_per_call, "{:.0f}") if ok else "—",
             occ if ok else "—",
+            *extra,
             _num(r.max_rel_err, "{:.1e}"),
             _txt(r.note, 80) if not ok else "",
         ])
     headers = ["provider", "status", "time µs", "±", "GB/s", "% peak", f"vs {baseline}", "graph µs",
-               "host µs", "launch µs", "kernels", "occ %", "err", "why"]
-    return markdown_table(headers, rows, "llrrrrrrrrrrrl")
+               "host µs", "launch µs", "kernels", "occ %", "prof µs"] + (["DRAM/model"] if counters else []) \
+        + ["err", "why"]
+    return markdown_table(headers, rows, "llrrrrrrrrrrr" + ("r" if counters else "") + "rl")
 
 
 def _interp_table(g: pd.DataFrame) -> str:

@@ -5,10 +5,14 @@ Phases, in this order on purpose:
 1. measure the device's copy ceiling;
 2. each case: correctness, then timings (GPU, graph, host, memory); stored as soon as it finishes;
 3. one profiler pass over the correct cases, each inside a labelled range, parsed into the launch
-   table and folded back into the cases' metrics (launch latency, kernels per call, occupancy).
+   table and folded back into the cases' metrics (launch latency, kernels per call, occupancy, and
+   measured DRAM bytes / achieved occupancy where the profiler has counters). torch.profiler runs
+   in-process; nsys, ncu, rocprof and Proton run ``python -m kprof.replay`` as a child process
+   (:mod:`kprof.external`), and every invocation (argv, exit code, output tails, tool version) is stored.
 
 The profiler pass comes after every timing because an attached profiler (CUPTI) can add host overhead
-to later launches; timing first keeps host times clean.
+to later launches; timing first keeps host times clean. A profiler that fails or times out leaves the
+measured cases stored and the run marked incomplete, with the tool's own words in the run record.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from kprof.errors import KprofError
 from kprof.harness import BenchSettings, CaseResult, case_seed, run_case
 from kprof.registry import Case, Family, Selection, Shape, get_family, shape_str
 
-PROFILERS = ("auto", "torch", "none")
+from kprof.external import ALL_PROFILERS as PROFILERS  # noqa: E402,F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,9 @@ class ProfileOptions:
     settings: BenchSettings = field(default_factory=BenchSettings)
     store: str | None = None
     command: str = ""
-    profile_repeats: int = 5
+    profile_repeats: int | None = None  # launches per case under the profiler; None: 5 (ncu: 3)
+    tool_path: str | None = None  # explicit profiler binary
+    profiler_timeout_s: float = 1800.0
 
 
 def resolve_mode(requested: str) -> str:
@@ -97,7 +103,11 @@ def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
     mode = resolve_mode(opts.mode)
     family = get_family(opts.family)
     sel = select(family, opts, mode)
-    profiler = _resolve_profiler(opts.profiler, mode)
+    from kprof.external import choose
+
+    choice = choose(opts.profiler, mode, opts.tool_path)
+    profiler = choice.name
+    repeats = opts.profile_repeats or (3 if profiler == "ncu" else 5)
     store = RunStore(opts.store)
     progress = progress or (lambda *a: None)
     seed = opts.settings.seed if opts.settings.seed else secrets.randbits(31)
@@ -116,12 +126,17 @@ def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
         import torch
 
         profiler_version = f"torch.profiler (Kineto) in torch {torch.__version__}"
+    elif choice.tool is not None:
+        from kprof.tools import tool_version
+
+        profiler_version = f"{choice.tool.path}: {tool_version(choice.tool)}"
     record = RunRecord(
         family=family.name, mode=mode, command=opts.command,
         config={
             "providers": list(sel.providers), "skipped_providers": [list(s) for s in sel.skipped],
             "shapes": [shape_str(s) for s in sel.shapes], "dtypes": list(sel.dtypes),
-            "settings": asdict(settings), "profiler": profiler, "profile_repeats": opts.profile_repeats,
+            "settings": asdict(settings), "profiler": profiler, "profiler_reason": choice.reason,
+            "profile_repeats": repeats, "tool_path": choice.tool.path if choice.tool else None,
         },
         git_commit=git.commit, git_dirty=git.dirty, git_note=git.note,
         source_hashes=envinfo.source_hashes(family.source_files(), repo_root),
@@ -132,14 +147,21 @@ def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
     run_id = store.begin_run(record)
     if sel.skipped:
         store.set_fields(run_id, notes="\n".join(f"{n}: {r}" for n, r in sel.skipped))
+    progress("profiler", 0, 0, f"{profiler} ({choice.reason})")
     status, error = "incomplete", None
     try:
         results = _measure(family, sel.cases(), mode, settings, store, run_id, ceiling, progress)
         if profiler == "torch":
-            _profile_pass(family, results, settings, store, run_id, dev, opts.profile_repeats, progress)
+            _profile_pass(family, results, settings, store, run_id, dev, repeats, progress)
+        elif profiler != "none":
+            failure = _external_pass(family, results, settings, store, run_id, dev, repeats, choice, opts,
+                                     progress)
+            if failure:
+                error = failure
+                raise ProfilerFailed(failure)
         status = "complete"
     except BaseException as exc:  # KeyboardInterrupt and SIGTERM included: keep what finished
-        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-1000:]
+        error = error or "".join(traceback.format_exception_only(type(exc), exc)).strip()[-1000:]
         raise
     finally:
         run = store.run(run_id)
@@ -150,12 +172,8 @@ def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
     return run_id
 
 
-def _resolve_profiler(name: str, mode: str) -> str:
-    if name not in PROFILERS:
-        raise KprofError(f"--profiler must be one of {', '.join(PROFILERS)}, not {name!r}")
-    if mode != "gpu":
-        return "none"
-    return "torch" if name == "auto" else name
+class ProfilerFailed(KprofError):
+    """The external profiler failed or timed out; the measured cases are stored, the run is incomplete."""
 
 
 def _measure(
@@ -208,5 +226,45 @@ def _profile_pass(
     progress("profile", len(ok), len(ok), "parsing trace")
     launches = torch_profiler.parse(path)
     store.add_launches(run_id, launches)
-    store.update_cases(run_id, launch_metrics(launches, repeats, dev.limits()))
+    store.update_cases(run_id, launch_metrics(launches, repeats, dev.limits(), {r.case.id: r.bytes for r in results}))
     store.set_fields(run_id, trace_path=str(path))
+
+
+def _external_pass(
+    family: Family, results: list[CaseResult], settings: BenchSettings, store: Any, run_id: str, dev: Any,
+    repeats: int, choice: Any, opts: ProfileOptions, progress: ProgressFn,
+) -> str | None:
+    """Replay the correct cases under nsys/ncu/rocprof/Proton; store launches, metrics and tool records.
+
+    Returns a description of the failure, or None. Launches of cases that finished before a failure are
+    kept (the trace is parsed whatever the exit status).
+    """
+    from kprof import external
+    from kprof.metrics import launch_metrics
+
+    ok = [r.case for r in results if r.status == "ok"]
+    if not ok:
+        return None
+    cases = external.replay_cases(family.name, [
+        (c.id, c.provider, c.shape, c.dtype, case_seed(settings.seed, c)) for c in ok
+    ])
+    progress("profile", 0, len(ok), f"{choice.name}: replaying {len(ok)} cases in a child process")
+    workdir = store.trace_dir(run_id) / choice.name
+    res = external.capture(choice, family.name, cases, workdir, repeats=repeats, timeout_s=opts.profiler_timeout_s)
+    failed = [p for p in res.progress if p.get("status") != "ok"]
+    notes = [f"{p['case']} failed in the replay: {p.get('error', '?')}" for p in failed]
+    for i, r in enumerate(res.runs):
+        store.add_capture(run_id, choice.name, res.version, r, notes="\n".join(notes) if i == 0 else None)
+    if not res.launches.empty:
+        store.add_launches(run_id, res.launches)
+        store.update_cases(run_id, launch_metrics(res.launches, repeats, dev.limits(),
+                                                    {r.case.id: r.bytes for r in results}))
+    traces = [str(a) for a in res.artifacts]
+    store.set_fields(run_id, trace_path=traces[-1] if traces else None)
+    done = len(res.cases_done)
+    progress("profile", done, len(ok), f"{choice.name}: {done}/{len(ok)} cases replayed, "
+             f"{len(res.launches)} launches parsed")
+    if res.error:
+        return (f"{choice.name} failed ({done} of {len(ok)} cases finished; their launches are kept): "
+                f"{res.error}")
+    return None

@@ -27,12 +27,11 @@ import pandas as pd
 from kprof import launch_table
 from kprof.errors import StoreError, UnknownRunError
 from kprof.metrics import METRIC_COLUMNS
+from kprof.metrics import TEXT_METRICS as _TEXT_METRICS
 
 DEFAULT_STORE = Path("kprof-runs") / "kprof.db"
 SCHEMA_VERSION = 1
 
-_TEXT_METRICS = {"case", "family", "provider", "kind", "shape", "dtype", "status", "note", "main_kernel",
-                 "occupancy_limiter"}
 
 
 def default_store_path(explicit: str | Path | None = None) -> Path:
@@ -143,12 +142,23 @@ class RunStore:
                     kind TEXT NOT NULL, unit TEXT, data TEXT NOT NULL, PRIMARY KEY (run_id, case_id, kind))"""
             )
             cx.execute(f"CREATE TABLE IF NOT EXISTS launches (run_id TEXT NOT NULL, {launch_cols})")
+            # one row per external tool invocation (nsys profile, nsys export, ncu, ...), failed ones included
+            cx.execute(
+                """CREATE TABLE IF NOT EXISTS captures (run_id TEXT NOT NULL, seq INTEGER, profiler TEXT,
+                    tool_version TEXT, command TEXT, argv TEXT, returncode INTEGER, timed_out INTEGER,
+                    seconds REAL, stdout_tail TEXT, stderr_tail TEXT, notes TEXT)"""
+            )
             cx.execute("CREATE INDEX IF NOT EXISTS launches_run ON launches(run_id)")
-            # columns added to METRIC_COLUMNS after a store was created
+            # columns added to METRIC_COLUMNS / the launch table after a store was created
             have = {r["name"] for r in cx.execute("PRAGMA table_info(cases)")}
             for c in METRIC_COLUMNS:
                 if c != "case" and c not in have:
                     cx.execute(f'ALTER TABLE cases ADD COLUMN "{c}" {"TEXT" if c in _TEXT_METRICS else "REAL"}')
+            have = {r["name"] for r in cx.execute("PRAGMA table_info(launches)")}
+            for c in launch_table.COLUMNS:
+                if c.name not in have:
+                    kind = "TEXT" if c.dtype == "string" else ("INTEGER" if c.dtype == "Int64" else "REAL")
+                    cx.execute(f'ALTER TABLE launches ADD COLUMN "{c.name}" {kind}')
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -224,6 +234,21 @@ class RunStore:
                 f'VALUES (?, {", ".join("?" for _ in names)})',
                 rows,
             )
+
+    def add_capture(self, run_id: str, profiler: str, version: str, run: Any, notes: str | None = None) -> None:
+        """Record one external tool invocation (a :class:`kprof.tools.ToolRun`), whatever its outcome."""
+        with self._tx() as cx:
+            seq = cx.execute("SELECT COUNT(*) FROM captures WHERE run_id = ?", (run_id,)).fetchone()[0]
+            cx.execute(
+                "INSERT INTO captures VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, seq, profiler, version, run.command, json.dumps(list(run.argv)), run.returncode,
+                 int(run.timed_out), run.seconds, run.stdout_tail, run.stderr_tail, notes),
+            )
+
+    def captures(self, ref: str) -> pd.DataFrame:
+        run_id = self.resolve(ref)
+        return pd.read_sql_query("SELECT * FROM captures WHERE run_id = ? ORDER BY seq", self._conn,
+                                 params=(run_id,)).drop(columns=["run_id"])
 
     def set_fields(self, run_id: str, **fields: Any) -> None:
         allowed = {"trace_path", "notes", "error", "report_md", "profiler_version"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import kprof.runner as runner
+from kprof.external import choose
 from kprof.errors import KprofError
 from kprof.harness import BenchSettings
 from kprof.kernels import discover
@@ -67,4 +68,4 @@ def test_bad_mode_and_profiler():
     with pytest.raises(KprofError, match="--mode"):
         runner.resolve_mode("fast")
     with pytest.raises(KprofError, match="--profiler"):
-        runner._resolve_profiler("vtune", "gpu")
+        choose("vtune", "gpu")

@@ -1,0 +1,193 @@
+"""The program an external profiler (nsys, ncu, rocprof, Proton) runs: ``python -m kprof.replay SPEC``.
+
+It replays a list of cases of one family: for each case it builds the same inputs the measurement phase
+used (same seed), launches the provider once *outside* any range (warm-up: compilation, autotuning,
+first-touch allocations), synchronises, then launches it ``repeats`` times inside a range named
+``kprof::<case id>`` and synchronises again. A parser attributes each kernel to the range its launch
+call fell in, so warm-up launches are never counted.
+
+Markers: ``nvtx`` (torch.cuda.nvtx, seen by nsys and ncu), ``roctx`` (the same torch API on ROCm builds
+routes to roctx), ``proton`` (``triton.profiler.scope``), ``none``.
+
+After each case one JSON line goes to the progress file (``{"case": ..., "status": "ok"|"error", ...}``),
+flushed at once, so the parent knows which cases finished if the profiler or the child dies midway.
+A case that raises is recorded as ``error`` (and printed to stderr) and the replay goes on with the next
+one; the exit status is non-zero only when the replay itself could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+CASE_PREFIX = "kprof::"
+MARKERS = ("nvtx", "roctx", "proton", "none")
+
+
+@dataclass(frozen=True)
+class ReplayCase:
+    id: str
+    provider: str
+    shape: tuple[int, ...]
+    dtype: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    family: str
+    cases: tuple[ReplayCase, ...]
+    repeats: int = 5
+    marker: str = "nvtx"
+    progress_file: str = ""
+    # Proton only: where its output goes and what it records ("tree" -> hatchet, "trace" -> Chrome trace)
+    proton_path: str = ""
+    proton_data: str = "tree"
+    # Tools that profile one range per invocation (ncu) need the profiler API to open/close the capture
+    profiler_api: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @staticmethod
+    def from_json(text: str) -> "ReplaySpec":
+        raw = json.loads(text)
+        cases = tuple(ReplayCase(**{**c, "shape": tuple(c["shape"])}) for c in raw.pop("cases"))
+        return ReplaySpec(cases=cases, **raw)
+
+
+def write_spec(spec: ReplaySpec, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(spec.to_json())
+    return path
+
+
+def read_progress(path: Path) -> list[dict]:
+    """The progress lines written so far (a torn last line from a killed child is ignored)."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return out
+
+
+def child_argv(spec_path: Path, python: str | None = None) -> list[str]:
+    """The argv that runs a replay (what the profiler command wraps)."""
+    return [python or sys.executable, "-m", "kprof.replay", str(spec_path)]
+
+
+# -------------------------------------------------------------------------------------------- markers
+def _marker(kind: str) -> Callable[[str], Any]:
+    if kind in ("nvtx", "roctx"):
+        import torch
+
+        @contextmanager
+        def rng(name: str) -> Iterator[None]:
+            torch.cuda.nvtx.range_push(name)
+            try:
+                yield
+            finally:
+                torch.cuda.nvtx.range_pop()
+
+        return rng
+    if kind == "proton":
+        import triton.profiler as proton
+
+        return proton.scope
+    if kind == "none":
+
+        @contextmanager
+        def nothing(name: str) -> Iterator[None]:
+            yield
+
+        return nothing
+    raise ValueError(f"unknown marker {kind!r}; one of {MARKERS}")
+
+
+def run(spec: ReplaySpec) -> int:
+    import torch
+
+    from kprof.registry import get_family
+
+    family = get_family(spec.family)
+    rng = _marker(spec.marker)
+    cuda = torch.cuda.is_available()
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    device = "cuda" if cuda else "cpu"
+    progress = open(spec.progress_file, "a", buffering=1) if spec.progress_file else None
+    session = None
+    if spec.marker == "proton":
+        import triton.profiler as proton
+
+        session = proton.start(spec.proton_path, data=spec.proton_data, hook="triton")
+    failures = 0
+    try:
+        for case in spec.cases:
+            t0 = time.perf_counter()
+            record: dict[str, Any] = {"case": case.id}
+            try:
+                inputs = family.make_inputs(case.shape, case.dtype, device, case.seed)
+                fn = family.providers[case.provider].fn
+                if session is not None:
+                    proton.deactivate(session)  # warm-up (compilation) stays out of Proton's data
+                fn(**inputs)
+                sync()
+                if session is not None:
+                    proton.activate(session)
+                if spec.profiler_api and cuda:
+                    torch.cuda.profiler.start()
+                with rng(CASE_PREFIX + case.id):
+                    for _ in range(spec.repeats):
+                        fn(**inputs)
+                    sync()
+                if spec.profiler_api and cuda:
+                    torch.cuda.profiler.stop()
+                record["status"] = "ok"
+            except Exception as exc:  # one broken case must not lose the others
+                failures += 1
+                record["status"] = "error"
+                record["error"] = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-500:]
+                print(f"kprof.replay: {case.id}: {record['error']}", file=sys.stderr)
+            record["seconds"] = round(time.perf_counter() - t0, 4)
+            if progress:
+                progress.write(json.dumps(record) + "\n")
+            del record
+    finally:
+        if session is not None:
+            fmt = "chrome_trace" if spec.proton_data == "trace" else "hatchet"
+            proton.finalize(session, fmt)
+        if progress:
+            progress.close()
+    # a case that failed is in the progress file and on stderr; the exit status stays 0 so that a profiler
+    # wrapping this process reports success for a replay that ran to its end
+    if failures:
+        print(f"kprof.replay: {failures} of {len(spec.cases)} cases failed", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kprof.replay", description=__doc__.split("\n\n")[0])
+    ap.add_argument("spec", type=Path, help="replay spec JSON written by kprof")
+    args = ap.parse_args(argv)
+    spec = ReplaySpec.from_json(args.spec.read_text())
+    if spec.marker not in MARKERS:
+        print(f"kprof.replay: unknown marker {spec.marker!r}; one of {MARKERS}", file=sys.stderr)
+        return 2
+    return run(spec)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
