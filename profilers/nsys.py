@@ -129,9 +129,10 @@ def parse_sqlite(path: Path) -> pd.DataFrame:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         return _parse_con(con, tables, str(path))
-    except sqlite3.DatabaseError as exc:
-        raise TraceFormatError(f"{path}: unexpected Nsight Systems schema ({exc}); kprof reads nsys 2023-2025 "
-                               "exports") from None
+    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+        first = str(exc).strip().splitlines()[-1][:200]
+        raise TraceFormatError(f"{path}: unexpected Nsight Systems schema ({first}); kprof reads the exports of "
+                               "nsys 2023-2025") from None
     finally:
         con.close()
 

@@ -102,12 +102,15 @@ def looks_like(path: Path) -> bool:
 # ----------------------------------------------------------------------------------------------- parse
 def parse(path: Path, arch: str | None = None) -> pd.DataFrame:
     path = Path(path)
-    if path.suffix.lower() == ".json":
+    with open(path, "rb") as fh:
+        json_like = fh.read(64).lstrip().startswith((b"{", b"["))
+    if path.suffix.lower() == ".json" or json_like:
         return parse_legacy_json(path, arch=arch)
     header = _header(path)
     kind = _csv_kind(path, header)
     if kind is None:
-        raise TraceFormatError(f"{path}: not a rocprof output kprof knows (header {header[:6]}); expected a "
+        shown = [h[:30] for h in header[:6]]
+        raise TraceFormatError(f"{path}: not a rocprof output kprof knows (columns {shown}); expected a "
                                "rocprofv3 *_kernel_trace.csv / *_memory_copy_trace.csv / *_kernel_stats.csv or "
                                "a legacy results.csv / results.stats.csv / results.json")
     if kind == "v3_kernel_trace":

@@ -33,3 +33,25 @@ def device() -> str:
 @pytest.fixture
 def store_path(tmp_path):
     return tmp_path / "store" / "kprof.db"
+
+
+DATA = __import__("pathlib").Path(__file__).parent / "data"
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    """``data_file("x.csv")``: tests/data/x.csv, or x.csv.gz unpacked into a temporary folder under its name."""
+    import gzip
+    import shutil
+
+    def get(name: str):
+        plain = DATA / name
+        if plain.exists():
+            return plain
+        packed = DATA / (name + ".gz")
+        out = tmp_path / name
+        with gzip.open(packed, "rb") as src, open(out, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        return out
+
+    return get

@@ -22,15 +22,17 @@ class GitState:
 def git_state(path: Path) -> GitState:
     """Commit and dirty flag of the repository holding ``path`` (None with a reason outside git).
 
-    Where the sources were copied without their ``.git`` (containers, remote GPU machines), the
-    environment variables ``KPROF_GIT_COMMIT`` and ``KPROF_GIT_DIRTY`` (0/1) stand in, and say so.
+    Where the sources were copied to another machine (containers, remote GPU machines) their ``.git`` is
+    missing or stale, so the environment variables ``KPROF_GIT_COMMIT`` and ``KPROF_GIT_DIRTY`` (0/1),
+    when set, take precedence, and the note says so and what git itself reported.
     """
     found = _git_state(path)
-    if found.commit is None and os.environ.get("KPROF_GIT_COMMIT"):
+    if os.environ.get("KPROF_GIT_COMMIT"):
         dirty = os.environ.get("KPROF_GIT_DIRTY")
+        seen = f"git said {found.commit[:12]}{' dirty' if found.dirty else ''}" if found.commit else found.note
         return GitState(
             os.environ["KPROF_GIT_COMMIT"], None if dirty is None else dirty == "1",
-            f"from KPROF_GIT_COMMIT ({found.note})",
+            f"from KPROF_GIT_COMMIT ({seen})",
         )
     return found
 

@@ -94,6 +94,10 @@ def _marker(kind: str) -> Callable[[str], Any]:
     if kind in ("nvtx", "roctx"):
         import torch
 
+        if not torch.cuda.is_available():  # CPU builds have no NVTX; there is no GPU to profile either
+            print("kprof.replay: no GPU, case ranges are not marked", file=sys.stderr)
+            return _marker("none")
+
         @contextmanager
         def rng(name: str) -> Iterator[None]:
             torch.cuda.nvtx.range_push(name)

@@ -67,6 +67,28 @@ def test_parse_trace_to_csv(tmp_path):
     assert "_rmsnorm_rows_kernel" in summary.stdout
 
 
+def test_parse_every_profiler_and_write_perfetto(tmp_path, data_file):
+    for name, source in (("ncu_rmsnorm_raw.csv", "ncu"), ("nsys_rmsnorm.sqlite", "nsys"),
+                         ("proton_rmsnorm_tree.hatchet", "proton")):
+        res = kprof("parse", str(data_file(name)), "--perfetto", str(tmp_path / f"{source}.json"))
+        assert res.returncode == 0, res.stderr
+        assert f"from {source}" in res.stdout and "_rmsnorm_rows_kernel" in res.stdout
+        assert (tmp_path / f"{source}.json").exists()
+    amd = ROOT / "tests/data/rocprof/rocprof_legacy/HPCTrainingExamples_finite-difference_results.TRUNCATED.csv"
+    out = tmp_path / "amd.csv"
+    res = kprof("parse", str(amd), "--arch", "gfx90a", "--csv", str(out))
+    assert res.returncode == 0, res.stderr
+    assert pd.read_csv(out)["occupancy_theoretical_pct"].notna().all()
+
+
+def test_export_needs_a_launch_table(profiled, tmp_path):
+    store, _ = profiled
+    res = kprof("export", "latest", "--perfetto", str(tmp_path / "t.json"), store=store)
+    assert res.returncode == 2 and "has no launch table" in res.stderr  # an interpreter run profiles nothing
+    res = kprof("show", "latest", "--captures", store=store)
+    assert res.returncode == 0 and "ran no external profiler" in res.stdout
+
+
 @pytest.mark.parametrize("args, message", [
     (("profile", "nosuchfamily"), "unknown kernel family 'nosuchfamily'"),
     (("profile", "rmsnorm", "--shape", "40x"), "bad shape"),
@@ -75,6 +97,7 @@ def test_parse_trace_to_csv(tmp_path):
     (("show", "doesnotexist"), "no run 'doesnotexist'"),
     (("show", "latest"), "no runs yet"),
     (("parse", "pyproject.toml"), "not a trace kprof can read"),
+    (("profile", "rmsnorm", "--profiler", "vtune"), "--profiler must be one of"),
 ])
 def test_user_mistakes_exit_2_with_a_message_and_no_traceback(args, message, tmp_path):
     res = kprof(*args, store=tmp_path / "s.db") if args[0] != "parse" else kprof(*args)

@@ -69,3 +69,60 @@ def test_launch_metrics_on_a_real_trace():
     assert row["main_kernel"].startswith("_rmsnorm_rows_kernel")
     assert 0 < row["launch_latency_us"] < 1000 and 0 < row["api_time_us"] < 1000
     assert np.isfinite(lm["launch_latency_us"]).all()
+
+
+def test_launch_metrics_from_nsys_and_ncu_captures(data_file):
+    """Per-case metrics from real H100 captures of the same 4-case replay (3 launches per case)."""
+    import json
+
+    from kprof import launch_table
+    from kprof.kernels import discover
+    from kprof.occupancy import DeviceLimits
+    from kprof.profilers import ncu, nsys
+    from tests.conftest import DATA
+
+    spec = json.loads((DATA / "replay_spec_rmsnorm_4cases.json").read_text())
+    fam = discover()["rmsnorm"]
+    model = {c["id"]: fam.bytes_model(tuple(c["shape"]), c["dtype"]) for c in spec["cases"]}
+    reps = spec["repeats"]
+    ns = nsys.parse(data_file("nsys_rmsnorm.sqlite"))
+    m = launch_metrics(ns, reps, DeviceLimits(), model).set_index("case")
+    k = launch_table.kernels(ns)
+    for case in model:
+        assert m.loc[case, "kernels_per_call"] == (k["case"] == case).sum() / reps
+    assert m.loc["rmsnorm/triton_tuned/64x4096/bf16", "kernels_per_call"] == 1
+    assert m.loc["rmsnorm/torch_eager/8x2048/fp16", "kernels_per_call"] > 1
+    assert (m["transfers_per_call"] == 0).all()  # inputs are made on the GPU: no host<->device copies
+    assert (m["syncs_per_call"] == 0).all()  # only the replay's own synchronize, which is not counted
+    assert m["queue_us"].notna().all() and m["dram_vs_model"].isna().all()  # nsys has no counters
+    tuned = k[k["case"] == "rmsnorm/triton_tuned/64x4096/bf16"]["duration_ns"]
+    assert m.loc["rmsnorm/triton_tuned/64x4096/bf16", "prof_kernel_us"] == tuned.median() / 1e3
+
+    nc = ncu.parse(data_file("ncu_rmsnorm_raw.csv"))
+    c = launch_metrics(nc, reps, DeviceLimits(), model).set_index("case")
+    for case in model:
+        rows = nc[nc["case"] == case]
+        measured = (rows["dram_read_bytes"] + rows["dram_write_bytes"]).sum() / reps
+        assert c.loc[case, "dram_bytes_per_call"] == measured
+        assert c.loc[case, "dram_vs_model"] == measured / model[case]
+    main = nc[(nc["case"] == "rmsnorm/triton_tuned/64x4096/bf16")]
+    assert c.loc["rmsnorm/triton_tuned/64x4096/bf16", "occupancy_achieved_pct"] == main["occupancy_achieved_pct"].median()
+    assert c.loc["rmsnorm/triton_tuned/64x4096/bf16", "occupancy_limiter"] == main["occupancy_limiter"].mode()[0]
+    assert c["launch_latency_us"].isna().all()  # ncu has no host-side timestamps
+
+
+def test_summary_rows_count_as_their_launches():
+    import pandas as pd
+
+    from kprof import launch_table
+    from kprof.occupancy import DeviceLimits
+
+    t = launch_table.validate(pd.DataFrame({
+        "kernel": ["a", "b", "[CUDA memcpy Host-to-Device]"], "kind": ["kernel", "kernel", "memcpy"],
+        "count": [10, 5, 5], "duration_ns": [100, 50, 10], "case": ["c", "c", "c"], "copy_kind": [None, None, "HtoD"],
+        "source": "test",
+    }))
+    m = launch_metrics(t, 5, DeviceLimits()).set_index("case")
+    assert m.loc["c", "kernels_per_call"] == 3 and m.loc["c", "main_kernel"] == "a"
+    assert m.loc["c", "prof_call_us"] == (10 * 100 + 5 * 50) / 5 / 1e3
+    assert m.loc["c", "transfers_per_call"] == 1
