@@ -14,7 +14,6 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from kprof.analysis import compare_profilers
 from kprof.store import RunStore

@@ -7,7 +7,6 @@ import json
 import math
 import shutil
 
-import pandas as pd
 import pytest
 
 from kprof.errors import TraceFormatError

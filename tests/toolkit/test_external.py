@@ -8,7 +8,6 @@ exercised: spec and progress files, process group, exit codes, failures and time
 from __future__ import annotations
 
 import json
-import os
 import stat
 import sys
 from pathlib import Path
