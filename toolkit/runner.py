@@ -151,25 +151,44 @@ def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
     status, error = "incomplete", None
     try:
         results = _measure(family, sel.cases(), mode, settings, store, run_id, ceiling, progress)
-        if profiler == "torch":
-            _profile_pass(family, results, settings, store, run_id, dev, repeats, progress)
-        elif profiler != "none":
-            failure = _external_pass(family, results, settings, store, run_id, dev, repeats, choice, opts,
-                                     progress)
-            if failure:
-                error = failure
-                raise ProfilerFailed(failure)
+        _profiler_pass(family, results, settings, store, run_id, dev, repeats, choice, opts, progress)
         status = "complete"
     except BaseException as exc:  # KeyboardInterrupt and SIGTERM included: keep what finished
-        error = error or "".join(traceback.format_exception_only(type(exc), exc)).strip()[-1000:]
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-1000:]
         raise
     finally:
         run = store.run(run_id)
         run["status"] = status
+        run["error"] = error or run.get("error")
         md = report.render(run, store.metrics(run_id), baseline=family.baseline)
         store.finish_run(run_id, status, report_md=md, error=error)
         store.close()
     return run_id
+
+
+def _profiler_pass(
+    family: Family, results: list[CaseResult], settings: BenchSettings, store: Any, run_id: str, dev: Any,
+    repeats: int, choice: Any, opts: ProfileOptions, progress: ProgressFn,
+) -> None:
+    """The profiler pass of the chosen backend; raises ProfilerFailed when a named external tool fails."""
+    if choice.name == "torch":
+        _profile_pass(family, results, settings, store, run_id, dev, repeats, progress)
+    elif choice.name != "none":
+        failure = _external_pass(family, results, settings, store, run_id, dev, repeats, choice, opts, progress)
+        if failure and opts.profiler == "auto":
+            # auto must not fail where the built-in profiler works (e.g. an nsys whose importer
+            # libraries are missing): say so in the run record and profile with torch.profiler
+            import torch
+
+            progress("profiler", 0, 0, f"auto: {failure[:300]} -> falling back to torch.profiler")
+            store.clear_launches(run_id)
+            store.set_fields(run_id, profiler="torch", profiler_version=(
+                f"torch.profiler (Kineto) in torch {torch.__version__}; auto fell back after "
+                f"{choice.name} failed: {failure[:500]}"))
+            _profile_pass(family, results, settings, store, run_id, dev, repeats, progress)
+        elif failure:
+            raise ProfilerFailed(failure)
+    return None
 
 
 class ProfilerFailed(KprofError):

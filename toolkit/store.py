@@ -235,6 +235,10 @@ class RunStore:
                 rows,
             )
 
+    def clear_launches(self, run_id: str) -> None:
+        with self._tx() as cx:
+            cx.execute("DELETE FROM launches WHERE run_id = ?", (run_id,))
+
     def add_capture(self, run_id: str, profiler: str, version: str, run: Any, notes: str | None = None) -> None:
         """Record one external tool invocation (a :class:`kprof.tools.ToolRun`), whatever its outcome."""
         with self._tx() as cx:
@@ -251,7 +255,7 @@ class RunStore:
                                  params=(run_id,)).drop(columns=["run_id"])
 
     def set_fields(self, run_id: str, **fields: Any) -> None:
-        allowed = {"trace_path", "notes", "error", "report_md", "profiler_version"}
+        allowed = {"trace_path", "notes", "error", "report_md", "profiler_version", "profiler"}
         bad = set(fields) - allowed
         if bad:
             raise StoreError(f"cannot set run fields {sorted(bad)}")

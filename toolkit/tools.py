@@ -177,7 +177,8 @@ class ToolRun:
         what = f"timed out after {self.seconds:.0f} s (process group killed)" if self.timed_out \
             else f"exited with status {self.returncode}"
         tail = self.stderr_tail.strip()[-1500:] or self.stdout_tail.strip()[-1500:]
-        return f"`{self.command}` {what}" + (f"; last output:\n{tail}" if tail else "")
+        return f"{self.argv[0].rsplit('/', 1)[-1]} {what} (command: `{self.command}`)" + (
+            f"; last output:\n{tail}" if tail else "")
 
 
 def _tail(path: Path) -> str:

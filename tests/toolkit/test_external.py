@@ -153,3 +153,33 @@ def test_runner_stores_every_invocation_and_keeps_cases_on_failure(fake_nsys, tm
     assert "CUPTI error 39" in caps["stderr_tail"].iloc[0] and caps["tool_version"].iloc[0].endswith("(fake)")
     assert "kprof.replay" in caps["command"].iloc[0]
     assert len(st.launches(run_id)) > 0  # the trace written before the failure is kept
+
+
+def test_auto_falls_back_to_torch_when_the_found_tool_fails(fake_nsys, tmp_path, monkeypatch):
+    from kprof import runner
+    from kprof.harness import BenchSettings, run_case
+    from kprof.kernels import discover
+    from kprof.registry import Case
+    from kprof.store import RunStore
+    from tests.toolkit.test_store import record
+
+    fam = discover()["rmsnorm"]
+    results = [run_case(fam, fam.providers["triton_tuned"], Case("rmsnorm", "triton_tuned", (3, 37), "fp32"),
+                        device="cpu", settings=BenchSettings(seed=1), timing=False)]
+    calls = []
+    monkeypatch.setattr(runner, "_profile_pass", lambda *a: calls.append(a))
+    monkeypatch.setenv("FAKE_NSYS_FAIL", "1")
+    st = RunStore(tmp_path / "s.db")
+    run_id = st.begin_run(record(profiler="nsys"))
+    from kprof.occupancy import DeviceLimits
+
+    dev = type("Dev", (), {"limits": lambda self: DeviceLimits()})()
+    args = (fam, results, BenchSettings(seed=1), st, run_id, dev, 2, fake_nsys)
+    runner._profiler_pass(*args, runner.ProfileOptions(family="rmsnorm", profiler="auto"), lambda *a: None)
+    run = st.run(run_id)
+    assert len(calls) == 1 and run["profiler"] == "torch"
+    assert "auto fell back after nsys failed" in run["profiler_version"] and "status 7" in run["profiler_version"]
+    assert st.launches(run_id).empty  # nothing of the failed tool is mixed into torch.profiler's table
+    assert len(st.captures(run_id)) == 2  # but its invocations stay on record
+    with pytest.raises(runner.ProfilerFailed, match="status 7"):  # named explicitly: no silent fallback
+        runner._profiler_pass(*args, runner.ProfileOptions(family="rmsnorm", profiler="nsys"), lambda *a: None)
