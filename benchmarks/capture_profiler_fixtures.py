@@ -39,6 +39,36 @@ def show(run, log) -> None:
     print(run.describe() if not run.ok else f"ok ({run.seconds:.1f} s): {run.command}", file=log, flush=True)
 
 
+TRANSFERS = """
+import torch
+x = torch.randn(1024, 1024)
+torch.cuda.synchronize()
+for i in range(3):
+    torch.cuda.nvtx.range_push(f"kprof::demo/transfers/1024x1024/fp32")
+    y = x.to("cuda", non_blocking=False)          # host -> device copy
+    z = (y * 2).sum()
+    v = z.item()                                   # device -> host copy + sync
+    y.zero_()
+    h = y[:8].cpu()                                # device -> host copy
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+"""
+
+
+def capture_transfers(out: Path, log) -> None:
+    """A small program with host<->device copies and syncs in kprof ranges, under nsys (SQLite)."""
+    from kprof.profilers import nsys as nsys_mod
+
+    nsys = find_tool("nsys")
+    prog = out / "transfers.py"
+    prog.write_text(TRANSFERS)
+    base = out / "nsys_transfers"
+    show(run_tool(nsys_mod.profile_command(nsys.path, [sys.executable, str(prog)], base), timeout=300, cwd=out,
+                  log_prefix="nsys_transfers"), log)
+    show(run_tool(nsys_mod.export_command(nsys.path, base.with_suffix(".nsys-rep"), base.with_suffix(".sqlite")),
+                  timeout=300, cwd=out, log_prefix="nsys_transfers_export"), log)
+
+
 def main(out: Path) -> None:
     from kprof.profilers import ncu as ncu_mod
     from kprof.profilers import nsys as nsys_mod
@@ -59,6 +89,10 @@ def main(out: Path) -> None:
                       log_prefix="nsys_stats"), log)
     except Exception as exc:
         print("nsys failed:", repr(exc), file=log)
+    try:
+        capture_transfers(out, log)
+    except Exception as exc:
+        print("nsys transfers failed:", repr(exc), file=log)
     # ncu: the CSV exactly as kprof captures it (banner lines, base units), and once in ncu's default units
     try:
         ncu = find_tool("ncu")
@@ -84,4 +118,9 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if len(sys.argv) > 2 and sys.argv[2] == "--transfers-only":
+        Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
+        with open(Path(sys.argv[1]) / "capture_log.txt", "w") as fh:
+            capture_transfers(Path(sys.argv[1]), fh)
+    else:
+        main(Path(sys.argv[1]))

@@ -70,7 +70,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("api_start_ns", "Int64", "ns", "host launch call start"),
     Column("api_end_ns", "Int64", "ns", "host launch call end"),
     Column("launch_latency_ns", "Int64", "ns", "kernel start - launch call start"),
-    Column("queue_ns", "Int64", "ns", "kernel start - launch call end (nsys's queue time)"),
+    Column("queue_ns", "Int64", "ns", "kernel start - launch call end, 0 when the kernel started before the call "
+           "returned (nsys's cuda_kern_exec_trace queue time)"),
     Column("pid", "Int64", "", "host process of the launch call"),
     Column("tid", "Int64", "", "host thread of the launch call"),
     Column("case", "string", "", "kprof case id the launch belongs to (from its labelled range)"),
@@ -110,6 +111,9 @@ def validate(df: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
                 raise LaunchTableError(f"{who}: column {c.name!r} cannot be read as {c.dtype}: {exc}") from None
         else:
             out[c.name] = pd.Series([pd.NA] * len(df), dtype=c.dtype)
+    # queue time is waiting after the launch call returned; a kernel that started before it returned
+    # did not queue (nsys leaves it empty then). Parsers compute start - api_end; it is bounded here, once.
+    out["queue_ns"] = out["queue_ns"].clip(lower=0)
     for c in COLUMNS:
         if c.required and out[c.name].isna().any():
             bad = int(out[c.name].isna().sum())
