@@ -119,3 +119,25 @@ def test_commands_are_argv_lists(tmp_path):
     argv = nsys.profile_command("/x/nsys", ["python", "-m", "kprof.replay", "s.json"], tmp_path / "out")
     assert argv[:2] == ["/x/nsys", "profile"] and "--trace=cuda,nvtx" in argv and argv[-1] == "s.json"
     assert nsys.export_command("/x/nsys", tmp_path / "a.nsys-rep", tmp_path / "a.sqlite")[1:4] == ["export", "--type", "sqlite"]
+
+
+def test_copies_memsets_and_syncs_from_a_real_capture(data_file):
+    path = data_file("nsys_transfers.sqlite")
+    t = nsys.parse(path)
+    con = sqlite3.connect(path)
+    copies = pd.read_sql_query("SELECT m.bytes, e.label FROM CUPTI_ACTIVITY_KIND_MEMCPY m "
+                               "JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind ORDER BY m.start", con)
+    memsets = con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMSET").fetchone()[0]
+    got = t[t["kind"] == "memcpy"].sort_values("start_ns")
+    assert got["bytes"].tolist() == copies["bytes"].tolist()
+    assert got["copy_kind"].tolist() == [{"Host-to-Device": "HtoD", "Device-to-Host": "DtoH"}[x] for x in copies["label"]]
+    assert (t["kind"] == "memset").sum() == memsets > 0
+    assert got["case"].notna().all() and got["api_name"].notna().all()  # the copy calls ran inside the range
+    from kprof.metrics import launch_metrics
+    from kprof.occupancy import DeviceLimits
+
+    calls = 3  # the program's loop
+    m = launch_metrics(t, calls, DeviceLimits()).set_index("case").loc["demo/transfers/1024x1024/fp32"]
+    assert m["transfers_per_call"] == len(copies) / calls
+    syncs = t[(t["kind"] == "sync") & (t["case"] == "demo/transfers/1024x1024/fp32")]
+    assert m["syncs_per_call"] == (len(syncs) - 1) / calls and len(syncs) > calls

@@ -183,3 +183,15 @@ def test_amd_occupancy_limits():
     assert lds.limiter == "lds" and lds.occupancy_pct == 25
     with pytest.raises(ValueError, match="gfx1100"):
         amd_limits("gfx1100")
+
+
+def test_capture_commands(tmp_path):
+    child = ["python", "-m", "kprof.replay", "spec.json"]
+    v3 = rocprof.rocprofv3_command("/opt/rocm/bin/rocprofv3", child, tmp_path)
+    for flag in ("--kernel-trace", "--hip-trace", "--marker-trace", "--memory-copy-trace"):
+        assert flag in v3
+    assert v3[v3.index("--output-format") + 1] == "csv"  # ROCm 7 writes a rocpd database unless told
+    assert v3[v3.index("--") + 1:] == child
+    legacy = rocprof.rocprof_legacy_command("/opt/rocm/bin/rocprof", child, tmp_path / "results.csv")
+    assert "--roctx-trace" in legacy and legacy[legacy.index("-o") + 1].endswith("results.csv")
+    assert legacy[-len(child):] == child
