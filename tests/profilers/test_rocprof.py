@@ -195,3 +195,12 @@ def test_capture_commands(tmp_path):
     legacy = rocprof.rocprof_legacy_command("/opt/rocm/bin/rocprof", child, tmp_path / "results.csv")
     assert "--roctx-trace" in legacy and legacy[legacy.index("-o") + 1].endswith("results.csv")
     assert legacy[-len(child):] == child
+
+
+def test_arch_from_an_agent_info_file_next_to_the_trace(tmp_path):
+    name = "rocprofiler-sdk_docs_kernel_trace_v2_LDS_VGPR_columns_agent_relative.csv"
+    shutil.copy(V3 / name, tmp_path / "run_kernel_trace.csv")
+    (tmp_path / "run_agent_info.csv").write_text('"Node_Id","Agent_Type","Name"\n0,"CPU","AMD EPYC"\n'
+                                                 '4,"GPU","gfx90a:sramecc+:xnack-"\n')
+    t = rocprof.parse(tmp_path / "run_kernel_trace.csv")
+    assert t.attrs["arch"] == "gfx90a" and t["occupancy_theoretical_pct"].notna().all()
