@@ -161,9 +161,9 @@ def show(
             status = "timed out" if c.timed_out else f"exit {c.returncode}"
             console.print(f"[bold]{c.seq}. {c.profiler}[/bold] ({c.tool_version}) {status}, {c.seconds:.1f} s")
             console.print(f"   {c.command}", markup=False, highlight=False)
-            if c.stderr_tail and (c.returncode != 0 or c.timed_out):
+            if isinstance(c.stderr_tail, str) and c.stderr_tail and (c.returncode != 0 or c.timed_out):
                 console.print(c.stderr_tail[-2000:], markup=False, highlight=False)
-            if c.notes:
+            if isinstance(c.notes, str) and c.notes:
                 console.print(c.notes, markup=False, highlight=False)
     if not (csv or samples or launches or captures):
         print(rec.get("report_md") or f"run {rec['id']} has no report (status {rec['status']})")

@@ -284,6 +284,6 @@ def _external_pass(
     progress("profile", done, len(ok), f"{choice.name}: {done}/{len(ok)} cases replayed, "
              f"{len(res.launches)} launches parsed")
     if res.error:
-        return (f"{choice.name} failed ({done} of {len(ok)} cases finished; their launches are kept): "
-                f"{res.error}")
+        kept = f"{len(res.launches)} launches parsed and kept" if not res.launches.empty else "no trace to parse"
+        return f"{choice.name} failed ({done} of {len(ok)} cases replayed; {kept}): {res.error}"
     return None

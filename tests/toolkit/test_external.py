@@ -147,7 +147,8 @@ def test_runner_stores_every_invocation_and_keeps_cases_on_failure(fake_nsys, tm
     run_id = st.begin_run(record())
     failure = runner._external_pass(fam, results, BenchSettings(seed=1), st, run_id, Dev(), 2, fake_nsys, opts,
                                     lambda *a: None)
-    assert failure and "2 of 2 cases finished" in failure and "exited with status 7" in failure
+    assert failure and "2 of 2 cases replayed" in failure and "exited with status 7" in failure
+    assert "launches parsed and kept" in failure
     caps = st.captures(run_id)
     assert caps["returncode"].tolist() == [7, 0]  # nsys profile (failed) and nsys export
     assert "CUPTI error 39" in caps["stderr_tail"].iloc[0] and caps["tool_version"].iloc[0].endswith("(fake)")
