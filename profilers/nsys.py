@@ -243,7 +243,11 @@ def _devices(con: sqlite3.Connection, tables: set[str]) -> list[dict]:
     df = _read(con, "SELECT * FROM TARGET_INFO_GPU")
     keep = [c for c in ("id", "name", "smCount", "memoryBandwidth", "clockRate", "computeMajor", "computeMinor",
                         "l2CacheSize", "totalMemory") if c in df.columns]
-    return df[keep].to_dict("records")
+    df = df[keep]
+    if "TARGET_INFO_CUDA_DEVICE" in tables:  # nsys's GPU id -> the CUDA device index the program saw
+        cuda = _read(con, "SELECT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE").drop_duplicates("gpuId")
+        df = df.merge(cuda, how="left", left_on="id", right_on="gpuId").drop(columns=["gpuId"])
+    return df.to_dict("records")
 
 
 # ------------------------------------------------------------------------------------------ stats CSVs

@@ -70,6 +70,7 @@ def test_syncs_are_rows_and_devices_are_read(table, spec):
     in_cases = syncs[syncs["case"].notna()]
     assert in_cases.groupby("case").size().to_dict() == {c["id"]: 1 for c in spec["cases"]}  # the replay's own
     assert table.attrs["devices"][0]["name"].startswith("NVIDIA")
+    assert table.attrs["devices"][0]["cudaId"] in set(table["device"].dropna())
     assert table.attrs["nvtx_case_ranges"] == len(spec["cases"])
 
 
