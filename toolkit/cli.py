@@ -53,6 +53,7 @@ def profile(
     tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary (else $KPROF_NSYS / $KPROF_NCU / $KPROF_ROCPROFV3 / $KPROF_ROCPROF, PATH, install places).")] = None,
     profiler_timeout: Annotated[float, typer.Option(help="Seconds before the profiler's process group is killed.")] = 1800.0,
     profile_repeats: Annotated[Optional[int], typer.Option(help="Launches per case under the profiler (default 5; ncu 3).")] = None,
+    rev: Annotated[Optional[list[str]], typer.Option("--rev", help="Profile kernels/FAMILY as at this git revision (repeat: A B ... measured interleaved, one run each, then `kprof diff`).")] = None,
     mode: Annotated[str, typer.Option(help="auto | gpu | interpreter (CPU, correctness only).")] = "auto",
     rep_ms: Annotated[int, typer.Option(help="do_bench repetition budget per case, ms.")] = 100,
     warmup_ms: Annotated[int, typer.Option(help="do_bench warm-up budget per case, ms.")] = 25,
@@ -67,7 +68,7 @@ def profile(
     from kprof.harness import BenchSettings
     from kprof.registry import parse_shape
     from kprof.dtypes import canonical_dtype
-    from kprof.runner import ProfileOptions, ProfilerFailed, profile as run_profile
+    from kprof.runner import ProfileOptions, ProfilerFailed, profile_runs
     from kprof.store import RunStore
 
     shapes = tuple(parse_shape(s) for s in _split(shape)) or None
@@ -75,7 +76,7 @@ def profile(
     opts = ProfileOptions(
         family=family, providers=tuple(_split(provider)) or None, shapes=shapes, dtypes=dtypes,
         profiler=profiler, mode=mode, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
-        profile_repeats=profile_repeats,
+        profile_repeats=profile_repeats, revisions=tuple(rev or ()),
         settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
     )
@@ -96,20 +97,24 @@ def profile(
             bar.update(tasks[phase], completed=done, total=total, description=label[:70])
 
         try:
-            run_id = run_profile(opts, on_progress)
+            run_ids = profile_runs(opts, on_progress)
         except ProfilerFailed as exc:
             bar.stop()
             err_console.print(f"[bold red]kprof:[/bold red] {exc}")
             err_console.print("the measured cases are stored; the run is marked incomplete (kprof show latest)")
             sys.exit(1)
     st = RunStore(store)
-    run = st.run(run_id)
-    md = run["report_md"] or ""
-    print(md)
-    if report:
-        report.write_text(md)
-    err_console.print(f"[green]run {run_id} stored in {st.path}[/green]  (kprof show {run_id})")
-    if run["mode"] == "interpreter":
+    for run_id in run_ids:
+        run = st.run(run_id)
+        md = run["report_md"] or ""
+        print(md)
+        if report:
+            target = report if len(run_ids) == 1 else report.with_name(f"{report.stem}-{run_id}{report.suffix}")
+            target.write_text(md)
+        err_console.print(f"[green]run {run_id} stored in {st.path}[/green]  (kprof show {run_id})")
+    if len(run_ids) > 1:
+        err_console.print(f"compare them: kprof diff {run_ids[0]} {run_ids[-1]}")
+    if st.run(run_ids[0])["mode"] == "interpreter":
         err_console.print("[yellow]CPU interpreter run: correctness only, no GPU timings.[/yellow]")
 
 
@@ -225,6 +230,64 @@ def export(
     info = write_perfetto(launches, perfetto, title=f"kprof {rec['family']} {rec['id']} ({rec.get('profiler')})")
     err_console.print(f"{info['events']} trace events -> {perfetto}; {info['untimed_rows']} rows without "
                       "timestamps left out (ncu/summaries). Open in https://ui.perfetto.dev")
+
+
+@app.command()
+def diff(
+    a: Annotated[str, typer.Argument(help="Run before (id, prefix, 'latest') or a trace file.")],
+    b: Annotated[str, typer.Argument(help="Run after, or a trace file.")],
+    threshold: Annotated[float, typer.Option(help="Smallest relative change called FASTER/SLOWER (0.03 = 3%).")] = 0.03,
+    alpha: Annotated[float, typer.Option(help="Significance level of the Mann-Whitney U test.")] = 0.01,
+    markdown: Annotated[Optional[Path], typer.Option(help="Write the diff as markdown (for a pull request).")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the diff as JSON.")] = None,
+    fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit 1 when any case is SLOWER.")] = False,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="Profiler of both trace files; sniffed when omitted.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """FASTER / SLOWER / SAME / UNCERTAIN per case between two runs (or two traces), beyond the noise."""
+    import json
+
+    from kprof import diff as d
+
+    if not 0 < threshold < 1 or not 0 < alpha < 1:
+        raise KprofError("--threshold and --alpha must be between 0 and 1 (e.g. 0.03 and 0.01)")
+    rule = d.DiffRule(threshold=threshold, alpha=alpha)
+    if Path(a).is_file() and Path(b).is_file():
+        from kprof.profilers import parse_trace
+
+        table = d.diff_traces(parse_trace(Path(a), fmt), parse_trace(Path(b), fmt), rule)
+        _print_diff_table(table, f"{a} -> {b}", [])
+        counts = table["verdict"].value_counts().to_dict()
+        if markdown:
+            markdown.write_text(d.traces_markdown(table, a, b, rule))
+        if json_out:
+            json_out.write_text(table.to_json(orient="records", indent=1))
+    else:
+        from kprof.store import RunStore
+
+        res = d.diff_runs(RunStore(store), a, b, rule)
+        _print_diff_table(res.table(), f"{res.a['id']} -> {res.b['id']}", res.warnings)
+        counts = res.counts
+        if markdown:
+            markdown.write_text(d.to_markdown(res))
+        if json_out:
+            json_out.write_text(json.dumps(d.to_json(res), indent=1))
+    console.print(", ".join(f"{counts.get(v, 0)} {v.lower()}" for v in d.VERDICTS) + f"  ({rule.describe()})")
+    if fail_on_regression and counts.get("SLOWER", 0):
+        raise typer.Exit(1)
+
+
+def _print_diff_table(df: "pd.DataFrame", title: str, warnings: list[str]) -> None:
+    colour = {"SLOWER": "red", "FASTER": "green", "SAME": "", "UNCERTAIN": "yellow"}
+    for w in warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {w}")
+    t = Table("case", "A µs", "B µs", "B/A", "95% interval", "p", "verdict", "changes", title=title)
+    for r in df.itertuples():
+        c = colour.get(r.verdict, "")
+        t.add_row(str(getattr(r, "case", "") or getattr(r, "kernel", ""))[:70], f"{r.median_a:.2f}", f"{r.median_b:.2f}",
+                  f"{r.ratio:.3f}", f"{r.ci_lo:.3f}-{r.ci_hi:.3f}", f"{r.p_value:.2g}",
+                  f"[{c}]{r.verdict}[/{c}]" if c else r.verdict, str(getattr(r, "changes", "") or "")[:80])
+    console.print(t)
 
 
 @app.command()

@@ -105,6 +105,7 @@ def replay_cases(family: str, cases: Sequence[tuple[str, str, tuple[int, ...], s
 def capture(
     choice: ProfilerChoice, family: str, cases: tuple[ReplayCase, ...], workdir: Path, *, repeats: int,
     timeout_s: float = DEFAULT_TIMEOUT_S, env: dict[str, str] | None = None,
+    family_source: tuple[str, str] | None = None,
 ) -> CaptureResult:
     """Run the cases under the chosen profiler in a child process and parse what it wrote."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -115,6 +116,7 @@ def capture(
     spec = ReplaySpec(
         family=family, cases=cases, repeats=repeats, marker=marker, progress_file=str(progress_file),
         proton_path=str(workdir / "proton"), proton_data="trace",
+        family_package=family_source[0] if family_source else "", family_root=family_source[1] if family_source else "",
     )
     spec_path = write_spec(spec, workdir / "replay_spec.json")
     child = child_argv(spec_path, sys.executable)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -228,6 +229,21 @@ def load_family_modules(package_name: str, package_path: Iterable[str]) -> None:
 
 def registered_families() -> dict[str, Family]:
     return dict(_FAMILIES)
+
+
+@contextmanager
+def isolated_registry() -> Iterator[dict[str, "Family"]]:
+    """Families defined inside the block go to a fresh registry (yielded), not the global one.
+
+    Used to load a family's sources as they were at another git revision next to today's, under the
+    same family name (:mod:`kprof.revisions`)."""
+    global _FAMILIES
+    saved, fresh = _FAMILIES, {}
+    _FAMILIES = fresh
+    try:
+        yield fresh
+    finally:
+        _FAMILIES = saved
 
 
 def get_family(name: str) -> Family:

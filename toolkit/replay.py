@@ -53,6 +53,9 @@ class ReplaySpec:
     proton_data: str = "tree"
     # Tools that profile one range per invocation (ncu) need the profiler API to open/close the capture
     profiler_api: bool = False
+    # --rev: the family as at a git revision, written by kprof.revisions (import name, folder for sys.path)
+    family_package: str = ""
+    family_root: str = ""
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -126,7 +129,12 @@ def run(spec: ReplaySpec) -> int:
 
     from kprof.registry import get_family
 
-    family = get_family(spec.family)
+    if spec.family_package:
+        from kprof.revisions import import_loaded
+
+        family = import_loaded(spec.family_package, spec.family_root)
+    else:
+        family = get_family(spec.family)
     rng = _marker(spec.marker)
     cuda = torch.cuda.is_available()
     sync = torch.cuda.synchronize if cuda else (lambda: None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import secrets
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -44,6 +44,7 @@ class ProfileOptions:
     command: str = ""
     profile_repeats: int | None = None  # launches per case under the profiler; None: 5 (ncu: 3)
     tool_path: str | None = None  # explicit profiler binary
+    revisions: tuple[str, ...] = ()  # --rev: profile kernels/FAMILY as at these git revisions, interleaved
     profiler_timeout_s: float = 1800.0
 
 
@@ -65,7 +66,8 @@ def resolve_mode(requested: str) -> str:
     return mode
 
 
-def select(family: Family, opts: ProfileOptions, mode: str) -> Selection:
+def select(family: Family, opts: ProfileOptions, mode: str, also: Sequence[Family] = ()) -> Selection:
+    """Providers, shapes and dtypes of the run; with ``also`` (other revisions), only providers all have."""
     sweep = family.sweep("gpu" if mode == "gpu" else "interpreter")
     names = list(opts.providers) if opts.providers else list(family.providers)
     for n in names:
@@ -74,6 +76,8 @@ def select(family: Family, opts: ProfileOptions, mode: str) -> Selection:
     for n in names:
         p = family.providers[n]
         reason = p.unavailable_reason()
+        if reason is None and any(n not in other.providers for other in also):
+            reason = "not defined in every revision compared"
         if reason is None and mode == "interpreter" and p.gpu_only:
             reason = "GPU only: not run in a CPU interpreter run"
         if reason:
@@ -94,22 +98,43 @@ def select(family: Family, opts: ProfileOptions, mode: str) -> Selection:
 ProgressFn = Callable[[str, int, int, str], None]  # (phase, done, total, label)
 
 
+@dataclass(frozen=True)
+class Arm:
+    """One run of an invocation: today's family, or the family as it is at a git revision."""
+
+    family: Family
+    git_commit: str | None
+    git_dirty: bool | None
+    git_note: str | None
+    source_hashes: dict
+    extra_config: dict = field(default_factory=dict)
+
+
 def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
-    """Run the whole flow and return the run id. A run interrupted midway is stored as incomplete."""
+    """Run the whole flow and return the run id (the first one with several ``--rev``)."""
+    return profile_runs(opts, progress)[0]
+
+
+def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> list[str]:
+    """Run the whole flow; one run per ``--rev`` (interleaved case by case), else one run of the working tree.
+
+    A run interrupted midway is stored as incomplete, with every case that finished.
+    """
     from kprof import device as devmod
     from kprof import envinfo, report
+    from kprof.external import choose
     from kprof.store import RunRecord, RunStore
 
     mode = resolve_mode(opts.mode)
-    family = get_family(opts.family)
-    sel = select(family, opts, mode)
-    from kprof.external import choose
-
+    today = get_family(opts.family)
+    store = RunStore(opts.store)
+    progress = progress or (lambda *a: None)
+    git = envinfo.git_state(today.package_dir)
+    arms = _arms(today, opts, store.root, git, progress)
+    sel = select(arms[0].family, opts, mode, also=[a.family for a in arms[1:]])
     choice = choose(opts.profiler, mode, opts.tool_path)
     profiler = choice.name
     repeats = opts.profile_repeats or (3 if profiler == "ncu" else 5)
-    store = RunStore(opts.store)
-    progress = progress or (lambda *a: None)
     seed = opts.settings.seed if opts.settings.seed else secrets.randbits(31)
     settings = BenchSettings(**{**asdict(opts.settings), "seed": seed})
 
@@ -119,8 +144,6 @@ def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
         progress("ceiling", 0, 1, "measuring copy bandwidth")
         ceiling = devmod.measure_copy_ceiling()
         progress("ceiling", 1, 1, f"{ceiling.gbps:.0f} GB/s")
-    git = envinfo.git_state(family.package_dir)
-    repo_root = family.package_dir.parent.parent
     profiler_version = None
     if profiler == "torch":
         import torch
@@ -130,40 +153,73 @@ def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
         from kprof.tools import tool_version
 
         profiler_version = f"{choice.tool.path}: {tool_version(choice.tool)}"
-    record = RunRecord(
-        family=family.name, mode=mode, command=opts.command,
-        config={
-            "providers": list(sel.providers), "skipped_providers": [list(s) for s in sel.skipped],
-            "shapes": [shape_str(s) for s in sel.shapes], "dtypes": list(sel.dtypes),
-            "settings": asdict(settings), "profiler": profiler, "profiler_reason": choice.reason,
-            "profile_repeats": repeats, "tool_path": choice.tool.path if choice.tool else None,
-        },
-        git_commit=git.commit, git_dirty=git.dirty, git_note=git.note,
-        source_hashes=envinfo.source_hashes(family.source_files(), repo_root),
-        device=dev.to_dict(), versions=envinfo.versions().to_dict(),
-        profiler=profiler, profiler_version=profiler_version,
-        ceiling_gbps=ceiling.gbps if ceiling else None, ceiling=asdict(ceiling) if ceiling else None,
-    )
-    run_id = store.begin_run(record)
-    if sel.skipped:
-        store.set_fields(run_id, notes="\n".join(f"{n}: {r}" for n, r in sel.skipped))
+    run_ids = []
+    for arm in arms:
+        record = RunRecord(
+            family=arm.family.name, mode=mode, command=opts.command,
+            config={
+                "providers": list(sel.providers), "skipped_providers": [list(s) for s in sel.skipped],
+                "shapes": [shape_str(s) for s in sel.shapes], "dtypes": list(sel.dtypes),
+                "settings": asdict(settings), "profiler": profiler, "profiler_reason": choice.reason,
+                "profile_repeats": repeats, "tool_path": choice.tool.path if choice.tool else None,
+                **arm.extra_config,
+            },
+            git_commit=arm.git_commit, git_dirty=arm.git_dirty, git_note=arm.git_note,
+            source_hashes=arm.source_hashes,
+            device=dev.to_dict(), versions=envinfo.versions().to_dict(),
+            profiler=profiler, profiler_version=profiler_version,
+            ceiling_gbps=ceiling.gbps if ceiling else None, ceiling=asdict(ceiling) if ceiling else None,
+        )
+        run_ids.append(store.begin_run(record))
+        if sel.skipped:
+            store.set_fields(run_ids[-1], notes="\n".join(f"{n}: {r}" for n, r in sel.skipped))
+    if len(arms) > 1:
+        progress("profiler", 0, 0, "interleaving " + ", ".join(
+            f"{a.extra_config['revision']} ({a.git_commit[:10]}) -> run {r}" for a, r in zip(arms, run_ids)))
     progress("profiler", 0, 0, f"{profiler} ({choice.reason})")
     status, error = "incomplete", None
     try:
-        results = _measure(family, sel.cases(), mode, settings, store, run_id, ceiling, progress)
-        _profiler_pass(family, results, settings, store, run_id, dev, repeats, choice, opts, progress)
+        results = _measure_arms([a.family for a in arms], sel.cases(), mode, settings, store, run_ids, ceiling,
+                                progress)
+        for arm, run_id, res in zip(arms, run_ids, results):
+            _profiler_pass(arm.family, res, settings, store, run_id, dev, repeats, choice, opts, progress)
         status = "complete"
     except BaseException as exc:  # KeyboardInterrupt and SIGTERM included: keep what finished
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-1000:]
         raise
     finally:
-        run = store.run(run_id)
-        run["status"] = status
-        run["error"] = error or run.get("error")
-        md = report.render(run, store.metrics(run_id), baseline=family.baseline)
-        store.finish_run(run_id, status, report_md=md, error=error)
+        for arm, run_id in zip(arms, run_ids):
+            run = store.run(run_id)
+            run["status"] = status
+            run["error"] = error or run.get("error")
+            md = report.render(run, store.metrics(run_id), baseline=arm.family.baseline)
+            store.finish_run(run_id, status, report_md=md, error=error)
         store.close()
-    return run_id
+    return run_ids
+
+
+def _arms(today: Family, opts: ProfileOptions, cache: Any, git: Any, progress: ProgressFn) -> list[Arm]:
+    from kprof import envinfo
+
+    if not opts.revisions:
+        repo_root = today.package_dir.parent.parent
+        return [Arm(today, git.commit, git.dirty, git.note,
+                    envinfo.source_hashes(today.source_files(), repo_root))]
+    from kprof.revisions import load_family_at
+
+    harness = f"harness {str(git.commit or '?')[:10]}{' (dirty)' if git.dirty else ''}"
+    arms = []
+    for slot, rev in enumerate(opts.revisions):
+        progress("profiler", 0, 0, f"loading kernels/{today.name} at {rev}")
+        fr = load_family_at(today.package_dir, rev, cache, slot)
+        fr.family.revision_source = (fr.package, str(fr.root))  # for the replay child of external profilers
+        arms.append(Arm(
+            fr.family, fr.commit, False, f"kernels/{today.name} at --rev {rev} ({fr.subject[:80]}); {harness}",
+            fr.source_hashes,
+            {"revision": rev, "revision_commit": fr.commit, "revision_subject": fr.subject,
+             "harness_commit": git.commit, "harness_dirty": git.dirty, "interleaved_revisions": list(opts.revisions)},
+        ))
+    return arms
 
 
 def _profiler_pass(
@@ -195,24 +251,27 @@ class ProfilerFailed(KprofError):
     """The external profiler failed or timed out; the measured cases are stored, the run is incomplete."""
 
 
-def _measure(
-    family: Family, cases: list[Case], mode: str, settings: BenchSettings, store: Any, run_id: str,
+def _measure_arms(
+    families: list[Family], cases: list[Case], mode: str, settings: BenchSettings, store: Any, run_ids: list[str],
     ceiling: Any, progress: ProgressFn,
-) -> list[CaseResult]:
+) -> list[list[CaseResult]]:
+    """Each case under every arm before the next case; the arm order alternates (A B, B A, ...) so that
+    drift of the machine and any order effect hit every revision alike."""
     from kprof.metrics import case_row
 
     device = "cuda" if mode == "gpu" else "cpu"
-    results = []
+    results: list[list[CaseResult]] = [[] for _ in families]
+    n = len(families)
     for i, case in enumerate(cases):
         progress("cases", i, len(cases), case.id)
-        provider = family.providers[case.provider]
-        res = run_case(family, provider, case, device=device, settings=settings, timing=(mode == "gpu"))
-        row = case_row(res, provider.kind, ceiling.gbps if ceiling else None)
-        store.add_case(
-            run_id, i, row,
-            {"gpu": res.gpu_samples_ms, "host": res.host_samples_us},
-        )
-        results.append(res)
+        order = range(n) if i % 2 == 0 else reversed(range(n))
+        for j in order:
+            family = families[j]
+            provider = family.providers[case.provider]
+            res = run_case(family, provider, case, device=device, settings=settings, timing=(mode == "gpu"))
+            row = case_row(res, provider.kind, ceiling.gbps if ceiling else None)
+            store.add_case(run_ids[j], i, row, {"gpu": res.gpu_samples_ms, "host": res.host_samples_us})
+            results[j].append(res)
         if mode == "gpu" and i % 8 == 7:
             import torch
 
@@ -269,7 +328,8 @@ def _external_pass(
     ])
     progress("profile", 0, len(ok), f"{choice.name}: replaying {len(ok)} cases in a child process")
     workdir = store.trace_dir(run_id) / choice.name
-    res = external.capture(choice, family.name, cases, workdir, repeats=repeats, timeout_s=opts.profiler_timeout_s)
+    res = external.capture(choice, family.name, cases, workdir, repeats=repeats, timeout_s=opts.profiler_timeout_s,
+                           family_source=getattr(family, "revision_source", None))
     failed = [p for p in res.progress if p.get("status") != "ok"]
     notes = [f"{p['case']} failed in the replay: {p.get('error', '?')}" for p in failed]
     for i, r in enumerate(res.runs):

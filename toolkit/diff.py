@@ -1,0 +1,364 @@
+"""``kprof diff``: did a change make each case faster, slower or neither, beyond the noise?
+
+Decision rule (per case, on the stored per-call GPU samples of the two runs; A = before, B = after):
+
+* ``ratio`` = median(B) / median(A); its 95% confidence interval by bootstrap (``scipy.stats.bootstrap``,
+  percentile method, resampling each run's samples independently);
+* ``p`` = two-sided Mann-Whitney U test (``scipy.stats.mannwhitneyu``) of A's samples against B's;
+* **SLOWER** when ratio > 1 + threshold, the whole interval lies above 1 and p < alpha;
+  **FASTER** when ratio < 1 - threshold, the whole interval lies below 1 and p < alpha;
+  **SAME** when the whole interval lies within [1 - threshold, 1 + threshold]: any change is smaller than
+  the threshold, with 95% confidence;
+  **UNCERTAIN** otherwise: the samples are too noisy (or too few) to say either.
+
+Defaults: threshold 3%, alpha 0.01, at least 5 samples per side. A change must therefore be both large
+(practically significant) and unlikely under "no change" (statistically significant) to be called.
+
+Next to the verdict, :func:`kernel_changes` compares the two launch tables of each case: kernels added or
+removed, launches per call, and the dominant kernel's grid, block, registers, shared memory and
+theoretical occupancy (``registers 62->96, occupancy 50%->25%`` beside a SLOWER verdict explains it).
+Plain functions, DataFrames in and out; rendering is separate (:func:`to_markdown`, :func:`to_json`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from kprof import launch_table
+from kprof.errors import KprofError
+
+VERDICTS = ("SLOWER", "UNCERTAIN", "SAME", "FASTER")
+MATCH_KEYS = ("family", "provider", "shape", "dtype")
+
+
+@dataclass(frozen=True)
+class DiffRule:
+    threshold: float = 0.03  # smallest relative change worth calling
+    alpha: float = 0.01  # significance level of the Mann-Whitney U test
+    confidence: float = 0.95  # of the bootstrap interval on the ratio
+    n_resamples: int = 2000
+    min_samples: int = 5
+    seed: int = 0
+
+    def describe(self) -> str:
+        return (f"SLOWER/FASTER: median ratio beyond ±{100 * self.threshold:g}%, its {100 * self.confidence:g}% "
+                f"bootstrap interval excluding 1 and Mann-Whitney p < {self.alpha:g}; SAME: the interval within "
+                f"±{100 * self.threshold:g}%; UNCERTAIN: neither")
+
+
+def compare_samples(a: Sequence[float], b: Sequence[float], rule: DiffRule = DiffRule()) -> dict[str, Any]:
+    """Median of each side, ratio B/A with its interval, Mann-Whitney p, and the verdict."""
+    xa = np.asarray(a, dtype=float)
+    xb = np.asarray(b, dtype=float)
+    xa, xb = xa[np.isfinite(xa)], xb[np.isfinite(xb)]
+    out: dict[str, Any] = {"n_a": int(xa.size), "n_b": int(xb.size), "median_a": math.nan, "median_b": math.nan,
+                           "ratio": math.nan, "ci_lo": math.nan, "ci_hi": math.nan, "p_value": math.nan}
+    if xa.size == 0 or xb.size == 0:
+        return {**out, "verdict": "UNCERTAIN", "why": "no samples on one side"}
+    ma, mb = float(np.median(xa)), float(np.median(xb))
+    out.update(median_a=ma, median_b=mb, ratio=mb / ma if ma > 0 else math.nan)
+    if min(xa.size, xb.size) < rule.min_samples:
+        return {**out, "verdict": "UNCERTAIN", "why": f"fewer than {rule.min_samples} samples"}
+    if np.ptp(xa) == 0 and np.ptp(xb) == 0:  # no spread at all: the interval is the point
+        lo = hi = out["ratio"]
+        p = 1.0 if ma == mb else 0.0
+    else:
+        res = stats.bootstrap(
+            (xa, xb), lambda x, y, axis=-1: np.median(y, axis=axis) / np.median(x, axis=axis),
+            paired=False, vectorized=True, n_resamples=rule.n_resamples, confidence_level=rule.confidence,
+            method="percentile", random_state=np.random.default_rng(rule.seed),
+        )
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        p = float(stats.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
+    out.update(ci_lo=lo, ci_hi=hi, p_value=p)
+    verdict, why = decide(out["ratio"], lo, hi, p, rule)
+    return {**out, "verdict": verdict, "why": why}
+
+
+def decide(ratio: float, lo: float, hi: float, p: float, rule: DiffRule) -> tuple[str, str]:
+    t = rule.threshold
+    if any(math.isnan(v) for v in (ratio, lo, hi, p)):
+        return "UNCERTAIN", "no interval"
+    if ratio > 1 + t and lo > 1 and p < rule.alpha:
+        return "SLOWER", f"+{100 * (ratio - 1):.1f}%, interval above 1, p={p:.2g}"
+    if ratio < 1 - t and hi < 1 and p < rule.alpha:
+        return "FASTER", f"{100 * (ratio - 1):.1f}%, interval below 1, p={p:.2g}"
+    if lo >= 1 - t and hi <= 1 + t:
+        return "SAME", f"interval within ±{100 * t:g}%"
+    if abs(ratio - 1) > t:
+        return "UNCERTAIN", f"{100 * (ratio - 1):+.1f}% but not significant (p={p:.2g}, interval {lo:.3f}-{hi:.3f})"
+    return "UNCERTAIN", f"interval {lo:.3f}-{hi:.3f} reaches beyond ±{100 * t:g}%"
+
+
+# ---------------------------------------------------------------------------------------- run vs run
+def diff_cases(
+    metrics_a: pd.DataFrame, samples_a: pd.DataFrame, metrics_b: pd.DataFrame, samples_b: pd.DataFrame,
+    rule: DiffRule = DiffRule(),
+) -> pd.DataFrame:
+    """One row per case present and correct in both runs (matched on family, provider, shape, dtype)."""
+    ok_a = metrics_a[metrics_a["status"] == "ok"]
+    ok_b = metrics_b[metrics_b["status"] == "ok"]
+    both = ok_a.merge(ok_b, on=list(MATCH_KEYS), suffixes=("_a", "_b"))
+    ga = _gpu_samples_us(samples_a)
+    gb = _gpu_samples_us(samples_b)
+    rows = []
+    for r in both.itertuples(index=False):
+        d = r._asdict()
+        res = compare_samples(ga.get(d["case_a"], []), gb.get(d["case_b"], []), rule)
+        rows.append({**{k: d[k] for k in MATCH_KEYS}, "case": d["case_b"], **res})
+    cols = [*MATCH_KEYS, "case", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p_value", "n_a", "n_b",
+            "verdict", "why"]
+    df = pd.DataFrame(rows, columns=cols)
+    return sort_worst_first(df)
+
+
+def sort_worst_first(df: pd.DataFrame) -> pd.DataFrame:
+    order = {v: i for i, v in enumerate(VERDICTS)}
+    return df.assign(_o=df["verdict"].map(order), _r=-df["ratio"].fillna(0)).sort_values(
+        ["_o", "_r"], kind="stable").drop(columns=["_o", "_r"]).reset_index(drop=True)
+
+
+def _gpu_samples_us(samples: pd.DataFrame) -> dict[str, np.ndarray]:
+    g = samples[samples["kind"] == "gpu"]
+    scale = g["unit"].map({"ms": 1e3, "us": 1.0}).fillna(1e3)
+    values = g["value"].astype(float) * scale
+    return {case: v.to_numpy() for case, v in values.groupby(g["case"])}
+
+
+def unmatched(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> dict[str, list[str]]:
+    ka = set(map(tuple, metrics_a[list(MATCH_KEYS)].astype(str).to_numpy()))
+    kb = set(map(tuple, metrics_b[list(MATCH_KEYS)].astype(str).to_numpy()))
+    return {"only_in_a": sorted("/".join(k) for k in ka - kb), "only_in_b": sorted("/".join(k) for k in kb - ka)}
+
+
+def kernel_changes(
+    launches_a: pd.DataFrame, launches_b: pd.DataFrame, metrics_a: pd.DataFrame, metrics_b: pd.DataFrame,
+    calls_a: int, calls_b: int, compare_names: bool = True,
+) -> pd.DataFrame:
+    """Per case: kernels added/removed, launches per call, and changed launch configuration or resources.
+
+    ``compare_names=False`` (runs from different profilers, which spell kernel names differently) compares
+    counts and the dominant kernel's configuration only."""
+    cols = ["case", "kernels_added", "kernels_removed", "kernels_per_call_a", "kernels_per_call_b", "changes"]
+    ka, kb = _by_case(launches_a), _by_case(launches_b)
+    ma = metrics_a.set_index("case") if "case" in metrics_a else pd.DataFrame()
+    mb = metrics_b.set_index("case") if "case" in metrics_b else pd.DataFrame()
+    rows = []
+    for case in sorted(set(ka) | set(kb)):
+        ga, gb = ka.get(case), kb.get(case)
+        if ga is None or gb is None:
+            continue
+        names_a, names_b = set(ga["kernel"]), set(gb["kernel"])
+        added, removed = (sorted(names_b - names_a), sorted(names_a - names_b)) if compare_names else ([], [])
+        per_a = float(launch_table.launches(ga).sum()) / calls_a
+        per_b = float(launch_table.launches(gb).sum()) / calls_b
+        changes = []
+        if added or removed:
+            changes.append(f"kernels {', '.join('-' + n[:40] for n in removed)}{' ' if removed and added else ''}"
+                           f"{', '.join('+' + n[:40] for n in added)}")
+        if abs(per_a - per_b) > 1e-9:
+            changes.append(f"kernels/call {per_a:g}->{per_b:g}")
+        changes += _config_changes(_main(ga), _main(gb), compare_names)
+        if case in ma.index and case in mb.index:
+            oa, ob = ma.at[case, "occupancy_theoretical_pct"], mb.at[case, "occupancy_theoretical_pct"]
+            if pd.notna(oa) and pd.notna(ob) and abs(float(oa) - float(ob)) >= 0.5:
+                changes.append(f"occupancy {float(oa):.0f}%->{float(ob):.0f}%")
+        rows.append({"case": case, "kernels_added": added, "kernels_removed": removed,
+                     "kernels_per_call_a": per_a, "kernels_per_call_b": per_b, "changes": "; ".join(changes)})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _by_case(launches: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    if launches is None or launches.empty:
+        return {}
+    k = launch_table.kernels(launches)
+    k = k[k["case"].notna()]
+    return {c: g for c, g in k.groupby("case")}
+
+
+def _main(g: pd.DataFrame) -> pd.Series:
+    total = (g["duration_ns"].astype(float) * launch_table.launches(g)).groupby(g["kernel"]).sum()
+    return g[g["kernel"] == total.idxmax()].iloc[0]
+
+
+_CONFIG = (("grid", ("grid_x", "grid_y", "grid_z")), ("block", ("block_x", "block_y", "block_z")),
+           ("registers", ("registers_per_thread",)), ("shared memory", ("shared_mem_bytes",)))
+
+
+def _config_changes(a: pd.Series, b: pd.Series, compare_names: bool = True) -> list[str]:
+    out = []
+    if compare_names and a["kernel"] != b["kernel"]:
+        out.append(f"main kernel {str(a['kernel'])[:40]}->{str(b['kernel'])[:40]}")
+    for label, names in _CONFIG:
+        va = tuple(a[n] for n in names)
+        vb = tuple(b[n] for n in names)
+        if any(pd.isna(v) for v in va + vb) or va == vb:
+            continue
+        fmt = (lambda v: "x".join(str(int(x)) for x in v)) if len(names) > 1 else (lambda v: str(int(v[0])))
+        out.append(f"{label} {fmt(va)}->{fmt(vb)}")
+    return out
+
+
+# --------------------------------------------------------------------------------------------- context
+_ENV_FIELDS = (("device", "name"), ("device", "driver_version"), ("versions", "torch"), ("versions", "triton"),
+               ("versions", "python"))
+
+
+def environment_warnings(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> list[str]:
+    """What differs between the two runs besides the code, and what makes either less trustworthy."""
+    warn = []
+    for section, key in _ENV_FIELDS:
+        va = (run_a.get(section) or {}).get(key)
+        vb = (run_b.get(section) or {}).get(key)
+        if va != vb:
+            warn.append(f"{section} {key} differs: {va} vs {vb}")
+    for label, run in (("A", run_a), ("B", run_b)):
+        if run.get("git_dirty"):
+            warn.append(f"run {label} ({run['id']}) was made from a dirty checkout: its commit does not say what ran")
+        if run.get("status") != "complete":
+            warn.append(f"run {label} ({run['id']}) is {run.get('status')}")
+        if run.get("mode") != "gpu":
+            warn.append(f"run {label} ({run['id']}) is a {run.get('mode')} run: no GPU timings to compare")
+    if run_a.get("profiler") != run_b.get("profiler"):
+        warn.append(f"profiler differs: {run_a.get('profiler')} vs {run_b.get('profiler')} (kernel names are spelled "
+                    "differently between tools, so kernel-name changes are not reported)")
+    sa = ((run_a.get("config") or {}).get("settings") or {})
+    sb = ((run_b.get("config") or {}).get("settings") or {})
+    for k in ("rep_ms", "warmup_ms"):
+        if sa.get(k) != sb.get(k):
+            warn.append(f"timing setting {k} differs: {sa.get(k)} vs {sb.get(k)}")
+    return warn
+
+
+@dataclass
+class DiffResult:
+    a: dict
+    b: dict
+    rule: DiffRule
+    cases: pd.DataFrame
+    kernels: pd.DataFrame
+    warnings: list[str] = field(default_factory=list)
+    only_in_a: list[str] = field(default_factory=list)
+    only_in_b: list[str] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        vc = self.cases["verdict"].value_counts()
+        return {v: int(vc.get(v, 0)) for v in VERDICTS}
+
+    def table(self) -> pd.DataFrame:
+        """Cases with their kernel changes, worst regressions first."""
+        if self.kernels.empty:
+            return self.cases.assign(changes="")
+        return self.cases.merge(self.kernels[["case", "changes"]], on="case", how="left").fillna({"changes": ""})
+
+
+def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule()) -> DiffResult:
+    a, b = store.run(ref_a), store.run(ref_b)
+    ma, mb = store.metrics(a["id"]), store.metrics(b["id"])
+    cases = diff_cases(ma, store.samples(a["id"]), mb, store.samples(b["id"]), rule)
+    if cases.empty:
+        raise KprofError(f"runs {a['id']} ({a.get('family')}) and {b['id']} ({b.get('family')}) have no correct "
+                         "case in common (same family, provider, shape and dtype); nothing to compare")
+    calls_a = int((a.get("config") or {}).get("profile_repeats") or 5)
+    calls_b = int((b.get("config") or {}).get("profile_repeats") or 5)
+    kernels = kernel_changes(store.launches(a["id"]), store.launches(b["id"]), ma, mb, calls_a, calls_b,
+                             compare_names=a.get("profiler") == b.get("profiler"))
+    return DiffResult(a=a, b=b, rule=rule, cases=cases, kernels=kernels, warnings=environment_warnings(a, b),
+                      **unmatched(ma, mb))
+
+
+def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRule = DiffRule()) -> pd.DataFrame:
+    """Two raw traces: per (case, kernel) when both carry kprof case ranges, else per kernel name, the
+    per-launch durations compared with the same rule (units: us)."""
+    ka, kb = launch_table.kernels(launches_a), launch_table.kernels(launches_b)
+    ka = ka[launch_table.launches(ka) == 1]
+    kb = kb[launch_table.launches(kb) == 1]
+    by_case = ka["case"].notna().any() and kb["case"].notna().any()
+    keys = ["case", "kernel"] if by_case else ["kernel"]
+    if by_case:
+        ka, kb = ka[ka["case"].notna()], kb[kb["case"].notna()]
+    ga = {k: g["duration_ns"].astype(float).to_numpy() / 1e3 for k, g in ka.groupby(keys)}
+    gb = {k: g["duration_ns"].astype(float).to_numpy() / 1e3 for k, g in kb.groupby(keys)}
+    rows = []
+    for key in sorted(set(ga) & set(gb), key=str):
+        key_t = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(keys, key_t)), **compare_samples(ga[key], gb[key], rule)})
+    if not rows:
+        raise KprofError("the two traces have no kernel in common (matched by name"
+                         + (" within each kprof case" if by_case else "") + ")")
+    df = pd.DataFrame(rows)
+    df["case"] = df["case"] if "case" in df else df["kernel"]
+    return sort_worst_first(df)
+
+
+# ------------------------------------------------------------------------------------------- rendering
+def _fmt(v: Any, f: str) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f.format(v)
+
+
+def to_markdown(res: DiffResult) -> str:
+    a, b = res.a, res.b
+    c = res.counts
+    lines = [
+        f"# kprof diff: {a.get('family')} `{a['id']}` -> `{b['id']}`", "",
+        f"- **A**: {_rev_label(a)} · {a.get('device_name') or '?'} · profiler {a.get('profiler')}",
+        f"- **B**: {_rev_label(b)} · {b.get('device_name') or '?'} · profiler {b.get('profiler')}",
+        f"- **verdicts**: {c['SLOWER']} slower, {c['FASTER']} faster, {c['SAME']} same, {c['UNCERTAIN']} uncertain "
+        f"({len(res.cases)} cases in common)",
+        f"- **rule**: {res.rule.describe()}",
+    ]
+    if res.only_in_a or res.only_in_b:
+        lines.append(f"- **not compared**: {len(res.only_in_a)} cases only in A, {len(res.only_in_b)} only in B")
+    for w in res.warnings:
+        lines.append(f"- **warning**: {w}")
+    lines += ["", "| case | A µs | B µs | B/A | 95% interval | p | verdict | kernel changes |",
+              "| :--- | ---: | ---: | ---: | :--- | ---: | :--- | :--- |"]
+    for r in res.table().itertuples():
+        lines.append(f"| {r.case} | {_fmt(r.median_a, '{:.2f}')} | {_fmt(r.median_b, '{:.2f}')} | "
+                     f"{_fmt(r.ratio, '{:.3f}')} | {_fmt(r.ci_lo, '{:.3f}')}-{_fmt(r.ci_hi, '{:.3f}')} | "
+                     f"{_fmt(r.p_value, '{:.2g}')} | **{r.verdict}** | {r.changes} |")
+    return "\n".join(lines) + "\n"
+
+
+def traces_markdown(table: pd.DataFrame, a: str, b: str, rule: DiffRule) -> str:
+    from kprof.report import markdown_table
+
+    keys = ["case", "kernel"] if "kernel" in table and (table["case"] != table["kernel"]).any() else ["kernel"]
+    rows = [[*(str(getattr(r, k))[:80] for k in keys), _fmt(r.median_a, "{:.2f}"), _fmt(r.median_b, "{:.2f}"),
+             _fmt(r.ratio, "{:.3f}"), f"{_fmt(r.ci_lo, '{:.3f}')}-{_fmt(r.ci_hi, '{:.3f}')}", _fmt(r.p_value, "{:.2g}"),
+             f"**{r.verdict}**"] for r in table.itertuples()]
+    head = f"# kprof diff of traces\n\n- **A**: `{a}`\n- **B**: `{b}`\n- **rule**: {rule.describe()} (per launch)\n\n"
+    return head + markdown_table([*keys, "A µs", "B µs", "B/A", "95% interval", "p", "verdict"], rows,
+                                 "l" * len(keys) + "rrrlrl") + "\n"
+
+
+def _rev_label(run: Mapping[str, Any]) -> str:
+    cfg = run.get("config") or {}
+    rev = cfg.get("revision")
+    commit = (run.get("git_commit") or "?")[:10]
+    return f"rev `{rev}` ({commit})" if rev else f"git {commit}{' (dirty)' if run.get('git_dirty') else ''}"
+
+
+def to_json(res: DiffResult) -> dict:
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and math.isnan(v):
+            return None
+        if hasattr(v, "item"):
+            return v.item()
+        return v
+
+    return {
+        "a": {"id": res.a["id"], "git_commit": res.a.get("git_commit"), "revision": (res.a.get("config") or {}).get("revision")},
+        "b": {"id": res.b["id"], "git_commit": res.b.get("git_commit"), "revision": (res.b.get("config") or {}).get("revision")},
+        "rule": asdict(res.rule), "counts": res.counts, "warnings": res.warnings,
+        "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
+        "cases": [{k: clean(v) for k, v in row.items()} for row in res.table().to_dict("records")],
+    }
