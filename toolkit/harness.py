@@ -290,6 +290,21 @@ def peak_memory(fn: Callable[[], Any]) -> int:
 
 
 # -------------------------------------------------------------------------------------------- one case
+def more_gpu_samples(
+    family: Family, provider: Provider, case: Case, *, device: str, settings: BenchSettings, host_us: float,
+) -> tuple[float, ...]:
+    """Another round of GPU samples of a case already checked by :func:`run_case` (same inputs: same seed).
+
+    Interleaved comparisons (``kprof profile --rev A --rev B``) time each revision in several short rounds,
+    A B B A ..., so a transient on the machine lands in one round of each instead of all of one side."""
+    inputs = family.make_inputs(case.shape, case.dtype, device, case_seed(settings.seed, case))
+
+    def call() -> Any:
+        return provider.fn(**inputs)
+
+    return tuple(time_gpu(call, settings, host_us=host_us))
+
+
 def run_case(
     family: Family,
     provider: Provider,

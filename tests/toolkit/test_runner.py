@@ -69,3 +69,38 @@ def test_bad_mode_and_profiler():
         runner.resolve_mode("fast")
     with pytest.raises(KprofError, match="--profiler"):
         choose("vtune", "gpu")
+
+
+def test_interleaved_arms_alternate_round_by_round(tmp_path, monkeypatch):
+    """Two revisions on a GPU: ROUNDS timing rounds per case, order A B / B A, samples of all rounds kept."""
+    import kprof.harness as harness
+    from kprof.harness import CaseResult
+    from kprof.registry import Case
+
+    calls = []
+
+    def fake_run_case(family, provider, case, *, device, settings, timing):
+        calls.append((id(family), "run", case.id))
+        return CaseResult(case, "ok", gpu_samples_ms=(1.0,), host_samples_us=(5.0,), timed=True, bytes=1, flops=1)
+
+    def fake_more(family, provider, case, *, device, settings, host_us):
+        calls.append((id(family), "more", case.id))
+        return (2.0,)
+
+    monkeypatch.setattr(runner, "run_case", fake_run_case)
+    monkeypatch.setattr(harness, "more_gpu_samples", fake_more)
+    fam = discover()["rmsnorm"]
+    other = discover()["rmsnorm"].__class__.__new__(fam.__class__)
+    other.__dict__.update(fam.__dict__)
+    st = RunStore(tmp_path / "s.db")
+    from tests.toolkit.test_store import record
+
+    ids = [st.begin_run(record()), st.begin_run(record())]
+    cases = [Case("rmsnorm", "triton_tuned", (4, 64), "fp32"), Case("rmsnorm", "torch_F", (4, 64), "fp32")]
+    res = runner._measure_arms([fam, other], cases, "gpu", BenchSettings(rep_ms=100), st, ids, None, lambda *a: None)
+    first_case = [c[0] for c in calls if c[2] == cases[0].id]
+    a, b = id(fam), id(other)
+    assert first_case == [a, b, b, a, a, b, b, a][: 2 * runner.ROUNDS]
+    assert [c[1] for c in calls if c[2] == cases[0].id][:2] == ["run", "run"]
+    assert len(res[0][0].gpu_samples_ms) == runner.ROUNDS  # one sample per round in this fake
+    assert st.samples(ids[1])["value"].tolist().count(2.0) == 2 * (runner.ROUNDS - 1)
