@@ -286,7 +286,7 @@ class RunStore:
                       COUNT(c.case_id) AS cases,
                       SUM(CASE WHEN c.status IN ('fail', 'error') THEN 1 ELSE 0 END) AS failures
                FROM runs r LEFT JOIN cases c ON c.run_id = r.id
-               GROUP BY r.id ORDER BY r.created_at DESC, r.id DESC"""
+               GROUP BY r.id ORDER BY r.created_at DESC, r.rowid DESC"""
         df = pd.read_sql_query(q, self._conn)
         if not df.empty:
             df["status"] = [self._effective_status(s, p, h) for s, p, h in zip(df["status"], df["pid"], df["host"])]
@@ -302,7 +302,7 @@ class RunStore:
     def resolve(self, ref: str) -> str:
         """``latest``, a full run id, or a unique prefix of one -> the run id."""
         if ref == "latest":
-            row = self._conn.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT 1").fetchone()
+            row = self._conn.execute("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
             if row is None:
                 raise UnknownRunError(f"the store {self.path} has no runs yet; run `kprof profile FAMILY` first")
             return row["id"]

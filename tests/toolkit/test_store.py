@@ -117,3 +117,10 @@ def test_run_killed_midway_is_incomplete_with_finished_cases(store_path, sig):
     assert st.run(rid)["status"] == "incomplete"
     assert st.runs().set_index("id").loc[rid, "status"] == "incomplete"
     assert len(st.metrics(rid)) == 2
+
+
+def test_runs_of_the_same_second_keep_their_order(store_path):
+    st = RunStore(store_path)
+    first, second = st.begin_run(record()), st.begin_run(record())  # --rev A --rev B begins both at once
+    assert st.runs()["id"].tolist()[:2] == [second, first]
+    assert st.resolve("latest") == second
