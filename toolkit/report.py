@@ -80,6 +80,12 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
         f"- **cases**: {len(metrics)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})",
     ]
     cfg = run.get("config") or {}
+    if cfg.get("revision"):
+        head.append(f"- **revision**: `{cfg['revision']}` = {str(cfg.get('revision_commit'))[:12]} "
+                    f"({str(cfg.get('revision_subject') or '')[:80]}): kernels/{run.get('family')} as at that commit, "
+                    f"measured by the harness at {str(cfg.get('harness_commit') or '?')[:12]}"
+                    f"{' (dirty)' if cfg.get('harness_dirty') else ''}, interleaved with "
+                    f"{', '.join('`' + r + '`' for r in cfg.get('interleaved_revisions', []))}")
     if run.get("profiler") not in (None, "none"):
         head.append(f"- **profiler**: {run.get('profiler')} — {cfg.get('profiler_reason', 'asked for')}"
                     + (f"; {run['profiler_version']}" if run.get("profiler_version") else "")

@@ -80,3 +80,16 @@ def test_with_speedup_and_markdown_table():
     assert with_speedup(df, "torch_eager")["speedup"].tolist() == [1.0, 2.5]
     t = markdown_table(["a", "b"], [[1, 2]])
     assert t.splitlines() == ["| a | b |", "| :--- | ---: |", "| 1 | 2 |"]
+
+
+def test_report_names_the_revision():
+    import pandas as pd
+
+    from kprof.report import render
+
+    run = {"id": "r1", "family": "rmsnorm", "mode": "gpu", "status": "complete", "profiler": "none",
+           "config": {"revision": "HEAD~1", "revision_commit": "abcdef1234567890", "revision_subject": "faster rows",
+                      "harness_commit": "1234567890ab", "harness_dirty": True, "interleaved_revisions": ["HEAD~1", "HEAD"]}}
+    md = render(run, pd.DataFrame(columns=["status"]))
+    assert "`HEAD~1` = abcdef123456 (faster rows)" in md and "harness at 1234567890ab (dirty)" in md
+    assert "`HEAD~1`, `HEAD`" in md
