@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 
+import pytest
+
 from kprof.envinfo import git_state
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
 def test_env_override_wins_and_keeps_what_git_said(tmp_path, monkeypatch):
