@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
 from kprof.kernels import discover
 from kprof.revisions import RevisionError, load_family_at
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 TODAY = discover()["rmsnorm"]
 
