@@ -281,12 +281,13 @@ def _print_diff_table(df: "pd.DataFrame", title: str, warnings: list[str]) -> No
     colour = {"SLOWER": "red", "FASTER": "green", "SAME": "", "UNCERTAIN": "yellow"}
     for w in warnings:
         err_console.print(f"[yellow]warning:[/yellow] {w}")
-    t = Table("case", "A µs", "B µs", "B/A", "95% interval", "p", "verdict", "changes", title=title)
+    t = Table("case", "A µs", "B µs", "B/A", "95% interval", "p", "verdict", "kernel changes / why", title=title)
     for r in df.itertuples():
         c = colour.get(r.verdict, "")
         t.add_row(str(getattr(r, "case", "") or getattr(r, "kernel", ""))[:70], f"{r.median_a:.2f}", f"{r.median_b:.2f}",
                   f"{r.ratio:.3f}", f"{r.ci_lo:.3f}-{r.ci_hi:.3f}", f"{r.p_value:.2g}",
-                  f"[{c}]{r.verdict}[/{c}]" if c else r.verdict, str(getattr(r, "changes", "") or "")[:80])
+                  f"[{c}]{r.verdict}[/{c}]" if c else r.verdict,
+                  str(getattr(r, "changes", "") or (r.why if r.verdict == "UNCERTAIN" else ""))[:80])
     console.print(t)
 
 
