@@ -292,6 +292,38 @@ def _print_diff_table(df: "pd.DataFrame", title: str, warnings: list[str]) -> No
 
 
 @app.command()
+def dashboard(
+    store: StoreOpt = None,
+    port: Annotated[int, typer.Option(help="Port to serve on.")] = 8501,
+    host: Annotated[str, typer.Option(help="Address to bind; 0.0.0.0 exposes it to the network.")] = "127.0.0.1",
+    headless: Annotated[bool, typer.Option(help="Do not open a browser.")] = True,
+) -> None:
+    """Start the Streamlit dashboard on this store (the bundled demo runs when it is empty)."""
+    import importlib.util
+    import os
+    import subprocess
+
+    if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
+        raise KprofError("the dashboard needs streamlit and plotly: pip install 'kprof[dashboard]' "
+                         "(or pip install streamlit plotly)")
+    from kprof.dashboards import __file__ as pkg
+
+    app_path = Path(pkg).parent / "app.py"
+    env = dict(os.environ)
+    if store:
+        env["KPROF_STORE"] = str(Path(store).expanduser().resolve())
+    argv = [sys.executable, "-m", "streamlit", "run", str(app_path), "--server.address", host, "--server.port",
+            str(port), "--server.headless", str(headless).lower(), "--browser.gatherUsageStats", "false"]
+    console.print(f"kprof dashboard: http://{host}:{port}  (store: {env.get('KPROF_STORE') or 'default'}; Ctrl-C stops)")
+    try:
+        rc = subprocess.call(argv, env=env)
+    except KeyboardInterrupt:
+        rc = 0
+    if rc:
+        raise KprofError(f"streamlit exited with status {rc} (command: {shlex.join(argv)})")
+
+
+@app.command()
 def families() -> None:
     """List kernel families and their providers."""
     from kprof.kernels import discover

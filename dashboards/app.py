@@ -1,0 +1,17 @@
+"""The dashboard's entry script: ``kprof dashboard`` runs ``streamlit run`` on this file."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from kprof.dashboards.pages import compare, diff, roofline, runs, trace
+
+st.set_page_config(page_title="kprof", layout="wide")
+nav = st.navigation([
+    st.Page(compare.render, title="Compare", url_path="compare", default=True),
+    st.Page(runs.render, title="Runs", url_path="runs"),
+    st.Page(trace.render, title="Trace", url_path="trace"),
+    st.Page(diff.render, title="Diff", url_path="diff"),
+    st.Page(roofline.render, title="Roofline", url_path="roofline"),
+])
+nav.run()

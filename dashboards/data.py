@@ -1,0 +1,140 @@
+"""Everything the dashboard reads, in one place, cached (Streamlit's guidance: pages only assemble).
+
+The store is ``--store`` / ``$KPROF_STORE`` / ``./kprof-runs/kprof.db``. When it is missing or holds no
+runs, the bundled demo store of real H100 runs (``dashboards/demo/kprof-demo.db.gz``) is unpacked to a
+temporary folder and shown instead, and every page says so. A file that is not a kprof store gives a
+readable error in the page (:class:`StoreProblem`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from kprof.errors import KprofError
+from kprof.store import RunStore, default_store_path
+
+DEMO = Path(__file__).parent / "demo" / "kprof-demo.db.gz"
+
+
+@dataclass(frozen=True)
+class Source:
+    path: str
+    demo: bool
+    why: str  # why the demo is shown, or where the store is
+
+
+class StoreProblem(Exception):
+    pass
+
+
+def _demo_path() -> Path:
+    out = Path(tempfile.gettempdir()) / "kprof-dashboard-demo" / "kprof-demo.db"
+    if not out.exists() or out.stat().st_mtime < DEMO.stat().st_mtime:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(DEMO, "rb") as src, open(out.with_suffix(".tmp"), "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        out.with_suffix(".tmp").replace(out)
+    return out
+
+
+@st.cache_resource(show_spinner=False)
+def _source(requested: str | None, mtime: float) -> Source:
+    path = default_store_path(requested)
+    if not path.exists():
+        return Source(str(_demo_path()), True, f"no store at {path}")
+    try:
+        st_ = RunStore(path)
+        empty = st_.runs().empty
+        st_.close()
+    except KprofError as exc:
+        raise StoreProblem(str(exc)) from None
+    if empty:
+        return Source(str(_demo_path()), True, f"the store {path} has no runs yet")
+    return Source(str(path), False, str(path))
+
+
+def source() -> Source:
+    requested = os.environ.get("KPROF_STORE")
+    path = default_store_path(requested)
+    return _source(requested, path.stat().st_mtime if path.exists() else 0.0)
+
+
+def _stamp() -> float:
+    p = Path(source().path)
+    return p.stat().st_mtime if p.exists() else 0.0
+
+
+@st.cache_data(show_spinner=False)
+def runs(_stamp_value: float, path: str) -> pd.DataFrame:
+    s = RunStore(path)
+    try:
+        return s.runs()
+    finally:
+        s.close()
+
+
+@st.cache_data(show_spinner=False)
+def run(run_id: str, _stamp_value: float, path: str) -> dict:
+    s = RunStore(path)
+    try:
+        return s.run(run_id)
+    finally:
+        s.close()
+
+
+@st.cache_data(show_spinner=False)
+def metrics(run_id: str, _stamp_value: float, path: str) -> pd.DataFrame:
+    s = RunStore(path)
+    try:
+        return s.metrics(run_id)
+    finally:
+        s.close()
+
+
+@st.cache_data(show_spinner=False)
+def launches(run_id: str, _stamp_value: float, path: str) -> pd.DataFrame:
+    s = RunStore(path)
+    try:
+        return s.launches(run_id)
+    finally:
+        s.close()
+
+
+@st.cache_data(show_spinner=False)
+def diff(run_a: str, run_b: str, threshold: float, _stamp_value: float, path: str):  # -> DiffResult
+    from kprof.diff import DiffRule, diff_runs
+
+    s = RunStore(path)
+    try:
+        return diff_runs(s, run_a, run_b, DiffRule(threshold=threshold))
+    finally:
+        s.close()
+
+
+# the pages call these: no store path or cache stamp to thread through
+def all_runs() -> pd.DataFrame:
+    return runs(_stamp(), source().path)
+
+
+def get_run(run_id: str) -> dict:
+    return run(run_id, _stamp(), source().path)
+
+
+def get_metrics(run_id: str) -> pd.DataFrame:
+    return metrics(run_id, _stamp(), source().path)
+
+
+def get_launches(run_id: str) -> pd.DataFrame:
+    return launches(run_id, _stamp(), source().path)
+
+
+def get_diff(run_a: str, run_b: str, threshold: float = 0.03):
+    return diff(run_a, run_b, threshold, _stamp(), source().path)

@@ -1,0 +1,132 @@
+"""Plotly figures for the dashboard: DataFrame in, Figure out (no Streamlit here, so they test alone)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from kprof import launch_table
+from kprof.registry import parse_shape
+
+TRACE_LIMIT = 20000  # launches drawn one by one; beyond that the timeline samples evenly and says so
+
+
+def elements(shape: str) -> int:
+    return int(np.prod(parse_shape(shape)))
+
+
+def ok_rows(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Correct, timed cases only: a failed case is never plotted as if it had a valid time."""
+    return metrics[(metrics["status"] == "ok") & metrics["gpu_time_us"].notna()]
+
+
+def versus_size(metrics: pd.DataFrame, dtype: str, y: str, title: str, y_title: str,
+                ceiling: float | None = None, log_y: bool = True) -> go.Figure:
+    df = ok_rows(metrics[metrics["dtype"] == dtype]).copy()
+    df["elements"] = df["shape"].map(elements)
+    fig = go.Figure()
+    for provider, g in df.sort_values("elements").groupby("provider", sort=True):
+        fig.add_trace(go.Scatter(x=g["elements"], y=g[y], mode="lines+markers", name=provider,
+                                 text=g["shape"], hovertemplate="%{text}<br>%{y:.3g}<extra>" + provider + "</extra>"))
+    if ceiling:
+        fig.add_hline(y=ceiling, line_dash="dash", annotation_text=f"measured copy ceiling {ceiling:.0f} GB/s")
+    fig.update_layout(title=title, xaxis_title="elements (rows x N)", yaxis_title=y_title, height=420,
+                      legend_title="provider", margin=dict(t=50, b=40))
+    fig.update_xaxes(type="log")
+    if log_y:
+        fig.update_yaxes(type="log")
+    return fig
+
+
+def best_per_shape(metrics: pd.DataFrame) -> pd.Series:
+    """True where the row is the fastest correct provider of its (shape, dtype)."""
+    ok = ok_rows(metrics)
+    best = ok.groupby(["shape", "dtype"])["gpu_time_us"].transform("min")
+    return (metrics.index.isin(ok.index)) & (metrics["gpu_time_us"] == best.reindex(metrics.index))
+
+
+def roofline(metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: float | None = None) -> go.Figure:
+    df = ok_rows(metrics).copy()
+    df = df[(df["bytes"] > 0) & (df["flops"] > 0)]
+    df["intensity"] = df["flops"] / df["bytes"]
+    fig = go.Figure()
+    for provider, g in df.groupby("provider"):
+        fig.add_trace(go.Scatter(x=g["intensity"], y=g["tflops"], mode="markers", name=provider,
+                                 text=g["shape"] + " " + g["dtype"],
+                                 hovertemplate="%{text}<br>%{x:.2f} FLOP/B, %{y:.3g} TFLOP/s<extra>" + provider
+                                 + "</extra>"))
+    if ceiling_gbps and not df.empty:
+        xs = np.logspace(math.log10(df["intensity"].min() / 2), math.log10(df["intensity"].max() * 20), 50)
+        roof = xs * ceiling_gbps / 1e3
+        if peak_tflops:
+            roof = np.minimum(roof, peak_tflops)
+        fig.add_trace(go.Scatter(x=xs, y=roof, mode="lines", name=f"memory roof ({ceiling_gbps:.0f} GB/s measured)",
+                                 line=dict(dash="dash", color="black")))
+    fig.update_layout(title="Roofline: achieved FLOP rate against arithmetic intensity", height=480,
+                      xaxis_title="arithmetic intensity (FLOP / byte, from the family's models)",
+                      yaxis_title="TFLOP/s achieved")
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return fig
+
+
+def timeline(launches: pd.DataFrame, limit: int = TRACE_LIMIT) -> tuple[go.Figure, str | None]:
+    """Kernels on one lane per (device, stream), launch calls on one lane per host thread, a line from
+    each launch call to its kernel. Rows without timestamps (ncu, summaries) cannot be drawn."""
+    df = launches[launches["start_ns"].notna()].copy()
+    note = None
+    if df.empty:
+        return go.Figure(), "no launch in this table has timestamps (ncu and summary rows have none)"
+    if len(df) > limit:
+        step = math.ceil(len(df) / limit)
+        df = df.sort_values("start_ns").iloc[::step]
+        note = f"{len(launches)} launches: every {step}th drawn ({len(df)}); filter by case or kernel to see all"
+    t0 = float(min(df["start_ns"].min(), df["api_start_ns"].min(skipna=True)
+                   if df["api_start_ns"].notna().any() else df["start_ns"].min()))
+    df["kind"] = df["kind"].fillna("kernel")
+    gpu = df[df["kind"] != "sync"]
+    gpu_lane = "GPU " + gpu["device"].astype("string").fillna("?") + " · stream " + gpu["stream"].astype("string").fillna("?")
+    fig = go.Figure()
+    hover = ("%{customdata[0]}<br>case %{customdata[1]}<br>%{customdata[2]:.2f} us<br>grid %{customdata[3]} "
+             "block %{customdata[4]}<br>regs %{customdata[5]} smem %{customdata[6]} B<br>"
+             "launch latency %{customdata[7]} ns<extra></extra>")
+
+    def custom(g: pd.DataFrame) -> np.ndarray:
+        grid = g["grid_x"].astype("string").fillna("?") + "x" + g["grid_y"].astype("string").fillna("?")
+        block = g["block_x"].astype("string").fillna("?")
+        return np.stack([g["kernel"].astype(str).str[:80], g["case"].astype("string").fillna("—"),
+                         g["duration_ns"].astype(float) / 1e3, grid, block,
+                         g["registers_per_thread"].astype("string").fillna("—"),
+                         g["shared_mem_bytes"].astype("string").fillna("—"),
+                         g["launch_latency_ns"].astype("string").fillna("—")], axis=-1)
+
+    fig.add_trace(go.Bar(
+        base=(gpu["start_ns"].astype(float) - t0) / 1e3, x=gpu["duration_ns"].astype(float) / 1e3, y=gpu_lane,
+        orientation="h", name="kernels", customdata=custom(gpu), hovertemplate=hover))
+    host = df[df["api_start_ns"].notna()]
+    if not host.empty:
+        lane = "host thread " + host["tid"].astype("string").fillna("?")
+        fig.add_trace(go.Bar(
+            base=(host["api_start_ns"].astype(float) - t0) / 1e3,
+            x=(host["api_end_ns"] - host["api_start_ns"]).astype(float) / 1e3, y=lane, orientation="h",
+            name="launch / sync calls", customdata=custom(host), hovertemplate=hover))
+        linked = host[host["kind"] != "sync"].head(2000)
+        xs, ys = [], []
+        for (a, b), la, lb in zip(zip(linked["api_start_ns"], linked["start_ns"]),
+                                  "host thread " + linked["tid"].astype("string").fillna("?"),
+                                  "GPU " + linked["device"].astype("string").fillna("?") + " · stream "
+                                  + linked["stream"].astype("string").fillna("?")):
+            xs += [(float(a) - t0) / 1e3, (float(b) - t0) / 1e3, None]
+            ys += [la, lb, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="launch -> kernel", line=dict(width=0.5),
+                                 hoverinfo="skip"))
+    fig.update_layout(barmode="overlay", height=380, xaxis_title="µs from the first event", title="Timeline",
+                      margin=dict(t=50, b=40))
+    return fig, note
+
+
+def kernel_kinds(launches: pd.DataFrame) -> pd.Series:
+    return launch_table.kernels(launches)["kernel"].value_counts()

@@ -1,0 +1,43 @@
+"""Bits every page uses: the demo banner, store errors shown in the page, run pickers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from kprof.dashboards import data
+
+
+def header(title: str) -> pd.DataFrame | None:
+    """Title, the data source line, and the runs table; None (after saying why) when there is nothing."""
+    st.title(title)
+    try:
+        src = data.source()
+        runs = data.all_runs()
+    except data.StoreProblem as exc:
+        st.error(f"The run store cannot be read: {exc}")
+        return None
+    if src.demo:
+        st.info(f"**Demo data** - {src.why}, so this shows a bundled store of real H100 runs (rmsnorm, bf16). "
+                "Profile your own with `scripts/run_profile.sh rmsnorm` and reload.")
+    else:
+        st.caption(f"store: `{src.path}`")
+    if runs.empty:
+        st.warning("No runs in the store. `kprof profile rmsnorm` makes one.")
+        return None
+    return runs
+
+
+def label(r: pd.Series) -> str:
+    git = str(r.get("git_commit") or "?")[:8] + ("*" if r.get("git_dirty") else "")
+    return f"{r['id']} · {r['family']} · {r['profiler']} · {git} · {r['status']}"
+
+
+def pick_run(runs: pd.DataFrame, key: str, label_text: str = "run", index: int = 0, gpu_only: bool = False) -> str | None:
+    pool = runs[runs["mode"] == "gpu"] if gpu_only else runs
+    if pool.empty:
+        st.warning("No GPU run in the store: this page shows GPU timings. Profile on a GPU machine.")
+        return None
+    labels = {label(r): r["id"] for _, r in pool.iterrows()}
+    choice = st.selectbox(label_text, list(labels), index=min(index, len(labels) - 1), key=key)
+    return labels[choice]

@@ -1,0 +1,50 @@
+"""Compare: every provider of a family side by side, per dtype, against PyTorch."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from kprof.dashboards import data, figures
+from kprof.dashboards.pages.common import header, pick_run
+from kprof.report import with_speedup
+
+
+def render() -> None:
+    runs = header("Compare versions")
+    if runs is None:
+        return
+    run_id = pick_run(runs, "compare_run", gpu_only=True)
+    if run_id is None:
+        return
+    run = data.get_run(run_id)
+    m = with_speedup(data.get_metrics(run_id), "torch_eager")
+    bad = m[m["status"].isin(["fail", "error"])]
+    if not bad.empty:
+        st.error(f"**{len(bad)} cases failed** (wrong results or errors; not plotted):\n\n"
+                 + "\n".join(f"- `{r.case}`: {r.status}: {r.note}" for r in bad.itertuples()))
+    dtypes = list(m["dtype"].dropna().unique())
+    if not dtypes:
+        st.warning("This run has no cases.")
+        return
+    dtype = st.radio("dtype", dtypes, horizontal=True, key="compare_dtype")
+    ceiling = run.get("ceiling_gbps")
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(figures.versus_size(m, dtype, "gpu_time_us", "GPU time per call", "µs"))
+    c2.plotly_chart(figures.versus_size(m, dtype, "gbps", "Bandwidth", "GB/s", ceiling=ceiling, log_y=False))
+    c3, c4 = st.columns(2)
+    c3.plotly_chart(figures.versus_size(m, dtype, "speedup", "Speedup over PyTorch eager", "x"))
+    if m["occupancy_theoretical_pct"].notna().any():
+        c4.plotly_chart(figures.versus_size(m, dtype, "occupancy_theoretical_pct", "Theoretical occupancy of the main kernel",
+                                            "%", log_y=False))
+    else:
+        c4.info("No occupancy in this run (profiled with `--profiler none`, or a backend without launch data).")
+    table = m[m["dtype"] == dtype].copy()
+    table["best"] = figures.best_per_shape(table)
+    cols = ["shape", "provider", "status", "best", "gpu_time_us", "noise", "gbps", "pct_peak_bw", "speedup",
+            "host_time_us", "launch_latency_us", "kernels_per_call", "occupancy_theoretical_pct", "max_rel_err", "note"]
+    table = table[[c for c in cols if c in table]].sort_values(["shape", "gpu_time_us"])
+    st.dataframe(table.style.apply(lambda r: ["background-color: #d4f4dd" if r["best"] else "" for _ in r], axis=1),
+                 hide_index=True)
+    st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name=f"kprof-{run_id}-{dtype}.csv")
+    st.caption("Times: medians of per-call GPU samples, L2 flushed. Best per shape highlighted. "
+               + (f"Copy ceiling measured in this run: {ceiling:.0f} GB/s." if ceiling else ""))

@@ -1,0 +1,26 @@
+"""Runs: every run in the store, filterable."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from kprof.dashboards.pages.common import header
+
+
+def render() -> None:
+    runs = header("Runs")
+    if runs is None:
+        return
+    c1, c2 = st.columns(2)
+    fams = c1.multiselect("family", sorted(runs["family"].dropna().unique()))
+    statuses = c2.multiselect("status", sorted(runs["status"].dropna().unique()))
+    df = runs
+    if fams:
+        df = df[df["family"].isin(fams)]
+    if statuses:
+        df = df[df["status"].isin(statuses)]
+    show = df.assign(kind=df["mode"].map({"gpu": "GPU", "interpreter": "CPU interpreter (correctness only)"}),
+                     git=df["git_commit"].fillna("?").str[:10] + df["git_dirty"].map({1: " (dirty)"}).fillna(""))
+    st.dataframe(show[["id", "created_at", "family", "kind", "status", "device_name", "profiler", "git", "cases",
+                       "failures"]], hide_index=True)
+    st.caption(f"{len(df)} of {len(runs)} runs. Failed cases: `kprof show RUN`; compare two: the Diff page.")

@@ -1,0 +1,111 @@
+"""Every dashboard page with Streamlit's AppTest: on the bundled demo store (real H100 runs) and on edge-case
+stores (empty, corrupt, a run with failed cases, a run without launch data). Asserts what is shown."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+
+import pytest
+
+st = pytest.importorskip("streamlit")
+pytest.importorskip("plotly")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from kprof.store import RunStore  # noqa: E402
+from tests.toolkit.test_store import record  # noqa: E402
+
+PAGES = ("compare", "runs", "trace", "diff", "roofline")
+
+
+def page(name: str, store, monkeypatch) -> AppTest:
+    monkeypatch.setenv("KPROF_STORE", str(store))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_string(f"from kprof.dashboards.pages import {name}\n{name}.render()", default_timeout=120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> str:
+    parts = [e.value for kind in ("title", "info", "warning", "error", "caption", "markdown", "subheader")
+             for e in getattr(at, kind)]
+    return " | ".join(str(p) for p in parts)
+
+
+@pytest.fixture
+def demo_copy(tmp_path):
+    from kprof.dashboards.data import DEMO
+
+    out = tmp_path / "real" / "kprof.db"
+    out.parent.mkdir()
+    with gzip.open(DEMO, "rb") as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_missing_store_opens_on_labelled_demo_data(name, tmp_path, monkeypatch):
+    at = page(name, tmp_path / "none", monkeypatch)
+    assert "Demo data" in texts(at) and "H100" in texts(at)
+
+
+def test_compare_on_real_runs(demo_copy, monkeypatch):
+    at = page("compare", demo_copy, monkeypatch)
+    assert "Demo data" not in texts(at)
+    assert len(at.get("plotly_chart")) == 4
+    df = at.dataframe[0].value
+    assert {"triton_tuned", "torch_eager", "torch_F"} <= set(df["provider"])
+    best = df[df["best"]]
+    assert len(best) == df["shape"].nunique()  # one best provider per shape
+    assert (best.groupby("shape")["gpu_time_us"].min() == df.groupby("shape")["gpu_time_us"].min()).all()
+    assert len(at.get("download_button")) == 1
+
+
+def test_runs_trace_diff_roofline_on_real_runs(demo_copy, monkeypatch):
+    runs = page("runs", demo_copy, monkeypatch)
+    shown = runs.dataframe[0].value
+    assert len(shown) == len(RunStore(demo_copy).runs()) and set(shown["profiler"]) >= {"torch", "ncu", "nsys"}
+    trace = page("trace", demo_copy, monkeypatch)
+    assert "Per kernel" in texts(trace) and len(trace.get("plotly_chart")) == 1
+    assert trace.dataframe[0].value["launches"].sum() > 0
+    diff = page("diff", demo_copy, monkeypatch)
+    metrics = {m.label: m.value for m in diff.metric}
+    # the demo's two newest runs are main vs the planted-regression branch: bf16 slowdowns of triton_looped
+    assert int(metrics["slower"]) >= 1
+    slower = diff.dataframe[0].value
+    assert set(slower[slower["verdict"] == "SLOWER"]["case"].str.split("/").str[1]) == {"triton_looped"}
+    roof = page("roofline", demo_copy, monkeypatch)
+    assert len(roof.get("plotly_chart")) == 1
+
+
+def test_empty_and_corrupt_stores_are_explained(tmp_path, monkeypatch):
+    empty = tmp_path / "empty" / "kprof.db"
+    RunStore(empty).close()
+    assert "has no runs yet" in texts(page("runs", empty, monkeypatch))
+    corrupt = tmp_path / "bad" / "kprof.db"
+    corrupt.parent.mkdir()
+    corrupt.write_bytes(b"not sqlite at all" * 100)
+    at = page("compare", corrupt, monkeypatch)
+    assert "cannot be read" in texts(at) and "not a readable kprof store" in texts(at)
+
+
+def test_failed_cases_are_loud_and_never_plotted(tmp_path, monkeypatch):
+    path = tmp_path / "s" / "kprof.db"
+    s = RunStore(path)
+    run = s.begin_run(record(mode="gpu", profiler="none"))
+    base = {"family": "rmsnorm", "shape": "64x4096", "dtype": "bf16", "bytes": 1 << 20, "flops": 1 << 18}
+    s.add_case(run, 0, {**base, "case": "rmsnorm/torch_eager/64x4096/bf16", "provider": "torch_eager", "status": "ok",
+                        "ok": True, "gpu_time_us": 30.0, "gbps": 30.0, "tflops": 0.01}, {"gpu": [0.03] * 10})
+    s.add_case(run, 1, {**base, "case": "rmsnorm/triton_x/64x4096/bf16", "provider": "triton_x", "status": "fail",
+                        "ok": False, "gpu_time_us": 1.0, "note": "max rel err 0.3 > 8e-3"}, {})
+    s.finish_run(run, "incomplete")
+    at = page("compare", path, monkeypatch)
+    assert "1 cases failed" in texts(at) and "triton_x" in texts(at)
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert "triton_x" not in fig  # a wrong result is never drawn as a time
+    assert "No occupancy in this run" in texts(at)
+    trace = page("trace", path, monkeypatch)
+    assert "no launch table" in texts(trace)
+    assert "two GPU runs" in texts(page("diff", path, monkeypatch))
