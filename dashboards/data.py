@@ -68,48 +68,22 @@ def source() -> Source:
 
 
 def _stamp() -> float:
+    """Changes whenever the store does: SQLite in WAL mode writes to ``kprof.db-wal`` first."""
     p = Path(source().path)
-    return p.stat().st_mtime if p.exists() else 0.0
+    return max((q.stat().st_mtime_ns for q in (p, p.with_name(p.name + "-wal")) if q.exists()), default=0) / 1e9
 
 
 @st.cache_data(show_spinner=False)
-def runs(_stamp_value: float, path: str) -> pd.DataFrame:
+def _read(what: str, run_id: str | None, stamp: float, path: str):  # stamp: the store's mtime, part of the key
     s = RunStore(path)
     try:
-        return s.runs()
+        return getattr(s, what)(run_id) if run_id is not None else getattr(s, what)()
     finally:
         s.close()
 
 
 @st.cache_data(show_spinner=False)
-def run(run_id: str, _stamp_value: float, path: str) -> dict:
-    s = RunStore(path)
-    try:
-        return s.run(run_id)
-    finally:
-        s.close()
-
-
-@st.cache_data(show_spinner=False)
-def metrics(run_id: str, _stamp_value: float, path: str) -> pd.DataFrame:
-    s = RunStore(path)
-    try:
-        return s.metrics(run_id)
-    finally:
-        s.close()
-
-
-@st.cache_data(show_spinner=False)
-def launches(run_id: str, _stamp_value: float, path: str) -> pd.DataFrame:
-    s = RunStore(path)
-    try:
-        return s.launches(run_id)
-    finally:
-        s.close()
-
-
-@st.cache_data(show_spinner=False)
-def diff(run_a: str, run_b: str, threshold: float, _stamp_value: float, path: str):  # -> DiffResult
+def _diff(run_a: str, run_b: str, threshold: float, stamp: float, path: str):  # -> kprof.diff.DiffResult
     from kprof.diff import DiffRule, diff_runs
 
     s = RunStore(path)
@@ -121,20 +95,20 @@ def diff(run_a: str, run_b: str, threshold: float, _stamp_value: float, path: st
 
 # the pages call these: no store path or cache stamp to thread through
 def all_runs() -> pd.DataFrame:
-    return runs(_stamp(), source().path)
+    return _read("runs", None, _stamp(), source().path)
 
 
 def get_run(run_id: str) -> dict:
-    return run(run_id, _stamp(), source().path)
+    return _read("run", run_id, _stamp(), source().path)
 
 
 def get_metrics(run_id: str) -> pd.DataFrame:
-    return metrics(run_id, _stamp(), source().path)
+    return _read("metrics", run_id, _stamp(), source().path)
 
 
 def get_launches(run_id: str) -> pd.DataFrame:
-    return launches(run_id, _stamp(), source().path)
+    return _read("launches", run_id, _stamp(), source().path)
 
 
 def get_diff(run_a: str, run_b: str, threshold: float = 0.03):
-    return diff(run_a, run_b, threshold, _stamp(), source().path)
+    return _diff(run_a, run_b, threshold, _stamp(), source().path)

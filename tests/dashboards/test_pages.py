@@ -109,3 +109,18 @@ def test_failed_cases_are_loud_and_never_plotted(tmp_path, monkeypatch):
     trace = page("trace", path, monkeypatch)
     assert "no launch table" in texts(trace)
     assert "two GPU runs" in texts(page("diff", path, monkeypatch))
+
+
+def test_a_new_run_shows_up_without_restarting(tmp_path, monkeypatch):
+    path = tmp_path / "s" / "kprof.db"
+    s = RunStore(path)
+    s.begin_run(record(mode="gpu"))
+    monkeypatch.setenv("KPROF_STORE", str(path))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_string("from kprof.dashboards.pages import runs\nruns.render()", default_timeout=60)
+    at.run()
+    assert len(at.dataframe[0].value) == 1
+    s.begin_run(record(mode="gpu"))
+    at.run()
+    assert len(at.dataframe[0].value) == 2
