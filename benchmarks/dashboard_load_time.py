@@ -59,7 +59,7 @@ def main() -> None:
         for name in PAGES:
             st.cache_data.clear()
             st.cache_resource.clear()
-            at = AppTest.from_string(f"from kprof.dashboards.pages import {name}\n{name}.render()", default_timeout=120)
+            at = AppTest.from_string(f"from kprof.dashboards.views import {name}\n{name}.render()", default_timeout=120)
             t0 = time.perf_counter()
             at.run()
             cold = time.perf_counter() - t0

@@ -1,10 +1,13 @@
-"""The dashboard's entry script: ``kprof dashboard`` runs ``streamlit run`` on this file."""
+"""The dashboard's entry script: ``kprof dashboard`` runs ``streamlit run`` on this file.
+
+The page modules live in ``views/``, not ``pages/``: Streamlit treats a ``pages/`` folder beside the entry
+script as its older multipage layout, which overrides ``st.navigation`` and left every page blank."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from kprof.dashboards.pages import compare, diff, roofline, runs, trace
+from kprof.dashboards.views import compare, diff, roofline, runs, trace
 
 st.set_page_config(page_title="kprof", layout="wide")
 nav = st.navigation([

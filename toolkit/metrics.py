@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from kprof import launch_table
-from kprof.harness import CaseResult
 from kprof.occupancy import DeviceLimits, theoretical_occupancy
 from kprof.registry import shape_str
+
+if TYPE_CHECKING:  # the store, report and dashboard read metrics without importing torch
+    from kprof.harness import CaseResult
 
 METRIC_COLUMNS: tuple[str, ...] = (
     "case", "family", "provider", "kind", "shape", "dtype", "status", "ok", "note",

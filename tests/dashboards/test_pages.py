@@ -22,7 +22,7 @@ def page(name: str, store, monkeypatch) -> AppTest:
     monkeypatch.setenv("KPROF_STORE", str(store))
     st.cache_data.clear()
     st.cache_resource.clear()
-    at = AppTest.from_string(f"from kprof.dashboards.pages import {name}\n{name}.render()", default_timeout=120)
+    at = AppTest.from_string(f"from kprof.dashboards.views import {name}\n{name}.render()", default_timeout=120)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -118,7 +118,7 @@ def test_a_new_run_shows_up_without_restarting(tmp_path, monkeypatch):
     monkeypatch.setenv("KPROF_STORE", str(path))
     st.cache_data.clear()
     st.cache_resource.clear()
-    at = AppTest.from_string("from kprof.dashboards.pages import runs\nruns.render()", default_timeout=60)
+    at = AppTest.from_string("from kprof.dashboards.views import runs\nruns.render()", default_timeout=60)
     at.run()
     assert len(at.dataframe[0].value) == 1
     s.begin_run(record(mode="gpu"))

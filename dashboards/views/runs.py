@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kprof.dashboards.pages.common import header
+from kprof.dashboards.views.common import header
 
 
 def render() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kprof.dashboards import data
-from kprof.dashboards.pages.common import header, pick_run
+from kprof.dashboards.views.common import header, pick_run
 from kprof.errors import KprofError
 
 COLOURS = {"SLOWER": "#f8d0d0", "FASTER": "#d4f4dd", "UNCERTAIN": "#fff3c4", "SAME": ""}

@@ -6,7 +6,7 @@ import streamlit as st
 
 from kprof.analysis import kernel_summary
 from kprof.dashboards import data, figures
-from kprof.dashboards.pages.common import header, pick_run
+from kprof.dashboards.views.common import header, pick_run
 
 
 def render() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kprof.dashboards import data, figures
-from kprof.dashboards.pages.common import header, pick_run
+from kprof.dashboards.views.common import header, pick_run
 from kprof.report import with_speedup
 
 
