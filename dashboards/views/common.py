@@ -41,3 +41,14 @@ def pick_run(runs: pd.DataFrame, key: str, label_text: str = "run", index: int =
     labels = {label(r): r["id"] for _, r in pool.iterrows()}
     choice = st.selectbox(label_text, list(labels), index=min(index, len(labels) - 1), key=key)
     return labels[choice]
+
+
+def gpu_run(title: str, key: str) -> tuple[dict, pd.DataFrame] | None:
+    """Page prologue for pages about one GPU run: header, run picker, the run record and its metrics."""
+    runs = header(title)
+    if runs is None:
+        return None
+    run_id = pick_run(runs, key, gpu_only=True)
+    if run_id is None:
+        return None
+    return data.get_run(run_id), data.get_metrics(run_id)

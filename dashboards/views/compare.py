@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kprof.dashboards import data, figures
-from kprof.dashboards.views.common import header, pick_run
+from kprof.dashboards import figures
+from kprof.dashboards.views.common import gpu_run
 from kprof.report import with_speedup
 
 
 def render() -> None:
-    runs = header("Compare versions")
-    if runs is None:
+    picked = gpu_run("Compare versions", "compare_run")
+    if picked is None:
         return
-    run_id = pick_run(runs, "compare_run", gpu_only=True)
-    if run_id is None:
-        return
-    run = data.get_run(run_id)
-    m = with_speedup(data.get_metrics(run_id), "torch_eager")
+    run, metrics = picked
+    run_id = run["id"]
+    m = with_speedup(metrics, "torch_eager")
     bad = m[m["status"].isin(["fail", "error"])]
     if not bad.empty:
         st.error(f"**{len(bad)} cases failed** (wrong results or errors; not plotted):\n\n"

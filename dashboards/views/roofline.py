@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kprof.dashboards import data, figures
-from kprof.dashboards.views.common import header, pick_run
+from kprof.dashboards import figures
+from kprof.dashboards.views.common import gpu_run
 
 
 def render() -> None:
-    runs = header("Roofline")
-    if runs is None:
+    picked = gpu_run("Roofline", "roof_run")
+    if picked is None:
         return
-    run_id = pick_run(runs, "roof_run", gpu_only=True)
-    if run_id is None:
-        return
-    run = data.get_run(run_id)
-    m = data.get_metrics(run_id)
+    run, m = picked
     if figures.ok_rows(m).empty:
         st.warning("No correct timed case in this run.")
         return
