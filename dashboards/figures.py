@@ -92,7 +92,7 @@ def timeline(launches: pd.DataFrame, limit: int = TRACE_LIMIT) -> tuple[go.Figur
     fig = go.Figure()
     hover = ("%{customdata[0]}<br>case %{customdata[1]}<br>%{customdata[2]:.2f} us<br>grid %{customdata[3]} "
              "block %{customdata[4]}<br>regs %{customdata[5]} smem %{customdata[6]} B<br>"
-             "launch latency %{customdata[7]} ns<extra></extra>")
+             "launch latency %{customdata[7]} ns<br>occupancy %{customdata[8]} %<extra></extra>")
 
     def custom(g: pd.DataFrame) -> np.ndarray:
         grid = g["grid_x"].astype("string").fillna("?") + "x" + g["grid_y"].astype("string").fillna("?")
@@ -101,7 +101,9 @@ def timeline(launches: pd.DataFrame, limit: int = TRACE_LIMIT) -> tuple[go.Figur
                          g["duration_ns"].astype(float) / 1e3, grid, block,
                          g["registers_per_thread"].astype("string").fillna("—"),
                          g["shared_mem_bytes"].astype("string").fillna("—"),
-                         g["launch_latency_ns"].astype("string").fillna("—")], axis=-1)
+                         g["launch_latency_ns"].astype("string").fillna("—"),
+                         g["occupancy_theoretical_pct"].fillna(g["occupancy_est_pct"]).round(0).astype("string")
+                         .fillna("—")], axis=-1)
 
     fig.add_trace(go.Bar(
         base=(gpu["start_ns"].astype(float) - t0) / 1e3, x=gpu["duration_ns"].astype(float) / 1e3, y=gpu_lane,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
-from kprof.dashboards import figures
+from kprof.dashboards import data, figures
 from kprof.dashboards.views.common import gpu_run
 from kprof.report import with_speedup
 
@@ -16,6 +17,16 @@ def render() -> None:
     run, metrics = picked
     run_id = run["id"]
     m = with_speedup(metrics, "torch_eager")
+    runs = data.all_runs()
+    same = runs[(runs["family"] == run["family"]) & (runs["mode"] == "gpu") & (runs["id"] != run_id)]
+    extra = st.multiselect("add runs of this family (their providers get the run's id suffix)", list(same["id"]),
+                           key="compare_more")
+    if extra:  # e.g. two revisions side by side: triton_looped vs triton_looped @ 58fe
+        parts = [m]
+        for other in extra:
+            om = with_speedup(data.get_metrics(other), "torch_eager")
+            parts.append(om.assign(provider=om["provider"] + " @ " + other[-4:]))
+        m = pd.concat(parts, ignore_index=True)
     bad = m[m["status"].isin(["fail", "error"])]
     if not bad.empty:
         st.error(f"**{len(bad)} cases failed** (wrong results or errors; not plotted):\n\n"

@@ -124,3 +124,14 @@ def test_a_new_run_shows_up_without_restarting(tmp_path, monkeypatch):
     s.begin_run(record(mode="gpu"))
     at.run()
     assert len(at.dataframe[0].value) == 2
+
+
+def test_compare_two_runs_side_by_side(demo_copy, monkeypatch):
+    at = page("compare", demo_copy, monkeypatch)
+    newest, older = RunStore(demo_copy).runs()["id"].tolist()[:2]  # planted regression and main
+    at.multiselect(key="compare_more").select(older).run()
+    assert not at.exception
+    providers = set(at.dataframe[0].value["provider"])
+    assert "triton_looped" in providers and f"triton_looped @ {older[-4:]}" in providers
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert f"triton_looped @ {older[-4:]}" in spec
