@@ -27,6 +27,7 @@ import pandas as pd
 
 from kprof import launch_table
 from kprof.errors import TraceFormatError
+from kprof.profilers._files import head
 
 SOURCE = "ncu"
 
@@ -90,13 +91,9 @@ def _header_index(lines: list[str]) -> int | None:
 def looks_like(path: Path) -> bool:
     if path.suffix.lower() not in (".csv", ".txt"):
         return False
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            head = fh.read(65536).splitlines()
-    except OSError:
-        return False
-    i = _header_index(head)
-    return i is not None and "Kernel Name" in head[i]
+    lines = head(path, 65536).splitlines()
+    i = _header_index(lines)
+    return i is not None and "Kernel Name" in lines[i]
 
 
 # ----------------------------------------------------------------------------------------------- parse

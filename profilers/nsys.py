@@ -25,7 +25,6 @@ Queue time is ``kernel start - API end`` as in nsys's ``cuda_kern_exec_trace`` r
 
 from __future__ import annotations
 
-import csv
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +33,7 @@ import pandas as pd
 
 from kprof import launch_table
 from kprof.errors import TraceFormatError
+from kprof.profilers._files import csv_header
 from kprof.profilers._ranges import RangeIndex
 
 SOURCE = "nsys"
@@ -66,9 +66,9 @@ def stats_command(nsys: str, rep: Path, out_base: Path) -> list[str]:
 def looks_like(path: Path) -> bool:
     name = path.name.lower()
     if name.endswith((".sqlite", ".db")):
-        return _sqlite_tables(path) is not None and "CUPTI_ACTIVITY_KIND_KERNEL" in (_sqlite_tables(path) or ())
+        return "CUPTI_ACTIVITY_KIND_KERNEL" in (_sqlite_tables(path) or ())
     if name.endswith(".csv"):
-        return _stats_kind(_csv_header(path)) is not None
+        return _stats_kind(csv_header(path)) is not None
     return False
 
 
@@ -84,14 +84,6 @@ def _sqlite_tables(path: Path) -> set[str] | None:
             con.close()
     except (OSError, sqlite3.DatabaseError):
         return None
-
-
-def _csv_header(path: Path) -> list[str]:
-    try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            return next(csv.reader(fh), [])
-    except OSError:
-        return []
 
 
 def _stats_kind(header: list[str]) -> str | None:
@@ -252,7 +244,7 @@ def _devices(con: sqlite3.Connection, tables: set[str]) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------ stats CSVs
 def parse_stats_csv(path: Path) -> pd.DataFrame:
-    header = _csv_header(path)
+    header = csv_header(path)
     kind = _stats_kind(header)
     if kind is None:
         raise TraceFormatError(

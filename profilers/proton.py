@@ -24,6 +24,7 @@ import pandas as pd
 
 from kprof import launch_table
 from kprof.errors import TraceFormatError
+from kprof.profilers._files import head
 from kprof.profilers._ranges import case_name
 
 SOURCE = "proton"
@@ -43,12 +44,8 @@ def looks_like(path: Path) -> bool:
         return True
     if not name.endswith((".chrome_trace", ".json")):
         return False
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            head = fh.read(8192)
-    except OSError:
-        return False
-    return '"call_stack"' in head or ('"frame"' in head and '"metrics"' in head)
+    text = head(path, 8192)
+    return '"call_stack"' in text or ('"frame"' in text and '"metrics"' in text)
 
 
 def parse(path: Path) -> pd.DataFrame:

@@ -42,6 +42,7 @@ import pandas as pd
 from kprof import launch_table
 from kprof.errors import TraceFormatError
 from kprof.occupancy import amd_limits, amd_occupancy
+from kprof.profilers._files import csv_header, head
 from kprof.profilers._ranges import RangeIndex
 
 SOURCE = "rocprof"
@@ -62,14 +63,6 @@ def rocprof_legacy_command(tool: str, child: list[str], out_csv: Path) -> list[s
 
 
 # ----------------------------------------------------------------------------------------------- sniff
-def _header(path: Path) -> list[str]:
-    try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            return next(csv.reader(fh), [])
-    except OSError:
-        return []
-
-
 def _csv_kind(path: Path, header: list[str]) -> str | None:
     h = set(header)
     if {"Kernel_Name", "Start_Timestamp", "End_Timestamp"} <= h:
@@ -88,25 +81,19 @@ def _csv_kind(path: Path, header: list[str]) -> str | None:
 def looks_like(path: Path) -> bool:
     name = path.name.lower()
     if name.endswith(".csv"):
-        return _csv_kind(path, _header(path)) is not None
+        return _csv_kind(path, csv_header(path)) is not None
     if name.endswith(".json"):
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                head = fh.read(8192)
-        except OSError:
-            return False
-        return "traceEvents" in head and ("BeginNs" in head or "CPU HIP API" in head)
+        text = head(path, 8192)
+        return "traceEvents" in text and ("BeginNs" in text or "CPU HIP API" in text)
     return False
 
 
 # ----------------------------------------------------------------------------------------------- parse
 def parse(path: Path, arch: str | None = None) -> pd.DataFrame:
     path = Path(path)
-    with open(path, "rb") as fh:
-        json_like = fh.read(64).lstrip().startswith((b"{", b"["))
-    if path.suffix.lower() == ".json" or json_like:
+    if path.suffix.lower() == ".json" or head(path, 64).lstrip().startswith(("{", "[")):
         return parse_legacy_json(path, arch=arch)
-    header = _header(path)
+    header = csv_header(path)
     kind = _csv_kind(path, header)
     if kind is None:
         shown = [h[:30] for h in header[:6]]

@@ -10,7 +10,6 @@ occupancy estimate; and per host launch call an event ``cat: "cuda_runtime"`` (P
 
 from __future__ import annotations
 
-import bisect
 import gzip
 import json
 from collections.abc import Callable, Iterable
@@ -21,9 +20,10 @@ import pandas as pd
 
 from kprof import launch_table
 from kprof.errors import TraceFormatError
+from kprof.profilers._files import head
+from kprof.profilers._ranges import CASE_PREFIX, RangeIndex
 
 SOURCE = "torch"
-CASE_PREFIX = "kprof::"
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 
 
@@ -77,13 +77,8 @@ def looks_like(path: Path) -> bool:
     name = path.name.lower()
     if not (name.endswith(".json") or name.endswith(".json.gz")):
         return False
-    opener = gzip.open if name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return False
-    return "traceEvents" in head or "schemaVersion" in head
+    text = head(path, 4096)
+    return "traceEvents" in text or "schemaVersion" in text
 
 
 def _ns(us: Any) -> int:
@@ -114,7 +109,7 @@ def parse(path: Path) -> pd.DataFrame:
 def parse_events(events: list[dict], where: str = "trace") -> pd.DataFrame:
     kernels: list[dict] = []
     launches: dict[int, dict] = {}
-    ranges: dict[tuple[Any, Any], list[tuple[int, int, str]]] = {}
+    spans: list[tuple[Any, int, int, str]] = []  # (host thread, start, end, range name)
     for ev in events:
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
@@ -131,25 +126,12 @@ def parse_events(events: list[dict], where: str = "trace") -> pd.DataFrame:
                 launches[int(corr)] = ev
         elif cat == "user_annotation" and str(ev.get("name", "")).startswith(CASE_PREFIX):
             start = _ns(ev["ts"])
-            ranges.setdefault((ev.get("pid"), ev.get("tid")), []).append(
-                (start, start + _ns(ev.get("dur", 0)), ev["name"][len(CASE_PREFIX):])
-            )
-    for spans in ranges.values():
-        spans.sort()
-    starts = {k: [s for s, _, _ in v] for k, v in ranges.items()}
-
+            spans.append(((ev.get("pid"), ev.get("tid")), start, start + _ns(ev.get("dur", 0)), ev["name"]))
+    ranges = RangeIndex(spans)
     def case_of(launch: dict | None) -> Any:
         if launch is None:
             return pd.NA
-        key = (launch.get("pid"), launch.get("tid"))
-        spans = ranges.get(key)
-        if not spans:
-            return pd.NA
-        t = _ns(launch["ts"])
-        i = bisect.bisect_right(starts[key], t) - 1
-        if i >= 0 and spans[i][0] <= t <= spans[i][1]:
-            return spans[i][2]
-        return pd.NA
+        return ranges.case_at((launch.get("pid"), launch.get("tid")), _ns(launch["ts"]))
 
     rows = []
     for k in kernels:

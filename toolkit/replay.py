@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-CASE_PREFIX = "kprof::"
+from kprof.profilers._ranges import CASE_PREFIX
+
 MARKERS = ("nvtx", "roctx", "proton", "none")
 
 
