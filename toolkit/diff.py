@@ -33,6 +33,8 @@ from scipy import stats
 
 from kprof import launch_table
 from kprof.errors import KprofError
+from kprof.report import fmt_num, markdown_table
+from kprof.store import plain
 
 VERDICTS = ("SLOWER", "UNCERTAIN", "SAME", "FASTER")
 MATCH_KEYS = ("family", "provider", "shape", "dtype")
@@ -300,8 +302,14 @@ def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRu
 
 
 # ------------------------------------------------------------------------------------------- rendering
-def _fmt(v: Any, f: str) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f.format(v)
+_STAT_HEADERS = ["A µs", "B µs", "B/A", "95% interval", "p", "verdict"]
+
+
+def _stat_cells(r: Any) -> list[str]:
+    """The numbers and verdict of one compared row, as the markdown tables print them."""
+    return [fmt_num(r.median_a, "{:.2f}"), fmt_num(r.median_b, "{:.2f}"), fmt_num(r.ratio, "{:.3f}"),
+            f"{fmt_num(r.ci_lo, '{:.3f}')}-{fmt_num(r.ci_hi, '{:.3f}')}", fmt_num(r.p_value, "{:.2g}"),
+            f"**{r.verdict}**"]
 
 
 def to_markdown(res: DiffResult) -> str:
@@ -319,25 +327,16 @@ def to_markdown(res: DiffResult) -> str:
         lines.append(f"- **not compared**: {len(res.only_in_a)} cases only in A, {len(res.only_in_b)} only in B")
     for w in res.warnings:
         lines.append(f"- **warning**: {w}")
-    lines += ["", "| case | A µs | B µs | B/A | 95% interval | p | verdict | kernel changes |",
-              "| :--- | ---: | ---: | ---: | :--- | ---: | :--- | :--- |"]
-    for r in res.table().itertuples():
-        lines.append(f"| {r.case} | {_fmt(r.median_a, '{:.2f}')} | {_fmt(r.median_b, '{:.2f}')} | "
-                     f"{_fmt(r.ratio, '{:.3f}')} | {_fmt(r.ci_lo, '{:.3f}')}-{_fmt(r.ci_hi, '{:.3f}')} | "
-                     f"{_fmt(r.p_value, '{:.2g}')} | **{r.verdict}** | {r.changes} |")
+    rows = [[r.case, *_stat_cells(r), r.changes] for r in res.table().itertuples()]
+    lines += ["", markdown_table(["case", *_STAT_HEADERS, "kernel changes"], rows, "lrrrlrll")]
     return "\n".join(lines) + "\n"
 
 
 def traces_markdown(table: pd.DataFrame, a: str, b: str, rule: DiffRule) -> str:
-    from kprof.report import markdown_table
-
     keys = ["case", "kernel"] if "kernel" in table and (table["case"] != table["kernel"]).any() else ["kernel"]
-    rows = [[*(str(getattr(r, k))[:80] for k in keys), _fmt(r.median_a, "{:.2f}"), _fmt(r.median_b, "{:.2f}"),
-             _fmt(r.ratio, "{:.3f}"), f"{_fmt(r.ci_lo, '{:.3f}')}-{_fmt(r.ci_hi, '{:.3f}')}", _fmt(r.p_value, "{:.2g}"),
-             f"**{r.verdict}**"] for r in table.itertuples()]
+    rows = [[*(str(getattr(r, k))[:80] for k in keys), *_stat_cells(r)] for r in table.itertuples()]
     head = f"# kprof diff of traces\n\n- **A**: `{a}`\n- **B**: `{b}`\n- **rule**: {rule.describe()} (per launch)\n\n"
-    return head + markdown_table([*keys, "A µs", "B µs", "B/A", "95% interval", "p", "verdict"], rows,
-                                 "l" * len(keys) + "rrrlrl") + "\n"
+    return head + markdown_table([*keys, *_STAT_HEADERS], rows, "l" * len(keys) + "rrrlrl") + "\n"
 
 
 def _rev_label(run: Mapping[str, Any]) -> str:
@@ -348,17 +347,10 @@ def _rev_label(run: Mapping[str, Any]) -> str:
 
 
 def to_json(res: DiffResult) -> dict:
-    def clean(v: Any) -> Any:
-        if isinstance(v, float) and math.isnan(v):
-            return None
-        if hasattr(v, "item"):
-            return v.item()
-        return v
-
     return {
         "a": {"id": res.a["id"], "git_commit": res.a.get("git_commit"), "revision": (res.a.get("config") or {}).get("revision")},
         "b": {"id": res.b["id"], "git_commit": res.b.get("git_commit"), "revision": (res.b.get("config") or {}).get("revision")},
         "rule": asdict(res.rule), "counts": res.counts, "warnings": res.warnings,
         "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
-        "cases": [{k: clean(v) for k, v in row.items()} for row in res.table().to_dict("records")],
+        "cases": [{k: plain(v) for k, v in row.items()} for row in res.table().to_dict("records")],
     }

@@ -17,28 +17,18 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from kprof import launch_table
+from kprof.store import plain
 
 _ARG_COLUMNS = ("case", "kind", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
                 "registers_per_thread", "shared_mem_bytes", "occupancy_theoretical_pct",
                 "occupancy_achieved_pct", "dram_read_bytes", "dram_write_bytes", "copy_kind", "bytes",
                 "correlation_id", "launch_latency_ns", "queue_ns", "source")
-
-
-def _plain(v: Any) -> Any:
-    if v is None or v is pd.NA:
-        return None
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v
 
 
 def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
@@ -59,7 +49,7 @@ def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
     named_threads: set[tuple[int, int]] = set()
 
     def gpu_pid(device: Any) -> int:
-        key = _plain(device)
+        key = plain(device)
         if key not in gpu_pids:
             pid = 1_000_000 + len(gpu_pids)
             gpu_pids[key] = pid
@@ -69,7 +59,7 @@ def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
         return gpu_pids[key]
 
     def host_pid(pid: Any) -> int:
-        key = _plain(pid)
+        key = plain(pid)
         if key not in host_pids:
             host_pids[key] = int(key) if key is not None else 999_999
             events.append({"ph": "M", "name": "process_name", "pid": host_pids[key],
@@ -85,24 +75,24 @@ def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
     flow_id = 0
     for r in timed.itertuples(index=False):
         kind = r.kind if r.kind is not pd.NA else "kernel"
-        args = {c: _plain(getattr(r, c)) for c in _ARG_COLUMNS}
+        args = {c: plain(getattr(r, c)) for c in _ARG_COLUMNS}
         args = {k: v for k, v in args.items() if v is not None}
         if kind == "sync":
             pid = host_pid(r.pid)
-            tid = int(_plain(r.tid) or 0)
+            tid = int(plain(r.tid) or 0)
             thread_name(pid, tid, f"thread {tid}")
             events.append({"ph": "X", "name": str(r.kernel), "cat": "sync", "pid": pid, "tid": tid,
                            "ts": us(r.start_ns), "dur": int(r.duration_ns) / 1000.0, "args": args})
             continue
         pid = gpu_pid(r.device)
-        stream = _plain(r.stream)
+        stream = plain(r.stream)
         tid = int(stream) if stream is not None else 0
         thread_name(pid, tid, f"stream {stream if stream is not None else '?'}")
         events.append({"ph": "X", "name": str(r.kernel), "cat": kind, "pid": pid, "tid": tid,
                        "ts": us(r.start_ns), "dur": int(r.duration_ns) / 1000.0, "args": args})
         if r.api_start_ns is not pd.NA and r.api_end_ns is not pd.NA:
             hpid = host_pid(r.pid)
-            htid = int(_plain(r.tid) or 0)
+            htid = int(plain(r.tid) or 0)
             thread_name(hpid, htid, f"thread {htid}")
             api = str(r.api_name) if r.api_name is not pd.NA else "launch"
             events.append({"ph": "X", "name": api, "cat": "launch", "pid": hpid, "tid": htid,

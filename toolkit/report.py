@@ -26,7 +26,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align:
     return "\n".join(lines)
 
 
-def _num(v: Any, fmt: str = "{:.1f}", na: str = "—") -> str:
+def fmt_num(v: Any, fmt: str = "{:.1f}", na: str = "—") -> str:
     if v is None or v is pd.NA:
         return na
     try:
@@ -156,25 +156,25 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
         ok = r.status == "ok"
         name = f"**{r.provider}**" if ok and r.gpu_time_us == best else r.provider
         achieved = r.occupancy_achieved_pct if not pd.isna(r.occupancy_achieved_pct) else r.occupancy_est_pct
-        occ = f"{_num(r.occupancy_theoretical_pct, '{:.0f}')}/{_num(achieved, '{:.0f}')}"
-        extra = [_num(r.prof_kernel_us, "{:.1f}") if ok else "—"]
+        occ = f"{fmt_num(r.occupancy_theoretical_pct, '{:.0f}')}/{fmt_num(achieved, '{:.0f}')}"
+        extra = [fmt_num(r.prof_kernel_us, "{:.1f}") if ok else "—"]
         if counters:
-            extra.append(_num(r.dram_vs_model, "{:.2f}") if ok else "—")
+            extra.append(fmt_num(r.dram_vs_model, "{:.2f}") if ok else "—")
         rows.append([
             name,
             _status_cell(r) if not ok else "ok",
-            _num(r.gpu_time_us, "{:.1f}") if ok else "—",
-            f"{_num(100 * r.noise, '{:.0f}')}%" if ok else "—",
-            _num(r.gbps, "{:.0f}") if ok else "—",
-            _num(r.pct_peak_bw, "{:.1f}") if ok else "—",
-            (_num(r.speedup, "{:.2f}") + "×") if ok and not pd.isna(r.speedup) else "—",
-            _num(r.graph_time_us, "{:.1f}") if ok else "—",
-            _num(r.host_time_us, "{:.1f}") if ok else "—",
-            _num(r.launch_latency_us, "{:.1f}") if ok else "—",
-            _num(r.kernels_per_call, "{:.0f}") if ok else "—",
+            fmt_num(r.gpu_time_us, "{:.1f}") if ok else "—",
+            f"{fmt_num(100 * r.noise, '{:.0f}')}%" if ok else "—",
+            fmt_num(r.gbps, "{:.0f}") if ok else "—",
+            fmt_num(r.pct_peak_bw, "{:.1f}") if ok else "—",
+            (fmt_num(r.speedup, "{:.2f}") + "×") if ok and not pd.isna(r.speedup) else "—",
+            fmt_num(r.graph_time_us, "{:.1f}") if ok else "—",
+            fmt_num(r.host_time_us, "{:.1f}") if ok else "—",
+            fmt_num(r.launch_latency_us, "{:.1f}") if ok else "—",
+            fmt_num(r.kernels_per_call, "{:.0f}") if ok else "—",
             occ if ok else "—",
             *extra,
-            _num(r.max_rel_err, "{:.1e}"),
+            fmt_num(r.max_rel_err, "{:.1e}"),
             _txt(r.note, 80) if not ok else "",
         ])
     headers = ["provider", "status", "time µs", "±", "GB/s", "% peak", f"vs {baseline}", "graph µs",
@@ -185,7 +185,7 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
 
 def _interp_table(g: pd.DataFrame) -> str:
     rows = [
-        [r.provider, _status_cell(r), _num(r.max_rel_err, "{:.1e}"), _num(r.max_abs_err, "{:.1e}"), _txt(r.note)]
+        [r.provider, _status_cell(r), fmt_num(r.max_rel_err, "{:.1e}"), fmt_num(r.max_abs_err, "{:.1e}"), _txt(r.note)]
         for r in g.itertuples()
     ]
     return markdown_table(["provider", "correct", "rel err", "max abs err", "note"], rows, "llrrl")

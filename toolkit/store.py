@@ -70,8 +70,8 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _clean(value: Any) -> Any:
-    """pandas/numpy scalars and NA -> plain Python for sqlite."""
+def plain(value: Any) -> Any:
+    """pandas/numpy scalars, NA and NaN -> plain Python (None for missing), for sqlite and JSON."""
     if value is None or value is pd.NA:
         return None
     if hasattr(value, "item"):  # numpy / pandas scalars
@@ -199,7 +199,7 @@ class RunStore:
             cx.execute(
                 f'INSERT OR REPLACE INTO cases (run_id, idx, case_id, {", ".join(chr(34) + c + chr(34) for c in cols)}) '
                 f'VALUES (?, ?, ?, {", ".join("?" for _ in cols)})',
-                (run_id, idx, row["case"], *[_clean(row[c]) for c in cols]),
+                (run_id, idx, row["case"], *[plain(row[c]) for c in cols]),
             )
             for kind, values in samples.items():
                 if values:
@@ -219,7 +219,7 @@ class RunStore:
             for rec in updates.to_dict("records"):
                 cx.execute(
                     f"UPDATE cases SET {sets} WHERE run_id = ? AND case_id = ?",
-                    (*[_clean(rec[c]) for c in cols], run_id, rec["case"]),
+                    (*[plain(rec[c]) for c in cols], run_id, rec["case"]),
                 )
 
     def add_launches(self, run_id: str, launches: pd.DataFrame) -> None:
@@ -227,7 +227,7 @@ class RunStore:
         if table.empty:
             return
         names = list(launch_table.COLUMN_NAMES)
-        rows = [(run_id, *[_clean(v) for v in rec]) for rec in table[names].itertuples(index=False, name=None)]
+        rows = [(run_id, *[plain(v) for v in rec]) for rec in table[names].itertuples(index=False, name=None)]
         with self._tx() as cx:
             cx.executemany(
                 f'INSERT INTO launches (run_id, {", ".join(chr(34) + n + chr(34) for n in names)}) '
