@@ -131,36 +131,34 @@ def capture(
 
     version = tool_version(choice.tool) if choice.tool else _proton_version()
     artifacts: list[Path] = []
-    error = None
+    problems: list[str] = []  # in order; the first one is the run's error
+
+    def expect(r: ToolRun, out: Path | None, missing: str) -> bool:
+        """Note the step's failure and keep its output when it wrote one (even after a failure: what
+        finished before it is still worth parsing)."""
+        if not r.ok:
+            problems.append(r.describe())
+        if out is not None and out.exists() and out.stat().st_size:
+            artifacts.append(out)
+            return True
+        problems.append(missing)
+        return False
+
     if choice.name == "nsys":
         from kprof.profilers import nsys
 
         base = workdir / "nsys"
-        rep = base.with_suffix(".nsys-rep")
-        r = step(nsys.profile_command(choice.tool.path, child, base), "nsys_profile")
-        if not r.ok:
-            error = r.describe()
-        if rep.exists():  # nsys writes the report even when the program under it failed
-            artifacts.append(rep)
-            sq = base.with_suffix(".sqlite")
-            e = step(nsys.export_command(choice.tool.path, rep, sq), "nsys_export")
-            if e.ok and sq.exists():
-                artifacts.append(sq)
-            else:
-                error = error or e.describe()
-        elif error is None:
-            error = f"nsys finished but wrote no report {rep}"
+        rep, sq = base.with_suffix(".nsys-rep"), base.with_suffix(".sqlite")
+        if expect(step(nsys.profile_command(choice.tool.path, child, base), "nsys_profile"), rep,
+                  f"nsys finished but wrote no report {rep}"):
+            expect(step(nsys.export_command(choice.tool.path, rep, sq), "nsys_export"), sq,
+                   f"nsys export wrote no {sq}")
     elif choice.name == "ncu":
         from kprof.profilers import ncu
 
         csv_path = workdir / "ncu_raw.csv"
-        r = step(ncu.profile_command(choice.tool.path, child, csv_path), "ncu_profile")
-        if not r.ok:
-            error = r.describe()
-        if csv_path.exists() and csv_path.stat().st_size:
-            artifacts.append(csv_path)
-        elif error is None:
-            error = f"ncu finished but wrote no CSV {csv_path}"
+        expect(step(ncu.profile_command(choice.tool.path, child, csv_path), "ncu_profile"), csv_path,
+               f"ncu finished but wrote no CSV {csv_path}")
     elif choice.name == "rocprof":
         from kprof.profilers import rocprof
 
@@ -171,23 +169,15 @@ def capture(
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             r = step(rocprof.rocprof_legacy_command(choice.tool.path, child, out_dir / "results.csv"), "rocprof")
-            found = [out_dir / "results.csv"] if (out_dir / "results.csv").exists() else []
-        if not r.ok:
-            error = r.describe()
-        artifacts += found[:1]
-        if not found and error is None:
-            error = f"{choice.tool.name} finished but wrote no kernel trace under {out_dir}"
+            found = [out_dir / "results.csv"]
+        expect(r, found[0] if found else None,
+               f"{choice.tool.name} finished but wrote no kernel trace under {out_dir}")
     elif choice.name == "proton":
-        r = step(child, "proton")
-        if not r.ok:
-            error = r.describe()
         out = workdir / "proton.chrome_trace"
-        if out.exists():
-            artifacts.append(out)
-        elif error is None:
-            error = f"Proton finished but wrote no {out}"
+        expect(step(child, "proton"), out, f"Proton finished but wrote no {out}")
     else:
         raise KprofError(f"{choice.name!r} is not an external profiler")
+    error = problems[0] if problems else None
 
     from kprof.profilers import parse_trace
 

@@ -24,7 +24,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +52,9 @@ class ReplaySpec:
     # Proton only: where its output goes and what it records ("tree" -> hatchet, "trace" -> Chrome trace)
     proton_path: str = ""
     proton_data: str = "tree"
-    # Tools that profile one range per invocation (ncu) need the profiler API to open/close the capture
-    profiler_api: bool = False
     # --rev: the family as at a git revision, written by kprof.revisions (import name, folder for sys.path)
     family_package: str = ""
     family_root: str = ""
-    extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -160,14 +157,10 @@ def run(spec: ReplaySpec) -> int:
                 sync()
                 if session is not None:
                     proton.activate(session)
-                if spec.profiler_api and cuda:
-                    torch.cuda.profiler.start()
                 with rng(CASE_PREFIX + case.id):
                     for _ in range(spec.repeats):
                         fn(**inputs)
                     sync()
-                if spec.profiler_api and cuda:
-                    torch.cuda.profiler.stop()
                 record["status"] = "ok"
             except Exception as exc:  # one broken case must not lose the others
                 failures += 1

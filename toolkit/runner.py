@@ -28,8 +28,6 @@ from kprof.errors import KprofError
 from kprof.harness import BenchSettings, CaseResult, case_seed, run_case
 from kprof.registry import Case, Family, Selection, Shape, get_family, shape_str
 
-from kprof.external import ALL_PROFILERS as PROFILERS  # noqa: E402,F401  (re-exported)
-
 
 @dataclass(frozen=True)
 class ProfileOptions:
@@ -146,9 +144,7 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
         progress("ceiling", 1, 1, f"{ceiling.gbps:.0f} GB/s")
     profiler_version = None
     if profiler == "torch":
-        import torch
-
-        profiler_version = f"torch.profiler (Kineto) in torch {torch.__version__}"
+        profiler_version = _torch_profiler_version()
     elif choice.tool is not None:
         from kprof.tools import tool_version
 
@@ -234,17 +230,27 @@ def _profiler_pass(
         if failure and opts.profiler == "auto":
             # auto must not fail where the built-in profiler works (e.g. an nsys whose importer
             # libraries are missing): say so in the run record and profile with torch.profiler
-            import torch
-
             progress("profiler", 0, 0, f"auto: {failure[:300]} -> falling back to torch.profiler")
             store.clear_launches(run_id)
             store.set_fields(run_id, profiler="torch", profiler_version=(
-                f"torch.profiler (Kineto) in torch {torch.__version__}; auto fell back after "
-                f"{choice.name} failed: {failure[:500]}"))
+                f"{_torch_profiler_version()}; auto fell back after {choice.name} failed: {failure[:500]}"))
             _profile_pass(family, results, settings, store, run_id, dev, repeats, progress)
         elif failure:
             raise ProfilerFailed(failure)
-    return None
+
+
+def _torch_profiler_version() -> str:
+    import torch
+
+    return f"torch.profiler (Kineto) in torch {torch.__version__}"
+
+
+def _store_launches(store: Any, run_id: str, launches: Any, repeats: int, dev: Any, results: list[CaseResult]) -> None:
+    """A profiler pass's launch table into the store, and the per-case metrics derived from it."""
+    from kprof.metrics import launch_metrics
+
+    store.add_launches(run_id, launches)
+    store.update_cases(run_id, launch_metrics(launches, repeats, dev.limits(), {r.case.id: r.bytes for r in results}))
 
 
 class ProfilerFailed(KprofError):
@@ -309,7 +315,6 @@ def _profile_pass(
     family: Family, results: list[CaseResult], settings: BenchSettings, store: Any, run_id: str,
     dev: Any, repeats: int, progress: ProgressFn,
 ) -> None:
-    from kprof.metrics import launch_metrics
     from kprof.profilers import torch_profiler
 
     ok = [r.case for r in results if r.status == "ok"]
@@ -327,9 +332,7 @@ def _profile_pass(
     path = store.trace_dir(run_id) / "torch_trace.json.gz"
     torch_profiler.capture(calls(), path, repeats=repeats)
     progress("profile", len(ok), len(ok), "parsing trace")
-    launches = torch_profiler.parse(path)
-    store.add_launches(run_id, launches)
-    store.update_cases(run_id, launch_metrics(launches, repeats, dev.limits(), {r.case.id: r.bytes for r in results}))
+    _store_launches(store, run_id, torch_profiler.parse(path), repeats, dev, results)
     store.set_fields(run_id, trace_path=str(path))
 
 
@@ -343,7 +346,6 @@ def _external_pass(
     kept (the trace is parsed whatever the exit status).
     """
     from kprof import external
-    from kprof.metrics import launch_metrics
 
     ok = [r.case for r in results if r.status == "ok"]
     if not ok:
@@ -360,9 +362,7 @@ def _external_pass(
     for i, r in enumerate(res.runs):
         store.add_capture(run_id, choice.name, res.version, r, notes="\n".join(notes) if i == 0 else None)
     if not res.launches.empty:
-        store.add_launches(run_id, res.launches)
-        store.update_cases(run_id, launch_metrics(res.launches, repeats, dev.limits(),
-                                                    {r.case.id: r.bytes for r in results}))
+        _store_launches(store, run_id, res.launches, repeats, dev, results)
     traces = [str(a) for a in res.artifacts]
     store.set_fields(run_id, trace_path=traces[-1] if traces else None)
     done = len(res.cases_done)
