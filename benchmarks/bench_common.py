@@ -6,6 +6,7 @@ import csv
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def write_csv(path: Path, rows: Sequence[dict]) -> None:
@@ -28,3 +29,11 @@ def print_race(title: str, times: dict[str, list[float]], top: int = 8, always: 
 def race_rows(shape: str, times: dict[str, list[float]]) -> list[dict]:
     return [{"shape": shape, "variant": k, "time_us": statistics.median(v),
              "rounds": " ".join(f"{u:.3f}" for u in v)} for k, v in times.items()]
+
+
+def rmsnorm_case(fam: Any, shape: tuple[int, ...], dtype: str, seed: int) -> tuple:
+    """One rmsnorm case on the GPU: (x, weight, eps, float64 reference, an output buffer)."""
+    import torch
+
+    inputs = fam.make_inputs(shape, dtype, "cuda", seed)
+    return inputs["x"], inputs["weight"], inputs["eps"], fam.oracle(**inputs), torch.empty_like(inputs["x"])

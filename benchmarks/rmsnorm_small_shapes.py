@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 import triton
 
-from bench_common import print_race, race_rows, write_csv
+from bench_common import print_race, race_rows, rmsnorm_case, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel
@@ -31,10 +31,7 @@ def main() -> int:
     settings = BenchSettings(warmup_ms=10, rep_ms=40)
     out = []
     for shape in SHAPES:
-        inp = fam.make_inputs(shape, "bf16", "cuda", 5)
-        x, w, eps = inp["x"], inp["weight"], inp["eps"]
-        ref = fam.oracle(**inp)
-        y = torch.empty_like(x)
+        x, w, eps, ref, y = rmsnorm_case(fam, shape, "bf16", 5)
         block_n = triton.next_power_of_2(shape[1])
         fns = {}
         for rows, warps, hints, i64 in itertools.product([1, 2, 4], [2, 4, 8, 16], [True, False], [True, False]):

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.testing
 
-from bench_common import write_csv
+from bench_common import rmsnorm_case, write_csv
 from kprof.device import measure_copy_ceiling
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import Config, choose_config, launch_with_config
@@ -54,10 +54,7 @@ def main() -> int:
     rows_out = []
     for dtype in args.dtypes.split(","):
         for shape in SHAPES:
-            inputs = fam.make_inputs(shape, dtype, "cuda", 1234)
-            x, w, eps = inputs["x"], inputs["weight"], inputs["eps"]
-            ref = fam.oracle(**inputs)
-            y = torch.empty_like(x)
+            x, w, eps, ref, y = rmsnorm_case(fam, shape, dtype, 1234)
             nbytes = fam.bytes_model(shape, dtype)
             current = choose_config(shape[-1], x.element_size())
             for cfg in candidates(shape[-1], x.element_size()):
@@ -79,7 +76,7 @@ def main() -> int:
                     "rows": cfg.rows, "num_warps": cfg.num_warps, "time_us": ms * 1e3, "gbps": gbps,
                     "pct_ceiling": 100 * gbps / ceiling.gbps, "current_choice": cfg == current, "status": status,
                 })
-            del x, w, y, ref, inputs
+            del x, w, y, ref
             torch.cuda.empty_cache()
             best = min((r for r in rows_out if r["shape"] == "x".join(map(str, shape)) and r["dtype"] == dtype
                         and r["status"] == "ok"), key=lambda r: r["time_us"])

@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from bench_common import print_race, race_rows, write_csv
+from bench_common import print_race, race_rows, rmsnorm_case, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel
@@ -76,10 +76,7 @@ def main() -> int:
     settings = BenchSettings(warmup_ms=10, rep_ms=60)
     out = []
     for shape in SHAPES:
-        inp = fam.make_inputs(shape, "bf16", "cuda", 11)
-        x, w, eps = inp["x"], inp["weight"], inp["eps"]
-        ref = fam.oracle(**inp)
-        y = torch.empty_like(x)
+        x, w, eps, ref, y = rmsnorm_case(fam, shape, "bf16", 11)
         m, n = shape
         fns = {}
         for chunk, rows, warps in itertools.product([512, 1024, 2048, 4096], [1, 2, 4], [4, 8, 16]):
@@ -113,7 +110,7 @@ def main() -> int:
         times = race(fns, settings, args.rounds)
         print_race(str(shape), times, always=("[", "one_block"))
         out += race_rows(f"{m}x{n}", times)
-        del x, w, y, ref, inp
+        del x, w, y, ref
         torch.cuda.empty_cache()
     write_csv(args.out / "rmsnorm_two_pass.csv", out)
     return 0

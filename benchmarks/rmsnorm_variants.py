@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from bench_common import write_csv
+from bench_common import rmsnorm_case, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 
@@ -102,10 +102,7 @@ def main() -> int:
     settings = BenchSettings(warmup_ms=10, rep_ms=args.rep)
     results = []
     for shape in SHAPES:
-        inputs = fam.make_inputs(shape, "bf16", "cuda", 99)
-        x, w, eps = inputs["x"], inputs["weight"], inputs["eps"]
-        ref = fam.oracle(**inputs)
-        y = torch.empty_like(x)
+        x, w, eps, ref, y = rmsnorm_case(fam, shape, "bf16", 99)
         nbytes = fam.bytes_model(shape, "bf16")
         fns = {}
         for name, kern, grid, meta in variants(*shape, sms):
@@ -132,7 +129,7 @@ def main() -> int:
         print(f"== {shape}")
         for r in rows[:6] + [r for r in rows[6:] if r["variant"].startswith("[")]:
             print(f"  {r['variant']:<28} {r['time_us']:8.2f} us {r['gbps']:7.0f} GB/s  [{r['rounds']}]")
-        del x, w, y, ref, inputs, fns
+        del x, w, y, ref, fns
         torch.cuda.empty_cache()
     write_csv(args.out / "rmsnorm_variants.csv", results)
     return 0
