@@ -149,6 +149,7 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
         from kprof.tools import tool_version
 
         profiler_version = f"{choice.tool.path}: {tool_version(choice.tool)}"
+    versions = envinfo.versions().to_dict()
     run_ids = []
     for arm in arms:
         record = RunRecord(
@@ -162,7 +163,7 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
             },
             git_commit=arm.git_commit, git_dirty=arm.git_dirty, git_note=arm.git_note,
             source_hashes=arm.source_hashes,
-            device=dev.to_dict(), versions=envinfo.versions().to_dict(),
+            device=dev.to_dict(), versions=versions,
             profiler=profiler, profiler_version=profiler_version,
             ceiling_gbps=ceiling.gbps if ceiling else None, ceiling=asdict(ceiling) if ceiling else None,
         )

@@ -14,6 +14,7 @@ runner stores with the run.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import shlex
@@ -141,8 +142,11 @@ def find_tool(
     raise ToolNotFoundError(f"{name} not found; looked in: {', '.join(looked)}. To fix: {spec.hint}")
 
 
+@functools.lru_cache(maxsize=None)
 def tool_version(loc: ToolLocation, timeout: float = 60) -> str:
-    """The tool's own version line(s); a tool that cannot say its version is reported, not ignored."""
+    """The tool's own version line(s); a tool that cannot say its version is reported, not ignored.
+
+    Asked once per process: a run records it, and each of its revisions' captures records it again."""
     spec = TOOLS[loc.name]
     try:
         cp = subprocess.run([loc.path, *spec.version_args], capture_output=True, text=True, timeout=timeout)
