@@ -42,8 +42,11 @@ def versus_size(metrics: pd.DataFrame, dtype: str, y: str, title: str, y_title: 
 
 
 def best_per_shape(metrics: pd.DataFrame) -> pd.Series:
-    """True where the row is the fastest correct provider of its (shape, dtype)."""
+    """True where the row is the fastest correct provider of its (shape, dtype); roofline yardsticks
+    (one cuBLAS product, not the family's function) are never the best."""
     ok = ok_rows(metrics)
+    if "kind" in ok:
+        ok = ok[ok["kind"] != "roofline"]
     best = ok.groupby(["shape", "dtype"])["gpu_time_us"].transform("min")
     return (metrics.index.isin(ok.index)) & (metrics["gpu_time_us"] == best.reindex(metrics.index))
 

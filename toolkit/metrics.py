@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the store, report and dashboard read metrics without import
 
 METRIC_COLUMNS: tuple[str, ...] = (
     "case", "family", "provider", "kind", "shape", "dtype", "status", "ok", "note",
-    "max_rel_err",  # ||out - ref|| / ||ref|| against the float64 oracle, over all outputs
+    "max_rel_err",  # ||out - ref|| / ||ref|| against the float64 oracle, worst output
     "max_abs_err",
     "gpu_time_us", "p20_us", "p80_us", "noise", "n_samples",  # noise = IQR / median
     "graph_time_us", "graph_host_us", "host_time_us",

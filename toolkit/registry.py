@@ -22,8 +22,10 @@ import yaml
 from kprof.dtypes import DTYPE_NAMES, canonical_dtype
 from kprof.errors import KprofError, UnknownFamilyError
 
-ProviderKind = Literal["triton", "eager", "library", "compile", "peer"]
-PROVIDER_KINDS: tuple[str, ...] = ("triton", "eager", "library", "compile", "peer")
+ProviderKind = Literal["triton", "eager", "library", "compile", "peer", "roofline"]
+PROVIDER_KINDS: tuple[str, ...] = ("triton", "eager", "library", "compile", "peer", "roofline")
+"""``roofline``: a yardstick, not the family's function (one cuBLAS product of a matrix family's shape);
+timed like the others, never checked against the oracle nor ranked as the best provider."""
 
 Shape = tuple[int, ...]
 Inputs = dict[str, Any]
@@ -129,6 +131,7 @@ class Family:
         make_outputs: Callable[..., Any] | None = None,
         baseline: str = "torch_eager",
         sweep_file: str = "sweep.yaml",
+        shared_sources: Iterable[str | Path] = (),
     ) -> None:
         if name in _FAMILIES:
             raise KprofError(f"kernel family {name!r} is defined twice; family names must be unique")
@@ -146,6 +149,8 @@ class Family:
         self.tolerances = {canonical_dtype(k): float(v) for k, v in tolerances.items()}
         self.baseline = baseline
         self.sweep_path = self.package_dir / sweep_file
+        self.shared_sources = tuple(Path(p) for p in shared_sources)
+        """Modules outside the folder the family's kernels use (``kernels/_common.py``); hashed with it."""
         self.providers: dict[str, Provider] = {}
         _FAMILIES[name] = self
 
@@ -211,8 +216,10 @@ class Family:
         return Sweep(shapes=shapes, dtypes=dtypes)
 
     def source_files(self) -> list[Path]:
-        """Every Python and YAML file of the family folder (hashed into each run record)."""
-        return sorted(p for p in self.package_dir.iterdir() if p.suffix in (".py", ".yaml"))
+        """Every Python and YAML file of the family folder, and the shared modules it uses (hashed into
+        each run record)."""
+        own = sorted(p for p in self.package_dir.iterdir() if p.suffix in (".py", ".yaml"))
+        return own + [p for p in self.shared_sources if p not in own]
 
 
 def _source_of(fn: Callable[..., Any]) -> str | None:

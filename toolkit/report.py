@@ -148,13 +148,15 @@ def _has(g: pd.DataFrame, col: str) -> bool:
 
 
 def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
-    valid = g[g["status"] == "ok"]
+    valid = g[(g["status"] == "ok") & (g["kind"] != "roofline")]
     counters = _has(g, "dram_vs_model")  # ncu: measured DRAM traffic and achieved occupancy
     best = valid["gpu_time_us"].min() if not valid.empty else math.nan
     rows = []
     for r in g.sort_values("gpu_time_us", na_position="last").itertuples():
         ok = r.status == "ok"
-        name = f"**{r.provider}**" if ok and r.gpu_time_us == best else r.provider
+        name = f"**{r.provider}**" if ok and r.gpu_time_us == best and r.kind != "roofline" else r.provider
+        if r.kind == "roofline":
+            name += " (roofline)"
         achieved = r.occupancy_achieved_pct if not pd.isna(r.occupancy_achieved_pct) else r.occupancy_est_pct
         occ = f"{fmt_num(r.occupancy_theoretical_pct, '{:.0f}')}/{fmt_num(achieved, '{:.0f}')}"
         extra = [fmt_num(r.prof_kernel_us, "{:.1f}") if ok else "—"]
@@ -185,7 +187,9 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
 
 def _interp_table(g: pd.DataFrame) -> str:
     rows = [
-        [r.provider, _status_cell(r), fmt_num(r.max_rel_err, "{:.1e}"), fmt_num(r.max_abs_err, "{:.1e}"), _txt(r.note)]
+        [r.provider, "yardstick" if r.kind == "roofline" else _status_cell(r), fmt_num(r.max_rel_err, "{:.1e}"),
+         fmt_num(r.max_abs_err, "{:.1e}"),
+         "roofline: not the family's function, not checked" if r.kind == "roofline" else _txt(r.note)]
         for r in g.itertuples()
     ]
     return markdown_table(["provider", "correct", "rel err", "max abs err", "note"], rows, "llrrl")

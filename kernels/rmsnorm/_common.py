@@ -13,14 +13,8 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-def check_and_flatten(
-    x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor | None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Validate inputs (ValueError says what is wrong) and return ``(x2d, weight, y2d, y)``.
-
-    ``x2d`` is ``x`` seen as ``[rows, N]`` with a row stride (no copy when the leading dimensions
-    collapse, as for a slice ``buf[..., :N]`` of a wider buffer); ``y`` is the output in ``x``'s shape.
-    """
+def validate(x: torch.Tensor, weight: torch.Tensor, *, triton: bool = True) -> None:
+    """Raise ``ValueError`` saying what is wrong (``triton``: the inputs must suit a Triton kernel)."""
     if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor):
         raise ValueError("rmsnorm: x and weight must be torch tensors")
     if x.dtype not in _FLOAT_DTYPES:
@@ -32,13 +26,25 @@ def check_and_flatten(
     n = x.shape[-1]
     if weight.dim() != 1 or weight.shape[0] != n:
         raise ValueError(f"rmsnorm: weight has shape {tuple(weight.shape)}; expected ({n},) to match x's last dim")
-    if not x.is_cuda and not interpreting():
+    if triton and not x.is_cuda and not interpreting():
         raise ValueError(
             f"rmsnorm: x is on {x.device}; Triton kernels need a CUDA tensor "
             "(or set TRITON_INTERPRET=1 to run them on the CPU in Triton's interpreter)"
         )
     if weight.device != x.device:
         raise ValueError(f"rmsnorm: weight is on {weight.device} but x is on {x.device}; move them to one device")
+
+
+def check_and_flatten(
+    x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Validate inputs for a kernel and return ``(x2d, weight, y2d, y)``.
+
+    ``x2d`` is ``x`` seen as ``[rows, N]`` with a row stride (no copy when the leading dimensions
+    collapse, as for a slice ``buf[..., :N]`` of a wider buffer); ``y`` is the output in ``x``'s shape.
+    """
+    validate(x, weight)
+    n = x.shape[-1]
     if x.stride(-1) != 1:
         x = x.contiguous()  # the kernels read rows with unit stride; a strided last dim needs a copy
     if weight.stride(0) != 1:

@@ -1,0 +1,146 @@
+"""Input checks, row views and small launch helpers shared by the kernel families (not a family itself).
+
+Every public kernel wrapper validates its inputs with these before launching, and the eager paths of
+:mod:`kprof.kernels.ops` validate with the same functions, so both paths reject the same inputs with the
+same ``ValueError`` messages.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def interpreting() -> bool:
+    """True when Triton kernels run in Triton's CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def check_float(op: str, name: str, t: object, *, like: torch.Tensor | None = None) -> torch.Tensor:
+    """``t`` must be a non-empty float32/bf16/fp16 tensor (of ``like``'s dtype and device when given)."""
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{op}: {name} must be a torch tensor, got {type(t).__name__}")
+    if t.dtype not in FLOAT_DTYPES:
+        raise ValueError(f"{op}: {name} has dtype {t.dtype}; supported dtypes are float32, bfloat16, float16")
+    if t.dim() == 0 or t.numel() == 0:
+        raise ValueError(f"{op}: {name} is empty (shape {tuple(t.shape)}); give at least one element per dim")
+    if like is not None:
+        if t.dtype != like.dtype:
+            raise ValueError(f"{op}: {name} dtype {t.dtype} differs from the input's {like.dtype}; cast one of them")
+        if t.device != like.device:
+            raise ValueError(f"{op}: {name} is on {t.device} but the input is on {like.device}; move them to one device")
+    return t
+
+
+def check_shape(op: str, name: str, t: torch.Tensor, expected: Sequence[int]) -> None:
+    if tuple(t.shape) != tuple(expected):
+        raise ValueError(f"{op}: {name} has shape {tuple(t.shape)}; expected {tuple(expected)}")
+
+
+def check_triton_device(op: str, t: torch.Tensor) -> None:
+    """Triton kernels need CUDA tensors, or the interpreter for CPU tensors."""
+    if not t.is_cuda and not interpreting():
+        raise ValueError(
+            f"{op}: the input is on {t.device}; Triton kernels need a CUDA tensor "
+            "(or set TRITON_INTERPRET=1 to run them on the CPU in Triton's interpreter)"
+        )
+
+
+def rows(t: torch.Tensor) -> torch.Tensor:
+    """``t`` seen as ``[rows, last]`` with unit column stride: a view when the leading dims collapse
+    into one row stride (a slice of a wider buffer does), a copy otherwise."""
+    if t.stride(-1) != 1:
+        t = t.contiguous()
+    try:
+        return t.view(-1, t.shape[-1])
+    except RuntimeError:  # leading dimensions do not collapse into one row stride
+        return t.reshape(-1, t.shape[-1])
+
+
+def output(op: str, out: torch.Tensor | None, shape: Sequence[int], like: torch.Tensor,
+           name: str = "out") -> torch.Tensor:
+    """A new contiguous output of ``shape`` (``like``'s dtype and device), or ``out`` checked against it."""
+    if out is None:
+        return torch.empty(tuple(shape), dtype=like.dtype, device=like.device)
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(f"{op}: {name} must be a torch tensor, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape) or out.dtype != like.dtype or out.device != like.device:
+        raise ValueError(
+            f"{op}: {name} is {tuple(out.shape)} {out.dtype} on {out.device}; "
+            f"expected {tuple(shape)} {like.dtype} on {like.device}"
+        )
+    if not out.is_contiguous():
+        raise ValueError(f"{op}: {name} must be contiguous")
+    return out
+
+
+def sm_count(t: torch.Tensor) -> int:
+    """Streaming multiprocessors of ``t``'s GPU (132, an H100's, for CPU tensors in the interpreter)."""
+    if not t.is_cuda:
+        return 132
+    index = t.get_device()
+    if index not in _SM_COUNTS:
+        _SM_COUNTS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SM_COUNTS[index]
+
+
+_SM_COUNTS: dict[int, int] = {}
+
+
+def launch_autotuned(kernel: Any, grid: Callable[[dict], tuple[int, ...]], *args: Any,
+                     interpreter_config: dict, **kwargs: Any) -> None:
+    """Launch a ``@triton.autotune`` kernel; under the interpreter launch its plain kernel with
+    ``interpreter_config`` instead (the autotuner times configs with CUDA events, which need a GPU)."""
+    if interpreting():
+        kernel.fn[grid(interpreter_config)](*args, **interpreter_config, **kwargs)
+    else:
+        kernel[grid](*args, **kwargs)
+
+
+def tile_config(bm: int, bn: int, bk: int, warps: int, stages: int, group_m: int = 8) -> Any:
+    """A ``triton.Config`` of a tiled matrix-product kernel (BLOCK_M/N/K, GROUP_M, warps, stages)."""
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
+                         num_warps=warps, num_stages=stages)
+
+
+def weight_cache_key(*tensors: torch.Tensor) -> tuple:
+    """Identity of weights for a cache of derived weights (folded, transposed): storage, layout and
+    version counter, so an in-place update of a weight invalidates what was derived from it."""
+    return tuple((t.data_ptr(), t.shape, t.stride(), t.dtype, t.device, t._version) for t in tensors)
+
+
+def matrix_dims(op: str, shape: Sequence[int], example: str) -> tuple[int, int, int]:
+    """``(*batch, K, N)`` -> ``(M, K, N)`` with M the product of the batch dimensions."""
+    if len(shape) < 3:
+        raise ValueError(f"{op} shapes are (*batch, K, N), e.g. {example}; got {tuple(shape)}")
+    m = 1
+    for s in shape[:-2]:
+        m *= s
+    return m, shape[-2], shape[-1]
+
+
+@triton.jit
+def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(row tile, column tile) of program ``pid`` in grouped order: GROUP_M row tiles per column tile,
+    so programs running together share weight tiles in L2 (Triton's matmul tutorial ordering)."""
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * grid_n
+    first_m = (pid // group) * GROUP_M
+    group_m = min(grid_m - first_m, GROUP_M)
+    return first_m + (pid % group) % group_m, (pid % group) // group_m
+
+
+def numel_rows(shape: Sequence[int]) -> int:
+    """Product of all but the last dimension (the number of rows of a row-wise op)."""
+    n = 1
+    for d in shape[:-1]:
+        n *= d
+    return n

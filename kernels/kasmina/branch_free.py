@@ -1,0 +1,145 @@
+"""One Triton kernel for all seeds, without branching on the state: every program loads its seed's
+lifecycle, blueprint id and alpha from device memory, turns them into one blend coefficient
+(0 dormant, 1 active, alpha grafting) and computes ``y = x + coef * (x @ W[id] + b[id] - x)``.
+
+Dormant seeds still run their (tiny, C x C) product: a uniform branch would save FLOPs nobody is
+short of, while the kernel is bound by moving x and y (2 x B x S x C elements). No state ever reaches
+the host, so a forward pass makes no host<->device transfer.
+
+Telemetry in this version is a PyTorch reduction after the kernel (a second pass over y);
+``triton_telemetry`` fuses it into the kernel.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kprof.kernels import _common as common
+from kprof.kernels.kasmina.family import FAMILY, check_inputs
+
+
+@triton.jit
+def _kasmina_forward_kernel(
+    # pointers
+    x_ptr,  # [rows, S*C] activations, rows `x_row_stride` apart
+    y_ptr,  # [rows, S*C] output, contiguous
+    lifecycle_ptr,  # [S] int8: 0 dormant, 1 active, 2 grafting
+    blueprint_id_ptr,  # [S] int32
+    alpha_ptr,  # [S] float32
+    w_ptr,  # [NB, C, C] blueprint weights, contiguous
+    b_ptr,  # [NB, C] blueprint biases, contiguous
+    telemetry_ptr,  # [S, 2] float32 (mean, variance); only written when TELEMETRY
+    # sizes and strides
+    n_rows,
+    C,
+    x_row_stride,
+    y_row_stride,
+    # meta-parameters
+    BLOCK_B: tl.constexpr,  # rows per tile (>= 16: tl.dot's minimum)
+    BLOCK_C: tl.constexpr,  # power of two >= C (>= 16)
+    TELEMETRY: tl.constexpr,  # accumulate each seed's output mean and variance (needs one program per seed)
+    IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs: not TF32; the interpreter: its bf16 dot is wrong)
+):
+    seed = tl.program_id(0)
+    n_progs = tl.num_programs(1)
+    lifecycle = tl.load(lifecycle_ptr + seed).to(tl.int32)
+    bid = tl.load(blueprint_id_ptr + seed).to(tl.int64)
+    alpha = tl.load(alpha_ptr + seed)
+    coef = tl.where(lifecycle == 1, 1.0, tl.where(lifecycle == 2, alpha, 0.0))
+
+    cols = tl.arange(0, BLOCK_C)
+    cmask = cols < C
+    w = tl.load(w_ptr + bid * C * C + cols[:, None] * C + cols[None, :],
+                mask=cmask[:, None] & cmask[None, :], other=0.0)
+    bias = tl.load(b_ptr + bid * C + cols, mask=cmask, other=0.0).to(tl.float32)
+    col0 = seed.to(tl.int64) * C
+
+    # per-column running (count, mean, M2) over row blocks, merged with Chan's formula
+    cnt = tl.zeros([BLOCK_C], dtype=tl.float32)
+    mean = tl.zeros([BLOCK_C], dtype=tl.float32)
+    m2 = tl.zeros([BLOCK_C], dtype=tl.float32)
+    for start in range(tl.program_id(1) * BLOCK_B, n_rows, BLOCK_B * n_progs):
+        rows = start + tl.arange(0, BLOCK_B)
+        rmask = rows < n_rows
+        mask = rmask[:, None] & cmask[None, :]
+        r64 = rows.to(tl.int64)[:, None]
+        x = tl.load(x_ptr + r64 * x_row_stride + col0 + cols[None, :], mask=mask, other=0.0)
+        if IEEE:
+            bp = tl.dot(x.to(tl.float32), w.to(tl.float32), input_precision="ieee")
+        else:
+            bp = tl.dot(x, w)
+        xf = x.to(tl.float32)
+        y = xf + coef * (bp + bias[None, :] - xf)
+        tl.store(y_ptr + r64 * y_row_stride + col0 + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+        if TELEMETRY:
+            n_b = tl.sum(rmask.to(tl.float32), axis=0)
+            mean_b = tl.sum(tl.where(mask, y, 0.0), axis=0) / n_b
+            d = tl.where(mask, y - mean_b[None, :], 0.0)
+            m2_b = tl.sum(d * d, axis=0)
+            total = cnt + n_b
+            delta = mean_b - mean
+            mean = mean + delta * (n_b / total)
+            m2 = m2 + m2_b + delta * delta * (cnt * n_b / total)
+            cnt = total
+    if TELEMETRY:
+        cnt = tl.where(cmask, cnt, 0.0)
+        n = tl.sum(cnt, axis=0)
+        seed_mean = tl.sum(cnt * mean, axis=0) / n
+        dm = tl.where(cmask, mean - seed_mean, 0.0)
+        seed_m2 = tl.sum(tl.where(cmask, m2, 0.0) + cnt * dm * dm, axis=0)
+        tl.store(telemetry_ptr + seed * 2, seed_mean)
+        tl.store(telemetry_ptr + seed * 2 + 1, seed_m2 / n)
+
+
+def tile_for(n_rows: int, telemetry: bool) -> tuple[int, int]:
+    """(rows per tile, warps), measured on an H100 in bf16 (benchmarks/results/2026-11-22-h100-catalog/
+    tune_memory_bound.csv). Independent tiles: 64 rows x 8 warps (13.0 us at 64x1000x64 against 13.4 us
+    with 4 warps, 14.0 us with 32-row tiles). With telemetry each program walks its seed's rows: 16-row
+    tiles x 2 warps at 64 rows (15.0 us against 24.6 us for one 64-row tile x 4 warps), 64-row tiles x 2
+    warps from a few hundred rows (58.8 us at 512x1000x64 against 62.4 us with 16-row tiles)."""
+    if not telemetry:
+        return max(16, min(64, triton.next_power_of_2(n_rows))), 8
+    return (64 if n_rows >= 256 else 16), 2
+
+
+def launch(
+    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
+    weights: torch.Tensor, bias: torch.Tensor, telemetry: bool, block_b: int | None = None,
+    num_warps: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``: the tile
+    (default: ``tile_for``) - the tuning benchmark varies them."""
+    n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
+    x2d = x.reshape(-1, x.shape[-1]) if x.stride(-1) == 1 else x.contiguous().view(-1, x.shape[-1])
+    n_rows = x2d.shape[0]
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device) if telemetry else None
+    default_b, default_warps = tile_for(n_rows, telemetry)
+    block_b, num_warps = block_b or default_b, num_warps or default_warps
+    # without telemetry, row blocks of one seed are independent programs; with it, one program per seed
+    row_programs = 1 if telemetry else triton.cdiv(n_rows, block_b)
+    _kasmina_forward_kernel[(n_seeds, row_programs)](
+        x2d, y, lifecycle, blueprint_id, alpha, weights.contiguous(), bias.contiguous(),
+        tele if tele is not None else y,
+        n_rows, c, x2d.stride(0), x.shape[-1],
+        BLOCK_B=block_b, BLOCK_C=max(16, triton.next_power_of_2(c)), TELEMETRY=telemetry,
+        IEEE=x.dtype == torch.float32 or common.interpreting(), num_warps=num_warps,
+    )
+    return y, tele
+
+
+@FAMILY.provider(
+    "triton_branch_free",
+    kind="triton",
+    description="one branch-free kernel (state read on the device); telemetry by a PyTorch reduction after",
+)
+def kasmina_branch_free(
+    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
+    weights: torch.Tensor, bias: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    y, _ = launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=False)
+    n_seeds, c = lifecycle.shape[0], weights.shape[-1]
+    var, mean = torch.var_mean(y.view(-1, n_seeds, c).float(), dim=(0, 2), correction=0)
+    return y, torch.stack([mean, var], dim=1)

@@ -1,0 +1,23 @@
+"""The branch-free kernel with the telemetry fused: each program owns one seed, walks its rows in
+blocks and merges per-block (count, mean, M2) with Chan's parallel-variance formula, so the per-seed
+mean and variance come out of the same pass that writes y (no second read of y, no atomics)."""
+
+from __future__ import annotations
+
+import torch
+
+from kprof.kernels.kasmina.branch_free import launch
+from kprof.kernels.kasmina.family import FAMILY
+
+
+@FAMILY.provider(
+    "triton_telemetry",
+    kind="triton",
+    description="the branch-free kernel with per-seed telemetry accumulated inside it",
+)
+def kasmina_telemetry(
+    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
+    weights: torch.Tensor, bias: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    y, tele = launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=True)
+    return y, tele

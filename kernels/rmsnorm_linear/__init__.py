@@ -1,0 +1,19 @@
+"""RMSNorm then a linear layer: ``y = (rmsnorm(x) * g) @ W + b`` for ``x [..., K]``, ``g [K]``, ``W [K, N]``,
+``b [N]`` or None. Shapes are ``(*batch, K, N)``.
+
+The algebra a fused version uses: ``rmsnorm(x) * g @ W = diag(rstd) · x · diag(g) · W``, so ``g`` folds
+into the weight once (``W' = diag(g) W``), the per-row ``rstd`` scales the product's rows in the
+epilogue, and the sum of squares behind ``rstd`` accumulates from the very x tiles the K loop already
+loads. The fused version costs about one matrix product.
+
+Versions: ``triton_two_kernels`` (the tuned rmsnorm kernel, then a tiled product with the bias in its
+epilogue) and ``triton_fused``. Baselines: eager PyTorch, ``torch.compile``, and ``cublas_xw``, the
+product ``x @ W`` alone as the roofline yardstick.
+"""
+
+from kprof.kernels.rmsnorm_linear.family import FAMILY
+from kprof.registry import load_family_modules
+
+load_family_modules(__name__, __path__)
+
+__all__ = ["FAMILY"]

@@ -1,0 +1,141 @@
+"""RMSNorm fused into the product: the K loop feeds each loaded x tile to the tensor cores and also
+accumulates its rows' sum of squares; the epilogue scales each row by ``rsqrt(ss / K + eps)`` and adds
+the bias. ``g`` is folded into the weight once per (g, W) pair (``W' = diag(g) W``, cached; an in-place
+update of g or W bumps its version counter and refolds), so the loop is a plain matrix product plus
+one square-and-add per x element.
+
+Measured on an H100 in bf16 (benchmarks/results/2026-11-22-h100-catalog/matrix_races.csv) it does not
+yet cost one product: 117.8 us against 93.6 us for cuBLAS's x @ W at 2048x4096x4096, and it is slower
+than norm-then-product (114.7 us). Reading the x tile into registers for the squares, besides feeding
+it to the tensor cores from shared memory, costs more than the [M, K] round trip it saves; and this
+pointer-based Triton product is itself ~13% slower than cuBLAS at these shapes.
+
+The same kernel with ``NORM=False`` is the product half of ``triton_two_kernels``.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kprof.kernels import _common as common
+from kprof.kernels._common import grouped_tile
+from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
+
+
+@triton.jit
+def _rmsnorm_linear_kernel(
+    # pointers
+    x_ptr,  # [M, K] input rows
+    w_ptr,  # [K, N] weight (g folded in when NORM), any strides
+    b_ptr,  # [N] bias (unused unless HAS_BIAS)
+    y_ptr,  # [M, N] output, contiguous
+    # sizes and strides
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_xk,
+    stride_wk,
+    stride_wn,
+    # parameters
+    eps,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,  # row tiles per column tile in program order (weight tiles reused from L2)
+    NORM: tl.constexpr,  # accumulate the rows' sum of squares and scale the product's rows by rstd
+    HAS_BIAS: tl.constexpr,
+    IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs; the interpreter, whose bf16 dot is wrong)
+):
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # wrapped, not masked: see swiglu/tiled.py
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
+    w_ptrs = w_ptr + offs_k[:, None] * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    ss = tl.zeros([BLOCK_M], dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K
+        a = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        if NORM:
+            af = a.to(tl.float32)
+            ss += tl.sum(af * af, axis=1)
+        if IEEE:
+            acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+        else:
+            acc = tl.dot(a, b, acc)
+        x_ptrs += BLOCK_K * stride_xk
+        w_ptrs += BLOCK_K * stride_wk
+    if NORM:
+        acc = acc * tl.rsqrt(ss / K + eps)[:, None]
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    tl.store(y_ptr + rows[:, None].to(tl.int64) * N + cols[None, :], acc.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+_cfg = common.tile_config
+CONFIGS = [
+    _cfg(128, 256, 64, 8, 3),
+    _cfg(256, 128, 64, 8, 3),
+    _cfg(128, 128, 64, 8, 4),
+    _cfg(128, 128, 64, 4, 4),
+    _cfg(128, 64, 64, 4, 4),
+    _cfg(64, 128, 64, 4, 4),
+    _cfg(128, 256, 32, 8, 4),
+    _cfg(16, 128, 128, 4, 4),  # decode: a handful of rows, the weight is what moves
+    _cfg(16, 64, 256, 4, 3),
+    _cfg(32, 64, 128, 4, 5),
+]
+INTERPRETER_CONFIG = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}
+_autotuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K", "NORM", "HAS_BIAS"])(_rmsnorm_linear_kernel)
+
+
+def launch_product(x2d: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, y: torch.Tensor, eps: float,
+                   norm: bool) -> None:
+    """``y = x2d @ w (+ b)``, rows scaled by rstd first when ``norm`` (w must then carry g)."""
+    m, k = x2d.shape
+    n = w.shape[1]
+    common.launch_autotuned(
+        _autotuned,
+        lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),),
+        x2d, w, b if b is not None else w, y, m, n, k, x2d.stride(0), x2d.stride(1), w.stride(0), w.stride(1),
+        float(eps), NORM=norm, HAS_BIAS=b is not None, IEEE=x2d.dtype == torch.float32 or common.interpreting(),
+        interpreter_config=INTERPRETER_CONFIG,
+    )
+
+
+_folded: dict[tuple, torch.Tensor] = {}
+
+
+def folded_weight(g: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``diag(g) @ w`` in w's dtype, computed in fp32 once per (g, w) pair and cached."""
+    key = common.weight_cache_key(g, w)
+    wf = _folded.get(key)
+    if wf is None:
+        if len(_folded) >= 8:
+            _folded.clear()
+        wf = _folded[key] = (g.float()[:, None] * w.float()).to(w.dtype)
+    return wf
+
+
+@FAMILY.provider(
+    "triton_fused",
+    kind="triton",
+    description="one autotuned product: g folded into W, sum of squares from the K-loop tiles, rstd in the epilogue",
+)
+def rmsnorm_linear_fused(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
+) -> torch.Tensor:
+    x2d, n = check_inputs(x, g, w, b)
+    y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
+    launch_product(x2d, folded_weight(g, w), b, y, eps, norm=True)
+    return y.view(*x.shape[:-1], n)

@@ -1,0 +1,26 @@
+"""Two kernels: the tuned rmsnorm kernel writes the normalised x (times g), then the autotuned product
+reads it back with the bias in its epilogue. The [M, K] intermediate makes one extra round trip through
+memory, and the product cannot start before the norm ends."""
+
+from __future__ import annotations
+
+import torch
+
+from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
+from kprof.kernels.rmsnorm_linear.fused import launch_product
+
+
+@FAMILY.provider(
+    "triton_two_kernels",
+    kind="triton",
+    description="tuned rmsnorm kernel, then an autotuned product with the bias in its epilogue",
+)
+def rmsnorm_linear_two_kernels(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
+) -> torch.Tensor:
+    x2d, n = check_inputs(x, g, w, b)
+    xn = rmsnorm_tuned(x2d, g, eps)
+    y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
+    launch_product(xn, w.contiguous(), b, y, eps, norm=False)
+    return y.view(*x.shape[:-1], n)

@@ -1,0 +1,21 @@
+"""The silu_mul family: the eager code a user writes, and the family record (oracle, models, tolerances)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from kprof.kernels import _gated as gated
+
+OP = "silu_mul"
+
+
+def silu_mul_eager(x: torch.Tensor) -> torch.Tensor:
+    """As written in a Llama MLP: split the fused projection, activate the gate, multiply."""
+    gate, up = x.chunk(2, dim=-1)
+    return F.silu(gate) * up
+
+
+FAMILY = gated.make_family(OP, gated.SILU, "x = [..., 2H] (gate | up) -> silu(gate) * up", Path(__file__).parent)

@@ -1,0 +1,39 @@
+"""What swiglu versions are compared against: eager PyTorch, torch.compile, and one cuBLAS product
+``x @ [Wg Wu]`` (the roofline: the same FLOPs as the two projections, in one library call)."""
+
+from __future__ import annotations
+
+import torch
+
+from kprof.kernels import _common as common
+from kprof.kernels.swiglu.family import FAMILY
+from kprof.kernels.swiglu.reference import swiglu_eager
+from kprof.providers import compiled
+
+FAMILY.provider("torch_eager", kind="eager", description="eager PyTorch, as users write it")(swiglu_eager)
+
+_compiled = compiled(swiglu_eager)
+
+
+@FAMILY.provider(
+    "torch_compile", kind="compile", description="torch.compile of the eager code (default mode)", gpu_only=True
+)
+def swiglu_torch_compile(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    return _compiled(x, w_gate, w_up)
+
+
+_fused_weights: dict[tuple, torch.Tensor] = {}
+
+
+@FAMILY.provider(
+    "cublas_gate_up",
+    kind="roofline",
+    description="one cuBLAS product x @ [Wg Wu] (the concatenated weight built once): the yardstick",
+)
+def swiglu_cublas_gate_up(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    key = common.weight_cache_key(w_gate, w_up)
+    w = _fused_weights.get(key)
+    if w is None:
+        _fused_weights.clear()
+        w = _fused_weights[key] = torch.cat([w_gate, w_up], dim=1)
+    return x @ w
