@@ -1,14 +1,15 @@
-"""RMSNorm fused into the product: the K loop feeds each loaded x tile to the tensor cores and also
-accumulates its rows' sum of squares; the epilogue scales each row by ``rsqrt(ss / K + eps)`` and adds
-the bias. ``g`` is folded into the weight once per (g, W) pair (``W' = diag(g) W``, cached; an in-place
+"""RMSNorm fused into the product, one kernel: each program first sums the squares of its rows of x,
+then runs the product's K loop over the same x tiles (re-read mostly from L2); the epilogue scales each
+row by ``rsqrt(ss / K + eps)`` and adds the bias. ``g`` is folded into the weight once per (g, W) pair (``W' = diag(g) W``, cached; an in-place
 update of g or W bumps its version counter and refolds), so the loop is a plain matrix product plus
 one square-and-add per x element.
 
-Measured on an H100 in bf16 (benchmarks/results/2026-11-22-h100-catalog/matrix_races.csv) it does not
-yet cost one product: 117.8 us against 93.6 us for cuBLAS's x @ W at 2048x4096x4096, and it is slower
-than norm-then-product (114.7 us). Reading the x tile into registers for the squares, besides feeding
-it to the tensor cores from shared memory, costs more than the [M, K] round trip it saves; and this
-pointer-based Triton product is itself ~13% slower than cuBLAS at these shapes.
+The first design squared the x tiles inside the product's loop, as the algebra suggests. On an H100
+(Triton 3.6, bf16; benchmarks/results/2026-11-22-h100-catalog/) it ran 117.8 us against 114.7 us for
+norm-then-product and 93.6 us for cuBLAS's x @ W at 2048x4096x4096, and with the 128x256-tile config
+the autotuner picked it returned wrong sums (relative error 5e-2 at 2048 and 8192 rows; kprof's run
+20261122-142448-b6b7): the loaded tile feeding both the tensor cores and a register reduction. Hence
+the separate sum-of-squares loop.
 
 The same kernel with ``NORM=False`` is the product half of ``triton_two_kernels``.
 """
@@ -57,15 +58,20 @@ def _rmsnorm_linear_kernel(
     offs_k = tl.arange(0, BLOCK_K)
     x_ptrs = x_ptr + offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
     w_ptrs = w_ptr + offs_k[:, None] * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn
+    if NORM:
+        # the rows' sum of squares first, in a loop of its own over the same x tiles (the product's loop
+        # then re-reads them, mostly from L2): squaring the tiles inside the product's loop measured
+        # slower and gave wrong sums with 128x256 tiles on an H100 (Triton 3.6; see the module docstring)
+        ss = tl.zeros([BLOCK_M], dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            a = tl.load(x_ptrs + k * BLOCK_K * stride_xk, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+            af = a.to(tl.float32)
+            ss += tl.sum(af * af, axis=1)
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    ss = tl.zeros([BLOCK_M], dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         k_left = K - k * BLOCK_K
         a = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
         b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        if NORM:
-            af = a.to(tl.float32)
-            ss += tl.sum(af * af, axis=1)
         if IEEE:
             acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
         else:
