@@ -23,8 +23,8 @@ BEST: dict[str, str] = {
     "silu_and_mul": "silu_mul/triton_tuned",
     "gelu_tanh_and_mul": "gelu_mul/triton_tuned",
     "swiglu": "swiglu/triton_tuned",
-    # the fused kernel measured slower than norm-then-product (117.8 against 114.7 us at 2048x4096x4096):
-    # see kernels/rmsnorm_linear/fused.py
+    # the fused kernel measured slower than norm-then-product (177.6 against 121.0 us at 2048x4096x4096,
+    # H100 bf16): see kernels/rmsnorm_linear/fused.py
     "rms_norm_linear": "rmsnorm_linear/triton_two_kernels",
     "kasmina_forward": "kasmina/triton_telemetry",
 }

@@ -9,7 +9,10 @@ The first design squared the x tiles inside the product's loop, as the algebra s
 norm-then-product and 93.6 us for cuBLAS's x @ W at 2048x4096x4096, and with the 128x256-tile config
 the autotuner picked it returned wrong sums (relative error 5e-2 at 2048 and 8192 rows; kprof's run
 20261122-142448-b6b7): the loaded tile feeding both the tensor cores and a register reduction. Hence
-the separate sum-of-squares loop.
+the separate sum-of-squares loop. It is correct but slower still: 177.6 us against 121.0 us for
+norm-then-product and 101.6 us for cuBLAS at 2048x4096x4096 (run 20261122-142749-cfc8, commit e9aac35),
+642.1 / 458.8 / 414.8 us at 8192 rows: the second pass over x and the loop it adds before the pipelined
+K loop cost more than the normalised copy of x the two-kernel version writes and reads back.
 
 The same kernel with ``NORM=False`` is the product half of ``triton_two_kernels``.
 """
