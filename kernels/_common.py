@@ -8,12 +8,14 @@ same ``ValueError`` messages.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 import triton
 import triton.language as tl
+
+from kprof.errors import UnsupportedConfig
 
 FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
@@ -144,3 +146,25 @@ def numel_rows(shape: Sequence[int]) -> int:
     for d in shape[:-1]:
         n *= d
     return n
+
+
+def meta_params(op: str, config: Mapping[str, int] | None, chosen: dict[str, int],
+                powers_of_two: Sequence[str] = ()) -> dict[str, int]:
+    """The launch's meta-parameters: what the version chose (``chosen``), overridden by a sweep's
+    ``config``. Values the kernel cannot take raise :class:`~kprof.errors.UnsupportedConfig` (a sweep
+    records the configuration as skipped with this reason)."""
+    if not config:
+        return dict(chosen)
+    out = {**chosen, **config}
+    for name, value in out.items():
+        if name not in chosen:
+            raise UnsupportedConfig(f"{op}: no meta-parameter {name!r}; it takes {', '.join(chosen)}")
+        if value < 1:
+            raise UnsupportedConfig(f"{op}: {name}={value} must be at least 1")
+    for name in (*powers_of_two, "num_warps"):
+        value = out.get(name)
+        if value is not None and value & (value - 1):
+            raise UnsupportedConfig(f"{op}: {name}={value} is not a power of two (tl.arange and warps need one)")
+    if out.get("num_warps", 1) > 32:
+        raise UnsupportedConfig(f"{op}: num_warps={out['num_warps']} exceeds 32 (1024 threads per block)")
+    return out

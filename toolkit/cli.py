@@ -10,7 +10,7 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import pandas as pd
 import typer
@@ -18,6 +18,9 @@ from rich.console import Console
 from rich.table import Table
 
 from kprof.errors import KprofError
+
+if TYPE_CHECKING:
+    from kprof.runner import ProfileOptions
 
 app = typer.Typer(
     name="kprof",
@@ -63,13 +66,10 @@ def profile(
     store: StoreOpt = None,
 ) -> None:
     """Check, time and profile every provider of FAMILY over its sweep; store the run; print the report."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from kprof.dtypes import canonical_dtype
     from kprof.harness import BenchSettings
     from kprof.registry import parse_shape
-    from kprof.dtypes import canonical_dtype
-    from kprof.runner import ProfileOptions, ProfilerFailed, profile_runs
-    from kprof.store import RunStore
+    from kprof.runner import ProfileOptions
 
     shapes = tuple(parse_shape(s) for s in _split(shape)) or None
     dtypes = tuple(canonical_dtype(d) for d in _split(dtype)) or None
@@ -80,6 +80,16 @@ def profile(
         settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
     )
+    _run_and_report(opts, report, store)
+
+
+def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optional[str]) -> list[str]:
+    """Run ``opts`` with a progress bar, print each run's report; exit 1 when a named profiler failed."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kprof.runner import ProfilerFailed, profile_runs
+    from kprof.store import RunStore
+
     # SIGTERM (timeouts, job schedulers) ends the run like Ctrl-C: what finished is kept, marked incomplete
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     with Progress(
@@ -116,6 +126,77 @@ def profile(
         err_console.print(f"compare them: kprof diff {run_ids[0]} {run_ids[-1]}")
     if st.run(run_ids[0])["mode"] == "interpreter":
         err_console.print("[yellow]CPU interpreter run: correctness only, no GPU timings.[/yellow]")
+    return run_ids
+
+
+@app.command()
+def sweep(
+    family: Annotated[str, typer.Argument(help="Kernel family, e.g. rmsnorm.")],
+    version: Annotated[str, typer.Option("--version", "-v", help="The Triton version to sweep (`kprof families --params` lists the tunable ones).")],
+    param: Annotated[list[str], typer.Option("--param", "-P", help="NAME=V1,V2,... (or LOW..HIGH powers of two); repeat per parameter. Constexprs such as BLOCK_N, and num_warps / num_stages.")],
+    shape: Annotated[Optional[list[str]], typer.Option("--shapes", "--shape", "-s", help="Shapes (repeat or comma-separate). Default: the family's sweep.")] = None,
+    dtype: Annotated[Optional[list[str]], typer.Option("--dtypes", "--dtype", "-d", help="Dtypes. Default: the family's sweep.")] = None,
+    profiler: Annotated[str, typer.Option(help="none (default: resources come from the launches) | ncu (adds achieved occupancy, DRAM bytes) | torch | nsys | auto.")] = "none",
+    no_default: Annotated[bool, typer.Option("--no-default", help="Do not also run the version with its own choice of parameters.")] = False,
+    mode: Annotated[str, typer.Option(help="auto | gpu | interpreter (CPU: correctness and offline sm_90 compile, no timings).")] = "auto",
+    rep_ms: Annotated[int, typer.Option(help="do_bench repetition budget per configuration, ms.")] = 100,
+    no_graph: Annotated[bool, typer.Option("--no-graph", help="Skip CUDA-graph replay timing (faster sweeps).")] = False,
+    seed: Annotated[int, typer.Option(help="Input seed; 0 draws a fresh one.")] = 0,
+    tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary.")] = None,
+    report: Annotated[Optional[Path], typer.Option(help="Also write the run's report to this file.")] = None,
+    guide: Annotated[Optional[Path], typer.Option(help="Also write the block-size guide (markdown) to this file.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Run one Triton version over the cartesian product of its meta-parameters (each configuration checked,
+    timed and attributed: registers, spills, shared memory, occupancy); store the run; print the guide."""
+    from kprof.dtypes import canonical_dtype
+    from kprof.harness import BenchSettings
+    from kprof.registry import get_family, parse_shape
+    from kprof.runner import ProfileOptions, resolve_mode
+    from kprof.sweep import parse_params, sweep_providers
+
+    params = parse_params(param)
+    resolved = resolve_mode(mode)  # before the kernels are imported: the interpreter is chosen at decoration
+    fam = get_family(family)
+    providers = sweep_providers(fam, version, params, include_default=not no_default)
+    opts = ProfileOptions(
+        family=family, providers=tuple(providers),
+        shapes=tuple(parse_shape(s) for s in _split(shape)) or None,
+        dtypes=tuple(canonical_dtype(d) for d in _split(dtype)) or None,
+        profiler=profiler, mode=resolved, tool_path=tool_path,
+        settings=BenchSettings(rep_ms=rep_ms, graph=not no_graph, seed=seed),
+        store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
+        offline_resources=True, sweep={"version": version, "params": params},
+    )
+    err_console.print(f"sweeping {family}/{version}: {len(providers) - (0 if no_default else 1)} configurations"
+                      + ("" if no_default else " + the version's own choice"))
+    run_ids = _run_and_report(opts, report, store)
+    _print_guide(run_ids[0], store, guide)
+
+
+def _print_guide(run_ref: str, store: Optional[str], path: Optional[Path]) -> None:
+    from kprof.guide import configs_table, guide_table, render_markdown
+    from kprof.store import RunStore
+
+    st = RunStore(store)
+    run = st.run(run_ref)
+    metrics = st.metrics(run["id"])
+    md = render_markdown(guide_table(metrics), run, configs_table(metrics))
+    print(md)
+    if path:
+        path.write_text(md)
+        err_console.print(f"guide written to {path}")
+
+
+@app.command()
+def guide(
+    run: Annotated[str, typer.Argument(help="A sweep run id, or 'latest'.")] = "latest",
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Also write the guide to this file.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Turn a sweep into a block-size selection table: per shape, the best config, how much worse the
+    runner-up and the version's default are, and the winner's registers, spills and occupancy."""
+    _print_guide(run, store, markdown)
 
 
 @app.command()
@@ -324,15 +405,26 @@ def dashboard(
 
 
 @app.command()
-def families() -> None:
-    """List kernel families and their providers."""
+def families(
+    params: Annotated[bool, typer.Option("--params", help="Only the versions `kprof sweep` can tune, with what each meta-parameter means.")] = False,
+) -> None:
+    """List kernel families and their providers (and the meta-parameters a sweep may set)."""
     from kprof.kernels import discover
 
-    t = Table("family", "provider", "kind", "description", "available")
+    if params:
+        t = Table("family", "version", "meta-parameter", "meaning")
+        for fam in discover().values():
+            for p in fam.providers.values():
+                for name, meaning in p.params:
+                    t.add_row(fam.name, p.name, name, meaning)
+        console.print(t)
+        return
+    t = Table("family", "provider", "kind", "description", "sweepable", "available")
     for fam in discover().values():
         for p in fam.providers.values():
             why = p.unavailable_reason()
-            t.add_row(fam.name, p.name, p.kind, p.description, "yes" if why is None else f"no: {why}")
+            t.add_row(fam.name, p.name, p.kind, p.description, ", ".join(p.param_names),
+                      "yes" if why is None else f"no: {why}")
     console.print(t)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from kprof.occupancy import DeviceLimits, limits_for
 
@@ -93,12 +93,19 @@ def current_device() -> DeviceInfo:
 
 @dataclass(frozen=True)
 class Ceiling:
-    """Device-to-device copy bandwidth: the memory-bound ceiling of this device, measured."""
+    """This device's two roofline ceilings, measured: device-to-device copy bandwidth (memory-bound) and
+    the rate of one large matrix product per dtype (compute-bound)."""
 
     gbps: float
     copy_bytes: int
     time_ms: float
     method: str = "device-to-device copy, bytes read + written, triton do_bench median (L2 flushed)"
+    tflops: dict[str, float] = field(default_factory=dict)
+    """Dense matrix-product TFLOP/s per dtype name (bf16, fp16, fp32 as torch runs it by default)."""
+    tflops_method: str = ""
+
+    def peak_tflops(self, dtype: str) -> float | None:
+        return self.tflops.get(dtype)
 
 
 def measure_copy_ceiling(nbytes: int = 1 << 30, rep_ms: int = 200) -> Ceiling:
@@ -112,3 +119,37 @@ def measure_copy_ceiling(nbytes: int = 1 << 30, rep_ms: int = 200) -> Ceiling:
     del src, dst
     torch.cuda.empty_cache()
     return Ceiling(gbps=2 * nbytes / (ms * 1e-3) / 1e9, copy_bytes=nbytes, time_ms=ms)
+
+
+MATMUL_SIDE = 8192
+
+
+def measure_compute_ceiling(side: int = MATMUL_SIDE, dtypes: tuple[str, ...] = ("bf16", "fp16", "fp32"),
+                            rep_ms: int = 200) -> dict[str, float]:
+    """TFLOP/s of one ``side``-cubed matrix product (cuBLAS through torch) per dtype: the compute roof.
+
+    fp32 is measured as torch runs it by default (``torch.backends.cuda.matmul.allow_tf32`` as set), so
+    it is the roof of an fp32 kernel that computes in full fp32 unless the caller enabled TF32."""
+    import torch
+    import triton.testing
+
+    from kprof.dtypes import torch_dtype
+
+    out = {}
+    for name in dtypes:
+        a = torch.randn(side, side, device="cuda", dtype=torch_dtype(name))
+        b = torch.randn(side, side, device="cuda", dtype=torch_dtype(name))
+        ms = triton.testing.do_bench(lambda a=a, b=b: a @ b, warmup=50, rep=rep_ms, return_mode="median")
+        out[name] = 2 * side**3 / (ms * 1e-3) / 1e12
+        del a, b
+    torch.cuda.empty_cache()
+    return out
+
+
+def measure_ceilings() -> Ceiling:
+    """Both ceilings of this GPU: the copy bandwidth and the matrix-product rate per dtype."""
+    from dataclasses import replace
+
+    copy = measure_copy_ceiling()
+    return replace(copy, tflops=measure_compute_ceiling(),
+                   tflops_method=f"{MATMUL_SIDE}^3 matrix product (torch -> cuBLAS), do_bench median, 2*n^3 FLOPs")

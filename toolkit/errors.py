@@ -23,3 +23,9 @@ class TraceFormatError(KprofError):
 
 class LaunchTableError(KprofError):
     """A parser produced a table that does not match the canonical launch table schema."""
+
+
+class UnsupportedConfig(ValueError):
+    """A kernel version cannot run with the meta-parameters it was given (a block smaller than a row that
+    must fit in one block, more shared memory than the device has, a tile the compiler rejects). A sweep
+    records such a configuration as skipped, with this message as the reason, and goes on."""

@@ -16,7 +16,9 @@ from typing import Any
 
 import torch
 
+from kprof.errors import UnsupportedConfig
 from kprof.registry import Case, Family, Inputs, Provider
+from kprof.specialization import recording
 
 
 @dataclass(frozen=True)
@@ -323,13 +325,19 @@ def run_case(
     reason = provider.unsupported_reason(case.shape, case.dtype)
     if reason:
         return CaseResult(case, "skipped", reason, bytes=nbytes, flops=flops)
+    extra: dict = {"params": dict(provider.config)} if provider.config else {}
     try:
         inputs = family.make_inputs(case.shape, case.dtype, device, case_seed(settings.seed, case))
-        corr = check_correctness(family, provider, case, inputs)
+        # the correctness call also records which Triton specialisation ran (under @triton.autotune,
+        # only the picked config's launch is kept)
+        with recording() as rec:
+            corr = check_correctness(family, provider, case, inputs)
+        extra["recording"] = rec
+        extra["specializations"] = [s.to_dict() for s in rec.launches]
         if not corr.ok:
-            return CaseResult(case, "fail", corr.note, corr, bytes=nbytes, flops=flops)
+            return CaseResult(case, "fail", corr.note, corr, bytes=nbytes, flops=flops, extra=extra)
         if not timing:
-            return CaseResult(case, "ok", None, corr, bytes=nbytes, flops=flops)
+            return CaseResult(case, "ok", None, corr, bytes=nbytes, flops=flops, extra=extra)
 
         def call() -> Any:
             return provider.fn(**inputs)
@@ -347,8 +355,10 @@ def run_case(
         return CaseResult(
             case, "ok", "; ".join(notes) or None, corr,
             gpu_samples_ms=tuple(gpu), graph_time_ms=graph_ms, graph_host_us=graph_host,
-            host_samples_us=tuple(host), peak_mem_bytes=peak, bytes=nbytes, flops=flops, timed=True,
+            host_samples_us=tuple(host), peak_mem_bytes=peak, bytes=nbytes, flops=flops, timed=True, extra=extra,
         )
+    except UnsupportedConfig as exc:  # a sweep's configuration this version cannot take: skipped, with why
+        return CaseResult(case, "skipped", str(exc)[:500], bytes=nbytes, flops=flops, extra=extra)
     except Exception as exc:  # noqa: BLE001 - one broken provider must not end the run; record why
         tail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         if isinstance(exc, torch.cuda.OutOfMemoryError):

@@ -75,6 +75,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("pid", "Int64", "", "host process of the launch call"),
     Column("tid", "Int64", "", "host thread of the launch call"),
     Column("case", "string", "", "kprof case id the launch belongs to (from its labelled range)"),
+    Column("config", "string", "", "Triton specialisation that ran: constexprs, num_warps, num_stages, "
+           "'(autotuned)' for the autotuner's pick (kprof's launch recording, matched by case and kernel name)"),
+    Column("num_warps", "Int64", "warps", "Triton num_warps of the specialisation"),
+    Column("num_stages", "Int64", "", "Triton num_stages of the specialisation"),
     Column("source", "string", "", "profiler that recorded it: torch, nsys, ncu, rocprof, proton", required=True),
 )
 

@@ -39,10 +39,19 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "transfers_per_call", "syncs_per_call",
     "registers_per_thread", "shared_mem_bytes", "threads_per_block", "main_kernel",
     "peak_mem_mb", "bytes", "flops",
+    # which Triton specialisation ran (kprof.specialization): the main kernel's constexprs and launch
+    # options ("BLOCK_N=4096 num_warps=8 num_stages=3", "(autotuned)" for the autotuner's pick), every
+    # Triton kernel of the call as JSON, a sweep's pinned meta-parameters as JSON, and the compiler's
+    # local memory (spills) per thread with where the resources came from
+    "config", "triton_kernels", "params", "local_bytes", "spill_bytes", "resources_from",
+    # roofline: FLOP/byte from the family's models, memory- or compute-bound against this device's two
+    # measured ceilings, and the achieved rate as % of the roof at that intensity
+    "intensity", "bound", "pct_roof",
 )
 
 
-TEXT_METRICS = ("case", "family", "provider", "kind", "shape", "dtype", "status", "note", "main_kernel", "occupancy_limiter")
+TEXT_METRICS = ("case", "family", "provider", "kind", "shape", "dtype", "status", "note", "main_kernel",
+                "occupancy_limiter", "config", "triton_kernels", "params", "resources_from", "bound")
 
 
 def summarize_samples(samples_ms: Sequence[float]) -> dict[str, float]:
@@ -73,7 +82,82 @@ def achieved(bytes_moved: int, flops: int, time_us: float, ceiling_gbps: float |
     }
 
 
-def case_row(result: CaseResult, kind: str, ceiling_gbps: float | None) -> dict:
+def roofline_point(flops: float, bytes_moved: float, tflops: float, ceiling_gbps: float | None,
+                   peak_tflops: float | None) -> dict[str, object]:
+    """Arithmetic intensity, the bound it implies on this device, and the achieved rate as % of the roof.
+
+    The ridge point is ``peak_tflops / ceiling_gbps`` FLOP/byte: below it the memory roof
+    (``intensity x bandwidth``) is the lower of the two, above it the compute roof is."""
+    intensity = flops / bytes_moved if bytes_moved and flops else math.nan
+    out: dict[str, object] = {"intensity": intensity, "bound": None, "pct_roof": math.nan}
+    if math.isnan(intensity) or not ceiling_gbps:
+        return out
+    memory_roof = intensity * ceiling_gbps / 1e3  # TFLOP/s
+    if peak_tflops:
+        out["bound"] = "memory" if memory_roof < peak_tflops else "compute"
+        roof = min(memory_roof, peak_tflops)
+    else:
+        out["bound"] = "memory"
+        roof = memory_roof
+    if tflops and not math.isnan(tflops):
+        out["pct_roof"] = 100.0 * tflops / roof
+    return out
+
+
+def specialization_fields(specs: Sequence[Mapping], limits: DeviceLimits | None = None,
+                          params: Mapping[str, int] | None = None) -> dict[str, object]:
+    """Metric columns from the Triton launches a call made (``Specialization.to_dict()`` rows): the config
+    label, resources and theoretical occupancy of the main kernel (the only one, else the one with the
+    most threads in flight; the profiler pass replaces it by the one with the most GPU time)."""
+    import json
+
+    out: dict[str, object] = {"params": json.dumps(dict(params)) if params else None}
+    if not specs:
+        return out
+    last = {s["kernel"]: s for s in specs}  # a kernel launched twice in a call: one specialisation
+    kernels = list(last.values())
+
+    def weight(s: Mapping) -> int:
+        grid = s.get("grid") or [1]
+        total = 1
+        for g in grid:
+            total *= int(g)
+        return total * int(s.get("num_warps") or 1)
+
+    main = kernels[0] if len(kernels) == 1 else max(kernels, key=weight)
+    out.update({
+        "config": _label(main),
+        "triton_kernels": json.dumps([{**s, "label": _label(s)} for s in kernels], default=str),
+        "main_kernel": main["kernel"],
+        "local_bytes": _num(main.get("local_bytes")),
+        "spill_bytes": _num(main.get("spill_bytes")),
+        "resources_from": main.get("resources_from"),
+    })
+    regs, smem, warps = main.get("registers"), main.get("shared_mem_bytes"), main.get("num_warps")
+    if regs is not None:
+        out["registers_per_thread"] = float(regs)
+    if smem is not None:
+        out["shared_mem_bytes"] = float(smem)
+    if warps:
+        out["threads_per_block"] = float(warps) * 32
+    if limits is not None and regs is not None and smem is not None and warps:
+        occ = theoretical_occupancy(int(warps) * 32, int(regs), int(smem), limits)
+        out["occupancy_theoretical_pct"], out["occupancy_limiter"] = occ.occupancy_pct, occ.limiter
+    return out
+
+
+def _label(s: Mapping) -> str:
+    parts = [f"{k}={v}" for k, v in dict(s.get("constexprs") or {}).items()]
+    parts += [f"{k}={s[k]}" for k in ("num_warps", "num_stages") if s.get(k) is not None]
+    return " ".join(parts) + (" (autotuned)" if s.get("autotuned") else "")
+
+
+def _num(value: object) -> float:
+    return float(value) if value is not None else math.nan
+
+
+def case_row(result: CaseResult, kind: str, ceiling_gbps: float | None, *, peak_tflops: float | None = None,
+             limits: DeviceLimits | None = None) -> dict:
     c = result.case
     corr = result.correctness
     row: dict = {
@@ -98,6 +182,10 @@ def case_row(result: CaseResult, kind: str, ceiling_gbps: float | None) -> dict:
         row["host_time_us"] = float(np.median(result.host_samples_us)) if result.host_samples_us else math.nan
         row["peak_mem_mb"] = result.peak_mem_bytes / 2**20 if result.peak_mem_bytes is not None else math.nan
         row.update(achieved(result.bytes, result.flops, row["gpu_time_us"], ceiling_gbps))
+        row.update(roofline_point(result.flops, result.bytes, row["tflops"], ceiling_gbps, peak_tflops))
+    else:
+        row["intensity"] = result.flops / result.bytes if result.bytes and result.flops else math.nan
+    row.update(specialization_fields(result.extra.get("specializations", ()), limits, result.extra.get("params")))
     return row
 
 
@@ -124,7 +212,7 @@ def launch_metrics(
             "registers_per_thread", "shared_mem_bytes", "threads_per_block",
             "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_achieved_pct", "occupancy_limiter",
             "prof_kernel_us", "prof_kernel_noise", "prof_call_us", "dram_bytes_per_call", "dram_vs_model",
-            "transfers_per_call", "syncs_per_call"]
+            "transfers_per_call", "syncs_per_call", "config"]
     df = launches[launches["case"].notna()]
     if df.empty:
         return pd.DataFrame(columns=cols)
@@ -181,8 +269,23 @@ def launch_metrics(
             "dram_vs_model": dram_per_call / model if model and not math.isnan(dram_per_call) else math.nan,
             "transfers_per_call": float(launch_table.launches(copies).sum()) / calls_per_case,
             "syncs_per_call": (max(len(syncs) - 1, 0) / calls_per_case) if len(syncs) else math.nan,
+            "config": first["config"] if "config" in first.index and not pd.isna(first["config"]) else pd.NA,
         })
     return pd.DataFrame(out, columns=cols)
+
+
+def attribute_launches(launches: pd.DataFrame, specs_by_case: Mapping[str, Sequence[Mapping]]) -> pd.DataFrame:
+    """The launch table with ``config`` / ``num_warps`` / ``num_stages`` filled for Triton kernels, from
+    the specialisations recorded for each case (matched by case and kernel name)."""
+    rows = [{"case": case, "kernel": s["kernel"], "config": _label(s), "num_warps": s.get("num_warps"),
+             "num_stages": s.get("num_stages")}
+            for case, specs in specs_by_case.items() for s in specs]
+    if launches.empty or not rows:
+        return launches
+    known = pd.DataFrame(rows).drop_duplicates(["case", "kernel"], keep="last")
+    out = launches.drop(columns=[c for c in ("config", "num_warps", "num_stages") if c in launches.columns])
+    out = out.merge(known, on=["case", "kernel"], how="left")
+    return launch_table.validate(out)
 
 
 def _is_amd(row: pd.Series) -> bool:

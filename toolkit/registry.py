@@ -13,14 +13,14 @@ import pkgutil
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
 from kprof.dtypes import DTYPE_NAMES, canonical_dtype
-from kprof.errors import KprofError, UnknownFamilyError
+from kprof.errors import KprofError, UnknownFamilyError, UnsupportedConfig
 
 ProviderKind = Literal["triton", "eager", "library", "compile", "peer", "roofline"]
 PROVIDER_KINDS: tuple[str, ...] = ("triton", "eager", "library", "compile", "peer", "roofline")
@@ -70,10 +70,51 @@ class Provider:
     """Returns why the provider cannot run this (shape, dtype), or None."""
     gpu_only: bool = False
     """Cannot run on the CPU (under the Triton interpreter); skipped with a note in interpreter runs."""
+    params: tuple[tuple[str, str], ...] = ()
+    """Meta-parameters a sweep may set, ``(name, what it is)``: the kernel's constexprs (``BLOCK_N``...) and
+    the launch options ``num_warps`` / ``num_stages``. ``fn`` then accepts ``config={name: value}`` and
+    launches exactly that specialisation, raising :class:`~kprof.errors.UnsupportedConfig` when it cannot."""
+    config: tuple[tuple[str, int], ...] = ()
+    """The fixed meta-parameters of a provider made by :meth:`with_config` (empty: the version chooses)."""
 
     @property
     def is_triton(self) -> bool:
         return self.kind == "triton"
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.params)
+
+    def with_config(self, config: Mapping[str, int]) -> "Provider":
+        """This version pinned to ``config``: a provider named ``name[K=V,...]`` (what a sweep measures).
+
+        Compile failures of the pinned specialisation (shared memory beyond the device's, a tile the
+        compiler rejects) are raised as ``UnsupportedConfig`` so a sweep records them as skipped."""
+        if not self.params:
+            raise KprofError(
+                f"provider {self.name!r} of {self.family!r} takes no meta-parameters; versions that do: "
+                "see `kprof families --params`"
+            )
+        unknown = [k for k in config if k not in self.param_names]
+        if unknown:
+            raise KprofError(
+                f"{self.family}/{self.name} has no meta-parameter {', '.join(map(repr, unknown))}; "
+                f"it takes: {', '.join(self.param_names)}"
+            )
+        fixed = tuple((k, int(config[k])) for k in self.param_names if k in config)
+        base = self.fn
+        cfg = dict(fixed)
+
+        def pinned(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return base(*args, config=cfg, **kwargs)
+            except Exception as exc:
+                reason = compile_failure(exc)
+                if reason is None:
+                    raise
+                raise UnsupportedConfig(reason) from exc
+
+        return replace(self, name=config_name(self.name, dict(fixed)), fn=pinned, config=fixed)
 
     def unavailable_reason(self) -> str | None:
         return self.requires() if self.requires is not None else None
@@ -167,6 +208,7 @@ class Family:
         requires: Callable[[], str | None] | None = None,
         supports: Callable[[Shape, str], str | None] | None = None,
         gpu_only: bool = False,
+        params: Mapping[str, str] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering ``fn`` as provider ``name`` of this family; returns ``fn`` unchanged."""
 
@@ -175,7 +217,7 @@ class Family:
                 Provider(
                     family=self.name, name=name, kind=kind, fn=fn, description=description,
                     source=_source_of(fn), accepts_out=accepts_out, requires=requires,
-                    supports=supports, gpu_only=gpu_only,
+                    supports=supports, gpu_only=gpu_only, params=tuple((params or {}).items()),
                 )
             )
             return fn
@@ -191,11 +233,13 @@ class Family:
         return provider
 
     def get_provider(self, name: str) -> Provider:
-        if name not in self.providers:
-            raise KprofError(
-                f"family {self.name!r} has no provider {name!r}; it has: {', '.join(self.providers)}"
-            )
-        return self.providers[name]
+        """A provider by name; ``version[K=V,...]`` is that version pinned to those meta-parameters."""
+        if name in self.providers:
+            return self.providers[name]
+        base, config = split_config_name(name)
+        if config is not None and base in self.providers:
+            return self.providers[base].with_config(config)
+        raise KprofError(f"family {self.name!r} has no provider {name!r}; it has: {', '.join(self.providers)}")
 
     def triton_providers(self) -> list[Provider]:
         return [p for p in self.providers.values() if p.is_triton]
@@ -220,6 +264,39 @@ class Family:
         each run record)."""
         own = sorted(p for p in self.package_dir.iterdir() if p.suffix in (".py", ".yaml"))
         return own + [p for p in self.shared_sources if p not in own]
+
+
+def config_name(version: str, config: Mapping[str, int]) -> str:
+    """``triton_one_row`` + ``{BLOCK_N: 4096, num_warps: 8}`` -> ``triton_one_row[BLOCK_N=4096,num_warps=8]``."""
+    return f"{version}[{','.join(f'{k}={v}' for k, v in config.items())}]"
+
+
+_CONFIG_NAME = re.compile(r"^(?P<base>[A-Za-z_][\w.-]*)\[(?P<body>[^\[\]]*)\]$")
+
+
+def split_config_name(name: str) -> tuple[str, dict[str, int] | None]:
+    """Inverse of :func:`config_name`; ``(name, None)`` for a name without ``[...]``."""
+    m = _CONFIG_NAME.match(name.strip())
+    if not m:
+        return name, None
+    config: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in m["body"].split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not re.fullmatch(r"-?\d+", value.strip()):
+            raise KprofError(f"bad meta-parameter {part!r} in {name!r}: write NAME=INTEGER, e.g. BLOCK_N=4096")
+        config[key.strip()] = int(value)
+    return m["base"], config
+
+
+def compile_failure(exc: BaseException) -> str | None:
+    """Why a specialisation could not be built, when ``exc`` is a compiler or resource failure, else None."""
+    if isinstance(exc, UnsupportedConfig):
+        return str(exc)
+    kind = type(exc).__name__
+    if kind in ("OutOfResources", "CompilationError", "PTXASError", "CompileTimeAssertionFailure"):
+        first = next((ln for ln in str(exc).strip().splitlines() if ln.strip()), kind)
+        return f"does not compile ({kind}): {first.strip()[:300]}"
+    return None
 
 
 def _source_of(fn: Callable[..., Any]) -> str | None:

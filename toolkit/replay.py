@@ -150,7 +150,7 @@ def run(spec: ReplaySpec) -> int:
             record: dict[str, Any] = {"case": case.id}
             try:
                 inputs = family.make_inputs(case.shape, case.dtype, device, case.seed)
-                fn = family.providers[case.provider].fn
+                fn = family.get_provider(case.provider).fn
                 if session is not None:
                     proton.deactivate(session)  # warm-up (compilation) stays out of Proton's data
                 fn(**inputs)

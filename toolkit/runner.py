@@ -26,7 +26,7 @@ from typing import Any
 
 from kprof.errors import KprofError
 from kprof.harness import BenchSettings, CaseResult, case_seed, run_case
-from kprof.registry import Case, Family, Selection, Shape, get_family, shape_str
+from kprof.registry import Case, Family, Selection, Shape, get_family, shape_str, split_config_name
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,11 @@ class ProfileOptions:
     tool_path: str | None = None  # explicit profiler binary
     revisions: tuple[str, ...] = ()  # --rev: profile kernels/FAMILY as at these git revisions, interleaved
     profiler_timeout_s: float = 1800.0
+    offline_resources: bool = False
+    """Interpreter runs: compile each Triton specialisation for sm_90 on the CPU for its registers, spills
+    and shared memory (``kprof sweep`` turns it on; a second or so per specialisation)."""
+    sweep: dict | None = None
+    """``kprof sweep``: {"version": V, "params": {NAME: [values]}} recorded with the run."""
 
 
 def resolve_mode(requested: str) -> str:
@@ -72,9 +77,9 @@ def select(family: Family, opts: ProfileOptions, mode: str, also: Sequence[Famil
         family.get_provider(n)  # raises with the list of known providers
     chosen, skipped = [], []
     for n in names:
-        p = family.providers[n]
+        p = family.get_provider(n)
         reason = p.unavailable_reason()
-        if reason is None and any(n not in other.providers for other in also):
+        if reason is None and any(split_config_name(n)[0] not in other.providers for other in also):
             reason = "not defined in every revision compared"
         if reason is None and mode == "interpreter" and p.gpu_only:
             reason = "GPU only: not run in a CPU interpreter run"
@@ -139,9 +144,10 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
     dev = devmod.current_device()
     ceiling = None
     if mode == "gpu":
-        progress("ceiling", 0, 1, "measuring copy bandwidth")
-        ceiling = devmod.measure_copy_ceiling()
-        progress("ceiling", 1, 1, f"{ceiling.gbps:.0f} GB/s")
+        progress("ceiling", 0, 1, "measuring copy bandwidth and matrix-product rate")
+        ceiling = devmod.measure_ceilings()
+        progress("ceiling", 1, 1, f"{ceiling.gbps:.0f} GB/s, " + ", ".join(
+            f"{d} {t:.0f} TFLOP/s" for d, t in ceiling.tflops.items()))
     profiler_version = None
     if profiler == "torch":
         profiler_version = _torch_profiler_version()
@@ -159,6 +165,7 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
                 "shapes": [shape_str(s) for s in sel.shapes], "dtypes": list(sel.dtypes),
                 "settings": asdict(settings), "profiler": profiler, "profiler_reason": choice.reason,
                 "profile_repeats": repeats, "tool_path": choice.tool.path if choice.tool else None,
+                **({"sweep": opts.sweep} if opts.sweep else {}),
                 **arm.extra_config,
             },
             git_commit=arm.git_commit, git_dirty=arm.git_dirty, git_note=arm.git_note,
@@ -177,7 +184,10 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
     status, error = "incomplete", None
     try:
         results = _measure_arms([a.family for a in arms], sel.cases(), mode, settings, store, run_ids, ceiling,
-                                progress)
+                                progress, dev.limits())
+        if mode == "interpreter" and opts.offline_resources:
+            for run_id, res in zip(run_ids, results):
+                _offline_resources(res, store, run_id, progress)
         for arm, run_id, res in zip(arms, run_ids, results):
             _profiler_pass(arm.family, res, settings, store, run_id, dev, repeats, choice, opts, progress)
         status = "complete"
@@ -246,10 +256,39 @@ def _torch_profiler_version() -> str:
     return f"torch.profiler (Kineto) in torch {torch.__version__}"
 
 
-def _store_launches(store: Any, run_id: str, launches: Any, repeats: int, dev: Any, results: list[CaseResult]) -> None:
-    """A profiler pass's launch table into the store, and the per-case metrics derived from it."""
-    from kprof.metrics import launch_metrics
+def _offline_resources(results: list[CaseResult], store: Any, run_id: str, progress: ProgressFn) -> None:
+    """Registers, spills and shared memory of every recorded Triton specialisation, compiled for sm_90 on
+    the CPU in one child process, into the cases' metrics (an interpreter run has no GPU to load them)."""
+    import pandas as pd
 
+    from kprof.metrics import specialization_fields
+    from kprof.occupancy import limits_for
+    from kprof.specialization import Recording, offline_resources
+
+    recs = [(r, r.extra["recording"]) for r in results if r.extra.get("recording") is not None]
+    merged = Recording(launches=[s for _, rec in recs for s in rec.launches],
+                       calls=[c for _, rec in recs for c in rec.calls])
+    if not merged.launches:
+        return
+    progress("resources", 0, 1, f"compiling {len(merged.launches)} Triton launches for sm_90 (ptxas, offline)")
+    resolved = offline_resources(merged).launches
+    rows, at = [], 0
+    for r, rec in recs:
+        specs = resolved[at:at + len(rec.launches)]
+        at += len(rec.launches)
+        r.extra["specializations"] = [s.to_dict() for s in specs]
+        fields = specialization_fields(r.extra["specializations"], limits_for(9, 0), r.extra.get("params"))
+        rows.append({"case": r.case.id, **fields})
+    store.update_cases(run_id, pd.DataFrame(rows))
+    progress("resources", 1, 1, "done")
+
+
+def _store_launches(store: Any, run_id: str, launches: Any, repeats: int, dev: Any, results: list[CaseResult]) -> None:
+    """A profiler pass's launch table into the store (each Triton kernel with the specialisation that ran),
+    and the per-case metrics derived from it."""
+    from kprof.metrics import attribute_launches, launch_metrics
+
+    launches = attribute_launches(launches, {r.case.id: r.extra.get("specializations", ()) for r in results})
     store.add_launches(run_id, launches)
     store.update_cases(run_id, launch_metrics(launches, repeats, dev.limits(), {r.case.id: r.bytes for r in results}))
 
@@ -263,7 +302,7 @@ ROUNDS = 4  # GPU timing rounds per case and revision when revisions are interle
 
 def _measure_arms(
     families: list[Family], cases: list[Case], mode: str, settings: BenchSettings, store: Any, run_ids: list[str],
-    ceiling: Any, progress: ProgressFn,
+    ceiling: Any, progress: ProgressFn, limits: Any = None,
 ) -> list[list[CaseResult]]:
     """Every arm (revision) of a case before the next case.
 
@@ -288,7 +327,7 @@ def _measure_arms(
             order = list(range(n)) if (i + r) % 2 == 0 else list(reversed(range(n)))
             for j in order:
                 family = families[j]
-                provider = family.providers[case.provider]
+                provider = family.get_provider(case.provider)
                 if r == 0:
                     first[j] = run_case(family, provider, case, device=device, settings=round_settings,
                                         timing=(mode == "gpu"))
@@ -300,8 +339,9 @@ def _measure_arms(
             res = first[j]
             if extra[j]:
                 res = replace(res, gpu_samples_ms=res.gpu_samples_ms + tuple(extra[j]))
-            provider = families[j].providers[case.provider]
-            row = case_row(res, provider.kind, ceiling.gbps if ceiling else None)
+            provider = families[j].get_provider(case.provider)
+            row = case_row(res, provider.kind, ceiling.gbps if ceiling else None,
+                           peak_tflops=ceiling.peak_tflops(case.dtype) if ceiling else None, limits=limits)
             store.add_case(run_ids[j], i, row, {"gpu": res.gpu_samples_ms, "host": res.host_samples_us})
             results[j].append(res)
         if mode == "gpu" and i % 8 == 7:
@@ -327,7 +367,7 @@ def _profile_pass(
         for i, case in enumerate(ok):
             progress("profile", i, len(ok), case.id)
             inputs = family.make_inputs(case.shape, case.dtype, "cuda", case_seed(settings.seed, case))
-            fn = family.providers[case.provider].fn
+            fn = family.get_provider(case.provider).fn
             yield case.id, (lambda fn=fn, inputs=inputs: fn(**inputs))
 
     path = store.trace_dir(run_id) / "torch_trace.json.gz"

@@ -210,11 +210,13 @@ class RunStore:
                     )
 
     def update_cases(self, run_id: str, updates: pd.DataFrame) -> None:
-        """Fill metrics columns of existing cases (e.g. launch metrics after the profiler pass)."""
+        """Fill metrics columns of existing cases (e.g. launch metrics after the profiler pass); a missing
+        value in ``updates`` keeps what the case has (registers recorded at launch stay when a profiler
+        does not report them)."""
         cols = [c for c in updates.columns if c != "case" and c in METRIC_COLUMNS]
         if updates.empty or not cols:
             return
-        sets = ", ".join(f'"{c}" = ?' for c in cols)
+        sets = ", ".join(f'"{c}" = COALESCE(?, "{c}")' for c in cols)
         with self._tx() as cx:
             for rec in updates.to_dict("records"):
                 cx.execute(

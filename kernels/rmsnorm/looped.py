@@ -10,6 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels._common import meta_params
 from kprof.kernels.rmsnorm._common import check_and_flatten
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY
 
@@ -55,6 +56,7 @@ def _rmsnorm_looped_kernel(
     kind="triton",
     description="one program per row, chunked two-pass loop (any row width)",
     accepts_out=True,
+    params={"BLOCK_N": "columns per chunk (power of two)", "num_warps": "warps per program"},
 )
 def rmsnorm_looped(
     x: torch.Tensor,
@@ -63,12 +65,12 @@ def rmsnorm_looped(
     out: torch.Tensor | None = None,
     chunk: int = DEFAULT_CHUNK,
     num_warps: int = 8,
+    config: dict[str, int] | None = None,
 ) -> torch.Tensor:
     x2d, weight, y2d, y = check_and_flatten(x, weight, out)
     n = x2d.shape[1]
     block_n = min(triton.next_power_of_2(n), triton.next_power_of_2(chunk))
-    _rmsnorm_looped_kernel[(x2d.shape[0],)](
-        x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, eps,
-        BLOCK_N=block_n, num_warps=num_warps,
-    )
+    meta = meta_params("rmsnorm_looped", config, {"BLOCK_N": block_n, "num_warps": num_warps},
+                       powers_of_two=("BLOCK_N",))
+    _rmsnorm_looped_kernel[(x2d.shape[0],)](x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, eps, **meta)
     return y

@@ -10,6 +10,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.errors import UnsupportedConfig
+from kprof.kernels._common import meta_params
 from kprof.kernels.rmsnorm._common import check_and_flatten
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY
 from kprof.registry import Shape
@@ -67,20 +69,26 @@ def _supports(shape: Shape, dtype: str) -> str | None:
     description="one program per row, whole row in one block (classic pattern)",
     accepts_out=True,
     supports=_supports,
+    params={"BLOCK_N": "columns per block: a power of two >= N (the whole row)", "num_warps": "warps per program"},
 )
 def rmsnorm_one_row(
-    x: torch.Tensor, weight: torch.Tensor, eps: float = DEFAULT_EPS, out: torch.Tensor | None = None
+    x: torch.Tensor, weight: torch.Tensor, eps: float = DEFAULT_EPS, out: torch.Tensor | None = None,
+    config: dict[str, int] | None = None,
 ) -> torch.Tensor:
     x2d, weight, y2d, y = check_and_flatten(x, weight, out)
     n = x2d.shape[1]
     block_n = triton.next_power_of_2(n)
-    if block_n * x2d.element_size() > MAX_BLOCK_BYTES:
+    if config is None and block_n * x2d.element_size() > MAX_BLOCK_BYTES:
         raise ValueError(
             f"rmsnorm_one_row: rows of {n} elements do not fit one block "
             f"(limit {MAX_BLOCK_BYTES // x2d.element_size()}); use rmsnorm_looped or rmsnorm_tuned"
         )
-    _rmsnorm_one_row_kernel[(x2d.shape[0],)](
-        x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, eps,
-        BLOCK_N=block_n, num_warps=classic_num_warps(block_n),
-    )
+    meta = meta_params("rmsnorm_one_row", config, {"BLOCK_N": block_n, "num_warps": classic_num_warps(block_n)},
+                       powers_of_two=("BLOCK_N",))
+    if meta["BLOCK_N"] < n:
+        raise UnsupportedConfig(
+            f"rmsnorm_one_row: BLOCK_N={meta['BLOCK_N']} is smaller than the row ({n} elements); this "
+            "version keeps the whole row in one block (the looped version takes chunks)"
+        )
+    _rmsnorm_one_row_kernel[(x2d.shape[0],)](x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, eps, **meta)
     return y

@@ -1,0 +1,145 @@
+"""``kprof guide RUN``: a sweep turned into a block-size selection table (seed 000's exercise, measured).
+
+Plain functions, metrics in, DataFrame or text out. For each shape bucket (shape x dtype) of a sweep run:
+the fastest correct configuration, how much slower the runner-up and the version's own default choice are,
+and the compiler's view of the winner (registers, spills, shared memory, theoretical occupancy), so the
+table says *why* as well as *which*.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from kprof.errors import KprofError
+
+GUIDE_COLUMNS = (
+    "shape", "dtype", "best", "best_us", "best_pct_peak", "runner_up", "runner_up_slower_pct",
+    "default", "default_slower_pct", "worst_slower_pct", "configs", "skipped", "failed",
+    "registers", "local_bytes", "shared_mem_bytes", "occupancy_pct", "occupancy_limiter",
+)
+
+
+def _params(row: pd.Series) -> dict:
+    text = row.get("params")
+    if isinstance(text, str) and text:
+        return json.loads(text)
+    return {}
+
+
+def _short(row: pd.Series) -> str:
+    p = _params(row)
+    return " ".join(f"{k}={v}" for k, v in p.items()) if p else str(row.get("config") or row["provider"])
+
+
+def guide_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """One row per (shape, dtype) of a sweep run's metrics (see :data:`GUIDE_COLUMNS`).
+
+    The default is the version run without pinned parameters (its own choice); its actual configuration,
+    as recorded at launch, is shown. Times are GPU medians; with no GPU times (an interpreter run) the
+    table ranks nothing and says so through empty ``best`` cells."""
+    if metrics.empty:
+        raise KprofError("the run has no cases; a guide needs a sweep run (`kprof sweep FAMILY --version V --param ...`)")
+    has_params = metrics["params"].notna().any() if "params" in metrics else False
+    if not has_params:
+        raise KprofError("this run is not a sweep (no case has pinned meta-parameters); "
+                         "make one with `kprof sweep FAMILY --version V --param NAME=v1,v2`")
+    rows = []
+    for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
+        swept = g[g["params"].notna()]
+        default = g[g["params"].isna() & (g["kind"] == "triton")]
+        ok = swept[(swept["status"] == "ok") & swept["gpu_time_us"].notna()].sort_values("gpu_time_us")
+        row: dict = {"shape": shape, "dtype": dtype, "configs": len(swept),
+                     "skipped": int((swept["status"] == "skipped").sum()),
+                     "failed": int(swept["status"].isin(["fail", "error"]).sum())}
+        if not default.empty:
+            d = default.iloc[0]
+            row["default"] = str(d.get("config") or d["provider"])
+        if not ok.empty:
+            best = ok.iloc[0]
+            t0 = float(best["gpu_time_us"])
+            row.update(best=_short(best), best_us=t0, best_pct_peak=best.get("pct_peak_bw"),
+                       registers=best.get("registers_per_thread"), local_bytes=best.get("local_bytes"),
+                       shared_mem_bytes=best.get("shared_mem_bytes"),
+                       occupancy_pct=best.get("occupancy_theoretical_pct"),
+                       occupancy_limiter=best.get("occupancy_limiter"))
+            if len(ok) > 1:
+                row["runner_up"] = _short(ok.iloc[1])
+                row["runner_up_slower_pct"] = 100.0 * (float(ok.iloc[1]["gpu_time_us"]) / t0 - 1)
+            row["worst_slower_pct"] = 100.0 * (float(ok.iloc[-1]["gpu_time_us"]) / t0 - 1)
+            if not default.empty and default.iloc[0]["status"] == "ok" and pd.notna(default.iloc[0]["gpu_time_us"]):
+                row["default_slower_pct"] = 100.0 * (float(default.iloc[0]["gpu_time_us"]) / t0 - 1)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(GUIDE_COLUMNS))
+
+
+def configs_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Every configuration of a sweep with its verdict, time and compiler resources, fastest first."""
+    df = metrics.copy()
+    df["params_text"] = [_short(r) if _params(r) else f"(default) {_short(r)}" for _, r in df.iterrows()]
+    df["sort_time"] = df["gpu_time_us"].fillna(math.inf)
+    df = df.sort_values(["shape", "dtype", "sort_time"], kind="stable")
+    cols = ["shape", "dtype", "params_text", "config", "status", "note", "gpu_time_us", "pct_peak_bw",
+            "registers_per_thread", "local_bytes", "shared_mem_bytes", "occupancy_theoretical_pct",
+            "occupancy_achieved_pct"]
+    return df[[c for c in cols if c in df.columns]].reset_index(drop=True)
+
+
+def _fmt(v: object, spec: str = "", suffix: str = "") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return "—"
+    return f"{v:{spec}}{suffix}" if spec else f"{v}{suffix}"
+
+
+def render_markdown(table: pd.DataFrame, run: dict, configs: pd.DataFrame) -> str:
+    """The guide as markdown: the selection table, the facts behind each winner, every configuration."""
+    sweep = (run.get("config") or {}).get("sweep") or {}
+    lines = [
+        f"# Block-size guide · {run.get('family')} · {sweep.get('version', '?')} · run `{run.get('id')}`",
+        "",
+        f"- **device**: {run.get('device_name') or '?'} · **git**: {str(run.get('git_commit') or '?')[:10]}"
+        + (" (dirty)" if run.get("git_dirty") else ""),
+        "- **swept**: " + ", ".join(f"{k} ∈ {{{', '.join(map(str, v))}}}" for k, v in sweep.get("params", {}).items()),
+        "",
+    ]
+    if run.get("mode") == "interpreter":
+        lines += ["**CPU interpreter run: configurations were checked for correctness and compiled for sm_90 "
+                  "offline, not timed; nothing is ranked.**", ""]
+    lines += [
+        "| shape | dtype | best config | µs | % peak | runner-up | +% | default (version's own choice) | +% | worst +% | configs (skipped, failed) |",
+        "| :--- | :--- | :--- | ---: | ---: | :--- | ---: | :--- | ---: | ---: | :--- |",
+    ]
+    for r in table.to_dict("records"):
+        lines.append(
+            f"| {r['shape']} | {r['dtype']} | **{_fmt(r['best'])}** | {_fmt(r['best_us'], '.1f')} | "
+            f"{_fmt(r['best_pct_peak'], '.1f')} | {_fmt(r['runner_up'])} | {_fmt(r['runner_up_slower_pct'], '.1f')} | "
+            f"{_fmt(r['default'])} | {_fmt(r['default_slower_pct'], '.1f')} | {_fmt(r['worst_slower_pct'], '.0f')} | "
+            f"{r['configs']} ({r['skipped']}, {r['failed']}) |"
+        )
+    if table["best"].notna().any():
+        lines += ["", "## Why the winners win (compiler resources of the best config)", "",
+                  "| shape | dtype | best config | registers/thread | local (spill) bytes/thread | shared mem/block | theoretical occupancy | limited by |",
+                  "| :--- | :--- | :--- | ---: | ---: | ---: | ---: | :--- |"]
+    for r in table[table["best"].notna()].to_dict("records"):
+        lines.append(
+            f"| {r['shape']} | {r['dtype']} | {_fmt(r['best'])} | {_fmt(r['registers'], '.0f')} | "
+            f"{_fmt(r['local_bytes'], '.0f')} | {_fmt(r['shared_mem_bytes'], '.0f')} | "
+            f"{_fmt(r['occupancy_pct'], '.0f', '%')} | {_fmt(r['occupancy_limiter'])} |"
+        )
+    lines += ["", "## Every configuration", "",
+              "| shape | dtype | config | status | µs | % peak | regs | local B | smem B | occ. theo % | occ. achieved % | why |",
+              "| :--- | :--- | :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |"]
+    for r in configs.to_dict("records"):
+        lines.append(
+            f"| {r['shape']} | {r['dtype']} | {r['params_text']} | {r['status']} | {_fmt(r.get('gpu_time_us'), '.1f')} | "
+            f"{_fmt(r.get('pct_peak_bw'), '.1f')} | {_fmt(r.get('registers_per_thread'), '.0f')} | "
+            f"{_fmt(r.get('local_bytes'), '.0f')} | {_fmt(r.get('shared_mem_bytes'), '.0f')} | "
+            f"{_fmt(r.get('occupancy_theoretical_pct'), '.0f')} | {_fmt(r.get('occupancy_achieved_pct'), '.0f')} | "
+            f"{(r['note'] if isinstance(r.get('note'), str) else '')[:160].replace('|', '/')} |"
+        )
+    lines += ["", "*+%*: slower than the best, in GPU median time (L2 flushed). *default*: the version run "
+              "without pinned parameters, with the configuration it chose as recorded at launch. Skipped "
+              "configurations (cannot compile or launch) and their reasons are in `kprof show RUN`."]
+    return "\n".join(lines) + "\n"
