@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kprof.dashboards.views import compare, diff, roofline, runs, trace
+from kprof.dashboards.views import compare, diff, roofline, runs, sweep, trace
 
 st.set_page_config(page_title="kprof", layout="wide")
 nav = st.navigation([
@@ -16,5 +16,6 @@ nav = st.navigation([
     st.Page(trace.render, title="Trace", url_path="trace"),
     st.Page(diff.render, title="Diff", url_path="diff"),
     st.Page(roofline.render, title="Roofline", url_path="roofline"),
+    st.Page(sweep.render, title="Sweep", url_path="sweep"),
 ])
 nav.run()

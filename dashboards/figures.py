@@ -135,3 +135,35 @@ def timeline(launches: pd.DataFrame, limit: int = TRACE_LIMIT) -> tuple[go.Figur
 
 def kernel_kinds(launches: pd.DataFrame) -> pd.Series:
     return launch_table.kernels(launches)["kernel"].value_counts()
+
+
+def sweep_heatmap(grid: pd.DataFrame, x: str, y: str, value: str, title: str) -> go.Figure:
+    """A heatmap of a sweep over two meta-parameters (``kprof.guide.sweep_grid``); hover shows the
+    configuration, registers, spills and occupancy, or why a cell did not run."""
+    xs = sorted(grid[x].dropna().unique())
+    ys = sorted(grid[y].dropna().unique())
+    z = np.full((len(ys), len(xs)), np.nan)
+    text = np.full((len(ys), len(xs)), "", dtype=object)
+    for r in grid.to_dict("records"):
+        i, j = ys.index(r[y]), xs.index(r[x])
+        if r["status"] == "ok" and pd.notna(r.get(value)):
+            z[i, j] = r[value]
+            text[i, j] = (f"{r['params_text']}<br>{r['gpu_time_us']:.1f} µs · {_num(r.get('pct_roof'))}% of roof"
+                          f"<br>{_num(r.get('registers_per_thread'))} regs · {_num(r.get('local_bytes'))} B local (spills)"
+                          f" · {_num(r.get('shared_mem_bytes'))} B smem<br>occupancy {_num(r.get('occupancy_theoretical_pct'))}%"
+                          f" theoretical, {_num(r.get('occupancy_achieved_pct'))}% achieved")
+        else:
+            text[i, j] = f"{r['params_text']}<br>{r['status']}: {str(r.get('note') or '')[:160]}"
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[str(v) for v in xs], y=[str(v) for v in ys], text=text, hoverinfo="text",
+        colorscale="Viridis" if value in ("pct_roof", "pct_peak_bw") else "Viridis_r",
+        colorbar=dict(title=value), texttemplate="%{z:.3g}",
+    ))
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=460)
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(type="category")
+    return fig
+
+
+def _num(v: object) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else f"{float(v):.0f}"

@@ -16,7 +16,7 @@ import pandas as pd
 from kprof.errors import KprofError
 
 GUIDE_COLUMNS = (
-    "shape", "dtype", "best", "best_us", "best_pct_peak", "runner_up", "runner_up_slower_pct",
+    "shape", "dtype", "best", "best_us", "best_pct_roof", "bound", "runner_up", "runner_up_slower_pct",
     "default", "default_slower_pct", "worst_slower_pct", "configs", "skipped", "failed",
     "registers", "local_bytes", "shared_mem_bytes", "occupancy_pct", "occupancy_limiter",
 )
@@ -60,7 +60,9 @@ def guide_table(metrics: pd.DataFrame) -> pd.DataFrame:
         if not ok.empty:
             best = ok.iloc[0]
             t0 = float(best["gpu_time_us"])
-            row.update(best=_short(best), best_us=t0, best_pct_peak=best.get("pct_peak_bw"),
+            roof = best.get("pct_roof")
+            row.update(best=_short(best), best_us=t0, bound=best.get("bound"),
+                       best_pct_roof=roof if pd.notna(roof) else best.get("pct_peak_bw"),
                        registers=best.get("registers_per_thread"), local_bytes=best.get("local_bytes"),
                        shared_mem_bytes=best.get("shared_mem_bytes"),
                        occupancy_pct=best.get("occupancy_theoretical_pct"),
@@ -75,13 +77,44 @@ def guide_table(metrics: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(GUIDE_COLUMNS))
 
 
+def swept_params(metrics: pd.DataFrame) -> dict[str, list]:
+    """The meta-parameters a sweep run varied, with their values (from the cases' pinned ``params``)."""
+    values: dict[str, set] = {}
+    for text in metrics["params"].dropna() if "params" in metrics else []:
+        for k, v in json.loads(text).items():
+            values.setdefault(k, set()).add(v)
+    return {k: sorted(v) for k, v in values.items()}
+
+
+def sweep_grid(metrics: pd.DataFrame, shape: str, dtype: str, x: str, y: str,
+               value: str = "gpu_time_us") -> pd.DataFrame:
+    """One cell per (x, y) pair of meta-parameter values for a shape: the best correct configuration among
+    those sharing that pair (the other parameters free), with its time, % of roof, resources and config;
+    pairs where nothing ran keep the reason of one skipped configuration. ``value`` is what ranks."""
+    g = metrics[(metrics["shape"] == shape) & (metrics["dtype"] == dtype) & metrics["params"].notna()].copy()
+    if g.empty:
+        return pd.DataFrame(columns=[x, y, value, "config", "status", "note"])
+    p = [json.loads(t) for t in g["params"]]
+    g[x] = [d.get(x) for d in p]
+    g[y] = [d.get(y) for d in p]
+    g["params_text"] = [" ".join(f"{k}={v}" for k, v in d.items()) for d in p]
+    ok = g[(g["status"] == "ok") & g[value].notna()]
+    higher_better = value in ("pct_roof", "pct_peak_bw", "gbps", "tflops")
+    best = ok.sort_values(value, ascending=not higher_better).groupby([x, y], as_index=False).first()
+    rest = g[~g.set_index([x, y]).index.isin(best.set_index([x, y]).index)].groupby([x, y], as_index=False).first()
+    cols = [x, y, value, "gpu_time_us", "pct_roof", "registers_per_thread", "local_bytes", "shared_mem_bytes",
+            "occupancy_theoretical_pct", "occupancy_achieved_pct", "params_text", "status", "note"]
+    out = pd.concat([best, rest], ignore_index=True)
+    return out[[c for c in dict.fromkeys(cols) if c in out.columns]]
+
+
 def configs_table(metrics: pd.DataFrame) -> pd.DataFrame:
     """Every configuration of a sweep with its verdict, time and compiler resources, fastest first."""
     df = metrics.copy()
     df["params_text"] = [_short(r) if _params(r) else f"(default) {_short(r)}" for _, r in df.iterrows()]
     df["sort_time"] = df["gpu_time_us"].fillna(math.inf)
     df = df.sort_values(["shape", "dtype", "sort_time"], kind="stable")
-    cols = ["shape", "dtype", "params_text", "config", "status", "note", "gpu_time_us", "pct_peak_bw",
+    cols = ["shape", "dtype", "params_text", "config", "status", "note", "gpu_time_us", "pct_roof",
             "registers_per_thread", "local_bytes", "shared_mem_bytes", "occupancy_theoretical_pct",
             "occupancy_achieved_pct"]
     return df[[c for c in cols if c in df.columns]].reset_index(drop=True)
@@ -108,13 +141,13 @@ def render_markdown(table: pd.DataFrame, run: dict, configs: pd.DataFrame) -> st
         lines += ["**CPU interpreter run: configurations were checked for correctness and compiled for sm_90 "
                   "offline, not timed; nothing is ranked.**", ""]
     lines += [
-        "| shape | dtype | best config | µs | % peak | runner-up | +% | default (version's own choice) | +% | worst +% | configs (skipped, failed) |",
+        "| shape | dtype | best config | µs | % of roof | runner-up | +% | default (version's own choice) | +% | worst +% | configs (skipped, failed) |",
         "| :--- | :--- | :--- | ---: | ---: | :--- | ---: | :--- | ---: | ---: | :--- |",
     ]
     for r in table.to_dict("records"):
         lines.append(
             f"| {r['shape']} | {r['dtype']} | **{_fmt(r['best'])}** | {_fmt(r['best_us'], '.1f')} | "
-            f"{_fmt(r['best_pct_peak'], '.1f')} | {_fmt(r['runner_up'])} | {_fmt(r['runner_up_slower_pct'], '.1f')} | "
+            f"{_fmt(r['best_pct_roof'], '.1f')}{' (' + r['bound'] + ')' if isinstance(r['bound'], str) else ''} | {_fmt(r['runner_up'])} | {_fmt(r['runner_up_slower_pct'], '.1f')} | "
             f"{_fmt(r['default'])} | {_fmt(r['default_slower_pct'], '.1f')} | {_fmt(r['worst_slower_pct'], '.0f')} | "
             f"{r['configs']} ({r['skipped']}, {r['failed']}) |"
         )
@@ -129,17 +162,19 @@ def render_markdown(table: pd.DataFrame, run: dict, configs: pd.DataFrame) -> st
             f"{_fmt(r['occupancy_pct'], '.0f', '%')} | {_fmt(r['occupancy_limiter'])} |"
         )
     lines += ["", "## Every configuration", "",
-              "| shape | dtype | config | status | µs | % peak | regs | local B | smem B | occ. theo % | occ. achieved % | why |",
+              "| shape | dtype | config | status | µs | % of roof | regs | local B | smem B | occ. theo % | occ. achieved % | why |",
               "| :--- | :--- | :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |"]
     for r in configs.to_dict("records"):
         lines.append(
             f"| {r['shape']} | {r['dtype']} | {r['params_text']} | {r['status']} | {_fmt(r.get('gpu_time_us'), '.1f')} | "
-            f"{_fmt(r.get('pct_peak_bw'), '.1f')} | {_fmt(r.get('registers_per_thread'), '.0f')} | "
+            f"{_fmt(r.get('pct_roof'), '.1f')} | {_fmt(r.get('registers_per_thread'), '.0f')} | "
             f"{_fmt(r.get('local_bytes'), '.0f')} | {_fmt(r.get('shared_mem_bytes'), '.0f')} | "
             f"{_fmt(r.get('occupancy_theoretical_pct'), '.0f')} | {_fmt(r.get('occupancy_achieved_pct'), '.0f')} | "
             f"{(r['note'] if isinstance(r.get('note'), str) else '')[:160].replace('|', '/')} |"
         )
-    lines += ["", "*+%*: slower than the best, in GPU median time (L2 flushed). *default*: the version run "
+    lines += ["", "*% of roof*: achieved rate against the roofline at the case's arithmetic intensity, from this "
+              "device's measured copy bandwidth and matrix-product rate (memory-bound: % of copy bandwidth). "
+              "*+%*: slower than the best, in GPU median time (L2 flushed). *default*: the version run "
               "without pinned parameters, with the configuration it chose as recorded at launch. Skipped "
               "configurations (cannot compile or launch) and their reasons are in `kprof show RUN`."]
     return "\n".join(lines) + "\n"

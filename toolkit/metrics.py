@@ -104,6 +104,25 @@ def roofline_point(flops: float, bytes_moved: float, tflops: float, ceiling_gbps
     return out
 
 
+def with_roofline(metrics: pd.DataFrame, ceiling_gbps: float | None,
+                  peak_tflops: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """``metrics`` with intensity / bound / % of roof filled where a run stored none (runs made before
+    the roofline columns existed), from the run's ceilings: the copy bandwidth, and the matrix-product
+    rate per dtype when it was measured (else the memory roof alone)."""
+    out = metrics.copy()
+    for c in ("intensity", "bound", "pct_roof"):
+        if c not in out:
+            out[c] = pd.NA if c == "bound" else math.nan
+    missing = out["bound"].isna()
+    for i in out.index[missing]:
+        r = out.loc[i]
+        point = roofline_point(float(r["flops"] or 0), float(r["bytes"] or 0), r.get("tflops"), ceiling_gbps,
+                               (peak_tflops or {}).get(r["dtype"]))
+        for k, v in point.items():
+            out.at[i, k] = v
+    return out
+
+
 def specialization_fields(specs: Sequence[Mapping], limits: DeviceLimits | None = None,
                           params: Mapping[str, int] | None = None) -> dict[str, object]:
     """Metric columns from the Triton launches a call made (``Specialization.to_dict()`` rows): the config

@@ -62,6 +62,10 @@ def with_speedup(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return df
 
 
+def _num(v: object, spec: str = ".0f") -> str:
+    return "—" if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else f"{v:{spec}}"
+
+
 def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> str:
     dev = run.get("device") or {}
     versions = run.get("versions") or {}
@@ -95,6 +99,10 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
     if run.get("ceiling_gbps"):
         head.append(f"- **copy ceiling**: {run['ceiling_gbps']:.0f} GB/s (1 GiB device-to-device copy, "
                     "bytes read + written, measured in this run); % peak is against it")
+    peaks = (run.get("ceiling") or {}).get("tflops") or {}
+    if peaks:
+        head.append("- **compute ceiling**: " + ", ".join(f"{d} {t:.0f} TFLOP/s" for d, t in peaks.items())
+                    + " (8192³ matrix product, measured in this run); the roofline columns use both ceilings")
     out = head + [""]
     if interp:
         out += [INTERPRETER_NOTICE, ""]
@@ -121,6 +129,16 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
         out += ["## Skipped", ""]
         reasons = skipped.groupby(["provider", "note"], dropna=False)["case"].count().reset_index()
         out += [f"- `{r.provider}`: {r.note} ({r.case} cases)" for r in reasons.itertuples()]
+        out.append("")
+    specs = df[df["config"].notna()].drop_duplicates(["provider", "shape", "dtype"])
+    if not specs.empty:
+        out += ["## Triton specialisations that ran", "",
+                "| provider | shape | dtype | kernel | config | regs | local B | smem B | bound | % of roof |",
+                "| :--- | :--- | :--- | :--- | :--- | ---: | ---: | ---: | :--- | ---: |"]
+        for r in specs.itertuples():
+            out.append(f"| {r.provider} | {r.shape} | {r.dtype} | {r.main_kernel} | {r.config} | "
+                       f"{_num(r.registers_per_thread)} | {_num(r.local_bytes)} | {_num(r.shared_mem_bytes)} | "
+                       f"{r.bound if isinstance(r.bound, str) else '—'} | {_num(r.pct_roof, '.1f')} |")
         out.append("")
     notes = df[(df["status"] == "ok") & df["note"].notna()]
     if not notes.empty:

@@ -285,14 +285,16 @@ class RunStore:
         """Every run, newest first, with the effective status and case counts."""
         q = """SELECT r.id, r.created_at, r.finished_at, r.status, r.mode, r.family, r.device_name,
                       r.profiler, r.git_commit, r.git_dirty, r.ceiling_gbps, r.pid, r.host,
-                      COUNT(c.case_id) AS cases,
-                      SUM(CASE WHEN c.status IN ('fail', 'error') THEN 1 ELSE 0 END) AS failures
+                      r.command, COUNT(c.case_id) AS cases,
+                      SUM(CASE WHEN c.status IN ('fail', 'error') THEN 1 ELSE 0 END) AS failures,
+                      SUM(CASE WHEN c.params IS NOT NULL THEN 1 ELSE 0 END) AS swept
                FROM runs r LEFT JOIN cases c ON c.run_id = r.id
                GROUP BY r.id ORDER BY r.created_at DESC, r.rowid DESC"""
         df = pd.read_sql_query(q, self._conn)
         if not df.empty:
             df["status"] = [self._effective_status(s, p, h) for s, p, h in zip(df["status"], df["pid"], df["host"])]
             df["failures"] = df["failures"].fillna(0).astype(int)
+            df["swept"] = df["swept"].fillna(0).astype(int)  # cases with pinned meta-parameters: a sweep
         return df.drop(columns=["pid", "host"])
 
     @staticmethod

@@ -18,7 +18,7 @@ def header(title: str) -> pd.DataFrame | None:
         st.error(f"The run store cannot be read: {exc}")
         return None
     if src.demo:
-        st.info(f"**Demo data** - {src.why}, so this shows a bundled store of real H100 runs (rmsnorm, bf16). "
+        st.info(f"**Demo data** - {src.why}, so this shows a bundled store of real H100 runs (rmsnorm and swiglu, bf16). "
                 "Profile your own with `scripts/run_profile.sh rmsnorm` and reload.")
     else:
         st.caption(f"store: `{src.path}`")
@@ -33,8 +33,13 @@ def label(r: pd.Series) -> str:
     return f"{r['id']} · {r['family']} · {r['profiler']} · {git} · {r['status']}"
 
 
-def pick_run(runs: pd.DataFrame, key: str, label_text: str = "run", index: int = 0, gpu_only: bool = False) -> str | None:
+def pick_run(runs: pd.DataFrame, key: str, label_text: str = "run", index: int = 0, gpu_only: bool = False,
+             sweeps: bool = False) -> str | None:
+    """A run picker, newest first. Sweep runs (one version over its meta-parameters) are left to the Sweep
+    page unless ``sweeps`` or there is nothing else."""
     pool = runs[runs["mode"] == "gpu"] if gpu_only else runs
+    if not sweeps and "swept" in pool and (pool["swept"] == 0).any():
+        pool = pool[pool["swept"] == 0]
     if pool.empty:
         st.warning("No GPU run in the store: this page shows GPU timings. Profile on a GPU machine.")
         return None

@@ -6,6 +6,7 @@ import streamlit as st
 
 from kprof.dashboards import figures
 from kprof.dashboards.views.common import gpu_run
+from kprof.metrics import with_roofline
 
 
 def render() -> None:
@@ -16,6 +17,17 @@ def render() -> None:
     if figures.ok_rows(m).empty:
         st.warning("No correct timed case in this run.")
         return
-    st.plotly_chart(figures.roofline(m, run.get("ceiling_gbps")))
+    peaks = (run.get("ceiling") or {}).get("tflops") or {}
+    dtypes = list(m["dtype"].dropna().unique())
+    dtype = st.radio("dtype", dtypes, horizontal=True, key="roof_dtype") if len(dtypes) > 1 else dtypes[0]
+    sub = with_roofline(m[m["dtype"] == dtype], run.get("ceiling_gbps"), peaks)
+    st.plotly_chart(figures.roofline(sub, run.get("ceiling_gbps"), peaks.get(dtype)))
+    cols = ["shape", "provider", "intensity", "bound", "tflops", "gbps", "pct_roof", "gpu_time_us"]
+    table = figures.ok_rows(sub)
+    st.dataframe(table[[c for c in cols if c in table]].sort_values(["shape", "gpu_time_us"]), hide_index=True)
+    roof = (f"the {dtype} matrix-product rate measured in the run ({peaks[dtype]:.0f} TFLOP/s) caps it"
+            if dtype in peaks else "no matrix-product rate was measured in this run (older runs), so only the "
+            "memory roof is drawn")
     st.caption("Intensity and FLOP/s from the family's bytes and FLOPs models (the minimum work). The dashed "
-               "line is the copy bandwidth measured in the run; a memory-bound kernel sits on it at best.")
+               f"line is the copy bandwidth measured in the run; {roof}. *bound* and *% of roof* place each case "
+               "against the lower roof at its intensity.")

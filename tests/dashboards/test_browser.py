@@ -33,6 +33,7 @@ PAGES = {
     "trace": ("Trace", "Per kernel"),
     "diff": ("Diff", "Same code as"),
     "roofline": ("Roofline", "Intensity and FLOP/s"),
+    "sweep": ("Sweep", "Selection guide"),
 }
 
 
@@ -83,7 +84,7 @@ def test_every_page_in_chromium(dashboard, tmp_path):
                 assert page.get_by_text("Demo data", exact=False).first.is_visible()  # labelled as demo
             if name == "diff" and demo:  # the demo's newest pair is main vs the planted regression
                 assert int(page.get_by_test_id("stMetricValue").first.inner_text()) >= 1  # "slower"
-            if name in ("compare", "trace", "roofline"):
+            if name in ("compare", "trace", "roofline", "sweep"):
                 page.locator(".js-plotly-plot").first.wait_for(timeout=60000)
                 assert page.locator(".js-plotly-plot").count() >= 1
             assert page.get_by_text("Traceback", exact=False).count() == 0

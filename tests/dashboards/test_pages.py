@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from kprof.store import RunStore  # noqa: E402
 from tests.toolkit.test_store import record  # noqa: E402
 
-PAGES = ("compare", "runs", "trace", "diff", "roofline")
+PAGES = ("compare", "runs", "trace", "diff", "roofline", "sweep")
 
 
 def page(name: str, store, monkeypatch) -> AppTest:
@@ -78,6 +78,32 @@ def test_runs_trace_diff_roofline_on_real_runs(demo_copy, monkeypatch):
     assert set(slower[slower["verdict"] == "SLOWER"]["case"].str.split("/").str[1]) == {"triton_looped"}
     roof = page("roofline", demo_copy, monkeypatch)
     assert len(roof.get("plotly_chart")) == 1
+    assert "memory" in set(roof.dataframe[0].value["bound"])  # rmsnorm: memory-bound everywhere
+
+
+def test_sweep_page_on_the_real_h100_sweeps(demo_copy, monkeypatch):
+    import json
+
+    at = page("sweep", demo_copy, monkeypatch)
+    assert len(at.get("plotly_chart")) == 1
+    guide = at.dataframe[0].value
+    # the newest sweep in the demo is rmsnorm one_row under ncu at 16384x4096: the guide's best is the
+    # fastest correct configuration stored for that shape
+    run_id = at.selectbox(key="sweep_run").value.split(" · ")[0]
+    m = RunStore(demo_copy).metrics(run_id)
+    swept = m[m["params"].notna() & (m["status"] == "ok")].sort_values("gpu_time_us")
+    best = json.loads(swept["params"].iloc[0])
+    assert guide["best"].iloc[0] == " ".join(f"{k}={v}" for k, v in best.items())
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert '"type":"heatmap"' in spec.replace(" ", "") and "regs" in spec
+    at.radio(key="sweep_metric").set_value("pct_roof").run()
+    assert not at.exception and "pct_roof over" in at.get("plotly_chart")[0].proto.spec
+
+
+def test_sweep_page_without_sweeps_says_how_to_make_one(tmp_path, monkeypatch):
+    path = tmp_path / "s" / "kprof.db"
+    RunStore(path).begin_run(record(mode="gpu"))
+    assert "kprof sweep rmsnorm" in texts(page("sweep", path, monkeypatch))
 
 
 def test_empty_and_corrupt_stores_are_explained(tmp_path, monkeypatch):
@@ -128,7 +154,8 @@ def test_a_new_run_shows_up_without_restarting(tmp_path, monkeypatch):
 
 def test_compare_two_runs_side_by_side(demo_copy, monkeypatch):
     at = page("compare", demo_copy, monkeypatch)
-    newest, older = RunStore(demo_copy).runs()["id"].tolist()[:2]  # planted regression and main
+    runs = RunStore(demo_copy).runs()
+    newest, older = runs[runs["swept"] == 0]["id"].tolist()[:2]  # planted regression and main (sweeps: own page)
     at.multiselect(key="compare_more").select(older).run()
     assert not at.exception
     providers = set(at.dataframe[0].value["provider"])

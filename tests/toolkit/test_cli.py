@@ -98,6 +98,10 @@ def test_export_needs_a_launch_table(profiled, tmp_path):
     (("show", "latest"), "no runs yet"),
     (("parse", "pyproject.toml"), "not a trace kprof can read"),
     (("profile", "rmsnorm", "--profiler", "vtune"), "--profiler must be one of"),
+    (("sweep", "rmsnorm", "--version", "torch_eager", "--param", "BLOCK_N=1024"), "takes no meta-parameters"),
+    (("sweep", "rmsnorm", "--version", "triton_one_row", "--param", "BLOCK_SIZE=1024"), "no meta-parameter BLOCK_SIZE"),
+    (("sweep", "rmsnorm", "--version", "triton_one_row", "--param", "BLOCK_N=lots"), "is not an integer"),
+    (("profile", "rmsnorm", "--provider", "triton_one_row[BLOCK_N=x]"), "write NAME=INTEGER"),
 ])
 def test_user_mistakes_exit_2_with_a_message_and_no_traceback(args, message, tmp_path):
     res = kprof(*args, store=tmp_path / "s.db") if args[0] != "parse" else kprof(*args)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -126,3 +127,48 @@ def test_summary_rows_count_as_their_launches():
     assert m.loc["c", "kernels_per_call"] == 3 and m.loc["c", "main_kernel"] == "a"
     assert m.loc["c", "prof_call_us"] == (10 * 100 + 5 * 50) / 5 / 1e3
     assert m.loc["c", "transfers_per_call"] == 1
+
+
+# ------------------------------------------------------------------------------------ roofline (issue 7)
+def test_roofline_point_places_cases_under_the_lower_roof():
+    from kprof.metrics import roofline_point
+
+    # H100-like ceilings: 3000 GB/s, 700 TFLOP/s -> ridge at 233 FLOP/byte
+    mem = roofline_point(flops=4e6, bytes_moved=8e6, tflops=1.2, ceiling_gbps=3000, peak_tflops=700)
+    assert mem["intensity"] == pytest.approx(0.5) and mem["bound"] == "memory"
+    assert mem["pct_roof"] == pytest.approx(100 * 1.2 / (0.5 * 3.0))  # roof: 0.5 FLOP/B x 3 TB/s = 1.5 TFLOP/s
+    comp = roofline_point(flops=9.2e10, bytes_moved=7.6e7, tflops=560, ceiling_gbps=3000, peak_tflops=700)
+    assert comp["bound"] == "compute" and comp["pct_roof"] == pytest.approx(80.0)
+    # no compute ceiling measured (older runs): the memory roof only
+    assert roofline_point(9.2e10, 7.6e7, 560, 3000, None)["bound"] == "memory"
+    assert math.isnan(roofline_point(0, 8e6, 1.0, 3000, 700)["intensity"])
+
+
+def test_specialization_fields_pick_the_main_kernel_and_its_occupancy():
+    from kprof.metrics import specialization_fields
+    from kprof.occupancy import limits_for
+
+    norm = {"kernel": "norm", "constexprs": {"BLOCK_N": 4096}, "num_warps": 8, "num_stages": 3, "grid": [64],
+            "registers": 38, "local_bytes": 0, "shared_mem_bytes": 32, "resources_from": "driver"}
+    product = {"kernel": "product", "constexprs": {"BLOCK_M": 128}, "num_warps": 8, "num_stages": 4,
+               "grid": [512], "autotuned": True, "registers": 176, "local_bytes": 0, "shared_mem_bytes": 98304,
+               "resources_from": "driver"}
+    f = specialization_fields([norm, product], limits_for(9, 0), {"BLOCK_M": 128})
+    assert f["main_kernel"] == "product" and f["config"] == "BLOCK_M=128 num_warps=8 num_stages=4 (autotuned)"
+    assert json.loads(f["params"]) == {"BLOCK_M": 128}
+    assert [k["kernel"] for k in json.loads(f["triton_kernels"])] == ["norm", "product"]
+    # 176 registers x 256 threads = 45056 per block: 1 block of 8 warps fits 65536 registers -> 8/64 warps
+    assert f["occupancy_theoretical_pct"] == pytest.approx(12.5) and f["occupancy_limiter"] == "registers"
+    assert specialization_fields([], None) == {"params": None}
+
+
+def test_launches_are_attributed_by_case_and_kernel_name():
+    from kprof.metrics import attribute_launches
+
+    launches = launch_table.validate(pd.DataFrame({
+        "kernel": ["_k", "_k", "cublas_gemm"], "duration_ns": [10, 10, 20], "source": ["torch"] * 3,
+        "case": ["f/a/1x1/bf16", "f/b/1x1/bf16", "f/a/1x1/bf16"]}))
+    spec = {"kernel": "_k", "constexprs": {"BLOCK": 64}, "num_warps": 4, "num_stages": 2}
+    out = attribute_launches(launches, {"f/a/1x1/bf16": [spec], "f/b/1x1/bf16": []})
+    assert list(out["config"].fillna("-")) == ["BLOCK=64 num_warps=4 num_stages=2", "-", "-"]
+    assert out["num_warps"].iloc[0] == 4 and pd.isna(out["num_warps"].iloc[2])

@@ -54,8 +54,14 @@ def test_update_cases_and_launches(store_path):
     st = RunStore(store_path)
     rid = st.begin_run(record())
     st.add_case(rid, 0, row("rmsnorm/a/4x4/fp32"), {})
-    st.update_cases(rid, pd.DataFrame([{"case": "rmsnorm/a/4x4/fp32", "kernels_per_call": 2.0, "main_kernel": "k"}]))
+    st.update_cases(rid, pd.DataFrame([{"case": "rmsnorm/a/4x4/fp32", "kernels_per_call": 2.0, "main_kernel": "k",
+                                        "registers_per_thread": 38.0, "config": "BLOCK_N=4 num_warps=1"}]))
     assert st.metrics(rid).loc[0, "kernels_per_call"] == 2.0
+    # a later update without a value (a profiler that reports no registers) keeps what the case has
+    st.update_cases(rid, pd.DataFrame([{"case": "rmsnorm/a/4x4/fp32", "kernels_per_call": 3.0,
+                                        "registers_per_thread": float("nan"), "config": None}]))
+    m = st.metrics(rid).iloc[0]
+    assert m["kernels_per_call"] == 3.0 and m["registers_per_thread"] == 38.0 and m["config"] == "BLOCK_N=4 num_warps=1"
     lt = launch_table.validate(pd.DataFrame({"kernel": ["k"], "start_ns": [1], "end_ns": [3], "duration_ns": [2],
                                              "source": ["torch"], "case": ["rmsnorm/a/4x4/fp32"]}))
     st.add_launches(rid, lt)
