@@ -14,7 +14,8 @@ norm-then-product and 101.6 us for cuBLAS at 2048x4096x4096 (run 20261122-142749
 642.1 / 458.8 / 414.8 us at 8192 rows: the second pass over x and the loop it adds before the pipelined
 K loop cost more than the normalised copy of x the two-kernel version writes and reads back.
 
-The same kernel with ``NORM=False`` is the product half of ``triton_two_kernels``.
+The same kernel with ``NORM=0`` is the product half of ``triton_two_kernels``, and with ``NORM=2`` (rstd
+read from memory) the product of ``triton_rstd_epilogue``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def _rmsnorm_linear_kernel(
     x_ptr,  # [M, K] input rows
     w_ptr,  # [K, N] weight (g folded in when NORM), any strides
     b_ptr,  # [N] bias (unused unless HAS_BIAS)
+    r_ptr,  # [M] fp32 rstd per row (read when NORM == 2)
     y_ptr,  # [M, N] output, contiguous
     # sizes and strides
     M,
@@ -50,7 +52,7 @@ def _rmsnorm_linear_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,  # row tiles per column tile in program order (weight tiles reused from L2)
-    NORM: tl.constexpr,  # accumulate the rows' sum of squares and scale the product's rows by rstd
+    NORM: tl.constexpr,  # 0: plain product; 1: sum of squares here, rows scaled by rstd; 2: rstd read from r_ptr
     HAS_BIAS: tl.constexpr,
     IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs; the interpreter, whose bf16 dot is wrong)
 ):
@@ -61,7 +63,7 @@ def _rmsnorm_linear_kernel(
     offs_k = tl.arange(0, BLOCK_K)
     x_ptrs = x_ptr + offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
     w_ptrs = w_ptr + offs_k[:, None] * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn
-    if NORM:
+    if NORM == 1:
         # the rows' sum of squares first, in a loop of its own over the same x tiles (the product's loop
         # then re-reads them, mostly from L2): squaring the tiles inside the product's loop measured
         # slower and gave wrong sums with 128x256 tiles on an H100 (Triton 3.6; see the module docstring)
@@ -81,8 +83,10 @@ def _rmsnorm_linear_kernel(
             acc = tl.dot(a, b, acc)
         x_ptrs += BLOCK_K * stride_xk
         w_ptrs += BLOCK_K * stride_wk
-    if NORM:
+    if NORM == 1:
         acc = acc * tl.rsqrt(ss / K + eps)[:, None]
+    if NORM == 2:
+        acc = acc * tl.load(r_ptr + offs_m)[:, None]
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if HAS_BIAS:
         acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
@@ -100,6 +104,8 @@ CONFIGS = [
     _cfg(128, 64, 64, 4, 4),
     _cfg(64, 128, 64, 4, 4),
     _cfg(128, 256, 32, 8, 4),
+    _cfg(128, 128, 32, 8, 4),  # the swiglu sweep's best tiles for this size class on an H100
+    _cfg(128, 128, 32, 8, 5),
     _cfg(16, 128, 128, 4, 4),  # decode: a handful of rows, the weight is what moves
     _cfg(16, 64, 256, 4, 3),
     _cfg(32, 64, 128, 4, 5),
@@ -109,14 +115,16 @@ _autotuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K", "NORM", "HAS_B
 
 
 def launch_product(x2d: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, y: torch.Tensor, eps: float,
-                   norm: bool) -> None:
-    """``y = x2d @ w (+ b)``, rows scaled by rstd first when ``norm`` (w must then carry g)."""
+                   norm: int, rstd: torch.Tensor | None = None) -> None:
+    """``y = x2d @ w (+ b)``; ``norm`` 1: rows scaled by their rstd computed in the kernel, 2: by ``rstd``
+    (fp32 [M]); w must then carry g."""
     m, k = x2d.shape
     n = w.shape[1]
     common.launch_autotuned(
         _autotuned,
         lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),),
-        x2d, w, b if b is not None else w, y, m, n, k, x2d.stride(0), x2d.stride(1), w.stride(0), w.stride(1),
+        x2d, w, b if b is not None else w, rstd if rstd is not None else w, y, m, n, k,
+        x2d.stride(0), x2d.stride(1), w.stride(0), w.stride(1),
         float(eps), NORM=norm, HAS_BIAS=b is not None, IEEE=x2d.dtype == torch.float32 or common.interpreting(),
         interpreter_config=INTERPRETER_CONFIG,
     )
@@ -139,12 +147,12 @@ def folded_weight(g: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 @FAMILY.provider(
     "triton_fused",
     kind="triton",
-    description="one autotuned product: g folded into W, sum of squares from the K-loop tiles, rstd in the epilogue",
+    description="one autotuned kernel: g folded into W, the rows' sum of squares in a loop before the product's, rstd in the epilogue",
 )
 def rmsnorm_linear_fused(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
     x2d, n = check_inputs(x, g, w, b)
     y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
-    launch_product(x2d, folded_weight(g, w), b, y, eps, norm=True)
+    launch_product(x2d, folded_weight(g, w), b, y, eps, norm=1)
     return y.view(*x.shape[:-1], n)

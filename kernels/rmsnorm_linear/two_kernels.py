@@ -22,5 +22,5 @@ def rmsnorm_linear_two_kernels(
     x2d, n = check_inputs(x, g, w, b)
     xn = rmsnorm_tuned(x2d, g, eps)
     y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
-    launch_product(xn, w.contiguous(), b, y, eps, norm=False)
+    launch_product(xn, w.contiguous(), b, y, eps, norm=0)
     return y.view(*x.shape[:-1], n)

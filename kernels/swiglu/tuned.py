@@ -29,6 +29,9 @@ CONFIGS = [
     _config(64, 128, 64, 4, 4),
     _config(256, 64, 64, 8, 3),
     _config(128, 128, 32, 8, 4),
+    # the sweep's winner at 2048x2048x5504 (H100): 5 stages fit once BLOCK_K is 32, 1.7% ahead of 4 stages
+    # (benchmarks/results/2026-11-22-h100-sweeps/swiglu_tiled_guide.md)
+    _config(128, 128, 32, 8, 5),
     _config(64, 64, 64, 4, 4),
     _config(16, 128, 128, 4, 4),  # decode: few tokens, the weights are what moves
     _config(32, 64, 128, 4, 5),
