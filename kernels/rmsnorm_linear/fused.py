@@ -55,14 +55,21 @@ def _rmsnorm_linear_kernel(
     NORM: tl.constexpr,  # 0: plain product; 1: sum of squares here, rows scaled by rstd; 2: rstd read from r_ptr
     HAS_BIAS: tl.constexpr,
     IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs; the interpreter, whose bf16 dot is wrong)
+    ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see _common.aligned8)
 ):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
     offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # wrapped, not masked: see swiglu/tiled.py
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
-    x_ptrs = x_ptr + offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
-    w_ptrs = w_ptr + offs_k[:, None] * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn
+    x_rows = offs_m[:, None].to(tl.int64) * stride_xm
+    w_rows = offs_k[:, None] * stride_wk
+    if ALIGNED:  # promises kprof.kernels._common.aligned8 checked; they must sit in the kernel body
+        x_rows = tl.multiple_of(x_rows, [8, 1])
+        w_rows = tl.multiple_of(w_rows, [8, 1])
+        offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
+    x_ptrs = x_ptr + x_rows + offs_k[None, :] * stride_xk
+    w_ptrs = w_ptr + w_rows + offs_n[None, :].to(tl.int64) * stride_wn
     if NORM == 1:
         # the rows' sum of squares first, in a loop of its own over the same x tiles (the product's loop
         # then re-reads them, mostly from L2): squaring the tiles inside the product's loop measured
@@ -75,7 +82,10 @@ def _rmsnorm_linear_kernel(
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         k_left = K - k * BLOCK_K
-        a = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        x_mask = offs_k[None, :] < k_left
+        if ALIGNED:  # K a multiple of 8: the mask is constant over runs of 8 columns, vector loads stay legal
+            x_mask = tl.max_constancy(x_mask, [1, 8])
+        a = tl.load(x_ptrs, mask=x_mask, other=0.0)
         b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
         if IEEE:
             acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
@@ -126,6 +136,7 @@ def launch_product(x2d: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, y
         x2d, w, b if b is not None else w, rstd if rstd is not None else w, y, m, n, k,
         x2d.stride(0), x2d.stride(1), w.stride(0), w.stride(1),
         float(eps), NORM=norm, HAS_BIAS=b is not None, IEEE=x2d.dtype == torch.float32 or common.interpreting(),
+        ALIGNED=common.aligned8(k, n, x2d.stride(0), w.stride(0)) and x2d.stride(1) == 1 and w.stride(1) == 1,
         interpreter_config=INTERPRETER_CONFIG,
     )
 

@@ -39,6 +39,7 @@ def _swiglu_tiled_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,  # programs walk GROUP_M row tiles per column tile, so weight tiles are reused from L2
     IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs: not TF32; the interpreter: its bf16 dot is wrong)
+    ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see _common.aligned8)
 ):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
@@ -47,13 +48,22 @@ def _swiglu_tiled_kernel(
     offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
-    x_ptrs = x_ptr + offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
-    w_offs = offs_k[:, None] * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn
+    x_rows = offs_m[:, None].to(tl.int64) * stride_xm
+    w_rows = offs_k[:, None] * stride_wk
+    if ALIGNED:  # promises kprof.kernels._common.aligned8 checked; they must sit in the kernel body
+        x_rows = tl.multiple_of(x_rows, [8, 1])
+        w_rows = tl.multiple_of(w_rows, [8, 1])
+        offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
+    x_ptrs = x_ptr + x_rows + offs_k[None, :] * stride_xk
+    w_offs = w_rows + offs_n[None, :].to(tl.int64) * stride_wn
     acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         k_left = K - k * BLOCK_K
-        a = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        x_mask = offs_k[None, :] < k_left
+        if ALIGNED:  # K a multiple of 8: the mask is constant over runs of 8 columns, vector loads stay legal
+            x_mask = tl.max_constancy(x_mask, [1, 8])
+        a = tl.load(x_ptrs, mask=x_mask, other=0.0)
         bg = tl.load(wg_ptr + w_offs, mask=offs_k[:, None] < k_left, other=0.0)
         bu = tl.load(wu_ptr + w_offs, mask=offs_k[:, None] < k_left, other=0.0)
         if IEEE:
@@ -78,7 +88,8 @@ def launch(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tenso
     grid = (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
     _swiglu_tiled_kernel[grid](
         x2d, wg, wu, y, m, n, k, x2d.stride(0), x2d.stride(1), wg.stride(0), wg.stride(1),
-        IEEE=ieee(x2d), **config,
+        IEEE=ieee(x2d), ALIGNED=common.aligned8(k, n, x2d.stride(0), wg.stride(0)) and x2d.stride(1) == 1
+        and wg.stride(1) == 1, **config,
     )
 
 
