@@ -171,13 +171,17 @@ def meta_params(op: str, config: Mapping[str, int] | None, chosen: dict[str, int
 
 
 def aligned8(*values: int) -> bool:
-    """All multiples of 8 (elements): a tiled product may then promise the compiler 16-byte aligned rows.
+    """All multiples of 8 (elements) but not all of 16: a tiled product should then promise the compiler
+    16-byte aligned rows, which it cannot infer by itself.
 
     Triton only specialises integer arguments on divisibility by 16, and the wrap-around ``% N`` of a
     tile's column offsets hides their contiguity: at 1000x1000x3000 every tile of the swiglu and
     rmsnorm_linear products was loaded one element at a time (``ld.global.b16`` in the sm_90 PTX, 5-10x
     slower than cuBLAS on the H100). With ``tl.multiple_of`` / ``tl.max_contiguous`` / ``tl.max_constancy``
     written in the kernel body (the same calls inside a ``@triton.jit`` helper were lost) the tiles move
-    with ``cp.async`` 16-byte copies, as for sizes divisible by 16 (checked by compiling both for sm_90)."""
-    return all(v % 8 == 0 for v in values)
+    with ``cp.async`` 16-byte copies, as for sizes divisible by 16 (checked by compiling both for sm_90).
+    Where everything is a multiple of 16 the promise must not be made: it replaces what the compiler
+    knows (divisible by 16, contiguous over the whole tile) by weaker facts, and on the H100 that made
+    2048x2048x5504 and 8192x4096x11008 3.6-3.8x slower (run 20261122-162348-ec8a)."""
+    return all(v % 8 == 0 for v in values) and not all(v % 16 == 0 for v in values)
 

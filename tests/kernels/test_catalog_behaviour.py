@@ -260,3 +260,11 @@ def test_alignment_promises_turn_scalar_tile_loads_into_async_copies():
         assert "ld.global.b16" in out[f"{fam}/False"] and not any("cp.async" in s for s in out[f"{fam}/False"])
         assert any(s.startswith("cp.async.cg.shared.global") for s in out[f"{fam}/True"])
         assert "ld.global.b16" not in out[f"{fam}/True"]
+
+
+def test_alignment_promise_only_where_the_compiler_cannot_see_it():
+    from kprof.kernels._common import aligned8
+
+    assert aligned8(1000, 3000, 1000, 3000)          # multiples of 8, not all of 16: promise
+    assert not aligned8(2048, 5504, 2048, 5504)      # all multiples of 16: Triton knows more already
+    assert not aligned8(1001, 3000, 1001, 3000)      # not aligned at all: no promise
