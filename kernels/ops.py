@@ -23,9 +23,10 @@ BEST: dict[str, str] = {
     "silu_and_mul": "silu_mul/triton_tuned",
     "gelu_tanh_and_mul": "gelu_mul/triton_tuned",
     "swiglu": "swiglu/triton_tuned",
-    # the fused kernel measured slower than norm-then-product (177.6 against 121.0 us at 2048x4096x4096,
-    # H100 bf16): see kernels/rmsnorm_linear/fused.py
-    "rms_norm_linear": "rmsnorm_linear/triton_two_kernels",
+    # rstd first, then one product that applies it: 118.1 us at 2048x4096x4096 and 433.9 at 8192 rows on an
+    # H100 (bf16), ahead of norm-then-product (120.6, 448.1) and the one-kernel fused version (178.0, 652.4);
+    # at 8 rows norm-then-product is 4 us faster (28.0 against 32.4): kernels/rmsnorm_linear/
+    "rms_norm_linear": "rmsnorm_linear/triton_rstd_epilogue",
     "kasmina_forward": "kasmina/triton_telemetry",
 }
 
