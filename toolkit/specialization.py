@@ -23,6 +23,7 @@ the H100). Where they do not, :func:`recording` records nothing and says why in 
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import subprocess
 import tempfile
@@ -87,10 +88,6 @@ class Recording:
     calls: list[dict[str, Any] | None] = field(default_factory=list)
     """Per launch under the interpreter: the kernel's module and name and its arguments described by
     dtype / alignment / value (what the specialisation depends on), for :func:`offline_resources`."""
-
-    def by_kernel(self) -> dict[str, Specialization]:
-        """The last launch of each kernel name (a call that launches a kernel twice used one variant)."""
-        return {s.kernel: s for s in self.launches}
 
 
 def _plain(value: Any) -> Any:
@@ -290,12 +287,15 @@ def offline_resources(rec: Recording, arch: int = 90, timeout_s: float = 900.0) 
                 todo[key] = call
     if todo:
         payload = json.dumps({"arch": arch, "calls": list(todo.values())})
-        env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
         cmd = [sys.executable, "-m", "kprof.specialization"]
-        res = subprocess.run(cmd, input=payload, capture_output=True, text=True, timeout=timeout_s, env=env)
-        if res.returncode != 0:
-            failure = {"resources_from": f"offline compile failed (exit {res.returncode}): {res.stderr.strip()[-300:]}"}
-            answers = [failure] * len(todo)
+        try:
+            res = subprocess.run(cmd, input=payload, capture_output=True, text=True, timeout=timeout_s, env=env)
+            failure = None if res.returncode == 0 else f"exit {res.returncode}: {res.stderr.strip()[-300:]}"
+        except subprocess.TimeoutExpired:
+            failure = f"no answer within {timeout_s:.0f} s"
+        if failure:  # said in every affected launch, and so in the run's metrics
+            answers = [{"resources_from": f"offline compile failed ({' '.join(cmd)}: {failure})"}] * len(todo)
         else:
             answers = json.loads(res.stdout.strip().splitlines()[-1])
         _OFFLINE_CACHE.update(zip(todo, answers))
