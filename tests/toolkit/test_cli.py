@@ -86,12 +86,14 @@ def test_parse_every_profiler_and_write_perfetto(tmp_path, data_file):
 def test_export_needs_a_launch_table(profiled, tmp_path):
     store, _ = profiled
     res = kprof("export", "latest", "--perfetto", str(tmp_path / "t.json"), store=store)
-    if RunStore(store).run("latest")["mode"] == "interpreter":  # an interpreter run profiles nothing
+    interpreter = RunStore(store).run("latest")["mode"] == "interpreter"
+    if interpreter:  # an interpreter run profiles nothing
         assert res.returncode == 2 and "has no launch table" in res.stderr
-    else:  # on a GPU the fixture's run has torch.profiler's launches
+    else:  # on a GPU the fixture's run has the launches of whichever profiler `auto` found
         assert res.returncode == 0 and (tmp_path / "t.json").exists(), res.stderr
     res = kprof("show", "latest", "--captures", store=store)
-    assert res.returncode == 0 and "ran no external profiler" in res.stdout
+    assert res.returncode == 0
+    assert ("ran no external profiler" in res.stdout) if interpreter else ("exit" in res.stdout or "ran no" in res.stdout)
 
 
 @pytest.mark.parametrize("args, message", [
