@@ -18,6 +18,7 @@ from kprof import external
 from kprof.errors import KprofError
 from kprof.external import ProfilerChoice, capture, choose, replay_cases
 from kprof.tools import ToolLocation, ToolNotFoundError
+from tests.conftest import DEVICE
 
 FAKE_NSYS = """#!{python}
 import os, shutil, subprocess, sys, time
@@ -133,7 +134,7 @@ def test_runner_stores_every_invocation_and_keeps_cases_on_failure(fake_nsys, tm
     from tests.toolkit.test_store import record
 
     fam = discover()["rmsnorm"]
-    results = [run_case(fam, fam.providers[p], Case("rmsnorm", p, (3, 37), "fp32"), device="cpu",
+    results = [run_case(fam, fam.providers[p], Case("rmsnorm", p, (3, 37), "fp32"), device=DEVICE,
                         settings=BenchSettings(seed=1), timing=False) for p in ("triton_tuned", "torch_eager")]
     assert all(r.status == "ok" for r in results)
 
@@ -166,7 +167,7 @@ def test_auto_falls_back_to_torch_when_the_found_tool_fails(fake_nsys, tmp_path,
 
     fam = discover()["rmsnorm"]
     results = [run_case(fam, fam.providers["triton_tuned"], Case("rmsnorm", "triton_tuned", (3, 37), "fp32"),
-                        device="cpu", settings=BenchSettings(seed=1), timing=False)]
+                        device=DEVICE, settings=BenchSettings(seed=1), timing=False)]
     calls = []
     monkeypatch.setattr(runner, "_profile_pass", lambda *a: calls.append(a))
     monkeypatch.setenv("FAKE_NSYS_FAIL", "1")

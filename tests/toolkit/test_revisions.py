@@ -10,6 +10,7 @@ import pytest
 
 from kprof.kernels import discover
 from kprof.revisions import RevisionError, load_family_at
+from tests.conftest import DEVICE, HAS_CUDA
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -64,7 +65,7 @@ def test_both_revisions_compute_correct_results(repo, tmp_path):
     for slot, rev in enumerate(("HEAD~1", "HEAD")):
         fr = load_family_at(fam_dir, rev, tmp_path / "cache", slot)
         case = Case("rmsnorm", "triton_looped", (3, 1500), "fp32")
-        res = run_case(fr.family, fr.family.providers["triton_looped"], case, device="cpu",
+        res = run_case(fr.family, fr.family.providers["triton_looped"], case, device=DEVICE,
                        settings=BenchSettings(seed=3), timing=False)
         assert res.status == "ok", res.note
 
@@ -87,6 +88,8 @@ def _in_git_checkout() -> bool:
 
 
 @pytest.mark.skipif(not _in_git_checkout(), reason="needs the kprof sources in a git checkout")
+@pytest.mark.skipif(HAS_CUDA, reason="an in-process interpreter-mode run needs kernels imported under the "
+                    "interpreter, which a GPU machine's test process did not do")
 def test_interleaved_runs_of_two_revisions(tmp_path):
     """kprof profile rmsnorm --rev HEAD --rev HEAD: two runs, cases interleaved, records say which revision."""
     from kprof.diff import diff_runs

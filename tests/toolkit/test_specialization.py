@@ -71,7 +71,7 @@ def test_a_config_the_version_cannot_take_is_unsupported_not_a_crash():
         fam.get_provider("triton_one_row[BLOCK_N=1000]").fn(**inputs)
     sw = discover()["swiglu"]
     with pytest.raises(UnsupportedConfig, match="at least 16"):
-        sw.get_provider("triton_tiled[BLOCK_K=8]").fn(**sw.make_inputs((4, 32, 48), "bf16", "cpu", 1))
+        sw.get_provider("triton_tiled[BLOCK_K=8]").fn(**sw.make_inputs((4, 32, 48), "bf16", "cuda" if HAS_CUDA else "cpu", 1))
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="interpreter path")

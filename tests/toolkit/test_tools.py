@@ -20,9 +20,12 @@ def fake_exe(path, body="#!/bin/sh\necho 'Fake Tool version 2025.3.1'\n"):
 
 
 def test_missing_tool_lists_every_place_and_the_fix():
-    with pytest.raises(ToolNotFoundError) as info:
-        find_tool("nsys", env={"PATH": "/nonexistent"})
-    msg = str(info.value)
+    try:
+        found = find_tool("nsys", env={"PATH": "/nonexistent"})
+    except ToolNotFoundError as exc:
+        msg = str(exc)
+    else:  # a GPU machine with Nsight installed in one of the usual places
+        pytest.skip(f"nsys is installed at {found.path} here, so its absence cannot be provoked")
     assert "$KPROF_NSYS" in msg and "PATH" in msg
     assert "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys" in msg  # the copy bundled with ncu
     assert "/usr/local/cuda/bin/nsys" in msg and "--tool-path" in msg
