@@ -119,6 +119,10 @@ CONFIGS = [
     _cfg(128, 128, 32, 8, 4),  # the swiglu sweep's best tiles for this size class on an H100
     _cfg(128, 128, 32, 8, 5),
     _cfg(16, 128, 128, 4, 4),  # decode: a handful of rows, the weight is what moves
+    # decode with narrow column tiles: N / 32 programs (128 at N = 4096) instead of 32, so every SM
+    # streams weight (M = 8 ran 1.34x cuBLAS's x @ W with 128-wide tiles at best, H100)
+    _cfg(16, 32, 256, 4, 4),
+    _cfg(16, 64, 128, 4, 4),
     _cfg(16, 64, 256, 4, 3),
     _cfg(32, 64, 128, 4, 5),
 ]

@@ -50,6 +50,11 @@ def _row_rstd_kernel(
 ROWS = 4  # 4 rows x 1024 columns per step: 32 fp32 accumulators per thread with 4 warps
 
 
+def rows_per_program(m: int) -> int:
+    """One row per program for few rows (decode: 8 rows would otherwise be 2 programs), else ROWS."""
+    return 1 if m < 1024 else ROWS
+
+
 @FAMILY.provider(
     "triton_rstd_epilogue",
     kind="triton",
@@ -62,9 +67,10 @@ def rmsnorm_linear_rstd_epilogue(
     x2d, n = check_inputs(x, g, w, b)
     m, k = x2d.shape
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
-    _row_rstd_kernel[(triton.cdiv(m, ROWS),)](
+    rows = rows_per_program(m)
+    _row_rstd_kernel[(triton.cdiv(m, rows),)](
         x2d, rstd, m, k, x2d.stride(0), x2d.stride(1), float(eps),
-        ROWS=ROWS, BLOCK_K=min(1024, triton.next_power_of_2(k)), num_warps=4,
+        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), num_warps=4,
     )
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     launch_product(x2d, folded_weight(g, w), b, y, eps, norm=2, rstd=rstd)
