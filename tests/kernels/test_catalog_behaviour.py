@@ -268,3 +268,19 @@ def test_alignment_promise_only_where_the_compiler_cannot_see_it():
     assert aligned8(1000, 3000, 1000, 3000)          # multiples of 8, not all of 16: promise
     assert not aligned8(2048, 5504, 2048, 5504)      # all multiples of 16: Triton knows more already
     assert not aligned8(1001, 3000, 1001, 3000)      # not aligned at all: no promise
+
+
+@pytest.mark.parametrize("rows", [1, 4])
+def test_rstd_kernel_every_rows_per_program(rows, device):
+    """The row-statistics kernel of rmsnorm_linear/triton_rstd_epilogue with one and with several rows per
+    program (large M uses 4): 7 rows leave the last program partly masked, 1500 columns the last chunk."""
+    import triton
+
+    from kprof.kernels.rmsnorm_linear.rstd_epilogue import _row_rstd_kernel
+
+    x = torch.randn(7, 1500, device=device, dtype=torch.bfloat16) * 3 + 0.5
+    r = torch.full((7,), float("nan"), device=device)
+    _row_rstd_kernel[(triton.cdiv(7, rows),)](x, r, 7, 1500, x.stride(0), x.stride(1), 1e-6, ROWS=rows,
+                                               BLOCK_K=1024, num_warps=4)
+    ref = torch.rsqrt(x.double().pow(2).mean(dim=1) + 1e-6)
+    assert torch.allclose(r.double().cpu(), ref.cpu(), rtol=1e-5)
