@@ -25,7 +25,7 @@ BEST: dict[str, str] = {
     "swiglu": "swiglu/triton_tuned",
     # rstd first, then one product that applies it: 118.1 us at 2048x4096x4096 and 433.9 at 8192 rows on an
     # H100 (bf16), ahead of norm-then-product (120.6, 448.1) and the one-kernel fused version (178.0, 652.4);
-    # at 8 rows norm-then-product is 4 us faster (28.0 against 32.4): kernels/rmsnorm_linear/
+    # at 8 rows norm-then-product is 2 us faster (26.7 against 28.7): kernels/rmsnorm_linear/
     "rms_norm_linear": "rmsnorm_linear/triton_rstd_epilogue",
     "kasmina_forward": "kasmina/triton_telemetry",
 }

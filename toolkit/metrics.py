@@ -125,9 +125,9 @@ def with_roofline(metrics: pd.DataFrame, ceiling_gbps: float | None,
 
 def specialization_fields(specs: Sequence[Mapping], limits: DeviceLimits | None = None,
                           params: Mapping[str, int] | None = None) -> dict[str, object]:
-    """Metric columns from the Triton launches a call made (``Specialization.to_dict()`` rows): the config
-    label, resources and theoretical occupancy of the main kernel (the only one, else the one with the
-    most threads in flight; the profiler pass replaces it by the one with the most GPU time)."""
+    """Metric columns from the Triton launches a call made (``Specialization.to_dict()`` rows, in launch
+    order): the config label, resources and theoretical occupancy of the main kernel (the last launched;
+    the profiler pass replaces it by the one with the most GPU time)."""
     import json
 
     out: dict[str, object] = {"params": json.dumps(dict(params)) if params else None}
@@ -135,15 +135,10 @@ def specialization_fields(specs: Sequence[Mapping], limits: DeviceLimits | None 
         return out
     last = {s["kernel"]: s for s in specs}  # a kernel launched twice in a call: one specialisation
     kernels = list(last.values())
-
-    def weight(s: Mapping) -> int:
-        grid = s.get("grid") or [1]
-        total = 1
-        for g in grid:
-            total *= int(g)
-        return total * int(s.get("num_warps") or 1)
-
-    main = kernels[0] if len(kernels) == 1 else max(kernels, key=weight)
+    # without kernel durations, the last kernel launched: versions that launch several run their prologue
+    # (row statistics, a normalisation) before the main work; the profiler pass, which has durations,
+    # replaces it by the kernel with the most GPU time
+    main = specs[-1]
     out.update({
         "config": _label(main),
         "triton_kernels": json.dumps([{**s, "label": _label(s)} for s in kernels], default=str),
