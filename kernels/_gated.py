@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 
 from kprof.dtypes import element_size
+from kprof.errors import UnsupportedConfig
 from kprof.kernels import _common as common
 from kprof.launch import CompiledLauncher, spec_key
 from kprof.registry import Family, Shape
@@ -246,28 +247,37 @@ def register_versions(family: Family, act: int, op: str) -> dict[str, Callable[.
         return None
 
     @family.provider("triton_one_row", kind="triton", accepts_out=True, supports=one_row_supports,
-                     description="one program per row, whole row in one block (classic pattern)")
-    def one_row(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+                     description="one program per row, whole row in one block (classic pattern)",
+                     params={"BLOCK_H": "columns per block: a power of two >= H (the whole half-row)",
+                             "num_warps": "warps per program"})
+    def one_row(x: torch.Tensor, out: torch.Tensor | None = None, config: dict[str, int] | None = None) -> torch.Tensor:
         x2d, y2d, y = check_inputs(op, x, out)
         h = y2d.shape[1]
         block_h = triton.next_power_of_2(h)
-        if block_h * x2d.element_size() > MAX_ONE_ROW_BYTES:
+        if config is None and block_h * x2d.element_size() > MAX_ONE_ROW_BYTES:
             raise ValueError(f"{op}_one_row: H = {h} does not fit one block; use the tiled or tuned version")
         from kprof.kernels.rmsnorm.one_row import classic_num_warps
 
-        _gated_one_row_kernel[(x2d.shape[0],)](x2d, y2d, x2d.stride(0), h, BLOCK_H=block_h, ACT=act,
-                                               num_warps=classic_num_warps(block_h))
+        meta = common.meta_params(f"{op}_one_row", config, {"BLOCK_H": block_h, "num_warps": classic_num_warps(block_h)},
+                                  powers_of_two=("BLOCK_H",))
+        if meta["BLOCK_H"] < h:
+            raise UnsupportedConfig(f"{op}_one_row: BLOCK_H={meta['BLOCK_H']} is smaller than H = {h}; this "
+                                    "version keeps the whole half-row in one block")
+        _gated_one_row_kernel[(x2d.shape[0],)](x2d, y2d, x2d.stride(0), h, ACT=act, **meta)
         return y
 
     @family.provider("triton_tiled", kind="triton", accepts_out=True,
-                     description="2-D grid of (row, 1024-column block) programs")
-    def tiled(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+                     description="2-D grid of (row, 1024-column block) programs",
+                     params={"BLOCK_H": "columns per program (power of two)", "num_warps": "warps per program"})
+    def tiled(x: torch.Tensor, out: torch.Tensor | None = None, config: dict[str, int] | None = None) -> torch.Tensor:
         x2d, y2d, y = check_inputs(op, x, out)
         n_rows, h = y2d.shape
-        block_h = min(TILED_BLOCK_H, triton.next_power_of_2(h))
-        _gated_tile_kernel[(n_rows, triton.cdiv(h, block_h))](
-            x2d, y2d, x2d.stride(0), n_rows, h, BLOCK_H=block_h, ROWS=1, ACT=act, HINTS=False,
-            I64=n_rows * x2d.stride(0) >= 2**31, num_warps=4,
+        meta = common.meta_params(f"{op}_tiled", config,
+                                  {"BLOCK_H": min(TILED_BLOCK_H, triton.next_power_of_2(h)), "num_warps": 4},
+                                  powers_of_two=("BLOCK_H",))
+        _gated_tile_kernel[(n_rows, triton.cdiv(h, meta["BLOCK_H"]))](
+            x2d, y2d, x2d.stride(0), n_rows, h, ROWS=1, ACT=act, HINTS=False,
+            I64=n_rows * x2d.stride(0) >= 2**31, **meta,
         )
         return y
 

@@ -145,3 +145,41 @@ def test_cli_sweep_on_the_cpu_end_to_end(tmp_path):
     assert ran["registers_per_thread"].iloc[0] > ran["registers_per_thread"].iloc[1] > 0
     assert ran["occupancy_theoretical_pct"].notna().all()
     assert "CPU interpreter run" in guide_md.read_text()
+
+
+def _tunable():
+    fams = discover()
+    return [(f, p.name) for f, fam in fams.items() for p in fam.providers.values() if p.params]
+
+
+@pytest.mark.parametrize("family, version", _tunable())
+def test_every_tunable_version_pinned_to_its_own_choice_gives_the_same_answer(family, version):
+    """Run the version as it chooses, read the specialisation it launched, pin exactly that: same
+    specialisation recorded, same output bits; and a pinned config differing in num_warps still matches
+    the float64 oracle."""
+    import torch
+
+    from kprof.harness import case_seed
+    from kprof.registry import Case
+    from kprof.specialization import recording
+
+    fam = discover()[family]
+    p = fam.providers[version]
+    shape = fam.sweep("interpreter").shapes[0]
+    inputs = fam.make_inputs(shape, "fp32", "cuda" if HAS_CUDA else "cpu",
+                             case_seed(5, Case(family, version, shape, "fp32")))
+    with recording() as rec:
+        free = p.fn(**inputs)
+    spec = rec.launches[-1]
+    chosen = {k: v for k, v in spec.config.items() if k in p.param_names}
+    assert set(chosen) == set(p.param_names), (chosen, p.param_names)
+    with recording() as rec2:
+        pinned = fam.get_provider(config_name(version, chosen)).fn(**inputs)
+    assert rec2.launches[-1].config == spec.config
+    for a, b in zip(free if isinstance(free, tuple) else (free,), pinned if isinstance(pinned, tuple) else (pinned,)):
+        assert torch.equal(a, b)
+    other = {**chosen, "num_warps": 2 if chosen["num_warps"] != 2 else 4}
+    out = fam.get_provider(config_name(version, other)).fn(**inputs)
+    refs = fam.oracle(**inputs)
+    for o, r in zip(out if isinstance(out, tuple) else (out,), refs if isinstance(refs, tuple) else (refs,)):
+        assert float((o.double() - r).norm() / r.norm()) < fam.tolerances["fp32"]
