@@ -170,6 +170,35 @@ def meta_params(op: str, config: Mapping[str, int] | None, chosen: dict[str, int
     return out
 
 
+def classic_num_warps(block: int) -> int:
+    """The widely copied rule of thumb for one-block-per-row kernels: more warps for wider blocks."""
+    if block >= 32768:
+        return 32
+    if block >= 8192:
+        return 16
+    if block >= 2048:
+        return 8
+    return 4
+
+
+def whole_row_meta(op: str, config: Mapping[str, int] | None, width: int, element_size: int, max_bytes: int,
+                   *, block: str = "BLOCK_N", row: str = "row", instead: str = "the looped or tuned version"
+                   ) -> dict[str, int]:
+    """Meta-parameters of a one-block-per-row kernel: the whole ``row`` of ``width`` elements in one power-of-two
+    block with the classic warp count, or a sweep's ``config``. Its own choice refuses rows over
+    ``max_bytes`` (``ValueError``: use ``instead``); a pinned block narrower than the row is an
+    :class:`~kprof.errors.UnsupportedConfig`."""
+    size = triton.next_power_of_2(width)
+    if config is None and size * element_size > max_bytes:
+        raise ValueError(f"{op}: {row}s of {width} elements do not fit one block "
+                         f"(limit {max_bytes // element_size}); use {instead}")
+    meta = meta_params(op, config, {block: size, "num_warps": classic_num_warps(size)}, powers_of_two=(block,))
+    if meta[block] < width:
+        raise UnsupportedConfig(f"{op}: {block}={meta[block]} is smaller than the {row} ({width} elements); this "
+                                f"version keeps the whole {row} in one block")
+    return meta
+
+
 def aligned8(*values: int) -> bool:
     """All multiples of 8 (elements) but not all of 16: a tiled product should then promise the compiler
     16-byte aligned rows, which it cannot infer by itself.

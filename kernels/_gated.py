@@ -22,7 +22,6 @@ import triton
 import triton.language as tl
 
 from kprof.dtypes import element_size
-from kprof.errors import UnsupportedConfig
 from kprof.kernels import _common as common
 from kprof.launch import CompiledLauncher, spec_key
 from kprof.registry import Family, Shape
@@ -253,16 +252,8 @@ def register_versions(family: Family, act: int, op: str) -> dict[str, Callable[.
     def one_row(x: torch.Tensor, out: torch.Tensor | None = None, config: dict[str, int] | None = None) -> torch.Tensor:
         x2d, y2d, y = check_inputs(op, x, out)
         h = y2d.shape[1]
-        block_h = triton.next_power_of_2(h)
-        if config is None and block_h * x2d.element_size() > MAX_ONE_ROW_BYTES:
-            raise ValueError(f"{op}_one_row: H = {h} does not fit one block; use the tiled or tuned version")
-        from kprof.kernels.rmsnorm.one_row import classic_num_warps
-
-        meta = common.meta_params(f"{op}_one_row", config, {"BLOCK_H": block_h, "num_warps": classic_num_warps(block_h)},
-                                  powers_of_two=("BLOCK_H",))
-        if meta["BLOCK_H"] < h:
-            raise UnsupportedConfig(f"{op}_one_row: BLOCK_H={meta['BLOCK_H']} is smaller than H = {h}; this "
-                                    "version keeps the whole half-row in one block")
+        meta = common.whole_row_meta(f"{op}_one_row", config, h, x2d.element_size(), MAX_ONE_ROW_BYTES,
+                                     block="BLOCK_H", row="half-row", instead="the tiled or tuned version")
         _gated_one_row_kernel[(x2d.shape[0],)](x2d, y2d, x2d.stride(0), h, ACT=act, **meta)
         return y
 

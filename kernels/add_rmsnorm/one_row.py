@@ -11,10 +11,8 @@ import triton
 import triton.language as tl
 
 from kprof.dtypes import element_size
-from kprof.errors import UnsupportedConfig
-from kprof.kernels._common import meta_params
+from kprof.kernels._common import whole_row_meta
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
-from kprof.kernels.rmsnorm.one_row import classic_num_warps
 from kprof.registry import Shape
 
 MAX_BLOCK_BYTES = 32 * 1024  # 8192 fp32 or 16384 bf16/fp16 elements per row
@@ -72,16 +70,7 @@ def add_rmsnorm_one_row(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     x2d, r2d, w, y, h = check_inputs(x, residual, weight, out)
     n = x2d.shape[1]
-    block_n = triton.next_power_of_2(n)
-    if config is None and block_n * x2d.element_size() > MAX_BLOCK_BYTES:
-        raise ValueError(
-            f"add_rmsnorm_one_row: rows of {n} elements do not fit one block "
-            f"(limit {MAX_BLOCK_BYTES // x2d.element_size()}); use add_rmsnorm_looped or add_rmsnorm_tuned"
-        )
-    meta = meta_params("add_rmsnorm_one_row", config, {"BLOCK_N": block_n, "num_warps": classic_num_warps(block_n)},
-                       powers_of_two=("BLOCK_N",))
-    if meta["BLOCK_N"] < n:
-        raise UnsupportedConfig(f"add_rmsnorm_one_row: BLOCK_N={meta['BLOCK_N']} is smaller than the row ({n} "
-                                "elements); this version keeps the whole row in one block")
+    meta = whole_row_meta("add_rmsnorm_one_row", config, n, x2d.element_size(), MAX_BLOCK_BYTES,
+                          instead="add_rmsnorm_looped or add_rmsnorm_tuned")
     _add_rmsnorm_one_row_kernel[(x2d.shape[0],)](x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, eps, **meta)
     return y, h

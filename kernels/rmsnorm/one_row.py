@@ -10,8 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.errors import UnsupportedConfig
-from kprof.kernels._common import meta_params
+from kprof.kernels._common import whole_row_meta
 from kprof.kernels.rmsnorm._common import check_and_flatten
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY
 from kprof.registry import Shape
@@ -45,17 +44,6 @@ def _rmsnorm_one_row_kernel(
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def classic_num_warps(block_n: int) -> int:
-    """The widely copied rule of thumb: more warps for wider blocks."""
-    if block_n >= 32768:
-        return 32
-    if block_n >= 8192:
-        return 16
-    if block_n >= 2048:
-        return 8
-    return 4
-
-
 def _supports(shape: Shape, dtype: str) -> str | None:
     limit = MAX_BLOCK_BYTES // element_size(dtype)
     if shape[-1] > limit:
@@ -77,18 +65,7 @@ def rmsnorm_one_row(
 ) -> torch.Tensor:
     x2d, weight, y2d, y = check_and_flatten(x, weight, out)
     n = x2d.shape[1]
-    block_n = triton.next_power_of_2(n)
-    if config is None and block_n * x2d.element_size() > MAX_BLOCK_BYTES:
-        raise ValueError(
-            f"rmsnorm_one_row: rows of {n} elements do not fit one block "
-            f"(limit {MAX_BLOCK_BYTES // x2d.element_size()}); use rmsnorm_looped or rmsnorm_tuned"
-        )
-    meta = meta_params("rmsnorm_one_row", config, {"BLOCK_N": block_n, "num_warps": classic_num_warps(block_n)},
-                       powers_of_two=("BLOCK_N",))
-    if meta["BLOCK_N"] < n:
-        raise UnsupportedConfig(
-            f"rmsnorm_one_row: BLOCK_N={meta['BLOCK_N']} is smaller than the row ({n} elements); this "
-            "version keeps the whole row in one block (the looped version takes chunks)"
-        )
+    meta = whole_row_meta("rmsnorm_one_row", config, n, x2d.element_size(), MAX_BLOCK_BYTES,
+                          instead="rmsnorm_looped or rmsnorm_tuned")
     _rmsnorm_one_row_kernel[(x2d.shape[0],)](x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, eps, **meta)
     return y
