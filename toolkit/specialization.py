@@ -318,10 +318,9 @@ def _compile_described(call: dict[str, Any], arch: int) -> dict[str, Any]:
     return compile_resources(obj, args, kwargs, arch)
 
 
-def compile_resources(fn: Any, args: tuple, kwargs: dict, arch: int = 90) -> dict[str, Any]:
+def compile_for(fn: Any, args: tuple, kwargs: dict, arch: int = 90) -> Any:
     """Compile a ``@triton.jit`` kernel for ``sm_{arch}`` with a launch's arguments and options, without a
-    GPU, and read its resources (registers, stack frame, spill stores from ``ptxas -v``; shared memory
-    from the compiler's metadata).
+    GPU; returns Triton's ``CompiledKernel`` (``.asm["ptx"]``, ``.metadata``).
 
     The specialisation is built the way Triton's launcher builds it (its own binder: dtypes, 16-byte
     alignment of pointers and divisibility of integers), so the PTX is the one a launch would compile.
@@ -337,12 +336,17 @@ def compile_resources(fn: Any, args: tuple, kwargs: dict, arch: int = 90) -> dic
     binder = create_function_from_signature(fn.signature, fn.params, backend)
     bound_args, specialization, options = binder(*args, **kwargs)
     options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound_args, specialization, options)
-    compiled = compile(ASTSource(fn, signature, constexprs, attrs), target=target, options=options.__dict__)
+    return compile(ASTSource(fn, signature, constexprs, attrs), target=target, options=options.__dict__)
+
+
+def compile_resources(fn: Any, args: tuple, kwargs: dict, arch: int = 90) -> dict[str, Any]:
+    """:func:`compile_for`, then its resources: registers, stack frame and spill stores from ``ptxas -v``,
+    shared memory from the compiler's metadata."""
+    compiled = compile_for(fn, args, kwargs, arch)
     res: dict[str, Any] = dict(ptxas_resources(compiled.asm["ptx"], arch))
     res["shared_mem_bytes"] = int(compiled.metadata.shared)
     res["resources_from"] = f"ptxas sm_{arch} (offline)"
     return res
-
 
 _PTXAS_PATTERNS = {
     "registers": re.compile(r"Used (\d+) registers"),

@@ -216,19 +216,13 @@ def test_kasmina_triton_forward_makes_no_host_device_copies():
 
 
 ALIGNMENT_PROBE = """
-import json, re, sys, torch
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource, compile, make_backend
-from triton.runtime.jit import create_function_from_signature
+import json, re, torch
 from kprof.kernels.rmsnorm_linear.fused import _rmsnorm_linear_kernel
 from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel
+from kprof.specialization import compile_for
 
 def loads(kernel, args, **kw):
-    target = GPUTarget("cuda", 90, 32)
-    backend = make_backend(target)
-    bound, spec, opts = create_function_from_signature(kernel.signature, kernel.params, backend)(*args, **kw)
-    opts, sig, cx, attrs = kernel._pack_args(backend, kw, bound, spec, opts)
-    ptx = compile(ASTSource(kernel, sig, cx, attrs), target=target, options=opts.__dict__).asm["ptx"]
+    ptx = compile_for(kernel, args, kw, 90).asm["ptx"]
     return sorted(set(re.findall(r"(?:ld\\.global|cp\\.async)\\.[\\w.]*", ptx)))
 
 x, r = torch.empty(64, dtype=torch.bfloat16), torch.empty(64, dtype=torch.float32)
