@@ -4,6 +4,8 @@
 * :func:`case_kernel_times` - per (case, kernel): launches and median duration, from any profiler.
 * :func:`compare_profilers` - the same cases measured by several profilers, side by side, with each
   profiler's median relative to a reference profiler.
+* :func:`timeline_lanes` / :func:`timeline_bins` - the timeline's lanes (GPU streams, host threads), and
+  the launches folded into equal time intervals per lane, for traces too large to draw launch by launch.
 """
 
 from __future__ import annotations
@@ -92,3 +94,62 @@ def compare_profilers(tables: Mapping[str, pd.DataFrame], reference: str | None 
         if n != reference and f"{n}_median_us" in df and f"{reference}_median_us" in df:
             df[f"{n}_vs_{reference}"] = df[f"{n}_median_us"] / df[f"{reference}_median_us"]
     return df
+
+
+TIMELINE_COLUMNS = ["lane", "track", "start_ns", "end_ns", "kernel", "case"]
+
+
+def gpu_lane(rows: pd.DataFrame) -> pd.Series:
+    """The timeline lane of GPU work: one per (device, stream)."""
+    return "GPU " + rows["device"].astype("string").fillna("?") + " · stream " + rows["stream"].astype("string").fillna("?")
+
+
+def host_lane(rows: pd.DataFrame) -> pd.Series:
+    """The timeline lane of a launch or sync call: one per host thread."""
+    return "host thread " + rows["tid"].astype("string").fillna("?")
+
+
+def timeline_lanes(launches: pd.DataFrame) -> pd.DataFrame:
+    """Every timed event on its timeline lane, one row each: GPU work (``track`` "kernels") on one lane per
+    (device, stream) from start to end; the launch or sync call (``track`` "calls") on one lane per host
+    thread from API start to API end. Rows without timestamps (ncu, summaries) have no place on a timeline."""
+    timed = launches[launches["start_ns"].notna()]
+    gpu = timed[timed["kind"].fillna("kernel") != "sync"]
+    host = timed[timed["api_start_ns"].notna()]
+    parts = [
+        pd.DataFrame({"lane": gpu_lane(gpu), "track": "kernels", "start_ns": gpu["start_ns"], "end_ns": gpu["end_ns"],
+                      "kernel": gpu["kernel"], "case": gpu["case"]}),
+        pd.DataFrame({"lane": host_lane(host), "track": "calls",
+                      "start_ns": host["api_start_ns"], "end_ns": host["api_end_ns"],
+                      "kernel": host["kernel"], "case": host["case"]}),
+    ]
+    out = pd.concat([p for p in parts if not p.empty], ignore_index=True) if any(not p.empty for p in parts) \
+        else pd.DataFrame(columns=TIMELINE_COLUMNS)
+    out["start_ns"] = out["start_ns"].astype("float64")
+    out["end_ns"] = out["end_ns"].astype("float64")
+    return out[TIMELINE_COLUMNS]
+
+
+def timeline_bins(launches: pd.DataFrame, bins: int = 1000) -> pd.DataFrame:
+    """The timeline folded into ``bins`` equal intervals of the whole span, per lane: first start, last end,
+    events, busy time (sum of durations), the kernel that took most of it, and how many distinct kernels
+    and cases. Every timed event lands in exactly one interval (by its start), so counts and busy time add
+    up to the unfolded table's."""
+    cols = ["lane", "track", "bin", "start_ns", "end_ns", "events", "busy_ns", "top_kernel", "kernels", "cases"]
+    ev = timeline_lanes(launches)
+    if ev.empty:
+        return pd.DataFrame(columns=cols)
+    if bins < 1:
+        raise ValueError(f"bins must be at least 1, got {bins}")
+    t0, t1 = ev["start_ns"].min(), ev["end_ns"].max()
+    width = max((t1 - t0) / bins, 1.0)
+    ev = ev.assign(bin=((ev["start_ns"] - t0) // width).clip(upper=bins - 1).astype("int64"),
+                   dur=(ev["end_ns"] - ev["start_ns"]).clip(lower=0), kernel=ev["kernel"].astype("string").fillna("?"))
+    keys = ["lane", "track", "bin"]
+    out = ev.groupby(keys, sort=True).agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"),
+                                          events=("start_ns", "size"), busy_ns=("dur", "sum"),
+                                          kernels=("kernel", "nunique"), cases=("case", "nunique"))
+    top = (ev.groupby([*keys, "kernel"], sort=False)["dur"].sum().reset_index()
+           .sort_values("dur", kind="stable").drop_duplicates(keys, keep="last")
+           .set_index(keys)["kernel"].rename("top_kernel"))
+    return out.join(top).reset_index()[cols]

@@ -393,7 +393,8 @@ def dashboard(
     env = dict(os.environ)
     if store:
         env["KPROF_STORE"] = str(Path(store).expanduser().resolve())
-    argv = [sys.executable, "-m", "streamlit", "run", str(app_path), "--server.address", host, "--server.port",
+    # kprof.dashboards.serve is `streamlit` with the pages' imports done before the first visitor arrives
+    argv = [sys.executable, "-m", "kprof.dashboards.serve", "run", str(app_path), "--server.address", host, "--server.port",
             str(port), "--server.headless", str(headless).lower(), "--browser.gatherUsageStats", "false"]
     console.print(f"kprof dashboard: http://{host}:{port}  (store: {env.get('KPROF_STORE') or 'default'}; Ctrl-C stops)")
     try:

@@ -29,17 +29,25 @@ def header(title: str) -> pd.DataFrame | None:
 
 
 def label(r: pd.Series) -> str:
-    git = str(r.get("git_commit") or "?")[:8] + ("*" if r.get("git_dirty") else "")
+    commit = r.get("git_commit")
+    git = ("?" if commit is None or pd.isna(commit) or not commit else str(commit)[:8]) + ("*" if r.get("git_dirty") == 1 else "")
     return f"{r['id']} · {r['family']} · {r['profiler']} · {git} · {r['status']}"
+
+
+def pickable(runs: pd.DataFrame, gpu_only: bool = False, sweeps: bool = False) -> pd.DataFrame:
+    """The runs a picker offers, newest first: GPU runs only where asked, sweeps only where asked or when
+    there is nothing else."""
+    pool = runs[runs["mode"] == "gpu"] if gpu_only else runs
+    if not sweeps and "swept" in pool and (pool["swept"] == 0).any():
+        pool = pool[pool["swept"] == 0]
+    return pool
 
 
 def pick_run(runs: pd.DataFrame, key: str, label_text: str = "run", index: int = 0, gpu_only: bool = False,
              sweeps: bool = False) -> str | None:
     """A run picker, newest first. Sweep runs (one version over its meta-parameters) are left to the Sweep
     page unless ``sweeps`` or there is nothing else."""
-    pool = runs[runs["mode"] == "gpu"] if gpu_only else runs
-    if not sweeps and "swept" in pool and (pool["swept"] == 0).any():
-        pool = pool[pool["swept"] == 0]
+    pool = pickable(runs, gpu_only, sweeps)
     if pool.empty:
         st.warning("No GPU run in the store: this page shows GPU timings. Profile on a GPU machine.")
         return None

@@ -37,16 +37,9 @@ def render() -> None:
         return
     dtype = st.radio("dtype", dtypes, horizontal=True, key="compare_dtype")
     ceiling = run.get("ceiling_gbps")
-    c1, c2 = st.columns(2)
-    c1.plotly_chart(figures.versus_size(m, dtype, "gpu_time_us", "GPU time per call", "µs"))
-    c2.plotly_chart(figures.versus_size(m, dtype, "gbps", "Bandwidth", "GB/s", ceiling=ceiling, log_y=False))
-    c3, c4 = st.columns(2)
-    c3.plotly_chart(figures.versus_size(m, dtype, "speedup", "Speedup over PyTorch eager", "x"))
-    if m["occupancy_theoretical_pct"].notna().any():
-        c4.plotly_chart(figures.versus_size(m, dtype, "occupancy_theoretical_pct", "Theoretical occupancy of the main kernel",
-                                            "%", log_y=False))
-    else:
-        c4.info("No occupancy in this run (profiled with `--profiler none`, or a backend without launch data).")
+    st.plotly_chart(figures.compare_panels(m, dtype, ceiling=ceiling))
+    if not m["occupancy_theoretical_pct"].notna().any():
+        st.info("No occupancy in this run (profiled with `--profiler none`, or a backend without launch data).")
     table = m[m["dtype"] == dtype].copy()
     table["best"] = figures.best_per_shape(table)
     cols = ["shape", "provider", "status", "best", "gpu_time_us", "noise", "gbps", "pct_peak_bw", "speedup",

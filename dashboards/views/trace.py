@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from kprof.analysis import kernel_summary
@@ -29,6 +30,7 @@ def render() -> None:
     df = lt[lt["case"].isin(chosen)] if chosen else lt
     if pick_k:
         df = df[df["kernel"].isin(pick_k)]
+    df = time_window(df)
     fig, note = figures.timeline(df)
     if note:
         st.info(note)
@@ -38,3 +40,18 @@ def render() -> None:
     st.dataframe(kernel_summary(df), hide_index=True)
     st.caption(f"{len(df)} of {len(lt)} rows; source: {', '.join(sorted(lt['source'].dropna().unique()))}. "
                "`kprof export RUN --perfetto FILE` opens the whole run in ui.perfetto.dev.")
+
+
+def time_window(df: pd.DataFrame) -> pd.DataFrame:
+    """A slider over the selection's time span: the zoom that stays usable on a large trace, since the
+    timeline draws single launches again once the window holds few enough of them."""
+    starts = df["api_start_ns"].fillna(df["start_ns"])
+    if starts.notna().sum() < 2:
+        return df
+    t0, t1 = float(starts.min()), float(df["end_ns"].fillna(df["api_end_ns"]).max())
+    span = max((t1 - t0) / 1e3, 1.0)
+    lo, hi = st.slider("time window (µs from the first event)", 0.0, span, (0.0, span), format="%.1f")
+    if lo <= 0.0 and hi >= span:
+        return df
+    keep = ((df["start_ns"] - t0) / 1e3).between(lo, hi) | ((df["api_start_ns"] - t0) / 1e3).between(lo, hi)
+    return df[keep]

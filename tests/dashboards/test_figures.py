@@ -11,7 +11,7 @@ from kprof.dashboards import figures  # noqa: E402
 from kprof.profilers import ncu, nsys  # noqa: E402
 
 
-def test_timeline_lanes_hover_and_sampling(data_file):
+def test_timeline_lanes_hover_and_folding(data_file):
     t = nsys.parse(data_file("nsys_rmsnorm.sqlite"))
     fig, note = figures.timeline(t)
     assert note is None
@@ -20,8 +20,12 @@ def test_timeline_lanes_hover_and_sampling(data_file):
     assert all(str(lane).startswith("GPU ") for lane in kernels.y)
     assert "occupancy" in kernels.hovertemplate and kernels.customdata.shape[1] == 9
     assert "launch -> kernel" == fig.data[2].name
-    small, note = figures.timeline(t, limit=10)
-    assert note and "every" in note and len(small.data[0].x) <= 10
+    folded, note = figures.timeline(t, limit=10, bins=50)
+    assert note and "each bar is every event of its lane" in note
+    bars = folded.data[0]
+    assert bars.name == "kernels (folded)" and len(bars.x) <= 50 * len(set(kernels.y))
+    assert sum(int(c[0]) for c in bars.customdata) == len(kernels.x)  # every launch is in one bar
+    assert "busy" in bars.hovertemplate and max(bars.marker.color) <= 100
     empty, why = figures.timeline(ncu.parse(data_file("ncu_rmsnorm_raw.csv")))
     assert not empty.data and "timestamps" in why
 
@@ -31,8 +35,14 @@ def test_failed_cases_are_not_plotted_and_best_is_the_fastest_correct():
         "shape": ["64x4096"] * 3, "dtype": ["bf16"] * 3, "provider": ["a", "b", "broken"],
         "status": ["ok", "ok", "fail"], "gpu_time_us": [5.0, 4.0, 1.0],
     })
-    fig = figures.versus_size(m, "bf16", "gpu_time_us", "t", "us")
+    m["gbps"], m["speedup"] = [9.0, 10.0, 50.0], [1.0, 1.25, 5.0]
+    fig = figures.compare_panels(m, "bf16", ceiling=12.0)
     assert {tr.name for tr in fig.data} == {"a", "b"}
+    assert len(fig.data) == 2 * 3  # time, bandwidth and speedup panels; no occupancy in these metrics
+    assert [tr.name for tr in fig.data if tr.showlegend] == ["a", "b"]  # one legend entry per provider
+    assert len({tr.line.color for tr in fig.data if tr.name == "a"}) == 1  # the same colour in every panel
+    assert any("no occupancy_theoretical_pct" in a.text for a in fig.layout.annotations)
+    assert any(shape.y0 == 12.0 for shape in fig.layout.shapes)  # the ceiling line
     assert figures.best_per_shape(m).tolist() == [False, True, False]
 
 

@@ -54,7 +54,10 @@ def test_missing_store_opens_on_labelled_demo_data(name, tmp_path, monkeypatch):
 def test_compare_on_real_runs(demo_copy, monkeypatch):
     at = page("compare", demo_copy, monkeypatch)
     assert "Demo data" not in texts(at)
-    assert len(at.get("plotly_chart")) == 4
+    charts = at.get("plotly_chart")
+    assert len(charts) == 1
+    for panel in ("GPU time per call", "Bandwidth", "Speedup over PyTorch eager", "Theoretical occupancy"):
+        assert panel in charts[0].proto.spec
     df = at.dataframe[0].value
     assert {"triton_tuned", "torch_eager", "torch_F"} <= set(df["provider"])
     best = df[df["best"]]
@@ -162,3 +165,36 @@ def test_compare_two_runs_side_by_side(demo_copy, monkeypatch):
     assert "triton_looped" in providers and f"triton_looped @ {older[-4:]}" in providers
     spec = at.get("plotly_chart")[0].proto.spec
     assert f"triton_looped @ {older[-4:]}" in spec
+
+
+def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launches(data_file, tmp_path, monkeypatch):
+    """A real nsys trace repeated end to end (each copy shifted past the last) until it holds more launches
+    than the timeline draws one by one: the page folds it and says so; a narrow time window draws launches."""
+    import pandas as pd
+
+    from kprof.dashboards.figures import TRACE_LIMIT
+    from kprof.profilers import nsys
+
+    one = nsys.parse(data_file("nsys_rmsnorm.sqlite"))
+    t0 = one[["start_ns", "api_start_ns"]].min().min()
+    span = one[["end_ns", "api_end_ns"]].max().max() - t0 + 1000
+    copies = TRACE_LIMIT // len(one) + 2
+    big = pd.concat([one.assign(**{c: one[c] + k * span for c in ("start_ns", "end_ns", "api_start_ns", "api_end_ns")})
+                     for k in range(copies)], ignore_index=True)
+    path = tmp_path / "s" / "kprof.db"
+    s = RunStore(path)
+    run = s.begin_run(record(mode="gpu", profiler="nsys"))
+    s.add_launches(run, big)
+    s.finish_run(run, "complete")
+    at = page("trace", path, monkeypatch)
+    at.multiselect(key="trace_cases").set_value([]).run()  # every case: the whole trace
+    assert not at.exception
+    assert f"{len(big)} launches, more than a browser draws one by one" in texts(at)
+    assert "folded" in at.get("plotly_chart")[0].proto.spec
+    assert at.dataframe[0].value["launches"].sum() == len(big)  # the per-kernel table counts every row
+    lo, hi = at.slider[0].value
+    at.slider[0].set_value((lo, lo + (hi - lo) / copies)).run()  # about one copy of the trace
+    assert not at.exception and "more than a browser draws" not in texts(at)
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert "folded" not in spec and '"name":"kernels"' in spec
+    assert 0 < at.dataframe[0].value["launches"].sum() < len(big)

@@ -1,0 +1,59 @@
+"""``kprof dashboard``'s server process: Streamlit's own command line, started after the modules every page
+needs are imported.
+
+Streamlit imports an app's modules during the first browser session's script run, so the first visitor
+waited for pandas, plotly (whose figure validators load lazily on the first figure) and kprof: 0.6 s of a
+3.3 s first visit of Compare on the 2-core dev box. Importing them here, before the server listens, moves
+that cost to start-up, where nobody is waiting on a page yet.
+
+    python -m kprof.dashboards.serve run APP.py [streamlit options]
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def warm() -> None:
+    """Import what the pages import, build one figure, and read what the default page shows first (the
+    run list and the newest GPU run) into the data module's cache. Streamlit keeps a global
+    ``st.cache_data`` cache made before its runtime starts (1.67); where a version does not, this only
+    costs the read. A store that cannot be read is left for the page to explain."""
+    import importlib
+    import logging
+    import pkgutil
+
+    from kprof.dashboards import data, figures, views
+    from kprof.dashboards.views.common import pickable
+    from kprof.errors import KprofError
+    from kprof.report import with_speedup
+
+    for page in pkgutil.iter_modules(views.__path__):
+        importlib.import_module(f"{views.__name__}.{page.name}")
+    log = logging.getLogger("streamlit.runtime.caching")
+    level = log.level
+    log.setLevel(logging.ERROR)  # "no runtime found": expected here
+    try:
+        pool = pickable(data.all_runs(), gpu_only=True)
+        if not pool.empty:
+            run_id = pool.iloc[0]["id"]
+            run = data.get_run(run_id)
+            metrics = with_speedup(data.get_metrics(run_id), "torch_eager")
+            for dtype in metrics["dtype"].dropna().unique()[:1]:
+                figures.compare_panels(metrics, str(dtype), run.get("ceiling_gbps")).to_json()
+    except (data.StoreProblem, KprofError):
+        pass  # the page shows the store's problem to whoever opens it
+    finally:
+        log.setLevel(level)
+
+
+def main() -> None:
+    warm()
+    from streamlit.web import cli
+
+    sys.argv[0] = "streamlit"
+    cli.main(prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main()
