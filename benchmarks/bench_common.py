@@ -37,3 +37,27 @@ def rmsnorm_case(fam: Any, shape: tuple[int, ...], dtype: str, seed: int) -> tup
 
     inputs = fam.make_inputs(shape, dtype, "cuda", seed)
     return inputs["x"], inputs["weight"], inputs["eps"], fam.oracle(**inputs), torch.empty_like(inputs["x"])
+
+
+def checked(candidates: dict[str, tuple[Any, Any]], out: Any, tol: float = 2e-2) -> tuple[dict, dict[str, str]]:
+    """``{name: (fn, float64 reference)}`` -> the fns whose result (written into ``out``, NaN-poisoned first)
+    is within ``tol`` relative error of their reference, and a note for each of the others (an exception:
+    shared memory exceeded, ...; or a wrong result), which are not timed."""
+    fns, notes = {}, {}
+    for name, (fn, ref) in candidates.items():
+        try:
+            out.fill_(float("nan"))
+            err = ((fn().double() - ref).norm() / ref.norm()).item()
+        except Exception as exc:  # a variant that cannot compile or launch is reported, not timed
+            notes[name] = f"{type(exc).__name__}: {str(exc)[:120]}"
+            continue
+        if err < tol:
+            fns[name] = fn
+        else:
+            notes[name] = f"WRONG rel err {err:.3g}"
+    return fns, notes
+
+
+def print_notes(notes: dict[str, str]) -> None:
+    for name, why in notes.items():
+        print(f"  {name:<28} not timed: {why}", flush=True)

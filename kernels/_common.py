@@ -96,6 +96,20 @@ def sm_count(t: torch.Tensor) -> int:
 _SM_COUNTS: dict[int, int] = {}
 
 
+def tma_ready(*tensors: torch.Tensor) -> bool:
+    """All 2-D 16-bit tensors a TMA descriptor can address: unit last stride, 16-byte aligned base and
+    row stride, on a GPU with the Tensor Memory Accelerator (compute capability 9.0+) or under the
+    interpreter (which emulates descriptors)."""
+    for t in tensors:
+        if t.dim() != 2 or t.dtype not in (torch.bfloat16, torch.float16) or t.stride(1) != 1:
+            return False
+        if t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
+            return False
+        if t.is_cuda and torch.cuda.get_device_capability(t.device)[0] < 9:
+            return False
+    return True
+
+
 def launch_autotuned(kernel: Any, grid: Callable[[dict], tuple[int, ...]], *args: Any,
                      interpreter_config: dict, **kwargs: Any) -> None:
     """Launch a ``@triton.autotune`` kernel; under the interpreter launch its plain kernel with

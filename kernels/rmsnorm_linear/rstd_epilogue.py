@@ -6,6 +6,14 @@ This is the algebra of seed 000 without its trap: ``triton_fused`` recomputes th
 every program of a row tile (N / BLOCK_N times per row, 32 times at N = 4096 with 128-wide tiles) and
 measured 1.75x cuBLAS's ``x @ W`` at 2048x4096x4096 on an H100; ``triton_two_kernels`` writes and rereads
 a normalised copy of x (2 x 16 MB there). Here the extra traffic is one read of x and M floats.
+
+Where x, W' and y can be addressed by TMA descriptors (16-bit, 16-byte aligned rows, Hopper) and there
+are enough rows to fill the machine, the product is a persistent kernel (one program per SM walking the
+tiles in grouped order) that moves its tiles with the Tensor Memory Accelerator. On an H100 (Triton 3.6,
+bf16, ``benchmarks/results/2026-11-22-h100-rmsnorm-linear-tma/``) that took the whole op from 431.8 to
+398.8 us at 8192x4096x4096 (cuBLAS's ``x @ W`` alone: 381.7, 1.045x) and from 115.1 to 108.3 us at 2048
+rows (cuBLAS 94.3). Summing the squares from the x tiles inside that loop instead of the rstd kernel was
+slower with every tile shape (468.6 us at best) and wrong with 128x256 tiles when not persistent.
 """
 
 from __future__ import annotations
@@ -14,8 +22,15 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels import _common as common
+from kprof.kernels._common import grouped_tile
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
+
+try:  # host-side TMA descriptors: Triton 3.4 and later (3.6 on the GPU machine, 3.9 in CI)
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older Triton: the pointer-based product serves every shape
+    TensorDescriptor = None
 
 
 @triton.jit
@@ -47,6 +62,78 @@ def _row_rstd_kernel(
     tl.store(r_ptr + rows, tl.rsqrt(tl.sum(acc, axis=1) / K + eps), mask=row_ok)
 
 
+@triton.jit
+def _tma_product_kernel(
+    # TMA descriptors (block shapes set by the launcher)
+    x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K]
+    w_desc,  # W' = diag(g) W [K, N], blocks [BLOCK_K, BLOCK_N]
+    y_desc,  # y [M, N], blocks [BLOCK_M, BLOCK_N]
+    # pointers
+    r_ptr,  # [M] fp32 rstd per row
+    b_ptr,  # [N] bias (unused unless HAS_BIAS)
+    # sizes
+    M,
+    N,
+    K,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,  # row tiles per column tile in tile order (weight tiles reused from L2)
+    PROGRAMS: tl.constexpr,  # the grid: min(SMs, tiles); each program takes every PROGRAMS-th tile
+    HAS_BIAS: tl.constexpr,
+    IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
+):
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    k_steps = tl.cdiv(K, BLOCK_K)
+    # flatten: the compiler pipelines the next tile's first loads under this tile's epilogue
+    for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
+        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for ks in range(k_steps):  # out-of-range rows/columns of the last tiles load as zeros
+            a = x_desc.load([off_m, ks * BLOCK_K])
+            b = w_desc.load([ks * BLOCK_K, off_n])
+            if IEEE:
+                acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+            else:
+                acc = tl.dot(a, b, acc)
+        rows = off_m + tl.arange(0, BLOCK_M)
+        acc = acc * tl.load(r_ptr + rows, mask=rows < M, other=0.0)[:, None]
+        if HAS_BIAS:
+            cols = off_n + tl.arange(0, BLOCK_N)
+            acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+        y_desc.store([off_m, off_n], acc.to(y_desc.dtype))  # the store clips the last tiles
+
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): the fastest of 7 tile shapes, plain and persistent,
+# at 2048 and 8192 rows on an H100 (128x256x64 with 4 stages needs 256 KB of shared memory: refused)
+TMA_CONFIG = (128, 256, 64, 8, 8, 3)
+TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
+TMA_MIN_ROWS = 1024  # below this the pointer product's narrow decode tiles spread the weight over more SMs
+
+
+def tma_product(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, y: torch.Tensor,
+                rstd: torch.Tensor) -> None:
+    """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands)."""
+    m, k = x2d.shape
+    n = wf.shape[1]
+    bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG
+    programs = min(common.sm_count(x2d) if x2d.is_cuda else 4, triton.cdiv(m, bm) * triton.cdiv(n, bn))
+    _tma_product_kernel[(programs,)](
+        TensorDescriptor.from_tensor(x2d, [bm, bk]), TensorDescriptor.from_tensor(wf, [bk, bn]),
+        TensorDescriptor.from_tensor(y, [bm, bn]), rstd, b if b is not None else rstd, m, n, k,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=programs, HAS_BIAS=b is not None,
+        IEEE=common.interpreting(), num_warps=warps, num_stages=stages,
+    )
+
+
+def use_tma(x2d: torch.Tensor, wf: torch.Tensor, y: torch.Tensor) -> bool:
+    return (TensorDescriptor is not None and (x2d.shape[0] >= TMA_MIN_ROWS or common.interpreting())
+            and common.tma_ready(x2d, wf, y))
+
+
 ROWS = 4  # 4 rows x 1024 columns per step: 32 fp32 accumulators per thread with 4 warps
 
 
@@ -58,8 +145,9 @@ def rows_per_program(m: int) -> int:
 @FAMILY.provider(
     "triton_rstd_epilogue",
     kind="triton",
-    description="row-statistics kernel (x read once, rstd [M] written), then one autotuned product with g folded "
-                "into W and rstd applied in its epilogue",
+    description="row-statistics kernel (x read once, rstd [M] written), then one product of x with g folded into W "
+                "and rstd applied in its epilogue: persistent with TMA tiles where the operands allow (Hopper, "
+                "16-bit, aligned rows, 1024+ rows), else autotuned",
 )
 def rmsnorm_linear_rstd_epilogue(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
@@ -73,5 +161,9 @@ def rmsnorm_linear_rstd_epilogue(
         ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), num_warps=4,
     )
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    launch_product(x2d, folded_weight(g, w), b, y, eps, norm=2, rstd=rstd)
+    wf = folded_weight(g, w)
+    if use_tma(x2d, wf, y):
+        tma_product(x2d, wf, b, y, rstd)
+    else:
+        launch_product(x2d, wf, b, y, eps, norm=2, rstd=rstd)
     return y.view(*x.shape[:-1], n)

@@ -278,3 +278,38 @@ def test_rstd_kernel_every_rows_per_program(rows, device):
                                                BLOCK_K=1024, num_warps=4)
     ref = torch.rsqrt(x.double().pow(2).mean(dim=1) + 1e-6)
     assert torch.allclose(r.double().cpu(), ref.cpu(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("tma", [True, False])
+@pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 64, 48)])
+def test_rstd_epilogue_product_both_ways(tma, m, k, n, device):
+    """triton_rstd_epilogue's two products, each on odd sizes (last tiles partly outside): the persistent
+    TMA kernel (descriptor loads pad with zeros, the store clips) and the pointer kernel it falls back to,
+    checked against the float64 oracle with rows at different scales and a bias."""
+    from kprof.kernels._common import tma_ready
+    from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+
+    fam = F["rmsnorm_linear"]
+    inputs = fam.make_inputs((m, k, n), "bf16", device, seed=m + k + n)
+    x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
+    wf = re.folded_weight(g, w)
+    rstd = torch.rsqrt(x.float().pow(2).mean(dim=1) + inputs["eps"])
+    y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
+    assert tma_ready(x, wf, y)
+    if tma:
+        re.tma_product(x, wf, b, y, rstd)
+    else:
+        re.launch_product(x, wf, b, y, inputs["eps"], norm=2, rstd=rstd)
+    ref = fam.oracle(**inputs)
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
+    from kprof.kernels._common import tma_ready
+
+    ok = torch.randn(8, 64, device=device, dtype=torch.bfloat16)
+    assert tma_ready(ok, ok.t().contiguous())
+    assert not tma_ready(ok.float())                                    # 32-bit: stays on the pointer kernel
+    assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16)[:, 1:])  # unaligned base
+    assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16).t())     # column-major

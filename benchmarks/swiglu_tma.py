@@ -1,0 +1,124 @@
+"""Experiment: swiglu's two-accumulator product with TMA tensor descriptors (Hopper), one tile per program
+or persistent (one program per SM walking the tiles), against cuBLAS's ``x @ [Wg Wu]``, swiglu's
+``triton_tuned`` and torch.compile.
+
+    python benchmarks/swiglu_tma.py --out DIR [--shapes 2048x2048x5504,8192x4096x11008] [--rounds 3]
+
+Checked against the float64 oracle first (a wrong variant is reported, not timed), then timed in
+interleaved rounds (kprof.harness.race), bf16. Writes DIR/swiglu_tma.csv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from bench_common import checked, print_notes, print_race, race_rows, write_csv
+from kprof.harness import BenchSettings, race
+from kprof.kernels import discover
+from kprof.kernels._common import grouped_tile
+
+
+@triton.jit
+def _swiglu_tma_kernel(
+    x_desc, wg_desc, wu_desc, y_desc,  # x [M, K], Wg and Wu [K, N], y [M, N]
+    M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PROGRAMS: tl.constexpr, FLATTEN: tl.constexpr, IEEE: tl.constexpr,
+):
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=FLATTEN):
+        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for ks in range(tl.cdiv(K, BLOCK_K)):
+            a = x_desc.load([off_m, ks * BLOCK_K])
+            bg = wg_desc.load([ks * BLOCK_K, off_n])
+            bu = wu_desc.load([ks * BLOCK_K, off_n])
+            if IEEE:
+                acc_g += tl.dot(a.to(tl.float32), bg.to(tl.float32), input_precision="ieee")
+                acc_u += tl.dot(a.to(tl.float32), bu.to(tl.float32), input_precision="ieee")
+            else:
+                acc_g = tl.dot(a, bg, acc_g)
+                acc_u = tl.dot(a, bu, acc_u)
+        y_desc.store([off_m, off_n], (acc_g * tl.sigmoid(acc_g) * acc_u).to(y_desc.dtype))
+
+
+CONFIGS = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages
+    (128, 128, 64, 8, 8, 3),
+    (128, 128, 64, 8, 8, 4),
+    (128, 128, 32, 8, 8, 5),
+    (128, 64, 64, 8, 4, 4),
+    (128, 64, 64, 8, 8, 4),
+    (128, 128, 64, 8, 4, 3),
+    (256, 64, 64, 8, 8, 3),
+    (64, 128, 64, 8, 4, 4),
+]
+
+
+def tma_call(x, wg, wu, y, cfg, persistent, sms):
+    bm, bn, bk, gm, warps, stages = cfg
+    m, k = x.shape
+    n = wg.shape[1]
+    descs = (TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(wg, [bk, bn]),
+             TensorDescriptor.from_tensor(wu, [bk, bn]), TensorDescriptor.from_tensor(y, [bm, bn]))
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    progs = min(sms, tiles) if persistent else tiles
+
+    def call():
+        _swiglu_tma_kernel[(progs,)](*descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm,
+                                     PROGRAMS=progs, FLATTEN=persistent, IEEE=x.device.type == "cpu",
+                                     num_warps=warps, num_stages=stages)
+        return y
+    return call
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--shapes", default="2048x2048x5504,8192x4096x11008")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    interp = os.environ.get("TRITON_INTERPRET") == "1"
+    dev = "cpu" if interp else "cuda"
+    fam = discover()["swiglu"]
+    sms = 4 if interp else torch.cuda.get_device_properties(0).multi_processor_count
+    configs = [(16, 32, 32, 2, 4, 2)] if interp else CONFIGS
+    rows = []
+    for spec in args.shapes.split(","):
+        m, k, n = (int(v) for v in spec.split("x"))
+        inputs = fam.make_inputs((m, k, n), "bf16", dev, seed=1)
+        x, wg, wu = inputs["x"], inputs["w_gate"].contiguous(), inputs["w_up"].contiguous()
+        ref = fam.oracle(**inputs)
+        y = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
+        candidates = {}
+        for cfg in configs:
+            for persistent in (False, True):
+                name = f"tma{' pers' if persistent else ''} {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"
+                candidates[name] = (tma_call(x, wg, wu, y, cfg, persistent, sms), ref)
+        fns, notes = checked(candidates, y)
+        if interp:
+            print(spec, sorted(fns), notes)
+            continue
+        w_cat = torch.cat([wg, wu], dim=1)
+        fns["[cublas x@[Wg Wu]]"] = lambda: x @ w_cat
+        for p in ("triton_tuned", "torch_compile"):
+            fns[f"[{p}]"] = (lambda p=p: fam.providers[p].fn(**{k_: v for k_, v in inputs.items()}))
+        times = race(fns, BenchSettings(graph=False), rounds=args.rounds)
+        print_race(spec, times, top=12)
+        print_notes(notes)
+        rows += race_rows(spec, times)
+    if rows:
+        write_csv(args.out / "swiglu_tma.csv", rows)
+
+
+if __name__ == "__main__":
+    main()
