@@ -3,6 +3,7 @@ the rows' statistics read from memory (NORM=2, after the rstd kernel) or summed 
 already loads (NORM=1, one kernel), against cuBLAS's ``x @ W`` and kprof's current versions.
 
     python benchmarks/rmsnorm_linear_tma.py --out DIR [--shapes 2048x4096x4096,8192x4096x4096] [--rounds 3]
+        [--configs N]  (the first N tile configs; 0: kprof's providers, cuBLAS and torch.compile only)
 
 Every variant is checked against a float64 reference first (a wrong one is reported and not timed); each
 (variant, tile config) is timed on its own, interleaved with the peers (kprof.harness.race), bf16.
@@ -108,7 +109,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--shapes", default="2048x4096x4096,8192x4096x4096")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--configs", type=int, default=len(CONFIGS), help="first N tile configs (CPU check: 1)")
+    ap.add_argument("--configs", type=int, default=len(CONFIGS), help="first N tile configs (0: only kprof's providers)")
     args = ap.parse_args()
     interp = os.environ.get("TRITON_INTERPRET") == "1"
     dev = "cpu" if interp else "cuda"
@@ -116,7 +117,7 @@ def main() -> None:
     sms = 4 if interp else torch.cuda.get_device_properties(0).multi_processor_count
     settings = BenchSettings(graph=False)
     rows = []
-    configs = [(16, 32, 32, 2, 4, 2)] if interp else CONFIGS[: args.configs]
+    configs = [(16, 32, 32, 2, 4, 2)] if interp else CONFIGS[: args.configs]  # --configs 0: providers only
     for spec in args.shapes.split(","):
         m, k, n = (int(v) for v in spec.split("x"))
         inputs = fam.make_inputs((m, k, n), "bf16", dev, seed=1)  # rows at scales e^-2..e^2, random g, b
@@ -139,7 +140,7 @@ def main() -> None:
             continue
         ops = fam.providers
         fns["[cublas x@W]"] = lambda: x @ w
-        for p in ("triton_rstd_epilogue", "triton_two_kernels", "triton_fused"):
+        for p in ("triton_rstd_epilogue", "triton_two_kernels", "triton_fused", "torch_compile"):
             fns[f"[{p}]"] = (lambda p=p: ops[p].fn(x, g, w, b))
         fns["[pointer product only]"] = lambda: launch_product(x, wf, b, y, 1e-6, norm=0)
         times = race(fns, settings, rounds=args.rounds)

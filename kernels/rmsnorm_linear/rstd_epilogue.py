@@ -12,7 +12,8 @@ are enough rows to fill the machine, the product is a persistent kernel (one pro
 tiles in grouped order) that moves its tiles with the Tensor Memory Accelerator. On an H100 (Triton 3.6,
 bf16, ``benchmarks/results/2026-11-22-h100-rmsnorm-linear-tma/``) that took the whole op from 431.8 to
 398.8 us at 8192x4096x4096 (cuBLAS's ``x @ W`` alone: 381.7, 1.045x) and from 115.1 to 108.3 us at 2048
-rows (cuBLAS 94.3). Summing the squares from the x tiles inside that loop instead of the rstd kernel was
+rows (cuBLAS 94.3); at 1000x1000x3000, where the pointer kernel cannot use 16-byte copies, from 66.5 to
+25.3 us (cuBLAS 16.2). Summing the squares from the x tiles inside that loop instead of the rstd kernel was
 slower with every tile shape (468.6 us at best) and wrong with 128x256 tiles when not persistent.
 """
 
@@ -111,7 +112,9 @@ def _tma_product_kernel(
 # at 2048 and 8192 rows on an H100 (128x256x64 with 4 stages needs 256 KB of shared memory: refused)
 TMA_CONFIG = (128, 256, 64, 8, 8, 3)
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
-TMA_MIN_ROWS = 1024  # below this the pointer product's narrow decode tiles spread the weight over more SMs
+# 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
+# 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)
+TMA_MIN_ROWS = 1000
 
 
 def tma_product(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, y: torch.Tensor,
@@ -147,7 +150,7 @@ def rows_per_program(m: int) -> int:
     kind="triton",
     description="row-statistics kernel (x read once, rstd [M] written), then one product of x with g folded into W "
                 "and rstd applied in its epilogue: persistent with TMA tiles where the operands allow (Hopper, "
-                "16-bit, aligned rows, 1024+ rows), else autotuned",
+                "16-bit, aligned rows, 1000+ rows), else autotuned",
 )
 def rmsnorm_linear_rstd_epilogue(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS

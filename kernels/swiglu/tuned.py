@@ -8,16 +8,91 @@ and cached. Measured on an H100 in bf16, each autotuned, three interleaved round
 (benchmarks/results/2026-11-22-h100-catalog/matrix_races.csv): "kn" wins at every shape - 158.9 us
 against 171.6 us at 2048x2048x5504, 2442.7 against 2461.8 us at 8192x4096x11008, 73.0 against 76.7 us
 at 16x4096x11008 - so the tuned version reads the weights as given.
+
+Where the sizes are multiples of 8 but not all of 16 (``_common.aligned8``: 1000x1000x3000) and there
+are 1000+ rows, the tiles move through TMA descriptors instead: the pointer-based kernel took 124.1 us
+there on an H100 (cuBLAS's ``x @ [Wg Wu]``: 24.9), the descriptor kernel 42.4 us. Where everything
+divides by 16 the pointer kernel stays: it beat the descriptor kernel at 2048x2048x5504 (157.9 against
+170.1 us at best) and 8192x4096x11008 (2380 against 2468), plain or persistent
+(``benchmarks/results/2026-11-22-h100-rmsnorm-linear-tma/``).
 """
 
 from __future__ import annotations
 
 import torch
 import triton
+import triton.language as tl
 
 from kprof.kernels import _common as common
+from kprof.kernels._common import grouped_tile
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
 from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel, ieee
+
+try:  # host-side TMA descriptors: Triton 3.4 and later (3.6 on the GPU machine, 3.9 in CI)
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older Triton: the pointer-based kernel serves every shape
+    TensorDescriptor = None
+
+
+@triton.jit
+def _swiglu_tma_kernel(
+    # TMA descriptors (block shapes set by the launcher)
+    x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K]
+    wg_desc,  # Wg [K, N], blocks [BLOCK_K, BLOCK_N]
+    wu_desc,  # Wu [K, N], blocks [BLOCK_K, BLOCK_N]
+    y_desc,  # y [M, N], blocks [BLOCK_M, BLOCK_N]
+    # sizes
+    M,
+    N,
+    K,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,  # row tiles per column tile in program order (weight tiles reused from L2)
+    IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
+):
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for ks in range(tl.cdiv(K, BLOCK_K)):  # out-of-range rows/columns of the edge tiles load as zeros
+        a = x_desc.load([off_m, ks * BLOCK_K])
+        bg = wg_desc.load([ks * BLOCK_K, off_n])
+        bu = wu_desc.load([ks * BLOCK_K, off_n])
+        if IEEE:
+            acc_g += tl.dot(a.to(tl.float32), bg.to(tl.float32), input_precision="ieee")
+            acc_u += tl.dot(a.to(tl.float32), bu.to(tl.float32), input_precision="ieee")
+        else:
+            acc_g = tl.dot(a, bg, acc_g)
+            acc_u = tl.dot(a, bu, acc_u)
+    y_desc.store([off_m, off_n], (acc_g * tl.sigmoid(acc_g) * acc_u).to(y_desc.dtype))  # clipped at the edges
+
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): the fastest of 8 tile shapes at 1000x1000x3000 (H100)
+TMA_CONFIG = (128, 128, 64, 8, 8, 4)
+TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
+TMA_MIN_ROWS = 1000
+
+
+def use_tma(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor) -> bool:
+    """Descriptors where the pointer kernel is slowest: sizes multiples of 8 but not all of 16."""
+    m, k = x2d.shape
+    return (TensorDescriptor is not None and (m >= TMA_MIN_ROWS or common.interpreting())
+            and common.aligned8(k, wg.shape[1], x2d.stride(0), wg.stride(0)) and common.tma_ready(x2d, wg, wu, y))
+
+
+def launch_tma(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor) -> None:
+    m, k = x2d.shape
+    n = wg.shape[1]
+    bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG
+    _swiglu_tma_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn),)](
+        TensorDescriptor.from_tensor(x2d, [bm, bk]), TensorDescriptor.from_tensor(wg, [bk, bn]),
+        TensorDescriptor.from_tensor(wu, [bk, bn]), TensorDescriptor.from_tensor(y, [bm, bn]), m, n, k,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, IEEE=common.interpreting(),
+        num_warps=warps, num_stages=stages,
+    )
 
 
 _config = common.tile_config
@@ -78,11 +153,15 @@ def best_config() -> triton.Config | None:
 @FAMILY.provider(
     "triton_tuned",
     kind="triton",
-    description="tiled product autotuned per shape, grouped program order, measured weight layout",
+    description="tiled product autotuned per shape, grouped program order, measured weight layout; TMA tiles "
+                "where sizes are multiples of 8 but not of 16",
 )
 def swiglu_tuned(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     x2d, ff = check_inputs(x, w_gate, w_up)
     wg, wu = weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
-    launch_tuned(x2d, wg, wu, y)
+    if use_tma(x2d, wg, wu, y):
+        launch_tma(x2d, wg, wu, y)
+    else:
+        launch_tuned(x2d, wg, wu, y)
     return y.view(*x.shape[:-1], ff)

@@ -313,3 +313,22 @@ def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
     assert not tma_ready(ok.float())                                    # 32-bit: stays on the pointer kernel
     assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16)[:, 1:])  # unaligned base
     assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16).t())     # column-major
+
+
+@pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 24, 56)])
+def test_swiglu_tma_kernel_on_odd_sizes(m, k, n, device):
+    """swiglu/triton_tuned's descriptor kernel, taken where sizes are multiples of 8 but not all of 16: edge
+    tiles partly outside (loads pad with zeros, the store clips), checked against the float64 oracle."""
+    from kprof.kernels.swiglu import tuned
+
+    fam = F["swiglu"]
+    inputs = fam.make_inputs((m, k, n), "bf16", device, seed=m * k + n)
+    x, wg, wu = inputs["x"], inputs["w_gate"].contiguous(), inputs["w_up"].contiguous()
+    y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
+    assert tuned.use_tma(x, wg, wu, y)  # 72/40 and 24/56: multiples of 8, not all of 16
+    tuned.launch_tma(x, wg, wu, y)
+    ref = fam.oracle(**inputs)
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+    x16, wg16, wu16 = (t.contiguous() for t in (x[:, :16], wg[:16, :32], wu[:16, :32]))
+    assert not tuned.use_tma(x16, wg16, wu16, y[:, :32].contiguous())  # all multiples of 16: the pointer kernel
