@@ -180,6 +180,32 @@ def _gated_tile_kernel(
     tl.store(y_ptr + r * H + cols[None, :], (_act(g, ACT) * u).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _gated_flat_kernel(
+    # pointers
+    x_ptr,  # [rows, 2H] input: gate | up
+    y_ptr,  # [rows, H] output, contiguous
+    # sizes and strides
+    x_row_stride,
+    total,  # rows * H outputs
+    H,
+    # meta-parameters
+    BLOCK: tl.constexpr,  # consecutive outputs per program, across row ends (no masked lanes but the last block's)
+    ACT: tl.constexpr,  # 0 silu, 1 gelu_tanh
+    I64: tl.constexpr,  # 64-bit offsets
+):
+    if I64:
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    row = offs // H
+    g_ptrs = x_ptr + row * x_row_stride + (offs - row * H)
+    g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
+    u = tl.load(g_ptrs + H, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + offs, (_act(g, ACT) * u).to(y_ptr.dtype.element_ty), mask=mask)
+
+
 # ------------------------------------------------------------------------------------- launch configs
 MAX_ONE_ROW_BYTES = 32 * 1024  # one_row: widest H (bytes of one half-row) kept in one block
 TILED_BLOCK_H = 1024
@@ -187,10 +213,11 @@ TILED_BLOCK_H = 1024
 
 @dataclass(frozen=True)
 class Config:
-    block_h: int
+    block_h: int  # columns per program; with ``flat``, consecutive outputs per program
     rows: int
     num_warps: int
     hints: bool
+    flat: bool = False  # the 1-D kernel over all outputs instead of row x column tiles
 
 
 # Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/2026-11-22-h100-catalog/
@@ -200,13 +227,22 @@ class Config:
 # 2048-column blocks against 9.3 us one row per program. 4096x(2*4096): 39.4 us either way.
 TUNED_MAX_BLOCK_BYTES = 32 * 1024  # widest column block (a whole row up to H = 16384 in bf16)
 TUNED_SMALL_BLOCK_BYTES = 4 * 1024  # column block when rows alone give fewer than 4 programs per SM
+# With many rows, one flat block of 2048 outputs (8 warps) per program, Inductor's layout, ties
+# torch.compile where the whole-row blocks did not: 16384x(2*11008) silu 358.7 us (compile 358.7, whole rows
+# 360.2), gelu 358.7 (compile 358.8, whole rows 362.6); at 4096x(2*4096) all within 0.3%. Five interleaved
+# rounds on an H100, benchmarks/results/2026-11-22-h100-gated-flat/. A 16384-wide block for H = 11008 leaves
+# a third of its lanes masked; the flat block none.
+FLAT_BLOCK = 2048
+FLAT_WARPS = 8
 
 
 def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132) -> Config:
-    """ROWS x BLOCK_H for ``n_rows`` rows of H outputs (see the measurements above)."""
+    """The launch for ``n_rows`` rows of H outputs (see the measurements above): flat blocks of outputs when
+    whole rows would give at least 4 programs per SM, else column blocks of at most 4 KB."""
     block_h = min(triton.next_power_of_2(h), TUNED_MAX_BLOCK_BYTES // element_size)
-    if n_rows * triton.cdiv(h, block_h) < 4 * sm_count:
-        block_h = min(block_h, TUNED_SMALL_BLOCK_BYTES // element_size)
+    if n_rows * triton.cdiv(h, block_h) >= 4 * sm_count:
+        return Config(FLAT_BLOCK, 1, FLAT_WARPS, False, flat=True)
+    block_h = min(block_h, TUNED_SMALL_BLOCK_BYTES // element_size)
     warps = 16 if block_h >= 8192 else (8 if block_h >= 2048 else 4)
     while warps > 1 and warps * 32 * 4 > block_h:  # at least 4 elements per thread
         warps //= 2
@@ -216,6 +252,11 @@ def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132) -
 def launch_tile(launcher: CompiledLauncher, cfg: Config, x2d: torch.Tensor, y2d: torch.Tensor, act: int) -> None:
     n_rows, h = y2d.shape
     i64 = n_rows * max(x2d.stride(0), 1) >= 2**31
+    if cfg.flat:
+        args = (x2d, y2d, x2d.stride(0), n_rows * h, h)
+        _flat_launcher((cfg, act, i64, spec_key(args)), (triton.cdiv(n_rows * h, cfg.block_h),),
+                       args + (cfg.block_h, act, i64), num_warps=cfg.num_warps)
+        return
     args = (x2d, y2d, x2d.stride(0), n_rows, h)
     grid = (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h))
     launcher((cfg, act, i64, spec_key(args)), grid, args + (cfg.block_h, cfg.rows, act, cfg.hints, i64),
@@ -223,6 +264,7 @@ def launch_tile(launcher: CompiledLauncher, cfg: Config, x2d: torch.Tensor, y2d:
 
 
 _tile_launcher = CompiledLauncher(_gated_tile_kernel)
+_flat_launcher = CompiledLauncher(_gated_flat_kernel)
 
 
 # ---------------------------------------------------------------------------------------- registration
@@ -273,7 +315,8 @@ def register_versions(family: Family, act: int, op: str) -> dict[str, Callable[.
         return y
 
     @family.provider("triton_tuned", kind="triton", accepts_out=True,
-                     description="measured block per row count (whole rows or column blocks), compiled-kernel launches")
+                     description="measured layout per row count (flat blocks of outputs for many rows, column blocks for "
+                                 "few), compiled-kernel launches")
     def tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         x2d, y2d, y = check_inputs(op, x, out)
         cfg = choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], common.sm_count(x2d))

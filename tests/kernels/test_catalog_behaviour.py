@@ -161,6 +161,25 @@ def test_gated_config_covers_rows_and_fills_the_gpu(h, n_rows):
     assert cfg.num_warps * 32 <= max(32, cfg.block_h)
     if n_rows == 1 and h >= 4096:  # one token: columns are split so several SMs work
         assert cfg.block_h <= 2048
+    assert cfg.flat == (n_rows == 16384)  # many rows: flat blocks of outputs across row ends
+
+
+@pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
+@pytest.mark.parametrize("n_rows, h, pad", [(37, 333, 0), (5, 1000, 24), (3, 2048, 0)])
+def test_gated_flat_blocks_cross_row_ends(family, n_rows, h, pad, device):
+    """The flat launch of triton_tuned (chosen for many rows) on few rows, so CI reaches it: blocks of 2048
+    outputs span several rows and end inside one; ``pad`` gives x rows a stride wider than 2H."""
+    from kprof.kernels import _gated
+
+    fam = F[family]
+    act = _gated.SILU if family == "silu_mul" else _gated.GELU_TANH
+    x = fam.make_inputs((n_rows, 2 * h + pad), "bf16", device, seed=n_rows + h)["x"][:, : 2 * h]
+    y = torch.full((n_rows, h), float("nan"), dtype=x.dtype, device=device)
+    _gated.launch_tile(_gated._tile_launcher, _gated.Config(_gated.FLAT_BLOCK, 1, _gated.FLAT_WARPS, False, flat=True),
+                       x, y, act)
+    ref = fam.oracle(x=x)
+    assert not y.isnan().any()
+    assert ((y.double() - ref).abs() / ref.abs().clamp_min(1e-2)).max().item() < 2e-2
 
 
 # ------------------------------------------------------------------------------------------ kasmina
