@@ -1,5 +1,6 @@
-"""One-block rows against the L2-resident two-pass design (Inductor's pattern) and torch.compile, on
-the large shapes, interleaved rounds with the guarded GPU timer.
+"""One-block rows against the L2-resident two-pass design (Inductor's pattern; since 2026-11-22 the tuned
+version's kernel for many 4096/8192-element rows) and torch.compile, on the large shapes, interleaved rounds
+with the guarded GPU timer.
 
     python benchmarks/rmsnorm_two_pass.py --out DIR
 """
@@ -13,55 +14,11 @@ from pathlib import Path
 
 import torch
 import triton
-import triton.language as tl
 
 from bench_common import print_race, race_rows, rmsnorm_case, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel
-
-
-@triton.jit
-def _rmsnorm_two_pass_kernel(
-    # pointers
-    x_ptr,  # [rows, N] input
-    w_ptr,  # [N] weight
-    y_ptr,  # [rows, N] output
-    # sizes and strides
-    x_row_stride,
-    y_row_stride,
-    n_rows,
-    N,
-    # parameters
-    eps,
-    # meta-parameters
-    BLOCK_N: tl.constexpr,  # chunk of a row per loop step
-    ROWS: tl.constexpr,  # rows handled by one program
-    I64: tl.constexpr,  # 64-bit row offsets
-):
-    # Two passes over a block of rows, the first keeping x in L2 (evict_last) so the second pass reads
-    # it from there (evict_first): DRAM sees x about once, and registers hold one chunk, not a row.
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    row_mask = (rows < n_rows)[:, None]
-    if I64:
-        r = rows.to(tl.int64)[:, None]
-    else:
-        r = rows[:, None]
-    cols = tl.arange(0, BLOCK_N)[None, :]
-    acc = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
-    for start in tl.range(0, N, BLOCK_N):
-        m = row_mask & (start + cols < N)
-        x = tl.load(x_ptr + r * x_row_stride + start + cols, mask=m, other=0.0, eviction_policy="evict_last")
-        x = x.to(tl.float32)
-        acc += x * x
-    rstd = tl.rsqrt(tl.sum(acc, axis=1) / N + eps)[:, None]
-    for start in tl.range(0, N, BLOCK_N):
-        cm = start + cols < N
-        m = row_mask & cm
-        x = tl.load(x_ptr + r * x_row_stride + start + cols, mask=m, other=0.0, eviction_policy="evict_first")
-        w = tl.load(w_ptr + start + cols, mask=cm, other=0.0, eviction_policy="evict_last")
-        y = x.to(tl.float32) * rstd * w.to(tl.float32)
-        tl.store(y_ptr + r * y_row_stride + start + cols, y.to(y_ptr.dtype.element_ty), mask=m)
+from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel, _rmsnorm_two_pass_kernel
 
 
 SHAPES = [(32768, 8192), (16384, 4096), (4096, 4096), (8192, 5120)]

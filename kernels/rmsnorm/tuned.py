@@ -5,6 +5,8 @@ Three things separate it from ``one_row``:
 * Several rows per program when rows are narrow, so each program moves enough bytes to keep the memory
   system busy; the row count and warps come from ``choose_config`` (a table measured on an H100, see
   ``benchmarks/results/``), not from a rule of thumb.
+* Many rows of 4096 or 8192 16-bit elements go to a two-pass kernel that keeps x in L2 between its
+  passes (Inductor's design; measured faster or level on two H100s, see ``_TWO_PASS_TABLE``).
 * Rows wider than one block go to the chunked two-pass kernel of ``looped`` with measured chunk/warps.
 * Launches go through :class:`kprof.launch.CompiledLauncher`, which skips the JIT's per-call
   argument binding: host time per call is what decides small shapes (8x4096 runs 2-5 us on the GPU).
@@ -68,9 +70,52 @@ def _rmsnorm_rows_kernel(
     tl.store(y_ptr + rows64 * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _rmsnorm_two_pass_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input
+    w_ptr,  # [N] weight
+    y_ptr,  # [rows, N] output
+    # sizes and strides
+    x_row_stride,
+    y_row_stride,
+    n_rows,
+    N,
+    # parameters
+    eps,
+    # meta-parameters
+    BLOCK_N: tl.constexpr,  # chunk of a row per loop step
+    ROWS: tl.constexpr,  # rows handled by one program
+    I64: tl.constexpr,  # 64-bit row offsets
+):
+    # Two passes over a block of rows (Inductor's pattern): the first keeps x in L2 (evict_last) so the
+    # second reads it from there (evict_first). DRAM sees x about once; registers hold a chunk, not a row.
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_mask = (rows < n_rows)[:, None]
+    if I64:
+        r = rows.to(tl.int64)[:, None]
+    else:
+        r = rows[:, None]
+    cols = tl.arange(0, BLOCK_N)[None, :]
+    acc = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
+    for start in tl.range(0, N, BLOCK_N):
+        m = row_mask & (start + cols < N)
+        x = tl.load(x_ptr + r * x_row_stride + start + cols, mask=m, other=0.0, eviction_policy="evict_last")
+        x = x.to(tl.float32)
+        acc += x * x
+    rstd = tl.rsqrt(tl.sum(acc, axis=1) / N + eps)[:, None]
+    for start in tl.range(0, N, BLOCK_N):
+        cm = start + cols < N
+        m = row_mask & cm
+        x = tl.load(x_ptr + r * x_row_stride + start + cols, mask=m, other=0.0, eviction_policy="evict_first")
+        w = tl.load(w_ptr + start + cols, mask=cm, other=0.0, eviction_policy="evict_last")
+        y = x.to(tl.float32) * rstd * w.to(tl.float32)
+        tl.store(y_ptr + r * y_row_stride + start + cols, y.to(y_ptr.dtype.element_ty), mask=m)
+
+
 @dataclass(frozen=True)
 class Config:
-    kernel: str  # "rows" (block of whole rows) or "looped" (chunked two-pass row)
+    kernel: str  # "rows" (block of whole rows), "two_pass" (L2-resident chunks, many rows) or "looped" (wide rows)
     block_n: int
     rows: int
     num_warps: int
@@ -95,6 +140,18 @@ _ROW_TABLE: dict[int, tuple[int, int, bool]] = {
     16384: (2, 16, False),
     32768: (1, 16, False),
 }
+# Many rows of 8 KB and 16 KB (16-bit dtypes): the two-pass kernel, a row in two chunks, 8 elements per
+# thread. On two H100s (benchmarks/results/2026-11-22-h100/rmsnorm_two_pass.log and
+# ../2026-11-22-h100-rmsnorm-two-pass/) it was the fastest at 16384x4096 (93.9 and 93.5 us; one block of
+# rows 94.0 and 95.6, torch.compile 94.9 and 94.7) and level with torch.compile at 32768x8192 (357.5 vs
+# 357.3, 358.8 vs 358.2; one block 357.9 and 363.9). On the second machine every one-block kernel was
+# 1.4-1.9% slower than on the first and the two-pass kernel was not. With fewer rows it loses: 4096x4096
+# 27.6 us against 25.1, 8192x5120 61.2 against 58.3.
+_TWO_PASS_TABLE: dict[int, tuple[int, int]] = {  # row bytes -> (chunk elements, num_warps), 2-byte dtypes
+    8192: (2048, 8),
+    16384: (4096, 16),
+}
+_TWO_PASS_MIN_ROWS = 16384
 # Chunked rows: 32 KB chunks and 16 warps ran 256x131072 bf16 in 74.8 us against 91.2 us for 8 KB
 # chunks and 8 warps (benchmarks/results/2026-11-22-h100/rmsnorm_tune.csv).
 _LOOPED_CHUNK_BYTES = 32 * 1024
@@ -112,6 +169,10 @@ def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count
     if row_bytes > MAX_ONE_BLOCK_BYTES:
         chunk = max(1, _LOOPED_CHUNK_BYTES // element_size)
         return Config("looped", block_n=min(block_n, chunk), rows=1, num_warps=16)
+    if (element_size == 2 and n == block_n and row_bytes in _TWO_PASS_TABLE and n_rows is not None
+            and n_rows >= _TWO_PASS_MIN_ROWS):
+        chunk, warps = _TWO_PASS_TABLE[row_bytes]
+        return Config("two_pass", block_n=chunk, rows=1, num_warps=warps)
     if row_bytes in _ROW_TABLE:
         rows, warps, hints = _ROW_TABLE[row_bytes]
     else:  # narrow rows: pack rows until a program moves ~8 KB, 4 warps
@@ -126,6 +187,7 @@ def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count
 
 
 _rows_launcher = CompiledLauncher(_rmsnorm_rows_kernel)
+_two_pass_launcher = CompiledLauncher(_rmsnorm_two_pass_kernel)
 _looped_launcher = CompiledLauncher(_rmsnorm_looped_kernel)
 _sm_counts: dict[int, int] = {}
 
@@ -144,16 +206,23 @@ def launch_with_config(
 ) -> None:
     """Launch one configuration on flattened rows (the general path; also used by the tuning benchmark)."""
     n_rows, n = x2d.shape
-    if cfg.kernel == "rows":
+    if cfg.kernel in ("rows", "two_pass"):
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, float(eps))
         i64 = needs_i64(n_rows, x2d.stride(0), y2d.stride(0))
         key = (cfg, i64, spec_key(args))
-        _rows_launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + (cfg.block_n, cfg.rows, cfg.hints, i64),
-                       num_warps=cfg.num_warps)
+        launcher, constexprs = _row_block_kernel(cfg, i64)
+        launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + constexprs, num_warps=cfg.num_warps)
     else:
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
         key = (cfg, spec_key(args))
         _looped_launcher(key, (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
+
+
+def _row_block_kernel(cfg: Config, i64: bool) -> tuple[CompiledLauncher, tuple]:
+    """Launcher and constexpr values of the two kernels over blocks of rows (same other arguments)."""
+    if cfg.kernel == "rows":
+        return _rows_launcher, (cfg.block_n, cfg.rows, cfg.hints, i64)
+    return _two_pass_launcher, (cfg.block_n, cfg.rows, i64)
 
 
 def needs_i64(n_rows: int, *row_strides: int) -> bool:
@@ -197,12 +266,11 @@ def plan_for(
     element_size = torch.empty((), dtype=dtype).element_size()
     cfg = config_for(n, element_size, n_rows, device_index)
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
-    if cfg.kernel == "rows":
+    if cfg.kernel in ("rows", "two_pass"):
+        launcher, constexprs = _row_block_kernel(cfg, needs_i64(n_rows, x_row_stride, n))
         return _Plan(
-            key=key, launcher=_rows_launcher, grid=(triton.cdiv(n_rows, cfg.rows),),
-            ints=(x_row_stride, n, n_rows, n),
-            constexprs=(cfg.block_n, cfg.rows, cfg.hints, needs_i64(n_rows, x_row_stride, n)),
-            num_warps=cfg.num_warps, contiguous=contiguous,
+            key=key, launcher=launcher, grid=(triton.cdiv(n_rows, cfg.rows),), ints=(x_row_stride, n, n_rows, n),
+            constexprs=constexprs, num_warps=cfg.num_warps, contiguous=contiguous,
         )
     return _Plan(
         key=key, launcher=_looped_launcher, grid=(n_rows,), ints=(x_row_stride, n, n),
@@ -213,7 +281,8 @@ def plan_for(
 @FAMILY.provider(
     "triton_tuned",
     kind="triton",
-    description="block of rows per program, measured configs, compiled-kernel launches",
+    description="block of rows per program (two L2-resident passes for many 4096/8192 rows), measured configs, "
+                "compiled-kernel launches",
     accepts_out=True,
 )
 def rmsnorm_tuned(

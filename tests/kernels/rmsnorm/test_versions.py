@@ -173,3 +173,29 @@ def test_config_depends_on_row_count_only_through_the_small_m_rule():
     few = config_for(1024, 2, 300, -1)  # 2 KB rows pack 4 per program; 75 blocks < 132 SMs -> 1 row
     many = config_for(1024, 2, 100_000, -1)
     assert few.rows == 1 and many.rows == choose_config(1024, 2).rows == 4
+
+
+def test_many_rows_of_4096_or_8192_take_the_two_pass_kernel():
+    """The measured rule: 16-bit rows of 8 or 16 KB, 16384 rows or more; fewer rows, other widths and fp32
+    keep the one-block kernel."""
+    assert choose_config(4096, 2, 16384) == choose_config(4096, 2, 100_000)
+    assert (choose_config(4096, 2, 16384).kernel, choose_config(4096, 2, 16384).block_n) == ("two_pass", 2048)
+    assert (choose_config(8192, 2, 32768).kernel, choose_config(8192, 2, 32768).num_warps) == ("two_pass", 16)
+    for n, es, rows in ((4096, 2, 4096), (5120, 2, 65536), (4096, 4, 65536), (2048, 2, 65536), (4096, 2, None)):
+        assert choose_config(n, es, rows).kernel == "rows", (n, es, rows)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n, chunk, rows", [(7, 1000, 256, 1), (5, 64, 16, 2), (33, 4096, 2048, 1)])
+def test_two_pass_kernel_on_odd_shapes(dtype, n_rows, n, chunk, rows, device):
+    """The two-pass kernel through the tuned launcher on shapes CI's interpreter can run: a partial last
+    chunk (1000 = 3 x 256 + 232), blocks of rows with a partial last block, strided input rows."""
+    from kprof.kernels.rmsnorm.tuned import Config, launch_with_config
+
+    inp = FAM.make_inputs((n_rows, n + 8), dtype, device, seed=n_rows * n)
+    x, w = inp["x"][:, :n], inp["weight"][:n].contiguous()
+    y = torch.full((n_rows, n), float("nan"), dtype=x.dtype, device=device)
+    launch_with_config(Config("two_pass", block_n=chunk, rows=rows, num_warps=4), x, w, y, inp["eps"])
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
