@@ -16,35 +16,11 @@ from pathlib import Path
 
 import torch
 import triton
-import triton.language as tl
 
 from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import _gated, discover
-
-
-@triton.jit
-def _gated_flat_kernel(
-    x_ptr,  # [rows, 2H] gate | up
-    y_ptr,  # [rows, H] contiguous
-    x_row_stride,
-    total,  # rows * H
-    H,
-    BLOCK: tl.constexpr,
-    ACT: tl.constexpr,
-    I64: tl.constexpr,
-):
-    if I64:
-        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    else:
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < total
-    row = offs // H
-    col = offs - row * H
-    g_ptrs = x_ptr + row * x_row_stride + col
-    g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
-    u = tl.load(g_ptrs + H, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + offs, (_gated._act(g, ACT) * u).to(y_ptr.dtype.element_ty), mask=mask)
+from kprof.kernels._gated import _gated_flat_kernel  # the experiment's kernel, shipped since 1f58734
 
 
 def main() -> None:

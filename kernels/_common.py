@@ -96,10 +96,18 @@ def sm_count(t: torch.Tensor) -> int:
 _SM_COUNTS: dict[int, int] = {}
 
 
+try:  # host-side TMA descriptors: Triton 3.4 and later (3.6 on the GPU machine, 3.9 in CI)
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older Triton: the pointer-based kernels serve every shape
+    TensorDescriptor = None
+
+
 def tma_ready(*tensors: torch.Tensor) -> bool:
     """All 2-D 16-bit tensors a TMA descriptor can address: unit last stride, 16-byte aligned base and
     row stride, on a GPU with the Tensor Memory Accelerator (compute capability 9.0+) or under the
-    interpreter (which emulates descriptors)."""
+    interpreter (which emulates descriptors); never with a Triton that has no host descriptors."""
+    if TensorDescriptor is None:
+        return False
     for t in tensors:
         if t.dim() != 2 or t.dtype not in (torch.bfloat16, torch.float16) or t.stride(1) != 1:
             return False

@@ -28,10 +28,6 @@ from kprof.kernels._common import grouped_tile
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
 
-try:  # host-side TMA descriptors: Triton 3.4 and later (3.6 on the GPU machine, 3.9 in CI)
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - older Triton: the pointer-based product serves every shape
-    TensorDescriptor = None
 
 
 @triton.jit
@@ -125,15 +121,15 @@ def tma_product(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, y: 
     bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG
     programs = min(common.sm_count(x2d) if x2d.is_cuda else 4, triton.cdiv(m, bm) * triton.cdiv(n, bn))
     _tma_product_kernel[(programs,)](
-        TensorDescriptor.from_tensor(x2d, [bm, bk]), TensorDescriptor.from_tensor(wf, [bk, bn]),
-        TensorDescriptor.from_tensor(y, [bm, bn]), rstd, b if b is not None else rstd, m, n, k,
+        common.TensorDescriptor.from_tensor(x2d, [bm, bk]), common.TensorDescriptor.from_tensor(wf, [bk, bn]),
+        common.TensorDescriptor.from_tensor(y, [bm, bn]), rstd, b if b is not None else rstd, m, n, k,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=programs, HAS_BIAS=b is not None,
         IEEE=common.interpreting(), num_warps=warps, num_stages=stages,
     )
 
 
 def use_tma(x2d: torch.Tensor, wf: torch.Tensor, y: torch.Tensor) -> bool:
-    return (TensorDescriptor is not None and (x2d.shape[0] >= TMA_MIN_ROWS or common.interpreting())
+    return ((x2d.shape[0] >= TMA_MIN_ROWS or common.interpreting())
             and common.tma_ready(x2d, wf, y))
 
 

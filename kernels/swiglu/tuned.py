@@ -28,10 +28,6 @@ from kprof.kernels._common import grouped_tile
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
 from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel, ieee
 
-try:  # host-side TMA descriptors: Triton 3.4 and later (3.6 on the GPU machine, 3.9 in CI)
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - older Triton: the pointer-based kernel serves every shape
-    TensorDescriptor = None
 
 
 @triton.jit
@@ -79,7 +75,7 @@ TMA_MIN_ROWS = 1000
 def use_tma(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor) -> bool:
     """Descriptors where the pointer kernel is slowest: sizes multiples of 8 but not all of 16."""
     m, k = x2d.shape
-    return (TensorDescriptor is not None and (m >= TMA_MIN_ROWS or common.interpreting())
+    return ((m >= TMA_MIN_ROWS or common.interpreting())
             and common.aligned8(k, wg.shape[1], x2d.stride(0), wg.stride(0)) and common.tma_ready(x2d, wg, wu, y))
 
 
@@ -88,8 +84,8 @@ def launch_tma(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.T
     n = wg.shape[1]
     bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG
     _swiglu_tma_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn),)](
-        TensorDescriptor.from_tensor(x2d, [bm, bk]), TensorDescriptor.from_tensor(wg, [bk, bn]),
-        TensorDescriptor.from_tensor(wu, [bk, bn]), TensorDescriptor.from_tensor(y, [bm, bn]), m, n, k,
+        common.TensorDescriptor.from_tensor(x2d, [bm, bk]), common.TensorDescriptor.from_tensor(wg, [bk, bn]),
+        common.TensorDescriptor.from_tensor(wu, [bk, bn]), common.TensorDescriptor.from_tensor(y, [bm, bn]), m, n, k,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, IEEE=common.interpreting(),
         num_warps=warps, num_stages=stages,
     )
