@@ -1,5 +1,6 @@
 """Experiment: swiglu's two-accumulator product with TMA tensor descriptors (Hopper), one tile per program
-or persistent (one program per SM walking the tiles), against cuBLAS's ``x @ [Wg Wu]``, swiglu's
+or persistent (one program per SM walking the tiles), and with the two weights interleaved column by column
+so that one product of twice the width gives gate and up (split in the epilogue), against cuBLAS's ``x @ [Wg Wu]``, swiglu's
 ``triton_tuned`` and torch.compile.
 
     python benchmarks/swiglu_tma.py --out DIR [--shapes 2048x2048x5504,8192x4096x11008] [--rounds 3]
@@ -52,6 +53,54 @@ def _swiglu_tma_kernel(
         y_desc.store([off_m, off_n], (acc_g * tl.sigmoid(acc_g) * acc_u).to(y_desc.dtype))
 
 
+@triton.jit
+def _swiglu_interleaved_kernel(
+    x_desc, w_desc, y_desc,  # x [M, K], W_int [K, 2N] (column 2j = Wg[:, j], 2j+1 = Wu[:, j]), y [M, N]
+    M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    IEEE: tl.constexpr,
+):
+    # one product of 2*BLOCK_N columns per tile (one wide MMA instead of two), gate and up split in the epilogue
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    acc = tl.zeros([BLOCK_M, 2 * BLOCK_N], dtype=tl.float32)
+    for ks in range(tl.cdiv(K, BLOCK_K)):
+        a = x_desc.load([off_m, ks * BLOCK_K])
+        b = w_desc.load([ks * BLOCK_K, 2 * off_n])
+        if IEEE:
+            acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+        else:
+            acc = tl.dot(a, b, acc)
+    g, u = tl.split(tl.reshape(acc, [BLOCK_M, BLOCK_N, 2]))
+    y_desc.store([off_m, off_n], (g * tl.sigmoid(g) * u).to(y_desc.dtype))
+
+
+INTERLEAVED_CONFIGS = [  # BLOCK_M, BLOCK_N (output columns; the weight tile is twice as wide), BLOCK_K, GROUP_M, warps, stages
+    (128, 128, 64, 8, 8, 3),
+    (128, 64, 64, 8, 8, 4),
+    (128, 64, 64, 8, 4, 4),
+    (128, 128, 32, 8, 8, 4),
+    (64, 128, 64, 8, 4, 4),
+    (128, 64, 64, 8, 8, 5),
+]
+
+
+def interleaved_call(x, w_int, y, cfg):
+    bm, bn, bk, gm, warps, stages = cfg
+    m, k = x.shape
+    n = y.shape[1]
+    descs = (TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w_int, [bk, 2 * bn]),
+             TensorDescriptor.from_tensor(y, [bm, bn]))
+
+    def call():
+        _swiglu_interleaved_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn),)](
+            *descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, IEEE=x.device.type == "cpu",
+            num_warps=warps, num_stages=stages)
+        return y
+    return call
+
+
 CONFIGS = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages
     (128, 128, 64, 8, 8, 3),
     (128, 128, 64, 8, 8, 4),
@@ -86,6 +135,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--shapes", default="2048x2048x5504,8192x4096x11008")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only-interleaved", action="store_true", help="skip the two-accumulator variants")
     args = ap.parse_args()
     interp = os.environ.get("TRITON_INTERPRET") == "1"
     dev = "cpu" if interp else "cuda"
@@ -100,10 +150,14 @@ def main() -> None:
         ref = fam.oracle(**inputs)
         y = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
         candidates = {}
-        for cfg in configs:
+        for cfg in ([] if args.only_interleaved else configs):
             for persistent in (False, True):
                 name = f"tma{' pers' if persistent else ''} {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"
                 candidates[name] = (tma_call(x, wg, wu, y, cfg, persistent, sms), ref)
+        w_int = torch.stack([wg, wu], dim=2).reshape(k, 2 * n)  # column 2j: gate j, 2j + 1: up j
+        for cfg in ([(16, 16, 32, 2, 4, 2)] if interp else INTERLEAVED_CONFIGS):
+            candidates[f"interleaved {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"] = (
+                interleaved_call(x, w_int, y, cfg), ref)
         fns, notes = checked(candidates, y)
         if interp:
             print(spec, sorted(fns), notes)
