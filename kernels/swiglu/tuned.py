@@ -9,12 +9,14 @@ and cached. Measured on an H100 in bf16, each autotuned, three interleaved round
 against 171.6 us at 2048x2048x5504, 2442.7 against 2461.8 us at 8192x4096x11008, 73.0 against 76.7 us
 at 16x4096x11008 - so the tuned version reads the weights as given.
 
-Where the sizes are multiples of 8 but not all of 16 (``_common.aligned8``: 1000x1000x3000) and there
-are 1000+ rows, the tiles move through TMA descriptors instead: the pointer-based kernel took 124.1 us
-there on an H100 (cuBLAS's ``x @ [Wg Wu]``: 24.9), the descriptor kernel 42.4 us. Where everything
-divides by 16 the pointer kernel stays: it beat the descriptor kernel at 2048x2048x5504 (157.9 against
-170.1 us at best) and 8192x4096x11008 (2380 against 2468), plain or persistent
-(``benchmarks/results/2026-11-22-h100-rmsnorm-linear-tma/``).
+From 1000 rows, where x, y and the weights can be addressed by TMA descriptors (16-bit, 16-byte aligned
+rows, Hopper), a third layout wins: the two weights interleaved column by column (``W_int[:, 2j]`` =
+``Wg[:, j]``, ``W_int[:, 2j+1]`` = ``Wu[:, j]``, made once per weight pair and cached), so one product of
+twice the width gives gate and up side by side, split in the epilogue; its tiles move through TMA. On an
+H100 (bf16, five interleaved rounds, ``benchmarks/results/2026-11-22-h100-rmsnorm-linear-tma/``):
+152.2 us against 154.4 for the autotuned pointer kernel at 2048x2048x5504 (cuBLAS's ``x @ [Wg Wu]``
+136.5), 2186.5 against 2325.3 at 8192x4096x11008 (cuBLAS 2219.0 in that noisy run), and 34.2 against
+39.5 (a two-accumulator TMA kernel) and 124.1 (the pointer kernel) at 1000x1000x3000 (cuBLAS 24.8).
 """
 
 from __future__ import annotations
@@ -31,11 +33,10 @@ from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel, ieee
 
 
 @triton.jit
-def _swiglu_tma_kernel(
+def _swiglu_interleaved_kernel(
     # TMA descriptors (block shapes set by the launcher)
     x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K]
-    wg_desc,  # Wg [K, N], blocks [BLOCK_K, BLOCK_N]
-    wu_desc,  # Wu [K, N], blocks [BLOCK_K, BLOCK_N]
+    w_desc,  # W_int [K, 2N]: column 2j = Wg[:, j], 2j + 1 = Wu[:, j]; blocks [BLOCK_K, 2 * BLOCK_N]
     y_desc,  # y [M, N], blocks [BLOCK_M, BLOCK_N]
     # sizes
     M,
@@ -43,7 +44,7 @@ def _swiglu_tma_kernel(
     K,
     # meta-parameters
     BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
+    BLOCK_N: tl.constexpr,  # output columns per tile; the weight tile is twice as wide
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,  # row tiles per column tile in program order (weight tiles reused from L2)
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
@@ -51,41 +52,45 @@ def _swiglu_tma_kernel(
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     off_m = pid_m * BLOCK_M
     off_n = pid_n * BLOCK_N
-    acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, 2 * BLOCK_N], dtype=tl.float32)  # gate and up, column by column
     for ks in range(tl.cdiv(K, BLOCK_K)):  # out-of-range rows/columns of the edge tiles load as zeros
         a = x_desc.load([off_m, ks * BLOCK_K])
-        bg = wg_desc.load([ks * BLOCK_K, off_n])
-        bu = wu_desc.load([ks * BLOCK_K, off_n])
+        b = w_desc.load([ks * BLOCK_K, 2 * off_n])
         if IEEE:
-            acc_g += tl.dot(a.to(tl.float32), bg.to(tl.float32), input_precision="ieee")
-            acc_u += tl.dot(a.to(tl.float32), bu.to(tl.float32), input_precision="ieee")
+            acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
         else:
-            acc_g = tl.dot(a, bg, acc_g)
-            acc_u = tl.dot(a, bu, acc_u)
-    y_desc.store([off_m, off_n], (acc_g * tl.sigmoid(acc_g) * acc_u).to(y_desc.dtype))  # clipped at the edges
+            acc = tl.dot(a, b, acc)
+    gate, up = tl.split(tl.reshape(acc, [BLOCK_M, BLOCK_N, 2]))
+    y_desc.store([off_m, off_n], (gate * tl.sigmoid(gate) * up).to(y_desc.dtype))  # clipped at the edges
 
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): the fastest of 8 tile shapes at 1000x1000x3000 (H100)
-TMA_CONFIG = (128, 128, 64, 8, 8, 4)
-TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
-TMA_MIN_ROWS = 1000
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): the fastest of 6 at 2048, 8192 and 1000 rows (H100)
+TMA_CONFIG = (128, 128, 64, 8, 8, 3)
+TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
+TMA_MIN_ROWS = 1000  # decode shapes (16 rows) keep the autotuned pointer kernel's narrow tiles: not measured
+_interleaved: dict[tuple, torch.Tensor] = {}
 
 
-def use_tma(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor) -> bool:
-    """Descriptors where the pointer kernel is slowest: sizes multiples of 8 but not all of 16."""
+def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    """``W_int`` [K, 2N] with column 2j = ``w_gate[:, j]`` and 2j + 1 = ``w_up[:, j]``, cached per weight
+    pair (rebuilt when either changes, in place or not)."""
+    key = common.weight_cache_key(w_gate, w_up)
+    w = _interleaved.get(key)
+    if w is None:
+        if len(_interleaved) >= 8:
+            _interleaved.clear()
+        w = _interleaved[key] = torch.stack([w_gate, w_up], dim=2).reshape(w_gate.shape[0], 2 * w_gate.shape[1])
+    return w
+
+
+def launch_interleaved(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor) -> None:
+    """``y = silu(x2d @ Wg) * (x2d @ Wu)`` from the interleaved weights (``tma_ready`` operands)."""
     m, k = x2d.shape
-    return ((m >= TMA_MIN_ROWS or common.interpreting())
-            and common.aligned8(k, wg.shape[1], x2d.stride(0), wg.stride(0)) and common.tma_ready(x2d, wg, wu, y))
-
-
-def launch_tma(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor) -> None:
-    m, k = x2d.shape
-    n = wg.shape[1]
+    n = y.shape[1]
     bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG
-    _swiglu_tma_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn),)](
-        common.TensorDescriptor.from_tensor(x2d, [bm, bk]), common.TensorDescriptor.from_tensor(wg, [bk, bn]),
-        common.TensorDescriptor.from_tensor(wu, [bk, bn]), common.TensorDescriptor.from_tensor(y, [bm, bn]), m, n, k,
+    _swiglu_interleaved_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn),)](
+        common.TensorDescriptor.from_tensor(x2d, [bm, bk]), common.TensorDescriptor.from_tensor(w_int, [bk, 2 * bn]),
+        common.TensorDescriptor.from_tensor(y, [bm, bn]), m, n, k,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, IEEE=common.interpreting(),
         num_warps=warps, num_stages=stages,
     )
@@ -149,15 +154,15 @@ def best_config() -> triton.Config | None:
 @FAMILY.provider(
     "triton_tuned",
     kind="triton",
-    description="tiled product autotuned per shape, grouped program order, measured weight layout; TMA tiles "
-                "where sizes are multiples of 8 but not of 16",
+    description="from 1000 rows: gate and up weights interleaved, one product of twice the width with TMA tiles; "
+                "else the tiled product autotuned per shape, grouped program order",
 )
 def swiglu_tuned(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     x2d, ff = check_inputs(x, w_gate, w_up)
-    wg, wu = weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
-    if use_tma(x2d, wg, wu, y):
-        launch_tma(x2d, wg, wu, y)
+    if ((x2d.shape[0] >= TMA_MIN_ROWS or common.interpreting()) and common.tma_ready(x2d, y)
+            and common.tma_ready(w_int := interleaved_weights(w_gate, w_up))):
+        launch_interleaved(x2d, w_int, y)
     else:
-        launch_tuned(x2d, wg, wu, y)
+        launch_tuned(x2d, *weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT), y)
     return y.view(*x.shape[:-1], ff)

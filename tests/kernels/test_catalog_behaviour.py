@@ -334,20 +334,23 @@ def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
     assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16).t())     # column-major
 
 
-@pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 24, 56)])
-def test_swiglu_tma_kernel_on_odd_sizes(m, k, n, device):
-    """swiglu/triton_tuned's descriptor kernel, taken where sizes are multiples of 8 but not all of 16: edge
-    tiles partly outside (loads pad with zeros, the store clips), checked against the float64 oracle."""
+@pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 24, 56), (20, 64, 32)])
+def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, device):
+    """swiglu/triton_tuned's interleaved-weight TMA kernel: edge tiles partly outside (loads pad with zeros,
+    the store clips), gate and up split from one product, checked against the float64 oracle; the
+    interleaved copy is cached and rebuilt when a weight changes in place."""
     from kprof.kernels.swiglu import tuned
 
     fam = F["swiglu"]
     inputs = fam.make_inputs((m, k, n), "bf16", device, seed=m * k + n)
-    x, wg, wu = inputs["x"], inputs["w_gate"].contiguous(), inputs["w_up"].contiguous()
+    x, wg, wu = inputs["x"], inputs["w_gate"], inputs["w_up"]
+    w_int = tuned.interleaved_weights(wg, wu)
+    assert torch.equal(w_int[:, 0::2], wg) and torch.equal(w_int[:, 1::2], wu)
+    assert tuned.interleaved_weights(wg, wu) is w_int  # cached
     y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
-    assert tuned.use_tma(x, wg, wu, y)  # 72/40 and 24/56: multiples of 8, not all of 16
-    tuned.launch_tma(x, wg, wu, y)
+    tuned.launch_interleaved(x, w_int, y)
     ref = fam.oracle(**inputs)
     assert not y.isnan().any()
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
-    x16, wg16, wu16 = (t.contiguous() for t in (x[:, :16], wg[:16, :32], wu[:16, :32]))
-    assert not tuned.use_tma(x16, wg16, wu16, y[:, :32].contiguous())  # all multiples of 16: the pointer kernel
+    wu.mul_(2)
+    assert torch.equal(tuned.interleaved_weights(wg, wu)[:, 1::2], wu)  # in-place update: rebuilt
