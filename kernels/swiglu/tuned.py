@@ -73,7 +73,10 @@ _interleaved: dict[tuple, torch.Tensor] = {}
 
 def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     """``W_int`` [K, 2N] with column 2j = ``w_gate[:, j]`` and 2j + 1 = ``w_up[:, j]``, cached per weight
-    pair (rebuilt when either changes, in place or not)."""
+    pair (rebuilt when either changes, in place or not). The cache holds 8 pairs: a model with more MLP
+    layers than that rebuilds the copy on every call (a copy of both weights); such a caller should build
+    ``W_int`` once per layer and call :func:`launch_interleaved`, as serving stacks keep a fused gate_up
+    weight."""
     key = common.weight_cache_key(w_gate, w_up)
     w = _interleaved.get(key)
     if w is None:
