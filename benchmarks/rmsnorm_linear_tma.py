@@ -104,16 +104,6 @@ def tma_call(x, wf, b, y, rstd, eps, cfg, norm, persistent, sms):
     return call
 
 
-def without_pdl(fn, *args):
-    from kprof.kernels.rmsnorm_linear import rstd_epilogue
-
-    rstd_epilogue.PDL = False
-    try:
-        return fn(*args)
-    finally:
-        rstd_epilogue.PDL = True
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -152,7 +142,6 @@ def main() -> None:
         fns["[cublas x@W]"] = lambda: x @ w
         for p in ("triton_rstd_epilogue", "triton_two_kernels", "triton_fused", "torch_compile"):
             fns[f"[{p}]"] = (lambda p=p: ops[p].fn(x, g, w, b))
-        fns["[triton_rstd_epilogue without PDL]"] = lambda: without_pdl(ops["triton_rstd_epilogue"].fn, x, g, w, b)
         fns["[pointer product only]"] = lambda: launch_product(x, wf, b, y, 1e-6, norm=0)
         times = race(fns, settings, rounds=args.rounds)
         print_race(spec, times, top=12)

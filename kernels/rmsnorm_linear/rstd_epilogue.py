@@ -45,10 +45,7 @@ def _row_rstd_kernel(
     # meta-parameters
     ROWS: tl.constexpr,  # rows per program
     BLOCK_K: tl.constexpr,  # columns per loop step
-    LAUNCH_DEPENDENTS: tl.constexpr = False,  # let the product launched after it (PDL) start now
 ):
-    if LAUNCH_DEPENDENTS:
-        tl.extra.cuda.gdc_launch_dependents()
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_ok = rows < M
     cols = tl.arange(0, BLOCK_K)
@@ -83,7 +80,6 @@ def _tma_product_kernel(
     PROGRAMS: tl.constexpr,  # the grid: min(SMs, tiles); each program takes every PROGRAMS-th tile
     HAS_BIAS: tl.constexpr,
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
-    WAIT_PRIOR: tl.constexpr,  # launched with PDL: wait for the rstd kernel before the first epilogue reads r_ptr
 ):
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     k_steps = tl.cdiv(K, BLOCK_K)
@@ -101,8 +97,6 @@ def _tma_product_kernel(
             else:
                 acc = tl.dot(a, b, acc)
         rows = off_m + tl.arange(0, BLOCK_M)
-        if WAIT_PRIOR:  # returns at once after the first tile: the rstd kernel has finished by then
-            tl.extra.cuda.gdc_wait()
         acc = acc * tl.load(r_ptr + rows, mask=rows < M, other=0.0)[:, None]
         if HAS_BIAS:
             cols = off_n + tl.arange(0, BLOCK_N)
@@ -119,20 +113,9 @@ TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000
 
 
-# Programmatic dependent launch (Hopper): the product starts its K loops while the rstd kernel still runs
-# and waits for it only before its first epilogue, hiding most of the rstd kernel (5-25 us at 2048-8192
-# rows of 4096). Set to False to launch the two kernels one after the other.
-PDL = True
-
-
-def pdl_ready(t: torch.Tensor) -> bool:
-    return PDL and t.is_cuda and not common.interpreting() and torch.cuda.get_device_capability(t.device)[0] >= 9
-
-
 def tma_product(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, y: torch.Tensor,
-                rstd: torch.Tensor, after_rstd_kernel: bool = False) -> None:
-    """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands);
-    ``after_rstd_kernel``: the kernel launched just before wrote rstd and allowed dependents (PDL)."""
+                rstd: torch.Tensor) -> None:
+    """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands)."""
     m, k = x2d.shape
     n = wf.shape[1]
     bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG
@@ -141,8 +124,7 @@ def tma_product(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, y: 
         common.TensorDescriptor.from_tensor(x2d, [bm, bk]), common.TensorDescriptor.from_tensor(wf, [bk, bn]),
         common.TensorDescriptor.from_tensor(y, [bm, bn]), rstd, b if b is not None else rstd, m, n, k,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=programs, HAS_BIAS=b is not None,
-        IEEE=common.interpreting(), WAIT_PRIOR=after_rstd_kernel, num_warps=warps, num_stages=stages,
-        **({"launch_pdl": True} if after_rstd_kernel else {}),
+        IEEE=common.interpreting(), num_warps=warps, num_stages=stages,
     )
 
 
@@ -172,17 +154,15 @@ def rmsnorm_linear_rstd_epilogue(
     x2d, n = check_inputs(x, g, w, b)
     m, k = x2d.shape
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
-    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    wf = folded_weight(g, w)  # before the rstd kernel: no other kernel may sit between it and the product
-    tma = use_tma(x2d, wf, y)
-    pdl = tma and pdl_ready(x2d)
     rows = rows_per_program(m)
     _row_rstd_kernel[(triton.cdiv(m, rows),)](
         x2d, rstd, m, k, x2d.stride(0), x2d.stride(1), float(eps),
-        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), LAUNCH_DEPENDENTS=pdl, num_warps=4,
+        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), num_warps=4,
     )
-    if tma:
-        tma_product(x2d, wf, b, y, rstd, after_rstd_kernel=pdl)
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    wf = folded_weight(g, w)
+    if use_tma(x2d, wf, y):
+        tma_product(x2d, wf, b, y, rstd)
     else:
         launch_product(x2d, wf, b, y, eps, norm=2, rstd=rstd)
     return y.view(*x.shape[:-1], n)
