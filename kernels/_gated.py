@@ -250,6 +250,7 @@ def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132) -
 
 
 def launch_tile(launcher: CompiledLauncher, cfg: Config, x2d: torch.Tensor, y2d: torch.Tensor, act: int) -> None:
+    """Launch ``cfg``: the tile kernel through ``launcher``, or a ``flat`` config through the flat kernel's own."""
     n_rows, h = y2d.shape
     i64 = n_rows * max(x2d.stride(0), 1) >= 2**31
     if cfg.flat:
