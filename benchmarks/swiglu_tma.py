@@ -24,6 +24,7 @@ from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 from kprof.kernels._common import grouped_tile
+from kprof.kernels.swiglu.tuned import _swiglu_interleaved_kernel, interleaved_weights  # shipped since 5a30176
 
 
 @triton.jit
@@ -51,29 +52,6 @@ def _swiglu_tma_kernel(
                 acc_g = tl.dot(a, bg, acc_g)
                 acc_u = tl.dot(a, bu, acc_u)
         y_desc.store([off_m, off_n], (acc_g * tl.sigmoid(acc_g) * acc_u).to(y_desc.dtype))
-
-
-@triton.jit
-def _swiglu_interleaved_kernel(
-    x_desc, w_desc, y_desc,  # x [M, K], W_int [K, 2N] (column 2j = Wg[:, j], 2j+1 = Wu[:, j]), y [M, N]
-    M, N, K,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    IEEE: tl.constexpr,
-):
-    # one product of 2*BLOCK_N columns per tile (one wide MMA instead of two), gate and up split in the epilogue
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    off_m = pid_m * BLOCK_M
-    off_n = pid_n * BLOCK_N
-    acc = tl.zeros([BLOCK_M, 2 * BLOCK_N], dtype=tl.float32)
-    for ks in range(tl.cdiv(K, BLOCK_K)):
-        a = x_desc.load([off_m, ks * BLOCK_K])
-        b = w_desc.load([ks * BLOCK_K, 2 * off_n])
-        if IEEE:
-            acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
-        else:
-            acc = tl.dot(a, b, acc)
-    g, u = tl.split(tl.reshape(acc, [BLOCK_M, BLOCK_N, 2]))
-    y_desc.store([off_m, off_n], (g * tl.sigmoid(g) * u).to(y_desc.dtype))
 
 
 INTERLEAVED_CONFIGS = [  # BLOCK_M, BLOCK_N (output columns; the weight tile is twice as wide), BLOCK_K, GROUP_M, warps, stages
@@ -154,7 +132,7 @@ def main() -> None:
             for persistent in (False, True):
                 name = f"tma{' pers' if persistent else ''} {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"
                 candidates[name] = (tma_call(x, wg, wu, y, cfg, persistent, sms), ref)
-        w_int = torch.stack([wg, wu], dim=2).reshape(k, 2 * n)  # column 2j: gate j, 2j + 1: up j
+        w_int = interleaved_weights(wg, wu)  # column 2j: gate j, 2j + 1: up j
         for cfg in ([(16, 16, 32, 2, 4, 2)] if interp else INTERLEAVED_CONFIGS):
             candidates[f"interleaved {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"] = (
                 interleaved_call(x, w_int, y, cfg), ref)

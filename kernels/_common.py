@@ -236,3 +236,10 @@ def aligned8(*values: int) -> bool:
     2048x2048x5504 and 8192x4096x11008 3.6-3.8x slower (run 20261122-162348-ec8a)."""
     return all(v % 8 == 0 for v in values) and not all(v % 16 == 0 for v in values)
 
+
+def promise_aligned(x2d: torch.Tensor, w: torch.Tensor) -> bool:
+    """The ``ALIGNED`` argument of a tiled product of ``x2d`` [M, K] by ``w`` [K, N]: :func:`aligned8` of K,
+    N and both row strides, with unit column strides (the promise is about contiguous rows)."""
+    return (aligned8(x2d.shape[1], w.shape[1], x2d.stride(0), w.stride(0))
+            and x2d.stride(1) == 1 and w.stride(1) == 1)
+

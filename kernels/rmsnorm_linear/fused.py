@@ -142,7 +142,7 @@ def launch_product(x2d: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, y
         x2d, w, b if b is not None else w, rstd if rstd is not None else w, y, m, n, k,
         x2d.stride(0), x2d.stride(1), w.stride(0), w.stride(1),
         float(eps), NORM=norm, HAS_BIAS=b is not None, IEEE=x2d.dtype == torch.float32 or common.interpreting(),
-        ALIGNED=common.aligned8(k, n, x2d.stride(0), w.stride(0)) and x2d.stride(1) == 1 and w.stride(1) == 1,
+        ALIGNED=common.promise_aligned(x2d, w),
         interpreter_config=INTERPRETER_CONFIG,
     )
 

@@ -29,7 +29,6 @@ from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_input
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
 
 
-
 @triton.jit
 def _row_rstd_kernel(
     # pointers

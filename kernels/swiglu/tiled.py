@@ -88,8 +88,7 @@ def launch(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tenso
     grid = (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
     _swiglu_tiled_kernel[grid](
         x2d, wg, wu, y, m, n, k, x2d.stride(0), x2d.stride(1), wg.stride(0), wg.stride(1),
-        IEEE=ieee(x2d), ALIGNED=common.aligned8(k, n, x2d.stride(0), wg.stride(0)) and x2d.stride(1) == 1
-        and wg.stride(1) == 1, **config,
+        IEEE=ieee(x2d), ALIGNED=common.promise_aligned(x2d, wg), **config,
     )
 
 

@@ -144,8 +144,7 @@ def launch_tuned(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch
         _swiglu_autotuned,
         lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),),
         x2d, wg, wu, y, m, n, k, x2d.stride(0), x2d.stride(1), wg.stride(0), wg.stride(1),
-        IEEE=ieee(x2d), ALIGNED=common.aligned8(k, n, x2d.stride(0), wg.stride(0)) and x2d.stride(1) == 1
-        and wg.stride(1) == 1, interpreter_config=INTERPRETER_CONFIG,
+        IEEE=ieee(x2d), ALIGNED=common.promise_aligned(x2d, wg), interpreter_config=INTERPRETER_CONFIG,
     )
 
 
