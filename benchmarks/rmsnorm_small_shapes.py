@@ -1,7 +1,13 @@
-"""Latency-bound rmsnorm shapes: every (rows, warps, cache hints, index width) of the tuned kernel
-against torch.compile, interleaved rounds with the guarded GPU timer; prints Inductor's kernel too.
+"""Latency-bound rmsnorm shapes: every (rows per program, warps, cache hints) of the tuned kernel, launched
+through the same compiled launcher as ``triton_tuned`` (``launch_with_config``), against torch.compile,
+F.rms_norm and Liger, in interleaved rounds with the guarded GPU timer; prints Inductor's kernel too.
 
-    TORCH_LOGS=output_code python benchmarks/rmsnorm_small_shapes.py --out DIR 2> inductor.log
+    TORCH_LOGS=output_code python benchmarks/rmsnorm_small_shapes.py --out DIR [--shapes 64x4096,4096x1024]
+        [--rounds 3] [--tag NAME] 2> inductor.log
+
+Before 2026-11-22 (second session) the variants went through ``kernel[grid](...)``; those launches read
+0.4-0.7 us slower on the GPU than the same kernel through the compiled launcher in the same race
+(``../results/2026-11-22-h100/rmsnorm_small_shapes.log``), so variants and provider were not comparable.
 """
 
 from __future__ import annotations
@@ -17,42 +23,45 @@ import triton
 from bench_common import print_race, race_rows, rmsnorm_case, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel
+from kprof.kernels.rmsnorm.tuned import Config, launch_with_config
 
-SHAPES = [(64, 4096), (4096, 1024), (1, 4096), (256, 4096), (4096, 4096)]
+SHAPES = "64x4096,4096x1024,1x4096,256x4096,4096x4096"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--shapes", default=SHAPES)
+    ap.add_argument("--tag", default="", help="suffix of the CSV name (one file per process)")
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     settings = BenchSettings(warmup_ms=10, rep_ms=40)
     out = []
-    for shape in SHAPES:
+    for spec in args.shapes.split(","):
+        shape = tuple(int(v) for v in spec.split("x"))
         x, w, eps, ref, y = rmsnorm_case(fam, shape, "bf16", 5)
         block_n = triton.next_power_of_2(shape[1])
         fns = {}
-        for rows, warps, hints, i64 in itertools.product([1, 2, 4], [2, 4, 8, 16], [True, False], [True, False]):
+        for rows, warps, hints in itertools.product([1, 2, 4], [1, 2, 4, 8, 16], [True, False]):
             if warps * 32 > rows * block_n:
                 continue
-            grid = (triton.cdiv(shape[0], rows),)
+            cfg = Config("rows", block_n=block_n, rows=rows, num_warps=warps, hints=hints)
 
-            def call(grid=grid, rows=rows, warps=warps, hints=hints, i64=i64):
-                _rmsnorm_rows_kernel[grid](x, w, y, x.stride(0), y.stride(0), shape[0], shape[1], eps,
-                                           BLOCK_N=block_n, ROWS=rows, HINTS=hints, I64=i64, num_warps=warps)
+            def call(cfg=cfg):
+                launch_with_config(cfg, x, w, y, eps)
             y.fill_(float("nan"))
             call()
             torch.cuda.synchronize()
             assert float((y.double() - ref).norm() / ref.norm()) < 8e-3
-            fns[f"r{rows} w{warps} {'hints' if hints else 'plain'} {'i64' if i64 else 'i32'}"] = call
-        for peer in ("torch_compile", "triton_tuned", "triton_one_row"):
-            fns[f"[{peer}]"] = (lambda fn=fam.providers[peer].fn: fn(x, w, eps))
+            fns[f"r{rows} w{warps} {'hints' if hints else 'plain'}"] = call
+        for peer in ("torch_compile", "triton_tuned", "triton_one_row", "torch_F", "liger"):
+            if peer in fam.providers and fam.providers[peer].unavailable_reason() is None:
+                fns[f"[{peer}]"] = (lambda fn=fam.providers[peer].fn: fn(x, w, eps))
         times = race(fns, settings, args.rounds)
-        print_race(str(shape), times)
-        out += race_rows("x".join(map(str, shape)), times)
-    write_csv(args.out / "rmsnorm_small_shapes.csv", out)
+        print_race(spec, times)
+        out += race_rows(spec, times)
+    write_csv(args.out / f"rmsnorm_small_shapes{args.tag}.csv", out)
     return 0
 
 
