@@ -12,6 +12,7 @@ the shipped kernels reach about 1.10x. Three ideas are raced against the shipped
   epilogue. All programs are resident (one per SM), so the barrier cannot deadlock on a whole GPU.
 
     python benchmarks/matmul_ws.py --out DIR [--shapes rl:2048x4096x4096,sw:2048x2048x5504] [--rounds 3]
+        [--variants 1|2]  (round 1: the first ideas; round 2: around round 1's winners)
 
 ``rl:`` shapes are rmsnorm_linear (M x K x N), ``sw:`` shapes swiglu (M x d x ff). Every variant is
 checked against the float64 oracle first (a wrong or failing one is reported, not timed), then all are
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -147,48 +149,79 @@ def _product_kernel(
         _epilogue(acc, y_desc, r_ptr, off_m, off_n, M, BLOCK_M, BLOCK_N, EPI, SUBTILE)
 
 
-# (name, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages, persistent, flatten, ws, ws_k, subtile, rstd_in)
-VARIANTS = [
-    ("shipped-like pers flat", 128, 256, 64, 8, 8, 3, True, True, False, False, False, False),
-    ("pers flat sub s4", 128, 256, 64, 8, 8, 4, True, True, False, False, True, False),
-    ("pers ws", 128, 256, 64, 8, 8, 3, True, False, True, False, False, False),
-    ("pers ws sub s4", 128, 256, 64, 8, 8, 4, True, False, True, False, True, False),
-    ("pers ws 128x128 s4", 128, 128, 64, 8, 8, 4, True, False, True, False, False, False),
-    ("pers ws 128x128 w4 s4", 128, 128, 64, 8, 4, 4, True, False, True, False, False, False),
-    ("tile ws_k", 128, 256, 64, 8, 8, 3, False, False, False, True, False, False),
-    ("tile ws_k 128x128 s4", 128, 128, 64, 8, 8, 4, False, False, False, True, False, False),
-    ("tile 128x128 s3", 128, 128, 64, 8, 8, 3, False, False, False, False, False, False),
-    ("pers flat 128x128 s4", 128, 128, 64, 8, 8, 4, True, True, False, False, False, False),
-    ("pers rstd_in", 128, 256, 64, 8, 8, 3, True, True, False, False, False, True),
-    ("pers rstd_in sub s4", 128, 256, 64, 8, 8, 4, True, True, False, False, True, True),
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    bm: int = 128
+    bn: int = 256  # rmsnorm_linear's output tile; swiglu's output tile is half as wide (its weight tile this wide)
+    bk: int = 64
+    gm: int = 8
+    warps: int = 8
+    stages: int = 3
+    persistent: bool = True
+    flatten: bool = True
+    ws: bool = False
+    ws_k: bool = False
+    subtile: bool = False
+    rstd_in: bool = False  # rmsnorm_linear only
+    coop: bool = False  # cooperative launch: the driver refuses a grid that cannot be resident at once
+
+
+ROUND_1 = [  # commit 04dc312, run 1 of the README
+    Variant("shipped-like pers flat"),
+    Variant("pers flat sub s4", stages=4, subtile=True),
+    Variant("pers ws", flatten=False, ws=True),
+    Variant("pers ws sub s4", stages=4, flatten=False, ws=True, subtile=True),
+    Variant("pers ws 128x128 s4", bn=128, stages=4, flatten=False, ws=True),
+    Variant("pers ws 128x128 w4 s4", bn=128, warps=4, stages=4, flatten=False, ws=True),
+    Variant("tile ws_k", persistent=False, flatten=False, ws_k=True),
+    Variant("tile ws_k 128x128 s4", bn=128, stages=4, persistent=False, flatten=False, ws_k=True),
+    Variant("tile 128x128 s3", bn=128, persistent=False, flatten=False),
+    Variant("pers flat 128x128 s4", bn=128, stages=4),
+    Variant("pers rstd_in", rstd_in=True),
+    Variant("pers rstd_in sub s4", stages=4, subtile=True, rstd_in=True),
 ]
-# swiglu's tiles are twice as wide in the weight: 128x128 output tiles there match 128x256 above
-SWIGLU_HALVE_N = True
+ROUND_2 = [  # around round 1's winners: in-kernel statistics with subtiles and 4 stages; persistent subtiles
+    Variant("shipped-like pers flat"),
+    Variant("tile (swiglu shipped)", bn=256, persistent=False, flatten=False),
+    Variant("pers flat sub s4", stages=4, subtile=True),
+    Variant("pers flat sub s4 g4", stages=4, subtile=True, gm=4),
+    Variant("pers flat sub s4 g16", stages=4, subtile=True, gm=16),
+    Variant("pers sub s4 noflat", stages=4, subtile=True, flatten=False),
+    Variant("pers flat sub 128x256x32 s8", bk=32, stages=8, subtile=True),
+    Variant("pers rstd_in sub s4", stages=4, subtile=True, rstd_in=True),
+    Variant("pers rstd_in sub s4 coop", stages=4, subtile=True, rstd_in=True, coop=True),
+    Variant("pers rstd_in sub s4 g4", stages=4, subtile=True, rstd_in=True, gm=4),
+    Variant("pers rstd_in sub s4 g16", stages=4, subtile=True, rstd_in=True, gm=16),
+    Variant("pers rstd_in sub s4 noflat", stages=4, subtile=True, rstd_in=True, flatten=False),
+]
+ROUNDS = {"1": ROUND_1, "2": ROUND_2}
 
 
-def variant_call(v, x, w, y, r, bar, eps, epi, sms, with_rstd_kernel):
-    name, bm, bn, bk, gm, warps, stages, persistent, flatten, ws, ws_k, subtile, rstd_in = v
-    if epi == 1 and SWIGLU_HALVE_N:
+def variant_call(v: Variant, x, w, y, r, bar, eps, epi, sms, with_rstd_kernel):
+    bm, bn, bk = v.bm, v.bn, v.bk
+    if epi == 1:
         bn //= 2
     m, k = x.shape
     n = y.shape[1]
     w_n = bn * (2 if epi == 1 else 1)
     xd = TensorDescriptor.from_tensor(x, [bm, bk])
     wd = TensorDescriptor.from_tensor(w, [bk, w_n])
-    yd = TensorDescriptor.from_tensor(y, [bm, bn // 2 if subtile else bn])
+    yd = TensorDescriptor.from_tensor(y, [bm, bn // 2 if v.subtile else bn])
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    progs = min(sms, tiles) if persistent else tiles
+    progs = min(sms, tiles) if v.persistent else tiles
     rstd_rows = triton.next_power_of_2(triton.cdiv(m, progs))
+    extra = {"launch_cooperative_grid": True} if v.coop else {}
 
     def call():
-        if with_rstd_kernel and not rstd_in:
+        if with_rstd_kernel and not v.rstd_in:
             _row_rstd_kernel[(triton.cdiv(m, 4),)](x, r, m, k, x.stride(0), x.stride(1), float(eps),
                                                   ROWS=4, BLOCK_K=min(1024, triton.next_power_of_2(k)), num_warps=4)
         _product_kernel[(progs,)](
             xd, wd, yd, r, bar, x, m, n, k, x.stride(0), float(eps),
-            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, EPI=epi, PROGRAMS=progs, FLATTEN=flatten, WS=ws,
-            WS_K=ws_k, SUBTILE=subtile, RSTD_IN=rstd_in, RSTD_ROWS=rstd_rows, IEEE=not x.is_cuda,
-            num_warps=warps, num_stages=stages)
+            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=v.gm, EPI=epi, PROGRAMS=progs, FLATTEN=v.flatten, WS=v.ws,
+            WS_K=v.ws_k, SUBTILE=v.subtile, RSTD_IN=v.rstd_in, RSTD_ROWS=rstd_rows, IEEE=not x.is_cuda,
+            num_warps=v.warps, num_stages=v.stages, **extra)
         return y
     return call
 
@@ -198,13 +231,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--shapes", default="rl:2048x4096x4096,sw:2048x2048x5504,rl:8192x4096x4096,sw:8192x4096x11008")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--variants", choices=sorted(ROUNDS), default="2", help="which list of variants")
     args = ap.parse_args()
     interp = os.environ.get("TRITON_INTERPRET") == "1"
     dev = "cpu" if interp else "cuda"
     sms = 4 if interp else torch.cuda.get_device_properties(0).multi_processor_count
-    variants = VARIANTS
+    variants = ROUNDS[args.variants]
     if interp:  # small tiles; no grid barrier; no warp specialisation (a compiler pass)
-        variants = [(v[0], 16, 32, 32, 2, 4, 2, *v[7:9], False, False, v[11], False) for v in VARIANTS if not v[12]]
+        variants = [replace(v, bm=16, bn=32, bk=32, gm=2, warps=4, stages=2, ws=False, ws_k=False, coop=False)
+                    for v in variants if not v.rstd_in]
     rows = []
     for spec in args.shapes.split(","):
         fam_name, dims = spec.split(":")
@@ -231,9 +266,9 @@ def main() -> None:
         bar = torch.zeros(2, dtype=torch.int32, device=dev)
         candidates = {}
         for v in variants:
-            if epi == 1 and v[12]:
+            if epi == 1 and v.rstd_in:
                 continue
-            candidates[v[0]] = (variant_call(v, x, w_op, y, r, bar, 1e-6, epi, sms, epi == 0), ref)
+            candidates[v.name] = (variant_call(v, x, w_op, y, r, bar, 1e-6, epi, sms, epi == 0), ref)
         fns, notes = checked(candidates, y)
         if interp:
             print(spec, sorted(fns), notes)
