@@ -17,6 +17,9 @@ H100 (bf16, five interleaved rounds, ``benchmarks/results/2026-11-22-h100-rmsnor
 152.2 us against 154.4 for the autotuned pointer kernel at 2048x2048x5504 (cuBLAS's ``x @ [Wg Wu]``
 136.5), 2186.5 against 2325.3 at 8192x4096x11008 (cuBLAS 2219.0 in that noisy run), and 34.2 against
 39.5 (a two-accumulator TMA kernel) and 124.1 (the pointer kernel) at 1000x1000x3000 (cuBLAS 24.8).
+Where its tiles make at most 8 waves of SMs the interleaved kernel is persistent, with output tiles stored
+in halves so a 4th pipeline stage fits: 145.0 against 153.5 us at 2048x2048x5504 (1.041x cuBLAS's 139.3,
+``benchmarks/results/2026-11-22-h100-matmul-ws/``); with more waves one tile per program stays faster.
 """
 
 from __future__ import annotations
@@ -33,23 +36,9 @@ from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel, ieee
 
 
 @triton.jit
-def _swiglu_interleaved_kernel(
-    # TMA descriptors (block shapes set by the launcher)
-    x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K]
-    w_desc,  # W_int [K, 2N]: column 2j = Wg[:, j], 2j + 1 = Wu[:, j]; blocks [BLOCK_K, 2 * BLOCK_N]
-    y_desc,  # y [M, N], blocks [BLOCK_M, BLOCK_N]
-    # sizes
-    M,
-    N,
-    K,
-    # meta-parameters
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,  # output columns per tile; the weight tile is twice as wide
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,  # row tiles per column tile in program order (weight tiles reused from L2)
-    IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
-):
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+def _interleaved_tile(x_desc, w_desc, y_desc, tile, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SUBTILE: tl.constexpr, IEEE: tl.constexpr):
+    pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     off_m = pid_m * BLOCK_M
     off_n = pid_n * BLOCK_N
     acc = tl.zeros([BLOCK_M, 2 * BLOCK_N], dtype=tl.float32)  # gate and up, column by column
@@ -61,11 +50,48 @@ def _swiglu_interleaved_kernel(
         else:
             acc = tl.dot(a, b, acc)
     gate, up = tl.split(tl.reshape(acc, [BLOCK_M, BLOCK_N, 2]))
-    y_desc.store([off_m, off_n], (gate * tl.sigmoid(gate) * up).to(y_desc.dtype))  # clipped at the edges
+    common.store_tile(y_desc, gate * tl.sigmoid(gate) * up, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # clipped
+
+
+@triton.jit
+def _swiglu_interleaved_kernel(
+    # TMA descriptors (block shapes set by the launcher)
+    x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K]
+    w_desc,  # W_int [K, 2N]: column 2j = Wg[:, j], 2j + 1 = Wu[:, j]; blocks [BLOCK_K, 2 * BLOCK_N]
+    y_desc,  # y [M, N], blocks [BLOCK_M, BLOCK_N] (half as wide with SUBTILE)
+    # sizes
+    M,
+    N,
+    K,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,  # output columns per tile; the weight tile is twice as wide
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,  # row tiles per column tile in tile order (weight tiles reused from L2)
+    PROGRAMS: tl.constexpr,  # 0: one program per tile; else persistent, each program every PROGRAMS-th tile
+    SUBTILE: tl.constexpr,  # store output tiles in two halves (room for a 4th stage)
+    IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
+):
+    if PROGRAMS == 0:
+        _interleaved_tile(x_desc, w_desc, y_desc, tl.program_id(0), M, N, K,
+                          BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SUBTILE, IEEE)
+    else:
+        tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+        # flatten: the compiler pipelines the next tile's first loads under this tile's epilogue
+        for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
+            _interleaved_tile(x_desc, w_desc, y_desc, tile, M, N, K,
+                              BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, SUBTILE, IEEE)
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): the fastest of 6 at 2048, 8192 and 1000 rows (H100)
 TMA_CONFIG = (128, 128, 64, 8, 8, 3)
+# Persistent (one program per SM), output tiles stored in halves so a 4th stage fits, whole columns of
+# row tiles in a group: where the tiles make at most PERSISTENT_MAX_WAVES waves of SMs. On an H100
+# (benchmarks/results/2026-11-22-h100-matmul-ws/) 145.0 us against 153.5 one tile per program at
+# 2048x2048x5504 (688 tiles, 5.2 waves; cuBLAS x @ [Wg Wu] 139.3), a tie at 1000x1000x3000 (1.5 waves),
+# and slower at 4096x4096x11008 (20.8 waves: 1096 against 1055) and 8192x4096x11008 (2241 against 2153).
+PERSISTENT_CONFIG = (128, 128, 64, 16, 8, 4)
+PERSISTENT_MAX_WAVES = 8
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # decode shapes (16 rows) keep the autotuned pointer kernel's narrow tiles: not measured
 _interleaved: dict[tuple, torch.Tensor] = {}
@@ -86,16 +112,27 @@ def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tenso
     return w
 
 
-def launch_interleaved(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor) -> None:
-    """``y = silu(x2d @ Wg) * (x2d @ Wu)`` from the interleaved weights (``tma_ready`` operands)."""
+def launch_interleaved(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, persistent: bool | None = None) -> None:
+    """``y = silu(x2d @ Wg) * (x2d @ Wu)`` from the interleaved weights (``tma_ready`` operands); persistent
+    where the tiles make few waves (``PERSISTENT_MAX_WAVES``) unless ``persistent`` says otherwise."""
     m, k = x2d.shape
     n = y.shape[1]
-    bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG
-    _swiglu_interleaved_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn),)](
+    sms = common.sm_count(x2d) if x2d.is_cuda else 4
+    if persistent is None:
+        bm, bn = TMA_CONFIG[:2]
+        persistent = triton.cdiv(m, bm) * triton.cdiv(n, bn) <= PERSISTENT_MAX_WAVES * sms
+    if common.interpreting():
+        bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG
+    else:
+        bm, bn, bk, gm, warps, stages = PERSISTENT_CONFIG if persistent else TMA_CONFIG
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    programs = min(sms, tiles) if persistent else 0
+    subtile = persistent and not common.interpreting()
+    _swiglu_interleaved_kernel[(programs or tiles,)](
         common.TensorDescriptor.from_tensor(x2d, [bm, bk]), common.TensorDescriptor.from_tensor(w_int, [bk, 2 * bn]),
-        common.TensorDescriptor.from_tensor(y, [bm, bn]), m, n, k,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, IEEE=common.interpreting(),
-        num_warps=warps, num_stages=stages,
+        common.TensorDescriptor.from_tensor(y, [bm, bn // 2 if subtile else bn]), m, n, k,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=programs, SUBTILE=subtile,
+        IEEE=common.interpreting(), num_warps=warps, num_stages=stages,
     )
 
 

@@ -299,29 +299,63 @@ def test_rstd_kernel_every_rows_per_program(rows, device):
     assert torch.allclose(r.double().cpu(), ref.cpu(), rtol=1e-5)
 
 
-@pytest.mark.parametrize("tma", [True, False])
+@pytest.mark.parametrize("path", ["tma", "tma_stats_in", "pointer"])
 @pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 64, 48)])
-def test_rstd_epilogue_product_both_ways(tma, m, k, n, device):
-    """triton_rstd_epilogue's two products, each on odd sizes (last tiles partly outside): the persistent
-    TMA kernel (descriptor loads pad with zeros, the store clips) and the pointer kernel it falls back to,
-    checked against the float64 oracle with rows at different scales and a bias."""
+def test_rstd_epilogue_product_every_way(path, m, k, n, device):
+    """triton_rstd_epilogue's products, each on odd sizes (last tiles partly outside): the persistent TMA
+    kernel (descriptor loads pad with zeros, the store clips), the same kernel computing rstd itself
+    (one program under the interpreter, whose programs could never meet at the grid barrier), and the
+    pointer kernel it falls back to, checked against the float64 oracle with rows at different scales
+    and a bias."""
     from kprof.kernels._common import tma_ready
     from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 
     fam = F["rmsnorm_linear"]
     inputs = fam.make_inputs((m, k, n), "bf16", device, seed=m + k + n)
-    x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     wf = re.folded_weight(g, w)
-    rstd = torch.rsqrt(x.float().pow(2).mean(dim=1) + inputs["eps"])
+    rstd = torch.rsqrt(x.float().pow(2).mean(dim=1) + eps)
     y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
     assert tma_ready(x, wf, y)
-    if tma:
-        re.tma_product(x, wf, b, y, rstd)
+    if path == "tma":
+        re.tma_product(x, wf, b, y, rstd, eps)
+    elif path == "tma_stats_in":
+        expected, rstd = rstd, torch.full_like(rstd, float("nan"))
+        re.tma_product(x, wf, b, y, rstd, eps, stats_in=True, programs=None if x.is_cuda else 1)
+        assert torch.allclose(rstd, expected, rtol=1e-4)
     else:
-        re.launch_product(x, wf, b, y, inputs["eps"], norm=2, rstd=rstd)
+        re.launch_product(x, wf, b, y, eps, norm=2, rstd=rstd)
     ref = fam.oracle(**inputs)
     assert not y.isnan().any()
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+def test_rstd_epilogue_statistics_in_the_product_on_the_gpu():
+    """On a GPU at 2048 rows (256 tiles, 16 rows per program on an H100) the product computes rstd itself:
+    132 programs meet at the grid barrier, whose state is reused by the next calls (the epoch advances)
+    and kept per stream; every call matches the float64 oracle, on the default and on a side stream."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kprof.kernels import _common as common
+    from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+
+    fam = F["rmsnorm_linear"]
+    inputs = fam.make_inputs((2048, 512, 4096), "bf16", "cuda", seed=3)
+    x = inputs["x"]
+    sms = common.sm_count(x)
+    if not re.stats_in_product(2048, 256, sms, x.get_device()) or not common.tma_ready(x):
+        pytest.skip(f"this GPU ({sms} SMs) takes the rstd kernel at 2048 rows")
+    ref = fam.oracle(**inputs)
+    state = common.barrier_state(x)
+    epoch = int(state[1])
+    for stream in (torch.cuda.current_stream(), torch.cuda.Stream()):
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                y = fam.providers["triton_rstd_epilogue"].fn(**inputs)
+                assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+        stream.synchronize()
+    assert int(state[0]) == 0 and int(state[1]) == epoch + 3  # three launches on the default stream
 
 
 def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
@@ -334,11 +368,13 @@ def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
     assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16).t())     # column-major
 
 
+@pytest.mark.parametrize("persistent", [False, True])
 @pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 24, 56), (20, 64, 32)])
-def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, device):
-    """swiglu/triton_tuned's interleaved-weight TMA kernel: edge tiles partly outside (loads pad with zeros,
-    the store clips), gate and up split from one product, checked against the float64 oracle; the
-    interleaved copy is cached and rebuilt when a weight changes in place."""
+def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, persistent, device):
+    """swiglu/triton_tuned's interleaved-weight TMA kernel, one tile per program and persistent (fewer
+    programs than tiles, each walking several): edge tiles partly outside (loads pad with zeros, the store
+    clips), gate and up split from one product, checked against the float64 oracle; the interleaved copy
+    is cached and rebuilt when a weight changes in place."""
     from kprof.kernels.swiglu import tuned
 
     fam = F["swiglu"]
@@ -348,7 +384,7 @@ def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, device):
     assert torch.equal(w_int[:, 0::2], wg) and torch.equal(w_int[:, 1::2], wu)
     assert tuned.interleaved_weights(wg, wu) is w_int  # cached
     y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
-    tuned.launch_interleaved(x, w_int, y)
+    tuned.launch_interleaved(x, w_int, y, persistent=persistent)
     ref = fam.oracle(**inputs)
     assert not y.isnan().any()
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
