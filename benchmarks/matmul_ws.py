@@ -12,7 +12,7 @@ the shipped kernels reach about 1.10x. Three ideas are raced against the shipped
   epilogue. All programs are resident (one per SM), so the barrier cannot deadlock on a whole GPU.
 
     python benchmarks/matmul_ws.py --out DIR [--shapes rl:2048x4096x4096,sw:2048x2048x5504] [--rounds 3]
-        [--variants 1|2]  (round 1: the first ideas; round 2: around round 1's winners)
+        [--variants 1|2|3]  (round 1: the first ideas; round 2: around round 1's winners; round 3: swiglu tiles)
 
 ``rl:`` shapes are rmsnorm_linear (M x K x N), ``sw:`` shapes swiglu (M x d x ff). Every variant is
 checked against the float64 oracle first (a wrong or failing one is reported, not timed), then all are
@@ -195,7 +195,17 @@ ROUND_2 = [  # around round 1's winners: in-kernel statistics with subtiles and 
     Variant("pers rstd_in sub s4 g16", stages=4, subtile=True, rstd_in=True, gm=16),
     Variant("pers rstd_in sub s4 noflat", stages=4, subtile=True, rstd_in=True, flatten=False),
 ]
-ROUNDS = {"1": ROUND_1, "2": ROUND_2}
+ROUND_3 = [  # swiglu at 2048x2048x5504 after shipping round 2's winner (persistent, halves, 4 stages, g16)
+    Variant("tile (swiglu shipped)", bn=256, persistent=False, flatten=False),
+    Variant("pers flat sub s4 g16", stages=4, subtile=True, gm=16),
+    Variant("pers flat sub s4 g32", stages=4, subtile=True, gm=32),
+    Variant("pers flat sub bk128 s2 g16", bk=128, stages=2, subtile=True, gm=16),
+    Variant("pers flat sub s4 g16 bm64", bm=64, stages=4, subtile=True, gm=16),
+    Variant("pers flat sub bk32 s6 g16", bk=32, stages=6, subtile=True, gm=16),
+    Variant("pers rstd_in sub s4", stages=4, subtile=True, rstd_in=True),
+    Variant("pers rstd_in sub s4 coop", stages=4, subtile=True, rstd_in=True, coop=True),
+]
+ROUNDS = {"1": ROUND_1, "2": ROUND_2, "3": ROUND_3}
 
 
 def variant_call(v: Variant, x, w, y, r, bar, eps, epi, sms, with_rstd_kernel):

@@ -73,8 +73,8 @@ def interleaved_call(x, w_int, y, cfg):
 
     def call():
         _swiglu_interleaved_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn),)](
-            *descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, IEEE=x.device.type == "cpu",
-            num_warps=warps, num_stages=stages)
+            *descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=0, SUBTILE=False,
+            IEEE=x.device.type == "cpu", num_warps=warps, num_stages=stages)
         return y
     return call
 
