@@ -1,7 +1,7 @@
 """Where the host time of an rmsnorm call goes: wall time per call over many calls without
 synchronising, at a shape where the GPU work is tiny (default 8x4096 bf16), all in one process.
 
-    python benchmarks/rmsnorm_host_overhead.py --out DIR
+    python benchmarks/rmsnorm_host_overhead.py --out DIR [--shape 8x4096] [--tag NAME]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--shape", default="8x4096")
     ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--tag", default="", help="suffix of the CSV name (one file per process)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     fam = discover()["rmsnorm"]
@@ -102,7 +103,7 @@ def main() -> int:
         rows.append({"what": name + " (after torch.compile + liger)", "host_us_median": med,
                      "samples": " ".join(f"{s:.3f}" for s in samples)})
         print(f"{name + ' (after compile)':<32} {med:7.2f} us/call", flush=True)
-    write_csv(args.out / "rmsnorm_host_overhead.csv", rows)
+    write_csv(args.out / f"rmsnorm_host_overhead{args.tag}.csv", rows)
     print(f"JIT launches of the tuned kernel: {_rows_launcher.jit_launches} (the rest took the compiled path)")
     return 0
 
