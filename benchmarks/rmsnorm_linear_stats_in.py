@@ -4,9 +4,10 @@
 H100s; the shipped kernel (``rstd_epilogue.tma_product(..., stats_in=True)``) then read 100.4 us with a
 bias and 105.6 without one on a third. This races, in one process: cuBLAS, the experiment's variant, the
 shipped product with and without bias, and the shipped provider with and without bias; then prints each
-compiled product kernel's registers, spills and a count of its TTGIR operations.
+compiled product kernel's registers, spills and a count of its TTGIR operations. The rstd kernel followed
+by the product (the path before) runs in the same race, so each machine compares the two designs.
 
-    python benchmarks/rmsnorm_linear_stats_in.py --out DIR [--shape 2048x4096x4096] [--rounds 5]
+    python benchmarks/rmsnorm_linear_stats_in.py --out DIR [--shapes 2048x4096x4096,1536x4096x4096] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -49,36 +50,45 @@ def describe(kernel) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shape", default="2048x4096x4096")
+    ap.add_argument("--shapes", default="2048x4096x4096,1536x4096x4096")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    m, k, n = (int(v) for v in args.shape.split("x"))
-    fam = discover()["rmsnorm_linear"]
-    inputs = fam.make_inputs((m, k, n), "bf16", "cuda", seed=1)
-    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
-    ref = fam.oracle(**inputs)
-    ref_nobias = ref - b.double()
-    wf = folded_weight(g, w)
-    y = torch.empty(m, n, dtype=x.dtype, device="cuda")
-    r = torch.empty(m, dtype=torch.float32, device="cuda")
-    bar = torch.zeros(2, dtype=torch.int32, device="cuda")
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    variant = next(v for v in matmul_ws.ROUND_2 if v.name == "pers rstd_in sub s4")
-    provider = fam.providers["triton_rstd_epilogue"].fn
-    candidates = {
-        "experiment (no bias)": (matmul_ws.variant_call(variant, x, wf, y, r, bar, eps, 0, sms, True), ref_nobias),
-        "shipped product + bias": (lambda: (rstd_epilogue.tma_product(x, wf, b, y, r, eps, stats_in=True), y)[1], ref),
-        "shipped product (no bias)": (lambda: (rstd_epilogue.tma_product(x, wf, None, y, r, eps, stats_in=True), y)[1],
-                                      ref_nobias),
-    }
-    fns, notes = checked(candidates, y)
-    fns["[provider + bias]"] = lambda: provider(x, g, w, b, eps)
-    fns["[provider, no bias]"] = lambda: provider(x, g, w, None, eps)
-    fns["[cublas x@W]"] = lambda: x @ w
-    times = race(fns, BenchSettings(graph=False), rounds=args.rounds)
-    print_race(args.shape, times, top=12)
-    print_notes(notes)
-    write_csv(args.out / "rmsnorm_linear_stats_in.csv", race_rows(args.shape, times))
+    rows = []
+    for spec in args.shapes.split(","):
+        m, k, n = (int(v) for v in spec.split("x"))
+        fam = discover()["rmsnorm_linear"]
+        inputs = fam.make_inputs((m, k, n), "bf16", "cuda", seed=1)
+        x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+        ref = fam.oracle(**inputs)
+        ref_nobias = ref - b.double()
+        wf = folded_weight(g, w)
+        y = torch.empty(m, n, dtype=x.dtype, device="cuda")
+        r = torch.empty(m, dtype=torch.float32, device="cuda")
+        bar = torch.zeros(2, dtype=torch.int32, device="cuda")
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        variant = next(v for v in matmul_ws.ROUND_2 if v.name == "pers rstd_in sub s4")
+        provider = fam.providers["triton_rstd_epilogue"].fn
+        candidates = {
+            "experiment (no bias)": (matmul_ws.variant_call(variant, x, wf, y, r, bar, eps, 0, sms, True), ref_nobias),
+            "shipped product + bias": (lambda: (rstd_epilogue.tma_product(x, wf, b, y, r, eps, stats_in=True), y)[1], ref),
+            "shipped product (no bias)": (lambda: (rstd_epilogue.tma_product(x, wf, None, y, r, eps, stats_in=True), y)[1],
+                                          ref_nobias),
+        }
+        fns, notes = checked(candidates, y)
+
+        def rstd_kernel_path():  # the path taken before statistics moved into the product
+            rstd_epilogue.row_rstd(x, r, eps)
+            rstd_epilogue.tma_product(x, wf, b, y, r, eps)
+            return y
+        fns["[rstd kernel + product + bias]"] = rstd_kernel_path
+        fns["[provider + bias]"] = lambda: provider(x, g, w, b, eps)
+        fns["[provider, no bias]"] = lambda: provider(x, g, w, None, eps)
+        fns["[cublas x@W]"] = lambda: x @ w
+        times = race(fns, BenchSettings(graph=False), rounds=args.rounds)
+        print_race(spec, times, top=12)
+        print_notes(notes)
+        rows += race_rows(spec, times)
+    write_csv(args.out / "rmsnorm_linear_stats_in.csv", rows)
     for name, fn in (("experiment", matmul_ws._product_kernel), ("shipped", rstd_epilogue._tma_product_kernel)):
         for kernel in compiled_kernels(fn):
             print(f"{name}: {describe(kernel)}", flush=True)
