@@ -12,7 +12,7 @@ the shipped kernels reach about 1.10x. Three ideas are raced against the shipped
   epilogue. All programs are resident (one per SM), so the barrier cannot deadlock on a whole GPU.
 
     python benchmarks/matmul_ws.py --out DIR [--shapes rl:2048x4096x4096,sw:2048x2048x5504] [--rounds 3]
-        [--variants 1|2|3]  (round 1: the first ideas; round 2: around round 1's winners; round 3: swiglu tiles)
+        [--variants 1|2|3|4]  (1: the first ideas; 2: around 1's winners; 3: swiglu tiles; 4: barrier diagnosis)
 
 ``rl:`` shapes are rmsnorm_linear (M x K x N), ``sw:`` shapes swiglu (M x d x ff). Every variant is
 checked against the float64 oracle first (a wrong or failing one is reported, not timed), then all are
@@ -66,6 +66,22 @@ def _epilogue(acc, y_desc, r_ptr, off_m, off_n, M,
 
 
 @triton.jit
+def _grid_barrier_poll(bar_ptr, PROGRAMS: tl.constexpr):
+    """As _grid_barrier, but waiting programs poll the epoch with plain volatile loads (no atomics)."""
+    tl.debug_barrier()
+    epoch = tl.atomic_add(bar_ptr + 1, 0, sem="acquire")
+    arrived = tl.atomic_add(bar_ptr, 1, sem="acq_rel")
+    if arrived == PROGRAMS - 1:
+        tl.atomic_xchg(bar_ptr, 0, sem="relaxed")
+        tl.atomic_add(bar_ptr + 1, 1, sem="release")
+    else:
+        while tl.load(bar_ptr + 1, volatile=True) == epoch:
+            pass
+        tl.atomic_add(bar_ptr + 1, 0, sem="acquire")
+    tl.debug_barrier()
+
+
+@triton.jit
 def _grid_barrier(bar_ptr, PROGRAMS: tl.constexpr):
     """All PROGRAMS programs meet here. bar_ptr: int32[2] = (arrived, epoch), zero before the first launch;
     the last program to arrive resets the count and advances the epoch, so no host reset is needed."""
@@ -111,6 +127,8 @@ def _product_kernel(
     RSTD_IN: tl.constexpr,  # compute rstd here (persistent, EPI 0): own rows during the first tile, then a grid barrier
     RSTD_ROWS: tl.constexpr,  # power of two >= ceil(M / PROGRAMS)
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
+    BARRIER: tl.constexpr = 1,  # RSTD_IN: 1 atomic polling, 2 volatile-load polling, 0 none (diagnosis only:
+                                # correct only when r_ptr already holds rstd from an earlier call)
 ):
     W_N: tl.constexpr = BLOCK_N * (2 if EPI == 1 else 1)
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
@@ -134,7 +152,10 @@ def _product_kernel(
             ss += xr * xr
             acc = _mma(a, b, acc, IEEE)
         tl.store(r_ptr + mine, tl.rsqrt(tl.sum(ss, axis=1) / K + eps), mask=mine < M)
-        _grid_barrier(bar_ptr, PROGRAMS)
+        if BARRIER == 1:
+            _grid_barrier(bar_ptr, PROGRAMS)
+        if BARRIER == 2:
+            _grid_barrier_poll(bar_ptr, PROGRAMS)
         _epilogue(acc, y_desc, r_ptr, off_m, off_n, M, BLOCK_M, BLOCK_N, EPI, SUBTILE)
         first = pid + PROGRAMS
     for tile in tl.range(first, tiles, PROGRAMS, flatten=FLATTEN, warp_specialize=WS):
@@ -165,6 +186,7 @@ class Variant:
     subtile: bool = False
     rstd_in: bool = False  # rmsnorm_linear only
     coop: bool = False  # cooperative launch: the driver refuses a grid that cannot be resident at once
+    barrier: int = 1  # with rstd_in: 1 atomic polling, 2 volatile-load polling, 0 none (diagnosis only)
 
 
 ROUND_1 = [  # commit 04dc312, run 1 of the README
@@ -205,7 +227,15 @@ ROUND_3 = [  # swiglu at 2048x2048x5504 after shipping round 2's winner (persist
     Variant("pers rstd_in sub s4", stages=4, subtile=True, rstd_in=True),
     Variant("pers rstd_in sub s4 coop", stages=4, subtile=True, rstd_in=True, coop=True),
 ]
-ROUNDS = {"1": ROUND_1, "2": ROUND_2, "3": ROUND_3}
+ROUND_4 = [  # why the statistics-in product is 15% slower on some H100s: the barrier or the extra loads?
+    Variant("shipped-like pers flat"),
+    Variant("pers rstd_in sub s4", stages=4, subtile=True, rstd_in=True),
+    Variant("pers rstd_in sub s4 poll", stages=4, subtile=True, rstd_in=True, barrier=2),
+    Variant("pers rstd_in sub s4 NO barrier", stages=4, subtile=True, rstd_in=True, barrier=0),
+    Variant("pers rstd_in s3", rstd_in=True),
+    Variant("pers rstd_in s3 NO barrier", rstd_in=True, barrier=0),
+]
+ROUNDS = {"1": ROUND_1, "2": ROUND_2, "3": ROUND_3, "4": ROUND_4}
 
 
 def variant_call(v: Variant, x, w, y, r, bar, eps, epi, sms, with_rstd_kernel):
@@ -231,6 +261,7 @@ def variant_call(v: Variant, x, w, y, r, bar, eps, epi, sms, with_rstd_kernel):
             xd, wd, yd, r, bar, x, m, n, k, x.stride(0), float(eps),
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=v.gm, EPI=epi, PROGRAMS=progs, FLATTEN=v.flatten, WS=v.ws,
             WS_K=v.ws_k, SUBTILE=v.subtile, RSTD_IN=v.rstd_in, RSTD_ROWS=rstd_rows, IEEE=not x.is_cuda,
+            BARRIER=v.barrier,
             num_warps=v.warps, num_stages=v.stages, **extra)
         return y
     return call
