@@ -129,7 +129,7 @@ def _tma_product_kernel(
         own_base = x_ptr + own[:, None].to(tl.int64) * stride_xm
         squares = tl.zeros([STATS_ROWS, BLOCK_K], dtype=tl.float32)
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for ks in range(k_steps):
+        for ks in tl.range(k_steps):
             a = x_desc.load([pid_m * BLOCK_M, ks * BLOCK_K])
             b = w_desc.load([ks * BLOCK_K, pid_n * BLOCK_N])
             c = ks * BLOCK_K + cols
@@ -145,7 +145,7 @@ def _tma_product_kernel(
     for tile in tl.range(first, tiles, PROGRAMS, flatten=True):
         pid_m, pid_n = common.grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for ks in range(k_steps):  # out-of-range rows/columns of the last tiles load as zeros
+        for ks in tl.range(k_steps):  # out-of-range rows/columns of the last tiles load as zeros
             a = x_desc.load([pid_m * BLOCK_M, ks * BLOCK_K])
             b = w_desc.load([ks * BLOCK_K, pid_n * BLOCK_N])
             acc = _mma(a, b, acc, IEEE)
