@@ -26,7 +26,6 @@ from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 from kprof.kernels._common import grouped_tile
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
-from kprof.kernels.rmsnorm_linear import rstd_epilogue
 from kprof.kernels.rmsnorm_linear.rstd_epilogue import _row_rstd_kernel
 
 
@@ -144,11 +143,7 @@ def main() -> None:
         for p in ("triton_rstd_epilogue", "triton_two_kernels", "triton_fused", "torch_compile"):
             fns[f"[{p}]"] = (lambda p=p: ops[p].fn(x, g, w, b))
         fns["[pointer product only]"] = lambda: launch_product(x, wf, b, y, 1e-6, norm=0)
-        # where the time of the shipped path goes: the bias, the wrapper, the product computing rstd itself
         fns["[triton_rstd_epilogue, no bias]"] = lambda: ops["triton_rstd_epilogue"].fn(x, g, w, None)
-        for bias in (b, None):
-            fns[f"[stats-in product{'' if bias is None else ' + bias'}]"] = (
-                lambda bias=bias: rstd_epilogue.tma_product(x, wf, bias, y, rstd, 1e-6, stats_in=True))
         times = race(fns, settings, rounds=args.rounds)
         print_race(spec, times, top=12)
         print_notes(notes)

@@ -175,46 +175,6 @@ def store_tile(y_desc, out, off_m, off_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.con
         y_desc.store([off_m, off_n], out.to(y_desc.dtype))
 
 
-@triton.jit
-def grid_barrier(bar_ptr, PROGRAMS: tl.constexpr):
-    """Every one of the PROGRAMS programs waits here until all have arrived. Only for grids whose programs
-    are all resident at once (launch them with ``launch_cooperative_grid=True``: the driver refuses a grid
-    that cannot be). ``bar_ptr``: int32[2] = (arrived, epoch), zero before the first use (``barrier_state``);
-    the last program to arrive resets the count and advances the epoch, so launches need no reset."""
-    tl.debug_barrier()  # every thread's stores are issued before the arrival is published
-    epoch = tl.atomic_add(bar_ptr + 1, 0, sem="acquire")
-    arrived = tl.atomic_add(bar_ptr, 1, sem="acq_rel")
-    if arrived == PROGRAMS - 1:
-        tl.atomic_xchg(bar_ptr, 0, sem="relaxed")
-        tl.atomic_add(bar_ptr + 1, 1, sem="release")
-    else:
-        while tl.atomic_add(bar_ptr + 1, 0, sem="acquire") == epoch:
-            pass
-    tl.debug_barrier()
-
-
-_BARRIERS: dict[tuple[int, int], torch.Tensor] = {}
-
-
-def barrier_state(t: torch.Tensor) -> torch.Tensor:
-    """The int32[2] state of :func:`grid_barrier` for launches on ``t``'s device and the current stream.
-
-    One per (device, stream): launches on one stream run one after another, so they can share it, while
-    launches on two streams may overlap and must not. Inside CUDA-graph capture a fresh zeroed state is
-    returned instead (its zeroing is captured with the kernel, so every replay starts from zero)."""
-    if not t.is_cuda:
-        return torch.zeros(2, dtype=torch.int32, device=t.device)
-    if torch.cuda.is_current_stream_capturing():
-        return torch.zeros(2, dtype=torch.int32, device=t.device)
-    key = (t.get_device(), torch.cuda.current_stream(t.device).cuda_stream)
-    state = _BARRIERS.get(key)
-    if state is None:
-        if len(_BARRIERS) >= 64:
-            _BARRIERS.clear()
-        state = _BARRIERS[key] = torch.zeros(2, dtype=torch.int32, device=t.device)
-    return state
-
-
 def numel_rows(shape: Sequence[int]) -> int:
     """Product of all but the last dimension (the number of rows of a row-wise op)."""
     n = 1
