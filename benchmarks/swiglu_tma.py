@@ -24,7 +24,8 @@ from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 from kprof.kernels._common import grouped_tile
-from kprof.kernels.swiglu.tuned import _swiglu_interleaved_kernel, interleaved_weights  # shipped since 5a30176
+from kprof.kernels.swiglu.tuned import (  # shipped since 5a30176
+    _swiglu_interleaved_kernel, interleaved_weights, launch_interleaved)
 
 
 @triton.jit
@@ -73,8 +74,8 @@ def interleaved_call(x, w_int, y, cfg):
 
     def call():
         _swiglu_interleaved_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn),)](
-            *descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=0, SUBTILE=False,
-            IEEE=x.device.type == "cpu", num_warps=warps, num_stages=stages)
+            *descs, *descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=0, SUBTILE=False,
+            TAIL=False, IEEE=x.device.type == "cpu", num_warps=warps, num_stages=stages)
         return y
     return call
 
@@ -144,6 +145,9 @@ def main() -> None:
         fns["[cublas x@[Wg Wu]]"] = lambda: x @ w_cat
         for p in ("triton_tuned", "torch_compile"):
             fns[f"[{p}]"] = (lambda p=p: fam.providers[p].fn(**{k_: v for k_, v in inputs.items()}))
+        for tail in (False, True):  # the shipped persistent kernel, with and without quarter tiles in its last wave
+            fns[f"[persistent{', quarter tail' if tail else ''}]"] = (
+                lambda tail=tail: launch_interleaved(x, w_int, y, persistent=True, tail=tail))
         times = race(fns, BenchSettings(graph=False), rounds=args.rounds)
         print_race(spec, times, top=12)
         print_notes(notes)

@@ -334,13 +334,14 @@ def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
     assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16).t())     # column-major
 
 
-@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("mode", ["tile", "persistent", "persistent_tail"])
 @pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 24, 56), (20, 64, 32)])
-def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, persistent, device):
-    """swiglu/triton_tuned's interleaved-weight TMA kernel, one tile per program and persistent (fewer
-    programs than tiles, each walking several): edge tiles partly outside (loads pad with zeros, the store
-    clips), gate and up split from one product, checked against the float64 oracle; the interleaved copy
-    is cached and rebuilt when a weight changes in place."""
+def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, mode, device):
+    """swiglu/triton_tuned's interleaved-weight TMA kernel, one tile per program, persistent (fewer programs
+    than tiles, each walking several) and persistent with the last wave's tiles done as quarter tiles (at
+    37x72x40 under the interpreter: 9 tiles on 4 programs leave 1 tile, 4 quarters): edge tiles partly
+    outside (loads pad with zeros, the store clips), gate and up split from one product, checked against the
+    float64 oracle; the interleaved copy is cached and rebuilt when a weight changes in place."""
     from kprof.kernels.swiglu import tuned
 
     fam = F["swiglu"]
@@ -350,7 +351,7 @@ def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, persistent, device):
     assert torch.equal(w_int[:, 0::2], wg) and torch.equal(w_int[:, 1::2], wu)
     assert tuned.interleaved_weights(wg, wu) is w_int  # cached
     y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
-    tuned.launch_interleaved(x, w_int, y, persistent=persistent)
+    tuned.launch_interleaved(x, w_int, y, persistent=mode != "tile", tail=mode == "persistent_tail")
     ref = fam.oracle(**inputs)
     assert not y.isnan().any()
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
