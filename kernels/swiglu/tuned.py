@@ -20,6 +20,8 @@ H100 (bf16, five interleaved rounds, ``benchmarks/results/2026-11-22-h100-rmsnor
 Where its tiles make at most 8 waves of SMs the interleaved kernel is persistent, with output tiles stored
 in halves so a 4th pipeline stage fits: 145.0 against 153.5 us at 2048x2048x5504 (1.041x cuBLAS's 139.3,
 ``benchmarks/results/2026-11-22-h100-matmul-ws/``); with more waves one tile per program stays faster.
+When the last wave of tiles would keep at most a quarter of the SMs busy, its tiles are done as quarter
+tiles by all of them: 137.0 us there, level with cuBLAS (136.7).
 """
 
 from __future__ import annotations
@@ -107,9 +109,11 @@ TMA_CONFIG = (128, 128, 64, 8, 8, 3)
 # and slower at 4096x4096x11008 (20.8 waves: 1096 against 1055) and 8192x4096x11008 (2241 against 2153).
 PERSISTENT_CONFIG = (128, 128, 64, 16, 8, 4)
 PERSISTENT_MAX_WAVES = 8
-# Quarter tiles for a last wave that holds at most a quarter of the programs (2048x2048x5504: 688 tiles on
-# 132 SMs leave 28 for a sixth wave): not measured yet, off
-TAIL_QUARTERS = False
+# Quarter tiles for a last wave that holds at most a quarter of the programs. At 2048x2048x5504 688 tiles on
+# 132 SMs leave 28 for a sixth wave; as 112 quarter tiles it took the op from 143.4 to 137.0 us (cuBLAS
+# x @ [Wg Wu] 136.7), at 2048x4096x5504 from 266.5 to 251.8 (cuBLAS 265.2) on an H100
+# (benchmarks/results/2026-11-22-h100-matmul-ws/quarter_tail.log)
+TAIL_QUARTERS = True
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # decode shapes (16 rows) keep the autotuned pointer kernel's narrow tiles: not measured
 _interleaved: dict[tuple, torch.Tensor] = {}

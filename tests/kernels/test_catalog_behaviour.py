@@ -334,6 +334,30 @@ def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
     assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16).t())     # column-major
 
 
+@pytest.mark.gpu
+def test_swiglu_quarter_tail_on_the_gpu():
+    """On a GPU with the real tiles: 2048x256x5504 makes 688 tiles, which leave 688 mod SMs for a last wave
+    (28 on an H100), done as quarter tiles; the result matches the float64 oracle, with and without them."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kprof.kernels._common import sm_count, tma_ready
+    from kprof.kernels.swiglu import tuned
+
+    fam = F["swiglu"]
+    inputs = fam.make_inputs((2048, 256, 5504), "bf16", "cuda", seed=11)
+    x = inputs["x"]
+    programs = sm_count(x)
+    if not 0 < (688 % programs) * 4 <= programs or not tma_ready(x):
+        pytest.skip(f"no quarter tiles with {programs} SMs (or no TMA)")
+    w_int = tuned.interleaved_weights(inputs["w_gate"], inputs["w_up"])
+    ref = fam.oracle(**inputs)
+    for tail in (True, False):
+        y = torch.full((2048, 5504), float("nan"), dtype=x.dtype, device="cuda")
+        tuned.launch_interleaved(x, w_int, y, persistent=True, tail=tail)
+        assert not y.isnan().any()
+        assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
 @pytest.mark.parametrize("mode", ["tile", "persistent", "persistent_tail"])
 @pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 24, 56), (20, 64, 32)])
 def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, mode, device):
