@@ -36,7 +36,6 @@ from kprof.kernels.swiglu.family import FAMILY, check_inputs
 from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel, ieee
 
 
-
 @triton.jit
 def _interleaved_tile(x_desc, w_desc, y_desc, off_m, off_n, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                       BLOCK_K: tl.constexpr, SUBTILE: tl.constexpr, IEEE: tl.constexpr):
