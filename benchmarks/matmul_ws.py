@@ -36,21 +36,10 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels._common import grouped_tile
+from kprof.kernels._common import grouped_tile, store_tile  # store_tile shipped with swiglu since 87bf3e9
 from kprof.kernels.rmsnorm_linear.fused import folded_weight
 from kprof.kernels.rmsnorm_linear.rstd_epilogue import _row_rstd_kernel
 from kprof.kernels.swiglu.tuned import interleaved_weights
-
-
-@triton.jit
-def _store_tile(y_desc, out, off_m, off_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr):
-    if SUBTILE:  # two halves: the staging buffer in shared memory is half as big
-        halves = tl.permute(tl.reshape(out, [BLOCK_M, 2, BLOCK_N // 2]), (0, 2, 1))
-        left, right = tl.split(halves)
-        y_desc.store([off_m, off_n], left.to(y_desc.dtype))
-        y_desc.store([off_m, off_n + BLOCK_N // 2], right.to(y_desc.dtype))
-    else:
-        y_desc.store([off_m, off_n], out.to(y_desc.dtype))
 
 
 @triton.jit
@@ -62,7 +51,7 @@ def _epilogue(acc, y_desc, r_ptr, off_m, off_n, M,
     else:  # swiglu: interleaved gate/up columns
         gate, up = tl.split(tl.reshape(acc, [BLOCK_M, BLOCK_N, 2]))
         out = gate * tl.sigmoid(gate) * up
-    _store_tile(y_desc, out, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)
+    store_tile(y_desc, out, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)
 
 
 @triton.jit

@@ -166,7 +166,8 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 def store_tile(y_desc, out, off_m, off_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr):
     """Store an output tile through its TMA descriptor, whole or (SUBTILE) as two column halves: the
     staging buffer in shared memory is then half as big, which leaves room for a 4th pipeline stage of
-    128x256x64 tiles on an H100 (the descriptor's block is then [BLOCK_M, BLOCK_N // 2])."""
+    swiglu's 128x128 output tiles (256-wide weight tiles) on an H100. The descriptor's block is then
+    [BLOCK_M, BLOCK_N // 2]."""
     if SUBTILE:
         left, right = tl.split(tl.permute(tl.reshape(out, [BLOCK_M, 2, BLOCK_N // 2]), (0, 2, 1)))
         y_desc.store([off_m, off_n], left.to(y_desc.dtype))
