@@ -75,7 +75,7 @@ def interleaved_call(x, w_int, y, cfg):
     def call():
         _swiglu_interleaved_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn),)](
             *descs, *descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=0, SUBTILE=False,
-            TAIL=False, IEEE=x.device.type == "cpu", num_warps=warps, num_stages=stages)
+            TAIL_SPLIT=0, IEEE=x.device.type == "cpu", num_warps=warps, num_stages=stages)
         return y
     return call
 
@@ -145,8 +145,8 @@ def main() -> None:
         fns["[cublas x@[Wg Wu]]"] = lambda: x @ w_cat
         for p in ("triton_tuned", "torch_compile"):
             fns[f"[{p}]"] = (lambda p=p: fam.providers[p].fn(**{k_: v for k_, v in inputs.items()}))
-        for tail in (False, True):  # the shipped persistent kernel, with and without quarter tiles in its last wave
-            fns[f"[persistent{', quarter tail' if tail else ''}]"] = (
+        for tail in (False, True):  # the shipped persistent kernel, with and without its last wave in parts
+            fns[f"[persistent{', tail in parts' if tail else ''}]"] = (
                 lambda tail=tail: launch_interleaved(x, w_int, y, persistent=True, tail=tail))
         times = race(fns, BenchSettings(graph=False), rounds=args.rounds)
         print_race(spec, times, top=12)

@@ -58,9 +58,9 @@ def _swiglu_interleaved_kernel(
     x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K]
     w_desc,  # W_int [K, 2N]: column 2j = Wg[:, j], 2j + 1 = Wu[:, j]; blocks [BLOCK_K, 2 * BLOCK_N]
     y_desc,  # y [M, N], blocks [BLOCK_M, BLOCK_N] (half as wide with SUBTILE)
-    x_tail,  # the same three with quarter tiles (TAIL): x blocks [BLOCK_M / 2, BLOCK_K],
-    w_tail,  # W_int blocks [BLOCK_K, BLOCK_N],
-    y_tail,  # y blocks [BLOCK_M / 2, BLOCK_N / 2]
+    x_tail,  # the same three for the tail's part tiles (TAIL_SPLIT): x blocks [BLOCK_M / 2, BLOCK_K],
+    w_tail,  # W_int blocks [BLOCK_K, 2 * TN], y blocks [BLOCK_M / 2, TN], with TN = BLOCK_N for halves,
+    y_tail,  # BLOCK_N / 2 for quarters
     # sizes
     M,
     N,
@@ -72,7 +72,7 @@ def _swiglu_interleaved_kernel(
     GROUP_M: tl.constexpr,  # row tiles per column tile in tile order (weight tiles reused from L2)
     PROGRAMS: tl.constexpr,  # 0: one program per tile; else persistent, each program every PROGRAMS-th tile
     SUBTILE: tl.constexpr,  # store output tiles in two halves (room for a 4th stage)
-    TAIL: tl.constexpr,  # persistent: the tiles of the last, partial wave are done as 4 quarter tiles each
+    TAIL_SPLIT: tl.constexpr,  # persistent: 0, or the tiles of the last, partial wave done as 2 halves / 4 quarters
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
 ):
     if PROGRAMS == 0:
@@ -81,22 +81,23 @@ def _swiglu_interleaved_kernel(
                           BLOCK_M, BLOCK_N, BLOCK_K, SUBTILE, IEEE)
     else:
         tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-        whole = (tiles // PROGRAMS) * PROGRAMS if TAIL else tiles
+        whole = (tiles // PROGRAMS) * PROGRAMS if TAIL_SPLIT else tiles
         # flatten: the compiler pipelines the next tile's first loads under this tile's epilogue
         for tile in tl.range(tl.program_id(0), whole, PROGRAMS, flatten=True):
             pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
             _interleaved_tile(x_desc, w_desc, y_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K,
                               BLOCK_M, BLOCK_N, BLOCK_K, SUBTILE, IEEE)
-        if TAIL:
-            # The last wave would keep only (tiles - whole) SMs busy for a whole tile's time; as quarter
-            # tiles (the launcher checks there are at most PROGRAMS of them) it keeps four times as many
-            # busy for about a quarter of that, at a lower rate per tile.
-            for unit in tl.range(tl.program_id(0), (tiles - whole) * 4, PROGRAMS):
-                pid_m, pid_n = grouped_tile(whole + unit // 4, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-                quarter = unit % 4
-                _interleaved_tile(x_tail, w_tail, y_tail, pid_m * BLOCK_M + (quarter // 2) * (BLOCK_M // 2),
-                                  pid_n * BLOCK_N + (quarter % 2) * (BLOCK_N // 2), K,
-                                  BLOCK_M // 2, BLOCK_N // 2, BLOCK_K, False, IEEE)
+        if TAIL_SPLIT:
+            # The last wave would keep only (tiles - whole) SMs busy for a whole tile's time; split into
+            # TAIL_SPLIT parts per tile (the launcher checks there are at most PROGRAMS parts) it keeps
+            # that many times as many busy for about 1 / TAIL_SPLIT of it, at a lower rate per tile.
+            COLS: tl.constexpr = TAIL_SPLIT // 2  # parts across a tile's columns: 1 (halves) or 2 (quarters)
+            for unit in tl.range(tl.program_id(0), (tiles - whole) * TAIL_SPLIT, PROGRAMS):
+                pid_m, pid_n = grouped_tile(whole + unit // TAIL_SPLIT, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+                part = unit % TAIL_SPLIT
+                _interleaved_tile(x_tail, w_tail, y_tail, pid_m * BLOCK_M + (part // COLS) * (BLOCK_M // 2),
+                                  pid_n * BLOCK_N + (part % COLS) * (BLOCK_N // COLS), K,
+                                  BLOCK_M // 2, BLOCK_N // COLS, BLOCK_K, False, IEEE)
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): the fastest of 6 at 2048, 8192 and 1000 rows (H100)
@@ -108,11 +109,11 @@ TMA_CONFIG = (128, 128, 64, 8, 8, 3)
 # and slower at 4096x4096x11008 (20.8 waves: 1096 against 1055) and 8192x4096x11008 (2241 against 2153).
 PERSISTENT_CONFIG = (128, 128, 64, 16, 8, 4)
 PERSISTENT_MAX_WAVES = 8
-# Quarter tiles for a last wave that holds at most a quarter of the programs. At 2048x2048x5504 688 tiles on
-# 132 SMs leave 28 for a sixth wave; as 112 quarter tiles it took the op from 143.4 to 137.0 us (cuBLAS
-# x @ [Wg Wu] 136.7), at 2048x4096x5504 from 266.5 to 251.8 (cuBLAS 265.2) on an H100
-# (benchmarks/results/2026-11-22-h100-matmul-ws/quarter_tail.log)
-TAIL_QUARTERS = True
+# The last, partial wave of tiles in parts (``tail_split``). At 2048x2048x5504 688 tiles on 132 SMs leave 28
+# for a sixth wave; as 112 quarter tiles it took the op from 143.4 to 137.0 us (cuBLAS x @ [Wg Wu] 136.7),
+# at 2048x4096x5504 from 266.5 to 251.8 (cuBLAS 265.2) on an H100
+# (benchmarks/results/2026-11-22-h100-matmul-ws/quarter_tail.log). Halves: not measured yet.
+TAIL_SPLITS = True
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # decode shapes (16 rows) keep the autotuned pointer kernel's narrow tiles: not measured
 _interleaved: dict[tuple, torch.Tensor] = {}
@@ -133,12 +134,21 @@ def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tenso
     return w
 
 
+def tail_split(tiles: int, programs: int) -> int:
+    """Parts per tile for the last, partial wave of a persistent launch: 4 (quarters) where that wave holds
+    at most a quarter of the programs, 2 (halves) where at most half, else 0 (whole tiles)."""
+    last_wave = tiles % programs if programs else 0
+    for split in (4, 2):
+        if 0 < last_wave * split <= programs:
+            return split
+    return 0
+
+
 def launch_interleaved(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, persistent: bool | None = None,
                        tail: bool | None = None) -> None:
     """``y = silu(x2d @ Wg) * (x2d @ Wu)`` from the interleaved weights (``tma_ready`` operands); persistent
     where the tiles make few waves (``PERSISTENT_MAX_WAVES``) unless ``persistent`` says otherwise. ``tail``
-    (persistent only) does the last partial wave's tiles as quarter tiles: by default where that wave holds
-    at most a quarter of the programs (``TAIL_QUARTERS``)."""
+    (persistent only; default ``TAIL_SPLITS``) does the last partial wave's tiles in parts (``tail_split``)."""
     m, k = x2d.shape
     n = y.shape[1]
     sms = common.sm_count(x2d) if x2d.is_cuda else 4
@@ -151,15 +161,15 @@ def launch_interleaved(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, 
         bm, bn, bk, gm, warps, stages = PERSISTENT_CONFIG if persistent else TMA_CONFIG
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     programs = min(sms, tiles) if persistent else 0
-    last_wave = tiles % programs if programs else 0
-    tail = persistent and 0 < last_wave * 4 <= programs and (TAIL_QUARTERS if tail is None else tail)
+    split = tail_split(tiles, programs) if (TAIL_SPLITS if tail is None else tail) else 0
     subtile = persistent and not common.interpreting()
     desc = common.TensorDescriptor.from_tensor
     full = (desc(x2d, [bm, bk]), desc(w_int, [bk, 2 * bn]), desc(y, [bm, bn // 2 if subtile else bn]))
-    quarter = (desc(x2d, [bm // 2, bk]), desc(w_int, [bk, bn]), desc(y, [bm // 2, bn // 2])) if tail else full
+    tn = bn // (split // 2) if split else bn
+    parts = (desc(x2d, [bm // 2, bk]), desc(w_int, [bk, 2 * tn]), desc(y, [bm // 2, tn])) if split else full
     _swiglu_interleaved_kernel[(programs or tiles,)](
-        *full, *quarter, m, n, k,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=programs, SUBTILE=subtile, TAIL=tail,
+        *full, *parts, m, n, k,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=programs, SUBTILE=subtile, TAIL_SPLIT=split,
         IEEE=common.interpreting(), num_warps=warps, num_stages=stages,
     )
 

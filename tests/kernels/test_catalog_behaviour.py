@@ -335,37 +335,52 @@ def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
 
 
 @pytest.mark.gpu
-def test_swiglu_quarter_tail_on_the_gpu():
+def test_swiglu_tail_in_parts_on_the_gpu():
     """On a GPU with the real tiles: 2048x256x5504 makes 688 tiles, which leave 688 mod SMs for a last wave
-    (28 on an H100), done as quarter tiles; the result matches the float64 oracle, with and without them."""
+    (28 on an H100), done as quarter tiles, and 1000x256x3000 makes 192, which leave 60, done as halves;
+    the result matches the float64 oracle, with and without the parts."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     from kprof.kernels._common import sm_count, tma_ready
     from kprof.kernels.swiglu import tuned
 
     fam = F["swiglu"]
-    inputs = fam.make_inputs((2048, 256, 5504), "bf16", "cuda", seed=11)
-    x = inputs["x"]
-    programs = sm_count(x)
-    if not 0 < (688 % programs) * 4 <= programs or not tma_ready(x):
-        pytest.skip(f"no quarter tiles with {programs} SMs (or no TMA)")
-    w_int = tuned.interleaved_weights(inputs["w_gate"], inputs["w_up"])
-    ref = fam.oracle(**inputs)
-    for tail in (True, False):
-        y = torch.full((2048, 5504), float("nan"), dtype=x.dtype, device="cuda")
-        tuned.launch_interleaved(x, w_int, y, persistent=True, tail=tail)
-        assert not y.isnan().any()
-        assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+    for (m, k, n), tiles, split in (((2048, 256, 5504), 688, 4), ((1000, 256, 3000), 192, 2)):
+        inputs = fam.make_inputs((m, k, n), "bf16", "cuda", seed=11)
+        x = inputs["x"]
+        programs = sm_count(x)
+        if tuned.tail_split(tiles, programs) != split or not tma_ready(x):
+            pytest.skip(f"other tail parts with {programs} SMs (or no TMA)")
+        w_int = tuned.interleaved_weights(inputs["w_gate"], inputs["w_up"])
+        ref = fam.oracle(**inputs)
+        for tail in (True, False):
+            y = torch.full((m, n), float("nan"), dtype=x.dtype, device="cuda")
+            tuned.launch_interleaved(x, w_int, y, persistent=True, tail=tail)
+            assert not y.isnan().any()
+            assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def test_swiglu_tail_split_rule():
+    """The last, partial wave of a persistent launch: quarters where it holds at most a quarter of the
+    programs, halves where at most half, else whole tiles."""
+    from kprof.kernels.swiglu.tuned import tail_split
+
+    assert tail_split(688, 132) == 4   # 2048x2048x5504 on an H100: 28 tiles left
+    assert tail_split(192, 132) == 2   # 1000x1000x3000: 60 left
+    assert tail_split(200, 132) == 0   # 68 left: halves would be 136 parts
+    assert tail_split(264, 132) == 0   # no partial wave
+    assert tail_split(9, 0) == 0       # one program per tile
 
 
 @pytest.mark.parametrize("mode", ["tile", "persistent", "persistent_tail"])
-@pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 24, 56), (20, 64, 32)])
+@pytest.mark.parametrize("m, k, n", [(37, 72, 40), (20, 40, 48), (5, 24, 56), (20, 64, 32)])
 def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, mode, device):
     """swiglu/triton_tuned's interleaved-weight TMA kernel, one tile per program, persistent (fewer programs
-    than tiles, each walking several) and persistent with the last wave's tiles done as quarter tiles (at
-    37x72x40 under the interpreter: 9 tiles on 4 programs leave 1 tile, 4 quarters): edge tiles partly
-    outside (loads pad with zeros, the store clips), gate and up split from one product, checked against the
-    float64 oracle; the interleaved copy is cached and rebuilt when a weight changes in place."""
+    than tiles, each walking several) and persistent with the last wave's tiles done in parts (under the
+    interpreter with 4 programs: 37x72x40 makes 9 tiles, the last one in quarters; 20x40x48 makes 6, the
+    last two in halves): edge tiles partly outside (loads pad with zeros, the store clips), gate and up
+    split from one product, checked against the float64 oracle; the interleaved copy is cached and rebuilt
+    when a weight changes in place."""
     from kprof.kernels.swiglu import tuned
 
     fam = F["swiglu"]
