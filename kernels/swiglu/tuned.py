@@ -112,7 +112,8 @@ PERSISTENT_MAX_WAVES = 8
 # The last, partial wave of tiles in parts (``tail_split``). At 2048x2048x5504 688 tiles on 132 SMs leave 28
 # for a sixth wave; as 112 quarter tiles it took the op from 143.4 to 137.0 us (cuBLAS x @ [Wg Wu] 136.7),
 # at 2048x4096x5504 from 266.5 to 251.8 (cuBLAS 265.2) on an H100
-# (benchmarks/results/2026-11-22-h100-matmul-ws/quarter_tail.log). Halves: not measured yet.
+# (benchmarks/results/2026-11-22-h100-matmul-ws/quarter_tail.log). Halves: 1000x1000x3000 leaves 60 of 192
+# tiles; as 120 halves, 34.2 -> 33.0 us (tail_halves.log, where 2048x2048x5504 read 137.7 against cuBLAS 138.8).
 TAIL_SPLITS = True
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # decode shapes (16 rows) keep the autotuned pointer kernel's narrow tiles: not measured
