@@ -20,8 +20,8 @@ H100 (bf16, five interleaved rounds, ``benchmarks/results/2026-11-22-h100-rmsnor
 Where its tiles make at most 8 waves of SMs the interleaved kernel is persistent, with output tiles stored
 in halves so a 4th pipeline stage fits: 145.0 against 153.5 us at 2048x2048x5504 (1.041x cuBLAS's 139.3,
 ``benchmarks/results/2026-11-22-h100-matmul-ws/``); with more waves one tile per program stays faster.
-When the last wave of tiles would keep at most a quarter of the SMs busy, its tiles are done as quarter
-tiles by all of them: 137.0 us there, level with cuBLAS (136.7).
+When the last wave of tiles would keep at most a quarter (half) of the SMs busy, its tiles are done as
+quarter (half) tiles by all of them: 137.0 us at 2048x2048x5504, level with cuBLAS (136.7).
 """
 
 from __future__ import annotations
@@ -232,8 +232,9 @@ def best_config() -> triton.Config | None:
 @FAMILY.provider(
     "triton_tuned",
     kind="triton",
-    description="from 1000 rows: gate and up weights interleaved, one product of twice the width with TMA tiles; "
-                "else the tiled product autotuned per shape, grouped program order",
+    description="from 1000 rows: gate and up weights interleaved, one product of twice the width with TMA tiles "
+                "(persistent for few waves, the last partial wave in smaller tiles); else the tiled product autotuned "
+                "per shape, grouped program order",
 )
 def swiglu_tuned(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     x2d, ff = check_inputs(x, w_gate, w_up)
