@@ -55,31 +55,20 @@ def _epilogue(acc, y_desc, r_ptr, off_m, off_n, M,
 
 
 @triton.jit
-def _grid_barrier_poll(bar_ptr, PROGRAMS: tl.constexpr):
-    """As _grid_barrier, but waiting programs poll the epoch with plain volatile loads (no atomics)."""
-    tl.debug_barrier()
-    epoch = tl.atomic_add(bar_ptr + 1, 0, sem="acquire")
-    arrived = tl.atomic_add(bar_ptr, 1, sem="acq_rel")
-    if arrived == PROGRAMS - 1:
-        tl.atomic_xchg(bar_ptr, 0, sem="relaxed")
-        tl.atomic_add(bar_ptr + 1, 1, sem="release")
-    else:
-        while tl.load(bar_ptr + 1, volatile=True) == epoch:
-            pass
-        tl.atomic_add(bar_ptr + 1, 0, sem="acquire")
-    tl.debug_barrier()
-
-
-@triton.jit
-def _grid_barrier(bar_ptr, PROGRAMS: tl.constexpr):
+def _grid_barrier(bar_ptr, PROGRAMS: tl.constexpr, VOLATILE_POLL: tl.constexpr):
     """All PROGRAMS programs meet here. bar_ptr: int32[2] = (arrived, epoch), zero before the first launch;
-    the last program to arrive resets the count and advances the epoch, so no host reset is needed."""
+    the last program to arrive resets the count and advances the epoch, so no host reset is needed.
+    Waiting programs poll the epoch with atomics, or (VOLATILE_POLL) with plain volatile loads."""
     tl.debug_barrier()  # every thread's stores are issued before the arrival is published
     epoch = tl.atomic_add(bar_ptr + 1, 0, sem="acquire")
     arrived = tl.atomic_add(bar_ptr, 1, sem="acq_rel")
     if arrived == PROGRAMS - 1:
         tl.atomic_xchg(bar_ptr, 0, sem="relaxed")
         tl.atomic_add(bar_ptr + 1, 1, sem="release")
+    elif VOLATILE_POLL:
+        while tl.load(bar_ptr + 1, volatile=True) == epoch:
+            pass
+        tl.atomic_add(bar_ptr + 1, 0, sem="acquire")
     else:
         while tl.atomic_add(bar_ptr + 1, 0, sem="acquire") == epoch:
             pass
@@ -141,10 +130,8 @@ def _product_kernel(
             ss += xr * xr
             acc = _mma(a, b, acc, IEEE)
         tl.store(r_ptr + mine, tl.rsqrt(tl.sum(ss, axis=1) / K + eps), mask=mine < M)
-        if BARRIER == 1:
-            _grid_barrier(bar_ptr, PROGRAMS)
-        if BARRIER == 2:
-            _grid_barrier_poll(bar_ptr, PROGRAMS)
+        if BARRIER > 0:
+            _grid_barrier(bar_ptr, PROGRAMS, BARRIER == 2)
         _epilogue(acc, y_desc, r_ptr, off_m, off_n, M, BLOCK_M, BLOCK_N, EPI, SUBTILE)
         first = pid + PROGRAMS
     for tile in tl.range(first, tiles, PROGRAMS, flatten=FLATTEN, warp_specialize=WS):
