@@ -36,7 +36,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels._common import grouped_tile, store_tile  # store_tile shipped with swiglu since 87bf3e9
+from kprof.kernels._common import dot_acc, grouped_tile, store_tile  # store_tile shipped with swiglu since 87bf3e9
 from kprof.kernels.rmsnorm_linear.fused import folded_weight
 from kprof.kernels.rmsnorm_linear.rstd_epilogue import _row_rstd_kernel
 from kprof.kernels.swiglu.tuned import interleaved_weights
@@ -73,13 +73,6 @@ def _grid_barrier(bar_ptr, PROGRAMS: tl.constexpr, VOLATILE_POLL: tl.constexpr):
         while tl.atomic_add(bar_ptr + 1, 0, sem="acquire") == epoch:
             pass
     tl.debug_barrier()
-
-
-@triton.jit
-def _mma(a, b, acc, IEEE: tl.constexpr):
-    if IEEE:
-        return acc + tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
-    return tl.dot(a, b, acc)
 
 
 @triton.jit
@@ -128,7 +121,7 @@ def _product_kernel(
             xr = tl.load(x_ptr + mine[:, None].to(tl.int64) * stride_xm + c[None, :],
                          mask=(mine < M)[:, None] & (c < K)[None, :], other=0.0).to(tl.float32)
             ss += xr * xr
-            acc = _mma(a, b, acc, IEEE)
+            acc = dot_acc(a, b, acc, IEEE)
         tl.store(r_ptr + mine, tl.rsqrt(tl.sum(ss, axis=1) / K + eps), mask=mine < M)
         if BARRIER > 0:
             _grid_barrier(bar_ptr, PROGRAMS, BARRIER == 2)
@@ -142,7 +135,7 @@ def _product_kernel(
         for ki in tl.range(k_tiles, warp_specialize=WS_K):
             a = x_desc.load([off_m, ki * BLOCK_K])
             b = w_desc.load([ki * BLOCK_K, off_n * (W_N // BLOCK_N)])
-            acc = _mma(a, b, acc, IEEE)
+            acc = dot_acc(a, b, acc, IEEE)
         _epilogue(acc, y_desc, r_ptr, off_m, off_n, M, BLOCK_M, BLOCK_N, EPI, SUBTILE)
 
 

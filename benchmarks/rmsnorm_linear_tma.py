@@ -24,7 +24,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels._common import grouped_tile
+from kprof.kernels._common import dot_acc, grouped_tile
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
 from kprof.kernels.rmsnorm_linear.rstd_epilogue import _row_rstd_kernel
 
@@ -56,10 +56,7 @@ def _tma_product_kernel(
             if NORM == 1:
                 af = a.to(tl.float32)
                 ss += tl.sum(af * af, axis=1)
-            if IEEE:
-                acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
-            else:
-                acc = tl.dot(a, b, acc)
+            acc = dot_acc(a, b, acc, IEEE)
         rows = off_m + tl.arange(0, BLOCK_M)
         if NORM == 1:
             acc = acc * tl.rsqrt(ss / K + eps)[:, None]

@@ -23,7 +23,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels._common import grouped_tile
+from kprof.kernels._common import dot_acc, grouped_tile
 from kprof.kernels.swiglu.tuned import (  # shipped since 5a30176
     _swiglu_interleaved_kernel, interleaved_weights, launch_interleaved)
 
@@ -46,12 +46,8 @@ def _swiglu_tma_kernel(
             a = x_desc.load([off_m, ks * BLOCK_K])
             bg = wg_desc.load([ks * BLOCK_K, off_n])
             bu = wu_desc.load([ks * BLOCK_K, off_n])
-            if IEEE:
-                acc_g += tl.dot(a.to(tl.float32), bg.to(tl.float32), input_precision="ieee")
-                acc_u += tl.dot(a.to(tl.float32), bu.to(tl.float32), input_precision="ieee")
-            else:
-                acc_g = tl.dot(a, bg, acc_g)
-                acc_u = tl.dot(a, bu, acc_u)
+            acc_g = dot_acc(a, bg, acc_g, IEEE)
+            acc_u = dot_acc(a, bu, acc_u, IEEE)
         y_desc.store([off_m, off_n], (acc_g * tl.sigmoid(acc_g) * acc_u).to(y_desc.dtype))
 
 

@@ -163,6 +163,15 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 
 
 @triton.jit
+def dot_acc(a, b, acc, IEEE: tl.constexpr):
+    """``acc + a @ b``: the tensor-core product of the inputs' dtype, or (IEEE) a full-fp32 product (fp32
+    inputs must not silently become TF32, and the interpreter's bf16 dot is wrong)."""
+    if IEEE:
+        return acc + tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+    return tl.dot(a, b, acc)
+
+
+@triton.jit
 def store_tile(y_desc, out, off_m, off_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr):
     """Store an output tile through its TMA descriptor, whole or (SUBTILE) as two column halves: the
     staging buffer in shared memory is then half as big, which leaves room for a 4th pipeline stage of

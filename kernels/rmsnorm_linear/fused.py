@@ -89,10 +89,7 @@ def _rmsnorm_linear_kernel(
             x_mask = tl.max_constancy(x_mask, [1, 8])
         a = tl.load(x_ptrs, mask=x_mask, other=0.0)
         b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        if IEEE:
-            acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
-        else:
-            acc = tl.dot(a, b, acc)
+        acc = common.dot_acc(a, b, acc, IEEE)
         x_ptrs += BLOCK_K * stride_xk
         w_ptrs += BLOCK_K * stride_wk
     if NORM == 1:

@@ -91,10 +91,7 @@ def _tma_product_kernel(
         for ks in range(k_steps):  # out-of-range rows/columns of the last tiles load as zeros
             a = x_desc.load([off_m, ks * BLOCK_K])
             b = w_desc.load([ks * BLOCK_K, off_n])
-            if IEEE:
-                acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
-            else:
-                acc = tl.dot(a, b, acc)
+            acc = common.dot_acc(a, b, acc, IEEE)
         rows = off_m + tl.arange(0, BLOCK_M)
         acc = acc * tl.load(r_ptr + rows, mask=rows < M, other=0.0)[:, None]
         if HAS_BIAS:

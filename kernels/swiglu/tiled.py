@@ -66,12 +66,8 @@ def _swiglu_tiled_kernel(
         a = tl.load(x_ptrs, mask=x_mask, other=0.0)
         bg = tl.load(wg_ptr + w_offs, mask=offs_k[:, None] < k_left, other=0.0)
         bu = tl.load(wu_ptr + w_offs, mask=offs_k[:, None] < k_left, other=0.0)
-        if IEEE:
-            acc_g += tl.dot(a.to(tl.float32), bg.to(tl.float32), input_precision="ieee")
-            acc_u += tl.dot(a.to(tl.float32), bu.to(tl.float32), input_precision="ieee")
-        else:
-            acc_g = tl.dot(a, bg, acc_g)
-            acc_u = tl.dot(a, bu, acc_u)
+        acc_g = common.dot_acc(a, bg, acc_g, IEEE)
+        acc_u = common.dot_acc(a, bu, acc_u, IEEE)
         x_ptrs += BLOCK_K * stride_xk
         w_offs += BLOCK_K * stride_wk
     y = acc_g * tl.sigmoid(acc_g) * acc_u

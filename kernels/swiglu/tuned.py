@@ -44,10 +44,7 @@ def _interleaved_tile(x_desc, w_desc, y_desc, off_m, off_n, K, BLOCK_M: tl.const
     for ks in range(tl.cdiv(K, BLOCK_K)):  # out-of-range rows/columns of the edge tiles load as zeros
         a = x_desc.load([off_m, ks * BLOCK_K])
         b = w_desc.load([ks * BLOCK_K, 2 * off_n])
-        if IEEE:
-            acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
-        else:
-            acc = tl.dot(a, b, acc)
+        acc = common.dot_acc(a, b, acc, IEEE)
     gate, up = tl.split(tl.reshape(acc, [BLOCK_M, BLOCK_N, 2]))
     common.store_tile(y_desc, gate * tl.sigmoid(gate) * up, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # clipped
 
