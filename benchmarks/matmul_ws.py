@@ -225,7 +225,7 @@ def variant_call(v: Variant, x, w, y, r, bar, eps, epi, sms, with_rstd_kernel):
     def call():
         if with_rstd_kernel and not v.rstd_in:
             _row_rstd_kernel[(triton.cdiv(m, 4),)](x, r, m, k, x.stride(0), x.stride(1), float(eps),
-                                                  ROWS=4, BLOCK_K=min(1024, triton.next_power_of_2(k)), num_warps=4)
+                                                  ROWS=4, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=False, num_warps=4)
         _product_kernel[(progs,)](
             xd, wd, yd, r, bar, x, m, n, k, x.stride(0), float(eps),
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=v.gm, EPI=epi, PROGRAMS=progs, FLATTEN=v.flatten, WS=v.ws,

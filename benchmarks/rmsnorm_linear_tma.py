@@ -92,7 +92,7 @@ def tma_call(x, wf, b, y, rstd, eps, cfg, norm, persistent, sms):
     def call():
         if norm == 2:
             _row_rstd_kernel[(triton.cdiv(m, 4),)](x, rstd, m, k, x.stride(0), x.stride(1), float(eps),
-                                                  ROWS=4, BLOCK_K=min(1024, triton.next_power_of_2(k)), num_warps=4)
+                                                  ROWS=4, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=False, num_warps=4)
         _tma_product_kernel[(progs,)](
             xd, wd, yd, rstd, b if b is not None else rstd, m, n, k, float(eps),
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, NORM=norm, HAS_BIAS=b is not None,

@@ -7,7 +7,9 @@ same ``ValueError`` messages.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -116,6 +118,61 @@ def tma_ready(*tensors: torch.Tensor) -> bool:
         if t.is_cuda and torch.cuda.get_device_capability(t.device)[0] < 9:
             return False
     return True
+
+
+def pdl_ready(t: torch.Tensor) -> bool:
+    """Programmatic dependent launch can be used for kernels on ``t``'s device: a CUDA GPU of compute
+    capability 9.0+ (Hopper: ``griddepcontrol``), not the interpreter (which has no launch attributes).
+    ``KPROF_PDL=0`` turns it off (to compare, or to rule it out)."""
+    if not t.is_cuda or interpreting() or os.environ.get("KPROF_PDL", "1") == "0":
+        return False
+    return torch.cuda.get_device_capability(t.device)[0] >= 9
+
+
+def pdl_launch(pdl: bool) -> dict[str, bool]:
+    """Launch keywords of a kernel launched as a dependent (none otherwise: the interpreter takes none)."""
+    return {"launch_pdl": True} if pdl else {}
+
+
+_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9  # CUfunction_attribute in cuda.h
+_CARVED: set[int] = set()
+
+
+def prefer_shared_memory(compiled: Any) -> None:
+    """Ask the driver to give SMs running this compiled kernel all of their L1/shared memory as shared
+    memory (carveout 100%): a kernel with little shared memory otherwise leaves its SMs configured for a
+    large L1, and a kernel that overlaps it (PDL) and needs much shared memory cannot start on them until
+    they drain. A hint, set once per kernel function; a driver that refuses it is reported, not fatal."""
+    handle = getattr(compiled, "function", None)
+    if not handle or handle in _CARVED:
+        return
+    _CARVED.add(handle)
+    try:
+        rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(
+            ctypes.c_void_p(handle), _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
+    except OSError as exc:  # no libcuda.so.1 by that name (not Linux): run without the hint
+        rc = f"not called ({exc})"
+    if rc != 0:
+        warnings.warn(f"kprof: setting the shared-memory carveout of {getattr(compiled, 'name', 'a kernel')} "
+                      f"failed (CUresult {rc}); PDL overlap may not happen", RuntimeWarning, stacklevel=2)
+
+
+@triton.jit
+def wait_for_primary(PDL: tl.constexpr):
+    """In a kernel launched with ``launch_pdl=True``: block until the kernel before it in the stream has
+    finished and its writes are visible. Everything before this call may overlap that kernel, so it must
+    read nothing the earlier kernel writes. A no-op when not PDL."""
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+
+
+@triton.jit
+def launch_dependents(PDL: tl.constexpr):
+    """Let the next kernel of the stream (launched with ``launch_pdl=True``) start on SMs this one leaves
+    free, once every program of this one has made this call; it must then wait (``wait_for_primary``)
+    before it reads what this kernel writes."""
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
 
 
 def launch_autotuned(kernel: Any, grid: Callable[[dict], tuple[int, ...]], *args: Any,

@@ -58,6 +58,7 @@ def _rmsnorm_linear_kernel(
     HAS_BIAS: tl.constexpr,
     IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs; the interpreter, whose bf16 dot is wrong)
     ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see _common.aligned8)
+    PDL: tl.constexpr,  # launched as the rstd kernel's dependent (NORM == 2): wait for it before reading r_ptr
 ):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
@@ -95,6 +96,7 @@ def _rmsnorm_linear_kernel(
     if NORM == 1:
         acc = acc * tl.rsqrt(ss / K + eps)[:, None]
     if NORM == 2:
+        common.wait_for_primary(PDL)
         acc = acc * tl.load(r_ptr + offs_m)[:, None]
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if HAS_BIAS:
@@ -128,9 +130,10 @@ _autotuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K", "NORM", "HAS_B
 
 
 def launch_product(x2d: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, y: torch.Tensor, eps: float,
-                   norm: int, rstd: torch.Tensor | None = None) -> None:
+                   norm: int, rstd: torch.Tensor | None = None, pdl: bool = False) -> None:
     """``y = x2d @ w (+ b)``; ``norm`` 1: rows scaled by their rstd computed in the kernel, 2: by ``rstd``
-    (fp32 [M]); w must then carry g."""
+    (fp32 [M]); w must then carry g. ``pdl`` (with norm 2): launched as the dependent of the kernel that
+    writes ``rstd``, just before it in the stream."""
     m, k = x2d.shape
     n = w.shape[1]
     common.launch_autotuned(
@@ -139,8 +142,8 @@ def launch_product(x2d: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, y
         x2d, w, b if b is not None else w, rstd if rstd is not None else w, y, m, n, k,
         x2d.stride(0), x2d.stride(1), w.stride(0), w.stride(1),
         float(eps), NORM=norm, HAS_BIAS=b is not None, IEEE=x2d.dtype == torch.float32 or common.interpreting(),
-        ALIGNED=common.promise_aligned(x2d, w),
-        interpreter_config=INTERPRETER_CONFIG,
+        ALIGNED=common.promise_aligned(x2d, w), PDL=pdl and norm == 2,
+        interpreter_config=INTERPRETER_CONFIG, **common.pdl_launch(pdl and norm == 2),
     )
 
 

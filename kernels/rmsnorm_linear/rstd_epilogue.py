@@ -42,20 +42,23 @@ def _row_rstd_kernel(
     # parameters
     eps,
     # meta-parameters
-    ROWS: tl.constexpr,  # rows per program
+    ROWS: tl.constexpr,  # rows per block; program p takes blocks p, p + programs, ...
     BLOCK_K: tl.constexpr,  # columns per loop step
+    PDL: tl.constexpr,  # the product is launched as this kernel's dependent: let it start at once
 ):
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    row_ok = rows < M
+    common.launch_dependents(PDL)
     cols = tl.arange(0, BLOCK_K)
-    base = x_ptr + rows[:, None].to(tl.int64) * stride_xm
-    acc = tl.zeros([ROWS, BLOCK_K], dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        c = k * BLOCK_K + cols
-        x = tl.load(base + c[None, :] * stride_xk, mask=row_ok[:, None] & (c < K)[None, :], other=0.0)
-        x = x.to(tl.float32)
-        acc += x * x
-    tl.store(r_ptr + rows, tl.rsqrt(tl.sum(acc, axis=1) / K + eps), mask=row_ok)
+    for first in range(tl.program_id(0) * ROWS, M, tl.num_programs(0) * ROWS):
+        rows = first + tl.arange(0, ROWS)
+        row_ok = rows < M
+        base = x_ptr + rows[:, None].to(tl.int64) * stride_xm
+        acc = tl.zeros([ROWS, BLOCK_K], dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            c = k * BLOCK_K + cols
+            x = tl.load(base + c[None, :] * stride_xk, mask=row_ok[:, None] & (c < K)[None, :], other=0.0)
+            x = x.to(tl.float32)
+            acc += x * x
+        tl.store(r_ptr + rows, tl.rsqrt(tl.sum(acc, axis=1) / K + eps), mask=row_ok)
 
 
 @triton.jit
@@ -79,6 +82,7 @@ def _tma_product_kernel(
     PROGRAMS: tl.constexpr,  # the grid: min(SMs, tiles); each program takes every PROGRAMS-th tile
     HAS_BIAS: tl.constexpr,
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
+    PDL: tl.constexpr,  # launched as the rstd kernel's dependent: wait for it before reading r_ptr
 ):
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     k_steps = tl.cdiv(K, BLOCK_K)
@@ -93,6 +97,7 @@ def _tma_product_kernel(
             b = w_desc.load([ks * BLOCK_K, off_n])
             acc = common.dot_acc(a, b, acc, IEEE)
         rows = off_m + tl.arange(0, BLOCK_M)
+        common.wait_for_primary(PDL)  # the K loop above may have overlapped the rstd kernel; r_ptr may not
         acc = acc * tl.load(r_ptr + rows, mask=rows < M, other=0.0)[:, None]
         if HAS_BIAS:
             cols = off_n + tl.arange(0, BLOCK_N)
@@ -110,17 +115,21 @@ TMA_MIN_ROWS = 1000
 
 
 def tma_product(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, y: torch.Tensor,
-                rstd: torch.Tensor) -> None:
-    """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands)."""
+                rstd: torch.Tensor, *, pdl: bool = False,
+                config: tuple[int, int, int, int, int, int] | None = None) -> None:
+    """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands).
+    ``pdl``: launched as the dependent of the rstd kernel just before it (which must have been launched
+    with ``pdl=True``); ``config``: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages) instead of the
+    measured default, for experiments."""
     m, k = x2d.shape
     n = wf.shape[1]
-    bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG
+    bm, bn, bk, gm, warps, stages = config or (TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG)
     programs = min(common.sm_count(x2d) if x2d.is_cuda else 4, triton.cdiv(m, bm) * triton.cdiv(n, bn))
     _tma_product_kernel[(programs,)](
         common.TensorDescriptor.from_tensor(x2d, [bm, bk]), common.TensorDescriptor.from_tensor(wf, [bk, bn]),
         common.TensorDescriptor.from_tensor(y, [bm, bn]), rstd, b if b is not None else rstd, m, n, k,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=programs, HAS_BIAS=b is not None,
-        IEEE=common.interpreting(), num_warps=warps, num_stages=stages,
+        IEEE=common.interpreting(), PDL=pdl, num_warps=warps, num_stages=stages, **common.pdl_launch(pdl),
     )
 
 
@@ -137,6 +146,37 @@ def rows_per_program(m: int) -> int:
     return 1 if m < 1024 else ROWS
 
 
+def overlapped_rstd_grid(m: int, sms: int) -> tuple[int, int]:
+    """(rows per block, programs) of the rstd kernel when the product overlaps it (PDL). Few programs, each
+    looping over row blocks, so one product program fits beside them on every SM and they take little of
+    its issue slots; enough that x is read before the product's first epilogue waits for rstd. Measured on
+    two H100s (benchmarks/results/2026-11-22-h100-rmsnorm-linear-pdl/, 21 grids): one program per SM with
+    4-row blocks was the fastest at 2048 rows (99.8 and 98.3 us; cuBLAS 95.5 / 93.9), at 8192 rows two per
+    SM with 2-row blocks (394.9 / 387.0 us; one per SM with 4-row blocks: 447), at 4096 rows within 1.4 us
+    of the fastest."""
+    if m <= 2048:
+        return rows_per_program(m), sms
+    return 2, 2 * sms
+
+
+def launch_row_rstd(x2d: torch.Tensor, rstd: torch.Tensor, eps: float, *, pdl: bool = False) -> None:
+    """``rstd[i] = rsqrt(mean(x2d[i]**2) + eps)`` (fp32). ``pdl``: the next kernel is launched with PDL and
+    may start as soon as every program of this one has started (``overlapped_rstd_grid``)."""
+    m, k = x2d.shape
+    rows, programs = overlapped_rstd_grid(m, common.sm_count(x2d)) if pdl else (rows_per_program(m), None)
+    blocks = triton.cdiv(m, rows)
+    compiled = _row_rstd_kernel[(min(blocks, programs or blocks),)](
+        x2d, rstd, m, k, x2d.stride(0), x2d.stride(1), float(eps),
+        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=pdl, num_warps=4,
+    )
+    if pdl:
+        # an SM whose L1/shared split was set for this kernel's few bytes of shared memory cannot take a
+        # product program (128 KB) until it drains: without this the product never overlapped it (2048
+        # rows: 108.1 us with PDL against 107.9 without; 99.8 with the carveout). Set once per compiled
+        # kernel, after its first launch.
+        common.prefer_shared_memory(compiled)
+
+
 @FAMILY.provider(
     "triton_rstd_epilogue",
     kind="triton",
@@ -148,17 +188,16 @@ def rmsnorm_linear_rstd_epilogue(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
     x2d, n = check_inputs(x, g, w, b)
-    m, k = x2d.shape
-    rstd = torch.empty(m, dtype=torch.float32, device=x.device)
-    rows = rows_per_program(m)
-    _row_rstd_kernel[(triton.cdiv(m, rows),)](
-        x2d, rstd, m, k, x2d.stride(0), x2d.stride(1), float(eps),
-        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), num_warps=4,
-    )
-    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    m = x2d.shape[0]
+    # fold before the rstd kernel: with PDL the product may start while the kernel before it runs, and it
+    # reads W' at once (only rstd is waited for), so W' must come from earlier in the stream
     wf = folded_weight(g, w)
+    rstd = torch.empty(m, dtype=torch.float32, device=x.device)
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    pdl = common.pdl_ready(x2d)
+    launch_row_rstd(x2d, rstd, eps, pdl=pdl)
     if use_tma(x2d, wf, y):
-        tma_product(x2d, wf, b, y, rstd)
+        tma_product(x2d, wf, b, y, rstd, pdl=pdl)
     else:
-        launch_product(x2d, wf, b, y, eps, norm=2, rstd=rstd)
+        launch_product(x2d, wf, b, y, eps, norm=2, rstd=rstd, pdl=pdl)
     return y.view(*x.shape[:-1], n)

@@ -251,7 +251,7 @@ out = {}
 for aligned in (False, True):
     out[f"swiglu/{aligned}"] = loads(_swiglu_tiled_kernel, (x, x, x, x, M, N, K, K, 1, N, 1), ALIGNED=aligned, **tile)
     out[f"rmsnorm_linear/{aligned}"] = loads(_rmsnorm_linear_kernel, (x, x, x, r, x, M, N, K, K, 1, N, 1, 1e-6),
-                                             NORM=2, HAS_BIAS=False, ALIGNED=aligned, **tile)
+                                             NORM=2, HAS_BIAS=False, ALIGNED=aligned, PDL=False, **tile)
 print(json.dumps(out))
 """
 
@@ -275,6 +275,62 @@ def test_alignment_promises_turn_scalar_tile_loads_into_async_copies():
         assert "ld.global.b16" not in out[f"{fam}/True"]
 
 
+PDL_PROBE = """
+import json, torch
+from kprof.kernels.rmsnorm_linear.fused import _rmsnorm_linear_kernel
+from kprof.kernels.rmsnorm_linear.rstd_epilogue import _row_rstd_kernel
+from kprof.specialization import compile_for
+
+x, r = torch.empty(64, dtype=torch.bfloat16), torch.empty(64, dtype=torch.float32)
+tile = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, IEEE=False, ALIGNED=False, num_warps=4, num_stages=3)
+out = {}
+for pdl in (False, True):
+    ptx = compile_for(_row_rstd_kernel, (x, r, 1000, 4096, 4096, 1, 1e-6), dict(ROWS=4, BLOCK_K=1024, PDL=pdl,
+                                                                            num_warps=4)).asm["ptx"]
+    out[f"rstd/{pdl}"] = [op for op in ("griddepcontrol.launch_dependents", "griddepcontrol.wait") if op in ptx]
+    ptx = compile_for(_rmsnorm_linear_kernel, (x, x, x, r, x, 1000, 4096, 4096, 4096, 1, 4096, 1, 1e-6),
+                      dict(NORM=2, HAS_BIAS=True, PDL=pdl, launch_pdl=pdl, **tile)).asm["ptx"]
+    out[f"product/{pdl}"] = [op for op in ("griddepcontrol.launch_dependents", "griddepcontrol.wait") if op in ptx]
+print(json.dumps(out))
+"""
+
+
+def test_programmatic_dependent_launch_compiles_to_griddepcontrol():
+    """rmsnorm_linear's rstd kernel and its product, compiled for sm_90 on the CPU with the Triton CI
+    installs: with PDL the rstd kernel lets its dependent start (launch_dependents) and the product waits for
+    it (wait) before reading rstd; without PDL neither instruction is there."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    res = subprocess.run([sys.executable, "-c", PDL_PROBE], capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out == {"rstd/False": [], "product/False": [],
+                   "rstd/True": ["griddepcontrol.launch_dependents"], "product/True": ["griddepcontrol.wait"]}
+
+
+def test_pdl_only_on_a_hopper_gpu_outside_the_interpreter(monkeypatch):
+    import warnings
+    from types import SimpleNamespace
+
+    from kprof.kernels._common import pdl_launch, pdl_ready, prefer_shared_memory
+
+    assert not pdl_ready(torch.empty(2))  # a CPU tensor: no launch attributes
+    assert pdl_launch(False) == {} and pdl_launch(True) == {"launch_pdl": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prefer_shared_memory(SimpleNamespace(function=None))  # the interpreter's kernels have no function
+    if torch.cuda.is_available():
+        monkeypatch.setenv("TRITON_INTERPRET", "0")
+        monkeypatch.setenv("KPROF_PDL", "0")
+        assert not pdl_ready(torch.empty(2, device="cuda"))
+        monkeypatch.setenv("KPROF_PDL", "1")
+        assert pdl_ready(torch.empty(2, device="cuda")) == (torch.cuda.get_device_capability()[0] >= 9)
+
+
 def test_alignment_promise_only_where_the_compiler_cannot_see_it():
     from kprof.kernels._common import aligned8
 
@@ -283,18 +339,19 @@ def test_alignment_promise_only_where_the_compiler_cannot_see_it():
     assert not aligned8(1001, 3000, 1001, 3000)      # not aligned at all: no promise
 
 
-@pytest.mark.parametrize("rows", [1, 4])
-def test_rstd_kernel_every_rows_per_program(rows, device):
+@pytest.mark.parametrize("rows,programs", [(1, None), (4, None), (1, 3), (4, 1)])
+def test_rstd_kernel_every_rows_per_program(rows, programs, device):
     """The row-statistics kernel of rmsnorm_linear/triton_rstd_epilogue with one and with several rows per
-    program (large M uses 4): 7 rows leave the last program partly masked, 1500 columns the last chunk."""
+    program (large M uses 4), one block per program or fewer programs looping over the blocks: 7 rows
+    leave the last block partly masked, 1500 columns the last chunk."""
     import triton
 
     from kprof.kernels.rmsnorm_linear.rstd_epilogue import _row_rstd_kernel
 
     x = torch.randn(7, 1500, device=device, dtype=torch.bfloat16) * 3 + 0.5
     r = torch.full((7,), float("nan"), device=device)
-    _row_rstd_kernel[(triton.cdiv(7, rows),)](x, r, 7, 1500, x.stride(0), x.stride(1), 1e-6, ROWS=rows,
-                                               BLOCK_K=1024, num_warps=4)
+    _row_rstd_kernel[(programs or triton.cdiv(7, rows),)](x, r, 7, 1500, x.stride(0), x.stride(1), 1e-6,
+                                                          ROWS=rows, BLOCK_K=1024, PDL=False, num_warps=4)
     ref = torch.rsqrt(x.double().pow(2).mean(dim=1) + 1e-6)
     assert torch.allclose(r.double().cpu(), ref.cpu(), rtol=1e-5)
 
@@ -358,6 +415,42 @@ def test_swiglu_tail_in_parts_on_the_gpu():
             tuned.launch_interleaved(x, w_int, y, persistent=True, tail=tail)
             assert not y.isnan().any()
             assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, k, n", [(2048, 512, 1024), (1000, 1000, 3000), (40, 512, 256)])
+def test_rmsnorm_linear_with_pdl_reads_this_calls_rstd(m, k, n, monkeypatch):
+    """On a Hopper GPU triton_rstd_epilogue's product starts while the rstd kernel runs (PDL) and must wait
+    for it before its epilogue. Calls back to back with rows of new scales each time: a product that read
+    rstd too early would scale by the previous call's values (the allocator hands back the same buffer).
+    TMA product (2048 and 1000 rows) and pointer product (40 rows); with PDL off (KPROF_PDL=0) as well."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kprof.kernels import _common
+
+    fam = F["rmsnorm_linear"]
+    fn = fam.providers["triton_rstd_epilogue"].fn
+    for pdl in ("1", "0"):
+        monkeypatch.setenv("KPROF_PDL", pdl)
+        cases = [fam.make_inputs((m, k, n), "bf16", "cuda", seed=s) for s in range(6)]
+        outs = [fn(**inputs) for inputs in cases]  # queued back to back, no synchronisation between
+        for inputs, y in zip(cases, outs):
+            ref = fam.oracle(**inputs)
+            assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2, f"KPROF_PDL={pdl}"
+        if pdl == "1" and _common.pdl_ready(cases[0]["x"]):
+            assert _common._CARVED, "the rstd kernel's shared-memory carveout was not set"
+
+
+def test_overlapped_rstd_grid_rule():
+    """With PDL the rstd kernel runs one program per SM up to 2048 rows (one row per block below 1024
+    rows, else 4), two per SM with 2-row blocks beyond; every grid covers its rows by looping."""
+    from kprof.kernels.rmsnorm_linear.rstd_epilogue import overlapped_rstd_grid
+
+    assert overlapped_rstd_grid(8, 132) == (1, 132)
+    assert overlapped_rstd_grid(1000, 132) == (1, 132)
+    assert overlapped_rstd_grid(2048, 132) == (4, 132)
+    assert overlapped_rstd_grid(2049, 132) == (2, 264)
+    assert overlapped_rstd_grid(8192, 114) == (2, 228)
 
 
 def test_swiglu_tail_split_rule():
