@@ -29,25 +29,29 @@ from kprof.kernels import _common as common
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 
-# (carveout, ROWS, programs): programs None is one per row block (512 at 2048 rows, ROWS 4).
-# --sweep 1 (call 2): the first six; --sweep 2: rows x programs with the carveout; --sweep 0: none (the
-# shipped provider, which picks its grid by rstd_epilogue.overlapped_rstd_grid, against the peers)
+# (carveout, ROWS, programs, warps) of the rstd kernel; programs None: one per row block (512 at 2048
+# rows, ROWS 4). Sweeps 1-4 are device calls 1-4 of the results README (call 1 ran this script's first
+# form, which named its variants "PDL, rstd programs N"); 0: none, the shipped provider (its grid from
+# rstd_epilogue.overlapped_rstd_grid) against the peers.
 SWEEPS = {
     0: (),
-    1: ((False, 4, None), (True, 4, None), (True, 4, 264), (True, 4, 132), (True, 8, 132), (True, 2, 264)),
-    2: ((False, 4, None),) + tuple((True, r, p) for r in (1, 2, 4, 8) for p in (66, 132, 264, 396, 528)),
+    1: tuple((False, 4, p, 4) for p in (None, 132, 264, 528)),
+    2: ((False, 4, None, 4), (True, 4, None, 4), (True, 4, 264, 4), (True, 4, 132, 4), (True, 8, 132, 4),
+        (True, 2, 264, 4)),
+    3: ((False, 4, None, 4),) + tuple((True, r, p, 4) for r in (1, 2, 4, 8) for p in (66, 132, 264, 396, 528)),
+    4: tuple((True, r, p, w) for r, p in ((4, 132), (2, 132), (2, 264)) for w in (1, 2, 4, 8)),
 }
 # the plain variants launch their own copy of the kernel, so its functions never get the carveout
 _plain_rstd = triton.jit(re._row_rstd_kernel.fn)
 
 
-def rstd_launch(x, rstd, eps, *, pdl: bool, carveout: bool, rows: int, programs: int | None) -> None:
+def rstd_launch(x, rstd, eps, *, pdl: bool, carveout: bool, rows: int, programs: int | None, warps: int) -> None:
     m, k = x.shape
     blocks = triton.cdiv(m, rows)
     kernel = re._row_rstd_kernel if carveout else _plain_rstd
     compiled = kernel[(min(blocks, programs or blocks),)](
         x, rstd, m, k, x.stride(0), x.stride(1), float(eps),
-        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=pdl, num_warps=4)
+        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=pdl, num_warps=warps)
     if carveout:
         common.prefer_shared_memory(compiled)  # from the second call on (the first: the check call)
 
@@ -76,7 +80,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--shapes", default="2048x4096x4096,8192x4096x4096,8x4096x4096,1000x1000x3000")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--sweep", type=int, default=2, choices=sorted(SWEEPS))
+    ap.add_argument("--sweep", type=int, default=0, choices=sorted(SWEEPS))
     ap.add_argument("--graph-check", action="store_true",
                     help="also capture the provider in a CUDA graph, replay it on new inputs and check the result")
     args = ap.parse_args()
@@ -99,19 +103,20 @@ def main() -> None:
             else:
                 re.launch_product(x, wf, b, y, eps, norm=2, rstd=rstd, pdl=pdl)
 
-        def op(pdl: bool, carveout: bool, rows: int, programs: int | None):
+        def op(pdl: bool, carveout: bool, rows: int, programs: int | None, warps: int = 4):
             def call():
-                rstd_launch(x, rstd, eps, pdl=pdl, carveout=carveout, rows=rows, programs=programs)
+                rstd_launch(x, rstd, eps, pdl=pdl, carveout=carveout, rows=rows, programs=programs, warps=warps)
                 product(pdl)
                 return y
             return call
 
         rows_default = re.rows_per_program(m)
         candidates = {"rstd kernel, then product": (op(False, False, rows_default, None), ref)}
-        for carveout, rows_v, programs in SWEEPS[args.sweep]:
+        for carveout, rows_v, programs, warps in SWEEPS[args.sweep]:
             rows_v = rows_v if rows_default > 1 else 1
-            name = f"PDL{' carveout' if carveout else ''} rows {rows_v} programs {programs or 'all'}"
-            candidates[name] = (op(True, carveout, rows_v, programs), ref)
+            name = (f"PDL{' carveout' if carveout else ''} rows {rows_v} programs {programs or 'all'}"
+                    + (f" warps {warps}" if warps != 4 else ""))
+            candidates[name] = (op(True, carveout, rows_v, programs, warps), ref)
         re.launch_row_rstd(x, rstd, eps)  # the others write the same values
         candidates["product alone (rstd ready)"] = (lambda: (product(False), y)[1], ref)
         fns, notes = checked(candidates, y)

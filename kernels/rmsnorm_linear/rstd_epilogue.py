@@ -146,28 +146,31 @@ def rows_per_program(m: int) -> int:
     return 1 if m < 1024 else ROWS
 
 
-def overlapped_rstd_grid(m: int, sms: int) -> tuple[int, int]:
-    """(rows per block, programs) of the rstd kernel when the product overlaps it (PDL). Few programs, each
-    looping over row blocks, so one product program fits beside them on every SM and they take little of
-    its issue slots; enough that x is read before the product's first epilogue waits for rstd. Measured on
-    two H100s (benchmarks/results/2026-11-22-h100-rmsnorm-linear-pdl/, 21 grids): one program per SM with
-    4-row blocks was the fastest at 2048 rows (99.8 and 98.3 us; cuBLAS 95.5 / 93.9), at 8192 rows two per
-    SM with 2-row blocks (394.9 / 387.0 us; one per SM with 4-row blocks: 447), at 4096 rows within 1.4 us
-    of the fastest."""
+def overlapped_rstd_grid(m: int, sms: int) -> tuple[int, int, int]:
+    """(rows per block, programs, warps) of the rstd kernel when the product overlaps it (PDL). Few
+    programs, each looping over row blocks, so one product program fits beside them on every SM and they
+    take little of its issue slots; enough that x is read before the product's first epilogue waits for
+    rstd. Measured on H100s (benchmarks/results/2026-11-22-h100-rmsnorm-linear-pdl/, 33 grids): one 4-warp
+    program per SM with 4-row blocks was within 0.3 us of the fastest at 2048 rows on three machines (99.8,
+    98.3, 99.6 us; cuBLAS 95.5, 93.9, 94.8); at 8192 rows two 8-warp programs per SM with 2-row blocks
+    (387.6 us, cuBLAS 387.1; 4 warps: 394.0; one 4-warp program per SM with 4-row blocks: 451.0)."""
     if m <= 2048:
-        return rows_per_program(m), sms
-    return 2, 2 * sms
+        return rows_per_program(m), sms, 4
+    return 2, 2 * sms, 8
 
 
 def launch_row_rstd(x2d: torch.Tensor, rstd: torch.Tensor, eps: float, *, pdl: bool = False) -> None:
     """``rstd[i] = rsqrt(mean(x2d[i]**2) + eps)`` (fp32). ``pdl``: the next kernel is launched with PDL and
     may start as soon as every program of this one has started (``overlapped_rstd_grid``)."""
     m, k = x2d.shape
-    rows, programs = overlapped_rstd_grid(m, common.sm_count(x2d)) if pdl else (rows_per_program(m), None)
+    if pdl:
+        rows, programs, warps = overlapped_rstd_grid(m, common.sm_count(x2d))
+    else:
+        rows, programs, warps = rows_per_program(m), None, 4
     blocks = triton.cdiv(m, rows)
     compiled = _row_rstd_kernel[(min(blocks, programs or blocks),)](
         x2d, rstd, m, k, x2d.stride(0), x2d.stride(1), float(eps),
-        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=pdl, num_warps=4,
+        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=pdl, num_warps=warps,
     )
     if pdl:
         # an SM whose L1/shared split was set for this kernel's few bytes of shared memory cannot take a

@@ -442,15 +442,15 @@ def test_rmsnorm_linear_with_pdl_reads_this_calls_rstd(m, k, n, monkeypatch):
 
 
 def test_overlapped_rstd_grid_rule():
-    """With PDL the rstd kernel runs one program per SM up to 2048 rows (one row per block below 1024
-    rows, else 4), two per SM with 2-row blocks beyond; every grid covers its rows by looping."""
+    """With PDL the rstd kernel runs one 4-warp program per SM up to 2048 rows (one row per block below
+    1024 rows, else 4), two 8-warp programs per SM with 2-row blocks beyond; the kernel loops over blocks."""
     from kprof.kernels.rmsnorm_linear.rstd_epilogue import overlapped_rstd_grid
 
-    assert overlapped_rstd_grid(8, 132) == (1, 132)
-    assert overlapped_rstd_grid(1000, 132) == (1, 132)
-    assert overlapped_rstd_grid(2048, 132) == (4, 132)
-    assert overlapped_rstd_grid(2049, 132) == (2, 264)
-    assert overlapped_rstd_grid(8192, 114) == (2, 228)
+    assert overlapped_rstd_grid(8, 132) == (1, 132, 4)
+    assert overlapped_rstd_grid(1000, 132) == (1, 132, 4)
+    assert overlapped_rstd_grid(2048, 132) == (4, 132, 4)
+    assert overlapped_rstd_grid(2049, 132) == (2, 264, 8)
+    assert overlapped_rstd_grid(8192, 114) == (2, 228, 8)
 
 
 def test_swiglu_tail_split_rule():
