@@ -108,6 +108,10 @@ def capture(
     family_source: tuple[str, str] | None = None,
 ) -> CaptureResult:
     """Run the cases under the chosen profiler in a child process and parse what it wrote."""
+    # absolute: the tool runs with ``workdir`` as its working directory, and every path handed to it
+    # (spec, output, progress) must not be read relative to that again (a store given as a relative
+    # path, the default ./kprof-runs, made nsys look for kprof-runs/.../kprof-runs/.../replay_spec.json)
+    workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     marker = {"proton": "proton", "rocprof": "roctx"}.get(choice.name, "nvtx")
     progress_file = workdir / "replay_progress.jsonl"

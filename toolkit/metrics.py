@@ -32,9 +32,10 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "launch_latency_us", "api_time_us", "queue_us", "kernels_per_call",
     "gbps", "pct_peak_bw", "tflops",
     "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_achieved_pct", "occupancy_limiter",
-    # from the profiler pass: the main kernel's own duration as the profiler saw it, its spread, and
+    # from the profiler pass: the main kernel's own duration as the profiler saw it, its spread, all
+    # kernel time per call summed and as GPU time covered (kernels that overlap counted once), and
     # what the hardware counters measured (ncu) against the family's bytes model
-    "prof_kernel_us", "prof_kernel_noise", "prof_call_us",
+    "prof_kernel_us", "prof_kernel_noise", "prof_call_us", "prof_busy_us",
     "dram_bytes_per_call", "dram_vs_model",
     "transfers_per_call", "syncs_per_call",
     "registers_per_thread", "shared_mem_bytes", "threads_per_block", "main_kernel",
@@ -216,7 +217,9 @@ def launch_metrics(
     launch issued while earlier kernels still run measures queueing, not launch cost); ``api_time_us``
     is the median launch call duration and ``queue_us`` the median API end -> kernel start.
     ``prof_kernel_us`` / ``prof_kernel_noise`` are the median and IQR/median of the dominant kernel's
-    durations as the profiler measured them; ``prof_call_us`` all kernel time per call.
+    durations as the profiler measured them; ``prof_call_us`` all kernel time per call, and
+    ``prof_busy_us`` the GPU time per call during which at least one of them ran (:func:`busy_ns`: less
+    than ``prof_call_us`` where kernels overlap, e.g. a dependent launched with PDL).
     ``dram_bytes_per_call`` (hardware counters, read + written) is compared with ``bytes_model`` (the
     family's minimum bytes per call) as ``dram_vs_model``. ``transfers_per_call`` counts host<->device
     copies; ``syncs_per_call`` synchronisation calls, not counting the one the replay makes after the
@@ -225,7 +228,7 @@ def launch_metrics(
     cols = ["case", "kernels_per_call", "launch_latency_us", "api_time_us", "queue_us", "main_kernel",
             "registers_per_thread", "shared_mem_bytes", "threads_per_block",
             "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_achieved_pct", "occupancy_limiter",
-            "prof_kernel_us", "prof_kernel_noise", "prof_call_us", "dram_bytes_per_call", "dram_vs_model",
+            "prof_kernel_us", "prof_kernel_noise", "prof_call_us", "prof_busy_us", "dram_bytes_per_call", "dram_vs_model",
             "transfers_per_call", "syncs_per_call", "config"]
     df = launches[launches["case"].notna()]
     if df.empty:
@@ -279,6 +282,7 @@ def launch_metrics(
             "prof_kernel_us": q50 / 1e3,
             "prof_kernel_noise": (q75 - q25) / q50 if len(traced) and q50 > 0 else math.nan,
             "prof_call_us": float(totals.sum()) / calls_per_case / 1e3,
+            "prof_busy_us": busy_ns(g) / calls_per_case / 1e3,
             "dram_bytes_per_call": dram_per_call,
             "dram_vs_model": dram_per_call / model if model and not math.isnan(dram_per_call) else math.nan,
             "transfers_per_call": float(launch_table.launches(copies).sum()) / calls_per_case,
@@ -286,6 +290,22 @@ def launch_metrics(
             "config": first["config"] if "config" in first.index and not pd.isna(first["config"]) else pd.NA,
         })
     return pd.DataFrame(out, columns=cols)
+
+
+def busy_ns(kernels: pd.DataFrame) -> float:
+    """How long at least one of these kernels ran: the length of the union of their [start_ns, end_ns)
+    intervals, so kernels that overlap (a dependent started early by programmatic dependent launch,
+    several streams) count once, and idle gaps between them not at all. NaN when any row has no times
+    (a summary row of ncu or nsys stats)."""
+    t = kernels[["start_ns", "end_ns"]]
+    if t.empty or t.isna().any().any():
+        return math.nan
+    t = t.sort_values("start_ns")
+    starts = t["start_ns"].to_numpy("int64")
+    ends = np.maximum.accumulate(t["end_ns"].to_numpy("int64"))  # the covered stretch so far
+    first = np.flatnonzero(np.r_[True, starts[1:] > ends[:-1]])  # kernels that start after a gap
+    last = np.r_[first[1:] - 1, len(starts) - 1]
+    return float((ends[last] - starts[first]).sum())
 
 
 def attribute_launches(launches: pd.DataFrame, specs_by_case: Mapping[str, Sequence[Mapping]]) -> pd.DataFrame:

@@ -97,6 +97,18 @@ def test_capture_through_fake_nsys(fake_nsys, tmp_path):
     assert not res.launches.empty and (res.launches["source"] == "nsys").all()
 
 
+def test_capture_with_a_relative_work_folder(fake_nsys, tmp_path, monkeypatch):
+    """The default store is ./kprof-runs, so the trace folder is often a relative path; the tool runs
+    inside it, so the paths handed to it must still point at the right files (a real nsys run on the
+    H100 failed here: it could not find the replay spec and wrote its report nowhere)."""
+    monkeypatch.chdir(tmp_path)
+    res = capture(fake_nsys, "rmsnorm", cases()[:1], Path("kprof-runs") / "traces" / "r" / "nsys", repeats=1,
+                  timeout_s=300)
+    assert res.error is None, res.error
+    assert res.cases_done == [cases()[0].id]
+    assert (tmp_path / "kprof-runs" / "traces" / "r" / "nsys" / "nsys.nsys-rep").exists()
+
+
 def test_capture_failure_is_described_and_cases_kept(fake_nsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NSYS_FAIL", "1")
     res = capture(fake_nsys, "rmsnorm", cases(), tmp_path / "w", repeats=1, timeout_s=300)

@@ -10,7 +10,8 @@ import pytest
 
 from kprof import launch_table
 from kprof.harness import CaseResult, Correctness
-from kprof.metrics import METRIC_COLUMNS, achieved, case_row, idle_launch_latency, launch_metrics, metrics_table, summarize_samples
+from kprof.metrics import (METRIC_COLUMNS, achieved, busy_ns, case_row, idle_launch_latency, launch_metrics,
+                           metrics_table, summarize_samples)
 from kprof.occupancy import DeviceLimits, theoretical_occupancy
 from kprof.profilers import torch_profiler
 from kprof.registry import Case
@@ -56,6 +57,16 @@ def test_idle_launch_latency_ignores_queued_launches():
     assert list(idle_launch_latency(df)) == [900, 1000]
 
 
+def test_busy_time_counts_overlapping_kernels_once():
+    """Intervals out of order: [0, 10) and [4, 12) overlap (a PDL dependent), [12, 15) touches them,
+    [20, 30) holds [22, 25) inside it, [40, 41) stands alone: 15 + 10 + 1 = 26 ns covered, 44 ns summed."""
+    starts, ends = [20, 0, 12, 4, 40, 22], [30, 10, 15, 12, 41, 25]
+    df = pd.DataFrame({"start_ns": starts, "end_ns": ends})
+    assert busy_ns(df) == 26
+    assert busy_ns(df.iloc[[1]]) == 10 and math.isnan(busy_ns(df.iloc[:0]))  # empty: NaN
+    assert math.isnan(busy_ns(pd.DataFrame({"start_ns": [0, pd.NA], "end_ns": [5, pd.NA]}, dtype="Int64")))
+
+
 def test_launch_metrics_on_a_real_trace():
     launches = torch_profiler.parse(TRACE)
     lm = launch_metrics(launches, calls_per_case=5, limits=DeviceLimits()).set_index("case")
@@ -70,6 +81,8 @@ def test_launch_metrics_on_a_real_trace():
     assert row["main_kernel"].startswith("_rmsnorm_rows_kernel")
     assert 0 < row["launch_latency_us"] < 1000 and 0 < row["api_time_us"] < 1000
     assert np.isfinite(lm["launch_latency_us"]).all()
+    # one stream, kernels one after another: covered time is at most the summed time, never more
+    assert (lm["prof_busy_us"] <= lm["prof_call_us"] + 1e-9).all() and (lm["prof_busy_us"] > 0).all()
 
 
 def test_launch_metrics_from_nsys_and_ncu_captures(data_file):
@@ -126,6 +139,7 @@ def test_summary_rows_count_as_their_launches():
     m = launch_metrics(t, 5, DeviceLimits()).set_index("case")
     assert m.loc["c", "kernels_per_call"] == 3 and m.loc["c", "main_kernel"] == "a"
     assert m.loc["c", "prof_call_us"] == (10 * 100 + 5 * 50) / 5 / 1e3
+    assert math.isnan(m.loc["c", "prof_busy_us"])  # summary rows have no start and end
     assert m.loc["c", "transfers_per_call"] == 1
 
 
