@@ -123,15 +123,13 @@ TMA_MIN_ROWS = 1000
 
 
 def tma_product(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, y: torch.Tensor,
-                rstd: torch.Tensor, *, pdl: bool = False,
-                config: tuple[int, int, int, int, int, int] | None = None) -> None:
+                rstd: torch.Tensor, *, pdl: bool = False) -> None:
     """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands).
     ``pdl``: launched as the dependent of the rstd kernel just before it (which must have been launched
-    with ``pdl=True``); ``config``: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages) instead of the
-    measured default, for experiments."""
+    with ``pdl=True``)."""
     m, k = x2d.shape
     n = wf.shape[1]
-    bm, bn, bk, gm, warps, stages = config or (TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG)
+    bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if common.interpreting() else TMA_CONFIG
     programs = min(common.sm_count(x2d) if x2d.is_cuda else 4, triton.cdiv(m, bm) * triton.cdiv(n, bn))
     _tma_product_kernel[(programs,)](
         common.TensorDescriptor.from_tensor(x2d, [bm, bk]), common.TensorDescriptor.from_tensor(wf, [bk, bn]),
@@ -158,10 +156,12 @@ def overlapped_rstd_grid(m: int, sms: int) -> tuple[int, int, int]:
     """(rows per block, programs, warps) of the rstd kernel when the product overlaps it (PDL). Few
     programs, each looping over row blocks, so one product program fits beside them on every SM and they
     take little of its issue slots; enough that x is read before the product's first epilogue waits for
-    rstd. Measured on H100s (benchmarks/results/2026-11-22-h100-rmsnorm-linear-pdl/, 33 grids): one 4-warp
-    program per SM with 4-row blocks was within 0.3 us of the fastest at 2048 rows on three machines (99.8,
-    98.3, 99.6 us; cuBLAS 95.5, 93.9, 94.8); at 8192 rows two 8-warp programs per SM with 2-row blocks
-    (387.6 us, cuBLAS 387.1; 4 warps: 394.0; one 4-warp program per SM with 4-row blocks: 451.0)."""
+    rstd. Measured on H100s (benchmarks/results/2026-11-22-h100-rmsnorm-linear-pdl/, calls 2, 3 and 5): one
+    4-warp program per SM with 4-row blocks was within 0.3 us of the fastest at 2048 rows on three machines
+    (99.8, 98.3, 99.6 us; cuBLAS 95.5, 93.9, 94.8); at 8192 rows two 8-warp programs per SM with 2-row
+    blocks (387.6 us, cuBLAS 387.1; 4 warps: 394.0; one 4-warp program per SM with 4-row blocks: 451.0).
+    Where the host launches the product late (a host-bound caller, a profiler's replay) such a grid runs
+    alone, and took 28 us at 2048 rows in call 8's trace."""
     if m <= 2048:
         return rows_per_program(m), sms, 4
     return 2, 2 * sms, 8
