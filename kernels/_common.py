@@ -85,17 +85,25 @@ def output(op: str, out: torch.Tensor | None, shape: Sequence[int], like: torch.
     return out
 
 
+def _properties(t: torch.Tensor) -> Any:
+    """``t``'s GPU's properties, looked up once per device (the wrappers ask on every call)."""
+    index = t.get_device()
+    if index not in _PROPERTIES:
+        _PROPERTIES[index] = torch.cuda.get_device_properties(index)
+    return _PROPERTIES[index]
+
+
+_PROPERTIES: dict[int, Any] = {}
+
+
 def sm_count(t: torch.Tensor) -> int:
     """Streaming multiprocessors of ``t``'s GPU (132, an H100's, for CPU tensors in the interpreter)."""
-    if not t.is_cuda:
-        return 132
-    index = t.get_device()
-    if index not in _SM_COUNTS:
-        _SM_COUNTS[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return _SM_COUNTS[index]
+    return _properties(t).multi_processor_count if t.is_cuda else 132
 
 
-_SM_COUNTS: dict[int, int] = {}
+def hopper_or_later(t: torch.Tensor) -> bool:
+    """``t`` is on a CUDA GPU of compute capability 9.0 or later (TMA, griddepcontrol)."""
+    return t.is_cuda and _properties(t).major >= 9
 
 
 try:  # host-side TMA descriptors: Triton 3.4 and later (3.6 on the GPU machine, 3.9 in CI)
@@ -115,7 +123,7 @@ def tma_ready(*tensors: torch.Tensor) -> bool:
             return False
         if t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
             return False
-        if t.is_cuda and torch.cuda.get_device_capability(t.device)[0] < 9:
+        if t.is_cuda and not hopper_or_later(t):
             return False
     return True
 
@@ -124,9 +132,9 @@ def pdl_ready(t: torch.Tensor) -> bool:
     """Programmatic dependent launch can be used for kernels on ``t``'s device: a CUDA GPU of compute
     capability 9.0+ (Hopper: ``griddepcontrol``), not the interpreter (which has no launch attributes).
     ``KPROF_PDL=0`` turns it off (to compare, or to rule it out)."""
-    if not t.is_cuda or interpreting() or os.environ.get("KPROF_PDL", "1") == "0":
+    if interpreting() or os.environ.get("KPROF_PDL", "1") == "0":
         return False
-    return torch.cuda.get_device_capability(t.device)[0] >= 9
+    return hopper_or_later(t)
 
 
 def pdl_launch(pdl: bool) -> dict[str, bool]:
