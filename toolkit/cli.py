@@ -52,10 +52,10 @@ def profile(
     provider: Annotated[Optional[list[str]], typer.Option("--provider", "-p", help="Providers to run (repeat or comma-separate). Default: all.")] = None,
     shape: Annotated[Optional[list[str]], typer.Option("--shape", "-s", help="Shapes like 4096x4096 (repeat or comma-separate). Default: the family's sweep.")] = None,
     dtype: Annotated[Optional[list[str]], typer.Option("--dtype", "-d", help="fp32, bf16, fp16. Default: the family's sweep.")] = None,
-    profiler: Annotated[str, typer.Option(help="auto | torch | nsys | ncu | rocprof | proton | none. auto: nsys on NVIDIA when found, rocprofv3/rocprof on AMD, else torch.profiler.")] = "auto",
+    profiler: Annotated[str, typer.Option(help="auto, none, or a profiler backend (`kprof parse --schema` lists them; torch, nsys, ncu, rocprof, proton built in). auto: the backend for this GPU's vendor when its tool is found, else torch.profiler.")] = "auto",
     tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary (else $KPROF_NSYS / $KPROF_NCU / $KPROF_ROCPROFV3 / $KPROF_ROCPROF, PATH, install places).")] = None,
     profiler_timeout: Annotated[float, typer.Option(help="Seconds before the profiler's process group is killed.")] = 1800.0,
-    profile_repeats: Annotated[Optional[int], typer.Option(help="Launches per case under the profiler (default 5; ncu 3).")] = None,
+    profile_repeats: Annotated[Optional[int], typer.Option(help="Launches per case under the profiler (default: the backend's, 5; ncu 3).")] = None,
     rev: Annotated[Optional[list[str]], typer.Option("--rev", help="Profile kernels/FAMILY as at this git revision (repeat: A B ... measured interleaved, one run each, then `kprof diff`).")] = None,
     mode: Annotated[str, typer.Option(help="auto | gpu | interpreter (CPU, correctness only).")] = "auto",
     rep_ms: Annotated[int, typer.Option(help="do_bench repetition budget per case, ms.")] = 100,
@@ -257,38 +257,46 @@ def show(
 
 @app.command()
 def parse(
-    trace: Annotated[Path, typer.Argument(help="A trace: nsys .sqlite or stats CSV, ncu raw CSV, rocprof CSV/JSON, Proton .hatchet/.chrome_trace, torch.profiler .json[.gz].")],
+    trace: Annotated[Path, typer.Argument(help="A trace, gzipped or not (format recognised by content): nsys .sqlite or `nsys stats` output, ncu CSV (raw or details page), rocprof CSV/JSON, Proton .hatchet/.chrome_trace, torch.profiler .json.")],
     csv: Annotated[Optional[Path], typer.Option(help="Write the launch table here.")] = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="nsys | ncu | rocprof | proton | torch; sniffed when omitted.")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="A profiler backend's name (nsys, ncu, rocprof, proton, torch, ...); recognised when omitted.")] = None,
     arch: Annotated[Optional[str], typer.Option(help="AMD architecture (gfx90a, gfx942) for rocprof occupancy.")] = None,
     perfetto: Annotated[Optional[Path], typer.Option(help="Also write a Perfetto/Chrome trace of the table.")] = None,
 ) -> None:
     """Turn a profiler trace into the canonical launch table (per-kernel summary, or --csv for every row)."""
     from kprof import launch_table
     from kprof.profilers import parse_trace
+    from kprof.safe_text import csv_safe_frame, for_terminal
 
     df = parse_trace(trace, fmt, arch=arch)
+    for note in df.attrs.get("warnings", []):
+        err_console.print(f"[yellow]kprof: warning:[/yellow] {for_terminal(note)}")
     if csv:
-        df.to_csv(csv, index=False)
-        err_console.print(f"{len(df)} rows -> {csv}")
+        csv_safe_frame(df).to_csv(csv, index=False)  # names are data: no cell a spreadsheet runs as a formula
+        err_console.print(f"{len(df)} rows -> {for_terminal(csv)}")
     if perfetto:
         from kprof.export import write_perfetto
 
         info = write_perfetto(df, perfetto, title=str(trace))
-        err_console.print(f"{info['events']} trace events -> {perfetto} (open in ui.perfetto.dev)")
+        err_console.print(f"{info['events']} trace events -> {for_terminal(perfetto)} (open in ui.perfetto.dev)")
     if not csv:
         console.print(kernel_summary_table(df))
-        console.print(f"{int(launch_table.launches(df).sum())} launches in {len(df)} rows from "
+        what = "summary rows" if df.attrs.get("summary") else "rows"
+        console.print(f"{int(launch_table.launches(df).sum())} launches in {len(df)} {what} from "
                       f"{', '.join(sorted(set(df['source'].dropna()))) or 'no profiler'}; --csv FILE writes them all")
 
 
 def kernel_summary_table(df: "pd.DataFrame", limit: int = 30) -> Table:
     from kprof.analysis import kernel_summary
+    from kprof.safe_text import for_terminal
 
-    t = Table("kernel", "kind", "launches", "total µs", "mean µs", "median µs", "cases")
-    for r in kernel_summary(df).head(limit).itertuples():
-        t.add_row(str(r.kernel)[:80], str(r.kind), str(r.launches), f"{r.total_us:.1f}", f"{r.mean_us:.2f}",
-                  "—" if pd.isna(r.median_us) else f"{r.median_us:.2f}", str(r.cases))
+    summary = kernel_summary(df).head(limit)
+    scoped = summary["scope"].notna().any()
+    t = Table("kernel", "kind", *(["scope"] if scoped else []), "launches", "total µs", "mean µs", "median µs", "cases")
+    for r in summary.itertuples():
+        scope = [for_terminal(str(r.scope)[-60:]) if pd.notna(r.scope) else ""] if scoped else []
+        t.add_row(for_terminal(str(r.kernel)[:80]), str(r.kind), *scope, str(r.launches), f"{r.total_us:.1f}",
+                  f"{r.mean_us:.2f}", "—" if pd.isna(r.median_us) else f"{r.median_us:.2f}", str(r.cases))
     return t
 
 
@@ -359,16 +367,19 @@ def diff(
 
 
 def _print_diff_table(df: "pd.DataFrame", title: str, warnings: list[str]) -> None:
+    from kprof.safe_text import for_terminal
+
     colour = {"SLOWER": "red", "FASTER": "green", "SAME": "", "UNCERTAIN": "yellow"}
     for w in warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {w}")
+        err_console.print(f"[yellow]warning:[/yellow] {for_terminal(w)}")
     t = Table("case", "A µs", "B µs", "B/A", "95% interval", "p", "verdict", "kernel changes / why", title=title)
     for r in df.itertuples():
         c = colour.get(r.verdict, "")
-        t.add_row(str(getattr(r, "case", "") or getattr(r, "kernel", ""))[:70], f"{r.median_a:.2f}", f"{r.median_b:.2f}",
+        t.add_row(for_terminal(str(getattr(r, "case", "") or getattr(r, "kernel", ""))[:70]), f"{r.median_a:.2f}",
+                  f"{r.median_b:.2f}",
                   f"{r.ratio:.3f}", f"{r.ci_lo:.3f}-{r.ci_hi:.3f}", f"{r.p_value:.2g}",
                   f"[{c}]{r.verdict}[/{c}]" if c else r.verdict,
-                  str(getattr(r, "changes", "") or (r.why if r.verdict == "UNCERTAIN" else ""))[:80])
+                  for_terminal(str(getattr(r, "changes", "") or (r.why if r.verdict == "UNCERTAIN" else ""))[:80]))
     console.print(t)
 
 
@@ -433,7 +444,10 @@ def main() -> None:
     try:
         app()
     except KprofError as exc:
-        err_console.print(f"[bold red]kprof:[/bold red] {exc}")
+        from kprof.safe_text import for_terminal
+
+        # the message may quote a file's content (a kernel name): printed as text, not as markup
+        err_console.print(f"[bold red]kprof:[/bold red] {for_terminal(exc)}", soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted; finished cases were kept and the run is marked incomplete[/yellow]")

@@ -279,8 +279,11 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule()) -
 
 def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRule = DiffRule()) -> pd.DataFrame:
     """Two raw traces: per (case, kernel) when both carry kprof case ranges, else per kernel name, the
-    per-launch durations compared with the same rule (units: us)."""
-    ka, kb = launch_table.kernels(launches_a), launch_table.kernels(launches_b)
+    per-launch durations compared with the same rule (units: us). Kernels are matched on ``kernel_norm``
+    (so two profilers' spellings of one kernel meet)."""
+    ka, kb = launch_table.validate(launches_a), launch_table.validate(launches_b)
+    ka, kb = ka.assign(kernel=ka["kernel_norm"]), kb.assign(kernel=kb["kernel_norm"])
+    ka, kb = launch_table.kernels(ka), launch_table.kernels(kb)
     ka = ka[launch_table.launches(ka) == 1]
     kb = kb[launch_table.launches(kb) == 1]
     by_case = ka["case"].notna().any() and kb["case"].notna().any()
