@@ -55,6 +55,9 @@ class Backend:
 
 
 _BACKENDS: dict[str, Backend] = {}
+# Tests set this to see a parser's unexpected exception itself instead of the one-line safety net below
+# (every class of bad input should have its own message, not the generic one).
+RAISE_UNEXPECTED = False
 _discovered_paths: tuple[str, ...] = ()
 
 
@@ -150,6 +153,8 @@ def _parse_one(b: Backend, src: Source, opts: ParseOptions) -> pd.DataFrame:
     except MemoryError:
         raise src.fail("too large to read into memory", "parse a smaller capture") from None
     except Exception as exc:  # a format corner no parser rule covers: still one line, and what to try
+        if RAISE_UNEXPECTED:
+            raise
         what = " ".join(str(exc).split())[:200]
         raise src.fail(f"unreadable as {b.name} output ({type(exc).__name__}: {what})",
                        "the file is damaged or not what it looks like; pass --format to name the profiler") \

@@ -477,7 +477,7 @@ _CONVERT = {"cuda_gpu_kern_sum": _kern_sum, "cuda_kern_exec_trace": _exec_trace,
 
 def _xyz(df: pd.DataFrame, col: str, src: Source) -> list[pd.Series]:
     """``"1024    1    1"`` -> three integer columns (all <NA> when the column is absent)."""
-    if col not in df:
+    if col not in df or df.empty:
         return [pd.Series([pd.NA] * len(df), dtype="Int64")] * 3
     parts = df[col].astype("string").str.strip().str.split(r"\s+", expand=True, regex=True)
     if parts.shape[1] != 3:
