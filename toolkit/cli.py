@@ -52,7 +52,7 @@ def profile(
     provider: Annotated[Optional[list[str]], typer.Option("--provider", "-p", help="Providers to run (repeat or comma-separate). Default: all.")] = None,
     shape: Annotated[Optional[list[str]], typer.Option("--shape", "-s", help="Shapes like 4096x4096 (repeat or comma-separate). Default: the family's sweep.")] = None,
     dtype: Annotated[Optional[list[str]], typer.Option("--dtype", "-d", help="fp32, bf16, fp16. Default: the family's sweep.")] = None,
-    profiler: Annotated[str, typer.Option(help="auto, none, or a profiler backend (`kprof parse --schema` lists them; torch, nsys, ncu, rocprof, proton built in). auto: the backend for this GPU's vendor when its tool is found, else torch.profiler.")] = "auto",
+    profiler: Annotated[str, typer.Option(help="auto, none, or a profiler backend: torch, nsys, ncu, rocprof, proton, or one added as a module under kprof.profilers. auto: the backend for this GPU's vendor when its tool is found, else torch.profiler.")] = "auto",
     tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary (else $KPROF_NSYS / $KPROF_NCU / $KPROF_ROCPROFV3 / $KPROF_ROCPROF, PATH, install places).")] = None,
     profiler_timeout: Annotated[float, typer.Option(help="Seconds before the profiler's process group is killed.")] = 1800.0,
     profile_repeats: Annotated[Optional[int], typer.Option(help="Launches per case under the profiler (default: the backend's, 5; ncu 3).")] = None,

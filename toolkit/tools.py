@@ -56,16 +56,20 @@ class ToolSpec:
 
 
 class _ToolTable(MutableMapping):
-    """Every profiler backend's tools by name (``kprof.profilers.Backend.tools``), gathered on first use."""
+    """Every profiler backend's tools by name (``kprof.profilers.Backend.tools``), gathered again whenever
+    the set of backends changes (a backend module added to the package's path)."""
 
     def __init__(self) -> None:
         self._d: dict[str, ToolSpec] | None = None
+        self._of: tuple[str, ...] = ()
 
     def _table(self) -> dict[str, ToolSpec]:
-        if self._d is None:
-            from kprof.profilers import backends
+        from kprof.profilers import backends
 
-            self._d = {t.name: t for b in backends().values() for t in b.tools}
+        found = backends()
+        if self._d is None or tuple(found) != self._of:
+            self._d = {t.name: t for b in found.values() for t in b.tools}
+            self._of = tuple(found)
         return self._d
 
     def __getitem__(self, key: str) -> ToolSpec:
