@@ -88,6 +88,7 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from kprof.runner import ProfilerFailed, profile_runs
+    from kprof.safe_text import for_terminal, no_control
     from kprof.store import RunStore
 
     # SIGTERM (timeouts, job schedulers) ends the run like Ctrl-C: what finished is kept, marked incomplete
@@ -100,7 +101,7 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
 
         def on_progress(phase: str, done: int, total: int, label: str) -> None:
             if phase == "profiler":
-                err_console.print(f"profiler: {label}")
+                err_console.print(f"profiler: {for_terminal(label)}")
                 return
             if phase not in tasks:
                 tasks[phase] = bar.add_task(label, total=total, phase=phase)
@@ -110,14 +111,16 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
             run_ids = profile_runs(opts, on_progress)
         except ProfilerFailed as exc:
             bar.stop()
-            err_console.print(f"[bold red]kprof:[/bold red] {exc}")
+            from rich.markup import escape
+
+            err_console.print(f"[bold red]kprof:[/bold red] {escape(no_control(str(exc)))}")
             err_console.print("the measured cases are stored; the run is marked incomplete (kprof show latest)")
             sys.exit(1)
     st = RunStore(store)
     for run_id in run_ids:
         run = st.run(run_id)
         md = run["report_md"] or ""
-        print(md)
+        print(no_control(md))  # kernel names in it come from traces: no terminal escapes
         if report:
             target = report if len(run_ids) == 1 else report.with_name(f"{report.stem}-{run_id}{report.suffix}")
             target.write_text(md)
@@ -228,16 +231,18 @@ def show(
     """Print a run's report, or export its metrics, samples and launch table."""
     from kprof.store import RunStore
 
+    from kprof.safe_text import csv_safe_frame, no_control
+
     st = RunStore(store)
     rec = st.run(run)
     if csv:
-        st.metrics(rec["id"]).to_csv(csv, index=False)
+        csv_safe_frame(st.metrics(rec["id"])).to_csv(csv, index=False)
         err_console.print(f"metrics of {rec['id']} -> {csv}")
     if samples:
         st.samples(rec["id"]).to_csv(samples, index=False)
         err_console.print(f"samples of {rec['id']} -> {samples}")
     if launches:
-        st.launches(rec["id"]).to_csv(launches, index=False)
+        csv_safe_frame(st.launches(rec["id"])).to_csv(launches, index=False)
         err_console.print(f"launch table of {rec['id']} -> {launches}")
     if captures:
         caps = st.captures(rec["id"])
@@ -250,9 +255,9 @@ def show(
             if isinstance(c.stderr_tail, str) and c.stderr_tail and (c.returncode != 0 or c.timed_out):
                 console.print(c.stderr_tail[-2000:], markup=False, highlight=False)
             if isinstance(c.notes, str) and c.notes:
-                console.print(c.notes, markup=False, highlight=False)
+                console.print(no_control(c.notes), markup=False, highlight=False)
     if not (csv or samples or launches or captures):
-        print(rec.get("report_md") or f"run {rec['id']} has no report (status {rec['status']})")
+        print(no_control(rec.get("report_md") or f"run {rec['id']} has no report (status {rec['status']})"))
 
 
 @app.command()

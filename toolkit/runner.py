@@ -375,7 +375,13 @@ def _profile_pass(
     path = store.trace_dir(run_id) / "torch_trace.json.gz"
     torch_profiler.capture(calls(), path, repeats=repeats)
     progress("profile", len(ok), len(ok), "parsing trace")
-    _store_launches(store, run_id, torch_profiler.parse(path), repeats, dev, results)
+    from kprof.profilers import parse_trace
+
+    launches = parse_trace(path, "torch")
+    for note in launches.attrs.get("warnings", []):  # e.g. no GPU activity: shown now and kept with the run
+        progress("profiler", 0, 0, f"warning: {note}")
+        store.set_fields(run_id, notes="\n".join(filter(None, [store.run(run_id).get("notes"), note])))
+    _store_launches(store, run_id, launches, repeats, dev, results)
     store.set_fields(run_id, trace_path=str(path))
 
 

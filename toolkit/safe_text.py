@@ -26,6 +26,11 @@ def plain_text(value: Any) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
+def no_control(text: str) -> str:
+    """Multi-line text (a report) with every control character but newline and tab shown as ``\\xNN``."""
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
 def for_terminal(value: Any) -> str:
     """``value`` safe to hand to a Rich console: control characters escaped, markup escaped."""
     return escape(plain_text(value))

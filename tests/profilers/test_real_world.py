@@ -487,3 +487,17 @@ def test_zero_rows_warn_on_stderr(tmp_path, monkeypatch, capsys):
     assert any("0 rows" in w for w in parse_trace(path).attrs["warnings"])
     code, _, err = run_cli(monkeypatch, capsys, "parse", str(path))
     assert code == 0 and "0 rows" in err
+
+
+def test_huge_field_deep_nesting_and_header_only(tmp_path):
+    rows = dict_rows(V3 / "rocprofiler-sdk_docs_kernel_trace.csv")
+    write_rows(tmp_path / "a_kernel_trace.csv", [dict(rows[0], Kernel_Name="k" * 200_000)])
+    with pytest.raises(TraceFormatError, match="128 KiB"):
+        parse_trace(tmp_path / "a_kernel_trace.csv")
+    (tmp_path / "deep.json").write_text('{"traceEvents": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(TraceFormatError, match="nested deeper"):
+        parse_trace(tmp_path / "deep.json")
+    header = (V3 / "rocprofiler-sdk_docs_kernel_trace.csv").read_text().splitlines()[0]
+    (tmp_path / "b_kernel_trace.csv").write_text(header + "\n")
+    t = parse_trace(tmp_path / "b_kernel_trace.csv")
+    assert t.empty and any("0 rows" in w for w in t.attrs["warnings"])
