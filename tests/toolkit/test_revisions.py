@@ -24,10 +24,10 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path):
-    """A temporary repository with two commits of kernels/rmsnorm: the second changes the looped chunk."""
+    """A temporary repository with two commits of kernels/: the second changes rmsnorm's looped chunk."""
     root = tmp_path / "repo"
     fam = root / "kernels" / "rmsnorm"
-    shutil.copytree(TODAY.package_dir, fam, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(TODAY.package_dir.parent, root / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
     git(tmp_path, "init", "-q", str(root))
     git(root, "add", ".")
     git(root, "commit", "-qm", "first")
