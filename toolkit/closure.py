@@ -169,6 +169,10 @@ def _imports_of(tree: _Tree, path: str, harness: set[str]) -> list[str]:
                             "discovery, is harness, not loaded at a revision)")
                     need(sub, node.lineno)
                 continue
+            if base == "kprof.registry" and {a.name for a in node.names} & _REGISTRY_LOOKUPS:
+                raise ClosureError(f"{where}, line {node.lineno}: looks families up by name in kprof's registry "
+                                   f"({', '.join(sorted({a.name for a in node.names} & _REGISTRY_LOOKUPS))}), which "
+                                   "holds today's kernels, not the revision's; take the family object by import")
             need(base, node.lineno)
             if base.startswith(ROOT + "."):
                 for alias in node.names:
@@ -206,6 +210,9 @@ def _absolute(node: ast.ImportFrom, name: str, package: str, where: str) -> str:
 
 
 _IMPORTERS = ("import_module", "__import__")
+# harness functions that hand back *today's* families: kernel code reaching them at a revision would run
+# today's kernels under the revision's name (kernels/ops.py does, which is why no family imports it)
+_REGISTRY_LOOKUPS = {"get_family", "registered_families"}
 
 
 def _dynamic_import(node: ast.Call, tree: _Tree, path: str, package: str, where: str,

@@ -134,7 +134,10 @@ def load_family_at(
         raise RevisionError(f"--rev {rev!r} ({commit[:10]}): {exc}") from None
     package = f"kprof_rev_{slot}_{commit[:12]}"
     root = Path(cache_dir) / "revisions" / f"{slot}_{commit}"
-    _write(root, package, closure, blobs, fresh=package not in sys.modules)
+    loaded = sys.modules.get(package)
+    if loaded is not None:  # this commit is imported already (another store): add to that copy, where it looks
+        root = Path(list(loaded.__path__)[0]).parent
+    _write(root, package, closure, blobs, fresh=loaded is None)
     (root / f"closure-{name}.json").write_text(json.dumps(
         {"rev": rev, "commit": commit, "family": name, "files": list(closure.files),
          "harness": list(closure.harness)}, indent=1))

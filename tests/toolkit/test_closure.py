@@ -49,6 +49,7 @@ def test_every_import_form_is_followed():
     ("from kprof import kernels\n", "cannot be rewritten"),
     ("import kprof\nkprof.kernels.x\n", "as an attribute"),
     ("def broken(:\n", "does not parse"),
+    ("def best():\n    from kprof.registry import get_family\n", "holds today's kernels"),
 ])
 def test_what_cannot_be_followed_is_refused_with_the_file_and_line(source, why):
     files = {"fam/__init__.py": FAMILY_INIT, "fam/v.py": source}

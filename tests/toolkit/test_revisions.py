@@ -159,3 +159,15 @@ def test_the_replay_child_imports_the_revision_copy_not_todays_kernels(repo, tmp
                          env={**__import__("os").environ, "TRITON_INTERPRET": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["rmsnorm_linear", "4096", "0", "[]"]
+
+
+def test_two_families_of_one_commit_share_its_copy_whatever_the_store(repo, tmp_path):
+    """silu_mul then gelu_mul at one commit (one slot), loaded with two different stores in one process: the
+    second adds its files to the copy already imported, and both use that copy's kernels/_gated.py."""
+    import sys
+
+    silu = load_family_at(repo / "kernels" / "silu_mul", "HEAD", tmp_path / "store1", 5)
+    gelu = load_family_at(repo / "kernels" / "gelu_mul", "HEAD", tmp_path / "store2", 5)
+    assert silu.root == gelu.root and gelu.family.name == "gelu_mul"
+    root = silu.package.rsplit(".", 1)[0]
+    assert sys.modules[f"{gelu.package}.family"].gated is sys.modules[f"{root}._gated"]
