@@ -136,7 +136,7 @@ def load_family_at(
     root = Path(cache_dir) / "revisions" / f"{slot}_{commit}"
     loaded = sys.modules.get(package)
     if loaded is not None:  # this commit is imported already (another store): add to that copy, where it looks
-        root = Path(list(loaded.__path__)[0]).parent
+        root = Path(next(iter(loaded.__path__))).parent
     _write(root, package, closure, blobs, fresh=loaded is None)
     (root / f"closure-{name}.json").write_text(json.dumps(
         {"rev": rev, "commit": commit, "family": name, "files": list(closure.files),

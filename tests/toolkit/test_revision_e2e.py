@@ -69,7 +69,7 @@ def planted(tmp_path_factory) -> Planted:
 def run_kprof(p: Planted, store: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(p.site), "KPROF_STORE": str(store)}
     env.pop("KPROF_GIT_COMMIT", None)
-    return subprocess.run([sys.executable, "-m", "kprof.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kprof.cli", *args], capture_output=True, text=True, check=False,
                           cwd=p.repo.parent, env=env, timeout=300)
 
 
@@ -110,6 +110,7 @@ def test_rev_measures_the_shared_module_at_each_revision(rev_runs: RevRuns, plan
     src = rb["config"]["sources"]
     assert src["kernels_from"] == f"revision {planted.b}" and "kernels/_gated.py" in src["files"]
     assert "kprof.registry" in src["harness"] and not any(h.startswith("kprof.kernels") for h in src["harness"])
+    assert "kernel modules it imports (kernels/_common.py, kernels/_gated.py)" in rb["report_md"]
     ma, mb = st.metrics(rev_runs.a), st.metrics(rev_runs.b)
     assert len(ma) == len(mb) == 4 * 2
     assert (ma["status"] == "ok").all(), ma[["case", "status", "note"]]
