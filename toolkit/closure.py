@@ -89,8 +89,11 @@ def git_tree(paths: set[str], read: Callable[[str], bytes], commit: str) -> _Tre
 def family_closure(tree: _Tree, family: str) -> Closure:
     """The closure of ``kernels/FAMILY`` in ``tree`` (see the module docstring)."""
     if f"{family}/__init__.py" not in tree.paths:
-        raise ClosureError(f"kernels/{family}/__init__.py does not exist in {tree.where}: "
-                           "the family did not exist at that revision")
+        if any(p.startswith(f"{family}/") for p in tree.paths):
+            raise ClosureError(f"kernels/{family}/ in {tree.where} has no __init__.py, so it is no family package "
+                               "kprof can import")
+        raise ClosureError(f"kernels/{family}/ does not exist in {tree.where}: the family did not exist at that "
+                           "revision")
     own = sorted(p for p in tree.paths if p.startswith(f"{family}/"))
     todo = [p for p in own if p.endswith(".py")]
     modules: set[str] = set()
