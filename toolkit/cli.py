@@ -1,7 +1,8 @@
 """The ``kprof`` command line (typer + rich).
 
 User mistakes (unknown family, bad shape, unknown run, unreadable trace) print one clear message and exit
-with status 2; they never show a traceback.
+with status 2; they never show a traceback. ``profile`` and ``sweep`` exit 1 when a case fails its
+correctness check or raises (:mod:`kprof.gate`; ``--allow-failures`` exits 0).
 """
 
 from __future__ import annotations
