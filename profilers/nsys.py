@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from kprof import launch_table
-from kprof.errors import TraceFormatError
 from kprof.profilers import Backend, ParseOptions, as_source
 from kprof.profilers._io import Source, sqlite_tables, whole_numbers
 from kprof.ranges import RangeIndex
