@@ -101,7 +101,10 @@ class Source:
     @cached_property
     def text(self) -> str:
         """The whole file as text: UTF-8 or UTF-16 (by BOM), BOM dropped, CRLF/CR line ends as ``\\n``."""
-        return _decode(self.data, strict=True)
+        try:
+            return _decode(self.data, strict=True)
+        except TraceFormatError as exc:
+            raise TraceFormatError(f"{self.path}: {exc}") from None
 
     @property
     def is_sqlite(self) -> bool:
