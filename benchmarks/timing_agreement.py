@@ -81,11 +81,15 @@ def replay_cases(store, rid: str):
 
 def per_call_us(launches: pd.DataFrame, repeats: int) -> pd.Series:
     """Sum of kernel durations per call, per case (mean over the replayed calls), us."""
+    if launches.empty or "kind" not in launches:
+        return pd.Series(dtype=float)
     k = launches[launches["kind"].fillna("kernel") == "kernel"]
     return k.groupby("case")["duration_ns"].sum().astype(float) / repeats / 1e3
 
 
 def kernels_per_call(launches: pd.DataFrame, repeats: int) -> pd.Series:
+    if launches.empty or "kind" not in launches:
+        return pd.Series(dtype=float)
     k = launches[launches["kind"].fillna("kernel") == "kernel"]
     return k.groupby("case").size() / repeats
 
@@ -269,6 +273,11 @@ def main(argv: list[str] | None = None) -> int:
         summary[f"{fam}_timing_run"] = rid
         summary[f"{fam}_timing_s"] = round(secs, 1)
         store = RunStore(store_path)
+        m = store.metrics(rid)
+        print(f"{fam}: run {rid}, {secs:.0f} s, status {m['status'].value_counts().to_dict()}, timer "
+              f"{m['timer'].value_counts(dropna=False).to_dict()}", flush=True)
+        for r in m[m["status"] != "ok"].head(3).itertuples():
+            print(f"  {r.case}: {r.status} {str(r.note)[:300]}", flush=True)
         cases = replay_cases(store, rid)
         empty = pd.Series(dtype=float)
         ncu_call, ncu_k, nsys_call = empty, empty, empty

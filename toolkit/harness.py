@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from kprof import timing
+from kprof import timing as modes
 from kprof.errors import UnsupportedConfig
 from kprof.registry import Case, Family, Inputs, Provider
 from kprof.specialization import recording
@@ -321,7 +321,7 @@ def more_gpu_samples(
         return provider.fn(**inputs)
 
     samples, _, _ = measure_modes(call, settings, (host_us,), rough_gpu_ms(call))
-    return tuple(v / 1e3 for v in timing.headline(samples, settings.mode)[1])
+    return tuple(v / 1e3 for v in modes.headline(samples, settings.mode)[1])
 
 
 def measure_modes(call: Callable[[], Any], settings: BenchSettings, host_us: Sequence[float],
@@ -329,12 +329,12 @@ def measure_modes(call: Callable[[], Any], settings: BenchSettings, host_us: Seq
     """(samples per mode in us, timer "cupti" | "events", notes): cold and warm from one CUPTI session,
     CUDA events when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
     host_med = sorted(host_us)[len(host_us) // 2]
-    res = timing.measure_cupti(call, host_us=host_med, gpu_us=rough_ms * 1e3, rep_ms=settings.rep_ms)
+    res = modes.measure_cupti(call, host_us=host_med, gpu_us=rough_ms * 1e3, rep_ms=settings.rep_ms)
     no_warm = settings.mode == "warm" and (res.warm is None or not res.warm.span_us)
     events = time_gpu(call, settings, host_us=host_med) if (res.source == "events" or settings.events or no_warm) \
         else []
     notes = [res.note] if res.note else []
-    return timing.mode_samples(res, host_us, (), events), res.source, notes
+    return modes.mode_samples(res, host_us, (), events), res.source, notes
 
 
 def run_case(
@@ -376,15 +376,15 @@ def run_case(
         graph_host = None
         if settings.graph:
             graph_ms, graph_host, graph_note = time_graph(call, settings)
-            samples.update(timing.mode_samples(timing.ModeSamples(None, None, timer), (), graph_ms, ()))
+            samples.update(modes.mode_samples(modes.ModeSamples(None, None, timer), (), graph_ms, ()))
             if graph_note:
                 notes.append(graph_note)
         peak = peak_memory(call)
-        used, gpu = timing.headline(samples, settings.mode)
+        used, gpu = modes.headline(samples, settings.mode)
         graph = samples.get("graph")
         return CaseResult(
             case, "ok", "; ".join(notes) or None, corr,
-            gpu_samples_ms=tuple(v / 1e3 for v in gpu), graph_time_ms=timing.median(graph) / 1e3 if graph else None,
+            gpu_samples_ms=tuple(v / 1e3 for v in gpu), graph_time_ms=modes.median(graph) / 1e3 if graph else None,
             graph_host_us=graph_host, host_samples_us=tuple(host), peak_mem_bytes=peak, bytes=nbytes, flops=flops,
             timed=True, extra=extra, mode_samples_us=samples, timing_mode=settings.mode, timer=used if used == "events" else timer,
         )
