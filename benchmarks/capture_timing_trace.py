@@ -67,6 +67,7 @@ def main() -> int:
             "n_cold": 4, "warm_skip": timing.WARM_SKIP, "source": res.source, "note": res.note,
             "kernels_per_call": res.cold.kernels_per_call if res.cold else None,
             "kernel_names": list(res.cold.kernel_names) if res.cold else None,
+            "cold_busy_us": list(res.cold.busy_us) if res.cold else None,
             "cold_span_us": list(res.cold.span_us) if res.cold else None,
             "cold_sum_us": list(res.cold.sum_us) if res.cold else None,
             "warm_span_us": list(res.warm.span_us) if res.warm else None,

@@ -330,7 +330,7 @@ def measure_modes(call: Callable[[], Any], settings: BenchSettings, host_us: Seq
     CUDA events when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
     host_med = sorted(host_us)[len(host_us) // 2]
     res = modes.measure_cupti(call, host_us=host_med, gpu_us=rough_ms * 1e3, rep_ms=settings.rep_ms)
-    no_warm = settings.mode == "warm" and (res.warm is None or not res.warm.span_us)
+    no_warm = settings.mode == "warm" and (res.warm is None or not res.warm.busy_us)
     events = time_gpu(call, settings, host_us=host_med) if (res.source == "events" or settings.events or no_warm) \
         else []
     notes = [res.note] if res.note else []

@@ -50,8 +50,9 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "intensity", "bound", "pct_roof",
     # declared timing modes (kprof.timing): gpu_time_us above is the median of ``timing_mode``'s samples;
     # ``timer`` says whether cold/warm came from CUPTI records or the CUDA-event fallback; per mode the
-    # median span (first kernel start -> last end, shown) and sum of kernel durations per call
-    "timing_mode", "timer", "cold_us", "cold_sum_us", "warm_us", "warm_sum_us", "events_us",
+    # median busy time (union of kernel intervals, shown), span (first start -> last end) and kernel sum
+    "timing_mode", "timer", "cold_us", "cold_span_us", "cold_sum_us", "warm_us", "warm_span_us", "warm_sum_us",
+    "events_us",
 )
 
 
@@ -182,7 +183,7 @@ def mode_fields(result: CaseResult) -> dict:
 
     ms = result.mode_samples_us or {}
     out: dict = {f"{k}_us": float(np.median(ms[k])) if ms.get(k) else math.nan
-                 for k in ("cold", "cold_sum", "warm", "warm_sum", "events")}
+                 for k in ("cold", "cold_span", "cold_sum", "warm", "warm_span", "warm_sum", "events")}
     out["timing_mode"] = result.timing_mode or DEFAULT_MODE
     out["timer"] = result.timer or None
     return out

@@ -175,8 +175,8 @@ def timing_lines(metrics: pd.DataFrame) -> list[str]:
     mode = _ranked_mode(metrics)
     lines = [f"- **timing mode**: `{mode}` ranks, and gives % peak, speedups and diff inputs"
              + (f" ({DEFAULT_MODE_WHY})" if mode == DEFAULT_MODE else "")
-             + f"; multi-kernel calls show the {SHOWN} (first kernel start to last end); the sum of kernel "
-               "durations is stored beside it (`cold_sum_us`, `warm_sum_us`)"]
+             + f"; multi-kernel calls show the {SHOWN} (their kernels' intervals merged: overlaps counted once, "
+               "gaps between kernels not counted); span and sum are stored beside it (`cold_span_us`, `cold_sum_us`)"]
     lines += [f"  - {MODE_DEFINITIONS[m]}" for m in MODES]
     fell = metrics[metrics.get("timer", pd.Series(dtype=object)).astype(str) == "events"] \
         if "timer" in metrics else metrics.iloc[:0]

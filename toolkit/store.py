@@ -335,8 +335,8 @@ class RunStore:
 
     def samples(self, ref: str, case: str | None = None, mode: str | None = None) -> pd.DataFrame:
         """Long table: case, kind, unit, value. Kinds: ``gpu`` (ms, the declared mode's samples, what diffs
-        compare), ``host`` (us) and, per timing mode (kprof.timing), ``cold``, ``cold_sum``, ``warm``,
-        ``warm_sum``, ``graph``, ``events`` (us). ``case`` / ``mode`` filter (``mode`` is a kind)."""
+        compare), ``host`` (us) and, per timing mode (kprof.timing), ``cold``, ``cold_span``, ``cold_sum``,
+        ``warm``, ``warm_span``, ``warm_sum``, ``graph``, ``events`` (us). ``case`` / ``mode`` filter (``mode`` is a kind)."""
         run_id = self.resolve(ref)
         sql, args = "SELECT case_id, kind, unit, data FROM samples WHERE run_id = ?", [run_id]
         if case is not None:

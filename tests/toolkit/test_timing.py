@@ -47,8 +47,10 @@ def test_multi_kernel_calls_keep_span_and_sum(name, kernels):
     res = timing.from_records(recorded(name), 4, timing.WARM_SKIP)
     assert res.cold.kernels_per_call == kernels
     assert len(res.cold.span_us) == 4 and len(res.warm.span_us) == 4
-    for span, total in zip(res.cold.span_us + res.warm.span_us, res.cold.sum_us + res.warm.sum_us):
-        assert span >= total - 1e-6 if kernels > 1 else span == total
+    for busy, span, total in zip(res.cold.busy_us + res.warm.busy_us, res.cold.span_us + res.warm.span_us,
+                                 res.cold.sum_us + res.warm.sum_us):
+        assert busy <= span + 1e-9 and busy <= total + 1e-9
+        assert span >= total - 1e-6 if kernels > 1 else span == total == busy
     if kernels > 1:  # these sessions' spins were short of the host time: launch gaps sit inside the span
         assert min(s - t for s, t in zip(res.cold.span_us, res.cold.sum_us)) > 0
 
@@ -205,7 +207,8 @@ def test_case_carries_every_mode_and_ranks_by_the_declared_one(monkeypatch, tmp_
     res = run_case(RMS, RMS.providers["torch_eager"], case, device="cpu",
                    settings=BenchSettings(mode=mode), timing=True)
     assert res.status == "ok" and res.timer == "cupti" and res.timing_mode == mode
-    assert set(res.mode_samples_us) == {"cold", "cold_sum", "warm", "warm_sum", "graph", "host"}
+    assert set(res.mode_samples_us) == {"cold", "cold_span", "cold_sum", "warm", "warm_span", "warm_sum", "graph",
+                                        "host"}
     assert [v * 1e3 for v in res.gpu_samples_ms] == pytest.approx(list(res.mode_samples_us[mode]))
     row = case_row(res, "eager", 3000.0)
     assert row["timing_mode"] == mode and row["timer"] == "cupti"
@@ -249,4 +252,15 @@ def test_report_headers_name_the_mode(monkeypatch, tmp_path):
         and "| host µs |" in header and "timer" not in header
     assert "`cold` ranks" in md and timing.DEFAULT_MODE_WHY in md and "span" in md
     m = st.metrics(rid)
-    assert m.loc[0, "cold_sum_us"] < m.loc[0, "cold_us"]  # eager: 9 kernels with gaps between them
+    # eager: 9 kernels with gaps between them; shown is the busy time, which has no overlap to remove here
+    assert m.loc[0, "cold_us"] == pytest.approx(m.loc[0, "cold_sum_us"]) and m.loc[0, "cold_span_us"] > m.loc[0, "cold_us"]
+
+
+def test_busy_time_counts_overlap_once_and_skips_gaps():
+    rng = random.Random(41)
+    a0 = rng.randrange(1000, 5000)
+    call = [KernelRecord("norm", a0, a0 + 3000), KernelRecord("gemm", a0 + 2500, a0 + 9000),  # PDL overlap
+            KernelRecord("tail", a0 + 20000, a0 + 21000)]  # after an idle gap
+    busy, span, total = timing.aggregate([call])
+    assert busy == (9.0 + 1.0,) and span == (21.0,) and total == (3.0 + 6.5 + 1.0,)
+    assert timing.busy_ns([KernelRecord("x", 0, 50), KernelRecord("y", 10, 20)]) == 50  # nested
