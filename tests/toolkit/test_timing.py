@@ -165,10 +165,12 @@ def test_headline_picks_the_declared_mode_or_says_events():
         timing.headline(s, "fast")
 
 
-def test_every_mode_has_one_sentence_definition():
+def test_every_mode_has_one_sentence_definition_used_verbatim_in_the_readme():
     assert set(timing.MODE_DEFINITIONS) == set(timing.MODES) and timing.DEFAULT_MODE in timing.MODES
+    readme = (DATA.parents[1] / "README.md").read_text()
     for mode, text in timing.MODE_DEFINITIONS.items():
         assert text.startswith(f"{mode}: ") and text.count(". ") == 0 and text.endswith(".")
+        assert text in readme
 
 
 # ------------------------------------------------------------------- harness -> metrics -> store -> report
