@@ -24,8 +24,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, BinaryIO
 
-# Test-only fault injection: "K" makes the worker exit abruptly when handed case index K; "K:PATH" does so
-# only while PATH does not exist (it creates PATH first), so the retry on another worker succeeds.
+# Test-only fault injection, comma-separated specs: "K" makes the worker exit abruptly when handed case index
+# K; "K:PATH" does so only while PATH does not exist (it creates PATH first), so the retry succeeds.
 EXIT_HOOK_ENV = "KPROF_TEST_WORKER_EXIT_AT"
 HANG_HOOK_ENV = "KPROF_TEST_WORKER_HANG_AT"  # "K": the worker hangs on case K (timeouts, Ctrl-C)
 
@@ -184,17 +184,13 @@ def _fault_hook(index: int) -> None:
         import time
 
         time.sleep(3600)
-    spec = os.environ.get(EXIT_HOOK_ENV)
-    if not spec:
-        return
-    at, _, marker = spec.partition(":")
-    if int(at) != index:
-        return
-    if marker:
-        if Path(marker).exists():
-            return
-        Path(marker).touch()
-    os._exit(17)
+    for spec in filter(None, os.environ.get(EXIT_HOOK_ENV, "").split(",")):
+        at, _, marker = spec.partition(":")
+        if int(at) != index or (marker and Path(marker).exists()):
+            continue
+        if marker:
+            Path(marker).touch()
+        os._exit(17)
 
 
 # ------------------------------------------------------------------------------------ local process loop
