@@ -151,6 +151,23 @@ def test_ray_local_runs_a_sweep_end_to_end_into_one_store(tmp_path):
     assert set(st.case_devices(run["id"])["worker"]) <= {"ray0", "ray1"}
 
 
+@pytest.mark.skipif(subprocess.run(["git", "-C", os.path.dirname(__file__), "rev-parse", "HEAD"],
+                                    capture_output=True).returncode != 0, reason="needs the sources in a git checkout")
+def test_both_revisions_of_a_case_run_on_one_worker(tmp_path):
+    store = tmp_path / "k.db"
+    opts = _opts(store, 14, workers="2", providers=("triton_tuned", "torch_eager"), shapes=((3, 37), (2, 300)),
+                 revisions=("HEAD", "HEAD"))
+    ids = profile_runs(opts)
+    st = RunStore(store)
+    a, b = (st.case_devices(i).set_index("case_id") for i in ids)
+    assert len(a) == 4 and set(a["worker"]) == {"cpu0", "cpu1"}
+    assert (a["worker"] == b.loc[a.index, "worker"]).all()  # every case: both arms on the same worker
+    assert all(st.run(i)["status"] == "complete" for i in ids)
+    from kprof.diff import diff_runs
+
+    assert not any("different GPUs" in w for w in diff_runs(st, ids[0], ids[1]).warnings)
+
+
 def test_workers_option_is_checked():
     assert parse_workers("all") == "all" and parse_workers("3") == 3 and parse_workers(None) is None
     for bad in ("0", "-2", "two"):
