@@ -332,6 +332,10 @@ class _Fanout:
                 self.queue.appendleft([i])
                 self.progress("profiler", 0, 0, f"{self.cases[i].id}: worker {w.name} lost ({reason[:200]}); "
                               "retrying on another worker")
+        post_pass = self.choice.name != "none" or (self.mode == "interpreter" and self.opts.offline_resources)
+        if state in ("busy", "idle") and w.measured and post_pass:
+            self.problems.append(f"the {w.measured} case(s) {w.name} measured before it was lost are stored without "
+                                 "their profiler pass / offline resources")
         if w.group:  # the rest of its (shape, dtype) group goes back to the queue, together
             self.queue.append(list(w.group))
             w.group.clear()

@@ -210,3 +210,24 @@ def test_a_workers_fallback_clears_only_its_own_launches():
            ("add_launches", ("arm1", "L2"), {}), ("clear_launches", ("arm0",), {}),
            ("add_launches", ("arm0", "L3"), {})]
     assert [o[1][1] for o in _drop_cleared_launches(ops)] == ["U", "L2", "L3"]
+
+
+def test_trace_files_from_a_worker_land_in_the_drivers_store(tmp_path):
+    """Raw traces come back as bytes; the driver writes them under its own trace folder, per worker."""
+    from kprof.executors import Slot
+    from kprof.fanout import _Fanout, _Worker
+
+    st = RunStore(tmp_path / "k.db")
+    fields = []
+    st.set_fields = lambda run_id, **kw: fields.append((run_id, kw))
+    fan = _Fanout.__new__(_Fanout)
+    fan.store, fan.run_ids, fan.attempts = st, ["RUN-A", "RUN-B"], {}
+    w = _Worker(0, Slot("gpu1"), "gpu1", hello={"identity": {"worker": "gpu1"}})
+    data = os.urandom(333)
+    root = "/elsewhere/kprof-worker-gpu1/traces"
+    fan._apply(w, [("set_fields", ("arm1",), {"trace_path": f"{root}/arm1/nsys/trace.sqlite"})],
+               files=[("arm1/nsys/trace.sqlite", data)], trace_root=root)
+    target = st.trace_dir("RUN-B") / "gpu1" / "nsys" / "trace.sqlite"
+    assert target.read_bytes() == data
+    assert fields == [("RUN-B", {"trace_path": str(target)})]  # the run points at the driver's copy
+    assert not (st.trace_dir("RUN-A") / "gpu1").exists()
