@@ -73,7 +73,9 @@ def main() -> None:
     warm = timed(sweep_cmd(out / "warm.db", shapes[:1], args.seed, []), env, out / "warm.log", 300)
     print(f"  {warm:.0f} s", flush=True)
     print(f"one GPU: {len(shapes)} shapes x 19 providers = {19 * len(shapes)} cases...", flush=True)
-    one = timed(sweep_cmd(store, shapes, args.seed, []), env, out / "one_gpu.log", 480)
+    # the one-GPU run on nvidia-smi's GPU 0, so its cases can be matched with the fan-out's per-case GPU index
+    one_env = {**env, "CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    one = timed(sweep_cmd(store, shapes, args.seed, []), one_env, out / "one_gpu.log", 480)
     print(f"  {one:.0f} s", flush=True)
     print("--workers 2...", flush=True)
     two = timed(sweep_cmd(store, shapes, args.seed, ["--workers", "2"]), env, out / "two_gpus.log", 480)
@@ -86,11 +88,10 @@ def main() -> None:
     runs = st.runs()
     id_two, id_one = runs["id"].iloc[0], runs["id"].iloc[1]
     res = diff_runs(st, id_one, id_two)
-    dev = st.case_devices(id_two)[["case_id", "worker", "gpu_uuid", "gpu_name"]].rename(columns={"case_id": "case"})
-    base_gpu = st.run(id_one)["device"]
-    base_uuid = _uuid_of_index(base_gpu.get("index"))
+    dev = st.case_devices(id_two)[["case_id", "worker", "gpu_index", "gpu_uuid", "gpu_name"]].rename(
+        columns={"case_id": "case"})
     cases = res.cases.merge(dev, on="case", how="left")
-    cases["same_gpu_as_baseline"] = cases["gpu_uuid"] == base_uuid
+    cases["same_gpu_as_baseline"] = cases["gpu_index"].astype(str) == "0"
     cases.to_csv(out / "cases.csv", index=False)
     n_one, n_two = len(st.metrics(id_one)), len(st.metrics(id_two))
     ratio = two / one
@@ -120,17 +121,6 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)
     print(text)
-
-
-def _uuid_of_index(index: int | None) -> str | None:
-    """UUID of the GPU the one-GPU run used (torch's index 0 unless CUDA_VISIBLE_DEVICES says otherwise)."""
-    import torch
-
-    if index is None:
-        return None
-    props = torch.cuda.get_device_properties(index)
-    uuid = getattr(props, "uuid", None)
-    return None if uuid is None else (str(uuid) if str(uuid).startswith("GPU-") else f"GPU-{uuid}")
 
 
 if __name__ == "__main__":

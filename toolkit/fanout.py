@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
 from kprof.errors import KprofError
 from kprof.executors import LocalExecutor, RayExecutor, Slot
 from kprof.registry import shape_str

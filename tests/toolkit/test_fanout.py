@@ -12,7 +12,6 @@ import time
 import pandas as pd
 import pytest
 import torch
-
 from kprof.errors import KprofError
 from kprof.fanout import _drop_cleared_launches, device_mismatch, local_slots, parse_workers
 from kprof.fanout_worker import EXIT_HOOK_ENV, HANG_HOOK_ENV
@@ -128,9 +127,8 @@ def test_ctrl_c_stops_every_worker_and_keeps_the_finished_cases(tmp_path):
 @pytest.mark.slow
 def test_ray_local_runs_a_sweep_end_to_end_into_one_store(tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'kprof[ray]'")
-    from typer.testing import CliRunner
-
     from kprof.cli import app
+    from typer.testing import CliRunner
 
     store = tmp_path / "k.db"
     res = CliRunner().invoke(app, ["sweep", "rmsnorm", "--version", "triton_one_row", "--param", "BLOCK_N=1024,2048",
