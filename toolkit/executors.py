@@ -159,7 +159,12 @@ class RayExecutor:
             self.started_local = True
         else:
             # "auto" honours RAY_ADDRESS, else finds a cluster started on this node with `ray start`
-            ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
+            try:
+                ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                shutil.rmtree(self.stage, ignore_errors=True)
+                raise KprofError(f"cannot reach a Ray cluster at --ray {address} ({str(exc)[:300]}) (start one with "
+                                 "`ray start --head`, set RAY_ADDRESS, or use --ray local)") from None
         self.label = f"Ray {'local instance' if address == 'local' else address} ({ray.__version__})"
         from kprof.fanout_worker import CaseWorker
 

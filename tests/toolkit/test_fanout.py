@@ -229,3 +229,12 @@ def test_trace_files_from_a_worker_land_in_the_drivers_store(tmp_path):
     assert target.read_bytes() == data
     assert fields == [("RUN-B", {"trace_path": str(target)})]  # the run points at the driver's copy
     assert not (st.trace_dir("RUN-A") / "gpu1").exists()
+
+
+def test_ray_without_a_cluster_says_how_to_get_one(monkeypatch):
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'kprof[ray]'")
+    from kprof.executors import RayExecutor
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(KprofError, match=r"cannot reach a Ray cluster at --ray auto .*--ray local"):
+        RayExecutor("auto", "interpreter", {})
