@@ -482,11 +482,16 @@ def devices_section(run: Mapping[str, Any], metrics: pd.DataFrame, devices: pd.D
     lines = [f"## Devices ({len(fan.get('workers', []))} worker(s), {fan.get('executor', '?')})", "",
              "| worker | host | GPU | index | UUID | serial | copy GB/s | cases |", "|---|---|---|---|---|---|---:|---:|"]
     counts = devices.groupby("worker").size()
-    for w in fan.get("workers", []):
-        gbps = w.get("ceiling_gbps")
-        lines.append(f"| {w['worker']} | {w.get('host') or ''} | {w.get('gpu_name') or w.get('device')} | "
-                     f"{w.get('gpu_index') or ''} | {w.get('gpu_uuid') or ''} | {w.get('gpu_serial') or ''} | "
-                     f"{'' if gbps is None else f'{gbps:.0f}'} | {int(counts.get(w['worker'], 0))} |")
+    started = {w["worker"]: w for w in fan.get("workers", [])}
+    # workers of the run record, then replacements started after a worker was lost ("gpu1#2")
+    named = list(started) + [n for n in sorted(counts.index) if n not in started]
+    for name in named:
+        w = started.get(name) or devices[devices["worker"] == name].iloc[0].to_dict()
+        gbps = (started.get(name.split("#")[0]) or {}).get("ceiling_gbps")
+        cells = [_txt(w.get(k)) for k in ("host", "gpu_name", "gpu_index", "gpu_uuid", "gpu_serial")]
+        cells[1] = cells[1] or _txt(w.get("device"))
+        lines.append(f"| {name} | {' | '.join(cells)} | {'' if gbps is None else f'{gbps:.0f}'} | "
+                     f"{int(counts.get(name, 0))} |")
     retried = devices[devices["attempt"].fillna(1) > 1]
     if not retried.empty:
         lines += ["", f"Retried after a worker was lost: {', '.join(retried['case_id'])}."]
@@ -508,6 +513,10 @@ def devices_section(run: Mapping[str, Any], metrics: pd.DataFrame, devices: pd.D
                 t = getattr(r, "gpu_time_us", float("nan"))
                 lines.append(f"| {r.case} | {r.status} | {'' if pd.isna(t) else f'{t:.2f}'} |")
     return "\n".join(lines) + "\n"
+
+
+def _txt(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
 
 
 def device_mismatch(run_a: Mapping[str, Any], run_b: Mapping[str, Any],

@@ -238,3 +238,31 @@ def test_ray_without_a_cluster_says_how_to_get_one(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     with pytest.raises(KprofError, match=r"cannot reach a Ray cluster at --ray auto .*--ray local"):
         RayExecutor("auto", "interpreter", {})
+
+
+def test_report_section_lists_workers_and_groups_mixed_gpu_kinds():
+    from kprof.fanout import devices_section
+
+    uu = [f"GPU-{random.getrandbits(64):016x}" for _ in range(3)]
+    t = [random.uniform(3, 90) for _ in range(4)]
+    metrics = pd.DataFrame({"case": ["f/p/8x96/bf16", "f/q/8x96/bf16", "f/p/7x33/bf16", "f/q/7x33/bf16"],
+                            "shape": ["8x96", "8x96", "7x33", "7x33"], "dtype": ["bf16"] * 4,
+                            "status": ["ok"] * 4, "gpu_time_us": t})
+    devices = _devices([("f/p/8x96/bf16", "gpu0", "h", "0", uu[0], "NVIDIA H100", "132", 1),
+                        ("f/q/8x96/bf16", "gpu0", "h", "0", uu[0], "NVIDIA H100", "132", 1),
+                        ("f/p/7x33/bf16", "gpu1", "h", "1", uu[1], "NVIDIA H200", None, 1),
+                        ("f/q/7x33/bf16", "gpu1#2", "h", "1", uu[2], "NVIDIA H200", None, 2)])
+    run = {"config": {"fanout": {"executor": "local processes", "workers": [
+        {"worker": "gpu0", "host": "h", "gpu_name": "NVIDIA H100", "gpu_index": "0", "gpu_uuid": uu[0],
+         "gpu_serial": "132", "ceiling_gbps": 3012.4},
+        {"worker": "gpu1", "host": "h", "gpu_name": "NVIDIA H200", "gpu_index": "1", "gpu_uuid": uu[1],
+         "gpu_serial": None, "ceiling_gbps": 4410.0}]}}}
+    md = devices_section(run, metrics, devices)
+    assert f"| gpu0 | h | NVIDIA H100 | 0 | {uu[0]} | 132 | 3012 | 2 |" in md
+    assert f"| gpu1#2 | h | NVIDIA H200 | 1 | {uu[2]} |  | 4410 | 1 |" in md  # the replacement, its slot's ceiling
+    assert "Retried after a worker was lost: f/q/7x33/bf16." in md
+    assert "1 of 2 (shape, dtype) groups were measured on more than one device" in md and "7x33/bf16" in md
+    assert "measured on 2 GPU kinds" in md
+    h100 = md.split("### NVIDIA H100")[1].split("###")[0]
+    assert f"| f/p/8x96/bf16 | ok | {t[0]:.2f} |" in h100 and "7x33" not in h100
+    assert devices_section(run, metrics, _devices([])) == ""
