@@ -1,7 +1,8 @@
 """The ``kprof`` command line (typer + rich).
 
 User mistakes (unknown family, bad shape, unknown run, unreadable trace) print one clear message and exit
-with status 2; they never show a traceback.
+with status 2; they never show a traceback. ``profile`` and ``sweep`` exit 1 when a case fails its
+correctness check or raises (:mod:`kprof.gate`; ``--allow-failures`` exits 0).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def profile(
     workers: WorkersOpt = None,
     ray: RayOpt = None,
     case_timeout: CaseTimeoutOpt = 1800.0,
+    allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per failing case).")] = False,
     store: StoreOpt = None,
 ) -> None:
     """Check, time and profile every provider of FAMILY over its sweep; store the run; print the report."""
@@ -89,7 +91,7 @@ def profile(
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
         workers=workers, ray=ray, case_timeout_s=case_timeout,
     )
-    _run_and_report(opts, report, store)
+    _gate(_run_and_report(opts, report, store), store, allow_failures)
 
 
 def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optional[str]) -> list[str]:
@@ -109,7 +111,7 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
 
         def on_progress(phase: str, done: int, total: int, label: str) -> None:
             if phase == "profiler":
-                err_console.print(f"profiler: {label}")
+                err_console.print(f"profiler: {label}", markup=False, highlight=False)  # may hold a rev name
                 return
             if phase not in tasks:
                 tasks[phase] = bar.add_task(label, total=total, phase=phase)
@@ -157,6 +159,7 @@ def sweep(
     workers: WorkersOpt = None,
     ray: RayOpt = None,
     case_timeout: CaseTimeoutOpt = 1800.0,
+    allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per failing case).")] = False,
     store: StoreOpt = None,
 ) -> None:
     """Run one Triton version over the cartesian product of its meta-parameters (each configuration checked,
@@ -185,6 +188,21 @@ def sweep(
                       + ("" if no_default else " + the version's own choice"))
     run_ids = _run_and_report(opts, report, store)
     _print_guide(run_ids[0], store, guide)
+    _gate(run_ids, store, allow_failures)
+
+
+def _gate(run_ids: list[str], store: Optional[str], allow_failures: bool) -> None:
+    """Exit 1 when a case of the stored runs failed its correctness check or raised (:mod:`kprof.gate`)."""
+    from kprof import gate
+    from kprof.store import RunStore
+
+    failures = gate.check(RunStore(store), run_ids)
+    for f in failures:  # plain print: one line per case, never wrapped by the console's width
+        print(f.line(), file=sys.stderr)
+    if failures:
+        print(gate.summary(failures, allow_failures), file=sys.stderr)
+        if not allow_failures:
+            sys.exit(1)
 
 
 def _print_guide(run_ref: str, store: Optional[str], path: Optional[Path]) -> None:
