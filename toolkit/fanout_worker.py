@@ -44,7 +44,7 @@ class Sink:
         self.ops.append((name, args, kwargs))
 
     def add_case(self, run_id: str, idx: int, row: Any, samples: Any) -> None:
-        self._record("add_case", run_id, idx, dict(row), {k: list(v) for k, v in samples.items()})
+        self._record("add_case", run_id, idx, dict(row), {k: list(v or ()) for k, v in samples.items()})
 
     def update_cases(self, run_id: str, updates: Any) -> None:
         self._record("update_cases", run_id, updates)
