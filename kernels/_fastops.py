@@ -26,10 +26,10 @@ import triton
 
 from kprof.kernels import _common as common
 from kprof.kernels import _gated
-from kprof.launch import CompiledLauncher
+from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 _MAX_PLANS = 4096
-_stream = torch._C._cuda_getCurrentRawStream if torch.cuda.is_available() else None
+_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
 
 
 def sig(t: torch.Tensor) -> tuple:
@@ -51,18 +51,23 @@ class Launch:
     """One kernel launch whose arguments after the leading tensors (sizes, strides, scalars, constexprs in
     signature order) and launch options are fixed by the plan's signature."""
 
-    __slots__ = ("launcher", "key", "grid", "tail", "options")
+    __slots__ = ("launcher", "key", "grid", "tail", "options", "entry")
 
     def __init__(self, launcher: CompiledLauncher, key: tuple, grid: Sequence[int], tail: tuple,
                  options: dict[str, Any]) -> None:
         self.launcher, self.key, self.tail, self.options = launcher, key, tail, options
         self.grid = (tuple(grid) + (1, 1))[:3]
+        self.entry: Any = None  # the compiled kernel's launch entry, once the JIT has built it
 
     def __call__(self, *tensors: torch.Tensor) -> None:
-        entry = self.launcher.lookup(self.key)
-        if entry is None:  # first launch of this key, a launch hook installed, or the interpreter
-            self.launcher.launch_jit(self.key, self.grid, tensors + self.tail, **self.options)
-            return
+        entry = self.entry
+        if entry is None or launch_hooks_installed():
+            # first launch of this plan, a launch hook installed (profilers), or the interpreter
+            entry = self.launcher.lookup(self.key)
+            if entry is None:
+                self.launcher.launch_jit(self.key, self.grid, tensors + self.tail, **self.options)
+                return
+            self.entry = entry
         run, function, packed, device = entry
         g = self.grid
         run(g[0], g[1], g[2], _stream(device), function, packed, None, None, None, *tensors, *self.tail)
@@ -236,17 +241,32 @@ def rms_norm_linear(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.
                     ) -> torch.Tensor:
     """``rms_norm(x, g) @ w (+ b)``: the tuned rmsnorm kernel writes the normalised rows, the autotuned
     product reads them with the bias in its epilogue (nothing derived from the weights is kept)."""
-    from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
-
     key = (sig(x), sig(g), sig(w), None if b is None else sig(b), eps)
     plan = _product_plans.get(key)
     if plan is None:
         return _rms_norm_linear_first(x, g, w, b, eps, key)
-    launch, out_shape = plan
-    xn = rmsnorm_tuned(x, g, eps)
+    norm, product, out_shape = plan
+    if norm is None:  # the interpreter: rmsnorm's own wrapper
+        from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+
+        xn = rmsnorm_tuned(x, g, eps)
+    else:
+        xn = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        norm(x, g, xn)
     y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
-    launch(xn, w, w if b is None else b, w, y)
+    product(xn, w, w if b is None else b, w, y)
     return y
+
+
+def _norm_launch(x: torch.Tensor, g: torch.Tensor, eps: float, key: tuple) -> Launch | None:
+    """rmsnorm_tuned's launch for x's rows (output contiguous), or None where it has no plan (CPU)."""
+    from kprof.kernels.rmsnorm import tuned
+
+    p = tuned._make_plan(x, g)
+    if p is None:
+        return None
+    tail = (*p.ints, float(eps), *p.constexprs)
+    return Launch(p.launcher, ("ops", p.key, key[0], key[1], tail), p.grid, tail, {"num_warps": p.num_warps})
 
 
 def _rms_norm_linear_first(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
@@ -271,8 +291,8 @@ def _rms_norm_linear_first(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b:
         if _product_launcher is None:
             _product_launcher = CompiledLauncher(fused._rmsnorm_linear_kernel)
         grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
-        _product_plans.put(key, (Launch(_product_launcher, ("ops",) + key + (tail, tuple(options.items())), grid,
-                                        tail, options), tuple(x.shape[:-1]) + (n,)))
+        product = Launch(_product_launcher, ("ops",) + key + (tail, tuple(options.items())), grid, tail, options)
+        _product_plans.put(key, (_norm_launch(x, g, eps, key), product, tuple(x.shape[:-1]) + (n,)))
     return y.view(*x.shape[:-1], n)
 
 
