@@ -311,3 +311,30 @@ def test_plans_are_per_signature(device):
                   torch.cat([base, base], dim=1)[:, 32:96]):
             err = _rel(ops.silu_and_mul(x), fam.oracle(x))
             assert err <= fam.tolerances["bf16"], tuple(x.shape)
+
+
+def test_fused_optimizer_step_without_refresh_is_refused(device):
+    """A fused AdamW step (available on the CPU in torch 2.13) writes the weights without moving their version
+    counters; with checking on, a prepared object that was not refreshed refuses rather than answer from the
+    old derived weights."""
+    x, wg, wu = _swiglu_case(device)
+    xr, g, w, b = _rl_case(device)
+    wg, wu, g, w = (torch.nn.Parameter(t) for t in (wg, wu, g, w))
+    prep_s, prep_r = ops.PreparedSwiGLU(wg, wu), ops.PreparedRMSNormLinear(g, w)
+    if prep_s.w_int is None or prep_r.wf is None:
+        pytest.skip("no derived weights on this device")
+    opt = torch.optim.AdamW([wg, wu, g, w], lr=0.05, fused=True)
+    for p in (wg, wu, g, w):
+        p.grad = torch.randn_like(p)
+    opt.step()
+    checking = ops.check_prepared(True)
+    try:
+        with torch.no_grad():
+            with pytest.raises(ops.StaleWeightsError):
+                prep_s(x)
+            with pytest.raises(ops.StaleWeightsError):
+                prep_r(xr, b)
+            _check_swiglu(prep_s.refresh()(x), x, wg, wu, "swiglu after refresh")
+            _check_rl(prep_r.refresh()(xr, b), xr, g, w, b, "rms_norm_linear after refresh")
+    finally:
+        ops.check_prepared(checking)
