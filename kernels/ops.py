@@ -355,7 +355,9 @@ class PreparedSwiGLU:
 
     Build it once from the weights (``[d, ff]``, kept by reference: the object reads them on every call
     that does not use the interleaved copy) and call :meth:`refresh` after they change (loading, every
-    optimizer step). Until then an in-place update that moves a weight's version counter raises
+    optimizer step). The copy (as large as both weights) is made only where the Triton path is on when the
+    object is built or refreshed and the kernel can run (Hopper, 16-bit; or the interpreter); otherwise
+    every call runs the plain :func:`swiglu` on the sources. Until then an in-place update that moves a weight's version counter raises
     :class:`StaleWeightsError`, and with :func:`check_prepared` on any difference does."""
 
     def __init__(self, w_gate: torch.Tensor, w_up: torch.Tensor) -> None:
@@ -372,7 +374,7 @@ class PreparedSwiGLU:
     def refresh(self) -> PreparedSwiGLU:
         """Rebuild the interleaved weights from the current ``w_gate`` and ``w_up``."""
         wg, wu = self.w_gate.detach(), self.w_up.detach()
-        self.w_int = _swiglu_tuned.interleaved_weights(wg, wu) if _tma_capable(wg) else None
+        self.w_int = _swiglu_tuned.interleaved_weights(wg, wu) if _USE_TRITON and _tma_capable(wg) else None
         self._versions = (self.w_gate._version, self.w_up._version)
         return self
 
@@ -397,7 +399,8 @@ class PreparedRMSNormLinear:
     """``rms_norm(x, g) @ w + b`` with ``diag(g) w`` folded once, for the statistics-first kernels (the row
     statistics, then one product applying them; 1000+ rows, fewer rows run the plain
     :func:`rms_norm_linear`). Same contract as :class:`PreparedSwiGLU`: built from ``g [K]`` and
-    ``w [K, N]`` (kept by reference), :meth:`refresh` after they change."""
+    ``w [K, N]`` (kept by reference), :meth:`refresh` after they change; the folded copy is made only
+    where the Triton path is on at build or refresh time, on a GPU or under the interpreter."""
 
     def __init__(self, g: torch.Tensor, w: torch.Tensor) -> None:
         common.check_float("rmsnorm_linear", "g", g)
@@ -412,7 +415,7 @@ class PreparedRMSNormLinear:
     def refresh(self) -> PreparedRMSNormLinear:
         """Refold ``diag(g) w`` from the current ``g`` and ``w``."""
         g, w = self.g.detach(), self.w.detach()
-        self.wf = folded_weight(g, w) if _triton_capable(w) else None
+        self.wf = folded_weight(g, w) if _USE_TRITON and _triton_capable(w) else None
         self._versions = (self.g._version, self.w._version)
         return self
 

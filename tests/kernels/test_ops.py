@@ -213,8 +213,8 @@ def test_fifty_freed_and_reallocated_weights(enabled, device):
 
 def test_version_bump_without_refresh_raises(device):
     x, wg, wu = _swiglu_case(device)
-    prep = ops.PreparedSwiGLU(wg, wu)
     with triton_path(True):
+        prep = ops.PreparedSwiGLU(wg, wu)
         if prep.w_int is None:
             pytest.skip("no interleaved weights on this device (not Hopper)")
         with torch.no_grad():
@@ -226,12 +226,17 @@ def test_version_bump_without_refresh_raises(device):
 
 
 def test_modules_refresh_on_load_state_dict(device):
-    a = ops.SwiGLU(16, 24, device=device, dtype=torch.bfloat16)
-    b = ops.SwiGLU(16, 24, device=device, dtype=torch.bfloat16)
     x = torch.randn(3, 16, device=device, dtype=torch.bfloat16)
-    b.load_state_dict(a.state_dict())
     with triton_path(True), torch.no_grad():
+        a = ops.SwiGLU(16, 24, device=device, dtype=torch.bfloat16)
+        b = ops.SwiGLU(16, 24, device=device, dtype=torch.bfloat16)
+        b(x)
+        b.load_state_dict(a.state_dict())  # copies into b's parameters in place, then refreshes
         _check_swiglu(b(x), x, a.w_gate, a.w_up, "loaded")
+        b.to(torch.float32)  # moved: refreshed from the converted parameters
+        xf = x.float()
+        err = _rel(b(xf), F["swiglu"].oracle(xf, b.w_gate, b.w_up))
+        assert err <= F["swiglu"].tolerances["fp32"], err
 
 
 # --------------------------------------------------------------------------------------- meta tensors
@@ -284,9 +289,9 @@ def test_compile_fullgraph_over_every_op(enabled, device):
     the compiled block's outputs equal the eager block's."""
     torch._dynamo.reset()
     torch.manual_seed(_seed())
-    block = _Block(device)
     x, r = torch.randn(3, 32, device=device), torch.randn(3, 32, device=device)
     with triton_path(enabled), torch.no_grad():
+        block = _Block(device)  # prepared weights are derived only where the Triton path is on
         want = block(x, r)
         got = torch.compile(block, fullgraph=True, backend="aot_eager")(x, r)
     for g_, w_ in zip(got, want):
@@ -320,15 +325,15 @@ def test_fused_optimizer_step_without_refresh_is_refused(device):
     x, wg, wu = _swiglu_case(device)
     xr, g, w, b = _rl_case(device)
     wg, wu, g, w = (torch.nn.Parameter(t) for t in (wg, wu, g, w))
-    prep_s, prep_r = ops.PreparedSwiGLU(wg, wu), ops.PreparedRMSNormLinear(g, w)
-    if prep_s.w_int is None or prep_r.wf is None:
-        pytest.skip("no derived weights on this device")
-    opt = torch.optim.AdamW([wg, wu, g, w], lr=0.05, fused=True)
-    for p in (wg, wu, g, w):
-        p.grad = torch.randn_like(p)
-    opt.step()
-    checking = ops.check_prepared(True)
+    checking, enabled = ops.check_prepared(True), ops.use_triton(True)
     try:
+        prep_s, prep_r = ops.PreparedSwiGLU(wg, wu), ops.PreparedRMSNormLinear(g, w)
+        if prep_s.w_int is None or prep_r.wf is None:
+            pytest.skip("no derived weights on this device (not Hopper)")
+        opt = torch.optim.AdamW([wg, wu, g, w], lr=0.05, fused=True)
+        for p in (wg, wu, g, w):
+            p.grad = torch.randn_like(p)
+        opt.step()
         with torch.no_grad():
             with pytest.raises(ops.StaleWeightsError):
                 prep_s(x)
@@ -338,3 +343,4 @@ def test_fused_optimizer_step_without_refresh_is_refused(device):
             _check_rl(prep_r.refresh()(xr, b), xr, g, w, b, "rms_norm_linear after refresh")
     finally:
         ops.check_prepared(checking)
+        ops.use_triton(enabled)
