@@ -196,6 +196,7 @@ def test_optimizer_steps_are_seen_after_refresh_on_step(enabled, device):
                 _check_rl(proj(x), x, proj.g, proj.w, proj.b, f"RMSNormLinear step {step}")
 
 
+@pytest.mark.slow  # 200 interpreted launches: about 45 s on a 2-core CPU
 @pytest.mark.parametrize("enabled", PATHS)
 def test_fifty_freed_and_reallocated_weights(enabled, device):
     """Weights of one shape made, used once and freed, 50 times over (their addresses get reused): every
