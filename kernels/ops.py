@@ -242,11 +242,15 @@ def _swiglu_fake(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_in
 def _swiglu_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor | None
                      ) -> torch.Tensor:
     """The interleaved kernel where it serves (1000+ rows, TMA-ready), else the plain op."""
-    if w_int is not None and triton_enabled(x):
-        x2d, ff = _swiglu_check(x, w_gate, w_up)
-        if x2d.shape[0] >= _swiglu_tuned.TMA_MIN_ROWS or common.interpreting():
-            return _swiglu_tuned.swiglu_with(x, w_gate, w_up, w_int)
+    if w_int is not None and triton_enabled(x) and _many_rows(x, _swiglu_tuned.TMA_MIN_ROWS):
+        return _swiglu_tuned.swiglu_with(x, w_gate, w_up, w_int)  # checks the inputs
     return swiglu(x, w_gate, w_up)
+
+
+def _many_rows(x: torch.Tensor, rows: int) -> bool:
+    """At least ``rows`` rows (any number under the interpreter), without checking x (decode calls stay cheap)."""
+    return (x.dim() > 0 and x.shape[-1] > 0 and x.numel() // x.shape[-1] >= rows) or (
+        not x.is_cuda and common.interpreting())
 
 
 # ------------------------------------------------------------------------------------- rms_norm_linear
@@ -283,10 +287,8 @@ def _rms_norm_linear_fake(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: 
 def _rms_norm_linear_prepared(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None,
                               b: torch.Tensor | None, eps: float) -> torch.Tensor:
     """The folded-weight kernels where they serve (1000+ rows; any under the interpreter), else the plain op."""
-    if wf is not None and triton_enabled(x):
-        x2d, _ = _rl_check(x, g, w, b)
-        if x2d.shape[0] >= _rl_prepared.TMA_MIN_ROWS or common.interpreting():
-            return _rl_prepared.rmsnorm_linear_folded(x, g, w, b, eps, wf)
+    if wf is not None and triton_enabled(x) and _many_rows(x, _rl_prepared.TMA_MIN_ROWS):
+        return _rl_prepared.rmsnorm_linear_folded(x, g, w, b, eps, wf)  # checks the inputs
     return rms_norm_linear(x, g, w, b, eps)
 
 
