@@ -89,6 +89,12 @@ def backend(name: str) -> Backend:
     return found[name]
 
 
+def default_repeats(name: str) -> int:
+    """Launches per case under profiler ``name`` (its backend's default; 5 for none/unknown)."""
+    b = backends().get(name)
+    return b.default_repeats if b is not None else 5
+
+
 def names() -> tuple[str, ...]:
     return tuple(backends())
 

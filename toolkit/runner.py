@@ -144,9 +144,9 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
     sel = select(arms[0].family, opts, mode, also=[a.family for a in arms[1:]])
     choice = choose(opts.profiler, mode, opts.tool_path)
     profiler = choice.name
-    from kprof.profilers import backends
+    from kprof.profilers import default_repeats
 
-    repeats = opts.profile_repeats or getattr(backends().get(profiler), "default_repeats", 5)
+    repeats = opts.profile_repeats or default_repeats(profiler)
     seed = opts.settings.seed if opts.settings.seed else secrets.randbits(31)
     settings = BenchSettings(**{**asdict(opts.settings), "seed": seed})
 
