@@ -92,7 +92,10 @@ def test_runs_diff_explains_a_regression(tmp_path):
     st, (a, b) = _store_pair(tmp_path, shift=1.2, regs_b=96)
     res = diff_runs(st, a, b)
     t = res.table().set_index("provider")
-    assert t.loc["triton_tuned", "verdict"] == "SLOWER" and t.loc["torch_F", "verdict"] == "SAME"
+    # separate runs, no calibration: the default floor, so an unchanged case is not called SAME at ±3%
+    assert t.loc["triton_tuned", "verdict"] == "SLOWER" and t.loc["torch_F", "verdict"] == "UNCERTAIN"
+    assert "inside the run-to-run floor" in t.loc["torch_F", "why"]
+    assert t["variance"].str.startswith("default floor").all() and res.comparison == "separate"
     changes = t.loc["triton_tuned", "changes"]
     assert "registers 62->96" in changes and "occupancy 100%->50%" in changes and "+extra_kernel" in changes
     assert "kernels/call 1->2" in changes
@@ -142,7 +145,7 @@ def test_cli_exit_codes_and_outputs(tmp_path):
     other = RunStore(tmp_path / "s.db")
     empty = other.begin_run(record(family="silu_mul"))
     none = kprof_cli("diff", a, empty, "--store", store)
-    assert none.returncode == 2 and "no correct case in common" in none.stderr
+    assert none.returncode == 2 and "no case in common" in none.stderr
 
 
 def test_cli_diff_of_two_trace_files(tmp_path, data_file):
