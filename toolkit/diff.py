@@ -483,7 +483,7 @@ def to_markdown(res: DiffResult) -> str:
                                                         "kernel changes"], rows, "lrrrlrllll")]
     if not res.correctness.empty:
         lines += ["", "## Correctness", "", markdown_table(correctness_diff.MARKDOWN_HEADERS,
-                                                           correctness_diff.markdown_rows(res.correctness), "lllrrrll")]
+                                                           correctness_diff.markdown_rows(res.correctness), "llrrrll")]
     return "\n".join(lines) + "\n"
 
 

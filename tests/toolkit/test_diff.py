@@ -386,3 +386,35 @@ def test_trace_matching_uses_a_normalised_name_when_the_parser_gives_one():
     a = launch_table.validate(_launches("void k<(int)1>", 61, x)).assign(name_norm="k<1>")
     b = launch_table.validate(_launches("void k<1>", 61, x)).assign(name_norm="k<1>")
     assert diff_traces(a, b).table["verdict"].tolist() == ["SAME"]
+
+
+def test_benjamini_hochberg_matches_scipy():
+    from scipy import stats
+
+    from kprof.diff import benjamini_hochberg
+
+    p = RNG.uniform(0, 0.2, 37) ** 2
+    if not hasattr(stats, "false_discovery_control"):
+        pytest.skip("scipy without false_discovery_control")
+    np.testing.assert_allclose(benjamini_hochberg(p), stats.false_discovery_control(p), rtol=1e-12)
+    with_nan = benjamini_hochberg([0.01, np.nan, 0.02])
+    assert np.isnan(with_nan[1]) and np.allclose(with_nan[[0, 2]], [0.02, 0.02])
+
+
+def test_cli_noise_calibrates_and_reports(tmp_path):
+    st = RunStore(tmp_path / "n.db")
+    rng = np.random.default_rng(int(RNG.integers(1 << 30)))
+    for _ in range(3):
+        run = st.begin_run(record(mode="gpu", device={"name": H100}))
+        for i, (prov, med) in enumerate((("triton_tuned", 6.1), ("torch_F", 333.0))):
+            st.add_case(run, i, {"case": f"rmsnorm/{prov}/9x99/bf16", "family": "rmsnorm", "provider": prov,
+                                 "shape": "9x99", "dtype": "bf16", "status": "ok", "ok": True},
+                        {"gpu": list(noisy(med * np.exp(rng.normal(0, 0.01)), 0.01, 60) / 1e3)})
+        st.finish_run(run, "complete")
+    res = kprof_cli("noise", "rmsnorm", "--store", str(st.path), "--json", str(tmp_path / "n.json"))
+    assert res.returncode == 0, res.stderr
+    assert "run-to-run noise on NVIDIA H100 80GB HBM3 from 3 runs" in res.stdout
+    cal = json.loads((tmp_path / "n.json").read_text())
+    assert {c["size_class"] for c in cal["classes"]} == {"<10us", "100us-1ms"}
+    one = kprof_cli("noise", run, "--store", str(st.path))
+    assert one.returncode == 2 and "at least two separate runs" in one.stderr
