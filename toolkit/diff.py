@@ -354,7 +354,7 @@ def environment_warnings(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> 
         if run.get("status") != "complete":
             warn.append(f"run {label} ({run['id']}) is {run.get('status')}")
         if run.get("mode") != "gpu":
-            warn.append(f"run {label} ({run['id']}) is a {run.get('mode')} run: no GPU timings to compare")
+            warn.append(f"run {label} ({run['id']}) is an {run.get('mode')} run: no GPU timings, correctness compared")
     if run_a.get("profiler") != run_b.get("profiler"):
         warn.append(f"profiler differs: {run_a.get('profiler')} vs {run_b.get('profiler')} (kernel names are spelled "
                     "differently between tools, so kernel-name changes are not reported)")
@@ -466,7 +466,7 @@ def to_markdown(res: DiffResult) -> str:
         f"- **comparison**: {_COMPARISON_NOTE.get(res.comparison, res.comparison)}",
         f"- **timing verdicts** ({res.samples_kind} samples): {c['SLOWER']} slower, {c['FASTER']} faster, "
         f"{c['SAME']} same, {c['UNCERTAIN']} uncertain ({len(res.cases)} cases timed in both)",
-        f"- **correctness**: " + ", ".join(f"{n} {v.lower()}" for v, n in cc.items() if n)
+        "- **correctness**: " + ", ".join(f"{n} {v.lower()}" for v, n in cc.items() if n)
         + f" ({len(res.correctness)} cases in both)",
         f"- **rule**: {res.rule.describe()}",
     ]

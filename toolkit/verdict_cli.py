@@ -25,6 +25,14 @@ def _f(x: Any, spec: str) -> str:
     return "—" if x is None or (isinstance(x, float) and x != x) else format(x, spec)
 
 
+def short_variance(text: str) -> str:
+    """The variance label without its provenance (the markdown and JSON keep the whole sentence)."""
+    head = str(text).split(" (")[0]
+    if head.startswith("within-run"):
+        return head + " (interleaved)"
+    return head + (" (calibrated)" if head.startswith("run-to-run") else " (uncalibrated)")
+
+
 def diff_files(a: str, b: str, fmt: str | None, rule: d.DiffRule, markdown: Path | None, json_out: Path | None,
                console: Console) -> dict[str, int]:
     """Two trace files: print and write the trace diff; the verdict counts."""
@@ -66,8 +74,11 @@ def diff_stored(store: Any, a: str, b: str, rule: d.DiffRule, kind: str, markdow
         for r in res.table().itertuples():
             t.add_row(str(r.case)[:60], _f(r.median_a, ".2f"), _f(r.median_b, ".2f"), _f(r.ratio, ".3f"),
                       f"{_f(r.ci_lo, '.3f')}-{_f(r.ci_hi, '.3f')}", _f(r.p_value, ".2g"), _v(r.verdict),
-                      str(r.variance)[:60], str(r.changes or (r.why if r.verdict == "UNCERTAIN" else ""))[:90])
+                      short_variance(r.variance),
+                      "; ".join(x for x in (r.why if r.verdict == "UNCERTAIN" else "", r.changes) if x)[:110])
         console.print(t)
+        for text in sorted(set(res.cases["variance"]))[:3]:
+            console.print(f"variance: {text}")
     shown = res.correctness
     if not res.cases.empty:  # timings shown: list only what is not simply still correct
         shown = shown[shown["verdict"] != "SAME-CORRECT"]
