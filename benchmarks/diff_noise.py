@@ -18,12 +18,14 @@ The machine may have no ``.git``: ``--bundle FILE`` (made with ``git bundle crea
 repository) is cloned into a temporary folder and everything runs there, with ``kprof`` imported from that
 clone. Without ``--bundle`` the repository this script sits in must be a git checkout.
 
-Writes under ``--out DIR``: ``store/kprof.db`` (all runs; keep it between the steps to reuse the
-calibration), ``diff_*.md`` / ``diff_*.json``, ``noise.json``, ``summary.json``, ``summary.md``, ``log.txt``;
-prints the summary table at the end.
+Writes under ``--out DIR``: ``store/kprof.db`` (all runs) or, with ``--store`` elsewhere, a gzipped copy
+``kprof.db.gz``; ``diff_*.md`` / ``diff_*.json``, ``noise.json``, ``summary.json``, ``summary.md``,
+``log.txt``; prints the summary table at the end. The planted step's separate-run diff uses the calibration
+of the aa step when both use one ``--store``, else the default floor (each diff row says which).
 
-    python benchmarks/diff_noise.py --out DIR --bundle kprof.bundle --step aa
-    python benchmarks/diff_noise.py --out DIR --bundle kprof.bundle --step planted
+    git bundle create kprof.bundle --all
+    python benchmarks/diff_noise.py --out DIR --bundle kprof.bundle --store .diff-noise/kprof.db --step aa
+    python benchmarks/diff_noise.py --out DIR --bundle kprof.bundle --store .diff-noise/kprof.db --step planted
 """
 
 from __future__ import annotations
@@ -150,9 +152,12 @@ class Ctx:
     def profile(self, *rev: str) -> list[str]:
         before = set(self.run_ids()) if Path(self.store).exists() else set()
         t0 = time.time()
-        self.kprof(*PROFILE, *self.extra, *[x for r in rev for x in ("--rev", r)])
+        # exit 1 means a case failed its correctness check (named in log.txt); the timings still count
+        cp = self.kprof(*PROFILE, *self.extra, *[x for r in rev for x in ("--rev", r)], check=False)
         new = [i for i in self.run_ids() if i not in before]
-        print(f"  -> runs {', '.join(new)} in {time.time() - t0:.0f}s", flush=True)
+        print(f"  -> runs {', '.join(new)} in {time.time() - t0:.0f}s (exit {cp.returncode})", flush=True)
+        if len(new) != max(1, len(rev)) or cp.returncode not in (0, 1):
+            sys.exit(f"diff_noise: kprof profile failed (exit {cp.returncode}):\n{cp.stderr[-2000:]}")
         return new
 
     def diff(self, a: str, b: str, label: str) -> dict:
@@ -168,8 +173,8 @@ def step_aa(ctx: Ctx, runs: int) -> dict:
     for a, b in itertools.combinations(ids, 2):
         d = ctx.diff(a, b, f"aa_{a[-4:]}_{b[-4:]}")
         pairs.append({"a": a, "b": b, "counts": d["counts"], "comparison": d["comparison"],
-                      "called": [(c["case"], round(c["ratio"], 4)) for c in d["cases"] if c["verdict"] in ("SLOWER", "FASTER")],
-                      "largest_change": max(abs(c["ratio"] - 1) for c in d["cases"]),
+                      "called": [(c["case"], c["ratio"]) for c in d["cases"] if c["verdict"] in ("SLOWER", "FASTER")],
+                      "largest_change": max((abs(c["ratio"] - 1) for c in d["cases"] if c["ratio"] is not None), default=0.0),
                       "floors": sorted({c["variance"] for c in d["cases"]})})
     return {"runs": ids, "pairs": pairs, "noise": json.loads((ctx.out / "noise.json").read_text())}
 
@@ -231,7 +236,8 @@ def summary_md(s: dict) -> str:
             if r["provider"] != "triton_tuned":
                 continue
             q = sep.get(r["case"], {})
-            lines.append(f"| {r['case']} | {r['ratio']:.3f} | {r['verdict']} | {q.get('ratio', float('nan')):.3f} | "
+            lines.append(f"| {r['case']} | {r['ratio'] or float('nan'):.3f} | {r['verdict']} | "
+                         f"{q.get('ratio') or float('nan'):.3f} | "
                          f"{q.get('verdict')} | {q.get('floor_pct') or 0:.1f}% |")
     return "\n".join(lines) + "\n"
 
@@ -240,7 +246,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--bundle", help="git bundle of the repository (git bundle create FILE --all)")
-    ap.add_argument("--store", help="run store (default OUT/store/kprof.db)")
+    ap.add_argument("--store", help="run store (default OUT/store/kprof.db); a path that outlives OUT lets the "
+                    "planted step reuse the aa step's calibration (a gzipped copy is written to OUT)")
     ap.add_argument("--step", choices=("aa", "planted", "all"), default="all")
     ap.add_argument("--runs", type=int, default=4, help="separate runs of unchanged code in the aa step")
     ap.add_argument("--shape", action="append", help="shape subset (repeat), e.g. --shape 1x4096; default: the sweep")
@@ -258,6 +265,10 @@ def main() -> None:
         path.write_text(json.dumps(s, indent=1))
     md = summary_md(s)
     (ctx.out / "summary.md").write_text(md)
+    if Path(ctx.store).resolve().parent != (ctx.out / "store").resolve():  # bring the store back with the results
+        import gzip
+
+        (ctx.out / "kprof.db.gz").write_bytes(gzip.compress(Path(ctx.store).read_bytes()))
     print(md)
 
 
