@@ -59,7 +59,7 @@ from kprof.cli import main
 main()
 """
 
-PLANT = '''
+PLANT = """
 
 # --- planted regression (benchmarks/diff_noise.py): each call also spins for 5% of its own GPU time ---
 def _planted(fn):
@@ -101,7 +101,7 @@ import dataclasses as _dc
 
 FAMILY.providers["triton_tuned"] = _dc.replace(FAMILY.providers["triton_tuned"],
                                                fn=_planted(FAMILY.providers["triton_tuned"].fn))
-'''
+"""
 
 
 class Ctx:
@@ -115,7 +115,9 @@ class Ctx:
 
     def _checkout(self, bundle: str | None) -> Path:
         if bundle is None:
-            git = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+            git = subprocess.run(
+                ["git", "-C", str(HERE), "rev-parse", "--show-toplevel"], capture_output=True, text=True
+            )
             if git.returncode != 0:
                 sys.exit("diff_noise: no git checkout here; pass --bundle FILE (git bundle create FILE --all)")
             return HERE
@@ -126,8 +128,10 @@ class Ctx:
     def sh(self, cmd: list[str], cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
         t0 = time.time()
         cp = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-        self.log.write(f"$ {' '.join(cmd)}  # {time.time() - t0:.0f}s rc={cp.returncode}\n{cp.stdout[-3000:]}\n"
-                       f"{cp.stderr[-3000:]}\n")
+        self.log.write(
+            f"$ {' '.join(cmd)}  # {time.time() - t0:.0f}s rc={cp.returncode}\n{cp.stdout[-3000:]}\n"
+            f"{cp.stderr[-3000:]}\n"
+        )
         self.log.flush()
         if check and cp.returncode != 0:
             sys.exit(f"diff_noise: {' '.join(cmd[:6])} ... failed (rc {cp.returncode}):\n{cp.stderr[-2000:]}")
@@ -172,10 +176,17 @@ def step_aa(ctx: Ctx, runs: int) -> dict:
     pairs = []
     for a, b in itertools.combinations(ids, 2):
         d = ctx.diff(a, b, f"aa_{a[-4:]}_{b[-4:]}")
-        pairs.append({"a": a, "b": b, "counts": d["counts"], "comparison": d["comparison"],
-                      "called": [(c["case"], c["ratio"]) for c in d["cases"] if c["verdict"] in ("SLOWER", "FASTER")],
-                      "largest_change": max((abs(c["ratio"] - 1) for c in d["cases"] if c["ratio"] is not None), default=0.0),
-                      "floors": sorted({c["variance"] for c in d["cases"]})})
+        pairs.append(
+            {
+                "a": a,
+                "b": b,
+                "counts": d["counts"],
+                "comparison": d["comparison"],
+                "called": [(c["case"], c["ratio"]) for c in d["cases"] if c["verdict"] in ("SLOWER", "FASTER")],
+                "largest_change": max((abs(c["ratio"] - 1) for c in d["cases"] if c["ratio"] is not None), default=0.0),
+                "floors": sorted({c["variance"] for c in d["cases"]}),
+            }
+        )
     return {"runs": ids, "pairs": pairs, "noise": json.loads((ctx.out / "noise.json").read_text())}
 
 
@@ -185,8 +196,16 @@ def step_planted(ctx: Ctx) -> dict:
     original = tuned.read_text()
     ctx.git("checkout", "--quiet", "-b", "diff-noise-planted")
     tuned.write_text(original + PLANT)
-    ctx.git("-c", "user.name=diff_noise", "-c", "user.email=diff_noise@localhost", "commit", "--quiet", "-am",
-            "planted: triton_tuned 5% slower (benchmarks/diff_noise.py)")
+    ctx.git(
+        "-c",
+        "user.name=diff_noise",
+        "-c",
+        "user.email=diff_noise@localhost",
+        "commit",
+        "--quiet",
+        "-am",
+        "planted: triton_tuned 5% slower (benchmarks/diff_noise.py)",
+    )
     planted = ctx.git("rev-parse", "HEAD")
     ctx.git("checkout", "--quiet", base)
     il_a, il_b = ctx.profile(base, planted)
@@ -198,47 +217,80 @@ def step_planted(ctx: Ctx) -> dict:
     sep = ctx.diff(sep_a, sep_b, "planted_separate")
 
     def rows(d: dict) -> list[dict]:
-        return [{k: c.get(k) for k in ("case", "provider", "ratio", "ci_lo", "ci_hi", "verdict", "why", "variance", "floor_pct")}
-                for c in d["cases"]]
+        return [
+            {
+                k: c.get(k)
+                for k in ("case", "provider", "ratio", "ci_lo", "ci_hi", "verdict", "why", "variance", "floor_pct")
+            }
+            for c in d["cases"]
+        ]
 
-    return {"base": base, "planted": planted, "interleaved": {"runs": [il_a, il_b], "counts": inter["counts"],
-            "comparison": inter["comparison"], "cases": rows(inter)},
-            "separate": {"runs": [sep_a, sep_b], "counts": sep["counts"], "comparison": sep["comparison"], "cases": rows(sep)}}
+    return {
+        "base": base,
+        "planted": planted,
+        "interleaved": {
+            "runs": [il_a, il_b],
+            "counts": inter["counts"],
+            "comparison": inter["comparison"],
+            "cases": rows(inter),
+        },
+        "separate": {
+            "runs": [sep_a, sep_b],
+            "counts": sep["counts"],
+            "comparison": sep["comparison"],
+            "cases": rows(sep),
+        },
+    }
 
 
 def summary_md(s: dict) -> str:
     out = ["| comparison | SLOWER | FASTER | SAME | UNCERTAIN | note |", "| :--- | ---: | ---: | ---: | ---: | :--- |"]
     for p in s.get("aa", {}).get("pairs", []):
         c = p["counts"]
-        out.append(f"| A/A separate {p['a'][-4:]} vs {p['b'][-4:]} | {c['SLOWER']} | {c['FASTER']} | {c['SAME']} | "
-                   f"{c['UNCERTAIN']} | largest change {100 * p['largest_change']:.1f}% |")
+        out.append(
+            f"| A/A separate {p['a'][-4:]} vs {p['b'][-4:]} | {c['SLOWER']} | {c['FASTER']} | {c['SAME']} | "
+            f"{c['UNCERTAIN']} | largest change {100 * p['largest_change']:.1f}% |"
+        )
     pl = s.get("planted")
     if pl:
         for kind in ("interleaved", "separate"):
             c = pl[kind]["counts"]
             tuned = [r for r in pl[kind]["cases"] if r["provider"] == "triton_tuned"]
             hit = sum(r["verdict"] == "SLOWER" for r in tuned)
-            others = sum(r["verdict"] in ("SLOWER", "FASTER") for r in pl[kind]["cases"] if r["provider"] != "triton_tuned")
-            out.append(f"| planted 5% {kind} | {c['SLOWER']} | {c['FASTER']} | {c['SAME']} | {c['UNCERTAIN']} | "
-                       f"triton_tuned SLOWER {hit}/{len(tuned)}, other cases called {others} |")
+            others = sum(
+                r["verdict"] in ("SLOWER", "FASTER") for r in pl[kind]["cases"] if r["provider"] != "triton_tuned"
+            )
+            out.append(
+                f"| planted 5% {kind} | {c['SLOWER']} | {c['FASTER']} | {c['SAME']} | {c['UNCERTAIN']} | "
+                f"triton_tuned SLOWER {hit}/{len(tuned)}, other cases called {others} |"
+            )
     lines = ["# kprof diff: separate-run noise and a planted 5% regression", "", *out, ""]
     noise = s.get("aa", {}).get("noise")
     if noise:
         lines += ["Calibrated run-to-run floor (`kprof noise`, per size class; floor = pairwise 95% half-width):", ""]
         for c in noise["classes"]:
-            lines.append(f"- {c['size_class']}: {int(c['cases'])} cases, sigma_run {100 * c['sigma']:.2f}% "
-                         f"(95% upper {100 * c['sigma_upper']:.2f}%), floor {100 * ((2.718281828 ** (1.96 * 1.41421356 * c['sigma_upper'])) - 1):.1f}%")
+            lines.append(
+                f"- {c['size_class']}: {int(c['cases'])} cases, sigma_run {100 * c['sigma']:.2f}% "
+                f"(95% upper {100 * c['sigma_upper']:.2f}%), floor {100 * ((2.718281828 ** (1.96 * 1.41421356 * c['sigma_upper'])) - 1):.1f}%"
+            )
     if pl:
-        lines += ["", "Planted cases (triton_tuned):", "", "| shape | interleaved B/A | verdict | separate B/A | verdict | floor |",
-                  "| :--- | ---: | :--- | ---: | :--- | ---: |"]
+        lines += [
+            "",
+            "Planted cases (triton_tuned):",
+            "",
+            "| shape | interleaved B/A | verdict | separate B/A | verdict | floor |",
+            "| :--- | ---: | :--- | ---: | :--- | ---: |",
+        ]
         sep = {r["case"]: r for r in pl["separate"]["cases"]}
         for r in pl["interleaved"]["cases"]:
             if r["provider"] != "triton_tuned":
                 continue
             q = sep.get(r["case"], {})
-            lines.append(f"| {r['case']} | {r['ratio'] or float('nan'):.3f} | {r['verdict']} | "
-                         f"{q.get('ratio') or float('nan'):.3f} | "
-                         f"{q.get('verdict')} | {q.get('floor_pct') or 0:.1f}% |")
+            lines.append(
+                f"| {r['case']} | {r['ratio'] or float('nan'):.3f} | {r['verdict']} | "
+                f"{q.get('ratio') or float('nan'):.3f} | "
+                f"{q.get('verdict')} | {q.get('floor_pct') or 0:.1f}% |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -246,8 +298,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--bundle", help="git bundle of the repository (git bundle create FILE --all)")
-    ap.add_argument("--store", help="run store (default OUT/store/kprof.db); a path that outlives OUT lets the "
-                    "planted step reuse the aa step's calibration (a gzipped copy is written to OUT)")
+    ap.add_argument(
+        "--store",
+        help="run store (default OUT/store/kprof.db); a path that outlives OUT lets the "
+        "planted step reuse the aa step's calibration (a gzipped copy is written to OUT)",
+    )
     ap.add_argument("--step", choices=("aa", "planted", "all"), default="all")
     ap.add_argument("--runs", type=int, default=4, help="separate runs of unchanged code in the aa step")
     ap.add_argument("--shape", action="append", help="shape subset (repeat), e.g. --shape 1x4096; default: the sweep")

@@ -64,8 +64,11 @@ def judge(status_a: str, status_b: str, err_a: float, err_b: float, tol: float) 
         side = "A" if status_a == "skipped" else "B"
         return "NOT-CHECKED", f"skipped in {side}"
     if status_a == "ok" and status_b in _BAD:
-        return "BROKEN", f"correct in A, {status_b} in B" + (f" (rel err {err_b:.2e} vs tolerance {tol:.0e})"
-                                                            if status_b == "fail" and err_b == err_b and tol == tol else "")
+        return "BROKEN", f"correct in A, {status_b} in B" + (
+            f" (rel err {err_b:.2e} vs tolerance {tol:.0e})"
+            if status_b == "fail" and err_b == err_b and tol == tol
+            else ""
+        )
     if status_a in _BAD and status_b == "ok":
         return "FIXED", f"{status_a} in A, correct in B"
     if status_a in _BAD and status_b in _BAD:
@@ -96,13 +99,27 @@ def diff_correctness(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> pd.Dat
         verdict, why = judge(str(r["status_a"]), str(r["status_b"]), ea, eb, tol)
         if verdict in ("BROKEN", "STILL-BROKEN") and isinstance(r["note_b"], str) and r["note_b"]:
             why += f": {r['note_b'][:120]}"
-        rows.append({**{k: r[k] for k in MATCH_KEYS}, "case": r["case_b"], "status_a": r["status_a"],
-                     "status_b": r["status_b"], "rel_err_a": ea, "rel_err_b": eb, "tolerance": tol,
-                     "verdict": verdict, "why": why})
+        rows.append(
+            {
+                **{k: r[k] for k in MATCH_KEYS},
+                "case": r["case_b"],
+                "status_a": r["status_a"],
+                "status_b": r["status_b"],
+                "rel_err_a": ea,
+                "rel_err_b": eb,
+                "tolerance": tol,
+                "verdict": verdict,
+                "why": why,
+            }
+        )
     df = pd.DataFrame(rows, columns=cols)
     order = {v: i for i, v in enumerate(CORRECTNESS_VERDICTS)}
-    return df.assign(_o=df["verdict"].map(order)).sort_values(["_o", "case"], kind="stable").drop(
-        columns="_o").reset_index(drop=True)
+    return (
+        df.assign(_o=df["verdict"].map(order))
+        .sort_values(["_o", "case"], kind="stable")
+        .drop(columns="_o")
+        .reset_index(drop=True)
+    )
 
 
 def counts(table: pd.DataFrame) -> dict[str, int]:
@@ -114,8 +131,18 @@ def markdown_rows(table: pd.DataFrame) -> list[list[str]]:
     def e(x: float) -> str:
         return "-" if x != x else f"{x:.2e}"
 
-    return [[r.case, f"{r.status_a} -> {r.status_b}", e(r.rel_err_a), e(r.rel_err_b), e(r.tolerance),
-             f"**{r.verdict}**", r.why] for r in table.itertuples()]
+    return [
+        [
+            r.case,
+            f"{r.status_a} -> {r.status_b}",
+            e(r.rel_err_a),
+            e(r.rel_err_b),
+            e(r.tolerance),
+            f"**{r.verdict}**",
+            r.why,
+        ]
+        for r in table.itertuples()
+    ]
 
 
 MARKDOWN_HEADERS = ["case", "status A -> B", "rel err A", "rel err B", "tolerance", "verdict", "why"]

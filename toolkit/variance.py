@@ -134,8 +134,13 @@ def run_medians(store: Any, run_ids: Iterable[str], kind: str = "gpu") -> pd.Dat
         for r in ok.itertuples(index=False):
             x = s.get(r.case)
             if x is not None and x.size:
-                rows.append({"run": rid, "key": case_key(r.family, r.provider, r.shape, r.dtype),
-                             "median_us": float(np.median(x))})
+                rows.append(
+                    {
+                        "run": rid,
+                        "key": case_key(r.family, r.provider, r.shape, r.dtype),
+                        "median_us": float(np.median(x)),
+                    }
+                )
     return pd.DataFrame(rows, columns=["run", "key", "median_us"])
 
 
@@ -160,8 +165,17 @@ def estimate(medians: pd.DataFrame, groups: Mapping[str, str] | None = None) -> 
         if df == 0:
             continue
         med = float(np.exp(g["log"].median()))
-        case_rows.append({"key": key, "size_class": size_class(med), "median_us": med,
-                          "sigma": math.sqrt(ss / df), "df": df, "runs": n_runs, "max_pair_dev": math.expm1(max(devs))})
+        case_rows.append(
+            {
+                "key": key,
+                "size_class": size_class(med),
+                "median_us": med,
+                "sigma": math.sqrt(ss / df),
+                "df": df,
+                "runs": n_runs,
+                "max_pair_dev": math.expm1(max(devs)),
+            }
+        )
     cases = pd.DataFrame(case_rows, columns=["key", "size_class", "median_us", "sigma", "df", "runs", "max_pair_dev"])
     class_rows = []
     for cls, g in cases.groupby("size_class"):
@@ -183,20 +197,29 @@ def calibrate(store: Any, refs: Iterable[str], kind: str = "gpu") -> Calibration
     runs = select_runs(store, refs)
     devices = {r.get("device_name") for r in runs}
     if len(devices) != 1:
-        raise KprofError(f"kprof noise: the runs are on {len(devices)} devices ({', '.join(map(str, devices))}); "
-                         "calibrate one device at a time (pass the runs of one device)")
+        raise KprofError(
+            f"kprof noise: the runs are on {len(devices)} devices ({', '.join(map(str, devices))}); "
+            "calibrate one device at a time (pass the runs of one device)"
+        )
     groups = {r["id"]: source_identity(r) for r in runs}
     per_identity: dict[str, int] = {}
     for g in groups.values():
         per_identity[g] = per_identity.get(g, 0) + 1
     if max(per_identity.values()) < 2:
-        raise KprofError("kprof noise: no two of these runs have identical source hashes, so none repeats another "
-                         "(profile the same code at least twice, in separate processes, then run kprof noise)")
+        raise KprofError(
+            "kprof noise: no two of these runs have identical source hashes, so none repeats another "
+            "(profile the same code at least twice, in separate processes, then run kprof noise)"
+        )
     cases, classes = estimate(run_medians(store, groups, kind), groups)
     if cases.empty:
         raise KprofError("kprof noise: the repeated runs share no correct case with GPU samples (GPU runs needed)")
-    cal = Calibration(device=str(devices.pop()), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                      runs=tuple(groups), classes=classes, cases=cases)
+    cal = Calibration(
+        device=str(devices.pop()),
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        runs=tuple(groups),
+        classes=classes,
+        cases=cases,
+    )
     save(store, cal)
     return cal
 
@@ -208,14 +231,18 @@ def select_runs(store: Any, refs: Iterable[str]) -> list[dict]:
     out: list[dict] = []
     for ref in refs:
         if ref in families:
-            sel = all_runs[(all_runs["family"] == ref) & (all_runs["status"] == "complete") & (all_runs["mode"] == "gpu")]
+            sel = all_runs[
+                (all_runs["family"] == ref) & (all_runs["status"] == "complete") & (all_runs["mode"] == "gpu")
+            ]
             out += [store.run(i) for i in sel["id"]]
         else:
             out.append(store.run(ref))
     out = [r for r in out if r.get("mode") == "gpu"]
     if len(out) < 2:
-        raise KprofError(f"kprof noise: {len(out)} GPU run(s) selected by {' '.join(refs)}; at least two separate "
-                         "runs of the same code are needed")
+        raise KprofError(
+            f"kprof noise: {len(out)} GPU run(s) selected by {' '.join(refs)}; at least two separate "
+            "runs of the same code are needed"
+        )
     seen: dict[str, dict] = {r["id"]: r for r in out}
     return list(seen.values())
 
@@ -231,10 +258,42 @@ def save(store: Any, cal: Calibration) -> None:
     conn.execute(_SCHEMA)
     cal_id = f"{cal.created_at}/{len(cal.runs)}"
     runs = json.dumps(list(cal.runs))
-    rows = [(cal_id, cal.created_at, cal.device, "class", r.size_class, r.size_class, r.sigma, r.sigma_upper,
-             int(r.df), int(r.cases), None, None, runs) for r in cal.classes.itertuples()]
-    rows += [(cal_id, cal.created_at, cal.device, "case", r.key, r.size_class, r.sigma, None, int(r.df), int(r.runs),
-              r.median_us, r.max_pair_dev, runs) for r in cal.cases.itertuples()]
+    rows = [
+        (
+            cal_id,
+            cal.created_at,
+            cal.device,
+            "class",
+            r.size_class,
+            r.size_class,
+            r.sigma,
+            r.sigma_upper,
+            int(r.df),
+            int(r.cases),
+            None,
+            None,
+            runs,
+        )
+        for r in cal.classes.itertuples()
+    ]
+    rows += [
+        (
+            cal_id,
+            cal.created_at,
+            cal.device,
+            "case",
+            r.key,
+            r.size_class,
+            r.sigma,
+            None,
+            int(r.df),
+            int(r.runs),
+            r.median_us,
+            r.max_pair_dev,
+            runs,
+        )
+        for r in cal.cases.itertuples()
+    ]
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.executemany("INSERT INTO noise VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
@@ -250,16 +309,25 @@ def load(store: Any, device: str | None) -> Calibration | None:
         return None
     conn = store.connection
     conn.execute(_SCHEMA)
-    row = conn.execute("SELECT calibration FROM noise WHERE device = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                       (device,)).fetchone()
+    row = conn.execute(
+        "SELECT calibration FROM noise WHERE device = ? ORDER BY created_at DESC, rowid DESC LIMIT 1", (device,)
+    ).fetchone()
     if row is None:
         return None
     df = pd.read_sql_query("SELECT * FROM noise WHERE calibration = ?", conn, params=(row[0],))
-    cls = df[df["scope"] == "class"].rename(columns={"n": "cases"})[["size_class", "sigma", "sigma_upper", "df", "cases"]]
+    cls = df[df["scope"] == "class"].rename(columns={"n": "cases"})[
+        ["size_class", "sigma", "sigma_upper", "df", "cases"]
+    ]
     cases = df[df["scope"] == "case"].rename(columns={"n": "runs"})[
-        ["key", "size_class", "median_us", "sigma", "df", "runs", "max_pair_dev"]]
-    return Calibration(device=device, created_at=str(df["created_at"].iloc[0]), runs=tuple(json.loads(df["runs"].iloc[0])),
-                       classes=cls.reset_index(drop=True), cases=cases.reset_index(drop=True))
+        ["key", "size_class", "median_us", "sigma", "df", "runs", "max_pair_dev"]
+    ]
+    return Calibration(
+        device=device,
+        created_at=str(df["created_at"].iloc[0]),
+        runs=tuple(json.loads(df["runs"].iloc[0])),
+        classes=cls.reset_index(drop=True),
+        cases=cases.reset_index(drop=True),
+    )
 
 
 def floor_lookup(store: Any, run_a: Mapping[str, Any], run_b: Mapping[str, Any]):
