@@ -24,8 +24,8 @@ Writes under ``--out DIR``: ``store/kprof.db`` (all runs) or, with ``--store`` e
 of the aa step when both use one ``--store``, else the default floor (each diff row says which).
 
     git bundle create kprof.bundle --all
-    python benchmarks/diff_noise.py --out DIR --bundle kprof.bundle --store .diff-noise/kprof.db --step aa
-    python benchmarks/diff_noise.py --out DIR --bundle kprof.bundle --store .diff-noise/kprof.db --step planted
+    python benchmarks/diff_noise.py --out DIR --bundle kprof.bundle --store kprof-runs/diff-noise/kprof.db --step aa
+    python benchmarks/diff_noise.py --out DIR --bundle kprof.bundle --store kprof-runs/diff-noise/kprof.db --step planted
 """
 
 from __future__ import annotations
