@@ -421,7 +421,10 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), k
     calls_b = int((b.get("config") or {}).get("profile_repeats") or 5)
     kernels = kernel_changes(store.launches(a["id"]), store.launches(b["id"]), ma, mb, calls_a, calls_b,
                              compare_names=a.get("profiler") == b.get("profiler"))
-    warnings = environment_warnings(a, b)
+    from kprof.fanout import device_mismatch  # cases measured on different GPUs of fan-out runs
+
+    warnings = environment_warnings(a, b) + device_mismatch(a, b, store.case_devices(a["id"]),
+                                                            store.case_devices(b["id"]))
     if cases.empty and (a.get("mode") == "gpu" and b.get("mode") == "gpu"):
         warnings.append(f"no case correct in both runs has {kind!r} samples on both sides: correctness only")
     return DiffResult(a=a, b=b, rule=rule, cases=cases, kernels=kernels, warnings=warnings,
