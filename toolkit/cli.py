@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from kprof import cli_checks as checks
 from kprof.errors import KprofError
 
 if TYPE_CHECKING:
@@ -32,6 +34,18 @@ app = typer.Typer(
 # Piped output (files, CI logs) gets wide tables instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+checks.hide_flag_types()
+_in_run: list[bool] = [False]  # a profile/sweep run is being measured (what Ctrl-C interrupts)
+
+
+@app.callback(invoke_without_command=True)
+def _top(
+    version: Annotated[bool, typer.Option("--version", help="Print kprof's version and where it is installed.")] = False,
+) -> None:
+    """Correctness, timing and profiling of Triton kernel versions against PyTorch and peers."""
+    if version:
+        print(checks.version_text())
+        raise typer.Exit(0)
 
 StoreOpt = Annotated[
     Optional[str],
@@ -39,11 +53,8 @@ StoreOpt = Annotated[
 ]
 
 
-def _split(values: Optional[list[str]]) -> list[str]:
-    out: list[str] = []
-    for v in values or []:
-        out += [p.strip() for p in v.split(",") if p.strip()]
-    return out
+def _split(values: Optional[list[str]], option: str = "") -> list[str]:
+    return checks.split_list(values, option)  # commas inside NAME[K=V,...] stay in the name
 
 
 @app.command()
@@ -66,21 +77,27 @@ def profile(
     store: StoreOpt = None,
 ) -> None:
     """Check, time and profile every provider of FAMILY over its sweep; store the run; print the report."""
-    from kprof.dtypes import canonical_dtype
     from kprof.harness import BenchSettings
-    from kprof.registry import parse_shape
-    from kprof.runner import ProfileOptions
+    from kprof.registry import get_family
+    from kprof.runner import ProfileOptions, resolve_mode
 
-    shapes = tuple(parse_shape(s) for s in _split(shape)) or None
-    dtypes = tuple(canonical_dtype(d) for d in _split(dtype)) or None
+    shapes, dtypes = checks.parse_shapes(shape), checks.parse_dtypes(dtype)
+    checks.check_outputs(report=report)
+    resolved = resolve_mode(mode)  # before the kernels are imported: the interpreter is chosen at decoration
+    checks.check_shapes_fit(get_family(family), shapes)
+    checks.check_profiler_here(profiler, resolved, _warn)
     opts = ProfileOptions(
-        family=family, providers=tuple(_split(provider)) or None, shapes=shapes, dtypes=dtypes,
-        profiler=profiler, mode=mode, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
+        family=family, providers=tuple(_split(provider, "--provider")) or None, shapes=shapes, dtypes=dtypes,
+        profiler=profiler, mode=resolved, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
         profile_repeats=profile_repeats, revisions=tuple(rev or ()),
         settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
     )
     _run_and_report(opts, report, store)
+
+
+def _warn(msg: str) -> None:
+    err_console.print(f"[yellow]warning:[/yellow] {escape(msg)}")
 
 
 def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optional[str]) -> list[str]:
@@ -97,20 +114,27 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
         TextColumn("{task.description}"), console=err_console, transient=False,
     ) as bar:
         tasks: dict[str, int] = {}
+        lines = checks.ProgressLines(
+            lambda m: err_console.print(m, markup=False, highlight=False), piped=not err_console.is_terminal,
+            interpreter=opts.mode == "interpreter",
+            prior_s_per_case=checks.prior_seconds_per_case(store, opts.family) if opts.mode == "interpreter" else None)
 
         def on_progress(phase: str, done: int, total: int, label: str) -> None:
             if phase == "profiler":
-                err_console.print(f"profiler: {label}")
+                err_console.print(f"profiler: {label}", markup=False, highlight=False)
                 return
+            lines(phase, done, total, label)
             if phase not in tasks:
                 tasks[phase] = bar.add_task(label, total=total, phase=phase)
             bar.update(tasks[phase], completed=done, total=total, description=label[:70])
 
         try:
+            _in_run[0] = True
             run_ids = profile_runs(opts, on_progress)
+            _in_run[0] = False
         except ProfilerFailed as exc:
             bar.stop()
-            err_console.print(f"[bold red]kprof:[/bold red] {exc}")
+            err_console.print(f"[bold red]kprof:[/bold red] {escape(str(exc))}")
             err_console.print("the measured cases are stored; the run is marked incomplete (kprof show latest)")
             sys.exit(1)
     st = RunStore(store)
@@ -149,20 +173,21 @@ def sweep(
 ) -> None:
     """Run one Triton version over the cartesian product of its meta-parameters (each configuration checked,
     timed and attributed: registers, spills, shared memory, occupancy); store the run; print the guide."""
-    from kprof.dtypes import canonical_dtype
     from kprof.harness import BenchSettings
-    from kprof.registry import get_family, parse_shape
+    from kprof.registry import get_family
     from kprof.runner import ProfileOptions, resolve_mode
     from kprof.sweep import parse_params, sweep_providers
 
     params = parse_params(param)
+    shapes, dtypes = checks.parse_shapes(shape), checks.parse_dtypes(dtype)
+    checks.check_outputs(report=report, guide=guide)
     resolved = resolve_mode(mode)  # before the kernels are imported: the interpreter is chosen at decoration
     fam = get_family(family)
+    checks.check_shapes_fit(fam, shapes)
+    checks.check_profiler_here(profiler, resolved, _warn)
     providers = sweep_providers(fam, version, params, include_default=not no_default)
     opts = ProfileOptions(
-        family=family, providers=tuple(providers),
-        shapes=tuple(parse_shape(s) for s in _split(shape)) or None,
-        dtypes=tuple(canonical_dtype(d) for d in _split(dtype)) or None,
+        family=family, providers=tuple(providers), shapes=shapes, dtypes=dtypes,
         profiler=profiler, mode=resolved, tool_path=tool_path,
         settings=BenchSettings(rep_ms=rep_ms, graph=not no_graph, seed=seed),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
@@ -178,8 +203,9 @@ def _print_guide(run_ref: str, store: Optional[str], path: Optional[Path]) -> No
     from kprof.guide import configs_table, guide_table, render_markdown
     from kprof.store import RunStore
 
-    st = RunStore(store)
+    st = RunStore(store, create=False)
     run = st.run(run_ref)
+    checks.require_sweep(run)
     metrics = st.metrics(run["id"])
     md = render_markdown(guide_table(metrics), run, configs_table(metrics))
     print(md)
@@ -196,21 +222,26 @@ def guide(
 ) -> None:
     """Turn a sweep into a block-size selection table: per shape, the best config, how much worse the
     runner-up and the version's default are, and the winner's registers, spills and occupancy."""
+    checks.check_outputs(markdown=markdown)
     _print_guide(run, store, markdown)
 
 
 @app.command()
 def runs(store: StoreOpt = None) -> None:
     """List the runs in the store, newest first."""
+    from kprof.envinfo import short_commit
     from kprof.store import RunStore
 
-    df = RunStore(store).runs()
+    if not checks.store_exists(store):  # a read never creates the store or its folder
+        console.print(f"no runs yet (no store at {escape(str(checks.default_store(store)))}): `kprof profile rmsnorm` makes one")
+        return
+    df = RunStore(store, create=False).runs()
     if df.empty:
         console.print("no runs yet: `kprof profile rmsnorm` makes one")
         return
     t = Table("id", "created", "family", "mode", "status", "device", "profiler", "git", "cases", "failed")
     for r in df.itertuples():
-        git = (r.git_commit or "?")[:10] + ("*" if r.git_dirty else "")
+        git = short_commit(r.git_commit) + ("*" if r.git_dirty else "")
         t.add_row(r.id, r.created_at, r.family, r.mode, r.status, r.device_name or "?", r.profiler or "",
                   git, str(r.cases), str(r.failures))
     console.print(t)
@@ -228,7 +259,8 @@ def show(
     """Print a run's report, or export its metrics, samples and launch table."""
     from kprof.store import RunStore
 
-    st = RunStore(store)
+    checks.check_outputs(csv=csv, samples=samples, launches=launches)
+    st = RunStore(store, create=False)
     rec = st.run(run)
     if csv:
         st.metrics(rec["id"]).to_csv(csv, index=False)
@@ -252,7 +284,7 @@ def show(
             if isinstance(c.notes, str) and c.notes:
                 console.print(c.notes, markup=False, highlight=False)
     if not (csv or samples or launches or captures):
-        print(rec.get("report_md") or f"run {rec['id']} has no report (status {rec['status']})")
+        print(checks.report_of(st, rec))
 
 
 @app.command()
@@ -267,6 +299,7 @@ def parse(
     from kprof import launch_table
     from kprof.profilers import parse_trace
 
+    checks.check_outputs(csv=csv, perfetto=perfetto)
     df = parse_trace(trace, fmt, arch=arch)
     if csv:
         df.to_csv(csv, index=False)
@@ -302,12 +335,15 @@ def export(
     from kprof.export import write_perfetto
     from kprof.store import RunStore
 
-    st = RunStore(store)
+    checks.check_outputs(perfetto=perfetto)
+    st = RunStore(store, create=False)
     rec = st.run(run)
     launches = st.launches(rec["id"])
     if launches.empty:
-        raise KprofError(f"run {rec['id']} has no launch table (profiler: {rec.get('profiler')}); profile with "
-                         "--profiler torch|nsys|ncu|rocprof|proton to get one")
+        can = checks.runnable_profilers()
+        how = (f"profile with --profiler {'|'.join(can)} to get one" if can else
+               "launch tables come from GPU runs: profile on a machine with a GPU (--profiler torch or nsys)")
+        raise KprofError(f"run {rec['id']} has no launch table (profiler: {rec.get('profiler')}); {how}")
     info = write_perfetto(launches, perfetto, title=f"kprof {rec['family']} {rec['id']} ({rec.get('profiler')})")
     err_console.print(f"{info['events']} trace events -> {perfetto}; {info['untimed_rows']} rows without "
                       "timestamps left out (ncu/summaries). Open in https://ui.perfetto.dev")
@@ -332,6 +368,7 @@ def diff(
 
     if not 0 < threshold < 1 or not 0 < alpha < 1:
         raise KprofError("--threshold and --alpha must be between 0 and 1 (e.g. 0.03 and 0.01)")
+    checks.check_outputs(markdown=markdown, json=json_out)
     rule = d.DiffRule(threshold=threshold, alpha=alpha)
     if Path(a).is_file() and Path(b).is_file():
         from kprof.profilers import parse_trace
@@ -346,7 +383,7 @@ def diff(
     else:
         from kprof.store import RunStore
 
-        res = d.diff_runs(RunStore(store), a, b, rule)
+        res = d.diff_runs(RunStore(store, create=False), a, b, rule)
         _print_diff_table(res.table(), f"{res.a['id']} -> {res.b['id']}", res.warnings)
         counts = res.counts
         if markdown:
@@ -384,6 +421,7 @@ def dashboard(
     import os
     import subprocess
 
+    checks.check_port(port)
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
         raise KprofError("the dashboard needs streamlit and plotly: pip install 'kprof[dashboard]' "
                          "(or pip install streamlit plotly)")
@@ -423,21 +461,20 @@ def families(
     t = Table("family", "provider", "kind", "description", "sweepable", "available")
     for fam in discover().values():
         for p in fam.providers.values():
-            why = p.unavailable_reason()
+            why = checks.gpu_only_reason(p)
             t.add_row(fam.name, p.name, p.kind, p.description, ", ".join(p.param_names),
                       "yes" if why is None else f"no: {why}")
     console.print(t)
 
 
 def main() -> None:
-    try:
-        app()
-    except KprofError as exc:
-        err_console.print(f"[bold red]kprof:[/bold red] {exc}")
-        sys.exit(2)
-    except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted; finished cases were kept and the run is marked incomplete[/yellow]")
-        sys.exit(130)
+    checks.run_cli(app, _error_line, lambda: _in_run[0])
+
+
+def _error_line(msg: str) -> None:
+    # escape: a message like "pip install 'kprof[dashboard]'" must keep its brackets (rich markup)
+    head, _, rest = msg.partition(" ")
+    err_console.print(f"[bold red]{escape(head)}[/bold red] {escape(rest)}", soft_wrap=True)
 
 
 if __name__ == "__main__":
