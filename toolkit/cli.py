@@ -83,9 +83,14 @@ def profile(
 
     shapes, dtypes = checks.parse_shapes(shape), checks.parse_dtypes(dtype)
     checks.check_outputs(report=report)
+    checks.check_store_for_writing(store)
     resolved = resolve_mode(mode)  # before the kernels are imported: the interpreter is chosen at decoration
+    checks.check_positive(rep_ms=rep_ms, profile_repeats=profile_repeats, profiler_timeout=profiler_timeout)
+    checks.check_non_negative(warmup_ms=warmup_ms)
     checks.check_shapes_fit(get_family(family), shapes)
+    checks.check_revisions(get_family(family), rev)
     checks.check_profiler_here(profiler, resolved, _warn)
+    checks.quiet_interpreter(resolved)
     opts = ProfileOptions(
         family=family, providers=tuple(_split(provider, "--provider")) or None, shapes=shapes, dtypes=dtypes,
         profiler=profiler, mode=resolved, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
@@ -179,12 +184,16 @@ def sweep(
     from kprof.sweep import parse_params, sweep_providers
 
     params = parse_params(param)
+    checks.check_params(params)
+    checks.check_positive(rep_ms=rep_ms)
     shapes, dtypes = checks.parse_shapes(shape), checks.parse_dtypes(dtype)
     checks.check_outputs(report=report, guide=guide)
+    checks.check_store_for_writing(store)
     resolved = resolve_mode(mode)  # before the kernels are imported: the interpreter is chosen at decoration
     fam = get_family(family)
     checks.check_shapes_fit(fam, shapes)
     checks.check_profiler_here(profiler, resolved, _warn)
+    checks.quiet_interpreter(resolved)
     providers = sweep_providers(fam, version, params, include_default=not no_default)
     opts = ProfileOptions(
         family=family, providers=tuple(providers), shapes=shapes, dtypes=dtypes,

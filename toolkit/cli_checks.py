@@ -81,6 +81,34 @@ def check_shapes_fit(family: Any, shapes: Iterable[tuple[int, ...]] | None) -> N
                              f"(`kprof profile {family.name}` without --shape runs its default sweep)") from None
 
 
+def check_revisions(family: Any, revs: Sequence[str] | None) -> None:
+    """Each ``--rev`` names a commit, before any work (git rev-parse; no checkout is touched)."""
+    from kprof.revisions import resolve
+
+    for rev in revs or ():
+        resolve(family.package_dir, rev)
+
+
+def check_params(params: dict[str, list[int]]) -> None:
+    for name, values in params.items():
+        for v in values:
+            if not 1 <= v <= MAX_DIM:
+                raise KprofError(f"--param {name}={v}: values must be between 1 and {MAX_DIM}")
+
+
+def check_positive(**values: float | None) -> None:
+    """Budgets and counts that must be positive (``--rep-ms 0`` would time nothing)."""
+    for option, v in values.items():
+        if v is not None and not v > 0:
+            raise KprofError(f"--{option.replace('_', '-')} must be positive, not {v}")
+
+
+def check_non_negative(**values: float) -> None:
+    for option, v in values.items():
+        if v < 0:
+            raise KprofError(f"--{option.replace('_', '-')} must be 0 or more, not {v}")
+
+
 # ----------------------------------------------------------------------------------------- outputs
 def check_outputs(**outputs: Path | None) -> None:
     """Each output file (keyword: option name without dashes) can be written: its folder exists, it is
@@ -109,12 +137,22 @@ def check_outputs(**outputs: Path | None) -> None:
 
 
 def _ext(option: str) -> str:
-    return {"markdown": ".md", "report": ".md", "guide": ".md", "json_out": ".json", "perfetto": ".json.gz"}.get(option, ".csv")
+    return {"markdown": ".md", "report": ".md", "guide": ".md", "json": ".json", "perfetto": ".json.gz"}.get(option, ".csv")
 
 
 def check_port(port: int) -> None:
     if not 1 <= port <= MAX_PORT:
         raise KprofError(f"--port {port} is not a TCP port; give one between 1 and {MAX_PORT} (default 8501)")
+
+
+def quiet_interpreter(mode: str) -> None:
+    """Triton's interpreter evaluates ``exp`` with numpy, which warns when it overflows to inf. On the GPU
+    that overflow is ordinary IEEE behaviour kernels rely on (``sigmoid(-100)`` = 1 / (1 + inf) = 0), and
+    every output is checked against the float64 oracle anyway, so the warning only alarms the reader."""
+    if mode == "interpreter":
+        import warnings
+
+        warnings.filterwarnings("ignore", r"overflow encountered", RuntimeWarning, r"triton\.runtime\.interpreter")
 
 
 def check_profiler_here(profiler: str, mode: str, warn: Callable[[str], None]) -> None:
@@ -166,6 +204,13 @@ def open_store_for_reading(store: str | None) -> Any:
     from kprof.store import RunStore
 
     return RunStore(store, create=False)
+
+
+def check_store_for_writing(store: str | None) -> None:
+    """Before a run starts: the store is new or kprof's (a foreign file is refused, untouched)."""
+    from kprof.store_guard import check_store_file
+
+    check_store_file(default_store(store))
 
 
 def default_store(store: str | None) -> Path:
@@ -223,7 +268,7 @@ class ProgressLines:
             if phase == "cases" and self.interpreter and total:
                 self._before(total)
         elapsed = now - self.started[phase]
-        if phase == "cases" and self.interpreter and not self.estimated and done >= 2 and total > done:
+        if phase == "cases" and self.interpreter and not self.estimated and done >= 1 and total > done:
             per = elapsed / done
             self.estimated = True
             if per * (total - done) > 60:
@@ -235,12 +280,10 @@ class ProgressLines:
             self.emit(f"{phase}: {done}/{total} ({_dur(elapsed)} elapsed{eta}) {label}"[:200])
 
     def _before(self, total: int) -> None:
-        if self.prior:
+        if self.prior and self.prior * total > 30:
             self.emit(f"{total} cases in Triton's interpreter: about {_dur(self.prior * total)} at the "
                       f"{self.prior:.1f} s per case earlier CPU runs of this family took; {SHRINK}")
-        else:
-            self.emit(f"{total} cases in Triton's interpreter (CPU): the time per case is printed after the "
-                      f"first ones; {SHRINK}")
+
 
 
 SHRINK = "to shrink it: fewer --shape / --dtype / --provider (a sweep: fewer --param values)"
