@@ -434,6 +434,7 @@ def dashboard(
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
         raise KprofError("the dashboard needs streamlit and plotly: pip install 'kprof[dashboard]' "
                          "(or pip install streamlit plotly)")
+    checks.check_port(port, host)  # the address is free: before Streamlit starts, not in its traceback
     from kprof.dashboards import __file__ as pkg
 
     app_path = Path(pkg).parent / "app.py"

@@ -140,9 +140,27 @@ def _ext(option: str) -> str:
     return {"markdown": ".md", "report": ".md", "guide": ".md", "json": ".json", "perfetto": ".json.gz"}.get(option, ".csv")
 
 
-def check_port(port: int) -> None:
+def check_port(port: int, host: str | None = None) -> None:
+    """The port is a TCP port and, with ``host``, the server could listen there (resolvable address, port
+    free): asked of the OS before the server starts, instead of reading Streamlit's traceback after."""
     if not 1 <= port <= MAX_PORT:
         raise KprofError(f"--port {port} is not a TCP port; give one between 1 and {MAX_PORT} (default 8501)")
+    if host is None:
+        return
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise KprofError(f"--host {host}: not an address of this machine ({exc}); use 127.0.0.1 or 0.0.0.0") from None
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            raise KprofError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port "
+                             "(or --host)") from None
 
 
 def quiet_interpreter(mode: str) -> None:

@@ -348,3 +348,16 @@ def test_check_outputs_accepts_a_writable_file(tmp_path):
     cli_checks.check_outputs(csv=tmp_path / "m.csv", json=None)
     with pytest.raises(KprofError, match="--json"):
         cli_checks.check_outputs(json=tmp_path)
+
+
+def test_dashboard_address_problems_are_one_line(capsys, monkeypatch):
+    import socket
+
+    code, _, err = run_kprof(capsys, monkeypatch, "dashboard", "--host", "999.1.1.1")
+    one_line_error(code, err, "--host 999.1.1.1")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, _, err = run_kprof(capsys, monkeypatch, "dashboard", "--port", str(port))
+    one_line_error(code, err, f"cannot listen on 127.0.0.1:{port}")
