@@ -67,6 +67,20 @@ def _num(v: object, spec: str = ".0f") -> str:
     return "—" if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else f"{v:{spec}}"
 
 
+def _closure_text(family: str | None, cfg: dict) -> str:
+    """``kernels/F/ and the modules it imports (kernels/_gated.py, kernels/rmsnorm/ (8 files))``."""
+    files = (cfg.get("sources") or {}).get("files") or []
+    groups: dict[str, int] = {}
+    for f in files:
+        parts = f.split("/")
+        if len(parts) > 2 and parts[1] == family:
+            continue
+        key = f"{'/'.join(parts[:2])}/" if len(parts) > 2 else f
+        groups[key] = groups.get(key, 0) + 1
+    outside = ", ".join(k if k.endswith(".py") else f"{k} ({n} files)" for k, n in sorted(groups.items()))
+    return f"kernels/{family}/" + (f" and the kernel modules it imports ({outside})" if outside else "")
+
+
 def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> str:
     dev = run.get("device") or {}
     versions = run.get("versions") or {}
@@ -87,7 +101,7 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
     cfg = run.get("config") or {}
     if cfg.get("revision"):
         head.append(f"- **revision**: `{cfg['revision']}` = {short_commit(cfg.get('revision_commit'))} "
-                    f"({str(cfg.get('revision_subject') or '')[:80]}): kernels/{run.get('family')} as at that commit, "
+                    f"({str(cfg.get('revision_subject') or '')[:80]}): {_closure_text(run.get('family'), cfg)} as at that commit, "
                     f"measured by the harness at {short_commit(cfg.get('harness_commit'))}"
                     f"{' (dirty)' if cfg.get('harness_dirty') else ''}, interleaved with "
                     f"{', '.join('`' + r + '`' for r in cfg.get('interleaved_revisions', []))}")
