@@ -20,7 +20,7 @@ PYEOF
 if ! kprof_from_here; then
   echo "kprof: installing kprof from $ROOT into $("$PY" -c 'import sys; print(sys.prefix)')" >&2
   if ! "$PY" -c "import torch" 2>/dev/null; then
-    echo "kprof: installing torch 2.13.0 (CPU build; the largest step, about a minute)" >&2
+    echo "kprof: installing torch 2.13.0 (CPU build: the largest download, a minute or more)" >&2
     "$PY" -m pip install --quiet "torch==2.13.0"
   fi
   echo "kprof: installing kprof${extras:+[$extras]} and its dependencies (triton, pandas, scipy, typer, rich...)" >&2
