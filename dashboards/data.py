@@ -2,12 +2,14 @@
 
 The store is ``--store`` / ``$KPROF_STORE`` / ``./kprof-runs/kprof.db``. When it is missing or holds no
 runs, the bundled demo store of real H100 runs (``dashboards/demo/kprof-demo.db.gz``) is unpacked to a
-temporary folder and shown instead, and every page says so. A file that is not a kprof store gives a
+private temporary folder (fresh per server) and shown instead, and every page says so. A file that is not a kprof store gives a
 readable error in the page (:class:`StoreProblem`), never a traceback.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import gzip
 import os
 import shutil
@@ -35,13 +37,20 @@ class StoreProblem(Exception):
     pass
 
 
+@functools.lru_cache(maxsize=1)
 def _demo_path() -> Path:
-    out = Path(tempfile.gettempdir()) / "kprof-dashboard-demo" / "kprof-demo.db"
-    if not out.exists() or out.stat().st_mtime < DEMO.stat().st_mtime:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(DEMO, "rb") as src, open(out.with_suffix(".tmp"), "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        out.with_suffix(".tmp").replace(out)
+    """The bundled demo store, unpacked once per server into a private folder of its own.
+
+    ``mkdtemp`` makes a fresh folder only this user can enter (mode 0700, unpredictable name): a fixed name
+    in the shared temp folder would let another local user plant a symlink there (the unpacking would then
+    overwrite the file it points to) or a database of their own (the dashboard would show it). The file
+    is created with O_EXCL|O_NOFOLLOW, so even inside that folder nothing pre-existing is followed."""
+    folder = Path(tempfile.mkdtemp(prefix="kprof-dashboard-demo-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    out = folder / "kprof-demo.db"
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with gzip.open(DEMO, "rb") as src, os.fdopen(fd, "wb") as dst:
+        shutil.copyfileobj(src, dst)
     return out
 
 

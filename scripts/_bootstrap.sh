@@ -20,12 +20,15 @@ PYEOF
 if ! kprof_from_here; then
   echo "kprof: installing kprof from $ROOT into $("$PY" -c 'import sys; print(sys.prefix)')" >&2
   if ! "$PY" -c "import torch" 2>/dev/null; then
+    echo "kprof: installing torch 2.13.0 (CPU build: the largest download, a minute or more)" >&2
     "$PY" -m pip install --quiet "torch==2.13.0"
   fi
+  echo "kprof: installing kprof${extras:+[$extras]} and its dependencies (triton, pandas, scipy, typer, rich...)" >&2
   pip_args=(--quiet --editable "$ROOT${extras:+[$extras]}")
   if "$PY" -c "import setuptools, wheel, sys; sys.exit(0 if int(setuptools.__version__.split('.')[0]) >= 68 else 1)" 2>/dev/null; then
     pip_args=(--no-build-isolation "${pip_args[@]}")  # works offline (the GPU machine has no network)
   fi
   "$PY" -m pip install "${pip_args[@]}"
   kprof_from_here || { echo "kprof: installation did not make kprof importable from $ROOT" >&2; exit 1; }
+  echo "kprof: installed" >&2
 fi

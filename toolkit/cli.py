@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from kprof import cli_checks as checks
 from kprof.errors import KprofError
 
 if TYPE_CHECKING:
@@ -33,6 +35,18 @@ app = typer.Typer(
 # Piped output (files, CI logs) gets wide tables instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+checks.hide_flag_types()
+_in_run: list[bool] = [False]  # a profile/sweep run is being measured (what Ctrl-C interrupts)
+
+
+@app.callback(invoke_without_command=True)
+def _top(
+    version: Annotated[bool, typer.Option("--version", help="Print kprof's version and where it is installed.")] = False,
+) -> None:
+    """Correctness, timing and profiling of Triton kernel versions against PyTorch and peers."""
+    if version:
+        print(checks.version_text())
+        raise typer.Exit(0)
 
 StoreOpt = Annotated[
     Optional[str],
@@ -45,11 +59,8 @@ RayOpt = Annotated[Optional[str], typer.Option("--ray", help="Run the cases on a
 CaseTimeoutOpt = Annotated[float, typer.Option("--case-timeout", help="Fan-out: seconds one case may take before its worker is stopped and the case retried elsewhere.")]
 
 
-def _split(values: Optional[list[str]]) -> list[str]:
-    out: list[str] = []
-    for v in values or []:
-        out += [p.strip() for p in v.split(",") if p.strip()]
-    return out
+def _split(values: Optional[list[str]], option: str = "") -> list[str]:
+    return checks.split_list(values, option)  # commas inside NAME[K=V,...] stay in the name
 
 
 @app.command()
@@ -77,21 +88,28 @@ def profile(
     store: StoreOpt = None,
 ) -> None:
     """Check, time and profile every provider of FAMILY over its sweep; store the run; print the report."""
-    from kprof.dtypes import canonical_dtype
     from kprof.harness import BenchSettings
-    from kprof.registry import parse_shape
-    from kprof.runner import ProfileOptions
+    from kprof.registry import get_family
+    from kprof.runner import ProfileOptions, resolve_mode
 
     from kprof.timing import MODES
 
     if timing_mode not in MODES or (timing_mode == "graph" and no_graph):
         raise KprofError(f"--timing-mode {timing_mode!r} cannot rank this run (choose one of "
                          f"{', '.join(MODES)}; graph needs the graph replay, so not with --no-graph)")
-    shapes = tuple(parse_shape(s) for s in _split(shape)) or None
-    dtypes = tuple(canonical_dtype(d) for d in _split(dtype)) or None
+    shapes, dtypes = checks.parse_shapes(shape), checks.parse_dtypes(dtype)
+    checks.check_outputs(report=report)
+    checks.check_store_for_writing(store)
+    resolved = resolve_mode(mode)  # before the kernels are imported: the interpreter is chosen at decoration
+    checks.check_positive(rep_ms=rep_ms, profile_repeats=profile_repeats, profiler_timeout=profiler_timeout)
+    checks.check_non_negative(warmup_ms=warmup_ms)
+    checks.check_shapes_fit(get_family(family), shapes)
+    checks.check_revisions(get_family(family), rev)
+    checks.check_profiler_here(profiler, resolved, _warn)
+    checks.quiet_interpreter(resolved)
     opts = ProfileOptions(
-        family=family, providers=tuple(_split(provider)) or None, shapes=shapes, dtypes=dtypes,
-        profiler=profiler, mode=mode, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
+        family=family, providers=tuple(_split(provider, "--provider")) or None, shapes=shapes, dtypes=dtypes,
+        profiler=profiler, mode=resolved, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
         profile_repeats=profile_repeats, revisions=tuple(rev or ()),
         settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed,
                                mode=timing_mode),
@@ -99,6 +117,10 @@ def profile(
         workers=workers, ray=ray, case_timeout_s=case_timeout,
     )
     _gate(_run_and_report(opts, report, store), store, allow_failures)
+
+
+def _warn(msg: str) -> None:
+    err_console.print(f"[yellow]warning:[/yellow] {escape(msg)}")
 
 
 def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optional[str]) -> list[str]:
@@ -116,22 +138,27 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
         TextColumn("{task.description}"), console=err_console, transient=False,
     ) as bar:
         tasks: dict[str, int] = {}
+        lines = checks.ProgressLines(
+            lambda m: err_console.print(m, markup=False, highlight=False), piped=not err_console.is_terminal,
+            interpreter=opts.mode == "interpreter",
+            prior_s_per_case=checks.prior_seconds_per_case(store, opts.family) if opts.mode == "interpreter" else None)
 
         def on_progress(phase: str, done: int, total: int, label: str) -> None:
             if phase == "profiler":
                 # may hold a rev name or a kernel name: text, not markup, and no terminal escapes
                 err_console.print(f"profiler: {no_control(label)}", markup=False, highlight=False)
                 return
+            lines(phase, done, total, label)
             if phase not in tasks:
                 tasks[phase] = bar.add_task(label, total=total, phase=phase)
             bar.update(tasks[phase], completed=done, total=total, description=label[:70])
 
         try:
+            _in_run[0] = True
             run_ids = profile_runs(opts, on_progress)
+            _in_run[0] = False
         except ProfilerFailed as exc:
             bar.stop()
-            from rich.markup import escape
-
             err_console.print(f"[bold red]kprof:[/bold red] {escape(no_control(str(exc)))}")
             err_console.print("the measured cases are stored; the run is marked incomplete (kprof show latest)")
             sys.exit(1)
@@ -175,20 +202,25 @@ def sweep(
 ) -> None:
     """Run one Triton version over the cartesian product of its meta-parameters (each configuration checked,
     timed and attributed: registers, spills, shared memory, occupancy); store the run; print the guide."""
-    from kprof.dtypes import canonical_dtype
     from kprof.harness import BenchSettings
-    from kprof.registry import get_family, parse_shape
+    from kprof.registry import get_family
     from kprof.runner import ProfileOptions, resolve_mode
     from kprof.sweep import parse_params, sweep_providers
 
     params = parse_params(param)
+    checks.check_params(params)
+    checks.check_positive(rep_ms=rep_ms)
+    shapes, dtypes = checks.parse_shapes(shape), checks.parse_dtypes(dtype)
+    checks.check_outputs(report=report, guide=guide)
+    checks.check_store_for_writing(store)
     resolved = resolve_mode(mode)  # before the kernels are imported: the interpreter is chosen at decoration
     fam = get_family(family)
+    checks.check_shapes_fit(fam, shapes)
+    checks.check_profiler_here(profiler, resolved, _warn)
+    checks.quiet_interpreter(resolved)
     providers = sweep_providers(fam, version, params, include_default=not no_default)
     opts = ProfileOptions(
-        family=family, providers=tuple(providers),
-        shapes=tuple(parse_shape(s) for s in _split(shape)) or None,
-        dtypes=tuple(canonical_dtype(d) for d in _split(dtype)) or None,
+        family=family, providers=tuple(providers), shapes=shapes, dtypes=dtypes,
         profiler=profiler, mode=resolved, tool_path=tool_path,
         settings=BenchSettings(rep_ms=rep_ms, graph=not no_graph, seed=seed),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
@@ -220,8 +252,9 @@ def _print_guide(run_ref: str, store: Optional[str], path: Optional[Path]) -> No
     from kprof.guide import configs_table, guide_table, render_markdown
     from kprof.store import RunStore
 
-    st = RunStore(store)
+    st = RunStore(store, create=False)
     run = st.run(run_ref)
+    checks.require_sweep(run)
     metrics = st.metrics(run["id"])
     md = render_markdown(guide_table(metrics), run, configs_table(metrics))
     print(md)
@@ -238,21 +271,26 @@ def guide(
 ) -> None:
     """Turn a sweep into a block-size selection table: per shape, the best config, how much worse the
     runner-up and the version's default are, and the winner's registers, spills and occupancy."""
+    checks.check_outputs(markdown=markdown)
     _print_guide(run, store, markdown)
 
 
 @app.command()
 def runs(store: StoreOpt = None) -> None:
     """List the runs in the store, newest first."""
+    from kprof.envinfo import short_commit
     from kprof.store import RunStore
 
-    df = RunStore(store).runs()
+    if not checks.store_exists(store):  # a read never creates the store or its folder
+        console.print(f"no runs yet (no store at {escape(str(checks.default_store(store)))}): `kprof profile rmsnorm` makes one")
+        return
+    df = RunStore(store, create=False).runs()
     if df.empty:
         console.print("no runs yet: `kprof profile rmsnorm` makes one")
         return
     t = Table("id", "created", "family", "mode", "status", "device", "profiler", "git", "cases", "failed")
     for r in df.itertuples():
-        git = (r.git_commit or "?")[:10] + ("*" if r.git_dirty else "")
+        git = short_commit(r.git_commit) + ("*" if r.git_dirty else "")
         t.add_row(r.id, r.created_at, r.family, r.mode, r.status, r.device_name or "?", r.profiler or "",
                   git, str(r.cases), str(r.failures))
     console.print(t)
@@ -272,7 +310,8 @@ def show(
 
     from kprof.safe_text import csv_safe_frame, no_control
 
-    st = RunStore(store)
+    checks.check_outputs(csv=csv, samples=samples, launches=launches)
+    st = RunStore(store, create=False)
     rec = st.run(run)
     if csv:
         csv_safe_frame(st.metrics(rec["id"])).to_csv(csv, index=False)
@@ -296,7 +335,7 @@ def show(
             if isinstance(c.notes, str) and c.notes:
                 console.print(no_control(c.notes), markup=False, highlight=False)
     if not (csv or samples or launches or captures):
-        print(no_control(rec.get("report_md") or f"run {rec['id']} has no report (status {rec['status']})"))
+        print(no_control(checks.report_of(st, rec)))
 
 
 @app.command()
@@ -312,6 +351,7 @@ def parse(
     from kprof.profilers import parse_trace
     from kprof.safe_text import csv_safe_frame, for_terminal
 
+    checks.check_outputs(csv=csv, perfetto=perfetto)
     df = parse_trace(trace, fmt, arch=arch)
     for note in df.attrs.get("warnings", []):
         err_console.print(f"[yellow]kprof: warning:[/yellow] {for_terminal(note)}")
@@ -354,12 +394,15 @@ def export(
     from kprof.export import write_perfetto
     from kprof.store import RunStore
 
-    st = RunStore(store)
+    checks.check_outputs(perfetto=perfetto)
+    st = RunStore(store, create=False)
     rec = st.run(run)
     launches = st.launches(rec["id"])
     if launches.empty:
-        raise KprofError(f"run {rec['id']} has no launch table (profiler: {rec.get('profiler')}); profile with "
-                         "--profiler torch|nsys|ncu|rocprof|proton to get one")
+        can = checks.runnable_profilers()
+        how = (f"profile with --profiler {'|'.join(can)} to get one" if can else
+               "launch tables come from GPU runs: profile on a machine with a GPU (--profiler torch or nsys)")
+        raise KprofError(f"run {rec['id']} has no launch table (profiler: {rec.get('profiler')}); {how}")
     info = write_perfetto(launches, perfetto, title=f"kprof {rec['family']} {rec['id']} ({rec.get('profiler')})")
     err_console.print(f"{info['events']} trace events -> {perfetto}; {info['untimed_rows']} rows without "
                       "timestamps left out (ncu/summaries). Open in https://ui.perfetto.dev")
@@ -385,6 +428,7 @@ def diff(
 
     if not 0 < threshold < 1 or not 0 < alpha < 1:
         raise KprofError("--threshold and --alpha must be between 0 and 1 (e.g. 0.03 and 0.01)")
+    checks.check_outputs(markdown=markdown, json=json_out)
     rule = d.DiffRule(threshold=threshold, alpha=alpha)
     broken: list[str] = []
     if Path(a).is_file() and Path(b).is_file():
@@ -392,7 +436,7 @@ def diff(
     else:
         from kprof.store import RunStore
 
-        res = v.diff_stored(RunStore(store), a, b, rule, samples, markdown, json_out, console, err_console)
+        res = v.diff_stored(RunStore(store, create=False), a, b, rule, samples, markdown, json_out, console, err_console)
         counts, broken = res.counts, res.broken
     console.print(", ".join(f"{counts.get(x, 0)} {x.lower()}" for x in d.VERDICTS) + f"  ({rule.describe()})")
     reasons = v.fail_reasons(counts, broken)
@@ -428,9 +472,11 @@ def dashboard(
     import os
     import subprocess
 
+    checks.check_port(port)
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
         raise KprofError("the dashboard needs streamlit and plotly: pip install 'kprof[dashboard]' "
                          "(or pip install streamlit plotly)")
+    checks.check_port(port, host)  # the address is free: before Streamlit starts, not in its traceback
     from kprof.dashboards import __file__ as pkg
 
     app_path = Path(pkg).parent / "app.py"
@@ -467,24 +513,23 @@ def families(
     t = Table("family", "provider", "kind", "description", "sweepable", "available")
     for fam in discover().values():
         for p in fam.providers.values():
-            why = p.unavailable_reason()
+            why = checks.gpu_only_reason(p)
             t.add_row(fam.name, p.name, p.kind, p.description, ", ".join(p.param_names),
                       "yes" if why is None else f"no: {why}")
     console.print(t)
 
 
 def main() -> None:
-    try:
-        app()
-    except KprofError as exc:
-        from kprof.safe_text import for_terminal
+    checks.run_cli(app, _error_line, lambda: _in_run[0])
 
-        # the message may quote a file's content (a kernel name): printed as text, not as markup
-        err_console.print(f"[bold red]kprof:[/bold red] {for_terminal(exc)}", soft_wrap=True)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted; finished cases were kept and the run is marked incomplete[/yellow]")
-        sys.exit(130)
+
+def _error_line(msg: str) -> None:
+    # the message may quote a file's content (a kernel name): control characters shown as escapes, and
+    # escaped for rich markup, so "pip install 'kprof[dashboard]'" keeps its brackets
+    from kprof.safe_text import plain_text
+
+    head, _, rest = plain_text(msg).partition(" ")
+    err_console.print(f"[bold red]{escape(head)}[/bold red] {escape(rest)}", soft_wrap=True)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ import pandas as pd
 from scipy import stats
 
 from kprof import correctness_diff, launch_table
+from kprof.envinfo import short_commit
 from kprof.errors import KprofError
 from kprof.variance import WITHIN_RUN, Floor, floor_lookup
 from kprof.report import fmt_num, markdown_table
@@ -501,7 +502,7 @@ def traces_markdown(table: pd.DataFrame, a: str, b: str, rule: DiffRule) -> str:
 def _rev_label(run: Mapping[str, Any]) -> str:
     cfg = run.get("config") or {}
     rev = cfg.get("revision")
-    commit = (run.get("git_commit") or "?")[:10]
+    commit = short_commit(run.get("git_commit"))
     return f"rev `{rev}` ({commit})" if rev else f"git {commit}{' (dirty)' if run.get('git_dirty') else ''}"
 
 

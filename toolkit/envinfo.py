@@ -18,6 +18,15 @@ class GitState:
     note: str | None = None  # why commit/dirty are unknown, when they are
 
 
+SHORT_COMMIT = 10  # one length wherever a commit is shown (CLI, reports, diffs, dashboard)
+
+
+def short_commit(commit: object) -> str:
+    """A commit hash as shown to people: its first ``SHORT_COMMIT`` characters, ``?`` when unknown."""
+    text = "" if commit is None else str(commit)
+    return text[:SHORT_COMMIT] if text and text not in ("nan", "None", "<NA>") else "?"
+
+
 def git_state(path: Path) -> GitState:
     """Commit and dirty flag of the repository holding ``path`` (None with a reason outside git).
 

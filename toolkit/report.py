@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from kprof.envinfo import short_commit
 from kprof.metrics import METRIC_COLUMNS, TEXT_METRICS
 from kprof.registry import parse_shape
 
@@ -93,15 +94,15 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
            f"{dev.get('driver_version') or 'unknown'})" if dev.get("kind") == "cuda" else ""),
         f"- **software**: torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}, "
         f"python {versions.get('python', '?')}",
-        f"- **git**: {(run.get('git_commit') or 'unknown')[:12]}{' (dirty)' if run.get('git_dirty') else ''}"
+        f"- **git**: {short_commit(run.get('git_commit')).replace('?', 'unknown')}{' (dirty)' if run.get('git_dirty') else ''}"
         f" · **profiler**: {run.get('profiler')} · **status**: {run.get('status')}",
         f"- **cases**: {len(metrics)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})",
     ]
     cfg = run.get("config") or {}
     if cfg.get("revision"):
-        head.append(f"- **revision**: `{cfg['revision']}` = {str(cfg.get('revision_commit'))[:12]} "
+        head.append(f"- **revision**: `{cfg['revision']}` = {short_commit(cfg.get('revision_commit'))} "
                     f"({str(cfg.get('revision_subject') or '')[:80]}): {_closure_text(run.get('family'), cfg)} as at that commit, "
-                    f"measured by the harness at {str(cfg.get('harness_commit') or '?')[:12]}"
+                    f"measured by the harness at {short_commit(cfg.get('harness_commit'))}"
                     f"{' (dirty)' if cfg.get('harness_dirty') else ''}, interleaved with "
                     f"{', '.join('`' + r + '`' for r in cfg.get('interleaved_revisions', []))}")
     if run.get("profiler") not in (None, "none"):

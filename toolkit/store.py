@@ -92,9 +92,13 @@ def _pid_alive(pid: int) -> bool:
 
 
 class RunStore:
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, create: bool = True) -> None:
+        """Open (``create``: or make) the store; a file that is not a kprof store is refused, untouched."""
+        from kprof.store_guard import check_store_file, check_store_readable
+
         self.path = default_store_path(path)
         self.root = self.path.parent
+        (check_store_file if create else check_store_readable)(self.path)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -335,7 +339,8 @@ class RunStore:
             if row is None:
                 raise UnknownRunError(f"the store {self.path} has no runs yet; run `kprof profile FAMILY` first")
             return row["id"]
-        rows = self._conn.execute("SELECT id FROM runs WHERE id LIKE ? || '%'", (ref,)).fetchall()
+        # a plain prefix match: with LIKE, '_' and '%' in the reference would be wildcards
+        rows = self._conn.execute("SELECT id FROM runs WHERE substr(id, 1, ?) = ?", (len(ref), ref)).fetchall()
         if len(rows) == 1:
             return rows[0]["id"]
         if not rows:

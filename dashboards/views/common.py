@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from kprof.dashboards import data
+from kprof.envinfo import short_commit
 
 
 def header(title: str) -> pd.DataFrame | None:
@@ -30,7 +31,7 @@ def header(title: str) -> pd.DataFrame | None:
 
 def label(r: pd.Series) -> str:
     commit = r.get("git_commit")
-    git = ("?" if commit is None or pd.isna(commit) or not commit else str(commit)[:8]) + ("*" if r.get("git_dirty") == 1 else "")
+    git = ("?" if commit is None or pd.isna(commit) or not commit else short_commit(commit)) + ("*" if r.get("git_dirty") == 1 else "")
     return f"{r['id']} · {r['family']} · {r['profiler']} · {git} · {r['status']}"
 
 

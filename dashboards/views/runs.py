@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kprof.dashboards.views.common import header
+from kprof.envinfo import short_commit
 
 
 def render() -> None:
@@ -20,7 +21,7 @@ def render() -> None:
     if statuses:
         df = df[df["status"].isin(statuses)]
     show = df.assign(kind=df["mode"].map({"gpu": "GPU", "interpreter": "CPU interpreter (correctness only)"}),
-                     git=df["git_commit"].fillna("?").str[:10] + df["git_dirty"].map({1: " (dirty)"}).fillna(""))
+                     git=df["git_commit"].map(short_commit) + df["git_dirty"].map({1: " (dirty)"}).fillna(""))
     st.dataframe(show[["id", "created_at", "family", "kind", "status", "device_name", "profiler", "git", "cases",
                        "failures"]], hide_index=True)
     st.caption(f"{len(df)} of {len(runs)} runs. Failed cases: `kprof show RUN`; compare two: the Diff page.")

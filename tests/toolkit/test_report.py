@@ -91,5 +91,5 @@ def test_report_names_the_revision():
            "config": {"revision": "HEAD~1", "revision_commit": "abcdef1234567890", "revision_subject": "faster rows",
                       "harness_commit": "1234567890ab", "harness_dirty": True, "interleaved_revisions": ["HEAD~1", "HEAD"]}}
     md = render(run, pd.DataFrame(columns=["status"]))
-    assert "`HEAD~1` = abcdef123456 (faster rows)" in md and "harness at 1234567890ab (dirty)" in md
+    assert "`HEAD~1` = abcdef1234 (faster rows)" in md and "harness at 1234567890 (dirty)" in md  # one commit length (10)
     assert "`HEAD~1`, `HEAD`" in md

@@ -1,0 +1,62 @@
+"""Refuse to open a file that is not a kprof run store, before anything is written to it.
+
+``--store`` may point at any file, for example an Nsight Systems export (an SQLite file too). Opening it
+as a store would add kprof's tables and switch it to WAL mode, changing someone else's data. So an
+existing file is inspected read-only first: it must be empty, an SQLite database without tables, or a
+database that carries kprof's ``meta.schema_version``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from kprof.errors import StoreError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _refuse(path: Path, what: str) -> StoreError:
+    return StoreError(f"{path} is not a readable kprof store: it is {what}; kprof leaves it untouched "
+                      "(pass --store with a new file or folder)")
+
+
+def check_store_file(path: Path) -> None:
+    """Raise :class:`StoreError` unless ``path`` is missing, empty, or a kprof store. Never writes."""
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise _refuse(path, "not a regular file")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"cannot read the store {path}: {exc.strerror or exc}") from None
+    if not head:
+        return  # an empty file: a new store
+    if head != SQLITE_MAGIC:
+        raise _refuse(path, "not an SQLite database")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            version = None
+            if "meta" in tables:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                version = row[0] if row else None
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a readable kprof store ({exc}): it is damaged or not kprof's; move "
+                         "it aside or pass --store with another path") from None
+    if tables and version is None:
+        listed = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
+        raise _refuse(path, f"an SQLite database of something else (its tables: {listed})")
+
+
+def check_store_readable(path: Path) -> None:
+    """For commands that only read: a missing store is an error, and nothing is created."""
+    if not path.exists():
+        raise StoreError(f"no runs yet: no run store at {path} (profile something first: `kprof profile rmsnorm`, "
+                         "or pass --store / set KPROF_STORE to where your runs are)")
+    check_store_file(path)
