@@ -2,15 +2,22 @@
 
 The store is ``--store`` / ``$KPROF_STORE`` / ``./kprof-runs/kprof.db``. When it is missing or holds no
 runs, the bundled demo store of real H100 runs (``dashboards/demo/kprof-demo.db.gz``) is unpacked to a
-temporary folder and shown instead, and every page says so. A file that is not a kprof store gives a
-readable error in the page (:class:`StoreProblem`), never a traceback.
+temporary folder and shown instead, and every page says so; the sidebar's "demo data" switch shows it
+whatever the store holds. A file that is not a kprof store gives a readable error in the page
+(:class:`StoreProblem`), never a traceback.
+
+Reads are cached per (what, run, store stamp): the stamp changes whenever the store does, so a new run
+shows up without a restart. Diff never reads launch tables whole: the kernel comparison needs one row per
+(case, kernel, launch configuration), which SQLite aggregates (:func:`kernel_rows`).
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import re
 import shutil
+import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +29,7 @@ from kprof.errors import KprofError
 from kprof.store import RunStore, default_store_path
 
 DEMO = Path(__file__).parent / "demo" / "kprof-demo.db.gz"
+DEMO_KEY = "kprof_demo"  # session-state key of the sidebar switch
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,7 @@ class Source:
     path: str
     demo: bool
     why: str  # why the demo is shown, or where the store is
+    store_has_runs: bool = False  # the real store has runs (the demo is shown only because the switch is on)
 
 
 class StoreProblem(Exception):
@@ -39,14 +48,15 @@ def _demo_path() -> Path:
     out = Path(tempfile.gettempdir()) / "kprof-dashboard-demo" / "kprof-demo.db"
     if not out.exists() or out.stat().st_mtime < DEMO.stat().st_mtime:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(DEMO, "rb") as src, open(out.with_suffix(".tmp"), "wb") as dst:
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        with gzip.open(DEMO, "rb") as src, open(tmp, "wb") as dst:
             shutil.copyfileobj(src, dst)
-        out.with_suffix(".tmp").replace(out)
+        tmp.replace(out)
     return out
 
 
 @st.cache_resource(show_spinner=False)
-def _source(requested: str | None, mtime: float) -> Source:
+def _source(requested: str | None, mtime: float, want_demo: bool) -> Source:
     path = default_store_path(requested)
     if not path.exists():
         return Source(str(_demo_path()), True, f"no store at {path}")
@@ -55,16 +65,27 @@ def _source(requested: str | None, mtime: float) -> Source:
         empty = st_.runs().empty
         st_.close()
     except KprofError as exc:
+        if want_demo:
+            return Source(str(_demo_path()), True, f"the demo switch is on (the store {path} cannot be read)")
         raise StoreProblem(str(exc)) from None
     if empty:
         return Source(str(_demo_path()), True, f"the store {path} has no runs yet")
-    return Source(str(path), False, str(path))
+    if want_demo:
+        return Source(str(_demo_path()), True, "the demo switch is on", store_has_runs=True)
+    return Source(str(path), False, str(path), store_has_runs=True)
+
+
+def demo_wanted() -> bool:
+    try:
+        return bool(st.session_state.get(DEMO_KEY, False))
+    except Exception:  # no Streamlit session (the server's warm-up): the store itself
+        return False
 
 
 def source() -> Source:
     requested = os.environ.get("KPROF_STORE")
     path = default_store_path(requested)
-    return _source(requested, path.stat().st_mtime if path.exists() else 0.0)
+    return _source(requested, path.stat().st_mtime if path.exists() else 0.0, demo_wanted())
 
 
 def _stamp() -> float:
@@ -73,7 +94,7 @@ def _stamp() -> float:
     return max((q.stat().st_mtime_ns for q in (p, p.with_name(p.name + "-wal")) if q.exists()), default=0) / 1e9
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=256)
 def _read(what: str, run_id: str | None, stamp: float, path: str):  # stamp: the store's mtime, part of the key
     s = RunStore(path)
     try:
@@ -82,20 +103,47 @@ def _read(what: str, run_id: str | None, stamp: float, path: str):  # stamp: the
         s.close()
 
 
-@st.cache_data(show_spinner=False)
-def _diff(run_a: str, run_b: str, threshold: float, stamp: float, path: str):  # -> kprof.diff.DiffResult
-    from kprof.diff import DiffRule, diff_runs
+# ------------------------------------------------------------------------------------ run names
+_REV = re.compile(r"--rev\s+(\S+)")
 
+
+def revision(git_note: object) -> str | None:
+    """The revision name a run was profiled at (``kprof profile --rev NAME`` notes it), else None."""
+    m = _REV.search(str(git_note or ""))
+    return m.group(1) if m else None
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _runs(stamp: float, path: str) -> pd.DataFrame:
     s = RunStore(path)
     try:
-        return diff_runs(s, run_a, run_b, DiffRule(threshold=threshold))
+        runs = s.runs()
     finally:
         s.close()
+    if runs.empty:
+        return runs.assign(rev=pd.Series(dtype=object))
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        notes = dict(con.execute("SELECT id, git_note FROM runs").fetchall())
+    finally:
+        con.close()
+    runs["rev"] = runs["id"].map(lambda i: revision(notes.get(i)))
+    # runs of one `--rev A --rev B` command share their start time: list them in the command's order, so the
+    # first revision (the baseline, usually main) is the one a page opens on
+    order = [_rev_rank(c, r) for c, r in zip(runs["command"], runs["rev"])]
+    runs = runs.assign(_o=order).sort_values(["created_at", "_o"], ascending=[False, True], kind="stable")
+    return runs.drop(columns="_o").reset_index(drop=True)
+
+
+def _rev_rank(command: object, rev: object) -> int:
+    revs = _REV.findall(str(command or ""))
+    return revs.index(rev) if rev in revs else 0
 
 
 # the pages call these: no store path or cache stamp to thread through
 def all_runs() -> pd.DataFrame:
-    return _read("runs", None, _stamp(), source().path)
+    """Every run, newest first, with ``rev`` (the revision name, where there is one)."""
+    return _runs(_stamp(), source().path)
 
 
 def get_run(run_id: str) -> dict:
@@ -110,5 +158,136 @@ def get_launches(run_id: str) -> pd.DataFrame:
     return _read("launches", run_id, _stamp(), source().path)
 
 
+def launch_counts() -> pd.DataFrame:
+    """Per run with launch data: ``rows`` and ``timed`` (rows with timestamps, which a timeline can draw)."""
+    return _launch_counts(_stamp(), source().path)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _launch_counts(stamp: float, path: str) -> pd.DataFrame:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return pd.read_sql_query("SELECT run_id, COUNT(*) AS rows, COUNT(start_ns) AS timed FROM launches "
+                                 "GROUP BY run_id", con).set_index("run_id")
+    finally:
+        con.close()
+
+
+# ------------------------------------------------------------------------------------------ diff
+_KEYS = ('"case"', "kernel", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
+         "shared_mem_bytes")
+
+
+def kernel_rows(con: sqlite3.Connection, run_id: str) -> pd.DataFrame:
+    """What :func:`kprof.diff.kernel_changes` reads, without the launch table: one row per (case, kernel,
+    launch configuration) in first-launch order, ``count`` the launches it stands for and ``duration_ns``
+    their mean, so launches x duration sums to the same kernel time."""
+    keys = ", ".join(_KEYS)
+    q = (f"SELECT {keys}, 'kernel' AS kind, SUM(COALESCE(count, 1)) AS count, "
+         f"SUM(duration_ns * COALESCE(count, 1)) * 1.0 / SUM(COALESCE(count, 1)) AS duration_ns "
+         f"FROM launches WHERE run_id = ? AND (kind IS NULL OR kind = 'kernel') AND \"case\" IS NOT NULL "
+         f"GROUP BY {keys} ORDER BY MIN(rowid)")
+    return pd.read_sql_query(q, con, params=(run_id,))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _diff_base(run_a: str, run_b: str, stamp: float, path: str):
+    """The expensive part of a diff, once per run pair: bootstrap intervals and kernel changes."""
+    from kprof import diff
+
+    s = RunStore(path)
+    try:
+        a, b = s.run(run_a), s.run(run_b)
+        ma, mb = s.metrics(a["id"]), s.metrics(b["id"])
+        rule = diff.DiffRule()
+        cases = diff.diff_cases(ma, s.samples(a["id"]), mb, s.samples(b["id"]), rule)
+        if cases.empty:
+            raise KprofError(f"runs {a['id']} ({a.get('family')}) and {b['id']} ({b.get('family')}) have no correct "
+                             "case in common (same family, provider, shape and dtype); nothing to compare")
+        calls_a = int((a.get("config") or {}).get("profile_repeats") or 5)
+        calls_b = int((b.get("config") or {}).get("profile_repeats") or 5)
+        kernels = diff.kernel_changes(kernel_rows(s._conn, a["id"]), kernel_rows(s._conn, b["id"]), ma, mb,
+                                      calls_a, calls_b, compare_names=a.get("profiler") == b.get("profiler"))
+        return diff.DiffResult(a=a, b=b, rule=rule, cases=cases, kernels=kernels,
+                               warnings=diff.environment_warnings(a, b), **diff.unmatched(ma, mb))
+    finally:
+        s.close()
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _diff(run_a: str, run_b: str, threshold: float, stamp: float, path: str):  # -> kprof.diff.DiffResult
+    """A diff at another threshold re-decides each case from the pair's intervals (which do not depend on
+    the threshold): a slider step costs milliseconds, not a bootstrap per case."""
+    import dataclasses
+
+    from kprof import diff
+
+    base = _diff_base(run_a, run_b, stamp, path)
+    if threshold == base.rule.threshold:
+        return base
+    rule = dataclasses.replace(base.rule, threshold=threshold)
+    cases = base.cases.copy()
+    decided = [diff.decide(r, lo, hi, p, rule) if n else (v, w) for r, lo, hi, p, n, v, w in zip(
+        cases["ratio"], cases["ci_lo"], cases["ci_hi"], cases["p_value"], _decidable(cases, rule),
+        cases["verdict"], cases["why"])]
+    cases["verdict"] = [d[0] for d in decided]
+    cases["why"] = [d[1] for d in decided]
+    return dataclasses.replace(base, rule=rule, cases=diff.sort_worst_first(cases))
+
+
+def _decidable(cases: pd.DataFrame, rule) -> list[bool]:
+    """Cases whose verdict came from the interval (not from missing or too few samples)."""
+    n = cases[["n_a", "n_b"]].min(axis=1)
+    return list((n >= rule.min_samples) & (n > 0))
+
+
 def get_diff(run_a: str, run_b: str, threshold: float = 0.03):
     return _diff(run_a, run_b, threshold, _stamp(), source().path)
+
+
+# ----------------------------------------------------------------------------------- trace files
+TRACES_ENV = "KPROF_TRACES"  # `kprof dashboard TRACE...` passes the files here (os.pathsep between them)
+
+
+@st.cache_resource(show_spinner=False)
+def _uploaded() -> list[str]:
+    return []
+
+
+def trace_files() -> list[str]:
+    """Trace files to offer: those named on the command line, then those uploaded in this server's life."""
+    named = [p for p in os.environ.get(TRACES_ENV, "").split(os.pathsep) if p]
+    return list(dict.fromkeys(named + _uploaded()))
+
+
+def add_trace_file(path: str) -> None:
+    _uploaded().append(path)
+
+
+def save_upload(name: str, content: bytes) -> str:
+    """An uploaded trace written to a temporary folder under its own name (parsers sniff by suffix)."""
+    folder = Path(tempfile.gettempdir()) / "kprof-dashboard-uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / Path(name).name
+    out.write_bytes(content)
+    return str(out)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _read_trace(path: str, mtime: float) -> pd.DataFrame:
+    from kprof import launch_table
+    from kprof.profilers import parse_trace
+
+    p = Path(path)
+    if p.suffix == ".csv":  # a launch table written by `kprof parse --csv` is read as it is
+        head = p.open().readline()
+        if "kernel" in head and "start_ns" in head and "duration_ns" in head:
+            return launch_table.validate(pd.read_csv(p))
+    return parse_trace(p)
+
+
+def read_trace(path: str) -> pd.DataFrame:
+    p = Path(path)
+    if not p.exists():
+        raise KprofError(f"trace file not found: {path}")
+    return _read_trace(str(p.resolve()), p.stat().st_mtime)

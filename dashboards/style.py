@@ -1,0 +1,110 @@
+"""How the dashboard shows things, in one place: provider and kernel colours, readable column names, number
+formats, shape order. No Streamlit here (the figures and the pages both use it, and it tests alone).
+
+Colours are a function of the name alone (a fixed table for the PyTorch yardsticks, a hash of the name into a
+palette for the rest), so a provider keeps its colour on every page, in every run, and when runs are added."""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+
+import pandas as pd
+from plotly.colors import qualitative
+
+# The yardsticks every family has: fixed, muted colours so the versions under test stand out.
+FIXED = {
+    "torch_eager": "#7f7f7f", "torch_F": "#17becf", "torch_compile": "#8c564b", "liger": "#bcbd22",
+    "cublas": "#393b79", "torch_matmul": "#393b79", "copy": "#c7c7c7",
+}
+PALETTE = [c for c in qualitative.Plotly + qualitative.D3 + qualitative.Dark24 if c.lower() not in
+           {v.lower() for v in FIXED.values()}]
+
+
+def colour(name: str) -> str:
+    """The colour of a provider (or kernel) name; ``provider @ run`` keeps the provider's colour."""
+    base = str(name).split(" @ ")[0]
+    if base in FIXED:
+        return FIXED[base]
+    return PALETTE[zlib.crc32(base.encode()) % len(PALETTE)]
+
+
+# Which column holds the time a page plots: the first of these a run has. Timing modes declared per run
+# (cold / warm / graph / host) add their own columns; put the preferred one first.
+TIME_PREFERENCE = ("gpu_time_warm_us", "gpu_time_us")
+
+
+def time_column(metrics: pd.DataFrame) -> str:
+    for col in TIME_PREFERENCE:
+        if col in metrics and metrics[col].notna().any():
+            return col
+    return "gpu_time_us"
+
+
+# column -> (header, format); the format is a Streamlit NumberColumn printf format or None for text
+COLUMNS: dict[str, tuple[str, str | None]] = {
+    "shape": ("shape", None), "provider": ("version", None), "dtype": ("dtype", None), "status": ("status", None),
+    "best": ("best", None), "case": ("case", None), "note": ("note", None), "why": ("why", None),
+    "gpu_time_us": ("GPU time (µs)", "%.2f"), "gpu_time_warm_us": ("GPU time (µs)", "%.2f"),
+    "noise": ("noise (p80-p20)/median", "%.1%"), "gbps": ("bandwidth (GB/s)", "%.0f"),
+    "pct_peak_bw": ("% of copy ceiling", "%.1f"), "speedup": ("speedup", "%.2f×"),
+    "host_time_us": ("host time/call (µs)", "%.1f"), "launch_latency_us": ("launch latency (µs)", "%.1f"),
+    "kernels_per_call": ("kernels/call", "%.0f"), "occupancy_theoretical_pct": ("occupancy theor. (%)", "%.0f"),
+    "occupancy_achieved_pct": ("occupancy achieved (%)", "%.0f"), "occupancy_limiter": ("limited by", None),
+    "dram_bytes_per_call": ("DRAM bytes/call", "%.3s"), "dram_vs_model": ("DRAM / bytes model", "%.2f×"),
+    "registers_per_thread": ("registers/thread", "%.0f"), "local_bytes": ("spills: local bytes", "%.0f"),
+    "spill_bytes": ("spill bytes", "%.0f"), "shared_mem_bytes": ("shared mem (B)", "%.0f"),
+    "max_rel_err": ("max rel. error", "%.2e"), "max_abs_err": ("max abs. error", "%.2e"),
+    "tolerance": ("tolerance", "%.0e"), "err_vs_tol": ("error / tolerance", "%.3f"),
+    "median_a": ("median A (µs)", "%.2f"), "median_b": ("median B (µs)", "%.2f"), "ratio": ("B / A", "%.3f"),
+    "ci_lo": ("95% CI low", "%.3f"), "ci_hi": ("95% CI high", "%.3f"), "p_value": ("p-value", None),
+    "verdict": ("verdict", None), "changes": ("kernel changes", None), "intensity": ("FLOP/byte", "%.2f"),
+    "bound": ("bound", None), "tflops": ("TFLOP/s", "%.3g"), "pct_roof": ("% of roof", "%.1f"),
+    "launches": ("launches", "%d"), "baseline": ("baseline", None),
+}
+
+
+def column_config(df: pd.DataFrame) -> dict:
+    """Streamlit column_config for the columns of ``df`` this module knows: readable headers, units in the
+    header, sensible decimals. Imported lazily so this module stays free of Streamlit."""
+    import streamlit as st
+
+    out = {}
+    for col in df.columns:
+        header, fmt = COLUMNS.get(col, (col.replace("_", " "), None))
+        if fmt and pd.api.types.is_numeric_dtype(df[col]):
+            out[col] = st.column_config.NumberColumn(header, format=fmt)
+        else:
+            out[col] = st.column_config.Column(header)
+    return out
+
+
+def p_value(p: object) -> str:
+    """p-values as a reader wants them: '< 0.001' rather than 0.000000."""
+    if p is None or (isinstance(p, float) and math.isnan(p)) or p is pd.NA:
+        return "—"
+    p = float(p)
+    return "< 0.001" if p < 1e-3 else f"{p:.3f}"
+
+
+def shape_key(shape: object) -> tuple:
+    """Sort key for shapes such as '4096x1024': numerically, dimension by dimension (text sorting puts
+    '16384x4096' before '2048x4096')."""
+    parts = re.split(r"[x×,]", str(shape))
+    return tuple((0, int(p)) if p.strip().isdigit() else (1, p) for p in parts)
+
+
+def sorted_shapes(shapes) -> list[str]:
+    return sorted({str(s) for s in shapes if s is not None and not pd.isna(s)}, key=shape_key)
+
+
+def us(value_us: float) -> str:
+    """A duration with a readable unit."""
+    if value_us is None or (isinstance(value_us, float) and math.isnan(value_us)):
+        return "—"
+    if value_us >= 1e6:
+        return f"{value_us / 1e6:.3g} s"
+    if value_us >= 1e3:
+        return f"{value_us / 1e3:.3g} ms"
+    return f"{value_us:.3g} µs"
