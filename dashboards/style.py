@@ -6,6 +6,7 @@ palette for the rest), so a provider keeps its colour on every page, in every ru
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import zlib
@@ -18,8 +19,35 @@ FIXED = {
     "torch_eager": "#7f7f7f", "torch_F": "#17becf", "torch_compile": "#8c564b", "liger": "#bcbd22",
     "cublas": "#393b79", "torch_matmul": "#393b79", "copy": "#c7c7c7",
 }
-PALETTE = [c for c in qualitative.Plotly + qualitative.D3 + qualitative.Dark24 if c.lower() not in
-           {v.lower() for v in FIXED.values()}]
+
+
+def _rgb(c: str) -> tuple[int, int, int]:
+    c = c.lstrip("#")
+    return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)
+
+
+def _far_from_fixed(c: str, min_dist: int = 90) -> bool:
+    """Hashed colours stay visibly apart from the yardsticks' (a cyan next to torch_F's teal reads as one)."""
+    r = _rgb(c)
+    return all(sum((a - b) ** 2 for a, b in zip(r, _rgb(f))) ** 0.5 >= min_dist for f in FIXED.values())
+
+
+PALETTE = list(dict.fromkeys(c.upper() for c in qualitative.Plotly + qualitative.D3 + qualitative.Dark24
+                             if _far_from_fixed(c)))
+
+
+@functools.lru_cache(maxsize=1)
+def _registry() -> dict[str, int]:
+    """Every provider kprof defines, family by family, numbered: neighbours in a family get neighbouring,
+    so distinct, palette entries (a hash alone gave two rmsnorm versions one colour). Imports the kernel
+    families once (seconds; the dashboard's server does it at start-up)."""
+    try:
+        from kprof.kernels import discover
+
+        names = [p for _, f in sorted(discover().items()) for p in f.providers if p not in FIXED]
+    except Exception:  # kernels that do not import here: hashed colours still hold
+        names = []
+    return {n: i for i, n in enumerate(dict.fromkeys(names))}
 
 
 def colour(name: str) -> str:
@@ -27,6 +55,9 @@ def colour(name: str) -> str:
     base = str(name).split(" @ ")[0]
     if base in FIXED:
         return FIXED[base]
+    known = _registry().get(base)
+    if known is not None:
+        return PALETTE[known % len(PALETTE)]
     return PALETTE[zlib.crc32(base.encode()) % len(PALETTE)]
 
 

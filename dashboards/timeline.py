@@ -210,17 +210,25 @@ def _single(df: pd.DataFrame, search: str, selected: int | None) -> go.Figure:
             continue
         matched = not query or (name is not None and query in name.lower()) or \
             (name is None and g["kernel"].astype(str).str.lower().str.contains(query, regex=False).any())
-        wide = (g["duration_ns"] / span) > 0.004  # boxes wide enough for a label at the default zoom
+        label = _fitted(g["_name"], g["duration_ns"] / span)
         fig.add_trace(go.Bar(
             base=g["start_ns"] / 1e3, x=g["duration_ns"].astype(float).clip(lower=1) / 1e3, y=g["_gpu_lane"],
             orientation="h", name=name if name is not None else f"other kernels ({g['_name'].nunique()})",
             marker=dict(color=style.colour(name) if name is not None else "#d0d0d0", line=dict(width=0)),
-            opacity=1.0 if matched else 0.15, text=np.where(wide, g["_name"], "").astype(str), textposition="inside",
+            opacity=1.0 if matched else 0.15, text=label, textposition="inside",
             insidetextanchor="start", textfont=dict(size=11), customdata=g["_row"].to_numpy(),
             hovertext=_hover(g), hovertemplate=HOVER))
     if selected is not None and 0 <= selected < len(df):
         _mark(fig, df.iloc[selected])
     return fig
+
+
+def _fitted(names: pd.Series, fraction: pd.Series, plot_px: float = 1000, char_px: float = 6.5) -> np.ndarray:
+    """Each box's label cut to what fits its width at the default zoom ('' below four characters); the
+    figure's uniformtext rule hides what still does not fit."""
+    chars = (fraction.to_numpy() * plot_px / char_px).astype(int)
+    out = [n if len(n) <= c else (n[: c - 1] + "…" if c >= 4 else "") for n, c in zip(names.to_numpy(), chars)]
+    return np.array(out, dtype=str)
 
 
 def _mark(fig: go.Figure, r: pd.Series) -> None:

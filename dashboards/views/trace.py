@@ -39,7 +39,7 @@ def render() -> None:
         st.warning("This run has no launch table: it was profiled with `--profiler none` or on the CPU. "
                    "`kprof profile FAMILY --profiler torch|nsys|ncu|proton` records one.")
         return
-    cases = sorted(lt["case"].dropna().astype(str).unique())
+    cases = run_order(lt)
     c1, c2, c3 = st.columns([3, 2, 2])
     chosen = c1.multiselect("cases", cases, default=cases[:1], key="trace_cases")
     search = c2.text_input("find a kernel (dims the others)", key="trace_search")
@@ -77,6 +77,12 @@ def render() -> None:
     st.caption(f"{len(df)} of {len(lt)} rows; source: {', '.join(sorted(lt['source'].dropna().astype(str).unique()))}. "
                "The export holds the cases and time window chosen here; open it at ui.perfetto.dev.")
     upload_box()
+
+
+def run_order(lt: pd.DataFrame) -> list[str]:
+    """Cases in the order they ran (first timestamp), the order a user thinks of them in."""
+    first = lt.assign(_t=lt["start_ns"].fillna(lt["api_start_ns"])).groupby("case")["_t"].min()
+    return [str(c) for c in first.sort_values(kind="stable", na_position="last").index]
 
 
 def source_options(runs: pd.DataFrame) -> dict[str, tuple[str, str]]:

@@ -92,7 +92,7 @@ def test_sweep_page_on_the_real_h100_sweeps(demo_copy, monkeypatch):
     guide = at.dataframe[0].value
     # the newest sweep in the demo is rmsnorm one_row under ncu at 16384x4096: the guide's best is the
     # fastest correct configuration stored for that shape
-    run_id = at.selectbox(key="sweep_run").value.split(" · ")[0]
+    run_id = at.selectbox(key="sweep_run").value.split(" · ")[-1]
     m = RunStore(demo_copy).metrics(run_id)
     swept = m[m["params"].notna() & (m["status"] == "ok")].sort_values("gpu_time_us")
     best = json.loads(swept["params"].iloc[0])
