@@ -89,9 +89,13 @@ def source() -> Source:
 
 
 def _stamp() -> float:
-    """Changes whenever the store does: SQLite in WAL mode writes to ``kprof.db-wal`` first."""
+    """Changes whenever the store's data does: SQLite in WAL mode appends new data to ``kprof.db-wal`` and
+    copies it into ``kprof.db`` at checkpoints. The WAL's size, not its mtime: merely opening the store
+    touches that file, which made every read look like a new store and emptied the cache."""
     p = Path(source().path)
-    return max((q.stat().st_mtime_ns for q in (p, p.with_name(p.name + "-wal")) if q.exists()), default=0) / 1e9
+    wal = p.with_name(p.name + "-wal")
+    main = p.stat().st_mtime_ns if p.exists() else 0
+    return main / 1e9 + (wal.stat().st_size if wal.exists() else 0) * 1e-3
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

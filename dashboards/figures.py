@@ -10,14 +10,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from kprof import launch_table
-from kprof.analysis import gpu_lane, host_lane, timeline_bins
 from kprof.dashboards import style
 from kprof.registry import parse_shape
 
-# Launches drawn one by one; beyond that each lane is folded into TRACE_BINS time intervals and the page says
-# so. SVG bars with hover: 5000 draw in about a second in headless Chromium on the 2-core dev box.
-TRACE_LIMIT = 5000
-TRACE_BINS = 800
 
 
 def elements(shape: str) -> int:
@@ -153,9 +148,8 @@ def best_per_shape(metrics: pd.DataFrame) -> pd.Series:
     ok = ok_rows(metrics)
     if "kind" in ok:
         ok = ok[ok["kind"] != "roofline"]
-    best = ok.groupby(["shape", "dtype"])["gpu_time_us"].transform("min")
-    return pd.Series((metrics.index.isin(ok.index)) & (metrics["gpu_time_us"] == best.reindex(metrics.index)),
-                     index=metrics.index)
+    winners = ok.groupby(["shape", "dtype"])["gpu_time_us"].idxmin()  # one per shape, even on a tie
+    return pd.Series(metrics.index.isin(winners.dropna().to_numpy()), index=metrics.index)
 
 
 def roofline(metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: float | None = None) -> go.Figure:
@@ -180,85 +174,6 @@ def roofline(metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: flo
                       yaxis_title="TFLOP/s achieved")
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    return fig
-
-
-def timeline(launches: pd.DataFrame, limit: int = TRACE_LIMIT, bins: int = TRACE_BINS) -> tuple[go.Figure, str | None]:
-    """Kernels on one lane per (device, stream), launch calls on one lane per host thread, a line from
-    each launch call to its kernel. Rows without timestamps (ncu, summaries) cannot be drawn. Beyond
-    ``limit`` launches the lanes are folded into ``bins`` time intervals (:func:`kprof.analysis.timeline_bins`):
-    one bar per lane and interval, coloured by how busy the lane was, with the count and top kernel on hover."""
-    df = launches[launches["start_ns"].notna()].copy()
-    if df.empty:
-        return go.Figure(), "no launch in this table has timestamps (ncu and summary rows have none)"
-    if len(df) > limit:
-        folded = timeline_bins(df, bins)
-        width_us = (folded["end_ns"].max() - folded["start_ns"].min()) / bins / 1e3
-        note = (f"{len(df)} launches, more than a browser draws one by one ({limit}): each bar is every event of "
-                f"its lane within {width_us:.3g} µs ({len(folded)} bars), coloured by how busy the lane was. Narrow "
-                f"the time window, or pick cases or kernels, to {limit} launches or fewer to see single launches.")
-        return _binned_timeline(folded), note
-    t0 = float(min(df["start_ns"].min(), df["api_start_ns"].min(skipna=True)
-                   if df["api_start_ns"].notna().any() else df["start_ns"].min()))
-    df["kind"] = df["kind"].fillna("kernel")
-    gpu = df[df["kind"] != "sync"]
-    fig = go.Figure()
-    hover = ("%{customdata[0]}<br>case %{customdata[1]}<br>%{customdata[2]:.2f} us<br>grid %{customdata[3]} "
-             "block %{customdata[4]}<br>regs %{customdata[5]} smem %{customdata[6]} B<br>"
-             "launch latency %{customdata[7]} ns<br>occupancy %{customdata[8]} %<extra></extra>")
-
-    def custom(g: pd.DataFrame) -> np.ndarray:
-        grid = g["grid_x"].astype("string").fillna("?") + "x" + g["grid_y"].astype("string").fillna("?")
-        block = g["block_x"].astype("string").fillna("?")
-        return np.stack([g["kernel"].astype(str).str[:80], g["case"].astype("string").fillna("—"),
-                         g["duration_ns"].astype(float) / 1e3, grid, block,
-                         g["registers_per_thread"].astype("string").fillna("—"),
-                         g["shared_mem_bytes"].astype("string").fillna("—"),
-                         g["launch_latency_ns"].astype("string").fillna("—"),
-                         g["occupancy_theoretical_pct"].fillna(g["occupancy_est_pct"]).round(0).astype("string")
-                         .fillna("—")], axis=-1)
-
-    fig.add_trace(go.Bar(
-        base=(gpu["start_ns"].astype(float) - t0) / 1e3, x=gpu["duration_ns"].astype(float) / 1e3, y=gpu_lane(gpu),
-        orientation="h", name="kernels", customdata=custom(gpu), hovertemplate=hover))
-    host = df[df["api_start_ns"].notna()]
-    if not host.empty:
-        fig.add_trace(go.Bar(
-            base=(host["api_start_ns"].astype(float) - t0) / 1e3,
-            x=(host["api_end_ns"] - host["api_start_ns"]).astype(float) / 1e3, y=host_lane(host), orientation="h",
-            name="launch / sync calls", customdata=custom(host), hovertemplate=hover))
-        linked = host[host["kind"] != "sync"].head(2000)
-        xs, ys = [], []
-        for (a, b), la, lb in zip(zip(linked["api_start_ns"], linked["start_ns"]), host_lane(linked), gpu_lane(linked)):
-            xs += [(float(a) - t0) / 1e3, (float(b) - t0) / 1e3, None]
-            ys += [la, lb, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="launch -> kernel", line=dict(width=0.5),
-                                 hoverinfo="skip"))
-    fig.update_layout(barmode="overlay", height=380, xaxis_title="µs from the first event", title="Timeline",
-                      margin=dict(t=50, b=40))
-    return fig, None
-
-
-def _binned_timeline(folded: pd.DataFrame) -> go.Figure:
-    t0 = folded["start_ns"].min()
-    fig = go.Figure()
-    for track, name in (("kernels", "kernels (folded)"), ("calls", "launch / sync calls (folded)")):
-        g = folded[folded["track"] == track]
-        if g.empty:
-            continue
-        span = (g["end_ns"] - g["start_ns"]).clip(lower=1.0)
-        busy = (100 * g["busy_ns"] / span).clip(upper=100)
-        fig.add_trace(go.Bar(
-            base=(g["start_ns"] - t0) / 1e3, x=span / 1e3, y=g["lane"], orientation="h", name=name,
-            marker=dict(color=busy, colorscale="Blues", cmin=0, cmax=100,
-                        colorbar=dict(title="busy %", len=0.6) if track == "kernels" else None),
-            customdata=np.stack([g["events"], busy.round(0), g["busy_ns"] / 1e3, g["top_kernel"].astype(str).str[:80],
-                                 g["kernels"], g["cases"]], axis=-1),
-            hovertemplate=("%{customdata[0]} events, busy %{customdata[1]}% (%{customdata[2]:.1f} µs)<br>"
-                           "most time: %{customdata[3]}<br>%{customdata[4]} kernels, %{customdata[5]} cases"
-                           "<extra></extra>")))
-    fig.update_layout(barmode="overlay", height=380, xaxis_title="µs from the first event",
-                      title="Timeline (folded into intervals)", margin=dict(t=50, b=40))
     return fig
 
 

@@ -87,7 +87,7 @@ def collapse_gaps(df: pd.DataFrame, min_gap_ns: float, keep_ns: float | None = N
     removed = np.cumsum(gap_len - keep)
 
     def shift(t: pd.Series) -> pd.Series:
-        k = np.searchsorted(gap_start, t.to_numpy(), side="right")  # gaps wholly before t
+        k = np.searchsorted(gap_start, t.to_numpy(), side="left")  # gaps that start before t (an end at a gap's start stays)
         return t - np.where(k > 0, removed[np.maximum(k - 1, 0)], 0.0)
 
     out = df.copy()
