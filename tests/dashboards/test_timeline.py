@@ -29,9 +29,12 @@ def test_kernels_in_their_own_colours_lanes_fixed_and_an_overview(trace):
     assert len({t.marker.color for t in kernels}) == len(kernels)
     assert fig.layout.yaxis.fixedrange and fig.layout.xaxis.rangeslider.visible
     assert not any(t.name == "launch -> kernel" for t in fig.data)  # no flow until a launch is selected
-    cased = trace[trace["case"].notna()]
-    one_case = cased[cased["case"] == cased.loc[cased["duration_ns"].idxmax(), "case"]]
-    fig, _, _ = timeline.figure({"A": one_case}, collapse_ns=100e3)  # the page's view: one case, gaps cut
+    # a GPU-bound stretch: the same kernels back to back, each a sizeable part of the view
+    busy = trace[trace["kind"] == "kernel"].head(6).copy()
+    busy["duration_ns"] = np.random.default_rng().integers(40_000, 90_000, len(busy))
+    busy["start_ns"] = busy["start_ns"].min() + busy["duration_ns"].cumsum().shift(fill_value=0)
+    busy["end_ns"] = busy["start_ns"] + busy["duration_ns"]
+    fig, _, _ = timeline.figure({"A": busy})
     labelled = [x for t in fig.data if t.type == "bar" and t.text is not None for x in t.text if x]
     assert labelled and all(len(x) <= 61 for x in labelled)  # names on the boxes wide enough
 
