@@ -61,9 +61,9 @@ def colour(name: str) -> str:
     return PALETTE[zlib.crc32(base.encode()) % len(PALETTE)]
 
 
-# Which column holds the time a page plots: the first of these a run has. Timing modes declared per run
-# (cold / warm / graph / host) add their own columns; put the preferred one first.
-TIME_PREFERENCE = ("gpu_time_warm_us", "gpu_time_us")
+# Which column holds the time a page plots: the first of these a run has. gpu_time_us is the run's declared
+# timing mode (cold / warm / graph / host); per-mode columns such as warm_us come after it.
+TIME_PREFERENCE = ("gpu_time_us", "warm_us")
 
 
 def time_column(metrics: pd.DataFrame) -> str:
@@ -92,7 +92,8 @@ COLUMNS: dict[str, tuple[str, str | None]] = {
     "ci_lo": ("95% CI low", "%.3f"), "ci_hi": ("95% CI high", "%.3f"), "p_value": ("p-value", None),
     "verdict": ("verdict", None), "changes": ("kernel changes", None), "intensity": ("FLOP/byte", "%.2f"),
     "bound": ("bound", None), "tflops": ("TFLOP/s", "%.3g"), "pct_roof": ("% of roof", "%.1f"),
-    "launches": ("launches", "%d"), "baseline": ("baseline", None),
+    "launches": ("launches", "%d"), "baseline": ("baseline", None), "warm_us": ("warm time (µs)", "%.2f"),
+    "graph_time_us": ("CUDA-graph time (µs)", "%.2f"), "timer": ("timer", None),
 }
 
 

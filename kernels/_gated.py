@@ -109,7 +109,6 @@ def make_family(name: str, act: int, description: str, package_dir: str) -> Fami
         # one rounding of the product to the storage dtype (the eager code rounds after the activation too)
         tolerances={"fp32": 1e-5, "bf16": 8e-3, "fp16": 1e-3},
         baseline="torch_eager",
-        shared_sources=(common.__file__, __file__),
     )
 
 

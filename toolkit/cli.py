@@ -1,7 +1,8 @@
 """The ``kprof`` command line (typer + rich).
 
 User mistakes (unknown family, bad shape, unknown run, unreadable trace) print one clear message and exit
-with status 2; they never show a traceback.
+with status 2; they never show a traceback. ``profile`` and ``sweep`` exit 1 when a case fails its
+correctness check or raises (:mod:`kprof.gate`; ``--allow-failures`` exits 0).
 """
 
 from __future__ import annotations
@@ -61,8 +62,10 @@ def profile(
     rep_ms: Annotated[int, typer.Option(help="do_bench repetition budget per case, ms.")] = 100,
     warmup_ms: Annotated[int, typer.Option(help="do_bench warm-up budget per case, ms.")] = 25,
     no_graph: Annotated[bool, typer.Option("--no-graph", help="Skip CUDA-graph replay timing.")] = False,
+    timing_mode: Annotated[str, typer.Option(help="Timing mode that ranks, gives % of ceiling, speedups and diff samples: cold | warm | graph | host (all are measured and stored; see README).")] = "cold",
     seed: Annotated[int, typer.Option(help="Input seed; 0 draws a fresh one (recorded with the run).")] = 0,
     report: Annotated[Optional[Path], typer.Option(help="Also write the markdown report to this file.")] = None,
+    allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per failing case).")] = False,
     store: StoreOpt = None,
 ) -> None:
     """Check, time and profile every provider of FAMILY over its sweep; store the run; print the report."""
@@ -71,16 +74,22 @@ def profile(
     from kprof.registry import parse_shape
     from kprof.runner import ProfileOptions
 
+    from kprof.timing import MODES
+
+    if timing_mode not in MODES or (timing_mode == "graph" and no_graph):
+        raise KprofError(f"--timing-mode {timing_mode!r} cannot rank this run (choose one of "
+                         f"{', '.join(MODES)}; graph needs the graph replay, so not with --no-graph)")
     shapes = tuple(parse_shape(s) for s in _split(shape)) or None
     dtypes = tuple(canonical_dtype(d) for d in _split(dtype)) or None
     opts = ProfileOptions(
         family=family, providers=tuple(_split(provider)) or None, shapes=shapes, dtypes=dtypes,
         profiler=profiler, mode=mode, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
         profile_repeats=profile_repeats, revisions=tuple(rev or ()),
-        settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed),
+        settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed,
+                               mode=timing_mode),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
     )
-    _run_and_report(opts, report, store)
+    _gate(_run_and_report(opts, report, store), store, allow_failures)
 
 
 def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optional[str]) -> list[str]:
@@ -100,7 +109,7 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
 
         def on_progress(phase: str, done: int, total: int, label: str) -> None:
             if phase == "profiler":
-                err_console.print(f"profiler: {label}")
+                err_console.print(f"profiler: {label}", markup=False, highlight=False)  # may hold a rev name
                 return
             if phase not in tasks:
                 tasks[phase] = bar.add_task(label, total=total, phase=phase)
@@ -145,6 +154,7 @@ def sweep(
     tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary.")] = None,
     report: Annotated[Optional[Path], typer.Option(help="Also write the run's report to this file.")] = None,
     guide: Annotated[Optional[Path], typer.Option(help="Also write the block-size guide (markdown) to this file.")] = None,
+    allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per failing case).")] = False,
     store: StoreOpt = None,
 ) -> None:
     """Run one Triton version over the cartesian product of its meta-parameters (each configuration checked,
@@ -172,6 +182,21 @@ def sweep(
                       + ("" if no_default else " + the version's own choice"))
     run_ids = _run_and_report(opts, report, store)
     _print_guide(run_ids[0], store, guide)
+    _gate(run_ids, store, allow_failures)
+
+
+def _gate(run_ids: list[str], store: Optional[str], allow_failures: bool) -> None:
+    """Exit 1 when a case of the stored runs failed its correctness check or raised (:mod:`kprof.gate`)."""
+    from kprof import gate
+    from kprof.store import RunStore
+
+    failures = gate.check(RunStore(store), run_ids)
+    for f in failures:  # plain print: one line per case, never wrapped by the console's width
+        print(f.line(), file=sys.stderr)
+    if failures:
+        print(gate.summary(failures, allow_failures), file=sys.stderr)
+        if not allow_failures:
+            sys.exit(1)
 
 
 def _print_guide(run_ref: str, store: Optional[str], path: Optional[Path]) -> None:

@@ -1,8 +1,7 @@
-"""Where a run came from: git revision, source hashes, software versions."""
+"""Where a run came from: git revision and software versions (source hashes: :mod:`kprof.closure`)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import shutil
@@ -52,19 +51,6 @@ def _git_state(path: Path) -> GitState:
     if status.returncode != 0:
         return GitState(head.stdout.strip(), None, f"git status failed: {status.stderr.strip()[-200:]}")
     return GitState(head.stdout.strip(), bool(status.stdout.strip()))
-
-
-def file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-
-def source_hashes(paths: list[Path], root: Path | None = None) -> dict[str, str]:
-    """``{relative path: sha256 prefix}`` of each kernel source file."""
-    out = {}
-    for p in paths:
-        key = str(p.relative_to(root)) if root and p.is_relative_to(root) else p.name
-        out[key] = file_hash(p)
-    return out
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,9 @@ class Family:
         sweep_file: str = "sweep.yaml",
         shared_sources: Iterable[str | Path] = (),
     ) -> None:
+        # ``shared_sources`` is accepted and ignored: revisions written before the import closure
+        # (:mod:`kprof.closure`) replaced that hand-kept list still pass it, and must load under --rev
+        del shared_sources
         if name in _FAMILIES:
             raise KprofError(f"kernel family {name!r} is defined twice; family names must be unique")
         missing = [d for d in DTYPE_NAMES if d not in tolerances]
@@ -190,8 +193,6 @@ class Family:
         self.tolerances = {canonical_dtype(k): float(v) for k, v in tolerances.items()}
         self.baseline = baseline
         self.sweep_path = self.package_dir / sweep_file
-        self.shared_sources = tuple(Path(p) for p in shared_sources)
-        """Modules outside the folder the family's kernels use (``kernels/_common.py``); hashed with it."""
         self.providers: dict[str, Provider] = {}
         _FAMILIES[name] = self
 
@@ -258,12 +259,6 @@ class Family:
         shapes = tuple(parse_shape(s) for s in section["shapes"])
         dtypes = tuple(canonical_dtype(d) for d in section["dtypes"])
         return Sweep(shapes=shapes, dtypes=dtypes)
-
-    def source_files(self) -> list[Path]:
-        """Every Python and YAML file of the family folder, and the shared modules it uses (hashed into
-        each run record)."""
-        own = sorted(p for p in self.package_dir.iterdir() if p.suffix in (".py", ".yaml"))
-        return own + [p for p in self.shared_sources if p not in own]
 
 
 def config_name(version: str, config: Mapping[str, int]) -> str:

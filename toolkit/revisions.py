@@ -1,30 +1,38 @@
-"""A kernel family's sources as they were at a git revision, loaded next to today's harness.
+"""A kernel family's code as it was at a git revision, loaded next to today's harness.
 
-``kprof profile FAMILY --rev A --rev B`` measures the family folder ``kernels/FAMILY/`` as it is at each
-revision, with the harness of the working tree, in one process, so both are timed by the same code on the
-same inputs and machine state. :func:`load_family_at`:
+``kprof profile FAMILY --rev A --rev B`` measures the kernel code the family runs as it is at each revision,
+with the harness of the working tree, in one process, so both are timed by the same code on the same inputs
+and machine state. :func:`load_family_at`:
 
-1. resolves the rev-spec (a commit, a branch, ``HEAD~1``) with ``git rev-parse --verify REV^{commit}``;
-2. writes every file of ``kernels/FAMILY/`` at that commit (``git ls-tree`` + ``git show``) into
-   ``STORE_DIR/revisions/<slot>_<commit>/kprof_rev_<slot>_<commit12>/FAMILY/``, rewriting the family's own
-   absolute imports ``kprof.kernels.FAMILY`` to that package so two revisions can live in one process;
-3. imports it with :func:`kprof.registry.isolated_registry`, so its ``Family`` keeps its name but does not
-   replace today's in the global registry.
+1. resolves the rev-spec (a commit, a branch, ``HEAD~1``) with ``git rev-parse --verify --end-of-options
+   REV^{commit}``; the name is only ever an argv item (never code, never a shell word) and one starting
+   with ``-`` is refused, so it cannot become a git option;
+2. finds the family's import closure at that commit (:mod:`kprof.closure`: ``kernels/FAMILY/`` and every
+   module under ``kernels/`` it imports, read from git, never run), and refuses when the closure needs
+   something the commit does not have;
+3. writes the closure to ``STORE_DIR/revisions/<slot>_<commit>/kprof_rev_<slot>_<commit12>/`` (the layout of
+   ``kernels/``), rewriting every ``kprof.kernels`` reference to that package, so two revisions (or one
+   commit twice, an A/A comparison) live in one process and in the replay child of external profilers;
+4. imports it with :func:`kprof.registry.isolated_registry`, so its ``Family`` keeps its name but neither it
+   nor any other family of the closure (rmsnorm for rmsnorm_linear) enters today's registry. The package's
+   own ``__init__`` is a fixed stub: ``kernels/__init__.py`` (discovery of every family) is harness.
 
-Source hashes are of the files as stored in git (before the import rewrite), so they match the hashes a
-normal run of that commit records.
+Source hashes are of the closure's files as stored in git (before the rewrite), so they match the hashes a
+normal run of that commit records (:func:`kprof.closure.working_tree_sources`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
+import json
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from kprof.closure import Closure, ClosureError, family_closure, git_tree
 from kprof.errors import KprofError
 from kprof.registry import Family, isolated_registry
 
@@ -38,10 +46,15 @@ class FamilyRevision:
     rev: str  # as the user wrote it
     commit: str  # resolved full sha
     family: Family
-    package: str  # import name of the loaded copy
+    package: str  # import name of the loaded copy of the family folder
     root: Path  # folder to put on sys.path to import ``package`` (the replay child needs it)
     source_hashes: dict[str, str]
     subject: str  # the commit's subject line
+    closure: Closure  # which files came from the revision, which modules are harness
+
+
+# a fixed text: nothing the user typed (the rev-spec) ever goes into generated code
+_STUB_INIT = b'"""kernels/ as at one git commit, written by kprof --rev (see ../closure-*.json)."""\n'
 
 
 def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
@@ -51,15 +64,28 @@ def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedPr
         raise RevisionError("--rev needs git, and git is not on PATH") from None
 
 
+def check_rev(rev: str) -> None:
+    """Refuse rev-specs git would not read as a revision: empty, starting with ``-`` (an option), control
+    characters."""
+    if not rev.strip():
+        raise RevisionError("--rev needs a revision (a commit, branch, tag or HEAD~1), not an empty string")
+    if rev.startswith("-"):
+        raise RevisionError(f"--rev {rev!r}: a revision cannot start with '-' (git would read it as an option)")
+    if any(ord(c) < 32 for c in rev):
+        raise RevisionError(f"--rev {rev!r}: a revision cannot hold control characters")
+
+
 def resolve(repo: Path, rev: str) -> str:
-    cp = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    if cp.returncode != 0 or not cp.stdout.strip():
+    check_rev(rev)
+    cp = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+    sha = cp.stdout.strip()
+    if cp.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40}([0-9a-f]{24})?", sha):
         top = _git(repo, "rev-parse", "--show-toplevel")
         if top.returncode != 0:
-            raise RevisionError(f"--rev {rev}: {repo} is not inside a git checkout ({top.stderr.strip()[-200:]})")
-        raise RevisionError(f"--rev {rev}: no such commit, branch or tag in {top.stdout.strip()} "
+            raise RevisionError(f"--rev {rev!r}: {repo} is not inside a git checkout ({top.stderr.strip()[-200:]})")
+        raise RevisionError(f"--rev {rev!r}: no such commit, branch or tag in {top.stdout.strip()} "
                             "(`git log --oneline` lists commits)")
-    return cp.stdout.strip()
+    return sha
 
 
 def repo_root(path: Path) -> Path:
@@ -69,41 +95,52 @@ def repo_root(path: Path) -> Path:
     return Path(cp.stdout.strip())
 
 
+class _Blobs:
+    """``kernels/`` at one commit: the file list and each file's bytes (read once)."""
+
+    def __init__(self, repo: Path, commit: str, kernels_rel: str) -> None:
+        self.repo, self.commit, self.prefix = repo, commit, kernels_rel
+        listing = _git(repo, "ls-tree", "-r", "-z", "--name-only", commit, "--", kernels_rel)
+        if listing.returncode != 0:
+            raise RevisionError(f"git ls-tree {commit[:10]} {kernels_rel} failed: {listing.stderr.strip()[-200:]}")
+        head = kernels_rel + "/"
+        self.paths = {f[len(head):] for f in listing.stdout.split("\0") if f.startswith(head)}
+        self._cache: dict[str, bytes] = {}
+
+    def read(self, rel: str) -> bytes:
+        if rel not in self._cache:
+            blob = _git(self.repo, "cat-file", "blob", f"{self.commit}:{self.prefix}/{rel}", binary=True)
+            if blob.returncode != 0:
+                raise RevisionError(f"git cat-file {self.commit[:10]}:{self.prefix}/{rel} failed: "
+                                    f"{blob.stderr.decode(errors='replace')[-200:]}")
+            self._cache[rel] = blob.stdout
+        return self._cache[rel]
+
+
 def load_family_at(
     family_dir: Path, rev: str, cache_dir: Path, slot: int = 0,
 ) -> FamilyRevision:
-    """Load ``family_dir`` (today's ``kernels/FAMILY``) as it is at ``rev``. ``slot`` keeps two loads of
-    the same commit (an A/A comparison) apart."""
+    """Load the family of ``family_dir`` (today's ``kernels/FAMILY``) with its import closure as it is at
+    ``rev``. ``slot`` keeps two loads of the same commit (an A/A comparison) apart."""
     family_dir = family_dir.resolve()
+    check_rev(rev)
     repo = repo_root(family_dir)
     commit = resolve(repo, rev)
-    rel = family_dir.relative_to(repo).as_posix()
     name = family_dir.name
-    listing = _git(repo, "ls-tree", "-r", "--name-only", commit, "--", rel)
-    files = [f for f in listing.stdout.splitlines() if f.strip()]
-    if listing.returncode != 0 or not files:
-        raise RevisionError(f"--rev {rev} ({commit[:10]}) has no {rel}/: the family did not exist at that revision")
+    blobs = _Blobs(repo, commit, family_dir.parent.relative_to(repo).as_posix())
+    try:
+        closure = family_closure(git_tree(blobs.paths, blobs.read, commit), name)
+    except ClosureError as exc:
+        raise RevisionError(f"--rev {rev!r} ({commit[:10]}): {exc}") from None
     package = f"kprof_rev_{slot}_{commit[:12]}"
-    root = cache_dir / "revisions" / f"{slot}_{commit}"
-    pkg_dir = root / package
-    fam_dir = pkg_dir / name
-    fam_dir.mkdir(parents=True, exist_ok=True)
-    (pkg_dir / "__init__.py").write_text(f'"""kernels/{name} at {commit} (kprof --rev {rev})."""\n')
-    own = re.compile(rf"\bkprof\.kernels\.{re.escape(name)}\b")
-    hashes: dict[str, str] = {}
-    for f in files:
-        blob = _git(repo, "show", f"{commit}:{f}", binary=True)
-        if blob.returncode != 0:
-            raise RevisionError(f"git show {commit[:10]}:{f} failed: {blob.stderr.decode(errors='replace')[-200:]}")
-        data: bytes = blob.stdout
-        sub = Path(f).relative_to(rel)
-        if sub.suffix in (".py", ".yaml"):
-            hashes[f] = hashlib.sha256(data).hexdigest()[:16]
-        out = fam_dir / sub
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if sub.suffix == ".py":
-            data = own.sub(f"{package}.{name}", data.decode()).encode()
-        out.write_bytes(data)
+    root = Path(cache_dir) / "revisions" / f"{slot}_{commit}"
+    loaded = sys.modules.get(package)
+    if loaded is not None:  # this commit is imported already (another store): add to that copy, where it looks
+        root = Path(next(iter(loaded.__path__))).parent
+    _write(root, package, closure, blobs, fresh=loaded is None)
+    (root / f"closure-{name}.json").write_text(json.dumps(
+        {"rev": rev, "commit": commit, "family": name, "files": list(closure.files),
+         "harness": list(closure.harness)}, indent=1))
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     importlib.invalidate_caches()
@@ -111,14 +148,37 @@ def load_family_at(
         try:
             mod = importlib.import_module(f"{package}.{name}")
         except Exception as exc:
-            raise RevisionError(f"kernels/{name} at {rev} ({commit[:10]}) does not import with today's kprof: "
+            raise RevisionError(f"kernels/{name} at {rev!r} ({commit[:10]}) does not import with today's kprof: "
                                 f"{type(exc).__name__}: {exc}") from None
     family = found.get(name) or getattr(mod, "FAMILY", None)  # imported before in this process: reuse it
     if family is None or family.name != name:
-        raise RevisionError(f"kernels/{name} at {rev} ({commit[:10]}) defines no family named {name!r}")
+        raise RevisionError(f"kernels/{name} at {rev!r} ({commit[:10]}) defines no family named {name!r}")
     subject = _git(repo, "log", "-1", "--format=%s", commit).stdout.strip()
+    hashes = closure.hashes(lambda f: blobs.read(f.removeprefix("kernels/")))
     return FamilyRevision(rev=rev, commit=commit, family=family, package=f"{package}.{name}", root=root,
-                          source_hashes=hashes, subject=subject)
+                          source_hashes=hashes, subject=subject, closure=closure)
+
+
+_KERNELS_REF = re.compile(rb"\bkprof\.kernels\b")
+
+
+def _write(root: Path, package: str, closure: Closure, blobs: _Blobs, fresh: bool) -> None:
+    """The closure's files under ``root/package`` with ``kprof.kernels`` pointing at ``package``. ``fresh``:
+    nothing of this package is imported in this process, so files left by an earlier run are cleared first
+    (a folder's stray module would otherwise be imported by the family's discovery)."""
+    pkg_dir = root / package
+    if fresh and pkg_dir.exists():
+        shutil.rmtree(pkg_dir)
+    pkg_dir.mkdir(parents=True, exist_ok=True)
+    (pkg_dir / "__init__.py").write_bytes(_STUB_INIT)
+    for f in closure.files:
+        rel = f.removeprefix("kernels/")
+        data = blobs.read(rel)
+        if rel.endswith(".py"):
+            data = _KERNELS_REF.sub(package.encode(), data)
+        out = pkg_dir / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
 
 
 def import_loaded(package: str, root: str) -> Family:
@@ -127,7 +187,8 @@ def import_loaded(package: str, root: str) -> Family:
         sys.path.insert(0, root)
     with isolated_registry() as found:
         mod = importlib.import_module(package)
-    fam = getattr(mod, "FAMILY", None) or next(iter(found.values()), None)
+    # the closure may define other families too (rmsnorm for rmsnorm_linear): take the folder's own
+    fam = getattr(mod, "FAMILY", None) or found.get(package.rsplit(".", 1)[-1])
     if fam is None:
         raise RevisionError(f"{package} under {root} defines no family")
     return fam

@@ -206,25 +206,30 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
 
 
 def _arms(today: Family, opts: ProfileOptions, cache: Any, git: Any, progress: ProgressFn) -> list[Arm]:
-    from kprof import envinfo
+    """One arm per ``--rev`` (the family's import closure at that commit), else the working tree's. Each
+    records the closure's hashes and, under ``config["sources"]``, which files it ran and which are harness."""
+    from kprof.closure import working_tree_sources
 
     if not opts.revisions:
-        repo_root = today.package_dir.parent.parent
-        return [Arm(today, git.commit, git.dirty, git.note,
-                    envinfo.source_hashes(today.source_files(), repo_root))]
+        src = working_tree_sources(today.package_dir)
+        return [Arm(today, git.commit, git.dirty, git.note, src.hashes, {"sources": src.record})]
     from kprof.revisions import load_family_at
 
     harness = f"harness {str(git.commit or '?')[:10]}{' (dirty)' if git.dirty else ''}"
     arms = []
     for slot, rev in enumerate(opts.revisions):
-        progress("profiler", 0, 0, f"loading kernels/{today.name} at {rev}")
+        progress("profiler", 0, 0, f"loading kernels/{today.name} and the kernel modules it imports at {rev!r}")
         fr = load_family_at(today.package_dir, rev, cache, slot)
         fr.family.revision_source = (fr.package, str(fr.root))  # for the replay child of external profilers
+        sources = {"kernels_from": f"revision {fr.commit}", "files": list(fr.closure.files),
+                   "harness": list(fr.closure.harness), "harness_commit": git.commit, "harness_dirty": git.dirty}
         arms.append(Arm(
-            fr.family, fr.commit, False, f"kernels/{today.name} at --rev {rev} ({fr.subject[:80]}); {harness}",
+            fr.family, fr.commit, False, f"kernels/{today.name} and its imports at --rev {rev} ({fr.subject[:80]}); "
+            f"{harness}",
             fr.source_hashes,
             {"revision": rev, "revision_commit": fr.commit, "revision_subject": fr.subject,
-             "harness_commit": git.commit, "harness_dirty": git.dirty, "interleaved_revisions": list(opts.revisions)},
+             "harness_commit": git.commit, "harness_dirty": git.dirty, "interleaved_revisions": list(opts.revisions),
+             "sources": sources},
         ))
     return arms
 
@@ -342,7 +347,8 @@ def _measure_arms(
             provider = families[j].get_provider(case.provider)
             row = case_row(res, provider.kind, ceiling.gbps if ceiling else None,
                            peak_tflops=ceiling.peak_tflops(case.dtype) if ceiling else None, limits=limits)
-            store.add_case(run_ids[j], i, row, {"gpu": res.gpu_samples_ms, "host": res.host_samples_us})
+            store.add_case(run_ids[j], i, row, {**res.mode_samples_us, "gpu": res.gpu_samples_ms,
+                                                "host": res.host_samples_us})
             results[j].append(res)
         if mode == "gpu" and i % 8 == 7:
             import torch

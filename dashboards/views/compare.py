@@ -54,7 +54,7 @@ def render() -> None:
     st.dataframe(best_style, hide_index=True, column_config=style.column_config(table), key="compare_table")
     st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name=f"kprof-{run_id}-{dtype}.csv")
     ncu = [c for c in NCU_COLUMNS if c in table]
-    st.caption("Times: medians of per-call GPU samples, L2 flushed. ★ and green: the fastest correct version at "
+    st.caption(timing_caption(m) + " ★ and green: the fastest correct version at "
                f"the shape. Speedup against {baseline}. "
                + (f"Copy ceiling measured in this run: {ceiling:.0f} GB/s. " if ceiling else "")
                + ("Nsight Compute columns: " + ", ".join(style.COLUMNS[c][0] for c in ncu) + "." if ncu else ""))
@@ -71,10 +71,24 @@ def summary_table(m: pd.DataFrame, dtype: str) -> pd.DataFrame:
     table = m[m["dtype"] == dtype].copy()
     table["best"] = figures.best_per_shape(table)
     cols = ["shape", "provider", "status", "best", "gpu_time_us", "noise", "gbps", "pct_peak_bw", "speedup",
-            "host_time_us", "launch_latency_us", "kernels_per_call", "occupancy_theoretical_pct",
-            *NCU_COLUMNS, "max_rel_err", "note"]
+            "warm_us", "graph_time_us", "host_time_us", "timer", "launch_latency_us", "kernels_per_call",
+            "occupancy_theoretical_pct", *NCU_COLUMNS, "max_rel_err", "note"]
     keep = [c for c in cols if c in table and (c in ("shape", "provider", "status", "best", "gpu_time_us")
                                                 or table[c].notna().any())]
     order = {s: i for i, s in enumerate(figures.shape_order(table))}
     table = table.assign(_o=table["shape"].map(order)).sort_values(["_o", "gpu_time_us"])
     return table[keep].reset_index(drop=True)
+
+
+def timing_caption(m: pd.DataFrame) -> str:
+    """What gpu_time_us means in this run: the declared mode's one-sentence definition (runs stored before
+    declared modes were event-timed, and say so)."""
+    from kprof.timing import EVENTS_DEFINITION, MODE_DEFINITIONS
+
+    modes = m["timing_mode"].dropna() if "timing_mode" in m else pd.Series(dtype=object)
+    if modes.empty:
+        return "Times (GPU time): " + EVENTS_DEFINITION
+    mode = str(modes.mode().iloc[0])
+    fell = int((m.get("timer", pd.Series(dtype=object)) == "events").sum())
+    return (f"Times (GPU time) are the `{mode}` mode: {MODE_DEFINITIONS[mode].split(': ', 1)[1]}"
+            + (f" {fell} case(s) fell back to CUDA events (column timer)." if fell else ""))

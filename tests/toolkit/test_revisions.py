@@ -24,10 +24,10 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path):
-    """A temporary repository with two commits of kernels/rmsnorm: the second changes the looped chunk."""
+    """A temporary repository with two commits of kernels/: the second changes rmsnorm's looped chunk."""
     root = tmp_path / "repo"
     fam = root / "kernels" / "rmsnorm"
-    shutil.copytree(TODAY.package_dir, fam, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(TODAY.package_dir.parent, root / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
     git(tmp_path, "init", "-q", str(root))
     git(root, "add", ".")
     git(root, "commit", "-qm", "first")
@@ -117,3 +117,57 @@ def test_interleaved_runs_of_two_revisions(tmp_path):
     assert len(res.cases) == 4
     assert any("interpreter run" in w for w in res.warnings)  # no GPU timings: nothing to call
     assert set(res.cases["verdict"]) == {"UNCERTAIN"}
+
+
+def test_a_family_at_a_revision_runs_the_other_families_modules_it_imports_at_that_revision(repo, tmp_path):
+    """rmsnorm_linear imports rmsnorm's kernels: at each revision they come from that revision, in one process
+    (an A/A pair of one commit too), and nothing enters today's registry."""
+    import sys
+
+    from kprof.registry import registered_families
+
+    before = dict(registered_families())
+    fam_dir = repo / "kernels" / "rmsnorm_linear"
+    loads = [load_family_at(fam_dir, rev, tmp_path / "cache", slot)
+             for slot, rev in enumerate(("HEAD~1", "HEAD", "HEAD"))]
+    chunks = [sys.modules[f"{fr.package.rsplit('.', 1)[0]}.rmsnorm.looped"].DEFAULT_CHUNK for fr in loads]
+    assert chunks == [4096, 512, 512]
+    assert loads[1].family is not loads[2].family  # the A/A pair: two separate copies
+    commons = {id(sys.modules[f"{fr.package.rsplit('.', 1)[0]}._common"]) for fr in loads}
+    assert len(commons) == 3  # kernels/_common.py: one module per load
+    assert registered_families() == before and discover()["rmsnorm"] is TODAY
+    assert "kernels/rmsnorm/looped.py" in loads[0].closure.files
+    assert loads[0].source_hashes["kernels/rmsnorm/looped.py"] != loads[1].source_hashes["kernels/rmsnorm/looped.py"]
+    assert loads[1].source_hashes == loads[2].source_hashes
+
+
+def test_the_replay_child_imports_the_revision_copy_not_todays_kernels(repo, tmp_path):
+    """What an external profiler's replay child does with a --rev family: only the copy is imported."""
+    import sys
+
+    fr = load_family_at(repo / "kernels" / "rmsnorm_linear", "HEAD~1", tmp_path / "cache", 0)
+    code = (
+        "import sys\n"
+        "from kprof.revisions import import_loaded\n"
+        "from kprof.registry import registered_families\n"
+        f"fam = import_loaded({fr.package!r}, {str(fr.root)!r})\n"
+        "mods = sorted(m for m in sys.modules if m.startswith('kprof.kernels'))\n"
+        f"root = {fr.package.rsplit('.', 1)[0]!r}\n"
+        "print(fam.name, sys.modules[root + '.rmsnorm.looped'].DEFAULT_CHUNK, len(registered_families()), mods)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "TRITON_INTERPRET": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["rmsnorm_linear", "4096", "0", "[]"]
+
+
+def test_two_families_of_one_commit_share_its_copy_whatever_the_store(repo, tmp_path):
+    """silu_mul then gelu_mul at one commit (one slot), loaded with two different stores in one process: the
+    second adds its files to the copy already imported, and both use that copy's kernels/_gated.py."""
+    import sys
+
+    silu = load_family_at(repo / "kernels" / "silu_mul", "HEAD", tmp_path / "store1", 5)
+    gelu = load_family_at(repo / "kernels" / "gelu_mul", "HEAD", tmp_path / "store2", 5)
+    assert silu.root == gelu.root and gelu.family.name == "gelu_mul"
+    root = silu.package.rsplit(".", 1)[0]
+    assert sys.modules[f"{gelu.package}.family"].gated is sys.modules[f"{root}._gated"]
