@@ -246,3 +246,21 @@ def test_correctness_page_on_a_cpu_store(tmp_path, monkeypatch):
     assert (ok["err_vs_tol"] < 1).all() and ok["tolerance"].notna().all()
     assert "1 cases failed" in texts(at)
     assert "No GPU run" in texts(page("compare", store, monkeypatch))  # and says where to look
+
+
+def test_a_trace_file_opens_directly_and_exports_for_perfetto(data_file, tmp_path, monkeypatch):
+    """`kprof dashboard TRACE` passes the file to the Trace page, which opens on it; the export holds the
+    events drawn."""
+    import json
+
+    trace = data_file("nsys_rmsnorm.sqlite")
+    monkeypatch.setenv("KPROF_TRACES", str(trace))
+    at = page("trace", tmp_path / "none", monkeypatch)
+    assert at.selectbox(key="trace_run").value == f"file: {trace}"
+    assert len(at.get("plotly_chart")) == 1 and at.dataframe[0].value["launches"].sum() > 0
+    assert "ui.perfetto.dev" in at.get("download_button")[0].proto.label
+    from kprof.dashboards.views.trace import perfetto_json
+    from kprof.profilers import nsys
+
+    events = json.loads(perfetto_json(nsys.parse(trace), "t"))["traceEvents"]
+    assert sum(e.get("ph") == "X" for e in events) >= len(nsys.parse(trace)) // 2  # the launches, as slices
