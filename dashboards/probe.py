@@ -94,8 +94,9 @@ def _wait_done(page, key: str, charts: int, timeout_ms: int = 60000) -> None:
     page.get_by_text(key, exact=False).first.wait_for(timeout=timeout_ms)
     if charts:
         page.locator(".js-plotly-plot .main-svg").nth(0).wait_for(timeout=timeout_ms)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stSpinner\"]')",
-                           timeout=timeout_ms)
+    # the script has finished and no element is still a skeleton (widgets whose code is still loading)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stSpinner\"]')"
+                           " && !document.querySelector('[data-testid*=\"Skeleton\"]')", timeout=timeout_ms)
 
 
 def _problems(page) -> list[str]:

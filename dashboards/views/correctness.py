@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pandas as pd
@@ -15,7 +16,7 @@ _TOL = re.compile(r"tolerance\s+([0-9.eE+-]+)")
 STATUS_COLOURS = {"ok": "#2ca02c", "fail": "#d62728", "error": "#d62728", "skipped": "#9e9e9e"}
 
 
-@st.cache_resource(show_spinner=False)
+@functools.lru_cache(maxsize=1)  # process-wide: the server's warm-up fills it before its runtime starts
 def family_tolerances() -> dict[str, dict[str, float]]:
     """Each family's tolerance per dtype as the code defines it now (importing the kernels takes seconds,
     so once per server)."""
@@ -94,6 +95,7 @@ def error_figure(m: pd.DataFrame) -> go.Figure:
     fig.add_hline(y=1.0, line_dash="dash", line_color="#d62728", annotation_text="tolerance")
     fig.update_layout(title="Error relative to tolerance, per case (below the line passes)", height=360,
                       yaxis_title="max rel. error / tolerance", margin=dict(t=50, b=40))
-    fig.update_yaxes(type="log", exponentformat="power")
+    ticks = [10.0 ** e * m for e in range(-6, 3) for m in (1, 3)]
+    fig.update_yaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], minor=dict(showgrid=False))
     fig.update_xaxes(type="category")
     return fig

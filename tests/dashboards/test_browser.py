@@ -26,7 +26,9 @@ from kprof.dashboards import probe  # noqa: E402
 pytestmark = pytest.mark.skipif(probe.missing() is not None, reason=str(probe.missing()))
 
 FIRST_VISIT_S, SWITCH_S = 2.5, 1.0
-MARGIN = float(os.environ.get("KPROF_TIMING_MARGIN", "3"))  # CI's 2 shared cores; 1 on a quiet machine
+# 3x for CI's 2 cores, times how oversubscribed the machine is now (a box shared by several jobs at load 12 on
+# 2 cores measured 4-15 s first visits that a quiet one serves within the targets); KPROF_TIMING_MARGIN overrides
+MARGIN = float(os.environ.get("KPROF_TIMING_MARGIN") or 3 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
 
 
 def _check(rep: probe.Report, timed: bool) -> None:
@@ -68,5 +70,6 @@ def test_hundred_run_store_within_the_timing_targets(tmp_path):
     store = hundred_runs(tmp_path / "many" / "kprof.db")
     with probe.server(store) as (url, _):
         rep = probe.measure(url, "100-runs", probe.GPU_VISITS, probe.GPU_CONTROLS)
+    rep.__dict__["margin"] = round(MARGIN, 2)  # saved beside the times: what was asserted
     _save(rep, Path(os.environ.get("KPROF_SCREENSHOTS") or tmp_path))
     _check(rep, timed=True)
