@@ -194,55 +194,31 @@ def kernel_rows(con: sqlite3.Connection, run_id: str) -> pd.DataFrame:
     return pd.read_sql_query(q, con, params=(run_id,))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _diff_base(run_a: str, run_b: str, stamp: float, path: str):
-    """The expensive part of a diff, once per run pair: bootstrap intervals and kernel changes."""
-    from kprof import diff
+class _KernelRowsStore:
+    """The store as :func:`kprof.diff.diff_runs` sees it, except ``launches``: the per-(case, kernel,
+    configuration) aggregate it needs instead of the whole launch table (same kernel changes, a fraction of
+    the rows)."""
 
-    s = RunStore(path)
-    try:
-        a, b = s.run(run_a), s.run(run_b)
-        ma, mb = s.metrics(a["id"]), s.metrics(b["id"])
-        rule = diff.DiffRule()
-        cases = diff.diff_cases(ma, s.samples(a["id"]), mb, s.samples(b["id"]), rule)
-        if cases.empty:
-            raise KprofError(f"runs {a['id']} ({a.get('family')}) and {b['id']} ({b.get('family')}) have no correct "
-                             "case in common (same family, provider, shape and dtype); nothing to compare")
-        calls_a = int((a.get("config") or {}).get("profile_repeats") or 5)
-        calls_b = int((b.get("config") or {}).get("profile_repeats") or 5)
-        kernels = diff.kernel_changes(kernel_rows(s._conn, a["id"]), kernel_rows(s._conn, b["id"]), ma, mb,
-                                      calls_a, calls_b, compare_names=a.get("profiler") == b.get("profiler"))
-        return diff.DiffResult(a=a, b=b, rule=rule, cases=cases, kernels=kernels,
-                               warnings=diff.environment_warnings(a, b), **diff.unmatched(ma, mb))
-    finally:
-        s.close()
+    def __init__(self, store: RunStore) -> None:
+        self._s = store
+
+    def __getattr__(self, name: str):
+        return getattr(self._s, name)
+
+    def launches(self, ref: str) -> pd.DataFrame:
+        return kernel_rows(self._s._conn, self._s.resolve(ref))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _diff(run_a: str, run_b: str, threshold: float, stamp: float, path: str):  # -> kprof.diff.DiffResult
-    """A diff at another threshold re-decides each case from the pair's intervals (which do not depend on
-    the threshold): a slider step costs milliseconds, not a bootstrap per case."""
-    import dataclasses
+    """`kprof diff`'s own code, once per (pair, threshold, store state)."""
+    from kprof.diff import DiffRule, diff_runs
 
-    from kprof import diff
-
-    base = _diff_base(run_a, run_b, stamp, path)
-    if threshold == base.rule.threshold:
-        return base
-    rule = dataclasses.replace(base.rule, threshold=threshold)
-    cases = base.cases.copy()
-    decided = [diff.decide(r, lo, hi, p, rule) if n else (v, w) for r, lo, hi, p, n, v, w in zip(
-        cases["ratio"], cases["ci_lo"], cases["ci_hi"], cases["p_value"], _decidable(cases, rule),
-        cases["verdict"], cases["why"])]
-    cases["verdict"] = [d[0] for d in decided]
-    cases["why"] = [d[1] for d in decided]
-    return dataclasses.replace(base, rule=rule, cases=diff.sort_worst_first(cases))
-
-
-def _decidable(cases: pd.DataFrame, rule) -> list[bool]:
-    """Cases whose verdict came from the interval (not from missing or too few samples)."""
-    n = cases[["n_a", "n_b"]].min(axis=1)
-    return list((n >= rule.min_samples) & (n > 0))
+    s = RunStore(path)
+    try:
+        return diff_runs(_KernelRowsStore(s), run_a, run_b, DiffRule(threshold=threshold))
+    finally:
+        s.close()
 
 
 def get_diff(run_a: str, run_b: str, threshold: float = 0.03):

@@ -73,7 +73,9 @@ def check_inputs(
     """Validate every tensor (``ValueError`` says what is wrong); return ``(S, C)``.
 
     Blueprint ids are not range-checked here: that needs their values on the host, a device-to-host
-    copy the layer must not make (``kprof.kernels.ops.kasmina_forward(check_ids=True)`` does it)."""
+    copy the layer must not make (``kprof.kernels.ops.kasmina_forward(check_ids=True)`` does it). The
+    Triton kernels clamp an out-of-range id for their loads and flag the seed (its outputs NaN), as the
+    eager path of ``kprof.kernels.ops`` does; the torch baselines index with the ids as given."""
     common.check_float(OP, "x", x)
     common.check_float(OP, "weights", weights, like=x)
     common.check_float(OP, "bias", bias, like=x)
