@@ -19,7 +19,6 @@ import sys
 import time
 import urllib.request
 
-from playwright.sync_api import sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -29,6 +28,7 @@ def main() -> None:
     ap.add_argument("store")
     ap.add_argument("--browsers", type=int, default=2)
     args = ap.parse_args()
+    from playwright.sync_api import sync_playwright  # here: the module imports without Playwright
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

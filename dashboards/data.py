@@ -2,8 +2,13 @@
 
 The store is ``--store`` / ``$KPROF_STORE`` / ``./kprof-runs/kprof.db``. When it is missing or holds no
 runs, the bundled demo store of real H100 runs (``dashboards/demo/kprof-demo.db.gz``) is unpacked to a
-private temporary folder (fresh per server) and shown instead, and every page says so. A file that is not a kprof store gives a
-readable error in the page (:class:`StoreProblem`), never a traceback.
+private temporary folder (fresh per server) and shown instead, and every page says so; the sidebar's "demo data" switch shows it
+whatever the store holds. A file that is not a kprof store gives a readable error in the page
+(:class:`StoreProblem`), never a traceback.
+
+Reads are cached per (what, run, store stamp): the stamp changes whenever the store does, so a new run
+shows up without a restart. Diff never reads launch tables whole: the kernel comparison needs one row per
+(case, kernel, launch configuration), which SQLite aggregates (:func:`kernel_rows`).
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ import atexit
 import functools
 import gzip
 import os
+import re
 import shutil
+import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +31,7 @@ from kprof.errors import KprofError
 from kprof.store import RunStore, default_store_path
 
 DEMO = Path(__file__).parent / "demo" / "kprof-demo.db.gz"
+DEMO_KEY = "kprof_demo"  # session-state key of the sidebar switch
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,7 @@ class Source:
     path: str
     demo: bool
     why: str  # why the demo is shown, or where the store is
+    store_has_runs: bool = False  # the real store has runs (the demo is shown only because the switch is on)
 
 
 class StoreProblem(Exception):
@@ -55,7 +64,7 @@ def _demo_path() -> Path:
 
 
 @st.cache_resource(show_spinner=False)
-def _source(requested: str | None, mtime: float) -> Source:
+def _source(requested: str | None, mtime: float, want_demo: bool) -> Source:
     path = default_store_path(requested)
     if not path.exists():
         return Source(str(_demo_path()), True, f"no store at {path}")
@@ -64,25 +73,40 @@ def _source(requested: str | None, mtime: float) -> Source:
         empty = st_.runs().empty
         st_.close()
     except KprofError as exc:
+        if want_demo:
+            return Source(str(_demo_path()), True, f"the demo switch is on (the store {path} cannot be read)")
         raise StoreProblem(str(exc)) from None
     if empty:
         return Source(str(_demo_path()), True, f"the store {path} has no runs yet")
-    return Source(str(path), False, str(path))
+    if want_demo:
+        return Source(str(_demo_path()), True, "the demo switch is on", store_has_runs=True)
+    return Source(str(path), False, str(path), store_has_runs=True)
+
+
+def demo_wanted() -> bool:
+    try:
+        return bool(st.session_state.get(DEMO_KEY, False))
+    except Exception:  # no Streamlit session (the server's warm-up): the store itself
+        return False
 
 
 def source() -> Source:
     requested = os.environ.get("KPROF_STORE")
     path = default_store_path(requested)
-    return _source(requested, path.stat().st_mtime if path.exists() else 0.0)
+    return _source(requested, path.stat().st_mtime if path.exists() else 0.0, demo_wanted())
 
 
 def _stamp() -> float:
-    """Changes whenever the store does: SQLite in WAL mode writes to ``kprof.db-wal`` first."""
+    """Changes whenever the store's data does: SQLite in WAL mode appends new data to ``kprof.db-wal`` and
+    copies it into ``kprof.db`` at checkpoints. The WAL's size, not its mtime: merely opening the store
+    touches that file, which made every read look like a new store and emptied the cache."""
     p = Path(source().path)
-    return max((q.stat().st_mtime_ns for q in (p, p.with_name(p.name + "-wal")) if q.exists()), default=0) / 1e9
+    wal = p.with_name(p.name + "-wal")
+    main = p.stat().st_mtime_ns if p.exists() else 0
+    return main / 1e9 + (wal.stat().st_size if wal.exists() else 0) * 1e-3
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=256)
 def _read(what: str, run_id: str | None, stamp: float, path: str):  # stamp: the store's mtime, part of the key
     s = RunStore(path)
     try:
@@ -91,20 +115,47 @@ def _read(what: str, run_id: str | None, stamp: float, path: str):  # stamp: the
         s.close()
 
 
-@st.cache_data(show_spinner=False)
-def _diff(run_a: str, run_b: str, threshold: float, stamp: float, path: str):  # -> kprof.diff.DiffResult
-    from kprof.diff import DiffRule, diff_runs
+# ------------------------------------------------------------------------------------ run names
+_REV = re.compile(r"--rev\s+(\S+)")
 
+
+def revision(git_note: object) -> str | None:
+    """The revision name a run was profiled at (``kprof profile --rev NAME`` notes it), else None."""
+    m = _REV.search(str(git_note or ""))
+    return m.group(1) if m else None
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _runs(stamp: float, path: str) -> pd.DataFrame:
     s = RunStore(path)
     try:
-        return diff_runs(s, run_a, run_b, DiffRule(threshold=threshold))
+        runs = s.runs()
     finally:
         s.close()
+    if runs.empty:
+        return runs.assign(rev=pd.Series(dtype=object))
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        notes = dict(con.execute("SELECT id, git_note FROM runs").fetchall())
+    finally:
+        con.close()
+    runs["rev"] = runs["id"].map(lambda i: revision(notes.get(i)))
+    # runs of one `--rev A --rev B` command share their start time: list them in the command's order, so the
+    # first revision (the baseline, usually main) is the one a page opens on
+    order = [_rev_rank(c, r) for c, r in zip(runs["command"], runs["rev"])]
+    runs = runs.assign(_o=order).sort_values(["created_at", "_o"], ascending=[False, True], kind="stable")
+    return runs.drop(columns="_o").reset_index(drop=True)
+
+
+def _rev_rank(command: object, rev: object) -> int:
+    revs = _REV.findall(str(command or ""))
+    return revs.index(rev) if rev in revs else 0
 
 
 # the pages call these: no store path or cache stamp to thread through
 def all_runs() -> pd.DataFrame:
-    return _read("runs", None, _stamp(), source().path)
+    """Every run, newest first, with ``rev`` (the revision name, where there is one)."""
+    return _runs(_stamp(), source().path)
 
 
 def get_run(run_id: str) -> dict:
@@ -119,5 +170,112 @@ def get_launches(run_id: str) -> pd.DataFrame:
     return _read("launches", run_id, _stamp(), source().path)
 
 
+def launch_counts() -> pd.DataFrame:
+    """Per run with launch data: ``rows`` and ``timed`` (rows with timestamps, which a timeline can draw)."""
+    return _launch_counts(_stamp(), source().path)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _launch_counts(stamp: float, path: str) -> pd.DataFrame:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return pd.read_sql_query("SELECT run_id, COUNT(*) AS rows, COUNT(start_ns) AS timed FROM launches "
+                                 "GROUP BY run_id", con).set_index("run_id")
+    finally:
+        con.close()
+
+
+# ------------------------------------------------------------------------------------------ diff
+_KEYS = ('"case"', "kernel", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
+         "shared_mem_bytes")
+
+
+def kernel_rows(con: sqlite3.Connection, run_id: str) -> pd.DataFrame:
+    """What :func:`kprof.diff.kernel_changes` reads, without the launch table: one row per (case, kernel,
+    launch configuration) in first-launch order, ``count`` the launches it stands for and ``duration_ns``
+    their mean, so launches x duration sums to the same kernel time."""
+    keys = ", ".join(_KEYS)
+    q = (f"SELECT {keys}, 'kernel' AS kind, SUM(COALESCE(count, 1)) AS count, "
+         f"SUM(duration_ns * COALESCE(count, 1)) * 1.0 / SUM(COALESCE(count, 1)) AS duration_ns "
+         f"FROM launches WHERE run_id = ? AND (kind IS NULL OR kind = 'kernel') AND \"case\" IS NOT NULL "
+         f"GROUP BY {keys} ORDER BY MIN(rowid)")
+    return pd.read_sql_query(q, con, params=(run_id,))
+
+
+class _KernelRowsStore:
+    """The store as :func:`kprof.diff.diff_runs` sees it, except ``launches``: the per-(case, kernel,
+    configuration) aggregate it needs instead of the whole launch table (same kernel changes, a fraction of
+    the rows)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self._s = store
+
+    def __getattr__(self, name: str):
+        return getattr(self._s, name)
+
+    def launches(self, ref: str) -> pd.DataFrame:
+        return kernel_rows(self._s._conn, self._s.resolve(ref))
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _diff(run_a: str, run_b: str, threshold: float, stamp: float, path: str):  # -> kprof.diff.DiffResult
+    """`kprof diff`'s own code, once per (pair, threshold, store state)."""
+    from kprof.diff import DiffRule, diff_runs
+
+    s = RunStore(path)
+    try:
+        return diff_runs(_KernelRowsStore(s), run_a, run_b, DiffRule(threshold=threshold))
+    finally:
+        s.close()
+
+
 def get_diff(run_a: str, run_b: str, threshold: float = 0.03):
     return _diff(run_a, run_b, threshold, _stamp(), source().path)
+
+
+# ----------------------------------------------------------------------------------- trace files
+TRACES_ENV = "KPROF_TRACES"  # `kprof dashboard TRACE...` passes the files here (os.pathsep between them)
+
+
+@st.cache_resource(show_spinner=False)
+def _uploaded() -> list[str]:
+    return []
+
+
+def trace_files() -> list[str]:
+    """Trace files to offer: those named on the command line, then those uploaded in this server's life."""
+    named = [p for p in os.environ.get(TRACES_ENV, "").split(os.pathsep) if p]
+    return list(dict.fromkeys(named + _uploaded()))
+
+
+def add_trace_file(path: str) -> None:
+    _uploaded().append(path)
+
+
+def save_upload(name: str, content: bytes) -> str:
+    """An uploaded trace written to a temporary folder under its own name (parsers sniff by suffix)."""
+    folder = Path(tempfile.gettempdir()) / "kprof-dashboard-uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / Path(name).name
+    out.write_bytes(content)
+    return str(out)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _read_trace(path: str, mtime: float) -> pd.DataFrame:
+    from kprof import launch_table
+    from kprof.profilers import parse_trace
+
+    p = Path(path)
+    if p.suffix == ".csv":  # a launch table written by `kprof parse --csv` is read as it is
+        head = p.open().readline()
+        if "kernel" in head and "start_ns" in head and "duration_ns" in head:
+            return launch_table.validate(pd.read_csv(p))
+    return parse_trace(p)
+
+
+def read_trace(path: str) -> pd.DataFrame:
+    p = Path(path)
+    if not p.exists():
+        raise KprofError(f"trace file not found: {path}")
+    return _read_trace(str(p.resolve()), p.stat().st_mtime)

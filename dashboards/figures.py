@@ -7,17 +7,12 @@ import math
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from kprof import launch_table
-from kprof.analysis import gpu_lane, host_lane, timeline_bins
+from kprof.dashboards import style
 from kprof.registry import parse_shape
 
-# Launches drawn one by one; beyond that each lane is folded into TRACE_BINS time intervals and the page says
-# so. SVG bars with hover: 5000 draw in about a second in headless Chromium on the 2-core dev box.
-TRACE_LIMIT = 5000
-TRACE_BINS = 800
 
 
 def elements(shape: str) -> int:
@@ -32,42 +27,118 @@ def ok_rows(metrics: pd.DataFrame) -> pd.DataFrame:
 COMPARE_PANELS = (  # (metric, panel title, axis title, log y)
     ("gpu_time_us", "GPU time per call", "µs", True),
     ("gbps", "Bandwidth", "GB/s", False),
-    ("speedup", "Speedup over PyTorch eager", "x", True),
+    ("speedup", "Speedup over {baseline}", "×", False),
     ("occupancy_theoretical_pct", "Theoretical occupancy of the main kernel", "%", False),
 )
+# what a user may measure speed against: label -> providers (the fastest of them per shape)
+PYTORCH_KINDS = ("eager", "library", "compile")
+BASELINES = {
+    "best PyTorch per shape": None,  # the fastest of eager, F.* and torch.compile at each shape and dtype
+    "PyTorch eager": ("torch_eager",),
+    "F.* (PyTorch's fused op)": ("torch_F",),
+    "torch.compile": ("torch_compile",),
+    "Liger": ("liger",),
+}
 
 
-def compare_panels(metrics: pd.DataFrame, dtype: str, ceiling: float | None = None) -> go.Figure:
-    """Compare's four panels against size (elements) for one dtype, as one figure: every provider keeps
-    one colour and one legend entry across the panels (clicking it hides it everywhere), and the browser
-    draws one plot instead of four (0.35 s less on a first visit, measured on the 2-core dev box)."""
+def shape_order(metrics: pd.DataFrame) -> list[str]:
+    """Shapes in the order the run swept them (its case order), which is how the family lists them."""
+    m = metrics.sort_values("idx") if "idx" in metrics else metrics
+    return list(dict.fromkeys(str(s) for s in m["shape"].dropna()))
+
+
+def baseline_times(metrics: pd.DataFrame, baseline: str) -> pd.Series:
+    """Per (shape, dtype), the baseline's time: the fastest correct run of the chosen providers (for
+    "best PyTorch per shape", every PyTorch provider of the run)."""
+    ok = ok_rows(metrics)
+    ok = ok[~ok["provider"].astype(str).str.contains(" @ ")]  # added runs are compared, never the yardstick
+    providers = BASELINES.get(baseline)
+    if providers is None:
+        pytorch = ok["kind"].isin(PYTORCH_KINDS) if "kind" in ok else ok["provider"].str.startswith("torch")
+        ok = ok[pytorch]
+    else:
+        ok = ok[ok["provider"].isin(providers)]
+    return ok.groupby(["shape", "dtype"])["gpu_time_us"].min()
+
+
+def with_baseline(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """``speedup`` = baseline time / time (above 1: faster than the baseline); NaN where either is missing."""
+    base = baseline_times(metrics, baseline)
+    keys = pd.MultiIndex.from_arrays([metrics["shape"], metrics["dtype"]])
+    b = pd.Series(base.reindex(keys).to_numpy(), index=metrics.index)
+    t = metrics["gpu_time_us"].where(metrics["gpu_time_us"] > 0)
+    return metrics.assign(speedup=b / t)
+
+
+def nice_ticks(lo: float, hi: float) -> list[float]:
+    """1-2-5 ticks spanning [lo, hi] for a log axis (plotly's own log ticks read '5, 2, 1000, 5, 2')."""
+    if not (lo > 0 and hi > 0):
+        return []
+    out = []
+    for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+        out += [m * 10.0 ** e for m in (1, 2, 5)]
+    inside = [v for v in out if lo / 1.5 <= v <= hi * 1.5]
+    return inside if len(inside) <= 8 else [v for v in inside if str(v)[0] == "1"] or inside
+
+
+def tick_text(v: float, unit: str = "") -> str:
+    if unit == "µs":
+        return style.us(v)
+    return f"{v:g}"
+
+
+def compare_panels(metrics: pd.DataFrame, dtype: str, ceiling: float | None = None,
+                   baseline: str = "best PyTorch per shape") -> go.Figure:
+    """Compare's four panels for one dtype, shapes as categories in sweep order, as one figure: every
+    provider keeps its colour (:mod:`kprof.dashboards.style`) and one legend entry across the panels, and
+    the fastest correct version at each shape is starred in the time and speedup panels."""
+    order = shape_order(metrics[metrics["dtype"] == dtype])
     df = ok_rows(metrics[metrics["dtype"] == dtype]).copy()
-    df["elements"] = df["shape"].map(elements)
-    df = df.sort_values("elements")
-    fig = make_subplots(rows=2, cols=2, subplot_titles=[p[1] for p in COMPARE_PANELS],
-                        horizontal_spacing=0.08, vertical_spacing=0.12)
-    palette = qualitative.Plotly + qualitative.D3
-    for i, (provider, g) in enumerate(df.groupby("provider", sort=True)):
-        colour = palette[i % len(palette)]
+    df["shape"] = df["shape"].astype(str)
+    df["_o"] = df["shape"].map({s: i for i, s in enumerate(order)})
+    df = df.sort_values("_o")
+    titles = [p[1].format(baseline=baseline) for p in COMPARE_PANELS]
+    fig = make_subplots(rows=2, cols=2, subplot_titles=titles, horizontal_spacing=0.08, vertical_spacing=0.16)
+    for provider, g in df.groupby("provider", sort=True):
+        added = " @ " in str(provider)  # another run's version: the provider's colour, dashed
         for k, (col, _, unit, _) in enumerate(COMPARE_PANELS):
             if col not in g or g[col].isna().all():
                 continue
             fig.add_trace(go.Scatter(
-                x=g["elements"], y=g[col], mode="lines+markers", name=provider, legendgroup=provider,
-                showlegend=k == 0, line=dict(color=colour), text=g["shape"],
-                hovertemplate="%{text}<br>%{y:.3g} " + unit + "<extra>" + provider + "</extra>"),
+                x=g["shape"], y=g[col], mode="lines+markers", name=str(provider), legendgroup=str(provider),
+                showlegend=k == 0, line=dict(color=style.colour(provider), dash="dash" if added else "solid"),
+                marker=dict(symbol="diamond" if added else "circle", size=7),
+                hovertemplate="%{x}<br>%{y:.3g} " + unit + "<extra>" + str(provider) + "</extra>"),
                 row=k // 2 + 1, col=k % 2 + 1)
+    best = df[best_per_shape(df)] if not df.empty else df
+    for k in (0, 2):
+        col = COMPARE_PANELS[k][0]
+        if best.empty or col not in best or best[col].isna().all():
+            continue
+        fig.add_trace(go.Scatter(
+            x=best["shape"], y=best[col], mode="markers", name="★ best version at the shape", legendgroup="best",
+            showlegend=k == 0, marker=dict(symbol="star", size=16, color="rgba(0,0,0,0)",
+                                           line=dict(color="black", width=1.5)),
+            text=best["provider"], hovertemplate="best: %{text}<br>%{x}: %{y:.3g}<extra></extra>"),
+            row=k // 2 + 1, col=k % 2 + 1)
     for k, (col, _, unit, log_y) in enumerate(COMPARE_PANELS):
         row, c = k // 2 + 1, k % 2 + 1
-        fig.update_xaxes(type="log", title_text="elements (rows x N)", row=row, col=c)
+        fig.update_xaxes(type="category", categoryorder="array", categoryarray=order, title_text="shape (rows × N)",
+                         row=row, col=c)
         fig.update_yaxes(type="log" if log_y else "linear", title_text=unit, row=row, col=c)
-        if col not in df or df[col].isna().all():
-            fig.add_annotation(text=f"no {col} in this run", showarrow=False, row=row, col=c,
-                               xref="x domain", yref="y domain", x=0.5, y=0.5)
+        vals = df[col].dropna() if col in df else pd.Series(dtype=float)
+        if log_y and not vals.empty:
+            ticks = nice_ticks(float(vals[vals > 0].min()), float(vals.max()))
+            fig.update_yaxes(tickvals=ticks, ticktext=[tick_text(v, unit) for v in ticks], row=row, col=c)
+        if vals.empty:
+            fig.add_annotation(text=f"no {style.COLUMNS.get(col, (col,))[0]} in this run", showarrow=False, row=row,
+                               col=c, xref="x domain", yref="y domain", x=0.5, y=0.5)
+    if "speedup" in df and df["speedup"].notna().any():
+        fig.add_hline(y=1.0, line_dash="dot", line_color="#555", row=2, col=1)
     if ceiling:
         fig.add_hline(y=ceiling, line_dash="dash", row=1, col=2,
                       annotation_text=f"measured copy ceiling {ceiling:.0f} GB/s")
-    fig.update_layout(height=820, legend_title="provider", margin=dict(t=60, b=40))
+    fig.update_layout(height=820, legend_title="version", margin=dict(t=60, b=40))
     return fig
 
 
@@ -77,8 +148,8 @@ def best_per_shape(metrics: pd.DataFrame) -> pd.Series:
     ok = ok_rows(metrics)
     if "kind" in ok:
         ok = ok[ok["kind"] != "roofline"]
-    best = ok.groupby(["shape", "dtype"])["gpu_time_us"].transform("min")
-    return (metrics.index.isin(ok.index)) & (metrics["gpu_time_us"] == best.reindex(metrics.index))
+    winners = ok.groupby(["shape", "dtype"])["gpu_time_us"].idxmin()  # one per shape, even on a tie
+    return pd.Series(metrics.index.isin(winners.dropna().to_numpy()), index=metrics.index)
 
 
 def roofline(metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: float | None = None) -> go.Figure:
@@ -103,85 +174,6 @@ def roofline(metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: flo
                       yaxis_title="TFLOP/s achieved")
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    return fig
-
-
-def timeline(launches: pd.DataFrame, limit: int = TRACE_LIMIT, bins: int = TRACE_BINS) -> tuple[go.Figure, str | None]:
-    """Kernels on one lane per (device, stream), launch calls on one lane per host thread, a line from
-    each launch call to its kernel. Rows without timestamps (ncu, summaries) cannot be drawn. Beyond
-    ``limit`` launches the lanes are folded into ``bins`` time intervals (:func:`kprof.analysis.timeline_bins`):
-    one bar per lane and interval, coloured by how busy the lane was, with the count and top kernel on hover."""
-    df = launches[launches["start_ns"].notna()].copy()
-    if df.empty:
-        return go.Figure(), "no launch in this table has timestamps (ncu and summary rows have none)"
-    if len(df) > limit:
-        folded = timeline_bins(df, bins)
-        width_us = (folded["end_ns"].max() - folded["start_ns"].min()) / bins / 1e3
-        note = (f"{len(df)} launches, more than a browser draws one by one ({limit}): each bar is every event of "
-                f"its lane within {width_us:.3g} µs ({len(folded)} bars), coloured by how busy the lane was. Narrow "
-                f"the time window, or pick cases or kernels, to {limit} launches or fewer to see single launches.")
-        return _binned_timeline(folded), note
-    t0 = float(min(df["start_ns"].min(), df["api_start_ns"].min(skipna=True)
-                   if df["api_start_ns"].notna().any() else df["start_ns"].min()))
-    df["kind"] = df["kind"].fillna("kernel")
-    gpu = df[df["kind"] != "sync"]
-    fig = go.Figure()
-    hover = ("%{customdata[0]}<br>case %{customdata[1]}<br>%{customdata[2]:.2f} us<br>grid %{customdata[3]} "
-             "block %{customdata[4]}<br>regs %{customdata[5]} smem %{customdata[6]} B<br>"
-             "launch latency %{customdata[7]} ns<br>occupancy %{customdata[8]} %<extra></extra>")
-
-    def custom(g: pd.DataFrame) -> np.ndarray:
-        grid = g["grid_x"].astype("string").fillna("?") + "x" + g["grid_y"].astype("string").fillna("?")
-        block = g["block_x"].astype("string").fillna("?")
-        return np.stack([g["kernel"].astype(str).str[:80], g["case"].astype("string").fillna("—"),
-                         g["duration_ns"].astype(float) / 1e3, grid, block,
-                         g["registers_per_thread"].astype("string").fillna("—"),
-                         g["shared_mem_bytes"].astype("string").fillna("—"),
-                         g["launch_latency_ns"].astype("string").fillna("—"),
-                         g["occupancy_theoretical_pct"].fillna(g["occupancy_est_pct"]).round(0).astype("string")
-                         .fillna("—")], axis=-1)
-
-    fig.add_trace(go.Bar(
-        base=(gpu["start_ns"].astype(float) - t0) / 1e3, x=gpu["duration_ns"].astype(float) / 1e3, y=gpu_lane(gpu),
-        orientation="h", name="kernels", customdata=custom(gpu), hovertemplate=hover))
-    host = df[df["api_start_ns"].notna()]
-    if not host.empty:
-        fig.add_trace(go.Bar(
-            base=(host["api_start_ns"].astype(float) - t0) / 1e3,
-            x=(host["api_end_ns"] - host["api_start_ns"]).astype(float) / 1e3, y=host_lane(host), orientation="h",
-            name="launch / sync calls", customdata=custom(host), hovertemplate=hover))
-        linked = host[host["kind"] != "sync"].head(2000)
-        xs, ys = [], []
-        for (a, b), la, lb in zip(zip(linked["api_start_ns"], linked["start_ns"]), host_lane(linked), gpu_lane(linked)):
-            xs += [(float(a) - t0) / 1e3, (float(b) - t0) / 1e3, None]
-            ys += [la, lb, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="launch -> kernel", line=dict(width=0.5),
-                                 hoverinfo="skip"))
-    fig.update_layout(barmode="overlay", height=380, xaxis_title="µs from the first event", title="Timeline",
-                      margin=dict(t=50, b=40))
-    return fig, None
-
-
-def _binned_timeline(folded: pd.DataFrame) -> go.Figure:
-    t0 = folded["start_ns"].min()
-    fig = go.Figure()
-    for track, name in (("kernels", "kernels (folded)"), ("calls", "launch / sync calls (folded)")):
-        g = folded[folded["track"] == track]
-        if g.empty:
-            continue
-        span = (g["end_ns"] - g["start_ns"]).clip(lower=1.0)
-        busy = (100 * g["busy_ns"] / span).clip(upper=100)
-        fig.add_trace(go.Bar(
-            base=(g["start_ns"] - t0) / 1e3, x=span / 1e3, y=g["lane"], orientation="h", name=name,
-            marker=dict(color=busy, colorscale="Blues", cmin=0, cmax=100,
-                        colorbar=dict(title="busy %", len=0.6) if track == "kernels" else None),
-            customdata=np.stack([g["events"], busy.round(0), g["busy_ns"] / 1e3, g["top_kernel"].astype(str).str[:80],
-                                 g["kernels"], g["cases"]], axis=-1),
-            hovertemplate=("%{customdata[0]} events, busy %{customdata[1]}% (%{customdata[2]:.1f} µs)<br>"
-                           "most time: %{customdata[3]}<br>%{customdata[4]} kernels, %{customdata[5]} cases"
-                           "<extra></extra>")))
-    fig.update_layout(barmode="overlay", height=380, xaxis_title="µs from the first event",
-                      title="Timeline (folded into intervals)", margin=dict(t=50, b=40))
     return fig
 
 

@@ -462,6 +462,7 @@ def noise(
 
 @app.command()
 def dashboard(
+    traces: Annotated[Optional[list[Path]], typer.Argument(help="Trace files to open on the Trace page (any format `kprof parse` reads).")] = None,
     store: StoreOpt = None,
     port: Annotated[int, typer.Option(help="Port to serve on.")] = 8501,
     host: Annotated[str, typer.Option(help="Address to bind; 0.0.0.0 exposes it to the network.")] = "127.0.0.1",
@@ -470,7 +471,6 @@ def dashboard(
     """Start the Streamlit dashboard on this store (the bundled demo runs when it is empty)."""
     import importlib.util
     import os
-    import subprocess
 
     checks.check_port(port)
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
@@ -483,14 +483,18 @@ def dashboard(
     env = dict(os.environ)
     if store:
         env["KPROF_STORE"] = str(Path(store).expanduser().resolve())
+    if traces:
+        missing = [str(t) for t in traces if not t.exists()]
+        if missing:
+            raise KprofError(f"no trace file {', '.join(missing)} (give the path of a file `kprof parse` reads)")
+        env["KPROF_TRACES"] = os.pathsep.join(str(t.expanduser().resolve()) for t in traces)
     # kprof.dashboards.serve is `streamlit` with the pages' imports done before the first visitor arrives
     argv = [sys.executable, "-m", "kprof.dashboards.serve", "run", str(app_path), "--server.address", host, "--server.port",
             str(port), "--server.headless", str(headless).lower(), "--browser.gatherUsageStats", "false"]
     console.print(f"kprof dashboard: http://{host}:{port}  (store: {env.get('KPROF_STORE') or 'default'}; Ctrl-C stops)")
-    try:
-        rc = subprocess.call(argv, env=env)
-    except KeyboardInterrupt:
-        rc = 0
+    from kprof.dashboards.process import run_forwarding
+
+    rc = run_forwarding(argv, env)  # signals to `kprof dashboard` reach the server; it never outlives us
     if rc:
         raise KprofError(f"streamlit exited with status {rc} (command: {shlex.join(argv)})")
 

@@ -1,4 +1,4 @@
-"""Bits every page uses: the demo banner, store errors shown in the page, run pickers."""
+"""Bits every page uses: the demo switch and banner, store errors shown in the page, run pickers."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from kprof.envinfo import short_commit
 
 
 def header(title: str) -> pd.DataFrame | None:
-    """Title, the data source line, and the runs table; None (after saying why) when there is nothing."""
+    """Title, the demo switch, the data source line; the runs (None, after saying why, when there are none)."""
     st.title(title)
+    st.sidebar.toggle("demo data", key=data.DEMO_KEY,
+                      help="Show the bundled store of real H100 runs instead of your store (it opens on `main`).")
     try:
         src = data.source()
         runs = data.all_runs()
@@ -20,19 +22,30 @@ def header(title: str) -> pd.DataFrame | None:
         return None
     if src.demo:
         st.info(f"**Demo data** - {src.why}, so this shows a bundled store of real H100 runs (rmsnorm and swiglu, bf16). "
-                "Profile your own with `scripts/run_profile.sh rmsnorm` and reload.")
+                + ("Switch *demo data* off in the sidebar for your runs." if src.store_has_runs else
+                   "Profile your own with `scripts/run_profile.sh rmsnorm` and reload."))
     else:
-        st.caption(f"store: `{src.path}`")
+        st.caption(f"store: `{src.path}` · the sidebar's *demo data* switch shows the bundled H100 runs")
     if runs.empty:
         st.warning("No runs in the store. `kprof profile rmsnorm` makes one.")
         return None
     return runs
 
 
-def label(r: pd.Series) -> str:
+def _git(r: pd.Series) -> str:
     commit = r.get("git_commit")
-    git = ("?" if commit is None or pd.isna(commit) or not commit else short_commit(commit)) + ("*" if r.get("git_dirty") == 1 else "")
-    return f"{r['id']} · {r['family']} · {r['profiler']} · {git} · {r['status']}"
+    git = "?" if commit is None or pd.isna(commit) or not commit else short_commit(commit)
+    return git + ("*" if r.get("git_dirty") == 1 else "")
+
+
+def label(r: pd.Series) -> str:
+    """A run as a picker shows it: revision name (or commit), family, profiler, when, id."""
+    rev = r.get("rev")
+    name = f"{rev} ({_git(r)})" if isinstance(rev, str) and rev else _git(r)
+    kind = "CPU" if r.get("mode") == "interpreter" else str(r.get("profiler"))
+    when = str(r.get("created_at") or "")[:16].replace("T", " ")
+    status = "" if r["status"] == "complete" else f" ({r['status']})"
+    return f"{name} · {r['family']} · {kind} · {when}{status} · {r['id']}"  # the id last: tests split on it
 
 
 def pickable(runs: pd.DataFrame, gpu_only: bool = False, sweeps: bool = False) -> pd.DataFrame:
@@ -45,16 +58,17 @@ def pickable(runs: pd.DataFrame, gpu_only: bool = False, sweeps: bool = False) -
 
 
 def pick_run(runs: pd.DataFrame, key: str, label_text: str = "run", index: int = 0, gpu_only: bool = False,
-             sweeps: bool = False) -> str | None:
+             sweeps: bool = False, container=None) -> str | None:
     """A run picker, newest first. Sweep runs (one version over its meta-parameters) are left to the Sweep
     page unless ``sweeps`` or there is nothing else."""
     pool = pickable(runs, gpu_only, sweeps)
     if pool.empty:
-        st.warning("No GPU run in the store: this page shows GPU timings. Profile on a GPU machine.")
+        st.warning("No GPU run in the store: this page shows GPU timings (the Correctness page shows CPU runs). "
+                   "Profile on a GPU machine, or switch *demo data* on in the sidebar.")
         return None
     labels = {label(r): r["id"] for _, r in pool.iterrows()}
-    choice = st.selectbox(label_text, list(labels), index=min(index, len(labels) - 1), key=key)
-    return labels[choice]
+    choice = (container or st).selectbox(label_text, list(labels), index=min(index, len(labels) - 1), key=key)
+    return labels.get(choice, pool.iloc[0]["id"])
 
 
 def gpu_run(title: str, key: str) -> tuple[dict, pd.DataFrame] | None:

@@ -1,13 +1,15 @@
-"""Compare: every provider of a family side by side, per dtype, against PyTorch."""
+"""Compare: every version of a family side by side, per dtype, against a PyTorch baseline of the user's choice."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from kprof.dashboards import data, figures
-from kprof.dashboards.views.common import gpu_run
-from kprof.report import with_speedup
+from kprof.dashboards import data, figures, style
+from kprof.dashboards.views.common import gpu_run, label, pickable
+
+NCU_COLUMNS = ("occupancy_achieved_pct", "occupancy_limiter", "dram_bytes_per_call", "dram_vs_model",
+               "registers_per_thread", "local_bytes", "spill_bytes")
 
 
 def render() -> None:
@@ -16,40 +18,66 @@ def render() -> None:
         return
     run, metrics = picked
     run_id = run["id"]
-    m = with_speedup(metrics, "torch_eager")
+    c1, c2 = st.columns([1, 2])
+    baseline = c1.selectbox("baseline (speedup = its time / the version's time)", list(figures.BASELINES),
+                            key="compare_baseline")
     runs = data.all_runs()
-    same = runs[(runs["family"] == run["family"]) & (runs["mode"] == "gpu") & (runs["id"] != run_id)]
-    extra = st.multiselect("add runs of this family (their providers get the run's id suffix)", list(same["id"]),
-                           key="compare_more")
+    same = pickable(runs[(runs["family"] == run["family"]) & (runs["id"] != run_id)], gpu_only=True)
+    same = same[same["swept"] == 0] if "swept" in same else same  # sweeps (~90 configurations) have their page
+    offered = {label(r): r["id"] for _, r in same.iterrows()}
+    extra = c2.multiselect("add runs of this family (their versions are dashed, named `version @ run`)",
+                           list(offered), key="compare_more")
+    m = with_time(metrics)
     if extra:  # e.g. two revisions side by side: triton_looped vs triton_looped @ 58fe
         parts = [m]
-        for other in extra:
-            om = with_speedup(data.get_metrics(other), "torch_eager")
+        for name in extra:
+            other = offered[name]
+            om = with_time(data.get_metrics(other))
             parts.append(om.assign(provider=om["provider"] + " @ " + other[-4:]))
         m = pd.concat(parts, ignore_index=True)
+    m = figures.with_baseline(m, baseline)
     bad = m[m["status"].isin(["fail", "error"])]
     if not bad.empty:
-        st.error(f"**{len(bad)} cases failed** (wrong results or errors; not plotted):\n\n"
-                 + "\n".join(f"- `{r.case}`: {r.status}: {r.note}" for r in bad.itertuples()))
+        st.error(f"**{len(bad)} cases failed** (wrong results or errors; not plotted; the Correctness page has "
+                 "them all):\n\n" + "\n".join(f"- `{r.case}`: {r.status}: {r.note}" for r in bad.head(20).itertuples()))
     dtypes = list(m["dtype"].dropna().unique())
     if not dtypes:
         st.warning("This run has no cases.")
         return
     dtype = st.radio("dtype", dtypes, horizontal=True, key="compare_dtype")
     ceiling = run.get("ceiling_gbps")
-    st.plotly_chart(figures.compare_panels(m, dtype, ceiling=ceiling))
+    st.plotly_chart(figures.compare_panels(m, dtype, ceiling=ceiling, baseline=baseline), key="compare_fig")
     if not m["occupancy_theoretical_pct"].notna().any():
         st.info("No occupancy in this run (profiled with `--profiler none`, or a backend without launch data).")
+    table = summary_table(m, dtype)
+    best_style = table.style.apply(lambda r: ["background-color: #d4f4dd" if r["best"] else "" for _ in r], axis=1)
+    st.dataframe(best_style, hide_index=True, column_config=style.column_config(table), key="compare_table")
+    st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name=f"kprof-{run_id}-{dtype}.csv")
+    ncu = [c for c in NCU_COLUMNS if c in table]
+    st.caption(timing_caption(m) + " ★ and green: the fastest correct version at "
+               f"the shape. Speedup against {baseline}. "
+               + (f"Copy ceiling measured in this run: {ceiling:.0f} GB/s. " if ceiling else "")
+               + ("Nsight Compute columns: " + ", ".join(style.COLUMNS[c][0] for c in ncu) + "." if ncu else ""))
+
+
+def with_time(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The time column the pages plot, whichever timing mode the run declared (:data:`style.TIME_PREFERENCE`)."""
+    col = style.time_column(metrics)
+    return metrics if col == "gpu_time_us" else metrics.assign(gpu_time_us=metrics[col])
+
+
+def summary_table(m: pd.DataFrame, dtype: str) -> pd.DataFrame:
+    """One row per (shape, version), shapes in sweep order, fastest first; ncu columns where measured."""
     table = m[m["dtype"] == dtype].copy()
     table["best"] = figures.best_per_shape(table)
     cols = ["shape", "provider", "status", "best", "gpu_time_us", "noise", "gbps", "pct_peak_bw", "speedup",
-            "warm_us", "graph_time_us", "host_time_us", "timer", "launch_latency_us", "kernels_per_call", "occupancy_theoretical_pct", "max_rel_err", "note"]
-    table = table[[c for c in cols if c in table]].sort_values(["shape", "gpu_time_us"])
-    st.dataframe(table.style.apply(lambda r: ["background-color: #d4f4dd" if r["best"] else "" for _ in r], axis=1),
-                 hide_index=True)
-    st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name=f"kprof-{run_id}-{dtype}.csv")
-    st.caption(timing_caption(m) + " Best per shape highlighted. "
-               + (f"Copy ceiling measured in this run: {ceiling:.0f} GB/s." if ceiling else ""))
+            "warm_us", "graph_time_us", "host_time_us", "timer", "launch_latency_us", "kernels_per_call",
+            "occupancy_theoretical_pct", *NCU_COLUMNS, "max_rel_err", "note"]
+    keep = [c for c in cols if c in table and (c in ("shape", "provider", "status", "best", "gpu_time_us")
+                                                or table[c].notna().any())]
+    order = {s: i for i, s in enumerate(figures.shape_order(table))}
+    table = table.assign(_o=table["shape"].map(order)).sort_values(["_o", "gpu_time_us"])
+    return table[keep].reset_index(drop=True)
 
 
 def timing_caption(m: pd.DataFrame) -> str:
@@ -59,8 +87,8 @@ def timing_caption(m: pd.DataFrame) -> str:
 
     modes = m["timing_mode"].dropna() if "timing_mode" in m else pd.Series(dtype=object)
     if modes.empty:
-        return "Times (gpu_time_us): " + EVENTS_DEFINITION
+        return "Times (GPU time): " + EVENTS_DEFINITION
     mode = str(modes.mode().iloc[0])
     fell = int((m.get("timer", pd.Series(dtype=object)) == "events").sum())
-    return (f"Times (gpu_time_us) are the `{mode}` mode: {MODE_DEFINITIONS[mode].split(': ', 1)[1]}"
+    return (f"Times (GPU time) are the `{mode}` mode: {MODE_DEFINITIONS[mode].split(': ', 1)[1]}"
             + (f" {fell} case(s) fell back to CUDA events (column timer)." if fell else ""))

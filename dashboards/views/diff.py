@@ -2,28 +2,40 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
-from kprof.dashboards import data
-from kprof.dashboards.views.common import header, pick_run
+from kprof.dashboards import data, style
+from kprof.dashboards.views.common import header, pick_run, pickable
 from kprof.errors import KprofError
 
 COLOURS = {"SLOWER": "#f8d0d0", "FASTER": "#d4f4dd", "UNCERTAIN": "#fff3c4", "SAME": ""}
+
+
+def default_pair(pool: pd.DataFrame) -> tuple[int, int]:
+    """Picker positions of (A, B): the two revisions of the newest `--rev A --rev B` run in the command's
+    order (the baseline before), else the second newest run before the newest."""
+    if len(pool) >= 2:
+        r0, r1 = pool.iloc[0], pool.iloc[1]
+        if r0["created_at"] == r1["created_at"] and r0["command"] == r1["command"] and r0.get("rev") and r1.get("rev"):
+            return 0, 1
+    return 1, 0
 
 
 def render() -> None:
     runs = header("Diff")
     if runs is None:
         return
-    gpu = runs[runs["mode"] == "gpu"]
-    if len(gpu) < 2:
+    pool = pickable(runs, gpu_only=True)
+    if len(pool) < 2:
         st.warning("Diff needs two GPU runs of one family: `kprof profile rmsnorm --rev main --rev my-branch`.")
         return
+    ia, ib = default_pair(pool)
     c1, c2 = st.columns(2)
     with c1:
-        a = pick_run(runs, "diff_a", "before (A)", index=1, gpu_only=True)
+        a = pick_run(runs, "diff_a", "before (A)", index=ia, gpu_only=True)
     with c2:
-        b = pick_run(runs, "diff_b", "after (B)", index=0, gpu_only=True)
+        b = pick_run(runs, "diff_b", "after (B)", index=ib, gpu_only=True)
     threshold = st.slider("threshold (%)", 1, 20, 3, key="diff_threshold") / 100
     try:
         res = data.get_diff(a, b, threshold)
@@ -36,10 +48,12 @@ def render() -> None:
         col.metric(v.lower(), c[v])
     for w in res.warnings:
         st.warning(w)
-    t = res.table()[["case", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p_value", "verdict", "changes", "why",
-                     "variance"]]
+    table = res.table()
+    t = table[[c for c in ("case", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p_value", "verdict", "changes",
+                           "why", "variance") if c in table]]
+    t = t.assign(p_value=t["p_value"].map(style.p_value))
     st.dataframe(t.style.apply(lambda r: [f"background-color: {COLOURS.get(r['verdict'], '')}" for _ in r], axis=1),
-                 hide_index=True)
-    for case in res.broken:  # correctness regressions count before any timing
+                 hide_index=True, column_config=style.column_config(t), key="diff_table")
+    for case in getattr(res, "broken", []):  # correctness regressions count before any timing
         st.error(f"{case}: correct in A, not in B")
-    st.caption(res.rule.describe() + ". Same code as `kprof diff`.")
+    st.caption(res.rule.describe() + ". Same code as `kprof diff`. B / A above 1: B is slower.")

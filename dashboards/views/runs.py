@@ -22,6 +22,8 @@ def render() -> None:
         df = df[df["status"].isin(statuses)]
     show = df.assign(kind=df["mode"].map({"gpu": "GPU", "interpreter": "CPU interpreter (correctness only)"}),
                      git=df["git_commit"].map(short_commit) + df["git_dirty"].map({1: " (dirty)"}).fillna(""))
-    st.dataframe(show[["id", "created_at", "family", "kind", "status", "device_name", "profiler", "git", "cases",
-                       "failures"]], hide_index=True)
+    cols = ["id", "created_at", "family", "kind", "status", "rev", "git", "device_name", "profiler", "cases", "failures"]
+    st.dataframe(show[[c for c in cols if c in show]], hide_index=True,
+                 column_config={"rev": st.column_config.Column("revision"), "created_at": "started",
+                                "device_name": "device"})
     st.caption(f"{len(df)} of {len(runs)} runs. Failed cases: `kprof show RUN`; compare two: the Diff page.")

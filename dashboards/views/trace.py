@@ -1,56 +1,152 @@
-"""Trace: a run's launch table as a timeline, with a per-kernel summary; any profiler."""
+"""Trace: a run's launch table (or a trace file) as a timeline, with a per-kernel summary; any profiler.
+
+Sources: a run of the store, a trace file named on `kprof dashboard TRACE...`, or one uploaded here (nsys
+.sqlite, ncu raw CSV, rocprof, Proton, torch.profiler JSON, or a launch table CSV from `kprof parse --csv`).
+A second source draws under the first (lanes A and B), each from its own first event."""
 
 from __future__ import annotations
+
+import json
 
 import pandas as pd
 import streamlit as st
 
 from kprof.analysis import kernel_summary
-from kprof.dashboards import data, figures
-from kprof.dashboards.views.common import header, pick_run
+from kprof.dashboards import data, style, timeline
+from kprof.dashboards.views.common import header, label
+
+GAPS = {"off": 0.0, "longer than 10 µs": 10e3, "longer than 100 µs": 100e3, "longer than 1 ms": 1e6}
+NONE = "(none)"
 
 
 def render() -> None:
     runs = header("Trace")
     if runs is None:
         return
-    run_id = pick_run(runs, "trace_run")
-    if run_id is None:
+    sources = source_options(runs)
+    if not sources:
+        st.warning("No run with a launch table and no trace file: `kprof profile FAMILY --profiler torch|nsys|ncu|"
+                   "proton` records one, or open a trace with `kprof dashboard TRACE` or the upload box below.")
+        upload_box()
         return
-    lt = data.get_launches(run_id)
+    c1, c2 = st.columns(2)
+    first = c1.selectbox("trace (a run with launch data, or a trace file)", list(sources), key="trace_run")
+    second = c2.selectbox("second trace, drawn below (A/B)", [NONE, *sources], key="trace_other")
+    lt = load(sources[first])
+    if lt is None:
+        return
     if lt.empty:
         st.warning("This run has no launch table: it was profiled with `--profiler none` or on the CPU. "
                    "`kprof profile FAMILY --profiler torch|nsys|ncu|proton` records one.")
         return
-    cases = sorted(lt["case"].dropna().unique())
-    c1, c2 = st.columns(2)
+    cases = run_order(lt)
+    c1, c2, c3 = st.columns([3, 2, 2])
     chosen = c1.multiselect("cases", cases, default=cases[:1], key="trace_cases")
-    kernels = sorted(lt["kernel"].dropna().unique())
-    pick_k = c2.multiselect("kernels", kernels, key="trace_kernels")
+    search = c2.text_input("find a kernel (dims the others)", key="trace_search")
+    gaps = c3.selectbox("collapse idle gaps", list(GAPS), index=2, key="trace_gaps")
     df = lt[lt["case"].isin(chosen)] if chosen else lt
-    if pick_k:
-        df = df[df["kernel"].isin(pick_k)]
     df = time_window(df)
-    fig, note = figures.timeline(df)
+    shown = {"A": df}
+    if second != NONE:
+        other = load(sources[second])
+        if other is not None and not other.empty:
+            shown["B"] = other[other["case"].isin(chosen)] if chosen and other["case"].isin(chosen).any() else other
+    fig, note, drawn = timeline.figure(shown, collapse_ns=GAPS[gaps], search=search,
+                                       selected=st.session_state.get("trace_selected"))
     if note:
         st.info(note)
     if fig.data:
-        st.plotly_chart(fig)
+        event = st.plotly_chart(fig, key="trace_fig", on_select="rerun", selection_mode="points",
+                                config={"scrollZoom": True, "displaylogo": False})
+        picked = selected_row(event)
+        if picked is not None and picked != st.session_state.get("trace_selected"):
+            st.session_state["trace_selected"] = picked
+            st.rerun()  # draw the launch -> kernel line of the new selection
+        row = st.session_state.get("trace_selected")
+        if row is not None and row < len(drawn):
+            st.subheader("Selected launch")
+            st.dataframe(timeline.launch_row(drawn, row), hide_index=True, key="trace_row")
+        else:
+            st.caption("Drag to zoom along time (lanes stay put), double-click to reset, the strip below is the "
+                       "whole trace. Click a launch for its full row and its launch -> kernel line.")
     st.subheader("Per kernel")
-    st.dataframe(kernel_summary(df), hide_index=True)
-    st.caption(f"{len(df)} of {len(lt)} rows; source: {', '.join(sorted(lt['source'].dropna().unique()))}. "
-               "`kprof export RUN --perfetto FILE` opens the whole run in ui.perfetto.dev.")
+    summary = kernel_summary(df)
+    st.dataframe(summary, hide_index=True, column_config=style.column_config(summary), key="trace_summary")
+    st.download_button("Export this view for ui.perfetto.dev (JSON)", perfetto_json(df, first),
+                       file_name="kprof-trace.json", mime="application/json")
+    st.caption(f"{len(df)} of {len(lt)} rows; source: {', '.join(sorted(lt['source'].dropna().astype(str).unique()))}. "
+               "The export holds the cases and time window chosen here; open it at ui.perfetto.dev.")
+    upload_box()
+
+
+def run_order(lt: pd.DataFrame) -> list[str]:
+    """Cases in the order they ran (first timestamp), the order a user thinks of them in."""
+    first = lt.assign(_t=lt["start_ns"].fillna(lt["api_start_ns"])).groupby("case")["_t"].min()
+    return [str(c) for c in first.sort_values(kind="stable", na_position="last").index]
+
+
+def source_options(runs: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Label -> ("run", id) for runs with launch data, ("file", path) for traces named on the command line or
+    uploaded."""
+    out = {f"file: {p}": ("file", p) for p in data.trace_files()}
+    counts = data.launch_counts()
+    with_data = runs[runs["id"].isin(counts.index)]
+    timed = with_data["id"].map(counts["timed"]) > 0
+    for _, r in pd.concat([with_data[timed], with_data[~timed]]).iterrows():  # drawable runs first
+        out[label(r) + ("" if counts.at[r["id"], "timed"] else " · no timestamps")] = ("run", r["id"])
+    return out
+
+
+def load(src: tuple[str, str]) -> pd.DataFrame | None:
+    kind, ref = src
+    if kind == "run":
+        return data.get_launches(ref)
+    try:
+        return data.read_trace(ref)
+    except Exception as exc:  # a file the user picked: say what is wrong with it, in the page
+        st.error(f"kprof cannot read the trace {ref}: {exc}")
+        return None
+
+
+def upload_box() -> None:
+    up = st.file_uploader("open a trace file (nsys .sqlite, ncu raw CSV, rocprof, Proton, torch.profiler JSON, "
+                          "`kprof parse --csv` table)", key="trace_upload")
+    if up is not None:
+        path = data.save_upload(up.name, up.getvalue())
+        if path not in data.trace_files():
+            data.add_trace_file(path)
+            st.rerun()
+
+
+def selected_row(event) -> int | None:
+    try:
+        points = event.selection.points if event else []
+    except AttributeError:
+        return None
+    for p in points:
+        cd = p.get("customdata")
+        if cd is not None:
+            return int(cd[0] if isinstance(cd, list) else cd)
+    return None
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def perfetto_json(df: pd.DataFrame, title: str) -> str:
+    from kprof.export import to_chrome_trace
+
+    return json.dumps(to_chrome_trace(df, title=title))
 
 
 def time_window(df: pd.DataFrame) -> pd.DataFrame:
-    """A slider over the selection's time span: the zoom that stays usable on a large trace, since the
-    timeline draws single launches again once the window holds few enough of them."""
+    """A slider over the selection's time span: it narrows what is read and drawn (the plot's own zoom only
+    magnifies what is drawn), so a folded trace draws single launches again once the window holds few."""
     starts = df["api_start_ns"].fillna(df["start_ns"])
     if starts.notna().sum() < 2:
         return df
     t0, t1 = float(starts.min()), float(df["end_ns"].fillna(df["api_end_ns"]).max())
     span = max((t1 - t0) / 1e3, 1.0)
-    lo, hi = st.slider("time window (µs from the first event)", 0.0, span, (0.0, span), format="%.1f")
+    lo, hi = st.slider("time window (µs from the first event)", 0.0, span, (0.0, span), format="%.1f",
+                       key="trace_window")
     if lo <= 0.0 and hi >= span:
         return df
     keep = ((df["start_ns"] - t0) / 1e3).between(lo, hi) | ((df["api_start_ns"] - t0) / 1e3).between(lo, hi)

@@ -56,9 +56,19 @@ def test_compare_on_real_runs(demo_copy, monkeypatch):
     assert "Demo data" not in texts(at)
     charts = at.get("plotly_chart")
     assert len(charts) == 1
-    for panel in ("GPU time per call", "Bandwidth", "Speedup over PyTorch eager", "Theoretical occupancy"):
+    for panel in ("GPU time per call", "Bandwidth", "Speedup over best PyTorch per shape", "Theoretical occupancy"):
         assert panel in charts[0].proto.spec
+    assert "best version at the shape" in charts[0].proto.spec  # the best is starred in the chart too
     df = at.dataframe[0].value
+    # default baseline: the fastest PyTorch provider at each shape, so the best PyTorch version reads 1.0x
+    pytorch = df[df["provider"].isin(["torch_eager", "torch_F", "torch_compile"])]
+    fastest = pytorch.loc[pytorch.groupby("shape")["gpu_time_us"].idxmin()]
+    assert (abs(fastest["speedup"] - 1.0) < 1e-9).all()
+    assert list(dict.fromkeys(df["shape"])) == list(dict.fromkeys(RunStore(demo_copy).metrics(
+        at.selectbox(key="compare_run").value.split(" · ")[-1])["shape"]))  # shapes in the run's sweep order
+    at.selectbox(key="compare_baseline").set_value("PyTorch eager").run()
+    eager = at.dataframe[0].value
+    assert (eager[eager["provider"] == "torch_eager"]["speedup"] == 1.0).all()
     assert {"triton_tuned", "torch_eager", "torch_F"} <= set(df["provider"])
     best = df[df["best"]]
     assert len(best) == df["shape"].nunique()  # one best provider per shape
@@ -92,7 +102,7 @@ def test_sweep_page_on_the_real_h100_sweeps(demo_copy, monkeypatch):
     guide = at.dataframe[0].value
     # the newest sweep in the demo is rmsnorm one_row under ncu at 16384x4096: the guide's best is the
     # fastest correct configuration stored for that shape
-    run_id = at.selectbox(key="sweep_run").value.split(" · ")[0]
+    run_id = at.selectbox(key="sweep_run").value.split(" · ")[-1]
     m = RunStore(demo_copy).metrics(run_id)
     swept = m[m["params"].notna() & (m["status"] == "ok")].sort_values("gpu_time_us")
     best = json.loads(swept["params"].iloc[0])
@@ -136,7 +146,7 @@ def test_failed_cases_are_loud_and_never_plotted(tmp_path, monkeypatch):
     assert "triton_x" not in fig  # a wrong result is never drawn as a time
     assert "No occupancy in this run" in texts(at)
     trace = page("trace", path, monkeypatch)
-    assert "no launch table" in texts(trace)
+    assert "No run with a launch table" in texts(trace)
     assert "two GPU runs" in texts(page("diff", path, monkeypatch))
 
 
@@ -157,14 +167,18 @@ def test_a_new_run_shows_up_without_restarting(tmp_path, monkeypatch):
 
 def test_compare_two_runs_side_by_side(demo_copy, monkeypatch):
     at = page("compare", demo_copy, monkeypatch)
-    runs = RunStore(demo_copy).runs()
-    newest, older = runs[runs["swept"] == 0]["id"].tolist()[:2]  # planted regression and main (sweeps: own page)
-    at.multiselect(key="compare_more").select(older).run()
+    shown = at.selectbox(key="compare_run").value.split(" · ")[-1]
+    assert at.selectbox(key="compare_run").value.startswith("main ")  # the demo opens on main, by name
+    offered = at.multiselect(key="compare_more").options
+    assert not any("sweep" in o for o in offered) and len(offered) < 6  # sweeps have their own page
+    other = next(o for o in offered if "planted-regression" in o)
+    other_id = other.split(" · ")[-1]
+    at.multiselect(key="compare_more").select(other).run()
     assert not at.exception
     providers = set(at.dataframe[0].value["provider"])
-    assert "triton_looped" in providers and f"triton_looped @ {older[-4:]}" in providers
+    assert "triton_looped" in providers and f"triton_looped @ {other_id[-4:]}" in providers
     spec = at.get("plotly_chart")[0].proto.spec
-    assert f"triton_looped @ {older[-4:]}" in spec
+    assert f"triton_looped @ {other_id[-4:]}" in spec and shown != other_id
 
 
 def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launches(data_file, tmp_path, monkeypatch):
@@ -172,7 +186,7 @@ def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launch
     than the timeline draws one by one: the page folds it and says so; a narrow time window draws launches."""
     import pandas as pd
 
-    from kprof.dashboards.figures import TRACE_LIMIT
+    from kprof.dashboards.timeline import LIMIT as TRACE_LIMIT
     from kprof.profilers import nsys
 
     one = nsys.parse(data_file("nsys_rmsnorm.sqlite"))
@@ -196,5 +210,57 @@ def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launch
     at.slider[0].set_value((lo, lo + (hi - lo) / copies)).run()  # about one copy of the trace
     assert not at.exception and "more than a browser draws" not in texts(at)
     spec = at.get("plotly_chart")[0].proto.spec
-    assert "folded" not in spec and '"name":"kernels"' in spec
+    assert "folded" not in spec and '"name":"_rmsnorm_looped_kernel"' in spec.replace(" ", "")
     assert 0 < at.dataframe[0].value["launches"].sum() < len(big)
+
+
+def test_diff_threshold_changes_match_kprof_diff(demo_copy, monkeypatch):
+    """The page re-decides verdicts at a new threshold from the pair's intervals; that must be what
+    `kprof diff --threshold` says, case by case."""
+    from kprof.diff import DiffRule, diff_runs
+
+    at = page("diff", demo_copy, monkeypatch)
+    a = at.selectbox(key="diff_a").value.split(" · ")[-1]
+    b = at.selectbox(key="diff_b").value.split(" · ")[-1]
+    assert at.selectbox(key="diff_a").value.startswith("main ")  # baseline revision before the other
+    at.slider(key="diff_threshold").set_value(1).run()
+    assert not at.exception
+    shown = at.dataframe[0].value.set_index("case")["verdict"]
+    full = diff_runs(RunStore(demo_copy), a, b, DiffRule(threshold=0.01)).cases.set_index("case")["verdict"]
+    assert shown.sort_index().equals(full.sort_index())
+    assert int({m.label: m.value for m in at.metric}["slower"]) >= 1
+
+
+def test_correctness_page_on_a_cpu_store(tmp_path, monkeypatch):
+    from kprof.dashboards.probe import cpu_store
+
+    store = cpu_store(tmp_path / "cpu" / "kprof.db", seed=7)
+    at = page("correctness", store, monkeypatch)
+    m = RunStore(store).metrics("latest")
+    counts = {x.label: int(x.value) for x in at.metric}
+    assert counts == {s: int((m["status"] == s).sum()) for s in ("ok", "fail", "error", "skipped")}
+    table = at.dataframe[0].value
+    failed = table[table["status"] == "fail"]
+    assert len(failed) == 1 and (failed["err_vs_tol"] > 1).all()  # the failure is above its tolerance
+    ok = table[table["status"] == "ok"]
+    assert (ok["err_vs_tol"] < 1).all() and ok["tolerance"].notna().all()
+    assert "1 cases failed" in texts(at)
+    assert "No GPU run" in texts(page("compare", store, monkeypatch))  # and says where to look
+
+
+def test_a_trace_file_opens_directly_and_exports_for_perfetto(data_file, tmp_path, monkeypatch):
+    """`kprof dashboard TRACE` passes the file to the Trace page, which opens on it; the export holds the
+    events drawn."""
+    import json
+
+    trace = data_file("nsys_rmsnorm.sqlite")
+    monkeypatch.setenv("KPROF_TRACES", str(trace))
+    at = page("trace", tmp_path / "none", monkeypatch)
+    assert at.selectbox(key="trace_run").value == f"file: {trace}"
+    assert len(at.get("plotly_chart")) == 1 and at.dataframe[0].value["launches"].sum() > 0
+    assert "ui.perfetto.dev" in at.get("download_button")[0].proto.label
+    from kprof.dashboards.views.trace import perfetto_json
+    from kprof.profilers import nsys
+
+    events = json.loads(perfetto_json(nsys.parse(trace), "t"))["traceEvents"]
+    assert sum(e.get("ph") == "X" for e in events) >= len(nsys.parse(trace)) // 2  # the launches, as slices

@@ -1,0 +1,142 @@
+"""How the dashboard shows things, in one place: provider and kernel colours, readable column names, number
+formats, shape order. No Streamlit here (the figures and the pages both use it, and it tests alone).
+
+Colours are a function of the name alone (a fixed table for the PyTorch yardsticks, a hash of the name into a
+palette for the rest), so a provider keeps its colour on every page, in every run, and when runs are added."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import zlib
+
+import pandas as pd
+from plotly.colors import qualitative
+
+# The yardsticks every family has: fixed, muted colours so the versions under test stand out.
+FIXED = {
+    "torch_eager": "#7f7f7f", "torch_F": "#17becf", "torch_compile": "#8c564b", "liger": "#bcbd22",
+    "cublas": "#393b79", "torch_matmul": "#393b79", "copy": "#c7c7c7",
+}
+
+
+def _rgb(c: str) -> tuple[int, int, int]:
+    c = c.lstrip("#")
+    return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)
+
+
+def _far_from_fixed(c: str, min_dist: int = 90) -> bool:
+    """Hashed colours stay visibly apart from the yardsticks' (a cyan next to torch_F's teal reads as one)."""
+    r = _rgb(c)
+    return all(sum((a - b) ** 2 for a, b in zip(r, _rgb(f))) ** 0.5 >= min_dist for f in FIXED.values())
+
+
+PALETTE = list(dict.fromkeys(c.upper() for c in qualitative.Plotly + qualitative.D3 + qualitative.Dark24
+                             if _far_from_fixed(c)))
+
+
+@functools.lru_cache(maxsize=1)
+def _registry() -> dict[str, int]:
+    """Every provider kprof defines, family by family, numbered: neighbours in a family get neighbouring,
+    so distinct, palette entries (a hash alone gave two rmsnorm versions one colour). Imports the kernel
+    families once (seconds; the dashboard's server does it at start-up)."""
+    try:
+        from kprof.kernels import discover
+
+        names = [p for _, f in sorted(discover().items()) for p in f.providers if p not in FIXED]
+    except Exception:  # kernels that do not import here: hashed colours still hold
+        names = []
+    return {n: i for i, n in enumerate(dict.fromkeys(names))}
+
+
+def colour(name: str) -> str:
+    """The colour of a provider (or kernel) name; ``provider @ run`` keeps the provider's colour."""
+    base = str(name).split(" @ ")[0]
+    if base in FIXED:
+        return FIXED[base]
+    known = _registry().get(base)
+    if known is not None:
+        return PALETTE[known % len(PALETTE)]
+    return PALETTE[zlib.crc32(base.encode()) % len(PALETTE)]
+
+
+# Which column holds the time a page plots: the first of these a run has. gpu_time_us is the run's declared
+# timing mode (cold / warm / graph / host); per-mode columns such as warm_us come after it.
+TIME_PREFERENCE = ("gpu_time_us", "warm_us")
+
+
+def time_column(metrics: pd.DataFrame) -> str:
+    for col in TIME_PREFERENCE:
+        if col in metrics and metrics[col].notna().any():
+            return col
+    return "gpu_time_us"
+
+
+# column -> (header, format); the format is a Streamlit NumberColumn printf format or None for text
+COLUMNS: dict[str, tuple[str, str | None]] = {
+    "shape": ("shape", None), "provider": ("version", None), "dtype": ("dtype", None), "status": ("status", None),
+    "best": ("best", None), "case": ("case", None), "note": ("note", None), "why": ("why", None),
+    "gpu_time_us": ("GPU time (µs)", "%.2f"), "gpu_time_warm_us": ("GPU time (µs)", "%.2f"),
+    "noise": ("noise (p80-p20)/median", "%.1%"), "gbps": ("bandwidth (GB/s)", "%.0f"),
+    "pct_peak_bw": ("% of copy ceiling", "%.1f"), "speedup": ("speedup", "%.2f×"),
+    "host_time_us": ("host time/call (µs)", "%.1f"), "launch_latency_us": ("launch latency (µs)", "%.1f"),
+    "kernels_per_call": ("kernels/call", "%.0f"), "occupancy_theoretical_pct": ("occupancy theor. (%)", "%.0f"),
+    "occupancy_achieved_pct": ("occupancy achieved (%)", "%.0f"), "occupancy_limiter": ("limited by", None),
+    "dram_bytes_per_call": ("DRAM bytes/call", "%.3s"), "dram_vs_model": ("DRAM / bytes model", "%.2f×"),
+    "registers_per_thread": ("registers/thread", "%.0f"), "local_bytes": ("spills: local bytes", "%.0f"),
+    "spill_bytes": ("spill bytes", "%.0f"), "shared_mem_bytes": ("shared mem (B)", "%.0f"),
+    "max_rel_err": ("max rel. error", "%.2e"), "max_abs_err": ("max abs. error", "%.2e"),
+    "tolerance": ("tolerance", "%.0e"), "err_vs_tol": ("error / tolerance", "%.3f"),
+    "median_a": ("median A (µs)", "%.2f"), "median_b": ("median B (µs)", "%.2f"), "ratio": ("B / A", "%.3f"),
+    "ci_lo": ("95% CI low", "%.3f"), "ci_hi": ("95% CI high", "%.3f"), "p_value": ("p-value", None),
+    "verdict": ("verdict", None), "changes": ("kernel changes", None), "intensity": ("FLOP/byte", "%.2f"),
+    "bound": ("bound", None), "tflops": ("TFLOP/s", "%.3g"), "pct_roof": ("% of roof", "%.1f"),
+    "launches": ("launches", "%d"), "baseline": ("baseline", None), "warm_us": ("warm time (µs)", "%.2f"),
+    "graph_time_us": ("CUDA-graph time (µs)", "%.2f"), "timer": ("timer", None),
+}
+
+
+def column_config(df: pd.DataFrame) -> dict:
+    """Streamlit column_config for the columns of ``df`` this module knows: readable headers, units in the
+    header, sensible decimals. Imported lazily so this module stays free of Streamlit."""
+    import streamlit as st
+
+    out = {}
+    for col in df.columns:
+        header, fmt = COLUMNS.get(col, (col.replace("_", " "), None))
+        if fmt and pd.api.types.is_numeric_dtype(df[col]):
+            out[col] = st.column_config.NumberColumn(header, format=fmt)
+        else:
+            out[col] = st.column_config.Column(header)
+    return out
+
+
+def p_value(p: object) -> str:
+    """p-values as a reader wants them: '< 0.001' rather than 0.000000."""
+    if p is None or (isinstance(p, float) and math.isnan(p)) or p is pd.NA:
+        return "—"
+    p = float(p)
+    return "< 0.001" if p < 1e-3 else f"{p:.3f}"
+
+
+def shape_key(shape: object) -> tuple:
+    """Sort key for shapes such as '4096x1024': numerically, dimension by dimension (text sorting puts
+    '16384x4096' before '2048x4096')."""
+    parts = re.split(r"[x×,]", str(shape))
+    return tuple((0, int(p)) if p.strip().isdigit() else (1, p) for p in parts)
+
+
+def sorted_shapes(shapes) -> list[str]:
+    return sorted({str(s) for s in shapes if s is not None and not pd.isna(s)}, key=shape_key)
+
+
+def us(value_us: float) -> str:
+    """A duration with a readable unit."""
+    if value_us is None or (isinstance(value_us, float) and math.isnan(value_us)):
+        return "—"
+    if value_us >= 1e6:
+        return f"{value_us / 1e6:.3g} s"
+    if value_us >= 1e3:
+        return f"{value_us / 1e3:.3g} ms"
+    return f"{value_us:.3g} µs"
