@@ -45,7 +45,7 @@ def main() -> None:
                     break
             except OSError:
                 if time.time() > deadline or server.poll() is not None:
-                    raise SystemExit(f"kprof dashboard did not come up: {server.stdout.read() if server.stdout else ''}")
+                    raise SystemExit(f"kprof dashboard did not come up: {server.stdout.read() if server.stdout else ''}") from None
                 time.sleep(0.1)
         print(f"server up after {time.perf_counter() - t_start:.2f} s")
         with sync_playwright() as p:

@@ -1,4 +1,4 @@
-"""Drop-in ops for model code (seed 002's integration pattern): one function per kernel family.
+"""Drop-in ops for model code (the integration pattern of vLLM-style layers): one function per kernel family.
 
 Each op runs the best Triton version of its family when ``KPROF_USE_TRITON=1`` (opt-in) and the input
 is on a CUDA GPU (or Triton's CPU interpreter is on), else the eager PyTorch code. Both paths validate
@@ -6,7 +6,7 @@ inputs with the same family check, so a bad input raises the same ``ValueError``
 compute the same function (fp32 inside, output in the input dtype).
 
 The Triton version each op uses (``BEST``) is the fastest one measured on an H100
-(benchmarks/results/2026-11-22-h100-catalog/).
+(benchmarks/results/catalog/).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 
 import torch
 
-from kprof.kernels import _common as common
+from kprof.kernels.lib import launching
 
 BEST: dict[str, str] = {
     "rms_norm": "rmsnorm/triton_tuned",
@@ -35,7 +35,7 @@ def triton_enabled(x: object) -> bool:
     """Whether an op on ``x`` takes its Triton path: ``KPROF_USE_TRITON=1`` and x on a GPU (or interpreter)."""
     if os.environ.get("KPROF_USE_TRITON", "0") != "1" or not isinstance(x, torch.Tensor):
         return False
-    return x.is_cuda or common.interpreting()
+    return x.is_cuda or launching.interpreting()
 
 
 def _triton(op: str):
@@ -49,7 +49,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     """``x / sqrt(mean(x**2, -1) + eps) * weight``."""
     if triton_enabled(x):
         return _triton("rms_norm")(x, weight, eps)
-    from kprof.kernels.rmsnorm._common import validate
+    from kprof.kernels.rmsnorm.family import validate
     from kprof.kernels.rmsnorm.reference import rmsnorm_eager
 
     validate(x, weight, triton=False)
@@ -73,10 +73,9 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     """``x = [..., 2H]`` (gate | up) -> ``silu(gate) * up``."""
     if triton_enabled(x):
         return _triton("silu_and_mul")(x)
-    from kprof.kernels import _gated
-    from kprof.kernels.silu_mul.family import silu_mul_eager
+    from kprof.kernels.silu_mul.family import silu_mul_eager, validate
 
-    _gated.validate("silu_mul", x, triton=False)
+    validate(x, triton=False)
     return silu_mul_eager(x)
 
 
@@ -84,10 +83,9 @@ def gelu_tanh_and_mul(x: torch.Tensor) -> torch.Tensor:
     """``x = [..., 2H]`` (gate | up) -> ``gelu_tanh(gate) * up``."""
     if triton_enabled(x):
         return _triton("gelu_tanh_and_mul")(x)
-    from kprof.kernels import _gated
-    from kprof.kernels.gelu_mul.family import gelu_mul_eager
+    from kprof.kernels.gelu_mul.family import gelu_mul_eager, validate
 
-    _gated.validate("gelu_mul", x, triton=False)
+    validate(x, triton=False)
     return gelu_mul_eager(x)
 
 
@@ -95,10 +93,10 @@ def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.T
     """``silu(x @ w_gate) * (x @ w_up)`` for weights ``[d, ff]``."""
     if triton_enabled(x):
         return _triton("swiglu")(x, w_gate, w_up)
-    from kprof.kernels.swiglu.family import check_inputs
+    from kprof.kernels.swiglu.family import validate
     from kprof.kernels.swiglu.reference import swiglu_eager
 
-    check_inputs(x, w_gate, w_up, triton=False)
+    validate(x, w_gate, w_up, triton=False)
     return swiglu_eager(x, w_gate, w_up)
 
 
@@ -108,10 +106,10 @@ def rms_norm_linear(
     """``(rms_norm(x, g) @ w) + b`` for ``w [K, N]``."""
     if triton_enabled(x):
         return _triton("rms_norm_linear")(x, g, w, b, eps)
-    from kprof.kernels.rmsnorm_linear.family import check_inputs
+    from kprof.kernels.rmsnorm_linear.family import validate
     from kprof.kernels.rmsnorm_linear.reference import rmsnorm_linear_eager
 
-    check_inputs(x, g, w, b, triton=False)
+    validate(x, g, w, b, triton=False)
     return rmsnorm_linear_eager(x, g, w, b, eps)
 
 
@@ -123,9 +121,9 @@ def kasmina_forward(
 
     ``check_ids=True`` also checks every blueprint id is in range; that reads the ids on the host (a
     device-to-host copy and a sync), so it is off by default."""
-    from kprof.kernels.kasmina.family import check_inputs
+    from kprof.kernels.kasmina.family import validate
 
-    check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias, triton=False)
+    validate(x, lifecycle, blueprint_id, alpha, weights, bias, triton=False)
     if check_ids:
         ids = blueprint_id.cpu()
         bad = ids[(ids < 0) | (ids >= weights.shape[0])]

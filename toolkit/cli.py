@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kprof.errors import KprofError
+from kprof.runtime import restores_interpreter_mode
 
 if TYPE_CHECKING:
     from kprof.runner import ProfileOptions
@@ -132,6 +133,7 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
 
 
 @app.command()
+@restores_interpreter_mode
 def sweep(
     family: Annotated[str, typer.Argument(help="Kernel family, e.g. rmsnorm.")],
     version: Annotated[str, typer.Option("--version", "-v", help="The Triton version to sweep (`kprof families --params` lists the tunable ones).")],

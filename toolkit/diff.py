@@ -33,7 +33,7 @@ from scipy import stats
 
 from kprof import launch_table
 from kprof.errors import KprofError
-from kprof.report import fmt_num, markdown_table
+from kprof.fmt import fmt_num, markdown_table
 from kprof.store import plain
 
 VERDICTS = ("SLOWER", "UNCERTAIN", "SAME", "FASTER")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from kprof.kernels import _common as common
+from kprof.kernels.lib import launching
 from kprof.kernels.swiglu.family import FAMILY
 from kprof.kernels.swiglu.reference import swiglu_eager
 from kprof.providers import compiled
@@ -31,7 +31,7 @@ _fused_weights: dict[tuple, torch.Tensor] = {}
     description="one cuBLAS product x @ [Wg Wu] (the concatenated weight built once): the yardstick",
 )
 def swiglu_cublas_gate_up(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
-    key = common.weight_cache_key(w_gate, w_up)
+    key = launching.weight_cache_key(w_gate, w_up)
     w = _fused_weights.get(key)
     if w is None:
         _fused_weights.clear()
