@@ -19,12 +19,12 @@ import sys
 import time
 import urllib.request
 
-from playwright.sync_api import sync_playwright
-
 CHROMIUM = "/usr/bin/chromium"
 
 
 def main() -> None:
+    from playwright.sync_api import sync_playwright  # here: the script imports (and is tested) without it
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("store")
     ap.add_argument("--browsers", type=int, default=2)
