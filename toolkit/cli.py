@@ -63,6 +63,7 @@ def profile(
     rep_ms: Annotated[int, typer.Option(help="do_bench repetition budget per case, ms.")] = 100,
     warmup_ms: Annotated[int, typer.Option(help="do_bench warm-up budget per case, ms.")] = 25,
     no_graph: Annotated[bool, typer.Option("--no-graph", help="Skip CUDA-graph replay timing.")] = False,
+    timing_mode: Annotated[str, typer.Option(help="Timing mode that ranks, gives % of ceiling, speedups and diff samples: cold | warm | graph | host (all are measured and stored; see README).")] = "cold",
     seed: Annotated[int, typer.Option(help="Input seed; 0 draws a fresh one (recorded with the run).")] = 0,
     report: Annotated[Optional[Path], typer.Option(help="Also write the markdown report to this file.")] = None,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per failing case).")] = False,
@@ -74,13 +75,19 @@ def profile(
     from kprof.registry import parse_shape
     from kprof.runner import ProfileOptions
 
+    from kprof.timing import MODES
+
+    if timing_mode not in MODES or (timing_mode == "graph" and no_graph):
+        raise KprofError(f"--timing-mode {timing_mode!r} cannot rank this run (choose one of "
+                         f"{', '.join(MODES)}; graph needs the graph replay, so not with --no-graph)")
     shapes = tuple(parse_shape(s) for s in _split(shape)) or None
     dtypes = tuple(canonical_dtype(d) for d in _split(dtype)) or None
     opts = ProfileOptions(
         family=family, providers=tuple(_split(provider)) or None, shapes=shapes, dtypes=dtypes,
         profiler=profiler, mode=mode, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
         profile_repeats=profile_repeats, revisions=tuple(rev or ()),
-        settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed),
+        settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed,
+                               mode=timing_mode),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
     )
     _gate(_run_and_report(opts, report, store), store, allow_failures)

@@ -10,12 +10,13 @@ import hashlib
 import math
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from kprof import timing as modes
 from kprof.errors import UnsupportedConfig
 from kprof.registry import Case, Family, Inputs, Provider
 from kprof.specialization import recording
@@ -31,6 +32,10 @@ class BenchSettings:
     host_reps: int = 7
     graph: bool = True
     seed: int = 0
+    mode: str = "cold"
+    """Declared timing mode whose samples are the case's headline time (kprof.timing.MODES)."""
+    events: bool = False
+    """Also time with CUDA events around each call (the method before declared modes), for comparison."""
     """Base seed; each case draws its own inputs from (seed, case shape, dtype)."""
 
 
@@ -56,6 +61,12 @@ class CaseResult:
     graph_time_ms: float | None = None
     graph_host_us: float | None = None
     host_samples_us: tuple[float, ...] = ()
+    mode_samples_us: dict = field(default_factory=dict)
+    """Per-call samples (us) of every mode measured: cold, cold_sum, warm, warm_sum, graph, host, events."""
+    timing_mode: str = ""
+    """The declared mode of ``gpu_samples_ms`` (settings.mode)."""
+    timer: str = ""
+    """Where the cold/warm times came from: "cupti" (activity records) or "events" (the fallback)."""
     peak_mem_bytes: int | None = None
     bytes: int = 0
     flops: int = 0
@@ -200,14 +211,16 @@ def time_gpu(fn: Callable[[], Any], settings: BenchSettings, host_us: float | No
     return [float(s.elapsed_time(e)) for s, e in zip(starts, ends)]
 
 
-def time_graph(fn: Callable[[], Any], settings: BenchSettings) -> tuple[float | None, float | None, str | None]:
-    """(GPU ms per call replayed from a CUDA graph, host us per replay, note). No L2 flush in between."""
+def time_graph(fn: Callable[[], Any], settings: BenchSettings) -> tuple[list[float], float | None, str | None]:
+    """(GPU ms per call of each replay of a CUDA graph holding many calls, host us per replay, note).
+    No L2 flush in between."""
     import triton.testing
 
     try:
-        ms = float(triton.testing.do_bench_cudagraph(fn, rep=max(20, settings.rep_ms // 2), return_mode="median"))
+        got = triton.testing.do_bench_cudagraph(fn, rep=max(20, settings.rep_ms // 2), return_mode="all")
+        ms = [float(v) for v in got] if isinstance(got, (list, tuple)) else [float(got)]
     except Exception as exc:  # noqa: BLE001 - some providers cannot be captured; say why, keep going
-        return None, None, f"CUDA graph capture failed: {type(exc).__name__}: {str(exc)[:200]}"
+        return [], None, f"CUDA graph capture failed: {type(exc).__name__}: {str(exc)[:200]}"
     finally:
         torch.cuda.synchronize()
     # host cost of one replay of a graph holding one call
@@ -307,7 +320,21 @@ def more_gpu_samples(
     def call() -> Any:
         return provider.fn(**inputs)
 
-    return tuple(time_gpu(call, settings, host_us=host_us))
+    samples, _, _ = measure_modes(call, settings, (host_us,), rough_gpu_ms(call))
+    return tuple(v / 1e3 for v in modes.headline(samples, settings.mode)[1])
+
+
+def measure_modes(call: Callable[[], Any], settings: BenchSettings, host_us: Sequence[float],
+                  rough_ms: float) -> tuple[dict[str, tuple[float, ...]], str, list[str]]:
+    """(samples per mode in us, timer "cupti" | "events", notes): cold and warm from one CUPTI session,
+    CUDA events when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
+    host_med = sorted(host_us)[len(host_us) // 2]
+    res = modes.measure_cupti(call, host_us=host_med, gpu_us=rough_ms * 1e3, rep_ms=settings.rep_ms)
+    no_warm = settings.mode == "warm" and (res.warm is None or not res.warm.busy_us)
+    events = time_gpu(call, settings, host_us=host_med) if (res.source == "events" or settings.events or no_warm) \
+        else []
+    notes = [res.note] if res.note else []
+    return modes.mode_samples(res, host_us, (), events), res.source, notes
 
 
 def run_case(
@@ -343,19 +370,23 @@ def run_case(
             return provider.fn(**inputs)
 
         # host time first (it sizes the GPU timer's spin), in batches bounded by a rough GPU time
-        host = time_host(call, settings, gpu_ms=rough_gpu_ms(call))
-        gpu = time_gpu(call, settings, host_us=sorted(host)[len(host) // 2])
-        graph_ms = graph_host = None
-        notes = []
+        rough_ms = rough_gpu_ms(call)
+        host = time_host(call, settings, gpu_ms=rough_ms)
+        samples, timer, notes = measure_modes(call, settings, host, rough_ms)
+        graph_host = None
         if settings.graph:
             graph_ms, graph_host, graph_note = time_graph(call, settings)
+            samples.update(modes.mode_samples(modes.ModeSamples(None, None, timer), (), graph_ms, ()))
             if graph_note:
                 notes.append(graph_note)
         peak = peak_memory(call)
+        used, gpu = modes.headline(samples, settings.mode)
+        graph = samples.get("graph")
         return CaseResult(
             case, "ok", "; ".join(notes) or None, corr,
-            gpu_samples_ms=tuple(gpu), graph_time_ms=graph_ms, graph_host_us=graph_host,
-            host_samples_us=tuple(host), peak_mem_bytes=peak, bytes=nbytes, flops=flops, timed=True, extra=extra,
+            gpu_samples_ms=tuple(v / 1e3 for v in gpu), graph_time_ms=modes.median(graph) / 1e3 if graph else None,
+            graph_host_us=graph_host, host_samples_us=tuple(host), peak_mem_bytes=peak, bytes=nbytes, flops=flops,
+            timed=True, extra=extra, mode_samples_us=samples, timing_mode=settings.mode, timer=used if used == "events" else timer,
         )
     except UnsupportedConfig as exc:  # a sweep's configuration this version cannot take: skipped, with why
         return CaseResult(case, "skipped", str(exc)[:500], bytes=nbytes, flops=flops, extra=extra)

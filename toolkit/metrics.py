@@ -49,11 +49,17 @@ METRIC_COLUMNS: tuple[str, ...] = (
     # roofline: FLOP/byte from the family's models, memory- or compute-bound against this device's two
     # measured ceilings, and the achieved rate as % of the roof at that intensity
     "intensity", "bound", "pct_roof",
+    # declared timing modes (kprof.timing): gpu_time_us above is the median of ``timing_mode``'s samples;
+    # ``timer`` says whether cold/warm came from CUPTI records or the CUDA-event fallback; per mode the
+    # median busy time (union of kernel intervals, shown), span (first start -> last end) and kernel sum
+    "timing_mode", "timer", "cold_us", "cold_span_us", "cold_sum_us", "warm_us", "warm_span_us", "warm_sum_us",
+    "events_us",
 )
 
 
 TEXT_METRICS = ("case", "family", "provider", "kind", "shape", "dtype", "status", "note", "main_kernel",
-                "occupancy_limiter", "config", "triton_kernels", "params", "resources_from", "bound")
+                "occupancy_limiter", "config", "triton_kernels", "params", "resources_from", "bound",
+                "timing_mode", "timer")
 
 
 def summarize_samples(samples_ms: Sequence[float]) -> dict[str, float]:
@@ -171,6 +177,18 @@ def _num(value: object) -> float:
     return float(value) if value is not None else math.nan
 
 
+def mode_fields(result: CaseResult) -> dict:
+    """Median of every mode's samples, the declared mode and where cold/warm times came from."""
+    from kprof.timing import DEFAULT_MODE
+
+    ms = result.mode_samples_us or {}
+    out: dict = {f"{k}_us": float(np.median(ms[k])) if ms.get(k) else math.nan
+                 for k in ("cold", "cold_span", "cold_sum", "warm", "warm_span", "warm_sum", "events")}
+    out["timing_mode"] = result.timing_mode or DEFAULT_MODE
+    out["timer"] = result.timer or None
+    return out
+
+
 def case_row(result: CaseResult, kind: str, ceiling_gbps: float | None, *, peak_tflops: float | None = None,
              limits: DeviceLimits | None = None) -> dict:
     c = result.case
@@ -196,6 +214,7 @@ def case_row(result: CaseResult, kind: str, ceiling_gbps: float | None, *, peak_
         row["graph_host_us"] = result.graph_host_us if result.graph_host_us is not None else math.nan
         row["host_time_us"] = float(np.median(result.host_samples_us)) if result.host_samples_us else math.nan
         row["peak_mem_mb"] = result.peak_mem_bytes / 2**20 if result.peak_mem_bytes is not None else math.nan
+        row.update(mode_fields(result))
         row.update(achieved(result.bytes, result.flops, row["gpu_time_us"], ceiling_gbps))
         row.update(roofline_point(result.flops, result.bytes, row["tflops"], ceiling_gbps, peak_tflops))
     else:

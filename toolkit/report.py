@@ -82,12 +82,15 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
     if run.get("error"):
         head.append(f"- **error**: {str(run['error'])[:600]}")
     if run.get("ceiling_gbps"):
-        head.append(f"- **copy ceiling**: {run['ceiling_gbps']:.0f} GB/s (1 GiB device-to-device copy, "
-                    "bytes read + written, measured in this run); % peak is against it")
+        method = (run.get("ceiling") or {}).get("method") or "1 GiB device-to-device copy, bytes read + written"
+        head.append(f"- **copy ceiling**: {run['ceiling_gbps']:.0f} GB/s ({method}, measured in this run); "
+                    "% peak is against it")
     peaks = (run.get("ceiling") or {}).get("tflops") or {}
     if peaks:
         head.append("- **compute ceiling**: " + ", ".join(f"{d} {t:.0f} TFLOP/s" for d, t in peaks.items())
                     + " (8192³ matrix product, measured in this run); the roofline columns use both ceilings")
+    if not interp:
+        head += timing_lines(metrics)
     out = head + [""]
     if interp:
         out += [INTERPRETER_NOTICE, ""]
@@ -130,9 +133,8 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
         out += ["## Notes", ""] + [f"- `{r.case}`: {r.note}" for r in notes.itertuples()] + [""]
     if not interp:
         out += [
-            "Times are medians of per-call GPU samples (do_bench's method: events per call, L2 flushed before "
-            "each, plus a spin so host time cannot leak in); ±: interquartile range / median. *graph*: per call replayed from a CUDA graph (no flush). *host*: host wall time per "
-            "call, output allocation included. *launch*: launch call start to kernel start. "
+            "Times are medians of per-call samples of the mode each column names (definitions above); "
+            "±: interquartile range / median of the ranked mode. *launch*: launch call start to kernel start. "
             "*occ*: theoretical occupancy of the main kernel (calculator) / achieved (ncu counters, else "
             "Kineto's estimate). *prof µs*: the main kernel's median duration as the profiler measured it. "
             "*DRAM/model*: DRAM bytes the counters measured per call / the family's bytes model. "
@@ -150,9 +152,41 @@ def _has(g: pd.DataFrame, col: str) -> bool:
     return col in g and pd.to_numeric(g[col], errors="coerce").notna().any()
 
 
+def timing_lines(metrics: pd.DataFrame) -> list[str]:
+    """The report's statement of what its times mean: the ranked mode, every mode's definition, and
+    which cases fell back to CUDA events."""
+    from kprof.timing import DEFAULT_MODE, DEFAULT_MODE_WHY, EVENTS_DEFINITION, MODE_DEFINITIONS, MODES, SHOWN
+
+    mode = _ranked_mode(metrics)
+    lines = [f"- **timing mode**: `{mode}` ranks, and gives % peak, speedups and diff inputs"
+             + (f" ({DEFAULT_MODE_WHY})" if mode == DEFAULT_MODE else "")
+             + f"; multi-kernel calls show the {SHOWN} (their kernels' intervals merged: overlaps counted once, "
+               "gaps between kernels not counted); span and sum are stored beside it (`cold_span_us`, `cold_sum_us`)"]
+    lines += [f"  - {MODE_DEFINITIONS[m]}" for m in MODES]
+    fell = metrics[metrics.get("timer", pd.Series(dtype=object)).astype(str) == "events"] \
+        if "timer" in metrics else metrics.iloc[:0]
+    if not fell.empty:
+        lines.append(f"  - {EVENTS_DEFINITION} **{len(fell)} case(s) fell back to it** (column *timer*; "
+                     "reasons under Notes).")
+    return lines
+
+
+def _ranked_mode(df: pd.DataFrame) -> str:
+    from kprof.timing import DEFAULT_MODE
+
+    if "timing_mode" in df:
+        modes = df["timing_mode"].dropna().astype(str)
+        if not modes.empty:
+            return str(modes.mode().iloc[0])
+    return DEFAULT_MODE
+
+
 def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
     valid = g[(g["status"] == "ok") & (g["kind"] != "roofline")]
     counters = _has(g, "dram_vs_model")  # ncu: measured DRAM traffic and achieved occupancy
+    mode = _ranked_mode(g)
+    fallback = "timer" in g and (g["timer"].astype(str) == "events").any()
+    warm = mode != "warm" and _has(g, "warm_us")
     best = valid["gpu_time_us"].min() if not valid.empty else math.nan
     rows = []
     for r in g.sort_values("gpu_time_us", na_position="last").itertuples():
@@ -173,8 +207,10 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
             fmt_num(r.gbps, "{:.0f}") if ok else "—",
             fmt_num(r.pct_peak_bw, "{:.1f}") if ok else "—",
             (fmt_num(r.speedup, "{:.2f}") + "×") if ok and not pd.isna(r.speedup) else "—",
+            *([fmt_num(r.warm_us, "{:.1f}") if ok else "—"] if warm else []),
             fmt_num(r.graph_time_us, "{:.1f}") if ok else "—",
             fmt_num(r.host_time_us, "{:.1f}") if ok else "—",
+            *([_txt(r.timer) or "—"] if fallback else []),
             fmt_num(r.launch_latency_us, "{:.1f}") if ok else "—",
             fmt_num(r.kernels_per_call, "{:.0f}") if ok else "—",
             occ if ok else "—",
@@ -182,10 +218,11 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
             fmt_num(r.max_rel_err, "{:.1e}"),
             _txt(r.note, 80) if not ok else "",
         ])
-    headers = ["provider", "status", "time µs", "±", "GB/s", "% peak", f"vs {baseline}", "graph µs",
-               "host µs", "launch µs", "kernels", "occ %", "prof µs"] + (["DRAM/model"] if counters else []) \
-        + ["err", "why"]
-    return markdown_table(headers, rows, "llrrrrrrrrrrr" + ("r" if counters else "") + "rl")
+    headers = ["provider", "status", f"{mode} µs", "±", "GB/s", "% peak", f"vs {baseline}"] \
+        + (["warm µs"] if warm else []) + ["graph µs", "host µs"] + (["timer"] if fallback else []) \
+        + ["launch µs", "kernels", "occ %", "prof µs"] + (["DRAM/model"] if counters else []) + ["err", "why"]
+    align = "ll" + "r" * (len(headers) - 3) + "l"
+    return markdown_table(headers, rows, align)
 
 
 def _interp_table(g: pd.DataFrame) -> str:

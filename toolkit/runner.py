@@ -348,7 +348,8 @@ def _measure_arms(
             provider = families[j].get_provider(case.provider)
             row = case_row(res, provider.kind, ceiling.gbps if ceiling else None,
                            peak_tflops=ceiling.peak_tflops(case.dtype) if ceiling else None, limits=limits)
-            store.add_case(run_ids[j], i, row, {"gpu": res.gpu_samples_ms, "host": res.host_samples_us})
+            store.add_case(run_ids[j], i, row, {**res.mode_samples_us, "gpu": res.gpu_samples_ms,
+                                                "host": res.host_samples_us})
             results[j].append(res)
         if mode == "gpu" and i % 8 == 7:
             import torch

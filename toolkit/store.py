@@ -336,12 +336,24 @@ class RunStore:
             df["ok"] = df["ok"].fillna(0).astype(bool)
         return df
 
-    def samples(self, ref: str) -> pd.DataFrame:
-        """Long table: case, kind (gpu | host), unit, value."""
+    def samples(self, ref: str, case: str | None = None, mode: str | None = None) -> pd.DataFrame:
+        """Long table: case, kind, unit, value. Kinds: ``gpu`` (ms, the declared mode's samples, what diffs
+        compare), ``host`` (us) and, per timing mode (kprof.timing), ``cold``, ``cold_span``, ``cold_sum``,
+        ``warm``, ``warm_span``, ``warm_sum``, ``graph``, ``events`` (us). ``case`` / ``mode`` filter (``mode`` is a kind)."""
         run_id = self.resolve(ref)
-        rows = self._conn.execute("SELECT case_id, kind, unit, data FROM samples WHERE run_id = ?", (run_id,))
+        sql, args = "SELECT case_id, kind, unit, data FROM samples WHERE run_id = ?", [run_id]
+        if case is not None:
+            sql, args = sql + " AND case_id = ?", [*args, case]
+        if mode is not None:
+            sql, args = sql + " AND kind = ?", [*args, mode]
+        rows = self._conn.execute(sql, args)
         out = [(r["case_id"], r["kind"], r["unit"], v) for r in rows for v in json.loads(r["data"])]
         return pd.DataFrame(out, columns=["case", "kind", "unit", "value"])
+
+    def mode_samples_us(self, ref: str, case: str, mode: str) -> list[float]:
+        """One case's per-call samples of one mode (or stored kind), in microseconds."""
+        df = self.samples(ref, case, mode)
+        return [v * 1e3 if u == "ms" else v for u, v in zip(df["unit"], df["value"])]
 
     def launches(self, ref: str) -> pd.DataFrame:
         run_id = self.resolve(ref)

@@ -43,10 +43,24 @@ def render() -> None:
     table = m[m["dtype"] == dtype].copy()
     table["best"] = figures.best_per_shape(table)
     cols = ["shape", "provider", "status", "best", "gpu_time_us", "noise", "gbps", "pct_peak_bw", "speedup",
-            "host_time_us", "launch_latency_us", "kernels_per_call", "occupancy_theoretical_pct", "max_rel_err", "note"]
+            "warm_us", "graph_time_us", "host_time_us", "timer", "launch_latency_us", "kernels_per_call", "occupancy_theoretical_pct", "max_rel_err", "note"]
     table = table[[c for c in cols if c in table]].sort_values(["shape", "gpu_time_us"])
     st.dataframe(table.style.apply(lambda r: ["background-color: #d4f4dd" if r["best"] else "" for _ in r], axis=1),
                  hide_index=True)
     st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name=f"kprof-{run_id}-{dtype}.csv")
-    st.caption("Times: medians of per-call GPU samples, L2 flushed. Best per shape highlighted. "
+    st.caption(timing_caption(m) + " Best per shape highlighted. "
                + (f"Copy ceiling measured in this run: {ceiling:.0f} GB/s." if ceiling else ""))
+
+
+def timing_caption(m: pd.DataFrame) -> str:
+    """What gpu_time_us means in this run: the declared mode's one-sentence definition (runs stored before
+    declared modes were event-timed, and say so)."""
+    from kprof.timing import EVENTS_DEFINITION, MODE_DEFINITIONS
+
+    modes = m["timing_mode"].dropna() if "timing_mode" in m else pd.Series(dtype=object)
+    if modes.empty:
+        return "Times (gpu_time_us): " + EVENTS_DEFINITION
+    mode = str(modes.mode().iloc[0])
+    fell = int((m.get("timer", pd.Series(dtype=object)) == "events").sum())
+    return (f"Times (gpu_time_us) are the `{mode}` mode: {MODE_DEFINITIONS[mode].split(': ', 1)[1]}"
+            + (f" {fell} case(s) fell back to CUDA events (column timer)." if fell else ""))

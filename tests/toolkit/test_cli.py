@@ -127,3 +127,9 @@ def test_corrupt_store_is_a_clear_error(tmp_path):
 def test_families_lists_providers():
     res = kprof("families")
     assert res.returncode == 0 and "triton_tuned" in res.stdout and "torch_compile" in res.stdout
+
+
+@pytest.mark.parametrize("args", [["--timing-mode", "fastest"], ["--timing-mode", "graph", "--no-graph"]])
+def test_timing_mode_that_cannot_rank_is_refused(tmp_path, args):
+    res = kprof("profile", "rmsnorm", "-s", "3x33", "-d", "fp32", *args, store=tmp_path / "s.db")
+    assert res.returncode == 2 and "--timing-mode" in res.stderr and "cold, warm, graph, host" in res.stderr

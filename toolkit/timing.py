@@ -1,0 +1,423 @@
+"""Declared timing modes: what a case's "time" means, and how each mode is measured.
+
+Four modes, each defined by one sentence (:data:`MODE_DEFINITIONS`, used verbatim by the report, the README
+and the dashboard):
+
+* ``cold``  - the call after a flush that leaves L2 cold and clean, kernel time from CUPTI activity records;
+* ``warm``  - back-to-back calls, kernel time from CUPTI activity records;
+* ``graph`` - per-call time of a CUDA-graph replay of many calls;
+* ``host``  - host wall time per call, output allocation included.
+
+``cold`` is the default ranking mode (:data:`DEFAULT_MODE`): it is the kernel's own time with its data in
+DRAM, which is what the bytes model and the copy ceiling assume, so GB/s and % of ceiling mean what they say
+at every size. ``warm`` lets a small case read its inputs from the 50 MB L2 left by the previous call and
+``graph`` and ``host`` include launch costs the kernel author does not control.
+
+How ``cold`` and ``warm`` are collected (one profiler session per case, all its calls in it): for each cold
+call a GPU spin (covering the call's host time, so its kernels run back to back), then
+``kprof_l2_flush_read`` - a dedicated Triton kernel that *reads* a buffer four times the L2 size, so every
+line the previous call dirtied is written back during the flush and L2 holds only clean lines - then the
+call. After the cold calls one more spin and flush, then the warm calls back to back. The device activity
+records are split at the flush kernels: what lies between a flush and the next spin is exactly one call,
+so a flush or spin kernel is never counted in a call. The warm block is cut into calls by the kernel-name
+sequence of a cold call and accepted only if it repeats exactly.
+
+Per call three aggregates are kept: the *busy* time (the union of the kernels' execution intervals: the sum of
+their durations with overlapping kernels - programmatic dependent launch - counted once), the *span* (first
+kernel start to last kernel end) and the *sum* of kernel durations. The busy time is shown: the span of a
+multi-kernel call also counts the idle gaps between its kernels, which in back-to-back calls is the host's
+launch time whenever the host is slower than the GPU (eager PyTorch at 1x4096: span 23-1600 us, busy 14 us),
+and the sum counts overlapping kernels twice.
+
+Where CUPTI gives no records (not built in, or another profiler such as nsys or ncu holds it) the cold
+time falls back to CUDA events around each call (:func:`kprof.harness.time_gpu`) and the case is marked
+``timer = events``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MODES: tuple[str, ...] = ("cold", "warm", "graph", "host")
+DEFAULT_MODE = "cold"
+MODE_DEFINITIONS: dict[str, str] = {
+    "cold": "cold: kernel time of one call (the union of its kernels' CUPTI activity intervals) right after a "
+            "read-only flush of four times the L2 size that leaves L2 cold and clean.",
+    "warm": "warm: kernel time of one call (the union of its kernels' CUPTI activity intervals) among "
+            "back-to-back calls on the same inputs, with whatever the previous call left in L2.",
+    "graph": "graph: GPU time per call of a CUDA graph holding many back-to-back calls, replayed and timed "
+             "with events (launch gaps inside the graph included, no flush).",
+    "host": "host: wall time per call on the host, calls issued back to back without synchronising, "
+            "output allocation included.",
+}
+EVENTS_DEFINITION = ("events (fallback): CUDA-event pair around one call after Triton's L2 flush; includes "
+                     "microseconds of event and launch overhead, so small kernels read slower than they run.")
+DEFAULT_MODE_WHY = ("cold is the default ranking mode: it is the kernel's own GPU time with its data in DRAM, the "
+                    "state the bytes model and the copy ceiling assume, without launch or event overhead.")
+FLUSH_KERNEL_NAME = "kprof_l2_flush_read"
+FLUSH_FACTOR = 4  # flush buffer = FLUSH_FACTOR x L2: replacement is not strict LRU, so read well past 2x
+SHOWN = "busy time"  # the per-call aggregate shown: union of the kernels' intervals
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """One device activity record (kernel, memset or memcpy) from CUPTI, in ns on the device clock."""
+
+    name: str
+    start_ns: int
+    end_ns: int
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+@dataclass(frozen=True)
+class CallTimes:
+    """Per-call times of one mode (us): busy (the shown one: union of the kernels' execution intervals),
+    span (first start -> last end) and sum of kernel durations."""
+
+    busy_us: tuple[float, ...]
+    span_us: tuple[float, ...]
+    sum_us: tuple[float, ...]
+    kernels_per_call: int
+    kernel_names: tuple[str, ...] = ()
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class ModeSamples:
+    """What :func:`measure_cupti` returns for one case."""
+
+    cold: CallTimes | None
+    warm: CallTimes | None
+    source: str  # "cupti" | "events"
+    note: str | None = None
+
+
+# ----------------------------------------------------------------------------------- trace -> records
+def kernels_from_chrome_trace(trace: str | Path | dict) -> list[KernelRecord]:
+    """Device activity records of a torch.profiler / Kineto Chrome trace (path, .gz path or loaded dict)."""
+    if not isinstance(trace, dict):
+        p = Path(trace)
+        opener = gzip.open if p.suffix == ".gz" else open
+        with opener(p, "rt") as f:
+            trace = json.load(f)
+    out = []
+    for ev in trace.get("traceEvents", []):
+        if ev.get("ph") != "X" or ev.get("cat") not in ("kernel", "gpu_memset", "gpu_memcpy"):
+            continue
+        start = round(float(ev["ts"]) * 1e3)
+        out.append(KernelRecord(str(ev.get("name", "")), start, start + round(float(ev.get("dur", 0)) * 1e3)))
+    return sorted(out, key=lambda r: r.start_ns)
+
+
+def _kineto_records(results: Any) -> list[KernelRecord]:
+    """Device records from a Kineto ``_ProfilerResult`` (older torch: ``start_us``/``duration_us``)."""
+    out = []
+    for ev in results.events():
+        if str(ev.device_type()).split(".")[-1] not in ("CUDA", "PrivateUse1"):
+            continue
+        if hasattr(ev, "start_ns"):
+            start, dur = int(ev.start_ns()), int(ev.duration_ns())
+        else:  # torch before start_ns existed
+            start, dur = int(ev.start_us() * 1000), int(ev.duration_us() * 1000)
+        out.append(KernelRecord(ev.name(), start, start + dur))
+    return sorted(out, key=lambda r: r.start_ns)
+
+
+def collect_device_records(run: Callable[[], None], trace_path: str | Path | None = None) -> list[KernelRecord]:
+    """Run ``run`` under one torch.profiler (Kineto -> CUPTI) session; its device activity records.
+
+    The one place kprof touches CUPTI for timing. Reads Kineto's results directly where the torch version
+    exposes them (no event-tree building), else goes through an exported Chrome trace. Raises when the
+    profiler cannot start; returns [] when CUPTI delivered nothing (e.g. another profiler holds it).
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    if trace_path is not None:  # keep the session's trace (tests/data holds one recorded on an H100)
+        prof.export_chrome_trace(str(trace_path))
+    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if results is not None and hasattr(results, "events"):
+        try:
+            return _kineto_records(results)
+        except (AttributeError, TypeError):  # an API shape this code does not know: take the slow path
+            pass
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        return kernels_from_chrome_trace(path)
+    finally:
+        os.unlink(path)
+
+
+# ----------------------------------------------------------------------------------- records -> calls
+def _is_flush(name: str) -> bool:
+    return FLUSH_KERNEL_NAME in name
+
+
+def split_at_flushes(records: Sequence[KernelRecord]) -> tuple[str | None, list[list[KernelRecord]]]:
+    """(spin kernel name, the segments after each flush): the record stream of one session is
+    ``spin flush call spin flush call ... spin flush warm-block``; what comes before the first flush is the
+    spin alone, which names it. Each segment but the last must end with that spin, which is removed."""
+    idx = [i for i, r in enumerate(records) if _is_flush(r.name)]
+    if not idx:
+        return None, []
+    head = records[: idx[0]]
+    spin = head[-1].name if head else None
+    segments = [list(records[a + 1: b]) for a, b in zip(idx, idx[1:] + [len(records)])]
+    for seg in segments[:-1]:
+        if spin is not None and seg and seg[-1].name == spin:
+            seg.pop()
+    return spin, segments
+
+
+def busy_ns(call: Sequence[KernelRecord]) -> int:
+    """Length of the union of the records' intervals: overlapping kernels (programmatic dependent launch)
+    counted once, idle gaps between kernels (launch latency, a host that lags) not counted."""
+    total, end = 0, None
+    for r in sorted(call, key=lambda r: r.start_ns):
+        if end is None or r.start_ns >= end:
+            total += r.duration_ns
+            end = r.end_ns
+        elif r.end_ns > end:
+            total += r.end_ns - end
+            end = r.end_ns
+    return total
+
+
+def aggregate(calls: Iterable[Sequence[KernelRecord]]) -> tuple[tuple[float, ...], ...]:
+    """Per call, in us: busy (union of intervals), span (first start -> last end), sum of durations."""
+    busy, span, total = [], [], []
+    for c in calls:
+        if not c:
+            continue
+        busy.append(busy_ns(c) / 1e3)
+        span.append((max(r.end_ns for r in c) - min(r.start_ns for r in c)) / 1e3)
+        total.append(sum(r.duration_ns for r in c) / 1e3)
+    return tuple(busy), tuple(span), tuple(total)
+
+
+def cold_calls(segments: Sequence[Sequence[KernelRecord]]) -> CallTimes:
+    """The cold calls (all segments but the last): the modal kernel-name sequence defines a call; segments
+    that differ (a record CUPTI dropped, a one-off allocation kernel) are left out and counted in the note."""
+    segs = [tuple(s) for s in segments]
+    if not segs:
+        return CallTimes((), (), (), 0, note="no cold calls recorded")
+    names = Counter(tuple(r.name for r in s) for s in segs)
+    pattern, _ = names.most_common(1)[0]
+    kept = [s for s in segs if tuple(r.name for r in s) == pattern]
+    busy, span, total = aggregate(kept)
+    note = None
+    if len(kept) < len(segs):
+        note = f"cold: {len(segs) - len(kept)} of {len(segs)} calls launched other kernels than the usual; left out"
+    return CallTimes(busy, span, total, len(pattern), pattern, note)
+
+
+def warm_calls(block: Sequence[KernelRecord], pattern: Sequence[str], skip: int) -> CallTimes:
+    """Cut the back-to-back block into calls of ``pattern``'s kernels; drop the first ``skip`` calls
+    (they start from the flushed L2). Refuses (no samples, a note) when the block does not repeat it."""
+    k = len(pattern)
+    if k == 0 or len(block) % k:
+        return CallTimes((), (), (), k, tuple(pattern),
+                         note=f"warm: {len(block)} kernels do not split into calls of {k}; no warm time")
+    calls = [block[i: i + k] for i in range(0, len(block), k)]
+    if any(tuple(r.name for r in c) != tuple(pattern) for c in calls):
+        return CallTimes((), (), (), k, tuple(pattern),
+                         note="warm: the back-to-back kernels do not repeat one cold call's sequence; no warm time")
+    busy, span, total = aggregate(calls[skip:])
+    return CallTimes(busy, span, total, k, tuple(pattern))
+
+
+# ------------------------------------------------------------------------------------------ the flush
+_FLUSH: dict[str, Any] = {}
+
+
+def _flush_kernel() -> Any:
+    """The read-only L2 flush, compiled on first use (Triton is imported only on GPU machines here)."""
+    if "kernel" in _FLUSH:
+        return _FLUSH["kernel"]
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kprof_l2_flush_read(src, dst, n, BLOCK: tl.constexpr):
+        # every program reads a strided share of the buffer; the store is masked by a sum that is never
+        # non-zero (the buffer holds zeros), so nothing is written and no line is dirtied, yet the
+        # compiler cannot drop the loads
+        pid = tl.program_id(0)
+        step = tl.num_programs(0) * BLOCK
+        acc = tl.zeros([BLOCK], dtype=tl.int32)
+        for start in range(pid * BLOCK, n, step):
+            offs = start + tl.arange(0, BLOCK)
+            acc += tl.load(src + offs, mask=offs < n, other=0)
+        total = tl.sum(acc, axis=0)
+        tl.store(dst + pid, total, mask=total != 0)
+
+    _FLUSH["kernel"] = kprof_l2_flush_read
+    return kprof_l2_flush_read
+
+
+class L2Flush:
+    """Reads a zero buffer of ``FLUSH_FACTOR`` x L2 bytes through :data:`FLUSH_KERNEL_NAME`."""
+
+    def __init__(self, l2_bytes: int | None = None, nbytes: int | None = None) -> None:
+        import torch
+
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        l2 = l2_bytes or getattr(props, "L2_cache_size", 0) or (50 << 20)
+        self.nbytes = nbytes or max(FLUSH_FACTOR * l2, 64 << 20)
+        self.buf = torch.zeros(self.nbytes // 4, dtype=torch.int32, device="cuda")
+        self.grid = (props.multi_processor_count * 4,)
+        self.sink = torch.zeros(self.grid[0], dtype=torch.int32, device="cuda")
+        self.kernel = _flush_kernel()
+
+    def __call__(self) -> None:
+        self.kernel[self.grid](self.buf, self.sink, self.buf.numel(), BLOCK=4096, num_warps=8)
+
+
+def flush() -> L2Flush:
+    """One flush object per process (the buffer is a few hundred MB)."""
+    if "obj" not in _FLUSH:
+        _FLUSH["obj"] = L2Flush()
+    return _FLUSH["obj"]
+
+
+# ----------------------------------------------------------------------------------------- measuring
+_SPIN_GHZ = 2.0
+WARM_SKIP = 3  # warm calls dropped at the start of the block: they begin from the flushed L2
+
+
+def plan_calls(iter_us: float, gpu_us: float, rep_ms: float, lo: int = 20, hi: int = 200) -> tuple[int, int]:
+    """(cold calls, warm calls) for a case: the repetition budget spread over iterations of ``iter_us``
+    (spin + flush + call) and ``gpu_us`` (a call), kept within [lo, hi] so the CUPTI buffer and its
+    processing stay small."""
+    cold = int(min(hi, max(lo, rep_ms * 1e3 / max(iter_us, 1e-3))))
+    warm = int(min(hi, max(lo, rep_ms * 1e3 / max(gpu_us, 1e-3)))) + WARM_SKIP
+    return cold, warm
+
+
+def measure_cupti(fn: Callable[[], Any], *, host_us: float, gpu_us: float, rep_ms: float,
+                  collect: Callable[[Callable[[], None]], list[KernelRecord]] | None = None,
+                  calls: tuple[int, int] | None = None) -> ModeSamples:
+    """Cold and warm per-call times of ``fn`` in one profiler session (see the module docstring).
+
+    ``collect`` is :func:`collect_device_records` unless a test passes another. Returns ``source="events"``
+    with the reason in ``note`` when CUPTI gives nothing usable; the caller then times with events."""
+    import torch
+
+    collect = collect or collect_device_records
+    fl = flush()
+    cycles = int((1.5 * host_us + 10.0) * 1e3 * _SPIN_GHZ)
+    flush_us = fl.nbytes / 2.5e6  # ~2.5 TB/s read: only sizes the budget
+    n_cold, n_warm = calls or plan_calls(cycles / _SPIN_GHZ / 1e3 + flush_us + gpu_us, gpu_us, rep_ms)
+
+    def session() -> None:
+        for _ in range(n_cold):
+            torch.cuda._sleep(cycles)
+            fl()
+            fn()
+        torch.cuda._sleep(cycles)
+        fl()
+        for _ in range(n_warm):
+            fn()
+
+    fn()
+    torch.cuda._sleep(10)
+    fl()
+    torch.cuda.synchronize()
+    try:
+        records = collect(session)
+    except Exception as exc:  # noqa: BLE001 - no profiler here (or it refused to start): events instead
+        return ModeSamples(None, None, "events", f"torch.profiler could not start: {type(exc).__name__}: "
+                                                 f"{str(exc)[:160]}")
+    return from_records(records, n_cold, WARM_SKIP)
+
+
+def from_records(records: Sequence[KernelRecord], n_cold: int, warm_skip: int) -> ModeSamples:
+    """Cold and warm per-call times from one session's device records (CPU-testable)."""
+    if not records:
+        return ModeSamples(None, None, "events", "CUPTI delivered no device records (another profiler such as "
+                                                 "nsys or ncu may hold it); timed with CUDA events")
+    spin, segments = split_at_flushes(records)
+    if len(segments) != n_cold + 1:
+        return ModeSamples(None, None, "events", f"CUPTI records held {len(segments)} flushes, expected "
+                                                 f"{n_cold + 1} (records dropped?); timed with CUDA events")
+    cold = cold_calls(segments[:-1])
+    if not cold.busy_us:
+        return ModeSamples(None, None, "events", "no cold call could be attributed; timed with CUDA events")
+    warm = warm_calls(segments[-1], cold.kernel_names, warm_skip)
+    notes = [n for n in (cold.note, warm.note) if n]
+    return ModeSamples(cold, warm, "cupti", "; ".join(notes) or None)
+
+
+def median(values: Sequence[float]) -> float:
+    if not values:
+        return math.nan
+    s = sorted(values)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def cold_time_us(fn: Callable[[], Any], rep_ms: float = 200.0) -> tuple[float, str]:
+    """Median cold time of ``fn`` (us) and its source: how the ceilings are measured, like every case."""
+    import time
+
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    gpu_us = (time.perf_counter() - t0) * 1e6
+    res = measure_cupti(fn, host_us=20.0, gpu_us=gpu_us, rep_ms=rep_ms)
+    if res.cold is not None:
+        return median(res.cold.busy_us), "cupti"
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=25, rep=int(rep_ms), return_mode="median")) * 1e3, "events"
+
+
+# ------------------------------------------------------------------------------------ samples per mode
+def mode_samples(res: ModeSamples, host_us: Sequence[float], graph_ms: Sequence[float],
+                 events_ms: Sequence[float]) -> dict[str, tuple[float, ...]]:
+    """Every mode's per-call samples in us, as stored: cold, cold_span, cold_sum, warm, warm_span, warm_sum,
+    graph, host, events (cold and warm are the busy time, the shown one)."""
+    out: dict[str, tuple[float, ...]] = {}
+    for mode, t in (("cold", res.cold), ("warm", res.warm)):
+        if t is not None and t.busy_us:
+            out[mode], out[f"{mode}_span"], out[f"{mode}_sum"] = t.busy_us, t.span_us, t.sum_us
+    if graph_ms:
+        out["graph"] = tuple(v * 1e3 for v in graph_ms)
+    if host_us:
+        out["host"] = tuple(host_us)
+    if events_ms:
+        out["events"] = tuple(v * 1e3 for v in events_ms)
+    return out
+
+
+def headline(samples: dict[str, Sequence[float]], mode: str) -> tuple[str, tuple[float, ...]]:
+    """(what was used, samples in us) for the declared ``mode``: its own samples, else - for cold and warm,
+    whose CUPTI records may be missing - the event-timed fallback, named so."""
+    if mode not in MODES:
+        raise ValueError(f"kprof: unknown timing mode {mode!r} (choose one of {', '.join(MODES)})")
+    if samples.get(mode):
+        return mode, tuple(samples[mode])
+    if mode in ("cold", "warm") and samples.get("events"):
+        return "events", tuple(samples["events"])
+    return mode, ()
