@@ -40,6 +40,11 @@ StoreOpt = Annotated[
     typer.Option("--store", help="Run store (SQLite file or folder). Default ./kprof-runs/kprof.db or $KPROF_STORE."),
 ]
 
+# fan-out (kprof.fanout): one worker process per GPU of this host, or Ray actors
+WorkersOpt = Annotated[Optional[str], typer.Option("--workers", help="Run the cases on N GPUs of this host (or 'all'), one worker process per GPU; without a GPU, N interpreter processes.")]
+RayOpt = Annotated[Optional[str], typer.Option("--ray", help="Run the cases on a Ray cluster: ADDRESS, 'auto' ($RAY_ADDRESS) or 'local' (a throwaway local instance). Needs kprof[ray].")]
+CaseTimeoutOpt = Annotated[float, typer.Option("--case-timeout", help="Fan-out: seconds one case may take before its worker is stopped and the case retried elsewhere.")]
+
 
 def _split(values: Optional[list[str]]) -> list[str]:
     out: list[str] = []
@@ -66,6 +71,9 @@ def profile(
     timing_mode: Annotated[str, typer.Option(help="Timing mode that ranks, gives % of ceiling, speedups and diff samples: cold | warm | graph | host (all are measured and stored; see README).")] = "cold",
     seed: Annotated[int, typer.Option(help="Input seed; 0 draws a fresh one (recorded with the run).")] = 0,
     report: Annotated[Optional[Path], typer.Option(help="Also write the markdown report to this file.")] = None,
+    workers: WorkersOpt = None,
+    ray: RayOpt = None,
+    case_timeout: CaseTimeoutOpt = 1800.0,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per failing case).")] = False,
     store: StoreOpt = None,
 ) -> None:
@@ -89,6 +97,7 @@ def profile(
         settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed,
                                mode=timing_mode),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
+        workers=workers, ray=ray, case_timeout_s=case_timeout,
     )
     _gate(_run_and_report(opts, report, store), store, allow_failures)
 
@@ -156,6 +165,9 @@ def sweep(
     tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary.")] = None,
     report: Annotated[Optional[Path], typer.Option(help="Also write the run's report to this file.")] = None,
     guide: Annotated[Optional[Path], typer.Option(help="Also write the block-size guide (markdown) to this file.")] = None,
+    workers: WorkersOpt = None,
+    ray: RayOpt = None,
+    case_timeout: CaseTimeoutOpt = 1800.0,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per failing case).")] = False,
     store: StoreOpt = None,
 ) -> None:
@@ -179,6 +191,7 @@ def sweep(
         settings=BenchSettings(rep_ms=rep_ms, graph=not no_graph, seed=seed),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
         offline_resources=True, sweep={"version": version, "params": params},
+        workers=workers, ray=ray, case_timeout_s=case_timeout,
     )
     err_console.print(f"sweeping {family}/{version}: {len(providers) - (0 if no_default else 1)} configurations"
                       + ("" if no_default else " + the version's own choice"))

@@ -273,8 +273,11 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule()) -
     calls_b = int((b.get("config") or {}).get("profile_repeats") or 5)
     kernels = kernel_changes(store.launches(a["id"]), store.launches(b["id"]), ma, mb, calls_a, calls_b,
                              compare_names=a.get("profiler") == b.get("profiler"))
-    return DiffResult(a=a, b=b, rule=rule, cases=cases, kernels=kernels, warnings=environment_warnings(a, b),
-                      **unmatched(ma, mb))
+    from kprof.fanout import device_mismatch  # cases measured on different GPUs of fan-out runs
+
+    warnings = environment_warnings(a, b) + device_mismatch(a, b, store.case_devices(a["id"]),
+                                                            store.case_devices(b["id"]))
+    return DiffResult(a=a, b=b, rule=rule, cases=cases, kernels=kernels, warnings=warnings, **unmatched(ma, mb))
 
 
 def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRule = DiffRule()) -> pd.DataFrame:

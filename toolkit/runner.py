@@ -49,6 +49,9 @@ class ProfileOptions:
     and shared memory (``kprof sweep`` turns it on; a second or so per specialisation)."""
     sweep: dict | None = None
     """``kprof sweep``: {"version": V, "params": {NAME: [values]}} recorded with the run."""
+    workers: str | None = None  # --workers N|all: fan the cases out over this host's GPUs (kprof.fanout)
+    ray: str | None = None  # --ray ADDRESS|auto|local: fan them out over a Ray cluster
+    case_timeout_s: float = 1800.0  # fan-out: a worker silent this long on one case is stopped, the case retried
 
 
 def resolve_mode(requested: str) -> str:
@@ -129,6 +132,10 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
     from kprof.external import choose
     from kprof.store import RunRecord, RunStore
 
+    if opts.workers or opts.ray:
+        from kprof.fanout import profile_runs_fanout
+
+        return profile_runs_fanout(opts, progress)
     mode = resolve_mode(opts.mode)
     today = get_family(opts.family)
     store = RunStore(opts.store)
@@ -308,7 +315,7 @@ ROUNDS = 4  # GPU timing rounds per case and revision when revisions are interle
 
 def _measure_arms(
     families: list[Family], cases: list[Case], mode: str, settings: BenchSettings, store: Any, run_ids: list[str],
-    ceiling: Any, progress: ProgressFn, limits: Any = None,
+    ceiling: Any, progress: ProgressFn, limits: Any = None, first_index: int = 0,
 ) -> list[list[CaseResult]]:
     """Every arm (revision) of a case before the next case.
 
@@ -325,7 +332,7 @@ def _measure_arms(
     n = len(families)
     rounds = ROUNDS if n > 1 and mode == "gpu" else 1
     round_settings = replace(settings, rep_ms=max(10, settings.rep_ms // rounds)) if rounds > 1 else settings
-    for i, case in enumerate(cases):
+    for i, case in enumerate(cases, first_index):  # first_index: a fan-out worker's case keeps its run index
         progress("cases", i, len(cases), case.id)
         first: dict[int, CaseResult] = {}
         extra: dict[int, list[float]] = {j: [] for j in range(n)}

@@ -153,6 +153,12 @@ class RunStore:
                     seconds REAL, stdout_tail TEXT, stderr_tail TEXT, notes TEXT)"""
             )
             cx.execute("CREATE INDEX IF NOT EXISTS launches_run ON launches(run_id)")
+            # which worker / GPU measured each case of a fan-out run (a one-process run has no rows here)
+            cx.execute(
+                """CREATE TABLE IF NOT EXISTS case_devices (run_id TEXT NOT NULL, case_id TEXT NOT NULL,
+                    worker TEXT, host TEXT, gpu_index TEXT, gpu_uuid TEXT, gpu_name TEXT, gpu_serial TEXT,
+                    attempt INTEGER, PRIMARY KEY (run_id, case_id))"""
+            )
             # columns added to METRIC_COLUMNS / the launch table after a store was created
             have = {r["name"] for r in cx.execute("PRAGMA table_info(cases)")}
             for c in METRIC_COLUMNS:
@@ -211,6 +217,20 @@ class RunStore:
                         "INSERT OR REPLACE INTO samples VALUES (?, ?, ?, ?, ?)",
                         (run_id, row["case"], kind, unit, json.dumps([float(v) for v in values])),
                     )
+
+    def add_case_device(self, run_id: str, case_id: str, device: Mapping[str, Any]) -> None:
+        """The worker and GPU (index, UUID, name, serial) that measured a case of a fan-out run."""
+        cols = ("worker", "host", "gpu_index", "gpu_uuid", "gpu_name", "gpu_serial", "attempt")
+        with self._tx() as cx:
+            cx.execute(f"INSERT OR REPLACE INTO case_devices (run_id, case_id, {', '.join(cols)}) "
+                       f"VALUES (?, ?, {', '.join('?' for _ in cols)})",
+                       (run_id, case_id, *[plain(device.get(c)) for c in cols]))
+
+    def case_devices(self, ref: str) -> pd.DataFrame:
+        """case_id, worker, host, gpu_index, gpu_uuid, gpu_name, gpu_serial, attempt; empty for a one-process run."""
+        run_id = self.resolve(ref)
+        return pd.read_sql_query("SELECT * FROM case_devices WHERE run_id = ? ORDER BY case_id", self._conn,
+                                 params=(run_id,)).drop(columns=["run_id"])
 
     def update_cases(self, run_id: str, updates: pd.DataFrame) -> None:
         """Fill metrics columns of existing cases (e.g. launch metrics after the profiler pass); a missing

@@ -4,7 +4,9 @@ lifecycle, blueprint id and alpha from device memory, turns them into one blend 
 
 Dormant seeds still run their (tiny, C x C) product: a uniform branch would save FLOPs nobody is
 short of, while the kernel is bound by moving x and y (2 x B x S x C elements). No state ever reaches
-the host, so a forward pass makes no host<->device transfer.
+the host, so a forward pass makes no host<->device transfer. A blueprint id outside the registry
+(negative, or at least its size) is clamped to blueprint 0 for the loads, so nothing is read out of
+bounds, and flagged: that seed's outputs (its y columns and telemetry) are NaN.
 
 Telemetry in this version is a PyTorch reduction after the kernel (a second pass over y);
 ``triton_telemetry`` fuses it into the kernel.
@@ -34,6 +36,7 @@ def _kasmina_forward_kernel(
     # sizes and strides
     n_rows,
     C,
+    NB,  # blueprints in the registry: ids outside [0, NB) are flagged, never read
     x_row_stride,
     y_row_stride,
     # meta-parameters
@@ -46,6 +49,10 @@ def _kasmina_forward_kernel(
     n_progs = tl.num_programs(1)
     lifecycle = tl.load(lifecycle_ptr + seed).to(tl.int32)
     bid = tl.load(blueprint_id_ptr + seed).to(tl.int64)
+    # clamp-and-flag: an id outside the registry reads blueprint 0 (in bounds) and the seed's outputs
+    # (y and telemetry) become NaN, whatever its state; the eager path of kprof.kernels.ops does the same
+    valid = (bid >= 0) & (bid < NB)
+    bid = tl.where(valid, bid, 0)
     alpha = tl.load(alpha_ptr + seed)
     coef = tl.where(lifecycle == 1, 1.0, tl.where(lifecycle == 2, alpha, 0.0))
 
@@ -72,6 +79,7 @@ def _kasmina_forward_kernel(
             bp = tl.dot(x, w)
         xf = x.to(tl.float32)
         y = xf + coef * (bp + bias[None, :] - xf)
+        y = tl.where(valid, y, float("nan"))
         tl.store(y_ptr + r64 * y_row_stride + col0 + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
         if TELEMETRY:
             n_b = tl.sum(rmask.to(tl.float32), axis=0)
@@ -123,7 +131,7 @@ def launch(
     _kasmina_forward_kernel[(n_seeds, row_programs)](
         x2d, y, lifecycle, blueprint_id, alpha, weights.contiguous(), bias.contiguous(),
         tele if tele is not None else y,
-        n_rows, c, x2d.stride(0), x.shape[-1],
+        n_rows, c, weights.shape[0], x2d.stride(0), x.shape[-1],
         BLOCK_B=block_b, BLOCK_C=max(16, triton.next_power_of_2(c)), TELEMETRY=telemetry,
         IEEE=x.dtype == torch.float32 or launching.interpreting(), num_warps=num_warps,
     )

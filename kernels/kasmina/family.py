@@ -73,7 +73,9 @@ def validate(
     """Raise ``ValueError`` saying what is wrong with any tensor (``triton``: they must suit a Triton kernel).
 
     Blueprint ids are not range-checked here: that needs their values on the host, a device-to-host
-    copy the layer must not make (``kprof.kernels.ops.kasmina_forward(check_ids=True)`` does it)."""
+    copy the layer must not make (``kprof.kernels.ops.kasmina_forward(check_ids=True)`` does it). The
+    Triton kernels clamp an out-of-range id for their loads and flag the seed (its outputs NaN), as the
+    eager path of ``kprof.kernels.ops`` does; the torch baselines index with the ids as given."""
     checks.check_float(OP, "x", x)
     checks.check_float(OP, "weights", weights, like=x)
     checks.check_float(OP, "bias", bias, like=x)

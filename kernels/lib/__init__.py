@@ -4,5 +4,6 @@
 * :mod:`.launching` - meta-parameters, device capabilities, PDL, TMA readiness, autotuned launches.
 * :mod:`.tiles` - building blocks of the tiled matrix-product kernels.
 * :mod:`.gated` - the gated-activation kernel designs silu_mul and gelu_mul instantiate.
+* :mod:`.fastops` - precomputed launch plans for :mod:`kprof.kernels.ops`.
 * :mod:`.peers` - what peer libraries refuse.
 """

@@ -125,10 +125,28 @@ def launch_autotuned(kernel: Any, grid: Callable[[dict], tuple[int, ...]], *args
         kernel[grid](*args, **kwargs)
 
 
-def weight_cache_key(*tensors: torch.Tensor) -> tuple:
-    """Identity of weights for a cache of derived weights (folded, transposed): storage, layout and
-    version counter, so an in-place update of a weight invalidates what was derived from it."""
-    return tuple((t.data_ptr(), t.shape, t.stride(), t.dtype, t.device, t._version) for t in tensors)
+class SameTensorsMemo:
+    """One derived tensor (folded, interleaved, concatenated weights) remembered for the exact tensor
+    objects it was made from, for a harness provider that measures a kernel on prepared weights.
+
+    It holds the source tensors themselves (so no other tensor can take their address while it
+    remembers them) and compares them by identity and version counter. An update that bypasses the
+    version counter (``w.data.copy_``, a fused optimizer step) is NOT seen: this is for measuring one
+    fixed input set, never for model code, which builds :mod:`kprof.kernels.ops`'s prepared weights and
+    refreshes them explicitly."""
+
+    def __init__(self) -> None:
+        self._sources: tuple[torch.Tensor, ...] = ()
+        self._versions: tuple[int, ...] = ()
+        self._derived: Any = None
+
+    def get(self, build: Callable[..., Any], *sources: torch.Tensor) -> Any:
+        """``build(*sources)``, reused while the same tensor objects at the same versions come back."""
+        same = len(sources) == len(self._sources) and all(a is b for a, b in zip(sources, self._sources))
+        versions = tuple(t._version for t in sources)
+        if not same or versions != self._versions:
+            self._sources, self._versions, self._derived = sources, versions, build(*sources)
+        return self._derived
 
 
 def meta_params(op: str, config: Mapping[str, int] | None, chosen: dict[str, int],

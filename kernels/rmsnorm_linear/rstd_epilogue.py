@@ -1,11 +1,14 @@
 """Row statistics first, then one product that applies them: a small kernel reads x once and writes
 each row's ``rstd = rsqrt(mean(x²) + eps)`` (4 bytes per row), and the autotuned product multiplies the
-raw x by ``W' = diag(g) W`` (folded once, cached) and scales its rows by rstd in the epilogue.
+raw x by ``W' = diag(g) W`` and scales its rows by rstd in the epilogue. ``triton_rstd_epilogue`` folds
+W' on every call (its time includes the fold); ``triton_rstd_epilogue_prepared`` measures the kernels on
+W' folded before the timed calls, as a model holding :class:`kprof.kernels.ops.PreparedRMSNormLinear`
+runs them.
 
-This is the algebra of fusing the norm into the product without its trap: ``triton_fused`` recomputes
-the sum of squares in every program of a row tile (N / BLOCK_N times per row, 32 times at N = 4096 with
-128-wide tiles) and measured 1.75x cuBLAS's ``x @ W`` at 2048x4096x4096 on an H100; ``triton_two_kernels``
-writes and rereads a normalised copy of x (2 x 16 MB there). Here the extra traffic is one read of x and M floats.
+This is the algebra of fusing the norm into the product without its trap: ``triton_fused`` recomputes the sum of squares in
+every program of a row tile (N / BLOCK_N times per row, 32 times at N = 4096 with 128-wide tiles) and
+measured 1.75x cuBLAS's ``x @ W`` at 2048x4096x4096 on an H100; ``triton_two_kernels`` writes and rereads
+a normalised copy of x (2 x 16 MB there). Here the extra traffic is one read of x and M floats.
 
 Where x, W' and y can be addressed by TMA descriptors (16-bit, 16-byte aligned rows, Hopper) and there
 are enough rows to fill the machine, the product is a persistent kernel (one program per SM walking the
@@ -188,22 +191,11 @@ def launch_row_rstd(x2d: torch.Tensor, rstd: torch.Tensor, eps: float, *, pdl: b
         launching.prefer_shared_memory(compiled)
 
 
-@FAMILY.provider(
-    "triton_rstd_epilogue",
-    kind="triton",
-    description="row-statistics kernel (x read once, rstd [M] written), then one product of x with g folded into W "
-                "and rstd applied in its epilogue: persistent with TMA tiles where the operands allow (Hopper, "
-                "16-bit, aligned rows, 1000+ rows), else autotuned; on Hopper the product overlaps the "
-                "statistics kernel (programmatic dependent launch)",
-)
-def rmsnorm_linear_rstd_epilogue(
-    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
-) -> torch.Tensor:
+def rmsnorm_linear_folded(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float,
+                          wf: torch.Tensor) -> torch.Tensor:
+    """The op from ``wf = diag(g) w`` (the caller keeps it current; g and w are only checked)."""
     x2d, n = check_inputs(x, g, w, b)
     m = x2d.shape[0]
-    # fold before the rstd kernel: with PDL the product may start while the kernel before it runs, and it
-    # reads W' at once (only rstd is waited for), so W' must come from earlier in the stream
-    wf = folded_weight(g, w)
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     pdl = launching.pdl_ready(x2d)
@@ -215,6 +207,34 @@ def rmsnorm_linear_rstd_epilogue(
     return y.view(*x.shape[:-1], n)
 
 
-# Public handles for experiments (benchmarks/ races them against variants); the kernels keep their `_` names,
-# which are the names profilers record for every launch.
-row_rstd_kernel = _row_rstd_kernel
+@FAMILY.provider(
+    "triton_rstd_epilogue",
+    kind="triton",
+    description="row-statistics kernel (x read once, rstd [M] written), then one product of x with g folded into W "
+                "(folded on every call, counted in its time) and rstd applied in its epilogue: persistent with TMA "
+                "tiles where the operands allow (Hopper, 16-bit, aligned rows, 1000+ rows), else autotuned; on "
+                "Hopper the product overlaps the statistics kernel (programmatic dependent launch)",
+)
+def rmsnorm_linear_rstd_epilogue(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
+) -> torch.Tensor:
+    check_inputs(x, g, w, b)  # before the fold: a bad g or w says what is wrong
+    # fold before the rstd kernel: with PDL the product may start while the kernel before it runs, and it
+    # reads W' at once (only rstd is waited for), so W' must come from earlier in the stream
+    return rmsnorm_linear_folded(x, g, w, b, eps, folded_weight(g, w))
+
+
+_prepared = launching.SameTensorsMemo()
+
+
+@FAMILY.provider(
+    "triton_rstd_epilogue_prepared",
+    kind="triton",
+    description="triton_rstd_epilogue on prepared weights: g folded into W once per input set, before the timed calls "
+                "(kernel time only; what a model holding ops.PreparedRMSNormLinear pays per call)",
+)
+def rmsnorm_linear_rstd_epilogue_prepared(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
+) -> torch.Tensor:
+    check_inputs(x, g, w, b)
+    return rmsnorm_linear_folded(x, g, w, b, eps, _prepared.get(folded_weight, g, w))

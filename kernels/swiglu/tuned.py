@@ -3,15 +3,14 @@ grouped order (GROUP_M row tiles per column tile: a wave of programs shares weig
 weight layout chosen by measurement.
 
 Which weight layout wins? ``"kn"`` reads the weights as given ([d, ff], ff contiguous);
-``"nk"`` a transposed copy ([ff, d] stored, d contiguous, as nn.Linear keeps them) made once per weight
-and cached. Measured on an H100 in bf16, each autotuned, three interleaved rounds
+``"nk"`` a transposed copy ([ff, d] stored, d contiguous, as nn.Linear keeps them). Measured on an H100 in bf16, each autotuned, three interleaved rounds
 (benchmarks/results/catalog/matrix_races.csv): "kn" wins at every shape - 158.9 us
 against 171.6 us at 2048x2048x5504, 2442.7 against 2461.8 us at 8192x4096x11008, 73.0 against 76.7 us
 at 16x4096x11008 - so the tuned version reads the weights as given.
 
 From 1000 rows, where x, y and the weights can be addressed by TMA descriptors (16-bit, 16-byte aligned
 rows, Hopper), a third layout wins: the two weights interleaved column by column (``W_int[:, 2j]`` =
-``Wg[:, j]``, ``W_int[:, 2j+1]`` = ``Wu[:, j]``, made once per weight pair and cached), so one product of
+``Wg[:, j]``, ``W_int[:, 2j+1]`` = ``Wu[:, j]``, a copy of both weights), so one product of
 twice the width gives gate and up side by side, split in the epilogue; its tiles move through TMA. On an
 H100 (bf16, five interleaved rounds, ``benchmarks/results/matmul-tma/``):
 152.2 us against 154.4 for the autotuned pointer kernel at 2048x2048x5504 (cuBLAS's ``x @ [Wg Wu]``
@@ -22,9 +21,16 @@ in halves so a 4th pipeline stage fits: 145.0 against 153.5 us at 2048x2048x5504
 ``benchmarks/results/matmul-last-gap/``); with more waves one tile per program stays faster.
 When the last wave of tiles would keep at most a quarter (half) of the SMs busy, its tiles are done as
 quarter (half) tiles by all of them: 137.0 us at 2048x2048x5504, level with cuBLAS (136.7).
+
+Nothing derived from the weights is kept between calls: ``triton_tuned`` builds ``W_int`` on every call
+that takes the interleaved kernel (its time includes that copy), ``triton_tuned_prepared`` measures the
+kernels alone on weights interleaved before the timed calls, and model code holds its interleaved weights
+in :class:`kprof.kernels.ops.PreparedSwiGLU`, refreshed explicitly after the weights change.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import triton
@@ -114,22 +120,13 @@ PERSISTENT_MAX_WAVES = 8
 TAIL_SPLITS = True
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # decode shapes (16 rows) keep the autotuned pointer kernel's narrow tiles: not measured
-_interleaved: dict[tuple, torch.Tensor] = {}
 
 
 def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
-    """``W_int`` [K, 2N] with column 2j = ``w_gate[:, j]`` and 2j + 1 = ``w_up[:, j]``, cached per weight
-    pair (rebuilt when either changes, in place or not). The cache holds 8 pairs: a model with more MLP
-    layers than that rebuilds the copy on every call (a copy of both weights); such a caller should build
-    ``W_int`` once per layer and call :func:`launch_interleaved`, as serving stacks keep a fused gate_up
-    weight."""
-    key = launching.weight_cache_key(w_gate, w_up)
-    w = _interleaved.get(key)
-    if w is None:
-        if len(_interleaved) >= 8:
-            _interleaved.clear()
-        w = _interleaved[key] = torch.stack([w_gate, w_up], dim=2).reshape(w_gate.shape[0], 2 * w_gate.shape[1])
-    return w
+    """``W_int`` [K, 2N] with column 2j = ``w_gate[:, j]`` and 2j + 1 = ``w_up[:, j]``: a new copy on every
+    call (nothing is cached; a caller that reuses it owns keeping it current, as
+    :class:`kprof.kernels.ops.PreparedSwiGLU` does)."""
+    return torch.stack([w_gate, w_up], dim=2).reshape(w_gate.shape[0], 2 * w_gate.shape[1])
 
 
 def tail_split(tiles: int, programs: int) -> int:
@@ -193,21 +190,14 @@ INTERPRETER_CONFIG = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}
 _swiglu_autotuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K", "stride_wk"])(_swiglu_tiled_kernel)
 
 WEIGHT_LAYOUT = "kn"
-_transposed: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
 
 def weights_in_layout(w_gate: torch.Tensor, w_up: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
     """``(Wg, Wu)`` as [K, N] views whose storage is ``layout``: "kn" as given (made contiguous), "nk" a
-    cached transposed copy (stored [N, K]), rebuilt when either weight changes."""
+    transposed copy (stored [N, K]) made on this call."""
     if layout == "kn":
         return w_gate.contiguous(), w_up.contiguous()
-    key = launching.weight_cache_key(w_gate, w_up)
-    pair = _transposed.get(key)
-    if pair is None:
-        if len(_transposed) >= 8:
-            _transposed.clear()
-        pair = _transposed[key] = (w_gate.t().contiguous().t(), w_up.t().contiguous().t())
-    return pair
+    return w_gate.t().contiguous().t(), w_up.t().contiguous().t()
 
 
 def launch_tuned(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor) -> None:
@@ -226,19 +216,55 @@ def best_config() -> triton.Config | None:
     return getattr(_swiglu_autotuned, "best_config", None)
 
 
+def use_interleaved(x2d: torch.Tensor, y: torch.Tensor) -> bool:
+    """The interleaved TMA kernel serves these rows: 1000+ rows (any under the interpreter) of TMA-ready x, y."""
+    return (x2d.shape[0] >= TMA_MIN_ROWS or launching.interpreting()) and launching.tma_ready(x2d, y)
+
+
+def swiglu_with(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
+                w_int: Callable[[], torch.Tensor] | torch.Tensor | None) -> torch.Tensor:
+    """The tuned version's launch choice; ``w_int`` is the interleaved weight pair (or how to make it; None:
+    the pointer kernel only)."""
+    x2d, ff = check_inputs(x, w_gate, w_up)
+    y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
+    if w_int is not None and use_interleaved(x2d, y):
+        wi = w_int() if callable(w_int) else w_int
+        if launching.tma_ready(wi):
+            launch_interleaved(x2d, wi, y)
+            return y.view(*x.shape[:-1], ff)
+    launch_tuned(x2d, *weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT), y)
+    return y.view(*x.shape[:-1], ff)
+
+
 @FAMILY.provider(
     "triton_tuned",
     kind="triton",
-    description="from 1000 rows: gate and up weights interleaved, one product of twice the width with TMA tiles "
-                "(persistent for few waves, the last partial wave in smaller tiles); else the tiled product autotuned "
-                "per shape, grouped program order",
+    description="from 1000 rows: gate and up weights interleaved (copied on every call, counted in its time), one "
+                "product of twice the width with TMA tiles (persistent for few waves, the last partial wave in "
+                "smaller tiles); else the tiled product autotuned per shape, grouped program order",
 )
 def swiglu_tuned(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
-    x2d, ff = check_inputs(x, w_gate, w_up)
-    y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
-    if ((x2d.shape[0] >= TMA_MIN_ROWS or launching.interpreting()) and launching.tma_ready(x2d, y)
-            and launching.tma_ready(w_int := interleaved_weights(w_gate, w_up))):
-        launch_interleaved(x2d, w_int, y)
-    else:
-        launch_tuned(x2d, *weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT), y)
-    return y.view(*x.shape[:-1], ff)
+    return swiglu_with(x, w_gate, w_up, lambda: interleaved_weights(w_gate, w_up))
+
+
+_prepared = launching.SameTensorsMemo()
+
+
+@FAMILY.provider(
+    "triton_tuned_prepared",
+    kind="triton",
+    description="triton_tuned on prepared weights: the interleaved copy is made once per input set, before the timed "
+                "calls (kernel time only; what a model holding ops.PreparedSwiGLU pays per call)",
+)
+def swiglu_tuned_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    return swiglu_with(x, w_gate, w_up, lambda: _prepared.get(interleaved_weights, w_gate, w_up))
+
+
+@FAMILY.provider(
+    "triton_tuned_pointer",
+    kind="triton",
+    description="the tiled product autotuned per shape on the weights as given, at every row count (no derived "
+                "weight copy): what ops.swiglu runs",
+)
+def swiglu_tuned_pointer(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    return swiglu_with(x, w_gate, w_up, None)

@@ -1,12 +1,16 @@
-"""kprof.kernels.ops: both paths (eager PyTorch, and the best Triton version with KPROF_USE_TRITON=1)
-compute the same function and reject the same bad input with the same message."""
+"""kprof.kernels.ops: both paths (eager PyTorch, and the best Triton kernels) compute the same function, reject
+the same bad input with the same message, never answer from stale derived weights, handle meta tensors,
+and compile into one graph."""
 
 from __future__ import annotations
+
+import contextlib
 
 import pytest
 import torch
 
 from kprof.kernels import discover, ops
+from kprof.kernels.lib import fastops as _fastops
 
 F = discover()
 OPS = {  # op -> (family, shape)
@@ -18,44 +22,65 @@ OPS = {  # op -> (family, shape)
     "rms_norm_linear": ("rmsnorm_linear", (7, 33, 50)),
     "kasmina_forward": ("kasmina", (17, 3, 20)),
 }
+PATHS = [False, True]  # use_triton
+
+
+@contextlib.contextmanager
+def triton_path(enabled: bool):
+    previous = ops.use_triton(enabled)
+    try:
+        yield
+    finally:
+        ops.use_triton(previous)
 
 
 def _as_tuple(v):
     return v if isinstance(v, tuple) else (v,)
 
 
+def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((out.double() - ref).norm() / ref.norm())
+
+
+def _seed() -> int:
+    return torch.seed() % 2**31
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("op", list(OPS))
-def test_both_paths_match_the_oracle(op, dtype, device, monkeypatch):
+def test_both_paths_match_the_oracle(op, dtype, device):
     family, shape = OPS[op]
     fam = F[family]
-    inputs = fam.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    inputs = fam.make_inputs(shape, dtype, device, seed=_seed())
     refs = _as_tuple(fam.oracle(**inputs))
-    outs = {}
-    for flag in ("0", "1"):
-        monkeypatch.setenv("KPROF_USE_TRITON", flag)
-        assert ops.triton_enabled(inputs["x"]) == (flag == "1")
-        outs[flag] = _as_tuple(getattr(ops, op)(**inputs))
-        for o, r in zip(outs[flag], refs):
-            assert o.dtype == inputs["x"].dtype or o.dtype == torch.float32
-            err = float((o.double() - r).norm() / r.norm())
-            assert err <= fam.tolerances[dtype], f"{op} KPROF_USE_TRITON={flag}: rel err {err:.2e}"
+    for enabled in PATHS:
+        with triton_path(enabled):
+            assert ops.triton_enabled(inputs["x"]) == enabled
+            for call in range(2):  # the second call with a signature goes through its launch plan
+                outs = _as_tuple(getattr(ops, op)(**inputs))
+                for o, r in zip(outs, refs):
+                    assert o.dtype == inputs["x"].dtype or o.dtype == torch.float32
+                    err = _rel(o, r)
+                    assert err <= fam.tolerances[dtype], f"{op} triton={enabled} call {call}: rel err {err:.2e}"
 
 
-@pytest.mark.parametrize("flag", ["0", "1"])
-def test_bad_input_same_error_both_ways(flag, device, monkeypatch):
-    monkeypatch.setenv("KPROF_USE_TRITON", flag)
+@pytest.mark.parametrize("enabled", PATHS)
+def test_bad_input_same_error_both_ways(enabled, device):
     x = torch.randn(4, 8, device=device)
-    with pytest.raises(ValueError, match="expected \\(8,\\)"):
-        ops.rms_norm(x, torch.randn(7, device=device))
-    with pytest.raises(ValueError, match="even"):
-        ops.silu_and_mul(torch.randn(4, 7, device=device))
-    with pytest.raises(ValueError, match="residual has shape"):
-        ops.fused_add_rms_norm(x, torch.randn(4, 9, device=device), torch.randn(8, device=device))
-    with pytest.raises(ValueError, match="w_gate has shape"):
-        ops.swiglu(x, torch.randn(7, 3, device=device), torch.randn(7, 3, device=device))
-    with pytest.raises(ValueError, match="w has shape"):
-        ops.rms_norm_linear(x, torch.randn(8, device=device), torch.randn(9, 3, device=device))
+    with triton_path(enabled):
+        with pytest.raises(ValueError, match="expected \\(8,\\)"):
+            ops.rms_norm(x, torch.randn(7, device=device))
+        with pytest.raises(ValueError, match="even"):
+            ops.silu_and_mul(torch.randn(4, 7, device=device))
+        with pytest.raises(ValueError, match="residual has shape"):
+            ops.fused_add_rms_norm(x, torch.randn(4, 9, device=device), torch.randn(8, device=device))
+        with pytest.raises(ValueError, match="w_gate has shape"):
+            ops.swiglu(x, torch.randn(7, 3, device=device), torch.randn(7, 3, device=device))
+        with pytest.raises(ValueError, match="w has shape"):
+            ops.rms_norm_linear(x, torch.randn(8, device=device), torch.randn(9, 3, device=device))
+        with pytest.raises(ValueError, match="dtype"):  # a plan exists for fp32 now: a bf16 weight must not use it
+            ops.rms_norm(x, torch.randn(8, device=device))
+            ops.rms_norm(x, torch.randn(8, device=device, dtype=torch.bfloat16))
 
 
 def test_kasmina_check_ids(device):
@@ -66,7 +91,292 @@ def test_kasmina_check_ids(device):
         ops.kasmina_forward(**inputs, check_ids=True)
 
 
+@pytest.mark.parametrize("bad_id", [8, 1000, -1, -7])
+def test_kasmina_out_of_range_ids_are_flagged_the_same_both_ways(bad_id, device):
+    """An id outside the registry reads nothing out of bounds: the seed's outputs are NaN on both paths and
+    every other seed is exact."""
+    fam = F["kasmina"]
+    inputs = fam.make_inputs((5, 4, 16), "fp32", device, seed=_seed())
+    good = dict(inputs, blueprint_id=inputs["blueprint_id"].clone())
+    inputs["blueprint_id"][2] = bad_id
+    ref_y, ref_t = fam.oracle(**good)
+    for enabled in PATHS:
+        with triton_path(enabled):
+            y, tele = ops.kasmina_forward(**inputs)
+        ys = y.view(5, 4, 16)
+        assert ys[:, 2].isnan().all() and tele[2].isnan().all(), f"triton={enabled}"
+        others = [0, 1, 3]
+        assert torch.allclose(ys[:, others].double(), ref_y.view(5, 4, 16)[:, others], rtol=1e-4, atol=1e-5)
+        assert torch.allclose(tele[others].double(), ref_t[others], rtol=1e-4, atol=1e-5)
+
+
 def test_best_names_real_providers():
-    for op, target in ops.BEST.items():
-        family, provider = target.split("/")
-        assert F[family].providers[provider].is_triton, op
+    for table in (ops.BEST, ops.PREPARED):
+        for op, target in table.items():
+            family, provider = target.split("/")
+            assert F[family].providers[provider].is_triton, op
+
+
+def test_use_triton_returns_previous_and_is_not_read_from_the_environment(monkeypatch, device):
+    with triton_path(False):
+        monkeypatch.setenv("KPROF_USE_TRITON", "1")  # read once at import, never per call
+        assert not ops.triton_enabled(torch.randn(2, device=device))
+        assert ops.use_triton(True) is False
+        assert ops.triton_enabled(torch.randn(2, device=device))
+
+
+# ------------------------------------------------------------------------------------- stale weights
+def _swiglu_case(device, d=24, ff=40, rows=9):
+    inp = F["swiglu"].make_inputs((rows, d, ff), "bf16", device, seed=_seed())
+    return inp["x"], inp["w_gate"], inp["w_up"]
+
+
+def _rl_case(device, k=24, n=40, rows=9):
+    inp = F["rmsnorm_linear"].make_inputs((rows, k, n), "bf16", device, seed=_seed())
+    return inp["x"], inp["g"], inp["w"], inp["b"]
+
+
+def _check_swiglu(out, x, wg, wu, tag):
+    err = _rel(out, F["swiglu"].oracle(x, wg, wu))
+    assert err <= F["swiglu"].tolerances["bf16"], f"{tag}: rel err {err:.2e}"
+
+
+def _check_rl(out, x, g, w, b, tag):
+    err = _rel(out, F["rmsnorm_linear"].oracle(x, g, w, b))
+    assert err <= F["rmsnorm_linear"].tolerances["bf16"], f"{tag}: rel err {err:.2e}"
+
+
+@pytest.mark.parametrize("enabled", PATHS)
+def test_in_place_copy_is_seen(enabled, device):
+    """``w.data.copy_(new)`` bypasses the version counter: plain ops read the new weights; prepared objects
+    refuse until refreshed (contents checked under the interpreter), then read them."""
+    x, wg, wu = _swiglu_case(device)
+    xr, g, w, b = _rl_case(device)
+    checking = ops.check_prepared(True)  # on by default under the interpreter only
+    with triton_path(enabled), contextlib.ExitStack() as stack:
+        stack.callback(ops.check_prepared, checking)
+        prep_s, prep_r = ops.PreparedSwiGLU(wg, wu), ops.PreparedRMSNormLinear(g, w)
+        _check_swiglu(ops.swiglu(x, wg, wu), x, wg, wu, "swiglu before")
+        _check_swiglu(prep_s(x), x, wg, wu, "prepared swiglu before")
+        _check_rl(prep_r(xr, b), xr, g, w, b, "prepared rms_norm_linear before")
+        wg.data.copy_(torch.randn_like(wg) * 0.3)
+        w.data.copy_(torch.randn_like(w) * 0.3)
+        _check_swiglu(ops.swiglu(x, wg, wu), x, wg, wu, "swiglu after copy")
+        _check_rl(ops.rms_norm_linear(xr, g, w, b), xr, g, w, b, "rms_norm_linear after copy")
+        for prep, derived, call in ((prep_s, prep_s.w_int, lambda: prep_s(x)),
+                                    (prep_r, prep_r.wf, lambda: prep_r(xr, b))):
+            if derived is not None:
+                with pytest.raises(ops.StaleWeightsError, match="refresh"):
+                    call()
+            prep.refresh()
+        _check_swiglu(prep_s(x), x, wg, wu, "prepared swiglu after refresh")
+        _check_rl(prep_r(xr, b), xr, g, w, b, "prepared rms_norm_linear after refresh")
+
+
+@pytest.mark.parametrize("enabled", PATHS)
+def test_optimizer_steps_are_seen_after_refresh_on_step(enabled, device):
+    """A fused AdamW step where this torch has one for the device (CPU in torch 2.13 does), else foreach;
+    the modules refresh through ``refresh_on_step`` and every forward matches the oracle."""
+    torch.manual_seed(_seed())
+    mlp = ops.SwiGLU(24, 40, device=device, dtype=torch.bfloat16)
+    proj = ops.RMSNormLinear(24, 40, device=device, dtype=torch.bfloat16)
+    params = list(mlp.parameters()) + list(proj.parameters())
+    try:
+        opt = torch.optim.AdamW(params, lr=0.05, fused=True)
+    except (RuntimeError, ValueError):
+        opt = torch.optim.AdamW(params, lr=0.05, foreach=True)
+    ops.refresh_on_step(opt, mlp, proj)
+    x = torch.randn(9, 24, device=device, dtype=torch.bfloat16)
+    with triton_path(enabled):
+        for step in range(3):
+            for p in params:
+                p.grad = torch.randn_like(p)
+            opt.step()
+            with torch.no_grad():
+                _check_swiglu(mlp(x), x, mlp.w_gate, mlp.w_up, f"SwiGLU step {step}")
+                _check_rl(proj(x), x, proj.g, proj.w, proj.b, f"RMSNormLinear step {step}")
+
+
+@pytest.mark.slow  # 200 interpreted launches: about 45 s on a 2-core CPU
+@pytest.mark.parametrize("enabled", PATHS)
+def test_fifty_freed_and_reallocated_weights(enabled, device):
+    """Weights of one shape made, used once and freed, 50 times over (their addresses get reused): every
+    answer is computed from that call's weights."""
+    with triton_path(enabled):
+        for i in range(50):
+            x, wg, wu = _swiglu_case(device, d=16, ff=24, rows=5)
+            _check_swiglu(ops.swiglu(x, wg, wu), x, wg, wu, f"swiglu {i}")
+            _check_swiglu(ops.PreparedSwiGLU(wg, wu)(x), x, wg, wu, f"prepared swiglu {i}")
+            xr, g, w, b = _rl_case(device, k=16, n=24, rows=5)
+            _check_rl(ops.rms_norm_linear(xr, g, w, b), xr, g, w, b, f"rms_norm_linear {i}")
+            _check_rl(ops.PreparedRMSNormLinear(g, w)(xr, b), xr, g, w, b, f"prepared rms_norm_linear {i}")
+            del x, wg, wu, xr, g, w, b
+
+
+def test_version_bump_without_refresh_raises(device):
+    x, wg, wu = _swiglu_case(device)
+    with triton_path(True):
+        prep = ops.PreparedSwiGLU(wg, wu)
+        if prep.w_int is None:
+            pytest.skip("no interleaved weights on this device (not Hopper)")
+        with torch.no_grad():
+            wu.mul_(1.5)
+        with pytest.raises(ops.StaleWeightsError):
+            prep(x)
+        prep.refresh()
+        _check_swiglu(prep(x), x, wg, wu, "after refresh")
+
+
+def test_modules_refresh_on_load_state_dict(device):
+    x = torch.randn(3, 16, device=device, dtype=torch.bfloat16)
+    with triton_path(True), torch.no_grad():
+        a = ops.SwiGLU(16, 24, device=device, dtype=torch.bfloat16)
+        b = ops.SwiGLU(16, 24, device=device, dtype=torch.bfloat16)
+        b(x)
+        b.load_state_dict(a.state_dict())  # copies into b's parameters in place, then refreshes
+        _check_swiglu(b(x), x, a.w_gate, a.w_up, "loaded")
+        b.to(torch.float32)  # moved: refreshed from the converted parameters
+        xf = x.float()
+        err = _rel(b(xf), F["swiglu"].oracle(xf, b.w_gate, b.w_up))
+        assert err <= F["swiglu"].tolerances["fp32"], err
+
+
+# --------------------------------------------------------------------------------------- meta tensors
+@pytest.mark.parametrize("enabled", PATHS)
+@pytest.mark.parametrize("op", list(OPS))
+def test_meta_tensors_both_paths(op, enabled, device):
+    family, shape = OPS[op]
+    fam = F[family]
+    inputs = fam.make_inputs(shape, "bf16", device, seed=3)
+    real = _as_tuple(getattr(ops, op)(**inputs))
+    meta = {k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+    with triton_path(enabled):
+        outs = _as_tuple(getattr(ops, op)(**meta))
+    for o, r in zip(outs, real):
+        assert o.is_meta and o.shape == r.shape and o.dtype == r.dtype
+
+
+def test_meta_tensors_still_checked():
+    with pytest.raises(ValueError, match="expected \\(8,\\)"):
+        ops.rms_norm(torch.empty(4, 8, device="meta"), torch.empty(7, device="meta"))
+
+
+# ----------------------------------------------------------------------------------------- compile
+class _Block(torch.nn.Module):
+    """A decoder-ish block calling every op (kasmina on the side)."""
+
+    def __init__(self, device, d=32, ff=48):
+        super().__init__()
+        self.norm_w = torch.nn.Parameter(1 + 0.1 * torch.randn(d, device=device))
+        self.proj = ops.RMSNormLinear(d, 2 * ff, device=device)
+        self.mlp = ops.SwiGLU(d, ff, device=device)
+        self.g2 = torch.nn.Parameter(1 + 0.1 * torch.randn(ff, device=device))
+        self.w2 = torch.nn.Parameter(ff ** -0.5 * torch.randn(ff, d, device=device))
+        self.kas = F["kasmina"].make_inputs((1, 2, d // 2), "fp32", device, seed=1)
+
+    def forward(self, x, r):
+        y, h = ops.fused_add_rms_norm(x, r, self.norm_w)
+        y = ops.rms_norm(y, self.norm_w)
+        a = ops.silu_and_mul(self.proj(y)) + ops.gelu_tanh_and_mul(self.proj(h))
+        a = a + self.mlp(y) + ops.swiglu(y, self.mlp.w_gate, self.mlp.w_up)
+        z = ops.rms_norm_linear(a, self.g2, self.w2)
+        k = self.kas
+        zk, tele = ops.kasmina_forward(z, k["lifecycle"], k["blueprint_id"], k["alpha"], k["weights"], k["bias"])
+        return zk + h, tele
+
+
+@pytest.mark.parametrize("enabled", PATHS)
+def test_compile_fullgraph_over_every_op(enabled, device):
+    """``torch.compile(fullgraph=True, backend="aot_eager")`` over a block calling every op: no graph break,
+    the compiled block's outputs equal the eager block's."""
+    torch._dynamo.reset()
+    torch.manual_seed(_seed())
+    x, r = torch.randn(3, 32, device=device), torch.randn(3, 32, device=device)
+    with triton_path(enabled), torch.no_grad():
+        block = _Block(device)  # prepared weights are derived only where the Triton path is on
+        want = block(x, r)
+        got = torch.compile(block, fullgraph=True, backend="aot_eager")(x, r)
+    for g_, w_ in zip(got, want):
+        assert torch.allclose(g_, w_, rtol=1e-4, atol=1e-4)
+
+
+def test_custom_ops_are_registered_with_fake_kernels():
+    for name in ops.registered_ops():
+        assert hasattr(torch.ops.kprof, name)
+    x = torch.empty(2, 5, 8, device="meta")
+    assert torch.ops.kprof.silu_and_mul(x).shape == (2, 5, 4)
+
+
+def test_plans_are_per_signature(device):
+    """A plan is never used for another signature (shape, stride, dtype, alignment): a strided view, a
+    different dtype and an offset view all compute correctly after the plan for the plain tensor exists."""
+    fam = F["silu_mul"]
+    base = fam.make_inputs((6, 64), "fp32", device, seed=_seed())["x"]
+    with triton_path(True):
+        _fastops.reset()
+        for x in (base, base, base[::2], base.to(torch.bfloat16), base.reshape(-1)[1:].reshape(-1)[:320].view(5, 64),
+                  torch.cat([base, base], dim=1)[:, 32:96]):
+            err = _rel(ops.silu_and_mul(x), fam.oracle(x))
+            assert err <= fam.tolerances["bf16"], tuple(x.shape)
+
+
+def test_fused_optimizer_step_without_refresh_is_refused(device):
+    """A fused AdamW step (available on the CPU in torch 2.13) writes the weights without moving their version
+    counters; with checking on, a prepared object that was not refreshed refuses rather than answer from the
+    old derived weights."""
+    x, wg, wu = _swiglu_case(device)
+    xr, g, w, b = _rl_case(device)
+    wg, wu, g, w = (torch.nn.Parameter(t) for t in (wg, wu, g, w))
+    checking, enabled = ops.check_prepared(True), ops.use_triton(True)
+    try:
+        prep_s, prep_r = ops.PreparedSwiGLU(wg, wu), ops.PreparedRMSNormLinear(g, w)
+        if prep_s.w_int is None or prep_r.wf is None:
+            pytest.skip("no derived weights on this device (not Hopper)")
+        opt = torch.optim.AdamW([wg, wu, g, w], lr=0.05, fused=True)
+        for p in (wg, wu, g, w):
+            p.grad = torch.randn_like(p)
+        opt.step()
+        with torch.no_grad():
+            with pytest.raises(ops.StaleWeightsError):
+                prep_s(x)
+            with pytest.raises(ops.StaleWeightsError):
+                prep_r(xr, b)
+            _check_swiglu(prep_s.refresh()(x), x, wg, wu, "swiglu after refresh")
+            _check_rl(prep_r.refresh()(xr, b), xr, g, w, b, "rms_norm_linear after refresh")
+    finally:
+        ops.check_prepared(checking)
+        ops.use_triton(enabled)
+
+
+@pytest.mark.gpu
+def test_decode_step_in_a_cuda_graph_and_compiled_launches():
+    """On a GPU: after warm-up every plan launches through its compiled kernel (not the JIT), and a decode
+    step (norm, projection with gated activation) captured in a CUDA graph replays correctly on new input."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    fam = F["swiglu"]
+    inp = fam.make_inputs((8, 256, 512), "bf16", "cuda", seed=_seed())
+    x, wg, wu = inp["x"], inp["w_gate"], inp["w_up"]
+    g = (1 + 0.1 * torch.randn(256, device="cuda")).to(torch.bfloat16)
+    with triton_path(True):
+        def step():
+            return ops.swiglu(ops.rms_norm(x, g), wg, wu)
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        xn = ops.rms_norm(x, g)
+        launch, _ = _fastops._swiglu_plans.get((_fastops.sig(xn), _fastops.sig(wg), _fastops.sig(wu)))
+        assert launch.entry is not None, "the swiglu plan never reached its compiled launch"
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = step()
+        x.copy_(torch.randn_like(x))
+        graph.replay()
+        torch.cuda.synchronize()
+        xn = F["rmsnorm"].oracle(x, g).to(torch.bfloat16)
+        err = _rel(out, fam.oracle(xn, wg, wu))
+        assert err <= fam.tolerances["bf16"], err

@@ -1,0 +1,549 @@
+"""Fan-out: ``kprof profile|sweep ... --workers N|all`` (this host's GPUs) and ``--ray ADDRESS`` (a Ray cluster).
+
+The driver (this module) selects the cases exactly as a one-process run does, starts one worker per GPU
+(:mod:`kprof.executors`), hands cases out as workers become free, and alone writes the store: every case a
+worker measures comes back as the store writes it would have made (:mod:`kprof.fanout_worker`), plus the
+GPU that measured it (UUID, index, name, serial) in the store's ``case_devices`` table.
+
+Placement:
+
+* all ``--rev`` arms of a case run on one worker, interleaved round by round as in a one-process run, so
+  a revision comparison never mixes devices;
+* when there are enough (shape, dtype) groups (at least four per worker), every provider of one shape and
+  dtype runs on the same GPU, so the report's speedups and a sweep's guide compare cases of one device;
+  with fewer groups, cases are spread one by one and the report says which comparisons span GPUs.
+
+Faults: a worker that dies or exceeds ``--case-timeout`` loses the case it was measuring; that case is
+retried once on another worker (a replacement process is started on the dead one's GPU), and recorded as
+an ``error`` case with the reason if it is lost again. Any lost case, failed worker start or lost profiler
+pass makes the run ``incomplete`` and the run's error names the cases. Ctrl-C stops every worker (each
+local worker's process group; Ray actors are killed) and keeps the cases that finished.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from kprof.errors import KprofError
+from kprof.executors import LocalExecutor, RayExecutor, Slot
+from kprof.registry import shape_str
+
+MAX_ATTEMPTS = 2  # a case lost with its worker is retried once, then recorded as failed
+MAX_RESTARTS = 2  # replacement worker processes per slot
+DEVICE_COLUMNS = ("worker", "host", "gpu_index", "gpu_uuid", "gpu_name", "gpu_serial", "attempt")
+
+
+def parse_workers(text: str | None) -> int | str | None:
+    """``--workers``: a positive count or ``all``."""
+    if text is None:
+        return None
+    if text.strip().lower() == "all":
+        return "all"
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise KprofError(f"--workers must be a positive number or 'all', not {text!r}")
+    return n
+
+
+def visible_gpus() -> list[str]:
+    """GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries (respecting one already set)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and not g.strip().startswith("-")]
+    exe = shutil.which("nvidia-smi")
+    if exe:
+        try:
+            res = subprocess.run([exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=30)
+            if res.returncode == 0 and res.stdout.strip():
+                return [ln.strip() for ln in res.stdout.splitlines() if ln.strip()]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def local_slots(mode: str, workers: int | str) -> list[Slot]:
+    """One slot per GPU (``CUDA_VISIBLE_DEVICES`` pinned), or per CPU process for interpreter runs."""
+    if mode == "gpu":
+        gpus = visible_gpus()
+        n = len(gpus) if workers == "all" else int(workers)
+        if n > len(gpus):
+            raise KprofError(f"--workers {n} asked for, but this host shows {len(gpus)} GPU(s) "
+                             f"({', '.join(gpus) or 'none'}); use --workers all or fewer")
+        # nvidia-smi numbers GPUs in PCI bus order; make CUDA agree unless the user pinned devices already
+        order = {} if "CUDA_VISIBLE_DEVICES" in os.environ else {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+        return [Slot(f"gpu{g}", {"CUDA_VISIBLE_DEVICES": g, **order}) for g in gpus[:n]]
+    n = (os.cpu_count() or 1) if workers == "all" else int(workers)
+    threads = str(max(1, (os.cpu_count() or 1) // n))  # N interpreter processes share the cores
+    return [Slot(f"cpu{i}", {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": threads})
+            for i in range(n)]
+
+
+@dataclass
+class _Worker:
+    handle: int
+    slot: Slot
+    name: str
+    state: str = "starting"  # starting | idle | busy | finishing | done | dead
+    hello: dict = field(default_factory=dict)
+    case: int | None = None
+    since: float = field(default_factory=time.monotonic)
+    group: deque = field(default_factory=deque)
+    measured: int = 0
+    timed_out: bool = False
+
+
+def profile_runs_fanout(opts: Any, progress: Any = None) -> list[str]:
+    """:func:`kprof.runner.profile_runs` spread over workers; returns the run ids (one per ``--rev``)."""
+    from kprof import envinfo
+    from kprof.external import choose
+    from kprof.harness import BenchSettings
+    from kprof.registry import get_family
+    from kprof.runner import _arms, resolve_mode, select
+    from kprof.store import RunStore
+
+    progress = progress or (lambda *a: None)
+    mode = resolve_mode(opts.mode)
+    if opts.ray and opts.revisions:
+        raise KprofError("--rev with --ray is not supported: the revisions are loaded from this git checkout, "
+                         "which Ray workers do not have (use --workers N on one host)")
+    today = get_family(opts.family)
+    store = RunStore(opts.store)
+    git = envinfo.git_state(today.package_dir)
+    arms = _arms(today, opts, store.root, git, progress)
+    sel = select(arms[0].family, opts, mode, also=[a.family for a in arms[1:]])
+    choice = choose(opts.profiler, mode, opts.tool_path)
+    seed = opts.settings.seed if opts.settings.seed else secrets.randbits(31)
+    settings = BenchSettings(**{**asdict(opts.settings), "seed": seed})
+    workers = parse_workers(opts.workers) or ("all" if opts.ray else 1)
+    if opts.ray:
+        executor: Any = RayExecutor(opts.ray, mode, {"TRITON_INTERPRET": "1"} if mode == "interpreter" else {})
+        n = executor.capacity() if workers == "all" else int(workers)
+        slots = [Slot(f"ray{i}") for i in range(max(1, n))]
+    else:
+        slots = local_slots(mode, workers)
+        executor = LocalExecutor()
+    fan = _Fanout(opts, mode, seed, settings, store, arms, sel, choice, executor, slots, progress)
+    try:
+        fan.start()
+        fan.measure()
+        fan.finish()
+    except BaseException as exc:  # Ctrl-C, SIGTERM, a failed start: stop every worker, keep what finished
+        fan.interrupted(exc)
+        raise
+    finally:
+        executor.close()
+        fan.close()
+    return fan.run_ids
+
+
+class _Fanout:
+    def __init__(self, opts, mode, seed, settings, store, arms, sel, choice, executor, slots, progress) -> None:
+        self.opts, self.mode, self.seed, self.settings = opts, mode, seed, settings
+        self.store, self.arms, self.sel, self.choice = store, arms, sel, choice
+        self.executor, self.slots, self.progress = executor, slots, progress
+        self.cases = sel.cases()
+        self.workers: dict[int, _Worker] = {}
+        self.restarts: dict[str, int] = {s.name: 0 for s in slots}
+        self.attempts: dict[int, list[str]] = {}
+        self.avoid: dict[int, set[str]] = {}
+        self.finished_cases: set[int] = set()
+        self.lost: dict[int, str] = {}
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self.run_ids: list[str] = []
+        self.queue: deque[list[int]] = deque(self._groups())
+        self.timeout = float(getattr(opts, "case_timeout_s", 1800.0))
+
+    # ------------------------------------------------------------------------------------------ placement
+    def _groups(self) -> list[list[int]]:
+        """Cases of one (shape, dtype) together when that still gives every worker four groups or more (fewer
+        would leave a GPU idle while the last group runs: 5 groups on 2 GPUs take 3/5 of the one-GPU time)."""
+        by_key: dict[tuple, list[int]] = {}
+        for i, c in enumerate(self.cases):
+            by_key.setdefault((c.shape, c.dtype), []).append(i)
+        self.grouped = len(by_key) >= 4 * len(self.slots) and len(self.slots) > 1
+        return list(by_key.values()) if self.grouped else [[i] for i in range(len(self.cases))]
+
+    # ------------------------------------------------------------------------------------------ phases
+    def start(self) -> None:
+        self.progress("profiler", 0, 0, f"fan-out: {len(self.slots)} worker(s) on {self.executor.label}, "
+                      f"{len(self.cases)} cases" + (" (each shape and dtype kept on one worker)" if self.grouped else ""))
+        for slot in self.slots:
+            self._start(slot)
+        limit = max(self.timeout, 300.0)  # importing torch and measuring the ceilings: a few seconds to minutes
+        deadline = time.monotonic() + limit
+        while any(w.state == "starting" for w in self.workers.values()) and time.monotonic() < deadline:
+            for ev in self.executor.poll(0.5):
+                self._on_event(ev)
+        for w in self.workers.values():
+            if w.state == "starting":
+                self.executor.kill(w.handle)
+                self._dead(w, f"did not start within {limit:.0f} s")
+        ready = [w for w in self.workers.values() if w.state == "idle"]
+        if not ready:
+            raise KprofError("no fan-out worker started: " + "; ".join(self.problems)[-2000:])
+        self._begin_runs(ready)
+
+    def measure(self) -> None:
+        total = len(self.cases)
+        while True:
+            self._dispatch()
+            live = [w for w in self.workers.values() if w.state in ("starting", "idle", "busy")]
+            busy = [w for w in live if w.state in ("busy", "starting")]
+            if not self.queue and not any(w.group for w in live) and not busy:
+                break
+            if not live:
+                for group in self.queue:
+                    for i in group:
+                        self._give_up(i, "no worker left to run it: " + "; ".join(self.problems)[-300:])
+                self.queue.clear()
+                break
+            for ev in self.executor.poll(0.5):
+                self._on_event(ev)
+                done = len(self.finished_cases) + len(self.lost)
+                self.progress("cases", done, total, self._label(ev))
+            self._check_timeouts()
+
+    def finish(self) -> None:
+        """The profiler pass (and offline resources) on every worker over the cases it measured."""
+        ready = [w for w in self.workers.values() if w.state == "idle"]
+        for w in ready:
+            w.state, w.since = "finishing", time.monotonic()
+            self.executor.send(w.handle, "finish")
+        limit = float(getattr(self.opts, "profiler_timeout_s", 1800.0)) + 300
+        self.progress("profile", 0, len(ready), "profiler pass on each worker")
+        while any(w.state == "finishing" for w in self.workers.values()):
+            for ev in self.executor.poll(0.5):
+                self._on_event(ev)
+            for w in self.workers.values():
+                if w.state == "finishing" and time.monotonic() - w.since > limit:
+                    self.executor.kill(w.handle)
+                    self._dead(w, f"profiler pass did not end within {limit:.0f} s")
+            self.progress("profile", sum(w.state != "finishing" for w in ready), len(ready),
+                          "profiler pass on each worker")
+        self._finish_runs("complete" if not self.problems else "incomplete", None)
+
+    def interrupted(self, exc: BaseException) -> None:
+        if not self.run_ids:
+            return
+        for w in self.workers.values():
+            if w.state == "busy" and w.case is not None:
+                self.problems.append(f"{self.cases[w.case].id} was being measured on {w.name} when the run stopped")
+        not_run = sum(len(g) for g in self.queue) + sum(len(w.group) for w in self.workers.values())
+        if not_run:
+            self.problems.append(f"{not_run} case(s) not started")
+        error = "".join(__import__("traceback").format_exception_only(type(exc), exc)).strip()[-1000:]
+        self.executor.close()
+        self._finish_runs("incomplete", error)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ------------------------------------------------------------------------------------------ workers
+    def _start(self, slot: Slot) -> None:
+        n = sum(w.slot == slot for w in self.workers.values())
+        name = slot.name if n == 0 else f"{slot.name}#{n + 1}"
+        handle = self.executor.start(slot, (self.opts, self.mode, self.seed, name))
+        self.workers[handle] = _Worker(handle, slot, name)
+
+    def _dispatch(self) -> None:
+        for w in self.workers.values():
+            if w.state != "idle":
+                continue
+            if not w.group:
+                group = self._next_group(w)
+                if group is None:
+                    continue
+                w.group.extend(group)
+            i = w.group.popleft()
+            w.state, w.case, w.since, w.timed_out = "busy", i, time.monotonic(), False
+            self.attempts.setdefault(i, [])
+            self.executor.send(w.handle, "case", i)
+
+    def _next_group(self, w: _Worker) -> list[int] | None:
+        others = [o for o in self.workers.values() if o is not w and o.state in ("starting", "idle", "busy")]
+        for k, group in enumerate(self.queue):
+            avoid = self.avoid.get(group[0], set())
+            # a retried case goes to another GPU while one is alive; else to this (replacement) worker
+            if w.slot.name not in avoid or not any(o.slot.name not in avoid for o in others):
+                del self.queue[k]
+                return group
+        return None
+
+    def _on_event(self, ev: Any) -> None:
+        w = self.workers.get(ev.handle)
+        if w is None or w.state in ("dead", "done"):
+            return
+        if ev.kind == "hello":
+            w.hello, w.state = ev.payload, "idle"
+        elif ev.kind == "ops":
+            self._apply(w, ev.payload)
+            self.finished_cases.add(w.case)
+            w.measured += 1
+            w.state, w.case = "idle", None
+        elif ev.kind == "finished":
+            self._apply(w, ev.payload["ops"], files=ev.payload["files"], trace_root=ev.payload["trace_root"])
+            if ev.payload.get("error"):
+                self.problems.append(f"profiler pass on {w.name} failed: {ev.payload['error']}")
+            w.state = "done"
+        elif ev.kind == "error":
+            if w.state == "busy":  # kprof itself raised on this case: not a worker fault, not retried
+                self._give_up(w.case, f"kprof error on {w.name}: {ev.payload.strip().splitlines()[-1][:300]}")
+                w.state, w.case = "idle", None
+            else:
+                self.executor.kill(w.handle)
+                self._dead(w, f"failed: {ev.payload.strip()[-600:]}")
+        elif ev.kind == "died":
+            reason = f"timed out after {self.timeout:.0f} s" if w.timed_out else ev.payload
+            self._dead(w, reason)
+
+    def _dead(self, w: _Worker, reason: str) -> None:
+        state, w.state = w.state, "dead"
+        self.notes.append(f"worker {w.name} ({state}) lost: {reason}")
+        if state == "starting":
+            self.problems.append(f"worker {w.name} did not start: {reason}")
+        elif state == "finishing":
+            self.problems.append(f"profiler pass on {w.name} lost ({reason}); its {w.measured} cases are stored "
+                                 "without launch metrics")
+        if state == "busy" and w.case is not None:
+            i, w.case = w.case, None
+            self.attempts[i].append(f"{w.name}: {reason}")
+            if len(self.attempts[i]) >= MAX_ATTEMPTS:
+                self._give_up(i, f"lost twice with its worker ({'; '.join(self.attempts[i])})")
+            else:
+                self.avoid.setdefault(i, set()).add(w.slot.name)
+                self.queue.appendleft([i])
+                self.progress("profiler", 0, 0, f"{self.cases[i].id}: worker {w.name} lost ({reason[:200]}); "
+                              "retrying on another worker")
+        post_pass = self.choice.name != "none" or (self.mode == "interpreter" and self.opts.offline_resources)
+        if state in ("busy", "idle") and w.measured and post_pass:
+            self.problems.append(f"the {w.measured} case(s) {w.name} measured before it was lost are stored without "
+                                 "their profiler pass / offline resources")
+        if w.group:  # the rest of its (shape, dtype) group goes back to the queue, together
+            self.queue.append(list(w.group))
+            w.group.clear()
+        work_left = self.queue or any(o.group for o in self.workers.values())
+        if state in ("busy", "idle") and work_left and self.restarts[w.slot.name] < MAX_RESTARTS:
+            self.restarts[w.slot.name] += 1
+            self._start(w.slot)
+
+    def _check_timeouts(self) -> None:
+        now = time.monotonic()
+        for w in list(self.workers.values()):
+            if w.state == "busy" and now - w.since > self.timeout:
+                w.timed_out = True
+                self.executor.kill(w.handle)
+                self._dead(w, f"timed out after {self.timeout:.0f} s on {self.cases[w.case].id}")
+
+    def _give_up(self, i: int, reason: str) -> None:
+        """Record case ``i`` as failed in every arm's run, with the reason."""
+        self.lost[i] = reason
+        case = self.cases[i]
+        for arm, run_id in zip(self.arms, self.run_ids):
+            row = {"case": case.id, "family": case.family, "provider": case.provider,
+                   "kind": arm.family.get_provider(case.provider).kind, "shape": shape_str(case.shape),
+                   "dtype": case.dtype, "status": "error", "ok": False, "note": f"not measured: {reason}"[:1000]}
+            self.store.add_case(run_id, i, row, {})
+
+    def _label(self, ev: Any) -> str:
+        w = self.workers.get(ev.handle)
+        busy = sum(x.state == "busy" for x in self.workers.values())
+        return f"{busy} worker(s) busy; last: {w.name if w else '?'} {ev.kind}"
+
+    # ------------------------------------------------------------------------------------------ store
+    def _apply(self, w: _Worker, ops: list, files: list | None = None, trace_root: str | None = None) -> None:
+        """A worker's store writes, applied by the driver: arm slots -> run ids, local trace paths -> the
+        store's trace folder, and each measured case's device recorded beside it."""
+        ops = _drop_cleared_launches(ops)
+        for name, args, kwargs in ops:
+            run_id = self.run_ids[int(args[0][3:])]
+            if name == "add_case":
+                _, idx, row, samples = args
+                self.store.add_case(run_id, idx, row, samples)
+                ident = {**w.hello.get("identity", {}), "attempt": len(self.attempts.get(idx, ())) + 1}
+                self.store.add_case_device(run_id, row["case"], ident)
+            elif name == "set_fields":
+                if kwargs.get("trace_path") and trace_root:
+                    kwargs = {**kwargs, "trace_path": str(self._trace_target(w, trace_root, kwargs["trace_path"]))}
+                self.store.set_fields(run_id, **kwargs)
+            else:
+                getattr(self.store, name)(run_id, *args[1:], **kwargs)
+        for rel, data in files or ():
+            target = self._trace_target(w, trace_root, str(Path(trace_root) / rel))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+
+    def _trace_target(self, w: _Worker, trace_root: str, local: str) -> Path:
+        rel = Path(local).relative_to(trace_root)  # armJ/...
+        return self.store.trace_dir(self.run_ids[int(rel.parts[0][3:])]) / w.name / Path(*rel.parts[1:])
+
+    def _begin_runs(self, ready: list[_Worker]) -> None:
+        from kprof import envinfo
+        from kprof.runner import _torch_profiler_version
+        from kprof.store import RunRecord
+
+        first = ready[0].hello
+        names = sorted({w.hello["device"]["name"] for w in ready})
+        device = {**first["device"], "fanout_workers": len(ready)}
+        if len(names) > 1:
+            device["name"] = " + ".join(names) + " (mixed)"
+        version = None
+        if self.choice.name == "torch":
+            version = _torch_profiler_version()
+        elif self.choice.tool is not None:
+            from kprof.tools import tool_version
+
+            version = f"{self.choice.tool.path}: {tool_version(self.choice.tool)}"
+        ceiling = first["ceiling"]
+        sel = self.sel
+        fanout = {
+            "executor": self.executor.label, "workers": [
+                {**w.hello["identity"], "device": w.hello["device"]["name"],
+                 "ceiling_gbps": (w.hello["ceiling"] or {}).get("gbps"), "kprof": w.hello["kprof_file"],
+                 "pid": w.hello["pid"]}
+                for w in ready],
+            "placement": "shape-dtype groups" if self.grouped else "case by case",
+            "case_timeout_s": self.timeout,
+        }
+        for arm in self.arms:
+            record = RunRecord(
+                family=arm.family.name, mode=self.mode, command=self.opts.command,
+                config={
+                    "providers": list(sel.providers), "skipped_providers": [list(s) for s in sel.skipped],
+                    "shapes": [shape_str(s) for s in sel.shapes], "dtypes": list(sel.dtypes),
+                    "settings": asdict(self.settings), "profiler": self.choice.name,
+                    "profiler_reason": self.choice.reason, "fanout": fanout,
+                    "profile_repeats": self.opts.profile_repeats or (3 if self.choice.name == "ncu" else 5),
+                    "tool_path": self.choice.tool.path if self.choice.tool else None,
+                    **({"sweep": self.opts.sweep} if self.opts.sweep else {}),
+                    **arm.extra_config,
+                },
+                git_commit=arm.git_commit, git_dirty=arm.git_dirty, git_note=arm.git_note,
+                source_hashes=arm.source_hashes, device=device, versions=envinfo.versions().to_dict(),
+                profiler=self.choice.name, profiler_version=version,
+                ceiling_gbps=ceiling["gbps"] if ceiling else None, ceiling=ceiling,
+            )
+            self.run_ids.append(self.store.begin_run(record))
+
+    def _finish_runs(self, status: str, error: str | None) -> None:
+        from kprof import report
+
+        if self.lost:
+            self.problems.insert(0, f"{len(self.lost)} case(s) lost: " + "; ".join(
+                f"{self.cases[i].id} ({why})" for i, why in sorted(self.lost.items()))[:3000])
+        if self.problems:
+            status = "incomplete"
+            error = "; ".join(filter(None, [error, *self.problems]))[-4000:]
+        skipped = [f"{n}: {r}" for n, r in self.sel.skipped]
+        for arm, run_id in zip(self.arms, self.run_ids):
+            self.store.set_fields(run_id, notes="\n".join(skipped + self.notes) or None)
+            run = self.store.run(run_id)
+            run["status"], run["error"] = status, error or run.get("error")
+            metrics = self.store.metrics(run_id)
+            md = report.render(run, metrics, baseline=arm.family.baseline)
+            md += "\n" + devices_section(run, metrics, self.store.case_devices(run_id))
+            self.store.finish_run(run_id, status, report_md=md, error=error)
+
+
+def _drop_cleared_launches(ops: list) -> list:
+    """A worker's ``clear_launches`` (auto fell back to torch.profiler) clears only that worker's own
+    launches: drop its earlier ``add_launches`` of the run instead of clearing every worker's rows."""
+    out: list = []
+    for op in ops:
+        if op[0] == "clear_launches":
+            out = [o for o in out if not (o[0] == "add_launches" and o[1][0] == op[1][0])]
+        else:
+            out.append(op)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ reading side
+def devices_section(run: Mapping[str, Any], metrics: pd.DataFrame, devices: pd.DataFrame) -> str:
+    """Markdown: which worker/GPU measured how many cases, and the comparisons that span GPUs or GPU kinds."""
+    if devices.empty:
+        return ""
+    fan = (run.get("config") or {}).get("fanout") or {}
+    lines = [f"## Devices ({len(fan.get('workers', []))} worker(s), {fan.get('executor', '?')})", "",
+             "| worker | host | GPU | index | UUID | serial | copy GB/s | cases |", "|---|---|---|---|---|---|---:|---:|"]
+    counts = devices.groupby("worker").size()
+    started = {w["worker"]: w for w in fan.get("workers", [])}
+    # workers of the run record, then replacements started after a worker was lost ("gpu1#2")
+    named = list(started) + [n for n in sorted(counts.index) if n not in started]
+    for name in named:
+        w = started.get(name) or devices[devices["worker"] == name].iloc[0].to_dict()
+        gbps = (started.get(name.split("#")[0]) or {}).get("ceiling_gbps")
+        cells = [_txt(w.get(k)) for k in ("host", "gpu_name", "gpu_index", "gpu_uuid", "gpu_serial")]
+        cells[1] = cells[1] or _txt(w.get("device"))
+        lines.append(f"| {name} | {' | '.join(cells)} | {'' if gbps is None else f'{gbps:.0f}'} | "
+                     f"{int(counts.get(name, 0))} |")
+    retried = devices[devices["attempt"].fillna(1) > 1]
+    if not retried.empty:
+        lines += ["", f"Retried after a worker was lost: {', '.join(retried['case_id'])}."]
+    joined = metrics.merge(devices.rename(columns={"case_id": "case"}), on="case", how="inner")
+    key = joined["gpu_uuid"].fillna(joined["worker"]) if "gpu_uuid" in joined else joined["worker"]
+    spans = joined.assign(dev=key).groupby(["shape", "dtype"])["dev"].nunique()
+    spans = spans[spans > 1]
+    if not spans.empty:
+        lines += ["", f"**{len(spans)} of {joined.groupby(['shape', 'dtype']).ngroups} (shape, dtype) groups were "
+                  "measured on more than one device**: speedups and the guide compare cases across devices there "
+                  "(" + ", ".join(f"{s}/{d}" for s, d in spans.index[:10]) + (", ..." if len(spans) > 10 else "") + ")."]
+    kinds = joined["gpu_name"].dropna().unique() if "gpu_name" in joined else []
+    if len(kinds) > 1:
+        lines += ["", f"**Cases were measured on {len(kinds)} GPU kinds; compare them within a kind:**"]
+        for kind in sorted(kinds):
+            part = joined[joined["gpu_name"] == kind]
+            lines += ["", f"### {kind}", "", "| case | status | GPU µs |", "|---|---|---:|"]
+            for r in part.itertuples():
+                t = getattr(r, "gpu_time_us", float("nan"))
+                lines.append(f"| {r.case} | {r.status} | {'' if pd.isna(t) else f'{t:.2f}'} |")
+    return "\n".join(lines) + "\n"
+
+
+def _txt(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
+def device_mismatch(run_a: Mapping[str, Any], run_b: Mapping[str, Any],
+                    devices_a: pd.DataFrame, devices_b: pd.DataFrame) -> list[str]:
+    """Warnings for a diff whose matched cases were measured on different GPUs (or cannot be told apart).
+
+    ``devices_*`` are the runs' ``case_devices`` tables (empty for a one-process run, whose every case ran
+    on the run's device)."""
+    def per_case(run: Mapping[str, Any], dev: pd.DataFrame) -> dict[str, str] | None:
+        if dev.empty:
+            return None
+        key = dev["gpu_uuid"].fillna(dev["worker"].astype(str) + "@" + dev["host"].fillna("?"))
+        return dict(zip(dev["case_id"], key + " (" + dev["gpu_name"].fillna(run.get("device_name") or "?") + ")"))
+
+    a, b = per_case(run_a, devices_a), per_case(run_b, devices_b)
+    warn = []
+    if a is not None and b is not None:
+        common = sorted(set(a) & set(b))
+        differ = [c for c in common if a[c] != b[c]]
+        if differ:
+            pairs = sorted({f"{a[c]} vs {b[c]}" for c in differ})
+            warn.append(f"{len(differ)} of {len(common)} matched cases were measured on different GPUs "
+                        f"({'; '.join(pairs[:4])}{'; ...' if len(pairs) > 4 else ''}): their ratios include the "
+                        "difference between the devices")
+    for label, run, devs in (("A", run_a, a), ("B", run_b, b)):
+        other = b if label == "A" else a
+        if devs is not None and other is None and len(set(devs.values())) > 1:
+            warn.append(f"run {label} ({run['id']}) spread its cases over {len(set(devs.values()))} GPUs; the other "
+                        "run does not record per-case GPUs, so some cases compare different GPUs")
+    return warn

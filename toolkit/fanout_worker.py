@@ -1,0 +1,244 @@
+"""One fan-out worker: measures the cases it is handed exactly as a one-process run does, on its own device.
+
+A :class:`CaseWorker` runs the same phases as :func:`kprof.runner.profile_runs` (its own device's ceilings,
+each case's correctness and timings with every ``--rev`` arm interleaved, then the profiler pass over the
+cases it measured), but never opens the run store: every store write goes into a :class:`Sink` and comes
+back to the driver as a list of operations, which the driver alone applies to the store (SQLite stays
+single-writer, and a worker on another machine needs no shared filesystem). Raw trace files come back as
+bytes.
+
+The same class serves both executors: a local worker process (``python -m kprof.fanout_worker``, one per
+GPU, framed pickles on its stdin/stdout) and a Ray actor (:mod:`kprof.executors`).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import struct
+import sys
+import tempfile
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, BinaryIO
+
+# Test-only fault injection, comma-separated specs: "K" makes the worker exit abruptly when handed case index
+# K; "K:PATH" does so only while PATH does not exist (it creates PATH first), so the retry succeeds.
+EXIT_HOOK_ENV = "KPROF_TEST_WORKER_EXIT_AT"
+HANG_HOOK_ENV = "KPROF_TEST_WORKER_HANG_AT"  # "K": the worker hangs on case K (timeouts, Ctrl-C)
+
+
+class Sink:
+    """Stands in for :class:`kprof.store.RunStore` inside a worker: records the writes, keeps traces local.
+
+    Run ids are arm slots (``"arm0"``, ``"arm1"``, ...); the driver maps them to its run ids."""
+
+    def __init__(self, trace_root: Path) -> None:
+        self.trace_root = trace_root
+        self.root = trace_root
+        self.ops: list[tuple[str, tuple, dict]] = []
+
+    def _record(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.ops.append((name, args, kwargs))
+
+    def add_case(self, run_id: str, idx: int, row: Any, samples: Any) -> None:
+        self._record("add_case", run_id, idx, dict(row), {k: list(v or ()) for k, v in samples.items()})
+
+    def update_cases(self, run_id: str, updates: Any) -> None:
+        self._record("update_cases", run_id, updates)
+
+    def add_launches(self, run_id: str, launches: Any) -> None:
+        self._record("add_launches", run_id, launches)
+
+    def clear_launches(self, run_id: str) -> None:
+        self._record("clear_launches", run_id)
+
+    def add_capture(self, run_id: str, profiler: str, version: str, run: Any, notes: str | None = None) -> None:
+        self._record("add_capture", run_id, profiler, version, run, notes=notes)
+
+    def set_fields(self, run_id: str, **fields: Any) -> None:
+        self._record("set_fields", run_id, **fields)
+
+    def trace_dir(self, run_id: str) -> Path:
+        path = self.trace_root / run_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def take(self) -> list[tuple[str, tuple, dict]]:
+        ops, self.ops = self.ops, []
+        return ops
+
+
+def gpu_identity(index_hint: str | None = None) -> dict:
+    """UUID, physical index, name and (where nvidia-smi reports one) serial of the GPU this process uses."""
+    import shutil
+    import subprocess
+
+    import torch
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    physical = index_hint or (visible.split(",")[0].strip() if visible else "0")
+    p = torch.cuda.get_device_properties(0)
+    uuid = getattr(p, "uuid", None)
+    ident = {"gpu_name": p.name, "gpu_index": physical, "gpu_uuid": None, "gpu_serial": None}
+    if uuid is not None:
+        text = str(uuid)
+        ident["gpu_uuid"] = text if text.startswith("GPU-") else f"GPU-{text}"
+    exe = shutil.which("nvidia-smi")
+    if exe:
+        query = ident["gpu_uuid"] or physical
+        try:
+            res = subprocess.run([exe, f"--id={query}", "--query-gpu=index,uuid,serial", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=30)
+            parts = [s.strip() for s in res.stdout.strip().split(",")]
+            if res.returncode == 0 and len(parts) == 3:
+                ident["gpu_index"], ident["gpu_uuid"] = parts[0], parts[1]
+                # boards without a serial (GeForce) say "[N/A]"
+                ident["gpu_serial"] = None if parts[2].startswith("[") else parts[2]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return ident
+
+
+class CaseWorker:
+    """Measures cases of one invocation; see the module docstring."""
+
+    def __init__(self, opts: Any, mode: str, seed: int, worker: str) -> None:
+        self.opts, self.mode, self.seed, self.worker = opts, mode, seed, worker
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"kprof-worker-{worker}-"))
+        self.sink = Sink(self.tmp / "traces")
+        self.results: list[list[Any]] | None = None
+
+    def hello(self) -> dict:
+        """Load the family (every arm), find the profiler, identify the device, measure its ceilings."""
+        from dataclasses import replace
+
+        from kprof import device as devmod
+        from kprof import envinfo
+        from kprof.external import choose
+        from kprof.harness import BenchSettings
+        from kprof.registry import get_family
+        from kprof.runner import _arms, resolve_mode, select
+
+        mode = resolve_mode(self.mode)
+        today = get_family(self.opts.family)
+        git = envinfo.git_state(today.package_dir)
+        self.arms = _arms(today, self.opts, self.tmp / "cache", git, lambda *a: None)
+        self.sel = select(self.arms[0].family, self.opts, mode, also=[a.family for a in self.arms[1:]])
+        self.cases = self.sel.cases()
+        self.choice = choose(self.opts.profiler, mode, self.opts.tool_path)
+        self.repeats = self.opts.profile_repeats or (3 if self.choice.name == "ncu" else 5)
+        self.settings = BenchSettings(**{**asdict(self.opts.settings), "seed": self.seed})
+        self.dev = devmod.current_device()
+        self.ceiling = devmod.measure_ceilings() if mode == "gpu" else None
+        self.results = [[] for _ in self.arms]
+        ident = gpu_identity() if mode == "gpu" else {
+            "gpu_name": None, "gpu_index": None, "gpu_uuid": None, "gpu_serial": None}
+        self.ident = {"worker": self.worker, "host": socket.gethostname(), **ident}
+        import kprof
+
+        return {
+            "device": self.dev.to_dict(), "ceiling": asdict(self.ceiling) if self.ceiling else None,
+            "identity": self.ident, "cases": [c.id for c in self.cases], "pid": os.getpid(),
+            "kprof_file": kprof.__file__, "settings": asdict(replace(self.settings)),
+        }
+
+    def measure(self, index: int) -> list:
+        """Case ``index`` of the selection, every arm interleaved; the store writes it made."""
+        from kprof.runner import _measure_arms
+
+        _fault_hook(index)
+        res = _measure_arms([a.family for a in self.arms], [self.cases[index]], self.mode, self.settings, self.sink,
+                            [f"arm{j}" for j in range(len(self.arms))], self.ceiling, lambda *a: None,
+                            self.dev.limits(), first_index=index)
+        for j, r in enumerate(res):
+            self.results[j] += r
+        return self.sink.take()
+
+    def finish(self) -> dict:
+        """Offline resources (interpreter sweeps) and the profiler pass over this worker's cases; the traces.
+
+        A profiler failure is returned as ``error`` (the measured cases are already with the driver)."""
+        from kprof.runner import _offline_resources, _profiler_pass
+
+        error = None
+        try:
+            if self.results and any(self.results):
+                if self.mode == "interpreter" and self.opts.offline_resources:
+                    for j, res in enumerate(self.results):
+                        _offline_resources(res, self.sink, f"arm{j}", lambda *a: None)
+                for j, (arm, res) in enumerate(zip(self.arms, self.results)):
+                    _profiler_pass(arm.family, res, self.settings, self.sink, f"arm{j}", self.dev, self.repeats,
+                                   self.choice, self.opts, lambda *a: None)
+        except Exception as exc:  # the profiler failed: the cases stay, the run is incomplete
+            error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-1000:]
+        files = [(p.relative_to(self.sink.trace_root).as_posix(), p.read_bytes())
+                 for p in sorted(self.sink.trace_root.rglob("*")) if p.is_file()]
+        return {"ops": self.sink.take(), "files": files, "trace_root": str(self.sink.trace_root), "error": error}
+
+
+def _fault_hook(index: int) -> None:
+    if os.environ.get(HANG_HOOK_ENV) == str(index):
+        import time
+
+        time.sleep(3600)
+    for spec in filter(None, os.environ.get(EXIT_HOOK_ENV, "").split(",")):
+        at, _, marker = spec.partition(":")
+        if int(at) != index or (marker and Path(marker).exists()):
+            continue
+        if marker:
+            Path(marker).touch()
+        os._exit(17)
+
+
+# ------------------------------------------------------------------------------------ local process loop
+def write_frame(stream: BinaryIO, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.flush()
+
+
+def read_frame(stream: BinaryIO) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError("stream closed")
+    (n,) = struct.unpack("<Q", head)
+    data = stream.read(n)
+    if len(data) < n:
+        raise EOFError("stream closed mid-frame")
+    return pickle.loads(data)
+
+
+def main() -> None:
+    """Serve commands on stdin (framed pickles) until ``finish``; replies go to the original stdout.
+
+    Kernel code may print: fd 1 is pointed at stderr so nothing but frames reaches the driver."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    inp = sys.stdin.buffer
+    worker: CaseWorker | None = None
+    while True:
+        try:
+            cmd, arg = read_frame(inp)
+        except EOFError:
+            return
+        try:
+            if cmd == "init":
+                worker = CaseWorker(*arg)
+                write_frame(out, ("hello", worker.hello()))
+            elif cmd == "case":
+                write_frame(out, ("ops", worker.measure(arg)))
+            elif cmd == "finish":
+                write_frame(out, ("finished", worker.finish()))
+                return
+        except Exception as exc:
+            write_frame(out, ("error", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]))
+            if cmd == "init":
+                return
+
+
+if __name__ == "__main__":
+    main()
