@@ -56,6 +56,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "container)", None, "kprof.envinfo.git_state"),
     EnvVar("KPROF_GIT_DIRTY", "with KPROF_GIT_COMMIT: 1 if that tree had uncommitted changes, 0 if not",
            None, "kprof.envinfo.git_state"),
+    EnvVar("CUDA_VISIBLE_DEVICES", "the GPUs this process may use; a fan-out pins each worker to one",
+           None, "kprof.fanout (GPUs to fan out over), kprof.fanout_worker (its own GPU)"),
     EnvVar("KPROF_NSYS", "path of the nsys binary", None, "kprof.tools.find_tool"),
     EnvVar("KPROF_NCU", "path of the ncu binary", None, "kprof.tools.find_tool"),
     EnvVar("KPROF_ROCPROFV3", "path of the rocprofv3 binary", None, "kprof.tools.find_tool"),
@@ -70,6 +72,7 @@ NOT_ROUTED: tuple[tuple[str, str], ...] = (
     ("KPROF_STORE", "toolkit/store.py default_root and dashboards/data.py (shared files edited separately)"),
     ("KPROF_NSYS/NCU/ROCPROFV3/ROCPROF", "toolkit/tools.py find_tool reads its tool's variable from a mapping "
      "it is given (a child's environment can differ from this process's)"),
+    ("CUDA_VISIBLE_DEVICES", "toolkit/fanout.py, toolkit/fanout_worker.py (set per worker process; declared above)"),
     ("os.environ copies", "toolkit/cli.py, toolkit/external.py, toolkit/specialization.py copy the whole "
      "environment for a child process (TRITON_INTERPRET dropped for the sm_90 compile child)"),
 )
