@@ -358,58 +358,50 @@ def diff(
     a: Annotated[str, typer.Argument(help="Run before (id, prefix, 'latest') or a trace file.")],
     b: Annotated[str, typer.Argument(help="Run after, or a trace file.")],
     threshold: Annotated[float, typer.Option(help="Smallest relative change called FASTER/SLOWER (0.03 = 3%).")] = 0.03,
-    alpha: Annotated[float, typer.Option(help="Significance level of the Mann-Whitney U test.")] = 0.01,
+    alpha: Annotated[float, typer.Option(help="Significance level of the test on the change.")] = 0.01,
     markdown: Annotated[Optional[Path], typer.Option(help="Write the diff as markdown (for a pull request).")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the diff as JSON.")] = None,
-    fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit 1 when any case is SLOWER.")] = False,
+    fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit 1 when any case is SLOWER or a case correct in A is not correct in B.")] = False,
     fmt: Annotated[Optional[str], typer.Option("--format", help="Profiler of both trace files; sniffed when omitted.")] = None,
+    samples: Annotated[str, typer.Option("--samples", help="Which stored samples of each case to compare (gpu: per-call device times).")] = "gpu",
     store: StoreOpt = None,
 ) -> None:
-    """FASTER / SLOWER / SAME / UNCERTAIN per case between two runs (or two traces), beyond the noise."""
-    import json
-
+    """FASTER / SLOWER / SAME / UNCERTAIN per case between two runs (or two traces), beyond the noise,
+    and correctness verdicts (BROKEN / FIXED / ...) between two runs."""
     from kprof import diff as d
+    from kprof import verdict_cli as v
 
     if not 0 < threshold < 1 or not 0 < alpha < 1:
         raise KprofError("--threshold and --alpha must be between 0 and 1 (e.g. 0.03 and 0.01)")
     rule = d.DiffRule(threshold=threshold, alpha=alpha)
+    broken: list[str] = []
     if Path(a).is_file() and Path(b).is_file():
-        from kprof.profilers import parse_trace
-
-        table = d.diff_traces(parse_trace(Path(a), fmt), parse_trace(Path(b), fmt), rule)
-        _print_diff_table(table, f"{a} -> {b}", [])
-        counts = table["verdict"].value_counts().to_dict()
-        if markdown:
-            markdown.write_text(d.traces_markdown(table, a, b, rule))
-        if json_out:
-            json_out.write_text(table.to_json(orient="records", indent=1))
+        counts = v.diff_files(a, b, fmt, rule, markdown, json_out, console)
     else:
         from kprof.store import RunStore
 
-        res = d.diff_runs(RunStore(store), a, b, rule)
-        _print_diff_table(res.table(), f"{res.a['id']} -> {res.b['id']}", res.warnings)
-        counts = res.counts
-        if markdown:
-            markdown.write_text(d.to_markdown(res))
-        if json_out:
-            json_out.write_text(json.dumps(d.to_json(res), indent=1))
-    console.print(", ".join(f"{counts.get(v, 0)} {v.lower()}" for v in d.VERDICTS) + f"  ({rule.describe()})")
-    if fail_on_regression and counts.get("SLOWER", 0):
+        res = v.diff_stored(RunStore(store), a, b, rule, samples, markdown, json_out, console, err_console)
+        counts, broken = res.counts, res.broken
+    console.print(", ".join(f"{counts.get(x, 0)} {x.lower()}" for x in d.VERDICTS) + f"  ({rule.describe()})")
+    reasons = v.fail_reasons(counts, broken)
+    if fail_on_regression and reasons:
+        err_console.print(f"[bold red]kprof diff: regression[/bold red]: {'; '.join(reasons)}")
         raise typer.Exit(1)
 
 
-def _print_diff_table(df: "pd.DataFrame", title: str, warnings: list[str]) -> None:
-    colour = {"SLOWER": "red", "FASTER": "green", "SAME": "", "UNCERTAIN": "yellow"}
-    for w in warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {w}")
-    t = Table("case", "A µs", "B µs", "B/A", "95% interval", "p", "verdict", "kernel changes / why", title=title)
-    for r in df.itertuples():
-        c = colour.get(r.verdict, "")
-        t.add_row(str(getattr(r, "case", "") or getattr(r, "kernel", ""))[:70], f"{r.median_a:.2f}", f"{r.median_b:.2f}",
-                  f"{r.ratio:.3f}", f"{r.ci_lo:.3f}-{r.ci_hi:.3f}", f"{r.p_value:.2g}",
-                  f"[{c}]{r.verdict}[/{c}]" if c else r.verdict,
-                  str(getattr(r, "changes", "") or (r.why if r.verdict == "UNCERTAIN" else ""))[:80])
-    console.print(t)
+@app.command()
+def noise(
+    runs: Annotated[list[str], typer.Argument(help="Runs (ids, prefixes) or a family name (all its complete GPU runs) measured repeatedly on one device.")],
+    samples: Annotated[str, typer.Option("--samples", help="Which stored samples to calibrate on (gpu: per-call device times).")] = "gpu",
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the calibration as JSON.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Learn this device's run-to-run noise floor from repeated runs of identical code; `kprof diff` of
+    separate runs then uses it instead of the conservative default."""
+    from kprof import verdict_cli as v
+    from kprof.store import RunStore
+
+    v.noise(RunStore(store), runs, samples, json_out, console)
 
 
 @app.command()
