@@ -59,10 +59,10 @@ def profile(
     provider: Annotated[Optional[list[str]], typer.Option("--provider", "-p", help="Providers to run (repeat or comma-separate). Default: all.")] = None,
     shape: Annotated[Optional[list[str]], typer.Option("--shape", "-s", help="Shapes like 4096x4096 (repeat or comma-separate). Default: the family's sweep.")] = None,
     dtype: Annotated[Optional[list[str]], typer.Option("--dtype", "-d", help="fp32, bf16, fp16. Default: the family's sweep.")] = None,
-    profiler: Annotated[str, typer.Option(help="auto | torch | nsys | ncu | rocprof | proton | none. auto: nsys on NVIDIA when found, rocprofv3/rocprof on AMD, else torch.profiler.")] = "auto",
+    profiler: Annotated[str, typer.Option(help="auto, none, or a profiler backend: torch, nsys, ncu, rocprof, proton, or one added as a module under kprof.profilers. auto: the backend for this GPU's vendor when its tool is found, else torch.profiler.")] = "auto",
     tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary (else $KPROF_NSYS / $KPROF_NCU / $KPROF_ROCPROFV3 / $KPROF_ROCPROF, PATH, install places).")] = None,
     profiler_timeout: Annotated[float, typer.Option(help="Seconds before the profiler's process group is killed.")] = 1800.0,
-    profile_repeats: Annotated[Optional[int], typer.Option(help="Launches per case under the profiler (default 5; ncu 3).")] = None,
+    profile_repeats: Annotated[Optional[int], typer.Option(help="Launches per case under the profiler (default: the backend's, 5; ncu 3).")] = None,
     rev: Annotated[Optional[list[str]], typer.Option("--rev", help="Profile kernels/FAMILY as at this git revision (repeat: A B ... measured interleaved, one run each, then `kprof diff`).")] = None,
     mode: Annotated[str, typer.Option(help="auto | gpu | interpreter (CPU, correctness only).")] = "auto",
     rep_ms: Annotated[int, typer.Option(help="do_bench repetition budget per case, ms.")] = 100,
@@ -107,6 +107,7 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from kprof.runner import ProfilerFailed, profile_runs
+    from kprof.safe_text import no_control
     from kprof.store import RunStore
 
     # SIGTERM (timeouts, job schedulers) ends the run like Ctrl-C: what finished is kept, marked incomplete
@@ -119,7 +120,8 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
 
         def on_progress(phase: str, done: int, total: int, label: str) -> None:
             if phase == "profiler":
-                err_console.print(f"profiler: {label}", markup=False, highlight=False)  # may hold a rev name
+                # may hold a rev name or a kernel name: text, not markup, and no terminal escapes
+                err_console.print(f"profiler: {no_control(label)}", markup=False, highlight=False)
                 return
             if phase not in tasks:
                 tasks[phase] = bar.add_task(label, total=total, phase=phase)
@@ -129,14 +131,16 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
             run_ids = profile_runs(opts, on_progress)
         except ProfilerFailed as exc:
             bar.stop()
-            err_console.print(f"[bold red]kprof:[/bold red] {exc}")
+            from rich.markup import escape
+
+            err_console.print(f"[bold red]kprof:[/bold red] {escape(no_control(str(exc)))}")
             err_console.print("the measured cases are stored; the run is marked incomplete (kprof show latest)")
             sys.exit(1)
     st = RunStore(store)
     for run_id in run_ids:
         run = st.run(run_id)
         md = run["report_md"] or ""
-        print(md)
+        print(no_control(md))  # kernel names in it come from traces: no terminal escapes
         if report:
             target = report if len(run_ids) == 1 else report.with_name(f"{report.stem}-{run_id}{report.suffix}")
             target.write_text(md)
@@ -268,16 +272,18 @@ def show(
     """Print a run's report, or export its metrics, samples and launch table."""
     from kprof.store import RunStore
 
+    from kprof.safe_text import csv_safe_frame, no_control
+
     st = RunStore(store)
     rec = st.run(run)
     if csv:
-        st.metrics(rec["id"]).to_csv(csv, index=False)
+        csv_safe_frame(st.metrics(rec["id"])).to_csv(csv, index=False)
         err_console.print(f"metrics of {rec['id']} -> {csv}")
     if samples:
         st.samples(rec["id"]).to_csv(samples, index=False)
         err_console.print(f"samples of {rec['id']} -> {samples}")
     if launches:
-        st.launches(rec["id"]).to_csv(launches, index=False)
+        csv_safe_frame(st.launches(rec["id"])).to_csv(launches, index=False)
         err_console.print(f"launch table of {rec['id']} -> {launches}")
     if captures:
         caps = st.captures(rec["id"])
@@ -290,45 +296,53 @@ def show(
             if isinstance(c.stderr_tail, str) and c.stderr_tail and (c.returncode != 0 or c.timed_out):
                 console.print(c.stderr_tail[-2000:], markup=False, highlight=False)
             if isinstance(c.notes, str) and c.notes:
-                console.print(c.notes, markup=False, highlight=False)
+                console.print(no_control(c.notes), markup=False, highlight=False)
     if not (csv or samples or launches or captures):
-        print(rec.get("report_md") or f"run {rec['id']} has no report (status {rec['status']})")
+        print(no_control(rec.get("report_md") or f"run {rec['id']} has no report (status {rec['status']})"))
 
 
 @app.command()
 def parse(
-    trace: Annotated[Path, typer.Argument(help="A trace: nsys .sqlite or stats CSV, ncu raw CSV, rocprof CSV/JSON, Proton .hatchet/.chrome_trace, torch.profiler .json[.gz].")],
+    trace: Annotated[Path, typer.Argument(help="A trace, gzipped or not (format recognised by content): nsys .sqlite or `nsys stats` output, ncu CSV (raw or details page), rocprof CSV/JSON, Proton .hatchet/.chrome_trace, torch.profiler .json.")],
     csv: Annotated[Optional[Path], typer.Option(help="Write the launch table here.")] = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="nsys | ncu | rocprof | proton | torch; sniffed when omitted.")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="A profiler backend's name (nsys, ncu, rocprof, proton, torch, ...); recognised when omitted.")] = None,
     arch: Annotated[Optional[str], typer.Option(help="AMD architecture (gfx90a, gfx942) for rocprof occupancy.")] = None,
     perfetto: Annotated[Optional[Path], typer.Option(help="Also write a Perfetto/Chrome trace of the table.")] = None,
 ) -> None:
     """Turn a profiler trace into the canonical launch table (per-kernel summary, or --csv for every row)."""
     from kprof import launch_table
     from kprof.profilers import parse_trace
+    from kprof.safe_text import csv_safe_frame, for_terminal
 
     df = parse_trace(trace, fmt, arch=arch)
+    for note in df.attrs.get("warnings", []):
+        err_console.print(f"[yellow]kprof: warning:[/yellow] {for_terminal(note)}")
     if csv:
-        df.to_csv(csv, index=False)
-        err_console.print(f"{len(df)} rows -> {csv}")
+        csv_safe_frame(df).to_csv(csv, index=False)  # names are data: no cell a spreadsheet runs as a formula
+        err_console.print(f"{len(df)} rows -> {for_terminal(csv)}")
     if perfetto:
         from kprof.export import write_perfetto
 
         info = write_perfetto(df, perfetto, title=str(trace))
-        err_console.print(f"{info['events']} trace events -> {perfetto} (open in ui.perfetto.dev)")
+        err_console.print(f"{info['events']} trace events -> {for_terminal(perfetto)} (open in ui.perfetto.dev)")
     if not csv:
         console.print(kernel_summary_table(df))
-        console.print(f"{int(launch_table.launches(df).sum())} launches in {len(df)} rows from "
+        what = "summary rows" if df.attrs.get("summary") else "rows"
+        console.print(f"{int(launch_table.launches(df).sum())} launches in {len(df)} {what} from "
                       f"{', '.join(sorted(set(df['source'].dropna()))) or 'no profiler'}; --csv FILE writes them all")
 
 
 def kernel_summary_table(df: "pd.DataFrame", limit: int = 30) -> Table:
     from kprof.analysis import kernel_summary
+    from kprof.safe_text import for_terminal
 
-    t = Table("kernel", "kind", "launches", "total µs", "mean µs", "median µs", "cases")
-    for r in kernel_summary(df).head(limit).itertuples():
-        t.add_row(str(r.kernel)[:80], str(r.kind), str(r.launches), f"{r.total_us:.1f}", f"{r.mean_us:.2f}",
-                  "—" if pd.isna(r.median_us) else f"{r.median_us:.2f}", str(r.cases))
+    summary = kernel_summary(df).head(limit)
+    scoped = summary["scope"].notna().any()
+    t = Table("kernel", "kind", *(["scope"] if scoped else []), "launches", "total µs", "mean µs", "median µs", "cases")
+    for r in summary.itertuples():
+        scope = [for_terminal(str(r.scope)[-60:]) if pd.notna(r.scope) else ""] if scoped else []
+        t.add_row(for_terminal(str(r.kernel)[:80]), str(r.kind), *scope, str(r.launches), f"{r.total_us:.1f}",
+                  f"{r.mean_us:.2f}", "—" if pd.isna(r.median_us) else f"{r.median_us:.2f}", str(r.cases))
     return t
 
 
@@ -465,7 +479,10 @@ def main() -> None:
     try:
         app()
     except KprofError as exc:
-        err_console.print(f"[bold red]kprof:[/bold red] {exc}")
+        from kprof.safe_text import for_terminal
+
+        # the message may quote a file's content (a kernel name): printed as text, not as markup
+        err_console.print(f"[bold red]kprof:[/bold red] {for_terminal(exc)}", soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted; finished cases were kept and the run is marked incomplete[/yellow]")
