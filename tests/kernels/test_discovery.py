@@ -104,8 +104,4 @@ def test_no_private_profiler_imports_outside_profilers():
     pattern = re.compile(r"(?:import|from)\s+kprof\.profilers\._\w+|from kprof\.profilers import _\w+")
     bad = [str(f.relative_to(REPO)) for top in ("toolkit", "kernels", "dashboards", "scripts", "benchmarks", "tests")
            for f in (REPO / top).rglob("*.py") if pattern.search(f.read_text())]
-    # replay.py's import of the case-range prefix is being moved to a public name on a parallel branch
-    pending = {"toolkit/replay.py"}
-    assert not set(bad) - pending, f"private profiler modules imported from outside profilers/: {bad}"
-    if bad:
-        pytest.xfail(f"still imports a private profiler module: {bad}")
+    assert not bad, f"private profiler modules imported from outside profilers/: {bad}"
