@@ -48,7 +48,7 @@ def checked(candidates: dict[str, tuple[Any, Any]], out: Any, tol: float = 2e-2)
         try:
             out.fill_(float("nan"))
             err = ((fn().double() - ref).norm() / ref.norm()).item()
-        except Exception as exc:  # a variant that cannot compile or launch is reported, not timed
+        except Exception as exc:  # noqa: BLE001 - a variant that cannot compile or launch is reported, not timed
             notes[name] = f"{type(exc).__name__}: {str(exc)[:120]}"
             continue
         if err < tol:

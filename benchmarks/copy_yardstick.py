@@ -17,8 +17,8 @@ import statistics
 from pathlib import Path
 
 import torch
-
 from bench_common import print_race, race_rows, write_csv
+
 from kprof.device import measure_copy_ceiling
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover

@@ -19,16 +19,16 @@ import sys
 import time
 import urllib.request
 
-
 CHROMIUM = "/usr/bin/chromium"
 
 
 def main() -> None:
+    from playwright.sync_api import sync_playwright  # here: the script imports (and is tested) without it
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("store")
     ap.add_argument("--browsers", type=int, default=2)
     args = ap.parse_args()
-    from playwright.sync_api import sync_playwright  # here: the module imports without Playwright
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -45,7 +45,7 @@ def main() -> None:
                     break
             except OSError:
                 if time.time() > deadline or server.poll() is not None:
-                    raise SystemExit(f"kprof dashboard did not come up: {server.stdout.read() if server.stdout else ''}")
+                    raise SystemExit(f"kprof dashboard did not come up: {server.stdout.read() if server.stdout else ''}") from None
                 time.sleep(0.1)
         print(f"server up after {time.perf_counter() - t_start:.2f} s")
         with sync_playwright() as p:

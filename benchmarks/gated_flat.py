@@ -16,11 +16,11 @@ from pathlib import Path
 
 import torch
 import triton
-
 from bench_common import checked, print_notes, print_race, race_rows, write_csv
+
 from kprof.harness import BenchSettings, race
-from kprof.kernels import _gated, discover
-from kprof.kernels._gated import _gated_flat_kernel  # the experiment's kernel, shipped since 1f58734
+from kprof.kernels import discover
+from kprof.kernels.lib import gated  # the experiment's flat kernel shipped as gated.flat_kernel
 
 
 def main() -> None:
@@ -32,7 +32,7 @@ def main() -> None:
     interp = os.environ.get("TRITON_INTERPRET") == "1"
     dev = "cpu" if interp else "cuda"
     rows = []
-    for name, act in (("silu_mul", _gated.SILU), ("gelu_mul", _gated.GELU_TANH)):
+    for name, act in (("silu_mul", gated.SILU), ("gelu_mul", gated.GELU_TANH)):
         fam = discover()[name]
         for spec in args.shapes.split(","):
             shape = tuple(int(v) for v in spec.split("x"))
@@ -46,7 +46,7 @@ def main() -> None:
             candidates = {}
             for block, warps in ((1024, 4), (2048, 4), (2048, 8), (4096, 8), (8192, 8), (8192, 16)):
                 def flat(block=block, warps=warps):
-                    _gated_flat_kernel[(triton.cdiv(total, block),)](x, y, x.stride(0), total, h, BLOCK=block,
+                    gated.flat_kernel[(triton.cdiv(total, block),)](x, y, x.stride(0), total, h, BLOCK=block,
                                                                      ACT=act, I64=i64, num_warps=warps)
                     return y
                 candidates[f"flat {block} w{warps}"] = (flat, ref)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-
 from bench_common import write_csv
+
 from kprof.harness import BenchSettings, time_host
 from kprof.kernels import discover
-from kprof.kernels.rmsnorm import _common
-from kprof.kernels.rmsnorm.tuned import _plans, _rows_launcher, rmsnorm_tuned
+from kprof.kernels.rmsnorm.family import check_inputs
+from kprof.kernels.rmsnorm.tuned import plans, rmsnorm_tuned, rows_launcher
 from kprof.launch import GraphedCall, spec_key
 
 
@@ -43,9 +43,9 @@ def main() -> int:
     y = torch.empty_like(x)
     rmsnorm_tuned(x, w, eps)
     rmsnorm_tuned(x, w, eps)
-    plan = next(iter(_plans.values()))
+    plan = next(iter(plans.values()))
     key_args = (x, w, y, x.stride(0), y.stride(0), x.shape[0], x.shape[1], eps)
-    run, function, packed, dev = next(iter(_rows_launcher.entries.values()))
+    run, function, packed, dev = next(iter(rows_launcher.entries.values()))
     stream = torch.cuda.current_stream().cuda_stream
     xp, wp, yp = x.data_ptr(), w.data_ptr(), y.data_ptr()
 
@@ -58,7 +58,7 @@ def main() -> int:
         "F.rms_norm": lambda: F.rms_norm(x, (x.shape[-1],), weight=w, eps=eps),
         "torch.empty_like": lambda: torch.empty_like(x),
         "torch.empty(shape)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
-        "check_and_flatten": lambda: _common.check_and_flatten(x, w, None),
+        "check_inputs": lambda: check_inputs(x, w, None),
         "spec_key(8 args)": lambda: spec_key(key_args),
         "compiled run(), fixed args": raw_run,
         "triton_tuned (out= given)": lambda: rmsnorm_tuned(x, w, eps, out=y),
@@ -118,7 +118,7 @@ def main() -> int:
           f"(min {ratios[0]:.3f}, max {ratios[-1]:.3f}); tuned at or under F in "
           f"{sum(r <= 1.0 for r in ratios)} of {len(ratios)} rounds", flush=True)
     write_csv(args.out / f"rmsnorm_host_overhead{args.tag}.csv", rows)
-    print(f"JIT launches of the tuned kernel: {_rows_launcher.jit_launches} (the rest took the compiled path)")
+    print(f"JIT launches of the tuned kernel: {rows_launcher.jit_launches} (the rest took the compiled path)")
     return 0
 
 

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import torch
 import triton
-
 from bench_common import checked, print_notes, print_race, race_rows, write_csv
+
 from kprof.harness import BenchSettings, race
-from kprof.kernels import _common as common
 from kprof.kernels import discover
+from kprof.kernels.lib import launching
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 
 # (carveout, ROWS, programs, warps) of the rstd kernel; programs None: one per row block (512 at 2048
@@ -42,18 +42,18 @@ SWEEPS = {
     4: tuple((True, r, p, w) for r, p in ((4, 132), (2, 132), (2, 264)) for w in (1, 2, 4, 8)),
 }
 # the plain variants launch their own copy of the kernel, so its functions never get the carveout
-_plain_rstd = triton.jit(re._row_rstd_kernel.fn)
+_plain_rstd = triton.jit(re.row_rstd_kernel.fn)
 
 
 def rstd_launch(x, rstd, eps, *, pdl: bool, carveout: bool, rows: int, programs: int | None, warps: int) -> None:
     m, k = x.shape
     blocks = triton.cdiv(m, rows)
-    kernel = re._row_rstd_kernel if carveout else _plain_rstd
+    kernel = re.row_rstd_kernel if carveout else _plain_rstd
     compiled = kernel[(min(blocks, programs or blocks),)](
         x, rstd, m, k, x.stride(0), x.stride(1), float(eps),
         ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=pdl, num_warps=warps)
     if carveout:
-        common.prefer_shared_memory(compiled)  # from the second call on (the first: the check call)
+        launching.prefer_shared_memory(compiled)  # from the second call on (the first: the check call)
 
 
 def graph_check(fam, shape: tuple[int, int, int]) -> None:
@@ -125,7 +125,7 @@ def main() -> None:
             fns[f"[{p}]"] = (lambda p=p: fam.providers[p].fn(x, g, w, b))
         times = race(fns, settings, rounds=args.rounds)
         print_race(f"{spec} ({'TMA' if tma else 'pointer'} product; PDL on this GPU: "
-                   f"{common.pdl_ready(x)})", times, top=12)
+                   f"{launching.pdl_ready(x)})", times, top=12)
         print_notes(notes)
         rows += race_rows(spec, times)
         if args.graph_check:

@@ -19,14 +19,14 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels._common import dot_acc, grouped_tile
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
-from kprof.kernels.rmsnorm_linear.rstd_epilogue import _row_rstd_kernel
+from kprof.kernels.rmsnorm_linear.rstd_epilogue import row_rstd_kernel
 
 
 @triton.jit
@@ -91,7 +91,7 @@ def tma_call(x, wf, b, y, rstd, eps, cfg, norm, persistent, sms):
 
     def call():
         if norm == 2:
-            _row_rstd_kernel[(triton.cdiv(m, 4),)](x, rstd, m, k, x.stride(0), x.stride(1), float(eps),
+            row_rstd_kernel[(triton.cdiv(m, 4),)](x, rstd, m, k, x.stride(0), x.stride(1), float(eps),
                                                   ROWS=4, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=False, num_warps=4)
         _tma_product_kernel[(progs,)](
             xd, wd, yd, rstd, b if b is not None else rstd, m, n, k, float(eps),

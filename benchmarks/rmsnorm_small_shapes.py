@@ -7,7 +7,7 @@ F.rms_norm and Liger, in interleaved rounds with the guarded GPU timer; prints I
 
 Before 2026-11-22 (second session) the variants went through ``kernel[grid](...)``; those launches read
 0.4-0.7 us slower on the GPU than the same kernel through the compiled launcher in the same race
-(``../results/2026-11-22-h100/rmsnorm_small_shapes.log``), so variants and provider were not comparable.
+(``../results/rmsnorm-core-flow/rmsnorm_small_shapes.log``), so variants and provider were not comparable.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 import triton
-
 from bench_common import print_race, race_rows, rmsnorm_case, write_csv
+
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import Config, launch_with_config

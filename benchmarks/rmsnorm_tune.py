@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 import triton
 import triton.testing
-
 from bench_common import rmsnorm_case, write_csv
+
 from kprof.device import measure_copy_ceiling
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import Config, choose_config, launch_with_config
@@ -62,7 +62,7 @@ def main() -> int:
                     y.fill_(float("nan"))
                     launch_with_config(cfg, x, w, y, eps)
                     torch.cuda.synchronize()
-                    err = float(((y.double() - ref).norm() / ref.norm()))
+                    err = float((y.double() - ref).norm() / ref.norm())
                     if not math.isfinite(err) or err > fam.tolerances[dtype]:
                         raise RuntimeError(f"wrong result: rel err {err}")
                     ms = triton.testing.do_bench(lambda: launch_with_config(cfg, x, w, y, eps), warmup=10,

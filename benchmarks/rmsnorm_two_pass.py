@@ -14,12 +14,11 @@ from pathlib import Path
 
 import torch
 import triton
-
 from bench_common import print_race, race_rows, rmsnorm_case, write_csv
+
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel, _rmsnorm_two_pass_kernel
-
+from kprof.kernels.rmsnorm.tuned import rows_kernel, two_pass_kernel
 
 SHAPES = [(32768, 8192), (16384, 4096), (4096, 4096), (8192, 5120)]
 
@@ -42,7 +41,7 @@ def main() -> int:
             grid = (triton.cdiv(m, rows),)
 
             def call(grid=grid, chunk=chunk, rows=rows, warps=warps):
-                _rmsnorm_two_pass_kernel[grid](x, w, y, x.stride(0), y.stride(0), m, n, eps,
+                two_pass_kernel[grid](x, w, y, x.stride(0), y.stride(0), m, n, eps,
                                                BLOCK_N=chunk, ROWS=rows, I64=False, num_warps=warps)
             fns[f"two_pass c{chunk} r{rows} w{warps}"] = call
         for rows, warps in [(1, 8), (1, 16), (2, 16)]:
@@ -51,7 +50,7 @@ def main() -> int:
                 continue
 
             def call1(rows=rows, warps=warps, bn=bn):
-                _rmsnorm_rows_kernel[(triton.cdiv(m, rows),)](x, w, y, x.stride(0), y.stride(0), m, n, eps,
+                rows_kernel[(triton.cdiv(m, rows),)](x, w, y, x.stride(0), y.stride(0), m, n, eps,
                                                               BLOCK_N=bn, ROWS=rows, HINTS=False, I64=False,
                                                               num_warps=warps)
             fns[f"one_block r{rows} w{warps}"] = call1

@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
-
 from bench_common import rmsnorm_case, write_csv
+
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
 

@@ -18,14 +18,17 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from bench_common import checked, print_notes, print_race, race_rows, write_csv
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels._common import dot_acc, grouped_tile
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile
 from kprof.kernels.swiglu.tuned import (  # shipped since 5a30176
-    _swiglu_interleaved_kernel, interleaved_weights, launch_interleaved)
+    _swiglu_interleaved_kernel,
+    interleaved_weights,
+    launch_interleaved,
+)
 
 
 @triton.jit

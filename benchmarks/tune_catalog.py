@@ -27,7 +27,7 @@ def check(name: str, fam, inputs: dict, out) -> None:
     refs = fam.oracle(**inputs)
     refs = refs if isinstance(refs, tuple) else (refs,)
     out = out if isinstance(out, tuple) else (out,)
-    for o, r in zip(out, refs):
+    for o, r in zip(out, refs, strict=True):
         err = float((o.double() - r).norm() / r.norm())
         assert err < fam.tolerances["bf16"], f"{name}: rel err {err:.2e}"
 
@@ -67,9 +67,9 @@ def triton_pow2(n: int) -> int:
 
 
 def gated_races(settings: BenchSettings, rows: list[dict]) -> None:
-    from kprof.kernels import _gated
+    from kprof.kernels.lib import gated
 
-    for name, act in (("silu_mul", _gated.SILU), ("gelu_mul", _gated.GELU_TANH)):
+    for name, act in (("silu_mul", gated.SILU), ("gelu_mul", gated.GELU_TANH)):
         fam = discover()[name]
         for shape in [(64, 22016), (4096, 8192), (16384, 22016)]:
             inp = fam.make_inputs(shape, "bf16", "cuda", 2)
@@ -82,9 +82,9 @@ def gated_races(settings: BenchSettings, rows: list[dict]) -> None:
                     continue
                 block_h = min(triton_pow2(shape[1] // 2), block_b // 2)
                 nr = max(1, tile_b // (block_h * 2))
-                cfg = _gated.Config(block_h, nr, warps, hints)
+                cfg = gated.Config(block_h, nr, warps, hints)
                 fns[f"block={block_h} rows={nr} w={warps} h={int(hints)}"] = (
-                    lambda c=cfg: _gated.launch_tile(_gated._tile_launcher, c, x2d, y, act))
+                    lambda c=cfg: gated.launch_tile(gated.tile_launcher, c, x2d, y, act))
             fns["[chosen]"] = lambda: fam.providers["triton_tuned"].fn(**inp, out=y)
             fns["[one_row]"] = lambda: fam.providers["triton_one_row"].fn(**inp, out=y)
             fns["[tiled]"] = lambda: fam.providers["triton_tiled"].fn(**inp, out=y)
@@ -143,7 +143,7 @@ def matrix_races(settings: BenchSettings, rows: list[dict]) -> None:
         fns = {f"[{p}]": (lambda f=rl.providers[p].fn: f(**inp)) for p in rl.providers}
         for k in fns:
             fns[k]()
-        print(f"rmsnorm_linear {shape}: autotuner chose {getattr(fused._autotuned, 'best_config', None)}", flush=True)
+        print(f"rmsnorm_linear {shape}: autotuner chose {getattr(fused.autotuned, 'best_config', None)}", flush=True)
         times = race(fns, settings, rounds=3)
         print_race(f"rmsnorm_linear {shape}", times, top=10)
         rows += [dict(family="rmsnorm_linear", **r) for r in race_rows("x".join(map(str, shape)), times)]

@@ -11,7 +11,8 @@ from plotly.subplots import make_subplots
 
 from kprof import launch_table
 from kprof.dashboards import style
-from kprof.registry import parse_shape
+from kprof.fmt import number
+from kprof.shapes import parse_shape
 
 
 
@@ -192,10 +193,10 @@ def sweep_heatmap(grid: pd.DataFrame, x: str, y: str, value: str, title: str) ->
         i, j = ys.index(r[y]), xs.index(r[x])
         if r["status"] == "ok" and pd.notna(r.get(value)):
             z[i, j] = r[value]
-            text[i, j] = (f"{r['params_text']}<br>{r['gpu_time_us']:.1f} µs · {_num(r.get('pct_roof'))}% of roof"
-                          f"<br>{_num(r.get('registers_per_thread'))} regs · {_num(r.get('local_bytes'))} B local (spills)"
-                          f" · {_num(r.get('shared_mem_bytes'))} B smem<br>occupancy {_num(r.get('occupancy_theoretical_pct'))}%"
-                          f" theoretical, {_num(r.get('occupancy_achieved_pct'))}% achieved")
+            text[i, j] = (f"{r['params_text']}<br>{r['gpu_time_us']:.1f} µs · {number(r.get('pct_roof'), '.0f')}% of roof"
+                          f"<br>{number(r.get('registers_per_thread'), '.0f')} regs · {number(r.get('local_bytes'), '.0f')} B local (spills)"
+                          f" · {number(r.get('shared_mem_bytes'), '.0f')} B smem<br>occupancy {number(r.get('occupancy_theoretical_pct'), '.0f')}%"
+                          f" theoretical, {number(r.get('occupancy_achieved_pct'), '.0f')}% achieved")
         else:
             text[i, j] = f"{r['params_text']}<br>{r['status']}: {str(r.get('note') or '')[:160]}"
     fig = go.Figure(go.Heatmap(
@@ -207,7 +208,3 @@ def sweep_heatmap(grid: pd.DataFrame, x: str, y: str, value: str, title: str) ->
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     return fig
-
-
-def _num(v: object) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else f"{float(v):.0f}"

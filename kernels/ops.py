@@ -26,7 +26,7 @@ No stale answers
 Host cost
     At decode sizes the GPU work of an op is 2-25 us and the host decides. The Triton path resolves its
     kernels at import, reads no environment and queries no device per call, and after the first call with
-    a given signature launches through a precomputed plan (:mod:`kprof.kernels._fastops`).
+    a given signature launches through a precomputed plan (:mod:`kprof.kernels.lib.fastops`).
 
 torch.compile and CUDA graphs
     Every op is registered as a ``torch.library`` custom op (``torch.ops.kprof.<name>``) with a fake
@@ -47,28 +47,28 @@ from typing import Any
 
 import torch
 
-from kprof.kernels import _common as common
-from kprof.kernels import _fastops as fast
-from kprof.kernels import _gated
 from kprof.kernels.add_rmsnorm.family import validate as _add_validate
 from kprof.kernels.add_rmsnorm.reference import add_rmsnorm_eager
 from kprof.kernels.gelu_mul.family import gelu_mul_eager
-from kprof.kernels.kasmina.family import check_inputs as _kasmina_check
+from kprof.kernels.kasmina.family import validate as _kasmina_validate
 from kprof.kernels.kasmina.reference import kasmina_vectorised
-from kprof.kernels.rmsnorm._common import validate as _rms_validate
+from kprof.kernels.lib import checks, launching
+from kprof.kernels.lib import fastops as fast
+from kprof.kernels.lib import gated as _gated
+from kprof.kernels.rmsnorm.family import validate as _rms_validate
 from kprof.kernels.rmsnorm.reference import rmsnorm_eager
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as _rl_prepared
-from kprof.kernels.rmsnorm_linear.family import check_inputs as _rl_check
+from kprof.kernels.rmsnorm_linear.family import validate as _rl_validate
 from kprof.kernels.rmsnorm_linear.fused import folded_weight
 from kprof.kernels.rmsnorm_linear.reference import rmsnorm_linear_eager
 from kprof.kernels.silu_mul.family import silu_mul_eager
 from kprof.kernels.swiglu import tuned as _swiglu_tuned
-from kprof.kernels.swiglu.family import check_inputs as _swiglu_check
+from kprof.kernels.swiglu.family import validate as _swiglu_validate
 from kprof.kernels.swiglu.reference import swiglu_eager
 
 # What each op runs on its Triton path, as the harness names it (measured on an H100:
-# benchmarks/results/2026-11-22-h100-catalog/). The prepared objects run PREPARED where it applies.
+# benchmarks/results/catalog/). The prepared objects run PREPARED where it applies.
 BEST: dict[str, str] = {
     "rms_norm": "rmsnorm/triton_tuned",
     "fused_add_rms_norm": "add_rmsnorm/triton_tuned",
@@ -88,7 +88,7 @@ PREPARED: dict[str, str] = {
 }
 
 _USE_TRITON = os.environ.get("KPROF_USE_TRITON", "0") == "1"
-_CHECK_PREPARED = common.interpreting()
+_CHECK_PREPARED = launching.interpreting()
 _compiling = torch.compiler.is_compiling
 
 
@@ -121,7 +121,7 @@ def triton_enabled(x: object) -> bool:
 
 def _cpu_triton(x: torch.Tensor) -> bool:
     """The Triton path for a CPU tensor: only under the interpreter (checked off the hot path)."""
-    return _USE_TRITON and x.device.type == "cpu" and common.interpreting()
+    return _USE_TRITON and x.device.type == "cpu" and launching.interpreting()
 
 
 def _gpu(x: object) -> bool:
@@ -228,14 +228,14 @@ def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.T
 def _swiglu_other(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     if isinstance(x, torch.Tensor) and _cpu_triton(x):
         return fast.swiglu(x, w_gate, w_up)
-    _swiglu_check(x, w_gate, w_up, triton=False)
+    _swiglu_validate(x, w_gate, w_up, triton=False)
     if x.is_meta:
         return _swiglu_fake(x, w_gate, w_up)
     return swiglu_eager(x, w_gate, w_up)
 
 
 def _swiglu_fake(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: Any = None) -> torch.Tensor:
-    _swiglu_check(x, w_gate, w_up, triton=False)
+    _swiglu_validate(x, w_gate, w_up, triton=False)
     return x.new_empty(tuple(x.shape[:-1]) + (w_gate.shape[1],))
 
 
@@ -250,7 +250,7 @@ def _swiglu_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, 
 def _many_rows(x: torch.Tensor, rows: int) -> bool:
     """At least ``rows`` rows (any number under the interpreter), without checking x (decode calls stay cheap)."""
     return (x.dim() > 0 and x.shape[-1] > 0 and x.numel() // x.shape[-1] >= rows) or (
-        not x.is_cuda and common.interpreting())
+        not x.is_cuda and launching.interpreting())
 
 
 # ------------------------------------------------------------------------------------- rms_norm_linear
@@ -272,7 +272,7 @@ def _rms_norm_linear_other(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b:
                            eps: float) -> torch.Tensor:
     if isinstance(x, torch.Tensor) and _cpu_triton(x):
         return fast.rms_norm_linear(x, g, w, b, eps)
-    _rl_check(x, g, w, b, triton=False)
+    _rl_validate(x, g, w, b, triton=False)
     if x.is_meta:
         return _rms_norm_linear_fake(x, g, w, b, eps)
     return rmsnorm_linear_eager(x, g, w, b, eps)
@@ -280,7 +280,7 @@ def _rms_norm_linear_other(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b:
 
 def _rms_norm_linear_fake(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
                           eps: float) -> torch.Tensor:
-    _rl_check(x, g, w, b, triton=False)
+    _rl_validate(x, g, w, b, triton=False)
     return x.new_empty(tuple(x.shape[:-1]) + (w.shape[1],))
 
 
@@ -312,7 +312,7 @@ def kasmina_forward(
 
 def _kasmina_other(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
                    weights: torch.Tensor, bias: torch.Tensor, check_ids: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    _kasmina_check(x, lifecycle, blueprint_id, alpha, weights, bias, triton=False)
+    _kasmina_validate(x, lifecycle, blueprint_id, alpha, weights, bias, triton=False)
     if x.is_meta:
         return _kasmina_fake(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
     if check_ids:
@@ -340,7 +340,8 @@ def _kasmina_eager(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch
 def _kasmina_fake(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
                   weights: torch.Tensor, bias: torch.Tensor, check_ids: bool = False
                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    n_seeds, _ = _kasmina_check(x, lifecycle, blueprint_id, alpha, weights, bias, triton=False)
+    _kasmina_validate(x, lifecycle, blueprint_id, alpha, weights, bias, triton=False)
+    n_seeds = lifecycle.shape[0]
     return x.new_empty(x.shape), x.new_empty((n_seeds, 2), dtype=torch.float32)
 
 
@@ -363,11 +364,11 @@ class PreparedSwiGLU:
     :class:`StaleWeightsError`, and with :func:`check_prepared` on any difference does."""
 
     def __init__(self, w_gate: torch.Tensor, w_up: torch.Tensor) -> None:
-        common.check_float("swiglu", "w_gate", w_gate)
-        common.check_float("swiglu", "w_up", w_up, like=w_gate)
+        checks.check_float("swiglu", "w_gate", w_gate)
+        checks.check_float("swiglu", "w_up", w_up, like=w_gate)
         if w_gate.dim() != 2:
             raise ValueError(f"swiglu: w_gate has shape {tuple(w_gate.shape)}; expected [d, ff]")
-        common.check_shape("swiglu", "w_up", w_up, w_gate.shape)
+        checks.check_shape("swiglu", "w_up", w_up, w_gate.shape)
         self.w_gate, self.w_up = w_gate, w_up
         self.w_int: torch.Tensor | None = None
         self._versions: tuple[int, int] = (-1, -1)
@@ -405,8 +406,8 @@ class PreparedRMSNormLinear:
     where the Triton path is on at build or refresh time, on a GPU or under the interpreter."""
 
     def __init__(self, g: torch.Tensor, w: torch.Tensor) -> None:
-        common.check_float("rmsnorm_linear", "g", g)
-        common.check_float("rmsnorm_linear", "w", w, like=g)
+        checks.check_float("rmsnorm_linear", "g", g)
+        checks.check_float("rmsnorm_linear", "w", w, like=g)
         if w.dim() != 2 or g.shape != (w.shape[0],):
             raise ValueError(f"rmsnorm_linear: g {tuple(g.shape)} and w {tuple(w.shape)} must be [K] and [K, N]")
         self.g, self.w = g, w
@@ -439,13 +440,13 @@ class PreparedRMSNormLinear:
 
 def _triton_capable(w: torch.Tensor) -> bool:
     """A device the Triton kernels can run on: a GPU, or the CPU under the interpreter."""
-    return w.is_cuda or (w.device.type == "cpu" and common.interpreting())
+    return w.is_cuda or (w.device.type == "cpu" and launching.interpreting())
 
 
 def _tma_capable(w: torch.Tensor) -> bool:
     """The interleaved kernel may run: 16-bit weights on a Hopper GPU, or under the interpreter."""
     return (w.dtype in (torch.bfloat16, torch.float16)
-            and (common.hopper_or_later(w) or (w.device.type == "cpu" and common.interpreting())))
+            and (launching.hopper_or_later(w) or (w.device.type == "cpu" and launching.interpreting())))
 
 
 class _Refreshing(torch.nn.Module):

@@ -25,19 +25,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(autouse=True)
-def _triton_interpret_unchanged():
-    """A test that runs kprof in interpreter mode in-process sets TRITON_INTERPRET=1 (kprof.runner.resolve_mode
-    does, for the kernels it imports next). On a GPU machine that leaked into later tests: launch wrappers
-    took their interpreter paths with CUDA tensors and child processes imported interpreted kernels."""
-    before = os.environ.get("TRITON_INTERPRET")
-    yield
-    if before is None:
-        os.environ.pop("TRITON_INTERPRET", None)
-    else:
-        os.environ["TRITON_INTERPRET"] = before
-
-
 @pytest.fixture
 def device() -> str:
     return DEVICE

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from kprof import cli_checks as checks
 from kprof.errors import KprofError
+from kprof.runtime import restores_interpreter_mode
 
 if TYPE_CHECKING:
     from kprof.runner import ProfileOptions
@@ -179,6 +180,7 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
 
 
 @app.command()
+@restores_interpreter_mode
 def sweep(
     family: Annotated[str, typer.Argument(help="Kernel family, e.g. rmsnorm.")],
     version: Annotated[str, typer.Option("--version", "-v", help="The Triton version to sweep (`kprof families --params` lists the tunable ones).")],

@@ -1,9 +1,10 @@
 """The kernel code a family runs: its import closure under ``kernels/``, found from the code itself.
 
 A family is its folder ``kernels/FAMILY/`` *and* every module under ``kernels/`` that folder imports,
-directly or through other modules: ``kernels/_common.py``, ``kernels/_gated.py`` (where silu_mul and gelu_mul
-keep their kernels), other families' modules (rmsnorm_linear imports rmsnorm). :func:`family_closure` reads
-each file's syntax tree (never runs it) and follows, recursively:
+directly or through other modules: the shared library ``kernels/lib/`` (``checks.py``, ``gated.py`` where
+silu_mul and gelu_mul keep their common kernel designs...), other families' public modules
+(rmsnorm_linear imports rmsnorm). :func:`family_closure` reads each file's syntax tree (never runs it) and
+follows, recursively:
 
 * ``import kprof.kernels.X.Y`` and ``from kprof.kernels.X import Y`` (Y a module or a name), ``from
   kprof.kernels import X``, relative imports (``from . import x``, ``from ..X import y``), wherever they
@@ -43,7 +44,7 @@ class ClosureError(KprofError):
 class Closure:
     family: str
     files: tuple[str, ...]
-    """Paths under ``kernels/`` (``kernels/_gated.py``, ``kernels/silu_mul/family.py``...): every module of the
+    """Paths under ``kernels/`` (``kernels/lib/gated.py``, ``kernels/silu_mul/family.py``...): every module of the
     closure and the family folder's own other files (``sweep.yaml``)."""
     harness: tuple[str, ...]
     """``kprof`` modules outside ``kprof.kernels`` the closure imports (today's code in every run)."""

@@ -48,9 +48,9 @@ from scipy import stats
 from kprof import correctness_diff, launch_table
 from kprof.envinfo import short_commit
 from kprof.errors import KprofError
-from kprof.variance import WITHIN_RUN, Floor, floor_lookup
-from kprof.report import fmt_num, markdown_table
+from kprof.fmt import fmt_num, markdown_table
 from kprof.store import plain
+from kprof.variance import WITHIN_RUN, Floor, floor_lookup
 
 VERDICTS = ("SLOWER", "UNCERTAIN", "SAME", "FASTER")
 MATCH_KEYS = ("family", "provider", "shape", "dtype")

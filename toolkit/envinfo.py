@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import platform
 import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from kprof.runtime import git_override
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,10 @@ def git_state(path: Path) -> GitState:
     when set, take precedence, and the note says so and what git itself reported.
     """
     found = _git_state(path)
-    if os.environ.get("KPROF_GIT_COMMIT"):
-        dirty = os.environ.get("KPROF_GIT_DIRTY")
+    given = git_override()
+    if given:
         seen = f"git said {found.commit[:12]}{' dirty' if found.dirty else ''}" if found.commit else found.note
-        return GitState(
-            os.environ["KPROF_GIT_COMMIT"], None if dirty is None else dirty == "1",
-            f"from KPROF_GIT_COMMIT ({seen})",
-        )
+        return GitState(*given, f"from KPROF_GIT_COMMIT ({seen})")
     return found
 
 

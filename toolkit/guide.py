@@ -1,4 +1,4 @@
-"""``kprof guide RUN``: a sweep turned into a block-size selection table (seed 000's exercise, measured).
+"""``kprof guide RUN``: a sweep turned into a block-size selection table (the classic block-size exercise, measured).
 
 Plain functions, metrics in, DataFrame or text out. For each shape bucket (shape x dtype) of a sweep run:
 the fastest correct configuration, how much slower the runner-up and the version's own default choice are,
@@ -14,6 +14,7 @@ import math
 import pandas as pd
 
 from kprof.errors import KprofError
+from kprof.fmt import cell as _fmt
 
 GUIDE_COLUMNS = (
     "shape", "dtype", "best", "best_us", "best_pct_roof", "bound", "runner_up", "runner_up_slower_pct",
@@ -118,12 +119,6 @@ def configs_table(metrics: pd.DataFrame) -> pd.DataFrame:
             "registers_per_thread", "local_bytes", "shared_mem_bytes", "occupancy_theoretical_pct",
             "occupancy_achieved_pct"]
     return df[[c for c in cols if c in df.columns]].reset_index(drop=True)
-
-
-def _fmt(v: object, spec: str = "", suffix: str = "") -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
-        return "—"
-    return f"{v:{spec}}{suffix}" if spec else f"{v}{suffix}"
 
 
 def render_markdown(table: pd.DataFrame, run: dict, configs: pd.DataFrame) -> str:

@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from kprof import launch_table
+from kprof.fmt import config_label
 from kprof.occupancy import DeviceLimits, theoretical_occupancy
-from kprof.registry import shape_str
+from kprof.shapes import shape_str
 
 if TYPE_CHECKING:  # the store, report and dashboard read metrics without importing torch
     from kprof.harness import CaseResult
@@ -168,9 +169,8 @@ def specialization_fields(specs: Sequence[Mapping], limits: DeviceLimits | None 
 
 
 def _label(s: Mapping) -> str:
-    parts = [f"{k}={v}" for k, v in dict(s.get("constexprs") or {}).items()]
-    parts += [f"{k}={s[k]}" for k in ("num_warps", "num_stages") if s.get(k) is not None]
-    return " ".join(parts) + (" (autotuned)" if s.get("autotuned") else "")
+    config = {**dict(s.get("constexprs") or {}), **{k: s[k] for k in ("num_warps", "num_stages") if s.get(k) is not None}}
+    return config_label(config, bool(s.get("autotuned")))
 
 
 def _num(value: object) -> float:

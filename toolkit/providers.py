@@ -10,21 +10,19 @@ from typing import Any
 def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``torch.compile(fn)``, built on first call, with a recompile limit high enough for a whole sweep.
 
-    Why the limit: dynamo recompiles ``fn`` for each new shape and dtype (``dynamic=False``); past its
-    default limit of 8 it silently falls back to eager, and a sweep would time eager PyTorch under the
-    name torch.compile.
+    Why the limit (:func:`kprof.runtime.raise_dynamo_limits`): dynamo recompiles ``fn`` for each new shape
+    and dtype (``dynamic=False``); past its default limit of 8 it silently falls back to eager, and a sweep
+    would time eager PyTorch under the name torch.compile.
     """
     state: dict[str, Any] = {}
 
     def call(*args: Any, **kwargs: Any) -> Any:
         if "fn" not in state:
             import torch
-            import torch._dynamo
 
-            for knob in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
-                         "accumulated_cache_size_limit"):
-                if hasattr(torch._dynamo.config, knob):
-                    setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), 1024))
+            from kprof.runtime import raise_dynamo_limits
+
+            raise_dynamo_limits()
             state["fn"] = torch.compile(fn, dynamic=False)
         return state["fn"](*args, **kwargs)
 

@@ -21,33 +21,14 @@ import yaml
 
 from kprof.dtypes import DTYPE_NAMES, canonical_dtype
 from kprof.errors import KprofError, UnknownFamilyError, UnsupportedConfig
+from kprof.shapes import Shape, parse_shape, shape_str  # noqa: F401 - re-exported: callers import them from here
 
 ProviderKind = Literal["triton", "eager", "library", "compile", "peer", "roofline"]
 PROVIDER_KINDS: tuple[str, ...] = ("triton", "eager", "library", "compile", "peer", "roofline")
 """``roofline``: a yardstick, not the family's function (one cuBLAS product of a matrix family's shape);
 timed like the others, never checked against the oracle nor ranked as the best provider."""
 
-Shape = tuple[int, ...]
 Inputs = dict[str, Any]
-
-
-# ----------------------------------------------------------------------------------------------- shapes
-def parse_shape(text: str | Iterable[int]) -> Shape:
-    """``"4096x4096"`` or ``[4096, 4096]`` -> ``(4096, 4096)``."""
-    if isinstance(text, str):
-        compact = re.sub(r"\s+", "", text)
-        if not re.fullmatch(r"\d+([x×]\d+)*", compact):
-            raise KprofError(f"bad shape {text!r}: write it as sizes joined by 'x', e.g. 4096x4096 or 2x3x257")
-        dims = tuple(int(p) for p in re.split(r"[x×]", compact))
-    else:
-        dims = tuple(int(d) for d in text)
-    if not dims or any(d < 0 for d in dims):
-        raise KprofError(f"bad shape {text!r}: sizes must be non-negative integers")
-    return dims
-
-
-def shape_str(shape: Shape) -> str:
-    return "x".join(str(d) for d in shape)
 
 
 # ------------------------------------------------------------------------------------------- providers
@@ -85,7 +66,7 @@ class Provider:
     def param_names(self) -> tuple[str, ...]:
         return tuple(n for n, _ in self.params)
 
-    def with_config(self, config: Mapping[str, int]) -> "Provider":
+    def with_config(self, config: Mapping[str, int]) -> Provider:
         """This version pinned to ``config``: a provider named ``name[K=V,...]`` (what a sweep measures).
 
         Compile failures of the pinned specialisation (shared memory beyond the device's, a tile the
@@ -146,7 +127,7 @@ class Case:
 
 
 # --------------------------------------------------------------------------------------------- families
-_FAMILIES: dict[str, "Family"] = {}
+_FAMILIES: dict[str, Family] = {}
 
 
 class Family:
@@ -311,7 +292,7 @@ def registered_families() -> dict[str, Family]:
 
 
 @contextmanager
-def isolated_registry() -> Iterator[dict[str, "Family"]]:
+def isolated_registry() -> Iterator[dict[str, Family]]:
     """Families defined inside the block go to a fresh registry (yielded), not the global one.
 
     Used to load a family's sources as they were at another git revision next to today's, under the

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from kprof.envinfo import short_commit
+from kprof.fmt import fmt_num, markdown_table
+from kprof.fmt import number as _num
 from kprof.metrics import METRIC_COLUMNS, TEXT_METRICS
-from kprof.registry import parse_shape
+from kprof.shapes import shape_key as _shape_key
 
 INTERPRETER_NOTICE = (
     "> **CPU interpreter run - correctness only.** No GPU was found, so the Triton versions ran in "
@@ -19,36 +20,10 @@ INTERPRETER_NOTICE = (
 )
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
-    align = align or "l" + "r" * (len(headers) - 1)
-    sep = ["---:" if a == "r" else ":---" for a in align]
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def fmt_num(v: Any, fmt: str = "{:.1f}", na: str = "—") -> str:
-    if v is None or v is pd.NA:
-        return na
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return na
-    return na if math.isnan(f) else fmt.format(f)
-
-
 def _txt(v: Any, limit: int = 100) -> str:
     if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return ""
     return str(v)[:limit]
-
-
-def _shape_key(shape: str) -> tuple:
-    dims = parse_shape(shape)
-    rows = 1
-    for d in dims[:-1]:
-        rows *= d
-    return (rows * dims[-1], dims)
 
 
 def with_speedup(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
@@ -63,12 +38,8 @@ def with_speedup(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return df
 
 
-def _num(v: object, spec: str = ".0f") -> str:
-    return "—" if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else f"{v:{spec}}"
-
-
 def _closure_text(family: str | None, cfg: dict) -> str:
-    """``kernels/F/ and the modules it imports (kernels/_gated.py, kernels/rmsnorm/ (8 files))``."""
+    """``kernels/F/ and the modules it imports (kernels/lib/ (4 files), kernels/rmsnorm/ (7 files))``."""
     files = (cfg.get("sources") or {}).get("files") or []
     groups: dict[str, int] = {}
     for f in files:

@@ -17,7 +17,6 @@ measured cases stored and the run marked incomplete, with the tool's own words i
 
 from __future__ import annotations
 
-import os
 import secrets
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -27,6 +26,7 @@ from typing import Any
 from kprof.errors import KprofError
 from kprof.harness import BenchSettings, CaseResult, case_seed, run_case
 from kprof.registry import Case, Family, Selection, Shape, get_family, shape_str, split_config_name
+from kprof.runtime import restores_interpreter_mode, use_interpreter
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def resolve_mode(requested: str) -> str:
         raise KprofError("--mode gpu asked for, but torch sees no CUDA GPU (torch.cuda.is_available() is False)")
     mode = "gpu" if (requested == "gpu" or (requested == "auto" and has_gpu)) else "interpreter"
     if mode == "interpreter":
-        os.environ["TRITON_INTERPRET"] = "1"
+        use_interpreter()  # for the caller's scope: profile_runs and the CLI restore it when they return
     return mode
 
 
@@ -121,6 +121,7 @@ def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
     return profile_runs(opts, progress)[0]
 
 
+@restores_interpreter_mode
 def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> list[str]:
     """Run the whole flow; one run per ``--rev`` (interleaved case by case), else one run of the working tree.
 

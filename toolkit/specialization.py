@@ -33,6 +33,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kprof.fmt import config_label
+from kprof.runtime import Patch, patched
+
 OPTION_NAMES = ("num_warps", "num_stages")
 
 
@@ -69,8 +72,7 @@ class Specialization:
 
     def label(self) -> str:
         """``BLOCK_N=4096 num_warps=8 num_stages=3`` (``(autotuned)`` appended for the autotuner's pick)."""
-        text = " ".join(f"{k}={v}" for k, v in self.config.items())
-        return text + (" (autotuned)" if self.autotuned else "")
+        return config_label(self.config, self.autotuned)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -88,6 +90,8 @@ class Recording:
     calls: list[dict[str, Any] | None] = field(default_factory=list)
     """Per launch under the interpreter: the kernel's module and name and its arguments described by
     dtype / alignment / value (what the specialisation depends on), for :func:`offline_resources`."""
+    patched: list[str] = field(default_factory=list)
+    """What the recording replaced in Triton while it ran, and why (one line each)."""
 
 
 def _plain(value: Any) -> Any:
@@ -177,12 +181,8 @@ def recording() -> Iterator[Recording]:
     the other configs, on the first call for a shape, are dropped).
     """
     rec = Recording()
-    undo: list[tuple[Any, str, Any]] = []
+    patches: list[Patch] = []
     depth = [0]
-
-    def patch(owner: Any, name: str, wrapper: Any) -> None:
-        undo.append((owner, name, owner.__dict__[name]))
-        setattr(owner, name, wrapper)
 
     try:
         from triton.compiler.compiler import CompiledKernel
@@ -195,7 +195,8 @@ def recording() -> Iterator[Recording]:
             rec.calls.append(None)
             return out
 
-        patch(CompiledKernel, "launch_metadata", launch_metadata)
+        patches.append(Patch(CompiledKernel, "launch_metadata", launch_metadata,
+                             "records each compiled launch's specialisation and resources"))
     except (ImportError, KeyError) as exc:
         rec.note = f"GPU launches cannot be attributed with this Triton ({type(exc).__name__}: {exc})"
     try:
@@ -209,7 +210,8 @@ def recording() -> Iterator[Recording]:
                 rec.calls.append(describe_call(self.fn, args, kwargs))
             return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
 
-        patch(InterpretedFunction, "run", run)
+        patches.append(Patch(InterpretedFunction, "run", run,
+                             "records each interpreted launch's specialisation and arguments"))
     except (ImportError, KeyError) as exc:
         rec.note = f"interpreter launches cannot be attributed with this Triton ({type(exc).__name__}: {exc})"
     try:
@@ -228,14 +230,12 @@ def recording() -> Iterator[Recording]:
                     del rec.launches[start:-1]  # benchmarking launches of the configs not picked
                     del rec.calls[start:-1]
 
-        patch(Autotuner, "run", tune)
+        patches.append(Patch(Autotuner, "run", tune,
+                             "keeps only the launch of the config the autotuner picked"))
     except (ImportError, KeyError):
         pass
-    try:
+    with patched(patches) as rec.patched:
         yield rec
-    finally:
-        for owner, name, original in reversed(undo):
-            setattr(owner, name, original)
 
 
 # ------------------------------------------------------------------------------------- offline compile
@@ -298,9 +298,9 @@ def offline_resources(rec: Recording, arch: int = 90, timeout_s: float = 900.0) 
             answers = [{"resources_from": f"offline compile failed ({' '.join(cmd)}: {failure})"}] * len(todo)
         else:
             answers = json.loads(res.stdout.strip().splitlines()[-1])
-        _OFFLINE_CACHE.update(zip(todo, answers))
+        _OFFLINE_CACHE.update(zip(todo, answers, strict=True))  # one answer per call, or the child lied
     launches = []
-    for spec, call in zip(rec.launches, rec.calls):
+    for spec, call in zip(rec.launches, rec.calls, strict=True):  # appended in pairs
         found = _OFFLINE_CACHE.get(json.dumps(call, sort_keys=True) + f"@{arch}") if call is not None else None
         if found:
             spec = Specialization(**{**{f: getattr(spec, f) for f in spec.__dataclass_fields__}, **found})

@@ -91,6 +91,15 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+# pandas dtype of a launch-table column -> SQLite column type (anything else is a float)
+_SQL_TYPES = {"string": "TEXT", "Int64": "INTEGER"}
+
+
+def _metric_sql_type(column: str) -> str:
+    """SQLite type of a metrics column: text columns TEXT, the rest REAL."""
+    return "TEXT" if column in _TEXT_METRICS else "REAL"
+
+
 class RunStore:
     def __init__(self, path: str | Path | None = None, *, create: bool = True) -> None:
         """Open (``create``: or make) the store; a file that is not a kprof store is refused, untouched."""
@@ -124,13 +133,8 @@ class RunStore:
 
     # ------------------------------------------------------------------------------------------ schema
     def _create_schema(self) -> None:
-        metric_cols = ", ".join(
-            f'"{c}" {"TEXT" if c in _TEXT_METRICS else "REAL"}' for c in METRIC_COLUMNS if c != "case"
-        )
-        launch_cols = ", ".join(
-            f'"{c.name}" {"TEXT" if c.dtype == "string" else ("INTEGER" if c.dtype == "Int64" else "REAL")}'
-            for c in launch_table.COLUMNS
-        )
+        metric_cols = ", ".join(f'"{c}" {_metric_sql_type(c)}' for c in METRIC_COLUMNS if c != "case")
+        launch_cols = ", ".join(f'"{c.name}" {_SQL_TYPES.get(c.dtype, "REAL")}' for c in launch_table.COLUMNS)
         with self._tx() as cx:
             cx.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             cx.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -168,12 +172,11 @@ class RunStore:
             have = {r["name"] for r in cx.execute("PRAGMA table_info(cases)")}
             for c in METRIC_COLUMNS:
                 if c != "case" and c not in have:
-                    cx.execute(f'ALTER TABLE cases ADD COLUMN "{c}" {"TEXT" if c in _TEXT_METRICS else "REAL"}')
+                    cx.execute(f'ALTER TABLE cases ADD COLUMN "{c}" {_metric_sql_type(c)}')
             have = {r["name"] for r in cx.execute("PRAGMA table_info(launches)")}
             for c in launch_table.COLUMNS:
                 if c.name not in have:
-                    kind = "TEXT" if c.dtype == "string" else ("INTEGER" if c.dtype == "Int64" else "REAL")
-                    cx.execute(f'ALTER TABLE launches ADD COLUMN "{c.name}" {kind}')
+                    cx.execute(f'ALTER TABLE launches ADD COLUMN "{c.name}" {_SQL_TYPES.get(c.dtype, "REAL")}')
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

@@ -29,7 +29,7 @@ import pandas as pd
 from kprof import launch_table
 from kprof.diff import DiffRule, compare_samples, sort_worst_first
 from kprof.errors import KprofError
-from kprof.report import fmt_num, markdown_table
+from kprof.fmt import fmt_num, markdown_table
 
 # launch-configuration columns, in the order they are shown; a column empty in both traces is left out
 CONFIG_COLUMNS = (

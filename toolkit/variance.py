@@ -35,7 +35,8 @@ from scipy import stats
 from kprof.errors import KprofError
 
 # Per-run standard deviation of log(median) when no calibration exists. Derived from the committed H100
-# stores under benchmarks/results/ (2026-11-22): 60 pairs of separate runs of unchanged PyTorch and cuBLAS
+# stores under benchmarks/results/ (matmul-last-gap, matmul-tma, rmsnorm-linear-pdl; 2026-11-22): 60 pairs
+# of separate runs of unchanged PyTorch and cuBLAS
 # providers (rmsnorm_linear, swiglu; 16 us to 2.4 ms per call), each pair on a different machine. The
 # pairwise log ratios had RMS 2.9% (largest 9.2%), i.e. sigma_run = 2.0%; its 95% upper confidence bound
 # (60 degrees of freedom) is 2.4%. Machine-to-machine spread is included, so this is conservative for two

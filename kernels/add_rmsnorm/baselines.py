@@ -6,7 +6,7 @@ import torch
 
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY
 from kprof.kernels.add_rmsnorm.reference import add_rmsnorm_eager
-from kprof.kernels.rmsnorm.baselines import _liger_supports
+from kprof.kernels.lib.peers import liger_row_limit
 from kprof.providers import compiled, module_missing
 
 FAMILY.provider("torch_eager", kind="eager", description="eager PyTorch, as users write it")(add_rmsnorm_eager)
@@ -25,7 +25,7 @@ def add_rmsnorm_torch_compile(
 
 @FAMILY.provider(
     "liger",
-    supports=_liger_supports,
+    supports=liger_row_limit,
     kind="peer",
     description="Liger-Kernel's fused_add_rms_norm (optional peer)",
     requires=module_missing("liger_kernel", "pip install liger-kernel"),

@@ -8,8 +8,8 @@ from pathlib import Path
 import torch
 
 from kprof.dtypes import element_size, torch_dtype
-from kprof.kernels import _common as common
 from kprof.kernels.add_rmsnorm.reference import add_rmsnorm_oracle
+from kprof.kernels.lib import checks
 from kprof.registry import Family, Shape
 
 DEFAULT_EPS = 1e-6
@@ -36,23 +36,23 @@ def make_outputs(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, 
 def bytes_model(shape: Shape, dtype: str) -> int:
     """Read x and residual, write y and h: four row passes, plus the weight once."""
     n = shape[-1]
-    return (4 * common.numel_rows(shape) * n + n) * element_size(dtype)
+    return (4 * checks.numel_rows(shape) * n + n) * element_size(dtype)
 
 
 def flops_model(shape: Shape, dtype: str) -> int:
     """Per element: add, square, accumulate, scale by 1/RMS, scale by weight."""
-    return 5 * common.numel_rows(shape) * shape[-1]
+    return 5 * checks.numel_rows(shape) * shape[-1]
 
 
 def validate(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, *, triton: bool = True) -> None:
     """Raise ``ValueError`` saying what is wrong (``triton``: the inputs must suit a Triton kernel)."""
-    common.check_float(OP, "x", x)
-    common.check_float(OP, "residual", residual, like=x)
-    common.check_float(OP, "weight", weight, like=x)
-    common.check_shape(OP, "residual", residual, x.shape)
-    common.check_shape(OP, "weight", weight, (x.shape[-1],))
+    checks.check_float(OP, "x", x)
+    checks.check_float(OP, "residual", residual, like=x)
+    checks.check_float(OP, "weight", weight, like=x)
+    checks.check_shape(OP, "residual", residual, x.shape)
+    checks.check_shape(OP, "weight", weight, (x.shape[-1],))
     if triton:
-        common.check_triton_device(OP, x)
+        checks.check_triton_device(OP, x)
 
 
 def check_inputs(
@@ -65,9 +65,9 @@ def check_inputs(
     validate(x, residual, weight)
     if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 2):
         raise ValueError(f"{OP}: out must be a pair (y, h) of tensors shaped like x")
-    y = common.output(OP, None if out is None else out[0], x.shape, x, "out[0] (y)")
-    h = common.output(OP, None if out is None else out[1], x.shape, x, "out[1] (h)")
-    return common.rows(x), common.rows(residual), weight.contiguous(), y, h
+    y = checks.output(OP, None if out is None else out[0], x.shape, x, "out[0] (y)")
+    h = checks.output(OP, None if out is None else out[1], x.shape, x, "out[1] (h)")
+    return checks.rows(x), checks.rows(residual), weight.contiguous(), y, h
 
 
 FAMILY = Family(

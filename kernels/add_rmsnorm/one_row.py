@@ -11,8 +11,8 @@ import triton
 import triton.language as tl
 
 from kprof.dtypes import element_size
-from kprof.kernels._common import whole_row_meta
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
+from kprof.kernels.lib.launching import whole_row_meta
 from kprof.registry import Shape
 
 MAX_BLOCK_BYTES = 32 * 1024  # 8192 fp32 or 16384 bf16/fp16 elements per row

@@ -10,9 +10,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels import _common as common
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.add_rmsnorm.looped import _add_rmsnorm_looped_kernel
+from kprof.kernels.lib import launching
 from kprof.launch import CompiledLauncher, spec_key
 
 
@@ -63,7 +63,7 @@ class Config:
     num_warps: int
 
 
-# Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/2026-11-22-h100-catalog/
+# Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/catalog/
 # tune_memory_bound.csv): from 8 KB rows up, the chunked kernel (h stored, then read back from L2 for
 # the second pass) beats keeping the row in registers - 183.3 us against 184.7 us for one row x 16 warps
 # at 16384x4096, 716.6 us against 724.7 us (4 rows x 8 warps) at 32768x8192, 363.6 us against 364.8 us
@@ -121,6 +121,6 @@ def add_rmsnorm_tuned(
     out: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     x2d, r2d, w, y, h = check_inputs(x, residual, weight, out)
-    cfg = choose_config(x2d.shape[1], x2d.element_size(), x2d.shape[0], common.sm_count(x2d))
+    cfg = choose_config(x2d.shape[1], x2d.element_size(), x2d.shape[0], launching.sm_count(x2d))
     launch_with_config(cfg, x2d, r2d, w, y, h, eps)
     return y, h

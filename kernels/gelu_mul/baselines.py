@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from kprof.kernels import _gated as gated
 from kprof.kernels.gelu_mul.family import FAMILY, gelu_mul_eager
+from kprof.kernels.lib import gated
 from kprof.providers import module_missing
 
 gated.register_baselines(FAMILY, gelu_mul_eager)

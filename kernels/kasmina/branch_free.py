@@ -18,8 +18,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels import _common as common
 from kprof.kernels.kasmina.family import FAMILY, check_inputs
+from kprof.kernels.lib import launching
 
 
 @triton.jit
@@ -102,7 +102,7 @@ def _kasmina_forward_kernel(
 
 
 def tile_for(n_rows: int, telemetry: bool) -> tuple[int, int]:
-    """(rows per tile, warps), measured on an H100 in bf16 (benchmarks/results/2026-11-22-h100-catalog/
+    """(rows per tile, warps), measured on an H100 in bf16 (benchmarks/results/catalog/
     tune_memory_bound.csv). Independent tiles: 64 rows x 8 warps (13.0 us at 64x1000x64 against 13.4 us
     with 4 warps, 14.0 us with 32-row tiles). With telemetry each program walks its seed's rows: 16-row
     tiles x 2 warps at 64 rows (15.0 us against 24.6 us for one 64-row tile x 4 warps), 64-row tiles x 2
@@ -133,7 +133,7 @@ def launch(
         tele if tele is not None else y,
         n_rows, c, weights.shape[0], x2d.stride(0), x.shape[-1],
         BLOCK_B=block_b, BLOCK_C=max(16, triton.next_power_of_2(c)), TELEMETRY=telemetry,
-        IEEE=x.dtype == torch.float32 or common.interpreting(), num_warps=num_warps,
+        IEEE=x.dtype == torch.float32 or launching.interpreting(), num_warps=num_warps,
     )
     return y, tele
 

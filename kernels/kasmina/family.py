@@ -10,8 +10,8 @@ from pathlib import Path
 import torch
 
 from kprof.dtypes import element_size, torch_dtype
-from kprof.kernels import _common as common
 from kprof.kernels.kasmina.reference import kasmina_oracle
+from kprof.kernels.lib import checks
 from kprof.registry import Family, Shape
 
 NUM_BLUEPRINTS = 8
@@ -66,23 +66,23 @@ def flops_model(shape: Shape, dtype: str) -> int:
     return 2 * rows * c * c * (active + grafting) + 3 * rows * c * grafting
 
 
-def check_inputs(
+def validate(
     x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
     weights: torch.Tensor, bias: torch.Tensor, *, triton: bool = True,
-) -> tuple[int, int]:
-    """Validate every tensor (``ValueError`` says what is wrong); return ``(S, C)``.
+) -> None:
+    """Raise ``ValueError`` saying what is wrong with any tensor (``triton``: they must suit a Triton kernel).
 
     Blueprint ids are not range-checked here: that needs their values on the host, a device-to-host
     copy the layer must not make (``kprof.kernels.ops.kasmina_forward(check_ids=True)`` does it). The
     Triton kernels clamp an out-of-range id for their loads and flag the seed (its outputs NaN), as the
     eager path of ``kprof.kernels.ops`` does; the torch baselines index with the ids as given."""
-    common.check_float(OP, "x", x)
-    common.check_float(OP, "weights", weights, like=x)
-    common.check_float(OP, "bias", bias, like=x)
+    checks.check_float(OP, "x", x)
+    checks.check_float(OP, "weights", weights, like=x)
+    checks.check_float(OP, "bias", bias, like=x)
     if weights.dim() != 3 or weights.shape[1] != weights.shape[2]:
         raise ValueError(f"{OP}: weights has shape {tuple(weights.shape)}; expected [NB, C, C]")
     nb, c = weights.shape[0], weights.shape[2]
-    common.check_shape(OP, "bias", bias, (nb, c))
+    checks.check_shape(OP, "bias", bias, (nb, c))
     for name, t, dtype in (("lifecycle", lifecycle, torch.int8), ("blueprint_id", blueprint_id, torch.int32),
                            ("alpha", alpha, torch.float32)):
         if not isinstance(t, torch.Tensor) or t.dtype != dtype or t.dim() != 1:
@@ -97,8 +97,16 @@ def check_inputs(
     if x.shape[-1] != n_seeds * c:
         raise ValueError(f"{OP}: x's last dimension is {x.shape[-1]}; expected S*C = {n_seeds}*{c} = {n_seeds * c}")
     if triton:
-        common.check_triton_device(OP, x)
-    return n_seeds, c
+        checks.check_triton_device(OP, x)
+
+
+def check_inputs(
+    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
+    weights: torch.Tensor, bias: torch.Tensor,
+) -> tuple[int, int]:
+    """Validate for a kernel; return ``(S, C)``."""
+    validate(x, lifecycle, blueprint_id, alpha, weights, bias)
+    return lifecycle.shape[0], weights.shape[2]
 
 
 FAMILY = Family(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from kprof.kernels.lib.peers import liger_row_limit
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY
 from kprof.kernels.rmsnorm.reference import rmsnorm_eager
 from kprof.providers import compiled, module_missing
@@ -32,15 +33,9 @@ def rmsnorm_torch_functional(x: torch.Tensor, weight: torch.Tensor, eps: float =
     return F.rms_norm(x, (x.shape[-1],), weight=weight, eps=eps)
 
 
-def _liger_supports(shape: tuple[int, ...], dtype: str) -> str | None:
-    # Liger refuses rows whose power-of-two block exceeds 65536 elements (its MAX_FUSED_SIZE).
-    block = 1 << max(0, shape[-1] - 1).bit_length()
-    return f"Liger's rms_norm refuses rows over 65536 elements (N={shape[-1]})" if block > 65536 else None
-
-
 @FAMILY.provider(
     "liger",
-    supports=_liger_supports,
+    supports=liger_row_limit,
     kind="peer",
     description="Liger-Kernel's rms_norm (optional peer)",
     requires=module_missing("liger_kernel", "pip install liger-kernel"),

@@ -7,10 +7,12 @@ from pathlib import Path
 import torch
 
 from kprof.dtypes import element_size, torch_dtype
+from kprof.kernels.lib import checks
 from kprof.kernels.rmsnorm.reference import rmsnorm_oracle
 from kprof.registry import Family, Shape
 
 DEFAULT_EPS = 1e-6
+OP = "rmsnorm"
 
 
 def make_inputs(shape: Shape, dtype: str, device: str | torch.device, seed: int) -> dict:
@@ -49,6 +51,33 @@ def flops_model(shape: Shape, dtype: str) -> int:
     for d in shape:
         total *= d
     return 4 * total
+
+
+def validate(x: torch.Tensor, weight: torch.Tensor, *, triton: bool = True) -> None:
+    """Raise ``ValueError`` saying what is wrong (``triton``: the inputs must suit a Triton kernel)."""
+    if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor):
+        raise ValueError(f"{OP}: x and weight must be torch tensors")
+    checks.check_float(OP, "x", x)
+    if weight.dtype != x.dtype:  # before the shape: a wrong dtype is the likelier mistake
+        raise ValueError(f"{OP}: weight dtype {weight.dtype} differs from x dtype {x.dtype}; cast one of them")
+    n = x.shape[-1]
+    if weight.dim() != 1 or weight.shape[0] != n:
+        raise ValueError(f"{OP}: weight has shape {tuple(weight.shape)}; expected ({n},) to match x's last dim")
+    if triton:
+        checks.check_triton_device(OP, x)
+    checks.check_float(OP, "weight", weight, like=x)
+
+
+def check_inputs(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Validate for a kernel; return ``(x2d, weight, y2d, y)``.
+
+    ``x2d`` is ``x`` seen as ``[rows, N]`` with a row stride (no copy when the leading dimensions
+    collapse, as for a slice ``buf[..., :N]`` of a wider buffer); ``y`` is the output in ``x``'s shape.
+    """
+    validate(x, weight)
+    y = checks.output(OP, out, x.shape, x)
+    return checks.rows(x), weight.contiguous(), y.view(-1, x.shape[-1]), y
 
 
 FAMILY = Family(

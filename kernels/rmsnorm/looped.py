@@ -10,9 +10,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels._common import meta_params
-from kprof.kernels.rmsnorm._common import check_and_flatten
-from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY
+from kprof.kernels.lib.launching import meta_params
+from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 
 DEFAULT_CHUNK = 4096
 
@@ -67,7 +66,7 @@ def rmsnorm_looped(
     num_warps: int = 8,
     config: dict[str, int] | None = None,
 ) -> torch.Tensor:
-    x2d, weight, y2d, y = check_and_flatten(x, weight, out)
+    x2d, weight, y2d, y = check_inputs(x, weight, out)
     n = x2d.shape[1]
     block_n = min(triton.next_power_of_2(n), triton.next_power_of_2(chunk))
     meta = meta_params("rmsnorm_looped", config, {"BLOCK_N": block_n, "num_warps": num_warps},

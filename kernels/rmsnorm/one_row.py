@@ -10,11 +10,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels._common import whole_row_meta
-from kprof.kernels.rmsnorm._common import check_and_flatten
-from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY
-from kprof.registry import Shape
 from kprof.dtypes import element_size
+from kprof.kernels.lib.launching import whole_row_meta
+from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
+from kprof.registry import Shape
 
 MAX_BLOCK_BYTES = 64 * 1024  # 16384 fp32 or 32768 bf16/fp16 elements per row
 
@@ -63,7 +62,7 @@ def rmsnorm_one_row(
     x: torch.Tensor, weight: torch.Tensor, eps: float = DEFAULT_EPS, out: torch.Tensor | None = None,
     config: dict[str, int] | None = None,
 ) -> torch.Tensor:
-    x2d, weight, y2d, y = check_and_flatten(x, weight, out)
+    x2d, weight, y2d, y = check_inputs(x, weight, out)
     n = x2d.shape[1]
     meta = whole_row_meta("rmsnorm_one_row", config, n, x2d.element_size(), MAX_BLOCK_BYTES,
                           instead="rmsnorm_looped or rmsnorm_tuned")

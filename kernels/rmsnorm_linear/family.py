@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from kprof.dtypes import element_size, torch_dtype
-from kprof.kernels import _common as common
+from kprof.kernels.lib import checks
 from kprof.kernels.rmsnorm_linear.reference import rmsnorm_linear_oracle
 from kprof.registry import Family, Shape
 
@@ -17,7 +17,7 @@ OP = "rmsnorm_linear"
 
 def dims(shape: Shape) -> tuple[int, int, int]:
     """``(*batch, K, N)`` -> ``(M, K, N)``."""
-    return common.matrix_dims(OP, shape, "2048x4096x4096")
+    return checks.matrix_dims(OP, shape, "2048x4096x4096")
 
 
 def make_inputs(shape: Shape, dtype: str, device: str | torch.device, seed: int) -> dict:
@@ -48,22 +48,28 @@ def flops_model(shape: Shape, dtype: str) -> int:
     return 2 * m * k * n + 3 * m * k + m * n
 
 
-def check_inputs(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, *,
-                 triton: bool = True) -> tuple[torch.Tensor, int]:
-    """Validate; return ``(x2d, N)``."""
-    common.check_float(OP, "x", x)
-    common.check_float(OP, "g", g, like=x)
-    common.check_float(OP, "w", w, like=x)
+def validate(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, *,
+             triton: bool = True) -> None:
+    """Raise ``ValueError`` saying what is wrong (``triton``: the inputs must suit a Triton kernel)."""
+    checks.check_float(OP, "x", x)
+    checks.check_float(OP, "g", g, like=x)
+    checks.check_float(OP, "w", w, like=x)
     k = x.shape[-1]
-    common.check_shape(OP, "g", g, (k,))
+    checks.check_shape(OP, "g", g, (k,))
     if w.dim() != 2 or w.shape[0] != k:
         raise ValueError(f"{OP}: w has shape {tuple(w.shape)}; expected [K, N] with K = {k}")
     if b is not None:
-        common.check_float(OP, "b", b, like=x)
-        common.check_shape(OP, "b", b, (w.shape[1],))
+        checks.check_float(OP, "b", b, like=x)
+        checks.check_shape(OP, "b", b, (w.shape[1],))
     if triton:
-        common.check_triton_device(OP, x)
-    return common.rows(x), w.shape[1]
+        checks.check_triton_device(OP, x)
+
+
+def check_inputs(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None
+                 ) -> tuple[torch.Tensor, int]:
+    """Validate for a kernel; return ``(x2d, N)``."""
+    validate(x, g, w, b)
+    return checks.rows(x), w.shape[1]
 
 
 FAMILY = Family(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from kprof.kernels import _gated as gated
+from kprof.kernels.lib import gated
 from kprof.kernels.silu_mul.family import FAMILY, silu_mul_eager
 from kprof.providers import module_missing
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from kprof.kernels import _gated as gated
+from kprof.kernels.lib import gated
 
 OP = "silu_mul"
 
@@ -16,6 +16,16 @@ def silu_mul_eager(x: torch.Tensor) -> torch.Tensor:
     """As written in a Llama MLP: split the fused projection, activate the gate, multiply."""
     gate, up = x.chunk(2, dim=-1)
     return F.silu(gate) * up
+
+
+def validate(x: torch.Tensor, *, triton: bool = True) -> None:
+    """Raise ``ValueError`` saying what is wrong (``triton``: x must suit a Triton kernel)."""
+    gated.validate(OP, x, triton=triton)
+
+
+def check_inputs(x: torch.Tensor, out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Validate for a kernel; return ``(x2d, y2d, y)`` with ``y`` of shape ``[..., H]``."""
+    return gated.check_inputs(OP, x, out)
 
 
 FAMILY = gated.make_family(OP, gated.SILU, "x = [..., 2H] (gate | up) -> silu(gate) * up", Path(__file__).parent)

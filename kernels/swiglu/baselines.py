@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from kprof.kernels import _common as common
+from kprof.kernels.lib import launching
 from kprof.kernels.swiglu.family import FAMILY
 from kprof.kernels.swiglu.reference import swiglu_eager
 from kprof.providers import compiled
@@ -22,7 +22,7 @@ def swiglu_torch_compile(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tens
     return _compiled(x, w_gate, w_up)
 
 
-_gate_up = common.SameTensorsMemo()
+_gate_up = launching.SameTensorsMemo()
 
 
 @FAMILY.provider(

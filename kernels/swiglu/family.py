@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from kprof.dtypes import element_size, torch_dtype
-from kprof.kernels import _common as common
+from kprof.kernels.lib import checks
 from kprof.kernels.swiglu.reference import swiglu_oracle
 from kprof.registry import Family, Shape
 
@@ -16,7 +16,7 @@ OP = "swiglu"
 
 def dims(shape: Shape) -> tuple[int, int, int]:
     """``(*batch, K, N)`` -> ``(M, K, N)``."""
-    return common.matrix_dims(OP, shape, "2048x2048x5504")
+    return checks.matrix_dims(OP, shape, "2048x2048x5504")
 
 
 def make_inputs(shape: Shape, dtype: str, device: str | torch.device, seed: int) -> dict:
@@ -44,18 +44,22 @@ def flops_model(shape: Shape, dtype: str) -> int:
     return 4 * m * d * ff
 
 
-def check_inputs(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, *, triton: bool = True
-                 ) -> tuple[torch.Tensor, int]:
-    """Validate; return ``(x2d, ff)``."""
-    common.check_float(OP, "x", x)
-    common.check_float(OP, "w_gate", w_gate, like=x)
-    common.check_float(OP, "w_up", w_up, like=x)
+def validate(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, *, triton: bool = True) -> None:
+    """Raise ``ValueError`` saying what is wrong (``triton``: the inputs must suit a Triton kernel)."""
+    checks.check_float(OP, "x", x)
+    checks.check_float(OP, "w_gate", w_gate, like=x)
+    checks.check_float(OP, "w_up", w_up, like=x)
     if w_gate.dim() != 2 or w_gate.shape[0] != x.shape[-1]:
         raise ValueError(f"{OP}: w_gate has shape {tuple(w_gate.shape)}; expected [d, ff] with d = {x.shape[-1]}")
-    common.check_shape(OP, "w_up", w_up, w_gate.shape)
+    checks.check_shape(OP, "w_up", w_up, w_gate.shape)
     if triton:
-        common.check_triton_device(OP, x)
-    return common.rows(x), w_gate.shape[1]
+        checks.check_triton_device(OP, x)
+
+
+def check_inputs(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Validate for a kernel; return ``(x2d, ff)``."""
+    validate(x, w_gate, w_up)
+    return checks.rows(x), w_gate.shape[1]
 
 
 FAMILY = Family(

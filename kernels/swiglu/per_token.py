@@ -54,7 +54,8 @@ def _swiglu_per_token_kernel(
 def _supports(shape: Shape, dtype: str) -> str | None:
     m, d, ff = dims(shape)
     if m * d * ff > MAX_MACS:
-        return f"{m}x{d}x{ff} is {m * d * ff:.1e} multiply-adds on CUDA cores, over the teaching kernel's {MAX_MACS:.1e}"
+        return (f"{m}x{d}x{ff} is {m * d * ff:.1e} multiply-adds on CUDA cores, "
+                f"over the teaching kernel's {MAX_MACS:.1e}")
     return None
 
 

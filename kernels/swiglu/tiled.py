@@ -13,8 +13,8 @@ import triton
 import triton.language as tl
 
 from kprof.errors import UnsupportedConfig
-from kprof.kernels import _common as common
-from kprof.kernels._common import grouped_tile
+from kprof.kernels.lib import launching, tiles
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
 
 
@@ -39,7 +39,7 @@ def _swiglu_tiled_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,  # programs walk GROUP_M row tiles per column tile, so weight tiles are reused from L2
     IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs: not TF32; the interpreter: its bf16 dot is wrong)
-    ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see _common.aligned8)
+    ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
 ):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
@@ -50,7 +50,7 @@ def _swiglu_tiled_kernel(
     offs_k = tl.arange(0, BLOCK_K)
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
     w_rows = offs_k[:, None] * stride_wk
-    if ALIGNED:  # promises kprof.kernels._common.aligned8 checked; they must sit in the kernel body
+    if ALIGNED:  # promises kprof.kernels.lib.tiles.aligned8 checked; they must sit in the kernel body
         x_rows = tl.multiple_of(x_rows, [8, 1])
         w_rows = tl.multiple_of(w_rows, [8, 1])
         offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
@@ -66,8 +66,8 @@ def _swiglu_tiled_kernel(
         a = tl.load(x_ptrs, mask=x_mask, other=0.0)
         bg = tl.load(wg_ptr + w_offs, mask=offs_k[:, None] < k_left, other=0.0)
         bu = tl.load(wu_ptr + w_offs, mask=offs_k[:, None] < k_left, other=0.0)
-        acc_g = common.dot_acc(a, bg, acc_g, IEEE)
-        acc_u = common.dot_acc(a, bu, acc_u, IEEE)
+        acc_g = dot_acc(a, bg, acc_g, IEEE)
+        acc_u = dot_acc(a, bu, acc_u, IEEE)
         x_ptrs += BLOCK_K * stride_xk
         w_offs += BLOCK_K * stride_wk
     y = acc_g * tl.sigmoid(acc_g) * acc_u
@@ -84,12 +84,12 @@ def launch(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tenso
     grid = (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
     _swiglu_tiled_kernel[grid](
         x2d, wg, wu, y, m, n, k, x2d.stride(0), x2d.stride(1), wg.stride(0), wg.stride(1),
-        IEEE=ieee(x2d), ALIGNED=common.promise_aligned(x2d, wg), **config,
+        IEEE=ieee(x2d), ALIGNED=tiles.promise_aligned(x2d, wg), **config,
     )
 
 
 def ieee(x: torch.Tensor) -> bool:
-    return x.dtype == torch.float32 or common.interpreting()
+    return x.dtype == torch.float32 or launching.interpreting()
 
 
 FIXED = dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, GROUP_M=1, num_warps=4, num_stages=3)
@@ -110,7 +110,7 @@ def swiglu_tiled(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
     x2d, ff = check_inputs(x, w_gate, w_up)
     if w_gate.stride() != w_up.stride():
         w_gate, w_up = w_gate.contiguous(), w_up.contiguous()
-    meta = common.meta_params("swiglu_tiled", config, FIXED, powers_of_two=("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    meta = launching.meta_params("swiglu_tiled", config, FIXED, powers_of_two=("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     small = [k for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K") if meta[k] < 16]
     if small:
         raise UnsupportedConfig(f"swiglu_tiled: {', '.join(f'{k}={meta[k]}' for k in small)}: tl.dot needs "

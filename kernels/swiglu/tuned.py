@@ -2,9 +2,9 @@
 grouped order (GROUP_M row tiles per column tile: a wave of programs shares weight tiles in L2), and the
 weight layout chosen by measurement.
 
-Seed 004 asks which weight layout wins. ``"kn"`` reads the weights as given ([d, ff], ff contiguous);
+Which weight layout wins? ``"kn"`` reads the weights as given ([d, ff], ff contiguous);
 ``"nk"`` a transposed copy ([ff, d] stored, d contiguous, as nn.Linear keeps them). Measured on an H100 in bf16, each autotuned, three interleaved rounds
-(benchmarks/results/2026-11-22-h100-catalog/matrix_races.csv): "kn" wins at every shape - 158.9 us
+(benchmarks/results/catalog/matrix_races.csv): "kn" wins at every shape - 158.9 us
 against 171.6 us at 2048x2048x5504, 2442.7 against 2461.8 us at 8192x4096x11008, 73.0 against 76.7 us
 at 16x4096x11008 - so the tuned version reads the weights as given.
 
@@ -12,13 +12,13 @@ From 1000 rows, where x, y and the weights can be addressed by TMA descriptors (
 rows, Hopper), a third layout wins: the two weights interleaved column by column (``W_int[:, 2j]`` =
 ``Wg[:, j]``, ``W_int[:, 2j+1]`` = ``Wu[:, j]``, a copy of both weights), so one product of
 twice the width gives gate and up side by side, split in the epilogue; its tiles move through TMA. On an
-H100 (bf16, five interleaved rounds, ``benchmarks/results/2026-11-22-h100-rmsnorm-linear-tma/``):
+H100 (bf16, five interleaved rounds, ``benchmarks/results/matmul-tma/``):
 152.2 us against 154.4 for the autotuned pointer kernel at 2048x2048x5504 (cuBLAS's ``x @ [Wg Wu]``
 136.5), 2186.5 against 2325.3 at 8192x4096x11008 (cuBLAS 2219.0 in that noisy run), and 34.2 against
 39.5 (a two-accumulator TMA kernel) and 124.1 (the pointer kernel) at 1000x1000x3000 (cuBLAS 24.8).
 Where its tiles make at most 8 waves of SMs the interleaved kernel is persistent, with output tiles stored
 in halves so a 4th pipeline stage fits: 145.0 against 153.5 us at 2048x2048x5504 (1.041x cuBLAS's 139.3,
-``benchmarks/results/2026-11-22-h100-matmul-ws/``); with more waves one tile per program stays faster.
+``benchmarks/results/matmul-last-gap/``); with more waves one tile per program stays faster.
 When the last wave of tiles would keep at most a quarter (half) of the SMs busy, its tiles are done as
 quarter (half) tiles by all of them: 137.0 us at 2048x2048x5504, level with cuBLAS (136.7).
 
@@ -36,8 +36,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels import _common as common
-from kprof.kernels._common import grouped_tile
+from kprof.kernels.lib import launching, tiles
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
 from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel, ieee
 
@@ -50,9 +50,9 @@ def _interleaved_tile(x_desc, w_desc, y_desc, off_m, off_n, K, BLOCK_M: tl.const
     for ks in range(tl.cdiv(K, BLOCK_K)):  # out-of-range rows/columns of the edge tiles load as zeros
         a = x_desc.load([off_m, ks * BLOCK_K])
         b = w_desc.load([ks * BLOCK_K, 2 * off_n])
-        acc = common.dot_acc(a, b, acc, IEEE)
+        acc = dot_acc(a, b, acc, IEEE)
     gate, up = tl.split(tl.reshape(acc, [BLOCK_M, BLOCK_N, 2]))
-    common.store_tile(y_desc, gate * tl.sigmoid(gate) * up, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # clipped
+    store_tile(y_desc, gate * tl.sigmoid(gate) * up, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # clipped
 
 
 @triton.jit
@@ -107,7 +107,7 @@ def _swiglu_interleaved_kernel(
 TMA_CONFIG = (128, 128, 64, 8, 8, 3)
 # Persistent (one program per SM), output tiles stored in halves so a 4th stage fits, whole columns of
 # row tiles in a group: where the tiles make at most PERSISTENT_MAX_WAVES waves of SMs. On an H100
-# (benchmarks/results/2026-11-22-h100-matmul-ws/) 145.0 us against 153.5 one tile per program at
+# (benchmarks/results/matmul-last-gap/) 145.0 us against 153.5 one tile per program at
 # 2048x2048x5504 (688 tiles, 5.2 waves; cuBLAS x @ [Wg Wu] 139.3), a tie at 1000x1000x3000 (1.5 waves),
 # and slower at 4096x4096x11008 (20.8 waves: 1096 against 1055) and 8192x4096x11008 (2241 against 2153).
 PERSISTENT_CONFIG = (128, 128, 64, 16, 8, 4)
@@ -115,7 +115,7 @@ PERSISTENT_MAX_WAVES = 8
 # The last, partial wave of tiles in parts (``tail_split``). At 2048x2048x5504 688 tiles on 132 SMs leave 28
 # for a sixth wave; as 112 quarter tiles it took the op from 143.4 to 137.0 us (cuBLAS x @ [Wg Wu] 136.7),
 # at 2048x4096x5504 from 266.5 to 251.8 (cuBLAS 265.2) on an H100
-# (benchmarks/results/2026-11-22-h100-matmul-ws/quarter_tail.log). Halves: 1000x1000x3000 leaves 60 of 192
+# (benchmarks/results/matmul-last-gap/quarter_tail.log). Halves: 1000x1000x3000 leaves 60 of 192
 # tiles; as 120 halves, 34.2 -> 33.0 us (tail_halves.log, where 2048x2048x5504 read 137.7 against cuBLAS 138.8).
 TAIL_SPLITS = True
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
@@ -146,30 +146,30 @@ def launch_interleaved(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, 
     (persistent only; default ``TAIL_SPLITS``) does the last partial wave's tiles in parts (``tail_split``)."""
     m, k = x2d.shape
     n = y.shape[1]
-    sms = common.sm_count(x2d) if x2d.is_cuda else 4
+    sms = launching.sm_count(x2d) if x2d.is_cuda else 4
     if persistent is None:
         bm, bn = TMA_CONFIG[:2]
         persistent = triton.cdiv(m, bm) * triton.cdiv(n, bn) <= PERSISTENT_MAX_WAVES * sms
-    if common.interpreting():
+    if launching.interpreting():
         bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG
     else:
         bm, bn, bk, gm, warps, stages = PERSISTENT_CONFIG if persistent else TMA_CONFIG
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     programs = min(sms, tiles) if persistent else 0
     split = tail_split(tiles, programs) if (TAIL_SPLITS if tail is None else tail) else 0
-    subtile = persistent and not common.interpreting()
-    desc = common.TensorDescriptor.from_tensor
+    subtile = persistent and not launching.interpreting()
+    desc = launching.TensorDescriptor.from_tensor
     full = (desc(x2d, [bm, bk]), desc(w_int, [bk, 2 * bn]), desc(y, [bm, bn // 2 if subtile else bn]))
     tn = bn // (split // 2) if split else bn
     parts = (desc(x2d, [bm // 2, bk]), desc(w_int, [bk, 2 * tn]), desc(y, [bm // 2, tn])) if split else full
     _swiglu_interleaved_kernel[(programs or tiles,)](
         *full, *parts, m, n, k,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=programs, SUBTILE=subtile, TAIL_SPLIT=split,
-        IEEE=common.interpreting(), num_warps=warps, num_stages=stages,
+        IEEE=launching.interpreting(), num_warps=warps, num_stages=stages,
     )
 
 
-_config = common.tile_config
+_config = tiles.tile_config
 CONFIGS = [
     _config(128, 128, 64, 8, 3),
     _config(128, 128, 64, 8, 4),
@@ -179,7 +179,7 @@ CONFIGS = [
     _config(256, 64, 64, 8, 3),
     _config(128, 128, 32, 8, 4),
     # the sweep's winner at 2048x2048x5504 (H100): 5 stages fit once BLOCK_K is 32, 1.7% ahead of 4 stages
-    # (benchmarks/results/2026-11-22-h100-sweeps/swiglu_tiled_guide.md)
+    # (benchmarks/results/sweeps/swiglu_tiled_guide.md)
     _config(128, 128, 32, 8, 5),
     _config(64, 64, 64, 4, 4),
     _config(16, 128, 128, 4, 4),  # decode: few tokens, the weights are what moves
@@ -203,11 +203,11 @@ def weights_in_layout(w_gate: torch.Tensor, w_up: torch.Tensor, layout: str) -> 
 def launch_tuned(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor) -> None:
     m, k = x2d.shape
     n = wg.shape[1]
-    common.launch_autotuned(
+    launching.launch_autotuned(
         _swiglu_autotuned,
         lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),),
         x2d, wg, wu, y, m, n, k, x2d.stride(0), x2d.stride(1), wg.stride(0), wg.stride(1),
-        IEEE=ieee(x2d), ALIGNED=common.promise_aligned(x2d, wg), interpreter_config=INTERPRETER_CONFIG,
+        IEEE=ieee(x2d), ALIGNED=tiles.promise_aligned(x2d, wg), interpreter_config=INTERPRETER_CONFIG,
     )
 
 
@@ -218,7 +218,7 @@ def best_config() -> triton.Config | None:
 
 def use_interleaved(x2d: torch.Tensor, y: torch.Tensor) -> bool:
     """The interleaved TMA kernel serves these rows: 1000+ rows (any under the interpreter) of TMA-ready x, y."""
-    return (x2d.shape[0] >= TMA_MIN_ROWS or common.interpreting()) and common.tma_ready(x2d, y)
+    return (x2d.shape[0] >= TMA_MIN_ROWS or launching.interpreting()) and launching.tma_ready(x2d, y)
 
 
 def swiglu_with(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
@@ -229,7 +229,7 @@ def swiglu_with(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
     if w_int is not None and use_interleaved(x2d, y):
         wi = w_int() if callable(w_int) else w_int
-        if common.tma_ready(wi):
+        if launching.tma_ready(wi):
             launch_interleaved(x2d, wi, y)
             return y.view(*x.shape[:-1], ff)
     launch_tuned(x2d, *weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT), y)
@@ -247,7 +247,7 @@ def swiglu_tuned(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> t
     return swiglu_with(x, w_gate, w_up, lambda: interleaved_weights(w_gate, w_up))
 
 
-_prepared = common.SameTensorsMemo()
+_prepared = launching.SameTensorsMemo()
 
 
 @FAMILY.provider(

@@ -157,7 +157,7 @@ def test_add_rmsnorm_config_is_launchable(n, n_rows):
 @pytest.mark.parametrize("h", [1, 333, 4096, 11008, 40000])
 @pytest.mark.parametrize("n_rows", [1, 64, 16384])
 def test_gated_config_covers_rows_and_fills_the_gpu(h, n_rows):
-    from kprof.kernels._gated import choose_config
+    from kprof.kernels.lib.gated import choose_config
 
     cfg = choose_config(h, 2, n_rows)
     assert cfg.block_h & (cfg.block_h - 1) == 0 and cfg.rows == 1
@@ -172,13 +172,13 @@ def test_gated_config_covers_rows_and_fills_the_gpu(h, n_rows):
 def test_gated_flat_blocks_cross_row_ends(family, n_rows, h, pad, device):
     """The flat launch of triton_tuned (chosen for many rows) on few rows, so CI reaches it: blocks of 2048
     outputs span several rows and end inside one; ``pad`` gives x rows a stride wider than 2H."""
-    from kprof.kernels import _gated
+    from kprof.kernels.lib import gated as _gated
 
     fam = F[family]
     act = _gated.SILU if family == "silu_mul" else _gated.GELU_TANH
     x = fam.make_inputs((n_rows, 2 * h + pad), "bf16", device, seed=n_rows + h)["x"][:, : 2 * h]
     y = torch.full((n_rows, h), float("nan"), dtype=x.dtype, device=device)
-    _gated.launch_tile(_gated._tile_launcher, _gated.Config(_gated.FLAT_BLOCK, 1, _gated.FLAT_WARPS, False, flat=True),
+    _gated.launch_tile(_gated.tile_launcher, _gated.Config(_gated.FLAT_BLOCK, 1, _gated.FLAT_WARPS, False, flat=True),
                        x, y, act)
     ref = fam.oracle(x=x)
     assert not y.isnan().any()
@@ -319,7 +319,7 @@ def test_pdl_only_on_a_hopper_gpu_outside_the_interpreter(monkeypatch):
     import warnings
     from types import SimpleNamespace
 
-    from kprof.kernels._common import pdl_launch, pdl_ready, prefer_shared_memory
+    from kprof.kernels.lib.launching import pdl_launch, pdl_ready, prefer_shared_memory
 
     assert not pdl_ready(torch.empty(2))  # a CPU tensor: no launch attributes
     assert pdl_launch(False) == {} and pdl_launch(True) == {"launch_pdl": True}
@@ -335,7 +335,7 @@ def test_pdl_only_on_a_hopper_gpu_outside_the_interpreter(monkeypatch):
 
 
 def test_alignment_promise_only_where_the_compiler_cannot_see_it():
-    from kprof.kernels._common import aligned8
+    from kprof.kernels.lib.tiles import aligned8
 
     assert aligned8(1000, 3000, 1000, 3000)          # multiples of 8, not all of 16: promise
     assert not aligned8(2048, 5504, 2048, 5504)      # all multiples of 16: Triton knows more already
@@ -365,7 +365,7 @@ def test_rstd_epilogue_product_both_ways(tma, m, k, n, device):
     """triton_rstd_epilogue's two products, each on odd sizes (last tiles partly outside): the persistent
     TMA kernel (descriptor loads pad with zeros, the store clips) and the pointer kernel it falls back to,
     checked against the float64 oracle with rows at different scales and a bias."""
-    from kprof.kernels._common import tma_ready
+    from kprof.kernels.lib.launching import tma_ready
     from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 
     fam = F["rmsnorm_linear"]
@@ -385,7 +385,7 @@ def test_rstd_epilogue_product_both_ways(tma, m, k, n, device):
 
 
 def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
-    from kprof.kernels._common import tma_ready
+    from kprof.kernels.lib.launching import tma_ready
 
     ok = torch.randn(8, 64, device=device, dtype=torch.bfloat16)
     assert tma_ready(ok, ok.t().contiguous())
@@ -401,7 +401,7 @@ def test_swiglu_tail_in_parts_on_the_gpu():
     the result matches the float64 oracle, with and without the parts."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from kprof.kernels._common import sm_count, tma_ready
+    from kprof.kernels.lib.launching import sm_count, tma_ready
     from kprof.kernels.swiglu import tuned
 
     fam = F["swiglu"]
@@ -429,7 +429,7 @@ def test_rmsnorm_linear_with_pdl_reads_this_calls_rstd(m, k, n, monkeypatch):
     TMA product (2048 and 1000 rows) and pointer product (40 rows); with PDL off (KPROF_PDL=0) as well."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from kprof.kernels import _common
+    from kprof.kernels.lib import launching as _common
 
     fam = F["rmsnorm_linear"]
     fn = fam.providers["triton_rstd_epilogue"].fn

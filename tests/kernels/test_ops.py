@@ -9,7 +9,8 @@ import contextlib
 import pytest
 import torch
 
-from kprof.kernels import _fastops, discover, ops
+from kprof.kernels import discover, ops
+from kprof.kernels.lib import fastops as _fastops
 
 F = discover()
 OPS = {  # op -> (family, shape)

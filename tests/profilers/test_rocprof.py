@@ -1,4 +1,4 @@
-"""rocprof parsers on the real AMD outputs in tests/data/rocprof/ (copied from ../shared/fixtures)."""
+"""rocprof parsers on the real AMD outputs in tests/data/rocprof/ (real outputs from public repositories; provenance in its README)."""
 
 from __future__ import annotations
 

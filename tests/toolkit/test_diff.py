@@ -157,7 +157,7 @@ def test_cli_diff_of_two_trace_files(tmp_path, data_file):
 
 
 # ------------------------------------------------------------------------- separate runs vs interleaved
-RECORDED = ROOT / "benchmarks/results/2026-11-22-h100-rmsnorm-two-pass/profile_store.db.gz"
+RECORDED = ROOT / "benchmarks/results/rmsnorm-two-pass/profile_store.db.gz"
 H100 = "NVIDIA H100 80GB HBM3"
 
 

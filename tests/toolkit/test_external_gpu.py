@@ -1,7 +1,7 @@
 """The external profilers for real, on a GPU machine: one small rmsnorm run under each available tool.
 
 Skipped without a CUDA GPU; each tool's test is skipped (with the reason kprof gives) when the tool is
-not installed. On the project's H100: nsys needs the libraries of ../shared/gpu-libs on LD_LIBRARY_PATH.
+not installed. Where nsys is the copy bundled with Nsight Compute, its libraries must be on LD_LIBRARY_PATH.
 """
 
 from __future__ import annotations

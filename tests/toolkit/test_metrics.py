@@ -143,7 +143,7 @@ def test_summary_rows_count_as_their_launches():
     assert m.loc["c", "transfers_per_call"] == 1
 
 
-# ------------------------------------------------------------------------------------ roofline (issue 7)
+# ------------------------------------------------------------------------------------ roofline ---------
 def test_roofline_point_places_cases_under_the_lower_roof():
     from kprof.metrics import roofline_point
 

@@ -10,7 +10,7 @@ import pytest
 
 from kprof.report import INTERPRETER_NOTICE, markdown_table, render, with_speedup
 
-H100 = Path(__file__).parents[2] / "benchmarks" / "results" / "2026-11-22-h100" / "profile-run9-final" / "metrics.csv"
+H100 = Path(__file__).parents[2] / "benchmarks" / "results" / "rmsnorm-core-flow" / "profile-run9-final" / "metrics.csv"
 RUN = {"id": "r1", "family": "rmsnorm", "mode": "gpu", "status": "complete", "profiler": "torch",
        "device": {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3", "cc_major": 9, "cc_minor": 0, "sm_count": 132},
        "versions": {"torch": "2.11.0", "triton": "3.6.0"}, "ceiling_gbps": 3001.0, "git_commit": "abc"}

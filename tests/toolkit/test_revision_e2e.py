@@ -2,7 +2,7 @@
 each revision, and a wrong kernel fails the command.
 
 A temporary git repository holds a copy of kprof (``toolkit/`` and ``kernels/``). Commit A is today's code;
-commit B multiplies the gated activation in ``kernels/_gated.py`` by 1.05 (silu_mul keeps all its Triton
+commit B multiplies the gated activation in ``kernels/lib/gated.py`` by 1.05 (silu_mul keeps all its Triton
 kernels there, outside ``kernels/silu_mul/``). ``kprof`` runs in a child process whose ``kprof`` package is
 that copy (``toolkit/`` with ``kernels/`` beside it), so ``--rev`` reads the temporary repository's history.
 """
@@ -53,10 +53,10 @@ def planted(tmp_path_factory) -> Planted:
     git(tmp, "init", "-q", str(repo))
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "A: today's kernels")
-    gated = repo / "kernels" / "_gated.py"
+    gated = repo / "kernels" / "lib" / "gated.py"
     text = gated.read_text()
     right = "        return g * tl.sigmoid(g)\n"
-    assert text.count(right) == 1, "the silu branch of _gated._act moved; plant the error elsewhere"
+    assert text.count(right) == 1, "the silu branch of lib.gated._act moved; plant the error elsewhere"
     gated.write_text(text.replace(right, "        return 1.05 * g * tl.sigmoid(g)\n"))
     git(repo, "commit", "-qam", "B: silu x1.05 in the shared module")
     # untracked links (git status of tracked files stays clean): the child imports this copy as kprof
@@ -115,14 +115,14 @@ def test_rev_measures_the_shared_module_at_each_revision(rev_runs: RevRuns, plan
     st = RunStore(rev_runs.store)
     ra, rb = st.run(rev_runs.a), st.run(rev_runs.b)
     assert (ra["git_commit"], rb["git_commit"]) == (planted.a, planted.b)
-    # the closure is hashed: _gated.py differs, the family folder and _common.py do not
+    # the closure is hashed: lib/gated.py differs, the family folder and lib/checks.py do not
     ha, hb = ra["source_hashes"], rb["source_hashes"]
-    assert set(ha) == set(hb) >= {"kernels/_gated.py", "kernels/_common.py", "kernels/silu_mul/versions.py"}
-    assert [f for f in ha if ha[f] != hb[f]] == ["kernels/_gated.py"]
+    assert set(ha) == set(hb) >= {"kernels/lib/gated.py", "kernels/lib/checks.py", "kernels/silu_mul/versions.py"}
+    assert [f for f in ha if ha[f] != hb[f]] == ["kernels/lib/gated.py"]
     src = rb["config"]["sources"]
-    assert src["kernels_from"] == f"revision {planted.b}" and "kernels/_gated.py" in src["files"]
+    assert src["kernels_from"] == f"revision {planted.b}" and "kernels/lib/gated.py" in src["files"]
     assert "kprof.registry" in src["harness"] and not any(h.startswith("kprof.kernels") for h in src["harness"])
-    assert "kernel modules it imports (kernels/_common.py, kernels/_gated.py)" in rb["report_md"]
+    assert "kernel modules it imports (kernels/lib/ (4 files))" in rb["report_md"]
     ma, mb = st.metrics(rev_runs.a), st.metrics(rev_runs.b)
     assert len(ma) == len(mb) == 4 * 2
     assert (ma["status"] == "ok").all(), ma[["case", "status", "note"]]

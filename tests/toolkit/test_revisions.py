@@ -134,8 +134,8 @@ def test_a_family_at_a_revision_runs_the_other_families_modules_it_imports_at_th
     chunks = [sys.modules[f"{fr.package.rsplit('.', 1)[0]}.rmsnorm.looped"].DEFAULT_CHUNK for fr in loads]
     assert chunks == [4096, 512, 512]
     assert loads[1].family is not loads[2].family  # the A/A pair: two separate copies
-    commons = {id(sys.modules[f"{fr.package.rsplit('.', 1)[0]}._common"]) for fr in loads}
-    assert len(commons) == 3  # kernels/_common.py: one module per load
+    commons = {id(sys.modules[f"{fr.package.rsplit('.', 1)[0]}.lib.checks"]) for fr in loads}
+    assert len(commons) == 3  # kernels/lib/checks.py: one module per load
     assert registered_families() == before and discover()["rmsnorm"] is TODAY
     assert "kernels/rmsnorm/looped.py" in loads[0].closure.files
     assert loads[0].source_hashes["kernels/rmsnorm/looped.py"] != loads[1].source_hashes["kernels/rmsnorm/looped.py"]
@@ -164,11 +164,11 @@ def test_the_replay_child_imports_the_revision_copy_not_todays_kernels(repo, tmp
 
 def test_two_families_of_one_commit_share_its_copy_whatever_the_store(repo, tmp_path):
     """silu_mul then gelu_mul at one commit (one slot), loaded with two different stores in one process: the
-    second adds its files to the copy already imported, and both use that copy's kernels/_gated.py."""
+    second adds its files to the copy already imported, and both use that copy's kernels/lib/gated.py."""
     import sys
 
     silu = load_family_at(repo / "kernels" / "silu_mul", "HEAD", tmp_path / "store1", 5)
     gelu = load_family_at(repo / "kernels" / "gelu_mul", "HEAD", tmp_path / "store2", 5)
     assert silu.root == gelu.root and gelu.family.name == "gelu_mul"
     root = silu.package.rsplit(".", 1)[0]
-    assert sys.modules[f"{gelu.package}.family"].gated is sys.modules[f"{root}._gated"]
+    assert sys.modules[f"{gelu.package}.family"].gated is sys.modules[f"{root}.lib.gated"]

@@ -1,0 +1,9 @@
+"""The library the kernel families share (not a family: discovery skips it). See ``README.md`` here.
+
+* :mod:`.checks` - the one input-checking API (``validate`` / ``check_inputs`` of every family are built on it).
+* :mod:`.launching` - meta-parameters, device capabilities, PDL, TMA readiness, autotuned launches.
+* :mod:`.tiles` - building blocks of the tiled matrix-product kernels.
+* :mod:`.gated` - the gated-activation kernel designs silu_mul and gelu_mul instantiate.
+* :mod:`.fastops` - precomputed launch plans for :mod:`kprof.kernels.ops`.
+* :mod:`.peers` - what peer libraries refuse.
+"""

@@ -1,0 +1,345 @@
+"""Launch plans for :mod:`kprof.kernels.ops`: the Triton path with as little host work per call as the
+PyTorch code it replaces.
+
+At decode sizes a kernel runs 2-25 us on an H100 and the host is what a model waits for: the ops layer
+once cost 1.8-3.6x the host time of the PyTorch code (a registry lookup, imports, input checks, config
+choice, the JIT's argument binding and ``triton.autotune``'s dispatch on every call). Here the first call
+with a given signature (shapes, strides, dtypes, device, 16-byte alignment of each tensor, scalar
+arguments) runs the checked path: the family's input checks, the configuration choice, the autotuner
+where the kernel has one. It records a :class:`Plan` of everything that depends only on that signature.
+Later calls with the same signature look the plan up in one dict, allocate the outputs and launch the
+compiled kernels through Triton's C launcher (:class:`kprof.launch.CompiledLauncher`). The signature
+covers every property the checks look at, so a call that would fail them never finds a plan; tensor
+values are never part of a plan (nothing derived from the data is kept).
+
+Inputs a plan cannot describe (rows that do not collapse into one stride, a strided last dimension,
+non-contiguous weights) take the checked path on every call, which copies as the family wrappers do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import triton
+
+from kprof.kernels.lib import gated as _gated
+from kprof.kernels.lib import launching, tiles
+from kprof.launch import CompiledLauncher, launch_hooks_installed
+
+_MAX_PLANS = 4096
+_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
+
+
+def sig(t: torch.Tensor) -> tuple:
+    """What a plan depends on about one tensor (its values never)."""
+    return (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() % 16 == 0)
+
+
+def row_stride(t: torch.Tensor) -> int | None:
+    """The row stride of ``t`` seen as ``[rows, last]`` without a copy, or None (copy needed)."""
+    if t.stride(-1) != 1:
+        return None
+    try:
+        return t.view(-1, t.shape[-1]).stride(0)
+    except RuntimeError:
+        return None
+
+
+class Launch:
+    """One kernel launch whose arguments after the leading tensors (sizes, strides, scalars, constexprs in
+    signature order) and launch options are fixed by the plan's signature."""
+
+    __slots__ = ("launcher", "key", "grid", "tail", "options", "entry")
+
+    def __init__(self, launcher: CompiledLauncher, key: tuple, grid: Sequence[int], tail: tuple,
+                 options: dict[str, Any]) -> None:
+        self.launcher, self.key, self.tail, self.options = launcher, key, tail, options
+        self.grid = (tuple(grid) + (1, 1))[:3]
+        self.entry: Any = None  # the compiled kernel's launch entry, once the JIT has built it
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        entry = self.entry
+        if entry is None or launch_hooks_installed():
+            # first launch of this plan, a launch hook installed (profilers), or the interpreter
+            entry = self.launcher.lookup(self.key)
+            if entry is None:
+                self.launcher.launch_jit(self.key, self.grid, tensors + self.tail, **self.options)
+                return
+            self.entry = entry
+        run, function, packed, device = entry
+        g = self.grid
+        run(g[0], g[1], g[2], _stream(device), function, packed, None, None, None, *tensors, *self.tail)
+
+
+def constexpr_tail(jit_fn: Any, first: int, named: dict[str, Any]) -> tuple:
+    """``named``'s values for ``jit_fn``'s arguments from position ``first`` on, in signature order."""
+    fn = getattr(jit_fn, "fn", jit_fn)  # an Autotuner wraps the JITFunction
+    return tuple(named[n] for n in fn.arg_names[first:])
+
+
+def autotuned_choice(kernel: Any, interpreter_config: dict[str, int]) -> tuple[dict[str, int], dict[str, Any]]:
+    """(meta-parameters, launch options) of the config ``kernel`` (a ``triton.autotune`` kernel) used on its
+    last launch; the interpreter's fixed config under the interpreter (the autotuner does not run there)."""
+    if launching.interpreting() or getattr(kernel, "best_config", None) is None:
+        return dict(interpreter_config), {}
+    cfg = kernel.best_config
+    options = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+    if getattr(cfg, "num_ctas", 1) != 1:
+        options["num_ctas"] = cfg.num_ctas
+    if getattr(cfg, "maxnreg", None) is not None:
+        options["maxnreg"] = cfg.maxnreg
+    return dict(cfg.kwargs), options
+
+
+class Plans:
+    """Plans by call signature (bounded: a caller cycling through many shapes rebuilds them)."""
+
+    def __init__(self) -> None:
+        self.plans: dict[tuple, Any] = {}
+
+    def get(self, key: tuple) -> Any:
+        return self.plans.get(key)
+
+    def put(self, key: tuple, plan: Any) -> Any:
+        if len(self.plans) >= _MAX_PLANS:
+            self.plans.clear()
+        self.plans[key] = plan
+        return plan
+
+
+# --------------------------------------------------------------------------------------- add + rmsnorm
+_add_plans = Plans()
+
+
+def fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    key = (sig(x), sig(residual), sig(weight), eps)
+    plan = _add_plans.get(key)
+    if plan is None:
+        plan = _add_plans.put(key, _add_plan(x, residual, weight, eps))
+    if plan is False:
+        from kprof.kernels.add_rmsnorm.tuned import add_rmsnorm_tuned
+
+        return add_rmsnorm_tuned(x, residual, weight, eps)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    h = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    plan(x, residual, weight, y, h)
+    return y, h
+
+
+def _add_plan(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float) -> Launch | bool:
+    """The checked path's choice as a Launch, or False where a plan cannot describe the inputs."""
+    from kprof.kernels.add_rmsnorm import tuned
+    from kprof.kernels.add_rmsnorm.family import validate
+
+    validate(x, residual, weight)
+    xs, rs = row_stride(x), row_stride(residual)
+    if xs is None or rs is None or weight.stride(0) != 1:
+        return False
+    n = x.shape[-1]
+    n_rows = x.numel() // n
+    cfg = tuned.choose_config(n, x.element_size(), n_rows, launching.sm_count(x))
+    if cfg.kernel == "rows":
+        i64 = n_rows * max(xs, rs, n, 1) >= 2**31
+        tail = (xs, rs, n_rows, n, float(eps), cfg.block_n, cfg.rows, i64)
+        return Launch(tuned._rows_launcher, ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
+                      (triton.cdiv(n_rows, cfg.rows),), tail, {"num_warps": cfg.num_warps})
+    tail = (xs, rs, n, float(eps), cfg.block_n)
+    return Launch(tuned._looped_launcher, ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
+                  (n_rows,), tail, {"num_warps": cfg.num_warps})
+
+
+# ---------------------------------------------------------------------------------- gated activations
+_gated_plans = Plans()
+
+
+def gated(x: torch.Tensor, act: int, op: str) -> torch.Tensor:
+    key = (sig(x), act)
+    plan = _gated_plans.get(key)
+    if plan is None:
+        plan = _gated_plans.put(key, _gated_plan(x, act, op))
+    if plan is False:
+        x2d, y2d, y = _gated.check_inputs(op, x)
+        cfg = _gated.choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))
+        _gated.launch_tile(_gated._tile_launcher, cfg, x2d, y2d, act)
+        return y
+    launch, out_shape = plan
+    y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+    launch(x, y)
+    return y
+
+
+def _gated_plan(x: torch.Tensor, act: int, op: str) -> tuple[Launch, tuple[int, ...]] | bool:
+    _gated.validate(op, x)
+    xs = row_stride(x)
+    if xs is None:
+        return False
+    h = x.shape[-1] // 2
+    n_rows = x.numel() // x.shape[-1]
+    cfg = _gated.choose_config(h, x.element_size(), n_rows, launching.sm_count(x))
+    i64 = n_rows * max(xs, 1) >= 2**31
+    if cfg.flat:
+        tail = (xs, n_rows * h, h, cfg.block_h, act, i64)
+        launch = Launch(_gated._flat_launcher, ("ops", cfg, tail, sig(x)), (triton.cdiv(n_rows * h, cfg.block_h),),
+                        tail, {"num_warps": cfg.num_warps})
+    else:
+        tail = (xs, n_rows, h, cfg.block_h, cfg.rows, act, cfg.hints, i64)
+        launch = Launch(_gated._tile_launcher, ("ops", cfg, tail, sig(x)),
+                        (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h)), tail,
+                        {"num_warps": cfg.num_warps})
+    return launch, tuple(x.shape[:-1]) + (h,)
+
+
+# ------------------------------------------------------------------------------------------- swiglu
+_swiglu_plans = Plans()
+_swiglu_launcher: CompiledLauncher | None = None
+
+
+def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    """``silu(x @ Wg) * (x @ Wu)`` by the autotuned tiled kernel on the weights as given (no derived copy)."""
+    key = (sig(x), sig(w_gate), sig(w_up))
+    plan = _swiglu_plans.get(key)
+    if plan is None:
+        return _swiglu_first(x, w_gate, w_up, key)
+    launch, out_shape = plan
+    y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+    launch(x, w_gate, w_up, y)
+    return y
+
+
+def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key: tuple) -> torch.Tensor:
+    """The checked path (autotunes on a new shape), then the plan for the next calls."""
+    global _swiglu_launcher
+    from kprof.kernels.swiglu import tuned
+
+    x2d, ff = tuned.check_inputs(x, w_gate, w_up)
+    y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
+    wg, wu = tuned.weights_in_layout(w_gate, w_up, "kn")
+    tuned.launch_tuned(x2d, wg, wu, y)
+    xs = row_stride(x)
+    if xs is not None and w_gate.is_contiguous() and w_up.is_contiguous():
+        meta, options = autotuned_choice(tuned._swiglu_autotuned, tuned.INTERPRETER_CONFIG)
+        m, k = x2d.shape
+        named = {**meta, "IEEE": tuned.ieee(x2d), "ALIGNED": tiles.promise_aligned(x2d, wg)}
+        tail = (m, ff, k, xs, 1, ff, 1) + constexpr_tail(tuned._swiglu_autotuned, 11, named)
+        if _swiglu_launcher is None:
+            _swiglu_launcher = CompiledLauncher(tuned._swiglu_tiled_kernel)
+        grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(ff, meta["BLOCK_N"]),)
+        _swiglu_plans.put(key, (Launch(_swiglu_launcher, ("ops",) + key + (tail, tuple(options.items())), grid,
+                                       tail, options), tuple(x.shape[:-1]) + (ff,)))
+    return y.view(*x.shape[:-1], ff)
+
+
+# ----------------------------------------------------------------------------- rmsnorm, then product
+_product_plans = Plans()
+_product_launcher: CompiledLauncher | None = None
+
+
+def rms_norm_linear(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
+                    ) -> torch.Tensor:
+    """``rms_norm(x, g) @ w (+ b)``: the tuned rmsnorm kernel writes the normalised rows, the autotuned
+    product reads them with the bias in its epilogue (nothing derived from the weights is kept)."""
+    key = (sig(x), sig(g), sig(w), None if b is None else sig(b), eps)
+    plan = _product_plans.get(key)
+    if plan is None:
+        return _rms_norm_linear_first(x, g, w, b, eps, key)
+    norm, product, out_shape = plan
+    if norm is None:  # the interpreter: rmsnorm's own wrapper
+        from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+
+        xn = rmsnorm_tuned(x, g, eps)
+    else:
+        xn = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        norm(x, g, xn)
+    y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+    product(xn, w, w if b is None else b, w, y)
+    return y
+
+
+def _norm_launch(x: torch.Tensor, g: torch.Tensor, eps: float, key: tuple) -> Launch | None:
+    """rmsnorm_tuned's launch for x's rows (output contiguous), or None where it has no plan (CPU)."""
+    from kprof.kernels.rmsnorm import tuned
+
+    p = tuned._make_plan(x, g)
+    if p is None:
+        return None
+    tail = (*p.ints, float(eps), *p.constexprs)
+    return Launch(p.launcher, ("ops", p.key, key[0], key[1], tail), p.grid, tail, {"num_warps": p.num_warps})
+
+
+def _rms_norm_linear_first(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
+                           eps: float, key: tuple) -> torch.Tensor:
+    global _product_launcher
+    from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+    from kprof.kernels.rmsnorm_linear import fused
+    from kprof.kernels.rmsnorm_linear.family import check_inputs
+
+    x2d, n = check_inputs(x, g, w, b)
+    xn = rmsnorm_tuned(x2d, g, eps)
+    wc = w.contiguous()
+    y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
+    fused.launch_product(xn, wc, b, y, eps, norm=0)
+    if w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None:
+        meta, options = autotuned_choice(fused._autotuned, fused.INTERPRETER_CONFIG)
+        m, k = xn.shape
+        named = {**meta, "NORM": 0, "HAS_BIAS": b is not None,
+                 "IEEE": x.dtype == torch.float32 or launching.interpreting(),
+                 "ALIGNED": tiles.promise_aligned(xn, wc), "PDL": False}
+        tail = (m, n, k, k, 1, n, 1, float(eps)) + constexpr_tail(fused._autotuned, 13, named)
+        if _product_launcher is None:
+            _product_launcher = CompiledLauncher(fused._rmsnorm_linear_kernel)
+        grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+        product = Launch(_product_launcher, ("ops",) + key + (tail, tuple(options.items())), grid, tail, options)
+        _product_plans.put(key, (_norm_launch(x, g, eps, key), product, tuple(x.shape[:-1]) + (n,)))
+    return y.view(*x.shape[:-1], n)
+
+
+# ------------------------------------------------------------------------------------------- kasmina
+_kasmina_plans = Plans()
+_kasmina_launcher: CompiledLauncher | None = None
+
+
+def kasmina(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
+            weights: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The branch-free kernel with telemetry (ids outside the registry: clamped, the seed's outputs NaN)."""
+    key = (sig(x), sig(lifecycle), sig(blueprint_id), sig(alpha), sig(weights), sig(bias))
+    plan = _kasmina_plans.get(key)
+    if plan is None:
+        return _kasmina_first(x, lifecycle, blueprint_id, alpha, weights, bias, key)
+    launch, n_seeds = plan
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device)
+    launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele)
+    return y, tele
+
+
+def _kasmina_first(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
+                   weights: torch.Tensor, bias: torch.Tensor, key: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+    global _kasmina_launcher
+    from kprof.kernels.kasmina import branch_free
+
+    y, tele = branch_free.launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=True)
+    xs = row_stride(x)
+    if xs is not None and weights.is_contiguous() and bias.is_contiguous():
+        n_seeds, c = lifecycle.shape[0], weights.shape[-1]
+        n_rows = x.numel() // x.shape[-1]
+        block_b, warps = branch_free.tile_for(n_rows, True)
+        tail = (n_rows, c, weights.shape[0], xs, x.shape[-1], block_b, max(16, triton.next_power_of_2(c)), True,
+                x.dtype == torch.float32 or launching.interpreting())
+        if _kasmina_launcher is None:
+            _kasmina_launcher = CompiledLauncher(branch_free._kasmina_forward_kernel)
+        _kasmina_plans.put(key, (Launch(_kasmina_launcher, ("ops",) + key + (tail,), (n_seeds, 1), tail,
+                                        {"num_warps": warps}), n_seeds))
+    return y, tele
+
+
+def reset() -> None:
+    """Forget every plan (tests; a process that changed TRITON_INTERPRET)."""
+    for plans in (_add_plans, _gated_plans, _swiglu_plans, _product_plans, _kasmina_plans):
+        plans.plans.clear()
+
+
+__all__: Sequence[str] = ("Launch", "Plans", "fused_add_rms_norm", "gated", "kasmina", "rms_norm_linear", "reset",
+                          "sig", "swiglu")

@@ -1,0 +1,332 @@
+"""Gated activations ``act(gate) * up`` over ``x = [..., 2H]`` (gate | up halves), shared by the
+``silu_mul`` and ``gelu_mul`` families: the same three kernel designs, the activation a constexpr.
+
+Versions registered into each family by :func:`register_versions`:
+
+* ``triton_one_row`` - one program per row, the row's H outputs in one block (the classic pattern).
+* ``triton_tiled`` - a 2-D grid of (row, column block) programs of a fixed 1024-column block: wide rows
+  and few rows still give every SM work (at 64 x (2*11008) one-row launches only 64 programs).
+* ``triton_tuned`` - the block chosen by measurement on an H100 (a whole row per program when rows are
+  many, 4 KB column blocks when they are few; see ``choose_config``), 32-bit offsets when they suffice,
+  launches through compiled kernels (no JIT argument binding per call).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from kprof.dtypes import element_size
+from kprof.kernels.lib import checks, launching
+from kprof.launch import CompiledLauncher, spec_key
+from kprof.registry import Family, Shape
+
+SILU = 0
+GELU_TANH = 1
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+# ------------------------------------------------------------------------------------ PyTorch and oracle
+def activation_f64(gate: torch.Tensor, act: int) -> torch.Tensor:
+    g = gate.double()
+    if act == SILU:
+        return g * torch.sigmoid(g)
+    return 0.5 * g * (1.0 + torch.tanh(_SQRT_2_OVER_PI * (g + 0.044715 * g.pow(3))))
+
+
+def make_inputs(shape: Shape, dtype: str, device: str | torch.device, seed: int) -> dict:
+    """``x [..., 2H]``: gate values spread over the activation's curved region and tails, up around 1."""
+    if shape[-1] % 2:
+        raise ValueError(f"gated activations need an even last dimension (gate | up), got {shape[-1]}")
+    gen = torch.Generator(device=device).manual_seed(seed)
+    half = tuple(shape[:-1]) + (shape[-1] // 2,)
+    gate = 3.0 * torch.randn(half, generator=gen, device=device)
+    up = 1.0 + torch.randn(half, generator=gen, device=device)
+    from kprof.dtypes import torch_dtype
+
+    return {"x": torch.cat([gate, up], dim=-1).to(torch_dtype(dtype))}
+
+
+def make_outputs(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty(x.shape[:-1] + (x.shape[-1] // 2,), dtype=x.dtype, device=x.device)
+
+
+def bytes_model(shape: Shape, dtype: str) -> int:
+    """Read gate and up (2H per row), write H per row."""
+    return 3 * checks.numel_rows(shape) * (shape[-1] // 2) * element_size(dtype)
+
+
+def flops_model_for(act: int) -> Callable[[Shape, str], int]:
+    """Per output element: silu = sigmoid (exp, add, divide) + 2 multiplies = 5; gelu_tanh = the cubic
+    (3), the sigmoid form g * sigmoid(2z) (4) and the multiply by up (1) ~= 8 (transcendentals as 1)."""
+    per = 5 if act == SILU else 8
+
+    def flops(shape: Shape, dtype: str) -> int:
+        return per * checks.numel_rows(shape) * (shape[-1] // 2)
+
+    return flops
+
+
+def validate(op: str, x: torch.Tensor, *, triton: bool = True) -> None:
+    """Raise ``ValueError`` saying what is wrong (``triton``: x must suit a Triton kernel)."""
+    checks.check_float(op, "x", x)
+    if x.shape[-1] % 2:
+        raise ValueError(f"{op}: x's last dimension must be even (gate | up halves), got {x.shape[-1]}")
+    if triton:
+        checks.check_triton_device(op, x)
+
+
+def check_inputs(op: str, x: torch.Tensor, out: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Validate for a kernel; return ``(x2d, y2d, y)`` with ``y`` of shape ``[..., H]``."""
+    validate(op, x)
+    y = checks.output(op, out, x.shape[:-1] + (x.shape[-1] // 2,), x)
+    return checks.rows(x), y.view(-1, y.shape[-1]), y
+
+
+def make_family(name: str, act: int, description: str, package_dir: str) -> Family:
+    """The :class:`Family` of one gated activation (both families differ only in the activation)."""
+    from pathlib import Path
+
+    def oracle(x: torch.Tensor) -> torch.Tensor:
+        gate, up = x.chunk(2, dim=-1)
+        return activation_f64(gate, act) * up.double()
+
+    return Family(
+        name,
+        description=description,
+        package_dir=Path(package_dir),
+        make_inputs=make_inputs,
+        make_outputs=make_outputs,
+        oracle=oracle,
+        bytes_model=bytes_model,
+        flops_model=flops_model_for(act),
+        # one rounding of the product to the storage dtype (the eager code rounds after the activation too)
+        tolerances={"fp32": 1e-5, "bf16": 8e-3, "fp16": 1e-3},
+        baseline="torch_eager",
+    )
+
+
+# ----------------------------------------------------------------------------------------------- kernels
+@triton.jit
+def _act(g, ACT: tl.constexpr):
+    """silu(g) = g * sigmoid(g); gelu_tanh(g) = 0.5 g (1 + tanh(z)) = g * sigmoid(2z), z = sqrt(2/pi)(g + 0.044715 g^3).
+
+    The sigmoid form needs no tanh (libdevice's tanh moved modules between Triton versions) and is
+    exact algebra, not an approximation of the tanh form."""
+    if ACT == 0:
+        return g * tl.sigmoid(g)
+    else:
+        z = 0.7978845608028654 * (g + 0.044715 * g * g * g)
+        return g * tl.sigmoid(2.0 * z)
+
+
+@triton.jit
+def _gated_one_row_kernel(
+    # pointers
+    x_ptr,  # [rows, 2H] input: gate in columns [0, H), up in [H, 2H)
+    y_ptr,  # [rows, H] output, contiguous
+    # sizes and strides
+    x_row_stride,
+    H,
+    # meta-parameters
+    BLOCK_H: tl.constexpr,  # power of two >= H: the whole row in one block
+    ACT: tl.constexpr,  # 0 silu, 1 gelu_tanh
+):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_H)
+    mask = cols < H
+    g = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    u = tl.load(x_ptr + row * x_row_stride + H + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + row * H + cols, (_act(g, ACT) * u).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _gated_tile_kernel(
+    # pointers
+    x_ptr,  # [rows, 2H] input: gate | up
+    y_ptr,  # [rows, H] output, contiguous
+    # sizes and strides
+    x_row_stride,
+    n_rows,
+    H,
+    # meta-parameters
+    BLOCK_H: tl.constexpr,  # columns per program (axis 1 of the grid walks the column blocks)
+    ROWS: tl.constexpr,  # rows per program (axis 0 walks the row blocks)
+    ACT: tl.constexpr,  # 0 silu, 1 gelu_tanh
+    HINTS: tl.constexpr,  # evict_first on the inputs: each byte is read once
+    I64: tl.constexpr,  # 64-bit offsets
+):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    mask = (rows < n_rows)[:, None] & (cols < H)[None, :]
+    if I64:
+        r = rows.to(tl.int64)[:, None]
+    else:
+        r = rows[:, None]
+    g_ptrs = x_ptr + r * x_row_stride + cols[None, :]
+    if HINTS:
+        g = tl.load(g_ptrs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        u = tl.load(g_ptrs + H, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+    else:
+        g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
+        u = tl.load(g_ptrs + H, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + r * H + cols[None, :], (_act(g, ACT) * u).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _gated_flat_kernel(
+    # pointers
+    x_ptr,  # [rows, 2H] input: gate | up
+    y_ptr,  # [rows, H] output, contiguous
+    # sizes and strides
+    x_row_stride,
+    total,  # rows * H outputs
+    H,
+    # meta-parameters
+    BLOCK: tl.constexpr,  # consecutive outputs per program, across row ends (no masked lanes but the last block's)
+    ACT: tl.constexpr,  # 0 silu, 1 gelu_tanh
+    I64: tl.constexpr,  # 64-bit offsets
+):
+    if I64:
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    row = offs // H
+    g_ptrs = x_ptr + row * x_row_stride + (offs - row * H)
+    g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
+    u = tl.load(g_ptrs + H, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + offs, (_act(g, ACT) * u).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+# ------------------------------------------------------------------------------------- launch configs
+MAX_ONE_ROW_BYTES = 32 * 1024  # one_row: widest H (bytes of one half-row) kept in one block
+TILED_BLOCK_H = 1024
+
+
+@dataclass(frozen=True)
+class Config:
+    block_h: int  # columns per program; with ``flat``, consecutive outputs per program
+    rows: int
+    num_warps: int
+    hints: bool
+    flat: bool = False  # the 1-D kernel over all outputs instead of row x column tiles
+
+
+# Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/catalog/
+# tune_memory_bound.csv). With many rows a whole row per program wins: 16384x(2*11008) silu_mul ran
+# 367.9 us one row per program against 385.0 us for the best 2-D tile (2 rows x 2048 columns) and 392.9 us
+# with evict_first hints. With few rows, column blocks give the SMs work: 64x(2*11008) ran 6.7 us in
+# 2048-column blocks against 9.3 us one row per program. 4096x(2*4096): 39.4 us either way.
+TUNED_MAX_BLOCK_BYTES = 32 * 1024  # widest column block (a whole row up to H = 16384 in bf16)
+TUNED_SMALL_BLOCK_BYTES = 4 * 1024  # column block when rows alone give fewer than 4 programs per SM
+# With many rows, one flat block of 2048 outputs (8 warps) per program, Inductor's layout, ties
+# torch.compile where the whole-row blocks did not: 16384x(2*11008) silu 358.7 us (compile 358.7, whole rows
+# 360.2), gelu 358.7 (compile 358.8, whole rows 362.6); at 4096x(2*4096) all within 0.3%. Five interleaved
+# rounds on an H100, benchmarks/results/gated-flat/. A 16384-wide block for H = 11008 leaves
+# a third of its lanes masked; the flat block none.
+FLAT_BLOCK = 2048
+FLAT_WARPS = 8
+
+
+def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132) -> Config:
+    """The launch for ``n_rows`` rows of H outputs (see the measurements above): flat blocks of outputs when
+    whole rows would give at least 4 programs per SM, else column blocks of at most 4 KB."""
+    block_h = min(triton.next_power_of_2(h), TUNED_MAX_BLOCK_BYTES // element_size)
+    if n_rows * triton.cdiv(h, block_h) >= 4 * sm_count:
+        return Config(FLAT_BLOCK, 1, FLAT_WARPS, False, flat=True)
+    block_h = min(block_h, TUNED_SMALL_BLOCK_BYTES // element_size)
+    warps = 16 if block_h >= 8192 else (8 if block_h >= 2048 else 4)
+    while warps > 1 and warps * 32 * 4 > block_h:  # at least 4 elements per thread
+        warps //= 2
+    return Config(block_h, 1, warps, False)
+
+
+def launch_tile(launcher: CompiledLauncher, cfg: Config, x2d: torch.Tensor, y2d: torch.Tensor, act: int) -> None:
+    """Launch ``cfg``: the tile kernel through ``launcher``, or a ``flat`` config through the flat kernel's own."""
+    n_rows, h = y2d.shape
+    i64 = n_rows * max(x2d.stride(0), 1) >= 2**31
+    if cfg.flat:
+        args = (x2d, y2d, x2d.stride(0), n_rows * h, h)
+        _flat_launcher((cfg, act, i64, spec_key(args)), (triton.cdiv(n_rows * h, cfg.block_h),),
+                       args + (cfg.block_h, act, i64), num_warps=cfg.num_warps)
+        return
+    args = (x2d, y2d, x2d.stride(0), n_rows, h)
+    grid = (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h))
+    launcher((cfg, act, i64, spec_key(args)), grid, args + (cfg.block_h, cfg.rows, act, cfg.hints, i64),
+             num_warps=cfg.num_warps)
+
+
+_tile_launcher = CompiledLauncher(_gated_tile_kernel)
+_flat_launcher = CompiledLauncher(_gated_flat_kernel)
+
+# Public handles for experiments (benchmarks/ races them against variants); the kernels keep their `_` names,
+# which are the names profilers record for every launch.
+flat_kernel = _gated_flat_kernel
+tile_launcher = _tile_launcher
+
+
+# ---------------------------------------------------------------------------------------- registration
+def register_baselines(family: Family, eager: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """``torch_eager`` (the eager code) and ``torch_compile`` (of it) for a gated family."""
+    from kprof.providers import compiled
+
+    family.provider("torch_eager", kind="eager", description="eager PyTorch, as users write it")(eager)
+    family.provider("torch_compile", kind="compile", description="torch.compile of the eager code (default mode)",
+                    gpu_only=True)(compiled(eager))
+
+
+
+def register_versions(family: Family, act: int, op: str) -> dict[str, Callable[..., torch.Tensor]]:
+    """Register the three Triton versions with ``family``; returns them by provider name."""
+
+    def one_row_supports(shape: Shape, dtype: str) -> str | None:
+        limit = MAX_ONE_ROW_BYTES // element_size(dtype)
+        if triton.next_power_of_2(shape[-1] // 2) > limit:
+            return f"H = {shape[-1] // 2} {dtype} elements exceeds the one-block limit of {limit}"
+        return None
+
+    @family.provider("triton_one_row", kind="triton", accepts_out=True, supports=one_row_supports,
+                     description="one program per row, whole row in one block (classic pattern)",
+                     params={"BLOCK_H": "columns per block: a power of two >= H (the whole half-row)",
+                             "num_warps": "warps per program"})
+    def one_row(x: torch.Tensor, out: torch.Tensor | None = None, config: dict[str, int] | None = None) -> torch.Tensor:
+        x2d, y2d, y = check_inputs(op, x, out)
+        h = y2d.shape[1]
+        meta = launching.whole_row_meta(f"{op}_one_row", config, h, x2d.element_size(), MAX_ONE_ROW_BYTES,
+                                     block="BLOCK_H", row="half-row", instead="the tiled or tuned version")
+        _gated_one_row_kernel[(x2d.shape[0],)](x2d, y2d, x2d.stride(0), h, ACT=act, **meta)
+        return y
+
+    @family.provider("triton_tiled", kind="triton", accepts_out=True,
+                     description="2-D grid of (row, 1024-column block) programs",
+                     params={"BLOCK_H": "columns per program (power of two)", "num_warps": "warps per program"})
+    def tiled(x: torch.Tensor, out: torch.Tensor | None = None, config: dict[str, int] | None = None) -> torch.Tensor:
+        x2d, y2d, y = check_inputs(op, x, out)
+        n_rows, h = y2d.shape
+        meta = launching.meta_params(f"{op}_tiled", config,
+                                  {"BLOCK_H": min(TILED_BLOCK_H, triton.next_power_of_2(h)), "num_warps": 4},
+                                  powers_of_two=("BLOCK_H",))
+        _gated_tile_kernel[(n_rows, triton.cdiv(h, meta["BLOCK_H"]))](
+            x2d, y2d, x2d.stride(0), n_rows, h, ROWS=1, ACT=act, HINTS=False,
+            I64=n_rows * x2d.stride(0) >= 2**31, **meta,
+        )
+        return y
+
+    @family.provider("triton_tuned", kind="triton", accepts_out=True,
+                     description="measured layout per row count (flat blocks of outputs for many rows, column "
+                                 "blocks for few), compiled-kernel launches")
+    def tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        x2d, y2d, y = check_inputs(op, x, out)
+        cfg = choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))
+        launch_tile(_tile_launcher, cfg, x2d, y2d, act)
+        return y
+
+    one_row.__name__, tiled.__name__, tuned.__name__ = f"{op}_one_row", f"{op}_tiled", f"{op}_tuned"
+    return {"triton_one_row": one_row, "triton_tiled": tiled, "triton_tuned": tuned}

@@ -1,0 +1,201 @@
+"""How kernels are launched: meta-parameters a sweep may override, device capabilities (SM count, TMA,
+programmatic dependent launch), the shared-memory carveout hint, autotuned launches under the interpreter,
+and the identity of weights for caches of derived weights."""
+
+from __future__ import annotations
+
+import ctypes
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from kprof.errors import UnsupportedConfig
+from kprof.runtime import interpreting, pdl_allowed
+
+
+def _properties(t: torch.Tensor) -> Any:
+    """``t``'s GPU's properties, looked up once per device (the wrappers ask on every call)."""
+    index = t.get_device()
+    if index not in _PROPERTIES:
+        _PROPERTIES[index] = torch.cuda.get_device_properties(index)
+    return _PROPERTIES[index]
+
+
+_PROPERTIES: dict[int, Any] = {}
+
+
+def sm_count(t: torch.Tensor) -> int:
+    """Streaming multiprocessors of ``t``'s GPU (132, an H100's, for CPU tensors in the interpreter)."""
+    return _properties(t).multi_processor_count if t.is_cuda else 132
+
+
+def hopper_or_later(t: torch.Tensor) -> bool:
+    """``t`` is on a CUDA GPU of compute capability 9.0 or later (TMA, griddepcontrol)."""
+    return t.is_cuda and _properties(t).major >= 9
+
+
+try:  # host-side TMA descriptors: Triton 3.4 and later (3.6 on the GPU machine, 3.9 in CI)
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older Triton: the pointer-based kernels serve every shape
+    TensorDescriptor = None
+
+
+def tma_ready(*tensors: torch.Tensor) -> bool:
+    """All 2-D 16-bit tensors a TMA descriptor can address: unit last stride, 16-byte aligned base and
+    row stride, on a GPU with the Tensor Memory Accelerator (compute capability 9.0+) or under the
+    interpreter (which emulates descriptors); never with a Triton that has no host descriptors."""
+    if TensorDescriptor is None:
+        return False
+    for t in tensors:
+        if t.dim() != 2 or t.dtype not in (torch.bfloat16, torch.float16) or t.stride(1) != 1:
+            return False
+        if t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
+            return False
+        if t.is_cuda and not hopper_or_later(t):
+            return False
+    return True
+
+
+def pdl_ready(t: torch.Tensor) -> bool:
+    """Programmatic dependent launch can be used for kernels on ``t``'s device: a CUDA GPU of compute
+    capability 9.0+ (Hopper: ``griddepcontrol``), not the interpreter (which has no launch attributes).
+    ``KPROF_PDL=0`` turns it off (to compare, or to rule it out)."""
+    if interpreting() or not pdl_allowed():
+        return False
+    return hopper_or_later(t)
+
+
+def pdl_launch(pdl: bool) -> dict[str, bool]:
+    """Launch keywords of a kernel launched as a dependent (none otherwise: the interpreter takes none)."""
+    return {"launch_pdl": True} if pdl else {}
+
+
+_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9  # CUfunction_attribute in cuda.h
+_CARVED: set[int] = set()
+
+
+def prefer_shared_memory(compiled: Any) -> None:
+    """Ask the driver to give SMs running this compiled kernel all of their L1/shared memory as shared
+    memory (carveout 100%): a kernel with little shared memory otherwise leaves its SMs configured for a
+    large L1, and a kernel that overlaps it (PDL) and needs much shared memory cannot start on them until
+    they drain. A hint, set once per kernel function; a driver that refuses it is reported, not fatal."""
+    handle = getattr(compiled, "function", None)
+    if not handle or handle in _CARVED:
+        return
+    _CARVED.add(handle)
+    try:
+        rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(
+            ctypes.c_void_p(handle), _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
+    except OSError as exc:  # no libcuda.so.1 by that name (not Linux): run without the hint
+        rc = f"not called ({exc})"
+    if rc != 0:
+        warnings.warn(f"kprof: setting the shared-memory carveout of {getattr(compiled, 'name', 'a kernel')} "
+                      f"failed (CUresult {rc}); PDL overlap may not happen", RuntimeWarning, stacklevel=2)
+
+
+@triton.jit
+def wait_for_primary(PDL: tl.constexpr):
+    """In a kernel launched with ``launch_pdl=True``: block until the kernel before it in the stream has
+    finished and its writes are visible. Everything before this call may overlap that kernel, so it must
+    read nothing the earlier kernel writes. A no-op when not PDL."""
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+
+
+@triton.jit
+def launch_dependents(PDL: tl.constexpr):
+    """Let the next kernel of the stream (launched with ``launch_pdl=True``) start on SMs this one leaves
+    free, once every program of this one has made this call; it must then wait (``wait_for_primary``)
+    before it reads what this kernel writes."""
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+
+
+def launch_autotuned(kernel: Any, grid: Callable[[dict], tuple[int, ...]], *args: Any,
+                     interpreter_config: dict, **kwargs: Any) -> None:
+    """Launch a ``@triton.autotune`` kernel; under the interpreter launch its plain kernel with
+    ``interpreter_config`` instead (the autotuner times configs with CUDA events, which need a GPU)."""
+    if interpreting():
+        kernel.fn[grid(interpreter_config)](*args, **interpreter_config, **kwargs)
+    else:
+        kernel[grid](*args, **kwargs)
+
+
+class SameTensorsMemo:
+    """One derived tensor (folded, interleaved, concatenated weights) remembered for the exact tensor
+    objects it was made from, for a harness provider that measures a kernel on prepared weights.
+
+    It holds the source tensors themselves (so no other tensor can take their address while it
+    remembers them) and compares them by identity and version counter. An update that bypasses the
+    version counter (``w.data.copy_``, a fused optimizer step) is NOT seen: this is for measuring one
+    fixed input set, never for model code, which builds :mod:`kprof.kernels.ops`'s prepared weights and
+    refreshes them explicitly."""
+
+    def __init__(self) -> None:
+        self._sources: tuple[torch.Tensor, ...] = ()
+        self._versions: tuple[int, ...] = ()
+        self._derived: Any = None
+
+    def get(self, build: Callable[..., Any], *sources: torch.Tensor) -> Any:
+        """``build(*sources)``, reused while the same tensor objects at the same versions come back."""
+        same = len(sources) == len(self._sources) and all(a is b for a, b in zip(sources, self._sources))
+        versions = tuple(t._version for t in sources)
+        if not same or versions != self._versions:
+            self._sources, self._versions, self._derived = sources, versions, build(*sources)
+        return self._derived
+
+
+def meta_params(op: str, config: Mapping[str, int] | None, chosen: dict[str, int],
+                powers_of_two: Sequence[str] = ()) -> dict[str, int]:
+    """The launch's meta-parameters: what the version chose (``chosen``), overridden by a sweep's
+    ``config``. Values the kernel cannot take raise :class:`~kprof.errors.UnsupportedConfig` (a sweep
+    records the configuration as skipped with this reason)."""
+    if not config:
+        return dict(chosen)
+    out = {**chosen, **config}
+    for name, value in out.items():
+        if name not in chosen:
+            raise UnsupportedConfig(f"{op}: no meta-parameter {name!r}; it takes {', '.join(chosen)}")
+        if value < 1:
+            raise UnsupportedConfig(f"{op}: {name}={value} must be at least 1")
+    for name in (*powers_of_two, "num_warps"):
+        value = out.get(name)
+        if value is not None and value & (value - 1):
+            raise UnsupportedConfig(f"{op}: {name}={value} is not a power of two (tl.arange and warps need one)")
+    if out.get("num_warps", 1) > 32:
+        raise UnsupportedConfig(f"{op}: num_warps={out['num_warps']} exceeds 32 (1024 threads per block)")
+    return out
+
+
+def classic_num_warps(block: int) -> int:
+    """The widely copied rule of thumb for one-block-per-row kernels: more warps for wider blocks."""
+    if block >= 32768:
+        return 32
+    if block >= 8192:
+        return 16
+    if block >= 2048:
+        return 8
+    return 4
+
+
+def whole_row_meta(op: str, config: Mapping[str, int] | None, width: int, element_size: int, max_bytes: int,
+                   *, block: str = "BLOCK_N", row: str = "row", instead: str = "the looped or tuned version"
+                   ) -> dict[str, int]:
+    """Meta-parameters of a one-block-per-row kernel: the whole ``row`` of ``width`` elements in one power-of-two
+    block with the classic warp count, or a sweep's ``config``. Its own choice refuses rows over
+    ``max_bytes`` (``ValueError``: use ``instead``); a pinned block narrower than the row is an
+    :class:`~kprof.errors.UnsupportedConfig`."""
+    size = triton.next_power_of_2(width)
+    if config is None and size * element_size > max_bytes:
+        raise ValueError(f"{op}: {row}s of {width} elements do not fit one block "
+                         f"(limit {max_bytes // element_size}); use {instead}")
+    meta = meta_params(op, config, {block: size, "num_warps": classic_num_warps(size)}, powers_of_two=(block,))
+    if meta[block] < width:
+        raise UnsupportedConfig(f"{op}: {block}={meta[block]} is smaller than the {row} ({width} elements); this "
+                                f"version keeps the whole {row} in one block")
+    return meta
+

@@ -1,0 +1,77 @@
+"""Building blocks of the tiled matrix-product kernels (swiglu, rmsnorm_linear): tile order, the
+product step, the TMA store of an output tile, the alignment promise and autotune configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+
+def tile_config(bm: int, bn: int, bk: int, warps: int, stages: int, group_m: int = 8) -> Any:
+    """A ``triton.Config`` of a tiled matrix-product kernel (BLOCK_M/N/K, GROUP_M, warps, stages)."""
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
+                         num_warps=warps, num_stages=stages)
+
+
+
+@triton.jit
+def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(row tile, column tile) of program ``pid`` in grouped order: GROUP_M row tiles per column tile,
+    so programs running together share weight tiles in L2 (Triton's matmul tutorial ordering)."""
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * grid_n
+    first_m = (pid // group) * GROUP_M
+    group_m = min(grid_m - first_m, GROUP_M)
+    return first_m + (pid % group) % group_m, (pid % group) // group_m
+
+
+@triton.jit
+def dot_acc(a, b, acc, IEEE: tl.constexpr):
+    """``acc + a @ b``: the tensor-core product of the inputs' dtype, or (IEEE) a full-fp32 product (fp32
+    inputs must not silently become TF32, and the interpreter's bf16 dot is wrong)."""
+    if IEEE:
+        return acc + tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+    return tl.dot(a, b, acc)
+
+
+@triton.jit
+def store_tile(y_desc, out, off_m, off_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SUBTILE: tl.constexpr):
+    """Store an output tile through its TMA descriptor, whole or (SUBTILE) as two column halves: the
+    staging buffer in shared memory is then half as big, which leaves room for a 4th pipeline stage of
+    swiglu's 128x128 output tiles (256-wide weight tiles) on an H100. The descriptor's block is then
+    [BLOCK_M, BLOCK_N // 2]."""
+    if SUBTILE:
+        left, right = tl.split(tl.permute(tl.reshape(out, [BLOCK_M, 2, BLOCK_N // 2]), (0, 2, 1)))
+        y_desc.store([off_m, off_n], left.to(y_desc.dtype))
+        y_desc.store([off_m, off_n + BLOCK_N // 2], right.to(y_desc.dtype))
+    else:
+        y_desc.store([off_m, off_n], out.to(y_desc.dtype))
+
+
+
+def aligned8(*values: int) -> bool:
+    """All multiples of 8 (elements) but not all of 16: a tiled product should then promise the compiler
+    16-byte aligned rows, which it cannot infer by itself.
+
+    Triton only specialises integer arguments on divisibility by 16, and the wrap-around ``% N`` of a
+    tile's column offsets hides their contiguity: at 1000x1000x3000 every tile of the swiglu and
+    rmsnorm_linear products was loaded one element at a time (``ld.global.b16`` in the sm_90 PTX, 5-10x
+    slower than cuBLAS on the H100). With ``tl.multiple_of`` / ``tl.max_contiguous`` / ``tl.max_constancy``
+    written in the kernel body (the same calls inside a ``@triton.jit`` helper were lost) the tiles move
+    with ``cp.async`` 16-byte copies, as for sizes divisible by 16 (checked by compiling both for sm_90).
+    Where everything is a multiple of 16 the promise must not be made: it replaces what the compiler
+    knows (divisible by 16, contiguous over the whole tile) by weaker facts, and on the H100 that made
+    2048x2048x5504 and 8192x4096x11008 3.6-3.8x slower (run 20261122-162348-ec8a)."""
+    return all(v % 8 == 0 for v in values) and not all(v % 16 == 0 for v in values)
+
+
+def promise_aligned(x2d: torch.Tensor, w: torch.Tensor) -> bool:
+    """The ``ALIGNED`` argument of a tiled product of ``x2d`` [M, K] by ``w`` [K, N]: :func:`aligned8` of K,
+    N and both row strides, with unit column strides (the promise is about contiguous rows)."""
+    return (aligned8(x2d.shape[1], w.shape[1], x2d.stride(0), w.stride(0))
+            and x2d.stride(1) == 1 and w.stride(1) == 1)
+

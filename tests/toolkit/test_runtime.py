@@ -1,0 +1,83 @@
+"""kprof.runtime: every environment variable declared, interpreter mode and Triton patches scoped."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from kprof import runtime
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_variable_kprof_reads_is_declared():
+    declared = {v.name for v in runtime.ENV_VARS}
+    read = set()
+    for top in ("toolkit", "kernels", "profilers", "dashboards"):
+        for f in (REPO / top).rglob("*.py"):
+            read |= set(re.findall(r"""(?:environ(?:\.get)?[\[(]|getenv\(|env\()\s*["']([A-Z_]+)["']""", f.read_text()))
+    read |= set(re.findall(r'"(KPROF_[A-Z0-9_]+)"', (REPO / "toolkit" / "tools.py").read_text()))
+    assert read - declared == set(), f"read but not declared in kprof.runtime.ENV_VARS: {sorted(read - declared)}"
+    assert all(v.meaning and v.read_by for v in runtime.ENV_VARS)
+
+
+def test_undeclared_variable_is_refused():
+    with pytest.raises(KeyError):
+        runtime.env("KPROF_NOT_A_THING")
+
+
+@pytest.mark.parametrize("before", [None, "0", "1"])
+def test_interpreter_mode_is_restored(before, monkeypatch):
+    if before is None:
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    else:
+        monkeypatch.setenv("TRITON_INTERPRET", before)
+    with runtime.interpreter_mode(True):
+        assert runtime.interpreting()
+    assert os.environ.get("TRITON_INTERPRET") == before
+
+    @runtime.restores_interpreter_mode
+    def switches_it_on_then_fails():
+        runtime.use_interpreter()
+        assert runtime.interpreting()
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        switches_it_on_then_fails()
+    assert os.environ.get("TRITON_INTERPRET") == before
+
+
+def test_resolve_mode_leaves_no_interpreter_mode_behind(monkeypatch):
+    """profile_runs switches the interpreter on for its own run and gives the previous value back."""
+    from kprof.runner import resolve_mode
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    mode = runtime.restores_interpreter_mode(resolve_mode)("interpreter")
+    assert mode == "interpreter" and "TRITON_INTERPRET" not in os.environ
+
+
+def test_patches_say_what_they_replace_and_are_undone():
+    class Owner:
+        def f(self) -> int:
+            return 1
+
+    original = Owner.__dict__["f"]
+    with runtime.patched([runtime.Patch(Owner, "f", lambda self: 2, "to test")]) as lines:
+        assert Owner().f() == 2
+        assert lines == [f"{Owner.__qualname__}.f: to test"]
+    assert Owner.__dict__["f"] is original and Owner().f() == 1
+
+
+def test_recording_restores_triton(device):
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from kprof.specialization import recording
+
+    before = InterpretedFunction.__dict__["run"]
+    with recording() as rec:
+        assert InterpretedFunction.__dict__["run"] is not before
+    assert InterpretedFunction.__dict__["run"] is before
+    assert any("InterpretedFunction.run" in line for line in rec.patched)

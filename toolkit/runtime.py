@@ -1,0 +1,195 @@
+"""Process state in one place: every environment variable kprof reads, and every process-wide side effect.
+
+Environment variables are declared in :data:`ENV_VARS` (name, meaning, default, who reads it) and read
+through :func:`env` or the named accessors below, so ``grep`` for a variable lands here first.
+
+Side effects on the process, each scoped or declared:
+
+* **Triton's interpreter** (``TRITON_INTERPRET=1``): ``@triton.jit`` picks the interpreter when a kernel
+  is decorated and the kernel wrappers ask :func:`interpreting` on every call, so the variable must stay
+  set for as long as interpreted kernels run. :func:`use_interpreter` switches it on; a function wrapped
+  in :func:`restores_interpreter_mode` (or a block in :func:`interpreter_mode`) gets the previous value
+  back when it returns, so a CPU run inside a longer-lived process (a test, a notebook) does not leak
+  interpreter mode into what runs next.
+* **Triton monkey-patches** while launches are recorded (:func:`patched`, used by
+  :func:`kprof.specialization.recording`): each :class:`Patch` names the attribute it replaces and why;
+  all are restored when the block is left, in reverse order.
+* **Dynamo recompile limits** (:func:`raise_dynamo_limits`): raised to at least 1024 for the rest of the
+  process on the first ``torch.compile`` provider call. Not restored: compiled functions keep running
+  after the call that built them, and a lower limit would silently fall back to eager under the name
+  torch.compile.
+* **Module-level caches** in kernel modules (derived weights keyed by storage and version, compiled
+  launchers keyed by specialisation, GPU properties per device): plain memoisation with no effect on
+  results; listed in :data:`PROCESS_CACHES`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One environment variable kprof reads."""
+
+    name: str
+    meaning: str
+    default: str | None  # None: unset means "not given"
+    read_by: str
+
+
+ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar("TRITON_INTERPRET", "1: Triton kernels run in Triton's CPU interpreter (set by kprof for CPU runs)",
+           "0", "kprof.runtime.interpreting (kernel wrappers, launch paths); Triton itself at @triton.jit"),
+    EnvVar("KPROF_PDL", "0: never launch kernels as programmatic dependents (to compare, or to rule PDL out)",
+           "1", "kprof.kernels.lib.launching.pdl_ready"),
+    EnvVar("KPROF_USE_TRITON", "1: kprof.kernels.ops calls the best Triton version instead of eager PyTorch",
+           "0", "kprof.kernels.ops.triton_enabled"),
+    EnvVar("KPROF_STORE", "the run store's folder (overridden by --store)", None,
+           "kprof.store (default store path), kprof.dashboards.data"),
+    EnvVar("KPROF_GIT_COMMIT", "the git commit to record where the checkout has no .git (a copied tree, a "
+           "container)", None, "kprof.envinfo.git_state"),
+    EnvVar("KPROF_GIT_DIRTY", "with KPROF_GIT_COMMIT: 1 if that tree had uncommitted changes, 0 if not",
+           None, "kprof.envinfo.git_state"),
+    EnvVar("CUDA_VISIBLE_DEVICES", "the GPUs this process may use; a fan-out pins each worker to one",
+           None, "kprof.fanout (GPUs to fan out over), kprof.fanout_worker (its own GPU)"),
+    EnvVar("KPROF_NSYS", "path of the nsys binary", None, "kprof.tools.find_tool"),
+    EnvVar("KPROF_NCU", "path of the ncu binary", None, "kprof.tools.find_tool"),
+    EnvVar("KPROF_ROCPROFV3", "path of the rocprofv3 binary", None, "kprof.tools.find_tool"),
+    EnvVar("KPROF_ROCPROF", "path of the rocprof binary", None, "kprof.tools.find_tool"),
+)
+
+_BY_NAME = {v.name: v for v in ENV_VARS}
+
+# Reads not (yet) routed through this module, with where they are and why they stay:
+NOT_ROUTED: tuple[tuple[str, str], ...] = (
+    ("KPROF_USE_TRITON", "kernels/ops.py triton_enabled (the ops API module, reworked separately; declared above)"),
+    ("KPROF_STORE", "toolkit/store.py default_root and dashboards/data.py (shared files edited separately)"),
+    ("KPROF_NSYS/NCU/ROCPROFV3/ROCPROF", "toolkit/tools.py find_tool reads its tool's variable from a mapping "
+     "it is given (a child's environment can differ from this process's)"),
+    ("CUDA_VISIBLE_DEVICES", "toolkit/fanout.py, toolkit/fanout_worker.py (set per worker process; declared above)"),
+    ("os.environ copies", "toolkit/cli.py, toolkit/external.py, toolkit/specialization.py copy the whole "
+     "environment for a child process (TRITON_INTERPRET dropped for the sm_90 compile child)"),
+)
+
+PROCESS_CACHES: tuple[tuple[str, str], ...] = (
+    ("kprof.kernels.lib.launching._PROPERTIES", "GPU properties per device index"),
+    ("kprof.kernels.lib.launching._CARVED", "kernel functions whose shared-memory carveout was set"),
+    ("kernel modules' CompiledLauncher objects", "compiled kernels per specialisation key"),
+    ("weight caches in swiglu, rmsnorm_linear, rmsnorm", "derived weights keyed by data_ptr, layout and version"),
+)
+
+
+def env(name: str) -> str | None:
+    """The value of the declared variable ``name``, or its default (``KeyError`` for an undeclared name:
+    declare it in :data:`ENV_VARS` first)."""
+    var = _BY_NAME[name]
+    return os.environ.get(name, var.default)
+
+
+def interpreting() -> bool:
+    """True when Triton kernels run in Triton's CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return env("TRITON_INTERPRET") == "1"
+
+
+def pdl_allowed() -> bool:
+    """False when ``KPROF_PDL=0`` turns programmatic dependent launch off."""
+    return env("KPROF_PDL") != "0"
+
+
+def git_override() -> tuple[str, bool | None] | None:
+    """``(commit, dirty)`` from ``KPROF_GIT_COMMIT`` / ``KPROF_GIT_DIRTY``, or None when not given."""
+    commit = env("KPROF_GIT_COMMIT")
+    if not commit:
+        return None
+    dirty = env("KPROF_GIT_DIRTY")
+    return commit, None if dirty is None else dirty == "1"
+
+
+# ------------------------------------------------------------------------------------ interpreter mode
+def use_interpreter() -> None:
+    """Switch Triton's interpreter on for what follows (kernel modules imported after this decorate
+    interpreted kernels). Call it inside :func:`restores_interpreter_mode` / :func:`interpreter_mode`."""
+    os.environ["TRITON_INTERPRET"] = "1"
+
+
+@contextmanager
+def interpreter_mode(on: bool = True) -> Iterator[None]:
+    """``TRITON_INTERPRET`` as it is on entry, switched on inside the block when ``on``; restored on exit."""
+    before = os.environ.get("TRITON_INTERPRET")
+    try:
+        if on:
+            use_interpreter()
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = before
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def restores_interpreter_mode(fn: F) -> F:
+    """``fn`` may switch the interpreter on (:func:`use_interpreter`); the previous value is back when it
+    returns or raises."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with interpreter_mode(on=False):
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------------------------- monkey-patches
+@dataclass(frozen=True)
+class Patch:
+    """``owner.name`` replaced by ``replacement`` for the length of a :func:`patched` block, because ``why``."""
+
+    owner: Any
+    name: str
+    replacement: Any
+    why: str
+
+    def describe(self) -> str:
+        return f"{getattr(self.owner, '__qualname__', self.owner)}.{self.name}: {self.why}"
+
+
+@contextmanager
+def patched(patches: Sequence[Patch]) -> Iterator[list[str]]:
+    """Apply ``patches`` (class attributes as found in the class's own ``__dict__``); yields one line per
+    patch saying what it replaces and why; every one is restored on exit, last first."""
+    undo: list[tuple[Any, str, Any]] = []
+    try:
+        for p in patches:
+            undo.append((p.owner, p.name, p.owner.__dict__[p.name]))
+            setattr(p.owner, p.name, p.replacement)
+        yield [p.describe() for p in patches]
+    finally:
+        for owner, name, original in reversed(undo):
+            setattr(owner, name, original)
+
+
+# --------------------------------------------------------------------------------------------- dynamo
+DYNAMO_LIMIT = 1024
+_DYNAMO_KNOBS = ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit")
+
+
+def raise_dynamo_limits() -> None:
+    """Dynamo's recompile limits raised to at least :data:`DYNAMO_LIMIT` for the rest of the process.
+
+    Why: dynamo recompiles a function for each new shape and dtype (``dynamic=False``); past its default
+    limit of 8 it silently falls back to eager, and a sweep would time eager PyTorch under the name
+    torch.compile. Knobs this torch does not have are left alone (their names moved between versions)."""
+    import torch._dynamo
+
+    for knob in _DYNAMO_KNOBS:
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), DYNAMO_LIMIT))
