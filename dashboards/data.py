@@ -86,7 +86,7 @@ def _source(requested: str | None, mtime: float, want_demo: bool) -> Source:
 def demo_wanted() -> bool:
     try:
         return bool(st.session_state.get(DEMO_KEY, False))
-    except Exception:  # no Streamlit session (the server's warm-up): the store itself
+    except Exception:  # noqa: BLE001 - no Streamlit session (the server's warm-up): the store itself
         return False
 
 

@@ -15,7 +15,6 @@ from kprof.fmt import number
 from kprof.shapes import parse_shape
 
 
-
 def elements(shape: str) -> int:
     return int(np.prod(parse_shape(shape)))
 

@@ -8,7 +8,6 @@ Needs Playwright's Python client and a Chromium (Debian's ``/usr/bin/chromium``)
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
@@ -60,7 +59,7 @@ def server(store: str | Path, traces: tuple[str, ...] = (), timeout_s: float = 1
                     break
             except OSError:
                 if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"kprof dashboard did not come up: {proc.stdout.read() if proc.stdout else ''}")
+                    raise RuntimeError(f"kprof dashboard did not come up: {proc.stdout.read() if proc.stdout else ''}") from None
                 time.sleep(0.2)
         yield url, proc
     finally:

@@ -27,7 +27,7 @@ def warm() -> None:
     from kprof.dashboards.views import correctness
     from kprof.dashboards.views.common import pickable
     from kprof.errors import KprofError
-    
+
     for page in pkgutil.iter_modules(views.__path__):
         importlib.import_module(f"{views.__name__}.{page.name}")
     log = logging.getLogger("streamlit.runtime.caching")

@@ -45,7 +45,7 @@ def _registry() -> dict[str, int]:
         from kprof.kernels import discover
 
         names = [p for _, f in sorted(discover().items()) for p in f.providers if p not in FIXED]
-    except Exception:  # kernels that do not import here: hashed colours still hold
+    except Exception:  # noqa: BLE001 - kernels that do not import here: hashed colours still hold
         names = []
     return {n: i for i, n in enumerate(dict.fromkeys(names))}
 

@@ -9,7 +9,6 @@ before the run so an hour of CPU work is not lost to a typo in ``--report``.
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import sys
 import time

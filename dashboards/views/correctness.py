@@ -24,7 +24,7 @@ def family_tolerances() -> dict[str, dict[str, float]]:
         from kprof.kernels import discover
 
         return {name: dict(f.tolerances) for name, f in discover().items()}
-    except Exception:  # a family that does not import here: its tolerances stay unknown, the page says so
+    except Exception:  # noqa: BLE001 - a family that does not import here: its tolerances stay unknown, the page says so
         return {}
 
 

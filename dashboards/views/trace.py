@@ -103,7 +103,7 @@ def load(src: tuple[str, str]) -> pd.DataFrame | None:
         return data.get_launches(ref)
     try:
         return data.read_trace(ref)
-    except Exception as exc:  # a file the user picked: say what is wrong with it, in the page
+    except Exception as exc:  # noqa: BLE001 - a file the user picked: say what is wrong with it, in the page
         st.error(f"kprof cannot read the trace {ref}: {exc}")
         return None
 

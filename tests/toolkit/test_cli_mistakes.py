@@ -277,7 +277,7 @@ def test_interrupt_message_prints(capsys):
 
     for in_run, expect in ((True, "run is marked incomplete"), (False, "kprof: interrupted")):
         with pytest.raises(SystemExit) as exc:
-            cli_checks.run_cli(app, lambda m: print(m, file=sys.stderr), lambda: in_run)
+            cli_checks.run_cli(app, lambda m: print(m, file=sys.stderr), lambda in_run=in_run: in_run)
         assert exc.value.code == 130 and expect in capsys.readouterr().err
 
 
