@@ -47,9 +47,14 @@ OUTSIDE = "(outside any case)"
 SUMMARY_UNTESTED = "summary only: count, mean and total compared; spread, interval and significance not testable"
 
 
-def name_column(df: pd.DataFrame) -> str:
-    """Match on the parser's normalised kernel name when it gives one (spelling differs between tools)."""
-    return "name_norm" if "name_norm" in df.columns and df["name_norm"].notna().any() else "kernel"
+def match_names(df: pd.DataFrame) -> pd.Series:
+    """The name two traces are matched on: the parser's normalised kernel name (``kernel_norm``: demangled,
+    ``.kd``/clone suffixes stripped; spelling differs between tools) where it gives one, else the raw name."""
+    raw = df["kernel"].astype(str)
+    if "kernel_norm" not in df.columns:
+        return raw
+    norm = df["kernel_norm"].astype("string")
+    return norm.where(norm.notna() & (norm != ""), raw).astype(str)
 
 
 def _launch_label(row: pd.Series, cols: list[str]) -> str:
@@ -68,7 +73,7 @@ def _launch_label(row: pd.Series, cols: list[str]) -> str:
 
 def _prepare(df: pd.DataFrame, by_case: bool, cols: list[str]) -> pd.DataFrame:
     k = launch_table.kernels(df).copy()
-    k["_name"] = k[name_column(k)].astype(str)
+    k["_name"] = match_names(k)
     k["_case"] = k["case"].astype("string").fillna(OUTSIDE) if by_case else ""
     for c in cols:
         k[c] = k[c].astype("string").fillna("-")
@@ -131,10 +136,12 @@ def _one_side(groups: dict, keys: list[str]) -> pd.DataFrame:
 def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRule = DiffRule()) -> TraceDiff:
     """Per (case, kernel, launch configuration): the verdict, and the groups found on one side only."""
     by_case = bool(launches_a["case"].notna().any() and launches_b["case"].notna().any())
+    # a configuration column splits groups only where both traces fill it: Proton records no grid, so an nsys
+    # trace against a Proton one matches on kernel (and case) alone instead of matching nothing
     cols = [
         c
         for c in CONFIG_COLUMNS
-        if c in launches_a and c in launches_b and (launches_a[c].notna().any() or launches_b[c].notna().any())
+        if c in launches_a and c in launches_b and launches_a[c].notna().any() and launches_b[c].notna().any()
     ]
     ka, kb = _prepare(launches_a, by_case, cols), _prepare(launches_b, by_case, cols)
     keys = ["_case", "_name", *cols]

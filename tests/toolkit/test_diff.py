@@ -345,7 +345,7 @@ def test_a_trace_against_itself_is_same_everywhere(name, data_file):
 
 def test_summary_traces_sharing_kernels_are_matched(data_file):
     from kprof.profilers import parse_trace
-    from kprof.trace_diff import SUMMARY_UNTESTED, diff_traces
+    from kprof.trace_diff import SUMMARY_UNTESTED, diff_traces, match_names
 
     a = parse_trace(data_file("nsys_rmsnorm_cuda_gpu_kern_sum.csv"))
     b = a.copy()
@@ -353,6 +353,8 @@ def test_summary_traces_sharing_kernels_are_matched(data_file):
     b.loc[b["kernel"] == slow, "duration_ns"] = (b.loc[b["kernel"] == slow, "duration_ns"] * 1.2).round().astype("Int64")
     b = b[b["kernel"] != gone]
     d = diff_traces(a, b)
+    shown = dict(zip(a["kernel"], match_names(a)))  # rows are named by the normalised kernel name
+    slow, gone = shown[slow], shown[gone]
     t = d.table.set_index("kernel")
     assert len(t) == len(a) - 1 and (t.drop(index=slow)["verdict"] == "SAME").all()
     assert t.loc[slow, "verdict"] == "UNCERTAIN" and "mean +20.0%" in t.loc[slow, "why"]
@@ -386,9 +388,26 @@ def test_trace_matching_uses_a_normalised_name_when_the_parser_gives_one():
     from kprof.trace_diff import diff_traces
 
     x = noisy(9.0, 0.01, 30)
-    a = launch_table.validate(_launches("void k<(int)1>", 61, x)).assign(name_norm="k<1>")
-    b = launch_table.validate(_launches("void k<1>", 61, x)).assign(name_norm="k<1>")
+    a = launch_table.validate(_launches("void k<(int)1>", 61, x)).assign(kernel_norm="k<1>")
+    b = launch_table.validate(_launches("void k<1>", 61, x)).assign(kernel_norm="k<1>")
     assert diff_traces(a, b).table["verdict"].tolist() == ["SAME"]
+
+
+def test_two_profilers_of_one_capture_match_every_kernel_by_normalised_name():
+    """nsys keeps demangled names, Proton mangled ones, and Proton records no grid: the same H100 capture must
+    still match kernel for kernel instead of reading 'no kernel in common'."""
+    from kprof.profilers import parse_trace
+    from kprof.trace_diff import diff_traces, match_names
+
+    a = parse_trace(ROOT / "tests/data/nsys_rmsnorm.sqlite.gz")
+    b = parse_trace(ROOT / "tests/data/proton_rmsnorm_trace.chrome_trace.gz")
+    names_a = set(match_names(launch_table.kernels(a)))
+    names_b = set(match_names(launch_table.kernels(b)))
+    assert names_a == names_b and len(names_a) > 5
+    d = diff_traces(a, b)
+    # every launch inside a kprof case matches; nsys alone also saw the launches outside any case (inputs)
+    assert d.only_in_b.empty and len(d.table) > 5
+    assert set(d.only_in_a["case"]) <= {"(outside any case)"}
 
 
 def test_benjamini_hochberg_matches_scipy():
