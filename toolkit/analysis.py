@@ -19,17 +19,21 @@ from kprof import launch_table
 
 
 def kernel_summary(launches: pd.DataFrame) -> pd.DataFrame:
-    """One row per (kernel, kind), largest total time first. Summary rows count as ``count`` launches."""
-    cols = ["kernel", "kind", "launches", "total_us", "mean_us", "median_us", "cases"]
+    """One row per (kernel, kind, scope), largest total time first. Summary rows count as ``count`` launches;
+    one kernel under different profiler scopes (Proton) stays in separate rows."""
+    cols = ["kernel", "kind", "scope", "launches", "total_us", "mean_us", "median_us", "cases"]
     if launches.empty:
         return pd.DataFrame(columns=cols)
-    df = launches.assign(kind=launches["kind"].fillna("kernel"), n=launch_table.launches(launches))
+    scope = launches["scope"] if "scope" in launches else pd.Series(pd.NA, index=launches.index)
+    df = launches.assign(kind=launches["kind"].fillna("kernel"), n=launch_table.launches(launches),
+                         scope=scope.astype("string").fillna(""))
     df = df.assign(total=df["duration_ns"].astype("float64") * df["n"])
     rows = []
-    for (kernel, kind), g in df.groupby(["kernel", "kind"], sort=False):
+    for (kernel, kind, sc), g in df.groupby(["kernel", "kind", "scope"], sort=False):
         traced = g.loc[g["n"] == 1, "duration_ns"].astype("float64")
         rows.append({
-            "kernel": kernel, "kind": kind, "launches": int(g["n"].sum()), "total_us": g["total"].sum() / 1e3,
+            "kernel": kernel, "kind": kind, "scope": sc or pd.NA, "launches": int(g["n"].sum()),
+            "total_us": g["total"].sum() / 1e3,
             "mean_us": g["total"].sum() / g["n"].sum() / 1e3,
             "median_us": float(np.median(traced)) / 1e3 if len(traced) == len(g) else np.nan,
             "cases": int(g["case"].nunique()),
@@ -38,19 +42,24 @@ def kernel_summary(launches: pd.DataFrame) -> pd.DataFrame:
 
 
 def case_kernel_times(launches: pd.DataFrame) -> pd.DataFrame:
-    """Per (case, kernel) of the attributed kernel rows: launches, median, p20, p80 and mean (us)."""
-    cols = ["case", "kernel", "launches", "median_us", "p20_us", "p80_us", "mean_us"]
+    """Per (case, kernel) of the attributed kernel rows: launches, median, p20, p80 and mean (us). Kernels
+    are keyed by ``kernel_norm`` (the profiler-independent name); ``kernel`` shows the first spelling."""
+    cols = ["case", "kernel", "kernel_norm", "launches", "median_us", "p20_us", "p80_us", "mean_us"]
     k = launch_table.kernels(launches)
     k = k[k["case"].notna()]
     if k.empty:
         return pd.DataFrame(columns=cols)
+    if "kernel_norm" not in k or k["kernel_norm"].isna().any():
+        k = launch_table.validate(k)
     rows = []
-    for (case, kernel), g in k.groupby(["case", "kernel"], sort=False):
+    for (case, norm), g in k.groupby(["case", "kernel_norm"], sort=False):
+        kernel = g["kernel"].iloc[0]
         n = launch_table.launches(g)
         d = g["duration_ns"].astype("float64")
         traced = d[n == 1]
         p20, p50, p80 = np.percentile(traced, [20, 50, 80]) if len(traced) else (np.nan, np.nan, np.nan)
-        rows.append({"case": case, "kernel": kernel, "launches": int(n.sum()), "median_us": p50 / 1e3,
+        rows.append({"case": case, "kernel": kernel, "kernel_norm": norm, "launches": int(n.sum()),
+                     "median_us": p50 / 1e3,
                      "p20_us": p20 / 1e3, "p80_us": p80 / 1e3, "mean_us": float((d * n).sum() / n.sum()) / 1e3})
     return pd.DataFrame(rows, columns=cols)
 
@@ -58,10 +67,10 @@ def case_kernel_times(launches: pd.DataFrame) -> pd.DataFrame:
 def compare_profilers(tables: Mapping[str, pd.DataFrame], reference: str | None = None) -> pd.DataFrame:
     """Median kernel duration per (case, kernel) under each profiler, and each one's ratio to ``reference``.
 
-    Kernels are matched by case and by name; names differ between tools for the same kernel (nsys and
-    Kineto demangle, Proton does not, ncu drops template parameters it prints differently), so within a
-    case, kernels whose names do not match are paired by rank of total time when each profiler saw the
-    same number of distinct kernels in that case. ``match`` says which rule paired the row.
+    Kernels are matched by case and by normalised name (``kernel_norm``: demangled, without return type,
+    parameter lists and clone suffixes, so nsys, Kineto, Proton and rocprof spellings meet); where names
+    still differ (ncu abbreviates template parameters), kernels are paired by rank of total time when each
+    profiler saw the same number of distinct kernels in that case. ``match`` says which rule paired the row.
     """
     per = {name: case_kernel_times(t) for name, t in tables.items()}
     names = list(per)
@@ -77,7 +86,7 @@ def compare_profilers(tables: Mapping[str, pd.DataFrame], reference: str | None 
             matches = []
             for n in names:
                 g = by_prof[n]
-                hit = g[g["kernel"] == r.kernel]
+                hit = g[g["kernel_norm"] == r.kernel_norm]
                 how = "name"
                 if hit.empty and len(g) == len(ref):
                     hit, how = g.iloc[[rank]], "rank"

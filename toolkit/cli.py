@@ -58,10 +58,10 @@ def profile(
     provider: Annotated[Optional[list[str]], typer.Option("--provider", "-p", help="Providers to run (repeat or comma-separate). Default: all.")] = None,
     shape: Annotated[Optional[list[str]], typer.Option("--shape", "-s", help="Shapes like 4096x4096 (repeat or comma-separate). Default: the family's sweep.")] = None,
     dtype: Annotated[Optional[list[str]], typer.Option("--dtype", "-d", help="fp32, bf16, fp16. Default: the family's sweep.")] = None,
-    profiler: Annotated[str, typer.Option(help="auto | torch | nsys | ncu | rocprof | proton | none. auto: nsys on NVIDIA when found, rocprofv3/rocprof on AMD, else torch.profiler.")] = "auto",
+    profiler: Annotated[str, typer.Option(help="auto, none, or a profiler backend: torch, nsys, ncu, rocprof, proton, or one added as a module under kprof.profilers. auto: the backend for this GPU's vendor when its tool is found, else torch.profiler.")] = "auto",
     tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary (else $KPROF_NSYS / $KPROF_NCU / $KPROF_ROCPROFV3 / $KPROF_ROCPROF, PATH, install places).")] = None,
     profiler_timeout: Annotated[float, typer.Option(help="Seconds before the profiler's process group is killed.")] = 1800.0,
-    profile_repeats: Annotated[Optional[int], typer.Option(help="Launches per case under the profiler (default 5; ncu 3).")] = None,
+    profile_repeats: Annotated[Optional[int], typer.Option(help="Launches per case under the profiler (default: the backend's, 5; ncu 3).")] = None,
     rev: Annotated[Optional[list[str]], typer.Option("--rev", help="Profile kernels/FAMILY as at this git revision (repeat: A B ... measured interleaved, one run each, then `kprof diff`).")] = None,
     mode: Annotated[str, typer.Option(help="auto | gpu | interpreter (CPU, correctness only).")] = "auto",
     rep_ms: Annotated[int, typer.Option(help="do_bench repetition budget per case, ms.")] = 100,
@@ -106,6 +106,7 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from kprof.runner import ProfilerFailed, profile_runs
+    from kprof.safe_text import no_control
     from kprof.store import RunStore
 
     # SIGTERM (timeouts, job schedulers) ends the run like Ctrl-C: what finished is kept, marked incomplete
@@ -118,7 +119,8 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
 
         def on_progress(phase: str, done: int, total: int, label: str) -> None:
             if phase == "profiler":
-                err_console.print(f"profiler: {label}", markup=False, highlight=False)  # may hold a rev name
+                # may hold a rev name or a kernel name: text, not markup, and no terminal escapes
+                err_console.print(f"profiler: {no_control(label)}", markup=False, highlight=False)
                 return
             if phase not in tasks:
                 tasks[phase] = bar.add_task(label, total=total, phase=phase)
@@ -128,14 +130,16 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
             run_ids = profile_runs(opts, on_progress)
         except ProfilerFailed as exc:
             bar.stop()
-            err_console.print(f"[bold red]kprof:[/bold red] {exc}")
+            from rich.markup import escape
+
+            err_console.print(f"[bold red]kprof:[/bold red] {escape(no_control(str(exc)))}")
             err_console.print("the measured cases are stored; the run is marked incomplete (kprof show latest)")
             sys.exit(1)
     st = RunStore(store)
     for run_id in run_ids:
         run = st.run(run_id)
         md = run["report_md"] or ""
-        print(md)
+        print(no_control(md))  # kernel names in it come from traces: no terminal escapes
         if report:
             target = report if len(run_ids) == 1 else report.with_name(f"{report.stem}-{run_id}{report.suffix}")
             target.write_text(md)
@@ -266,16 +270,18 @@ def show(
     """Print a run's report, or export its metrics, samples and launch table."""
     from kprof.store import RunStore
 
+    from kprof.safe_text import csv_safe_frame, no_control
+
     st = RunStore(store)
     rec = st.run(run)
     if csv:
-        st.metrics(rec["id"]).to_csv(csv, index=False)
+        csv_safe_frame(st.metrics(rec["id"])).to_csv(csv, index=False)
         err_console.print(f"metrics of {rec['id']} -> {csv}")
     if samples:
         st.samples(rec["id"]).to_csv(samples, index=False)
         err_console.print(f"samples of {rec['id']} -> {samples}")
     if launches:
-        st.launches(rec["id"]).to_csv(launches, index=False)
+        csv_safe_frame(st.launches(rec["id"])).to_csv(launches, index=False)
         err_console.print(f"launch table of {rec['id']} -> {launches}")
     if captures:
         caps = st.captures(rec["id"])
@@ -288,45 +294,53 @@ def show(
             if isinstance(c.stderr_tail, str) and c.stderr_tail and (c.returncode != 0 or c.timed_out):
                 console.print(c.stderr_tail[-2000:], markup=False, highlight=False)
             if isinstance(c.notes, str) and c.notes:
-                console.print(c.notes, markup=False, highlight=False)
+                console.print(no_control(c.notes), markup=False, highlight=False)
     if not (csv or samples or launches or captures):
-        print(rec.get("report_md") or f"run {rec['id']} has no report (status {rec['status']})")
+        print(no_control(rec.get("report_md") or f"run {rec['id']} has no report (status {rec['status']})"))
 
 
 @app.command()
 def parse(
-    trace: Annotated[Path, typer.Argument(help="A trace: nsys .sqlite or stats CSV, ncu raw CSV, rocprof CSV/JSON, Proton .hatchet/.chrome_trace, torch.profiler .json[.gz].")],
+    trace: Annotated[Path, typer.Argument(help="A trace, gzipped or not (format recognised by content): nsys .sqlite or `nsys stats` output, ncu CSV (raw or details page), rocprof CSV/JSON, Proton .hatchet/.chrome_trace, torch.profiler .json.")],
     csv: Annotated[Optional[Path], typer.Option(help="Write the launch table here.")] = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="nsys | ncu | rocprof | proton | torch; sniffed when omitted.")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="A profiler backend's name (nsys, ncu, rocprof, proton, torch, ...); recognised when omitted.")] = None,
     arch: Annotated[Optional[str], typer.Option(help="AMD architecture (gfx90a, gfx942) for rocprof occupancy.")] = None,
     perfetto: Annotated[Optional[Path], typer.Option(help="Also write a Perfetto/Chrome trace of the table.")] = None,
 ) -> None:
     """Turn a profiler trace into the canonical launch table (per-kernel summary, or --csv for every row)."""
     from kprof import launch_table
     from kprof.profilers import parse_trace
+    from kprof.safe_text import csv_safe_frame, for_terminal
 
     df = parse_trace(trace, fmt, arch=arch)
+    for note in df.attrs.get("warnings", []):
+        err_console.print(f"[yellow]kprof: warning:[/yellow] {for_terminal(note)}")
     if csv:
-        df.to_csv(csv, index=False)
-        err_console.print(f"{len(df)} rows -> {csv}")
+        csv_safe_frame(df).to_csv(csv, index=False)  # names are data: no cell a spreadsheet runs as a formula
+        err_console.print(f"{len(df)} rows -> {for_terminal(csv)}")
     if perfetto:
         from kprof.export import write_perfetto
 
         info = write_perfetto(df, perfetto, title=str(trace))
-        err_console.print(f"{info['events']} trace events -> {perfetto} (open in ui.perfetto.dev)")
+        err_console.print(f"{info['events']} trace events -> {for_terminal(perfetto)} (open in ui.perfetto.dev)")
     if not csv:
         console.print(kernel_summary_table(df))
-        console.print(f"{int(launch_table.launches(df).sum())} launches in {len(df)} rows from "
+        what = "summary rows" if df.attrs.get("summary") else "rows"
+        console.print(f"{int(launch_table.launches(df).sum())} launches in {len(df)} {what} from "
                       f"{', '.join(sorted(set(df['source'].dropna()))) or 'no profiler'}; --csv FILE writes them all")
 
 
 def kernel_summary_table(df: "pd.DataFrame", limit: int = 30) -> Table:
     from kprof.analysis import kernel_summary
+    from kprof.safe_text import for_terminal
 
-    t = Table("kernel", "kind", "launches", "total µs", "mean µs", "median µs", "cases")
-    for r in kernel_summary(df).head(limit).itertuples():
-        t.add_row(str(r.kernel)[:80], str(r.kind), str(r.launches), f"{r.total_us:.1f}", f"{r.mean_us:.2f}",
-                  "—" if pd.isna(r.median_us) else f"{r.median_us:.2f}", str(r.cases))
+    summary = kernel_summary(df).head(limit)
+    scoped = summary["scope"].notna().any()
+    t = Table("kernel", "kind", *(["scope"] if scoped else []), "launches", "total µs", "mean µs", "median µs", "cases")
+    for r in summary.itertuples():
+        scope = [for_terminal(str(r.scope)[-60:]) if pd.notna(r.scope) else ""] if scoped else []
+        t.add_row(for_terminal(str(r.kernel)[:80]), str(r.kind), *scope, str(r.launches), f"{r.total_us:.1f}",
+                  f"{r.mean_us:.2f}", "—" if pd.isna(r.median_us) else f"{r.median_us:.2f}", str(r.cases))
     return t
 
 
@@ -356,58 +370,50 @@ def diff(
     a: Annotated[str, typer.Argument(help="Run before (id, prefix, 'latest') or a trace file.")],
     b: Annotated[str, typer.Argument(help="Run after, or a trace file.")],
     threshold: Annotated[float, typer.Option(help="Smallest relative change called FASTER/SLOWER (0.03 = 3%).")] = 0.03,
-    alpha: Annotated[float, typer.Option(help="Significance level of the Mann-Whitney U test.")] = 0.01,
+    alpha: Annotated[float, typer.Option(help="Significance level of the test on the change.")] = 0.01,
     markdown: Annotated[Optional[Path], typer.Option(help="Write the diff as markdown (for a pull request).")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the diff as JSON.")] = None,
-    fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit 1 when any case is SLOWER.")] = False,
+    fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit 1 when any case is SLOWER or a case correct in A is not correct in B.")] = False,
     fmt: Annotated[Optional[str], typer.Option("--format", help="Profiler of both trace files; sniffed when omitted.")] = None,
+    samples: Annotated[str, typer.Option("--samples", help="Which stored samples of each case to compare (gpu: per-call device times).")] = "gpu",
     store: StoreOpt = None,
 ) -> None:
-    """FASTER / SLOWER / SAME / UNCERTAIN per case between two runs (or two traces), beyond the noise."""
-    import json
-
+    """FASTER / SLOWER / SAME / UNCERTAIN per case between two runs (or two traces), beyond the noise,
+    and correctness verdicts (BROKEN / FIXED / ...) between two runs."""
     from kprof import diff as d
+    from kprof import verdict_cli as v
 
     if not 0 < threshold < 1 or not 0 < alpha < 1:
         raise KprofError("--threshold and --alpha must be between 0 and 1 (e.g. 0.03 and 0.01)")
     rule = d.DiffRule(threshold=threshold, alpha=alpha)
+    broken: list[str] = []
     if Path(a).is_file() and Path(b).is_file():
-        from kprof.profilers import parse_trace
-
-        table = d.diff_traces(parse_trace(Path(a), fmt), parse_trace(Path(b), fmt), rule)
-        _print_diff_table(table, f"{a} -> {b}", [])
-        counts = table["verdict"].value_counts().to_dict()
-        if markdown:
-            markdown.write_text(d.traces_markdown(table, a, b, rule))
-        if json_out:
-            json_out.write_text(table.to_json(orient="records", indent=1))
+        counts = v.diff_files(a, b, fmt, rule, markdown, json_out, console)
     else:
         from kprof.store import RunStore
 
-        res = d.diff_runs(RunStore(store), a, b, rule)
-        _print_diff_table(res.table(), f"{res.a['id']} -> {res.b['id']}", res.warnings)
-        counts = res.counts
-        if markdown:
-            markdown.write_text(d.to_markdown(res))
-        if json_out:
-            json_out.write_text(json.dumps(d.to_json(res), indent=1))
-    console.print(", ".join(f"{counts.get(v, 0)} {v.lower()}" for v in d.VERDICTS) + f"  ({rule.describe()})")
-    if fail_on_regression and counts.get("SLOWER", 0):
+        res = v.diff_stored(RunStore(store), a, b, rule, samples, markdown, json_out, console, err_console)
+        counts, broken = res.counts, res.broken
+    console.print(", ".join(f"{counts.get(x, 0)} {x.lower()}" for x in d.VERDICTS) + f"  ({rule.describe()})")
+    reasons = v.fail_reasons(counts, broken)
+    if fail_on_regression and reasons:
+        err_console.print(f"[bold red]kprof diff: regression[/bold red]: {'; '.join(reasons)}")
         raise typer.Exit(1)
 
 
-def _print_diff_table(df: "pd.DataFrame", title: str, warnings: list[str]) -> None:
-    colour = {"SLOWER": "red", "FASTER": "green", "SAME": "", "UNCERTAIN": "yellow"}
-    for w in warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {w}")
-    t = Table("case", "A µs", "B µs", "B/A", "95% interval", "p", "verdict", "kernel changes / why", title=title)
-    for r in df.itertuples():
-        c = colour.get(r.verdict, "")
-        t.add_row(str(getattr(r, "case", "") or getattr(r, "kernel", ""))[:70], f"{r.median_a:.2f}", f"{r.median_b:.2f}",
-                  f"{r.ratio:.3f}", f"{r.ci_lo:.3f}-{r.ci_hi:.3f}", f"{r.p_value:.2g}",
-                  f"[{c}]{r.verdict}[/{c}]" if c else r.verdict,
-                  str(getattr(r, "changes", "") or (r.why if r.verdict == "UNCERTAIN" else ""))[:80])
-    console.print(t)
+@app.command()
+def noise(
+    runs: Annotated[list[str], typer.Argument(help="Runs (ids, prefixes) or a family name (all its complete GPU runs) measured repeatedly on one device.")],
+    samples: Annotated[str, typer.Option("--samples", help="Which stored samples to calibrate on (gpu: per-call device times).")] = "gpu",
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the calibration as JSON.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Learn this device's run-to-run noise floor from repeated runs of identical code; `kprof diff` of
+    separate runs then uses it instead of the conservative default."""
+    from kprof import verdict_cli as v
+    from kprof.store import RunStore
+
+    v.noise(RunStore(store), runs, samples, json_out, console)
 
 
 @app.command()
@@ -471,7 +477,10 @@ def main() -> None:
     try:
         app()
     except KprofError as exc:
-        err_console.print(f"[bold red]kprof:[/bold red] {exc}")
+        from kprof.safe_text import for_terminal
+
+        # the message may quote a file's content (a kernel name): printed as text, not as markup
+        err_console.print(f"[bold red]kprof:[/bold red] {for_terminal(exc)}", soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted; finished cases were kept and the run is marked incomplete[/yellow]")

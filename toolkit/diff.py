@@ -1,6 +1,7 @@
-"""``kprof diff``: did a change make each case faster, slower or neither, beyond the noise?
+"""``kprof diff``: did a change make each case faster, slower or neither, beyond the noise? Is it still correct?
 
-Decision rule (per case, on the stored per-call GPU samples of the two runs; A = before, B = after):
+Decision rule (per case, on the stored per-call samples of the two runs, "gpu" by default; A = before,
+B = after):
 
 * ``ratio`` = median(B) / median(A); its 95% confidence interval by bootstrap (``scipy.stats.bootstrap``,
   percentile method, resampling each run's samples independently);
@@ -9,21 +10,34 @@ Decision rule (per case, on the stored per-call GPU samples of the two runs; A =
   **FASTER** when ratio < 1 - threshold, the whole interval lies below 1 and p < alpha;
   **SAME** when the whole interval lies within [1 - threshold, 1 + threshold]: any change is smaller than
   the threshold, with 95% confidence;
-  **UNCERTAIN** otherwise: the samples are too noisy (or too few) to say either.
+  **UNCERTAIN** otherwise, with the reason.
 
-Defaults: threshold 3%, alpha 0.01, at least 5 samples per side. A change must therefore be both large
-(practically significant) and unlikely under "no change" (statistically significant) to be called.
+Which variance the interval and p carry depends on how the two runs were made (:func:`comparison_kind`):
 
-Next to the verdict, :func:`kernel_changes` compares the two launch tables of each case: kernels added or
-removed, launches per call, and the dominant kernel's grid, block, registers, shared memory and
-theoretical occupancy (``registers 62->96, occupancy 50%->25%`` beside a SLOWER verdict explains it).
-Plain functions, DataFrames in and out; rendering is separate (:func:`to_markdown`, :func:`to_json`).
+* **interleaved** arms of one ``kprof profile --rev A --rev B`` invocation share a process and alternate
+  timing rounds, so drift of the machine hits both alike: the rule above on the samples alone (the most
+  sensitive comparison; it catches a 5% regression);
+* **separate** runs differ also by run-to-run variance that per-call samples do not show (clocks, memory
+  placement, allocator, L2 history). The device's run-to-run floor (:mod:`kprof.variance`: calibrated with
+  ``kprof noise``, else a documented default) is added in log space: interval ``exp(log ratio +- z se)``
+  with ``se^2 = se_within^2 + 2 sigma_run^2`` and a z-test p; calls must then survive Benjamini-Hochberg
+  over the cases of the diff.
+
+Every timing row says which variance it accounted for (column ``variance``). Defaults: threshold 3%, alpha
+0.01, at least 5 samples per side.
+
+Correctness is compared for every case in both runs (:mod:`kprof.correctness_diff`): BROKEN (correct in A,
+not in B) is a regression like SLOWER; two CPU interpreter runs, which have no timings, get these verdicts
+only. Next to the timing verdict, :func:`kernel_changes` compares the two launch tables of each case:
+kernels added or removed, launches per call, and the dominant kernel's grid, block, registers, shared
+memory and theoretical occupancy (``registers 62->96, occupancy 50%->25%`` beside a SLOWER verdict explains
+it). Plain functions, DataFrames in and out; rendering is separate (:func:`to_markdown`, :func:`to_json`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,8 +45,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from kprof import launch_table
+from kprof import correctness_diff, launch_table
 from kprof.errors import KprofError
+from kprof.variance import WITHIN_RUN, Floor, floor_lookup
 from kprof.report import fmt_num, markdown_table
 from kprof.store import plain
 
@@ -55,33 +70,85 @@ class DiffRule:
                 f"±{100 * self.threshold:g}%; UNCERTAIN: neither")
 
 
-def compare_samples(a: Sequence[float], b: Sequence[float], rule: DiffRule = DiffRule()) -> dict[str, Any]:
-    """Median of each side, ratio B/A with its interval, Mann-Whitney p, and the verdict."""
+def compare_samples(
+    a: Sequence[float], b: Sequence[float], rule: DiffRule = DiffRule(), floor: Floor = WITHIN_RUN,
+    paired: bool = False,
+) -> dict[str, Any]:
+    """Median of each side, ratio B/A with its interval, p, the verdict, and which variance it accounts for.
+
+    ``floor`` is the between-run part (:mod:`kprof.variance`): :data:`WITHIN_RUN` for samples that share a
+    process and alternate in time (interleaved ``--rev`` arms), else the run-to-run floor of the device.
+    ``paired``: sample i of A and of B belong together (the i-th launch of one kernel configuration in two
+    traces of the same program); the bootstrap then resamples pairs."""
     xa = np.asarray(a, dtype=float)
     xb = np.asarray(b, dtype=float)
     xa, xb = xa[np.isfinite(xa)], xb[np.isfinite(xb)]
     out: dict[str, Any] = {"n_a": int(xa.size), "n_b": int(xb.size), "median_a": math.nan, "median_b": math.nan,
-                           "ratio": math.nan, "ci_lo": math.nan, "ci_hi": math.nan, "p_value": math.nan}
+                           "ratio": math.nan, "ci_lo": math.nan, "ci_hi": math.nan, "p_value": math.nan,
+                           "variance": floor.describe(rule.confidence),
+                           "floor_pct": 100 * floor.half_width(rule.confidence) if floor.sigma_run > 0 else 0.0}
     if xa.size == 0 or xb.size == 0:
         return {**out, "verdict": "UNCERTAIN", "why": "no samples on one side"}
     ma, mb = float(np.median(xa)), float(np.median(xb))
     out.update(median_a=ma, median_b=mb, ratio=mb / ma if ma > 0 else math.nan)
+    paired = paired and xa.size == xb.size
+    if paired and np.array_equal(xa, xb) and floor.sigma_run == 0:
+        # every matched sample is the same number: the difference is exactly zero, whatever n is
+        return {**out, "ci_lo": 1.0, "ci_hi": 1.0, "p_value": 1.0, "verdict": "SAME",
+                "why": f"all {xa.size} matched samples identical"}
     if min(xa.size, xb.size) < rule.min_samples:
         return {**out, "verdict": "UNCERTAIN", "why": f"fewer than {rule.min_samples} samples"}
-    if np.ptp(xa) == 0 and np.ptp(xb) == 0:  # no spread at all: the interval is the point
-        lo = hi = out["ratio"]
-        p = 1.0 if ma == mb else 0.0
-    else:
-        res = stats.bootstrap(
-            (xa, xb), lambda x, y, axis=-1: np.median(y, axis=axis) / np.median(x, axis=axis),
-            paired=False, vectorized=True, n_resamples=rule.n_resamples, confidence_level=rule.confidence,
-            method="percentile", random_state=np.random.default_rng(rule.seed),
-        )
-        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-        p = float(stats.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
+    lo, hi, p = _within_run(xa, xb, ma, mb, out["ratio"], rule, paired)
+    if floor.sigma_run > 0:
+        lo, hi, p = _with_floor(out["ratio"], lo, hi, floor, rule)
     out.update(ci_lo=lo, ci_hi=hi, p_value=p)
     verdict, why = decide(out["ratio"], lo, hi, p, rule)
+    if verdict == "UNCERTAIN" and floor.sigma_run > 0:
+        why = _floor_reason(out["ratio"], floor, rule) or why
     return {**out, "verdict": verdict, "why": why}
+
+
+def _within_run(xa: np.ndarray, xb: np.ndarray, ma: float, mb: float, ratio: float, rule: DiffRule,
+                paired: bool) -> tuple[float, float, float]:
+    """Bootstrap interval of the ratio of medians and Mann-Whitney (Wilcoxon when paired) p."""
+    if np.ptp(xa) == 0 and np.ptp(xb) == 0:  # no spread at all: the interval is the point
+        return ratio, ratio, 1.0 if ma == mb else 0.0
+    res = stats.bootstrap(
+        (xa, xb), lambda x, y, axis=-1: np.median(y, axis=axis) / np.median(x, axis=axis),
+        paired=paired, vectorized=True, n_resamples=rule.n_resamples, confidence_level=rule.confidence,
+        method="percentile", random_state=np.random.default_rng(rule.seed),
+    )
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if paired:
+        d = xb - xa
+        p = 1.0 if not np.any(d) else float(stats.wilcoxon(xa, xb, zero_method="zsplit").pvalue)
+    else:
+        p = float(stats.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
+    return lo, hi, p
+
+
+def _with_floor(ratio: float, lo: float, hi: float, floor: Floor, rule: DiffRule) -> tuple[float, float, float]:
+    """Interval and p of the ratio of two separate runs: within-run and between-run variance added in log
+    space (the within-run standard error read off the bootstrap interval)."""
+    z = float(stats.norm.ppf(0.5 + rule.confidence / 2))
+    if not (ratio > 0 and lo > 0 and hi > 0):
+        return math.nan, math.nan, math.nan
+    se_within = (math.log(hi) - math.log(lo)) / (2 * z)
+    se = math.sqrt(se_within ** 2 + floor.pair_sd() ** 2)
+    lr = math.log(ratio)
+    p = float(2 * stats.norm.sf(abs(lr) / se))
+    return math.exp(lr - z * se), math.exp(lr + z * se), p
+
+
+def _floor_reason(ratio: float, floor: Floor, rule: DiffRule) -> str | None:
+    return _inside_floor(ratio, floor.half_width(rule.confidence))
+
+
+def _inside_floor(ratio: float, h: float) -> str | None:
+    if abs(ratio - 1) <= h:
+        return (f"change {100 * (ratio - 1):+.1f}% is inside the run-to-run floor {100 * h:.1f}% "
+                "(interleave with --rev for a finer test)")
+    return None
 
 
 def decide(ratio: float, lo: float, hi: float, p: float, rule: DiffRule) -> tuple[str, str]:
@@ -100,25 +167,66 @@ def decide(ratio: float, lo: float, hi: float, p: float, rule: DiffRule) -> tupl
 
 
 # ---------------------------------------------------------------------------------------- run vs run
+FloorFor = Callable[[str, float], Floor]
+
+
 def diff_cases(
     metrics_a: pd.DataFrame, samples_a: pd.DataFrame, metrics_b: pd.DataFrame, samples_b: pd.DataFrame,
-    rule: DiffRule = DiffRule(),
+    rule: DiffRule = DiffRule(), floor_for: FloorFor | None = None, kind: str = "gpu",
 ) -> pd.DataFrame:
-    """One row per case present and correct in both runs (matched on family, provider, shape, dtype)."""
+    """One row per case correct in both runs with ``kind`` samples on both sides (matched on family,
+    provider, shape, dtype). ``floor_for(case key, median us)`` gives the between-run part of each
+    comparison (None: within-run only, for interleaved arms of one invocation)."""
     ok_a = metrics_a[metrics_a["status"] == "ok"]
     ok_b = metrics_b[metrics_b["status"] == "ok"]
     both = ok_a.merge(ok_b, on=list(MATCH_KEYS), suffixes=("_a", "_b"))
-    ga = _gpu_samples_us(samples_a)
-    gb = _gpu_samples_us(samples_b)
+    ga = samples_us(samples_a, kind)
+    gb = samples_us(samples_b, kind)
     rows = []
     for r in both.itertuples(index=False):
         d = r._asdict()
-        res = compare_samples(ga.get(d["case_a"], []), gb.get(d["case_b"], []), rule)
+        xa, xb = ga.get(d["case_a"]), gb.get(d["case_b"])
+        if xa is None or xb is None or not xa.size or not xb.size:
+            continue  # no timings on a side (an interpreter run): correctness is compared instead
+        floor = WITHIN_RUN
+        if floor_for is not None:
+            floor = floor_for("/".join(str(d[k]) for k in MATCH_KEYS), float(np.median(xa)))
+        res = compare_samples(xa, xb, rule, floor)
         rows.append({**{k: d[k] for k in MATCH_KEYS}, "case": d["case_b"], **res})
-    cols = [*MATCH_KEYS, "case", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p_value", "n_a", "n_b",
-            "verdict", "why"]
+    cols = [*MATCH_KEYS, "case", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p_value", "p_adjusted",
+            "n_a", "n_b", "verdict", "why", "variance", "floor_pct"]
     df = pd.DataFrame(rows, columns=cols)
+    if floor_for is not None and not df.empty:
+        df = _control_false_discoveries(df, rule)
     return sort_worst_first(df)
+
+
+def benjamini_hochberg(p: Sequence[float]) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (NaN stays NaN)."""
+    x = np.asarray(p, dtype=float)
+    out = np.full_like(x, np.nan)
+    ok = np.flatnonzero(np.isfinite(x))
+    if ok.size:
+        order = ok[np.argsort(x[ok])]
+        ranked = x[order] * ok.size / np.arange(1, ok.size + 1)
+        out[order] = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
+    return out
+
+
+def _control_false_discoveries(df: pd.DataFrame, rule: DiffRule) -> pd.DataFrame:
+    """Separate runs: a call must survive Benjamini-Hochberg over all cases of the diff. Run-to-run errors
+    are several times the threshold there, so with dozens of cases the threshold alone does not keep
+    unchanged code from being called; under "nothing changed" this caps the chance of any false call per
+    diff at alpha (test statistics of one run pair are positively dependent, where BH holds)."""
+    df = df.copy()
+    df["p_adjusted"] = benjamini_hochberg(df["p_value"])
+    for i, r in df.iterrows():
+        if r["verdict"] in ("SLOWER", "FASTER") and not r["p_adjusted"] < rule.alpha:
+            why = _inside_floor(r["ratio"], r["floor_pct"] / 100) or (
+                f"{100 * (r['ratio'] - 1):+.1f}% not significant over the {len(df)} cases of this diff "
+                f"(p={r['p_value']:.2g}, Benjamini-Hochberg adjusted {r['p_adjusted']:.2g})")
+            df.loc[i, ["verdict", "why"]] = ["UNCERTAIN", why]
+    return df
 
 
 def sort_worst_first(df: pd.DataFrame) -> pd.DataFrame:
@@ -127,11 +235,30 @@ def sort_worst_first(df: pd.DataFrame) -> pd.DataFrame:
         ["_o", "_r"], kind="stable").drop(columns=["_o", "_r"]).reset_index(drop=True)
 
 
-def _gpu_samples_us(samples: pd.DataFrame) -> dict[str, np.ndarray]:
-    g = samples[samples["kind"] == "gpu"]
-    scale = g["unit"].map({"ms": 1e3, "us": 1.0}).fillna(1e3)
+_UNIT_US = {"ms": 1e3, "us": 1.0, "ns": 1e-3, "s": 1e6}
+
+
+def samples_us(samples: pd.DataFrame, kind: str = "gpu") -> dict[str, np.ndarray]:
+    """Per case, the stored samples of ``kind`` (today "gpu": per-call device times) in microseconds."""
+    g = samples[samples["kind"] == kind]
+    scale = g["unit"].map(_UNIT_US).fillna(1e3)
     values = g["value"].astype(float) * scale
     return {case: v.to_numpy() for case, v in values.groupby(g["case"])}
+
+
+_gpu_samples_us = samples_us
+
+
+def comparison_kind(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> str:
+    """``same run``, ``interleaved`` (arms of one ``--rev A --rev B`` invocation: one process, timing rounds
+    alternated, so run-to-run variance hits both alike) or ``separate`` (anything else)."""
+    if run_a["id"] == run_b["id"]:
+        return "same run"
+    ca, cb = run_a.get("config") or {}, run_b.get("config") or {}
+    same_process = (run_a.get("pid"), run_a.get("host")) == (run_b.get("pid"), run_b.get("host")) and run_a.get("pid")
+    if same_process and ca.get("interleaved_revisions") and ca.get("interleaved_revisions") == cb.get("interleaved_revisions"):
+        return "interleaved"
+    return "separate"
 
 
 def unmatched(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> dict[str, list[str]]:
@@ -227,7 +354,7 @@ def environment_warnings(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> 
         if run.get("status") != "complete":
             warn.append(f"run {label} ({run['id']}) is {run.get('status')}")
         if run.get("mode") != "gpu":
-            warn.append(f"run {label} ({run['id']}) is a {run.get('mode')} run: no GPU timings to compare")
+            warn.append(f"run {label} ({run['id']}) is an {run.get('mode')} run: no GPU timings, correctness compared")
     if run_a.get("profiler") != run_b.get("profiler"):
         warn.append(f"profiler differs: {run_a.get('profiler')} vs {run_b.get('profiler')} (kernel names are spelled "
                     "differently between tools, so kernel-name changes are not reported)")
@@ -249,11 +376,25 @@ class DiffResult:
     warnings: list[str] = field(default_factory=list)
     only_in_a: list[str] = field(default_factory=list)
     only_in_b: list[str] = field(default_factory=list)
+    comparison: str = "separate"  # see comparison_kind
+    correctness: pd.DataFrame = field(default_factory=pd.DataFrame)
+    samples_kind: str = "gpu"
 
     @property
     def counts(self) -> dict[str, int]:
         vc = self.cases["verdict"].value_counts()
         return {v: int(vc.get(v, 0)) for v in VERDICTS}
+
+    @property
+    def correctness_counts(self) -> dict[str, int]:
+        return correctness_diff.counts(self.correctness)
+
+    @property
+    def broken(self) -> list[str]:
+        """Cases correct in A and not in B: correctness regressions."""
+        if self.correctness.empty:
+            return []
+        return list(self.correctness.loc[self.correctness["verdict"] == "BROKEN", "case"])
 
     def table(self) -> pd.DataFrame:
         """Cases with their kernel changes, worst regressions first."""
@@ -262,13 +403,20 @@ class DiffResult:
         return self.cases.merge(self.kernels[["case", "changes"]], on="case", how="left").fillna({"changes": ""})
 
 
-def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule()) -> DiffResult:
+def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), kind: str = "gpu") -> DiffResult:
+    """Timings (``kind`` samples) and correctness of every case of two stored runs.
+
+    Interleaved arms of one invocation are compared on their samples alone; separate runs add the
+    device's run-to-run floor (:mod:`kprof.variance`) to every comparison."""
     a, b = store.run(ref_a), store.run(ref_b)
     ma, mb = store.metrics(a["id"]), store.metrics(b["id"])
-    cases = diff_cases(ma, store.samples(a["id"]), mb, store.samples(b["id"]), rule)
-    if cases.empty:
-        raise KprofError(f"runs {a['id']} ({a.get('family')}) and {b['id']} ({b.get('family')}) have no correct "
-                         "case in common (same family, provider, shape and dtype); nothing to compare")
+    comparison = comparison_kind(a, b)
+    floor_for = floor_lookup(store, a, b) if comparison == "separate" else None
+    cases = diff_cases(ma, store.samples(a["id"]), mb, store.samples(b["id"]), rule, floor_for, kind)
+    correctness = correctness_diff.diff_correctness(ma, mb)
+    if cases.empty and correctness.empty:
+        raise KprofError(f"runs {a['id']} ({a.get('family')}) and {b['id']} ({b.get('family')}) have no case in "
+                         "common (same family, provider, shape and dtype); nothing to compare")
     calls_a = int((a.get("config") or {}).get("profile_repeats") or 5)
     calls_b = int((b.get("config") or {}).get("profile_repeats") or 5)
     kernels = kernel_changes(store.launches(a["id"]), store.launches(b["id"]), ma, mb, calls_a, calls_b,
@@ -277,31 +425,17 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule()) -
 
     warnings = environment_warnings(a, b) + device_mismatch(a, b, store.case_devices(a["id"]),
                                                             store.case_devices(b["id"]))
-    return DiffResult(a=a, b=b, rule=rule, cases=cases, kernels=kernels, warnings=warnings, **unmatched(ma, mb))
+    if cases.empty and (a.get("mode") == "gpu" and b.get("mode") == "gpu"):
+        warnings.append(f"no case correct in both runs has {kind!r} samples on both sides: correctness only")
+    return DiffResult(a=a, b=b, rule=rule, cases=cases, kernels=kernels, warnings=warnings,
+                      comparison=comparison, correctness=correctness, samples_kind=kind, **unmatched(ma, mb))
 
 
 def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRule = DiffRule()) -> pd.DataFrame:
-    """Two raw traces: per (case, kernel) when both carry kprof case ranges, else per kernel name, the
-    per-launch durations compared with the same rule (units: us)."""
-    ka, kb = launch_table.kernels(launches_a), launch_table.kernels(launches_b)
-    ka = ka[launch_table.launches(ka) == 1]
-    kb = kb[launch_table.launches(kb) == 1]
-    by_case = ka["case"].notna().any() and kb["case"].notna().any()
-    keys = ["case", "kernel"] if by_case else ["kernel"]
-    if by_case:
-        ka, kb = ka[ka["case"].notna()], kb[kb["case"].notna()]
-    ga = {k: g["duration_ns"].astype(float).to_numpy() / 1e3 for k, g in ka.groupby(keys)}
-    gb = {k: g["duration_ns"].astype(float).to_numpy() / 1e3 for k, g in kb.groupby(keys)}
-    rows = []
-    for key in sorted(set(ga) & set(gb), key=str):
-        key_t = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(keys, key_t)), **compare_samples(ga[key], gb[key], rule)})
-    if not rows:
-        raise KprofError("the two traces have no kernel in common (matched by name"
-                         + (" within each kprof case" if by_case else "") + ")")
-    df = pd.DataFrame(rows)
-    df["case"] = df["case"] if "case" in df else df["kernel"]
-    return sort_worst_first(df)
+    """Two raw traces, per (case, kernel, launch configuration); see :mod:`kprof.trace_diff`."""
+    from kprof.trace_diff import diff_traces as _diff
+
+    return _diff(launches_a, launches_b, rule).table
 
 
 # ------------------------------------------------------------------------------------------- rendering
@@ -315,27 +449,49 @@ def _stat_cells(r: Any) -> list[str]:
             f"**{r.verdict}**"]
 
 
+_COMPARISON_NOTE = {
+    "interleaved": "interleaved arms of one invocation (one process, timing rounds alternated): within-run "
+                   "variance only, the most sensitive comparison",
+    "separate": "separate runs: each verdict adds the device's run-to-run floor to the within-run variance, "
+                "and a call must survive Benjamini-Hochberg over the cases of the diff",
+    "same run": "a run against itself",
+}
+
+
 def to_markdown(res: DiffResult) -> str:
     a, b = res.a, res.b
     c = res.counts
+    cc = res.correctness_counts
     lines = [
         f"# kprof diff: {a.get('family')} `{a['id']}` -> `{b['id']}`", "",
         f"- **A**: {_rev_label(a)} · {a.get('device_name') or '?'} · profiler {a.get('profiler')}",
         f"- **B**: {_rev_label(b)} · {b.get('device_name') or '?'} · profiler {b.get('profiler')}",
-        f"- **verdicts**: {c['SLOWER']} slower, {c['FASTER']} faster, {c['SAME']} same, {c['UNCERTAIN']} uncertain "
-        f"({len(res.cases)} cases in common)",
+        f"- **comparison**: {_COMPARISON_NOTE.get(res.comparison, res.comparison)}",
+        f"- **timing verdicts** ({res.samples_kind} samples): {c['SLOWER']} slower, {c['FASTER']} faster, "
+        f"{c['SAME']} same, {c['UNCERTAIN']} uncertain ({len(res.cases)} cases timed in both)",
+        "- **correctness**: " + ", ".join(f"{n} {v.lower()}" for v, n in cc.items() if n)
+        + f" ({len(res.correctness)} cases in both)",
         f"- **rule**: {res.rule.describe()}",
     ]
+    if res.broken:
+        lines.append(f"- **correctness regressions** (correct in A, not in B): {', '.join(res.broken)}")
     if res.only_in_a or res.only_in_b:
         lines.append(f"- **not compared**: {len(res.only_in_a)} cases only in A, {len(res.only_in_b)} only in B")
     for w in res.warnings:
         lines.append(f"- **warning**: {w}")
-    rows = [[r.case, *_stat_cells(r), r.changes] for r in res.table().itertuples()]
-    lines += ["", markdown_table(["case", *_STAT_HEADERS, "kernel changes"], rows, "lrrrlrll")]
+    if not res.cases.empty:
+        rows = [[r.case, *_stat_cells(r), r.variance, r.why if r.verdict == "UNCERTAIN" else "", r.changes]
+                for r in res.table().itertuples()]
+        lines += ["", "## Timings", "", markdown_table(["case", *_STAT_HEADERS, "variance accounted for", "why",
+                                                        "kernel changes"], rows, "lrrrlrllll")]
+    if not res.correctness.empty:
+        lines += ["", "## Correctness", "", markdown_table(correctness_diff.MARKDOWN_HEADERS,
+                                                           correctness_diff.markdown_rows(res.correctness), "llrrrll")]
     return "\n".join(lines) + "\n"
 
 
 def traces_markdown(table: pd.DataFrame, a: str, b: str, rule: DiffRule) -> str:
+    """Kept for callers holding only a table; :func:`kprof.trace_diff.to_markdown` renders the whole diff."""
     keys = ["case", "kernel"] if "kernel" in table and (table["case"] != table["kernel"]).any() else ["kernel"]
     rows = [[*(str(getattr(r, k))[:80] for k in keys), *_stat_cells(r)] for r in table.itertuples()]
     head = f"# kprof diff of traces\n\n- **A**: `{a}`\n- **B**: `{b}`\n- **rule**: {rule.describe()} (per launch)\n\n"
@@ -353,7 +509,9 @@ def to_json(res: DiffResult) -> dict:
     return {
         "a": {"id": res.a["id"], "git_commit": res.a.get("git_commit"), "revision": (res.a.get("config") or {}).get("revision")},
         "b": {"id": res.b["id"], "git_commit": res.b.get("git_commit"), "revision": (res.b.get("config") or {}).get("revision")},
-        "rule": asdict(res.rule), "counts": res.counts, "warnings": res.warnings,
-        "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
+        "rule": asdict(res.rule), "comparison": res.comparison, "samples_kind": res.samples_kind,
+        "counts": res.counts, "correctness_counts": res.correctness_counts, "correctness_regressions": res.broken,
+        "warnings": res.warnings, "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
         "cases": [{k: plain(v) for k, v in row.items()} for row in res.table().to_dict("records")],
+        "correctness": [{k: plain(v) for k, v in row.items()} for row in res.correctness.to_dict("records")],
     }

@@ -1,10 +1,11 @@
-"""Profiling cases under an external profiler (nsys, ncu, rocprof) or Proton, in a child process.
+"""Profiling cases under an external profiler (any backend with capture steps), in a child process.
 
-``kprof profile --profiler nsys|ncu|rocprof|proton`` measures every case in-process first (as with the
+``kprof profile --profiler nsys|ncu|rocprof|proton|...`` measures every case in-process first (as with the
 built-in torch.profiler), then hands the correct cases to :func:`capture`: it writes a replay spec,
-builds the tool's argv around ``python -m kprof.replay SPEC`` (see :mod:`kprof.replay`), runs it with
-:func:`kprof.tools.run_tool` (own process group, timeout kills the group), post-processes (nsys export,
-ncu CSV import) and parses the artefact into the canonical launch table. Every tool invocation is
+hands the backend's capture steps (:attr:`kprof.profilers.Backend.capture`) the argv of
+``python -m kprof.replay SPEC`` (see :mod:`kprof.replay`); each step runs through
+:func:`kprof.tools.run_tool` (own process group, timeout kills the group); the last artefact kept is
+parsed into the canonical launch table. Every tool invocation is
 returned as a :class:`~kprof.tools.ToolRun` so the runner can store command, exit code, output tails
 and version with the run, whether it succeeded or not.
 """
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,16 +25,50 @@ from kprof.errors import KprofError
 from kprof.replay import ReplayCase, ReplaySpec, child_argv, read_progress, write_spec
 from kprof.tools import ToolLocation, ToolNotFoundError, ToolRun, find_tool, run_tool, tool_version
 
-EXTERNAL = ("nsys", "ncu", "rocprof", "proton")
-ALL_PROFILERS = ("auto", "torch", *EXTERNAL, "none")
 DEFAULT_TIMEOUT_S = 1800.0
+
+
+def external_names() -> tuple[str, ...]:
+    """Profilers that run the cases in a replay child (every backend with capture steps)."""
+    from kprof.profilers import backends
+
+    return tuple(n for n, b in backends().items() if b.capture is not None)
+
+
+def all_profilers() -> tuple[str, ...]:
+    """Every ``--profiler`` value: auto, each backend, none."""
+    from kprof.profilers import names
+
+    return ("auto", *names(), "none")
+
+
+def __getattr__(name: str) -> tuple[str, ...]:  # EXTERNAL / ALL_PROFILERS, computed from the backends
+    if name == "EXTERNAL":
+        return external_names()
+    if name == "ALL_PROFILERS":
+        return all_profilers()
+    raise AttributeError(name)
 
 
 @dataclass(frozen=True)
 class ProfilerChoice:
-    name: str  # torch | nsys | ncu | rocprof | proton | none
+    name: str  # a backend's name, or none
     reason: str
-    tool: ToolLocation | None = None  # for rocprof: rocprofv3 or legacy rocprof
+    tool: ToolLocation | None = None  # the binary found, for backends that drive one
+
+
+@dataclass(frozen=True)
+class CaptureContext:
+    """What a backend's capture steps get: the tool, the replay child's argv, a work folder, and two
+    helpers. ``step(argv, name)`` runs one tool invocation (recorded with the run); ``expect(run, out,
+    missing)`` notes a failed step and keeps ``out`` as an artefact when it was written (the last artefact
+    kept is the trace that is parsed)."""
+
+    tool: ToolLocation | None
+    child: list[str]
+    workdir: Path
+    step: Callable[[list[str], str], ToolRun]
+    expect: Callable[[ToolRun, Path | None, str], bool]
 
 
 @dataclass
@@ -58,43 +94,48 @@ def _is_rocm() -> bool:
 
 def choose(requested: str, mode: str, tool_path: str | None = None) -> ProfilerChoice:
     """Resolve ``--profiler`` to a backend, finding its tool. ``auto`` falls back and says why."""
-    if requested not in ALL_PROFILERS:
-        raise KprofError(f"--profiler must be one of {', '.join(ALL_PROFILERS)}, not {requested!r}")
+    from kprof.profilers import backends
+
+    found = backends()
+    if requested not in ("auto", "none", *found):
+        raise KprofError(f"--profiler must be one of {', '.join(all_profilers())}, not {requested!r}")
     if mode != "gpu":
         return ProfilerChoice("none", "no GPU: profilers need one (interpreter runs check correctness only)")
-    if requested in ("torch", "none"):
-        return ProfilerChoice(requested, "asked for")
-    if requested == "proton":
-        return ProfilerChoice("proton", "asked for (Triton's profiler, run in a child process)")
-    if requested in ("nsys", "ncu"):
-        return ProfilerChoice(requested, "asked for", find_tool(requested, tool_path))
-    if requested == "rocprof":
-        return ProfilerChoice("rocprof", "asked for", _find_rocprof(tool_path))
-    # auto
-    if _is_rocm():
+    if requested == "none":
+        return ProfilerChoice("none", "asked for")
+    if requested != "auto":
+        b = found[requested]
+        if not b.tools:
+            return ProfilerChoice(b.name, f"asked for ({b.description})" if b.capture else "asked for")
+        return ProfilerChoice(b.name, "asked for", _locate(b, tool_path))
+    builtin = next((b.name for b in found.values() if b.in_process), "none")
+    vendor = "amd" if _is_rocm() else "nvidia"
+    for b in sorted((b for b in found.values() if b.auto_vendor == vendor and b.tools), key=lambda b: b.auto_rank):
         try:
-            loc = _find_rocprof(tool_path)
-            return ProfilerChoice("rocprof", f"auto: AMD GPU, found {loc.name} at {loc.path} ({loc.how})", loc)
+            loc = _locate(b, tool_path)
         except ToolNotFoundError as exc:
-            return ProfilerChoice("torch", f"auto: AMD GPU but {exc}; using the built-in torch.profiler")
-    try:
-        loc = find_tool("nsys", tool_path)
-        return ProfilerChoice("nsys", f"auto: NVIDIA GPU, found nsys at {loc.path} ({loc.how})", loc)
-    except ToolNotFoundError as exc:
-        return ProfilerChoice("torch", f"auto: {exc}; using the built-in torch.profiler")
+            return ProfilerChoice(builtin, f"auto: {vendor.upper() if vendor == 'amd' else 'NVIDIA'} GPU but {exc}; "
+                                           f"using the built-in {found[builtin].description if builtin in found else builtin}")
+        return ProfilerChoice(b.name, f"auto: {'AMD' if vendor == 'amd' else 'NVIDIA'} GPU, found {loc.name} at "
+                                      f"{loc.path} ({loc.how})", loc)
+    return ProfilerChoice(builtin, f"auto: no external profiler for this GPU; using the built-in {builtin}")
 
 
-def _find_rocprof(tool_path: str | None) -> ToolLocation:
+def _locate(b: Any, tool_path: str | None) -> ToolLocation:
+    """The first of a backend's tools that is found. With an explicit path, the tool whose executable
+    name the path's file name starts with (``rocprofv3`` before ``rocprof``)."""
+    specs = list(b.tools)
     if tool_path:
-        name = "rocprofv3" if Path(tool_path).name.startswith("rocprofv3") else "rocprof"
-        return find_tool(name, tool_path)
-    try:
-        return find_tool("rocprofv3")
-    except ToolNotFoundError as v3:
+        base = Path(tool_path).name
+        matching = sorted((s for s in specs if base.startswith(s.executable)), key=lambda s: -len(s.executable))
+        return find_tool((matching or specs)[0].name, tool_path)
+    errors = []
+    for spec in specs:
         try:
-            return find_tool("rocprof")
-        except ToolNotFoundError as legacy:
-            raise ToolNotFoundError(f"{v3}. Legacy: {legacy}") from None
+            return find_tool(spec.name)
+        except ToolNotFoundError as exc:
+            errors.append(str(exc))
+    raise ToolNotFoundError(". Or: ".join(errors))
 
 
 def replay_cases(family: str, cases: Sequence[tuple[str, str, tuple[int, ...], str, int]]) -> tuple[ReplayCase, ...]:
@@ -113,12 +154,16 @@ def capture(
     # path, the default ./kprof-runs, made nsys look for kprof-runs/.../kprof-runs/.../replay_spec.json)
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    marker = {"proton": "proton", "rocprof": "roctx"}.get(choice.name, "nvtx")
+    from kprof.profilers import backend, parse_trace
+
+    b = backend(choice.name)
+    if b.capture is None:
+        raise KprofError(f"{choice.name!r} is not an external profiler")
     progress_file = workdir / "replay_progress.jsonl"
     if progress_file.exists():
         progress_file.unlink()
     spec = ReplaySpec(
-        family=family, cases=cases, repeats=repeats, marker=marker, progress_file=str(progress_file),
+        family=family, cases=cases, repeats=repeats, marker=b.marker, progress_file=str(progress_file),
         proton_path=str(workdir / "proton"), proton_data="trace",
         family_package=family_source[0] if family_source else "", family_root=family_source[1] if family_source else "",
     )
@@ -133,7 +178,7 @@ def capture(
         runs.append(r)
         return r
 
-    version = tool_version(choice.tool) if choice.tool else _proton_version()
+    version = tool_version(choice.tool) if choice.tool else (b.version() if b.version else b.description)
     artifacts: list[Path] = []
     problems: list[str] = []  # in order; the first one is the run's error
 
@@ -148,55 +193,18 @@ def capture(
         problems.append(missing)
         return False
 
-    if choice.name == "nsys":
-        from kprof.profilers import nsys
-
-        base = workdir / "nsys"
-        rep, sq = base.with_suffix(".nsys-rep"), base.with_suffix(".sqlite")
-        if expect(step(nsys.profile_command(choice.tool.path, child, base), "nsys_profile"), rep,
-                  f"nsys finished but wrote no report {rep}"):
-            expect(step(nsys.export_command(choice.tool.path, rep, sq), "nsys_export"), sq,
-                   f"nsys export wrote no {sq}")
-    elif choice.name == "ncu":
-        from kprof.profilers import ncu
-
-        csv_path = workdir / "ncu_raw.csv"
-        expect(step(ncu.profile_command(choice.tool.path, child, csv_path), "ncu_profile"), csv_path,
-               f"ncu finished but wrote no CSV {csv_path}")
-    elif choice.name == "rocprof":
-        from kprof.profilers import rocprof
-
-        out_dir = workdir / "rocprof"
-        if choice.tool.name == "rocprofv3":
-            r = step(rocprof.rocprofv3_command(choice.tool.path, child, out_dir), "rocprof")
-            found = sorted(out_dir.rglob("*kernel_trace.csv"))
-        else:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            r = step(rocprof.rocprof_legacy_command(choice.tool.path, child, out_dir / "results.csv"), "rocprof")
-            found = [out_dir / "results.csv"]
-        expect(r, found[0] if found else None,
-               f"{choice.tool.name} finished but wrote no kernel trace under {out_dir}")
-    elif choice.name == "proton":
-        out = workdir / "proton.chrome_trace"
-        expect(step(child, "proton"), out, f"Proton finished but wrote no {out}")
-    else:
-        raise KprofError(f"{choice.name!r} is not an external profiler")
+    b.capture(CaptureContext(tool=choice.tool, child=child, workdir=workdir, step=step, expect=expect))
     error = problems[0] if problems else None
 
-    from kprof.profilers import parse_trace
-
     launches = pd.DataFrame()
-    parsed = [a for a in artifacts if a.suffix not in (".nsys-rep", ".ncu-rep")]
-    if parsed:
+    notes: list[str] = []
+    if artifacts:  # the last artefact a capture keeps is its trace
         try:
-            launches = parse_trace(parsed[-1], fmt=choice.name)
+            launches = parse_trace(artifacts[-1], fmt=choice.name)
+            notes = list(launches.attrs.get("warnings", []))
         except KprofError as exc:
-            error = error or f"could not parse {parsed[-1]}: {exc}"
+            error = error or f"could not parse {artifacts[-1]}: {exc}"
     return CaptureResult(launches=launches, runs=runs, version=version, artifacts=artifacts,
-                         progress=read_progress(progress_file), error=error)
+                         progress=read_progress(progress_file), error=error, notes=notes)
 
 
-def _proton_version() -> str:
-    import triton
-
-    return f"Proton in Triton {triton.__version__}"

@@ -429,7 +429,7 @@ class _Fanout:
                     "shapes": [shape_str(s) for s in sel.shapes], "dtypes": list(sel.dtypes),
                     "settings": asdict(self.settings), "profiler": self.choice.name,
                     "profiler_reason": self.choice.reason, "fanout": fanout,
-                    "profile_repeats": self.opts.profile_repeats or (3 if self.choice.name == "ncu" else 5),
+                    "profile_repeats": self.opts.profile_repeats or _default_repeats(self.choice.name),
                     "tool_path": self.choice.tool.path if self.choice.tool else None,
                     **({"sweep": self.opts.sweep} if self.opts.sweep else {}),
                     **arm.extra_config,
@@ -547,3 +547,9 @@ def device_mismatch(run_a: Mapping[str, Any], run_b: Mapping[str, Any],
             warn.append(f"run {label} ({run['id']}) spread its cases over {len(set(devs.values()))} GPUs; the other "
                         "run does not record per-case GPUs, so some cases compare different GPUs")
     return warn
+
+
+def _default_repeats(profiler: str) -> int:
+    from kprof.profilers import default_repeats
+
+    return default_repeats(profiler)

@@ -118,6 +118,7 @@ class CaseWorker:
         from kprof import device as devmod
         from kprof import envinfo
         from kprof.external import choose
+        from kprof.profilers import default_repeats
         from kprof.harness import BenchSettings
         from kprof.registry import get_family
         from kprof.runner import _arms, resolve_mode, select
@@ -129,7 +130,7 @@ class CaseWorker:
         self.sel = select(self.arms[0].family, self.opts, mode, also=[a.family for a in self.arms[1:]])
         self.cases = self.sel.cases()
         self.choice = choose(self.opts.profiler, mode, self.opts.tool_path)
-        self.repeats = self.opts.profile_repeats or (3 if self.choice.name == "ncu" else 5)
+        self.repeats = self.opts.profile_repeats or default_repeats(self.choice.name)
         self.settings = BenchSettings(**{**asdict(self.opts.settings), "seed": self.seed})
         self.dev = devmod.current_device()
         self.ceiling = devmod.measure_ceilings() if mode == "gpu" else None

@@ -13,6 +13,10 @@ Rows are of three kinds (column ``kind``; ``<NA>`` reads as ``kernel``):
   reports no timestamps, so its rows have durations only.
 * ``memcpy`` / ``memset`` - device memory operations (``copy_kind`` HtoD, DtoH, DtoD, ...; ``bytes``).
 * ``sync`` - a host synchronisation call (``api_name``); its start/end are host times.
+
+Rows that summarise several launches (``count`` > 1, or any row of a summary-only input such as
+``nsys stats cuda_gpu_kern_sum`` or rocprof ``*stats.csv``) have no timestamps; such a table carries
+``attrs["summary"] = True``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("kernel", "string", "", "kernel name as the profiler reports it (or the copy/sync name)", required=True),
+    Column("kernel_norm", "string", "", "the name as one key across profilers (demangled, clone/.kd suffixes, "
+           "return type and parameter lists dropped: kprof.names.normalize); diff and matching use it"),
     Column("kind", "string", "", "kernel | memcpy | memset | sync (<NA> = kernel)"),
     Column("count", "Int64", "", "launches this row stands for: 1 when traced, more in a summary row"),
     Column("start_ns", "Int64", "ns", "kernel start on the GPU (profiler clock)"),
@@ -75,6 +81,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("pid", "Int64", "", "host process of the launch call"),
     Column("tid", "Int64", "", "host thread of the launch call"),
     Column("case", "string", "", "kprof case id the launch belongs to (from its labelled range)"),
+    Column("scope", "string", "", "the profiler's scope path above the kernel (Proton scopes, outermost first, "
+           "joined by ' / '): one kernel under different scopes stays apart"),
+    Column("counters", "string", "", "hardware counters of the launch as JSON ({name: value}) where the profiler "
+           "collected some outside the named columns (rocprofv3 --pmc)"),
     Column("config", "string", "", "Triton specialisation that ran: constexprs, num_warps, num_stages, "
            "'(autotuned)' for the autotuner's pick (kprof's launch recording, matched by case and kernel name)"),
     Column("num_warps", "Int64", "warps", "Triton num_warps of the specialisation"),
@@ -83,6 +93,8 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 KINDS = ("kernel", "memcpy", "memset", "sync")
+# One GPU activity longer than a day is not a measurement but a misread number (a trace's unit or digits).
+MAX_DURATION_NS = 86_400 * 10**9
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 _BY_NAME = {c.name: c for c in COLUMNS}
 
@@ -115,6 +127,11 @@ def validate(df: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
                 raise LaunchTableError(f"{who}: column {c.name!r} cannot be read as {c.dtype}: {exc}") from None
         else:
             out[c.name] = pd.Series([pd.NA] * len(df), dtype=c.dtype)
+    missing_norm = out["kernel_norm"].isna() & out["kernel"].notna()
+    if missing_norm.any():
+        from kprof.names import normalize
+
+        out.loc[missing_norm, "kernel_norm"] = out.loc[missing_norm, "kernel"].map(normalize)
     # queue time is waiting after the launch call returned; a kernel that started before it returned
     # did not queue (nsys leaves it empty then). Parsers compute start - api_end; it is bounded here, once.
     out["queue_ns"] = out["queue_ns"].clip(lower=0)
@@ -125,6 +142,11 @@ def validate(df: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
     if len(out):
         if (out["duration_ns"] < 0).any():
             raise LaunchTableError(f"{who}: negative kernel durations")
+        if (out["duration_ns"] > MAX_DURATION_NS).any():
+            worst = int(out["duration_ns"].max())
+            raise LaunchTableError(f"{who}: a duration of {worst} ns ({worst / 3.6e12:.1f} h) is not a kernel time "
+                                   "(a number or unit was misread; check the file)")
+        _check_latency(out, who)
         timed = out["start_ns"].notna() & out["end_ns"].notna()
         if (out.loc[timed, "end_ns"] - out.loc[timed, "start_ns"] != out.loc[timed, "duration_ns"]).any():
             raise LaunchTableError(f"{who}: duration_ns must equal end_ns - start_ns")
@@ -134,6 +156,22 @@ def validate(df: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
         if bad_kind:
             raise LaunchTableError(f"{who}: unknown kind(s) {sorted(bad_kind)}; one of {KINDS}")
     return out
+
+
+def _check_latency(out: pd.DataFrame, who: str) -> None:
+    """A launch latency (kernel start - launch call start) that is negative or longer than the whole trace
+    comes from a wrong join (another process's call, another file's ids), never from a measurement."""
+    lat = out["launch_latency_ns"].dropna()
+    if lat.empty:
+        return
+    times = pd.concat([out[c].dropna() for c in ("start_ns", "end_ns", "api_start_ns", "api_end_ns")])
+    span = int(times.max() - times.min()) if len(times) else 0
+    # clocks of host and GPU are aligned to within a few microseconds by every profiler
+    bad = lat[(lat < -10_000) | (lat > span)]
+    if len(bad):
+        raise LaunchTableError(
+            f"{who}: {len(bad)} launch latencies are negative or longer than the trace ({int(bad.iloc[0])} ns, trace "
+            f"span {span} ns): kernels were joined to launch calls that did not launch them (mismatched files)")
 
 
 def kernels(df: pd.DataFrame) -> pd.DataFrame:

@@ -6,8 +6,9 @@ first-touch allocations), synchronises, then launches it ``repeats`` times insid
 ``kprof::<case id>`` and synchronises again. A parser attributes each kernel to the range its launch
 call fell in, so warm-up launches are never counted.
 
-Markers: ``nvtx`` (torch.cuda.nvtx, seen by nsys and ncu), ``roctx`` (the same torch API on ROCm builds
-routes to roctx), ``proton`` (``triton.profiler.scope``), ``none``.
+Markers (:mod:`kprof.markers`): ``nvtx`` (torch.cuda.nvtx, seen by nsys and ncu), ``roctx`` (the same torch
+API on ROCm builds routes to roctx), ``proton`` (``triton.profiler.scope``), ``none``; each profiler backend
+names the one it needs.
 
 After each case one JSON line goes to the progress file (``{"case": ..., "status": "ok"|"error", ...}``),
 flushed at once, so the parent knows which cases finished if the profiler or the child dies midway.
@@ -22,15 +23,12 @@ import json
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kprof.profilers._ranges import CASE_PREFIX
-
-MARKERS = ("nvtx", "roctx", "proton", "none")
+from kprof.markers import MARKERS, open_marker
+from kprof.ranges import CASE_PREFIX
 
 
 @dataclass(frozen=True)
@@ -90,38 +88,6 @@ def child_argv(spec_path: Path, python: str | None = None) -> list[str]:
     return [python or sys.executable, "-m", "kprof.replay", str(spec_path)]
 
 
-# -------------------------------------------------------------------------------------------- markers
-def _marker(kind: str) -> Callable[[str], Any]:
-    if kind in ("nvtx", "roctx"):
-        import torch
-
-        if not torch.cuda.is_available():  # CPU builds have no NVTX; there is no GPU to profile either
-            print("kprof.replay: no GPU, case ranges are not marked", file=sys.stderr)
-            return _marker("none")
-
-        @contextmanager
-        def rng(name: str) -> Iterator[None]:
-            torch.cuda.nvtx.range_push(name)
-            try:
-                yield
-            finally:
-                torch.cuda.nvtx.range_pop()
-
-        return rng
-    if kind == "proton":
-        import triton.profiler as proton
-
-        return proton.scope
-    if kind == "none":
-
-        @contextmanager
-        def nothing(name: str) -> Iterator[None]:
-            yield
-
-        return nothing
-    raise ValueError(f"unknown marker {kind!r}; one of {MARKERS}")
-
-
 def run(spec: ReplaySpec) -> int:
     import torch
 
@@ -133,16 +99,11 @@ def run(spec: ReplaySpec) -> int:
         family = import_loaded(spec.family_package, spec.family_root)
     else:
         family = get_family(spec.family)
-    rng = _marker(spec.marker)
     cuda = torch.cuda.is_available()
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     device = "cuda" if cuda else "cpu"
     progress = open(spec.progress_file, "a", buffering=1) if spec.progress_file else None
-    session = None
-    if spec.marker == "proton":
-        import triton.profiler as proton
-
-        session = proton.start(spec.proton_path, data=spec.proton_data, hook="triton")
+    marker = open_marker(spec.marker, proton_path=spec.proton_path, proton_data=spec.proton_data)
     failures = 0
     try:
         for case in spec.cases:
@@ -151,13 +112,11 @@ def run(spec: ReplaySpec) -> int:
             try:
                 inputs = family.make_inputs(case.shape, case.dtype, device, case.seed)
                 fn = family.get_provider(case.provider).fn
-                if session is not None:
-                    proton.deactivate(session)  # warm-up (compilation) stays out of Proton's data
+                marker.pause()  # warm-up (compilation) stays out of a recording profiler's data
                 fn(**inputs)
                 sync()
-                if session is not None:
-                    proton.activate(session)
-                with rng(CASE_PREFIX + case.id):
+                marker.resume()
+                with marker.range(CASE_PREFIX + case.id):
                     for _ in range(spec.repeats):
                         fn(**inputs)
                     sync()
@@ -172,9 +131,7 @@ def run(spec: ReplaySpec) -> int:
                 progress.write(json.dumps(record) + "\n")
             del record
     finally:
-        if session is not None:
-            fmt = "chrome_trace" if spec.proton_data == "trace" else "hatchet"
-            proton.finalize(session, fmt)
+        marker.close()
         if progress:
             progress.close()
     # a case that failed is in the progress file and on stderr; the exit status stays 0 so that a profiler

@@ -144,7 +144,9 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
     sel = select(arms[0].family, opts, mode, also=[a.family for a in arms[1:]])
     choice = choose(opts.profiler, mode, opts.tool_path)
     profiler = choice.name
-    repeats = opts.profile_repeats or (3 if profiler == "ncu" else 5)
+    from kprof.profilers import default_repeats
+
+    repeats = opts.profile_repeats or default_repeats(profiler)
     seed = opts.settings.seed if opts.settings.seed else secrets.randbits(31)
     settings = BenchSettings(**{**asdict(opts.settings), "seed": seed})
 
@@ -386,7 +388,13 @@ def _profile_pass(
     path = store.trace_dir(run_id) / "torch_trace.json.gz"
     torch_profiler.capture(calls(), path, repeats=repeats)
     progress("profile", len(ok), len(ok), "parsing trace")
-    _store_launches(store, run_id, torch_profiler.parse(path), repeats, dev, results)
+    from kprof.profilers import parse_trace
+
+    launches = parse_trace(path, "torch")
+    for note in launches.attrs.get("warnings", []):  # e.g. no GPU activity: shown now and kept with the run
+        progress("profiler", 0, 0, f"warning: {note}")
+        store.set_fields(run_id, notes="\n".join(filter(None, [store.run(run_id).get("notes"), note])))
+    _store_launches(store, run_id, launches, repeats, dev, results)
     store.set_fields(run_id, trace_path=str(path))
 
 
@@ -412,7 +420,9 @@ def _external_pass(
     res = external.capture(choice, family.name, cases, workdir, repeats=repeats, timeout_s=opts.profiler_timeout_s,
                            family_source=getattr(family, "revision_source", None))
     failed = [p for p in res.progress if p.get("status") != "ok"]
-    notes = [f"{p['case']} failed in the replay: {p.get('error', '?')}" for p in failed]
+    notes = [f"{p['case']} failed in the replay: {p.get('error', '?')}" for p in failed] + list(res.notes)
+    for note in res.notes:  # parser warnings (no rows, sibling files joined): shown now and kept with the run
+        progress("profiler", 0, 0, f"warning: {note}")
     for i, r in enumerate(res.runs):
         store.add_capture(run_id, choice.name, res.version, r, notes="\n".join(notes) if i == 0 else None)
     if not res.launches.empty:

@@ -113,6 +113,11 @@ class RunStore:
     def close(self) -> None:
         self._conn.close()
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The open connection, for modules that keep their own tables in the store (``kprof.variance``)."""
+        return self._conn
+
     # ------------------------------------------------------------------------------------------ schema
     def _create_schema(self) -> None:
         metric_cols = ", ".join(

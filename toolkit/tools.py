@@ -1,9 +1,11 @@
 """Finding external profilers and running them as subprocesses, with nothing swallowed.
 
 :func:`find_tool` looks, in order, at an explicit path, the tool's environment variable
-(``KPROF_NSYS``, ``KPROF_NCU``, ``KPROF_ROCPROFV3``, ``KPROF_ROCPROF``), ``PATH``, then the places the
-vendors install to (Nsight Systems, the CUDA toolkit, the copy of nsys bundled inside Nsight Compute,
-ROCm). A tool that is not found raises :class:`ToolNotFoundError` naming every place it looked and how
+(``KPROF_NSYS``, ``KPROF_NCU``, ``KPROF_ROCPROFV3``, ``KPROF_ROCPROF``, ...), ``PATH``, then the places the
+vendors install to. Each profiler backend declares its tools (:class:`ToolSpec`: executable, variable,
+install places) in its own module; :data:`TOOLS` gathers them.
+
+A tool that is not found raises :class:`ToolNotFoundError` naming every place it looked and how
 to point kprof at it.
 
 :func:`run_tool` runs an argv list (never a shell string) in a process group of its own, with a timeout
@@ -22,7 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +47,7 @@ class ToolFailedError(KprofError):
 
 @dataclass(frozen=True)
 class ToolSpec:
-    name: str  # nsys | ncu | rocprofv3 | rocprof
+    name: str  # nsys, ncu, rocprofv3, rocprof, ... (unique over all backends)
     executable: str
     env_var: str
     globs: tuple[str, ...]  # install places, newest version first after sorting
@@ -53,35 +55,44 @@ class ToolSpec:
     hint: str = ""
 
 
-TOOLS: dict[str, ToolSpec] = {
-    "nsys": ToolSpec(
-        "nsys", "nsys", "KPROF_NSYS",
-        (
-            "/opt/nvidia/nsight-systems/*/bin/nsys",
-            "/usr/local/cuda/bin/nsys",
-            "/usr/local/cuda-*/bin/nsys",
-            # Nsight Compute ships a copy of nsys; on some machines it is the only one
-            "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys",
-            "/usr/local/cuda/nsight-compute-*/host/target-linux-x64/nsys",
-        ),
-        hint="install Nsight Systems, or pass --tool-path / set KPROF_NSYS to the nsys binary",
-    ),
-    "ncu": ToolSpec(
-        "ncu", "ncu", "KPROF_NCU",
-        ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu"),
-        hint="install Nsight Compute, or pass --tool-path / set KPROF_NCU to the ncu binary",
-    ),
-    "rocprofv3": ToolSpec(
-        "rocprofv3", "rocprofv3", "KPROF_ROCPROFV3",
-        ("/opt/rocm/bin/rocprofv3", "/opt/rocm-*/bin/rocprofv3"),
-        hint="install rocprofiler-sdk (ROCm >= 6.2), or set KPROF_ROCPROFV3 to the rocprofv3 binary",
-    ),
-    "rocprof": ToolSpec(
-        "rocprof", "rocprof", "KPROF_ROCPROF",
-        ("/opt/rocm/bin/rocprof", "/opt/rocm-*/bin/rocprof"),
-        hint="install rocprof (ROCm), or set KPROF_ROCPROF to the rocprof binary",
-    ),
-}
+class _ToolTable(MutableMapping):
+    """Every profiler backend's tools by name (``kprof.profilers.Backend.tools``), gathered again whenever
+    the set of backends changes (a backend module added to the package's path)."""
+
+    def __init__(self) -> None:
+        self._d: dict[str, ToolSpec] | None = None
+        self._of: tuple[str, ...] = ()
+
+    def _table(self) -> dict[str, ToolSpec]:
+        from kprof.profilers import backends
+
+        found = backends()
+        if self._d is None or tuple(found) != self._of:
+            self._d = {t.name: t for b in found.values() for t in b.tools}
+            self._of = tuple(found)
+        return self._d
+
+    def __getitem__(self, key: str) -> ToolSpec:
+        return self._table()[key]
+
+    def __setitem__(self, key: str, value: ToolSpec) -> None:
+        self._table()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def refresh(self) -> None:
+        """Gather again (after a backend was registered)."""
+        self._d = None
+
+
+TOOLS = _ToolTable()
 
 
 @dataclass(frozen=True)

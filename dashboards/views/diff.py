@@ -36,7 +36,10 @@ def render() -> None:
         col.metric(v.lower(), c[v])
     for w in res.warnings:
         st.warning(w)
-    t = res.table()[["case", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p_value", "verdict", "changes", "why"]]
+    t = res.table()[["case", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p_value", "verdict", "changes", "why",
+                     "variance"]]
     st.dataframe(t.style.apply(lambda r: [f"background-color: {COLOURS.get(r['verdict'], '')}" for _ in r], axis=1),
                  hide_index=True)
+    for case in res.broken:  # correctness regressions count before any timing
+        st.error(f"{case}: correct in A, not in B")
     st.caption(res.rule.describe() + ". Same code as `kprof diff`.")

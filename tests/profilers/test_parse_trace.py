@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from kprof.errors import TraceFormatError
-from kprof.profilers import PARSERS, parse_trace
+from kprof.profilers import backends, parse_trace
 from tests.conftest import DATA
 
 
@@ -55,18 +55,18 @@ CASES = [
     # (what, how to make it, format or None for sniffing, message fragment)
     ("empty file", _text("empty.csv", ""), None, "is empty"),
     ("not a trace at all", _text("notes.txt", "hello\n"), None, "not a trace kprof can read"),
-    ("torch trace cut in half", lambda t, d: _gz_half(t), "torch", "not a readable Chrome trace"),
+    ("torch trace cut in half", lambda t, d: _gz_half(t), "torch", "not valid JSON"),
     ("nsys SQLite of another program", _empty_sqlite, "nsys", "not an Nsight Systems export"),
     ("nsys export of an unknown schema", _old_nsys_schema, "nsys", "unexpected Nsight Systems schema"),
     ("nsys stats CSV of a report kprof does not read", _text("cuda_api_sum.csv", "Time (%),Total Time (ns),Num Calls\n1,2,3\n"),
-     "nsys", "not an `nsys stats"),
+     "nsys", "host CUDA API calls, not GPU work"),
     ("ncu CSV truncated mid-row", _truncate("ncu_rmsnorm_raw.csv", 0), "ncu", "truncated"),
     ("ncu output without the CSV page", _text("ncu.txt", "==PROF== Disconnected from process 1\n"), "ncu", "no ncu CSV header"),
     ("rocprof CSV with unknown columns", _text("results.csv", "A,B\n1,2\n"), "rocprof", "not a rocprof output"),
     ("rocprof JSON that is another Chrome trace", lambda t, d: d("proton_rmsnorm_trace.chrome_trace"), "rocprof",
      "without rocprof's GPU"),
-    ("proton hatchet cut short", _truncate("proton_rmsnorm_tree.hatchet", 700), "proton", "not readable"),
-    ("wrong tool named", lambda t, d: d("ncu_rmsnorm_raw.csv"), "nsys", "not an `nsys stats"),
+    ("proton hatchet cut short", _truncate("proton_rmsnorm_tree.hatchet", 700), "proton", "not valid JSON"),
+    ("wrong tool named", lambda t, d: d("ncu_rmsnorm_raw.csv"), "nsys", "no `nsys stats` report"),
 ]
 
 
@@ -94,9 +94,12 @@ def test_unknown_format_and_missing_file(tmp_path):
         parse_trace(tmp_path)
 
 
-def test_every_parser_module_has_the_interface():
-    import importlib
-
-    for p in PARSERS:
-        mod = importlib.import_module(p.module)
-        assert callable(mod.looks_like) and callable(mod.parse), p.name
+def test_every_backend_module_declares_its_record():
+    found = backends()
+    assert {"torch", "nsys", "ncu", "rocprof", "proton"} <= set(found)
+    for name, b in found.items():
+        assert b.name == name and callable(b.parse) and callable(b.sniff), name
+        assert b.default_repeats >= 1
+        # a profiler that runs the cases in a replay child says how (capture steps) and how it labels them
+        if not b.in_process:
+            assert callable(b.capture) and b.marker in ("nvtx", "roctx", "proton", "none"), name

@@ -51,5 +51,5 @@ def test_sniffed_and_refused(data_file, tmp_path):
         proton.parse(bad)
     cut = tmp_path / "cut.hatchet"
     cut.write_text(data_file("proton_rmsnorm_tree.hatchet").read_text()[:500])
-    with pytest.raises(TraceFormatError, match="not readable"):
+    with pytest.raises(TraceFormatError, match="not valid JSON"):
         proton.parse(cut)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,12 @@ from kprof.profilers import parse_trace, torch_profiler
 
 DATA = Path(__file__).parent.parent / "data"
 TRACES = sorted(DATA.glob("kineto_*.json.gz"))
+
+
+def ns(us: float) -> int:
+    """Kineto's microseconds as written in the JSON (shortest repr) -> exact ns; float products round
+    4482178705501.859 * 1000 up to ...860."""
+    return int(Decimal(repr(us)) * 1000)
 
 
 def raw_events(path: Path) -> list[dict]:
@@ -35,14 +42,15 @@ def test_there_are_real_traces():
 
 def test_one_row_per_kernel_event_with_exact_times(trace):
     _, events, df = trace
+    df = launch_table.kernels(df)
     kernels = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
     assert len(df) == len(kernels) > 0
     by_corr = {e["args"]["correlation"]: e for e in kernels}
     for row in df.itertuples():
         raw = by_corr[row.correlation_id]
         assert row.kernel == raw["name"]
-        assert row.duration_ns == round(raw["dur"] * 1000)
-        assert row.start_ns == round(raw["ts"] * 1000)
+        assert row.duration_ns == ns(raw["dur"])
+        assert row.start_ns == ns(raw["ts"])
         assert row.registers_per_thread == raw["args"]["registers per thread"]
         assert row.shared_mem_bytes == raw["args"]["shared memory"]
         assert (row.grid_x, row.grid_y, row.grid_z) == tuple(raw["args"]["grid"])
@@ -51,13 +59,14 @@ def test_one_row_per_kernel_event_with_exact_times(trace):
 
 def test_launch_calls_matched_by_correlation(trace):
     _, events, df = trace
+    df = launch_table.kernels(df)
     launches = {e["args"]["correlation"]: e for e in events
                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
     assert df["api_name"].notna().all(), "every kernel in these traces has its launch call"
     for row in df.itertuples():
         api = launches[row.correlation_id]
         assert row.api_name == api["name"]
-        assert row.api_start_ns == round(api["ts"] * 1000)
+        assert row.api_start_ns == ns(api["ts"])
         assert row.launch_latency_ns == row.start_ns - row.api_start_ns > 0
         assert row.queue_ns == max(0, row.start_ns - row.api_end_ns)
 
@@ -100,7 +109,7 @@ def test_parse_trace_sniffs_the_format():
 
 
 @pytest.mark.parametrize("content, match", [
-    (b"not json at all", "not a readable"),
+    (b"not json at all", "not valid JSON"),
     (b'{"foo": 1}', "traceEvents"),
 ])
 def test_bad_files_raise_trace_format_error(tmp_path, content, match):

@@ -92,7 +92,10 @@ def test_runs_diff_explains_a_regression(tmp_path):
     st, (a, b) = _store_pair(tmp_path, shift=1.2, regs_b=96)
     res = diff_runs(st, a, b)
     t = res.table().set_index("provider")
-    assert t.loc["triton_tuned", "verdict"] == "SLOWER" and t.loc["torch_F", "verdict"] == "SAME"
+    # separate runs, no calibration: the default floor, so an unchanged case is not called SAME at ±3%
+    assert t.loc["triton_tuned", "verdict"] == "SLOWER" and t.loc["torch_F", "verdict"] == "UNCERTAIN"
+    assert "inside the run-to-run floor" in t.loc["torch_F", "why"]
+    assert t["variance"].str.startswith("default floor").all() and res.comparison == "separate"
     changes = t.loc["triton_tuned", "changes"]
     assert "registers 62->96" in changes and "occupancy 100%->50%" in changes and "+extra_kernel" in changes
     assert "kernels/call 1->2" in changes
@@ -142,12 +145,279 @@ def test_cli_exit_codes_and_outputs(tmp_path):
     other = RunStore(tmp_path / "s.db")
     empty = other.begin_run(record(family="silu_mul"))
     none = kprof_cli("diff", a, empty, "--store", store)
-    assert none.returncode == 2 and "no correct case in common" in none.stderr
+    assert none.returncode == 2 and "no case in common" in none.stderr
 
 
 def test_cli_diff_of_two_trace_files(tmp_path, data_file):
     a = ROOT / "tests/data/kineto_rmsnorm_h100_small.json.gz"
     res = kprof_cli("diff", str(a), str(a), "--markdown", str(tmp_path / "t.md"))
     assert res.returncode == 0, res.stderr
-    assert "0 slower" in res.stdout and "0 faster" in res.stdout  # a trace against itself
-    assert "| case | kernel |" in (tmp_path / "t.md").read_text()
+    assert "0 slower, 0 uncertain" in res.stdout and "0 faster" in res.stdout  # a trace against itself
+    assert "| case | kernel | launch |" in (tmp_path / "t.md").read_text()
+
+
+# ------------------------------------------------------------------------- separate runs vs interleaved
+RECORDED = ROOT / "benchmarks/results/2026-11-22-h100-rmsnorm-two-pass/profile_store.db.gz"
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, np.ndarray]:
+    """Per-call GPU samples (ms) of a real H100 rmsnorm run: bf16, four providers, every default shape."""
+    import gzip
+    import sqlite3
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        db = Path(d) / "rec.db"
+        db.write_bytes(gzip.decompress(RECORDED.read_bytes()))
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT case_id, data FROM samples WHERE kind = 'gpu'").fetchall()
+        con.close()
+    keep = ("triton_tuned", "torch_F", "liger", "torch_eager")
+    out = {c: np.asarray(json.loads(d)) for c, d in rows if c.endswith("/bf16") and c.split("/")[1] in keep}
+    assert len(out) >= 24
+    return out
+
+
+def _run_pair(tmp_path, recorded, seed: int, sigma_run: float, shift: dict[str, float] | None = None,
+              interleaved: bool = False) -> tuple[RunStore, str, str]:
+    """Two runs from the recorded sample sets: each run resamples every case's samples and scales them by
+    its own between-run error exp(e), e ~ N(0, sigma_run) (half of the variance shared by all cases of a
+    run, like a clock offset); ``shift`` multiplies B's samples of the named providers."""
+    rng = np.random.default_rng(seed)
+    st = RunStore(tmp_path / f"pair{seed}.db")
+    cfg = {"interleaved_revisions": ["A", "B"]} if interleaved else {}
+    ids = []
+    for arm in (0, 1):
+        run = st.begin_run(record(mode="gpu", device={"name": H100}, config=cfg))
+        common = rng.normal(0, sigma_run / np.sqrt(2))
+        for i, (case, x) in enumerate(sorted(recorded.items())):
+            fam, prov, shape, dt = case.split("/")
+            e = common + rng.normal(0, sigma_run / np.sqrt(2))
+            f = np.exp(e) * ((shift or {}).get(prov, 1.0) if arm else 1.0)
+            st.add_case(run, i, {"case": case, "family": fam, "provider": prov, "shape": shape, "dtype": dt,
+                                 "status": "ok", "ok": True}, {"gpu": list(rng.choice(x, x.size) * f)})
+        st.finish_run(run, "complete")
+        ids.append(run)
+    return st, ids[0], ids[1]
+
+
+def _point_sigma() -> float:
+    """The documented point estimate behind the default floor (pairwise RMS 2.9% -> 2.0% per run)."""
+    return 0.029 / np.sqrt(2)
+
+
+def test_separate_run_aa_pair_is_never_called(tmp_path, recorded):
+    from kprof.variance import DEFAULT_SIGMA_RUN
+
+    assert DEFAULT_SIGMA_RUN > _point_sigma()  # the default is the upper confidence bound, not the estimate
+    st, a, b = _run_pair(tmp_path, recorded, seed=int(RNG.integers(1 << 30)), sigma_run=_point_sigma())
+    res = diff_runs(st, a, b)
+    assert res.comparison == "separate"
+    assert res.counts["SLOWER"] == 0 and res.counts["FASTER"] == 0, res.table()[["case", "ratio", "why"]]
+    assert res.table()["variance"].str.contains(r"default floor \d+\.\d% \(uncalibrated").all()
+    unsure = res.table()[res.table()["verdict"] == "UNCERTAIN"]
+    inside = unsure["why"].str.contains("inside the run-to-run floor")
+    assert inside.mean() > 0.5  # most A/A changes are explained by the floor, in those words
+
+
+def test_separate_runs_catch_a_ten_percent_shift_beyond_the_floor(tmp_path, recorded):
+    from kprof.variance import default_floor
+
+    floor = default_floor().half_width()
+    st, a, b = _run_pair(tmp_path, recorded, seed=int(RNG.integers(1 << 30)), sigma_run=_point_sigma(),
+                         shift={"triton_tuned": (1 + floor) * 1.10})
+    t = diff_runs(st, a, b).table()
+    planted = t.loc[t["provider"] == "triton_tuned", "verdict"]
+    # each planted case is called with probability ~0.96 (its true change is 4.8 pairwise standard
+    # deviations; the call needs about 3 after Benjamini-Hochberg), so nearly all, never the other way
+    assert (planted == "SLOWER").sum() >= len(planted) - 2 and planted.isin(["SLOWER", "UNCERTAIN"]).all(), t
+    assert not t.loc[t["provider"] != "triton_tuned", "verdict"].isin(["SLOWER", "FASTER"]).any()
+
+
+def test_interleaved_arms_catch_a_planted_five_percent(tmp_path, recorded):
+    st, a, b = _run_pair(tmp_path, recorded, seed=int(RNG.integers(1 << 30)), sigma_run=0.0,
+                         shift={"liger": 1.05}, interleaved=True)
+    res = diff_runs(st, a, b)
+    t = res.table()
+    assert res.comparison == "interleaved"
+    assert (t.loc[t["provider"] == "liger", "verdict"] == "SLOWER").all(), t
+    assert (t.loc[t["provider"] != "liger", "verdict"] != "SLOWER").all()
+    assert t["variance"].str.startswith("within-run only").all()
+
+
+def test_calibrated_floor_is_used_and_named(tmp_path):
+    from kprof.variance import calibrate
+
+    st = RunStore(tmp_path / "cal.db")
+    rng = np.random.default_rng(int(RNG.integers(1 << 30)))
+    ids = []
+    for r in range(5):  # 4 repeats of one source + 1 run of other sources (not a repeat: left out)
+        src = {"k.py": "aa"} if r < 4 else {"k.py": "bb"}
+        run = st.begin_run(record(mode="gpu", device={"name": H100}, source_hashes=src))
+        cases = [(prov, med * (1 + k / 20), f"{77 + k}x333") for prov, med in
+                 (("triton_tuned", 7.3), ("torch_F", 41.0), ("liger", 230.0)) for k in range(5)]
+        for i, (prov, med, shape) in enumerate(cases):
+            e = rng.normal(0, 0.004)
+            f = 1.10 if (r == 4 and prov == "triton_tuned") else 1.0
+            st.add_case(run, i, {"case": f"rmsnorm/{prov}/{shape}/bf16", "family": "rmsnorm", "provider": prov,
+                                 "shape": shape, "dtype": "bf16", "status": "ok", "ok": True},
+                        {"gpu": list(noisy(med * np.exp(e) * f, 0.01, 150) / 1e3)})
+        st.finish_run(run, "complete")
+        ids.append(run)
+    cal = calibrate(st, ["rmsnorm"])
+    assert set(cal.runs) == set(ids) and cal.device == H100
+    assert (cal.cases["runs"] == 4).all()  # the run of other sources is not a repeat of the four
+    assert (cal.classes["sigma_upper"] > cal.classes["sigma"]).all()
+    assert (cal.classes["cases"] == 5).all() and (cal.classes["df"] == 15).all()
+    res = diff_runs(st, ids[0], ids[4])
+    t = res.table()
+    assert t["variance"].str.startswith("run-to-run floor").all() and "calibrated from 5 runs" in t["variance"].iloc[0]
+    assert (t.loc[t["provider"] == "triton_tuned", "verdict"] == "SLOWER").all()  # 10% against a floor of ~2%
+    assert not t.loc[t["provider"] != "triton_tuned", "verdict"].isin(["SLOWER", "FASTER"]).any()
+
+
+# --------------------------------------------------------------------------------------------- correctness
+def _cpu_pair(tmp_path, statuses: dict[str, tuple[str, str]], errs: dict[str, tuple[float, float]]):
+    st = RunStore(tmp_path / "cpu.db")
+    ids = []
+    for side in (0, 1):
+        run = st.begin_run(record(mode="interpreter"))
+        for i, prov in enumerate(statuses):
+            status = statuses[prov][side]
+            err = errs.get(prov, (3e-7, 4e-7))[side]
+            note = f"relative error {err:.2e} above tolerance 1e-02" if status == "fail" else None
+            st.add_case(run, i, {"case": f"rmsnorm/{prov}/37x129/fp32", "family": "rmsnorm", "provider": prov,
+                                 "shape": "37x129", "dtype": "fp32", "status": status, "ok": status == "ok",
+                                 "max_rel_err": err, "note": note}, {})
+        st.finish_run(run, "complete")
+        ids.append(run)
+    return st, ids
+
+
+def test_cpu_interpreter_diff_gives_correctness_verdicts(tmp_path):
+    from kprof.correctness_diff import family_tolerance
+
+    tol = family_tolerance("rmsnorm", "fp32")
+    assert 0 < tol < 1
+    statuses = {"triton_tuned": ("ok", "fail"), "triton_looped": ("fail", "ok"), "liger": ("error", "error"),
+                "torch_F": ("ok", "ok"), "triton_one_row": ("ok", "ok"), "torch_compile": ("ok", "skipped")}
+    errs = {"triton_tuned": (2e-7, 0.05), "triton_looped": (0.05, 3e-7), "triton_one_row": (1e-7, 0.4 * tol)}
+    st, (a, b) = _cpu_pair(tmp_path, statuses, errs)
+    res = diff_runs(st, a, b)
+    assert res.cases.empty  # no timings: no NaN / UNCERTAIN timing rows
+    v = res.correctness.set_index("provider")["verdict"].to_dict()
+    assert v == {"triton_tuned": "BROKEN", "triton_looped": "FIXED", "liger": "STILL-BROKEN",
+                 "torch_F": "SAME-CORRECT", "triton_one_row": "ERR-GREW", "torch_compile": "NOT-CHECKED"}
+    assert res.broken == ["rmsnorm/triton_tuned/37x129/fp32"]
+    md = to_markdown(res)
+    assert "## Correctness" in md and "**BROKEN**" in md and "correctness regressions" in md
+    assert "## Timings" not in md and "nan" not in md.lower()
+
+
+def test_cli_fails_on_a_correctness_regression(tmp_path):
+    st, (a, b) = _cpu_pair(tmp_path, {"triton_tuned": ("ok", "fail"), "torch_F": ("ok", "ok")},
+                           {"triton_tuned": (2e-7, 0.05)})
+    res = kprof_cli("diff", a, b, "--store", str(st.path), "--fail-on-regression", "--json", str(tmp_path / "c.json"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "BROKEN" in res.stdout and "correctness regression" in res.stderr
+    assert json.loads((tmp_path / "c.json").read_text())["correctness_regressions"] == ["rmsnorm/triton_tuned/37x129/fp32"]
+    assert kprof_cli("diff", a, b, "--store", str(st.path)).returncode == 0  # reported, fails only when asked
+    fixed = kprof_cli("diff", b, a, "--store", str(st.path), "--fail-on-regression")
+    assert fixed.returncode == 0 and "FIXED" in fixed.stdout
+
+
+# ------------------------------------------------------------------------------------------ trace diffs
+@pytest.mark.parametrize("name", ["kineto_rmsnorm_h100_small.json.gz", "kineto_rmsnorm_h100_jitpath.json.gz",
+                                  "nsys_rmsnorm.sqlite", "nsys_rmsnorm_cuda_gpu_kern_sum.csv",
+                                  "proton_rmsnorm_tree.hatchet", "proton_rmsnorm_trace.chrome_trace"])
+def test_a_trace_against_itself_is_same_everywhere(name, data_file):
+    from kprof.profilers import parse_trace
+    from kprof.trace_diff import diff_traces
+
+    t = parse_trace(data_file(name))
+    d = diff_traces(t, t)
+    assert (d.table["verdict"] == "SAME").all(), d.table[["case", "kernel", "launch", "why"]]
+    assert d.only_in_a.empty and d.only_in_b.empty
+    assert int(d.table["n_a"].sum()) == int(launch_table.launches(launch_table.kernels(t)).sum())
+
+
+def test_summary_traces_sharing_kernels_are_matched(data_file):
+    from kprof.profilers import parse_trace
+    from kprof.trace_diff import SUMMARY_UNTESTED, diff_traces
+
+    a = parse_trace(data_file("nsys_rmsnorm_cuda_gpu_kern_sum.csv"))
+    b = a.copy()
+    slow, gone = b["kernel"].iloc[0], b["kernel"].iloc[1]
+    b.loc[b["kernel"] == slow, "duration_ns"] = (b.loc[b["kernel"] == slow, "duration_ns"] * 1.2).round().astype("Int64")
+    b = b[b["kernel"] != gone]
+    d = diff_traces(a, b)
+    t = d.table.set_index("kernel")
+    assert len(t) == len(a) - 1 and (t.drop(index=slow)["verdict"] == "SAME").all()
+    assert t.loc[slow, "verdict"] == "UNCERTAIN" and "mean +20.0%" in t.loc[slow, "why"]
+    assert (t["statistics"] == SUMMARY_UNTESTED).all() and any("not testable" in n for n in d.notes)
+    assert list(d.only_in_a["kernel"]) == [gone] and d.only_in_b.empty
+
+
+def _launches(kernel: str, grid: int, us: np.ndarray, case: str | None = None) -> pd.DataFrame:
+    start = np.cumsum(np.full(us.size, 50_000))
+    return pd.DataFrame({"kernel": kernel, "start_ns": start, "end_ns": start + (us * 1e3).astype(int),
+                         "duration_ns": (us * 1e3).astype(int), "grid_x": grid, "grid_y": 1, "grid_z": 1,
+                         "block_x": 128, "block_y": 1, "block_z": 1, "case": case, "source": "torch"})
+
+
+def test_one_kernel_with_two_grids_is_not_pooled():
+    from kprof.trace_diff import diff_traces
+
+    n = 41
+    a = launch_table.validate(pd.concat([_launches("k", 61, noisy(9.0, 0.01, n)), _launches("k", 977, noisy(55.0, 0.01, n))]))
+    b = launch_table.validate(pd.concat([_launches("k", 61, noisy(9.0, 0.01, n)), _launches("k", 977, noisy(66.0, 0.01, n)),
+                                         _launches("k", 3, noisy(2.0, 0.01, 7))]))
+    d = diff_traces(a, b)
+    t = d.table.set_index("launch")
+    assert len(t) == 2 and (t["n_a"] == n).all()
+    assert t.loc["grid 61x1x1 block 128x1x1", "verdict"] == "SAME"
+    assert t.loc["grid 977x1x1 block 128x1x1", "verdict"] == "SLOWER"
+    assert list(d.only_in_b["launch"]) == ["grid 3x1x1 block 128x1x1"] and d.only_in_a.empty
+
+
+def test_trace_matching_uses_a_normalised_name_when_the_parser_gives_one():
+    from kprof.trace_diff import diff_traces
+
+    x = noisy(9.0, 0.01, 30)
+    a = launch_table.validate(_launches("void k<(int)1>", 61, x)).assign(name_norm="k<1>")
+    b = launch_table.validate(_launches("void k<1>", 61, x)).assign(name_norm="k<1>")
+    assert diff_traces(a, b).table["verdict"].tolist() == ["SAME"]
+
+
+def test_benjamini_hochberg_matches_scipy():
+    from scipy import stats
+
+    from kprof.diff import benjamini_hochberg
+
+    p = RNG.uniform(0, 0.2, 37) ** 2
+    if not hasattr(stats, "false_discovery_control"):
+        pytest.skip("scipy without false_discovery_control")
+    np.testing.assert_allclose(benjamini_hochberg(p), stats.false_discovery_control(p), rtol=1e-12)
+    with_nan = benjamini_hochberg([0.01, np.nan, 0.02])
+    assert np.isnan(with_nan[1]) and np.allclose(with_nan[[0, 2]], [0.02, 0.02])
+
+
+def test_cli_noise_calibrates_and_reports(tmp_path):
+    st = RunStore(tmp_path / "n.db")
+    rng = np.random.default_rng(int(RNG.integers(1 << 30)))
+    for _ in range(3):
+        run = st.begin_run(record(mode="gpu", device={"name": H100}))
+        for i, (prov, med) in enumerate((("triton_tuned", 6.1), ("torch_F", 333.0))):
+            st.add_case(run, i, {"case": f"rmsnorm/{prov}/9x99/bf16", "family": "rmsnorm", "provider": prov,
+                                 "shape": "9x99", "dtype": "bf16", "status": "ok", "ok": True},
+                        {"gpu": list(noisy(med * np.exp(rng.normal(0, 0.01)), 0.01, 60) / 1e3)})
+        st.finish_run(run, "complete")
+    res = kprof_cli("noise", "rmsnorm", "--store", str(st.path), "--json", str(tmp_path / "n.json"))
+    assert res.returncode == 0, res.stderr
+    assert "run-to-run noise on NVIDIA H100 80GB HBM3 from 3 runs" in res.stdout
+    cal = json.loads((tmp_path / "n.json").read_text())
+    assert {c["size_class"] for c in cal["classes"]} == {"<10us", "100us-1ms"}
+    one = kprof_cli("noise", run, "--store", str(st.path))
+    assert one.returncode == 2 and "at least two separate runs" in one.stderr

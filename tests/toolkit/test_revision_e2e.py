@@ -142,8 +142,21 @@ def test_rev_run_with_a_failing_revision_exits_1_and_names_each_case(rev_runs: R
     assert "## " in proc.stdout  # both reports printed before the verdict
 
 
-# kprof diff of the two runs (correctness regression, --fail-on-regression) goes here: rev_runs.a, rev_runs.b,
-# rev_runs.store give what it needs.
+def test_diff_of_the_two_revisions_fails_on_the_correctness_regression(rev_runs: RevRuns, planted: Planted):
+    """kprof diff A B: B's Triton cases are BROKEN (correct in A, wrong in B); --fail-on-regression exits 1."""
+    out = rev_runs.store.parent / "diff.json"
+    proc = run_kprof(planted, rev_runs.store, "diff", rev_runs.a, rev_runs.b, "--fail-on-regression", "--json", str(out))
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    broken = sorted(res["correctness_regressions"])
+    assert len(broken) == 3 * 2 and all(c.split("/")[1] in TRITON for c in broken)
+    assert res["correctness_counts"]["SAME-CORRECT"] == 2  # torch_eager at both shapes
+    rows = {c["case"]: c for c in res["correctness"]}
+    assert all(rows[c]["verdict"] == "BROKEN" and "tolerance" in rows[c]["why"] for c in broken)
+    assert sum(ln.startswith("correctness regression:") for ln in proc.stderr.splitlines()) == len(broken)
+    assert not res["cases"]  # interpreter runs: no timing rows, correctness only
+    back = run_kprof(planted, rev_runs.store, "diff", rev_runs.b, rev_runs.a, "--fail-on-regression")
+    assert back.returncode == 0 and "FIXED" in back.stdout
 
 
 def test_normal_run_of_a_wrong_kernel_exits_1_and_records_the_same_hashes(rev_runs: RevRuns, planted: Planted):

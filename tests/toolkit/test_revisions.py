@@ -114,9 +114,10 @@ def test_interleaved_runs_of_two_revisions(tmp_path):
         m = st.metrics(run_id)
         assert len(m) == 4 and m["ok"].all()
     res = diff_runs(st, ids[0], ids[1])
-    assert len(res.cases) == 4
-    assert any("interpreter run" in w for w in res.warnings)  # no GPU timings: nothing to call
-    assert set(res.cases["verdict"]) == {"UNCERTAIN"}
+    assert res.comparison == "interleaved"
+    assert any("interpreter run" in w for w in res.warnings)  # no GPU timings: correctness verdicts only
+    assert res.cases.empty and len(res.correctness) == 4
+    assert set(res.correctness["verdict"]) == {"SAME-CORRECT"}
 
 
 def test_a_family_at_a_revision_runs_the_other_families_modules_it_imports_at_that_revision(repo, tmp_path):

@@ -1,4 +1,4 @@
-"""Attributing launches to kprof cases by the labelled ranges they were issued in (shared by the parsers).
+"""kprof case ranges: the `kprof::<case id>` labels the harness and replay open, and attributing launches to them.
 
 kprof's harness and replay child open a range named ``kprof::<case id>`` (record_function, NVTX, roctx or
 a Proton scope) around the measured calls of each case. A launch call belongs to the innermost such range

@@ -1,0 +1,340 @@
+"""Run-to-run variance: how far the median of one case moves between separate runs of unchanged code.
+
+Per-call samples of one run share that run's clocks, memory placement, allocator state and L2 history, so
+their spread says nothing about how much a second run of the same code will differ. Two separate runs are
+compared on a model with both parts, in log space (``m`` = a run's median of a case)::
+
+    log m_B - log m_A = change + (e_B - e_A) + within-run error
+    e_A, e_B ~ N(0, sigma_run^2) independently   ->   between-run part has variance 2 sigma_run^2
+
+``sigma_run`` is learnt per device from repeated runs of identical sources (:func:`calibrate`, ``kprof
+noise``): for every case measured in at least two such runs, the sample standard deviation of the log
+medians; pooled per size class of the case's median time (tiny kernels drift more); the pooled value is
+replaced by its one-sided 95% upper confidence bound (chi-square, ``sum of (runs - 1)`` degrees of freedom),
+because a floor estimated from few runs is itself uncertain and a too-low floor is the costly error. A case
+that drifted more than its class in the calibration uses its own spread. Without a calibration for the
+device, :data:`DEFAULT_SIGMA_RUN` applies (see its comment for where it comes from).
+
+Calibrations are kept in the run store (table ``noise``), one row per size class and per case, so every
+later diff on that device uses them; the newest calibration of a device wins.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from kprof.errors import KprofError
+
+# Per-run standard deviation of log(median) when no calibration exists. Derived from the committed H100
+# stores under benchmarks/results/ (2026-11-22): 60 pairs of separate runs of unchanged PyTorch and cuBLAS
+# providers (rmsnorm_linear, swiglu; 16 us to 2.4 ms per call), each pair on a different machine. The
+# pairwise log ratios had RMS 2.9% (largest 9.2%), i.e. sigma_run = 2.0%; its 95% upper confidence bound
+# (60 degrees of freedom) is 2.4%. Machine-to-machine spread is included, so this is conservative for two
+# runs on one machine and right for runs on whatever GPU of the kind the scheduler hands out.
+DEFAULT_SIGMA_RUN = 0.024
+DEFAULT_SOURCE = "60 separate-run pairs of unchanged providers on H100s, 2026-11-22"
+
+# upper edges (us) of the size classes of a case's median time; a class pools the cases inside it
+SIZE_EDGES_US = (10.0, 100.0, 1000.0)
+UPPER_CONFIDENCE = 0.95  # of the chi-square bound on a pooled sigma
+
+
+def size_class(median_us: float) -> str:
+    """``<10us``, ``10-100us``, ``100us-1ms``, ``>=1ms`` (``?`` when unknown)."""
+    if not (median_us > 0):
+        return "?"
+    labels = ("<10us", "10-100us", "100us-1ms", ">=1ms")
+    for edge, label in zip(SIZE_EDGES_US, labels):
+        if median_us < edge:
+            return label
+    return labels[-1]
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The between-run part of one comparison: ``sigma_run`` and where it came from."""
+
+    sigma_run: float  # per-run standard deviation of log(median)
+    source: str  # "calibrated" | "default" | "within-run"
+    detail: str = ""  # e.g. "4 runs on NVIDIA H100 80GB HBM3, 2026-11-23, size class <10us"
+
+    def pair_sd(self) -> float:
+        """Standard deviation of log(m_B / m_A) from run-to-run variance alone."""
+        return math.sqrt(2.0) * self.sigma_run
+
+    def half_width(self, confidence: float = 0.95) -> float:
+        """Relative change that unchanged code reaches between two runs at ``confidence`` (the floor)."""
+        z = float(stats.norm.ppf(0.5 + confidence / 2))
+        return math.expm1(z * self.pair_sd())
+
+    def describe(self, confidence: float = 0.95) -> str:
+        if self.source == "within-run":
+            return "within-run only (interleaved rounds of one invocation)"
+        pct = f"{100 * self.half_width(confidence):.1f}%"
+        if self.source == "calibrated":
+            return f"run-to-run floor {pct} (calibrated from {self.detail})"
+        return f"default floor {pct} (uncalibrated: {self.detail or DEFAULT_SOURCE}; run `kprof noise`)"
+
+
+WITHIN_RUN = Floor(0.0, "within-run")
+
+
+def default_floor() -> Floor:
+    return Floor(DEFAULT_SIGMA_RUN, "default", DEFAULT_SOURCE)
+
+
+# ------------------------------------------------------------------------------------------ estimation
+@dataclass(frozen=True)
+class Calibration:
+    device: str
+    created_at: str
+    runs: tuple[str, ...]
+    classes: pd.DataFrame  # size_class, sigma (pooled), sigma_upper, df, cases
+    cases: pd.DataFrame  # key, size_class, median_us, sigma, df, runs, max_pair_dev
+
+    def floor_for(self, key: str, median_us: float) -> Floor:
+        cls = size_class(median_us)
+        row = self.classes[self.classes["size_class"] == cls]
+        if row.empty:  # no calibrated case of that size: the largest class bound is the safe stand-in
+            sigma = float(self.classes["sigma_upper"].max())
+            where = f"no calibrated case in size class {cls}, largest class floor used"
+        else:
+            sigma = float(row["sigma_upper"].iloc[0])
+            where = f"size class {cls}"
+        own = self.cases[self.cases["key"] == key]
+        if not own.empty and float(own["sigma"].iloc[0]) > sigma:
+            sigma = float(own["sigma"].iloc[0])
+            where = "this case's own spread"
+        detail = f"{len(self.runs)} runs on {self.device}, {self.created_at[:10]}; {where}"
+        return Floor(sigma, "calibrated", detail)
+
+
+def case_key(family: str, provider: str, shape: str, dtype: str) -> str:
+    return f"{family}/{provider}/{shape}/{dtype}"
+
+
+def run_medians(store: Any, run_ids: Iterable[str], kind: str = "gpu") -> pd.DataFrame:
+    """Long table: run, key, median_us of each correct case's ``kind`` samples."""
+    from kprof.diff import samples_us  # one definition of the sample units
+
+    rows = []
+    for rid in run_ids:
+        m = store.metrics(rid)
+        ok = m[m["status"] == "ok"]
+        s = samples_us(store.samples(rid), kind)
+        for r in ok.itertuples(index=False):
+            x = s.get(r.case)
+            if x is not None and x.size:
+                rows.append(
+                    {
+                        "run": rid,
+                        "key": case_key(r.family, r.provider, r.shape, r.dtype),
+                        "median_us": float(np.median(x)),
+                    }
+                )
+    return pd.DataFrame(rows, columns=["run", "key", "median_us"])
+
+
+def estimate(medians: pd.DataFrame, groups: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-case and per-size-class spread of log medians between runs.
+
+    ``groups`` maps run id -> source identity; a case's spread is taken only among runs of one identity
+    (a case measured under two different sources is two groups, each with its own degrees of freedom)."""
+    groups = groups or {}
+    m = medians.assign(group=medians["run"].map(lambda r: groups.get(r, "")), log=np.log(medians["median_us"]))
+    case_rows = []
+    for key, g in m.groupby("key"):
+        ss, df, n_runs, devs = 0.0, 0, 0, [0.0]
+        for _, gg in g.groupby("group"):
+            if len(gg) < 2:
+                continue
+            x = gg["log"].to_numpy()
+            ss += float(((x - x.mean()) ** 2).sum())
+            df += len(x) - 1
+            n_runs += len(x)
+            devs.append(float(np.ptp(x)))
+        if df == 0:
+            continue
+        med = float(np.exp(g["log"].median()))
+        case_rows.append(
+            {
+                "key": key,
+                "size_class": size_class(med),
+                "median_us": med,
+                "sigma": math.sqrt(ss / df),
+                "df": df,
+                "runs": n_runs,
+                "max_pair_dev": math.expm1(max(devs)),
+            }
+        )
+    cases = pd.DataFrame(case_rows, columns=["key", "size_class", "median_us", "sigma", "df", "runs", "max_pair_dev"])
+    class_rows = []
+    for cls, g in cases.groupby("size_class"):
+        df = int(g["df"].sum())
+        pooled = math.sqrt(float((g["sigma"] ** 2 * g["df"]).sum()) / df)
+        upper = pooled * math.sqrt(df / float(stats.chi2.ppf(1 - UPPER_CONFIDENCE, df)))
+        class_rows.append({"size_class": cls, "sigma": pooled, "sigma_upper": upper, "df": df, "cases": len(g)})
+    classes = pd.DataFrame(class_rows, columns=["size_class", "sigma", "sigma_upper", "df", "cases"])
+    return cases, classes
+
+
+def source_identity(run: Mapping[str, Any]) -> str:
+    """Runs count as repeats of one another when their recorded source hashes are equal."""
+    return json.dumps(run.get("source_hashes") or {}, sort_keys=True)
+
+
+def calibrate(store: Any, refs: Iterable[str], kind: str = "gpu") -> Calibration:
+    """Learn the floor from runs (ids or a family name: all its complete GPU runs) and keep it in the store."""
+    runs = select_runs(store, refs)
+    devices = {r.get("device_name") for r in runs}
+    if len(devices) != 1:
+        raise KprofError(
+            f"kprof noise: the runs are on {len(devices)} devices ({', '.join(map(str, devices))}); "
+            "calibrate one device at a time (pass the runs of one device)"
+        )
+    groups = {r["id"]: source_identity(r) for r in runs}
+    per_identity: dict[str, int] = {}
+    for g in groups.values():
+        per_identity[g] = per_identity.get(g, 0) + 1
+    if max(per_identity.values()) < 2:
+        raise KprofError(
+            "kprof noise: no two of these runs have identical source hashes, so none repeats another "
+            "(profile the same code at least twice, in separate processes, then run kprof noise)"
+        )
+    cases, classes = estimate(run_medians(store, groups, kind), groups)
+    if cases.empty:
+        raise KprofError("kprof noise: the repeated runs share no correct case with GPU samples (GPU runs needed)")
+    cal = Calibration(
+        device=str(devices.pop()),
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        runs=tuple(groups),
+        classes=classes,
+        cases=cases,
+    )
+    save(store, cal)
+    return cal
+
+
+def select_runs(store: Any, refs: Iterable[str]) -> list[dict]:
+    refs = list(refs)
+    all_runs = store.runs()
+    families = set(all_runs["family"].dropna()) if not all_runs.empty else set()
+    out: list[dict] = []
+    for ref in refs:
+        if ref in families:
+            sel = all_runs[
+                (all_runs["family"] == ref) & (all_runs["status"] == "complete") & (all_runs["mode"] == "gpu")
+            ]
+            out += [store.run(i) for i in sel["id"]]
+        else:
+            out.append(store.run(ref))
+    out = [r for r in out if r.get("mode") == "gpu"]
+    if len(out) < 2:
+        raise KprofError(
+            f"kprof noise: {len(out)} GPU run(s) selected by {' '.join(refs)}; at least two separate "
+            "runs of the same code are needed"
+        )
+    seen: dict[str, dict] = {r["id"]: r for r in out}
+    return list(seen.values())
+
+
+# ---------------------------------------------------------------------------------------------- store
+_SCHEMA = """CREATE TABLE IF NOT EXISTS noise (calibration TEXT NOT NULL, created_at TEXT NOT NULL,
+             device TEXT NOT NULL, scope TEXT NOT NULL, key TEXT NOT NULL, size_class TEXT, sigma REAL,
+             sigma_upper REAL, df INTEGER, n INTEGER, median_us REAL, max_pair_dev REAL, runs TEXT)"""
+
+
+def save(store: Any, cal: Calibration) -> None:
+    conn = store.connection
+    conn.execute(_SCHEMA)
+    cal_id = f"{cal.created_at}/{len(cal.runs)}"
+    runs = json.dumps(list(cal.runs))
+    rows = [
+        (
+            cal_id,
+            cal.created_at,
+            cal.device,
+            "class",
+            r.size_class,
+            r.size_class,
+            r.sigma,
+            r.sigma_upper,
+            int(r.df),
+            int(r.cases),
+            None,
+            None,
+            runs,
+        )
+        for r in cal.classes.itertuples()
+    ]
+    rows += [
+        (
+            cal_id,
+            cal.created_at,
+            cal.device,
+            "case",
+            r.key,
+            r.size_class,
+            r.sigma,
+            None,
+            int(r.df),
+            int(r.runs),
+            r.median_us,
+            r.max_pair_dev,
+            runs,
+        )
+        for r in cal.cases.itertuples()
+    ]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany("INSERT INTO noise VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def load(store: Any, device: str | None) -> Calibration | None:
+    """The newest calibration of ``device`` in the store, or None."""
+    if not device:
+        return None
+    conn = store.connection
+    conn.execute(_SCHEMA)
+    row = conn.execute(
+        "SELECT calibration FROM noise WHERE device = ? ORDER BY created_at DESC, rowid DESC LIMIT 1", (device,)
+    ).fetchone()
+    if row is None:
+        return None
+    df = pd.read_sql_query("SELECT * FROM noise WHERE calibration = ?", conn, params=(row[0],))
+    cls = df[df["scope"] == "class"].rename(columns={"n": "cases"})[
+        ["size_class", "sigma", "sigma_upper", "df", "cases"]
+    ]
+    cases = df[df["scope"] == "case"].rename(columns={"n": "runs"})[
+        ["key", "size_class", "median_us", "sigma", "df", "runs", "max_pair_dev"]
+    ]
+    return Calibration(
+        device=device,
+        created_at=str(df["created_at"].iloc[0]),
+        runs=tuple(json.loads(df["runs"].iloc[0])),
+        classes=cls.reset_index(drop=True),
+        cases=cases.reset_index(drop=True),
+    )
+
+
+def floor_lookup(store: Any, run_a: Mapping[str, Any], run_b: Mapping[str, Any]):
+    """A function (key, median_us) -> Floor for two separate runs: calibrated when the store has a
+    calibration of their (common) device, else the default."""
+    dev_a, dev_b = run_a.get("device_name"), run_b.get("device_name")
+    cal = load(store, dev_a) if dev_a == dev_b else None
+    if cal is None:
+        return lambda key, median_us: default_floor()
+    return cal.floor_for
