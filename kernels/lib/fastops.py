@@ -14,6 +14,16 @@ values are never part of a plan (nothing derived from the data is kept).
 
 Inputs a plan cannot describe (rows that do not collapse into one stride, a strided last dimension,
 non-contiguous weights) take the checked path on every call, which copies as the family wrappers do.
+
+Per call, the hottest ops (fused_add_rms_norm, rms_norm_linear) pass the C launcher raw addresses, not
+tensors: for a tensor it calls ``data_ptr()`` and then ``cuPointerGetAttribute`` (a driver call) per
+pointer argument. Passing tensors (five pointers for fused_add_rms_norm, eight over rms_norm_linear's two
+launches) and allocating with ``torch.empty(x.shape, dtype=..., device=...)`` is why fused_add_rms_norm cost
+24.9 us per call on an H100 against 11.6 us for ``rmsnorm_tuned`` (one launch, addresses passed, outputs
+by ``empty_like``) at 1 row. The plan's signature holds every tensor's device, and the checks
+that built the plan put all of them on x's device, so the driver's check has nothing left to catch.
+Outputs are allocated with ``new_empty_strided`` from shapes and strides kept in the plan: ``torch.empty``
+with a ``torch.Size``, ``dtype=`` and ``device=`` parses its arguments at about three times the cost.
 """
 
 from __future__ import annotations
@@ -72,6 +82,22 @@ class Launch:
         g = self.grid
         run(g[0], g[1], g[2], _stream(device), function, packed, None, None, None, *tensors, *self.tail)
 
+    def fast(self, *pointers: int) -> None:
+        """The compiled launch with the leading tensors given as raw addresses: only once ``entry`` is set
+        and no launch hook is installed (``launch_hooks_installed()``); otherwise call the Launch itself."""
+        run, function, packed, device = self.entry
+        g = self.grid
+        run(g[0], g[1], g[2], _stream(device), function, packed, None, None, None, *pointers, *self.tail)
+
+
+def contiguous_layout(shape: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(shape, strides) of a new contiguous tensor, as plain tuples (cheap to pass to ``new_empty_strided``)."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(shape), tuple(reversed(strides))
+
 
 def constexpr_tail(jit_fn: Any, first: int, named: dict[str, Any]) -> tuple:
     """``named``'s values for ``jit_fn``'s arguments from position ``first`` on, in signature order."""
@@ -115,22 +141,38 @@ _add_plans = Plans()
 
 def fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
                        ) -> tuple[torch.Tensor, torch.Tensor]:
-    key = (sig(x), sig(residual), sig(weight), eps)
-    plan = _add_plans.get(key)
+    try:  # one flat key: what sig() says about each tensor, without three calls and three tuples
+        xp, rp, wp = x.data_ptr(), residual.data_ptr(), weight.data_ptr()
+        key = (x.shape, x.stride(), x.dtype, x.get_device(), residual.shape, residual.stride(), residual.dtype,
+               residual.get_device(), weight.shape, weight.stride(), weight.dtype, weight.get_device(),
+               xp % 16 == 0, rp % 16 == 0, wp % 16 == 0, eps)
+    except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
+        return _add_checked(x, residual, weight, eps)
+    plan = _add_plans.plans.get(key)
     if plan is None:
         plan = _add_plans.put(key, _add_plan(x, residual, weight, eps))
     if plan is False:
-        from kprof.kernels.add_rmsnorm.tuned import add_rmsnorm_tuned
-
-        return add_rmsnorm_tuned(x, residual, weight, eps)
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    h = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    plan(x, residual, weight, y, h)
+        return _add_checked(x, residual, weight, eps)
+    launch, shape, strides = plan
+    y = x.new_empty_strided(shape, strides)
+    h = x.new_empty_strided(shape, strides)
+    if launch.entry is not None and not launch_hooks_installed():
+        launch.fast(xp, rp, wp, y.data_ptr(), h.data_ptr())
+    else:
+        launch(x, residual, weight, y, h)
     return y, h
 
 
-def _add_plan(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float) -> Launch | bool:
-    """The checked path's choice as a Launch, or False where a plan cannot describe the inputs."""
+def _add_checked(x: Any, residual: Any, weight: Any, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    from kprof.kernels.add_rmsnorm.tuned import add_rmsnorm_tuned
+
+    return add_rmsnorm_tuned(x, residual, weight, eps)
+
+
+def _add_plan(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+              ) -> tuple[Launch, tuple[int, ...], tuple[int, ...]] | bool:
+    """The checked path's choice as (Launch, output shape, output strides), or False where a plan cannot
+    describe the inputs."""
     from kprof.kernels.add_rmsnorm import tuned
     from kprof.kernels.add_rmsnorm.family import validate
 
@@ -144,11 +186,13 @@ def _add_plan(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps
     if cfg.kernel == "rows":
         i64 = n_rows * max(xs, rs, n, 1) >= 2**31
         tail = (xs, rs, n_rows, n, float(eps), cfg.block_n, cfg.rows, i64)
-        return Launch(tuned._rows_launcher, ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
-                      (triton.cdiv(n_rows, cfg.rows),), tail, {"num_warps": cfg.num_warps})
-    tail = (xs, rs, n, float(eps), cfg.block_n)
-    return Launch(tuned._looped_launcher, ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
-                  (n_rows,), tail, {"num_warps": cfg.num_warps})
+        launch = Launch(tuned._rows_launcher, ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
+                        (triton.cdiv(n_rows, cfg.rows),), tail, {"num_warps": cfg.num_warps})
+    else:
+        tail = (xs, rs, n, float(eps), cfg.block_n)
+        launch = Launch(tuned._looped_launcher, ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
+                        (n_rows,), tail, {"num_warps": cfg.num_warps})
+    return (launch, *contiguous_layout(x.shape))
 
 
 # ---------------------------------------------------------------------------------- gated activations
@@ -241,19 +285,35 @@ def rms_norm_linear(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.
                     ) -> torch.Tensor:
     """``rms_norm(x, g) @ w (+ b)``: the tuned rmsnorm kernel writes the normalised rows, the autotuned
     product reads them with the bias in its epilogue (nothing derived from the weights is kept)."""
-    key = (sig(x), sig(g), sig(w), None if b is None else sig(b), eps)
-    plan = _product_plans.get(key)
+    try:  # one flat key: what sig() says about each tensor (the bias's, or None)
+        xp, gp, wp = x.data_ptr(), g.data_ptr(), w.data_ptr()
+        if b is None:
+            bp, bkey = wp, None
+        else:
+            bp = b.data_ptr()
+            bkey = (b.shape, b.stride(), b.dtype, b.get_device(), bp % 16 == 0)
+        key = (x.shape, x.stride(), x.dtype, x.get_device(), g.shape, g.stride(), g.dtype, g.get_device(),
+               w.shape, w.stride(), w.dtype, w.get_device(), bkey, xp % 16 == 0, gp % 16 == 0, wp % 16 == 0, eps)
+    except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
+        return _rms_norm_linear_first(x, g, w, b, eps, None)
+    plan = _product_plans.plans.get(key)
     if plan is None:
         return _rms_norm_linear_first(x, g, w, b, eps, key)
-    norm, product, out_shape = plan
+    norm, product, xn_layout, y_layout = plan
+    y = x.new_empty_strided(*y_layout)
+    if norm is not None and norm.entry is not None and product.entry is not None and not launch_hooks_installed():
+        xn = x.new_empty_strided(*xn_layout)
+        xnp = xn.data_ptr()
+        norm.fast(xp, gp, xnp)
+        product.fast(xnp, wp, bp, wp, y.data_ptr())
+        return y
     if norm is None:  # the interpreter: rmsnorm's own wrapper
         from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 
         xn = rmsnorm_tuned(x, g, eps)
-    else:
-        xn = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    else:  # first launches, or a launch hook installed: through the JIT
+        xn = x.new_empty_strided(*xn_layout)
         norm(x, g, xn)
-    y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
     product(xn, w, w if b is None else b, w, y)
     return y
 
@@ -266,7 +326,7 @@ def _norm_launch(x: torch.Tensor, g: torch.Tensor, eps: float, key: tuple) -> La
     if p is None:
         return None
     tail = (*p.ints, float(eps), *p.constexprs)
-    return Launch(p.launcher, ("ops", p.key, key[0], key[1], tail), p.grid, tail, {"num_warps": p.num_warps})
+    return Launch(p.launcher, ("ops", p.key, sig(x), sig(g), tail), p.grid, tail, {"num_warps": p.num_warps})
 
 
 def _rms_norm_linear_first(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
@@ -281,7 +341,7 @@ def _rms_norm_linear_first(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b:
     wc = w.contiguous()
     y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
     fused.launch_product(xn, wc, b, y, eps, norm=0)
-    if w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None:
+    if key is not None and w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None:
         meta, options = autotuned_choice(fused._autotuned, fused.INTERPRETER_CONFIG)
         m, k = xn.shape
         named = {**meta, "NORM": 0, "HAS_BIAS": b is not None,
@@ -292,7 +352,8 @@ def _rms_norm_linear_first(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b:
             _product_launcher = CompiledLauncher(fused._rmsnorm_linear_kernel)
         grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
         product = Launch(_product_launcher, ("ops",) + key + (tail, tuple(options.items())), grid, tail, options)
-        _product_plans.put(key, (_norm_launch(x, g, eps, key), product, tuple(x.shape[:-1]) + (n,)))
+        _product_plans.put(key, (_norm_launch(x, g, eps, key), product, contiguous_layout(x.shape),
+                                 contiguous_layout(tuple(x.shape[:-1]) + (n,))))
     return y.view(*x.shape[:-1], n)
 
 

@@ -380,3 +380,85 @@ def test_decode_step_in_a_cuda_graph_and_compiled_launches():
         xn = F["rmsnorm"].oracle(x, g).to(torch.bfloat16)
         err = _rel(out, fam.oracle(xn, wg, wu))
         assert err <= fam.tolerances["bf16"], err
+
+
+class _RecordingLauncher:
+    """Stands in for Triton's C launcher: records the pointer arguments a compiled launch would get."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, g0, g1, g2, stream, function, packed, meta, enter, leave, *args):
+        self.calls.append(args)
+
+
+def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device, monkeypatch):
+    """Once a plan is compiled, fused_add_rms_norm and rms_norm_linear hand the C launcher the addresses of
+    their inputs and of new contiguous outputs (no tensors: a tensor costs the launcher a driver query per
+    pointer), and the kernel's other arguments as planned; for a strided-row x too."""
+    from kprof.kernels.rmsnorm import tuned as rms_tuned
+
+    if device != "cpu":
+        pytest.skip("drives the plans with a stand-in launcher (the CPU interpreter builds them)")
+    rec = _RecordingLauncher()
+    monkeypatch.setattr(_fastops, "_stream", lambda d: 0)
+    wide = torch.randn(5, 2 * 67)
+    for x in (torch.randn(5, 67), wide[:, 3:70]):
+        r, w = torch.randn_like(x), torch.randn(67)
+        with triton_path(True):
+            _fastops.reset()
+            ops.fused_add_rms_norm(x, r, w)  # builds the plan through the checked path
+            (launch, shape, strides), = _fastops._add_plans.plans.values()
+            launch.entry = (rec, None, None, 0)
+            y, h = ops.fused_add_rms_norm(x, r, w)
+        assert y.shape == h.shape == x.shape and y.is_contiguous() and h.is_contiguous() and y.dtype == x.dtype
+        assert rec.calls[-1] == (x.data_ptr(), r.data_ptr(), w.data_ptr(), y.data_ptr(), h.data_ptr(), *launch.tail)
+        assert launch.tail[0] == x.stride(0)  # the row stride, as the kernel reads x
+
+    x, g, wl, b = torch.randn(3, 7, 24), torch.randn(24), torch.randn(24, 40), torch.randn(40)
+    for bias in (b, None):
+        with triton_path(True):
+            _fastops.reset()
+            ops.rms_norm_linear(x, g, wl, bias)
+            (key, (norm, product, xn_layout, y_layout)), = _fastops._product_plans.plans.items()
+            p = rms_tuned.plan_for(21, 24, 24, x.dtype, -1, True)  # the CPU has no rmsnorm plan of its own
+            norm = _fastops.Launch(p.launcher, ("test",), p.grid, (*p.ints, 1e-6, *p.constexprs), {})
+            norm.entry = product.entry = (rec, None, None, 0)
+            _fastops._product_plans.plans[key] = (norm, product, xn_layout, y_layout)
+            out = ops.rms_norm_linear(x, g, wl, bias)
+        assert out.shape == (3, 7, 40) and out.is_contiguous()
+        norm_call, product_call = rec.calls[-2:]
+        assert norm_call[:2] == (x.data_ptr(), g.data_ptr()) and norm_call[3:] == norm.tail
+        xn_ptr = norm_call[2]  # the normalised rows: written by the norm, read by the product
+        assert product_call[:5] == (xn_ptr, wl.data_ptr(), (wl if bias is None else bias).data_ptr(), wl.data_ptr(),
+                                    out.data_ptr())
+        assert product_call[5:] == product.tail and xn_ptr not in (x.data_ptr(), out.data_ptr())
+        assert all(type(a) is not torch.Tensor for call in rec.calls for a in call)
+    _fastops.reset()
+
+
+def test_a_launch_hook_sends_planned_calls_through_the_jit(device, monkeypatch):
+    """With a launch hook installed (profilers), a compiled plan launches through the JIT, which computes."""
+    fam = F["add_rmsnorm"]
+    inp = fam.make_inputs((3, 5, 129), "fp32", device, seed=_seed())
+    with triton_path(True):
+        _fastops.reset()
+        ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"])
+        (launch, _, _), = _fastops._add_plans.plans.values()
+        monkeypatch.setattr(launch, "entry", (_RecordingLauncher(), None, None, 0))
+        monkeypatch.setattr(_fastops, "launch_hooks_installed", lambda: True)
+        outs = ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"])
+        _fastops.reset()
+    assert launch.entry[0].calls == []
+    for o, ref in zip(outs, fam.oracle(**inp)):
+        assert _rel(o, ref) <= fam.tolerances["fp32"]
+
+
+@pytest.mark.parametrize("enabled", PATHS)
+def test_non_tensor_inputs_raise_the_same_error_both_ways(enabled, device):
+    x = torch.randn(4, 8, device=device)
+    with triton_path(enabled):
+        with pytest.raises(ValueError, match="residual must be a torch tensor"):
+            ops.fused_add_rms_norm(x, None, torch.randn(8, device=device))
+        with pytest.raises(ValueError, match="w must be a torch tensor"):
+            ops.rms_norm_linear(x, torch.randn(8, device=device), [[1.0] * 3] * 8)
