@@ -11,6 +11,7 @@ from rich.table import Table
 
 from kprof import diff as d
 from kprof import variance
+from kprof.safe_text import for_terminal
 
 _COLOUR = {
     "SLOWER": "red",
@@ -24,6 +25,12 @@ _COLOUR = {
     "SAME-CORRECT": "",
     "NOT-CHECKED": "yellow",
 }
+
+
+def _txt(value: Any, width: int) -> str:
+    """Text from a trace or a run (kernel names, case ids, error messages) as a table cell: cut to ``width``,
+    then escaped, so ``kern[/]`` or a terminal escape sequence in a kernel name prints as the text it is."""
+    return for_terminal(str(value)[:width])
 
 
 def _v(verdict: str) -> str:
@@ -66,22 +73,22 @@ def diff_files(
     )
     for r in res.table.itertuples():
         t.add_row(
-            str(r.case)[:45],
-            str(r.kernel)[:45],
-            str(r.launch)[:40],
+            _txt(r.case, 45),
+            _txt(r.kernel, 45),
+            _txt(r.launch, 40),
             _f(r.median_a, ".2f"),
             _f(r.median_b, ".2f"),
             _f(r.ratio, ".3f"),
             f"{_f(r.ci_lo, '.3f')}-{_f(r.ci_hi, '.3f')}",
             f"{r.n_a}/{r.n_b}",
             _v(r.verdict),
-            str(r.why)[:70],
+            _txt(r.why, 70),
         )
     console.print(t)
     for label, df in (("only in A", res.only_in_a), ("only in B", res.only_in_b)):
         for r in df.head(20).itertuples(index=False):
             console.print(
-                f"{label}: {' · '.join(str(v)[:60] for v in r[:-2])} ({r.launches} launches, {r.total_us:.1f} µs)"
+                f"{label}: {' · '.join(_txt(v, 60) for v in r[:-2])} ({r.launches} launches, {r.total_us:.1f} µs)"
             )
         if len(df) > 20:
             console.print(f"{label}: ... {len(df) - 20} more (--markdown FILE lists them all)")
@@ -125,7 +132,7 @@ def diff_stored(
         )
         for r in res.table().itertuples():
             t.add_row(
-                str(r.case)[:60],
+                _txt(r.case, 60),
                 _f(r.median_a, ".2f"),
                 _f(r.median_b, ".2f"),
                 _f(r.ratio, ".3f"),
@@ -133,7 +140,7 @@ def diff_stored(
                 _f(r.p_value, ".2g"),
                 _v(r.verdict),
                 short_variance(r.variance),
-                "; ".join(x for x in (r.why if r.verdict == "UNCERTAIN" else "", r.changes) if x)[:110],
+                _txt("; ".join(x for x in (r.why if r.verdict == "UNCERTAIN" else "", r.changes) if x), 110),
             )
         console.print(t)
         for text in sorted(set(res.cases["variance"]))[:3]:
@@ -145,19 +152,19 @@ def diff_stored(
         t = Table("case", "status A -> B", "rel err A", "rel err B", "tolerance", "verdict", "why", title="correctness")
         for r in shown.itertuples():
             t.add_row(
-                str(r.case)[:60],
+                _txt(r.case, 60),
                 f"{r.status_a} -> {r.status_b}",
                 _f(r.rel_err_a, ".2e"),
                 _f(r.rel_err_b, ".2e"),
                 _f(r.tolerance, ".0e"),
                 _v(r.verdict),
-                str(r.why)[:90],
+                _txt(r.why, 90),
             )
         console.print(t)
     cc = res.correctness_counts
     console.print("correctness: " + ", ".join(f"{n} {v.lower()}" for v, n in cc.items() if n))
     for case in res.broken:
-        err_console.print(f"[red]correctness regression:[/red] {case} is correct in A and not in B")
+        err_console.print(f"[red]correctness regression:[/red] {for_terminal(case)} is correct in A and not in B")
     if markdown:
         markdown.write_text(d.to_markdown(res))
     if json_out:

@@ -440,3 +440,25 @@ def test_cli_noise_calibrates_and_reports(tmp_path):
     assert {c["size_class"] for c in cal["classes"]} == {"<10us", "100us-1ms"}
     one = kprof_cli("noise", run, "--store", str(st.path))
     assert one.returncode == 2 and "at least two separate runs" in one.stderr
+
+
+def test_trace_diff_prints_kernel_names_as_text(tmp_path):
+    """Kernel names come from traces: markup-like brackets print as written, terminal escapes never reach it."""
+    import json
+    import subprocess
+    import sys
+
+    names = ("kern[/]", "[bold]k2[/bold]", "evil\x1b[31mred")
+    events, t = [], 0
+    for i in range(12):
+        for name in names:
+            events.append({"ph": "X", "cat": "kernel", "name": name, "ts": t, "dur": 5.0 + RNG.uniform(0, 0.1),
+                           "pid": 0, "tid": 7, "args": {"grid": [4, 1, 1], "block": [128, 1, 1], "correlation": i}})
+            t += 20
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    r = subprocess.run([sys.executable, "-m", "kprof.cli", "diff", str(path), str(path)], capture_output=True,
+                       text=True, env={**__import__("os").environ, "COLUMNS": "250"})
+    assert r.returncode == 0, r.stderr
+    assert "kern[/]" in r.stdout and "[bold]k2[/bold]" in r.stdout
+    assert "\x1b[31m" not in r.stdout and "evil\\x1b[31mred" in r.stdout
