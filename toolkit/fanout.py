@@ -23,7 +23,6 @@ local worker's process group; Ray actors are killed) and keeps the cases that fi
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import subprocess
 import time
@@ -31,12 +30,16 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from kprof.errors import KprofError
 from kprof.executors import LocalExecutor, RayExecutor, Slot
 from kprof.registry import shape_str
+
+if TYPE_CHECKING:
+    from kprof.context import ProfileOptions, ProgressFn, RunPlan
+    from kprof.store import RunStore
 
 MAX_ATTEMPTS = 2  # a case lost with its worker is retried once, then recorded as failed
 MAX_RESTARTS = 2  # replacement worker processes per slot
@@ -108,28 +111,21 @@ class _Worker:
     timed_out: bool = False
 
 
-def profile_runs_fanout(opts: Any, progress: Any = None) -> list[str]:
+def profile_runs_fanout(opts: ProfileOptions, progress: ProgressFn | None = None) -> list[str]:
     """:func:`kprof.runner.profile_runs` spread over workers; returns the run ids (one per ``--rev``)."""
-    from kprof import envinfo
-    from kprof.external import choose
-    from kprof.harness import BenchSettings
+    from kprof.context import quiet
     from kprof.registry import get_family
-    from kprof.runner import _arms, resolve_mode, select
+    from kprof.runner import plan_run, resolve_mode
     from kprof.store import RunStore
 
-    progress = progress or (lambda *a: None)
+    progress = progress or quiet
     mode = resolve_mode(opts.mode)
     if opts.ray and opts.revisions:
         raise KprofError("--rev with --ray is not supported: the revisions are loaded from this git checkout, "
                          "which Ray workers do not have (use --workers N on one host)")
     today = get_family(opts.family)
     store = RunStore(opts.store)
-    git = envinfo.git_state(today.package_dir)
-    arms = _arms(today, opts, store.root, git, progress)
-    sel = select(arms[0].family, opts, mode, also=[a.family for a in arms[1:]])
-    choice = choose(opts.profiler, mode, opts.tool_path)
-    seed = opts.settings.seed if opts.settings.seed else secrets.randbits(31)
-    settings = BenchSettings(**{**asdict(opts.settings), "seed": seed})
+    plan = plan_run(opts, mode, today, store.root, progress)
     workers = parse_workers(opts.workers) or ("all" if opts.ray else 1)
     if opts.ray:
         executor: Any = RayExecutor(opts.ray, mode, {"TRITON_INTERPRET": "1"} if mode == "interpreter" else {})
@@ -138,7 +134,7 @@ def profile_runs_fanout(opts: Any, progress: Any = None) -> list[str]:
     else:
         slots = local_slots(mode, workers)
         executor = LocalExecutor()
-    fan = _Fanout(opts, mode, seed, settings, store, arms, sel, choice, executor, slots, progress)
+    fan = _Fanout(plan, store, executor, slots, progress)
     try:
         fan.start()
         fan.measure()
@@ -153,11 +149,11 @@ def profile_runs_fanout(opts: Any, progress: Any = None) -> list[str]:
 
 
 class _Fanout:
-    def __init__(self, opts, mode, seed, settings, store, arms, sel, choice, executor, slots, progress) -> None:
-        self.opts, self.mode, self.seed, self.settings = opts, mode, seed, settings
-        self.store, self.arms, self.sel, self.choice = store, arms, sel, choice
+    def __init__(self, plan: RunPlan, store: RunStore, executor: Any, slots: list[Slot], progress: ProgressFn) -> None:
+        self.opts, self.mode, self.seed, self.settings = plan.options, plan.mode, plan.settings.seed, plan.settings
+        self.store, self.arms, self.sel, self.choice = store, plan.arms, plan.selection, plan.profiler
         self.executor, self.slots, self.progress = executor, slots, progress
-        self.cases = sel.cases()
+        self.cases = plan.selection.cases()
         self.workers: dict[int, _Worker] = {}
         self.restarts: dict[str, int] = {s.name: 0 for s in slots}
         self.attempts: dict[int, list[str]] = {}
@@ -168,7 +164,7 @@ class _Fanout:
         self.notes: list[str] = []
         self.run_ids: list[str] = []
         self.queue: deque[list[int]] = deque(self._groups())
-        self.timeout = float(getattr(opts, "case_timeout_s", 1800.0))
+        self.timeout = float(plan.options.case_timeout_s)
 
     # ------------------------------------------------------------------------------------------ placement
     def _groups(self) -> list[list[int]]:
@@ -395,7 +391,7 @@ class _Fanout:
 
     def _begin_runs(self, ready: list[_Worker]) -> None:
         from kprof import envinfo
-        from kprof.runner import _torch_profiler_version
+        from kprof.runner import profiler_version
         from kprof.store import RunRecord
 
         first = ready[0].hello
@@ -403,13 +399,7 @@ class _Fanout:
         device = {**first["device"], "fanout_workers": len(ready)}
         if len(names) > 1:
             device["name"] = " + ".join(names) + " (mixed)"
-        version = None
-        if self.choice.name == "torch":
-            version = _torch_profiler_version()
-        elif self.choice.tool is not None:
-            from kprof.tools import tool_version
-
-            version = f"{self.choice.tool.path}: {tool_version(self.choice.tool)}"
+        version = profiler_version(self.choice)
         ceiling = first["ceiling"]
         sel = self.sel
         fanout = {

@@ -22,7 +22,10 @@ import tempfile
 import traceback
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    from kprof.context import ProfileOptions
 
 # Test-only fault injection, comma-separated specs: "K" makes the worker exit abruptly when handed case index
 # K; "K:PATH" does so only while PATH does not exist (it creates PATH first), so the retry succeeds.
@@ -60,6 +63,10 @@ class Sink:
 
     def set_fields(self, run_id: str, **fields: Any) -> None:
         self._record("set_fields", run_id, **fields)
+
+    def run(self, ref: str) -> dict:
+        """The run record is the driver's: a worker reads it as empty (no notes yet, as far as it knows)."""
+        return {}
 
     def trace_dir(self, run_id: str) -> Path:
         path = self.trace_root / run_id
@@ -105,7 +112,7 @@ def gpu_identity(index_hint: str | None = None) -> dict:
 class CaseWorker:
     """Measures cases of one invocation; see the module docstring."""
 
-    def __init__(self, opts: Any, mode: str, seed: int, worker: str) -> None:
+    def __init__(self, opts: ProfileOptions, mode: str, seed: int, worker: str) -> None:
         self.opts, self.mode, self.seed, self.worker = opts, mode, seed, worker
         self.tmp = Path(tempfile.mkdtemp(prefix=f"kprof-worker-{worker}-"))
         self.sink = Sink(self.tmp / "traces")
@@ -113,47 +120,38 @@ class CaseWorker:
 
     def hello(self) -> dict:
         """Load the family (every arm), find the profiler, identify the device, measure its ceilings."""
-        from dataclasses import replace
-
         from kprof import device as devmod
-        from kprof import envinfo
-        from kprof.external import choose
-        from kprof.profilers import default_repeats
-        from kprof.harness import BenchSettings
+        from kprof.context import RunContext, quiet
         from kprof.registry import get_family
-        from kprof.runner import _arms, resolve_mode, select
+        from kprof.runner import plan_run, resolve_mode
 
         mode = resolve_mode(self.mode)
-        today = get_family(self.opts.family)
-        git = envinfo.git_state(today.package_dir)
-        self.arms = _arms(today, self.opts, self.tmp / "cache", git, lambda *a: None)
-        self.sel = select(self.arms[0].family, self.opts, mode, also=[a.family for a in self.arms[1:]])
-        self.cases = self.sel.cases()
-        self.choice = choose(self.opts.profiler, mode, self.opts.tool_path)
-        self.repeats = self.opts.profile_repeats or default_repeats(self.choice.name)
-        self.settings = BenchSettings(**{**asdict(self.opts.settings), "seed": self.seed})
-        self.dev = devmod.current_device()
-        self.ceiling = devmod.measure_ceilings() if mode == "gpu" else None
-        self.results = [[] for _ in self.arms]
+        plan = plan_run(self.opts, mode, get_family(self.opts.family), self.tmp / "cache", quiet, seed=self.seed)
+        dev = devmod.current_device()
+        ceiling = devmod.measure_ceilings() if mode == "gpu" else None
+        self.ctx = RunContext.of(plan, store=self.sink, device=dev, ceiling=ceiling, progress=quiet)
+        self.cases = plan.selection.cases()
+        self.results = [[] for _ in plan.arms]
         ident = gpu_identity() if mode == "gpu" else {
             "gpu_name": None, "gpu_index": None, "gpu_uuid": None, "gpu_serial": None}
         self.ident = {"worker": self.worker, "host": socket.gethostname(), **ident}
         import kprof
 
         return {
-            "device": self.dev.to_dict(), "ceiling": asdict(self.ceiling) if self.ceiling else None,
+            "device": dev.to_dict(), "ceiling": asdict(ceiling) if ceiling else None,
             "identity": self.ident, "cases": [c.id for c in self.cases], "pid": os.getpid(),
-            "kprof_file": kprof.__file__, "settings": asdict(replace(self.settings)),
+            "kprof_file": kprof.__file__, "settings": asdict(plan.settings),
         }
+
+    def _slots(self) -> list[str]:
+        return [f"arm{j}" for j in range(len(self.ctx.arms))]  # the Sink's run ids, one per arm
 
     def measure(self, index: int) -> list:
         """Case ``index`` of the selection, every arm interleaved; the store writes it made."""
-        from kprof.runner import _measure_arms
+        from kprof.runner import measure_cases
 
         _fault_hook(index)
-        res = _measure_arms([a.family for a in self.arms], [self.cases[index]], self.mode, self.settings, self.sink,
-                            [f"arm{j}" for j in range(len(self.arms))], self.ceiling, lambda *a: None,
-                            self.dev.limits(), first_index=index)
+        res = measure_cases(self.ctx, self._slots(), [self.cases[index]], first_index=index)
         for j, r in enumerate(res):
             self.results[j] += r
         return self.sink.take()
@@ -162,17 +160,12 @@ class CaseWorker:
         """Offline resources (interpreter sweeps) and the profiler pass over this worker's cases; the traces.
 
         A profiler failure is returned as ``error`` (the measured cases are already with the driver)."""
-        from kprof.runner import _offline_resources, _profiler_pass
+        from kprof.runner import profile_cases
 
         error = None
         try:
             if self.results and any(self.results):
-                if self.mode == "interpreter" and self.opts.offline_resources:
-                    for j, res in enumerate(self.results):
-                        _offline_resources(res, self.sink, f"arm{j}", lambda *a: None)
-                for j, (arm, res) in enumerate(zip(self.arms, self.results)):
-                    _profiler_pass(arm.family, res, self.settings, self.sink, f"arm{j}", self.dev, self.repeats,
-                                   self.choice, self.opts, lambda *a: None)
+                profile_cases(self.ctx, self._slots(), self.results)
         except Exception as exc:  # the profiler failed: the cases stay, the run is incomplete
             error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-1000:]
         files = [(p.relative_to(self.sink.trace_root).as_posix(), p.read_bytes())

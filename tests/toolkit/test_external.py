@@ -140,9 +140,9 @@ def test_runner_stores_every_invocation_and_keeps_cases_on_failure(fake_nsys, tm
     from kprof import runner
     from kprof.harness import BenchSettings, run_case
     from kprof.kernels import discover
-    from kprof.occupancy import DeviceLimits
     from kprof.registry import Case
     from kprof.store import RunStore
+    from tests.toolkit.run_contexts import context_for
     from tests.toolkit.test_store import record
 
     fam = discover()["rmsnorm"]
@@ -150,16 +150,12 @@ def test_runner_stores_every_invocation_and_keeps_cases_on_failure(fake_nsys, tm
                         settings=BenchSettings(seed=1), timing=False) for p in ("triton_tuned", "torch_eager")]
     assert all(r.status == "ok" for r in results)
 
-    class Dev:
-        def limits(self):
-            return DeviceLimits()
-
     st = RunStore(tmp_path / "s.db")
     opts = runner.ProfileOptions(family="rmsnorm", profiler="nsys", profiler_timeout_s=300)
     monkeypatch.setenv("FAKE_NSYS_FAIL", "1")
     run_id = st.begin_run(record())
-    failure = runner._external_pass(fam, results, BenchSettings(seed=1), st, run_id, Dev(), 2, fake_nsys, opts,
-                                    lambda *a: None)
+    ctx = context_for(st, fam, mode="gpu", profiler=fake_nsys, options=opts, settings=BenchSettings(seed=1))
+    failure = runner._external_pass(ctx, ctx.arms[0], run_id, results)
     assert failure and "2 of 2 cases replayed" in failure and "exited with status 7" in failure
     assert "launches parsed and kept" in failure
     caps = st.captures(run_id)
@@ -181,19 +177,23 @@ def test_auto_falls_back_to_torch_when_the_found_tool_fails(fake_nsys, tmp_path,
     results = [run_case(fam, fam.providers["triton_tuned"], Case("rmsnorm", "triton_tuned", (3, 37), "fp32"),
                         device=DEVICE, settings=BenchSettings(seed=1), timing=False)]
     calls = []
-    monkeypatch.setattr(runner, "_profile_pass", lambda *a: calls.append(a))
+    monkeypatch.setattr(runner, "_torch_pass", lambda *a: calls.append(a))
     monkeypatch.setenv("FAKE_NSYS_FAIL", "1")
     st = RunStore(tmp_path / "s.db")
     run_id = st.begin_run(record(profiler="nsys"))
-    from kprof.occupancy import DeviceLimits
+    from tests.toolkit.run_contexts import context_for
 
-    dev = type("Dev", (), {"limits": lambda self: DeviceLimits()})()
-    args = (fam, results, BenchSettings(seed=1), st, run_id, dev, 2, fake_nsys)
-    runner._profiler_pass(*args, runner.ProfileOptions(family="rmsnorm", profiler="auto"), lambda *a: None)
+    def ctx(asked: str):
+        return context_for(st, fam, mode="gpu", profiler=fake_nsys, settings=BenchSettings(seed=1),
+                           options=runner.ProfileOptions(family="rmsnorm", profiler=asked))
+
+    auto = ctx("auto")
+    runner._profiler_pass(auto, auto.arms[0], run_id, results)
     run = st.run(run_id)
     assert len(calls) == 1 and run["profiler"] == "torch"
     assert "auto fell back after nsys failed" in run["profiler_version"] and "status 7" in run["profiler_version"]
     assert st.launches(run_id).empty  # nothing of the failed tool is mixed into torch.profiler's table
     assert len(st.captures(run_id)) == 2  # but its invocations stay on record
     with pytest.raises(runner.ProfilerFailed, match="status 7"):  # named explicitly: no silent fallback
-        runner._profiler_pass(*args, runner.ProfileOptions(family="rmsnorm", profiler="nsys"), lambda *a: None)
+        named = ctx("nsys")
+        runner._profiler_pass(named, named.arms[0], run_id, results)

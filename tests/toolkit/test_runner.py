@@ -97,7 +97,10 @@ def test_interleaved_arms_alternate_round_by_round(tmp_path, monkeypatch):
 
     ids = [st.begin_run(record()), st.begin_run(record())]
     cases = [Case("rmsnorm", "triton_tuned", (4, 64), "fp32"), Case("rmsnorm", "torch_F", (4, 64), "fp32")]
-    res = runner._measure_arms([fam, other], cases, "gpu", BenchSettings(rep_ms=100), st, ids, None, lambda *a: None)
+    from tests.toolkit.run_contexts import context_for
+
+    ctx = context_for(st, fam, other, mode="gpu", settings=BenchSettings(rep_ms=100))
+    res = runner.measure_cases(ctx, ids, cases)
     first_case = [c[0] for c in calls if c[2] == cases[0].id]
     a, b = id(fam), id(other)
     assert first_case == [a, b, b, a, a, b, b, a][: 2 * runner.ROUNDS]

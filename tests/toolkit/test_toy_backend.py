@@ -92,10 +92,10 @@ def test_a_toy_backend_runs_a_profile_through_the_runner(toyprof, tmp_path):
     from kprof import external, runner
     from kprof.harness import BenchSettings, run_case
     from kprof.kernels import discover
-    from kprof.occupancy import DeviceLimits
     from kprof.profilers import backends, parse_trace
     from kprof.registry import Case
     from kprof.store import RunStore
+    from tests.toolkit.run_contexts import context_for
     from tests.toolkit.test_store import record
 
     assert "toyprof" in backends() and "toyprof" in external.all_profilers()
@@ -110,10 +110,10 @@ def test_a_toy_backend_runs_a_profile_through_the_runner(toyprof, tmp_path):
     st = RunStore(tmp_path / "s.db")
     run_id = st.begin_run(record(profiler="toyprof"))
     opts = runner.ProfileOptions(family="rmsnorm", profiler="toyprof", profiler_timeout_s=300)
-    dev = type("Dev", (), {"limits": lambda self: DeviceLimits()})()
     repeats = backends()["toyprof"].default_repeats
-    failure = runner._external_pass(fam, results, BenchSettings(seed=3), st, run_id, dev, repeats, choice, opts,
-                                    lambda *a: None)
+    ctx = context_for(st, fam, mode="gpu", profiler=choice, options=opts, settings=BenchSettings(seed=3),
+                      repeats=repeats)
+    failure = runner._external_pass(ctx, ctx.arms[0], run_id, results)
     assert failure is None
     launches = st.launches(run_id)
     assert sorted(launches["case"].value_counts().items()) == sorted((c.id, repeats) for c in cases)
