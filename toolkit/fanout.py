@@ -28,7 +28,7 @@ import subprocess
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -150,6 +150,7 @@ def profile_runs_fanout(opts: ProfileOptions, progress: ProgressFn | None = None
 
 class _Fanout:
     def __init__(self, plan: RunPlan, store: RunStore, executor: Any, slots: list[Slot], progress: ProgressFn) -> None:
+        self.plan = plan
         self.opts, self.mode, self.seed, self.settings = plan.options, plan.mode, plan.settings.seed, plan.settings
         self.store, self.arms, self.sel, self.choice = store, plan.arms, plan.selection, plan.profiler
         self.executor, self.slots, self.progress = executor, slots, progress
@@ -391,8 +392,7 @@ class _Fanout:
 
     def _begin_runs(self, ready: list[_Worker]) -> None:
         from kprof import envinfo
-        from kprof.runner import profiler_version
-        from kprof.store import RunRecord
+        from kprof.runner import profiler_version, run_record
 
         first = ready[0].hello
         names = sorted({w.hello["device"]["name"] for w in ready})
@@ -401,7 +401,6 @@ class _Fanout:
             device["name"] = " + ".join(names) + " (mixed)"
         version = profiler_version(self.choice)
         ceiling = first["ceiling"]
-        sel = self.sel
         fanout = {
             "executor": self.executor.label, "workers": [
                 {**w.hello["identity"], "device": w.hello["device"]["name"],
@@ -411,24 +410,9 @@ class _Fanout:
             "placement": "shape-dtype groups" if self.grouped else "case by case",
             "case_timeout_s": self.timeout,
         }
+        versions = envinfo.versions().to_dict()
         for arm in self.arms:
-            record = RunRecord(
-                family=arm.family.name, mode=self.mode, command=self.opts.command,
-                config={
-                    "providers": list(sel.providers), "skipped_providers": [list(s) for s in sel.skipped],
-                    "shapes": [shape_str(s) for s in sel.shapes], "dtypes": list(sel.dtypes),
-                    "settings": asdict(self.settings), "profiler": self.choice.name,
-                    "profiler_reason": self.choice.reason, "fanout": fanout,
-                    "profile_repeats": self.opts.profile_repeats or _default_repeats(self.choice.name),
-                    "tool_path": self.choice.tool.path if self.choice.tool else None,
-                    **({"sweep": self.opts.sweep} if self.opts.sweep else {}),
-                    **arm.extra_config,
-                },
-                git_commit=arm.git_commit, git_dirty=arm.git_dirty, git_note=arm.git_note,
-                source_hashes=arm.source_hashes, device=device, versions=envinfo.versions().to_dict(),
-                profiler=self.choice.name, profiler_version=version,
-                ceiling_gbps=ceiling["gbps"] if ceiling else None, ceiling=ceiling,
-            )
+            record = run_record(self.plan, arm, device, ceiling, version, versions, {"fanout": fanout})
             self.run_ids.append(self.store.begin_run(record))
 
     def _finish_runs(self, status: str, error: str | None) -> None:
@@ -537,9 +521,3 @@ def device_mismatch(run_a: Mapping[str, Any], run_b: Mapping[str, Any],
             warn.append(f"run {label} ({run['id']}) spread its cases over {len(set(devs.values()))} GPUs; the other "
                         "run does not record per-case GPUs, so some cases compare different GPUs")
     return warn
-
-
-def _default_repeats(profiler: str) -> int:
-    from kprof.profilers import default_repeats
-
-    return default_repeats(profiler)

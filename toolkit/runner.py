@@ -182,9 +182,10 @@ def begin_runs(ctx: RunContext, store: RunStore) -> list[str]:
 
     version = profiler_version(ctx.profiler)
     versions = envinfo.versions().to_dict()
+    ceiling = asdict(ctx.ceiling) if ctx.ceiling else None
     run_ids = []
     for arm in ctx.arms:
-        run_ids.append(store.begin_run(run_record(ctx, arm, version, versions)))
+        run_ids.append(store.begin_run(run_record(ctx, arm, ctx.device.to_dict(), ceiling, version, versions)))
         if ctx.selection.skipped:
             store.set_fields(run_ids[-1], notes="\n".join(f"{n}: {r}" for n, r in ctx.selection.skipped))
     if len(ctx.arms) > 1:
@@ -194,26 +195,30 @@ def begin_runs(ctx: RunContext, store: RunStore) -> list[str]:
     return run_ids
 
 
-def run_record(ctx: RunContext, arm: Arm, profiler_version: str | None, versions: dict) -> RunRecord:
-    """The stored record of one arm's run: what was selected, how it is measured and profiled, where."""
+def run_record(
+    plan: RunPlan, arm: Arm, device: dict, ceiling: dict | None, profiler_version: str | None, versions: dict,
+    extra_config: dict | None = None,
+) -> RunRecord:
+    """The stored record of one arm's run: what was selected, how it is measured and profiled, on what device
+    (``device`` and ``ceiling`` as dicts: a fan-out driver merges its workers' into one)."""
     from kprof.store import RunRecord
 
-    sel, choice, ceiling = ctx.selection, ctx.profiler, ctx.ceiling
+    sel, choice = plan.selection, plan.profiler
     return RunRecord(
-        family=arm.family.name, mode=ctx.mode, command=ctx.options.command,
+        family=arm.family.name, mode=plan.mode, command=plan.options.command,
         config={
             "providers": list(sel.providers), "skipped_providers": [list(s) for s in sel.skipped],
             "shapes": [shape_str(s) for s in sel.shapes], "dtypes": list(sel.dtypes),
-            "settings": asdict(ctx.settings), "profiler": choice.name, "profiler_reason": choice.reason,
-            "profile_repeats": ctx.repeats, "tool_path": choice.tool.path if choice.tool else None,
-            **({"sweep": ctx.options.sweep} if ctx.options.sweep else {}),
+            "settings": asdict(plan.settings), "profiler": choice.name, "profiler_reason": choice.reason,
+            "profile_repeats": plan.repeats, "tool_path": choice.tool.path if choice.tool else None,
+            **({"sweep": plan.options.sweep} if plan.options.sweep else {}),
+            **(extra_config or {}),
             **arm.extra_config,
         },
         git_commit=arm.git_commit, git_dirty=arm.git_dirty, git_note=arm.git_note,
-        source_hashes=arm.source_hashes,
-        device=ctx.device.to_dict(), versions=versions,
+        source_hashes=arm.source_hashes, device=device, versions=versions,
         profiler=choice.name, profiler_version=profiler_version,
-        ceiling_gbps=ceiling.gbps if ceiling else None, ceiling=asdict(ceiling) if ceiling else None,
+        ceiling_gbps=ceiling["gbps"] if ceiling else None, ceiling=ceiling,
     )
 
 
