@@ -65,7 +65,7 @@ def main() -> None:
         sys.exit(1)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "TRITON_CACHE_DIR": str(out / "triton-cache")}
+    env = {**os.environ, "TRITON_CACHE_DIR": os.environ.get("KPROF_BENCH_TRITON_CACHE", str(out / "triton-cache"))}
     shapes = [f"{r}x{c}" for c in COLS for r in ROWS]
     store = out / "kprof.db"
 
