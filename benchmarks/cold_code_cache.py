@@ -32,6 +32,7 @@ import torch
 CASES = [("rmsnorm", p, s) for p in ("triton_tuned", "triton_one_row", "torch_F")
          for s in ((1, 4096), (64, 4096), (1, 8192), (512, 4096), (4096, 1024))]
 CASES += [("silu_mul", "triton_tuned", s) for s in ((1, 11008), (64, 11008), (512, 4096))]
+CASES += [("swiglu", "triton_tuned", s) for s in ((16, 4096, 11008), (8192, 4096, 11008))]
 EVICT_UNROLL = 8192  # ~16 B per instruction: ~128 KiB of code, more than an SM's instruction caches hold
 
 
@@ -64,6 +65,24 @@ def _empty_kernel():
     return kprof_empty
 
 
+def _kprof_empty_kernel():
+    return _empty_kernel()
+
+
+def _kprof_touch_kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kprof_touch(ptr):
+        # one load and one store per block: the least work that goes through the memory system
+        pid = tl.program_id(0)
+        v = tl.load(ptr + pid)
+        tl.store(ptr + pid, v + 1)
+
+    return kprof_touch
+
+
 def case_fn(family: str, provider: str, shape: tuple[int, ...]):
     from kprof.kernels import discover
 
@@ -73,31 +92,45 @@ def case_fn(family: str, provider: str, shape: tuple[int, ...]):
     return lambda: fn(**inputs)
 
 
+SPIN_CYCLES = 20000
+VARIANTS = ("cold", "code", "idle", "cool")
+
+
 def cold_variants(fn, calls: int, evict, evict_buf, sms: int) -> dict[str, float]:
+    """Median per-call time (sum of the call's kernels, us) per variant, and the SM clock the spin kernel
+    before each call ran at (GHz: its cycles over its CUPTI duration)."""
     from kprof import timing
 
     fl = timing.flush()
-    extra = {"evict": lambda: evict[(sms * 4,)](evict_buf, N=EVICT_UNROLL, num_warps=1)}
     out = {}
-    for variant in ("cold", "code", "idle", "code+idle"):
+    for variant in VARIANTS:
         def session(variant=variant) -> None:
             for _ in range(calls):
-                torch.cuda._sleep(20000)
+                torch.cuda._sleep(SPIN_CYCLES)
                 fl()
-                if "code" in variant:
-                    extra["evict"]()
-                if "idle" in variant:
+                if variant == "code":
+                    evict[(sms * 4,)](evict_buf, N=EVICT_UNROLL, num_warps=1)
+                if variant in ("idle", "cool"):
                     torch.cuda.synchronize()
-                    time.sleep(1e-3)
+                    time.sleep(1e-3 if variant == "idle" else 50e-3)
                 fn()
         fn()
-        extra["evict"]()
         torch.cuda.synchronize()
         recs = timing.collect_device_records(session)
-        skip = ("kprof_l2_flush_read", "kprof_code_evict", "sleep", "spin")
-        mine = [r for r in recs if not any(s in r.name for s in skip)]
-        out[variant] = statistics.median(r.duration_ns for r in mine) / 1e3 if len(mine) == calls else float("nan")
-        out[f"{variant}_n"] = len(mine)
+        per_call, spins, cur = [], [], None
+        for r in recs:
+            if "kprof_l2_flush_read" in r.name:
+                cur = []
+                per_call.append(cur)
+            elif "sleep" in r.name or "spin" in r.name:
+                spins.append(r.duration_ns)
+                cur = None
+            elif "kprof_code_evict" not in r.name and cur is not None:
+                cur.append(r.duration_ns)
+        sums = [sum(c) for c in per_call if c]
+        out[variant] = statistics.median(sums) / 1e3 if len(sums) == calls else float("nan")
+        out[f"{variant}_kernels"] = statistics.median(len(c) for c in per_call) if per_call else 0
+        out[f"{variant}_clock_ghz"] = SPIN_CYCLES / statistics.median(spins) if spins else float("nan")
     return out
 
 
@@ -121,11 +154,13 @@ def main() -> None:
         print(rows[-1], flush=True)
     df = pd.DataFrame(rows).set_index("case")
     df = df.join(ncu_times(args.out), how="left")
-    for v in ("cold", "code", "idle", "code+idle"):
+    df["ncu_minus_overhead"] = df["ncu"] - df["ncu_overhead"] * df["cold_kernels"]  # ncu pays it per kernel
+    for v in VARIANTS:
         df[f"{v}-ncu"] = df[v] - df["ncu_minus_overhead"]
+    df["cold-ncu_touch"] = df["cold"] - (df["ncu"] - df["ncu_touch_overhead"] * df["cold_kernels"])
     df.to_csv(args.out / "cold_code.csv")
-    cols = ["cold", "code", "idle", "code+idle", "ncu", "ncu_overhead", "ncu_minus_overhead",
-            "cold-ncu", "code-ncu", "idle-ncu", "code+idle-ncu"]
+    cols = ["cold", "code", "idle", "cool", "ncu", "ncu_overhead", "ncu_touch_overhead", "cold_kernels",
+            "cold-ncu", "code-ncu", "idle-ncu", "cool-ncu", "cold-ncu_touch", "cold_clock_ghz", "cool_clock_ghz"]
     text = df[cols].round(3).to_markdown() if hasattr(df, "to_markdown") else df[cols].round(3).to_string()
     (args.out / "cold_code.md").write_text(text + "\n")
     print(df[cols].round(3).to_string())
@@ -157,47 +192,48 @@ def ncu_times(out: Path) -> pd.DataFrame:
         grid = blocks.groupby(launches["case"]).max()
         frames.append(pd.DataFrame({"ncu": times, "grid": grid}))
     df = pd.concat(frames) if frames else pd.DataFrame(columns=["ncu", "grid"])
-    df["ncu_overhead"] = [empty_overhead(out, g) for g in df["grid"]]
-    df["ncu_minus_overhead"] = df["ncu"] - df["ncu_overhead"]
+    df["ncu_overhead"] = [empty_overhead(out, g, "kprof_empty") for g in df["grid"]]
+    df["ncu_touch_overhead"] = [empty_overhead(out, g, "kprof_touch") for g in df["grid"]]
     return df
 
 
 _EMPTY: dict[str, float] = {}
 
 
-def empty_overhead(out: Path, grid) -> float:
-    """ncu's time for an empty kernel at ``grid`` blocks minus its cold CUPTI time (measured once per grid)."""
+def empty_overhead(out: Path, grid, kernel: str) -> float:
+    """ncu's time for ``kernel`` (empty, or touching one word per block) at ``grid`` blocks minus its cold
+    CUPTI time (measured once per grid and kernel)."""
     blocks = int(grid) if pd.notna(grid) else 1
-    key = str(blocks)
+    key = f"{kernel}/{blocks}"
     if key not in _EMPTY:
-        _EMPTY[key] = _measure_empty(out, blocks)
+        _EMPTY[key] = _measure_empty(out, blocks, kernel)
     return _EMPTY[key]
 
 
-def _measure_empty(out: Path, blocks: int) -> float:
+def _measure_empty(out: Path, blocks: int, kernel: str) -> float:
     import subprocess
 
     from kprof.tools import find_tool
 
     here = str(Path(__file__).parent)
     code = (
-        f"import sys, torch; sys.path.insert(0, {here!r}); import cold_code_cache as c; k = c._empty_kernel(); "
+        f"import sys, torch; sys.path.insert(0, {here!r}); import cold_code_cache as c; k = c._{kernel}_kernel(); "
         f"b = torch.zeros({blocks}, device='cuda', dtype=torch.int32)\n"
         f"for _ in range(5): k[({blocks},)](b)\n"
         "torch.cuda.synchronize()"
     )
-    csv_path = out / f"ncu_empty_{blocks}.csv"
+    csv_path = out / f"ncu_{kernel}_{blocks}.csv"
     ncu = find_tool("ncu").path
     subprocess.run([ncu, "--csv", "--page", "raw", "--print-units", "base", "--log-file", str(csv_path),
                     "--metrics", "gpu__time_duration.sum", "--cache-control", "all", "--clock-control", "none",
-                    "-k", "regex:kprof_empty", sys.executable, "-c", code], check=False,
+                    "-k", f"regex:{kernel}", sys.executable, "-c", code], check=False,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     from kprof.profilers import ncu as ncu_mod
 
     ncu_us = float(ncu_mod.parse(csv_path)["duration_ns"].median()) / 1e3
     from kprof import timing
 
-    k = _empty_kernel()
+    k = globals()[f"_{kernel}_kernel"]()
     b = torch.zeros(blocks, device="cuda", dtype=torch.int32)
     cold_us, _ = timing.cold_time_us(lambda: k[(blocks,)](b), rep_ms=50)
     return ncu_us - cold_us
