@@ -70,6 +70,7 @@ def profile(
     provider: Annotated[Optional[list[str]], typer.Option("--provider", "-p", help="Providers to run (repeat or comma-separate). Default: all.")] = None,
     shape: Annotated[Optional[list[str]], typer.Option("--shape", "-s", help="Shapes like 4096x4096 (repeat or comma-separate). Default: the family's sweep.")] = None,
     dtype: Annotated[Optional[list[str]], typer.Option("--dtype", "-d", help="fp32, bf16, fp16. Default: the family's sweep.")] = None,
+    grid: Annotated[Optional[str], typer.Option("--grid", help="Race one part of the family's shape grid (`grid:` in its sweep.yaml) instead of its sweep; `kprof grid RUN...` tabulates it. GPU only.")] = None,
     profiler: Annotated[str, typer.Option(help="auto, none, or a profiler backend: torch, nsys, ncu, rocprof, proton, or one added as a module under kprof.profilers. auto: the backend for this GPU's vendor when its tool is found, else torch.profiler.")] = "auto",
     tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary (else $KPROF_NSYS / $KPROF_NCU / $KPROF_ROCPROFV3 / $KPROF_ROCPROF, PATH, install places).")] = None,
     profiler_timeout: Annotated[float, typer.Option(help="Seconds before the profiler's process group is killed.")] = 1800.0,
@@ -108,6 +109,8 @@ def profile(
     checks.check_revisions(get_family(family), rev)
     checks.check_profiler_here(profiler, resolved, _warn)
     checks.quiet_interpreter(resolved)
+    if grid is not None:
+        shapes, dtypes = checks.grid_part(get_family(family), grid, resolved, shapes, dtypes)
     opts = ProfileOptions(
         family=family, providers=tuple(_split(provider, "--provider")) or None, shapes=shapes, dtypes=dtypes,
         profiler=profiler, mode=resolved, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
@@ -115,7 +118,7 @@ def profile(
         settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed,
                                mode=timing_mode),
         store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
-        workers=workers, ray=ray, case_timeout_s=case_timeout,
+        workers=workers, ray=ray, case_timeout_s=case_timeout, grid=grid,
     )
     _gate(_run_and_report(opts, report, store), store, allow_failures)
 

@@ -415,3 +415,14 @@ def interrupted(err: Callable[[str], None], in_run: bool) -> None:
     err("kprof: interrupted; finished cases were kept and the run is marked incomplete (kprof show latest)"
         if in_run else "kprof: interrupted")
     sys.exit(130)
+
+
+def grid_part(family: Any, part: str, mode: str, shapes: Any, dtypes: Any) -> tuple[tuple, tuple]:
+    """``--grid PART``: the part's shapes and dtypes (``--dtype`` narrows the dtypes), for a GPU run only."""
+    if shapes:
+        raise KprofError("--grid races the grid's own shapes: drop --shape (or drop --grid to run your shapes)")
+    if mode != "gpu":
+        raise KprofError("--grid is a race of GPU times at model sizes; a CPU interpreter run checks correctness "
+                         "only and would take hours there (use --shape for a small correctness check)")
+    sweep = family.grid(part)
+    return sweep.shapes, tuple(dtypes) if dtypes else sweep.dtypes

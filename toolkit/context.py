@@ -61,6 +61,7 @@ class ProfileOptions:
     workers: str | None = None  # --workers N|all: fan the cases out over this host's GPUs (kprof.fanout)
     ray: str | None = None  # --ray ADDRESS|auto|local: fan them out over a Ray cluster
     case_timeout_s: float = 1800.0  # fan-out: a worker silent this long on one case is stopped, the case retried
+    grid: str | None = None  # --grid PART: the run races that part of the family's shape grid (recorded)
 
 
 @dataclass(frozen=True)

@@ -212,6 +212,7 @@ def run_record(
             "settings": asdict(plan.settings), "profiler": choice.name, "profiler_reason": choice.reason,
             "profile_repeats": plan.repeats, "tool_path": choice.tool.path if choice.tool else None,
             **({"sweep": plan.options.sweep} if plan.options.sweep else {}),
+            **({"grid": plan.options.grid} if plan.options.grid else {}),
             **(extra_config or {}),
             **arm.extra_config,
         },

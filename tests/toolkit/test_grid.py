@@ -107,3 +107,18 @@ def test_summary_and_report_count_every_point():
     text = render(table, ["run-a"], "rmsnorm")
     assert "1 win, 1 tie, 1 loss" in text and text.count("\n| ") == 1 + 4
     assert text.index("| 3x4096 |") < text.index("| 1x4096 |"), "losses are listed first"
+
+
+def test_profile_grid_option_takes_the_parts_shapes_on_a_gpu_and_refuses_otherwise():
+    from kprof.cli_checks import grid_part
+
+    fam = FAMILIES["rmsnorm"]
+    shapes, dtypes = grid_part(fam, "main", "gpu", None, None)
+    assert shapes == fam.grid("main").shapes and dtypes == fam.grid("main").dtypes
+    assert grid_part(fam, "main", "gpu", None, ("fp16",))[1] == ("fp16",)  # --dtype narrows the part's dtypes
+    with pytest.raises(KprofError, match="drop --shape"):
+        grid_part(fam, "main", "gpu", ((8, 4096),), None)
+    with pytest.raises(KprofError, match="GPU times"):
+        grid_part(fam, "main", "interpreter", None, None)
+    with pytest.raises(KprofError, match="no grid part"):
+        grid_part(fam, "nope", "gpu", None, None)
