@@ -87,6 +87,9 @@ def tick_text(v: float, unit: str = "") -> str:
     return f"{v:g}"
 
 
+COMPARE_HEIGHT = 820  # px: the page reserves this much for the figure before drawing it
+
+
 def compare_panels(metrics: pd.DataFrame, dtype: str, ceiling: float | None = None,
                    baseline: str = "best PyTorch per shape") -> go.Figure:
     """Compare's four panels for one dtype, shapes as categories in sweep order, as one figure: every
@@ -138,7 +141,7 @@ def compare_panels(metrics: pd.DataFrame, dtype: str, ceiling: float | None = No
     if ceiling:
         fig.add_hline(y=ceiling, line_dash="dash", row=1, col=2,
                       annotation_text=f"measured copy ceiling {ceiling:.0f} GB/s")
-    fig.update_layout(height=820, legend_title="version", margin=dict(t=60, b=40))
+    fig.update_layout(height=COMPARE_HEIGHT, legend_title="version", margin=dict(t=60, b=40))
     return fig
 
 
@@ -150,6 +153,9 @@ def best_per_shape(metrics: pd.DataFrame) -> pd.Series:
         ok = ok[ok["kind"] != "roofline"]
     winners = ok.groupby(["shape", "dtype"])["gpu_time_us"].idxmin()  # one per shape, even on a tie
     return pd.Series(metrics.index.isin(winners.dropna().to_numpy()), index=metrics.index)
+
+
+ROOFLINE_HEIGHT = 480
 
 
 def roofline(metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: float | None = None) -> go.Figure:
@@ -169,7 +175,7 @@ def roofline(metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: flo
             roof = np.minimum(roof, peak_tflops)
         fig.add_trace(go.Scatter(x=xs, y=roof, mode="lines", name=f"memory roof ({ceiling_gbps:.0f} GB/s measured)",
                                  line=dict(dash="dash", color="black")))
-    fig.update_layout(title="Roofline: achieved FLOP rate against arithmetic intensity", height=480,
+    fig.update_layout(title="Roofline: achieved FLOP rate against arithmetic intensity", height=ROOFLINE_HEIGHT,
                       xaxis_title="arithmetic intensity (FLOP / byte, from the family's models)",
                       yaxis_title="TFLOP/s achieved")
     fig.update_xaxes(type="log")
@@ -179,6 +185,9 @@ def roofline(metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: flo
 
 def kernel_kinds(launches: pd.DataFrame) -> pd.Series:
     return launch_table.kernels(launches)["kernel"].value_counts()
+
+
+SWEEP_HEIGHT = 460
 
 
 def sweep_heatmap(grid: pd.DataFrame, x: str, y: str, value: str, title: str) -> go.Figure:
@@ -203,7 +212,7 @@ def sweep_heatmap(grid: pd.DataFrame, x: str, y: str, value: str, title: str) ->
         colorscale="Viridis" if value in ("pct_roof", "pct_peak_bw") else "Viridis_r",
         colorbar=dict(title=value), texttemplate="%{z:.3g}",
     ))
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=460)
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=SWEEP_HEIGHT)
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     return fig

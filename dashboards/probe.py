@@ -93,9 +93,12 @@ def _wait_done(page, key: str, charts: int, timeout_ms: int = 60000) -> None:
     page.get_by_text(key, exact=False).first.wait_for(timeout=timeout_ms)
     if charts:
         page.locator(".js-plotly-plot .main-svg").nth(0).wait_for(timeout=timeout_ms)
-    # the script has finished and no element is still a skeleton (widgets whose code is still loading)
+    # the script has finished, no element is still a skeleton (widgets whose code is still loading) and no chart
+    # is still the stand-in a page sends ahead of its figure (views.common.chart_slot)
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stSpinner\"]')"
-                           " && !document.querySelector('[data-testid*=\"Skeleton\"]')", timeout=timeout_ms)
+                           " && !document.querySelector('[data-testid*=\"Skeleton\"]')"
+                           " && !Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                           ".some(d => d.layout && d.layout.meta === 'kprof-placeholder')", timeout=timeout_ms)
 
 
 def _problems(page) -> list[str]:

@@ -10,9 +10,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from kprof.dashboards import style
-from kprof.dashboards.views.common import header, pick_run
+from kprof.dashboards.views.common import chart_slot, header, pick_run
 
 _TOL = re.compile(r"tolerance\s+([0-9.eE+-]+)")
+ERROR_HEIGHT = 360
 STATUS_COLOURS = {"ok": "#2ca02c", "fail": "#d62728", "error": "#d62728", "skipped": "#9e9e9e"}
 
 
@@ -44,30 +45,34 @@ def render() -> None:
     runs = header("Correctness")
     if runs is None:
         return
-    run_id = pick_run(runs, "correct_run")
+    top = st.container()
+    slot = chart_slot(ERROR_HEIGHT)
+    run_id = pick_run(runs, "correct_run", container=top)
     if run_id is None:
+        slot.empty()
         return
     from kprof.dashboards import data
 
     run = data.get_run(run_id)
     m = data.get_metrics(run_id)
     if m.empty:
+        slot.empty()
         st.warning("This run has no cases (it stopped before the first one).")
         return
     m = with_tolerance(m)
     where = "on the CPU under Triton's interpreter" if run.get("mode") == "interpreter" else \
         f"on {run.get('device_name') or 'the GPU'}"
     counts = m["status"].value_counts()
-    cols = st.columns(4)
+    cols = top.columns(4)
     for col, s in zip(cols, ("ok", "fail", "error", "skipped")):
         col.metric(s, int(counts.get(s, 0)))
     bad = m[m["status"].isin(["fail", "error"])]
     if bad.empty:
-        st.success(f"Every case that ran {where} matched the reference within tolerance.")
+        top.success(f"Every case that ran {where} matched the reference within tolerance.")
     else:
-        st.error(f"**{len(bad)} cases failed** {where}:\n\n"
+        top.error(f"**{len(bad)} cases failed** {where}:\n\n"
                  + "\n".join(f"- `{r.case}`: {r.status}: {r.note}" for r in bad.head(20).itertuples()))
-    st.plotly_chart(error_figure(m), key="correct_fig")
+    slot.plotly_chart(error_figure(m), key="correct_fig")
     statuses = st.multiselect("status", sorted(m["status"].dropna().unique()), key="correct_status")
     table = m[m["status"].isin(statuses)] if statuses else m
     cols = ["case", "provider", "shape", "dtype", "status", "max_rel_err", "tolerance", "err_vs_tol", "max_abs_err",
@@ -93,7 +98,7 @@ def error_figure(m: pd.DataFrame) -> go.Figure:
             hovertemplate="%{x} %{text}<br>error %{customdata[0]:.2e} / tolerance %{customdata[1]:.0e}"
                           " = %{y:.3f}<extra>%{fullData.name}</extra>"))
     fig.add_hline(y=1.0, line_dash="dash", line_color="#d62728", annotation_text="tolerance")
-    fig.update_layout(title="Error relative to tolerance, per case (below the line passes)", height=360,
+    fig.update_layout(title="Error relative to tolerance, per case (below the line passes)", height=ERROR_HEIGHT,
                       yaxis_title="max rel. error / tolerance", margin=dict(t=50, b=40))
     ticks = [10.0 ** e * m for e in range(-6, 3) for m in (1, 3)]
     fig.update_yaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], minor=dict(showgrid=False))
