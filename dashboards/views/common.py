@@ -72,15 +72,15 @@ def pick_run(runs: pd.DataFrame, key: str, label_text: str = "run", index: int =
     return labels.get(choice, pool.iloc[0]["id"])
 
 
-def gpu_run(title: str, key: str, chart_height: int) -> tuple[dict, pd.DataFrame, object, object] | None:
+def gpu_run(title: str, key: str, chart_height: int | None = None) -> tuple[dict, pd.DataFrame, object, object] | None:
     """Page prologue for pages about one GPU run: header, run picker, the run record and its metrics, the
-    container of the page's controls (the picker is its first) and the chart slot under it, which is sent
-    before them (:func:`chart_slot`)."""
+    container of the page's controls (the picker is its first) and the chart's slot under it: for a plotly
+    chart of ``chart_height`` px, sent before the controls (:func:`chart_slot`); else an empty slot."""
     runs = header(title)
     if runs is None:
         return None
     picker = st.container()
-    slot = chart_slot(chart_height)
+    slot = chart_slot(chart_height) if chart_height else st.empty()
     run_id = pick_run(runs, key, gpu_only=True, container=picker)
     if run_id is None:
         slot.empty()

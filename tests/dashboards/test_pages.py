@@ -4,6 +4,7 @@ stores (empty, corrupt, a run with failed cases, a run without launch data). Ass
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 
 import pytest
@@ -90,7 +91,7 @@ def test_runs_trace_diff_roofline_on_real_runs(demo_copy, monkeypatch):
     slower = diff.dataframe[0].value
     assert set(slower[slower["verdict"] == "SLOWER"]["case"].str.split("/").str[1]) == {"triton_looped"}
     roof = page("roofline", demo_copy, monkeypatch)
-    assert len(roof.get("plotly_chart")) == 1
+    assert len(roof.get("vega_lite_chart")) == 1 and not roof.get("plotly_chart")
     assert "memory" in set(roof.dataframe[0].value["bound"])  # rmsnorm: memory-bound everywhere
 
 
@@ -245,6 +246,10 @@ def test_correctness_page_on_a_cpu_store(tmp_path, monkeypatch):
     ok = table[table["status"] == "ok"]
     assert (ok["err_vs_tol"] < 1).all() and ok["tolerance"].notna().all()
     assert "1 cases failed" in texts(at)
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    drawn = spec["layer"][0]["data"]["values"]  # every case with an error, each at its error / tolerance
+    assert sorted(p["err_vs_tol"] for p in drawn) == sorted(table["err_vs_tol"].dropna())
+    assert {p["status"] for p in drawn} == {"ok", "fail"}
     assert "No GPU run" in texts(page("compare", store, monkeypatch))  # and says where to look
 
 
