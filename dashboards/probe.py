@@ -199,7 +199,7 @@ def correctness_filter(page) -> None:
 
 GPU_VISITS = [Visit("compare", "Download the table (CSV)", 1), Visit("correctness", "Tolerance: the one", vega=1),
               Visit("runs", "Failed cases:"), Visit("trace", "open a trace file", 1), Visit("diff", "Same code as"),
-              Visit("roofline", "Intensity and FLOP/s", vega=1), Visit("sweep", "Each cell", 1)]
+              Visit("roofline", "Intensity and FLOP/s", vega=1), Visit("sweep", "Each cell", vega=1)]
 CPU_VISITS = [Visit("compare", "No GPU run in the store"), Visit("correctness", "Tolerance: the one", vega=1),
               Visit("runs", "Failed cases:"), Visit("trace", "No run with a launch table"),
               Visit("diff", "two GPU runs"), Visit("roofline", "No GPU run in the store"),

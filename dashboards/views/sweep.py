@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from kprof.dashboards import data, figures
-from kprof.dashboards.views.common import chart_slot, header, pick_run
+from kprof.dashboards.views.common import header, pick_run
 from kprof.guide import guide_table, swept_params, sweep_grid
 
 
@@ -19,7 +19,7 @@ def render() -> None:
                    "--param BLOCK_N=1024..16384 --param num_warps=1,2,4,8,16,32`.")
         return
     top = st.container()
-    slot = chart_slot(figures.SWEEP_HEIGHT)
+    slot = st.empty()  # the heatmap's place, under the controls
     run_id = pick_run(sweeps, "sweep_run", "sweep run", sweeps=True, container=top)
     if run_id is None:
         slot.empty()
@@ -45,7 +45,7 @@ def render() -> None:
         st.info("No configuration of this sweep ran at this shape and dtype.")
         return
     free = [n for n in names if n not in (x, y)]
-    slot.plotly_chart(figures.sweep_heatmap(
+    slot.vega_lite_chart(key="sweep_fig", spec=figures.sweep_heatmap(
         grid, x, y, metric,
         f"{shape} {dtype}: {metric} over {x} x {y}" + (f" (best over {', '.join(free)})" if free else "")))
     if not timed:
