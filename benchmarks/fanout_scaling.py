@@ -13,7 +13,8 @@ Checks two things and prints them in a short table:
 
 Both runs share a Triton cache warmed by a one-shape run first, so neither pays for compiling the 18
 configurations and the ratio measures the fan-out. The sweep: rmsnorm ``triton_one_row`` BLOCK_N in {4096,
-8192, 16384} x num_warps in {1..32} (+ its own choice) over 16 bf16 shapes = 304 cases, 100 ms per case.
+8192, 16384} x num_warps in {1..32} (+ its own choice) over 16 shapes = 304 cases per dtype (``--dtypes``,
+bf16 by default; ``--dtypes bf16,fp16`` gives 608 cases).
 Writes DIR/kprof.db (both runs), DIR/cases.csv, DIR/summary.md.
 """
 
@@ -34,9 +35,9 @@ TARGET_RATIO = 0.55
 NOISE_FLOOR = 0.03  # kprof diff's default threshold: the documented floor of an A/A comparison
 
 
-def sweep_cmd(store: Path, shapes: list[str], seed: int, extra: list[str]) -> list[str]:
+def sweep_cmd(store: Path, shapes: list[str], dtypes: str, seed: int, extra: list[str]) -> list[str]:
     cmd = [sys.executable, "-m", "kprof.cli", "sweep", "rmsnorm", "--version", "triton_one_row",
-           "--shapes", ",".join(shapes), "--dtypes", "bf16", "--seed", str(seed), "--store", str(store)]
+           "--shapes", ",".join(shapes), "--dtypes", dtypes, "--seed", str(seed), "--store", str(store)]
     for p in PARAMS:
         cmd += ["--param", p]
     return cmd + extra
@@ -57,6 +58,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=20261123)
+    ap.add_argument("--dtypes", default="bf16")
     args = ap.parse_args()
     import torch
 
@@ -65,20 +67,22 @@ def main() -> None:
         sys.exit(1)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "TRITON_CACHE_DIR": str(out / "triton-cache")}
+    env = {**os.environ, "TRITON_CACHE_DIR": os.environ.get("KPROF_BENCH_TRITON_CACHE", str(out / "triton-cache"))}
     shapes = [f"{r}x{c}" for c in COLS for r in ROWS]
     store = out / "kprof.db"
 
     print("warming the Triton cache (one shape, every configuration)...", flush=True)
-    warm = timed(sweep_cmd(out / "warm.db", shapes[:1], args.seed, []), env, out / "warm.log", 300)
+    warm = timed(sweep_cmd(out / "warm.db", shapes[:1], args.dtypes, args.seed, []), env, out / "warm.log", 300)
     print(f"  {warm:.0f} s", flush=True)
-    print(f"one GPU: {len(shapes)} shapes x 19 providers = {19 * len(shapes)} cases...", flush=True)
+    n_dt = len(args.dtypes.split(","))
+    print(f"one GPU: {len(shapes)} shapes x {n_dt} dtype(s) x 19 providers = {19 * len(shapes) * n_dt} cases...",
+          flush=True)
     # the one-GPU run on nvidia-smi's GPU 0, so its cases can be matched with the fan-out's per-case GPU index
     one_env = {**env, "CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
-    one = timed(sweep_cmd(store, shapes, args.seed, []), one_env, out / "one_gpu.log", 480)
+    one = timed(sweep_cmd(store, shapes, args.dtypes, args.seed, []), one_env, out / "one_gpu.log", 480)
     print(f"  {one:.0f} s", flush=True)
     print("--workers 2...", flush=True)
-    two = timed(sweep_cmd(store, shapes, args.seed, ["--workers", "2"]), env, out / "two_gpus.log", 480)
+    two = timed(sweep_cmd(store, shapes, args.dtypes, args.seed, ["--workers", "2"]), env, out / "two_gpus.log", 480)
     print(f"  {two:.0f} s", flush=True)
 
     from kprof.diff import diff_runs

@@ -45,13 +45,12 @@ def main() -> int:
     rmsnorm_tuned(x, w, eps)
     plan = next(iter(plans.values()))
     key_args = (x, w, y, x.stride(0), y.stride(0), x.shape[0], x.shape[1], eps)
-    run, function, packed, dev = next(iter(rows_launcher.entries.values()))
+    launch, prefix, dev = next(iter(rows_launcher.entries.values()))
     stream = torch.cuda.current_stream().cuda_stream
     xp, wp, yp = x.data_ptr(), w.data_ptr(), y.data_ptr()
 
     def raw_run():
-        run(plan.grid[0], 1, 1, stream, function, packed, None, None, None, xp, wp, yp, *plan.ints, eps,
-            *plan.constexprs)
+        launch(plan.grid[0], 1, 1, stream, *prefix, xp, wp, yp, *plan.ints, eps, *plan.constexprs)
 
     graphed = GraphedCall(rmsnorm_tuned, x, w, eps)
     candidates = {

@@ -137,7 +137,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     """``x / sqrt(mean(x**2, -1) + eps) * weight``."""
     if _compiling():
         return torch.ops.kprof.rms_norm(x, weight, eps)
-    if _gpu(x):
+    if _USE_TRITON and isinstance(x, torch.Tensor) and x.is_cuda:  # _gpu(x), inlined: the hottest op
         return rmsnorm_tuned(x, weight, eps)
     return _rms_norm_other(x, weight, eps)
 

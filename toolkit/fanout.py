@@ -23,6 +23,7 @@ local worker's process group; Ray actors are killed) and keeps the cases that fi
 from __future__ import annotations
 
 import os
+import math
 import secrets
 import shutil
 import subprocess
@@ -178,7 +179,11 @@ class _Fanout:
         for i, c in enumerate(self.cases):
             by_key.setdefault((c.shape, c.dtype), []).append(i)
         self.grouped = len(by_key) >= 4 * len(self.slots) and len(self.slots) > 1
-        return list(by_key.values()) if self.grouped else [[i] for i in range(len(self.cases))]
+        if not self.grouped:
+            return [[i] for i in range(len(self.cases))]
+        # largest groups first (more cases, then more elements), so the last groups to run are short ones and
+        # no GPU waits long for another to finish its last group
+        return sorted(by_key.values(), key=lambda g: (len(g), math.prod(self.cases[g[0]].shape)), reverse=True)
 
     # ------------------------------------------------------------------------------------------ phases
     def start(self) -> None:
@@ -293,10 +298,13 @@ class _Fanout:
         if ev.kind == "hello":
             w.hello, w.state = ev.payload, "idle"
         elif ev.kind == "ops":
-            self._apply(w, ev.payload)
-            self.finished_cases.add(w.case)
+            done, w.case, w.state = w.case, None, "idle"
             w.measured += 1
-            w.state, w.case = "idle", None
+            # the worker's next case goes out before the store write, so the write overlaps its measurement
+            # rather than adding to it (the driver writes every worker's cases, one after another)
+            self._dispatch()
+            self._apply(w, ev.payload)
+            self.finished_cases.add(done)
         elif ev.kind == "finished":
             self._apply(w, ev.payload["ops"], files=ev.payload["files"], trace_root=ev.payload["trace_root"])
             if ev.payload.get("error"):

@@ -78,16 +78,16 @@ class Launch:
                 self.launcher.launch_jit(self.key, self.grid, tensors + self.tail, **self.options)
                 return
             self.entry = entry
-        run, function, packed, device = entry
+        launch, prefix, device = entry
         g = self.grid
-        run(g[0], g[1], g[2], _stream(device), function, packed, None, None, None, *tensors, *self.tail)
+        launch(g[0], g[1], g[2], _stream(device), *prefix, *tensors, *self.tail)
 
     def fast(self, *pointers: int) -> None:
         """The compiled launch with the leading tensors given as raw addresses: only once ``entry`` is set
         and no launch hook is installed (``launch_hooks_installed()``); otherwise call the Launch itself."""
-        run, function, packed, device = self.entry
+        launch, prefix, device = self.entry
         g = self.grid
-        run(g[0], g[1], g[2], _stream(device), function, packed, None, None, None, *pointers, *self.tail)
+        launch(g[0], g[1], g[2], _stream(device), *prefix, *pointers, *self.tail)
 
 
 def contiguous_layout(shape: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -17,7 +17,7 @@ call into a CUDA graph (a replay costs about 5.7 us of host time on an H100).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import triton
@@ -25,7 +25,7 @@ import triton.language as tl
 
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm.looped import _rmsnorm_looped_kernel
-from kprof.launch import CompiledLauncher, spec_key
+from kprof.launch import CompiledLauncher, launch_hooks_installed, spec_key
 
 
 @triton.jit
@@ -240,6 +240,10 @@ class _Plan:
     constexprs: tuple[int, ...]
     num_warps: int
     contiguous: bool  # x is contiguous, so torch.empty_like(x) gives the output layout
+    aligned_key: tuple = field(init=False)  # the launcher key when x, weight and output are all 16-byte aligned
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "aligned_key", (self.key, True, True, True))
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -306,17 +310,18 @@ def rmsnorm_tuned(
         return _rmsnorm_tuned_checked(x, weight, eps, out, None)  # raises with the reason
     eps = float(eps)
     xp, wp, yp = x.data_ptr(), weight.data_ptr(), y.data_ptr()
-    key = (plan.key, xp % 16 == 0, wp % 16 == 0, yp % 16 == 0)
-    entry = plan.launcher.lookup(key)  # None on a first call or with a Triton launch hook registered
-    if entry is None:
+    # the usual case, all three 16-byte aligned, reuses one key tuple instead of building it per call
+    key = (plan.key, xp % 16 == 0, wp % 16 == 0, yp % 16 == 0) if (xp | wp | yp) & 15 else plan.aligned_key
+    entry = plan.launcher.entries.get(key)  # CompiledLauncher.lookup, inlined: the hottest call site
+    if entry is None or launch_hooks_installed():  # first call of this key, or a profiler's launch hook
         plan.launcher.launch_jit(key, plan.grid, (x, weight, y, *plan.ints, eps, *plan.constexprs),
                                  num_warps=plan.num_warps)
     else:
         # Triton's C launcher takes raw addresses for pointer arguments (3.6 and 3.9 alike); passing
         # them saves it three Python-level data_ptr() calls.
-        run, function, packed, device = entry
-        run(plan.grid[0], 1, 1, torch._C._cuda_getCurrentRawStream(device), function, packed, None, None, None,
-            xp, wp, yp, *plan.ints, eps, *plan.constexprs)
+        launch, prefix, device = entry
+        launch(plan.grid[0], 1, 1, torch._C._cuda_getCurrentRawStream(device), *prefix,
+               xp, wp, yp, *plan.ints, eps, *plan.constexprs)
     return y
 
 

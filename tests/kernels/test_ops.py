@@ -383,12 +383,16 @@ def test_decode_step_in_a_cuda_graph_and_compiled_launches():
 
 
 class _RecordingLauncher:
-    """Stands in for Triton's C launcher: records the pointer arguments a compiled launch would get."""
+    """Stands in for Triton's C launcher: records the pointer arguments a compiled launch would get (entries
+    are ``(launch, prefix, device)``; this one's prefix is the two values below)."""
+
+    prefix = ("function", "packed")
 
     def __init__(self):
         self.calls = []
 
-    def __call__(self, g0, g1, g2, stream, function, packed, meta, enter, leave, *args):
+    def __call__(self, g0, g1, g2, stream, function, packed, *args):
+        assert (function, packed) == self.prefix
         self.calls.append(args)
 
 
@@ -409,7 +413,7 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
             _fastops.reset()
             ops.fused_add_rms_norm(x, r, w)  # builds the plan through the checked path
             (launch, shape, strides), = _fastops._add_plans.plans.values()
-            launch.entry = (rec, None, None, 0)
+            launch.entry = (rec, rec.prefix, 0)
             y, h = ops.fused_add_rms_norm(x, r, w)
         assert y.shape == h.shape == x.shape and y.is_contiguous() and h.is_contiguous() and y.dtype == x.dtype
         assert rec.calls[-1] == (x.data_ptr(), r.data_ptr(), w.data_ptr(), y.data_ptr(), h.data_ptr(), *launch.tail)
@@ -423,7 +427,7 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
             (key, (norm, product, xn_layout, y_layout)), = _fastops._product_plans.plans.items()
             p = rms_tuned.plan_for(21, 24, 24, x.dtype, -1, True)  # the CPU has no rmsnorm plan of its own
             norm = _fastops.Launch(p.launcher, ("test",), p.grid, (*p.ints, 1e-6, *p.constexprs), {})
-            norm.entry = product.entry = (rec, None, None, 0)
+            norm.entry = product.entry = (rec, rec.prefix, 0)
             _fastops._product_plans.plans[key] = (norm, product, xn_layout, y_layout)
             out = ops.rms_norm_linear(x, g, wl, bias)
         assert out.shape == (3, 7, 40) and out.is_contiguous()

@@ -47,6 +47,9 @@ def test_fast_path_used_and_correct_on_gpu():
         y = tuned.rmsnorm_tuned(x, w)
     torch.cuda.synchronize()
     assert tuned._rows_launcher.jit_launches == before, "repeat calls must take the compiled-kernel path"
+    kernel = next(iter(tuned._rows_launcher.compiled.values()))
+    launch, _, _ = next(iter(tuned._rows_launcher.entries.values()))
+    assert launch is not kernel.run, "the installed Triton's launcher was not recognised: no direct C launch"
     ref = rmsnorm_oracle(x, w, 1e-6)
     assert float((y.double() - ref).norm() / ref.norm()) < 8e-3
 
@@ -149,3 +152,76 @@ def test_launch_hook_detection(monkeypatch):
     assert not launch_hooks_installed()
     monkeypatch.setattr(knobs.runtime, "launch_exit_hook", hook)  # a plain function, not a HookChain
     assert launch_hooks_installed()
+
+
+# ------------------------------------------------------------------ direct launches through the C function
+def _nvidia_launcher(monkeypatch, scratch: int = 0):
+    """The installed Triton's CudaLauncher, built without compiling (its C function replaced by a recorder)."""
+    import triton
+
+    driver_mod = pytest.importorskip("triton.backends.nvidia.driver")
+    # the wrapper may look up the active driver; without a GPU there is none, and it needs nothing from it
+    monkeypatch.setattr(triton.runtime.driver, "_active", object())
+    run = object.__new__(driver_mod.CudaLauncher)
+    fields = {"num_ctas": 1, "global_scratch_size": scratch, "global_scratch_align": 1, "profile_scratch_size": 0,
+              "profile_scratch_align": 1, "launch_cooperative_grid": False, "launch_pdl": True,
+              "gsan_enabled": False, "arg_annotations": ("ann",), "kernel_signature": b"sig"}
+    for name, value in fields.items():
+        setattr(run, name, value)
+    calls: list[tuple] = []
+    run.launch = lambda *a: calls.append(a)
+    return run, calls
+
+
+def test_direct_launch_passes_the_c_function_what_tritons_wrapper_does(monkeypatch):
+    """For the Triton installed here, the direct call and Triton's own wrapper reach the C function with
+    identical arguments; and the direct call skips the wrapper."""
+    from kprof.launch import direct_launch
+
+    run, calls = _nvidia_launcher(monkeypatch)
+    function, packed = 0x7F00DEAD, ("meta", 3)
+    launch, prefix = direct_launch(run, function, packed)
+    assert launch is not run, "the installed Triton's launcher was not recognised: every launch takes the wrapper"
+    args = (0x1000, 0x2000, 4096, 1e-6, 128)
+    run(5, 1, 1, 77, function, packed, None, None, None, *args)
+    launch(5, 1, 1, 77, *prefix, *args)
+    assert len(calls) == 2 and calls[0] == calls[1]
+    assert calls[0][:4] == (5, 1, 1, 77) and function in calls[0]
+    launch(9, 2, 1, 78, *prefix, *args[::-1])  # grid, stream and arguments are per call, never frozen
+    run(9, 2, 1, 78, function, packed, None, None, None, *args[::-1])
+    assert calls[2] == calls[3]
+
+
+def test_direct_launch_keeps_tritons_wrapper_when_the_kernel_needs_scratch(monkeypatch):
+    from kprof.launch import direct_launch
+
+    run, _ = _nvidia_launcher(monkeypatch, scratch=256)
+    assert direct_launch(run, 1, ("m",)) == (run, (1, ("m",), None, None, None))
+
+
+def test_direct_launch_keeps_an_unknown_launcher():
+    """A launcher that is not Triton's CUDA one (another backend, a test double) is called as it is."""
+    from kprof.launch import direct_launch
+
+    seen = []
+
+    class Odd:
+        launch = None
+
+        def __call__(self, *a):
+            seen.append(a)
+
+    odd = Odd()
+    launch, prefix = direct_launch(odd, 5, ("m",))
+    launch(1, 1, 1, 0, *prefix, 10, 11)
+    assert launch is odd and seen == [(1, 1, 1, 0, 5, ("m",), None, None, None, 10, 11)]
+
+    class Leaky:  # passes the stream inside what would become the prefix: refused
+        def __init__(self):
+            self.launch = lambda *a: seen.append(a)
+
+        def __call__(self, gx, gy, gz, stream, function, *args):
+            self.launch(gx, gy, gz, stream, function, stream, *args)
+
+    leaky = Leaky()
+    assert direct_launch(leaky, 5, ("m",))[0] is leaky
