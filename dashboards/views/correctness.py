@@ -98,6 +98,8 @@ def error_figure(m: pd.DataFrame) -> dict:
                            "max_rel_err": shown["max_rel_err"].astype(float),
                            "tolerance": shown["tolerance"].astype(float)})
     statuses = sorted(points["status"].unique())
+    colour = {"field": "status", "type": "nominal", "legend": {"title": "status"},
+              "scale": {"domain": statuses, "range": [STATUS_COLOURS.get(s, "#1f77b4") for s in statuses]}}
     ticks = [10.0 ** e * k for e in range(-6, 3) for k in (1, 3)]
     y = {"field": "err_vs_tol", "type": "quantitative", "title": "max rel. error / tolerance",
          "scale": {"type": "log"}, "axis": {"values": ticks, "format": "~g"}}
@@ -106,11 +108,10 @@ def error_figure(m: pd.DataFrame) -> dict:
                 {"data": {"values": points.to_dict("records")},
                  "mark": {"type": "point", "filled": True, "size": 64, "opacity": 0.75},
                  "encoding": {"x": {"field": "provider", "type": "nominal", "title": None, "axis": {"labelAngle": 0}},
-                              "y": y, "color": {"field": "status", "type": "nominal", "legend": {"title": "status"},
-                                                "scale": {"domain": statuses,
-                                                          "range": [STATUS_COLOURS.get(s, "#1f77b4") for s in statuses]}},
+                              "y": y, "color": colour,
                               "tooltip": [{"field": "provider", "title": "version"}, {"field": "case"},
-                                          {"field": "status"}, {"field": "max_rel_err", "title": "error", "format": ".2e"},
+                                          {"field": "status"},
+                                          {"field": "max_rel_err", "title": "error", "format": ".2e"},
                                           {"field": "tolerance", "format": ".0e"},
                                           {"field": "err_vs_tol", "title": "error / tolerance", "format": ".3f"}]}},
                 {"data": {"values": [{"err_vs_tol": 1.0, "label": "tolerance"}]},
