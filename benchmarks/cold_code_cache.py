@@ -1,6 +1,6 @@
 """Why kprof's ``cold`` time reads small kernels 0.1-0.7 us below ncu's (after ncu's fixed overhead), tested.
 
-    python benchmarks/cold_code_cache.py --out DIR
+    python benchmarks/cold_code_cache.py --out DIR [--variants cold,code,idle,cool,tlb] [--families rmsnorm,...]
 
 ``cold`` leaves L2 cold and clean before each call (kprof's read-only flush) and reads the kernel's time from
 CUPTI. ``ncu --cache-control all`` also invalidates the SMs' instruction and constant caches and runs every
@@ -9,7 +9,11 @@ kernel on an idle GPU. Two hypotheses, one variant each, on single-kernel cases 
 * ``code``: the call's code is not in any cache either. A kernel of about 128 KiB of straight-line code runs
   on every SM between the flush and the call, so the SMs' instruction caches hold that code, not the call's,
   and the flush already took the call's code out of L2.
-* ``idle``: the GPU has been idle for 1 ms before the call (ncu serialises and replays with gaps).
+* ``idle``: the GPU has been idle for 1 ms before the call (ncu serialises and replays with gaps); ``cool``:
+  50 ms (the clock recovers from sustained load).
+* ``tlb``: the address translations are cold too. Before the flush, a kernel reads one word from each 2 MiB
+  page of a 32 GiB buffer, so the TLBs hold those pages; the flush then takes the page-table lines out
+  of L2 as well.
 
 Per case and variant, ``--calls`` calls each preceded by kprof's spin kernel and flush, inside one
 torch.profiler session; the call's kernel duration from CUPTI, medians. Then the same cases replayed under
@@ -93,20 +97,45 @@ def case_fn(family: str, provider: str, shape: tuple[int, ...]):
 
 
 SPIN_CYCLES = 20000
-VARIANTS = ("cold", "code", "idle", "cool")
+VARIANTS = ("cold", "code", "idle", "cool", "tlb")
+TLB_BYTES = 32 << 30  # pages touched by the ``tlb`` variant: 16384 pages of 2 MiB, more than the TLBs map
+PAGE = 2 << 20
 
 
-def cold_variants(fn, calls: int, evict, evict_buf, sms: int) -> dict[str, float]:
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _tlb_kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def kprof_tlb_touch(ptr, n_pages, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+        # one load per 2 MiB page of a large zero buffer: every page's translation is looked up, so the
+        # translation caches end up holding these pages, not the call's; the masked store never fires
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n_pages
+        ptrs = ptr + offs.to(tl.int64) * STRIDE
+        v = tl.load(ptrs, mask=mask, other=0)
+        tl.store(ptrs, v, mask=mask & (v != 0))
+
+    return kprof_tlb_touch
+
+
+def cold_variants(fn, calls: int, evict, evict_buf, sms: int, variants=VARIANTS, tlb=None) -> dict[str, float]:
     """Median per-call time (sum of the call's kernels, us) per variant, and the SM clock the spin kernel
     before each call ran at (GHz: its cycles over its CUPTI duration)."""
     from kprof import timing
 
     fl = timing.flush()
     out = {}
-    for variant in VARIANTS:
+    for variant in variants:
         def session(variant=variant) -> None:
             for _ in range(calls):
                 torch.cuda._sleep(SPIN_CYCLES)
+                if variant == "tlb":  # before the flush, which then also evicts the page-table lines from L2
+                    tlb()
                 fl()
                 if variant == "code":
                     evict[(sms * 4,)](evict_buf, N=EVICT_UNROLL, num_warps=1)
@@ -125,7 +154,7 @@ def cold_variants(fn, calls: int, evict, evict_buf, sms: int) -> dict[str, float
             elif "sleep" in r.name or "spin" in r.name:
                 spins.append(r.duration_ns)
                 cur = None
-            elif "kprof_code_evict" not in r.name and cur is not None:
+            elif "kprof_code_evict" not in r.name and "kprof_tlb_touch" not in r.name and cur is not None:
                 cur.append(r.duration_ns)
         sums = [sum(c) for c in per_call if c]
         out[variant] = statistics.median(sums) / 1e3 if len(sums) == calls else float("nan")
@@ -138,35 +167,48 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--calls", type=int, default=60)
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--families", default="rmsnorm,silu_mul,swiglu")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    variants = tuple(v for v in args.variants.split(",") if v)
+    if "cold" not in variants:
+        variants = ("cold", *variants)
+    families = set(args.families.split(","))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tlb = None
+    if "tlb" in variants:
+        big = torch.zeros(TLB_BYTES // 4, dtype=torch.int32, device="cuda")
+        n_pages, kernel = TLB_BYTES // PAGE, _tlb_kernel()
+
+        def tlb() -> None:
+            kernel[(triton_cdiv(n_pages, 1024),)](big, n_pages, STRIDE=PAGE // 4, BLOCK=1024)
     evict, buf = _evict_kernel(), torch.rand(sms * 4, device="cuda")
     t0 = time.perf_counter()
     evict[(sms * 4,)](buf, N=EVICT_UNROLL, num_warps=1)
     torch.cuda.synchronize()
     print(f"evict kernel compiled and run in {time.perf_counter() - t0:.1f} s", flush=True)
     rows = []
-    for family, provider, shape in CASES:
+    for family, provider, shape in [c for c in CASES if c[0] in families]:
         fn = case_fn(family, provider, shape)
-        r = cold_variants(fn, args.calls, evict, buf, sms)
+        r = cold_variants(fn, args.calls, evict, buf, sms, variants, tlb)
         rows.append({"case": f"{family}/{provider}/{'x'.join(map(str, shape))}/bf16", **r})
         print(rows[-1], flush=True)
     df = pd.DataFrame(rows).set_index("case")
-    df = df.join(ncu_times(args.out), how="left")
+    df = df.join(ncu_times(args.out, families), how="left")
     df["ncu_minus_overhead"] = df["ncu"] - df["ncu_overhead"] * df["cold_kernels"]  # ncu pays it per kernel
-    for v in VARIANTS:
+    for v in variants:
         df[f"{v}-ncu"] = df[v] - df["ncu_minus_overhead"]
     df["cold-ncu_touch"] = df["cold"] - (df["ncu"] - df["ncu_touch_overhead"] * df["cold_kernels"])
     df.to_csv(args.out / "cold_code.csv")
-    cols = ["cold", "code", "idle", "cool", "ncu", "ncu_overhead", "ncu_touch_overhead", "cold_kernels",
-            "cold-ncu", "code-ncu", "idle-ncu", "cool-ncu", "cold-ncu_touch", "cold_clock_ghz", "cool_clock_ghz"]
+    cols = [*variants, "ncu", "ncu_overhead", "ncu_touch_overhead", "cold_kernels",
+            *(f"{v}-ncu" for v in variants), "cold-ncu_touch", "cold_clock_ghz"]
     text = df[cols].round(3).to_markdown() if hasattr(df, "to_markdown") else df[cols].round(3).to_string()
     (args.out / "cold_code.md").write_text(text + "\n")
     print(df[cols].round(3).to_string())
 
 
-def ncu_times(out: Path) -> pd.DataFrame:
+def ncu_times(out: Path, families: set[str]) -> pd.DataFrame:
     """Median ncu gpu__time_duration per case, and ncu's overhead at the case's grid (empty kernel)."""
     from kprof.analysis import case_kernel_times
     from kprof.profilers import ncu as ncu_mod
@@ -175,7 +217,7 @@ def ncu_times(out: Path) -> pd.DataFrame:
 
     ncu = find_tool("ncu")
     frames = []
-    for family in sorted({c[0] for c in CASES}):
+    for family in sorted({c[0] for c in CASES} & families):
         cases = tuple(ReplayCase(f"{f}/{p}/{'x'.join(map(str, s))}/bf16", p, s, "bf16", 7)
                       for f, p, s in CASES if f == family)
         spec = write_spec(ReplaySpec(family, cases, repeats=5, marker="nvtx"), out / f"spec_{family}.json")

@@ -20,7 +20,8 @@ from bench_common import checked, print_notes, print_race, race_rows, write_csv
 
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels.lib import gated  # the experiment's flat kernel shipped as gated.flat_kernel
+from kprof.kernels.gelu_mul.kernels import KERNELS as GELU_MUL  # the experiment's flat kernel shipped as .flat
+from kprof.kernels.silu_mul.kernels import KERNELS as SILU_MUL
 
 
 def main() -> None:
@@ -32,7 +33,7 @@ def main() -> None:
     interp = os.environ.get("TRITON_INTERPRET") == "1"
     dev = "cpu" if interp else "cuda"
     rows = []
-    for name, act in (("silu_mul", gated.SILU), ("gelu_mul", gated.GELU_TANH)):
+    for name, kernels in (("silu_mul", SILU_MUL), ("gelu_mul", GELU_MUL)):
         fam = discover()[name]
         for spec in args.shapes.split(","):
             shape = tuple(int(v) for v in spec.split("x"))
@@ -46,8 +47,8 @@ def main() -> None:
             candidates = {}
             for block, warps in ((1024, 4), (2048, 4), (2048, 8), (4096, 8), (8192, 8), (8192, 16)):
                 def flat(block=block, warps=warps):
-                    gated.flat_kernel[(triton.cdiv(total, block),)](x, y, x.stride(0), total, h, BLOCK=block,
-                                                                     ACT=act, I64=i64, num_warps=warps)
+                    kernels.flat[(triton.cdiv(total, block),)](x, y, x.stride(0), total, h, BLOCK=block, I64=i64,
+                                                               num_warps=warps)
                     return y
                 candidates[f"flat {block} w{warps}"] = (flat, ref)
             fns, notes = checked(candidates, y, tol=fam.tolerances["bf16"])

@@ -67,9 +67,11 @@ def triton_pow2(n: int) -> int:
 
 
 def gated_races(settings: BenchSettings, rows: list[dict]) -> None:
+    from kprof.kernels.gelu_mul.kernels import KERNELS as GELU_MUL
     from kprof.kernels.lib import gated
+    from kprof.kernels.silu_mul.kernels import KERNELS as SILU_MUL
 
-    for name, act in (("silu_mul", gated.SILU), ("gelu_mul", gated.GELU_TANH)):
+    for name, kernels in (("silu_mul", SILU_MUL), ("gelu_mul", GELU_MUL)):
         fam = discover()[name]
         for shape in [(64, 22016), (4096, 8192), (16384, 22016)]:
             inp = fam.make_inputs(shape, "bf16", "cuda", 2)
@@ -84,7 +86,7 @@ def gated_races(settings: BenchSettings, rows: list[dict]) -> None:
                 nr = max(1, tile_b // (block_h * 2))
                 cfg = gated.Config(block_h, nr, warps, hints)
                 fns[f"block={block_h} rows={nr} w={warps} h={int(hints)}"] = (
-                    lambda c=cfg: gated.launch_tile(gated.tile_launcher, c, x2d, y, act))
+                    lambda c=cfg: gated.launch_tile(kernels, c, x2d, y))
             fns["[chosen]"] = lambda: fam.providers["triton_tuned"].fn(**inp, out=y)
             fns["[one_row]"] = lambda: fam.providers["triton_one_row"].fn(**inp, out=y)
             fns["[tiled]"] = lambda: fam.providers["triton_tiled"].fn(**inp, out=y)

@@ -41,12 +41,12 @@ torch.compile and CUDA graphs
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Any
 
 import torch
 
+from kprof import runtime
 from kprof.kernels.add_rmsnorm.family import validate as _add_validate
 from kprof.kernels.add_rmsnorm.reference import add_rmsnorm_eager
 from kprof.kernels.gelu_mul.family import gelu_mul_eager
@@ -87,7 +87,7 @@ PREPARED: dict[str, str] = {
     "rms_norm_linear": "rmsnorm_linear/triton_rstd_epilogue_prepared",
 }
 
-_USE_TRITON = os.environ.get("KPROF_USE_TRITON", "0") == "1"
+_USE_TRITON = runtime.env("KPROF_USE_TRITON") == "1"
 _CHECK_PREPARED = launching.interpreting()
 _compiling = torch.compiler.is_compiling
 

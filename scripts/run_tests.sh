@@ -2,7 +2,8 @@
 # Install kprof from this checkout with everything its tests need, then run the test suite:
 #   scripts/run_tests.sh [pytest options...]
 # Installs (each only when missing, saying so): kprof with its `test` and `dashboard` extras (pytest,
-# hypothesis, streamlit, plotly), Playwright's Python client and, when running as root where apt-get
+# hypothesis, ruff, streamlit, plotly), Ray (the fan-out's Ray executor is tested against a real local
+# instance), Playwright's Python client and, when running as root where apt-get
 # exists, Debian's chromium for the dashboard's browser test. What cannot be installed makes the tests
 # that need it skip with the reason. Without a GPU, kernels run under Triton's interpreter and GPU-only
 # tests skip.
@@ -23,6 +24,8 @@ need hypothesis "hypothesis>=6"
 need streamlit "streamlit>=1.40"
 need plotly "plotly>=5.20"
 need playwright playwright
+need ruff "ruff>=0.6"
+need ray "ray>=2.9"
 
 # the dashboard's browser test drives Debian's chromium (Playwright's own browser download is not used)
 if [ ! -x /usr/bin/chromium ]; then

@@ -278,6 +278,43 @@ def guide(
 
 
 @app.command()
+def grid(
+    runs_: Annotated[list[str], typer.Argument(metavar="RUN...", help="The runs of one family's grid parts "
+                                               "(`kprof profile FAMILY --grid PART`), on one device.")],
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Also write the table to this file.")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Per point of a family's shape grid: the fastest kprof version against the fastest peer, with a
+    verdict (win / tie / loss, uncertain within the cases' spread), % of the copy ceiling and the ratio to the
+    roofline yardstick."""
+    import pandas as pd
+
+    from kprof.grid import grid_table, render
+    from kprof.safe_text import no_control
+    from kprof.store import RunStore
+
+    checks.check_outputs(markdown=markdown)
+    st = RunStore(store, create=False)
+    recs = [st.run(r) for r in runs_]
+    families = {r["family"] for r in recs}
+    devices = {r.get("device_name") for r in recs}
+    if len(families) > 1 or len(devices) > 1:
+        raise KprofError(f"kprof grid compares within one family on one device; these runs are of "
+                         f"{', '.join(sorted(map(str, families)))} on {', '.join(sorted(map(str, devices)))} "
+                         "(give the runs of one family's grid parts from one device)")
+    metrics = pd.concat([st.metrics(r["id"]) for r in recs], ignore_index=True)
+    if metrics["gpu_time_us"].notna().sum() == 0:
+        raise KprofError(f"run(s) {', '.join(r['id'] for r in recs)} hold no GPU times (a CPU interpreter run checks "
+                         "correctness only): run `kprof profile FAMILY --grid PART` on a GPU")
+    table = grid_table(metrics)
+    text = render(table, [r["id"] for r in recs], recs[0]["family"])
+    if markdown:
+        markdown.write_text(text)
+        err_console.print(f"grid table -> {markdown}")
+    print(no_control(text))
+
+
+@app.command()
 def runs(store: StoreOpt = None) -> None:
     """List the runs in the store, newest first."""
     from kprof.envinfo import short_commit

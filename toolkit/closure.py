@@ -2,7 +2,7 @@
 
 A family is its folder ``kernels/FAMILY/`` *and* every module under ``kernels/`` that folder imports,
 directly or through other modules: the shared library ``kernels/lib/`` (``checks.py``, ``gated.py`` where
-silu_mul and gelu_mul keep their common kernel designs...), other families' public modules
+silu_mul and gelu_mul keep their kernels' common building blocks...), other families' public modules
 (rmsnorm_linear imports rmsnorm). :func:`family_closure` reads each file's syntax tree (never runs it) and
 follows, recursively:
 

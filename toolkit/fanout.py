@@ -123,14 +123,7 @@ def profile_runs_fanout(opts: Any, progress: Any = None) -> list[str]:
     if opts.ray and opts.revisions:
         raise KprofError("--rev with --ray is not supported: the revisions are loaded from this git checkout, "
                          "which Ray workers do not have (use --workers N on one host)")
-    today = get_family(opts.family)
-    store = RunStore(opts.store)
-    git = envinfo.git_state(today.package_dir)
-    arms = _arms(today, opts, store.root, git, progress)
-    sel = select(arms[0].family, opts, mode, also=[a.family for a in arms[1:]])
-    choice = choose(opts.profiler, mode, opts.tool_path)
     seed = opts.settings.seed if opts.settings.seed else secrets.randbits(31)
-    settings = BenchSettings(**{**asdict(opts.settings), "seed": seed})
     workers = parse_workers(opts.workers) or ("all" if opts.ray else 1)
     if opts.ray:
         executor: Any = RayExecutor(opts.ray, mode, {"TRITON_INTERPRET": "1"} if mode == "interpreter" else {})
@@ -139,17 +132,31 @@ def profile_runs_fanout(opts: Any, progress: Any = None) -> list[str]:
     else:
         slots = local_slots(mode, workers)
         executor = LocalExecutor()
-    fan = _Fanout(opts, mode, seed, settings, store, arms, sel, choice, executor, slots, progress)
+    fan = None
     try:
+        # the workers start first: each imports torch, loads the family and measures its GPU's ceilings
+        # (about 10 s on an H200) while this process loads the family and selects the cases
+        early = {slot.name: executor.start(slot, (opts, mode, seed, slot.name)) for slot in slots}
+        today = get_family(opts.family)
+        store = RunStore(opts.store)
+        git = envinfo.git_state(today.package_dir)
+        arms = _arms(today, opts, store.root, git, progress)
+        sel = select(arms[0].family, opts, mode, also=[a.family for a in arms[1:]])
+        choice = choose(opts.profiler, mode, opts.tool_path)
+        settings = BenchSettings(**{**asdict(opts.settings), "seed": seed})
+        fan = _Fanout(opts, mode, seed, settings, store, arms, sel, choice, executor, slots, progress)
+        fan.adopt(early)
         fan.start()
         fan.measure()
         fan.finish()
     except BaseException as exc:  # Ctrl-C, SIGTERM, a failed start: stop every worker, keep what finished
-        fan.interrupted(exc)
+        if fan is not None:
+            fan.interrupted(exc)
         raise
     finally:
         executor.close()
-        fan.close()
+        if fan is not None:
+            fan.close()
     return fan.run_ids
 
 
@@ -186,11 +193,19 @@ class _Fanout:
         return sorted(by_key.values(), key=lambda g: (len(g), math.prod(self.cases[g[0]].shape)), reverse=True)
 
     # ------------------------------------------------------------------------------------------ phases
+    def adopt(self, started: dict[str, int]) -> None:
+        """Workers already started (by slot name, their executor handles), before this object existed."""
+        for slot in self.slots:
+            if slot.name in started:
+                self.workers[started[slot.name]] = _Worker(started[slot.name], slot, slot.name)
+
     def start(self) -> None:
         self.progress("profiler", 0, 0, f"fan-out: {len(self.slots)} worker(s) on {self.executor.label}, "
                       f"{len(self.cases)} cases" + (" (each shape and dtype kept on one worker)" if self.grouped else ""))
+        adopted = {w.slot.name for w in self.workers.values()}
         for slot in self.slots:
-            self._start(slot)
+            if slot.name not in adopted:
+                self._start(slot)
         limit = max(self.timeout, 300.0)  # importing torch and measuring the ceilings: a few seconds to minutes
         deadline = time.monotonic() + limit
         while any(w.state == "starting" for w in self.workers.values()) and time.monotonic() < deadline:

@@ -9,6 +9,7 @@ imports every family folder, so adding a family or a version touches one folder 
 from __future__ import annotations
 
 import importlib
+import itertools
 import pkgutil
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -226,15 +227,48 @@ class Family:
     def triton_providers(self) -> list[Provider]:
         return [p for p in self.providers.values() if p.is_triton]
 
-    def sweep(self, mode: Literal["gpu", "interpreter"] = "gpu") -> Sweep:
-        """The default sweep for a GPU run or for a CPU interpreter run, from the family's YAML file."""
+    def grid(self, part: str = "main") -> Sweep:
+        """One part of the family's shape grid (``grid:`` in its YAML file): the model-sized points that
+        ``kprof profile FAMILY --grid PART`` races. A part lists ``shapes``, or ``axes`` whose cartesian
+        product gives the shapes, and ``dtypes``; parts let a subset run in another dtype, or a long grid
+        run as several processes."""
+        parts = self.grid_parts()
+        if part not in parts:
+            raise KprofError(f"{self.sweep_path} has no grid part {part!r}; it has: {', '.join(parts) or 'none'}")
+        return parts[part]
+
+    def grid_parts(self) -> dict[str, Sweep]:
+        """Every part of the family's shape grid, by name (empty when the YAML file has no ``grid:``)."""
+        data = self._sweep_data().get("grid") or {}
+        if not isinstance(data, dict):
+            raise KprofError(f"{self.sweep_path}: 'grid:' must map part names to {{axes|shapes, dtypes}}")
+        return {str(name): self._grid_part(str(name), spec) for name, spec in data.items()}
+
+    def _grid_part(self, name: str, spec: Any) -> Sweep:
+        where = f"{self.sweep_path} grid part {name!r}"
+        if not isinstance(spec, dict) or "dtypes" not in spec or ("axes" in spec) == ("shapes" in spec):
+            raise KprofError(f"{where} needs 'dtypes:' and exactly one of 'axes:' or 'shapes:'")
+        if "axes" in spec:
+            axes = spec["axes"]
+            if not axes or not all(isinstance(a, list) and a for a in axes):
+                raise KprofError(f"{where}: 'axes:' must be a list of non-empty lists of sizes")
+            shapes = tuple(parse_shape(list(p)) for p in itertools.product(*axes))
+        else:
+            shapes = tuple(parse_shape(s) for s in spec["shapes"])
+        return Sweep(shapes=shapes, dtypes=tuple(canonical_dtype(d) for d in spec["dtypes"]))
+
+    def _sweep_data(self) -> dict:
         try:
             data = yaml.safe_load(self.sweep_path.read_text())
         except FileNotFoundError:
             raise KprofError(f"family {self.name!r} has no sweep file at {self.sweep_path}") from None
         except yaml.YAMLError as exc:
             raise KprofError(f"{self.sweep_path} is not valid YAML: {exc}") from None
-        section = (data or {}).get(mode)
+        return data if isinstance(data, dict) else {}
+
+    def sweep(self, mode: Literal["gpu", "interpreter"] = "gpu") -> Sweep:
+        """The default sweep for a GPU run or for a CPU interpreter run, from the family's YAML file."""
+        section = self._sweep_data().get(mode)
         if not isinstance(section, dict) or "shapes" not in section or "dtypes" not in section:
             raise KprofError(f"{self.sweep_path} needs a '{mode}:' section with 'shapes:' and 'dtypes:' lists")
         shapes = tuple(parse_shape(s) for s in section["shapes"])

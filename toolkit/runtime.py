@@ -18,9 +18,9 @@ Side effects on the process, each scoped or declared:
   process on the first ``torch.compile`` provider call. Not restored: compiled functions keep running
   after the call that built them, and a lower limit would silently fall back to eager under the name
   torch.compile.
-* **Module-level caches** in kernel modules (derived weights keyed by storage and version, compiled
-  launchers keyed by specialisation, GPU properties per device): plain memoisation with no effect on
-  results; listed in :data:`PROCESS_CACHES`.
+* **Module-level caches** in kernel modules (compiled launchers keyed by specialisation, launch plans keyed
+  by call signature, GPU properties per device): plain memoisation with no effect on results; listed in
+  :data:`PROCESS_CACHES`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("KPROF_PDL", "0: never launch kernels as programmatic dependents (to compare, or to rule PDL out)",
            "1", "kprof.kernels.lib.launching.pdl_ready"),
     EnvVar("KPROF_USE_TRITON", "1: kprof.kernels.ops calls the best Triton version instead of eager PyTorch",
-           "0", "kprof.kernels.ops.triton_enabled"),
+           "0", "kprof.kernels.ops (read once, at import; use_triton() switches it later)"),
     EnvVar("KPROF_STORE", "the run store's folder (overridden by --store)", None,
            "kprof.store (default store path), kprof.dashboards.data"),
     EnvVar("KPROF_GIT_COMMIT", "the git commit to record where the checkout has no .git (a copied tree, a "
@@ -68,7 +68,6 @@ _BY_NAME = {v.name: v for v in ENV_VARS}
 
 # Reads not (yet) routed through this module, with where they are and why they stay:
 NOT_ROUTED: tuple[tuple[str, str], ...] = (
-    ("KPROF_USE_TRITON", "kernels/ops.py triton_enabled (the ops API module, reworked separately; declared above)"),
     ("KPROF_STORE", "toolkit/store.py default_root and dashboards/data.py (shared files edited separately)"),
     ("KPROF_NSYS/NCU/ROCPROFV3/ROCPROF", "toolkit/tools.py find_tool reads its tool's variable from a mapping "
      "it is given (a child's environment can differ from this process's)"),
@@ -80,9 +79,15 @@ NOT_ROUTED: tuple[tuple[str, str], ...] = (
 PROCESS_CACHES: tuple[tuple[str, str], ...] = (
     ("kprof.kernels.lib.launching._PROPERTIES", "GPU properties per device index"),
     ("kprof.kernels.lib.launching._CARVED", "kernel functions whose shared-memory carveout was set"),
-    ("kernel modules' CompiledLauncher objects", "compiled kernels per specialisation key"),
-    ("weight caches in swiglu, rmsnorm_linear, rmsnorm", "derived weights keyed by data_ptr, layout and version"),
+    ("kernel modules' CompiledLauncher objects", "compiled kernels per specialisation key (kprof.launch)"),
+    ("kprof.kernels.rmsnorm.tuned._plans, kprof.kernels.lib.fastops Plans",
+     "launch plans per call signature (shapes, strides, dtypes, devices, alignment; never tensor values), "
+     "bounded at 4096 each"),
+    ("kprof.kernels.rmsnorm.tuned._sm_counts", "SM count per device index"),
 )
+"""Memoisation that cannot change a result: nothing here is derived from tensor values. Weights derived
+from a caller's weights (folded, interleaved) live only in the prepared objects of :mod:`kprof.kernels.ops`,
+which the caller builds and refreshes."""
 
 
 def env(name: str) -> str | None:

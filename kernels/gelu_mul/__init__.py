@@ -1,7 +1,8 @@
 """GELU(tanh)·mul: ``x = [..., 2H]`` (gate | up) -> ``gelu_tanh(gate) * up`` of shape ``[..., H]`` (GeGLU).
 
-Versions: ``triton_one_row``, ``triton_tiled``, ``triton_tuned`` (kernels shared with silu_mul in
-``kernels/lib/gated.py``). Baselines: eager PyTorch, ``torch.compile``, Liger-Kernel's geglu kernel.
+Versions (``kernels.py``): ``triton_one_row``, ``triton_tiled``, ``triton_tuned``, built from the gated
+building blocks in ``kernels/lib/gated.py`` (shared with silu_mul). Baselines: eager PyTorch,
+``torch.compile``, Liger-Kernel's geglu kernel.
 """
 
 from kprof.kernels.gelu_mul.family import FAMILY

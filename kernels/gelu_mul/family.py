@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import torch
@@ -28,6 +29,13 @@ def check_inputs(x: torch.Tensor, out: torch.Tensor | None = None) -> tuple[torc
     return gated.check_inputs(OP, x, out)
 
 
-FAMILY = gated.make_family(
-    OP, gated.GELU_TANH, "x = [..., 2H] (gate | up) -> gelu_tanh(gate) * up", Path(__file__).parent
-)
+def gelu_mul_oracle(x: torch.Tensor) -> torch.Tensor:
+    """float64 reference: the tanh form, 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))."""
+    gate, up = x.double().chunk(2, dim=-1)
+    return 0.5 * gate * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (gate + 0.044715 * gate.pow(3)))) * up
+
+
+# flops per output: the cubic (3), the sigmoid form g * sigmoid(2z) (4) and the multiply by up (1), ~= 8
+# (transcendentals as 1)
+FAMILY = gated.make_family(OP, "x = [..., 2H] (gate | up) -> gelu_tanh(gate) * up", Path(__file__).parent,
+                           gelu_mul_oracle, flops_per_output=8)

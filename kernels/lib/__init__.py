@@ -3,7 +3,7 @@
 * :mod:`.checks` - the one input-checking API (``validate`` / ``check_inputs`` of every family are built on it).
 * :mod:`.launching` - meta-parameters, device capabilities, PDL, TMA readiness, autotuned launches.
 * :mod:`.tiles` - building blocks of the tiled matrix-product kernels.
-* :mod:`.gated` - the gated-activation kernel designs silu_mul and gelu_mul instantiate.
+* :mod:`.gated` - what silu_mul and gelu_mul share: kernel building blocks, launch choice, checks, wrappers.
 * :mod:`.fastops` - precomputed launch plans for :mod:`kprof.kernels.ops`.
 * :mod:`.peers` - what peer libraries refuse.
 """

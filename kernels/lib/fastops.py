@@ -199,6 +199,15 @@ def _add_plan(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps
 _gated_plans = Plans()
 
 
+def _gated_kernels(act: int) -> _gated.GatedKernels:
+    """The kernels of the family computing ``act`` (imported on first use, as the other families' here)."""
+    if act == _gated.SILU:
+        from kprof.kernels.silu_mul.kernels import KERNELS
+    else:
+        from kprof.kernels.gelu_mul.kernels import KERNELS
+    return KERNELS
+
+
 def gated(x: torch.Tensor, act: int, op: str) -> torch.Tensor:
     key = (sig(x), act)
     plan = _gated_plans.get(key)
@@ -207,7 +216,7 @@ def gated(x: torch.Tensor, act: int, op: str) -> torch.Tensor:
     if plan is False:
         x2d, y2d, y = _gated.check_inputs(op, x)
         cfg = _gated.choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))
-        _gated.launch_tile(_gated._tile_launcher, cfg, x2d, y2d, act)
+        _gated.launch_tile(_gated_kernels(act), cfg, x2d, y2d)
         return y
     launch, out_shape = plan
     y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
@@ -224,13 +233,14 @@ def _gated_plan(x: torch.Tensor, act: int, op: str) -> tuple[Launch, tuple[int, 
     n_rows = x.numel() // x.shape[-1]
     cfg = _gated.choose_config(h, x.element_size(), n_rows, launching.sm_count(x))
     i64 = n_rows * max(xs, 1) >= 2**31
+    kernels = _gated_kernels(act)
     if cfg.flat:
-        tail = (xs, n_rows * h, h, cfg.block_h, act, i64)
-        launch = Launch(_gated._flat_launcher, ("ops", cfg, tail, sig(x)), (triton.cdiv(n_rows * h, cfg.block_h),),
+        tail = (xs, n_rows * h, h, cfg.block_h, i64)
+        launch = Launch(kernels.flat_launcher, ("ops", cfg, tail, sig(x)), (triton.cdiv(n_rows * h, cfg.block_h),),
                         tail, {"num_warps": cfg.num_warps})
     else:
-        tail = (xs, n_rows, h, cfg.block_h, cfg.rows, act, cfg.hints, i64)
-        launch = Launch(_gated._tile_launcher, ("ops", cfg, tail, sig(x)),
+        tail = (xs, n_rows, h, cfg.block_h, cfg.rows, cfg.hints, i64)
+        launch = Launch(kernels.tile_launcher, ("ops", cfg, tail, sig(x)),
                         (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h)), tail,
                         {"num_warps": cfg.num_warps})
     return launch, tuple(x.shape[:-1]) + (h,)

@@ -1,5 +1,15 @@
-"""Gated activations ``act(gate) * up`` over ``x = [..., 2H]`` (gate | up halves), shared by the
-``silu_mul`` and ``gelu_mul`` families: the same three kernel designs, the activation a constexpr.
+"""What the gated families (``silu_mul``, ``gelu_mul``: ``act(gate) * up`` over ``x = [..., 2H]``, gate |
+up halves) share, used the same way by both:
+
+* the family record's parts that do not depend on the activation (inputs, output, bytes model, tolerances),
+  the input checks, the eager baselines' registration;
+* the ``@triton.jit`` building blocks of the three kernel designs: where a program's gate, up and outputs
+  are (:func:`one_row_block`, :func:`tile_block`, :func:`flat_block`) and the load of gate and up
+  (:func:`load_gate_up`). Each family's ``kernels.py`` writes its three kernels from them with its own
+  activation, so a profile's kernel leads to the family folder that launched it;
+* the launch choice of ``triton_tuned`` (:func:`choose_config`, measured on an H100), the launch of a
+  config (:func:`launch_tile`) and the three versions' wrappers (:func:`register_versions`), all taking a
+  family's :class:`GatedKernels`.
 
 Versions registered into each family by :func:`register_versions`:
 
@@ -13,32 +23,25 @@ Versions registered into each family by :func:`register_versions`:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
-from kprof.dtypes import element_size
+from kprof.dtypes import element_size, torch_dtype
 from kprof.kernels.lib import checks, launching
 from kprof.launch import CompiledLauncher, spec_key
 from kprof.registry import Family, Shape
 
+# Which gated op kprof.kernels.ops asks fastops.gated for (its plan key, its choice of eager code).
 SILU = 0
 GELU_TANH = 1
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-# ------------------------------------------------------------------------------------ PyTorch and oracle
-def activation_f64(gate: torch.Tensor, act: int) -> torch.Tensor:
-    g = gate.double()
-    if act == SILU:
-        return g * torch.sigmoid(g)
-    return 0.5 * g * (1.0 + torch.tanh(_SQRT_2_OVER_PI * (g + 0.044715 * g.pow(3))))
-
-
+# ------------------------------------------------------------------------------------ family record
 def make_inputs(shape: Shape, dtype: str, device: str | torch.device, seed: int) -> dict:
     """``x [..., 2H]``: gate values spread over the activation's curved region and tails, up around 1."""
     if shape[-1] % 2:
@@ -47,8 +50,6 @@ def make_inputs(shape: Shape, dtype: str, device: str | torch.device, seed: int)
     half = tuple(shape[:-1]) + (shape[-1] // 2,)
     gate = 3.0 * torch.randn(half, generator=gen, device=device)
     up = 1.0 + torch.randn(half, generator=gen, device=device)
-    from kprof.dtypes import torch_dtype
-
     return {"x": torch.cat([gate, up], dim=-1).to(torch_dtype(dtype))}
 
 
@@ -59,17 +60,6 @@ def make_outputs(x: torch.Tensor) -> torch.Tensor:
 def bytes_model(shape: Shape, dtype: str) -> int:
     """Read gate and up (2H per row), write H per row."""
     return 3 * checks.numel_rows(shape) * (shape[-1] // 2) * element_size(dtype)
-
-
-def flops_model_for(act: int) -> Callable[[Shape, str], int]:
-    """Per output element: silu = sigmoid (exp, add, divide) + 2 multiplies = 5; gelu_tanh = the cubic
-    (3), the sigmoid form g * sigmoid(2z) (4) and the multiply by up (1) ~= 8 (transcendentals as 1)."""
-    per = 5 if act == SILU else 8
-
-    def flops(shape: Shape, dtype: str) -> int:
-        return per * checks.numel_rows(shape) * (shape[-1] // 2)
-
-    return flops
 
 
 def validate(op: str, x: torch.Tensor, *, triton: bool = True) -> None:
@@ -89,13 +79,14 @@ def check_inputs(op: str, x: torch.Tensor, out: torch.Tensor | None = None
     return checks.rows(x), y.view(-1, y.shape[-1]), y
 
 
-def make_family(name: str, act: int, description: str, package_dir: str) -> Family:
-    """The :class:`Family` of one gated activation (both families differ only in the activation)."""
+def make_family(name: str, description: str, package_dir: str, oracle: Callable[[torch.Tensor], torch.Tensor],
+                flops_per_output: int) -> Family:
+    """The :class:`Family` of one gated activation: ``oracle`` (float64) and ``flops_per_output`` are the
+    family's own, everything else is the same for both."""
     from pathlib import Path
 
-    def oracle(x: torch.Tensor) -> torch.Tensor:
-        gate, up = x.chunk(2, dim=-1)
-        return activation_f64(gate, act) * up.double()
+    def flops(shape: Shape, dtype: str) -> int:
+        return flops_per_output * checks.numel_rows(shape) * (shape[-1] // 2)
 
     return Family(
         name,
@@ -105,63 +96,48 @@ def make_family(name: str, act: int, description: str, package_dir: str) -> Fami
         make_outputs=make_outputs,
         oracle=oracle,
         bytes_model=bytes_model,
-        flops_model=flops_model_for(act),
+        flops_model=flops,
         # one rounding of the product to the storage dtype (the eager code rounds after the activation too)
         tolerances={"fp32": 1e-5, "bf16": 8e-3, "fp16": 1e-3},
         baseline="torch_eager",
     )
 
 
-# ----------------------------------------------------------------------------------------------- kernels
-@triton.jit
-def _act(g, ACT: tl.constexpr):
-    """silu(g) = g * sigmoid(g); gelu_tanh(g) = 0.5 g (1 + tanh(z)) = g * sigmoid(2z), z = sqrt(2/pi)(g + 0.044715 g^3).
+def register_baselines(family: Family, eager: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """``torch_eager`` (the eager code) and ``torch_compile`` (of it) for a gated family."""
+    from kprof.providers import compiled
 
-    The sigmoid form needs no tanh (libdevice's tanh moved modules between Triton versions) and is
-    exact algebra, not an approximation of the tanh form."""
-    if ACT == 0:
-        return g * tl.sigmoid(g)
+    family.provider("torch_eager", kind="eager", description="eager PyTorch, as users write it")(eager)
+    family.provider("torch_compile", kind="compile", description="torch.compile of the eager code (default mode)",
+                    gpu_only=True)(compiled(eager))
+
+
+# -------------------------------------------------------------------------------- kernel building blocks
+@triton.jit
+def load_gate_up(g_ptrs, H, mask, EVICT_FIRST: tl.constexpr):
+    """Gate at ``g_ptrs`` and up ``H`` columns on, as fp32 (``EVICT_FIRST``: each byte is read once)."""
+    if EVICT_FIRST:
+        g = tl.load(g_ptrs, mask=mask, other=0.0, eviction_policy="evict_first")
+        u = tl.load(g_ptrs + H, mask=mask, other=0.0, eviction_policy="evict_first")
     else:
-        z = 0.7978845608028654 * (g + 0.044715 * g * g * g)
-        return g * tl.sigmoid(2.0 * z)
+        g = tl.load(g_ptrs, mask=mask, other=0.0)
+        u = tl.load(g_ptrs + H, mask=mask, other=0.0)
+    return g.to(tl.float32), u.to(tl.float32)
 
 
 @triton.jit
-def _gated_one_row_kernel(
-    # pointers
-    x_ptr,  # [rows, 2H] input: gate in columns [0, H), up in [H, 2H)
-    y_ptr,  # [rows, H] output, contiguous
-    # sizes and strides
-    x_row_stride,
-    H,
-    # meta-parameters
-    BLOCK_H: tl.constexpr,  # power of two >= H: the whole row in one block
-    ACT: tl.constexpr,  # 0 silu, 1 gelu_tanh
-):
-    row = tl.program_id(0).to(tl.int64)
+def one_row_block(x_ptr, x_row_stride, H, BLOCK_H: tl.constexpr):
+    """Program ``i`` takes row ``i`` whole (``BLOCK_H``: a power of two >= H): its gate pointers, output
+    offsets (y contiguous, ``[rows, H]``) and mask."""
+    row = tl.program_id(0).to(tl.int64)  # int64: rows * stride can pass 2**31
     cols = tl.arange(0, BLOCK_H)
-    mask = cols < H
-    g = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    u = tl.load(x_ptr + row * x_row_stride + H + cols, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + row * H + cols, (_act(g, ACT) * u).to(y_ptr.dtype.element_ty), mask=mask)
+    return x_ptr + row * x_row_stride + cols, row * H + cols, cols < H
 
 
 @triton.jit
-def _gated_tile_kernel(
-    # pointers
-    x_ptr,  # [rows, 2H] input: gate | up
-    y_ptr,  # [rows, H] output, contiguous
-    # sizes and strides
-    x_row_stride,
-    n_rows,
-    H,
-    # meta-parameters
-    BLOCK_H: tl.constexpr,  # columns per program (axis 1 of the grid walks the column blocks)
-    ROWS: tl.constexpr,  # rows per program (axis 0 walks the row blocks)
-    ACT: tl.constexpr,  # 0 silu, 1 gelu_tanh
-    HINTS: tl.constexpr,  # evict_first on the inputs: each byte is read once
-    I64: tl.constexpr,  # 64-bit offsets
-):
+def tile_block(x_ptr, x_row_stride, n_rows, H, BLOCK_H: tl.constexpr, ROWS: tl.constexpr, I64: tl.constexpr):
+    """Program (i, j) of a 2-D grid takes rows ``[i*ROWS, (i+1)*ROWS)`` x columns ``[j*BLOCK_H, (j+1)*BLOCK_H)``:
+    its gate pointers, output offsets and mask (``I64``: 64-bit offsets)."""
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     mask = (rows < n_rows)[:, None] & (cols < H)[None, :]
@@ -169,40 +145,40 @@ def _gated_tile_kernel(
         r = rows.to(tl.int64)[:, None]
     else:
         r = rows[:, None]
-    g_ptrs = x_ptr + r * x_row_stride + cols[None, :]
-    if HINTS:
-        g = tl.load(g_ptrs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        u = tl.load(g_ptrs + H, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-    else:
-        g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
-        u = tl.load(g_ptrs + H, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + r * H + cols[None, :], (_act(g, ACT) * u).to(y_ptr.dtype.element_ty), mask=mask)
+    return x_ptr + r * x_row_stride + cols[None, :], r * H + cols[None, :], mask
 
 
 @triton.jit
-def _gated_flat_kernel(
-    # pointers
-    x_ptr,  # [rows, 2H] input: gate | up
-    y_ptr,  # [rows, H] output, contiguous
-    # sizes and strides
-    x_row_stride,
-    total,  # rows * H outputs
-    H,
-    # meta-parameters
-    BLOCK: tl.constexpr,  # consecutive outputs per program, across row ends (no masked lanes but the last block's)
-    ACT: tl.constexpr,  # 0 silu, 1 gelu_tanh
-    I64: tl.constexpr,  # 64-bit offsets
-):
+def flat_block(x_ptr, x_row_stride, total, H, BLOCK: tl.constexpr, I64: tl.constexpr):
+    """Program ``i`` takes outputs ``[i*BLOCK, (i+1)*BLOCK)`` of all ``total`` = rows * H, across row ends (no
+    masked lanes but the last block's): their gate pointers, output offsets and mask."""
     if I64:
         offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     else:
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < total
     row = offs // H
-    g_ptrs = x_ptr + row * x_row_stride + (offs - row * H)
-    g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
-    u = tl.load(g_ptrs + H, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + offs, (_act(g, ACT) * u).to(y_ptr.dtype.element_ty), mask=mask)
+    return x_ptr + row * x_row_stride + (offs - row * H), offs, offs < total
+
+
+@dataclass(frozen=True, eq=False)
+class GatedKernels:
+    """One gated family's three ``@triton.jit`` kernels, with the arguments :func:`register_versions` and
+    :func:`launch_tile` launch them with:
+
+    * ``one_row(x_ptr, y_ptr, x_row_stride, H, BLOCK_H)``
+    * ``tile(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64)``
+    * ``flat(x_ptr, y_ptr, x_row_stride, total, H, BLOCK, I64)``
+    """
+
+    one_row: Any
+    tile: Any
+    flat: Any
+    tile_launcher: CompiledLauncher = field(init=False)
+    flat_launcher: CompiledLauncher = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tile_launcher", CompiledLauncher(self.tile))
+        object.__setattr__(self, "flat_launcher", CompiledLauncher(self.flat))
 
 
 # ------------------------------------------------------------------------------------- launch configs
@@ -248,43 +224,24 @@ def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132) -
     return Config(block_h, 1, warps, False)
 
 
-def launch_tile(launcher: CompiledLauncher, cfg: Config, x2d: torch.Tensor, y2d: torch.Tensor, act: int) -> None:
-    """Launch ``cfg``: the tile kernel through ``launcher``, or a ``flat`` config through the flat kernel's own."""
+def launch_tile(kernels: GatedKernels, cfg: Config, x2d: torch.Tensor, y2d: torch.Tensor) -> None:
+    """Launch ``cfg`` through the compiled kernels of ``kernels``: the tile kernel, or a ``flat`` config's flat one."""
     n_rows, h = y2d.shape
     i64 = n_rows * max(x2d.stride(0), 1) >= 2**31
     if cfg.flat:
         args = (x2d, y2d, x2d.stride(0), n_rows * h, h)
-        _flat_launcher((cfg, act, i64, spec_key(args)), (triton.cdiv(n_rows * h, cfg.block_h),),
-                       args + (cfg.block_h, act, i64), num_warps=cfg.num_warps)
+        kernels.flat_launcher((cfg, i64, spec_key(args)), (triton.cdiv(n_rows * h, cfg.block_h),),
+                              args + (cfg.block_h, i64), num_warps=cfg.num_warps)
         return
     args = (x2d, y2d, x2d.stride(0), n_rows, h)
     grid = (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h))
-    launcher((cfg, act, i64, spec_key(args)), grid, args + (cfg.block_h, cfg.rows, act, cfg.hints, i64),
-             num_warps=cfg.num_warps)
-
-
-_tile_launcher = CompiledLauncher(_gated_tile_kernel)
-_flat_launcher = CompiledLauncher(_gated_flat_kernel)
-
-# Public handles for experiments (benchmarks/ races them against variants); the kernels keep their `_` names,
-# which are the names profilers record for every launch.
-flat_kernel = _gated_flat_kernel
-tile_launcher = _tile_launcher
+    kernels.tile_launcher((cfg, i64, spec_key(args)), grid, args + (cfg.block_h, cfg.rows, cfg.hints, i64),
+                          num_warps=cfg.num_warps)
 
 
 # ---------------------------------------------------------------------------------------- registration
-def register_baselines(family: Family, eager: Callable[[torch.Tensor], torch.Tensor]) -> None:
-    """``torch_eager`` (the eager code) and ``torch_compile`` (of it) for a gated family."""
-    from kprof.providers import compiled
-
-    family.provider("torch_eager", kind="eager", description="eager PyTorch, as users write it")(eager)
-    family.provider("torch_compile", kind="compile", description="torch.compile of the eager code (default mode)",
-                    gpu_only=True)(compiled(eager))
-
-
-
-def register_versions(family: Family, act: int, op: str) -> dict[str, Callable[..., torch.Tensor]]:
-    """Register the three Triton versions with ``family``; returns them by provider name."""
+def register_versions(family: Family, op: str, kernels: GatedKernels) -> dict[str, Callable[..., torch.Tensor]]:
+    """Register the three Triton versions of ``kernels`` with ``family``; returns them by provider name."""
 
     def one_row_supports(shape: Shape, dtype: str) -> str | None:
         limit = MAX_ONE_ROW_BYTES // element_size(dtype)
@@ -300,8 +257,8 @@ def register_versions(family: Family, act: int, op: str) -> dict[str, Callable[.
         x2d, y2d, y = check_inputs(op, x, out)
         h = y2d.shape[1]
         meta = launching.whole_row_meta(f"{op}_one_row", config, h, x2d.element_size(), MAX_ONE_ROW_BYTES,
-                                     block="BLOCK_H", row="half-row", instead="the tiled or tuned version")
-        _gated_one_row_kernel[(x2d.shape[0],)](x2d, y2d, x2d.stride(0), h, ACT=act, **meta)
+                                        block="BLOCK_H", row="half-row", instead="the tiled or tuned version")
+        kernels.one_row[(x2d.shape[0],)](x2d, y2d, x2d.stride(0), h, **meta)
         return y
 
     @family.provider("triton_tiled", kind="triton", accepts_out=True,
@@ -311,11 +268,10 @@ def register_versions(family: Family, act: int, op: str) -> dict[str, Callable[.
         x2d, y2d, y = check_inputs(op, x, out)
         n_rows, h = y2d.shape
         meta = launching.meta_params(f"{op}_tiled", config,
-                                  {"BLOCK_H": min(TILED_BLOCK_H, triton.next_power_of_2(h)), "num_warps": 4},
-                                  powers_of_two=("BLOCK_H",))
-        _gated_tile_kernel[(n_rows, triton.cdiv(h, meta["BLOCK_H"]))](
-            x2d, y2d, x2d.stride(0), n_rows, h, ROWS=1, ACT=act, HINTS=False,
-            I64=n_rows * x2d.stride(0) >= 2**31, **meta,
+                                     {"BLOCK_H": min(TILED_BLOCK_H, triton.next_power_of_2(h)), "num_warps": 4},
+                                     powers_of_two=("BLOCK_H",))
+        kernels.tile[(n_rows, triton.cdiv(h, meta["BLOCK_H"]))](
+            x2d, y2d, x2d.stride(0), n_rows, h, ROWS=1, HINTS=False, I64=n_rows * x2d.stride(0) >= 2**31, **meta,
         )
         return y
 
@@ -325,7 +281,7 @@ def register_versions(family: Family, act: int, op: str) -> dict[str, Callable[.
     def tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         x2d, y2d, y = check_inputs(op, x, out)
         cfg = choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))
-        launch_tile(_tile_launcher, cfg, x2d, y2d, act)
+        launch_tile(kernels, cfg, x2d, y2d)
         return y
 
     one_row.__name__, tiled.__name__, tuned.__name__ = f"{op}_one_row", f"{op}_tiled", f"{op}_tuned"

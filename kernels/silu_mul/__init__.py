@@ -1,7 +1,7 @@
 """SiLU·mul: ``x = [..., 2H]`` (gate | up) -> ``silu(gate) * up`` of shape ``[..., H]`` (SwiGLU's activation).
 
-Versions: ``triton_one_row``, ``triton_tiled``, ``triton_tuned`` (kernels shared with gelu_mul in
-``kernels/lib/gated.py``, the activation a constexpr). Baselines: eager PyTorch, ``torch.compile``,
+Versions (``kernels.py``): ``triton_one_row``, ``triton_tiled``, ``triton_tuned``, built from the gated
+building blocks in ``kernels/lib/gated.py`` (shared with gelu_mul). Baselines: eager PyTorch, ``torch.compile``,
 Liger-Kernel's fused gate-up SiLU·mul.
 """
 

@@ -28,4 +28,12 @@ def check_inputs(x: torch.Tensor, out: torch.Tensor | None = None) -> tuple[torc
     return gated.check_inputs(OP, x, out)
 
 
-FAMILY = gated.make_family(OP, gated.SILU, "x = [..., 2H] (gate | up) -> silu(gate) * up", Path(__file__).parent)
+def silu_mul_oracle(x: torch.Tensor) -> torch.Tensor:
+    """float64 reference: silu(g) = g * sigmoid(g)."""
+    gate, up = x.double().chunk(2, dim=-1)
+    return gate * torch.sigmoid(gate) * up
+
+
+# flops per output: sigmoid (exp, add, divide) + 2 multiplies (transcendentals as 1)
+FAMILY = gated.make_family(OP, "x = [..., 2H] (gate | up) -> silu(gate) * up", Path(__file__).parent,
+                           silu_mul_oracle, flops_per_output=5)

@@ -133,3 +133,13 @@ def test_families_lists_providers():
 def test_timing_mode_that_cannot_rank_is_refused(tmp_path, args):
     res = kprof("profile", "rmsnorm", "-s", "3x33", "-d", "fp32", *args, store=tmp_path / "s.db")
     assert res.returncode == 2 and "--timing-mode" in res.stderr and "cold, warm, graph, host" in res.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs the CPU interpreter run")
+def test_grid_refuses_runs_without_gpu_times(profiled):
+    """An interpreter run has no times to race: kprof grid says so instead of printing an empty table."""
+    store, res = profiled
+    assert res.returncode == 0, res.stderr[-2000:]
+    run_id = RunStore(store).runs()["id"].iloc[0]
+    out = kprof("grid", run_id, store=store)
+    assert out.returncode != 0 and "hold no GPU times" in out.stderr

@@ -2,8 +2,8 @@
 each revision, and a wrong kernel fails the command.
 
 A temporary git repository holds a copy of kprof (``toolkit/`` and ``kernels/``). Commit A is today's code;
-commit B multiplies the gated activation in ``kernels/lib/gated.py`` by 1.05 (silu_mul keeps all its Triton
-kernels there, outside ``kernels/silu_mul/``). ``kprof`` runs in a child process whose ``kprof`` package is
+commit B multiplies ``up`` by 1.05 where ``kernels/lib/gated.py`` loads it (``load_gate_up``, the building block
+every silu_mul kernel in ``kernels/silu_mul/kernels.py`` loads its inputs with, outside the family folder). ``kprof`` runs in a child process whose ``kprof`` package is
 that copy (``toolkit/`` with ``kernels/`` beside it), so ``--rev`` reads the temporary repository's history.
 """
 
@@ -55,10 +55,10 @@ def planted(tmp_path_factory) -> Planted:
     git(repo, "commit", "-qm", "A: today's kernels")
     gated = repo / "kernels" / "lib" / "gated.py"
     text = gated.read_text()
-    right = "        return g * tl.sigmoid(g)\n"
-    assert text.count(right) == 1, "the silu branch of lib.gated._act moved; plant the error elsewhere"
-    gated.write_text(text.replace(right, "        return 1.05 * g * tl.sigmoid(g)\n"))
-    git(repo, "commit", "-qam", "B: silu x1.05 in the shared module")
+    right = "    return g.to(tl.float32), u.to(tl.float32)\n"
+    assert text.count(right) == 1, "lib.gated.load_gate_up's return moved; plant the error elsewhere"
+    gated.write_text(text.replace(right, "    return g.to(tl.float32), 1.05 * u.to(tl.float32)\n"))
+    git(repo, "commit", "-qam", "B: silu_mul up x1.05 in the shared module")
     # untracked links (git status of tracked files stays clean): the child imports this copy as kprof
     (repo / "toolkit" / "kernels").symlink_to(repo / "kernels", target_is_directory=True)
     site.mkdir()
@@ -117,7 +117,7 @@ def test_rev_measures_the_shared_module_at_each_revision(rev_runs: RevRuns, plan
     assert (ra["git_commit"], rb["git_commit"]) == (planted.a, planted.b)
     # the closure is hashed: lib/gated.py differs, the family folder and lib/checks.py do not
     ha, hb = ra["source_hashes"], rb["source_hashes"]
-    assert set(ha) == set(hb) >= {"kernels/lib/gated.py", "kernels/lib/checks.py", "kernels/silu_mul/versions.py"}
+    assert set(ha) == set(hb) >= {"kernels/lib/gated.py", "kernels/lib/checks.py", "kernels/silu_mul/kernels.py"}
     assert [f for f in ha if ha[f] != hb[f]] == ["kernels/lib/gated.py"]
     src = rb["config"]["sources"]
     assert src["kernels_from"] == f"revision {planted.b}" and "kernels/lib/gated.py" in src["files"]

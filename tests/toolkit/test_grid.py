@@ -1,0 +1,109 @@
+"""The shape grid: every family's grid parts parse into the cartesian product of their axes, bad parts are
+refused with the file named; the grid table picks the fastest kprof version and the fastest peer per point
+and calls a verdict only beyond the cases' own spread."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from kprof.errors import KprofError
+from kprof.grid import GridSummary, grid_table, render, summarize, verdict
+from kprof.kernels import discover
+
+FAMILIES = discover()
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_every_family_has_a_grid_whose_parts_are_the_product_of_their_axes(name):
+    fam = FAMILIES[name]
+    raw = yaml.safe_load(fam.sweep_path.read_text())["grid"]
+    parts = fam.grid_parts()
+    assert parts and set(parts) == set(raw)
+    for part, spec in raw.items():
+        if "axes" in spec:
+            expect = [tuple(p) for p in itertools.product(*spec["axes"])]
+        else:
+            expect = [tuple(s) for s in spec["shapes"]]
+        assert list(parts[part].shapes) == expect
+        assert parts[part].dtypes and set(parts[part].dtypes) <= {"fp32", "bf16", "fp16"}
+        assert fam.grid(part) == parts[part]
+    with pytest.raises(KprofError, match="no grid part"):
+        fam.grid("no-such-part")
+
+
+@pytest.mark.parametrize("spec, why", [
+    ({"p": {"dtypes": ["bf16"]}}, "exactly one of"),
+    ({"p": {"axes": [[1, 2]], "shapes": [[3]], "dtypes": ["bf16"]}}, "exactly one of"),
+    ({"p": {"axes": [[1, 2], []], "dtypes": ["bf16"]}}, "non-empty lists"),
+    ([1, 2], "must map part names"),
+])
+def test_a_malformed_grid_is_refused_naming_the_file(tmp_path, spec, why):
+    fam = copy.copy(FAMILIES["rmsnorm"])
+    fam.sweep_path = tmp_path / "sweep.yaml"
+    fam.sweep_path.write_text(yaml.safe_dump({"gpu": {"shapes": [[1, 8]], "dtypes": ["bf16"]}, "grid": spec}))
+    with pytest.raises(KprofError, match=why) as err:
+        fam.grid_parts()
+    assert str(fam.sweep_path) in str(err.value)
+
+
+def _metrics(rng, points: dict[tuple[str, str], dict[str, float]], noise: float = 0.01) -> pd.DataFrame:
+    kinds = {"triton_a": "triton", "triton_b": "triton", "torch_eager": "eager", "torch_compile": "compile",
+             "liger": "peer", "cublas": "roofline"}
+    rows = []
+    for (shape, dtype), times in points.items():
+        for prov, t in times.items():
+            rows.append({"shape": shape, "dtype": dtype, "provider": prov, "kind": kinds[prov], "ok": True,
+                         "gpu_time_us": t, "noise": noise, "bound": "memory", "pct_peak_bw": rng.uniform(50, 99),
+                         "bytes": 1e8, "timing_mode": "cold"})
+    return pd.DataFrame(rows).sample(frac=1.0, random_state=int(rng.integers(1 << 30)))
+
+
+def test_grid_table_takes_the_fastest_of_each_side_at_every_point():
+    rng = np.random.default_rng()
+    points = {(f"{int(r)}x{int(c)}", d): {p: float(rng.uniform(1, 100)) for p in
+              ("triton_a", "triton_b", "torch_eager", "torch_compile", "liger", "cublas")}
+              for r, c, d in zip(rng.integers(1, 9000, 12), rng.integers(1, 9000, 12), ["bf16", "fp16"] * 6)}
+    table = grid_table(_metrics(rng, points)).set_index(["shape", "dtype"])
+    for key, times in points.items():
+        row = table.loc[key]
+        kp = min(("triton_a", "triton_b"), key=times.get)
+        peer = min(("torch_eager", "torch_compile", "liger"), key=times.get)
+        assert row["best_kprof"] == kp and row["best_peer"] == peer
+        assert row["ratio"] == pytest.approx(times[kp] / times[peer])
+        assert row["vs_roofline"] == pytest.approx(times[kp] / times["cublas"])  # the yardstick is never a peer
+
+
+def test_a_failed_case_is_never_the_best():
+    rng = np.random.default_rng()
+    m = _metrics(rng, {("8x4096", "bf16"): {"triton_a": 1.0, "triton_b": 5.0, "torch_eager": 9.0}})
+    m.loc[m["provider"] == "triton_a", "ok"] = False
+    row = grid_table(m).iloc[0]
+    assert row["best_kprof"] == "triton_b" and row["ratio"] == pytest.approx(5.0 / 9.0)
+
+
+@pytest.mark.parametrize("ratio, spread, expect", [
+    (0.90, 0.01, "win"), (0.98, 0.01, "win"), (1.00, 0.01, "tie"), (1.02, 0.01, "tie"),
+    (1.05, 0.01, "loss"), (1.05, 0.05, "uncertain"), (1.05, math.nan, "loss"), (math.nan, 0.01, "no peer"),
+])
+def test_verdicts_and_their_thresholds(ratio, spread, expect):
+    assert verdict(ratio, spread) == expect
+
+
+def test_summary_and_report_count_every_point():
+    rng = np.random.default_rng()
+    ratios = [0.9, 1.0, 1.1, 1.1]
+    points = {(f"{i + 1}x4096", "bf16"): {"triton_a": 10.0 * r, "torch_compile": 10.0} for i, r in enumerate(ratios)}
+    m = _metrics(rng, points)
+    m.loc[(m["shape"] == "4x4096") & (m["provider"] == "triton_a"), "noise"] = 0.2  # its loss is within spread
+    table = grid_table(m)
+    assert summarize(table) == GridSummary(points=4, wins=1, ties=1, losses=1, uncertain=1, no_peer=0)
+    text = render(table, ["run-a"], "rmsnorm")
+    assert "1 win, 1 tie, 1 loss" in text and text.count("\n| ") == 1 + 4
+    assert text.index("| 3x4096 |") < text.index("| 1x4096 |"), "losses are listed first"
