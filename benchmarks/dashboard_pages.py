@@ -1,12 +1,17 @@
 """Every dashboard page timed in headless Chromium, as a user meets it: first visit from a fresh browser (to
 the page's last element, charts drawn), a switch to it through the sidebar, and its main control changed.
 
-    python benchmarks/dashboard_pages.py [--runs 100] [--out DIR] [--repeat 2]
+    python benchmarks/dashboard_pages.py [--runs 100] [--out DIR] [--repeat 2] [--floors 3]
 
 Builds a store of ``--runs`` runs (the bundled demo's real H100 runs copied under new ids), starts
 `kprof dashboard` on it, measures with :mod:`kprof.dashboards.probe` (the browser test's driver) ``--repeat``
 times on fresh servers, and writes ``timings.json`` and a table to ``--out``. Targets: first visit <= 2.5 s,
 switch or control <= 1.0 s. Needs Playwright and Chromium (``/usr/bin/chromium``).
+
+Before each repeat it times the floors: trivial Streamlit apps (a line of text; text and one tiny
+Vega-Lite chart; text and one tiny plotly chart), opened ``--floors`` times each from a fresh Chromium to
+their last element. No page can beat the floor of what it draws on the same machine at the same moment, so
+the table shows each page beside them (a shared machine moves every number; the floors move with it).
 """
 
 from __future__ import annotations
@@ -15,11 +20,63 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.dashboards.stores from a checkout
+
+
+FLOOR_APPS = {  # name -> (app source, selector of its drawn chart or None)
+    "text": ("", None),
+    "vega": ("st.vega_lite_chart({'data': {'values': [{'x': 1, 'y': 1}, {'x': 2, 'y': 3}, {'x': 3, 'y': 2}]}, "
+             "'mark': 'line', 'encoding': {'x': {'field': 'x', 'type': 'quantitative'}, "
+             "'y': {'field': 'y', 'type': 'quantitative'}}})\n", ".vega-embed canvas, .vega-embed svg.marks"),
+    "plotly": ("import plotly.graph_objects as go\nst.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])))\n",
+               ".js-plotly-plot .main-svg"),
+}
+
+
+def floors(folder: Path, n: int) -> dict[str, list[float]]:
+    """Seconds from ``goto`` to the last element of each trivial app (fresh Chromium each time)."""
+    from playwright.sync_api import sync_playwright
+
+    from kprof.dashboards import probe
+
+    out: dict[str, list[float]] = {}
+    for name, (body, chart) in FLOOR_APPS.items():
+        app = folder / f"floor_{name}.py"
+        app.write_text(f"import streamlit as st\nst.write('floor')\n{body}st.write('END-MARK')\n")
+        port = probe.free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
+                                 "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(300):
+                try:
+                    urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+                    break
+                except OSError:
+                    time.sleep(0.2)
+            with sync_playwright() as p:
+                for _ in range(n):
+                    browser = p.chromium.launch(executable_path=probe.CHROMIUM, args=probe.FLAGS)
+                    page = browser.new_page(viewport=probe.VIEWPORT)
+                    t0 = time.perf_counter()
+                    page.goto(url)
+                    page.get_by_text("END-MARK").first.wait_for(timeout=60000)
+                    if chart:
+                        page.locator(chart).first.wait_for(timeout=60000)
+                    out.setdefault(name, []).append(round(time.perf_counter() - t0, 2))
+                    browser.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return out
 
 
 def main() -> None:
@@ -30,6 +87,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/dashboard-pages"))
+    ap.add_argument("--floors", type=int, default=3, help="fresh-browser visits of each floor app per repeat (0: none)")
     args = ap.parse_args()
     why = probe.missing()
     if why:
@@ -39,9 +97,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = hundred_runs(Path(tmp) / "kprof.db", args.runs)
         for i in range(args.repeat):
+            floor = floors(Path(tmp), args.floors) if args.floors else {}
+            load = os.getloadavg()[0]
             with probe.server(store) as (url, _):
                 rep = probe.measure(url, f"{args.runs}-runs#{i}", probe.GPU_VISITS, probe.GPU_CONTROLS)
-            reports.append(rep.__dict__)
+            reports.append({**rep.__dict__, "floors_s": floor, "load_avg_1m": [round(load, 2),
+                                                                                round(os.getloadavg()[0], 2)]})
     meta = {"cpus": os.cpu_count(), "load_avg_1m": os.getloadavg()[0], "python": platform.python_version(),
             "runs_in_store": args.runs}
     (args.out / "timings.json").write_text(json.dumps({"machine": meta, "reports": reports}, indent=1))
@@ -53,6 +114,11 @@ def main() -> None:
         lines.append(f"{page:12s} {first:14.2f} {switch:9.2f} {max(ctrl) if ctrl else float('nan'):10.2f}")
     lines.append(f"(worst of {args.repeat}; {meta['cpus']} CPUs, load {meta['load_avg_1m']:.1f}; errors: "
                  f"{sum(len(r['errors']) for r in reports)})")
+    for i, r in enumerate(reports):
+        if r["floors_s"]:
+            lines.append(f"repeat {i}: floors (s, fresh browser, min-max) " + ", ".join(
+                f"{k} {min(v):.2f}-{max(v):.2f}" for k, v in r["floors_s"].items())
+                + f"; load {r['load_avg_1m'][0]:.1f} before, {r['load_avg_1m'][1]:.1f} after")
     (args.out / "table.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -30,6 +30,7 @@ BINS = 800
 LEGEND_KERNELS = 24  # kernels with their own legend entry; the rest share "other kernels"
 STAMPS = ("start_ns", "end_ns", "api_start_ns", "api_end_ns")
 HOST_COLOUR = "#b0b0b0"
+MIN_HEIGHT = 300  # px, the figure's height with few lanes
 SYNC_COLOUR = "#ff9f40"
 
 
@@ -155,7 +156,7 @@ def figure(runs: dict[str, pd.DataFrame], *, collapse_ns: float = 0.0, search: s
     fig.update_xaxes(title_text="µs from the first event" + (" (idle gaps collapsed)" if marks else ""),
                      rangeslider=dict(visible=True, thickness=0.09), showspikes=True, spikemode="across",
                      spikethickness=1)
-    fig.update_layout(barmode="overlay", height=max(300, 150 + 34 * len(lanes)), dragmode="zoom",
+    fig.update_layout(barmode="overlay", height=max(MIN_HEIGHT, 150 + 34 * len(lanes)), dragmode="zoom",
                       margin=dict(t=40, b=30, l=10, r=10), legend=dict(title="kernel", itemsizing="constant"),
                       uniformtext=dict(minsize=9, mode="hide"), hovermode="closest")
     return fig, note, df

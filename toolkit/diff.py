@@ -36,6 +36,7 @@ it). Plain functions, DataFrames in and out; rendering is separate (:func:`to_ma
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -114,10 +115,21 @@ def _within_run(xa: np.ndarray, xb: np.ndarray, ma: float, mb: float, ratio: flo
     """Bootstrap interval of the ratio of medians and Mann-Whitney (Wilcoxon when paired) p."""
     if np.ptp(xa) == 0 and np.ptp(xb) == 0:  # no spread at all: the interval is the point
         return ratio, ratio, 1.0 if ma == mb else 0.0
+    return _interval(xa.astype(float).tobytes(), xb.astype(float).tobytes(), rule.n_resamples, rule.confidence,
+                     rule.seed, paired)
+
+
+@functools.lru_cache(maxsize=1024)
+def _interval(a: bytes, b: bytes, n_resamples: int, confidence: float, seed: int,
+              paired: bool) -> tuple[float, float, float]:
+    """:func:`_within_run`'s interval and p, remembered per (samples, resampling settings): they do not depend
+    on the threshold or alpha, and the seeded bootstrap gives the same answer each time, so a dashboard that
+    re-decides one pair at another threshold reuses them (they are most of a diff's time)."""
+    xa, xb = np.frombuffer(a), np.frombuffer(b)
     res = stats.bootstrap(
         (xa, xb), lambda x, y, axis=-1: np.median(y, axis=axis) / np.median(x, axis=axis),
-        paired=paired, vectorized=True, n_resamples=rule.n_resamples, confidence_level=rule.confidence,
-        method="percentile", random_state=np.random.default_rng(rule.seed),
+        paired=paired, vectorized=True, n_resamples=n_resamples, confidence_level=confidence,
+        method="percentile", random_state=np.random.default_rng(seed),
     )
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if paired:
@@ -278,6 +290,7 @@ def kernel_changes(
     counts and the dominant kernel's configuration only."""
     cols = ["case", "kernels_added", "kernels_removed", "kernels_per_call_a", "kernels_per_call_b", "changes"]
     ka, kb = _by_case(launches_a), _by_case(launches_b)
+    main_a, main_b = _mains(launches_a), _mains(launches_b)
     ma = metrics_a.set_index("case") if "case" in metrics_a else pd.DataFrame()
     mb = metrics_b.set_index("case") if "case" in metrics_b else pd.DataFrame()
     rows = []
@@ -295,7 +308,7 @@ def kernel_changes(
                            f"{', '.join('+' + n[:40] for n in added)}")
         if abs(per_a - per_b) > 1e-9:
             changes.append(f"kernels/call {per_a:g}->{per_b:g}")
-        changes += _config_changes(_main(ga), _main(gb), compare_names)
+        changes += _config_changes(main_a[case], main_b[case], compare_names)
         if case in ma.index and case in mb.index:
             oa, ob = ma.at[case, "occupancy_theoretical_pct"], mb.at[case, "occupancy_theoretical_pct"]
             if pd.notna(oa) and pd.notna(ob) and abs(float(oa) - float(ob)) >= 0.5:
@@ -313,9 +326,18 @@ def _by_case(launches: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {c: g for c, g in k.groupby("case")}
 
 
-def _main(g: pd.DataFrame) -> pd.Series:
-    total = (g["duration_ns"].astype(float) * launch_table.launches(g)).groupby(g["kernel"]).sum()
-    return g[g["kernel"] == total.idxmax()].iloc[0]
+def _mains(launches: pd.DataFrame) -> dict[str, pd.Series]:
+    """Each case's main launch: the first launch of the kernel with the most time in the case (one groupby
+    for all cases: one per case was most of a diff's time with dozens of cases)."""
+    if launches is None or launches.empty:
+        return {}
+    k = launch_table.kernels(launches)
+    k = k[k["case"].notna()]
+    total = (k["duration_ns"].astype(float) * launch_table.launches(k)).groupby([k["case"], k["kernel"]]).sum()
+    top = set(total.groupby(level=0).idxmax())
+    first = k.drop_duplicates(["case", "kernel"])
+    first = first[[ck in top for ck in zip(first["case"], first["kernel"])]]
+    return {c: r for c, (_, r) in zip(first["case"], first.iterrows())}
 
 
 _CONFIG = (("grid", ("grid_x", "grid_y", "grid_z")), ("block", ("block_x", "block_y", "block_z")),

@@ -13,12 +13,12 @@ NCU_COLUMNS = ("occupancy_achieved_pct", "occupancy_limiter", "dram_bytes_per_ca
 
 
 def render() -> None:
-    picked = gpu_run("Compare versions", "compare_run")
+    picked = gpu_run("Compare versions", "compare_run", figures.COMPARE_HEIGHT)
     if picked is None:
         return
-    run, metrics = picked
+    run, metrics, controls, slot = picked
     run_id = run["id"]
-    c1, c2 = st.columns([1, 2])
+    c1, c2 = controls.columns([1, 2])
     baseline = c1.selectbox("baseline (speedup = its time / the version's time)", list(figures.BASELINES),
                             key="compare_baseline")
     runs = data.all_runs()
@@ -38,15 +38,17 @@ def render() -> None:
     m = figures.with_baseline(m, baseline)
     bad = m[m["status"].isin(["fail", "error"])]
     if not bad.empty:
-        st.error(f"**{len(bad)} cases failed** (wrong results or errors; not plotted; the Correctness page has "
-                 "them all):\n\n" + "\n".join(f"- `{r.case}`: {r.status}: {r.note}" for r in bad.head(20).itertuples()))
+        controls.error(f"**{len(bad)} cases failed** (wrong results or errors; not plotted; the Correctness page "
+                       "has them all):\n\n" + "\n".join(f"- `{r.case}`: {r.status}: {r.note}"
+                                                       for r in bad.head(20).itertuples()))
     dtypes = list(m["dtype"].dropna().unique())
     if not dtypes:
+        slot.empty()
         st.warning("This run has no cases.")
         return
-    dtype = st.radio("dtype", dtypes, horizontal=True, key="compare_dtype")
+    dtype = controls.radio("dtype", dtypes, horizontal=True, key="compare_dtype")
     ceiling = run.get("ceiling_gbps")
-    st.plotly_chart(figures.compare_panels(m, dtype, ceiling=ceiling, baseline=baseline), key="compare_fig")
+    slot.plotly_chart(figures.compare_panels(m, dtype, ceiling=ceiling, baseline=baseline), key="compare_fig")
     if not m["occupancy_theoretical_pct"].notna().any():
         st.info("No occupancy in this run (profiled with `--profiler none`, or a backend without launch data).")
     table = summary_table(m, dtype)

@@ -13,15 +13,16 @@ def render() -> None:
     picked = gpu_run("Roofline", "roof_run")
     if picked is None:
         return
-    run, m = picked
+    run, m, controls, slot = picked
     if figures.ok_rows(m).empty:
+        slot.empty()
         st.warning("No correct timed case in this run.")
         return
     peaks = (run.get("ceiling") or {}).get("tflops") or {}
     dtypes = list(m["dtype"].dropna().unique())
-    dtype = st.radio("dtype", dtypes, horizontal=True, key="roof_dtype") if len(dtypes) > 1 else dtypes[0]
+    dtype = controls.radio("dtype", dtypes, horizontal=True, key="roof_dtype") if len(dtypes) > 1 else dtypes[0]
     sub = with_roofline(m[m["dtype"] == dtype], run.get("ceiling_gbps"), peaks)
-    st.plotly_chart(figures.roofline(sub, run.get("ceiling_gbps"), peaks.get(dtype)))
+    slot.vega_lite_chart(figures.roofline(sub, run.get("ceiling_gbps"), peaks.get(dtype)), key="roof_fig")
     cols = ["shape", "provider", "intensity", "bound", "tflops", "gbps", "pct_roof", "gpu_time_us"]
     table = figures.ok_rows(sub)
     st.dataframe(table[[c for c in cols if c in table]].sort_values(["shape", "gpu_time_us"]), hide_index=True)

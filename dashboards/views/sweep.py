@@ -18,29 +18,34 @@ def render() -> None:
         st.warning("No sweep run in the store. Make one, e.g. `kprof sweep rmsnorm --version triton_one_row "
                    "--param BLOCK_N=1024..16384 --param num_warps=1,2,4,8,16,32`.")
         return
-    run_id = pick_run(sweeps, "sweep_run", "sweep run", sweeps=True)
+    top = st.container()
+    slot = st.empty()  # the heatmap's place, under the controls
+    run_id = pick_run(sweeps, "sweep_run", "sweep run", sweeps=True, container=top)
     if run_id is None:
+        slot.empty()
         return
     m = data.get_metrics(run_id)
     params = swept_params(m)
     if not params:
+        slot.empty()
         st.warning("This run has no configurations with pinned meta-parameters.")
         return
     names = list(params)
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3, c4 = top.columns(4)
     shape = c1.selectbox("shape", list(m["shape"].dropna().unique()), key="sweep_shape")
     dtype = c2.selectbox("dtype", list(m[m["shape"] == shape]["dtype"].dropna().unique()), key="sweep_dtype")
     x = c3.selectbox("x", names, index=0, key="sweep_x")
     y = c4.selectbox("y", names, index=min(1, len(names) - 1), key="sweep_y")
     timed = m["gpu_time_us"].notna().any()
-    metric = st.radio("colour", ["gpu_time_us", "pct_roof"] if timed else ["registers_per_thread"],
+    metric = top.radio("colour", ["gpu_time_us", "pct_roof"] if timed else ["registers_per_thread"],
                       horizontal=True, key="sweep_metric")
     grid = sweep_grid(m, shape, dtype, x, y, metric)
     if grid.empty:
+        slot.empty()
         st.info("No configuration of this sweep ran at this shape and dtype.")
         return
     free = [n for n in names if n not in (x, y)]
-    st.plotly_chart(figures.sweep_heatmap(
+    slot.vega_lite_chart(key="sweep_fig", spec=figures.sweep_heatmap(
         grid, x, y, metric,
         f"{shape} {dtype}: {metric} over {x} x {y}" + (f" (best over {', '.join(free)})" if free else "")))
     if not timed:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from kprof.analysis import kernel_summary
 from kprof.dashboards import data, style, timeline
-from kprof.dashboards.views.common import header, label
+from kprof.dashboards.views.common import chart_slot, header, label
 
 GAPS = {"off": 0.0, "longer than 10 µs": 10e3, "longer than 100 µs": 100e3, "longer than 1 ms": 1e6}
 NONE = "(none)"
@@ -29,10 +29,14 @@ def render() -> None:
                    "proton` records one, or open a trace with `kprof dashboard TRACE` or the upload box below.")
         upload_box()
         return
-    c1, c2 = st.columns(2)
+    controls = st.container()
+    slot = chart_slot(timeline.MIN_HEIGHT)
+    c1, c2 = controls.columns(2)
     first = c1.selectbox("trace (a run with launch data, or a trace file)", list(sources), key="trace_run")
     second = c2.selectbox("second trace, drawn below (A/B)", [NONE, *sources], key="trace_other")
     lt = load(sources[first])
+    if lt is None or lt.empty:
+        slot.empty()
     if lt is None:
         return
     if lt.empty:
@@ -40,28 +44,31 @@ def render() -> None:
                    "`kprof profile FAMILY --profiler torch|nsys|ncu|proton` records one.")
         return
     cases = run_order(lt)
-    c1, c2, c3 = st.columns([3, 2, 2])
+    c1, c2, c3 = controls.columns([3, 2, 2])
     chosen = c1.multiselect("cases", cases, default=cases[:1], key="trace_cases")
     search = c2.text_input("find a kernel (dims the others)", key="trace_search")
     gaps = c3.selectbox("collapse idle gaps", list(GAPS), index=2, key="trace_gaps")
     df = lt[lt["case"].isin(chosen)] if chosen else lt
-    df = time_window(df)
+    df = time_window(df, controls)
     shown = {"A": df}
     if second != NONE:
         other = load(sources[second])
         if other is not None and not other.empty:
             shown["B"] = other[other["case"].isin(chosen)] if chosen and other["case"].isin(chosen).any() else other
+    # a click reruns the page with the chart's new selection in its widget state: take it before drawing, so the
+    # one rerun draws the launch -> kernel line (reading it from the chart's return value took a second rerun)
+    picked = selected_row(st.session_state.get("trace_fig"))
+    if picked is not None:
+        st.session_state["trace_selected"] = picked
     fig, note, drawn = timeline.figure(shown, collapse_ns=GAPS[gaps], search=search,
                                        selected=st.session_state.get("trace_selected"))
     if note:
-        st.info(note)
-    if fig.data:
-        event = st.plotly_chart(fig, key="trace_fig", on_select="rerun", selection_mode="points",
-                                config={"scrollZoom": True, "displaylogo": False})
-        picked = selected_row(event)
-        if picked is not None and picked != st.session_state.get("trace_selected"):
-            st.session_state["trace_selected"] = picked
-            st.rerun()  # draw the launch -> kernel line of the new selection
+        controls.info(note)
+    if not fig.data:
+        slot.empty()
+    else:
+        slot.plotly_chart(fig, key="trace_fig", on_select="rerun", selection_mode="points",
+                          config={"scrollZoom": True, "displaylogo": False})
         row = st.session_state.get("trace_selected")
         if row is not None and row < len(drawn):
             st.subheader("Selected launch")
@@ -137,7 +144,7 @@ def perfetto_json(df: pd.DataFrame, title: str) -> str:
     return json.dumps(to_chrome_trace(df, title=title))
 
 
-def time_window(df: pd.DataFrame) -> pd.DataFrame:
+def time_window(df: pd.DataFrame, where=st) -> pd.DataFrame:
     """A slider over the selection's time span: it narrows what is read and drawn (the plot's own zoom only
     magnifies what is drawn), so a folded trace draws single launches again once the window holds few."""
     starts = df["api_start_ns"].fillna(df["start_ns"])
@@ -145,7 +152,7 @@ def time_window(df: pd.DataFrame) -> pd.DataFrame:
         return df
     t0, t1 = float(starts.min()), float(df["end_ns"].fillna(df["api_end_ns"]).max())
     span = max((t1 - t0) / 1e3, 1.0)
-    lo, hi = st.slider("time window (µs from the first event)", 0.0, span, (0.0, span), format="%.1f",
+    lo, hi = where.slider("time window (µs from the first event)", 0.0, span, (0.0, span), format="%.1f",
                        key="trace_window")
     if lo <= 0.0 and hi >= span:
         return df

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -29,6 +31,11 @@ def test_failed_cases_are_not_plotted_and_best_is_the_fastest_correct():
 def test_roofline_has_the_memory_roof():
     m = pd.DataFrame({"shape": ["1x8", "2x8"], "dtype": ["bf16"] * 2, "provider": ["a", "a"], "status": ["ok"] * 2,
                       "gpu_time_us": [1.0, 2.0], "bytes": [100, 200], "flops": [50, 100], "tflops": [0.05, 0.05]})
-    fig = figures.roofline(m, ceiling_gbps=3000.0)
-    roof = [tr for tr in fig.data if "roof" in tr.name][0]
-    assert abs(roof.y[0] / roof.x[0] - 3.0) < 1e-9  # TFLOP/s = intensity x 3000 GB/s / 1000
+    spec = figures.roofline(m, ceiling_gbps=3000.0)
+    points, roof = (layer["data"]["values"] for layer in spec["layer"])
+    assert [p["intensity"] for p in points] == [0.5, 0.5] and {p["provider"] for p in points} == {"a"}
+    assert all(abs(r["tflops"] / r["intensity"] - 3.0) < 1e-9 for r in roof)  # TFLOP/s = intensity x 3000 GB/s / 1000
+    assert "memory roof (3000 GB/s measured)" in spec["layer"][1]["encoding"]["color"]["scale"]["domain"]
+    capped = figures.roofline(m, ceiling_gbps=3000.0, peak_tflops=2.0)["layer"][1]["data"]["values"]
+    assert max(r["tflops"] for r in capped) == 2.0  # the matrix-product rate caps the roof
+    json.dumps(spec, allow_nan=False)  # the browser parses it as JSON: no NaN anywhere

@@ -4,6 +4,7 @@ stores (empty, corrupt, a run with failed cases, a run without launch data). Ass
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 
 import pytest
@@ -90,7 +91,7 @@ def test_runs_trace_diff_roofline_on_real_runs(demo_copy, monkeypatch):
     slower = diff.dataframe[0].value
     assert set(slower[slower["verdict"] == "SLOWER"]["case"].str.split("/").str[1]) == {"triton_looped"}
     roof = page("roofline", demo_copy, monkeypatch)
-    assert len(roof.get("plotly_chart")) == 1
+    assert len(roof.get("vega_lite_chart")) == 1 and not roof.get("plotly_chart")
     assert "memory" in set(roof.dataframe[0].value["bound"])  # rmsnorm: memory-bound everywhere
 
 
@@ -98,7 +99,7 @@ def test_sweep_page_on_the_real_h100_sweeps(demo_copy, monkeypatch):
     import json
 
     at = page("sweep", demo_copy, monkeypatch)
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("vega_lite_chart")) == 1 and not at.get("plotly_chart")
     guide = at.dataframe[0].value
     # the newest sweep in the demo is rmsnorm one_row under ncu at 16384x4096: the guide's best is the
     # fastest correct configuration stored for that shape
@@ -107,10 +108,13 @@ def test_sweep_page_on_the_real_h100_sweeps(demo_copy, monkeypatch):
     swept = m[m["params"].notna() & (m["status"] == "ok")].sort_values("gpu_time_us")
     best = json.loads(swept["params"].iloc[0])
     assert guide["best"].iloc[0] == " ".join(f"{k}={v}" for k, v in best.items())
-    spec = at.get("plotly_chart")[0].proto.spec
-    assert '"type":"heatmap"' in spec.replace(" ", "") and "regs" in spec
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    cells = [c for c in spec["layer"][1]["data"]["values"] if "value" in c]
+    # the heatmap's best cell is the guide's best configuration (same time), its hover has the resources
+    top = min(cells, key=lambda c: c["value"])
+    assert top["config"] == guide["best"].iloc[0] and "regs" in top["resources"]
     at.radio(key="sweep_metric").set_value("pct_roof").run()
-    assert not at.exception and "pct_roof over" in at.get("plotly_chart")[0].proto.spec
+    assert not at.exception and "pct_roof over" in at.get("vega_lite_chart")[0].proto.spec
 
 
 def test_sweep_page_without_sweeps_says_how_to_make_one(tmp_path, monkeypatch):
@@ -245,6 +249,10 @@ def test_correctness_page_on_a_cpu_store(tmp_path, monkeypatch):
     ok = table[table["status"] == "ok"]
     assert (ok["err_vs_tol"] < 1).all() and ok["tolerance"].notna().all()
     assert "1 cases failed" in texts(at)
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    drawn = spec["layer"][0]["data"]["values"]  # every case with an error, each at its error / tolerance
+    assert sorted(p["err_vs_tol"] for p in drawn) == sorted(table["err_vs_tol"].dropna())
+    assert {p["status"] for p in drawn} == {"ok", "fail"}
     assert "No GPU run" in texts(page("compare", store, monkeypatch))  # and says where to look
 
 
