@@ -35,6 +35,7 @@ class GridSummary:
     losses: int
     uncertain: int
     no_peer: int
+    not_measured: int = 0
 
 
 def _best(rows: pd.DataFrame) -> pd.Series | None:
@@ -72,7 +73,8 @@ def grid_table(metrics: pd.DataFrame) -> pd.DataFrame:
             "best_kprof": kp["provider"] if kp is not None else None, "kprof_us": t_k,
             "best_peer": peer["provider"] if peer is not None else None, "peer_us": t_p,
             "ratio": ratio, "spread": spread,
-            "verdict": verdict(ratio, spread) if kp is not None else "no kprof version",
+            "verdict": verdict(ratio, spread) if kp is not None else "not measured",
+            "why": _why_unmeasured(g) if kp is None else "",
             "bound": bound,
             "pct_copy": float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan,
             "bytes": float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan,
@@ -82,11 +84,18 @@ def grid_table(metrics: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _why_unmeasured(g: pd.DataFrame) -> str:
+    """The first note of the point's Triton cases that did not give a time (an error, a skip, out of memory)."""
+    tri = g[g["kind"] == "triton"]
+    notes = [str(n) for n in tri.get("note", pd.Series(dtype=object)).dropna() if str(n).strip()]
+    return notes[0][:160] if notes else ("no Triton version ran" if tri.empty else "no Triton case gave a time")
+
+
 def summarize(table: pd.DataFrame) -> GridSummary:
     v = table["verdict"].value_counts()
     return GridSummary(points=len(table), wins=int(v.get("win", 0)), ties=int(v.get("tie", 0)),
                        losses=int(v.get("loss", 0)), uncertain=int(v.get("uncertain", 0)),
-                       no_peer=int(v.get("no peer", 0)))
+                       no_peer=int(v.get("no peer", 0)), not_measured=int(v.get("not measured", 0)))
 
 
 def render(table: pd.DataFrame, runs: Sequence[str], family: str) -> str:
@@ -97,16 +106,21 @@ def render(table: pd.DataFrame, runs: Sequence[str], family: str) -> str:
     t = table.assign(_o=table["verdict"].map(order).fillna(4)).sort_values(["_o", "ratio"], ascending=[True, False])
     lines = [f"# kprof grid · {family} · runs {', '.join(runs)}", "",
              f"{s.points} points: **{s.wins} win, {s.ties} tie, {s.losses} loss**, {s.uncertain} uncertain "
-             f"(a loss within the cases' own spread), {s.no_peer} without a peer. Times: `{mode}` mode, µs. "
+             f"(a loss within the cases' own spread), {s.no_peer} without a peer, {s.not_measured} not measured "
+             f"(reason in the last column). Times: `{mode}` mode, µs. "
              f"win: best kprof <= {WIN} x best peer; tie: up to {TIE} x.", "",
              "| shape | dtype | verdict | best kprof | µs | best peer | µs | ratio | spread | % of copy "
-             "| vs roofline |",
-             "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
+             "| vs roofline | why not measured |",
+             "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|"]
     for r in t.itertuples():
-        lines.append(f"| {r.shape} | {r.dtype} | {r.verdict} | {r.best_kprof or '—'} | {_num(r.kprof_us)} | "
+        lines.append(f"| {r.shape} | {r.dtype} | {r.verdict} | {_cell(r.best_kprof) or '—'} | {_num(r.kprof_us)} | "
                      f"{r.best_peer or '—'} | {_num(r.peer_us)} | {_num(r.ratio, 3)} | {_pct(r.spread)} | "
-                     f"{_num(r.pct_copy, 1)} | {_num(r.vs_roofline, 3)} |")
+                     f"{_num(r.pct_copy, 1)} | {_num(r.vs_roofline, 3)} | {_cell(r.why)} |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return str(text or "").replace("|", "/").replace("\n", " ")
 
 
 def _num(v: float, digits: int = 2) -> str:

@@ -103,7 +103,7 @@ def test_summary_and_report_count_every_point():
     m = _metrics(rng, points)
     m.loc[(m["shape"] == "4x4096") & (m["provider"] == "triton_a"), "noise"] = 0.2  # its loss is within spread
     table = grid_table(m)
-    assert summarize(table) == GridSummary(points=4, wins=1, ties=1, losses=1, uncertain=1, no_peer=0)
+    assert summarize(table) == GridSummary(points=4, wins=1, ties=1, losses=1, uncertain=1, no_peer=0, not_measured=0)
     text = render(table, ["run-a"], "rmsnorm")
     assert "1 win, 1 tie, 1 loss" in text and text.count("\n| ") == 1 + 4
     assert text.index("| 3x4096 |") < text.index("| 1x4096 |"), "losses are listed first"
@@ -122,3 +122,18 @@ def test_profile_grid_option_takes_the_parts_shapes_on_a_gpu_and_refuses_otherwi
         grid_part(fam, "main", "interpreter", None, None)
     with pytest.raises(KprofError, match="no grid part"):
         grid_part(fam, "nope", "gpu", None, None)
+
+
+def test_a_point_whose_triton_cases_all_failed_says_why():
+    rng = np.random.default_rng()
+    m = _metrics(rng, {("32768x65536", "fp32"): {"triton_a": 1.0, "triton_b": 2.0, "torch_eager": 3.0}})
+    tri = m["kind"] == "triton"
+    m.loc[tri, "ok"] = False
+    m.loc[tri, "gpu_time_us"] = float("nan")
+    m["note"] = None
+    m.loc[tri, "note"] = "raised OutOfMemoryError: CUDA out of memory | tried to allocate 8 GiB"
+    table = grid_table(m)
+    row = table.iloc[0]
+    assert row["verdict"] == "not measured" and "out of memory" in row["why"]
+    assert summarize(table).not_measured == 1
+    assert "CUDA out of memory / tried" in render(table, ["r"], "rmsnorm"), "a | in a reason must not split the row"
