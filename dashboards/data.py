@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from kprof import runtime
 from kprof.errors import KprofError
 from kprof.store import RunStore, default_store_path
 
@@ -91,7 +92,7 @@ def demo_wanted() -> bool:
 
 
 def source() -> Source:
-    requested = os.environ.get("KPROF_STORE")
+    requested = runtime.env("KPROF_STORE")
     path = default_store_path(requested)
     return _source(requested, path.stat().st_mtime if path.exists() else 0.0, demo_wanted())
 
@@ -244,7 +245,7 @@ def _uploaded() -> list[str]:
 
 def trace_files() -> list[str]:
     """Trace files to offer: those named on the command line, then those uploaded in this server's life."""
-    named = [p for p in os.environ.get(TRACES_ENV, "").split(os.pathsep) if p]
+    named = [p for p in (runtime.env(TRACES_ENV) or "").split(os.pathsep) if p]
     return list(dict.fromkeys(named + _uploaded()))
 
 

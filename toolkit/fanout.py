@@ -38,6 +38,7 @@ import pandas as pd
 from kprof.errors import KprofError
 from kprof.executors import LocalExecutor, RayExecutor, Slot
 from kprof.registry import shape_str
+from kprof import runtime
 
 if TYPE_CHECKING:
     from kprof.context import ProfileOptions, ProgressFn, RunPlan
@@ -65,7 +66,7 @@ def parse_workers(text: str | None) -> int | str | None:
 
 def visible_gpus() -> list[str]:
     """GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries (respecting one already set)."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    env = runtime.env("CUDA_VISIBLE_DEVICES")
     if env is not None:
         return [g.strip() for g in env.split(",") if g.strip() and not g.strip().startswith("-")]
     exe = shutil.which("nvidia-smi")
@@ -91,7 +92,7 @@ def local_slots(mode: str, workers: int | str) -> list[Slot]:
             raise KprofError(f"--workers {n} asked for, but this host shows {len(gpus)} GPU(s) "
                              f"({', '.join(gpus) or 'none'}); use --workers all or fewer")
         # nvidia-smi numbers GPUs in PCI bus order; make CUDA agree unless the user pinned devices already
-        order = {} if "CUDA_VISIBLE_DEVICES" in os.environ else {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+        order = {} if runtime.env("CUDA_VISIBLE_DEVICES") is not None else {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
         return [Slot(f"gpu{g}", {"CUDA_VISIBLE_DEVICES": g, **order}) for g in gpus[:n]]
     n = (os.cpu_count() or 1) if workers == "all" else int(workers)
     threads = str(max(1, (os.cpu_count() or 1) // n))  # N interpreter processes share the cores

@@ -24,6 +24,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from kprof import runtime
+
 if TYPE_CHECKING:
     from kprof.context import ProfileOptions
 
@@ -85,7 +87,7 @@ def gpu_identity(index_hint: str | None = None) -> dict:
 
     import torch
 
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    visible = runtime.env("CUDA_VISIBLE_DEVICES") or ""
     physical = index_hint or (visible.split(",")[0].strip() if visible else "0")
     p = torch.cuda.get_device_properties(0)
     uuid = getattr(p, "uuid", None)
@@ -174,11 +176,11 @@ class CaseWorker:
 
 
 def _fault_hook(index: int) -> None:
-    if os.environ.get(HANG_HOOK_ENV) == str(index):
+    if runtime.env(HANG_HOOK_ENV) == str(index):
         import time
 
         time.sleep(3600)
-    for spec in filter(None, os.environ.get(EXIT_HOOK_ENV, "").split(",")):
+    for spec in filter(None, (runtime.env(EXIT_HOOK_ENV) or "").split(",")):
         at, _, marker = spec.partition(":")
         if int(at) != index or (marker and Path(marker).exists()):
             continue

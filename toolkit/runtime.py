@@ -62,16 +62,20 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("KPROF_NCU", "path of the ncu binary", None, "kprof.tools.find_tool"),
     EnvVar("KPROF_ROCPROFV3", "path of the rocprofv3 binary", None, "kprof.tools.find_tool"),
     EnvVar("KPROF_ROCPROF", "path of the rocprof binary", None, "kprof.tools.find_tool"),
+    EnvVar("KPROF_TRACES", "trace files `kprof dashboard TRACE...` hands its server (os.pathsep between them)",
+           None, "kprof.dashboards.data"),
+    EnvVar("KPROF_TEST_WORKER_EXIT_AT", "tests only: fan-out worker exits at these cases (fault injection)",
+           None, "kprof.fanout_worker"),
+    EnvVar("KPROF_TEST_WORKER_HANG_AT", "tests only: fan-out worker hangs on this case (timeouts, Ctrl-C)",
+           None, "kprof.fanout_worker"),
 )
 
 _BY_NAME = {v.name: v for v in ENV_VARS}
 
-# Reads not (yet) routed through this module, with where they are and why they stay:
+# Reads of the environment outside this module, with where they are and why they stay there:
 NOT_ROUTED: tuple[tuple[str, str], ...] = (
-    ("KPROF_STORE", "toolkit/store.py default_root and dashboards/data.py (shared files edited separately)"),
     ("KPROF_NSYS/NCU/ROCPROFV3/ROCPROF", "toolkit/tools.py find_tool reads its tool's variable from a mapping "
      "it is given (a child's environment can differ from this process's)"),
-    ("CUDA_VISIBLE_DEVICES", "toolkit/fanout.py, toolkit/fanout_worker.py (set per worker process; declared above)"),
     ("os.environ copies", "toolkit/cli.py, toolkit/external.py, toolkit/specialization.py copy the whole "
      "environment for a child process (TRITON_INTERPRET dropped for the sm_90 compile child)"),
 )

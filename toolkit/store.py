@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from kprof import launch_table
+from kprof import launch_table, runtime
 from kprof.errors import StoreError, UnknownRunError
 from kprof.metrics import METRIC_COLUMNS
 from kprof.metrics import TEXT_METRICS as _TEXT_METRICS
@@ -35,7 +35,7 @@ SCHEMA_VERSION = 1
 
 
 def default_store_path(explicit: str | Path | None = None) -> Path:
-    raw = explicit or os.environ.get("KPROF_STORE") or DEFAULT_STORE
+    raw = explicit or runtime.env("KPROF_STORE") or DEFAULT_STORE
     path = Path(raw).expanduser()
     if path.is_dir() or (not path.suffix and not path.exists()):
         path = path / "kprof.db"
