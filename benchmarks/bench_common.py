@@ -27,8 +27,10 @@ def print_race(title: str, times: dict[str, list[float]], top: int = 8, always: 
 
 
 def race_rows(shape: str, times: dict[str, list[float]]) -> list[dict]:
-    return [{"shape": shape, "variant": k, "time_us": statistics.median(v),
-             "rounds": " ".join(f"{u:.3f}" for u in v)} for k, v in times.items()]
+    return [
+        {"shape": shape, "variant": k, "time_us": statistics.median(v), "rounds": " ".join(f"{u:.3f}" for u in v)}
+        for k, v in times.items()
+    ]
 
 
 def rmsnorm_case(fam: Any, shape: tuple[int, ...], dtype: str, seed: int) -> tuple:

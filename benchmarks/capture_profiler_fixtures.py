@@ -25,13 +25,20 @@ CASES = [
     ("torch_eager", (8, 2048), "fp16"),
 ]
 
+
 def spec(out: Path, marker: str, **kw) -> Path:
     cases = tuple(
         ReplayCase(id=f"rmsnorm/{p}/{'x'.join(map(str, s))}/{d}", provider=p, shape=s, dtype=d, seed=1234)
         for p, s, d in CASES
     )
-    sp = ReplaySpec(family="rmsnorm", cases=cases, repeats=3, marker=marker,
-                    progress_file=str(out / f"progress_{marker}_{kw.get('proton_data', '')}.jsonl"), **kw)
+    sp = ReplaySpec(
+        family="rmsnorm",
+        cases=cases,
+        repeats=3,
+        marker=marker,
+        progress_file=str(out / f"progress_{marker}_{kw.get('proton_data', '')}.jsonl"),
+        **kw,
+    )
     return write_spec(sp, out / f"spec_{marker}_{kw.get('proton_data', '')}.json")
 
 
@@ -63,10 +70,24 @@ def capture_transfers(out: Path, log) -> None:
     prog = out / "transfers.py"
     prog.write_text(TRANSFERS)
     base = out / "nsys_transfers"
-    show(run_tool(nsys_mod.profile_command(nsys.path, [sys.executable, str(prog)], base), timeout=300, cwd=out,
-                  log_prefix="nsys_transfers"), log)
-    show(run_tool(nsys_mod.export_command(nsys.path, base.with_suffix(".nsys-rep"), base.with_suffix(".sqlite")),
-                  timeout=300, cwd=out, log_prefix="nsys_transfers_export"), log)
+    show(
+        run_tool(
+            nsys_mod.profile_command(nsys.path, [sys.executable, str(prog)], base),
+            timeout=300,
+            cwd=out,
+            log_prefix="nsys_transfers",
+        ),
+        log,
+    )
+    show(
+        run_tool(
+            nsys_mod.export_command(nsys.path, base.with_suffix(".nsys-rep"), base.with_suffix(".sqlite")),
+            timeout=300,
+            cwd=out,
+            log_prefix="nsys_transfers_export",
+        ),
+        log,
+    )
 
 
 def main(out: Path) -> None:
@@ -81,12 +102,25 @@ def main(out: Path) -> None:
         print("nsys:", nsys, tool_version(nsys), file=log)
         base = out / "nsys_rmsnorm"
         rep = base.with_suffix(".nsys-rep")
-        show(run_tool(nsys_mod.profile_command(nsys.path, child_argv(spec(out, "nvtx")), base), timeout=300,
-                      cwd=out, log_prefix="nsys_profile"), log)
-        show(run_tool(nsys_mod.export_command(nsys.path, rep, base.with_suffix(".sqlite")), timeout=300, cwd=out,
-                      log_prefix="nsys_export"), log)
-        show(run_tool(nsys_mod.stats_command(nsys.path, rep, base), timeout=300, cwd=out,
-                      log_prefix="nsys_stats"), log)
+        show(
+            run_tool(
+                nsys_mod.profile_command(nsys.path, child_argv(spec(out, "nvtx")), base),
+                timeout=300,
+                cwd=out,
+                log_prefix="nsys_profile",
+            ),
+            log,
+        )
+        show(
+            run_tool(
+                nsys_mod.export_command(nsys.path, rep, base.with_suffix(".sqlite")),
+                timeout=300,
+                cwd=out,
+                log_prefix="nsys_export",
+            ),
+            log,
+        )
+        show(run_tool(nsys_mod.stats_command(nsys.path, rep, base), timeout=300, cwd=out, log_prefix="nsys_stats"), log)
     except Exception as exc:
         print("nsys failed:", repr(exc), file=log)
     try:
@@ -100,7 +134,7 @@ def main(out: Path) -> None:
         argv = ncu_mod.profile_command(ncu.path, child_argv(spec(out, "nvtx")), out / "ncu_rmsnorm_raw.csv")
         show(run_tool(argv, timeout=300, cwd=out, log_prefix="ncu_profile"), log)
         i = argv.index("--print-units")
-        argv = argv[:i] + argv[i + 2:]
+        argv = argv[:i] + argv[i + 2 :]
         argv[argv.index("--log-file") + 1] = str(out / "ncu_rmsnorm_raw_default_units.csv")
         show(run_tool(argv, timeout=300, cwd=out, log_prefix="ncu_profile_default_units"), log)
     except Exception as exc:
@@ -109,8 +143,15 @@ def main(out: Path) -> None:
     for data in ("tree", "trace"):
         try:
             p = out / f"proton_rmsnorm_{data}"
-            show(run_tool(child_argv(spec(out, "proton", proton_path=str(p), proton_data=data)), timeout=300,
-                          cwd=out, log_prefix=f"proton_{data}"), log)
+            show(
+                run_tool(
+                    child_argv(spec(out, "proton", proton_path=str(p), proton_data=data)),
+                    timeout=300,
+                    cwd=out,
+                    log_prefix=f"proton_{data}",
+                ),
+                log,
+            )
         except Exception as exc:
             print("proton failed:", repr(exc), file=log)
     log.close()

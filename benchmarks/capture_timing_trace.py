@@ -24,10 +24,14 @@ CALLS = [
     ("rmsnorm_linear_two", "rmsnorm_linear", "triton_two_kernels", (64, 1024, 1024), "bf16"),
 ]
 SMOKE = [
-    ("rmsnorm", "triton_tuned", (1, 4096)), ("rmsnorm", "torch_compile", (1, 4096)),
-    ("rmsnorm", "triton_tuned", (64, 4096)), ("rmsnorm", "torch_compile", (64, 4096)),
-    ("rmsnorm", "triton_one_row", (64, 4096)), ("rmsnorm", "torch_eager", (64, 4096)),
-    ("rmsnorm", "triton_tuned", (4096, 4096)), ("rmsnorm", "triton_tuned", (4099, 5120)),
+    ("rmsnorm", "triton_tuned", (1, 4096)),
+    ("rmsnorm", "torch_compile", (1, 4096)),
+    ("rmsnorm", "triton_tuned", (64, 4096)),
+    ("rmsnorm", "torch_compile", (64, 4096)),
+    ("rmsnorm", "triton_one_row", (64, 4096)),
+    ("rmsnorm", "torch_eager", (64, 4096)),
+    ("rmsnorm", "triton_tuned", (4096, 4096)),
+    ("rmsnorm", "triton_tuned", (4099, 5120)),
     ("rmsnorm_linear", "triton_two_kernels", (2048, 4096, 4096)),
 ]
 
@@ -58,13 +62,17 @@ def main() -> int:
             recs.extend(timing.collect_device_records(run, trace_path=path))
             return list(recs)
 
-        res = timing.measure_cupti(call, host_us=60.0, gpu_us=5.0, rep_ms=1, collect=collect,
-                                   calls=(4, 4 + timing.WARM_SKIP))
+        res = timing.measure_cupti(
+            call, host_us=60.0, gpu_us=5.0, rep_ms=1, collect=collect, calls=(4, 4 + timing.WARM_SKIP)
+        )
         with open(path, "rb") as src, gzip.open(f"{path}.gz", "wb") as dst:
             shutil.copyfileobj(src, dst)
         path.unlink()
         expected[name] = {
-            "n_cold": 4, "warm_skip": timing.WARM_SKIP, "source": res.source, "note": res.note,
+            "n_cold": 4,
+            "warm_skip": timing.WARM_SKIP,
+            "source": res.source,
+            "note": res.note,
             "kernels_per_call": res.cold.kernels_per_call if res.cold else None,
             "kernel_names": list(res.cold.kernel_names) if res.cold else None,
             "cold_busy_us": list(res.cold.busy_us) if res.cold else None,
@@ -72,7 +80,8 @@ def main() -> int:
             "cold_sum_us": list(res.cold.sum_us) if res.cold else None,
             "warm_span_us": list(res.warm.span_us) if res.warm else None,
             "warm_sum_us": list(res.warm.sum_us) if res.warm else None,
-            "records": len(recs), "device": torch.cuda.get_device_name(),
+            "records": len(recs),
+            "device": torch.cuda.get_device_name(),
             "torch": torch.__version__,
         }
         print(name, json.dumps(expected[name])[:600], flush=True)
@@ -101,10 +110,12 @@ def main() -> int:
         rows.append((fam, prov, shape, timer, med, n, secs, notes))
     print("\ncase | timer | cold span/sum | warm span/sum | graph | events | host | n cold/warm | s")
     for fam, prov, shape, timer, med, n, secs, notes in rows:
-        print(f"{fam}/{prov}/{'x'.join(map(str, shape))} | {timer} | {med.get('cold', 0):.2f}/"
-              f"{med.get('cold_sum', 0):.2f} | {med.get('warm', 0):.2f}/{med.get('warm_sum', 0):.2f} | "
-              f"{med['graph']:.2f} | {med.get('events', 0):.2f} | {med.get('host', 0):.1f} | "
-              f"{n.get('cold', 0)}/{n.get('warm', 0)} | {secs:.2f} {notes or ''}")
+        print(
+            f"{fam}/{prov}/{'x'.join(map(str, shape))} | {timer} | {med.get('cold', 0):.2f}/"
+            f"{med.get('cold_sum', 0):.2f} | {med.get('warm', 0):.2f}/{med.get('warm_sum', 0):.2f} | "
+            f"{med['graph']:.2f} | {med.get('events', 0):.2f} | {med.get('host', 0):.1f} | "
+            f"{n.get('cold', 0)}/{n.get('warm', 0)} | {secs:.2f} {notes or ''}"
+        )
     return 0
 
 

@@ -33,8 +33,11 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-CASES = [("rmsnorm", p, s) for p in ("triton_tuned", "triton_one_row", "torch_F")
-         for s in ((1, 4096), (64, 4096), (1, 8192), (512, 4096), (4096, 1024))]
+CASES = [
+    ("rmsnorm", p, s)
+    for p in ("triton_tuned", "triton_one_row", "torch_F")
+    for s in ((1, 4096), (64, 4096), (1, 8192), (512, 4096), (4096, 1024))
+]
 CASES += [("silu_mul", "triton_tuned", s) for s in ((1, 11008), (64, 11008), (512, 4096))]
 CASES += [("swiglu", "triton_tuned", s) for s in ((16, 4096, 11008), (8192, 4096, 11008))]
 EVICT_UNROLL = 8192  # ~16 B per instruction: ~128 KiB of code, more than an SM's instruction caches hold
@@ -131,6 +134,7 @@ def cold_variants(fn, calls: int, evict, evict_buf, sms: int, variants=VARIANTS,
     fl = timing.flush()
     out = {}
     for variant in variants:
+
         def session(variant=variant) -> None:
             for _ in range(calls):
                 torch.cuda._sleep(SPIN_CYCLES)
@@ -143,6 +147,7 @@ def cold_variants(fn, calls: int, evict, evict_buf, sms: int, variants=VARIANTS,
                     torch.cuda.synchronize()
                     time.sleep(1e-3 if variant == "idle" else 50e-3)
                 fn()
+
         fn()
         torch.cuda.synchronize()
         recs = timing.collect_device_records(session)
@@ -183,6 +188,7 @@ def main() -> None:
 
         def tlb() -> None:
             kernel[(triton_cdiv(n_pages, 1024),)](big, n_pages, STRIDE=PAGE // 4, BLOCK=1024)
+
     evict, buf = _evict_kernel(), torch.rand(sms * 4, device="cuda")
     t0 = time.perf_counter()
     evict[(sms * 4,)](buf, N=EVICT_UNROLL, num_warps=1)
@@ -201,8 +207,16 @@ def main() -> None:
         df[f"{v}-ncu"] = df[v] - df["ncu_minus_overhead"]
     df["cold-ncu_touch"] = df["cold"] - (df["ncu"] - df["ncu_touch_overhead"] * df["cold_kernels"])
     df.to_csv(args.out / "cold_code.csv")
-    cols = [*variants, "ncu", "ncu_overhead", "ncu_touch_overhead", "cold_kernels",
-            *(f"{v}-ncu" for v in variants), "cold-ncu_touch", "cold_clock_ghz"]
+    cols = [
+        *variants,
+        "ncu",
+        "ncu_overhead",
+        "ncu_touch_overhead",
+        "cold_kernels",
+        *(f"{v}-ncu" for v in variants),
+        "cold-ncu_touch",
+        "cold_clock_ghz",
+    ]
     text = df[cols].round(3).to_markdown() if hasattr(df, "to_markdown") else df[cols].round(3).to_string()
     (args.out / "cold_code.md").write_text(text + "\n")
     print(df[cols].round(3).to_string())
@@ -218,8 +232,9 @@ def ncu_times(out: Path, families: set[str]) -> pd.DataFrame:
     ncu = find_tool("ncu")
     frames = []
     for family in sorted({c[0] for c in CASES} & families):
-        cases = tuple(ReplayCase(f"{f}/{p}/{'x'.join(map(str, s))}/bf16", p, s, "bf16", 7)
-                      for f, p, s in CASES if f == family)
+        cases = tuple(
+            ReplayCase(f"{f}/{p}/{'x'.join(map(str, s))}/bf16", p, s, "bf16", 7) for f, p, s in CASES if f == family
+        )
         spec = write_spec(ReplaySpec(family, cases, repeats=5, marker="nvtx"), out / f"spec_{family}.json")
         csv_path = out / f"ncu_{family}.csv"
         argv = ncu_mod.profile_command(ncu.path, child_argv(spec), csv_path)
@@ -266,10 +281,32 @@ def _measure_empty(out: Path, blocks: int, kernel: str) -> float:
     )
     csv_path = out / f"ncu_{kernel}_{blocks}.csv"
     ncu = find_tool("ncu").path
-    subprocess.run([ncu, "--csv", "--page", "raw", "--print-units", "base", "--log-file", str(csv_path),
-                    "--metrics", "gpu__time_duration.sum", "--cache-control", "all", "--clock-control", "none",
-                    "-k", f"regex:{kernel}", sys.executable, "-c", code], check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            ncu,
+            "--csv",
+            "--page",
+            "raw",
+            "--print-units",
+            "base",
+            "--log-file",
+            str(csv_path),
+            "--metrics",
+            "gpu__time_duration.sum",
+            "--cache-control",
+            "all",
+            "--clock-control",
+            "none",
+            "-k",
+            f"regex:{kernel}",
+            sys.executable,
+            "-c",
+            code,
+        ],
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     from kprof.profilers import ncu as ncu_mod
 
     ncu_us = float(ncu_mod.parse(csv_path)["duration_ns"].median()) / 1e3

@@ -40,11 +40,16 @@ def main() -> None:
 
     main_k = df[df["rank"] == 0].copy()
     main_k["size"] = np.where(main_k["bytes"] >= 64 << 20, ">= 64 MiB moved", "< 64 MiB moved")
-    lines = [f"# Kernel durations per profiler (reference: {ref})", "",
-             "Runs: " + ", ".join(f"{n} = `{r}`" for n, r in pairs), "",
-             "## Ratio of each profiler's median kernel duration to the reference, dominant kernel of each case",
-             "", "| profiler | working set | cases | median ratio | p10 | p90 | within ±5% |",
-             "| :--- | :--- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"# Kernel durations per profiler (reference: {ref})",
+        "",
+        "Runs: " + ", ".join(f"{n} = `{r}`" for n, r in pairs),
+        "",
+        "## Ratio of each profiler's median kernel duration to the reference, dominant kernel of each case",
+        "",
+        "| profiler | working set | cases | median ratio | p10 | p90 | within ±5% |",
+        "| :--- | :--- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for n in names[1:]:
         col = f"{n}_vs_{ref}"
         if col not in main_k:
@@ -53,8 +58,10 @@ def main() -> None:
             r = g[col].dropna()
             if r.empty:
                 continue
-            lines.append(f"| {n} | {size} | {len(r)} | {r.median():.3f} | {r.quantile(0.1):.3f} | "
-                         f"{r.quantile(0.9):.3f} | {100 * ((r - 1).abs() <= 0.05).mean():.0f}% |")
+            lines.append(
+                f"| {n} | {size} | {len(r)} | {r.median():.3f} | {r.quantile(0.1):.3f} | "
+                f"{r.quantile(0.9):.3f} | {100 * ((r - 1).abs() <= 0.05).mean():.0f}% |"
+            )
     lines += ["", "## Dominant kernel of each case (µs; kprof timer = do_bench method, L2 flushed)", ""]
     cols = ["case", "kprof_timer_us"] + [f"{n}_median_us" for n in names] + [f"{n}_vs_{ref}" for n in names[1:]]
     cols = [c for c in cols if c in main_k]

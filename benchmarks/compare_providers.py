@@ -25,9 +25,18 @@ def compare(samples: pd.DataFrame, a: str, b: str, family: str, shape: str, dtyp
     boot = [np.median(rng.choice(ta, ta.size)) / np.median(rng.choice(tb, tb.size)) for _ in range(2000)]
     lo, hi = np.percentile(boot, [2.5, 97.5])
     return {
-        "shape": shape, "dtype": dtype, "a": a, "b": b, "a_us": np.median(ta), "b_us": np.median(tb),
-        "ratio_a_over_b": np.median(ta) / np.median(tb), "ci95_lo": lo, "ci95_hi": hi,
-        "p_a_slower": mannwhitneyu(ta, tb, alternative="greater").pvalue, "n_a": ta.size, "n_b": tb.size,
+        "shape": shape,
+        "dtype": dtype,
+        "a": a,
+        "b": b,
+        "a_us": np.median(ta),
+        "b_us": np.median(tb),
+        "ratio_a_over_b": np.median(ta) / np.median(tb),
+        "ci95_lo": lo,
+        "ci95_hi": hi,
+        "p_a_slower": mannwhitneyu(ta, tb, alternative="greater").pvalue,
+        "n_a": ta.size,
+        "n_b": tb.size,
     }
 
 
@@ -42,7 +51,9 @@ def main() -> int:
     ap.add_argument("--csv")
     args = ap.parse_args()
     s = pd.read_csv(args.samples)
-    rows = [compare(s, args.a, b, args.family, sh, args.dtype) for sh in args.shapes.split(",") for b in args.b.split(",")]
+    rows = [
+        compare(s, args.a, b, args.family, sh, args.dtype) for sh in args.shapes.split(",") for b in args.b.split(",")
+    ]
     df = pd.DataFrame(rows)
     print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if args.csv:

@@ -49,8 +49,11 @@ def main() -> None:
         print_race(spec, times)
         for r in race_rows(spec, times):
             t = statistics.median(times[r["variant"]])
-            r.update(gbps=moved / (t * 1e-6) / 1e9, pct_of_ceiling=100 * moved / (t * 1e-6) / 1e9 / ceiling,
-                     ceiling_gbps=ceiling)
+            r.update(
+                gbps=moved / (t * 1e-6) / 1e9,
+                pct_of_ceiling=100 * moved / (t * 1e-6) / 1e9 / ceiling,
+                ceiling_gbps=ceiling,
+            )
             print(f"  {r['variant']:<28} {r['gbps']:7.0f} GB/s  {r['pct_of_ceiling']:5.1f}% of the ceiling", flush=True)
             rows.append(r)
     write_csv(args.out / "copy_yardstick.csv", rows)

@@ -33,9 +33,13 @@ def main() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     t_start = time.perf_counter()
-    server = subprocess.Popen([sys.executable, "-m", "kprof.cli", "dashboard", "--port", str(port), "--store",
-                               args.store], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              start_new_session=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "kprof.cli", "dashboard", "--port", str(port), "--store", args.store],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 90
@@ -45,7 +49,9 @@ def main() -> None:
                     break
             except OSError:
                 if time.time() > deadline or server.poll() is not None:
-                    raise SystemExit(f"kprof dashboard did not come up: {server.stdout.read() if server.stdout else ''}") from None
+                    raise SystemExit(
+                        f"kprof dashboard did not come up: {server.stdout.read() if server.stdout else ''}"
+                    ) from None
                 time.sleep(0.1)
         print(f"server up after {time.perf_counter() - t_start:.2f} s")
         with sync_playwright() as p:
@@ -62,13 +68,20 @@ def main() -> None:
                 marks["chart"] = time.perf_counter() - t0
                 page.get_by_text("Download the table (CSV)").first.wait_for(timeout=60000)
                 marks["complete"] = time.perf_counter() - t0
-                paints = page.evaluate("() => performance.getEntriesByType('paint')"
-                                       ".map(e => [e.name, Math.round(e.startTime)])")
-                bundle = page.evaluate("() => performance.getEntriesByType('resource')"
-                                       ".filter(e => e.name.includes('PlotlyChart'))"
-                                       ".map(e => [Math.round(e.startTime), Math.round(e.responseEnd)])")
-                print(f"browser {visit}: " + "  ".join(f"{k} {v:.2f}" for k, v in marks.items())
-                      + f"  | paints (ms) {paints}  plotly bundle requested/received (ms) {bundle}", flush=True)
+                paints = page.evaluate(
+                    "() => performance.getEntriesByType('paint').map(e => [e.name, Math.round(e.startTime)])"
+                )
+                bundle = page.evaluate(
+                    "() => performance.getEntriesByType('resource')"
+                    ".filter(e => e.name.includes('PlotlyChart'))"
+                    ".map(e => [Math.round(e.startTime), Math.round(e.responseEnd)])"
+                )
+                print(
+                    f"browser {visit}: "
+                    + "  ".join(f"{k} {v:.2f}" for k, v in marks.items())
+                    + f"  | paints (ms) {paints}  plotly bundle requested/received (ms) {bundle}",
+                    flush=True,
+                )
                 browser.close()
     finally:
         os.killpg(server.pid, 15)

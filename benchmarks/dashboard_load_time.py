@@ -40,8 +40,13 @@ def build(n: int, out: Path) -> None:
             if len(ids) + copies >= n:
                 break
             new = f"{rid}-c{copies:03d}"
-            for table, key in (("runs", "id"), ("cases", "run_id"), ("samples", "run_id"), ("launches", "run_id"),
-                               ("captures", "run_id")):
+            for table, key in (
+                ("runs", "id"),
+                ("cases", "run_id"),
+                ("samples", "run_id"),
+                ("launches", "run_id"),
+                ("captures", "run_id"),
+            ):
                 cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
                 sel = ", ".join("?" if c == key else f'"{c}"' for c in cols)
                 con.execute(f"INSERT INTO {table} SELECT {sel} FROM {table} WHERE {key} = ?", (new, rid))
@@ -66,14 +71,30 @@ def add_big_trace(out: Path, launches: int) -> str:
     stamps = ["start_ns", "end_ns", "api_start_ns", "api_end_ns"]
     span = one[stamps].max().max() - one[stamps].min().min() + 1000
     copies = -(-launches // len(one))
-    big = pd.concat([one.assign(**{c: one[c] + k * span for c in stamps}) for k in range(copies)],
-                    ignore_index=True).head(launches).assign(case="rmsnorm/all/repeated")
+    big = (
+        pd.concat([one.assign(**{c: one[c] + k * span for c in stamps}) for k in range(copies)], ignore_index=True)
+        .head(launches)
+        .assign(case="rmsnorm/all/repeated")
+    )
     s = RunStore(out)
-    run = s.begin_run(RunRecord(
-        family="rmsnorm", mode="gpu", command=f"benchmarks/dashboard_load_time.py --big-trace {launches}",
-        config={}, git_commit=None, git_dirty=False, git_note="synthetic: a real nsys trace repeated",
-        source_hashes={}, device={"name": "NVIDIA H100 80GB HBM3", "kind": "cuda"}, versions={}, profiler="nsys",
-        profiler_version=None, ceiling_gbps=None, ceiling=None))
+    run = s.begin_run(
+        RunRecord(
+            family="rmsnorm",
+            mode="gpu",
+            command=f"benchmarks/dashboard_load_time.py --big-trace {launches}",
+            config={},
+            git_commit=None,
+            git_dirty=False,
+            git_note="synthetic: a real nsys trace repeated",
+            source_hashes={},
+            device={"name": "NVIDIA H100 80GB HBM3", "kind": "cuda"},
+            versions={},
+            profiler="nsys",
+            profiler_version=None,
+            ceiling_gbps=None,
+            ceiling=None,
+        )
+    )
     s.add_launches(run, big)
     s.finish_run(run, "complete")
     s.close()

@@ -32,11 +32,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.dashboards
 
 FLOOR_APPS = {  # name -> (app source, selector of its drawn chart or None)
     "text": ("", None),
-    "vega": ("st.vega_lite_chart({'data': {'values': [{'x': 1, 'y': 1}, {'x': 2, 'y': 3}, {'x': 3, 'y': 2}]}, "
-             "'mark': 'line', 'encoding': {'x': {'field': 'x', 'type': 'quantitative'}, "
-             "'y': {'field': 'y', 'type': 'quantitative'}}})\n", ".vega-embed canvas, .vega-embed svg.marks"),
-    "plotly": ("import plotly.graph_objects as go\nst.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])))\n",
-               ".js-plotly-plot .main-svg"),
+    "vega": (
+        "st.vega_lite_chart({'data': {'values': [{'x': 1, 'y': 1}, {'x': 2, 'y': 3}, {'x': 3, 'y': 2}]}, "
+        "'mark': 'line', 'encoding': {'x': {'field': 'x', 'type': 'quantitative'}, "
+        "'y': {'field': 'y', 'type': 'quantitative'}}})\n",
+        ".vega-embed canvas, .vega-embed svg.marks",
+    ),
+    "plotly": (
+        "import plotly.graph_objects as go\nst.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])))\n",
+        ".js-plotly-plot .main-svg",
+    ),
 }
 
 
@@ -51,9 +56,23 @@ def floors(folder: Path, n: int) -> dict[str, list[float]]:
         app = folder / f"floor_{name}.py"
         app.write_text(f"import streamlit as st\nst.write('floor')\n{body}st.write('END-MARK')\n")
         port = probe.free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
-                                 "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(app),
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             for _ in range(300):
@@ -101,10 +120,15 @@ def main() -> None:
             load = os.getloadavg()[0]
             with probe.server(store) as (url, _):
                 rep = probe.measure(url, f"{args.runs}-runs#{i}", probe.GPU_VISITS, probe.GPU_CONTROLS)
-            reports.append({**rep.__dict__, "floors_s": floor, "load_avg_1m": [round(load, 2),
-                                                                                round(os.getloadavg()[0], 2)]})
-    meta = {"cpus": os.cpu_count(), "load_avg_1m": os.getloadavg()[0], "python": platform.python_version(),
-            "runs_in_store": args.runs}
+            reports.append(
+                {**rep.__dict__, "floors_s": floor, "load_avg_1m": [round(load, 2), round(os.getloadavg()[0], 2)]}
+            )
+    meta = {
+        "cpus": os.cpu_count(),
+        "load_avg_1m": os.getloadavg()[0],
+        "python": platform.python_version(),
+        "runs_in_store": args.runs,
+    }
     (args.out / "timings.json").write_text(json.dumps({"machine": meta, "reports": reports}, indent=1))
     lines = [f"{'page':12s} {'first visit s':>14s} {'switch s':>9s} {'control s':>10s}"]
     for page in probe.PAGES:
@@ -112,13 +136,17 @@ def main() -> None:
         switch = max(r["switch_s"].get(page, float("nan")) for r in reports)
         ctrl = [r["control_s"][page] for r in reports if page in r["control_s"]]
         lines.append(f"{page:12s} {first:14.2f} {switch:9.2f} {max(ctrl) if ctrl else float('nan'):10.2f}")
-    lines.append(f"(worst of {args.repeat}; {meta['cpus']} CPUs, load {meta['load_avg_1m']:.1f}; errors: "
-                 f"{sum(len(r['errors']) for r in reports)})")
+    lines.append(
+        f"(worst of {args.repeat}; {meta['cpus']} CPUs, load {meta['load_avg_1m']:.1f}; errors: "
+        f"{sum(len(r['errors']) for r in reports)})"
+    )
     for i, r in enumerate(reports):
         if r["floors_s"]:
-            lines.append(f"repeat {i}: floors (s, fresh browser, min-max) " + ", ".join(
-                f"{k} {min(v):.2f}-{max(v):.2f}" for k, v in r["floors_s"].items())
-                + f"; load {r['load_avg_1m'][0]:.1f} before, {r['load_avg_1m'][1]:.1f} after")
+            lines.append(
+                f"repeat {i}: floors (s, fresh browser, min-max) "
+                + ", ".join(f"{k} {min(v):.2f}-{max(v):.2f}" for k, v in r["floors_s"].items())
+                + f"; load {r['load_avg_1m'][0]:.1f} before, {r['load_avg_1m'][1]:.1f} after"
+            )
     (args.out / "table.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -36,8 +36,23 @@ NOISE_FLOOR = 0.03  # kprof diff's default threshold: the documented floor of an
 
 
 def sweep_cmd(store: Path, shapes: list[str], dtypes: str, seed: int, extra: list[str]) -> list[str]:
-    cmd = [sys.executable, "-m", "kprof.cli", "sweep", "rmsnorm", "--version", "triton_one_row",
-           "--shapes", ",".join(shapes), "--dtypes", dtypes, "--seed", str(seed), "--store", str(store)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kprof.cli",
+        "sweep",
+        "rmsnorm",
+        "--version",
+        "triton_one_row",
+        "--shapes",
+        ",".join(shapes),
+        "--dtypes",
+        dtypes,
+        "--seed",
+        str(seed),
+        "--store",
+        str(store),
+    ]
     for p in PARAMS:
         cmd += ["--param", p]
     return cmd + extra
@@ -75,8 +90,10 @@ def main() -> None:
     warm = timed(sweep_cmd(out / "warm.db", shapes[:1], args.dtypes, args.seed, []), env, out / "warm.log", 300)
     print(f"  {warm:.0f} s", flush=True)
     n_dt = len(args.dtypes.split(","))
-    print(f"one GPU: {len(shapes)} shapes x {n_dt} dtype(s) x 19 providers = {19 * len(shapes) * n_dt} cases...",
-          flush=True)
+    print(
+        f"one GPU: {len(shapes)} shapes x {n_dt} dtype(s) x 19 providers = {19 * len(shapes) * n_dt} cases...",
+        flush=True,
+    )
     # the one-GPU run on nvidia-smi's GPU 0, so its cases can be matched with the fan-out's per-case GPU index
     one_env = {**env, "CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     one = timed(sweep_cmd(store, shapes, args.dtypes, args.seed, []), one_env, out / "one_gpu.log", 480)
@@ -93,34 +110,47 @@ def main() -> None:
     id_two, id_one = runs["id"].iloc[0], runs["id"].iloc[1]
     res = diff_runs(st, id_one, id_two)
     dev = st.case_devices(id_two)[["case_id", "worker", "gpu_index", "gpu_uuid", "gpu_name"]].rename(
-        columns={"case_id": "case"})
+        columns={"case_id": "case"}
+    )
     cases = res.cases.merge(dev, on="case", how="left")
     cases["same_gpu_as_baseline"] = cases["gpu_index"].astype(str) == "0"
     cases.to_csv(out / "cases.csv", index=False)
     n_one, n_two = len(st.metrics(id_one)), len(st.metrics(id_two))
     ratio = two / one
     lines = [
-        "# Fan-out scaling: one GPU vs --workers 2", "",
+        "# Fan-out scaling: one GPU vs --workers 2",
+        "",
         f"- device: {st.run(id_two)['device_name']} x2; runs `{id_one}` (one GPU) and `{id_two}` (--workers 2)",
         f"- cases: {n_one} / {n_two}; status: {st.run(id_one)['status']} / {st.run(id_two)['status']}",
-        f"- Triton cache warmed first ({warm:.0f} s, not counted)", "",
-        "| measure | value | target |", "|---|---:|---|",
+        f"- Triton cache warmed first ({warm:.0f} s, not counted)",
+        "",
+        "| measure | value | target |",
+        "|---|---:|---|",
         f"| wall, one GPU | {one:.1f} s | |",
         f"| wall, --workers 2 | {two:.1f} s | |",
         f"| ratio | {ratio:.3f} | <= {TARGET_RATIO} {'met' if ratio <= TARGET_RATIO else 'NOT met'} |",
     ]
-    for label, part in (("all cases", cases), ("on the baseline's GPU", cases[cases["same_gpu_as_baseline"]]),
-                        ("on the other GPU", cases[~cases["same_gpu_as_baseline"]])):
+    for label, part in (
+        ("all cases", cases),
+        ("on the baseline's GPU", cases[cases["same_gpu_as_baseline"]]),
+        ("on the other GPU", cases[~cases["same_gpu_as_baseline"]]),
+    ):
         if part.empty:
             continue
         dev_abs = (part["ratio"] - 1).abs()
         vc = part["verdict"].value_counts()
-        lines.append(f"| {label}: {len(part)} cases, median abs(B/A - 1) | {100 * dev_abs.median():.2f}% | "
-                     f"within ±{100 * NOISE_FLOOR:g}% |")
-        lines.append(f"| {label}: within ±{100 * NOISE_FLOOR:g}% / p95 abs(B/A - 1) | "
-                     f"{100 * (dev_abs <= NOISE_FLOOR).mean():.1f}% / {100 * dev_abs.quantile(0.95):.2f}% | |")
-        lines.append(f"| {label}: SLOWER / FASTER / SAME / UNCERTAIN | {vc.get('SLOWER', 0)} / {vc.get('FASTER', 0)} / "
-                     f"{vc.get('SAME', 0)} / {vc.get('UNCERTAIN', 0)} | 0 SLOWER, 0 FASTER |")
+        lines.append(
+            f"| {label}: {len(part)} cases, median abs(B/A - 1) | {100 * dev_abs.median():.2f}% | "
+            f"within ±{100 * NOISE_FLOOR:g}% |"
+        )
+        lines.append(
+            f"| {label}: within ±{100 * NOISE_FLOOR:g}% / p95 abs(B/A - 1) | "
+            f"{100 * (dev_abs <= NOISE_FLOOR).mean():.1f}% / {100 * dev_abs.quantile(0.95):.2f}% | |"
+        )
+        lines.append(
+            f"| {label}: SLOWER / FASTER / SAME / UNCERTAIN | {vc.get('SLOWER', 0)} / {vc.get('FASTER', 0)} / "
+            f"{vc.get('SAME', 0)} / {vc.get('UNCERTAIN', 0)} | 0 SLOWER, 0 FASTER |"
+        )
     lines += ["", "Warnings kprof diff prints for this pair:", ""] + [f"- {w}" for w in res.warnings]
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)

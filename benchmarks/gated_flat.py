@@ -46,10 +46,13 @@ def main() -> None:
             i64 = n_rows * x.stride(0) >= 2**31
             candidates = {}
             for block, warps in ((1024, 4), (2048, 4), (2048, 8), (4096, 8), (8192, 8), (8192, 16)):
+
                 def flat(block=block, warps=warps):
-                    kernels.flat[(triton.cdiv(total, block),)](x, y, x.stride(0), total, h, BLOCK=block, I64=i64,
-                                                               num_warps=warps)
+                    kernels.flat[(triton.cdiv(total, block),)](
+                        x, y, x.stride(0), total, h, BLOCK=block, I64=i64, num_warps=warps
+                    )
                     return y
+
                 candidates[f"flat {block} w{warps}"] = (flat, ref)
             fns, notes = checked(candidates, y, tol=fam.tolerances["bf16"])
             if interp:

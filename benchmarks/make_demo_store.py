@@ -32,18 +32,25 @@ def copy_run(src: Path, run_id: str, dst: sqlite3.Connection, dtype: str) -> Non
         cols = [r[1] for r in s.execute(f"PRAGMA table_info({table})")]
         have = {r[1] for r in dst.execute(f"PRAGMA table_info({table})")}
         cols = [c for c in cols if c in have]
-        where = {"cases": " AND dtype = ?", "launches": " AND \"case\" LIKE ?"}.get(table, "")
+        where = {"cases": " AND dtype = ?", "launches": ' AND "case" LIKE ?'}.get(table, "")
         args = (run_id,) + ((dtype,) if table == "cases" else (f"%/{dtype}",) if table == "launches" else ())
-        rows = s.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM {table} WHERE {key} = ?'
-                         + where, args).fetchall()
-        dst.executemany(f'INSERT INTO {table} ({", ".join(chr(34) + c + chr(34) for c in cols)}) '
-                        f'VALUES ({", ".join("?" for _ in cols)})', rows)
-    for case, kind, unit, data in s.execute("SELECT case_id, kind, unit, data FROM samples WHERE run_id = ? "
-                                            "AND case_id LIKE ?", (run_id, f"%/{dtype}")):
+        rows = s.execute(
+            f"SELECT {', '.join(chr(34) + c + chr(34) for c in cols)} FROM {table} WHERE {key} = ?" + where, args
+        ).fetchall()
+        dst.executemany(
+            f"INSERT INTO {table} ({', '.join(chr(34) + c + chr(34) for c in cols)}) "
+            f"VALUES ({', '.join('?' for _ in cols)})",
+            rows,
+        )
+    for case, kind, unit, data in s.execute(
+        "SELECT case_id, kind, unit, data FROM samples WHERE run_id = ? AND case_id LIKE ?", (run_id, f"%/{dtype}")
+    ):
         values = np.sort(np.asarray(json.loads(data), dtype=float))
         if values.size > MAX_SAMPLES:
             values = values[np.linspace(0, values.size - 1, MAX_SAMPLES).round().astype(int)]
-        dst.execute("INSERT INTO samples VALUES (?, ?, ?, ?, ?)", (run_id, case, kind, unit, json.dumps(values.tolist())))
+        dst.execute(
+            "INSERT INTO samples VALUES (?, ?, ?, ?, ?)", (run_id, case, kind, unit, json.dumps(values.tolist()))
+        )
 
 
 def main() -> None:

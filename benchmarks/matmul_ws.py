@@ -43,8 +43,18 @@ from kprof.kernels.swiglu.tuned import interleaved_weights
 
 
 @triton.jit
-def _epilogue(acc, y_desc, r_ptr, off_m, off_n, M,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EPI: tl.constexpr, SUBTILE: tl.constexpr):
+def _epilogue(
+    acc,
+    y_desc,
+    r_ptr,
+    off_m,
+    off_n,
+    M,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    EPI: tl.constexpr,
+    SUBTILE: tl.constexpr,
+):
     if EPI == 0:  # rmsnorm_linear: scale the rows by rstd
         rows = off_m + tl.arange(0, BLOCK_M)
         out = acc * tl.load(r_ptr + rows, mask=rows < M, other=0.0, cache_modifier=".cg")[:, None]
@@ -86,9 +96,16 @@ def _product_kernel(
     bar_ptr,  # int32[2] grid barrier state (RSTD_IN)
     x_ptr,  # x itself, for the in-kernel statistics (RSTD_IN)
     # sizes
-    M, N, K, stride_xm, eps,
+    M,
+    N,
+    K,
+    stride_xm,
+    eps,
     # meta-parameters
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
     EPI: tl.constexpr,  # 0 rmsnorm_linear (rstd rows), 1 swiglu (interleaved gate/up)
     PROGRAMS: tl.constexpr,  # the grid: every tile (one each) or the SM count (persistent)
     FLATTEN: tl.constexpr,  # pipeline across the tiles of a persistent program
@@ -99,7 +116,7 @@ def _product_kernel(
     RSTD_ROWS: tl.constexpr,  # power of two >= ceil(M / PROGRAMS)
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
     BARRIER: tl.constexpr = 1,  # RSTD_IN: 1 atomic polling, 2 volatile-load polling, 0 none (diagnosis only:
-                                # correct only when r_ptr already holds rstd from an earlier call)
+    # correct only when r_ptr already holds rstd from an earlier call)
 ):
     W_N: tl.constexpr = BLOCK_N * (2 if EPI == 1 else 1)
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
@@ -118,8 +135,11 @@ def _product_kernel(
             a = x_desc.load([off_m, ki * BLOCK_K])
             b = w_desc.load([ki * BLOCK_K, off_n * (W_N // BLOCK_N)])
             c = ki * BLOCK_K + cols
-            xr = tl.load(x_ptr + mine[:, None].to(tl.int64) * stride_xm + c[None, :],
-                         mask=(mine < M)[:, None] & (c < K)[None, :], other=0.0).to(tl.float32)
+            xr = tl.load(
+                x_ptr + mine[:, None].to(tl.int64) * stride_xm + c[None, :],
+                mask=(mine < M)[:, None] & (c < K)[None, :],
+                other=0.0,
+            ).to(tl.float32)
             ss += xr * xr
             acc = dot_acc(a, b, acc, IEEE)
         tl.store(r_ptr + mine, tl.rsqrt(tl.sum(ss, axis=1) / K + eps), mask=mine < M)
@@ -224,15 +244,51 @@ def variant_call(v: Variant, x, w, y, r, bar, eps, epi, sms, with_rstd_kernel):
 
     def call():
         if with_rstd_kernel and not v.rstd_in:
-            row_rstd_kernel[(triton.cdiv(m, 4),)](x, r, m, k, x.stride(0), x.stride(1), float(eps),
-                                                  ROWS=4, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=False, num_warps=4)
+            row_rstd_kernel[(triton.cdiv(m, 4),)](
+                x,
+                r,
+                m,
+                k,
+                x.stride(0),
+                x.stride(1),
+                float(eps),
+                ROWS=4,
+                BLOCK_K=min(1024, triton.next_power_of_2(k)),
+                PDL=False,
+                num_warps=4,
+            )
         _product_kernel[(progs,)](
-            xd, wd, yd, r, bar, x, m, n, k, x.stride(0), float(eps),
-            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=v.gm, EPI=epi, PROGRAMS=progs, FLATTEN=v.flatten, WS=v.ws,
-            WS_K=v.ws_k, SUBTILE=v.subtile, RSTD_IN=v.rstd_in, RSTD_ROWS=rstd_rows, IEEE=not x.is_cuda,
+            xd,
+            wd,
+            yd,
+            r,
+            bar,
+            x,
+            m,
+            n,
+            k,
+            x.stride(0),
+            float(eps),
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=v.gm,
+            EPI=epi,
+            PROGRAMS=progs,
+            FLATTEN=v.flatten,
+            WS=v.ws,
+            WS_K=v.ws_k,
+            SUBTILE=v.subtile,
+            RSTD_IN=v.rstd_in,
+            RSTD_ROWS=rstd_rows,
+            IEEE=not x.is_cuda,
             BARRIER=v.barrier,
-            num_warps=v.warps, num_stages=v.stages, **extra)
+            num_warps=v.warps,
+            num_stages=v.stages,
+            **extra,
+        )
         return y
+
     return call
 
 
@@ -248,8 +304,11 @@ def main() -> None:
     sms = 4 if interp else torch.cuda.get_device_properties(0).multi_processor_count
     variants = ROUNDS[args.variants]
     if interp:  # small tiles; no grid barrier; no warp specialisation (a compiler pass)
-        variants = [replace(v, bm=16, bn=32, bk=32, gm=2, warps=4, stages=2, ws=False, ws_k=False, coop=False)
-                    for v in variants if not v.rstd_in]
+        variants = [
+            replace(v, bm=16, bn=32, bk=32, gm=2, warps=4, stages=2, ws=False, ws_k=False, coop=False)
+            for v in variants
+            if not v.rstd_in
+        ]
     rows = []
     for spec in args.shapes.split(","):
         fam_name, dims = spec.split(":")
@@ -285,7 +344,7 @@ def main() -> None:
             continue
         fns.update(peers)
         for p in names:
-            fns[f"[{p}]"] = (lambda p=p: fam.providers[p].fn(**inputs))
+            fns[f"[{p}]"] = lambda p=p: fam.providers[p].fn(**inputs)
         times = race(fns, BenchSettings(graph=False), rounds=args.rounds)
         print_race(spec, times, top=16)
         print_notes(notes)

@@ -20,21 +20,28 @@ from kprof.profilers import nsys as nsys_mod
 from kprof.replay import ReplayCase, ReplaySpec, child_argv, write_spec
 from kprof.tools import find_tool, run_tool
 
-CASES = [(p, s, "bf16") for p in ("triton_tuned", "torch_F", "liger")
-         for s in ((1, 4096), (64, 4096), (4096, 4096), (32768, 8192))]
+CASES = [
+    (p, s, "bf16")
+    for p in ("triton_tuned", "torch_F", "liger")
+    for s in ((1, 4096), (64, 4096), (4096, 4096), (32768, 8192))
+]
 
 
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     cases = tuple(ReplayCase(f"rmsnorm/{p}/{'x'.join(map(str, s))}/{d}", p, s, d, 7) for p, s, d in CASES)
-    spec = write_spec(ReplaySpec("rmsnorm", cases, repeats=5, marker="nvtx",
-                                 progress_file=str(out / "progress.jsonl")), out / "spec.json")
+    spec = write_spec(
+        ReplaySpec("rmsnorm", cases, repeats=5, marker="nvtx", progress_file=str(out / "progress.jsonl")),
+        out / "spec.json",
+    )
     child = child_argv(spec)
     tables = {}
     nsys = find_tool("nsys")
     base = out / "nsys"
-    for argv in (nsys_mod.profile_command(nsys.path, child, base),
-                 nsys_mod.export_command(nsys.path, base.with_suffix(".nsys-rep"), base.with_suffix(".sqlite"))):
+    for argv in (
+        nsys_mod.profile_command(nsys.path, child, base),
+        nsys_mod.export_command(nsys.path, base.with_suffix(".nsys-rep"), base.with_suffix(".sqlite")),
+    ):
         r = run_tool(argv, timeout=600, cwd=out, log_prefix="nsys")
         if not r.ok:
             sys.exit(r.describe())

@@ -85,38 +85,81 @@ def cases(rows: int) -> list[tuple[str, str, dict, dict[str, Callable[[], Any]],
         out.append((op, "x".join(map(str, shape)), fams[family], make(inp), lambda: fams[family].oracle(**inp)))
 
     eps = 1e-6
-    add("rms_norm", "rmsnorm", (rows, HIDDEN), lambda i: {
-        "kprof ops": lambda: ops.rms_norm(i["x"], i["weight"], eps),
-        "kprof torch.ops": lambda: kp.rms_norm(i["x"], i["weight"], eps),
-        "torch eager ref": lambda: rmsnorm_eager(i["x"], i["weight"], eps),
-        "torch F.rms_norm": lambda: F.rms_norm(i["x"], (HIDDEN,), i["weight"], eps)})
-    add("fused_add_rms_norm", "add_rmsnorm", (rows, HIDDEN), lambda i: {
-        "kprof ops": lambda: ops.fused_add_rms_norm(i["x"], i["residual"], i["weight"], eps),
-        "kprof torch.ops": lambda: kp.fused_add_rms_norm(i["x"], i["residual"], i["weight"], eps),
-        "torch eager ref": lambda: add_rmsnorm_eager(i["x"], i["residual"], i["weight"], eps),
-        "torch add+F.rms_norm": lambda: _add_f_rms(i["x"], i["residual"], i["weight"], eps)})
-    add("silu_and_mul", "silu_mul", (rows, 2 * FF), lambda i: {
-        "kprof ops": lambda: ops.silu_and_mul(i["x"]),
-        "kprof torch.ops": lambda: kp.silu_and_mul(i["x"]),
-        "torch eager ref": lambda: silu_mul_eager(i["x"])})
-    add("gelu_tanh_and_mul", "gelu_mul", (rows, 2 * FF), lambda i: {
-        "kprof ops": lambda: ops.gelu_tanh_and_mul(i["x"]),
-        "kprof torch.ops": lambda: kp.gelu_tanh_and_mul(i["x"]),
-        "torch eager ref": lambda: gelu_mul_eager(i["x"])})
-    add("swiglu", "swiglu", (rows, HIDDEN, FF), lambda i: {
-        "kprof ops": lambda: ops.swiglu(i["x"], i["w_gate"], i["w_up"]),
-        "kprof torch.ops": lambda: kp.swiglu(i["x"], i["w_gate"], i["w_up"]),
-        "torch eager ref": lambda: swiglu_eager(i["x"], i["w_gate"], i["w_up"])})
-    add("rms_norm_linear", "rmsnorm_linear", (rows, HIDDEN, HIDDEN), lambda i: {
-        "kprof ops": lambda: ops.rms_norm_linear(i["x"], i["g"], i["w"], i["b"], eps),
-        "kprof torch.ops": lambda: kp.rms_norm_linear(i["x"], i["g"], i["w"], i["b"], eps),
-        "torch eager ref": lambda: rmsnorm_linear_eager(i["x"], i["g"], i["w"], i["b"], eps),
-        "torch F.rms_norm@w+b": lambda: torch.addmm(i["b"], F.rms_norm(i["x"], (HIDDEN,), i["g"], eps), i["w"])})
-    add("kasmina_forward", "kasmina", (rows, *KASMINA), lambda i: {
-        "kprof ops": lambda: ops.kasmina_forward(**i),
-        "kprof torch.ops": lambda: kp.kasmina_forward(i["x"], i["lifecycle"], i["blueprint_id"], i["alpha"],
-                                                      i["weights"], i["bias"], False),
-        "torch eager ref": lambda: kasmina_vectorised(**i)})
+    add(
+        "rms_norm",
+        "rmsnorm",
+        (rows, HIDDEN),
+        lambda i: {
+            "kprof ops": lambda: ops.rms_norm(i["x"], i["weight"], eps),
+            "kprof torch.ops": lambda: kp.rms_norm(i["x"], i["weight"], eps),
+            "torch eager ref": lambda: rmsnorm_eager(i["x"], i["weight"], eps),
+            "torch F.rms_norm": lambda: F.rms_norm(i["x"], (HIDDEN,), i["weight"], eps),
+        },
+    )
+    add(
+        "fused_add_rms_norm",
+        "add_rmsnorm",
+        (rows, HIDDEN),
+        lambda i: {
+            "kprof ops": lambda: ops.fused_add_rms_norm(i["x"], i["residual"], i["weight"], eps),
+            "kprof torch.ops": lambda: kp.fused_add_rms_norm(i["x"], i["residual"], i["weight"], eps),
+            "torch eager ref": lambda: add_rmsnorm_eager(i["x"], i["residual"], i["weight"], eps),
+            "torch add+F.rms_norm": lambda: _add_f_rms(i["x"], i["residual"], i["weight"], eps),
+        },
+    )
+    add(
+        "silu_and_mul",
+        "silu_mul",
+        (rows, 2 * FF),
+        lambda i: {
+            "kprof ops": lambda: ops.silu_and_mul(i["x"]),
+            "kprof torch.ops": lambda: kp.silu_and_mul(i["x"]),
+            "torch eager ref": lambda: silu_mul_eager(i["x"]),
+        },
+    )
+    add(
+        "gelu_tanh_and_mul",
+        "gelu_mul",
+        (rows, 2 * FF),
+        lambda i: {
+            "kprof ops": lambda: ops.gelu_tanh_and_mul(i["x"]),
+            "kprof torch.ops": lambda: kp.gelu_tanh_and_mul(i["x"]),
+            "torch eager ref": lambda: gelu_mul_eager(i["x"]),
+        },
+    )
+    add(
+        "swiglu",
+        "swiglu",
+        (rows, HIDDEN, FF),
+        lambda i: {
+            "kprof ops": lambda: ops.swiglu(i["x"], i["w_gate"], i["w_up"]),
+            "kprof torch.ops": lambda: kp.swiglu(i["x"], i["w_gate"], i["w_up"]),
+            "torch eager ref": lambda: swiglu_eager(i["x"], i["w_gate"], i["w_up"]),
+        },
+    )
+    add(
+        "rms_norm_linear",
+        "rmsnorm_linear",
+        (rows, HIDDEN, HIDDEN),
+        lambda i: {
+            "kprof ops": lambda: ops.rms_norm_linear(i["x"], i["g"], i["w"], i["b"], eps),
+            "kprof torch.ops": lambda: kp.rms_norm_linear(i["x"], i["g"], i["w"], i["b"], eps),
+            "torch eager ref": lambda: rmsnorm_linear_eager(i["x"], i["g"], i["w"], i["b"], eps),
+            "torch F.rms_norm@w+b": lambda: torch.addmm(i["b"], F.rms_norm(i["x"], (HIDDEN,), i["g"], eps), i["w"]),
+        },
+    )
+    add(
+        "kasmina_forward",
+        "kasmina",
+        (rows, *KASMINA),
+        lambda i: {
+            "kprof ops": lambda: ops.kasmina_forward(**i),
+            "kprof torch.ops": lambda: kp.kasmina_forward(
+                i["x"], i["lifecycle"], i["blueprint_id"], i["alpha"], i["weights"], i["bias"], False
+            ),
+            "torch eager ref": lambda: kasmina_vectorised(**i),
+        },
+    )
     return out
 
 
@@ -142,13 +185,13 @@ def part1(rows_list: list[int], calls: int, rounds: int) -> list[dict]:
                         ok[name] = fn
                     else:
                         print(f"WRONG {op} {shape} {name}: rel err {err:.2e}", file=sys.stderr)
-                except Exception as exc:  # report and go on: one broken contender must not hide the rest
+                except Exception as exc:  # noqa: BLE001 - report and go on: one broken contender must not hide the rest
                     errors[name] = float("nan")
                     print(f"FAILED {op} {shape} {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
             samples: dict[str, list[float]] = {n: [] for n in ok}
             names = list(ok)
             for r in range(rounds):
-                order = names[r % len(names):] + names[:r % len(names)] if names else []
+                order = names[r % len(names) :] + names[: r % len(names)] if names else []
                 for name in order:
                     samples[name].append(host_us(ok[name], calls))
             med = {n: statistics.median(v) for n, v in samples.items()}
@@ -156,12 +199,22 @@ def part1(rows_list: list[int], calls: int, rounds: int) -> list[dict]:
             torch_ref = med.get("torch eager ref", float("nan"))
             for name in contenders:
                 us = med.get(name, float("nan"))
-                results.append({"op": op, "shape": shape, "rows": rows, "contender": name,
-                                "host_us": round(us, 2), "rel_err": errors.get(name),
-                                "ratio_to_ref": round(us / torch_ref, 3) if name.startswith("kprof") else "",
-                                "ratio_to_best_torch": round(us / torch_best, 3) if name.startswith("kprof") else ""})
-            print(f"{op:20s} {shape:16s} " + "  ".join(f"{n}={med.get(n, float('nan')):.1f}" for n in contenders),
-                  flush=True)
+                results.append(
+                    {
+                        "op": op,
+                        "shape": shape,
+                        "rows": rows,
+                        "contender": name,
+                        "host_us": round(us, 2),
+                        "rel_err": errors.get(name),
+                        "ratio_to_ref": round(us / torch_ref, 3) if name.startswith("kprof") else "",
+                        "ratio_to_best_torch": round(us / torch_best, 3) if name.startswith("kprof") else "",
+                    }
+                )
+            print(
+                f"{op:20s} {shape:16s} " + "  ".join(f"{n}={med.get(n, float('nan')):.1f}" for n in contenders),
+                flush=True,
+            )
     return results
 
 
@@ -172,8 +225,8 @@ def part2(steps: int, rounds: int) -> list[dict]:
     gen = torch.Generator(device=DEVICE).manual_seed(0)
     x = torch.randn(m, HIDDEN, device=DEVICE, generator=gen).to(torch.bfloat16)
     g = (1 + 0.1 * torch.randn(HIDDEN, device=DEVICE, generator=gen)).to(torch.bfloat16)
-    wg = (HIDDEN ** -0.5 * torch.randn(HIDDEN, FF, device=DEVICE, generator=gen)).to(torch.bfloat16)
-    wu = (HIDDEN ** -0.5 * torch.randn(HIDDEN, FF, device=DEVICE, generator=gen)).to(torch.bfloat16)
+    wg = (HIDDEN**-0.5 * torch.randn(HIDDEN, FF, device=DEVICE, generator=gen)).to(torch.bfloat16)
+    wu = (HIDDEN**-0.5 * torch.randn(HIDDEN, FF, device=DEVICE, generator=gen)).to(torch.bfloat16)
     w_gu = torch.cat([wg, wu], dim=1).contiguous()
 
     def torch_step() -> torch.Tensor:
@@ -187,21 +240,27 @@ def part2(steps: int, rounds: int) -> list[dict]:
         return ops.silu_and_mul(ops.rms_norm_linear(x, g, w_gu))
 
     ref = torch_step().double()
-    variants: dict[str, Callable[[], Any]] = {"torch eager": torch_step, "kprof ops eager (norm, swiglu)": kprof_swiglu_step,
-                                              "kprof ops eager (rms_norm_linear, silu_and_mul)": kprof_linear_step}
+    variants: dict[str, Callable[[], Any]] = {
+        "torch eager": torch_step,
+        "kprof ops eager (norm, swiglu)": kprof_swiglu_step,
+        "kprof ops eager (rms_norm_linear, silu_and_mul)": kprof_linear_step,
+    }
     for name, mode in (("torch.compile default", "default"), ("torch.compile reduce-overhead", "reduce-overhead")):
         try:
             fn = torch.compile(torch_step, mode=mode)
             for _ in range(5):
                 fn()
             variants[name] = fn
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - report and go on: one broken step must not hide the rest
             print(f"FAILED {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-    for name, step in (("torch CUDA graph", torch_step), ("kprof CUDA graph (norm, swiglu)", kprof_swiglu_step),
-                       ("kprof CUDA graph (rms_norm_linear, silu_and_mul)", kprof_linear_step)):
+    for name, step in (
+        ("torch CUDA graph", torch_step),
+        ("kprof CUDA graph (norm, swiglu)", kprof_swiglu_step),
+        ("kprof CUDA graph (rms_norm_linear, silu_and_mul)", kprof_linear_step),
+    ):
         try:
             variants[name] = _graphed(step)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - report and go on: one step that cannot be graphed must not hide the rest
             print(f"FAILED {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
     errors = {}
     for name, fn in list(variants.items()):
@@ -213,7 +272,7 @@ def part2(steps: int, rounds: int) -> list[dict]:
     samples: dict[str, list[float]] = {n: [] for n in variants}
     names = list(variants)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             samples[name].append(step_us(variants[name], steps))
     rows = []
     for name in errors:
@@ -242,17 +301,25 @@ def _graphed(step: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
 
 
 def _markdown(host: list[dict], decode: list[dict], header: str) -> str:
-    lines = [f"# kprof ops: host cost and a CUDA-graph decode step\n\n{header}\n",
-             "## Host cost per call (us, median of interleaved rounds; kprof / the family's eager reference, and / the "
-             "fastest PyTorch form measured)\n",
-             "| op | shape | contender | host us | / eager ref | / fastest torch | rel err |",
-             "|---|---|---|---:|---:|---:|---:|"]
+    lines = [
+        f"# kprof ops: host cost and a CUDA-graph decode step\n\n{header}\n",
+        "## Host cost per call (us, median of interleaved rounds; kprof / the family's eager reference, and / the "
+        "fastest PyTorch form measured)\n",
+        "| op | shape | contender | host us | / eager ref | / fastest torch | rel err |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
     for r in host:
         err = "" if r["rel_err"] is None else f"{r['rel_err']:.1e}"
-        lines.append(f"| {r['op']} | {r['shape']} | {r['contender']} | {r['host_us']} | {r['ratio_to_ref']} | "
-                     f"{r['ratio_to_best_torch']} | {err} |")
-    lines += ["", "## Decode step, 8 x 4096 -> 11008 (us per step, back-to-back steps)\n",
-              "| step | us/step | rel err |", "|---|---:|---:|"]
+        lines.append(
+            f"| {r['op']} | {r['shape']} | {r['contender']} | {r['host_us']} | {r['ratio_to_ref']} | "
+            f"{r['ratio_to_best_torch']} | {err} |"
+        )
+    lines += [
+        "",
+        "## Decode step, 8 x 4096 -> 11008 (us per step, back-to-back steps)\n",
+        "| step | us/step | rel err |",
+        "|---|---:|---:|",
+    ]
     lines += [f"| {r['step']} | {r['us_per_step']} | {r['rel_err']:.1e} |" for r in decode]
     return "\n".join(lines) + "\n"
 
@@ -282,8 +349,10 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     import triton
 
-    header = (f"{torch.cuda.get_device_name()}, torch {torch.__version__}, Triton {triton.__version__}, bf16, "
-              f"{args.calls} calls x {args.rounds} rounds")
+    header = (
+        f"{torch.cuda.get_device_name()}, torch {torch.__version__}, Triton {triton.__version__}, bf16, "
+        f"{args.calls} calls x {args.rounds} rounds"
+    )
     print(header, flush=True)
     host = part1([int(r) for r in args.rows.split(",")], args.calls, args.rounds)
     decode = part2(args.steps, args.rounds)

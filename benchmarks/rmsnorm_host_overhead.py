@@ -67,7 +67,7 @@ def main() -> int:
     for name in ("triton_one_row", "triton_looped", "torch_eager", "liger"):
         p = fam.providers[name]
         if p.unavailable_reason() is None:
-            candidates[name] = (lambda fn=p.fn: fn(x, w, eps))
+            candidates[name] = lambda fn=p.fn: fn(x, w, eps)
     rows = []
     for name, fn in candidates.items():
         med, samples = host_us(fn)
@@ -88,8 +88,13 @@ def main() -> int:
         for label, s in (("do_bench", db), ("guarded", gd)):
             med = statistics.median(s) * 1e3
             q = statistics.quantiles([v * 1e3 for v in s], n=4)
-            rows.append({"what": f"gpu {label}: {name}", "host_us_median": med,
-                         "samples": f"IQR/median {(q[2] - q[0]) / med:.2f}, n={len(s)}"})
+            rows.append(
+                {
+                    "what": f"gpu {label}: {name}",
+                    "host_us_median": med,
+                    "samples": f"IQR/median {(q[2] - q[0]) / med:.2f}, n={len(s)}",
+                }
+            )
             print(f"gpu time {label:<9} {name:<22} {med:7.2f} us  IQR/median {(q[2] - q[0]) / med:.2f}", flush=True)
 
     # again, once torch.compile (dynamo) and Liger have run in this process, as inside `kprof profile`
@@ -100,8 +105,13 @@ def main() -> int:
     torch.cuda.synchronize()
     for name in ("F.rms_norm", "triton_tuned", "compiled run(), fixed args", "torch.empty_like"):
         med, samples = host_us(candidates[name])
-        rows.append({"what": name + " (after torch.compile + liger)", "host_us_median": med,
-                     "samples": " ".join(f"{s:.3f}" for s in samples)})
+        rows.append(
+            {
+                "what": name + " (after torch.compile + liger)",
+                "host_us_median": med,
+                "samples": " ".join(f"{s:.3f}" for s in samples),
+            }
+        )
         print(f"{name + ' (after compile)':<32} {med:7.2f} us/call", flush=True)
     # F.rms_norm against triton_tuned in interleaved rounds (A B A B ...), so the drift of the machine's
     # host speed between phases (12.2 to 16.2 us for F.rms_norm across three processes) hits both alike
@@ -110,12 +120,20 @@ def main() -> int:
         f_us, _ = host_us(candidates["F.rms_norm"], calls=2000, reps=3)
         t_us, _ = host_us(candidates["triton_tuned"], calls=2000, reps=3)
         ratios.append(t_us / f_us)
-        rows.append({"what": f"round {r}: triton_tuned / F.rms_norm", "host_us_median": t_us / f_us,
-                     "samples": f"tuned {t_us:.3f} F {f_us:.3f}"})
+        rows.append(
+            {
+                "what": f"round {r}: triton_tuned / F.rms_norm",
+                "host_us_median": t_us / f_us,
+                "samples": f"tuned {t_us:.3f} F {f_us:.3f}",
+            }
+        )
     ratios.sort()
-    print(f"interleaved, {args.rounds} rounds: triton_tuned / F.rms_norm host time median {statistics.median(ratios):.3f} "
-          f"(min {ratios[0]:.3f}, max {ratios[-1]:.3f}); tuned at or under F in "
-          f"{sum(r <= 1.0 for r in ratios)} of {len(ratios)} rounds", flush=True)
+    print(
+        f"interleaved, {args.rounds} rounds: triton_tuned / F.rms_norm host time median {statistics.median(ratios):.3f} "
+        f"(min {ratios[0]:.3f}, max {ratios[-1]:.3f}); tuned at or under F in "
+        f"{sum(r <= 1.0 for r in ratios)} of {len(ratios)} rounds",
+        flush=True,
+    )
     write_csv(args.out / f"rmsnorm_host_overhead{args.tag}.csv", rows)
     print(f"JIT launches of the tuned kernel: {rows_launcher.jit_launches} (the rest took the compiled path)")
     return 0

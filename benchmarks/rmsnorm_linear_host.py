@@ -38,8 +38,11 @@ def main() -> None:
         t1 = time.perf_counter()
         torch.cuda.synchronize()
         t2 = time.perf_counter()
-        print(f"{shape} host per call {(t1 - t0) / args.calls * 1e6:.1f} us, "
-              f"with sync {(t2 - t0) / args.calls * 1e6:.1f} us", flush=True)
+        print(
+            f"{shape} host per call {(t1 - t0) / args.calls * 1e6:.1f} us, "
+            f"with sync {(t2 - t0) / args.calls * 1e6:.1f} us",
+            flush=True,
+        )
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(args.calls):

@@ -36,8 +36,14 @@ from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 SWEEPS = {
     0: (),
     1: tuple((False, 4, p, 4) for p in (None, 132, 264, 528)),
-    2: ((False, 4, None, 4), (True, 4, None, 4), (True, 4, 264, 4), (True, 4, 132, 4), (True, 8, 132, 4),
-        (True, 2, 264, 4)),
+    2: (
+        (False, 4, None, 4),
+        (True, 4, None, 4),
+        (True, 4, 264, 4),
+        (True, 4, 132, 4),
+        (True, 8, 132, 4),
+        (True, 2, 264, 4),
+    ),
     3: ((False, 4, None, 4),) + tuple((True, r, p, 4) for r in (1, 2, 4, 8) for p in (66, 132, 264, 396, 528)),
     4: tuple((True, r, p, w) for r, p in ((4, 132), (2, 132), (2, 264)) for w in (1, 2, 4, 8)),
 }
@@ -50,8 +56,18 @@ def rstd_launch(x, rstd, eps, *, pdl: bool, carveout: bool, rows: int, programs:
     blocks = triton.cdiv(m, rows)
     kernel = re.row_rstd_kernel if carveout else _plain_rstd
     compiled = kernel[(min(blocks, programs or blocks),)](
-        x, rstd, m, k, x.stride(0), x.stride(1), float(eps),
-        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=pdl, num_warps=warps)
+        x,
+        rstd,
+        m,
+        k,
+        x.stride(0),
+        x.stride(1),
+        float(eps),
+        ROWS=rows,
+        BLOCK_K=min(1024, triton.next_power_of_2(k)),
+        PDL=pdl,
+        num_warps=warps,
+    )
     if carveout:
         launching.prefer_shared_memory(compiled)  # from the second call on (the first: the check call)
 
@@ -81,8 +97,11 @@ def main() -> None:
     ap.add_argument("--shapes", default="2048x4096x4096,8192x4096x4096,8x4096x4096,1000x1000x3000")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sweep", type=int, default=0, choices=sorted(SWEEPS))
-    ap.add_argument("--graph-check", action="store_true",
-                    help="also capture the provider in a CUDA graph, replay it on new inputs and check the result")
+    ap.add_argument(
+        "--graph-check",
+        action="store_true",
+        help="also capture the provider in a CUDA graph, replay it on new inputs and check the result",
+    )
     args = ap.parse_args()
     fam = discover()["rmsnorm_linear"]
     settings = BenchSettings(graph=False)
@@ -108,24 +127,27 @@ def main() -> None:
                 rstd_launch(x, rstd, eps, pdl=pdl, carveout=carveout, rows=rows, programs=programs, warps=warps)
                 product(pdl)
                 return y
+
             return call
 
         rows_default = re.rows_per_program(m)
         candidates = {"rstd kernel, then product": (op(False, False, rows_default, None), ref)}
         for carveout, rows_v, programs, warps in SWEEPS[args.sweep]:
             rows_v = rows_v if rows_default > 1 else 1
-            name = (f"PDL{' carveout' if carveout else ''} rows {rows_v} programs {programs or 'all'}"
-                    + (f" warps {warps}" if warps != 4 else ""))
+            name = f"PDL{' carveout' if carveout else ''} rows {rows_v} programs {programs or 'all'}" + (
+                f" warps {warps}" if warps != 4 else ""
+            )
             candidates[name] = (op(True, carveout, rows_v, programs, warps), ref)
         re.launch_row_rstd(x, rstd, eps)  # the others write the same values
         candidates["product alone (rstd ready)"] = (lambda: (product(False), y)[1], ref)
         fns, notes = checked(candidates, y)
         fns["[cublas x@W]"] = lambda: x @ w
         for p in ("triton_rstd_epilogue", "torch_compile"):
-            fns[f"[{p}]"] = (lambda p=p: fam.providers[p].fn(x, g, w, b))
+            fns[f"[{p}]"] = lambda p=p: fam.providers[p].fn(x, g, w, b)
         times = race(fns, settings, rounds=args.rounds)
-        print_race(f"{spec} ({'TMA' if tma else 'pointer'} product; PDL on this GPU: "
-                   f"{launching.pdl_ready(x)})", times, top=12)
+        print_race(
+            f"{spec} ({'TMA' if tma else 'pointer'} product; PDL on this GPU: {launching.pdl_ready(x)})", times, top=12
+        )
         print_notes(notes)
         rows += race_rows(spec, times)
         if args.graph_check:

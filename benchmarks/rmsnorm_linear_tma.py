@@ -31,11 +31,19 @@ from kprof.kernels.rmsnorm_linear.rstd_epilogue import row_rstd_kernel
 
 @triton.jit
 def _tma_product_kernel(
-    x_desc, w_desc, y_desc,  # descriptors of x [M, K], W' [K, N] (g folded in), y [M, N]
+    x_desc,
+    w_desc,
+    y_desc,  # descriptors of x [M, K], W' [K, N] (g folded in), y [M, N]
     r_ptr,  # [M] fp32 rstd (NORM == 2)
     b_ptr,  # [N] bias (HAS_BIAS)
-    M, N, K, eps,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    M,
+    N,
+    K,
+    eps,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
     NORM: tl.constexpr,  # 0 plain, 1 sum of squares from the loop's x tiles, 2 rstd from r_ptr
     HAS_BIAS: tl.constexpr,
     PROGRAMS: tl.constexpr,  # grid size: number of tiles (one each) or the SM count (persistent)
@@ -91,13 +99,43 @@ def tma_call(x, wf, b, y, rstd, eps, cfg, norm, persistent, sms):
 
     def call():
         if norm == 2:
-            row_rstd_kernel[(triton.cdiv(m, 4),)](x, rstd, m, k, x.stride(0), x.stride(1), float(eps),
-                                                  ROWS=4, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=False, num_warps=4)
+            row_rstd_kernel[(triton.cdiv(m, 4),)](
+                x,
+                rstd,
+                m,
+                k,
+                x.stride(0),
+                x.stride(1),
+                float(eps),
+                ROWS=4,
+                BLOCK_K=min(1024, triton.next_power_of_2(k)),
+                PDL=False,
+                num_warps=4,
+            )
         _tma_product_kernel[(progs,)](
-            xd, wd, yd, rstd, b if b is not None else rstd, m, n, k, float(eps),
-            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, NORM=norm, HAS_BIAS=b is not None,
-            PROGRAMS=progs, FLATTEN=persistent, IEEE=x.device.type == "cpu", num_warps=warps, num_stages=stages)
+            xd,
+            wd,
+            yd,
+            rstd,
+            b if b is not None else rstd,
+            m,
+            n,
+            k,
+            float(eps),
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=gm,
+            NORM=norm,
+            HAS_BIAS=b is not None,
+            PROGRAMS=progs,
+            FLATTEN=persistent,
+            IEEE=x.device.type == "cpu",
+            num_warps=warps,
+            num_stages=stages,
+        )
         return y
+
     return call
 
 
@@ -106,7 +144,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--shapes", default="2048x4096x4096,8192x4096x4096")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--configs", type=int, default=len(CONFIGS), help="first N tile configs (0: only kprof's providers)")
+    ap.add_argument(
+        "--configs", type=int, default=len(CONFIGS), help="first N tile configs (0: only kprof's providers)"
+    )
     args = ap.parse_args()
     interp = os.environ.get("TRITON_INTERPRET") == "1"
     dev = "cpu" if interp else "cuda"
@@ -129,8 +169,10 @@ def main() -> None:
             for norm in (0, 1, 2):
                 for persistent in (False, True):
                     name = f"tma n{norm}{' pers' if persistent else ''} {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"
-                    candidates[name] = (tma_call(x, wf, b, y, rstd, 1e-6, cfg, norm, persistent, sms),
-                                        plain_ref if norm == 0 else ref)
+                    candidates[name] = (
+                        tma_call(x, wf, b, y, rstd, 1e-6, cfg, norm, persistent, sms),
+                        plain_ref if norm == 0 else ref,
+                    )
         fns, notes = checked(candidates, y)
         if interp:
             print(spec, {k: "ok" for k in fns}, notes)
@@ -138,7 +180,7 @@ def main() -> None:
         ops = fam.providers
         fns["[cublas x@W]"] = lambda: x @ w
         for p in ("triton_rstd_epilogue", "triton_two_kernels", "triton_fused", "torch_compile"):
-            fns[f"[{p}]"] = (lambda p=p: ops[p].fn(x, g, w, b))
+            fns[f"[{p}]"] = lambda p=p: ops[p].fn(x, g, w, b)
         fns["[pointer product only]"] = lambda: launch_product(x, wf, b, y, 1e-6, norm=0)
         fns["[triton_rstd_epilogue, no bias]"] = lambda: ops["triton_rstd_epilogue"].fn(x, g, w, None)
         times = race(fns, settings, rounds=args.rounds)

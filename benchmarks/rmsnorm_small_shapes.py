@@ -50,6 +50,7 @@ def main() -> int:
 
             def call(cfg=cfg):
                 launch_with_config(cfg, x, w, y, eps)
+
             y.fill_(float("nan"))
             call()
             torch.cuda.synchronize()
@@ -57,7 +58,7 @@ def main() -> int:
             fns[f"r{rows} w{warps} {'hints' if hints else 'plain'}"] = call
         for peer in ("torch_compile", "triton_tuned", "triton_one_row", "torch_F", "liger"):
             if peer in fam.providers and fam.providers[peer].unavailable_reason() is None:
-                fns[f"[{peer}]"] = (lambda fn=fam.providers[peer].fn: fn(x, w, eps))
+                fns[f"[{peer}]"] = lambda fn=fam.providers[peer].fn: fn(x, w, eps)
         times = race(fns, settings, args.rounds)
         print_race(spec, times)
         out += race_rows(spec, times)

@@ -24,8 +24,7 @@ from kprof.device import measure_copy_ceiling
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import Config, choose_config, launch_with_config
 
-SHAPES = [(1, 4096), (64, 4096), (4096, 1024), (4096, 4096), (16384, 4096), (32768, 8192), (8192, 5120),
-          (256, 131072)]
+SHAPES = [(1, 4096), (64, 4096), (4096, 1024), (4096, 4096), (16384, 4096), (32768, 8192), (8192, 5120), (256, 131072)]
 
 
 def candidates(n: int, es: int) -> list[Config]:
@@ -65,26 +64,45 @@ def main() -> int:
                     err = float((y.double() - ref).norm() / ref.norm())
                     if not math.isfinite(err) or err > fam.tolerances[dtype]:
                         raise RuntimeError(f"wrong result: rel err {err}")
-                    ms = triton.testing.do_bench(lambda: launch_with_config(cfg, x, w, y, eps), warmup=10,
-                                                 rep=args.rep, return_mode="median")
+                    ms = triton.testing.do_bench(
+                        lambda: launch_with_config(cfg, x, w, y, eps), warmup=10, rep=args.rep, return_mode="median"
+                    )
                     status = "ok"
                 except Exception as exc:  # noqa: BLE001 - record the failing config, keep sweeping
                     ms, status = math.nan, f"{type(exc).__name__}: {str(exc)[:120]}"
                 gbps = nbytes / (ms * 1e-3) / 1e9 if ms == ms else math.nan
-                rows_out.append({
-                    "dtype": dtype, "shape": "x".join(map(str, shape)), "kernel": cfg.kernel, "block_n": cfg.block_n,
-                    "rows": cfg.rows, "num_warps": cfg.num_warps, "time_us": ms * 1e3, "gbps": gbps,
-                    "pct_ceiling": 100 * gbps / ceiling.gbps, "current_choice": cfg == current, "status": status,
-                })
+                rows_out.append(
+                    {
+                        "dtype": dtype,
+                        "shape": "x".join(map(str, shape)),
+                        "kernel": cfg.kernel,
+                        "block_n": cfg.block_n,
+                        "rows": cfg.rows,
+                        "num_warps": cfg.num_warps,
+                        "time_us": ms * 1e3,
+                        "gbps": gbps,
+                        "pct_ceiling": 100 * gbps / ceiling.gbps,
+                        "current_choice": cfg == current,
+                        "status": status,
+                    }
+                )
             del x, w, y, ref
             torch.cuda.empty_cache()
-            best = min((r for r in rows_out if r["shape"] == "x".join(map(str, shape)) and r["dtype"] == dtype
-                        and r["status"] == "ok"), key=lambda r: r["time_us"])
+            best = min(
+                (
+                    r
+                    for r in rows_out
+                    if r["shape"] == "x".join(map(str, shape)) and r["dtype"] == dtype and r["status"] == "ok"
+                ),
+                key=lambda r: r["time_us"],
+            )
             cur = [r for r in rows_out if r["shape"] == best["shape"] and r["dtype"] == dtype and r["current_choice"]]
             cur_s = f"{cur[0]['time_us']:.1f}us" if cur else "n/a"
-            print(f"{dtype} {best['shape']:>12}: best {best['kernel']} BLOCK={best['block_n']} rows={best['rows']} "
-                  f"warps={best['num_warps']} {best['time_us']:.1f}us {best['pct_ceiling']:.1f}% | current {cur_s}",
-                  flush=True)
+            print(
+                f"{dtype} {best['shape']:>12}: best {best['kernel']} BLOCK={best['block_n']} rows={best['rows']} "
+                f"warps={best['num_warps']} {best['time_us']:.1f}us {best['pct_ceiling']:.1f}% | current {cur_s}",
+                flush=True,
+            )
     write_csv(args.out / "rmsnorm_tune.csv", rows_out)
     return 0
 

@@ -41,8 +41,10 @@ def main() -> int:
             grid = (triton.cdiv(m, rows),)
 
             def call(grid=grid, chunk=chunk, rows=rows, warps=warps):
-                two_pass_kernel[grid](x, w, y, x.stride(0), y.stride(0), m, n, eps,
-                                               BLOCK_N=chunk, ROWS=rows, I64=False, num_warps=warps)
+                two_pass_kernel[grid](
+                    x, w, y, x.stride(0), y.stride(0), m, n, eps, BLOCK_N=chunk, ROWS=rows, I64=False, num_warps=warps
+                )
+
             fns[f"two_pass c{chunk} r{rows} w{warps}"] = call
         for rows, warps in [(1, 8), (1, 16), (2, 16)]:
             bn = triton.next_power_of_2(n)
@@ -50,9 +52,22 @@ def main() -> int:
                 continue
 
             def call1(rows=rows, warps=warps, bn=bn):
-                rows_kernel[(triton.cdiv(m, rows),)](x, w, y, x.stride(0), y.stride(0), m, n, eps,
-                                                              BLOCK_N=bn, ROWS=rows, HINTS=False, I64=False,
-                                                              num_warps=warps)
+                rows_kernel[(triton.cdiv(m, rows),)](
+                    x,
+                    w,
+                    y,
+                    x.stride(0),
+                    y.stride(0),
+                    m,
+                    n,
+                    eps,
+                    BLOCK_N=bn,
+                    ROWS=rows,
+                    HINTS=False,
+                    I64=False,
+                    num_warps=warps,
+                )
+
             fns[f"one_block r{rows} w{warps}"] = call1
         for k, f in list(fns.items()):
             y.fill_(float("nan"))
@@ -62,7 +77,7 @@ def main() -> int:
                 print("WRONG", k)
                 del fns[k]
         for peer in ("torch_compile", "triton_tuned"):
-            fns[f"[{peer}]"] = (lambda fn=fam.providers[peer].fn: fn(x, w, eps))
+            fns[f"[{peer}]"] = lambda fn=fam.providers[peer].fn: fn(x, w, eps)
         times = race(fns, settings, args.rounds)
         print_race(str(shape), times, always=("[", "one_block"))
         out += race_rows(f"{m}x{n}", times)

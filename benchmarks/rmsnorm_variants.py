@@ -29,15 +29,29 @@ from kprof.kernels import discover
 
 
 @triton.jit
-def _rows_variant(x_ptr, w_ptr, y_ptr, xs, ys, n_rows, N, eps,
-                  BLOCK_N: tl.constexpr, ROWS: tl.constexpr, HINTS: tl.constexpr, CS: tl.constexpr):
+def _rows_variant(
+    x_ptr,
+    w_ptr,
+    y_ptr,
+    xs,
+    ys,
+    n_rows,
+    N,
+    eps,
+    BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr,
+    HINTS: tl.constexpr,
+    CS: tl.constexpr,
+):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
     cm = cols < N
     mask = (rows < n_rows)[:, None] & cm[None, :]
     r64 = rows.to(tl.int64)[:, None]
     if HINTS:
-        x = tl.load(x_ptr + r64 * xs + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        x = tl.load(x_ptr + r64 * xs + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(
+            tl.float32
+        )
         w = tl.load(w_ptr + cols, mask=cm, other=0.0, eviction_policy="evict_last").to(tl.float32)
     else:
         x = tl.load(x_ptr + r64 * xs + cols[None, :], mask=mask, other=0.0).to(tl.float32)
@@ -51,8 +65,9 @@ def _rows_variant(x_ptr, w_ptr, y_ptr, xs, ys, n_rows, N, eps,
 
 
 @triton.jit
-def _rows_persistent(x_ptr, w_ptr, y_ptr, xs, ys, n_rows, N, eps,
-                     BLOCK_N: tl.constexpr, ROWS: tl.constexpr, STAGES: tl.constexpr):
+def _rows_persistent(
+    x_ptr, w_ptr, y_ptr, xs, ys, n_rows, N, eps, BLOCK_N: tl.constexpr, ROWS: tl.constexpr, STAGES: tl.constexpr
+):
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     cols = tl.arange(0, BLOCK_N)
@@ -63,9 +78,13 @@ def _rows_persistent(x_ptr, w_ptr, y_ptr, xs, ys, n_rows, N, eps,
         rows = rb * ROWS + tl.arange(0, ROWS)
         mask = (rows < n_rows)[:, None] & cm[None, :]
         r64 = rows.to(tl.int64)[:, None]
-        x = tl.load(x_ptr + r64 * xs + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        x = tl.load(x_ptr + r64 * xs + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first").to(
+            tl.float32
+        )
         rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
-        tl.store(y_ptr + r64 * ys + cols[None, :], (x * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(
+            y_ptr + r64 * ys + cols[None, :], (x * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty), mask=mask
+        )
 
 
 SHAPES = [(4096, 4096), (16384, 4096), (32768, 8192), (4096, 1024), (64, 4096), (1, 4096), (8192, 5120)]
@@ -79,14 +98,26 @@ def variants(n_rows: int, n: int, sms: int):
             continue
         grid = (triton.cdiv(n_rows, rows),)
         for name, hints, cs in [("hints", True, False), ("plain", False, False), ("cs", True, True)]:
-            out.append((f"{name} r{rows} w{warps}", _rows_variant, grid,
-                        dict(BLOCK_N=block_n, ROWS=rows, HINTS=hints, CS=cs, num_warps=warps)))
+            out.append(
+                (
+                    f"{name} r{rows} w{warps}",
+                    _rows_variant,
+                    grid,
+                    dict(BLOCK_N=block_n, ROWS=rows, HINTS=hints, CS=cs, num_warps=warps),
+                )
+            )
         if (rows, warps) in [(1, 8), (2, 16), (1, 4)]:
             for k in (2, 4, 8):
                 for stages in (1, 2):
                     g = (min(triton.cdiv(n_rows, rows), sms * k),)
-                    out.append((f"persist k{k} s{stages} r{rows} w{warps}", _rows_persistent, g,
-                                dict(BLOCK_N=block_n, ROWS=rows, STAGES=stages, num_warps=warps)))
+                    out.append(
+                        (
+                            f"persist k{k} s{stages} r{rows} w{warps}",
+                            _rows_persistent,
+                            g,
+                            dict(BLOCK_N=block_n, ROWS=rows, STAGES=stages, num_warps=warps),
+                        )
+                    )
     return out
 
 
@@ -106,8 +137,10 @@ def main() -> int:
         nbytes = fam.bytes_model(shape, "bf16")
         fns = {}
         for name, kern, grid, meta in variants(*shape, sms):
+
             def call(kern=kern, grid=grid, meta=meta):
                 kern[grid](x, w, y, x.stride(0), y.stride(0), shape[0], shape[1], eps, **meta)
+
             y.fill_(float("nan"))
             call()
             torch.cuda.synchronize()
@@ -119,12 +152,19 @@ def main() -> int:
         for peer in ("torch_F", "torch_compile", "liger", "triton_tuned", "triton_one_row"):
             p = fam.providers[peer]
             if p.unavailable_reason() is None:
-                fns["[" + peer + "]"] = (lambda fn=p.fn: fn(x, w, eps))
+                fns["[" + peer + "]"] = lambda fn=p.fn: fn(x, w, eps)
         times = race(fns, settings, args.rounds)
         for name in fns:
             t = statistics.median(times[name])
-            results.append({"shape": "x".join(map(str, shape)), "variant": name, "time_us": t,
-                            "gbps": nbytes / (t * 1e-6) / 1e9, "rounds": " ".join(f"{v:.2f}" for v in times[name])})
+            results.append(
+                {
+                    "shape": "x".join(map(str, shape)),
+                    "variant": name,
+                    "time_us": t,
+                    "gbps": nbytes / (t * 1e-6) / 1e9,
+                    "rounds": " ".join(f"{v:.2f}" for v in times[name]),
+                }
+            )
         rows = sorted((r for r in results if r["shape"] == "x".join(map(str, shape))), key=lambda r: r["time_us"])
         print(f"== {shape}")
         for r in rows[:6] + [r for r in rows[6:] if r["variant"].startswith("[")]:

@@ -33,10 +33,20 @@ from kprof.kernels.swiglu.tuned import (  # shipped since 5a30176
 
 @triton.jit
 def _swiglu_tma_kernel(
-    x_desc, wg_desc, wu_desc, y_desc,  # x [M, K], Wg and Wu [K, N], y [M, N]
-    M, N, K,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    PROGRAMS: tl.constexpr, FLATTEN: tl.constexpr, IEEE: tl.constexpr,
+    x_desc,
+    wg_desc,
+    wu_desc,
+    y_desc,  # x [M, K], Wg and Wu [K, N], y [M, N]
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    PROGRAMS: tl.constexpr,
+    FLATTEN: tl.constexpr,
+    IEEE: tl.constexpr,
 ):
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=FLATTEN):
@@ -68,14 +78,32 @@ def interleaved_call(x, w_int, y, cfg):
     bm, bn, bk, gm, warps, stages = cfg
     m, k = x.shape
     n = y.shape[1]
-    descs = (TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w_int, [bk, 2 * bn]),
-             TensorDescriptor.from_tensor(y, [bm, bn]))
+    descs = (
+        TensorDescriptor.from_tensor(x, [bm, bk]),
+        TensorDescriptor.from_tensor(w_int, [bk, 2 * bn]),
+        TensorDescriptor.from_tensor(y, [bm, bn]),
+    )
 
     def call():
         _swiglu_interleaved_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn),)](
-            *descs, *descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=0, SUBTILE=False,
-            TAIL_SPLIT=0, IEEE=x.device.type == "cpu", num_warps=warps, num_stages=stages)
+            *descs,
+            *descs,
+            m,
+            n,
+            k,
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=gm,
+            PROGRAMS=0,
+            SUBTILE=False,
+            TAIL_SPLIT=0,
+            IEEE=x.device.type == "cpu",
+            num_warps=warps,
+            num_stages=stages,
+        )
         return y
+
     return call
 
 
@@ -95,16 +123,33 @@ def tma_call(x, wg, wu, y, cfg, persistent, sms):
     bm, bn, bk, gm, warps, stages = cfg
     m, k = x.shape
     n = wg.shape[1]
-    descs = (TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(wg, [bk, bn]),
-             TensorDescriptor.from_tensor(wu, [bk, bn]), TensorDescriptor.from_tensor(y, [bm, bn]))
+    descs = (
+        TensorDescriptor.from_tensor(x, [bm, bk]),
+        TensorDescriptor.from_tensor(wg, [bk, bn]),
+        TensorDescriptor.from_tensor(wu, [bk, bn]),
+        TensorDescriptor.from_tensor(y, [bm, bn]),
+    )
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     progs = min(sms, tiles) if persistent else tiles
 
     def call():
-        _swiglu_tma_kernel[(progs,)](*descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm,
-                                     PROGRAMS=progs, FLATTEN=persistent, IEEE=x.device.type == "cpu",
-                                     num_warps=warps, num_stages=stages)
+        _swiglu_tma_kernel[(progs,)](
+            *descs,
+            m,
+            n,
+            k,
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=gm,
+            PROGRAMS=progs,
+            FLATTEN=persistent,
+            IEEE=x.device.type == "cpu",
+            num_warps=warps,
+            num_stages=stages,
+        )
         return y
+
     return call
 
 
@@ -128,14 +173,16 @@ def main() -> None:
         ref = fam.oracle(**inputs)
         y = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
         candidates = {}
-        for cfg in ([] if args.only_interleaved else configs):
+        for cfg in [] if args.only_interleaved else configs:
             for persistent in (False, True):
                 name = f"tma{' pers' if persistent else ''} {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"
                 candidates[name] = (tma_call(x, wg, wu, y, cfg, persistent, sms), ref)
         w_int = interleaved_weights(wg, wu)  # column 2j: gate j, 2j + 1: up j
-        for cfg in ([(16, 16, 32, 2, 4, 2)] if interp else INTERLEAVED_CONFIGS):
+        for cfg in [(16, 16, 32, 2, 4, 2)] if interp else INTERLEAVED_CONFIGS:
             candidates[f"interleaved {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"] = (
-                interleaved_call(x, w_int, y, cfg), ref)
+                interleaved_call(x, w_int, y, cfg),
+                ref,
+            )
         fns, notes = checked(candidates, y)
         if interp:
             print(spec, sorted(fns), notes)
@@ -143,10 +190,11 @@ def main() -> None:
         w_cat = torch.cat([wg, wu], dim=1)
         fns["[cublas x@[Wg Wu]]"] = lambda: x @ w_cat
         for p in ("triton_tuned", "torch_compile"):
-            fns[f"[{p}]"] = (lambda p=p: fam.providers[p].fn(**{k_: v for k_, v in inputs.items()}))
+            fns[f"[{p}]"] = lambda p=p: fam.providers[p].fn(**{k_: v for k_, v in inputs.items()})
         for tail in (False, True):  # the shipped persistent kernel, with and without its last wave in parts
-            fns[f"[persistent{', tail in parts' if tail else ''}]"] = (
-                lambda tail=tail: launch_interleaved(x, w_int, y, persistent=True, tail=tail))
+            fns[f"[persistent{', tail in parts' if tail else ''}]"] = lambda tail=tail: launch_interleaved(
+                x, w_int, y, persistent=True, tail=tail
+            )
         times = race(fns, BenchSettings(graph=False), rounds=args.rounds)
         print_race(spec, times, top=12)
         print_notes(notes)

@@ -38,8 +38,14 @@ def timing_run(family: str, dtypes: tuple[str, ...], store: str, events: bool) -
     from kprof.harness import BenchSettings
     from kprof.runner import ProfileOptions, profile
 
-    opts = ProfileOptions(family=family, dtypes=dtypes, profiler="none", store=store,
-                          command=f"timing_agreement {family}", settings=BenchSettings(events=events))
+    opts = ProfileOptions(
+        family=family,
+        dtypes=dtypes,
+        profiler="none",
+        store=store,
+        command=f"timing_agreement {family}",
+        settings=BenchSettings(events=events),
+    )
     t0 = time.perf_counter()
     rid = profile(opts)
     return rid, time.perf_counter() - t0
@@ -57,15 +63,25 @@ def cost_run(store: str, events: bool = False) -> dict:
             marks["end"], marks["cases"] = time.perf_counter(), total
 
     t0 = time.perf_counter()
-    rid = profile(ProfileOptions(family="rmsnorm", profiler="none", store=store, command="timing_agreement --cost"),
-                  progress)
-    return {"cost_run": rid, "cost_cases": marks.get("cases"), "cost_total_s": round(time.perf_counter() - t0, 1),
-            "cost_timing_phase_s": round(marks["end"] - marks["start"], 1)}
+    rid = profile(
+        ProfileOptions(family="rmsnorm", profiler="none", store=store, command="timing_agreement --cost"), progress
+    )
+    return {
+        "cost_run": rid,
+        "cost_cases": marks.get("cases"),
+        "cost_total_s": round(time.perf_counter() - t0, 1),
+        "cost_timing_phase_s": round(marks["end"] - marks["start"], 1),
+    }
 
 
-FLUSH_CASES = [("rmsnorm", "triton_tuned", (1, 4096)), ("rmsnorm", "triton_tuned", (64, 4096)),
-               ("rmsnorm", "torch_F", (64, 4096)), ("rmsnorm", "triton_tuned", (4096, 1024)),
-               ("rmsnorm", "triton_tuned", (4096, 4096)), ("rmsnorm", "triton_tuned", (16384, 4096))]
+FLUSH_CASES = [
+    ("rmsnorm", "triton_tuned", (1, 4096)),
+    ("rmsnorm", "triton_tuned", (64, 4096)),
+    ("rmsnorm", "torch_F", (64, 4096)),
+    ("rmsnorm", "triton_tuned", (4096, 1024)),
+    ("rmsnorm", "triton_tuned", (4096, 4096)),
+    ("rmsnorm", "triton_tuned", (16384, 4096)),
+]
 
 
 def flush_experiment() -> list[dict]:
@@ -189,7 +205,6 @@ def ncu_overhead(out: Path, ncu_path: str | None) -> dict:
     """ncu's fixed per-kernel cost: an empty kernel's gpu__time_duration under ncu minus its cold CUPTI time."""
     import torch
     import triton
-    import triton.language as tl
 
     from kprof import external, timing
     from kprof.profilers import ncu
@@ -216,10 +231,17 @@ def ncu_overhead(out: Path, ncu_path: str | None) -> dict:
     by_grid = lt.groupby("case")["duration_ns"].median() / 1e3
     ncu_g = {g: float(by_grid.get(f"empty/{g}", math.nan)) for g in GRIDS}
     ncu_us = ncu_g[1]
-    return {"empty_cupti_cold_us": cupti_us, "empty_cupti_warm_us": warm_us, "empty_ncu_us": ncu_us,
-            "ncu_overhead_us": ncu_us - cupti_us, "empty_ncu_n": int(len(lt)),
-            "empty_by_grid": {g: {"cupti_cold": cold[g], "cupti_warm": warm[g], "ncu": ncu_g[g],
-                                  "ncu_minus_cold": ncu_g[g] - cold[g]} for g in GRIDS}}
+    return {
+        "empty_cupti_cold_us": cupti_us,
+        "empty_cupti_warm_us": warm_us,
+        "empty_ncu_us": ncu_us,
+        "ncu_overhead_us": ncu_us - cupti_us,
+        "empty_ncu_n": int(len(lt)),
+        "empty_by_grid": {
+            g: {"cupti_cold": cold[g], "cupti_warm": warm[g], "ncu": ncu_g[g], "ncu_minus_cold": ncu_g[g] - cold[g]}
+            for g in GRIDS
+        },
+    }
 
 
 def within(a: float, b: float) -> bool:
@@ -236,17 +258,37 @@ def spread(store, rid: str, kind: str) -> pd.Series:
     return (g.quantile(0.75) - g.quantile(0.25)) / g.median()
 
 
-def family_table(store, fam: str, rid: str, rid_b: str | None, ncu_call: pd.Series, ncu_k: pd.Series,
-                 nsys_call: pd.Series, overhead: float) -> pd.DataFrame:
+def family_table(
+    store,
+    fam: str,
+    rid: str,
+    rid_b: str | None,
+    ncu_call: pd.Series,
+    ncu_k: pd.Series,
+    nsys_call: pd.Series,
+    overhead: float,
+) -> pd.DataFrame:
     m = store.metrics(rid)
     m = m[m["ok"] & (m["kind"] != "roofline")].set_index("case")
-    df = pd.DataFrame({
-        "family": m["family"], "provider": m["provider"], "shape": m["shape"], "dtype": m["dtype"],
-        "timer": m["timer"], "kernels": m["kernels_per_call"],
-        "cold_us": m["cold_us"], "cold_span_us": m["cold_span_us"], "cold_sum_us": m["cold_sum_us"],
-        "warm_us": m["warm_us"], "warm_span_us": m["warm_span_us"], "warm_sum_us": m["warm_sum_us"], "graph_us": m["graph_time_us"], "events_us": m["events_us"],
-        "host_us": m["host_time_us"],
-    })
+    df = pd.DataFrame(
+        {
+            "family": m["family"],
+            "provider": m["provider"],
+            "shape": m["shape"],
+            "dtype": m["dtype"],
+            "timer": m["timer"],
+            "kernels": m["kernels_per_call"],
+            "cold_us": m["cold_us"],
+            "cold_span_us": m["cold_span_us"],
+            "cold_sum_us": m["cold_sum_us"],
+            "warm_us": m["warm_us"],
+            "warm_span_us": m["warm_span_us"],
+            "warm_sum_us": m["warm_sum_us"],
+            "graph_us": m["graph_time_us"],
+            "events_us": m["events_us"],
+            "host_us": m["host_time_us"],
+        }
+    )
     df["ncu_raw_us"] = ncu_call.reindex(df.index)
     df["ncu_kernels"] = ncu_k.reindex(df.index)
     df["ncu_us"] = df["ncu_raw_us"] - overhead * df["ncu_kernels"]
@@ -290,8 +332,9 @@ def rankings(df: pd.DataFrame) -> list[dict]:
     for (fam, shape, dtype), g in df[df["shape"].isin(RANK_SHAPES)].groupby(["family", "shape", "dtype"]):
         row = {"family": fam, "shape": shape, "dtype": dtype}
         for col in ("cold_us", "ncu_us", "warm_us", "nsys_us", "events_us"):
-            row[col.replace("_us", "")] = " < ".join(f"{p} {t:.2f}" for p, t in
-                                                     g.sort_values(col)[["provider", col]].itertuples(index=False))
+            row[col.replace("_us", "")] = " < ".join(
+                f"{p} {t:.2f}" for p, t in g.sort_values(col)[["provider", col]].itertuples(index=False)
+            )
         for mode, ref in (("cold", "ncu"), ("warm", "nsys"), ("events", "nsys")):
             a, t, bad = decisive_pairs(g, f"{ref}_us", f"{mode}_us")
             row[f"{mode}_vs_{ref}_pairs"] = f"{a}/{t}"
@@ -307,25 +350,39 @@ def fmt(v: float, spec: str = ".2f") -> str:
 
 
 def markdown(df: pd.DataFrame, ranks: list[dict], summary: dict) -> str:
-    lines = ["# Declared timing modes against the profilers", "", "```", json.dumps(summary, indent=1), "```", "",
-             "| case | kernels | cold µs (busy) | cold span | ncu − overhead | ratio | warm µs (busy) | nsys | ratio | "
-             "events µs | noise cold / warm / events |",
-             "| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |"]
+    lines = [
+        "# Declared timing modes against the profilers",
+        "",
+        "```",
+        json.dumps(summary, indent=1),
+        "```",
+        "",
+        "| case | kernels | cold µs (busy) | cold span | ncu − overhead | ratio | warm µs (busy) | nsys | ratio | "
+        "events µs | noise cold / warm / events |",
+        "| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |",
+    ]
     for r in df.itertuples():
         mark_c = "" if r.cold_ok else " ✗"
         mark_w = "" if r.warm_ok else " ✗"
-        lines.append(f"| {r.case} | {fmt(r.ncu_kernels, '.0f')} | {fmt(r.cold_us)} | {fmt(r.cold_span_us)} | "
-                     f"{fmt(r.ncu_us)} | {fmt(r.cold_vs_ncu, '.3f')}{mark_c} | {fmt(r.warm_us)} | "
-                     f"{fmt(r.nsys_us)} | {fmt(r.warm_vs_nsys, '.3f')}{mark_w} | {fmt(r.events_us)} | "
-                     f"{fmt(100 * r.cold_noise, '.1f')}% / {fmt(100 * r.warm_noise, '.1f')}% / "
-                     f"{fmt(100 * r.events_noise, '.1f')}% |")
+        lines.append(
+            f"| {r.case} | {fmt(r.ncu_kernels, '.0f')} | {fmt(r.cold_us)} | {fmt(r.cold_span_us)} | "
+            f"{fmt(r.ncu_us)} | {fmt(r.cold_vs_ncu, '.3f')}{mark_c} | {fmt(r.warm_us)} | "
+            f"{fmt(r.nsys_us)} | {fmt(r.warm_vs_nsys, '.3f')}{mark_w} | {fmt(r.events_us)} | "
+            f"{fmt(100 * r.cold_noise, '.1f')}% / {fmt(100 * r.warm_noise, '.1f')}% / "
+            f"{fmt(100 * r.events_noise, '.1f')}% |"
+        )
     lines += ["", "## Rankings (fastest first)", ""]
     for r in ranks:
-        lines += [f"- **{r['family']} {r['shape']} {r['dtype']}**: decisive pairs ordered alike: cold vs ncu "
-                  f"{r['cold_vs_ncu_pairs']}, warm vs nsys {r['warm_vs_nsys_pairs']}, events vs nsys "
-                  f"{r['events_vs_nsys_pairs']}",
-                  f"  - cold: {r['cold']}", f"  - ncu: {r['ncu']}", f"  - warm: {r['warm']}",
-                  f"  - nsys: {r['nsys']}", f"  - events: {r['events']}"]
+        lines += [
+            f"- **{r['family']} {r['shape']} {r['dtype']}**: decisive pairs ordered alike: cold vs ncu "
+            f"{r['cold_vs_ncu_pairs']}, warm vs nsys {r['warm_vs_nsys_pairs']}, events vs nsys "
+            f"{r['events_vs_nsys_pairs']}",
+            f"  - cold: {r['cold']}",
+            f"  - ncu: {r['ncu']}",
+            f"  - warm: {r['warm']}",
+            f"  - nsys: {r['nsys']}",
+            f"  - events: {r['events']}",
+        ]
         for k in ("cold_vs_ncu_disagree", "warm_vs_nsys_disagree", "events_vs_nsys_disagree"):
             lines += [f"  - {k.replace('_', ' ')}: {b}" for b in r[k]]
     return "\n".join(lines) + "\n"
@@ -368,8 +425,11 @@ def main(argv: list[str] | None = None) -> int:
         summary[f"{fam}_timing_s"] = round(secs, 1)
         store = RunStore(store_path)
         m = store.metrics(rid)
-        print(f"{fam}: run {rid}, {secs:.0f} s, status {m['status'].value_counts().to_dict()}, timer "
-              f"{m['timer'].value_counts(dropna=False).to_dict()}", flush=True)
+        print(
+            f"{fam}: run {rid}, {secs:.0f} s, status {m['status'].value_counts().to_dict()}, timer "
+            f"{m['timer'].value_counts(dropna=False).to_dict()}",
+            flush=True,
+        )
         for r in m[m["status"] != "ok"].head(3).itertuples():
             print(f"  {r.case}: {r.status} {str(r.note)[:300]}", flush=True)
         cases = replay_cases(store, rid)
@@ -383,8 +443,7 @@ def main(argv: list[str] | None = None) -> int:
             lt = capture("nsys", fam, cases, args.out / f"nsys_{fam}", 5, args.nsys)
             lt.to_csv(args.out / f"launches_nsys_{fam}.csv.gz", index=False)
             nsys_call = per_call_us(lt, 5)
-        tables.append(family_table(store, fam, rid, rid_b, ncu_call, ncu_k, nsys_call,
-                                   overhead["ncu_overhead_us"]))
+        tables.append(family_table(store, fam, rid, rid_b, ncu_call, ncu_k, nsys_call, overhead["ncu_overhead_us"]))
         store.close()
         print(f"{fam}: done at {time.perf_counter() - t0:.0f} s", flush=True)
     if not tables:  # --families "" --cost: only the cost of the full sweep
@@ -404,22 +463,25 @@ def main(argv: list[str] | None = None) -> int:
 def write_outputs(df: pd.DataFrame, summary: dict, out: Path) -> None:
     ranks = rankings(df)
     has_ncu, has_nsys = df["ncu_us"].notna(), df["nsys_us"].notna()
-    summary.update({
-        "cases": int(len(df)),
-        "cold_within": f"{int(df.loc[has_ncu, 'cold_ok'].sum())}/{int(has_ncu.sum())}",
-        "warm_within": f"{int(df.loc[has_nsys, 'warm_ok'].sum())}/{int(has_nsys.sum())}",
-        "cupti_cases": int((df["timer"] == "cupti").sum()),
-        "median_noise": {k: float(np.nanmedian(df[f"{k}_noise"])) for k in ("cold", "warm", "events")},
-        "rankings_agree": f"{sum(r['cold_matches_ncu'] for r in ranks)}/{len(ranks)} cold=ncu, "
-                          f"{sum(r['warm_matches_nsys'] for r in ranks)}/{len(ranks)} warm=nsys "
-                          "(every pair the profiler separates by > 3% and 0.1 us ordered alike)",
-    })
+    summary.update(
+        {
+            "cases": int(len(df)),
+            "cold_within": f"{int(df.loc[has_ncu, 'cold_ok'].sum())}/{int(has_ncu.sum())}",
+            "warm_within": f"{int(df.loc[has_nsys, 'warm_ok'].sum())}/{int(has_nsys.sum())}",
+            "cupti_cases": int((df["timer"] == "cupti").sum()),
+            "median_noise": {k: float(np.nanmedian(df[f"{k}_noise"])) for k in ("cold", "warm", "events")},
+            "rankings_agree": f"{sum(r['cold_matches_ncu'] for r in ranks)}/{len(ranks)} cold=ncu, "
+            f"{sum(r['warm_matches_nsys'] for r in ranks)}/{len(ranks)} warm=nsys "
+            "(every pair the profiler separates by > 3% and 0.1 us ordered alike)",
+        }
+    )
     for k in ("cold", "warm", "events"):
         if f"{k}_aa" in df:
             aa = (df[f"{k}_aa"] - 1).abs()
             summary[f"aa_{k}_median_abs_pct"] = float(100 * np.nanmedian(aa))
-            summary[f"aa_{k}_p90_abs_pct"] = float(100 * np.nanpercentile(aa.dropna(), 90)) if aa.notna().any() \
-                else math.nan
+            summary[f"aa_{k}_p90_abs_pct"] = (
+                float(100 * np.nanpercentile(aa.dropna(), 90)) if aa.notna().any() else math.nan
+            )
     df.to_csv(out / "agreement.csv", index=False)
     (out / "rankings.json").write_text(json.dumps(ranks, indent=1))
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))

@@ -46,11 +46,12 @@ def add_rmsnorm_races(settings: BenchSettings, rows: list[dict]) -> None:
             if nr * n * 2 > 64 * 1024:
                 continue
             cfg = tuned.Config("rows", triton_pow2(n), nr, warps)
-            fns[f"rows={nr} warps={warps}"] = (lambda c=cfg: tuned.launch_with_config(c, x2d, r2d, w, y, h, 1e-6))
+            fns[f"rows={nr} warps={warps}"] = lambda c=cfg: tuned.launch_with_config(c, x2d, r2d, w, y, h, 1e-6)
         for chunk, warps in itertools.product([4096, 8192], [8, 16]):
             cfg = tuned.Config("looped", min(chunk, triton_pow2(n)), 1, warps)
-            fns[f"looped chunk={chunk} warps={warps}"] = (
-                lambda c=cfg: tuned.launch_with_config(c, x2d, r2d, w, y, h, 1e-6))
+            fns[f"looped chunk={chunk} warps={warps}"] = lambda c=cfg: tuned.launch_with_config(
+                c, x2d, r2d, w, y, h, 1e-6
+            )
         fns["[chosen]"] = lambda: fam.providers["triton_tuned"].fn(**inp, out=(y, h))
         for name, fn in fns.items():
             fn()
@@ -78,15 +79,17 @@ def gated_races(settings: BenchSettings, rows: list[dict]) -> None:
             x2d = inp["x"]
             y = torch.empty(shape[0], shape[1] // 2, dtype=x2d.dtype, device="cuda")
             fns = {}
-            for block_b, tile_b, warps, hints in itertools.product([2048, 4096, 8192], [4096, 8192, 16384], [4, 8],
-                                                                   [True, False]):
+            for block_b, tile_b, warps, hints in itertools.product(
+                [2048, 4096, 8192], [4096, 8192, 16384], [4, 8], [True, False]
+            ):
                 if tile_b < block_b or (not hints and (block_b, tile_b) != (4096, 8192)):
                     continue
                 block_h = min(triton_pow2(shape[1] // 2), block_b // 2)
                 nr = max(1, tile_b // (block_h * 2))
                 cfg = gated.Config(block_h, nr, warps, hints)
-                fns[f"block={block_h} rows={nr} w={warps} h={int(hints)}"] = (
-                    lambda c=cfg: gated.launch_tile(kernels, c, x2d, y))
+                fns[f"block={block_h} rows={nr} w={warps} h={int(hints)}"] = lambda c=cfg: gated.launch_tile(
+                    kernels, c, x2d, y
+                )
             fns["[chosen]"] = lambda: fam.providers["triton_tuned"].fn(**inp, out=y)
             fns["[one_row]"] = lambda: fam.providers["triton_one_row"].fn(**inp, out=y)
             fns["[tiled]"] = lambda: fam.providers["triton_tiled"].fn(**inp, out=y)
@@ -106,12 +109,14 @@ def kasmina_races(settings: BenchSettings, rows: list[dict]) -> None:
         inp = fam.make_inputs(shape, "bf16", "cuda", 3)
         fns = {}
         for block_b, warps in itertools.product([16, 32, 64], [2, 4, 8]):
-            fns[f"tiles block_b={block_b} w={warps}"] = (
-                lambda b=block_b, nw=warps: launch(**inp, telemetry=False, block_b=b, num_warps=nw))
-            fns[f"telemetry block_b={block_b} w={warps}"] = (
-                lambda b=block_b, nw=warps: launch(**inp, telemetry=True, block_b=b, num_warps=nw))
+            fns[f"tiles block_b={block_b} w={warps}"] = lambda b=block_b, nw=warps: launch(
+                **inp, telemetry=False, block_b=b, num_warps=nw
+            )
+            fns[f"telemetry block_b={block_b} w={warps}"] = lambda b=block_b, nw=warps: launch(
+                **inp, telemetry=True, block_b=b, num_warps=nw
+            )
         for fname in ("triton_branch_free", "triton_telemetry", "torch_vectorised"):
-            fns[f"[{fname}]"] = (lambda f=fam.providers[fname].fn: f(**inp))
+            fns[f"[{fname}]"] = lambda f=fam.providers[fname].fn: f(**inp)
         times = race(fns, settings, rounds=2)
         print_race(f"kasmina {shape}", times, top=8)
         rows += [dict(family="kasmina", **r) for r in race_rows("x".join(map(str, shape)), times)]
@@ -128,12 +133,12 @@ def matrix_races(settings: BenchSettings, rows: list[dict]) -> None:
             wg, wu = tuned.weights_in_layout(inp["w_gate"], inp["w_up"], layout)
             x = inp["x"]
             y = torch.empty(shape[0], shape[2], dtype=x.dtype, device="cuda")
-            fns[f"tuned layout={layout}"] = (lambda a=wg, b=wu, xx=x, yy=y: tuned.launch_tuned(xx, a, b, yy))
+            fns[f"tuned layout={layout}"] = lambda a=wg, b=wu, xx=x, yy=y: tuned.launch_tuned(xx, a, b, yy)
             fns[f"tuned layout={layout}"]()
             check(layout, sw, inp, y)
             print(f"swiglu {shape} layout={layout}: autotuner chose {tuned.best_config()}", flush=True)
         for p in ("cublas_gate_up", "triton_tiled", "torch_compile", "torch_eager"):
-            fns[f"[{p}]"] = (lambda f=sw.providers[p].fn: f(**inp))
+            fns[f"[{p}]"] = lambda f=sw.providers[p].fn: f(**inp)
         times = race(fns, settings, rounds=3)
         print_race(f"swiglu {shape}", times, top=10)
         rows += [dict(family="swiglu", **r) for r in race_rows("x".join(map(str, shape)), times)]

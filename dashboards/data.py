@@ -2,7 +2,8 @@
 
 The store is ``--store`` / ``$KPROF_STORE`` / ``./kprof-runs/kprof.db``. When it is missing or holds no
 runs, the bundled demo store of real H100 runs (``dashboards/demo/kprof-demo.db.gz``) is unpacked to a
-private temporary folder (fresh per server) and shown instead, and every page says so; the sidebar's "demo data" switch shows it
+private temporary folder (fresh per server) and shown instead, and every page says so; the sidebar's "demo data"
+switch shows it
 whatever the store holds. A file that is not a kprof store gives a readable error in the page
 (:class:`StoreProblem`), never a traceback.
 
@@ -180,15 +181,26 @@ def launch_counts() -> pd.DataFrame:
 def _launch_counts(stamp: float, path: str) -> pd.DataFrame:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return pd.read_sql_query("SELECT run_id, COUNT(*) AS rows, COUNT(start_ns) AS timed FROM launches "
-                                 "GROUP BY run_id", con).set_index("run_id")
+        return pd.read_sql_query(
+            "SELECT run_id, COUNT(*) AS rows, COUNT(start_ns) AS timed FROM launches GROUP BY run_id", con
+        ).set_index("run_id")
     finally:
         con.close()
 
 
 # ------------------------------------------------------------------------------------------ diff
-_KEYS = ('"case"', "kernel", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
-         "shared_mem_bytes")
+_KEYS = (
+    '"case"',
+    "kernel",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "registers_per_thread",
+    "shared_mem_bytes",
+)
 
 
 def kernel_rows(con: sqlite3.Connection, run_id: str) -> pd.DataFrame:
@@ -196,10 +208,12 @@ def kernel_rows(con: sqlite3.Connection, run_id: str) -> pd.DataFrame:
     launch configuration) in first-launch order, ``count`` the launches it stands for and ``duration_ns``
     their mean, so launches x duration sums to the same kernel time."""
     keys = ", ".join(_KEYS)
-    q = (f"SELECT {keys}, 'kernel' AS kind, SUM(COALESCE(count, 1)) AS count, "
-         f"SUM(duration_ns * COALESCE(count, 1)) * 1.0 / SUM(COALESCE(count, 1)) AS duration_ns "
-         f"FROM launches WHERE run_id = ? AND (kind IS NULL OR kind = 'kernel') AND \"case\" IS NOT NULL "
-         f"GROUP BY {keys} ORDER BY MIN(rowid)")
+    q = (
+        f"SELECT {keys}, 'kernel' AS kind, SUM(COALESCE(count, 1)) AS count, "
+        f"SUM(duration_ns * COALESCE(count, 1)) * 1.0 / SUM(COALESCE(count, 1)) AS duration_ns "
+        f"FROM launches WHERE run_id = ? AND (kind IS NULL OR kind = 'kernel') AND \"case\" IS NOT NULL "
+        f"GROUP BY {keys} ORDER BY MIN(rowid)"
+    )
     return pd.read_sql_query(q, con, params=(run_id,))
 
 

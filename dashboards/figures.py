@@ -76,7 +76,7 @@ def nice_ticks(lo: float, hi: float) -> list[float]:
         return []
     out = []
     for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
-        out += [m * 10.0 ** e for m in (1, 2, 5)]
+        out += [m * 10.0**e for m in (1, 2, 5)]
     inside = [v for v in out if lo / 1.5 <= v <= hi * 1.5]
     return inside if len(inside) <= 8 else [v for v in inside if str(v)[0] == "1"] or inside
 
@@ -90,8 +90,9 @@ def tick_text(v: float, unit: str = "") -> str:
 COMPARE_HEIGHT = 820  # px: the page reserves this much for the figure before drawing it
 
 
-def compare_panels(metrics: pd.DataFrame, dtype: str, ceiling: float | None = None,
-                   baseline: str = "best PyTorch per shape") -> go.Figure:
+def compare_panels(
+    metrics: pd.DataFrame, dtype: str, ceiling: float | None = None, baseline: str = "best PyTorch per shape"
+) -> go.Figure:
     """Compare's four panels for one dtype, shapes as categories in sweep order, as one figure: every
     provider keeps its colour (:mod:`kprof.dashboards.style`) and one legend entry across the panels, and
     the fastest correct version at each shape is starred in the time and speedup panels."""
@@ -107,40 +108,68 @@ def compare_panels(metrics: pd.DataFrame, dtype: str, ceiling: float | None = No
         for k, (col, _, unit, _) in enumerate(COMPARE_PANELS):
             if col not in g or g[col].isna().all():
                 continue
-            fig.add_trace(go.Scatter(
-                x=g["shape"], y=g[col], mode="lines+markers", name=str(provider), legendgroup=str(provider),
-                showlegend=k == 0, line=dict(color=style.colour(provider), dash="dash" if added else "solid"),
-                marker=dict(symbol="diamond" if added else "circle", size=7),
-                hovertemplate="%{x}<br>%{y:.3g} " + unit + "<extra>" + str(provider) + "</extra>"),
-                row=k // 2 + 1, col=k % 2 + 1)
+            fig.add_trace(
+                go.Scatter(
+                    x=g["shape"],
+                    y=g[col],
+                    mode="lines+markers",
+                    name=str(provider),
+                    legendgroup=str(provider),
+                    showlegend=k == 0,
+                    line=dict(color=style.colour(provider), dash="dash" if added else "solid"),
+                    marker=dict(symbol="diamond" if added else "circle", size=7),
+                    hovertemplate="%{x}<br>%{y:.3g} " + unit + "<extra>" + str(provider) + "</extra>",
+                ),
+                row=k // 2 + 1,
+                col=k % 2 + 1,
+            )
     best = df[best_per_shape(df)] if not df.empty else df
     for k in (0, 2):
         col = COMPARE_PANELS[k][0]
         if best.empty or col not in best or best[col].isna().all():
             continue
-        fig.add_trace(go.Scatter(
-            x=best["shape"], y=best[col], mode="markers", name="★ best version at the shape", legendgroup="best",
-            showlegend=k == 0, marker=dict(symbol="star", size=16, color="rgba(0,0,0,0)",
-                                           line=dict(color="black", width=1.5)),
-            text=best["provider"], hovertemplate="best: %{text}<br>%{x}: %{y:.3g}<extra></extra>"),
-            row=k // 2 + 1, col=k % 2 + 1)
+        fig.add_trace(
+            go.Scatter(
+                x=best["shape"],
+                y=best[col],
+                mode="markers",
+                name="★ best version at the shape",
+                legendgroup="best",
+                showlegend=k == 0,
+                marker=dict(symbol="star", size=16, color="rgba(0,0,0,0)", line=dict(color="black", width=1.5)),
+                text=best["provider"],
+                hovertemplate="best: %{text}<br>%{x}: %{y:.3g}<extra></extra>",
+            ),
+            row=k // 2 + 1,
+            col=k % 2 + 1,
+        )
     for k, (col, _, unit, log_y) in enumerate(COMPARE_PANELS):
         row, c = k // 2 + 1, k % 2 + 1
-        fig.update_xaxes(type="category", categoryorder="array", categoryarray=order, title_text="shape (rows × N)",
-                         row=row, col=c)
+        fig.update_xaxes(
+            type="category", categoryorder="array", categoryarray=order, title_text="shape (rows × N)", row=row, col=c
+        )
         fig.update_yaxes(type="log" if log_y else "linear", title_text=unit, row=row, col=c)
         vals = df[col].dropna() if col in df else pd.Series(dtype=float)
         if log_y and not vals.empty:
             ticks = nice_ticks(float(vals[vals > 0].min()), float(vals.max()))
             fig.update_yaxes(tickvals=ticks, ticktext=[tick_text(v, unit) for v in ticks], row=row, col=c)
         if vals.empty:
-            fig.add_annotation(text=f"no {style.COLUMNS.get(col, (col,))[0]} in this run", showarrow=False, row=row,
-                               col=c, xref="x domain", yref="y domain", x=0.5, y=0.5)
+            fig.add_annotation(
+                text=f"no {style.COLUMNS.get(col, (col,))[0]} in this run",
+                showarrow=False,
+                row=row,
+                col=c,
+                xref="x domain",
+                yref="y domain",
+                x=0.5,
+                y=0.5,
+            )
     if "speedup" in df and df["speedup"].notna().any():
         fig.add_hline(y=1.0, line_dash="dot", line_color="#555", row=2, col=1)
     if ceiling:
-        fig.add_hline(y=ceiling, line_dash="dash", row=1, col=2,
-                      annotation_text=f"measured copy ceiling {ceiling:.0f} GB/s")
+        fig.add_hline(
+            y=ceiling, line_dash="dash", row=1, col=2, annotation_text=f"measured copy ceiling {ceiling:.0f} GB/s"
+        )
     fig.update_layout(height=COMPARE_HEIGHT, legend_title="version", margin=dict(t=60, b=40))
     return fig
 
@@ -170,21 +199,41 @@ def roofline(metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: flo
     df = ok_rows(metrics).copy()
     df = df[(df["bytes"] > 0) & (df["flops"] > 0) & (df["tflops"] > 0)]
     df["intensity"] = df["flops"] / df["bytes"]
-    points = pd.DataFrame({"provider": df["provider"].astype(str), "case": df["shape"].astype(str) + " " +
-                           df["dtype"].astype(str), "intensity": df["intensity"].astype(float),
-                           "tflops": df["tflops"].astype(float)})
+    points = pd.DataFrame(
+        {
+            "provider": df["provider"].astype(str),
+            "case": df["shape"].astype(str) + " " + df["dtype"].astype(str),
+            "intensity": df["intensity"].astype(float),
+            "tflops": df["tflops"].astype(float),
+        }
+    )
     providers = sorted(points["provider"].unique())
     domain, colours = list(providers), [style.colour(p) for p in providers]
     # one colour scale for both layers (the roof is in the legend too); its domain grows with the roof below
-    colour = {"field": "provider", "type": "nominal", "scale": {"domain": domain, "range": colours},
-              "legend": {"title": "version", "labelLimit": 320}}
-    layers = [{"data": {"values": points.to_dict("records")},
-               "mark": {"type": "point", "filled": True, "size": 70, "opacity": 0.85},
-               "encoding": {"x": _LOG_X, "y": _LOG_Y, "color": colour,
-                            "tooltip": [{"field": "provider", "title": "version"}, {"field": "case"},
-                                        {"field": "intensity", "title": "FLOP/byte", "format": ".2f"},
-                                        {"field": "tflops", "title": "TFLOP/s", "format": ".3g"}]},
-               "params": [{"name": "zoom", "select": "interval", "bind": "scales"}]}]
+    colour = {
+        "field": "provider",
+        "type": "nominal",
+        "scale": {"domain": domain, "range": colours},
+        "legend": {"title": "version", "labelLimit": 320},
+    }
+    layers = [
+        {
+            "data": {"values": points.to_dict("records")},
+            "mark": {"type": "point", "filled": True, "size": 70, "opacity": 0.85},
+            "encoding": {
+                "x": _LOG_X,
+                "y": _LOG_Y,
+                "color": colour,
+                "tooltip": [
+                    {"field": "provider", "title": "version"},
+                    {"field": "case"},
+                    {"field": "intensity", "title": "FLOP/byte", "format": ".2f"},
+                    {"field": "tflops", "title": "TFLOP/s", "format": ".3g"},
+                ],
+            },
+            "params": [{"name": "zoom", "select": "interval", "bind": "scales"}],
+        }
+    ]
     if ceiling_gbps and not points.empty:
         xs = np.logspace(math.log10(points["intensity"].min() / 2), math.log10(points["intensity"].max() * 20), 50)
         roof = xs * ceiling_gbps / 1e3
@@ -193,16 +242,28 @@ def roofline(metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: flo
         name = f"memory roof ({ceiling_gbps:.0f} GB/s measured)"
         domain.append(name)
         colours.append("black")
-        layers.append({"data": {"values": [{"provider": name, "intensity": float(x), "tflops": float(y)}
-                                           for x, y in zip(xs, roof)]},
-                       "mark": {"type": "line", "strokeDash": [6, 4], "strokeWidth": 1.5},
-                       "encoding": {"x": _LOG_X, "y": _LOG_Y, "color": colour}})
-    return {"title": "Roofline: achieved FLOP rate against arithmetic intensity", "height": ROOFLINE_HEIGHT,
-            "layer": layers}
+        layers.append(
+            {
+                "data": {
+                    "values": [{"provider": name, "intensity": float(x), "tflops": float(y)} for x, y in zip(xs, roof)]
+                },
+                "mark": {"type": "line", "strokeDash": [6, 4], "strokeWidth": 1.5},
+                "encoding": {"x": _LOG_X, "y": _LOG_Y, "color": colour},
+            }
+        )
+    return {
+        "title": "Roofline: achieved FLOP rate against arithmetic intensity",
+        "height": ROOFLINE_HEIGHT,
+        "layer": layers,
+    }
 
 
-_LOG_X = {"field": "intensity", "type": "quantitative", "scale": {"type": "log"},
-          "title": "arithmetic intensity (FLOP / byte, from the family's models)"}
+_LOG_X = {
+    "field": "intensity",
+    "type": "quantitative",
+    "scale": {"type": "log"},
+    "title": "arithmetic intensity (FLOP / byte, from the family's models)",
+}
 _LOG_Y = {"field": "tflops", "type": "quantitative", "scale": {"type": "log"}, "title": "TFLOP/s achieved"}
 
 
@@ -231,32 +292,69 @@ def sweep_heatmap(grid: pd.DataFrame, x: str, y: str, value: str, title: str) ->
         if good:
             v = float(r[value])
             shade = (v - lo) / (hi - lo) if hi > lo else 1.0
-            cell.update(value=v, label=f"{v:.3g}", ink="black" if (shade if better_high else 1 - shade) > 0.5 else "white",
-                        time=f"{r['gpu_time_us']:.1f} µs" if pd.notna(r.get("gpu_time_us")) else "—",
-                        roof=f"{number(r.get('pct_roof'), '.0f')}%",
-                        resources=f"{number(r.get('registers_per_thread'), '.0f')} regs · "
-                                  f"{number(r.get('local_bytes'), '.0f')} B local (spills) · "
-                                  f"{number(r.get('shared_mem_bytes'), '.0f')} B smem",
-                        occupancy=f"{number(r.get('occupancy_theoretical_pct'), '.0f')}% theoretical, "
-                                  f"{number(r.get('occupancy_achieved_pct'), '.0f')}% achieved")
+            cell.update(
+                value=v,
+                label=f"{v:.3g}",
+                ink="black" if (shade if better_high else 1 - shade) > 0.5 else "white",
+                time=f"{r['gpu_time_us']:.1f} µs" if pd.notna(r.get("gpu_time_us")) else "—",
+                roof=f"{number(r.get('pct_roof'), '.0f')}%",
+                resources=f"{number(r.get('registers_per_thread'), '.0f')} regs · "
+                f"{number(r.get('local_bytes'), '.0f')} B local (spills) · "
+                f"{number(r.get('shared_mem_bytes'), '.0f')} B smem",
+                occupancy=f"{number(r.get('occupancy_theoretical_pct'), '.0f')}% theoretical, "
+                f"{number(r.get('occupancy_achieved_pct'), '.0f')}% achieved",
+            )
         else:
             cell.update(status=f"{r['status']}: {str(r.get('note') or '')[:160]}")
         cells.append(cell)
-    pos = {"x": {"field": "x", "type": "ordinal", "sort": xs, "title": x, "axis": {"labelAngle": 0}},
-           "y": {"field": "y", "type": "ordinal", "sort": ys[::-1], "title": y}}  # small values at the bottom
+    pos = {
+        "x": {"field": "x", "type": "ordinal", "sort": xs, "title": x, "axis": {"labelAngle": 0}},
+        "y": {"field": "y", "type": "ordinal", "sort": ys[::-1], "title": y},
+    }  # small values at the bottom
     ran = {"filter": "isValid(datum.value)"}
     data = {"values": cells}  # inline in each layer: Streamlit ships a top-level one as Arrow, which the browser
     # then needs its Arrow code for
-    return {"title": title, "height": SWEEP_HEIGHT, "layer": [
-        {"data": data, "transform": [{"filter": "!isValid(datum.value)"}], "mark": {"type": "rect", "color": "#e6e6e6"},
-         "encoding": {**pos, "tooltip": [{"field": "config"}, {"field": "status"}]}},
-        {"data": data, "transform": [ran], "mark": "rect",
-         "encoding": {**pos, "color": {"field": "value", "type": "quantitative", "title": value,
-                                       "scale": {"scheme": "viridis", "reverse": not better_high}},
-                      "tooltip": [{"field": "config"}, {"field": "label", "title": value}, {"field": "time"},
-                                  {"field": "roof", "title": "% of roof"}, {"field": "resources"},
-                                  {"field": "occupancy"}]}},
-        {"data": data, "transform": [ran], "mark": {"type": "text", "fontSize": 11},
-         "encoding": {**pos, "text": {"field": "label"}, "color": {"condition": {"test": "datum.ink === 'white'", "value": "white"},
-                                                                 "value": "black"}}},
-    ]}
+    return {
+        "title": title,
+        "height": SWEEP_HEIGHT,
+        "layer": [
+            {
+                "data": data,
+                "transform": [{"filter": "!isValid(datum.value)"}],
+                "mark": {"type": "rect", "color": "#e6e6e6"},
+                "encoding": {**pos, "tooltip": [{"field": "config"}, {"field": "status"}]},
+            },
+            {
+                "data": data,
+                "transform": [ran],
+                "mark": "rect",
+                "encoding": {
+                    **pos,
+                    "color": {
+                        "field": "value",
+                        "type": "quantitative",
+                        "title": value,
+                        "scale": {"scheme": "viridis", "reverse": not better_high},
+                    },
+                    "tooltip": [
+                        {"field": "config"},
+                        {"field": "label", "title": value},
+                        {"field": "time"},
+                        {"field": "roof", "title": "% of roof"},
+                        {"field": "resources"},
+                        {"field": "occupancy"},
+                    ],
+                },
+            },
+            {
+                "data": data,
+                "transform": [ran],
+                "mark": {"type": "text", "fontSize": 11},
+                "encoding": {
+                    **pos,
+                    "text": {"field": "label"},
+                    "color": {"condition": {"test": "datum.ink === 'white'", "value": "white"}, "value": "black"},
+                },
+            },
+        ],
+    }

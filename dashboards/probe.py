@@ -21,8 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 VIEWPORT = {"width": 1500, "height": 1100}
 PAGES = ("compare", "correctness", "runs", "trace", "diff", "roofline", "sweep")
 
@@ -45,11 +53,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(store: str | Path, traces: tuple[str, ...] = (), timeout_s: float = 120) -> Iterator[tuple[str, subprocess.Popen]]:
+def server(
+    store: str | Path, traces: tuple[str, ...] = (), timeout_s: float = 120
+) -> Iterator[tuple[str, subprocess.Popen]]:
     """`kprof dashboard` on ``store``, up and answering; stopped (SIGTERM to kprof, which forwards it) after."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "kprof.cli", "dashboard", *traces, "--port", str(port), "--store",
-                             str(store)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kprof.cli", "dashboard", *traces, "--port", str(port), "--store", str(store)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + timeout_s
     try:
@@ -59,7 +73,9 @@ def server(store: str | Path, traces: tuple[str, ...] = (), timeout_s: float = 1
                     break
             except OSError:
                 if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"kprof dashboard did not come up: {proc.stdout.read() if proc.stdout else ''}") from None
+                    raise RuntimeError(
+                        f"kprof dashboard did not come up: {proc.stdout.read() if proc.stdout else ''}"
+                    ) from None
                 time.sleep(0.2)
         yield url, proc
     finally:
@@ -98,10 +114,13 @@ def _wait_done(page, key: str, charts: int, timeout_ms: int = 60000, vega: int =
         page.locator(".vega-embed canvas, .vega-embed svg.marks").nth(0).wait_for(timeout=timeout_ms)
     # the script has finished, no element is still a skeleton (widgets whose code is still loading) and no chart
     # is still the stand-in a page sends ahead of its figure (views.common.chart_slot)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stSpinner\"]')"
-                           " && !document.querySelector('[data-testid*=\"Skeleton\"]')"
-                           " && !Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                           ".some(d => d.layout && d.layout.meta === 'kprof-placeholder')", timeout=timeout_ms)
+    page.wait_for_function(
+        '() => !document.querySelector(\'[data-testid="stStatusWidget"] [data-testid="stSpinner"]\')'
+        " && !document.querySelector('[data-testid*=\"Skeleton\"]')"
+        " && !Array.from(document.querySelectorAll('.js-plotly-plot'))"
+        ".some(d => d.layout && d.layout.meta === 'kprof-placeholder')",
+        timeout=timeout_ms,
+    )
 
 
 def _problems(page) -> list[str]:
@@ -115,8 +134,14 @@ def _problems(page) -> list[str]:
     return out
 
 
-def measure(url: str, store_label: str, visits: list[Visit], controls: dict[str, Callable] | None = None,
-            shots: Path | None = None, demo: bool = False) -> Report:
+def measure(
+    url: str,
+    store_label: str,
+    visits: list[Visit],
+    controls: dict[str, Callable] | None = None,
+    shots: Path | None = None,
+    demo: bool = False,
+) -> Report:
     """Every page's first visit from a fresh browser (one browser per page, as a new user arriving there),
     then in one browser: a switch to each page through the sidebar, and each control in ``controls``
     (page -> function(page) that acts and waits for its result)."""
@@ -144,7 +169,9 @@ def measure(url: str, store_label: str, visits: list[Visit], controls: dict[str,
         _wait_done(page, visits[0].key, visits[0].charts, vega=visits[0].vega)
         for v in visits[1:] + visits[:1]:
             t0 = time.perf_counter()
-            page.locator(f'[data-testid="stSidebarNav"] a[href$="/{"" if v.page == "compare" else v.page}"]').first.click()
+            page.locator(
+                f'[data-testid="stSidebarNav"] a[href$="/{"" if v.page == "compare" else v.page}"]'
+            ).first.click()
             _wait_done(page, v.key, v.charts, vega=v.vega)
             rep.switch_s[v.page] = round(time.perf_counter() - t0, 2)
             if controls and v.page in controls:
@@ -197,13 +224,24 @@ def correctness_filter(page) -> None:
     _wait_done(page, "Tolerance: the one", 0, vega=1)
 
 
-GPU_VISITS = [Visit("compare", "Download the table (CSV)", 1), Visit("correctness", "Tolerance: the one", vega=1),
-              Visit("runs", "Failed cases:"), Visit("trace", "open a trace file", 1), Visit("diff", "Same code as"),
-              Visit("roofline", "Intensity and FLOP/s", vega=1), Visit("sweep", "Each cell", vega=1)]
-CPU_VISITS = [Visit("compare", "No GPU run in the store"), Visit("correctness", "Tolerance: the one", vega=1),
-              Visit("runs", "Failed cases:"), Visit("trace", "No run with a launch table"),
-              Visit("diff", "two GPU runs"), Visit("roofline", "No GPU run in the store"),
-              Visit("sweep", "No sweep run")]
+GPU_VISITS = [
+    Visit("compare", "Download the table (CSV)", 1),
+    Visit("correctness", "Tolerance: the one", vega=1),
+    Visit("runs", "Failed cases:"),
+    Visit("trace", "open a trace file", 1),
+    Visit("diff", "Same code as"),
+    Visit("roofline", "Intensity and FLOP/s", vega=1),
+    Visit("sweep", "Each cell", vega=1),
+]
+CPU_VISITS = [
+    Visit("compare", "No GPU run in the store"),
+    Visit("correctness", "Tolerance: the one", vega=1),
+    Visit("runs", "Failed cases:"),
+    Visit("trace", "No run with a launch table"),
+    Visit("diff", "two GPU runs"),
+    Visit("roofline", "No GPU run in the store"),
+    Visit("sweep", "No sweep run"),
+]
 GPU_CONTROLS = {"compare": compare_baseline, "diff": diff_threshold, "trace": trace_click}
 CPU_CONTROLS = {"correctness": correctness_filter}
 
@@ -217,10 +255,24 @@ def cpu_store(path: Path, seed: int = 0) -> Path:
 
     rng = random.Random(seed)
     s = RunStore(path)
-    run = s.begin_run(RunRecord(
-        family="rmsnorm", mode="interpreter", command="kprof profile rmsnorm", config={}, git_commit="0123abcd",
-        git_dirty=False, git_note=None, source_hashes={}, device={"name": "cpu", "kind": "cpu"}, versions={},
-        profiler="none", profiler_version=None, ceiling_gbps=None, ceiling=None))
+    run = s.begin_run(
+        RunRecord(
+            family="rmsnorm",
+            mode="interpreter",
+            command="kprof profile rmsnorm",
+            config={},
+            git_commit="0123abcd",
+            git_dirty=False,
+            git_note=None,
+            source_hashes={},
+            device={"name": "cpu", "kind": "cpu"},
+            versions={},
+            profiler="none",
+            profiler_version=None,
+            ceiling_gbps=None,
+            ceiling=None,
+        )
+    )
     tol = {"fp32": 1e-5, "bf16": 8e-3, "fp16": 1e-3}
     i = 0
     for provider in ("torch_eager", "torch_F", "triton_looped", "triton_one_row"):
@@ -233,9 +285,23 @@ def cpu_store(path: Path, seed: int = 0) -> Path:
                     status, note = "fail", f"relative error {err:.2e} above tolerance {t:.0e}"
                 if provider == "torch_F" and dtype == "fp16":
                     status, note, err = "skipped", "F.rms_norm has no fp16 kernel on this CPU", float("nan")
-                s.add_case(run, i, {"case": f"rmsnorm/{provider}/{shape}/{dtype}", "family": "rmsnorm",
-                                    "provider": provider, "shape": shape, "dtype": dtype, "status": status,
-                                    "ok": status == "ok", "max_rel_err": err, "max_abs_err": err * 3, "note": note}, {})
+                s.add_case(
+                    run,
+                    i,
+                    {
+                        "case": f"rmsnorm/{provider}/{shape}/{dtype}",
+                        "family": "rmsnorm",
+                        "provider": provider,
+                        "shape": shape,
+                        "dtype": dtype,
+                        "status": status,
+                        "ok": status == "ok",
+                        "max_rel_err": err,
+                        "max_abs_err": err * 3,
+                        "note": note,
+                    },
+                    {},
+                )
                 i += 1
     s.finish_run(run, "complete")
     s.close()

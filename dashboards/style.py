@@ -16,8 +16,13 @@ from plotly.colors import qualitative
 
 # The yardsticks every family has: fixed, muted colours so the versions under test stand out.
 FIXED = {
-    "torch_eager": "#7f7f7f", "torch_F": "#17becf", "torch_compile": "#8c564b", "liger": "#bcbd22",
-    "cublas": "#393b79", "torch_matmul": "#393b79", "copy": "#c7c7c7",
+    "torch_eager": "#7f7f7f",
+    "torch_F": "#17becf",
+    "torch_compile": "#8c564b",
+    "liger": "#bcbd22",
+    "cublas": "#393b79",
+    "torch_matmul": "#393b79",
+    "copy": "#c7c7c7",
 }
 
 
@@ -32,8 +37,9 @@ def _far_from_fixed(c: str, min_dist: int = 90) -> bool:
     return all(sum((a - b) ** 2 for a, b in zip(r, _rgb(f))) ** 0.5 >= min_dist for f in FIXED.values())
 
 
-PALETTE = list(dict.fromkeys(c.upper() for c in qualitative.Plotly + qualitative.D3 + qualitative.Dark24
-                             if _far_from_fixed(c)))
+PALETTE = list(
+    dict.fromkeys(c.upper() for c in qualitative.Plotly + qualitative.D3 + qualitative.Dark24 if _far_from_fixed(c))
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -75,25 +81,53 @@ def time_column(metrics: pd.DataFrame) -> str:
 
 # column -> (header, format); the format is a Streamlit NumberColumn printf format or None for text
 COLUMNS: dict[str, tuple[str, str | None]] = {
-    "shape": ("shape", None), "provider": ("version", None), "dtype": ("dtype", None), "status": ("status", None),
-    "best": ("best", None), "case": ("case", None), "note": ("note", None), "why": ("why", None),
-    "gpu_time_us": ("GPU time (µs)", "%.2f"), "gpu_time_warm_us": ("GPU time (µs)", "%.2f"),
-    "noise": ("noise (p80-p20)/median", "%.1%"), "gbps": ("bandwidth (GB/s)", "%.0f"),
-    "pct_peak_bw": ("% of copy ceiling", "%.1f"), "speedup": ("speedup", "%.2f×"),
-    "host_time_us": ("host time/call (µs)", "%.1f"), "launch_latency_us": ("launch latency (µs)", "%.1f"),
-    "kernels_per_call": ("kernels/call", "%.0f"), "occupancy_theoretical_pct": ("occupancy theor. (%)", "%.0f"),
-    "occupancy_achieved_pct": ("occupancy achieved (%)", "%.0f"), "occupancy_limiter": ("limited by", None),
-    "dram_bytes_per_call": ("DRAM bytes/call", "%.3s"), "dram_vs_model": ("DRAM / bytes model", "%.2f×"),
-    "registers_per_thread": ("registers/thread", "%.0f"), "local_bytes": ("spills: local bytes", "%.0f"),
-    "spill_bytes": ("spill bytes", "%.0f"), "shared_mem_bytes": ("shared mem (B)", "%.0f"),
-    "max_rel_err": ("max rel. error", "%.2e"), "max_abs_err": ("max abs. error", "%.2e"),
-    "tolerance": ("tolerance", "%.0e"), "err_vs_tol": ("error / tolerance", "%.3f"),
-    "median_a": ("median A (µs)", "%.2f"), "median_b": ("median B (µs)", "%.2f"), "ratio": ("B / A", "%.3f"),
-    "ci_lo": ("95% CI low", "%.3f"), "ci_hi": ("95% CI high", "%.3f"), "p_value": ("p-value", None),
-    "verdict": ("verdict", None), "changes": ("kernel changes", None), "intensity": ("FLOP/byte", "%.2f"),
-    "bound": ("bound", None), "tflops": ("TFLOP/s", "%.3g"), "pct_roof": ("% of roof", "%.1f"),
-    "launches": ("launches", "%d"), "baseline": ("baseline", None), "warm_us": ("warm time (µs)", "%.2f"),
-    "graph_time_us": ("CUDA-graph time (µs)", "%.2f"), "timer": ("timer", None),
+    "shape": ("shape", None),
+    "provider": ("version", None),
+    "dtype": ("dtype", None),
+    "status": ("status", None),
+    "best": ("best", None),
+    "case": ("case", None),
+    "note": ("note", None),
+    "why": ("why", None),
+    "gpu_time_us": ("GPU time (µs)", "%.2f"),
+    "gpu_time_warm_us": ("GPU time (µs)", "%.2f"),
+    "noise": ("noise (p80-p20)/median", "%.1%"),
+    "gbps": ("bandwidth (GB/s)", "%.0f"),
+    "pct_peak_bw": ("% of copy ceiling", "%.1f"),
+    "speedup": ("speedup", "%.2f×"),
+    "host_time_us": ("host time/call (µs)", "%.1f"),
+    "launch_latency_us": ("launch latency (µs)", "%.1f"),
+    "kernels_per_call": ("kernels/call", "%.0f"),
+    "occupancy_theoretical_pct": ("occupancy theor. (%)", "%.0f"),
+    "occupancy_achieved_pct": ("occupancy achieved (%)", "%.0f"),
+    "occupancy_limiter": ("limited by", None),
+    "dram_bytes_per_call": ("DRAM bytes/call", "%.3s"),
+    "dram_vs_model": ("DRAM / bytes model", "%.2f×"),
+    "registers_per_thread": ("registers/thread", "%.0f"),
+    "local_bytes": ("spills: local bytes", "%.0f"),
+    "spill_bytes": ("spill bytes", "%.0f"),
+    "shared_mem_bytes": ("shared mem (B)", "%.0f"),
+    "max_rel_err": ("max rel. error", "%.2e"),
+    "max_abs_err": ("max abs. error", "%.2e"),
+    "tolerance": ("tolerance", "%.0e"),
+    "err_vs_tol": ("error / tolerance", "%.3f"),
+    "median_a": ("median A (µs)", "%.2f"),
+    "median_b": ("median B (µs)", "%.2f"),
+    "ratio": ("B / A", "%.3f"),
+    "ci_lo": ("95% CI low", "%.3f"),
+    "ci_hi": ("95% CI high", "%.3f"),
+    "p_value": ("p-value", None),
+    "verdict": ("verdict", None),
+    "changes": ("kernel changes", None),
+    "intensity": ("FLOP/byte", "%.2f"),
+    "bound": ("bound", None),
+    "tflops": ("TFLOP/s", "%.3g"),
+    "pct_roof": ("% of roof", "%.1f"),
+    "launches": ("launches", "%d"),
+    "baseline": ("baseline", None),
+    "warm_us": ("warm time (µs)", "%.2f"),
+    "graph_time_us": ("CUDA-graph time (µs)", "%.2f"),
+    "timer": ("timer", None),
 }
 
 

@@ -70,8 +70,9 @@ def relative(launches: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def collapse_gaps(df: pd.DataFrame, min_gap_ns: float, keep_ns: float | None = None
-                  ) -> tuple[pd.DataFrame, list[tuple[float, float]]]:
+def collapse_gaps(
+    df: pd.DataFrame, min_gap_ns: float, keep_ns: float | None = None
+) -> tuple[pd.DataFrame, list[tuple[float, float]]]:
     """Cut every idle stretch (no event on any lane) longer than ``min_gap_ns`` down to ``keep_ns`` (default a
     twentieth of it). Returns the shifted table and, per cut, (where it is now in ns, idle ns removed)."""
     if df.empty or not min_gap_ns:
@@ -88,38 +89,75 @@ def collapse_gaps(df: pd.DataFrame, min_gap_ns: float, keep_ns: float | None = N
     removed = np.cumsum(gap_len - keep)
 
     def shift(t: pd.Series) -> pd.Series:
-        k = np.searchsorted(gap_start, t.to_numpy(), side="left")  # gaps that start before t (an end at a gap's start stays)
+        k = np.searchsorted(
+            gap_start, t.to_numpy(), side="left"
+        )  # gaps that start before t (an end at a gap's start stays)
         return t - np.where(k > 0, removed[np.maximum(k - 1, 0)], 0.0)
 
     out = df.copy()
     for c in STAMPS:
         out[c] = shift(out[c])
-    marks = [(float(s - (removed[i - 1] if i else 0.0) + keep / 2), float(g)) for i, (s, g) in
-             enumerate(zip(gap_start, gap_len))]
+    marks = [
+        (float(s - (removed[i - 1] if i else 0.0) + keep / 2), float(g))
+        for i, (s, g) in enumerate(zip(gap_start, gap_len))
+    ]
     return out, marks
 
 
 def _hover(g: pd.DataFrame, call: bool = False) -> np.ndarray:
     """Hover text per bar, built as one string array (plotly validates a string array at numpy speed; ten
     columns of object customdata cost seconds at 5000 bars)."""
+
     def txt(col: str) -> pd.Series:
         return g[col].astype("string").fillna("—") if col in g else pd.Series("—", index=g.index, dtype="string")
 
     occ = g["occupancy_theoretical_pct"].fillna(g["occupancy_est_pct"]).round(0).astype("string").fillna("—")
     dur = (g["duration_ns"].astype(float) / 1e3).round(3).astype("string").fillna("—")
-    s = ("<b>" + ("call: " if call else "") + g["kernel"].astype("string").fillna("?").str[:90] + "</b><br>case "
-         + txt("case") + "<br>" + dur + " µs · grid " + txt("grid_x") + "×" + txt("grid_y") + "×" + txt("grid_z")
-         + " · block " + txt("block_x") + "×" + txt("block_y") + "×" + txt("block_z") + "<br>registers "
-         + txt("registers_per_thread") + " · shared mem " + txt("shared_mem_bytes") + " B<br>launch latency "
-         + txt("launch_latency_ns") + " ns · occupancy " + occ + " %<br><i>click for the full row</i>")
+    s = (
+        "<b>"
+        + ("call: " if call else "")
+        + g["kernel"].astype("string").fillna("?").str[:90]
+        + "</b><br>case "
+        + txt("case")
+        + "<br>"
+        + dur
+        + " µs · grid "
+        + txt("grid_x")
+        + "×"
+        + txt("grid_y")
+        + "×"
+        + txt("grid_z")
+        + " · block "
+        + txt("block_x")
+        + "×"
+        + txt("block_y")
+        + "×"
+        + txt("block_z")
+        + "<br>registers "
+        + txt("registers_per_thread")
+        + " · shared mem "
+        + txt("shared_mem_bytes")
+        + " B<br>launch latency "
+        + txt("launch_latency_ns")
+        + " ns · occupancy "
+        + occ
+        + " %<br><i>click for the full row</i>"
+    )
     return s.to_numpy(dtype=str)
 
 
 HOVER = "%{hovertext}<extra></extra>"
 
 
-def figure(runs: dict[str, pd.DataFrame], *, collapse_ns: float = 0.0, search: str = "", selected: int | None = None,
-           limit: int = LIMIT, bins: int = BINS) -> tuple[go.Figure, str | None, pd.DataFrame]:
+def figure(
+    runs: dict[str, pd.DataFrame],
+    *,
+    collapse_ns: float = 0.0,
+    search: str = "",
+    selected: int | None = None,
+    limit: int = LIMIT,
+    bins: int = BINS,
+) -> tuple[go.Figure, str | None, pd.DataFrame]:
     """The timeline of one or more launch tables (``{"A": launches, "B": launches}``; one table draws without
     a prefix). Returns the figure, a note for the page (folding, untimed rows) and the drawn rows (``_row``
     is each row's number there, which a selection reports back)."""
@@ -144,21 +182,34 @@ def figure(runs: dict[str, pd.DataFrame], *, collapse_ns: float = 0.0, search: s
     lanes = _lane_order(df)
     if len(df) > limit:
         fig, note = _folded(df, bins, limit), None
-        note = (f"{len(df)} launches, more than a browser draws one by one ({limit}): each bar is every event of "
-                f"its lane in one of {bins} intervals, coloured by the kernel that took most of its time. Zoom with "
-                f"the time window, or pick cases, to {limit} launches or fewer to see single launches.")
+        note = (
+            f"{len(df)} launches, more than a browser draws one by one ({limit}): each bar is every event of "
+            f"its lane in one of {bins} intervals, coloured by the kernel that took most of its time. Zoom with "
+            f"the time window, or pick cases, to {limit} launches or fewer to see single launches."
+        )
     else:
         fig, note = _single(df, search, selected), None
     if marks:
         _gap_marks(fig, marks, lanes)
-    fig.update_yaxes(type="category", categoryorder="array", categoryarray=lanes[::-1], fixedrange=True,
-                     title_text=None)
-    fig.update_xaxes(title_text="µs from the first event" + (" (idle gaps collapsed)" if marks else ""),
-                     rangeslider=dict(visible=True, thickness=0.09), showspikes=True, spikemode="across",
-                     spikethickness=1)
-    fig.update_layout(barmode="overlay", height=max(MIN_HEIGHT, 150 + 34 * len(lanes)), dragmode="zoom",
-                      margin=dict(t=40, b=30, l=10, r=10), legend=dict(title="kernel", itemsizing="constant"),
-                      uniformtext=dict(minsize=9, mode="hide"), hovermode="closest")
+    fig.update_yaxes(
+        type="category", categoryorder="array", categoryarray=lanes[::-1], fixedrange=True, title_text=None
+    )
+    fig.update_xaxes(
+        title_text="µs from the first event" + (" (idle gaps collapsed)" if marks else ""),
+        rangeslider=dict(visible=True, thickness=0.09),
+        showspikes=True,
+        spikemode="across",
+        spikethickness=1,
+    )
+    fig.update_layout(
+        barmode="overlay",
+        height=max(MIN_HEIGHT, 150 + 34 * len(lanes)),
+        dragmode="zoom",
+        margin=dict(t=40, b=30, l=10, r=10),
+        legend=dict(title="kernel", itemsizing="constant"),
+        uniformtext=dict(minsize=9, mode="hide"),
+        hovermode="closest",
+    )
     return fig, note, df
 
 
@@ -170,12 +221,28 @@ def _gap_marks(fig: go.Figure, marks: list[tuple[float, float]], lanes: list[str
     ys = np.tile(np.array([0.0, len(lanes) - 1.0, np.nan]), len(marks))  # category positions, bottom to top
     label = np.array([f"{style.us(g / 1e3)} idle cut here" for _, g in marks])
     text = np.stack([label, label, np.full_like(label, "")], axis=1).ravel()
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="idle gaps (cut)", text=text, hoverinfo="text",
-                             line=dict(color="#888", width=1, dash="dot")))
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=ys,
+            mode="lines",
+            name="idle gaps (cut)",
+            text=text,
+            hoverinfo="text",
+            line=dict(color="#888", width=1, dash="dot"),
+        )
+    )
     if len(marks) <= 12:
         for at_ns, gap_ns in marks:
-            fig.add_annotation(x=at_ns / 1e3, y=1.0, yref="paper", text=f"⋯ {style.us(gap_ns / 1e3)} idle",
-                               showarrow=False, font=dict(size=9, color="#666"), yanchor="bottom")
+            fig.add_annotation(
+                x=at_ns / 1e3,
+                y=1.0,
+                yref="paper",
+                text=f"⋯ {style.us(gap_ns / 1e3)} idle",
+                showarrow=False,
+                font=dict(size=9, color="#666"),
+                yanchor="bottom",
+            )
 
 
 def _lane_order(df: pd.DataFrame) -> list[str]:
@@ -197,10 +264,19 @@ def _single(df: pd.DataFrame, search: str, selected: int | None) -> go.Figure:
     host = df[df["api_start_ns"].notna()]
     if not host.empty:
         colours = np.where(host["kind"] == "sync", SYNC_COLOUR, HOST_COLOUR)
-        fig.add_trace(go.Bar(
-            base=host["api_start_ns"] / 1e3, x=(host["api_end_ns"] - host["api_start_ns"]).clip(lower=1) / 1e3,
-            y=host["_host_lane"], orientation="h", name="launch / sync calls", marker=dict(color=colours),
-            customdata=host["_row"].to_numpy(), hovertext=_hover(host, call=True), hovertemplate=HOVER))
+        fig.add_trace(
+            go.Bar(
+                base=host["api_start_ns"] / 1e3,
+                x=(host["api_end_ns"] - host["api_start_ns"]).clip(lower=1) / 1e3,
+                y=host["_host_lane"],
+                orientation="h",
+                name="launch / sync calls",
+                marker=dict(color=colours),
+                customdata=host["_row"].to_numpy(),
+                hovertext=_hover(host, call=True),
+                hovertemplate=HOVER,
+            )
+        )
     gpu = df[df["kind"] != "sync"]
     span = float(df["end_ns"].max() - df["start_ns"].min()) or 1.0
     named = set(_legend_names(df))
@@ -209,16 +285,30 @@ def _single(df: pd.DataFrame, search: str, selected: int | None) -> go.Figure:
         g = gpu[gpu["_name"] == name] if name is not None else gpu[~gpu["_name"].isin(named)]
         if g.empty:
             continue
-        matched = not query or (name is not None and query in name.lower()) or \
-            (name is None and g["kernel"].astype(str).str.lower().str.contains(query, regex=False).any())
+        matched = (
+            not query
+            or (name is not None and query in name.lower())
+            or (name is None and g["kernel"].astype(str).str.lower().str.contains(query, regex=False).any())
+        )
         label = _fitted(g["_name"], g["duration_ns"] / span)
-        fig.add_trace(go.Bar(
-            base=g["start_ns"] / 1e3, x=g["duration_ns"].astype(float).clip(lower=1) / 1e3, y=g["_gpu_lane"],
-            orientation="h", name=name if name is not None else f"other kernels ({g['_name'].nunique()})",
-            marker=dict(color=style.colour(name) if name is not None else "#d0d0d0", line=dict(width=0)),
-            opacity=1.0 if matched else 0.15, text=label, textposition="inside",
-            insidetextanchor="start", textfont=dict(size=11), customdata=g["_row"].to_numpy(),
-            hovertext=_hover(g), hovertemplate=HOVER))
+        fig.add_trace(
+            go.Bar(
+                base=g["start_ns"] / 1e3,
+                x=g["duration_ns"].astype(float).clip(lower=1) / 1e3,
+                y=g["_gpu_lane"],
+                orientation="h",
+                name=name if name is not None else f"other kernels ({g['_name'].nunique()})",
+                marker=dict(color=style.colour(name) if name is not None else "#d0d0d0", line=dict(width=0)),
+                opacity=1.0 if matched else 0.15,
+                text=label,
+                textposition="inside",
+                insidetextanchor="start",
+                textfont=dict(size=11),
+                customdata=g["_row"].to_numpy(),
+                hovertext=_hover(g),
+                hovertemplate=HOVER,
+            )
+        )
     if selected is not None and 0 <= selected < len(df):
         _mark(fig, df.iloc[selected])
     return fig
@@ -235,13 +325,30 @@ def _fitted(names: pd.Series, fraction: pd.Series, plot_px: float = 1000, char_p
 def _mark(fig: go.Figure, r: pd.Series) -> None:
     """The selected launch: outlined, and a line from its launch call to its kernel."""
     if pd.notna(r["start_ns"]) and r["kind"] != "sync":
-        fig.add_trace(go.Bar(base=[r["start_ns"] / 1e3], x=[max(r["duration_ns"], 1) / 1e3], y=[r["_gpu_lane"]],
-                             orientation="h", name="selected", showlegend=False, hoverinfo="skip",
-                             marker=dict(color="rgba(0,0,0,0)", line=dict(color="black", width=2.5))))
+        fig.add_trace(
+            go.Bar(
+                base=[r["start_ns"] / 1e3],
+                x=[max(r["duration_ns"], 1) / 1e3],
+                y=[r["_gpu_lane"]],
+                orientation="h",
+                name="selected",
+                showlegend=False,
+                hoverinfo="skip",
+                marker=dict(color="rgba(0,0,0,0)", line=dict(color="black", width=2.5)),
+            )
+        )
     if pd.notna(r["api_start_ns"]) and r["kind"] != "sync":
-        fig.add_trace(go.Scatter(x=[r["api_start_ns"] / 1e3, r["start_ns"] / 1e3], y=[r["_host_lane"], r["_gpu_lane"]],
-                                 mode="lines+markers", name="launch -> kernel", hoverinfo="skip",
-                                 line=dict(color="#d62728", width=2), marker=dict(size=6, symbol="arrow-bar-up")))
+        fig.add_trace(
+            go.Scatter(
+                x=[r["api_start_ns"] / 1e3, r["start_ns"] / 1e3],
+                y=[r["_host_lane"], r["_gpu_lane"]],
+                mode="lines+markers",
+                name="launch -> kernel",
+                hoverinfo="skip",
+                line=dict(color="#d62728", width=2),
+                marker=dict(size=6, symbol="arrow-bar-up"),
+            )
+        )
 
 
 def _folded(df: pd.DataFrame, bins: int, limit: int) -> go.Figure:
@@ -251,8 +358,11 @@ def _folded(df: pd.DataFrame, bins: int, limit: int) -> go.Figure:
         # run's lane names as the device and thread, then strip its wording again
         f = timeline_bins(g.assign(device=g["_gpu_lane"], stream=None, tid=g["_host_lane"]), bins)
         kernels = f["track"] == "kernels"
-        f["lane"] = np.where(kernels, f["lane"].str.removeprefix("GPU ").str.removesuffix(" · stream ?"),
-                             f["lane"].str.removeprefix("host thread "))
+        f["lane"] = np.where(
+            kernels,
+            f["lane"].str.removeprefix("GPU ").str.removesuffix(" · stream ?"),
+            f["lane"].str.removeprefix("host thread "),
+        )
         parts.append(f)
     folded = pd.concat(parts, ignore_index=True)
     folded["_name"] = names(folded["top_kernel"])
@@ -260,16 +370,34 @@ def _folded(df: pd.DataFrame, bins: int, limit: int) -> go.Figure:
     for (track, name), g in folded.groupby(["track", "_name"], sort=False):
         span = (g["end_ns"] - g["start_ns"]).clip(lower=1.0)
         busy = (100 * g["busy_ns"] / span).clip(upper=100)
-        fig.add_trace(go.Bar(
-            base=g["start_ns"] / 1e3, x=span / 1e3, y=g["lane"], orientation="h",
-            name=name if track == "kernels" else "launch / sync calls", legendgroup=f"{track}{name}",
-            showlegend=track == "kernels",
-            marker=dict(color=style.colour(name) if track == "kernels" else HOST_COLOUR),
-            customdata=np.stack([g["events"], busy.round(0), g["busy_ns"] / 1e3, g["top_kernel"].astype(str).str[:80],
-                                 g["kernels"], g["cases"]], axis=-1),
-            hovertemplate=("%{customdata[0]} events, busy %{customdata[1]}% (%{customdata[2]:.1f} µs)<br>"
-                           "most time: %{customdata[3]}<br>%{customdata[4]} kernels, %{customdata[5]} cases"
-                           "<extra>folded</extra>")))
+        fig.add_trace(
+            go.Bar(
+                base=g["start_ns"] / 1e3,
+                x=span / 1e3,
+                y=g["lane"],
+                orientation="h",
+                name=name if track == "kernels" else "launch / sync calls",
+                legendgroup=f"{track}{name}",
+                showlegend=track == "kernels",
+                marker=dict(color=style.colour(name) if track == "kernels" else HOST_COLOUR),
+                customdata=np.stack(
+                    [
+                        g["events"],
+                        busy.round(0),
+                        g["busy_ns"] / 1e3,
+                        g["top_kernel"].astype(str).str[:80],
+                        g["kernels"],
+                        g["cases"],
+                    ],
+                    axis=-1,
+                ),
+                hovertemplate=(
+                    "%{customdata[0]} events, busy %{customdata[1]}% (%{customdata[2]:.1f} µs)<br>"
+                    "most time: %{customdata[3]}<br>%{customdata[4]} kernels, %{customdata[5]} cases"
+                    "<extra>folded</extra>"
+                ),
+            )
+        )
     fig.update_layout(title=dict(text="Timeline (folded into intervals)", font=dict(size=13)))
     return fig
 
@@ -278,8 +406,14 @@ def launch_row(df: pd.DataFrame, row: int) -> pd.DataFrame:
     """One drawn launch as a two-column table of every field it has (grid, block, registers, occupancy,
     latency, config and autotune pick...)."""
     r = df.iloc[row]
-    keep = {k: v for k, v in r.items() if not str(k).startswith("_") and v is not None and not
-            (isinstance(v, float) and np.isnan(v)) and v is not pd.NA}
+    keep = {
+        k: v
+        for k, v in r.items()
+        if not str(k).startswith("_")
+        and v is not None
+        and not (isinstance(v, float) and np.isnan(v))
+        and v is not pd.NA
+    }
     for c in STAMPS:  # shown as on the axis, not as raw clock values
         if c in keep:
             keep[c.replace("_ns", "") + " (µs on the axis)"] = round(float(keep.pop(c)) / 1e3, 3)

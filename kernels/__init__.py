@@ -16,8 +16,11 @@ _discovered = False
 
 def family_folders() -> list[str]:
     """Names of the family folders under ``kprof.kernels``: every package but the library and ``_private`` ones."""
-    return sorted(info.name for info in pkgutil.iter_modules(__path__)
-                  if info.ispkg and not info.name.startswith("_") and info.name != LIBRARY)
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(__path__)
+        if info.ispkg and not info.name.startswith("_") and info.name != LIBRARY
+    )
 
 
 def discover() -> dict[str, Family]:

@@ -173,8 +173,9 @@ def fused_add_rms_norm(
     return add_rmsnorm_eager(x, residual, weight, eps)
 
 
-def _add_fake(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+def _add_fake(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     _add_validate(x, residual, weight, triton=False)
     return x.new_empty(x.shape), x.new_empty(x.shape)
 
@@ -239,8 +240,9 @@ def _swiglu_fake(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_in
     return x.new_empty(tuple(x.shape[:-1]) + (w_gate.shape[1],))
 
 
-def _swiglu_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor | None
-                     ) -> torch.Tensor:
+def _swiglu_prepared(
+    x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor | None
+) -> torch.Tensor:
     """The interleaved kernel where it serves (1000+ rows, TMA-ready), else the plain op."""
     if w_int is not None and triton_enabled(x) and _many_rows(x, _swiglu_tuned.TMA_MIN_ROWS):
         return _swiglu_tuned.swiglu_with(x, w_gate, w_up, w_int)  # checks the inputs
@@ -250,7 +252,8 @@ def _swiglu_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, 
 def _many_rows(x: torch.Tensor, rows: int) -> bool:
     """At least ``rows`` rows (any number under the interpreter), without checking x (decode calls stay cheap)."""
     return (x.dim() > 0 and x.shape[-1] > 0 and x.numel() // x.shape[-1] >= rows) or (
-        not x.is_cuda and launching.interpreting())
+        not x.is_cuda and launching.interpreting()
+    )
 
 
 # ------------------------------------------------------------------------------------- rms_norm_linear
@@ -268,8 +271,9 @@ def rms_norm_linear(
     return _rms_norm_linear_other(x, g, w, b, eps)
 
 
-def _rms_norm_linear_other(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
-                           eps: float) -> torch.Tensor:
+def _rms_norm_linear_other(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
     if isinstance(x, torch.Tensor) and _cpu_triton(x):
         return fast.rms_norm_linear(x, g, w, b, eps)
     _rl_validate(x, g, w, b, triton=False)
@@ -278,14 +282,16 @@ def _rms_norm_linear_other(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b:
     return rmsnorm_linear_eager(x, g, w, b, eps)
 
 
-def _rms_norm_linear_fake(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
-                          eps: float) -> torch.Tensor:
+def _rms_norm_linear_fake(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
     _rl_validate(x, g, w, b, triton=False)
     return x.new_empty(tuple(x.shape[:-1]) + (w.shape[1],))
 
 
-def _rms_norm_linear_prepared(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None,
-                              b: torch.Tensor | None, eps: float) -> torch.Tensor:
+def _rms_norm_linear_prepared(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
     """The folded-weight kernels where they serve (1000+ rows; any under the interpreter), else the plain op."""
     if wf is not None and triton_enabled(x) and _many_rows(x, _rl_prepared.TMA_MIN_ROWS):
         return _rl_prepared.rmsnorm_linear_folded(x, g, w, b, eps, wf)  # checks the inputs
@@ -294,8 +300,14 @@ def _rms_norm_linear_prepared(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor,
 
 # --------------------------------------------------------------------------------------------- kasmina
 def kasmina_forward(
-    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-    weights: torch.Tensor, bias: torch.Tensor, *, check_ids: bool = False,
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    *,
+    check_ids: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The seed-lifecycle layer: ``(y, telemetry[S, 2])`` (see :mod:`kprof.kernels.kasmina`).
 
@@ -310,8 +322,15 @@ def kasmina_forward(
     return _kasmina_other(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
 
 
-def _kasmina_other(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-                   weights: torch.Tensor, bias: torch.Tensor, check_ids: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def _kasmina_other(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    check_ids: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
     _kasmina_validate(x, lifecycle, blueprint_id, alpha, weights, bias, triton=False)
     if x.is_meta:
         return _kasmina_fake(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
@@ -319,15 +338,23 @@ def _kasmina_other(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch
         ids = blueprint_id.cpu()
         bad = ids[(ids < 0) | (ids >= weights.shape[0])]
         if bad.numel():
-            raise ValueError(f"kasmina: blueprint ids {bad[:5].tolist()} are outside [0, {weights.shape[0]}) "
-                             "(the registry holds that many blueprints)")
+            raise ValueError(
+                f"kasmina: blueprint ids {bad[:5].tolist()} are outside [0, {weights.shape[0]}) "
+                "(the registry holds that many blueprints)"
+            )
     if triton_enabled(x):
         return fast.kasmina(x, lifecycle, blueprint_id, alpha, weights, bias)
     return _kasmina_eager(x, lifecycle, blueprint_id, alpha, weights, bias)
 
 
-def _kasmina_eager(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-                   weights: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _kasmina_eager(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The vectorised PyTorch layer with the kernel's clamp-and-flag of out-of-range ids."""
     n_seeds, c = lifecycle.shape[0], weights.shape[-1]
     valid = (blueprint_id >= 0) & (blueprint_id < weights.shape[0])
@@ -337,9 +364,15 @@ def _kasmina_eager(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch
     return y, torch.where(valid[:, None], tele, nan.float())
 
 
-def _kasmina_fake(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-                  weights: torch.Tensor, bias: torch.Tensor, check_ids: bool = False
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+def _kasmina_fake(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    check_ids: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     _kasmina_validate(x, lifecycle, blueprint_id, alpha, weights, bias, triton=False)
     n_seeds = lifecycle.shape[0]
     return x.new_empty(x.shape), x.new_empty((n_seeds, 2), dtype=torch.float32)
@@ -349,7 +382,8 @@ def _kasmina_fake(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.
 def _stale(what: str) -> StaleWeightsError:
     return StaleWeightsError(
         f"kprof: {what} changed since the derived weights were prepared (call .refresh() after loading weights "
-        "and after every optimizer step, e.g. ops.refresh_on_step(optimizer, model))")
+        "and after every optimizer step, e.g. ops.refresh_on_step(optimizer, model))"
+    )
 
 
 class PreparedSwiGLU:
@@ -360,7 +394,8 @@ class PreparedSwiGLU:
     that does not use the interleaved copy) and call :meth:`refresh` after they change (loading, every
     optimizer step). The copy (as large as both weights) is made only where the Triton path is on when the
     object is built or refreshed and the kernel can run (Hopper, 16-bit; or the interpreter); otherwise
-    every call runs the plain :func:`swiglu` on the sources. Until then an in-place update that moves a weight's version counter raises
+    every call runs the plain :func:`swiglu` on the sources. Until then an in-place update that moves a weight's
+    version counter raises
     :class:`StaleWeightsError`, and with :func:`check_prepared` on any difference does."""
 
     def __init__(self, w_gate: torch.Tensor, w_up: torch.Tensor) -> None:
@@ -388,7 +423,8 @@ class PreparedSwiGLU:
         if (self.w_gate._version, self.w_up._version) != self._versions:
             raise _stale("w_gate or w_up of a PreparedSwiGLU")
         if _CHECK_PREPARED and not torch.equal(
-                self.w_int, _swiglu_tuned.interleaved_weights(self.w_gate.detach(), self.w_up.detach())):
+            self.w_int, _swiglu_tuned.interleaved_weights(self.w_gate.detach(), self.w_up.detach())
+        ):
             raise _stale("w_gate or w_up of a PreparedSwiGLU (contents differ; an update bypassed the version counter)")
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -445,8 +481,9 @@ def _triton_capable(w: torch.Tensor) -> bool:
 
 def _tma_capable(w: torch.Tensor) -> bool:
     """The interleaved kernel may run: 16-bit weights on a Hopper GPU, or under the interpreter."""
-    return (w.dtype in (torch.bfloat16, torch.float16)
-            and (launching.hopper_or_later(w) or (w.device.type == "cpu" and launching.interpreting())))
+    return w.dtype in (torch.bfloat16, torch.float16) and (
+        launching.hopper_or_later(w) or (w.device.type == "cpu" and launching.interpreting())
+    )
 
 
 class _Refreshing(torch.nn.Module):
@@ -473,7 +510,7 @@ class SwiGLU(_Refreshing):
 
     def __init__(self, d: int, ff: int, *, device: Any = None, dtype: torch.dtype | None = None) -> None:
         super().__init__()
-        scale = d ** -0.5
+        scale = d**-0.5
         self.w_gate = torch.nn.Parameter(scale * torch.randn(d, ff, device=device, dtype=dtype))
         self.w_up = torch.nn.Parameter(scale * torch.randn(d, ff, device=device, dtype=dtype))
         self.prepared = PreparedSwiGLU(self.w_gate, self.w_up)
@@ -489,12 +526,20 @@ class RMSNormLinear(_Refreshing):
     """``rms_norm(x, g) @ w + b`` with parameters ``g [K]``, ``w [K, N]`` and an optional ``b [N]``, through
     :class:`PreparedRMSNormLinear`; refreshed like :class:`SwiGLU`."""
 
-    def __init__(self, k: int, n: int, *, bias: bool = True, eps: float = 1e-6, device: Any = None,
-                 dtype: torch.dtype | None = None) -> None:
+    def __init__(
+        self,
+        k: int,
+        n: int,
+        *,
+        bias: bool = True,
+        eps: float = 1e-6,
+        device: Any = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
         self.eps = eps
         self.g = torch.nn.Parameter(torch.ones(k, device=device, dtype=dtype))
-        self.w = torch.nn.Parameter(k ** -0.5 * torch.randn(k, n, device=device, dtype=dtype))
+        self.w = torch.nn.Parameter(k**-0.5 * torch.randn(k, n, device=device, dtype=dtype))
         self.b = torch.nn.Parameter(torch.zeros(n, device=device, dtype=dtype)) if bias else None
         self.prepared = PreparedRMSNormLinear(self.g, self.w)
 
@@ -514,6 +559,7 @@ def refresh_all(module: torch.nn.Module) -> None:
 
 def refresh_on_step(optimizer: torch.optim.Optimizer, *modules: torch.nn.Module) -> Any:
     """Refresh the prepared weights of ``modules`` after every ``optimizer.step()``; returns the hook handle."""
+
     def hook(*_: Any) -> None:
         for module in modules:
             refresh_all(module)
@@ -542,8 +588,9 @@ def _op_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Ten
     return _contiguous(rms_norm(x, weight, eps))
 
 
-def _op_fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
-                           ) -> tuple[torch.Tensor, torch.Tensor]:
+def _op_fused_add_rms_norm(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     y, h = fused_add_rms_norm(x, residual, weight, eps)
     return _contiguous(y), _contiguous(h)
 
@@ -560,30 +607,40 @@ def _op_swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> tor
     return _contiguous(swiglu(x, w_gate, w_up))
 
 
-def _op_swiglu_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor | None
-                        ) -> torch.Tensor:
+def _op_swiglu_prepared(
+    x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor | None
+) -> torch.Tensor:
     return _contiguous(_swiglu_prepared(x, w_gate, w_up, w_int))
 
 
-def _op_rms_norm_linear(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
-                        ) -> torch.Tensor:
+def _op_rms_norm_linear(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
     return _contiguous(rms_norm_linear(x, g, w, b, eps))
 
 
-def _op_rms_norm_linear_prepared(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None,
-                                 b: torch.Tensor | None, eps: float) -> torch.Tensor:
+def _op_rms_norm_linear_prepared(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
     return _contiguous(_rms_norm_linear_prepared(x, g, w, wf, b, eps))
 
 
-def _op_kasmina_forward(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-                        weights: torch.Tensor, bias: torch.Tensor, check_ids: bool
-                        ) -> tuple[torch.Tensor, torch.Tensor]:
+def _op_kasmina_forward(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    check_ids: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
     y, tele = kasmina_forward(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids=check_ids)
     return _contiguous(y), tele
 
 
-def _rl_prepared_fake(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None,
-                      b: torch.Tensor | None, eps: float) -> torch.Tensor:
+def _rl_prepared_fake(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
     return _rms_norm_linear_fake(x, g, w, b, eps)
 
 
@@ -600,11 +657,38 @@ _register("kasmina_forward", _kasmina_fake, _op_kasmina_forward)
 
 def registered_ops() -> Iterable[str]:
     """Names of the ``torch.ops.kprof`` ops this module registers."""
-    return ("rms_norm", "fused_add_rms_norm", "silu_and_mul", "gelu_tanh_and_mul", "swiglu", "swiglu_prepared",
-            "rms_norm_linear", "rms_norm_linear_prepared", "kasmina_forward")
+    return (
+        "rms_norm",
+        "fused_add_rms_norm",
+        "silu_and_mul",
+        "gelu_tanh_and_mul",
+        "swiglu",
+        "swiglu_prepared",
+        "rms_norm_linear",
+        "rms_norm_linear_prepared",
+        "kasmina_forward",
+    )
 
 
-__all__ = ["BEST", "PREPARED", "PreparedRMSNormLinear", "PreparedSwiGLU", "RMSNormLinear", "StaleWeightsError",
-           "SwiGLU", "check_prepared", "fused_add_rms_norm", "gelu_tanh_and_mul", "kasmina_forward",
-           "refresh_all", "refresh_on_step", "registered_ops", "rms_norm", "rms_norm_linear", "silu_and_mul",
-           "swiglu", "triton_enabled", "use_triton"]
+__all__ = [
+    "BEST",
+    "PREPARED",
+    "PreparedRMSNormLinear",
+    "PreparedSwiGLU",
+    "RMSNormLinear",
+    "StaleWeightsError",
+    "SwiGLU",
+    "check_prepared",
+    "fused_add_rms_norm",
+    "gelu_tanh_and_mul",
+    "kasmina_forward",
+    "refresh_all",
+    "refresh_on_step",
+    "registered_ops",
+    "rms_norm",
+    "rms_norm_linear",
+    "silu_and_mul",
+    "swiglu",
+    "triton_enabled",
+    "use_triton",
+]

@@ -44,9 +44,9 @@ class Backend:
     sniff: Callable[[Source], bool] | None = None  # does this file's content look like our output?
     parse: Callable[[Source, ParseOptions], pd.DataFrame] | None = None
     marker: str = "none"  # range marker of the replay child (kprof.markers): nvtx | roctx | proton | none
-    tools: tuple["ToolSpec", ...] = ()  # binaries driven, in order of preference
+    tools: tuple[ToolSpec, ...] = ()  # binaries driven, in order of preference
     default_repeats: int = 5  # launches per case under this profiler
-    capture: Callable[["CaptureContext"], None] | None = None  # steps of an external capture
+    capture: Callable[[CaptureContext], None] | None = None  # steps of an external capture
     in_process: bool = False  # runs inside kprof's own process (torch.profiler), not through a replay child
     auto_vendor: str | None = None  # --profiler auto picks it on this GPU vendor (nvidia | amd) when found
     auto_rank: int = 100  # among several for one vendor, lower first
@@ -128,13 +128,15 @@ def parse_trace(path: Path, fmt: str | None = None, arch: str | None = None) -> 
         if not chosen:
             raise TraceFormatError(
                 f"{path}: not a trace kprof can read (tried {', '.join(b.name for b in known)}; "
-                "pass --format to name the profiler, or see the README's list of formats)")
+                "pass --format to name the profiler, or see the README's list of formats)"
+            )
     b = chosen[0]
     table = _parse_one(b, src, ParseOptions(arch=arch))
     notes = list(table.attrs.get("warnings", []))
     if table.empty:
-        notes.append(f"{path}: no GPU activity in this {b.name} file (0 rows): was anything launched inside "
-                     "the profiled region?")
+        notes.append(
+            f"{path}: no GPU activity in this {b.name} file (0 rows): was anything launched inside the profiled region?"
+        )
     table.attrs["warnings"] = notes
     table.attrs["format"] = b.name
     return table
@@ -162,9 +164,10 @@ def _parse_one(b: Backend, src: Source, opts: ParseOptions) -> pd.DataFrame:
         if RAISE_UNEXPECTED:
             raise
         what = " ".join(str(exc).split())[:200]
-        raise src.fail(f"unreadable as {b.name} output ({type(exc).__name__}: {what})",
-                       "the file is damaged or not what it looks like; pass --format to name the profiler") \
-            from None
+        raise src.fail(
+            f"unreadable as {b.name} output ({type(exc).__name__}: {what})",
+            "the file is damaged or not what it looks like; pass --format to name the profiler",
+        ) from None
     return table
 
 

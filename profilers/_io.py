@@ -82,8 +82,9 @@ class Source:
 
     def head(self, chars: int = 65536) -> str:
         """The first characters as text (BOM dropped, line ends as ``\\n``); "" when unreadable."""
-        return _decode(self.head_bytes(chars * 2 if self.head_bytes(2)[:2] in (b"\xff\xfe", b"\xfe\xff") else chars),
-                       strict=False)[:chars]
+        return _decode(
+            self.head_bytes(chars * 2 if self.head_bytes(2)[:2] in (b"\xff\xfe", b"\xfe\xff") else chars), strict=False
+        )[:chars]
 
     @cached_property
     def data(self) -> bytes:
@@ -93,8 +94,9 @@ class Source:
                     return fh.read()
             return self.path.read_bytes()
         except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise self.fail(f"the gzip stream is truncated or corrupt ({exc})",
-                            "copy the file again; `gzip -t FILE` checks it") from None
+            raise self.fail(
+                f"the gzip stream is truncated or corrupt ({exc})", "copy the file again; `gzip -t FILE` checks it"
+            ) from None
         except OSError as exc:
             raise self.fail(f"cannot be read ({exc.strerror or exc})", "check the path and its permissions") from None
 
@@ -130,11 +132,13 @@ class Source:
         try:
             return json.loads(self.text)
         except RecursionError:
-            raise self.fail("JSON nested deeper than any profiler writes",
-                            "this is not a profiler trace; check the file") from None
+            raise self.fail(
+                "JSON nested deeper than any profiler writes", "this is not a profiler trace; check the file"
+            ) from None
         except ValueError as exc:  # JSONDecodeError included
-            raise self.fail(f"not valid JSON ({str(exc)[:120]})",
-                            "the file may be truncated: export it again") from None
+            raise self.fail(
+                f"not valid JSON ({str(exc)[:120]})", "the file may be truncated: export it again"
+            ) from None
 
     def csv_rows(self, start: int = 0) -> list[list[str]]:
         """Every row of a CSV text from line ``start`` (0-based); blank lines dropped."""
@@ -142,9 +146,10 @@ class Source:
         try:
             return [r for r in csv.reader(io.StringIO("\n".join(lines))) if r and any(c.strip() for c in r)]
         except csv.Error as exc:
-            raise self.fail(f"unreadable CSV ({exc})",
-                            f"a field over {CSV_FIELD_LIMIT // 1024} KiB or a broken quote: not a profiler CSV"
-                            ) from None
+            raise self.fail(
+                f"unreadable CSV ({exc})",
+                f"a field over {CSV_FIELD_LIMIT // 1024} KiB or a broken quote: not a profiler CSV",
+            ) from None
 
     def csv_header(self) -> list[str]:
         """The first CSV row of the file's head (for sniffing); [] when there is none."""
@@ -166,10 +171,15 @@ class Source:
         body = rows[1:]
         for i, r in enumerate(body):
             if len(r) != len(header):
-                raise self.fail(f"{what} data row {i + 1} has {len(r)} fields, the header {len(header)}",
-                                "the file is truncated or a name holds an unquoted comma; export it again")
-        return pd.DataFrame(list(body), columns=header, dtype="string") if body else \
-            pd.DataFrame({h: pd.Series([], dtype="string") for h in header})
+                raise self.fail(
+                    f"{what} data row {i + 1} has {len(r)} fields, the header {len(header)}",
+                    "the file is truncated or a name holds an unquoted comma; export it again",
+                )
+        return (
+            pd.DataFrame(list(body), columns=header, dtype="string")
+            if body
+            else pd.DataFrame({h: pd.Series([], dtype="string") for h in header})
+        )
 
 
 def _decode(raw: bytes, strict: bool) -> str:
@@ -179,8 +189,10 @@ def _decode(raw: bytes, strict: bool) -> str:
         text = raw.decode("utf-8", errors="replace")
     text = text.lstrip("\ufeff")
     if strict and "\x00" in text[:4096]:
-        raise TraceFormatError("binary data where text was expected (not a CSV/JSON export; for nsys, export "
-                               "SQLite with `nsys export --type sqlite`)")
+        raise TraceFormatError(
+            "binary data where text was expected (not a CSV/JSON export; for nsys, export "
+            "SQLite with `nsys export --type sqlite`)"
+        )
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -237,8 +249,10 @@ def whole_numbers(values: Any, src: Source | str, column: str, scale: float = 1)
         try:
             out.append(whole_number(v, scale))
         except ValueError as why:
-            raise TraceFormatError(f"{src}: column {column!r}, row {i + 1}: {str(v)[:40]!r} is not a usable whole "
-                                   f"number ({why}; the file is damaged or not this profiler's output)") from None
+            raise TraceFormatError(
+                f"{src}: column {column!r}, row {i + 1}: {str(v)[:40]!r} is not a usable whole "
+                f"number ({why}; the file is damaged or not this profiler's output)"
+            ) from None
     return pd.Series([pd.NA if x is None else x for x in out], dtype="Int64")
 
 
@@ -252,8 +266,10 @@ def real_numbers(values: Any, src: Source | str, column: str, scale: float = 1) 
             if f is not None and not math.isfinite(f):
                 raise ValueError("out of range")
         except ValueError as why:
-            raise TraceFormatError(f"{src}: column {column!r}, row {i + 1}: {str(v)[:40]!r} is not a usable number "
-                                   f"({why}; the file is damaged or not this profiler's output)") from None
+            raise TraceFormatError(
+                f"{src}: column {column!r}, row {i + 1}: {str(v)[:40]!r} is not a usable number "
+                f"({why}; the file is damaged or not this profiler's output)"
+            ) from None
         out.append(f)
     return pd.Series([pd.NA if x is None else x for x in out], dtype="Float64")
 

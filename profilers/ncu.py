@@ -73,7 +73,9 @@ _NVTX_CASE = re.compile(r"kprof::([^:\"]+)")
 RAW_EXPORT = "ncu --import REPORT.ncu-rep --csv --page raw --print-units base"
 
 TOOL = ToolSpec(
-    "ncu", "ncu", "KPROF_NCU",
+    "ncu",
+    "ncu",
+    "KPROF_NCU",
     ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu"),
     hint="install Nsight Compute, or pass --tool-path / set KPROF_NCU to the ncu binary",
 )
@@ -85,9 +87,24 @@ def profile_command(ncu: str, child: Sequence[str], csv_path: Path, metrics: Seq
     PyTorch module's code embedded it grows by ~1 MB per profiled kernel; add ``--export`` by hand to
     open a run in the Nsight Compute UI."""
     return [
-        ncu, "--csv", "--page", "raw", "--print-units", "base", "--log-file", str(csv_path),
-        "--metrics", ",".join(metrics), "--clock-control", "none",
-        "--nvtx", "--nvtx-include", "regex:kprof::.*/", "--target-processes", "all", *child,
+        ncu,
+        "--csv",
+        "--page",
+        "raw",
+        "--print-units",
+        "base",
+        "--log-file",
+        str(csv_path),
+        "--metrics",
+        ",".join(metrics),
+        "--clock-control",
+        "none",
+        "--nvtx",
+        "--nvtx-include",
+        "regex:kprof::.*/",
+        "--target-processes",
+        "all",
+        *child,
     ]
 
 
@@ -96,12 +113,15 @@ def csv_command(ncu: str, report: Path) -> list[str]:
     return [ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]
 
 
-def capture(ctx: "CaptureContext") -> None:
+def capture(ctx: CaptureContext) -> None:
     """ncu around the replay, writing its raw CSV (the artefact parsed)."""
     assert ctx.tool is not None
     csv_path = ctx.workdir / "ncu_raw.csv"
-    ctx.expect(ctx.step(profile_command(ctx.tool.path, ctx.child, csv_path), "ncu_profile"), csv_path,
-               f"ncu finished but wrote no CSV {csv_path}")
+    ctx.expect(
+        ctx.step(profile_command(ctx.tool.path, ctx.child, csv_path), "ncu_profile"),
+        csv_path,
+        f"ncu finished but wrote no CSV {csv_path}",
+    )
 
 
 # ----------------------------------------------------------------------------------------------- sniff
@@ -135,19 +155,25 @@ def _unit_factor(unit: str) -> float:
     return 1.0  # %, register/thread, block, warp, ...
 
 
-def _number(text: object, unit: str, src: Source | str = "ncu CSV", column: str = "value", row: int = 0) -> float | None:
+def _number(
+    text: object, unit: str, src: Source | str = "ncu CSV", column: str = "value", row: int = 0
+) -> float | None:
     """'1,678,297.60' with unit 'Kbyte' -> 1678297600.0; '' / 'n/a' -> None; text, NaN, inf -> error."""
     try:
         d = parse_number(text)
     except ValueError as why:
-        raise TraceFormatError(f"{src}: column {column!r}, row {row + 1}: {str(text)[:40]!r} is not a number ({why}) "
-                               "(the CSV is damaged or not ncu output)") from None
+        raise TraceFormatError(
+            f"{src}: column {column!r}, row {row + 1}: {str(text)[:40]!r} is not a number ({why}) "
+            "(the CSV is damaged or not ncu output)"
+        ) from None
     if d is None:
         return None
     value = float(d) * _unit_factor(unit)
     if not math.isfinite(value) or abs(value) > 2**62:
-        raise TraceFormatError(f"{src}: column {column!r}, row {row + 1}: {str(text)[:40]!r} is out of range "
-                               "(the CSV is damaged or not ncu output)")
+        raise TraceFormatError(
+            f"{src}: column {column!r}, row {row + 1}: {str(text)[:40]!r} is out of range "
+            "(the CSV is damaged or not ncu output)"
+        )
     return value
 
 
@@ -156,8 +182,10 @@ def parse(path: Path | Source, opts: ParseOptions | None = None, **_: object) ->
     lines = src.text.split("\n")
     start = _header_index(lines)
     if start is None:
-        raise src.fail('no ncu CSV header (a line starting with "ID")',
-                       f"expected the output of `ncu --csv --page raw` or `{RAW_EXPORT}`")
+        raise src.fail(
+            'no ncu CSV header (a line starting with "ID")',
+            f"expected the output of `ncu --csv --page raw` or `{RAW_EXPORT}`",
+        )
     rows = src.csv_rows(start)
     header = [h.strip() for h in rows[0]]
     if "Kernel Name" not in header:
@@ -165,9 +193,11 @@ def parse(path: Path | Source, opts: ParseOptions | None = None, **_: object) ->
     if {"Metric Name", "Metric Value"} <= set(header):
         return _parse_details(src, rows)
     if "gpu__time_duration.sum" not in header:
-        raise src.fail("ncu CSV without a 'gpu__time_duration.sum' column",
-                       f"profile with `--page raw --metrics {METRICS[0]},...` (kprof's list: "
-                       f"kprof.profilers.ncu.METRICS), or export a saved report with `{RAW_EXPORT}`")
+        raise src.fail(
+            "ncu CSV without a 'gpu__time_duration.sum' column",
+            f"profile with `--page raw --metrics {METRICS[0]},...` (kprof's list: "
+            f"kprof.profilers.ncu.METRICS), or export a saved report with `{RAW_EXPORT}`",
+        )
     body = rows[1:]
     units: dict[str, str] = {}
     if body and body[0] and body[0][0] == "":
@@ -183,24 +213,28 @@ def parse(path: Path | Source, opts: ParseOptions | None = None, **_: object) ->
         vals = [_number(v, units.get(col, ""), src, col, i) for i, v in enumerate(df[col].tolist())]
         return pd.Series([pd.NA if v is None else v for v in vals], dtype="Float64")
 
-    out = pd.DataFrame({
-        "kernel": df["Kernel Name"],
-        "kind": "kernel",
-        "count": 1,
-        "duration_ns": num("gpu__time_duration.sum").round(),
-        "device": num("Device") if "Device" in df else num("launch__device_id"),
-        "stream": num("Stream") if "Stream" in df else num("launch__stream_id"),
-        "pid": num("Process ID"),
-        "registers_per_thread": num("launch__registers_per_thread"),
-        "dram_read_bytes": num("dram__bytes_read.sum").round(),
-        "dram_write_bytes": num("dram__bytes_write.sum").round(),
-        "dram_pct_peak": num("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
-        "occupancy_achieved_pct": num("sm__warps_active.avg.pct_of_peak_sustained_active"),
-        "occupancy_theoretical_pct": num("sm__maximum_warps_per_active_cycle_pct"),
-    })
+    out = pd.DataFrame(
+        {
+            "kernel": df["Kernel Name"],
+            "kind": "kernel",
+            "count": 1,
+            "duration_ns": num("gpu__time_duration.sum").round(),
+            "device": num("Device") if "Device" in df else num("launch__device_id"),
+            "stream": num("Stream") if "Stream" in df else num("launch__stream_id"),
+            "pid": num("Process ID"),
+            "registers_per_thread": num("launch__registers_per_thread"),
+            "dram_read_bytes": num("dram__bytes_read.sum").round(),
+            "dram_write_bytes": num("dram__bytes_write.sum").round(),
+            "dram_pct_peak": num("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+            "occupancy_achieved_pct": num("sm__warps_active.avg.pct_of_peak_sustained_active"),
+            "occupancy_theoretical_pct": num("sm__maximum_warps_per_active_cycle_pct"),
+        }
+    )
     if out["duration_ns"].isna().any():
-        raise src.fail(f"{int(out['duration_ns'].isna().sum())} launches have no gpu__time_duration.sum value",
-                       "profile them again; a launch ncu could not replay has no time")
+        raise src.fail(
+            f"{int(out['duration_ns'].isna().sum())} launches have no gpu__time_duration.sum value",
+            "profile them again; a launch ncu could not replay has no time",
+        )
     static, dynamic = num("launch__shared_mem_per_block_static"), num("launch__shared_mem_per_block_dynamic")
     has_smem = static.notna() | dynamic.notna()
     out["shared_mem_bytes"] = (static.fillna(0) + dynamic.fillna(0)).round().where(has_smem, pd.NA)
@@ -253,20 +287,30 @@ def _parse_details(src: Source, rows: list[list[str]]) -> pd.DataFrame:
     if df.empty:
         return launch_table.empty()
     if not (df["Metric Name"] == "Duration").any():
-        raise src.fail("ncu details page without a 'Duration' metric (the GPU Speed Of Light section was not "
-                       "collected)", f"export the raw page: `{RAW_EXPORT}`, or profile with `--section SpeedOfLight`")
+        raise src.fail(
+            "ncu details page without a 'Duration' metric (the GPU Speed Of Light section was not collected)",
+            f"export the raw page: `{RAW_EXPORT}`, or profile with `--section SpeedOfLight`",
+        )
     launches: dict[str, dict] = {}
     unit_col = "Metric Unit" if "Metric Unit" in df else None
     nvtx_col = next((c for c in df.columns if "Push/Pop_Range" in c), None)
     for i, r in enumerate(df.itertuples(index=False)):
         row = dict(zip(df.columns, r))
         key = row["ID"]
-        one = launches.setdefault(key, {
-            "kernel": row["Kernel Name"], "kind": "kernel", "count": 1,
-            "stream": row.get("Stream"), "device": row.get("Device"), "pid": row.get("Process ID"),
-            "grid": row.get("Grid Size"), "block": row.get("Block Size"),
-            "case": _case_from_nvtx(row[nvtx_col]) if nvtx_col else pd.NA,
-        })
+        one = launches.setdefault(
+            key,
+            {
+                "kernel": row["Kernel Name"],
+                "kind": "kernel",
+                "count": 1,
+                "stream": row.get("Stream"),
+                "device": row.get("Device"),
+                "pid": row.get("Process ID"),
+                "grid": row.get("Grid Size"),
+                "block": row.get("Block Size"),
+                "case": _case_from_nvtx(row[nvtx_col]) if nvtx_col else pd.NA,
+            },
+        )
         target = _DETAILS.get(str(row["Metric Name"]).strip())
         if target is None:
             continue
@@ -289,8 +333,9 @@ def _parse_details(src: Source, rows: list[list[str]]) -> pd.DataFrame:
     limits = [c for c in _LIMITERS if c in out]
     if limits:
         lim = out[limits].astype("float64")
-        out["occupancy_limiter"] = [_LIMITERS[row.idxmin()] if row.notna().any() else pd.NA
-                                    for _, row in lim.iterrows()]
+        out["occupancy_limiter"] = [
+            _LIMITERS[row.idxmin()] if row.notna().any() else pd.NA for _, row in lim.iterrows()
+        ]
     out["source"] = SOURCE
     table = launch_table.validate(out, source=f"ncu details ({src})")
     table.attrs["page"] = "details"
@@ -303,7 +348,14 @@ def _case_from_nvtx(cell: object) -> object:
 
 
 BACKEND = Backend(
-    name="ncu", description="Nsight Compute", sniff=sniff, parse=parse, marker="nvtx", tools=(TOOL,),
+    name="ncu",
+    description="Nsight Compute",
+    sniff=sniff,
+    parse=parse,
+    marker="nvtx",
+    tools=(TOOL,),
     # every profiled launch is replayed once per metric pass: 3 launches per case keep a run short
-    default_repeats=3, capture=capture, sniff_rank=20,
+    default_repeats=3,
+    capture=capture,
+    sniff_rank=20,
 )

@@ -50,17 +50,29 @@ if TYPE_CHECKING:
 SOURCE = "nsys"
 NVTX_PUSH_POP, NVTX_START_END = 59, 60
 _SYNC_CALLS = ("Synchronize",)  # cudaDeviceSynchronize, cudaStreamSynchronize, cuCtxSynchronize, ...
-_COPY_KINDS = {"Host-to-Device": "HtoD", "Device-to-Host": "DtoH", "Device-to-Device": "DtoD",
-               "Host-to-Host": "HtoH", "Peer-to-Peer": "PtoP"}
+_COPY_KINDS = {
+    "Host-to-Device": "HtoD",
+    "Device-to-Host": "DtoH",
+    "Device-to-Device": "DtoD",
+    "Host-to-Host": "HtoH",
+    "Peer-to-Peer": "PtoP",
+}
 
 STATS_REPORTS = ("cuda_gpu_kern_sum", "cuda_kern_exec_trace", "cuda_gpu_trace")
 # older nsys (2020-2022) report names -> today's
-_OLD_REPORTS = {"gpukernsum": "cuda_gpu_kern_sum", "kernexectrace": "cuda_kern_exec_trace", "gputrace": "cuda_gpu_trace",
-                "gpumemtimesum": "cuda_gpu_mem_time_sum", "cudaapisum": "cuda_api_sum"}
+_OLD_REPORTS = {
+    "gpukernsum": "cuda_gpu_kern_sum",
+    "kernexectrace": "cuda_kern_exec_trace",
+    "gputrace": "cuda_gpu_trace",
+    "gpumemtimesum": "cuda_gpu_mem_time_sum",
+    "cudaapisum": "cuda_api_sum",
+}
 _PREFERENCE = ("cuda_kern_exec_trace", "cuda_gpu_trace", "cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum")
 
 TOOL = ToolSpec(
-    "nsys", "nsys", "KPROF_NSYS",
+    "nsys",
+    "nsys",
+    "KPROF_NSYS",
     (
         "/opt/nvidia/nsight-systems/*/bin/nsys",
         "/usr/local/cuda/bin/nsys",
@@ -76,8 +88,15 @@ TOOL = ToolSpec(
 # --------------------------------------------------------------------------------------------- capture
 def profile_command(nsys: str, child: Sequence[str], out_base: Path) -> list[str]:
     return [
-        nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
-        "--output", str(out_base), "--force-overwrite=true", *child,
+        nsys,
+        "profile",
+        "--trace=cuda,nvtx",
+        "--sample=none",
+        "--cpuctxsw=none",
+        "--output",
+        str(out_base),
+        "--force-overwrite=true",
+        *child,
     ]
 
 
@@ -86,19 +105,32 @@ def export_command(nsys: str, rep: Path, sqlite_path: Path) -> list[str]:
 
 
 def stats_command(nsys: str, rep: Path, out_base: Path) -> list[str]:
-    return [nsys, "stats", "--report", ",".join(STATS_REPORTS), "--format", "csv", "--force-export", "true",
-            "--output", str(out_base), str(rep)]
+    return [
+        nsys,
+        "stats",
+        "--report",
+        ",".join(STATS_REPORTS),
+        "--format",
+        "csv",
+        "--force-export",
+        "true",
+        "--output",
+        str(out_base),
+        str(rep),
+    ]
 
 
-def capture(ctx: "CaptureContext") -> None:
+def capture(ctx: CaptureContext) -> None:
     """``nsys profile`` around the replay, then ``nsys export`` to SQLite (the artefact parsed)."""
     assert ctx.tool is not None
     base = ctx.workdir / "nsys"
     rep, sq = base.with_suffix(".nsys-rep"), base.with_suffix(".sqlite")
-    if ctx.expect(ctx.step(profile_command(ctx.tool.path, ctx.child, base), "nsys_profile"), rep,
-                  f"nsys finished but wrote no report {rep}"):
-        ctx.expect(ctx.step(export_command(ctx.tool.path, rep, sq), "nsys_export"), sq,
-                   f"nsys export wrote no {sq}")
+    if ctx.expect(
+        ctx.step(profile_command(ctx.tool.path, ctx.child, base), "nsys_profile"),
+        rep,
+        f"nsys finished but wrote no report {rep}",
+    ):
+        ctx.expect(ctx.step(export_command(ctx.tool.path, rep, sq), "nsys_export"), sq, f"nsys export wrote no {sq}")
 
 
 # ----------------------------------------------------------------------------------------------- sniff
@@ -109,8 +141,9 @@ _PROCESSING = re.compile(r"^Processing \[.*?\] with \[.*?(\w+)\.py\]")
 def sniff(src: Source) -> bool:
     if src.is_sqlite:
         with src.local_file() as path:
-            return "CUPTI_ACTIVITY_KIND_KERNEL" in (sqlite_tables(path) or ()) or \
-                "CUPTI_ACTIVITY_KIND_RUNTIME" in (sqlite_tables(path) or ())
+            return "CUPTI_ACTIVITY_KIND_KERNEL" in (sqlite_tables(path) or ()) or "CUPTI_ACTIVITY_KIND_RUNTIME" in (
+                sqlite_tables(path) or ()
+            )
     head = src.head(16384)
     if _stats_kind(src.csv_header()) is not None:
         return True
@@ -144,9 +177,11 @@ def parse(path: Path | Source, opts: ParseOptions | None = None, **_: object) ->
     if src.is_sqlite:
         return parse_sqlite(src)
     if src.name.endswith(".nsys-rep") or src.head_bytes(4) in (b"\x00\x00\x00\x00",) or "\x00" in src.head(256):
-        raise src.fail("is an nsys report, not an export",
-                       f"export it first: `nsys export --type sqlite -o {src.path.with_suffix('.sqlite')} {src.path}` "
-                       "and parse the .sqlite")
+        raise src.fail(
+            "is an nsys report, not an export",
+            f"export it first: `nsys export --type sqlite -o {src.path.with_suffix('.sqlite')} {src.path}` "
+            "and parse the .sqlite",
+        )
     return parse_stats(src)
 
 
@@ -156,17 +191,21 @@ def parse_sqlite(path: Path | Source) -> pd.DataFrame:
         tables = sqlite_tables(local)
         if tables is None:
             raise src.fail("is not an SQLite file", "expected `nsys export --type sqlite` output")
-        if "StringIds" not in tables or not any(t.startswith("CUPTI_ACTIVITY_KIND_") or t == "TARGET_INFO_GPU"
-                                                 for t in tables):
-            raise src.fail("is an SQLite file but not an Nsight Systems export (no StringIds / CUPTI_ACTIVITY_KIND_* "
-                           "tables)", "export the report with `nsys export --type sqlite`")
+        if "StringIds" not in tables or not any(
+            t.startswith("CUPTI_ACTIVITY_KIND_") or t == "TARGET_INFO_GPU" for t in tables
+        ):
+            raise src.fail(
+                "is an SQLite file but not an Nsight Systems export (no StringIds / CUPTI_ACTIVITY_KIND_* tables)",
+                "export the report with `nsys export --type sqlite`",
+            )
         con = sqlite3.connect(f"file:{local}?mode=ro", uri=True)
         try:
             return _parse_con(con, tables, src)
         except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
             first = str(exc).strip().splitlines()[-1][:200]
-            raise src.fail(f"unexpected Nsight Systems schema ({first})", "kprof reads the exports of nsys 2023-2025"
-                           ) from None
+            raise src.fail(
+                f"unexpected Nsight Systems schema ({first})", "kprof reads the exports of nsys 2023-2025"
+            ) from None
         finally:
             con.close()
 
@@ -179,8 +218,10 @@ def _ints(df: pd.DataFrame, src: Source, table: str, columns: Sequence[str], req
             continue
         df[c] = whole_numbers(df[c], src, f"{table}.{c}")
         if c in required and df[c].isna().any():
-            raise src.fail(f"{int(df[c].isna().sum())} rows of {table} have no {c}",
-                           "the capture was cut short or the export is damaged; export the report again")
+            raise src.fail(
+                f"{int(df[c].isna().sum())} rows of {table} have no {c}",
+                "the capture was cut short or the export is damaged; export the report again",
+            )
 
 
 def _read(con: sqlite3.Connection, sql: str) -> pd.DataFrame:
@@ -192,11 +233,19 @@ def _parse_con(con: sqlite3.Connection, tables: set[str], src: Source) -> pd.Dat
     frames = []
     runtime = pd.DataFrame(columns=["api_start", "api_end", "correlationId", "globalTid", "api_name"])
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
-        runtime = _read(con, """SELECT r.start AS api_start, r."end" AS api_end, r.correlationId, r.globalTid,
+        runtime = _read(
+            con,
+            """SELECT r.start AS api_start, r."end" AS api_end, r.correlationId, r.globalTid,
                                        s.value AS api_name
-                                FROM CUPTI_ACTIVITY_KIND_RUNTIME r LEFT JOIN StringIds s ON s.id = r.nameId""")
-    _ints(runtime, src, "CUPTI_ACTIVITY_KIND_RUNTIME", ["api_start", "api_end", "correlationId", "globalTid"],
-          required=["api_start", "api_end", "globalTid"])
+                                FROM CUPTI_ACTIVITY_KIND_RUNTIME r LEFT JOIN StringIds s ON s.id = r.nameId""",
+        )
+    _ints(
+        runtime,
+        src,
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        ["api_start", "api_end", "correlationId", "globalTid"],
+        required=["api_start", "api_end", "globalTid"],
+    )
     # nsys appends the API version: cudaLaunchKernel_v7000 -> cudaLaunchKernel (as the other profilers name it)
     runtime["api_name"] = runtime["api_name"].astype("string").str.replace(r"_v\d+$", "", regex=True)
     runtime["pid"] = _pid_of(runtime["globalTid"])
@@ -204,32 +253,58 @@ def _parse_con(con: sqlite3.Connection, tables: set[str], src: Source) -> pd.Dat
     ranges = _nvtx_ranges(con, tables, src)
 
     if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
-        k = _read(con, """SELECT k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
+        k = _read(
+            con,
+            """SELECT k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
                                  k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ, k.registersPerThread,
                                  k.staticSharedMemory, k.dynamicSharedMemory, k.localMemoryPerThread,
                                  COALESCE(d.value, s.value) AS kernel
                           FROM CUPTI_ACTIVITY_KIND_KERNEL k
                           LEFT JOIN StringIds d ON d.id = k.demangledName
-                          LEFT JOIN StringIds s ON s.id = k.shortName""")
-        _ints(k, src, "CUPTI_ACTIVITY_KIND_KERNEL", [c for c in k.columns if c != "kernel"],
-              required=["start", "end", "globalPid"])
+                          LEFT JOIN StringIds s ON s.id = k.shortName""",
+        )
+        _ints(
+            k,
+            src,
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            [c for c in k.columns if c != "kernel"],
+            required=["start", "end", "globalPid"],
+        )
         k["kind"] = "kernel"
         k["shared_mem_bytes"] = k["staticSharedMemory"] + k["dynamicSharedMemory"]
-        frames.append(k.rename(columns={
-            "gridX": "grid_x", "gridY": "grid_y", "gridZ": "grid_z", "blockX": "block_x", "blockY": "block_y",
-            "blockZ": "block_z", "registersPerThread": "registers_per_thread",
-            "localMemoryPerThread": "scratch_bytes"}))
+        frames.append(
+            k.rename(
+                columns={
+                    "gridX": "grid_x",
+                    "gridY": "grid_y",
+                    "gridZ": "grid_z",
+                    "blockX": "block_x",
+                    "blockY": "block_y",
+                    "blockZ": "block_z",
+                    "registersPerThread": "registers_per_thread",
+                    "localMemoryPerThread": "scratch_bytes",
+                }
+            )
+        )
     for table, kind in (("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy"), ("CUPTI_ACTIVITY_KIND_MEMSET", "memset")):
         if table not in tables:
             continue
         cols = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
         has_enum = kind == "memcpy" and "ENUM_CUDA_MEMCPY_OPER" in tables and "copyKind" in cols
-        m = _read(con, f"""SELECT m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
+        m = _read(
+            con,
+            f"""SELECT m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
                                   m.bytes{", e.label AS copy_label" if has_enum else ""}
                            FROM {table} m
-                           {"LEFT JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind" if has_enum else ""}""")
-        _ints(m, src, table, ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes"],
-              required=["start", "end", "globalPid"])
+                           {"LEFT JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind" if has_enum else ""}""",
+        )
+        _ints(
+            m,
+            src,
+            table,
+            ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes"],
+            required=["start", "end", "globalPid"],
+        )
         m["kind"] = kind
         if has_enum:
             m["copy_kind"] = m["copy_label"].map(_COPY_KINDS)
@@ -244,24 +319,44 @@ def _parse_con(con: sqlite3.Connection, tables: set[str], src: Source) -> pd.Dat
     # a correlation id is unique within a process only: join on both
     gpu = gpu.merge(
         runtime[["correlationId", "pid", "tid", "api_start", "api_end", "api_name", "globalTid"]].drop_duplicates(
-            ["correlationId", "pid"]),
-        how="left", left_on=["correlationId", "pid_key"], right_on=["correlationId", "pid"],
+            ["correlationId", "pid"]
+        ),
+        how="left",
+        left_on=["correlationId", "pid_key"],
+        right_on=["correlationId", "pid"],
     )
     gpu["pid"] = gpu["pid"].fillna(gpu["pid_key"])
     gpu["case"] = ranges.cases(gpu["globalTid"], gpu["api_start"])
 
     syncs = runtime[runtime["api_name"].fillna("").str.contains("|".join(_SYNC_CALLS))]
-    sync_rows = pd.DataFrame({
-        "kernel": syncs["api_name"], "kind": "sync", "start": syncs["api_start"], "end": syncs["api_end"],
-        "api_name": syncs["api_name"], "api_start": syncs["api_start"], "api_end": syncs["api_end"],
-        "pid": syncs["pid"], "tid": syncs["tid"],
-        "case": ranges.cases(syncs["globalTid"], syncs["api_start"]),
-    })
-    out = gpu.rename(columns={"start": "start_ns", "end": "end_ns", "deviceId": "device", "streamId": "stream",
-                              "correlationId": "correlation_id", "api_start": "api_start_ns",
-                              "api_end": "api_end_ns"})
-    sync_rows = sync_rows.rename(columns={"start": "start_ns", "end": "end_ns", "api_start": "api_start_ns",
-                                          "api_end": "api_end_ns"})
+    sync_rows = pd.DataFrame(
+        {
+            "kernel": syncs["api_name"],
+            "kind": "sync",
+            "start": syncs["api_start"],
+            "end": syncs["api_end"],
+            "api_name": syncs["api_name"],
+            "api_start": syncs["api_start"],
+            "api_end": syncs["api_end"],
+            "pid": syncs["pid"],
+            "tid": syncs["tid"],
+            "case": ranges.cases(syncs["globalTid"], syncs["api_start"]),
+        }
+    )
+    out = gpu.rename(
+        columns={
+            "start": "start_ns",
+            "end": "end_ns",
+            "deviceId": "device",
+            "streamId": "stream",
+            "correlationId": "correlation_id",
+            "api_start": "api_start_ns",
+            "api_end": "api_end_ns",
+        }
+    )
+    sync_rows = sync_rows.rename(
+        columns={"start": "start_ns", "end": "end_ns", "api_start": "api_start_ns", "api_end": "api_end_ns"}
+    )
     out = pd.concat([out, sync_rows], ignore_index=True) if len(sync_rows) else out
     out["duration_ns"] = out["end_ns"] - out["start_ns"]
     kern = out["kind"] != "sync"
@@ -288,7 +383,9 @@ def _nvtx_ranges(con: sqlite3.Connection, tables: set[str], src: Source) -> Rang
     n = pd.read_sql_query(
         f"""SELECT n.globalTid, n.start, n."end", COALESCE(n.text, s.value) AS label
             FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId
-            WHERE n.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND n."end" IS NOT NULL""", con)
+            WHERE n.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND n."end" IS NOT NULL""",
+        con,
+    )
     _ints(n, src, "NVTX_EVENTS", ["globalTid", "start", "end"])
     n = n.dropna(subset=["globalTid", "start", "end"])
     return RangeIndex(zip(n["globalTid"].tolist(), n["start"].tolist(), n["end"].tolist(), n["label"].tolist()))
@@ -298,8 +395,21 @@ def _devices(con: sqlite3.Connection, tables: set[str]) -> list[dict]:
     if "TARGET_INFO_GPU" not in tables:
         return []
     df = _read(con, "SELECT * FROM TARGET_INFO_GPU")
-    keep = [c for c in ("id", "name", "smCount", "memoryBandwidth", "clockRate", "computeMajor", "computeMinor",
-                        "l2CacheSize", "totalMemory") if c in df.columns]
+    keep = [
+        c
+        for c in (
+            "id",
+            "name",
+            "smCount",
+            "memoryBandwidth",
+            "clockRate",
+            "computeMajor",
+            "computeMinor",
+            "l2CacheSize",
+            "totalMemory",
+        )
+        if c in df.columns
+    ]
     df = df[keep]
     if "TARGET_INFO_CUDA_DEVICE" in tables:  # nsys's GPU id -> the CUDA device index the program saw
         cuda = _read(con, "SELECT gpuId, cudaId FROM TARGET_INFO_CUDA_DEVICE").drop_duplicates("gpuId")
@@ -316,10 +426,14 @@ def parse_stats(path: Path | Source) -> pd.DataFrame:
     if not known:
         found = [k for k, _ in sections]
         if "cuda_api_sum" in found:
-            raise src.fail("summarises host CUDA API calls, not GPU work",
-                           "export `nsys stats --report cuda_gpu_trace` or cuda_gpu_kern_sum, or the SQLite")
-        raise src.fail(f"no `nsys stats` report kprof reads (found: {', '.join(found) or 'none'})",
-                       f"export one of {', '.join(STATS_REPORTS)} with `nsys stats --report NAME --format csv`")
+            raise src.fail(
+                "summarises host CUDA API calls, not GPU work",
+                "export `nsys stats --report cuda_gpu_trace` or cuda_gpu_kern_sum, or the SQLite",
+            )
+        raise src.fail(
+            f"no `nsys stats` report kprof reads (found: {', '.join(found) or 'none'})",
+            f"export one of {', '.join(STATS_REPORTS)} with `nsys stats --report NAME --format csv`",
+        )
     kind = next(k for k in _PREFERENCE if k in known)
     out = _CONVERT[kind](known[kind], src)
     out["source"] = SOURCE
@@ -328,7 +442,9 @@ def parse_stats(path: Path | Source) -> pd.DataFrame:
     table.attrs["report"] = kind
     ignored = [k for k, _ in sections if k != kind]
     if ignored:
-        table.attrs["warnings"] = [f"{src}: read the {kind} report; also in the file and not used: {', '.join(ignored)}"]
+        table.attrs["warnings"] = [
+            f"{src}: read the {kind} report; also in the file and not used: {', '.join(ignored)}"
+        ]
     return table
 
 
@@ -374,8 +490,10 @@ def _block_table(block: list[str], src: Source) -> pd.DataFrame | None:
         spans = [(m.start(), m.end()) for m in re.finditer(r"-+", block[1])]
 
         def cut(line: str) -> list[str]:  # each column runs from its dashes to the next column's dashes
-            return [line[a: (spans[j + 1][0] if j + 1 < len(spans) else len(line))].strip()
-                    for j, (a, _) in enumerate(spans)]
+            return [
+                line[a : (spans[j + 1][0] if j + 1 < len(spans) else len(line))].strip()
+                for j, (a, _) in enumerate(spans)
+            ]
 
         return pd.DataFrame([cut(r) for r in block[2:]], columns=cut(block[0]), dtype="string")
     try:
@@ -398,8 +516,10 @@ def _col(df: pd.DataFrame, src: Source, *names: str, scale: float = 1) -> pd.Ser
 def _need(df: pd.DataFrame, src: Source, kind: str, *cols: str) -> None:
     missing = [c for c in cols if c not in df]
     if missing:
-        raise src.fail(f"the {kind} report has no column(s) {', '.join(map(repr, missing))}",
-                       f"export it again with `nsys stats --report {kind} --format csv`")
+        raise src.fail(
+            f"the {kind} report has no column(s) {', '.join(map(repr, missing))}",
+            f"export it again with `nsys stats --report {kind} --format csv`",
+        )
 
 
 def _kern_sum(df: pd.DataFrame, src: Source) -> pd.DataFrame:
@@ -408,8 +528,14 @@ def _kern_sum(df: pd.DataFrame, src: Source) -> pd.DataFrame:
     if (count.fillna(0) < 1).any():
         raise src.fail("a kernel summary row has no launches (Instances < 1)", "export the report again")
     total = _col(df, src, "Total Time (ns)")
-    return pd.DataFrame({"kernel": df["Name"], "kind": "kernel", "count": count,
-                         "duration_ns": (total.astype("Float64") / count.astype("Float64")).round()})
+    return pd.DataFrame(
+        {
+            "kernel": df["Name"],
+            "kind": "kernel",
+            "count": count,
+            "duration_ns": (total.astype("Float64") / count.astype("Float64")).round(),
+        }
+    )
 
 
 def _mem_sum(df: pd.DataFrame, src: Source) -> pd.DataFrame:
@@ -417,11 +543,13 @@ def _mem_sum(df: pd.DataFrame, src: Source) -> pd.DataFrame:
     count = _col(df, src, "Count", "Operations")
     total = _col(df, src, "Total Time (ns)")
     op = df["Operation"].astype("string")
-    out = pd.DataFrame({"kernel": op, "count": count,
-                        "duration_ns": (total.astype("Float64") / count.astype("Float64")).round()})
+    out = pd.DataFrame(
+        {"kernel": op, "count": count, "duration_ns": (total.astype("Float64") / count.astype("Float64")).round()}
+    )
     out["kind"] = op.str.contains("memset", case=False).map({True: "memset", False: "memcpy"})
-    out["copy_kind"] = op.str.extract(r"(Host-to-Device|Device-to-Host|Device-to-Device|Host-to-Host|Peer-to-Peer)"
-                                      )[0].map(_COPY_KINDS)
+    out["copy_kind"] = op.str.extract(r"(Host-to-Device|Device-to-Host|Device-to-Device|Host-to-Host|Peer-to-Peer)")[
+        0
+    ].map(_COPY_KINDS)
     return out
 
 
@@ -429,14 +557,26 @@ def _exec_trace(df: pd.DataFrame, src: Source) -> pd.DataFrame:
     _need(df, src, "cuda_kern_exec_trace", "Kernel Name", "Kernel Start (ns)", "Kernel Dur (ns)")
     gx = _xyz(df, "GridXYZ", src)
     bx = _xyz(df, "BlockXYZ", src)
-    out = pd.DataFrame({
-        "kernel": df["Kernel Name"], "kind": "kernel", "count": 1,
-        "start_ns": _col(df, src, "Kernel Start (ns)"), "duration_ns": _col(df, src, "Kernel Dur (ns)"),
-        "api_name": df["API Function"] if "API Function" in df else pd.NA,
-        "api_start_ns": _col(df, src, "API Start (ns)"),
-        "pid": _col(df, src, "PID"), "tid": _col(df, src, "TID"), "device": _col(df, src, "DevId"),
-        "grid_x": gx[0], "grid_y": gx[1], "grid_z": gx[2], "block_x": bx[0], "block_y": bx[1], "block_z": bx[2],
-    })
+    out = pd.DataFrame(
+        {
+            "kernel": df["Kernel Name"],
+            "kind": "kernel",
+            "count": 1,
+            "start_ns": _col(df, src, "Kernel Start (ns)"),
+            "duration_ns": _col(df, src, "Kernel Dur (ns)"),
+            "api_name": df["API Function"] if "API Function" in df else pd.NA,
+            "api_start_ns": _col(df, src, "API Start (ns)"),
+            "pid": _col(df, src, "PID"),
+            "tid": _col(df, src, "TID"),
+            "device": _col(df, src, "DevId"),
+            "grid_x": gx[0],
+            "grid_y": gx[1],
+            "grid_z": gx[2],
+            "block_x": bx[0],
+            "block_y": bx[1],
+            "block_z": bx[2],
+        }
+    )
     out["end_ns"] = out["start_ns"] + out["duration_ns"]
     out["api_end_ns"] = out["api_start_ns"] + _col(df, src, "API Dur (ns)")
     out["launch_latency_ns"] = out["start_ns"] - out["api_start_ns"]
@@ -449,20 +589,32 @@ def _gpu_trace(df: pd.DataFrame, src: Source) -> pd.DataFrame:
     names = df["Name"].astype("string")
     is_copy = names.str.startswith("[CUDA mem").fillna(False).astype(bool)
     device = df["Device"].astype("string").str.extract(r"\((\d+)\)\s*$")[0] if "Device" in df else None
-    out = pd.DataFrame({
-        "kernel": names, "count": 1, "start_ns": _col(df, src, "Start (ns)"),
-        "duration_ns": _col(df, src, "Duration (ns)"), "correlation_id": _col(df, src, "CorrId"),
-        "stream": _col(df, src, "Strm", "Stream"),
-        "device": whole_numbers(device, src, "Device") if device is not None else pd.NA,
-        "grid_x": _col(df, src, "GrdX"), "grid_y": _col(df, src, "GrdY"), "grid_z": _col(df, src, "GrdZ"),
-        "block_x": _col(df, src, "BlkX"), "block_y": _col(df, src, "BlkY"), "block_z": _col(df, src, "BlkZ"),
-        "registers_per_thread": _col(df, src, "Reg/Trd"),
-        # shared memory is printed in MB with 3 decimals (1 kB resolution): too coarse, left out
-    })
+    out = pd.DataFrame(
+        {
+            "kernel": names,
+            "count": 1,
+            "start_ns": _col(df, src, "Start (ns)"),
+            "duration_ns": _col(df, src, "Duration (ns)"),
+            "correlation_id": _col(df, src, "CorrId"),
+            "stream": _col(df, src, "Strm", "Stream"),
+            "device": whole_numbers(device, src, "Device") if device is not None else pd.NA,
+            "grid_x": _col(df, src, "GrdX"),
+            "grid_y": _col(df, src, "GrdY"),
+            "grid_z": _col(df, src, "GrdZ"),
+            "block_x": _col(df, src, "BlkX"),
+            "block_y": _col(df, src, "BlkY"),
+            "block_z": _col(df, src, "BlkZ"),
+            "registers_per_thread": _col(df, src, "Reg/Trd"),
+            # shared memory is printed in MB with 3 decimals (1 kB resolution): too coarse, left out
+        }
+    )
     out["kind"] = "kernel"
     out.loc[is_copy, "kind"] = names[is_copy].str.contains("memset").map({True: "memset", False: "memcpy"})
-    out.loc[is_copy, "copy_kind"] = names[is_copy].str.extract(
-        r"(Host-to-Device|Device-to-Host|Device-to-Device|Host-to-Host|Peer-to-Peer)")[0].map(_COPY_KINDS)
+    out.loc[is_copy, "copy_kind"] = (
+        names[is_copy]
+        .str.extract(r"(Host-to-Device|Device-to-Host|Device-to-Device|Host-to-Host|Peer-to-Peer)")[0]
+        .map(_COPY_KINDS)
+    )
     if "Bytes (MB)" in df:
         mb = whole_numbers(df["Bytes (MB)"], src, "Bytes (MB)", scale=1e6)
         out.loc[is_copy, "bytes"] = mb[is_copy]
@@ -470,8 +622,12 @@ def _gpu_trace(df: pd.DataFrame, src: Source) -> pd.DataFrame:
     return out
 
 
-_CONVERT = {"cuda_gpu_kern_sum": _kern_sum, "cuda_kern_exec_trace": _exec_trace, "cuda_gpu_trace": _gpu_trace,
-            "cuda_gpu_mem_time_sum": _mem_sum}
+_CONVERT = {
+    "cuda_gpu_kern_sum": _kern_sum,
+    "cuda_kern_exec_trace": _exec_trace,
+    "cuda_gpu_trace": _gpu_trace,
+    "cuda_gpu_mem_time_sum": _mem_sum,
+}
 
 
 def _xyz(df: pd.DataFrame, col: str, src: Source) -> list[pd.Series]:
@@ -485,6 +641,14 @@ def _xyz(df: pd.DataFrame, col: str, src: Source) -> list[pd.Series]:
 
 
 BACKEND = Backend(
-    name="nsys", description="Nsight Systems", sniff=sniff, parse=parse, marker="nvtx", tools=(TOOL,),
-    default_repeats=5, capture=capture, auto_vendor="nvidia", sniff_rank=10,
+    name="nsys",
+    description="Nsight Systems",
+    sniff=sniff,
+    parse=parse,
+    marker="nvtx",
+    tools=(TOOL,),
+    default_repeats=5,
+    capture=capture,
+    auto_vendor="nvidia",
+    sniff_rank=10,
 )

@@ -54,8 +54,10 @@ def parse(path: Path | Source, opts: ParseOptions | None = None, **_: object) ->
         return parse_hatchet(data, where=src)
     if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
         return parse_chrome(data["traceEvents"], where=src)
-    raise src.fail("neither a Proton hatchet tree (a list whose first item has 'frame') nor a Chrome trace with "
-                   "'traceEvents'", "pass Proton's .hatchet or .chrome_trace output")
+    raise src.fail(
+        "neither a Proton hatchet tree (a list whose first item has 'frame') nor a Chrome trace with 'traceEvents'",
+        "pass Proton's .hatchet or .chrome_trace output",
+    )
 
 
 def _case_of(stack: list[str]) -> Any:
@@ -82,8 +84,9 @@ def _num(where: Any, what: str, value: Any, whole: bool = False) -> float | int:
         if whole and (d != int(d) or abs(v) > 2**62):
             raise ValueError("not a whole number in range")
     except (ValueError, OverflowError) as why:
-        raise TraceFormatError(f"{where}: {what} {str(value)[:40]!r} is not usable ({why}) (the file is damaged or "
-                               "not Proton output)") from None
+        raise TraceFormatError(
+            f"{where}: {what} {str(value)[:40]!r} is not usable ({why}) (the file is damaged or not Proton output)"
+        ) from None
     return v
 
 
@@ -95,26 +98,39 @@ def parse_hatchet(tree: list, where: Any = "hatchet") -> pd.DataFrame:
     while todo:  # a loop, not recursion: a deep tree must not exhaust Python's stack
         node, stack = todo.pop()
         if not isinstance(node, dict):
-            raise TraceFormatError(f"{where}: a hatchet node is {type(node).__name__}, not an object (the file is "
-                                   "damaged or not Proton output)")
+            raise TraceFormatError(
+                f"{where}: a hatchet node is {type(node).__name__}, not an object (the file is "
+                "damaged or not Proton output)"
+            )
         frame = node.get("frame") or {}
         metrics = node.get("metrics") or {}
         children = node.get("children") or []
         if not isinstance(frame, dict) or not isinstance(metrics, dict) or not isinstance(children, list):
-            raise TraceFormatError(f"{where}: a hatchet node has a malformed frame/metrics/children (the file is "
-                                   "damaged or not Proton output)")
+            raise TraceFormatError(
+                f"{where}: a hatchet node has a malformed frame/metrics/children (the file is "
+                "damaged or not Proton output)"
+            )
         name = str(frame.get("name", ""))
         if "device_id" in metrics and metrics.get("count"):
             count = _num(where, "count", metrics["count"], whole=True)
             total = _num(where, "time (ns)", metrics.get("time (ns)", 0))
             if count < 1 or total < 0:
-                raise TraceFormatError(f"{where}: kernel {name[:60]!r} has count {count} and time {total} (not a "
-                                       "measurement; the file is damaged)")
-            rows.append({
-                "kernel": name, "kind": "kernel", "count": count, "duration_ns": round(total / count),
-                "device": _num(where, "device_id", metrics["device_id"], whole=True),
-                "case": _case_of(stack), "scope": _scope_of(stack), "source": SOURCE,
-            })
+                raise TraceFormatError(
+                    f"{where}: kernel {name[:60]!r} has count {count} and time {total} (not a "
+                    "measurement; the file is damaged)"
+                )
+            rows.append(
+                {
+                    "kernel": name,
+                    "kind": "kernel",
+                    "count": count,
+                    "duration_ns": round(total / count),
+                    "device": _num(where, "device_id", metrics["device_id"], whole=True),
+                    "case": _case_of(stack),
+                    "scope": _scope_of(stack),
+                    "source": SOURCE,
+                }
+            )
         for child in reversed(children):
             todo.append((child, stack + [name]))
     if not rows:
@@ -130,8 +146,10 @@ def parse_chrome(events: list, where: Any = "trace") -> pd.DataFrame:
         if not isinstance(ev, dict) or ev.get("ph") != "X" or ev.get("cat") != "kernel":
             continue
         if "ts" not in ev or "dur" not in ev:
-            raise TraceFormatError(f"{where}: a kernel event has no {'ts' if 'ts' not in ev else 'dur'} (the trace "
-                                   "is damaged; finalise the Proton session again)")
+            raise TraceFormatError(
+                f"{where}: a kernel event has no {'ts' if 'ts' not in ev else 'dur'} (the trace "
+                "is damaged; finalise the Proton session again)"
+            )
         start = round(_num(where, "ts", ev["ts"]) * 1000)
         dur = round(_num(where, "dur", ev["dur"]) * 1000)
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
@@ -139,12 +157,20 @@ def parse_chrome(events: list, where: Any = "trace") -> pd.DataFrame:
         frames = [str(s) for s in stack]
         if frames and frames[-1] == str(ev.get("name", "")):
             frames = frames[:-1]  # the kernel itself ends the call stack
-        rows.append({
-            "kernel": str(ev.get("name", "")), "kind": "kernel", "count": 1,
-            "start_ns": start, "end_ns": start + dur, "duration_ns": dur,
-            "stream": _num(where, "tid", ev["tid"], whole=True) if ev.get("tid") is not None else pd.NA,
-            "case": _case_of(frames), "scope": _scope_of(frames), "source": SOURCE,
-        })
+        rows.append(
+            {
+                "kernel": str(ev.get("name", "")),
+                "kind": "kernel",
+                "count": 1,
+                "start_ns": start,
+                "end_ns": start + dur,
+                "duration_ns": dur,
+                "stream": _num(where, "tid", ev["tid"], whole=True) if ev.get("tid") is not None else pd.NA,
+                "case": _case_of(frames),
+                "scope": _scope_of(frames),
+                "source": SOURCE,
+            }
+        )
     if not rows:
         return launch_table.empty()
     df = pd.DataFrame(rows).sort_values("start_ns", kind="stable").reset_index(drop=True)
@@ -164,6 +190,13 @@ def capture(ctx: Any) -> None:
 
 
 BACKEND = Backend(
-    name="proton", description="Triton's profiler, run in a child process", sniff=sniff, parse=parse,
-    marker="proton", default_repeats=5, capture=capture, version=_version, sniff_rank=30,
+    name="proton",
+    description="Triton's profiler, run in a child process",
+    sniff=sniff,
+    parse=parse,
+    marker="proton",
+    default_repeats=5,
+    capture=capture,
+    version=_version,
+    sniff_rank=30,
 )

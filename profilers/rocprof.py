@@ -9,7 +9,8 @@ rocprofv3 (``--kernel-trace --hip-trace --marker-trace --memory-copy-trace --out
   are in *work-items* (HSA), so ``grid_x = ceil(Grid_Size_X / Workgroup_Size_X)`` blocks; ``VGPR_Count``,
   ``Accum_VGPR_Count``, ``SGPR_Count``, ``LDS_Block_Size`` (or ``Group_Segment_Size``) and
   ``Scratch_Size`` (or ``Private_Segment_Size``) where that ROCm writes them.
-* Siblings with the same prefix are joined when present (each join is reported as a warning): ``*_hip_api_trace.csv`` (or the older
+* Siblings with the same prefix are joined when present (each join is reported as a warning): ``*_hip_api_trace.csv``
+(or the older
   ``*_hip_runtime_trace.csv``) for the launch call, on ``Correlation_Id`` *and* the same thread, a call
   that names a launch, and a call that started before the kernel (a sibling from another run matches
   ids by accident: those kernels stay unjoined and the warning says how many); ``*_marker_api_trace.csv``
@@ -40,6 +41,7 @@ Occupancy for AMD is computed (``kprof.occupancy.amd_occupancy``) from workgroup
 SGPRs and LDS when the architecture is known (``arch=`` / ``kprof parse --arch gfx942``, or an agent
 info file next to the trace); otherwise it is left empty rather than guessed.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,9 +64,16 @@ if TYPE_CHECKING:
     from kprof.external import CaptureContext
 
 SOURCE = "rocprof"
-_DIRECTION = {"HOST_TO_DEVICE": "HtoD", "DEVICE_TO_HOST": "DtoH", "DEVICE_TO_DEVICE": "DtoD",
-              "HOST_TO_HOST": "HtoH", "CopyHostToDevice": "HtoD", "CopyDeviceToHost": "DtoH",
-              "CopyDeviceToDevice": "DtoD", "CopyHostToHost": "HtoH"}
+_DIRECTION = {
+    "HOST_TO_DEVICE": "HtoD",
+    "DEVICE_TO_HOST": "DtoH",
+    "DEVICE_TO_DEVICE": "DtoD",
+    "HOST_TO_HOST": "HtoH",
+    "CopyHostToDevice": "HtoD",
+    "CopyDeviceToHost": "DtoH",
+    "CopyDeviceToDevice": "DtoD",
+    "CopyHostToHost": "HtoH",
+}
 _UNKNOWN = "unknown command type"
 _LAUNCH_CALL = re.compile(r"launch|kernel", re.IGNORECASE)
 _HOST_API = re.compile(r"^(hip|hsa|roctx|rocblas|rccl|amd_comgr|hipblas|rocm)[A-Z_]")
@@ -72,24 +81,48 @@ _DOMAIN = re.compile(r"^[A-Z][A-Z0-9_]*$")
 V3_CSV = "rocprofv3 --kernel-trace --output-format csv"
 
 TOOLS = (
-    ToolSpec("rocprofv3", "rocprofv3", "KPROF_ROCPROFV3", ("/opt/rocm/bin/rocprofv3", "/opt/rocm-*/bin/rocprofv3"),
-             hint="install rocprofiler-sdk (ROCm >= 6.2), or set KPROF_ROCPROFV3 to the rocprofv3 binary"),
-    ToolSpec("rocprof", "rocprof", "KPROF_ROCPROF", ("/opt/rocm/bin/rocprof", "/opt/rocm-*/bin/rocprof"),
-             hint="install rocprof (ROCm), or set KPROF_ROCPROF to the rocprof binary"),
+    ToolSpec(
+        "rocprofv3",
+        "rocprofv3",
+        "KPROF_ROCPROFV3",
+        ("/opt/rocm/bin/rocprofv3", "/opt/rocm-*/bin/rocprofv3"),
+        hint="install rocprofiler-sdk (ROCm >= 6.2), or set KPROF_ROCPROFV3 to the rocprofv3 binary",
+    ),
+    ToolSpec(
+        "rocprof",
+        "rocprof",
+        "KPROF_ROCPROF",
+        ("/opt/rocm/bin/rocprof", "/opt/rocm-*/bin/rocprof"),
+        hint="install rocprof (ROCm), or set KPROF_ROCPROF to the rocprof binary",
+    ),
 )
 
 
 # --------------------------------------------------------------------------------------------- capture
 def rocprofv3_command(tool: str, child: list[str], out_dir: Path) -> list[str]:
-    return [tool, "--kernel-trace", "--hip-trace", "--marker-trace", "--memory-copy-trace", "--stats",
-            "--output-format", "csv", "-d", str(out_dir), "-o", "kprof", "--", *child]
+    return [
+        tool,
+        "--kernel-trace",
+        "--hip-trace",
+        "--marker-trace",
+        "--memory-copy-trace",
+        "--stats",
+        "--output-format",
+        "csv",
+        "-d",
+        str(out_dir),
+        "-o",
+        "kprof",
+        "--",
+        *child,
+    ]
 
 
 def rocprof_legacy_command(tool: str, child: list[str], out_csv: Path) -> list[str]:
     return [tool, "--hip-trace", "--roctx-trace", "--timestamp", "on", "--stats", "-o", str(out_csv), *child]
 
 
-def capture(ctx: "CaptureContext") -> None:
+def capture(ctx: CaptureContext) -> None:
     """rocprofv3 (or legacy rocprof) around the replay; the kernel trace is the artefact parsed."""
     assert ctx.tool is not None
     out_dir = ctx.workdir / "rocprof"
@@ -140,17 +173,21 @@ def parse(path: Path | Source, opts: ParseOptions | None = None, arch: str | Non
     src = as_source(path)
     arch = arch or (opts.arch if opts else None)
     if src.is_sqlite:
-        raise src.fail("is a rocprofv3 rocpd database (ROCm 7's default output)",
-                       f"write CSV instead: `{V3_CSV} ...`, or convert it with `rocpd2csv`")
+        raise src.fail(
+            "is a rocprofv3 rocpd database (ROCm 7's default output)",
+            f"write CSV instead: `{V3_CSV} ...`, or convert it with `rocpd2csv`",
+        )
     if src.head(64).lstrip().startswith(("{", "[")):
         return parse_legacy_json(src, arch=arch)
     header = src.csv_header()
     kind = _csv_kind(header)
     if kind is None:
         shown = [h[:30] for h in header[:6]]
-        raise src.fail(f"not a rocprof output kprof knows (columns {shown})",
-                       "expected a rocprofv3 *_kernel_trace.csv / *_memory_copy_trace.csv / *_kernel_stats.csv / "
-                       "*_counter_collection.csv or a legacy results.csv / results.stats.csv / results.json")
+        raise src.fail(
+            f"not a rocprof output kprof knows (columns {shown})",
+            "expected a rocprofv3 *_kernel_trace.csv / *_memory_copy_trace.csv / *_kernel_stats.csv / "
+            "*_counter_collection.csv or a legacy results.csv / results.stats.csv / results.json",
+        )
     if kind == "v3_kernel_trace":
         return parse_v3(src, arch=arch)
     if kind == "v3_counter_collection":
@@ -158,8 +195,10 @@ def parse(path: Path | Source, opts: ParseOptions | None = None, arch: str | Non
     if kind == "v3_memory_copy_trace":
         return _finish(_v3_copies(src.table(), src), src)
     if kind == "v3_api_trace":
-        raise src.fail("is a rocprofv3 host API/marker trace, not GPU activity",
-                       "parse the *_kernel_trace.csv next to it; the API trace is joined in automatically")
+        raise src.fail(
+            "is a rocprofv3 host API/marker trace, not GPU activity",
+            "parse the *_kernel_trace.csv next to it; the API trace is joined in automatically",
+        )
     if kind == "legacy_results":
         return parse_legacy_csv(src, arch=arch)
     return parse_stats(src)
@@ -190,8 +229,9 @@ def _finish(df: pd.DataFrame, src: Source | str, warnings: list[str] | None = No
 def _drop_unknown(df: pd.DataFrame, name_col: str, src: Source, warnings: list[str]) -> pd.DataFrame:
     unknown = df[name_col].astype("string").str.strip().str.lower() == _UNKNOWN
     if unknown.any():
-        warnings.append(f"{src}: left out {int(unknown.sum())} rows named 'Unknown command type' (barrier packets, "
-                        "not kernels)")
+        warnings.append(
+            f"{src}: left out {int(unknown.sum())} rows named 'Unknown command type' (barrier packets, not kernels)"
+        )
         df = df[~unknown.fillna(False)].reset_index(drop=True)
     return df
 
@@ -243,21 +283,28 @@ def parse_v3(path: Path | Source, arch: str | None = None) -> pd.DataFrame:
         raise src.fail("kernel rows without Start_Timestamp/End_Timestamp", "the trace is damaged; capture it again")
     wg = [num(f"Workgroup_Size_{a}") for a in "XYZ"]
     grid = [num(f"Grid_Size_{a}") for a in "XYZ"]
-    out = pd.DataFrame({
-        "kernel": k["Kernel_Name"],
-        "kind": "kernel", "count": 1,
-        "start_ns": start, "end_ns": end, "duration_ns": end - start,
-        "device": _agent(col("Agent_Id"), src) if col("Agent_Id") is not None else pd.NA,
-        "stream": num("Stream_Id", "Queue_Id"),
-        "correlation_id": num("Correlation_Id"),
-        "tid": num("Thread_Id"),
-        "block_x": wg[0], "block_y": wg[1], "block_z": wg[2],
-        "registers_per_thread": num("VGPR_Count", "Arch_VGPR_Count"),
-        "accum_vgprs": num("Accum_VGPR_Count"),
-        "sgprs": num("SGPR_Count"),
-        "shared_mem_bytes": num("LDS_Block_Size", "Group_Segment_Size"),
-        "scratch_bytes": num("Scratch_Size", "Private_Segment_Size"),
-    })
+    out = pd.DataFrame(
+        {
+            "kernel": k["Kernel_Name"],
+            "kind": "kernel",
+            "count": 1,
+            "start_ns": start,
+            "end_ns": end,
+            "duration_ns": end - start,
+            "device": _agent(col("Agent_Id"), src) if col("Agent_Id") is not None else pd.NA,
+            "stream": num("Stream_Id", "Queue_Id"),
+            "correlation_id": num("Correlation_Id"),
+            "tid": num("Thread_Id"),
+            "block_x": wg[0],
+            "block_y": wg[1],
+            "block_z": wg[2],
+            "registers_per_thread": num("VGPR_Count", "Arch_VGPR_Count"),
+            "accum_vgprs": num("Accum_VGPR_Count"),
+            "sgprs": num("SGPR_Count"),
+            "shared_mem_bytes": num("LDS_Block_Size", "Group_Segment_Size"),
+            "scratch_bytes": num("Scratch_Size", "Private_Segment_Size"),
+        }
+    )
     for a, g, w in zip("xyz", grid, wg):
         out[f"grid_{a}"] = _ceil_div(g, w)
     return _join_siblings(out, src, arch, warnings)
@@ -300,8 +347,14 @@ def _join_siblings(out: pd.DataFrame, src: Source, arch: str | None, warnings: l
         mstarts = _int(m["Start_Timestamp"], msrc, "Start_Timestamp")
         if not _same_run(out, mstarts, src, marker_path, warnings):
             m = m.iloc[0:0]
-        ranges = RangeIndex(zip(_int(m["Thread_Id"], msrc, "Thread_Id"), _int(m["Start_Timestamp"], msrc, "Start_Timestamp"),
-                                _int(m["End_Timestamp"], msrc, "End_Timestamp"), m["Function"]))
+        ranges = RangeIndex(
+            zip(
+                _int(m["Thread_Id"], msrc, "Thread_Id"),
+                _int(m["Start_Timestamp"], msrc, "Start_Timestamp"),
+                _int(m["End_Timestamp"], msrc, "End_Timestamp"),
+                m["Function"],
+            )
+        )
         out["case"] = ranges.cases(who, when)
         warnings.append(f"{src}: joined the marker trace {marker_path.name} ({len(ranges)} kprof ranges)")
     copies_path = _sibling(src, ("memory_copy_trace.csv",))
@@ -329,19 +382,28 @@ def _join_api(out: pd.DataFrame, asrc: Source, src: Source, warnings: list[str])
     for c in ("Correlation_Id", "Function", "Start_Timestamp", "End_Timestamp"):
         if c not in api:
             raise asrc.fail(f"missing column {c!r}", "a rocprofv3 HIP API trace has it; capture again")
-    api = pd.DataFrame({
-        "correlation_id": _int(api["Correlation_Id"], asrc, "Correlation_Id"), "api_name": api["Function"],
-        "api_start_ns": _int(api["Start_Timestamp"], asrc, "Start_Timestamp"),
-        "api_end_ns": _int(api["End_Timestamp"], asrc, "End_Timestamp"),
-        "pid": _int(api["Process_Id"], asrc, "Process_Id") if "Process_Id" in api else pd.NA,
-        "api_tid": _int(api["Thread_Id"], asrc, "Thread_Id") if "Thread_Id" in api else pd.NA,
-    }).dropna(subset=["correlation_id"]).drop_duplicates("correlation_id")
+    api = (
+        pd.DataFrame(
+            {
+                "correlation_id": _int(api["Correlation_Id"], asrc, "Correlation_Id"),
+                "api_name": api["Function"],
+                "api_start_ns": _int(api["Start_Timestamp"], asrc, "Start_Timestamp"),
+                "api_end_ns": _int(api["End_Timestamp"], asrc, "End_Timestamp"),
+                "pid": _int(api["Process_Id"], asrc, "Process_Id") if "Process_Id" in api else pd.NA,
+                "api_tid": _int(api["Thread_Id"], asrc, "Thread_Id") if "Thread_Id" in api else pd.NA,
+            }
+        )
+        .dropna(subset=["correlation_id"])
+        .drop_duplicates("correlation_id")
+    )
     if not _same_run(out, api["api_start_ns"], src, asrc.path, warnings):
         api = api.iloc[0:0]
     merged = out.merge(api, on="correlation_id", how="left")
-    ok = (merged["api_name"].astype("string").str.contains(_LAUNCH_CALL).fillna(False).astype(bool)
-          & (merged["api_start_ns"] <= merged["start_ns"]).fillna(False).astype(bool)
-          & ((merged["api_tid"] == merged["tid"]).fillna(True).astype(bool) | merged["tid"].isna()))
+    ok = (
+        merged["api_name"].astype("string").str.contains(_LAUNCH_CALL).fillna(False).astype(bool)
+        & (merged["api_start_ns"] <= merged["start_ns"]).fillna(False).astype(bool)
+        & ((merged["api_tid"] == merged["tid"]).fillna(True).astype(bool) | merged["tid"].isna())
+    )
     tried = merged["api_name"].notna()
     bad = tried & ~ok
     for c in ("api_name", "api_start_ns", "api_end_ns", "pid", "api_tid"):
@@ -351,8 +413,10 @@ def _join_api(out: pd.DataFrame, asrc: Source, src: Source, warnings: list[str])
     kernels = int((merged["kind"] == "kernel").sum())
     note = f"joined the HIP API trace {asrc.path.name}: launch calls of {int(ok.sum())} of {kernels} kernels"
     if bad.any():
-        note += (f"; {int(bad.sum())} correlation ids matched a call that cannot have launched the kernel (another "
-                 "call, thread, or a later time: is the file from another run?) and were left unjoined")
+        note += (
+            f"; {int(bad.sum())} correlation ids matched a call that cannot have launched the kernel (another "
+            "call, thread, or a later time: is the file from another run?) and were left unjoined"
+        )
     warnings.append(f"{src}: {note}")
     return merged
 
@@ -368,14 +432,21 @@ def _v3_copies(c: pd.DataFrame, src: Source) -> pd.DataFrame:
             raise src.fail(f"missing column {need!r}", "a rocprofv3 memory copy trace has it; capture again")
     start, end = _int(c["Start_Timestamp"], src, "Start_Timestamp"), _int(c["End_Timestamp"], src, "End_Timestamp")
     direction = c["Direction"].astype("string").str.replace("MEMORY_COPY_", "", regex=False)
-    return pd.DataFrame({
-        "kernel": "[memory copy " + direction + "]", "kind": "memcpy", "count": 1,
-        "start_ns": start, "end_ns": end, "duration_ns": end - start,
-        "copy_kind": direction.map(_DIRECTION), "stream": _int(c.get("Stream_Id"), src, "Stream_Id"),
-        "correlation_id": _int(c.get("Correlation_Id"), src, "Correlation_Id"),
-        "device": _agent(c.get("Destination_Agent_Id"), src) if "Destination_Agent_Id" in c else pd.NA,
-        "bytes": _int(c["Bytes"], src, "Bytes") if "Bytes" in c else pd.NA,
-    })
+    return pd.DataFrame(
+        {
+            "kernel": "[memory copy " + direction + "]",
+            "kind": "memcpy",
+            "count": 1,
+            "start_ns": start,
+            "end_ns": end,
+            "duration_ns": end - start,
+            "copy_kind": direction.map(_DIRECTION),
+            "stream": _int(c.get("Stream_Id"), src, "Stream_Id"),
+            "correlation_id": _int(c.get("Correlation_Id"), src, "Correlation_Id"),
+            "device": _agent(c.get("Destination_Agent_Id"), src) if "Destination_Agent_Id" in c else pd.NA,
+            "bytes": _int(c["Bytes"], src, "Bytes") if "Bytes" in c else pd.NA,
+        }
+    )
 
 
 # ------------------------------------------------------------------------------------ counter collection
@@ -389,8 +460,10 @@ def parse_counters(path: Path | Source, arch: str | None = None) -> pd.DataFrame
         return _finish(launch_table.empty(), src, warnings)
     key = "Dispatch_Id" if "Dispatch_Id" in c else "Correlation_Id"
     if key not in c:
-        raise src.fail("counter collection without Dispatch_Id or Correlation_Id",
-                       "rows of one dispatch cannot be told apart; capture with a newer rocprofv3")
+        raise src.fail(
+            "counter collection without Dispatch_Id or Correlation_Id",
+            "rows of one dispatch cannot be told apart; capture with a newer rocprofv3",
+        )
     ids = _int(c[key], src, key)
     values: dict[int, dict[str, float]] = {}
     from kprof.profilers._io import real_numbers
@@ -408,22 +481,39 @@ def parse_counters(path: Path | Source, arch: str | None = None) -> pd.DataFrame
     start, end = num("Start_Timestamp"), num("End_Timestamp")
     block = num("Workgroup_Size") if "Workgroup_Size" in first else num("Workgroup_Size_X")
     grid_items = num("Grid_Size") if "Grid_Size" in first else num("Grid_Size_X")
-    out = pd.DataFrame({
-        "kernel": first["Kernel_Name"], "kind": "kernel", "count": 1,
-        "start_ns": start, "end_ns": end, "duration_ns": end - start,
-        "device": _agent(first["Agent_Id"], src) if "Agent_Id" in first else pd.NA,
-        "stream": num("Queue_Id"), "correlation_id": num("Correlation_Id"),
-        "pid": num("Process_Id"), "tid": num("Thread_Id"),
-        # one number each: the total work-items and workgroup size (a 1-D view of the launch)
-        "block_x": block, "block_y": 1, "block_z": 1,
-        "grid_x": _ceil_div(grid_items, block), "grid_y": 1, "grid_z": 1,
-        "registers_per_thread": num("VGPR_Count"), "accum_vgprs": num("Accum_VGPR_Count"),
-        "sgprs": num("SGPR_Count"), "shared_mem_bytes": num("LDS_Block_Size"), "scratch_bytes": num("Scratch_Size"),
-        "counters": [json.dumps(values[i], sort_keys=True) for i in first["_key"].tolist()],
-    })
+    out = pd.DataFrame(
+        {
+            "kernel": first["Kernel_Name"],
+            "kind": "kernel",
+            "count": 1,
+            "start_ns": start,
+            "end_ns": end,
+            "duration_ns": end - start,
+            "device": _agent(first["Agent_Id"], src) if "Agent_Id" in first else pd.NA,
+            "stream": num("Queue_Id"),
+            "correlation_id": num("Correlation_Id"),
+            "pid": num("Process_Id"),
+            "tid": num("Thread_Id"),
+            # one number each: the total work-items and workgroup size (a 1-D view of the launch)
+            "block_x": block,
+            "block_y": 1,
+            "block_z": 1,
+            "grid_x": _ceil_div(grid_items, block),
+            "grid_y": 1,
+            "grid_z": 1,
+            "registers_per_thread": num("VGPR_Count"),
+            "accum_vgprs": num("Accum_VGPR_Count"),
+            "sgprs": num("SGPR_Count"),
+            "shared_mem_bytes": num("LDS_Block_Size"),
+            "scratch_bytes": num("Scratch_Size"),
+            "counters": [json.dumps(values[i], sort_keys=True) for i in first["_key"].tolist()],
+        }
+    )
     if out["start_ns"].isna().all():  # older rocprofv3 wrote no timestamps here: a launch with no time
-        raise src.fail("counter collection without Start_Timestamp/End_Timestamp (no kernel times)",
-                       f"add --kernel-trace and parse the *_kernel_trace.csv (`{V3_CSV} --pmc ...`)")
+        raise src.fail(
+            "counter collection without Start_Timestamp/End_Timestamp (no kernel times)",
+            f"add --kernel-trace and parse the *_kernel_trace.csv (`{V3_CSV} --pmc ...`)",
+        )
     n = len(next(iter(values.values()))) if values else 0
     warnings.append(f"{src}: {len(c)} counter rows pivoted to {len(out)} launches ({n} counters each)")
     return _join_siblings(out, src, arch, warnings)
@@ -448,9 +538,12 @@ def _add_amd_occupancy(out: pd.DataFrame, arch: str | None) -> None:
         sg = getattr(r, "sgprs", pd.NA)
         smem = getattr(r, "shared_mem_bytes", pd.NA)
         occ = amd_occupancy(
-            int(r.block_x) * int(r.block_y) * int(r.block_z), int(r.registers_per_thread),
-            0 if pd.isna(accum) else int(accum), 0 if pd.isna(sg) else int(sg),
-            0 if pd.isna(smem) else int(smem), limits,
+            int(r.block_x) * int(r.block_y) * int(r.block_z),
+            int(r.registers_per_thread),
+            0 if pd.isna(accum) else int(accum),
+            0 if pd.isna(sg) else int(sg),
+            0 if pd.isna(smem) else int(smem),
+            limits,
             wave_size=None if pd.isna(w) else int(w),
         )
         pct.append(occ.occupancy_pct)
@@ -472,10 +565,11 @@ def _rejoin_names(src: Source, name_col: str) -> tuple[list[str], list[list[str]
     for i, r in enumerate(rows[1:], start=2):
         extra = len(r) - len(header)
         if extra > 0:  # an unquoted kernel name that contains commas
-            r = r[:name_at] + [",".join(r[name_at:name_at + extra + 1])] + r[name_at + extra + 1:]
+            r = r[:name_at] + [",".join(r[name_at : name_at + extra + 1])] + r[name_at + extra + 1 :]
         elif extra < 0:
-            raise src.fail(f"line {i} has {len(r)} fields, the header {len(header)}",
-                           "the file is truncated; export it again")
+            raise src.fail(
+                f"line {i} has {len(r)} fields, the header {len(header)}", "the file is truncated; export it again"
+            )
         fixed.append(r)
     return header, fixed
 
@@ -497,21 +591,32 @@ def parse_legacy_csv(path: Path | Source, arch: str | None = None) -> pd.DataFra
     if begin.isna().any() or end.isna().any():
         raise src.fail("kernel rows without BeginNs/EndNs", "profile with `rocprof --timestamp on`")
     wgr = num("wgr")
-    out = pd.DataFrame({
-        "kernel": k["KernelName"],
-        "kind": "kernel", "count": 1,
-        "start_ns": begin, "end_ns": end, "duration_ns": end - begin,
-        "device": num("gpu-id"), "stream": num("queue-id"),
-        "pid": num("pid"), "tid": num("tid"),
-        "grid_x": _ceil_div(num("grd"), wgr), "grid_y": 1, "grid_z": 1,
-        "block_x": wgr, "block_y": 1, "block_z": 1,
-        "registers_per_thread": num("arch_vgpr", "vgpr"),
-        "accum_vgprs": num("accum_vgpr"),
-        "sgprs": num("sgpr"),
-        "shared_mem_bytes": num("lds"),
-        "scratch_bytes": num("scr"),
-        "wave_size": num("wave_size"),
-    })
+    out = pd.DataFrame(
+        {
+            "kernel": k["KernelName"],
+            "kind": "kernel",
+            "count": 1,
+            "start_ns": begin,
+            "end_ns": end,
+            "duration_ns": end - begin,
+            "device": num("gpu-id"),
+            "stream": num("queue-id"),
+            "pid": num("pid"),
+            "tid": num("tid"),
+            "grid_x": _ceil_div(num("grd"), wgr),
+            "grid_y": 1,
+            "grid_z": 1,
+            "block_x": wgr,
+            "block_y": 1,
+            "block_z": 1,
+            "registers_per_thread": num("arch_vgpr", "vgpr"),
+            "accum_vgprs": num("accum_vgpr"),
+            "sgprs": num("sgpr"),
+            "shared_mem_bytes": num("lds"),
+            "scratch_bytes": num("scr"),
+            "wave_size": num("wave_size"),
+        }
+    )
     dispatch = num("DispatchNs")
     if dispatch.notna().any():
         # the dispatch packet was written at DispatchNs: its distance to BeginNs is queueing on the GPU
@@ -529,22 +634,29 @@ def parse_stats(path: Path | Source) -> pd.DataFrame:
     s = _drop_unknown(s, "Name", src, warnings)
     name = src.name
     names = s["Name"].astype("string").fillna("")
-    if "domain_stats" in name or (len(names) > 0 and names.str.match(_DOMAIN).all() and not name.endswith(
-            ("copy_stats.csv",))):
-        raise src.fail("summarises rocprofv3 tracing domains (HIP API, kernel dispatch, copies as a whole), not "
-                       "kernels", "parse the *_kernel_stats.csv or the *_kernel_trace.csv instead")
+    if "domain_stats" in name or (
+        len(names) > 0 and names.str.match(_DOMAIN).all() and not name.endswith(("copy_stats.csv",))
+    ):
+        raise src.fail(
+            "summarises rocprofv3 tracing domains (HIP API, kernel dispatch, copies as a whole), not kernels",
+            "parse the *_kernel_stats.csv or the *_kernel_trace.csv instead",
+        )
     host_api = name.endswith(("hip_stats.csv", "hip_api_stats.csv", "hsa_stats.csv", "hsa_api_stats.csv")) or (
-        len(names) > 0 and names.str.match(_HOST_API).all())
+        len(names) > 0 and names.str.match(_HOST_API).all()
+    )
     if host_api:
-        raise src.fail("summarises host HIP/HSA API calls, not GPU work",
-                       "parse the kernel stats (results.stats.csv / *_kernel_stats.csv) or a kernel trace instead")
+        raise src.fail(
+            "summarises host HIP/HSA API calls, not GPU work",
+            "parse the kernel stats (results.stats.csv / *_kernel_stats.csv) or a kernel trace instead",
+        )
     calls = _int(s["Calls"], src, "Calls")
     if (calls.fillna(0) < 1).any():
         raise src.fail("a statistics row has no calls (Calls < 1)", "the file is damaged; export it again")
     total = _int(s["TotalDurationNs"], src, "TotalDurationNs")
     avg = (total.astype("Float64") / calls.astype("Float64")).round()
     is_copy = name.endswith(("copy_stats.csv", "memory_copy_stats.csv")) or (
-        len(names) > 0 and names.str.startswith(("Copy", "MEMORY_COPY")).all())
+        len(names) > 0 and names.str.startswith(("Copy", "MEMORY_COPY")).all()
+    )
     out = pd.DataFrame({"kernel": names, "count": calls, "duration_ns": avg, "kind": "memcpy" if is_copy else "kernel"})
     if is_copy:
         out["copy_kind"] = names.str.replace("MEMORY_COPY_", "", regex=False).map(_DIRECTION)
@@ -576,8 +688,11 @@ def parse_legacy_json(path: Path | Source, arch: str | None = None) -> pd.DataFr
     if not isinstance(events, list):
         raise src.fail("no 'traceEvents' list", "not a rocprof JSON trace")
     events = [e for e in events if isinstance(e, dict)]
-    proc_names = {str(e.get("pid")): str((e.get("args") if isinstance(e.get("args"), dict) else {}).get("name", ""))
-                  for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    proc_names = {
+        str(e.get("pid")): str((e.get("args") if isinstance(e.get("args"), dict) else {}).get("name", ""))
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
     if not any(n.startswith("GPU") or n == "CPU HIP API" for n in proc_names.values()):
         raise src.fail("a Chrome trace without rocprof's GPU*/CPU HIP API processes", "not a rocprof JSON trace")
     api, gpu = [], []
@@ -593,9 +708,15 @@ def parse_legacy_json(path: Path | Source, arch: str | None = None) -> pd.DataFr
         if name.strip().lower() == _UNKNOWN:
             warnings.append(f"{src}: left out a row named 'Unknown command type' (a barrier packet)")
             continue
-        rec = {"pid_track": str(e.get("pid")), "tid_track": str(e.get("tid")), "ts": _ev_int(src, e, "ts"),
-               "begin": _ev_int(src, e, "BeginNs", args), "end": _ev_int(src, e, "EndNs", args), "name": name,
-               "args": args}
+        rec = {
+            "pid_track": str(e.get("pid")),
+            "tid_track": str(e.get("tid")),
+            "ts": _ev_int(src, e, "ts"),
+            "begin": _ev_int(src, e, "BeginNs", args),
+            "end": _ev_int(src, e, "EndNs", args),
+            "name": name,
+            "args": args,
+        }
         if pname == "CPU HIP API":
             api.append(rec)
         elif pname.startswith("GPU") or pname == "COPY":
@@ -624,18 +745,29 @@ def parse_legacy_json(path: Path | Source, arch: str | None = None) -> pd.DataFr
         a = g.get("api")
         args = g["args"]
         row: dict[str, Any] = {
-            "kernel": g["name"], "kind": "memcpy" if g["copy"] else "kernel", "count": 1,
-            "start_ns": g["begin"], "end_ns": g["end"], "duration_ns": g["end"] - g["begin"],
-            "device": _maybe_int(args.get("dev-id")), "stream": _maybe_int(args.get("stream-id")),
-            "pid": _maybe_int(args.get("pid")), "tid": _maybe_int(args.get("tid")),
+            "kernel": g["name"],
+            "kind": "memcpy" if g["copy"] else "kernel",
+            "count": 1,
+            "start_ns": g["begin"],
+            "end_ns": g["end"],
+            "duration_ns": g["end"] - g["begin"],
+            "device": _maybe_int(args.get("dev-id")),
+            "stream": _maybe_int(args.get("stream-id")),
+            "pid": _maybe_int(args.get("pid")),
+            "tid": _maybe_int(args.get("tid")),
         }
         if g["copy"]:
             row["copy_kind"] = _DIRECTION.get(g["name"])
             if "Fill" in g["name"]:
                 row["kind"] = "memset"
         if a is not None and a["begin"] <= g["begin"]:
-            row.update(api_name=a["name"], api_start_ns=a["begin"], api_end_ns=a["end"],
-                       launch_latency_ns=g["begin"] - a["begin"], queue_ns=g["begin"] - a["end"])
+            row.update(
+                api_name=a["name"],
+                api_start_ns=a["begin"],
+                api_end_ns=a["end"],
+                launch_latency_ns=g["begin"] - a["begin"],
+                queue_ns=g["begin"] - a["end"],
+            )
             for which, z, y, x in _LAUNCH_DIMS.findall(str(a["args"].get("args", ""))):
                 prefix = "grid" if which == "numBlocks" else "block"
                 row.update({f"{prefix}_x": int(x), f"{prefix}_y": int(y), f"{prefix}_z": int(z)})
@@ -661,6 +793,14 @@ def _maybe_int(v: Any) -> Any:
 
 
 BACKEND = Backend(
-    name="rocprof", description="AMD rocprofv3 / rocprof", sniff=sniff, parse=parse, marker="roctx", tools=TOOLS,
-    default_repeats=5, capture=capture, auto_vendor="amd", sniff_rank=25,
+    name="rocprof",
+    description="AMD rocprofv3 / rocprof",
+    sniff=sniff,
+    parse=parse,
+    marker="roctx",
+    tools=TOOLS,
+    default_repeats=5,
+    capture=capture,
+    auto_vendor="amd",
+    sniff_rank=25,
 )

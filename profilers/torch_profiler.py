@@ -103,8 +103,10 @@ def _ns(us: Any, where: Any = "trace", what: str = "ts") -> int:
         if abs(ns) > 2**62:
             raise ValueError("out of range")
     except (ValueError, ArithmeticError) as why:
-        raise TraceFormatError(f"{where}: an event's {what} {str(us)[:40]!r} is not usable ({why}) (the trace is "
-                               "damaged or cut short; export it again)") from None
+        raise TraceFormatError(
+            f"{where}: an event's {what} {str(us)[:40]!r} is not usable ({why}) (the trace is "
+            "damaged or cut short; export it again)"
+        ) from None
     return ns
 
 
@@ -161,8 +163,9 @@ def parse_events(events: list, where: str = "trace") -> pd.DataFrame:
                 continue
             prev = launches.get(corr)
             # cudaLaunchKernel (runtime) encloses a driver call with the same id: keep the outer one
-            if prev is None or (str(prev.get("cat", "")).lower() in ("cuda_driver", "driver")
-                                and cat in ("cuda_runtime", "runtime")):
+            if prev is None or (
+                str(prev.get("cat", "")).lower() in ("cuda_driver", "driver") and cat in ("cuda_runtime", "runtime")
+            ):
                 launches[corr] = ev
         elif cat not in _GPU_RANGE_CATS and name.startswith(CASE_PREFIX):
             start = _ns(ev.get("ts"), where)
@@ -179,10 +182,23 @@ def parse_events(events: list, where: str = "trace") -> pd.DataFrame:
         start = _ns(ev.get("ts"), where)
         end = start + _ns(ev.get("dur"), where, "dur")
         name = str(ev.get("name", ""))
-        rows.append({"kernel": name, "kind": "sync", "count": 1, "start_ns": start, "end_ns": end,
-                     "duration_ns": end - start, "api_name": name, "api_start_ns": start, "api_end_ns": end,
-                     "pid": _int_or_na(ev.get("pid")), "tid": _int_or_na(ev.get("tid")), "case": case_of(ev),
-                     "source": SOURCE})
+        rows.append(
+            {
+                "kernel": name,
+                "kind": "sync",
+                "count": 1,
+                "start_ns": start,
+                "end_ns": end,
+                "duration_ns": end - start,
+                "api_name": name,
+                "api_start_ns": start,
+                "api_end_ns": end,
+                "pid": _int_or_na(ev.get("pid")),
+                "tid": _int_or_na(ev.get("tid")),
+                "case": case_of(ev),
+                "source": SOURCE,
+            }
+        )
     if not rows:
         return launch_table.empty()
     df = pd.DataFrame(rows).sort_values("start_ns", kind="stable").reset_index(drop=True)
@@ -204,13 +220,21 @@ def _gpu_row(kind: str, k: dict, launches: dict, case_of: Callable[[dict | None]
     occ = args.get("est. achieved occupancy %", pd.NA)
     occ = pd.NA if isinstance(occ, bool) or not isinstance(occ, (int, float)) or occ != occ or abs(occ) > 1e6 else occ
     return {
-        "kernel": name, "kind": kind, "count": 1,
-        "start_ns": start, "end_ns": start + dur, "duration_ns": dur,
+        "kernel": name,
+        "kind": kind,
+        "count": 1,
+        "start_ns": start,
+        "end_ns": start + dur,
+        "duration_ns": dur,
         "device": _int_or_na(args.get("device", k.get("pid"))),
         "stream": _int_or_na(args.get("stream", k.get("tid"))),
         "correlation_id": corr,
-        "grid_x": gx, "grid_y": gy, "grid_z": gz,
-        "block_x": bx, "block_y": by, "block_z": bz,
+        "grid_x": gx,
+        "grid_y": gy,
+        "grid_z": gz,
+        "block_x": bx,
+        "block_y": by,
+        "block_z": bz,
         "registers_per_thread": _int_or_na(args.get("registers per thread")),
         "shared_mem_bytes": _int_or_na(args.get("shared memory")),
         "occupancy_est_pct": occ,
@@ -229,6 +253,12 @@ def _gpu_row(kind: str, k: dict, launches: dict, case_of: Callable[[dict | None]
 
 
 BACKEND = Backend(
-    name="torch", description="torch.profiler (Kineto), in kprof's own process", sniff=sniff, parse=parse,
-    marker="none", default_repeats=5, in_process=True, sniff_rank=90,
+    name="torch",
+    description="torch.profiler (Kineto), in kprof's own process",
+    sniff=sniff,
+    parse=parse,
+    marker="none",
+    default_repeats=5,
+    in_process=True,
+    sniff_rank=90,
 )

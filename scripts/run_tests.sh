@@ -24,7 +24,7 @@ need hypothesis "hypothesis>=6"
 need streamlit "streamlit>=1.40"
 need plotly "plotly>=5.20"
 need playwright playwright
-need ruff "ruff>=0.6"
+need ruff "ruff==0.17.6"
 need ray "ray>=2.9"
 
 # the dashboard's browser test drives Debian's chromium (Playwright's own browser download is not used)

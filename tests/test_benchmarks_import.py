@@ -29,4 +29,4 @@ def test_benchmark_imports(script, monkeypatch):
     finally:
         sys.modules.pop(script, None)
     if script != "bench_common":
-        assert callable(getattr(mod, "main"))
+        assert callable(mod.main)

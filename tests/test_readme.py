@@ -26,8 +26,9 @@ def test_readme_has_exactly_two_setup_commands():
 def ci_commands() -> list[str]:
     """.ci/run's commands: its lines less comments, the shell options and the cd to the repository root."""
     lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
-    return [ln for ln in lines if ln and not ln.startswith("#") and not ln.startswith("set -")
-            and not ln.startswith("cd ")]
+    return [
+        ln for ln in lines if ln and not ln.startswith("#") and not ln.startswith("set -") and not ln.startswith("cd ")
+    ]
 
 
 def test_ci_runs_exactly_the_readme_test_command():

@@ -25,19 +25,27 @@ def kernel_summary(launches: pd.DataFrame) -> pd.DataFrame:
     if launches.empty:
         return pd.DataFrame(columns=cols)
     scope = launches["scope"] if "scope" in launches else pd.Series(pd.NA, index=launches.index)
-    df = launches.assign(kind=launches["kind"].fillna("kernel"), n=launch_table.launches(launches),
-                         scope=scope.astype("string").fillna(""))
+    df = launches.assign(
+        kind=launches["kind"].fillna("kernel"),
+        n=launch_table.launches(launches),
+        scope=scope.astype("string").fillna(""),
+    )
     df = df.assign(total=df["duration_ns"].astype("float64") * df["n"])
     rows = []
     for (kernel, kind, sc), g in df.groupby(["kernel", "kind", "scope"], sort=False):
         traced = g.loc[g["n"] == 1, "duration_ns"].astype("float64")
-        rows.append({
-            "kernel": kernel, "kind": kind, "scope": sc or pd.NA, "launches": int(g["n"].sum()),
-            "total_us": g["total"].sum() / 1e3,
-            "mean_us": g["total"].sum() / g["n"].sum() / 1e3,
-            "median_us": float(np.median(traced)) / 1e3 if len(traced) == len(g) else np.nan,
-            "cases": int(g["case"].nunique()),
-        })
+        rows.append(
+            {
+                "kernel": kernel,
+                "kind": kind,
+                "scope": sc or pd.NA,
+                "launches": int(g["n"].sum()),
+                "total_us": g["total"].sum() / 1e3,
+                "mean_us": g["total"].sum() / g["n"].sum() / 1e3,
+                "median_us": float(np.median(traced)) / 1e3 if len(traced) == len(g) else np.nan,
+                "cases": int(g["case"].nunique()),
+            }
+        )
     return pd.DataFrame(rows, columns=cols).sort_values("total_us", ascending=False).reset_index(drop=True)
 
 
@@ -58,9 +66,18 @@ def case_kernel_times(launches: pd.DataFrame) -> pd.DataFrame:
         d = g["duration_ns"].astype("float64")
         traced = d[n == 1]
         p20, p50, p80 = np.percentile(traced, [20, 50, 80]) if len(traced) else (np.nan, np.nan, np.nan)
-        rows.append({"case": case, "kernel": kernel, "kernel_norm": norm, "launches": int(n.sum()),
-                     "median_us": p50 / 1e3,
-                     "p20_us": p20 / 1e3, "p80_us": p80 / 1e3, "mean_us": float((d * n).sum() / n.sum()) / 1e3})
+        rows.append(
+            {
+                "case": case,
+                "kernel": kernel,
+                "kernel_norm": norm,
+                "launches": int(n.sum()),
+                "median_us": p50 / 1e3,
+                "p20_us": p20 / 1e3,
+                "p80_us": p80 / 1e3,
+                "mean_us": float((d * n).sum() / n.sum()) / 1e3,
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -78,8 +95,9 @@ def compare_profilers(tables: Mapping[str, pd.DataFrame], reference: str | None 
     rows: list[dict] = []
     cases = sorted(set().union(*[set(p["case"]) for p in per.values()]))
     for case in cases:
-        by_prof = {n: per[n][per[n]["case"] == case].sort_values("mean_us", ascending=False, kind="stable")
-                   for n in names}
+        by_prof = {
+            n: per[n][per[n]["case"] == case].sort_values("mean_us", ascending=False, kind="stable") for n in names
+        }
         ref = by_prof[reference]
         for rank, r in enumerate(ref.itertuples()):
             row: dict = {"case": case, "kernel": r.kernel, "rank": rank}
@@ -110,7 +128,12 @@ TIMELINE_COLUMNS = ["lane", "track", "start_ns", "end_ns", "kernel", "case"]
 
 def gpu_lane(rows: pd.DataFrame) -> pd.Series:
     """The timeline lane of GPU work: one per (device, stream)."""
-    return "GPU " + rows["device"].astype("string").fillna("?") + " · stream " + rows["stream"].astype("string").fillna("?")
+    return (
+        "GPU "
+        + rows["device"].astype("string").fillna("?")
+        + " · stream "
+        + rows["stream"].astype("string").fillna("?")
+    )
 
 
 def host_lane(rows: pd.DataFrame) -> pd.Series:
@@ -126,14 +149,32 @@ def timeline_lanes(launches: pd.DataFrame) -> pd.DataFrame:
     gpu = timed[timed["kind"].fillna("kernel") != "sync"]
     host = timed[timed["api_start_ns"].notna()]
     parts = [
-        pd.DataFrame({"lane": gpu_lane(gpu), "track": "kernels", "start_ns": gpu["start_ns"], "end_ns": gpu["end_ns"],
-                      "kernel": gpu["kernel"], "case": gpu["case"]}),
-        pd.DataFrame({"lane": host_lane(host), "track": "calls",
-                      "start_ns": host["api_start_ns"], "end_ns": host["api_end_ns"],
-                      "kernel": host["kernel"], "case": host["case"]}),
+        pd.DataFrame(
+            {
+                "lane": gpu_lane(gpu),
+                "track": "kernels",
+                "start_ns": gpu["start_ns"],
+                "end_ns": gpu["end_ns"],
+                "kernel": gpu["kernel"],
+                "case": gpu["case"],
+            }
+        ),
+        pd.DataFrame(
+            {
+                "lane": host_lane(host),
+                "track": "calls",
+                "start_ns": host["api_start_ns"],
+                "end_ns": host["api_end_ns"],
+                "kernel": host["kernel"],
+                "case": host["case"],
+            }
+        ),
     ]
-    out = pd.concat([p for p in parts if not p.empty], ignore_index=True) if any(not p.empty for p in parts) \
+    out = (
+        pd.concat([p for p in parts if not p.empty], ignore_index=True)
+        if any(not p.empty for p in parts)
         else pd.DataFrame(columns=TIMELINE_COLUMNS)
+    )
     out["start_ns"] = out["start_ns"].astype("float64")
     out["end_ns"] = out["end_ns"].astype("float64")
     return out[TIMELINE_COLUMNS]
@@ -152,13 +193,27 @@ def timeline_bins(launches: pd.DataFrame, bins: int = 1000) -> pd.DataFrame:
         raise ValueError(f"bins must be at least 1, got {bins}")
     t0, t1 = ev["start_ns"].min(), ev["end_ns"].max()
     width = max((t1 - t0) / bins, 1.0)
-    ev = ev.assign(bin=((ev["start_ns"] - t0) // width).clip(upper=bins - 1).astype("int64"),
-                   dur=(ev["end_ns"] - ev["start_ns"]).clip(lower=0), kernel=ev["kernel"].astype("string").fillna("?"))
+    ev = ev.assign(
+        bin=((ev["start_ns"] - t0) // width).clip(upper=bins - 1).astype("int64"),
+        dur=(ev["end_ns"] - ev["start_ns"]).clip(lower=0),
+        kernel=ev["kernel"].astype("string").fillna("?"),
+    )
     keys = ["lane", "track", "bin"]
-    out = ev.groupby(keys, sort=True).agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"),
-                                          events=("start_ns", "size"), busy_ns=("dur", "sum"),
-                                          kernels=("kernel", "nunique"), cases=("case", "nunique"))
-    top = (ev.groupby([*keys, "kernel"], sort=False)["dur"].sum().reset_index()
-           .sort_values("dur", kind="stable").drop_duplicates(keys, keep="last")
-           .set_index(keys)["kernel"].rename("top_kernel"))
+    out = ev.groupby(keys, sort=True).agg(
+        start_ns=("start_ns", "min"),
+        end_ns=("end_ns", "max"),
+        events=("start_ns", "size"),
+        busy_ns=("dur", "sum"),
+        kernels=("kernel", "nunique"),
+        cases=("case", "nunique"),
+    )
+    top = (
+        ev.groupby([*keys, "kernel"], sort=False)["dur"]
+        .sum()
+        .reset_index()
+        .sort_values("dur", kind="stable")
+        .drop_duplicates(keys, keep="last")
+        .set_index(keys)["kernel"]
+        .rename("top_kernel")
+    )
     return out.join(top).reset_index()[cols]

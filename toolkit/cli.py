@@ -42,12 +42,15 @@ _in_run: list[bool] = [False]  # a profile/sweep run is being measured (what Ctr
 
 @app.callback(invoke_without_command=True)
 def _top(
-    version: Annotated[bool, typer.Option("--version", help="Print kprof's version and where it is installed.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", help="Print kprof's version and where it is installed.")
+    ] = False,
 ) -> None:
     """Correctness, timing and profiling of Triton kernel versions against PyTorch and peers."""
     if version:
         print(checks.version_text())
         raise typer.Exit(0)
+
 
 StoreOpt = Annotated[
     Optional[str],
@@ -55,9 +58,33 @@ StoreOpt = Annotated[
 ]
 
 # fan-out (kprof.fanout): one worker process per GPU of this host, or Ray actors
-WorkersOpt = Annotated[Optional[str], typer.Option("--workers", help="Run the cases on N GPUs of this host (or 'all'), one worker process per GPU; without a GPU, N interpreter processes.")]
-RayOpt = Annotated[Optional[str], typer.Option("--ray", help="Run the cases on a Ray cluster: ADDRESS, 'auto' ($RAY_ADDRESS) or 'local' (a throwaway local instance). Needs kprof[ray].")]
-CaseTimeoutOpt = Annotated[float, typer.Option("--case-timeout", help="Fan-out: seconds one case may take before its worker is stopped and the case retried elsewhere.")]
+WorkersOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--workers",
+        help=(
+            "Run the cases on N GPUs of this host (or 'all'), one worker process per GPU; without a GPU, N "
+            "interpreter processes."
+        ),
+    ),
+]
+RayOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--ray",
+        help=(
+            "Run the cases on a Ray cluster: ADDRESS, 'auto' ($RAY_ADDRESS) or 'local' (a throwaway local instance). "
+            "Needs kprof[ray]."
+        ),
+    ),
+]
+CaseTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--case-timeout",
+        help="Fan-out: seconds one case may take before its worker is stopped and the case retried elsewhere.",
+    ),
+]
 
 
 def _split(values: Optional[list[str]], option: str = "") -> list[str]:
@@ -67,38 +94,105 @@ def _split(values: Optional[list[str]], option: str = "") -> list[str]:
 @app.command()
 def profile(
     family: Annotated[str, typer.Argument(help="Kernel family, e.g. rmsnorm (`kprof families` lists them).")],
-    provider: Annotated[Optional[list[str]], typer.Option("--provider", "-p", help="Providers to run (repeat or comma-separate). Default: all.")] = None,
-    shape: Annotated[Optional[list[str]], typer.Option("--shape", "-s", help="Shapes like 4096x4096 (repeat or comma-separate). Default: the family's sweep.")] = None,
-    dtype: Annotated[Optional[list[str]], typer.Option("--dtype", "-d", help="fp32, bf16, fp16. Default: the family's sweep.")] = None,
-    grid: Annotated[Optional[str], typer.Option("--grid", help="Race one part of the family's shape grid (`grid:` in its sweep.yaml) instead of its sweep; `kprof grid RUN...` tabulates it. GPU only.")] = None,
-    profiler: Annotated[str, typer.Option(help="auto, none, or a profiler backend: torch, nsys, ncu, rocprof, proton, or one added as a module under kprof.profilers. auto: the backend for this GPU's vendor when its tool is found, else torch.profiler.")] = "auto",
-    tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary (else $KPROF_NSYS / $KPROF_NCU / $KPROF_ROCPROFV3 / $KPROF_ROCPROF, PATH, install places).")] = None,
-    profiler_timeout: Annotated[float, typer.Option(help="Seconds before the profiler's process group is killed.")] = 1800.0,
-    profile_repeats: Annotated[Optional[int], typer.Option(help="Launches per case under the profiler (default: the backend's, 5; ncu 3).")] = None,
-    rev: Annotated[Optional[list[str]], typer.Option("--rev", help="Profile kernels/FAMILY as at this git revision (repeat: A B ... measured interleaved, one run each, then `kprof diff`).")] = None,
+    provider: Annotated[
+        Optional[list[str]],
+        typer.Option("--provider", "-p", help="Providers to run (repeat or comma-separate). Default: all."),
+    ] = None,
+    shape: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--shape", "-s", help="Shapes like 4096x4096 (repeat or comma-separate). Default: the family's sweep."
+        ),
+    ] = None,
+    dtype: Annotated[
+        Optional[list[str]], typer.Option("--dtype", "-d", help="fp32, bf16, fp16. Default: the family's sweep.")
+    ] = None,
+    grid: Annotated[
+        Optional[str],
+        typer.Option(
+            "--grid",
+            help=(
+                "Race one part of the family's shape grid (`grid:` in its sweep.yaml) instead of its sweep; `kprof "
+                "grid RUN...` tabulates it. GPU only."
+            ),
+        ),
+    ] = None,
+    profiler: Annotated[
+        str,
+        typer.Option(
+            help=(
+                "auto, none, or a profiler backend: torch, nsys, ncu, rocprof, proton, or one added as a module "
+                "under kprof.profilers. auto: the backend for this GPU's vendor when its tool is found, "
+                "else torch.profiler."
+            )
+        ),
+    ] = "auto",
+    tool_path: Annotated[
+        Optional[str],
+        typer.Option(
+            help=(
+                "Path of the profiler binary (else $KPROF_NSYS / $KPROF_NCU / $KPROF_ROCPROFV3 / $KPROF_ROCPROF, "
+                "PATH, install places)."
+            )
+        ),
+    ] = None,
+    profiler_timeout: Annotated[
+        float, typer.Option(help="Seconds before the profiler's process group is killed.")
+    ] = 1800.0,
+    profile_repeats: Annotated[
+        Optional[int], typer.Option(help="Launches per case under the profiler (default: the backend's, 5; ncu 3).")
+    ] = None,
+    rev: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--rev",
+            help=(
+                "Profile kernels/FAMILY as at this git revision (repeat: A B ... measured interleaved, one run each, "
+                "then `kprof diff`)."
+            ),
+        ),
+    ] = None,
     mode: Annotated[str, typer.Option(help="auto | gpu | interpreter (CPU, correctness only).")] = "auto",
     rep_ms: Annotated[int, typer.Option(help="do_bench repetition budget per case, ms.")] = 100,
     warmup_ms: Annotated[int, typer.Option(help="do_bench warm-up budget per case, ms.")] = 25,
     no_graph: Annotated[bool, typer.Option("--no-graph", help="Skip CUDA-graph replay timing.")] = False,
-    timing_mode: Annotated[str, typer.Option(help="Timing mode that ranks, gives % of ceiling, speedups and diff samples: cold | warm | graph | host (all are measured and stored; see README).")] = "cold",
+    timing_mode: Annotated[
+        str,
+        typer.Option(
+            help=(
+                "Timing mode that ranks, gives % of ceiling, speedups and diff samples: cold | warm | graph | host "
+                "(all are measured and stored; see README)."
+            )
+        ),
+    ] = "cold",
     seed: Annotated[int, typer.Option(help="Input seed; 0 draws a fresh one (recorded with the run).")] = 0,
     report: Annotated[Optional[Path], typer.Option(help="Also write the markdown report to this file.")] = None,
     workers: WorkersOpt = None,
     ray: RayOpt = None,
     case_timeout: CaseTimeoutOpt = 1800.0,
-    allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per failing case).")] = False,
+    allow_failures: Annotated[
+        bool,
+        typer.Option(
+            "--allow-failures",
+            help=(
+                "Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per "
+                "failing case)."
+            ),
+        ),
+    ] = False,
     store: StoreOpt = None,
 ) -> None:
     """Check, time and profile every provider of FAMILY over its sweep; store the run; print the report."""
     from kprof.harness import BenchSettings
     from kprof.registry import get_family
     from kprof.runner import ProfileOptions, resolve_mode
-
     from kprof.timing import MODES
 
     if timing_mode not in MODES or (timing_mode == "graph" and no_graph):
-        raise KprofError(f"--timing-mode {timing_mode!r} cannot rank this run (choose one of "
-                         f"{', '.join(MODES)}; graph needs the graph replay, so not with --no-graph)")
+        raise KprofError(
+            f"--timing-mode {timing_mode!r} cannot rank this run (choose one of "
+            f"{', '.join(MODES)}; graph needs the graph replay, so not with --no-graph)"
+        )
     shapes, dtypes = checks.parse_shapes(shape), checks.parse_dtypes(dtype)
     checks.check_outputs(report=report)
     checks.check_store_for_writing(store)
@@ -112,13 +206,23 @@ def profile(
     if grid is not None:
         shapes, dtypes = checks.grid_part(get_family(family), grid, resolved, shapes, dtypes)
     opts = ProfileOptions(
-        family=family, providers=tuple(_split(provider, "--provider")) or None, shapes=shapes, dtypes=dtypes,
-        profiler=profiler, mode=resolved, tool_path=tool_path, profiler_timeout_s=profiler_timeout,
-        profile_repeats=profile_repeats, revisions=tuple(rev or ()),
-        settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed,
-                               mode=timing_mode),
-        store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
-        workers=workers, ray=ray, case_timeout_s=case_timeout, grid=grid,
+        family=family,
+        providers=tuple(_split(provider, "--provider")) or None,
+        shapes=shapes,
+        dtypes=dtypes,
+        profiler=profiler,
+        mode=resolved,
+        tool_path=tool_path,
+        profiler_timeout_s=profiler_timeout,
+        profile_repeats=profile_repeats,
+        revisions=tuple(rev or ()),
+        settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed, mode=timing_mode),
+        store=store,
+        command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
+        workers=workers,
+        ray=ray,
+        case_timeout_s=case_timeout,
+        grid=grid,
     )
     _gate(_run_and_report(opts, report, store), store, allow_failures)
 
@@ -127,7 +231,7 @@ def _warn(msg: str) -> None:
     err_console.print(f"[yellow]warning:[/yellow] {escape(msg)}")
 
 
-def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optional[str]) -> list[str]:
+def _run_and_report(opts: ProfileOptions, report: Optional[Path], store: Optional[str]) -> list[str]:
     """Run ``opts`` with a progress bar, print each run's report; exit 1 when a named profiler failed."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -138,14 +242,21 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
     # SIGTERM (timeouts, job schedulers) ends the run like Ctrl-C: what finished is kept, marked incomplete
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     with Progress(
-        TextColumn("[bold]{task.fields[phase]:<8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.description}"), console=err_console, transient=False,
+        TextColumn("[bold]{task.fields[phase]:<8}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err_console,
+        transient=False,
     ) as bar:
         tasks: dict[str, int] = {}
         lines = checks.ProgressLines(
-            lambda m: err_console.print(m, markup=False, highlight=False), piped=not err_console.is_terminal,
+            lambda m: err_console.print(m, markup=False, highlight=False),
+            piped=not err_console.is_terminal,
             interpreter=opts.mode == "interpreter",
-            prior_s_per_case=checks.prior_seconds_per_case(store, opts.family) if opts.mode == "interpreter" else None)
+            prior_s_per_case=checks.prior_seconds_per_case(store, opts.family) if opts.mode == "interpreter" else None,
+        )
 
         def on_progress(phase: str, done: int, total: int, label: str) -> None:
             if phase == "profiler":
@@ -186,23 +297,70 @@ def _run_and_report(opts: "ProfileOptions", report: Optional[Path], store: Optio
 @restores_interpreter_mode
 def sweep(
     family: Annotated[str, typer.Argument(help="Kernel family, e.g. rmsnorm.")],
-    version: Annotated[str, typer.Option("--version", "-v", help="The Triton version to sweep (`kprof families --params` lists the tunable ones).")],
-    param: Annotated[list[str], typer.Option("--param", "-P", help="NAME=V1,V2,... (or LOW..HIGH powers of two); repeat per parameter. Constexprs such as BLOCK_N, and num_warps / num_stages.")],
-    shape: Annotated[Optional[list[str]], typer.Option("--shapes", "--shape", "-s", help="Shapes (repeat or comma-separate). Default: the family's sweep.")] = None,
-    dtype: Annotated[Optional[list[str]], typer.Option("--dtypes", "--dtype", "-d", help="Dtypes. Default: the family's sweep.")] = None,
-    profiler: Annotated[str, typer.Option(help="none (default: resources come from the launches) | ncu (adds achieved occupancy, DRAM bytes) | torch | nsys | auto.")] = "none",
-    no_default: Annotated[bool, typer.Option("--no-default", help="Do not also run the version with its own choice of parameters.")] = False,
-    mode: Annotated[str, typer.Option(help="auto | gpu | interpreter (CPU: correctness and offline sm_90 compile, no timings).")] = "auto",
+    version: Annotated[
+        str,
+        typer.Option(
+            "--version", "-v", help="The Triton version to sweep (`kprof families --params` lists the tunable ones)."
+        ),
+    ],
+    param: Annotated[
+        list[str],
+        typer.Option(
+            "--param",
+            "-P",
+            help=(
+                "NAME=V1,V2,... (or LOW..HIGH powers of two); repeat per parameter. Constexprs such as BLOCK_N, and "
+                "num_warps / num_stages."
+            ),
+        ),
+    ],
+    shape: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--shapes", "--shape", "-s", help="Shapes (repeat or comma-separate). Default: the family's sweep."
+        ),
+    ] = None,
+    dtype: Annotated[
+        Optional[list[str]], typer.Option("--dtypes", "--dtype", "-d", help="Dtypes. Default: the family's sweep.")
+    ] = None,
+    profiler: Annotated[
+        str,
+        typer.Option(
+            help=(
+                "none (default: resources come from the launches) | ncu (adds achieved occupancy, DRAM bytes) | "
+                "torch | nsys | auto."
+            )
+        ),
+    ] = "none",
+    no_default: Annotated[
+        bool, typer.Option("--no-default", help="Do not also run the version with its own choice of parameters.")
+    ] = False,
+    mode: Annotated[
+        str, typer.Option(help="auto | gpu | interpreter (CPU: correctness and offline sm_90 compile, no timings).")
+    ] = "auto",
     rep_ms: Annotated[int, typer.Option(help="do_bench repetition budget per configuration, ms.")] = 100,
-    no_graph: Annotated[bool, typer.Option("--no-graph", help="Skip CUDA-graph replay timing (faster sweeps).")] = False,
+    no_graph: Annotated[
+        bool, typer.Option("--no-graph", help="Skip CUDA-graph replay timing (faster sweeps).")
+    ] = False,
     seed: Annotated[int, typer.Option(help="Input seed; 0 draws a fresh one.")] = 0,
     tool_path: Annotated[Optional[str], typer.Option(help="Path of the profiler binary.")] = None,
     report: Annotated[Optional[Path], typer.Option(help="Also write the run's report to this file.")] = None,
-    guide: Annotated[Optional[Path], typer.Option(help="Also write the block-size guide (markdown) to this file.")] = None,
+    guide: Annotated[
+        Optional[Path], typer.Option(help="Also write the block-size guide (markdown) to this file.")
+    ] = None,
     workers: WorkersOpt = None,
     ray: RayOpt = None,
     case_timeout: CaseTimeoutOpt = 1800.0,
-    allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per failing case).")] = False,
+    allow_failures: Annotated[
+        bool,
+        typer.Option(
+            "--allow-failures",
+            help=(
+                "Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per "
+                "failing case)."
+            ),
+        ),
+    ] = False,
     store: StoreOpt = None,
 ) -> None:
     """Run one Triton version over the cartesian product of its meta-parameters (each configuration checked,
@@ -225,15 +383,26 @@ def sweep(
     checks.quiet_interpreter(resolved)
     providers = sweep_providers(fam, version, params, include_default=not no_default)
     opts = ProfileOptions(
-        family=family, providers=tuple(providers), shapes=shapes, dtypes=dtypes,
-        profiler=profiler, mode=resolved, tool_path=tool_path,
+        family=family,
+        providers=tuple(providers),
+        shapes=shapes,
+        dtypes=dtypes,
+        profiler=profiler,
+        mode=resolved,
+        tool_path=tool_path,
         settings=BenchSettings(rep_ms=rep_ms, graph=not no_graph, seed=seed),
-        store=store, command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
-        offline_resources=True, sweep={"version": version, "params": params},
-        workers=workers, ray=ray, case_timeout_s=case_timeout,
+        store=store,
+        command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
+        offline_resources=True,
+        sweep={"version": version, "params": params},
+        workers=workers,
+        ray=ray,
+        case_timeout_s=case_timeout,
     )
-    err_console.print(f"sweeping {family}/{version}: {len(providers) - (0 if no_default else 1)} configurations"
-                      + ("" if no_default else " + the version's own choice"))
+    err_console.print(
+        f"sweeping {family}/{version}: {len(providers) - (0 if no_default else 1)} configurations"
+        + ("" if no_default else " + the version's own choice")
+    )
     run_ids = _run_and_report(opts, report, store)
     _print_guide(run_ids[0], store, guide)
     _gate(run_ids, store, allow_failures)
@@ -282,8 +451,13 @@ def guide(
 
 @app.command()
 def grid(
-    runs_: Annotated[list[str], typer.Argument(metavar="RUN...", help="The runs of one family's grid parts "
-                                               "(`kprof profile FAMILY --grid PART`), on one device.")],
+    runs_: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="RUN...",
+            help="The runs of one family's grid parts (`kprof profile FAMILY --grid PART`), on one device.",
+        ),
+    ],
     markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Also write the table to this file.")] = None,
     store: StoreOpt = None,
 ) -> None:
@@ -302,13 +476,17 @@ def grid(
     families = {r["family"] for r in recs}
     devices = {r.get("device_name") for r in recs}
     if len(families) > 1 or len(devices) > 1:
-        raise KprofError(f"kprof grid compares within one family on one device; these runs are of "
-                         f"{', '.join(sorted(map(str, families)))} on {', '.join(sorted(map(str, devices)))} "
-                         "(give the runs of one family's grid parts from one device)")
+        raise KprofError(
+            f"kprof grid compares within one family on one device; these runs are of "
+            f"{', '.join(sorted(map(str, families)))} on {', '.join(sorted(map(str, devices)))} "
+            "(give the runs of one family's grid parts from one device)"
+        )
     metrics = pd.concat([st.metrics(r["id"]) for r in recs], ignore_index=True)
     if metrics["gpu_time_us"].notna().sum() == 0:
-        raise KprofError(f"run(s) {', '.join(r['id'] for r in recs)} hold no GPU times (a CPU interpreter run checks "
-                         "correctness only): run `kprof profile FAMILY --grid PART` on a GPU")
+        raise KprofError(
+            f"run(s) {', '.join(r['id'] for r in recs)} hold no GPU times (a CPU interpreter run checks "
+            "correctness only): run `kprof profile FAMILY --grid PART` on a GPU"
+        )
     table = grid_table(metrics)
     text = render(table, [r["id"] for r in recs], recs[0]["family"])
     if markdown:
@@ -324,7 +502,9 @@ def runs(store: StoreOpt = None) -> None:
     from kprof.store import RunStore
 
     if not checks.store_exists(store):  # a read never creates the store or its folder
-        console.print(f"no runs yet (no store at {escape(str(checks.default_store(store)))}): `kprof profile rmsnorm` makes one")
+        console.print(
+            f"no runs yet (no store at {escape(str(checks.default_store(store)))}): `kprof profile rmsnorm` makes one"
+        )
         return
     df = RunStore(store, create=False).runs()
     if df.empty:
@@ -333,8 +513,18 @@ def runs(store: StoreOpt = None) -> None:
     t = Table("id", "created", "family", "mode", "status", "device", "profiler", "git", "cases", "failed")
     for r in df.itertuples():
         git = short_commit(r.git_commit) + ("*" if r.git_dirty else "")
-        t.add_row(r.id, r.created_at, r.family, r.mode, r.status, r.device_name or "?", r.profiler or "",
-                  git, str(r.cases), str(r.failures))
+        t.add_row(
+            r.id,
+            r.created_at,
+            r.family,
+            r.mode,
+            r.status,
+            r.device_name or "?",
+            r.profiler or "",
+            git,
+            str(r.cases),
+            str(r.failures),
+        )
     console.print(t)
 
 
@@ -344,13 +534,17 @@ def show(
     csv: Annotated[Optional[Path], typer.Option(help="Write the run's metrics table to this CSV file.")] = None,
     samples: Annotated[Optional[Path], typer.Option(help="Write the raw timing samples to this CSV file.")] = None,
     launches: Annotated[Optional[Path], typer.Option(help="Write the run's launch table to this CSV file.")] = None,
-    captures: Annotated[bool, typer.Option("--captures", help="Print every profiler invocation of the run (command, exit status, output tail).")] = False,
+    captures: Annotated[
+        bool,
+        typer.Option(
+            "--captures", help="Print every profiler invocation of the run (command, exit status, output tail)."
+        ),
+    ] = False,
     store: StoreOpt = None,
 ) -> None:
     """Print a run's report, or export its metrics, samples and launch table."""
-    from kprof.store import RunStore
-
     from kprof.safe_text import csv_safe_frame, no_control
+    from kprof.store import RunStore
 
     checks.check_outputs(csv=csv, samples=samples, launches=launches)
     st = RunStore(store, create=False)
@@ -382,10 +576,26 @@ def show(
 
 @app.command()
 def parse(
-    trace: Annotated[Path, typer.Argument(help="A trace, gzipped or not (format recognised by content): nsys .sqlite or `nsys stats` output, ncu CSV (raw or details page), rocprof CSV/JSON, Proton .hatchet/.chrome_trace, torch.profiler .json.")],
+    trace: Annotated[
+        Path,
+        typer.Argument(
+            help=(
+                "A trace, gzipped or not (format recognised by content): nsys .sqlite or `nsys stats` output, ncu "
+                "CSV (raw or details page), rocprof CSV/JSON, Proton .hatchet/.chrome_trace, torch.profiler .json."
+            )
+        ),
+    ],
     csv: Annotated[Optional[Path], typer.Option(help="Write the launch table here.")] = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="A profiler backend's name (nsys, ncu, rocprof, proton, torch, ...); recognised when omitted.")] = None,
-    arch: Annotated[Optional[str], typer.Option(help="AMD architecture (gfx90a, gfx942) for rocprof occupancy.")] = None,
+    fmt: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            help="A profiler backend's name (nsys, ncu, rocprof, proton, torch, ...); recognised when omitted.",
+        ),
+    ] = None,
+    arch: Annotated[
+        Optional[str], typer.Option(help="AMD architecture (gfx90a, gfx942) for rocprof occupancy.")
+    ] = None,
     perfetto: Annotated[Optional[Path], typer.Option(help="Also write a Perfetto/Chrome trace of the table.")] = None,
 ) -> None:
     """Turn a profiler trace into the canonical launch table (per-kernel summary, or --csv for every row)."""
@@ -408,11 +618,13 @@ def parse(
     if not csv:
         console.print(kernel_summary_table(df))
         what = "summary rows" if df.attrs.get("summary") else "rows"
-        console.print(f"{int(launch_table.launches(df).sum())} launches in {len(df)} {what} from "
-                      f"{', '.join(sorted(set(df['source'].dropna()))) or 'no profiler'}; --csv FILE writes them all")
+        console.print(
+            f"{int(launch_table.launches(df).sum())} launches in {len(df)} {what} from "
+            f"{', '.join(sorted(set(df['source'].dropna()))) or 'no profiler'}; --csv FILE writes them all"
+        )
 
 
-def kernel_summary_table(df: "pd.DataFrame", limit: int = 30) -> Table:
+def kernel_summary_table(df: pd.DataFrame, limit: int = 30) -> Table:
     from kprof.analysis import kernel_summary
     from kprof.safe_text import for_terminal
 
@@ -421,15 +633,25 @@ def kernel_summary_table(df: "pd.DataFrame", limit: int = 30) -> Table:
     t = Table("kernel", "kind", *(["scope"] if scoped else []), "launches", "total µs", "mean µs", "median µs", "cases")
     for r in summary.itertuples():
         scope = [for_terminal(str(r.scope)[-60:]) if pd.notna(r.scope) else ""] if scoped else []
-        t.add_row(for_terminal(str(r.kernel)[:80]), str(r.kind), *scope, str(r.launches), f"{r.total_us:.1f}",
-                  f"{r.mean_us:.2f}", "—" if pd.isna(r.median_us) else f"{r.median_us:.2f}", str(r.cases))
+        t.add_row(
+            for_terminal(str(r.kernel)[:80]),
+            str(r.kind),
+            *scope,
+            str(r.launches),
+            f"{r.total_us:.1f}",
+            f"{r.mean_us:.2f}",
+            "—" if pd.isna(r.median_us) else f"{r.median_us:.2f}",
+            str(r.cases),
+        )
     return t
 
 
 @app.command()
 def export(
     run: Annotated[str, typer.Argument(help="Run id, a unique prefix, or 'latest'.")] = "latest",
-    perfetto: Annotated[Path, typer.Option(help="Write a Chrome/Perfetto trace (.json or .json.gz) of the run's launch table.")] = Path("kprof-trace.json.gz"),
+    perfetto: Annotated[
+        Path, typer.Option(help="Write a Chrome/Perfetto trace (.json or .json.gz) of the run's launch table.")
+    ] = Path("kprof-trace.json.gz"),
     store: StoreOpt = None,
 ) -> None:
     """Export a run's launch table as a Perfetto trace, whichever profiler captured it."""
@@ -442,12 +664,17 @@ def export(
     launches = st.launches(rec["id"])
     if launches.empty:
         can = checks.runnable_profilers()
-        how = (f"profile with --profiler {'|'.join(can)} to get one" if can else
-               "launch tables come from GPU runs: profile on a machine with a GPU (--profiler torch or nsys)")
+        how = (
+            f"profile with --profiler {'|'.join(can)} to get one"
+            if can
+            else "launch tables come from GPU runs: profile on a machine with a GPU (--profiler torch or nsys)"
+        )
         raise KprofError(f"run {rec['id']} has no launch table (profiler: {rec.get('profiler')}); {how}")
     info = write_perfetto(launches, perfetto, title=f"kprof {rec['family']} {rec['id']} ({rec.get('profiler')})")
-    err_console.print(f"{info['events']} trace events -> {perfetto}; {info['untimed_rows']} rows without "
-                      "timestamps left out (ncu/summaries). Open in https://ui.perfetto.dev")
+    err_console.print(
+        f"{info['events']} trace events -> {perfetto}; {info['untimed_rows']} rows without "
+        "timestamps left out (ncu/summaries). Open in https://ui.perfetto.dev"
+    )
 
 
 @app.command()
@@ -458,9 +685,19 @@ def diff(
     alpha: Annotated[float, typer.Option(help="Significance level of the test on the change.")] = 0.01,
     markdown: Annotated[Optional[Path], typer.Option(help="Write the diff as markdown (for a pull request).")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Write the diff as JSON.")] = None,
-    fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit 1 when any case is SLOWER or a case correct in A is not correct in B.")] = False,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="Profiler of both trace files; sniffed when omitted.")] = None,
-    samples: Annotated[str, typer.Option("--samples", help="Which stored samples of each case to compare (gpu: per-call device times).")] = "gpu",
+    fail_on_regression: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-regression", help="Exit 1 when any case is SLOWER or a case correct in A is not correct in B."
+        ),
+    ] = False,
+    fmt: Annotated[
+        Optional[str], typer.Option("--format", help="Profiler of both trace files; sniffed when omitted.")
+    ] = None,
+    samples: Annotated[
+        str,
+        typer.Option("--samples", help="Which stored samples of each case to compare (gpu: per-call device times)."),
+    ] = "gpu",
     store: StoreOpt = None,
 ) -> None:
     """FASTER / SLOWER / SAME / UNCERTAIN per case between two runs (or two traces), beyond the noise,
@@ -478,7 +715,9 @@ def diff(
     else:
         from kprof.store import RunStore
 
-        res = v.diff_stored(RunStore(store, create=False), a, b, rule, samples, markdown, json_out, console, err_console)
+        res = v.diff_stored(
+            RunStore(store, create=False), a, b, rule, samples, markdown, json_out, console, err_console
+        )
         counts, broken = res.counts, res.broken
     console.print(", ".join(f"{counts.get(x, 0)} {x.lower()}" for x in d.VERDICTS) + f"  ({rule.describe()})")
     reasons = v.fail_reasons(counts, broken)
@@ -489,8 +728,15 @@ def diff(
 
 @app.command()
 def noise(
-    runs: Annotated[list[str], typer.Argument(help="Runs (ids, prefixes) or a family name (all its complete GPU runs) measured repeatedly on one device.")],
-    samples: Annotated[str, typer.Option("--samples", help="Which stored samples to calibrate on (gpu: per-call device times).")] = "gpu",
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            help="Runs (ids, prefixes) or a family name (all its complete GPU runs) measured repeatedly on one device."
+        ),
+    ],
+    samples: Annotated[
+        str, typer.Option("--samples", help="Which stored samples to calibrate on (gpu: per-call device times).")
+    ] = "gpu",
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the calibration as JSON.")] = None,
     store: StoreOpt = None,
 ) -> None:
@@ -504,7 +750,10 @@ def noise(
 
 @app.command()
 def dashboard(
-    traces: Annotated[Optional[list[Path]], typer.Argument(help="Trace files to open on the Trace page (any format `kprof parse` reads).")] = None,
+    traces: Annotated[
+        Optional[list[Path]],
+        typer.Argument(help="Trace files to open on the Trace page (any format `kprof parse` reads)."),
+    ] = None,
     store: StoreOpt = None,
     port: Annotated[int, typer.Option(help="Port to serve on.")] = 8501,
     host: Annotated[str, typer.Option(help="Address to bind; 0.0.0.0 exposes it to the network.")] = "127.0.0.1",
@@ -516,8 +765,9 @@ def dashboard(
 
     checks.check_port(port)
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
-        raise KprofError("the dashboard needs streamlit and plotly: pip install 'kprof[dashboard]' "
-                         "(or pip install streamlit plotly)")
+        raise KprofError(
+            "the dashboard needs streamlit and plotly: pip install 'kprof[dashboard]' (or pip install streamlit plotly)"
+        )
     checks.check_port(port, host)  # the address is free: before Streamlit starts, not in its traceback
     from kprof.dashboards import __file__ as pkg
 
@@ -531,9 +781,24 @@ def dashboard(
             raise KprofError(f"no trace file {', '.join(missing)} (give the path of a file `kprof parse` reads)")
         env["KPROF_TRACES"] = os.pathsep.join(str(t.expanduser().resolve()) for t in traces)
     # kprof.dashboards.serve is `streamlit` with the pages' imports done before the first visitor arrives
-    argv = [sys.executable, "-m", "kprof.dashboards.serve", "run", str(app_path), "--server.address", host, "--server.port",
-            str(port), "--server.headless", str(headless).lower(), "--browser.gatherUsageStats", "false"]
-    console.print(f"kprof dashboard: http://{host}:{port}  (store: {env.get('KPROF_STORE') or 'default'}; Ctrl-C stops)")
+    argv = [
+        sys.executable,
+        "-m",
+        "kprof.dashboards.serve",
+        "run",
+        str(app_path),
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        str(headless).lower(),
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    console.print(
+        f"kprof dashboard: http://{host}:{port}  (store: {env.get('KPROF_STORE') or 'default'}; Ctrl-C stops)"
+    )
     from kprof.dashboards.process import run_forwarding
 
     rc = run_forwarding(argv, env)  # signals to `kprof dashboard` reach the server; it never outlives us
@@ -543,7 +808,10 @@ def dashboard(
 
 @app.command()
 def families(
-    params: Annotated[bool, typer.Option("--params", help="Only the versions `kprof sweep` can tune, with what each meta-parameter means.")] = False,
+    params: Annotated[
+        bool,
+        typer.Option("--params", help="Only the versions `kprof sweep` can tune, with what each meta-parameter means."),
+    ] = False,
 ) -> None:
     """List kernel families and their providers (and the meta-parameters a sweep may set)."""
     from kprof.kernels import discover
@@ -560,8 +828,14 @@ def families(
     for fam in discover().values():
         for p in fam.providers.values():
             why = checks.gpu_only_reason(p)
-            t.add_row(fam.name, p.name, p.kind, p.description, ", ".join(p.param_names),
-                      "yes" if why is None else f"no: {why}")
+            t.add_row(
+                fam.name,
+                p.name,
+                p.kind,
+                p.description,
+                ", ".join(p.param_names),
+                "yes" if why is None else f"no: {why}",
+            )
     console.print(t)
 
 

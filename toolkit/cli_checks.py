@@ -45,8 +45,10 @@ def split_list(values: Sequence[str] | None, option: str = "") -> list[str]:
         if depth:
             raise KprofError(f"unclosed '[' in {option or 'a value'} {v!r} (write NAME[K=V,K=V])")
     if values and not out and option:
-        raise KprofError(f"{option} was given an empty value (an unset shell variable?); give a value or leave "
-                         f"{option} out for the default")
+        raise KprofError(
+            f"{option} was given an empty value (an unset shell variable?); give a value or leave "
+            f"{option} out for the default"
+        )
     return out
 
 
@@ -56,8 +58,10 @@ def parse_shapes(values: Sequence[str] | None) -> tuple[tuple[int, ...], ...] | 
     shapes = tuple(parse_shape(s) for s in split_list(values, "--shape"))
     for s in shapes:
         if any(d > MAX_DIM for d in s):
-            raise KprofError(f"shape {'x'.join(map(str, s))} has a dimension above {MAX_DIM} (2^31-1); "
-                             "use realistic sizes, e.g. 4096x4096")
+            raise KprofError(
+                f"shape {'x'.join(map(str, s))} has a dimension above {MAX_DIM} (2^31-1); "
+                "use realistic sizes, e.g. 4096x4096"
+            )
     return shapes or None
 
 
@@ -76,8 +80,10 @@ def check_shapes_fit(family: Any, shapes: Iterable[tuple[int, ...]] | None) -> N
         except (ValueError, IndexError, TypeError, KeyError) as exc:
             name = "x".join(map(str, shape))
             detail = str(exc) if isinstance(exc, ValueError) and str(exc) else "wrong number of dimensions"
-            raise KprofError(f"shape {name} does not fit {family.name}: {detail} "
-                             f"(`kprof profile {family.name}` without --shape runs its default sweep)") from None
+            raise KprofError(
+                f"shape {name} does not fit {family.name}: {detail} "
+                f"(`kprof profile {family.name}` without --shape runs its default sweep)"
+            ) from None
 
 
 def check_revisions(family: Any, revs: Sequence[str] | None) -> None:
@@ -136,7 +142,9 @@ def check_outputs(**outputs: Path | None) -> None:
 
 
 def _ext(option: str) -> str:
-    return {"markdown": ".md", "report": ".md", "guide": ".md", "json": ".json", "perfetto": ".json.gz"}.get(option, ".csv")
+    return {"markdown": ".md", "report": ".md", "guide": ".md", "json": ".json", "perfetto": ".json.gz"}.get(
+        option, ".csv"
+    )
 
 
 def check_port(port: int, host: str | None = None) -> None:
@@ -158,8 +166,9 @@ def check_port(port: int, host: str | None = None) -> None:
         try:
             sock.bind(addr)
         except OSError as exc:
-            raise KprofError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port "
-                             "(or --host)") from None
+            raise KprofError(
+                f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port (or --host)"
+            ) from None
 
 
 def quiet_interpreter(mode: str) -> None:
@@ -179,8 +188,10 @@ def check_profiler_here(profiler: str, mode: str, warn: Callable[[str], None]) -
     if profiler not in ALL_PROFILERS:
         raise KprofError(f"--profiler must be one of {', '.join(ALL_PROFILERS)}, not {profiler!r}")
     if mode == "interpreter" and profiler not in ("auto", "none"):
-        warn(f"--profiler {profiler} is not used: there is no GPU here, so this CPU interpreter run checks "
-             "correctness only and has no launches to profile")
+        warn(
+            f"--profiler {profiler} is not used: there is no GPU here, so this CPU interpreter run checks "
+            "correctness only and has no launches to profile"
+        )
 
 
 def runnable_profilers() -> list[str]:
@@ -193,8 +204,11 @@ def runnable_profilers() -> list[str]:
     from kprof.tools import ToolNotFoundError, find_tool
 
     out = ["torch", "proton"]
-    finders = {"rocprof": lambda: _find_rocprof(None)} if _is_rocm() else {
-        "nsys": lambda: find_tool("nsys"), "ncu": lambda: find_tool("ncu")}
+    finders = (
+        {"rocprof": lambda: _find_rocprof(None)}
+        if _is_rocm()
+        else {"nsys": lambda: find_tool("nsys"), "ncu": lambda: find_tool("ncu")}
+    )
     for name, find in finders.items():
         try:
             find()
@@ -259,8 +273,10 @@ def report_of(st: Any, rec: dict) -> str:
 
 def require_sweep(rec: dict) -> None:
     if not (rec.get("config") or {}).get("sweep"):
-        raise KprofError(f"run {rec['id']} is a `kprof profile` run, not a sweep; `kprof guide` reads sweeps "
-                         "(`kprof sweep FAMILY --version V --param NAME=...`; `kprof runs` lists the runs)")
+        raise KprofError(
+            f"run {rec['id']} is a `kprof profile` run, not a sweep; `kprof guide` reads sweeps "
+            "(`kprof sweep FAMILY --version V --param NAME=...`; `kprof runs` lists the runs)"
+        )
 
 
 # ---------------------------------------------------------------------------------------- progress
@@ -270,8 +286,15 @@ class ProgressLines:
     runs it also says, after the first cases, how long the rest will take at the measured per-case cost,
     and how to shrink the run."""
 
-    def __init__(self, emit: Callable[[str], None], *, piped: bool, interpreter: bool, every_s: float = 15.0,
-                 prior_s_per_case: float | None = None) -> None:
+    def __init__(
+        self,
+        emit: Callable[[str], None],
+        *,
+        piped: bool,
+        interpreter: bool,
+        every_s: float = 15.0,
+        prior_s_per_case: float | None = None,
+    ) -> None:
         self.emit, self.piped, self.interpreter, self.every_s = emit, piped, interpreter, every_s
         self.prior = prior_s_per_case
         self.started: dict[str, float] = {}
@@ -289,8 +312,10 @@ class ProgressLines:
             per = elapsed / done
             self.estimated = True
             if per * (total - done) > 60:
-                self.emit(f"measured {per:.1f} s per case: about {_dur(per * (total - done))} more for the "
-                          f"{total - done} cases left; {SHRINK}")
+                self.emit(
+                    f"measured {per:.1f} s per case: about {_dur(per * (total - done))} more for the "
+                    f"{total - done} cases left; {SHRINK}"
+                )
         if self.piped and total and (done in (0, total) or now - self.last >= self.every_s):
             self.last = now
             eta = f", about {_dur(elapsed / done * (total - done))} left" if 0 < done < total else ""
@@ -298,9 +323,10 @@ class ProgressLines:
 
     def _before(self, total: int) -> None:
         if self.prior and self.prior * total > 30:
-            self.emit(f"{total} cases in Triton's interpreter: about {_dur(self.prior * total)} at the "
-                      f"{self.prior:.1f} s per case earlier CPU runs of this family took; {SHRINK}")
-
+            self.emit(
+                f"{total} cases in Triton's interpreter: about {_dur(self.prior * total)} at the "
+                f"{self.prior:.1f} s per case earlier CPU runs of this family took; {SHRINK}"
+            )
 
 
 SHRINK = "to shrink it: fewer --shape / --dtype / --provider (a sweep: fewer --param values)"
@@ -412,8 +438,11 @@ def run_cli(app: Any, err: Callable[[str], None], run_in_flight: Callable[[], bo
 
 
 def interrupted(err: Callable[[str], None], in_run: bool) -> None:
-    err("kprof: interrupted; finished cases were kept and the run is marked incomplete (kprof show latest)"
-        if in_run else "kprof: interrupted")
+    err(
+        "kprof: interrupted; finished cases were kept and the run is marked incomplete (kprof show latest)"
+        if in_run
+        else "kprof: interrupted"
+    )
     sys.exit(130)
 
 
@@ -422,7 +451,9 @@ def grid_part(family: Any, part: str, mode: str, shapes: Any, dtypes: Any) -> tu
     if shapes:
         raise KprofError("--grid races the grid's own shapes: drop --shape (or drop --grid to run your shapes)")
     if mode != "gpu":
-        raise KprofError("--grid is a race of GPU times at model sizes; a CPU interpreter run checks correctness "
-                         "only and would take hours there (use --shape for a small correctness check)")
+        raise KprofError(
+            "--grid is a race of GPU times at model sizes; a CPU interpreter run checks correctness "
+            "only and would take hours there (use --shape for a small correctness check)"
+        )
     sweep = family.grid(part)
     return sweep.shapes, tuple(dtypes) if dtypes else sweep.dtypes

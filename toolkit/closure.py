@@ -77,8 +77,11 @@ class _Tree:
 def working_tree(kernels_dir: Path) -> _Tree:
     """The ``kernels/`` folder on disk."""
     kernels_dir = kernels_dir.resolve()
-    paths = {p.relative_to(kernels_dir).as_posix() for p in kernels_dir.rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")}
+    paths = {
+        p.relative_to(kernels_dir).as_posix()
+        for p in kernels_dir.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
+    }
     return _Tree(paths, lambda rel: (kernels_dir / rel).read_bytes(), "the working tree")
 
 
@@ -91,10 +94,12 @@ def family_closure(tree: _Tree, family: str) -> Closure:
     """The closure of ``kernels/FAMILY`` in ``tree`` (see the module docstring)."""
     if f"{family}/__init__.py" not in tree.paths:
         if any(p.startswith(f"{family}/") for p in tree.paths):
-            raise ClosureError(f"kernels/{family}/ in {tree.where} has no __init__.py, so it is no family package "
-                               "kprof can import")
-        raise ClosureError(f"kernels/{family}/ does not exist in {tree.where}: the family did not exist at that "
-                           "revision")
+            raise ClosureError(
+                f"kernels/{family}/ in {tree.where} has no __init__.py, so it is no family package kprof can import"
+            )
+        raise ClosureError(
+            f"kernels/{family}/ does not exist in {tree.where}: the family did not exist at that revision"
+        )
     own = sorted(p for p in tree.paths if p.startswith(f"{family}/"))
     todo = [p for p in own if p.endswith(".py")]
     modules: set[str] = set()
@@ -129,8 +134,10 @@ def _imports_of(tree: _Tree, path: str, harness: set[str]) -> list[str]:
     try:
         mod = ast.parse(tree.read(path), filename=f"kernels/{path}")
     except SyntaxError as exc:
-        raise ClosureError(f"{where} does not parse ({exc.msg}, line {exc.lineno}); kprof reads its imports "
-                           "from the code, so it cannot load this revision") from None
+        raise ClosureError(
+            f"{where} does not parse ({exc.msg}, line {exc.lineno}); kprof reads its imports "
+            "from the code, so it cannot load this revision"
+        ) from None
     name, package = _module_name(path)
     out: list[str] = []
 
@@ -145,24 +152,30 @@ def _imports_of(tree: _Tree, path: str, harness: set[str]) -> list[str]:
             sub = ".".join(parts[:i])
             found = tree.module_file(sub)
             if found is None:
-                raise ClosureError(f"{where}, line {line}: imports {what or module}, but there is no "
-                                   f"kernels/{'/'.join(parts[2:i])}.py nor kernels/{'/'.join(parts[2:i])}/__init__.py "
-                                   f"in {tree.where}; kprof loads only kernel code that exists there")
+                raise ClosureError(
+                    f"{where}, line {line}: imports {what or module}, but there is no "
+                    f"kernels/{'/'.join(parts[2:i])}.py nor kernels/{'/'.join(parts[2:i])}/__init__.py "
+                    f"in {tree.where}; kprof loads only kernel code that exists there"
+                )
             out.append(found)
 
     for node in ast.walk(mod):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == ROOT:
-                    raise ClosureError(f"{where}, line {node.lineno}: `import {ROOT}` reaches the package of every "
-                                       "family (the harness's discovery), not one module; import the module it "
-                                       f"uses (`from {ROOT} import X`)")
+                    raise ClosureError(
+                        f"{where}, line {node.lineno}: `import {ROOT}` reaches the package of every "
+                        "family (the harness's discovery), not one module; import the module it "
+                        f"uses (`from {ROOT} import X`)"
+                    )
                 need(alias.name, node.lineno)
         elif isinstance(node, ast.ImportFrom):
             base = _absolute(node, name, package, where)
             if base == "kprof" and any(a.name == "kernels" for a in node.names):
-                raise ClosureError(f"{where}, line {node.lineno}: `from kprof import kernels` cannot be rewritten to "
-                                   f"the revision's copy; write `from {ROOT} import X` for the module it uses")
+                raise ClosureError(
+                    f"{where}, line {node.lineno}: `from kprof import kernels` cannot be rewritten to "
+                    f"the revision's copy; write `from {ROOT} import X` for the module it uses"
+                )
             if base == ROOT:
                 for alias in node.names:
                     sub = f"{ROOT}.{alias.name}"
@@ -170,13 +183,16 @@ def _imports_of(tree: _Tree, path: str, harness: set[str]) -> list[str]:
                         raise ClosureError(
                             f"{where}, line {node.lineno}: `from {ROOT} import {alias.name}` names no module "
                             f"kernels/{alias.name}.py in {tree.where} (and kernels/__init__.py, the family "
-                            "discovery, is harness, not loaded at a revision)")
+                            "discovery, is harness, not loaded at a revision)"
+                        )
                     need(sub, node.lineno)
                 continue
             if base == "kprof.registry" and {a.name for a in node.names} & _REGISTRY_LOOKUPS:
-                raise ClosureError(f"{where}, line {node.lineno}: looks families up by name in kprof's registry "
-                                   f"({', '.join(sorted({a.name for a in node.names} & _REGISTRY_LOOKUPS))}), which "
-                                   "holds today's kernels, not the revision's; take the family object by import")
+                raise ClosureError(
+                    f"{where}, line {node.lineno}: looks families up by name in kprof's registry "
+                    f"({', '.join(sorted({a.name for a in node.names} & _REGISTRY_LOOKUPS))}), which "
+                    "holds today's kernels, not the revision's; take the family object by import"
+                )
             need(base, node.lineno)
             if base.startswith(ROOT + "."):
                 for alias in node.names:
@@ -186,10 +202,16 @@ def _imports_of(tree: _Tree, path: str, harness: set[str]) -> list[str]:
                 harness.update(f"{base}.{a.name}" for a in node.names if _is_harness_module(f"{base}.{a.name}"))
         elif isinstance(node, ast.Call):
             out += _dynamic_import(node, tree, path, package, where, need)
-        elif (isinstance(node, ast.Attribute) and node.attr == "kernels" and isinstance(node.value, ast.Name)
-              and node.value.id == "kprof"):
-            raise ClosureError(f"{where}, line {node.lineno}: uses `kprof.kernels` as an attribute, which kprof "
-                               "cannot point at the revision's copy; import the module instead")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "kernels"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "kprof"
+        ):
+            raise ClosureError(
+                f"{where}, line {node.lineno}: uses `kprof.kernels` as an attribute, which kprof "
+                "cannot point at the revision's copy; import the module instead"
+            )
     return out
 
 
@@ -207,9 +229,11 @@ def _absolute(node: ast.ImportFrom, name: str, package: str, where: str) -> str:
         return node.module or ""
     parts = package.split(".")
     if node.level - 1 > len(parts) - 2:  # above kprof.kernels
-        raise ClosureError(f"{where}, line {node.lineno}: a relative import ({'.' * node.level}{node.module or ''}) "
-                           f"that leaves kernels/; import harness modules absolutely (`from kprof.X import ...`)")
-    base = ".".join(parts[:len(parts) - (node.level - 1)])
+        raise ClosureError(
+            f"{where}, line {node.lineno}: a relative import ({'.' * node.level}{node.module or ''}) "
+            f"that leaves kernels/; import harness modules absolutely (`from kprof.X import ...`)"
+        )
+    base = ".".join(parts[: len(parts) - (node.level - 1)])
     return f"{base}.{node.module}" if node.module else base
 
 
@@ -219,24 +243,29 @@ _IMPORTERS = ("import_module", "__import__")
 _REGISTRY_LOOKUPS = {"get_family", "registered_families"}
 
 
-def _dynamic_import(node: ast.Call, tree: _Tree, path: str, package: str, where: str,
-                    need: Callable[..., None]) -> list[str]:
+def _dynamic_import(
+    node: ast.Call, tree: _Tree, path: str, package: str, where: str, need: Callable[..., None]
+) -> list[str]:
     func = node.func
     fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     if fname == "load_family_modules":
         args = [a.id if isinstance(a, ast.Name) else None for a in node.args]
         if args != ["__name__", "__path__"] or not path.endswith("__init__.py"):
-            raise ClosureError(f"{where}, line {node.lineno}: load_family_modules is only followed as "
-                               "`load_family_modules(__name__, __path__)` in a family folder's __init__.py")
+            raise ClosureError(
+                f"{where}, line {node.lineno}: load_family_modules is only followed as "
+                "`load_family_modules(__name__, __path__)` in a family folder's __init__.py"
+            )
         folder = path[: -len("__init__.py")]
         return sorted(p for p in tree.paths if _is_family_module(p, folder))
     if fname not in _IMPORTERS:
         return []
     arg = node.args[0] if node.args else None
     if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)) or arg.value.startswith("."):
-        raise ClosureError(f"{where}, line {node.lineno}: a dynamic import ({fname}) whose module name is not a "
-                           "literal absolute name; kprof cannot tell which kernel code it loads, so it cannot "
-                           "load this revision faithfully")
+        raise ClosureError(
+            f"{where}, line {node.lineno}: a dynamic import ({fname}) whose module name is not a "
+            "literal absolute name; kprof cannot tell which kernel code it loads, so it cannot "
+            "load this revision faithfully"
+        )
     need(arg.value, node.lineno)
     return []
 
@@ -246,7 +275,7 @@ def _is_family_module(path: str, folder: str) -> bool:
     and sub-packages not starting with ``_``."""
     if not path.startswith(folder):
         return False
-    rest = path[len(folder):].split("/")
+    rest = path[len(folder) :].split("/")
     if rest[0].startswith("_"):
         return False
     if len(rest) == 1:
@@ -277,8 +306,16 @@ def working_tree_sources(family_dir: Path) -> Sources:
     except ClosureError as exc:
         own = sorted(f"kernels/{p}" for p in tree.paths if p.startswith(f"{family_dir.name}/"))
         closure = Closure(family_dir.name, tuple(own), ())
-        return Sources(closure.hashes(lambda f: tree.read(f.removeprefix("kernels/"))),
-                       {"kernels_from": "working tree", "files": list(own), "harness": [],
-                        "error": f"only kernels/{family_dir.name}/ hashed: {exc}"})
-    return Sources(closure.hashes(lambda f: tree.read(f.removeprefix("kernels/"))),
-                   {"kernels_from": "working tree", "files": list(closure.files), "harness": list(closure.harness)})
+        return Sources(
+            closure.hashes(lambda f: tree.read(f.removeprefix("kernels/"))),
+            {
+                "kernels_from": "working tree",
+                "files": list(own),
+                "harness": [],
+                "error": f"only kernels/{family_dir.name}/ hashed: {exc}",
+            },
+        )
+    return Sources(
+        closure.hashes(lambda f: tree.read(f.removeprefix("kernels/"))),
+        {"kernels_from": "working tree", "files": list(closure.files), "harness": list(closure.harness)},
+    )

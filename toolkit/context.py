@@ -85,8 +85,9 @@ class RunWriter(Protocol):
     :class:`kprof.store.RunStore`, or a fan-out worker's :class:`kprof.fanout_worker.Sink`, which records
     them for the driver to apply. Opening and finishing runs is the driver's alone (:mod:`kprof.runner`)."""
 
-    def add_case(self, run_id: str, idx: int, row: Mapping[str, Any], samples: Mapping[str, Sequence[float]]) -> None:
-        ...
+    def add_case(
+        self, run_id: str, idx: int, row: Mapping[str, Any], samples: Mapping[str, Sequence[float]]
+    ) -> None: ...
 
     def update_cases(self, run_id: str, updates: pd.DataFrame) -> None: ...
 
@@ -130,10 +131,16 @@ class RunContext(RunPlan):
     progress: ProgressFn
 
     @classmethod
-    def of(cls, plan: RunPlan, *, store: RunWriter, device: DeviceInfo, ceiling: Ceiling | None,
-           progress: ProgressFn) -> RunContext:
-        return cls(**{f.name: getattr(plan, f.name) for f in fields(RunPlan)},
-                   store=store, device=device, ceiling=ceiling, progress=progress)
+    def of(
+        cls, plan: RunPlan, *, store: RunWriter, device: DeviceInfo, ceiling: Ceiling | None, progress: ProgressFn
+    ) -> RunContext:
+        return cls(
+            **{f.name: getattr(plan, f.name) for f in fields(RunPlan)},
+            store=store,
+            device=device,
+            ceiling=ceiling,
+            progress=progress,
+        )
 
 
 def arms_for(today: Family, opts: ProfileOptions, cache: Path, git: GitState, progress: ProgressFn) -> list[Arm]:
@@ -152,15 +159,30 @@ def arms_for(today: Family, opts: ProfileOptions, cache: Path, git: GitState, pr
     for slot, rev in enumerate(opts.revisions):
         progress("profiler", 0, 0, f"loading kernels/{today.name} and the kernel modules it imports at {rev!r}")
         fr = load_family_at(today.package_dir, rev, cache, slot)
-        sources = {"kernels_from": f"revision {fr.commit}", "files": list(fr.closure.files),
-                   "harness": list(fr.closure.harness), "harness_commit": git.commit, "harness_dirty": git.dirty}
-        arms.append(Arm(
-            fr.family, fr.commit, False, f"kernels/{today.name} and its imports at --rev {rev} ({fr.subject[:80]}); "
-            f"{harness}",
-            fr.source_hashes,
-            {"revision": rev, "revision_commit": fr.commit, "revision_subject": fr.subject,
-             "harness_commit": git.commit, "harness_dirty": git.dirty, "interleaved_revisions": list(opts.revisions),
-             "sources": sources},
-            revision_source=(fr.package, str(fr.root)),  # the replay child of an external profiler imports it
-        ))
+        sources = {
+            "kernels_from": f"revision {fr.commit}",
+            "files": list(fr.closure.files),
+            "harness": list(fr.closure.harness),
+            "harness_commit": git.commit,
+            "harness_dirty": git.dirty,
+        }
+        arms.append(
+            Arm(
+                fr.family,
+                fr.commit,
+                False,
+                f"kernels/{today.name} and its imports at --rev {rev} ({fr.subject[:80]}); {harness}",
+                fr.source_hashes,
+                {
+                    "revision": rev,
+                    "revision_commit": fr.commit,
+                    "revision_subject": fr.subject,
+                    "harness_commit": git.commit,
+                    "harness_dirty": git.dirty,
+                    "interleaved_revisions": list(opts.revisions),
+                    "sources": sources,
+                },
+                revision_source=(fr.package, str(fr.root)),  # the replay child of an external profiler imports it
+            )
+        )
     return arms

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
+from functools import cache
 
 import pandas as pd
 
@@ -30,14 +30,14 @@ _BAD = ("fail", "error")
 MATCH_KEYS = ("family", "provider", "shape", "dtype")
 
 
-@lru_cache(maxsize=None)
+@cache
 def family_tolerance(family: str, dtype: str) -> float:
     """The family's relative-error tolerance for ``dtype`` (NaN when the family cannot be loaded here)."""
     try:
         from kprof.registry import get_family
 
         return float(get_family(family).tolerances[dtype])
-    except Exception:  # a family of another checkout, or no torch: the note may still say it
+    except Exception:  # noqa: BLE001 - a family of another checkout, or no torch: the note may still say it
         return math.nan
 
 

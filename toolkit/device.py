@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
@@ -36,9 +37,12 @@ class DeviceInfo:
         if self.cc_major is None or self.cc_minor is None:
             return DeviceLimits()
         return limits_for(
-            self.cc_major, self.cc_minor,
-            regs_per_sm=self.regs_per_sm, max_threads_per_sm=self.max_threads_per_sm,
-            smem_per_sm=self.smem_per_sm, max_smem_per_block=self.smem_per_block_optin,
+            self.cc_major,
+            self.cc_minor,
+            regs_per_sm=self.regs_per_sm,
+            max_threads_per_sm=self.max_threads_per_sm,
+            smem_per_sm=self.smem_per_sm,
+            max_smem_per_block=self.smem_per_block_optin,
             warp_size=self.warp_size,
         )
 
@@ -114,17 +118,24 @@ def measure_copy_ceiling(nbytes: int = 1 << 30, rep_ms: int = 200) -> Ceiling:
 
     src = torch.randn(nbytes // 4, device="cuda", dtype=torch.float32)
     dst = torch.empty_like(src)
-    us, timer = cold_time_us(lambda: dst.copy_(src), rep_ms=rep_ms)
+    us, timer = cold_time_us(functools.partial(dst.copy_, src), rep_ms=rep_ms)
     ms = us / 1e3
     del src, dst
     torch.cuda.empty_cache()
-    return Ceiling(gbps=2 * nbytes / (ms * 1e-3) / 1e9, copy_bytes=nbytes, time_ms=ms,
-                   method=f"device-to-device copy, bytes read + written, {_method(timer)}")
+    return Ceiling(
+        gbps=2 * nbytes / (ms * 1e-3) / 1e9,
+        copy_bytes=nbytes,
+        time_ms=ms,
+        method=f"device-to-device copy, bytes read + written, {_method(timer)}",
+    )
 
 
 def _method(timer: str) -> str:
-    return ("median cold time (kprof.timing: CUPTI records after a clean L2 flush), as every case"
-            if timer == "cupti" else "median of CUDA events after an L2 flush (CUPTI unavailable), as every case")
+    return (
+        "median cold time (kprof.timing: CUPTI records after a clean L2 flush), as every case"
+        if timer == "cupti"
+        else "median of CUDA events after an L2 flush (CUPTI unavailable), as every case"
+    )
 
 
 def cold_time_us(fn, rep_ms: float = 200.0) -> tuple[float, str]:
@@ -137,8 +148,9 @@ def cold_time_us(fn, rep_ms: float = 200.0) -> tuple[float, str]:
 MATMUL_SIDE = 8192
 
 
-def measure_compute_ceiling(side: int = MATMUL_SIDE, dtypes: tuple[str, ...] = ("bf16", "fp16", "fp32"),
-                            rep_ms: int = 200) -> dict[str, float]:
+def measure_compute_ceiling(
+    side: int = MATMUL_SIDE, dtypes: tuple[str, ...] = ("bf16", "fp16", "fp32"), rep_ms: int = 200
+) -> dict[str, float]:
     """TFLOP/s of one ``side``-cubed matrix product (cuBLAS through torch) per dtype: the compute roof.
 
     fp32 is measured as torch runs it by default (``torch.backends.cuda.matmul.allow_tf32`` as set), so
@@ -163,6 +175,8 @@ def measure_ceilings() -> Ceiling:
     from dataclasses import replace
 
     copy = measure_copy_ceiling()
-    return replace(copy, tflops=measure_compute_ceiling(),
-                   tflops_method=f"{MATMUL_SIDE}^3 matrix product (torch -> cuBLAS), median cold time as every "
-                                 "case, 2*n^3 FLOPs")
+    return replace(
+        copy,
+        tflops=measure_compute_ceiling(),
+        tflops_method=f"{MATMUL_SIDE}^3 matrix product (torch -> cuBLAS), median cold time as every case, 2*n^3 FLOPs",
+    )

@@ -67,13 +67,18 @@ class DiffRule:
     seed: int = 0
 
     def describe(self) -> str:
-        return (f"SLOWER/FASTER: median ratio beyond ±{100 * self.threshold:g}%, its {100 * self.confidence:g}% "
-                f"bootstrap interval excluding 1 and Mann-Whitney p < {self.alpha:g}; SAME: the interval within "
-                f"±{100 * self.threshold:g}%; UNCERTAIN: neither")
+        return (
+            f"SLOWER/FASTER: median ratio beyond ±{100 * self.threshold:g}%, its {100 * self.confidence:g}% "
+            f"bootstrap interval excluding 1 and Mann-Whitney p < {self.alpha:g}; SAME: the interval within "
+            f"±{100 * self.threshold:g}%; UNCERTAIN: neither"
+        )
 
 
 def compare_samples(
-    a: Sequence[float], b: Sequence[float], rule: DiffRule = DiffRule(), floor: Floor = WITHIN_RUN,
+    a: Sequence[float],
+    b: Sequence[float],
+    rule: DiffRule = DiffRule(),
+    floor: Floor = WITHIN_RUN,
     paired: bool = False,
 ) -> dict[str, Any]:
     """Median of each side, ratio B/A with its interval, p, the verdict, and which variance it accounts for.
@@ -85,10 +90,18 @@ def compare_samples(
     xa = np.asarray(a, dtype=float)
     xb = np.asarray(b, dtype=float)
     xa, xb = xa[np.isfinite(xa)], xb[np.isfinite(xb)]
-    out: dict[str, Any] = {"n_a": int(xa.size), "n_b": int(xb.size), "median_a": math.nan, "median_b": math.nan,
-                           "ratio": math.nan, "ci_lo": math.nan, "ci_hi": math.nan, "p_value": math.nan,
-                           "variance": floor.describe(rule.confidence),
-                           "floor_pct": 100 * floor.half_width(rule.confidence) if floor.sigma_run > 0 else 0.0}
+    out: dict[str, Any] = {
+        "n_a": int(xa.size),
+        "n_b": int(xb.size),
+        "median_a": math.nan,
+        "median_b": math.nan,
+        "ratio": math.nan,
+        "ci_lo": math.nan,
+        "ci_hi": math.nan,
+        "p_value": math.nan,
+        "variance": floor.describe(rule.confidence),
+        "floor_pct": 100 * floor.half_width(rule.confidence) if floor.sigma_run > 0 else 0.0,
+    }
     if xa.size == 0 or xb.size == 0:
         return {**out, "verdict": "UNCERTAIN", "why": "no samples on one side"}
     ma, mb = float(np.median(xa)), float(np.median(xb))
@@ -96,8 +109,14 @@ def compare_samples(
     paired = paired and xa.size == xb.size
     if paired and np.array_equal(xa, xb) and floor.sigma_run == 0:
         # every matched sample is the same number: the difference is exactly zero, whatever n is
-        return {**out, "ci_lo": 1.0, "ci_hi": 1.0, "p_value": 1.0, "verdict": "SAME",
-                "why": f"all {xa.size} matched samples identical"}
+        return {
+            **out,
+            "ci_lo": 1.0,
+            "ci_hi": 1.0,
+            "p_value": 1.0,
+            "verdict": "SAME",
+            "why": f"all {xa.size} matched samples identical",
+        }
     if min(xa.size, xb.size) < rule.min_samples:
         return {**out, "verdict": "UNCERTAIN", "why": f"fewer than {rule.min_samples} samples"}
     lo, hi, p = _within_run(xa, xb, ma, mb, out["ratio"], rule, paired)
@@ -110,26 +129,34 @@ def compare_samples(
     return {**out, "verdict": verdict, "why": why}
 
 
-def _within_run(xa: np.ndarray, xb: np.ndarray, ma: float, mb: float, ratio: float, rule: DiffRule,
-                paired: bool) -> tuple[float, float, float]:
+def _within_run(
+    xa: np.ndarray, xb: np.ndarray, ma: float, mb: float, ratio: float, rule: DiffRule, paired: bool
+) -> tuple[float, float, float]:
     """Bootstrap interval of the ratio of medians and Mann-Whitney (Wilcoxon when paired) p."""
     if np.ptp(xa) == 0 and np.ptp(xb) == 0:  # no spread at all: the interval is the point
         return ratio, ratio, 1.0 if ma == mb else 0.0
-    return _interval(xa.astype(float).tobytes(), xb.astype(float).tobytes(), rule.n_resamples, rule.confidence,
-                     rule.seed, paired)
+    return _interval(
+        xa.astype(float).tobytes(), xb.astype(float).tobytes(), rule.n_resamples, rule.confidence, rule.seed, paired
+    )
 
 
 @functools.lru_cache(maxsize=1024)
-def _interval(a: bytes, b: bytes, n_resamples: int, confidence: float, seed: int,
-              paired: bool) -> tuple[float, float, float]:
+def _interval(
+    a: bytes, b: bytes, n_resamples: int, confidence: float, seed: int, paired: bool
+) -> tuple[float, float, float]:
     """:func:`_within_run`'s interval and p, remembered per (samples, resampling settings): they do not depend
     on the threshold or alpha, and the seeded bootstrap gives the same answer each time, so a dashboard that
     re-decides one pair at another threshold reuses them (they are most of a diff's time)."""
     xa, xb = np.frombuffer(a), np.frombuffer(b)
     res = stats.bootstrap(
-        (xa, xb), lambda x, y, axis=-1: np.median(y, axis=axis) / np.median(x, axis=axis),
-        paired=paired, vectorized=True, n_resamples=n_resamples, confidence_level=confidence,
-        method="percentile", random_state=np.random.default_rng(seed),
+        (xa, xb),
+        lambda x, y, axis=-1: np.median(y, axis=axis) / np.median(x, axis=axis),
+        paired=paired,
+        vectorized=True,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
     )
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if paired:
@@ -147,7 +174,7 @@ def _with_floor(ratio: float, lo: float, hi: float, floor: Floor, rule: DiffRule
     if not (ratio > 0 and lo > 0 and hi > 0):
         return math.nan, math.nan, math.nan
     se_within = (math.log(hi) - math.log(lo)) / (2 * z)
-    se = math.sqrt(se_within ** 2 + floor.pair_sd() ** 2)
+    se = math.sqrt(se_within**2 + floor.pair_sd() ** 2)
     lr = math.log(ratio)
     p = float(2 * stats.norm.sf(abs(lr) / se))
     return math.exp(lr - z * se), math.exp(lr + z * se), p
@@ -159,8 +186,10 @@ def _floor_reason(ratio: float, floor: Floor, rule: DiffRule) -> str | None:
 
 def _inside_floor(ratio: float, h: float) -> str | None:
     if abs(ratio - 1) <= h:
-        return (f"change {100 * (ratio - 1):+.1f}% is inside the run-to-run floor {100 * h:.1f}% "
-                "(interleave with --rev for a finer test)")
+        return (
+            f"change {100 * (ratio - 1):+.1f}% is inside the run-to-run floor {100 * h:.1f}% "
+            "(interleave with --rev for a finer test)"
+        )
     return None
 
 
@@ -184,8 +213,13 @@ FloorFor = Callable[[str, float], Floor]
 
 
 def diff_cases(
-    metrics_a: pd.DataFrame, samples_a: pd.DataFrame, metrics_b: pd.DataFrame, samples_b: pd.DataFrame,
-    rule: DiffRule = DiffRule(), floor_for: FloorFor | None = None, kind: str = "gpu",
+    metrics_a: pd.DataFrame,
+    samples_a: pd.DataFrame,
+    metrics_b: pd.DataFrame,
+    samples_b: pd.DataFrame,
+    rule: DiffRule = DiffRule(),
+    floor_for: FloorFor | None = None,
+    kind: str = "gpu",
 ) -> pd.DataFrame:
     """One row per case correct in both runs with ``kind`` samples on both sides (matched on family,
     provider, shape, dtype). ``floor_for(case key, median us)`` gives the between-run part of each
@@ -206,8 +240,23 @@ def diff_cases(
             floor = floor_for("/".join(str(d[k]) for k in MATCH_KEYS), float(np.median(xa)))
         res = compare_samples(xa, xb, rule, floor)
         rows.append({**{k: d[k] for k in MATCH_KEYS}, "case": d["case_b"], **res})
-    cols = [*MATCH_KEYS, "case", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p_value", "p_adjusted",
-            "n_a", "n_b", "verdict", "why", "variance", "floor_pct"]
+    cols = [
+        *MATCH_KEYS,
+        "case",
+        "median_a",
+        "median_b",
+        "ratio",
+        "ci_lo",
+        "ci_hi",
+        "p_value",
+        "p_adjusted",
+        "n_a",
+        "n_b",
+        "verdict",
+        "why",
+        "variance",
+        "floor_pct",
+    ]
     df = pd.DataFrame(rows, columns=cols)
     if floor_for is not None and not df.empty:
         df = _control_false_discoveries(df, rule)
@@ -237,15 +286,20 @@ def _control_false_discoveries(df: pd.DataFrame, rule: DiffRule) -> pd.DataFrame
         if r["verdict"] in ("SLOWER", "FASTER") and not r["p_adjusted"] < rule.alpha:
             why = _inside_floor(r["ratio"], r["floor_pct"] / 100) or (
                 f"{100 * (r['ratio'] - 1):+.1f}% not significant over the {len(df)} cases of this diff "
-                f"(p={r['p_value']:.2g}, Benjamini-Hochberg adjusted {r['p_adjusted']:.2g})")
+                f"(p={r['p_value']:.2g}, Benjamini-Hochberg adjusted {r['p_adjusted']:.2g})"
+            )
             df.loc[i, ["verdict", "why"]] = ["UNCERTAIN", why]
     return df
 
 
 def sort_worst_first(df: pd.DataFrame) -> pd.DataFrame:
     order = {v: i for i, v in enumerate(VERDICTS)}
-    return df.assign(_o=df["verdict"].map(order), _r=-df["ratio"].fillna(0)).sort_values(
-        ["_o", "_r"], kind="stable").drop(columns=["_o", "_r"]).reset_index(drop=True)
+    return (
+        df.assign(_o=df["verdict"].map(order), _r=-df["ratio"].fillna(0))
+        .sort_values(["_o", "_r"], kind="stable")
+        .drop(columns=["_o", "_r"])
+        .reset_index(drop=True)
+    )
 
 
 _UNIT_US = {"ms": 1e3, "us": 1.0, "ns": 1e-3, "s": 1e6}
@@ -269,7 +323,11 @@ def comparison_kind(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> str:
         return "same run"
     ca, cb = run_a.get("config") or {}, run_b.get("config") or {}
     same_process = (run_a.get("pid"), run_a.get("host")) == (run_b.get("pid"), run_b.get("host")) and run_a.get("pid")
-    if same_process and ca.get("interleaved_revisions") and ca.get("interleaved_revisions") == cb.get("interleaved_revisions"):
+    if (
+        same_process
+        and ca.get("interleaved_revisions")
+        and ca.get("interleaved_revisions") == cb.get("interleaved_revisions")
+    ):
         return "interleaved"
     return "separate"
 
@@ -281,8 +339,13 @@ def unmatched(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> dict[str, lis
 
 
 def kernel_changes(
-    launches_a: pd.DataFrame, launches_b: pd.DataFrame, metrics_a: pd.DataFrame, metrics_b: pd.DataFrame,
-    calls_a: int, calls_b: int, compare_names: bool = True,
+    launches_a: pd.DataFrame,
+    launches_b: pd.DataFrame,
+    metrics_a: pd.DataFrame,
+    metrics_b: pd.DataFrame,
+    calls_a: int,
+    calls_b: int,
+    compare_names: bool = True,
 ) -> pd.DataFrame:
     """Per case: kernels added/removed, launches per call, and changed launch configuration or resources.
 
@@ -304,8 +367,10 @@ def kernel_changes(
         per_b = float(launch_table.launches(gb).sum()) / calls_b
         changes = []
         if added or removed:
-            changes.append(f"kernels {', '.join('-' + n[:40] for n in removed)}{' ' if removed and added else ''}"
-                           f"{', '.join('+' + n[:40] for n in added)}")
+            changes.append(
+                f"kernels {', '.join('-' + n[:40] for n in removed)}{' ' if removed and added else ''}"
+                f"{', '.join('+' + n[:40] for n in added)}"
+            )
         if abs(per_a - per_b) > 1e-9:
             changes.append(f"kernels/call {per_a:g}->{per_b:g}")
         changes += _config_changes(main_a[case], main_b[case], compare_names)
@@ -313,8 +378,16 @@ def kernel_changes(
             oa, ob = ma.at[case, "occupancy_theoretical_pct"], mb.at[case, "occupancy_theoretical_pct"]
             if pd.notna(oa) and pd.notna(ob) and abs(float(oa) - float(ob)) >= 0.5:
                 changes.append(f"occupancy {float(oa):.0f}%->{float(ob):.0f}%")
-        rows.append({"case": case, "kernels_added": added, "kernels_removed": removed,
-                     "kernels_per_call_a": per_a, "kernels_per_call_b": per_b, "changes": "; ".join(changes)})
+        rows.append(
+            {
+                "case": case,
+                "kernels_added": added,
+                "kernels_removed": removed,
+                "kernels_per_call_a": per_a,
+                "kernels_per_call_b": per_b,
+                "changes": "; ".join(changes),
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -340,8 +413,12 @@ def _mains(launches: pd.DataFrame) -> dict[str, pd.Series]:
     return {c: r for c, (_, r) in zip(first["case"], first.iterrows())}
 
 
-_CONFIG = (("grid", ("grid_x", "grid_y", "grid_z")), ("block", ("block_x", "block_y", "block_z")),
-           ("registers", ("registers_per_thread",)), ("shared memory", ("shared_mem_bytes",)))
+_CONFIG = (
+    ("grid", ("grid_x", "grid_y", "grid_z")),
+    ("block", ("block_x", "block_y", "block_z")),
+    ("registers", ("registers_per_thread",)),
+    ("shared memory", ("shared_mem_bytes",)),
+)
 
 
 def _config_changes(a: pd.Series, b: pd.Series, compare_names: bool = True) -> list[str]:
@@ -359,8 +436,13 @@ def _config_changes(a: pd.Series, b: pd.Series, compare_names: bool = True) -> l
 
 
 # --------------------------------------------------------------------------------------------- context
-_ENV_FIELDS = (("device", "name"), ("device", "driver_version"), ("versions", "torch"), ("versions", "triton"),
-               ("versions", "python"))
+_ENV_FIELDS = (
+    ("device", "name"),
+    ("device", "driver_version"),
+    ("versions", "torch"),
+    ("versions", "triton"),
+    ("versions", "python"),
+)
 
 
 def environment_warnings(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> list[str]:
@@ -379,10 +461,12 @@ def environment_warnings(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> 
         if run.get("mode") != "gpu":
             warn.append(f"run {label} ({run['id']}) is an {run.get('mode')} run: no GPU timings, correctness compared")
     if run_a.get("profiler") != run_b.get("profiler"):
-        warn.append(f"profiler differs: {run_a.get('profiler')} vs {run_b.get('profiler')} (kernel names are spelled "
-                    "differently between tools, so kernel-name changes are not reported)")
-    sa = ((run_a.get("config") or {}).get("settings") or {})
-    sb = ((run_b.get("config") or {}).get("settings") or {})
+        warn.append(
+            f"profiler differs: {run_a.get('profiler')} vs {run_b.get('profiler')} (kernel names are spelled "
+            "differently between tools, so kernel-name changes are not reported)"
+        )
+    sa = (run_a.get("config") or {}).get("settings") or {}
+    sb = (run_b.get("config") or {}).get("settings") or {}
     for k in ("rep_ms", "warmup_ms"):
         if sa.get(k) != sb.get(k):
             warn.append(f"timing setting {k} differs: {sa.get(k)} vs {sb.get(k)}")
@@ -438,20 +522,40 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), k
     cases = diff_cases(ma, store.samples(a["id"]), mb, store.samples(b["id"]), rule, floor_for, kind)
     correctness = correctness_diff.diff_correctness(ma, mb)
     if cases.empty and correctness.empty:
-        raise KprofError(f"runs {a['id']} ({a.get('family')}) and {b['id']} ({b.get('family')}) have no case in "
-                         "common (same family, provider, shape and dtype); nothing to compare")
+        raise KprofError(
+            f"runs {a['id']} ({a.get('family')}) and {b['id']} ({b.get('family')}) have no case in "
+            "common (same family, provider, shape and dtype); nothing to compare"
+        )
     calls_a = int((a.get("config") or {}).get("profile_repeats") or 5)
     calls_b = int((b.get("config") or {}).get("profile_repeats") or 5)
-    kernels = kernel_changes(store.launches(a["id"]), store.launches(b["id"]), ma, mb, calls_a, calls_b,
-                             compare_names=a.get("profiler") == b.get("profiler"))
+    kernels = kernel_changes(
+        store.launches(a["id"]),
+        store.launches(b["id"]),
+        ma,
+        mb,
+        calls_a,
+        calls_b,
+        compare_names=a.get("profiler") == b.get("profiler"),
+    )
     from kprof.fanout import device_mismatch  # cases measured on different GPUs of fan-out runs
 
-    warnings = environment_warnings(a, b) + device_mismatch(a, b, store.case_devices(a["id"]),
-                                                            store.case_devices(b["id"]))
+    warnings = environment_warnings(a, b) + device_mismatch(
+        a, b, store.case_devices(a["id"]), store.case_devices(b["id"])
+    )
     if cases.empty and (a.get("mode") == "gpu" and b.get("mode") == "gpu"):
         warnings.append(f"no case correct in both runs has {kind!r} samples on both sides: correctness only")
-    return DiffResult(a=a, b=b, rule=rule, cases=cases, kernels=kernels, warnings=warnings,
-                      comparison=comparison, correctness=correctness, samples_kind=kind, **unmatched(ma, mb))
+    return DiffResult(
+        a=a,
+        b=b,
+        rule=rule,
+        cases=cases,
+        kernels=kernels,
+        warnings=warnings,
+        comparison=comparison,
+        correctness=correctness,
+        samples_kind=kind,
+        **unmatched(ma, mb),
+    )
 
 
 def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRule = DiffRule()) -> pd.DataFrame:
@@ -467,16 +571,21 @@ _STAT_HEADERS = ["A µs", "B µs", "B/A", "95% interval", "p", "verdict"]
 
 def _stat_cells(r: Any) -> list[str]:
     """The numbers and verdict of one compared row, as the markdown tables print them."""
-    return [fmt_num(r.median_a, "{:.2f}"), fmt_num(r.median_b, "{:.2f}"), fmt_num(r.ratio, "{:.3f}"),
-            f"{fmt_num(r.ci_lo, '{:.3f}')}-{fmt_num(r.ci_hi, '{:.3f}')}", fmt_num(r.p_value, "{:.2g}"),
-            f"**{r.verdict}**"]
+    return [
+        fmt_num(r.median_a, "{:.2f}"),
+        fmt_num(r.median_b, "{:.2f}"),
+        fmt_num(r.ratio, "{:.3f}"),
+        f"{fmt_num(r.ci_lo, '{:.3f}')}-{fmt_num(r.ci_hi, '{:.3f}')}",
+        fmt_num(r.p_value, "{:.2g}"),
+        f"**{r.verdict}**",
+    ]
 
 
 _COMPARISON_NOTE = {
     "interleaved": "interleaved arms of one invocation (one process, timing rounds alternated): within-run "
-                   "variance only, the most sensitive comparison",
+    "variance only, the most sensitive comparison",
     "separate": "separate runs: each verdict adds the device's run-to-run floor to the within-run variance, "
-                "and a call must survive Benjamini-Hochberg over the cases of the diff",
+    "and a call must survive Benjamini-Hochberg over the cases of the diff",
     "same run": "a run against itself",
 }
 
@@ -486,13 +595,15 @@ def to_markdown(res: DiffResult) -> str:
     c = res.counts
     cc = res.correctness_counts
     lines = [
-        f"# kprof diff: {a.get('family')} `{a['id']}` -> `{b['id']}`", "",
+        f"# kprof diff: {a.get('family')} `{a['id']}` -> `{b['id']}`",
+        "",
         f"- **A**: {_rev_label(a)} · {a.get('device_name') or '?'} · profiler {a.get('profiler')}",
         f"- **B**: {_rev_label(b)} · {b.get('device_name') or '?'} · profiler {b.get('profiler')}",
         f"- **comparison**: {_COMPARISON_NOTE.get(res.comparison, res.comparison)}",
         f"- **timing verdicts** ({res.samples_kind} samples): {c['SLOWER']} slower, {c['FASTER']} faster, "
         f"{c['SAME']} same, {c['UNCERTAIN']} uncertain ({len(res.cases)} cases timed in both)",
-        "- **correctness**: " + ", ".join(f"{n} {v.lower()}" for v, n in cc.items() if n)
+        "- **correctness**: "
+        + ", ".join(f"{n} {v.lower()}" for v, n in cc.items() if n)
         + f" ({len(res.correctness)} cases in both)",
         f"- **rule**: {res.rule.describe()}",
     ]
@@ -503,13 +614,27 @@ def to_markdown(res: DiffResult) -> str:
     for w in res.warnings:
         lines.append(f"- **warning**: {w}")
     if not res.cases.empty:
-        rows = [[r.case, *_stat_cells(r), r.variance, r.why if r.verdict == "UNCERTAIN" else "", r.changes]
-                for r in res.table().itertuples()]
-        lines += ["", "## Timings", "", markdown_table(["case", *_STAT_HEADERS, "variance accounted for", "why",
-                                                        "kernel changes"], rows, "lrrrlrllll")]
+        rows = [
+            [r.case, *_stat_cells(r), r.variance, r.why if r.verdict == "UNCERTAIN" else "", r.changes]
+            for r in res.table().itertuples()
+        ]
+        lines += [
+            "",
+            "## Timings",
+            "",
+            markdown_table(
+                ["case", *_STAT_HEADERS, "variance accounted for", "why", "kernel changes"], rows, "lrrrlrllll"
+            ),
+        ]
     if not res.correctness.empty:
-        lines += ["", "## Correctness", "", markdown_table(correctness_diff.MARKDOWN_HEADERS,
-                                                           correctness_diff.markdown_rows(res.correctness), "llrrrll")]
+        lines += [
+            "",
+            "## Correctness",
+            "",
+            markdown_table(
+                correctness_diff.MARKDOWN_HEADERS, correctness_diff.markdown_rows(res.correctness), "llrrrll"
+            ),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -530,11 +655,25 @@ def _rev_label(run: Mapping[str, Any]) -> str:
 
 def to_json(res: DiffResult) -> dict:
     return {
-        "a": {"id": res.a["id"], "git_commit": res.a.get("git_commit"), "revision": (res.a.get("config") or {}).get("revision")},
-        "b": {"id": res.b["id"], "git_commit": res.b.get("git_commit"), "revision": (res.b.get("config") or {}).get("revision")},
-        "rule": asdict(res.rule), "comparison": res.comparison, "samples_kind": res.samples_kind,
-        "counts": res.counts, "correctness_counts": res.correctness_counts, "correctness_regressions": res.broken,
-        "warnings": res.warnings, "only_in_a": res.only_in_a, "only_in_b": res.only_in_b,
+        "a": {
+            "id": res.a["id"],
+            "git_commit": res.a.get("git_commit"),
+            "revision": (res.a.get("config") or {}).get("revision"),
+        },
+        "b": {
+            "id": res.b["id"],
+            "git_commit": res.b.get("git_commit"),
+            "revision": (res.b.get("config") or {}).get("revision"),
+        },
+        "rule": asdict(res.rule),
+        "comparison": res.comparison,
+        "samples_kind": res.samples_kind,
+        "counts": res.counts,
+        "correctness_counts": res.correctness_counts,
+        "correctness_regressions": res.broken,
+        "warnings": res.warnings,
+        "only_in_a": res.only_in_a,
+        "only_in_b": res.only_in_b,
         "cases": [{k: plain(v) for k, v in row.items()} for row in res.table().to_dict("records")],
         "correctness": [{k: plain(v) for k, v in row.items()} for row in res.correctness.to_dict("records")],
     }

@@ -11,9 +11,16 @@ if TYPE_CHECKING:
 
 DTYPE_NAMES: tuple[str, ...] = ("fp32", "bf16", "fp16")
 _ALIASES = {
-    "fp32": "fp32", "float32": "fp32", "float": "fp32", "f32": "fp32",
-    "bf16": "bf16", "bfloat16": "bf16",
-    "fp16": "fp16", "float16": "fp16", "half": "fp16", "f16": "fp16",
+    "fp32": "fp32",
+    "float32": "fp32",
+    "float": "fp32",
+    "f32": "fp32",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "fp16": "fp16",
+    "float16": "fp16",
+    "half": "fp16",
+    "f16": "fp16",
 }
 
 
@@ -25,13 +32,13 @@ def canonical_dtype(name: str) -> str:
     return _ALIASES[key]
 
 
-def torch_dtype(name: str) -> "torch.dtype":
+def torch_dtype(name: str) -> torch.dtype:
     import torch
 
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[canonical_dtype(name)]
 
 
-def dtype_name(dtype: "torch.dtype") -> str:
+def dtype_name(dtype: torch.dtype) -> str:
     return canonical_dtype(str(dtype))
 
 

@@ -62,8 +62,14 @@ class LocalExecutor:
         handle, self._next = self._next, self._next + 1
         env = {**os.environ, **slot.env}
         log = self.logdir / f"{slot.name}-{handle}.log"
-        proc = subprocess.Popen([sys.executable, "-m", "kprof.fanout_worker"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=log.open("wb"), env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kprof.fanout_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log.open("wb"),
+            env=env,
+            start_new_session=True,
+        )
         self.procs[handle], self.logs[handle] = proc, log
         threading.Thread(target=self._read, args=(handle, proc), daemon=True).start()
         write_frame(proc.stdin, ("init", init_args))
@@ -77,7 +83,7 @@ class LocalExecutor:
                 kind, payload = read_frame(proc.stdout)
             except (EOFError, OSError, ValueError):
                 break
-            except Exception as exc:  # an unreadable reply: treat the worker as lost
+            except Exception as exc:  # noqa: BLE001 - an unreadable reply: treat the worker as lost
                 self.events.put(Event(handle, "died", f"unreadable reply ({exc})"))
                 self.kill(handle)
                 return
@@ -150,12 +156,20 @@ class RayExecutor:
         self.mode = mode
         self.started_local = False
         self.stage = Path(tempfile.mkdtemp(prefix="kprof-ray-"))
-        runtime_env = {"py_modules": [str(stage_package(self.stage))],
-                       "env_vars": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", **env}}
+        runtime_env = {
+            "py_modules": [str(stage_package(self.stage))],
+            "env_vars": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", **env},
+        }
         if address == "local":
             # a throwaway instance on this machine only; fake GPUs are not declared (real ones are detected)
-            ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
-                     runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
+            ray.init(
+                address="local",
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                runtime_env=runtime_env,
+                log_to_driver=False,
+                configure_logging=False,
+            )
             self.started_local = True
         else:
             # "auto" honours RAY_ADDRESS, else finds a cluster started on this node with `ray start`
@@ -163,8 +177,10 @@ class RayExecutor:
                 ray.init(address=address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
             except (ConnectionError, ValueError, RuntimeError) as exc:
                 shutil.rmtree(self.stage, ignore_errors=True)
-                raise KprofError(f"cannot reach a Ray cluster at --ray {address} ({str(exc)[:300]}) (start one with "
-                                 "`ray start --head`, set RAY_ADDRESS, or use --ray local)") from None
+                raise KprofError(
+                    f"cannot reach a Ray cluster at --ray {address} ({str(exc)[:300]}) (start one with "
+                    "`ray start --head`, set RAY_ADDRESS, or use --ray local)"
+                ) from None
         self.label = f"Ray {'local instance' if address == 'local' else address} ({ray.__version__})"
         from kprof.fanout_worker import CaseWorker
 
@@ -212,12 +228,12 @@ class RayExecutor:
             if h == handle:
                 try:
                     self.ray.cancel(ref)
-                except Exception:  # finished meanwhile
+                except Exception:  # noqa: BLE001 - finished meanwhile
                     pass
                 self.pending.pop(ref)
         try:
             self.ray.kill(self.actors[handle], no_restart=True)
-        except Exception:  # already gone
+        except Exception:  # noqa: BLE001 - already gone
             pass
 
     def close(self) -> None:

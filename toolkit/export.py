@@ -25,10 +25,28 @@ import pandas as pd
 from kprof import launch_table
 from kprof.store import plain
 
-_ARG_COLUMNS = ("case", "kind", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-                "registers_per_thread", "shared_mem_bytes", "occupancy_theoretical_pct",
-                "occupancy_achieved_pct", "dram_read_bytes", "dram_write_bytes", "copy_kind", "bytes",
-                "correlation_id", "launch_latency_ns", "queue_ns", "source")
+_ARG_COLUMNS = (
+    "case",
+    "kind",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "registers_per_thread",
+    "shared_mem_bytes",
+    "occupancy_theoretical_pct",
+    "occupancy_achieved_pct",
+    "dram_read_bytes",
+    "dram_write_bytes",
+    "copy_kind",
+    "bytes",
+    "correlation_id",
+    "launch_latency_ns",
+    "queue_ns",
+    "source",
+)
 
 
 def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
@@ -53,17 +71,31 @@ def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
         if key not in gpu_pids:
             pid = 1_000_000 + len(gpu_pids)
             gpu_pids[key] = pid
-            events.append({"ph": "M", "name": "process_name", "pid": pid,
-                           "args": {"name": f"GPU {key if key is not None else '?'}"}})
-            events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": 10 + len(gpu_pids)}})
+            events.append(
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": pid,
+                    "args": {"name": f"GPU {key if key is not None else '?'}"},
+                }
+            )
+            events.append(
+                {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": 10 + len(gpu_pids)}}
+            )
         return gpu_pids[key]
 
     def host_pid(pid: Any) -> int:
         key = plain(pid)
         if key not in host_pids:
             host_pids[key] = int(key) if key is not None else 999_999
-            events.append({"ph": "M", "name": "process_name", "pid": host_pids[key],
-                           "args": {"name": f"host process {key if key is not None else '?'}"}})
+            events.append(
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": host_pids[key],
+                    "args": {"name": f"host process {key if key is not None else '?'}"},
+                }
+            )
             events.append({"ph": "M", "name": "process_sort_index", "pid": host_pids[key], "args": {"sort_index": 0}})
         return host_pids[key]
 
@@ -81,31 +113,82 @@ def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
             pid = host_pid(r.pid)
             tid = int(plain(r.tid) or 0)
             thread_name(pid, tid, f"thread {tid}")
-            events.append({"ph": "X", "name": str(r.kernel), "cat": "sync", "pid": pid, "tid": tid,
-                           "ts": us(r.start_ns), "dur": int(r.duration_ns) / 1000.0, "args": args})
+            events.append(
+                {
+                    "ph": "X",
+                    "name": str(r.kernel),
+                    "cat": "sync",
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": us(r.start_ns),
+                    "dur": int(r.duration_ns) / 1000.0,
+                    "args": args,
+                }
+            )
             continue
         pid = gpu_pid(r.device)
         stream = plain(r.stream)
         tid = int(stream) if stream is not None else 0
         thread_name(pid, tid, f"stream {stream if stream is not None else '?'}")
-        events.append({"ph": "X", "name": str(r.kernel), "cat": kind, "pid": pid, "tid": tid,
-                       "ts": us(r.start_ns), "dur": int(r.duration_ns) / 1000.0, "args": args})
+        events.append(
+            {
+                "ph": "X",
+                "name": str(r.kernel),
+                "cat": kind,
+                "pid": pid,
+                "tid": tid,
+                "ts": us(r.start_ns),
+                "dur": int(r.duration_ns) / 1000.0,
+                "args": args,
+            }
+        )
         if r.api_start_ns is not pd.NA and r.api_end_ns is not pd.NA:
             hpid = host_pid(r.pid)
             htid = int(plain(r.tid) or 0)
             thread_name(hpid, htid, f"thread {htid}")
             api = str(r.api_name) if r.api_name is not pd.NA else "launch"
-            events.append({"ph": "X", "name": api, "cat": "launch", "pid": hpid, "tid": htid,
-                           "ts": us(r.api_start_ns), "dur": (int(r.api_end_ns) - int(r.api_start_ns)) / 1000.0,
-                           "args": {"kernel": str(r.kernel), **({"case": args["case"]} if "case" in args else {})}})
+            events.append(
+                {
+                    "ph": "X",
+                    "name": api,
+                    "cat": "launch",
+                    "pid": hpid,
+                    "tid": htid,
+                    "ts": us(r.api_start_ns),
+                    "dur": (int(r.api_end_ns) - int(r.api_start_ns)) / 1000.0,
+                    "args": {"kernel": str(r.kernel), **({"case": args["case"]} if "case" in args else {})},
+                }
+            )
             flow_id += 1
-            events.append({"ph": "s", "id": flow_id, "name": "launch", "cat": "launch", "pid": hpid, "tid": htid,
-                           "ts": us(r.api_start_ns)})
-            events.append({"ph": "f", "bp": "e", "id": flow_id, "name": "launch", "cat": "launch", "pid": pid,
-                           "tid": tid, "ts": us(r.start_ns)})
+            events.append(
+                {
+                    "ph": "s",
+                    "id": flow_id,
+                    "name": "launch",
+                    "cat": "launch",
+                    "pid": hpid,
+                    "tid": htid,
+                    "ts": us(r.api_start_ns),
+                }
+            )
+            events.append(
+                {
+                    "ph": "f",
+                    "bp": "e",
+                    "id": flow_id,
+                    "name": "launch",
+                    "cat": "launch",
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": us(r.start_ns),
+                }
+            )
     sources = sorted(set(table["source"].dropna()))
-    return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"title": title, "sources": sources, "untimed_rows": untimed, "t0_ns": t0}}
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {"title": title, "sources": sources, "untimed_rows": untimed, "t0_ns": t0},
+    }
 
 
 def write_perfetto(launches: pd.DataFrame, path: Path, title: str = "kprof") -> dict:

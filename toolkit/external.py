@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -114,10 +114,16 @@ def choose(requested: str, mode: str, tool_path: str | None = None) -> ProfilerC
         try:
             loc = _locate(b, tool_path)
         except ToolNotFoundError as exc:
-            return ProfilerChoice(builtin, f"auto: {vendor.upper() if vendor == 'amd' else 'NVIDIA'} GPU but {exc}; "
-                                           f"using the built-in {found[builtin].description if builtin in found else builtin}")
-        return ProfilerChoice(b.name, f"auto: {'AMD' if vendor == 'amd' else 'NVIDIA'} GPU, found {loc.name} at "
-                                      f"{loc.path} ({loc.how})", loc)
+            return ProfilerChoice(
+                builtin,
+                f"auto: {vendor.upper() if vendor == 'amd' else 'NVIDIA'} GPU but {exc}; "
+                f"using the built-in {found[builtin].description if builtin in found else builtin}",
+            )
+        return ProfilerChoice(
+            b.name,
+            f"auto: {'AMD' if vendor == 'amd' else 'NVIDIA'} GPU, found {loc.name} at {loc.path} ({loc.how})",
+            loc,
+        )
     return ProfilerChoice(builtin, f"auto: no external profiler for this GPU; using the built-in {builtin}")
 
 
@@ -144,8 +150,14 @@ def replay_cases(family: str, cases: Sequence[tuple[str, str, tuple[int, ...], s
 
 
 def capture(
-    choice: ProfilerChoice, family: str, cases: tuple[ReplayCase, ...], workdir: Path, *, repeats: int,
-    timeout_s: float = DEFAULT_TIMEOUT_S, env: dict[str, str] | None = None,
+    choice: ProfilerChoice,
+    family: str,
+    cases: tuple[ReplayCase, ...],
+    workdir: Path,
+    *,
+    repeats: int,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    env: dict[str, str] | None = None,
     family_source: tuple[str, str] | None = None,
 ) -> CaptureResult:
     """Run the cases under the chosen profiler in a child process and parse what it wrote."""
@@ -163,9 +175,15 @@ def capture(
     if progress_file.exists():
         progress_file.unlink()
     spec = ReplaySpec(
-        family=family, cases=cases, repeats=repeats, marker=b.marker, progress_file=str(progress_file),
-        proton_path=str(workdir / "proton"), proton_data="trace",
-        family_package=family_source[0] if family_source else "", family_root=family_source[1] if family_source else "",
+        family=family,
+        cases=cases,
+        repeats=repeats,
+        marker=b.marker,
+        progress_file=str(progress_file),
+        proton_path=str(workdir / "proton"),
+        proton_data="trace",
+        family_package=family_source[0] if family_source else "",
+        family_root=family_source[1] if family_source else "",
     )
     spec_path = write_spec(spec, workdir / "replay_spec.json")
     child = child_argv(spec_path, sys.executable)
@@ -204,7 +222,12 @@ def capture(
             notes = list(launches.attrs.get("warnings", []))
         except KprofError as exc:
             error = error or f"could not parse {artifacts[-1]}: {exc}"
-    return CaptureResult(launches=launches, runs=runs, version=version, artifacts=artifacts,
-                         progress=read_progress(progress_file), error=error, notes=notes)
-
-
+    return CaptureResult(
+        launches=launches,
+        runs=runs,
+        version=version,
+        artifacts=artifacts,
+        progress=read_progress(progress_file),
+        error=error,
+        notes=notes,
+    )

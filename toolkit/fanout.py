@@ -22,8 +22,8 @@ local worker's process group; Ray actors are killed) and keeps the cases that fi
 
 from __future__ import annotations
 
-import os
 import math
+import os
 import secrets
 import shutil
 import subprocess
@@ -35,10 +35,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+from kprof import runtime
 from kprof.errors import KprofError
 from kprof.executors import LocalExecutor, RayExecutor, Slot
 from kprof.registry import shape_str
-from kprof import runtime
 
 if TYPE_CHECKING:
     from kprof.context import ProfileOptions, ProgressFn, RunPlan
@@ -72,8 +73,9 @@ def visible_gpus() -> list[str]:
     exe = shutil.which("nvidia-smi")
     if exe:
         try:
-            res = subprocess.run([exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
-                                 text=True, timeout=30)
+            res = subprocess.run(
+                [exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+            )
             if res.returncode == 0 and res.stdout.strip():
                 return [ln.strip() for ln in res.stdout.splitlines() if ln.strip()]
         except (OSError, subprocess.TimeoutExpired):
@@ -89,15 +91,19 @@ def local_slots(mode: str, workers: int | str) -> list[Slot]:
         gpus = visible_gpus()
         n = len(gpus) if workers == "all" else int(workers)
         if n > len(gpus):
-            raise KprofError(f"--workers {n} asked for, but this host shows {len(gpus)} GPU(s) "
-                             f"({', '.join(gpus) or 'none'}); use --workers all or fewer")
+            raise KprofError(
+                f"--workers {n} asked for, but this host shows {len(gpus)} GPU(s) "
+                f"({', '.join(gpus) or 'none'}); use --workers all or fewer"
+            )
         # nvidia-smi numbers GPUs in PCI bus order; make CUDA agree unless the user pinned devices already
         order = {} if runtime.env("CUDA_VISIBLE_DEVICES") is not None else {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
         return [Slot(f"gpu{g}", {"CUDA_VISIBLE_DEVICES": g, **order}) for g in gpus[:n]]
     n = (os.cpu_count() or 1) if workers == "all" else int(workers)
     threads = str(max(1, (os.cpu_count() or 1) // n))  # N interpreter processes share the cores
-    return [Slot(f"cpu{i}", {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": threads})
-            for i in range(n)]
+    return [
+        Slot(f"cpu{i}", {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": threads})
+        for i in range(n)
+    ]
 
 
 @dataclass
@@ -124,8 +130,10 @@ def profile_runs_fanout(opts: ProfileOptions, progress: ProgressFn | None = None
     progress = progress or quiet
     mode = resolve_mode(opts.mode)
     if opts.ray and opts.revisions:
-        raise KprofError("--rev with --ray is not supported: the revisions are loaded from this git checkout, "
-                         "which Ray workers do not have (use --workers N on one host)")
+        raise KprofError(
+            "--rev with --ray is not supported: the revisions are loaded from this git checkout, "
+            "which Ray workers do not have (use --workers N on one host)"
+        )
     seed = opts.settings.seed if opts.settings.seed else secrets.randbits(31)
     workers = parse_workers(opts.workers) or ("all" if opts.ray else 1)
     if opts.ray:
@@ -200,8 +208,13 @@ class _Fanout:
                 self.workers[started[slot.name]] = _Worker(started[slot.name], slot, slot.name)
 
     def start(self) -> None:
-        self.progress("profiler", 0, 0, f"fan-out: {len(self.slots)} worker(s) on {self.executor.label}, "
-                      f"{len(self.cases)} cases" + (" (each shape and dtype kept on one worker)" if self.grouped else ""))
+        self.progress(
+            "profiler",
+            0,
+            0,
+            f"fan-out: {len(self.slots)} worker(s) on {self.executor.label}, "
+            f"{len(self.cases)} cases" + (" (each shape and dtype kept on one worker)" if self.grouped else ""),
+        )
         adopted = {w.slot.name for w in self.workers.values()}
         for slot in self.slots:
             if slot.name not in adopted:
@@ -255,8 +268,9 @@ class _Fanout:
                 if w.state == "finishing" and time.monotonic() - w.since > limit:
                     self.executor.kill(w.handle)
                     self._dead(w, f"profiler pass did not end within {limit:.0f} s")
-            self.progress("profile", sum(w.state != "finishing" for w in ready), len(ready),
-                          "profiler pass on each worker")
+            self.progress(
+                "profile", sum(w.state != "finishing" for w in ready), len(ready), "profiler pass on each worker"
+            )
         self._finish_runs("complete" if not self.problems else "incomplete", None)
 
     def interrupted(self, exc: BaseException) -> None:
@@ -342,8 +356,9 @@ class _Fanout:
         if state == "starting":
             self.problems.append(f"worker {w.name} did not start: {reason}")
         elif state == "finishing":
-            self.problems.append(f"profiler pass on {w.name} lost ({reason}); its {w.measured} cases are stored "
-                                 "without launch metrics")
+            self.problems.append(
+                f"profiler pass on {w.name} lost ({reason}); its {w.measured} cases are stored without launch metrics"
+            )
         if state == "busy" and w.case is not None:
             i, w.case = w.case, None
             self.attempts[i].append(f"{w.name}: {reason}")
@@ -352,12 +367,18 @@ class _Fanout:
             else:
                 self.avoid.setdefault(i, set()).add(w.slot.name)
                 self.queue.appendleft([i])
-                self.progress("profiler", 0, 0, f"{self.cases[i].id}: worker {w.name} lost ({reason[:200]}); "
-                              "retrying on another worker")
+                self.progress(
+                    "profiler",
+                    0,
+                    0,
+                    f"{self.cases[i].id}: worker {w.name} lost ({reason[:200]}); retrying on another worker",
+                )
         post_pass = self.choice.name != "none" or (self.mode == "interpreter" and self.opts.offline_resources)
         if state in ("busy", "idle") and w.measured and post_pass:
-            self.problems.append(f"the {w.measured} case(s) {w.name} measured before it was lost are stored without "
-                                 "their profiler pass / offline resources")
+            self.problems.append(
+                f"the {w.measured} case(s) {w.name} measured before it was lost are stored without "
+                "their profiler pass / offline resources"
+            )
         if w.group:  # the rest of its (shape, dtype) group goes back to the queue, together
             self.queue.append(list(w.group))
             w.group.clear()
@@ -379,9 +400,17 @@ class _Fanout:
         self.lost[i] = reason
         case = self.cases[i]
         for arm, run_id in zip(self.arms, self.run_ids):
-            row = {"case": case.id, "family": case.family, "provider": case.provider,
-                   "kind": arm.family.get_provider(case.provider).kind, "shape": shape_str(case.shape),
-                   "dtype": case.dtype, "status": "error", "ok": False, "note": f"not measured: {reason}"[:1000]}
+            row = {
+                "case": case.id,
+                "family": case.family,
+                "provider": case.provider,
+                "kind": arm.family.get_provider(case.provider).kind,
+                "shape": shape_str(case.shape),
+                "dtype": case.dtype,
+                "status": "error",
+                "ok": False,
+                "note": f"not measured: {reason}"[:1000],
+            }
             self.store.add_case(run_id, i, row, {})
 
     def _label(self, ev: Any) -> str:
@@ -428,11 +457,17 @@ class _Fanout:
         version = profiler_version(self.choice)
         ceiling = first["ceiling"]
         fanout = {
-            "executor": self.executor.label, "workers": [
-                {**w.hello["identity"], "device": w.hello["device"]["name"],
-                 "ceiling_gbps": (w.hello["ceiling"] or {}).get("gbps"), "kprof": w.hello["kprof_file"],
-                 "pid": w.hello["pid"]}
-                for w in ready],
+            "executor": self.executor.label,
+            "workers": [
+                {
+                    **w.hello["identity"],
+                    "device": w.hello["device"]["name"],
+                    "ceiling_gbps": (w.hello["ceiling"] or {}).get("gbps"),
+                    "kprof": w.hello["kprof_file"],
+                    "pid": w.hello["pid"],
+                }
+                for w in ready
+            ],
             "placement": "shape-dtype groups" if self.grouped else "case by case",
             "case_timeout_s": self.timeout,
         }
@@ -445,8 +480,11 @@ class _Fanout:
         from kprof import report
 
         if self.lost:
-            self.problems.insert(0, f"{len(self.lost)} case(s) lost: " + "; ".join(
-                f"{self.cases[i].id} ({why})" for i, why in sorted(self.lost.items()))[:3000])
+            self.problems.insert(
+                0,
+                f"{len(self.lost)} case(s) lost: "
+                + "; ".join(f"{self.cases[i].id} ({why})" for i, why in sorted(self.lost.items()))[:3000],
+            )
         if self.problems:
             status = "incomplete"
             error = "; ".join(filter(None, [error, *self.problems]))[-4000:]
@@ -479,8 +517,12 @@ def devices_section(run: Mapping[str, Any], metrics: pd.DataFrame, devices: pd.D
     if devices.empty:
         return ""
     fan = (run.get("config") or {}).get("fanout") or {}
-    lines = [f"## Devices ({len(fan.get('workers', []))} worker(s), {fan.get('executor', '?')})", "",
-             "| worker | host | GPU | index | UUID | serial | copy GB/s | cases |", "|---|---|---|---|---|---|---:|---:|"]
+    lines = [
+        f"## Devices ({len(fan.get('workers', []))} worker(s), {fan.get('executor', '?')})",
+        "",
+        "| worker | host | GPU | index | UUID | serial | copy GB/s | cases |",
+        "|---|---|---|---|---|---|---:|---:|",
+    ]
     counts = devices.groupby("worker").size()
     started = {w["worker"]: w for w in fan.get("workers", [])}
     # workers of the run record, then replacements started after a worker was lost ("gpu1#2")
@@ -490,8 +532,9 @@ def devices_section(run: Mapping[str, Any], metrics: pd.DataFrame, devices: pd.D
         gbps = (started.get(name.split("#")[0]) or {}).get("ceiling_gbps")
         cells = [_txt(w.get(k)) for k in ("host", "gpu_name", "gpu_index", "gpu_uuid", "gpu_serial")]
         cells[1] = cells[1] or _txt(w.get("device"))
-        lines.append(f"| {name} | {' | '.join(cells)} | {'' if gbps is None else f'{gbps:.0f}'} | "
-                     f"{int(counts.get(name, 0))} |")
+        lines.append(
+            f"| {name} | {' | '.join(cells)} | {'' if gbps is None else f'{gbps:.0f}'} | {int(counts.get(name, 0))} |"
+        )
     retried = devices[devices["attempt"].fillna(1) > 1]
     if not retried.empty:
         lines += ["", f"Retried after a worker was lost: {', '.join(retried['case_id'])}."]
@@ -500,9 +543,12 @@ def devices_section(run: Mapping[str, Any], metrics: pd.DataFrame, devices: pd.D
     spans = joined.assign(dev=key).groupby(["shape", "dtype"])["dev"].nunique()
     spans = spans[spans > 1]
     if not spans.empty:
-        lines += ["", f"**{len(spans)} of {joined.groupby(['shape', 'dtype']).ngroups} (shape, dtype) groups were "
-                  "measured on more than one device**: speedups and the guide compare cases across devices there "
-                  "(" + ", ".join(f"{s}/{d}" for s, d in spans.index[:10]) + (", ..." if len(spans) > 10 else "") + ")."]
+        lines += [
+            "",
+            f"**{len(spans)} of {joined.groupby(['shape', 'dtype']).ngroups} (shape, dtype) groups were "
+            "measured on more than one device**: speedups and the guide compare cases across devices there "
+            "(" + ", ".join(f"{s}/{d}" for s, d in spans.index[:10]) + (", ..." if len(spans) > 10 else "") + ").",
+        ]
     kinds = joined["gpu_name"].dropna().unique() if "gpu_name" in joined else []
     if len(kinds) > 1:
         lines += ["", f"**Cases were measured on {len(kinds)} GPU kinds; compare them within a kind:**"]
@@ -519,12 +565,14 @@ def _txt(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and value != value) else str(value)
 
 
-def device_mismatch(run_a: Mapping[str, Any], run_b: Mapping[str, Any],
-                    devices_a: pd.DataFrame, devices_b: pd.DataFrame) -> list[str]:
+def device_mismatch(
+    run_a: Mapping[str, Any], run_b: Mapping[str, Any], devices_a: pd.DataFrame, devices_b: pd.DataFrame
+) -> list[str]:
     """Warnings for a diff whose matched cases were measured on different GPUs (or cannot be told apart).
 
     ``devices_*`` are the runs' ``case_devices`` tables (empty for a one-process run, whose every case ran
     on the run's device)."""
+
     def per_case(run: Mapping[str, Any], dev: pd.DataFrame) -> dict[str, str] | None:
         if dev.empty:
             return None
@@ -538,12 +586,16 @@ def device_mismatch(run_a: Mapping[str, Any], run_b: Mapping[str, Any],
         differ = [c for c in common if a[c] != b[c]]
         if differ:
             pairs = sorted({f"{a[c]} vs {b[c]}" for c in differ})
-            warn.append(f"{len(differ)} of {len(common)} matched cases were measured on different GPUs "
-                        f"({'; '.join(pairs[:4])}{'; ...' if len(pairs) > 4 else ''}): their ratios include the "
-                        "difference between the devices")
+            warn.append(
+                f"{len(differ)} of {len(common)} matched cases were measured on different GPUs "
+                f"({'; '.join(pairs[:4])}{'; ...' if len(pairs) > 4 else ''}): their ratios include the "
+                "difference between the devices"
+            )
     for label, run, devs in (("A", run_a, a), ("B", run_b, b)):
         other = b if label == "A" else a
         if devs is not None and other is None and len(set(devs.values())) > 1:
-            warn.append(f"run {label} ({run['id']}) spread its cases over {len(set(devs.values()))} GPUs; the other "
-                        "run does not record per-case GPUs, so some cases compare different GPUs")
+            warn.append(
+                f"run {label} ({run['id']}) spread its cases over {len(set(devs.values()))} GPUs; the other "
+                "run does not record per-case GPUs, so some cases compare different GPUs"
+            )
     return warn

@@ -99,8 +99,12 @@ def gpu_identity(index_hint: str | None = None) -> dict:
     if exe:
         query = ident["gpu_uuid"] or physical
         try:
-            res = subprocess.run([exe, f"--id={query}", "--query-gpu=index,uuid,serial", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=30)
+            res = subprocess.run(
+                [exe, f"--id={query}", "--query-gpu=index,uuid,serial", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             parts = [s.strip() for s in res.stdout.strip().split(",")]
             if res.returncode == 0 and len(parts) == 3:
                 ident["gpu_index"], ident["gpu_uuid"] = parts[0], parts[1]
@@ -134,15 +138,22 @@ class CaseWorker:
         self.ctx = RunContext.of(plan, store=self.sink, device=dev, ceiling=ceiling, progress=quiet)
         self.cases = plan.selection.cases()
         self.results = [[] for _ in plan.arms]
-        ident = gpu_identity() if mode == "gpu" else {
-            "gpu_name": None, "gpu_index": None, "gpu_uuid": None, "gpu_serial": None}
+        ident = (
+            gpu_identity()
+            if mode == "gpu"
+            else {"gpu_name": None, "gpu_index": None, "gpu_uuid": None, "gpu_serial": None}
+        )
         self.ident = {"worker": self.worker, "host": socket.gethostname(), **ident}
         import kprof
 
         return {
-            "device": dev.to_dict(), "ceiling": asdict(ceiling) if ceiling else None,
-            "identity": self.ident, "cases": [c.id for c in self.cases], "pid": os.getpid(),
-            "kprof_file": kprof.__file__, "settings": asdict(plan.settings),
+            "device": dev.to_dict(),
+            "ceiling": asdict(ceiling) if ceiling else None,
+            "identity": self.ident,
+            "cases": [c.id for c in self.cases],
+            "pid": os.getpid(),
+            "kprof_file": kprof.__file__,
+            "settings": asdict(plan.settings),
         }
 
     def _slots(self) -> list[str]:
@@ -168,10 +179,13 @@ class CaseWorker:
         try:
             if self.results and any(self.results):
                 profile_cases(self.ctx, self._slots(), self.results)
-        except Exception as exc:  # the profiler failed: the cases stay, the run is incomplete
+        except Exception as exc:  # noqa: BLE001 - the profiler failed: the cases stay, the run is incomplete
             error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-1000:]
-        files = [(p.relative_to(self.sink.trace_root).as_posix(), p.read_bytes())
-                 for p in sorted(self.sink.trace_root.rglob("*")) if p.is_file()]
+        files = [
+            (p.relative_to(self.sink.trace_root).as_posix(), p.read_bytes())
+            for p in sorted(self.sink.trace_root.rglob("*"))
+            if p.is_file()
+        ]
         return {"ops": self.sink.take(), "files": files, "trace_root": str(self.sink.trace_root), "error": error}
 
 
@@ -230,7 +244,7 @@ def main() -> None:
             elif cmd == "finish":
                 write_frame(out, ("finished", worker.finish()))
                 return
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure goes back to the driver as an error frame
             write_frame(out, ("error", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]))
             if cmd == "init":
                 return

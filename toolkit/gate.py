@@ -57,11 +57,17 @@ def run_failures(run: dict, metrics: Any) -> list[Failure]:
     """Failures of one stored run (``run`` as :meth:`RunStore.run` gives it, ``metrics`` its cases)."""
     cfg = run.get("config") or {}
     label = f"run {run['id']}" + (f", --rev {cfg['revision']}" if cfg.get("revision") else "")
-    out = [Failure(run["id"], label, r.case, r.status, _detail(r))
-           for r in metrics.itertuples() if r.status in FAILING]
+    out = [Failure(run["id"], label, r.case, r.status, _detail(r)) for r in metrics.itertuples() if r.status in FAILING]
     if len(metrics) and not (metrics["status"] != "skipped").any():
-        out.append(Failure(run["id"], label, "", "unchecked",
-                           f"all {len(metrics)} cases were skipped, none was checked against the oracle"))
+        out.append(
+            Failure(
+                run["id"],
+                label,
+                "",
+                "unchecked",
+                f"all {len(metrics)} cases were skipped, none was checked against the oracle",
+            )
+        )
     elif not len(metrics):
         out.append(Failure(run["id"], label, "", "unchecked", "the run holds no case"))
     return out

@@ -65,22 +65,30 @@ def grid_table(metrics: pd.DataFrame) -> pd.DataFrame:
         t_k = float(kp["gpu_time_us"]) if kp is not None else math.nan
         t_p = float(peer["gpu_time_us"]) if peer is not None else math.nan
         ratio = t_k / t_p if kp is not None and peer is not None else math.nan
-        spread = max(float(kp.get("noise", math.nan)) if kp is not None else math.nan,
-                     float(peer.get("noise", math.nan)) if peer is not None else math.nan)
+        spread = max(
+            float(kp.get("noise", math.nan)) if kp is not None else math.nan,
+            float(peer.get("noise", math.nan)) if peer is not None else math.nan,
+        )
         bound = str(kp.get("bound", "")) if kp is not None else ""
-        rows.append({
-            "shape": shape, "dtype": dtype,
-            "best_kprof": kp["provider"] if kp is not None else None, "kprof_us": t_k,
-            "best_peer": peer["provider"] if peer is not None else None, "peer_us": t_p,
-            "ratio": ratio, "spread": spread,
-            "verdict": verdict(ratio, spread) if kp is not None else "not measured",
-            "why": _why_unmeasured(g) if kp is None else "",
-            "bound": bound,
-            "pct_copy": float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan,
-            "bytes": float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan,
-            "vs_roofline": t_k / float(roof["gpu_time_us"]) if kp is not None and roof is not None else math.nan,
-            "timing_mode": kp.get("timing_mode") if kp is not None else None,
-        })
+        rows.append(
+            {
+                "shape": shape,
+                "dtype": dtype,
+                "best_kprof": kp["provider"] if kp is not None else None,
+                "kprof_us": t_k,
+                "best_peer": peer["provider"] if peer is not None else None,
+                "peer_us": t_p,
+                "ratio": ratio,
+                "spread": spread,
+                "verdict": verdict(ratio, spread) if kp is not None else "not measured",
+                "why": _why_unmeasured(g) if kp is None else "",
+                "bound": bound,
+                "pct_copy": float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan,
+                "bytes": float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan,
+                "vs_roofline": t_k / float(roof["gpu_time_us"]) if kp is not None and roof is not None else math.nan,
+                "timing_mode": kp.get("timing_mode") if kp is not None else None,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -93,9 +101,15 @@ def _why_unmeasured(g: pd.DataFrame) -> str:
 
 def summarize(table: pd.DataFrame) -> GridSummary:
     v = table["verdict"].value_counts()
-    return GridSummary(points=len(table), wins=int(v.get("win", 0)), ties=int(v.get("tie", 0)),
-                       losses=int(v.get("loss", 0)), uncertain=int(v.get("uncertain", 0)),
-                       no_peer=int(v.get("no peer", 0)), not_measured=int(v.get("not measured", 0)))
+    return GridSummary(
+        points=len(table),
+        wins=int(v.get("win", 0)),
+        ties=int(v.get("tie", 0)),
+        losses=int(v.get("loss", 0)),
+        uncertain=int(v.get("uncertain", 0)),
+        no_peer=int(v.get("no peer", 0)),
+        not_measured=int(v.get("not measured", 0)),
+    )
 
 
 def render(table: pd.DataFrame, runs: Sequence[str], family: str) -> str:
@@ -104,18 +118,24 @@ def render(table: pd.DataFrame, runs: Sequence[str], family: str) -> str:
     mode = next((m for m in table["timing_mode"].dropna()), "cold")
     order = {"loss": 0, "uncertain": 1, "tie": 2, "win": 3}
     t = table.assign(_o=table["verdict"].map(order).fillna(4)).sort_values(["_o", "ratio"], ascending=[True, False])
-    lines = [f"# kprof grid · {family} · runs {', '.join(runs)}", "",
-             f"{s.points} points: **{s.wins} win, {s.ties} tie, {s.losses} loss**, {s.uncertain} uncertain "
-             f"(a loss within the cases' own spread), {s.no_peer} without a peer, {s.not_measured} not measured "
-             f"(reason in the last column). Times: `{mode}` mode, µs. "
-             f"win: best kprof <= {WIN} x best peer; tie: up to {TIE} x.", "",
-             "| shape | dtype | verdict | best kprof | µs | best peer | µs | ratio | spread | % of copy "
-             "| vs roofline | why not measured |",
-             "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        f"# kprof grid · {family} · runs {', '.join(runs)}",
+        "",
+        f"{s.points} points: **{s.wins} win, {s.ties} tie, {s.losses} loss**, {s.uncertain} uncertain "
+        f"(a loss within the cases' own spread), {s.no_peer} without a peer, {s.not_measured} not measured "
+        f"(reason in the last column). Times: `{mode}` mode, µs. "
+        f"win: best kprof <= {WIN} x best peer; tie: up to {TIE} x.",
+        "",
+        "| shape | dtype | verdict | best kprof | µs | best peer | µs | ratio | spread | % of copy "
+        "| vs roofline | why not measured |",
+        "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|",
+    ]
     for r in t.itertuples():
-        lines.append(f"| {r.shape} | {r.dtype} | {r.verdict} | {_cell(r.best_kprof) or '—'} | {_num(r.kprof_us)} | "
-                     f"{r.best_peer or '—'} | {_num(r.peer_us)} | {_num(r.ratio, 3)} | {_pct(r.spread)} | "
-                     f"{_num(r.pct_copy, 1)} | {_num(r.vs_roofline, 3)} | {_cell(r.why)} |")
+        lines.append(
+            f"| {r.shape} | {r.dtype} | {r.verdict} | {_cell(r.best_kprof) or '—'} | {_num(r.kprof_us)} | "
+            f"{r.best_peer or '—'} | {_num(r.peer_us)} | {_num(r.ratio, 3)} | {_pct(r.spread)} | "
+            f"{_num(r.pct_copy, 1)} | {_num(r.vs_roofline, 3)} | {_cell(r.why)} |"
+        )
     return "\n".join(lines) + "\n"
 
 

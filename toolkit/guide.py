@@ -17,9 +17,25 @@ from kprof.errors import KprofError
 from kprof.fmt import cell as _fmt
 
 GUIDE_COLUMNS = (
-    "shape", "dtype", "best", "best_us", "best_pct_roof", "bound", "runner_up", "runner_up_slower_pct",
-    "default", "default_slower_pct", "worst_slower_pct", "configs", "skipped", "failed",
-    "registers", "local_bytes", "shared_mem_bytes", "occupancy_pct", "occupancy_limiter",
+    "shape",
+    "dtype",
+    "best",
+    "best_us",
+    "best_pct_roof",
+    "bound",
+    "runner_up",
+    "runner_up_slower_pct",
+    "default",
+    "default_slower_pct",
+    "worst_slower_pct",
+    "configs",
+    "skipped",
+    "failed",
+    "registers",
+    "local_bytes",
+    "shared_mem_bytes",
+    "occupancy_pct",
+    "occupancy_limiter",
 )
 
 
@@ -42,19 +58,27 @@ def guide_table(metrics: pd.DataFrame) -> pd.DataFrame:
     as recorded at launch, is shown. Times are GPU medians; with no GPU times (an interpreter run) the
     table ranks nothing and says so through empty ``best`` cells."""
     if metrics.empty:
-        raise KprofError("the run has no cases; a guide needs a sweep run (`kprof sweep FAMILY --version V --param ...`)")
+        raise KprofError(
+            "the run has no cases; a guide needs a sweep run (`kprof sweep FAMILY --version V --param ...`)"
+        )
     has_params = metrics["params"].notna().any() if "params" in metrics else False
     if not has_params:
-        raise KprofError("this run is not a sweep (no case has pinned meta-parameters); "
-                         "make one with `kprof sweep FAMILY --version V --param NAME=v1,v2`")
+        raise KprofError(
+            "this run is not a sweep (no case has pinned meta-parameters); "
+            "make one with `kprof sweep FAMILY --version V --param NAME=v1,v2`"
+        )
     rows = []
     for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
         swept = g[g["params"].notna()]
         default = g[g["params"].isna() & (g["kind"] == "triton")]
         ok = swept[(swept["status"] == "ok") & swept["gpu_time_us"].notna()].sort_values("gpu_time_us")
-        row: dict = {"shape": shape, "dtype": dtype, "configs": len(swept),
-                     "skipped": int((swept["status"] == "skipped").sum()),
-                     "failed": int(swept["status"].isin(["fail", "error"]).sum())}
+        row: dict = {
+            "shape": shape,
+            "dtype": dtype,
+            "configs": len(swept),
+            "skipped": int((swept["status"] == "skipped").sum()),
+            "failed": int(swept["status"].isin(["fail", "error"]).sum()),
+        }
         if not default.empty:
             d = default.iloc[0]
             row["default"] = str(d.get("config") or d["provider"])
@@ -62,12 +86,17 @@ def guide_table(metrics: pd.DataFrame) -> pd.DataFrame:
             best = ok.iloc[0]
             t0 = float(best["gpu_time_us"])
             roof = best.get("pct_roof")
-            row.update(best=_short(best), best_us=t0, bound=best.get("bound"),
-                       best_pct_roof=roof if pd.notna(roof) else best.get("pct_peak_bw"),
-                       registers=best.get("registers_per_thread"), local_bytes=best.get("local_bytes"),
-                       shared_mem_bytes=best.get("shared_mem_bytes"),
-                       occupancy_pct=best.get("occupancy_theoretical_pct"),
-                       occupancy_limiter=best.get("occupancy_limiter"))
+            row.update(
+                best=_short(best),
+                best_us=t0,
+                bound=best.get("bound"),
+                best_pct_roof=roof if pd.notna(roof) else best.get("pct_peak_bw"),
+                registers=best.get("registers_per_thread"),
+                local_bytes=best.get("local_bytes"),
+                shared_mem_bytes=best.get("shared_mem_bytes"),
+                occupancy_pct=best.get("occupancy_theoretical_pct"),
+                occupancy_limiter=best.get("occupancy_limiter"),
+            )
             if len(ok) > 1:
                 row["runner_up"] = _short(ok.iloc[1])
                 row["runner_up_slower_pct"] = 100.0 * (float(ok.iloc[1]["gpu_time_us"]) / t0 - 1)
@@ -87,8 +116,9 @@ def swept_params(metrics: pd.DataFrame) -> dict[str, list]:
     return {k: sorted(v) for k, v in values.items()}
 
 
-def sweep_grid(metrics: pd.DataFrame, shape: str, dtype: str, x: str, y: str,
-               value: str = "gpu_time_us") -> pd.DataFrame:
+def sweep_grid(
+    metrics: pd.DataFrame, shape: str, dtype: str, x: str, y: str, value: str = "gpu_time_us"
+) -> pd.DataFrame:
     """One cell per (x, y) pair of meta-parameter values for a shape: the best correct configuration among
     those sharing that pair (the other parameters free), with its time, % of roof, resources and config;
     pairs where nothing ran keep the reason of one skipped configuration. ``value`` is what ranks."""
@@ -103,8 +133,21 @@ def sweep_grid(metrics: pd.DataFrame, shape: str, dtype: str, x: str, y: str,
     higher_better = value in ("pct_roof", "pct_peak_bw", "gbps", "tflops")
     best = ok.sort_values(value, ascending=not higher_better).groupby([x, y], as_index=False).first()
     rest = g[~g.set_index([x, y]).index.isin(best.set_index([x, y]).index)].groupby([x, y], as_index=False).first()
-    cols = [x, y, value, "gpu_time_us", "pct_roof", "registers_per_thread", "local_bytes", "shared_mem_bytes",
-            "occupancy_theoretical_pct", "occupancy_achieved_pct", "params_text", "status", "note"]
+    cols = [
+        x,
+        y,
+        value,
+        "gpu_time_us",
+        "pct_roof",
+        "registers_per_thread",
+        "local_bytes",
+        "shared_mem_bytes",
+        "occupancy_theoretical_pct",
+        "occupancy_achieved_pct",
+        "params_text",
+        "status",
+        "note",
+    ]
     out = pd.concat([best, rest], ignore_index=True)
     return out[[c for c in dict.fromkeys(cols) if c in out.columns]]
 
@@ -115,9 +158,21 @@ def configs_table(metrics: pd.DataFrame) -> pd.DataFrame:
     df["params_text"] = [_short(r) if _params(r) else f"(default) {_short(r)}" for _, r in df.iterrows()]
     df["sort_time"] = df["gpu_time_us"].fillna(math.inf)
     df = df.sort_values(["shape", "dtype", "sort_time"], kind="stable")
-    cols = ["shape", "dtype", "params_text", "config", "status", "note", "gpu_time_us", "pct_roof",
-            "registers_per_thread", "local_bytes", "shared_mem_bytes", "occupancy_theoretical_pct",
-            "occupancy_achieved_pct"]
+    cols = [
+        "shape",
+        "dtype",
+        "params_text",
+        "config",
+        "status",
+        "note",
+        "gpu_time_us",
+        "pct_roof",
+        "registers_per_thread",
+        "local_bytes",
+        "shared_mem_bytes",
+        "occupancy_theoretical_pct",
+        "occupancy_achieved_pct",
+    ]
     return df[[c for c in cols if c in df.columns]].reset_index(drop=True)
 
 
@@ -133,43 +188,62 @@ def render_markdown(table: pd.DataFrame, run: dict, configs: pd.DataFrame) -> st
         "",
     ]
     if run.get("mode") == "interpreter":
-        lines += ["**CPU interpreter run: configurations were checked for correctness and compiled for sm_90 "
-                  "offline, not timed; nothing is ranked.**", ""]
+        lines += [
+            "**CPU interpreter run: configurations were checked for correctness and compiled for sm_90 "
+            "offline, not timed; nothing is ranked.**",
+            "",
+        ]
     lines += [
-        "| shape | dtype | best config | µs | % of roof | runner-up | +% | default (version's own choice) | +% | worst +% | configs (skipped, failed) |",
+        "| shape | dtype | best config | µs | % of roof | runner-up | +% | default (version's own choice) | +% | "
+        "worst +% | configs (skipped, failed) |",
         "| :--- | :--- | :--- | ---: | ---: | :--- | ---: | :--- | ---: | ---: | :--- |",
     ]
     for r in table.to_dict("records"):
         lines.append(
             f"| {r['shape']} | {r['dtype']} | **{_fmt(r['best'])}** | {_fmt(r['best_us'], '.1f')} | "
-            f"{_fmt(r['best_pct_roof'], '.1f')}{' (' + r['bound'] + ')' if isinstance(r['bound'], str) else ''} | {_fmt(r['runner_up'])} | {_fmt(r['runner_up_slower_pct'], '.1f')} | "
+            f"{_fmt(r['best_pct_roof'], '.1f')}{' (' + r['bound'] + ')' if isinstance(r['bound'], str) else ''} | "
+            f"{_fmt(r['runner_up'])} | {_fmt(r['runner_up_slower_pct'], '.1f')} | "
             f"{_fmt(r['default'])} | {_fmt(r['default_slower_pct'], '.1f')} | {_fmt(r['worst_slower_pct'], '.0f')} | "
             f"{r['configs']} ({r['skipped']}, {r['failed']}) |"
         )
     if table["best"].notna().any():
-        lines += ["", "## Why the winners win (compiler resources of the best config)", "",
-                  "| shape | dtype | best config | registers/thread | local (spill) bytes/thread | shared mem/block | theoretical occupancy | limited by |",
-                  "| :--- | :--- | :--- | ---: | ---: | ---: | ---: | :--- |"]
+        lines += [
+            "",
+            "## Why the winners win (compiler resources of the best config)",
+            "",
+            "| shape | dtype | best config | registers/thread | local (spill) bytes/thread | shared mem/block | "
+            "theoretical occupancy | limited by |",
+            "| :--- | :--- | :--- | ---: | ---: | ---: | ---: | :--- |",
+        ]
     for r in table[table["best"].notna()].to_dict("records"):
         lines.append(
             f"| {r['shape']} | {r['dtype']} | {_fmt(r['best'])} | {_fmt(r['registers'], '.0f')} | "
             f"{_fmt(r['local_bytes'], '.0f')} | {_fmt(r['shared_mem_bytes'], '.0f')} | "
             f"{_fmt(r['occupancy_pct'], '.0f', '%')} | {_fmt(r['occupancy_limiter'])} |"
         )
-    lines += ["", "## Every configuration", "",
-              "| shape | dtype | config | status | µs | % of roof | regs | local B | smem B | occ. theo % | occ. achieved % | why |",
-              "| :--- | :--- | :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |"]
+    lines += [
+        "",
+        "## Every configuration",
+        "",
+        "| shape | dtype | config | status | µs | % of roof | regs | local B | smem B | occ. theo % | occ. achieved % "
+        "| why |",
+        "| :--- | :--- | :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- |",
+    ]
     for r in configs.to_dict("records"):
         lines.append(
-            f"| {r['shape']} | {r['dtype']} | {r['params_text']} | {r['status']} | {_fmt(r.get('gpu_time_us'), '.1f')} | "
+            f"| {r['shape']} | {r['dtype']} | {r['params_text']} | {r['status']} | "
+            f"{_fmt(r.get('gpu_time_us'), '.1f')} | "
             f"{_fmt(r.get('pct_roof'), '.1f')} | {_fmt(r.get('registers_per_thread'), '.0f')} | "
             f"{_fmt(r.get('local_bytes'), '.0f')} | {_fmt(r.get('shared_mem_bytes'), '.0f')} | "
             f"{_fmt(r.get('occupancy_theoretical_pct'), '.0f')} | {_fmt(r.get('occupancy_achieved_pct'), '.0f')} | "
             f"{(r['note'] if isinstance(r.get('note'), str) else '')[:160].replace('|', '/')} |"
         )
-    lines += ["", "*% of roof*: achieved rate against the roofline at the case's arithmetic intensity, from this "
-              "device's measured copy bandwidth and matrix-product rate (memory-bound: % of copy bandwidth). "
-              "*+%*: slower than the best, in GPU median time (L2 flushed). *default*: the version run "
-              "without pinned parameters, with the configuration it chose as recorded at launch. Skipped "
-              "configurations (cannot compile or launch) and their reasons are in `kprof show RUN`."]
+    lines += [
+        "",
+        "*% of roof*: achieved rate against the roofline at the case's arithmetic intensity, from this "
+        "device's measured copy bandwidth and matrix-product rate (memory-bound: % of copy bandwidth). "
+        "*+%*: slower than the best, in GPU median time (L2 flushed). *default*: the version run "
+        "without pinned parameters, with the configuration it chose as recorded at launch. Skipped "
+        "configurations (cannot compile or launch) and their reasons are in `kprof show RUN`.",
+    ]
     return "\n".join(lines) + "\n"

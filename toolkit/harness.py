@@ -309,7 +309,13 @@ def peak_memory(fn: Callable[[], Any]) -> int:
 
 # -------------------------------------------------------------------------------------------- one case
 def more_gpu_samples(
-    family: Family, provider: Provider, case: Case, *, device: str, settings: BenchSettings, host_us: float,
+    family: Family,
+    provider: Provider,
+    case: Case,
+    *,
+    device: str,
+    settings: BenchSettings,
+    host_us: float,
 ) -> tuple[float, ...]:
     """Another round of GPU samples of a case already checked by :func:`run_case` (same inputs: same seed).
 
@@ -324,15 +330,17 @@ def more_gpu_samples(
     return tuple(v / 1e3 for v in modes.headline(samples, settings.mode)[1])
 
 
-def measure_modes(call: Callable[[], Any], settings: BenchSettings, host_us: Sequence[float],
-                  rough_ms: float) -> tuple[dict[str, tuple[float, ...]], str, list[str]]:
+def measure_modes(
+    call: Callable[[], Any], settings: BenchSettings, host_us: Sequence[float], rough_ms: float
+) -> tuple[dict[str, tuple[float, ...]], str, list[str]]:
     """(samples per mode in us, timer "cupti" | "events", notes): cold and warm from one CUPTI session,
     CUDA events when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
     host_med = sorted(host_us)[len(host_us) // 2]
     res = modes.measure_cupti(call, host_us=host_med, gpu_us=rough_ms * 1e3, rep_ms=settings.rep_ms)
     no_warm = settings.mode == "warm" and (res.warm is None or not res.warm.busy_us)
-    events = time_gpu(call, settings, host_us=host_med) if (res.source == "events" or settings.events or no_warm) \
-        else []
+    events = (
+        time_gpu(call, settings, host_us=host_med) if (res.source == "events" or settings.events or no_warm) else []
+    )
     notes = [res.note] if res.note else []
     return modes.mode_samples(res, host_us, (), events), res.source, notes
 
@@ -383,10 +391,22 @@ def run_case(
         used, gpu = modes.headline(samples, settings.mode)
         graph = samples.get("graph")
         return CaseResult(
-            case, "ok", "; ".join(notes) or None, corr,
-            gpu_samples_ms=tuple(v / 1e3 for v in gpu), graph_time_ms=modes.median(graph) / 1e3 if graph else None,
-            graph_host_us=graph_host, host_samples_us=tuple(host), peak_mem_bytes=peak, bytes=nbytes, flops=flops,
-            timed=True, extra=extra, mode_samples_us=samples, timing_mode=settings.mode, timer=used if used == "events" else timer,
+            case,
+            "ok",
+            "; ".join(notes) or None,
+            corr,
+            gpu_samples_ms=tuple(v / 1e3 for v in gpu),
+            graph_time_ms=modes.median(graph) / 1e3 if graph else None,
+            graph_host_us=graph_host,
+            host_samples_us=tuple(host),
+            peak_mem_bytes=peak,
+            bytes=nbytes,
+            flops=flops,
+            timed=True,
+            extra=extra,
+            mode_samples_us=samples,
+            timing_mode=settings.mode,
+            timer=used if used == "events" else timer,
         )
     except UnsupportedConfig as exc:  # a sweep's configuration this version cannot take: skipped, with why
         return CaseResult(case, "skipped", str(exc)[:500], bytes=nbytes, flops=flops, extra=extra)

@@ -99,8 +99,11 @@ class _Recorder:
 
 def _uses_scratch(run: Any) -> bool:
     """Whether the launcher allocates per call (scratch memory, GSan state): then it must run as Triton wrote it."""
-    return bool(getattr(run, "global_scratch_size", 0) or getattr(run, "profile_scratch_size", 0)
-                or getattr(run, "gsan_enabled", False))
+    return bool(
+        getattr(run, "global_scratch_size", 0)
+        or getattr(run, "profile_scratch_size", 0)
+        or getattr(run, "gsan_enabled", False)
+    )
 
 
 def direct_launch(run: Any, function: Any, packed: Any) -> tuple[Callable[..., Any], tuple]:

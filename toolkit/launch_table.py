@@ -39,14 +39,20 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("kernel", "string", "", "kernel name as the profiler reports it (or the copy/sync name)", required=True),
-    Column("kernel_norm", "string", "", "the name as one key across profilers (demangled, clone/.kd suffixes, "
-           "return type and parameter lists dropped: kprof.names.normalize); diff and matching use it"),
+    Column(
+        "kernel_norm",
+        "string",
+        "",
+        "the name as one key across profilers (demangled, clone/.kd suffixes, "
+        "return type and parameter lists dropped: kprof.names.normalize); diff and matching use it",
+    ),
     Column("kind", "string", "", "kernel | memcpy | memset | sync (<NA> = kernel)"),
     Column("count", "Int64", "", "launches this row stands for: 1 when traced, more in a summary row"),
     Column("start_ns", "Int64", "ns", "kernel start on the GPU (profiler clock)"),
     Column("end_ns", "Int64", "ns", "kernel end on the GPU"),
-    Column("duration_ns", "Int64", "ns", "end_ns - start_ns (the mean over count launches in a summary row)",
-           required=True),
+    Column(
+        "duration_ns", "Int64", "ns", "end_ns - start_ns (the mean over count launches in a summary row)", required=True
+    ),
     Column("device", "Int64", "", "GPU index"),
     Column("stream", "Int64", "", "stream (or HIP queue) the kernel ran on"),
     Column("correlation_id", "Int64", "", "links the kernel to the host API call that launched it"),
@@ -60,10 +66,19 @@ COLUMNS: tuple[Column, ...] = (
     Column("shared_mem_bytes", "Int64", "bytes", "static + dynamic shared memory per block"),
     Column("occupancy_est_pct", "Float64", "%", "Kineto's estimate of achieved occupancy"),
     Column("occupancy_achieved_pct", "Float64", "%", "measured achieved occupancy (ncu sm__warps_active)"),
-    Column("occupancy_theoretical_pct", "Float64", "%", "the profiler's theoretical occupancy (ncu), or kprof's "
-           "calculator for AMD from VGPRs/SGPRs/LDS"),
-    Column("occupancy_limiter", "string", "", "resource that caps occupancy: warps, registers, shared_memory, "
-           "blocks, barriers (AMD: vgprs, sgprs, lds, waves)"),
+    Column(
+        "occupancy_theoretical_pct",
+        "Float64",
+        "%",
+        "the profiler's theoretical occupancy (ncu), or kprof's calculator for AMD from VGPRs/SGPRs/LDS",
+    ),
+    Column(
+        "occupancy_limiter",
+        "string",
+        "",
+        "resource that caps occupancy: warps, registers, shared_memory, "
+        "blocks, barriers (AMD: vgprs, sgprs, lds, waves)",
+    ),
     Column("sgprs", "Int64", "registers", "AMD scalar registers per wave"),
     Column("accum_vgprs", "Int64", "registers", "AMD accumulation VGPRs (AGPRs) per lane"),
     Column("scratch_bytes", "Int64", "bytes", "per-thread local/private (scratch) memory"),
@@ -76,17 +91,37 @@ COLUMNS: tuple[Column, ...] = (
     Column("api_start_ns", "Int64", "ns", "host launch call start"),
     Column("api_end_ns", "Int64", "ns", "host launch call end"),
     Column("launch_latency_ns", "Int64", "ns", "kernel start - launch call start"),
-    Column("queue_ns", "Int64", "ns", "kernel start - launch call end, 0 when the kernel started before the call "
-           "returned (nsys's cuda_kern_exec_trace queue time)"),
+    Column(
+        "queue_ns",
+        "Int64",
+        "ns",
+        "kernel start - launch call end, 0 when the kernel started before the call "
+        "returned (nsys's cuda_kern_exec_trace queue time)",
+    ),
     Column("pid", "Int64", "", "host process of the launch call"),
     Column("tid", "Int64", "", "host thread of the launch call"),
     Column("case", "string", "", "kprof case id the launch belongs to (from its labelled range)"),
-    Column("scope", "string", "", "the profiler's scope path above the kernel (Proton scopes, outermost first, "
-           "joined by ' / '): one kernel under different scopes stays apart"),
-    Column("counters", "string", "", "hardware counters of the launch as JSON ({name: value}) where the profiler "
-           "collected some outside the named columns (rocprofv3 --pmc)"),
-    Column("config", "string", "", "Triton specialisation that ran: constexprs, num_warps, num_stages, "
-           "'(autotuned)' for the autotuner's pick (kprof's launch recording, matched by case and kernel name)"),
+    Column(
+        "scope",
+        "string",
+        "",
+        "the profiler's scope path above the kernel (Proton scopes, outermost first, "
+        "joined by ' / '): one kernel under different scopes stays apart",
+    ),
+    Column(
+        "counters",
+        "string",
+        "",
+        "hardware counters of the launch as JSON ({name: value}) where the profiler "
+        "collected some outside the named columns (rocprofv3 --pmc)",
+    ),
+    Column(
+        "config",
+        "string",
+        "",
+        "Triton specialisation that ran: constexprs, num_warps, num_stages, "
+        "'(autotuned)' for the autotuner's pick (kprof's launch recording, matched by case and kernel name)",
+    ),
     Column("num_warps", "Int64", "warps", "Triton num_warps of the specialisation"),
     Column("num_stages", "Int64", "", "Triton num_stages of the specialisation"),
     Column("source", "string", "", "profiler that recorded it: torch, nsys, ncu, rocprof, proton", required=True),
@@ -144,8 +179,10 @@ def validate(df: pd.DataFrame, *, source: str | None = None) -> pd.DataFrame:
             raise LaunchTableError(f"{who}: negative kernel durations")
         if (out["duration_ns"] > MAX_DURATION_NS).any():
             worst = int(out["duration_ns"].max())
-            raise LaunchTableError(f"{who}: a duration of {worst} ns ({worst / 3.6e12:.1f} h) is not a kernel time "
-                                   "(a number or unit was misread; check the file)")
+            raise LaunchTableError(
+                f"{who}: a duration of {worst} ns ({worst / 3.6e12:.1f} h) is not a kernel time "
+                "(a number or unit was misread; check the file)"
+            )
         _check_latency(out, who)
         timed = out["start_ns"].notna() & out["end_ns"].notna()
         if (out.loc[timed, "end_ns"] - out.loc[timed, "start_ns"] != out.loc[timed, "duration_ns"]).any():
@@ -171,7 +208,8 @@ def _check_latency(out: pd.DataFrame, who: str) -> None:
     if len(bad):
         raise LaunchTableError(
             f"{who}: {len(bad)} launch latencies are negative or longer than the trace ({int(bad.iloc[0])} ns, trace "
-            f"span {span} ns): kernels were joined to launch calls that did not launch them (mismatched files)")
+            f"span {span} ns): kernels were joined to launch calls that did not launch them (mismatched files)"
+        )
 
 
 def kernels(df: pd.DataFrame) -> pd.DataFrame:

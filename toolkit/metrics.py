@@ -25,41 +25,103 @@ if TYPE_CHECKING:  # the store, report and dashboard read metrics without import
     from kprof.harness import CaseResult
 
 METRIC_COLUMNS: tuple[str, ...] = (
-    "case", "family", "provider", "kind", "shape", "dtype", "status", "ok", "note",
+    "case",
+    "family",
+    "provider",
+    "kind",
+    "shape",
+    "dtype",
+    "status",
+    "ok",
+    "note",
     "max_rel_err",  # ||out - ref|| / ||ref|| against the float64 oracle, worst output
     "max_abs_err",
-    "gpu_time_us", "p20_us", "p80_us", "noise", "n_samples",  # noise = IQR / median
-    "graph_time_us", "graph_host_us", "host_time_us",
-    "launch_latency_us", "api_time_us", "queue_us", "kernels_per_call",
-    "gbps", "pct_peak_bw", "tflops",
-    "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_achieved_pct", "occupancy_limiter",
+    "gpu_time_us",
+    "p20_us",
+    "p80_us",
+    "noise",
+    "n_samples",  # noise = IQR / median
+    "graph_time_us",
+    "graph_host_us",
+    "host_time_us",
+    "launch_latency_us",
+    "api_time_us",
+    "queue_us",
+    "kernels_per_call",
+    "gbps",
+    "pct_peak_bw",
+    "tflops",
+    "occupancy_theoretical_pct",
+    "occupancy_est_pct",
+    "occupancy_achieved_pct",
+    "occupancy_limiter",
     # from the profiler pass: the main kernel's own duration as the profiler saw it, its spread, all
     # kernel time per call summed and as GPU time covered (kernels that overlap counted once), and
     # what the hardware counters measured (ncu) against the family's bytes model
-    "prof_kernel_us", "prof_kernel_noise", "prof_call_us", "prof_busy_us",
-    "dram_bytes_per_call", "dram_vs_model",
-    "transfers_per_call", "syncs_per_call",
-    "registers_per_thread", "shared_mem_bytes", "threads_per_block", "main_kernel",
-    "peak_mem_mb", "bytes", "flops",
+    "prof_kernel_us",
+    "prof_kernel_noise",
+    "prof_call_us",
+    "prof_busy_us",
+    "dram_bytes_per_call",
+    "dram_vs_model",
+    "transfers_per_call",
+    "syncs_per_call",
+    "registers_per_thread",
+    "shared_mem_bytes",
+    "threads_per_block",
+    "main_kernel",
+    "peak_mem_mb",
+    "bytes",
+    "flops",
     # which Triton specialisation ran (kprof.specialization): the main kernel's constexprs and launch
     # options ("BLOCK_N=4096 num_warps=8 num_stages=3", "(autotuned)" for the autotuner's pick), every
     # Triton kernel of the call as JSON, a sweep's pinned meta-parameters as JSON, and the compiler's
     # local memory (spills) per thread with where the resources came from
-    "config", "triton_kernels", "params", "local_bytes", "spill_bytes", "resources_from",
+    "config",
+    "triton_kernels",
+    "params",
+    "local_bytes",
+    "spill_bytes",
+    "resources_from",
     # roofline: FLOP/byte from the family's models, memory- or compute-bound against this device's two
     # measured ceilings, and the achieved rate as % of the roof at that intensity
-    "intensity", "bound", "pct_roof",
+    "intensity",
+    "bound",
+    "pct_roof",
     # declared timing modes (kprof.timing): gpu_time_us above is the median of ``timing_mode``'s samples;
     # ``timer`` says whether cold/warm came from CUPTI records or the CUDA-event fallback; per mode the
     # median busy time (union of kernel intervals, shown), span (first start -> last end) and kernel sum
-    "timing_mode", "timer", "cold_us", "cold_span_us", "cold_sum_us", "warm_us", "warm_span_us", "warm_sum_us",
+    "timing_mode",
+    "timer",
+    "cold_us",
+    "cold_span_us",
+    "cold_sum_us",
+    "warm_us",
+    "warm_span_us",
+    "warm_sum_us",
     "events_us",
 )
 
 
-TEXT_METRICS = ("case", "family", "provider", "kind", "shape", "dtype", "status", "note", "main_kernel",
-                "occupancy_limiter", "config", "triton_kernels", "params", "resources_from", "bound",
-                "timing_mode", "timer")
+TEXT_METRICS = (
+    "case",
+    "family",
+    "provider",
+    "kind",
+    "shape",
+    "dtype",
+    "status",
+    "note",
+    "main_kernel",
+    "occupancy_limiter",
+    "config",
+    "triton_kernels",
+    "params",
+    "resources_from",
+    "bound",
+    "timing_mode",
+    "timer",
+)
 
 
 def summarize_samples(samples_ms: Sequence[float]) -> dict[str, float]:
@@ -90,8 +152,9 @@ def achieved(bytes_moved: int, flops: int, time_us: float, ceiling_gbps: float |
     }
 
 
-def roofline_point(flops: float, bytes_moved: float, tflops: float, ceiling_gbps: float | None,
-                   peak_tflops: float | None) -> dict[str, object]:
+def roofline_point(
+    flops: float, bytes_moved: float, tflops: float, ceiling_gbps: float | None, peak_tflops: float | None
+) -> dict[str, object]:
     """Arithmetic intensity, the bound it implies on this device, and the achieved rate as % of the roof.
 
     The ridge point is ``peak_tflops / ceiling_gbps`` FLOP/byte: below it the memory roof
@@ -112,8 +175,9 @@ def roofline_point(flops: float, bytes_moved: float, tflops: float, ceiling_gbps
     return out
 
 
-def with_roofline(metrics: pd.DataFrame, ceiling_gbps: float | None,
-                  peak_tflops: Mapping[str, float] | None = None) -> pd.DataFrame:
+def with_roofline(
+    metrics: pd.DataFrame, ceiling_gbps: float | None, peak_tflops: Mapping[str, float] | None = None
+) -> pd.DataFrame:
     """``metrics`` with intensity / bound / % of roof filled where a run stored none (runs made before
     the roofline columns existed), from the run's ceilings: the copy bandwidth, and the matrix-product
     rate per dtype when it was measured (else the memory roof alone)."""
@@ -124,15 +188,21 @@ def with_roofline(metrics: pd.DataFrame, ceiling_gbps: float | None,
     missing = out["bound"].isna()
     for i in out.index[missing]:
         r = out.loc[i]
-        point = roofline_point(float(r["flops"] or 0), float(r["bytes"] or 0), r.get("tflops"), ceiling_gbps,
-                               (peak_tflops or {}).get(r["dtype"]))
+        point = roofline_point(
+            float(r["flops"] or 0),
+            float(r["bytes"] or 0),
+            r.get("tflops"),
+            ceiling_gbps,
+            (peak_tflops or {}).get(r["dtype"]),
+        )
         for k, v in point.items():
             out.at[i, k] = v
     return out
 
 
-def specialization_fields(specs: Sequence[Mapping], limits: DeviceLimits | None = None,
-                          params: Mapping[str, int] | None = None) -> dict[str, object]:
+def specialization_fields(
+    specs: Sequence[Mapping], limits: DeviceLimits | None = None, params: Mapping[str, int] | None = None
+) -> dict[str, object]:
     """Metric columns from the Triton launches a call made (``Specialization.to_dict()`` rows, in launch
     order): the config label, resources and theoretical occupancy of the main kernel (the last launched;
     the profiler pass replaces it by the one with the most GPU time)."""
@@ -147,14 +217,16 @@ def specialization_fields(specs: Sequence[Mapping], limits: DeviceLimits | None 
     # (row statistics, a normalisation) before the main work; the profiler pass, which has durations,
     # replaces it by the kernel with the most GPU time
     main = specs[-1]
-    out.update({
-        "config": _label(main),
-        "triton_kernels": json.dumps([{**s, "label": _label(s)} for s in kernels], default=str),
-        "main_kernel": main["kernel"],
-        "local_bytes": _num(main.get("local_bytes")),
-        "spill_bytes": _num(main.get("spill_bytes")),
-        "resources_from": main.get("resources_from"),
-    })
+    out.update(
+        {
+            "config": _label(main),
+            "triton_kernels": json.dumps([{**s, "label": _label(s)} for s in kernels], default=str),
+            "main_kernel": main["kernel"],
+            "local_bytes": _num(main.get("local_bytes")),
+            "spill_bytes": _num(main.get("spill_bytes")),
+            "resources_from": main.get("resources_from"),
+        }
+    )
     regs, smem, warps = main.get("registers"), main.get("shared_mem_bytes"), main.get("num_warps")
     if regs is not None:
         out["registers_per_thread"] = float(regs)
@@ -169,7 +241,10 @@ def specialization_fields(specs: Sequence[Mapping], limits: DeviceLimits | None 
 
 
 def _label(s: Mapping) -> str:
-    config = {**dict(s.get("constexprs") or {}), **{k: s[k] for k in ("num_warps", "num_stages") if s.get(k) is not None}}
+    config = {
+        **dict(s.get("constexprs") or {}),
+        **{k: s[k] for k in ("num_warps", "num_stages") if s.get(k) is not None},
+    }
     return config_label(config, bool(s.get("autotuned")))
 
 
@@ -182,15 +257,23 @@ def mode_fields(result: CaseResult) -> dict:
     from kprof.timing import DEFAULT_MODE
 
     ms = result.mode_samples_us or {}
-    out: dict = {f"{k}_us": float(np.median(ms[k])) if ms.get(k) else math.nan
-                 for k in ("cold", "cold_span", "cold_sum", "warm", "warm_span", "warm_sum", "events")}
+    out: dict = {
+        f"{k}_us": float(np.median(ms[k])) if ms.get(k) else math.nan
+        for k in ("cold", "cold_span", "cold_sum", "warm", "warm_span", "warm_sum", "events")
+    }
     out["timing_mode"] = result.timing_mode or DEFAULT_MODE
     out["timer"] = result.timer or None
     return out
 
 
-def case_row(result: CaseResult, kind: str, ceiling_gbps: float | None, *, peak_tflops: float | None = None,
-             limits: DeviceLimits | None = None) -> dict:
+def case_row(
+    result: CaseResult,
+    kind: str,
+    ceiling_gbps: float | None,
+    *,
+    peak_tflops: float | None = None,
+    limits: DeviceLimits | None = None,
+) -> dict:
     c = result.case
     corr = result.correctness
     row: dict = {
@@ -224,7 +307,9 @@ def case_row(result: CaseResult, kind: str, ceiling_gbps: float | None, *, peak_
 
 
 def launch_metrics(
-    launches: pd.DataFrame, calls_per_case: int, limits: DeviceLimits,
+    launches: pd.DataFrame,
+    calls_per_case: int,
+    limits: DeviceLimits,
     bytes_model: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """Per case (rows of the launch table with a ``case``): launch overhead, the dominant kernel, counters.
@@ -244,11 +329,30 @@ def launch_metrics(
     copies; ``syncs_per_call`` synchronisation calls, not counting the one the replay makes after the
     measured calls of each case.
     """
-    cols = ["case", "kernels_per_call", "launch_latency_us", "api_time_us", "queue_us", "main_kernel",
-            "registers_per_thread", "shared_mem_bytes", "threads_per_block",
-            "occupancy_theoretical_pct", "occupancy_est_pct", "occupancy_achieved_pct", "occupancy_limiter",
-            "prof_kernel_us", "prof_kernel_noise", "prof_call_us", "prof_busy_us", "dram_bytes_per_call", "dram_vs_model",
-            "transfers_per_call", "syncs_per_call", "config"]
+    cols = [
+        "case",
+        "kernels_per_call",
+        "launch_latency_us",
+        "api_time_us",
+        "queue_us",
+        "main_kernel",
+        "registers_per_thread",
+        "shared_mem_bytes",
+        "threads_per_block",
+        "occupancy_theoretical_pct",
+        "occupancy_est_pct",
+        "occupancy_achieved_pct",
+        "occupancy_limiter",
+        "prof_kernel_us",
+        "prof_kernel_noise",
+        "prof_call_us",
+        "prof_busy_us",
+        "dram_bytes_per_call",
+        "dram_vs_model",
+        "transfers_per_call",
+        "syncs_per_call",
+        "config",
+    ]
     df = launches[launches["case"].notna()]
     if df.empty:
         return pd.DataFrame(columns=cols)
@@ -276,38 +380,43 @@ def launch_metrics(
         est = main["occupancy_est_pct"].dropna()
         ach = main["occupancy_achieved_pct"].dropna()
         traced = main[launch_table.launches(main) == 1]["duration_ns"].dropna().astype("float64")
-        q25, q50, q75 = (np.percentile(traced, [25, 50, 75]) if len(traced)
-                         else (math.nan, float(main["duration_ns"].astype("float64").mean()), math.nan))
+        q25, q50, q75 = (
+            np.percentile(traced, [25, 50, 75])
+            if len(traced)
+            else (math.nan, float(main["duration_ns"].astype("float64").mean()), math.nan)
+        )
         dram = g["dram_read_bytes"].astype("Float64") + g["dram_write_bytes"].astype("Float64")
         dram_per_call = float(dram.sum()) / calls_per_case if dram.notna().any() else math.nan
         model = (bytes_model or {}).get(case)
         other = everything[everything["kind"].isin(["memcpy", "memset", "sync"])]
         copies = other[(other["kind"] == "memcpy") & other["copy_kind"].isin(["HtoD", "DtoH"])]
         syncs = other[other["kind"] == "sync"]
-        out.append({
-            "case": case,
-            "kernels_per_call": float(n.sum()) / calls_per_case,
-            "launch_latency_us": _median_us(idle_launch_latency(g)),
-            "api_time_us": _median_us(g["api_end_ns"] - g["api_start_ns"]),
-            "queue_us": _median_us(g["queue_ns"]),
-            "main_kernel": first["kernel"],
-            "registers_per_thread": regs,
-            "shared_mem_bytes": smem,
-            "threads_per_block": threads if threads is not None else pd.NA,
-            "occupancy_theoretical_pct": occ_pct,
-            "occupancy_est_pct": float(est.median()) if len(est) else math.nan,
-            "occupancy_achieved_pct": float(ach.median()) if len(ach) else math.nan,
-            "occupancy_limiter": limiter,
-            "prof_kernel_us": q50 / 1e3,
-            "prof_kernel_noise": (q75 - q25) / q50 if len(traced) and q50 > 0 else math.nan,
-            "prof_call_us": float(totals.sum()) / calls_per_case / 1e3,
-            "prof_busy_us": busy_ns(g) / calls_per_case / 1e3,
-            "dram_bytes_per_call": dram_per_call,
-            "dram_vs_model": dram_per_call / model if model and not math.isnan(dram_per_call) else math.nan,
-            "transfers_per_call": float(launch_table.launches(copies).sum()) / calls_per_case,
-            "syncs_per_call": (max(len(syncs) - 1, 0) / calls_per_case) if len(syncs) else math.nan,
-            "config": first["config"] if "config" in first.index and not pd.isna(first["config"]) else pd.NA,
-        })
+        out.append(
+            {
+                "case": case,
+                "kernels_per_call": float(n.sum()) / calls_per_case,
+                "launch_latency_us": _median_us(idle_launch_latency(g)),
+                "api_time_us": _median_us(g["api_end_ns"] - g["api_start_ns"]),
+                "queue_us": _median_us(g["queue_ns"]),
+                "main_kernel": first["kernel"],
+                "registers_per_thread": regs,
+                "shared_mem_bytes": smem,
+                "threads_per_block": threads if threads is not None else pd.NA,
+                "occupancy_theoretical_pct": occ_pct,
+                "occupancy_est_pct": float(est.median()) if len(est) else math.nan,
+                "occupancy_achieved_pct": float(ach.median()) if len(ach) else math.nan,
+                "occupancy_limiter": limiter,
+                "prof_kernel_us": q50 / 1e3,
+                "prof_kernel_noise": (q75 - q25) / q50 if len(traced) and q50 > 0 else math.nan,
+                "prof_call_us": float(totals.sum()) / calls_per_case / 1e3,
+                "prof_busy_us": busy_ns(g) / calls_per_case / 1e3,
+                "dram_bytes_per_call": dram_per_call,
+                "dram_vs_model": dram_per_call / model if model and not math.isnan(dram_per_call) else math.nan,
+                "transfers_per_call": float(launch_table.launches(copies).sum()) / calls_per_case,
+                "syncs_per_call": (max(len(syncs) - 1, 0) / calls_per_case) if len(syncs) else math.nan,
+                "config": first["config"] if "config" in first.index and not pd.isna(first["config"]) else pd.NA,
+            }
+        )
     return pd.DataFrame(out, columns=cols)
 
 
@@ -330,9 +439,17 @@ def busy_ns(kernels: pd.DataFrame) -> float:
 def attribute_launches(launches: pd.DataFrame, specs_by_case: Mapping[str, Sequence[Mapping]]) -> pd.DataFrame:
     """The launch table with ``config`` / ``num_warps`` / ``num_stages`` filled for Triton kernels, from
     the specialisations recorded for each case (matched by case and kernel name)."""
-    rows = [{"case": case, "kernel": s["kernel"], "config": _label(s), "num_warps": s.get("num_warps"),
-             "num_stages": s.get("num_stages")}
-            for case, specs in specs_by_case.items() for s in specs]
+    rows = [
+        {
+            "case": case,
+            "kernel": s["kernel"],
+            "config": _label(s),
+            "num_warps": s.get("num_warps"),
+            "num_stages": s.get("num_stages"),
+        }
+        for case, specs in specs_by_case.items()
+        for s in specs
+    ]
     if launches.empty or not rows:
         return launches
     known = pd.DataFrame(rows).drop_duplicates(["case", "kernel"], keep="last")

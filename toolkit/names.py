@@ -40,8 +40,7 @@ def _demangler():  # libstdc++'s __cxa_demangle (no extra dependency); None wher
         except (OSError, AttributeError):
             continue
         fn.restype = ctypes.c_void_p
-        fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
-                       ctypes.POINTER(ctypes.c_int)]
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_int)]
         free = ctypes.CDLL(None).free
         free.argtypes = [ctypes.c_void_p]
         return fn, free

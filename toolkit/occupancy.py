@@ -40,10 +40,22 @@ class DeviceLimits:
 # Compute capability -> limits that differ from the H100 defaults (CUDA programming guide, table of
 # technical specifications per compute capability).
 _BY_CC: dict[tuple[int, int], dict] = {
-    (7, 0): dict(max_threads_per_sm=2048, max_blocks_per_sm=32, smem_per_sm=98304, max_smem_per_block=98304,
-                 reserved_smem_per_block=0, smem_alloc_unit=256),
-    (7, 5): dict(max_threads_per_sm=1024, max_blocks_per_sm=16, smem_per_sm=65536, max_smem_per_block=65536,
-                 reserved_smem_per_block=0, smem_alloc_unit=256),
+    (7, 0): dict(
+        max_threads_per_sm=2048,
+        max_blocks_per_sm=32,
+        smem_per_sm=98304,
+        max_smem_per_block=98304,
+        reserved_smem_per_block=0,
+        smem_alloc_unit=256,
+    ),
+    (7, 5): dict(
+        max_threads_per_sm=1024,
+        max_blocks_per_sm=16,
+        smem_per_sm=65536,
+        max_smem_per_block=65536,
+        reserved_smem_per_block=0,
+        smem_alloc_unit=256,
+    ),
     (8, 0): dict(max_threads_per_sm=2048, max_blocks_per_sm=32, smem_per_sm=167936, max_smem_per_block=166912),
     (8, 6): dict(max_threads_per_sm=1536, max_blocks_per_sm=16, smem_per_sm=102400, max_smem_per_block=101376),
     (8, 7): dict(max_threads_per_sm=1536, max_blocks_per_sm=16, smem_per_sm=167936, max_smem_per_block=166912),
@@ -174,7 +186,12 @@ def amd_limits(arch: str) -> AmdLimits:
 
 
 def amd_occupancy(
-    workgroup_size: int, arch_vgprs: int, accum_vgprs: int, sgprs: int, lds_bytes: int, limits: AmdLimits,
+    workgroup_size: int,
+    arch_vgprs: int,
+    accum_vgprs: int,
+    sgprs: int,
+    lds_bytes: int,
+    limits: AmdLimits,
     wave_size: int | None = None,
 ) -> Occupancy:
     """Waves per CU for one dispatch and what limits them (limiter: waves, vgprs, sgprs, lds).
@@ -186,9 +203,14 @@ def amd_occupancy(
     wave = wave_size or limits.wave_size
     waves_per_wg = math.ceil(workgroup_size / wave)
     max_waves_cu = limits.max_waves_per_simd * limits.simds_per_cu
-    vgprs = _round_up(_round_up(arch_vgprs, 4) + accum_vgprs, limits.vgpr_granule) if accum_vgprs else \
-        _round_up(arch_vgprs, limits.vgpr_granule)
-    per_simd_vgpr = min(limits.max_waves_per_simd, limits.vgprs_per_lane // vgprs) if vgprs else limits.max_waves_per_simd
+    vgprs = (
+        _round_up(_round_up(arch_vgprs, 4) + accum_vgprs, limits.vgpr_granule)
+        if accum_vgprs
+        else _round_up(arch_vgprs, limits.vgpr_granule)
+    )
+    per_simd_vgpr = (
+        min(limits.max_waves_per_simd, limits.vgprs_per_lane // vgprs) if vgprs else limits.max_waves_per_simd
+    )
     sg = _round_up(sgprs, limits.sgpr_granule)
     per_simd_sgpr = min(limits.max_waves_per_simd, limits.sgprs_per_simd // sg) if sg else limits.max_waves_per_simd
     candidates = [
@@ -200,8 +222,13 @@ def amd_occupancy(
     limiter, wgs = min(candidates, key=lambda kv: kv[1])
     waves = wgs * waves_per_wg
     return Occupancy(
-        blocks_per_sm=wgs, warps_per_sm=waves, occupancy_pct=100.0 * waves / max_waves_cu, limiter=limiter,
-        blocks_by_warps=candidates[0][1], blocks_by_registers=candidates[1][1], blocks_by_shared_memory=candidates[3][1],
+        blocks_per_sm=wgs,
+        warps_per_sm=waves,
+        occupancy_pct=100.0 * waves / max_waves_cu,
+        limiter=limiter,
+        blocks_by_warps=candidates[0][1],
+        blocks_by_registers=candidates[1][1],
+        blocks_by_shared_memory=candidates[3][1],
     )
 
 
@@ -215,7 +242,9 @@ def driver_max_active_blocks(function_handle: int, threads_per_block: int, dynam
     libcuda = ctypes.CDLL("libcuda.so.1")
     blocks = ctypes.c_int(0)
     err = libcuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        ctypes.byref(blocks), ctypes.c_void_p(function_handle), ctypes.c_int(threads_per_block),
+        ctypes.byref(blocks),
+        ctypes.c_void_p(function_handle),
+        ctypes.c_int(threads_per_block),
         ctypes.c_size_t(dynamic_smem_bytes),
     )
     if err != 0:

@@ -18,7 +18,7 @@ CASE_PREFIX = "kprof::"
 def case_name(label: object) -> str | None:
     """``kprof::rmsnorm/x/64x4096/bf16`` -> ``rmsnorm/x/64x4096/bf16``; anything else -> None."""
     text = str(label) if label is not None else ""
-    return text[len(CASE_PREFIX):] if text.startswith(CASE_PREFIX) else None
+    return text[len(CASE_PREFIX) :] if text.startswith(CASE_PREFIX) else None
 
 
 class RangeIndex:

@@ -198,9 +198,17 @@ class Family:
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             self.add_provider(
                 Provider(
-                    family=self.name, name=name, kind=kind, fn=fn, description=description,
-                    source=_source_of(fn), accepts_out=accepts_out, requires=requires,
-                    supports=supports, gpu_only=gpu_only, params=tuple((params or {}).items()),
+                    family=self.name,
+                    name=name,
+                    kind=kind,
+                    fn=fn,
+                    description=description,
+                    source=_source_of(fn),
+                    accepts_out=accepts_out,
+                    requires=requires,
+                    supports=supports,
+                    gpu_only=gpu_only,
+                    params=tuple((params or {}).items()),
                 )
             )
             return fn
@@ -362,6 +370,4 @@ class Selection:
     """(provider, reason) for providers left out of the whole run (not installed, GPU only...)."""
 
     def cases(self) -> list[Case]:
-        return [
-            Case(self.family, p, s, d) for s in self.shapes for d in self.dtypes for p in self.providers
-        ]
+        return [Case(self.family, p, s, d) for s in self.shapes for d in self.dtypes for p in self.providers]

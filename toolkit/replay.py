@@ -58,7 +58,7 @@ class ReplaySpec:
         return json.dumps(asdict(self), indent=1)
 
     @staticmethod
-    def from_json(text: str) -> "ReplaySpec":
+    def from_json(text: str) -> ReplaySpec:
         raw = json.loads(text)
         cases = tuple(ReplayCase(**{**c, "shape": tuple(c["shape"])}) for c in raw.pop("cases"))
         return ReplaySpec(cases=cases, **raw)
@@ -121,7 +121,7 @@ def run(spec: ReplaySpec) -> int:
                         fn(**inputs)
                     sync()
                 record["status"] = "ok"
-            except Exception as exc:  # one broken case must not lose the others
+            except Exception as exc:  # noqa: BLE001 - one broken case must not lose the others
                 failures += 1
                 record["status"] = "error"
                 record["error"] = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-500:]

@@ -61,35 +61,49 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
         f"# kprof · {run.get('family')} · run `{run.get('id')}`",
         "",
         f"- **device**: {dev.get('name', '?')}"
-        + (f" (cc {dev.get('cc_major')}.{dev.get('cc_minor')}, {dev.get('sm_count')} SMs, driver "
-           f"{dev.get('driver_version') or 'unknown'})" if dev.get("kind") == "cuda" else ""),
+        + (
+            f" (cc {dev.get('cc_major')}.{dev.get('cc_minor')}, {dev.get('sm_count')} SMs, driver "
+            f"{dev.get('driver_version') or 'unknown'})"
+            if dev.get("kind") == "cuda"
+            else ""
+        ),
         f"- **software**: torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}, "
         f"python {versions.get('python', '?')}",
-        f"- **git**: {short_commit(run.get('git_commit')).replace('?', 'unknown')}{' (dirty)' if run.get('git_dirty') else ''}"
+        f"- **git**: {short_commit(run.get('git_commit')).replace('?', 'unknown')}"
+        f"{' (dirty)' if run.get('git_dirty') else ''}"
         f" · **profiler**: {run.get('profiler')} · **status**: {run.get('status')}",
         f"- **cases**: {len(metrics)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})",
     ]
     cfg = run.get("config") or {}
     if cfg.get("revision"):
-        head.append(f"- **revision**: `{cfg['revision']}` = {short_commit(cfg.get('revision_commit'))} "
-                    f"({str(cfg.get('revision_subject') or '')[:80]}): {_closure_text(run.get('family'), cfg)} as at that commit, "
-                    f"measured by the harness at {short_commit(cfg.get('harness_commit'))}"
-                    f"{' (dirty)' if cfg.get('harness_dirty') else ''}, interleaved with "
-                    f"{', '.join('`' + r + '`' for r in cfg.get('interleaved_revisions', []))}")
+        head.append(
+            f"- **revision**: `{cfg['revision']}` = {short_commit(cfg.get('revision_commit'))} "
+            f"({str(cfg.get('revision_subject') or '')[:80]}): {_closure_text(run.get('family'), cfg)} as at that "
+            f"commit, "
+            f"measured by the harness at {short_commit(cfg.get('harness_commit'))}"
+            f"{' (dirty)' if cfg.get('harness_dirty') else ''}, interleaved with "
+            f"{', '.join('`' + r + '`' for r in cfg.get('interleaved_revisions', []))}"
+        )
     if run.get("profiler") not in (None, "none"):
-        head.append(f"- **profiler**: {run.get('profiler')} — {cfg.get('profiler_reason', 'asked for')}"
-                    + (f"; {run['profiler_version']}" if run.get("profiler_version") else "")
-                    + (f"; {cfg['profile_repeats']} launches per case" if cfg.get("profile_repeats") else ""))
+        head.append(
+            f"- **profiler**: {run.get('profiler')} — {cfg.get('profiler_reason', 'asked for')}"
+            + (f"; {run['profiler_version']}" if run.get("profiler_version") else "")
+            + (f"; {cfg['profile_repeats']} launches per case" if cfg.get("profile_repeats") else "")
+        )
     if run.get("error"):
         head.append(f"- **error**: {str(run['error'])[:600]}")
     if run.get("ceiling_gbps"):
         method = (run.get("ceiling") or {}).get("method") or "1 GiB device-to-device copy, bytes read + written"
-        head.append(f"- **copy ceiling**: {run['ceiling_gbps']:.0f} GB/s ({method}, measured in this run); "
-                    "% peak is against it")
+        head.append(
+            f"- **copy ceiling**: {run['ceiling_gbps']:.0f} GB/s ({method}, measured in this run); % peak is against it"
+        )
     peaks = (run.get("ceiling") or {}).get("tflops") or {}
     if peaks:
-        head.append("- **compute ceiling**: " + ", ".join(f"{d} {t:.0f} TFLOP/s" for d, t in peaks.items())
-                    + " (8192³ matrix product, measured in this run); the roofline columns use both ceilings")
+        head.append(
+            "- **compute ceiling**: "
+            + ", ".join(f"{d} {t:.0f} TFLOP/s" for d, t in peaks.items())
+            + " (8192³ matrix product, measured in this run); the roofline columns use both ceilings"
+        )
     if not interp:
         head += timing_lines(metrics)
     out = head + [""]
@@ -111,8 +125,15 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
             out += [f"## {dtype} · {shape}", ""]
             out += [_interp_table(g) if interp else _gpu_table(g, baseline), ""]
     if run.get("notes"):
-        out += ["## Providers not run", ""] + [f"- `{line.split(':', 1)[0]}`:{line.split(':', 1)[1]}"
-                                               for line in str(run["notes"]).splitlines() if ":" in line] + [""]
+        out += (
+            ["## Providers not run", ""]
+            + [
+                f"- `{line.split(':', 1)[0]}`:{line.split(':', 1)[1]}"
+                for line in str(run["notes"]).splitlines()
+                if ":" in line
+            ]
+            + [""]
+        )
     skipped = df[df["status"] == "skipped"]
     if not skipped.empty:
         out += ["## Skipped", ""]
@@ -121,13 +142,18 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
         out.append("")
     specs = df[df["config"].notna()].drop_duplicates(["provider", "shape", "dtype"])
     if not specs.empty:
-        out += ["## Triton specialisations that ran", "",
-                "| provider | shape | dtype | kernel | config | regs | local B | smem B | bound | % of roof |",
-                "| :--- | :--- | :--- | :--- | :--- | ---: | ---: | ---: | :--- | ---: |"]
+        out += [
+            "## Triton specialisations that ran",
+            "",
+            "| provider | shape | dtype | kernel | config | regs | local B | smem B | bound | % of roof |",
+            "| :--- | :--- | :--- | :--- | :--- | ---: | ---: | ---: | :--- | ---: |",
+        ]
         for r in specs.itertuples():
-            out.append(f"| {r.provider} | {r.shape} | {r.dtype} | {r.main_kernel} | {r.config} | "
-                       f"{_num(r.registers_per_thread)} | {_num(r.local_bytes)} | {_num(r.shared_mem_bytes)} | "
-                       f"{r.bound if isinstance(r.bound, str) else '—'} | {_num(r.pct_roof, '.1f')} |")
+            out.append(
+                f"| {r.provider} | {r.shape} | {r.dtype} | {r.main_kernel} | {r.config} | "
+                f"{_num(r.registers_per_thread)} | {_num(r.local_bytes)} | {_num(r.shared_mem_bytes)} | "
+                f"{r.bound if isinstance(r.bound, str) else '—'} | {_num(r.pct_roof, '.1f')} |"
+            )
         out.append("")
     notes = df[(df["status"] == "ok") & df["note"].notna()]
     if not notes.empty:
@@ -159,16 +185,22 @@ def timing_lines(metrics: pd.DataFrame) -> list[str]:
     from kprof.timing import DEFAULT_MODE, DEFAULT_MODE_WHY, EVENTS_DEFINITION, MODE_DEFINITIONS, MODES, SHOWN
 
     mode = _ranked_mode(metrics)
-    lines = [f"- **timing mode**: `{mode}` ranks, and gives % peak, speedups and diff inputs"
-             + (f" ({DEFAULT_MODE_WHY})" if mode == DEFAULT_MODE else "")
-             + f"; multi-kernel calls show the {SHOWN} (their kernels' intervals merged: overlaps counted once, "
-               "gaps between kernels not counted); span and sum are stored beside it (`cold_span_us`, `cold_sum_us`)"]
+    lines = [
+        f"- **timing mode**: `{mode}` ranks, and gives % peak, speedups and diff inputs"
+        + (f" ({DEFAULT_MODE_WHY})" if mode == DEFAULT_MODE else "")
+        + f"; multi-kernel calls show the {SHOWN} (their kernels' intervals merged: overlaps counted once, "
+        "gaps between kernels not counted); span and sum are stored beside it (`cold_span_us`, `cold_sum_us`)"
+    ]
     lines += [f"  - {MODE_DEFINITIONS[m]}" for m in MODES]
-    fell = metrics[metrics.get("timer", pd.Series(dtype=object)).astype(str) == "events"] \
-        if "timer" in metrics else metrics.iloc[:0]
+    fell = (
+        metrics[metrics.get("timer", pd.Series(dtype=object)).astype(str) == "events"]
+        if "timer" in metrics
+        else metrics.iloc[:0]
+    )
     if not fell.empty:
-        lines.append(f"  - {EVENTS_DEFINITION} **{len(fell)} case(s) fell back to it** (column *timer*; "
-                     "reasons under Notes).")
+        lines.append(
+            f"  - {EVENTS_DEFINITION} **{len(fell)} case(s) fell back to it** (column *timer*; reasons under Notes)."
+        )
     return lines
 
 
@@ -200,37 +232,49 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
         extra = [fmt_num(r.prof_kernel_us, "{:.1f}") if ok else "—"]
         if counters:
             extra.append(fmt_num(r.dram_vs_model, "{:.2f}") if ok else "—")
-        rows.append([
-            name,
-            _status_cell(r) if not ok else "ok",
-            fmt_num(r.gpu_time_us, "{:.1f}") if ok else "—",
-            f"{fmt_num(100 * r.noise, '{:.0f}')}%" if ok else "—",
-            fmt_num(r.gbps, "{:.0f}") if ok else "—",
-            fmt_num(r.pct_peak_bw, "{:.1f}") if ok else "—",
-            (fmt_num(r.speedup, "{:.2f}") + "×") if ok and not pd.isna(r.speedup) else "—",
-            *([fmt_num(r.warm_us, "{:.1f}") if ok else "—"] if warm else []),
-            fmt_num(r.graph_time_us, "{:.1f}") if ok else "—",
-            fmt_num(r.host_time_us, "{:.1f}") if ok else "—",
-            *([_txt(r.timer) or "—"] if fallback else []),
-            fmt_num(r.launch_latency_us, "{:.1f}") if ok else "—",
-            fmt_num(r.kernels_per_call, "{:.0f}") if ok else "—",
-            occ if ok else "—",
-            *extra,
-            fmt_num(r.max_rel_err, "{:.1e}"),
-            _txt(r.note, 80) if not ok else "",
-        ])
-    headers = ["provider", "status", f"{mode} µs", "±", "GB/s", "% peak", f"vs {baseline}"] \
-        + (["warm µs"] if warm else []) + ["graph µs", "host µs"] + (["timer"] if fallback else []) \
-        + ["launch µs", "kernels", "occ %", "prof µs"] + (["DRAM/model"] if counters else []) + ["err", "why"]
+        rows.append(
+            [
+                name,
+                _status_cell(r) if not ok else "ok",
+                fmt_num(r.gpu_time_us, "{:.1f}") if ok else "—",
+                f"{fmt_num(100 * r.noise, '{:.0f}')}%" if ok else "—",
+                fmt_num(r.gbps, "{:.0f}") if ok else "—",
+                fmt_num(r.pct_peak_bw, "{:.1f}") if ok else "—",
+                (fmt_num(r.speedup, "{:.2f}") + "×") if ok and not pd.isna(r.speedup) else "—",
+                *([fmt_num(r.warm_us, "{:.1f}") if ok else "—"] if warm else []),
+                fmt_num(r.graph_time_us, "{:.1f}") if ok else "—",
+                fmt_num(r.host_time_us, "{:.1f}") if ok else "—",
+                *([_txt(r.timer) or "—"] if fallback else []),
+                fmt_num(r.launch_latency_us, "{:.1f}") if ok else "—",
+                fmt_num(r.kernels_per_call, "{:.0f}") if ok else "—",
+                occ if ok else "—",
+                *extra,
+                fmt_num(r.max_rel_err, "{:.1e}"),
+                _txt(r.note, 80) if not ok else "",
+            ]
+        )
+    headers = (
+        ["provider", "status", f"{mode} µs", "±", "GB/s", "% peak", f"vs {baseline}"]
+        + (["warm µs"] if warm else [])
+        + ["graph µs", "host µs"]
+        + (["timer"] if fallback else [])
+        + ["launch µs", "kernels", "occ %", "prof µs"]
+        + (["DRAM/model"] if counters else [])
+        + ["err", "why"]
+    )
     align = "ll" + "r" * (len(headers) - 3) + "l"
     return markdown_table(headers, rows, align)
 
 
 def _interp_table(g: pd.DataFrame) -> str:
     rows = [
-        [r.provider, "yardstick" if r.kind == "roofline" else _status_cell(r), fmt_num(r.max_rel_err, "{:.1e}"),
-         fmt_num(r.max_abs_err, "{:.1e}"),
-         "roofline: not the family's function, not checked" if r.kind == "roofline" else _txt(r.note)]
+        [
+            r.provider,
+            "yardstick" if r.kind == "roofline" else _status_cell(r),
+            fmt_num(r.max_rel_err, "{:.1e}"),
+            fmt_num(r.max_abs_err, "{:.1e}"),
+            "roofline: not the family's function, not checked" if r.kind == "roofline" else _txt(r.note),
+        ]
         for r in g.itertuples()
     ]
     return markdown_table(["provider", "correct", "rel err", "max abs err", "note"], rows, "llrrl")

@@ -83,8 +83,9 @@ def resolve(repo: Path, rev: str) -> str:
         top = _git(repo, "rev-parse", "--show-toplevel")
         if top.returncode != 0:
             raise RevisionError(f"--rev {rev!r}: {repo} is not inside a git checkout ({top.stderr.strip()[-200:]})")
-        raise RevisionError(f"--rev {rev!r}: no such commit, branch or tag in {top.stdout.strip()} "
-                            "(`git log --oneline` lists commits)")
+        raise RevisionError(
+            f"--rev {rev!r}: no such commit, branch or tag in {top.stdout.strip()} (`git log --oneline` lists commits)"
+        )
     return sha
 
 
@@ -104,21 +105,26 @@ class _Blobs:
         if listing.returncode != 0:
             raise RevisionError(f"git ls-tree {commit[:10]} {kernels_rel} failed: {listing.stderr.strip()[-200:]}")
         head = kernels_rel + "/"
-        self.paths = {f[len(head):] for f in listing.stdout.split("\0") if f.startswith(head)}
+        self.paths = {f[len(head) :] for f in listing.stdout.split("\0") if f.startswith(head)}
         self._cache: dict[str, bytes] = {}
 
     def read(self, rel: str) -> bytes:
         if rel not in self._cache:
             blob = _git(self.repo, "cat-file", "blob", f"{self.commit}:{self.prefix}/{rel}", binary=True)
             if blob.returncode != 0:
-                raise RevisionError(f"git cat-file {self.commit[:10]}:{self.prefix}/{rel} failed: "
-                                    f"{blob.stderr.decode(errors='replace')[-200:]}")
+                raise RevisionError(
+                    f"git cat-file {self.commit[:10]}:{self.prefix}/{rel} failed: "
+                    f"{blob.stderr.decode(errors='replace')[-200:]}"
+                )
             self._cache[rel] = blob.stdout
         return self._cache[rel]
 
 
 def load_family_at(
-    family_dir: Path, rev: str, cache_dir: Path, slot: int = 0,
+    family_dir: Path,
+    rev: str,
+    cache_dir: Path,
+    slot: int = 0,
 ) -> FamilyRevision:
     """Load the family of ``family_dir`` (today's ``kernels/FAMILY``) with its import closure as it is at
     ``rev``. ``slot`` keeps two loads of the same commit (an A/A comparison) apart."""
@@ -138,25 +144,44 @@ def load_family_at(
     if loaded is not None:  # this commit is imported already (another store): add to that copy, where it looks
         root = Path(next(iter(loaded.__path__))).parent
     _write(root, package, closure, blobs, fresh=loaded is None)
-    (root / f"closure-{name}.json").write_text(json.dumps(
-        {"rev": rev, "commit": commit, "family": name, "files": list(closure.files),
-         "harness": list(closure.harness)}, indent=1))
+    (root / f"closure-{name}.json").write_text(
+        json.dumps(
+            {
+                "rev": rev,
+                "commit": commit,
+                "family": name,
+                "files": list(closure.files),
+                "harness": list(closure.harness),
+            },
+            indent=1,
+        )
+    )
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     importlib.invalidate_caches()
     with isolated_registry() as found:
         try:
             mod = importlib.import_module(f"{package}.{name}")
-        except Exception as exc:
-            raise RevisionError(f"kernels/{name} at {rev!r} ({commit[:10]}) does not import with today's kprof: "
-                                f"{type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - any import failure of a revision becomes a RevisionError naming it
+            raise RevisionError(
+                f"kernels/{name} at {rev!r} ({commit[:10]}) does not import with today's kprof: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
     family = found.get(name) or getattr(mod, "FAMILY", None)  # imported before in this process: reuse it
     if family is None or family.name != name:
         raise RevisionError(f"kernels/{name} at {rev!r} ({commit[:10]}) defines no family named {name!r}")
     subject = _git(repo, "log", "-1", "--format=%s", commit).stdout.strip()
     hashes = closure.hashes(lambda f: blobs.read(f.removeprefix("kernels/")))
-    return FamilyRevision(rev=rev, commit=commit, family=family, package=f"{package}.{name}", root=root,
-                          source_hashes=hashes, subject=subject, closure=closure)
+    return FamilyRevision(
+        rev=rev,
+        commit=commit,
+        family=family,
+        package=f"{package}.{name}",
+        root=root,
+        source_hashes=hashes,
+        subject=subject,
+        closure=closure,
+    )
 
 
 _KERNELS_REF = re.compile(rb"\bkprof\.kernels\b")

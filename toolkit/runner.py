@@ -44,9 +44,26 @@ if TYPE_CHECKING:
     from kprof.store import RunRecord, RunStore
 
 __all__ = [  # ProfileOptions, Arm, ProgressFn, RunPlan and RunContext live in kprof.context; importable here too
-    "ROUNDS", "Arm", "ProfileOptions", "ProfilerFailed", "ProgressFn", "RunContext", "RunPlan", "begin_runs",
-    "finish_runs", "measure_cases", "measure_ceiling", "plan_run", "prepare", "profile", "profile_cases",
-    "profile_runs", "profiler_version", "resolve_mode", "run_record", "select",
+    "ROUNDS",
+    "Arm",
+    "ProfileOptions",
+    "ProfilerFailed",
+    "ProgressFn",
+    "RunContext",
+    "RunPlan",
+    "begin_runs",
+    "finish_runs",
+    "measure_cases",
+    "measure_ceiling",
+    "plan_run",
+    "prepare",
+    "profile",
+    "profile_cases",
+    "profile_runs",
+    "profiler_version",
+    "resolve_mode",
+    "run_record",
+    "select",
 ]
 
 
@@ -134,7 +151,12 @@ def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> li
 
 # ------------------------------------------------------------------------------------------ 1. prepare
 def plan_run(
-    opts: ProfileOptions, mode: str, today: Family, cache: Path, progress: ProgressFn, seed: int | None = None,
+    opts: ProfileOptions,
+    mode: str,
+    today: Family,
+    cache: Path,
+    progress: ProgressFn,
+    seed: int | None = None,
 ) -> RunPlan:
     """The arms (``cache``: where revisions are written out), the selection, the profiler and the seed.
 
@@ -171,8 +193,12 @@ def measure_ceiling(mode: str, progress: ProgressFn) -> Ceiling | None:
 
     progress("ceiling", 0, 1, "measuring copy bandwidth and matrix-product rate")
     ceiling = devmod.measure_ceilings()
-    progress("ceiling", 1, 1, f"{ceiling.gbps:.0f} GB/s, " + ", ".join(
-        f"{d} {t:.0f} TFLOP/s" for d, t in ceiling.tflops.items()))
+    progress(
+        "ceiling",
+        1,
+        1,
+        f"{ceiling.gbps:.0f} GB/s, " + ", ".join(f"{d} {t:.0f} TFLOP/s" for d, t in ceiling.tflops.items()),
+    )
     return ceiling
 
 
@@ -189,14 +215,26 @@ def begin_runs(ctx: RunContext, store: RunStore) -> list[str]:
         if ctx.selection.skipped:
             store.set_fields(run_ids[-1], notes="\n".join(f"{n}: {r}" for n, r in ctx.selection.skipped))
     if len(ctx.arms) > 1:
-        ctx.progress("profiler", 0, 0, "interleaving " + ", ".join(
-            f"{a.extra_config['revision']} ({a.git_commit[:10]}) -> run {r}" for a, r in zip(ctx.arms, run_ids)))
+        ctx.progress(
+            "profiler",
+            0,
+            0,
+            "interleaving "
+            + ", ".join(
+                f"{a.extra_config['revision']} ({a.git_commit[:10]}) -> run {r}" for a, r in zip(ctx.arms, run_ids)
+            ),
+        )
     ctx.progress("profiler", 0, 0, f"{ctx.profiler.name} ({ctx.profiler.reason})")
     return run_ids
 
 
 def run_record(
-    plan: RunPlan, arm: Arm, device: dict, ceiling: dict | None, profiler_version: str | None, versions: dict,
+    plan: RunPlan,
+    arm: Arm,
+    device: dict,
+    ceiling: dict | None,
+    profiler_version: str | None,
+    versions: dict,
     extra_config: dict | None = None,
 ) -> RunRecord:
     """The stored record of one arm's run: what was selected, how it is measured and profiled, on what device
@@ -205,21 +243,34 @@ def run_record(
 
     sel, choice = plan.selection, plan.profiler
     return RunRecord(
-        family=arm.family.name, mode=plan.mode, command=plan.options.command,
+        family=arm.family.name,
+        mode=plan.mode,
+        command=plan.options.command,
         config={
-            "providers": list(sel.providers), "skipped_providers": [list(s) for s in sel.skipped],
-            "shapes": [shape_str(s) for s in sel.shapes], "dtypes": list(sel.dtypes),
-            "settings": asdict(plan.settings), "profiler": choice.name, "profiler_reason": choice.reason,
-            "profile_repeats": plan.repeats, "tool_path": choice.tool.path if choice.tool else None,
+            "providers": list(sel.providers),
+            "skipped_providers": [list(s) for s in sel.skipped],
+            "shapes": [shape_str(s) for s in sel.shapes],
+            "dtypes": list(sel.dtypes),
+            "settings": asdict(plan.settings),
+            "profiler": choice.name,
+            "profiler_reason": choice.reason,
+            "profile_repeats": plan.repeats,
+            "tool_path": choice.tool.path if choice.tool else None,
             **({"sweep": plan.options.sweep} if plan.options.sweep else {}),
             **({"grid": plan.options.grid} if plan.options.grid else {}),
             **(extra_config or {}),
             **arm.extra_config,
         },
-        git_commit=arm.git_commit, git_dirty=arm.git_dirty, git_note=arm.git_note,
-        source_hashes=arm.source_hashes, device=device, versions=versions,
-        profiler=choice.name, profiler_version=profiler_version,
-        ceiling_gbps=ceiling["gbps"] if ceiling else None, ceiling=ceiling,
+        git_commit=arm.git_commit,
+        git_dirty=arm.git_dirty,
+        git_note=arm.git_note,
+        source_hashes=arm.source_hashes,
+        device=device,
+        versions=versions,
+        profiler=choice.name,
+        profiler_version=profiler_version,
+        ceiling_gbps=ceiling["gbps"] if ceiling else None,
+        ceiling=ceiling,
     )
 
 
@@ -245,7 +296,10 @@ ROUNDS = 4  # GPU timing rounds per case and revision when revisions are interle
 
 
 def measure_cases(
-    ctx: RunContext, run_ids: Sequence[str], cases: Sequence[Case], first_index: int = 0,
+    ctx: RunContext,
+    run_ids: Sequence[str],
+    cases: Sequence[Case],
+    first_index: int = 0,
 ) -> list[list[CaseResult]]:
     """Every arm (revision) of a case before the next case; each case stored as soon as it is measured.
 
@@ -285,13 +339,16 @@ def _measure_case(ctx: RunContext, case: Case, i: int, rounds: int) -> list[Case
             family = ctx.arms[j].family
             provider = family.get_provider(case.provider)
             if r == 0:
-                first[j] = run_case(family, provider, case, device=device, settings=settings,
-                                    timing=(ctx.mode == "gpu"))
+                first[j] = run_case(
+                    family, provider, case, device=device, settings=settings, timing=(ctx.mode == "gpu")
+                )
             elif first[j].status == "ok" and first[j].timed:
                 host = sorted(first[j].host_samples_us)[len(first[j].host_samples_us) // 2]
                 extra[j] += more_gpu_samples(family, provider, case, device=device, settings=settings, host_us=host)
-    return [replace(first[j], gpu_samples_ms=first[j].gpu_samples_ms + tuple(extra[j])) if extra[j] else first[j]
-            for j in range(n)]
+    return [
+        replace(first[j], gpu_samples_ms=first[j].gpu_samples_ms + tuple(extra[j])) if extra[j] else first[j]
+        for j in range(n)
+    ]
 
 
 def _store_case(ctx: RunContext, arm: Arm, run_id: str, idx: int, res: CaseResult) -> None:
@@ -299,10 +356,16 @@ def _store_case(ctx: RunContext, arm: Arm, run_id: str, idx: int, res: CaseResul
     from kprof.metrics import case_row
 
     case, ceiling = res.case, ctx.ceiling
-    row = case_row(res, arm.family.get_provider(case.provider).kind, ceiling.gbps if ceiling else None,
-                   peak_tflops=ceiling.peak_tflops(case.dtype) if ceiling else None, limits=ctx.device.limits())
-    ctx.store.add_case(run_id, idx, row, {**res.mode_samples_us, "gpu": res.gpu_samples_ms,
-                                          "host": res.host_samples_us})
+    row = case_row(
+        res,
+        arm.family.get_provider(case.provider).kind,
+        ceiling.gbps if ceiling else None,
+        peak_tflops=ceiling.peak_tflops(case.dtype) if ceiling else None,
+        limits=ctx.device.limits(),
+    )
+    ctx.store.add_case(
+        run_id, idx, row, {**res.mode_samples_us, "gpu": res.gpu_samples_ms, "host": res.host_samples_us}
+    )
 
 
 # ------------------------------------------------------------------------------------------ 3. profile
@@ -331,8 +394,13 @@ def _profiler_pass(ctx: RunContext, arm: Arm, run_id: str, results: list[CaseRes
             # libraries are missing): say so in the run record and profile with torch.profiler
             ctx.progress("profiler", 0, 0, f"auto: {failure[:300]} -> falling back to torch.profiler")
             ctx.store.clear_launches(run_id)
-            ctx.store.set_fields(run_id, profiler="torch", profiler_version=(
-                f"{_torch_profiler_version()}; auto fell back after {choice.name} failed: {failure[:500]}"))
+            ctx.store.set_fields(
+                run_id,
+                profiler="torch",
+                profiler_version=(
+                    f"{_torch_profiler_version()}; auto fell back after {choice.name} failed: {failure[:500]}"
+                ),
+            )
             _torch_pass(ctx, arm, run_id, results)
         elif failure:
             raise ProfilerFailed(failure)
@@ -348,15 +416,16 @@ def _offline_resources(ctx: RunContext, run_id: str, results: list[CaseResult]) 
     from kprof.specialization import Recording, offline_resources
 
     recs = [(r, r.extra["recording"]) for r in results if r.extra.get("recording") is not None]
-    merged = Recording(launches=[s for _, rec in recs for s in rec.launches],
-                       calls=[c for _, rec in recs for c in rec.calls])
+    merged = Recording(
+        launches=[s for _, rec in recs for s in rec.launches], calls=[c for _, rec in recs for c in rec.calls]
+    )
     if not merged.launches:
         return
     ctx.progress("resources", 0, 1, f"compiling {len(merged.launches)} Triton launches for sm_90 (ptxas, offline)")
     resolved = offline_resources(merged).launches
     rows, at = [], 0
     for r, rec in recs:
-        specs = resolved[at:at + len(rec.launches)]
+        specs = resolved[at : at + len(rec.launches)]
         at += len(rec.launches)
         r.extra["specializations"] = [s.to_dict() for s in specs]
         fields = specialization_fields(r.extra["specializations"], limits_for(9, 0), r.extra.get("params"))
@@ -405,17 +474,24 @@ def _external_pass(ctx: RunContext, arm: Arm, run_id: str, results: list[CaseRes
     if not ok:
         return None
     name = ctx.profiler.name
-    cases = external.replay_cases(arm.family.name, [
-        (c.id, c.provider, c.shape, c.dtype, case_seed(ctx.settings.seed, c)) for c in ok
-    ])
+    cases = external.replay_cases(
+        arm.family.name, [(c.id, c.provider, c.shape, c.dtype, case_seed(ctx.settings.seed, c)) for c in ok]
+    )
     ctx.progress("profile", 0, len(ok), f"{name}: replaying {len(ok)} cases in a child process")
-    res = external.capture(ctx.profiler, arm.family.name, cases, ctx.store.trace_dir(run_id) / name,
-                           repeats=ctx.repeats, timeout_s=ctx.options.profiler_timeout_s,
-                           family_source=arm.revision_source)
+    res = external.capture(
+        ctx.profiler,
+        arm.family.name,
+        cases,
+        ctx.store.trace_dir(run_id) / name,
+        repeats=ctx.repeats,
+        timeout_s=ctx.options.profiler_timeout_s,
+        family_source=arm.revision_source,
+    )
     _store_capture(ctx, run_id, res, results)
     done = len(res.cases_done)
-    ctx.progress("profile", done, len(ok), f"{name}: {done}/{len(ok)} cases replayed, "
-                 f"{len(res.launches)} launches parsed")
+    ctx.progress(
+        "profile", done, len(ok), f"{name}: {done}/{len(ok)} cases replayed, {len(res.launches)} launches parsed"
+    )
     if res.error:
         kept = f"{len(res.launches)} launches parsed and kept" if not res.launches.empty else "no trace to parse"
         return f"{name} failed ({done} of {len(ok)} cases replayed; {kept}): {res.error}"
@@ -444,8 +520,9 @@ def _store_launches(ctx: RunContext, run_id: str, launches: pd.DataFrame, result
 
     launches = attribute_launches(launches, {r.case.id: r.extra.get("specializations", ()) for r in results})
     ctx.store.add_launches(run_id, launches)
-    ctx.store.update_cases(run_id, launch_metrics(launches, ctx.repeats, ctx.device.limits(),
-                                                  {r.case.id: r.bytes for r in results}))
+    ctx.store.update_cases(
+        run_id, launch_metrics(launches, ctx.repeats, ctx.device.limits(), {r.case.id: r.bytes for r in results})
+    )
 
 
 # ------------------------------------------------------------------------------------------ 4. finish

@@ -44,49 +44,97 @@ class EnvVar:
 
 
 ENV_VARS: tuple[EnvVar, ...] = (
-    EnvVar("TRITON_INTERPRET", "1: Triton kernels run in Triton's CPU interpreter (set by kprof for CPU runs)",
-           "0", "kprof.runtime.interpreting (kernel wrappers, launch paths); Triton itself at @triton.jit"),
-    EnvVar("KPROF_PDL", "0: never launch kernels as programmatic dependents (to compare, or to rule PDL out)",
-           "1", "kprof.kernels.lib.launching.pdl_ready"),
-    EnvVar("KPROF_USE_TRITON", "1: kprof.kernels.ops calls the best Triton version instead of eager PyTorch",
-           "0", "kprof.kernels.ops (read once, at import; use_triton() switches it later)"),
-    EnvVar("KPROF_STORE", "the run store's folder (overridden by --store)", None,
-           "kprof.store (default store path), kprof.dashboards.data"),
-    EnvVar("KPROF_GIT_COMMIT", "the git commit to record where the checkout has no .git (a copied tree, a "
-           "container)", None, "kprof.envinfo.git_state"),
-    EnvVar("KPROF_GIT_DIRTY", "with KPROF_GIT_COMMIT: 1 if that tree had uncommitted changes, 0 if not",
-           None, "kprof.envinfo.git_state"),
-    EnvVar("CUDA_VISIBLE_DEVICES", "the GPUs this process may use; a fan-out pins each worker to one",
-           None, "kprof.fanout (GPUs to fan out over), kprof.fanout_worker (its own GPU)"),
+    EnvVar(
+        "TRITON_INTERPRET",
+        "1: Triton kernels run in Triton's CPU interpreter (set by kprof for CPU runs)",
+        "0",
+        "kprof.runtime.interpreting (kernel wrappers, launch paths); Triton itself at @triton.jit",
+    ),
+    EnvVar(
+        "KPROF_PDL",
+        "0: never launch kernels as programmatic dependents (to compare, or to rule PDL out)",
+        "1",
+        "kprof.kernels.lib.launching.pdl_ready",
+    ),
+    EnvVar(
+        "KPROF_USE_TRITON",
+        "1: kprof.kernels.ops calls the best Triton version instead of eager PyTorch",
+        "0",
+        "kprof.kernels.ops (read once, at import; use_triton() switches it later)",
+    ),
+    EnvVar(
+        "KPROF_STORE",
+        "the run store's folder (overridden by --store)",
+        None,
+        "kprof.store (default store path), kprof.dashboards.data",
+    ),
+    EnvVar(
+        "KPROF_GIT_COMMIT",
+        "the git commit to record where the checkout has no .git (a copied tree, a container)",
+        None,
+        "kprof.envinfo.git_state",
+    ),
+    EnvVar(
+        "KPROF_GIT_DIRTY",
+        "with KPROF_GIT_COMMIT: 1 if that tree had uncommitted changes, 0 if not",
+        None,
+        "kprof.envinfo.git_state",
+    ),
+    EnvVar(
+        "CUDA_VISIBLE_DEVICES",
+        "the GPUs this process may use; a fan-out pins each worker to one",
+        None,
+        "kprof.fanout (GPUs to fan out over), kprof.fanout_worker (its own GPU)",
+    ),
     EnvVar("KPROF_NSYS", "path of the nsys binary", None, "kprof.tools.find_tool"),
     EnvVar("KPROF_NCU", "path of the ncu binary", None, "kprof.tools.find_tool"),
     EnvVar("KPROF_ROCPROFV3", "path of the rocprofv3 binary", None, "kprof.tools.find_tool"),
     EnvVar("KPROF_ROCPROF", "path of the rocprof binary", None, "kprof.tools.find_tool"),
-    EnvVar("KPROF_TRACES", "trace files `kprof dashboard TRACE...` hands its server (os.pathsep between them)",
-           None, "kprof.dashboards.data"),
-    EnvVar("KPROF_TEST_WORKER_EXIT_AT", "tests only: fan-out worker exits at these cases (fault injection)",
-           None, "kprof.fanout_worker"),
-    EnvVar("KPROF_TEST_WORKER_HANG_AT", "tests only: fan-out worker hangs on this case (timeouts, Ctrl-C)",
-           None, "kprof.fanout_worker"),
+    EnvVar(
+        "KPROF_TRACES",
+        "trace files `kprof dashboard TRACE...` hands its server (os.pathsep between them)",
+        None,
+        "kprof.dashboards.data",
+    ),
+    EnvVar(
+        "KPROF_TEST_WORKER_EXIT_AT",
+        "tests only: fan-out worker exits at these cases (fault injection)",
+        None,
+        "kprof.fanout_worker",
+    ),
+    EnvVar(
+        "KPROF_TEST_WORKER_HANG_AT",
+        "tests only: fan-out worker hangs on this case (timeouts, Ctrl-C)",
+        None,
+        "kprof.fanout_worker",
+    ),
 )
 
 _BY_NAME = {v.name: v for v in ENV_VARS}
 
 # Reads of the environment outside this module, with where they are and why they stay there:
 NOT_ROUTED: tuple[tuple[str, str], ...] = (
-    ("KPROF_NSYS/NCU/ROCPROFV3/ROCPROF", "toolkit/tools.py find_tool reads its tool's variable from a mapping "
-     "it is given (a child's environment can differ from this process's)"),
-    ("os.environ copies", "toolkit/cli.py, toolkit/external.py, toolkit/specialization.py copy the whole "
-     "environment for a child process (TRITON_INTERPRET dropped for the sm_90 compile child)"),
+    (
+        "KPROF_NSYS/NCU/ROCPROFV3/ROCPROF",
+        "toolkit/tools.py find_tool reads its tool's variable from a mapping "
+        "it is given (a child's environment can differ from this process's)",
+    ),
+    (
+        "os.environ copies",
+        "toolkit/cli.py, toolkit/external.py, toolkit/specialization.py copy the whole "
+        "environment for a child process (TRITON_INTERPRET dropped for the sm_90 compile child)",
+    ),
 )
 
 PROCESS_CACHES: tuple[tuple[str, str], ...] = (
     ("kprof.kernels.lib.launching._PROPERTIES", "GPU properties per device index"),
     ("kprof.kernels.lib.launching._CARVED", "kernel functions whose shared-memory carveout was set"),
     ("kernel modules' CompiledLauncher objects", "compiled kernels per specialisation key (kprof.launch)"),
-    ("kprof.kernels.rmsnorm.tuned._plans, kprof.kernels.lib.fastops Plans",
-     "launch plans per call signature (shapes, strides, dtypes, devices, alignment; never tensor values), "
-     "bounded at 4096 each"),
+    (
+        "kprof.kernels.rmsnorm.tuned._plans, kprof.kernels.lib.fastops Plans",
+        "launch plans per call signature (shapes, strides, dtypes, devices, alignment; never tensor values), "
+        "bounded at 4096 each",
+    ),
     ("kprof.kernels.rmsnorm.tuned._sm_counts", "SM count per device index"),
 )
 """Memoisation that cannot change a result: nothing here is derived from tensor values. Weights derived

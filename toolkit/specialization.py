@@ -167,9 +167,12 @@ def _from_interpreted(fn: Any, args: tuple, kwargs: dict, grid: Any, autotuned: 
                 if value is not inspect.Parameter.empty:
                     constexprs.append((name, _plain(value)))
     return Specialization(
-        kernel=fn.__name__, constexprs=tuple(constexprs),
-        num_warps=int(kwargs.get("num_warps", 4)), num_stages=int(kwargs.get("num_stages", 3)),
-        grid=_grid(grid), autotuned=autotuned,
+        kernel=fn.__name__,
+        constexprs=tuple(constexprs),
+        num_warps=int(kwargs.get("num_warps", 4)),
+        num_stages=int(kwargs.get("num_stages", 3)),
+        grid=_grid(grid),
+        autotuned=autotuned,
     )
 
 
@@ -195,8 +198,14 @@ def recording() -> Iterator[Recording]:
             rec.calls.append(None)
             return out
 
-        patches.append(Patch(CompiledKernel, "launch_metadata", launch_metadata,
-                             "records each compiled launch's specialisation and resources"))
+        patches.append(
+            Patch(
+                CompiledKernel,
+                "launch_metadata",
+                launch_metadata,
+                "records each compiled launch's specialisation and resources",
+            )
+        )
     except (ImportError, KeyError) as exc:
         rec.note = f"GPU launches cannot be attributed with this Triton ({type(exc).__name__}: {exc})"
     try:
@@ -210,8 +219,9 @@ def recording() -> Iterator[Recording]:
                 rec.calls.append(describe_call(self.fn, args, kwargs))
             return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
 
-        patches.append(Patch(InterpretedFunction, "run", run,
-                             "records each interpreted launch's specialisation and arguments"))
+        patches.append(
+            Patch(InterpretedFunction, "run", run, "records each interpreted launch's specialisation and arguments")
+        )
     except (ImportError, KeyError) as exc:
         rec.note = f"interpreter launches cannot be attributed with this Triton ({type(exc).__name__}: {exc})"
     try:
@@ -230,8 +240,7 @@ def recording() -> Iterator[Recording]:
                     del rec.launches[start:-1]  # benchmarking launches of the configs not picked
                     del rec.calls[start:-1]
 
-        patches.append(Patch(Autotuner, "run", tune,
-                             "keeps only the launch of the config the autotuner picked"))
+        patches.append(Patch(Autotuner, "run", tune, "keeps only the launch of the config the autotuner picked"))
     except (ImportError, KeyError):
         pass
     with patched(patches) as rec.patched:
@@ -246,8 +255,12 @@ def describe_call(fn: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
     """A launch as JSON: kernel module and name, arguments by what specialisation depends on. None when
     an argument cannot be described (the offline compile is then skipped for that launch)."""
     try:
-        return {"module": fn.__module__, "name": fn.__name__,
-                "args": [_describe(a) for a in args], "kwargs": {k: _describe(v) for k, v in kwargs.items()}}
+        return {
+            "module": fn.__module__,
+            "name": fn.__name__,
+            "args": [_describe(a) for a in args],
+            "kwargs": {k: _describe(v) for k, v in kwargs.items()},
+        }
     except TypeError:
         return None
 
@@ -267,7 +280,7 @@ def _rebuild(desc: Any) -> Any:
         # what Triton's binder looks at is the dtype and the address modulo 16; torch's CPU allocations
         # are 64-byte aligned, so a slice puts the pointer at the launch's offset
         base = torch.empty(64, dtype=getattr(torch, desc["tensor"]))
-        return base[desc["offset"] // base.element_size():]
+        return base[desc["offset"] // base.element_size() :]
     return desc["value"]
 
 
@@ -347,6 +360,7 @@ def compile_resources(fn: Any, args: tuple, kwargs: dict, arch: int = 90) -> dic
     res["shared_mem_bytes"] = int(compiled.metadata.shared)
     res["resources_from"] = f"ptxas sm_{arch} (offline)"
     return res
+
 
 _PTXAS_PATTERNS = {
     "registers": re.compile(r"Used (\d+) registers"),

@@ -33,7 +33,6 @@ DEFAULT_STORE = Path("kprof-runs") / "kprof.db"
 SCHEMA_VERSION = 1
 
 
-
 def default_store_path(explicit: str | Path | None = None) -> Path:
     raw = explicit or runtime.env("KPROF_STORE") or DEFAULT_STORE
     path = Path(raw).expanduser()
@@ -119,8 +118,7 @@ class RunStore:
             self._create_schema()
         except sqlite3.DatabaseError as exc:
             raise StoreError(
-                f"{self.path} is not a readable kprof store ({exc}); move it aside or pass --store "
-                "with another path"
+                f"{self.path} is not a readable kprof store ({exc}); move it aside or pass --store with another path"
             ) from None
 
     def close(self) -> None:
@@ -200,11 +198,25 @@ class RunStore:
                     profiler_version, ceiling_gbps, ceiling, pid, host)
                    VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
-                    run_id, _now(), d["mode"], d["family"], d["command"], _json(d["config"]), d["git_commit"],
-                    None if d["git_dirty"] is None else int(d["git_dirty"]), d["git_note"],
-                    _json(d["source_hashes"]), _json(d["device"]), d["device"].get("name"),
-                    d["device"].get("driver_version"), _json(d["versions"]), d["profiler"],
-                    d["profiler_version"], d["ceiling_gbps"], _json(d["ceiling"]), os.getpid(),
+                    run_id,
+                    _now(),
+                    d["mode"],
+                    d["family"],
+                    d["command"],
+                    _json(d["config"]),
+                    d["git_commit"],
+                    None if d["git_dirty"] is None else int(d["git_dirty"]),
+                    d["git_note"],
+                    _json(d["source_hashes"]),
+                    _json(d["device"]),
+                    d["device"].get("name"),
+                    d["device"].get("driver_version"),
+                    _json(d["versions"]),
+                    d["profiler"],
+                    d["profiler_version"],
+                    d["ceiling_gbps"],
+                    _json(d["ceiling"]),
+                    os.getpid(),
                     socket.gethostname(),
                 ),
             )
@@ -215,8 +227,9 @@ class RunStore:
         cols = [c for c in METRIC_COLUMNS if c != "case" and c in row]
         with self._tx() as cx:
             cx.execute(
-                f'INSERT OR REPLACE INTO cases (run_id, idx, case_id, {", ".join(chr(34) + c + chr(34) for c in cols)}) '
-                f'VALUES (?, ?, ?, {", ".join("?" for _ in cols)})',
+                f"INSERT OR REPLACE INTO cases (run_id, idx, case_id, "
+                f"{', '.join(chr(34) + c + chr(34) for c in cols)}) "
+                f"VALUES (?, ?, ?, {', '.join('?' for _ in cols)})",
                 (run_id, idx, row["case"], *[plain(row[c]) for c in cols]),
             )
             for kind, values in samples.items():
@@ -231,15 +244,18 @@ class RunStore:
         """The worker and GPU (index, UUID, name, serial) that measured a case of a fan-out run."""
         cols = ("worker", "host", "gpu_index", "gpu_uuid", "gpu_name", "gpu_serial", "attempt")
         with self._tx() as cx:
-            cx.execute(f"INSERT OR REPLACE INTO case_devices (run_id, case_id, {', '.join(cols)}) "
-                       f"VALUES (?, ?, {', '.join('?' for _ in cols)})",
-                       (run_id, case_id, *[plain(device.get(c)) for c in cols]))
+            cx.execute(
+                f"INSERT OR REPLACE INTO case_devices (run_id, case_id, {', '.join(cols)}) "
+                f"VALUES (?, ?, {', '.join('?' for _ in cols)})",
+                (run_id, case_id, *[plain(device.get(c)) for c in cols]),
+            )
 
     def case_devices(self, ref: str) -> pd.DataFrame:
         """case_id, worker, host, gpu_index, gpu_uuid, gpu_name, gpu_serial, attempt; empty for a one-process run."""
         run_id = self.resolve(ref)
-        return pd.read_sql_query("SELECT * FROM case_devices WHERE run_id = ? ORDER BY case_id", self._conn,
-                                 params=(run_id,)).drop(columns=["run_id"])
+        return pd.read_sql_query(
+            "SELECT * FROM case_devices WHERE run_id = ? ORDER BY case_id", self._conn, params=(run_id,)
+        ).drop(columns=["run_id"])
 
     def update_cases(self, run_id: str, updates: pd.DataFrame) -> None:
         """Fill metrics columns of existing cases (e.g. launch metrics after the profiler pass); a missing
@@ -264,8 +280,8 @@ class RunStore:
         rows = [(run_id, *[plain(v) for v in rec]) for rec in table[names].itertuples(index=False, name=None)]
         with self._tx() as cx:
             cx.executemany(
-                f'INSERT INTO launches (run_id, {", ".join(chr(34) + n + chr(34) for n in names)}) '
-                f'VALUES (?, {", ".join("?" for _ in names)})',
+                f"INSERT INTO launches (run_id, {', '.join(chr(34) + n + chr(34) for n in names)}) "
+                f"VALUES (?, {', '.join('?' for _ in names)})",
                 rows,
             )
 
@@ -279,14 +295,27 @@ class RunStore:
             seq = cx.execute("SELECT COUNT(*) FROM captures WHERE run_id = ?", (run_id,)).fetchone()[0]
             cx.execute(
                 "INSERT INTO captures VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, seq, profiler, version, run.command, json.dumps(list(run.argv)), run.returncode,
-                 int(run.timed_out), run.seconds, run.stdout_tail, run.stderr_tail, notes),
+                (
+                    run_id,
+                    seq,
+                    profiler,
+                    version,
+                    run.command,
+                    json.dumps(list(run.argv)),
+                    run.returncode,
+                    int(run.timed_out),
+                    run.seconds,
+                    run.stdout_tail,
+                    run.stderr_tail,
+                    notes,
+                ),
             )
 
     def captures(self, ref: str) -> pd.DataFrame:
         run_id = self.resolve(ref)
-        return pd.read_sql_query("SELECT * FROM captures WHERE run_id = ? ORDER BY seq", self._conn,
-                                 params=(run_id,)).drop(columns=["run_id"])
+        return pd.read_sql_query(
+            "SELECT * FROM captures WHERE run_id = ? ORDER BY seq", self._conn, params=(run_id,)
+        ).drop(columns=["run_id"])
 
     def set_fields(self, run_id: str, **fields: Any) -> None:
         allowed = {"trace_path", "notes", "error", "report_md", "profiler_version", "profiler"}
@@ -369,7 +398,8 @@ class RunStore:
     def samples(self, ref: str, case: str | None = None, mode: str | None = None) -> pd.DataFrame:
         """Long table: case, kind, unit, value. Kinds: ``gpu`` (ms, the declared mode's samples, what diffs
         compare), ``host`` (us) and, per timing mode (kprof.timing), ``cold``, ``cold_span``, ``cold_sum``,
-        ``warm``, ``warm_span``, ``warm_sum``, ``graph``, ``events`` (us). ``case`` / ``mode`` filter (``mode`` is a kind)."""
+        ``warm``, ``warm_span``, ``warm_sum``, ``graph``, ``events`` (us). ``case`` / ``mode`` filter (``mode`` is a
+        kind)."""
         run_id = self.resolve(ref)
         sql, args = "SELECT case_id, kind, unit, data FROM samples WHERE run_id = ?", [run_id]
         if case is not None:

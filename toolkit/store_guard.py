@@ -17,8 +17,10 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def _refuse(path: Path, what: str) -> StoreError:
-    return StoreError(f"{path} is not a readable kprof store: it is {what}; kprof leaves it untouched "
-                      "(pass --store with a new file or folder)")
+    return StoreError(
+        f"{path} is not a readable kprof store: it is {what}; kprof leaves it untouched "
+        "(pass --store with a new file or folder)"
+    )
 
 
 def check_store_file(path: Path) -> None:
@@ -47,8 +49,10 @@ def check_store_file(path: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a readable kprof store ({exc}): it is damaged or not kprof's; move "
-                         "it aside or pass --store with another path") from None
+        raise StoreError(
+            f"{path} is not a readable kprof store ({exc}): it is damaged or not kprof's; move "
+            "it aside or pass --store with another path"
+        ) from None
     if tables and version is None:
         listed = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
         raise _refuse(path, f"an SQLite database of something else (its tables: {listed})")
@@ -57,6 +61,8 @@ def check_store_file(path: Path) -> None:
 def check_store_readable(path: Path) -> None:
     """For commands that only read: a missing store is an error, and nothing is created."""
     if not path.exists():
-        raise StoreError(f"no runs yet: no run store at {path} (profile something first: `kprof profile rmsnorm`, "
-                         "or pass --store / set KPROF_STORE to where your runs are)")
+        raise StoreError(
+            f"no runs yet: no run store at {path} (profile something first: `kprof profile rmsnorm`, "
+            "or pass --store / set KPROF_STORE to where your runs are)"
+        )
     check_store_file(path)

@@ -63,8 +63,9 @@ def expand(params: Mapping[str, Sequence[int]]) -> list[dict[str, int]]:
     return combos
 
 
-def sweep_providers(family: Family, version: str, params: Mapping[str, Sequence[int]],
-                    include_default: bool = True) -> list[str]:
+def sweep_providers(
+    family: Family, version: str, params: Mapping[str, Sequence[int]], include_default: bool = True
+) -> list[str]:
     """Provider names of a sweep: ``version[...]`` per configuration, then ``version`` itself (its own choice)."""
     provider = family.get_provider(version)
     if not provider.params:
@@ -74,11 +75,15 @@ def sweep_providers(family: Family, version: str, params: Mapping[str, Sequence[
             f"{', '.join(tunable) or 'none'}"
         )
     if not params:
-        raise KprofError(f"give at least one --param; {family.name}/{version} takes: "
-                         + "; ".join(f"{n} ({d})" for n, d in provider.params))
+        raise KprofError(
+            f"give at least one --param; {family.name}/{version} takes: "
+            + "; ".join(f"{n} ({d})" for n, d in provider.params)
+        )
     unknown = [n for n in params if n not in provider.param_names]
     if unknown:
-        raise KprofError(f"{family.name}/{version} has no meta-parameter {', '.join(unknown)}; it takes: "
-                         + "; ".join(f"{n} ({d})" for n, d in provider.params))
+        raise KprofError(
+            f"{family.name}/{version} has no meta-parameter {', '.join(unknown)}; it takes: "
+            + "; ".join(f"{n} ({d})" for n, d in provider.params)
+        )
     names = [config_name(version, cfg) for cfg in expand(params)]
     return names + ([version] if include_default else [])

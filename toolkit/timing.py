@@ -51,18 +51,22 @@ MODES: tuple[str, ...] = ("cold", "warm", "graph", "host")
 DEFAULT_MODE = "cold"
 MODE_DEFINITIONS: dict[str, str] = {
     "cold": "cold: kernel time of one call (the union of its kernels' CUPTI activity intervals) right after a "
-            "read-only flush of four times the L2 size that leaves L2 cold and clean.",
+    "read-only flush of four times the L2 size that leaves L2 cold and clean.",
     "warm": "warm: kernel time of one call (the union of its kernels' CUPTI activity intervals) among "
-            "back-to-back calls on the same inputs, with whatever the previous call left in L2.",
+    "back-to-back calls on the same inputs, with whatever the previous call left in L2.",
     "graph": "graph: GPU time per call of a CUDA graph holding many back-to-back calls, replayed and timed "
-             "with events (launch gaps inside the graph included, no flush).",
+    "with events (launch gaps inside the graph included, no flush).",
     "host": "host: wall time per call on the host, calls issued back to back without synchronising, "
-            "output allocation included.",
+    "output allocation included.",
 }
-EVENTS_DEFINITION = ("events (fallback): CUDA-event pair around one call after Triton's L2 flush; includes "
-                     "microseconds of event and launch overhead, so small kernels read slower than they run.")
-DEFAULT_MODE_WHY = ("cold is the default ranking mode: it is the kernel's own GPU time with its data in DRAM, the "
-                    "state the bytes model and the copy ceiling assume, without launch or event overhead.")
+EVENTS_DEFINITION = (
+    "events (fallback): CUDA-event pair around one call after Triton's L2 flush; includes "
+    "microseconds of event and launch overhead, so small kernels read slower than they run."
+)
+DEFAULT_MODE_WHY = (
+    "cold is the default ranking mode: it is the kernel's own GPU time with its data in DRAM, the "
+    "state the bytes model and the copy ceiling assume, without launch or event overhead."
+)
 FLUSH_KERNEL_NAME = "kprof_l2_flush_read"
 FLUSH_FACTOR = 4  # flush buffer = FLUSH_FACTOR x L2: replacement is not strict LRU, so read well past 2x
 SHOWN = "busy time"  # the per-call aggregate shown: union of the kernels' intervals
@@ -179,7 +183,7 @@ def split_at_flushes(records: Sequence[KernelRecord]) -> tuple[str | None, list[
         return None, []
     head = records[: idx[0]]
     spin = head[-1].name if head else None
-    segments = [list(records[a + 1: b]) for a, b in zip(idx, idx[1:] + [len(records)])]
+    segments = [list(records[a + 1 : b]) for a, b in zip(idx, idx[1:] + [len(records)])]
     for seg in segments[:-1]:
         if spin is not None and seg and seg[-1].name == spin:
             seg.pop()
@@ -233,12 +237,24 @@ def warm_calls(block: Sequence[KernelRecord], pattern: Sequence[str], skip: int)
     (they start from the flushed L2). Refuses (no samples, a note) when the block does not repeat it."""
     k = len(pattern)
     if k == 0 or len(block) % k:
-        return CallTimes((), (), (), k, tuple(pattern),
-                         note=f"warm: {len(block)} kernels do not split into calls of {k}; no warm time")
-    calls = [block[i: i + k] for i in range(0, len(block), k)]
+        return CallTimes(
+            (),
+            (),
+            (),
+            k,
+            tuple(pattern),
+            note=f"warm: {len(block)} kernels do not split into calls of {k}; no warm time",
+        )
+    calls = [block[i : i + k] for i in range(0, len(block), k)]
     if any(tuple(r.name for r in c) != tuple(pattern) for c in calls):
-        return CallTimes((), (), (), k, tuple(pattern),
-                         note="warm: the back-to-back kernels do not repeat one cold call's sequence; no warm time")
+        return CallTimes(
+            (),
+            (),
+            (),
+            k,
+            tuple(pattern),
+            note="warm: the back-to-back kernels do not repeat one cold call's sequence; no warm time",
+        )
     busy, span, total = aggregate(calls[skip:])
     return CallTimes(busy, span, total, k, tuple(pattern))
 
@@ -311,9 +327,15 @@ def plan_calls(iter_us: float, gpu_us: float, rep_ms: float, lo: int = 20, hi: i
     return cold, warm
 
 
-def measure_cupti(fn: Callable[[], Any], *, host_us: float, gpu_us: float, rep_ms: float,
-                  collect: Callable[[Callable[[], None]], list[KernelRecord]] | None = None,
-                  calls: tuple[int, int] | None = None) -> ModeSamples:
+def measure_cupti(
+    fn: Callable[[], Any],
+    *,
+    host_us: float,
+    gpu_us: float,
+    rep_ms: float,
+    collect: Callable[[Callable[[], None]], list[KernelRecord]] | None = None,
+    calls: tuple[int, int] | None = None,
+) -> ModeSamples:
     """Cold and warm per-call times of ``fn`` in one profiler session (see the module docstring).
 
     ``collect`` is :func:`collect_device_records` unless a test passes another. Returns ``source="events"``
@@ -343,20 +365,31 @@ def measure_cupti(fn: Callable[[], Any], *, host_us: float, gpu_us: float, rep_m
     try:
         records = collect(session)
     except Exception as exc:  # noqa: BLE001 - no profiler here (or it refused to start): events instead
-        return ModeSamples(None, None, "events", f"torch.profiler could not start: {type(exc).__name__}: "
-                                                 f"{str(exc)[:160]}")
+        return ModeSamples(
+            None, None, "events", f"torch.profiler could not start: {type(exc).__name__}: {str(exc)[:160]}"
+        )
     return from_records(records, n_cold, WARM_SKIP)
 
 
 def from_records(records: Sequence[KernelRecord], n_cold: int, warm_skip: int) -> ModeSamples:
     """Cold and warm per-call times from one session's device records (CPU-testable)."""
     if not records:
-        return ModeSamples(None, None, "events", "CUPTI delivered no device records (another profiler such as "
-                                                 "nsys or ncu may hold it); timed with CUDA events")
+        return ModeSamples(
+            None,
+            None,
+            "events",
+            "CUPTI delivered no device records (another profiler such as "
+            "nsys or ncu may hold it); timed with CUDA events",
+        )
     spin, segments = split_at_flushes(records)
     if len(segments) != n_cold + 1:
-        return ModeSamples(None, None, "events", f"CUPTI records held {len(segments)} flushes, expected "
-                                                 f"{n_cold + 1} (records dropped?); timed with CUDA events")
+        return ModeSamples(
+            None,
+            None,
+            "events",
+            f"CUPTI records held {len(segments)} flushes, expected "
+            f"{n_cold + 1} (records dropped?); timed with CUDA events",
+        )
     cold = cold_calls(segments[:-1])
     if not cold.busy_us:
         return ModeSamples(None, None, "events", "no cold call could be attributed; timed with CUDA events")
@@ -394,8 +427,9 @@ def cold_time_us(fn: Callable[[], Any], rep_ms: float = 200.0) -> tuple[float, s
 
 
 # ------------------------------------------------------------------------------------ samples per mode
-def mode_samples(res: ModeSamples, host_us: Sequence[float], graph_ms: Sequence[float],
-                 events_ms: Sequence[float]) -> dict[str, tuple[float, ...]]:
+def mode_samples(
+    res: ModeSamples, host_us: Sequence[float], graph_ms: Sequence[float], events_ms: Sequence[float]
+) -> dict[str, tuple[float, ...]]:
     """Every mode's per-call samples in us, as stored: cold, cold_span, cold_sum, warm, warm_span, warm_sum,
     graph, host, events (cold and warm are the busy time, the shown one)."""
     out: dict[str, tuple[float, ...]] = {}

@@ -40,7 +40,7 @@ class ToolNotFoundError(KprofError):
 class ToolFailedError(KprofError):
     """A profiler (or the program under it) exited non-zero or timed out; carries the ToolRun."""
 
-    def __init__(self, message: str, run: "ToolRun") -> None:
+    def __init__(self, message: str, run: ToolRun) -> None:
         super().__init__(message)
         self.run = run
 
@@ -124,7 +124,9 @@ def candidates(spec: ToolSpec) -> list[str]:
 
 
 def find_tool(
-    name: str, explicit: str | None = None, env: Mapping[str, str] | None = None,
+    name: str,
+    explicit: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ToolLocation:
     """Locate a profiler binary or raise ToolNotFoundError listing where kprof looked."""
     if name not in TOOLS:
@@ -153,7 +155,7 @@ def find_tool(
     raise ToolNotFoundError(f"{name} not found; looked in: {', '.join(looked)}. To fix: {spec.hint}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tool_version(loc: ToolLocation, timeout: float = 60) -> str:
     """The tool's own version line(s); a tool that cannot say its version is reported, not ignored.
 
@@ -189,11 +191,15 @@ class ToolRun:
         return self.returncode == 0 and not self.timed_out
 
     def describe(self) -> str:
-        what = f"timed out after {self.seconds:.0f} s (process group killed)" if self.timed_out \
+        what = (
+            f"timed out after {self.seconds:.0f} s (process group killed)"
+            if self.timed_out
             else f"exited with status {self.returncode}"
+        )
         tail = self.stderr_tail.strip()[-1500:] or self.stdout_tail.strip()[-1500:]
         return f"{self.argv[0].rsplit('/', 1)[-1]} {what} (command: `{self.command}`)" + (
-            f"; last output:\n{tail}" if tail else "")
+            f"; last output:\n{tail}" if tail else ""
+        )
 
 
 def _tail(path: Path) -> str:
@@ -208,7 +214,11 @@ def _tail(path: Path) -> str:
 
 
 def run_tool(
-    argv: Sequence[str], *, timeout: float | None, cwd: Path, env: Mapping[str, str] | None = None,
+    argv: Sequence[str],
+    *,
+    timeout: float | None,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
     log_prefix: str = "tool",
 ) -> ToolRun:
     """Run ``argv`` in its own process group; stdout/stderr go to files in ``cwd`` (kept with the run).
@@ -226,8 +236,13 @@ def run_tool(
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
             proc = subprocess.Popen(
-                argv, cwd=cwd, env=dict(env) if env is not None else None, stdout=out, stderr=err,
-                stdin=subprocess.DEVNULL, start_new_session=True,
+                argv,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         except OSError as exc:
             raise ToolFailedError(
@@ -243,8 +258,12 @@ def run_tool(
             _kill_group(proc)
             raise
     return ToolRun(
-        argv=argv, returncode=None if timed_out else proc.returncode, timed_out=timed_out,
-        seconds=time.monotonic() - t0, stdout_tail=_tail(out_path), stderr_tail=_tail(err_path),
+        argv=argv,
+        returncode=None if timed_out else proc.returncode,
+        timed_out=timed_out,
+        seconds=time.monotonic() - t0,
+        stdout_tail=_tail(out_path),
+        stderr_tail=_tail(err_path),
     )
 
 

@@ -105,8 +105,8 @@ def _summary_row(ga: pd.DataFrame, gb: pd.DataFrame) -> dict:
     why = (
         f"identical summary ({na} launches, mean {mean_a:.2f} us)"
         if same
-        else f"mean {100 * (ratio - 1):+.1f}%, total {100 * (tb / ta - 1) if ta else math.nan:+.1f}%, launches {na}->{nb}; "
-        "no per-launch samples, so no interval or test"
+        else f"mean {100 * (ratio - 1):+.1f}%, total {100 * (tb / ta - 1) if ta else math.nan:+.1f}%, launches "
+        f"{na}->{nb}; no per-launch samples, so no interval or test"
     )
     return {
         "median_a": mean_a,
@@ -133,8 +133,9 @@ def _one_side(groups: dict, keys: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*keys, "launches", "total_us"])
 
 
-def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRule = DiffRule()) -> TraceDiff:
+def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRule | None = None) -> TraceDiff:
     """Per (case, kernel, launch configuration): the verdict, and the groups found on one side only."""
+    rule = rule if rule is not None else DiffRule()
     by_case = bool(launches_a["case"].notna().any() and launches_b["case"].notna().any())
     # a configuration column splits groups only where both traces fill it: Proton records no grid, so an nsys
     # trace against a Proton one matches on kernel (and case) alone instead of matching nothing

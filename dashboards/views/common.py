@@ -13,8 +13,11 @@ from kprof.envinfo import short_commit
 def header(title: str) -> pd.DataFrame | None:
     """Title, the demo switch, the data source line; the runs (None, after saying why, when there are none)."""
     st.title(title)
-    st.sidebar.toggle("demo data", key=data.DEMO_KEY,
-                      help="Show the bundled store of real H100 runs instead of your store (it opens on `main`).")
+    st.sidebar.toggle(
+        "demo data",
+        key=data.DEMO_KEY,
+        help="Show the bundled store of real H100 runs instead of your store (it opens on `main`).",
+    )
     try:
         src = data.source()
         runs = data.all_runs()
@@ -22,9 +25,14 @@ def header(title: str) -> pd.DataFrame | None:
         st.error(f"The run store cannot be read: {exc}")
         return None
     if src.demo:
-        st.info(f"**Demo data** - {src.why}, so this shows a bundled store of real H100 runs (rmsnorm and swiglu, bf16). "
-                + ("Switch *demo data* off in the sidebar for your runs." if src.store_has_runs else
-                   "Profile your own with `scripts/run_profile.sh rmsnorm` and reload."))
+        st.info(
+            f"**Demo data** - {src.why}, so this shows a bundled store of real H100 runs (rmsnorm and swiglu, bf16). "
+            + (
+                "Switch *demo data* off in the sidebar for your runs."
+                if src.store_has_runs
+                else "Profile your own with `scripts/run_profile.sh rmsnorm` and reload."
+            )
+        )
     else:
         st.caption(f"store: `{src.path}` · the sidebar's *demo data* switch shows the bundled H100 runs")
     if runs.empty:
@@ -58,14 +66,23 @@ def pickable(runs: pd.DataFrame, gpu_only: bool = False, sweeps: bool = False) -
     return pool
 
 
-def pick_run(runs: pd.DataFrame, key: str, label_text: str = "run", index: int = 0, gpu_only: bool = False,
-             sweeps: bool = False, container=None) -> str | None:
+def pick_run(
+    runs: pd.DataFrame,
+    key: str,
+    label_text: str = "run",
+    index: int = 0,
+    gpu_only: bool = False,
+    sweeps: bool = False,
+    container=None,
+) -> str | None:
     """A run picker, newest first. Sweep runs (one version over its meta-parameters) are left to the Sweep
     page unless ``sweeps`` or there is nothing else."""
     pool = pickable(runs, gpu_only, sweeps)
     if pool.empty:
-        st.warning("No GPU run in the store: this page shows GPU timings (the Correctness page shows CPU runs). "
-                   "Profile on a GPU machine, or switch *demo data* on in the sidebar.")
+        st.warning(
+            "No GPU run in the store: this page shows GPU timings (the Correctness page shows CPU runs). "
+            "Profile on a GPU machine, or switch *demo data* on in the sidebar."
+        )
         return None
     labels = {label(r): r["id"] for _, r in pool.iterrows()}
     choice = (container or st).selectbox(label_text, list(labels), index=min(index, len(labels) - 1), key=key)
@@ -105,5 +122,12 @@ def chart_slot(height: int):
 
 
 def _blank(height: int) -> go.Figure:
-    return go.Figure(layout={"height": height, "meta": PLACEHOLDER, "xaxis": {"visible": False},
-                             "yaxis": {"visible": False}, "margin": {"t": 0, "b": 0, "l": 0, "r": 0}})
+    return go.Figure(
+        layout={
+            "height": height,
+            "meta": PLACEHOLDER,
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "margin": {"t": 0, "b": 0, "l": 0, "r": 0},
+        }
+    )

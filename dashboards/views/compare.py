@@ -8,8 +8,15 @@ import streamlit as st
 from kprof.dashboards import data, figures, style
 from kprof.dashboards.views.common import gpu_run, label, pickable
 
-NCU_COLUMNS = ("occupancy_achieved_pct", "occupancy_limiter", "dram_bytes_per_call", "dram_vs_model",
-               "registers_per_thread", "local_bytes", "spill_bytes")
+NCU_COLUMNS = (
+    "occupancy_achieved_pct",
+    "occupancy_limiter",
+    "dram_bytes_per_call",
+    "dram_vs_model",
+    "registers_per_thread",
+    "local_bytes",
+    "spill_bytes",
+)
 
 
 def render() -> None:
@@ -19,14 +26,16 @@ def render() -> None:
     run, metrics, controls, slot = picked
     run_id = run["id"]
     c1, c2 = controls.columns([1, 2])
-    baseline = c1.selectbox("baseline (speedup = its time / the version's time)", list(figures.BASELINES),
-                            key="compare_baseline")
+    baseline = c1.selectbox(
+        "baseline (speedup = its time / the version's time)", list(figures.BASELINES), key="compare_baseline"
+    )
     runs = data.all_runs()
     same = pickable(runs[(runs["family"] == run["family"]) & (runs["id"] != run_id)], gpu_only=True)
     same = same[same["swept"] == 0] if "swept" in same else same  # sweeps (~90 configurations) have their page
     offered = {label(r): r["id"] for _, r in same.iterrows()}
-    extra = c2.multiselect("add runs of this family (their versions are dashed, named `version @ run`)",
-                           list(offered), key="compare_more")
+    extra = c2.multiselect(
+        "add runs of this family (their versions are dashed, named `version @ run`)", list(offered), key="compare_more"
+    )
     m = with_time(metrics)
     if extra:  # e.g. two revisions side by side: triton_looped vs triton_looped @ 58fe
         parts = [m]
@@ -38,9 +47,10 @@ def render() -> None:
     m = figures.with_baseline(m, baseline)
     bad = m[m["status"].isin(["fail", "error"])]
     if not bad.empty:
-        controls.error(f"**{len(bad)} cases failed** (wrong results or errors; not plotted; the Correctness page "
-                       "has them all):\n\n" + "\n".join(f"- `{r.case}`: {r.status}: {r.note}"
-                                                       for r in bad.head(20).itertuples()))
+        controls.error(
+            f"**{len(bad)} cases failed** (wrong results or errors; not plotted; the Correctness page "
+            "has them all):\n\n" + "\n".join(f"- `{r.case}`: {r.status}: {r.note}" for r in bad.head(20).itertuples())
+        )
     dtypes = list(m["dtype"].dropna().unique())
     if not dtypes:
         slot.empty()
@@ -56,10 +66,12 @@ def render() -> None:
     st.dataframe(best_style, hide_index=True, column_config=style.column_config(table), key="compare_table")
     st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name=f"kprof-{run_id}-{dtype}.csv")
     ncu = [c for c in NCU_COLUMNS if c in table]
-    st.caption(timing_caption(m) + " ★ and green: the fastest correct version at "
-               f"the shape. Speedup against {baseline}. "
-               + (f"Copy ceiling measured in this run: {ceiling:.0f} GB/s. " if ceiling else "")
-               + ("Nsight Compute columns: " + ", ".join(style.COLUMNS[c][0] for c in ncu) + "." if ncu else ""))
+    st.caption(
+        timing_caption(m) + " ★ and green: the fastest correct version at "
+        f"the shape. Speedup against {baseline}. "
+        + (f"Copy ceiling measured in this run: {ceiling:.0f} GB/s. " if ceiling else "")
+        + ("Nsight Compute columns: " + ", ".join(style.COLUMNS[c][0] for c in ncu) + "." if ncu else "")
+    )
 
 
 def with_time(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -72,11 +84,32 @@ def summary_table(m: pd.DataFrame, dtype: str) -> pd.DataFrame:
     """One row per (shape, version), shapes in sweep order, fastest first; ncu columns where measured."""
     table = m[m["dtype"] == dtype].copy()
     table["best"] = figures.best_per_shape(table)
-    cols = ["shape", "provider", "status", "best", "gpu_time_us", "noise", "gbps", "pct_peak_bw", "speedup",
-            "warm_us", "graph_time_us", "host_time_us", "timer", "launch_latency_us", "kernels_per_call",
-            "occupancy_theoretical_pct", *NCU_COLUMNS, "max_rel_err", "note"]
-    keep = [c for c in cols if c in table and (c in ("shape", "provider", "status", "best", "gpu_time_us")
-                                                or table[c].notna().any())]
+    cols = [
+        "shape",
+        "provider",
+        "status",
+        "best",
+        "gpu_time_us",
+        "noise",
+        "gbps",
+        "pct_peak_bw",
+        "speedup",
+        "warm_us",
+        "graph_time_us",
+        "host_time_us",
+        "timer",
+        "launch_latency_us",
+        "kernels_per_call",
+        "occupancy_theoretical_pct",
+        *NCU_COLUMNS,
+        "max_rel_err",
+        "note",
+    ]
+    keep = [
+        c
+        for c in cols
+        if c in table and (c in ("shape", "provider", "status", "best", "gpu_time_us") or table[c].notna().any())
+    ]
     order = {s: i for i, s in enumerate(figures.shape_order(table))}
     table = table.assign(_o=table["shape"].map(order)).sort_values(["_o", "gpu_time_us"])
     return table[keep].reset_index(drop=True)
@@ -92,5 +125,6 @@ def timing_caption(m: pd.DataFrame) -> str:
         return "Times (GPU time): " + EVENTS_DEFINITION
     mode = str(modes.mode().iloc[0])
     fell = int((m.get("timer", pd.Series(dtype=object)) == "events").sum())
-    return (f"Times (GPU time) are the `{mode}` mode: {MODE_DEFINITIONS[mode].split(': ', 1)[1]}"
-            + (f" {fell} case(s) fell back to CUDA events (column timer)." if fell else ""))
+    return f"Times (GPU time) are the `{mode}` mode: {MODE_DEFINITIONS[mode].split(': ', 1)[1]}" + (
+        f" {fell} case(s) fell back to CUDA events (column timer)." if fell else ""
+    )

@@ -59,8 +59,11 @@ def render() -> None:
         st.warning("This run has no cases (it stopped before the first one).")
         return
     m = with_tolerance(m)
-    where = "on the CPU under Triton's interpreter" if run.get("mode") == "interpreter" else \
-        f"on {run.get('device_name') or 'the GPU'}"
+    where = (
+        "on the CPU under Triton's interpreter"
+        if run.get("mode") == "interpreter"
+        else f"on {run.get('device_name') or 'the GPU'}"
+    )
     counts = m["status"].value_counts()
     cols = top.columns(4)
     for col, s in zip(cols, ("ok", "fail", "error", "skipped")):
@@ -69,20 +72,34 @@ def render() -> None:
     if bad.empty:
         top.success(f"Every case that ran {where} matched the reference within tolerance.")
     else:
-        top.error(f"**{len(bad)} cases failed** {where}:\n\n"
-                 + "\n".join(f"- `{r.case}`: {r.status}: {r.note}" for r in bad.head(20).itertuples()))
+        top.error(
+            f"**{len(bad)} cases failed** {where}:\n\n"
+            + "\n".join(f"- `{r.case}`: {r.status}: {r.note}" for r in bad.head(20).itertuples())
+        )
     slot.vega_lite_chart(error_figure(m), key="correct_fig")
     statuses = st.multiselect("status", sorted(m["status"].dropna().unique()), key="correct_status")
     table = m[m["status"].isin(statuses)] if statuses else m
-    cols = ["case", "provider", "shape", "dtype", "status", "max_rel_err", "tolerance", "err_vs_tol", "max_abs_err",
-            "note"]
+    cols = [
+        "case",
+        "provider",
+        "shape",
+        "dtype",
+        "status",
+        "max_rel_err",
+        "tolerance",
+        "err_vs_tol",
+        "max_abs_err",
+        "note",
+    ]
     table = table[[c for c in cols if c in table]].copy()
     table["_k"] = table["shape"].map(style.shape_key)
     table = table.sort_values(["provider", "_k", "dtype"]).drop(columns="_k")
     st.dataframe(table, hide_index=True, column_config=style.column_config(table), key="correct_table")
-    st.caption("Error: the largest relative error of the output against the float64 reference. Tolerance: the "
-               "one a failed case's note states, else the family's tolerance for the dtype in the code now. "
-               "Skipped cases did not run here (the note says why).")
+    st.caption(
+        "Error: the largest relative error of the output against the float64 reference. Tolerance: the "
+        "one a failed case's note states, else the family's tolerance for the dtype in the code now. "
+        "Skipped cases did not run here (the note says why)."
+    )
 
 
 def error_figure(m: pd.DataFrame) -> dict:
@@ -92,29 +109,61 @@ def error_figure(m: pd.DataFrame) -> dict:
     Vega-Lite rather than plotly: a fresh browser draws it about 0.9 s sooner (the figures module's roofline
     says what was measured), and this page, the one a user without a GPU opens, has no other chart."""
     shown = m[m["err_vs_tol"].notna() & (m["err_vs_tol"] > 0)]
-    points = pd.DataFrame({"provider": shown["provider"].astype(str), "status": shown["status"].astype(str),
-                           "case": shown["shape"].astype(str) + " " + shown["dtype"].astype(str),
-                           "err_vs_tol": shown["err_vs_tol"].astype(float),
-                           "max_rel_err": shown["max_rel_err"].astype(float),
-                           "tolerance": shown["tolerance"].astype(float)})
+    points = pd.DataFrame(
+        {
+            "provider": shown["provider"].astype(str),
+            "status": shown["status"].astype(str),
+            "case": shown["shape"].astype(str) + " " + shown["dtype"].astype(str),
+            "err_vs_tol": shown["err_vs_tol"].astype(float),
+            "max_rel_err": shown["max_rel_err"].astype(float),
+            "tolerance": shown["tolerance"].astype(float),
+        }
+    )
     statuses = sorted(points["status"].unique())
-    colour = {"field": "status", "type": "nominal", "legend": {"title": "status"},
-              "scale": {"domain": statuses, "range": [STATUS_COLOURS.get(s, "#1f77b4") for s in statuses]}}
-    ticks = [10.0 ** e * k for e in range(-6, 3) for k in (1, 3)]
-    y = {"field": "err_vs_tol", "type": "quantitative", "title": "max rel. error / tolerance",
-         "scale": {"type": "log"}, "axis": {"values": ticks, "format": "~g"}}
-    return {"title": "Error relative to tolerance, per case (below the line passes)", "height": ERROR_HEIGHT,
-            "layer": [
-                {"data": {"values": points.to_dict("records")},
-                 "mark": {"type": "point", "filled": True, "size": 64, "opacity": 0.75},
-                 "encoding": {"x": {"field": "provider", "type": "nominal", "title": None, "axis": {"labelAngle": 0}},
-                              "y": y, "color": colour,
-                              "tooltip": [{"field": "provider", "title": "version"}, {"field": "case"},
-                                          {"field": "status"},
-                                          {"field": "max_rel_err", "title": "error", "format": ".2e"},
-                                          {"field": "tolerance", "format": ".0e"},
-                                          {"field": "err_vs_tol", "title": "error / tolerance", "format": ".3f"}]}},
-                {"data": {"values": [{"err_vs_tol": 1.0, "label": "tolerance"}]},
-                 "layer": [{"mark": {"type": "rule", "strokeDash": [6, 4], "color": "#d62728"}, "encoding": {"y": y}},
-                           {"mark": {"type": "text", "align": "right", "dy": -7, "x": "width", "color": "#d62728"},
-                            "encoding": {"y": y, "text": {"field": "label"}}}]}]}
+    colour = {
+        "field": "status",
+        "type": "nominal",
+        "legend": {"title": "status"},
+        "scale": {"domain": statuses, "range": [STATUS_COLOURS.get(s, "#1f77b4") for s in statuses]},
+    }
+    ticks = [10.0**e * k for e in range(-6, 3) for k in (1, 3)]
+    y = {
+        "field": "err_vs_tol",
+        "type": "quantitative",
+        "title": "max rel. error / tolerance",
+        "scale": {"type": "log"},
+        "axis": {"values": ticks, "format": "~g"},
+    }
+    return {
+        "title": "Error relative to tolerance, per case (below the line passes)",
+        "height": ERROR_HEIGHT,
+        "layer": [
+            {
+                "data": {"values": points.to_dict("records")},
+                "mark": {"type": "point", "filled": True, "size": 64, "opacity": 0.75},
+                "encoding": {
+                    "x": {"field": "provider", "type": "nominal", "title": None, "axis": {"labelAngle": 0}},
+                    "y": y,
+                    "color": colour,
+                    "tooltip": [
+                        {"field": "provider", "title": "version"},
+                        {"field": "case"},
+                        {"field": "status"},
+                        {"field": "max_rel_err", "title": "error", "format": ".2e"},
+                        {"field": "tolerance", "format": ".0e"},
+                        {"field": "err_vs_tol", "title": "error / tolerance", "format": ".3f"},
+                    ],
+                },
+            },
+            {
+                "data": {"values": [{"err_vs_tol": 1.0, "label": "tolerance"}]},
+                "layer": [
+                    {"mark": {"type": "rule", "strokeDash": [6, 4], "color": "#d62728"}, "encoding": {"y": y}},
+                    {
+                        "mark": {"type": "text", "align": "right", "dy": -7, "x": "width", "color": "#d62728"},
+                        "encoding": {"y": y, "text": {"field": "label"}},
+                    },
+                ],
+            },
+        ],
+    }

@@ -49,11 +49,32 @@ def render() -> None:
     for w in res.warnings:
         st.warning(w)
     table = res.table()
-    t = table[[c for c in ("case", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p_value", "verdict", "changes",
-                           "why", "variance") if c in table]]
+    t = table[
+        [
+            c
+            for c in (
+                "case",
+                "median_a",
+                "median_b",
+                "ratio",
+                "ci_lo",
+                "ci_hi",
+                "p_value",
+                "verdict",
+                "changes",
+                "why",
+                "variance",
+            )
+            if c in table
+        ]
+    ]
     t = t.assign(p_value=t["p_value"].map(style.p_value))
-    st.dataframe(t.style.apply(lambda r: [f"background-color: {COLOURS.get(r['verdict'], '')}" for _ in r], axis=1),
-                 hide_index=True, column_config=style.column_config(t), key="diff_table")
+    st.dataframe(
+        t.style.apply(lambda r: [f"background-color: {COLOURS.get(r['verdict'], '')}" for _ in r], axis=1),
+        hide_index=True,
+        column_config=style.column_config(t),
+        key="diff_table",
+    )
     for case in getattr(res, "broken", []):  # correctness regressions count before any timing
         st.error(f"{case}: correct in A, not in B")
     st.caption(res.rule.describe() + ". Same code as `kprof diff`. B / A above 1: B is slower.")

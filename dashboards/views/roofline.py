@@ -26,9 +26,13 @@ def render() -> None:
     cols = ["shape", "provider", "intensity", "bound", "tflops", "gbps", "pct_roof", "gpu_time_us"]
     table = figures.ok_rows(sub)
     st.dataframe(table[[c for c in cols if c in table]].sort_values(["shape", "gpu_time_us"]), hide_index=True)
-    roof = (f"the {dtype} matrix-product rate measured in the run ({peaks[dtype]:.0f} TFLOP/s) caps it"
-            if dtype in peaks else "no matrix-product rate was measured in this run (older runs), so only the "
-            "memory roof is drawn")
-    st.caption("Intensity and FLOP/s from the family's bytes and FLOPs models (the minimum work). The dashed "
-               f"line is the copy bandwidth measured in the run; {roof}. *bound* and *% of roof* place each case "
-               "against the lower roof at its intensity.")
+    roof = (
+        f"the {dtype} matrix-product rate measured in the run ({peaks[dtype]:.0f} TFLOP/s) caps it"
+        if dtype in peaks
+        else "no matrix-product rate was measured in this run (older runs), so only the memory roof is drawn"
+    )
+    st.caption(
+        "Intensity and FLOP/s from the family's bytes and FLOPs models (the minimum work). The dashed "
+        f"line is the copy bandwidth measured in the run; {roof}. *bound* and *% of roof* place each case "
+        "against the lower roof at its intensity."
+    )

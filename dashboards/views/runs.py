@@ -20,10 +20,26 @@ def render() -> None:
         df = df[df["family"].isin(fams)]
     if statuses:
         df = df[df["status"].isin(statuses)]
-    show = df.assign(kind=df["mode"].map({"gpu": "GPU", "interpreter": "CPU interpreter (correctness only)"}),
-                     git=df["git_commit"].map(short_commit) + df["git_dirty"].map({1: " (dirty)"}).fillna(""))
-    cols = ["id", "created_at", "family", "kind", "status", "rev", "git", "device_name", "profiler", "cases", "failures"]
-    st.dataframe(show[[c for c in cols if c in show]], hide_index=True,
-                 column_config={"rev": st.column_config.Column("revision"), "created_at": "started",
-                                "device_name": "device"})
+    show = df.assign(
+        kind=df["mode"].map({"gpu": "GPU", "interpreter": "CPU interpreter (correctness only)"}),
+        git=df["git_commit"].map(short_commit) + df["git_dirty"].map({1: " (dirty)"}).fillna(""),
+    )
+    cols = [
+        "id",
+        "created_at",
+        "family",
+        "kind",
+        "status",
+        "rev",
+        "git",
+        "device_name",
+        "profiler",
+        "cases",
+        "failures",
+    ]
+    st.dataframe(
+        show[[c for c in cols if c in show]],
+        hide_index=True,
+        column_config={"rev": st.column_config.Column("revision"), "created_at": "started", "device_name": "device"},
+    )
     st.caption(f"{len(df)} of {len(runs)} runs. Failed cases: `kprof show RUN`; compare two: the Diff page.")

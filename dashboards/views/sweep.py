@@ -6,7 +6,7 @@ import streamlit as st
 
 from kprof.dashboards import data, figures
 from kprof.dashboards.views.common import header, pick_run
-from kprof.guide import guide_table, swept_params, sweep_grid
+from kprof.guide import guide_table, sweep_grid, swept_params
 
 
 def render() -> None:
@@ -15,8 +15,10 @@ def render() -> None:
         return
     sweeps = runs[runs["swept"] > 0] if "swept" in runs else runs.iloc[0:0]
     if sweeps.empty:
-        st.warning("No sweep run in the store. Make one, e.g. `kprof sweep rmsnorm --version triton_one_row "
-                   "--param BLOCK_N=1024..16384 --param num_warps=1,2,4,8,16,32`.")
+        st.warning(
+            "No sweep run in the store. Make one, e.g. `kprof sweep rmsnorm --version triton_one_row "
+            "--param BLOCK_N=1024..16384 --param num_warps=1,2,4,8,16,32`."
+        )
         return
     top = st.container()
     slot = st.empty()  # the heatmap's place, under the controls
@@ -37,17 +39,28 @@ def render() -> None:
     x = c3.selectbox("x", names, index=0, key="sweep_x")
     y = c4.selectbox("y", names, index=min(1, len(names) - 1), key="sweep_y")
     timed = m["gpu_time_us"].notna().any()
-    metric = top.radio("colour", ["gpu_time_us", "pct_roof"] if timed else ["registers_per_thread"],
-                      horizontal=True, key="sweep_metric")
+    metric = top.radio(
+        "colour",
+        ["gpu_time_us", "pct_roof"] if timed else ["registers_per_thread"],
+        horizontal=True,
+        key="sweep_metric",
+    )
     grid = sweep_grid(m, shape, dtype, x, y, metric)
     if grid.empty:
         slot.empty()
         st.info("No configuration of this sweep ran at this shape and dtype.")
         return
     free = [n for n in names if n not in (x, y)]
-    slot.vega_lite_chart(key="sweep_fig", spec=figures.sweep_heatmap(
-        grid, x, y, metric,
-        f"{shape} {dtype}: {metric} over {x} x {y}" + (f" (best over {', '.join(free)})" if free else "")))
+    slot.vega_lite_chart(
+        key="sweep_fig",
+        spec=figures.sweep_heatmap(
+            grid,
+            x,
+            y,
+            metric,
+            f"{shape} {dtype}: {metric} over {x} x {y}" + (f" (best over {', '.join(free)})" if free else ""),
+        ),
+    )
     if not timed:
         st.info("CPU interpreter sweep: configurations were checked and compiled for sm_90 offline, not timed.")
     table = guide_table(m)
@@ -57,5 +70,7 @@ def render() -> None:
     if not skipped.empty:
         with st.expander(f"{len(skipped)} configurations skipped at {shape}"):
             st.dataframe(skipped[["provider", "note"]], hide_index=True)
-    st.caption("Each cell: the fastest correct configuration with that pair of values (other swept parameters "
-               "free). Registers, local memory and shared memory come from the compiled kernel that ran.")
+    st.caption(
+        "Each cell: the fastest correct configuration with that pair of values (other swept parameters "
+        "free). Registers, local memory and shared memory come from the compiled kernel that ran."
+    )

@@ -25,8 +25,10 @@ def render() -> None:
         return
     sources = source_options(runs)
     if not sources:
-        st.warning("No run with a launch table and no trace file: `kprof profile FAMILY --profiler torch|nsys|ncu|"
-                   "proton` records one, or open a trace with `kprof dashboard TRACE` or the upload box below.")
+        st.warning(
+            "No run with a launch table and no trace file: `kprof profile FAMILY --profiler torch|nsys|ncu|"
+            "proton` records one, or open a trace with `kprof dashboard TRACE` or the upload box below."
+        )
         upload_box()
         return
     controls = st.container()
@@ -40,8 +42,10 @@ def render() -> None:
     if lt is None:
         return
     if lt.empty:
-        st.warning("This run has no launch table: it was profiled with `--profiler none` or on the CPU. "
-                   "`kprof profile FAMILY --profiler torch|nsys|ncu|proton` records one.")
+        st.warning(
+            "This run has no launch table: it was profiled with `--profiler none` or on the CPU. "
+            "`kprof profile FAMILY --profiler torch|nsys|ncu|proton` records one."
+        )
         return
     cases = run_order(lt)
     c1, c2, c3 = controls.columns([3, 2, 2])
@@ -60,29 +64,43 @@ def render() -> None:
     picked = selected_row(st.session_state.get("trace_fig"))
     if picked is not None:
         st.session_state["trace_selected"] = picked
-    fig, note, drawn = timeline.figure(shown, collapse_ns=GAPS[gaps], search=search,
-                                       selected=st.session_state.get("trace_selected"))
+    fig, note, drawn = timeline.figure(
+        shown, collapse_ns=GAPS[gaps], search=search, selected=st.session_state.get("trace_selected")
+    )
     if note:
         controls.info(note)
     if not fig.data:
         slot.empty()
     else:
-        slot.plotly_chart(fig, key="trace_fig", on_select="rerun", selection_mode="points",
-                          config={"scrollZoom": True, "displaylogo": False})
+        slot.plotly_chart(
+            fig,
+            key="trace_fig",
+            on_select="rerun",
+            selection_mode="points",
+            config={"scrollZoom": True, "displaylogo": False},
+        )
         row = st.session_state.get("trace_selected")
         if row is not None and row < len(drawn):
             st.subheader("Selected launch")
             st.dataframe(timeline.launch_row(drawn, row), hide_index=True, key="trace_row")
         else:
-            st.caption("Drag to zoom along time (lanes stay put), double-click to reset, the strip below is the "
-                       "whole trace. Click a launch for its full row and its launch -> kernel line.")
+            st.caption(
+                "Drag to zoom along time (lanes stay put), double-click to reset, the strip below is the "
+                "whole trace. Click a launch for its full row and its launch -> kernel line."
+            )
     st.subheader("Per kernel")
     summary = kernel_summary(df)
     st.dataframe(summary, hide_index=True, column_config=style.column_config(summary), key="trace_summary")
-    st.download_button("Export this view for ui.perfetto.dev (JSON)", perfetto_json(df, first),
-                       file_name="kprof-trace.json", mime="application/json")
-    st.caption(f"{len(df)} of {len(lt)} rows; source: {', '.join(sorted(lt['source'].dropna().astype(str).unique()))}. "
-               "The export holds the cases and time window chosen here; open it at ui.perfetto.dev.")
+    st.download_button(
+        "Export this view for ui.perfetto.dev (JSON)",
+        perfetto_json(df, first),
+        file_name="kprof-trace.json",
+        mime="application/json",
+    )
+    st.caption(
+        f"{len(df)} of {len(lt)} rows; source: {', '.join(sorted(lt['source'].dropna().astype(str).unique()))}. "
+        "The export holds the cases and time window chosen here; open it at ui.perfetto.dev."
+    )
     upload_box()
 
 
@@ -116,8 +134,11 @@ def load(src: tuple[str, str]) -> pd.DataFrame | None:
 
 
 def upload_box() -> None:
-    up = st.file_uploader("open a trace file (nsys .sqlite, ncu raw CSV, rocprof, Proton, torch.profiler JSON, "
-                          "`kprof parse --csv` table)", key="trace_upload")
+    up = st.file_uploader(
+        "open a trace file (nsys .sqlite, ncu raw CSV, rocprof, Proton, torch.profiler JSON, "
+        "`kprof parse --csv` table)",
+        key="trace_upload",
+    )
     if up is not None:
         path = data.save_upload(up.name, up.getvalue())
         if path not in data.trace_files():
@@ -152,8 +173,9 @@ def time_window(df: pd.DataFrame, where=st) -> pd.DataFrame:
         return df
     t0, t1 = float(starts.min()), float(df["end_ns"].fillna(df["api_end_ns"]).max())
     span = max((t1 - t0) / 1e3, 1.0)
-    lo, hi = where.slider("time window (µs from the first event)", 0.0, span, (0.0, span), format="%.1f",
-                       key="trace_window")
+    lo, hi = where.slider(
+        "time window (µs from the first event)", 0.0, span, (0.0, span), format="%.1f", key="trace_window"
+    )
     if lo <= 0.0 and hi >= span:
         return df
     keep = ((df["start_ns"] - t0) / 1e3).between(lo, hi) | ((df["api_start_ns"] - t0) / 1e3).between(lo, hi)

@@ -56,7 +56,9 @@ def validate(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, *, t
 
 
 def check_inputs(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
     out: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Validate for a kernel; return ``(x2d, r2d, weight, y, h)``.

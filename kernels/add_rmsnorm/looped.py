@@ -60,13 +60,28 @@ def _add_rmsnorm_looped_kernel(
     accepts_out=True,
 )
 def add_rmsnorm_looped(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = DEFAULT_EPS,
-    out: tuple[torch.Tensor, torch.Tensor] | None = None, chunk: int = DEFAULT_CHUNK, num_warps: int = 8,
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = DEFAULT_EPS,
+    out: tuple[torch.Tensor, torch.Tensor] | None = None,
+    chunk: int = DEFAULT_CHUNK,
+    num_warps: int = 8,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     x2d, r2d, w, y, h = check_inputs(x, residual, weight, out)
     n = x2d.shape[1]
     block_n = min(triton.next_power_of_2(n), triton.next_power_of_2(chunk))
     _add_rmsnorm_looped_kernel[(x2d.shape[0],)](
-        x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, eps, BLOCK_N=block_n, num_warps=num_warps,
+        x2d,
+        r2d,
+        w,
+        y,
+        h,
+        x2d.stride(0),
+        r2d.stride(0),
+        n,
+        eps,
+        BLOCK_N=block_n,
+        num_warps=num_warps,
     )
     return y, h

@@ -65,12 +65,22 @@ def _supports(shape: Shape, dtype: str) -> str | None:
     params={"BLOCK_N": "columns per block: a power of two >= N (the whole row)", "num_warps": "warps per program"},
 )
 def add_rmsnorm_one_row(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = DEFAULT_EPS,
-    out: tuple[torch.Tensor, torch.Tensor] | None = None, config: dict[str, int] | None = None,
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = DEFAULT_EPS,
+    out: tuple[torch.Tensor, torch.Tensor] | None = None,
+    config: dict[str, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     x2d, r2d, w, y, h = check_inputs(x, residual, weight, out)
     n = x2d.shape[1]
-    meta = whole_row_meta("add_rmsnorm_one_row", config, n, x2d.element_size(), MAX_BLOCK_BYTES,
-                          instead="add_rmsnorm_looped or add_rmsnorm_tuned")
+    meta = whole_row_meta(
+        "add_rmsnorm_one_row",
+        config,
+        n,
+        x2d.element_size(),
+        MAX_BLOCK_BYTES,
+        instead="add_rmsnorm_looped or add_rmsnorm_tuned",
+    )
     _add_rmsnorm_one_row_kernel[(x2d.shape[0],)](x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, eps, **meta)
     return y, h

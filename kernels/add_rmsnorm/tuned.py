@@ -51,8 +51,7 @@ def _add_rmsnorm_rows_kernel(
     hf = h.to(tl.float32)
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     rstd = tl.rsqrt(tl.sum(hf * hf, axis=1) / N + eps)
-    tl.store(y_ptr + r_idx * N + cols[None, :], (hf * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty),
-             mask=mask)
+    tl.store(y_ptr + r_idx * N + cols[None, :], (hf * rstd[:, None] * w[None, :]).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @dataclass(frozen=True)
@@ -96,15 +95,20 @@ _rows_launcher = CompiledLauncher(_add_rmsnorm_rows_kernel)
 _looped_launcher = CompiledLauncher(_add_rmsnorm_looped_kernel)
 
 
-def launch_with_config(cfg: Config, x2d: torch.Tensor, r2d: torch.Tensor, w: torch.Tensor, y: torch.Tensor,
-                       h: torch.Tensor, eps: float) -> None:
+def launch_with_config(
+    cfg: Config, x2d: torch.Tensor, r2d: torch.Tensor, w: torch.Tensor, y: torch.Tensor, h: torch.Tensor, eps: float
+) -> None:
     """Launch one configuration (the wrapper's path, and the tuning benchmark's)."""
     n_rows, n = x2d.shape
     if cfg.kernel == "rows":
         i64 = n_rows * max(x2d.stride(0), r2d.stride(0), n, 1) >= 2**31
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n_rows, n, float(eps))
-        _rows_launcher((cfg, i64, spec_key(args)), (triton.cdiv(n_rows, cfg.rows),),
-                       args + (cfg.block_n, cfg.rows, i64), num_warps=cfg.num_warps)
+        _rows_launcher(
+            (cfg, i64, spec_key(args)),
+            (triton.cdiv(n_rows, cfg.rows),),
+            args + (cfg.block_n, cfg.rows, i64),
+            num_warps=cfg.num_warps,
+        )
     else:
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
         _looped_launcher((cfg, spec_key(args)), (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
@@ -117,7 +121,10 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, r2d: torch.Tensor, w: tor
     accepts_out=True,
 )
 def add_rmsnorm_tuned(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = DEFAULT_EPS,
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = DEFAULT_EPS,
     out: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     x2d, r2d, w, y, h = check_inputs(x, residual, weight, out)

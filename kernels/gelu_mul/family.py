@@ -37,5 +37,6 @@ def gelu_mul_oracle(x: torch.Tensor) -> torch.Tensor:
 
 # flops per output: the cubic (3), the sigmoid form g * sigmoid(2z) (4) and the multiply by up (1), ~= 8
 # (transcendentals as 1)
-FAMILY = gated.make_family(OP, "x = [..., 2H] (gate | up) -> gelu_tanh(gate) * up", Path(__file__).parent,
-                           gelu_mul_oracle, flops_per_output=8)
+FAMILY = gated.make_family(
+    OP, "x = [..., 2H] (gate | up) -> gelu_tanh(gate) * up", Path(__file__).parent, gelu_mul_oracle, flops_per_output=8
+)

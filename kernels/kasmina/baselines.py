@@ -12,9 +12,9 @@ from kprof.providers import compiled
 FAMILY.provider(
     "torch_loop", kind="eager", description="the seed's chunk-by-chunk loop (state read on the host per seed)"
 )(kasmina_loop)
-FAMILY.provider(
-    "torch_vectorised", kind="eager", description="gathered blueprints, one batched product (PyTorch)"
-)(kasmina_vectorised)
+FAMILY.provider("torch_vectorised", kind="eager", description="gathered blueprints, one batched product (PyTorch)")(
+    kasmina_vectorised
+)
 
 _compiled = compiled(kasmina_vectorised)
 
@@ -23,7 +23,11 @@ _compiled = compiled(kasmina_vectorised)
     "torch_compile", kind="compile", description="torch.compile of the vectorised PyTorch code", gpu_only=True
 )
 def kasmina_torch_compile(
-    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-    weights: torch.Tensor, bias: torch.Tensor,
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     return _compiled(x, lifecycle, blueprint_id, alpha, weights, bias)

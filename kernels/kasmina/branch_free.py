@@ -58,8 +58,9 @@ def _kasmina_forward_kernel(
 
     cols = tl.arange(0, BLOCK_C)
     cmask = cols < C
-    w = tl.load(w_ptr + bid * C * C + cols[:, None] * C + cols[None, :],
-                mask=cmask[:, None] & cmask[None, :], other=0.0)
+    w = tl.load(
+        w_ptr + bid * C * C + cols[:, None] * C + cols[None, :], mask=cmask[:, None] & cmask[None, :], other=0.0
+    )
     bias = tl.load(b_ptr + bid * C + cols, mask=cmask, other=0.0).to(tl.float32)
     col0 = seed.to(tl.int64) * C
 
@@ -113,8 +114,14 @@ def tile_for(n_rows: int, telemetry: bool) -> tuple[int, int]:
 
 
 def launch(
-    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-    weights: torch.Tensor, bias: torch.Tensor, telemetry: bool, block_b: int | None = None,
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    telemetry: bool,
+    block_b: int | None = None,
     num_warps: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``: the tile
@@ -129,11 +136,24 @@ def launch(
     # without telemetry, row blocks of one seed are independent programs; with it, one program per seed
     row_programs = 1 if telemetry else triton.cdiv(n_rows, block_b)
     _kasmina_forward_kernel[(n_seeds, row_programs)](
-        x2d, y, lifecycle, blueprint_id, alpha, weights.contiguous(), bias.contiguous(),
+        x2d,
+        y,
+        lifecycle,
+        blueprint_id,
+        alpha,
+        weights.contiguous(),
+        bias.contiguous(),
         tele if tele is not None else y,
-        n_rows, c, weights.shape[0], x2d.stride(0), x.shape[-1],
-        BLOCK_B=block_b, BLOCK_C=max(16, triton.next_power_of_2(c)), TELEMETRY=telemetry,
-        IEEE=x.dtype == torch.float32 or launching.interpreting(), num_warps=num_warps,
+        n_rows,
+        c,
+        weights.shape[0],
+        x2d.stride(0),
+        x.shape[-1],
+        BLOCK_B=block_b,
+        BLOCK_C=max(16, triton.next_power_of_2(c)),
+        TELEMETRY=telemetry,
+        IEEE=x.dtype == torch.float32 or launching.interpreting(),
+        num_warps=num_warps,
     )
     return y, tele
 
@@ -144,8 +164,12 @@ def launch(
     description="one branch-free kernel (state read on the device); telemetry by a PyTorch reduction after",
 )
 def kasmina_branch_free(
-    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-    weights: torch.Tensor, bias: torch.Tensor,
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     y, _ = launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=False)
     n_seeds, c = lifecycle.shape[0], weights.shape[-1]

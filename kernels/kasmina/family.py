@@ -37,11 +37,10 @@ def make_inputs(shape: Shape, dtype: str, device: str | torch.device, seed: int)
     return {
         "x": x.to(dt),
         "lifecycle": states[order].to(device),
-        "blueprint_id": torch.randint(0, NUM_BLUEPRINTS, (n_seeds,), generator=gen, device=device,
-                                      dtype=torch.int32),
+        "blueprint_id": torch.randint(0, NUM_BLUEPRINTS, (n_seeds,), generator=gen, device=device, dtype=torch.int32),
         "alpha": torch.empty(n_seeds, device=device).uniform_(0.05, 0.95, generator=gen),
         # blueprints near identity-scale (1/sqrt(C)), biases well away from zero
-        "weights": (torch.randn((NUM_BLUEPRINTS, c, c), generator=gen, device=device) / c ** 0.5).to(dt),
+        "weights": (torch.randn((NUM_BLUEPRINTS, c, c), generator=gen, device=device) / c**0.5).to(dt),
         "bias": (0.5 + torch.randn((NUM_BLUEPRINTS, c), generator=gen, device=device)).to(dt),
     }
 
@@ -67,8 +66,14 @@ def flops_model(shape: Shape, dtype: str) -> int:
 
 
 def validate(
-    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-    weights: torch.Tensor, bias: torch.Tensor, *, triton: bool = True,
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    *,
+    triton: bool = True,
 ) -> None:
     """Raise ``ValueError`` saying what is wrong with any tensor (``triton``: they must suit a Triton kernel).
 
@@ -83,8 +88,11 @@ def validate(
         raise ValueError(f"{OP}: weights has shape {tuple(weights.shape)}; expected [NB, C, C]")
     nb, c = weights.shape[0], weights.shape[2]
     checks.check_shape(OP, "bias", bias, (nb, c))
-    for name, t, dtype in (("lifecycle", lifecycle, torch.int8), ("blueprint_id", blueprint_id, torch.int32),
-                           ("alpha", alpha, torch.float32)):
+    for name, t, dtype in (
+        ("lifecycle", lifecycle, torch.int8),
+        ("blueprint_id", blueprint_id, torch.int32),
+        ("alpha", alpha, torch.float32),
+    ):
         if not isinstance(t, torch.Tensor) or t.dtype != dtype or t.dim() != 1:
             got = f"{t.dtype} {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
             raise ValueError(f"{OP}: {name} must be a 1-D {dtype} tensor with one entry per seed, got {got}")
@@ -92,8 +100,10 @@ def validate(
             raise ValueError(f"{OP}: {name} is on {t.device} but x is on {x.device}; keep the state on x's device")
     n_seeds = lifecycle.shape[0]
     if blueprint_id.shape[0] != n_seeds or alpha.shape[0] != n_seeds:
-        raise ValueError(f"{OP}: lifecycle, blueprint_id and alpha must have one entry per seed "
-                         f"(got {n_seeds}, {blueprint_id.shape[0]}, {alpha.shape[0]})")
+        raise ValueError(
+            f"{OP}: lifecycle, blueprint_id and alpha must have one entry per seed "
+            f"(got {n_seeds}, {blueprint_id.shape[0]}, {alpha.shape[0]})"
+        )
     if x.shape[-1] != n_seeds * c:
         raise ValueError(f"{OP}: x's last dimension is {x.shape[-1]}; expected S*C = {n_seeds}*{c} = {n_seeds * c}")
     if triton:
@@ -101,8 +111,12 @@ def validate(
 
 
 def check_inputs(
-    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-    weights: torch.Tensor, bias: torch.Tensor,
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
 ) -> tuple[int, int]:
     """Validate for a kernel; return ``(S, C)``."""
     validate(x, lifecycle, blueprint_id, alpha, weights, bias)

@@ -12,8 +12,12 @@ def _blend_coefficient(lifecycle: torch.Tensor, alpha: torch.Tensor) -> torch.Te
 
 
 def kasmina_loop(
-    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-    weights: torch.Tensor, bias: torch.Tensor,
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The seed's "current state": split into chunks, branch on each seed's state in Python, concatenate.
 
@@ -22,7 +26,7 @@ def kasmina_loop(
     n_seeds, c = lifecycle.shape[0], weights.shape[-1]
     outputs, stats = [], []
     for i in range(n_seeds):
-        chunk = x[..., i * c:(i + 1) * c]
+        chunk = x[..., i * c : (i + 1) * c]
         state = int(lifecycle[i])
         if state == 0:
             out = chunk
@@ -37,8 +41,12 @@ def kasmina_loop(
 
 
 def kasmina_vectorised(
-    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-    weights: torch.Tensor, bias: torch.Tensor,
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """All seeds at once: gather each seed's blueprint, one batched product, blend, reduce telemetry."""
     n_seeds, c = lifecycle.shape[0], weights.shape[-1]
@@ -52,8 +60,12 @@ def kasmina_vectorised(
 
 
 def kasmina_oracle(
-    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-    weights: torch.Tensor, bias: torch.Tensor,
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The truth in float64: same algebra, no rounding."""
     n_seeds, c = lifecycle.shape[0], weights.shape[-1]

@@ -16,8 +16,12 @@ from kprof.kernels.kasmina.family import FAMILY
     description="the branch-free kernel with per-seed telemetry accumulated inside it",
 )
 def kasmina_telemetry(
-    x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-    weights: torch.Tensor, bias: torch.Tensor,
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     y, tele = launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=True)
     return y, tele

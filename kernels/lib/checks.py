@@ -35,8 +35,9 @@ def check_float(op: str, name: str, t: object, *, like: torch.Tensor | None = No
         if t.dtype != like.dtype:
             raise ValueError(f"{op}: {name} dtype {t.dtype} differs from the input's {like.dtype}; cast one of them")
         if t.device != like.device:
-            raise ValueError(f"{op}: {name} is on {t.device} but the input is on {like.device}; "
-                             "move them to one device")
+            raise ValueError(
+                f"{op}: {name} is on {t.device} but the input is on {like.device}; move them to one device"
+            )
     return t
 
 
@@ -65,8 +66,9 @@ def rows(t: torch.Tensor) -> torch.Tensor:
         return t.reshape(-1, t.shape[-1])
 
 
-def output(op: str, out: torch.Tensor | None, shape: Sequence[int], like: torch.Tensor,
-           name: str = "out") -> torch.Tensor:
+def output(
+    op: str, out: torch.Tensor | None, shape: Sequence[int], like: torch.Tensor, name: str = "out"
+) -> torch.Tensor:
     """A new contiguous output of ``shape`` (``like``'s dtype and device), or ``out`` checked against it."""
     if out is None:
         return torch.empty(tuple(shape), dtype=like.dtype, device=like.device)

@@ -63,8 +63,9 @@ class Launch:
 
     __slots__ = ("launcher", "key", "grid", "tail", "options", "entry")
 
-    def __init__(self, launcher: CompiledLauncher, key: tuple, grid: Sequence[int], tail: tuple,
-                 options: dict[str, Any]) -> None:
+    def __init__(
+        self, launcher: CompiledLauncher, key: tuple, grid: Sequence[int], tail: tuple, options: dict[str, Any]
+    ) -> None:
         self.launcher, self.key, self.tail, self.options = launcher, key, tail, options
         self.grid = (tuple(grid) + (1, 1))[:3]
         self.entry: Any = None  # the compiled kernel's launch entry, once the JIT has built it
@@ -139,13 +140,29 @@ class Plans:
 _add_plans = Plans()
 
 
-def fused_add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
+def fused_add_rms_norm(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     try:  # one flat key: what sig() says about each tensor, without three calls and three tuples
         xp, rp, wp = x.data_ptr(), residual.data_ptr(), weight.data_ptr()
-        key = (x.shape, x.stride(), x.dtype, x.get_device(), residual.shape, residual.stride(), residual.dtype,
-               residual.get_device(), weight.shape, weight.stride(), weight.dtype, weight.get_device(),
-               xp % 16 == 0, rp % 16 == 0, wp % 16 == 0, eps)
+        key = (
+            x.shape,
+            x.stride(),
+            x.dtype,
+            x.get_device(),
+            residual.shape,
+            residual.stride(),
+            residual.dtype,
+            residual.get_device(),
+            weight.shape,
+            weight.stride(),
+            weight.dtype,
+            weight.get_device(),
+            xp % 16 == 0,
+            rp % 16 == 0,
+            wp % 16 == 0,
+            eps,
+        )
     except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
         return _add_checked(x, residual, weight, eps)
     plan = _add_plans.plans.get(key)
@@ -169,8 +186,9 @@ def _add_checked(x: Any, residual: Any, weight: Any, eps: float) -> tuple[torch.
     return add_rmsnorm_tuned(x, residual, weight, eps)
 
 
-def _add_plan(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
-              ) -> tuple[Launch, tuple[int, ...], tuple[int, ...]] | bool:
+def _add_plan(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[Launch, tuple[int, ...], tuple[int, ...]] | bool:
     """The checked path's choice as (Launch, output shape, output strides), or False where a plan cannot
     describe the inputs."""
     from kprof.kernels.add_rmsnorm import tuned
@@ -186,12 +204,22 @@ def _add_plan(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps
     if cfg.kernel == "rows":
         i64 = n_rows * max(xs, rs, n, 1) >= 2**31
         tail = (xs, rs, n_rows, n, float(eps), cfg.block_n, cfg.rows, i64)
-        launch = Launch(tuned._rows_launcher, ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
-                        (triton.cdiv(n_rows, cfg.rows),), tail, {"num_warps": cfg.num_warps})
+        launch = Launch(
+            tuned._rows_launcher,
+            ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
+            (triton.cdiv(n_rows, cfg.rows),),
+            tail,
+            {"num_warps": cfg.num_warps},
+        )
     else:
         tail = (xs, rs, n, float(eps), cfg.block_n)
-        launch = Launch(tuned._looped_launcher, ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
-                        (n_rows,), tail, {"num_warps": cfg.num_warps})
+        launch = Launch(
+            tuned._looped_launcher,
+            ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
+            (n_rows,),
+            tail,
+            {"num_warps": cfg.num_warps},
+        )
     return (launch, *contiguous_layout(x.shape))
 
 
@@ -236,13 +264,22 @@ def _gated_plan(x: torch.Tensor, act: int, op: str) -> tuple[Launch, tuple[int, 
     kernels = _gated_kernels(act)
     if cfg.flat:
         tail = (xs, n_rows * h, h, cfg.block_h, i64)
-        launch = Launch(kernels.flat_launcher, ("ops", cfg, tail, sig(x)), (triton.cdiv(n_rows * h, cfg.block_h),),
-                        tail, {"num_warps": cfg.num_warps})
+        launch = Launch(
+            kernels.flat_launcher,
+            ("ops", cfg, tail, sig(x)),
+            (triton.cdiv(n_rows * h, cfg.block_h),),
+            tail,
+            {"num_warps": cfg.num_warps},
+        )
     else:
         tail = (xs, n_rows, h, cfg.block_h, cfg.rows, cfg.hints, i64)
-        launch = Launch(kernels.tile_launcher, ("ops", cfg, tail, sig(x)),
-                        (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h)), tail,
-                        {"num_warps": cfg.num_warps})
+        launch = Launch(
+            kernels.tile_launcher,
+            ("ops", cfg, tail, sig(x)),
+            (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h)),
+            tail,
+            {"num_warps": cfg.num_warps},
+        )
     return launch, tuple(x.shape[:-1]) + (h,)
 
 
@@ -281,8 +318,13 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
         if _swiglu_launcher is None:
             _swiglu_launcher = CompiledLauncher(tuned._swiglu_tiled_kernel)
         grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(ff, meta["BLOCK_N"]),)
-        _swiglu_plans.put(key, (Launch(_swiglu_launcher, ("ops",) + key + (tail, tuple(options.items())), grid,
-                                       tail, options), tuple(x.shape[:-1]) + (ff,)))
+        _swiglu_plans.put(
+            key,
+            (
+                Launch(_swiglu_launcher, ("ops",) + key + (tail, tuple(options.items())), grid, tail, options),
+                tuple(x.shape[:-1]) + (ff,),
+            ),
+        )
     return y.view(*x.shape[:-1], ff)
 
 
@@ -291,8 +333,9 @@ _product_plans = Plans()
 _product_launcher: CompiledLauncher | None = None
 
 
-def rms_norm_linear(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
-                    ) -> torch.Tensor:
+def rms_norm_linear(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
     """``rms_norm(x, g) @ w (+ b)``: the tuned rmsnorm kernel writes the normalised rows, the autotuned
     product reads them with the bias in its epilogue (nothing derived from the weights is kept)."""
     try:  # one flat key: what sig() says about each tensor (the bias's, or None)
@@ -302,8 +345,25 @@ def rms_norm_linear(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.
         else:
             bp = b.data_ptr()
             bkey = (b.shape, b.stride(), b.dtype, b.get_device(), bp % 16 == 0)
-        key = (x.shape, x.stride(), x.dtype, x.get_device(), g.shape, g.stride(), g.dtype, g.get_device(),
-               w.shape, w.stride(), w.dtype, w.get_device(), bkey, xp % 16 == 0, gp % 16 == 0, wp % 16 == 0, eps)
+        key = (
+            x.shape,
+            x.stride(),
+            x.dtype,
+            x.get_device(),
+            g.shape,
+            g.stride(),
+            g.dtype,
+            g.get_device(),
+            w.shape,
+            w.stride(),
+            w.dtype,
+            w.get_device(),
+            bkey,
+            xp % 16 == 0,
+            gp % 16 == 0,
+            wp % 16 == 0,
+            eps,
+        )
     except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
         return _rms_norm_linear_first(x, g, w, b, eps, None)
     plan = _product_plans.plans.get(key)
@@ -339,8 +399,9 @@ def _norm_launch(x: torch.Tensor, g: torch.Tensor, eps: float, key: tuple) -> La
     return Launch(p.launcher, ("ops", p.key, sig(x), sig(g), tail), p.grid, tail, {"num_warps": p.num_warps})
 
 
-def _rms_norm_linear_first(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
-                           eps: float, key: tuple) -> torch.Tensor:
+def _rms_norm_linear_first(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float, key: tuple
+) -> torch.Tensor:
     global _product_launcher
     from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
     from kprof.kernels.rmsnorm_linear import fused
@@ -354,16 +415,28 @@ def _rms_norm_linear_first(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b:
     if key is not None and w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None:
         meta, options = autotuned_choice(fused._autotuned, fused.INTERPRETER_CONFIG)
         m, k = xn.shape
-        named = {**meta, "NORM": 0, "HAS_BIAS": b is not None,
-                 "IEEE": x.dtype == torch.float32 or launching.interpreting(),
-                 "ALIGNED": tiles.promise_aligned(xn, wc), "PDL": False}
+        named = {
+            **meta,
+            "NORM": 0,
+            "HAS_BIAS": b is not None,
+            "IEEE": x.dtype == torch.float32 or launching.interpreting(),
+            "ALIGNED": tiles.promise_aligned(xn, wc),
+            "PDL": False,
+        }
         tail = (m, n, k, k, 1, n, 1, float(eps)) + constexpr_tail(fused._autotuned, 13, named)
         if _product_launcher is None:
             _product_launcher = CompiledLauncher(fused._rmsnorm_linear_kernel)
         grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
         product = Launch(_product_launcher, ("ops",) + key + (tail, tuple(options.items())), grid, tail, options)
-        _product_plans.put(key, (_norm_launch(x, g, eps, key), product, contiguous_layout(x.shape),
-                                 contiguous_layout(tuple(x.shape[:-1]) + (n,))))
+        _product_plans.put(
+            key,
+            (
+                _norm_launch(x, g, eps, key),
+                product,
+                contiguous_layout(x.shape),
+                contiguous_layout(tuple(x.shape[:-1]) + (n,)),
+            ),
+        )
     return y.view(*x.shape[:-1], n)
 
 
@@ -372,8 +445,14 @@ _kasmina_plans = Plans()
 _kasmina_launcher: CompiledLauncher | None = None
 
 
-def kasmina(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-            weights: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def kasmina(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The branch-free kernel with telemetry (ids outside the registry: clamped, the seed's outputs NaN)."""
     key = (sig(x), sig(lifecycle), sig(blueprint_id), sig(alpha), sig(weights), sig(bias))
     plan = _kasmina_plans.get(key)
@@ -386,8 +465,15 @@ def kasmina(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor
     return y, tele
 
 
-def _kasmina_first(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch.Tensor, alpha: torch.Tensor,
-                   weights: torch.Tensor, bias: torch.Tensor, key: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+def _kasmina_first(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    key: tuple,
+) -> tuple[torch.Tensor, torch.Tensor]:
     global _kasmina_launcher
     from kprof.kernels.kasmina import branch_free
 
@@ -397,12 +483,23 @@ def _kasmina_first(x: torch.Tensor, lifecycle: torch.Tensor, blueprint_id: torch
         n_seeds, c = lifecycle.shape[0], weights.shape[-1]
         n_rows = x.numel() // x.shape[-1]
         block_b, warps = branch_free.tile_for(n_rows, True)
-        tail = (n_rows, c, weights.shape[0], xs, x.shape[-1], block_b, max(16, triton.next_power_of_2(c)), True,
-                x.dtype == torch.float32 or launching.interpreting())
+        tail = (
+            n_rows,
+            c,
+            weights.shape[0],
+            xs,
+            x.shape[-1],
+            block_b,
+            max(16, triton.next_power_of_2(c)),
+            True,
+            x.dtype == torch.float32 or launching.interpreting(),
+        )
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free._kasmina_forward_kernel)
-        _kasmina_plans.put(key, (Launch(_kasmina_launcher, ("ops",) + key + (tail,), (n_seeds, 1), tail,
-                                        {"num_warps": warps}), n_seeds))
+        _kasmina_plans.put(
+            key,
+            (Launch(_kasmina_launcher, ("ops",) + key + (tail,), (n_seeds, 1), tail, {"num_warps": warps}), n_seeds),
+        )
     return y, tele
 
 
@@ -412,5 +509,14 @@ def reset() -> None:
         plans.plans.clear()
 
 
-__all__: Sequence[str] = ("Launch", "Plans", "fused_add_rms_norm", "gated", "kasmina", "rms_norm_linear", "reset",
-                          "sig", "swiglu")
+__all__: Sequence[str] = (
+    "Launch",
+    "Plans",
+    "fused_add_rms_norm",
+    "gated",
+    "kasmina",
+    "rms_norm_linear",
+    "reset",
+    "sig",
+    "swiglu",
+)

@@ -71,16 +71,18 @@ def validate(op: str, x: torch.Tensor, *, triton: bool = True) -> None:
         checks.check_triton_device(op, x)
 
 
-def check_inputs(op: str, x: torch.Tensor, out: torch.Tensor | None = None
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def check_inputs(
+    op: str, x: torch.Tensor, out: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Validate for a kernel; return ``(x2d, y2d, y)`` with ``y`` of shape ``[..., H]``."""
     validate(op, x)
     y = checks.output(op, out, x.shape[:-1] + (x.shape[-1] // 2,), x)
     return checks.rows(x), y.view(-1, y.shape[-1]), y
 
 
-def make_family(name: str, description: str, package_dir: str, oracle: Callable[[torch.Tensor], torch.Tensor],
-                flops_per_output: int) -> Family:
+def make_family(
+    name: str, description: str, package_dir: str, oracle: Callable[[torch.Tensor], torch.Tensor], flops_per_output: int
+) -> Family:
     """The :class:`Family` of one gated activation: ``oracle`` (float64) and ``flops_per_output`` are the
     family's own, everything else is the same for both."""
     from pathlib import Path
@@ -108,8 +110,9 @@ def register_baselines(family: Family, eager: Callable[[torch.Tensor], torch.Ten
     from kprof.providers import compiled
 
     family.provider("torch_eager", kind="eager", description="eager PyTorch, as users write it")(eager)
-    family.provider("torch_compile", kind="compile", description="torch.compile of the eager code (default mode)",
-                    gpu_only=True)(compiled(eager))
+    family.provider(
+        "torch_compile", kind="compile", description="torch.compile of the eager code (default mode)", gpu_only=True
+    )(compiled(eager))
 
 
 # -------------------------------------------------------------------------------- kernel building blocks
@@ -230,13 +233,18 @@ def launch_tile(kernels: GatedKernels, cfg: Config, x2d: torch.Tensor, y2d: torc
     i64 = n_rows * max(x2d.stride(0), 1) >= 2**31
     if cfg.flat:
         args = (x2d, y2d, x2d.stride(0), n_rows * h, h)
-        kernels.flat_launcher((cfg, i64, spec_key(args)), (triton.cdiv(n_rows * h, cfg.block_h),),
-                              args + (cfg.block_h, i64), num_warps=cfg.num_warps)
+        kernels.flat_launcher(
+            (cfg, i64, spec_key(args)),
+            (triton.cdiv(n_rows * h, cfg.block_h),),
+            args + (cfg.block_h, i64),
+            num_warps=cfg.num_warps,
+        )
         return
     args = (x2d, y2d, x2d.stride(0), n_rows, h)
     grid = (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h))
-    kernels.tile_launcher((cfg, i64, spec_key(args)), grid, args + (cfg.block_h, cfg.rows, cfg.hints, i64),
-                          num_warps=cfg.num_warps)
+    kernels.tile_launcher(
+        (cfg, i64, spec_key(args)), grid, args + (cfg.block_h, cfg.rows, cfg.hints, i64), num_warps=cfg.num_warps
+    )
 
 
 # ---------------------------------------------------------------------------------------- registration
@@ -249,35 +257,69 @@ def register_versions(family: Family, op: str, kernels: GatedKernels) -> dict[st
             return f"H = {shape[-1] // 2} {dtype} elements exceeds the one-block limit of {limit}"
         return None
 
-    @family.provider("triton_one_row", kind="triton", accepts_out=True, supports=one_row_supports,
-                     description="one program per row, whole row in one block (classic pattern)",
-                     params={"BLOCK_H": "columns per block: a power of two >= H (the whole half-row)",
-                             "num_warps": "warps per program"})
+    @family.provider(
+        "triton_one_row",
+        kind="triton",
+        accepts_out=True,
+        supports=one_row_supports,
+        description="one program per row, whole row in one block (classic pattern)",
+        params={
+            "BLOCK_H": "columns per block: a power of two >= H (the whole half-row)",
+            "num_warps": "warps per program",
+        },
+    )
     def one_row(x: torch.Tensor, out: torch.Tensor | None = None, config: dict[str, int] | None = None) -> torch.Tensor:
         x2d, y2d, y = check_inputs(op, x, out)
         h = y2d.shape[1]
-        meta = launching.whole_row_meta(f"{op}_one_row", config, h, x2d.element_size(), MAX_ONE_ROW_BYTES,
-                                        block="BLOCK_H", row="half-row", instead="the tiled or tuned version")
+        meta = launching.whole_row_meta(
+            f"{op}_one_row",
+            config,
+            h,
+            x2d.element_size(),
+            MAX_ONE_ROW_BYTES,
+            block="BLOCK_H",
+            row="half-row",
+            instead="the tiled or tuned version",
+        )
         kernels.one_row[(x2d.shape[0],)](x2d, y2d, x2d.stride(0), h, **meta)
         return y
 
-    @family.provider("triton_tiled", kind="triton", accepts_out=True,
-                     description="2-D grid of (row, 1024-column block) programs",
-                     params={"BLOCK_H": "columns per program (power of two)", "num_warps": "warps per program"})
+    @family.provider(
+        "triton_tiled",
+        kind="triton",
+        accepts_out=True,
+        description="2-D grid of (row, 1024-column block) programs",
+        params={"BLOCK_H": "columns per program (power of two)", "num_warps": "warps per program"},
+    )
     def tiled(x: torch.Tensor, out: torch.Tensor | None = None, config: dict[str, int] | None = None) -> torch.Tensor:
         x2d, y2d, y = check_inputs(op, x, out)
         n_rows, h = y2d.shape
-        meta = launching.meta_params(f"{op}_tiled", config,
-                                     {"BLOCK_H": min(TILED_BLOCK_H, triton.next_power_of_2(h)), "num_warps": 4},
-                                     powers_of_two=("BLOCK_H",))
+        meta = launching.meta_params(
+            f"{op}_tiled",
+            config,
+            {"BLOCK_H": min(TILED_BLOCK_H, triton.next_power_of_2(h)), "num_warps": 4},
+            powers_of_two=("BLOCK_H",),
+        )
         kernels.tile[(n_rows, triton.cdiv(h, meta["BLOCK_H"]))](
-            x2d, y2d, x2d.stride(0), n_rows, h, ROWS=1, HINTS=False, I64=n_rows * x2d.stride(0) >= 2**31, **meta,
+            x2d,
+            y2d,
+            x2d.stride(0),
+            n_rows,
+            h,
+            ROWS=1,
+            HINTS=False,
+            I64=n_rows * x2d.stride(0) >= 2**31,
+            **meta,
         )
         return y
 
-    @family.provider("triton_tuned", kind="triton", accepts_out=True,
-                     description="measured layout per row count (flat blocks of outputs for many rows, column "
-                                 "blocks for few), compiled-kernel launches")
+    @family.provider(
+        "triton_tuned",
+        kind="triton",
+        accepts_out=True,
+        description="measured layout per row count (flat blocks of outputs for many rows, column "
+        "blocks for few), compiled-kernel launches",
+    )
     def tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         x2d, y2d, y = check_inputs(op, x, out)
         cfg = choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))

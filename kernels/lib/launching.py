@@ -89,12 +89,17 @@ def prefer_shared_memory(compiled: Any) -> None:
     _CARVED.add(handle)
     try:
         rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(
-            ctypes.c_void_p(handle), _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
+            ctypes.c_void_p(handle), _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100
+        )
     except OSError as exc:  # no libcuda.so.1 by that name (not Linux): run without the hint
         rc = f"not called ({exc})"
     if rc != 0:
-        warnings.warn(f"kprof: setting the shared-memory carveout of {getattr(compiled, 'name', 'a kernel')} "
-                      f"failed (CUresult {rc}); PDL overlap may not happen", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"kprof: setting the shared-memory carveout of {getattr(compiled, 'name', 'a kernel')} "
+            f"failed (CUresult {rc}); PDL overlap may not happen",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 @triton.jit
@@ -115,8 +120,9 @@ def launch_dependents(PDL: tl.constexpr):
         tl.extra.cuda.gdc_launch_dependents()
 
 
-def launch_autotuned(kernel: Any, grid: Callable[[dict], tuple[int, ...]], *args: Any,
-                     interpreter_config: dict, **kwargs: Any) -> None:
+def launch_autotuned(
+    kernel: Any, grid: Callable[[dict], tuple[int, ...]], *args: Any, interpreter_config: dict, **kwargs: Any
+) -> None:
     """Launch a ``@triton.autotune`` kernel; under the interpreter launch its plain kernel with
     ``interpreter_config`` instead (the autotuner times configs with CUDA events, which need a GPU)."""
     if interpreting():
@@ -149,8 +155,9 @@ class SameTensorsMemo:
         return self._derived
 
 
-def meta_params(op: str, config: Mapping[str, int] | None, chosen: dict[str, int],
-                powers_of_two: Sequence[str] = ()) -> dict[str, int]:
+def meta_params(
+    op: str, config: Mapping[str, int] | None, chosen: dict[str, int], powers_of_two: Sequence[str] = ()
+) -> dict[str, int]:
     """The launch's meta-parameters: what the version chose (``chosen``), overridden by a sweep's
     ``config``. Values the kernel cannot take raise :class:`~kprof.errors.UnsupportedConfig` (a sweep
     records the configuration as skipped with this reason)."""
@@ -182,20 +189,30 @@ def classic_num_warps(block: int) -> int:
     return 4
 
 
-def whole_row_meta(op: str, config: Mapping[str, int] | None, width: int, element_size: int, max_bytes: int,
-                   *, block: str = "BLOCK_N", row: str = "row", instead: str = "the looped or tuned version"
-                   ) -> dict[str, int]:
+def whole_row_meta(
+    op: str,
+    config: Mapping[str, int] | None,
+    width: int,
+    element_size: int,
+    max_bytes: int,
+    *,
+    block: str = "BLOCK_N",
+    row: str = "row",
+    instead: str = "the looped or tuned version",
+) -> dict[str, int]:
     """Meta-parameters of a one-block-per-row kernel: the whole ``row`` of ``width`` elements in one power-of-two
     block with the classic warp count, or a sweep's ``config``. Its own choice refuses rows over
     ``max_bytes`` (``ValueError``: use ``instead``); a pinned block narrower than the row is an
     :class:`~kprof.errors.UnsupportedConfig`."""
     size = triton.next_power_of_2(width)
     if config is None and size * element_size > max_bytes:
-        raise ValueError(f"{op}: {row}s of {width} elements do not fit one block "
-                         f"(limit {max_bytes // element_size}); use {instead}")
+        raise ValueError(
+            f"{op}: {row}s of {width} elements do not fit one block (limit {max_bytes // element_size}); use {instead}"
+        )
     meta = meta_params(op, config, {block: size, "num_warps": classic_num_warps(size)}, powers_of_two=(block,))
     if meta[block] < width:
-        raise UnsupportedConfig(f"{op}: {block}={meta[block]} is smaller than the {row} ({width} elements); this "
-                                f"version keeps the whole {row} in one block")
+        raise UnsupportedConfig(
+            f"{op}: {block}={meta[block]} is smaller than the {row} ({width} elements); this "
+            f"version keeps the whole {row} in one block"
+        )
     return meta
-

@@ -12,9 +12,9 @@ import triton.language as tl
 
 def tile_config(bm: int, bn: int, bk: int, warps: int, stages: int, group_m: int = 8) -> Any:
     """A ``triton.Config`` of a tiled matrix-product kernel (BLOCK_M/N/K, GROUP_M, warps, stages)."""
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
-                         num_warps=warps, num_stages=stages)
-
+    return triton.Config(
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m}, num_warps=warps, num_stages=stages
+    )
 
 
 @triton.jit
@@ -52,7 +52,6 @@ def store_tile(y_desc, out, off_m, off_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.con
         y_desc.store([off_m, off_n], out.to(y_desc.dtype))
 
 
-
 def aligned8(*values: int) -> bool:
     """All multiples of 8 (elements) but not all of 16: a tiled product should then promise the compiler
     16-byte aligned rows, which it cannot infer by itself.
@@ -72,6 +71,4 @@ def aligned8(*values: int) -> bool:
 def promise_aligned(x2d: torch.Tensor, w: torch.Tensor) -> bool:
     """The ``ALIGNED`` argument of a tiled product of ``x2d`` [M, K] by ``w`` [K, N]: :func:`aligned8` of K,
     N and both row strides, with unit column strides (the promise is about contiguous rows)."""
-    return (aligned8(x2d.shape[1], w.shape[1], x2d.stride(0), w.stride(0))
-            and x2d.stride(1) == 1 and w.stride(1) == 1)
-
+    return aligned8(x2d.shape[1], w.shape[1], x2d.stride(0), w.stride(0)) and x2d.stride(1) == 1 and w.stride(1) == 1

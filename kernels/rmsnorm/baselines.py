@@ -26,9 +26,7 @@ def _no_f_rms_norm() -> str | None:
     return None if hasattr(F, "rms_norm") else f"torch {torch.__version__} has no F.rms_norm (added in 2.4)"
 
 
-@FAMILY.provider(
-    "torch_F", kind="library", description="torch.nn.functional.rms_norm", requires=_no_f_rms_norm
-)
+@FAMILY.provider("torch_F", kind="library", description="torch.nn.functional.rms_norm", requires=_no_f_rms_norm)
 def rmsnorm_torch_functional(x: torch.Tensor, weight: torch.Tensor, eps: float = DEFAULT_EPS) -> torch.Tensor:
     return F.rms_norm(x, (x.shape[-1],), weight=weight, eps=eps)
 

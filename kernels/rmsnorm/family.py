@@ -68,8 +68,9 @@ def validate(x: torch.Tensor, weight: torch.Tensor, *, triton: bool = True) -> N
     checks.check_float(OP, "weight", weight, like=x)
 
 
-def check_inputs(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor | None = None
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def check_inputs(
+    x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Validate for a kernel; return ``(x2d, weight, y2d, y)``.
 
     ``x2d`` is ``x`` seen as ``[rows, N]`` with a row stride (no copy when the leading dimensions

@@ -69,7 +69,8 @@ def rmsnorm_looped(
     x2d, weight, y2d, y = check_inputs(x, weight, out)
     n = x2d.shape[1]
     block_n = min(triton.next_power_of_2(n), triton.next_power_of_2(chunk))
-    meta = meta_params("rmsnorm_looped", config, {"BLOCK_N": block_n, "num_warps": num_warps},
-                       powers_of_two=("BLOCK_N",))
+    meta = meta_params(
+        "rmsnorm_looped", config, {"BLOCK_N": block_n, "num_warps": num_warps}, powers_of_two=("BLOCK_N",)
+    )
     _rmsnorm_looped_kernel[(x2d.shape[0],)](x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, eps, **meta)
     return y

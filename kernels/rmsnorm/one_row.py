@@ -59,12 +59,16 @@ def _supports(shape: Shape, dtype: str) -> str | None:
     params={"BLOCK_N": "columns per block: a power of two >= N (the whole row)", "num_warps": "warps per program"},
 )
 def rmsnorm_one_row(
-    x: torch.Tensor, weight: torch.Tensor, eps: float = DEFAULT_EPS, out: torch.Tensor | None = None,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = DEFAULT_EPS,
+    out: torch.Tensor | None = None,
     config: dict[str, int] | None = None,
 ) -> torch.Tensor:
     x2d, weight, y2d, y = check_inputs(x, weight, out)
     n = x2d.shape[1]
-    meta = whole_row_meta("rmsnorm_one_row", config, n, x2d.element_size(), MAX_BLOCK_BYTES,
-                          instead="rmsnorm_looped or rmsnorm_tuned")
+    meta = whole_row_meta(
+        "rmsnorm_one_row", config, n, x2d.element_size(), MAX_BLOCK_BYTES, instead="rmsnorm_looped or rmsnorm_tuned"
+    )
     _rmsnorm_one_row_kernel[(x2d.shape[0],)](x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, eps, **meta)
     return y

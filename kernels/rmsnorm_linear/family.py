@@ -30,7 +30,7 @@ def make_inputs(shape: Shape, dtype: str, device: str | torch.device, seed: int)
     return {
         "x": (torch.randn(batch + (k,), generator=gen, device=device) * scale).to(dt),
         "g": (1.0 + 0.5 * torch.randn(k, generator=gen, device=device)).to(dt),
-        "w": (k ** -0.5 * torch.randn((k, n), generator=gen, device=device)).to(dt),
+        "w": (k**-0.5 * torch.randn((k, n), generator=gen, device=device)).to(dt),
         "b": torch.randn(n, generator=gen, device=device).to(dt),
         "eps": DEFAULT_EPS,
     }
@@ -48,8 +48,7 @@ def flops_model(shape: Shape, dtype: str) -> int:
     return 2 * m * k * n + 3 * m * k + m * n
 
 
-def validate(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, *,
-             triton: bool = True) -> None:
+def validate(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, *, triton: bool = True) -> None:
     """Raise ``ValueError`` saying what is wrong (``triton``: the inputs must suit a Triton kernel)."""
     checks.check_float(OP, "x", x)
     checks.check_float(OP, "g", g, like=x)
@@ -65,8 +64,7 @@ def validate(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor 
         checks.check_triton_device(OP, x)
 
 
-def check_inputs(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None
-                 ) -> tuple[torch.Tensor, int]:
+def check_inputs(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> tuple[torch.Tensor, int]:
     """Validate for a kernel; return ``(x2d, N)``."""
     validate(x, g, w, b)
     return checks.rows(x), w.shape[1]

@@ -1,6 +1,7 @@
 """RMSNorm fused into the product, one kernel: each program first sums the squares of its rows of x,
 then runs the product's K loop over the same x tiles (re-read mostly from L2); the epilogue scales each
-row by ``rsqrt(ss / K + eps)`` and adds the bias. ``g`` is folded into the weight on every call (``W' = diag(g) W``; nothing derived from the weights is
+row by ``rsqrt(ss / K + eps)`` and adds the bias. ``g`` is folded into the weight on every call (``W' = diag(g) W``;
+nothing derived from the weights is
 kept between calls, and the measured time includes the fold), so the loop is a plain matrix product
 plus one square-and-add per x element.
 
@@ -130,8 +131,16 @@ _autotuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K", "NORM", "HAS_B
 autotuned = _autotuned  # public handle: benchmarks/ report the config it picked
 
 
-def launch_product(x2d: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, y: torch.Tensor, eps: float,
-                   norm: int, rstd: torch.Tensor | None = None, pdl: bool = False) -> None:
+def launch_product(
+    x2d: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    y: torch.Tensor,
+    eps: float,
+    norm: int,
+    rstd: torch.Tensor | None = None,
+    pdl: bool = False,
+) -> None:
     """``y = x2d @ w (+ b)``; ``norm`` 1: rows scaled by their rstd computed in the kernel, 2: by ``rstd``
     (fp32 [M]); w must then carry g. ``pdl`` (with norm 2): launched as the dependent of the kernel that
     writes ``rstd``, just before it in the stream."""
@@ -140,11 +149,26 @@ def launch_product(x2d: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, y
     launching.launch_autotuned(
         _autotuned,
         lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),),
-        x2d, w, b if b is not None else w, rstd if rstd is not None else w, y, m, n, k,
-        x2d.stride(0), x2d.stride(1), w.stride(0), w.stride(1),
-        float(eps), NORM=norm, HAS_BIAS=b is not None, IEEE=x2d.dtype == torch.float32 or launching.interpreting(),
-        ALIGNED=tiles.promise_aligned(x2d, w), PDL=pdl and norm == 2,
-        interpreter_config=INTERPRETER_CONFIG, **launching.pdl_launch(pdl and norm == 2),
+        x2d,
+        w,
+        b if b is not None else w,
+        rstd if rstd is not None else w,
+        y,
+        m,
+        n,
+        k,
+        x2d.stride(0),
+        x2d.stride(1),
+        w.stride(0),
+        w.stride(1),
+        float(eps),
+        NORM=norm,
+        HAS_BIAS=b is not None,
+        IEEE=x2d.dtype == torch.float32 or launching.interpreting(),
+        ALIGNED=tiles.promise_aligned(x2d, w),
+        PDL=pdl and norm == 2,
+        interpreter_config=INTERPRETER_CONFIG,
+        **launching.pdl_launch(pdl and norm == 2),
     )
 
 
@@ -157,7 +181,10 @@ def folded_weight(g: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 @FAMILY.provider(
     "triton_fused",
     kind="triton",
-    description="one autotuned kernel: g folded into W (on every call), the rows' sum of squares in a loop before the product's, rstd in the epilogue",
+    description=(
+        "one autotuned kernel: g folded into W (on every call), the rows' sum of squares in a loop before the "
+        "product's, rstd in the epilogue"
+    ),
 )
 def rmsnorm_linear_fused(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS

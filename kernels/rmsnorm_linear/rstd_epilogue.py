@@ -5,7 +5,8 @@ W' on every call (its time includes the fold); ``triton_rstd_epilogue_prepared``
 W' folded before the timed calls, as a model holding :class:`kprof.kernels.ops.PreparedRMSNormLinear`
 runs them.
 
-This is the algebra of fusing the norm into the product without its trap: ``triton_fused`` recomputes the sum of squares in
+This is the algebra of fusing the norm into the product without its trap: ``triton_fused`` recomputes the sum of
+squares in
 every program of a row tile (N / BLOCK_N times per row, 32 times at N = 4096 with 128-wide tiles) and
 measured 1.75x cuBLAS's ``x @ W`` at 2048x4096x4096 on an H100; ``triton_two_kernels`` writes and rereads
 a normalised copy of x (2 x 16 MB there). Here the extra traffic is one read of x and M floats.
@@ -125,8 +126,15 @@ TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000
 
 
-def tma_product(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, y: torch.Tensor,
-                rstd: torch.Tensor, *, pdl: bool = False) -> None:
+def tma_product(
+    x2d: torch.Tensor,
+    wf: torch.Tensor,
+    b: torch.Tensor | None,
+    y: torch.Tensor,
+    rstd: torch.Tensor,
+    *,
+    pdl: bool = False,
+) -> None:
     """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands).
     ``pdl``: launched as the dependent of the rstd kernel just before it (which must have been launched
     with ``pdl=True``)."""
@@ -135,16 +143,30 @@ def tma_product(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, y: 
     bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if launching.interpreting() else TMA_CONFIG
     programs = min(launching.sm_count(x2d) if x2d.is_cuda else 4, triton.cdiv(m, bm) * triton.cdiv(n, bn))
     _tma_product_kernel[(programs,)](
-        launching.TensorDescriptor.from_tensor(x2d, [bm, bk]), launching.TensorDescriptor.from_tensor(wf, [bk, bn]),
-        launching.TensorDescriptor.from_tensor(y, [bm, bn]), rstd, b if b is not None else rstd, m, n, k,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=programs, HAS_BIAS=b is not None,
-        IEEE=launching.interpreting(), PDL=pdl, num_warps=warps, num_stages=stages, **launching.pdl_launch(pdl),
+        launching.TensorDescriptor.from_tensor(x2d, [bm, bk]),
+        launching.TensorDescriptor.from_tensor(wf, [bk, bn]),
+        launching.TensorDescriptor.from_tensor(y, [bm, bn]),
+        rstd,
+        b if b is not None else rstd,
+        m,
+        n,
+        k,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        GROUP_M=gm,
+        PROGRAMS=programs,
+        HAS_BIAS=b is not None,
+        IEEE=launching.interpreting(),
+        PDL=pdl,
+        num_warps=warps,
+        num_stages=stages,
+        **launching.pdl_launch(pdl),
     )
 
 
 def use_tma(x2d: torch.Tensor, wf: torch.Tensor, y: torch.Tensor) -> bool:
-    return ((x2d.shape[0] >= TMA_MIN_ROWS or launching.interpreting())
-            and launching.tma_ready(x2d, wf, y))
+    return (x2d.shape[0] >= TMA_MIN_ROWS or launching.interpreting()) and launching.tma_ready(x2d, wf, y)
 
 
 ROWS = 4  # 4 rows x 1024 columns per step: 32 fp32 accumulators per thread with 4 warps
@@ -180,8 +202,17 @@ def launch_row_rstd(x2d: torch.Tensor, rstd: torch.Tensor, eps: float, *, pdl: b
         rows, programs, warps = rows_per_program(m), None, 4
     blocks = triton.cdiv(m, rows)
     compiled = _row_rstd_kernel[(min(blocks, programs or blocks),)](
-        x2d, rstd, m, k, x2d.stride(0), x2d.stride(1), float(eps),
-        ROWS=rows, BLOCK_K=min(1024, triton.next_power_of_2(k)), PDL=pdl, num_warps=warps,
+        x2d,
+        rstd,
+        m,
+        k,
+        x2d.stride(0),
+        x2d.stride(1),
+        float(eps),
+        ROWS=rows,
+        BLOCK_K=min(1024, triton.next_power_of_2(k)),
+        PDL=pdl,
+        num_warps=warps,
     )
     if pdl:
         # an SM whose L1/shared split was set for this kernel's few bytes of shared memory cannot take a
@@ -191,8 +222,9 @@ def launch_row_rstd(x2d: torch.Tensor, rstd: torch.Tensor, eps: float, *, pdl: b
         launching.prefer_shared_memory(compiled)
 
 
-def rmsnorm_linear_folded(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float,
-                          wf: torch.Tensor) -> torch.Tensor:
+def rmsnorm_linear_folded(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float, wf: torch.Tensor
+) -> torch.Tensor:
     """The op from ``wf = diag(g) w`` (the caller keeps it current; g and w are only checked)."""
     x2d, n = check_inputs(x, g, w, b)
     m = x2d.shape[0]
@@ -211,9 +243,9 @@ def rmsnorm_linear_folded(x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: 
     "triton_rstd_epilogue",
     kind="triton",
     description="row-statistics kernel (x read once, rstd [M] written), then one product of x with g folded into W "
-                "(folded on every call, counted in its time) and rstd applied in its epilogue: persistent with TMA "
-                "tiles where the operands allow (Hopper, 16-bit, aligned rows, 1000+ rows), else autotuned; on "
-                "Hopper the product overlaps the statistics kernel (programmatic dependent launch)",
+    "(folded on every call, counted in its time) and rstd applied in its epilogue: persistent with TMA "
+    "tiles where the operands allow (Hopper, 16-bit, aligned rows, 1000+ rows), else autotuned; on "
+    "Hopper the product overlaps the statistics kernel (programmatic dependent launch)",
 )
 def rmsnorm_linear_rstd_epilogue(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
@@ -231,7 +263,7 @@ _prepared = launching.SameTensorsMemo()
     "triton_rstd_epilogue_prepared",
     kind="triton",
     description="triton_rstd_epilogue on prepared weights: g folded into W once per input set, before the timed calls "
-                "(kernel time only; what a model holding ops.PreparedRMSNormLinear pays per call)",
+    "(kernel time only; what a model holding ops.PreparedRMSNormLinear pays per call)",
 )
 def rmsnorm_linear_rstd_epilogue_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS

@@ -35,5 +35,6 @@ def silu_mul_oracle(x: torch.Tensor) -> torch.Tensor:
 
 
 # flops per output: sigmoid (exp, add, divide) + 2 multiplies (transcendentals as 1)
-FAMILY = gated.make_family(OP, "x = [..., 2H] (gate | up) -> silu(gate) * up", Path(__file__).parent,
-                           silu_mul_oracle, flops_per_output=5)
+FAMILY = gated.make_family(
+    OP, "x = [..., 2H] (gate | up) -> silu(gate) * up", Path(__file__).parent, silu_mul_oracle, flops_per_output=5
+)

@@ -29,7 +29,7 @@ _gate_up = launching.SameTensorsMemo()
     "cublas_gate_up",
     kind="roofline",
     description="one cuBLAS product x @ [Wg Wu] (the concatenated weight built once per input set, before the timed "
-                "calls): the yardstick",
+    "calls): the yardstick",
 )
 def swiglu_cublas_gate_up(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     return x @ _gate_up.get(lambda wg, wu: torch.cat([wg, wu], dim=1), w_gate, w_up)

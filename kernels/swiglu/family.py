@@ -24,7 +24,7 @@ def make_inputs(shape: Shape, dtype: str, device: str | torch.device, seed: int)
     gen = torch.Generator(device=device).manual_seed(seed)
     d, ff = shape[-2], shape[-1]
     dt = torch_dtype(dtype)
-    scale = d ** -0.5
+    scale = d**-0.5
     return {
         "x": torch.randn((*shape[:-2], d), generator=gen, device=device).to(dt),
         "w_gate": (scale * torch.randn((d, ff), generator=gen, device=device)).to(dt),

@@ -54,8 +54,9 @@ def _swiglu_per_token_kernel(
 def _supports(shape: Shape, dtype: str) -> str | None:
     m, d, ff = dims(shape)
     if m * d * ff > MAX_MACS:
-        return (f"{m}x{d}x{ff} is {m * d * ff:.1e} multiply-adds on CUDA cores, "
-                f"over the teaching kernel's {MAX_MACS:.1e}")
+        return (
+            f"{m}x{d}x{ff} is {m * d * ff:.1e} multiply-adds on CUDA cores, over the teaching kernel's {MAX_MACS:.1e}"
+        )
     return None
 
 
@@ -71,7 +72,15 @@ def swiglu_per_token(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) 
     y = torch.empty((m, ff), dtype=x.dtype, device=x.device)
     block_f = min(128, triton.next_power_of_2(ff))
     _swiglu_per_token_kernel[(m, triton.cdiv(ff, block_f))](
-        x2d, w_gate.contiguous(), w_up.contiguous(), y, d, ff, x2d.stride(0),
-        BLOCK_D=64, BLOCK_F=block_f, num_warps=4,
+        x2d,
+        w_gate.contiguous(),
+        w_up.contiguous(),
+        y,
+        d,
+        ff,
+        x2d.stride(0),
+        BLOCK_D=64,
+        BLOCK_F=block_f,
+        num_warps=4,
     )
     return y.view(*x.shape[:-1], ff)

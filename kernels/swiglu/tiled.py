@@ -83,8 +83,20 @@ def launch(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tenso
     n = wg.shape[1]
     grid = (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
     _swiglu_tiled_kernel[grid](
-        x2d, wg, wu, y, m, n, k, x2d.stride(0), x2d.stride(1), wg.stride(0), wg.stride(1),
-        IEEE=ieee(x2d), ALIGNED=tiles.promise_aligned(x2d, wg), **config,
+        x2d,
+        wg,
+        wu,
+        y,
+        m,
+        n,
+        k,
+        x2d.stride(0),
+        x2d.stride(1),
+        wg.stride(0),
+        wg.stride(1),
+        IEEE=ieee(x2d),
+        ALIGNED=tiles.promise_aligned(x2d, wg),
+        **config,
     )
 
 
@@ -99,22 +111,28 @@ FIXED = dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, GROUP_M=1, num_warps=4, num_st
     "triton_tiled",
     kind="triton",
     description="tiled product, both accumulators, SiLU*mul epilogue (one fixed 128x64x64 tile)",
-    params={"BLOCK_M": "rows of x per tile (power of two, >= 16 for tl.dot)",
-            "BLOCK_N": "output columns per tile (power of two, >= 16)",
-            "BLOCK_K": "reduction slice per loop step (power of two, >= 16)",
-            "GROUP_M": "row tiles per column tile in program order (1: row-major)",
-            "num_warps": "warps per program", "num_stages": "software-pipelining depth of the K loop"},
+    params={
+        "BLOCK_M": "rows of x per tile (power of two, >= 16 for tl.dot)",
+        "BLOCK_N": "output columns per tile (power of two, >= 16)",
+        "BLOCK_K": "reduction slice per loop step (power of two, >= 16)",
+        "GROUP_M": "row tiles per column tile in program order (1: row-major)",
+        "num_warps": "warps per program",
+        "num_stages": "software-pipelining depth of the K loop",
+    },
 )
-def swiglu_tiled(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
-                 config: dict[str, int] | None = None) -> torch.Tensor:
+def swiglu_tiled(
+    x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, config: dict[str, int] | None = None
+) -> torch.Tensor:
     x2d, ff = check_inputs(x, w_gate, w_up)
     if w_gate.stride() != w_up.stride():
         w_gate, w_up = w_gate.contiguous(), w_up.contiguous()
     meta = launching.meta_params("swiglu_tiled", config, FIXED, powers_of_two=("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     small = [k for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K") if meta[k] < 16]
     if small:
-        raise UnsupportedConfig(f"swiglu_tiled: {', '.join(f'{k}={meta[k]}' for k in small)}: tl.dot needs "
-                                "tiles of at least 16 in every dimension")
+        raise UnsupportedConfig(
+            f"swiglu_tiled: {', '.join(f'{k}={meta[k]}' for k in small)}: tl.dot needs "
+            "tiles of at least 16 in every dimension"
+        )
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
     launch(x2d, w_gate, w_up, y, **meta)
     return y.view(*x.shape[:-1], ff)

@@ -3,7 +3,8 @@ grouped order (GROUP_M row tiles per column tile: a wave of programs shares weig
 weight layout chosen by measurement.
 
 Which weight layout wins? ``"kn"`` reads the weights as given ([d, ff], ff contiguous);
-``"nk"`` a transposed copy ([ff, d] stored, d contiguous, as nn.Linear keeps them). Measured on an H100 in bf16, each autotuned, three interleaved rounds
+``"nk"`` a transposed copy ([ff, d] stored, d contiguous, as nn.Linear keeps them). Measured on an H100 in bf16, each
+autotuned, three interleaved rounds
 (benchmarks/results/catalog/matrix_races.csv): "kn" wins at every shape - 158.9 us
 against 171.6 us at 2048x2048x5504, 2442.7 against 2461.8 us at 8192x4096x11008, 73.0 against 76.7 us
 at 16x4096x11008 - so the tuned version reads the weights as given.
@@ -43,8 +44,19 @@ from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel, ieee
 
 
 @triton.jit
-def _interleaved_tile(x_desc, w_desc, y_desc, off_m, off_n, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                      BLOCK_K: tl.constexpr, SUBTILE: tl.constexpr, IEEE: tl.constexpr):
+def _interleaved_tile(
+    x_desc,
+    w_desc,
+    y_desc,
+    off_m,
+    off_n,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SUBTILE: tl.constexpr,
+    IEEE: tl.constexpr,
+):
     """One output tile at (off_m, off_n): the product with both weights' columns, then silu(gate) * up."""
     acc = tl.zeros([BLOCK_M, 2 * BLOCK_N], dtype=tl.float32)  # gate and up, column by column
     for ks in range(tl.cdiv(K, BLOCK_K)):  # out-of-range rows/columns of the edge tiles load as zeros
@@ -80,16 +92,18 @@ def _swiglu_interleaved_kernel(
 ):
     if PROGRAMS == 0:
         pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        _interleaved_tile(x_desc, w_desc, y_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K,
-                          BLOCK_M, BLOCK_N, BLOCK_K, SUBTILE, IEEE)
+        _interleaved_tile(
+            x_desc, w_desc, y_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K, SUBTILE, IEEE
+        )
     else:
         tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         whole = (tiles // PROGRAMS) * PROGRAMS if TAIL_SPLIT else tiles
         # flatten: the compiler pipelines the next tile's first loads under this tile's epilogue
         for tile in tl.range(tl.program_id(0), whole, PROGRAMS, flatten=True):
             pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-            _interleaved_tile(x_desc, w_desc, y_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K,
-                              BLOCK_M, BLOCK_N, BLOCK_K, SUBTILE, IEEE)
+            _interleaved_tile(
+                x_desc, w_desc, y_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K, SUBTILE, IEEE
+            )
         if TAIL_SPLIT:
             # The last wave would keep only (tiles - whole) SMs busy for a whole tile's time; split into
             # TAIL_SPLIT parts per tile (the launcher checks there are at most PROGRAMS parts) it keeps
@@ -98,9 +112,19 @@ def _swiglu_interleaved_kernel(
             for unit in tl.range(tl.program_id(0), (tiles - whole) * TAIL_SPLIT, PROGRAMS):
                 pid_m, pid_n = grouped_tile(whole + unit // TAIL_SPLIT, M, N, BLOCK_M, BLOCK_N, GROUP_M)
                 part = unit % TAIL_SPLIT
-                _interleaved_tile(x_tail, w_tail, y_tail, pid_m * BLOCK_M + (part // COLS) * (BLOCK_M // 2),
-                                  pid_n * BLOCK_N + (part % COLS) * (BLOCK_N // COLS), K,
-                                  BLOCK_M // 2, BLOCK_N // COLS, BLOCK_K, False, IEEE)
+                _interleaved_tile(
+                    x_tail,
+                    w_tail,
+                    y_tail,
+                    pid_m * BLOCK_M + (part // COLS) * (BLOCK_M // 2),
+                    pid_n * BLOCK_N + (part % COLS) * (BLOCK_N // COLS),
+                    K,
+                    BLOCK_M // 2,
+                    BLOCK_N // COLS,
+                    BLOCK_K,
+                    False,
+                    IEEE,
+                )
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): the fastest of 6 at 2048, 8192 and 1000 rows (H100)
@@ -139,8 +163,9 @@ def tail_split(tiles: int, programs: int) -> int:
     return 0
 
 
-def launch_interleaved(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, persistent: bool | None = None,
-                       tail: bool | None = None) -> None:
+def launch_interleaved(
+    x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, persistent: bool | None = None, tail: bool | None = None
+) -> None:
     """``y = silu(x2d @ Wg) * (x2d @ Wu)`` from the interleaved weights (``tma_ready`` operands); persistent
     where the tiles make few waves (``PERSISTENT_MAX_WAVES``) unless ``persistent`` says otherwise. ``tail``
     (persistent only; default ``TAIL_SPLITS``) does the last partial wave's tiles in parts (``tail_split``)."""
@@ -163,9 +188,21 @@ def launch_interleaved(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, 
     tn = bn // (split // 2) if split else bn
     parts = (desc(x2d, [bm // 2, bk]), desc(w_int, [bk, 2 * tn]), desc(y, [bm // 2, tn])) if split else full
     _swiglu_interleaved_kernel[(programs or tiles,)](
-        *full, *parts, m, n, k,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, PROGRAMS=programs, SUBTILE=subtile, TAIL_SPLIT=split,
-        IEEE=launching.interpreting(), num_warps=warps, num_stages=stages,
+        *full,
+        *parts,
+        m,
+        n,
+        k,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        GROUP_M=gm,
+        PROGRAMS=programs,
+        SUBTILE=subtile,
+        TAIL_SPLIT=split,
+        IEEE=launching.interpreting(),
+        num_warps=warps,
+        num_stages=stages,
     )
 
 
@@ -206,8 +243,20 @@ def launch_tuned(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch
     launching.launch_autotuned(
         _swiglu_autotuned,
         lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),),
-        x2d, wg, wu, y, m, n, k, x2d.stride(0), x2d.stride(1), wg.stride(0), wg.stride(1),
-        IEEE=ieee(x2d), ALIGNED=tiles.promise_aligned(x2d, wg), interpreter_config=INTERPRETER_CONFIG,
+        x2d,
+        wg,
+        wu,
+        y,
+        m,
+        n,
+        k,
+        x2d.stride(0),
+        x2d.stride(1),
+        wg.stride(0),
+        wg.stride(1),
+        IEEE=ieee(x2d),
+        ALIGNED=tiles.promise_aligned(x2d, wg),
+        interpreter_config=INTERPRETER_CONFIG,
     )
 
 
@@ -221,8 +270,9 @@ def use_interleaved(x2d: torch.Tensor, y: torch.Tensor) -> bool:
     return (x2d.shape[0] >= TMA_MIN_ROWS or launching.interpreting()) and launching.tma_ready(x2d, y)
 
 
-def swiglu_with(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
-                w_int: Callable[[], torch.Tensor] | torch.Tensor | None) -> torch.Tensor:
+def swiglu_with(
+    x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: Callable[[], torch.Tensor] | torch.Tensor | None
+) -> torch.Tensor:
     """The tuned version's launch choice; ``w_int`` is the interleaved weight pair (or how to make it; None:
     the pointer kernel only)."""
     x2d, ff = check_inputs(x, w_gate, w_up)
@@ -240,8 +290,8 @@ def swiglu_with(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
     "triton_tuned",
     kind="triton",
     description="from 1000 rows: gate and up weights interleaved (copied on every call, counted in its time), one "
-                "product of twice the width with TMA tiles (persistent for few waves, the last partial wave in "
-                "smaller tiles); else the tiled product autotuned per shape, grouped program order",
+    "product of twice the width with TMA tiles (persistent for few waves, the last partial wave in "
+    "smaller tiles); else the tiled product autotuned per shape, grouped program order",
 )
 def swiglu_tuned(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     return swiglu_with(x, w_gate, w_up, lambda: interleaved_weights(w_gate, w_up))
@@ -254,7 +304,7 @@ _prepared = launching.SameTensorsMemo()
     "triton_tuned_prepared",
     kind="triton",
     description="triton_tuned on prepared weights: the interleaved copy is made once per input set, before the timed "
-                "calls (kernel time only; what a model holding ops.PreparedSwiGLU pays per call)",
+    "calls (kernel time only; what a model holding ops.PreparedSwiGLU pays per call)",
 )
 def swiglu_tuned_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     return swiglu_with(x, w_gate, w_up, lambda: _prepared.get(interleaved_weights, w_gate, w_up))
@@ -264,7 +314,7 @@ def swiglu_tuned_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Ten
     "triton_tuned_pointer",
     kind="triton",
     description="the tiled product autotuned per shape on the weights as given, at every row count (no derived "
-                "weight copy): what ops.swiglu runs",
+    "weight copy): what ops.swiglu runs",
 )
 def swiglu_tuned_pointer(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     return swiglu_with(x, w_gate, w_up, None)

@@ -17,13 +17,20 @@ def hundred_runs(out: Path, n: int = 100) -> Path:
         shutil.copyfileobj(src, dst)
     con = sqlite3.connect(out)
     ids = [r[0] for r in con.execute("SELECT id FROM runs ORDER BY rowid")]
-    tables = {t: [r[1] for r in con.execute(f"PRAGMA table_info({t})")] for t in
-              ("runs", "cases", "samples", "launches", "captures")}
+    tables = {
+        t: [r[1] for r in con.execute(f"PRAGMA table_info({t})")]
+        for t in ("runs", "cases", "samples", "launches", "captures")
+    }
     for copy in range(n - len(ids)):
         rid = ids[copy % len(ids)]
         new = f"{rid}-c{copy:03d}"
-        for table, key in (("runs", "id"), ("cases", "run_id"), ("samples", "run_id"), ("launches", "run_id"),
-                           ("captures", "run_id")):
+        for table, key in (
+            ("runs", "id"),
+            ("cases", "run_id"),
+            ("samples", "run_id"),
+            ("launches", "run_id"),
+            ("captures", "run_id"),
+        ):
             sel = ", ".join("?" if c == key else f'"{c}"' for c in tables[table])
             con.execute(f"INSERT INTO {table} SELECT {sel} FROM {table} WHERE {key} = ?", (new, rid))
     con.commit()

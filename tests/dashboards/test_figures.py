@@ -13,10 +13,15 @@ from kprof.dashboards import figures  # noqa: E402
 
 
 def test_failed_cases_are_not_plotted_and_best_is_the_fastest_correct():
-    m = pd.DataFrame({
-        "shape": ["64x4096"] * 3, "dtype": ["bf16"] * 3, "provider": ["a", "b", "broken"],
-        "status": ["ok", "ok", "fail"], "gpu_time_us": [5.0, 4.0, 1.0],
-    })
+    m = pd.DataFrame(
+        {
+            "shape": ["64x4096"] * 3,
+            "dtype": ["bf16"] * 3,
+            "provider": ["a", "b", "broken"],
+            "status": ["ok", "ok", "fail"],
+            "gpu_time_us": [5.0, 4.0, 1.0],
+        }
+    )
     m["gbps"], m["speedup"] = [9.0, 10.0, 50.0], [1.0, 1.25, 5.0]
     fig = figures.compare_panels(m, "bf16", ceiling=12.0)
     assert {tr.name for tr in fig.data} == {"a", "b", "★ best version at the shape"}
@@ -29,8 +34,18 @@ def test_failed_cases_are_not_plotted_and_best_is_the_fastest_correct():
 
 
 def test_roofline_has_the_memory_roof():
-    m = pd.DataFrame({"shape": ["1x8", "2x8"], "dtype": ["bf16"] * 2, "provider": ["a", "a"], "status": ["ok"] * 2,
-                      "gpu_time_us": [1.0, 2.0], "bytes": [100, 200], "flops": [50, 100], "tflops": [0.05, 0.05]})
+    m = pd.DataFrame(
+        {
+            "shape": ["1x8", "2x8"],
+            "dtype": ["bf16"] * 2,
+            "provider": ["a", "a"],
+            "status": ["ok"] * 2,
+            "gpu_time_us": [1.0, 2.0],
+            "bytes": [100, 200],
+            "flops": [50, 100],
+            "tflops": [0.05, 0.05],
+        }
+    )
     spec = figures.roofline(m, ceiling_gbps=3000.0)
     points, roof = (layer["data"]["values"] for layer in spec["layer"])
     assert [p["intensity"] for p in points] == [0.5, 0.5] and {p["provider"] for p in points} == {"a"}

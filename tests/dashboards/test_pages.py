@@ -30,8 +30,11 @@ def page(name: str, store, monkeypatch) -> AppTest:
 
 
 def texts(at: AppTest) -> str:
-    parts = [e.value for kind in ("title", "info", "warning", "error", "caption", "markdown", "subheader")
-             for e in getattr(at, kind)]
+    parts = [
+        e.value
+        for kind in ("title", "info", "warning", "error", "caption", "markdown", "subheader")
+        for e in getattr(at, kind)
+    ]
     return " | ".join(str(p) for p in parts)
 
 
@@ -65,8 +68,9 @@ def test_compare_on_real_runs(demo_copy, monkeypatch):
     pytorch = df[df["provider"].isin(["torch_eager", "torch_F", "torch_compile"])]
     fastest = pytorch.loc[pytorch.groupby("shape")["gpu_time_us"].idxmin()]
     assert (abs(fastest["speedup"] - 1.0) < 1e-9).all()
-    assert list(dict.fromkeys(df["shape"])) == list(dict.fromkeys(RunStore(demo_copy).metrics(
-        at.selectbox(key="compare_run").value.split(" · ")[-1])["shape"]))  # shapes in the run's sweep order
+    assert list(dict.fromkeys(df["shape"])) == list(
+        dict.fromkeys(RunStore(demo_copy).metrics(at.selectbox(key="compare_run").value.split(" · ")[-1])["shape"])
+    )  # shapes in the run's sweep order
     at.selectbox(key="compare_baseline").set_value("PyTorch eager").run()
     eager = at.dataframe[0].value
     assert (eager[eager["provider"] == "torch_eager"]["speedup"] == 1.0).all()
@@ -139,10 +143,35 @@ def test_failed_cases_are_loud_and_never_plotted(tmp_path, monkeypatch):
     s = RunStore(path)
     run = s.begin_run(record(mode="gpu", profiler="none"))
     base = {"family": "rmsnorm", "shape": "64x4096", "dtype": "bf16", "bytes": 1 << 20, "flops": 1 << 18}
-    s.add_case(run, 0, {**base, "case": "rmsnorm/torch_eager/64x4096/bf16", "provider": "torch_eager", "status": "ok",
-                        "ok": True, "gpu_time_us": 30.0, "gbps": 30.0, "tflops": 0.01}, {"gpu": [0.03] * 10})
-    s.add_case(run, 1, {**base, "case": "rmsnorm/triton_x/64x4096/bf16", "provider": "triton_x", "status": "fail",
-                        "ok": False, "gpu_time_us": 1.0, "note": "max rel err 0.3 > 8e-3"}, {})
+    s.add_case(
+        run,
+        0,
+        {
+            **base,
+            "case": "rmsnorm/torch_eager/64x4096/bf16",
+            "provider": "torch_eager",
+            "status": "ok",
+            "ok": True,
+            "gpu_time_us": 30.0,
+            "gbps": 30.0,
+            "tflops": 0.01,
+        },
+        {"gpu": [0.03] * 10},
+    )
+    s.add_case(
+        run,
+        1,
+        {
+            **base,
+            "case": "rmsnorm/triton_x/64x4096/bf16",
+            "provider": "triton_x",
+            "status": "fail",
+            "ok": False,
+            "gpu_time_us": 1.0,
+            "note": "max rel err 0.3 > 8e-3",
+        },
+        {},
+    )
     s.finish_run(run, "incomplete")
     at = page("compare", path, monkeypatch)
     assert "1 cases failed" in texts(at) and "triton_x" in texts(at)
@@ -197,8 +226,13 @@ def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launch
     t0 = one[["start_ns", "api_start_ns"]].min().min()
     span = one[["end_ns", "api_end_ns"]].max().max() - t0 + 1000
     copies = TRACE_LIMIT // len(one) + 2
-    big = pd.concat([one.assign(**{c: one[c] + k * span for c in ("start_ns", "end_ns", "api_start_ns", "api_end_ns")})
-                     for k in range(copies)], ignore_index=True)
+    big = pd.concat(
+        [
+            one.assign(**{c: one[c] + k * span for c in ("start_ns", "end_ns", "api_start_ns", "api_end_ns")})
+            for k in range(copies)
+        ],
+        ignore_index=True,
+    )
     path = tmp_path / "s" / "kprof.db"
     s = RunStore(path)
     run = s.begin_run(record(mode="gpu", profiler="nsys"))

@@ -18,8 +18,20 @@ from kprof.dashboards.probe import free_port  # noqa: E402
 
 def _start(tmp_path):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "kprof.cli", "dashboard", "--port", str(port), "--store",
-                             str(tmp_path / "none" / "kprof.db")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kprof.cli",
+            "dashboard",
+            "--port",
+            str(port),
+            "--store",
+            str(tmp_path / "none" / "kprof.db"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 120
     while time.time() < deadline:
         try:

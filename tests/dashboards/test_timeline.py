@@ -46,7 +46,9 @@ def test_the_selected_launch_gets_its_flow_and_its_full_row(trace):
     flows = [t for t in fig.data if t.name == "launch -> kernel"]
     assert len(flows) == 1 and len(flows[0].x) == 2
     r = drawn.iloc[row]
-    assert flows[0].x[0] == pytest.approx(r["api_start_ns"] / 1e3) and flows[0].x[1] == pytest.approx(r["start_ns"] / 1e3)
+    assert flows[0].x[0] == pytest.approx(r["api_start_ns"] / 1e3) and flows[0].x[1] == pytest.approx(
+        r["start_ns"] / 1e3
+    )
     fields = timeline.launch_row(drawn, row).set_index("field")["value"]
     assert fields["kernel"] == str(r["kernel"]) and fields["grid_x"] == str(r["grid_x"])
 
@@ -55,11 +57,12 @@ def test_collapsed_gaps_keep_every_event_and_its_duration():
     rng = np.random.default_rng()
     n = 37
     starts = np.cumsum(rng.integers(100, 900, n)).astype(float)
-    starts[n // 2:] += 5e6  # one long idle stretch (between cases)
-    starts[n - 5:] += 3e6  # and another
+    starts[n // 2 :] += 5e6  # one long idle stretch (between cases)
+    starts[n - 5 :] += 3e6  # and another
     dur = rng.integers(50, 90, n).astype(float)
-    df = pd.DataFrame({"start_ns": starts, "end_ns": starts + dur, "api_start_ns": starts - 40,
-                       "api_end_ns": starts - 10})
+    df = pd.DataFrame(
+        {"start_ns": starts, "end_ns": starts + dur, "api_start_ns": starts - 40, "api_end_ns": starts - 10}
+    )
     out, cuts = timeline.collapse_gaps(df, 100e3, keep_ns=2e3)
     assert len(cuts) == 2 and [round(g / 1e6) for _, g in cuts] == [5, 3]
     assert np.allclose(out["end_ns"] - out["start_ns"], dur)  # durations untouched
@@ -82,8 +85,10 @@ def test_two_runs_on_prefixed_lanes_and_folding_counts_every_launch(trace, data_
 
 
 def test_short_kernel_names():
-    assert timeline.short_name("void at::native::vectorized_elementwise_kernel<4, at::native::X<float>>(int, T)") \
+    assert (
+        timeline.short_name("void at::native::vectorized_elementwise_kernel<4, at::native::X<float>>(int, T)")
         == "vectorized_elementwise_kernel"
+    )
     assert timeline.short_name("_rmsnorm_looped_kernel") == "_rmsnorm_looped_kernel"
 
 

@@ -52,8 +52,12 @@ def foreign_private_uses(kernels: Path, family: str) -> list[str]:
                     if _folder(alias.name) not in (None, family) and alias.asname:
                         foreign_modules.add(alias.asname)
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                    and node.value.id in foreign_modules and node.attr.startswith("_")):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in foreign_modules
+                and node.attr.startswith("_")
+            ):
                 found.append(f"{path.name}:{node.lineno} {node.value.id}.{node.attr}")
     return found
 
@@ -64,7 +68,8 @@ def jit_functions(folder: Path) -> list[str]:
     for path in sorted(folder.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.FunctionDef) and any(
-                    ast.unparse(d).split("(")[0] in ("triton.jit", "jit") for d in node.decorator_list):
+                ast.unparse(d).split("(")[0] in ("triton.jit", "jit") for d in node.decorator_list
+            ):
                 names.append(node.name)
     return names
 
@@ -89,19 +94,31 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_private_names_from_other_folders_are_found(tmp_path):
-    kernels = _write(tmp_path, {
-        "fam/a.py": "from kprof.kernels.other.mod import _kernel, public\n",
-        "fam/b.py": "from kprof.kernels.lib import gated\nx = gated._tile_launcher\n",
-        "fam/c.py": "import kprof.kernels.other.mod as m\nfrom ..other import mod\ny = m._k, mod._j\n",
-        "fam/d.py": "from kprof.kernels.fam.a import _own\nfrom .a import _own2\nimport triton\nz = triton._x\n",
-    })
+    kernels = _write(
+        tmp_path,
+        {
+            "fam/a.py": "from kprof.kernels.other.mod import _kernel, public\n",
+            "fam/b.py": "from kprof.kernels.lib import gated\nx = gated._tile_launcher\n",
+            "fam/c.py": "import kprof.kernels.other.mod as m\nfrom ..other import mod\ny = m._k, mod._j\n",
+            "fam/d.py": "from kprof.kernels.fam.a import _own\nfrom .a import _own2\nimport triton\nz = triton._x\n",
+        },
+    )
     assert foreign_private_uses(kernels, "fam") == [
-        "a.py:1 kprof.kernels.other.mod._kernel", "b.py:2 gated._tile_launcher", "c.py:3 m._k", "c.py:3 mod._j"]
+        "a.py:1 kprof.kernels.other.mod._kernel",
+        "b.py:2 gated._tile_launcher",
+        "c.py:3 m._k",
+        "c.py:3 mod._j",
+    ]
 
 
 def test_jit_functions_are_found_by_their_decorator(tmp_path):
-    folder = _write(tmp_path, {"fam/k.py": "import triton\nfrom triton import jit\n\n@triton.jit\ndef _a(x):\n"
-                                           "    pass\n\n@jit\ndef b(x):\n    pass\n\n@triton.autotune([], key=[])\n"
-                                           "@triton.jit(do_not_specialize=['n'])\ndef c(n):\n    pass\n\n"
-                                           "def plain():\n    pass\n"})
+    folder = _write(
+        tmp_path,
+        {
+            "fam/k.py": "import triton\nfrom triton import jit\n\n@triton.jit\ndef _a(x):\n"
+            "    pass\n\n@jit\ndef b(x):\n    pass\n\n@triton.autotune([], key=[])\n"
+            "@triton.jit(do_not_specialize=['n'])\ndef c(n):\n    pass\n\n"
+            "def plain():\n    pass\n"
+        },
+    )
     assert jit_functions(folder / "fam") == ["_a", "b", "c"]

@@ -77,7 +77,10 @@ def test_a_wrong_output_fails_loudly(device):
     fam = FAMILIES["add_rmsnorm"]
     inputs = fam.make_inputs((6, 200), "bf16", device, seed=3)
     swapped = type(fam.providers["torch_eager"])(
-        family="add_rmsnorm", name="swapped", kind="eager", description="",
+        family="add_rmsnorm",
+        name="swapped",
+        kind="eager",
+        description="",
         fn=lambda **kw: tuple(reversed(fam.providers["torch_eager"].fn(**kw))),
     )
     assert not check_correctness(fam, swapped, Case("add_rmsnorm", "swapped", (6, 200), "bf16"), inputs).ok
@@ -88,7 +91,8 @@ def test_a_wrong_output_fails_loudly(device):
         y, tele = kas.providers["torch_vectorised"].fn(**kw)
         return y, tele * 1.01  # 1% off in the small output only
 
-    bad = type(kas.providers["torch_loop"])(family="kasmina", name="bad", kind="eager", description="",
-                                            fn=bad_telemetry)
+    bad = type(kas.providers["torch_loop"])(
+        family="kasmina", name="bad", kind="eager", description="", fn=bad_telemetry
+    )
     corr = check_correctness(kas, bad, Case("kasmina", "bad", (8, 5, 16), "fp32"), kin)
     assert not corr.ok and corr.rel_err > 5e-3

@@ -21,12 +21,24 @@ def _bad_inputs(device):
     x8 = torch.randn(4, 8, device=device)
     return {
         "add_rmsnorm": [
-            (dict(x=torch.ones(4, 8, dtype=i32, device=device), residual=x8, weight=torch.randn(8, device=device)), "dtype"),
-            (dict(x=x8, residual=torch.randn(4, 7, device=device), weight=torch.randn(8, device=device)), "residual has shape"),
+            (
+                dict(x=torch.ones(4, 8, dtype=i32, device=device), residual=x8, weight=torch.randn(8, device=device)),
+                "dtype",
+            ),
+            (
+                dict(x=x8, residual=torch.randn(4, 7, device=device), weight=torch.randn(8, device=device)),
+                "residual has shape",
+            ),
             (dict(x=x8, residual=x8.half(), weight=torch.randn(8, device=device)), "differs"),
             (dict(x=x8, residual=x8, weight=torch.randn(9, device=device)), "weight has shape"),
-            (dict(x=torch.randn(0, 8, device=device), residual=torch.randn(0, 8, device=device),
-                  weight=torch.randn(8, device=device)), "empty"),
+            (
+                dict(
+                    x=torch.randn(0, 8, device=device),
+                    residual=torch.randn(0, 8, device=device),
+                    weight=torch.randn(8, device=device),
+                ),
+                "empty",
+            ),
             (dict(x=x8, residual=x8, weight=torch.randn(8, device="meta")), "device"),
         ],
         "silu_mul": [
@@ -35,30 +47,81 @@ def _bad_inputs(device):
             (dict(x=[1.0, 2.0]), "torch tensor"),
         ],
         "swiglu": [
-            (dict(x=x8, w_gate=torch.randn(7, 5, device=device), w_up=torch.randn(7, 5, device=device)), "w_gate has shape"),
-            (dict(x=x8, w_gate=torch.randn(8, 5, device=device), w_up=torch.randn(8, 6, device=device)), "w_up has shape"),
-            (dict(x=x8, w_gate=torch.randn(8, 5, device=device, dtype=torch.float16),
-                  w_up=torch.randn(8, 5, device=device)), "differs"),
+            (
+                dict(x=x8, w_gate=torch.randn(7, 5, device=device), w_up=torch.randn(7, 5, device=device)),
+                "w_gate has shape",
+            ),
+            (
+                dict(x=x8, w_gate=torch.randn(8, 5, device=device), w_up=torch.randn(8, 6, device=device)),
+                "w_up has shape",
+            ),
+            (
+                dict(
+                    x=x8,
+                    w_gate=torch.randn(8, 5, device=device, dtype=torch.float16),
+                    w_up=torch.randn(8, 5, device=device),
+                ),
+                "differs",
+            ),
         ],
         "rmsnorm_linear": [
             (dict(x=x8, g=torch.randn(7, device=device), w=torch.randn(8, 5, device=device)), "g has shape"),
             (dict(x=x8, g=torch.randn(8, device=device), w=torch.randn(7, 5, device=device)), "w has shape"),
-            (dict(x=x8, g=torch.randn(8, device=device), w=torch.randn(8, 5, device=device),
-                  b=torch.randn(4, device=device)), "b has shape"),
+            (
+                dict(
+                    x=x8,
+                    g=torch.randn(8, device=device),
+                    w=torch.randn(8, 5, device=device),
+                    b=torch.randn(4, device=device),
+                ),
+                "b has shape",
+            ),
         ],
         "kasmina": [
-            (dict(x=torch.randn(2, 3 * 16, device=device), lifecycle=torch.zeros(3, dtype=f32, device=device),
-                  blueprint_id=torch.zeros(3, dtype=i32, device=device), alpha=torch.zeros(3, device=device),
-                  weights=torch.randn(2, 16, 16, device=device), bias=torch.randn(2, 16, device=device)), "lifecycle must be"),
-            (dict(x=torch.randn(2, 50, device=device), lifecycle=torch.zeros(3, dtype=torch.int8, device=device),
-                  blueprint_id=torch.zeros(3, dtype=i32, device=device), alpha=torch.zeros(3, device=device),
-                  weights=torch.randn(2, 16, 16, device=device), bias=torch.randn(2, 16, device=device)), "S\\*C"),
-            (dict(x=torch.randn(2, 48, device=device), lifecycle=torch.zeros(3, dtype=torch.int8, device=device),
-                  blueprint_id=torch.zeros(2, dtype=i32, device=device), alpha=torch.zeros(3, device=device),
-                  weights=torch.randn(2, 16, 16, device=device), bias=torch.randn(2, 16, device=device)), "one entry per seed"),
-            (dict(x=torch.randn(2, 48, device=device), lifecycle=torch.zeros(3, dtype=torch.int8, device=device),
-                  blueprint_id=torch.zeros(3, dtype=i32, device=device), alpha=torch.zeros(3, device=device),
-                  weights=torch.randn(2, 16, 15, device=device), bias=torch.randn(2, 16, device=device)), "NB, C, C"),
+            (
+                dict(
+                    x=torch.randn(2, 3 * 16, device=device),
+                    lifecycle=torch.zeros(3, dtype=f32, device=device),
+                    blueprint_id=torch.zeros(3, dtype=i32, device=device),
+                    alpha=torch.zeros(3, device=device),
+                    weights=torch.randn(2, 16, 16, device=device),
+                    bias=torch.randn(2, 16, device=device),
+                ),
+                "lifecycle must be",
+            ),
+            (
+                dict(
+                    x=torch.randn(2, 50, device=device),
+                    lifecycle=torch.zeros(3, dtype=torch.int8, device=device),
+                    blueprint_id=torch.zeros(3, dtype=i32, device=device),
+                    alpha=torch.zeros(3, device=device),
+                    weights=torch.randn(2, 16, 16, device=device),
+                    bias=torch.randn(2, 16, device=device),
+                ),
+                "S\\*C",
+            ),
+            (
+                dict(
+                    x=torch.randn(2, 48, device=device),
+                    lifecycle=torch.zeros(3, dtype=torch.int8, device=device),
+                    blueprint_id=torch.zeros(2, dtype=i32, device=device),
+                    alpha=torch.zeros(3, device=device),
+                    weights=torch.randn(2, 16, 16, device=device),
+                    bias=torch.randn(2, 16, device=device),
+                ),
+                "one entry per seed",
+            ),
+            (
+                dict(
+                    x=torch.randn(2, 48, device=device),
+                    lifecycle=torch.zeros(3, dtype=torch.int8, device=device),
+                    blueprint_id=torch.zeros(3, dtype=i32, device=device),
+                    alpha=torch.zeros(3, device=device),
+                    weights=torch.randn(2, 16, 15, device=device),
+                    bias=torch.randn(2, 16, device=device),
+                ),
+                "NB, C, C",
+            ),
         ],
     }
 
@@ -86,7 +149,7 @@ def test_cpu_tensor_without_interpreter_is_a_clear_error(family, monkeypatch):
 def test_add_rmsnorm_strided_rows_and_out(provider, device):
     fam = F["add_rmsnorm"]
     big = fam.make_inputs((5, 700), "fp32", device, seed=11)
-    x, r = big["x"][:, 13:13 + 411], big["residual"][:, 100:100 + 411]  # rows 700 apart
+    x, r = big["x"][:, 13 : 13 + 411], big["residual"][:, 100 : 100 + 411]  # rows 700 apart
     w = big["weight"][:411].contiguous()
     y_ref, h_ref = fam.oracle(x, r, w, 1e-6)
     out = (torch.full_like(x, float("nan")).contiguous(), torch.full_like(x, float("nan")).contiguous())
@@ -202,8 +265,11 @@ def test_kasmina_lifecycle_states(provider, device):
         state = int(inp["lifecycle"][s])
         if state == 0:
             assert torch.equal(ys[:, s], xs[:, s])
-        expect = {0: xs[:, s].double(), 1: bp, 2: (1 - inp["alpha"][s].double()) * xs[:, s].double()
-                  + inp["alpha"][s].double() * bp}[state]
+        expect = {
+            0: xs[:, s].double(),
+            1: bp,
+            2: (1 - inp["alpha"][s].double()) * xs[:, s].double() + inp["alpha"][s].double() * bp,
+        }[state]
         assert torch.allclose(ys[:, s].double(), expect, rtol=1e-5, atol=1e-5), (provider, s)
         assert torch.allclose(tele[s, 0].double(), ys[:, s].double().mean(), atol=1e-5)
         assert torch.allclose(tele[s, 1].double(), ys[:, s].double().var(unbiased=False), rtol=1e-4)
@@ -312,8 +378,12 @@ def test_programmatic_dependent_launch_compiles_to_griddepcontrol():
     res = subprocess.run([sys.executable, "-c", PDL_PROBE], capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    assert out == {"rstd/False": [], "product/False": [],
-                   "rstd/True": ["griddepcontrol.launch_dependents"], "product/True": ["griddepcontrol.wait"]}
+    assert out == {
+        "rstd/False": [],
+        "product/False": [],
+        "rstd/True": ["griddepcontrol.launch_dependents"],
+        "product/True": ["griddepcontrol.wait"],
+    }
 
 
 def test_pdl_only_on_a_hopper_gpu_outside_the_interpreter(monkeypatch):
@@ -338,9 +408,9 @@ def test_pdl_only_on_a_hopper_gpu_outside_the_interpreter(monkeypatch):
 def test_alignment_promise_only_where_the_compiler_cannot_see_it():
     from kprof.kernels.lib.tiles import aligned8
 
-    assert aligned8(1000, 3000, 1000, 3000)          # multiples of 8, not all of 16: promise
-    assert not aligned8(2048, 5504, 2048, 5504)      # all multiples of 16: Triton knows more already
-    assert not aligned8(1001, 3000, 1001, 3000)      # not aligned at all: no promise
+    assert aligned8(1000, 3000, 1000, 3000)  # multiples of 8, not all of 16: promise
+    assert not aligned8(2048, 5504, 2048, 5504)  # all multiples of 16: Triton knows more already
+    assert not aligned8(1001, 3000, 1001, 3000)  # not aligned at all: no promise
 
 
 @pytest.mark.parametrize("rows,programs", [(1, None), (4, None), (1, 3), (4, 1)])
@@ -354,8 +424,9 @@ def test_rstd_kernel_every_rows_per_program(rows, programs, device):
 
     x = torch.randn(7, 1500, device=device, dtype=torch.bfloat16) * 3 + 0.5
     r = torch.full((7,), float("nan"), device=device)
-    _row_rstd_kernel[(programs or triton.cdiv(7, rows),)](x, r, 7, 1500, x.stride(0), x.stride(1), 1e-6,
-                                                          ROWS=rows, BLOCK_K=1024, PDL=False, num_warps=4)
+    _row_rstd_kernel[(programs or triton.cdiv(7, rows),)](
+        x, r, 7, 1500, x.stride(0), x.stride(1), 1e-6, ROWS=rows, BLOCK_K=1024, PDL=False, num_warps=4
+    )
     ref = torch.rsqrt(x.double().pow(2).mean(dim=1) + 1e-6)
     assert torch.allclose(r.double().cpu(), ref.cpu(), rtol=1e-5)
 
@@ -390,9 +461,9 @@ def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
 
     ok = torch.randn(8, 64, device=device, dtype=torch.bfloat16)
     assert tma_ready(ok, ok.t().contiguous())
-    assert not tma_ready(ok.float())                                    # 32-bit: stays on the pointer kernel
+    assert not tma_ready(ok.float())  # 32-bit: stays on the pointer kernel
     assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16)[:, 1:])  # unaligned base
-    assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16).t())     # column-major
+    assert not tma_ready(torch.randn(8, 60, device=device, dtype=torch.bfloat16).t())  # column-major
 
 
 @pytest.mark.gpu
@@ -462,11 +533,11 @@ def test_swiglu_tail_split_rule():
     programs, halves where at most half, else whole tiles."""
     from kprof.kernels.swiglu.tuned import tail_split
 
-    assert tail_split(688, 132) == 4   # 2048x2048x5504 on an H100: 28 tiles left
-    assert tail_split(192, 132) == 2   # 1000x1000x3000: 60 left
-    assert tail_split(200, 132) == 0   # 68 left: halves would be 136 parts
-    assert tail_split(264, 132) == 0   # no partial wave
-    assert tail_split(9, 0) == 0       # one program per tile
+    assert tail_split(688, 132) == 4  # 2048x2048x5504 on an H100: 28 tiles left
+    assert tail_split(192, 132) == 2  # 1000x1000x3000: 60 left
+    assert tail_split(200, 132) == 0  # 68 left: halves would be 136 parts
+    assert tail_split(264, 132) == 0  # no partial wave
+    assert tail_split(9, 0) == 0  # one program per tile
 
 
 @pytest.mark.parametrize("mode", ["tile", "persistent", "persistent_tail"])

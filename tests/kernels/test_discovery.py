@@ -47,8 +47,12 @@ def copied(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, st
     tmp = tmp_path_factory.mktemp("pkg")
     root = _package_copy(tmp)
     _add_family(root / "kernels", _smallest_family(root / "kernels"), NEW)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp), os.environ.get("PYTHONPATH", "")]),
-           "TRITON_INTERPRET": "1", "KPROF_STORE": str(tmp / "store")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp), os.environ.get("PYTHONPATH", "")]),
+        "TRITON_INTERPRET": "1",
+        "KPROF_STORE": str(tmp / "store"),
+    }
     return tmp, env
 
 
@@ -68,14 +72,20 @@ def test_new_folder_is_listed_by_kprof_families(copied):
     tmp, env = copied
     out = _run(["-c", "from kprof.cli import main; main()", "families"], env, tmp)
     assert NEW in out
-    assert NEW not in _run(["-c", "from kprof.cli import main; main()", "families"],
-                           {**env, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}, REPO)
+    assert NEW not in _run(
+        ["-c", "from kprof.cli import main; main()", "families"],
+        {**env, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+        REPO,
+    )
 
 
 def test_new_folder_is_under_the_oracle_tests(copied):
     tmp, env = copied
-    out = _run(["-m", "pytest", str(REPO / "tests/kernels/test_catalog.py"), "--collect-only", "-q",
-                "-p", "no:cacheprovider"], env, REPO)
+    out = _run(
+        ["-m", "pytest", str(REPO / "tests/kernels/test_catalog.py"), "--collect-only", "-q", "-p", "no:cacheprovider"],
+        env,
+        REPO,
+    )
     ids = [line for line in out.splitlines() if f"[{NEW}" in line]
     assert any("test_matches_oracle" in i for i in ids), out[-2000:]
     assert any("test_every_family_keeps_the_house_rules" in i for i in ids), out[-2000:]
@@ -102,6 +112,10 @@ def test_families_import_each_other_only_by_public_names():
 
 def test_no_private_profiler_imports_outside_profilers():
     pattern = re.compile(r"(?:import|from)\s+kprof\.profilers\._\w+|from kprof\.profilers import _\w+")
-    bad = [str(f.relative_to(REPO)) for top in ("toolkit", "kernels", "dashboards", "scripts", "benchmarks", "tests")
-           for f in (REPO / top).rglob("*.py") if pattern.search(f.read_text())]
+    bad = [
+        str(f.relative_to(REPO))
+        for top in ("toolkit", "kernels", "dashboards", "scripts", "benchmarks", "tests")
+        for f in (REPO / top).rglob("*.py")
+        if pattern.search(f.read_text())
+    ]
     assert not bad, f"private profiler modules imported from outside profilers/: {bad}"

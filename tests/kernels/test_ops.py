@@ -163,8 +163,10 @@ def test_in_place_copy_is_seen(enabled, device):
         w.data.copy_(torch.randn_like(w) * 0.3)
         _check_swiglu(ops.swiglu(x, wg, wu), x, wg, wu, "swiglu after copy")
         _check_rl(ops.rms_norm_linear(xr, g, w, b), xr, g, w, b, "rms_norm_linear after copy")
-        for prep, derived, call in ((prep_s, prep_s.w_int, lambda: prep_s(x)),
-                                    (prep_r, prep_r.wf, lambda: prep_r(xr, b))):
+        for prep, derived, call in (
+            (prep_s, prep_s.w_int, lambda: prep_s(x)),
+            (prep_r, prep_r.wf, lambda: prep_r(xr, b)),
+        ):
             if derived is not None:
                 with pytest.raises(ops.StaleWeightsError, match="refresh"):
                     call()
@@ -271,7 +273,7 @@ class _Block(torch.nn.Module):
         self.proj = ops.RMSNormLinear(d, 2 * ff, device=device)
         self.mlp = ops.SwiGLU(d, ff, device=device)
         self.g2 = torch.nn.Parameter(1 + 0.1 * torch.randn(ff, device=device))
-        self.w2 = torch.nn.Parameter(ff ** -0.5 * torch.randn(ff, d, device=device))
+        self.w2 = torch.nn.Parameter(ff**-0.5 * torch.randn(ff, d, device=device))
         self.kas = F["kasmina"].make_inputs((1, 2, d // 2), "fp32", device, seed=1)
 
     def forward(self, x, r):
@@ -314,8 +316,14 @@ def test_plans_are_per_signature(device):
     base = fam.make_inputs((6, 64), "fp32", device, seed=_seed())["x"]
     with triton_path(True):
         _fastops.reset()
-        for x in (base, base, base[::2], base.to(torch.bfloat16), base.reshape(-1)[1:].reshape(-1)[:320].view(5, 64),
-                  torch.cat([base, base], dim=1)[:, 32:96]):
+        for x in (
+            base,
+            base,
+            base[::2],
+            base.to(torch.bfloat16),
+            base.reshape(-1)[1:].reshape(-1)[:320].view(5, 64),
+            torch.cat([base, base], dim=1)[:, 32:96],
+        ):
             err = _rel(ops.silu_and_mul(x), fam.oracle(x))
             assert err <= fam.tolerances["bf16"], tuple(x.shape)
 
@@ -359,6 +367,7 @@ def test_decode_step_in_a_cuda_graph_and_compiled_launches():
     x, wg, wu = inp["x"], inp["w_gate"], inp["w_up"]
     g = (1 + 0.1 * torch.randn(256, device="cuda")).to(torch.bfloat16)
     with triton_path(True):
+
         def step():
             return ops.swiglu(ops.rms_norm(x, g), wg, wu)
 
@@ -412,7 +421,7 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
         with triton_path(True):
             _fastops.reset()
             ops.fused_add_rms_norm(x, r, w)  # builds the plan through the checked path
-            (launch, shape, strides), = _fastops._add_plans.plans.values()
+            ((launch, shape, strides),) = _fastops._add_plans.plans.values()
             launch.entry = (rec, rec.prefix, 0)
             y, h = ops.fused_add_rms_norm(x, r, w)
         assert y.shape == h.shape == x.shape and y.is_contiguous() and h.is_contiguous() and y.dtype == x.dtype
@@ -424,7 +433,7 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
         with triton_path(True):
             _fastops.reset()
             ops.rms_norm_linear(x, g, wl, bias)
-            (key, (norm, product, xn_layout, y_layout)), = _fastops._product_plans.plans.items()
+            ((key, (norm, product, xn_layout, y_layout)),) = _fastops._product_plans.plans.items()
             p = rms_tuned.plan_for(21, 24, 24, x.dtype, -1, True)  # the CPU has no rmsnorm plan of its own
             norm = _fastops.Launch(p.launcher, ("test",), p.grid, (*p.ints, 1e-6, *p.constexprs), {})
             norm.entry = product.entry = (rec, rec.prefix, 0)
@@ -434,8 +443,13 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
         norm_call, product_call = rec.calls[-2:]
         assert norm_call[:2] == (x.data_ptr(), g.data_ptr()) and norm_call[3:] == norm.tail
         xn_ptr = norm_call[2]  # the normalised rows: written by the norm, read by the product
-        assert product_call[:5] == (xn_ptr, wl.data_ptr(), (wl if bias is None else bias).data_ptr(), wl.data_ptr(),
-                                    out.data_ptr())
+        assert product_call[:5] == (
+            xn_ptr,
+            wl.data_ptr(),
+            (wl if bias is None else bias).data_ptr(),
+            wl.data_ptr(),
+            out.data_ptr(),
+        )
         assert product_call[5:] == product.tail and xn_ptr not in (x.data_ptr(), out.data_ptr())
         assert all(type(a) is not torch.Tensor for call in rec.calls for a in call)
     _fastops.reset()
@@ -448,7 +462,7 @@ def test_a_launch_hook_sends_planned_calls_through_the_jit(device, monkeypatch):
     with triton_path(True):
         _fastops.reset()
         ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"])
-        (launch, _, _), = _fastops._add_plans.plans.values()
+        ((launch, _, _),) = _fastops._add_plans.plans.values()
         monkeypatch.setattr(launch, "entry", (_RecordingLauncher(), None, None, 0))
         monkeypatch.setattr(_fastops, "launch_hooks_installed", lambda: True)
         outs = ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"])

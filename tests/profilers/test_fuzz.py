@@ -34,8 +34,22 @@ TRACES = sorted(
     + [p for p in (DATA / "rocprof").rglob("*") if p.suffix in (".csv", ".json")],
     key=lambda p: p.name,
 )
-BAD_VALUES = ["", "soon", "NaN", "nan", "Infinity", "-inf", "1.5e300", "2.41e+15", "1,915,000", "-7", "0x10",
-              "[/]", "\x1b[2J", "9" * 40]
+BAD_VALUES = [
+    "",
+    "soon",
+    "NaN",
+    "nan",
+    "Infinity",
+    "-inf",
+    "1.5e300",
+    "2.41e+15",
+    "1,915,000",
+    "-7",
+    "0x10",
+    "[/]",
+    "\x1b[2J",
+    "9" * 40,
+]
 ENCODINGS = ["bom", "crlf", "utf16", "gzip", "gzip_cut"]
 
 
@@ -57,7 +71,7 @@ def mutate_csv(raw: bytes, draw) -> bytes:
     width = len(rows[head])
     col = draw(st.integers(0, max(width - 1, 0)))
     if kind == "drop_column":
-        rows = [r[:col] + r[col + 1:] if len(r) == width else r for r in rows]
+        rows = [r[:col] + r[col + 1 :] if len(r) == width else r for r in rows]
     elif kind in ("swap", "swap_many") and len(rows) > head + 1:
         value = draw(st.sampled_from(BAD_VALUES))
         targets = range(head + 1, len(rows)) if kind == "swap_many" else [draw(st.integers(head + 1, len(rows) - 1))]
@@ -117,8 +131,13 @@ def mutate_json(raw: bytes, draw) -> bytes:
 
 def mutate_sqlite(path: Path, draw) -> None:
     con = sqlite3.connect(path)
-    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE "
-                                        "'sqlite_%' AND (name LIKE 'CUPTI%' OR name IN ('NVTX_EVENTS','StringIds'))")]
+    tables = [
+        r[0]
+        for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE "
+            "'sqlite_%' AND (name LIKE 'CUPTI%' OR name IN ('NVTX_EVENTS','StringIds'))"
+        )
+    ]
     table = draw(st.sampled_from(sorted(tables)))
     cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
     col = draw(st.sampled_from(cols))
@@ -131,7 +150,11 @@ def mutate_sqlite(path: Path, draw) -> None:
         con.execute(f'ALTER TABLE {table} DROP COLUMN "{col}"')
     else:
         value = draw(st.sampled_from([None, "soon", 1.5e300, 2.5, -(2**62), "NaN"]))
-        where = "" if kind == "swap_all" else f" WHERE rowid = (SELECT MIN(rowid) + {draw(st.integers(0, 20))} FROM {table})"
+        where = (
+            ""
+            if kind == "swap_all"
+            else f" WHERE rowid = (SELECT MIN(rowid) + {draw(st.integers(0, 20))} FROM {table})"
+        )
         con.execute(f'UPDATE {table} SET "{col}" = ?{where}', (value,))
     con.commit()
     con.close()
@@ -173,8 +196,12 @@ def check(path: Path) -> None:
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=[p.name for p in TRACES])
-@settings(max_examples=int(os.environ.get("KPROF_FUZZ_EXAMPLES", "6")), deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("KPROF_FUZZ_EXAMPLES", "6")),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_mutated_real_traces_parse_or_fail_in_one_line(trace, data, tmp_path_factory):
     raw = plain_bytes(trace)
@@ -200,7 +227,12 @@ def test_mutated_real_traces_parse_or_fail_in_one_line(trace, data, tmp_path_fac
 
 def test_every_real_trace_is_in_the_corpus():
     names = {p.name for p in TRACES}
-    assert {"nsys_rmsnorm.sqlite.gz", "ncu_rmsnorm_raw.csv.gz", "proton_rmsnorm_tree.hatchet.gz",
-            "kineto_rmsnorm_h100_small.json.gz", "HIP_Programming_MI300A_vec_add_results.json"} <= names
+    assert {
+        "nsys_rmsnorm.sqlite.gz",
+        "ncu_rmsnorm_raw.csv.gz",
+        "proton_rmsnorm_tree.hatchet.gz",
+        "kineto_rmsnorm_h100_small.json.gz",
+        "HIP_Programming_MI300A_vec_add_results.json",
+    } <= names
     for p in TRACES:  # and each of them parses, or is refused by name (host API files), unmutated
         check(p)

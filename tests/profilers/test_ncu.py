@@ -88,9 +88,17 @@ def test_command_has_the_metric_list_and_range_filter(tmp_path):
     assert argv[argv.index("--page") + 1] == "raw" and argv[-1] == "s.json"
 
 
-@pytest.mark.parametrize("text,unit,value", [("1,678,297.60", "Kbyte", 1678297600.0), ("4,032", "ns", 4032.0),
-                                             ("2.5", "usecond", 2500.0), ("12", "byte/block", 12.0),
-                                             ("n/a", "byte", None), ("75", "%", 75.0)])
+@pytest.mark.parametrize(
+    "text,unit,value",
+    [
+        ("1,678,297.60", "Kbyte", 1678297600.0),
+        ("4,032", "ns", 4032.0),
+        ("2.5", "usecond", 2500.0),
+        ("12", "byte/block", 12.0),
+        ("n/a", "byte", None),
+        ("75", "%", 75.0),
+    ],
+)
 def test_number_parsing(text, unit, value):
     got = ncu._number(text, unit)
     assert got == value if value is None else got == pytest.approx(value)

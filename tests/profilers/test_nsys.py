@@ -27,8 +27,11 @@ def table(data_file):
 
 def test_every_kernel_of_the_export_is_a_row_with_its_raw_fields(table, data_file):
     con = sqlite3.connect(data_file("nsys_rmsnorm.sqlite"))
-    raw = pd.read_sql_query('SELECT start, "end", registersPerThread, gridX, blockX, staticSharedMemory + '
-                            "dynamicSharedMemory AS smem FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start", con)
+    raw = pd.read_sql_query(
+        'SELECT start, "end", registersPerThread, gridX, blockX, staticSharedMemory + '
+        "dynamicSharedMemory AS smem FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start",
+        con,
+    )
     k = launch_table.kernels(table).reset_index(drop=True)
     assert len(k) == len(raw)
     assert (k["start_ns"].to_numpy() == raw["start"].to_numpy()).all()
@@ -97,8 +100,12 @@ def test_stats_csvs_agree_with_the_sqlite(table, data_file):
 
 
 def test_sniffed_without_format(data_file):
-    for name in ("nsys_rmsnorm.sqlite", "nsys_rmsnorm_cuda_gpu_kern_sum.csv", "nsys_rmsnorm_cuda_kern_exec_trace.csv",
-                 "nsys_rmsnorm_cuda_gpu_trace.csv"):
+    for name in (
+        "nsys_rmsnorm.sqlite",
+        "nsys_rmsnorm_cuda_gpu_kern_sum.csv",
+        "nsys_rmsnorm_cuda_kern_exec_trace.csv",
+        "nsys_rmsnorm_cuda_gpu_trace.csv",
+    ):
         assert (parse_trace(data_file(name))["source"] == "nsys").all()
 
 
@@ -119,19 +126,28 @@ def test_other_sqlite_and_reports_are_refused(tmp_path):
 def test_commands_are_argv_lists(tmp_path):
     argv = nsys.profile_command("/x/nsys", ["python", "-m", "kprof.replay", "s.json"], tmp_path / "out")
     assert argv[:2] == ["/x/nsys", "profile"] and "--trace=cuda,nvtx" in argv and argv[-1] == "s.json"
-    assert nsys.export_command("/x/nsys", tmp_path / "a.nsys-rep", tmp_path / "a.sqlite")[1:4] == ["export", "--type", "sqlite"]
+    assert nsys.export_command("/x/nsys", tmp_path / "a.nsys-rep", tmp_path / "a.sqlite")[1:4] == [
+        "export",
+        "--type",
+        "sqlite",
+    ]
 
 
 def test_copies_memsets_and_syncs_from_a_real_capture(data_file):
     path = data_file("nsys_transfers.sqlite")
     t = nsys.parse(path)
     con = sqlite3.connect(path)
-    copies = pd.read_sql_query("SELECT m.bytes, e.label FROM CUPTI_ACTIVITY_KIND_MEMCPY m "
-                               "JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind ORDER BY m.start", con)
+    copies = pd.read_sql_query(
+        "SELECT m.bytes, e.label FROM CUPTI_ACTIVITY_KIND_MEMCPY m "
+        "JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = m.copyKind ORDER BY m.start",
+        con,
+    )
     memsets = con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMSET").fetchone()[0]
     got = t[t["kind"] == "memcpy"].sort_values("start_ns")
     assert got["bytes"].tolist() == copies["bytes"].tolist()
-    assert got["copy_kind"].tolist() == [{"Host-to-Device": "HtoD", "Device-to-Host": "DtoH"}[x] for x in copies["label"]]
+    assert got["copy_kind"].tolist() == [
+        {"Host-to-Device": "HtoD", "Device-to-Host": "DtoH"}[x] for x in copies["label"]
+    ]
     assert (t["kind"] == "memset").sum() == memsets > 0
     assert got["case"].notna().all() and got["api_name"].notna().all()  # the copy calls ran inside the range
     from kprof.metrics import launch_metrics

@@ -18,6 +18,7 @@ def _truncate(src, n):
         out = tmp_path / src
         out.write_bytes(raw[: n if n > 0 else len(raw) // 2])
         return out
+
     return make
 
 
@@ -26,6 +27,7 @@ def _text(name, text):
         out = tmp_path / name
         out.write_text(text)
         return out
+
     return make
 
 
@@ -44,9 +46,11 @@ def _old_nsys_schema(tmp_path, data_file):
     src = sqlite3.connect(data_file("nsys_rmsnorm.sqlite"))
     dst = sqlite3.connect(out)
     dst.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
-    dst.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, \"end\" INTEGER, demangledName INTEGER)")
-    dst.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?)",
-                    src.execute('SELECT start, "end", demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL').fetchall())
+    dst.execute('CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, "end" INTEGER, demangledName INTEGER)')
+    dst.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?)",
+        src.execute('SELECT start, "end", demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL').fetchall(),
+    )
     dst.commit()
     return out
 
@@ -58,13 +62,26 @@ CASES = [
     ("torch trace cut in half", lambda t, d: _gz_half(t), "torch", "not valid JSON"),
     ("nsys SQLite of another program", _empty_sqlite, "nsys", "not an Nsight Systems export"),
     ("nsys export of an unknown schema", _old_nsys_schema, "nsys", "unexpected Nsight Systems schema"),
-    ("nsys stats CSV of a report kprof does not read", _text("cuda_api_sum.csv", "Time (%),Total Time (ns),Num Calls\n1,2,3\n"),
-     "nsys", "host CUDA API calls, not GPU work"),
+    (
+        "nsys stats CSV of a report kprof does not read",
+        _text("cuda_api_sum.csv", "Time (%),Total Time (ns),Num Calls\n1,2,3\n"),
+        "nsys",
+        "host CUDA API calls, not GPU work",
+    ),
     ("ncu CSV truncated mid-row", _truncate("ncu_rmsnorm_raw.csv", 0), "ncu", "truncated"),
-    ("ncu output without the CSV page", _text("ncu.txt", "==PROF== Disconnected from process 1\n"), "ncu", "no ncu CSV header"),
+    (
+        "ncu output without the CSV page",
+        _text("ncu.txt", "==PROF== Disconnected from process 1\n"),
+        "ncu",
+        "no ncu CSV header",
+    ),
     ("rocprof CSV with unknown columns", _text("results.csv", "A,B\n1,2\n"), "rocprof", "not a rocprof output"),
-    ("rocprof JSON that is another Chrome trace", lambda t, d: d("proton_rmsnorm_trace.chrome_trace"), "rocprof",
-     "without rocprof's GPU"),
+    (
+        "rocprof JSON that is another Chrome trace",
+        lambda t, d: d("proton_rmsnorm_trace.chrome_trace"),
+        "rocprof",
+        "without rocprof's GPU",
+    ),
     ("proton hatchet cut short", _truncate("proton_rmsnorm_tree.hatchet", 700), "proton", "not valid JSON"),
     ("wrong tool named", lambda t, d: d("ncu_rmsnorm_raw.csv"), "nsys", "no `nsys stats` report"),
 ]

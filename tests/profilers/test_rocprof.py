@@ -1,4 +1,5 @@
-"""rocprof parsers on the real AMD outputs in tests/data/rocprof/ (real outputs from public repositories; provenance in its README)."""
+"""rocprof parsers on the real AMD outputs in tests/data/rocprof/ (real outputs from public repositories; provenance
+in its README)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,13 @@ def alone(path, tmp_path, name=None):
     return out
 
 
-@pytest.mark.parametrize("name", ["rocprofiler-sdk_docs_kernel_trace.csv",
-                                  "rocprofiler-sdk_docs_kernel_trace_v2_LDS_VGPR_columns_agent_relative.csv"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "rocprofiler-sdk_docs_kernel_trace.csv",
+        "rocprofiler-sdk_docs_kernel_trace_v2_LDS_VGPR_columns_agent_relative.csv",
+    ],
+)
 def test_v3_kernel_traces_both_column_sets(name, tmp_path):
     raw = sorted(rows(V3 / name), key=lambda r: int(r["Start_Timestamp"]))  # the table is in time order
     t = rocprof.parse(alone(V3 / name, tmp_path))
@@ -57,8 +63,14 @@ def test_v3_occupancy_with_an_arch(tmp_path):
     t = rocprof.parse(alone(V3 / name, tmp_path), arch="gfx942")
     lim = amd_limits("gfx942")
     for r, pct, limiter in zip(raw, t["occupancy_theoretical_pct"], t["occupancy_limiter"]):
-        occ = amd_occupancy(int(r["Workgroup_Size_X"]), int(r["VGPR_Count"]), int(r["Accum_VGPR_Count"]),
-                            int(r["SGPR_Count"]), int(r["LDS_Block_Size"]), lim)
+        occ = amd_occupancy(
+            int(r["Workgroup_Size_X"]),
+            int(r["VGPR_Count"]),
+            int(r["Accum_VGPR_Count"]),
+            int(r["SGPR_Count"]),
+            int(r["LDS_Block_Size"]),
+            lim,
+        )
         assert pct == pytest.approx(occ.occupancy_pct) and limiter == occ.limiter
 
 
@@ -73,9 +85,15 @@ def test_v3_siblings_joined_by_prefix(tmp_path):
     start = int(k0["Start_Timestamp"])
     launch = dict(launch, Start_Timestamp=str(start - 5000), End_Timestamp=str(start - 1000))
     api_rows = [launch if a["Correlation_Id"] == launch["Correlation_Id"] else a for a in api]
-    marker = {"Domain": "MARKER_CORE_API", "Function": "kprof::demo/case/64/fp32", "Process_Id": launch["Process_Id"],
-              "Thread_Id": launch["Thread_Id"], "Correlation_Id": "0", "Start_Timestamp": str(start - 9000),
-              "End_Timestamp": str(start + 100000)}
+    marker = {
+        "Domain": "MARKER_CORE_API",
+        "Function": "kprof::demo/case/64/fp32",
+        "Process_Id": launch["Process_Id"],
+        "Thread_Id": launch["Thread_Id"],
+        "Correlation_Id": "0",
+        "Start_Timestamp": str(start - 9000),
+        "End_Timestamp": str(start + 100000),
+    }
 
     def write(name, records):
         with open(tmp_path / name, "w", newline="") as fh:
@@ -102,8 +120,10 @@ def test_v3_copy_trace_alone():
     raw = rows(V3 / "rocprofiler-sdk_docs_memory_copy_trace.csv")
     t = rocprof.parse(V3 / "rocprofiler-sdk_docs_memory_copy_trace.csv")
     assert (t["kind"] == "memcpy").all() and len(t) == len(raw)
-    assert t["copy_kind"].tolist() == [{"MEMORY_COPY_HOST_TO_DEVICE": "HtoD", "MEMORY_COPY_DEVICE_TO_HOST": "DtoH"}
-                                       [r["Direction"]] for r in sorted(raw, key=lambda r: int(r["Start_Timestamp"]))]
+    assert t["copy_kind"].tolist() == [
+        {"MEMORY_COPY_HOST_TO_DEVICE": "HtoD", "MEMORY_COPY_DEVICE_TO_HOST": "DtoH"}[r["Direction"]]
+        for r in sorted(raw, key=lambda r: int(r["Start_Timestamp"]))
+    ]
 
 
 def test_legacy_results_csv():
@@ -153,10 +173,13 @@ def test_legacy_json_links_launches_by_flow_events():
     assert set(t.loc[t["kind"] == "memcpy", "copy_kind"]) == {"HtoD", "DtoH"}
 
 
-@pytest.mark.parametrize("name,match", [
-    ("rocprofiler-sdk_docs_hip_api_stats.csv", "host HIP/HSA API"),
-    ("rocprofiler-sdk_docs_hip_runtime_trace.csv", "host API/marker trace"),
-])
+@pytest.mark.parametrize(
+    "name,match",
+    [
+        ("rocprofiler-sdk_docs_hip_api_stats.csv", "host HIP/HSA API"),
+        ("rocprofiler-sdk_docs_hip_runtime_trace.csv", "host API/marker trace"),
+    ],
+)
 def test_host_api_files_are_refused_with_a_pointer(name, match):
     with pytest.raises(TraceFormatError, match=match):
         rocprof.parse(V3 / name)
@@ -193,16 +216,17 @@ def test_capture_commands(tmp_path):
     for flag in ("--kernel-trace", "--hip-trace", "--marker-trace", "--memory-copy-trace"):
         assert flag in v3
     assert v3[v3.index("--output-format") + 1] == "csv"  # ROCm 7 writes a rocpd database unless told
-    assert v3[v3.index("--") + 1:] == child
+    assert v3[v3.index("--") + 1 :] == child
     legacy = rocprof.rocprof_legacy_command("/opt/rocm/bin/rocprof", child, tmp_path / "results.csv")
     assert "--roctx-trace" in legacy and legacy[legacy.index("-o") + 1].endswith("results.csv")
-    assert legacy[-len(child):] == child
+    assert legacy[-len(child) :] == child
 
 
 def test_arch_from_an_agent_info_file_next_to_the_trace(tmp_path):
     name = "rocprofiler-sdk_docs_kernel_trace_v2_LDS_VGPR_columns_agent_relative.csv"
     shutil.copy(V3 / name, tmp_path / "run_kernel_trace.csv")
-    (tmp_path / "run_agent_info.csv").write_text('"Node_Id","Agent_Type","Name"\n0,"CPU","AMD EPYC"\n'
-                                                 '4,"GPU","gfx90a:sramecc+:xnack-"\n')
+    (tmp_path / "run_agent_info.csv").write_text(
+        '"Node_Id","Agent_Type","Name"\n0,"CPU","AMD EPYC"\n4,"GPU","gfx90a:sramecc+:xnack-"\n'
+    )
     t = rocprof.parse(tmp_path / "run_kernel_trace.csv")
     assert t.attrs["arch"] == "gfx90a" and t["occupancy_theoretical_pct"].notna().all()

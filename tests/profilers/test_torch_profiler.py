@@ -60,8 +60,11 @@ def test_one_row_per_kernel_event_with_exact_times(trace):
 def test_launch_calls_matched_by_correlation(trace):
     _, events, df = trace
     df = launch_table.kernels(df)
-    launches = {e["args"]["correlation"]: e for e in events
-                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    launches = {
+        e["args"]["correlation"]: e
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
     assert df["api_name"].notna().all(), "every kernel in these traces has its launch call"
     for row in df.itertuples():
         api = launches[row.correlation_id]
@@ -85,9 +88,14 @@ def test_kernels_attributed_to_their_case_range(trace):
     launches = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
     kernel_corr = {e["args"]["correlation"] for e in events if e.get("cat") == "kernel"}
     for r in ranges:
-        inside = [e for e in launches if r["ts"] <= e["ts"] <= r["ts"] + r["dur"] and e["tid"] == r["tid"]
-                  and e["args"].get("correlation") in kernel_corr]
-        case = r["name"][len("kprof::"):]
+        inside = [
+            e
+            for e in launches
+            if r["ts"] <= e["ts"] <= r["ts"] + r["dur"]
+            and e["tid"] == r["tid"]
+            and e["args"].get("correlation") in kernel_corr
+        ]
+        case = r["name"][len("kprof::") :]
         assert (df["case"] == case).sum() == len({e["args"]["correlation"] for e in inside}) > 0
         # Triton versions launch exactly one kernel per call (5 calls per case range)
         if "/triton_" in case:
@@ -108,10 +116,13 @@ def test_parse_trace_sniffs_the_format():
     assert len(df) == len(torch_profiler.parse(TRACES[0]))
 
 
-@pytest.mark.parametrize("content, match", [
-    (b"not json at all", "not valid JSON"),
-    (b'{"foo": 1}', "traceEvents"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (b"not json at all", "not valid JSON"),
+        (b'{"foo": 1}', "traceEvents"),
+    ],
+)
 def test_bad_files_raise_trace_format_error(tmp_path, content, match):
     p = tmp_path / "bad.json"
     p.write_bytes(content)

@@ -10,8 +10,13 @@ from kprof.registry import Family, Selection
 
 
 def context_for(
-    store: RunWriter, *families: Family, mode: str = "interpreter", profiler: ProfilerChoice | None = None,
-    options: ProfileOptions | None = None, settings: BenchSettings | None = None, repeats: int = 2,
+    store: RunWriter,
+    *families: Family,
+    mode: str = "interpreter",
+    profiler: ProfilerChoice | None = None,
+    options: ProfileOptions | None = None,
+    settings: BenchSettings | None = None,
+    repeats: int = 2,
     revision_source: tuple[str, str] | None = None,
 ) -> RunContext:
     """One arm per family (all of them at the working tree's commit); a CPU device, no ceiling."""
@@ -20,8 +25,15 @@ def context_for(
     arms = tuple(Arm(f, None, None, "test", {}, revision_source=revision_source) for f in families)
     selection = Selection(fam.name, tuple(fam.providers), ((3, 37),), ("fp32",))
     return RunContext(
-        options=options, mode=mode, arms=arms, selection=selection,
-        profiler=profiler or ProfilerChoice("none", "test"), repeats=repeats,
-        settings=settings or options.settings, store=store, device=DeviceInfo(kind="cpu", name="cpu"),
-        ceiling=None, progress=quiet,
+        options=options,
+        mode=mode,
+        arms=arms,
+        selection=selection,
+        profiler=profiler or ProfilerChoice("none", "test"),
+        repeats=repeats,
+        settings=settings or options.settings,
+        store=store,
+        device=DeviceInfo(kind="cpu", name="cpu"),
+        ceiling=None,
+        progress=quiet,
     )

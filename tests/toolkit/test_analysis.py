@@ -22,9 +22,11 @@ def test_summary_counts_summary_rows_as_their_launches(data_file):
 
 
 def test_compare_profilers_matches_names_or_ranks(data_file):
-    tables = {"nsys": nsys.parse(data_file("nsys_rmsnorm.sqlite")),
-              "ncu": ncu.parse(data_file("ncu_rmsnorm_raw.csv")),
-              "proton": proton.parse(data_file("proton_rmsnorm_trace.chrome_trace"))}
+    tables = {
+        "nsys": nsys.parse(data_file("nsys_rmsnorm.sqlite")),
+        "ncu": ncu.parse(data_file("ncu_rmsnorm_raw.csv")),
+        "proton": proton.parse(data_file("proton_rmsnorm_trace.chrome_trace")),
+    }
     df = compare_profilers(tables)
     main = df[df["rank"] == 0].set_index("case")
     per = case_kernel_times(tables["nsys"])
@@ -57,8 +59,11 @@ def test_timeline_bins_conserve_events_and_busy_time(data_file):
         folded = timeline_bins(t, bins)
         assert folded["bin"].between(0, bins - 1).all()
         per_lane = folded.groupby(["lane", "track"])[["events", "busy_ns"]].sum()
-        want = ev.assign(busy=ev["end_ns"] - ev["start_ns"]).groupby(["lane", "track"]).agg(
-            events=("start_ns", "size"), busy_ns=("busy", "sum"))
+        want = (
+            ev.assign(busy=ev["end_ns"] - ev["start_ns"])
+            .groupby(["lane", "track"])
+            .agg(events=("start_ns", "size"), busy_ns=("busy", "sum"))
+        )
         assert (per_lane["events"] == want["events"]).all()
         assert (abs(per_lane["busy_ns"] - want["busy_ns"]) < 1e-6 * want["busy_ns"].max()).all()
         assert (folded["busy_ns"] <= folded["end_ns"] - folded["start_ns"] + 1e-6).all()  # a stream runs one at a time

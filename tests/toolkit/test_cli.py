@@ -70,8 +70,11 @@ def test_parse_trace_to_csv(tmp_path):
 
 
 def test_parse_every_profiler_and_write_perfetto(tmp_path, data_file):
-    for name, source in (("ncu_rmsnorm_raw.csv", "ncu"), ("nsys_rmsnorm.sqlite", "nsys"),
-                         ("proton_rmsnorm_tree.hatchet", "proton")):
+    for name, source in (
+        ("ncu_rmsnorm_raw.csv", "ncu"),
+        ("nsys_rmsnorm.sqlite", "nsys"),
+        ("proton_rmsnorm_tree.hatchet", "proton"),
+    ):
         res = kprof("parse", str(data_file(name)), "--perfetto", str(tmp_path / f"{source}.json"))
         assert res.returncode == 0, res.stderr
         assert f"from {source}" in res.stdout and "_rmsnorm_rows_kernel" in res.stdout
@@ -93,23 +96,31 @@ def test_export_needs_a_launch_table(profiled, tmp_path):
         assert res.returncode == 0 and (tmp_path / "t.json").exists(), res.stderr
     res = kprof("show", "latest", "--captures", store=store)
     assert res.returncode == 0
-    assert ("ran no external profiler" in res.stdout) if interpreter else ("exit" in res.stdout or "ran no" in res.stdout)
+    assert (
+        ("ran no external profiler" in res.stdout) if interpreter else ("exit" in res.stdout or "ran no" in res.stdout)
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (("profile", "nosuchfamily"), "unknown kernel family 'nosuchfamily'"),
-    (("profile", "rmsnorm", "--shape", "40x"), "bad shape"),
-    (("profile", "rmsnorm", "--dtype", "int8"), "unknown dtype"),
-    (("profile", "rmsnorm", "--provider", "nope"), "has no provider 'nope'"),
-    (("show", "doesnotexist"), "no runs yet: no run store at"),  # a read creates no store
-    (("show", "latest"), "no runs yet"),
-    (("parse", "pyproject.toml"), "not a trace kprof can read"),
-    (("profile", "rmsnorm", "--profiler", "vtune"), "--profiler must be one of"),
-    (("sweep", "rmsnorm", "--version", "torch_eager", "--param", "BLOCK_N=1024"), "takes no meta-parameters"),
-    (("sweep", "rmsnorm", "--version", "triton_one_row", "--param", "BLOCK_SIZE=1024"), "no meta-parameter BLOCK_SIZE"),
-    (("sweep", "rmsnorm", "--version", "triton_one_row", "--param", "BLOCK_N=lots"), "is not an integer"),
-    (("profile", "rmsnorm", "--provider", "triton_one_row[BLOCK_N=x]"), "write NAME=INTEGER"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("profile", "nosuchfamily"), "unknown kernel family 'nosuchfamily'"),
+        (("profile", "rmsnorm", "--shape", "40x"), "bad shape"),
+        (("profile", "rmsnorm", "--dtype", "int8"), "unknown dtype"),
+        (("profile", "rmsnorm", "--provider", "nope"), "has no provider 'nope'"),
+        (("show", "doesnotexist"), "no runs yet: no run store at"),  # a read creates no store
+        (("show", "latest"), "no runs yet"),
+        (("parse", "pyproject.toml"), "not a trace kprof can read"),
+        (("profile", "rmsnorm", "--profiler", "vtune"), "--profiler must be one of"),
+        (("sweep", "rmsnorm", "--version", "torch_eager", "--param", "BLOCK_N=1024"), "takes no meta-parameters"),
+        (
+            ("sweep", "rmsnorm", "--version", "triton_one_row", "--param", "BLOCK_SIZE=1024"),
+            "no meta-parameter BLOCK_SIZE",
+        ),
+        (("sweep", "rmsnorm", "--version", "triton_one_row", "--param", "BLOCK_N=lots"), "is not an integer"),
+        (("profile", "rmsnorm", "--provider", "triton_one_row[BLOCK_N=x]"), "write NAME=INTEGER"),
+    ],
+)
 def test_user_mistakes_exit_2_with_a_message_and_no_traceback(args, message, tmp_path):
     res = kprof(*args, store=tmp_path / "s.db") if args[0] != "parse" else kprof(*args)
     assert res.returncode == 2

@@ -50,10 +50,22 @@ def one_line_error(code: int, err: str, expect: str) -> None:
 
 
 def record(**kw) -> RunRecord:
-    base = dict(family="rmsnorm", mode="interpreter", command="kprof profile rmsnorm", config={},
-                git_commit="0123456789abcdef", git_dirty=False, git_note=None, source_hashes={},
-                device={"name": "cpu"}, versions={}, profiler="none", profiler_version=None,
-                ceiling_gbps=None, ceiling=None)
+    base = dict(
+        family="rmsnorm",
+        mode="interpreter",
+        command="kprof profile rmsnorm",
+        config={},
+        git_commit="0123456789abcdef",
+        git_dirty=False,
+        git_note=None,
+        source_hashes={},
+        device={"name": "cpu"},
+        versions={},
+        profiler="none",
+        profiler_version=None,
+        ceiling_gbps=None,
+        ceiling=None,
+    )
     base.update(kw)
     return RunRecord(**base)
 
@@ -62,8 +74,11 @@ def record(**kw) -> RunRecord:
 def places(tmp_path: Path) -> dict[str, Path]:
     a_file = tmp_path / "a_file.txt"
     a_file.write_text("not a folder\n")
-    return {"missing": tmp_path / "no" / "such" / "folder" / "out.x", "folder": tmp_path,
-            "under_file": a_file / "out.x"}
+    return {
+        "missing": tmp_path / "no" / "such" / "folder" / "out.x",
+        "folder": tmp_path,
+        "under_file": a_file / "out.x",
+    }
 
 
 # (argv before the output option, the output option): every command that writes a file
@@ -83,45 +98,55 @@ OUTPUTS = [
 ]
 
 
-@pytest.mark.parametrize("where, expect", [("missing", "does not exist"), ("folder", "is a folder"),
-                                           ("under_file", "is a file, not a folder")])
+@pytest.mark.parametrize(
+    "where, expect",
+    [("missing", "does not exist"), ("folder", "is a folder"), ("under_file", "is a file, not a folder")],
+)
 @pytest.mark.parametrize("argv, option", OUTPUTS, ids=[f"{a[0]}{o}" for a, o in OUTPUTS])
-def test_unwritable_outputs_are_refused_before_any_work(argv, option, where, expect, places, tmp_path, capsys,
-                                                        monkeypatch):
+def test_unwritable_outputs_are_refused_before_any_work(
+    argv, option, where, expect, places, tmp_path, capsys, monkeypatch
+):
     store = tmp_path / "store" / "kprof.db"
-    code, _, err = run_kprof(capsys, monkeypatch, *argv, option, str(places[where]),
-                             *(["--store", str(store)] if argv[0] != "parse" else []))
+    code, _, err = run_kprof(
+        capsys, monkeypatch, *argv, option, str(places[where]), *(["--store", str(store)] if argv[0] != "parse" else [])
+    )
     one_line_error(code, err, expect)
     assert not store.exists()  # refused before the run (and before any store was made)
 
 
-@pytest.mark.parametrize("argv, expect", [
-    (("profile", "swiglu", "--shape", "64x64"), "does not fit swiglu"),
-    (("profile", "rmsnorm_linear", "--shape", "64"), "does not fit rmsnorm_linear"),
-    (("sweep", "swiglu", "-v", "triton_tiled", "-P", "BLOCK_M=16", "--shape", "64x64"), "does not fit swiglu"),
-    (("profile", "rmsnorm", "--shape", "12345678901234567890x8"), "has a dimension above"),
-    (("profile", "rmsnorm", "--shape", ""), "--shape was given an empty value"),
-    (("profile", "rmsnorm", "--dtype", ""), "--dtype was given an empty value"),
-    (("profile", "rmsnorm", "--provider", ""), "--provider was given an empty value"),
-    (("sweep", "rmsnorm", "-v", "triton_one_row", "-P", "BLOCK_N=64", "--shapes", ""), "empty value"),
-    (("profile", "rmsnorm", "--provider", "triton_one_row[BLOCK_N=64,num_warps=2"), "unclosed '['"),
-    (("profile", "rmsnorm", "--rep-ms", "0"), "--rep-ms must be positive"),
-    (("profile", "rmsnorm", "--warmup-ms", "-1"), "--warmup-ms must be 0 or more"),
-    (("profile", "rmsnorm", "--profile-repeats", "0"), "--profile-repeats must be positive"),
-    (("profile", "rmsnorm", "--rev", "no-such-revision-anywhere"), "no such commit"),
-    (("profile", "rmsnorm", "--rep-ms", "lots"), "Invalid value for '--rep-ms'"),
-    (("profile",), "Missing argument"),
-    (("profile", "rmsnorm", "--no-such-option"), "No such option"),
-    (("no-such-command",), "No such command"),
-    (("sweep", "rmsnorm", "-v", "triton_one_row", "-P", "BLOCK_N=99999999999999999999"), "between 1 and"),
-    (("dashboard", "--port", "99999"), "--port 99999 is not a TCP port"),
-    (("dashboard", "--port", "0"), "is not a TCP port"),
-    (("show", "latest"), "no runs yet"),
-])
+@pytest.mark.parametrize(
+    "argv, expect",
+    [
+        (("profile", "swiglu", "--shape", "64x64"), "does not fit swiglu"),
+        (("profile", "rmsnorm_linear", "--shape", "64"), "does not fit rmsnorm_linear"),
+        (("sweep", "swiglu", "-v", "triton_tiled", "-P", "BLOCK_M=16", "--shape", "64x64"), "does not fit swiglu"),
+        (("profile", "rmsnorm", "--shape", "12345678901234567890x8"), "has a dimension above"),
+        (("profile", "rmsnorm", "--shape", ""), "--shape was given an empty value"),
+        (("profile", "rmsnorm", "--dtype", ""), "--dtype was given an empty value"),
+        (("profile", "rmsnorm", "--provider", ""), "--provider was given an empty value"),
+        (("sweep", "rmsnorm", "-v", "triton_one_row", "-P", "BLOCK_N=64", "--shapes", ""), "empty value"),
+        (("profile", "rmsnorm", "--provider", "triton_one_row[BLOCK_N=64,num_warps=2"), "unclosed '['"),
+        (("profile", "rmsnorm", "--rep-ms", "0"), "--rep-ms must be positive"),
+        (("profile", "rmsnorm", "--warmup-ms", "-1"), "--warmup-ms must be 0 or more"),
+        (("profile", "rmsnorm", "--profile-repeats", "0"), "--profile-repeats must be positive"),
+        (("profile", "rmsnorm", "--rev", "no-such-revision-anywhere"), "no such commit"),
+        (("profile", "rmsnorm", "--rep-ms", "lots"), "Invalid value for '--rep-ms'"),
+        (("profile",), "Missing argument"),
+        (("profile", "rmsnorm", "--no-such-option"), "No such option"),
+        (("no-such-command",), "No such command"),
+        (("sweep", "rmsnorm", "-v", "triton_one_row", "-P", "BLOCK_N=99999999999999999999"), "between 1 and"),
+        (("dashboard", "--port", "99999"), "--port 99999 is not a TCP port"),
+        (("dashboard", "--port", "0"), "is not a TCP port"),
+        (("show", "latest"), "no runs yet"),
+    ],
+)
 def test_mistakes_give_one_line_and_exit_2(argv, expect, tmp_path, capsys, monkeypatch):
     store = tmp_path / "s.db"
-    code, _, err = run_kprof(capsys, monkeypatch, *argv, "--store", str(store)) if argv[0] not in (
-        "no-such-command", "dashboard") else run_kprof(capsys, monkeypatch, *argv)
+    code, _, err = (
+        run_kprof(capsys, monkeypatch, *argv, "--store", str(store))
+        if argv[0] not in ("no-such-command", "dashboard")
+        else run_kprof(capsys, monkeypatch, *argv)
+    )
     one_line_error(code, err, expect)
     assert not store.exists()
 
@@ -129,10 +154,18 @@ def test_mistakes_give_one_line_and_exit_2(argv, expect, tmp_path, capsys, monke
 def test_mistakes_in_a_real_process_too(tmp_path):
     env = {**os.environ}
     env.pop("TRITON_INTERPRET", None)
-    for argv, expect in ((["profile", "rmsnorm", "--shape", ""], "empty value"),
-                         (["dashboard", "--port", "99999"], "not a TCP port")):
-        res = subprocess.run([sys.executable, "-m", "kprof.cli", *argv], capture_output=True, text=True, env=env,
-                             cwd=tmp_path, timeout=300)
+    for argv, expect in (
+        (["profile", "rmsnorm", "--shape", ""], "empty value"),
+        (["dashboard", "--port", "99999"], "not a TCP port"),
+    ):
+        res = subprocess.run(
+            [sys.executable, "-m", "kprof.cli", *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
         one_line_error(res.returncode, res.stderr, expect)
 
 
@@ -157,9 +190,17 @@ def foreign_sqlite(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("argv", [("runs",), ("show", "latest"), ("guide",), ("export",),
-                                  ("profile", "rmsnorm", "--shape", "5x33"),
-                                  ("sweep", "rmsnorm", "-v", "triton_one_row", "-P", "BLOCK_N=64", "--shape", "5x33")])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("runs",),
+        ("show", "latest"),
+        ("guide",),
+        ("export",),
+        ("profile", "rmsnorm", "--shape", "5x33"),
+        ("sweep", "rmsnorm", "-v", "triton_one_row", "-P", "BLOCK_N=64", "--shape", "5x33"),
+    ],
+)
 def test_a_foreign_sqlite_store_is_refused_and_untouched(argv, tmp_path, capsys, monkeypatch):
     path = tmp_path / "report.sqlite"
     before = foreign_sqlite(path)
@@ -190,7 +231,7 @@ def test_a_store_with_corrupt_pages_is_one_line(tmp_path, capsys, monkeypatch):
     st.close()
     data = bytearray(path.read_bytes())
     for page in range(1, len(data) // 4096):  # every page but the header's
-        data[page * 4096 + 8: page * 4096 + 300] = os.urandom(292)
+        data[page * 4096 + 8 : page * 4096 + 300] = os.urandom(292)
     path.write_bytes(bytes(data))
     for argv in (("runs",), ("show", "latest")):
         code, _, err = run_kprof(capsys, monkeypatch, *argv, "--store", str(path))
@@ -245,9 +286,24 @@ def test_guide_refuses_a_run_that_is_not_a_sweep(tmp_path, capsys, monkeypatch):
 @pytest.mark.skipif(HAS_GPU, reason="a CPU interpreter run")
 def test_a_tiny_run_keeps_bracketed_providers_and_says_the_profiler_is_dropped(tmp_path, capsys, monkeypatch):
     store = tmp_path / "kprof.db"
-    code, out, err = run_kprof(capsys, monkeypatch, "profile", "gelu_mul", "--shape", "3x2x130", "--dtype", "fp32",
-                               "--provider", "triton_one_row[BLOCK_H=128,num_warps=2],torch_eager",
-                               "--profiler", "torch", "--seed", "11", "--store", str(store))
+    code, out, err = run_kprof(
+        capsys,
+        monkeypatch,
+        "profile",
+        "gelu_mul",
+        "--shape",
+        "3x2x130",
+        "--dtype",
+        "fp32",
+        "--provider",
+        "triton_one_row[BLOCK_H=128,num_warps=2],torch_eager",
+        "--profiler",
+        "torch",
+        "--seed",
+        "11",
+        "--store",
+        str(store),
+    )
     assert code == 0, err
     assert "| triton_one_row[BLOCK_H=128,num_warps=2] | ok |" in out
     assert "--profiler torch is not used" in err
@@ -256,8 +312,7 @@ def test_a_tiny_run_keeps_bracketed_providers_and_says_the_profiler_is_dropped(t
 
     # a run whose process was killed (no report stored, status still 'running', pid gone) still shows
     conn = sqlite3.connect(store)
-    conn.execute("UPDATE runs SET status = 'running', report_md = NULL, finished_at = NULL, pid = ?",
-                 (_dead_pid(),))
+    conn.execute("UPDATE runs SET status = 'running', report_md = NULL, finished_at = NULL, pid = ?", (_dead_pid(),))
     conn.commit()
     conn.close()
     code, out, err = run_kprof(capsys, monkeypatch, "show", "latest", "--store", str(store))
@@ -300,11 +355,14 @@ def test_progress_lines_estimate_and_shrink_hint():
     assert any("cases: 2/40" in ln and "left" in ln for ln in lines)
 
 
-@pytest.mark.parametrize("values, expect", [
-    (["a,b"], ["a", "b"]),
-    (["t[A=1,B=2],u", "v"], ["t[A=1,B=2]", "u", "v"]),
-    ([" t[A=1, B=2] , "], ["t[A=1, B=2]"]),
-])
+@pytest.mark.parametrize(
+    "values, expect",
+    [
+        (["a,b"], ["a", "b"]),
+        (["t[A=1,B=2],u", "v"], ["t[A=1,B=2]", "u", "v"]),
+        ([" t[A=1, B=2] , "], ["t[A=1, B=2]"]),
+    ],
+)
 def test_split_list_keeps_commas_inside_brackets(values, expect):
     assert cli_checks.split_list(values, "--provider") == expect
 

@@ -31,7 +31,8 @@ def test_every_import_form_is_followed():
         "literal.py": "",
         "other/__init__.py": "",
         "other/mod.py": "def f(): pass\n",
-        "lazy/__init__.py": "", "lazy/deep.py": "",
+        "lazy/__init__.py": "",
+        "lazy/deep.py": "",
         "unused.py": "raise SystemExit('never read as part of fam')\n",
     }
     got = family_closure(tree(files), "fam")
@@ -39,18 +40,21 @@ def test_every_import_form_is_followed():
     assert got.harness == ("kprof.launch", "kprof.registry")
 
 
-@pytest.mark.parametrize("source, why", [
-    ("from kprof.kernels import nosuch\n", "names no module kernels/nosuch.py"),
-    ("import kprof.kernels.gone.mod\n", "no kernels/gone.py nor kernels/gone/__init__.py"),
-    ("from kprof.kernels import discover\n", "discovery, is harness"),
-    ("import importlib\nimportlib.import_module('kprof.kernels.' + NAME)\n", "dynamic import"),
-    ("__import__(name)\n", "dynamic import"),
-    ("from ... import registry\n", "leaves kernels/"),
-    ("from kprof import kernels\n", "cannot be rewritten"),
-    ("import kprof\nkprof.kernels.x\n", "as an attribute"),
-    ("def broken(:\n", "does not parse"),
-    ("def best():\n    from kprof.registry import get_family\n", "holds today's kernels"),
-])
+@pytest.mark.parametrize(
+    "source, why",
+    [
+        ("from kprof.kernels import nosuch\n", "names no module kernels/nosuch.py"),
+        ("import kprof.kernels.gone.mod\n", "no kernels/gone.py nor kernels/gone/__init__.py"),
+        ("from kprof.kernels import discover\n", "discovery, is harness"),
+        ("import importlib\nimportlib.import_module('kprof.kernels.' + NAME)\n", "dynamic import"),
+        ("__import__(name)\n", "dynamic import"),
+        ("from ... import registry\n", "leaves kernels/"),
+        ("from kprof import kernels\n", "cannot be rewritten"),
+        ("import kprof\nkprof.kernels.x\n", "as an attribute"),
+        ("def broken(:\n", "does not parse"),
+        ("def best():\n    from kprof.registry import get_family\n", "holds today's kernels"),
+    ],
+)
 def test_what_cannot_be_followed_is_refused_with_the_file_and_line(source, why):
     files = {"fam/__init__.py": FAMILY_INIT, "fam/v.py": source}
     with pytest.raises(ClosureError, match=why) as err:
@@ -72,7 +76,8 @@ def test_real_families_reach_their_shared_modules():
     lib = {"kernels/lib/__init__.py", "kernels/lib/checks.py", "kernels/lib/launching.py"}
     assert outside["silu_mul"] == outside["gelu_mul"] == lib | {"kernels/lib/gated.py"}
     assert {"kernels/rmsnorm/tuned.py", "kernels/rmsnorm/reference.py", "kernels/lib/checks.py"} <= outside[
-        "rmsnorm_linear"]
+        "rmsnorm_linear"
+    ]
     # add_rmsnorm shares Liger's row limit with rmsnorm through the library, not rmsnorm's folder
     assert outside["add_rmsnorm"] == outside["rmsnorm"] == lib | {"kernels/lib/peers.py"}
 

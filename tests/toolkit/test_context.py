@@ -22,15 +22,19 @@ from tests.conftest import HAS_CUDA
 # as `kprof profile rmsnorm -p triton_tuned,torch_eager,torch_compile -s 3x37,5x129 -d fp32 --mode interpreter
 # --rep-ms 7 --warmup-ms 5 --no-graph` builds them (seed 0: draw one)
 CLI_LIKE = ProfileOptions(
-    family="rmsnorm", providers=("triton_tuned", "torch_eager", "torch_compile"), shapes=((3, 37), (5, 129)),
-    dtypes=("fp32",), profiler="auto", mode="interpreter", command="kprof profile rmsnorm ...",
+    family="rmsnorm",
+    providers=("triton_tuned", "torch_eager", "torch_compile"),
+    shapes=((3, 37), (5, 129)),
+    dtypes=("fp32",),
+    profiler="auto",
+    mode="interpreter",
+    command="kprof profile rmsnorm ...",
     settings=BenchSettings(warmup_ms=5, rep_ms=7, graph=False, seed=0, mode="cold"),
 )
 
 
 def _in_git_checkout() -> bool:
-    cp = subprocess.run(["git", "-C", str(get_family("rmsnorm").package_dir), "rev-parse", "HEAD"],
-                        capture_output=True)
+    cp = subprocess.run(["git", "-C", str(get_family("rmsnorm").package_dir), "rev-parse", "HEAD"], capture_output=True)
     return cp.returncode == 0
 
 
@@ -50,8 +54,13 @@ def test_a_context_built_from_cli_options_holds_what_every_phase_needs(tmp_path)
     assert arm.git_commit == git_state(arm.family.package_dir).commit
     unset = [f.name for f in dataclasses.fields(ctx) if getattr(ctx, f.name) is None]
     assert unset == ["ceiling"]
-    seeded = runner.prepare(dataclasses.replace(CLI_LIKE, settings=BenchSettings(seed=4242)), "interpreter",
-                            get_family("rmsnorm"), store, quiet)
+    seeded = runner.prepare(
+        dataclasses.replace(CLI_LIKE, settings=BenchSettings(seed=4242)),
+        "interpreter",
+        get_family("rmsnorm"),
+        store,
+        quiet,
+    )
     assert seeded.settings.seed == 4242  # a seed asked for is kept
     store.close()
 
@@ -85,12 +94,18 @@ def test_one_profile_builds_one_context_and_every_phase_gets_that_one(tmp_path, 
             assert isinstance(ctx, RunContext)
             seen.setdefault(name, []).append(id(ctx))
             return out
+
         monkeypatch.setattr(runner, name, wrapper)
 
     for name in ("prepare", "begin_runs", "measure_cases", "profile_cases", "finish_runs"):
         spy(name)
-    opts = dataclasses.replace(CLI_LIKE, providers=("torch_eager", "triton_tuned"), shapes=((3, 37),),
-                               store=str(tmp_path / "s.db"), settings=BenchSettings(seed=11))
+    opts = dataclasses.replace(
+        CLI_LIKE,
+        providers=("torch_eager", "triton_tuned"),
+        shapes=((3, 37),),
+        store=str(tmp_path / "s.db"),
+        settings=BenchSettings(seed=11),
+    )
     [run_id] = runner.profile_runs(opts)
     assert len(seen["prepare"]) == 1
     assert {k: len(set(v)) for k, v in seen.items()} == dict.fromkeys(seen, 1) and len(seen) == 5
@@ -124,8 +139,15 @@ def test_the_external_pass_hands_the_arms_revision_source_to_the_replay_child(tm
     monkeypatch.setattr(external, "capture", fake_capture)
     st = RunStore(tmp_path / "s.db")
     run_id = st.begin_run(record(profiler="nsys"))
-    ctx = context_for(st, get_family("rmsnorm"), mode="gpu", profiler=ProfilerChoice("nsys", "test"),
-                      settings=BenchSettings(seed=5), repeats=3, revision_source=source)
+    ctx = context_for(
+        st,
+        get_family("rmsnorm"),
+        mode="gpu",
+        profiler=ProfilerChoice("nsys", "test"),
+        settings=BenchSettings(seed=5),
+        repeats=3,
+        revision_source=source,
+    )
     case = Case("rmsnorm", "torch_eager", (3, 37), "fp32")
     assert runner._external_pass(ctx, ctx.arms[0], run_id, [CaseResult(case, "ok")]) is None
     assert got["family_source"] == source and got["repeats"] == 3 and got["ids"] == [case.id]

@@ -62,9 +62,24 @@ def _launch_rows(case: str, regs: int, kernels: list[str], calls: int = 5) -> pd
     rows = []
     for i in range(calls):
         for k in kernels:
-            rows.append({"kernel": k, "start_ns": 1000 * i, "end_ns": 1000 * i + 500, "duration_ns": 500,
-                         "grid_x": 64, "grid_y": 1, "grid_z": 1, "block_x": 256, "block_y": 1, "block_z": 1,
-                         "registers_per_thread": regs, "shared_mem_bytes": 0, "case": case, "source": "torch"})
+            rows.append(
+                {
+                    "kernel": k,
+                    "start_ns": 1000 * i,
+                    "end_ns": 1000 * i + 500,
+                    "duration_ns": 500,
+                    "grid_x": 64,
+                    "grid_y": 1,
+                    "grid_z": 1,
+                    "block_x": 256,
+                    "block_y": 1,
+                    "block_z": 1,
+                    "registers_per_thread": regs,
+                    "shared_mem_bytes": 0,
+                    "case": case,
+                    "source": "torch",
+                }
+            )
     return launch_table.validate(pd.DataFrame(rows))
 
 
@@ -72,15 +87,27 @@ def _store_pair(tmp_path, shift: float = 1.0, regs_b: int = 62):
     st = RunStore(tmp_path / "s.db")
     ids = []
     for regs, scale, extra in ((62, 1.0, []), (regs_b, shift, ["extra_kernel"])):
-        run = st.begin_run(record(mode="gpu", profiler="torch", config={"profile_repeats": 5,
-                                                                        "settings": {"rep_ms": 100}}))
+        run = st.begin_run(
+            record(mode="gpu", profiler="torch", config={"profile_repeats": 5, "settings": {"rep_ms": 100}})
+        )
         for i, (prov, med) in enumerate((("triton_tuned", 20.0), ("torch_F", 30.0))):
             case = f"rmsnorm/{prov}/64x4096/bf16"
             f = scale if prov == "triton_tuned" else 1.0
-            st.add_case(run, i, {"case": case, "family": "rmsnorm", "provider": prov, "shape": "64x4096",
-                                 "dtype": "bf16", "status": "ok", "ok": True, "occupancy_theoretical_pct":
-                                 100.0 if regs == 62 else 50.0},
-                        {"gpu": list(noisy(med * f, 0.01) / 1e3)})
+            st.add_case(
+                run,
+                i,
+                {
+                    "case": case,
+                    "family": "rmsnorm",
+                    "provider": prov,
+                    "shape": "64x4096",
+                    "dtype": "bf16",
+                    "status": "ok",
+                    "ok": True,
+                    "occupancy_theoretical_pct": 100.0 if regs == 62 else 50.0,
+                },
+                {"gpu": list(noisy(med * f, 0.01) / 1e3)},
+            )
             kernels = ["main_kernel"] + (extra if prov == "triton_tuned" else [])
             st.add_launches(run, _launch_rows(case, regs if prov == "triton_tuned" else 40, kernels))
         st.finish_run(run, "complete")
@@ -109,8 +136,9 @@ def test_runs_diff_explains_a_regression(tmp_path):
 def test_environment_warnings(tmp_path):
     st = RunStore(tmp_path / "s.db")
     a = st.begin_run(record(mode="gpu", device={"name": "H100"}, versions={"torch": "2.11", "triton": "3.6"}))
-    b = st.begin_run(record(mode="gpu", device={"name": "H200"}, versions={"torch": "2.11", "triton": "3.5"},
-                            git_dirty=True))
+    b = st.begin_run(
+        record(mode="gpu", device={"name": "H200"}, versions={"torch": "2.11", "triton": "3.5"}, git_dirty=True)
+    )
     from kprof.diff import environment_warnings
 
     w = " | ".join(environment_warnings(st.run(a), st.run(b)))
@@ -127,14 +155,17 @@ def test_kernel_changes_without_names_across_profilers():
 
 def kprof_cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run([sys.executable, "-m", "kprof.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "kprof.cli", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300
+    )
 
 
 def test_cli_exit_codes_and_outputs(tmp_path):
     st, (a, b) = _store_pair(tmp_path, shift=1.2, regs_b=96)
     store = str(st.path)
-    res = kprof_cli("diff", a, b, "--store", store, "--markdown", str(tmp_path / "d.md"), "--json", str(tmp_path / "d.json"))
+    res = kprof_cli(
+        "diff", a, b, "--store", store, "--markdown", str(tmp_path / "d.md"), "--json", str(tmp_path / "d.json")
+    )
     assert res.returncode == 0, res.stderr  # a regression is reported, not an error, unless asked
     assert "SLOWER" in res.stdout and (tmp_path / "d.md").read_text().startswith("# kprof diff")
     assert json.loads((tmp_path / "d.json").read_text())["counts"]["SLOWER"] == 1
@@ -180,8 +211,9 @@ def recorded() -> dict[str, np.ndarray]:
     return out
 
 
-def _run_pair(tmp_path, recorded, seed: int, sigma_run: float, shift: dict[str, float] | None = None,
-              interleaved: bool = False) -> tuple[RunStore, str, str]:
+def _run_pair(
+    tmp_path, recorded, seed: int, sigma_run: float, shift: dict[str, float] | None = None, interleaved: bool = False
+) -> tuple[RunStore, str, str]:
     """Two runs from the recorded sample sets: each run resamples every case's samples and scales them by
     its own between-run error exp(e), e ~ N(0, sigma_run) (half of the variance shared by all cases of a
     run, like a clock offset); ``shift`` multiplies B's samples of the named providers."""
@@ -196,8 +228,20 @@ def _run_pair(tmp_path, recorded, seed: int, sigma_run: float, shift: dict[str, 
             fam, prov, shape, dt = case.split("/")
             e = common + rng.normal(0, sigma_run / np.sqrt(2))
             f = np.exp(e) * ((shift or {}).get(prov, 1.0) if arm else 1.0)
-            st.add_case(run, i, {"case": case, "family": fam, "provider": prov, "shape": shape, "dtype": dt,
-                                 "status": "ok", "ok": True}, {"gpu": list(rng.choice(x, x.size) * f)})
+            st.add_case(
+                run,
+                i,
+                {
+                    "case": case,
+                    "family": fam,
+                    "provider": prov,
+                    "shape": shape,
+                    "dtype": dt,
+                    "status": "ok",
+                    "ok": True,
+                },
+                {"gpu": list(rng.choice(x, x.size) * f)},
+            )
         st.finish_run(run, "complete")
         ids.append(run)
     return st, ids[0], ids[1]
@@ -226,8 +270,13 @@ def test_separate_runs_catch_a_ten_percent_shift_beyond_the_floor(tmp_path, reco
     from kprof.variance import default_floor
 
     floor = default_floor().half_width()
-    st, a, b = _run_pair(tmp_path, recorded, seed=int(RNG.integers(1 << 30)), sigma_run=_point_sigma(),
-                         shift={"triton_tuned": (1 + floor) * 1.10})
+    st, a, b = _run_pair(
+        tmp_path,
+        recorded,
+        seed=int(RNG.integers(1 << 30)),
+        sigma_run=_point_sigma(),
+        shift={"triton_tuned": (1 + floor) * 1.10},
+    )
     t = diff_runs(st, a, b).table()
     planted = t.loc[t["provider"] == "triton_tuned", "verdict"]
     # each planted case is called with probability ~0.96 (its true change is 4.8 pairwise standard
@@ -237,8 +286,9 @@ def test_separate_runs_catch_a_ten_percent_shift_beyond_the_floor(tmp_path, reco
 
 
 def test_interleaved_arms_catch_a_planted_five_percent(tmp_path, recorded):
-    st, a, b = _run_pair(tmp_path, recorded, seed=int(RNG.integers(1 << 30)), sigma_run=0.0,
-                         shift={"liger": 1.05}, interleaved=True)
+    st, a, b = _run_pair(
+        tmp_path, recorded, seed=int(RNG.integers(1 << 30)), sigma_run=0.0, shift={"liger": 1.05}, interleaved=True
+    )
     res = diff_runs(st, a, b)
     t = res.table()
     assert res.comparison == "interleaved"
@@ -256,14 +306,28 @@ def test_calibrated_floor_is_used_and_named(tmp_path):
     for r in range(5):  # 4 repeats of one source + 1 run of other sources (not a repeat: left out)
         src = {"k.py": "aa"} if r < 4 else {"k.py": "bb"}
         run = st.begin_run(record(mode="gpu", device={"name": H100}, source_hashes=src))
-        cases = [(prov, med * (1 + k / 20), f"{77 + k}x333") for prov, med in
-                 (("triton_tuned", 7.3), ("torch_F", 41.0), ("liger", 230.0)) for k in range(5)]
+        cases = [
+            (prov, med * (1 + k / 20), f"{77 + k}x333")
+            for prov, med in (("triton_tuned", 7.3), ("torch_F", 41.0), ("liger", 230.0))
+            for k in range(5)
+        ]
         for i, (prov, med, shape) in enumerate(cases):
             e = rng.normal(0, 0.004)
             f = 1.10 if (r == 4 and prov == "triton_tuned") else 1.0
-            st.add_case(run, i, {"case": f"rmsnorm/{prov}/{shape}/bf16", "family": "rmsnorm", "provider": prov,
-                                 "shape": shape, "dtype": "bf16", "status": "ok", "ok": True},
-                        {"gpu": list(noisy(med * np.exp(e) * f, 0.01, 150) / 1e3)})
+            st.add_case(
+                run,
+                i,
+                {
+                    "case": f"rmsnorm/{prov}/{shape}/bf16",
+                    "family": "rmsnorm",
+                    "provider": prov,
+                    "shape": shape,
+                    "dtype": "bf16",
+                    "status": "ok",
+                    "ok": True,
+                },
+                {"gpu": list(noisy(med * np.exp(e) * f, 0.01, 150) / 1e3)},
+            )
         st.finish_run(run, "complete")
         ids.append(run)
     cal = calibrate(st, ["rmsnorm"])
@@ -288,9 +352,22 @@ def _cpu_pair(tmp_path, statuses: dict[str, tuple[str, str]], errs: dict[str, tu
             status = statuses[prov][side]
             err = errs.get(prov, (3e-7, 4e-7))[side]
             note = f"relative error {err:.2e} above tolerance 1e-02" if status == "fail" else None
-            st.add_case(run, i, {"case": f"rmsnorm/{prov}/37x129/fp32", "family": "rmsnorm", "provider": prov,
-                                 "shape": "37x129", "dtype": "fp32", "status": status, "ok": status == "ok",
-                                 "max_rel_err": err, "note": note}, {})
+            st.add_case(
+                run,
+                i,
+                {
+                    "case": f"rmsnorm/{prov}/37x129/fp32",
+                    "family": "rmsnorm",
+                    "provider": prov,
+                    "shape": "37x129",
+                    "dtype": "fp32",
+                    "status": status,
+                    "ok": status == "ok",
+                    "max_rel_err": err,
+                    "note": note,
+                },
+                {},
+            )
         st.finish_run(run, "complete")
         ids.append(run)
     return st, ids
@@ -301,15 +378,27 @@ def test_cpu_interpreter_diff_gives_correctness_verdicts(tmp_path):
 
     tol = family_tolerance("rmsnorm", "fp32")
     assert 0 < tol < 1
-    statuses = {"triton_tuned": ("ok", "fail"), "triton_looped": ("fail", "ok"), "liger": ("error", "error"),
-                "torch_F": ("ok", "ok"), "triton_one_row": ("ok", "ok"), "torch_compile": ("ok", "skipped")}
+    statuses = {
+        "triton_tuned": ("ok", "fail"),
+        "triton_looped": ("fail", "ok"),
+        "liger": ("error", "error"),
+        "torch_F": ("ok", "ok"),
+        "triton_one_row": ("ok", "ok"),
+        "torch_compile": ("ok", "skipped"),
+    }
     errs = {"triton_tuned": (2e-7, 0.05), "triton_looped": (0.05, 3e-7), "triton_one_row": (1e-7, 0.4 * tol)}
     st, (a, b) = _cpu_pair(tmp_path, statuses, errs)
     res = diff_runs(st, a, b)
     assert res.cases.empty  # no timings: no NaN / UNCERTAIN timing rows
     v = res.correctness.set_index("provider")["verdict"].to_dict()
-    assert v == {"triton_tuned": "BROKEN", "triton_looped": "FIXED", "liger": "STILL-BROKEN",
-                 "torch_F": "SAME-CORRECT", "triton_one_row": "ERR-GREW", "torch_compile": "NOT-CHECKED"}
+    assert v == {
+        "triton_tuned": "BROKEN",
+        "triton_looped": "FIXED",
+        "liger": "STILL-BROKEN",
+        "torch_F": "SAME-CORRECT",
+        "triton_one_row": "ERR-GREW",
+        "torch_compile": "NOT-CHECKED",
+    }
     assert res.broken == ["rmsnorm/triton_tuned/37x129/fp32"]
     md = to_markdown(res)
     assert "## Correctness" in md and "**BROKEN**" in md and "correctness regressions" in md
@@ -317,21 +406,32 @@ def test_cpu_interpreter_diff_gives_correctness_verdicts(tmp_path):
 
 
 def test_cli_fails_on_a_correctness_regression(tmp_path):
-    st, (a, b) = _cpu_pair(tmp_path, {"triton_tuned": ("ok", "fail"), "torch_F": ("ok", "ok")},
-                           {"triton_tuned": (2e-7, 0.05)})
+    st, (a, b) = _cpu_pair(
+        tmp_path, {"triton_tuned": ("ok", "fail"), "torch_F": ("ok", "ok")}, {"triton_tuned": (2e-7, 0.05)}
+    )
     res = kprof_cli("diff", a, b, "--store", str(st.path), "--fail-on-regression", "--json", str(tmp_path / "c.json"))
     assert res.returncode == 1, res.stdout + res.stderr
     assert "BROKEN" in res.stdout and "correctness regression" in res.stderr
-    assert json.loads((tmp_path / "c.json").read_text())["correctness_regressions"] == ["rmsnorm/triton_tuned/37x129/fp32"]
+    assert json.loads((tmp_path / "c.json").read_text())["correctness_regressions"] == [
+        "rmsnorm/triton_tuned/37x129/fp32"
+    ]
     assert kprof_cli("diff", a, b, "--store", str(st.path)).returncode == 0  # reported, fails only when asked
     fixed = kprof_cli("diff", b, a, "--store", str(st.path), "--fail-on-regression")
     assert fixed.returncode == 0 and "FIXED" in fixed.stdout
 
 
 # ------------------------------------------------------------------------------------------ trace diffs
-@pytest.mark.parametrize("name", ["kineto_rmsnorm_h100_small.json.gz", "kineto_rmsnorm_h100_jitpath.json.gz",
-                                  "nsys_rmsnorm.sqlite", "nsys_rmsnorm_cuda_gpu_kern_sum.csv",
-                                  "proton_rmsnorm_tree.hatchet", "proton_rmsnorm_trace.chrome_trace"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kineto_rmsnorm_h100_small.json.gz",
+        "kineto_rmsnorm_h100_jitpath.json.gz",
+        "nsys_rmsnorm.sqlite",
+        "nsys_rmsnorm_cuda_gpu_kern_sum.csv",
+        "proton_rmsnorm_tree.hatchet",
+        "proton_rmsnorm_trace.chrome_trace",
+    ],
+)
 def test_a_trace_against_itself_is_same_everywhere(name, data_file):
     from kprof.profilers import parse_trace
     from kprof.trace_diff import diff_traces
@@ -350,7 +450,9 @@ def test_summary_traces_sharing_kernels_are_matched(data_file):
     a = parse_trace(data_file("nsys_rmsnorm_cuda_gpu_kern_sum.csv"))
     b = a.copy()
     slow, gone = b["kernel"].iloc[0], b["kernel"].iloc[1]
-    b.loc[b["kernel"] == slow, "duration_ns"] = (b.loc[b["kernel"] == slow, "duration_ns"] * 1.2).round().astype("Int64")
+    b.loc[b["kernel"] == slow, "duration_ns"] = (
+        (b.loc[b["kernel"] == slow, "duration_ns"] * 1.2).round().astype("Int64")
+    )
     b = b[b["kernel"] != gone]
     d = diff_traces(a, b)
     shown = dict(zip(a["kernel"], match_names(a)))  # rows are named by the normalised kernel name
@@ -364,18 +466,40 @@ def test_summary_traces_sharing_kernels_are_matched(data_file):
 
 def _launches(kernel: str, grid: int, us: np.ndarray, case: str | None = None) -> pd.DataFrame:
     start = np.cumsum(np.full(us.size, 50_000))
-    return pd.DataFrame({"kernel": kernel, "start_ns": start, "end_ns": start + (us * 1e3).astype(int),
-                         "duration_ns": (us * 1e3).astype(int), "grid_x": grid, "grid_y": 1, "grid_z": 1,
-                         "block_x": 128, "block_y": 1, "block_z": 1, "case": case, "source": "torch"})
+    return pd.DataFrame(
+        {
+            "kernel": kernel,
+            "start_ns": start,
+            "end_ns": start + (us * 1e3).astype(int),
+            "duration_ns": (us * 1e3).astype(int),
+            "grid_x": grid,
+            "grid_y": 1,
+            "grid_z": 1,
+            "block_x": 128,
+            "block_y": 1,
+            "block_z": 1,
+            "case": case,
+            "source": "torch",
+        }
+    )
 
 
 def test_one_kernel_with_two_grids_is_not_pooled():
     from kprof.trace_diff import diff_traces
 
     n = 41
-    a = launch_table.validate(pd.concat([_launches("k", 61, noisy(9.0, 0.01, n)), _launches("k", 977, noisy(55.0, 0.01, n))]))
-    b = launch_table.validate(pd.concat([_launches("k", 61, noisy(9.0, 0.01, n)), _launches("k", 977, noisy(66.0, 0.01, n)),
-                                         _launches("k", 3, noisy(2.0, 0.01, 7))]))
+    a = launch_table.validate(
+        pd.concat([_launches("k", 61, noisy(9.0, 0.01, n)), _launches("k", 977, noisy(55.0, 0.01, n))])
+    )
+    b = launch_table.validate(
+        pd.concat(
+            [
+                _launches("k", 61, noisy(9.0, 0.01, n)),
+                _launches("k", 977, noisy(66.0, 0.01, n)),
+                _launches("k", 3, noisy(2.0, 0.01, 7)),
+            ]
+        )
+    )
     d = diff_traces(a, b)
     t = d.table.set_index("launch")
     assert len(t) == 2 and (t["n_a"] == n).all()
@@ -429,9 +553,20 @@ def test_cli_noise_calibrates_and_reports(tmp_path):
     for _ in range(3):
         run = st.begin_run(record(mode="gpu", device={"name": H100}))
         for i, (prov, med) in enumerate((("triton_tuned", 6.1), ("torch_F", 333.0))):
-            st.add_case(run, i, {"case": f"rmsnorm/{prov}/9x99/bf16", "family": "rmsnorm", "provider": prov,
-                                 "shape": "9x99", "dtype": "bf16", "status": "ok", "ok": True},
-                        {"gpu": list(noisy(med * np.exp(rng.normal(0, 0.01)), 0.01, 60) / 1e3)})
+            st.add_case(
+                run,
+                i,
+                {
+                    "case": f"rmsnorm/{prov}/9x99/bf16",
+                    "family": "rmsnorm",
+                    "provider": prov,
+                    "shape": "9x99",
+                    "dtype": "bf16",
+                    "status": "ok",
+                    "ok": True,
+                },
+                {"gpu": list(noisy(med * np.exp(rng.normal(0, 0.01)), 0.01, 60) / 1e3)},
+            )
         st.finish_run(run, "complete")
     res = kprof_cli("noise", "rmsnorm", "--store", str(st.path), "--json", str(tmp_path / "n.json"))
     assert res.returncode == 0, res.stderr
@@ -452,13 +587,27 @@ def test_trace_diff_prints_kernel_names_as_text(tmp_path):
     events, t = [], 0
     for i in range(12):
         for name in names:
-            events.append({"ph": "X", "cat": "kernel", "name": name, "ts": t, "dur": 5.0 + RNG.uniform(0, 0.1),
-                           "pid": 0, "tid": 7, "args": {"grid": [4, 1, 1], "block": [128, 1, 1], "correlation": i}})
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": name,
+                    "ts": t,
+                    "dur": 5.0 + RNG.uniform(0, 0.1),
+                    "pid": 0,
+                    "tid": 7,
+                    "args": {"grid": [4, 1, 1], "block": [128, 1, 1], "correlation": i},
+                }
+            )
             t += 20
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    r = subprocess.run([sys.executable, "-m", "kprof.cli", "diff", str(path), str(path)], capture_output=True,
-                       text=True, env={**__import__("os").environ, "COLUMNS": "250"})
+    r = subprocess.run(
+        [sys.executable, "-m", "kprof.cli", "diff", str(path), str(path)],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "COLUMNS": "250"},
+    )
     assert r.returncode == 0, r.stderr
     assert "kern[/]" in r.stdout and "[bold]k2[/bold]" in r.stdout
     assert "\x1b[31m" not in r.stdout and "evil\\x1b[31mred" in r.stdout

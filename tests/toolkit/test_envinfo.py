@@ -16,8 +16,9 @@ def test_env_override_wins_and_keeps_what_git_said(tmp_path, monkeypatch):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "f").write_text("x")
     subprocess.run(["git", "-C", str(tmp_path), "add", "f"], check=True)
-    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "m"],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "m"], check=True
+    )
     real = git_state(tmp_path)
     assert real.commit and real.dirty is False and real.note is None
     monkeypatch.setenv("KPROF_GIT_COMMIT", "1234567")

@@ -56,16 +56,22 @@ def fake_nsys(tmp_path, data_file, monkeypatch):
 
 
 def cases():
-    return replay_cases("rmsnorm", [
-        ("rmsnorm/triton_tuned/3x37/fp32", "triton_tuned", (3, 37), "fp32", 1),
-        ("rmsnorm/torch_eager/3x37/fp32", "torch_eager", (3, 37), "fp32", 1),
-    ])
+    return replay_cases(
+        "rmsnorm",
+        [
+            ("rmsnorm/triton_tuned/3x37/fp32", "triton_tuned", (3, 37), "fp32", 1),
+            ("rmsnorm/torch_eager/3x37/fp32", "torch_eager", (3, 37), "fp32", 1),
+        ],
+    )
 
 
 def test_choose_auto_falls_back_and_says_why(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(external, "find_tool", lambda name, path=None: (_ for _ in ()).throw(
-        ToolNotFoundError(f"{name} not found; looked in: PATH")))
+    monkeypatch.setattr(
+        external,
+        "find_tool",
+        lambda name, path=None: (_ for _ in ()).throw(ToolNotFoundError(f"{name} not found; looked in: PATH")),
+    )
     c = choose("auto", "gpu")
     assert c.name == "torch" and "nsys not found" in c.reason and "torch.profiler" in c.reason
     assert choose("auto", "interpreter").name == "none"
@@ -102,8 +108,9 @@ def test_capture_with_a_relative_work_folder(fake_nsys, tmp_path, monkeypatch):
     inside it, so the paths handed to it must still point at the right files (a real nsys run on the
     H100 failed here: it could not find the replay spec and wrote its report nowhere)."""
     monkeypatch.chdir(tmp_path)
-    res = capture(fake_nsys, "rmsnorm", cases()[:1], Path("kprof-runs") / "traces" / "r" / "nsys", repeats=1,
-                  timeout_s=300)
+    res = capture(
+        fake_nsys, "rmsnorm", cases()[:1], Path("kprof-runs") / "traces" / "r" / "nsys", repeats=1, timeout_s=300
+    )
     assert res.error is None, res.error
     assert res.cases_done == [cases()[0].id]
     assert (tmp_path / "kprof-runs" / "traces" / "r" / "nsys" / "nsys.nsys-rep").exists()
@@ -146,8 +153,17 @@ def test_runner_stores_every_invocation_and_keeps_cases_on_failure(fake_nsys, tm
     from tests.toolkit.test_store import record
 
     fam = discover()["rmsnorm"]
-    results = [run_case(fam, fam.providers[p], Case("rmsnorm", p, (3, 37), "fp32"), device=DEVICE,
-                        settings=BenchSettings(seed=1), timing=False) for p in ("triton_tuned", "torch_eager")]
+    results = [
+        run_case(
+            fam,
+            fam.providers[p],
+            Case("rmsnorm", p, (3, 37), "fp32"),
+            device=DEVICE,
+            settings=BenchSettings(seed=1),
+            timing=False,
+        )
+        for p in ("triton_tuned", "torch_eager")
+    ]
     assert all(r.status == "ok" for r in results)
 
     st = RunStore(tmp_path / "s.db")
@@ -174,8 +190,16 @@ def test_auto_falls_back_to_torch_when_the_found_tool_fails(fake_nsys, tmp_path,
     from tests.toolkit.test_store import record
 
     fam = discover()["rmsnorm"]
-    results = [run_case(fam, fam.providers["triton_tuned"], Case("rmsnorm", "triton_tuned", (3, 37), "fp32"),
-                        device=DEVICE, settings=BenchSettings(seed=1), timing=False)]
+    results = [
+        run_case(
+            fam,
+            fam.providers["triton_tuned"],
+            Case("rmsnorm", "triton_tuned", (3, 37), "fp32"),
+            device=DEVICE,
+            settings=BenchSettings(seed=1),
+            timing=False,
+        )
+    ]
     calls = []
     monkeypatch.setattr(runner, "_torch_pass", lambda *a: calls.append(a))
     monkeypatch.setenv("FAKE_NSYS_FAIL", "1")
@@ -184,8 +208,14 @@ def test_auto_falls_back_to_torch_when_the_found_tool_fails(fake_nsys, tmp_path,
     from tests.toolkit.run_contexts import context_for
 
     def ctx(asked: str):
-        return context_for(st, fam, mode="gpu", profiler=fake_nsys, settings=BenchSettings(seed=1),
-                           options=runner.ProfileOptions(family="rmsnorm", profiler=asked))
+        return context_for(
+            st,
+            fam,
+            mode="gpu",
+            profiler=fake_nsys,
+            settings=BenchSettings(seed=1),
+            options=runner.ProfileOptions(family="rmsnorm", profiler=asked),
+        )
 
     auto = ctx("auto")
     runner._profiler_pass(auto, auto.arms[0], run_id, results)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from kprof.external import choose
-from kprof.runner import ProfileOptions, profile
 from kprof.harness import BenchSettings
+from kprof.runner import ProfileOptions, profile
 from kprof.store import RunStore
 from kprof.tools import ToolNotFoundError
 
@@ -25,8 +25,9 @@ def test_profile_under_external_tool(profiler, store_path):
         choose(profiler, "gpu")
     except ToolNotFoundError as exc:
         pytest.skip(str(exc))
-    opts = ProfileOptions(**CASES, profiler=profiler, settings=BenchSettings(rep_ms=20, warmup_ms=5, graph=False),
-                          store=str(store_path))
+    opts = ProfileOptions(
+        **CASES, profiler=profiler, settings=BenchSettings(rep_ms=20, warmup_ms=5, graph=False), store=str(store_path)
+    )
     run_id = profile(opts)
     st = RunStore(store_path)
     run = st.run(run_id)
@@ -47,7 +48,13 @@ def test_profile_under_external_tool(profiler, store_path):
     if profiler == "ncu":
         assert m.loc["triton_tuned", "occupancy_achieved_pct"] > 0
         assert m.loc["triton_tuned", "dram_bytes_per_call"] > 0
-        assert m.loc["triton_tuned", "occupancy_limiter"] in ("warps", "registers", "shared_memory", "blocks", "barriers")
+        assert m.loc["triton_tuned", "occupancy_limiter"] in (
+            "warps",
+            "registers",
+            "shared_memory",
+            "blocks",
+            "barriers",
+        )
     if profiler == "nsys":
         assert m.loc["triton_tuned", "launch_latency_us"] > 0
         assert m.loc["triton_tuned", "transfers_per_call"] == 0

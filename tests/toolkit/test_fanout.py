@@ -12,6 +12,7 @@ import time
 import pandas as pd
 import pytest
 import torch
+
 from kprof.errors import KprofError
 from kprof.fanout import _drop_cleared_launches, device_mismatch, local_slots, parse_workers
 from kprof.fanout_worker import EXIT_HOOK_ENV, HANG_HOOK_ENV
@@ -21,15 +22,28 @@ from kprof.store import RunStore
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="CPU fan-out: interpreter worker processes")
 
-SWEEP = ("triton_one_row[BLOCK_N=512,num_warps=2]", "triton_one_row[BLOCK_N=2048,num_warps=2]",
-         "triton_one_row[BLOCK_N=2048,num_warps=8]", "triton_one_row", "torch_eager")
+SWEEP = (
+    "triton_one_row[BLOCK_N=512,num_warps=2]",
+    "triton_one_row[BLOCK_N=2048,num_warps=2]",
+    "triton_one_row[BLOCK_N=2048,num_warps=8]",
+    "triton_one_row",
+    "torch_eager",
+)
 SHAPES = ((3, 1000), (5, 333))
 
 
 def _opts(store, seed, **kw) -> ProfileOptions:
-    return ProfileOptions(family="rmsnorm", providers=kw.pop("providers", SWEEP), shapes=kw.pop("shapes", SHAPES),
-                          dtypes=("fp16",), mode="interpreter", store=str(store), settings=BenchSettings(seed=seed),
-                          profiler="none", **kw)
+    return ProfileOptions(
+        family="rmsnorm",
+        providers=kw.pop("providers", SWEEP),
+        shapes=kw.pop("shapes", SHAPES),
+        dtypes=("fp16",),
+        mode="interpreter",
+        store=str(store),
+        settings=BenchSettings(seed=seed),
+        profiler="none",
+        **kw,
+    )
 
 
 def test_two_workers_give_the_same_cases_and_results_as_one(tmp_path):
@@ -57,7 +71,8 @@ def test_two_workers_give_the_same_cases_and_results_as_one(tmp_path):
 
 
 def test_killed_workers_cases_are_retried_once_then_the_run_reads_incomplete_with_the_lost_case_named(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     # case `lost` kills every worker handed it (lost, retried, lost again); case `once` kills only the first
     lost, once = random.sample(range(6), 2)
     monkeypatch.setenv(EXIT_HOOK_ENV, f"{lost},{once}:{tmp_path / 'died-once'}")
@@ -78,7 +93,9 @@ def test_killed_workers_cases_are_retried_once_then_the_run_reads_incomplete_wit
     # the retry ran on the other slot, not on a replacement of the worker that died with it
     died_on = [ln.split()[1].split("#")[0] for ln in run["notes"].splitlines() if "lost:" in ln]
     assert len(died_on) == 3
-    first, second = (part.split(":")[0].split("#")[0] for part in m.loc[lost_id, "note"].split("(", 1)[1].split("; ")[:2])
+    first, second = (
+        part.split(":")[0].split("#")[0] for part in m.loc[lost_id, "note"].split("(", 1)[1].split("; ")[:2]
+    )
     assert first != second  # its retry went to the other worker's slot
     assert "Retried after a worker was lost" in run["report_md"] and "not measured" in run["report_md"]
 
@@ -98,9 +115,29 @@ def test_a_hanging_case_times_out_twice_and_is_recorded_failed(tmp_path, monkeyp
 def test_ctrl_c_stops_every_worker_and_keeps_the_finished_cases(tmp_path):
     store = tmp_path / "k.db"
     env = {**os.environ, HANG_HOOK_ENV: "3"}
-    cmd = [sys.executable, "-m", "kprof.cli", "sweep", "rmsnorm", "--version", "triton_one_row", "--param",
-           "BLOCK_N=2048", "--param", "num_warps=2,8", "--shapes", "3x1000,5x333", "--dtypes", "fp16",
-           "--mode", "interpreter", "--store", str(store), "--workers", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kprof.cli",
+        "sweep",
+        "rmsnorm",
+        "--version",
+        "triton_one_row",
+        "--param",
+        "BLOCK_N=2048",
+        "--param",
+        "num_warps=2,8",
+        "--shapes",
+        "3x1000,5x333",
+        "--dtypes",
+        "fp16",
+        "--mode",
+        "interpreter",
+        "--store",
+        str(store),
+        "--workers",
+        "2",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
     done = 0
@@ -127,13 +164,34 @@ def test_ctrl_c_stops_every_worker_and_keeps_the_finished_cases(tmp_path):
 @pytest.mark.slow
 def test_ray_local_runs_a_sweep_end_to_end_into_one_store(tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'kprof[ray]'")
-    from kprof.cli import app
     from typer.testing import CliRunner
 
+    from kprof.cli import app
+
     store = tmp_path / "k.db"
-    res = CliRunner().invoke(app, ["sweep", "rmsnorm", "--version", "triton_one_row", "--param", "BLOCK_N=1024,2048",
-                                   "--param", "num_warps=4", "--shapes", "3x1000", "--dtypes", "fp16,fp32",
-                                   "--store", str(store), "--ray", "local", "--workers", "2"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "sweep",
+            "rmsnorm",
+            "--version",
+            "triton_one_row",
+            "--param",
+            "BLOCK_N=1024,2048",
+            "--param",
+            "num_warps=4",
+            "--shapes",
+            "3x1000",
+            "--dtypes",
+            "fp16,fp32",
+            "--store",
+            str(store),
+            "--ray",
+            "local",
+            "--workers",
+            "2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert not ray.is_initialized()  # the throwaway instance is gone
     st = RunStore(store)
@@ -149,12 +207,20 @@ def test_ray_local_runs_a_sweep_end_to_end_into_one_store(tmp_path):
     assert set(st.case_devices(run["id"])["worker"]) <= {"ray0", "ray1"}
 
 
-@pytest.mark.skipif(subprocess.run(["git", "-C", os.path.dirname(__file__), "rev-parse", "HEAD"],
-                                    capture_output=True).returncode != 0, reason="needs the sources in a git checkout")
+@pytest.mark.skipif(
+    subprocess.run(["git", "-C", os.path.dirname(__file__), "rev-parse", "HEAD"], capture_output=True).returncode != 0,
+    reason="needs the sources in a git checkout",
+)
 def test_both_revisions_of_a_case_run_on_one_worker(tmp_path):
     store = tmp_path / "k.db"
-    opts = _opts(store, 14, workers="2", providers=("triton_tuned", "torch_eager"), shapes=((3, 37), (2, 300)),
-                 revisions=("HEAD", "HEAD"))
+    opts = _opts(
+        store,
+        14,
+        workers="2",
+        providers=("triton_tuned", "torch_eager"),
+        shapes=((3, 37), (2, 300)),
+        revisions=("HEAD", "HEAD"),
+    )
     ids = profile_runs(opts)
     st = RunStore(store)
     a, b = (st.case_devices(i).set_index("case_id") for i in ids)
@@ -186,8 +252,9 @@ def test_gpu_slots_pin_one_visible_device_each(monkeypatch):
 
 
 def _devices(rows):
-    return pd.DataFrame(rows, columns=["case_id", "worker", "host", "gpu_index", "gpu_uuid", "gpu_name",
-                                       "gpu_serial", "attempt"])
+    return pd.DataFrame(
+        rows, columns=["case_id", "worker", "host", "gpu_index", "gpu_uuid", "gpu_name", "gpu_serial", "attempt"]
+    )
 
 
 def test_device_mismatch_names_cases_measured_on_different_gpus():
@@ -204,9 +271,13 @@ def test_device_mismatch_names_cases_measured_on_different_gpus():
 
 
 def test_a_workers_fallback_clears_only_its_own_launches():
-    ops = [("add_launches", ("arm0", "L1"), {}), ("update_cases", ("arm0", "U"), {}),
-           ("add_launches", ("arm1", "L2"), {}), ("clear_launches", ("arm0",), {}),
-           ("add_launches", ("arm0", "L3"), {})]
+    ops = [
+        ("add_launches", ("arm0", "L1"), {}),
+        ("update_cases", ("arm0", "U"), {}),
+        ("add_launches", ("arm1", "L2"), {}),
+        ("clear_launches", ("arm0",), {}),
+        ("add_launches", ("arm0", "L3"), {}),
+    ]
     assert [o[1][1] for o in _drop_cleared_launches(ops)] == ["U", "L2", "L3"]
 
 
@@ -223,8 +294,12 @@ def test_trace_files_from_a_worker_land_in_the_drivers_store(tmp_path):
     w = _Worker(0, Slot("gpu1"), "gpu1", hello={"identity": {"worker": "gpu1"}})
     data = os.urandom(333)
     root = "/elsewhere/kprof-worker-gpu1/traces"
-    fan._apply(w, [("set_fields", ("arm1",), {"trace_path": f"{root}/arm1/nsys/trace.sqlite"})],
-               files=[("arm1/nsys/trace.sqlite", data)], trace_root=root)
+    fan._apply(
+        w,
+        [("set_fields", ("arm1",), {"trace_path": f"{root}/arm1/nsys/trace.sqlite"})],
+        files=[("arm1/nsys/trace.sqlite", data)],
+        trace_root=root,
+    )
     target = st.trace_dir("RUN-B") / "gpu1" / "nsys" / "trace.sqlite"
     assert target.read_bytes() == data
     assert fields == [("RUN-B", {"trace_path": str(target)})]  # the run points at the driver's copy
@@ -245,18 +320,50 @@ def test_report_section_lists_workers_and_groups_mixed_gpu_kinds():
 
     uu = [f"GPU-{random.getrandbits(64):016x}" for _ in range(3)]
     t = [random.uniform(3, 90) for _ in range(4)]
-    metrics = pd.DataFrame({"case": ["f/p/8x96/bf16", "f/q/8x96/bf16", "f/p/7x33/bf16", "f/q/7x33/bf16"],
-                            "shape": ["8x96", "8x96", "7x33", "7x33"], "dtype": ["bf16"] * 4,
-                            "status": ["ok"] * 4, "gpu_time_us": t})
-    devices = _devices([("f/p/8x96/bf16", "gpu0", "h", "0", uu[0], "NVIDIA H100", "132", 1),
-                        ("f/q/8x96/bf16", "gpu0", "h", "0", uu[0], "NVIDIA H100", "132", 1),
-                        ("f/p/7x33/bf16", "gpu1", "h", "1", uu[1], "NVIDIA H200", None, 1),
-                        ("f/q/7x33/bf16", "gpu1#2", "h", "1", uu[2], "NVIDIA H200", None, 2)])
-    run = {"config": {"fanout": {"executor": "local processes", "workers": [
-        {"worker": "gpu0", "host": "h", "gpu_name": "NVIDIA H100", "gpu_index": "0", "gpu_uuid": uu[0],
-         "gpu_serial": "132", "ceiling_gbps": 3012.4},
-        {"worker": "gpu1", "host": "h", "gpu_name": "NVIDIA H200", "gpu_index": "1", "gpu_uuid": uu[1],
-         "gpu_serial": None, "ceiling_gbps": 4410.0}]}}}
+    metrics = pd.DataFrame(
+        {
+            "case": ["f/p/8x96/bf16", "f/q/8x96/bf16", "f/p/7x33/bf16", "f/q/7x33/bf16"],
+            "shape": ["8x96", "8x96", "7x33", "7x33"],
+            "dtype": ["bf16"] * 4,
+            "status": ["ok"] * 4,
+            "gpu_time_us": t,
+        }
+    )
+    devices = _devices(
+        [
+            ("f/p/8x96/bf16", "gpu0", "h", "0", uu[0], "NVIDIA H100", "132", 1),
+            ("f/q/8x96/bf16", "gpu0", "h", "0", uu[0], "NVIDIA H100", "132", 1),
+            ("f/p/7x33/bf16", "gpu1", "h", "1", uu[1], "NVIDIA H200", None, 1),
+            ("f/q/7x33/bf16", "gpu1#2", "h", "1", uu[2], "NVIDIA H200", None, 2),
+        ]
+    )
+    run = {
+        "config": {
+            "fanout": {
+                "executor": "local processes",
+                "workers": [
+                    {
+                        "worker": "gpu0",
+                        "host": "h",
+                        "gpu_name": "NVIDIA H100",
+                        "gpu_index": "0",
+                        "gpu_uuid": uu[0],
+                        "gpu_serial": "132",
+                        "ceiling_gbps": 3012.4,
+                    },
+                    {
+                        "worker": "gpu1",
+                        "host": "h",
+                        "gpu_name": "NVIDIA H200",
+                        "gpu_index": "1",
+                        "gpu_uuid": uu[1],
+                        "gpu_serial": None,
+                        "ceiling_gbps": 4410.0,
+                    },
+                ],
+            }
+        }
+    }
     md = devices_section(run, metrics, devices)
     assert f"| gpu0 | h | NVIDIA H100 | 0 | {uu[0]} | 132 | 3012 | 2 |" in md
     assert f"| gpu1#2 | h | NVIDIA H200 | 1 | {uu[2]} |  | 4410 | 1 |" in md  # the replacement, its slot's ceiling

@@ -18,12 +18,20 @@ def metrics(rows):
 def test_wrong_and_raising_cases_fail_skips_do_not():
     rng = np.random.default_rng()
     rel, mx = float(rng.uniform(0.02, 0.08)), float(rng.uniform(0.1, 3))
-    m = metrics([
-        ("f/triton_a/3x37/fp32", "fail", f"relative error {rel:.2e} above tolerance 1e-05", rel, mx),
-        ("f/triton_b/3x37/fp32", "error", "Traceback...\nValueError: f: x is empty (shape (0, 64))", math.nan, math.nan),
-        ("f/triton_c/3x37/fp32", "skipped", "GPU only", math.nan, math.nan),
-        ("f/torch_eager/3x37/fp32", "ok", None, 1e-7, 1e-7),
-    ])
+    m = metrics(
+        [
+            ("f/triton_a/3x37/fp32", "fail", f"relative error {rel:.2e} above tolerance 1e-05", rel, mx),
+            (
+                "f/triton_b/3x37/fp32",
+                "error",
+                "Traceback...\nValueError: f: x is empty (shape (0, 64))",
+                math.nan,
+                math.nan,
+            ),
+            ("f/triton_c/3x37/fp32", "skipped", "GPU only", math.nan, math.nan),
+            ("f/torch_eager/3x37/fp32", "ok", None, 1e-7, 1e-7),
+        ]
+    )
     got = run_failures({"id": "r1", "config": {"revision": "B"}}, m)
     assert [(f.case, f.status) for f in got] == [("f/triton_a/3x37/fp32", "fail"), ("f/triton_b/3x37/fp32", "error")]
     fail, err = (f.line() for f in got)

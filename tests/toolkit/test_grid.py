@@ -38,12 +38,15 @@ def test_every_family_has_a_grid_whose_parts_are_the_product_of_their_axes(name)
         fam.grid("no-such-part")
 
 
-@pytest.mark.parametrize("spec, why", [
-    ({"p": {"dtypes": ["bf16"]}}, "exactly one of"),
-    ({"p": {"axes": [[1, 2]], "shapes": [[3]], "dtypes": ["bf16"]}}, "exactly one of"),
-    ({"p": {"axes": [[1, 2], []], "dtypes": ["bf16"]}}, "non-empty lists"),
-    ([1, 2], "must map part names"),
-])
+@pytest.mark.parametrize(
+    "spec, why",
+    [
+        ({"p": {"dtypes": ["bf16"]}}, "exactly one of"),
+        ({"p": {"axes": [[1, 2]], "shapes": [[3]], "dtypes": ["bf16"]}}, "exactly one of"),
+        ({"p": {"axes": [[1, 2], []], "dtypes": ["bf16"]}}, "non-empty lists"),
+        ([1, 2], "must map part names"),
+    ],
+)
 def test_a_malformed_grid_is_refused_naming_the_file(tmp_path, spec, why):
     fam = copy.copy(FAMILIES["rmsnorm"])
     fam.sweep_path = tmp_path / "sweep.yaml"
@@ -54,22 +57,44 @@ def test_a_malformed_grid_is_refused_naming_the_file(tmp_path, spec, why):
 
 
 def _metrics(rng, points: dict[tuple[str, str], dict[str, float]], noise: float = 0.01) -> pd.DataFrame:
-    kinds = {"triton_a": "triton", "triton_b": "triton", "torch_eager": "eager", "torch_compile": "compile",
-             "liger": "peer", "cublas": "roofline"}
+    kinds = {
+        "triton_a": "triton",
+        "triton_b": "triton",
+        "torch_eager": "eager",
+        "torch_compile": "compile",
+        "liger": "peer",
+        "cublas": "roofline",
+    }
     rows = []
     for (shape, dtype), times in points.items():
         for prov, t in times.items():
-            rows.append({"shape": shape, "dtype": dtype, "provider": prov, "kind": kinds[prov], "ok": True,
-                         "gpu_time_us": t, "noise": noise, "bound": "memory", "pct_peak_bw": rng.uniform(50, 99),
-                         "bytes": 1e8, "timing_mode": "cold"})
+            rows.append(
+                {
+                    "shape": shape,
+                    "dtype": dtype,
+                    "provider": prov,
+                    "kind": kinds[prov],
+                    "ok": True,
+                    "gpu_time_us": t,
+                    "noise": noise,
+                    "bound": "memory",
+                    "pct_peak_bw": rng.uniform(50, 99),
+                    "bytes": 1e8,
+                    "timing_mode": "cold",
+                }
+            )
     return pd.DataFrame(rows).sample(frac=1.0, random_state=int(rng.integers(1 << 30)))
 
 
 def test_grid_table_takes_the_fastest_of_each_side_at_every_point():
     rng = np.random.default_rng()
-    points = {(f"{int(r)}x{int(c)}", d): {p: float(rng.uniform(1, 100)) for p in
-              ("triton_a", "triton_b", "torch_eager", "torch_compile", "liger", "cublas")}
-              for r, c, d in zip(rng.integers(1, 9000, 12), rng.integers(1, 9000, 12), ["bf16", "fp16"] * 6)}
+    points = {
+        (f"{int(r)}x{int(c)}", d): {
+            p: float(rng.uniform(1, 100))
+            for p in ("triton_a", "triton_b", "torch_eager", "torch_compile", "liger", "cublas")
+        }
+        for r, c, d in zip(rng.integers(1, 9000, 12), rng.integers(1, 9000, 12), ["bf16", "fp16"] * 6)
+    }
     table = grid_table(_metrics(rng, points)).set_index(["shape", "dtype"])
     for key, times in points.items():
         row = table.loc[key]
@@ -88,10 +113,19 @@ def test_a_failed_case_is_never_the_best():
     assert row["best_kprof"] == "triton_b" and row["ratio"] == pytest.approx(5.0 / 9.0)
 
 
-@pytest.mark.parametrize("ratio, spread, expect", [
-    (0.90, 0.01, "win"), (0.98, 0.01, "win"), (1.00, 0.01, "tie"), (1.02, 0.01, "tie"),
-    (1.05, 0.01, "loss"), (1.05, 0.05, "uncertain"), (1.05, math.nan, "loss"), (math.nan, 0.01, "no peer"),
-])
+@pytest.mark.parametrize(
+    "ratio, spread, expect",
+    [
+        (0.90, 0.01, "win"),
+        (0.98, 0.01, "win"),
+        (1.00, 0.01, "tie"),
+        (1.02, 0.01, "tie"),
+        (1.05, 0.01, "loss"),
+        (1.05, 0.05, "uncertain"),
+        (1.05, math.nan, "loss"),
+        (math.nan, 0.01, "no peer"),
+    ],
+)
 def test_verdicts_and_their_thresholds(ratio, spread, expect):
     assert verdict(ratio, spread) == expect
 

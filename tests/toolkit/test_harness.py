@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 
@@ -70,7 +69,9 @@ def test_nan_output_fails(device):
 def test_run_case_statuses(device):
     settings = BenchSettings()
     case = Case("rmsnorm", "t", (6, 50), "fp32")
-    skip = run_case(RMS, provider(good, supports=lambda s, d: "too wide"), case, device=device, settings=settings, timing=False)
+    skip = run_case(
+        RMS, provider(good, supports=lambda s, d: "too wide"), case, device=device, settings=settings, timing=False
+    )
     assert skip.status == "skipped" and skip.note == "too wide"
 
     def boom(x, weight, eps, out=None):
@@ -91,8 +92,14 @@ def test_case_seed_is_stable_and_shared_by_providers():
 
 @pytest.mark.gpu
 def test_timing_on_gpu():
-    res = run_case(RMS, RMS.providers["triton_tuned"], Case("rmsnorm", "triton_tuned", (64, 4096), "bf16"),
-                   device="cuda", settings=BenchSettings(rep_ms=20, warmup_ms=5), timing=True)
+    res = run_case(
+        RMS,
+        RMS.providers["triton_tuned"],
+        Case("rmsnorm", "triton_tuned", (64, 4096), "bf16"),
+        device="cuda",
+        settings=BenchSettings(rep_ms=20, warmup_ms=5),
+        timing=True,
+    )
     assert res.status == "ok" and res.timed
     assert len(res.gpu_samples_ms) >= 5 and all(0 < s < 1 for s in res.gpu_samples_ms)
     assert res.graph_time_ms is not None and res.graph_time_ms < max(res.gpu_samples_ms)

@@ -67,7 +67,11 @@ def test_misaligned_pointer_gets_its_own_kernel():
         ref = rmsnorm_oracle(x, w, 1e-6)
         assert float((y.double() - ref).norm() / ref.norm()) < 1e-5
     # plan key = (cfg, dtype, device, row stride, rows, N); then the x, weight, y alignment flags
-    keys = [k for k in tuned._rows_launcher.compiled if isinstance(k[0], tuple) and k[0][1] == torch.float32 and k[0][3:] == (1000, 8, 1000)]
+    keys = [
+        k
+        for k in tuned._rows_launcher.compiled
+        if isinstance(k[0], tuple) and k[0][1] == torch.float32 and k[0][3:] == (1000, 8, 1000)
+    ]
     assert {k[1] for k in keys} == {True, False}, "aligned and unaligned inputs must compile separately"
 
 
@@ -90,8 +94,7 @@ def test_graphed_call_needs_a_gpu():
         GraphedCall(lambda: None)
 
 
-@pytest.mark.parametrize("n_rows, n", [(1, 64), (64, 4096), (4096, 1024), (8192, 5120), (256, 131072),
-                                       (70000, 40000)])
+@pytest.mark.parametrize("n_rows, n", [(1, 64), (64, 4096), (4096, 1024), (8192, 5120), (256, 131072), (70000, 40000)])
 def test_plan_passes_every_kernel_argument(n_rows, n):
     """The raw launch path hands the C launcher one value per kernel parameter, constexprs included;
     a parameter with a default that the plan forgot would fail only on the GPU ('takes exactly N arguments')."""
@@ -163,9 +166,18 @@ def _nvidia_launcher(monkeypatch, scratch: int = 0):
     # the wrapper may look up the active driver; without a GPU there is none, and it needs nothing from it
     monkeypatch.setattr(triton.runtime.driver, "_active", object())
     run = object.__new__(driver_mod.CudaLauncher)
-    fields = {"num_ctas": 1, "global_scratch_size": scratch, "global_scratch_align": 1, "profile_scratch_size": 0,
-              "profile_scratch_align": 1, "launch_cooperative_grid": False, "launch_pdl": True,
-              "gsan_enabled": False, "arg_annotations": ("ann",), "kernel_signature": b"sig"}
+    fields = {
+        "num_ctas": 1,
+        "global_scratch_size": scratch,
+        "global_scratch_align": 1,
+        "profile_scratch_size": 0,
+        "profile_scratch_align": 1,
+        "launch_cooperative_grid": False,
+        "launch_pdl": True,
+        "gsan_enabled": False,
+        "arg_annotations": ("ann",),
+        "kernel_signature": b"sig",
+    }
     for name, value in fields.items():
         setattr(run, name, value)
     calls: list[tuple] = []

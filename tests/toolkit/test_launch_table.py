@@ -30,13 +30,16 @@ def test_float_nanoseconds_are_rounded_not_rejected():
     assert df.loc[0, "duration_ns"] == 50
 
 
-@pytest.mark.parametrize("bad, match", [
-    ({"kernel": None}, "required columns missing"),
-    ({"duration_ns": [60]}, "end_ns - start_ns"),
-    ({"start_ns": [200], "end_ns": [150], "duration_ns": [-50]}, "negative"),
-    ({"grid_x": ["wide"]}, "grid_x"),
-    ({"kernel": [None]}, "empty values"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"kernel": None}, "required columns missing"),
+        ({"duration_ns": [60]}, "end_ns - start_ns"),
+        ({"start_ns": [200], "end_ns": [150], "duration_ns": [-50]}, "negative"),
+        ({"grid_x": ["wide"]}, "grid_x"),
+        ({"kernel": [None]}, "empty values"),
+    ],
+)
 def test_bad_tables_are_rejected_with_the_reason(bad, match):
     df = minimal()
     for k, v in bad.items():

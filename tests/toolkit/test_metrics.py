@@ -10,8 +10,16 @@ import pytest
 
 from kprof import launch_table
 from kprof.harness import CaseResult, Correctness
-from kprof.metrics import (METRIC_COLUMNS, achieved, busy_ns, case_row, idle_launch_latency, launch_metrics,
-                           metrics_table, summarize_samples)
+from kprof.metrics import (
+    METRIC_COLUMNS,
+    achieved,
+    busy_ns,
+    case_row,
+    idle_launch_latency,
+    launch_metrics,
+    metrics_table,
+    summarize_samples,
+)
 from kprof.occupancy import DeviceLimits, theoretical_occupancy
 from kprof.profilers import torch_profiler
 from kprof.registry import Case
@@ -48,11 +56,22 @@ def test_case_row_keeps_failed_cases_untimed():
 
 
 def test_idle_launch_latency_ignores_queued_launches():
-    df = launch_table.validate(pd.DataFrame({
-        "kernel": ["a", "a", "a"], "start_ns": [1000, 3000, 9000], "end_ns": [2900, 5000, 9500],
-        "duration_ns": [1900, 2000, 500], "api_start_ns": [100, 1100, 8000], "api_end_ns": [200, 1200, 8100],
-        "launch_latency_ns": [900, 1900, 1000], "device": [0, 0, 0], "stream": [7, 7, 7], "source": ["t"] * 3,
-    }))
+    df = launch_table.validate(
+        pd.DataFrame(
+            {
+                "kernel": ["a", "a", "a"],
+                "start_ns": [1000, 3000, 9000],
+                "end_ns": [2900, 5000, 9500],
+                "duration_ns": [1900, 2000, 500],
+                "api_start_ns": [100, 1100, 8000],
+                "api_end_ns": [200, 1200, 8100],
+                "launch_latency_ns": [900, 1900, 1000],
+                "device": [0, 0, 0],
+                "stream": [7, 7, 7],
+                "source": ["t"] * 3,
+            }
+        )
+    )
     # the second launch was issued while the first kernel still ran: it measures queueing
     assert list(idle_launch_latency(df)) == [900, 1000]
 
@@ -75,8 +94,9 @@ def test_launch_metrics_on_a_real_trace():
     assert lm.loc["rmsnorm/torch_eager/64x4096/bf16", "kernels_per_call"] == len(eager) / 5 > 1
     row = lm.loc["rmsnorm/triton_tuned/64x4096/bf16"]
     k = launches[launches["case"] == "rmsnorm/triton_tuned/64x4096/bf16"].iloc[0]
-    expect = theoretical_occupancy(int(k.block_x * k.block_y * k.block_z), int(k.registers_per_thread),
-                                   int(k.shared_mem_bytes), DeviceLimits())
+    expect = theoretical_occupancy(
+        int(k.block_x * k.block_y * k.block_z), int(k.registers_per_thread), int(k.shared_mem_bytes), DeviceLimits()
+    )
     assert row["occupancy_theoretical_pct"] == pytest.approx(expect.occupancy_pct)
     assert row["main_kernel"].startswith("_rmsnorm_rows_kernel")
     assert 0 < row["launch_latency_us"] < 1000 and 0 < row["api_time_us"] < 1000
@@ -120,7 +140,9 @@ def test_launch_metrics_from_nsys_and_ncu_captures(data_file):
         assert c.loc[case, "dram_bytes_per_call"] == measured
         assert c.loc[case, "dram_vs_model"] == measured / model[case]
     main = nc[(nc["case"] == "rmsnorm/triton_tuned/64x4096/bf16")]
-    assert c.loc["rmsnorm/triton_tuned/64x4096/bf16", "occupancy_achieved_pct"] == main["occupancy_achieved_pct"].median()
+    assert (
+        c.loc["rmsnorm/triton_tuned/64x4096/bf16", "occupancy_achieved_pct"] == main["occupancy_achieved_pct"].median()
+    )
     assert c.loc["rmsnorm/triton_tuned/64x4096/bf16", "occupancy_limiter"] == main["occupancy_limiter"].mode()[0]
     assert c["launch_latency_us"].isna().all()  # ncu has no host-side timestamps
 
@@ -131,11 +153,19 @@ def test_summary_rows_count_as_their_launches():
     from kprof import launch_table
     from kprof.occupancy import DeviceLimits
 
-    t = launch_table.validate(pd.DataFrame({
-        "kernel": ["a", "b", "[CUDA memcpy Host-to-Device]"], "kind": ["kernel", "kernel", "memcpy"],
-        "count": [10, 5, 5], "duration_ns": [100, 50, 10], "case": ["c", "c", "c"], "copy_kind": [None, None, "HtoD"],
-        "source": "test",
-    }))
+    t = launch_table.validate(
+        pd.DataFrame(
+            {
+                "kernel": ["a", "b", "[CUDA memcpy Host-to-Device]"],
+                "kind": ["kernel", "kernel", "memcpy"],
+                "count": [10, 5, 5],
+                "duration_ns": [100, 50, 10],
+                "case": ["c", "c", "c"],
+                "copy_kind": [None, None, "HtoD"],
+                "source": "test",
+            }
+        )
+    )
     m = launch_metrics(t, 5, DeviceLimits()).set_index("case")
     assert m.loc["c", "kernels_per_call"] == 3 and m.loc["c", "main_kernel"] == "a"
     assert m.loc["c", "prof_call_us"] == (10 * 100 + 5 * 50) / 5 / 1e3
@@ -162,11 +192,29 @@ def test_specialization_fields_pick_the_main_kernel_and_its_occupancy():
     from kprof.metrics import specialization_fields
     from kprof.occupancy import limits_for
 
-    norm = {"kernel": "norm", "constexprs": {"BLOCK_N": 4096}, "num_warps": 8, "num_stages": 3, "grid": [64],
-            "registers": 38, "local_bytes": 0, "shared_mem_bytes": 32, "resources_from": "driver"}
-    product = {"kernel": "product", "constexprs": {"BLOCK_M": 128}, "num_warps": 8, "num_stages": 4,
-               "grid": [512], "autotuned": True, "registers": 176, "local_bytes": 0, "shared_mem_bytes": 98304,
-               "resources_from": "driver"}
+    norm = {
+        "kernel": "norm",
+        "constexprs": {"BLOCK_N": 4096},
+        "num_warps": 8,
+        "num_stages": 3,
+        "grid": [64],
+        "registers": 38,
+        "local_bytes": 0,
+        "shared_mem_bytes": 32,
+        "resources_from": "driver",
+    }
+    product = {
+        "kernel": "product",
+        "constexprs": {"BLOCK_M": 128},
+        "num_warps": 8,
+        "num_stages": 4,
+        "grid": [512],
+        "autotuned": True,
+        "registers": 176,
+        "local_bytes": 0,
+        "shared_mem_bytes": 98304,
+        "resources_from": "driver",
+    }
     f = specialization_fields([norm, product], limits_for(9, 0), {"BLOCK_M": 128})
     assert f["main_kernel"] == "product" and f["config"] == "BLOCK_M=128 num_warps=8 num_stages=4 (autotuned)"
     assert json.loads(f["params"]) == {"BLOCK_M": 128}
@@ -181,9 +229,16 @@ def test_specialization_fields_pick_the_main_kernel_and_its_occupancy():
 def test_launches_are_attributed_by_case_and_kernel_name():
     from kprof.metrics import attribute_launches
 
-    launches = launch_table.validate(pd.DataFrame({
-        "kernel": ["_k", "_k", "cublas_gemm"], "duration_ns": [10, 10, 20], "source": ["torch"] * 3,
-        "case": ["f/a/1x1/bf16", "f/b/1x1/bf16", "f/a/1x1/bf16"]}))
+    launches = launch_table.validate(
+        pd.DataFrame(
+            {
+                "kernel": ["_k", "_k", "cublas_gemm"],
+                "duration_ns": [10, 10, 20],
+                "source": ["torch"] * 3,
+                "case": ["f/a/1x1/bf16", "f/b/1x1/bf16", "f/a/1x1/bf16"],
+            }
+        )
+    )
     spec = {"kernel": "_k", "constexprs": {"BLOCK": 64}, "num_warps": 4, "num_stages": 2}
     out = attribute_launches(launches, {"f/a/1x1/bf16": [spec], "f/b/1x1/bf16": []})
     assert list(out["config"].fillna("-")) == ["BLOCK=64 num_warps=4 num_stages=2", "-", "-"]

@@ -55,8 +55,16 @@ def test_bad_arguments():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n, dtype", [(1024, torch.bfloat16), (4096, torch.bfloat16), (4096, torch.float32),
-                                      (8192, torch.bfloat16), (333, torch.float16)])
+@pytest.mark.parametrize(
+    "n, dtype",
+    [
+        (1024, torch.bfloat16),
+        (4096, torch.bfloat16),
+        (4096, torch.float32),
+        (8192, torch.bfloat16),
+        (333, torch.float16),
+    ],
+)
 def test_matches_driver_for_compiled_triton_kernels(n, dtype):
     from kprof.device import current_device
     from kprof.kernels.rmsnorm import tuned

@@ -21,7 +21,15 @@ def test_families_are_discovered_from_folders():
     fams = discover()
     assert "rmsnorm" in fams
     names = set(fams["rmsnorm"].providers)
-    assert {"triton_one_row", "triton_looped", "triton_tuned", "torch_eager", "torch_F", "torch_compile", "liger"} <= names
+    assert {
+        "triton_one_row",
+        "triton_looped",
+        "triton_tuned",
+        "torch_eager",
+        "torch_F",
+        "torch_compile",
+        "liger",
+    } <= names
     kinds = {p.kind for p in fams["rmsnorm"].providers.values()}
     assert kinds == {"triton", "eager", "library", "compile", "peer"}
 
@@ -38,14 +46,29 @@ def test_unknown_provider_message(tmp_path):
 
 def test_family_needs_a_tolerance_per_dtype(tmp_path):
     with pytest.raises(KprofError, match="no tolerance"):
-        Family("t_missing_tol", description="", package_dir=tmp_path, make_inputs=dict, oracle=dict,
-               bytes_model=lambda s, d: 0, flops_model=lambda s, d: 0, tolerances={"fp32": 1e-5})
+        Family(
+            "t_missing_tol",
+            description="",
+            package_dir=tmp_path,
+            make_inputs=dict,
+            oracle=dict,
+            bytes_model=lambda s, d: 0,
+            flops_model=lambda s, d: 0,
+            tolerances={"fp32": 1e-5},
+        )
 
 
 def test_duplicate_provider_and_bad_sweep(tmp_path):
-    fam = Family("t_dup", description="", package_dir=tmp_path, make_inputs=dict, oracle=dict,
-                 bytes_model=lambda s, d: 0, flops_model=lambda s, d: 0,
-                 tolerances={"fp32": 1, "bf16": 1, "fp16": 1})
+    fam = Family(
+        "t_dup",
+        description="",
+        package_dir=tmp_path,
+        make_inputs=dict,
+        oracle=dict,
+        bytes_model=lambda s, d: 0,
+        flops_model=lambda s, d: 0,
+        tolerances={"fp32": 1, "bf16": 1, "fp16": 1},
+    )
     fam.add_provider(Provider("t_dup", "a", "eager", print, "x"))
     with pytest.raises(KprofError, match="already has"):
         fam.add_provider(Provider("t_dup", "a", "eager", print, "x"))

@@ -11,9 +11,17 @@ import pytest
 from kprof.report import INTERPRETER_NOTICE, markdown_table, render, with_speedup
 
 H100 = Path(__file__).parents[2] / "benchmarks" / "results" / "rmsnorm-core-flow" / "profile-run9-final" / "metrics.csv"
-RUN = {"id": "r1", "family": "rmsnorm", "mode": "gpu", "status": "complete", "profiler": "torch",
-       "device": {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3", "cc_major": 9, "cc_minor": 0, "sm_count": 132},
-       "versions": {"torch": "2.11.0", "triton": "3.6.0"}, "ceiling_gbps": 3001.0, "git_commit": "abc"}
+RUN = {
+    "id": "r1",
+    "family": "rmsnorm",
+    "mode": "gpu",
+    "status": "complete",
+    "profiler": "torch",
+    "device": {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3", "cc_major": 9, "cc_minor": 0, "sm_count": 132},
+    "versions": {"torch": "2.11.0", "triton": "3.6.0"},
+    "ceiling_gbps": 3001.0,
+    "git_commit": "abc",
+}
 
 
 @pytest.fixture
@@ -27,7 +35,7 @@ def section(md: str, title: str) -> list[str]:
     lines = md.splitlines()
     i = lines.index(title)
     out = []
-    for line in lines[i + 2:]:
+    for line in lines[i + 2 :]:
         if not line.startswith("|"):
             break
         out.append(line)
@@ -63,11 +71,24 @@ def test_skipped_cases_listed_with_reason(metrics):
 
 
 def test_interpreter_report_shows_no_timings():
-    m = pd.DataFrame([{
-        "case": "rmsnorm/triton_tuned/7x333/fp32", "family": "rmsnorm", "provider": "triton_tuned", "kind": "triton",
-        "shape": "7x333", "dtype": "fp32", "status": "ok", "ok": True, "note": None, "max_rel_err": 6e-8,
-        "max_abs_err": 1e-6, "gpu_time_us": math.nan,
-    }])
+    m = pd.DataFrame(
+        [
+            {
+                "case": "rmsnorm/triton_tuned/7x333/fp32",
+                "family": "rmsnorm",
+                "provider": "triton_tuned",
+                "kind": "triton",
+                "shape": "7x333",
+                "dtype": "fp32",
+                "status": "ok",
+                "ok": True,
+                "note": None,
+                "max_rel_err": 6e-8,
+                "max_abs_err": 1e-6,
+                "gpu_time_us": math.nan,
+            }
+        ]
+    )
     md = render({**RUN, "mode": "interpreter", "ceiling_gbps": None, "device": {"kind": "cpu", "name": "CPU"}}, m)
     assert INTERPRETER_NOTICE in md
     assert "time µs" not in md and "GB/s" not in md
@@ -75,8 +96,15 @@ def test_interpreter_report_shows_no_timings():
 
 
 def test_with_speedup_and_markdown_table():
-    df = pd.DataFrame({"provider": ["torch_eager", "x"], "shape": ["1x1"] * 2, "dtype": ["fp32"] * 2,
-                       "gpu_time_us": [10.0, 4.0], "ok": [True, True]})
+    df = pd.DataFrame(
+        {
+            "provider": ["torch_eager", "x"],
+            "shape": ["1x1"] * 2,
+            "dtype": ["fp32"] * 2,
+            "gpu_time_us": [10.0, 4.0],
+            "ok": [True, True],
+        }
+    )
     assert with_speedup(df, "torch_eager")["speedup"].tolist() == [1.0, 2.5]
     t = markdown_table(["a", "b"], [[1, 2]])
     assert t.splitlines() == ["| a | b |", "| :--- | ---: |", "| 1 | 2 |"]
@@ -87,9 +115,23 @@ def test_report_names_the_revision():
 
     from kprof.report import render
 
-    run = {"id": "r1", "family": "rmsnorm", "mode": "gpu", "status": "complete", "profiler": "none",
-           "config": {"revision": "HEAD~1", "revision_commit": "abcdef1234567890", "revision_subject": "faster rows",
-                      "harness_commit": "1234567890ab", "harness_dirty": True, "interleaved_revisions": ["HEAD~1", "HEAD"]}}
+    run = {
+        "id": "r1",
+        "family": "rmsnorm",
+        "mode": "gpu",
+        "status": "complete",
+        "profiler": "none",
+        "config": {
+            "revision": "HEAD~1",
+            "revision_commit": "abcdef1234567890",
+            "revision_subject": "faster rows",
+            "harness_commit": "1234567890ab",
+            "harness_dirty": True,
+            "interleaved_revisions": ["HEAD~1", "HEAD"],
+        },
+    }
     md = render(run, pd.DataFrame(columns=["status"]))
-    assert "`HEAD~1` = abcdef1234 (faster rows)" in md and "harness at 1234567890 (dirty)" in md  # one commit length (10)
+    assert (
+        "`HEAD~1` = abcdef1234 (faster rows)" in md and "harness at 1234567890 (dirty)" in md
+    )  # one commit length (10)
     assert "`HEAD~1`, `HEAD`" in md

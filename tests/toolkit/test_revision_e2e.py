@@ -3,7 +3,8 @@ each revision, and a wrong kernel fails the command.
 
 A temporary git repository holds a copy of kprof (``toolkit/`` and ``kernels/``). Commit A is today's code;
 commit B multiplies ``up`` by 1.05 where ``kernels/lib/gated.py`` loads it (``load_gate_up``, the building block
-every silu_mul kernel in ``kernels/silu_mul/kernels.py`` loads its inputs with, outside the family folder). ``kprof`` runs in a child process whose ``kprof`` package is
+every silu_mul kernel in ``kernels/silu_mul/kernels.py`` loads its inputs with, outside the family folder). ``kprof``
+runs in a child process whose ``kprof`` package is
 that copy (``toolkit/`` with ``kernels/`` beside it), so ``--rev`` reads the temporary repository's history.
 """
 
@@ -31,8 +32,12 @@ SHAPES = "3x34,5x130"  # H = 17 and 65: odd, masked tails
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,15 @@ def planted(tmp_path_factory) -> Planted:
 def run_kprof(p: Planted, store: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(p.site), "KPROF_STORE": str(store)}
     env.pop("KPROF_GIT_COMMIT", None)
-    return subprocess.run([sys.executable, "-m", "kprof.cli", *args], capture_output=True, text=True, check=False,
-                          cwd=p.repo.parent, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "kprof.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=p.repo.parent,
+        env=env,
+        timeout=300,
+    )
 
 
 def revision_run_ids(store: Path) -> tuple[str, str]:
@@ -103,9 +115,28 @@ def rev_runs(planted: Planted) -> RevRuns:
     store = planted.repo.parent / "rev-store" / "kprof.db"
     # B is named by a rev-spec holding Python: the whole command must treat it as a name (no file appears)
     marker = planted.repo.parent / "X"
-    proc = run_kprof(planted, store, "profile", "silu_mul", "--rev", "A", "--rev", hostile_spec(marker),
-                     "--mode", "interpreter",
-                     "-p", PROVIDERS, "-s", SHAPES, "-d", "fp32", "--profiler", "none", "--seed", "7")
+    proc = run_kprof(
+        planted,
+        store,
+        "profile",
+        "silu_mul",
+        "--rev",
+        "A",
+        "--rev",
+        hostile_spec(marker),
+        "--mode",
+        "interpreter",
+        "-p",
+        PROVIDERS,
+        "-s",
+        SHAPES,
+        "-d",
+        "fp32",
+        "--profiler",
+        "none",
+        "--seed",
+        "7",
+    )
     assert not marker.exists()
     a, b = revision_run_ids(store)
     return RevRuns(proc, store, a, b)
@@ -137,15 +168,19 @@ def test_rev_run_with_a_failing_revision_exits_1_and_names_each_case(rev_runs: R
     assert proc.returncode == 1, proc.stderr[-3000:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("kprof: FAIL ")]
     assert len(lines) == 3 * 2, proc.stderr[-3000:]  # B's Triton cases, none of A's
-    assert all(f"run {rev_runs.b}, --rev HEAD^{{/B: silu|" in ln and "silu_mul/triton_" in ln and "tolerance" in ln
-               for ln in lines)
+    assert all(
+        f"run {rev_runs.b}, --rev HEAD^{{/B: silu|" in ln and "silu_mul/triton_" in ln and "tolerance" in ln
+        for ln in lines
+    )
     assert "## " in proc.stdout  # both reports printed before the verdict
 
 
 def test_diff_of_the_two_revisions_fails_on_the_correctness_regression(rev_runs: RevRuns, planted: Planted):
     """kprof diff A B: B's Triton cases are BROKEN (correct in A, wrong in B); --fail-on-regression exits 1."""
     out = rev_runs.store.parent / "diff.json"
-    proc = run_kprof(planted, rev_runs.store, "diff", rev_runs.a, rev_runs.b, "--fail-on-regression", "--json", str(out))
+    proc = run_kprof(
+        planted, rev_runs.store, "diff", rev_runs.a, rev_runs.b, "--fail-on-regression", "--json", str(out)
+    )
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     res = json.loads(out.read_text())
     broken = sorted(res["correctness_regressions"])
@@ -162,12 +197,25 @@ def test_diff_of_the_two_revisions_fails_on_the_correctness_regression(rev_runs:
 def test_normal_run_of_a_wrong_kernel_exits_1_and_records_the_same_hashes(rev_runs: RevRuns, planted: Planted):
     """The working tree is commit B: a plain run fails its Triton cases, and records B's closure hashes."""
     store = planted.repo.parent / "plain-store" / "kprof.db"
-    args = ("profile", "silu_mul", "--mode", "interpreter", "-p", "triton_tuned,torch_eager", "-s", "3x34",
-            "-d", "fp32", "--profiler", "none")
+    args = (
+        "profile",
+        "silu_mul",
+        "--mode",
+        "interpreter",
+        "-p",
+        "triton_tuned,torch_eager",
+        "-s",
+        "3x34",
+        "-d",
+        "fp32",
+        "--profiler",
+        "none",
+    )
     proc = run_kprof(planted, store, *args)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert [ln.split(" [")[0] for ln in proc.stderr.splitlines() if ln.startswith("kprof: FAIL")] == [
-        "kprof: FAIL silu_mul/triton_tuned/3x34/fp32"]
+        "kprof: FAIL silu_mul/triton_tuned/3x34/fp32"
+    ]
     st = RunStore(store)
     run = st.run("latest")
     assert run["git_commit"] == planted.b and not run["git_dirty"]

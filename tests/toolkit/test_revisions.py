@@ -18,8 +18,12 @@ TODAY = discover()["rmsnorm"]
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -49,8 +53,9 @@ def test_two_revisions_side_by_side(repo, tmp_path):
     assert sys.modules[f"{old.package}.looped"].DEFAULT_CHUNK == 4096
     assert sys.modules[f"{new.package}.looped"].DEFAULT_CHUNK == 512
     # hashes are of the files as committed (before kprof rewrites their imports), as a normal run records
-    blob = subprocess.run(["git", "-C", str(repo), "show", "HEAD:kernels/rmsnorm/looped.py"], capture_output=True,
-                          check=True).stdout
+    blob = subprocess.run(
+        ["git", "-C", str(repo), "show", "HEAD:kernels/rmsnorm/looped.py"], capture_output=True, check=True
+    ).stdout
     import hashlib
 
     assert new.source_hashes["kernels/rmsnorm/looped.py"] == hashlib.sha256(blob).hexdigest()[:16]
@@ -65,8 +70,14 @@ def test_both_revisions_compute_correct_results(repo, tmp_path):
     for slot, rev in enumerate(("HEAD~1", "HEAD")):
         fr = load_family_at(fam_dir, rev, tmp_path / "cache", slot)
         case = Case("rmsnorm", "triton_looped", (3, 1500), "fp32")
-        res = run_case(fr.family, fr.family.providers["triton_looped"], case, device=DEVICE,
-                       settings=BenchSettings(seed=3), timing=False)
+        res = run_case(
+            fr.family,
+            fr.family.providers["triton_looped"],
+            case,
+            device=DEVICE,
+            settings=BenchSettings(seed=3),
+            timing=False,
+        )
         assert res.status == "ok", res.note
 
 
@@ -88,8 +99,11 @@ def _in_git_checkout() -> bool:
 
 
 @pytest.mark.skipif(not _in_git_checkout(), reason="needs the kprof sources in a git checkout")
-@pytest.mark.skipif(HAS_CUDA, reason="an in-process interpreter-mode run needs kernels imported under the "
-                    "interpreter, which a GPU machine's test process did not do")
+@pytest.mark.skipif(
+    HAS_CUDA,
+    reason="an in-process interpreter-mode run needs kernels imported under the "
+    "interpreter, which a GPU machine's test process did not do",
+)
 def test_interleaved_runs_of_two_revisions(tmp_path):
     """kprof profile rmsnorm --rev HEAD --rev HEAD: two runs, cases interleaved, records say which revision."""
     from kprof.diff import diff_runs
@@ -97,15 +111,23 @@ def test_interleaved_runs_of_two_revisions(tmp_path):
     from kprof.runner import ProfileOptions, profile_runs
     from kprof.store import RunStore
 
-    opts = ProfileOptions(family="rmsnorm", providers=("triton_tuned", "torch_eager"), shapes=((3, 37), (2, 300)),
-                          dtypes=("fp32",), mode="interpreter", settings=BenchSettings(seed=2),
-                          store=str(tmp_path / "s.db"), revisions=("HEAD", "HEAD"))
+    opts = ProfileOptions(
+        family="rmsnorm",
+        providers=("triton_tuned", "torch_eager"),
+        shapes=((3, 37), (2, 300)),
+        dtypes=("fp32",),
+        mode="interpreter",
+        settings=BenchSettings(seed=2),
+        store=str(tmp_path / "s.db"),
+        revisions=("HEAD", "HEAD"),
+    )
     order = []
     ids = profile_runs(opts, lambda phase, done, total, label: order.append(label) if phase == "cases" else None)
     assert len(ids) == 2
     st = RunStore(tmp_path / "s.db")
-    head = subprocess.run(["git", "-C", str(TODAY.package_dir), "rev-parse", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(TODAY.package_dir), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     for run_id in ids:
         run = st.run(run_id)
         assert run["status"] == "complete" and run["git_commit"] == head and run["git_dirty"] == 0
@@ -129,8 +151,9 @@ def test_a_family_at_a_revision_runs_the_other_families_modules_it_imports_at_th
 
     before = dict(registered_families())
     fam_dir = repo / "kernels" / "rmsnorm_linear"
-    loads = [load_family_at(fam_dir, rev, tmp_path / "cache", slot)
-             for slot, rev in enumerate(("HEAD~1", "HEAD", "HEAD"))]
+    loads = [
+        load_family_at(fam_dir, rev, tmp_path / "cache", slot) for slot, rev in enumerate(("HEAD~1", "HEAD", "HEAD"))
+    ]
     chunks = [sys.modules[f"{fr.package.rsplit('.', 1)[0]}.rmsnorm.looped"].DEFAULT_CHUNK for fr in loads]
     assert chunks == [4096, 512, 512]
     assert loads[1].family is not loads[2].family  # the A/A pair: two separate copies
@@ -156,8 +179,13 @@ def test_the_replay_child_imports_the_revision_copy_not_todays_kernels(repo, tmp
         f"root = {fr.package.rsplit('.', 1)[0]!r}\n"
         "print(fam.name, sys.modules[root + '.rmsnorm.looped'].DEFAULT_CHUNK, len(registered_families()), mods)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**__import__("os").environ, "TRITON_INTERPRET": "1"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "TRITON_INTERPRET": "1"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["rmsnorm_linear", "4096", "0", "[]"]
 

@@ -24,10 +24,28 @@ def test_roofline_provider_is_not_checked(device):
 
 
 def _row(provider, kind, t):
-    return dict(provider=provider, kind=kind, status="ok", gpu_time_us=t, noise=0.01, gbps=1.0, pct_peak_bw=1.0,
-                speedup=1.0, graph_time_us=t, host_time_us=5.0, launch_latency_us=3.0, kernels_per_call=1,
-                occupancy_theoretical_pct=50.0, occupancy_achieved_pct=float("nan"), occupancy_est_pct=40.0,
-                prof_kernel_us=t, max_rel_err=1e-3, max_abs_err=1e-3, note=None, dram_vs_model=float("nan"))
+    return dict(
+        provider=provider,
+        kind=kind,
+        status="ok",
+        gpu_time_us=t,
+        noise=0.01,
+        gbps=1.0,
+        pct_peak_bw=1.0,
+        speedup=1.0,
+        graph_time_us=t,
+        host_time_us=5.0,
+        launch_latency_us=3.0,
+        kernels_per_call=1,
+        occupancy_theoretical_pct=50.0,
+        occupancy_achieved_pct=float("nan"),
+        occupancy_est_pct=40.0,
+        prof_kernel_us=t,
+        max_rel_err=1e-3,
+        max_abs_err=1e-3,
+        note=None,
+        dram_vs_model=float("nan"),
+    )
 
 
 def test_report_never_ranks_the_yardstick_best():

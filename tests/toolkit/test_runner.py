@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import kprof.runner as runner
-from kprof.external import choose
 from kprof.errors import KprofError
+from kprof.external import choose
 from kprof.harness import BenchSettings
 from kprof.kernels import discover
 from kprof.runner import ProfileOptions, profile, select
@@ -14,8 +14,15 @@ from kprof.store import RunStore
 
 
 def opts(store, **kw) -> ProfileOptions:
-    base = dict(family="rmsnorm", shapes=((3, 100), (2, 64)), dtypes=("fp32",), mode="interpreter",
-                settings=BenchSettings(seed=7), store=str(store), command="test")
+    base = dict(
+        family="rmsnorm",
+        shapes=((3, 100), (2, 64)),
+        dtypes=("fp32",),
+        mode="interpreter",
+        settings=BenchSettings(seed=7),
+        store=str(store),
+        command="test",
+    )
     base.update(kw)
     return ProfileOptions(**base)
 

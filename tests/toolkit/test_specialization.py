@@ -7,9 +7,10 @@ import subprocess
 import sys
 
 import pytest
+
 from kprof.errors import UnsupportedConfig
 from kprof.kernels import discover
-from kprof.specialization import (Recording, Specialization, offline_resources, parse_ptxas_log, recording)
+from kprof.specialization import Recording, Specialization, offline_resources, parse_ptxas_log, recording
 from tests.conftest import HAS_CUDA
 
 PTXAS_LOG = """ptxas info    : 0 bytes gmem
@@ -71,7 +72,9 @@ def test_a_config_the_version_cannot_take_is_unsupported_not_a_crash():
         fam.get_provider("triton_one_row[BLOCK_N=1000]").fn(**inputs)
     sw = discover()["swiglu"]
     with pytest.raises(UnsupportedConfig, match="at least 16"):
-        sw.get_provider("triton_tiled[BLOCK_K=8]").fn(**sw.make_inputs((4, 32, 48), "bf16", "cuda" if HAS_CUDA else "cpu", 1))
+        sw.get_provider("triton_tiled[BLOCK_K=8]").fn(
+            **sw.make_inputs((4, 32, 48), "bf16", "cuda" if HAS_CUDA else "cpu", 1)
+        )
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="interpreter path")
@@ -92,8 +95,10 @@ def test_offline_compile_gives_sm90_resources_that_follow_the_config():
 
 @pytest.mark.skipif(HAS_CUDA, reason="interpreter path")
 def test_offline_compile_failure_is_reported_per_launch():
-    rec = Recording(launches=[Specialization("nope")],
-                    calls=[{"module": "kprof.kernels.rmsnorm.one_row", "name": "no_such_kernel", "args": [], "kwargs": {}}])
+    rec = Recording(
+        launches=[Specialization("nope")],
+        calls=[{"module": "kprof.kernels.rmsnorm.one_row", "name": "no_such_kernel", "args": [], "kwargs": {}}],
+    )
     out = offline_resources(rec).launches[0]
     assert out.registers is None and out.resources_from.startswith("offline compile failed")
 
@@ -127,7 +132,8 @@ def test_gpu_offline_compile_matches_the_driver(tmp_path):
         "import torch, json\n"
         "from kprof.kernels.rmsnorm import one_row\n"
         "from kprof.specialization import compile_resources, recording\n"
-        "x = torch.randn(64, 4096, device='cuda', dtype=torch.bfloat16); w = torch.randn(4096, device='cuda', dtype=torch.bfloat16)\n"
+        "x = torch.randn(64, 4096, device='cuda', dtype=torch.bfloat16); w = torch.randn(4096, device='cuda', "
+        "dtype=torch.bfloat16)\n"
         "with recording() as rec: one_row.rmsnorm_one_row(x, w)\n"
         "s = rec.launches[0]\n"
         "y = torch.empty_like(x)\n"

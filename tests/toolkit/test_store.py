@@ -16,18 +16,37 @@ from kprof.store import RunRecord, RunStore, default_store_path
 
 def record(**kw) -> RunRecord:
     base = dict(
-        family="rmsnorm", mode="interpreter", command="kprof profile rmsnorm", config={"a": 1},
-        git_commit="abc", git_dirty=False, git_note=None, source_hashes={"k.py": "00ff"},
-        device={"name": "cpu", "kind": "cpu"}, versions={"torch": "x"}, profiler="none",
-        profiler_version=None, ceiling_gbps=None, ceiling=None,
+        family="rmsnorm",
+        mode="interpreter",
+        command="kprof profile rmsnorm",
+        config={"a": 1},
+        git_commit="abc",
+        git_dirty=False,
+        git_note=None,
+        source_hashes={"k.py": "00ff"},
+        device={"name": "cpu", "kind": "cpu"},
+        versions={"torch": "x"},
+        profiler="none",
+        profiler_version=None,
+        ceiling_gbps=None,
+        ceiling=None,
     )
     base.update(kw)
     return RunRecord(**base)
 
 
 def row(case: str, **kw) -> dict:
-    r = {"case": case, "family": "rmsnorm", "provider": case.split("/")[1], "shape": "4x4", "dtype": "fp32",
-         "status": "ok", "ok": True, "max_rel_err": 1e-7, "gpu_time_us": 3.5}
+    r = {
+        "case": case,
+        "family": "rmsnorm",
+        "provider": case.split("/")[1],
+        "shape": "4x4",
+        "dtype": "fp32",
+        "status": "ok",
+        "ok": True,
+        "max_rel_err": 1e-7,
+        "gpu_time_us": 3.5,
+    }
     r.update(kw)
     return r
 
@@ -54,16 +73,49 @@ def test_update_cases_and_launches(store_path):
     st = RunStore(store_path)
     rid = st.begin_run(record())
     st.add_case(rid, 0, row("rmsnorm/a/4x4/fp32"), {})
-    st.update_cases(rid, pd.DataFrame([{"case": "rmsnorm/a/4x4/fp32", "kernels_per_call": 2.0, "main_kernel": "k",
-                                        "registers_per_thread": 38.0, "config": "BLOCK_N=4 num_warps=1"}]))
+    st.update_cases(
+        rid,
+        pd.DataFrame(
+            [
+                {
+                    "case": "rmsnorm/a/4x4/fp32",
+                    "kernels_per_call": 2.0,
+                    "main_kernel": "k",
+                    "registers_per_thread": 38.0,
+                    "config": "BLOCK_N=4 num_warps=1",
+                }
+            ]
+        ),
+    )
     assert st.metrics(rid).loc[0, "kernels_per_call"] == 2.0
     # a later update without a value (a profiler that reports no registers) keeps what the case has
-    st.update_cases(rid, pd.DataFrame([{"case": "rmsnorm/a/4x4/fp32", "kernels_per_call": 3.0,
-                                        "registers_per_thread": float("nan"), "config": None}]))
+    st.update_cases(
+        rid,
+        pd.DataFrame(
+            [
+                {
+                    "case": "rmsnorm/a/4x4/fp32",
+                    "kernels_per_call": 3.0,
+                    "registers_per_thread": float("nan"),
+                    "config": None,
+                }
+            ]
+        ),
+    )
     m = st.metrics(rid).iloc[0]
     assert m["kernels_per_call"] == 3.0 and m["registers_per_thread"] == 38.0 and m["config"] == "BLOCK_N=4 num_warps=1"
-    lt = launch_table.validate(pd.DataFrame({"kernel": ["k"], "start_ns": [1], "end_ns": [3], "duration_ns": [2],
-                                             "source": ["torch"], "case": ["rmsnorm/a/4x4/fp32"]}))
+    lt = launch_table.validate(
+        pd.DataFrame(
+            {
+                "kernel": ["k"],
+                "start_ns": [1],
+                "end_ns": [3],
+                "duration_ns": [2],
+                "source": ["torch"],
+                "case": ["rmsnorm/a/4x4/fp32"],
+            }
+        )
+    )
     st.add_launches(rid, lt)
     back = st.launches(rid)
     pd.testing.assert_frame_equal(back, lt)

@@ -18,7 +18,9 @@ from tests.conftest import HAS_CUDA
 
 def test_params_parse_lists_and_power_of_two_ranges():
     assert parse_params(["BLOCK_N=1024..8192", "num_warps=4, 8,4"]) == {
-        "BLOCK_N": [1024, 2048, 4096, 8192], "num_warps": [4, 8]}
+        "BLOCK_N": [1024, 2048, 4096, 8192],
+        "num_warps": [4, 8],
+    }
     for bad in ["BLOCK_N", "BLOCK_N=", "BLOCK_N=big", "BLOCK_N=1000..4000", "=4"]:
         with pytest.raises(KprofError):
             parse_params([bad])
@@ -46,8 +48,11 @@ def test_config_names_round_trip():
 def test_sweep_providers_check_the_version_and_its_parameters():
     fam = discover()["rmsnorm"]
     names = sweep_providers(fam, "triton_one_row", {"BLOCK_N": [1024, 2048], "num_warps": [4]})
-    assert names == ["triton_one_row[BLOCK_N=1024,num_warps=4]", "triton_one_row[BLOCK_N=2048,num_warps=4]",
-                     "triton_one_row"]
+    assert names == [
+        "triton_one_row[BLOCK_N=1024,num_warps=4]",
+        "triton_one_row[BLOCK_N=2048,num_warps=4]",
+        "triton_one_row",
+    ]
     with pytest.raises(KprofError, match="takes no meta-parameters.*triton_one_row"):
         sweep_providers(fam, "torch_eager", {"BLOCK_N": [1024]})
     with pytest.raises(KprofError, match="no meta-parameter BLOCK_SIZE.*BLOCK_N"):
@@ -82,17 +87,22 @@ def test_guide_on_the_stored_rmsnorm_sweep(data_file):
         best_params = json.loads(ok["params"].iloc[0])
         assert row["best"] == " ".join(f"{k}={v}" for k, v in best_params.items())
         assert row["runner_up_slower_pct"] == pytest.approx(
-            100 * (ok["gpu_time_us"].iloc[1] / ok["gpu_time_us"].iloc[0] - 1))
+            100 * (ok["gpu_time_us"].iloc[1] / ok["gpu_time_us"].iloc[0] - 1)
+        )
         default = m[(m["shape"] == row["shape"]) & (m["provider"] == "triton_one_row")].iloc[0]
         assert row["default"] == default["config"]
-        assert row["default_slower_pct"] == pytest.approx(100 * (default["gpu_time_us"] / ok["gpu_time_us"].iloc[0] - 1))
+        assert row["default_slower_pct"] == pytest.approx(
+            100 * (default["gpu_time_us"] / ok["gpu_time_us"].iloc[0] - 1)
+        )
         # BLOCK_N below the row width cannot hold the row: skipped, never failed
         n = int(row["shape"].split("x")[1])
         small = [p for p in cases["params"] if json.loads(p)["BLOCK_N"] < n]
         assert row["skipped"] == len(small) and row["failed"] == 0
-    md = render_markdown(g, {"id": "r", "family": "rmsnorm", "config": {"sweep": {"version": "triton_one_row",
-                                                                                    "params": swept_params(m)}}},
-                         configs_table(m))
+    md = render_markdown(
+        g,
+        {"id": "r", "family": "rmsnorm", "config": {"sweep": {"version": "triton_one_row", "params": swept_params(m)}}},
+        configs_table(m),
+    )
     assert "| 16384x4096 | bf16 | **" in md and "Why the winners win" in md
 
 
@@ -107,8 +117,11 @@ def test_guide_on_the_stored_swiglu_sweep_explains_skips(data_file):
     # one cell per (BLOCK_N, num_stages) pair, each the fastest config sharing that pair
     assert len(grid) == 3 * 4
     for cell in grid[grid["status"] == "ok"].to_dict("records"):
-        same = m[m["params"].fillna("").str.contains(f'"BLOCK_N": {cell["BLOCK_N"]},')
-                 & m["params"].fillna("").str.contains(f'"num_stages": {cell["num_stages"]}') & (m["status"] == "ok")]
+        same = m[
+            m["params"].fillna("").str.contains(f'"BLOCK_N": {cell["BLOCK_N"]},')
+            & m["params"].fillna("").str.contains(f'"num_stages": {cell["num_stages"]}')
+            & (m["status"] == "ok")
+        ]
         assert cell["gpu_time_us"] == pytest.approx(same["gpu_time_us"].min())
 
 
@@ -127,16 +140,39 @@ def test_cli_sweep_on_the_cpu_end_to_end(tmp_path):
 
     store = tmp_path / "k.db"
     guide_md = tmp_path / "guide.md"
-    res = CliRunner().invoke(app, ["sweep", "rmsnorm", "--version", "triton_one_row", "--param", "BLOCK_N=512,2048",
-                                   "--param", "num_warps=2,8", "--shapes", "3x1000", "--dtypes", "fp16",
-                                   "--store", str(store), "--guide", str(guide_md)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "sweep",
+            "rmsnorm",
+            "--version",
+            "triton_one_row",
+            "--param",
+            "BLOCK_N=512,2048",
+            "--param",
+            "num_warps=2,8",
+            "--shapes",
+            "3x1000",
+            "--dtypes",
+            "fp16",
+            "--store",
+            str(store),
+            "--guide",
+            str(guide_md),
+        ],
+    )
     assert res.exit_code == 0, res.output
     st = RunStore(store)
     run = st.run("latest")
-    assert run["mode"] == "interpreter" and run["config"]["sweep"]["params"] == {"BLOCK_N": [512, 2048], "num_warps": [2, 8]}
+    assert run["mode"] == "interpreter" and run["config"]["sweep"]["params"] == {
+        "BLOCK_N": [512, 2048],
+        "num_warps": [2, 8],
+    }
     m = st.metrics(run["id"]).set_index("provider")
-    assert (m.loc[["triton_one_row[BLOCK_N=512,num_warps=2]", "triton_one_row[BLOCK_N=512,num_warps=8]"], "status"]
-            == "skipped").all()
+    assert (
+        m.loc[["triton_one_row[BLOCK_N=512,num_warps=2]", "triton_one_row[BLOCK_N=512,num_warps=8]"], "status"]
+        == "skipped"
+    ).all()
     ran = m.loc[["triton_one_row[BLOCK_N=2048,num_warps=2]", "triton_one_row[BLOCK_N=2048,num_warps=8]"]]
     assert (ran["status"] == "ok").all()
     assert list(ran["config"]) == ["BLOCK_N=2048 num_warps=2 num_stages=3", "BLOCK_N=2048 num_warps=8 num_stages=3"]
@@ -166,8 +202,9 @@ def test_every_tunable_version_pinned_to_its_own_choice_gives_the_same_answer(fa
     fam = discover()[family]
     p = fam.providers[version]
     shape = fam.sweep("interpreter").shapes[0]
-    inputs = fam.make_inputs(shape, "fp32", "cuda" if HAS_CUDA else "cpu",
-                             case_seed(5, Case(family, version, shape, "fp32")))
+    inputs = fam.make_inputs(
+        shape, "fp32", "cuda" if HAS_CUDA else "cpu", case_seed(5, Case(family, version, shape, "fp32"))
+    )
     with recording() as rec:
         free = p.fn(**inputs)
     spec = rec.launches[-1]

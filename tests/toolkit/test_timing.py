@@ -47,8 +47,9 @@ def test_multi_kernel_calls_keep_span_and_sum(name, kernels):
     res = timing.from_records(recorded(name), 4, timing.WARM_SKIP)
     assert res.cold.kernels_per_call == kernels
     assert len(res.cold.span_us) == 4 and len(res.warm.span_us) == 4
-    for busy, span, total in zip(res.cold.busy_us + res.warm.busy_us, res.cold.span_us + res.warm.span_us,
-                                 res.cold.sum_us + res.warm.sum_us):
+    for busy, span, total in zip(
+        res.cold.busy_us + res.warm.busy_us, res.cold.span_us + res.warm.span_us, res.cold.sum_us + res.warm.sum_us
+    ):
         assert busy <= span + 1e-9 and busy <= total + 1e-9
         assert span >= total - 1e-6 if kernels > 1 else span == total == busy
     if kernels > 1:  # these sessions' spins were short of the host time: launch gaps sit inside the span
@@ -114,7 +115,7 @@ def test_synthetic_sessions_attribute_every_kernel(seed):
     # the sums add up to every non-harness record's duration
     calls = [r for r in recs if r.name in pattern]
     total = sum(r.duration_ns for r in calls) / 1e3
-    warm_first = sum(r.duration_ns for r in calls[n_cold * len(pattern):][: 2 * len(pattern)]) / 1e3
+    warm_first = sum(r.duration_ns for r in calls[n_cold * len(pattern) :][: 2 * len(pattern)]) / 1e3
     assert sum(res.cold.sum_us) + sum(res.warm.sum_us) + warm_first == pytest.approx(total)
 
 
@@ -178,11 +179,24 @@ RMS = discover()["rmsnorm"]
 
 
 def gpu_run(st: RunStore) -> str:
-    return st.begin_run(RunRecord(
-        family="rmsnorm", mode="gpu", command="test", config={}, git_commit="abc", git_dirty=False, git_note=None,
-        source_hashes={}, device={"kind": "cuda", "name": "fake"}, versions={}, profiler="none",
-        profiler_version=None, ceiling_gbps=3000.0,
-        ceiling={"method": "device-to-device copy, bytes read + written, median cold time", "tflops": {}}))
+    return st.begin_run(
+        RunRecord(
+            family="rmsnorm",
+            mode="gpu",
+            command="test",
+            config={},
+            git_commit="abc",
+            git_dirty=False,
+            git_note=None,
+            source_hashes={},
+            device={"kind": "cuda", "name": "fake"},
+            versions={},
+            profiler="none",
+            profiler_version=None,
+            ceiling_gbps=3000.0,
+            ceiling={"method": "device-to-device copy, bytes read + written, median cold time", "tflops": {}},
+        )
+    )
 
 
 def fake_timers(monkeypatch, collect_name: str | None):
@@ -206,11 +220,20 @@ def fake_timers(monkeypatch, collect_name: str | None):
 def test_case_carries_every_mode_and_ranks_by_the_declared_one(monkeypatch, tmp_path, mode):
     fake_timers(monkeypatch, "rmsnorm_triton")
     case = Case("rmsnorm", "torch_eager", (5, 77), "fp32")  # runs on the CPU as it is
-    res = run_case(RMS, RMS.providers["torch_eager"], case, device="cpu",
-                   settings=BenchSettings(mode=mode), timing=True)
+    res = run_case(
+        RMS, RMS.providers["torch_eager"], case, device="cpu", settings=BenchSettings(mode=mode), timing=True
+    )
     assert res.status == "ok" and res.timer == "cupti" and res.timing_mode == mode
-    assert set(res.mode_samples_us) == {"cold", "cold_span", "cold_sum", "warm", "warm_span", "warm_sum", "graph",
-                                        "host"}
+    assert set(res.mode_samples_us) == {
+        "cold",
+        "cold_span",
+        "cold_sum",
+        "warm",
+        "warm_span",
+        "warm_sum",
+        "graph",
+        "host",
+    }
     assert [v * 1e3 for v in res.gpu_samples_ms] == pytest.approx(list(res.mode_samples_us[mode]))
     row = case_row(res, "eager", 3000.0)
     assert row["timing_mode"] == mode and row["timer"] == "cupti"
@@ -250,19 +273,29 @@ def test_report_headers_name_the_mode(monkeypatch, tmp_path):
     st.add_case(rid, 0, case_row(res, "eager", 3000.0), {**res.mode_samples_us, "gpu": res.gpu_samples_ms})
     md = render(st.run(rid), st.metrics(rid))
     header = next(line for line in md.splitlines() if line.startswith("| provider |"))
-    assert "| cold µs |" in header and "| warm µs |" in header and "| graph µs |" in header \
-        and "| host µs |" in header and "timer" not in header
+    assert (
+        "| cold µs |" in header
+        and "| warm µs |" in header
+        and "| graph µs |" in header
+        and "| host µs |" in header
+        and "timer" not in header
+    )
     assert "`cold` ranks" in md and timing.DEFAULT_MODE_WHY in md and "span" in md
     m = st.metrics(rid)
     # eager: 9 kernels with gaps between them; shown is the busy time, which has no overlap to remove here
-    assert m.loc[0, "cold_us"] == pytest.approx(m.loc[0, "cold_sum_us"]) and m.loc[0, "cold_span_us"] > m.loc[0, "cold_us"]
+    assert (
+        m.loc[0, "cold_us"] == pytest.approx(m.loc[0, "cold_sum_us"]) and m.loc[0, "cold_span_us"] > m.loc[0, "cold_us"]
+    )
 
 
 def test_busy_time_counts_overlap_once_and_skips_gaps():
     rng = random.Random(41)
     a0 = rng.randrange(1000, 5000)
-    call = [KernelRecord("norm", a0, a0 + 3000), KernelRecord("gemm", a0 + 2500, a0 + 9000),  # PDL overlap
-            KernelRecord("tail", a0 + 20000, a0 + 21000)]  # after an idle gap
+    call = [
+        KernelRecord("norm", a0, a0 + 3000),
+        KernelRecord("gemm", a0 + 2500, a0 + 9000),  # PDL overlap
+        KernelRecord("tail", a0 + 20000, a0 + 21000),
+    ]  # after an idle gap
     busy, span, total = timing.aggregate([call])
     assert busy == (9.0 + 1.0,) and span == (21.0,) and total == (3.0 + 6.5 + 1.0,)
     assert timing.busy_ns([KernelRecord("x", 0, 50), KernelRecord("y", 10, 20)]) == 50  # nested

@@ -47,8 +47,13 @@ def test_install_places_newest_first(tmp_path, monkeypatch):
     for v in ("2024.1.0", "2025.3.1", "2023.4.2"):
         fake_exe(tmp_path / "nsight-compute" / v / "host" / "target-linux-x64" / "nsys")
     spec = TOOLS["nsys"]
-    monkeypatch.setitem(TOOLS, "nsys", type(spec)(spec.name, spec.executable, spec.env_var,
-                                                  (str(tmp_path / "nsight-compute/*/host/target-linux-x64/nsys"),)))
+    monkeypatch.setitem(
+        TOOLS,
+        "nsys",
+        type(spec)(
+            spec.name, spec.executable, spec.env_var, (str(tmp_path / "nsight-compute/*/host/target-linux-x64/nsys"),)
+        ),
+    )
     assert "2025.3.1" in candidates(TOOLS["nsys"])[0]
     loc = find_tool("nsys", env={"PATH": ""})
     assert loc.how == "install place" and "2025.3.1" in loc.path

@@ -49,7 +49,7 @@ BACKEND = Backend(name="toyprof", description="a toy profiler", sniff=sniff, par
 '''
 
 # the fake tool: runs the replay child, then writes launches of a known duration for every case it ran
-FAKE_TOOL = '''#!{python}
+FAKE_TOOL = """#!{python}
 import json, subprocess, sys
 if sys.argv[1] == "--version":
     print("toyprof 0.1 (fake)")
@@ -65,7 +65,7 @@ for case in spec["cases"]:
         t += 10000
 open(out, "w").write("\\n".join(lines) + "\\n")
 sys.exit(rc)
-'''
+"""
 
 
 @pytest.fixture
@@ -104,15 +104,18 @@ def test_a_toy_backend_runs_a_profile_through_the_runner(toyprof, tmp_path):
 
     fam = discover()["rmsnorm"]
     cases = [Case("rmsnorm", p, (3, 37), "fp32") for p in ("torch_eager", "triton_tuned")]
-    results = [run_case(fam, fam.providers[c.provider], c, device=DEVICE, settings=BenchSettings(seed=3), timing=False)
-               for c in cases]
+    results = [
+        run_case(fam, fam.providers[c.provider], c, device=DEVICE, settings=BenchSettings(seed=3), timing=False)
+        for c in cases
+    ]
     assert all(r.status == "ok" for r in results)
     st = RunStore(tmp_path / "s.db")
     run_id = st.begin_run(record(profiler="toyprof"))
     opts = runner.ProfileOptions(family="rmsnorm", profiler="toyprof", profiler_timeout_s=300)
     repeats = backends()["toyprof"].default_repeats
-    ctx = context_for(st, fam, mode="gpu", profiler=choice, options=opts, settings=BenchSettings(seed=3),
-                      repeats=repeats)
+    ctx = context_for(
+        st, fam, mode="gpu", profiler=choice, options=opts, settings=BenchSettings(seed=3), repeats=repeats
+    )
     failure = runner._external_pass(ctx, ctx.arms[0], run_id, results)
     assert failure is None
     launches = st.launches(run_id)

@@ -65,7 +65,7 @@ def test_poisoned_out_is_fully_written(provider, dtype, device):
 def test_strided_rows(provider, dtype, device):
     """Rows taken from a wider buffer (row stride > N) and from a transposed batch of rows."""
     big = fresh((6, 3, 600), dtype, device)
-    x = big["x"][..., 17:17 + 411]  # non-contiguous: row stride 600, offset 17
+    x = big["x"][..., 17 : 17 + 411]  # non-contiguous: row stride 600, offset 17
     w = big["weight"][:411].contiguous()
     assert not x.is_contiguous()
     check(provider, {"x": x, "weight": w, "eps": DEFAULT_EPS}, dtype)
@@ -105,8 +105,14 @@ def test_detects_row_mixup(provider, device):
 
 
 BAD_INPUTS = {
-    "integer dtype": (lambda d: (torch.ones(4, 8, dtype=torch.int32, device=d), torch.ones(8, dtype=torch.int32, device=d)), "dtype"),
-    "dtype mismatch": (lambda d: (torch.randn(4, 8, device=d), torch.randn(8, device=d, dtype=torch.float16)), "differs"),
+    "integer dtype": (
+        lambda d: (torch.ones(4, 8, dtype=torch.int32, device=d), torch.ones(8, dtype=torch.int32, device=d)),
+        "dtype",
+    ),
+    "dtype mismatch": (
+        lambda d: (torch.randn(4, 8, device=d), torch.randn(8, device=d, dtype=torch.float16)),
+        "differs",
+    ),
     "weight shape": (lambda d: (torch.randn(4, 8, device=d), torch.randn(7, device=d)), "expected \\(8,\\)"),
     "empty": (lambda d: (torch.randn(0, 8, device=d), torch.randn(8, device=d)), "empty"),
     "weight device": (lambda d: (torch.randn(4, 8, device=d), torch.randn(8, device="meta")), "device"),
