@@ -131,3 +131,9 @@ def add_rmsnorm_tuned(
     cfg = choose_config(x2d.shape[1], x2d.element_size(), x2d.shape[0], launching.sm_count(x2d))
     launch_with_config(cfg, x2d, r2d, w, y, h, eps)
     return y, h
+
+
+# Public handles for kprof.kernels.lib.fastops (the ops API's launch plans): the kernels keep their `_` names,
+# which are the names profilers record for every launch.
+rows_launcher = _rows_launcher
+looped_launcher = _looped_launcher

@@ -175,3 +175,8 @@ def kasmina_branch_free(
     n_seeds, c = lifecycle.shape[0], weights.shape[-1]
     var, mean = torch.var_mean(y.view(-1, n_seeds, c).float(), dim=(0, 2), correction=0)
     return y, torch.stack([mean, var], dim=1)
+
+
+# Public handles for kprof.kernels.lib.fastops (the ops API's launch plans): the kernels keep their `_` names,
+# which are the names profilers record for every launch.
+forward_kernel = _kasmina_forward_kernel

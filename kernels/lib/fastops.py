@@ -205,7 +205,7 @@ def _add_plan(
         i64 = n_rows * max(xs, rs, n, 1) >= 2**31
         tail = (xs, rs, n_rows, n, float(eps), cfg.block_n, cfg.rows, i64)
         launch = Launch(
-            tuned._rows_launcher,
+            tuned.rows_launcher,
             ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
             (triton.cdiv(n_rows, cfg.rows),),
             tail,
@@ -214,7 +214,7 @@ def _add_plan(
     else:
         tail = (xs, rs, n, float(eps), cfg.block_n)
         launch = Launch(
-            tuned._looped_launcher,
+            tuned.looped_launcher,
             ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
             (n_rows,),
             tail,
@@ -311,12 +311,12 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
     tuned.launch_tuned(x2d, wg, wu, y)
     xs = row_stride(x)
     if xs is not None and w_gate.is_contiguous() and w_up.is_contiguous():
-        meta, options = autotuned_choice(tuned._swiglu_autotuned, tuned.INTERPRETER_CONFIG)
+        meta, options = autotuned_choice(tuned.autotuned_kernel, tuned.INTERPRETER_CONFIG)
         m, k = x2d.shape
         named = {**meta, "IEEE": tuned.ieee(x2d), "ALIGNED": tiles.promise_aligned(x2d, wg)}
-        tail = (m, ff, k, xs, 1, ff, 1) + constexpr_tail(tuned._swiglu_autotuned, 11, named)
+        tail = (m, ff, k, xs, 1, ff, 1) + constexpr_tail(tuned.autotuned_kernel, 11, named)
         if _swiglu_launcher is None:
-            _swiglu_launcher = CompiledLauncher(tuned._swiglu_tiled_kernel)
+            _swiglu_launcher = CompiledLauncher(tuned.tiled_kernel)
         grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(ff, meta["BLOCK_N"]),)
         _swiglu_plans.put(
             key,
@@ -392,7 +392,7 @@ def _norm_launch(x: torch.Tensor, g: torch.Tensor, eps: float, key: tuple) -> La
     """rmsnorm_tuned's launch for x's rows (output contiguous), or None where it has no plan (CPU)."""
     from kprof.kernels.rmsnorm import tuned
 
-    p = tuned._make_plan(x, g)
+    p = tuned.make_plan(x, g)
     if p is None:
         return None
     tail = (*p.ints, float(eps), *p.constexprs)
@@ -413,7 +413,7 @@ def _rms_norm_linear_first(
     y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
     fused.launch_product(xn, wc, b, y, eps, norm=0)
     if key is not None and w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None:
-        meta, options = autotuned_choice(fused._autotuned, fused.INTERPRETER_CONFIG)
+        meta, options = autotuned_choice(fused.autotuned_kernel, fused.INTERPRETER_CONFIG)
         m, k = xn.shape
         named = {
             **meta,
@@ -423,9 +423,9 @@ def _rms_norm_linear_first(
             "ALIGNED": tiles.promise_aligned(xn, wc),
             "PDL": False,
         }
-        tail = (m, n, k, k, 1, n, 1, float(eps)) + constexpr_tail(fused._autotuned, 13, named)
+        tail = (m, n, k, k, 1, n, 1, float(eps)) + constexpr_tail(fused.autotuned_kernel, 13, named)
         if _product_launcher is None:
-            _product_launcher = CompiledLauncher(fused._rmsnorm_linear_kernel)
+            _product_launcher = CompiledLauncher(fused.product_kernel)
         grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
         product = Launch(_product_launcher, ("ops",) + key + (tail, tuple(options.items())), grid, tail, options)
         _product_plans.put(
@@ -495,7 +495,7 @@ def _kasmina_first(
             x.dtype == torch.float32 or launching.interpreting(),
         )
         if _kasmina_launcher is None:
-            _kasmina_launcher = CompiledLauncher(branch_free._kasmina_forward_kernel)
+            _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
         _kasmina_plans.put(
             key,
             (Launch(_kasmina_launcher, ("ops",) + key + (tail,), (n_seeds, 1), tail, {"num_warps": warps}), n_seeds),

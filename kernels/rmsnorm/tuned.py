@@ -376,3 +376,4 @@ rows_kernel = _rmsnorm_rows_kernel
 two_pass_kernel = _rmsnorm_two_pass_kernel
 plans = _plans
 rows_launcher = _rows_launcher
+make_plan = _make_plan

@@ -79,6 +79,11 @@ def test_families_take_only_public_names_from_other_folders(family):
     assert foreign_private_uses(KERNELS, family) == []
 
 
+def test_the_shared_library_takes_only_public_names_from_the_families():
+    """``kernels/lib`` (the ops API's launch plans among it) uses what a family exports, never its internals."""
+    assert foreign_private_uses(KERNELS, "lib") == []
+
+
 @pytest.mark.parametrize("family", family_folders())
 def test_a_family_with_triton_versions_defines_its_kernels_in_its_folder(family):
     if not discover()[family].triton_providers():
