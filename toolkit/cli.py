@@ -78,6 +78,16 @@ RayOpt = Annotated[
         ),
     ),
 ]
+AllowFailuresOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-failures",
+        help=(
+            "Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per "
+            "failing case)."
+        ),
+    ),
+]
 CaseTimeoutOpt = Annotated[
     float,
     typer.Option(
@@ -170,16 +180,7 @@ def profile(
     workers: WorkersOpt = None,
     ray: RayOpt = None,
     case_timeout: CaseTimeoutOpt = 1800.0,
-    allow_failures: Annotated[
-        bool,
-        typer.Option(
-            "--allow-failures",
-            help=(
-                "Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per "
-                "failing case)."
-            ),
-        ),
-    ] = False,
+    allow_failures: AllowFailuresOpt = False,
     store: StoreOpt = None,
 ) -> None:
     """Check, time and profile every provider of FAMILY over its sweep; store the run; print the report."""
@@ -351,16 +352,7 @@ def sweep(
     workers: WorkersOpt = None,
     ray: RayOpt = None,
     case_timeout: CaseTimeoutOpt = 1800.0,
-    allow_failures: Annotated[
-        bool,
-        typer.Option(
-            "--allow-failures",
-            help=(
-                "Exit 0 even when a case fails its correctness check or raises (default: exit 1, one stderr line per "
-                "failing case)."
-            ),
-        ),
-    ] = False,
+    allow_failures: AllowFailuresOpt = False,
     store: StoreOpt = None,
 ) -> None:
     """Run one Triton version over the cartesian product of its meta-parameters (each configuration checked,
