@@ -168,6 +168,14 @@ def get_metrics(run_id: str) -> pd.DataFrame:
     return _read("metrics", run_id, _stamp(), source().path)
 
 
+def get_case_devices(run_id: str) -> pd.DataFrame:
+    """Which worker and GPU measured each case of a fan-out run (no rows for a one-process run)."""
+    try:
+        return _read("case_devices", run_id, _stamp(), source().path)
+    except (sqlite3.Error, pd.errors.DatabaseError):  # a store written before fan-out existed has no such table
+        return pd.DataFrame(columns=["case_id", "gpu_name"])
+
+
 def get_launches(run_id: str) -> pd.DataFrame:
     return _read("launches", run_id, _stamp(), source().path)
 

@@ -102,7 +102,24 @@ def gpu_run(title: str, key: str, chart_height: int | None = None) -> tuple[dict
     if run_id is None:
         slot.empty()
         return None
-    return data.get_run(run_id), data.get_metrics(run_id), picker, slot
+    metrics = by_gpu_kind(run_id, data.get_metrics(run_id), picker, f"{key}_gpu_kind")
+    return data.get_run(run_id), metrics, picker, slot
+
+
+def by_gpu_kind(run_id: str, metrics: pd.DataFrame, container, key: str) -> pd.DataFrame:
+    """A fan-out run whose cases ran on several GPU kinds: the cases of the kind picked in ``container``, so
+    the page never ranks an H100's case against an H200's. Other runs: ``metrics`` as they are."""
+    dev = data.get_case_devices(run_id)
+    kinds = sorted(dev["gpu_name"].dropna().unique()) if "gpu_name" in dev else []
+    if len(kinds) < 2:
+        return metrics
+    kind = container.radio(
+        f"GPU kind: this run measured its cases on {len(kinds)} kinds; versions are compared within one",
+        kinds,
+        horizontal=True,
+        key=key,
+    )
+    return metrics[metrics["case"].isin(set(dev.loc[dev["gpu_name"] == kind, "case_id"]))]
 
 
 PLACEHOLDER = "kprof-placeholder"  # layout.meta of the stand-in chart (the browser probe waits until none is left)

@@ -306,3 +306,27 @@ def test_a_trace_file_opens_directly_and_exports_for_perfetto(data_file, tmp_pat
 
     events = json.loads(perfetto_json(nsys.parse(trace), "t"))["traceEvents"]
     assert sum(e.get("ph") == "X" for e in events) >= len(nsys.parse(trace)) // 2  # the launches, as slices
+
+
+def test_a_run_on_two_gpu_kinds_is_compared_within_one_kind(demo_copy, monkeypatch):
+    """A fan-out run whose cases ran on an H100 and an H200: the GPU pages offer the kinds and show the cases
+    of one kind only, so no version is ranked against a case measured on another GPU."""
+    store = RunStore(demo_copy)
+    kind_of = {}
+    for run_id in store.runs()["id"]:
+        m = store.metrics(run_id)
+        shapes = sorted(m["shape"].unique())
+        for case, shape in zip(m["case"], m["shape"]):
+            kind = "NVIDIA H100 80GB HBM3" if shapes.index(shape) % 2 == 0 else "NVIDIA H200"
+            kind_of[case] = kind
+            store.add_case_device(run_id, case, {"worker": kind[-4:], "gpu_name": kind, "gpu_index": 0, "attempt": 1})
+    store.close()
+    at = page("compare", demo_copy, monkeypatch)
+    radio = next(r for r in at.radio if r.label.startswith("GPU kind"))
+    assert list(radio.options) == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+    for kind in radio.options:
+        radio.set_value(kind).run()
+        assert not at.exception
+        shapes = set(at.dataframe[0].value["shape"])
+        expected = {c.split("/")[2] for c, k in kind_of.items() if k == kind}
+        assert shapes and shapes <= expected, (kind, shapes - expected)
