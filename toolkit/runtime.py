@@ -19,8 +19,8 @@ Side effects on the process, each scoped or declared:
   after the call that built them, and a lower limit would silently fall back to eager under the name
   torch.compile.
 * **Module-level caches** in kernel modules (compiled launchers keyed by specialisation, launch plans keyed
-  by call signature, GPU properties per device): plain memoisation with no effect on results; listed in
-  :data:`PROCESS_CACHES`.
+  by call signature, GPU properties per device, and the harness providers' prepared weights): listed in
+  :data:`PROCESS_CACHES` with what each is keyed by.
 """
 
 from __future__ import annotations
@@ -136,10 +136,17 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
         "bounded at 4096 each",
     ),
     ("kprof.kernels.rmsnorm.tuned._sm_counts", "SM count per device index"),
+    (
+        "SameTensorsMemo objects in swiglu.tuned, swiglu.baselines, rmsnorm_linear.rstd_epilogue",
+        "one derived weight for the harness's `..._prepared` providers, held with its source tensors and "
+        "reused while the same tensor objects come back at the same versions",
+    ),
 )
-"""Memoisation that cannot change a result: nothing here is derived from tensor values. Weights derived
-from a caller's weights (folded, interleaved) live only in the prepared objects of :mod:`kprof.kernels.ops`,
-which the caller builds and refreshes."""
+"""Memoisation of what a result does not depend on (devices, compiled kernels, launch plans keyed by call
+signature, never by tensor values), and the harness providers' derived weights (``SameTensorsMemo``: for
+timing one fixed input set; an update that bypasses the version counter is not seen there). Model code gets
+derived weights only from the prepared objects of :mod:`kprof.kernels.ops`, which the caller builds and
+refreshes."""
 
 
 def env(name: str) -> str | None:
