@@ -386,6 +386,24 @@ def _stale(what: str) -> StaleWeightsError:
     )
 
 
+def _check_derived(
+    derived: torch.Tensor | None,
+    sources: tuple[torch.Tensor, ...],
+    versions: tuple[int, ...],
+    build: Any,
+    what: str,
+) -> None:
+    """The prepared objects' staleness check: nothing to check without a derived copy (every path reads the
+    sources); a source whose version counter moved raises; with :func:`check_prepared` on, so does a copy
+    that differs from ``build`` over the sources now (an update that bypassed the version counter)."""
+    if derived is None:
+        return
+    if tuple(t._version for t in sources) != versions:
+        raise _stale(what)
+    if _CHECK_PREPARED and not torch.equal(derived, build(*(t.detach() for t in sources))):
+        raise _stale(f"{what} (contents differ; an update bypassed the version counter)")
+
+
 class PreparedSwiGLU:
     """``silu(x @ w_gate) * (x @ w_up)`` with the gate/up weights interleaved column by column, for the
     one-product TMA kernel (Hopper, 16-bit, 1000+ rows; fewer rows run the plain :func:`swiglu`).
@@ -418,14 +436,13 @@ class PreparedSwiGLU:
 
     def check(self) -> None:
         """Raise :class:`StaleWeightsError` if the interleaved weights may not match the sources."""
-        if self.w_int is None:
-            return  # nothing derived: every path reads the sources
-        if (self.w_gate._version, self.w_up._version) != self._versions:
-            raise _stale("w_gate or w_up of a PreparedSwiGLU")
-        if _CHECK_PREPARED and not torch.equal(
-            self.w_int, _swiglu_tuned.interleaved_weights(self.w_gate.detach(), self.w_up.detach())
-        ):
-            raise _stale("w_gate or w_up of a PreparedSwiGLU (contents differ; an update bypassed the version counter)")
+        _check_derived(
+            self.w_int,
+            (self.w_gate, self.w_up),
+            self._versions,
+            _swiglu_tuned.interleaved_weights,
+            "w_gate or w_up of a PreparedSwiGLU",
+        )
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if _compiling():
@@ -460,12 +477,7 @@ class PreparedRMSNormLinear:
 
     def check(self) -> None:
         """Raise :class:`StaleWeightsError` if the folded weight may not match the sources."""
-        if self.wf is None:
-            return
-        if (self.g._version, self.w._version) != self._versions:
-            raise _stale("g or w of a PreparedRMSNormLinear")
-        if _CHECK_PREPARED and not torch.equal(self.wf, folded_weight(self.g.detach(), self.w.detach())):
-            raise _stale("g or w of a PreparedRMSNormLinear (contents differ; an update bypassed the version counter)")
+        _check_derived(self.wf, (self.g, self.w), self._versions, folded_weight, "g or w of a PreparedRMSNormLinear")
 
     def __call__(self, x: torch.Tensor, b: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
         if _compiling():
