@@ -152,8 +152,7 @@ def profile_runs_fanout(opts: ProfileOptions, progress: ProgressFn | None = None
         store = RunStore(opts.store)
         plan = plan_run(opts, mode, today, store.root, progress, seed=seed)
         fan = _Fanout(plan, store, executor, slots, progress)
-        fan.adopt(early)
-        fan.start()
+        fan.start(early)
         fan.measure()
         fan.finish()
     except BaseException as exc:  # Ctrl-C, SIGTERM, a failed start: stop every worker, keep what finished
@@ -201,13 +200,11 @@ class _Fanout:
         return sorted(by_key.values(), key=lambda g: (len(g), math.prod(self.cases[g[0]].shape)), reverse=True)
 
     # ------------------------------------------------------------------------------------------ phases
-    def adopt(self, started: dict[str, int]) -> None:
-        """Workers already started (by slot name, their executor handles), before this object existed."""
+    def start(self, started: dict[str, int]) -> None:
+        """Wait for the workers started before this object existed (executor handles by slot name) to say
+        hello, then begin the runs with those that did."""
         for slot in self.slots:
-            if slot.name in started:
-                self.workers[started[slot.name]] = _Worker(started[slot.name], slot, slot.name)
-
-    def start(self) -> None:
+            self.workers[started[slot.name]] = _Worker(started[slot.name], slot, slot.name)
         self.progress(
             "profiler",
             0,
@@ -215,10 +212,6 @@ class _Fanout:
             f"fan-out: {len(self.slots)} worker(s) on {self.executor.label}, "
             f"{len(self.cases)} cases" + (" (each shape and dtype kept on one worker)" if self.grouped else ""),
         )
-        adopted = {w.slot.name for w in self.workers.values()}
-        for slot in self.slots:
-            if slot.name not in adopted:
-                self._start(slot)
         limit = max(self.timeout, 300.0)  # importing torch and measuring the ceilings: a few seconds to minutes
         deadline = time.monotonic() + limit
         while any(w.state == "starting" for w in self.workers.values()) and time.monotonic() < deadline:
