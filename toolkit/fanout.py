@@ -5,6 +5,11 @@ The driver (this module) selects the cases exactly as a one-process run does, st
 worker measures comes back as the store writes it would have made (:mod:`kprof.fanout_worker`), plus the
 GPU that measured it (UUID, index, name, serial) in the store's ``case_devices`` table.
 
+Start: for a GPU fan-out on this host, the command starts its workers first (:class:`EarlyWorkers`), before
+its checks import torch and load the family; each imports torch, initialises CUDA and measures its GPU's
+ceilings meanwhile, then waits for the run (:func:`profile_runs_fanout` sends it, or stops the workers when
+the run is not the fan-out they were started for).
+
 Placement:
 
 * all ``--rev`` arms of a case run on one worker, interleaved round by round as in a one-process run, so
@@ -242,11 +247,12 @@ def profile_runs_fanout(
         else:
             slots = local_slots(mode, workers)
             executor, handles = _adopt(early, mode, slots)
-        # The workers start first, and where the command started them early (EarlyWorkers), before its
-        # checks imported torch and loaded the family. A worker's start (Python, torch, CUDA, its GPU's
-        # ceilings) takes about 10 s on an H200, and it used to begin only after this process's own 3-4 s:
-        # a 608-case rmsnorm sweep then took 19.5 s to start on 2 GPUs against 14 s in one process (119.5 s
-        # against 215.0 s end to end, 0.556), while its cases phase halved (100 s against 201 s).
+        # The workers start before anything slow here: those the command started early (EarlyWorkers),
+        # before its checks imported torch and loaded the family, are told the run; other slots start now.
+        # Why: a worker's start (Python, torch, CUDA, its GPU's ceilings) takes about 10 s on an H200. Begun
+        # after this process's own imports and family load (3-4 s), it made a 608-case rmsnorm sweep take
+        # 19.5 s to start on 2 H200s against 14 s in one process: 119.5 s against 215.0 s end to end
+        # (0.556), although the cases phase itself halved (100 s against 201 s).
         spawned = early.at if handles else time.monotonic()
         started = {}
         for slot in slots:
