@@ -135,7 +135,7 @@ def profile_runs(
         from kprof.fanout import profile_runs_fanout
 
         return profile_runs_fanout(opts, progress, early)
-    if early is not None:
+    if early is not None:  # started for a fan-out this run is not: stopped, not left waiting
         early.close()
     mode = resolve_mode(opts.mode)
     today = get_family(opts.family)
