@@ -6,7 +6,7 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
 
 * the fastest Triton version and its time, the fastest peer (eager, ``F.*``, torch.compile, libraries such
   as Liger) and its time, their ratio and a verdict: ``win`` at <= 0.98, ``tie`` up to 1.02, ``loss`` above,
-  and ``uncertain`` where a loss is within the two cases' own spread (kprof does not call it);
+  and ``uncertain`` where a win or a loss is within the two cases' own spread (kprof does not call it);
 * for memory-bound points, the best version's bandwidth as a fraction of the device's copy ceiling;
 * for matrix families, the ratio to the family's ``roofline`` yardstick (one cuBLAS product of the shape).
 
@@ -44,15 +44,17 @@ def _best(rows: pd.DataFrame) -> pd.Series | None:
 
 
 def verdict(ratio: float, spread: float) -> str:
-    """``win`` / ``tie`` / ``loss`` for best-kprof over best-peer time, ``uncertain`` for a loss the cases'
-    own spread (IQR/median, the larger of the two) could make."""
+    """``win`` / ``tie`` / ``loss`` for best-kprof over best-peer time; ``uncertain`` for a win or a loss
+    whose margin past the tie band the cases' own spread (IQR/median, the larger of the two) could make:
+    the same rule both ways, so a win is claimed no more easily than a loss."""
     if math.isnan(ratio):
         return "no peer"
+    s = spread if not math.isnan(spread) else 0.0
     if ratio <= WIN:
-        return "win"
+        return "uncertain" if WIN - ratio < s else "win"
     if ratio <= TIE:
         return "tie"
-    return "uncertain" if ratio - TIE <= (spread if not math.isnan(spread) else 0.0) else "loss"
+    return "uncertain" if ratio - TIE <= s else "loss"
 
 
 def grid_table(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -122,7 +124,7 @@ def render(table: pd.DataFrame, runs: Sequence[str], family: str) -> str:
         f"# kprof grid · {family} · runs {', '.join(runs)}",
         "",
         f"{s.points} points: **{s.wins} win, {s.ties} tie, {s.losses} loss**, {s.uncertain} uncertain "
-        f"(a loss within the cases' own spread), {s.no_peer} without a peer, {s.not_measured} not measured "
+        f"(a win or a loss within the cases' own spread), {s.no_peer} without a peer, {s.not_measured} not measured "
         f"(reason in the last column). Times: `{mode}` mode, µs. "
         f"win: best kprof <= {WIN} x best peer; tie: up to {TIE} x.",
         "",

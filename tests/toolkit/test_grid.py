@@ -117,7 +117,10 @@ def test_a_failed_case_is_never_the_best():
     "ratio, spread, expect",
     [
         (0.90, 0.01, "win"),
-        (0.98, 0.01, "win"),
+        (0.96, 0.01, "win"),
+        (0.975, 0.01, "uncertain"),  # a win no bigger than the spread is not claimed either
+        (0.98, 0.0, "win"),
+        (0.95, math.nan, "win"),
         (1.00, 0.01, "tie"),
         (1.02, 0.01, "tie"),
         (1.05, 0.01, "loss"),
