@@ -45,57 +45,121 @@ FLOOR_APPS = {  # name -> (app source, selector of its drawn chart or None)
 }
 
 
-def floors(folder: Path, n: int) -> dict[str, list[float]]:
-    """Seconds from ``goto`` to the last element of each trivial app (fresh Chromium each time)."""
+# Candidate widgets, each alone in a trivial app (``--widgets SET``): what one costs a fresh browser, measured
+# beside the text floor. Tables: the same 63 x 16 table (a Compare table's size) as Streamlit's interactive
+# grid, as st.table, and as kprof's formatted HTML table (kprof.dashboards.style.html_table).
+_TABLE = (
+    "import numpy as np, pandas as pd\n"
+    "rng = np.random.default_rng(0)\n"
+    "n = 63\n"
+    "df = pd.DataFrame({'shape': [f'{2**(i % 9 + 6)}x4096' for i in range(n)], 'provider': "
+    "[f'triton_v{i % 7}' for i in range(n)], 'status': ['ok'] * n, 'best': [i % 7 == 0 for i in range(n)], "
+    "**{c: rng.lognormal(2, 1, n) for c in ('gpu_time_us', 'noise', 'gbps', 'pct_peak_bw', 'speedup', "
+    "'warm_us', 'host_time_us', 'launch_latency_us', 'kernels_per_call', 'occupancy_theoretical_pct', "
+    "'registers_per_thread', 'max_rel_err')}})\n"
+)
+WIDGET_SETS = {
+    "tables": {
+        "text": ("", None),
+        "dataframe": (
+            _TABLE + "from kprof.dashboards import style\n"
+            "st.dataframe(df, hide_index=True, column_config=style.column_config(df))\n",
+            '[data-testid="stDataFrame"] canvas',
+        ),
+        "table": (_TABLE + "st.table(df)\n", '[data-testid="stTable"] table'),
+        "html": (
+            _TABLE + "from kprof.dashboards import style\n"
+            "st.html(style.html_table(df, df['best'].map({True: '#d4f4dd', False: ''})))\n",
+            ".kprof-table table",
+        ),
+    },
+}
+
+
+def time_apps(folder: Path, apps: dict[str, tuple[str, str | None]], n: int) -> dict[str, list[float]]:
+    """Seconds from ``goto`` to the last element of each app (a fresh Chromium each time), ``n`` visits of
+    each, the apps alternated (so a change in the machine's load hits them alike)."""
     from playwright.sync_api import sync_playwright
 
     from kprof.dashboards import probe
 
     out: dict[str, list[float]] = {}
-    for name, (body, chart) in FLOOR_APPS.items():
-        app = folder / f"floor_{name}.py"
-        app.write_text(f"import streamlit as st\nst.write('floor')\n{body}st.write('END-MARK')\n")
-        port = probe.free_port()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                str(app),
-                "--server.headless",
-                "true",
-                "--server.port",
-                str(port),
-                "--browser.gatherUsageStats",
-                "false",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
+    procs, urls = [], {}
+    try:
+        for name, (body, _) in apps.items():
+            app = folder / f"app_{name}.py"
+            app.write_text(f"import streamlit as st\nst.write('floor')\n{body}st.write('END-MARK')\n")
+            port = probe.free_port()
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "streamlit",
+                        "run",
+                        str(app),
+                        "--server.headless",
+                        "true",
+                        "--server.port",
+                        str(port),
+                        "--browser.gatherUsageStats",
+                        "false",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            urls[name] = f"http://127.0.0.1:{port}"
+        for url in urls.values():
             for _ in range(300):
                 try:
                     urllib.request.urlopen(url + "/_stcore/health", timeout=2)
                     break
                 except OSError:
                     time.sleep(0.2)
-            with sync_playwright() as p:
-                for _ in range(n):
+        with sync_playwright() as p:
+            for name in apps:  # one unmeasured visit each: the server's first run imports its modules
+                browser = p.chromium.launch(executable_path=probe.CHROMIUM, args=probe.FLAGS)
+                browser.new_page().goto(urls[name])
+                browser.close()
+            for _ in range(n):
+                for name, (_, chart) in apps.items():
                     browser = p.chromium.launch(executable_path=probe.CHROMIUM, args=probe.FLAGS)
                     page = browser.new_page(viewport=probe.VIEWPORT)
                     t0 = time.perf_counter()
-                    page.goto(url)
+                    page.goto(urls[name])
                     page.get_by_text("END-MARK").first.wait_for(timeout=60000)
                     if chart:
                         page.locator(chart).first.wait_for(timeout=60000)
                     out.setdefault(name, []).append(round(time.perf_counter() - t0, 2))
                     browser.close()
-        finally:
+    finally:
+        for proc in procs:
             proc.terminate()
             proc.wait(timeout=30)
     return out
+
+
+def floors(folder: Path, n: int) -> dict[str, list[float]]:
+    """The trivial apps of :data:`FLOOR_APPS`, timed with :func:`time_apps`."""
+    return time_apps(folder, FLOOR_APPS, n)
+
+
+def widgets(name: str, n: int, out: Path) -> None:
+    """``--widgets NAME``: each app of :data:`WIDGET_SETS` [NAME] ``n`` times, alternated; a table and JSON."""
+    with tempfile.TemporaryDirectory() as tmp:
+        load = os.getloadavg()[0]
+        times = time_apps(Path(tmp), WIDGET_SETS[name], n)
+    lines = [f"{'app':12s} {'min s':>6s} {'median s':>9s} {'max s':>6s}  (fresh Chromium, {n} visits each, alternated)"]
+    for app, ts in times.items():
+        lines.append(f"{app:12s} {min(ts):6.2f} {sorted(ts)[len(ts) // 2]:9.2f} {max(ts):6.2f}  {ts}")
+    lines.append(f"load (1 min) {load:.1f} before, {os.getloadavg()[0]:.1f} after; {os.cpu_count()} CPUs")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"widgets-{name}.json").write_text(
+        json.dumps({"times_s": times, "load_avg_1m": [load, os.getloadavg()[0]]}, indent=1)
+    )
+    (out / f"widgets-{name}.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def main() -> None:
@@ -107,10 +171,19 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/dashboard-pages"))
     ap.add_argument("--floors", type=int, default=3, help="fresh-browser visits of each floor app per repeat (0: none)")
+    ap.add_argument(
+        "--widgets",
+        choices=sorted(WIDGET_SETS),
+        help="instead of the pages: time each candidate widget of the set alone in a trivial app",
+    )
+    ap.add_argument("--visits", type=int, default=4, help="with --widgets: fresh-browser visits of each app")
     args = ap.parse_args()
     why = probe.missing()
     if why:
         raise SystemExit(f"kprof: cannot measure the dashboard here: {why}")
+    if args.widgets:
+        widgets(args.widgets, args.visits, args.out)
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     reports = []
     with tempfile.TemporaryDirectory() as tmp:
