@@ -220,11 +220,11 @@ def html_table(df: pd.DataFrame, shade: pd.Series | None = None, max_height_px: 
     for col in df.columns:
         header, fmt = COLUMNS.get(col, (col.replace("_", " "), None))
         numeric = pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col])
-        heads.append(f'<th style="text-align:{"right" if numeric else "left"}">{escape(header)}</th>')
+        heads.append(f'<th data-col="{escape(str(col))}" class="{"n" if numeric else ""}">{escape(header)}</th>')
         cells.append(
             [
                 (
-                    f'<td style="text-align:right">{escape(formatted(v, fmt))}</td>'
+                    f'<td class="n">{escape(formatted(v, fmt))}</td>'
                     if numeric
                     else f"<td>{escape(formatted(v, None))}</td>"
                 )
@@ -236,7 +236,9 @@ def html_table(df: pd.DataFrame, shade: pd.Series | None = None, max_height_px: 
     body = "".join(r + "".join(col[i] for col in cells) + "</tr>" for i, r in enumerate(rows))
     return (
         "<style>.kprof-table th, .kprof-table td {padding: 2px 10px; border-bottom: 1px solid #eee; "
-        "white-space: nowrap}"
+        "vertical-align: top; max-width: 520px}"
+        ".kprof-table th {white-space: nowrap; text-align: left}"
+        ".kprof-table .n {white-space: nowrap; text-align: right}"
         ".kprof-table th {font-weight: 600}</style>"
         f'<div class="kprof-table" style="max-height:{max_height_px}px;overflow:auto;font-size:0.85rem">'
         '<table style="border-collapse:collapse;width:max-content;min-width:100%">'

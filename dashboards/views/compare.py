@@ -7,6 +7,7 @@ import streamlit as st
 
 from kprof.dashboards import data, figures, style
 from kprof.dashboards.views.common import gpu_run, label, pickable
+from kprof.dashboards.views.common import table as show_table
 
 NCU_COLUMNS = (
     "occupancy_achieved_pct",
@@ -23,8 +24,7 @@ def render() -> None:
     picked = gpu_run("Compare versions", "compare_run")
     if picked is None:
         return
-    run, metrics, controls, slot = picked
-    slot.empty()
+    run, metrics, controls, _ = picked
     run_id = run["id"]
     runs = data.all_runs()
     same = pickable(runs[(runs["family"] == run["family"]) & (runs["id"] != run_id)], gpu_only=True)
@@ -69,9 +69,8 @@ def against_baseline(m: pd.DataFrame, dtype: str, run_id: str, ceiling: float | 
     if not m["occupancy_theoretical_pct"].notna().any():
         st.info("No occupancy in this run (profiled with `--profiler none`, or a backend without launch data).")
     table = summary_table(m, dtype)
-    # read-only and small: an HTML table, which a fresh browser shows about 0.7 s sooner than the interactive
-    # grid (style.html_table says why); the CSV has every digit
-    st.html(style.html_table(table, table["best"].map({True: BEST_COLOUR, False: ""})))
+    # read-only: an HTML table (common.table says why); the CSV below has every digit
+    show_table(table, table["best"].map({True: BEST_COLOUR, False: ""}))
     st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name=f"kprof-{run_id}-{dtype}.csv")
     ncu = [c for c in NCU_COLUMNS if c in table]
     st.caption(

@@ -12,8 +12,9 @@ import pandas as pd
 import streamlit as st
 
 from kprof.analysis import kernel_summary
-from kprof.dashboards import data, style, timeline
+from kprof.dashboards import data, timeline
 from kprof.dashboards.views.common import chart_slot, header, label
+from kprof.dashboards.views.common import table as show_table
 
 GAPS = {"off": 0.0, "longer than 10 µs": 10e3, "longer than 100 µs": 100e3, "longer than 1 ms": 1e6}
 NONE = "(none)"
@@ -82,7 +83,7 @@ def render() -> None:
         row = st.session_state.get("trace_selected")
         if row is not None and row < len(drawn):
             st.subheader("Selected launch")
-            st.dataframe(timeline.launch_row(drawn, row), hide_index=True, key="trace_row")
+            show_table(timeline.launch_row(drawn, row))
         else:
             st.caption(
                 "Drag to zoom along time (lanes stay put), double-click to reset, the strip below is the "
@@ -90,7 +91,7 @@ def render() -> None:
             )
     st.subheader("Per kernel")
     summary = kernel_summary(df)
-    st.dataframe(summary, hide_index=True, column_config=style.column_config(summary), key="trace_summary")
+    show_table(summary)
     st.download_button(
         "Export this view for ui.perfetto.dev (JSON)",
         perfetto_json(df, first),
