@@ -75,24 +75,19 @@ WIDGET_SETS = {
     },
 }
 
-# Trace: the page's timeline alone, plotly (kprof.dashboards.timeline) against the Vega-Lite prototype below,
-# on the page's default view of the 100-run store (its first case: 46 launches) and on 4900 launches
-_TRACE = "import sys, pandas as pd\nsys.path.insert(0, '{bench}')\nlt = pd.read_pickle('{folder}/trace_%s.pkl')\n"
-_PLOTLY_TRACE = (
-    "from kprof.dashboards import timeline\n"
-    "fig, _, _ = timeline.figure({'A': lt}, collapse_ns=100e3)\n"
-    "st.plotly_chart(fig, on_select='rerun', selection_mode='points', key='t')\n"
-)
-_VEGA_TRACE = (
-    "from dashboard_pages import vega_timeline\n"
-    "st.vega_lite_chart(vega_timeline(lt), on_select='rerun', key='t', width='content')\n"
+# Trace: the page's timeline alone (kprof.dashboards.timeline, Vega-Lite) on the page's default view of the
+# 100-run store (its first case: 46 launches) and on 4900 launches (just under the limit before folding).
+# The plotly timeline it replaced measured 2.64-4.83 s and 7.22-9.52 s here, against 1.73-3.80 s and 4.07-6.12 s
+# for a Vega-Lite prototype, alternated in one session (benchmarks/results/dashboard-pages/ has the numbers)
+_TRACE = (
+    "import pandas as pd\nlt = pd.read_pickle('{folder}/trace_%s.pkl')\nfrom kprof.dashboards import timeline\n"
+    "spec, _, _ = timeline.figure({'A': lt}, collapse_ns=100e3)\n"
+    "st.vega_lite_chart(spec, on_select='rerun', selection_mode=['pick'], key='t', width='content')\n"
 )
 WIDGET_SETS["trace"] = {
     "text": ("", None),
-    "plotly-46": (_TRACE % "small" + _PLOTLY_TRACE, ".js-plotly-plot .main-svg"),
-    "vega-46": (_TRACE % "small" + _VEGA_TRACE, ".vega-embed canvas, .vega-embed svg.marks"),
-    "plotly-4900": (_TRACE % "large" + _PLOTLY_TRACE, ".js-plotly-plot .main-svg"),
-    "vega-4900": (_TRACE % "large" + _VEGA_TRACE, ".vega-embed canvas, .vega-embed svg.marks"),
+    "timeline-46": (_TRACE % "small", ".vega-embed canvas, .vega-embed svg.marks"),
+    "timeline-4900": (_TRACE % "large", ".vega-embed canvas, .vega-embed svg.marks"),
 }
 
 
@@ -116,99 +111,6 @@ def trace_inputs(folder: Path) -> None:
     pd.concat(copies, ignore_index=True).head(4900).to_pickle(folder / "trace_large.pkl")
 
 
-def vega_timeline(launches, collapse_ns: float = 100e3, width: int = 1100) -> dict:
-    """A PROTOTYPE of the Trace page's timeline in Vega-Lite, to measure against the plotly one: the same
-    data preparation (lanes, gaps collapsed, kernel colours, hover), bars and labels where a box is wide
-    enough at the current zoom, x-only zoom and pan bound to the scales, an overview strip whose brush sets
-    the main chart's x domain, a click selection on a launch (the page would draw its flow on the rerun)."""
-    from kprof.dashboards import style, timeline
-
-    _, _, df = timeline.figure({"A": launches}, collapse_ns=collapse_ns, limit=10**9)  # the data preparation
-    lanes, legend = timeline._lane_order(df), timeline._legend_names(df)
-    host, gpu = df[df["api_start_ns"].notna()], df[df["kind"] != "sync"]
-    named = set(legend)
-    plain = {"<br>": " · ", "<b>": "", "</b>": "", "<i>": "", "</i>": ""}
-
-    def info(h: str) -> str:
-        for a, b in plain.items():
-            h = h.replace(a, b)
-        return h
-
-    recs = [
-        {
-            "lane": lane,
-            "s": s / 1e3,
-            "e": e / 1e3,
-            "name": name,
-            "key": name if name in named else "other kernels",
-            "row": int(row),
-            "info": info(h),
-        }
-        for lane, s, e, name, row, h in zip(
-            gpu["_gpu_lane"], gpu["start_ns"], gpu["end_ns"], gpu["_name"], gpu["_row"], timeline._hover(gpu)
-        )
-    ] + [
-        {
-            "lane": lane,
-            "s": s / 1e3,
-            "e": e / 1e3,
-            "name": "",
-            "key": "launch / sync calls",
-            "row": int(row),
-            "info": info(h),
-        }
-        for lane, s, e, row, h in zip(
-            host["_host_lane"], host["api_start_ns"], host["api_end_ns"], host["_row"], timeline._hover(host, call=True)
-        )
-    ]
-    domain = [*legend, "other kernels", "launch / sync calls"]
-    colour = {
-        "field": "key",
-        "type": "nominal",
-        "scale": {"domain": domain, "range": [style.colour(n) for n in legend] + ["#d0d0d0", timeline.HOST_COLOUR]},
-        "legend": {"title": "kernel", "labelLimit": 260, "orient": "bottom", "columns": 4},
-    }
-    data = {"values": recs}
-    x = {"field": "s", "type": "quantitative", "title": "µs from the first event (idle gaps collapsed)"}
-    y = {"field": "lane", "type": "nominal", "sort": lanes, "title": None}
-    fits = "scale('main_x', datum.e) - scale('main_x', datum.s) > 7 * length(datum.name) + 6"
-    main = {
-        "name": "main",
-        "width": width,
-        "height": max(120, 34 * len(lanes)),
-        "data": data,
-        "layer": [
-            {
-                "mark": {"type": "rect", "height": {"band": 0.8}},
-                "encoding": {
-                    "x": {**x, "scale": {"domain": {"param": "brush", "encoding": "x"}}},
-                    "x2": {"field": "e"},
-                    "y": y,
-                    "color": colour,
-                    "tooltip": [{"field": "info", "title": "launch"}],
-                },
-                "params": [
-                    {"name": "zoom", "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"},
-                    {"name": "pick", "select": {"type": "point", "fields": ["row"], "on": "click"}},
-                ],
-            },
-            {
-                "mark": {"type": "text", "align": "left", "baseline": "middle", "dx": 3, "fontSize": 11, "clip": True},
-                "encoding": {"x": x, "y": y, "text": {"condition": {"test": fits, "field": "name"}, "value": ""}},
-            },
-        ],
-    }
-    overview = {
-        "width": width,
-        "height": 36,
-        "data": data,
-        "mark": "rect",
-        "encoding": {"x": {**x, "title": None}, "x2": {"field": "e"}, "y": {**y, "axis": None}, "color": colour},
-        "params": [{"name": "brush", "select": {"type": "interval", "encodings": ["x"]}}],
-    }
-    return {"vconcat": [main, overview], "resolve": {"scale": {"color": "shared"}}}
-
-
 def time_apps(folder: Path, apps: dict[str, tuple[str, str | None]], n: int) -> dict[str, list[float]]:
     """Seconds from ``goto`` to the last element of each app (a fresh Chromium each time), ``n`` visits of
     each, the apps alternated (so a change in the machine's load hits them alike)."""
@@ -221,7 +123,7 @@ def time_apps(folder: Path, apps: dict[str, tuple[str, str | None]], n: int) -> 
     try:
         for name, (body, _) in apps.items():
             app = folder / f"app_{name}.py"
-            body = body.replace("{folder}", str(folder)).replace("{bench}", str(Path(__file__).resolve().parent))
+            body = body.replace("{folder}", str(folder))
             app.write_text(f"import streamlit as st\nst.write('floor')\n{body}st.write('END-MARK')\n")
             port = probe.free_port()
             procs.append(

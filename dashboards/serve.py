@@ -2,8 +2,7 @@
 needs are imported.
 
 Streamlit imports an app's modules during the first browser session's script run, so the first visitor
-waited for pandas, plotly (whose figure validators load lazily on the first figure; the Trace page
-draws with it) and kprof: 0.6 s of a
+waited for pandas and kprof: 0.6 s of a
 3.3 s first visit of Compare on the 2-core dev box. Importing them here, before the server listens, moves
 that cost to start-up, where nobody is waiting on a page yet.
 

@@ -189,6 +189,8 @@ def formatted(value: object, fmt: str | None) -> str:
     m = _PRINTF.fullmatch(fmt or "")
     if isinstance(value, bool | np.bool_):
         return "✓" if value else ""
+    if m is None and isinstance(value, float | np.floating):
+        return f"{value:.4g}"  # a number without a declared format: four significant digits, not 1.2544000000000002
     if m is None or isinstance(value, str):
         return str(value)
     digits, kind, suffix = m.group(1), m.group(2), m.group(3)
@@ -226,7 +228,7 @@ def html_table(df: pd.DataFrame, shade: pd.Series | None = None, max_height_px: 
                 (
                     f'<td class="n">{escape(formatted(v, fmt))}</td>'
                     if numeric
-                    else f"<td>{escape(formatted(v, None))}</td>"
+                    else f'<td title="{escape(formatted(v, None))}">{escape(formatted(v, None))}</td>'
                 )
                 for v in df[col].tolist()
             ]
@@ -236,7 +238,7 @@ def html_table(df: pd.DataFrame, shade: pd.Series | None = None, max_height_px: 
     body = "".join(r + "".join(col[i] for col in cells) + "</tr>" for i, r in enumerate(rows))
     return (
         "<style>.kprof-table th, .kprof-table td {padding: 2px 10px; border-bottom: 1px solid #eee; "
-        "vertical-align: top; max-width: 520px}"
+        "vertical-align: top; max-width: 460px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap}"
         ".kprof-table th {white-space: nowrap; text-align: left}"
         ".kprof-table .n {white-space: nowrap; text-align: right}"
         ".kprof-table th {font-weight: 600}</style>"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from kprof.dashboards import data, style
@@ -126,31 +125,3 @@ def table(df: pd.DataFrame, shade: pd.Series | None = None, height_px: int = 480
     it about 0.7 s sooner than ``st.dataframe``'s grid, whose code it then never loads. Large tables that are
     sorted and scrolled (the Runs page's) keep the grid."""
     st.html(style.html_table(df, shade, height_px))
-
-
-PLACEHOLDER = "kprof-placeholder"  # layout.meta of the stand-in chart (the browser probe waits until none is left)
-
-
-def chart_slot(height: int):
-    """Where the page's chart goes, holding an empty chart of its height until the page draws it there
-    (``slot.plotly_chart(fig)``).
-
-    Why: the browser fetches plotly's code (a 4.7 MB chunk, the largest of the page) only when the first
-    chart element arrives. Sent before the page's controls and its data reads, the stand-in starts that
-    download at once instead of after the script's work, and ahead of the controls' own small chunks
-    (Chromium opens six connections per server); the page does not jump when the chart arrives."""
-    slot = st.empty()
-    slot.plotly_chart(_blank(height), config={"staticPlot": True, "displayModeBar": False})
-    return slot
-
-
-def _blank(height: int) -> go.Figure:
-    return go.Figure(
-        layout={
-            "height": height,
-            "meta": PLACEHOLDER,
-            "xaxis": {"visible": False},
-            "yaxis": {"visible": False},
-            "margin": {"t": 0, "b": 0, "l": 0, "r": 0},
-        }
-    )

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 st = pytest.importorskip("streamlit")
-pytest.importorskip("plotly")
+pytest.importorskip("plotly")  # style's palette
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from kprof.store import RunStore  # noqa: E402
@@ -95,7 +95,7 @@ def test_runs_trace_diff_roofline_on_real_runs(demo_copy, monkeypatch):
     shown = runs.dataframe[0].value  # 100 runs to sort and scroll: the interactive grid
     assert len(shown) == len(RunStore(demo_copy).runs()) and set(shown["profiler"]) >= {"torch", "ncu", "nsys"}
     trace = page("trace", demo_copy, monkeypatch)
-    assert "Per kernel" in texts(trace) and len(trace.get("plotly_chart")) == 1
+    assert "Per kernel" in texts(trace) and len(trace.get("vega_lite_chart")) == 1 and not trace.get("plotly_chart")
     assert num(html_tables(trace)[0]["launches"]).sum() > 0
     diff = page("diff", demo_copy, monkeypatch)
     metrics = {m.label: m.value for m in diff.metric}
@@ -259,13 +259,15 @@ def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launch
     at.multiselect(key="trace_cases").set_value([]).run()  # every case: the whole trace
     assert not at.exception
     assert f"{len(big)} launches, more than a browser draws one by one" in texts(at)
-    assert "folded" in at.get("plotly_chart")[0].proto.spec
+    bars = json.loads(at.get("vega_lite_chart")[0].proto.spec)["vconcat"][0]["layer"][0]["data"]["values"]
+    kernels = int((big["kind"].fillna("kernel") != "sync").sum())
+    assert sum(b["events"] for b in bars if b["key"] != "launch / sync calls") == kernels  # folded, none lost
     assert num(html_tables(at)[0]["launches"]).sum() == len(big)  # the per-kernel table counts every row
     lo, hi = at.slider[0].value
     at.slider[0].set_value((lo, lo + (hi - lo) / copies)).run()  # about one copy of the trace
     assert not at.exception and "more than a browser draws" not in texts(at)
-    spec = at.get("plotly_chart")[0].proto.spec
-    assert "folded" not in spec and '"name":"_rmsnorm_looped_kernel"' in spec.replace(" ", "")
+    bars = json.loads(at.get("vega_lite_chart")[0].proto.spec)["vconcat"][0]["layer"][0]["data"]["values"]
+    assert "events" not in bars[0] and "_rmsnorm_looped_kernel" in {b["name"] for b in bars}  # single launches
     assert 0 < num(html_tables(at)[0]["launches"]).sum() < len(big)
 
 
@@ -318,7 +320,7 @@ def test_a_trace_file_opens_directly_and_exports_for_perfetto(data_file, tmp_pat
     monkeypatch.setenv("KPROF_TRACES", str(trace))
     at = page("trace", tmp_path / "none", monkeypatch)
     assert at.selectbox(key="trace_run").value == f"file: {trace}"
-    assert len(at.get("plotly_chart")) == 1 and num(html_tables(at)[0]["launches"]).sum() > 0
+    assert len(at.get("vega_lite_chart")) == 1 and num(html_tables(at)[0]["launches"]).sum() > 0
     assert "ui.perfetto.dev" in at.get("download_button")[0].proto.label
     from kprof.dashboards.views.trace import perfetto_json
     from kprof.profilers import nsys
