@@ -103,6 +103,7 @@ class Report:
     switch_s: dict[str, float] = field(default_factory=dict)
     control_s: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    scripts: dict[str, list[str]] = field(default_factory=dict)  # page -> JavaScript files its first visit fetched
 
 
 def _wait_done(page, key: str, charts: int, timeout_ms: int = 60000, vega: int = 0) -> None:
@@ -149,10 +150,16 @@ def measure(
         for v in visits:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             page = browser.new_page(viewport=VIEWPORT)
+            fetched: list[str] = []
+            page.on(
+                "request",
+                lambda r, into=fetched: into.append(r.url.rsplit("/", 1)[-1]) if r.url.endswith(".js") else None,
+            )
             t0 = time.perf_counter()
             page.goto(f"{url}/{'' if v.page == 'compare' else v.page}")
             _wait_done(page, v.key, v.charts, vega=v.vega)
             rep.first_visit_s[v.page] = round(time.perf_counter() - t0, 2)
+            rep.scripts[v.page] = sorted(set(fetched))
             rep.errors += [f"{store_label}/{v.page}: {e}" for e in _problems(page)]
             if demo and not page.get_by_text("Demo data", exact=False).count():
                 rep.errors.append(f"{store_label}/{v.page}: the demo is not labelled as such")
