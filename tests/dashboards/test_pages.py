@@ -231,6 +231,21 @@ def test_compare_two_runs_side_by_side(demo_copy, monkeypatch):
     assert added and {v["run"] for v in added} == {"added run (dashed)"} and shown != other_id
 
 
+def test_an_added_run_whose_id_prefixes_other_runs(tmp_path, monkeypatch):
+    """Run ids where one is the start of others (a run and its copies in a 100-run store): Compare adds the run
+    picked, not an error about an ambiguous prefix."""
+    from tests.dashboards.stores import hundred_runs
+
+    at = page("compare", hundred_runs(tmp_path / "many" / "kprof.db", 12), monkeypatch)
+    offered = at.multiselect(key="compare_more").options
+    prefix = next(
+        o for o in offered if any(p != o and p.split(" · ")[-1].startswith(o.split(" · ")[-1]) for p in offered)
+    )
+    at.multiselect(key="compare_more").select(prefix).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(p.endswith(" @ " + prefix.split(" · ")[-1][-4:]) for p in html_tables(at)[0]["provider"])
+
+
 def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launches(data_file, tmp_path, monkeypatch):
     """A real nsys trace repeated end to end (each copy shifted past the last) until it holds more launches
     than the timeline draws one by one: the page folds it and says so; a narrow time window draws launches."""
