@@ -11,6 +11,9 @@ kernel on an idle GPU. Two hypotheses, one variant each, on single-kernel cases 
   and the flush already took the call's code out of L2.
 * ``idle``: the GPU has been idle for 1 ms before the call (ncu serialises and replays with gaps); ``cool``:
   50 ms (the clock recovers from sustained load).
+* ``warm``: no flush at all, against ncu replaying with ``--cache-control none`` (``--ncu-cache none``): if
+  ncu minus its empty-kernel overhead still reads more than CUPTI when neither side touches the caches, the
+  gap is ncu's own cost per kernel, which an empty kernel does not calibrate, not the cold state.
 * ``tlb``: the address translations are cold too. Before the flush, a kernel reads one word from each 2 MiB
   page of a 32 GiB buffer, so the TLBs hold those pages; the flush then takes the page-table lines out
   of L2 as well.
@@ -100,9 +103,10 @@ def case_fn(family: str, provider: str, shape: tuple[int, ...]):
 
 
 SPIN_CYCLES = 20000
-VARIANTS = ("cold", "code", "idle", "cool", "tlb")
+VARIANTS = ("cold", "code", "idle", "cool", "tlb", "warm")
 TLB_BYTES = 32 << 30  # pages touched by the ``tlb`` variant: 16384 pages of 2 MiB, more than the TLBs map
 PAGE = 2 << 20
+HELPERS = ("kprof_l2_flush_read", "kprof_code_evict", "kprof_tlb_touch")  # kernels the variants add
 
 
 def triton_cdiv(a: int, b: int) -> int:
@@ -140,7 +144,8 @@ def cold_variants(fn, calls: int, evict, evict_buf, sms: int, variants=VARIANTS,
                 torch.cuda._sleep(SPIN_CYCLES)
                 if variant == "tlb":  # before the flush, which then also evicts the page-table lines from L2
                     tlb()
-                fl()
+                if variant != "warm":
+                    fl()
                 if variant == "code":
                     evict[(sms * 4,)](evict_buf, N=EVICT_UNROLL, num_warps=1)
                 if variant in ("idle", "cool"):
@@ -152,14 +157,12 @@ def cold_variants(fn, calls: int, evict, evict_buf, sms: int, variants=VARIANTS,
         torch.cuda.synchronize()
         recs = timing.collect_device_records(session)
         per_call, spins, cur = [], [], None
-        for r in recs:
-            if "kprof_l2_flush_read" in r.name:
+        for r in recs:  # every call follows one spin kernel; what runs between them but the call is not counted
+            if "sleep" in r.name or "spin" in r.name:
+                spins.append(r.duration_ns)
                 cur = []
                 per_call.append(cur)
-            elif "sleep" in r.name or "spin" in r.name:
-                spins.append(r.duration_ns)
-                cur = None
-            elif "kprof_code_evict" not in r.name and "kprof_tlb_touch" not in r.name and cur is not None:
+            elif not any(k in r.name for k in HELPERS) and cur is not None:
                 cur.append(r.duration_ns)
         sums = [sum(c) for c in per_call if c]
         out[variant] = statistics.median(sums) / 1e3 if len(sums) == calls else float("nan")
@@ -174,6 +177,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=60)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--families", default="rmsnorm,silu_mul,swiglu")
+    ap.add_argument("--ncu-cache", default="all", help="ncu --cache-control values to replay with: all,none")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     variants = tuple(v for v in args.variants.split(",") if v)
@@ -201,7 +205,12 @@ def main() -> None:
         rows.append({"case": f"{family}/{provider}/{'x'.join(map(str, shape))}/bf16", **r})
         print(rows[-1], flush=True)
     df = pd.DataFrame(rows).set_index("case")
-    df = df.join(ncu_times(args.out, families), how="left")
+    caches = args.ncu_cache.split(",")
+    for cache in caches:
+        df = df.join(ncu_times(args.out, families, cache), how="left")
+    if "none" in caches and "warm" in variants:  # same question without any flush: warm CUPTI vs ncu
+        df["ncu_none_minus_overhead"] = df["ncu_none"] - df["ncu_overhead_none"] * df["warm_kernels"]
+        df["warm-ncu_none"] = df["warm"] - df["ncu_none_minus_overhead"]
     df["ncu_minus_overhead"] = df["ncu"] - df["ncu_overhead"] * df["cold_kernels"]  # ncu pays it per kernel
     for v in variants:
         df[f"{v}-ncu"] = df[v] - df["ncu_minus_overhead"]
@@ -217,13 +226,15 @@ def main() -> None:
         "cold-ncu_touch",
         "cold_clock_ghz",
     ]
+    cols += [c for c in ("ncu_none", "ncu_overhead_none", "warm-ncu_none") if c in df]
     text = df[cols].round(3).to_markdown() if hasattr(df, "to_markdown") else df[cols].round(3).to_string()
     (args.out / "cold_code.md").write_text(text + "\n")
     print(df[cols].round(3).to_string())
 
 
-def ncu_times(out: Path, families: set[str]) -> pd.DataFrame:
-    """Median ncu gpu__time_duration per case, and ncu's overhead at the case's grid (empty kernel)."""
+def ncu_times(out: Path, families: set[str], cache: str = "all") -> pd.DataFrame:
+    """Median ncu gpu__time_duration per case, and ncu's overhead at the case's grid (empty kernel), with
+    ncu's ``--cache-control`` as given; columns for ``none`` carry a ``_none`` suffix."""
     from kprof.analysis import case_kernel_times
     from kprof.profilers import ncu as ncu_mod
     from kprof.replay import ReplayCase, ReplaySpec, child_argv, write_spec
@@ -236,10 +247,10 @@ def ncu_times(out: Path, families: set[str]) -> pd.DataFrame:
             ReplayCase(f"{f}/{p}/{'x'.join(map(str, s))}/bf16", p, s, "bf16", 7) for f, p, s in CASES if f == family
         )
         spec = write_spec(ReplaySpec(family, cases, repeats=5, marker="nvtx"), out / f"spec_{family}.json")
-        csv_path = out / f"ncu_{family}.csv"
+        csv_path = out / f"ncu_{family}_{cache}.csv"
         argv = ncu_mod.profile_command(ncu.path, child_argv(spec), csv_path)
-        argv[1:1] = ["--cache-control", "all"]
-        r = run_tool(argv, timeout=400, cwd=out, log_prefix=f"ncu_{family}")
+        argv[1:1] = ["--cache-control", cache]
+        r = run_tool(argv, timeout=400, cwd=out, log_prefix=f"ncu_{family}_{cache}")
         if not r.ok:
             print(r.describe(), file=sys.stderr)
             continue
@@ -249,25 +260,26 @@ def ncu_times(out: Path, families: set[str]) -> pd.DataFrame:
         grid = blocks.groupby(launches["case"]).max()
         frames.append(pd.DataFrame({"ncu": times, "grid": grid}))
     df = pd.concat(frames) if frames else pd.DataFrame(columns=["ncu", "grid"])
-    df["ncu_overhead"] = [empty_overhead(out, g, "kprof_empty") for g in df["grid"]]
-    df["ncu_touch_overhead"] = [empty_overhead(out, g, "kprof_touch") for g in df["grid"]]
-    return df
+    df["ncu_overhead"] = [empty_overhead(out, g, "kprof_empty", cache) for g in df["grid"]]
+    df["ncu_touch_overhead"] = [empty_overhead(out, g, "kprof_touch", cache) for g in df["grid"]]
+    return df if cache == "all" else df.add_suffix("_none")
 
 
 _EMPTY: dict[str, float] = {}
 
 
-def empty_overhead(out: Path, grid, kernel: str) -> float:
-    """ncu's time for ``kernel`` (empty, or touching one word per block) at ``grid`` blocks minus its cold
-    CUPTI time (measured once per grid and kernel)."""
+def empty_overhead(out: Path, grid, kernel: str, cache: str = "all") -> float:
+    """ncu's time for ``kernel`` (empty, or touching one word per block) at ``grid`` blocks minus its CUPTI
+    time in the matching state: cold for ``--cache-control all``, warm (back to back) for ``none``
+    (measured once per grid, kernel and cache control)."""
     blocks = int(grid) if pd.notna(grid) else 1
-    key = f"{kernel}/{blocks}"
+    key = f"{kernel}/{blocks}/{cache}"
     if key not in _EMPTY:
-        _EMPTY[key] = _measure_empty(out, blocks, kernel)
+        _EMPTY[key] = _measure_empty(out, blocks, kernel, cache)
     return _EMPTY[key]
 
 
-def _measure_empty(out: Path, blocks: int, kernel: str) -> float:
+def _measure_empty(out: Path, blocks: int, kernel: str, cache: str) -> float:
     import subprocess
 
     from kprof.tools import find_tool
@@ -279,7 +291,7 @@ def _measure_empty(out: Path, blocks: int, kernel: str) -> float:
         f"for _ in range(5): k[({blocks},)](b)\n"
         "torch.cuda.synchronize()"
     )
-    csv_path = out / f"ncu_{kernel}_{blocks}.csv"
+    csv_path = out / f"ncu_{kernel}_{blocks}_{cache}.csv"
     ncu = find_tool("ncu").path
     subprocess.run(
         [
@@ -294,7 +306,7 @@ def _measure_empty(out: Path, blocks: int, kernel: str) -> float:
             "--metrics",
             "gpu__time_duration.sum",
             "--cache-control",
-            "all",
+            cache,
             "--clock-control",
             "none",
             "-k",
@@ -314,8 +326,9 @@ def _measure_empty(out: Path, blocks: int, kernel: str) -> float:
 
     k = globals()[f"_{kernel}_kernel"]()
     b = torch.zeros(blocks, device="cuda", dtype=torch.int32)
-    cold_us, _ = timing.cold_time_us(lambda: k[(blocks,)](b), rep_ms=50)
-    return ncu_us - cold_us
+    res = timing.measure_cupti(lambda: k[(blocks,)](b), host_us=20.0, gpu_us=2.0, rep_ms=50)
+    state = res.cold if cache == "all" else res.warm
+    return ncu_us - timing.median(state.busy_us)
 
 
 if __name__ == "__main__":

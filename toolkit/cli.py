@@ -24,6 +24,7 @@ from kprof.errors import KprofError
 from kprof.runtime import restores_interpreter_mode
 
 if TYPE_CHECKING:
+    from kprof.fanout import EarlyWorkers
     from kprof.runner import ProfileOptions
 
 app = typer.Typer(
@@ -103,6 +104,7 @@ def _split(values: Optional[list[str]], option: str = "") -> list[str]:
 
 @app.command()
 def profile(
+    ctx: typer.Context,
     family: Annotated[str, typer.Argument(help="Kernel family, e.g. rmsnorm (`kprof families` lists them).")],
     provider: Annotated[
         Optional[list[str]],
@@ -184,6 +186,7 @@ def profile(
     store: StoreOpt = None,
 ) -> None:
     """Check, time and profile every provider of FAMILY over its sweep; store the run; print the report."""
+    early = _workers_started_early(ctx, workers, ray, mode)  # first: before anything below imports torch
     from kprof.harness import BenchSettings
     from kprof.registry import get_family
     from kprof.runner import ProfileOptions, resolve_mode
@@ -225,14 +228,26 @@ def profile(
         case_timeout_s=case_timeout,
         grid=grid,
     )
-    _gate(_run_and_report(opts, report, store), store, allow_failures)
+    _gate(_run_and_report(opts, report, store, early), store, allow_failures)
 
 
 def _warn(msg: str) -> None:
     err_console.print(f"[yellow]warning:[/yellow] {escape(msg)}")
 
 
-def _run_and_report(opts: ProfileOptions, report: Optional[Path], store: Optional[str]) -> list[str]:
+def _workers_started_early(
+    ctx: typer.Context, workers: Optional[str], ray: Optional[str], mode: str
+) -> Optional[EarlyWorkers]:
+    """A local GPU fan-out's workers, started now so their start overlaps the command's checks
+    (:class:`kprof.fanout.EarlyWorkers`); they are stopped when the command ends, however it ends."""
+    from kprof.fanout import workers_started_early
+
+    return ctx.with_resource(workers_started_early(workers, ray, mode))
+
+
+def _run_and_report(
+    opts: ProfileOptions, report: Optional[Path], store: Optional[str], early: Optional[EarlyWorkers] = None
+) -> list[str]:
     """Run ``opts`` with a progress bar, print each run's report; exit 1 when a named profiler failed."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -271,7 +286,7 @@ def _run_and_report(opts: ProfileOptions, report: Optional[Path], store: Optiona
 
         try:
             _in_run[0] = True
-            run_ids = profile_runs(opts, on_progress)
+            run_ids = profile_runs(opts, on_progress, early)
             _in_run[0] = False
         except ProfilerFailed as exc:
             bar.stop()
@@ -297,6 +312,7 @@ def _run_and_report(opts: ProfileOptions, report: Optional[Path], store: Optiona
 @app.command()
 @restores_interpreter_mode
 def sweep(
+    ctx: typer.Context,
     family: Annotated[str, typer.Argument(help="Kernel family, e.g. rmsnorm.")],
     version: Annotated[
         str,
@@ -357,6 +373,7 @@ def sweep(
 ) -> None:
     """Run one Triton version over the cartesian product of its meta-parameters (each configuration checked,
     timed and attributed: registers, spills, shared memory, occupancy); store the run; print the guide."""
+    early = _workers_started_early(ctx, workers, ray, mode)  # first: before anything below imports torch
     from kprof.harness import BenchSettings
     from kprof.registry import get_family
     from kprof.runner import ProfileOptions, resolve_mode
@@ -395,7 +412,7 @@ def sweep(
         f"sweeping {family}/{version}: {len(providers) - (0 if no_default else 1)} configurations"
         + ("" if no_default else " + the version's own choice")
     )
-    run_ids = _run_and_report(opts, report, store)
+    run_ids = _run_and_report(opts, report, store, early)
     _print_guide(run_ids[0], store, guide)
     _gate(run_ids, store, allow_failures)
 

@@ -57,13 +57,19 @@ class LocalExecutor:
         self._lock = threading.Lock()
 
     def start(self, slot: Slot, init_args: tuple) -> int:
-        from kprof.fanout_worker import write_frame
+        handle = self.spawn(slot)
+        self.send(handle, "init", init_args)
+        return handle
 
+    def spawn(self, slot: Slot, prepare: bool = False) -> int:
+        """A worker process that waits for its ``init`` (:meth:`send`); with ``prepare`` it first imports
+        torch and kprof's measuring modules and measures its GPU's ceilings, so a worker started before
+        the run's options are known has done its slow part by the time they arrive."""
         handle, self._next = self._next, self._next + 1
         env = {**os.environ, **slot.env}
         log = self.logdir / f"{slot.name}-{handle}.log"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kprof.fanout_worker"],
+            [sys.executable, "-m", "kprof.fanout_worker", *(["--prepare"] if prepare else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log.open("wb"),
@@ -72,7 +78,6 @@ class LocalExecutor:
         )
         self.procs[handle], self.logs[handle] = proc, log
         threading.Thread(target=self._read, args=(handle, proc), daemon=True).start()
-        write_frame(proc.stdin, ("init", init_args))
         return handle
 
     def _read(self, handle: int, proc: subprocess.Popen) -> None:

@@ -28,6 +28,7 @@ from kprof import runtime
 
 if TYPE_CHECKING:
     from kprof.context import ProfileOptions
+    from kprof.device import Ceiling
 
 # Test-only fault injection, comma-separated specs: "K" makes the worker exit abruptly when handed case index
 # K; "K:PATH" does so only while PATH does not exist (it creates PATH first), so the retry succeeds.
@@ -118,8 +119,10 @@ def gpu_identity(index_hint: str | None = None) -> dict:
 class CaseWorker:
     """Measures cases of one invocation; see the module docstring."""
 
-    def __init__(self, opts: ProfileOptions, mode: str, seed: int, worker: str) -> None:
+    def __init__(self, opts: ProfileOptions, mode: str, seed: int, worker: str, ceiling: Ceiling | None = None) -> None:
+        """``ceiling``: this GPU's ceilings as :func:`prepare` measured them before the options arrived."""
         self.opts, self.mode, self.seed, self.worker = opts, mode, seed, worker
+        self.kept_ceiling = ceiling
         self.tmp = Path(tempfile.mkdtemp(prefix=f"kprof-worker-{worker}-"))
         self.sink = Sink(self.tmp / "traces")
         self.results: list[list[Any]] | None = None
@@ -134,7 +137,7 @@ class CaseWorker:
         mode = resolve_mode(self.mode)
         plan = plan_run(self.opts, mode, get_family(self.opts.family), self.tmp / "cache", quiet, seed=self.seed)
         dev = devmod.current_device()
-        ceiling = devmod.measure_ceilings() if mode == "gpu" else None
+        ceiling = self._ceiling(mode)
         self.ctx = RunContext.of(plan, store=self.sink, device=dev, ceiling=ceiling, progress=quiet)
         self.cases = plan.selection.cases()
         self.results = [[] for _ in plan.arms]
@@ -155,6 +158,15 @@ class CaseWorker:
             "kprof_file": kprof.__file__,
             "settings": asdict(plan.settings),
         }
+
+    def _ceiling(self, mode: str) -> Ceiling | None:
+        """This GPU's ceilings: those :func:`prepare` kept (same process, same pinned GPU, moments ago),
+        else measured now; none for an interpreter run."""
+        from kprof import device as devmod
+
+        if mode != "gpu":
+            return None
+        return self.kept_ceiling if self.kept_ceiling is not None else devmod.measure_ceilings()
 
     def _slots(self) -> list[str]:
         return [f"arm{j}" for j in range(len(self.ctx.arms))]  # the Sink's run ids, one per arm
@@ -221,14 +233,63 @@ def read_frame(stream: BinaryIO) -> Any:
     return pickle.loads(data)
 
 
-def main() -> None:
+def prepare() -> Ceiling | None:
+    """What a worker can do before it knows the run (``--prepare``, a worker started early): import torch,
+    kprof's measuring modules and Triton, initialise CUDA and measure this GPU's ceilings.
+
+    Returns the ceilings, or None for a CPU worker (no CUDA, or the interpreter) and when measuring fails:
+    then ``hello`` measures again, as a worker started without ``--prepare`` does, and a failure reaches the
+    driver as that command's error."""
+    import torch
+
+    from kprof import device, runner  # noqa: F401 - imported now, while the driver still runs its checks
+
+    if runtime.interpreting() or not torch.cuda.is_available():
+        return None
+    import triton  # noqa: F401 - the family's kernels need it (a GPU run's: CUDA is there, no interpreter)
+
+    try:
+        torch.cuda.init()
+        return device.measure_ceilings()
+    except Exception:  # noqa: BLE001 - hello measures again and reports the failure as its error
+        traceback.print_exc()  # into the worker's log
+        return None
+
+
+def exit_with_driver() -> None:
+    """End this worker, and its process group when it leads one, as soon as its driver is gone.
+
+    Why: a local worker runs in its own session (Ctrl-C reaches the driver only), so nothing else stops it
+    when its driver dies without killing it (SIGKILL, a SIGTERM before the run began); a driver's death
+    reparents the worker, which this thread notices within half a second."""
+    import signal
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="kprof-exit-with-driver", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> None:
     """Serve commands on stdin (framed pickles) until ``finish``; replies go to the original stdout.
 
+    ``--prepare``: :func:`prepare` before the first command; its ceilings stand in for hello's own.
     Kernel code may print: fd 1 is pointed at stderr so nothing but frames reaches the driver."""
+    argv = sys.argv[1:] if argv is None else argv
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     inp = sys.stdin.buffer
+    exit_with_driver()
+    kept = prepare() if "--prepare" in argv else None
     worker: CaseWorker | None = None
     while True:
         try:
@@ -237,7 +298,7 @@ def main() -> None:
             return
         try:
             if cmd == "init":
-                worker = CaseWorker(*arg)
+                worker = CaseWorker(*arg, ceiling=kept)
                 write_frame(out, ("hello", worker.hello()))
             elif cmd == "case":
                 write_frame(out, ("ops", worker.measure(arg)))

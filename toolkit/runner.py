@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from kprof.device import Ceiling
     from kprof.external import CaptureResult, ProfilerChoice
+    from kprof.fanout import EarlyWorkers
     from kprof.store import RunRecord, RunStore
 
 __all__ = [  # ProfileOptions, Arm, ProgressFn, RunPlan and RunContext live in kprof.context; importable here too
@@ -120,17 +121,22 @@ def profile(opts: ProfileOptions, progress: ProgressFn | None = None) -> str:
 
 
 @restores_interpreter_mode
-def profile_runs(opts: ProfileOptions, progress: ProgressFn | None = None) -> list[str]:
+def profile_runs(
+    opts: ProfileOptions, progress: ProgressFn | None = None, early: EarlyWorkers | None = None
+) -> list[str]:
     """Run the whole flow; one run per ``--rev`` (interleaved case by case), else one run of the working tree.
 
-    A run interrupted midway is stored as incomplete, with every case that finished.
+    A run interrupted midway is stored as incomplete, with every case that finished. ``early``: fan-out
+    workers the command started before its checks (:func:`kprof.fanout.workers_started_early`).
     """
     from kprof.store import RunStore
 
     if opts.workers or opts.ray:
         from kprof.fanout import profile_runs_fanout
 
-        return profile_runs_fanout(opts, progress)
+        return profile_runs_fanout(opts, progress, early)
+    if early is not None:  # started for a fan-out this run is not: stopped, not left waiting
+        early.close()
     mode = resolve_mode(opts.mode)
     today = get_family(opts.family)
     store = RunStore(opts.store)

@@ -7,7 +7,8 @@ Three things separate it from ``one_row``:
   ``benchmarks/results/``), not from a rule of thumb.
 * Many rows of 4096 or 8192 16-bit elements go to a two-pass kernel that keeps x in L2 between its
   passes (Inductor's design; measured faster or level on two H100s, see ``_TWO_PASS_TABLE``).
-* Rows wider than one block go to the chunked two-pass kernel of ``looped`` with measured chunk/warps.
+* Rows wider than one block go to the chunked two-pass kernel of ``looped`` with measured chunk/warps;
+  when they are too few to give every SM a program, each row is split over several programs (``split``).
 * Launches go through :class:`kprof.launch.CompiledLauncher`, which skips the JIT's per-call
   argument binding: host time per call is what decides small shapes (8x4096 runs 2-5 us on the GPU).
 
@@ -23,6 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.rmsnorm import split
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm.looped import _rmsnorm_looped_kernel
 from kprof.launch import CompiledLauncher, launch_hooks_installed, spec_key
@@ -114,11 +116,13 @@ def _rmsnorm_two_pass_kernel(
 
 @dataclass(frozen=True)
 class Config:
-    kernel: str  # "rows" (block of whole rows), "two_pass" (L2-resident chunks, many rows) or "looped" (wide rows)
+    kernel: str  # "rows" (block of whole rows), "two_pass" (L2-resident chunks, many rows), "looped" (wide
+    # rows) or "split" (few wide rows, several programs per row)
     block_n: int
     rows: int
     num_warps: int
     hints: bool = False
+    splits: int = 1  # programs per row ("split" only)
 
 
 # Widest row (in bytes) handled as one block; wider rows use the chunked kernel.
@@ -166,6 +170,10 @@ def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if row_bytes > MAX_ONE_BLOCK_BYTES:
+        splits = split.choose_splits(n_rows, n, sm_count) if n_rows is not None else 1
+        if splits > 1:
+            block, warps = split.loop_config(n, splits)
+            return Config("split", block_n=block, rows=1, num_warps=warps, splits=splits)
         chunk = max(1, _LOOPED_CHUNK_BYTES // element_size)
         return Config("looped", block_n=min(block_n, chunk), rows=1, num_warps=16)
     if (
@@ -214,6 +222,8 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
         key = (cfg, i64, spec_key(args))
         launcher, constexprs = _row_block_kernel(cfg, i64)
         launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + constexprs, num_warps=cfg.num_warps)
+    elif cfg.kernel == "split":
+        split.launch_split(x2d, weight, y2d, eps, cfg.splits, cfg.block_n, cfg.num_warps)
     else:
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
         key = (cfg, spec_key(args))
@@ -265,10 +275,15 @@ def _make_plan(x: torch.Tensor, weight: torch.Tensor) -> _Plan | None:
     return plan_for(x.numel() // n, n, x_row_stride, x.dtype, x.get_device(), x.is_contiguous())
 
 
-def plan_for(n_rows: int, n: int, x_row_stride: int, dtype: torch.dtype, device_index: int, contiguous: bool) -> _Plan:
-    """The launch plan of ``n_rows`` rows of ``n`` elements (output rows contiguous, stride ``n``)."""
+def plan_for(
+    n_rows: int, n: int, x_row_stride: int, dtype: torch.dtype, device_index: int, contiguous: bool
+) -> _Plan | None:
+    """The one-launch plan of ``n_rows`` rows of ``n`` elements (output rows contiguous, stride ``n``), or
+    None for the split path (two launches and a workspace: callers take the checked path)."""
     element_size = torch.empty((), dtype=dtype).element_size()
     cfg = config_for(n, element_size, n_rows, device_index)
+    if cfg.kernel == "split":
+        return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
     if cfg.kernel in ("rows", "two_pass"):
         launcher, constexprs = _row_block_kernel(cfg, needs_i64(n_rows, x_row_stride, n))

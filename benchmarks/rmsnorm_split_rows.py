@@ -1,0 +1,110 @@
+"""Few rows wider than one block: one program per row (``looped``) against a row split over several programs
+(``split``: splits x loop step x warps), torch.compile alongside; ``cold`` times, interleaved rounds.
+
+    python benchmarks/rmsnorm_split_rows.py --out DIR [--dtypes bf16,fp32] [--rounds 5]
+
+Per shape every candidate is checked against the float64 oracle first (a wrong one is not timed), then
+timed in ``--rounds`` rounds in a fresh random order each round, each a ``kprof.timing.cold_time_us`` of
+``--rep-ms``; the median over rounds is what counts. Prints, per shape, the fastest candidates, the one
+``choose_config`` picks (``[auto]``) and torch.compile; writes DIR/split_rows.csv and DIR/summary.csv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import random
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from bench_common import checked, print_notes, print_race, race_rows, rmsnorm_case, write_csv
+
+from kprof import timing
+from kprof.kernels import discover
+from kprof.kernels.rmsnorm import split
+from kprof.kernels.rmsnorm.tuned import Config, config_for, launch_with_config
+
+# (dtype, rows, columns): the grid's few-row wide points and the neighbours that decide the thresholds
+SHAPES = [
+    *(("bf16", r, n) for r in (1, 4, 8, 16, 32, 64) for n in (65536, 131072)),
+    *(("bf16", r, 32768) for r in (1, 8)),
+    *(("fp32", r, n) for r in (1, 8, 32) for n in (16384, 65536)),
+]
+
+
+def candidates(n_rows: int, n: int, sms: int) -> dict[str, Config]:
+    out = {f"looped c{c} w{w}": Config("looped", c, 1, w) for c, w in ((8192, 16), (16384, 16))}
+    for s, (blk, w) in itertools.product((2, 4, 8, 16, 32, 64, 128), ((1024, 4), (2048, 8), (4096, 8))):
+        if n_rows * s <= 2 * sms and -(-n // s) >= 1024:
+            out[f"split s{s} b{blk} w{w}"] = Config("split", blk, 1, w, splits=s)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--dtypes", default="bf16,fp32")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rep-ms", type=float, default=5.0)
+    ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting new shapes after this long")
+    args = ap.parse_args()
+    fam = discover()["rmsnorm"]
+    compiled = fam.providers["torch_compile"].fn
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows, summary = [], []
+    rng = random.Random(0)
+    t0 = time.monotonic()
+    for dtype, n_rows, n in [s for s in SHAPES if s[0] in args.dtypes.split(",")]:
+        if time.monotonic() - t0 > args.budget_s:
+            print(f"budget of {args.budget_s:.0f} s spent: {dtype} {n_rows}x{n} and later shapes not raced")
+            break
+        x, w, eps, ref, y = rmsnorm_case(fam, (n_rows, n), dtype, 1234)
+        auto = config_for(n, x.element_size(), n_rows, 0)
+        cands = {
+            name: (lambda c=cfg: (launch_with_config(c, x, w, y, eps), y)[1], ref)
+            for name, cfg in candidates(n_rows, n, sms).items()
+        }
+        cands["[auto] " + (f"{auto.kernel} s{auto.splits}" if auto.kernel == "split" else auto.kernel)] = (
+            lambda: (launch_with_config(auto, x, w, y, eps), y)[1],
+            ref,
+        )
+        cands["[torch_compile]"] = (lambda: y.copy_(compiled(x, w, eps)), ref)
+        fns, notes = checked(cands, y)
+        times: dict[str, list[float]] = {k: [] for k in fns}
+        for _ in range(args.rounds):
+            order = list(fns)
+            rng.shuffle(order)
+            for k in order:
+                fn = fns[k] if not k.startswith("[torch_compile]") else (lambda: compiled(x, w, eps))
+                times[k].append(timing.cold_time_us(fn, rep_ms=args.rep_ms)[0])
+        shape = f"{n_rows}x{n}/{dtype}"
+        print_race(shape, times, top=6)
+        print_notes(notes)
+        rows += race_rows(shape, times)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        best = min((v, k) for k, v in med.items() if not k.startswith("["))
+        summary.append(
+            {
+                "shape": shape,
+                "best": best[1],
+                "best_us": best[0],
+                "auto": next(k for k in med if k.startswith("[auto]")),
+                "auto_us": next(v for k, v in med.items() if k.startswith("[auto]")),
+                "torch_compile_us": med.get("[torch_compile]"),
+                "auto_splits": split.choose_splits(n_rows, n, sms),
+            }
+        )
+    write_csv(args.out / "split_rows.csv", rows)
+    write_csv(args.out / "summary.csv", summary)
+    print(f"{'shape':<20} {'auto us':>9} {'best us':>9} {'compile':>9}  best")
+    for r in summary:
+        print(
+            f"{r['shape']:<20} {r['auto_us']:9.2f} {r['best_us']:9.2f} {r['torch_compile_us'] or 0:9.2f}  {r['best']}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,148 @@
+"""Few rows wider than one block: each row split over several programs, in two launches.
+
+One program per row (``looped``) leaves most of the GPU idle when there are few rows: 1x131072 bf16 ran
+13.98 us against torch.compile's 4.61 us on an H100, 8x65536 7.68 against 4.83
+(benchmarks/results/grid/rmsnorm-bf16-main/). Here a row is cut into ``SPLITS`` chunks:
+
+1. ``_rmsnorm_split_sumsq_kernel``, grid (rows, SPLITS): each program sums the squares of its chunk into
+   one float32 slot of a small workspace, and reads x with ``evict_last`` so the chunk stays in L2;
+2. ``_rmsnorm_split_apply_kernel``, same grid: each program adds its row's SPLITS partial sums (a few
+   hundred bytes), then normalises its chunk, reading x again from L2.
+
+Two launches and one workspace allocation per call; the split count comes from ``choose_splits``, the
+loop step and warps from ``loop_config``.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kprof.launch import CompiledLauncher, spec_key
+
+
+@triton.jit
+def _rmsnorm_split_sumsq_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input
+    ws_ptr,  # [rows, SPLITS] float32: each program's partial sum of squares
+    # sizes and strides
+    x_row_stride,
+    N,
+    CHUNK,  # elements per program (a multiple of 256, so every chunk starts 16-byte aligned)
+    # meta-parameters
+    BLOCK_N: tl.constexpr,  # elements per loop step
+    SPLITS: tl.constexpr,  # programs per row
+):
+    row = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    cols = tl.arange(0, BLOCK_N)
+    base = x_ptr + row * x_row_stride + split * CHUNK
+    lim = tl.minimum(CHUNK, N - split * CHUNK)  # this chunk's elements (the last one may be short or empty)
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for off in tl.range(0, CHUNK, BLOCK_N):
+        m = off + cols < lim
+        # evict_last: the second launch reads the same chunk, from L2 rather than DRAM
+        x = tl.load(base + off + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        acc += x * x
+    tl.store(ws_ptr + row * SPLITS + split, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def _rmsnorm_split_apply_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input
+    w_ptr,  # [N] weight
+    y_ptr,  # [rows, N] output
+    ws_ptr,  # [rows, SPLITS] float32 partial sums of squares from the first launch
+    # sizes and strides
+    x_row_stride,
+    y_row_stride,
+    N,
+    CHUNK,  # elements per program (a multiple of 256)
+    # parameters
+    eps,
+    # meta-parameters
+    BLOCK_N: tl.constexpr,  # elements per loop step
+    SPLITS: tl.constexpr,  # programs per row
+):
+    row = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    parts = tl.load(ws_ptr + row * SPLITS + tl.arange(0, SPLITS))
+    rstd = tl.rsqrt(tl.sum(parts, axis=0) / N + eps)
+    cols = tl.arange(0, BLOCK_N)
+    start = split * CHUNK
+    x_base = x_ptr + row * x_row_stride + start
+    y_base = y_ptr + row * y_row_stride + start
+    lim = tl.minimum(CHUNK, N - start)
+    for off in tl.range(0, CHUNK, BLOCK_N):
+        m = off + cols < lim
+        x = tl.load(x_base + off + cols, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(w_ptr + start + off + cols, mask=m, other=0.0).to(tl.float32)
+        tl.store(y_base + off + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
+
+
+# The choice below, raced on an H100 (benchmarks/results/rmsnorm-split-rows/: 20 shapes of 1-64 rows x
+# 16384-131072 columns, bf16 and fp32, 3 interleaved rounds of cold times, every candidate of splits x
+# loop step x warps): it lands within 4.4% of the fastest candidate at every shape (1.0075x on average)
+# and 14-27% under torch.compile. Two waves of programs beat one (32x131072 bf16: 8 splits, 8.48 us,
+# against 4 splits, 11.55 us); at 64 rows one program per row with 16 warps is faster than any split
+# (64x131072: 14.38 against 16.54 us), so rows split only while four programs per row still fit one wave.
+MIN_CHUNK = 1024  # elements: smaller chunks did not pay for their program
+MAX_SPLITS = 128
+WAVES = 2  # programs per SM the split count may reach
+
+
+def choose_splits(n_rows: int, n: int, sm_count: int) -> int:
+    """Programs per row: 1 (do not split) when four programs per row would not fit one wave of the SMs;
+    else the largest power of two that keeps rows x splits within ``WAVES`` waves and every chunk at
+    least ``MIN_CHUNK`` elements."""
+    if n_rows * 4 > sm_count:
+        return 1
+    splits = 1
+    while (
+        splits * 2 <= MAX_SPLITS and n_rows * splits * 2 <= WAVES * sm_count and triton.cdiv(n, splits * 2) >= MIN_CHUNK
+    ):
+        splits *= 2
+    return splits
+
+
+def chunk_of(n: int, splits: int) -> int:
+    """Elements per program: an equal share of the row, rounded up to 256 so every chunk starts aligned."""
+    return triton.cdiv(triton.cdiv(n, splits), 256) * 256
+
+
+def loop_config(n: int, splits: int) -> tuple[int, int]:
+    """(elements per loop step, warps): the whole chunk in one step up to 4096 elements, else 2048 a step
+    (8192-element chunks ran faster in 2048 steps: 16x131072 bf16 5.76 against 5.98 us); 4 warps for
+    1024-element steps, 8 above."""
+    chunk = chunk_of(n, splits)
+    block = triton.next_power_of_2(chunk) if chunk <= 4096 else 2048
+    return block, 4 if block <= 1024 else 8
+
+
+_sumsq_launcher = CompiledLauncher(_rmsnorm_split_sumsq_kernel)
+_apply_launcher = CompiledLauncher(_rmsnorm_split_apply_kernel)
+
+
+def launch_split(
+    x2d: torch.Tensor,
+    weight: torch.Tensor,
+    y2d: torch.Tensor,
+    eps: float,
+    splits: int,
+    block_n: int,
+    num_warps: int,
+) -> None:
+    """Normalise the rows of ``x2d`` into ``y2d`` with ``splits`` programs per row (two launches)."""
+    n_rows, n = x2d.shape
+    chunk = chunk_of(n, splits)
+    ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
+    grid = (n_rows, splits)
+    first = (x2d, ws, x2d.stride(0), n, chunk)
+    _sumsq_launcher((splits, block_n, num_warps, spec_key(first)), grid, first + (block_n, splits), num_warps=num_warps)
+    second = (x2d, weight, y2d, ws, x2d.stride(0), y2d.stride(0), n, chunk, float(eps))
+    _apply_launcher(
+        (splits, block_n, num_warps, spec_key(second)), grid, second + (block_n, splits), num_warps=num_warps
+    )
