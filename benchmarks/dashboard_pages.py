@@ -2,6 +2,7 @@
 the page's last element, charts drawn), a switch to it through the sidebar, and its main control changed.
 
     python benchmarks/dashboard_pages.py [--runs 100] [--out DIR] [--repeat 2] [--floors 3]
+    python benchmarks/dashboard_pages.py --widgets tables|trace [--visits 4] [--out DIR]
 
 Builds a store of ``--runs`` runs (the bundled demo's real H100 runs copied under new ids), starts
 `kprof dashboard` on it, measures with :mod:`kprof.dashboards.probe` (the browser test's driver) ``--repeat``
@@ -12,6 +13,9 @@ Before each repeat it times the floors: trivial Streamlit apps (a line of text; 
 Vega-Lite chart; text and one tiny plotly chart), opened ``--floors`` times each from a fresh Chromium to
 their last element. No page can beat the floor of what it draws on the same machine at the same moment, so
 the table shows each page beside them (a shared machine moves every number; the floors move with it).
+
+``--widgets SET`` times candidate widgets instead, each alone in a trivial app beside the text floor, the apps
+alternated: read-only tables (``st.dataframe``, ``st.table``, kprof's HTML table) or the Trace timeline.
 """
 
 from __future__ import annotations
