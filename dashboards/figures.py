@@ -1,4 +1,5 @@
-"""Plotly figures for the dashboard: DataFrame in, Figure out (no Streamlit here, so they test alone)."""
+"""The dashboard's charts as Vega-Lite specs: DataFrame in, spec (a dict) out (no Streamlit here, so they test
+alone)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ import math
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from kprof import launch_table
 from kprof.dashboards import style
@@ -71,7 +70,7 @@ def with_baseline(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 
 def nice_ticks(lo: float, hi: float) -> list[float]:
-    """1-2-5 ticks spanning [lo, hi] for a log axis (plotly's own log ticks read '5, 2, 1000, 5, 2')."""
+    """1-2-5 ticks spanning [lo, hi] for a log axis (a log axis's own ticks crowd or skip decades)."""
     if not (lo > 0 and hi > 0):
         return []
     out = []
@@ -81,97 +80,199 @@ def nice_ticks(lo: float, hi: float) -> list[float]:
     return inside if len(inside) <= 8 else [v for v in inside if str(v)[0] == "1"] or inside
 
 
-def tick_text(v: float, unit: str = "") -> str:
-    if unit == "µs":
-        return style.us(v)
-    return f"{v:g}"
+COMPARE_HEIGHT = 820  # px: the four panels and their titles
+PANEL_HEIGHT = 280
+PANEL_WIDTH = 390  # two side by side, axes included, in a wide page on a 1500 px screen with the sidebar open
+BEST = "best version at the shape"  # drawn as a star in the legend too
+# a five-pointed star as an SVG path in Vega's unit square (Vega has no star symbol)
+STAR = (
+    "M0,-1L0.225,-0.309L0.951,-0.309L0.363,0.118L0.588,0.809L0,0.382L-0.588,0.809L-0.363,0.118L-0.951,-0.309"
+    "L-0.225,-0.309Z"
+)
+THIS_RUN, ADDED_RUN = "this run", "added run (dashed)"
 
 
-COMPARE_HEIGHT = 820  # px: the page reserves this much for the figure before drawing it
+def _json_value(v: object) -> object:
+    """A cell as JSON carries it to the browser: NaN and NA as null (the spec is parsed as strict JSON)."""
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def compare_records(df: pd.DataFrame, best: pd.Series) -> list[dict]:
+    """One record per plotted case: the four panels' values, hover texts with units, whether the version
+    is another run's (dashed) and whether it is the fastest correct one at its shape (starred)."""
+    out = []
+    for (_, r), is_best in zip(df.iterrows(), best):
+        provider = str(r["provider"])
+        rec = {
+            "shape": str(r["shape"]),
+            "provider": provider,
+            "run": ADDED_RUN if " @ " in provider else THIS_RUN,
+            "best": bool(is_best),
+            "time": style.us(r["gpu_time_us"]),
+            "bandwidth": f"{number(r.get('gbps'), '.0f')} GB/s",
+            "vs_baseline": f"{number(r.get('speedup'), '.2f')}×",
+            "occupancy": f"{number(r.get('occupancy_theoretical_pct'), '.0f')}%",
+        }
+        rec.update({col: _json_value(r.get(col)) for col, *_ in COMPARE_PANELS})
+        out.append(rec)
+    return out
 
 
 def compare_panels(
-    metrics: pd.DataFrame, dtype: str, ceiling: float | None = None, baseline: str = "best PyTorch per shape"
-) -> go.Figure:
-    """Compare's four panels for one dtype, shapes as categories in sweep order, as one figure: every
-    provider keeps its colour (:mod:`kprof.dashboards.style`) and one legend entry across the panels, and
-    the fastest correct version at each shape is starred in the time and speedup panels."""
+    metrics: pd.DataFrame,
+    dtype: str,
+    ceiling: float | None = None,
+    baseline: str = "best PyTorch per shape",
+    width: int = PANEL_WIDTH,
+) -> dict:
+    """Compare's four panels for one dtype as one Vega-Lite spec (``st.vega_lite_chart``): shapes as
+    categories in sweep order, every provider in its colour (:func:`style.colour`; another run's version
+    ``provider @ run`` dashed in the same colour), one legend for the four panels (click a version there
+    to pick it out in all four), the fastest correct version at each shape starred in the time and speedup
+    panels, the time axis logarithmic with 1-2-5 ticks in µs / ms, hover with every panel's value.
+
+    Vega-Lite rather than plotly: a fresh browser draws it about a second sooner (plotly's code alone is a
+    4.7 MB chunk; the roofline's docstring says what was measured). The data is inline in each panel:
+    Streamlit ships a top-level or named data set as Arrow, whose code the browser would then load too."""
     order = shape_order(metrics[metrics["dtype"] == dtype])
     df = ok_rows(metrics[metrics["dtype"] == dtype]).copy()
     df["shape"] = df["shape"].astype(str)
     df["_o"] = df["shape"].map({s: i for i, s in enumerate(order)})
-    df = df.sort_values("_o")
-    titles = [p[1].format(baseline=baseline) for p in COMPARE_PANELS]
-    fig = make_subplots(rows=2, cols=2, subplot_titles=titles, horizontal_spacing=0.08, vertical_spacing=0.16)
-    for provider, g in df.groupby("provider", sort=True):
-        added = " @ " in str(provider)  # another run's version: the provider's colour, dashed
-        for k, (col, _, unit, _) in enumerate(COMPARE_PANELS):
-            if col not in g or g[col].isna().all():
-                continue
-            fig.add_trace(
-                go.Scatter(
-                    x=g["shape"],
-                    y=g[col],
-                    mode="lines+markers",
-                    name=str(provider),
-                    legendgroup=str(provider),
-                    showlegend=k == 0,
-                    line=dict(color=style.colour(provider), dash="dash" if added else "solid"),
-                    marker=dict(symbol="diamond" if added else "circle", size=7),
-                    hovertemplate="%{x}<br>%{y:.3g} " + unit + "<extra>" + str(provider) + "</extra>",
-                ),
-                row=k // 2 + 1,
-                col=k % 2 + 1,
-            )
-    best = df[best_per_shape(df)] if not df.empty else df
-    for k in (0, 2):
-        col = COMPARE_PANELS[k][0]
-        if best.empty or col not in best or best[col].isna().all():
-            continue
-        fig.add_trace(
-            go.Scatter(
-                x=best["shape"],
-                y=best[col],
-                mode="markers",
-                name="★ best version at the shape",
-                legendgroup="best",
-                showlegend=k == 0,
-                marker=dict(symbol="star", size=16, color="rgba(0,0,0,0)", line=dict(color="black", width=1.5)),
-                text=best["provider"],
-                hovertemplate="best: %{text}<br>%{x}: %{y:.3g}<extra></extra>",
-            ),
-            row=k // 2 + 1,
-            col=k % 2 + 1,
-        )
-    for k, (col, _, unit, log_y) in enumerate(COMPARE_PANELS):
-        row, c = k // 2 + 1, k % 2 + 1
-        fig.update_xaxes(
-            type="category", categoryorder="array", categoryarray=order, title_text="shape (rows × N)", row=row, col=c
-        )
-        fig.update_yaxes(type="log" if log_y else "linear", title_text=unit, row=row, col=c)
-        vals = df[col].dropna() if col in df else pd.Series(dtype=float)
+    df = df.sort_values(["_o", "provider"], kind="stable")
+    values = compare_records(df, best_per_shape(df) if not df.empty else pd.Series(dtype=bool))
+    providers = sorted({v["provider"] for v in values})
+    added = any(v["run"] == ADDED_RUN for v in values)
+    colour = {
+        "field": "provider",
+        "type": "nominal",
+        "scale": {"domain": providers, "range": [style.colour(p) for p in providers]},
+        # under the panels, in columns: version names are long (a sweep's `v[BLOCK_N=4096,num_warps=8]`)
+        "legend": {"title": "version", "labelLimit": 300, "orient": "bottom", "columns": 4},
+    }
+    marks = [THIS_RUN, *([ADDED_RUN] if added else []), BEST]
+    shape_enc = {
+        "field": "run",
+        "type": "nominal",
+        "scale": {"domain": marks, "range": ["circle", *(["diamond"] if added else []), STAR]},
+        "legend": {
+            "title": None,
+            "orient": "bottom",
+            "labelLimit": 300,
+            "symbolStrokeColor": "black",
+            "symbolFillColor": "white",
+        },
+    }
+    picked = {"condition": {"param": "pick", "value": 1.0}, "value": 0.12}  # legend click: that version only
+    tooltip = [
+        {"field": "provider", "title": "version"},
+        {"field": "shape"},
+        {"field": "time", "title": "GPU time"},
+        {"field": "bandwidth"},
+        {"field": "vs_baseline", "title": f"speedup over {baseline}"},
+        {"field": "occupancy", "title": "theoretical occupancy"},
+    ]
+    x = {
+        "field": "shape",
+        "type": "nominal",
+        "sort": order,
+        "scale": {"domain": order},
+        "title": "shape (rows × N)",
+        "axis": {"labelAngle": -35, "labelLimit": 120, "labelOverlap": False},  # every shape named
+    }
+    panels = []
+    for k, (col, title, unit, log_y) in enumerate(COMPARE_PANELS):
+        vals = pd.Series([v[col] for v in values if v[col] is not None and v[col] > 0], dtype=float)
+        y = {"field": col, "type": "quantitative", "title": unit, "scale": {"type": "log" if log_y else "linear"}}
         if log_y and not vals.empty:
-            ticks = nice_ticks(float(vals[vals > 0].min()), float(vals.max()))
-            fig.update_yaxes(tickvals=ticks, ticktext=[tick_text(v, unit) for v in ticks], row=row, col=c)
-        if vals.empty:
-            fig.add_annotation(
-                text=f"no {style.COLUMNS.get(col, (col,))[0]} in this run",
-                showarrow=False,
-                row=row,
-                col=c,
-                xref="x domain",
-                yref="y domain",
-                x=0.5,
-                y=0.5,
+            y["axis"] = {"values": nice_ticks(float(vals.min()), float(vals.max()))}
+            if unit == "µs":
+                y["axis"]["labelExpr"] = (
+                    "datum.value >= 1000 ? format(datum.value / 1000, '~g') + ' ms' : format(datum.value, '~g') + ' µs'"
+                )
+        if not log_y:
+            y["scale"]["zero"] = col != "gpu_time_us"
+        data = {"values": values}
+        has = {"filter": f"isValid(datum['{col}']) && datum['{col}'] > 0"}
+        line = {
+            "data": data,
+            "transform": [has],
+            "mark": {"type": "line", "point": {"size": 45, "filled": True}, "strokeWidth": 2},
+            "encoding": {
+                "x": x,
+                "y": y,
+                "color": colour,
+                "detail": {"field": "provider"},
+                # the same field, domain and legend as the shape: Vega-Lite merges the two into one legend
+                "strokeDash": {
+                    **shape_enc,
+                    "scale": {"domain": marks, "range": [[1, 0] if m != ADDED_RUN else [6, 4] for m in marks]},
+                },
+                "shape": shape_enc,
+                "opacity": picked,
+                "tooltip": tooltip,
+            },
+        }
+        if not vals.empty and not any("params" in pl["layer"][0] for pl in panels if pl["layer"]):
+            line["params"] = [{"name": "pick", "select": {"type": "point", "fields": ["provider"]}, "bind": "legend"}]
+        layers = [line] if not vals.empty else []
+        if k in (0, 2) and not vals.empty:
+            layers.append(
+                {
+                    "data": data,
+                    "transform": [has, {"filter": "datum.best"}, {"calculate": repr(BEST), "as": "run"}],
+                    "mark": {"type": "point", "size": 420, "filled": False, "strokeWidth": 1.6, "color": "black"},
+                    "encoding": {
+                        "x": x,
+                        "y": y,
+                        "shape": shape_enc,
+                        "tooltip": [{"field": "provider", "title": "best"}, *tooltip[1:]],
+                    },
+                }
             )
-    if "speedup" in df and df["speedup"].notna().any():
-        fig.add_hline(y=1.0, line_dash="dot", line_color="#555", row=2, col=1)
-    if ceiling:
-        fig.add_hline(
-            y=ceiling, line_dash="dash", row=1, col=2, annotation_text=f"measured copy ceiling {ceiling:.0f} GB/s"
+        if col == "speedup" and not vals.empty:
+            layers.append(_rule(1.0, "#555", [2, 3], f"= {baseline}", y))
+        if col == "gbps" and ceiling:
+            layers.append(_rule(float(ceiling), "#333", [6, 4], f"measured copy ceiling {ceiling:.0f} GB/s", y))
+        if vals.empty:
+            layers.append(
+                {
+                    "data": {"values": [{"text": f"no {style.COLUMNS.get(col, (col,))[0]} in this run"}]},
+                    "mark": {"type": "text", "x": width / 2, "y": PANEL_HEIGHT / 2, "color": "#666", "fontSize": 13},
+                    "encoding": {"text": {"field": "text"}},
+                }
+            )
+        panels.append(
+            {
+                "title": title.format(baseline=baseline),
+                "width": width,
+                "height": PANEL_HEIGHT,
+                "layer": layers,
+            }
         )
-    fig.update_layout(height=COMPARE_HEIGHT, legend_title="version", margin=dict(t=60, b=40))
-    return fig
+    return {
+        # two rows of two: Streamlit sizes a vconcat of hconcats by the panels' own sizes (a flat "concat"
+        # with "columns" drew nothing in Streamlit 1.67)
+        "vconcat": [{"hconcat": panels[:2], "spacing": 40}, {"hconcat": panels[2:], "spacing": 40}],
+        "spacing": 24,
+        "resolve": {"scale": {"color": "shared", "shape": "shared", "strokeDash": "shared"}},
+    }
+
+
+def _rule(at: float, colour: str, dash: list[int], text: str, y: dict) -> dict:
+    """A labelled horizontal line across a panel (the copy ceiling, speedup 1)."""
+    y = {**y, "field": "y"}
+    return {
+        "data": {"values": [{"y": at, "text": text}]},
+        "layer": [
+            {"mark": {"type": "rule", "color": colour, "strokeDash": dash}, "encoding": {"y": y}},
+            {
+                "mark": {"type": "text", "align": "right", "dy": -7, "x": "width", "color": colour, "fontSize": 10},
+                "encoding": {"y": y, "text": {"field": "text"}},
+            },
+        ],
+    }
 
 
 def best_per_shape(metrics: pd.DataFrame) -> pd.Series:

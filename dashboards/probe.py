@@ -91,7 +91,7 @@ def server(
 class Visit:
     page: str
     key: str  # text of the page's last element, for this store
-    charts: int = 0  # plotly charts the page draws
+    charts: int = 0  # plotly charts the page draws (none today; kept for apps that do)
     vega: int = 0  # Vega-Lite charts the page draws
     first_s: float = float("nan")
 
@@ -103,6 +103,7 @@ class Report:
     switch_s: dict[str, float] = field(default_factory=dict)
     control_s: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    scripts: dict[str, list[str]] = field(default_factory=dict)  # page -> JavaScript files its first visit fetched
 
 
 def _wait_done(page, key: str, charts: int, timeout_ms: int = 60000, vega: int = 0) -> None:
@@ -112,13 +113,10 @@ def _wait_done(page, key: str, charts: int, timeout_ms: int = 60000, vega: int =
         page.locator(".js-plotly-plot .main-svg").nth(0).wait_for(timeout=timeout_ms)
     if vega:
         page.locator(".vega-embed canvas, .vega-embed svg.marks").nth(0).wait_for(timeout=timeout_ms)
-    # the script has finished, no element is still a skeleton (widgets whose code is still loading) and no chart
-    # is still the stand-in a page sends ahead of its figure (views.common.chart_slot)
+    # the script has finished and no element is still a skeleton (widgets whose code is still loading)
     page.wait_for_function(
         '() => !document.querySelector(\'[data-testid="stStatusWidget"] [data-testid="stSpinner"]\')'
-        " && !document.querySelector('[data-testid*=\"Skeleton\"]')"
-        " && !Array.from(document.querySelectorAll('.js-plotly-plot'))"
-        ".some(d => d.layout && d.layout.meta === 'kprof-placeholder')",
+        " && !document.querySelector('[data-testid*=\"Skeleton\"]')",
         timeout=timeout_ms,
     )
 
@@ -152,15 +150,21 @@ def measure(
         for v in visits:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             page = browser.new_page(viewport=VIEWPORT)
+            fetched: list[str] = []
+            page.on(
+                "request",
+                lambda r, into=fetched: into.append(r.url.rsplit("/", 1)[-1]) if r.url.endswith(".js") else None,
+            )
             t0 = time.perf_counter()
             page.goto(f"{url}/{'' if v.page == 'compare' else v.page}")
             _wait_done(page, v.key, v.charts, vega=v.vega)
             rep.first_visit_s[v.page] = round(time.perf_counter() - t0, 2)
+            rep.scripts[v.page] = sorted(set(fetched))
             rep.errors += [f"{store_label}/{v.page}: {e}" for e in _problems(page)]
             if demo and not page.get_by_text("Demo data", exact=False).count():
                 rep.errors.append(f"{store_label}/{v.page}: the demo is not labelled as such")
             if shots is not None:
-                page.wait_for_timeout(300)  # plotly's last transitions
+                page.wait_for_timeout(300)  # the charts' last transitions
                 page.screenshot(path=str(shots / f"{v.page}.png"), full_page=True)
             browser.close()
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -197,7 +201,7 @@ def _select(page, label: str, option: str) -> None:
 def compare_baseline(page) -> None:
     _select(page, "baseline", "torch.compile")
     _caption(page, "Speedup against torch.compile")
-    _wait_done(page, "Download the table (CSV)", 1)
+    _wait_done(page, "Download the table (CSV)", 0, vega=1)
 
 
 def diff_threshold(page) -> None:
@@ -209,11 +213,28 @@ def diff_threshold(page) -> None:
 
 
 def trace_click(page) -> None:
-    """Click the first kernel box: its full row and its launch -> kernel line appear."""
-    bar = page.locator(".js-plotly-plot .cartesianlayer .trace.bars path").last
-    bar.click(force=True)
+    """Click a kernel box in the timeline: its full row and its launch -> kernel line appear."""
+    bar = _first_kernel_box(page)
+    if bar is None:
+        raise AssertionError("no kernel box wide enough to click in the timeline")
+    page.mouse.click(bar["x"], bar["y"])
     page.get_by_text("Selected launch", exact=False).first.wait_for(timeout=60000)
-    _wait_done(page, "open a trace file", 1)
+    _wait_done(page, "open a trace file", 0, vega=1)
+
+
+def _first_kernel_box(page) -> dict | None:
+    """Where to click a kernel launch: the middle of the first bar of the main chart that is at least a few
+    pixels wide (the SVG that Vega draws; its first rect group is the main chart's bars)."""
+    return page.evaluate(
+        """() => {
+        const paths = document.querySelectorAll('.vega-embed svg.marks g.mark-rect path');
+        for (const p of paths) {
+            const r = p.getBoundingClientRect();
+            if (r.width >= 3 && r.height >= 8) return {x: r.x + r.width / 2, y: r.y + r.height / 2};
+        }
+        return null;
+    }"""
+    )
 
 
 def correctness_filter(page) -> None:
@@ -225,10 +246,10 @@ def correctness_filter(page) -> None:
 
 
 GPU_VISITS = [
-    Visit("compare", "Download the table (CSV)", 1),
+    Visit("compare", "Download the table (CSV)", vega=1),
     Visit("correctness", "Tolerance: the one", vega=1),
     Visit("runs", "Failed cases:"),
-    Visit("trace", "open a trace file", 1),
+    Visit("trace", "open a trace file", vega=1),
     Visit("diff", "Same code as"),
     Visit("roofline", "Intensity and FLOP/s", vega=1),
     Visit("sweep", "Each cell", vega=1),

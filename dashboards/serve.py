@@ -2,7 +2,7 @@
 needs are imported.
 
 Streamlit imports an app's modules during the first browser session's script run, so the first visitor
-waited for pandas, plotly (whose figure validators load lazily on the first figure) and kprof: 0.6 s of a
+waited for pandas and kprof: 0.6 s of a
 3.3 s first visit of Compare on the 2-core dev box. Importing them here, before the server listens, moves
 that cost to start-up, where nobody is waiting on a page yet.
 
@@ -20,6 +20,7 @@ def warm() -> None:
     ``st.cache_data`` cache made before its runtime starts (1.67); where a version does not, this only
     costs the read. A store that cannot be read is left for the page to explain."""
     import importlib
+    import json
     import logging
     import pkgutil
 
@@ -40,7 +41,7 @@ def warm() -> None:
             run = data.get_run(run_id)
             metrics = figures.with_baseline(data.get_metrics(run_id), next(iter(figures.BASELINES)))
             for dtype in metrics["dtype"].dropna().unique()[:1]:
-                figures.compare_panels(metrics, str(dtype), run.get("ceiling_gbps")).to_json()
+                json.dumps(figures.compare_panels(metrics, str(dtype), run.get("ceiling_gbps")))
         data.launch_counts()
         if len(pool) >= 2:  # the Diff page's default pair: its bootstrap intervals are the slowest first read
             from kprof.dashboards.views.diff import default_pair

@@ -11,6 +11,7 @@ import math
 import re
 import zlib
 
+import numpy as np
 import pandas as pd
 from plotly.colors import qualitative
 
@@ -174,3 +175,75 @@ def us(value_us: float) -> str:
     if value_us >= 1e3:
         return f"{value_us / 1e3:.3g} ms"
     return f"{value_us:.3g} µs"
+
+
+_PRINTF = re.compile(r"%(?:\.(\d+))?([dfegs%])(.*)")
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def formatted(value: object, fmt: str | None) -> str:
+    """``value`` as a :data:`COLUMNS` format prints it (``%.2f``, ``%.1%``, ``%.3s`` for SI prefixes,
+    ``%.2f×``...), the way the interactive tables show it; missing values as ``—``, text as it is."""
+    if fmt_missing(value):
+        return "—"
+    m = _PRINTF.fullmatch(fmt or "")
+    if isinstance(value, bool | np.bool_):
+        return "✓" if value else ""
+    if m is None and isinstance(value, float | np.floating):
+        return f"{value:.4g}"  # a number without a declared format: four significant digits, not 1.2544000000000002
+    if m is None or isinstance(value, str):
+        return str(value)
+    digits, kind, suffix = m.group(1), m.group(2), m.group(3)
+    v = float(value)
+    if kind == "d":
+        return f"{round(v)}{suffix}"
+    if kind == "%":
+        return f"{100 * v:.{digits or 0}f}%{suffix}"
+    if kind == "s":  # SI prefix: 3.36G rather than 3355443200
+        scale, prefix = next(((s, p) for s, p in _SI if abs(v) >= s), (1.0, ""))
+        return f"{v / scale:.{digits or 3}g}{prefix}{suffix}"
+    return f"{v:.{digits or 6}{kind}}{suffix}"
+
+
+def fmt_missing(value: object) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def html_table(df: pd.DataFrame, shade: pd.Series | None = None, max_height_px: int = 480) -> str:
+    """``df`` as a read-only HTML table: :data:`COLUMNS`' headers and number formats, numbers right-aligned,
+    rows coloured by ``shade`` (a CSS colour per row, '' for none), scrolling inside ``max_height_px``.
+
+    Why not ``st.dataframe``: its grid and Arrow code (about 1.2 MB of JavaScript) cost a fresh browser about
+    0.9 s before the page's last element shows; a small table that is only read needs none of it (sorting
+    and scrolling a large one do: the Runs page keeps the grid)."""
+    from html import escape
+
+    heads, cells = [], []
+    for col in df.columns:
+        header, fmt = COLUMNS.get(col, (col.replace("_", " "), None))
+        numeric = pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col])
+        heads.append(f'<th data-col="{escape(str(col))}" class="{"n" if numeric else ""}">{escape(header)}</th>')
+        cells.append(
+            [
+                (
+                    f'<td class="n">{escape(formatted(v, fmt))}</td>'
+                    if numeric
+                    else f'<td title="{escape(formatted(v, None))}">{escape(formatted(v, None))}</td>'
+                )
+                for v in df[col].tolist()
+            ]
+        )
+    colours = list(shade) if shade is not None else [""] * len(df)
+    rows = [f'<tr style="background-color:{c}">' if c else "<tr>" for c in colours]
+    body = "".join(r + "".join(col[i] for col in cells) + "</tr>" for i, r in enumerate(rows))
+    return (
+        "<style>.kprof-table th, .kprof-table td {padding: 2px 10px; border-bottom: 1px solid #eee; "
+        "vertical-align: top; max-width: 460px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap}"
+        ".kprof-table th {white-space: nowrap; text-align: left}"
+        ".kprof-table .n {white-space: nowrap; text-align: right}"
+        ".kprof-table th {font-weight: 600}</style>"
+        f'<div class="kprof-table" style="max-height:{max_height_px}px;overflow:auto;font-size:0.85rem">'
+        '<table style="border-collapse:collapse;width:max-content;min-width:100%">'
+        '<thead style="position:sticky;top:0;background:#f6f6f9">'
+        f"<tr>{''.join(heads)}</tr></thead><tbody>{body}</tbody></table></div>"
+    )

@@ -1,8 +1,13 @@
-"""The Trace page's timeline: launch table(s) in, one plotly figure out (no Streamlit here, so it tests alone).
+"""The Trace page's timeline: launch table(s) in, one Vega-Lite spec out (no Streamlit here, so it tests alone).
+
+Vega-Lite rather than plotly: in a fresh headless Chromium on a 2-core box the same timeline alone drew in
+1.7-2.2 s against 2.6-4.6 s with 46 launches, 4.1-5.5 s against 7.2-9.4 s with 4900
+(``benchmarks/dashboard_pages.py --widgets trace``); plotly's code alone is a 4.7 MB chunk.
 
 What it draws, and why:
 - one lane per (device, stream) for GPU work and per host thread for launch/sync calls, lanes fixed (the
-  y axis does not zoom), zoom and pan along time only, with an overview strip (a range slider) below;
+  y axis does not zoom), zoom and pan along time only with the brush of an overview strip below (the whole
+  trace), which sets the main chart's time range;
 - every kernel in its own colour (:func:`kprof.dashboards.style.colour` of its short name: the same kernel is
   the same colour on every page and run), one legend entry each, its name written on boxes wide enough;
 - idle gaps longer than ``collapse_ns`` (typically between cases) cut down to a sliver, a dotted line and a
@@ -19,18 +24,22 @@ import re
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from kprof.analysis import gpu_lane, host_lane, timeline_bins
 from kprof.dashboards import style
 
-# SVG bars with hover: 5000 draw in about a second in headless Chromium on a 2-core box; beyond, fold.
+# bars with hover: 4900 draw in about 3 s more than 46 in headless Chromium on a 2-core box; beyond 5000, fold
 LIMIT = 5000
 BINS = 800
 LEGEND_KERNELS = 24  # kernels with their own legend entry; the rest share "other kernels"
 STAMPS = ("start_ns", "end_ns", "api_start_ns", "api_end_ns")
 HOST_COLOUR = "#b0b0b0"
-MIN_HEIGHT = 300  # px, the figure's height with few lanes
+MIN_HEIGHT = 120  # px, the main chart's height with few lanes
+LANE_PX = 34
+WIDTH = 1000  # px, the plot's width (legend under it): the wide page on a 1500 px screen with the sidebar
+OTHER = "other kernels"
+CALLS = "launch / sync calls"
+PICK = "pick"  # the click selection's name: the page reads the clicked launch's row from it
 SYNC_COLOUR = "#ff9f40"
 
 
@@ -104,49 +113,41 @@ def collapse_gaps(
     return out, marks
 
 
-def _hover(g: pd.DataFrame, call: bool = False) -> np.ndarray:
-    """Hover text per bar, built as one string array (plotly validates a string array at numpy speed; ten
-    columns of object customdata cost seconds at 5000 bars)."""
+def _hover(g: pd.DataFrame, call: bool = False) -> dict[str, list[str]]:
+    """Hover fields per bar, as readable text columns (built column-wise: a row loop over 5000 launches
+    costs a second)."""
 
     def txt(col: str) -> pd.Series:
         return g[col].astype("string").fillna("—") if col in g else pd.Series("—", index=g.index, dtype="string")
 
     occ = g["occupancy_theoretical_pct"].fillna(g["occupancy_est_pct"]).round(0).astype("string").fillna("—")
     dur = (g["duration_ns"].astype(float) / 1e3).round(3).astype("string").fillna("—")
-    s = (
-        "<b>"
-        + ("call: " if call else "")
-        + g["kernel"].astype("string").fillna("?").str[:90]
-        + "</b><br>case "
-        + txt("case")
-        + "<br>"
-        + dur
-        + " µs · grid "
-        + txt("grid_x")
-        + "×"
-        + txt("grid_y")
-        + "×"
-        + txt("grid_z")
-        + " · block "
-        + txt("block_x")
-        + "×"
-        + txt("block_y")
-        + "×"
-        + txt("block_z")
-        + "<br>registers "
-        + txt("registers_per_thread")
-        + " · shared mem "
-        + txt("shared_mem_bytes")
-        + " B<br>launch latency "
-        + txt("launch_latency_ns")
-        + " ns · occupancy "
-        + occ
-        + " %<br><i>click for the full row</i>"
-    )
-    return s.to_numpy(dtype=str)
+    out = {
+        "kernel": ("call: " if call else "") + g["kernel"].astype("string").fillna("?").str[:90],
+        "case": txt("case"),
+        "duration": dur + " µs",
+        "grid": txt("grid_x") + "×" + txt("grid_y") + "×" + txt("grid_z"),
+        "block": txt("block_x") + "×" + txt("block_y") + "×" + txt("block_z"),
+        "registers": txt("registers_per_thread"),
+        "shared_mem": txt("shared_mem_bytes") + " B",
+        "latency": txt("launch_latency_ns") + " ns",
+        "occupancy": occ + " %",
+    }
+    return {k: v.tolist() for k, v in out.items()}
 
 
-HOVER = "%{hovertext}<extra></extra>"
+TOOLTIP = [
+    {"field": "kernel"},
+    {"field": "case"},
+    {"field": "duration"},
+    {"field": "grid"},
+    {"field": "block"},
+    {"field": "registers"},
+    {"field": "shared_mem", "title": "shared mem"},
+    {"field": "latency", "title": "launch latency"},
+    {"field": "occupancy", "title": "occupancy (theor.)"},
+    {"field": "hint", "title": " "},
+]
 
 
 def figure(
@@ -157,10 +158,11 @@ def figure(
     selected: int | None = None,
     limit: int = LIMIT,
     bins: int = BINS,
-) -> tuple[go.Figure, str | None, pd.DataFrame]:
+) -> tuple[dict, str | None, pd.DataFrame]:
     """The timeline of one or more launch tables (``{"A": launches, "B": launches}``; one table draws without
-    a prefix). Returns the figure, a note for the page (folding, untimed rows) and the drawn rows (``_row``
-    is each row's number there, which a selection reports back)."""
+    a prefix) as a Vega-Lite spec (empty when nothing has timestamps). Returns the spec, a note for the page
+    (folding, untimed rows) and the drawn rows (``_row`` is each row's number there, which a click on a
+    launch reports back through the ``pick`` selection)."""
     parts, marks = [], []
     for name, launches in runs.items():
         df = relative(launches)
@@ -174,75 +176,265 @@ def figure(
         parts.append(df)
         marks += cut
     if not parts:
-        return go.Figure(), "no launch here has timestamps (ncu and summary rows have none)", pd.DataFrame()
+        return {}, "no launch here has timestamps (ncu and summary rows have none)", pd.DataFrame()
     df = pd.concat(parts, ignore_index=True)
     df["_row"] = np.arange(len(df))
     df["kind"] = df["kind"].fillna("kernel")
     df["_name"] = names(df["kernel"])
     lanes = _lane_order(df)
+    note = None
     if len(df) > limit:
-        fig, note = _folded(df, bins, limit), None
+        bars, domain = _folded(df, bins)
         note = (
             f"{len(df)} launches, more than a browser draws one by one ({limit}): each bar is every event of "
             f"its lane in one of {bins} intervals, coloured by the kernel that took most of its time. Zoom with "
             f"the time window, or pick cases, to {limit} launches or fewer to see single launches."
         )
     else:
-        fig, note = _single(df, search, selected), None
-    if marks:
-        _gap_marks(fig, marks, lanes)
-    fig.update_yaxes(
-        type="category", categoryorder="array", categoryarray=lanes[::-1], fixedrange=True, title_text=None
-    )
-    fig.update_xaxes(
-        title_text="µs from the first event" + (" (idle gaps collapsed)" if marks else ""),
-        rangeslider=dict(visible=True, thickness=0.09),
-        showspikes=True,
-        spikemode="across",
-        spikethickness=1,
-    )
-    fig.update_layout(
-        barmode="overlay",
-        height=max(MIN_HEIGHT, 150 + 34 * len(lanes)),
-        dragmode="zoom",
-        margin=dict(t=40, b=30, l=10, r=10),
-        legend=dict(title="kernel", itemsizing="constant"),
-        uniformtext=dict(minsize=9, mode="hide"),
-        hovermode="closest",
-    )
-    return fig, note, df
+        bars, domain = _single(df, search)
+    title = "µs from the first event" + (" (idle gaps collapsed)" if marks else "")
+    return _spec(bars, domain, lanes, marks, title, df, selected, folded=note is not None), note, df
 
 
-def _gap_marks(fig: go.Figure, marks: list[tuple[float, float]], lanes: list[str]) -> None:
-    """Where idle time was cut: one dotted line per cut (a single trace: thousands of layout shapes would take
-    plotly seconds), hover saying how much; a label above the plot while there are few."""
-    at = np.array([m[0] for m in marks]) / 1e3
-    xs = np.stack([at, at, np.full_like(at, np.nan)], axis=1).ravel()  # NaN breaks the line between cuts
-    ys = np.tile(np.array([0.0, len(lanes) - 1.0, np.nan]), len(marks))  # category positions, bottom to top
-    label = np.array([f"{style.us(g / 1e3)} idle cut here" for _, g in marks])
-    text = np.stack([label, label, np.full_like(label, "")], axis=1).ravel()
-    fig.add_trace(
-        go.Scatter(
-            x=xs,
-            y=ys,
-            mode="lines",
-            name="idle gaps (cut)",
-            text=text,
-            hoverinfo="text",
-            line=dict(color="#888", width=1, dash="dot"),
+def _records(columns: dict[str, list]) -> list[dict]:
+    keys = list(columns)
+    return [dict(zip(keys, vals)) for vals in zip(*columns.values())]
+
+
+def _single(df: pd.DataFrame, search: str) -> tuple[list[dict], list[str]]:
+    """One bar per kernel launch (its GPU lane) and per launch/sync call (its host thread's lane)."""
+    gpu = df[df["kind"] != "sync"]
+    legend = _legend_names(df)
+    named = set(legend)
+    key = gpu["_name"].where(gpu["_name"].isin(named), OTHER)
+    query = search.strip().lower()
+    dim = (
+        ~(
+            gpu["_name"].str.lower().str.contains(query, regex=False)
+            | gpu["kernel"].astype(str).str.lower().str.contains(query, regex=False)
         )
+        if query
+        else pd.Series(False, index=gpu.index)
     )
+    kernels = {
+        "lane": gpu["_gpu_lane"].tolist(),
+        "s": (gpu["start_ns"] / 1e3).tolist(),
+        "e": (gpu["start_ns"] / 1e3 + gpu["duration_ns"].astype(float).clip(lower=1) / 1e3).tolist(),
+        "name": gpu["_name"].tolist(),
+        "key": key.tolist(),
+        "row": gpu["_row"].astype(int).tolist(),
+        "dim": dim.tolist(),
+        **_hover(gpu),
+    }
+    host = df[df["api_start_ns"].notna()]
+    calls = {
+        "lane": host["_host_lane"].tolist(),
+        "s": (host["api_start_ns"] / 1e3).tolist(),
+        "e": (host["api_start_ns"] / 1e3 + (host["api_end_ns"] - host["api_start_ns"]).clip(lower=1) / 1e3).tolist(),
+        "name": [""] * len(host),
+        "key": np.where(host["kind"] == "sync", "sync calls", CALLS).tolist(),
+        "row": host["_row"].astype(int).tolist(),
+        "dim": [False] * len(host),
+        **_hover(host, call=True),
+    }
+    bars = _records(kernels) + _records(calls)
+    for b in bars:
+        b["hint"] = "click for the full row"
+    present = set(key) | set(calls["key"])
+    return bars, [k for k in [*legend, OTHER, CALLS, "sync calls"] if k in present]
+
+
+def _colour(domain: list[str]) -> dict:
+    fixed = {OTHER: "#d0d0d0", CALLS: HOST_COLOUR, "sync calls": SYNC_COLOUR}
+    return {
+        "field": "key",
+        "type": "nominal",
+        "scale": {"domain": domain, "range": [fixed.get(k) or style.colour(k) for k in domain]},
+        "legend": {"title": "kernel", "orient": "bottom", "columns": 4, "labelLimit": 230},
+    }
+
+
+def _spec(
+    bars: list[dict],
+    domain: list[str],
+    lanes: list[str],
+    marks: list[tuple[float, float]],
+    title: str,
+    df: pd.DataFrame,
+    selected: int | None,
+    folded: bool,
+) -> dict:
+    data = {"values": bars}
+    whole = {"field": "s", "type": "quantitative", "title": title, "axis": {"grid": False}}
+    # every layer of the main chart on the brush's range (a layer without it would widen the shared scale back
+    # to the whole trace)
+    x = {**whole, "scale": {"domain": {"param": "brush", "encoding": "x"}}}
+    y = {"field": "lane", "type": "nominal", "sort": lanes, "scale": {"domain": lanes}, "title": None}
+    colour = _colour(domain)
+    tooltip = FOLDED_TOOLTIP if folded else TOOLTIP
+    bar_layer = {
+        "data": data,
+        "mark": {"type": "rect", "height": {"band": 0.8}, "cursor": "pointer", "clip": True},
+        "encoding": {
+            "x": x,
+            "x2": {"field": "e"},
+            "y": y,
+            "color": colour,
+            "opacity": {"condition": {"test": "datum.dim", "value": 0.15}, "value": 1.0},
+            "tooltip": tooltip,
+        },
+        # a click on a launch selects its row (the page reruns with it); a folded bar has no row to report
+        "params": [{"name": PICK, "select": {"type": "point", "fields": ["row"], "on": "click"}}],
+    }
+    layers = [bar_layer]
+    if not folded:
+        # a kernel's name on its box where it fits at the current zoom (measured in pixels on the x scale)
+        fits = "scale('main_x', datum.e) - scale('main_x', datum.s) > 6.5 * length(datum.name) + 8"
+        layers.append(
+            {
+                "data": data,
+                "transform": [{"filter": "datum.name != ''"}],
+                "mark": {"type": "text", "align": "left", "baseline": "middle", "dx": 4, "fontSize": 11, "clip": True},
+                "encoding": {"x": x, "y": y, "text": {"condition": {"test": fits, "field": "name"}, "value": ""}},
+            }
+        )
+    if marks:
+        layers.append(_gap_layer(marks, x))
+    if selected is not None and 0 <= selected < len(df) and not folded:
+        layers += _selected_layers(df.iloc[selected], x, y)
+    main = {"name": "main", "width": WIDTH, "height": max(MIN_HEIGHT, LANE_PX * len(lanes)), "layer": layers}
+    overview = {
+        "width": WIDTH,
+        "height": 14 * len(lanes) + 10,
+        "data": data,
+        "mark": "rect",
+        "encoding": {
+            "x": {
+                **whole,
+                "title": "whole trace: drag here to pick a time range",
+                "axis": {"grid": False, "labels": False},
+            },
+            "x2": {"field": "e"},
+            "y": {**y, "axis": None},
+            "color": colour,
+        },
+        # zoom and pan along time only, lanes fixed: the strip's brush is the main chart's time range (drag it
+        # to pan, scroll over it to zoom). Not also the main chart's own wheel zoom: Vega-Lite lets a scale
+        # bound to a zoom ignore the brush's range, so the two could not be used together
+        "params": [{"name": "brush", "select": {"type": "interval", "encodings": ["x"], "zoom": "wheel!"}}],
+    }
+    return {"vconcat": [main, overview], "spacing": 8, "resolve": {"scale": {"color": "shared"}}}
+
+
+def _gap_layer(marks: list[tuple[float, float]], x: dict) -> dict:
+    """Where idle time was cut: a dotted line per cut, hover saying how much; labels above while there are few."""
+    cuts = [{"s": at / 1e3, "idle": f"{style.us(gap / 1e3)} idle cut here"} for at, gap in marks]
+    layers = [
+        {
+            "mark": {"type": "rule", "color": "#888", "strokeDash": [2, 3], "clip": True},
+            "encoding": {"x": x, "tooltip": [{"field": "idle", "title": "gap"}]},
+        }
+    ]
     if len(marks) <= 12:
-        for at_ns, gap_ns in marks:
-            fig.add_annotation(
-                x=at_ns / 1e3,
-                y=1.0,
-                yref="paper",
-                text=f"⋯ {style.us(gap_ns / 1e3)} idle",
-                showarrow=False,
-                font=dict(size=9, color="#666"),
-                yanchor="bottom",
-            )
+        layers.append(
+            {
+                "mark": {"type": "text", "y": -6, "fontSize": 9, "color": "#666"},
+                "encoding": {"x": x, "text": {"field": "idle"}},
+            }
+        )
+    return {"data": {"values": cuts}, "layer": layers}
+
+
+def _selected_layers(r: pd.Series, x: dict, y: dict) -> list[dict]:
+    """The selected launch: outlined, and a line from its launch call to its kernel."""
+    if r["kind"] == "sync" or pd.isna(r["start_ns"]):
+        return []
+    box = {"s": r["start_ns"] / 1e3, "e": (r["start_ns"] + max(r["duration_ns"], 1)) / 1e3, "lane": r["_gpu_lane"]}
+    out = [
+        {
+            "data": {"values": [box]},
+            "mark": {
+                "type": "rect",
+                "height": {"band": 0.95},
+                "fill": None,
+                "stroke": "black",
+                "strokeWidth": 2.5,
+                "clip": True,
+            },
+            "encoding": {"x": x, "x2": {"field": "e"}, "y": y},
+        }
+    ]
+    if pd.notna(r["api_start_ns"]):
+        flow = {
+            "s": r["api_start_ns"] / 1e3,
+            "e": r["start_ns"] / 1e3,
+            "lane": r["_host_lane"],
+            "to": r["_gpu_lane"],
+            "what": "launch -> kernel",
+        }
+        out.append(
+            {
+                "data": {"values": [flow]},
+                "mark": {"type": "rule", "color": "#d62728", "strokeWidth": 2, "clip": True},
+                "encoding": {
+                    "x": x,
+                    "x2": {"field": "e"},
+                    "y": y,
+                    "y2": {"field": "to"},
+                    "tooltip": [{"field": "what"}],
+                },
+            }
+        )
+    return out
+
+
+FOLDED_TOOLTIP = [
+    {"field": "events"},
+    {"field": "busy"},
+    {"field": "top", "title": "most time"},
+    {"field": "kernels"},
+    {"field": "cases"},
+]
+
+
+def _folded(df: pd.DataFrame, bins: int) -> tuple[list[dict], list[str]]:
+    """Each lane cut into ``bins`` intervals, each drawn as one bar coloured by the kernel that took most of
+    its time (:func:`kprof.analysis.timeline_bins`)."""
+    parts = []
+    for _, g in df.groupby("_run", sort=True):
+        # timeline_bins names lanes itself ("GPU {device} · stream {stream}", "host thread {tid}"): hand it this
+        # run's lane names as the device and thread, then strip its wording again
+        f = timeline_bins(g.assign(device=g["_gpu_lane"], stream=None, tid=g["_host_lane"]), bins)
+        kernels = f["track"] == "kernels"
+        f["lane"] = np.where(
+            kernels,
+            f["lane"].str.removeprefix("GPU ").str.removesuffix(" · stream ?"),
+            f["lane"].str.removeprefix("host thread "),
+        )
+        parts.append(f)
+    f = pd.concat(parts, ignore_index=True)
+    f["_name"] = names(f["top_kernel"])
+    kernels = f["track"] == "kernels"
+    top = f.loc[kernels].groupby("_name")["busy_ns"].sum().sort_values(ascending=False).index[:LEGEND_KERNELS]
+    key = np.where(kernels, f["_name"].where(f["_name"].isin(set(top)), OTHER), CALLS)
+    span = (f["end_ns"] - f["start_ns"]).clip(lower=1.0)
+    busy = (100 * f["busy_ns"] / span).clip(upper=100).round(0)
+    bars = _records(
+        {
+            "lane": f["lane"].tolist(),
+            "s": (f["start_ns"] / 1e3).tolist(),
+            "e": (f["start_ns"] / 1e3 + span / 1e3).tolist(),
+            "key": key.tolist(),
+            "dim": [False] * len(f),
+            "events": f["events"].astype(int).tolist(),
+            "busy": (busy.astype("string") + "% (" + (f["busy_ns"] / 1e3).round(1).astype("string") + " µs)").tolist(),
+            "top": f["top_kernel"].astype(str).str[:80].tolist(),
+            "kernels": f["kernels"].astype(int).tolist(),
+            "cases": f["cases"].astype(int).tolist(),
+        }
+    )
+    present = set(key)
+    return bars, [k for k in [*top, OTHER, CALLS] if k in present]
 
 
 def _lane_order(df: pd.DataFrame) -> list[str]:
@@ -257,149 +449,6 @@ def _legend_names(df: pd.DataFrame) -> list[str]:
     gpu = df[df["kind"] != "sync"]
     total = gpu.groupby("_name")["duration_ns"].sum().sort_values(ascending=False)
     return total.index[:LEGEND_KERNELS].tolist()
-
-
-def _single(df: pd.DataFrame, search: str, selected: int | None) -> go.Figure:
-    fig = go.Figure()
-    host = df[df["api_start_ns"].notna()]
-    if not host.empty:
-        colours = np.where(host["kind"] == "sync", SYNC_COLOUR, HOST_COLOUR)
-        fig.add_trace(
-            go.Bar(
-                base=host["api_start_ns"] / 1e3,
-                x=(host["api_end_ns"] - host["api_start_ns"]).clip(lower=1) / 1e3,
-                y=host["_host_lane"],
-                orientation="h",
-                name="launch / sync calls",
-                marker=dict(color=colours),
-                customdata=host["_row"].to_numpy(),
-                hovertext=_hover(host, call=True),
-                hovertemplate=HOVER,
-            )
-        )
-    gpu = df[df["kind"] != "sync"]
-    span = float(df["end_ns"].max() - df["start_ns"].min()) or 1.0
-    named = set(_legend_names(df))
-    query = search.strip().lower()
-    for name in [*_legend_names(df), None]:
-        g = gpu[gpu["_name"] == name] if name is not None else gpu[~gpu["_name"].isin(named)]
-        if g.empty:
-            continue
-        matched = (
-            not query
-            or (name is not None and query in name.lower())
-            or (name is None and g["kernel"].astype(str).str.lower().str.contains(query, regex=False).any())
-        )
-        label = _fitted(g["_name"], g["duration_ns"] / span)
-        fig.add_trace(
-            go.Bar(
-                base=g["start_ns"] / 1e3,
-                x=g["duration_ns"].astype(float).clip(lower=1) / 1e3,
-                y=g["_gpu_lane"],
-                orientation="h",
-                name=name if name is not None else f"other kernels ({g['_name'].nunique()})",
-                marker=dict(color=style.colour(name) if name is not None else "#d0d0d0", line=dict(width=0)),
-                opacity=1.0 if matched else 0.15,
-                text=label,
-                textposition="inside",
-                insidetextanchor="start",
-                textfont=dict(size=11),
-                customdata=g["_row"].to_numpy(),
-                hovertext=_hover(g),
-                hovertemplate=HOVER,
-            )
-        )
-    if selected is not None and 0 <= selected < len(df):
-        _mark(fig, df.iloc[selected])
-    return fig
-
-
-def _fitted(names: pd.Series, fraction: pd.Series, plot_px: float = 1000, char_px: float = 6.5) -> np.ndarray:
-    """Each box's label cut to what fits its width at the default zoom ('' below four characters); the
-    figure's uniformtext rule hides what still does not fit."""
-    chars = (fraction.to_numpy() * plot_px / char_px).astype(int)
-    out = [n if len(n) <= c else (n[: c - 1] + "…" if c >= 4 else "") for n, c in zip(names.to_numpy(), chars)]
-    return np.array(out, dtype=str)
-
-
-def _mark(fig: go.Figure, r: pd.Series) -> None:
-    """The selected launch: outlined, and a line from its launch call to its kernel."""
-    if pd.notna(r["start_ns"]) and r["kind"] != "sync":
-        fig.add_trace(
-            go.Bar(
-                base=[r["start_ns"] / 1e3],
-                x=[max(r["duration_ns"], 1) / 1e3],
-                y=[r["_gpu_lane"]],
-                orientation="h",
-                name="selected",
-                showlegend=False,
-                hoverinfo="skip",
-                marker=dict(color="rgba(0,0,0,0)", line=dict(color="black", width=2.5)),
-            )
-        )
-    if pd.notna(r["api_start_ns"]) and r["kind"] != "sync":
-        fig.add_trace(
-            go.Scatter(
-                x=[r["api_start_ns"] / 1e3, r["start_ns"] / 1e3],
-                y=[r["_host_lane"], r["_gpu_lane"]],
-                mode="lines+markers",
-                name="launch -> kernel",
-                hoverinfo="skip",
-                line=dict(color="#d62728", width=2),
-                marker=dict(size=6, symbol="arrow-bar-up"),
-            )
-        )
-
-
-def _folded(df: pd.DataFrame, bins: int, limit: int) -> go.Figure:
-    parts = []
-    for _, g in df.groupby("_run", sort=True):
-        # timeline_bins names lanes itself ("GPU {device} · stream {stream}", "host thread {tid}"): hand it this
-        # run's lane names as the device and thread, then strip its wording again
-        f = timeline_bins(g.assign(device=g["_gpu_lane"], stream=None, tid=g["_host_lane"]), bins)
-        kernels = f["track"] == "kernels"
-        f["lane"] = np.where(
-            kernels,
-            f["lane"].str.removeprefix("GPU ").str.removesuffix(" · stream ?"),
-            f["lane"].str.removeprefix("host thread "),
-        )
-        parts.append(f)
-    folded = pd.concat(parts, ignore_index=True)
-    folded["_name"] = names(folded["top_kernel"])
-    fig = go.Figure()
-    for (track, name), g in folded.groupby(["track", "_name"], sort=False):
-        span = (g["end_ns"] - g["start_ns"]).clip(lower=1.0)
-        busy = (100 * g["busy_ns"] / span).clip(upper=100)
-        fig.add_trace(
-            go.Bar(
-                base=g["start_ns"] / 1e3,
-                x=span / 1e3,
-                y=g["lane"],
-                orientation="h",
-                name=name if track == "kernels" else "launch / sync calls",
-                legendgroup=f"{track}{name}",
-                showlegend=track == "kernels",
-                marker=dict(color=style.colour(name) if track == "kernels" else HOST_COLOUR),
-                customdata=np.stack(
-                    [
-                        g["events"],
-                        busy.round(0),
-                        g["busy_ns"] / 1e3,
-                        g["top_kernel"].astype(str).str[:80],
-                        g["kernels"],
-                        g["cases"],
-                    ],
-                    axis=-1,
-                ),
-                hovertemplate=(
-                    "%{customdata[0]} events, busy %{customdata[1]}% (%{customdata[2]:.1f} µs)<br>"
-                    "most time: %{customdata[3]}<br>%{customdata[4]} kernels, %{customdata[5]} cases"
-                    "<extra>folded</extra>"
-                ),
-            )
-        )
-    fig.update_layout(title=dict(text="Timeline (folded into intervals)", font=dict(size=13)))
-    return fig
 
 
 def launch_row(df: pd.DataFrame, row: int) -> pd.DataFrame:

@@ -373,8 +373,8 @@ class RunStore:
             return row["id"]
         # a plain prefix match: with LIKE, '_' and '%' in the reference would be wildcards
         rows = self._conn.execute("SELECT id FROM runs WHERE substr(id, 1, ?) = ?", (len(ref), ref)).fetchall()
-        if len(rows) == 1:
-            return rows[0]["id"]
+        if len(rows) == 1 or ref in {r["id"] for r in rows}:  # a full id is that run, even where it prefixes others
+            return ref if len(rows) > 1 else rows[0]["id"]
         if not rows:
             raise UnknownRunError(f"no run {ref!r} in {self.path}; `kprof runs` lists them")
         raise UnknownRunError(f"{ref!r} matches {len(rows)} runs; give more of the id")

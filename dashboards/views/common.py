@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from kprof.dashboards import data
+from kprof.dashboards import data, style
 from kprof.envinfo import short_commit
 
 
@@ -89,15 +88,14 @@ def pick_run(
     return labels.get(choice, pool.iloc[0]["id"])
 
 
-def gpu_run(title: str, key: str, chart_height: int | None = None) -> tuple[dict, pd.DataFrame, object, object] | None:
+def gpu_run(title: str, key: str) -> tuple[dict, pd.DataFrame, object, object] | None:
     """Page prologue for pages about one GPU run: header, run picker, the run record and its metrics, the
-    container of the page's controls (the picker is its first) and the chart's slot under it: for a plotly
-    chart of ``chart_height`` px, sent before the controls (:func:`chart_slot`); else an empty slot."""
+    container of the page's controls (the picker is its first) and an empty slot under it for the chart."""
     runs = header(title)
     if runs is None:
         return None
     picker = st.container()
-    slot = chart_slot(chart_height) if chart_height else st.empty()
+    slot = st.empty()
     run_id = pick_run(runs, key, gpu_only=True, container=picker)
     if run_id is None:
         slot.empty()
@@ -122,29 +120,8 @@ def by_gpu_kind(run_id: str, metrics: pd.DataFrame, container, key: str) -> pd.D
     return metrics[metrics["case"].isin(set(dev.loc[dev["gpu_name"] == kind, "case_id"]))]
 
 
-PLACEHOLDER = "kprof-placeholder"  # layout.meta of the stand-in chart (the browser probe waits until none is left)
-
-
-def chart_slot(height: int):
-    """Where the page's chart goes, holding an empty chart of its height until the page draws it there
-    (``slot.plotly_chart(fig)``).
-
-    Why: the browser fetches plotly's code (a 4.7 MB chunk, the largest of the page) only when the first
-    chart element arrives. Sent before the page's controls and its data reads, the stand-in starts that
-    download at once instead of after the script's work, and ahead of the controls' own small chunks
-    (Chromium opens six connections per server); the page does not jump when the chart arrives."""
-    slot = st.empty()
-    slot.plotly_chart(_blank(height), config={"staticPlot": True, "displayModeBar": False})
-    return slot
-
-
-def _blank(height: int) -> go.Figure:
-    return go.Figure(
-        layout={
-            "height": height,
-            "meta": PLACEHOLDER,
-            "xaxis": {"visible": False},
-            "yaxis": {"visible": False},
-            "margin": {"t": 0, "b": 0, "l": 0, "r": 0},
-        }
-    )
+def table(df: pd.DataFrame, shade: pd.Series | None = None, height_px: int = 480) -> None:
+    """A read-only table as formatted HTML (:func:`kprof.dashboards.style.html_table`): a fresh browser shows
+    it about 0.7 s sooner than ``st.dataframe``'s grid, whose code it then never loads. Large tables that are
+    sorted and scrolled (the Runs page's) keep the grid."""
+    st.html(style.html_table(df, shade, height_px))

@@ -7,6 +7,7 @@ import streamlit as st
 
 from kprof.dashboards import data, figures, style
 from kprof.dashboards.views.common import gpu_run, label, pickable
+from kprof.dashboards.views.common import table as show_table
 
 NCU_COLUMNS = (
     "occupancy_achieved_pct",
@@ -20,20 +21,16 @@ NCU_COLUMNS = (
 
 
 def render() -> None:
-    picked = gpu_run("Compare versions", "compare_run", figures.COMPARE_HEIGHT)
+    picked = gpu_run("Compare versions", "compare_run")
     if picked is None:
         return
-    run, metrics, controls, slot = picked
+    run, metrics, controls, _ = picked
     run_id = run["id"]
-    c1, c2 = controls.columns([1, 2])
-    baseline = c1.selectbox(
-        "baseline (speedup = its time / the version's time)", list(figures.BASELINES), key="compare_baseline"
-    )
     runs = data.all_runs()
     same = pickable(runs[(runs["family"] == run["family"]) & (runs["id"] != run_id)], gpu_only=True)
     same = same[same["swept"] == 0] if "swept" in same else same  # sweeps (~90 configurations) have their page
     offered = {label(r): r["id"] for _, r in same.iterrows()}
-    extra = c2.multiselect(
+    extra = controls.multiselect(
         "add runs of this family (their versions are dashed, named `version @ run`)", list(offered), key="compare_more"
     )
     m = with_time(metrics)
@@ -44,7 +41,6 @@ def render() -> None:
             om = with_time(data.get_metrics(other))
             parts.append(om.assign(provider=om["provider"] + " @ " + other[-4:]))
         m = pd.concat(parts, ignore_index=True)
-    m = figures.with_baseline(m, baseline)
     bad = m[m["status"].isin(["fail", "error"])]
     if not bad.empty:
         controls.error(
@@ -53,17 +49,28 @@ def render() -> None:
         )
     dtypes = list(m["dtype"].dropna().unique())
     if not dtypes:
-        slot.empty()
         st.warning("This run has no cases.")
         return
     dtype = controls.radio("dtype", dtypes, horizontal=True, key="compare_dtype")
-    ceiling = run.get("ceiling_gbps")
-    slot.plotly_chart(figures.compare_panels(m, dtype, ceiling=ceiling, baseline=baseline), key="compare_fig")
+    against_baseline(m, dtype, run_id, run.get("ceiling_gbps"))
+
+
+@st.fragment
+def against_baseline(m: pd.DataFrame, dtype: str, run_id: str, ceiling: float | None) -> None:
+    """The baseline picker and all that depends on it: a new baseline reruns this part only (the run, its
+    metrics and the controls above stay as they are)."""
+    baseline = st.selectbox(
+        "baseline (speedup = its time / the version's time)", list(figures.BASELINES), key="compare_baseline"
+    )
+    m = figures.with_baseline(m, baseline)
+    st.vega_lite_chart(
+        figures.compare_panels(m, dtype, ceiling=ceiling, baseline=baseline), key="compare_fig", width="content"
+    )
     if not m["occupancy_theoretical_pct"].notna().any():
         st.info("No occupancy in this run (profiled with `--profiler none`, or a backend without launch data).")
     table = summary_table(m, dtype)
-    best_style = table.style.apply(lambda r: ["background-color: #d4f4dd" if r["best"] else "" for _ in r], axis=1)
-    st.dataframe(best_style, hide_index=True, column_config=style.column_config(table), key="compare_table")
+    # read-only: an HTML table (common.table says why); the CSV below has every digit
+    show_table(table, table["best"].map({True: BEST_COLOUR, False: ""}))
     st.download_button("Download the table (CSV)", table.to_csv(index=False), file_name=f"kprof-{run_id}-{dtype}.csv")
     ncu = [c for c in NCU_COLUMNS if c in table]
     st.caption(
@@ -72,6 +79,9 @@ def render() -> None:
         + (f"Copy ceiling measured in this run: {ceiling:.0f} GB/s. " if ceiling else "")
         + ("Nsight Compute columns: " + ", ".join(style.COLUMNS[c][0] for c in ncu) + "." if ncu else "")
     )
+
+
+BEST_COLOUR = "#d4f4dd"
 
 
 def with_time(metrics: pd.DataFrame) -> pd.DataFrame:

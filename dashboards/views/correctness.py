@@ -10,6 +10,7 @@ import streamlit as st
 
 from kprof.dashboards import style
 from kprof.dashboards.views.common import header, pick_run
+from kprof.dashboards.views.common import table as show_table
 
 _TOL = re.compile(r"tolerance\s+([0-9.eE+-]+)")
 ERROR_HEIGHT = 360
@@ -94,7 +95,7 @@ def render() -> None:
     table = table[[c for c in cols if c in table]].copy()
     table["_k"] = table["shape"].map(style.shape_key)
     table = table.sort_values(["provider", "_k", "dtype"]).drop(columns="_k")
-    st.dataframe(table, hide_index=True, column_config=style.column_config(table), key="correct_table")
+    show_table(table, table["status"].map(lambda s: "#f8d0d0" if s in ("fail", "error") else ""))
     st.caption(
         "Error: the largest relative error of the output against the float64 reference. Tolerance: the "
         "one a failed case's note states, else the family's tolerance for the dtype in the code now. "

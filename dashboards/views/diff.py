@@ -7,6 +7,7 @@ import streamlit as st
 
 from kprof.dashboards import data, style
 from kprof.dashboards.views.common import header, pick_run, pickable
+from kprof.dashboards.views.common import table as show_table
 from kprof.errors import KprofError
 
 COLOURS = {"SLOWER": "#f8d0d0", "FASTER": "#d4f4dd", "UNCERTAIN": "#fff3c4", "SAME": ""}
@@ -69,12 +70,7 @@ def render() -> None:
         ]
     ]
     t = t.assign(p_value=t["p_value"].map(style.p_value))
-    st.dataframe(
-        t.style.apply(lambda r: [f"background-color: {COLOURS.get(r['verdict'], '')}" for _ in r], axis=1),
-        hide_index=True,
-        column_config=style.column_config(t),
-        key="diff_table",
-    )
+    show_table(t, t["verdict"].map(lambda v: COLOURS.get(v, "")))
     for case in getattr(res, "broken", []):  # correctness regressions count before any timing
         st.error(f"{case}: correct in A, not in B")
     st.caption(res.rule.describe() + ". Same code as `kprof diff`. B / A above 1: B is slower.")

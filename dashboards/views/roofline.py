@@ -6,6 +6,7 @@ import streamlit as st
 
 from kprof.dashboards import figures
 from kprof.dashboards.views.common import gpu_run
+from kprof.dashboards.views.common import table as show_table
 from kprof.metrics import with_roofline
 
 
@@ -25,7 +26,7 @@ def render() -> None:
     slot.vega_lite_chart(figures.roofline(sub, run.get("ceiling_gbps"), peaks.get(dtype)), key="roof_fig")
     cols = ["shape", "provider", "intensity", "bound", "tflops", "gbps", "pct_roof", "gpu_time_us"]
     table = figures.ok_rows(sub)
-    st.dataframe(table[[c for c in cols if c in table]].sort_values(["shape", "gpu_time_us"]), hide_index=True)
+    show_table(table[[c for c in cols if c in table]].sort_values(["shape", "gpu_time_us"]))
     roof = (
         f"the {dtype} matrix-product rate measured in the run ({peaks[dtype]:.0f} TFLOP/s) caps it"
         if dtype in peaks

@@ -6,6 +6,7 @@ import streamlit as st
 
 from kprof.dashboards import data, figures
 from kprof.dashboards.views.common import header, pick_run
+from kprof.dashboards.views.common import table as show_table
 from kprof.guide import guide_table, sweep_grid, swept_params
 
 
@@ -65,11 +66,11 @@ def render() -> None:
         st.info("CPU interpreter sweep: configurations were checked and compiled for sm_90 offline, not timed.")
     table = guide_table(m)
     st.subheader("Selection guide")
-    st.dataframe(table, hide_index=True)
+    show_table(table)
     skipped = m[(m["status"] == "skipped") & (m["shape"] == shape)]
     if not skipped.empty:
         with st.expander(f"{len(skipped)} configurations skipped at {shape}"):
-            st.dataframe(skipped[["provider", "note"]], hide_index=True)
+            show_table(skipped[["provider", "note"]])
     st.caption(
         "Each cell: the fastest correct configuration with that pair of values (other swept parameters "
         "free). Registers, local memory and shared memory come from the compiled kernel that ran."

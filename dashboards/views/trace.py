@@ -12,8 +12,9 @@ import pandas as pd
 import streamlit as st
 
 from kprof.analysis import kernel_summary
-from kprof.dashboards import data, style, timeline
-from kprof.dashboards.views.common import chart_slot, header, label
+from kprof.dashboards import data, timeline
+from kprof.dashboards.views.common import header, label
+from kprof.dashboards.views.common import table as show_table
 
 GAPS = {"off": 0.0, "longer than 10 µs": 10e3, "longer than 100 µs": 100e3, "longer than 1 ms": 1e6}
 NONE = "(none)"
@@ -32,7 +33,7 @@ def render() -> None:
         upload_box()
         return
     controls = st.container()
-    slot = chart_slot(timeline.MIN_HEIGHT)
+    slot = st.empty()  # the timeline's place, under the controls
     c1, c2 = controls.columns(2)
     first = c1.selectbox("trace (a run with launch data, or a trace file)", list(sources), key="trace_run")
     second = c2.selectbox("second trace, drawn below (A/B)", [NONE, *sources], key="trace_other")
@@ -64,33 +65,30 @@ def render() -> None:
     picked = selected_row(st.session_state.get("trace_fig"))
     if picked is not None:
         st.session_state["trace_selected"] = picked
-    fig, note, drawn = timeline.figure(
+    spec, note, drawn = timeline.figure(
         shown, collapse_ns=GAPS[gaps], search=search, selected=st.session_state.get("trace_selected")
     )
     if note:
         controls.info(note)
-    if not fig.data:
+    if not spec:
         slot.empty()
     else:
-        slot.plotly_chart(
-            fig,
-            key="trace_fig",
-            on_select="rerun",
-            selection_mode="points",
-            config={"scrollZoom": True, "displaylogo": False},
-        )
+        # a click on a launch (the `pick` selection) reruns the page; zoom and the overview's brush stay in
+        # the browser
+        slot.vega_lite_chart(spec, key="trace_fig", on_select="rerun", selection_mode=[timeline.PICK], width="content")
         row = st.session_state.get("trace_selected")
         if row is not None and row < len(drawn):
             st.subheader("Selected launch")
-            st.dataframe(timeline.launch_row(drawn, row), hide_index=True, key="trace_row")
+            show_table(timeline.launch_row(drawn, row))
         else:
             st.caption(
-                "Drag to zoom along time (lanes stay put), double-click to reset, the strip below is the "
-                "whole trace. Click a launch for its full row and its launch -> kernel line."
+                "Zoom along time in the strip under the chart (the whole trace): drag there to pick a time range, "
+                "drag the range to pan, scroll over it to zoom, double-click to reset; the lanes stay put. Click a "
+                "launch for its full row and its launch -> kernel line."
             )
     st.subheader("Per kernel")
     summary = kernel_summary(df)
-    st.dataframe(summary, hide_index=True, column_config=style.column_config(summary), key="trace_summary")
+    show_table(summary)
     st.download_button(
         "Export this view for ui.perfetto.dev (JSON)",
         perfetto_json(df, first),
@@ -147,15 +145,18 @@ def upload_box() -> None:
 
 
 def selected_row(event) -> int | None:
+    """The drawn row of the launch clicked in the timeline, from its ``pick`` selection: Vega-Lite reports a
+    point selection as the picked fields' values (``{"row": [12]}``), a list of picked data (``[{"row":
+    12}]``) in some versions; nothing picked is ``{}``."""
     try:
-        points = event.selection.points if event else []
-    except AttributeError:
+        picked = event["selection"][timeline.PICK]
+    except (KeyError, TypeError):
         return None
-    for p in points:
-        cd = p.get("customdata")
-        if cd is not None:
-            return int(cd[0] if isinstance(cd, list) else cd)
-    return None
+    rows = (
+        picked.get("row") if isinstance(picked, dict) else [p.get("row") for p in picked or [] if isinstance(p, dict)]
+    )
+    rows = rows if isinstance(rows, list) else [rows]
+    return next((int(r) for r in rows if r is not None), None)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

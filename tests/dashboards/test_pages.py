@@ -10,10 +10,11 @@ import shutil
 import pytest
 
 st = pytest.importorskip("streamlit")
-pytest.importorskip("plotly")
+pytest.importorskip("plotly")  # style's palette
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from kprof.store import RunStore  # noqa: E402
+from tests.dashboards.tables import html_tables, num  # noqa: E402
 from tests.toolkit.test_store import record  # noqa: E402
 
 PAGES = ("compare", "runs", "trace", "diff", "roofline", "sweep")
@@ -58,45 +59,53 @@ def test_missing_store_opens_on_labelled_demo_data(name, tmp_path, monkeypatch):
 def test_compare_on_real_runs(demo_copy, monkeypatch):
     at = page("compare", demo_copy, monkeypatch)
     assert "Demo data" not in texts(at)
-    charts = at.get("plotly_chart")
+    assert not at.get("plotly_chart") and not at.dataframe  # neither plotly's nor the grid's code is needed
+    charts = at.get("vega_lite_chart")
     assert len(charts) == 1
-    for panel in ("GPU time per call", "Bandwidth", "Speedup over best PyTorch per shape", "Theoretical occupancy"):
-        assert panel in charts[0].proto.spec
-    assert "best version at the shape" in charts[0].proto.spec  # the best is starred in the chart too
-    df = at.dataframe[0].value
-    # default baseline: the fastest PyTorch provider at each shape, so the best PyTorch version reads 1.0x
+    spec = json.loads(charts[0].proto.spec)
+    titles = [panel["title"] for row in spec["vconcat"] for panel in row["hconcat"]]
+    assert titles == [
+        "GPU time per call",
+        "Bandwidth",
+        "Speedup over best PyTorch per shape",
+        "Theoretical occupancy of the main kernel",
+    ]
+    df = html_tables(at)[0]
+    times = num(df["gpu_time_us"])
+    # default baseline: the fastest PyTorch provider at each shape, so the best PyTorch version reads 1.00x
     pytorch = df[df["provider"].isin(["torch_eager", "torch_F", "torch_compile"])]
-    fastest = pytorch.loc[pytorch.groupby("shape")["gpu_time_us"].idxmin()]
-    assert (abs(fastest["speedup"] - 1.0) < 1e-9).all()
-    assert list(dict.fromkeys(df["shape"])) == list(
-        dict.fromkeys(RunStore(demo_copy).metrics(at.selectbox(key="compare_run").value.split(" · ")[-1])["shape"])
-    )  # shapes in the run's sweep order
-    at.selectbox(key="compare_baseline").set_value("PyTorch eager").run()
-    eager = at.dataframe[0].value
-    assert (eager[eager["provider"] == "torch_eager"]["speedup"] == 1.0).all()
+    fastest = pytorch.loc[times[pytorch.index].groupby(pytorch["shape"]).idxmin()]
+    assert (fastest["speedup"] == "1.00×").all()
+    run_id = at.selectbox(key="compare_run").value.split(" · ")[-1]
+    assert list(dict.fromkeys(df["shape"])) == list(dict.fromkeys(RunStore(demo_copy).metrics(run_id)["shape"]))
     assert {"triton_tuned", "torch_eager", "torch_F"} <= set(df["provider"])
-    best = df[df["best"]]
-    assert len(best) == df["shape"].nunique()  # one best provider per shape
-    assert (best.groupby("shape")["gpu_time_us"].min() == df.groupby("shape")["gpu_time_us"].min()).all()
+    best = df[df["best"] == "✓"]
+    assert len(best) == df["shape"].nunique()  # one best provider per shape, shaded
+    assert (times[best.index].groupby(best["shape"]).min() == times.groupby(df["shape"]).min()).all()
+    assert {df.attrs["shade"][i] for i in best.index} == {"#d4f4dd"}
     assert len(at.get("download_button")) == 1
+    at.selectbox(key="compare_baseline").set_value("PyTorch eager").run()
+    eager = html_tables(at)[0]
+    assert (eager[eager["provider"] == "torch_eager"]["speedup"] == "1.00×").all()
+    assert "Speedup over PyTorch eager" in at.get("vega_lite_chart")[0].proto.spec
 
 
 def test_runs_trace_diff_roofline_on_real_runs(demo_copy, monkeypatch):
     runs = page("runs", demo_copy, monkeypatch)
-    shown = runs.dataframe[0].value
+    shown = runs.dataframe[0].value  # 100 runs to sort and scroll: the interactive grid
     assert len(shown) == len(RunStore(demo_copy).runs()) and set(shown["profiler"]) >= {"torch", "ncu", "nsys"}
     trace = page("trace", demo_copy, monkeypatch)
-    assert "Per kernel" in texts(trace) and len(trace.get("plotly_chart")) == 1
-    assert trace.dataframe[0].value["launches"].sum() > 0
+    assert "Per kernel" in texts(trace) and len(trace.get("vega_lite_chart")) == 1 and not trace.get("plotly_chart")
+    assert num(html_tables(trace)[0]["launches"]).sum() > 0
     diff = page("diff", demo_copy, monkeypatch)
     metrics = {m.label: m.value for m in diff.metric}
     # the demo's two newest runs are main vs the planted-regression branch: bf16 slowdowns of triton_looped
     assert int(metrics["slower"]) >= 1
-    slower = diff.dataframe[0].value
+    slower = html_tables(diff)[0]
     assert set(slower[slower["verdict"] == "SLOWER"]["case"].str.split("/").str[1]) == {"triton_looped"}
     roof = page("roofline", demo_copy, monkeypatch)
     assert len(roof.get("vega_lite_chart")) == 1 and not roof.get("plotly_chart")
-    assert "memory" in set(roof.dataframe[0].value["bound"])  # rmsnorm: memory-bound everywhere
+    assert "memory" in set(html_tables(roof)[0]["bound"])  # rmsnorm: memory-bound everywhere
 
 
 def test_sweep_page_on_the_real_h100_sweeps(demo_copy, monkeypatch):
@@ -104,7 +113,7 @@ def test_sweep_page_on_the_real_h100_sweeps(demo_copy, monkeypatch):
 
     at = page("sweep", demo_copy, monkeypatch)
     assert len(at.get("vega_lite_chart")) == 1 and not at.get("plotly_chart")
-    guide = at.dataframe[0].value
+    guide = html_tables(at)[0]
     # the newest sweep in the demo is rmsnorm one_row under ncu at 16384x4096: the guide's best is the
     # fastest correct configuration stored for that shape
     run_id = at.selectbox(key="sweep_run").value.split(" · ")[-1]
@@ -175,8 +184,8 @@ def test_failed_cases_are_loud_and_never_plotted(tmp_path, monkeypatch):
     s.finish_run(run, "incomplete")
     at = page("compare", path, monkeypatch)
     assert "1 cases failed" in texts(at) and "triton_x" in texts(at)
-    fig = at.get("plotly_chart")[0].proto.spec
-    assert "triton_x" not in fig  # a wrong result is never drawn as a time
+    fig = at.get("vega_lite_chart")[0].proto.spec
+    assert "triton_x" not in fig and "torch_eager" in fig  # a wrong result is never drawn as a time
     assert "No occupancy in this run" in texts(at)
     trace = page("trace", path, monkeypatch)
     assert "No run with a launch table" in texts(trace)
@@ -208,10 +217,33 @@ def test_compare_two_runs_side_by_side(demo_copy, monkeypatch):
     other_id = other.split(" · ")[-1]
     at.multiselect(key="compare_more").select(other).run()
     assert not at.exception
-    providers = set(at.dataframe[0].value["provider"])
+    providers = set(html_tables(at)[0]["provider"])
     assert "triton_looped" in providers and f"triton_looped @ {other_id[-4:]}" in providers
-    spec = at.get("plotly_chart")[0].proto.spec
-    assert f"triton_looped @ {other_id[-4:]}" in spec and shown != other_id
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    added = [
+        v
+        for row in spec["vconcat"]
+        for panel in row["hconcat"]
+        for layer in panel["layer"]
+        for v in layer.get("data", {}).get("values", [])
+        if v.get("provider") == f"triton_looped @ {other_id[-4:]}"
+    ]
+    assert added and {v["run"] for v in added} == {"added run (dashed)"} and shown != other_id
+
+
+def test_an_added_run_whose_id_prefixes_other_runs(tmp_path, monkeypatch):
+    """Run ids where one is the start of others (a run and its copies in a 100-run store): Compare adds the run
+    picked, not an error about an ambiguous prefix."""
+    from tests.dashboards.stores import hundred_runs
+
+    at = page("compare", hundred_runs(tmp_path / "many" / "kprof.db", 12), monkeypatch)
+    offered = at.multiselect(key="compare_more").options
+    prefix = next(
+        o for o in offered if any(p != o and p.split(" · ")[-1].startswith(o.split(" · ")[-1]) for p in offered)
+    )
+    at.multiselect(key="compare_more").select(prefix).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(p.endswith(" @ " + prefix.split(" · ")[-1][-4:]) for p in html_tables(at)[0]["provider"])
 
 
 def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launches(data_file, tmp_path, monkeypatch):
@@ -242,14 +274,16 @@ def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launch
     at.multiselect(key="trace_cases").set_value([]).run()  # every case: the whole trace
     assert not at.exception
     assert f"{len(big)} launches, more than a browser draws one by one" in texts(at)
-    assert "folded" in at.get("plotly_chart")[0].proto.spec
-    assert at.dataframe[0].value["launches"].sum() == len(big)  # the per-kernel table counts every row
+    bars = json.loads(at.get("vega_lite_chart")[0].proto.spec)["vconcat"][0]["layer"][0]["data"]["values"]
+    kernels = int((big["kind"].fillna("kernel") != "sync").sum())
+    assert sum(b["events"] for b in bars if b["key"] != "launch / sync calls") == kernels  # folded, none lost
+    assert num(html_tables(at)[0]["launches"]).sum() == len(big)  # the per-kernel table counts every row
     lo, hi = at.slider[0].value
     at.slider[0].set_value((lo, lo + (hi - lo) / copies)).run()  # about one copy of the trace
     assert not at.exception and "more than a browser draws" not in texts(at)
-    spec = at.get("plotly_chart")[0].proto.spec
-    assert "folded" not in spec and '"name":"_rmsnorm_looped_kernel"' in spec.replace(" ", "")
-    assert 0 < at.dataframe[0].value["launches"].sum() < len(big)
+    bars = json.loads(at.get("vega_lite_chart")[0].proto.spec)["vconcat"][0]["layer"][0]["data"]["values"]
+    assert "events" not in bars[0] and "_rmsnorm_looped_kernel" in {b["name"] for b in bars}  # single launches
+    assert 0 < num(html_tables(at)[0]["launches"]).sum() < len(big)
 
 
 def test_diff_threshold_changes_match_kprof_diff(demo_copy, monkeypatch):
@@ -263,7 +297,7 @@ def test_diff_threshold_changes_match_kprof_diff(demo_copy, monkeypatch):
     assert at.selectbox(key="diff_a").value.startswith("main ")  # baseline revision before the other
     at.slider(key="diff_threshold").set_value(1).run()
     assert not at.exception
-    shown = at.dataframe[0].value.set_index("case")["verdict"]
+    shown = html_tables(at)[0].set_index("case")["verdict"]
     full = diff_runs(RunStore(demo_copy), a, b, DiffRule(threshold=0.01)).cases.set_index("case")["verdict"]
     assert shown.sort_index().equals(full.sort_index())
     assert int({m.label: m.value for m in at.metric}["slower"]) >= 1
@@ -277,15 +311,17 @@ def test_correctness_page_on_a_cpu_store(tmp_path, monkeypatch):
     m = RunStore(store).metrics("latest")
     counts = {x.label: int(x.value) for x in at.metric}
     assert counts == {s: int((m["status"] == s).sum()) for s in ("ok", "fail", "error", "skipped")}
-    table = at.dataframe[0].value
+    table = html_tables(at)[0]
+    table["err_vs_tol"] = num(table["err_vs_tol"])
     failed = table[table["status"] == "fail"]
     assert len(failed) == 1 and (failed["err_vs_tol"] > 1).all()  # the failure is above its tolerance
     ok = table[table["status"] == "ok"]
-    assert (ok["err_vs_tol"] < 1).all() and ok["tolerance"].notna().all()
+    assert (ok["err_vs_tol"] < 1).all() and (ok["tolerance"] != "—").all()
+    assert set(failed.index) == {i for i, c in enumerate(table.attrs["shade"]) if c}  # the failure is shaded
     assert "1 cases failed" in texts(at)
     spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
     drawn = spec["layer"][0]["data"]["values"]  # every case with an error, each at its error / tolerance
-    assert sorted(p["err_vs_tol"] for p in drawn) == sorted(table["err_vs_tol"].dropna())
+    assert sorted(round(p["err_vs_tol"], 3) for p in drawn) == pytest.approx(sorted(table["err_vs_tol"].dropna()))
     assert {p["status"] for p in drawn} == {"ok", "fail"}
     assert "No GPU run" in texts(page("compare", store, monkeypatch))  # and says where to look
 
@@ -299,7 +335,7 @@ def test_a_trace_file_opens_directly_and_exports_for_perfetto(data_file, tmp_pat
     monkeypatch.setenv("KPROF_TRACES", str(trace))
     at = page("trace", tmp_path / "none", monkeypatch)
     assert at.selectbox(key="trace_run").value == f"file: {trace}"
-    assert len(at.get("plotly_chart")) == 1 and at.dataframe[0].value["launches"].sum() > 0
+    assert len(at.get("vega_lite_chart")) == 1 and num(html_tables(at)[0]["launches"]).sum() > 0
     assert "ui.perfetto.dev" in at.get("download_button")[0].proto.label
     from kprof.dashboards.views.trace import perfetto_json
     from kprof.profilers import nsys
@@ -327,6 +363,6 @@ def test_a_run_on_two_gpu_kinds_is_compared_within_one_kind(demo_copy, monkeypat
     for kind in radio.options:
         radio.set_value(kind).run()
         assert not at.exception
-        shapes = set(at.dataframe[0].value["shape"])
+        shapes = set(html_tables(at)[0]["shape"])
         expected = {c.split("/")[2] for c, k in kind_of.items() if k == kind}
         assert shapes and shapes <= expected, (kind, shapes - expected)

@@ -1,6 +1,8 @@
-"""The Trace page's timeline (plotly, no Streamlit) and the dashboard's shared style."""
+"""The Trace page's timeline (a Vega-Lite spec, no Streamlit) and the dashboard's shared style."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pandas as pd
@@ -17,38 +19,64 @@ def trace(data_file):
     return nsys.parse(data_file("nsys_rmsnorm.sqlite"))
 
 
+def _main(spec: dict) -> list[dict]:
+    return spec["vconcat"][0]["layer"]
+
+
+def _bars(spec: dict) -> list[dict]:
+    return _main(spec)[0]["data"]["values"]
+
+
 def test_kernels_in_their_own_colours_lanes_fixed_and_an_overview(trace):
-    fig, note, drawn = timeline.figure({"A": trace})
+    spec, note, drawn = timeline.figure({"A": trace})
     assert note is None
-    kernels = [t for t in fig.data if t.type == "bar" and t.name != "launch / sync calls"]
-    assert sum(len(t.x) for t in kernels) == int((trace["kind"].fillna("kernel") != "sync").sum())
-    for t in kernels:
-        if not t.name.startswith("other kernels"):
-            assert t.marker.color == style.colour(t.name)  # the same kernel is the same colour everywhere
-            assert set(drawn.loc[t.customdata.astype(int), "_name"]) == {t.name}
-    assert len({t.marker.color for t in kernels}) == len(kernels)
-    assert fig.layout.yaxis.fixedrange and fig.layout.xaxis.rangeslider.visible
-    assert not any(t.name == "launch -> kernel" for t in fig.data)  # no flow until a launch is selected
-    # a GPU-bound stretch: the same kernels back to back, each a sizeable part of the view
-    busy = trace[trace["kind"] == "kernel"].head(6).copy()
-    busy["duration_ns"] = np.random.default_rng().integers(40_000, 90_000, len(busy))
-    busy["start_ns"] = busy["start_ns"].min() + busy["duration_ns"].cumsum().shift(fill_value=0)
-    busy["end_ns"] = busy["start_ns"] + busy["duration_ns"]
-    fig, _, _ = timeline.figure({"A": busy})
-    labelled = [x for t in fig.data if t.type == "bar" and t.text is not None for x in t.text if x]
-    assert labelled and all(len(x) <= 61 for x in labelled)  # names on the boxes wide enough
+    json.dumps(spec, allow_nan=False)  # the browser parses it as strict JSON
+    bars = _bars(spec)
+    kernels = [b for b in bars if b["key"] not in (timeline.CALLS, "sync calls")]
+    assert len(kernels) == int((trace["kind"].fillna("kernel") != "sync").sum())  # every launch, once
+    for b in kernels:  # each box is its launch, under its kernel's legend entry
+        r = drawn.iloc[b["row"]]
+        assert b["key"] in (r["_name"], timeline.OTHER) and b["lane"] == r["_gpu_lane"]
+        assert b["e"] - b["s"] == pytest.approx(max(r["duration_ns"], 1) / 1e3)
+    scale = _main(spec)[0]["encoding"]["color"]["scale"]
+    named = [k for k in scale["domain"] if k not in (timeline.OTHER, timeline.CALLS, "sync calls")]
+    assert named and all(c == style.colour(k) for k, c in zip(scale["domain"], scale["range"]) if k in named)
+    assert len(set(scale["range"])) == len(scale["range"])  # the same kernel, the same colour; no two alike
+    # lanes fixed: no selection zooms y; the overview's brush sets the time range of every main layer
+    params = [p for layer in _main(spec) for p in layer.get("params", [])] + spec["vconcat"][1]["params"]
+    assert all(p["select"].get("encodings", ["x"]) == ["x"] for p in params if p["select"]["type"] == "interval")
+    assert {p["name"] for p in params} == {"pick", "brush"}
+    assert all(
+        layer["encoding"]["x"]["scale"]["domain"] == {"param": "brush", "encoding": "x"}
+        for layer in _main(spec)
+        if "encoding" in layer
+    )
+    assert not any(layer["mark"].get("color") == "#d62728" for layer in _main(spec) if "mark" in layer)  # no flow
+    # names on the boxes: only where the box, in pixels at the current zoom, is wider than the name
+    text = next(layer for layer in _main(spec) if layer.get("mark", {}).get("type") == "text")
+    test = text["encoding"]["text"]["condition"]["test"]
+    assert "scale('main_x', datum.e) - scale('main_x', datum.s)" in test and "length(datum.name)" in test
+    assert {b["name"] for b in kernels} == set(drawn.loc[[b["row"] for b in kernels], "_name"])
+
+
+def test_search_dims_the_other_kernels(trace):
+    name = timeline.short_name(trace.loc[trace["kind"] == "kernel", "kernel"].iloc[0])
+    spec, _, _ = timeline.figure({"A": trace}, search=name[2:-2].upper())  # any part, any case
+    kernels = [b for b in _bars(spec) if b["key"] not in (timeline.CALLS, "sync calls")]
+    assert {b["dim"] for b in kernels if b["name"] == name} == {False}
+    assert {b["dim"] for b in kernels if name[2:-2] not in b["name"]} == {True}
 
 
 def test_the_selected_launch_gets_its_flow_and_its_full_row(trace):
     _, _, drawn = timeline.figure({"A": trace})
     row = int(np.flatnonzero(drawn["api_start_ns"].notna() & (drawn["kind"] == "kernel"))[3])
-    fig, _, _ = timeline.figure({"A": trace}, selected=row)
-    flows = [t for t in fig.data if t.name == "launch -> kernel"]
-    assert len(flows) == 1 and len(flows[0].x) == 2
+    spec, _, _ = timeline.figure({"A": trace}, selected=row)
+    flows = [layer for layer in _main(spec) if layer.get("mark", {}).get("color") == "#d62728"]
+    assert len(flows) == 1
+    flow = flows[0]["data"]["values"][0]
     r = drawn.iloc[row]
-    assert flows[0].x[0] == pytest.approx(r["api_start_ns"] / 1e3) and flows[0].x[1] == pytest.approx(
-        r["start_ns"] / 1e3
-    )
+    assert flow["s"] == pytest.approx(r["api_start_ns"] / 1e3) and flow["e"] == pytest.approx(r["start_ns"] / 1e3)
+    assert (flow["lane"], flow["to"]) == (r["_host_lane"], r["_gpu_lane"])  # from the call's lane to the kernel's
     fields = timeline.launch_row(drawn, row).set_index("field")["value"]
     assert fields["kernel"] == str(r["kernel"]) and fields["grid_x"] == str(r["grid_x"])
 
@@ -72,16 +100,17 @@ def test_collapsed_gaps_keep_every_event_and_its_duration():
 
 
 def test_two_runs_on_prefixed_lanes_and_folding_counts_every_launch(trace, data_file):
-    fig, _, drawn = timeline.figure({"A": trace, "B": trace})
-    lanes = list(fig.layout.yaxis.categoryarray)
+    spec, _, drawn = timeline.figure({"A": trace, "B": trace})
+    lanes = _main(spec)[0]["encoding"]["y"]["sort"]
     assert {lane.split(" · ")[0] for lane in lanes} == {"A", "B"} and len(drawn) == 2 * len(trace)
+    assert {b["lane"] for b in _bars(spec)} == set(lanes)
     folded, note, _ = timeline.figure({"A": trace}, limit=10, bins=50)
     assert note and "more than a browser draws one by one" in note
-    kernel_bars = [t for t in folded.data if t.type == "bar" and t.showlegend]
-    events = sum(int(c[0]) for t in kernel_bars for c in t.customdata)
-    assert events == int((trace["kind"].fillna("kernel") != "sync").sum())  # each launch in one bar
+    kernel_bars = [b for b in _bars(folded) if b["key"] != timeline.CALLS]
+    assert sum(b["events"] for b in kernel_bars) == int((trace["kind"].fillna("kernel") != "sync").sum())
+    assert not any("row" in b for b in _bars(folded))  # a folded bar is no launch to click
     empty, why, _ = timeline.figure({"A": ncu.parse(data_file("ncu_rmsnorm_raw.csv"))})
-    assert not empty.data and "timestamps" in why
+    assert not empty and "timestamps" in why
 
 
 def test_short_kernel_names():
