@@ -219,7 +219,7 @@ def trace_click(page) -> None:
         raise AssertionError("no kernel box wide enough to click in the timeline")
     page.mouse.click(bar["x"], bar["y"])
     page.get_by_text("Selected launch", exact=False).first.wait_for(timeout=60000)
-    _wait_done(page, "open a trace file", 0, vega=1)
+    _wait_done(page, "rows; source:", 0, vega=1)
 
 
 def _first_kernel_box(page) -> dict | None:
@@ -249,7 +249,7 @@ GPU_VISITS = [
     Visit("compare", "Download the table (CSV)", vega=1),
     Visit("correctness", "Tolerance: the one", vega=1),
     Visit("runs", "Failed cases:"),
-    Visit("trace", "open a trace file", vega=1),
+    Visit("trace", "rows; source:", vega=1),
     Visit("diff", "Same code as"),
     Visit("roofline", "Intensity and FLOP/s", vega=1),
     Visit("sweep", "Each cell", vega=1),

@@ -187,8 +187,8 @@ def figure(
         bars, domain = _folded(df, bins)
         note = (
             f"{len(df)} launches, more than a browser draws one by one ({limit}): each bar is every event of "
-            f"its lane in one of {bins} intervals, coloured by the kernel that took most of its time. Zoom with "
-            f"the time window, or pick cases, to {limit} launches or fewer to see single launches."
+            f"its lane in one of {bins} intervals, coloured by the kernel that took most of its time. Narrow "
+            f"the time window above, or pick cases, to {limit} launches or fewer to see single launches."
         )
     else:
         bars, domain = _single(df, search)

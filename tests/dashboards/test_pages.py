@@ -278,6 +278,8 @@ def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launch
     kernels = int((big["kind"].fillna("kernel") != "sync").sum())
     assert sum(b["events"] for b in bars if b["key"] != "launch / sync calls") == kernels  # folded, none lost
     assert num(html_tables(at)[0]["launches"]).sum() == len(big)  # the per-kernel table counts every row
+    assert "The time window is under" in texts(at)  # the folded note says where the way back to launches is
+    at.toggle(key="trace_more").set_value(True).run()
     lo, hi = at.slider[0].value
     at.slider[0].set_value((lo, lo + (hi - lo) / copies)).run()  # about one copy of the trace
     assert not at.exception and "more than a browser draws" not in texts(at)
@@ -336,7 +338,12 @@ def test_a_trace_file_opens_directly_and_exports_for_perfetto(data_file, tmp_pat
     at = page("trace", tmp_path / "none", monkeypatch)
     assert at.selectbox(key="trace_run").value == f"file: {trace}"
     assert len(at.get("vega_lite_chart")) == 1 and num(html_tables(at)[0]["launches"]).sum() > 0
+    # the export, the time window and the upload box wait behind one switch (their code is a fresh browser's
+    # slowest part of this page); switched on, all three are there
+    assert not at.get("download_button") and not at.get("file_uploader") and not at.slider
+    at.toggle(key="trace_more").set_value(True).run()
     assert "ui.perfetto.dev" in at.get("download_button")[0].proto.label
+    assert len(at.get("file_uploader")) == 1 and len(at.slider) == 1
     from kprof.dashboards.views.trace import perfetto_json
     from kprof.profilers import nsys
 
