@@ -78,3 +78,32 @@ def test_hundred_run_store_within_the_timing_targets(tmp_path):
     chunks = {page: {name.split(".")[0] for name in names} for page, names in rep.scripts.items()}
     assert not [page for page, names in chunks.items() if "PlotlyChart" in names], rep.scripts
     assert [page for page, names in chunks.items() if "DataFrame" in names] == ["runs"], rep.scripts
+
+
+def test_downloads_and_switched_controls_work_in_the_browser(tmp_path):
+    """What moved out of the first view to keep it fast still works where a user clicks: Compare's CSV link
+    downloads the table shown, its switch shows the add-runs picker; Trace's switch shows the Perfetto export
+    (a download of Chrome-trace JSON) and the upload box."""
+    from playwright.sync_api import sync_playwright
+
+    with probe.server(tmp_path / "none" / "kprof.db") as (url, _), sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=probe.CHROMIUM, args=probe.FLAGS)
+        page = browser.new_page(viewport=probe.VIEWPORT)
+        page.goto(url + "/")
+        page.get_by_text("Download the table (CSV)").first.wait_for(timeout=60000)
+        with page.expect_download() as got:
+            page.get_by_text("Download the table (CSV)").first.click()
+        lines = Path(got.value.path()).read_text().splitlines()
+        assert got.value.suggested_filename.endswith(".csv") and lines[0].startswith("shape,provider,status")
+        assert len(lines) > 2 and all(line.count(",") >= 3 for line in lines[1:])
+        page.get_by_text("add runs of this family").first.click()
+        page.get_by_text("runs to add").first.wait_for(timeout=60000)
+        page.goto(url + "/trace")
+        page.get_by_text("rows; source:").first.wait_for(timeout=60000)
+        page.get_by_text("time window, Perfetto export, open a trace file").first.click()
+        page.get_by_text("open a trace file (nsys").first.wait_for(timeout=60000)
+        with page.expect_download() as got:
+            page.get_by_text("Export this view for ui.perfetto.dev").first.click()
+        events = json.loads(Path(got.value.path()).read_text())["traceEvents"]
+        assert any(e.get("ph") == "X" for e in events)
+        browser.close()

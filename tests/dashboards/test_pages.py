@@ -3,10 +3,13 @@ stores (empty, corrupt, a run with failed cases, a run without launch data). Ass
 
 from __future__ import annotations
 
+import base64
 import gzip
+import io
 import json
 import shutil
 
+import pandas as pd
 import pytest
 
 st = pytest.importorskip("streamlit")
@@ -83,7 +86,10 @@ def test_compare_on_real_runs(demo_copy, monkeypatch):
     assert len(best) == df["shape"].nunique()  # one best provider per shape, shaded
     assert (times[best.index].groupby(best["shape"]).min() == times.groupby(df["shape"]).min()).all()
     assert {df.attrs["shade"][i] for i in best.index} == {"#d4f4dd"}
-    assert len(at.get("download_button")) == 1
+    link = next(e.value for e in at.markdown if "Download the table (CSV)" in e.value)
+    payload = link.split("base64,", 1)[1].split('"', 1)[0]
+    shown = pd.read_csv(io.StringIO(base64.b64decode(payload).decode()))
+    assert len(shown) == len(df) and list(shown["provider"]) == list(df["provider"])  # the table shown, as CSV
     at.selectbox(key="compare_baseline").set_value("PyTorch eager").run()
     eager = html_tables(at)[0]
     assert (eager[eager["provider"] == "torch_eager"]["speedup"] == "1.00×").all()
@@ -211,6 +217,7 @@ def test_compare_two_runs_side_by_side(demo_copy, monkeypatch):
     at = page("compare", demo_copy, monkeypatch)
     shown = at.selectbox(key="compare_run").value.split(" · ")[-1]
     assert at.selectbox(key="compare_run").value.startswith("main ")  # the demo opens on main, by name
+    at.toggle(key="compare_add").set_value(True).run()
     offered = at.multiselect(key="compare_more").options
     assert not any("sweep" in o for o in offered) and len(offered) < 6  # sweeps have their own page
     other = next(o for o in offered if "planted-regression" in o)
@@ -237,6 +244,7 @@ def test_an_added_run_whose_id_prefixes_other_runs(tmp_path, monkeypatch):
     from tests.dashboards.stores import hundred_runs
 
     at = page("compare", hundred_runs(tmp_path / "many" / "kprof.db", 12), monkeypatch)
+    at.toggle(key="compare_add").set_value(True).run()
     offered = at.multiselect(key="compare_more").options
     prefix = next(
         o for o in offered if any(p != o and p.split(" · ")[-1].startswith(o.split(" · ")[-1]) for p in offered)
@@ -249,7 +257,6 @@ def test_an_added_run_whose_id_prefixes_other_runs(tmp_path, monkeypatch):
 def test_a_trace_too_large_to_draw_is_folded_and_the_window_zooms_back_to_launches(data_file, tmp_path, monkeypatch):
     """A real nsys trace repeated end to end (each copy shifted past the last) until it holds more launches
     than the timeline draws one by one: the page folds it and says so; a narrow time window draws launches."""
-    import pandas as pd
 
     from kprof.dashboards.timeline import LIMIT as TRACE_LIMIT
     from kprof.profilers import nsys
