@@ -231,6 +231,13 @@ def profile(
     _gate(_run_and_report(opts, report, store, early), store, allow_failures)
 
 
+def _ops_provider(family: str) -> Optional[str]:
+    """The provider ``kprof.kernels.ops`` runs for ``family`` (its ``BEST`` table), or None."""
+    from kprof.kernels.ops import BEST
+
+    return next((ref.split("/", 1)[1] for ref in BEST.values() if ref.split("/", 1)[0] == family), None)
+
+
 def _warn(msg: str) -> None:
     err_console.print(f"[yellow]warning:[/yellow] {escape(msg)}")
 
@@ -496,8 +503,9 @@ def grid(
             f"run(s) {', '.join(r['id'] for r in recs)} hold no GPU times (a CPU interpreter run checks "
             "correctness only): run `kprof profile FAMILY --grid PART` on a GPU"
         )
-    table = grid_table(metrics)
-    text = render(table, [r["id"] for r in recs], recs[0]["family"])
+    dispatch = _ops_provider(recs[0]["family"])
+    table = grid_table(metrics, dispatch)
+    text = render(table, [r["id"] for r in recs], recs[0]["family"], dispatch)
     if markdown:
         markdown.write_text(text)
         err_console.print(f"grid table -> {markdown}")

@@ -8,7 +8,9 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
   as Liger) and its time, their ratio and a verdict: ``win`` at <= 0.98, ``tie`` up to 1.02, ``loss`` above,
   and ``uncertain`` where a win or a loss is within the two cases' own spread (kprof does not call it);
 * for memory-bound points, the best version's bandwidth as a fraction of the device's copy ceiling;
-* for matrix families, the ratio to the family's ``roofline`` yardstick (one cuBLAS product of the shape).
+* for matrix families, the ratio to the family's ``roofline`` yardstick (one cuBLAS product of the shape);
+* given the family's dispatch (the provider ``kprof.kernels.ops`` runs), its time over the best kprof
+  version's: where it is above 1.02 the dispatch misses a faster version a model would not get.
 
 Reads the store's metrics only (the data flow's last step before a report).
 """
@@ -57,11 +59,13 @@ def verdict(ratio: float, spread: float) -> str:
     return "uncertain" if ratio - TIE <= s else "loss"
 
 
-def grid_table(metrics: pd.DataFrame) -> pd.DataFrame:
-    """One row per (shape, dtype) of ``metrics`` (one or more runs' rows, concatenated)."""
+def grid_table(metrics: pd.DataFrame, dispatch: str | None = None) -> pd.DataFrame:
+    """One row per (shape, dtype) of ``metrics`` (one or more runs' rows, concatenated); ``dispatch``: the
+    provider the ops API runs for this family, compared with the best kprof version at each point."""
     rows = []
     for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
         kp = _best(g[g["kind"] == "triton"])
+        disp = _best(g[g["provider"] == dispatch]) if dispatch else None
         peer = _best(g[g["kind"].isin(PEER_KINDS)])
         roof = _best(g[g["kind"] == "roofline"])
         t_k = float(kp["gpu_time_us"]) if kp is not None else math.nan
@@ -89,6 +93,7 @@ def grid_table(metrics: pd.DataFrame) -> pd.DataFrame:
                 "bytes": float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan,
                 "vs_roofline": t_k / float(roof["gpu_time_us"]) if kp is not None and roof is not None else math.nan,
                 "timing_mode": kp.get("timing_mode") if kp is not None else None,
+                "dispatch_vs_best": float(disp["gpu_time_us"]) / t_k if disp is not None else math.nan,
             }
         )
     return pd.DataFrame(rows)
@@ -114,9 +119,10 @@ def summarize(table: pd.DataFrame) -> GridSummary:
     )
 
 
-def render(table: pd.DataFrame, runs: Sequence[str], family: str) -> str:
+def render(table: pd.DataFrame, runs: Sequence[str], family: str, dispatch: str | None = None) -> str:
     """Markdown: the summary line, then one row per point, losses first."""
     s = summarize(table)
+    d = table.get("dispatch_vs_best", pd.Series(dtype=float)).dropna()
     mode = next((m for m in table["timing_mode"].dropna()), "cold")
     order = {"loss": 0, "uncertain": 1, "tie": 2, "win": 3}
     t = table.assign(_o=table["verdict"].map(order).fillna(4)).sort_values(["_o", "ratio"], ascending=[True, False])
@@ -128,15 +134,26 @@ def render(table: pd.DataFrame, runs: Sequence[str], family: str) -> str:
         f"(reason in the last column). Times: `{mode}` mode, µs. "
         f"win: best kprof <= {WIN} x best peer; tie: up to {TIE} x.",
         "",
+        *(
+            [
+                f"Dispatch (`{dispatch}`, what `kprof.kernels.ops` runs): within {TIE} x the best kprof version at "
+                f"{int((d <= TIE).sum())} of {len(d)} points; `{dispatch} / best` is its time over the best's.",
+                "",
+            ]
+            if dispatch and len(d)
+            else []
+        ),
         "| shape | dtype | verdict | best kprof | µs | best peer | µs | ratio | spread | % of copy "
-        "| vs roofline | why not measured |",
-        "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|",
+        "| vs roofline | " + (f"{dispatch} / best | " if dispatch else "") + "why not measured |",
+        "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if dispatch else "") + "---|",
     ]
     for r in t.itertuples():
         lines.append(
             f"| {r.shape} | {r.dtype} | {r.verdict} | {_cell(r.best_kprof) or '—'} | {_num(r.kprof_us)} | "
             f"{r.best_peer or '—'} | {_num(r.peer_us)} | {_num(r.ratio, 3)} | {_pct(r.spread)} | "
-            f"{_num(r.pct_copy, 1)} | {_num(r.vs_roofline, 3)} | {_cell(r.why)} |"
+            f"{_num(r.pct_copy, 1)} | {_num(r.vs_roofline, 3)} | "
+            + (f"{_num(r.dispatch_vs_best, 3)} | " if dispatch else "")
+            + f"{_cell(r.why)} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -74,6 +74,9 @@ class CaseResult:
     extra: dict = field(default_factory=dict)
 
 
+OUT_OF_MEMORY = "CUDA out of memory: "  # how an out-of-memory case's note begins (the runner retries it once)
+
+
 def case_seed(base: int, case: Case) -> int:
     """Seed for a case's inputs: every provider of one (shape, dtype) sees the same data."""
     digest = hashlib.sha256(f"{base}/{case.family}/{case.shape}/{case.dtype}".encode()).digest()
@@ -414,4 +417,7 @@ def run_case(
         tail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         if isinstance(exc, torch.cuda.OutOfMemoryError):
             torch.cuda.empty_cache()
+            # the message's head names the reason; its tail has the sizes: keep both
+            note = OUT_OF_MEMORY + tail[-(500 - len(OUT_OF_MEMORY)) :]
+            return CaseResult(case, "error", note, bytes=nbytes, flops=flops)
         return CaseResult(case, "error", tail[-500:], bytes=nbytes, flops=flops)

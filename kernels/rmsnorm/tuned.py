@@ -24,6 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.lib.launching import classic_num_warps
 from kprof.kernels.rmsnorm import split
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm.looped import _rmsnorm_looped_kernel
@@ -163,9 +164,13 @@ _LOOPED_CHUNK_BYTES = 32 * 1024
 def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count: int = 132) -> Config:
     """Pick the launch configuration for rows of ``n`` elements of ``element_size`` bytes.
 
-    With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed (one row
-    per program, warps scaled down with it so each thread keeps the same work): at 64x4096 bf16 the
-    packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4).
+    With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed: at 64x4096 bf16
+    the packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4). Such a
+    row of 2048 or more gets the warps of the classic one-row kernel (``triton_one_row``): 0-9% faster than this
+    version's earlier choice (the packed warps divided by the rows packed) at every unpacked point of
+    rmsnorm's bf16 grid on an H100 where the two differ (2048 columns: 8 warps instead of 2, 1-512 rows,
+    1.79-2.59 against 1.89-2.69 us; 6144-8192 columns: 16 instead of 8, 1-64 rows, up to 2.05 against
+    2.14 us; benchmarks/results/grid/, two runs).
     """
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
@@ -190,8 +195,8 @@ def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count
     else:  # narrow rows: pack rows until a program moves ~8 KB, 4 warps
         rows, warps, hints = min(16, 8192 // row_bytes), 4, True
     if n_rows is not None and rows > 1 and triton.cdiv(n_rows, rows) < sm_count:
-        warps = max(1, warps // rows)
-        rows = 1
+        # measured from 2048 columns up (the grid's narrowest); narrower rows keep the packed warps per row
+        warps, rows = (classic_num_warps(block_n) if block_n >= 2048 else max(1, warps // rows)), 1
     # never more threads than elements: a block of fewer elements leaves warps idle
     while warps > 1 and warps * 32 > rows * block_n:
         warps //= 2

@@ -174,3 +174,20 @@ def test_a_point_whose_triton_cases_all_failed_says_why():
     assert row["verdict"] == "not measured" and "out of memory" in row["why"]
     assert summarize(table).not_measured == 1
     assert "CUDA out of memory / tried" in render(table, ["r"], "rmsnorm"), "a | in a reason must not split the row"
+
+
+def test_the_dispatch_is_compared_with_the_best_kprof_version():
+    """With the family's dispatch named (what the ops API runs), each point says how far it is from the best
+    kprof version, and the summary counts the points where it is within the tie band."""
+    rng = np.random.default_rng()
+    points = {}
+    for i in range(8):
+        best = float(rng.uniform(1, 50))
+        slower = 1.0 if i % 2 else float(rng.uniform(1.05, 1.5))  # every other point the dispatch misses
+        points[(f"{i + 1}x4096", "bf16")] = {"triton_a": best * slower, "triton_b": best, "torch_compile": best}
+    table = grid_table(_metrics(rng, points), dispatch="triton_a").set_index(["shape", "dtype"])
+    for key, times in points.items():
+        assert table.loc[key, "dispatch_vs_best"] == pytest.approx(times["triton_a"] / min(times.values()))
+    text = render(table.reset_index(), ["run-a"], "rmsnorm", dispatch="triton_a")
+    assert "within 1.02 x the best kprof version at 4 of 8 points" in text and "triton_a / best" in text
+    assert "/ best" not in render(table.reset_index(), ["run-a"], "rmsnorm")  # no such column without a dispatch

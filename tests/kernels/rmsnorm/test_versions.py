@@ -254,3 +254,18 @@ def test_split_choice_properties():
                 if last is not None and s > 1:
                     assert s <= last, (sms, n, n_rows)
                 last = s if s > 1 else last
+
+
+def test_unpacked_rows_take_the_one_row_kernels_warps():
+    """Too few rows to pack (fewer row blocks than SMs): from 2048 columns on, the warps of `triton_one_row`'s
+    classic rule, measured faster there than the packed warps divided by the rows; narrower rows keep those."""
+    from kprof.kernels.lib.launching import classic_num_warps
+
+    for n in (2048, 3000, 4096, 6144, 8192):
+        for n_rows in (1, 7, 64):
+            cfg = choose_config(n, 2, n_rows)
+            assert (cfg.kernel, cfg.rows) == ("rows", 1)
+            assert cfg.num_warps == classic_num_warps(cfg.block_n), (n, n_rows, cfg)
+    packed = choose_config(1024, 2)  # many rows: 4 rows of 1024 per program, 4 warps
+    few = choose_config(1024, 2, 100)
+    assert few.rows == 1 and few.num_warps == max(1, packed.num_warps // packed.rows)
