@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import subprocess
@@ -32,6 +33,15 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.dashboards.stores from a checkout
+# the dashboard modules' cached loaders, imported here outside `streamlit run`, would each warn that no
+# Streamlit runtime is there (dozens of lines before the table); this process only builds stores and drives
+# the browser, so those warnings say nothing
+try:
+    from streamlit.runtime.caching import cache_data_api  # streamlit sets its loggers' level on import: first
+
+    logging.getLogger(cache_data_api.__name__).setLevel(logging.ERROR)
+except ImportError:  # no streamlit: main() says what is missing
+    pass
 
 
 FLOOR_APPS = {  # name -> (app source, selector of its drawn chart or None)
