@@ -22,7 +22,6 @@ measured cases stored and the run marked incomplete, with the tool's own words i
 
 from __future__ import annotations
 
-import functools
 import secrets
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -31,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from kprof.context import Arm, ProfileOptions, ProgressFn, RunContext, RunPlan, arms_for, quiet
 from kprof.errors import KprofError
-from kprof.harness import OUT_OF_MEMORY, BenchSettings, CaseResult, case_seed, run_case
+from kprof.harness import BenchSettings, CaseResult, case_seed, run_case
 from kprof.registry import Case, Family, Selection, get_family, shape_str, split_config_name
 from kprof.runtime import restores_interpreter_mode, use_interpreter
 
@@ -346,10 +345,8 @@ def _measure_case(ctx: RunContext, case: Case, i: int, rounds: int) -> list[Case
             family = ctx.arms[j].family
             provider = family.get_provider(case.provider)
             if r == 0:
-                first[j] = _once_more_after_oom(
-                    functools.partial(
-                        run_case, family, provider, case, device=device, settings=settings, timing=(ctx.mode == "gpu")
-                    )
+                first[j] = run_case(
+                    family, provider, case, device=device, settings=settings, timing=(ctx.mode == "gpu")
                 )
             elif first[j].status == "ok" and first[j].timed:
                 host = sorted(first[j].host_samples_us)[len(first[j].host_samples_us) // 2]
@@ -358,21 +355,6 @@ def _measure_case(ctx: RunContext, case: Case, i: int, rounds: int) -> list[Case
         replace(first[j], gpu_samples_ms=first[j].gpu_samples_ms + tuple(extra[j])) if extra[j] else first[j]
         for j in range(n)
     ]
-
-
-def _once_more_after_oom(measure: Callable[[], CaseResult]) -> CaseResult:
-    """``measure()``, and once more when it ran out of GPU memory: the harness has emptied the allocator's
-    cache by then, which often holds what earlier, larger cases freed (on an H100 a rmsnorm grid ran out at
-    32768x65536 bf16 with 12 GiB reserved by the cache but unallocated, while other providers of that shape
-    ran). Out of memory twice is recorded as such."""
-    res = measure()
-    if res.status != "error" or not (res.note or "").startswith(OUT_OF_MEMORY):
-        return res
-    again = measure()
-    if again.status == "error" and (again.note or "").startswith(OUT_OF_MEMORY):
-        twice = "twice, the allocator's cache emptied in between; "
-        return replace(again, note=OUT_OF_MEMORY + twice + again.note[len(OUT_OF_MEMORY) :])
-    return again
 
 
 def _store_case(ctx: RunContext, arm: Arm, run_id: str, idx: int, res: CaseResult) -> None:

@@ -104,3 +104,26 @@ def test_timing_on_gpu():
     assert len(res.gpu_samples_ms) >= 5 and all(0 < s < 1 for s in res.gpu_samples_ms)
     assert res.graph_time_ms is not None and res.graph_time_ms < max(res.gpu_samples_ms)
     assert res.peak_mem_bytes >= 64 * 4096 * 2  # the output
+
+
+@pytest.mark.parametrize("failures, status", [(1, "ok"), (2, "error"), (0, "ok")])
+def test_a_case_out_of_gpu_memory_is_measured_once_more(failures, status, monkeypatch):
+    """Out of GPU memory, the case is measured once more after the allocator's cache is emptied (memory that
+    earlier, larger cases freed can still sit there), and no more than once; twice is recorded as such."""
+    import kprof.harness as harness
+
+    real, calls, emptied = harness.check_correctness, [], []
+
+    def check(*args, **kwargs):
+        calls.append(1)
+        if len(calls) <= failures:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.18 GiB")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(harness, "check_correctness", check)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(1))
+    case = Case("rmsnorm", "torch_eager", (3, 77), "fp32")
+    res = run_case(RMS, RMS.providers["torch_eager"], case, device="cpu", settings=BenchSettings(), timing=False)
+    assert res.status == status and len(calls) == min(failures, 1) + 1 and len(emptied) == failures
+    if status == "error":
+        assert res.note.startswith(harness.OUT_OF_MEMORY) and "9.18 GiB" in res.note

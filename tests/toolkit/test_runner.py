@@ -114,36 +114,3 @@ def test_interleaved_arms_alternate_round_by_round(tmp_path, monkeypatch):
     assert [c[1] for c in calls if c[2] == cases[0].id][:2] == ["run", "run"]
     assert len(res[0][0].gpu_samples_ms) == runner.ROUNDS  # one sample per round in this fake
     assert st.samples(ids[1])["value"].tolist().count(2.0) == 2 * (runner.ROUNDS - 1)
-
-
-@pytest.mark.parametrize(
-    "first, second, calls, status, note_has",
-    [
-        ("oom", "ok", 2, "ok", None),  # the cache emptied, the retry fits: measured
-        ("oom", "oom", 2, "error", "twice"),  # out of memory again: recorded, saying so
-        ("error", None, 1, "error", "ValueError"),  # any other error is not retried
-        ("ok", None, 1, "ok", None),
-    ],
-)
-def test_a_case_out_of_gpu_memory_is_measured_once_more(first, second, calls, status, note_has):
-    """The harness empties the allocator's cache after an out-of-memory case; the runner then measures the case
-    once more (memory earlier, larger cases freed can still sit in the cache), and no more than once."""
-    from kprof.harness import OUT_OF_MEMORY, CaseResult
-    from kprof.registry import Case
-
-    case = Case("rmsnorm", "triton_tuned", (3, 77), "fp32")
-    made = {
-        "oom": CaseResult(case, "error", OUT_OF_MEMORY + "torch.OutOfMemoryError: tried to allocate 9.18 GiB"),
-        "error": CaseResult(case, "error", "ValueError: bad shape"),
-        "ok": CaseResult(case, "ok", gpu_samples_ms=(1.0,), timed=True),
-    }
-    outcomes = iter([first, second])
-    seen = []
-
-    def measure():
-        seen.append(1)
-        return made[next(outcomes)]
-
-    res = runner._once_more_after_oom(measure)
-    assert len(seen) == calls and res.status == status
-    assert note_has is None or note_has in res.note
