@@ -252,7 +252,8 @@ def profile_runs_fanout(
         # Why: a worker's start (Python, torch, CUDA, its GPU's ceilings) takes about 10 s on an H200. Begun
         # after this process's own imports and family load (3-4 s), it made a 608-case rmsnorm sweep take
         # 19.5 s to start on 2 H200s against 14 s in one process: 119.5 s against 215.0 s end to end
-        # (0.556), although the cases phase itself halved (100 s against 201 s).
+        # (0.556), although the cases phase itself halved (100 s against 201 s). Started early: 112.8 s
+        # against 210.7 s (0.535), the start level with one process's.
         spawned = early.at if handles else time.monotonic()
         started = {}
         for slot in slots:

@@ -269,7 +269,8 @@ _MAX_PLANS = 4096
 
 
 def _make_plan(x: torch.Tensor, weight: torch.Tensor) -> _Plan | None:
-    """A plan for CUDA inputs whose rows are one strided view of x (no copy needed), else None."""
+    """A plan for CUDA inputs whose rows are one strided view of x (no copy needed), else None (also for the
+    split path: see :func:`plan_for`)."""
     if not x.is_cuda or x.stride(-1) != 1 or weight.stride(0) != 1:
         return None
     n = x.shape[-1]
