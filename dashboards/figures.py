@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from kprof import launch_table
 from kprof.dashboards import style
 from kprof.fmt import number
 from kprof.shapes import parse_shape
@@ -366,10 +365,6 @@ _LOG_X = {
     "title": "arithmetic intensity (FLOP / byte, from the family's models)",
 }
 _LOG_Y = {"field": "tflops", "type": "quantitative", "scale": {"type": "log"}, "title": "TFLOP/s achieved"}
-
-
-def kernel_kinds(launches: pd.DataFrame) -> pd.Series:
-    return launch_table.kernels(launches)["kernel"].value_counts()
 
 
 SWEEP_HEIGHT = 460

@@ -91,7 +91,6 @@ def server(
 class Visit:
     page: str
     key: str  # text of the page's last element, for this store
-    charts: int = 0  # plotly charts the page draws (none today; kept for apps that do)
     vega: int = 0  # Vega-Lite charts the page draws
     first_s: float = float("nan")
 
@@ -106,11 +105,9 @@ class Report:
     scripts: dict[str, list[str]] = field(default_factory=dict)  # page -> JavaScript files its first visit fetched
 
 
-def _wait_done(page, key: str, charts: int, timeout_ms: int = 60000, vega: int = 0) -> None:
+def _wait_done(page, key: str, timeout_ms: int = 60000, vega: int = 0) -> None:
     """The page's last element is there and its charts are drawn, and the script has stopped running."""
     page.get_by_text(key, exact=False).first.wait_for(timeout=timeout_ms)
-    if charts:
-        page.locator(".js-plotly-plot .main-svg").nth(0).wait_for(timeout=timeout_ms)
     if vega:
         page.locator(".vega-embed canvas, .vega-embed svg.marks").nth(0).wait_for(timeout=timeout_ms)
     # the script has finished and no element is still a skeleton (widgets whose code is still loading)
@@ -157,7 +154,7 @@ def measure(
             )
             t0 = time.perf_counter()
             page.goto(f"{url}/{'' if v.page == 'compare' else v.page}")
-            _wait_done(page, v.key, v.charts, vega=v.vega)
+            _wait_done(page, v.key, vega=v.vega)
             rep.first_visit_s[v.page] = round(time.perf_counter() - t0, 2)
             rep.scripts[v.page] = sorted(set(fetched))
             rep.errors += [f"{store_label}/{v.page}: {e}" for e in _problems(page)]
@@ -170,13 +167,13 @@ def measure(
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(url + "/")
-        _wait_done(page, visits[0].key, visits[0].charts, vega=visits[0].vega)
+        _wait_done(page, visits[0].key, vega=visits[0].vega)
         for v in visits[1:] + visits[:1]:
             t0 = time.perf_counter()
             page.locator(
                 f'[data-testid="stSidebarNav"] a[href$="/{"" if v.page == "compare" else v.page}"]'
             ).first.click()
-            _wait_done(page, v.key, v.charts, vega=v.vega)
+            _wait_done(page, v.key, vega=v.vega)
             rep.switch_s[v.page] = round(time.perf_counter() - t0, 2)
             if controls and v.page in controls:
                 t0 = time.perf_counter()
@@ -201,7 +198,7 @@ def _select(page, label: str, option: str) -> None:
 def compare_baseline(page) -> None:
     _select(page, "baseline", "torch.compile")
     _caption(page, "Speedup against torch.compile")
-    _wait_done(page, "Download the table (CSV)", 0, vega=1)
+    _wait_done(page, "Download the table (CSV)", vega=1)
 
 
 def diff_threshold(page) -> None:
@@ -209,7 +206,7 @@ def diff_threshold(page) -> None:
     thumb.focus()
     thumb.press("ArrowRight")
     _caption(page, "beyond ±4%")
-    _wait_done(page, "Same code as", 0)
+    _wait_done(page, "Same code as")
 
 
 def trace_click(page) -> None:
@@ -219,7 +216,7 @@ def trace_click(page) -> None:
         raise AssertionError("no kernel box wide enough to click in the timeline")
     page.mouse.click(bar["x"], bar["y"])
     page.get_by_text("Selected launch", exact=False).first.wait_for(timeout=60000)
-    _wait_done(page, "rows; source:", 0, vega=1)
+    _wait_done(page, "rows; source:", vega=1)
 
 
 def _first_kernel_box(page) -> dict | None:
@@ -242,7 +239,7 @@ def correctness_filter(page) -> None:
     box.get_by_role("combobox").first.click()
     page.get_by_role("option", name="ok", exact=True).first.click()
     page.keyboard.press("Escape")
-    _wait_done(page, "Tolerance: the one", 0, vega=1)
+    _wait_done(page, "Tolerance: the one", vega=1)
 
 
 GPU_VISITS = [
