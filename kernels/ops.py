@@ -55,6 +55,7 @@ from kprof.kernels.kasmina.reference import kasmina_vectorised
 from kprof.kernels.lib import checks, launching
 from kprof.kernels.lib import fastops as fast
 from kprof.kernels.lib import gated as _gated
+from kprof.kernels.ops_providers import BEST, PREPARED
 from kprof.kernels.rmsnorm.family import validate as _rms_validate
 from kprof.kernels.rmsnorm.reference import rmsnorm_eager
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
@@ -66,26 +67,6 @@ from kprof.kernels.silu_mul.family import silu_mul_eager
 from kprof.kernels.swiglu import tuned as _swiglu_tuned
 from kprof.kernels.swiglu.family import validate as _swiglu_validate
 from kprof.kernels.swiglu.reference import swiglu_eager
-
-# What each op runs on its Triton path, as the harness names it (measured on an H100:
-# benchmarks/results/catalog/). The prepared objects run PREPARED where it applies.
-BEST: dict[str, str] = {
-    "rms_norm": "rmsnorm/triton_tuned",
-    "fused_add_rms_norm": "add_rmsnorm/triton_tuned",
-    "silu_and_mul": "silu_mul/triton_tuned",
-    "gelu_tanh_and_mul": "gelu_mul/triton_tuned",
-    # the autotuned tiled product on the weights as given (no interleaved copy to keep current)
-    "swiglu": "swiglu/triton_tuned_pointer",
-    # norm, then product: no folded weight to keep current, and at 8 rows 2 us faster than the
-    # statistics-first design (26.7 against 28.7 us on an H100 before programmatic dependent launch)
-    "rms_norm_linear": "rmsnorm_linear/triton_two_kernels",
-    "kasmina_forward": "kasmina/triton_telemetry",
-}
-PREPARED: dict[str, str] = {
-    # 1000+ rows (any under the interpreter); fewer rows take the plain op
-    "swiglu": "swiglu/triton_tuned_prepared",
-    "rms_norm_linear": "rmsnorm_linear/triton_rstd_epilogue_prepared",
-}
 
 _USE_TRITON = runtime.env("KPROF_USE_TRITON") == "1"
 _CHECK_PREPARED = launching.interpreting()

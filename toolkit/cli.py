@@ -233,7 +233,7 @@ def profile(
 
 def _ops_provider(family: str) -> Optional[str]:
     """The provider ``kprof.kernels.ops`` runs for ``family`` (its ``BEST`` table), or None."""
-    from kprof.kernels.ops import BEST
+    from kprof.kernels.ops_providers import BEST
 
     return next((ref.split("/", 1)[1] for ref in BEST.values() if ref.split("/", 1)[0] == family), None)
 

@@ -191,3 +191,16 @@ def test_the_dispatch_is_compared_with_the_best_kprof_version():
     text = render(table.reset_index(), ["run-a"], "rmsnorm", dispatch="triton_a")
     assert "within 1.02 x the best kprof version at 4 of 8 points" in text and "triton_a / best" in text
     assert "/ best" not in render(table.reset_index(), ["run-a"], "rmsnorm")  # no such column without a dispatch
+
+
+def test_the_dispatch_is_read_without_importing_torch_or_the_families():
+    """`kprof grid` reads metrics only; naming the ops API's provider must not cost it torch's import."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom kprof.cli import _ops_provider\n"
+        "print(_ops_provider('rmsnorm'), _ops_provider('no_such_family'), 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["triton_tuned", "None", "False"]
