@@ -102,6 +102,7 @@ def make_family(
         # one rounding of the product to the storage dtype (the eager code rounds after the activation too)
         tolerances={"fp32": 1e-5, "bf16": 8e-3, "fp16": 1e-3},
         baseline="torch_eager",
+        row_inputs=("x",),
     )
 
 
