@@ -5,7 +5,8 @@
 
 Each ``--part FAMILY:PART:DTYPE[:PROVIDERS]`` is one ``kprof profile FAMILY --grid PART --dtype DTYPE
 --profiler none`` (every provider available, or the comma-separated list), in its own process and its own
-store ``DIR/FAMILY.db``, followed by ``kprof grid latest --markdown DIR/grid-FAMILY-PART-DTYPE.md``. A part
+store ``DIR/FAMILY.db``; a PART written ``shapes=AxB+CxD`` races those shapes instead (a re-race of some
+points of a grid after a change), followed by ``kprof grid latest --markdown DIR/grid-FAMILY-PART-DTYPE.md``. A part
 starts only while ``--min-left`` seconds of the budget remain, and is stopped at the budget's end, so what
 finished comes back even when the GPU machine's call limit cuts the rest. The profile log of every part is
 kept gzipped beside its table, the stores are gzipped at the end.
@@ -49,12 +50,14 @@ def main() -> int:
     for spec in args.part:
         family, part, dtype, *rest = spec.split(":")
         left = args.budget - (time.monotonic() - start)
-        tag = f"{family}-{part}-{dtype}"
+        shapes = part.removeprefix("shapes=").split("+") if part.startswith("shapes=") else []
+        tag = f"{family}-{'points' if shapes else part}-{dtype}"
         if left < args.min_left:
             rows.append((tag, "not started", 0.0, f"{left:.0f} s of the budget left"))
             continue
         store = str(args.out / f"{family}.db")
-        cmd = ["kprof", "profile", family, "--grid", part, "--dtype", dtype, "--profiler", "none"]
+        where = [a for sh in shapes for a in ("--shape", sh)] if shapes else ["--grid", part]
+        cmd = ["kprof", "profile", family, *where, "--dtype", dtype, "--profiler", "none"]
         cmd += ["--allow-failures", "--store", store] + (["--provider", rest[0]] if rest else [])
         rc, took = _run(cmd, args.out / f"profile-{tag}.log.gz", left)
         if rc != 0:
