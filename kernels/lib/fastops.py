@@ -262,9 +262,8 @@ def _add_split_launch(
 ) -> AddSplitLaunch:
     """The split path's two launches (``kprof.kernels.add_rmsnorm.split``) as one plan entry."""
     from kprof.kernels.add_rmsnorm import split
-    from kprof.kernels.rmsnorm.split import chunk_of
 
-    chunk = chunk_of(n, cfg.splits)
+    chunk = split.chunk_of(n, cfg.splits)
     grid, options, meta = (n_rows, cfg.splits), {"num_warps": cfg.num_warps}, (cfg.block_n, cfg.splits)
     first_tail = (xs, rs, n, chunk, *meta)
     second_tail = (n, chunk, eps, *meta)
