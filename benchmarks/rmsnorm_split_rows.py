@@ -26,7 +26,7 @@ from bench_common import checked, print_notes, print_race, race_rows, rmsnorm_ca
 
 from kprof import timing
 from kprof.kernels import discover
-from kprof.kernels.rmsnorm import split
+from kprof.kernels.lib import split_rows as split
 from kprof.kernels.rmsnorm.tuned import Config, config_for, launch_with_config
 
 # (dtype, rows, columns): the grid's few-row wide points and the neighbours that decide the thresholds

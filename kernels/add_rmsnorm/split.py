@@ -3,7 +3,8 @@
 One program per row (``looped``) leaves most of the GPU idle when there are few rows: on an H100 in bf16
 ``triton_tuned`` ran 1x131072 in 22.24 us against torch.compile's 5.92, 8x131072 in 19.36 against 7.55 and
 1x65536 in 12.00 against 5.79 (benchmarks/results/grid/catalog-bf16/grid-add_rmsnorm-main-bf16.md). Here a
-row is cut into ``SPLITS`` chunks, as rmsnorm's ``split`` does:
+row is cut into ``SPLITS`` chunks, as rmsnorm's ``split`` does (with it: 4.00, 5.63 and 3.75 us, 0.64-0.75x
+torch.compile; benchmarks/results/grid/catalog-bf16-rerace/):
 
 1. ``_add_rmsnorm_split_sum_kernel``, grid (rows, SPLITS): each program adds its chunk of x and residual,
    stores h rounded to the input dtype (as every version and the eager code do; the norm is taken of the
@@ -23,6 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.lib.split_rows import chunk_of
 from kprof.launch import CompiledLauncher, spec_key
 
 
@@ -94,40 +96,6 @@ def _add_rmsnorm_split_apply_kernel(
         hf = tl.load(h_base + off + cols, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
         w = tl.load(w_ptr + start + off + cols, mask=m, other=0.0).to(tl.float32)
         tl.store(y_base + off + cols, (hf * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
-
-
-# rmsnorm's split rule (benchmarks/results/rmsnorm-split-rows/: within 4.4% of the fastest candidate at 20
-# shapes of 1-64 rows x 16384-131072 columns); not raced for this family yet (benchmarks/add_rmsnorm_split_rows.py).
-MIN_CHUNK = 1024  # elements: smaller chunks did not pay for their program
-MAX_SPLITS = 128
-WAVES = 2  # programs per SM the split count may reach
-
-
-def choose_splits(n_rows: int, n: int, sm_count: int) -> int:
-    """Programs per row: 1 (do not split) when four programs per row would not fit one wave of the SMs;
-    else the largest power of two that keeps rows x splits within ``WAVES`` waves and every chunk at
-    least ``MIN_CHUNK`` elements."""
-    if n_rows * 4 > sm_count:
-        return 1
-    splits = 1
-    while (
-        splits * 2 <= MAX_SPLITS and n_rows * splits * 2 <= WAVES * sm_count and triton.cdiv(n, splits * 2) >= MIN_CHUNK
-    ):
-        splits *= 2
-    return splits
-
-
-def chunk_of(n: int, splits: int) -> int:
-    """Elements per program: an equal share of the row, rounded up to 256 so every chunk starts aligned."""
-    return triton.cdiv(triton.cdiv(n, splits), 256) * 256
-
-
-def loop_config(n: int, splits: int) -> tuple[int, int]:
-    """(elements per loop step, warps): the whole chunk in one step up to 4096 elements, else 2048 a step;
-    4 warps for 1024-element steps, 8 above."""
-    chunk = chunk_of(n, splits)
-    block = triton.next_power_of_2(chunk) if chunk <= 4096 else 2048
-    return block, 4 if block <= 1024 else 8
 
 
 sum_launcher = CompiledLauncher(_add_rmsnorm_split_sum_kernel)

@@ -18,7 +18,7 @@ from kprof.kernels.add_rmsnorm import split
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.add_rmsnorm.looped import _add_rmsnorm_looped_kernel
 from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
-from kprof.kernels.lib import launching
+from kprof.kernels.lib import launching, split_rows
 from kprof.kernels.lib.launching import classic_num_warps
 from kprof.launch import CompiledLauncher, spec_key
 
@@ -141,9 +141,9 @@ def _wide_config(n: int, element_size: int, n_rows: int | None, sm_count: int) -
     if n_rows is None:
         return looped
     if block_n * element_size > ONE_ROW_MAX_BYTES:
-        splits = split.choose_splits(n_rows, n, sm_count)
+        splits = split_rows.choose_splits(n_rows, n, sm_count)
         if splits > 1:
-            block, warps = split.loop_config(n, splits)
+            block, warps = split_rows.loop_config(n, splits)
             return Config("split", block, 1, warps, splits)
         return looped
     one_block = Config("rows", block_n, 1, classic_num_warps(block_n))

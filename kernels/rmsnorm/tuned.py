@@ -24,6 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.lib import split_rows
 from kprof.kernels.lib.launching import classic_num_warps
 from kprof.kernels.rmsnorm import split
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
@@ -183,9 +184,9 @@ def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if row_bytes > MAX_ONE_BLOCK_BYTES:
-        splits = split.choose_splits(n_rows, n, sm_count) if n_rows is not None else 1
+        splits = split_rows.choose_splits(n_rows, n, sm_count) if n_rows is not None else 1
         if splits > 1:
-            block, warps = split.loop_config(n, splits)
+            block, warps = split_rows.loop_config(n, splits)
             return Config("split", block_n=block, rows=1, num_warps=warps, splits=splits)
         chunk = max(1, _LOOPED_CHUNK_BYTES // element_size)
         if n_rows is not None and n_rows >= _HINTED_MIN_ROWS and n * element_size <= _HINTED_MAX_ROW_BYTES:

@@ -16,7 +16,7 @@ import torch
 from kprof.kernels import discover, ops
 from kprof.kernels.add_rmsnorm import split, tuned
 from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
-from kprof.kernels.lib import fastops
+from kprof.kernels.lib import fastops, split_rows
 from kprof.kernels.lib.launching import classic_num_warps
 from kprof.kernels.rmsnorm.reference import rmsnorm_oracle
 
@@ -168,9 +168,9 @@ def test_choice_rule_properties():
                     assert cfg.num_warps in (1, 2, 4, 8, 16, 32) and cfg.block_n & (cfg.block_n - 1) == 0
                     if cfg.kernel == "split":
                         assert block_n * es > ONE_ROW_MAX_BYTES and n_rows * 4 <= sms
-                        assert cfg.splits == split.choose_splits(n_rows, n, sms) > 1
-                        assert n_rows * cfg.splits <= split.WAVES * sms
-                        assert (cfg.block_n, cfg.num_warps) == split.loop_config(n, cfg.splits)
+                        assert cfg.splits == split_rows.choose_splits(n_rows, n, sms) > 1
+                        assert n_rows * cfg.splits <= split_rows.WAVES * sms
+                        assert (cfg.block_n, cfg.num_warps) == split_rows.loop_config(n, cfg.splits)
                     elif cfg.kernel == "rows":
                         assert cfg.block_n >= n and cfg.block_n * cfg.rows * es <= ONE_ROW_MAX_BYTES
                         if cfg.rows == 1 and block_n >= 2048:  # triton_one_row's own configuration

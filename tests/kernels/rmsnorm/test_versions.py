@@ -247,7 +247,7 @@ def test_wide_rows_beyond_a_wave_keep_one_program_per_row(device):
 def test_split_choice_properties():
     """Over many row counts, widths and SM counts: a power of two, within two waves, chunks of at least the
     minimum that cover the row, never fewer splits for fewer rows."""
-    from kprof.kernels.rmsnorm import split
+    from kprof.kernels.lib import split_rows as split
 
     for sms in (16, 78, 132, 144):
         for n in (8193, 16384, 40000, 131072, 262147):
