@@ -10,12 +10,12 @@ torch.compile; benchmarks/results/grid/catalog-bf16-rerace/):
    stores h rounded to the input dtype (as every version and the eager code do; the norm is taken of the
    h returned) with ``evict_last`` so it stays in L2, and sums the squares of the rounded h into one
    float32 slot of a small workspace;
-2. ``_add_rmsnorm_split_apply_kernel``, same grid: each program adds its row's SPLITS partial sums (a few
-   hundred bytes), then normalises its chunk of h, read back from L2.
+2. ``kprof.kernels.lib.split_rows.split_apply_kernel`` (rmsnorm's too), same grid: each program adds its
+   row's SPLITS partial sums (a few hundred bytes), then normalises its chunk of h, read back from L2.
 
 DRAM sees x and residual read once and h and y written once (the four row passes of the fused op) as long
 as h stays in L2 between the launches. The split count, chunk and loop step follow rmsnorm's rule
-(kernels/rmsnorm/split.py, measured there on an H100), kept here so this family does not import rmsnorm's.
+(``kprof.kernels.lib.split_rows``, measured for rmsnorm on an H100).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib.split_rows import chunk_of
+from kprof.kernels.lib.split_rows import chunk_of, split_apply_kernel
 from kprof.launch import CompiledLauncher, spec_key
 
 
@@ -66,40 +66,8 @@ def _add_rmsnorm_split_sum_kernel(
     tl.store(ws_ptr + row * SPLITS + split, tl.sum(acc, axis=0))
 
 
-@triton.jit
-def _add_rmsnorm_split_apply_kernel(
-    # pointers
-    h_ptr,  # [rows, N] sum from the first launch, contiguous
-    w_ptr,  # [N] weight
-    y_ptr,  # [rows, N] normalised output, contiguous
-    ws_ptr,  # [rows, SPLITS] float32 partial sums of squares from the first launch
-    # sizes
-    N,
-    CHUNK,  # elements per program (a multiple of 256)
-    # parameters
-    eps,
-    # meta-parameters
-    BLOCK_N: tl.constexpr,  # elements per loop step
-    SPLITS: tl.constexpr,  # programs per row
-):
-    row = tl.program_id(0).to(tl.int64)
-    split = tl.program_id(1)
-    parts = tl.load(ws_ptr + row * SPLITS + tl.arange(0, SPLITS))
-    rstd = tl.rsqrt(tl.sum(parts, axis=0) / N + eps)
-    cols = tl.arange(0, BLOCK_N)
-    start = split * CHUNK
-    h_base = h_ptr + row * N + start
-    y_base = y_ptr + row * N + start
-    lim = tl.minimum(CHUNK, N - start)
-    for off in tl.range(0, CHUNK, BLOCK_N):
-        m = off + cols < lim
-        hf = tl.load(h_base + off + cols, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        w = tl.load(w_ptr + start + off + cols, mask=m, other=0.0).to(tl.float32)
-        tl.store(y_base + off + cols, (hf * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
-
-
 sum_launcher = CompiledLauncher(_add_rmsnorm_split_sum_kernel)
-apply_launcher = CompiledLauncher(_add_rmsnorm_split_apply_kernel)
+apply_launcher = CompiledLauncher(split_apply_kernel)  # h contiguous: row strides N
 
 
 def launch_split(
@@ -121,7 +89,7 @@ def launch_split(
     grid = (n_rows, splits)
     first = (x2d, r2d, h, ws, x2d.stride(0), r2d.stride(0), n, chunk)
     sum_launcher((splits, block_n, num_warps, spec_key(first)), grid, first + (block_n, splits), num_warps=num_warps)
-    second = (h, weight, y, ws, n, chunk, float(eps))
+    second = (h, weight, y, ws, n, n, n, chunk, float(eps))
     apply_launcher(
         (splits, block_n, num_warps, spec_key(second)), grid, second + (block_n, splits), num_warps=num_warps
     )

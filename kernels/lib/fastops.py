@@ -266,7 +266,7 @@ def _add_split_launch(
     chunk = split.chunk_of(n, cfg.splits)
     grid, options, meta = (n_rows, cfg.splits), {"num_warps": cfg.num_warps}, (cfg.block_n, cfg.splits)
     first_tail = (xs, rs, n, chunk, *meta)
-    second_tail = (n, chunk, eps, *meta)
+    second_tail = (n, n, n, chunk, eps, *meta)  # h and y contiguous: row strides N
     first = Launch(split.sum_launcher, ("ops", cfg, first_tail, *sigs), grid, first_tail, options)
     second = Launch(split.apply_launcher, ("ops", cfg, second_tail, *sigs), grid, second_tail, options)
     return AddSplitLaunch(first, second, (n_rows, cfg.splits), x.new_empty((0,), dtype=torch.float32))

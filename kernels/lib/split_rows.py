@@ -1,10 +1,12 @@
-"""How few rows wider than one block are split over programs: the rule rmsnorm's and add_rmsnorm's split
-paths share (``kernels/rmsnorm/split.py``, ``kernels/add_rmsnorm/split.py``). Plain Python: the split
-count, each program's chunk and the loop step and warps of both launches."""
+"""How few rows wider than one block are split over programs, shared by rmsnorm's and add_rmsnorm's split
+paths (``kernels/rmsnorm/split.py``, ``kernels/add_rmsnorm/split.py``): the split count, each program's
+chunk, the loop step and warps of both launches, and the second launch's kernel (normalise a chunk from
+the row's partial sums of squares), which is the same for both families."""
 
 from __future__ import annotations
 
 import triton
+import triton.language as tl
 
 # The choice below, raced on an H100 (benchmarks/results/rmsnorm-split-rows/: 20 shapes of 1-64 rows x
 # 16384-131072 columns, bf16 and fp32, 3 interleaved rounds of cold times, every candidate of splits x
@@ -43,3 +45,37 @@ def loop_config(n: int, splits: int) -> tuple[int, int]:
     chunk = chunk_of(n, splits)
     block = triton.next_power_of_2(chunk) if chunk <= 4096 else 2048
     return block, 4 if block <= 1024 else 8
+
+
+@triton.jit
+def split_apply_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input of the norm (rmsnorm: x; add_rmsnorm: h = x + residual)
+    w_ptr,  # [N] weight
+    y_ptr,  # [rows, N] output
+    ws_ptr,  # [rows, SPLITS] float32 partial sums of squares from the first launch
+    # sizes and strides
+    x_row_stride,
+    y_row_stride,
+    N,
+    CHUNK,  # elements per program (a multiple of 256)
+    # parameters
+    eps,
+    # meta-parameters
+    BLOCK_N: tl.constexpr,  # elements per loop step
+    SPLITS: tl.constexpr,  # programs per row
+):
+    row = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    parts = tl.load(ws_ptr + row * SPLITS + tl.arange(0, SPLITS))
+    rstd = tl.rsqrt(tl.sum(parts, axis=0) / N + eps)
+    cols = tl.arange(0, BLOCK_N)
+    start = split * CHUNK
+    x_base = x_ptr + row * x_row_stride + start
+    y_base = y_ptr + row * y_row_stride + start
+    lim = tl.minimum(CHUNK, N - start)
+    for off in tl.range(0, CHUNK, BLOCK_N):
+        m = off + cols < lim
+        x = tl.load(x_base + off + cols, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(w_ptr + start + off + cols, mask=m, other=0.0).to(tl.float32)
+        tl.store(y_base + off + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=m)

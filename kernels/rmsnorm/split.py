@@ -6,8 +6,8 @@ One program per row (``looped``) leaves most of the GPU idle when there are few 
 
 1. ``_rmsnorm_split_sumsq_kernel``, grid (rows, SPLITS): each program sums the squares of its chunk into
    one float32 slot of a small workspace, and reads x with ``evict_last`` so the chunk stays in L2;
-2. ``_rmsnorm_split_apply_kernel``, same grid: each program adds its row's SPLITS partial sums (a few
-   hundred bytes), then normalises its chunk, reading x again from L2.
+2. ``kprof.kernels.lib.split_rows.split_apply_kernel``, same grid: each program adds its row's SPLITS
+   partial sums (a few hundred bytes), then normalises its chunk, reading x again from L2.
 
 Two launches and one workspace allocation per call; the split count comes from
 ``kprof.kernels.lib.split_rows.choose_splits``, the loop step and warps from its ``loop_config``.
@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib.split_rows import chunk_of
+from kprof.kernels.lib.split_rows import chunk_of, split_apply_kernel
 from kprof.launch import CompiledLauncher, spec_key
 
 
@@ -50,42 +50,8 @@ def _rmsnorm_split_sumsq_kernel(
     tl.store(ws_ptr + row * SPLITS + split, tl.sum(acc, axis=0))
 
 
-@triton.jit
-def _rmsnorm_split_apply_kernel(
-    # pointers
-    x_ptr,  # [rows, N] input
-    w_ptr,  # [N] weight
-    y_ptr,  # [rows, N] output
-    ws_ptr,  # [rows, SPLITS] float32 partial sums of squares from the first launch
-    # sizes and strides
-    x_row_stride,
-    y_row_stride,
-    N,
-    CHUNK,  # elements per program (a multiple of 256)
-    # parameters
-    eps,
-    # meta-parameters
-    BLOCK_N: tl.constexpr,  # elements per loop step
-    SPLITS: tl.constexpr,  # programs per row
-):
-    row = tl.program_id(0).to(tl.int64)
-    split = tl.program_id(1)
-    parts = tl.load(ws_ptr + row * SPLITS + tl.arange(0, SPLITS))
-    rstd = tl.rsqrt(tl.sum(parts, axis=0) / N + eps)
-    cols = tl.arange(0, BLOCK_N)
-    start = split * CHUNK
-    x_base = x_ptr + row * x_row_stride + start
-    y_base = y_ptr + row * y_row_stride + start
-    lim = tl.minimum(CHUNK, N - start)
-    for off in tl.range(0, CHUNK, BLOCK_N):
-        m = off + cols < lim
-        x = tl.load(x_base + off + cols, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        w = tl.load(w_ptr + start + off + cols, mask=m, other=0.0).to(tl.float32)
-        tl.store(y_base + off + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
-
-
 _sumsq_launcher = CompiledLauncher(_rmsnorm_split_sumsq_kernel)
-_apply_launcher = CompiledLauncher(_rmsnorm_split_apply_kernel)
+_apply_launcher = CompiledLauncher(split_apply_kernel)
 
 
 def launch_split(
