@@ -19,14 +19,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
-import statistics
 import time
-from pathlib import Path
 
 import torch
-from bench_common import print_notes, print_race, race_rows, write_csv
+import triton
+from bench_common import add_race_args, auto_summary, print_notes, print_race, race_rounds, race_rows, write_csv
 
-from kprof import timing
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm.tuned import Config, choose_config, launch_with_config
 
@@ -35,7 +33,7 @@ NARROW = [(r, n) for r in (1, 8, 64, 128, 512, 1024, 2048) for n in (2048, 3072,
 
 
 def candidates(n_rows: int, n: int, es: int, sms: int) -> dict[str, Config]:
-    block = triton_pow2(n)
+    block = triton.next_power_of_2(n)
     out = {f"looped c{c} w{w}": Config("looped", min(block, c), 1, w) for c, w in ((4096, 8), (8192, 16))}
     if block * es > 32 * 1024:
         for s, (blk, w) in itertools.product((2, 4, 8, 16, 32, 64, 128), ((1024, 4), (2048, 8), (4096, 8))):
@@ -46,17 +44,9 @@ def candidates(n_rows: int, n: int, es: int, sms: int) -> dict[str, Config]:
     return out
 
 
-def triton_pow2(n: int) -> int:
-    return 1 << (n - 1).bit_length()
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--dtypes", default="bf16")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--rep-ms", type=float, default=5.0)
-    ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting new shapes after this long")
+    add_race_args(ap)
     args = ap.parse_args()
     fam = discover()["add_rmsnorm"]
     compiled = fam.providers["torch_compile"].fn
@@ -90,29 +80,12 @@ def main() -> int:
             else:
                 notes[name] = f"WRONG rel err {err:.3g}"
         fns["[torch_compile]"] = lambda: compiled(x, r, w, eps)
-        times: dict[str, list[float]] = {k: [] for k in fns}
-        for _ in range(args.rounds):
-            order = list(fns)
-            rng.shuffle(order)
-            for k in order:
-                times[k].append(timing.cold_time_us(fns[k], rep_ms=args.rep_ms)[0])
+        times = race_rounds(fns, args.rounds, args.rep_ms, rng)
         shape = f"{n_rows}x{n}/{dtype}"
         print_race(shape, times, top=5)
         print_notes(notes)
         rows += race_rows(shape, times)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        best = min((v, k) for k, v in med.items() if not k.startswith("["))
-        auto_name = next(k for k in med if k.startswith("[auto]"))
-        summary.append(
-            {
-                "shape": shape,
-                "auto": auto_name,
-                "auto_us": med[auto_name],
-                "best": best[1],
-                "best_us": best[0],
-                "torch_compile_us": med["[torch_compile]"],
-            }
-        )
+        summary.append(auto_summary(shape, times))
     write_csv(args.out / "add_split_rows.csv", rows)
     write_csv(args.out / "summary.csv", summary)
     print(f"{'shape':<20} {'auto us':>9} {'best us':>9} {'auto/best':>9} {'compile':>9}  auto / best")

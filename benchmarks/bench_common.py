@@ -63,3 +63,43 @@ def checked(candidates: dict[str, tuple[Any, Any]], out: Any, tol: float = 2e-2)
 def print_notes(notes: dict[str, str]) -> None:
     for name, why in notes.items():
         print(f"  {name:<28} not timed: {why}", flush=True)
+
+
+def add_race_args(ap: Any, dtypes: str = "bf16", budget_s: float = 420.0) -> None:
+    """The options of a shape-by-shape race of candidates: --out, --dtypes, --rounds, --rep-ms, --budget-s."""
+    from pathlib import Path as _Path
+
+    ap.add_argument("--out", type=_Path, required=True)
+    ap.add_argument("--dtypes", default=dtypes)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rep-ms", type=float, default=5.0)
+    ap.add_argument("--budget-s", type=float, default=budget_s, help="stop starting new shapes after this long")
+
+
+def race_rounds(fns: dict[str, Any], rounds: int, rep_ms: float, rng: Any) -> dict[str, list[float]]:
+    """Cold times (us) of every candidate: ``rounds`` rounds, each in a fresh random order (``rng``)."""
+    from kprof import timing
+
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        order = list(fns)
+        rng.shuffle(order)
+        for k in order:
+            times[k].append(timing.cold_time_us(fns[k], rep_ms=rep_ms)[0])
+    return times
+
+
+def auto_summary(shape: str, times: dict[str, list[float]]) -> dict:
+    """The medians that matter in a race of a rule's choice: the ``[auto]`` entry, the fastest candidate (names
+    not in brackets) and ``[torch_compile]``."""
+    med = {k: statistics.median(v) for k, v in times.items()}
+    best_us, best = min((v, k) for k, v in med.items() if not k.startswith("["))
+    auto = next(k for k in med if k.startswith("[auto]"))
+    return {
+        "shape": shape,
+        "auto": auto,
+        "auto_us": med[auto],
+        "best": best,
+        "best_us": best_us,
+        "torch_compile_us": med.get("[torch_compile]"),
+    }

@@ -17,14 +17,21 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
-import statistics
 import time
-from pathlib import Path
 
 import torch
-from bench_common import checked, print_notes, print_race, race_rows, rmsnorm_case, write_csv
+from bench_common import (
+    add_race_args,
+    auto_summary,
+    checked,
+    print_notes,
+    print_race,
+    race_rounds,
+    race_rows,
+    rmsnorm_case,
+    write_csv,
+)
 
-from kprof import timing
 from kprof.kernels import discover
 from kprof.kernels.lib import split_rows as split
 from kprof.kernels.rmsnorm.tuned import Config, config_for, launch_with_config
@@ -57,12 +64,8 @@ def candidates_many(n_rows: int, n: int, sms: int) -> dict[str, Config]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
+    add_race_args(ap, dtypes="bf16,fp32")
     ap.add_argument("--set", choices=("few", "many"), default="few")
-    ap.add_argument("--dtypes", default="bf16,fp32")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--rep-ms", type=float, default=5.0)
-    ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting new shapes after this long")
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     compiled = fam.providers["torch_compile"].fn
@@ -87,30 +90,14 @@ def main() -> int:
         )
         cands["[torch_compile]"] = (lambda: y.copy_(compiled(x, w, eps)), ref)
         fns, notes = checked(cands, y)
-        times: dict[str, list[float]] = {k: [] for k in fns}
-        for _ in range(args.rounds):
-            order = list(fns)
-            rng.shuffle(order)
-            for k in order:
-                fn = fns[k] if not k.startswith("[torch_compile]") else (lambda: compiled(x, w, eps))
-                times[k].append(timing.cold_time_us(fn, rep_ms=args.rep_ms)[0])
+        if "[torch_compile]" in fns:  # checked through a copy into y; timed without it
+            fns["[torch_compile]"] = lambda: compiled(x, w, eps)
+        times = race_rounds(fns, args.rounds, args.rep_ms, rng)
         shape = f"{n_rows}x{n}/{dtype}"
         print_race(shape, times, top=6)
         print_notes(notes)
         rows += race_rows(shape, times)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        best = min((v, k) for k, v in med.items() if not k.startswith("["))
-        summary.append(
-            {
-                "shape": shape,
-                "best": best[1],
-                "best_us": best[0],
-                "auto": next(k for k in med if k.startswith("[auto]")),
-                "auto_us": next(v for k, v in med.items() if k.startswith("[auto]")),
-                "torch_compile_us": med.get("[torch_compile]"),
-                "auto_splits": split.choose_splits(n_rows, n, sms),
-            }
-        )
+        summary.append({**auto_summary(shape, times), "auto_splits": split.choose_splits(n_rows, n, sms)})
     write_csv(args.out / f"{'split' if args.set == 'few' else 'many'}_rows.csv", rows)
     write_csv(args.out / "summary.csv", summary)
     print(f"{'shape':<20} {'auto us':>9} {'best us':>9} {'compile':>9}  best")
