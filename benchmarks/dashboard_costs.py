@@ -1,24 +1,28 @@
-"""What each dashboard page costs a fresh browser, beside its time: the JavaScript files it loads (and their
-bytes), the websocket messages the server sends it, how long the server's script run takes, and how busy the
-browser's main thread is, per page, on a store of ``--runs`` runs.
+"""What each dashboard page costs, beside its time: the JavaScript files a fresh browser loads (and their
+bytes), the websocket messages the server sends it, the CPU time the browser and the server spend on the visit,
+and the page's size in DOM nodes, per page, on a store of ``--runs`` runs.
 
     python benchmarks/dashboard_costs.py [--runs 100] [--visits 3] [--pages compare,trace,sweep] [--out DIR]
 
-One server (``kprof dashboard``, as the page-time benchmark starts it), ``--visits`` rounds; in each round every
-page is opened once from a fresh headless Chromium (pages alternated, so a change in the machine's load hits
-them alike) and waited for to its last element (:mod:`kprof.dashboards.probe`'s wait). Per visit:
+One server (``kprof dashboard``, as the page-time benchmark starts it), one unmeasured visit of each page (its
+first script run fills the server's caches), then ``--visits`` rounds; in each round every page is opened once
+from a fresh headless Chromium (pages alternated, so a change in the machine's load hits them alike) and waited
+for to its last element (:mod:`kprof.dashboards.probe`'s wait). Per visit (the table: medians):
 
-- ``first_s``: ``goto`` to the last element (the page-time benchmark's first visit);
+- ``first_s``: ``goto`` to the last element (wall time: moves with the machine's load);
 - ``js_files``, ``js_kb``: JavaScript files fetched and their decoded size (Resource Timing);
-- ``js_end_s``: when the last of them arrived, from navigation start;
-- ``ws_msgs``, ``ws_kb``: websocket messages from the server and their bytes (the page's deltas);
-- ``script_s``: the browser's rerun request to the server's last message of that run (the server's script run,
-  as the browser sees it); ``ws_open_s``: navigation start to the websocket's rerun request;
-- ``main_s``: the renderer's main-thread task time (Chrome's ``Performance.getMetrics`` TaskDuration) and
-  ``js_s`` its script part (ScriptDuration).
+- ``ws_msgs``, ``ws_kb``: websocket messages from the server in the page's script run and their bytes;
+- ``script_s``: the browser's rerun request to the server's last message of that run (wall time);
+- ``main_s``, ``js_s``, ``layout_s``: CPU time of the renderer's main thread in tasks, in JavaScript, in
+  layout and style (Chrome's ``Performance.getMetrics`` in thread ticks: a loaded machine stretches wall
+  time, much less CPU time);
+- ``nodes``: DOM nodes of the page at the end;
+- ``browser_cpu_s``: CPU seconds of every Chromium process of the visit (its start-up included, the same for
+  every page); ``server_cpu_s``: CPU seconds the server spent during the visit.
 
-The JSON keeps each visit's file list; the table lists the files a page loads beyond ``--base`` (default: the
-Sweep page, among the fastest pages) with their sizes.
+On a shared 2-core machine the CPU times are what a change can be judged by when wall times move by a second
+between visits. The JSON keeps each visit's file list; the table lists the files a page loads beyond ``--base``
+(default: the Sweep page, among the fastest pages) with their sizes.
 """
 
 from __future__ import annotations
@@ -36,14 +40,50 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.dashboards
 import dashboard_pages  # noqa: E402, F401 - quiets the cached loaders' 'no runtime' warnings, as there
 
 
-def visit(p, url: str, v) -> dict:
-    """One fresh-browser visit of ``v`` (a probe.Visit) at ``url`` (the server's address) with its costs."""
+def _tree(root: int) -> list[int]:
+    """``root`` and every process under it (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def cpu_s(pids: list[int], only: str = "") -> float:
+    """CPU seconds (user + system) the processes have used so far; with ``only``, those whose command line
+    holds it."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0
+    for pid in pids:
+        try:
+            if only and only not in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                continue
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+def visit(p, url: str, v, server_pid: int | None = None) -> dict:
+    """One fresh-browser visit of ``v`` (a probe.Visit) at ``url`` (the server's address) with its costs;
+    ``server_pid``: the server's process, whose CPU time the visit is charged with."""
     from kprof.dashboards import probe
 
     browser = p.chromium.launch(executable_path=probe.CHROMIUM, args=probe.FLAGS)
     page = browser.new_page(viewport=probe.VIEWPORT)
     cdp = page.context.new_cdp_session(page)
-    cdp.send("Performance.enable")
+    # durations in CPU time of the thread ("threadTicks"), not wall time: a loaded machine stretches wall time
+    cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
+    server = _tree(server_pid) if server_pid else []
+    server_before = cpu_s(server)
     frames: list[tuple[float, int]] = []
     sent: list[float] = []
 
@@ -61,6 +101,8 @@ def visit(p, url: str, v) -> dict:
         size: e.decodedBodySize, end: e.responseEnd / 1000}))"""
     )
     metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    server_cpu = cpu_s(server) - server_before
+    browser_cpu = cpu_s(_tree(os.getpid()), only="chromium")  # this visit's browser, launch included
     browser.close()
     js = [e for e in entries if e["name"].endswith(".js")]
     # the rerun request is the browser's first message after the websocket opens (the others are acks)
@@ -71,15 +113,34 @@ def visit(p, url: str, v) -> dict:
         "first_s": round(first, 3),
         "js_files": len(js),
         "js_kb": round(sum(e["size"] for e in js) / 1024, 1),
-        "js_end_s": round(max((e["end"] for e in js), default=0.0), 3),
         "ws_open_s": round(start - t0, 3),
         "ws_msgs": len(run_frames),
         "ws_kb": round(sum(n for _, n in run_frames) / 1024, 1),
         "script_s": round(run_frames[-1][0] - start, 3) if run_frames else None,
         "main_s": round(metrics.get("TaskDuration", 0.0), 3),
         "js_s": round(metrics.get("ScriptDuration", 0.0), 3),
+        "layout_s": round(metrics.get("LayoutDuration", 0.0) + metrics.get("RecalcStyleDuration", 0.0), 3),
+        "nodes": int(metrics.get("Nodes", 0)),
+        "browser_cpu_s": round(browser_cpu, 2),
+        "server_cpu_s": round(server_cpu, 2),
         "files": {e["name"]: e["size"] for e in js},
     }
+
+
+COLUMNS = (
+    "first_s",
+    "js_files",
+    "js_kb",
+    "ws_msgs",
+    "ws_kb",
+    "script_s",
+    "main_s",
+    "js_s",
+    "layout_s",
+    "nodes",
+    "browser_cpu_s",
+    "server_cpu_s",
+)
 
 
 def main() -> None:
@@ -104,12 +165,12 @@ def main() -> None:
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         store = hundred_runs(Path(tmp) / "kprof.db", args.runs)
-        with probe.server(store) as (url, _), sync_playwright() as p:
+        with probe.server(store) as (url, proc), sync_playwright() as p:
             for v in visits:  # unmeasured: the first run of each page fills the server's caches as a first user would
                 visit(p, url, v)
             for _ in range(args.visits):
-                rows += [visit(p, url, v) for v in visits]
-    cols = ("first_s", "js_files", "js_kb", "js_end_s", "ws_open_s", "ws_msgs", "ws_kb", "script_s", "main_s", "js_s")
+                rows += [visit(p, url, v, proc.pid) for v in visits]
+    cols = COLUMNS
     lines = [f"{'page':12s} " + " ".join(f"{c:>9s}" for c in cols) + "   (median of the visits)"]
     for page in wanted:
         mine = [r for r in rows if r["page"] == page]
