@@ -1,7 +1,10 @@
-"""Few rows wider than one block: one program per row (``looped``) against a row split over several programs
-(``split``: splits x loop step x warps), torch.compile alongside; ``cold`` times, interleaved rounds.
+"""Rows wider than one block. ``--set few`` (default): one program per row (``looped``) against a row split
+over several programs (``split``: splits x loop step x warps). ``--set many``: many such rows, the plain
+chunked loop (``looped``) against the same loop with cache hints (``two_pass`` with one row per program: the
+first pass keeps the row in L2, the second reads it from there) over chunk sizes and warps. torch.compile
+alongside; ``cold`` times, interleaved rounds.
 
-    python benchmarks/rmsnorm_split_rows.py --out DIR [--dtypes bf16,fp32] [--rounds 5]
+    python benchmarks/rmsnorm_split_rows.py --out DIR [--set few|many] [--dtypes bf16,fp32] [--rounds 5]
 
 Per shape every candidate is checked against the float64 oracle first (a wrong one is not timed), then
 timed in ``--rounds`` rounds in a fresh random order each round, each a ``kprof.timing.cold_time_us`` of
@@ -23,7 +26,7 @@ from bench_common import checked, print_notes, print_race, race_rows, rmsnorm_ca
 
 from kprof import timing
 from kprof.kernels import discover
-from kprof.kernels.rmsnorm import split
+from kprof.kernels.lib import split_rows as split
 from kprof.kernels.rmsnorm.tuned import Config, config_for, launch_with_config
 
 # (dtype, rows, columns): the grid's few-row wide points and the neighbours that decide the thresholds
@@ -32,6 +35,9 @@ SHAPES = [
     *(("bf16", r, 32768) for r in (1, 8)),
     *(("fp32", r, n) for r in (1, 8, 32) for n in (16384, 65536)),
 ]
+# many rows of 128-256 KB: the grid's points at 65-69% of the copy ceiling, where ncu counted 1.41-1.48x the
+# bytes model in DRAM (x read twice) for both triton_tuned's loop and torch.compile
+MANY = [("bf16", r, n) for r in (512, 2048, 8192) for n in (65536, 131072)] + [("bf16", 32768, 65536)]
 
 
 def candidates(n_rows: int, n: int, sms: int) -> dict[str, Config]:
@@ -42,9 +48,17 @@ def candidates(n_rows: int, n: int, sms: int) -> dict[str, Config]:
     return out
 
 
+def candidates_many(n_rows: int, n: int, sms: int) -> dict[str, Config]:
+    out = {"looped c16384 w16": Config("looped", 16384, 1, 16)}
+    for c, w in ((4096, 8), (8192, 8), (8192, 16), (16384, 16)):
+        out[f"hinted c{c} w{w}"] = Config("two_pass", c, 1, w)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--set", choices=("few", "many"), default="few")
     ap.add_argument("--dtypes", default="bf16,fp32")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=5.0)
@@ -56,7 +70,8 @@ def main() -> int:
     rows, summary = [], []
     rng = random.Random(0)
     t0 = time.monotonic()
-    for dtype, n_rows, n in [s for s in SHAPES if s[0] in args.dtypes.split(",")]:
+    shapes, make = (SHAPES, candidates) if args.set == "few" else (MANY, candidates_many)
+    for dtype, n_rows, n in [s for s in shapes if s[0] in args.dtypes.split(",")]:
         if time.monotonic() - t0 > args.budget_s:
             print(f"budget of {args.budget_s:.0f} s spent: {dtype} {n_rows}x{n} and later shapes not raced")
             break
@@ -64,7 +79,7 @@ def main() -> int:
         auto = config_for(n, x.element_size(), n_rows, 0)
         cands = {
             name: (lambda c=cfg: (launch_with_config(c, x, w, y, eps), y)[1], ref)
-            for name, cfg in candidates(n_rows, n, sms).items()
+            for name, cfg in make(n_rows, n, sms).items()
         }
         cands["[auto] " + (f"{auto.kernel} s{auto.splits}" if auto.kernel == "split" else auto.kernel)] = (
             lambda: (launch_with_config(auto, x, w, y, eps), y)[1],
@@ -96,7 +111,7 @@ def main() -> int:
                 "auto_splits": split.choose_splits(n_rows, n, sms),
             }
         )
-    write_csv(args.out / "split_rows.csv", rows)
+    write_csv(args.out / f"{'split' if args.set == 'few' else 'many'}_rows.csv", rows)
     write_csv(args.out / "summary.csv", summary)
     print(f"{'shape':<20} {'auto us':>9} {'best us':>9} {'compile':>9}  best")
     for r in summary:

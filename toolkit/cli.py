@@ -238,6 +238,13 @@ def _ops_provider(family: str) -> Optional[str]:
     return next((ref.split("/", 1)[1] for ref in BEST.values() if ref.split("/", 1)[0] == family), None)
 
 
+def _ops_prepared(family: str) -> list[str]:
+    """The providers the ops API's prepared objects run for ``family`` (its ``PREPARED`` table)."""
+    from kprof.kernels.ops_providers import PREPARED
+
+    return [ref.split("/", 1)[1] for ref in PREPARED.values() if ref.split("/", 1)[0] == family]
+
+
 def _warn(msg: str) -> None:
     err_console.print(f"[yellow]warning:[/yellow] {escape(msg)}")
 
@@ -503,9 +510,9 @@ def grid(
             f"run(s) {', '.join(r['id'] for r in recs)} hold no GPU times (a CPU interpreter run checks "
             "correctness only): run `kprof profile FAMILY --grid PART` on a GPU"
         )
-    dispatch = _ops_provider(recs[0]["family"])
-    table = grid_table(metrics, dispatch)
-    text = render(table, [r["id"] for r in recs], recs[0]["family"], dispatch)
+    dispatch, prepared = _ops_provider(recs[0]["family"]), _ops_prepared(recs[0]["family"])
+    table = grid_table(metrics, dispatch, prepared)
+    text = render(table, [r["id"] for r in recs], recs[0]["family"], dispatch, prepared)
     if markdown:
         markdown.write_text(text)
         err_console.print(f"grid table -> {markdown}")

@@ -59,12 +59,15 @@ def verdict(ratio: float, spread: float) -> str:
     return "uncertain" if ratio - TIE <= s else "loss"
 
 
-def grid_table(metrics: pd.DataFrame, dispatch: str | None = None) -> pd.DataFrame:
+def grid_table(metrics: pd.DataFrame, dispatch: str | None = None, prepared: Sequence[str] = ()) -> pd.DataFrame:
     """One row per (shape, dtype) of ``metrics`` (one or more runs' rows, concatenated); ``dispatch``: the
-    provider the ops API runs for this family, compared with the best kprof version at each point."""
+    provider the ops API runs for this family, compared with the best kprof version at each point other than
+    the ``prepared`` ones (versions on weights derived before the call, which the plain op cannot use: the
+    ops API runs them only through its prepared objects)."""
     rows = []
     for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
         kp = _best(g[g["kind"] == "triton"])
+        plain = _best(g[(g["kind"] == "triton") & ~g["provider"].isin(list(prepared))])
         disp = _best(g[g["provider"] == dispatch]) if dispatch else None
         peer = _best(g[g["kind"].isin(PEER_KINDS)])
         roof = _best(g[g["kind"] == "roofline"])
@@ -93,7 +96,11 @@ def grid_table(metrics: pd.DataFrame, dispatch: str | None = None) -> pd.DataFra
                 "bytes": float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan,
                 "vs_roofline": t_k / float(roof["gpu_time_us"]) if kp is not None and roof is not None else math.nan,
                 "timing_mode": kp.get("timing_mode") if kp is not None else None,
-                "dispatch_vs_best": float(disp["gpu_time_us"]) / t_k if disp is not None else math.nan,
+                "dispatch_vs_best": (
+                    float(disp["gpu_time_us"]) / float(plain["gpu_time_us"])
+                    if disp is not None and plain is not None
+                    else math.nan
+                ),
             }
         )
     return pd.DataFrame(rows)
@@ -119,7 +126,9 @@ def summarize(table: pd.DataFrame) -> GridSummary:
     )
 
 
-def render(table: pd.DataFrame, runs: Sequence[str], family: str, dispatch: str | None = None) -> str:
+def render(
+    table: pd.DataFrame, runs: Sequence[str], family: str, dispatch: str | None = None, prepared: Sequence[str] = ()
+) -> str:
     """Markdown: the summary line, then one row per point, losses first."""
     s = summarize(table)
     d = table.get("dispatch_vs_best", pd.Series(dtype=float)).dropna()
@@ -137,7 +146,13 @@ def render(table: pd.DataFrame, runs: Sequence[str], family: str, dispatch: str 
         *(
             [
                 f"Dispatch (`{dispatch}`, what `kprof.kernels.ops` runs): within {TIE} x the best kprof version at "
-                f"{int((d <= TIE).sum())} of {len(d)} points; `{dispatch} / best` is its time over the best's.",
+                f"{int((d <= TIE).sum())} of {len(d)} points; `{dispatch} / best` is its time over the best's"
+                + (
+                    f" (versions on prepared weights, {', '.join(f'`{p}`' for p in prepared)}, left out of that best: "
+                    "the plain op cannot use them; the ops API's prepared objects run them)."
+                    if prepared
+                    else "."
+                ),
                 "",
             ]
             if dispatch and len(d)

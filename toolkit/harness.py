@@ -99,24 +99,80 @@ def _poison_(t: torch.Tensor) -> None:
         t.fill_(-(2**31) if t.dtype == torch.int32 else -1)
 
 
-def _poison_allocator(refs: tuple[torch.Tensor, ...], dtype: torch.dtype) -> None:
+def _poison_allocator(shapes: Sequence[tuple[int, ...]], device: torch.device, dtype: torch.dtype) -> None:
     """Leave NaN-filled blocks of the outputs' sizes in PyTorch's caching allocator.
 
     Providers that allocate their own output get one of these blocks back, so an element the kernel
     never writes reads as NaN instead of whatever happened to be there (often a correct earlier answer).
     """
-    if not refs or not refs[0].is_cuda:
+    if device.type != "cuda":
         return
-    blocks = [torch.full(r.shape, float("nan"), dtype=dtype, device=r.device) for r in refs]
+    blocks = [torch.full(s, float("nan"), dtype=dtype, device=device) for s in shapes]
     del blocks
 
 
+# Elements of a family's row inputs above which the check runs the oracle a block of rows at a time. The
+# rmsnorm oracle holds about three float64 copies of x at once: at 32768 x 131072 that is 96 GiB whole,
+# more than an H100 has; in blocks of 2**26 elements it is 1.5 GiB.
+ORACLE_BLOCK_ELEMENTS = 1 << 26
+
+
+def oracle_row_blocks(family: Family, inputs: Inputs, limit: int | None = None) -> list[slice] | None:
+    """Blocks of rows to run the oracle on (each with at most ``limit`` elements of row inputs, by default
+    ``ORACLE_BLOCK_ELEMENTS``), or None where the case is small enough to check whole (or the family does
+    not declare its row inputs)."""
+    limit = ORACLE_BLOCK_ELEMENTS if limit is None else limit
+    names = [k for k in family.row_inputs if isinstance(inputs.get(k), torch.Tensor) and inputs[k].dim() > 0]
+    if not names:
+        return None
+    rows = inputs[names[0]].shape[0]
+    per_row = sum(inputs[k][0].numel() for k in names) if rows else 0
+    if rows <= 1 or per_row * rows <= limit:
+        return None
+    step = max(1, limit // max(per_row, 1))
+    return [slice(a, min(a + step, rows)) for a in range(0, rows, step)]
+
+
+def _rows_of(family: Family, inputs: Inputs, block: slice) -> Inputs:
+    return {k: v[block] if k in family.row_inputs and isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
+def _fingerprint(family: Family, inputs: Inputs, blocks: list[slice]) -> list[float]:
+    """Float64 sums of the row inputs, block by block: the blocked check runs the oracle after the provider,
+    so it must know the provider left its inputs as they were."""
+    return [float(inputs[k][b].double().sum()) for k in family.row_inputs if k in inputs for b in blocks]
+
+
+def _error_sums(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, float, int]:
+    """(sum of squared errors, sum of squared truth, largest error, elements left NaN) of one output."""
+    o = out.double()
+    unwritten = int((torch.isnan(o) & ~torch.isnan(ref)).sum())
+    diff = o - ref
+    return float(diff.pow(2).sum()), float(ref.pow(2).sum()), float(diff.abs().max()), unwritten
+
+
+def _nan_max(a: float, b: float) -> float:
+    return max(a, b, key=lambda v: (math.isnan(v), v))
+
+
 def check_correctness(family: Family, provider: Provider, case: Case, inputs: Inputs) -> Correctness:
+    """Call the provider once on poisoned outputs and compare with the float64 oracle: ||out - ref|| /
+    ||ref|| per output, the largest of them. A case with more than ``ORACLE_BLOCK_ELEMENTS`` elements of
+    row inputs is compared a block of rows at a time (same sums, a fraction of the memory)."""
     tol = family.tolerances[case.dtype]
     if provider.kind == "roofline":
         provider.fn(**inputs)  # it must at least run
         return Correctness(True, math.nan, math.nan, 0, tol, None)
-    refs = _as_tuple(family.oracle(**inputs))
+    blocks = oracle_row_blocks(family, inputs)
+    if blocks is None:
+        refs = _as_tuple(family.oracle(**inputs))
+        shapes = [tuple(r.shape) for r in refs]
+        before = None
+    else:
+        refs = None
+        first = _as_tuple(family.oracle(**_rows_of(family, inputs, slice(0, 1))))
+        shapes = [(blocks[-1].stop, *r.shape[1:]) for r in first]
+        before = _fingerprint(family, inputs, blocks)
     if provider.accepts_out and family.make_outputs is not None:
         outs = _as_tuple(family.make_outputs(**inputs))
         for o in outs:
@@ -125,25 +181,33 @@ def check_correctness(family: Family, provider: Provider, case: Case, inputs: In
         if any(r.data_ptr() != o.data_ptr() for r, o in zip(result, outs)):
             return Correctness(False, math.nan, math.nan, 0, tol, "provider ignored out= and returned a new tensor")
     else:
-        _poison_allocator(refs, inputs_dtype(inputs))
+        _poison_allocator(shapes, _device_of(inputs), inputs_dtype(inputs))
         result = _as_tuple(provider.fn(**inputs))
-    if len(result) != len(refs):
-        return Correctness(False, math.nan, math.nan, 0, tol, f"returned {len(result)} outputs, expected {len(refs)}")
+    if len(result) != len(shapes):
+        return Correctness(False, math.nan, math.nan, 0, tol, f"returned {len(result)} outputs, expected {len(shapes)}")
+    for out, shape in zip(result, shapes):
+        if tuple(out.shape) != shape:
+            return Correctness(False, math.nan, math.nan, 0, tol, f"output shape {tuple(out.shape)}, expected {shape}")
+    if blocks is None:
+        sums = [_error_sums(out, ref) for out, ref in zip(result, refs)]
+    else:
+        if _fingerprint(family, inputs, blocks) != before:
+            return Correctness(False, math.nan, math.nan, 0, tol, "provider changed its inputs")
+        sums = [(0.0, 0.0, 0.0, 0)] * len(result)
+        for b in blocks:
+            part = _as_tuple(family.oracle(**_rows_of(family, inputs, b)))
+            for i, (out, ref) in enumerate(zip(result, part)):
+                n, d, m, u = _error_sums(out[b], ref)
+                sums[i] = (sums[i][0] + n, sums[i][1] + d, _nan_max(sums[i][2], m), sums[i][3] + u)
+            del part
     rel = max_abs = 0.0
     unwritten = 0
-    for out, ref in zip(result, refs):
-        if tuple(out.shape) != tuple(ref.shape):
-            return Correctness(
-                False, math.nan, math.nan, 0, tol, f"output shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
-            )
-        o = out.double()
-        unwritten += int((torch.isnan(o) & ~torch.isnan(ref)).sum())
-        diff = o - ref
-        num, den = float(diff.pow(2).sum()), float(ref.pow(2).sum())
+    for num, den, worst, lost in sums:
         # each output on its own scale: a small output (per-seed statistics beside a large activation)
         # must not hide its errors inside the large one's norm
-        rel = max(rel, math.sqrt(num / den) if den > 0 else math.sqrt(num), key=lambda v: (math.isnan(v), v))
-        max_abs = max(max_abs, float(diff.abs().max()), key=lambda v: (math.isnan(v), v))
+        rel = _nan_max(rel, math.sqrt(num / den) if den > 0 else math.sqrt(num))
+        max_abs = _nan_max(max_abs, worst)
+        unwritten += lost
     note = None
     if unwritten:
         note = f"{unwritten} output elements never written"
@@ -153,6 +217,13 @@ def check_correctness(family: Family, provider: Provider, case: Case, inputs: In
         note = f"relative error {rel:.2e} above tolerance {tol:.0e}"
     ok = note is None
     return Correctness(ok, rel, max_abs, unwritten, tol, note)
+
+
+def _device_of(inputs: Inputs) -> torch.device:
+    for v in inputs.values():
+        if isinstance(v, torch.Tensor):
+            return v.device
+    return torch.device("cpu")
 
 
 def inputs_dtype(inputs: Inputs) -> torch.dtype:

@@ -138,6 +138,11 @@ class Family:
     the eager reference and the oracle are called with. ``oracle(**inputs)`` returns the float64 truth
     (a tensor or a tuple of tensors). ``bytes_model``/``flops_model(shape, dtype)`` give the minimum
     bytes that must move through device memory and the FLOPs that must be computed.
+
+    ``row_inputs`` names the inputs whose first dimension indexes independent rows: row i of every
+    output depends only on row i of these (and on the other inputs whole). The correctness check of a
+    large case then runs the oracle one block of rows at a time, so a float64 truth several times the
+    inputs' size need not fit in device memory at once.
     """
 
     def __init__(
@@ -155,6 +160,7 @@ class Family:
         baseline: str = "torch_eager",
         sweep_file: str = "sweep.yaml",
         shared_sources: Iterable[str | Path] = (),
+        row_inputs: Iterable[str] = (),
     ) -> None:
         # ``shared_sources`` is accepted and ignored: revisions written before the import closure
         # (:mod:`kprof.closure`) replaced that hand-kept list still pass it, and must load under --rev
@@ -174,6 +180,7 @@ class Family:
         self.flops_model = flops_model
         self.tolerances = {canonical_dtype(k): float(v) for k, v in tolerances.items()}
         self.baseline = baseline
+        self.row_inputs = tuple(row_inputs)
         self.sweep_path = self.package_dir / sweep_file
         self.providers: dict[str, Provider] = {}
         _FAMILIES[name] = self

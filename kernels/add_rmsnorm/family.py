@@ -85,4 +85,5 @@ FAMILY = Family(
     # version and the eager code do) adds one rounding to y's error: ~2e-3 in bf16, ~3e-4 in fp16.
     tolerances={"fp32": 1e-5, "bf16": 8e-3, "fp16": 1e-3},
     baseline="torch_eager",
+    row_inputs=("x", "residual"),
 )

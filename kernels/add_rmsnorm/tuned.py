@@ -1,5 +1,9 @@
 """The tuned version: a block of rows per program for narrow rows, the chunked kernel for wide rows,
 configs from a table measured on an H100, launches through compiled kernels (no JIT binding per call).
+
+Few rows up to one block wide (32 KB) keep the whole row in one block with the classic warp count (the
+configuration of ``triton_one_row``, measured faster there); few rows wider than one block are split over
+several programs per row (``split``: two launches), as rmsnorm's tuned version does.
 """
 
 from __future__ import annotations
@@ -10,9 +14,12 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.add_rmsnorm import split
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.add_rmsnorm.looped import _add_rmsnorm_looped_kernel
-from kprof.kernels.lib import launching
+from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
+from kprof.kernels.lib import launching, split_rows
+from kprof.kernels.lib.launching import classic_num_warps
 from kprof.launch import CompiledLauncher, spec_key
 
 
@@ -56,10 +63,12 @@ def _add_rmsnorm_rows_kernel(
 
 @dataclass(frozen=True)
 class Config:
-    kernel: str  # "rows" or "looped"
+    kernel: str  # "rows" (block of whole rows), "looped" (chunked rows, one program each) or "split" (few
+    # wide rows, several programs per row)
     block_n: int
     rows: int
     num_warps: int
+    splits: int = 1  # programs per row ("split" only)
 
 
 # Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/catalog/
@@ -77,18 +86,78 @@ LOOPED_CHUNK_BYTES = 16 * 1024
 LOOPED_WARPS = 16
 
 
+# Few rows of 4-32 KB (3072-16384 bf16 columns): measured on an H100 in bf16, cold times of the grid
+# (benchmarks/results/grid/catalog-bf16/grid-add_rmsnorm-main-bf16.md, store add_rmsnorm.db.gz there), us:
+#   shape       looped 8192 x 16 warps (the choice above)   triton_one_row   triton_looped (4096 x 8 warps)
+#   1x3072      2.47                                         2.08             2.40
+#   1x16384     4.35                                         3.17             5.76
+#   8x8192      2.72                                         2.24             3.23
+#   64x6144     2.91                                         2.43             3.42
+#   64x16384    4.74                                         4.26             5.66
+#   (1, 8 and 64 rows of 3072-16384 columns: triton_one_row 1.11-1.37x faster at every point)
+#   512x3072    5.41                                         4.90             5.31
+#   512x4096    6.14                                         5.63             6.08
+#   512x6144    9.18                                         8.77             8.42
+#   512x7168    10.27                                        9.70             9.25
+#   512x8192    11.04                                        10.88            10.05
+#   512x16384   19.75                                        19.11            19.52
+#   2048x3072   15.28                                        14.37            14.72
+#   2048x4096   19.71                                        19.10            19.58
+#   2048x6144   31.20                                        30.03            30.80
+#   2048x7168   36.16 (kept: within 2%)                      35.54            36.58
+#   2048x8192   42.24 (kept: within 2%)                      41.51            43.06
+# From 8192 rows the chunked kernel is best or within 2% at every width, and stays. Rows 65-511 and
+# 513-2047 are not measured: they take the choice of the next measured row count up. fp32 rows follow
+# the same byte limits (not measured in fp32).
+_ONE_BLOCK_FEW_ROWS = 64  # up to this many rows: the whole row in one block, classic warps
+_MID_ROWS = 512  # up to here: one block, except rows of 8-16 KB (chunked, 8 KB chunks x 8 warps)
+_MANY_ROWS = 2048  # up to here: one block for rows of at most 12 KB
+_MID_LOOPED = (8 * 1024, 8)  # (chunk bytes, warps): triton_looped's configuration, 4096 bf16 elements
+
+
 def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count: int = 132) -> Config:
-    """The launch configuration for rows of ``n`` elements (see ``ROW_TABLE``)."""
+    """The launch configuration for ``n_rows`` rows of ``n`` elements (see ``ROW_TABLE`` and the measurements
+    above ``_ONE_BLOCK_FEW_ROWS``); ``n_rows`` None: as for many rows."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if row_bytes > MAX_ONE_BLOCK_BYTES:
-        return Config("looped", min(block_n, LOOPED_CHUNK_BYTES // element_size), 1, LOOPED_WARPS)
+        return _wide_config(n, element_size, n_rows, sm_count)
     rows, warps = ROW_TABLE.get(row_bytes, (min(16, 8192 // row_bytes), 4))
     if n_rows is not None and rows > 1 and triton.cdiv(n_rows, rows) < sm_count:
-        warps, rows = max(1, warps // rows), 1  # too few programs to fill the SMs: one row each
+        # too few programs to fill the SMs: one row each. From 2048 columns, the warps of the classic one-row
+        # kernel (triton_one_row): 8x2048 bf16 1.79 us against 1.98 for the packed warps divided by the rows
+        # (2), 64x2048 1.86 against 1.98, 1x2048 1.99 against 2.02; narrower rows are not measured.
+        warps, rows = (classic_num_warps(block_n) if block_n >= 2048 else max(1, warps // rows)), 1
     while warps > 1 and warps * 32 > rows * block_n:
         warps //= 2
     return Config("rows", block_n, rows, warps)
+
+
+def _wide_config(n: int, element_size: int, n_rows: int | None, sm_count: int) -> Config:
+    """Rows wider than ``MAX_ONE_BLOCK_BYTES``: one block (few rows up to one_row's 32 KB), split over
+    programs (few rows wider than that, rmsnorm's rule), or the chunked kernel."""
+    block_n = triton.next_power_of_2(n)
+    looped = Config("looped", min(block_n, LOOPED_CHUNK_BYTES // element_size), 1, LOOPED_WARPS)
+    if n_rows is None:
+        return looped
+    if block_n * element_size > ONE_ROW_MAX_BYTES:
+        splits = split_rows.choose_splits(n_rows, n, sm_count)
+        if splits > 1:
+            block, warps = split_rows.loop_config(n, splits)
+            return Config("split", block, 1, warps, splits)
+        return looped
+    one_block = Config("rows", block_n, 1, classic_num_warps(block_n))
+    nbytes = n * element_size
+    if n_rows <= _ONE_BLOCK_FEW_ROWS:
+        return one_block
+    if n_rows <= _MID_ROWS:
+        if 8 * 1024 < nbytes <= 16 * 1024:
+            chunk, warps = _MID_LOOPED
+            return Config("looped", min(block_n, chunk // element_size), 1, warps)
+        return one_block
+    if n_rows <= _MANY_ROWS and nbytes <= 12 * 1024:
+        return one_block
+    return looped
 
 
 _rows_launcher = CompiledLauncher(_add_rmsnorm_rows_kernel)
@@ -109,6 +178,8 @@ def launch_with_config(
             args + (cfg.block_n, cfg.rows, i64),
             num_warps=cfg.num_warps,
         )
+    elif cfg.kernel == "split":
+        split.launch_split(x2d, r2d, w, y, h, eps, cfg.splits, cfg.block_n, cfg.num_warps)
     else:
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
         _looped_launcher((cfg, spec_key(args)), (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
@@ -117,7 +188,8 @@ def launch_with_config(
 @FAMILY.provider(
     "triton_tuned",
     kind="triton",
-    description="block of rows per program, measured configs, compiled-kernel launches",
+    description="block of rows per program, measured configs (few wide rows split over programs), "
+    "compiled-kernel launches",
     accepts_out=True,
 )
 def add_rmsnorm_tuned(

@@ -6,4 +6,5 @@
 * :mod:`.gated` - what silu_mul and gelu_mul share: kernel building blocks, launch choice, checks, wrappers.
 * :mod:`.fastops` - precomputed launch plans for :mod:`kprof.kernels.ops`.
 * :mod:`.peers` - what peer libraries refuse.
+* :mod:`.split_rows` - how few rows wider than one block are split over programs (rmsnorm, add_rmsnorm).
 """

@@ -188,7 +188,7 @@ def _add_checked(x: Any, residual: Any, weight: Any, eps: float) -> tuple[torch.
 
 def _add_plan(
     x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
-) -> tuple[Launch, tuple[int, ...], tuple[int, ...]] | bool:
+) -> tuple[Launch | AddSplitLaunch, tuple[int, ...], tuple[int, ...]] | bool:
     """The checked path's choice as (Launch, output shape, output strides), or False where a plan cannot
     describe the inputs."""
     from kprof.kernels.add_rmsnorm import tuned
@@ -201,26 +201,75 @@ def _add_plan(
     n = x.shape[-1]
     n_rows = x.numel() // n
     cfg = tuned.choose_config(n, x.element_size(), n_rows, launching.sm_count(x))
+    sigs = (sig(x), sig(residual), sig(weight))
     if cfg.kernel == "rows":
         i64 = n_rows * max(xs, rs, n, 1) >= 2**31
         tail = (xs, rs, n_rows, n, float(eps), cfg.block_n, cfg.rows, i64)
         launch = Launch(
             tuned.rows_launcher,
-            ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
+            ("ops", cfg, tail, *sigs),
             (triton.cdiv(n_rows, cfg.rows),),
             tail,
             {"num_warps": cfg.num_warps},
         )
+    elif cfg.kernel == "split":
+        launch = _add_split_launch(cfg, x, xs, rs, n_rows, n, float(eps), sigs)
     else:
         tail = (xs, rs, n, float(eps), cfg.block_n)
         launch = Launch(
             tuned.looped_launcher,
-            ("ops", cfg, tail, sig(x), sig(residual), sig(weight)),
+            ("ops", cfg, tail, *sigs),
             (n_rows,),
             tail,
             {"num_warps": cfg.num_warps},
         )
     return (launch, *contiguous_layout(x.shape))
+
+
+class AddSplitLaunch:
+    """fused_add_rms_norm over few wide rows, each split over several programs: two launches (h and partial
+    sums of squares, then y from h) and a float32 workspace of partial sums per call. Called like a
+    :class:`Launch` with (x, residual, weight, y, h), as tensors or (``fast``) raw addresses."""
+
+    __slots__ = ("first", "second", "ws_shape", "ws_strides", "template")
+
+    def __init__(self, first: Launch, second: Launch, ws_shape: tuple[int, int], template: torch.Tensor) -> None:
+        self.first, self.second = first, second
+        self.ws_shape, self.ws_strides = contiguous_layout(ws_shape)
+        self.template = template  # an empty float32 tensor on x's device: workspaces are allocated like it
+
+    @property
+    def entry(self) -> Any:
+        """Set once both launches have compiled entries (until then, and under hooks, call the object)."""
+        return self.second.entry if self.first.entry is not None else None
+
+    def __call__(
+        self, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, h: torch.Tensor
+    ) -> None:
+        ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)
+        self.first(x, residual, h, ws)
+        self.second(h, weight, y, ws)
+
+    def fast(self, xp: int, rp: int, wp: int, yp: int, hp: int) -> None:
+        ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)  # freed stream-ordered, after use
+        wsp = ws.data_ptr()
+        self.first.fast(xp, rp, hp, wsp)
+        self.second.fast(hp, wp, yp, wsp)
+
+
+def _add_split_launch(
+    cfg: Any, x: torch.Tensor, xs: int, rs: int, n_rows: int, n: int, eps: float, sigs: tuple
+) -> AddSplitLaunch:
+    """The split path's two launches (``kprof.kernels.add_rmsnorm.split``) as one plan entry."""
+    from kprof.kernels.add_rmsnorm import split
+
+    chunk = split.chunk_of(n, cfg.splits)
+    grid, options, meta = (n_rows, cfg.splits), {"num_warps": cfg.num_warps}, (cfg.block_n, cfg.splits)
+    first_tail = (xs, rs, n, chunk, *meta)
+    second_tail = (n, chunk, eps, *meta)
+    first = Launch(split.sum_launcher, ("ops", cfg, first_tail, *sigs), grid, first_tail, options)
+    second = Launch(split.apply_launcher, ("ops", cfg, second_tail, *sigs), grid, second_tail, options)
+    return AddSplitLaunch(first, second, (n_rows, cfg.splits), x.new_empty((0,), dtype=torch.float32))
 
 
 # ---------------------------------------------------------------------------------- gated activations

@@ -94,4 +94,5 @@ FAMILY = Family(
     # gives ~2e-3, to fp16 (11 bits) ~3e-4.
     tolerances={"fp32": 1e-5, "bf16": 8e-3, "fp16": 1e-3},
     baseline="torch_eager",
+    row_inputs=("x",),
 )

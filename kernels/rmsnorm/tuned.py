@@ -24,6 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.lib import split_rows
 from kprof.kernels.lib.launching import classic_num_warps
 from kprof.kernels.rmsnorm import split
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
@@ -159,6 +160,14 @@ _TWO_PASS_MIN_ROWS = 16384
 # Chunked rows: 32 KB chunks and 16 warps ran 256x131072 bf16 in 74.8 us against 91.2 us for 8 KB
 # chunks and 8 warps (benchmarks/results/rmsnorm-core-flow/rmsnorm_tune.csv).
 _LOOPED_CHUNK_BYTES = 32 * 1024
+# Many rows of up to 128 KB: the same loop with cache hints (the two-pass kernel, one row per program: the
+# first pass keeps the row in L2, the second reads it from there). ncu counted 1.41x the bytes model in DRAM
+# for the plain loop at 2048x65536 bf16 (x read twice); with the hints, on an H100, 2048x65536 ran 231.9 us
+# against 254.6 (torch.compile 254.4), 8192x65536 955.8 against 1033.6 (1015.5), 32768x65536 3835 against
+# 4136 (4056), 512x65536 54.4 against 54.9. Rows of 256 KB did not gain (2048x131072: 545.9 against 534.0)
+# (benchmarks/results/rmsnorm-split-rows/many/).
+_HINTED_MAX_ROW_BYTES = 128 * 1024
+_HINTED_MIN_ROWS = 512
 
 
 def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count: int = 132) -> Config:
@@ -175,11 +184,13 @@ def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if row_bytes > MAX_ONE_BLOCK_BYTES:
-        splits = split.choose_splits(n_rows, n, sm_count) if n_rows is not None else 1
+        splits = split_rows.choose_splits(n_rows, n, sm_count) if n_rows is not None else 1
         if splits > 1:
-            block, warps = split.loop_config(n, splits)
+            block, warps = split_rows.loop_config(n, splits)
             return Config("split", block_n=block, rows=1, num_warps=warps, splits=splits)
         chunk = max(1, _LOOPED_CHUNK_BYTES // element_size)
+        if n_rows is not None and n_rows >= _HINTED_MIN_ROWS and n * element_size <= _HINTED_MAX_ROW_BYTES:
+            return Config("two_pass", block_n=min(block_n, chunk), rows=1, num_warps=16)
         return Config("looped", block_n=min(block_n, chunk), rows=1, num_warps=16)
     if (
         element_size == 2

@@ -75,4 +75,5 @@ FAMILY = Family(
     # doubles the rounding error of tiny shapes; on a GPU bf16 errors stay near 3e-3)
     tolerances={"fp32": 1e-5, "bf16": 1.6e-2, "fp16": 2e-3},
     baseline="torch_eager",
+    row_inputs=("x",),
 )

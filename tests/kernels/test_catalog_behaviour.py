@@ -206,13 +206,15 @@ def test_folded_weight_is_computed_from_the_weights_given(device):
 @pytest.mark.parametrize("n", [1, 7, 1000, 1024, 4096, 5120, 8192, 16384, 65536])
 @pytest.mark.parametrize("n_rows", [1, 64, 16384])
 def test_add_rmsnorm_config_is_launchable(n, n_rows):
+    from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES
     from kprof.kernels.add_rmsnorm.tuned import MAX_ONE_BLOCK_BYTES, choose_config
 
     for es in (2, 4):
         cfg = choose_config(n, es, n_rows)
         assert cfg.num_warps in (1, 2, 4, 8, 16, 32) and cfg.block_n & (cfg.block_n - 1) == 0
-        if cfg.kernel == "rows":
-            assert cfg.block_n >= n and cfg.block_n * es <= MAX_ONE_BLOCK_BYTES
+        if cfg.kernel == "rows":  # many rows: registers up to 4 KB rows; few: one_row's one block, up to 32 KB
+            limit = MAX_ONE_BLOCK_BYTES if n_rows >= 16384 else MAX_BLOCK_BYTES
+            assert cfg.block_n >= n and cfg.block_n * es <= limit
         else:
             assert cfg.block_n * es <= 16 * 1024
 
@@ -563,3 +565,33 @@ def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, mode, device):
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
     wu.data.mul_(2)  # not cached: the next copy is made from the weights as they are now
     assert torch.equal(tuned.interleaved_weights(wg, wu)[:, 1::2], wu)
+
+
+# ------------------------------------------------------------------------- swiglu's decode tiles
+def test_swiglu_decode_tiles_are_tried_only_for_few_rows():
+    from kprof.kernels.swiglu import tuned
+
+    every = tuned.CONFIGS + tuned.DECODE_CONFIGS
+    few = tuned.prune_configs(every, {"M": tuned.DECODE_MAX_ROWS})
+    many = tuned.prune_configs(every, {"M": tuned.DECODE_MAX_ROWS + 1})
+    assert few == every
+    assert many == tuned.CONFIGS and not any(tuned._is_decode_config(c) for c in many)
+    assert all(tuned._is_decode_config(c) for c in tuned.DECODE_CONFIGS)
+
+
+@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+def test_swiglu_decode_tiles_match_the_oracle(index, dtype, device):
+    """Each decode tile, as the autotuner would launch it, at decode sizes none of its tiles divide."""
+    from kprof.harness import check_correctness
+    from kprof.kernels.swiglu import tuned
+    from kprof.registry import Case
+
+    cfg = tuned.DECODE_CONFIGS[index]
+    pinned = ",".join(f"{k}={v}" for k, v in {**cfg.kwargs, "num_warps": cfg.num_warps}.items())
+    fam = F["swiglu"]
+    prov = fam.get_provider(f"triton_tiled[{pinned}]")
+    for m, k, n in ((1, 263, 77), (3, 131, 45)):
+        ins = fam.make_inputs((m, k, n), dtype, device, seed=m * 1000 + k)
+        c = check_correctness(fam, prov, Case("swiglu", prov.name, (m, k, n), dtype), ins)
+        assert c.ok, (cfg, m, k, n, c.note)

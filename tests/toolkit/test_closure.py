@@ -78,8 +78,9 @@ def test_real_families_reach_their_shared_modules():
     assert {"kernels/rmsnorm/tuned.py", "kernels/rmsnorm/reference.py", "kernels/lib/checks.py"} <= outside[
         "rmsnorm_linear"
     ]
-    # add_rmsnorm shares Liger's row limit with rmsnorm through the library, not rmsnorm's folder
-    assert outside["add_rmsnorm"] == outside["rmsnorm"] == lib | {"kernels/lib/peers.py"}
+    # add_rmsnorm shares Liger's row limit and the split rule with rmsnorm through the library, not rmsnorm's folder
+    shared = {"kernels/lib/peers.py", "kernels/lib/split_rows.py"}
+    assert outside["add_rmsnorm"] == outside["rmsnorm"] == lib | shared
 
 
 def test_working_tree_hashes_cover_the_closure():

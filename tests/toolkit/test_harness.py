@@ -127,3 +127,67 @@ def test_a_case_out_of_gpu_memory_is_measured_once_more(failures, status, monkey
     assert res.status == status and len(calls) == min(failures, 1) + 1 and len(emptied) == failures
     if status == "error":
         assert res.note.startswith(harness.OUT_OF_MEMORY) and "9.18 GiB" in res.note
+
+
+# ------------------------------------------------------------------ the blocked check of large cases
+BLOCKED = [("rmsnorm", (37, 53)), ("add_rmsnorm", (29, 41)), ("silu_mul", (23, 70))]
+
+
+def _check_at(family, prov, shape, device, limit, monkeypatch):
+    from kprof import harness
+
+    monkeypatch.setattr(harness, "ORACLE_BLOCK_ELEMENTS", limit)
+    ins = family.make_inputs(shape, "fp32", device, seed=11)
+    return check_correctness(family, prov, Case(family.name, prov.name, shape, "fp32"), ins)
+
+
+@pytest.mark.parametrize(("name", "shape"), BLOCKED)
+def test_blocked_check_gives_the_whole_check_sums(name, shape, device, monkeypatch):
+    """In blocks of a few rows (the last one short) the same error as the whole oracle, within rounding of
+    the sums' order; a small limit stands in for a case too big for the device."""
+    family = discover()[name]
+    eager = family.providers["torch_eager"]
+    whole = _check_at(family, eager, shape, device, 1 << 40, monkeypatch)
+    per_row = shape[1] * len(family.row_inputs)
+    blocked = _check_at(family, eager, shape, device, per_row * 4, monkeypatch)
+    from kprof import harness
+
+    monkeypatch.setattr(harness, "ORACLE_BLOCK_ELEMENTS", per_row * 4)
+    ins = family.make_inputs(shape, "fp32", device, seed=11)
+    blocks = harness.oracle_row_blocks(family, ins)
+    assert blocks is not None and len(blocks) == -(-shape[0] // 4) and blocks[-1].stop == shape[0]
+    assert whole.ok and blocked.ok
+    assert blocked.rel_err == pytest.approx(whole.rel_err, rel=1e-9, abs=1e-15)
+    assert blocked.max_abs_err == whole.max_abs_err
+
+
+def test_blocked_check_finds_a_wrong_row_in_any_block(device, monkeypatch):
+    rows = torch.randperm(37)[:3].tolist()
+
+    def wrong_rows(x, weight, eps, out):
+        good(x, weight, eps, out)
+        out[rows] *= 1.01
+        return out
+
+    def unwritten_row(x, weight, eps, out):
+        y = good(x, weight, eps)
+        out[: rows[0]].copy_(y[: rows[0]])
+        out[rows[0] + 1 :].copy_(y[rows[0] + 1 :])
+        return out
+
+    bad = _check_at(RMS, provider(wrong_rows), (37, 53), device, 53 * 5, monkeypatch)
+    assert not bad.ok and "above tolerance" in bad.note
+    lost = _check_at(RMS, provider(unwritten_row), (37, 53), device, 53 * 5, monkeypatch)
+    assert not lost.ok and lost.unwritten == 53
+
+
+def test_blocked_check_refuses_a_provider_that_changes_its_inputs(device, monkeypatch):
+    """The blocked check runs the oracle after the provider: a provider that wrote into x would otherwise
+    be compared against the truth of its own scribbles."""
+
+    def scribbles(x, weight, eps, out):
+        x.mul_(2.0)
+        return good(x, weight, eps, out)
+
+    c = _check_at(RMS, provider(scribbles), (37, 53), device, 53 * 5, monkeypatch)
+    assert not c.ok and c.note == "provider changed its inputs"

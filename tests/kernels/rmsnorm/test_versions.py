@@ -191,6 +191,19 @@ def test_many_rows_of_4096_or_8192_take_the_two_pass_kernel():
         assert choose_config(n, es, rows).kernel == "rows", (n, es, rows)
 
 
+def test_many_rows_of_up_to_128_kb_take_the_loop_with_cache_hints():
+    """The measured rule for rows wider than one block: 512 rows or more of up to 128 KB run the two-pass
+    kernel one row per program (the chunked loop with cache hints), in 32 KB chunks; rows of 256 KB, and
+    fewer rows, keep the plain loop (or the split path)."""
+    for n, es in ((65536, 2), (32768, 2), (20000, 4), (32768, 4)):
+        for rows in (512, 2048, 100_000):
+            cfg = choose_config(n, es, rows)
+            assert (cfg.kernel, cfg.rows, cfg.num_warps) == ("two_pass", 1, 16), (n, es, rows)
+            assert cfg.block_n * es == 32 * 1024 and cfg.block_n < n
+    for n, es, rows in ((131072, 2, 2048), (65536, 4, 8192), (65536, 2, 511), (65536, 2, None)):
+        assert choose_config(n, es, rows).kernel in ("looped", "split"), (n, es, rows)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n_rows, n, chunk, rows", [(7, 1000, 256, 1), (5, 64, 16, 2), (33, 4096, 2048, 1)])
 def test_two_pass_kernel_on_odd_shapes(dtype, n_rows, n, chunk, rows, device):
@@ -234,7 +247,7 @@ def test_wide_rows_beyond_a_wave_keep_one_program_per_row(device):
 def test_split_choice_properties():
     """Over many row counts, widths and SM counts: a power of two, within two waves, chunks of at least the
     minimum that cover the row, never fewer splits for fewer rows."""
-    from kprof.kernels.rmsnorm import split
+    from kprof.kernels.lib import split_rows as split
 
     for sms in (16, 78, 132, 144):
         for n in (8193, 16384, 40000, 131072, 262147):

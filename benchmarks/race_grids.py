@@ -1,0 +1,82 @@
+"""Race several families' grid parts one after the other within a time budget, and keep each table.
+
+    python benchmarks/race_grids.py --out DIR --budget 560 \
+        --part rmsnorm:main:bf16 --part add_rmsnorm:main:bf16:triton_tuned,torch_compile,...
+
+Each ``--part FAMILY:PART:DTYPE[:PROVIDERS]`` is one ``kprof profile FAMILY --grid PART --dtype DTYPE
+--profiler none`` (every provider available, or the comma-separated list), in its own process and its own
+store ``DIR/FAMILY.db``; a PART written ``shapes=AxB+CxD`` races those shapes instead (a re-race of some
+points of a grid after a change), followed by ``kprof grid latest --markdown DIR/grid-FAMILY-PART-DTYPE.md``. A part
+starts only while ``--min-left`` seconds of the budget remain, and is stopped at the budget's end, so what
+finished comes back even when the GPU machine's call limit cuts the rest. The profile log of every part is
+kept gzipped beside its table, the stores are gzipped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _run(cmd: list[str], log: Path, timeout: float) -> tuple[int, float]:
+    t0 = time.monotonic()
+    with gzip.open(log, "wt") as fh:
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+            fh.write(proc.stdout)
+            rc = proc.returncode
+        except subprocess.TimeoutExpired as exc:
+            fh.write((exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or ""))
+            fh.write(f"\n[race_grids: stopped after {timeout:.0f} s, the budget's end]\n")
+            rc = 124
+    return rc, time.monotonic() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--part", action="append", required=True, help="FAMILY:PART:DTYPE[:PROVIDER,...]")
+    ap.add_argument("--budget", type=float, default=560.0, help="seconds for all parts together")
+    ap.add_argument("--min-left", type=float, default=150.0, help="start a part only with this much left")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    rows = []
+    for spec in args.part:
+        family, part, dtype, *rest = spec.split(":")
+        left = args.budget - (time.monotonic() - start)
+        shapes = part.removeprefix("shapes=").split("+") if part.startswith("shapes=") else []
+        tag = f"{family}-{'points' if shapes else part}-{dtype}"
+        if left < args.min_left:
+            rows.append((tag, "not started", 0.0, f"{left:.0f} s of the budget left"))
+            continue
+        store = str(args.out / f"{family}.db")
+        where = [a for sh in shapes for a in ("--shape", sh)] if shapes else ["--grid", part]
+        cmd = ["kprof", "profile", family, *where, "--dtype", dtype, "--profiler", "none"]
+        cmd += ["--allow-failures", "--store", store] + (["--provider", rest[0]] if rest else [])
+        rc, took = _run(cmd, args.out / f"profile-{tag}.log.gz", left)
+        if rc != 0:
+            rows.append((tag, f"profile exit {rc}", took, ""))
+            continue
+        md = args.out / f"grid-{tag}.md"
+        grc, _ = _run(
+            ["kprof", "grid", "latest", "--store", store, "--markdown", str(md)], args.out / f"grid-{tag}.log.gz", 120
+        )
+        rows.append((tag, "ok" if grc == 0 else f"grid exit {grc}", took, md.name if md.exists() else ""))
+    for db in args.out.glob("*.db"):
+        with db.open("rb") as src, gzip.open(f"{db}.gz", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        db.unlink()
+    print(f"\n{'part':<36} {'status':<16} {'seconds':>8}  table")
+    for tag, status, took, what in rows:
+        print(f"{tag:<36} {status:<16} {took:8.0f}  {what}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

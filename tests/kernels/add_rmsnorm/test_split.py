@@ -1,0 +1,194 @@
+"""add_rmsnorm over few wide rows split across programs (two launches), and triton_tuned's configuration
+choice: against the float64 oracle in every dtype, odd widths with short and empty last chunks, strided
+rows; the choice rule's properties; the tuned version and the ops API reaching the split path.
+
+On a machine without a GPU the kernels run in Triton's interpreter. Inputs are fresh random data (never
+zeros); outputs are poisoned with NaN first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+
+from kprof.kernels import discover, ops
+from kprof.kernels.add_rmsnorm import split, tuned
+from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
+from kprof.kernels.lib import fastops, split_rows
+from kprof.kernels.lib.launching import classic_num_warps
+from kprof.kernels.rmsnorm.reference import rmsnorm_oracle
+
+FAM = discover()["add_rmsnorm"]
+DTYPES = ["fp32", "bf16", "fp16"]
+ES = {"fp32": 4, "bf16": 2, "fp16": 2}
+# y against the norm of the h returned: one rounding of y (h's own rounding is not in it)
+Y_OF_H_TOL = {"fp32": 1e-6, "bf16": 4e-3, "fp16": 5e-4}
+
+
+def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((out.double() - ref).norm() / ref.norm())
+
+
+def _strided_inputs(n_rows: int, n: int, dtype: str, device: str) -> dict:
+    """x and residual as views with different row strides and offsets (rows n + 24 and n + 40 apart)."""
+    seed = torch.seed() % 2**31
+    a = FAM.make_inputs((n_rows, n + 24), dtype, device, seed=seed)
+    b = FAM.make_inputs((n_rows, n + 40), dtype, device, seed=seed + 1)
+    return {
+        "x": a["x"][:, 8 : 8 + n],
+        "residual": b["residual"][:, 40 : 40 + n],
+        "weight": a["weight"][:n].contiguous(),
+        "eps": a["eps"],
+    }
+
+
+def _check(y: torch.Tensor, h: torch.Tensor, inp: dict, dtype: str) -> None:
+    """Both outputs fully written, within the family's tolerance of the oracle, and y the norm of the h
+    returned (the sum of squares taken over h rounded to the input dtype)."""
+    assert y.shape == h.shape == inp["x"].shape and y.dtype == h.dtype == inp["x"].dtype
+    assert not y.isnan().any() and not h.isnan().any(), "output elements left unwritten (poison survived)"
+    y_ref, h_ref = FAM.oracle(**inp)
+    tol = FAM.tolerances[dtype]
+    assert _rel(y, y_ref) <= tol and _rel(h, h_ref) <= tol, (_rel(y, y_ref), _rel(h, h_ref))
+    assert _rel(y, rmsnorm_oracle(h, inp["weight"], inp["eps"])) <= Y_OF_H_TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n", [(3, 17001), (1, 18000), (2, 33000)])
+def test_few_wide_rows_take_the_split_path(dtype, n_rows, n, device):
+    """Rows wider than one block, few of them: triton_tuned splits each row over programs. 17001 in 16
+    chunks of 1280: the 14th holds 361 elements, the last two none; strided x and residual rows."""
+    cfg = tuned.choose_config(n, ES[dtype], n_rows)
+    assert cfg.kernel == "split" and cfg.splits > 1, cfg
+    inp = _strided_inputs(n_rows, n, dtype, device)
+    out = (torch.full_like(inp["x"], float("nan")), torch.full_like(inp["x"], float("nan")))
+    y, h = FAM.providers["triton_tuned"].fn(**inp, out=out)
+    assert y.data_ptr() == out[0].data_ptr() and h.data_ptr() == out[1].data_ptr()
+    _check(y, h, inp, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n, splits, block", [(5, 3001, 4, 256), (2, 3001, 8, 256), (3, 999, 2, 128)])
+def test_split_kernels_on_small_odd_shapes(dtype, n_rows, n, splits, block, device):
+    """The two launches with any split count and loop step: 3001 in 4 chunks of 768 (several loop steps, the
+    last chunk short), in 8 chunks of 512 (the last two empty), 999 in 2 chunks of 512 (in 128 steps)."""
+    inp = _strided_inputs(n_rows, n, dtype, device)
+    y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)
+    h = torch.full_like(y, float("nan"))
+    split.launch_split(inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"], splits, block, 4)
+    _check(y, h, inp, dtype)
+
+
+def test_the_tuned_version_launches_the_split_kernels(device, monkeypatch):
+    """triton_tuned reaches launch_split with the chosen split for few wide rows, and not for many."""
+    calls = []
+    real = split.launch_split
+    monkeypatch.setattr(split, "launch_split", lambda *a: calls.append(a[6:]) or real(*a))
+    inp = FAM.make_inputs((2, 20000), "fp32", device, seed=torch.seed() % 2**31)
+    _check(*FAM.providers["triton_tuned"].fn(**inp), inp, "fp32")
+    cfg = tuned.choose_config(20000, 4, 2)
+    assert calls == [(cfg.splits, cfg.block_n, cfg.num_warps)]
+    assert tuned.choose_config(20000, 4, 200).kernel == "looped"  # 200 rows fill the GPU: one program per row
+
+
+@contextlib.contextmanager
+def _triton_ops():
+    previous = ops.use_triton(True)
+    fastops.reset()
+    try:
+        yield
+    finally:
+        fastops.reset()
+        ops.use_triton(previous)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_ops_api_takes_the_split_path(dtype, device):
+    """ops.fused_add_rms_norm plans the two split launches for few wide rows; the planned call computes."""
+    inp = _strided_inputs(2, 17001, dtype, device)
+    with _triton_ops():
+        for _ in range(2):  # the second call goes through the plan
+            y, h = ops.fused_add_rms_norm(**inp)
+            _check(y, h, inp, dtype)
+        ((launch, shape, strides),) = fastops._add_plans.plans.values()
+    assert isinstance(launch, fastops.AddSplitLaunch)
+    assert launch.first.launcher is split.sum_launcher and launch.second.launcher is split.apply_launcher
+    assert launch.first.grid[:2] == (2, tuned.choose_config(17001, ES[dtype], 2).splits)
+    assert shape == (2, 17001) and strides == (17001, 1)
+
+
+class _RecordingLauncher:
+    """Stands in for Triton's C launcher: records the arguments a compiled launch would get."""
+
+    prefix = ("function", "packed")
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, g0, g1, g2, stream, function, packed, *args):
+        self.calls.append(((g0, g1, g2), args))
+
+
+def test_planned_split_launches_get_raw_addresses(device, monkeypatch):
+    """Compiled, the split plan hands both launches raw addresses: the first writes h and the partial sums,
+    the second reads the same h and workspace and writes y (a workspace apart from every tensor)."""
+    if device != "cpu":
+        pytest.skip("drives the plans with a stand-in launcher (the CPU interpreter builds them)")
+    rec = _RecordingLauncher()
+    monkeypatch.setattr(fastops, "_stream", lambda d: 0)
+    inp = _strided_inputs(3, 17001, "fp32", device)
+    x, r, w = inp["x"], inp["residual"], inp["weight"]
+    with _triton_ops():
+        ops.fused_add_rms_norm(x, r, w)
+        ((launch, _, _),) = fastops._add_plans.plans.values()
+        launch.first.entry = launch.second.entry = (rec, rec.prefix, 0)
+        y, h = ops.fused_add_rms_norm(x, r, w)
+    (grid1, first), (grid2, second) = rec.calls
+    assert grid1 == grid2 == launch.first.grid
+    assert first[:3] == (x.data_ptr(), r.data_ptr(), h.data_ptr()) and first[4:] == launch.first.tail
+    assert second[:3] == (h.data_ptr(), w.data_ptr(), y.data_ptr()) and second[4:] == launch.second.tail
+    assert first[3] == second[3] and first[3] not in (x.data_ptr(), r.data_ptr(), y.data_ptr(), h.data_ptr())
+    assert launch.first.tail[:2] == (x.stride(0), r.stride(0))
+    assert all(type(a) is not torch.Tensor for _, call in rec.calls for a in call)
+
+
+def test_choice_rule_properties():
+    """Over row counts, widths, dtypes and SM counts: a split only for rows wider than one block and too few
+    to give each SM four programs, within rmsnorm's split limits; one program per row in one block only up
+    to triton_one_row's limit, with its warps from 2048 columns; from 8192 rows the choice does not depend
+    on the row count; every block covers its row or loops over it."""
+    for es in (2, 4):
+        for sms in (78, 132):
+            for n in (1000, 2048, 3000, 4096, 6144, 7001, 8192, 12000, 16384, 17001, 65536, 131072):
+                block_n = 1 << (n - 1).bit_length()
+                for n_rows in (1, 7, 33, 64, 100, 512, 1000, 2048, 8192, 32768):
+                    cfg = tuned.choose_config(n, es, n_rows, sms)
+                    assert cfg.num_warps in (1, 2, 4, 8, 16, 32) and cfg.block_n & (cfg.block_n - 1) == 0
+                    if cfg.kernel == "split":
+                        assert block_n * es > ONE_ROW_MAX_BYTES and n_rows * 4 <= sms
+                        assert cfg.splits == split_rows.choose_splits(n_rows, n, sms) > 1
+                        assert n_rows * cfg.splits <= split_rows.WAVES * sms
+                        assert (cfg.block_n, cfg.num_warps) == split_rows.loop_config(n, cfg.splits)
+                    elif cfg.kernel == "rows":
+                        assert cfg.block_n >= n and cfg.block_n * cfg.rows * es <= ONE_ROW_MAX_BYTES
+                        if cfg.rows == 1 and block_n >= 2048:  # triton_one_row's own configuration
+                            assert cfg.num_warps == classic_num_warps(block_n), (n, es, n_rows, cfg)
+                    else:
+                        assert cfg.kernel == "looped" and cfg.block_n <= block_n
+                    if block_n * es > ONE_ROW_MAX_BYTES and n_rows * 4 > sms:
+                        assert cfg.kernel == "looped"
+                    if n_rows >= 8192:
+                        assert cfg == tuned.choose_config(n, es, None, sms)
+                    if n_rows <= 64 and tuned.MAX_ONE_BLOCK_BYTES < block_n * es <= ONE_ROW_MAX_BYTES:
+                        assert (cfg.kernel, cfg.rows, cfg.block_n) == ("rows", 1, block_n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n", [(3, 3001), (1, 7001), (2, 2048), (70, 7001)])
+def test_one_block_rows_of_the_small_row_rule(dtype, n_rows, n, device):
+    """Few rows of 2048-16384 columns keep the whole row in one block (or, at 70 rows of 7001 bf16, the
+    8 KB-chunk loop): correct on odd widths with strided rows."""
+    inp = _strided_inputs(n_rows, n, dtype, device)
+    _check(*FAM.providers["triton_tuned"].fn(**inp), inp, dtype)
