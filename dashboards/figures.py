@@ -256,7 +256,16 @@ def compare_panels(
         "vconcat": [{"hconcat": panels[:2], "spacing": 40}, {"hconcat": panels[2:], "spacing": 40}],
         "spacing": 24,
         "resolve": {"scale": {"color": "shared", "shape": "shared", "strokeDash": "shared"}},
+        **LIGHT,
     }
+
+
+# Drawn on a canvas, without ARIA descriptions: Streamlit draws a chart as SVG, one DOM element per point, line,
+# tick and label (about 750 for Compare's panels), and Vega-Lite writes a description for every mark for screen
+# readers (an expression evaluated per point). Streamlit itself turns both off for charts of thousands of
+# marks. Hover, the legend's click and the stars are the same on a canvas; the table under the chart holds
+# every value as accessible text.
+LIGHT = {"usermeta": {"embedOptions": {"renderer": "canvas"}}, "config": {"aria": False}}
 
 
 def _rule(at: float, colour: str, dash: list[int], text: str, y: dict) -> dict:

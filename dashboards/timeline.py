@@ -10,6 +10,8 @@ What it draws, and why:
   trace), which sets the main chart's time range;
 - every kernel in its own colour (:func:`kprof.dashboards.style.colour` of its short name: the same kernel is
   the same colour on every page and run), one legend entry each, its name written on boxes wide enough;
+- a search box of the chart's own (a bound parameter): the kernels whose short or full name does not contain
+  what is typed there are dimmed, in the browser;
 - idle gaps longer than ``collapse_ns`` (typically between cases) cut down to a sliver, a dotted line and a
   label saying how much idle time was removed there;
 - the launch -> kernel line only for the selected launch (all of them at once form a solid block);
@@ -193,7 +195,8 @@ def figure(
     else:
         bars, domain = _single(df, search)
     title = "µs from the first event" + (" (idle gaps collapsed)" if marks else "")
-    return _spec(bars, domain, lanes, marks, title, df, selected, folded=note is not None), note, df
+    spec = _spec(bars, domain, lanes, marks, title, df, selected, folded=note is not None, search=search)
+    return spec, note, df
 
 
 def _records(columns: dict[str, list]) -> list[dict]:
@@ -254,6 +257,16 @@ def _colour(domain: list[str]) -> dict:
     }
 
 
+FIND = "find_kernel"  # the search box's parameter
+FIND_LABEL = "find a kernel (dims the others) "
+# dimmed: a kernel whose short name and (hover) name lack what is typed in the chart's search box, or that the
+# page's ``search`` dimmed (``dim``); launch calls (no name) and folded intervals (no name field) never are
+DIM_TEST = (
+    f"datum.dim || ({FIND} != '' && isString(datum.name) && datum.name != '' && "
+    f"indexof(lower(datum.name + ' ' + datum.kernel), lower(trim({FIND}))) < 0)"
+)
+
+
 def _spec(
     bars: list[dict],
     domain: list[str],
@@ -263,6 +276,7 @@ def _spec(
     df: pd.DataFrame,
     selected: int | None,
     folded: bool,
+    search: str = "",
 ) -> dict:
     data = {"values": bars}
     whole = {"field": "s", "type": "quantitative", "title": title, "axis": {"grid": False}}
@@ -280,7 +294,7 @@ def _spec(
             "x2": {"field": "e"},
             "y": y,
             "color": colour,
-            "opacity": {"condition": {"test": "datum.dim", "value": 0.15}, "value": 1.0},
+            "opacity": {"condition": {"test": DIM_TEST, "value": 0.15}, "value": 1.0},
             "tooltip": tooltip,
         },
         # a click on a launch selects its row (the page reruns with it); a folded bar has no row to report
@@ -323,7 +337,23 @@ def _spec(
         # bound to a zoom ignore the brush's range, so the two could not be used together
         "params": [{"name": "brush", "select": {"type": "interval", "encodings": ["x"], "zoom": "wheel!"}}],
     }
-    return {"vconcat": [main, overview], "spacing": 8, "resolve": {"scale": {"color": "shared"}}}
+    # the kernel search is the chart's own text box (a parameter bound to an input, at the top level as
+    # Vega-Lite wants for a multi-view chart): typing dims the other kernels in the browser, with no rerun and
+    # none of a Streamlit text input's code, which a fresh browser loaded for this page alone
+    find = {
+        "name": FIND,
+        "value": search,
+        "bind": {"input": "text", "name": FIND_LABEL, "placeholder": "part of a name"},
+    }
+    # no ARIA descriptions (one expression per bar, for screen readers; the page's tables carry the launches as
+    # text); drawn as SVG still, so that its boxes are elements a browser test can find and click
+    return {
+        "params": [find],
+        "vconcat": [main, overview],
+        "spacing": 8,
+        "resolve": {"scale": {"color": "shared"}},
+        "config": {"aria": False},
+    }
 
 
 def _gap_layer(marks: list[tuple[float, float]], x: dict) -> dict:

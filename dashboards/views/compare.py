@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from kprof.dashboards import data, figures, style
-from kprof.dashboards.views.common import csv_link, gpu_run, label, pickable
+from kprof.dashboards.views.common import csv_download, gpu_run, label, pickable
 from kprof.dashboards.views.common import table as show_table
 
 NCU_COLUMNS = (
@@ -30,7 +30,7 @@ def render() -> None:
     same = pickable(runs[(runs["family"] == run["family"]) & (runs["id"] != run_id)], gpu_only=True)
     same = same[same["swept"] == 0] if "swept" in same else same  # sweeps (~90 configurations) have their page
     offered = {label(r): r["id"] for _, r in same.iterrows()}
-    # behind a switch: the picker's code is loaded only by those who add runs (see common.csv_link)
+    # behind a switch: the picker's code (a multiselect) is loaded only by those who add runs
     adding = controls.toggle("add runs of this family", key="compare_add", disabled=not offered)
     extra = (
         controls.multiselect(
@@ -77,7 +77,7 @@ def against_baseline(m: pd.DataFrame, dtype: str, run_id: str, ceiling: float | 
     table = summary_table(m, dtype)
     # read-only: an HTML table (common.table says why); the CSV below has every digit
     show_table(table, table["best"].map({True: BEST_COLOUR, False: ""}))
-    csv_link(table, f"kprof-{run_id}-{dtype}.csv")
+    csv_download(table, f"kprof-{run_id}-{dtype}.csv")
     ncu = [c for c in NCU_COLUMNS if c in table]
     st.caption(
         timing_caption(m) + " ★ and green: the fastest correct version at "

@@ -17,6 +17,7 @@ from kprof.dashboards.views.common import header, label
 from kprof.dashboards.views.common import table as show_table
 
 GAPS = {"off": 0.0, "longer than 10 µs": 10e3, "longer than 100 µs": 100e3, "longer than 1 ms": 1e6}
+GAPS_DEFAULT = "longer than 100 µs"
 NONE = "(none)"
 # Behind one switch: the time window, the Perfetto export and the upload box. Their widgets' code (the
 # slider's number and date formatting, the uploader, the download link) cost a fresh browser about 0.6 s
@@ -54,10 +55,10 @@ def render() -> None:
         )
         return
     cases = run_order(lt)
-    c1, c2, c3 = controls.columns([3, 2, 2])
+    # the kernel search is a box of the chart itself (timeline.FIND): it dims in the browser, without a rerun
+    c1, c2 = controls.columns([3, 2])
     chosen = c1.multiselect("cases", cases, default=cases[:1], key="trace_cases")
-    search = c2.text_input("find a kernel (dims the others)", key="trace_search")
-    gaps = c3.selectbox("collapse idle gaps", list(GAPS), index=2, key="trace_gaps")
+    gaps = c2.selectbox("collapse idle gaps", list(GAPS), index=list(GAPS).index(GAPS_DEFAULT), key="trace_gaps")
     df = lt[lt["case"].isin(chosen)] if chosen else lt
     # on by itself when the selection is too big to draw launch by launch: the time window is how to unfold it
     more = controls.toggle(MORE, value=len(df) > timeline.LIMIT, key="trace_more")
@@ -73,9 +74,7 @@ def render() -> None:
     picked = selected_row(st.session_state.get("trace_fig"))
     if picked is not None:
         st.session_state["trace_selected"] = picked
-    spec, note, drawn = timeline.figure(
-        shown, collapse_ns=GAPS[gaps], search=search, selected=st.session_state.get("trace_selected")
-    )
+    spec, note, drawn = timeline.figure(shown, collapse_ns=GAPS[gaps], selected=st.session_state.get("trace_selected"))
     if note:
         controls.info(note + ("" if more else f" The time window is under “{MORE}”."))
     if not spec:
@@ -92,7 +91,7 @@ def render() -> None:
             st.caption(
                 "Zoom along time in the strip under the chart (the whole trace): drag there to pick a time range, "
                 "drag the range to pan, scroll over it to zoom, double-click to reset; the lanes stay put. Click a "
-                "launch for its full row and its launch -> kernel line."
+                "launch for its full row and its launch -> kernel line. Find a kernel in the box under the legend."
             )
     st.subheader("Per kernel")
     summary = kernel_summary(df)

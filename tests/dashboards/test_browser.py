@@ -81,9 +81,10 @@ def test_hundred_run_store_within_the_timing_targets(tmp_path):
 
 
 def test_downloads_and_switched_controls_work_in_the_browser(tmp_path):
-    """What moved out of the first view to keep it fast still works where a user clicks: Compare's CSV link
-    downloads the table shown, its switch shows the add-runs picker; Trace's switch shows the Perfetto export
-    (a download of Chrome-trace JSON) and the upload box."""
+    """What moved out of the first view to keep it fast still works where a user clicks: Compare's CSV button
+    downloads the table shown, its switch shows the add-runs picker; Trace's kernel search (the chart's own
+    box) dims the kernels that do not match; Trace's switch shows the Perfetto export (a download of
+    Chrome-trace JSON) and the upload box."""
     from playwright.sync_api import sync_playwright
 
     with probe.server(tmp_path / "none" / "kprof.db") as (url, _), sync_playwright() as pw:
@@ -100,6 +101,9 @@ def test_downloads_and_switched_controls_work_in_the_browser(tmp_path):
         page.get_by_text("runs to add").first.wait_for(timeout=60000)
         page.goto(url + "/trace")
         page.get_by_text("rows; source:").first.wait_for(timeout=60000)
+        # the kernel search is the chart's own box: what matches stays, the other kernels dim, in the browser
+        some, none = _dimmed_after(page, "reduce"), _dimmed_after(page, "no kernel is called this")
+        assert 0 < some < none, (some, none)
         page.get_by_text("time window, Perfetto export, open a trace file").first.click()
         page.get_by_text("open a trace file (nsys").first.wait_for(timeout=60000)
         with page.expect_download() as got:
@@ -107,3 +111,13 @@ def test_downloads_and_switched_controls_work_in_the_browser(tmp_path):
         events = json.loads(Path(got.value.path()).read_text())["traceEvents"]
         assert any(e.get("ph") == "X" for e in events)
         browser.close()
+
+
+def _dimmed_after(page, text: str) -> int:
+    """Type ``text`` into the timeline's search box; how many of its bars are drawn dimmed then."""
+    page.locator(".vega-bindings input").first.fill(text)
+    page.wait_for_timeout(500)  # Vega redraws on the input event
+    return page.evaluate(
+        """() => Array.from(document.querySelectorAll('.vega-embed svg.marks g.mark-rect')[0]
+            .querySelectorAll('path')).filter(p => p.getAttribute('opacity') === '0.15').length"""
+    )

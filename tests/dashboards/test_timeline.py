@@ -67,6 +67,18 @@ def test_search_dims_the_other_kernels(trace):
     assert {b["dim"] for b in kernels if name[2:-2] not in b["name"]} == {True}
 
 
+def test_the_chart_has_its_own_search_box(trace):
+    """The search the page offers is a text box bound to a parameter of the chart (typing dims in the browser,
+    without a rerun; the browser test types into it): it starts with the search given, and the kernel bars'
+    opacity depends on it, by their short and hover names."""
+    spec, _, _ = timeline.figure({"A": trace}, search="Reduce")
+    find = next(p for p in spec["params"] if p["name"] == timeline.FIND)
+    assert find["value"] == "Reduce" and find["bind"]["input"] == "text"
+    bars = next(layer for layer in _main(spec) if layer.get("mark", {}).get("type") == "rect")
+    test = bars["encoding"]["opacity"]["condition"]["test"]
+    assert timeline.FIND in test and "datum.name" in test and "datum.kernel" in test
+
+
 def test_the_selected_launch_gets_its_flow_and_its_full_row(trace):
     _, _, drawn = timeline.figure({"A": trace})
     row = int(np.flatnonzero(drawn["api_start_ns"].notna() & (drawn["kind"] == "kernel"))[3])
