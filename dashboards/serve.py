@@ -104,8 +104,21 @@ def warm_trace() -> None:
     timeline.figure({"A": first}, collapse_ns=trace.GAPS[trace.GAPS_DEFAULT])
 
 
+def freeze_heap() -> None:
+    """Move everything the warm-up made (torch, Triton, the kernel families, pandas, the cached store) out of
+    the collector's sight. Streamlit runs a full collection after every script run (``runner.postScriptGC``)
+    and it holds the GIL throughout, so the server's event loop stops serving files and messages meanwhile:
+    0.20 s per run over the 309k objects of the warmed server on the 2-core dev box, 1 ms after the freeze.
+    What the pages allocate later is still collected."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def main() -> None:
     warm()
+    freeze_heap()
     from streamlit.web import cli
 
     sys.argv[0] = "streamlit"

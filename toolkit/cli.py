@@ -819,6 +819,11 @@ def dashboard(
         str(headless).lower(),
         "--browser.gatherUsageStats",
         "false",
+        # No source watcher: kprof's pages are not edited while served, and after every script run the watcher
+        # resolved the path of each imported module (torch's and Triton's thousands): 0.3 s of each page's
+        # first visit on the 2-core dev box, with the GIL contended by the server's event loop.
+        "--server.fileWatcherType",
+        "none",
     ]
     console.print(
         f"kprof dashboard: http://{host}:{port}  (store: {env.get('KPROF_STORE') or 'default'}; Ctrl-C stops)"

@@ -35,3 +35,40 @@ def test_warm_leaves_a_corrupt_store_to_the_page(tmp_path, monkeypatch):
     serve.warm()  # no exception: Compare shows "cannot be read" to whoever opens it
     with pytest.raises(data.StoreProblem):
         data.source()
+
+
+def test_the_warmed_heap_is_frozen_and_later_garbage_still_collected():
+    import gc
+    import weakref
+
+    try:
+        tracked = len(gc.get_objects())
+        serve.freeze_heap()
+        assert gc.get_freeze_count() >= tracked * 0.9  # what existed is out of the collector's sight
+
+        class Node:
+            pass
+
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle made after the freeze: only the collector can free it
+        gone = weakref.ref(a)
+        del a, b
+        gc.collect()
+        assert gone() is None
+    finally:
+        gc.unfreeze()
+
+
+def test_kprof_dashboard_serves_without_a_source_watcher(monkeypatch):
+    from kprof import cli
+    from kprof.dashboards import process
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(process, "run_forwarding", lambda argv, env: seen.append(list(argv)) or 0)
+    from kprof.dashboards.probe import free_port
+
+    monkeypatch.setattr("sys.argv", ["kprof", "dashboard", "--port", str(free_port())])
+    cli.main()  # returns once the (stand-in) server has stopped
+    argv = seen[0]
+    assert argv[argv.index("--server.fileWatcherType") + 1] == "none"
+    assert argv[1:3] == ["-m", "kprof.dashboards.serve"]  # the warm-up and the freeze run before Streamlit
