@@ -25,6 +25,7 @@ from kprof.runtime import restores_interpreter_mode
 
 if TYPE_CHECKING:
     from kprof.fanout import EarlyWorkers
+    from kprof.grid import GridTargets
     from kprof.runner import ProfileOptions
 
 app = typer.Typer(
@@ -236,6 +237,14 @@ def _ops_provider(family: str) -> Optional[str]:
     from kprof.kernels.ops_providers import BEST
 
     return next((ref.split("/", 1)[1] for ref in BEST.values() if ref.split("/", 1)[0] == family), None)
+
+
+def _grid_targets(family: str) -> Optional[GridTargets]:
+    """The family's grid targets where its code is here (None for a family this checkout does not have)."""
+    from kprof.kernels import discover
+
+    fam = discover().get(family)
+    return fam.grid_targets() if fam is not None else None
 
 
 def _ops_prepared(family: str) -> list[str]:
@@ -482,11 +491,21 @@ def grid(
         ),
     ],
     markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Also write the table to this file.")] = None,
+    ncu: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--ncu",
+            metavar="RUN",
+            help="A `--profiler ncu` run of some of the points (repeatable): its DRAM bytes, occupancy and limiter "
+            "are quoted where a point loses or misses its target.",
+        ),
+    ] = None,
     store: StoreOpt = None,
 ) -> None:
     """Per point of a family's shape grid: the fastest kprof version against the fastest peer, with a
-    verdict (win / tie / loss, uncertain within the cases' spread), % of the copy ceiling and the ratio to the
-    roofline yardstick."""
+    verdict (win / tie / loss, uncertain within the cases' spread), % of the copy ceiling, the ratio to the
+    roofline yardstick, the family's targets (``grid_targets:`` in its sweep.yaml) met or not, and what
+    Nsight Compute measured where a point falls short."""
     import pandas as pd
 
     from kprof.grid import grid_table, render
@@ -496,22 +515,28 @@ def grid(
     checks.check_outputs(markdown=markdown)
     st = RunStore(store, create=False)
     recs = [st.run(r) for r in runs_]
-    families = {r["family"] for r in recs}
-    devices = {r.get("device_name") for r in recs}
+    ncu_recs = [st.run(r) for r in ncu or []]
+    families = {r["family"] for r in recs + ncu_recs}
+    devices = {r.get("device_name") for r in recs + ncu_recs}
     if len(families) > 1 or len(devices) > 1:
         raise KprofError(
             f"kprof grid compares within one family on one device; these runs are of "
             f"{', '.join(sorted(map(str, families)))} on {', '.join(sorted(map(str, devices)))} "
-            "(give the runs of one family's grid parts from one device)"
+            "(give the runs of one family's grid parts from one device, and --ncu runs of the same)"
         )
+    not_ncu = [r["id"] for r in ncu_recs if r.get("profiler") != "ncu"]
+    if not_ncu:
+        raise KprofError(f"--ncu {', '.join(not_ncu)}: not profiled with ncu (kprof profile ... --profiler ncu)")
     metrics = pd.concat([st.metrics(r["id"]) for r in recs], ignore_index=True)
     if metrics["gpu_time_us"].notna().sum() == 0:
         raise KprofError(
             f"run(s) {', '.join(r['id'] for r in recs)} hold no GPU times (a CPU interpreter run checks "
             "correctness only): run `kprof profile FAMILY --grid PART` on a GPU"
         )
-    dispatch, prepared = _ops_provider(recs[0]["family"]), _ops_prepared(recs[0]["family"])
-    table = grid_table(metrics, dispatch, prepared)
+    family = recs[0]["family"]
+    dispatch, prepared = _ops_provider(family), _ops_prepared(family)
+    evidence = pd.concat([st.metrics(r["id"]) for r in ncu_recs], ignore_index=True) if ncu_recs else None
+    table = grid_table(metrics, dispatch, prepared, targets=_grid_targets(family), evidence=evidence)
     text = render(table, [r["id"] for r in recs], recs[0]["family"], dispatch, prepared)
     if markdown:
         markdown.write_text(text)

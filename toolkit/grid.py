@@ -10,7 +10,11 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
 * for memory-bound points, the best version's bandwidth as a fraction of the device's copy ceiling;
 * for matrix families, the ratio to the family's ``roofline`` yardstick (one cuBLAS product of the shape);
 * given the family's dispatch (the provider ``kprof.kernels.ops`` runs), its time over the best kprof
-  version's: where it is above 1.02 the dispatch misses a faster version a model would not get.
+  version's: where it is above 1.02 the dispatch misses a faster version a model would not get;
+* given the family's targets (``grid_targets:`` in its ``sweep.yaml``), whether the point meets the one that
+  applies to it (a share of the copy ceiling for memory-bound points, a ratio to the cuBLAS yardstick per
+  class of matrix shape), and for each loss or missed target what Nsight Compute measured there (DRAM bytes
+  against the bytes model, achieved occupancy, the limiter), or that nothing was measured: no guessed cause.
 
 Reads the store's metrics only (the data flow's last step before a report).
 """
@@ -40,6 +44,81 @@ class GridSummary:
     not_measured: int = 0
 
 
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class CopyTarget:
+    """Memory-bound points that move at least ``min_bytes``: the best kprof version at ``fraction`` or more of
+    the copy ceiling measured in the run."""
+
+    fraction: float
+    min_bytes: float
+
+    def label(self) -> str:
+        return f">= {100 * self.fraction:.0f}% of the copy ceiling at >= {self.min_bytes / MIB:.0f} MiB"
+
+
+@dataclass(frozen=True)
+class RooflineTarget:
+    """Matrix points of one class: the best kprof version within ``ratio`` x the roofline yardstick (one
+    cuBLAS product of the shape). The class: at most ``max_rows`` rows, at least ``min_rows``, or no
+    dimension a multiple of ``untiled`` (shapes no tile divides); unset bounds do not restrict."""
+
+    ratio: float
+    max_rows: int | None = None
+    min_rows: int | None = None
+    untiled: int | None = None
+
+    def applies(self, dims: Sequence[int]) -> bool:
+        rows = dims[0]
+        if self.max_rows is not None and rows > self.max_rows:
+            return False
+        if self.min_rows is not None and rows < self.min_rows:
+            return False
+        return self.untiled is None or not any(d % self.untiled == 0 for d in dims)
+
+    def label(self) -> str:
+        where = [
+            *([f"<= {self.max_rows} rows"] if self.max_rows is not None else []),
+            *([f">= {self.min_rows} rows"] if self.min_rows is not None else []),
+            *([f"no dimension a multiple of {self.untiled}"] if self.untiled is not None else []),
+        ]
+        return f"<= {self.ratio:.2f}x cuBLAS at {', '.join(where) or 'every shape'}"
+
+
+@dataclass(frozen=True)
+class GridTargets:
+    """What a family's grid points must reach besides the peer verdict. ``roofline``: the first class that
+    applies to a point is its target."""
+
+    copy: CopyTarget | None = None
+    roofline: tuple[RooflineTarget, ...] = ()
+
+    def for_point(self, shape: str, bound: str, nbytes: float) -> CopyTarget | RooflineTarget | None:
+        dims = _dims(shape)
+        if self.roofline and dims:
+            hit = next((t for t in self.roofline if t.applies(dims)), None)
+            if hit is not None:
+                return hit
+        if self.copy is not None and bound == "memory" and not math.isnan(nbytes) and nbytes >= self.copy.min_bytes:
+            return self.copy
+        return None
+
+
+def _dims(shape: str) -> tuple[int, ...]:
+    parts = str(shape).lower().replace("×", "x").split("x")
+    return tuple(int(p) for p in parts) if all(p.strip().isdigit() for p in parts) else ()
+
+
+# What Nsight Compute measured, as the grid's "why" names it (metrics columns a `--profiler ncu` run fills).
+NCU_EVIDENCE = (
+    ("dram_vs_model", "DRAM {:.2f}x the bytes model"),
+    ("occupancy_achieved_pct", "achieved occupancy {:.0f}%"),
+    ("occupancy_limiter", "limiter {}"),
+)
+
+
 def _best(rows: pd.DataFrame) -> pd.Series | None:
     ok = rows[rows["ok"].astype(bool) & rows["gpu_time_us"].notna()]
     return None if ok.empty else ok.loc[ok["gpu_time_us"].idxmin()]
@@ -59,11 +138,19 @@ def verdict(ratio: float, spread: float) -> str:
     return "uncertain" if ratio - TIE <= s else "loss"
 
 
-def grid_table(metrics: pd.DataFrame, dispatch: str | None = None, prepared: Sequence[str] = ()) -> pd.DataFrame:
+def grid_table(
+    metrics: pd.DataFrame,
+    dispatch: str | None = None,
+    prepared: Sequence[str] = (),
+    targets: GridTargets | None = None,
+    evidence: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """One row per (shape, dtype) of ``metrics`` (one or more runs' rows, concatenated); ``dispatch``: the
     provider the ops API runs for this family, compared with the best kprof version at each point other than
     the ``prepared`` ones (versions on weights derived before the call, which the plain op cannot use: the
-    ops API runs them only through its prepared objects)."""
+    ops API runs them only through its prepared objects). ``targets``: the family's, checked per point;
+    ``evidence``: metrics of Nsight Compute runs of the same points (``metrics`` itself is read too)."""
+    ncu = metrics if evidence is None else pd.concat([metrics, evidence], ignore_index=True)
     rows = []
     for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
         kp = _best(g[g["kind"] == "triton"])
@@ -79,6 +166,20 @@ def grid_table(metrics: pd.DataFrame, dispatch: str | None = None, prepared: Seq
             float(peer.get("noise", math.nan)) if peer is not None else math.nan,
         )
         bound = str(kp.get("bound", "")) if kp is not None else ""
+        pct_copy = float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan
+        nbytes = float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan
+        vs_roof = t_k / float(roof["gpu_time_us"]) if kp is not None and roof is not None else math.nan
+        target = targets.for_point(shape, bound, nbytes) if targets is not None and kp is not None else None
+        met = _met(target, pct_copy, vs_roof)
+        v = verdict(ratio, spread) if kp is not None else "not measured"
+        if kp is None:
+            why = _why_unmeasured(g)
+        elif v == "loss" or met is False:
+            others = [peer] if v == "loss" else []
+            others += [roof] if isinstance(target, RooflineTarget) and met is False else []
+            why = _why_measured(ncu, shape, dtype, [kp, *[o for o in others if o is not None]])
+        else:
+            why = ""
         rows.append(
             {
                 "shape": shape,
@@ -89,12 +190,14 @@ def grid_table(metrics: pd.DataFrame, dispatch: str | None = None, prepared: Seq
                 "peer_us": t_p,
                 "ratio": ratio,
                 "spread": spread,
-                "verdict": verdict(ratio, spread) if kp is not None else "not measured",
-                "why": _why_unmeasured(g) if kp is None else "",
+                "verdict": v,
+                "why": why,
                 "bound": bound,
-                "pct_copy": float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan,
-                "bytes": float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan,
-                "vs_roofline": t_k / float(roof["gpu_time_us"]) if kp is not None and roof is not None else math.nan,
+                "pct_copy": pct_copy,
+                "bytes": nbytes,
+                "vs_roofline": vs_roof,
+                "target": target.label() if target is not None else "",
+                "target_met": met,
                 "timing_mode": kp.get("timing_mode") if kp is not None else None,
                 "dispatch_vs_best": (
                     float(disp["gpu_time_us"]) / float(plain["gpu_time_us"])
@@ -103,7 +206,37 @@ def grid_table(metrics: pd.DataFrame, dispatch: str | None = None, prepared: Seq
                 ),
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if "target_met" in table:  # True / False / None (not judged): never a bool column that turns None into False
+        table["target_met"] = table["target_met"].astype(object)
+    return table
+
+
+def _met(target: CopyTarget | RooflineTarget | None, pct_copy: float, vs_roofline: float) -> bool | None:
+    """Whether the point meets its target; None without a target or without the figure to judge it by."""
+    if isinstance(target, CopyTarget) and not math.isnan(pct_copy):
+        return bool(pct_copy / 100 >= target.fraction)
+    if isinstance(target, RooflineTarget) and not math.isnan(vs_roofline):
+        return bool(vs_roofline <= target.ratio)
+    return None
+
+
+def _why_measured(ncu: pd.DataFrame, shape: str, dtype: str, cases: Sequence[pd.Series]) -> str:
+    """What Nsight Compute measured for these providers at this point, or that it measured nothing here."""
+    here = ncu[(ncu["shape"] == shape) & (ncu["dtype"] == dtype)]
+    notes = []
+    for case in cases:
+        rows = here[here["provider"] == case["provider"]]
+        facts = []
+        for col, fmt in NCU_EVIDENCE:
+            vals = rows[col].dropna() if col in rows else pd.Series(dtype=object)
+            if len(vals) and (col != "occupancy_limiter" or facts):  # a limiter alone is not an ncu measurement
+                facts.append(fmt.format(vals.median() if col != "occupancy_limiter" else vals.iloc[-1]))
+        if facts:
+            notes.append(f"{case['provider']}: {', '.join(facts)}")
+    if not notes:
+        return "no ncu measurement here (profile the point with --profiler ncu, pass that run as --ncu)"
+    return "ncu: " + "; ".join(notes)
 
 
 def _why_unmeasured(g: pd.DataFrame) -> str:
@@ -126,11 +259,22 @@ def summarize(table: pd.DataFrame) -> GridSummary:
     )
 
 
+def target_counts(table: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """Per target: (points that meet it, points it applies to with a figure to judge)."""
+    if "target" not in table:
+        return {}
+    judged = table[(table["target"] != "") & table["target_met"].notna()]
+    return {
+        label: (int(g["target_met"].astype(bool).sum()), len(g)) for label, g in judged.groupby("target", sort=True)
+    }
+
+
 def render(
     table: pd.DataFrame, runs: Sequence[str], family: str, dispatch: str | None = None, prepared: Sequence[str] = ()
 ) -> str:
     """Markdown: the summary line, then one row per point, losses first."""
     s = summarize(table)
+    counts = target_counts(table)
     d = table.get("dispatch_vs_best", pd.Series(dtype=float)).dropna()
     mode = next((m for m in table["timing_mode"].dropna()), "cold")
     order = {"loss": 0, "uncertain": 1, "tie": 2, "win": 3}
@@ -158,9 +302,25 @@ def render(
             if dispatch and len(d)
             else []
         ),
+        *(
+            [
+                "Targets: "
+                + "; ".join(f"{label}: met at {met} of {n} points" for label, (met, n) in counts.items())
+                + ".",
+                "",
+            ]
+            if counts
+            else []
+        ),
         "| shape | dtype | verdict | best kprof | µs | best peer | µs | ratio | spread | % of copy "
-        "| vs roofline | " + (f"{dispatch} / best | " if dispatch else "") + "why not measured |",
-        "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|" + ("---:|" if dispatch else "") + "---|",
+        "| vs roofline | "
+        + (f"{dispatch} / best | " if dispatch else "")
+        + ("target | met | " if counts else "")
+        + "why (not measured; what a loss or missed target measured) |",
+        "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|"
+        + ("---:|" if dispatch else "")
+        + ("---|---|" if counts else "")
+        + "---|",
     ]
     for r in t.itertuples():
         lines.append(
@@ -168,6 +328,7 @@ def render(
             f"{r.best_peer or '—'} | {_num(r.peer_us)} | {_num(r.ratio, 3)} | {_pct(r.spread)} | "
             f"{_num(r.pct_copy, 1)} | {_num(r.vs_roofline, 3)} | "
             + (f"{_num(r.dispatch_vs_best, 3)} | " if dispatch else "")
+            + (f"{_cell(r.target) or '—'} | {_yes(r.target_met)} | " if counts else "")
             + f"{_cell(r.why)} |"
         )
     return "\n".join(lines) + "\n"
@@ -183,3 +344,7 @@ def _num(v: float, digits: int = 2) -> str:
 
 def _pct(v: float) -> str:
     return "—" if v is None or math.isnan(v) else f"{100 * v:.1f}%"
+
+
+def _yes(met: object) -> str:
+    return "—" if met is None or (isinstance(met, float) and math.isnan(met)) else ("yes" if met else "**no**")

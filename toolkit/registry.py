@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import math
 import pkgutil
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
 from kprof.dtypes import DTYPE_NAMES, canonical_dtype
 from kprof.errors import KprofError, UnknownFamilyError, UnsupportedConfig
 from kprof.shapes import Shape, parse_shape, shape_str  # noqa: F401 - re-exported: callers import them from here
+
+if TYPE_CHECKING:
+    from kprof.grid import GridTargets
 
 ProviderKind = Literal["triton", "eager", "library", "compile", "peer", "roofline"]
 PROVIDER_KINDS: tuple[str, ...] = ("triton", "eager", "library", "compile", "peer", "roofline")
@@ -272,6 +276,53 @@ class Family:
             shapes = tuple(parse_shape(s) for s in spec["shapes"])
         return Sweep(shapes=shapes, dtypes=tuple(canonical_dtype(d) for d in spec["dtypes"]))
 
+    def grid_targets(self) -> GridTargets:
+        """What the family's grid points must reach besides the peer verdict (``grid_targets:`` in its YAML
+        file): ``copy: {fraction, min_mib}`` for memory-bound points, ``roofline:`` a list of
+        ``{ratio, max_rows | min_rows | untiled}`` classes for matrix shapes, the first that applies winning.
+        None declared: nothing checked."""
+        from kprof.grid import CopyTarget, GridTargets, RooflineTarget  # pandas: not on the ops API's import path
+
+        spec = self._sweep_data().get("grid_targets") or {}
+        where = f"{self.sweep_path} grid_targets"
+        if not isinstance(spec, dict) or set(spec) - {"copy", "roofline"}:
+            raise KprofError(f"{where}: give 'copy:' and/or 'roofline:'")
+        copy = None
+        if "copy" in spec:
+            c = spec["copy"]
+            if (
+                not isinstance(c, dict)
+                or set(c) != {"fraction", "min_mib"}
+                or not 0 < _number(c["fraction"]) <= 1
+                or not _number(c["min_mib"]) >= 0
+            ):
+                raise KprofError(
+                    f"{where}: 'copy:' needs fraction (0 to 1] and min_mib, e.g. {{fraction: 0.95, min_mib: 64}}"
+                )
+            copy = CopyTarget(fraction=float(c["fraction"]), min_bytes=float(_number(c["min_mib"])) * 2**20)
+        classes = spec.get("roofline") or []
+        keys = {"ratio", "max_rows", "min_rows", "untiled"}
+        if not isinstance(classes, list) or not all(
+            isinstance(c, dict)
+            and "ratio" in c
+            and set(c) <= keys
+            and _number(c["ratio"]) >= 1
+            and all(isinstance(c[k], int) and not isinstance(c[k], bool) and c[k] > 0 for k in set(c) - {"ratio"})
+            for c in classes
+        ):
+            raise KprofError(
+                f"{where}: 'roofline:' is a list of {{ratio >= 1 and any of max_rows, min_rows, untiled (positive "
+                "whole numbers)}}"
+            )
+        roofline = tuple(
+            RooflineTarget(
+                ratio=float(c["ratio"]),
+                **{k: int(c[k]) for k in ("max_rows", "min_rows", "untiled") if k in c},
+            )
+            for c in classes
+        )
+        return GridTargets(copy=copy, roofline=roofline)
+
     def _sweep_data(self) -> dict:
         try:
             data = yaml.safe_load(self.sweep_path.read_text())
@@ -378,3 +429,8 @@ class Selection:
 
     def cases(self) -> list[Case]:
         return [Case(self.family, p, s, d) for s in self.shapes for d in self.dtypes for p in self.providers]
+
+
+def _number(v: Any) -> float:
+    """A YAML number (not a bool, not text); NaN otherwise, which every bound check refuses."""
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else math.nan

@@ -154,3 +154,12 @@ def test_grid_refuses_runs_without_gpu_times(profiled):
     run_id = RunStore(store).runs()["id"].iloc[0]
     out = kprof("grid", run_id, store=store)
     assert out.returncode != 0 and "hold no GPU times" in out.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs the CPU interpreter run")
+def test_grid_refuses_an_ncu_run_that_is_not_one(profiled):
+    store, res = profiled
+    assert res.returncode == 0, res.stderr[-2000:]
+    run_id = RunStore(store).runs()["id"].iloc[0]
+    out = kprof("grid", run_id, "--ncu", run_id, store=store)
+    assert out.returncode == 2 and "not profiled with ncu" in out.stderr and "Traceback" not in out.stderr

@@ -14,7 +14,18 @@ import pytest
 import yaml
 
 from kprof.errors import KprofError
-from kprof.grid import GridSummary, grid_table, render, summarize, verdict
+from kprof.grid import (
+    MIB,
+    CopyTarget,
+    GridSummary,
+    GridTargets,
+    RooflineTarget,
+    grid_table,
+    render,
+    summarize,
+    target_counts,
+    verdict,
+)
 from kprof.kernels import discover
 
 FAMILIES = discover()
@@ -231,3 +242,142 @@ def test_the_dispatch_is_read_without_importing_torch_or_the_families():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["triton_tuned", "None", "False"]
+
+
+MATRIX = GridTargets(
+    roofline=(
+        RooflineTarget(ratio=1.10, max_rows=16),
+        RooflineTarget(ratio=1.30, untiled=64),
+        RooflineTarget(ratio=1.03, min_rows=2048),
+    )
+)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_each_family_declares_the_targets_its_kind_is_held_to(name):
+    targets = FAMILIES[name].grid_targets()
+    raw = yaml.safe_load(FAMILIES[name].sweep_path.read_text()).get("grid_targets") or {}
+    if "copy" in raw:
+        assert targets.copy == CopyTarget(raw["copy"]["fraction"], raw["copy"]["min_mib"] * MIB)
+    else:
+        assert targets.copy is None
+    assert [t.ratio for t in targets.roofline] == [c["ratio"] for c in raw.get("roofline", [])]
+
+
+@pytest.mark.parametrize(
+    "spec, why",
+    [
+        ({"copy": {"fraction": 1.5, "min_mib": 64}}, "fraction"),
+        ({"copy": {"fraction": 0.95}}, "min_mib"),
+        ({"copy": {"fraction": 0.95, "min_mib": "lots"}}, "min_mib"),
+        ({"roofline": [{"max_rows": 16}]}, "ratio >= 1"),
+        ({"roofline": [{"ratio": 0.9, "max_rows": 16}]}, "ratio >= 1"),
+        ({"roofline": [{"ratio": 1.1, "max_rows": -3}]}, "positive"),
+        ({"roofline": [{"ratio": 1.1, "rows": 16}]}, "ratio >= 1"),
+        ({"speed": 1}, "give 'copy:'"),
+    ],
+)
+def test_malformed_targets_are_refused_naming_the_file(tmp_path, spec, why):
+    fam = copy.copy(FAMILIES["rmsnorm"])
+    fam.sweep_path = tmp_path / "sweep.yaml"
+    fam.sweep_path.write_text(yaml.safe_dump({"grid_targets": spec}))
+    with pytest.raises(KprofError, match=why) as err:
+        fam.grid_targets()
+    assert str(fam.sweep_path) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "shape, ratio",
+    [
+        ("1x4096x11008", 1.10),  # decode sizes
+        ("16x2048x5504", 1.10),
+        ("1000x1000x3000", 1.30),  # no dimension a multiple of 64
+        ("2048x4096x14336", 1.03),
+        ("8192x8192x28672", 1.03),
+        ("128x4096x11008", None),  # between the classes: the peer verdict alone
+        ("512x1000x3000", None),  # 512 is a multiple of 64
+    ],
+)
+def test_the_first_matrix_class_that_applies_is_the_points_target(shape, ratio):
+    t = MATRIX.for_point(shape, "compute", 1e9)
+    assert (t.ratio if t is not None else None) == ratio
+
+
+def test_copy_targets_apply_to_memory_bound_points_that_move_enough_bytes():
+    t = GridTargets(copy=CopyTarget(0.95, 64 * MIB))
+    assert t.for_point("8192x4096", "memory", 64 * MIB) == t.copy
+    assert t.for_point("8192x4096", "memory", 64 * MIB - 1) is None
+    assert t.for_point("8192x4096", "compute", 1e12) is None
+    assert t.for_point("8192x4096", "memory", math.nan) is None
+
+
+def _with_roof(rng, shape: str, kprof_us: float, roof_us: float, peer_us: float) -> pd.DataFrame:
+    m = _metrics(rng, {(shape, "bf16"): {"triton_a": kprof_us, "torch_compile": peer_us, "cublas": roof_us}})
+    m["bound"] = "compute"
+    return m
+
+
+def test_targets_are_judged_per_point_and_counted():
+    rng = np.random.default_rng()
+    m = pd.concat(
+        [
+            _with_roof(rng, "1x4096x11008", 10.5, 10.0, 20.0),  # 1.05x cuBLAS at decode: met
+            _with_roof(rng, "16x4096x11008", 12.0, 10.0, 20.0),  # 1.20x: missed
+            _with_roof(rng, "2048x4096x11008", 103.5, 100.0, 200.0),  # 1.035x at >= 2048 rows: missed
+            _with_roof(rng, "128x4096x11008", 50.0, 10.0, 60.0),  # no class: no target, whatever the ratio
+        ],
+        ignore_index=True,
+    )
+    table = grid_table(m, targets=MATRIX).set_index("shape")
+    assert table.loc["1x4096x11008", "target_met"] is True
+    assert table.loc["16x4096x11008", "target_met"] is False
+    assert table.loc["2048x4096x11008", "target_met"] is False
+    assert table.loc["128x4096x11008", "target"] == "" and table.loc["128x4096x11008", "target_met"] is None
+    counts = target_counts(table.reset_index())
+    assert counts == {MATRIX.roofline[0].label(): (1, 2), MATRIX.roofline[2].label(): (0, 1)}
+    text = render(table.reset_index(), ["r"], "swiglu")
+    assert "met at 1 of 2 points" in text and "| **no** |" in text
+    assert "target | met" not in render(grid_table(m), ["r"], "swiglu"), "no target columns without targets"
+
+
+def test_a_point_without_its_yardstick_is_not_judged():
+    rng = np.random.default_rng()
+    m = _with_roof(rng, "1x4096x11008", 10.5, 10.0, 20.0)
+    m = m[m["kind"] != "roofline"]
+    row = grid_table(m, targets=MATRIX).iloc[0]
+    assert row["target"] and row["target_met"] is None
+    assert target_counts(grid_table(m, targets=MATRIX)) == {}
+
+
+def test_a_loss_quotes_what_ncu_measured_there_and_says_when_nothing_was():
+    rng = np.random.default_rng()
+    points = {("2048x65536", "bf16"): {"triton_a": 11.0, "torch_compile": 10.0}, ("8x4096", "bf16"): {}}
+    points[("8x4096", "bf16")] = {"triton_a": 11.0, "torch_compile": 10.0}
+    m = _metrics(rng, points, noise=0.001)
+    dram, occ = float(rng.uniform(1.2, 1.6)), float(rng.uniform(30, 90))
+    ncu = pd.DataFrame(
+        [
+            {"shape": "2048x65536", "dtype": "bf16", "provider": "triton_a", "dram_vs_model": dram,
+             "occupancy_achieved_pct": occ, "occupancy_limiter": "registers"},
+            {"shape": "2048x65536", "dtype": "bf16", "provider": "torch_compile", "dram_vs_model": 1.37,
+             "occupancy_achieved_pct": math.nan, "occupancy_limiter": None},
+        ]
+    )  # fmt: skip
+    table = grid_table(m, evidence=ncu).set_index("shape")
+    why = table.loc["2048x65536", "why"]
+    assert why.startswith("ncu: ") and f"triton_a: DRAM {dram:.2f}x the bytes model" in why
+    assert f"achieved occupancy {occ:.0f}%" in why and "limiter registers" in why
+    assert "torch_compile: DRAM 1.37x" in why
+    assert table.loc["8x4096", "why"].startswith("no ncu measurement here")
+
+
+def test_a_met_target_and_a_win_need_no_explanation():
+    rng = np.random.default_rng()
+    m = _metrics(rng, {("8192x65536", "bf16"): {"triton_a": 9.0, "torch_compile": 10.0}})
+    m["pct_peak_bw"] = 96.0
+    m["bytes"] = 2e9
+    row = grid_table(m, targets=GridTargets(copy=CopyTarget(0.95, 64 * MIB))).iloc[0]
+    assert row["verdict"] == "win" and row["target_met"] is True and row["why"] == ""
+    m["pct_peak_bw"] = 80.0
+    row = grid_table(m, targets=GridTargets(copy=CopyTarget(0.95, 64 * MIB))).iloc[0]
+    assert row["target_met"] is False and row["why"].startswith("no ncu measurement here")
