@@ -537,7 +537,7 @@ def grid(
     dispatch, prepared = _ops_provider(family), _ops_prepared(family)
     evidence = pd.concat([st.metrics(r["id"]) for r in ncu_recs], ignore_index=True) if ncu_recs else None
     table = grid_table(metrics, dispatch, prepared, targets=_grid_targets(family), evidence=evidence)
-    text = render(table, [r["id"] for r in recs], recs[0]["family"], dispatch, prepared)
+    text = render(table, [r["id"] for r in recs], family, dispatch, prepared)
     if markdown:
         markdown.write_text(text)
         err_console.print(f"grid table -> {markdown}")
