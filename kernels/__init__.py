@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
 
 from kprof.registry import Family, registered_families
 
@@ -21,6 +22,12 @@ def family_folders() -> list[str]:
         for info in pkgutil.iter_modules(__path__)
         if info.ispkg and not info.name.startswith("_") and info.name != LIBRARY
     )
+
+
+def sweep_file(name: str) -> Path | None:
+    """The YAML file of family ``name`` without importing its code: a family is the folder of its name, and its
+    file is ``sweep.yaml`` there (the test suite checks this of every family). None for no such folder."""
+    return Path(__path__[0]) / name / "sweep.yaml" if name in family_folders() else None
 
 
 def discover() -> dict[str, Family]:

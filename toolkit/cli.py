@@ -240,11 +240,13 @@ def _ops_provider(family: str) -> Optional[str]:
 
 
 def _grid_targets(family: str) -> Optional[GridTargets]:
-    """The family's grid targets where its code is here (None for a family this checkout does not have)."""
-    from kprof.kernels import discover
+    """The family's grid targets, read from its YAML file without importing its code (None for a family this
+    checkout does not have)."""
+    from kprof.kernels import sweep_file
+    from kprof.registry import grid_targets_in
 
-    fam = discover().get(family)
-    return fam.grid_targets() if fam is not None else None
+    path = sweep_file(family)
+    return grid_targets_in(path, family) if path is not None else None
 
 
 def _ops_prepared(family: str) -> list[str]:

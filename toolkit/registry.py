@@ -278,59 +278,11 @@ class Family:
 
     def grid_targets(self) -> GridTargets:
         """What the family's grid points must reach besides the peer verdict (``grid_targets:`` in its YAML
-        file): ``copy: {fraction, min_mib}`` for memory-bound points, ``roofline:`` a list of
-        ``{ratio, max_rows | min_rows | untiled}`` classes for matrix shapes, the first that applies winning.
-        None declared: nothing checked."""
-        from kprof.grid import CopyTarget, GridTargets, RooflineTarget  # pandas: not on the ops API's import path
-
-        spec = self._sweep_data().get("grid_targets") or {}
-        where = f"{self.sweep_path} grid_targets"
-        if not isinstance(spec, dict) or set(spec) - {"copy", "roofline"}:
-            raise KprofError(f"{where}: give 'copy:' and/or 'roofline:'")
-        copy = None
-        if "copy" in spec:
-            c = spec["copy"]
-            if (
-                not isinstance(c, dict)
-                or set(c) != {"fraction", "min_mib"}
-                or not 0 < _number(c["fraction"]) <= 1
-                or not _number(c["min_mib"]) >= 0
-            ):
-                raise KprofError(
-                    f"{where}: 'copy:' needs fraction (0 to 1] and min_mib, e.g. {{fraction: 0.95, min_mib: 64}}"
-                )
-            copy = CopyTarget(fraction=float(c["fraction"]), min_bytes=float(_number(c["min_mib"])) * 2**20)
-        classes = spec.get("roofline") or []
-        keys = {"ratio", "max_rows", "min_rows", "untiled"}
-        if not isinstance(classes, list) or not all(
-            isinstance(c, dict)
-            and "ratio" in c
-            and set(c) <= keys
-            and _number(c["ratio"]) >= 1
-            and all(isinstance(c[k], int) and not isinstance(c[k], bool) and c[k] > 0 for k in set(c) - {"ratio"})
-            for c in classes
-        ):
-            raise KprofError(
-                f"{where}: 'roofline:' is a list of {{ratio >= 1 and any of max_rows, min_rows, untiled (positive "
-                "whole numbers)}}"
-            )
-        roofline = tuple(
-            RooflineTarget(
-                ratio=float(c["ratio"]),
-                **{k: int(c[k]) for k in ("max_rows", "min_rows", "untiled") if k in c},
-            )
-            for c in classes
-        )
-        return GridTargets(copy=copy, roofline=roofline)
+        file; :func:`grid_targets_in`)."""
+        return grid_targets_in(self.sweep_path, self.name)
 
     def _sweep_data(self) -> dict:
-        try:
-            data = yaml.safe_load(self.sweep_path.read_text())
-        except FileNotFoundError:
-            raise KprofError(f"family {self.name!r} has no sweep file at {self.sweep_path}") from None
-        except yaml.YAMLError as exc:
-            raise KprofError(f"{self.sweep_path} is not valid YAML: {exc}") from None
-        return data if isinstance(data, dict) else {}
+        return read_sweep_file(self.sweep_path, self.name)
 
     def sweep(self, mode: Literal["gpu", "interpreter"] = "gpu") -> Sweep:
         """The default sweep for a GPU run or for a CPU interpreter run, from the family's YAML file."""
@@ -340,6 +292,62 @@ class Family:
         shapes = tuple(parse_shape(s) for s in section["shapes"])
         dtypes = tuple(canonical_dtype(d) for d in section["dtypes"])
         return Sweep(shapes=shapes, dtypes=dtypes)
+
+
+def read_sweep_file(path: Path, family: str) -> dict:
+    """A family's YAML file (its sweeps, grid and grid targets) as a mapping."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise KprofError(f"family {family!r} has no sweep file at {path}") from None
+    except yaml.YAMLError as exc:
+        raise KprofError(f"{path} is not valid YAML: {exc}") from None
+    return data if isinstance(data, dict) else {}
+
+
+def grid_targets_in(path: Path, family: str = "") -> GridTargets:
+    """The ``grid_targets:`` of a family's YAML file: ``copy: {fraction, min_mib}`` for memory-bound points,
+    ``roofline:`` a list of ``{ratio, max_rows | min_rows | untiled}`` classes for matrix shapes, the first
+    that applies winning. None declared: nothing checked. Reads the file only, so ``kprof grid`` needs no
+    family's code (torch, Triton) for it."""
+    from kprof.grid import CopyTarget, GridTargets, RooflineTarget  # pandas: not on the ops API's import path
+
+    spec = read_sweep_file(path, family).get("grid_targets") or {}
+    where = f"{path} grid_targets"
+    if not isinstance(spec, dict) or set(spec) - {"copy", "roofline"}:
+        raise KprofError(f"{where}: give 'copy:' and/or 'roofline:'")
+    copy = None
+    if "copy" in spec:
+        c = spec["copy"]
+        if (
+            not isinstance(c, dict)
+            or set(c) != {"fraction", "min_mib"}
+            or not 0 < _number(c["fraction"]) <= 1
+            or not _number(c["min_mib"]) >= 0
+        ):
+            raise KprofError(
+                f"{where}: 'copy:' needs fraction (0 to 1] and min_mib, e.g. {{fraction: 0.95, min_mib: 64}}"
+            )
+        copy = CopyTarget(fraction=float(c["fraction"]), min_bytes=float(_number(c["min_mib"])) * 2**20)
+    classes = spec.get("roofline") or []
+    keys = {"ratio", "max_rows", "min_rows", "untiled"}
+    if not isinstance(classes, list) or not all(
+        isinstance(c, dict)
+        and "ratio" in c
+        and set(c) <= keys
+        and _number(c["ratio"]) >= 1
+        and all(isinstance(c[k], int) and not isinstance(c[k], bool) and c[k] > 0 for k in set(c) - {"ratio"})
+        for c in classes
+    ):
+        raise KprofError(
+            f"{where}: 'roofline:' is a list of {{ratio >= 1 and any of max_rows, min_rows, untiled (positive "
+            "whole numbers)}}"
+        )
+    roofline = tuple(
+        RooflineTarget(ratio=float(c["ratio"]), **{k: int(c[k]) for k in ("max_rows", "min_rows", "untiled") if k in c})
+        for c in classes
+    )
+    return GridTargets(copy=copy, roofline=roofline)
 
 
 def config_name(version: str, config: Mapping[str, int]) -> str:

@@ -381,3 +381,25 @@ def test_a_met_target_and_a_win_need_no_explanation():
     m["pct_peak_bw"] = 80.0
     row = grid_table(m, targets=GridTargets(copy=CopyTarget(0.95, 64 * MIB))).iloc[0]
     assert row["target_met"] is False and row["why"].startswith("no ncu measurement here")
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_a_familys_yaml_file_is_found_without_importing_it(name):
+    from kprof.kernels import sweep_file
+
+    assert sweep_file(name) == FAMILIES[name].sweep_path
+    assert sweep_file("no_such_family") is None
+
+
+def test_kprof_grid_reads_the_targets_without_any_familys_code():
+    """``kprof grid`` reads stores only: its targets come from the YAML file, not from importing the family
+    (torch, Triton and the kernels took 1.9 s on the dev box)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from kprof.cli import _grid_targets; t = _grid_targets('swiglu'); "
+        "print(len(t.roofline), [m for m in ('torch', 'triton', 'kprof.kernels.swiglu') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == str(len(FAMILIES["swiglu"].grid_targets().roofline)) and out[1:] == ["[]"]
