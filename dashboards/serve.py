@@ -43,7 +43,7 @@ def warm() -> None:
             for dtype in metrics["dtype"].dropna().unique()[:1]:
                 json.dumps(figures.compare_panels(metrics, str(dtype), run.get("ceiling_gbps")))
                 table = compare.summary_table(metrics, str(dtype))  # first calls into pandas' Arrow strings
-                style.html_table(table, table["best"].map({True: compare.BEST_COLOUR, False: ""}))
+                style.html_table(table, compare.best_shade(table))
                 table.to_csv(index=False)
         data.launch_counts()
         warm_trace()

@@ -76,7 +76,7 @@ def against_baseline(m: pd.DataFrame, dtype: str, run_id: str, ceiling: float | 
         st.info("No occupancy in this run (profiled with `--profiler none`, or a backend without launch data).")
     table = summary_table(m, dtype)
     # read-only: an HTML table (common.table says why); the CSV below has every digit
-    show_table(table, table["best"].map({True: BEST_COLOUR, False: ""}))
+    show_table(table, best_shade(table))
     csv_download(table, f"kprof-{run_id}-{dtype}.csv")
     ncu = [c for c in NCU_COLUMNS if c in table]
     st.caption(
@@ -88,6 +88,11 @@ def against_baseline(m: pd.DataFrame, dtype: str, run_id: str, ceiling: float | 
 
 
 BEST_COLOUR = "#d4f4dd"
+
+
+def best_shade(table: pd.DataFrame) -> pd.Series:
+    """The summary table's row colours: the fastest correct version at each shape shaded."""
+    return table["best"].map({True: BEST_COLOUR, False: ""})
 
 
 def with_time(metrics: pd.DataFrame) -> pd.DataFrame:
