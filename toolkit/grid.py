@@ -178,6 +178,12 @@ def grid_table(
             others = [peer] if v == "loss" else []
             others += [roof] if isinstance(target, RooflineTarget) and met is False else []
             why = _why_measured(ncu, shape, dtype, [kp, *[o for o in others if o is not None]])
+        elif target is not None and met is None:
+            why = "target not judged: " + (
+                "no cuBLAS yardstick (a `roofline` provider) ran at this point"
+                if isinstance(target, RooflineTarget)
+                else "no % of the copy ceiling (the run measured no ceiling)"
+            )
         else:
             why = ""
         rows.append(
@@ -275,6 +281,9 @@ def render(
     """Markdown: the summary line, then one row per point, losses first."""
     s = summarize(table)
     counts = target_counts(table)
+    targeted = table.get("target", pd.Series(dtype=object)) != ""
+    unjudged = int((targeted & table.get("target_met", pd.Series(dtype=object)).isna()).sum())
+    shown = bool(targeted.any())  # target columns wherever a point has one, judged or not
     d = table.get("dispatch_vs_best", pd.Series(dtype=float)).dropna()
     mode = next((m for m in table["timing_mode"].dropna()), "cold")
     order = {"loss": 0, "uncertain": 1, "tie": 2, "win": 3}
@@ -306,20 +315,22 @@ def render(
             [
                 "Targets: "
                 + "; ".join(f"{label}: met at {met} of {n} points" for label, (met, n) in counts.items())
+                + (";" if counts and unjudged else "")
+                + (f" {unjudged} point(s) with a target not judged (why in the last column)" if unjudged else "")
                 + ".",
                 "",
             ]
-            if counts
+            if shown
             else []
         ),
         "| shape | dtype | verdict | best kprof | µs | best peer | µs | ratio | spread | % of copy "
         "| vs roofline | "
         + (f"{dispatch} / best | " if dispatch else "")
-        + ("target | met | " if counts else "")
+        + ("target | met | " if shown else "")
         + "why (not measured; what a loss or missed target measured) |",
         "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|"
         + ("---:|" if dispatch else "")
-        + ("---|---|" if counts else "")
+        + ("---|---|" if shown else "")
         + "---|",
     ]
     for r in t.itertuples():
@@ -328,7 +339,7 @@ def render(
             f"{r.best_peer or '—'} | {_num(r.peer_us)} | {_num(r.ratio, 3)} | {_pct(r.spread)} | "
             f"{_num(r.pct_copy, 1)} | {_num(r.vs_roofline, 3)} | "
             + (f"{_num(r.dispatch_vs_best, 3)} | " if dispatch else "")
-            + (f"{_cell(r.target) or '—'} | {_yes(r.target_met)} | " if counts else "")
+            + (f"{_cell(r.target) or '—'} | {_yes(r.target_met)} | " if shown else "")
             + f"{_cell(r.why)} |"
         )
     return "\n".join(lines) + "\n"

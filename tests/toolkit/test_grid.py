@@ -347,6 +347,9 @@ def test_a_point_without_its_yardstick_is_not_judged():
     row = grid_table(m, targets=MATRIX).iloc[0]
     assert row["target"] and row["target_met"] is None
     assert target_counts(grid_table(m, targets=MATRIX)) == {}
+    assert row["why"].startswith("target not judged: no cuBLAS yardstick")
+    text = render(grid_table(m, targets=MATRIX), ["r"], "swiglu")
+    assert "1 point(s) with a target not judged" in text and "| — | target not judged" in text
 
 
 def test_a_loss_quotes_what_ncu_measured_there_and_says_when_nothing_was():
