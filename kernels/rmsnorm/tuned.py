@@ -26,7 +26,7 @@ import triton.language as tl
 
 from kprof.kernels.lib import split_rows
 from kprof.kernels.lib.launching import classic_num_warps
-from kprof.kernels.rmsnorm import split
+from kprof.kernels.rmsnorm import cooperative, split
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm.looped import _rmsnorm_looped_kernel
 from kprof.launch import CompiledLauncher, launch_hooks_installed, spec_key
@@ -119,12 +119,13 @@ def _rmsnorm_two_pass_kernel(
 @dataclass(frozen=True)
 class Config:
     kernel: str  # "rows" (block of whole rows), "two_pass" (L2-resident chunks, many rows), "looped" (wide
-    # rows) or "split" (few wide rows, several programs per row)
+    # rows), "split" (few wide rows, several programs per row) or "cooperative" (many wide rows, several
+    # programs per row meeting once; GPU only)
     block_n: int
     rows: int
     num_warps: int
     hints: bool = False
-    splits: int = 1  # programs per row ("split" only)
+    splits: int = 1  # programs per row ("split" and "cooperative")
 
 
 # Widest row (in bytes) handled as one block; wider rows use the chunked kernel.
@@ -160,18 +161,30 @@ _TWO_PASS_MIN_ROWS = 16384
 # Chunked rows: 32 KB chunks and 16 warps ran 256x131072 bf16 in 74.8 us against 91.2 us for 8 KB
 # chunks and 8 warps (benchmarks/results/rmsnorm-core-flow/rmsnorm_tune.csv).
 _LOOPED_CHUNK_BYTES = 32 * 1024
-# Many rows of up to 128 KB: the same loop with cache hints (the two-pass kernel, one row per program: the
-# first pass keeps the row in L2, the second reads it from there). ncu counted 1.41x the bytes model in DRAM
-# for the plain loop at 2048x65536 bf16 (x read twice); with the hints, on an H100, 2048x65536 ran 231.9 us
-# against 254.6 (torch.compile 254.4), 8192x65536 955.8 against 1033.6 (1015.5), 32768x65536 3835 against
-# 4136 (4056), 512x65536 54.4 against 54.9. Rows of 256 KB did not gain (2048x131072: 545.9 against 534.0)
-# (benchmarks/results/rmsnorm-split-rows/many/).
+# Many rows of up to 128 KB where programs cannot cooperate (Triton's interpreter): the same loop with cache
+# hints (the two-pass kernel, one row per program: the first pass keeps the row in L2, the second reads it
+# from there). ncu counted 1.41x the bytes model in DRAM for the plain loop at 2048x65536 bf16 (x read
+# twice); with the hints, on an H100, 2048x65536 ran 231.9 us against 254.6 (torch.compile 254.4),
+# 8192x65536 955.8 against 1033.6 (1015.5), 32768x65536 3835 against 4136 (4056), 512x65536 54.4 against
+# 54.9. Rows of 256 KB did not gain (2048x131072: 545.9 against 534.0) (benchmarks/results/rmsnorm-split-rows/many/).
 _HINTED_MAX_ROW_BYTES = 128 * 1024
 _HINTED_MIN_ROWS = 512
+# Many rows wider than one block on a GPU: ``cooperative`` (each row split over programs that hold their
+# chunk in registers and meet once, so x is read once). On an H100, bf16, before its registers were trimmed
+# (x kept in float32 and the weight loaded before the wait: 2-3 programs per SM), it already ran 2048x131072
+# in 447 us against 534 for the loop and 540 for torch.compile, 8192x65536 in 901 against 956 (1015)
+# (benchmarks/results/rmsnorm-cooperative/).
+_COOPERATIVE_MIN_ROWS = 512
+_COOPERATIVE_CHUNK = 8192  # elements a program holds: 32 a thread with 8 warps
+_COOPERATIVE_WARPS = 8
 
 
-def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count: int = 132) -> Config:
-    """Pick the launch configuration for rows of ``n`` elements of ``element_size`` bytes.
+def choose_config(
+    n: int, element_size: int, n_rows: int | None = None, sm_count: int = 132, cooperative: bool = True
+) -> Config:
+    """Pick the launch configuration for rows of ``n`` elements of ``element_size`` bytes; ``cooperative``
+    False leaves out the kernel whose programs must run at the same time (Triton's interpreter runs them one
+    after another).
 
     With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed: at 64x4096 bf16
     the packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4). Such a
@@ -188,6 +201,14 @@ def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count
         if splits > 1:
             block, warps = split_rows.loop_config(n, splits)
             return Config("split", block_n=block, rows=1, num_warps=warps, splits=splits)
+        if cooperative and n_rows is not None and n_rows >= _COOPERATIVE_MIN_ROWS:
+            return Config(
+                "cooperative",
+                block_n=_COOPERATIVE_CHUNK,
+                rows=1,
+                num_warps=_COOPERATIVE_WARPS,
+                splits=triton.cdiv(n, _COOPERATIVE_CHUNK),
+            )
         chunk = max(1, _LOOPED_CHUNK_BYTES // element_size)
         if n_rows is not None and n_rows >= _HINTED_MIN_ROWS and n * element_size <= _HINTED_MAX_ROW_BYTES:
             return Config("two_pass", block_n=min(block_n, chunk), rows=1, num_warps=16)
@@ -221,12 +242,13 @@ _sm_counts: dict[int, int] = {}
 
 
 def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Config:
-    """``choose_config`` with the SM count of ``device_index`` (132, an H100's, for CPU tensors)."""
+    """``choose_config`` with the SM count of ``device_index`` (132, an H100's, for CPU tensors, which also
+    leave out the cooperative kernel)."""
     if device_index not in _sm_counts:
         _sm_counts[device_index] = (
             torch.cuda.get_device_properties(device_index).multi_processor_count if device_index >= 0 else 132
         )
-    return choose_config(n, element_size, n_rows, _sm_counts[device_index])
+    return choose_config(n, element_size, n_rows, _sm_counts[device_index], cooperative=device_index >= 0)
 
 
 def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float) -> None:
@@ -240,6 +262,8 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
         launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + constexprs, num_warps=cfg.num_warps)
     elif cfg.kernel == "split":
         split.launch_split(x2d, weight, y2d, eps, cfg.splits, cfg.block_n, cfg.num_warps)
+    elif cfg.kernel == "cooperative":
+        cooperative.launch_cooperative(x2d, weight, y2d, eps, cfg.splits, cfg.num_warps)
     else:
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
         key = (cfg, spec_key(args))
@@ -296,10 +320,11 @@ def plan_for(
     n_rows: int, n: int, x_row_stride: int, dtype: torch.dtype, device_index: int, contiguous: bool
 ) -> _Plan | None:
     """The one-launch plan of ``n_rows`` rows of ``n`` elements (output rows contiguous, stride ``n``), or
-    None for the split path (two launches and a workspace: callers take the checked path)."""
+    None for the split and cooperative paths (a workspace and a second launch: callers take the checked
+    path)."""
     element_size = torch.empty((), dtype=dtype).element_size()
     cfg = config_for(n, element_size, n_rows, device_index)
-    if cfg.kernel == "split":
+    if cfg.kernel in ("split", "cooperative"):
         return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
     if cfg.kernel in ("rows", "two_pass"):

@@ -191,17 +191,81 @@ def test_many_rows_of_4096_or_8192_take_the_two_pass_kernel():
         assert choose_config(n, es, rows).kernel == "rows", (n, es, rows)
 
 
-def test_many_rows_of_up_to_128_kb_take_the_loop_with_cache_hints():
-    """The measured rule for rows wider than one block: 512 rows or more of up to 128 KB run the two-pass
-    kernel one row per program (the chunked loop with cache hints), in 32 KB chunks; rows of 256 KB, and
-    fewer rows, keep the plain loop (or the split path)."""
-    for n, es in ((65536, 2), (32768, 2), (20000, 4), (32768, 4)):
+def test_many_wide_rows_take_the_cooperative_kernel_on_a_gpu():
+    """512 rows or more wider than one block: the cooperative kernel on a GPU, chunks of 8192 elements that
+    cover the row; where programs cannot run at once (the interpreter) rows of up to 128 KB take the loop
+    with cache hints (the two-pass kernel one row per program, 32 KB chunks) and wider rows the plain loop;
+    fewer rows keep the loop or the split path."""
+    from kprof.kernels.rmsnorm.tuned import config_for
+
+    for n, es in ((65536, 2), (32768, 2), (20000, 4), (32768, 4), (131072, 2), (40000, 2)):
         for rows in (512, 2048, 100_000):
             cfg = choose_config(n, es, rows)
-            assert (cfg.kernel, cfg.rows, cfg.num_warps) == ("two_pass", 1, 16), (n, es, rows)
-            assert cfg.block_n * es == 32 * 1024 and cfg.block_n < n
-    for n, es, rows in ((131072, 2, 2048), (65536, 4, 8192), (65536, 2, 511), (65536, 2, None)):
+            assert (cfg.kernel, cfg.rows, cfg.num_warps) == ("cooperative", 1, 8), (n, es, rows)
+            assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
+            cpu = config_for(n, es, rows, -1)
+            if n * es <= 128 * 1024:
+                assert (cpu.kernel, cpu.rows, cpu.num_warps) == ("two_pass", 1, 16), (n, es, rows)
+                assert cpu.block_n * es == 32 * 1024 and cpu.block_n < n
+            else:
+                assert cpu.kernel == "looped", (n, es, rows)
+    for n, es, rows in ((65536, 2, 511), (65536, 2, None), (131072, 2, 8)):
         assert choose_config(n, es, rows).kernel in ("looped", "split"), (n, es, rows)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n, chunk", [(3, 1000, 1024), (2, 4097, 8192), (5, 300, 512)])
+def test_cooperative_kernel_alone_in_its_row(dtype, n_rows, n, chunk):
+    """The cooperative kernel with one program per row, the one case the interpreter can run (it runs
+    programs one after another, so a program would wait for ever for the rest of its row; the GPU tests
+    below run several per row): tickets, the row's counter, the partial sum and the normalised chunk, on
+    strided rows with a short chunk, against the float64 oracle; every counter ends at one."""
+    from kprof.kernels.rmsnorm.cooperative import _rmsnorm_cooperative_kernel
+
+    inp = FAM.make_inputs((n_rows, n + 24), dtype, "cpu", seed=n_rows * n + chunk)
+    x, w = inp["x"][:, 8 : 8 + n], inp["weight"][:n].contiguous()
+    y = torch.full((n_rows, n), float("nan"), dtype=x.dtype)
+    ws = torch.full((n_rows, 1), float("nan"))
+    sync = torch.zeros(1 + n_rows, dtype=torch.int32)
+    _rmsnorm_cooperative_kernel[(n_rows,)](
+        x, w, y, ws, sync, x.stride(0), y.stride(0), n, inp["eps"], CHUNK=chunk, SPLITS=1
+    )
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
+    assert sync.tolist() == [n_rows] + [1] * n_rows
+
+
+def test_cooperative_launch_refuses_the_cpu():
+    from kprof.kernels.rmsnorm.cooperative import launch_cooperative
+
+    x = torch.randn(4, 100)
+    with pytest.raises(ValueError, match="on a GPU"):
+        launch_cooperative(x, torch.randn(100), torch.empty_like(x), 1e-6, 2, 4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "n_rows, n, splits, warps", [(513, 40000, 5, 8), (600, 65536 + 3, 9, 8), (7, 3000, 3, 4), (1100, 131072, 16, 4)]
+)
+def test_cooperative_kernel_rows_split_over_programs(dtype, n_rows, n, splits, warps):
+    """Several programs per row meeting once, on a GPU: rows whose last chunk is short, strided input rows,
+    more programs than fit the GPU at once (tickets keep the waiting programs' rows running); through
+    triton_tuned's dispatch too where it picks the kernel."""
+    from kprof.kernels.rmsnorm.cooperative import launch_cooperative
+    from kprof.kernels.rmsnorm.tuned import config_for
+
+    inp = FAM.make_inputs((n_rows, n + 24), dtype, "cuda", seed=n_rows * n + splits)
+    x, w = inp["x"][:, 8 : 8 + n], inp["weight"][:n].contiguous()
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    for _ in range(3):  # a race between the programs of a row would show as a moving error
+        y = torch.full((n_rows, n), float("nan"), dtype=x.dtype, device="cuda")
+        launch_cooperative(x, w, y, inp["eps"], splits, warps)
+        assert not y.isnan().any()
+        assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
+    if config_for(n, x.element_size(), n_rows, 0).kernel == "cooperative":
+        check("triton_tuned", {"x": x, "weight": w, "eps": inp["eps"]}, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1,0 +1,89 @@
+"""Rows wider than one block, each split over ``SPLITS`` programs that hold their chunk in registers and
+meet once: x is read from DRAM once, as in a copy.
+
+The chunked loop (``looped``) and the two-launch split (``split``) read each row twice; for many rows of
+64-256 KB the second read does not stay in L2 (ncu counted 1.41-1.48x the bytes model in DRAM at 2048x65536
+and 2048x131072 bf16 on an H100, for kprof and for torch.compile alike). Here each program
+
+1. takes a ticket (an atomic counter): tickets are handed out in the order programs start, so every program
+   of a row with a lower ticket is running or done, and the programs a waiting one waits for start as soon
+   as any earlier row finishes: no deadlock while the GPU holds ``SPLITS`` programs at once;
+2. loads its chunk of the row into registers, stores the chunk's sum of squares in a workspace slot, and
+   counts itself in at the row's counter (release);
+3. waits until the row's counter reaches ``SPLITS`` (acquire), adds the row's partial sums in a fixed order
+   (the result does not depend on arrival order), and writes its chunk normalised.
+
+The waiting needs the programs of a row to run at the same time, which Triton's interpreter (one program
+after another) cannot do: :func:`launch_cooperative` runs only on a GPU.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rmsnorm_cooperative_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input
+    w_ptr,  # [N] weight
+    y_ptr,  # [rows, N] output
+    ws_ptr,  # [rows, SPLITS] float32: each program's partial sum of squares
+    sync_ptr,  # [1 + rows] int32, zeroed: the ticket counter, then one arrival counter per row
+    # sizes and strides
+    x_row_stride,
+    y_row_stride,
+    N,
+    # parameters
+    eps,
+    # meta-parameters
+    CHUNK: tl.constexpr,  # elements per program, a power of two >= N / SPLITS: held in registers
+    SPLITS: tl.constexpr,  # programs per row
+):
+    ticket = tl.atomic_add(sync_ptr, 1)
+    row = (ticket // SPLITS).to(tl.int64)
+    part = ticket % SPLITS
+    cols = part * CHUNK + tl.arange(0, CHUNK)
+    m = cols < N
+    # x stays in its own dtype in registers (half the registers of float32 for 16-bit x: more of the row in
+    # flight per SM) and is converted where used
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
+    xf = x.to(tl.float32)
+    tl.store(ws_ptr + row * SPLITS + part, tl.sum(xf * xf, axis=0))
+    arrived = tl.atomic_add(sync_ptr + 1 + row, 1, sem="release") + 1
+    while arrived < SPLITS:
+        arrived = tl.atomic_add(sync_ptr + 1 + row, 0, sem="acquire")
+    # .cg: read the partial sums from L2, never from a stale L1 line
+    sums = tl.load(ws_ptr + row * SPLITS + tl.arange(0, SPLITS), cache_modifier=".cg")
+    rstd = tl.rsqrt(tl.sum(sums, axis=0) / N + eps)
+    w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    if x_ptr.dtype.element_ty == tl.bfloat16:
+        # the same conversion written as bit operations: the compiler would otherwise merge it with the one
+        # above and keep the float32 copy in registers through the wait
+        xf = (x.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
+    else:
+        xf = x.to(tl.float32)
+    y = xf * rstd * w
+    tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=m)
+
+
+def launch_cooperative(
+    x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float, splits: int, num_warps: int
+) -> None:
+    """Normalise the rows of ``x2d`` into ``y2d``, ``splits`` cooperating programs per row (one launch after a
+    zeroing of ``1 + rows`` counters). GPU only: see the module docstring."""
+    if not x2d.is_cuda:
+        raise ValueError(
+            "the cooperative rmsnorm kernel needs the programs of a row to run at once, which the interpreter "
+            "cannot do; run it on a GPU, or use the chunked loop"
+        )
+    n_rows, n = x2d.shape
+    chunk = triton.next_power_of_2(triton.cdiv(n, splits))
+    ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
+    sync = torch.zeros(1 + n_rows, dtype=torch.int32, device=x2d.device)
+    _rmsnorm_cooperative_kernel[(n_rows * splits,)](
+        x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), n, float(eps),
+        CHUNK=chunk, SPLITS=splits, num_warps=num_warps,
+    )  # fmt: skip
