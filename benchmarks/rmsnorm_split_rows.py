@@ -45,7 +45,8 @@ SHAPES = [
 # many rows of 128-256 KB: the grid's points at 65-69% of the copy ceiling, where ncu counted 1.41-1.48x the
 # bytes model in DRAM (x read twice) for both triton_tuned's loop and torch.compile
 MANY = [("bf16", r, n) for r in (512, 2048, 8192) for n in (65536, 131072)] + [("bf16", 32768, 65536)]
-# where the cooperative kernel's row threshold lies (fewer rows), and rows of 4-byte elements
+# where the cooperative kernel's thresholds lie: rows of 64 and 128 KB, fewer rows, rows of 4-byte elements
+MANY += [("bf16", 2048, 32768), ("fp32", 2048, 32768), ("bf16", 384, 65536)]
 MANY += [("bf16", r, n) for r in (64, 256) for n in (65536, 131072)]
 MANY += [("fp32", r, n) for r in (512, 2048) for n in (16384, 65536)]
 

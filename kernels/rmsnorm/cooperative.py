@@ -41,6 +41,7 @@ def _rmsnorm_cooperative_kernel(
     # meta-parameters
     CHUNK: tl.constexpr,  # elements per program, a power of two >= N / SPLITS: held in registers
     SPLITS: tl.constexpr,  # programs per row
+    SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two (the partial sums are read as one block)
 ):
     ticket = tl.atomic_add(sync_ptr, 1)
     row = (ticket // SPLITS).to(tl.int64)
@@ -56,7 +57,8 @@ def _rmsnorm_cooperative_kernel(
     while arrived < SPLITS:
         arrived = tl.atomic_add(sync_ptr + 1 + row, 0, sem="acquire")
     # .cg: read the partial sums from L2, never from a stale L1 line
-    sums = tl.load(ws_ptr + row * SPLITS + tl.arange(0, SPLITS), cache_modifier=".cg")
+    slots = tl.arange(0, SPLITS_POW2)
+    sums = tl.load(ws_ptr + row * SPLITS + slots, mask=slots < SPLITS, other=0.0, cache_modifier=".cg")
     rstd = tl.rsqrt(tl.sum(sums, axis=0) / N + eps)
     w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
     if x_ptr.dtype.element_ty == tl.bfloat16:
@@ -85,5 +87,5 @@ def launch_cooperative(
     sync = torch.zeros(1 + n_rows, dtype=torch.int32, device=x2d.device)
     _rmsnorm_cooperative_kernel[(n_rows * splits,)](
         x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), n, float(eps),
-        CHUNK=chunk, SPLITS=splits, num_warps=num_warps,
+        CHUNK=chunk, SPLITS=splits, SPLITS_POW2=triton.next_power_of_2(splits), num_warps=num_warps,
     )  # fmt: skip

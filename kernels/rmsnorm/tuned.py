@@ -8,7 +8,9 @@ Three things separate it from ``one_row``:
 * Many rows of 4096 or 8192 16-bit elements go to a two-pass kernel that keeps x in L2 between its
   passes (Inductor's design; measured faster or level on two H100s, see ``_TWO_PASS_TABLE``).
 * Rows wider than one block go to the chunked two-pass kernel of ``looped`` with measured chunk/warps;
-  when they are too few to give every SM a program, each row is split over several programs (``split``).
+  when they are too few to give every SM a program, each row is split over several programs (``split``);
+  when they are many rows of 128 KB or more, over programs that meet once and read x once
+  (``cooperative``, GPU only).
 * Launches go through :class:`kprof.launch.CompiledLauncher`, which skips the JIT's per-call
   argument binding: host time per call is what decides small shapes (8x4096 runs 2-5 us on the GPU).
 
@@ -169,14 +171,17 @@ _LOOPED_CHUNK_BYTES = 32 * 1024
 # 54.9. Rows of 256 KB did not gain (2048x131072: 545.9 against 534.0) (benchmarks/results/rmsnorm-split-rows/many/).
 _HINTED_MAX_ROW_BYTES = 128 * 1024
 _HINTED_MIN_ROWS = 512
-# Many rows wider than one block on a GPU: ``cooperative`` (each row split over programs that hold their
-# chunk in registers and meet once, so x is read once). On an H100, bf16, before its registers were trimmed
-# (x kept in float32 and the weight loaded before the wait: 2-3 programs per SM), it already ran 2048x131072
-# in 447 us against 534 for the loop and 540 for torch.compile, 8192x65536 in 901 against 956 (1015)
-# (benchmarks/results/rmsnorm-cooperative/).
-_COOPERATIVE_MIN_ROWS = 512
-_COOPERATIVE_CHUNK = 8192  # elements a program holds: 32 a thread with 8 warps
-_COOPERATIVE_WARPS = 8
+# Many rows of 128 KB or more on a GPU: ``cooperative`` (each row split over programs that hold their chunk
+# in registers and meet once, so x is read once: ncu counted 0.99x the bytes model in DRAM at 512-8192 rows
+# of 65536 and 131072 bf16, torch.compile 1.37-1.48x). Raced on an H100 over splits x warps
+# (benchmarks/results/rmsnorm-cooperative/): 64 elements a thread was the fastest or within 1% at every
+# shape, e.g. 2048x131072 bf16 399.6 us (loop 533.9, torch.compile 540.0; a copy of the same bytes 353.5),
+# 8192x65536 794.1 (955.8, 1015.5; 705.7), 2048x65536 fp32 379.7 (539.1; 352.6). Below 64 MiB it lost to the
+# loop (256x65536 bf16: 26.0 against 23.7 us; 256x131072 won, 51.9 against 58.6), and rows of 64 KB lost to
+# the loop with cache hints (2048x16384 fp32: 93.9 against 90.6).
+_COOPERATIVE_MIN_ROW_BYTES = 128 * 1024
+_COOPERATIVE_MIN_BYTES = 64 * 1024 * 1024
+_COOPERATIVE_PER_THREAD = 64  # elements each thread holds
 
 
 def choose_config(
@@ -201,14 +206,16 @@ def choose_config(
         if splits > 1:
             block, warps = split_rows.loop_config(n, splits)
             return Config("split", block_n=block, rows=1, num_warps=warps, splits=splits)
-        if cooperative and n_rows is not None and n_rows >= _COOPERATIVE_MIN_ROWS:
-            return Config(
-                "cooperative",
-                block_n=_COOPERATIVE_CHUNK,
-                rows=1,
-                num_warps=_COOPERATIVE_WARPS,
-                splits=triton.cdiv(n, _COOPERATIVE_CHUNK),
-            )
+        row_in_bytes = n * element_size
+        if (
+            cooperative
+            and n_rows is not None
+            and row_in_bytes >= _COOPERATIVE_MIN_ROW_BYTES
+            and n_rows * row_in_bytes >= _COOPERATIVE_MIN_BYTES
+        ):
+            warps = 8 if element_size <= 2 else 4  # 16384 16-bit or 8192 32-bit elements a program
+            chunk = _COOPERATIVE_PER_THREAD * 32 * warps
+            return Config("cooperative", block_n=chunk, rows=1, num_warps=warps, splits=triton.cdiv(n, chunk))
         chunk = max(1, _LOOPED_CHUNK_BYTES // element_size)
         if n_rows is not None and n_rows >= _HINTED_MIN_ROWS and n * element_size <= _HINTED_MAX_ROW_BYTES:
             return Config("two_pass", block_n=min(block_n, chunk), rows=1, num_warps=16)

@@ -192,24 +192,23 @@ def test_many_rows_of_4096_or_8192_take_the_two_pass_kernel():
 
 
 def test_many_wide_rows_take_the_cooperative_kernel_on_a_gpu():
-    """512 rows or more wider than one block: the cooperative kernel on a GPU, chunks of 8192 elements that
-    cover the row; where programs cannot run at once (the interpreter) rows of up to 128 KB take the loop
-    with cache hints (the two-pass kernel one row per program, 32 KB chunks) and wider rows the plain loop;
-    fewer rows keep the loop or the split path."""
+    """Rows of 128 KB or more, 64 MiB or more in all: the cooperative kernel on a GPU, 64 elements a thread,
+    chunks that cover the row. Where programs cannot run at once (the interpreter), and for narrower rows or
+    fewer bytes, 512+ rows of up to 128 KB take the loop with cache hints (the two-pass kernel one row per
+    program, 32 KB chunks) and the rest the plain loop or the split path."""
     from kprof.kernels.rmsnorm.tuned import config_for
 
-    for n, es in ((65536, 2), (32768, 2), (20000, 4), (32768, 4), (131072, 2), (40000, 2)):
-        for rows in (512, 2048, 100_000):
-            cfg = choose_config(n, es, rows)
-            assert (cfg.kernel, cfg.rows, cfg.num_warps) == ("cooperative", 1, 8), (n, es, rows)
-            assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
-            cpu = config_for(n, es, rows, -1)
-            if n * es <= 128 * 1024:
-                assert (cpu.kernel, cpu.rows, cpu.num_warps) == ("two_pass", 1, 16), (n, es, rows)
-                assert cpu.block_n * es == 32 * 1024 and cpu.block_n < n
-            else:
-                assert cpu.kernel == "looped", (n, es, rows)
-    for n, es, rows in ((65536, 2, 511), (65536, 2, None), (131072, 2, 8)):
+    for n, es, rows in ((65536, 2, 512), (131072, 2, 256), (40000, 4, 512), (32768, 4, 2048), (65537, 2, 10**5)):
+        cfg = choose_config(n, es, rows)
+        assert (cfg.kernel, cfg.rows) == ("cooperative", 1), (n, es, rows)
+        assert cfg.block_n == 64 * 32 * cfg.num_warps and cfg.block_n * es in (16384 * 2, 8192 * 4)
+        assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
+        cpu = config_for(n, es, rows, -1)
+        assert cpu.kernel == ("two_pass" if n * es <= 128 * 1024 and rows >= 512 else "looped"), (n, es, rows, cpu)
+    for n, es, rows in ((32768, 2, 4096), (16384, 4, 2048), (20000, 4, 512)):  # rows under 128 KB
+        cfg = choose_config(n, es, rows)
+        assert (cfg.kernel, cfg.rows, cfg.num_warps, cfg.block_n * es) == ("two_pass", 1, 16, 32 * 1024)
+    for n, es, rows in ((65536, 2, 511), (131072, 2, 255), (65536, 2, None), (131072, 2, 8)):  # under 64 MiB
         assert choose_config(n, es, rows).kernel in ("looped", "split"), (n, es, rows)
 
 
@@ -228,7 +227,7 @@ def test_cooperative_kernel_alone_in_its_row(dtype, n_rows, n, chunk):
     ws = torch.full((n_rows, 1), float("nan"))
     sync = torch.zeros(1 + n_rows, dtype=torch.int32)
     _rmsnorm_cooperative_kernel[(n_rows,)](
-        x, w, y, ws, sync, x.stride(0), y.stride(0), n, inp["eps"], CHUNK=chunk, SPLITS=1
+        x, w, y, ws, sync, x.stride(0), y.stride(0), n, inp["eps"], CHUNK=chunk, SPLITS=1, SPLITS_POW2=1
     )
     ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
     assert not y.isnan().any()
