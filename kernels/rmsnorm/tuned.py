@@ -172,8 +172,8 @@ _LOOPED_CHUNK_BYTES = 32 * 1024
 _HINTED_MAX_ROW_BYTES = 128 * 1024
 _HINTED_MIN_ROWS = 512
 # Many rows of 128 KB or more on a GPU: ``cooperative`` (each row split over programs that hold their chunk
-# in registers and meet once, so x is read once: ncu counted 0.99x the bytes model in DRAM at 512-8192 rows
-# of 65536 and 131072 bf16, torch.compile 1.37-1.48x). Raced on an H100 over splits x warps
+# in registers and meet once, so x is read once: ncu counted 0.82-0.99x the bytes model in DRAM at 512-8192
+# rows of 65536 and 131072 bf16, torch.compile 1.25-1.48x). Raced on an H100 over splits x warps
 # (benchmarks/results/rmsnorm-cooperative/): 64 elements a thread was the fastest or within 1% at every
 # shape, e.g. 2048x131072 bf16 399.6 us (loop 533.9, torch.compile 540.0; a copy of the same bytes 353.5),
 # 8192x65536 794.1 (955.8, 1015.5; 705.7), 2048x65536 fp32 379.7 (539.1; 352.6). Below 64 MiB it lost to the
