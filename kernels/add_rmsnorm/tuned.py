@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.add_rmsnorm import split
+from kprof.kernels.add_rmsnorm import cooperative, split
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.add_rmsnorm.looped import _add_rmsnorm_looped_kernel
 from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
@@ -63,12 +63,13 @@ def _add_rmsnorm_rows_kernel(
 
 @dataclass(frozen=True)
 class Config:
-    kernel: str  # "rows" (block of whole rows), "looped" (chunked rows, one program each) or "split" (few
-    # wide rows, several programs per row)
+    kernel: str  # "rows" (block of whole rows), "looped" (chunked rows, one program each), "split" (few
+    # wide rows, several programs per row) or "cooperative" (many rows of 128 KB or more, several programs per
+    # row meeting once; GPU only)
     block_n: int
     rows: int
     num_warps: int
-    splits: int = 1  # programs per row ("split" only)
+    splits: int = 1  # programs per row ("split" and "cooperative")
 
 
 # Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/catalog/
@@ -113,13 +114,32 @@ _ONE_BLOCK_FEW_ROWS = 64  # up to this many rows: the whole row in one block, cl
 _MID_ROWS = 512  # up to here: one block, except rows of 8-16 KB (chunked, 8 KB chunks x 8 warps)
 _MANY_ROWS = 2048  # up to here: one block for rows of at most 12 KB
 _MID_LOOPED = (8 * 1024, 8)  # (chunk bytes, warps): triton_looped's configuration, 4096 bf16 elements
+# Rows of 128 KB or more, 16 MiB or more of x: the cooperative kernel (h kept in registers instead of stored
+# and read back). The row width is rmsnorm's threshold (kernels/rmsnorm/tuned.py); the bytes are lower:
+# add_rmsnorm moves four row passes where rmsnorm moves two, and its chunked kernel was at 75% of the copy
+# ceiling and 1.25x torch.compile already at 64x131072 bf16 (16 MiB of x).
+_COOPERATIVE_MIN_ROW_BYTES = 128 * 1024
+_COOPERATIVE_MIN_BYTES = 16 * 1024 * 1024
+_COOPERATIVE_CHUNK = 8192
 
 
-def choose_config(n: int, element_size: int, n_rows: int | None = None, sm_count: int = 132) -> Config:
+def choose_config(
+    n: int, element_size: int, n_rows: int | None = None, sm_count: int = 132, cooperative: bool = True
+) -> Config:
     """The launch configuration for ``n_rows`` rows of ``n`` elements (see ``ROW_TABLE`` and the measurements
-    above ``_ONE_BLOCK_FEW_ROWS``); ``n_rows`` None: as for many rows."""
+    above ``_ONE_BLOCK_FEW_ROWS``); ``n_rows`` None: as for many rows. ``cooperative`` False leaves out the
+    kernel whose programs must run at the same time (Triton's interpreter runs them one after another)."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
+    if (
+        cooperative
+        and n_rows is not None
+        and n * element_size >= _COOPERATIVE_MIN_ROW_BYTES
+        and n_rows * n * element_size >= _COOPERATIVE_MIN_BYTES
+    ):
+        # 8192 elements a program, 8 warps (32 a thread): at 64 a thread (rmsnorm's choice) the compiler keeps h
+        # in float32 through the wait, 127 registers a thread for bf16 against 64 here (its resource report)
+        return Config("cooperative", _COOPERATIVE_CHUNK, 1, 8, triton.cdiv(n, _COOPERATIVE_CHUNK))
     if row_bytes > MAX_ONE_BLOCK_BYTES:
         return _wide_config(n, element_size, n_rows, sm_count)
     rows, warps = ROW_TABLE.get(row_bytes, (min(16, 8192 // row_bytes), 4))
@@ -180,6 +200,8 @@ def launch_with_config(
         )
     elif cfg.kernel == "split":
         split.launch_split(x2d, r2d, w, y, h, eps, cfg.splits, cfg.block_n, cfg.num_warps)
+    elif cfg.kernel == "cooperative":
+        cooperative.launch_cooperative(x2d, r2d, w, y, h, eps, cfg.splits, cfg.num_warps)
     else:
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
         _looped_launcher((cfg, spec_key(args)), (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
@@ -200,7 +222,7 @@ def add_rmsnorm_tuned(
     out: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     x2d, r2d, w, y, h = check_inputs(x, residual, weight, out)
-    cfg = choose_config(x2d.shape[1], x2d.element_size(), x2d.shape[0], launching.sm_count(x2d))
+    cfg = choose_config(x2d.shape[1], x2d.element_size(), x2d.shape[0], launching.sm_count(x2d), x2d.is_cuda)
     launch_with_config(cfg, x2d, r2d, w, y, h, eps)
     return y, h
 

@@ -200,7 +200,9 @@ def _add_plan(
         return False
     n = x.shape[-1]
     n_rows = x.numel() // n
-    cfg = tuned.choose_config(n, x.element_size(), n_rows, launching.sm_count(x))
+    cfg = tuned.choose_config(n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda)
+    if cfg.kernel == "cooperative":  # a workspace, zeroed counters and a launch: the checked path runs it
+        return False
     sigs = (sig(x), sig(residual), sig(weight))
     if cfg.kernel == "rows":
         i64 = n_rows * max(xs, rs, n, 1) >= 2**31

@@ -215,6 +215,10 @@ def test_add_rmsnorm_config_is_launchable(n, n_rows):
         if cfg.kernel == "rows":  # many rows: registers up to 4 KB rows; few: one_row's one block, up to 32 KB
             limit = MAX_ONE_BLOCK_BYTES if n_rows >= 16384 else MAX_BLOCK_BYTES
             assert cfg.block_n >= n and cfg.block_n * es <= limit
+        elif cfg.kernel == "cooperative":  # many rows of 128 KB or more: 32 elements a thread, chunks cover the row
+            assert n * es >= 128 * 1024 and cfg.block_n == 32 * 32 * cfg.num_warps
+            assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
+            assert choose_config(n, es, n_rows, cooperative=False).kernel != "cooperative"
         else:
             assert cfg.block_n * es <= 16 * 1024
 

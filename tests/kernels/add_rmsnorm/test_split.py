@@ -164,7 +164,8 @@ def test_choice_rule_properties():
             for n in (1000, 2048, 3000, 4096, 6144, 7001, 8192, 12000, 16384, 17001, 65536, 131072):
                 block_n = 1 << (n - 1).bit_length()
                 for n_rows in (1, 7, 33, 64, 100, 512, 1000, 2048, 8192, 32768):
-                    cfg = tuned.choose_config(n, es, n_rows, sms)
+                    # the cooperative kernel's rule is tested in test_cooperative.py; this is the rule without it
+                    cfg = tuned.choose_config(n, es, n_rows, sms, cooperative=False)
                     assert cfg.num_warps in (1, 2, 4, 8, 16, 32) and cfg.block_n & (cfg.block_n - 1) == 0
                     if cfg.kernel == "split":
                         assert block_n * es > ONE_ROW_MAX_BYTES and n_rows * 4 <= sms
@@ -180,7 +181,7 @@ def test_choice_rule_properties():
                     if block_n * es > ONE_ROW_MAX_BYTES and n_rows * 4 > sms:
                         assert cfg.kernel == "looped"
                     if n_rows >= 8192:
-                        assert cfg == tuned.choose_config(n, es, None, sms)
+                        assert cfg == tuned.choose_config(n, es, None, sms, cooperative=False)
                     if n_rows <= 64 and tuned.MAX_ONE_BLOCK_BYTES < block_n * es <= ONE_ROW_MAX_BYTES:
                         assert (cfg.kernel, cfg.rows, cfg.block_n) == ("rows", 1, block_n)
 

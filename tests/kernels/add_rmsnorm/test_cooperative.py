@@ -1,0 +1,69 @@
+"""add_rmsnorm over many rows of 128 KB or more, each row split over programs that meet once
+(``kernels/add_rmsnorm/cooperative.py``): the dispatch rule, the kernel one program per row in Triton's
+interpreter (the only case it can run: it runs programs one after another), and several programs per row on a
+GPU, against the float64 oracle with strided inputs and short last chunks.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kprof.kernels import discover, ops
+from kprof.kernels.add_rmsnorm import cooperative, tuned
+from tests.kernels.add_rmsnorm.test_split import _check, _strided_inputs
+
+FAM = discover()["add_rmsnorm"]
+DTYPES = ["fp32", "bf16", "fp16"]
+
+
+def test_many_rows_of_128_kb_take_the_cooperative_kernel_on_a_gpu():
+    for n, es, rows in ((65536, 2, 128), (131072, 2, 64), (32768, 4, 128), (40000, 4, 10**5)):
+        cfg = tuned.choose_config(n, es, rows)
+        assert (cfg.kernel, cfg.rows, cfg.block_n, cfg.num_warps) == ("cooperative", 1, 8192, 8), (n, es, rows)
+        assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
+        assert tuned.choose_config(n, es, rows, cooperative=False).kernel == "looped"
+    # rows under 128 KB, or under 16 MiB of x, keep the other paths
+    for n, es, rows in ((32768, 2, 10**5), (65536, 2, 127), (131072, 2, 8), (16384, 4, 4096)):
+        assert tuned.choose_config(n, es, rows).kernel in ("looped", "split", "rows"), (n, es, rows)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n, chunk", [(3, 1000, 1024), (2, 4097, 8192)])
+def test_cooperative_kernel_alone_in_its_row(dtype, n_rows, n, chunk):
+    inp = _strided_inputs(n_rows, n, dtype, "cpu")
+    y = torch.full((n_rows, n), float("nan"), dtype=inp["x"].dtype)
+    h = torch.full_like(y, float("nan"))
+    ws = torch.full((n_rows, 1), float("nan"))
+    sync = torch.zeros(1 + n_rows, dtype=torch.int32)
+    x, r = inp["x"], inp["residual"]
+    cooperative._add_rmsnorm_cooperative_kernel[(n_rows,)](
+        x, r, inp["weight"], y, h, ws, sync, x.stride(0), r.stride(0), n, inp["eps"],
+        CHUNK=chunk, SPLITS=1, SPLITS_POW2=1,
+    )  # fmt: skip
+    _check(y, h, inp, dtype)
+    assert sync.tolist() == [n_rows] + [1] * n_rows
+
+
+def test_cooperative_launch_refuses_the_cpu():
+    x = torch.randn(4, 100)
+    with pytest.raises(ValueError, match="on a GPU"):
+        cooperative.launch_cooperative(x, x, torch.randn(100), torch.empty_like(x), torch.empty_like(x), 1e-6, 2, 4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n, splits, warps", [(7, 3001, 3, 4), (300, 65536 + 5, 5, 8), (129, 131072, 8, 8)])
+def test_cooperative_kernel_rows_split_over_programs(dtype, n_rows, n, splits, warps):
+    """Several programs per row meeting once, on a GPU, three times (a race would show as a moving error);
+    through triton_tuned and the ops API too where the dispatch picks the kernel."""
+    inp = _strided_inputs(n_rows, n, dtype, "cuda")
+    for _ in range(3):
+        y = torch.full((n_rows, n), float("nan"), dtype=inp["x"].dtype, device="cuda")
+        h = torch.full_like(y, float("nan"))
+        cooperative.launch_cooperative(inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"], splits, warps)
+        _check(y, h, inp, dtype)
+    es = inp["x"].element_size()
+    if tuned.choose_config(n, es, n_rows).kernel == "cooperative":
+        _check(*FAM.providers["triton_tuned"].fn(**inp), inp, dtype)
+        _check(*ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"], inp["eps"]), inp, dtype)
