@@ -3,7 +3,8 @@ configs from a table measured on an H100, launches through compiled kernels (no 
 
 Few rows up to one block wide (32 KB) keep the whole row in one block with the classic warp count (the
 configuration of ``triton_one_row``, measured faster there); few rows wider than one block are split over
-several programs per row (``split``: two launches), as rmsnorm's tuned version does.
+several programs per row (``split``: two launches), as rmsnorm's tuned version does; many rows of 128 KB or
+more over programs that keep h in registers and meet once (``cooperative``, GPU only).
 """
 
 from __future__ import annotations
