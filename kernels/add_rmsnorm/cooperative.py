@@ -13,6 +13,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.lib.split_rows import cooperative_launch_args, cooperative_row_sum, cooperative_ticket, float32_again
+
 
 @triton.jit
 def _add_rmsnorm_cooperative_kernel(
@@ -35,32 +37,19 @@ def _add_rmsnorm_cooperative_kernel(
     SPLITS: tl.constexpr,  # programs per row
     SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two (the partial sums are read as one block)
 ):
-    ticket = tl.atomic_add(sync_ptr, 1)
-    row = (ticket // SPLITS).to(tl.int64)
-    part = ticket % SPLITS
+    row, part = cooperative_ticket(sync_ptr, SPLITS)
     cols = part * CHUNK + tl.arange(0, CHUNK)
     m = cols < N
     x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
     r = tl.load(r_ptr + row * r_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
-    # h is rounded to its dtype before it is normalised, as every version does; it stays in that dtype in
-    # registers through the wait (half the registers of float32 for 16-bit h)
+    # h is rounded to its dtype before it is normalised, as every version does, and kept in that dtype
     h = (x.to(tl.float32) + r.to(tl.float32)).to(h_ptr.dtype.element_ty)
     tl.store(h_ptr + row * N + cols, h, mask=m)
     hf = h.to(tl.float32)
-    tl.store(ws_ptr + row * SPLITS + part, tl.sum(hf * hf, axis=0))
-    arrived = tl.atomic_add(sync_ptr + 1 + row, 1, sem="release") + 1
-    while arrived < SPLITS:
-        arrived = tl.atomic_add(sync_ptr + 1 + row, 0, sem="acquire")
-    slots = tl.arange(0, SPLITS_POW2)
-    sums = tl.load(ws_ptr + row * SPLITS + slots, mask=slots < SPLITS, other=0.0, cache_modifier=".cg")
-    rstd = tl.rsqrt(tl.sum(sums, axis=0) / N + eps)
+    total = cooperative_row_sum(ws_ptr, sync_ptr, row, part, tl.sum(hf * hf, axis=0), SPLITS, SPLITS_POW2)
+    rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    if h_ptr.dtype.element_ty == tl.bfloat16:
-        # the same conversion as bit operations, so the compiler does not keep the float32 copy through the wait
-        hf = (h.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
-    else:
-        hf = h.to(tl.float32)
-    tl.store(y_ptr + row * N + cols, (hf * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
+    tl.store(y_ptr + row * N + cols, (float32_again(h) * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
 
 
 def launch_cooperative(
@@ -75,16 +64,9 @@ def launch_cooperative(
 ) -> None:
     """y, h = add_rmsnorm(x, residual) over rows, ``splits`` cooperating programs per row (one launch after a
     zeroing of ``1 + rows`` counters). y and h contiguous. GPU only: see the module docstring."""
-    if not x2d.is_cuda:
-        raise ValueError(
-            "the cooperative add_rmsnorm kernel needs the programs of a row to run at once, which the "
-            "interpreter cannot do; run it on a GPU, or use the chunked kernel"
-        )
     n_rows, n = x2d.shape
-    chunk = triton.next_power_of_2(triton.cdiv(n, splits))
-    ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
-    sync = torch.zeros(1 + n_rows, dtype=torch.int32, device=x2d.device)
+    (ws, sync), meta = cooperative_launch_args(x2d, n_rows, n, splits, "add_rmsnorm")
     _add_rmsnorm_cooperative_kernel[(n_rows * splits,)](
-        x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), n, float(eps),
-        CHUNK=chunk, SPLITS=splits, SPLITS_POW2=triton.next_power_of_2(splits), num_warps=num_warps,
+        x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), n, float(eps), **meta,
+        num_warps=num_warps,
     )  # fmt: skip

@@ -1,10 +1,15 @@
-"""How few rows wider than one block are split over programs, shared by rmsnorm's and add_rmsnorm's split
-paths (``kernels/rmsnorm/split.py``, ``kernels/add_rmsnorm/split.py``): the split count, each program's
-chunk, the loop step and warps of both launches, and the second launch's kernel (normalise a chunk from
-the row's partial sums of squares), which is the same for both families."""
+"""How rows wider than one block are split over programs, shared by rmsnorm and add_rmsnorm.
+
+* Few rows, two launches (``kernels/rmsnorm/split.py``, ``kernels/add_rmsnorm/split.py``): the split count,
+  each program's chunk, the loop step and warps of both launches, and the second launch's kernel (normalise
+  a chunk from the row's partial sums of squares), the same for both families.
+* Many rows, one launch whose programs meet once per row (``kernels/rmsnorm/cooperative.py``,
+  ``kernels/add_rmsnorm/cooperative.py``): the tickets, the row's meeting and its buffers.
+"""
 
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
@@ -79,3 +84,54 @@ def split_apply_kernel(
         x = tl.load(x_base + off + cols, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
         w = tl.load(w_ptr + start + off + cols, mask=m, other=0.0).to(tl.float32)
         tl.store(y_base + off + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
+
+
+# ---------------------------------------------------------------------------------- cooperative programs
+@triton.jit
+def cooperative_ticket(sync_ptr, SPLITS: tl.constexpr):
+    """(row, part) of this program, from a ticket taken when it starts: tickets are handed out in start
+    order, so every program of a row with a lower ticket is running or done, and the programs a waiting one
+    waits for start as soon as any earlier row finishes (no deadlock while the GPU holds SPLITS programs)."""
+    ticket = tl.atomic_add(sync_ptr, 1)
+    return (ticket // SPLITS).to(tl.int64), ticket % SPLITS
+
+
+@triton.jit
+def cooperative_row_sum(ws_ptr, sync_ptr, row, part, partial, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):
+    """The sum over the row of every program's ``partial``: store this one's, count it in at the row's
+    counter (release), wait for the rest of the row (acquire), add the row's partials in slot order (the
+    result does not depend on the order of arrival)."""
+    tl.store(ws_ptr + row * SPLITS + part, partial)
+    arrived = tl.atomic_add(sync_ptr + 1 + row, 1, sem="release") + 1
+    while arrived < SPLITS:
+        arrived = tl.atomic_add(sync_ptr + 1 + row, 0, sem="acquire")
+    slots = tl.arange(0, SPLITS_POW2)
+    # .cg: the partials from L2, never from a stale L1 line
+    parts = tl.load(ws_ptr + row * SPLITS + slots, mask=slots < SPLITS, other=0.0, cache_modifier=".cg")
+    return tl.sum(parts, axis=0)
+
+
+@triton.jit
+def float32_again(v):
+    """``v`` as float32 a second time. For bf16 written as bit operations, so the compiler does not merge it
+    with the first conversion and keep the float32 copy in registers through the row's meeting (rmsnorm,
+    16384 elements with 8 warps: 74 registers a thread against 110 for fp16, whose conversion is merged)."""
+    if v.dtype == tl.bfloat16:
+        return (v.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
+    else:
+        return v.to(tl.float32)
+
+
+def cooperative_launch_args(t: torch.Tensor, n_rows: int, n: int, splits: int, what: str) -> tuple[tuple, dict]:
+    """The buffers (partial sums; the ticket counter and one arrival counter per row, zeroed) and the
+    constexprs of a cooperative launch; refuses a CPU tensor (the interpreter runs one program after another,
+    so a program would wait for ever for the rest of its row)."""
+    if not t.is_cuda:
+        raise ValueError(
+            f"the cooperative {what} kernel needs the programs of a row to run at once, which the interpreter "
+            "cannot do; run it on a GPU, or use the chunked kernel"
+        )
+    ws = torch.empty((n_rows, splits), dtype=torch.float32, device=t.device)
+    sync = torch.zeros(1 + n_rows, dtype=torch.int32, device=t.device)
+    meta = {"CHUNK": triton.next_power_of_2(triton.cdiv(n, splits)), "SPLITS": splits}
+    return (ws, sync), {**meta, "SPLITS_POW2": triton.next_power_of_2(splits)}

@@ -30,6 +30,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.lib.split_rows import cooperative_launch_args, cooperative_row_sum, cooperative_ticket, float32_again
+
 
 @triton.jit
 def _rmsnorm_cooperative_kernel(
@@ -50,31 +52,16 @@ def _rmsnorm_cooperative_kernel(
     SPLITS: tl.constexpr,  # programs per row
     SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two (the partial sums are read as one block)
 ):
-    ticket = tl.atomic_add(sync_ptr, 1)
-    row = (ticket // SPLITS).to(tl.int64)
-    part = ticket % SPLITS
+    row, part = cooperative_ticket(sync_ptr, SPLITS)
     cols = part * CHUNK + tl.arange(0, CHUNK)
     m = cols < N
-    # x stays in its own dtype in registers (half the registers of float32 for 16-bit x: more of the row in
-    # flight per SM) and is converted where used
+    # x stays in its own dtype in registers through the meeting, converted where used
     x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
     xf = x.to(tl.float32)
-    tl.store(ws_ptr + row * SPLITS + part, tl.sum(xf * xf, axis=0))
-    arrived = tl.atomic_add(sync_ptr + 1 + row, 1, sem="release") + 1
-    while arrived < SPLITS:
-        arrived = tl.atomic_add(sync_ptr + 1 + row, 0, sem="acquire")
-    # .cg: read the partial sums from L2, never from a stale L1 line
-    slots = tl.arange(0, SPLITS_POW2)
-    sums = tl.load(ws_ptr + row * SPLITS + slots, mask=slots < SPLITS, other=0.0, cache_modifier=".cg")
-    rstd = tl.rsqrt(tl.sum(sums, axis=0) / N + eps)
+    total = cooperative_row_sum(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), SPLITS, SPLITS_POW2)
+    rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    if x_ptr.dtype.element_ty == tl.bfloat16:
-        # the same conversion written as bit operations: the compiler would otherwise merge it with the one
-        # above and keep the float32 copy in registers through the wait
-        xf = (x.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
-    else:
-        xf = x.to(tl.float32)
-    y = xf * rstd * w
+    y = float32_again(x) * rstd * w
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=m)
 
 
@@ -83,16 +70,8 @@ def launch_cooperative(
 ) -> None:
     """Normalise the rows of ``x2d`` into ``y2d``, ``splits`` cooperating programs per row (one launch after a
     zeroing of ``1 + rows`` counters). GPU only: see the module docstring."""
-    if not x2d.is_cuda:
-        raise ValueError(
-            "the cooperative rmsnorm kernel needs the programs of a row to run at once, which the interpreter "
-            "cannot do; run it on a GPU, or use the chunked loop"
-        )
     n_rows, n = x2d.shape
-    chunk = triton.next_power_of_2(triton.cdiv(n, splits))
-    ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
-    sync = torch.zeros(1 + n_rows, dtype=torch.int32, device=x2d.device)
+    (ws, sync), meta = cooperative_launch_args(x2d, n_rows, n, splits, "rmsnorm")
     _rmsnorm_cooperative_kernel[(n_rows * splits,)](
-        x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), n, float(eps),
-        CHUNK=chunk, SPLITS=splits, SPLITS_POW2=triton.next_power_of_2(splits), num_warps=num_warps,
-    )  # fmt: skip
+        x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), n, float(eps), **meta, num_warps=num_warps
+    )
