@@ -217,7 +217,7 @@ def choose_config(
             chunk = _COOPERATIVE_PER_THREAD * 32 * warps
             return Config("cooperative", block_n=chunk, rows=1, num_warps=warps, splits=triton.cdiv(n, chunk))
         chunk = max(1, _LOOPED_CHUNK_BYTES // element_size)
-        if n_rows is not None and n_rows >= _HINTED_MIN_ROWS and n * element_size <= _HINTED_MAX_ROW_BYTES:
+        if n_rows is not None and n_rows >= _HINTED_MIN_ROWS and row_in_bytes <= _HINTED_MAX_ROW_BYTES:
             return Config("two_pass", block_n=min(block_n, chunk), rows=1, num_warps=16)
         return Config("looped", block_n=min(block_n, chunk), rows=1, num_warps=16)
     if (
