@@ -65,7 +65,7 @@ def launch_cooperative(
     """y, h = add_rmsnorm(x, residual) over rows, ``splits`` cooperating programs per row (one launch after a
     zeroing of ``1 + rows`` counters). y and h contiguous. GPU only: see the module docstring."""
     n_rows, n = x2d.shape
-    (ws, sync), meta = cooperative_launch_args(x2d, n_rows, n, splits, "add_rmsnorm")
+    (ws, sync), meta = cooperative_launch_args(x2d, splits, "add_rmsnorm")
     _add_rmsnorm_cooperative_kernel[(n_rows * splits,)](
         x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), n, float(eps), **meta,
         num_warps=num_warps,

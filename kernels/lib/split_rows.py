@@ -122,16 +122,17 @@ def float32_again(v):
         return v.to(tl.float32)
 
 
-def cooperative_launch_args(t: torch.Tensor, n_rows: int, n: int, splits: int, what: str) -> tuple[tuple, dict]:
+def cooperative_launch_args(x2d: torch.Tensor, splits: int, what: str) -> tuple[tuple, dict]:
     """The buffers (partial sums; the ticket counter and one arrival counter per row, zeroed) and the
-    constexprs of a cooperative launch; refuses a CPU tensor (the interpreter runs one program after another,
-    so a program would wait for ever for the rest of its row)."""
-    if not t.is_cuda:
+    constexprs of a cooperative launch over the rows of ``x2d``; refuses a CPU tensor (the interpreter runs
+    one program after another, so a program would wait for ever for the rest of its row)."""
+    n_rows, n = x2d.shape
+    if not x2d.is_cuda:
         raise ValueError(
             f"the cooperative {what} kernel needs the programs of a row to run at once, which the interpreter "
             "cannot do; run it on a GPU, or use the chunked kernel"
         )
-    ws = torch.empty((n_rows, splits), dtype=torch.float32, device=t.device)
-    sync = torch.zeros(1 + n_rows, dtype=torch.int32, device=t.device)
+    ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
+    sync = torch.zeros(1 + n_rows, dtype=torch.int32, device=x2d.device)
     meta = {"CHUNK": triton.next_power_of_2(triton.cdiv(n, splits)), "SPLITS": splits}
     return (ws, sync), {**meta, "SPLITS_POW2": triton.next_power_of_2(splits)}

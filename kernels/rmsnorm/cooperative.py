@@ -71,7 +71,7 @@ def launch_cooperative(
     """Normalise the rows of ``x2d`` into ``y2d``, ``splits`` cooperating programs per row (one launch after a
     zeroing of ``1 + rows`` counters). GPU only: see the module docstring."""
     n_rows, n = x2d.shape
-    (ws, sync), meta = cooperative_launch_args(x2d, n_rows, n, splits, "rmsnorm")
+    (ws, sync), meta = cooperative_launch_args(x2d, splits, "rmsnorm")
     _rmsnorm_cooperative_kernel[(n_rows * splits,)](
         x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), n, float(eps), **meta, num_warps=num_warps
     )
