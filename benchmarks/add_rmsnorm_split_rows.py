@@ -1,13 +1,15 @@
 """add_rmsnorm at few rows: triton_tuned's choice (``[auto]``) against the candidates it chose among, on an H100.
 
-    python benchmarks/add_rmsnorm_split_rows.py --out DIR [--dtypes bf16] [--rounds 3] [--budget-s 420]
+    python benchmarks/add_rmsnorm_split_rows.py --out DIR [--set few|many] [--dtypes bf16] [--rounds 3] [--budget-s 420]
 
-Two groups of shapes, bf16 by default:
+``--set few`` (default), two groups of shapes, bf16 by default:
 * few rows wider than one block (65536, 131072 columns): one program per row (``looped``, chunks x warps)
   against each row split over programs (``split``: splits x loop step x warps), torch.compile alongside;
 * few rows of 2048-16384 columns: the whole row in one block (``rows``, triton_one_row's warps), the
   chunked kernel with 8 KB chunks x 8 warps (triton_looped's config) and with 16 KB chunks x 16 warps (the
   previous choice).
+``--set many``: 64-8192 rows of 65536 and 131072 columns, the cooperative kernel over chunk sizes x warps
+against the chunked loop.
 Per shape every candidate is checked against the float64 oracle first (y and h; a wrong one is not timed),
 then timed in ``--rounds`` rounds in a fresh random order each round, each a ``kprof.timing.cold_time_us``
 of ``--rep-ms``; the median over rounds counts. Writes DIR/add_split_rows.csv and DIR/summary.csv and
@@ -30,6 +32,7 @@ from kprof.kernels.add_rmsnorm.tuned import Config, choose_config, launch_with_c
 
 WIDE = [(r, n) for r in (1, 4, 8, 16, 32, 64) for n in (65536, 131072)]
 NARROW = [(r, n) for r in (1, 8, 64, 128, 512, 1024, 2048) for n in (2048, 3072, 6144, 8192, 16384)]
+MANY = [(r, n) for r in (64, 512, 2048, 8192) for n in (65536, 131072)]
 
 
 def candidates(n_rows: int, n: int, es: int, sms: int) -> dict[str, Config]:
@@ -44,9 +47,17 @@ def candidates(n_rows: int, n: int, es: int, sms: int) -> dict[str, Config]:
     return out
 
 
+def candidates_many(n: int) -> dict[str, Config]:
+    out = {"looped c8192 w16": Config("looped", 8192, 1, 16)}
+    for chunk, w in ((4096, 4), (8192, 4), (8192, 8), (16384, 8), (16384, 16)):
+        out[f"coop c{chunk} w{w}"] = Config("cooperative", chunk, 1, w, triton.cdiv(n, chunk))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_race_args(ap)
+    ap.add_argument("--set", choices=("few", "many"), default="few")
     args = ap.parse_args()
     fam = discover()["add_rmsnorm"]
     compiled = fam.providers["torch_compile"].fn
@@ -54,7 +65,8 @@ def main() -> int:
     rows, summary = [], []
     rng = random.Random(0)
     t0 = time.monotonic()
-    for dtype, (n_rows, n) in itertools.product(args.dtypes.split(","), WIDE + NARROW):
+    shapes = WIDE + NARROW if args.set == "few" else MANY
+    for dtype, (n_rows, n) in itertools.product(args.dtypes.split(","), shapes):
         if time.monotonic() - t0 > args.budget_s:
             print(f"budget of {args.budget_s:.0f} s spent: {dtype} {n_rows}x{n} and later shapes not raced")
             break
@@ -63,7 +75,8 @@ def main() -> int:
         y_ref, h_ref = fam.oracle(**inp)
         y, h = torch.empty_like(x), torch.empty_like(x)
         auto = choose_config(n, x.element_size(), n_rows, sms)
-        cfgs = {"[auto] " + _name(auto): auto, **candidates(n_rows, n, x.element_size(), sms)}
+        cands = candidates(n_rows, n, x.element_size(), sms) if args.set == "few" else candidates_many(n)
+        cfgs = {"[auto] " + _name(auto): auto, **cands}
         fns, notes = {}, {}
         for name, cfg in cfgs.items():
             fn = lambda c=cfg: launch_with_config(c, x, r, w, y, h, eps)  # noqa: E731
@@ -100,6 +113,8 @@ def main() -> int:
 def _name(cfg: Config) -> str:
     if cfg.kernel == "split":
         return f"split s{cfg.splits} b{cfg.block_n} w{cfg.num_warps}"
+    if cfg.kernel == "cooperative":
+        return f"coop c{cfg.block_n} w{cfg.num_warps}"
     if cfg.kernel == "rows":
         return f"rows b{cfg.block_n} r{cfg.rows} w{cfg.num_warps}"
     return f"looped c{cfg.block_n} w{cfg.num_warps}"

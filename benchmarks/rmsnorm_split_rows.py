@@ -49,6 +49,7 @@ MANY = [("bf16", r, n) for r in (512, 2048, 8192) for n in (65536, 131072)] + [(
 MANY += [("bf16", 2048, 32768), ("fp32", 2048, 32768), ("bf16", 384, 65536)]
 MANY += [("bf16", r, n) for r in (64, 256) for n in (65536, 131072)]
 MANY += [("fp32", r, n) for r in (512, 2048) for n in (16384, 65536)]
+MANY += [("fp16", r, n) for r in (512, 2048, 8192) for n in (65536, 131072)]
 
 
 def candidates(n_rows: int, n: int, sms: int) -> dict[str, Config]:

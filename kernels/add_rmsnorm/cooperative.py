@@ -49,7 +49,7 @@ def _add_rmsnorm_cooperative_kernel(
     total = cooperative_row_sum(ws_ptr, sync_ptr, row, part, tl.sum(hf * hf, axis=0), SPLITS, SPLITS_POW2)
     rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    tl.store(y_ptr + row * N + cols, (float32_again(h) * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
+    tl.store(y_ptr + row * N + cols, (float32_again(h, total) * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
 
 
 def launch_cooperative(

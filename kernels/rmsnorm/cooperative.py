@@ -61,7 +61,7 @@ def _rmsnorm_cooperative_kernel(
     total = cooperative_row_sum(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), SPLITS, SPLITS_POW2)
     rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    y = float32_again(x) * rstd * w
+    y = float32_again(x, total) * rstd * w
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=m)
 
 
