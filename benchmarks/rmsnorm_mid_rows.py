@@ -2,11 +2,12 @@
 (``rows``: rows per program x warps x cache hints) and the two-pass kernel (chunks x warps) against
 ``choose_config``'s pick, triton_one_row, torch.compile and a device copy of the same bytes.
 
-    python benchmarks/rmsnorm_mid_rows.py --out DIR [--dtypes bf16,fp16] [--rounds 3] [--budget-s 420]
+    python benchmarks/rmsnorm_mid_rows.py --out DIR [--shapes 512x4096,...] [--dtypes bf16,fp16] [--rounds 3]
 
 These are the grid points where torch.compile was ahead by 4-20% (512 rows of 3072-8192 columns, bf16 and
 fp16; 3-6 us a call). Per shape every candidate is checked against the float64 oracle first (a wrong one is
-not timed), then timed in ``--rounds`` rounds in a fresh random order each round, each a
+not timed), then timed, with the ``triton_tuned`` provider as users call it (``[triton_tuned]``: output
+allocated per call, the plan's launch), in ``--rounds`` rounds in a fresh random order each round, each a
 ``kprof.timing.cold_time_us`` of ``--rep-ms``; the median over rounds counts. Writes DIR/mid_rows.csv and
 DIR/summary.csv. Run with ``TORCHINDUCTOR_CACHE_DIR`` set to keep the configurations Inductor picked
 (its ``*.best_config`` files) beside the kernels it generated.
@@ -54,14 +55,17 @@ def candidates(n: int, es: int) -> dict[str, Config]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_race_args(ap, dtypes="bf16,fp16")
+    ap.add_argument("--shapes", default=",".join(f"{r}x{n}" for r, n in SHAPES))
     args = ap.parse_args()
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     fam = discover()["rmsnorm"]
     compiled = fam.providers["torch_compile"].fn
     one_row = fam.providers["triton_one_row"].fn
+    tuned = fam.providers["triton_tuned"].fn
     rows, summary = [], []
     rng = random.Random(0)
     t0 = time.monotonic()
-    for (n_rows, n), dtype in itertools.product(SHAPES, args.dtypes.split(",")):
+    for (n_rows, n), dtype in itertools.product(shapes, args.dtypes.split(",")):
         if time.monotonic() - t0 > args.budget_s:
             print(f"budget of {args.budget_s:.0f} s spent: {dtype} {n_rows}x{n} and later shapes not raced")
             break
@@ -70,6 +74,7 @@ def main() -> int:
         cfgs = {f"[auto] {auto.kernel} r{auto.rows} w{auto.num_warps}": auto, **candidates(n, x.element_size())}
         cands = {name: (lambda c=cfg: (launch_with_config(c, x, w, y, eps), y)[1], ref) for name, cfg in cfgs.items()}
         cands["[one_row]"] = (lambda: y.copy_(one_row(x, w, eps)), ref)
+        cands["[triton_tuned]"] = (lambda: y.copy_(tuned(x, w, eps)), ref)
         cands["[torch_compile]"] = (lambda: y.copy_(compiled(x, w, eps)), ref)
         fns, notes = checked(cands, y)
         # checked through a copy into y; timed without it
@@ -77,6 +82,8 @@ def main() -> int:
             fns["[torch_compile]"] = lambda: compiled(x, w, eps)
         if "[one_row]" in fns:
             fns["[one_row]"] = lambda: one_row(x, w, eps)
+        if "[triton_tuned]" in fns:
+            fns["[triton_tuned]"] = lambda: tuned(x, w, eps)
         fns["[copy]"] = lambda: y.copy_(x)
         times = race_rounds(fns, args.rounds, args.rep_ms, rng)
         shape = f"{n_rows}x{n}/{dtype}"

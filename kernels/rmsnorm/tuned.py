@@ -160,6 +160,12 @@ _TWO_PASS_TABLE: dict[int, tuple[int, int]] = {  # row bytes -> (chunk elements,
     16384: (4096, 16),
 }
 _TWO_PASS_MIN_ROWS = 16384
+# Rows of 4097-8192 16-bit elements, from 512 rows up to where the two-pass kernel takes them: one row per
+# program with 4 warps. Raced on an H100 against every (rows per program, warps, hints) at 512 rows of
+# 6144/7168/8192 columns and 2048x6144, 8192x5120, bf16 and fp16 (benchmarks/results/rmsnorm-mid-rows/): it
+# was within 1.000-1.048x of the fastest at all 10, the table's 2 rows x 16 warps 1.000-1.081x (mean 1.019
+# against 1.034; 8192x5120 fp16 48.1 us against 51.9, torch.compile 51.4).
+_MID_MIN_ROWS = 512
 # Chunked rows: 32 KB chunks and 16 warps ran 256x131072 bf16 in 74.8 us against 91.2 us for 8 KB
 # chunks and 8 warps (benchmarks/results/rmsnorm-core-flow/rmsnorm_tune.csv).
 _LOOPED_CHUNK_BYTES = 32 * 1024
@@ -229,7 +235,9 @@ def choose_config(
     ):
         chunk, warps = _TWO_PASS_TABLE[row_bytes]
         return Config("two_pass", block_n=chunk, rows=1, num_warps=warps)
-    if row_bytes in _ROW_TABLE:
+    if element_size == 2 and row_bytes == 16384 and n_rows is not None and _MID_MIN_ROWS <= n_rows < _TWO_PASS_MIN_ROWS:
+        rows, warps, hints = 1, 4, False  # see _MID_MIN_ROWS
+    elif row_bytes in _ROW_TABLE:
         rows, warps, hints = _ROW_TABLE[row_bytes]
     else:  # narrow rows: pack rows until a program moves ~8 KB, 4 warps
         rows, warps, hints = min(16, 8192 // row_bytes), 4, True

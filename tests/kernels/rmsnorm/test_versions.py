@@ -14,7 +14,7 @@ import torch
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS
 from kprof.kernels.rmsnorm.reference import rmsnorm_oracle
-from kprof.kernels.rmsnorm.tuned import choose_config
+from kprof.kernels.rmsnorm.tuned import Config, choose_config
 
 FAM = discover()["rmsnorm"]
 TRITON = [p.name for p in FAM.triton_providers()]
@@ -189,6 +189,17 @@ def test_many_rows_of_4096_or_8192_take_the_two_pass_kernel():
     assert (choose_config(8192, 2, 32768).kernel, choose_config(8192, 2, 32768).num_warps) == ("two_pass", 16)
     for n, es, rows in ((4096, 2, 4096), (5120, 2, 65536), (4096, 4, 65536), (2048, 2, 65536), (4096, 2, None)):
         assert choose_config(n, es, rows).kernel == "rows", (n, es, rows)
+
+
+def test_hundreds_of_16_kb_rows_take_one_row_per_program_with_4_warps():
+    """The measured rule for 16-bit rows of 4097-8192 elements from 512 rows until the two-pass kernel takes
+    them: one row, 4 warps, no hints; fewer rows, fp32 rows of 16 KB and narrower rows keep what they had."""
+    for n, rows in ((6144, 512), (8192, 2048), (5120, 8192), (4097, 16383), (7168, 1000)):
+        assert choose_config(n, 2, rows) == Config("rows", block_n=8192, rows=1, num_warps=4), (n, rows)
+    assert choose_config(8192, 2, 16384).kernel == "two_pass" and choose_config(6144, 2, 16384).rows == 2
+    assert choose_config(6144, 2, 511) != choose_config(6144, 2, 512)
+    for n, es, rows in ((4096, 4, 2048), (4096, 2, 2048), (6144, 2, None)):
+        assert choose_config(n, es, rows).num_warps != 4 or choose_config(n, es, rows).rows != 1, (n, es, rows)
 
 
 def test_many_wide_rows_take_the_cooperative_kernel_on_a_gpu():
