@@ -121,7 +121,14 @@ _MID_LOOPED = (8 * 1024, 8)  # (chunk bytes, warps): triton_looped's configurati
 # ceiling and 1.25x torch.compile already at 64x131072 bf16 (16 MiB of x).
 _COOPERATIVE_MIN_ROW_BYTES = 128 * 1024
 _COOPERATIVE_MIN_BYTES = 16 * 1024 * 1024
-_COOPERATIVE_CHUNK = 8192
+# 32 KB of the row a program, 32 elements a thread: 16384 16-bit elements with 16 warps, 8192 float32 with 8.
+# Raced on an H100 over chunks x warps at 64-8192 rows of 65536-131072 bf16
+# (benchmarks/results/rmsnorm-cooperative/add_rmsnorm-chunks/): 16384 x 16 warps was the fastest at all 8
+# points, 0.6-1.0% ahead of 8192 x 8 (2048x131072: 745.3 against 752.2 us) and 2.3% at 64x131072 (23.9 against
+# 24.4). At 64 a thread the compiler kept h in float32 through the wait: 128 registers a thread for bf16 in
+# 16384 x 8 against 64 (sm_90 resource report). float32 follows the bytes, not measured.
+_COOPERATIVE_CHUNK_BYTES = 32 * 1024
+_COOPERATIVE_PER_THREAD = 32
 
 
 def choose_config(
@@ -138,9 +145,9 @@ def choose_config(
         and n * element_size >= _COOPERATIVE_MIN_ROW_BYTES
         and n_rows * n * element_size >= _COOPERATIVE_MIN_BYTES
     ):
-        # 8192 elements a program, 8 warps (32 a thread): at 64 a thread (rmsnorm's choice) the compiler keeps h
-        # in float32 through the wait, 127 registers a thread for bf16 against 64 here (its resource report)
-        return Config("cooperative", _COOPERATIVE_CHUNK, 1, 8, triton.cdiv(n, _COOPERATIVE_CHUNK))
+        chunk = _COOPERATIVE_CHUNK_BYTES // element_size
+        warps = chunk // (32 * _COOPERATIVE_PER_THREAD)
+        return Config("cooperative", chunk, 1, warps, triton.cdiv(n, chunk))
     if row_bytes > MAX_ONE_BLOCK_BYTES:
         return _wide_config(n, element_size, n_rows, sm_count)
     rows, warps = ROW_TABLE.get(row_bytes, (min(16, 8192 // row_bytes), 4))

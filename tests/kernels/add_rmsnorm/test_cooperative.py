@@ -20,7 +20,13 @@ DTYPES = ["fp32", "bf16", "fp16"]
 def test_many_rows_of_128_kb_take_the_cooperative_kernel_on_a_gpu():
     for n, es, rows in ((65536, 2, 128), (131072, 2, 64), (32768, 4, 128), (40000, 4, 10**5)):
         cfg = tuned.choose_config(n, es, rows)
-        assert (cfg.kernel, cfg.rows, cfg.block_n, cfg.num_warps) == ("cooperative", 1, 8192, 8), (n, es, rows)
+        # 32 KB of the row a program, 32 elements a thread
+        assert (cfg.kernel, cfg.rows, cfg.block_n * es, cfg.block_n // (32 * cfg.num_warps)) == (
+            "cooperative",
+            1,
+            32 * 1024,
+            32,
+        ), (n, es, rows)
         assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
         assert tuned.choose_config(n, es, rows, cooperative=False).kernel == "looped"
     # rows under 128 KB, or under 16 MiB of x, keep the other paths
