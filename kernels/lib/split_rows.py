@@ -116,10 +116,11 @@ def float32_again(v, total):
     """``v`` (a chunk held in its 16-bit dtype through the row's meeting) as float32 a second time, written so
     the compiler cannot merge it with the first conversion and keep the float32 copy in registers through the
     wait. bf16: as bit operations. fp16: through an xor with the row total's NaN flag (zero unless the total
-    is NaN, when the result is NaN whatever the low bit of x). On an H100 (sm_90 resource report; rmsnorm,
-    16384 elements with 8 warps): bf16 74 registers a thread, fp16 110 with a plain conversion and 64 with
-    the xor; fp16 512x65536 ran 51.1 us instead of 57.3. The xor for bf16 too (64 registers) ran 1.5-2% slower
-    than the bit operations at 512-32768 rows of 65536-131072 (benchmarks/results/rmsnorm-cooperative/)."""
+    is NaN, when the result is NaN whatever the low bit of x). sm_90 resource report, rmsnorm, 16384 elements
+    with 8 warps: bf16 74 registers a thread; fp16 110 with a plain conversion, 64 with the xor. On an H100,
+    fp16 rows of 65536-131072 at 512-8192 rows went from 77-80% of the copy ceiling to 84-89% (512x65536 57.3
+    -> 52.3 us in `kprof grid`). The xor for bf16 too (64 registers) ran 1.5-2% slower than the bit
+    operations there (benchmarks/results/rmsnorm-cooperative/xor-f9c9585/)."""
     if v.dtype == tl.bfloat16:
         return (v.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
     elif v.dtype == tl.float16:

@@ -17,8 +17,9 @@ Registers decide the speed: each SM holds as much of x as its programs' register
 dtype until after the wait, and loading the weight only then, took 8192-element programs of 8 warps from 123
 to 32 registers a thread; on an H100 the kernel then ran 2048x131072 bf16 in 401.5 us (the loop it replaces
 533.9, torch.compile 540.0, a copy of the same bytes 352.9), at 64 elements a thread
-(benchmarks/results/rmsnorm-cooperative/). fp16 is slower than bf16 here: its second conversion is merged
-with the first, so float32 x stays in registers through the wait (110 registers a thread against 74).
+(benchmarks/results/rmsnorm-cooperative/). fp16's second conversion was merged with the first, keeping
+float32 x in registers through the wait (110 registers a thread against bf16's 74) and fp16 at 77-80% of the
+copy ceiling; ``split_rows.float32_again`` keeps it apart (64 registers, 84-89% of the ceiling).
 
 The waiting needs the programs of a row to run at the same time, which Triton's interpreter (one program
 after another) cannot do: :func:`launch_cooperative` runs only on a GPU.
