@@ -489,7 +489,8 @@ def grid(
         list[str],
         typer.Argument(
             metavar="RUN...",
-            help="The runs of one family's grid parts (`kprof profile FAMILY --grid PART`), on one device.",
+            help="The runs of one family's grid parts (`kprof profile FAMILY --grid PART`), on one device; a part "
+            "raced again adds its runs' disagreement to each point's spread.",
         ),
     ],
     markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Also write the table to this file.")] = None,
@@ -529,7 +530,8 @@ def grid(
     not_ncu = [r["id"] for r in ncu_recs if r.get("profiler") != "ncu"]
     if not_ncu:
         raise KprofError(f"--ncu {', '.join(not_ncu)}: not profiled with ncu (kprof profile ... --profiler ncu)")
-    metrics = pd.concat([st.metrics(r["id"]) for r in recs], ignore_index=True)
+    # each run named: a point raced in several runs counts the spread of its ratio between them
+    metrics = pd.concat([st.metrics(r["id"]).assign(run=r["id"]) for r in recs], ignore_index=True)
     if metrics["gpu_time_us"].notna().sum() == 0:
         raise KprofError(
             f"run(s) {', '.join(r['id'] for r in recs)} hold no GPU times (a CPU interpreter run checks "

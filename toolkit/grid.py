@@ -6,7 +6,11 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
 
 * the fastest Triton version and its time, the fastest peer (eager, ``F.*``, torch.compile, libraries such
   as Liger) and its time, their ratio and a verdict: ``win`` at <= 0.98, ``tie`` up to 1.02, ``loss`` above,
-  and ``uncertain`` where a win or a loss is within the two cases' own spread (kprof does not call it);
+  and ``uncertain`` where a win or a loss is within the two cases' own spread (kprof does not call it). A
+  point measured in several of the runs given (the same part raced again) is ``uncertain`` where those runs
+  alone would call different verdicts, and its spread counts the ratio's spread between them: on an H100
+  torch.compile (the same code in both) took 5.95 us at 512x8192 bf16 in one run of rmsnorm's bf16 part and
+  5.34 in another, each run's cases within 2-3% of their own median;
 * for memory-bound points, the best version's bandwidth as a fraction of the device's copy ceiling;
 * for matrix families, the ratio to the family's ``roofline`` yardstick (one cuBLAS product of the shape);
 * given the family's dispatch (the provider ``kprof.kernels.ops`` runs), its time over the best kprof
@@ -138,6 +142,32 @@ def verdict(ratio: float, spread: float) -> str:
     return "uncertain" if ratio - TIE <= s else "loss"
 
 
+def _nanmax(*values: float) -> float:
+    """The largest of ``values`` that is a number; NaN when none is (``max`` keeps a NaN that comes first)."""
+    nums = [v for v in values if not math.isnan(v)]
+    return max(nums) if nums else math.nan
+
+
+def between_runs(g: pd.DataFrame) -> tuple[float, dict[str, tuple[float, str]]]:
+    """At one point: each run (the ``run`` column) that measured both sides, with its best-kprof / best-peer
+    ratio and the verdict that run alone gives (its own cases' spread), and the ratios' spread between runs,
+    (max - min) / median; NaN with fewer than two such runs."""
+    if "run" not in g:
+        return math.nan, {}
+    per_run = {}
+    for run, r in g.groupby("run", sort=False):
+        kp, peer = _best(r[r["kind"] == "triton"]), _best(r[r["kind"].isin(PEER_KINDS)])
+        if kp is not None and peer is not None:
+            ratio = float(kp["gpu_time_us"]) / float(peer["gpu_time_us"])
+            own = _nanmax(float(kp.get("noise", math.nan)), float(peer.get("noise", math.nan)))
+            per_run[str(run)] = (ratio, verdict(ratio, own))
+    if len(per_run) < 2:
+        return math.nan, per_run
+    vals = sorted(v for v, _ in per_run.values())
+    mid = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] + vals[len(vals) // 2]) / 2
+    return (vals[-1] - vals[0]) / mid, per_run
+
+
 def grid_table(
     metrics: pd.DataFrame,
     dispatch: str | None = None,
@@ -145,7 +175,9 @@ def grid_table(
     targets: GridTargets | None = None,
     evidence: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """One row per (shape, dtype) of ``metrics`` (one or more runs' rows, concatenated); ``dispatch``: the
+    """One row per (shape, dtype) of ``metrics`` (one or more runs' rows, concatenated, each run's named in a
+    ``run`` column where a point may be measured by several: each side's fastest case over all of them, and
+    the spread of the ratio between runs counted in the point's spread); ``dispatch``: the
     provider the ops API runs for this family, compared with the best kprof version at each point other than
     the ``prepared`` ones (versions on weights derived before the call, which the plain op cannot use: the
     ops API runs them only through its prepared objects). ``targets``: the family's, checked per point;
@@ -161,10 +193,12 @@ def grid_table(
         t_k = float(kp["gpu_time_us"]) if kp is not None else math.nan
         t_p = float(peer["gpu_time_us"]) if peer is not None else math.nan
         ratio = t_k / t_p if kp is not None and peer is not None else math.nan
-        spread = max(
+        within = _nanmax(
             float(kp.get("noise", math.nan)) if kp is not None else math.nan,
             float(peer.get("noise", math.nan)) if peer is not None else math.nan,
         )
+        between, per_run = between_runs(g)
+        spread = _nanmax(within, between)
         bound = str(kp.get("bound", "")) if kp is not None else ""
         pct_copy = float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan
         nbytes = float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan
@@ -172,6 +206,9 @@ def grid_table(
         target = targets.for_point(shape, bound, nbytes) if targets is not None and kp is not None else None
         met = _met(target, pct_copy, vs_roof)
         v = verdict(ratio, spread) if kp is not None else "not measured"
+        disagree = len({pv for _, pv in per_run.values()}) > 1
+        if disagree:  # runs that alone call different verdicts: none is called
+            v = "uncertain"
         if kp is None:
             why = _why_unmeasured(g)
         elif v == "loss" or met is False:
@@ -186,6 +223,9 @@ def grid_table(
             )
         else:
             why = ""
+        if disagree:
+            runs = "the runs disagree: " + ", ".join(f"{r:.3f} ({pv}) in {run}" for run, (r, pv) in per_run.items())
+            why = f"{runs}; {why}" if why else runs
         rows.append(
             {
                 "shape": shape,
@@ -196,6 +236,7 @@ def grid_table(
                 "peer_us": t_p,
                 "ratio": ratio,
                 "spread": spread,
+                "runs_spread": between,
                 "verdict": v,
                 "why": why,
                 "bound": bound,
@@ -292,7 +333,8 @@ def render(
         f"# kprof grid · {family} · runs {', '.join(runs)}",
         "",
         f"{s.points} points: **{s.wins} win, {s.ties} tie, {s.losses} loss**, {s.uncertain} uncertain "
-        f"(a win or a loss within the cases' own spread), {s.no_peer} without a peer, {s.not_measured} not measured "
+        f"(a win or a loss within the cases' own spread, or runs of the point that disagree), "
+        f"{s.no_peer} without a peer, {s.not_measured} not measured "
         f"(reason in the last column). Times: `{mode}` mode, µs. "
         f"win: best kprof <= {WIN} x best peer; tie: up to {TIE} x.",
         "",

@@ -406,3 +406,77 @@ def test_kprof_grid_reads_the_targets_without_any_familys_code():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == str(len(FAMILIES["swiglu"].grid_targets().roofline)) and out[1:] == ["[]"]
+
+
+def _two_runs(rng, ratio_a: float, ratio_b: float, noise: float) -> pd.DataFrame:
+    """One point raced in two runs, the kprof version at ``ratio_*`` of the peer's time (the peer's own
+    time drawn per run, as torch.compile's autotuning and the machine move it between processes)."""
+    runs = []
+    for run, ratio in (("run-a", ratio_a), ("run-b", ratio_b)):
+        peer = float(rng.uniform(3, 60))
+        points = {("512x8192", "bf16"): {"triton_a": peer * ratio, "torch_compile": peer}}
+        runs.append(_metrics(rng, points, noise=noise).assign(run=run))
+    return pd.concat(runs, ignore_index=True)
+
+
+def test_a_point_the_runs_disagree_on_is_uncertain_and_names_each_runs_ratio():
+    """Two runs that alone call a tie (1.000) and a loss (1.156), each within 2% of its own spread (on an
+    H100 torch.compile at 512x8192 bf16 moved by that much between two runs): together they call neither."""
+    rng = np.random.default_rng()
+    m = _two_runs(rng, 1.000, 1.156, noise=0.02)
+    for run, alone in (("run-a", "tie"), ("run-b", "loss")):
+        assert grid_table(m[m["run"] == run]).iloc[0]["verdict"] == alone
+    row = grid_table(m).iloc[0]
+    assert row["verdict"] == "uncertain"
+    assert row["runs_spread"] == pytest.approx(0.156 / ((1.000 + 1.156) / 2))
+    assert "1.000 (tie) in run-a" in row["why"] and "1.156 (loss) in run-b" in row["why"]
+    assert "runs disagree" in render(grid_table(m), ["run-a", "run-b"], "rmsnorm")
+
+
+def test_runs_that_agree_keep_the_verdict_and_a_single_run_has_no_runs_spread():
+    rng = np.random.default_rng()
+    loss = _two_runs(rng, 1.10, 1.11, noise=0.01)
+    row = grid_table(loss).iloc[0]
+    assert row["verdict"] == "loss" and row["runs_spread"] == pytest.approx(0.01 / 1.105)
+    assert "runs disagree" not in row["why"]
+    one = grid_table(loss[loss["run"] == "run-a"]).iloc[0]
+    assert math.isnan(one["runs_spread"]) and one["spread"] == pytest.approx(0.01)
+    assert math.isnan(grid_table(loss.drop(columns=["run"])).iloc[0]["runs_spread"])
+
+
+def test_a_case_without_a_spread_does_not_hide_the_other_sides():
+    """The point's spread is the larger of the two sides' that are known, whichever side lacks one."""
+    rng = np.random.default_rng()
+    m = _metrics(rng, {("64x4096", "bf16"): {"triton_a": 10.5, "torch_compile": 10.0}}, noise=0.05)
+    for side in ("triton_a", "torch_compile"):
+        one = m.copy()
+        one.loc[one["provider"] == side, "noise"] = math.nan
+        row = grid_table(one).iloc[0]
+        assert row["spread"] == pytest.approx(0.05) and row["verdict"] == "uncertain", side
+
+
+def test_kprof_grid_counts_the_disagreement_of_two_runs_of_a_part(tmp_path):
+    """End to end: two stored GPU runs of the same points, then ``kprof grid A B``."""
+    import subprocess
+    import sys
+
+    from kprof.store import RunStore
+    from tests.toolkit.test_store import record
+
+    st = RunStore(tmp_path / "s.db")
+    ids = []
+    for ratio in (1.000, 1.156):
+        run = st.begin_run(record(mode="gpu", device={"name": "H100"}))
+        for i, (prov, kind, t) in enumerate(
+            (("triton_tuned", "triton", 5.34 * ratio), ("torch_compile", "compile", 5.34))
+        ):
+            row = {"case": f"rmsnorm/{prov}/512x8192/bf16", "family": "rmsnorm", "provider": prov, "kind": kind}
+            row |= {"shape": "512x8192", "dtype": "bf16", "status": "ok", "ok": True, "gpu_time_us": t, "noise": 0.02}
+            st.add_case(run, i, row, {"gpu": [t / 1e3] * 5})
+        st.finish_run(run, "complete")
+        ids.append(run)
+    st.close()
+    cmd = [sys.executable, "-m", "kprof.cli", "grid", *ids, "--store", str(tmp_path / "s.db")]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "0 loss**, 1 uncertain" in out.stdout and f"1.156 (loss) in {ids[1]}" in out.stdout
