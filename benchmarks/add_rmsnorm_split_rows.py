@@ -25,7 +25,7 @@ import time
 
 import torch
 import triton
-from bench_common import add_race_args, auto_summary, print_notes, print_race, race_rounds, race_rows, write_csv
+from bench_common import add_race_args, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm.tuned import Config, choose_config, launch_with_config
@@ -93,12 +93,9 @@ def main() -> int:
             else:
                 notes[name] = f"WRONG rel err {err:.3g}"
         fns["[torch_compile]"] = lambda: compiled(x, r, w, eps)
-        times = race_rounds(fns, args.rounds, args.rep_ms, rng)
-        shape = f"{n_rows}x{n}/{dtype}"
-        print_race(shape, times, top=5)
-        print_notes(notes)
-        rows += race_rows(shape, times)
-        summary.append(auto_summary(shape, times))
+        raced, summed = race_shape(f"{n_rows}x{n}/{dtype}", fns, notes, args, rng, top=5)
+        rows += raced
+        summary.append(summed)
     write_csv(args.out / "add_split_rows.csv", rows)
     write_csv(args.out / "summary.csv", summary)
     print(f"{'shape':<20} {'auto us':>9} {'best us':>9} {'auto/best':>9} {'compile':>9}  auto / best")

@@ -89,6 +89,16 @@ def race_rounds(fns: dict[str, Any], rounds: int, rep_ms: float, rng: Any) -> di
     return times
 
 
+def race_shape(shape: str, fns: dict[str, Any], notes: dict[str, str], args: Any, rng: Any, top: int) -> tuple:
+    """One shape of a race script: ``race_rounds`` with the script's ``--rounds`` and ``--rep-ms``, the fastest
+    ``top`` printed with the notes of the candidates not timed; returns (one row per candidate, the shape's
+    :func:`auto_summary`)."""
+    times = race_rounds(fns, args.rounds, args.rep_ms, rng)
+    print_race(shape, times, top=top)
+    print_notes(notes)
+    return race_rows(shape, times), auto_summary(shape, times)
+
+
 def auto_summary(shape: str, times: dict[str, list[float]]) -> dict:
     """The medians that matter in a race of a rule's choice: the ``[auto]`` entry, the fastest candidate (names
     not in brackets) and ``[torch_compile]``."""

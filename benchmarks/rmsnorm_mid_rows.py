@@ -24,12 +24,7 @@ import torch
 import triton
 from bench_common import (
     add_race_args,
-    auto_summary,
     checked,
-    print_notes,
-    print_race,
-    race_rounds,
-    race_rows,
     rmsnorm_case,
     write_csv,
 )
@@ -85,12 +80,9 @@ def main() -> int:
         if "[triton_tuned]" in fns:
             fns["[triton_tuned]"] = lambda: tuned(x, w, eps)
         fns["[copy]"] = lambda: y.copy_(x)
-        times = race_rounds(fns, args.rounds, args.rep_ms, rng)
-        shape = f"{n_rows}x{n}/{dtype}"
-        print_race(shape, times, top=6)
-        print_notes(notes)
-        rows += race_rows(shape, times)
-        summary.append(auto_summary(shape, times))
+        raced, summed = race_shape(f"{n_rows}x{n}/{dtype}", fns, notes, args, rng, top=6)
+        rows += raced
+        summary.append(summed)
     write_csv(args.out / "mid_rows.csv", rows)
     write_csv(args.out / "summary.csv", summary)
     print(f"{'shape':<16} {'auto us':>9} {'best us':>9} {'compile':>9}  best")

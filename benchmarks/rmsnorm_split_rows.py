@@ -22,12 +22,7 @@ import time
 import torch
 from bench_common import (
     add_race_args,
-    auto_summary,
     checked,
-    print_notes,
-    print_race,
-    race_rounds,
-    race_rows,
     rmsnorm_case,
     write_csv,
 )
@@ -103,12 +98,9 @@ def main() -> int:
             fns["[torch_compile]"] = lambda: compiled(x, w, eps)
         if args.set == "many":  # the yardstick: a device copy of the same bytes (read x, write y)
             fns["[copy]"] = lambda: y.copy_(x)
-        times = race_rounds(fns, args.rounds, args.rep_ms, rng)
-        shape = f"{n_rows}x{n}/{dtype}"
-        print_race(shape, times, top=6)
-        print_notes(notes)
-        rows += race_rows(shape, times)
-        summary.append({**auto_summary(shape, times), "auto_splits": split.choose_splits(n_rows, n, sms)})
+        raced, summed = race_shape(f"{n_rows}x{n}/{dtype}", fns, notes, args, rng, top=6)
+        rows += raced
+        summary.append({**summed, "auto_splits": split.choose_splits(n_rows, n, sms)})
     write_csv(args.out / f"{'split' if args.set == 'few' else 'many'}_rows.csv", rows)
     write_csv(args.out / "summary.csv", summary)
     print(f"{'shape':<20} {'auto us':>9} {'best us':>9} {'compile':>9}  best")
