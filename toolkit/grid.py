@@ -26,6 +26,7 @@ Reads the store's metrics only (the data flow's last step before a report).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -148,7 +149,7 @@ def _nanmax(*values: float) -> float:
     return max(nums) if nums else math.nan
 
 
-def between_runs(g: pd.DataFrame) -> tuple[float, dict[str, tuple[float, str]]]:
+def _between_runs(g: pd.DataFrame) -> tuple[float, dict[str, tuple[float, str]]]:
     """At one point: each run (the ``run`` column) that measured both sides, with its best-kprof / best-peer
     ratio and the verdict that run alone gives (its own cases' spread), and the ratios' spread between runs,
     (max - min) / median; NaN with fewer than two such runs."""
@@ -163,9 +164,8 @@ def between_runs(g: pd.DataFrame) -> tuple[float, dict[str, tuple[float, str]]]:
             per_run[str(run)] = (ratio, verdict(ratio, own))
     if len(per_run) < 2:
         return math.nan, per_run
-    vals = sorted(v for v, _ in per_run.values())
-    mid = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] + vals[len(vals) // 2]) / 2
-    return (vals[-1] - vals[0]) / mid, per_run
+    vals = [v for v, _ in per_run.values()]
+    return (max(vals) - min(vals)) / statistics.median(vals), per_run
 
 
 def grid_table(
@@ -197,7 +197,7 @@ def grid_table(
             float(kp.get("noise", math.nan)) if kp is not None else math.nan,
             float(peer.get("noise", math.nan)) if peer is not None else math.nan,
         )
-        between, per_run = between_runs(g)
+        between, per_run = _between_runs(g)
         spread = _nanmax(within, between)
         bound = str(kp.get("bound", "")) if kp is not None else ""
         pct_copy = float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan
