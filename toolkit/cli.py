@@ -483,6 +483,22 @@ def guide(
     _print_guide(run, store, markdown)
 
 
+def _refuse_other_code_at_a_point(recs: list[dict], metrics: pd.DataFrame) -> None:
+    """``kprof grid`` pools the runs that measure a point as repeats; runs of different kernel code (their
+    recorded source hashes differ) are revisions, for ``kprof diff``."""
+    from kprof.grid import repeats_of_other_code
+    from kprof.variance import source_identity  # imports scipy: only where several runs are given
+
+    mixed = repeats_of_other_code(metrics, {r["id"]: source_identity(r) for r in recs})
+    if mixed:
+        shape, dtype, ids = mixed[0]
+        raise KprofError(
+            f"runs {', '.join(ids)} all race {shape} {dtype} ({len(mixed)} point(s) in all) but ran different kernel "
+            "code (their recorded source hashes differ): a grid pools repeats of one revision; give the runs of "
+            f"one, or compare the revisions with `kprof diff {ids[0]} {ids[-1]}`"
+        )
+
+
 @app.command()
 def grid(
     runs_: Annotated[
@@ -537,6 +553,8 @@ def grid(
             f"run(s) {', '.join(r['id'] for r in recs)} hold no GPU times (a CPU interpreter run checks "
             "correctness only): run `kprof profile FAMILY --grid PART` on a GPU"
         )
+    if len(recs) > 1:
+        _refuse_other_code_at_a_point(recs, metrics)
     family = recs[0]["family"]
     dispatch, prepared = _ops_provider(family), _ops_prepared(family)
     evidence = pd.concat([st.metrics(r["id"]) for r in ncu_recs], ignore_index=True) if ncu_recs else None

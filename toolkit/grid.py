@@ -168,6 +168,19 @@ def _between_runs(g: pd.DataFrame) -> tuple[float, dict[str, tuple[float, str]]]
     return (max(vals) - min(vals)) / statistics.median(vals), per_run
 
 
+def repeats_of_other_code(metrics: pd.DataFrame, identity: dict[str, str]) -> list[tuple[str, str, list[str]]]:
+    """The points (shape, dtype, runs) that several runs measured with different kernel code (``identity``:
+    run -> its source identity): such runs are revisions to diff, not repeats whose disagreement is noise."""
+    if "run" not in metrics:
+        return []
+    out = []
+    for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
+        runs = list(dict.fromkeys(g["run"]))
+        if len({identity.get(r, r) for r in runs}) > 1:
+            out.append((str(shape), str(dtype), runs))
+    return out
+
+
 def grid_table(
     metrics: pd.DataFrame,
     dispatch: str | None = None,

@@ -480,3 +480,33 @@ def test_kprof_grid_counts_the_disagreement_of_two_runs_of_a_part(tmp_path):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "0 loss**, 1 uncertain" in out.stdout and f"1.156 (loss) in {ids[1]}" in out.stdout
+
+
+def test_kprof_grid_refuses_to_pool_runs_of_different_kernel_code_at_a_point(tmp_path):
+    """Two runs of the same point whose recorded kernel sources differ are two revisions: their disagreement
+    is the change, not noise, so kprof grid sends them to kprof diff instead of pooling them."""
+    import subprocess
+    import sys
+
+    from kprof.store import RunStore
+    from tests.toolkit.test_store import record
+
+    st = RunStore(tmp_path / "s.db")
+    ids = []
+    for source in ("00ff", "11ee"):
+        run = st.begin_run(
+            record(mode="gpu", device={"name": "H100"}, source_hashes={"kernels/rmsnorm/tuned.py": source})
+        )
+        for i, (prov, kind, t) in enumerate((("triton_tuned", "triton", 5.0), ("torch_compile", "compile", 5.3))):
+            row = {"case": f"rmsnorm/{prov}/512x8192/bf16", "family": "rmsnorm", "provider": prov, "kind": kind}
+            row |= {"shape": "512x8192", "dtype": "bf16", "status": "ok", "ok": True, "gpu_time_us": t, "noise": 0.02}
+            st.add_case(run, i, row, {"gpu": [t / 1e3] * 5})
+        st.finish_run(run, "complete")
+        ids.append(run)
+    st.close()
+    cmd = [sys.executable, "-m", "kprof.cli", "grid", *ids, "--store", str(tmp_path / "s.db")]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "different kernel code" in out.stderr + out.stdout
+    assert f"kprof diff {ids[0]} {ids[1]}" in out.stderr + out.stdout
+    alone = subprocess.run(cmd[:4] + cmd[5:], capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 0 and "1 win" in alone.stdout
