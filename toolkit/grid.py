@@ -149,6 +149,11 @@ def _nanmax(*values: float) -> float:
     return max(nums) if nums else math.nan
 
 
+def _pair_spread(kp: pd.Series | None, peer: pd.Series | None) -> float:
+    """A point's own spread: the larger IQR/median of its best kprof case and best peer case that is known."""
+    return _nanmax(*(float(c.get("noise", math.nan)) for c in (kp, peer) if c is not None))
+
+
 def _between_runs(g: pd.DataFrame) -> tuple[float, dict[str, tuple[float, str]]]:
     """At one point: each run (the ``run`` column) that measured both sides, with its best-kprof / best-peer
     ratio and the verdict that run alone gives (its own cases' spread), and the ratios' spread between runs,
@@ -160,8 +165,7 @@ def _between_runs(g: pd.DataFrame) -> tuple[float, dict[str, tuple[float, str]]]
         kp, peer = _best(r[r["kind"] == "triton"]), _best(r[r["kind"].isin(PEER_KINDS)])
         if kp is not None and peer is not None:
             ratio = float(kp["gpu_time_us"]) / float(peer["gpu_time_us"])
-            own = _nanmax(float(kp.get("noise", math.nan)), float(peer.get("noise", math.nan)))
-            per_run[str(run)] = (ratio, verdict(ratio, own))
+            per_run[str(run)] = (ratio, verdict(ratio, _pair_spread(kp, peer)))
     if len(per_run) < 2:
         return math.nan, per_run
     vals = [v for v, _ in per_run.values()]
@@ -206,10 +210,7 @@ def grid_table(
         t_k = float(kp["gpu_time_us"]) if kp is not None else math.nan
         t_p = float(peer["gpu_time_us"]) if peer is not None else math.nan
         ratio = t_k / t_p if kp is not None and peer is not None else math.nan
-        within = _nanmax(
-            float(kp.get("noise", math.nan)) if kp is not None else math.nan,
-            float(peer.get("noise", math.nan)) if peer is not None else math.nan,
-        )
+        within = _pair_spread(kp, peer)
         between, per_run = _between_runs(g)
         spread = _nanmax(within, between)
         bound = str(kp.get("bound", "")) if kp is not None else ""
