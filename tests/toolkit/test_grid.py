@@ -455,9 +455,10 @@ def test_a_case_without_a_spread_does_not_hide_the_other_sides():
         assert row["spread"] == pytest.approx(0.05) and row["verdict"] == "uncertain", side
 
 
-def test_kprof_grid_counts_the_disagreement_of_two_runs_of_a_part(tmp_path):
-    """End to end: two stored GPU runs of the same points, then ``kprof grid A B``."""
-    import subprocess
+def _grid_of_stored_runs(tmp_path, runs: list[tuple[float, float, str]]) -> tuple[list[str], list[str]]:
+    """A store of GPU runs of rmsnorm's 512x8192 bf16 point, one per (triton_tuned us, torch_compile us,
+    source hash of the kernel), each case with 2% spread; returns the run ids and ``kprof grid``'s command
+    over all of them."""
     import sys
 
     from kprof.store import RunStore
@@ -465,10 +466,12 @@ def test_kprof_grid_counts_the_disagreement_of_two_runs_of_a_part(tmp_path):
 
     st = RunStore(tmp_path / "s.db")
     ids = []
-    for ratio in (1.000, 1.156):
-        run = st.begin_run(record(mode="gpu", device={"name": "H100"}))
+    for tuned_us, compile_us, source in runs:
+        run = st.begin_run(
+            record(mode="gpu", device={"name": "H100"}, source_hashes={"kernels/rmsnorm/tuned.py": source})
+        )
         for i, (prov, kind, t) in enumerate(
-            (("triton_tuned", "triton", 5.34 * ratio), ("torch_compile", "compile", 5.34))
+            (("triton_tuned", "triton", tuned_us), ("torch_compile", "compile", compile_us))
         ):
             row = {"case": f"rmsnorm/{prov}/512x8192/bf16", "family": "rmsnorm", "provider": prov, "kind": kind}
             row |= {"shape": "512x8192", "dtype": "bf16", "status": "ok", "ok": True, "gpu_time_us": t, "noise": 0.02}
@@ -476,7 +479,14 @@ def test_kprof_grid_counts_the_disagreement_of_two_runs_of_a_part(tmp_path):
         st.finish_run(run, "complete")
         ids.append(run)
     st.close()
-    cmd = [sys.executable, "-m", "kprof.cli", "grid", *ids, "--store", str(tmp_path / "s.db")]
+    return ids, [sys.executable, "-m", "kprof.cli", "grid", *ids, "--store", str(tmp_path / "s.db")]
+
+
+def test_kprof_grid_counts_the_disagreement_of_two_runs_of_a_part(tmp_path):
+    """End to end: two stored GPU runs of the same points, then ``kprof grid A B``."""
+    import subprocess
+
+    ids, cmd = _grid_of_stored_runs(tmp_path, [(5.34, 5.34, "00ff"), (5.34 * 1.156, 5.34, "00ff")])
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "0 loss**, 1 uncertain" in out.stdout and f"1.156 (loss) in {ids[1]}" in out.stdout
@@ -486,25 +496,8 @@ def test_kprof_grid_refuses_to_pool_runs_of_different_kernel_code_at_a_point(tmp
     """Two runs of the same point whose recorded kernel sources differ are two revisions: their disagreement
     is the change, not noise, so kprof grid sends them to kprof diff instead of pooling them."""
     import subprocess
-    import sys
 
-    from kprof.store import RunStore
-    from tests.toolkit.test_store import record
-
-    st = RunStore(tmp_path / "s.db")
-    ids = []
-    for source in ("00ff", "11ee"):
-        run = st.begin_run(
-            record(mode="gpu", device={"name": "H100"}, source_hashes={"kernels/rmsnorm/tuned.py": source})
-        )
-        for i, (prov, kind, t) in enumerate((("triton_tuned", "triton", 5.0), ("torch_compile", "compile", 5.3))):
-            row = {"case": f"rmsnorm/{prov}/512x8192/bf16", "family": "rmsnorm", "provider": prov, "kind": kind}
-            row |= {"shape": "512x8192", "dtype": "bf16", "status": "ok", "ok": True, "gpu_time_us": t, "noise": 0.02}
-            st.add_case(run, i, row, {"gpu": [t / 1e3] * 5})
-        st.finish_run(run, "complete")
-        ids.append(run)
-    st.close()
-    cmd = [sys.executable, "-m", "kprof.cli", "grid", *ids, "--store", str(tmp_path / "s.db")]
+    ids, cmd = _grid_of_stored_runs(tmp_path, [(5.0, 5.3, "00ff"), (5.0, 5.3, "11ee")])
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "different kernel code" in out.stderr + out.stdout
     assert f"kprof diff {ids[0]} {ids[1]}" in out.stderr + out.stdout
