@@ -188,11 +188,16 @@ def main() -> None:
             + ", ".join(f"{n.split('.')[0]} {s / 1024:.1f}" for n, s in sorted(extra.items(), key=lambda x: -x[1]))
             + (f"; not loaded: {', '.join(fewer)}" if fewer else "")
         )
+    report(lines, args.out, "costs", {"load_avg_1m": load, "visits": rows})
+
+
+def report(lines: list[str], out: Path | None, name: str, payload: dict) -> None:
+    """Print the table; with ``out``, keep it as ``NAME.txt`` beside the raw visits as ``NAME.json``."""
     print("\n".join(lines))
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "costs.json").write_text(json.dumps({"load_avg_1m": load, "visits": rows}, indent=1))
-        (args.out / "costs.txt").write_text("\n".join(lines) + "\n")
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{name}.json").write_text(json.dumps(payload, indent=1))
+        (out / f"{name}.txt").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

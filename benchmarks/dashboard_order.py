@@ -16,7 +16,6 @@ its second).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -81,11 +80,7 @@ def main() -> None:
     lines = table(orders, rows)
     loads = [r["load"] for r in rows]
     lines.append(f"{args.servers} servers, orders alternated; load (1 min) {min(loads):.1f}-{max(loads):.1f}")
-    print("\n".join(lines))
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "order.json").write_text(json.dumps({"orders": orders, "visits": rows}, indent=1))
-        (args.out / "order.txt").write_text("\n".join(lines) + "\n")
+    dashboard_costs.report(lines, args.out, "order", {"orders": orders, "visits": rows})
 
 
 if __name__ == "__main__":
