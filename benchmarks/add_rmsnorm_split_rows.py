@@ -25,7 +25,7 @@ import time
 
 import torch
 import triton
-from bench_common import add_race_args, write_csv
+from bench_common import add_race_args, race_shape, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm.tuned import Config, choose_config, launch_with_config

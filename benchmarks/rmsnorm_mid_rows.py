@@ -25,6 +25,7 @@ import triton
 from bench_common import (
     add_race_args,
     checked,
+    race_shape,
     rmsnorm_case,
     write_csv,
 )

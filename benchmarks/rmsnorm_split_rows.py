@@ -23,6 +23,7 @@ import torch
 from bench_common import (
     add_race_args,
     checked,
+    race_shape,
     rmsnorm_case,
     write_csv,
 )
