@@ -178,6 +178,15 @@ def profile(
             )
         ),
     ] = "cold",
+    placements: Annotated[
+        int,
+        typer.Option(
+            help=(
+                "Places in device memory each case of up to 64 MiB of tensors is timed at (cold and warm samples "
+                "pooled; 1 times it where its inputs happen to lie)."
+            )
+        ),
+    ] = 4,
     seed: Annotated[int, typer.Option(help="Input seed; 0 draws a fresh one (recorded with the run).")] = 0,
     report: Annotated[Optional[Path], typer.Option(help="Also write the markdown report to this file.")] = None,
     workers: WorkersOpt = None,
@@ -202,7 +211,9 @@ def profile(
     checks.check_outputs(report=report)
     checks.check_store_for_writing(store)
     resolved = resolve_mode(mode)  # before the kernels are imported: the interpreter is chosen at decoration
-    checks.check_positive(rep_ms=rep_ms, profile_repeats=profile_repeats, profiler_timeout=profiler_timeout)
+    checks.check_positive(
+        rep_ms=rep_ms, profile_repeats=profile_repeats, profiler_timeout=profiler_timeout, placements=placements
+    )
     checks.check_non_negative(warmup_ms=warmup_ms)
     checks.check_shapes_fit(get_family(family), shapes)
     checks.check_revisions(get_family(family), rev)
@@ -221,7 +232,14 @@ def profile(
         profiler_timeout_s=profiler_timeout,
         profile_repeats=profile_repeats,
         revisions=tuple(rev or ()),
-        settings=BenchSettings(warmup_ms=warmup_ms, rep_ms=rep_ms, graph=not no_graph, seed=seed, mode=timing_mode),
+        settings=BenchSettings(
+            warmup_ms=warmup_ms,
+            rep_ms=rep_ms,
+            graph=not no_graph,
+            seed=seed,
+            mode=timing_mode,
+            placements=placements,
+        ),
         store=store,
         command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),
         workers=workers,

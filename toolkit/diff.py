@@ -467,9 +467,11 @@ def environment_warnings(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> 
         )
     sa = (run_a.get("config") or {}).get("settings") or {}
     sb = (run_b.get("config") or {}).get("settings") or {}
-    for k in ("rep_ms", "warmup_ms"):
-        if sa.get(k) != sb.get(k):
-            warn.append(f"timing setting {k} differs: {sa.get(k)} vs {sb.get(k)}")
+    before = {"placements": 1}  # runs made before the setting existed timed each case where its inputs lay
+    for k in ("rep_ms", "warmup_ms", "placements"):
+        va, vb = sa.get(k, before.get(k)), sb.get(k, before.get(k))
+        if va != vb:
+            warn.append(f"timing setting {k} differs: {va} vs {vb}")
     return warn
 
 

@@ -149,9 +149,16 @@ def _nanmax(*values: float) -> float:
     return max(nums) if nums else math.nan
 
 
+def _case_spread(case: pd.Series) -> float:
+    """A case's own spread: its samples' IQR/median or, ranked by cold time, the spread of its medians at
+    the places in memory its tensors were timed at, whichever is larger."""
+    placed = float(case.get("cold_placement_spread", math.nan)) if case.get("timing_mode") == "cold" else math.nan
+    return _nanmax(float(case.get("noise", math.nan)), placed)
+
+
 def _pair_spread(kp: pd.Series | None, peer: pd.Series | None) -> float:
-    """A point's own spread: the larger IQR/median of its best kprof case and best peer case that is known."""
-    return _nanmax(*(float(c.get("noise", math.nan)) for c in (kp, peer) if c is not None))
+    """A point's own spread: the larger spread of its best kprof case and best peer case that is known."""
+    return _nanmax(*(_case_spread(c) for c in (kp, peer) if c is not None))
 
 
 def _between_runs(g: pd.DataFrame) -> tuple[float, dict[str, tuple[float, str]]]:

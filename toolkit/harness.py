@@ -6,12 +6,14 @@ A case that fails correctness is not timed: its numbers would look valid in a ta
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
+import random
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +39,8 @@ class BenchSettings:
     """Declared timing mode whose samples are the case's headline time (kprof.timing.MODES)."""
     events: bool = False
     """Also time with CUDA events around each call (the method before declared modes), for comparison."""
+    placements: int = 4
+    """Places in device memory a small case's tensors are timed at (:data:`PLACEMENT_MAX_BYTES`)."""
     """Base seed; each case draws its own inputs from (seed, case shape, dtype)."""
 
 
@@ -397,27 +401,118 @@ def more_gpu_samples(
     Interleaved comparisons (``kprof profile --rev A --rev B``) time each revision in several short rounds,
     A B B A ..., so a transient on the machine lands in one round of each instead of all of one side."""
     inputs = family.make_inputs(case.shape, case.dtype, device, case_seed(settings.seed, case))
-
-    def call() -> Any:
-        return provider.fn(**inputs)
-
-    samples, _, _ = measure_modes(call, settings, (host_us,), rough_gpu_ms(call))
+    with placements(provider, inputs, settings) as where:
+        samples, _, _ = measure_modes(where, settings, (host_us,), rough_gpu_ms(where[0].call))
     return tuple(v / 1e3 for v in modes.headline(samples, settings.mode)[1])
 
 
+# Where a call's tensors lie in device memory moves a small kernel's cold time, and one session sees one
+# placement. On an H100 (rmsnorm bf16, 512 rows, 3-6 us a call) each process measured a figure of its own for
+# the same call, stable within the process and from its first measurement on: triton_tuned 2.88 or 3.39 us
+# at 512x3072, 5.44 or 6.24 at 512x8192; torch.compile 5.31 or 5.98 at 512x8192, each side independently.
+# Loading the kernel's code again changed nothing; new allocations of the inputs did
+# (benchmarks/results/cold-placement/). A case whose tensors total at most this many bytes is therefore also
+# timed with copies of its inputs in memory pools of their own (new device allocations, so other physical
+# memory), ``settings.placements`` sessions in all, its outputs allocated in the same pool as its inputs; the
+# samples are pooled. Above it a call takes 40 us and more, where half a microsecond is under 2%.
+PLACEMENT_MAX_BYTES = 64 << 20
+# Per-placement medians further apart than this fraction get a note on the case.
+PLACEMENT_NOTE_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One place in memory a case is timed at: the call on inputs there, and the memory pool its outputs
+    come from (None: PyTorch's default pool, the inputs as the case made them)."""
+
+    call: Callable[[], Any]
+    pool: Any = None
+    keep: tuple = ()
+
+
+def _tensor_bytes(inputs: Inputs) -> int:
+    return sum(v.untyped_storage().nbytes() for v in inputs.values() if isinstance(v, torch.Tensor))
+
+
+def relocated(inputs: Inputs, spacer_bytes: int) -> tuple[Inputs, list[Any]]:
+    """The same inputs - values, sizes, strides, storage offsets, tensors sharing storage still sharing it -
+    in storage allocated anew after a spacer of ``spacer_bytes``; (the inputs, what must outlive them)."""
+    device = _device_of(inputs)
+    keep: list[Any] = [torch.empty(spacer_bytes, dtype=torch.uint8, device=device)]
+    copies: dict[int, Any] = {}
+    out: Inputs = {}
+    for name, value in inputs.items():
+        if not isinstance(value, torch.Tensor):
+            out[name] = value
+            continue
+        storage = value.untyped_storage()
+        if storage.data_ptr() not in copies:
+            fresh = torch.UntypedStorage(storage.nbytes(), device=storage.device)
+            fresh.copy_(storage)
+            copies[storage.data_ptr()] = fresh
+        moved = value.new_empty(0).set_(
+            copies[storage.data_ptr()], value.storage_offset(), value.size(), value.stride()
+        )
+        out[name] = moved.requires_grad_(value.requires_grad)
+    keep.extend(copies.values())
+    return out, keep
+
+
+@contextlib.contextmanager
+def placements(provider: Provider, inputs: Inputs, settings: BenchSettings) -> Iterator[list[Placement]]:
+    """Where to time a case: ``inputs`` as they are, then - for a small case on a GPU - copies in
+    ``settings.placements - 1`` memory pools of their own (:data:`PLACEMENT_MAX_BYTES`). The pools' memory
+    goes back to the device when the block ends."""
+    made = [Placement(functools.partial(provider.fn, **inputs))]
+    small = _device_of(inputs).type == "cuda" and _tensor_bytes(inputs) <= PLACEMENT_MAX_BYTES
+    rng = random.Random(settings.seed)
+    try:
+        for _ in range(settings.placements - 1 if small else 0):
+            pool = torch.cuda.MemPool()
+            with torch.cuda.use_mem_pool(pool):
+                moved, held = relocated(inputs, (rng.randint(1, 32) << 20) + 512 * rng.randrange(4096))
+            made.append(Placement(functools.partial(provider.fn, **moved), pool, tuple(held)))
+        yield made
+    finally:
+        pooled = len(made) > 1
+        made.clear()
+        if pooled:
+            torch.cuda.empty_cache()
+
+
 def measure_modes(
-    call: Callable[[], Any], settings: BenchSettings, host_us: Sequence[float], rough_ms: float
+    where: Sequence[Placement | Callable[[], Any]], settings: BenchSettings, host_us: Sequence[float], rough_ms: float
 ) -> tuple[dict[str, tuple[float, ...]], str, list[str]]:
-    """(samples per mode in us, timer "cupti" | "events", notes): cold and warm from one CUPTI session,
-    CUDA events when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
+    """(samples per mode in us, timer "cupti" | "events", notes): cold and warm from one CUPTI session per
+    placement (:func:`placements`; a bare call is one at the default pool), their samples pooled; CUDA events
+    when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
+    spots = [w if isinstance(w, Placement) else Placement(w) for w in where]
     host_med = sorted(host_us)[len(host_us) // 2]
-    res = modes.measure_cupti(call, host_us=host_med, gpu_us=rough_ms * 1e3, rep_ms=settings.rep_ms)
+    rep_ms = settings.rep_ms / len(spots)
+    results = []
+    for spot in spots:
+        with torch.cuda.use_mem_pool(spot.pool) if spot.pool is not None else contextlib.nullcontext():
+            results.append(modes.measure_cupti(spot.call, host_us=host_med, gpu_us=rough_ms * 1e3, rep_ms=rep_ms))
+        if results[-1].source != "cupti":
+            break
+    res = modes.pooled(results)
     no_warm = settings.mode == "warm" and (res.warm is None or not res.warm.busy_us)
     events = (
-        time_gpu(call, settings, host_us=host_med) if (res.source == "events" or settings.events or no_warm) else []
+        time_gpu(spots[0].call, settings, host_us=host_med)
+        if (res.source == "events" or settings.events or no_warm)
+        else []
     )
     notes = [res.note] if res.note else []
-    return modes.mode_samples(res, host_us, (), events), res.source, notes
+    samples = modes.mode_samples(res, host_us, (), events)
+    at = [modes.median(r.cold.busy_us) for r in results if r.cold is not None and r.cold.busy_us]
+    if res.source == "cupti" and len(at) > 1:
+        samples["cold_placements"] = tuple(at)
+        if max(at) > (1 + PLACEMENT_NOTE_FRACTION) * min(at):
+            notes.append(
+                f"cold moved {max(at) / min(at) - 1:.0%} with where its tensors lie in memory "
+                f"({len(at)} placements, medians {min(at):.3g}-{max(at):.3g} us); the samples of all are pooled"
+            )
+    return samples, res.source, notes
 
 
 def run_case(
@@ -485,7 +580,8 @@ def _run_case_once(
         # host time first (it sizes the GPU timer's spin), in batches bounded by a rough GPU time
         rough_ms = rough_gpu_ms(call)
         host = time_host(call, settings, gpu_ms=rough_ms)
-        samples, timer, notes = measure_modes(call, settings, host, rough_ms)
+        with placements(provider, inputs, settings) as where:
+            samples, timer, notes = measure_modes(where, settings, host, rough_ms)
         graph_host = None
         if settings.graph:
             graph_ms, graph_host, graph_note = time_graph(call, settings)

@@ -100,6 +100,9 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "warm_span_us",
     "warm_sum_us",
     "events_us",
+    # (largest - smallest) / median of the cold medians at each place in memory the case's tensors were
+    # timed at (kprof.harness.PLACEMENT_MAX_BYTES); NaN for a case timed at one
+    "cold_placement_spread",
 )
 
 
@@ -261,6 +264,8 @@ def mode_fields(result: CaseResult) -> dict:
         f"{k}_us": float(np.median(ms[k])) if ms.get(k) else math.nan
         for k in ("cold", "cold_span", "cold_sum", "warm", "warm_span", "warm_sum", "events")
     }
+    at = ms.get("cold_placements") or ()
+    out["cold_placement_spread"] = (max(at) - min(at)) / float(np.median(at)) if len(at) > 1 else math.nan
     out["timing_mode"] = result.timing_mode or DEFAULT_MODE
     out["timer"] = result.timer or None
     return out

@@ -398,6 +398,40 @@ def from_records(records: Sequence[KernelRecord], n_cold: int, warm_skip: int) -
     return ModeSamples(cold, warm, "cupti", "; ".join(notes) or None)
 
 
+def _pooled_calls(parts: Sequence[CallTimes | None]) -> CallTimes | None:
+    have = [c for c in parts if c is not None and c.busy_us]
+    if not have:
+        return next((c for c in parts if c is not None), None)
+    notes = [c.note for c in have if c.note]
+    if len({c.kernel_names for c in have}) > 1:
+        notes.append("the placements launched different kernel sequences")
+    return CallTimes(
+        tuple(v for c in have for v in c.busy_us),
+        tuple(v for c in have for v in c.span_us),
+        tuple(v for c in have for v in c.sum_us),
+        have[0].kernels_per_call,
+        have[0].kernel_names,
+        "; ".join(dict.fromkeys(notes)) or None,
+    )
+
+
+def pooled(results: Sequence[ModeSamples]) -> ModeSamples:
+    """Sessions of one case (its tensors at several places in memory) as one: their calls' samples
+    together. A session that fell back to events makes the case fall back, with its reason."""
+    if len(results) == 1:
+        return results[0]
+    for r in results:
+        if r.source != "cupti":
+            return r
+    notes = [r.note for r in results if r.note]
+    return ModeSamples(
+        _pooled_calls([r.cold for r in results]),
+        _pooled_calls([r.warm for r in results]),
+        "cupti",
+        "; ".join(dict.fromkeys(notes)) or None,
+    )
+
+
 def median(values: Sequence[float]) -> float:
     if not values:
         return math.nan

@@ -145,6 +145,26 @@ def test_environment_warnings(tmp_path):
     assert "device name differs: H100 vs H200" in w and "versions triton differs" in w and "dirty" in w
 
 
+@pytest.mark.parametrize(
+    "settings_a, settings_b, expect",
+    [
+        ({"rep_ms": 100}, {"rep_ms": 100, "placements": 4}, "timing setting placements differs: 1 vs 4"),
+        ({"rep_ms": 100, "placements": 4}, {"rep_ms": 100, "placements": 4}, None),
+        ({"rep_ms": 100}, {"rep_ms": 100}, None),
+    ],
+)
+def test_runs_timed_at_different_numbers_of_placements_are_flagged(settings_a, settings_b, expect):
+    """A run made before placements existed timed each case where its inputs lay: one placement."""
+    from kprof.diff import environment_warnings
+
+    base = {"mode": "gpu", "status": "complete", "profiler": "none"}
+    w = environment_warnings(
+        {**base, "id": "a", "config": {"settings": settings_a}}, {**base, "id": "b", "config": {"settings": settings_b}}
+    )
+    placed = [x for x in w if "placements" in x]
+    assert placed == ([expect] if expect else [])
+
+
 def test_kernel_changes_without_names_across_profilers():
     a = _launch_rows("c", 62, ["void k<(int)1>"])
     b = _launch_rows("c", 62, ["void k<1>"])

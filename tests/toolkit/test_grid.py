@@ -503,3 +503,16 @@ def test_kprof_grid_refuses_to_pool_runs_of_different_kernel_code_at_a_point(tmp
     assert f"kprof diff {ids[0]} {ids[1]}" in out.stderr + out.stdout
     alone = subprocess.run(cmd[:4] + cmd[5:], capture_output=True, text=True, timeout=120)
     assert alone.returncode == 0 and "1 win" in alone.stdout
+
+
+@pytest.mark.parametrize("mode, verdict", [("cold", "uncertain"), ("warm", "loss")])
+def test_a_cold_case_that_moved_between_placements_counts_that_in_its_spread(mode, verdict):
+    """A loss of 16% is not called when one side's cold medians at its placements in memory were 18% apart;
+    ranked by another mode, the cold placements say nothing about it."""
+    rng = np.random.default_rng()
+    m = _metrics(rng, {("512x3072", "bf16"): {"triton_a": 3.39, "torch_compile": 2.92}}, noise=0.01)
+    m["timing_mode"] = mode
+    m["cold_placement_spread"] = np.where(m["provider"] == "triton_a", 0.177, np.nan)
+    row = grid_table(m).iloc[0]
+    assert row["verdict"] == verdict
+    assert row["spread"] == pytest.approx(0.177 if mode == "cold" else 0.01)

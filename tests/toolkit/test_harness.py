@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from kprof import harness, timing
 from kprof.harness import BenchSettings, case_seed, check_correctness, run_case
 from kprof.kernels import discover
 from kprof.registry import Case, Provider
@@ -191,3 +192,94 @@ def test_blocked_check_refuses_a_provider_that_changes_its_inputs(device, monkey
 
     c = _check_at(RMS, provider(scribbles), (37, 53), device, 53 * 5, monkeypatch)
     assert not c.ok and c.note == "provider changed its inputs"
+
+
+# ------------------------------------------------------------------------------------------ placements
+def test_relocated_inputs_keep_values_layout_and_shared_storage_at_new_addresses():
+    gen = torch.Generator().manual_seed(11)
+    base = torch.randn(7, 13, generator=gen)
+    given = {"x": base[:, 2:9], "w": base[3], "xt": base.t(), "eps": 1e-5}  # a view, a row, a transpose
+    moved, keep = harness.relocated(given, spacer_bytes=4096 + 512)
+    assert moved["eps"] == given["eps"]
+    for name in ("x", "w", "xt"):
+        a, b = given[name], moved[name]
+        assert torch.equal(a, b) and a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
+        assert b.data_ptr() != a.data_ptr()
+    # the three views shared one storage and still share one (a provider may rely on it)
+    assert len({moved[n].untyped_storage().data_ptr() for n in ("x", "w", "xt")}) == 1
+    assert keep[0].numel() == 4096 + 512  # the spacer, held with the copies
+    moved["x"].add_(1.0)  # the copies are the caller's: the case's own inputs stay as checked
+    assert torch.equal(given["x"], base[:, 2:9]) and not torch.equal(moved["x"], given["x"])
+
+
+def test_a_cpu_case_is_timed_where_it_lies():
+    with harness.placements(RMS.providers["torch_eager"], inputs("cpu"), BenchSettings(placements=4)) as where:
+        assert len(where) == 1 and where[0].pool is None
+
+
+def _fake_sessions(monkeypatch, per_call_us: list[float]):
+    """measure_cupti replaced: the n-th session's cold calls all take ``per_call_us[n]``."""
+    seen = []
+
+    def cupti(fn, **kw):
+        t = per_call_us[len(seen)]
+        seen.append(kw["rep_ms"])
+        cold = timing.CallTimes((t,) * 5, (t,) * 5, (t,) * 5, 1, ("k",))
+        warm = timing.CallTimes((t / 2,) * 5, (t / 2,) * 5, (t / 2,) * 5, 1, ("k",))
+        return timing.ModeSamples(cold, warm, "cupti")
+
+    monkeypatch.setattr(timing, "measure_cupti", cupti)
+    return seen
+
+
+def test_placements_are_pooled_and_their_spread_is_named(monkeypatch):
+    seen = _fake_sessions(monkeypatch, [2.88, 3.39, 2.88, 3.39])
+    calls = [lambda: None] * 4
+    samples, timer, notes = harness.measure_modes(calls, BenchSettings(rep_ms=100), [10.0], 0.003)
+    assert timer == "cupti" and seen == [25.0] * 4  # the repetition budget is shared, not multiplied
+    assert sorted(samples["cold"]) == sorted([2.88] * 10 + [3.39] * 10)
+    assert samples["cold_placements"] == (2.88, 3.39, 2.88, 3.39)
+    assert len(notes) == 1 and "18%" in notes[0] and "4 placements" in notes[0]
+
+
+def test_placements_that_agree_get_no_note(monkeypatch):
+    _fake_sessions(monkeypatch, [4.42, 4.45])
+    samples, _, notes = harness.measure_modes([lambda: None] * 2, BenchSettings(), [10.0], 0.005)
+    assert notes == [] and samples["cold_placements"] == (4.42, 4.45)
+
+
+def test_one_placement_stores_no_placement_samples(monkeypatch):
+    _fake_sessions(monkeypatch, [4.42])
+    samples, _, notes = harness.measure_modes([lambda: None], BenchSettings(), [10.0], 0.005)
+    assert "cold_placements" not in samples and notes == []
+
+
+def test_a_session_without_cupti_makes_the_case_fall_back(monkeypatch):
+    results = iter(
+        [
+            timing.ModeSamples(timing.CallTimes((3.0,), (3.0,), (3.0,), 1, ("k",)), None, "cupti"),
+            timing.ModeSamples(None, None, "events", "CUPTI delivered no device records"),
+        ]
+    )
+    monkeypatch.setattr(timing, "measure_cupti", lambda fn, **kw: next(results))
+    monkeypatch.setattr(harness, "time_gpu", lambda fn, s, host_us=None: [0.004] * 5)
+    samples, timer, notes = harness.measure_modes([lambda: None] * 3, BenchSettings(), [10.0], 0.005)
+    assert timer == "events" and "no device records" in notes[0] and "cold" not in samples
+
+
+@pytest.mark.gpu
+def test_a_small_case_is_timed_in_pools_of_its_own_and_they_are_given_back():
+    given = RMS.make_inputs((512, 3072), "bf16", "cuda", seed=5)
+    before = torch.cuda.memory_reserved()
+    with harness.placements(RMS.providers["triton_tuned"], given, BenchSettings(placements=3)) as where:
+        assert len(where) == 3 and where[0].pool is None and all(w.pool is not None for w in where[1:])
+        outs = [w.call() for w in where]
+        for w, out in zip(where[1:], outs[1:]):
+            x = w.call.keywords["x"]
+            assert x.data_ptr() != given["x"].data_ptr() and torch.equal(x, given["x"])
+            assert torch.equal(out, outs[0])  # same inputs, same answer, wherever they lie
+        samples, timer, notes = harness.measure_modes(where, BenchSettings(rep_ms=20), [20.0], 0.005)
+        assert timer == "cupti" and len(samples["cold_placements"]) == 3
+        del outs, x, out
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_reserved() <= before + (64 << 20)
