@@ -407,14 +407,14 @@ def more_gpu_samples(
 
 
 # Where a call's tensors lie in device memory moves a small kernel's cold time, and one session sees one
-# placement. On an H100 (rmsnorm bf16, 512 rows, 3-6 us a call) each process measured a figure of its own for
-# the same call, stable within the process and from its first measurement on: triton_tuned 2.88 or 3.39 us
-# at 512x3072, 5.44 or 6.24 at 512x8192; torch.compile 5.31 or 5.98 at 512x8192, each side independently.
-# Loading the kernel's code again changed nothing; new allocations of the inputs did
-# (benchmarks/results/cold-placement/). A case whose tensors total at most this many bytes is therefore also
-# timed with copies of its inputs in memory pools of their own (new device allocations, so other physical
-# memory), ``settings.placements`` sessions in all, its outputs allocated in the same pool as its inputs; the
-# samples are pooled. Above it a call takes 40 us and more, where half a microsecond is under 2%.
+# placement. On an H100 (rmsnorm bf16, 512 rows, 3-6 us a call) the same call read 2.88 or 3.39 us for
+# triton_tuned at 512x3072 and 5.31 or 5.98 for torch.compile at 512x8192, depending on the allocation of its
+# tensors: stable within a session, flipping between allocations and between processes, each provider on
+# its own. Loading the kernel's code again, another flush buffer, or warming the address translations
+# changed nothing (benchmarks/results/cold-placement/). A case whose tensors total at most this many bytes
+# is therefore also timed on copies of its inputs in memory pools of their own (new device allocations),
+# ``settings.placements`` sessions in all, its outputs allocated in the same pool past a spacer of a random
+# size; the samples are pooled. Above it a call takes 40 us and more, where half a microsecond is under 2%.
 PLACEMENT_MAX_BYTES = 64 << 20
 # Per-placement medians further apart than this fraction get a note on the case.
 PLACEMENT_NOTE_FRACTION = 0.05
@@ -434,9 +434,10 @@ def _tensor_bytes(inputs: Inputs) -> int:
     return sum(v.untyped_storage().nbytes() for v in inputs.values() if isinstance(v, torch.Tensor))
 
 
-def relocated(inputs: Inputs, spacer_bytes: int) -> tuple[Inputs, list[Any]]:
+def relocated(inputs: Inputs, spacer_bytes: int, after_bytes: int = 0) -> tuple[Inputs, list[Any]]:
     """The same inputs - values, sizes, strides, storage offsets, tensors sharing storage still sharing it -
-    in storage allocated anew after a spacer of ``spacer_bytes``; (the inputs, what must outlive them)."""
+    in storage allocated anew between spacers of ``spacer_bytes`` and ``after_bytes`` (so what the call
+    allocates next lands that far past them); (the inputs, what must outlive them)."""
     device = _device_of(inputs)
     keep: list[Any] = [torch.empty(spacer_bytes, dtype=torch.uint8, device=device)]
     copies: dict[int, Any] = {}
@@ -455,7 +456,14 @@ def relocated(inputs: Inputs, spacer_bytes: int) -> tuple[Inputs, list[Any]]:
         )
         out[name] = moved.requires_grad_(value.requires_grad)
     keep.extend(copies.values())
+    if after_bytes:
+        keep.append(torch.empty(after_bytes, dtype=torch.uint8, device=device))
     return out, keep
+
+
+def _spacer(rng: random.Random) -> int:
+    """1-32 MiB plus a multiple of 512 bytes (the allocator's granule) below 2 MiB."""
+    return (rng.randint(1, 32) << 20) + 512 * rng.randrange(4096)
 
 
 @contextlib.contextmanager
@@ -470,7 +478,7 @@ def placements(provider: Provider, inputs: Inputs, settings: BenchSettings) -> I
         for _ in range(settings.placements - 1 if small else 0):
             pool = torch.cuda.MemPool()
             with torch.cuda.use_mem_pool(pool):
-                moved, held = relocated(inputs, (rng.randint(1, 32) << 20) + 512 * rng.randrange(4096))
+                moved, held = relocated(inputs, _spacer(rng), _spacer(rng))
             made.append(Placement(functools.partial(provider.fn, **moved), pool, tuple(held)))
         yield made
     finally:

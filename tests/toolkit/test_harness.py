@@ -199,7 +199,7 @@ def test_relocated_inputs_keep_values_layout_and_shared_storage_at_new_addresses
     gen = torch.Generator().manual_seed(11)
     base = torch.randn(7, 13, generator=gen)
     given = {"x": base[:, 2:9], "w": base[3], "xt": base.t(), "eps": 1e-5}  # a view, a row, a transpose
-    moved, keep = harness.relocated(given, spacer_bytes=4096 + 512)
+    moved, keep = harness.relocated(given, spacer_bytes=4096 + 512, after_bytes=1024)
     assert moved["eps"] == given["eps"]
     for name in ("x", "w", "xt"):
         a, b = given[name], moved[name]
@@ -207,7 +207,7 @@ def test_relocated_inputs_keep_values_layout_and_shared_storage_at_new_addresses
         assert b.data_ptr() != a.data_ptr()
     # the three views shared one storage and still share one (a provider may rely on it)
     assert len({moved[n].untyped_storage().data_ptr() for n in ("x", "w", "xt")}) == 1
-    assert keep[0].numel() == 4096 + 512  # the spacer, held with the copies
+    assert keep[0].numel() == 4096 + 512 and keep[-1].numel() == 1024  # the spacers, held with the copies
     moved["x"].add_(1.0)  # the copies are the caller's: the case's own inputs stay as checked
     assert torch.equal(given["x"], base[:, 2:9]) and not torch.equal(moved["x"], given["x"])
 
