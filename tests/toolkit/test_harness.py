@@ -267,19 +267,27 @@ def test_a_session_without_cupti_makes_the_case_fall_back(monkeypatch):
     assert timer == "events" and "no device records" in notes[0] and "cold" not in samples
 
 
+def _check_placements(where: list, given: dict) -> None:
+    """Each placement's inputs are copies elsewhere, and the call there gives the same answer."""
+    assert len(where) == 3 and where[0].pool is None and all(w.pool is not None for w in where[1:])
+    first = where[0].call()
+    for spot in where[1:]:
+        x = spot.call.keywords["x"]
+        assert x.data_ptr() != given["x"].data_ptr() and torch.equal(x, given["x"])
+        assert torch.equal(spot.call(), first)
+    samples, timer, _ = harness.measure_modes(where, BenchSettings(rep_ms=20), [20.0], 0.005)
+    assert timer == "cupti" and len(samples["cold_placements"]) == 3
+
+
 @pytest.mark.gpu
 def test_a_small_case_is_timed_in_pools_of_its_own_and_they_are_given_back():
     given = RMS.make_inputs((512, 3072), "bf16", "cuda", seed=5)
+    timing.flush()  # the process's flush buffer exists before the count starts: it is kept for good
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
     before = torch.cuda.memory_reserved()
     with harness.placements(RMS.providers["triton_tuned"], given, BenchSettings(placements=3)) as where:
-        assert len(where) == 3 and where[0].pool is None and all(w.pool is not None for w in where[1:])
-        outs = [w.call() for w in where]
-        for w, out in zip(where[1:], outs[1:]):
-            x = w.call.keywords["x"]
-            assert x.data_ptr() != given["x"].data_ptr() and torch.equal(x, given["x"])
-            assert torch.equal(out, outs[0])  # same inputs, same answer, wherever they lie
-        samples, timer, notes = harness.measure_modes(where, BenchSettings(rep_ms=20), [20.0], 0.005)
-        assert timer == "cupti" and len(samples["cold_placements"]) == 3
-        del outs, x, out
+        _check_placements(where, given)
+        assert torch.cuda.memory_reserved() > before + (2 << 20)  # the pools' spacers and copies
     torch.cuda.synchronize()
-    assert torch.cuda.memory_reserved() <= before + (64 << 20)
+    assert torch.cuda.memory_reserved() <= before + (2 << 20)  # the pools went back when the block ended
