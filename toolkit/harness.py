@@ -416,8 +416,6 @@ def more_gpu_samples(
 # ``settings.placements`` sessions in all, its outputs allocated in the same pool past a spacer of a random
 # size; the samples are pooled. Above it a call takes 40 us and more, where half a microsecond is under 2%.
 PLACEMENT_MAX_BYTES = 64 << 20
-# Per-placement medians further apart than this fraction get a note on the case.
-PLACEMENT_NOTE_FRACTION = 0.05
 
 
 @dataclass(frozen=True)
@@ -515,7 +513,7 @@ def measure_modes(
     at = [modes.median(r.cold.busy_us) for r in results if r.cold is not None and r.cold.busy_us]
     if res.source == "cupti" and len(at) > 1:
         samples["cold_placements"] = tuple(at)
-        if max(at) > (1 + PLACEMENT_NOTE_FRACTION) * min(at):
+        if max(at) > (1 + modes.PLACEMENT_NOTE_FRACTION) * min(at):
             notes.append(
                 f"cold moved {max(at) / min(at) - 1:.0%} with where its tensors lie in memory "
                 f"({len(at)} placements, medians {min(at):.3g}-{max(at):.3g} us); the samples of all are pooled"

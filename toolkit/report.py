@@ -12,12 +12,23 @@ from kprof.fmt import fmt_num, markdown_table
 from kprof.fmt import number as _num
 from kprof.metrics import METRIC_COLUMNS, TEXT_METRICS
 from kprof.shapes import shape_key as _shape_key
+from kprof.timing import PLACEMENT_NOTE_FRACTION
 
 INTERPRETER_NOTICE = (
     "> **CPU interpreter run - correctness only.** No GPU was found, so the Triton versions ran in "
     "Triton's interpreter (`TRITON_INTERPRET=1`) on the CPU and the baselines ran in CPU PyTorch. "
     "Nothing here is a GPU timing and no timings are shown; run on a GPU machine for those."
 )
+
+
+def _spread_cell(r: Any, mode: str) -> str:
+    """IQR/median of the ranked samples; for a cold-ranked case whose placements were further apart than
+    :data:`~kprof.timing.PLACEMENT_NOTE_FRACTION`, that spread in brackets after it."""
+    cell = f"{fmt_num(100 * r.noise, '{:.0f}')}%"
+    placed = getattr(r, "cold_placement_spread", math.nan)
+    if mode == "cold" and not pd.isna(placed) and placed > PLACEMENT_NOTE_FRACTION:
+        cell += f" ({100 * placed:.0f}%)"
+    return cell
 
 
 def _txt(v: Any, limit: int = 100) -> str:
@@ -161,7 +172,9 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
     if not interp:
         out += [
             "Times are medians of per-call samples of the mode each column names (definitions above); "
-            "±: interquartile range / median of the ranked mode. *launch*: launch call start to kernel start. "
+            "±: interquartile range / median of the ranked mode; in brackets, where ranked by cold time and over "
+            f"{PLACEMENT_NOTE_FRACTION:.0%}, how far the case's cold medians at its placements in memory were apart "
+            "((max - min) / median; see the notes). *launch*: launch call start to kernel start. "
             "*occ*: theoretical occupancy of the main kernel (calculator) / achieved (ncu counters, else "
             "Kineto's estimate). *prof µs*: the main kernel's median duration as the profiler measured it. "
             "*DRAM/model*: DRAM bytes the counters measured per call / the family's bytes model. "
@@ -237,7 +250,7 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
                 name,
                 _status_cell(r) if not ok else "ok",
                 fmt_num(r.gpu_time_us, "{:.1f}") if ok else "—",
-                f"{fmt_num(100 * r.noise, '{:.0f}')}%" if ok else "—",
+                _spread_cell(r, mode) if ok else "—",
                 fmt_num(r.gbps, "{:.0f}") if ok else "—",
                 fmt_num(r.pct_peak_bw, "{:.1f}") if ok else "—",
                 (fmt_num(r.speedup, "{:.2f}") + "×") if ok and not pd.isna(r.speedup) else "—",

@@ -48,6 +48,9 @@ from pathlib import Path
 from typing import Any
 
 MODES: tuple[str, ...] = ("cold", "warm", "graph", "host")
+# A case timed at several places in memory (kprof.harness.placements) whose cold medians there are further
+# apart than this fraction gets a note, and the report shows that spread beside the case's own.
+PLACEMENT_NOTE_FRACTION = 0.05
 DEFAULT_MODE = "cold"
 MODE_DEFINITIONS: dict[str, str] = {
     "cold": "cold: kernel time of one call (the union of its kernels' CUPTI activity intervals) right after a "

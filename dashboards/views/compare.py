@@ -112,6 +112,7 @@ def summary_table(m: pd.DataFrame, dtype: str) -> pd.DataFrame:
         "best",
         "gpu_time_us",
         "noise",
+        "cold_placement_spread",
         "gbps",
         "pct_peak_bw",
         "speedup",

@@ -135,3 +135,15 @@ def test_report_names_the_revision():
         "`HEAD~1` = abcdef1234 (faster rows)" in md and "harness at 1234567890 (dirty)" in md
     )  # one commit length (10)
     assert "`HEAD~1`, `HEAD`" in md
+
+
+@pytest.mark.parametrize(
+    "spread, mode, cell",
+    [(0.177, "cold", "2% (18%)"), (0.03, "cold", "2%"), (float("nan"), "cold", "2%"), (0.177, "warm", "2%")],
+)
+def test_the_spread_cell_adds_the_placements_spread_where_it_is_large_and_cold_ranks(spread, mode, cell):
+    from types import SimpleNamespace
+
+    from kprof.report import _spread_cell
+
+    assert _spread_cell(SimpleNamespace(noise=0.02, cold_placement_spread=spread), mode) == cell
