@@ -65,6 +65,28 @@ def print_notes(notes: dict[str, str]) -> None:
         print(f"  {name:<28} not timed: {why}", flush=True)
 
 
+def point_args(doc: str, shapes: str, rounds: int | None = 3) -> Any:
+    """The parser of a script that times a few (shape, dtype) points: --out, --shapes, --dtype and, unless
+    ``rounds`` is None, --rounds; its description is ``doc``'s first line. Add the script's own options to it."""
+    import argparse
+    from pathlib import Path as _Path
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", type=_Path, required=True)
+    ap.add_argument("--shapes", default=shapes, help="comma-separated ROWSxCOLS")
+    ap.add_argument("--dtype", default="bf16")
+    if rounds is not None:
+        ap.add_argument("--rounds", type=int, default=rounds)
+    return ap
+
+
+def rmsnorm_points(fam: Any, args: Any, seed: int = 1234) -> Any:
+    """(``ROWSxCOLS``, shape, rmsnorm inputs on the GPU) for each of ``args.shapes``, in ``args.dtype``."""
+    for shape_s in args.shapes.split(","):
+        shape = tuple(int(v) for v in shape_s.split("x"))
+        yield shape_s, shape, fam.make_inputs(shape, args.dtype, "cuda", seed)
+
+
 def add_race_args(ap: Any, dtypes: str = "bf16", budget_s: float = 420.0) -> None:
     """The options of a shape-by-shape race of candidates: --out, --dtypes, --rounds, --rep-ms, --budget-s."""
     from pathlib import Path as _Path

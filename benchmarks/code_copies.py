@@ -13,14 +13,12 @@ median cold busy time per copy and writes DIR/code_copies.csv.
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
-from pathlib import Path
 
 import torch
 import triton
-from bench_common import write_csv
+from bench_common import point_args, rmsnorm_points, write_csv
 
 from kprof import timing
 from kprof.kernels import discover
@@ -28,19 +26,13 @@ from kprof.kernels.rmsnorm.tuned import _rmsnorm_rows_kernel, config_for
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="512x3072,512x8192")
-    ap.add_argument("--dtype", default="bf16")
+    ap = point_args(__doc__, "512x3072,512x8192")
     ap.add_argument("--copies", type=int, default=8)
-    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     rng = random.Random(0)
     rows = []
-    for shape_s in args.shapes.split(","):
-        shape = tuple(int(v) for v in shape_s.split("x"))
-        inputs = fam.make_inputs(shape, args.dtype, "cuda", 1234)
+    for shape_s, shape, inputs in rmsnorm_points(fam, args):
         x, w, eps = inputs["x"], inputs["weight"], inputs["eps"]
         y = torch.empty_like(x)
         cfg = config_for(shape[1], x.element_size(), shape[0], x.device.index)

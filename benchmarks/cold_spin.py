@@ -11,12 +11,10 @@ random order, and prints the median cold busy time per (provider, host_us). Writ
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
-from pathlib import Path
 
-from bench_common import write_csv
+from bench_common import point_args, rmsnorm_points, write_csv
 
 from kprof import timing
 from kprof.kernels import discover
@@ -26,19 +24,13 @@ PROVIDERS = ("triton_tuned", "torch_compile")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="512x7168,512x6144")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--rounds", type=int, default=4)
+    ap = point_args(__doc__, "512x7168,512x6144", rounds=4)
     ap.add_argument("--rep-ms", type=float, default=10.0)
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     rng = random.Random(0)
     rows = []
-    for shape_s in args.shapes.split(","):
-        shape = tuple(int(v) for v in shape_s.split("x"))
-        inputs = fam.make_inputs(shape, args.dtype, "cuda", 1234)
+    for shape_s, _, inputs in rmsnorm_points(fam, args):
         fns = {p: (lambda f=fam.providers[p].fn: f(**inputs)) for p in PROVIDERS}
         keys = [(p, h) for p in PROVIDERS for h in HOST_US]
         times: dict[tuple[str, float], list[float]] = {k: [] for k in keys}

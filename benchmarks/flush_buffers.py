@@ -12,12 +12,10 @@ groups say the flush's placement decides what the call finds in L2. Prints the m
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
-from pathlib import Path
 
-from bench_common import write_csv
+from bench_common import point_args, rmsnorm_points, write_csv
 
 from kprof import timing
 from kprof.kernels import discover
@@ -26,20 +24,14 @@ PROVIDERS = ("triton_tuned", "torch_compile")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="512x3072,512x8192")
-    ap.add_argument("--dtype", default="bf16")
+    ap = point_args(__doc__, "512x3072,512x8192")
     ap.add_argument("--buffers", type=int, default=6)
-    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     flushes = [timing.L2Flush() for _ in range(args.buffers)]
     rng = random.Random(0)
     rows = []
-    for shape_s in args.shapes.split(","):
-        shape = tuple(int(v) for v in shape_s.split("x"))
-        inputs = fam.make_inputs(shape, args.dtype, "cuda", 1234)
+    for shape_s, _, inputs in rmsnorm_points(fam, args):
         fns = {p: (lambda f=fam.providers[p].fn: f(**inputs)) for p in PROVIDERS}
         for fn in fns.values():
             fn()

@@ -19,13 +19,11 @@ Prints the median cold busy time per (shape, provider, variant) and writes DIR/h
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
 from collections.abc import Callable
-from pathlib import Path
 
-from bench_common import write_csv
+from bench_common import point_args, write_csv
 
 from kprof import harness, timing
 from kprof.kernels import discover
@@ -87,11 +85,7 @@ def _variant(name: str, fam, prov, case: Case, settings: harness.BenchSettings) 
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="512x6144,512x7168")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = point_args(__doc__, "512x6144,512x7168")
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     settings = harness.BenchSettings()

@@ -13,16 +13,14 @@ layout's addresses).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import random
 import statistics
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
-from bench_common import write_csv
+from bench_common import point_args, write_csv
 
 from kprof import timing
 from kprof.kernels import discover
@@ -78,10 +76,7 @@ def _without_touches(run: Callable[[], None]) -> list[timing.KernelRecord]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="512x3072,512x6144")
-    ap.add_argument("--dtype", default="bf16")
+    ap = point_args(__doc__, "512x3072,512x6144", rounds=None)
     ap.add_argument("--layouts", type=int, default=8)
     ap.add_argument("--rep-ms", type=float, default=20.0)
     args = ap.parse_args()

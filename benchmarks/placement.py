@@ -12,13 +12,11 @@ Prints the median cold busy time per placement and writes DIR/placement.csv.
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
-from pathlib import Path
 
 import torch
-from bench_common import write_csv
+from bench_common import point_args, rmsnorm_points, write_csv
 
 from kprof import timing
 from kprof.kernels import discover
@@ -34,20 +32,14 @@ def _placed(arena: torch.Tensor, offset: int, like: torch.Tensor) -> torch.Tenso
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="512x3072,512x6144")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = point_args(__doc__, "512x3072,512x6144")
     ap.add_argument("--rep-ms", type=float, default=20.0)
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     tuned, compiled = fam.providers["triton_tuned"].fn, fam.providers["torch_compile"].fn
     rng = random.Random(0)
     rows = []
-    for shape_s in args.shapes.split(","):
-        shape = tuple(int(v) for v in shape_s.split("x"))
-        inputs = fam.make_inputs(shape, args.dtype, "cuda", 1234)
+    for shape_s, _, inputs in rmsnorm_points(fam, args):
         x0, w, eps = inputs["x"], inputs["weight"], inputs["eps"]
         nbytes = x0.numel() * x0.element_size()
         arena = torch.empty(2 * MIB + 2 * nbytes + 70 * MIB, dtype=torch.uint8, device="cuda")

@@ -11,12 +11,10 @@ readings per (shape, provider) and writes DIR/profile_then_bare.csv.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
-from pathlib import Path
 
-from bench_common import write_csv
+from bench_common import point_args, write_csv
 
 from kprof import timing
 from kprof.kernels import discover
@@ -41,10 +39,7 @@ def bare(fam, shapes: list[tuple[int, ...]], dtype: str, rounds: int = 3) -> dic
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="512x3072,512x8192")
-    ap.add_argument("--dtype", default="bf16")
+    ap = point_args(__doc__, "512x3072,512x8192", rounds=None)
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]

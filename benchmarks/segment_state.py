@@ -17,12 +17,10 @@ writes DIR/segment_state.csv.
 
 from __future__ import annotations
 
-import argparse
 import statistics
-from pathlib import Path
 
 import torch
-from bench_common import write_csv
+from bench_common import point_args, write_csv
 
 from kprof import device, timing
 from kprof.kernels import discover
@@ -40,11 +38,7 @@ def _prepare(state: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="512x3072,512x6144,512x8192")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = point_args(__doc__, "512x3072,512x6144,512x8192")
     ap.add_argument("--rep-ms", type=float, default=20.0)
     args = ap.parse_args()
     fam = discover()["rmsnorm"]

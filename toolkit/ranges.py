@@ -21,6 +21,18 @@ def case_name(label: object) -> str | None:
     return text[len(CASE_PREFIX) :] if text.startswith(CASE_PREFIX) else None
 
 
+def _lane(key: object) -> Hashable:
+    """A thread key as a dict key: a damaged trace can hold a list or an object where a process or thread
+    id belongs, which then names a lane of its own (by its text) instead of failing the lookup."""
+    if isinstance(key, tuple):
+        return tuple(_lane(k) for k in key)
+    try:
+        hash(key)
+    except TypeError:
+        return repr(key)
+    return key  # type: ignore[return-value]
+
+
 class RangeIndex:
     """Case ranges per host thread, for point lookups."""
 
@@ -29,7 +41,7 @@ class RangeIndex:
         for key, start, end, label in ranges:
             case = case_name(label)
             if case is not None and start is not None and end is not None:
-                by_key.setdefault(key, []).append((int(start), int(end), case))
+                by_key.setdefault(_lane(key), []).append((int(start), int(end), case))
         self._spans = {k: sorted(v) for k, v in by_key.items()}
         self._starts = {k: [s for s, _, _ in v] for k, v in self._spans.items()}
 
@@ -40,6 +52,7 @@ class RangeIndex:
         """The innermost case range on ``key`` containing time ``t``, or ``pd.NA``."""
         if t is None or t is pd.NA:
             return pd.NA
+        key = _lane(key)
         spans = self._spans.get(key)
         if not spans:
             return pd.NA
