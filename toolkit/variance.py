@@ -13,7 +13,8 @@ medians; pooled per size class of the case's median time (tiny kernels drift mor
 replaced by its one-sided 95% upper confidence bound (chi-square, ``sum of (runs - 1)`` degrees of freedom),
 because a floor estimated from few runs is itself uncertain and a too-low floor is the costly error. A case
 that drifted more than its class in the calibration uses its own spread. Without a calibration for the
-device, :data:`DEFAULT_SIGMA_RUN` applies (see its comment for where it comes from).
+device, :data:`DEFAULT_SIGMA_RUN` applies, or for calls under 10 us :data:`DEFAULT_SIGMA_RUN_BY_CLASS` (see their
+comments for where they come from).
 
 Calibrations are kept in the run store (table ``noise``), one row per size class and per case, so every
 later diff on that device uses them; the newest calibration of a device wins.
@@ -43,6 +44,12 @@ from kprof.errors import KprofError
 # runs on one machine and right for runs on whatever GPU of the kind the scheduler hands out.
 DEFAULT_SIGMA_RUN = 0.024
 DEFAULT_SOURCE = "60 separate-run pairs of unchanged providers on H100s, 2026-11-22"
+# Calls under 10 us move more between runs, and the pairs above held none. 14 separate `kprof profile` runs of
+# unchanged rmsnorm bf16 code on one H100 (benchmarks/results/cold-placement/, 2026-11-23; 15 cases of 1.9-6.9
+# us: triton_tuned, torch.compile, Liger) pool to sigma_run = 3.5% with 133 degrees of freedom, 3.85% at the
+# 95% upper bound; torch.compile's medians moved by up to 10.6% and Liger's by up to 16% between two runs.
+DEFAULT_SIGMA_RUN_BY_CLASS = {"<10us": 0.0385}
+DEFAULT_SOURCE_BY_CLASS = {"<10us": "14 separate runs of unchanged rmsnorm cases of 1.9-6.9 us on an H100, 2026-11-23"}
 
 # upper edges (us) of the size classes of a case's median time; a class pools the cases inside it
 SIZE_EDGES_US = (10.0, 100.0, 1000.0)
@@ -89,7 +96,11 @@ class Floor:
 WITHIN_RUN = Floor(0.0, "within-run")
 
 
-def default_floor() -> Floor:
+def default_floor(median_us: float | None = None) -> Floor:
+    """The uncalibrated floor for a case of ``median_us`` (its size class's where one was measured)."""
+    cls = size_class(median_us) if median_us is not None else "?"
+    if cls in DEFAULT_SIGMA_RUN_BY_CLASS:
+        return Floor(DEFAULT_SIGMA_RUN_BY_CLASS[cls], "default", DEFAULT_SOURCE_BY_CLASS[cls])
     return Floor(DEFAULT_SIGMA_RUN, "default", DEFAULT_SOURCE)
 
 
@@ -337,5 +348,5 @@ def floor_lookup(store: Any, run_a: Mapping[str, Any], run_b: Mapping[str, Any])
     dev_a, dev_b = run_a.get("device_name"), run_b.get("device_name")
     cal = load(store, dev_a) if dev_a == dev_b else None
     if cal is None:
-        return lambda key, median_us: default_floor()
+        return lambda key, median_us: default_floor(median_us)
     return cal.floor_for

@@ -631,3 +631,42 @@ def test_trace_diff_prints_kernel_names_as_text(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "kern[/]" in r.stdout and "[bold]k2[/bold]" in r.stdout
     assert "\x1b[31m" not in r.stdout and "evil\\x1b[31mred" in r.stdout
+
+
+def _committed_small_call_runs(tmp_path) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Run medians and source identities of the H100 `kprof profile` runs committed under
+    benchmarks/results/cold-placement/ (separate processes, unchanged rmsnorm code)."""
+    import gzip
+    import shutil
+
+    from kprof import variance
+
+    base = ROOT / "benchmarks/results/cold-placement"
+    medians, groups = [], {}
+    for i, gz in enumerate(sorted(base.glob("*/**/*.db.gz"))):
+        if "h200" in str(gz):
+            continue  # another device: a floor is per device
+        db = tmp_path / f"{i}.db"
+        with gzip.open(gz) as src, open(db, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        st = RunStore(db, create=False)
+        ids = list(st.runs()["id"])
+        medians.append(variance.run_medians(st, ids))
+        groups |= {r: variance.source_identity(st.run(r)) for r in ids}
+    return pd.concat(medians, ignore_index=True), groups
+
+
+def test_the_default_floor_under_10us_is_what_the_committed_repeated_runs_give(tmp_path):
+    from kprof import variance
+
+    medians, groups = _committed_small_call_runs(tmp_path)
+    assert len(groups) >= 14 and len(set(groups.values())) == 1  # repeats of one code
+    cases, classes = variance.estimate(medians, groups)
+    small = classes[classes["size_class"] == "<10us"].iloc[0]
+    assert variance.DEFAULT_SIGMA_RUN_BY_CLASS["<10us"] == pytest.approx(small["sigma_upper"], abs=5e-4)
+    assert small["sigma_upper"] > variance.DEFAULT_SIGMA_RUN  # the general default would be too narrow there
+    # with it, torch.compile's largest move between two of these runs is inside the floor; a 30 us case
+    # keeps the general default
+    compile_moves = cases[cases["key"].str.contains("torch_compile") & (cases["size_class"] == "<10us")]
+    assert compile_moves["max_pair_dev"].max() < variance.default_floor(3.0).half_width()
+    assert variance.default_floor(30.0).sigma_run == variance.DEFAULT_SIGMA_RUN
