@@ -545,6 +545,7 @@ def grid(
     Nsight Compute measured where a point falls short."""
     import pandas as pd
 
+    from kprof import variance  # imports scipy: the run-to-run floor of points under 10 us
     from kprof.grid import grid_table, render
     from kprof.safe_text import no_control
     from kprof.store import RunStore
@@ -576,7 +577,15 @@ def grid(
     family = recs[0]["family"]
     dispatch, prepared = _ops_provider(family), _ops_prepared(family)
     evidence = pd.concat([st.metrics(r["id"]) for r in ncu_recs], ignore_index=True) if ncu_recs else None
-    table = grid_table(metrics, dispatch, prepared, targets=_grid_targets(family), evidence=evidence)
+    floors = variance.floor_lookup(st, recs[0], recs[0])
+    table = grid_table(
+        metrics,
+        dispatch,
+        prepared,
+        targets=_grid_targets(family),
+        evidence=evidence,
+        sigma_run=lambda key, us: floors(key, us).sigma_run,
+    )
     text = render(table, [r["id"] for r in recs], family, dispatch, prepared)
     if markdown:
         markdown.write_text(text)

@@ -10,7 +10,10 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
   point measured in several of the runs given (the same part raced again) is ``uncertain`` where those runs
   alone would call different verdicts, and its spread counts the ratio's spread between them: on an H100
   torch.compile (the same code in both) took 5.95 us at 512x8192 bf16 in one run of rmsnorm's bf16 part and
-  5.34 in another, each run's cases within 2-3% of their own median;
+  5.34 in another, each run's cases within 2-3% of their own median. A point whose slower side takes under
+  10 us also counts the ratio's run-to-run floor (:func:`run_to_run_floor`), since a single run cannot
+  show how far the next will move: 11.3% for one run and 7.8% for two by default, or from each side's own
+  spread where the store holds a calibration of the device (``kprof noise``);
 * for memory-bound points, the best version's bandwidth as a fraction of the device's copy ceiling;
 * for matrix families, the ratio to the family's ``roofline`` yardstick (one cuBLAS product of the shape);
 * given the family's dispatch (the provider ``kprof.kernels.ops`` runs), its time over the best kprof
@@ -27,13 +30,19 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 PEER_KINDS = ("eager", "library", "compile", "peer")
 WIN, TIE = 0.98, 1.02
+# Under this many us a call's median moves between separate runs by more than one run's spread shows: on an
+# H100, 14 runs of unchanged rmsnorm code moved torch.compile by up to 10.6% and the best-kprof / best-peer
+# ratio at 64x4096 from 0.965 to 1.088 (kprof.variance.DEFAULT_SIGMA_RUN_BY_CLASS). A point whose slower side
+# is this fast counts the ratio's run-to-run half-width in its spread, narrower with each run given.
+SMALL_CALL_US = 10.0
+Z95 = 1.959964  # two-sided 95% normal quantile
 
 
 @dataclass(frozen=True)
@@ -152,8 +161,32 @@ def _nanmax(*values: float) -> float:
 def _case_spread(case: pd.Series) -> float:
     """A case's own spread: its samples' IQR/median or, ranked by cold time, the spread of its medians at
     the places in memory its tensors were timed at, whichever is larger."""
-    placed = float(case.get("cold_placement_spread", math.nan)) if case.get("timing_mode") == "cold" else math.nan
-    return _nanmax(float(case.get("noise", math.nan)), placed)
+    placed = _number(case.get("cold_placement_spread")) if case.get("timing_mode") == "cold" else math.nan
+    return _nanmax(_number(case.get("noise")), placed)
+
+
+def _number(value: object) -> float:
+    """A metric as a float: NaN for a missing one (a store made before the column existed holds None)."""
+    return math.nan if value is None or pd.isna(value) else float(value)  # type: ignore[arg-type]
+
+
+def run_to_run_floor(kprof_us: float, peer_us: float, runs: int, sigmas: tuple[float, float] | None = None) -> float:
+    """The 95% half-width of the best-kprof / best-peer ratio from run-to-run variance alone, for a point
+    whose slower side takes under :data:`SMALL_CALL_US`, over ``runs`` runs: each side drifts on its own, by
+    its ``sigmas`` (per-run sd of the log median: a calibration's, from ``kprof noise``) or else the
+    uncalibrated small-call default each. NaN for larger points, where separate runs agree within the cases'
+    spread."""
+    if not max(kprof_us, peer_us) < SMALL_CALL_US:
+        return math.nan
+    if sigmas is None:
+        from kprof.variance import DEFAULT_SIGMA_RUN_BY_CLASS
+
+        sigmas = (DEFAULT_SIGMA_RUN_BY_CLASS["<10us"],) * 2
+    return math.expm1(Z95 * math.hypot(*sigmas) / math.sqrt(max(runs, 1)))
+
+
+def _key(case: pd.Series) -> str:
+    return f"{case.get('family')}/{case.get('provider')}/{case.get('shape')}/{case.get('dtype')}"
 
 
 def _pair_spread(kp: pd.Series | None, peer: pd.Series | None) -> float:
@@ -198,6 +231,7 @@ def grid_table(
     prepared: Sequence[str] = (),
     targets: GridTargets | None = None,
     evidence: pd.DataFrame | None = None,
+    sigma_run: Callable[[str, float], float] | None = None,
 ) -> pd.DataFrame:
     """One row per (shape, dtype) of ``metrics`` (one or more runs' rows, concatenated, each run's named in a
     ``run`` column where a point may be measured by several: each side's fastest case over all of them, and
@@ -205,7 +239,9 @@ def grid_table(
     provider the ops API runs for this family, compared with the best kprof version at each point other than
     the ``prepared`` ones (versions on weights derived before the call, which the plain op cannot use: the
     ops API runs them only through its prepared objects). ``targets``: the family's, checked per point;
-    ``evidence``: metrics of Nsight Compute runs of the same points (``metrics`` itself is read too)."""
+    ``evidence``: metrics of Nsight Compute runs of the same points (``metrics`` itself is read too);
+    ``sigma_run``: (case key, median us) -> that case's run-to-run sd of log median from a calibration of the
+    device (:func:`kprof.variance.floor_lookup`), for the floor of points under :data:`SMALL_CALL_US`."""
     ncu = metrics if evidence is None else pd.concat([metrics, evidence], ignore_index=True)
     rows = []
     for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
@@ -219,7 +255,11 @@ def grid_table(
         ratio = t_k / t_p if kp is not None and peer is not None else math.nan
         within = _pair_spread(kp, peer)
         between, per_run = _between_runs(g)
-        spread = _nanmax(within, between)
+        sides = None
+        if sigma_run is not None and kp is not None and peer is not None:
+            sides = (sigma_run(_key(kp), t_k), sigma_run(_key(peer), t_p))
+        floor = run_to_run_floor(t_k, t_p, len(per_run), sides)
+        spread = _nanmax(within, between, floor)
         bound = str(kp.get("bound", "")) if kp is not None else ""
         pct_copy = float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan
         nbytes = float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan
@@ -244,6 +284,13 @@ def grid_table(
             )
         else:
             why = ""
+        if v == "uncertain" and not disagree and verdict(ratio, _nanmax(within, between)) != "uncertain":
+            n = max(len(per_run), 1)
+            floor_why = (
+                f"under {SMALL_CALL_US:.0f} us the ratio moves by up to {100 * floor:.1f}% between separate runs "
+                f"({n} run{'s' if n > 1 else ''} here); race the part again and give every run"
+            )
+            why = f"{floor_why}; {why}" if why else floor_why
         if disagree:
             runs = "the runs disagree: " + ", ".join(f"{r:.3f} ({pv}) in {run}" for run, (r, pv) in per_run.items())
             why = f"{runs}; {why}" if why else runs
@@ -258,6 +305,7 @@ def grid_table(
                 "ratio": ratio,
                 "spread": spread,
                 "runs_spread": between,
+                "run_floor": floor,
                 "verdict": v,
                 "why": why,
                 "bound": bound,
@@ -354,7 +402,8 @@ def render(
         f"# kprof grid · {family} · runs {', '.join(runs)}",
         "",
         f"{s.points} points: **{s.wins} win, {s.ties} tie, {s.losses} loss**, {s.uncertain} uncertain "
-        f"(a win or a loss within the cases' own spread, or runs of the point that disagree), "
+        f"(a win or a loss within the cases' own spread, within the ratio's run-to-run floor under "
+        f"{SMALL_CALL_US:.0f} µs, or runs of the point that disagree), "
         f"{s.no_peer} without a peer, {s.not_measured} not measured "
         f"(reason in the last column). Times: `{mode}` mode, µs. "
         f"win: best kprof <= {WIN} x best peer; tie: up to {TIE} x.",

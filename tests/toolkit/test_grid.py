@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from kprof import grid
 from kprof.errors import KprofError
 from kprof.grid import (
     MIB,
@@ -497,7 +498,7 @@ def test_kprof_grid_refuses_to_pool_runs_of_different_kernel_code_at_a_point(tmp
     is the change, not noise, so kprof grid sends them to kprof diff instead of pooling them."""
     import subprocess
 
-    ids, cmd = _grid_of_stored_runs(tmp_path, [(5.0, 5.3, "00ff"), (5.0, 5.3, "11ee")])
+    ids, cmd = _grid_of_stored_runs(tmp_path, [(50.0, 53.0, "00ff"), (50.0, 53.0, "11ee")])
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0 and "different kernel code" in out.stderr + out.stdout
     assert f"kprof diff {ids[0]} {ids[1]}" in out.stderr + out.stdout
@@ -505,14 +506,82 @@ def test_kprof_grid_refuses_to_pool_runs_of_different_kernel_code_at_a_point(tmp
     assert alone.returncode == 0 and "1 win" in alone.stdout
 
 
+def test_a_store_made_before_placements_reads_as_no_placement_spread():
+    """Runs stored before the column existed come back with None in it (an object column)."""
+    rng = np.random.default_rng()
+    m = _metrics(rng, {("512x3072", "bf16"): {"triton_a": 33.9, "torch_compile": 29.2}}, noise=0.01)
+    m["cold_placement_spread"] = pd.Series([None] * len(m), dtype=object, index=m.index)
+    row = grid_table(m).iloc[0]
+    assert row["verdict"] == "loss" and row["spread"] == pytest.approx(0.01)
+
+
 @pytest.mark.parametrize("mode, verdict", [("cold", "uncertain"), ("warm", "loss")])
 def test_a_cold_case_that_moved_between_placements_counts_that_in_its_spread(mode, verdict):
     """A loss of 16% is not called when one side's cold medians at its placements in memory were 18% apart;
     ranked by another mode, the cold placements say nothing about it."""
     rng = np.random.default_rng()
-    m = _metrics(rng, {("512x3072", "bf16"): {"triton_a": 3.39, "torch_compile": 2.92}}, noise=0.01)
+    m = _metrics(rng, {("512x3072", "bf16"): {"triton_a": 33.9, "torch_compile": 29.2}}, noise=0.01)
     m["timing_mode"] = mode
     m["cold_placement_spread"] = np.where(m["provider"] == "triton_a", 0.177, np.nan)
     row = grid_table(m).iloc[0]
     assert row["verdict"] == verdict
     assert row["spread"] == pytest.approx(0.177 if mode == "cold" else 0.01)
+
+
+@pytest.mark.parametrize(
+    "kprof_us, peer_us, runs, expect",
+    [
+        (1.95, 2.02, 1, "uncertain"),  # 0.965: a single run's win at 2 us is inside the 11% run-to-run floor
+        (1.70, 2.02, 1, "win"),  # 0.842: 0.98 - 0.842 is past it
+        (1.78, 2.02, 2, "win"),  # 0.881: two runs narrow the floor to 7.8%
+        (19.5, 20.2, 1, "win"),  # 0.965 at 20 us: runs there agreed within the cases' spread
+        (6.18, 5.31, 1, "loss"),  # 1.164: past the floor either way
+    ],
+)
+def test_a_point_under_10us_counts_the_ratios_run_to_run_floor(kprof_us, peer_us, runs, expect):
+    rng = np.random.default_rng()
+    m = pd.concat(
+        [
+            _metrics(rng, {("64x4096", "bf16"): {"triton_a": kprof_us, "torch_compile": peer_us}}).assign(run=f"r{i}")
+            for i in range(runs)
+        ],
+        ignore_index=True,
+    )
+    row = grid_table(m).iloc[0]
+    assert row["verdict"] == expect
+    if kprof_us < 10:
+        assert row["run_floor"] == pytest.approx(grid.run_to_run_floor(kprof_us, peer_us, runs))
+        assert row["spread"] >= row["run_floor"]
+    else:
+        assert math.isnan(row["run_floor"])
+    if expect == "uncertain":
+        assert "between separate runs (1 run here)" in row["why"]
+
+
+def test_the_run_to_run_floor_is_the_ratios_95pc_width_from_the_small_call_default():
+    from kprof.variance import DEFAULT_SIGMA_RUN_BY_CLASS
+
+    sigma = DEFAULT_SIGMA_RUN_BY_CLASS["<10us"]
+    for runs in (1, 2, 4):
+        # both sides drift on their own, so the log ratio's run-to-run sd is sqrt(2) sigma, over sqrt(runs)
+        assert math.log1p(grid.run_to_run_floor(3.0, 2.9, runs)) == pytest.approx(
+            1.96 * sigma * (2 / runs) ** 0.5, rel=1e-4
+        )
+    assert math.isnan(grid.run_to_run_floor(10.0, 9.0, 1))
+
+
+@pytest.mark.parametrize("kprof_us, expect", [(1.92, "uncertain"), (1.88, "win")])
+def test_a_calibration_gives_each_side_its_own_run_to_run_spread(kprof_us, expect):
+    """With per-case sigmas from `kprof noise` (kprof 0.5%, the peer 2%) the floor is 4.1%, not 11.3%."""
+    rng = np.random.default_rng()
+    m = _metrics(rng, {("64x4096", "bf16"): {"triton_a": kprof_us, "torch_compile": 2.02}}).assign(family="rmsnorm")
+    seen = {}
+
+    def sigma_run(key: str, median_us: float) -> float:
+        seen[key] = median_us
+        return 0.005 if "triton_a" in key else 0.02
+
+    row = grid_table(m, sigma_run=sigma_run).iloc[0]
+    assert row["run_floor"] == pytest.approx(math.expm1(1.96 * math.hypot(0.005, 0.02)), rel=1e-4)
+    assert row["verdict"] == expect
+    assert seen == {"rmsnorm/triton_a/64x4096/bf16": kprof_us, "rmsnorm/torch_compile/64x4096/bf16": 2.02}
