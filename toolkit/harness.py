@@ -35,13 +35,13 @@ class BenchSettings:
     host_reps: int = 7
     graph: bool = True
     seed: int = 0
+    """Base seed; each case draws its own inputs from (seed, case shape, dtype)."""
     mode: str = "cold"
     """Declared timing mode whose samples are the case's headline time (kprof.timing.MODES)."""
     events: bool = False
     """Also time with CUDA events around each call (the method before declared modes), for comparison."""
     placements: int = 4
     """Places in device memory a small case's tensors are timed at (:data:`PLACEMENT_MAX_BYTES`)."""
-    """Base seed; each case draws its own inputs from (seed, case shape, dtype)."""
 
 
 @dataclass(frozen=True)
