@@ -101,7 +101,7 @@ def main() -> int:
         t0 = time.perf_counter()
         rough = harness.rough_gpu_ms(call)
         host = harness.time_host(call, settings, gpu_ms=rough)
-        samples, timer, notes = harness.measure_modes([call], settings, host, rough)
+        samples, timer, notes = harness.measure_modes([harness.Placement(call)], settings, host, rough)
         graph, _, _ = harness.time_graph(call, settings)
         secs = time.perf_counter() - t0
         med = {k: timing.median(v) for k, v in samples.items()}

@@ -420,8 +420,9 @@ PLACEMENT_MAX_BYTES = 64 << 20
 
 @dataclass(frozen=True)
 class Placement:
-    """One place in memory a case is timed at: the call on inputs there, and the memory pool its outputs
-    come from (None: PyTorch's default pool, the inputs as the case made them)."""
+    """One place in memory a case is timed at: the call on inputs there, the memory pool its outputs come
+    from (None: PyTorch's default pool, the inputs as the case made them), and what holds that memory (the
+    spacers and copies) until the placement is dropped."""
 
     call: Callable[[], Any]
     pool: Any = None
@@ -487,12 +488,11 @@ def placements(provider: Provider, inputs: Inputs, settings: BenchSettings) -> I
 
 
 def measure_modes(
-    where: Sequence[Placement | Callable[[], Any]], settings: BenchSettings, host_us: Sequence[float], rough_ms: float
+    spots: Sequence[Placement], settings: BenchSettings, host_us: Sequence[float], rough_ms: float
 ) -> tuple[dict[str, tuple[float, ...]], str, list[str]]:
     """(samples per mode in us, timer "cupti" | "events", notes): cold and warm from one CUPTI session per
-    placement (:func:`placements`; a bare call is one at the default pool), their samples pooled; CUDA events
-    when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
-    spots = [w if isinstance(w, Placement) else Placement(w) for w in where]
+    placement (:func:`placements`; ``Placement(call)`` times a call where its inputs lie), their samples
+    pooled; CUDA events when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
     host_med = sorted(host_us)[len(host_us) // 2]
     rep_ms = settings.rep_ms / len(spots)
     results = []

@@ -234,8 +234,8 @@ def _fake_sessions(monkeypatch, per_call_us: list[float]):
 
 def test_placements_are_pooled_and_their_spread_is_named(monkeypatch):
     seen = _fake_sessions(monkeypatch, [2.88, 3.39, 2.88, 3.39])
-    calls = [lambda: None] * 4
-    samples, timer, notes = harness.measure_modes(calls, BenchSettings(rep_ms=100), [10.0], 0.003)
+    spots = [harness.Placement(lambda: None)] * 4
+    samples, timer, notes = harness.measure_modes(spots, BenchSettings(rep_ms=100), [10.0], 0.003)
     assert timer == "cupti" and seen == [25.0] * 4  # the repetition budget is shared, not multiplied
     assert sorted(samples["cold"]) == sorted([2.88] * 10 + [3.39] * 10)
     assert samples["cold_placements"] == (2.88, 3.39, 2.88, 3.39)
@@ -244,13 +244,13 @@ def test_placements_are_pooled_and_their_spread_is_named(monkeypatch):
 
 def test_placements_that_agree_get_no_note(monkeypatch):
     _fake_sessions(monkeypatch, [4.42, 4.45])
-    samples, _, notes = harness.measure_modes([lambda: None] * 2, BenchSettings(), [10.0], 0.005)
+    samples, _, notes = harness.measure_modes([harness.Placement(lambda: None)] * 2, BenchSettings(), [10.0], 0.005)
     assert notes == [] and samples["cold_placements"] == (4.42, 4.45)
 
 
 def test_one_placement_stores_no_placement_samples(monkeypatch):
     _fake_sessions(monkeypatch, [4.42])
-    samples, _, notes = harness.measure_modes([lambda: None], BenchSettings(), [10.0], 0.005)
+    samples, _, notes = harness.measure_modes([harness.Placement(lambda: None)], BenchSettings(), [10.0], 0.005)
     assert "cold_placements" not in samples and notes == []
 
 
@@ -263,7 +263,7 @@ def test_a_session_without_cupti_makes_the_case_fall_back(monkeypatch):
     )
     monkeypatch.setattr(timing, "measure_cupti", lambda fn, **kw: next(results))
     monkeypatch.setattr(harness, "time_gpu", lambda fn, s, host_us=None: [0.004] * 5)
-    samples, timer, notes = harness.measure_modes([lambda: None] * 3, BenchSettings(), [10.0], 0.005)
+    samples, timer, notes = harness.measure_modes([harness.Placement(lambda: None)] * 3, BenchSettings(), [10.0], 0.005)
     assert timer == "events" and "no device records" in notes[0] and "cold" not in samples
 
 
