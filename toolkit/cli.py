@@ -505,7 +505,7 @@ def _refuse_other_code_at_a_point(recs: list[dict], metrics: pd.DataFrame) -> No
     """``kprof grid`` pools the runs that measure a point as repeats; runs of different kernel code (their
     recorded source hashes differ) are revisions, for ``kprof diff``."""
     from kprof.grid import repeats_of_other_code
-    from kprof.variance import source_identity  # imports scipy: only where several runs are given
+    from kprof.variance import source_identity
 
     mixed = repeats_of_other_code(metrics, {r["id"]: source_identity(r) for r in recs})
     if mixed:

@@ -42,7 +42,6 @@ WIN, TIE = 0.98, 1.02
 # ratio at 64x4096 from 0.965 to 1.088 (kprof.variance.DEFAULT_SIGMA_RUN_BY_CLASS). A point whose slower side
 # is this fast counts the ratio's run-to-run half-width in its spread, narrower with each run given.
 SMALL_CALL_US = 10.0
-Z95 = 1.959964  # two-sided 95% normal quantile
 
 
 @dataclass(frozen=True)
@@ -178,11 +177,10 @@ def run_to_run_floor(kprof_us: float, peer_us: float, runs: int, sigmas: tuple[f
     spread."""
     if not max(kprof_us, peer_us) < SMALL_CALL_US:
         return math.nan
-    if sigmas is None:
-        from kprof.variance import DEFAULT_SIGMA_RUN_BY_CLASS
+    from kprof.variance import DEFAULT_SIGMA_RUN_BY_CLASS, ratio_half_width  # imports scipy
 
-        sigmas = (DEFAULT_SIGMA_RUN_BY_CLASS["<10us"],) * 2
-    return math.expm1(Z95 * math.hypot(*sigmas) / math.sqrt(max(runs, 1)))
+    sigma_k, sigma_p = sigmas or (DEFAULT_SIGMA_RUN_BY_CLASS["<10us"],) * 2
+    return ratio_half_width(sigma_k, sigma_p, runs)
 
 
 def _key(case: pd.Series) -> str:

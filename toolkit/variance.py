@@ -81,8 +81,7 @@ class Floor:
 
     def half_width(self, confidence: float = 0.95) -> float:
         """Relative change that unchanged code reaches between two runs at ``confidence`` (the floor)."""
-        z = float(stats.norm.ppf(0.5 + confidence / 2))
-        return math.expm1(z * self.pair_sd())
+        return ratio_half_width(self.sigma_run, self.sigma_run, confidence=confidence)
 
     def describe(self, confidence: float = 0.95) -> str:
         if self.source == "within-run":
@@ -91,6 +90,14 @@ class Floor:
         if self.source == "calibrated":
             return f"run-to-run floor {pct} (calibrated from {self.detail})"
         return f"default floor {pct} (uncalibrated: {self.detail or DEFAULT_SOURCE}; run `kprof noise`)"
+
+
+def ratio_half_width(sigma_a: float, sigma_b: float, runs: int = 1, confidence: float = 0.95) -> float:
+    """Relative change of a ratio of two medians that run-to-run variance alone reaches at ``confidence``,
+    each side drifting on its own by its ``sigma_run`` (per-run sd of the log median), the ratio averaged over
+    ``runs`` runs: the same case in two runs (``Floor.half_width``) or two cases within runs (``kprof grid``)."""
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    return math.expm1(z * math.hypot(sigma_a, sigma_b) / math.sqrt(max(runs, 1)))
 
 
 WITHIN_RUN = Floor(0.0, "within-run")
