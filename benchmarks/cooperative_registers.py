@@ -30,7 +30,7 @@ import time
 import torch
 import triton
 import triton.language as tl
-from bench_common import add_race_args, checked, race_shape, write_csv
+from bench_common import add_race_args, checked, print_notes, print_race, race_rounds, race_rows, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm.cooperative import _add_rmsnorm_cooperative_kernel
@@ -142,7 +142,10 @@ def main() -> int:
                 fns["[copy]"] = lambda cp=copies: [dst.copy_(src) for dst, src in cp]
                 shape = f"{family}/{n_rows}x{n}/{dtype}"
                 print("  " + ", ".join(f"{k}: {c.n_regs} regs {c.n_spills} spills" for k, c in compiled.items()))
-                raced, _ = race_shape(shape, fns, notes, args, rng, top=30)
+                times = race_rounds(fns, args.rounds, args.rep_ms, rng)
+                print_race(shape, times, top=30)
+                print_notes(notes)
+                raced = race_rows(shape, times)
                 for r in raced:
                     k = compiled.get(r["variant"])
                     r.update({"regs": k.n_regs if k else "", "spills": k.n_spills if k else ""})
