@@ -1,7 +1,8 @@
 """The cooperative kernels (rmsnorm, add_rmsnorm) over elements a thread, warps and a register cap, with what
 the meeting and the counters' zeroing cost on their own.
 
-    python benchmarks/cooperative_registers.py --out DIR [--dtypes bf16,fp16] [--rounds 3] [--rep-ms 10]
+    python benchmarks/cooperative_registers.py --out DIR [--dtypes bf16,fp16] [--rounds 3] [--rep-ms 10] \
+        [--families rmsnorm,add_rmsnorm] [--no-caps]
 
 At many rows of 128-256 KB the cooperative kernels read x once yet reach 83-89% (rmsnorm) and 93-96%
 (add_rmsnorm) of a device copy of the same bytes on an H100; ncu gave achieved occupancy 34-36% and
@@ -11,6 +12,9 @@ closes the gap, and how much of it is the meeting itself:
 
 - ``pt{E} w{W} r{R}``: the family's cooperative kernel with E elements a thread, W warps, at most R registers
   a thread (``r-``: the compiler's choice); the compiled kernel's registers and spills are printed;
+- ``pipe pt{E} w{W} p{K}`` (rmsnorm): the pipelined kernel (``launch_pipelined``: a program loads and counts
+  in its next chunk before it waits for the row of the one it holds) with chunks of E elements a thread, W
+  warps, K programs an SM;
 - ``[no meeting]``: the same loads and stores with each program normalising by its own chunk's sum (a wrong
   result on purpose, not checked): what the kernel would take if the meeting cost nothing;
 - ``[zeroing]``: the zeroing of the ``1 + rows`` counters alone, which every cooperative call launches first;
@@ -35,13 +39,15 @@ from bench_common import add_race_args, checked, print_notes, print_race, race_r
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm.cooperative import _add_rmsnorm_cooperative_kernel
 from kprof.kernels.lib.split_rows import cooperative_launch_args
-from kprof.kernels.rmsnorm.cooperative import _rmsnorm_cooperative_kernel
+from kprof.kernels.rmsnorm.cooperative import _rmsnorm_cooperative_kernel, launch_pipelined
 
 SHAPES = [(r, n) for r in (512, 2048, 8192) for n in (65536, 131072)]
 # (elements a thread, warps, register caps): 64 x 8 is rmsnorm's rule (74 registers: 3 programs an SM),
 # 32 x 16 add_rmsnorm's; a cap of 64 admits a fourth 8-warp program, 40 a sixth 4-warp one
 RMSNORM_SHAPES = [(64, 8, (None, 64, 56, 48)), (32, 8, (None, 40)), (64, 4, (None, 64)), (128, 4, (None, 64))]
 ADD_SHAPES = [(32, 16, (None, 64, 56)), (64, 8, (None, 64)), (32, 8, (None, 40))]
+# rmsnorm's pipelined kernel (two chunks held a program): (elements a thread per chunk, warps, programs an SM)
+PIPELINED = [(32, 8, (2, 3, 4)), (32, 4, (4, 6, 8)), (16, 8, (4, 6)), (64, 4, (3, 4))]
 
 
 @triton.jit
@@ -66,11 +72,22 @@ def _launch(kernel, args: tuple, x2d: torch.Tensor, per_thread: int, warps: int,
     return kernel[(x2d.shape[0] * splits,)](*args[:-4], ws, sync, *args[-4:], **meta, **options)
 
 
-def rmsnorm_candidates(inputs: dict, y: torch.Tensor, ref: torch.Tensor, compiled: dict) -> dict:
+def rmsnorm_candidates(inputs: dict, y: torch.Tensor, ref: torch.Tensor, compiled: dict, capped: bool) -> dict:
     x, w, eps = inputs["x"], inputs["weight"], float(inputs["eps"])
     n_rows, n = x.shape
     out = {}
-    for per_thread, warps, caps in RMSNORM_SHAPES:
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    for per_thread, warps, per_sm in PIPELINED:
+        for k in per_sm:
+            name = f"pipe pt{per_thread} w{warps} p{k}"
+
+            def run(pt=per_thread, wp=warps, k=k, name=name):
+                compiled[name] = launch_pipelined(x, w, y, eps, pt * 32 * wp, k * sms, wp)
+                return y
+
+            out[name] = (run, ref)
+    shapes = RMSNORM_SHAPES if capped else [(64, 8, (None,)), (128, 4, (None,))]
+    for per_thread, warps, caps in shapes:
         for cap in caps:
             name = f"pt{per_thread} w{warps} r{cap or '-'}"
             args = (x, w, y, x.stride(0), y.stride(0), n, eps)
@@ -104,6 +121,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_race_args(ap, dtypes="bf16,fp16", budget_s=300.0)
     ap.add_argument("--families", default="rmsnorm,add_rmsnorm")
+    ap.add_argument("--no-caps", action="store_true", help="rmsnorm: leave out the register caps")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     fams = discover()
@@ -124,7 +142,7 @@ def main() -> int:
                 if family == "rmsnorm":
                     ref = fam.oracle(**inputs)
                     y = torch.empty_like(inputs["x"])
-                    cands = rmsnorm_candidates(inputs, y, ref, compiled)
+                    cands = rmsnorm_candidates(inputs, y, ref, compiled, not args.no_caps)
                     copies = [(y, inputs["x"])]
                 else:
                     ref = fam.oracle(**inputs)[0]

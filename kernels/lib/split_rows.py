@@ -112,6 +112,25 @@ def cooperative_row_sum(ws_ptr, sync_ptr, row, part, partial, SPLITS: tl.constex
 
 
 @triton.jit
+def cooperative_arrive(ws_ptr, sync_ptr, row, part, partial, live, SPLITS: tl.constexpr):
+    """Store this program's ``partial`` of ``row`` and count it in at the row's counter (release); nothing
+    where ``live`` is false (a ticket past the last row)."""
+    tl.store(ws_ptr + row * SPLITS + part, partial, mask=live)
+    tl.atomic_add(sync_ptr + 1 + row, 1, mask=live, sem="release")
+
+
+@triton.jit
+def cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):
+    """Wait until every program of ``row`` has arrived (acquire), then add the row's partials in slot order."""
+    arrived = tl.atomic_add(sync_ptr + 1 + row, 0, sem="acquire")
+    while arrived < SPLITS:
+        arrived = tl.atomic_add(sync_ptr + 1 + row, 0, sem="acquire")
+    slots = tl.arange(0, SPLITS_POW2)
+    parts = tl.load(ws_ptr + row * SPLITS + slots, mask=slots < SPLITS, other=0.0, cache_modifier=".cg")
+    return tl.sum(parts, axis=0)
+
+
+@triton.jit
 def float32_again(v, total):
     """``v`` (a chunk held in its 16-bit dtype through the row's meeting) as float32 a second time, written so
     the compiler cannot merge it with the first conversion and keep the float32 copy in registers through the

@@ -27,11 +27,20 @@ after another) cannot do: :func:`launch_cooperative` runs only on a GPU.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib.split_rows import cooperative_launch_args, cooperative_row_sum, cooperative_ticket, float32_again
+from kprof.kernels.lib.split_rows import (
+    cooperative_arrive,
+    cooperative_launch_args,
+    cooperative_row_sum,
+    cooperative_ticket,
+    cooperative_wait_sum,
+    float32_again,
+)
 
 
 @triton.jit
@@ -64,6 +73,79 @@ def _rmsnorm_cooperative_kernel(
     w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
     y = float32_again(x, total) * rstd * w
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _rmsnorm_pipelined_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input
+    w_ptr,  # [N] weight
+    y_ptr,  # [rows, N] output
+    ws_ptr,  # [rows, SPLITS] float32: each chunk's partial sum of squares
+    sync_ptr,  # [1 + rows] int32, zeroed: the ticket counter, then one arrival counter per row
+    # sizes and strides
+    x_row_stride,
+    y_row_stride,
+    N,
+    n_tickets,  # rows x SPLITS
+    # parameters
+    eps,
+    # meta-parameters
+    CHUNK: tl.constexpr,  # elements per ticket, a power of two >= N / SPLITS; two are held at a time
+    SPLITS: tl.constexpr,  # chunks per row
+    SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two
+):
+    """The cooperative kernel with its meeting hidden: a program keeps taking tickets, and loads the next
+    ticket's chunk and counts it in before it waits for the row of the chunk it holds, so the wait overlaps
+    a load instead of leaving the SM's memory pipe idle. No deadlock: a ticket is counted in right after it is
+    taken, with no wait between, so only the last row handed out can be short of arrivals, and a program
+    waiting on it holds two of its tickets: all resident programs cannot wait there at once while they
+    number more than SPLITS / 2."""
+    offs = tl.arange(0, CHUNK)
+    ticket = tl.atomic_add(sync_ptr, 1)
+    row, part, live = (ticket // SPLITS).to(tl.int64), ticket % SPLITS, ticket < n_tickets
+    cols = part * CHUNK + offs
+    # a dead ticket loads nothing (its columns are compared with 0 instead of N)
+    x = tl.load(
+        x_ptr + row * x_row_stride + cols, mask=cols < tl.where(live, N, 0), other=0.0, eviction_policy="evict_first"
+    )
+    xf = x.to(tl.float32)
+    cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), live, SPLITS)
+    while live:
+        ticket = tl.atomic_add(sync_ptr, 1)
+        row2, part2, live2 = (ticket // SPLITS).to(tl.int64), ticket % SPLITS, ticket < n_tickets
+        cols2 = part2 * CHUNK + offs
+        x2 = tl.load(
+            x_ptr + row2 * x_row_stride + cols2,
+            mask=cols2 < tl.where(live2, N, 0),
+            other=0.0,
+            eviction_policy="evict_first",
+        )
+        xf2 = x2.to(tl.float32)
+        cooperative_arrive(ws_ptr, sync_ptr, row2, part2, tl.sum(xf2 * xf2, axis=0), live2, SPLITS)
+        total = cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS, SPLITS_POW2)
+        rstd = tl.rsqrt(total / N + eps)
+        m = cols < N
+        w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = float32_again(x, total) * rstd * w
+        tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=m)
+        x, row, cols, live = x2, row2, cols2, live2
+
+
+def launch_pipelined(
+    x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float, chunk: int, programs: int, num_warps: int
+) -> Any:
+    """Normalise the rows of ``x2d`` into ``y2d`` in chunks of ``chunk`` elements (a power of two), ``programs``
+    programs taking chunks in turn (at most one per chunk); returns the compiled kernel (its registers and
+    spills). GPU only, as :func:`launch_cooperative`."""
+    n_rows, n = x2d.shape
+    splits = triton.cdiv(n, chunk)
+    (ws, sync), meta = cooperative_launch_args(x2d, splits, "rmsnorm")
+    grid = (max(1, min(programs, n_rows * splits)),)
+    return _rmsnorm_pipelined_kernel[grid](
+        x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), n, n_rows * splits, float(eps),
+        **(meta | {"CHUNK": chunk}), num_warps=num_warps,
+    )  # fmt: skip
 
 
 def launch_cooperative(
