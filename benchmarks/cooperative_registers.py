@@ -47,7 +47,7 @@ SHAPES = [(r, n) for r in (512, 2048, 8192) for n in (65536, 131072)]
 RMSNORM_SHAPES = [(64, 8, (None, 64, 56, 48)), (32, 8, (None, 40)), (64, 4, (None, 64)), (128, 4, (None, 64))]
 ADD_SHAPES = [(32, 16, (None, 64, 56)), (64, 8, (None, 64)), (32, 8, (None, 40))]
 # rmsnorm's pipelined kernel (two chunks held a program): (elements a thread per chunk, warps, programs an SM)
-PIPELINED = [(32, 8, (2, 3, 4)), (32, 4, (4, 6, 8)), (16, 8, (4, 6)), (64, 4, (3, 4))]
+PIPELINED = [(32, 8, (3, 4)), (32, 4, (6, 8)), (16, 8, (4, 6)), (16, 4, (8, 12)), (64, 4, (4,))]
 
 
 @triton.jit

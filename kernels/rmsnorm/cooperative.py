@@ -103,33 +103,38 @@ def _rmsnorm_pipelined_kernel(
     number more than SPLITS / 2."""
     offs = tl.arange(0, CHUNK)
     ticket = tl.atomic_add(sync_ptr, 1)
-    row, part, live = (ticket // SPLITS).to(tl.int64), ticket % SPLITS, ticket < n_tickets
-    cols = part * CHUNK + offs
-    # a dead ticket loads nothing (its columns are compared with 0 instead of N)
-    x = tl.load(
-        x_ptr + row * x_row_stride + cols, mask=cols < tl.where(live, N, 0), other=0.0, eviction_policy="evict_first"
-    )
-    xf = x.to(tl.float32)
-    cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), live, SPLITS)
-    while live:
-        ticket = tl.atomic_add(sync_ptr, 1)
-        row2, part2, live2 = (ticket // SPLITS).to(tl.int64), ticket % SPLITS, ticket < n_tickets
-        cols2 = part2 * CHUNK + offs
-        x2 = tl.load(
-            x_ptr + row2 * x_row_stride + cols2,
-            mask=cols2 < tl.where(live2, N, 0),
-            other=0.0,
-            eviction_policy="evict_first",
-        )
-        xf2 = x2.to(tl.float32)
-        cooperative_arrive(ws_ptr, sync_ptr, row2, part2, tl.sum(xf2 * xf2, axis=0), live2, SPLITS)
+    x = _pipelined_take(x_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
+    # the loop carries the ticket, not a flag: Triton 3.6's layout pass failed on a loop whose condition was
+    # a carried flag (TritonGPURemoveLayoutConversions, sm_90); a comparison in the condition compiles
+    while ticket < n_tickets:
+        after = tl.atomic_add(sync_ptr, 1)
+        x_after = _pipelined_take(x_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
+        row = (ticket // SPLITS).to(tl.int64)
+        cols = (ticket % SPLITS) * CHUNK + offs
         total = cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS, SPLITS_POW2)
         rstd = tl.rsqrt(total / N + eps)
         m = cols < N
         w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
         y = float32_again(x, total) * rstd * w
         tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=m)
-        x, row, cols, live = x2, row2, cols2, live2
+        x, ticket = x_after, after
+
+
+@triton.jit
+def _pipelined_take(
+    x_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, N, n_tickets, CHUNK: tl.constexpr, SPLITS: tl.constexpr
+):
+    """Load the chunk of ``ticket`` and count its sum of squares in at its row; a ticket past the last row
+    loads nothing (its columns are compared with 0 instead of N) and counts nothing."""
+    live = ticket < n_tickets
+    row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
+    cols = part * CHUNK + offs
+    x = tl.load(
+        x_ptr + row * x_row_stride + cols, mask=cols < tl.where(live, N, 0), other=0.0, eviction_policy="evict_first"
+    )
+    xf = x.to(tl.float32)
+    cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), live, SPLITS)
+    return x
 
 
 def launch_pipelined(
