@@ -121,13 +121,15 @@ def _rmsnorm_two_pass_kernel(
 @dataclass(frozen=True)
 class Config:
     kernel: str  # "rows" (block of whole rows), "two_pass" (L2-resident chunks, many rows), "looped" (wide
-    # rows), "split" (few wide rows, several programs per row) or "cooperative" (many wide rows, several
-    # programs per row meeting once; GPU only)
+    # rows), "split" (few wide rows, several programs per row), "cooperative" (many wide rows, several
+    # programs per row meeting once; GPU only) or "pipelined" (the same meeting, each program taking chunk
+    # after chunk and loading the next before it waits; GPU only)
     block_n: int
     rows: int
     num_warps: int
     hints: bool = False
-    splits: int = 1  # programs per row ("split" and "cooperative")
+    splits: int = 1  # programs per row ("split", "cooperative"), chunks per row ("pipelined")
+    programs_per_sm: int = 0  # "pipelined": programs launched per SM (all of them resident at once)
 
 
 # Widest row (in bytes) handled as one block; wider rows use the chunked kernel.
@@ -188,10 +190,23 @@ _HINTED_MIN_ROWS = 512
 _COOPERATIVE_MIN_ROW_BYTES = 128 * 1024
 _COOPERATIVE_MIN_BYTES = 64 * 1024 * 1024
 _COOPERATIVE_PER_THREAD = 64  # elements each thread holds
+# bf16 takes the pipelined kernel (``cooperative.launch_pipelined``) there instead: 8192-element chunks with 8
+# warps, two held at a time (64 registers a thread in the sm_90 resource report, so 4 programs an SM), 4
+# programs an SM. Raced on an H100 against the cooperative kernel's candidates at the 6 points of 512-8192 rows
+# of 65536 and 131072 columns (benchmarks/results/rmsnorm-cooperative/pipelined-3454ea1/): 2.2-3.4% faster than this
+# rule at every point, e.g. 2048x131072 389.3 against 401.7 us, 8192x131072 1550.8 against 1595.7 (a copy of
+# the same bytes 353.0 and 1412.7), and within 0.3% of the fastest candidate at 8192x65536. fp16 lost there
+# (80 registers a thread: 3 programs an SM; 2048x131072 421.8 against 399.2), so fp16 and fp32 keep this rule.
+_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 
 
 def choose_config(
-    n: int, element_size: int, n_rows: int | None = None, sm_count: int = 132, cooperative: bool = True
+    n: int,
+    element_size: int,
+    n_rows: int | None = None,
+    sm_count: int = 132,
+    cooperative: bool = True,
+    bf16: bool = False,
 ) -> Config:
     """Pick the launch configuration for rows of ``n`` elements of ``element_size`` bytes; ``cooperative``
     False leaves out the kernel whose programs must run at the same time (Triton's interpreter runs them one
@@ -219,6 +234,11 @@ def choose_config(
             and row_in_bytes >= _COOPERATIVE_MIN_ROW_BYTES
             and n_rows * row_in_bytes >= _COOPERATIVE_MIN_BYTES
         ):
+            if bf16:
+                chunks = triton.cdiv(n, _PIPELINED_CHUNK)
+                return Config(
+                    "pipelined", _PIPELINED_CHUNK, 1, _PIPELINED_WARPS, splits=chunks, programs_per_sm=_PIPELINED_PER_SM
+                )
             warps = 8 if element_size <= 2 else 4  # 16384 16-bit or 8192 32-bit elements a program
             chunk = _COOPERATIVE_PER_THREAD * 32 * warps
             return Config("cooperative", block_n=chunk, rows=1, num_warps=warps, splits=triton.cdiv(n, chunk))
@@ -256,14 +276,19 @@ _looped_launcher = CompiledLauncher(_rmsnorm_looped_kernel)
 _sm_counts: dict[int, int] = {}
 
 
-def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Config:
+def config_for(n: int, element_size: int, n_rows: int, device_index: int, bf16: bool = False) -> Config:
     """``choose_config`` with the SM count of ``device_index`` (132, an H100's, for CPU tensors, which also
-    leave out the cooperative kernel)."""
+    leave out the cooperative and pipelined kernels)."""
+    return choose_config(n, element_size, n_rows, _sm_count(device_index), device_index >= 0, bf16)
+
+
+def _sm_count(device_index: int) -> int:
+    """The SM count of CUDA device ``device_index``; 132 (an H100's) for the CPU (-1)."""
     if device_index not in _sm_counts:
         _sm_counts[device_index] = (
             torch.cuda.get_device_properties(device_index).multi_processor_count if device_index >= 0 else 132
         )
-    return choose_config(n, element_size, n_rows, _sm_counts[device_index], cooperative=device_index >= 0)
+    return _sm_counts[device_index]
 
 
 def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float) -> None:
@@ -279,6 +304,9 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
         split.launch_split(x2d, weight, y2d, eps, cfg.splits, cfg.block_n, cfg.num_warps)
     elif cfg.kernel == "cooperative":
         cooperative.launch_cooperative(x2d, weight, y2d, eps, cfg.splits, cfg.num_warps)
+    elif cfg.kernel == "pipelined":
+        programs = cfg.programs_per_sm * _sm_count(x2d.get_device())
+        cooperative.launch_pipelined(x2d, weight, y2d, eps, cfg.block_n, programs, cfg.num_warps)
     else:
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
         key = (cfg, spec_key(args))
@@ -338,8 +366,8 @@ def plan_for(
     None for the split and cooperative paths (a workspace and a second launch: callers take the checked
     path)."""
     element_size = torch.empty((), dtype=dtype).element_size()
-    cfg = config_for(n, element_size, n_rows, device_index)
-    if cfg.kernel in ("split", "cooperative"):
+    cfg = config_for(n, element_size, n_rows, device_index, dtype == torch.bfloat16)
+    if cfg.kernel in ("split", "cooperative", "pipelined"):
         return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
     if cfg.kernel in ("rows", "two_pass"):
@@ -438,7 +466,8 @@ def _rmsnorm_tuned_checked(
             _plans.clear()
         _plans[sig] = plan
         return rmsnorm_tuned(x, weight, eps, out)
-    launch_with_config(config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device()), x2d, w, y2d, eps)
+    cfg = config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device(), x2d.dtype == torch.bfloat16)
+    launch_with_config(cfg, x2d, w, y2d, eps)
     return y
 
 

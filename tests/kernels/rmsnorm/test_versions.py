@@ -223,6 +223,81 @@ def test_many_wide_rows_take_the_cooperative_kernel_on_a_gpu():
         assert choose_config(n, es, rows).kernel in ("looped", "split"), (n, es, rows)
 
 
+def test_many_wide_bf16_rows_take_the_pipelined_kernel_on_a_gpu():
+    """bf16 where the cooperative kernel would run: the pipelined one, 8192-element chunks covering the row,
+    8 warps, 4 programs an SM; fp16 and fp32 keep the cooperative kernel, and the CPU neither."""
+    from kprof.kernels.rmsnorm.tuned import config_for
+
+    for n, rows in ((65536, 512), (131072, 256), (65537, 10**5), (100000, 2048)):
+        cfg = choose_config(n, 2, rows, bf16=True)
+        assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == ("pipelined", 8192, 8, 4), (n, rows)
+        assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
+        assert choose_config(n, 2, rows).kernel == "cooperative"
+        assert config_for(n, 2, rows, -1, bf16=True).kernel not in ("pipelined", "cooperative")
+    for n, rows in ((65536, 511), (32768, 4096), (131072, 8)):  # under 64 MiB or 128 KB rows: as before
+        assert choose_config(n, 2, rows, bf16=True) == choose_config(n, 2, rows)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n, chunk, programs", [(5, 1000, 512, 1), (3, 77, 128, 2), (4, 4097, 4096, 3)])
+def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, chunk, programs):
+    """The pipelined kernel in the interpreter, which runs programs one after another: the first takes every
+    ticket, so rows of one or two chunks (it holds two at a time) are all it can finish. Strided rows, a
+    short last chunk, programs that find no ticket left, against the float64 oracle; every row counted in
+    once per chunk, the ticket counter past the last ticket once per program."""
+    from kprof.kernels.rmsnorm.cooperative import _rmsnorm_pipelined_kernel
+
+    inp = FAM.make_inputs((n_rows, n + 24), dtype, "cpu", seed=n_rows * n + chunk)
+    x, w = inp["x"][:, 8 : 8 + n], inp["weight"][:n].contiguous()
+    y = torch.full((n_rows, n), float("nan"), dtype=x.dtype)
+    splits = -(-n // chunk)
+    assert splits <= 2
+    ws = torch.full((n_rows, splits), float("nan"))
+    sync = torch.zeros(1 + n_rows, dtype=torch.int32)
+    _rmsnorm_pipelined_kernel[(programs,)](
+        x, w, y, ws, sync, x.stride(0), y.stride(0), n, n_rows * splits, inp["eps"],
+        CHUNK=chunk, SPLITS=splits, SPLITS_POW2=splits,
+    )  # fmt: skip
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
+    assert sync.tolist() == [n_rows * splits + programs] + [splits] * n_rows
+
+
+def test_pipelined_launch_refuses_the_cpu():
+    from kprof.kernels.rmsnorm.cooperative import launch_pipelined
+
+    x = torch.randn(4, 100)
+    with pytest.raises(ValueError, match="on a GPU"):
+        launch_pipelined(x, torch.randn(100), torch.empty_like(x), 1e-6, 64, 4, 4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "n_rows, n, chunk, per_sm, warps",
+    [(300, 65536, 8192, 4, 8), (777, 100003, 4096, 6, 4), (64, 131072, 4096, 2, 4), (5, 70001, 1024, 8, 4)],
+)
+def test_pipelined_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, warps):
+    """The pipelined kernel on a GPU: up to 69 chunks a row, short last chunks, strided input rows, more
+    programs than tickets and more than fit at once, three times each (a race would show as a moving
+    error); through triton_tuned's dispatch too where it picks the kernel."""
+    from kprof.kernels.rmsnorm.cooperative import launch_pipelined
+    from kprof.kernels.rmsnorm.tuned import config_for
+
+    inp = FAM.make_inputs((n_rows, n + 24), dtype, "cuda", seed=n_rows * n + chunk)
+    x, w = inp["x"][:, 8 : 8 + n], inp["weight"][:n].contiguous()
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for _ in range(3):
+        y = torch.full((n_rows, n), float("nan"), dtype=x.dtype, device="cuda")
+        launch_pipelined(x, w, y, inp["eps"], chunk, per_sm * sms, warps)
+        assert not y.isnan().any()
+        assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
+    if config_for(n, x.element_size(), n_rows, 0, x.dtype == torch.bfloat16).kernel == "pipelined":
+        check("triton_tuned", {"x": x, "weight": w, "eps": inp["eps"]}, dtype)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n_rows, n, chunk", [(3, 1000, 1024), (2, 4097, 8192), (5, 300, 512)])
 def test_cooperative_kernel_alone_in_its_row(dtype, n_rows, n, chunk):
