@@ -4,6 +4,7 @@ already loads (NORM=1, one kernel), against cuBLAS's ``x @ W`` and kprof's curre
 
     python benchmarks/rmsnorm_linear_tma.py --out DIR [--shapes 2048x4096x4096,8192x4096x4096] [--rounds 3]
         [--configs N]  (the first N tile configs; 0: kprof's providers, cuBLAS and torch.compile only)
+        [--small]  (tiles for a few hundred rows) [--norms 2]  (only the rstd epilogue kernel)
 
 Every variant is checked against a float64 reference first (a wrong one is reported and not timed); each
 (variant, tile config) is timed on its own, interleaved with the peers (kprof.harness.race), bf16.
@@ -85,6 +86,15 @@ CONFIGS = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages
     (256, 128, 64, 8, 8, 3),
     (128, 256, 32, 8, 8, 5),
 ]
+# --small: tiles for a few hundred rows, where 128x256 tiles leave SMs idle (512 rows: 4 row tiles)
+SMALL_CONFIGS = [
+    (128, 256, 64, 8, 8, 3),
+    (128, 128, 64, 8, 4, 4),
+    (64, 256, 64, 8, 4, 4),
+    (64, 128, 64, 8, 4, 4),
+    (128, 64, 64, 8, 4, 4),
+    (64, 256, 64, 8, 8, 3),
+]
 
 
 def tma_call(x, wf, b, y, rstd, eps, cfg, norm, persistent, sms):
@@ -147,6 +157,8 @@ def main() -> None:
     ap.add_argument(
         "--configs", type=int, default=len(CONFIGS), help="first N tile configs (0: only kprof's providers)"
     )
+    ap.add_argument("--small", action="store_true", help="the tiles for a few hundred rows instead")
+    ap.add_argument("--norms", default="0,1,2", help="which NORM modes to race (2: the shipped rstd epilogue)")
     args = ap.parse_args()
     interp = os.environ.get("TRITON_INTERPRET") == "1"
     dev = "cpu" if interp else "cuda"
@@ -154,7 +166,9 @@ def main() -> None:
     sms = 4 if interp else torch.cuda.get_device_properties(0).multi_processor_count
     settings = BenchSettings(graph=False)
     rows = []
-    configs = [(16, 32, 32, 2, 4, 2)] if interp else CONFIGS[: args.configs]  # --configs 0: providers only
+    table = SMALL_CONFIGS if args.small else CONFIGS
+    configs = [(16, 32, 32, 2, 4, 2)] if interp else table[: args.configs]  # --configs 0: providers only
+    norms = [int(v) for v in args.norms.split(",")]
     for spec in args.shapes.split(","):
         m, k, n = (int(v) for v in spec.split("x"))
         inputs = fam.make_inputs((m, k, n), "bf16", dev, seed=1)  # rows at scales e^-2..e^2, random g, b
@@ -166,7 +180,7 @@ def main() -> None:
         plain_ref = x.double() @ wf.double() + b.double()  # NORM=0: the product without the norm
         candidates = {}
         for cfg in configs:
-            for norm in (0, 1, 2):
+            for norm in norms:
                 for persistent in (False, True):
                     name = f"tma n{norm}{' pers' if persistent else ''} {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"
                     candidates[name] = (
