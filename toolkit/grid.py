@@ -151,6 +151,21 @@ def verdict(ratio: float, spread: float) -> str:
     return "uncertain" if ratio - TIE <= s else "loss"
 
 
+def _why_uncertain(ratio: float, own: float, floor: float, runs: int) -> str:
+    """Why a point with a verdict past the tie band is ``uncertain``: the cases' own spread (``own``: IQR/median,
+    placements and runs counted), else the run-to-run floor of calls under :data:`SMALL_CALL_US`."""
+    side, margin = ("a win", WIN - ratio) if ratio <= WIN else ("a loss", ratio - TIE)
+    if verdict(ratio, own) == "uncertain":
+        return (
+            f"{side} by {100 * margin:.1f}% past the tie band, within the cases' own spread of {100 * own:.1f}%; "
+            "time the point again with more rounds or a longer --rep-ms"
+        )
+    return (
+        f"under {SMALL_CALL_US:.0f} us the ratio moves by up to {100 * floor:.1f}% between separate runs "
+        f"({runs} run{'s' if runs > 1 else ''} here); race the part again and give every run"
+    )
+
+
 def _nanmax(*values: float) -> float:
     """The largest of ``values`` that is a number; NaN when none is (``max`` keeps a NaN that comes first)."""
     nums = [v for v in values if not math.isnan(v)]
@@ -282,13 +297,9 @@ def grid_table(
             )
         else:
             why = ""
-        if v == "uncertain" and not disagree and verdict(ratio, _nanmax(within, between)) != "uncertain":
-            n = max(len(per_run), 1)
-            floor_why = (
-                f"under {SMALL_CALL_US:.0f} us the ratio moves by up to {100 * floor:.1f}% between separate runs "
-                f"({n} run{'s' if n > 1 else ''} here); race the part again and give every run"
-            )
-            why = f"{floor_why}; {why}" if why else floor_why
+        if v == "uncertain" and not disagree:
+            reason = _why_uncertain(ratio, _nanmax(within, between), floor, max(len(per_run), 1))
+            why = f"{reason}; {why}" if why else reason
         if disagree:
             runs = "the runs disagree: " + ", ".join(f"{r:.3f} ({pv}) in {run}" for run, (r, pv) in per_run.items())
             why = f"{runs}; {why}" if why else runs

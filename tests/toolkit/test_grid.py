@@ -558,6 +558,20 @@ def test_a_point_under_10us_counts_the_ratios_run_to_run_floor(kprof_us, peer_us
         assert "between separate runs (1 run here)" in row["why"]
 
 
+@pytest.mark.parametrize("ratio, noise", [(0.95, 0.05), (1.06, 0.06), (0.90, 0.2)])
+def test_every_uncertain_point_says_why(ratio, noise):
+    """A win or a loss inside the cases' own spread names its margin and that spread, at any call length."""
+    rng = np.random.default_rng()
+    peer_us = float(rng.uniform(12, 500))
+    m = _metrics(rng, {("4096x4096", "bf16"): {"triton_a": ratio * peer_us, "torch_compile": peer_us}}, noise=noise)
+    row = grid_table(m).iloc[0]
+    assert row["verdict"] == "uncertain"
+    margin = 0.98 - ratio if ratio < 1 else ratio - 1.02
+    side = "a win" if ratio < 1 else "a loss"
+    assert f"{side} by {100 * margin:.1f}% past the tie band" in row["why"]
+    assert f"own spread of {100 * noise:.1f}%" in row["why"]
+
+
 def test_the_run_to_run_floor_is_the_ratios_95pc_width_from_the_small_call_default():
     from kprof.variance import DEFAULT_SIGMA_RUN_BY_CLASS
 
