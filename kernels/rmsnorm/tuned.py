@@ -130,7 +130,7 @@ class Config:
     num_warps: int
     hints: bool = False
     splits: int = 1  # programs per row ("split", "cooperative"), chunks per row ("pipelined")
-    programs_per_sm: int = 0  # "pipelined": programs launched per SM (all of them resident at once)
+    programs_per_sm: int = 0  # "pipelined": programs launched per SM (as many as fit one at 64 registers a thread)
 
 
 # Widest row (in bytes) handled as one block; wider rows use the chunked kernel.
@@ -210,8 +210,9 @@ def choose_config(
     bf16: bool = False,
 ) -> Config:
     """Pick the launch configuration for rows of ``n`` elements of ``element_size`` bytes; ``cooperative``
-    False leaves out the kernel whose programs must run at the same time (Triton's interpreter runs them one
-    after another).
+    False leaves out the kernels whose programs must run at the same time (Triton's interpreter runs them one
+    after another); ``bf16``: the elements are bfloat16, which takes the pipelined kernel where the others
+    take the cooperative one (see ``_PIPELINED_CHUNK``).
 
     With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed: at 64x4096 bf16
     the packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4). Such a
@@ -364,8 +365,8 @@ def plan_for(
     n_rows: int, n: int, x_row_stride: int, dtype: torch.dtype, device_index: int, contiguous: bool
 ) -> _Plan | None:
     """The one-launch plan of ``n_rows`` rows of ``n`` elements (output rows contiguous, stride ``n``), or
-    None for the split and cooperative paths (a workspace and a second launch: callers take the checked
-    path)."""
+    None for the split, cooperative and pipelined paths (a workspace and a second launch: callers take the
+    checked path)."""
     element_size = torch.empty((), dtype=dtype).element_size()
     cfg = config_for(n, element_size, n_rows, device_index, dtype == torch.bfloat16)
     if cfg.kernel in ("split", "cooperative", "pipelined"):
