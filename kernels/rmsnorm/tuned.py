@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib import split_rows
+from kprof.kernels.lib import launching, split_rows
 from kprof.kernels.lib.launching import classic_num_warps
 from kprof.kernels.rmsnorm import cooperative, split
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
@@ -281,16 +281,11 @@ _sm_counts: dict[int, int] = {}
 def config_for(n: int, element_size: int, n_rows: int, device_index: int, bf16: bool = False) -> Config:
     """``choose_config`` with the SM count of ``device_index`` (132, an H100's, for CPU tensors, which also
     leave out the cooperative and pipelined kernels)."""
-    return choose_config(n, element_size, n_rows, _sm_count(device_index), device_index >= 0, bf16)
-
-
-def _sm_count(device_index: int) -> int:
-    """The SM count of CUDA device ``device_index``; 132 (an H100's) for the CPU (-1)."""
     if device_index not in _sm_counts:
         _sm_counts[device_index] = (
             torch.cuda.get_device_properties(device_index).multi_processor_count if device_index >= 0 else 132
         )
-    return _sm_counts[device_index]
+    return choose_config(n, element_size, n_rows, _sm_counts[device_index], device_index >= 0, bf16)
 
 
 def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float) -> None:
@@ -307,7 +302,7 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
     elif cfg.kernel == "cooperative":
         cooperative.launch_cooperative(x2d, weight, y2d, eps, cfg.splits, cfg.num_warps)
     elif cfg.kernel == "pipelined":
-        programs = cfg.programs_per_sm * _sm_count(x2d.get_device())
+        programs = cfg.programs_per_sm * launching.sm_count(x2d)
         cooperative.launch_pipelined(x2d, weight, y2d, eps, cfg.block_n, programs, cfg.num_warps)
     else:
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
