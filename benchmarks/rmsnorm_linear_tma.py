@@ -193,7 +193,7 @@ def main() -> None:
             continue
         ops = fam.providers
         fns["[cublas x@W]"] = lambda: x @ w
-        for p in ("triton_rstd_epilogue", "triton_two_kernels", "triton_fused", "torch_compile"):
+        for p in ("triton_rstd_epilogue", "triton_two_kernels", "triton_norm_cublas", "triton_fused", "torch_compile"):
             fns[f"[{p}]"] = lambda p=p: ops[p].fn(x, g, w, b)
         fns["[pointer product only]"] = lambda: launch_product(x, wf, b, y, 1e-6, norm=0)
         fns["[triton_rstd_epilogue, no bias]"] = lambda: ops["triton_rstd_epilogue"].fn(x, g, w, None)
