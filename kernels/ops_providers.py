@@ -15,9 +15,9 @@ BEST: dict[str, str] = {
     "gelu_tanh_and_mul": "gelu_mul/triton_tuned",
     # the autotuned tiled product on the weights as given (no interleaved copy to keep current)
     "swiglu": "swiglu/triton_tuned_pointer",
-    # norm, then product: no folded weight to keep current, and at 8 rows 2 us faster than the
-    # statistics-first design (26.7 against 28.7 us on an H100 before programmatic dependent launch)
-    "rms_norm_linear": "rmsnorm_linear/triton_two_kernels",
+    # norm, then cuBLAS's product or the Triton one by shape (rmsnorm_linear/tuned.py): no folded weight to
+    # keep current
+    "rms_norm_linear": "rmsnorm_linear/triton_tuned",
     "kasmina_forward": "kasmina/triton_telemetry",
 }
 PREPARED: dict[str, str] = {

@@ -387,8 +387,9 @@ _product_launcher: CompiledLauncher | None = None
 def rms_norm_linear(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
-    """``rms_norm(x, g) @ w (+ b)``: the tuned rmsnorm kernel writes the normalised rows, the autotuned
-    product reads them with the bias in its epilogue (nothing derived from the weights is kept)."""
+    """``rms_norm(x, g) @ w (+ b)``: the tuned rmsnorm kernel writes the normalised rows, then cuBLAS's product
+    or the autotuned Triton product (with the bias in its epilogue) reads them, as
+    ``rmsnorm_linear.tuned.cublas_product`` chooses by shape (nothing derived from the weights is kept)."""
     try:  # one flat key: what sig() says about each tensor (the bias's, or None)
         xp, gp, wp = x.data_ptr(), g.data_ptr(), w.data_ptr()
         if b is None:
@@ -421,22 +422,40 @@ def rms_norm_linear(
     if plan is None:
         return _rms_norm_linear_first(x, g, w, b, eps, key)
     norm, product, xn_layout, y_layout = plan
+    fast = norm is not None and norm.entry is not None and not launch_hooks_installed()
+    if product is CUBLAS:
+        xn = x.new_empty_strided(*xn_layout)
+        if fast:
+            norm.fast(xp, gp, xn.data_ptr())
+        else:
+            _norm_rows(norm, x, g, eps, xn)
+        rows = xn.view(-1, xn_layout[0][-1])
+        return (rows @ w if b is None else torch.addmm(b, rows, w)).view(y_layout[0])
     y = x.new_empty_strided(*y_layout)
-    if norm is not None and norm.entry is not None and product.entry is not None and not launch_hooks_installed():
+    if fast and product.entry is not None:
         xn = x.new_empty_strided(*xn_layout)
         xnp = xn.data_ptr()
         norm.fast(xp, gp, xnp)
         product.fast(xnp, wp, bp, wp, y.data_ptr())
         return y
-    if norm is None:  # the interpreter: rmsnorm's own wrapper
-        from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
-
-        xn = rmsnorm_tuned(x, g, eps)
-    else:  # first launches, or a launch hook installed: through the JIT
-        xn = x.new_empty_strided(*xn_layout)
-        norm(x, g, xn)
+    xn = x.new_empty_strided(*xn_layout)
+    _norm_rows(norm, x, g, eps, xn)
     product(xn, w, w if b is None else b, w, y)
     return y
+
+
+CUBLAS = "cublas"  # a plan's product: cuBLAS's (torch.mm / torch.addmm), not a Triton launch
+
+
+def _norm_rows(norm: Launch | None, x: torch.Tensor, g: torch.Tensor, eps: float, xn: torch.Tensor) -> None:
+    """The normalised rows into ``xn`` through the JIT: first launches, a launch hook installed (profilers),
+    or the interpreter (no plan of rmsnorm's own: its wrapper)."""
+    if norm is None:
+        from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+
+        rmsnorm_tuned(x, g, eps, out=xn)
+    else:
+        norm(x, g, xn)
 
 
 def _norm_launch(x: torch.Tensor, g: torch.Tensor, eps: float, key: tuple) -> Launch | None:
@@ -456,16 +475,25 @@ def _rms_norm_linear_first(
     global _product_launcher
     from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
     from kprof.kernels.rmsnorm_linear import fused
+    from kprof.kernels.rmsnorm_linear import norm_cublas as rl_cublas
+    from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
     from kprof.kernels.rmsnorm_linear.family import check_inputs
 
     x2d, n = check_inputs(x, g, w, b)
+    m, k = x2d.shape
+    plannable = key is not None and w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None
+    if rl_tuned.cublas_product(m, k, n):
+        y = rl_cublas.norm_then_cublas(x2d, g, w, b, eps)
+        if plannable:
+            layouts = (contiguous_layout(x.shape), contiguous_layout(tuple(x.shape[:-1]) + (n,)))
+            _product_plans.put(key, (_norm_launch(x, g, eps, key), CUBLAS, *layouts))
+        return y.view(*x.shape[:-1], n)
     xn = rmsnorm_tuned(x2d, g, eps)
     wc = w.contiguous()
     y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
     fused.launch_product(xn, wc, b, y, eps, norm=0)
-    if key is not None and w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None:
+    if plannable:
         meta, options = autotuned_choice(fused.autotuned_kernel, fused.INTERPRETER_CONFIG)
-        m, k = xn.shape
         named = {
             **meta,
             "NORM": 0,

@@ -11,6 +11,16 @@ from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_input
 from kprof.kernels.rmsnorm_linear.fused import launch_product
 
 
+def norm_then_triton(
+    x2d: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
+    """``rmsnorm_tuned(x2d, g) @ w (+ b)`` by the autotuned Triton product, for checked 2-D rows: [M, N]."""
+    xn = rmsnorm_tuned(x2d, g, eps)
+    y = torch.empty((x2d.shape[0], w.shape[1]), dtype=x2d.dtype, device=x2d.device)
+    launch_product(xn, w.contiguous(), b, y, eps, norm=0)
+    return y
+
+
 @FAMILY.provider(
     "triton_two_kernels",
     kind="triton",
@@ -20,7 +30,4 @@ def rmsnorm_linear_two_kernels(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
     x2d, n = check_inputs(x, g, w, b)
-    xn = rmsnorm_tuned(x2d, g, eps)
-    y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
-    launch_product(xn, w.contiguous(), b, y, eps, norm=0)
-    return y.view(*x.shape[:-1], n)
+    return norm_then_triton(x2d, g, w, b, eps).view(*x.shape[:-1], n)

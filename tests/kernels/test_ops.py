@@ -410,6 +410,7 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
     their inputs and of new contiguous outputs (no tensors: a tensor costs the launcher a driver query per
     pointer), and the kernel's other arguments as planned; for a strided-row x too."""
     from kprof.kernels.rmsnorm import tuned as rms_tuned
+    from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
 
     if device != "cpu":
         pytest.skip("drives the plans with a stand-in launcher (the CPU interpreter builds them)")
@@ -429,6 +430,7 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
         assert launch.tail[0] == x.stride(0)  # the row stride, as the kernel reads x
 
     x, g, wl, b = torch.randn(3, 7, 24), torch.randn(24), torch.randn(24, 40), torch.randn(40)
+    monkeypatch.setattr(rl_tuned, "cublas_product", lambda m, k, n: False)  # the Triton product's plan
     for bias in (b, None):
         with triton_path(True):
             _fastops.reset()
@@ -452,6 +454,41 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
         )
         assert product_call[5:] == product.tail and xn_ptr not in (x.data_ptr(), out.data_ptr())
         assert all(type(a) is not torch.Tensor for call in rec.calls for a in call)
+    _fastops.reset()
+
+
+def test_a_cublas_plan_launches_the_norm_then_multiplies_its_rows(device, monkeypatch):
+    """Where the rule picks cuBLAS's product, the plan launches only the norm kernel (raw addresses, into new
+    rows) and hands cuBLAS exactly those rows and w, with the bias where there is one."""
+    from kprof.kernels.rmsnorm import tuned as rms_tuned
+    from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
+
+    if device != "cpu":
+        pytest.skip("drives the plan with a stand-in launcher (the CPU interpreter builds it)")
+    monkeypatch.setattr(_fastops, "_stream", lambda d: 0)
+    monkeypatch.setattr(rl_tuned, "cublas_product", lambda m, k, n: True)
+    x, g, wl, b = torch.randn(3, 7, 24), torch.randn(24), torch.randn(24, 40), torch.randn(40)
+    for bias in (b, None):
+        rec, seen = _RecordingLauncher(), []
+        with triton_path(True):
+            _fastops.reset()
+            ops.rms_norm_linear(x, g, wl, bias)
+            ((key, (norm, product, xn_layout, y_layout)),) = _fastops._product_plans.plans.items()
+            assert product is _fastops.CUBLAS
+            p = rms_tuned.plan_for(21, 24, 24, x.dtype, -1, True)
+            norm = _fastops.Launch(p.launcher, ("test",), p.grid, (*p.ints, 1e-6, *p.constexprs), {})
+            norm.entry = (rec, rec.prefix, 0)
+            _fastops._product_plans.plans[key] = (norm, product, xn_layout, y_layout)
+            with monkeypatch.context() as m:
+                mm, addmm = torch.Tensor.__matmul__, torch.addmm
+                m.setattr(torch.Tensor, "__matmul__", lambda r, w, s=seen, f=mm: s.append((None, r, w)) or f(r, w))
+                m.setattr(torch, "addmm", lambda bb, r, w, s=seen, f=addmm: s.append((bb, r, w)) or f(bb, r, w))
+                out = ops.rms_norm_linear(x, g, wl, bias)
+        ((x_ptr, g_ptr, xn_ptr, *tail),) = rec.calls
+        assert (x_ptr, g_ptr, tuple(tail)) == (x.data_ptr(), g.data_ptr(), norm.tail)
+        ((bb, rows, w),) = seen
+        assert rows.data_ptr() == xn_ptr and rows.shape == (21, 24) and w is wl and bb is bias
+        assert xn_ptr not in (x.data_ptr(), out.data_ptr()) and out.shape == (3, 7, 40)
     _fastops.reset()
 
 

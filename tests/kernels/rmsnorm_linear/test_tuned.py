@@ -1,0 +1,56 @@
+"""rmsnorm_linear's dispatch (``triton_tuned``, what the plain op of ``kprof.kernels.ops`` runs): the rule's
+boundaries, and both of its products against the float64 oracle, through the provider and through the ops
+API's first and planned calls."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kprof.kernels import discover, ops
+from kprof.kernels.lib import fastops
+from kprof.kernels.rmsnorm_linear import tuned
+
+FAM = discover()["rmsnorm_linear"]
+
+
+def test_the_rule_switches_at_its_declared_boundaries():
+    wide, narrow = tuned.NARROW_MAX_COLS + 1, tuned.NARROW_MAX_COLS
+    big_k, small_k = tuned.DECODE_MAX_K + 1, tuned.DECODE_MAX_K
+    for k in (small_k, big_k):
+        for n in (narrow, wide):
+            assert tuned.cublas_product(tuned.CUBLAS_MIN_ROWS, k, n)
+    assert tuned.cublas_product(tuned.NARROW_MIN_ROWS, big_k, narrow)
+    assert not tuned.cublas_product(tuned.NARROW_MIN_ROWS, small_k, wide)
+    assert not tuned.cublas_product(tuned.CUBLAS_MIN_ROWS - 1, small_k, wide)
+    assert tuned.cublas_product(tuned.NARROW_MIN_ROWS - 1, small_k, wide)
+    assert not tuned.cublas_product(tuned.NARROW_MIN_ROWS - 1, big_k, narrow)
+    assert not tuned.cublas_product(1, big_k, narrow)
+
+
+# (rows, K, N): odd sizes on each side of the rule (K past DECODE_MAX_K takes the Triton product at few rows)
+SHAPES = [(3, tuned.DECODE_MAX_K + 9, 24), (5, 37, 29)]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_both_products_match_the_oracle(shape, dtype, device):
+    m, k, n = shape
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    ref = FAM.oracle(**inputs)
+    tol = FAM.tolerances[dtype]
+    outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
+    previous = ops.use_triton(True)
+    try:
+        fastops.reset()
+        outs["ops first call"] = ops.rms_norm_linear(**inputs)
+        outs["ops planned call"] = ops.rms_norm_linear(**inputs)
+        ((_, (_, product, _, _)),) = fastops._product_plans.plans.items()
+    finally:
+        ops.use_triton(previous)
+        fastops.reset()
+    assert (product is fastops.CUBLAS) == tuned.cublas_product(m, k, n)
+    for name, out in outs.items():
+        assert out.shape == (m, n) and out.dtype == inputs["x"].dtype
+        err = float((out.double() - ref).norm() / ref.norm())
+        assert err <= tol, f"{name} {shape} {dtype}: rel err {err:.2e} (tolerance {tol})"
