@@ -2,23 +2,28 @@
 the tuned rmsnorm kernel writes the normalised rows, then either kprof's autotuned Triton product
 (``triton_two_kernels``) or one cuBLAS product (``triton_norm_cublas``), chosen by shape.
 
-The rule, from one H100 race of both at the 72 bf16 points of the model-sized grid (decode and prefill
-parts, ``benchmarks/results/grid/norm-cublas/``; times in µs, two_kernels against norm_cublas):
+The rule, from H100 races of both at the 72 points of the model-sized grid (decode and prefill parts), one
+in bf16 and one in fp16 (``benchmarks/results/grid/norm-cublas/``; times in µs, two_kernels against
+norm_cublas):
 
-* 512 rows or more: cuBLAS. At 512 rows the Triton product lost at every point, by 5-27% (512x2048x11008:
-  50.0 against 39.4; 512x4096x5504: 48.4 against 38.5), and at 2048 and 8192 rows at 21 of 24 by 2-19%;
-  the other three were within 2% (2048x8192x5504, 8192x4096x11008, 8192x8192x11008). Smaller TMA tiles
-  did not close the gap at 512 rows: 56.9 µs at best with 64x256 tiles against 49.0 for the pointer
-  product alone and 44.5 for cuBLAS's ``x @ W`` (``benchmarks/results/grid/norm-cublas/tma_small.log``).
-* 128 rows: cuBLAS up to 11008 columns (the Triton product 7-31% slower: 128x8192x5504 52.4 against 40.2),
-  Triton beyond (cuBLAS 2-29% slower: 128x2048x28672 57.9 against 44.9, where cuBLAS's own ``x @ W`` took
-  59.9).
-* 1 and 16 rows, the decode sizes: cuBLAS at K = 2048 (16x2048x11008: 19.8 against 25.0), Triton at
-  K = 4096 and 8192 (16x8192x14336: 81.1 against 92.0). Here the two are within 5% at most points and the
-  ranking moved between runs, so this is the better side of a noisy race; at 4 of these 24 points the pick
-  was 2.6-5.3% slower in this race (1x8192x28672: 166.7 against 158.3).
+* 512 rows or more: cuBLAS. At 512 rows the Triton product lost at every point, by 5-27% in bf16
+  (512x2048x11008: 50.0 against 39.4) and 4-30% in fp16; at 2048 and 8192 rows at 21 of 24 points in each
+  dtype, by 2-19% and 2-23%. Smaller TMA tiles did not close the gap at 512 rows: 56.9 at best with 64x256
+  tiles against 49.0 for the pointer product alone and 44.5 for cuBLAS's ``x @ W``
+  (``tma_small.log`` there).
+* Fewer rows, weights of up to 11008 columns: cuBLAS. There the Triton product's autotuned pick was not
+  stable: in fp16 it took 58.9 at 1x4096x11008 (bf16: 34.3; the cuBLAS route 33.3) and 32.4 at 16x4096x5504
+  (bf16: 19.9; cuBLAS route 20.9). In bf16 it was ahead by 3-6.5% at five of these points (16x8192x5504:
+  35.2 against 37.5), the price of this rule there.
+* Fewer rows, wider weights (14336 and 28672 columns): Triton from 128 rows (128x2048x28672: 44.9 against
+  57.9 in bf16, where cuBLAS's own ``x @ W`` took 59.9), and below 128 rows where K > 2048
+  (16x8192x14336: 81.1 against 92.0); below 128 rows at K = 2048, cuBLAS (16x2048x28672 in fp16: 42.6
+  against 54.7).
 
-Measured in bf16 only; fp16 and fp32 follow the same rule unmeasured.
+The pick was within 2% of the faster of the two at 64 of 72 bf16 points (worst 1.065x, 16x8192x5504) and
+68 of 72 fp16 points (worst 1.122x, 128x4096x14336). A first rule that took Triton at every decode size
+with K > 2048 scored 68 of 72 in bf16, but 62 of 72 in fp16, 1.22-1.77x at four points. The rule is the
+same for every dtype; fp32 was not raced.
 """
 
 from __future__ import annotations
@@ -30,18 +35,16 @@ from kprof.kernels.rmsnorm_linear.norm_cublas import norm_then_cublas
 from kprof.kernels.rmsnorm_linear.two_kernels import norm_then_triton
 
 CUBLAS_MIN_ROWS = 512  # from here on cuBLAS's product at every shape
-NARROW_MIN_ROWS = 128  # from here on cuBLAS's product where the weight has at most NARROW_MAX_COLS columns
-NARROW_MAX_COLS = 11008
-DECODE_MAX_K = 2048  # fewer rows: cuBLAS's product at K up to this
+NARROW_MAX_COLS = 11008  # fewer rows: cuBLAS's product for weights of up to this many columns
+DECODE_ROWS = 128  # fewer rows than this, wider weights: cuBLAS's product at K up to DECODE_MAX_K
+DECODE_MAX_K = 2048
 
 
 def cublas_product(m: int, k: int, n: int) -> bool:
     """Whether the plain op multiplies by cuBLAS (else by kprof's Triton product) at M x K x N."""
-    if m >= CUBLAS_MIN_ROWS:
+    if m >= CUBLAS_MIN_ROWS or n <= NARROW_MAX_COLS:
         return True
-    if m >= NARROW_MIN_ROWS:
-        return n <= NARROW_MAX_COLS
-    return k <= DECODE_MAX_K
+    return m < DECODE_ROWS and k <= DECODE_MAX_K
 
 
 @FAMILY.provider(

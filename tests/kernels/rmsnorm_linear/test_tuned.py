@@ -17,24 +17,29 @@ FAM = discover()["rmsnorm_linear"]
 def test_the_rule_switches_at_its_declared_boundaries():
     wide, narrow = tuned.NARROW_MAX_COLS + 1, tuned.NARROW_MAX_COLS
     big_k, small_k = tuned.DECODE_MAX_K + 1, tuned.DECODE_MAX_K
-    for k in (small_k, big_k):
-        for n in (narrow, wide):
-            assert tuned.cublas_product(tuned.CUBLAS_MIN_ROWS, k, n)
-    assert tuned.cublas_product(tuned.NARROW_MIN_ROWS, big_k, narrow)
-    assert not tuned.cublas_product(tuned.NARROW_MIN_ROWS, small_k, wide)
+    for m in (1, tuned.DECODE_ROWS, tuned.CUBLAS_MIN_ROWS):
+        for k in (small_k, big_k):
+            assert tuned.cublas_product(m, k, narrow)
+            assert tuned.cublas_product(tuned.CUBLAS_MIN_ROWS + m, k, wide)
     assert not tuned.cublas_product(tuned.CUBLAS_MIN_ROWS - 1, small_k, wide)
-    assert tuned.cublas_product(tuned.NARROW_MIN_ROWS - 1, small_k, wide)
-    assert not tuned.cublas_product(tuned.NARROW_MIN_ROWS - 1, big_k, narrow)
-    assert not tuned.cublas_product(1, big_k, narrow)
+    assert not tuned.cublas_product(tuned.DECODE_ROWS, small_k, wide)
+    assert tuned.cublas_product(tuned.DECODE_ROWS - 1, small_k, wide)
+    assert not tuned.cublas_product(tuned.DECODE_ROWS - 1, big_k, wide)
+    assert not tuned.cublas_product(1, big_k, wide)
 
 
-# (rows, K, N): odd sizes on each side of the rule (K past DECODE_MAX_K takes the Triton product at few rows)
-SHAPES = [(3, tuned.DECODE_MAX_K + 9, 24), (5, 37, 29)]
+# (rows, K, N), odd sizes on each side of the rule with its limits scaled down (the interpreter takes minutes
+# over a product past the real ones): few rows, K past DECODE_MAX_K and a weight wider than NARROW_MAX_COLS
+# take the Triton product
+SMALL_LIMITS = {"NARROW_MAX_COLS": 24, "DECODE_MAX_K": 32}
+SHAPES = [(3, 41, 29), (5, 37, 19), (6, 23, 29)]
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_both_products_match_the_oracle(shape, dtype, device):
+def test_both_products_match_the_oracle(shape, dtype, device, monkeypatch):
+    for name, value in SMALL_LIMITS.items():
+        monkeypatch.setattr(tuned, name, value)
     m, k, n = shape
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     ref = FAM.oracle(**inputs)
