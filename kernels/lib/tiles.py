@@ -17,6 +17,24 @@ def tile_config(bm: int, bn: int, bk: int, warps: int, stages: int, group_m: int
     )
 
 
+# At most FEW_ROWS rows, only tiles of up to FEW_ROWS_MAX_BLOCK_M rows are worth timing. Triton's autotuner
+# still picked 64- and 128-row tiles for 1-row products on H100s: all 13 such picks in the committed stores
+# of swiglu and rmsnorm_linear were slower than the same provider's 16- or 32-row tiles at that shape in
+# another run (bf16 or fp16), 11 of them by 1.42-2.96x (1x4096x11008 fp16: 58.9 against 33.7 us), 2 by
+# 2.4-2.7% (benchmarks/results/grid/catalog-bf16/, norm-cublas/, fp16-parts/). At 16 rows 64- and 128-row
+# tiles were the fastest at some wide weights, so they stay there. Not yet raced on a GPU with this pruning.
+FEW_ROWS = 8
+FEW_ROWS_MAX_BLOCK_M = 32
+
+
+def fit_rows(configs: list, m: int) -> list:
+    """The tile configs worth timing for an M-row product (see FEW_ROWS): all of them above FEW_ROWS rows."""
+    if m > FEW_ROWS:
+        return list(configs)
+    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= FEW_ROWS_MAX_BLOCK_M]
+    return kept or list(configs)
+
+
 @triton.jit
 def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
     """(row tile, column tile) of program ``pid`` in grouped order: GROUP_M row tiles per column tile,

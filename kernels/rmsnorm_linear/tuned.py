@@ -11,19 +11,27 @@ norm_cublas):
   dtype, by 2-19% and 2-23%. Smaller TMA tiles did not close the gap at 512 rows: 56.9 at best with 64x256
   tiles against 49.0 for the pointer product alone and 44.5 for cuBLAS's ``x @ W``
   (``tma_small.log`` there).
-* Fewer rows, weights of up to 11008 columns: cuBLAS. There the Triton product's autotuned pick was not
-  stable: in fp16 it took 58.9 at 1x4096x11008 (bf16: 34.3; the cuBLAS route 33.3) and 32.4 at 16x4096x5504
-  (bf16: 19.9; cuBLAS route 20.9). In bf16 it was ahead by 3-6.5% at five of these points (16x8192x5504:
-  35.2 against 37.5), the price of this rule there.
+* Fewer rows, weights of up to 11008 columns: cuBLAS, for a pick that does not depend on the autotuner.
+  The Triton product's autotuned tiles were not stable there: in the first fp16 race the autotuner chose
+  64x128x64 tiles at 1x4096x11008 (58.9; 33.7-37.1 with 16-row tiles in the other three races) and
+  128x128x32 at 16x4096x5504 (32.4 against 19.9-20.0), and a model would keep such a pick for the life of
+  its process. When it picks well the Triton product is ahead at some of these points: the 8 of them with
+  K >= 4096 raced again on another H100 (``points-aeeb4ad/``), it was 3.7-8.2% faster than the cuBLAS
+  route at 6 in bf16 and 5 in fp16 (16x8192x11008: 62.8 against 67.6) and slower at the others, by up to
+  32% at 1x4096x5504 in bf16, where the autotuner chose 16x32x256 tiles (25.5; 21.6 with 16x64x256 in the
+  other three races). Those 3.7-8.2% are near the noise of these calls: the same cuBLAS route, timed as two
+  providers, differed by up to 9% there. Tiles pinned per shape class instead of autotuned would let
+  the Triton product take them back.
 * Fewer rows, wider weights (14336 and 28672 columns): Triton from 128 rows (128x2048x28672: 44.9 against
   57.9 in bf16, where cuBLAS's own ``x @ W`` took 59.9), and below 128 rows where K > 2048
   (16x8192x14336: 81.1 against 92.0); below 128 rows at K = 2048, cuBLAS (16x2048x28672 in fp16: 42.6
   against 54.7).
 
-The pick was within 2% of the faster of the two at 64 of 72 bf16 points (worst 1.065x, 16x8192x5504) and
-68 of 72 fp16 points (worst 1.122x, 128x4096x14336). A first rule that took Triton at every decode size
-with K > 2048 scored 68 of 72 in bf16, but 62 of 72 in fp16, 1.22-1.77x at four points. The rule is the
-same for every dtype; fp32 was not raced.
+In the two full races the pick was within 2% of the faster of the two at 64 of 72 bf16 points (worst
+1.065x, 16x8192x5504) and 68 of 72 fp16 points (worst 1.122x, 128x4096x14336, where the autotuner again
+chose 128x128x32 tiles). A first rule that took Triton at every decode size with K > 2048 scored 68 of 72 in
+bf16, but 62 of 72 in fp16, 1.22-1.77x at four points (``benchmarks/rmsnorm_linear_rule.py`` scores a rule
+against the stores). The rule is the same for every dtype; fp32 was not raced.
 """
 
 from __future__ import annotations

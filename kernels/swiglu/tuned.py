@@ -238,9 +238,11 @@ def _is_decode_config(config: triton.Config) -> bool:
 
 def prune_configs(configs: list, named_args: dict, **kwargs: object) -> list:
     """The configs the autotuner times for these arguments: the narrow decode tiles only up to
-    DECODE_MAX_ROWS rows (beyond, they re-read each weight tile once per 16 rows)."""
-    if named_args["M"] <= DECODE_MAX_ROWS:
-        return list(configs)
+    DECODE_MAX_ROWS rows (beyond, they re-read each weight tile once per 16 rows), and no tall tiles for a
+    handful of rows (``tiles.fit_rows``)."""
+    m = named_args["M"]
+    if m <= DECODE_MAX_ROWS:
+        return tiles.fit_rows(configs, m)
     return [c for c in configs if not _is_decode_config(c)]
 
 
