@@ -106,20 +106,6 @@ def constexpr_tail(jit_fn: Any, first: int, named: dict[str, Any]) -> tuple:
     return tuple(named[n] for n in fn.arg_names[first:])
 
 
-def autotuned_choice(kernel: Any, interpreter_config: dict[str, int]) -> tuple[dict[str, int], dict[str, Any]]:
-    """(meta-parameters, launch options) of the config ``kernel`` (a ``triton.autotune`` kernel) used on its
-    last launch; the interpreter's fixed config under the interpreter (the autotuner does not run there)."""
-    if launching.interpreting() or getattr(kernel, "best_config", None) is None:
-        return dict(interpreter_config), {}
-    cfg = kernel.best_config
-    options = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
-    if getattr(cfg, "num_ctas", 1) != 1:
-        options["num_ctas"] = cfg.num_ctas
-    if getattr(cfg, "maxnreg", None) is not None:
-        options["maxnreg"] = cfg.maxnreg
-    return dict(cfg.kwargs), options
-
-
 class Plans:
     """Plans by call signature (bounded: a caller cycling through many shapes rebuilds them)."""
 
@@ -359,10 +345,9 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
     x2d, ff = tuned.check_inputs(x, w_gate, w_up)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
     wg, wu = tuned.weights_in_layout(w_gate, w_up, "kn")
-    tuned.launch_tuned(x2d, wg, wu, y)
+    meta, options = tuned.launch_tuned(x2d, wg, wu, y)
     xs = row_stride(x)
     if xs is not None and w_gate.is_contiguous() and w_up.is_contiguous():
-        meta, options = autotuned_choice(tuned.autotuned_kernel, tuned.INTERPRETER_CONFIG)
         m, k = x2d.shape
         named = {**meta, "IEEE": tuned.ieee(x2d), "ALIGNED": tiles.promise_aligned(x2d, wg)}
         tail = (m, ff, k, xs, 1, ff, 1) + constexpr_tail(tuned.autotuned_kernel, 11, named)
@@ -491,9 +476,8 @@ def _rms_norm_linear_first(
     xn = rmsnorm_tuned(x2d, g, eps)
     wc = w.contiguous()
     y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
-    fused.launch_product(xn, wc, b, y, eps, norm=0)
+    meta, options = fused.launch_product(xn, wc, b, y, eps, norm=0)
     if plannable:
-        meta, options = autotuned_choice(fused.autotuned_kernel, fused.INTERPRETER_CONFIG)
         named = {
             **meta,
             "NORM": 0,

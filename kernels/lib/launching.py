@@ -120,15 +120,40 @@ def launch_dependents(PDL: tl.constexpr):
         tl.extra.cuda.gdc_launch_dependents()
 
 
+def config_options(config: Any) -> dict[str, Any]:
+    """The launch options (warps, stages, and CTAs / register cap where set) of a ``triton.Config``."""
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
+    if getattr(config, "num_ctas", 1) != 1:
+        options["num_ctas"] = config.num_ctas
+    if getattr(config, "maxnreg", None) is not None:
+        options["maxnreg"] = config.maxnreg
+    return options
+
+
 def launch_autotuned(
-    kernel: Any, grid: Callable[[dict], tuple[int, ...]], *args: Any, interpreter_config: dict, **kwargs: Any
-) -> None:
-    """Launch a ``@triton.autotune`` kernel; under the interpreter launch its plain kernel with
-    ``interpreter_config`` instead (the autotuner times configs with CUDA events, which need a GPU)."""
+    kernel: Any,
+    grid: Callable[[dict], tuple[int, ...]],
+    *args: Any,
+    interpreter_config: dict,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[dict[str, int], dict[str, Any]]:
+    """Launch a ``@triton.autotune`` kernel with the config its autotuner picks for these arguments, or with
+    ``config`` (a ``triton.Config`` pinned by the caller: nothing is timed, the plain kernel is launched
+    with it, under the interpreter too). Without one, the interpreter launches the plain kernel with
+    ``interpreter_config`` (the autotuner times configs with CUDA events, which need a GPU).
+
+    Returns the (meta-parameters, launch options) the launch used, for launch plans that repeat it."""
+    if config is not None:
+        meta = dict(config.kwargs)
+        options = {} if interpreting() else config_options(config)
+        kernel.fn[grid(meta)](*args, **meta, **options, **kwargs)
+        return meta, options
     if interpreting():
         kernel.fn[grid(interpreter_config)](*args, **interpreter_config, **kwargs)
-    else:
-        kernel[grid](*args, **kwargs)
+        return dict(interpreter_config), {}
+    kernel[grid](*args, **kwargs)
+    return dict(kernel.best_config.kwargs), config_options(kernel.best_config)
 
 
 class SameTensorsMemo:

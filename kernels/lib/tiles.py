@@ -1,8 +1,11 @@
 """Building blocks of the tiled matrix-product kernels (swiglu, rmsnorm_linear): tile order, the
-product step, the TMA store of an output tile, the alignment promise and autotune configs."""
+product step, the TMA store of an output tile, the alignment promise, autotune configs and the measured
+tables of pinned tiles."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -17,22 +20,36 @@ def tile_config(bm: int, bn: int, bk: int, warps: int, stages: int, group_m: int
     )
 
 
-# At most FEW_ROWS rows, only tiles of up to FEW_ROWS_MAX_BLOCK_M rows are worth timing. Triton's autotuner
-# still picked 64- and 128-row tiles for 1-row products on H100s: all 13 such picks in the committed stores
-# of swiglu and rmsnorm_linear were slower than the same provider's 16- or 32-row tiles at that shape in
-# another run (bf16 or fp16), 11 of them by 1.42-2.96x (1x4096x11008 fp16: 58.9 against 33.7 us), 2 by
-# 2.4-2.7% (benchmarks/results/grid/catalog-bf16/, norm-cublas/, fp16-parts/). At 16 rows 64- and 128-row
-# tiles were the fastest at some wide weights, so they stay there. Not yet raced on a GPU with this pruning.
-FEW_ROWS = 8
-FEW_ROWS_MAX_BLOCK_M = 32
+@dataclass(frozen=True)
+class PinnedTiles:
+    """Tile configs chosen by measurement per shape class, launched without the autotuner.
 
+    A class is (row class, column class): ``rows`` are the row classes' upper bounds (an M-row product
+    takes the first bound >= M; beyond the last one nothing is pinned) and ``cols`` the column counts
+    the table was measured at (a product takes the nearest). ``table`` maps (row bound, columns) to
+    (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
 
-def fit_rows(configs: list, m: int) -> list:
-    """The tile configs worth timing for an M-row product (see FEW_ROWS): all of them above FEW_ROWS rows."""
-    if m > FEW_ROWS:
-        return list(configs)
-    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= FEW_ROWS_MAX_BLOCK_M]
-    return kept or list(configs)
+    Why pin: Triton's autotuner times each config once per process, and at decode sizes its pick was not
+    stable across processes and H100s. It chose 64- or 128-row tiles for 1-row products 13 times in the
+    committed grid stores, 11 of them 1.42-2.96x slower than a 16- or 32-row tile of another run
+    (``benchmarks/results/grid/``); in an exhaustive race of every config (``benchmarks/decode_tiles.py``)
+    tiles of 64 rows or more were 1.03-6.2x slower than the best at every 1-row point on both H100s timed
+    (the best had 16-row tiles at all 78), so the slow picks were the
+    autotuner's timing, not the machine. A pinned table gives the same tiles in every process and costs no
+    tuning on a model's first call."""
+
+    rows: tuple[int, ...]
+    cols: tuple[int, ...]
+    table: Mapping[tuple[int, int], tuple[int, int, int, int, int]]
+
+    def config(self, m: int, n: int) -> triton.Config | None:
+        """The pinned config of an M x N output (None: more rows than the table covers; autotune)."""
+        if m > self.rows[-1]:
+            return None
+        row = next(r for r in self.rows if m <= r)
+        col = min(self.cols, key=lambda c: (abs(c - n), c))
+        bm, bn, bk, warps, stages = self.table[(row, col)]
+        return tile_config(bm, bn, bk, warps, stages)
 
 
 @triton.jit

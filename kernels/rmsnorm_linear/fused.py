@@ -129,15 +129,35 @@ CONFIGS = [
 INTERPRETER_CONFIG = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}
 
 
-def prune_configs(configs: list, named_args: dict, **kwargs: object) -> list:
-    """The configs the autotuner times: no tall tiles for a handful of rows (``tiles.fit_rows``)."""
-    return tiles.fit_rows(configs, named_args["M"])
+# The plain product (norm 0: the two-kernel route and the ops API's) is pinned per class up to 128 rows, not
+# autotuned (see tiles.PinnedTiles for why). Chosen from a cold race of all 14 configs at 1, 4, 16, 32, 64
+# and 128 rows x K 2048/4096/8192 x N 5504-28672 on two H100s (bf16 and fp16 on one, bf16 on the other;
+# benchmarks/results/decode-tiles/): each entry is within 2.7% of that point's fastest config at every point
+# of its class; the autotuner's own picks on the second H100 were up to 19% off (15 of 90 points over 2%).
+# The products that scale rows in the kernel (norm 1 and 2) were not raced this way and stay autotuned.
+DECODE_TILES = tiles.PinnedTiles(
+    rows=(1, 4, 16, 32, 64, 128),
+    cols=(5504, 8192, 11008, 14336, 28672),
+    table={
+        (1, 5504): (16, 64, 256, 4, 3), (1, 8192): (16, 64, 256, 4, 3), (1, 11008): (16, 128, 128, 4, 4),
+        (1, 14336): (16, 128, 128, 4, 4), (1, 28672): (16, 128, 128, 4, 4),
+        (4, 5504): (16, 64, 256, 4, 3), (4, 8192): (16, 64, 256, 4, 3), (4, 11008): (16, 128, 128, 4, 4),
+        (4, 14336): (16, 128, 128, 4, 4), (4, 28672): (16, 128, 128, 4, 4),
+        (16, 5504): (16, 64, 256, 4, 3), (16, 8192): (16, 64, 256, 4, 3), (16, 11008): (16, 128, 128, 4, 4),
+        (16, 14336): (16, 128, 128, 4, 4), (16, 28672): (128, 256, 64, 8, 3),
+        (32, 5504): (32, 64, 128, 4, 5), (32, 8192): (16, 128, 128, 4, 4), (32, 11008): (64, 128, 64, 4, 4),
+        (32, 14336): (64, 128, 64, 4, 4), (32, 28672): (128, 256, 64, 8, 3),
+        (64, 5504): (64, 128, 64, 4, 4), (64, 8192): (32, 64, 128, 4, 5), (64, 11008): (64, 128, 64, 4, 4),
+        (64, 14336): (64, 128, 64, 4, 4), (64, 28672): (128, 256, 64, 8, 3),
+        (128, 5504): (64, 128, 64, 4, 4), (128, 8192): (64, 128, 64, 4, 4), (128, 11008): (128, 128, 64, 8, 4),
+        (128, 14336): (64, 128, 64, 4, 4), (128, 28672): (128, 256, 32, 8, 4),
+    },
+)  # fmt: skip
 
 
 _autotuned = triton.autotune(
     configs=CONFIGS,
     key=["M", "N", "K", "NORM", "HAS_BIAS"],
-    prune_configs_by={"early_config_prune": prune_configs},
 )(_rmsnorm_linear_kernel)
 autotuned = _autotuned  # public handle: benchmarks/ report the config it picked
 
@@ -151,13 +171,19 @@ def launch_product(
     norm: int,
     rstd: torch.Tensor | None = None,
     pdl: bool = False,
-) -> None:
+    config: triton.Config | None = None,
+    autotune: bool = False,
+) -> tuple[dict, dict]:
     """``y = x2d @ w (+ b)``; ``norm`` 1: rows scaled by their rstd computed in the kernel, 2: by ``rstd``
     (fp32 [M]); w must then carry g. ``pdl`` (with norm 2): launched as the dependent of the kernel that
-    writes ``rstd``, just before it in the stream."""
+    writes ``rstd``, just before it in the stream. ``config``: the tiles to run; without one, the plain
+    product (norm 0) takes the pinned tiles of its class (``DECODE_TILES``, up to 128 rows), everything else
+    (or ``autotune``) the autotuner's pick. Returns the (meta-parameters, launch options) it ran with."""
     m, k = x2d.shape
     n = w.shape[1]
-    launching.launch_autotuned(
+    if config is None and norm == 0 and not autotune:
+        config = DECODE_TILES.config(m, n)
+    return launching.launch_autotuned(
         _autotuned,
         lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),),
         x2d,
@@ -179,6 +205,7 @@ def launch_product(
         ALIGNED=tiles.promise_aligned(x2d, w),
         PDL=pdl and norm == 2,
         interpreter_config=INTERPRETER_CONFIG,
+        config=config,
         **launching.pdl_launch(pdl and norm == 2),
     )
 

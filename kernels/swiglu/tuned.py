@@ -238,12 +238,35 @@ def _is_decode_config(config: triton.Config) -> bool:
 
 def prune_configs(configs: list, named_args: dict, **kwargs: object) -> list:
     """The configs the autotuner times for these arguments: the narrow decode tiles only up to
-    DECODE_MAX_ROWS rows (beyond, they re-read each weight tile once per 16 rows), and no tall tiles for a
-    handful of rows (``tiles.fit_rows``)."""
-    m = named_args["M"]
-    if m <= DECODE_MAX_ROWS:
-        return tiles.fit_rows(configs, m)
+    DECODE_MAX_ROWS rows (beyond, they re-read each weight tile once per 16 rows)."""
+    if named_args["M"] <= DECODE_MAX_ROWS:
+        return list(configs)
     return [c for c in configs if not _is_decode_config(c)]
+
+
+# Up to 128 rows the tiles are pinned per class, not autotuned (see tiles.PinnedTiles for why). Chosen from
+# a cold race of all 14 configs at 1, 4, 16, 32, 64 and 128 rows x K 2048/4096/8192 x N 5504-28672 on two
+# H100s (bf16 and fp16 on one, bf16 on the other; benchmarks/results/decode-tiles/): each entry is within
+# 1.3% of that point's fastest config at every point of its class; the autotuner's own picks on the second
+# H100 were up to 4.4% off (7 of 90 points over 2%), and 1.2-3x off in earlier grid races.
+DECODE_TILES = tiles.PinnedTiles(
+    rows=(1, 4, 16, 32, 64, 128),
+    cols=(5504, 8192, 11008, 14336, 28672),
+    table={
+        (1, 5504): (16, 64, 128, 4, 4), (1, 8192): (16, 64, 128, 4, 4), (1, 11008): (16, 128, 128, 4, 4),
+        (1, 14336): (16, 128, 128, 4, 4), (1, 28672): (16, 128, 128, 4, 4),
+        (4, 5504): (16, 64, 128, 4, 4), (4, 8192): (16, 64, 128, 4, 4), (4, 11008): (64, 128, 64, 4, 4),
+        (4, 14336): (16, 128, 128, 4, 4), (4, 28672): (64, 128, 64, 4, 4),
+        (16, 5504): (16, 64, 128, 4, 4), (16, 8192): (16, 64, 128, 4, 4), (16, 11008): (64, 128, 64, 4, 4),
+        (16, 14336): (64, 128, 64, 4, 4), (16, 28672): (64, 128, 64, 4, 4),
+        (32, 5504): (16, 128, 128, 4, 4), (32, 8192): (64, 64, 64, 4, 4), (32, 11008): (64, 128, 64, 4, 4),
+        (32, 14336): (64, 128, 64, 4, 4), (32, 28672): (64, 128, 64, 4, 4),
+        (64, 5504): (64, 64, 64, 4, 4), (64, 8192): (64, 64, 64, 4, 4), (64, 11008): (64, 128, 64, 4, 4),
+        (64, 14336): (64, 128, 64, 4, 4), (64, 28672): (64, 128, 64, 4, 4),
+        (128, 5504): (64, 128, 64, 4, 4), (128, 8192): (128, 64, 64, 8, 4), (128, 11008): (128, 128, 32, 8, 5),
+        (128, 14336): (128, 128, 64, 8, 3), (128, 28672): (128, 128, 64, 8, 3),
+    },
+)  # fmt: skip
 
 
 _swiglu_autotuned = triton.autotune(
@@ -263,10 +286,22 @@ def weights_in_layout(w_gate: torch.Tensor, w_up: torch.Tensor, layout: str) -> 
     return w_gate.t().contiguous().t(), w_up.t().contiguous().t()
 
 
-def launch_tuned(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor) -> None:
+def launch_tuned(
+    x2d: torch.Tensor,
+    wg: torch.Tensor,
+    wu: torch.Tensor,
+    y: torch.Tensor,
+    config: triton.Config | None = None,
+    autotune: bool = False,
+) -> tuple[dict, dict]:
+    """``y = silu(x2d @ wg) * (x2d @ wu)`` by the tiled kernel with ``config``; without one, with the
+    pinned tiles of this shape's class (``DECODE_TILES``, up to 128 rows), else (or with ``autotune``) the
+    autotuner's pick. Returns the (meta-parameters, launch options) it ran with."""
     m, k = x2d.shape
     n = wg.shape[1]
-    launching.launch_autotuned(
+    if config is None and not autotune:
+        config = DECODE_TILES.config(m, n)
+    return launching.launch_autotuned(
         _swiglu_autotuned,
         lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),),
         x2d,
@@ -283,6 +318,7 @@ def launch_tuned(x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch
         IEEE=ieee(x2d),
         ALIGNED=tiles.promise_aligned(x2d, wg),
         interpreter_config=INTERPRETER_CONFIG,
+        config=config,
     )
 
 

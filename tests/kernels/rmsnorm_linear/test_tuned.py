@@ -59,20 +59,3 @@ def test_both_products_match_the_oracle(shape, dtype, device, monkeypatch):
         assert out.shape == (m, n) and out.dtype == inputs["x"].dtype
         err = float((out.double() - ref).norm() / ref.norm())
         assert err <= tol, f"{name} {shape} {dtype}: rel err {err:.2e} (tolerance {tol})"
-
-
-def test_few_rows_time_only_short_tiles_in_both_matrix_families():
-    """The autotuners of rmsnorm_linear's product and swiglu's tiled kernel drop tall tiles at a handful of rows
-    (``tiles.fit_rows``) and keep every config above that."""
-    from kprof.kernels.lib import tiles
-    from kprof.kernels.rmsnorm_linear import fused
-    from kprof.kernels.swiglu import tuned as sw_tuned
-
-    for tuner in (fused.autotuned_kernel, sw_tuned.autotuned_kernel):
-        configs = tuner.configs
-        assert any(c.kwargs["BLOCK_M"] > tiles.FEW_ROWS_MAX_BLOCK_M for c in configs)
-        for m in (1, tiles.FEW_ROWS):
-            kept = tuner.early_config_prune(configs, {"M": m})
-            assert kept and all(c.kwargs["BLOCK_M"] <= tiles.FEW_ROWS_MAX_BLOCK_M for c in kept)
-        above = tuner.early_config_prune(configs, {"M": tiles.FEW_ROWS + 1})
-        assert any(c.kwargs["BLOCK_M"] > tiles.FEW_ROWS_MAX_BLOCK_M for c in above)
