@@ -1,6 +1,6 @@
 """Score rmsnorm_linear's product rule (``kernels/rmsnorm_linear/tuned.py``) against races of both products:
 at every point raced with ``triton_two_kernels`` and ``triton_norm_cublas``, the time of the product the rule
-picks over the faster of the two. The first rule, kept here for comparison, is scored beside it.
+picks over the faster of the two. The two earlier rules, kept here for comparison, are scored beside it.
 
     python benchmarks/rmsnorm_linear_rule.py STORE.db [STORE.db ...]
 
@@ -22,6 +22,12 @@ TIE = 1.02
 def first_rule(m: int, k: int, n: int) -> bool:
     """The rule before the fp16 race: Triton at decode sizes with K > 2048 whatever N."""
     return m >= 512 or (n <= 11008 if m >= 128 else k <= 2048)
+
+
+def autotuned_rule(m: int, k: int, n: int) -> bool:
+    """The rule while the Triton product was autotuned at every size (aeeb4ad): cuBLAS for every weight of up
+    to 11008 columns under 512 rows, and under 128 rows at K <= 2048."""
+    return m >= 512 or n <= 11008 or (m < 128 and k <= 2048)
 
 
 def times(paths: list[str]) -> pd.DataFrame:
@@ -49,7 +55,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("stores", nargs="+")
     t = times(ap.parse_args().stores)
-    for name, rule in (("rule", cublas_product), ("first rule", first_rule)):
+    for name, rule in (("rule", cublas_product), ("autotuned", autotuned_rule), ("first rule", first_rule)):
         r = score(t, rule)
         for dtype, d in r.groupby(level=0):
             misses = d[d > TIE].sort_values(ascending=False)

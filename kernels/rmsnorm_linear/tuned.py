@@ -1,37 +1,32 @@
 """What the plain op runs (``kprof.kernels.ops.rms_norm_linear``, nothing derived from the weights kept):
-the tuned rmsnorm kernel writes the normalised rows, then either kprof's autotuned Triton product
-(``triton_two_kernels``) or one cuBLAS product (``triton_norm_cublas``), chosen by shape.
+the tuned rmsnorm kernel writes the normalised rows, then either kprof's Triton product
+(``triton_two_kernels``: pinned tiles up to 128 rows, ``fused.DECODE_TILES``; autotuned above) or one cuBLAS
+product (``triton_norm_cublas``), chosen by shape. Times below are µs on H100s, Triton against cuBLAS.
 
-The rule, from H100 races of both at the 72 points of the model-sized grid (decode and prefill parts), one
-in bf16 and one in fp16 (``benchmarks/results/grid/norm-cublas/``; times in µs, two_kernels against
-norm_cublas):
-
-* 512 rows or more: cuBLAS. At 512 rows the Triton product lost at every point, by 5-27% in bf16
+* 512 rows or more: cuBLAS. At 512 rows the Triton product lost at every grid point, by 5-27% in bf16
   (512x2048x11008: 50.0 against 39.4) and 4-30% in fp16; at 2048 and 8192 rows at 21 of 24 points in each
-  dtype, by 2-19% and 2-23%. Smaller TMA tiles did not close the gap at 512 rows: 56.9 at best with 64x256
-  tiles against 49.0 for the pointer product alone and 44.5 for cuBLAS's ``x @ W``
-  (``tma_small.log`` there).
-* Fewer rows, weights of up to 11008 columns: cuBLAS, for a pick that does not depend on the autotuner.
-  The Triton product's autotuned tiles were not stable there: in the first fp16 race the autotuner chose
-  64x128x64 tiles at 1x4096x11008 (58.9; 33.7-37.1 with 16-row tiles in the other three races) and
-  128x128x32 at 16x4096x5504 (32.4 against 19.9-20.0), and a model would keep such a pick for the life of
-  its process. When it picks well the Triton product is ahead at some of these points: the 8 of them with
-  K >= 4096 raced again on another H100 (``points-aeeb4ad/``), it was 3.7-8.2% faster than the cuBLAS
-  route at 6 in bf16 and 5 in fp16 (16x8192x11008: 62.8 against 67.6) and slower at the others, by up to
-  32% at 1x4096x5504 in bf16, where the autotuner chose 16x32x256 tiles (25.5; 21.6 with 16x64x256 in the
-  other three races). Those 3.7-8.2% are near the noise of these calls: the same cuBLAS route, timed as two
-  providers, differed by up to 9% there. Tiles pinned per shape class instead of autotuned would let
-  the Triton product take them back.
-* Fewer rows, wider weights (14336 and 28672 columns): Triton from 128 rows (128x2048x28672: 44.9 against
-  57.9 in bf16, where cuBLAS's own ``x @ W`` took 59.9), and below 128 rows where K > 2048
-  (16x8192x14336: 81.1 against 92.0); below 128 rows at K = 2048, cuBLAS (16x2048x28672 in fp16: 42.6
-  against 54.7).
+  dtype, by 2-19% and 2-23% (``benchmarks/results/grid/norm-cublas/``). Smaller TMA tiles did not close the
+  gap at 512 rows: 56.9 at best against 44.5 for cuBLAS's ``x @ W`` (``tma_small.log`` there).
+* One row: cuBLAS. Its one-row product was faster at 5504 and 8192 columns on every H100 timed (the pinned
+  product 1.01-1.16x it, ``benchmarks/results/decode-tiles/``); at wider weights the two were within
+  0.94-1.07x of each other, the Triton product ahead at some (1x8192x11008: 0.93-0.94x on all three H100s)
+  but not consistently enough across K and machines for a rule.
+* 2 to 32 rows: Triton, whatever the width. The pinned product was faster than cuBLAS's at 40 of 45 points
+  of 4, 16 and 32 rows on the second H100 (down to 0.89x; at most 1.05x, at 4x2048x28672 and
+  32x2048x11008), and at 19 of 24 points of 16 rows on the first (at most 1.02x).
+* 33 to 511 rows: cuBLAS up to 11008 columns, Triton for wider weights. At 64 and 128 rows cuBLAS was
+  faster at 5504 and 8192 columns (the pinned product 1.04-1.31x it) and at 11008 level or ahead
+  (1.00-1.08x); at 14336 and 28672 columns Triton was ahead everywhere (0.69-0.996x; 128x2048x28672:
+  0.69-0.70x). Rows between 33
+  and 63 were not timed; they take 64 rows' rule.
 
-In the two full races the pick was within 2% of the faster of the two at 64 of 72 bf16 points (worst
-1.065x, 16x8192x5504) and 68 of 72 fp16 points (worst 1.122x, 128x4096x14336, where the autotuner again
-chose 128x128x32 tiles). A first rule that took Triton at every decode size with K > 2048 scored 68 of 72 in
-bf16, but 62 of 72 in fp16, 1.22-1.77x at four points (``benchmarks/rmsnorm_linear_rule.py`` scores a rule
-against the stores). The rule is the same for every dtype; fp32 was not raced.
+Before the tiles were pinned the rule was shaped around the autotuner's unstable picks (cuBLAS for every
+narrow weight under 512 rows, 1.22-1.77x avoided at four fp16 points). With the pinned product, the race of
+both routes on a third H100 (``benchmarks/results/decode-tiles/grid-rmsnorm_linear-decode-*``) scores
+this rule within 2% of the faster route at 33 of 36 decode points in bf16 and 31 of 36 in fp16, worst
+1.079x (1x8192x11008, the one-row exception above); the previous rule scored 26 and 26
+(``benchmarks/rmsnorm_linear_rule.py STORE`` scores a rule against stores). The rule is the same for
+every dtype; fp32 was not raced.
 """
 
 from __future__ import annotations
@@ -43,16 +38,17 @@ from kprof.kernels.rmsnorm_linear.norm_cublas import norm_then_cublas
 from kprof.kernels.rmsnorm_linear.two_kernels import norm_then_triton
 
 CUBLAS_MIN_ROWS = 512  # from here on cuBLAS's product at every shape
-NARROW_MAX_COLS = 11008  # fewer rows: cuBLAS's product for weights of up to this many columns
-DECODE_ROWS = 128  # fewer rows than this, wider weights: cuBLAS's product at K up to DECODE_MAX_K
-DECODE_MAX_K = 2048
+TRITON_MAX_ROWS = 32  # from 2 rows up to this many: kprof's Triton product at every width
+NARROW_MAX_COLS = 11008  # more rows, fewer than CUBLAS_MIN_ROWS: cuBLAS's product up to this many columns
 
 
 def cublas_product(m: int, k: int, n: int) -> bool:
     """Whether the plain op multiplies by cuBLAS (else by kprof's Triton product) at M x K x N."""
-    if m >= CUBLAS_MIN_ROWS or n <= NARROW_MAX_COLS:
+    if m >= CUBLAS_MIN_ROWS or m == 1:
         return True
-    return m < DECODE_ROWS and k <= DECODE_MAX_K
+    if m <= TRITON_MAX_ROWS:
+        return False
+    return n <= NARROW_MAX_COLS
 
 
 @FAMILY.provider(

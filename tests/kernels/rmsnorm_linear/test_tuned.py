@@ -16,23 +16,22 @@ FAM = discover()["rmsnorm_linear"]
 
 def test_the_rule_switches_at_its_declared_boundaries():
     wide, narrow = tuned.NARROW_MAX_COLS + 1, tuned.NARROW_MAX_COLS
-    big_k, small_k = tuned.DECODE_MAX_K + 1, tuned.DECODE_MAX_K
-    for m in (1, tuned.DECODE_ROWS, tuned.CUBLAS_MIN_ROWS):
-        for k in (small_k, big_k):
-            assert tuned.cublas_product(m, k, narrow)
-            assert tuned.cublas_product(tuned.CUBLAS_MIN_ROWS + m, k, wide)
-    assert not tuned.cublas_product(tuned.CUBLAS_MIN_ROWS - 1, small_k, wide)
-    assert not tuned.cublas_product(tuned.DECODE_ROWS, small_k, wide)
-    assert tuned.cublas_product(tuned.DECODE_ROWS - 1, small_k, wide)
-    assert not tuned.cublas_product(tuned.DECODE_ROWS - 1, big_k, wide)
-    assert not tuned.cublas_product(1, big_k, wide)
+    for k in (64, 8192):  # the rule does not look at K
+        for n in (narrow, wide):
+            assert tuned.cublas_product(1, k, n)
+            assert not tuned.cublas_product(2, k, n)
+            assert not tuned.cublas_product(tuned.TRITON_MAX_ROWS, k, n)
+            assert tuned.cublas_product(tuned.CUBLAS_MIN_ROWS, k, n)
+        assert tuned.cublas_product(tuned.TRITON_MAX_ROWS + 1, k, narrow)
+        assert not tuned.cublas_product(tuned.TRITON_MAX_ROWS + 1, k, wide)
+        assert not tuned.cublas_product(tuned.CUBLAS_MIN_ROWS - 1, k, wide)
 
 
 # (rows, K, N), odd sizes on each side of the rule with its limits scaled down (the interpreter takes minutes
-# over a product past the real ones): few rows, K past DECODE_MAX_K and a weight wider than NARROW_MAX_COLS
-# take the Triton product
-SMALL_LIMITS = {"NARROW_MAX_COLS": 24, "DECODE_MAX_K": 32}
-SHAPES = [(3, 41, 29), (5, 37, 19), (6, 23, 29)]
+# over a product past the real ones): one row and more than TRITON_MAX_ROWS rows of a weight up to
+# NARROW_MAX_COLS wide take cuBLAS, 2 to TRITON_MAX_ROWS rows and wider weights the Triton product
+SMALL_LIMITS = {"NARROW_MAX_COLS": 24, "TRITON_MAX_ROWS": 4}
+SHAPES = [(1, 41, 29), (3, 37, 19), (6, 23, 29), (5, 37, 19)]
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
