@@ -7,7 +7,8 @@ epilogue, and the sum of squares behind ``rstd`` accumulates from the very x til
 loads. The fused version costs about one matrix product.
 
 Versions: ``triton_two_kernels`` (the tuned rmsnorm kernel, then a tiled product with the bias in its
-epilogue), ``triton_norm_cublas`` (the same norm, then cuBLAS's product), ``triton_fused``,
+epilogue), ``triton_norm_cublas`` (the same norm, then cuBLAS's product), ``triton_fused``, ``triton_one_kernel`` (the
+same kernel applying g to the x tiles instead of a folded W),
 ``triton_rstd_epilogue`` (row statistics first, g folded into W) and its ``_prepared`` form, and
 ``triton_tuned``, the ops API's choice between the first two by shape (``tuned.py``). Baselines: eager
 PyTorch, ``torch.compile``, and ``cublas_xw``, the product ``x @ W`` alone as the roofline yardstick.

@@ -38,7 +38,7 @@ def _rmsnorm_linear_kernel(
     x_ptr,  # [M, K] input rows
     w_ptr,  # [K, N] weight (g folded in when NORM), any strides
     b_ptr,  # [N] bias (unused unless HAS_BIAS)
-    r_ptr,  # [M] fp32 rstd per row (read when NORM == 2)
+    r_ptr,  # NORM == 2: [M] fp32 rstd per row; NORM == 3: g [K] (x's dtype); else unused
     y_ptr,  # [M, N] output, contiguous
     # sizes and strides
     M,
@@ -55,7 +55,8 @@ def _rmsnorm_linear_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,  # row tiles per column tile in program order (weight tiles reused from L2)
-    NORM: tl.constexpr,  # 0: plain product; 1: sum of squares here, rows scaled by rstd; 2: rstd read from r_ptr
+    NORM: tl.constexpr,  # 0: plain product; 1: sum of squares here, rows scaled by rstd; 2: rstd read from r_ptr;
+    # 3: the same sum of squares, then each x tile normalised (times rstd and g, r_ptr) in the K loop
     HAS_BIAS: tl.constexpr,
     IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs; the interpreter, whose bf16 dot is wrong)
     ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
@@ -74,7 +75,7 @@ def _rmsnorm_linear_kernel(
         offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
     x_ptrs = x_ptr + x_rows + offs_k[None, :] * stride_xk
     w_ptrs = w_ptr + w_rows + offs_n[None, :].to(tl.int64) * stride_wn
-    if NORM == 1:
+    if NORM == 1 or NORM == 3:
         # the rows' sum of squares first, in a loop of its own over the same x tiles (the product's loop
         # then re-reads them, mostly from L2): squaring the tiles inside the product's loop measured
         # slower and gave wrong sums with 128x256 tiles on an H100 (Triton 3.6; see the module docstring)
@@ -83,6 +84,8 @@ def _rmsnorm_linear_kernel(
             a = tl.load(x_ptrs + k * BLOCK_K * stride_xk, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
             af = a.to(tl.float32)
             ss += tl.sum(af * af, axis=1)
+    if NORM == 3:
+        rstd = tl.rsqrt(ss / K + eps)
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         k_left = K - k * BLOCK_K
@@ -90,6 +93,10 @@ def _rmsnorm_linear_kernel(
         if ALIGNED:  # K a multiple of 8: the mask is constant over runs of 8 columns, vector loads stay legal
             x_mask = tl.max_constancy(x_mask, [1, 8])
         a = tl.load(x_ptrs, mask=x_mask, other=0.0)
+        if NORM == 3:  # the normalised rows in x's dtype, as the two-kernel version writes them (x * g alone
+            # could overflow fp16 where the rows are large)
+            gk = tl.load(r_ptr + k * BLOCK_K + offs_k, mask=offs_k < k_left, other=0.0)
+            a = (a.to(tl.float32) * rstd[:, None] * gk.to(tl.float32)[None, :]).to(a.dtype)
         b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
         acc = dot_acc(a, b, acc, IEEE)
         x_ptrs += BLOCK_K * stride_xk
@@ -134,7 +141,8 @@ INTERPRETER_CONFIG = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}
 # and 128 rows x K 2048/4096/8192 x N 5504-28672 on two H100s (bf16 and fp16 on one, bf16 on the other;
 # benchmarks/results/decode-tiles/): each entry is within 2.7% of that point's fastest config at every point
 # of its class; the autotuner's own picks on the second H100 were up to 19% off (15 of 90 points over 2%).
-# The products that scale rows in the kernel (norm 1 and 2) were not raced this way and stay autotuned.
+# The one-kernel op (norm 3: the same K loop, a sum-of-squares loop before it) takes the same table, which was
+# not raced for it; the products on folded weights (norm 1 and 2) stay autotuned.
 DECODE_TILES = tiles.PinnedTiles(
     rows=(1, 4, 16, 32, 64, 128),
     cols=(5504, 8192, 11008, 14336, 28672),
@@ -173,15 +181,18 @@ def launch_product(
     pdl: bool = False,
     config: triton.Config | None = None,
     autotune: bool = False,
+    g: torch.Tensor | None = None,
 ) -> tuple[dict, dict]:
     """``y = x2d @ w (+ b)``; ``norm`` 1: rows scaled by their rstd computed in the kernel, 2: by ``rstd``
-    (fp32 [M]); w must then carry g. ``pdl`` (with norm 2): launched as the dependent of the kernel that
-    writes ``rstd``, just before it in the stream. ``config``: the tiles to run; without one, the plain
-    product (norm 0) takes the pinned tiles of its class (``DECODE_TILES``, up to 128 rows), everything else
-    (or ``autotune``) the autotuner's pick. Returns the (meta-parameters, launch options) it ran with."""
+    (fp32 [M]), w then carrying g; 3: rows normalised in the kernel, times ``g`` [K] (w as given).
+    ``pdl`` (with norm 2): launched as the dependent of the kernel that writes ``rstd``, just before it in
+    the stream. ``config``: the tiles to run; without one, the plain
+    product (norm 0) and the one-kernel op (norm 3) take the pinned tiles of the class (``DECODE_TILES``, up
+    to 128 rows), everything else (or ``autotune``) the autotuner's pick. Returns the (meta-parameters,
+    launch options) it ran with."""
     m, k = x2d.shape
     n = w.shape[1]
-    if config is None and norm == 0 and not autotune:
+    if config is None and norm in (0, 3) and not autotune:
         config = DECODE_TILES.config(m, n)
     return launching.launch_autotuned(
         _autotuned,
@@ -189,7 +200,7 @@ def launch_product(
         x2d,
         w,
         b if b is not None else w,
-        rstd if rstd is not None else w,
+        g if norm == 3 else (rstd if rstd is not None else w),
         y,
         m,
         n,
@@ -230,6 +241,23 @@ def rmsnorm_linear_fused(
     x2d, n = check_inputs(x, g, w, b)
     y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
     launch_product(x2d, folded_weight(g, w), b, y, eps, norm=1)
+    return y.view(*x.shape[:-1], n)
+
+
+@FAMILY.provider(
+    "triton_one_kernel",
+    kind="triton",
+    description=(
+        "one kernel, nothing derived from the weights: the rows' sum of squares in a loop before the product's, "
+        "then each x tile normalised (times rstd and g) as it is loaded; pinned tiles up to 128 rows"
+    ),
+)
+def rmsnorm_linear_one_kernel(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
+) -> torch.Tensor:
+    x2d, n = check_inputs(x, g, w, b)
+    y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
+    launch_product(x2d, w.contiguous(), b, y, eps, norm=3, g=g.contiguous())
     return y.view(*x.shape[:-1], n)
 
 
