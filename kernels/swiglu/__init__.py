@@ -4,8 +4,10 @@ weights ``[d, ff]``. Shapes are ``(*batch, d, ff)``.
 Versions: ``triton_per_token`` (the seed's teaching kernel: per-token dot products on CUDA cores, no
 tensor cores; only where it finishes in reasonable time), ``triton_tiled`` (a tiled matrix product with
 both accumulators and the SiLU*mul in its epilogue), ``triton_tuned`` (the same kernel autotuned, tiles
-in grouped order, weight layout chosen by measurement). Baselines: eager PyTorch, ``torch.compile``, and
-``cublas_gate_up``, the single cuBLAS product ``x @ [Wg Wu]`` as the roofline yardstick.
+in grouped order, weight layout chosen by measurement; pinned tiles at decode sizes; from 1000 rows an
+interleaved-weight TMA kernel), ``triton_tuned_prepared`` and ``triton_tuned_pointer`` (its two launch paths
+alone), ``triton_cublas_silu`` (cuBLAS's two products, then kprof's silu_mul kernel). Baselines: eager
+PyTorch, ``torch.compile``, and ``cublas_gate_up``, the single cuBLAS product ``x @ [Wg Wu]`` as the roofline yardstick.
 """
 
 from kprof.kernels.swiglu.family import FAMILY
