@@ -39,6 +39,7 @@ from kprof.kernels.lib import launching, tiles
 from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 _MAX_PLANS = 4096
+CUBLAS = "cublas"  # a plan's product: cuBLAS's (torch.mm / torch.addmm), not a Triton launch
 _stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
 
 
@@ -326,28 +327,42 @@ _swiglu_launcher: CompiledLauncher | None = None
 
 
 def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
-    """``silu(x @ Wg) * (x @ Wu)`` by the autotuned tiled kernel on the weights as given (no derived copy)."""
+    """``silu(x @ Wg) * (x @ Wu)`` on the weights as given (no derived copy): the tiled kernel (pinned tiles up
+    to 128 rows, autotuned above), or cuBLAS's two products then kprof's silu_mul kernel where
+    ``swiglu.tuned.cublas_products`` says so."""
     key = (sig(x), sig(w_gate), sig(w_up))
     plan = _swiglu_plans.get(key)
     if plan is None:
         return _swiglu_first(x, w_gate, w_up, key)
     launch, out_shape = plan
+    if launch is CUBLAS:
+        from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
+
+        return products_then_silu_mul(x.view(-1, x.shape[-1]), w_gate, w_up).view(out_shape)
     y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
     launch(x, w_gate, w_up, y)
     return y
 
 
 def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key: tuple) -> torch.Tensor:
-    """The checked path (autotunes on a new shape), then the plan for the next calls."""
+    """The checked path (the autotuner runs on a new shape above the pinned tiles' rows), then the plan for
+    the next calls."""
     global _swiglu_launcher
     from kprof.kernels.swiglu import tuned
 
     x2d, ff = tuned.check_inputs(x, w_gate, w_up)
+    xs = row_stride(x)
+    plannable = xs is not None and w_gate.is_contiguous() and w_up.is_contiguous()
+    if tuned.cublas_products(x2d.shape[0], ff):
+        from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
+
+        if plannable:
+            _swiglu_plans.put(key, (CUBLAS, tuple(x.shape[:-1]) + (ff,)))
+        return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
     wg, wu = tuned.weights_in_layout(w_gate, w_up, "kn")
     meta, options = tuned.launch_tuned(x2d, wg, wu, y)
-    xs = row_stride(x)
-    if xs is not None and w_gate.is_contiguous() and w_up.is_contiguous():
+    if plannable:
         m, k = x2d.shape
         named = {**meta, "IEEE": tuned.ieee(x2d), "ALIGNED": tiles.promise_aligned(x2d, wg)}
         tail = (m, ff, k, xs, 1, ff, 1) + constexpr_tail(tuned.autotuned_kernel, 11, named)
@@ -427,9 +442,6 @@ def rms_norm_linear(
     _norm_rows(norm, x, g, eps, xn)
     product(xn, w, w if b is None else b, w, y)
     return y
-
-
-CUBLAS = "cublas"  # a plan's product: cuBLAS's (torch.mm / torch.addmm), not a Triton launch
 
 
 def _norm_rows(norm: Launch | None, x: torch.Tensor, g: torch.Tensor, eps: float, xn: torch.Tensor) -> None:

@@ -39,6 +39,7 @@ import triton.language as tl
 
 from kprof.kernels.lib import launching, tiles
 from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile
+from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
 from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel, ieee
 
@@ -144,6 +145,15 @@ PERSISTENT_MAX_WAVES = 8
 TAIL_SPLITS = True
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # decode shapes (16 rows) keep the autotuned pointer kernel's narrow tiles: not measured
+# From CUBLAS_MIN_ROWS rows to under TMA_MIN_ROWS, weights of up to CUBLAS_MAX_COLS columns: cuBLAS's two
+# products, then kprof's silu_mul kernel (``cublas_silu.py``). At 512 rows and 5504 columns the tiled kernel
+# lost to torch.compile by 5-22% in one H100 race of both dtypes, where that route took 0.82-0.94x the
+# tiled kernel's time at all 6 points (K 2048-8192) and tied torch.compile (0.91-1.03x;
+# benchmarks/results/decode-tiles/cublas-silu/). At 11008-28672 columns it was 0.89-1.11x the tiled kernel,
+# no consistent side; 128 rows (the pinned tiles, 0.83x torch.compile at 128x4096x5504) stay Triton, and
+# rows between 129 and 511 were not timed.
+CUBLAS_MIN_ROWS = 512
+CUBLAS_MAX_COLS = 5504
 
 
 def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
@@ -332,12 +342,19 @@ def use_interleaved(x2d: torch.Tensor, y: torch.Tensor) -> bool:
     return (x2d.shape[0] >= TMA_MIN_ROWS or launching.interpreting()) and launching.tma_ready(x2d, y)
 
 
+def cublas_products(m: int, n: int) -> bool:
+    """Whether ``m`` rows with ``n`` output columns take cuBLAS's products then silu_mul (see CUBLAS_MIN_ROWS)."""
+    return CUBLAS_MIN_ROWS <= m < TMA_MIN_ROWS and n <= CUBLAS_MAX_COLS
+
+
 def swiglu_with(
     x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: Callable[[], torch.Tensor] | torch.Tensor | None
 ) -> torch.Tensor:
     """The tuned version's launch choice; ``w_int`` is the interleaved weight pair (or how to make it; None:
     the pointer kernel only)."""
     x2d, ff = check_inputs(x, w_gate, w_up)
+    if cublas_products(x2d.shape[0], ff):
+        return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
     if w_int is not None and use_interleaved(x2d, y):
         wi = w_int() if callable(w_int) else w_int
@@ -353,7 +370,8 @@ def swiglu_with(
     kind="triton",
     description="from 1000 rows: gate and up weights interleaved (copied on every call, counted in its time), one "
     "product of twice the width with TMA tiles (persistent for few waves, the last partial wave in "
-    "smaller tiles); else the tiled product autotuned per shape, grouped program order",
+    "smaller tiles); 512-999 rows of up to 5504 columns: cuBLAS's two products, then kprof's silu_mul kernel; "
+    "else the tiled product (tiles pinned per class up to 128 rows, autotuned above), grouped program order",
 )
 def swiglu_tuned(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     return swiglu_with(x, w_gate, w_up, lambda: interleaved_weights(w_gate, w_up))
@@ -375,8 +393,9 @@ def swiglu_tuned_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Ten
 @FAMILY.provider(
     "triton_tuned_pointer",
     kind="triton",
-    description="the tiled product autotuned per shape on the weights as given, at every row count (no derived "
-    "weight copy): what ops.swiglu runs",
+    description="no derived weight copy: the tiled product on the weights as given (tiles pinned per class up to "
+    "128 rows, autotuned above), or cuBLAS's products then silu_mul where triton_tuned takes them: what "
+    "ops.swiglu runs",
 )
 def swiglu_tuned_pointer(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     return swiglu_with(x, w_gate, w_up, None)
