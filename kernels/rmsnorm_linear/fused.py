@@ -244,6 +244,10 @@ def rmsnorm_linear_fused(
     return y.view(*x.shape[:-1], n)
 
 
+# triton_one_kernel was written for decode sizes, where the two-kernel route's separate norm adds 11-22% to a
+# product of 10-19 us. On an H100 (bf16 and fp16, the 36 decode grid points) it ran 1.15-3.7x slower than the
+# two kernels at every point (1x2048x11008: 32.9 against 19.5 us): the sum-of-squares loop waits for each of
+# its loads, 0.3-1.0 us a trip, and has K / BLOCK_K trips (benchmarks/results/decode-tiles/, section 3).
 @FAMILY.provider(
     "triton_one_kernel",
     kind="triton",

@@ -25,8 +25,10 @@ narrow weight under 512 rows, 1.22-1.77x avoided at four fp16 points). With the 
 both routes on a third H100 (``benchmarks/results/decode-tiles/grid-rmsnorm_linear-decode-*``) scores
 this rule within 2% of the faster route at 33 of 36 decode points in bf16 and 31 of 36 in fp16, worst
 1.079x (1x8192x11008, the one-row exception above); the previous rule scored 26 and 26
-(``benchmarks/rmsnorm_linear_rule.py STORE`` scores a rule against stores). The rule is the same for
-every dtype; fp32 was not raced.
+(``benchmarks/rmsnorm_linear_rule.py STORE`` scores a rule against stores). Raced on a fourth H100
+(``one-kernel-46cc8ed/`` there), out of sample: 32 and 31 of 36 (the previous rule 26 and 27), worst
+1.091x at the same point; the op within 1.02x of the best kprof version at 31 and 30 of 36 (24 and 25
+before). The rule is the same for every dtype; fp32 was not raced.
 """
 
 from __future__ import annotations
