@@ -41,10 +41,15 @@ class PinnedTiles:
     rows: tuple[int, ...]
     cols: tuple[int, ...]
     table: Mapping[tuple[int, int], tuple[int, int, int, int, int]]
+    # Element sizes (bytes) the table was measured for: 16-bit inputs. fp32 tiles need twice the shared memory
+    # (swiglu's 16x128x128 tiles with 4 stages asked 418 KB of an H100's 227 KB in the GPU tests) and stay
+    # autotuned; the autotuner drops configs that do not fit.
+    element_sizes: tuple[int, ...] = (2,)
 
-    def config(self, m: int, n: int) -> triton.Config | None:
-        """The pinned config of an M x N output (None: more rows than the table covers; autotune)."""
-        if m > self.rows[-1]:
+    def config(self, m: int, n: int, element_size: int = 2) -> triton.Config | None:
+        """The pinned config of an M x N output from inputs of ``element_size`` bytes (None: more rows than
+        the table covers, or a dtype it was not measured for; autotune)."""
+        if m > self.rows[-1] or element_size not in self.element_sizes:
             return None
         row = next(r for r in self.rows if m <= r)
         col = min(self.cols, key=lambda c: (abs(c - n), c))

@@ -188,12 +188,12 @@ def launch_product(
     ``pdl`` (with norm 2): launched as the dependent of the kernel that writes ``rstd``, just before it in
     the stream. ``config``: the tiles to run; without one, the plain
     product (norm 0) and the one-kernel op (norm 3) take the pinned tiles of the class (``DECODE_TILES``, up
-    to 128 rows), everything else (or ``autotune``) the autotuner's pick. Returns the (meta-parameters,
+    to 128 rows of 16-bit inputs), everything else (or ``autotune``) the autotuner's pick. Returns the (meta-parameters,
     launch options) it ran with."""
     m, k = x2d.shape
     n = w.shape[1]
     if config is None and norm in (0, 3) and not autotune:
-        config = DECODE_TILES.config(m, n)
+        config = DECODE_TILES.config(m, n, x2d.element_size())
     return launching.launch_autotuned(
         _autotuned,
         lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),),

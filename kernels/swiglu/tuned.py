@@ -305,12 +305,12 @@ def launch_tuned(
     autotune: bool = False,
 ) -> tuple[dict, dict]:
     """``y = silu(x2d @ wg) * (x2d @ wu)`` by the tiled kernel with ``config``; without one, with the
-    pinned tiles of this shape's class (``DECODE_TILES``, up to 128 rows), else (or with ``autotune``) the
-    autotuner's pick. Returns the (meta-parameters, launch options) it ran with."""
+    pinned tiles of this shape's class (``DECODE_TILES``: up to 128 rows, 16-bit inputs), else (or with
+    ``autotune``) the autotuner's pick. Returns the (meta-parameters, launch options) it ran with."""
     m, k = x2d.shape
     n = wg.shape[1]
     if config is None and not autotune:
-        config = DECODE_TILES.config(m, n)
+        config = DECODE_TILES.config(m, n, x2d.element_size())
     return launching.launch_autotuned(
         _swiglu_autotuned,
         lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),),
