@@ -144,7 +144,7 @@ PERSISTENT_MAX_WAVES = 8
 # tiles; as 120 halves, 34.2 -> 33.0 us (tail_halves.log, where 2048x2048x5504 read 137.7 against cuBLAS 138.8).
 TAIL_SPLITS = True
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
-TMA_MIN_ROWS = 1000  # decode shapes (16 rows) keep the autotuned pointer kernel's narrow tiles: not measured
+TMA_MIN_ROWS = 1000  # fewer rows keep the pointer kernel (pinned tiles at decode sizes): TMA there not measured
 # From CUBLAS_MIN_ROWS rows to under TMA_MIN_ROWS, weights of up to CUBLAS_MAX_COLS columns: cuBLAS's two
 # products, then kprof's silu_mul kernel (``cublas_silu.py``). At 512 rows and 5504 columns the tiled kernel
 # lost to torch.compile by 5-22% in one H100 race of both dtypes, where that route took 0.82-0.94x the
