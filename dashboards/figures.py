@@ -76,7 +76,13 @@ def nice_ticks(lo: float, hi: float) -> list[float]:
     for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
         out += [m * 10.0**e for m in (1, 2, 5)]
     inside = [v for v in out if lo / 1.5 <= v <= hi * 1.5]
-    return inside if len(inside) <= 8 else [v for v in inside if str(v)[0] == "1"] or inside
+    if not inside:  # a range narrower than one 1-2-5 step (one value): the steps on either side of it
+        return [max(v for v in out if v <= lo), min(v for v in out if v >= hi)]
+    if len(inside) <= 8:
+        return inside
+    # too many for one axis: the decades from the one at or below lo to the one at or above hi (keeping only
+    # the 1s inside lo/1.5 .. hi*1.5 could end a decade short: 1.38-353 µs ended at 100)
+    return [10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
 
 
 COMPARE_HEIGHT = 820  # px: the four panels and their titles

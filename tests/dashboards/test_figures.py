@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("plotly")  # style's palette
 
@@ -158,3 +160,14 @@ def test_roofline_has_the_memory_roof():
     capped = figures.roofline(m, ceiling_gbps=3000.0, peak_tflops=2.0)["layer"][1]["data"]["values"]
     assert max(r["tflops"] for r in capped) == 2.0  # the matrix-product rate caps the roof
     json.dumps(spec, allow_nan=False)  # the browser parses it as JSON: no NaN anywhere
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(1e-3, 1e7), st.floats(1.0, 1e6))
+def test_log_ticks_span_the_data_one_decade_apart_at_most(lo, span):
+    hi = lo * span
+    ticks = figures.nice_ticks(lo, hi)
+    assert ticks == sorted(ticks) and 1 <= len(ticks) <= 9
+    assert ticks[0] <= lo * 2.5 and ticks[-1] >= hi / 2.5
+    assert all(b / a <= 10.0 + 1e-9 for a, b in zip(ticks, ticks[1:]))
+    assert {f"{t:.0e}"[0] for t in ticks} <= {"1", "2", "5"}
