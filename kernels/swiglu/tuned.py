@@ -1,4 +1,19 @@
-"""The tiled kernel, autotuned per (M, N, K) over tile shapes, warps and pipeline stages, programs in
+"""swiglu's dispatch (``triton_tuned`` and ``kprof.kernels.ops``), by rows M and output columns N:
+
+=========  ========  ==========================================================  ====================================
+rows       columns   runs                                                        measured in benchmarks/results/
+=========  ========  ==========================================================  ====================================
+1-128      any       the tiled kernel with pinned tiles (``DECODE_TILES``; bf16,  decode-tiles/ (sections 1-2)
+                     fp16; fp32 autotuned)
+129-511    any       the tiled kernel, autotuned                                 grid/ (no race of these rows alone)
+512-999    <= 5504   cuBLAS's two products, then kprof's silu_mul kernel         decode-tiles/ (section 5)
+512-999    > 5504    the tiled kernel, autotuned                                 decode-tiles/ (section 5)
+1000+      any       interleaved weights, one TMA product (``ops.PreparedSwiGLU``  matmul-tma/, matmul-last-gap/
+                     and ``triton_tuned``; ``ops.swiglu`` on the weights as
+                     given: the tiled kernel, autotuned)
+=========  ========  ==========================================================  ====================================
+
+The tiled kernel, autotuned per (M, N, K) over tile shapes, warps and pipeline stages, programs in
 grouped order (GROUP_M row tiles per column tile: a wave of programs shares weight tiles in L2), and the
 weight layout chosen by measurement.
 
