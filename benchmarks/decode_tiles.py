@@ -24,6 +24,7 @@ import torch
 import triton
 from bench_common import write_csv
 
+from kprof.dtypes import element_size
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused
@@ -132,7 +133,7 @@ def run_point(family: str, shape: tuple[int, ...], dtype: str, rounds: int, auto
     pick = autotuned(family, shape, dtype, seed=1) if autotune else ""
     point = "x".join(map(str, shape))
     table = tuned.DECODE_TILES if family == "swiglu" else fused.DECODE_TILES
-    pinned = table.config(shape[0], shape[2])
+    pinned = table.config(shape[0], shape[2], element_size(dtype))
     rows = [
         {
             "family": family,

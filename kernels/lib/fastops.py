@@ -324,6 +324,7 @@ def _gated_plan(x: torch.Tensor, act: int, op: str) -> tuple[Launch, tuple[int, 
 # ------------------------------------------------------------------------------------------- swiglu
 _swiglu_plans = Plans()
 _swiglu_launcher: CompiledLauncher | None = None
+_products_then_silu_mul: Any = None  # swiglu's cuBLAS route, bound by the first call that plans it
 
 
 def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
@@ -336,9 +337,7 @@ def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.T
         return _swiglu_first(x, w_gate, w_up, key)
     launch, out_shape = plan
     if launch is CUBLAS:
-        from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
-
-        return products_then_silu_mul(x.view(-1, x.shape[-1]), w_gate, w_up).view(out_shape)
+        return _products_then_silu_mul(x.view(-1, x.shape[-1]), w_gate, w_up).view(out_shape)
     y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
     launch(x, w_gate, w_up, y)
     return y
@@ -347,7 +346,7 @@ def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.T
 def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key: tuple) -> torch.Tensor:
     """The checked path (the autotuner runs on a new shape above the pinned tiles' rows), then the plan for
     the next calls."""
-    global _swiglu_launcher
+    global _swiglu_launcher, _products_then_silu_mul
     from kprof.kernels.swiglu import tuned
 
     x2d, ff = tuned.check_inputs(x, w_gate, w_up)
@@ -357,6 +356,7 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
         from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
 
         if plannable:
+            _products_then_silu_mul = products_then_silu_mul
             _swiglu_plans.put(key, (CUBLAS, tuple(x.shape[:-1]) + (ff,)))
         return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
@@ -382,13 +382,14 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
 # ----------------------------------------------------------------------------- rmsnorm, then product
 _product_plans = Plans()
 _product_launcher: CompiledLauncher | None = None
+_cublas_times: Any = None  # rmsnorm_linear's cuBLAS product, bound by the first call that plans it
 
 
 def rms_norm_linear(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
     """``rms_norm(x, g) @ w (+ b)``: the tuned rmsnorm kernel writes the normalised rows, then cuBLAS's product
-    or the autotuned Triton product (with the bias in its epilogue) reads them, as
+    or kprof's Triton product (with the bias in its epilogue) reads them, as
     ``rmsnorm_linear.tuned.cublas_product`` chooses by shape (nothing derived from the weights is kept)."""
     try:  # one flat key: what sig() says about each tensor (the bias's, or None)
         xp, gp, wp = x.data_ptr(), g.data_ptr(), w.data_ptr()
@@ -429,8 +430,7 @@ def rms_norm_linear(
             norm.fast(xp, gp, xn.data_ptr())
         else:
             _norm_rows(norm, x, g, eps, xn)
-        rows = xn.view(-1, xn_layout[0][-1])
-        return (rows @ w if b is None else torch.addmm(b, rows, w)).view(y_layout[0])
+        return _cublas_times(xn.view(-1, xn_layout[0][-1]), w, b).view(y_layout[0])
     y = x.new_empty_strided(*y_layout)
     if fast and product.entry is not None:
         xn = x.new_empty_strided(*xn_layout)
@@ -469,7 +469,7 @@ def _norm_launch(x: torch.Tensor, g: torch.Tensor, eps: float, key: tuple) -> La
 def _rms_norm_linear_first(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float, key: tuple
 ) -> torch.Tensor:
-    global _product_launcher
+    global _product_launcher, _cublas_times
     from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
     from kprof.kernels.rmsnorm_linear import fused
     from kprof.kernels.rmsnorm_linear import norm_cublas as rl_cublas
@@ -482,6 +482,7 @@ def _rms_norm_linear_first(
     if rl_tuned.cublas_product(m, k, n):
         y = rl_cublas.norm_then_cublas(x2d, g, w, b, eps)
         if plannable:
+            _cublas_times = rl_cublas.cublas_times
             layouts = (contiguous_layout(x.shape), contiguous_layout(tuple(x.shape[:-1]) + (n,)))
             _product_plans.put(key, (_norm_launch(x, g, eps, key), CUBLAS, *layouts))
         return y.view(*x.shape[:-1], n)

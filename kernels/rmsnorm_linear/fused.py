@@ -186,10 +186,10 @@ def launch_product(
     """``y = x2d @ w (+ b)``; ``norm`` 1: rows scaled by their rstd computed in the kernel, 2: by ``rstd``
     (fp32 [M]), w then carrying g; 3: rows normalised in the kernel, times ``g`` [K] (w as given).
     ``pdl`` (with norm 2): launched as the dependent of the kernel that writes ``rstd``, just before it in
-    the stream. ``config``: the tiles to run; without one, the plain
-    product (norm 0) and the one-kernel op (norm 3) take the pinned tiles of the class (``DECODE_TILES``, up
-    to 128 rows of 16-bit inputs), everything else (or ``autotune``) the autotuner's pick. Returns the (meta-parameters,
-    launch options) it ran with."""
+    the stream. ``config``: the tiles to run; without one, the plain product (norm 0) and the one-kernel op
+    (norm 3) take the pinned tiles of the class (``DECODE_TILES``, up to 128 rows of 16-bit inputs),
+    everything else (or ``autotune``) the autotuner's pick. Returns the (meta-parameters, launch options)
+    it ran with."""
     m, k = x2d.shape
     n = w.shape[1]
     if config is None and norm in (0, 3) and not autotune:

@@ -16,12 +16,16 @@ from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 
 
+def cublas_times(xn: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    """``xn @ w (+ b)`` by one cuBLAS call (the bias in its epilogue, ``torch.addmm``)."""
+    return xn @ w if b is None else torch.addmm(b, xn, w)
+
+
 def norm_then_cublas(
     x2d: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
     """``rmsnorm_tuned(x2d, g) @ w (+ b)`` for checked 2-D rows: [M, N] in x's dtype."""
-    xn = rmsnorm_tuned(x2d, g, eps)
-    return xn @ w if b is None else torch.addmm(b, xn, w)
+    return cublas_times(rmsnorm_tuned(x2d, g, eps), w, b)
 
 
 @FAMILY.provider(

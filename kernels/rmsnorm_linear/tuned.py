@@ -17,8 +17,7 @@ product (``triton_norm_cublas``), chosen by shape. Times below are µs on H100s,
 * 33 to 511 rows: cuBLAS up to 11008 columns, Triton for wider weights. At 64 and 128 rows cuBLAS was
   faster at 5504 and 8192 columns (the pinned product 1.04-1.31x it) and at 11008 level or ahead
   (1.00-1.08x); at 14336 and 28672 columns Triton was ahead everywhere (0.69-0.996x; 128x2048x28672:
-  0.69-0.70x). Rows between 33
-  and 63 were not timed; they take 64 rows' rule.
+  0.69-0.70x). Rows between 33 and 63 were not timed; they take 64 rows' rule.
 
 Before the tiles were pinned the rule was shaped around the autotuner's unstable picks (cuBLAS for every
 narrow weight under 512 rows, 1.22-1.77x avoided at four fp16 points). With the pinned product, the race of
@@ -57,7 +56,7 @@ def cublas_product(m: int, k: int, n: int) -> bool:
     "triton_tuned",
     kind="triton",
     description="what kprof.kernels.ops runs: the tuned rmsnorm kernel, then cuBLAS's product or kprof's "
-    "autotuned Triton product, chosen by shape (measured rule in rmsnorm_linear/tuned.py)",
+    "Triton product (pinned tiles at decode sizes), chosen by shape (measured rule in rmsnorm_linear/tuned.py)",
 )
 def rmsnorm_linear_tuned(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS

@@ -14,7 +14,8 @@ from kprof.kernels.rmsnorm_linear.fused import launch_product
 def norm_then_triton(
     x2d: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
-    """``rmsnorm_tuned(x2d, g) @ w (+ b)`` by the autotuned Triton product, for checked 2-D rows: [M, N]."""
+    """``rmsnorm_tuned(x2d, g) @ w (+ b)`` by kprof's Triton product (pinned tiles at decode sizes, else
+    autotuned), for checked 2-D rows: [M, N]."""
     xn = rmsnorm_tuned(x2d, g, eps)
     y = torch.empty((x2d.shape[0], w.shape[1]), dtype=x2d.dtype, device=x2d.device)
     launch_product(xn, w.contiguous(), b, y, eps, norm=0)
