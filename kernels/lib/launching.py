@@ -33,6 +33,22 @@ def sm_count(t: torch.Tensor) -> int:
     return _properties(t).multi_processor_count if t.is_cuda else 132
 
 
+def ticket_counters(device: torch.device, count: int) -> torch.Tensor:
+    """``count`` int32 counters on ``device`` for the current stream, zero between calls: a kernel that hands out
+    tickets at them puts each back to zero when its last ticket is drawn. Kept per (device, stream), grown
+    as needed, so no call pays for a memset and two streams never share a counter."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (str(device), stream)
+    have = _COUNTERS.get(key)
+    if have is None or have.numel() < count:
+        have = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
+        _COUNTERS[key] = have
+    return have
+
+
+_COUNTERS: dict[tuple[str, int], torch.Tensor] = {}
+
+
 def hopper_or_later(t: torch.Tensor) -> bool:
     """``t`` is on a CUDA GPU of compute capability 9.0 or later (TMA, griddepcontrol)."""
     return t.is_cuda and _properties(t).major >= 9

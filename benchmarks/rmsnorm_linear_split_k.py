@@ -1,0 +1,139 @@
+"""rmsnorm_linear's split-K kernel (``kernels/rmsnorm_linear/split_k.py``) over its tiles and split counts at
+decode points, against what the ops API runs there and against cuBLAS's product alone.
+
+Per point, one CUPTI session times every candidate cold (a spin, kprof's read-only L2 flush, one call), in
+rotating rounds (``decode_tiles.race``). Candidates: BLOCK_N x BLOCK_K x stages, each with K split so the
+launch has about 1, 2, 4 or 8 programs per SM (one candidate per distinct split count). Beside them:
+``[cublas]``, ``addmm(b, xn, W)`` on rows normalised beforehand (the target's yardstick, the product alone);
+``[norm+cublas]``, kprof's norm kernel then that product (the one-row route of ``triton_tuned``);
+``[tuned]``, ``triton_tuned`` itself. Every candidate's output is checked against an fp32 op first.
+
+    python benchmarks/rmsnorm_linear_split_k.py --compile-only --shard I/N   # fill Triton's cache in parallel
+    python benchmarks/rmsnorm_linear_split_k.py --out DIR [--rows 1,4,8,16,32] [--dtypes bf16,fp16]
+
+Writes DIR/split_k.csv (one row per point and candidate: median and every round, us) and prints, per point,
+the fastest candidate and the references.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+import torch
+from bench_common import write_csv
+from decode_tiles import race
+
+from kprof.kernels import discover
+from kprof.kernels.lib import launching
+from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+from kprof.kernels.rmsnorm_linear import split_k
+from kprof.kernels.rmsnorm_linear.tuned import rmsnorm_linear_tuned
+
+TILES = [(bn, bk, st) for bn in (32, 64, 128) for bk in (128, 256) for st in (3, 4) if (bn, bk, st) != (128, 256, 4)]
+PER_SM = (1, 2, 4, 8)
+
+
+def candidates(m: int, k: int, n: int, sms: int) -> dict[str, object]:
+    """name -> config, one per distinct (tiles, split count)."""
+    out = {}
+    for bn, bk, st in TILES:
+        for p in PER_SM:
+            splits = split_k.split_count(m, k, n, 16, bn, bk, p * sms)
+            out.setdefault(f"16x{bn}x{bk} s{st} split{splits}", split_k.split_config(16, bn, bk, splits, 4, st))
+    return out
+
+
+def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict]:
+    inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    xn = rmsnorm_tuned(x, g, eps)
+    ref = (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps) * g.float()) @ w.float() + b.float()
+    y = torch.empty((x.shape[0], w.shape[1]), dtype=x.dtype, device="cuda")
+    out = torch.empty_like(y)
+    fns = {
+        "[cublas]": lambda: torch.addmm(b, xn, w, out=out),
+        "[norm+cublas]": lambda: torch.addmm(b, rmsnorm_tuned(x, g, eps), w, out=out),
+        "[tuned]": lambda: rmsnorm_linear_tuned(x, g, w, b, eps),
+    }
+    notes = {}
+    for name, cfg in candidates(*shape, launching.sm_count(x)).items():
+        try:
+            y.fill_(float("nan"))
+            split_k.launch_split_k(x, g, w, b, y, eps, cfg)
+            err = ((y.float() - ref).norm() / ref.norm()).item()
+        except Exception as exc:  # noqa: BLE001 - a candidate that cannot compile here is reported, not timed
+            notes[name] = f"{type(exc).__name__}: {str(exc)[:100]}"
+            continue
+        if err < 2e-2:
+            fns[name] = lambda cfg=cfg: split_k.launch_split_k(x, g, w, b, y, eps, cfg)
+        else:
+            notes[name] = f"WRONG rel err {err:.3g}"
+    times = race(fns, rounds)
+    point = "x".join(map(str, shape))
+    rows = [
+        {
+            "dtype": dtype,
+            "shape": point,
+            "candidate": n,
+            "median_us": statistics.median(v),
+            "rounds": " ".join(f"{u:.2f}" for u in v),
+            "note": "",
+        }
+        for n, v in times.items()
+    ]
+    return rows + [
+        {"dtype": dtype, "shape": point, "candidate": n, "median_us": "", "rounds": "", "note": why}
+        for n, why in notes.items()
+    ]
+
+
+def compile_shard(shard: str, dtypes: list[str]) -> None:
+    """This shard's share of (dtype, tiles, M, split 1 or more) launched once at a small shape of the same
+    specialisation, so Triton's cache holds every binary before the timed run."""
+    index, count = (int(v) for v in shard.split("/"))
+    items = [(d, t, m, s) for d in dtypes for t in TILES for m in (1, 4, 16) for s in (1, 2)]
+    for d, (bn, bk, st), m, s in items[index::count]:
+        inputs = discover()["rmsnorm_linear"].make_inputs((m, 512, 512), d, "cuda", 0)
+        y = torch.empty((m, 512), dtype=inputs["x"].dtype, device="cuda")
+        cfg = split_k.split_config(16, bn, bk, s, 4, st)
+        split_k.launch_split_k(inputs["x"], inputs["g"], inputs["w"], inputs["b"], y, inputs["eps"], cfg)
+    torch.cuda.synchronize()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--dtypes", default="bf16,fp16")
+    ap.add_argument("--rows", default="1,4,16")
+    ap.add_argument("--ks", default="2048,4096,8192")
+    ap.add_argument("--cols", default="5504,11008,14336,28672")
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--shard", default="0/1")
+    args = ap.parse_args()
+    dtypes = args.dtypes.split(",")
+    if args.compile_only:
+        compile_shard(args.shard, dtypes)
+        return
+    rows: list[dict] = []
+    ints = [[int(v) for v in s.split(",")] for s in (args.rows, args.ks, args.cols)]
+    for dtype in dtypes:
+        for shape in [(m, k, n) for m in ints[0] for k in ints[1] for n in ints[2]]:
+            point = run_point(shape, dtype, args.rounds)
+            rows += point
+            med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
+            best = min((c for c in med if not c.startswith("[")), key=med.get, default=None)
+            cub = med["[cublas]"]
+            print(
+                f"{dtype} {'x'.join(map(str, shape)):14} cublas {cub:7.2f} norm+cublas {med['[norm+cublas]']:7.2f} "
+                f"tuned {med['[tuned]']:7.2f} ({med['[tuned]'] / cub:.3f}x)  best {best} {med.get(best, 0):7.2f} "
+                f"({med.get(best, 0) / cub:.3f}x)",
+                flush=True,
+            )
+            write_csv(args.out / "split_k.csv", rows)
+
+
+if __name__ == "__main__":
+    main()

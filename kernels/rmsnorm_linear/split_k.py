@@ -1,0 +1,225 @@
+"""One kernel for a handful of rows, nothing derived from the weights: ``g`` scales the x tiles as they are
+loaded, the rows' sums of squares come from the same tiles, K is split over several programs per column
+tile, and the last program of a column tile to finish adds the parts and scales each row by its rstd.
+
+Why: at decode sizes the product streams W once and is over in 10-20 us, so the two-kernel route's separate
+norm kernel (about 2 us with its launch gap) is what put 1x2048x5504 and 16x2048x5504 at 1.20-1.24x cuBLAS's
+``x @ W`` on H100s (``benchmarks/results/decode-tiles/``, ncu: both moved 1.00x the bytes model). Folding
+the norm into the product's loop needs no separate pass here: ``y = rstd * ((x * g) @ W)``, and the squares
+are summed from the x tile already in registers. The earlier one-kernel design summed them in a loop of its
+own before the product's, which waited for each load (``fused.py``, ``triton_one_kernel``). Splitting K
+lets a narrow weight fill the GPU: 5504 columns in 64-wide tiles are 86 programs for 132 SMs, so without a
+split a third of an H100 sits idle.
+
+The parts meet without a wait: each program stores its fp32 partial tile and partial sums of squares, then
+takes a ticket at its column tile's counter; the program that draws the last ticket adds the parts in slot
+order (the result does not depend on which program finishes last), writes y and puts the counter back to
+zero. No program waits for another, so the kernel is correct under the interpreter, which runs programs one
+after another. The counters live in a buffer kept per device and stream (``launching.ticket_counters``):
+zeroed once, left at zero by every call, so no call pays for a memset.
+
+The x tiles times g are rounded to x's dtype before the product in bf16, whose range is fp32's. fp16 cannot
+hold x * g where the rows are large (the two-kernel route normalises first), so in fp16 the tile stays fp32
+and the product runs in TF32, whose 10-bit mantissa is fp16's: W's fp16 values convert exactly.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kprof.kernels.lib import launching, tiles
+from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
+
+
+@triton.jit
+def _rmsnorm_linear_split_k_kernel(
+    # pointers
+    x_ptr,  # [M, K] input rows
+    g_ptr,  # [K] norm weight
+    w_ptr,  # [K, N] weight, any strides
+    b_ptr,  # [N] bias (unused unless HAS_BIAS)
+    y_ptr,  # [M, N] output, contiguous
+    part_ptr,  # [SPLIT_K, M, N] fp32: each program's partial product
+    ss_ptr,  # [programs, BLOCK_M] fp32: each program's partial sums of squares
+    count_ptr,  # [row tiles x column tiles] int32 tickets, zero between calls
+    # sizes and strides
+    M,
+    N,
+    K,
+    SPLIT_K,  # programs per column tile, each over K_PER_SPLIT columns of x (not a constexpr: one binary
+    # serves every split count)
+    K_PER_SPLIT,  # a multiple of BLOCK_K
+    stride_xm,
+    stride_xk,
+    stride_wk,
+    stride_wn,
+    # parameters
+    eps,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    PRECISION: tl.constexpr,  # 0: (x * g) in x's dtype (bf16); 1: fp32 tile, TF32 product (fp16); 2: IEEE fp32
+    ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
+):
+    # split fastest: the programs of a column tile are launched together and finish close together
+    pid = tl.program_id(0)
+    split = pid % SPLIT_K
+    tile = pid // SPLIT_K
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    pid_m = tile // tiles_n
+    pid_n = tile % tiles_n
+
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # wrapped, not masked: see swiglu/tiled.py
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    k_start = split * K_PER_SPLIT
+    k_end = tl.minimum(k_start + K_PER_SPLIT, K)
+    x_rows = offs_m[:, None].to(tl.int64) * stride_xm
+    w_rows = (k_start + offs_k[:, None]) * stride_wk
+    if ALIGNED:  # promises kprof.kernels.lib.tiles.aligned8 checked; they must sit in the kernel body
+        x_rows = tl.multiple_of(x_rows, [8, 1])
+        w_rows = tl.multiple_of(w_rows, [8, 1])
+        offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
+    x_ptrs = x_ptr + x_rows + (k_start + offs_k[None, :]) * stride_xk
+    w_ptrs = w_ptr + w_rows + offs_n[None, :].to(tl.int64) * stride_wn
+    g_ptrs = g_ptr + k_start + offs_k
+
+    ss = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(k_start, k_end, BLOCK_K):
+        k_in = offs_k < k_end - k
+        x = tl.load(x_ptrs, mask=k_in[None, :], other=0.0).to(tl.float32)
+        gk = tl.load(g_ptrs, mask=k_in, other=0.0).to(tl.float32)
+        w = tl.load(w_ptrs, mask=k_in[:, None], other=0.0)
+        ss += tl.sum(x * x, axis=1)
+        a = x * gk[None, :]
+        if PRECISION == 0:
+            acc = tl.dot(a.to(w.dtype), w, acc)
+        elif PRECISION == 1:
+            acc = tl.dot(a, w.to(tl.float32), acc, input_precision="tf32")
+        else:
+            acc = tl.dot(a, w.to(tl.float32), acc, input_precision="ieee")
+        x_ptrs += BLOCK_K * stride_xk
+        w_ptrs += BLOCK_K * stride_wk
+        g_ptrs += BLOCK_K
+
+    # this program's parts, then its ticket (the barrier makes every thread's stores part of the release)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    tile_offs = rows[:, None].to(tl.int64) * N + cols[None, :]
+    tl.store(part_ptr + split.to(tl.int64) * M * N + tile_offs, acc, mask=mask)
+    slots = tl.arange(0, BLOCK_M)
+    tl.store(ss_ptr + pid.to(tl.int64) * BLOCK_M + slots, ss)
+    tl.debug_barrier()
+    ticket = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
+    if ticket == SPLIT_K - 1:
+        total = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        ss_total = tl.zeros([BLOCK_M], dtype=tl.float32)
+        first = tile.to(tl.int64) * SPLIT_K
+        for s in range(0, SPLIT_K):  # slot order: the sum does not depend on who finished last
+            # .cg: the parts from L2, never from a stale L1 line
+            total += tl.load(part_ptr + s.to(tl.int64) * M * N + tile_offs, mask=mask, other=0.0, cache_modifier=".cg")
+            ss_total += tl.load(ss_ptr + (first + s) * BLOCK_M + slots, cache_modifier=".cg")
+        out = total * tl.rsqrt(ss_total / K + eps)[:, None]
+        if HAS_BIAS:
+            out += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+        tl.store(y_ptr + tile_offs, out.to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(count_ptr + tile, 0)  # back to zero for the next call in this stream
+
+
+def precision_of(dtype: torch.dtype) -> int:
+    """The kernel's PRECISION for inputs of ``dtype`` (IEEE under the interpreter, whose bf16 dot is wrong)."""
+    if dtype == torch.float32 or launching.interpreting():
+        return 2
+    return 1 if dtype == torch.float16 else 0
+
+
+def split_count(m: int, k: int, n: int, block_m: int, block_n: int, block_k: int, programs: int) -> int:
+    """Programs per column tile: enough that the launch has about ``programs`` programs, at least one
+    BLOCK_K step each."""
+    tile_count = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
+    return max(1, min(triton.cdiv(programs, tile_count), triton.cdiv(k, block_k)))
+
+
+def launch_split_k(
+    x2d: torch.Tensor,
+    g: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    y: torch.Tensor,
+    eps: float,
+    config: triton.Config,
+) -> tuple[dict, dict]:
+    """``rmsnorm(x2d) * g @ w (+ b)`` into ``y`` [M, N] with ``config``'s BLOCK_M/N/K and SPLIT_K. Returns the
+    (meta-parameters, launch options) it ran with."""
+    m, k = x2d.shape
+    n = w.shape[1]
+    meta = dict(config.kwargs)
+    bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
+    k_per_split = triton.cdiv(triton.cdiv(k, meta.pop("SPLIT_K")), bk) * bk
+    splits = triton.cdiv(k, k_per_split)  # no program without columns of x
+    tile_count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    part = torch.empty((splits, m, n), dtype=torch.float32, device=x2d.device)
+    ss = torch.empty((tile_count * splits, bm), dtype=torch.float32, device=x2d.device)
+    counts = launching.ticket_counters(x2d.device, tile_count)
+    options = {} if launching.interpreting() else launching.config_options(config)
+    _rmsnorm_linear_split_k_kernel[(tile_count * splits,)](
+        x2d,
+        g,
+        w,
+        b if b is not None else w,
+        y,
+        part,
+        ss,
+        counts,
+        m,
+        n,
+        k,
+        splits,
+        k_per_split,
+        x2d.stride(0),
+        x2d.stride(1),
+        w.stride(0),
+        w.stride(1),
+        float(eps),
+        **meta,
+        HAS_BIAS=b is not None,
+        PRECISION=precision_of(x2d.dtype),
+        ALIGNED=tiles.promise_aligned(x2d, w),
+        **options,
+    )
+    return {**meta, "SPLIT_K": splits}, options
+
+
+def split_config(bm: int, bn: int, bk: int, splits: int, warps: int, stages: int) -> triton.Config:
+    """A ``triton.Config`` of the split-K kernel."""
+    return triton.Config(
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": splits}, num_warps=warps, num_stages=stages
+    )
+
+
+def default_config(x2d: torch.Tensor, n: int) -> triton.Config:
+    """16-row tiles of 64 columns, 128 deep, K split until the launch has about 4 programs per SM."""
+    m, k = x2d.shape
+    splits = split_count(m, k, n, 16, 64, 128, 4 * launching.sm_count(x2d))
+    return split_config(16, 64, 128, splits, 4, 3)
+
+
+@FAMILY.provider(
+    "triton_split_k",
+    kind="triton",
+    description="one kernel for a few rows: g on the x tiles, the squares summed from the same tiles, K split "
+    "over programs, the last program of a column tile adds the parts and scales the rows by rstd",
+)
+def rmsnorm_linear_split_k(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
+) -> torch.Tensor:
+    x2d, n = check_inputs(x, g, w, b)
+    y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
+    launch_split_k(x2d, g.contiguous(), w, b, y, eps, default_config(x2d, n))
+    return y.view(*x.shape[:-1], n)
