@@ -88,13 +88,19 @@ def _rmsnorm_linear_split_k_kernel(
     w_ptrs = w_ptr + w_rows + offs_n[None, :].to(tl.int64) * stride_wn
     g_ptrs = g_ptr + k_start + offs_k
 
+    # x and g are loaded one step ahead by hand: the compiler pipelines only loads that feed the product
+    # directly (W's), and a load of x used in the same step stalled every step on its latency
+    x_next = tl.load(x_ptrs, mask=(offs_k < k_end - k_start)[None, :], other=0.0)
+    g_next = tl.load(g_ptrs, mask=offs_k < k_end - k_start, other=0.0)
     ss = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k in range(k_start, k_end, BLOCK_K):
-        k_in = offs_k < k_end - k
-        x = tl.load(x_ptrs, mask=k_in[None, :], other=0.0).to(tl.float32)
-        gk = tl.load(g_ptrs, mask=k_in, other=0.0).to(tl.float32)
-        w = tl.load(w_ptrs, mask=k_in[:, None], other=0.0)
+        x = x_next.to(tl.float32)
+        gk = g_next.to(tl.float32)
+        ahead = offs_k < k_end - k - BLOCK_K  # all false on the last step: nothing is read
+        x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=ahead[None, :], other=0.0)
+        g_next = tl.load(g_ptrs + BLOCK_K, mask=ahead, other=0.0)
+        w = tl.load(w_ptrs, mask=(offs_k < k_end - k)[:, None], other=0.0)
         ss += tl.sum(x * x, axis=1)
         a = x * gk[None, :]
         if PRECISION == 0:
@@ -107,29 +113,41 @@ def _rmsnorm_linear_split_k_kernel(
         w_ptrs += BLOCK_K * stride_wk
         g_ptrs += BLOCK_K
 
-    # this program's parts, then its ticket (the barrier makes every thread's stores part of the release)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (rows < M)[:, None] & (cols < N)[None, :]
     tile_offs = rows[:, None].to(tl.int64) * N + cols[None, :]
-    tl.store(part_ptr + split.to(tl.int64) * M * N + tile_offs, acc, mask=mask)
-    slots = tl.arange(0, BLOCK_M)
-    tl.store(ss_ptr + pid.to(tl.int64) * BLOCK_M + slots, ss)
-    tl.debug_barrier()
-    ticket = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
-    if ticket == SPLIT_K - 1:
-        total = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        ss_total = tl.zeros([BLOCK_M], dtype=tl.float32)
-        first = tile.to(tl.int64) * SPLIT_K
-        for s in range(0, SPLIT_K):  # slot order: the sum does not depend on who finished last
-            # .cg: the parts from L2, never from a stale L1 line
-            total += tl.load(part_ptr + s.to(tl.int64) * M * N + tile_offs, mask=mask, other=0.0, cache_modifier=".cg")
-            ss_total += tl.load(ss_ptr + (first + s) * BLOCK_M + slots, cache_modifier=".cg")
-        out = total * tl.rsqrt(ss_total / K + eps)[:, None]
-        if HAS_BIAS:
-            out += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
-        tl.store(y_ptr + tile_offs, out.to(y_ptr.dtype.element_ty), mask=mask)
-        tl.store(count_ptr + tile, 0)  # back to zero for the next call in this stream
+    if SPLIT_K == 1:  # a constant where the launch has one program per tile (Triton specialises 1)
+        _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
+    else:
+        # this program's parts, then its ticket (the barrier makes every thread's stores part of the release)
+        tl.store(part_ptr + split.to(tl.int64) * M * N + tile_offs, acc, mask=mask)
+        slots = tl.arange(0, BLOCK_M)
+        tl.store(ss_ptr + pid.to(tl.int64) * BLOCK_M + slots, ss)
+        tl.debug_barrier()
+        ticket = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
+        if ticket == SPLIT_K - 1:
+            total = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            ss_total = tl.zeros([BLOCK_M], dtype=tl.float32)
+            parts = part_ptr + tile_offs
+            ss_parts = ss_ptr + tile.to(tl.int64) * SPLIT_K * BLOCK_M + slots
+            for _ in range(0, SPLIT_K):  # slot order: the sum does not depend on who finished last
+                # .cg: the parts from L2, never from a stale L1 line
+                total += tl.load(parts, mask=mask, other=0.0, cache_modifier=".cg")
+                ss_total += tl.load(ss_parts, cache_modifier=".cg")
+                parts += M * N
+                ss_parts += BLOCK_M
+            _split_k_epilogue(y_ptr, b_ptr, total, ss_total, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
+            tl.store(count_ptr + tile, 0)  # back to zero for the next call in this stream
+
+
+@triton.jit
+def _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS: tl.constexpr):
+    """y = acc * rstd (+ b) for a tile whose whole product and sums of squares are in ``acc`` and ``ss``."""
+    out = acc * tl.rsqrt(ss / K + eps)[:, None]
+    if HAS_BIAS:
+        out += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    tl.store(y_ptr + tile_offs, out.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def precision_of(dtype: torch.dtype) -> int:
