@@ -2,8 +2,8 @@
 decode points, against what the ops API runs there and against cuBLAS's product alone.
 
 Per point, one CUPTI session times every candidate cold (a spin, kprof's read-only L2 flush, one call), in
-rotating rounds (``decode_tiles.race``). Candidates: BLOCK_N x BLOCK_K x stages, each with K split so the
-launch has about 1, 2, 4 or 8 programs per SM (one candidate per distinct split count). Beside them:
+rotating rounds (``decode_tiles.race``). Candidates: BLOCK_N x BLOCK_K x stages, each unsplit and with K split
+so the launch has about 1, 2, 4 or 8 programs per SM (one candidate per distinct split count). Beside them:
 ``[cublas]``, ``addmm(b, xn, W)`` on rows normalised beforehand (the target's yardstick, the product alone);
 ``[norm+cublas]``, kprof's norm kernel then that product (the one-row route of ``triton_tuned``);
 ``[tuned]``, ``triton_tuned`` itself; ``[pinned product]``, kprof's Triton product alone on the normalised
@@ -32,12 +32,15 @@ from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused, split_k
 from kprof.kernels.rmsnorm_linear.tuned import rmsnorm_linear_tuned
 
-# BLOCK_N x BLOCK_K x stages whose pipelined weight tiles fit 200 KB of shared memory (32-wide tiles ran
-# 1.6-2.2x the best at every point of the first race)
+# BLOCK_N x BLOCK_K x stages whose pipelined weight tiles fit 200 KB of shared memory
 TILES = [
-    (bn, bk, st) for bn in (64, 128, 256) for bk in (64, 128, 256) for st in (3, 4) if st * bk * bn * 2 <= 200 * 1024
+    (bn, bk, st)
+    for bn in (32, 64, 128, 256)
+    for bk in (64, 128, 256)
+    for st in (3, 4)
+    if st * bk * bn * 2 <= 200 * 1024 and bn * bk >= 4096
 ]
-PER_SM = (1, 2, 4, 8)
+PER_SM = (0, 1, 2, 4, 8)  # 0: no split
 
 
 def candidates(m: int, k: int, n: int, sms: int) -> dict[str, object]:
@@ -45,7 +48,7 @@ def candidates(m: int, k: int, n: int, sms: int) -> dict[str, object]:
     out = {}
     for bn, bk, st in TILES:
         for p in PER_SM:
-            splits = split_k.split_count(m, k, n, 16, bn, bk, p * sms)
+            splits = 1 if p == 0 else split_k.split_count(m, k, n, 16, bn, bk, p * sms)
             out.setdefault(f"16x{bn}x{bk} s{st} split{splits}", split_k.split_config(16, bn, bk, splits, 4, st))
     return out
 

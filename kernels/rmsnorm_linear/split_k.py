@@ -33,7 +33,10 @@ from kprof.kernels.lib import launching, tiles
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 
 
-@triton.jit
+# M is not specialised: Triton compiles a separate binary for an integer argument equal to 1, and the
+# one-row binary of the same tiles ran 1.5-2 us slower than the 4- and 16-row ones on an H100 (the pinned
+# product at 1x2048x5504: 12.43 us against 10.82 at 4 rows and 10.69 at 16; benchmarks/results/decode-tiles/)
+@triton.jit(do_not_specialize=["M"])
 def _rmsnorm_linear_split_k_kernel(
     # pointers
     x_ptr,  # [M, K] input rows
