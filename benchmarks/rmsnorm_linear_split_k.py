@@ -11,6 +11,12 @@ rows (its pinned decode tiles). Every candidate's output is checked against an f
 
     python benchmarks/rmsnorm_linear_split_k.py --compile-only --shard I/N   # fill Triton's cache in parallel
     python benchmarks/rmsnorm_linear_split_k.py --out DIR [--rows 1,4,8,16,32] [--dtypes bf16,fp16]
+    python benchmarks/rmsnorm_linear_split_k.py --score DIR/split_k.csv[.gz] ...   # several machines' races
+
+``--score`` reads races (each file one machine) and prints, per dtype and column class, the policies (tiles x
+programs per SM) with the smallest worst ratio to each point's fastest candidate, then what the shipped
+table (``split_k.SPLIT_TILES``) and dispatch classes (``tuned.SPLIT_K_CLASSES``) give: per (row class, column
+class) the geometric mean and worst of split-K over ``[tuned]``, and over ``[cublas]`` in the classes taken.
 
 Writes DIR/split_k.csv (one row per point and candidate: median and every round, us) and prints, per point,
 the fastest candidate and the references.
@@ -19,17 +25,22 @@ the fastest candidate and the references.
 from __future__ import annotations
 
 import argparse
+import collections
+import csv
+import gzip
+import math
 import statistics
 from pathlib import Path
 
 import torch
+import triton
 from bench_common import write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
 from kprof.kernels.lib import launching
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
-from kprof.kernels.rmsnorm_linear import fused, split_k
+from kprof.kernels.rmsnorm_linear import fused, split_k, tuned
 from kprof.kernels.rmsnorm_linear.tuned import rmsnorm_linear_tuned
 
 # BLOCK_N x BLOCK_K x stages whose pipelined weight tiles fit 200 KB of shared memory
@@ -111,6 +122,71 @@ def compile_shard(shard: str, dtypes: list[str]) -> None:
     torch.cuda.synchronize()
 
 
+def read_race(path: Path) -> dict[tuple[str, str], dict[str, float]]:
+    """(dtype, shape) -> candidate -> median us, from one race's CSV (gzipped or not)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    out: dict[tuple[str, str], dict[str, float]] = collections.defaultdict(dict)
+    with opener(path, "rt") as f:
+        for r in csv.DictReader(f):
+            if r["median_us"]:
+                out[(r["dtype"], r["shape"])][r["candidate"]] = float(r["median_us"])
+    return out
+
+
+def policy_time(times: dict[str, float], shape: str, tile: tuple[int, int, int, int], sms: int = 132) -> float | None:
+    """The time of the candidate a policy (BLOCK_N, BLOCK_K, stages, programs per SM; 0: no split) ran at."""
+    m, k, n = (int(v) for v in shape.split("x"))
+    bn, bk, stages, per_sm = tile
+    splits = 1 if per_sm == 0 else split_k.split_count(m, k, n, 16, bn, bk, per_sm * sms)
+    splits = triton.cdiv(k, triton.cdiv(triton.cdiv(k, splits), bk) * bk)
+    return times.get(f"16x{bn}x{bk} s{stages} split{splits}")
+
+
+def geo(values: list[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def score(paths: list[Path]) -> None:
+    races = [read_race(p) for p in paths]
+    dtypes = sorted({d for race in races for d, _ in race})
+    policies = [(bn, bk, st, p) for bn, bk, st in TILES for p in PER_SM]
+    for dtype in dtypes:
+        torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        for col in split_k.SPLIT_TILES[torch.bfloat16]:
+            ranked = []
+            for pol in policies:
+                ratios = []
+                for one in races:
+                    for (d, shape), times in one.items():
+                        t = policy_time(times, shape, pol) if d == dtype and int(shape.split("x")[2]) == col else 0
+                        if t:
+                            ratios.append(t / min(v for c, v in times.items() if not c.startswith("[")))
+                if ratios:
+                    ranked.append((max(ratios), geo(ratios), pol))
+            ranked.sort()
+            shipped = split_k.SPLIT_TILES[torch_dtype][col]
+            print(f"{dtype} N~{col}: shipped {shipped}; best by worst ratio to the fastest candidate:")
+            for worst, mean, pol in ranked[:3]:
+                print(f"    {pol}  worst {worst:.3f}  geometric mean {mean:.4f}")
+        for row in tuned.SPLIT_K_ROWS:
+            cells = []
+            for col in split_k.SPLIT_TILES[torch.bfloat16]:
+                vs_tuned, vs_cublas = [], []
+                for one in races:
+                    for (d, shape), times in one.items():
+                        m, _, n = (int(v) for v in shape.split("x"))
+                        if d == dtype and m == row and n == col:
+                            t = policy_time(times, shape, split_k.SPLIT_TILES[torch_dtype][col])
+                            vs_tuned.append(t / times["[tuned]"])
+                            vs_cublas.append(t / times["[cublas]"])
+                taken = (row, col) in tuned.SPLIT_K_CLASSES.get(torch_dtype, ())
+                cells.append(
+                    f"{col}{'*' if taken else ' '} {geo(vs_tuned):.3f}/{max(vs_tuned):.3f} "
+                    f"(cuBLAS {geo(vs_cublas):.3f})"
+                )
+            print(f"{dtype} {row:2} rows, split-K / [tuned] geo/worst (* taken): " + "  ".join(cells))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path)
@@ -121,7 +197,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--shard", default="0/1")
+    ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
     args = ap.parse_args()
+    if args.score:
+        score(args.score)
+        return
     dtypes = args.dtypes.split(",")
     if args.compile_only:
         compile_shard(args.shard, dtypes)

@@ -103,7 +103,7 @@ def contiguous_layout(shape: Sequence[int]) -> tuple[tuple[int, ...], tuple[int,
 
 def constexpr_tail(jit_fn: Any, first: int, named: dict[str, Any]) -> tuple:
     """``named``'s values for ``jit_fn``'s arguments from position ``first`` on, in signature order."""
-    fn = getattr(jit_fn, "fn", jit_fn)  # an Autotuner wraps the JITFunction
+    fn = jit_fn if hasattr(jit_fn, "arg_names") else jit_fn.fn  # an Autotuner wraps the JITFunction
     return tuple(named[n] for n in fn.arg_names[first:])
 
 
@@ -383,6 +383,33 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
 _product_plans = Plans()
 _product_launcher: CompiledLauncher | None = None
 _cublas_times: Any = None  # rmsnorm_linear's cuBLAS product, bound by the first call that plans it
+_split_k_launcher: CompiledLauncher | None = None
+
+
+class SplitKPlan:
+    """rmsnorm_linear by its split-K kernel (norm inside the product, one launch): the output, one fp32
+    workspace (partial products, then partial sums of squares) and the stream's ticket counters, then the
+    launch."""
+
+    __slots__ = ("launch", "y_layout", "ws_floats", "parts", "tiles")
+
+    def __init__(self, launch: Launch, y_layout: tuple, ws_floats: int, parts: int, tiles: int) -> None:
+        self.launch, self.y_layout, self.ws_floats, self.parts, self.tiles = launch, y_layout, ws_floats, parts, tiles
+
+    def __call__(
+        self, x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, *pointers: int
+    ) -> torch.Tensor:
+        y = x.new_empty_strided(*self.y_layout)
+        ws = torch.empty(self.ws_floats, dtype=torch.float32, device=x.device)
+        counts = launching.ticket_counters(x, self.tiles)
+        launch = self.launch
+        if launch.entry is not None and not launch_hooks_installed():
+            xp, gp, wp, bp = pointers
+            wsp = ws.data_ptr()
+            launch.fast(xp, gp, wp, bp, y.data_ptr(), wsp, wsp + 4 * self.parts, counts.data_ptr())
+        else:
+            launch(x, g, w, w if b is None else b, y, ws[: self.parts], ws[self.parts :], counts)
+        return y
 
 
 def rms_norm_linear(
@@ -422,6 +449,8 @@ def rms_norm_linear(
     plan = _product_plans.plans.get(key)
     if plan is None:
         return _rms_norm_linear_first(x, g, w, b, eps, key)
+    if type(plan) is SplitKPlan:
+        return plan(x, g, w, b, xp, gp, wp, bp)
     norm, product, xn_layout, y_layout = plan
     fast = norm is not None and norm.entry is not None and not launch_hooks_installed()
     if product is CUBLAS:
@@ -479,6 +508,8 @@ def _rms_norm_linear_first(
     x2d, n = check_inputs(x, g, w, b)
     m, k = x2d.shape
     plannable = key is not None and w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None
+    if rl_tuned.split_k_product(m, k, n, x.dtype):
+        return _split_k_first(x, x2d, g.contiguous(), w, b, eps, key if plannable else None)
     if rl_tuned.cublas_product(m, k, n):
         y = rl_cublas.norm_then_cublas(x2d, g, w, b, eps)
         if plannable:
@@ -513,6 +544,48 @@ def _rms_norm_linear_first(
                 contiguous_layout(tuple(x.shape[:-1]) + (n,)),
             ),
         )
+    return y.view(*x.shape[:-1], n)
+
+
+def _split_k_first(
+    x: torch.Tensor,
+    x2d: torch.Tensor,
+    g: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    eps: float,
+    key: tuple | None,
+) -> torch.Tensor:
+    """The split-K kernel's first call at this signature (checked inputs), and its plan where ``key`` is given."""
+    global _split_k_launcher
+    from kprof.kernels.rmsnorm_linear import split_k
+
+    m, k = x2d.shape
+    n = w.shape[1]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    meta, options = split_k.launch_split_k(x2d, g, w, b, y, eps, split_k.config_for(x2d, n))
+    if key is not None:
+        bm, bn, bk, splits = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"], meta["SPLIT_K"]
+        tiles_count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+        parts, ws_floats = split_k.workspace_floats(splits, m, n, tiles_count * splits * bm)
+        named = {
+            "BLOCK_M": bm,
+            "BLOCK_N": bn,
+            "BLOCK_K": bk,
+            "HAS_BIAS": b is not None,
+            "PRECISION": split_k.precision_of(x.dtype),
+            "ALIGNED": tiles.promise_aligned(x2d, w),
+        }
+        k_per_split = triton.cdiv(triton.cdiv(k, splits), bk) * bk
+        tail = (m, n, k, splits, k_per_split, row_stride(x), 1, n, 1, float(eps))
+        tail += constexpr_tail(split_k.split_k_kernel, 18, named)
+        if _split_k_launcher is None:
+            _split_k_launcher = CompiledLauncher(split_k.split_k_kernel)
+        launch = Launch(
+            _split_k_launcher, ("ops",) + key + (tail, tuple(options.items())), (tiles_count * splits,), tail, options
+        )
+        layout = contiguous_layout(tuple(x.shape[:-1]) + (n,))
+        _product_plans.put(key, SplitKPlan(launch, layout, ws_floats, parts, tiles_count))
     return y.view(*x.shape[:-1], n)
 
 

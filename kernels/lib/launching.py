@@ -33,20 +33,21 @@ def sm_count(t: torch.Tensor) -> int:
     return _properties(t).multi_processor_count if t.is_cuda else 132
 
 
-def ticket_counters(device: torch.device, count: int) -> torch.Tensor:
-    """``count`` int32 counters on ``device`` for the current stream, zero between calls: a kernel that hands out
-    tickets at them puts each back to zero when its last ticket is drawn. Kept per (device, stream), grown
-    as needed, so no call pays for a memset and two streams never share a counter."""
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (str(device), stream)
+def ticket_counters(t: torch.Tensor, count: int) -> torch.Tensor:
+    """``count`` int32 counters on ``t``'s device for the current stream, zero between calls: a kernel that
+    hands out tickets at them puts each back to zero when its last ticket is drawn. Kept per (device,
+    stream), grown as needed, so no call pays for a memset and two streams never share a counter."""
+    index = t.get_device()
+    key = (index, _raw_stream(index) if index >= 0 else 0)
     have = _COUNTERS.get(key)
     if have is None or have.numel() < count:
-        have = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
+        have = torch.zeros(max(count, 1024), dtype=torch.int32, device=t.device)
         _COUNTERS[key] = have
     return have
 
 
-_COUNTERS: dict[tuple[str, int], torch.Tensor] = {}
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
+_COUNTERS: dict[tuple[int, int], torch.Tensor] = {}
 
 
 def hopper_or_later(t: torch.Tensor) -> bool:

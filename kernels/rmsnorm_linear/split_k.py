@@ -185,9 +185,8 @@ def launch_split_k(
     k_per_split = triton.cdiv(triton.cdiv(k, meta.pop("SPLIT_K")), bk) * bk
     splits = triton.cdiv(k, k_per_split)  # no program without columns of x
     tile_count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    part = torch.empty((splits, m, n), dtype=torch.float32, device=x2d.device)
-    ss = torch.empty((tile_count * splits, bm), dtype=torch.float32, device=x2d.device)
-    counts = launching.ticket_counters(x2d.device, tile_count)
+    part, ss = workspace(x2d, splits, m, n, tile_count * splits * bm)
+    counts = launching.ticket_counters(x2d, tile_count)
     options = {} if launching.interpreting() else launching.config_options(config)
     _rmsnorm_linear_split_k_kernel[(tile_count * splits,)](
         x2d,
@@ -217,6 +216,19 @@ def launch_split_k(
     return {**meta, "SPLIT_K": splits}, options
 
 
+def workspace_floats(splits: int, m: int, n: int, ss_floats: int) -> tuple[int, int]:
+    """(floats of the partial products, rounded up to 16 bytes; floats in all) of one call's workspace."""
+    parts = triton.cdiv(splits * m * n, 4) * 4
+    return parts, parts + ss_floats
+
+
+def workspace(x2d: torch.Tensor, splits: int, m: int, n: int, ss_floats: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The partial products and partial sums of squares of one call, in one fp32 allocation."""
+    parts, total = workspace_floats(splits, m, n, ss_floats)
+    ws = torch.empty(total, dtype=torch.float32, device=x2d.device)
+    return ws[:parts], ws[parts:]
+
+
 def split_config(bm: int, bn: int, bk: int, splits: int, warps: int, stages: int) -> triton.Config:
     """A ``triton.Config`` of the split-K kernel."""
     return triton.Config(
@@ -224,11 +236,38 @@ def split_config(bm: int, bn: int, bk: int, splits: int, warps: int, stages: int
     )
 
 
-def default_config(x2d: torch.Tensor, n: int) -> triton.Config:
-    """16-row tiles of 64 columns, 128 deep, K split until the launch has about 4 programs per SM."""
+# Tiles by column class: (BLOCK_N, BLOCK_K, stages, programs per SM the split aims at), 16-row tiles and 4 warps.
+# Chosen from a cold race of 18 tiles x 5 split counts at 1, 4 and 16 rows x K 2048/4096/8192 x the four
+# column classes, bf16 and fp16, on two H100s (benchmarks/results/split-k/): with these, the kernel is within
+# 3.7% (bf16) and 5.0% (fp16) of the fastest candidate of every point of its class on both. fp32 (not raced)
+# takes fp16's, whose tiles are fp32 in registers too.
+SPLIT_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int]]] = {
+    torch.bfloat16: {5504: (64, 64, 3, 2), 11008: (128, 64, 3, 2), 14336: (128, 64, 3, 2), 28672: (64, 64, 4, 1)},
+    torch.float16: {5504: (64, 64, 3, 2), 11008: (128, 64, 3, 2), 14336: (128, 64, 3, 2), 28672: (128, 64, 3, 1)},
+}
+
+
+def column_class(n: int) -> int:
+    """The measured column count nearest to ``n`` (the keys of ``SPLIT_TILES``' tables)."""
+    return min(SPLIT_TILES[torch.bfloat16], key=lambda c: (abs(c - n), c))
+
+
+def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
+    """The split-K config of ``x2d`` [M, K] times an [K, n] weight: the column class's tiles, K split so the
+    launch has about the class's programs per SM."""
     m, k = x2d.shape
-    splits = split_count(m, k, n, 16, 64, 128, 4 * launching.sm_count(x2d))
-    return split_config(16, 64, 128, splits, 4, 3)
+    bn, bk, stages, per_sm = SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
+    splits = split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d))
+    return split_config(16, bn, bk, splits, 4, stages)
+
+
+def split_k_op(x2d: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float) -> torch.Tensor:
+    """``rmsnorm(x2d) * g @ w (+ b)`` by the split-K kernel with the column class's config, for checked 2-D
+    rows: [M, N] in x's dtype."""
+    n = w.shape[1]
+    y = torch.empty((x2d.shape[0], n), dtype=x2d.dtype, device=x2d.device)
+    launch_split_k(x2d, g.contiguous(), w, b, y, eps, config_for(x2d, n))
+    return y
 
 
 @FAMILY.provider(
@@ -241,6 +280,8 @@ def rmsnorm_linear_split_k(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
     x2d, n = check_inputs(x, g, w, b)
-    y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
-    launch_split_k(x2d, g.contiguous(), w, b, y, eps, default_config(x2d, n))
-    return y.view(*x.shape[:-1], n)
+    return split_k_op(x2d, g, w, b, eps).view(*x.shape[:-1], n)
+
+
+# Public handle for kprof.kernels.lib.fastops (the ops API's launch plans).
+split_k_kernel = _rmsnorm_linear_split_k_kernel

@@ -1,5 +1,14 @@
-"""What the plain op runs (``kprof.kernels.ops.rms_norm_linear``, nothing derived from the weights kept):
-the tuned rmsnorm kernel writes the normalised rows, then either kprof's Triton product
+"""What the plain op runs (``kprof.kernels.ops.rms_norm_linear``, nothing derived from the weights kept).
+
+Up to 16 rows of bf16, and at the widest weights in fp16 (``SPLIT_K_CLASSES``): one kernel, the split-K
+kernel of ``split_k.py``, with the norm inside the product. Raced at 1, 4 and 16 rows x K 2048/4096/8192 x N
+5504-28672 on two H100s (``benchmarks/results/split-k/``; in sample, since the classes were chosen there): in
+its classes it took 0.886-1.009x the time of the two-kernel routes it replaces in bf16 (geometric mean
+0.957x, 60 point-machine pairs) and 0.894-0.996x in fp16 (0.941x, 24 pairs), and less than cuBLAS's product
+alone at 42 of 60 and 22 of 24. Where the weight is smallest (x2048x5504) it is still 1.10-1.14x cuBLAS's
+product, as the two-kernel routes were (1.13-1.17x).
+
+Elsewhere the tuned rmsnorm kernel writes the normalised rows, then either kprof's Triton product
 (``triton_two_kernels``: pinned tiles up to 128 rows, ``fused.DECODE_TILES``; autotuned above) or one cuBLAS
 product (``triton_norm_cublas``), chosen by shape. Times below are µs on H100s, Triton against cuBLAS.
 
@@ -36,11 +45,33 @@ import torch
 
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.norm_cublas import norm_then_cublas
+from kprof.kernels.rmsnorm_linear.split_k import column_class, split_k_op
 from kprof.kernels.rmsnorm_linear.two_kernels import norm_then_triton
 
 CUBLAS_MIN_ROWS = 512  # from here on cuBLAS's product at every shape
 TRITON_MAX_ROWS = 32  # from 2 rows up to this many: kprof's Triton product at every width
 NARROW_MAX_COLS = 11008  # more rows, fewer than CUBLAS_MIN_ROWS: cuBLAS's product up to this many columns
+
+
+SPLIT_K_ROWS = (1, 4, 16)  # row classes of the split-K kernel (an M-row call takes the first bound >= M)
+# (row class, column class) where the plain op runs the split-K kernel (``split_k.py``), per dtype: where it was
+# faster than the two-kernel routes on both H100s raced (geometric mean over K and machines <= 0.99, worst
+# <= 1.03x; benchmarks/results/split-k/). In fp16 its product runs in TF32, slower per step, so it takes only
+# the widest weights and one-row 14336.
+SPLIT_K_CLASSES: dict[torch.dtype, frozenset[tuple[int, int]]] = {
+    torch.bfloat16: frozenset((r, c) for r in SPLIT_K_ROWS for c in (5504, 11008, 14336, 28672))
+    - {(4, 11008), (16, 11008)},
+    torch.float16: frozenset({(1, 14336), (1, 28672), (4, 28672), (16, 28672)}),
+}
+SPLIT_K_MIN_DIM = 2048  # narrower K or N than the races covered (K 2048-8192, N 5504-28672): not taken
+
+
+def split_k_product(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
+    """Whether the plain op runs the split-K kernel (norm inside the product, one launch) at M x K x N."""
+    if m > SPLIT_K_ROWS[-1] or min(k, n) < SPLIT_K_MIN_DIM:
+        return False
+    row = next(r for r in SPLIT_K_ROWS if m <= r)
+    return (row, column_class(n)) in SPLIT_K_CLASSES.get(dtype, frozenset())
 
 
 def cublas_product(m: int, k: int, n: int) -> bool:
@@ -55,13 +86,19 @@ def cublas_product(m: int, k: int, n: int) -> bool:
 @FAMILY.provider(
     "triton_tuned",
     kind="triton",
-    description="what kprof.kernels.ops runs: the tuned rmsnorm kernel, then cuBLAS's product or kprof's "
-    "Triton product (pinned tiles at decode sizes), chosen by shape (measured rule in rmsnorm_linear/tuned.py)",
+    description="what kprof.kernels.ops runs: up to 16 rows the split-K kernel (norm inside the product) where "
+    "measured faster, else the tuned rmsnorm kernel, then cuBLAS's product or kprof's Triton product (pinned "
+    "tiles at decode sizes), chosen by shape (measured rules in rmsnorm_linear/tuned.py)",
 )
 def rmsnorm_linear_tuned(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
     x2d, n = check_inputs(x, g, w, b)
     m, k = x2d.shape
-    y = norm_then_cublas(x2d, g, w, b, eps) if cublas_product(m, k, n) else norm_then_triton(x2d, g, w, b, eps)
+    if split_k_product(m, k, n, x.dtype):
+        y = split_k_op(x2d, g, w, b, eps)
+    elif cublas_product(m, k, n):
+        y = norm_then_cublas(x2d, g, w, b, eps)
+    else:
+        y = norm_then_triton(x2d, g, w, b, eps)
     return y.view(*x.shape[:-1], n)

@@ -1,0 +1,152 @@
+"""rmsnorm_linear's split-K kernel (norm inside the product, K split over programs, the last program of a column
+tile adds the parts): against the float64 oracle at odd shapes, split counts and strides in every dtype; its
+ticket counters left at zero; its place in the dispatch (``triton_tuned`` and the ops API's first and planned
+calls); on a GPU, the same output on every call and beside a second stream."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import triton
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kprof.kernels import discover, ops
+from kprof.kernels.lib import fastops, launching
+from kprof.kernels.rmsnorm_linear import split_k, tuned
+
+FAM = discover()["rmsnorm_linear"]
+
+
+def _check(out: torch.Tensor, inputs: dict, dtype: str, what: str) -> None:
+    ref = FAM.oracle(**inputs)
+    tol = FAM.tolerances[dtype]
+    assert out.shape == ref.shape and out.dtype == inputs["x"].dtype
+    err = float((out.double() - ref).norm() / ref.norm())
+    assert err <= tol, f"{what}: rel err {err:.2e} (tolerance {tol})"
+
+
+def _counters_at_zero() -> bool:
+    return all(int(c.abs().sum()) == 0 for c in launching._COUNTERS.values())
+
+
+# (rows, K, N), none a multiple of a tile: a partial row tile, a K range that ends inside a step, ragged columns
+SHAPES = [(1, 97, 45), (3, 130, 33), (17, 70, 50), (5, 257, 19)]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("splits", [1, 3, 64])  # 64: more than K has steps, so the launch trims it
+def test_the_kernel_matches_the_oracle(shape, dtype, splits, device):
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    m, k, n = shape
+    y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
+    meta, _ = split_k.launch_split_k(x, g, w, b, y, eps, split_k.split_config(16, 32, 32, splits, 4, 3))
+    per_program = triton.cdiv(triton.cdiv(k, splits), 32) * 32  # whole steps of 32 columns of x
+    assert meta["SPLIT_K"] == triton.cdiv(k, per_program)
+    _check(y, inputs, dtype, f"{shape} {dtype} split {splits}")
+    assert _counters_at_zero()
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_strided_inputs_and_no_bias(dtype, device):
+    """x rows with a gap between them, W a transposed view (column stride not 1), no bias."""
+    m, k, n = 6, 90, 40
+    inputs = FAM.make_inputs((m, k, n), dtype, device, seed=torch.seed() % 2**31)
+    inputs["b"] = None
+    inputs["x"] = torch.cat([inputs["x"], inputs["x"][:, :7]], dim=1)[:, :k]
+    inputs["w"] = inputs["w"].t().contiguous().t()
+    assert inputs["x"].stride(0) == k + 7 and inputs["w"].stride(1) == k
+    out = FAM.providers["triton_split_k"].fn(**inputs)
+    _check(out, inputs, dtype, "strided")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    m=st.integers(1, 64),
+    k=st.integers(1, 20000),
+    n=st.integers(1, 30000),
+    bn=st.sampled_from([32, 64, 128, 256]),
+    bk=st.sampled_from([32, 64, 128, 256]),
+    programs=st.integers(1, 2000),
+)
+def test_split_counts_cover_k_without_an_idle_program(m, k, n, bn, bk, programs):
+    splits = split_k.split_count(m, k, n, 16, bn, bk, programs)
+    assert 1 <= splits <= triton.cdiv(k, bk)
+    tiles = triton.cdiv(m, 16) * triton.cdiv(n, bn)
+    assert tiles * splits >= min(programs, tiles * triton.cdiv(k, bk))
+    per = triton.cdiv(triton.cdiv(k, splits), bk) * bk
+    used = triton.cdiv(k, per)  # what the launch runs: every program has columns of x
+    assert used <= splits and (used - 1) * per < k <= used * per
+    parts, total = split_k.workspace_floats(used, m, n, tiles * used * 16)
+    assert parts % 4 == 0 and parts >= used * m * n and total == parts + tiles * used * 16
+
+
+def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
+    bf16, fp16 = torch.bfloat16, torch.float16
+    for m in (1, 4, 16):
+        assert tuned.split_k_product(m, 4096, 5504, bf16)
+        assert tuned.split_k_product(m, 4096, 28672, fp16)
+    assert not tuned.split_k_product(16, 4096, 11008, bf16)  # two kernels measured faster there
+    assert tuned.split_k_product(1, 4096, 11008, bf16)
+    assert not tuned.split_k_product(4, 4096, 5504, fp16)  # TF32 steps: slower than the two kernels
+    assert not tuned.split_k_product(17, 4096, 5504, bf16)  # more rows than raced
+    assert not tuned.split_k_product(1, 4096, 5504, torch.float32)  # not raced
+    small = tuned.SPLIT_K_MIN_DIM - 1
+    assert not tuned.split_k_product(1, small, 5504, bf16) and not tuned.split_k_product(1, 4096, small, bf16)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("shape", [(1, 70, 5504 // 128), (9, 45, 28672 // 700)], ids=["1x70x43", "9x45x40"])
+def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device, monkeypatch):
+    """With the dimension floor scaled down (the interpreter takes minutes over a real decode weight), the
+    classes the table names run the split-K kernel: the provider, the ops API's first call and its plan."""
+    monkeypatch.setattr(tuned, "SPLIT_K_MIN_DIM", 16)
+    for module in (split_k, tuned):
+        monkeypatch.setattr(module, "column_class", lambda n: 5504 if n == 43 else 28672)
+    m, k, n = shape
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    taken = tuned.split_k_product(m, k, n, inputs["x"].dtype)
+    assert taken == (dtype == "bf16" or n == 40)
+    outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
+    previous = ops.use_triton(True)
+    try:
+        fastops.reset()
+        outs["ops first call"] = ops.rms_norm_linear(**inputs)
+        outs["ops planned call"] = ops.rms_norm_linear(**inputs)
+        outs["ops planned call again"] = ops.rms_norm_linear(**inputs)
+        ((_, plan),) = fastops._product_plans.plans.items()
+    finally:
+        ops.use_triton(previous)
+        fastops.reset()
+    assert (type(plan) is fastops.SplitKPlan) == taken
+    for name, out in outs.items():
+        _check(out, inputs, dtype, f"{name} {shape}")
+    assert _counters_at_zero()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+@pytest.mark.parametrize("shape", [(1, 2048, 5504), (16, 4096, 11008), (7, 1000, 3000)], ids=str)
+def test_gpu_same_output_every_call_and_beside_another_stream(shape, dtype):
+    """The parts are added in slot order whoever finishes last: 20 calls give the same bits; a second stream's
+    calls at the same time use counters of their own."""
+    inputs = FAM.make_inputs(shape, dtype, "cuda", seed=torch.seed() % 2**31)
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    config = split_k.config_for(x, w.shape[1])
+    side = torch.cuda.Stream()
+    outs, side_outs = [], []
+    side.wait_stream(torch.cuda.current_stream())
+    for _ in range(20):
+        y = torch.empty((shape[0], shape[2]), dtype=x.dtype, device="cuda")
+        split_k.launch_split_k(x, g, w, b, y, eps, config)
+        outs.append(y)
+        with torch.cuda.stream(side):
+            ys = torch.empty_like(y)
+            split_k.launch_split_k(x, g, w, b, ys, eps, config)
+            side_outs.append(ys)
+    torch.cuda.synchronize()
+    _check(outs[0], inputs, dtype, f"gpu {shape} {dtype}")
+    assert all(torch.equal(outs[0], y) for y in outs + side_outs)
+    assert _counters_at_zero()
