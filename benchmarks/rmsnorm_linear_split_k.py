@@ -179,7 +179,7 @@ def score(paths: list[Path]) -> None:
                             t = policy_time(times, shape, split_k.SPLIT_TILES[torch_dtype][col])
                             vs_tuned.append(t / times["[tuned]"])
                             vs_cublas.append(t / times["[cublas]"])
-                taken = (row, col) in tuned.SPLIT_K_CLASSES.get(torch_dtype, ())
+                taken = (row, col) in tuned.SPLIT_K_CLASSES.get(torch_dtype, {})
                 cells.append(
                     f"{col}{'*' if taken else ' '} {geo(vs_tuned):.3f}/{max(vs_tuned):.3f} "
                     f"(cuBLAS {geo(vs_cublas):.3f})"

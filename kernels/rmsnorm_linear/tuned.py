@@ -54,16 +54,28 @@ NARROW_MAX_COLS = 11008  # more rows, fewer than CUBLAS_MIN_ROWS: cuBLAS's produ
 
 
 SPLIT_K_ROWS = (1, 4, 16)  # row classes of the split-K kernel (an M-row call takes the first bound >= M)
-# (row class, column class) where the plain op runs the split-K kernel (``split_k.py``), per dtype: where it was
-# faster than the two-kernel routes on both H100s raced (geometric mean over K and machines <= 0.99, worst
-# <= 1.03x; benchmarks/results/split-k/). In fp16 its product runs in TF32, slower per step, so it takes only
-# the widest weights and one-row 14336.
-SPLIT_K_CLASSES: dict[torch.dtype, frozenset[tuple[int, int]]] = {
-    torch.bfloat16: frozenset((r, c) for r in SPLIT_K_ROWS for c in (5504, 11008, 14336, 28672))
-    - {(4, 11008), (16, 11008)},
-    torch.float16: frozenset({(1, 14336), (1, 28672), (4, 28672), (16, 28672)}),
-}
 SPLIT_K_MIN_DIM = 2048  # narrower K or N than the races covered (K 2048-8192, N 5504-28672): not taken
+# (row class, column class) -> the least K at which the plain op runs the split-K kernel (``split_k.py``), per
+# dtype: where it was faster than the two-kernel routes on both H100s raced (geometric mean over K and machines
+# <= 0.99, worst <= 1.03x; benchmarks/results/split-k/). In fp16 its product runs in TF32, slower per step:
+# it takes the widest weights, one-row 14336, and one row of 5504 or 11008 columns from K = 8192 (0.92-0.98x
+# the two kernels on all three H100s, 1.00-1.05x at K = 2048 and 4096).
+SPLIT_K_CLASSES: dict[torch.dtype, dict[tuple[int, int], int]] = {
+    torch.bfloat16: {
+        (r, c): SPLIT_K_MIN_DIM
+        for r in SPLIT_K_ROWS
+        for c in (5504, 11008, 14336, 28672)
+        if (r, c) not in ((4, 11008), (16, 11008))
+    },
+    torch.float16: {
+        (1, 5504): 8192,
+        (1, 11008): 8192,
+        (1, 14336): SPLIT_K_MIN_DIM,
+        (1, 28672): SPLIT_K_MIN_DIM,
+        (4, 28672): SPLIT_K_MIN_DIM,
+        (16, 28672): SPLIT_K_MIN_DIM,
+    },
+}
 
 
 def split_k_product(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
@@ -71,7 +83,8 @@ def split_k_product(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
     if m > SPLIT_K_ROWS[-1] or min(k, n) < SPLIT_K_MIN_DIM:
         return False
     row = next(r for r in SPLIT_K_ROWS if m <= r)
-    return (row, column_class(n)) in SPLIT_K_CLASSES.get(dtype, frozenset())
+    least_k = SPLIT_K_CLASSES.get(dtype, {}).get((row, column_class(n)))
+    return least_k is not None and k >= least_k
 
 
 def cublas_product(m: int, k: int, n: int) -> bool:

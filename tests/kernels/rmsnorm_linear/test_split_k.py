@@ -91,6 +91,7 @@ def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
     assert not tuned.split_k_product(16, 4096, 11008, bf16)  # two kernels measured faster there
     assert tuned.split_k_product(1, 4096, 11008, bf16)
     assert not tuned.split_k_product(4, 4096, 5504, fp16)  # TF32 steps: slower than the two kernels
+    assert tuned.split_k_product(1, 8192, 5504, fp16) and not tuned.split_k_product(1, 8191, 5504, fp16)
     assert not tuned.split_k_product(17, 4096, 5504, bf16)  # more rows than raced
     assert not tuned.split_k_product(1, 4096, 5504, torch.float32)  # not raced
     small = tuned.SPLIT_K_MIN_DIM - 1
@@ -98,11 +99,14 @@ def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("shape", [(1, 70, 5504 // 128), (9, 45, 28672 // 700)], ids=["1x70x43", "9x45x40"])
+@pytest.mark.parametrize("shape", [(3, 70, 43), (9, 45, 40)], ids=["3x70x43", "9x45x40"])
 def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device, monkeypatch):
-    """With the dimension floor scaled down (the interpreter takes minutes over a real decode weight), the
-    classes the table names run the split-K kernel: the provider, the ops API's first call and its plan."""
+    """With the table's least K and the dimension floor scaled down (the interpreter takes minutes over a real
+    decode weight), the classes the table names run the split-K kernel: the provider, the ops API's first call
+    and its plan; the others the two-kernel routes."""
     monkeypatch.setattr(tuned, "SPLIT_K_MIN_DIM", 16)
+    scaled = {dt: {cls: 16 for cls in classes} for dt, classes in tuned.SPLIT_K_CLASSES.items()}
+    monkeypatch.setattr(tuned, "SPLIT_K_CLASSES", scaled)
     for module in (split_k, tuned):
         monkeypatch.setattr(module, "column_class", lambda n: 5504 if n == 43 else 28672)
     m, k, n = shape
