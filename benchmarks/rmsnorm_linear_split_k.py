@@ -7,7 +7,9 @@ so the launch has about 1, 2, 4 or 8 programs per SM (one candidate per distinct
 ``[cublas]``, ``addmm(b, xn, W)`` on rows normalised beforehand (the target's yardstick, the product alone);
 ``[norm+cublas]``, kprof's norm kernel then that product (the one-row route of ``triton_tuned``);
 ``[tuned]``, ``triton_tuned`` itself; ``[pinned product]``, kprof's Triton product alone on the normalised
-rows (its pinned decode tiles). Every candidate's output is checked against an fp32 op first.
+rows (its pinned decode tiles); ``[two kernels]`` and ``[two kernels pdl]``, the norm then that product, one
+after the other and with the product launched as the norm's dependent (``two_kernels.norm_then_triton_pdl``).
+``--shipped-only`` times the split-K kernel with the dispatch's config alone. Every candidate's output is checked against an fp32 op first.
 
     python benchmarks/rmsnorm_linear_split_k.py --compile-only --shard I/N   # fill Triton's cache in parallel
     python benchmarks/rmsnorm_linear_split_k.py --out DIR [--rows 1,4,8,16,32] [--dtypes bf16,fp16]
@@ -40,7 +42,7 @@ from decode_tiles import race
 from kprof.kernels import discover
 from kprof.kernels.lib import launching
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
-from kprof.kernels.rmsnorm_linear import fused, split_k, tuned
+from kprof.kernels.rmsnorm_linear import fused, split_k, tuned, two_kernels
 from kprof.kernels.rmsnorm_linear.tuned import rmsnorm_linear_tuned
 
 # BLOCK_N x BLOCK_K x stages whose pipelined weight tiles fit 200 KB of shared memory
@@ -64,7 +66,7 @@ def candidates(m: int, k: int, n: int, sms: int) -> dict[str, object]:
     return out
 
 
-def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict]:
+def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, shipped_only: bool = False) -> list[dict]:
     inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     xn = rmsnorm_tuned(x, g, eps)
@@ -76,9 +78,17 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict
         "[norm+cublas]": lambda: torch.addmm(b, rmsnorm_tuned(x, g, eps), w, out=out),
         "[tuned]": lambda: rmsnorm_linear_tuned(x, g, w, b, eps),
         "[pinned product]": lambda: fused.launch_product(xn, w, b, out, eps, norm=0),
+        "[two kernels]": lambda: two_kernels.norm_then_triton(x, g, w, b, eps),
+        "[two kernels pdl]": lambda: two_kernels.norm_then_triton_pdl(x, g, w, b, eps),
     }
     notes = {}
-    for name, cfg in candidates(*shape, launching.sm_count(x)).items():
+    if shipped_only:
+        cfg = split_k.config_for(x, w.shape[1])
+        k = cfg.kwargs
+        pool = {f"16x{k['BLOCK_N']}x{k['BLOCK_K']} s{cfg.num_stages} split{k['SPLIT_K']} [shipped]": cfg}
+    else:
+        pool = candidates(*shape, launching.sm_count(x))
+    for name, cfg in pool.items():
         try:
             y.fill_(float("nan"))
             split_k.launch_split_k(x, g, w, b, y, eps, cfg)
@@ -195,6 +205,7 @@ def main() -> None:
     ap.add_argument("--ks", default="2048,4096,8192")
     ap.add_argument("--cols", default="5504,11008,14336,28672")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--shipped-only", action="store_true", help="only the config the dispatch runs, no race of tiles")
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--shard", default="0/1")
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
@@ -210,14 +221,15 @@ def main() -> None:
     ints = [[int(v) for v in s.split(",")] for s in (args.rows, args.ks, args.cols)]
     for dtype in dtypes:
         for shape in [(m, k, n) for m in ints[0] for k in ints[1] for n in ints[2]]:
-            point = run_point(shape, dtype, args.rounds)
+            point = run_point(shape, dtype, args.rounds, args.shipped_only)
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             best = min((c for c in med if not c.startswith("[")), key=med.get, default=None)
             cub = med["[cublas]"]
             print(
                 f"{dtype} {'x'.join(map(str, shape)):14} cublas {cub:7.2f} norm+cublas {med['[norm+cublas]']:7.2f} "
-                f"tuned {med['[tuned]']:7.2f} ({med['[tuned]'] / cub:.3f}x)  best {best} {med.get(best, 0):7.2f} "
+                f"tuned {med['[tuned]']:7.2f} ({med['[tuned]'] / cub:.3f}x)  two kernels {med['[two kernels]']:7.2f} "
+                f"pdl {med['[two kernels pdl]']:7.2f} ({med['[two kernels pdl]'] / cub:.3f}x)  best {best} {med.get(best, 0):7.2f} "
                 f"({med.get(best, 0) / cub:.3f}x)",
                 flush=True,
             )
