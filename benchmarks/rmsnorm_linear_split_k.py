@@ -7,8 +7,7 @@ so the launch has about 1, 2, 4 or 8 programs per SM (one candidate per distinct
 ``[cublas]``, ``addmm(b, xn, W)`` on rows normalised beforehand (the target's yardstick, the product alone);
 ``[norm+cublas]``, kprof's norm kernel then that product (the one-row route of ``triton_tuned``);
 ``[tuned]``, ``triton_tuned`` itself; ``[pinned product]``, kprof's Triton product alone on the normalised
-rows (its pinned decode tiles); ``[two kernels]`` and ``[two kernels pdl]``, the norm then that product, one
-after the other and with the product launched as the norm's dependent (``two_kernels.norm_then_triton_pdl``).
+rows (its pinned decode tiles); ``[two kernels]``, the norm then that product (``triton_two_kernels``).
 ``--shipped-only`` times the split-K kernel with the dispatch's config alone. Every candidate's output is checked against an fp32 op first.
 
     python benchmarks/rmsnorm_linear_split_k.py --compile-only --shard I/N   # fill Triton's cache in parallel
@@ -79,7 +78,6 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, shipped_only
         "[tuned]": lambda: rmsnorm_linear_tuned(x, g, w, b, eps),
         "[pinned product]": lambda: fused.launch_product(xn, w, b, out, eps, norm=0),
         "[two kernels]": lambda: two_kernels.norm_then_triton(x, g, w, b, eps),
-        "[two kernels pdl]": lambda: two_kernels.norm_then_triton_pdl(x, g, w, b, eps),
     }
     notes = {}
     if shipped_only:
@@ -228,8 +226,8 @@ def main() -> None:
             cub = med["[cublas]"]
             print(
                 f"{dtype} {'x'.join(map(str, shape)):14} cublas {cub:7.2f} norm+cublas {med['[norm+cublas]']:7.2f} "
-                f"tuned {med['[tuned]']:7.2f} ({med['[tuned]'] / cub:.3f}x)  two kernels {med['[two kernels]']:7.2f} "
-                f"pdl {med['[two kernels pdl]']:7.2f} ({med['[two kernels pdl]'] / cub:.3f}x)  best {best} {med.get(best, 0):7.2f} "
+                f"tuned {med['[tuned]']:7.2f} ({med['[tuned]'] / cub:.3f}x)  two kernels {med['[two kernels]']:7.2f}  "
+                f"best {best} {med.get(best, 0):7.2f} "
                 f"({med.get(best, 0) / cub:.3f}x)",
                 flush=True,
             )

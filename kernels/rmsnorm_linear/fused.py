@@ -60,11 +60,8 @@ def _rmsnorm_linear_kernel(
     HAS_BIAS: tl.constexpr,
     IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs; the interpreter, whose bf16 dot is wrong)
     ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
-    PDL: tl.constexpr,  # launched as the dependent of the kernel writing r_ptr (NORM == 2: wait before reading
-    # it) or x (NORM == 0, the normalised rows: wait before anything is read)
+    PDL: tl.constexpr,  # launched as the rstd kernel's dependent (NORM == 2): wait for it before reading r_ptr
 ):
-    if NORM == 0:
-        launching.wait_for_primary(PDL)
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
     offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # wrapped, not masked: see swiglu/tiled.py
@@ -107,7 +104,7 @@ def _rmsnorm_linear_kernel(
     if NORM == 1:
         acc = acc * tl.rsqrt(ss / K + eps)[:, None]
     if NORM == 2:
-        launching.wait_for_primary(PDL)  # the K loop above needed only x and W
+        launching.wait_for_primary(PDL)
         acc = acc * tl.load(r_ptr + offs_m)[:, None]
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if HAS_BIAS:
@@ -188,11 +185,11 @@ def launch_product(
 ) -> tuple[dict, dict]:
     """``y = x2d @ w (+ b)``; ``norm`` 1: rows scaled by their rstd computed in the kernel, 2: by ``rstd``
     (fp32 [M]), w then carrying g; 3: rows normalised in the kernel, times ``g`` [K] (w as given).
-    ``pdl`` (with norm 2 or 0): launched as the dependent of the kernel just before it in the stream, which
-    writes ``rstd`` (norm 2) or the normalised rows x2d (norm 0). ``config``: the tiles to run; without one,
-    the plain product (norm 0) and the one-kernel op (norm 3) take the pinned tiles of the class
-    (``DECODE_TILES``, up to 128 rows of 16-bit inputs), everything else (or ``autotune``) the autotuner's
-    pick. Returns the (meta-parameters, launch options) it ran with."""
+    ``pdl`` (with norm 2): launched as the dependent of the kernel that writes ``rstd``, just before it in
+    the stream. ``config``: the tiles to run; without one, the plain product (norm 0) and the one-kernel op
+    (norm 3) take the pinned tiles of the class (``DECODE_TILES``, up to 128 rows of 16-bit inputs),
+    everything else (or ``autotune``) the autotuner's pick. Returns the (meta-parameters, launch options)
+    it ran with."""
     m, k = x2d.shape
     n = w.shape[1]
     if config is None and norm in (0, 3) and not autotune:
@@ -217,10 +214,10 @@ def launch_product(
         HAS_BIAS=b is not None,
         IEEE=x2d.dtype == torch.float32 or launching.interpreting(),
         ALIGNED=tiles.promise_aligned(x2d, w),
-        PDL=pdl and norm in (0, 2),
+        PDL=pdl and norm == 2,
         interpreter_config=INTERPRETER_CONFIG,
         config=config,
-        **launching.pdl_launch(pdl and norm in (0, 2)),
+        **launching.pdl_launch(pdl and norm == 2),
     )
 
 
