@@ -11,8 +11,9 @@ epilogue), ``triton_norm_cublas`` (the same norm, then cuBLAS's product), ``trit
 same kernel applying g to the x tiles instead of a folded W),
 ``triton_rstd_epilogue`` (row statistics first, g folded into W) and its ``_prepared`` form, ``triton_split_k``
 (one kernel for a few rows: g on the x tiles, the squares from the same tiles, K split over programs), and
-``triton_tuned``, the ops API's choice among the split-K kernel and the first two by shape (``tuned.py``). Baselines: eager
-PyTorch, ``torch.compile``, and ``cublas_xw``, the product ``x @ W`` alone as the roofline yardstick.
+``triton_tuned``, the ops API's choice among the split-K kernel and the first two by shape (``tuned.py``).
+Baselines: eager PyTorch, ``torch.compile``, and ``cublas_xw``, the product ``x @ W`` alone as the roofline
+yardstick.
 """
 
 from kprof.kernels.rmsnorm_linear.family import FAMILY
