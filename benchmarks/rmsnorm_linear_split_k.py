@@ -34,12 +34,12 @@ import statistics
 from pathlib import Path
 
 import torch
-import triton
 from bench_common import write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
 from kprof.kernels.lib import launching
+from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused, split_k, tuned, two_kernels
 from kprof.kernels.rmsnorm_linear.tuned import rmsnorm_linear_tuned
@@ -60,7 +60,7 @@ def candidates(m: int, k: int, n: int, sms: int) -> dict[str, object]:
     out = {}
     for bn, bk, st in TILES:
         for p in PER_SM:
-            splits = 1 if p == 0 else split_k.split_count(m, k, n, 16, bn, bk, p * sms)
+            splits = 1 if p == 0 else lib_split_k.split_count(m, k, n, 16, bn, bk, p * sms)
             out.setdefault(f"16x{bn}x{bk} s{st} split{splits}", split_k.split_config(16, bn, bk, splits, 4, st))
     return out
 
@@ -145,8 +145,8 @@ def policy_time(times: dict[str, float], shape: str, tile: tuple[int, int, int, 
     """The time of the candidate a policy (BLOCK_N, BLOCK_K, stages, programs per SM; 0: no split) ran at."""
     m, k, n = (int(v) for v in shape.split("x"))
     bn, bk, stages, per_sm = tile
-    splits = 1 if per_sm == 0 else split_k.split_count(m, k, n, 16, bn, bk, per_sm * sms)
-    splits = triton.cdiv(k, triton.cdiv(triton.cdiv(k, splits), bk) * bk)
+    splits = 1 if per_sm == 0 else lib_split_k.split_count(m, k, n, 16, bn, bk, per_sm * sms)
+    splits, _ = lib_split_k.k_ranges(k, splits, bk)
     return times.get(f"16x{bn}x{bk} s{stages} split{splits}")
 
 

@@ -558,6 +558,7 @@ def _split_k_first(
 ) -> torch.Tensor:
     """The split-K kernel's first call at this signature (checked inputs), and its plan where ``key`` is given."""
     global _split_k_launcher
+    from kprof.kernels.lib import split_k as lib_split_k
     from kprof.kernels.rmsnorm_linear import split_k
 
     m, k = x2d.shape
@@ -567,7 +568,7 @@ def _split_k_first(
     if key is not None:
         bm, bn, bk, splits = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"], meta["SPLIT_K"]
         tiles_count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-        parts, ws_floats = split_k.workspace_floats(splits, m, n, tiles_count * splits * bm)
+        parts, ws_floats = lib_split_k.workspace_floats(splits * m * n, tiles_count * splits * bm)
         named = {
             "BLOCK_M": bm,
             "BLOCK_N": bn,
@@ -576,7 +577,7 @@ def _split_k_first(
             "PRECISION": split_k.precision_of(x.dtype),
             "ALIGNED": tiles.promise_aligned(x2d, w),
         }
-        k_per_split = triton.cdiv(triton.cdiv(k, splits), bk) * bk
+        _, k_per_split = lib_split_k.k_ranges(k, splits, bk)
         tail = (m, n, k, splits, k_per_split, row_stride(x), 1, n, 1, float(eps))
         tail += constexpr_tail(split_k.split_k_kernel, 18, named)
         if _split_k_launcher is None:

@@ -9,14 +9,11 @@ the norm into the product's loop needs no separate pass here: ``y = rstd * ((x *
 are summed from the x tile already in registers. The earlier one-kernel design summed them in a loop of its
 own before the product's, which waited for each load (``fused.py``, ``triton_one_kernel``). Splitting K
 lets a narrow weight fill the GPU: 5504 columns in 64-wide tiles are 86 programs for 132 SMs, so without a
-split a third of an H100 sits idle.
+split a third of an H100 sits idle. On the H100s raced (``benchmarks/results/split-k/``) it took the x2048x5504
+points to 1.10-1.14x cuBLAS's product (the two kernels: 1.13-1.17x); where the op uses it, see ``tuned.py``.
 
-The parts meet without a wait: each program stores its fp32 partial tile and partial sums of squares, then
-takes a ticket at its column tile's counter; the program that draws the last ticket adds the parts in slot
-order (the result does not depend on which program finishes last), writes y and puts the counter back to
-zero. No program waits for another, so the kernel is correct under the interpreter, which runs programs one
-after another. The counters live in a buffer kept per device and stream (``launching.ticket_counters``):
-zeroed once, left at zero by every call, so no call pays for a memset.
+The parts meet as ``kernels/lib/split_k.py`` describes, with no program waiting for another: the last program
+of a column tile adds the partial tiles and the partial sums of squares, applies rstd and the bias.
 
 The x tiles times g are rounded to x's dtype before the product in bf16, whose range is fp32's. fp16 cannot
 hold x * g where the rows are large (the two-kernel route normalises first), so in fp16 the tile stays fp32
@@ -29,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib import launching, tiles
+from kprof.kernels.lib import launching, split_k, tiles
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 
 
@@ -123,25 +120,18 @@ def _rmsnorm_linear_split_k_kernel(
     if SPLIT_K == 1:  # a constant where the launch has one program per tile (Triton specialises 1)
         _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
     else:
-        # this program's parts, then its ticket (the barrier makes every thread's stores part of the release)
         tl.store(part_ptr + split.to(tl.int64) * M * N + tile_offs, acc, mask=mask)
         slots = tl.arange(0, BLOCK_M)
         tl.store(ss_ptr + pid.to(tl.int64) * BLOCK_M + slots, ss)
-        tl.debug_barrier()
-        ticket = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
-        if ticket == SPLIT_K - 1:
-            total = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        if split_k.take_ticket(count_ptr, tile) == SPLIT_K - 1:
+            total = split_k.sum_parts(part_ptr + tile_offs, mask, M * N, SPLIT_K, BLOCK_M, BLOCK_N)
             ss_total = tl.zeros([BLOCK_M], dtype=tl.float32)
-            parts = part_ptr + tile_offs
             ss_parts = ss_ptr + tile.to(tl.int64) * SPLIT_K * BLOCK_M + slots
-            for _ in range(0, SPLIT_K):  # slot order: the sum does not depend on who finished last
-                # .cg: the parts from L2, never from a stale L1 line
-                total += tl.load(parts, mask=mask, other=0.0, cache_modifier=".cg")
+            for _ in range(0, SPLIT_K):  # slot order, from L2 (see split_k.sum_parts)
                 ss_total += tl.load(ss_parts, cache_modifier=".cg")
-                parts += M * N
                 ss_parts += BLOCK_M
             _split_k_epilogue(y_ptr, b_ptr, total, ss_total, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
-            tl.store(count_ptr + tile, 0)  # back to zero for the next call in this stream
+            split_k.release(count_ptr, tile)
 
 
 @triton.jit
@@ -160,13 +150,6 @@ def precision_of(dtype: torch.dtype) -> int:
     return 1 if dtype == torch.float16 else 0
 
 
-def split_count(m: int, k: int, n: int, block_m: int, block_n: int, block_k: int, programs: int) -> int:
-    """Programs per column tile: enough that the launch has about ``programs`` programs, at least one
-    BLOCK_K step each."""
-    tile_count = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
-    return max(1, min(triton.cdiv(programs, tile_count), triton.cdiv(k, block_k)))
-
-
 def launch_split_k(
     x2d: torch.Tensor,
     g: torch.Tensor,
@@ -182,8 +165,7 @@ def launch_split_k(
     n = w.shape[1]
     meta = dict(config.kwargs)
     bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
-    k_per_split = triton.cdiv(triton.cdiv(k, meta.pop("SPLIT_K")), bk) * bk
-    splits = triton.cdiv(k, k_per_split)  # no program without columns of x
+    splits, k_per_split = split_k.k_ranges(k, meta.pop("SPLIT_K"), bk)
     tile_count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     part, ss = workspace(x2d, splits, m, n, tile_count * splits * bm)
     counts = launching.ticket_counters(x2d, tile_count)
@@ -216,15 +198,9 @@ def launch_split_k(
     return {**meta, "SPLIT_K": splits}, options
 
 
-def workspace_floats(splits: int, m: int, n: int, ss_floats: int) -> tuple[int, int]:
-    """(floats of the partial products, rounded up to 16 bytes; floats in all) of one call's workspace."""
-    parts = triton.cdiv(splits * m * n, 4) * 4
-    return parts, parts + ss_floats
-
-
 def workspace(x2d: torch.Tensor, splits: int, m: int, n: int, ss_floats: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The partial products and partial sums of squares of one call, in one fp32 allocation."""
-    parts, total = workspace_floats(splits, m, n, ss_floats)
+    parts, total = split_k.workspace_floats(splits * m * n, ss_floats)
     ws = torch.empty(total, dtype=torch.float32, device=x2d.device)
     return ws[:parts], ws[parts:]
 
@@ -257,7 +233,7 @@ def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
     launch has about the class's programs per SM."""
     m, k = x2d.shape
     bn, bk, stages, per_sm = SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
-    splits = split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d))
+    splits = split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d))
     return split_config(16, bn, bk, splits, 4, stages)
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from kprof.kernels import discover, ops
 from kprof.kernels.lib import fastops, launching
+from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm_linear import split_k, tuned
 
 FAM = discover()["rmsnorm_linear"]
@@ -72,14 +73,13 @@ def test_strided_inputs_and_no_bias(dtype, device):
     programs=st.integers(1, 2000),
 )
 def test_split_counts_cover_k_without_an_idle_program(m, k, n, bn, bk, programs):
-    splits = split_k.split_count(m, k, n, 16, bn, bk, programs)
+    splits = lib_split_k.split_count(m, k, n, 16, bn, bk, programs)
     assert 1 <= splits <= triton.cdiv(k, bk)
     tiles = triton.cdiv(m, 16) * triton.cdiv(n, bn)
     assert tiles * splits >= min(programs, tiles * triton.cdiv(k, bk))
-    per = triton.cdiv(triton.cdiv(k, splits), bk) * bk
-    used = triton.cdiv(k, per)  # what the launch runs: every program has columns of x
-    assert used <= splits and (used - 1) * per < k <= used * per
-    parts, total = split_k.workspace_floats(used, m, n, tiles * used * 16)
+    used, per = lib_split_k.k_ranges(k, splits, bk)  # what the launch runs: every program has columns of x
+    assert per % bk == 0 and used <= splits and (used - 1) * per < k <= used * per
+    parts, total = lib_split_k.workspace_floats(used * m * n, tiles * used * 16)
     assert parts % 4 == 0 and parts >= used * m * n and total == parts + tiles * used * 16
 
 

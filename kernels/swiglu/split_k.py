@@ -1,0 +1,166 @@
+"""swiglu for a handful of rows with K split over several programs per column tile: each program runs the
+tiled kernel's two products over its share of K, and the last program of a column tile to finish adds the
+parts of both and applies silu(gate) * up (the parts meet as ``kernels/lib/split_k.py`` describes).
+
+Why: at decode sizes the op streams both weights once, and a narrow weight leaves SMs idle without a split
+(5504 columns in 64-wide tiles are 86 programs for an H100's 132 SMs). rmsnorm_linear's split-K kernel, the
+same design with the norm inside, ran 0.92-0.94x cuBLAS's product at 1x8192x28672 on two H100s where kprof's
+unsplit product alone ran 1.01-1.03x (``benchmarks/results/split-k/``). M is not specialised: Triton's one-row
+binaries of these products ran 1.5-2 us slower than the 4- and 16-row ones of the same tiles.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kprof.kernels.lib import launching, split_k, tiles
+from kprof.kernels.lib.tiles import dot_acc
+from kprof.kernels.swiglu.family import FAMILY, check_inputs
+from kprof.kernels.swiglu.tiled import ieee
+
+
+@triton.jit(do_not_specialize=["M"])
+def _swiglu_split_k_kernel(
+    # pointers
+    x_ptr,  # [M, K] tokens
+    wg_ptr,  # [K, N] gate weight (any strides)
+    wu_ptr,  # [K, N] up weight (same strides as wg)
+    y_ptr,  # [M, N] output, contiguous
+    part_ptr,  # [2, SPLIT_K, M, N] fp32: each program's partial gate and up products
+    count_ptr,  # [row tiles x column tiles] int32 tickets, zero between calls
+    # sizes and strides
+    M,
+    N,
+    K,
+    SPLIT_K,  # programs per column tile (not a constexpr: one binary serves every split count)
+    K_PER_SPLIT,  # columns of x per program, a multiple of BLOCK_K
+    stride_xm,
+    stride_xk,
+    stride_wk,
+    stride_wn,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs; the interpreter, whose bf16 dot is wrong)
+    ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
+):
+    # split fastest: the programs of a column tile are launched together and finish close together
+    pid = tl.program_id(0)
+    split = pid % SPLIT_K
+    tile = pid // SPLIT_K
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    pid_m = tile // tiles_n
+    pid_n = tile % tiles_n
+
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # wrapped, not masked: see tiled.py
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    k_start = split * K_PER_SPLIT
+    k_end = tl.minimum(k_start + K_PER_SPLIT, K)
+    x_rows = offs_m[:, None].to(tl.int64) * stride_xm
+    w_rows = (k_start + offs_k[:, None]) * stride_wk
+    if ALIGNED:  # promises kprof.kernels.lib.tiles.aligned8 checked; they must sit in the kernel body
+        x_rows = tl.multiple_of(x_rows, [8, 1])
+        w_rows = tl.multiple_of(w_rows, [8, 1])
+        offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
+    x_ptrs = x_ptr + x_rows + (k_start + offs_k[None, :]) * stride_xk
+    w_offs = w_rows + offs_n[None, :].to(tl.int64) * stride_wn
+    acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(k_start, k_end, BLOCK_K):
+        k_in = offs_k < k_end - k
+        a = tl.load(x_ptrs, mask=k_in[None, :], other=0.0)
+        bg = tl.load(wg_ptr + w_offs, mask=k_in[:, None], other=0.0)
+        bu = tl.load(wu_ptr + w_offs, mask=k_in[:, None], other=0.0)
+        acc_g = dot_acc(a, bg, acc_g, IEEE)
+        acc_u = dot_acc(a, bu, acc_u, IEEE)
+        x_ptrs += BLOCK_K * stride_xk
+        w_offs += BLOCK_K * stride_wk
+
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    tile_offs = rows[:, None].to(tl.int64) * N + cols[None, :]
+    if SPLIT_K == 1:  # a constant where the launch has one program per tile (Triton specialises 1)
+        y = acc_g * tl.sigmoid(acc_g) * acc_u
+        tl.store(y_ptr + tile_offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        per_part = M * N
+        gate_parts = part_ptr + tile_offs
+        up_parts = gate_parts + SPLIT_K * per_part
+        tl.store(gate_parts + split.to(tl.int64) * per_part, acc_g, mask=mask)
+        tl.store(up_parts + split.to(tl.int64) * per_part, acc_u, mask=mask)
+        if split_k.take_ticket(count_ptr, tile) == SPLIT_K - 1:
+            gate = split_k.sum_parts(gate_parts, mask, per_part, SPLIT_K, BLOCK_M, BLOCK_N)
+            up = split_k.sum_parts(up_parts, mask, per_part, SPLIT_K, BLOCK_M, BLOCK_N)
+            y = gate * tl.sigmoid(gate) * up
+            tl.store(y_ptr + tile_offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+            split_k.release(count_ptr, tile)
+
+
+def split_config(bn: int, bk: int, splits: int, warps: int, stages: int, bm: int = 16) -> triton.Config:
+    """A ``triton.Config`` of the split-K kernel."""
+    return triton.Config(
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": splits}, num_warps=warps, num_stages=stages
+    )
+
+
+def launch_split_k(
+    x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor, config: triton.Config
+) -> tuple[dict, dict]:
+    """``silu(x2d @ wg) * (x2d @ wu)`` into ``y`` [M, N] with ``config``'s BLOCK_M/N/K and SPLIT_K (wg and wu
+    of the same strides). Returns the (meta-parameters, launch options) it ran with."""
+    m, k = x2d.shape
+    n = wg.shape[1]
+    meta = dict(config.kwargs)
+    splits, k_per_split = split_k.k_ranges(k, meta.pop("SPLIT_K"), meta["BLOCK_K"])
+    tile_count = triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])
+    part = torch.empty(2 * splits * m * n if splits > 1 else 1, dtype=torch.float32, device=x2d.device)
+    options = {} if launching.interpreting() else launching.config_options(config)
+    _swiglu_split_k_kernel[(tile_count * splits,)](
+        x2d,
+        wg,
+        wu,
+        y,
+        part,
+        launching.ticket_counters(x2d, tile_count),
+        m,
+        n,
+        k,
+        splits,
+        k_per_split,
+        x2d.stride(0),
+        x2d.stride(1),
+        wg.stride(0),
+        wg.stride(1),
+        **meta,
+        IEEE=ieee(x2d),
+        ALIGNED=tiles.promise_aligned(x2d, wg),
+        **options,
+    )
+    return {**meta, "SPLIT_K": splits}, options
+
+
+def default_config(x2d: torch.Tensor, n: int) -> triton.Config:
+    """64x64 tiles of 16 rows, 3 stages, K split until the launch has about 2 programs per SM (rmsnorm_linear's
+    split-K choice at 5504 columns; replaced by a measured table once raced)."""
+    m, k = x2d.shape
+    return split_config(64, 64, split_k.split_count(m, k, n, 16, 64, 64, 2 * launching.sm_count(x2d)), 4, 3)
+
+
+@FAMILY.provider(
+    "triton_split_k",
+    kind="triton",
+    description="the tiled kernel's two products for a few rows with K split over programs; the last program "
+    "of a column tile adds the parts and applies silu(gate) * up",
+)
+def swiglu_split_k(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    x2d, ff = check_inputs(x, w_gate, w_up)
+    if w_gate.stride() != w_up.stride():
+        w_gate, w_up = w_gate.contiguous(), w_up.contiguous()
+    y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
+    launch_split_k(x2d, w_gate, w_up, y, default_config(x2d, ff))
+    return y.view(*x.shape[:-1], ff)
