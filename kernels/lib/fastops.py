@@ -324,6 +324,7 @@ def _gated_plan(x: torch.Tensor, act: int, op: str) -> tuple[Launch, tuple[int, 
 # ------------------------------------------------------------------------------------------- swiglu
 _swiglu_plans = Plans()
 _swiglu_launcher: CompiledLauncher | None = None
+_swiglu_split_launcher: CompiledLauncher | None = None
 _products_then_silu_mul: Any = None  # swiglu's cuBLAS route, bound by the first call that plans it
 
 
@@ -335,11 +336,14 @@ def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.T
     plan = _swiglu_plans.get(key)
     if plan is None:
         return _swiglu_first(x, w_gate, w_up, key)
-    launch, out_shape = plan
+    launch, out_shape, unused_pointers = plan
     if launch is CUBLAS:
         return _products_then_silu_mul(x.view(-1, x.shape[-1]), w_gate, w_up).view(out_shape)
     y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
-    launch(x, w_gate, w_up, y)
+    if unused_pointers:  # the unsplit split-K kernel: its workspace and counters are never touched
+        launch(x, w_gate, w_up, y, y, y)
+    else:
+        launch(x, w_gate, w_up, y)
     return y
 
 
@@ -347,7 +351,7 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
     """The checked path (the autotuner runs on a new shape above the pinned tiles' rows), then the plan for
     the next calls."""
     global _swiglu_launcher, _products_then_silu_mul
-    from kprof.kernels.swiglu import tuned
+    from kprof.kernels.swiglu import split_k, tuned
 
     x2d, ff = tuned.check_inputs(x, w_gate, w_up)
     xs = row_stride(x)
@@ -357,10 +361,17 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
 
         if plannable:
             _products_then_silu_mul = products_then_silu_mul
-            _swiglu_plans.put(key, (CUBLAS, tuple(x.shape[:-1]) + (ff,)))
+            _swiglu_plans.put(key, (CUBLAS, tuple(x.shape[:-1]) + (ff,), False))
         return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
     wg, wu = tuned.weights_in_layout(w_gate, w_up, "kn")
+    config = split_k.ops_config(x2d, ff)
+    if config is not None:
+        meta, options = split_k.launch_split_k(x2d, wg, wu, y, config)
+        if plannable and meta["SPLIT_K"] == 1:  # split launches (none in the table) take this path each call
+            launch = _unsplit_launch(x2d, xs, wg, ff, key, meta, options)
+            _swiglu_plans.put(key, (launch, tuple(x.shape[:-1]) + (ff,), True))
+        return y.view(*x.shape[:-1], ff)
     meta, options = tuned.launch_tuned(x2d, wg, wu, y)
     if plannable:
         m, k = x2d.shape
@@ -374,9 +385,28 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
             (
                 Launch(_swiglu_launcher, ("ops",) + key + (tail, tuple(options.items())), grid, tail, options),
                 tuple(x.shape[:-1]) + (ff,),
+                False,
             ),
         )
     return y.view(*x.shape[:-1], ff)
+
+
+def _unsplit_launch(
+    x2d: torch.Tensor, xs: int, wg: torch.Tensor, ff: int, key: tuple, meta: dict, options: dict
+) -> Launch:
+    """The plan's launch of swiglu's split-K kernel with one program per tile (SPLIT_K = 1)."""
+    global _swiglu_split_launcher
+    from kprof.kernels.lib import split_k as lib_split_k
+    from kprof.kernels.swiglu import split_k, tuned
+
+    m, k = x2d.shape
+    named = {**meta, "IEEE": tuned.ieee(x2d), "ALIGNED": tiles.promise_aligned(x2d, wg)}
+    _, k_per_split = lib_split_k.k_ranges(k, 1, meta["BLOCK_K"])
+    tail = (m, ff, k, 1, k_per_split, xs, 1, ff, 1) + constexpr_tail(split_k.split_k_kernel, 15, named)
+    if _swiglu_split_launcher is None:
+        _swiglu_split_launcher = CompiledLauncher(split_k.split_k_kernel)
+    grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(ff, meta["BLOCK_N"]),)
+    return Launch(_swiglu_split_launcher, ("ops", "split") + key + (tail, tuple(options.items())), grid, tail, options)
 
 
 # ----------------------------------------------------------------------------- rmsnorm, then product

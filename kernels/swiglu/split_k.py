@@ -144,11 +144,43 @@ def launch_split_k(
     return {**meta, "SPLIT_K": splits}, options
 
 
-def default_config(x2d: torch.Tensor, n: int) -> triton.Config:
-    """64x64 tiles of 16 rows, 3 stages, K split until the launch has about 2 programs per SM (rmsnorm_linear's
-    split-K choice at 5504 columns; replaced by a measured table once raced)."""
+# Tiles by column class up to 16 rows: (BLOCK_N, BLOCK_K, stages, programs per SM the split aims at; 0: no
+# split), 16-row tiles and 4 warps, bf16 and fp16. From a cold race of 13 tiles x 5 split counts at 1, 4 and 16
+# rows x K 2048/4096/8192 x N 5504-28672 on an H100 (benchmarks/results/split-k/swiglu-4bba1af/): the fastest
+# candidate had no split at all 72 points; these are the fastest of their class at every point but one (1.021x,
+# bf16 14336). At ~5504 columns the pinned tiled kernel was as fast (1.00x), so the op keeps it there.
+DECODE_TILES: dict[int, tuple[int, int, int, int]] = {
+    5504: (64, 128, 4, 0),
+    11008: (128, 64, 4, 0),
+    14336: (128, 64, 3, 0),
+    28672: (256, 64, 3, 0),
+}
+DECODE_MAX_ROWS = 16
+OPS_MIN_COLS = 8192  # the op takes the kernel from this many columns (the 11008-column class and wider)
+MIN_K = 2048  # shallower products were not raced
+
+
+def column_class(n: int) -> int:
+    """The measured column count nearest to ``n`` (the keys of ``DECODE_TILES``)."""
+    return min(DECODE_TILES, key=lambda c: (abs(c - n), c))
+
+
+def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
+    """The column class's tiles for ``x2d`` [M, K] times [K, n] weights, K split as the class says."""
     m, k = x2d.shape
-    return split_config(64, 64, split_k.split_count(m, k, n, 16, 64, 64, 2 * launching.sm_count(x2d)), 4, 3)
+    bn, bk, stages, per_sm = DECODE_TILES[column_class(n)]
+    splits = 1 if per_sm == 0 else split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d))
+    return split_config(bn, bk, splits, 4, stages)
+
+
+def ops_config(x2d: torch.Tensor, n: int) -> triton.Config | None:
+    """The config the op (``triton_tuned``, ``ops.swiglu``) runs this kernel with, or None where it runs the
+    tiled kernel: up to ``DECODE_MAX_ROWS`` rows of bf16 or fp16, from ``OPS_MIN_COLS`` columns, K from
+    ``MIN_K``."""
+    m, k = x2d.shape
+    if m > DECODE_MAX_ROWS or n < OPS_MIN_COLS or k < MIN_K or x2d.dtype not in (torch.bfloat16, torch.float16):
+        return None
+    return config_for(x2d, n)
 
 
 @FAMILY.provider(
@@ -162,5 +194,9 @@ def swiglu_split_k(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) ->
     if w_gate.stride() != w_up.stride():
         w_gate, w_up = w_gate.contiguous(), w_up.contiguous()
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
-    launch_split_k(x2d, w_gate, w_up, y, default_config(x2d, ff))
+    launch_split_k(x2d, w_gate, w_up, y, config_for(x2d, ff))
     return y.view(*x.shape[:-1], ff)
+
+
+# Public handle for kprof.kernels.lib.fastops (the ops API's launch plans).
+split_k_kernel = _swiglu_split_k_kernel

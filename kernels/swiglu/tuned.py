@@ -3,8 +3,10 @@
 =========  ========  ==========================================================  ====================================
 rows       columns   runs                                                        measured in benchmarks/results/
 =========  ========  ==========================================================  ====================================
+1-16       >= 8192   the split-K kernel, tiles per column class (bf16, fp16;     split-k/swiglu-4bba1af/
+                     ``split_k.DECODE_TILES``: unsplit, the fastest there)
 1-128      any       the tiled kernel with pinned tiles (``DECODE_TILES``; bf16,  decode-tiles/ (sections 1-2)
-                     fp16; fp32 autotuned)
+                     fp16; fp32 autotuned), where the row above does not apply
 129-511    any       the tiled kernel, autotuned                                 grid/ (no race of these rows alone)
 512-999    <= 5504   cuBLAS's two products, then kprof's silu_mul kernel         decode-tiles/ (section 5)
 512-999    > 5504    the tiled kernel, autotuned                                 decode-tiles/ (section 5)
@@ -54,6 +56,7 @@ import triton.language as tl
 
 from kprof.kernels.lib import launching, tiles
 from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile
+from kprof.kernels.swiglu import split_k
 from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
 from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel, ieee
@@ -376,7 +379,12 @@ def swiglu_with(
         if launching.tma_ready(wi):
             launch_interleaved(x2d, wi, y)
             return y.view(*x.shape[:-1], ff)
-    launch_tuned(x2d, *weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT), y)
+    wg, wu = weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT)
+    config = split_k.ops_config(x2d, ff)
+    if config is not None:
+        split_k.launch_split_k(x2d, wg, wu, y, config)
+    else:
+        launch_tuned(x2d, wg, wu, y)
     return y.view(*x.shape[:-1], ff)
 
 

@@ -378,7 +378,7 @@ def test_decode_step_in_a_cuda_graph_and_compiled_launches():
                 step()
         torch.cuda.current_stream().wait_stream(side)
         xn = ops.rms_norm(x, g)
-        launch, _ = _fastops._swiglu_plans.get((_fastops.sig(xn), _fastops.sig(wg), _fastops.sig(wu)))
+        launch, _, _ = _fastops._swiglu_plans.get((_fastops.sig(xn), _fastops.sig(wg), _fastops.sig(wu)))
         assert launch.entry is not None, "the swiglu plan never reached its compiled launch"
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):

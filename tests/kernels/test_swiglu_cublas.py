@@ -41,7 +41,7 @@ def test_every_path_matches_the_oracle_on_both_sides_of_the_rule(shape, dtype, d
         fastops.reset()
         outs["ops first call"] = ops.swiglu(**inputs)
         outs["ops planned call"] = ops.swiglu(**inputs)
-        ((_, (launch, _)),) = fastops._swiglu_plans.plans.items()
+        ((_, (launch, _, _)),) = fastops._swiglu_plans.plans.items()
     finally:
         ops.use_triton(previous)
         fastops.reset()

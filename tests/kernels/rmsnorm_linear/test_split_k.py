@@ -154,3 +154,50 @@ def test_gpu_same_output_every_call_and_beside_another_stream(shape, dtype):
     _check(outs[0], inputs, dtype, f"gpu {shape} {dtype}")
     assert all(torch.equal(outs[0], y) for y in outs + side_outs)
     assert _counters_at_zero()
+
+
+class _RecordingLauncher:
+    """Stands in for Triton's C launcher: records the arguments a compiled launch would get."""
+
+    prefix = ("function", "packed")
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, g0, g1, g2, stream, function, packed, *args):
+        assert (function, packed) == self.prefix
+        self.calls.append(args)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_a_compiled_plan_gets_raw_addresses_of_its_workspace_and_counters(bias, device, monkeypatch):
+    """Once compiled, the split-K plan hands the C launcher x, g, w, the bias (w where there is none), a new
+    contiguous output, the partial tiles and the partial sums of squares of one fresh workspace (16-byte
+    aligned, in that order) and this stream's counters, then the planned sizes."""
+    if device != "cpu":
+        pytest.skip("drives the plan with a stand-in launcher (the CPU interpreter builds it)")
+    monkeypatch.setattr(fastops, "_stream", lambda d: 0)
+    monkeypatch.setattr(tuned, "split_k_product", lambda m, k, n, dtype: True)
+    inputs = FAM.make_inputs((3, 70, 40), "bf16", device, seed=torch.seed() % 2**31)
+    if not bias:
+        inputs["b"] = None
+    rec = _RecordingLauncher()
+    previous = ops.use_triton(True)
+    try:
+        fastops.reset()
+        ops.rms_norm_linear(**inputs)
+        ((_, plan),) = fastops._product_plans.plans.items()
+        assert type(plan) is fastops.SplitKPlan
+        plan.launch.entry = (rec, rec.prefix, 0)
+        out = ops.rms_norm_linear(**inputs)
+    finally:
+        ops.use_triton(previous)
+        fastops.reset()
+    ((xp, gp, wp, bp, yp, part_p, ss_p, count_p, *tail),) = rec.calls
+    x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
+    assert (xp, gp, wp, bp) == (x.data_ptr(), g.data_ptr(), w.data_ptr(), (w if b is None else b).data_ptr())
+    assert yp == out.data_ptr()
+    assert ss_p - part_p == 4 * plan.parts and part_p % 16 == 0 and ss_p % 16 == 0
+    assert count_p == launching.ticket_counters(x, plan.tiles).data_ptr()
+    assert tuple(tail) == plan.launch.tail and out.shape == (3, 40) and out.is_contiguous()
+    assert all(type(a) is not torch.Tensor for a in rec.calls[0])

@@ -1,0 +1,109 @@
+"""swiglu's split-K kernel (both products over a share of K, the last program of a column tile adds the parts and
+applies silu * mul): against the float64 oracle at odd shapes, split counts and dtypes; where the op takes it
+(``split_k.ops_config``) through the provider and the ops API's first and planned calls; on a GPU, the ops
+API's planned calls of both split-K kernels at decode shapes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kprof.kernels import discover, ops
+from kprof.kernels.lib import fastops, launching
+from kprof.kernels.swiglu import split_k
+
+FAM = discover()["swiglu"]
+
+
+def _check(out: torch.Tensor, inputs: dict, dtype: str, what: str) -> None:
+    ref = FAM.oracle(**inputs)
+    tol = FAM.tolerances[dtype]
+    assert out.shape == ref.shape and out.dtype == inputs["x"].dtype
+    err = float((out.double() - ref).norm() / ref.norm())
+    assert err <= tol, f"{what}: rel err {err:.2e} (tolerance {tol})"
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("shape", [(1, 97, 45), (3, 130, 33), (17, 70, 50)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("splits", [1, 3, 64])  # 64: more than K has steps, so the launch trims it
+def test_the_kernel_matches_the_oracle(shape, dtype, splits, device):
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    x, wg, wu = inputs["x"], inputs["w_gate"], inputs["w_up"]
+    y = torch.full((shape[0], shape[2]), float("nan"), dtype=x.dtype, device=device)
+    split_k.launch_split_k(x, wg, wu, y, split_k.split_config(32, 32, splits, 4, 3))
+    _check(y, inputs, dtype, f"{shape} {dtype} split {splits}")
+    assert all(int(c.abs().sum()) == 0 for c in launching._COUNTERS.values())
+
+
+def test_the_op_takes_the_kernel_only_where_it_was_raced():
+    def cfg(m, k, n, dtype=torch.bfloat16):
+        return split_k.ops_config(torch.empty((m, k), dtype=dtype), n)
+
+    assert cfg(1, 2048, 11008) is not None and cfg(16, 8192, 28672) is not None
+    assert cfg(17, 2048, 11008) is None  # more rows than raced
+    assert cfg(16, 2048, split_k.OPS_MIN_COLS - 1) is None  # ~5504 columns: the pinned tiled kernel as fast
+    assert cfg(16, split_k.MIN_K - 1, 11008) is None
+    assert cfg(4, 4096, 11008, torch.float32) is None  # not raced
+    assert cfg(4, 4096, 11008, torch.float16).kwargs["SPLIT_K"] == 1  # the table's classes are all unsplit
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+def test_the_op_runs_the_kernel_through_provider_and_plans(dtype, device, monkeypatch):
+    """With the limits scaled down (the interpreter takes minutes over a real decode weight): the provider, the
+    ops API's first call and its plan (the unsplit kernel) in bf16 and fp16; fp32 keeps the tiled kernel."""
+    monkeypatch.setattr(split_k, "OPS_MIN_COLS", 16)
+    monkeypatch.setattr(split_k, "MIN_K", 16)
+    monkeypatch.setattr(split_k, "column_class", lambda n: 11008)
+    shape = (5, 70, 40)
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    taken = dtype != "fp32"
+    assert (split_k.ops_config(inputs["x"], 40) is not None) == taken
+    outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
+    previous = ops.use_triton(True)
+    try:
+        fastops.reset()
+        outs["ops first call"] = ops.swiglu(**inputs)
+        outs["ops planned call"] = ops.swiglu(**inputs)
+        outs["ops planned call again"] = ops.swiglu(**inputs)
+        ((_, (_, out_shape, unsplit)),) = fastops._swiglu_plans.plans.items()
+    finally:
+        ops.use_triton(previous)
+        fastops.reset()
+    assert unsplit == taken and out_shape == (5, 40)
+    for name, out in outs.items():
+        _check(out, inputs, dtype, name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_gpu_planned_calls_of_both_split_k_kernels(dtype):
+    """At decode shapes the dispatch sends to them: planned calls reach the compiled launch and match the
+    oracle (swiglu unsplit; rmsnorm_linear split and unsplit)."""
+    from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
+
+    rl = discover()["rmsnorm_linear"]
+    cases = [("swiglu", (4, 2048, 11008)), ("rmsnorm_linear", (4, 2048, 28672))]
+    if dtype == "bf16":
+        cases.append(("rmsnorm_linear", (1, 2048, 5504)))
+    previous = ops.use_triton(True)
+    try:
+        for family, shape in cases:
+            fastops.reset()
+            fam = FAM if family == "swiglu" else rl
+            inputs = fam.make_inputs(shape, dtype, "cuda", seed=torch.seed() % 2**31)
+            op = ops.swiglu if family == "swiglu" else ops.rms_norm_linear
+            if family == "rmsnorm_linear":
+                assert rl_tuned.split_k_product(shape[0], shape[1], shape[2], inputs["x"].dtype)
+            outs = [op(**inputs) for _ in range(4)]
+            torch.cuda.synchronize()
+            plans = fastops._swiglu_plans if family == "swiglu" else fastops._product_plans
+            ((_, plan),) = plans.plans.items()
+            launch = plan[0] if family == "swiglu" else plan.launch
+            assert launch.entry is not None, f"{family} {shape}: the plan never reached its compiled launch"
+            ref = fam.oracle(**inputs)
+            for out in outs:
+                err = float((out.double() - ref).norm() / ref.norm())
+                assert err <= fam.tolerances[dtype], f"{family} {shape} {dtype}: rel err {err:.2e}"
+    finally:
+        ops.use_triton(previous)
+        fastops.reset()
