@@ -36,8 +36,14 @@ def sm_count(t: torch.Tensor) -> int:
 def ticket_counters(t: torch.Tensor, count: int) -> torch.Tensor:
     """``count`` int32 counters on ``t``'s device for the current stream, zero between calls: a kernel that
     hands out tickets at them puts each back to zero when its last ticket is drawn. Kept per (device,
-    stream), grown as needed, so no call pays for a memset and two streams never share a counter."""
+    stream), grown as needed, so no call pays for a memset and two streams never share a counter; a call
+    captured into a CUDA graph gets counters of its own."""
     index = t.get_device()
+    if index >= 0 and torch.cuda.is_current_stream_capturing():
+        # a CUDA graph: counters of its own, zeroed by the graph on every replay. Cached ones would be shared by
+        # every graph captured on PyTorch's one default capture stream, and two graphs replayed at once on two
+        # streams would draw tickets at the same counters.
+        return torch.zeros(count, dtype=torch.int32, device=t.device)
     key = (index, _raw_stream(index) if index >= 0 else 0)
     have = _COUNTERS.get(key)
     if have is None or have.numel() < count:

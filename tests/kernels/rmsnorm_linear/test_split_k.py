@@ -201,3 +201,36 @@ def test_a_compiled_plan_gets_raw_addresses_of_its_workspace_and_counters(bias, 
     assert count_p == launching.ticket_counters(x, plan.tiles).data_ptr()
     assert tuple(tail) == plan.launch.tail and out.shape == (3, 40) and out.is_contiguous()
     assert all(type(a) is not torch.Tensor for a in rec.calls[0])
+
+
+@pytest.mark.gpu
+def test_gpu_graphs_captured_with_split_k_calls_have_counters_of_their_own():
+    """Two CUDA graphs of the same split-K call replayed at once on two streams: each graph zeroes and uses its
+    own counters (cached ones would be shared through PyTorch's default capture stream), so both outputs match."""
+    inputs = FAM.make_inputs((4, 2048, 5504), "bf16", "cuda", seed=torch.seed() % 2**31)
+    x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
+    config = split_k.config_for(x, w.shape[1])
+    assert config.kwargs["SPLIT_K"] > 1
+    graphs, outs = [], []
+    for _ in range(2):
+        y = torch.empty((4, 5504), dtype=x.dtype, device="cuda")
+        split_k.launch_split_k(x, g, w, b, y, 1e-6, config)  # warm up outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            split_k.launch_split_k(x, g, w, b, y, 1e-6, config)
+        graphs.append(graph)
+        outs.append(y)
+    torch.cuda.synchronize()
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    for _ in range(10):
+        for graph, stream, y in zip(graphs, streams, outs):
+            y.fill_(float("nan"))
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                graph.replay()
+        for stream in streams:
+            torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    ref = FAM.oracle(**inputs)
+    for y in outs:
+        assert float((y.double() - ref).norm() / ref.norm()) <= FAM.tolerances["bf16"]
