@@ -55,17 +55,30 @@ TILES = [
 PER_SM = (0, 1, 2, 4, 8)  # 0: no split
 
 
-def candidates(m: int, k: int, n: int, sms: int) -> dict[str, object]:
+# Taller row tiles (``--bms 16,32,64``, for 32-128 rows) with these tiles only: 8 warps from 64 rows
+TALL_TILES = [(64, 64, 3), (64, 64, 4), (128, 64, 3), (128, 64, 4), (64, 128, 3), (128, 128, 3)]
+
+
+def tile_set(bms: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, stages) raced: ``TILES`` with 16-row tiles, ``TALL_TILES`` with taller ones."""
+    return [(bm, bn, bk, st) for bm in bms for bn, bk, st in (TILES if bms == (16,) else TALL_TILES)]
+
+
+def candidates(m: int, k: int, n: int, sms: int, bms: tuple[int, ...] = (16,)) -> dict[str, object]:
     """name -> config, one per distinct (tiles, split count)."""
     out = {}
-    for bn, bk, st in TILES:
+    for bm, bn, bk, st in tile_set(bms):
         for p in PER_SM:
-            splits = 1 if p == 0 else lib_split_k.split_count(m, k, n, 16, bn, bk, p * sms)
-            out.setdefault(f"16x{bn}x{bk} s{st} split{splits}", split_k.split_config(16, bn, bk, splits, 4, st))
+            splits = 1 if p == 0 else lib_split_k.split_count(m, k, n, bm, bn, bk, p * sms)
+            splits, _ = lib_split_k.k_ranges(k, splits, bk)
+            warps = 8 if bm >= 64 else 4
+            out.setdefault(f"{bm}x{bn}x{bk} s{st} split{splits}", split_k.split_config(bm, bn, bk, splits, warps, st))
     return out
 
 
-def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, shipped_only: bool = False) -> list[dict]:
+def run_point(
+    shape: tuple[int, int, int], dtype: str, rounds: int, shipped_only: bool = False, bms: tuple[int, ...] = (16,)
+) -> list[dict]:
     inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     xn = rmsnorm_tuned(x, g, eps)
@@ -85,7 +98,7 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, shipped_only
         k = cfg.kwargs
         pool = {f"16x{k['BLOCK_N']}x{k['BLOCK_K']} s{cfg.num_stages} split{k['SPLIT_K']} [shipped]": cfg}
     else:
-        pool = candidates(*shape, launching.sm_count(x))
+        pool = candidates(*shape, launching.sm_count(x), bms)
     for name, cfg in pool.items():
         try:
             y.fill_(float("nan"))
@@ -117,15 +130,15 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, shipped_only
     ]
 
 
-def compile_shard(shard: str, dtypes: list[str]) -> None:
-    """This shard's share of (dtype, tiles, M, split 1 or more) launched once at a small shape of the same
-    specialisation, so Triton's cache holds every binary before the timed run."""
+def compile_shard(shard: str, dtypes: list[str], bms: tuple[int, ...] = (16,)) -> None:
+    """This shard's share of (dtype, tiles, split 1 or more) launched once at a small shape of the same
+    specialisation (M is not specialised), so Triton's cache holds every binary before the timed run."""
     index, count = (int(v) for v in shard.split("/"))
-    items = [(d, t, m, s) for d in dtypes for t in TILES for m in (1, 4, 16) for s in (1, 2)]
-    for d, (bn, bk, st), m, s in items[index::count]:
-        inputs = discover()["rmsnorm_linear"].make_inputs((m, 512, 512), d, "cuda", 0)
-        y = torch.empty((m, 512), dtype=inputs["x"].dtype, device="cuda")
-        cfg = split_k.split_config(16, bn, bk, s, 4, st)
+    items = [(d, t, s) for d in dtypes for t in tile_set(bms) for s in (1, 2)]
+    for d, (bm, bn, bk, st), s in items[index::count]:
+        inputs = discover()["rmsnorm_linear"].make_inputs((4, 512, 512), d, "cuda", 0)
+        y = torch.empty((4, 512), dtype=inputs["x"].dtype, device="cuda")
+        cfg = split_k.split_config(bm, bn, bk, s, 8 if bm >= 64 else 4, st)
         split_k.launch_split_k(inputs["x"], inputs["g"], inputs["w"], inputs["b"], y, inputs["eps"], cfg)
     torch.cuda.synchronize()
 
@@ -203,6 +216,7 @@ def main() -> None:
     ap.add_argument("--ks", default="2048,4096,8192")
     ap.add_argument("--cols", default="5504,11008,14336,28672")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--bms", default="16", help="row tiles raced, e.g. 16,32,64 (taller ones race TALL_TILES)")
     ap.add_argument("--shipped-only", action="store_true", help="only the config the dispatch runs, no race of tiles")
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--shard", default="0/1")
@@ -212,14 +226,15 @@ def main() -> None:
         score(args.score)
         return
     dtypes = args.dtypes.split(",")
+    bms = tuple(int(v) for v in args.bms.split(","))
     if args.compile_only:
-        compile_shard(args.shard, dtypes)
+        compile_shard(args.shard, dtypes, bms)
         return
     rows: list[dict] = []
     ints = [[int(v) for v in s.split(",")] for s in (args.rows, args.ks, args.cols)]
     for dtype in dtypes:
         for shape in [(m, k, n) for m in ints[0] for k in ints[1] for n in ints[2]]:
-            point = run_point(shape, dtype, args.rounds, args.shipped_only)
+            point = run_point(shape, dtype, args.rounds, args.shipped_only, bms)
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             best = min((c for c in med if not c.startswith("[")), key=med.get, default=None)
