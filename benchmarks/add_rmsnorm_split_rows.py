@@ -9,7 +9,7 @@
   chunked kernel with 8 KB chunks x 8 warps (triton_looped's config) and with 16 KB chunks x 16 warps (the
   previous choice).
 ``--set many``: 64-8192 rows of 65536 and 131072 columns, the cooperative kernel over chunk sizes x warps
-against the chunked loop.
+against the chunked loop. ``--rows 64`` keeps the set's shapes of those row counts.
 Per shape every candidate is checked against the float64 oracle first (y and h; a wrong one is not timed),
 then timed in ``--rounds`` rounds in a fresh random order each round, each a ``kprof.timing.cold_time_us``
 of ``--rep-ms``; the median over rounds counts. Writes DIR/add_split_rows.csv and DIR/summary.csv and
@@ -49,7 +49,7 @@ def candidates(n_rows: int, n: int, es: int, sms: int) -> dict[str, Config]:
 
 def candidates_many(n: int) -> dict[str, Config]:
     out = {"looped c8192 w16": Config("looped", 8192, 1, 16)}
-    for chunk, w in ((4096, 4), (8192, 4), (8192, 8), (16384, 8), (16384, 16)):
+    for chunk, w in ((4096, 4), (8192, 4), (8192, 8), (16384, 8), (16384, 16), (16384, 32), (32768, 16), (32768, 32)):
         out[f"coop c{chunk} w{w}"] = Config("cooperative", chunk, 1, w, triton.cdiv(n, chunk))
     return out
 
@@ -58,6 +58,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_race_args(ap)
     ap.add_argument("--set", choices=("few", "many"), default="few")
+    ap.add_argument("--rows", help="only the set's shapes of these row counts, e.g. 64")
     args = ap.parse_args()
     fam = discover()["add_rmsnorm"]
     compiled = fam.providers["torch_compile"].fn
@@ -66,6 +67,8 @@ def main() -> int:
     rng = random.Random(0)
     t0 = time.monotonic()
     shapes = WIDE + NARROW if args.set == "few" else MANY
+    if args.rows:
+        shapes = [(r, n) for r, n in shapes if r in {int(v) for v in args.rows.split(",")}]
     for dtype, (n_rows, n) in itertools.product(args.dtypes.split(","), shapes):
         if time.monotonic() - t0 > args.budget_s:
             print(f"budget of {args.budget_s:.0f} s spent: {dtype} {n_rows}x{n} and later shapes not raced")
