@@ -77,7 +77,7 @@ def main() -> int:
         x, r, w, eps = inp["x"], inp["residual"], inp["weight"], inp["eps"]
         y_ref, h_ref = fam.oracle(**inp)
         y, h = torch.empty_like(x), torch.empty_like(x)
-        auto = choose_config(n, x.element_size(), n_rows, sms)
+        auto = choose_config(n, x.element_size(), n_rows, sms, fp16=x.dtype == torch.float16)
         cands = candidates(n_rows, n, x.element_size(), sms) if args.set == "few" else candidates_many(n)
         cfgs = {"[auto] " + _name(auto): auto, **cands}
         fns, notes = {}, {}

@@ -127,16 +127,27 @@ _COOPERATIVE_MIN_BYTES = 16 * 1024 * 1024
 # points, 0.6-1.0% ahead of 8192 x 8 (2048x131072: 745.3 against 752.2 us) and 2.3% at 64x131072 (23.9 against
 # 24.4). At 64 a thread the compiler kept h in float32 through the wait: 128 registers a thread for bf16 in
 # 16384 x 8 against 64 (sm_90 resource report). float32 follows the bytes, not measured.
+# fp16 takes 16 elements a thread (32 warps): in a race of the same chunks x warps plus 32 warps on another
+# H100 (benchmarks/results/rmsnorm-cooperative/add_rmsnorm-fp16-98a565e/) it was the fastest at all 4 fp16
+# points of 64 and 512 rows, 2.0-4.6% ahead of 16 warps (64x131072: 24.34 against 25.47 us); in bf16 16
+# warps stayed the fastest at the same points.
 _COOPERATIVE_CHUNK_BYTES = 32 * 1024
 _COOPERATIVE_PER_THREAD = 32
+_COOPERATIVE_PER_THREAD_FP16 = 16
 
 
 def choose_config(
-    n: int, element_size: int, n_rows: int | None = None, sm_count: int = 132, cooperative: bool = True
+    n: int,
+    element_size: int,
+    n_rows: int | None = None,
+    sm_count: int = 132,
+    cooperative: bool = True,
+    fp16: bool = False,
 ) -> Config:
     """The launch configuration for ``n_rows`` rows of ``n`` elements (see ``ROW_TABLE`` and the measurements
     above ``_ONE_BLOCK_FEW_ROWS``); ``n_rows`` None: as for many rows. ``cooperative`` False leaves out the
-    kernel whose programs must run at the same time (Triton's interpreter runs them one after another)."""
+    kernel whose programs must run at the same time (Triton's interpreter runs them one after another).
+    ``fp16``: the inputs are fp16 (the cooperative kernel's warps differ from bf16's)."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if (
@@ -146,7 +157,7 @@ def choose_config(
         and n_rows * n * element_size >= _COOPERATIVE_MIN_BYTES
     ):
         chunk = _COOPERATIVE_CHUNK_BYTES // element_size
-        warps = chunk // (32 * _COOPERATIVE_PER_THREAD)
+        warps = chunk // (32 * (_COOPERATIVE_PER_THREAD_FP16 if fp16 else _COOPERATIVE_PER_THREAD))
         return Config("cooperative", chunk, 1, warps, triton.cdiv(n, chunk))
     if row_bytes > MAX_ONE_BLOCK_BYTES:
         return _wide_config(n, element_size, n_rows, sm_count)
@@ -230,7 +241,14 @@ def add_rmsnorm_tuned(
     out: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     x2d, r2d, w, y, h = check_inputs(x, residual, weight, out)
-    cfg = choose_config(x2d.shape[1], x2d.element_size(), x2d.shape[0], launching.sm_count(x2d), x2d.is_cuda)
+    cfg = choose_config(
+        x2d.shape[1],
+        x2d.element_size(),
+        x2d.shape[0],
+        launching.sm_count(x2d),
+        x2d.is_cuda,
+        fp16=x2d.dtype == torch.float16,
+    )
     launch_with_config(cfg, x2d, r2d, w, y, h, eps)
     return y, h
 

@@ -187,7 +187,7 @@ def _add_plan(
         return False
     n = x.shape[-1]
     n_rows = x.numel() // n
-    cfg = tuned.choose_config(n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda)
+    cfg = tuned.choose_config(n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda, x.dtype == torch.float16)
     if cfg.kernel == "cooperative":  # a workspace, zeroed counters and a launch: the checked path runs it
         return False
     sigs = (sig(x), sig(residual), sig(weight))

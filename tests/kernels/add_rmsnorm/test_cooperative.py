@@ -29,6 +29,9 @@ def test_many_rows_of_128_kb_take_the_cooperative_kernel_on_a_gpu():
         ), (n, es, rows)
         assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
         assert tuned.choose_config(n, es, rows, cooperative=False).kernel == "looped"
+        if es == 2:  # fp16: the same chunk, 16 elements a thread (twice the warps)
+            half = tuned.choose_config(n, es, rows, fp16=True)
+            assert (half.block_n, half.splits, half.num_warps) == (cfg.block_n, cfg.splits, 2 * cfg.num_warps)
     # rows under 128 KB, or under 16 MiB of x, keep the other paths
     for n, es, rows in ((32768, 2, 10**5), (65536, 2, 127), (131072, 2, 8), (16384, 4, 4096)):
         assert tuned.choose_config(n, es, rows).kernel in ("looped", "split", "rows"), (n, es, rows)
