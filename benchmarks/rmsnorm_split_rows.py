@@ -4,7 +4,7 @@ chunked loop (``looped``) against the same loop with cache hints (``two_pass`` w
 first pass keeps the row in L2, the second reads it from there) over chunk sizes and warps. torch.compile
 alongside; ``cold`` times, interleaved rounds.
 
-    python benchmarks/rmsnorm_split_rows.py --out DIR [--set few|many] [--dtypes bf16,fp32] [--rounds 5]
+    python benchmarks/rmsnorm_split_rows.py --out DIR [--set few|many] [--dtypes bf16,fp32] [--rows 512,2048] [--rounds 5]
 
 Per shape every candidate is checked against the float64 oracle first (a wrong one is not timed), then
 timed in ``--rounds`` rounds in a fresh random order each round, each a ``kprof.timing.cold_time_us`` of
@@ -60,7 +60,7 @@ def candidates_many(n_rows: int, n: int, sms: int) -> dict[str, Config]:
     out = {"looped c16384 w16": Config("looped", 16384, 1, 16)}
     for c, w in ((4096, 8), (8192, 8), (8192, 16), (16384, 16)):
         out[f"hinted c{c} w{w}"] = Config("two_pass", c, 1, w)
-    for s, w in itertools.product((2, 4, 8, 16, 32), (4, 8, 16)):
+    for s, w in itertools.product((2, 4, 8, 16, 32), (4, 8, 16, 32)):
         chunk = -(-n // s)
         if 1024 <= chunk <= 16384 and 8 <= chunk // (32 * w) <= 64:  # 8-64 elements a thread in registers
             out[f"coop s{s} w{w}"] = Config("cooperative", chunk, 1, w, splits=s)
@@ -71,6 +71,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_race_args(ap, dtypes="bf16,fp32")
     ap.add_argument("--set", choices=("few", "many"), default="few")
+    ap.add_argument("--rows", help="only the set's shapes of these row counts, e.g. 512,2048")
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     compiled = fam.providers["torch_compile"].fn
@@ -79,7 +80,8 @@ def main() -> int:
     rng = random.Random(0)
     t0 = time.monotonic()
     shapes, make = (SHAPES, candidates) if args.set == "few" else (MANY, candidates_many)
-    for dtype, n_rows, n in [s for s in shapes if s[0] in args.dtypes.split(",")]:
+    keep = {int(v) for v in args.rows.split(",")} if args.rows else None
+    for dtype, n_rows, n in [s for s in shapes if s[0] in args.dtypes.split(",") and (keep is None or s[1] in keep)]:
         if time.monotonic() - t0 > args.budget_s:
             print(f"budget of {args.budget_s:.0f} s spent: {dtype} {n_rows}x{n} and later shapes not raced")
             break
