@@ -78,12 +78,21 @@ SPLIT_K_CLASSES: dict[torch.dtype, dict[tuple[int, int], int]] = {
 }
 
 
+# How far N may lie from its column class: between the classes the kernel was not reliably faster (an H100 at
+# 8x4096x4096 bf16, the 5504 class's tiles: 16.50 us against 15.54 for the norm then cuBLAS's product;
+# benchmarks/results/split-k/between-classes-*/), so the op takes it only near a class it was raced at.
+SPLIT_K_CLASS_WIDTH = 0.10
+
+
 def split_k_product(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
     """Whether the plain op runs the split-K kernel (norm inside the product, one launch) at M x K x N."""
     if m > SPLIT_K_ROWS[-1] or min(k, n) < SPLIT_K_MIN_DIM:
         return False
+    col = column_class(n)
+    if abs(n - col) > SPLIT_K_CLASS_WIDTH * col:
+        return False
     row = next(r for r in SPLIT_K_ROWS if m <= r)
-    least_k = SPLIT_K_CLASSES.get(dtype, {}).get((row, column_class(n)))
+    least_k = SPLIT_K_CLASSES.get(dtype, {}).get((row, col))
     return least_k is not None and k >= least_k
 
 

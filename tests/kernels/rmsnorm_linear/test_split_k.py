@@ -94,6 +94,8 @@ def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
     assert tuned.split_k_product(1, 8192, 5504, fp16) and not tuned.split_k_product(1, 8191, 5504, fp16)
     assert not tuned.split_k_product(17, 4096, 5504, bf16)  # more rows than raced
     assert not tuned.split_k_product(1, 4096, 5504, torch.float32)  # not raced
+    assert not tuned.split_k_product(8, 4096, 4096, bf16) and not tuned.split_k_product(8, 4096, 8192, bf16)
+    assert tuned.split_k_product(8, 4096, 5000, bf16) and tuned.split_k_product(8, 4096, 6000, bf16)  # within 10%
     small = tuned.SPLIT_K_MIN_DIM - 1
     assert not tuned.split_k_product(1, small, 5504, bf16) and not tuned.split_k_product(1, 4096, small, bf16)
 
@@ -105,6 +107,7 @@ def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device,
     decode weight), the classes the table names run the split-K kernel: the provider, the ops API's first call
     and its plan; the others the two-kernel routes."""
     monkeypatch.setattr(tuned, "SPLIT_K_MIN_DIM", 16)
+    monkeypatch.setattr(tuned, "SPLIT_K_CLASS_WIDTH", 1.0)
     scaled = {dt: {cls: 16 for cls in classes} for dt, classes in tuned.SPLIT_K_CLASSES.items()}
     monkeypatch.setattr(tuned, "SPLIT_K_CLASSES", scaled)
     for module in (split_k, tuned):
