@@ -20,9 +20,13 @@ product (``triton_norm_cublas``), chosen by shape. Times below are µs on H100s,
   product 1.01-1.16x it, ``benchmarks/results/decode-tiles/``); at wider weights the two were within
   0.94-1.07x of each other, the Triton product ahead at some (1x8192x11008: 0.93-0.94x on all three H100s)
   but not consistently enough across K and machines for a rule.
-* 2 to 32 rows: Triton, whatever the width. The pinned product was faster than cuBLAS's at 40 of 45 points
+* 2 to 32 rows: Triton from 5000 columns. The pinned product was faster than cuBLAS's at 40 of 45 points
   of 4, 16 and 32 rows on the second H100 (down to 0.89x; at most 1.05x, at 4x2048x28672 and
-  32x2048x11008), and at 19 of 24 points of 16 rows on the first (at most 1.02x).
+  32x2048x11008), and at 19 of 24 points of 16 rows on the first (at most 1.02x). Narrower weights, which the
+  grid does not have, take cuBLAS: at 2, 8, 16 and 32 rows x K 2048/4096 x N 2048/3072/4096 the two kernels
+  took 1.00-1.33x the norm then cuBLAS's product, at 47 of 48 points over 1.00x (both dtypes, an H100,
+  ``benchmarks/results/split-k/narrow-741a40a/``; 8x4096x4096 bf16, in the family's default sweep: 17.57 against
+  15.73 us).
 * 33 to 511 rows: cuBLAS up to 11008 columns, Triton for wider weights. At 64 and 128 rows cuBLAS was
   faster at 5504 and 8192 columns (the pinned product 1.04-1.31x it) and at 11008 level or ahead
   (1.00-1.08x); at 14336 and 28672 columns Triton was ahead everywhere (0.69-0.996x; 128x2048x28672:
@@ -49,7 +53,8 @@ from kprof.kernels.rmsnorm_linear.split_k import column_class, split_k_op
 from kprof.kernels.rmsnorm_linear.two_kernels import norm_then_triton
 
 CUBLAS_MIN_ROWS = 512  # from here on cuBLAS's product at every shape
-TRITON_MAX_ROWS = 32  # from 2 rows up to this many: kprof's Triton product at every width
+TRITON_MAX_ROWS = 32  # from 2 rows up to this many: kprof's Triton product from TRITON_MIN_COLS columns
+TRITON_MIN_COLS = 5000  # narrower weights (under the grid's 5504) take cuBLAS's product at every row count
 NARROW_MAX_COLS = 11008  # more rows, fewer than CUBLAS_MIN_ROWS: cuBLAS's product up to this many columns
 
 
@@ -98,7 +103,7 @@ def split_k_product(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
 
 def cublas_product(m: int, k: int, n: int) -> bool:
     """Whether the plain op multiplies by cuBLAS (else by kprof's Triton product) at M x K x N."""
-    if m >= CUBLAS_MIN_ROWS or m == 1:
+    if m >= CUBLAS_MIN_ROWS or m == 1 or n < TRITON_MIN_COLS:
         return True
     if m <= TRITON_MAX_ROWS:
         return False

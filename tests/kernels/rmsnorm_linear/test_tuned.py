@@ -25,12 +25,15 @@ def test_the_rule_switches_at_its_declared_boundaries():
         assert tuned.cublas_product(tuned.TRITON_MAX_ROWS + 1, k, narrow)
         assert not tuned.cublas_product(tuned.TRITON_MAX_ROWS + 1, k, wide)
         assert not tuned.cublas_product(tuned.CUBLAS_MIN_ROWS - 1, k, wide)
+        # weights narrower than the grid's: cuBLAS at every row count
+        assert tuned.cublas_product(2, k, tuned.TRITON_MIN_COLS - 1)
+        assert not tuned.cublas_product(2, k, tuned.TRITON_MIN_COLS)
 
 
 # (rows, K, N), odd sizes on each side of the rule with its limits scaled down (the interpreter takes minutes
 # over a product past the real ones): one row and more than TRITON_MAX_ROWS rows of a weight up to
 # NARROW_MAX_COLS wide take cuBLAS, 2 to TRITON_MAX_ROWS rows and wider weights the Triton product
-SMALL_LIMITS = {"NARROW_MAX_COLS": 24, "TRITON_MAX_ROWS": 4}
+SMALL_LIMITS = {"NARROW_MAX_COLS": 24, "TRITON_MAX_ROWS": 4, "TRITON_MIN_COLS": 16}
 SHAPES = [(1, 41, 29), (3, 37, 19), (6, 23, 29), (5, 37, 19)]
 
 
