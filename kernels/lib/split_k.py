@@ -38,6 +38,27 @@ def workspace_floats(parts: int, extra: int) -> tuple[int, int]:
 
 
 @triton.jit
+def program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N: tl.constexpr):
+    """(split, tile, row tile, column tile, first column of K, end of its columns) of this program. The split
+    varies fastest: the programs of a tile are launched together and finish close together."""
+    pid = tl.program_id(0)
+    split = pid % SPLIT_K
+    tile = pid // SPLIT_K
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    k_start = split * K_PER_SPLIT
+    return split, tile, tile // tiles_n, tile % tiles_n, k_start, tl.minimum(k_start + K_PER_SPLIT, K)
+
+
+@triton.jit
+def output_tile(pid_m, pid_n, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """(columns, in-bounds mask, offsets in a contiguous [M, N]) of an output tile."""
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    return cols, mask, rows[:, None].to(tl.int64) * N + cols[None, :]
+
+
+@triton.jit
 def take_ticket(count_ptr, tile):
     """This program's ticket at ``tile``'s counter, once every thread's stores are done (the barrier makes
     them part of the atomic's release); the program that draws ``SPLIT_K - 1`` finishes the tile."""

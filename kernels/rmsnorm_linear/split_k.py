@@ -65,19 +65,10 @@ def _rmsnorm_linear_split_k_kernel(
     PRECISION: tl.constexpr,  # 0: (x * g) in x's dtype (bf16); 1: fp32 tile, TF32 product (fp16); 2: IEEE fp32
     ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
 ):
-    # split fastest: the programs of a column tile are launched together and finish close together
-    pid = tl.program_id(0)
-    split = pid % SPLIT_K
-    tile = pid // SPLIT_K
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    pid_m = tile // tiles_n
-    pid_n = tile % tiles_n
-
+    split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # wrapped, not masked: see swiglu/tiled.py
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
-    k_start = split * K_PER_SPLIT
-    k_end = tl.minimum(k_start + K_PER_SPLIT, K)
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
     w_rows = (k_start + offs_k[:, None]) * stride_wk
     if ALIGNED:  # promises kprof.kernels.lib.tiles.aligned8 checked; they must sit in the kernel body
@@ -113,16 +104,13 @@ def _rmsnorm_linear_split_k_kernel(
         w_ptrs += BLOCK_K * stride_wk
         g_ptrs += BLOCK_K
 
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (rows < M)[:, None] & (cols < N)[None, :]
-    tile_offs = rows[:, None].to(tl.int64) * N + cols[None, :]
+    cols, mask, tile_offs = split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
     if SPLIT_K == 1:  # a constant where the launch has one program per tile (Triton specialises 1)
         _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
     else:
         tl.store(part_ptr + split.to(tl.int64) * M * N + tile_offs, acc, mask=mask)
         slots = tl.arange(0, BLOCK_M)
-        tl.store(ss_ptr + pid.to(tl.int64) * BLOCK_M + slots, ss)
+        tl.store(ss_ptr + tl.program_id(0).to(tl.int64) * BLOCK_M + slots, ss)
         if split_k.take_ticket(count_ptr, tile) == SPLIT_K - 1:
             total = split_k.sum_parts(part_ptr + tile_offs, mask, M * N, SPLIT_K, BLOCK_M, BLOCK_N)
             ss_total = tl.zeros([BLOCK_M], dtype=tl.float32)

@@ -47,19 +47,10 @@ def _swiglu_split_k_kernel(
     IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs; the interpreter, whose bf16 dot is wrong)
     ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
 ):
-    # split fastest: the programs of a column tile are launched together and finish close together
-    pid = tl.program_id(0)
-    split = pid % SPLIT_K
-    tile = pid // SPLIT_K
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    pid_m = tile // tiles_n
-    pid_n = tile % tiles_n
-
+    split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # wrapped, not masked: see tiled.py
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
-    k_start = split * K_PER_SPLIT
-    k_end = tl.minimum(k_start + K_PER_SPLIT, K)
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
     w_rows = (k_start + offs_k[:, None]) * stride_wk
     if ALIGNED:  # promises kprof.kernels.lib.tiles.aligned8 checked; they must sit in the kernel body
@@ -80,10 +71,7 @@ def _swiglu_split_k_kernel(
         x_ptrs += BLOCK_K * stride_xk
         w_offs += BLOCK_K * stride_wk
 
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (rows < M)[:, None] & (cols < N)[None, :]
-    tile_offs = rows[:, None].to(tl.int64) * N + cols[None, :]
+    cols, mask, tile_offs = split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
     if SPLIT_K == 1:  # a constant where the launch has one program per tile (Triton specialises 1)
         y = acc_g * tl.sigmoid(acc_g) * acc_u
         tl.store(y_ptr + tile_offs, y.to(y_ptr.dtype.element_ty), mask=mask)
