@@ -237,3 +237,16 @@ def test_gpu_graphs_captured_with_split_k_calls_have_counters_of_their_own():
     ref = FAM.oracle(**inputs)
     for y in outs:
         assert float((y.double() - ref).norm() / ref.norm()) <= FAM.tolerances["bf16"]
+
+
+def test_ticket_counters_are_kept_per_device_and_stream_and_grow(monkeypatch):
+    """One zeroed buffer per (device, stream), reused while big enough, replaced by a bigger zeroed one when a
+    launch needs more counters than it has."""
+    monkeypatch.setattr(launching, "_COUNTERS", {})
+    t = torch.empty(1)
+    first = launching.ticket_counters(t, 10)
+    assert first.dtype == torch.int32 and first.numel() >= 10 and int(first.abs().sum()) == 0
+    assert launching.ticket_counters(t, first.numel()) is first  # reused, no new memset
+    bigger = launching.ticket_counters(t, first.numel() + 1)
+    assert bigger is not first and bigger.numel() > first.numel() and int(bigger.abs().sum()) == 0
+    assert launching.ticket_counters(t, 5) is bigger and len(launching._COUNTERS) == 1
