@@ -72,7 +72,7 @@ def candidates(m: int, k: int, n: int, sms: int, bms: tuple[int, ...] = (16,)) -
             splits = 1 if p == 0 else lib_split_k.split_count(m, k, n, bm, bn, bk, p * sms)
             splits, _ = lib_split_k.k_ranges(k, splits, bk)
             warps = 8 if bm >= 64 else 4
-            out.setdefault(f"{bm}x{bn}x{bk} s{st} split{splits}", split_k.split_config(bm, bn, bk, splits, warps, st))
+            out.setdefault(f"{bm}x{bn}x{bk} s{st} split{splits}", lib_split_k.config(bm, bn, bk, splits, warps, st))
     return out
 
 
@@ -138,7 +138,7 @@ def compile_shard(shard: str, dtypes: list[str], bms: tuple[int, ...] = (16,)) -
     for d, (bm, bn, bk, st), s in items[index::count]:
         inputs = discover()["rmsnorm_linear"].make_inputs((4, 512, 512), d, "cuda", 0)
         y = torch.empty((4, 512), dtype=inputs["x"].dtype, device="cuda")
-        cfg = split_k.split_config(bm, bn, bk, s, 8 if bm >= 64 else 4, st)
+        cfg = lib_split_k.config(bm, bn, bk, s, 8 if bm >= 64 else 4, st)
         split_k.launch_split_k(inputs["x"], inputs["g"], inputs["w"], inputs["b"], y, inputs["eps"], cfg)
     torch.cuda.synchronize()
 

@@ -53,7 +53,7 @@ def candidates(m: int, k: int, n: int, sms: int) -> dict[str, object]:
         for p in PER_SM:
             splits = 1 if p == 0 else lib_split_k.split_count(m, k, n, 16, bn, bk, p * sms)
             splits, _ = lib_split_k.k_ranges(k, splits, bk)
-            out.setdefault(name(bn, bk, st, splits), split_k.split_config(bn, bk, splits, 4, st))
+            out.setdefault(name(bn, bk, st, splits), lib_split_k.config(16, bn, bk, splits, 4, st))
     return out
 
 
@@ -106,7 +106,9 @@ def compile_shard(shard: str, dtypes: list[str]) -> None:
     for d, (bn, bk, st), s in items[index::count]:
         inputs = discover()["swiglu"].make_inputs((4, 512, 512), d, "cuda", 0)
         y = torch.empty((4, 512), dtype=inputs["x"].dtype, device="cuda")
-        split_k.launch_split_k(inputs["x"], inputs["w_gate"], inputs["w_up"], y, split_k.split_config(bn, bk, s, 4, st))
+        split_k.launch_split_k(
+            inputs["x"], inputs["w_gate"], inputs["w_up"], y, lib_split_k.config(16, bn, bk, s, 4, st)
+        )
     torch.cuda.synchronize()
 
 

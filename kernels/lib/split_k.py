@@ -30,6 +30,13 @@ def k_ranges(k: int, splits: int, block_k: int) -> tuple[int, int]:
     return triton.cdiv(k, per_program), per_program
 
 
+def config(bm: int, bn: int, bk: int, splits: int, warps: int, stages: int) -> triton.Config:
+    """A ``triton.Config`` of a split-K kernel: BLOCK_M/N/K and about ``splits`` programs per output tile."""
+    return triton.Config(
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": splits}, num_warps=warps, num_stages=stages
+    )
+
+
 def workspace_floats(parts: int, extra: int) -> tuple[int, int]:
     """(floats of the partial tiles, rounded up to 16 bytes; floats in all with ``extra`` after them) of one
     call's fp32 workspace."""

@@ -4,7 +4,7 @@ tables of pinned tiles."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,11 @@ def tile_config(bm: int, bn: int, bk: int, warps: int, stages: int, group_m: int
     return triton.Config(
         {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m}, num_warps=warps, num_stages=stages
     )
+
+
+def nearest(classes: Iterable[int], n: int) -> int:
+    """The class (a measured size) nearest to ``n``; of two equally near, the smaller."""
+    return min(classes, key=lambda c: (abs(c - n), c))
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,7 @@ class PinnedTiles:
         if m > self.rows[-1] or element_size not in self.element_sizes:
             return None
         row = next(r for r in self.rows if m <= r)
-        col = min(self.cols, key=lambda c: (abs(c - n), c))
+        col = nearest(self.cols, n)
         bm, bn, bk, warps, stages = self.table[(row, col)]
         return tile_config(bm, bn, bk, warps, stages)
 

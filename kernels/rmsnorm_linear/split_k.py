@@ -193,13 +193,6 @@ def workspace(x2d: torch.Tensor, splits: int, m: int, n: int, ss_floats: int) ->
     return ws[:parts], ws[parts:]
 
 
-def split_config(bm: int, bn: int, bk: int, splits: int, warps: int, stages: int) -> triton.Config:
-    """A ``triton.Config`` of the split-K kernel."""
-    return triton.Config(
-        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": splits}, num_warps=warps, num_stages=stages
-    )
-
-
 # Tiles by column class: (BLOCK_N, BLOCK_K, stages, programs per SM the split aims at), 16-row tiles and 4 warps.
 # Chosen from a cold race of 18 tiles x 5 split counts at 1, 4 and 16 rows x K 2048/4096/8192 x the four
 # column classes, bf16 and fp16, on two H100s (benchmarks/results/split-k/): with these, the kernel is within
@@ -213,7 +206,7 @@ SPLIT_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int]]] = {
 
 def column_class(n: int) -> int:
     """The measured column count nearest to ``n`` (the keys of ``SPLIT_TILES``' tables)."""
-    return min(SPLIT_TILES[torch.bfloat16], key=lambda c: (abs(c - n), c))
+    return tiles.nearest(SPLIT_TILES[torch.bfloat16], n)
 
 
 def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
@@ -222,7 +215,7 @@ def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
     m, k = x2d.shape
     bn, bk, stages, per_sm = SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
     splits = split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d))
-    return split_config(16, bn, bk, splits, 4, stages)
+    return split_k.config(16, bn, bk, splits, 4, stages)
 
 
 def split_k_op(x2d: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float) -> torch.Tensor:

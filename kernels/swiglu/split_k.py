@@ -89,13 +89,6 @@ def _swiglu_split_k_kernel(
             split_k.release(count_ptr, tile)
 
 
-def split_config(bn: int, bk: int, splits: int, warps: int, stages: int, bm: int = 16) -> triton.Config:
-    """A ``triton.Config`` of the split-K kernel."""
-    return triton.Config(
-        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": splits}, num_warps=warps, num_stages=stages
-    )
-
-
 def launch_split_k(
     x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor, config: triton.Config
 ) -> tuple[dict, dict]:
@@ -150,7 +143,7 @@ MIN_K = 2048  # shallower products were not raced
 
 def column_class(n: int) -> int:
     """The measured column count nearest to ``n`` (the keys of ``DECODE_TILES``)."""
-    return min(DECODE_TILES, key=lambda c: (abs(c - n), c))
+    return tiles.nearest(DECODE_TILES, n)
 
 
 def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
@@ -158,7 +151,7 @@ def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
     m, k = x2d.shape
     bn, bk, stages, per_sm = DECODE_TILES[column_class(n)]
     splits = 1 if per_sm == 0 else split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d))
-    return split_config(bn, bk, splits, 4, stages)
+    return split_k.config(16, bn, bk, splits, 4, stages)
 
 
 def ops_config(x2d: torch.Tensor, n: int) -> triton.Config | None:

@@ -10,6 +10,7 @@ import torch
 
 from kprof.kernels import discover, ops
 from kprof.kernels.lib import fastops, launching
+from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.swiglu import split_k
 
 FAM = discover()["swiglu"]
@@ -30,7 +31,7 @@ def test_the_kernel_matches_the_oracle(shape, dtype, splits, device):
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     x, wg, wu = inputs["x"], inputs["w_gate"], inputs["w_up"]
     y = torch.full((shape[0], shape[2]), float("nan"), dtype=x.dtype, device=device)
-    split_k.launch_split_k(x, wg, wu, y, split_k.split_config(32, 32, splits, 4, 3))
+    split_k.launch_split_k(x, wg, wu, y, lib_split_k.config(16, 32, 32, splits, 4, 3))
     _check(y, inputs, dtype, f"{shape} {dtype} split {splits}")
     assert all(int(c.abs().sum()) == 0 for c in launching._COUNTERS.values())
 

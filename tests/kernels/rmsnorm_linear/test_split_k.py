@@ -43,7 +43,7 @@ def test_the_kernel_matches_the_oracle(shape, dtype, splits, device):
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     m, k, n = shape
     y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
-    meta, _ = split_k.launch_split_k(x, g, w, b, y, eps, split_k.split_config(16, 32, 32, splits, 4, 3))
+    meta, _ = split_k.launch_split_k(x, g, w, b, y, eps, lib_split_k.config(16, 32, 32, splits, 4, 3))
     per_program = triton.cdiv(triton.cdiv(k, splits), 32) * 32  # whole steps of 32 columns of x
     assert meta["SPLIT_K"] == triton.cdiv(k, per_program)
     _check(y, inputs, dtype, f"{shape} {dtype} split {splits}")
