@@ -34,7 +34,7 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_common import write_csv
+from bench_common import checked, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
@@ -92,26 +92,22 @@ def run_point(
         "[pinned product]": lambda: fused.launch_product(xn, w, b, out, eps, norm=0),
         "[two kernels]": lambda: two_kernels.norm_then_triton(x, g, w, b, eps),
     }
-    notes = {}
     if shipped_only:
         cfg = split_k.config_for(x, w.shape[1])
         k = cfg.kwargs
         pool = {f"16x{k['BLOCK_N']}x{k['BLOCK_K']} s{cfg.num_stages} split{k['SPLIT_K']} [shipped]": cfg}
     else:
         pool = candidates(*shape, launching.sm_count(x), bms)
-    for name, cfg in pool.items():
-        try:
-            y.fill_(float("nan"))
-            split_k.launch_split_k(x, g, w, b, y, eps, cfg)
-            err = ((y.float() - ref).norm() / ref.norm()).item()
-        except Exception as exc:  # noqa: BLE001 - a candidate that cannot compile here is reported, not timed
-            notes[name] = f"{type(exc).__name__}: {str(exc)[:100]}"
-            continue
-        if err < 2e-2:
-            fns[name] = lambda cfg=cfg: split_k.launch_split_k(x, g, w, b, y, eps, cfg)
-        else:
-            notes[name] = f"WRONG rel err {err:.3g}"
-    times = race(fns, rounds)
+    launches = {
+        name: (lambda c=cfg: (split_k.launch_split_k(x, g, w, b, y, eps, c), y)[1], ref) for name, cfg in pool.items()
+    }
+    ok, notes = checked(launches, y)
+    return race_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
+
+
+def race_rows(dtype: str, shape: tuple[int, ...], times: dict[str, list[float]], notes: dict[str, str]) -> list[dict]:
+    """The CSV rows of one point's race: a row per timed candidate (median and every round, us), then one per
+    candidate left out with the reason."""
     point = "x".join(map(str, shape))
     rows = [
         {

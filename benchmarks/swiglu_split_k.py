@@ -19,13 +19,12 @@ ratio to each point's fastest candidate, and per (row class, column class) the b
 from __future__ import annotations
 
 import argparse
-import statistics
 from pathlib import Path
 
 import torch
-from bench_common import write_csv
+from bench_common import checked, write_csv
 from decode_tiles import race
-from rmsnorm_linear_split_k import PER_SM, geo, read_race
+from rmsnorm_linear_split_k import PER_SM, geo, race_rows, read_race
 
 from kprof.kernels import discover
 from kprof.kernels.lib import launching
@@ -66,36 +65,12 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict
     y = torch.empty((x.shape[0], wg.shape[1]), dtype=x.dtype, device="cuda")
     out = torch.empty((x.shape[0], both.shape[1]), dtype=x.dtype, device="cuda")
     fns = {"[cublas]": lambda: torch.mm(x, both, out=out), "[tuned]": lambda: swiglu_tuned(x, wg, wu)}
-    notes = {}
-    for label, cfg in candidates(*shape, launching.sm_count(x)).items():
-        try:
-            y.fill_(float("nan"))
-            split_k.launch_split_k(x, wg, wu, y, cfg)
-            err = ((y.float() - ref).norm() / ref.norm()).item()
-        except Exception as exc:  # noqa: BLE001 - a candidate that cannot compile here is reported, not timed
-            notes[label] = f"{type(exc).__name__}: {str(exc)[:100]}"
-            continue
-        if err < 2e-2:
-            fns[label] = lambda cfg=cfg: split_k.launch_split_k(x, wg, wu, y, cfg)
-        else:
-            notes[label] = f"WRONG rel err {err:.3g}"
-    times = race(fns, rounds)
-    point = "x".join(map(str, shape))
-    rows = [
-        {
-            "dtype": dtype,
-            "shape": point,
-            "candidate": c,
-            "median_us": statistics.median(v),
-            "rounds": " ".join(f"{u:.2f}" for u in v),
-            "note": "",
-        }
-        for c, v in times.items()
-    ]
-    return rows + [
-        {"dtype": dtype, "shape": point, "candidate": c, "median_us": "", "rounds": "", "note": why}
-        for c, why in notes.items()
-    ]
+    pool = candidates(*shape, launching.sm_count(x))
+    launches = {
+        label: (lambda c=cfg: (split_k.launch_split_k(x, wg, wu, y, c), y)[1], ref) for label, cfg in pool.items()
+    }
+    ok, notes = checked(launches, y)
+    return race_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
 
 
 def compile_shard(shard: str, dtypes: list[str]) -> None:
