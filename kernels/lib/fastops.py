@@ -369,7 +369,7 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
     if config is not None:
         meta, options = split_k.launch_split_k(x2d, wg, wu, y, config)
         if plannable and meta["SPLIT_K"] == 1:  # split launches (none in the table) take this path each call
-            launch = _unsplit_launch(x2d, xs, wg, ff, key, meta, options)
+            launch = _unsplit_launch(x2d, xs, ff, key, meta, options)
             _swiglu_plans.put(key, (launch, tuple(x.shape[:-1]) + (ff,), True))
         return y.view(*x.shape[:-1], ff)
     meta, options = tuned.launch_tuned(x2d, wg, wu, y)
@@ -391,18 +391,14 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
     return y.view(*x.shape[:-1], ff)
 
 
-def _unsplit_launch(
-    x2d: torch.Tensor, xs: int, wg: torch.Tensor, ff: int, key: tuple, meta: dict, options: dict
-) -> Launch:
-    """The plan's launch of swiglu's split-K kernel with one program per tile (SPLIT_K = 1)."""
+def _unsplit_launch(x2d: torch.Tensor, xs: int, ff: int, key: tuple, meta: dict, options: dict) -> Launch:
+    """The plan's launch of swiglu's split-K kernel with one program per tile (SPLIT_K = 1), from what its first
+    launch ran with (``meta``: every constexpr and K_PER_SPLIT)."""
     global _swiglu_split_launcher
-    from kprof.kernels.lib import split_k as lib_split_k
-    from kprof.kernels.swiglu import split_k, tuned
+    from kprof.kernels.swiglu import split_k
 
     m, k = x2d.shape
-    named = {**meta, "IEEE": tuned.ieee(x2d), "ALIGNED": tiles.promise_aligned(x2d, wg)}
-    _, k_per_split = lib_split_k.k_ranges(k, 1, meta["BLOCK_K"])
-    tail = (m, ff, k, 1, k_per_split, xs, 1, ff, 1) + constexpr_tail(split_k.split_k_kernel, 15, named)
+    tail = (m, ff, k, 1, meta["K_PER_SPLIT"], xs, 1, ff, 1) + constexpr_tail(split_k.split_k_kernel, 15, meta)
     if _swiglu_split_launcher is None:
         _swiglu_split_launcher = CompiledLauncher(split_k.split_k_kernel)
     grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(ff, meta["BLOCK_N"]),)
@@ -588,28 +584,18 @@ def _split_k_first(
 ) -> torch.Tensor:
     """The split-K kernel's first call at this signature (checked inputs), and its plan where ``key`` is given."""
     global _split_k_launcher
-    from kprof.kernels.lib import split_k as lib_split_k
     from kprof.kernels.rmsnorm_linear import split_k
 
     m, k = x2d.shape
     n = w.shape[1]
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     meta, options = split_k.launch_split_k(x2d, g, w, b, y, eps, split_k.config_for(x2d, n))
-    if key is not None:
-        bm, bn, bk, splits = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"], meta["SPLIT_K"]
+    if key is not None:  # the plan repeats that launch: its constexprs, split and K range as launched
+        bm, bn, splits = meta["BLOCK_M"], meta["BLOCK_N"], meta["SPLIT_K"]
         tiles_count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-        parts, ws_floats = lib_split_k.workspace_floats(splits * m * n, tiles_count * splits * bm)
-        named = {
-            "BLOCK_M": bm,
-            "BLOCK_N": bn,
-            "BLOCK_K": bk,
-            "HAS_BIAS": b is not None,
-            "PRECISION": split_k.precision_of(x.dtype),
-            "ALIGNED": tiles.promise_aligned(x2d, w),
-        }
-        _, k_per_split = lib_split_k.k_ranges(k, splits, bk)
-        tail = (m, n, k, splits, k_per_split, row_stride(x), 1, n, 1, float(eps))
-        tail += constexpr_tail(split_k.split_k_kernel, 18, named)
+        parts, ws_floats = split_k.workspace_floats(m, n, bm, bn, splits)
+        tail = (m, n, k, splits, meta["K_PER_SPLIT"], row_stride(x), 1, n, 1, float(eps))
+        tail += constexpr_tail(split_k.split_k_kernel, 18, meta)
         if _split_k_launcher is None:
             _split_k_launcher = CompiledLauncher(split_k.split_k_kernel)
         launch = Launch(

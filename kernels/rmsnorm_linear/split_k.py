@@ -148,16 +148,19 @@ def launch_split_k(
     config: triton.Config,
 ) -> tuple[dict, dict]:
     """``rmsnorm(x2d) * g @ w (+ b)`` into ``y`` [M, N] with ``config``'s BLOCK_M/N/K and SPLIT_K. Returns the
-    (meta-parameters, launch options) it ran with."""
+    (meta-parameters, launch options) it ran with: every constexpr, and the SPLIT_K and K_PER_SPLIT passed."""
     m, k = x2d.shape
     n = w.shape[1]
     meta = dict(config.kwargs)
     bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
     splits, k_per_split = split_k.k_ranges(k, meta.pop("SPLIT_K"), bk)
     tile_count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    part, ss = workspace(x2d, splits, m, n, tile_count * splits * bm)
+    parts, total = workspace_floats(m, n, bm, bn, splits)
+    ws = torch.empty(total, dtype=torch.float32, device=x2d.device)
+    part, ss = ws[:parts], ws[parts:]
     counts = launching.ticket_counters(x2d, tile_count)
     options = {} if launching.interpreting() else launching.config_options(config)
+    meta.update(HAS_BIAS=b is not None, PRECISION=precision_of(x2d.dtype), ALIGNED=tiles.promise_aligned(x2d, w))
     _rmsnorm_linear_split_k_kernel[(tile_count * splits,)](
         x2d,
         g,
@@ -178,19 +181,16 @@ def launch_split_k(
         w.stride(1),
         float(eps),
         **meta,
-        HAS_BIAS=b is not None,
-        PRECISION=precision_of(x2d.dtype),
-        ALIGNED=tiles.promise_aligned(x2d, w),
         **options,
     )
-    return {**meta, "SPLIT_K": splits}, options
+    return {**meta, "SPLIT_K": splits, "K_PER_SPLIT": k_per_split}, options
 
 
-def workspace(x2d: torch.Tensor, splits: int, m: int, n: int, ss_floats: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The partial products and partial sums of squares of one call, in one fp32 allocation."""
-    parts, total = split_k.workspace_floats(splits * m * n, ss_floats)
-    ws = torch.empty(total, dtype=torch.float32, device=x2d.device)
-    return ws[:parts], ws[parts:]
+def workspace_floats(m: int, n: int, bm: int, bn: int, splits: int) -> tuple[int, int]:
+    """(floats of the partial products, floats in all) of one call's fp32 workspace: the partial products, then
+    each program's BLOCK_M partial sums of squares."""
+    programs = triton.cdiv(m, bm) * triton.cdiv(n, bn) * splits
+    return split_k.workspace_floats(splits * m * n, programs * bm)
 
 
 # Tiles by column class: (BLOCK_N, BLOCK_K, stages, programs per SM the split aims at), 16-row tiles and 4 warps.

@@ -93,7 +93,8 @@ def launch_split_k(
     x2d: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, y: torch.Tensor, config: triton.Config
 ) -> tuple[dict, dict]:
     """``silu(x2d @ wg) * (x2d @ wu)`` into ``y`` [M, N] with ``config``'s BLOCK_M/N/K and SPLIT_K (wg and wu
-    of the same strides). Returns the (meta-parameters, launch options) it ran with."""
+    of the same strides). Returns the (meta-parameters, launch options) it ran with: every constexpr, and the
+    SPLIT_K and K_PER_SPLIT passed."""
     m, k = x2d.shape
     n = wg.shape[1]
     meta = dict(config.kwargs)
@@ -101,6 +102,7 @@ def launch_split_k(
     tile_count = triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])
     part = torch.empty(2 * splits * m * n if splits > 1 else 1, dtype=torch.float32, device=x2d.device)
     options = {} if launching.interpreting() else launching.config_options(config)
+    meta.update(IEEE=ieee(x2d), ALIGNED=tiles.promise_aligned(x2d, wg))
     _swiglu_split_k_kernel[(tile_count * splits,)](
         x2d,
         wg,
@@ -118,11 +120,9 @@ def launch_split_k(
         wg.stride(0),
         wg.stride(1),
         **meta,
-        IEEE=ieee(x2d),
-        ALIGNED=tiles.promise_aligned(x2d, wg),
         **options,
     )
-    return {**meta, "SPLIT_K": splits}, options
+    return {**meta, "SPLIT_K": splits, "K_PER_SPLIT": k_per_split}, options
 
 
 # Tiles by column class up to 16 rows: (BLOCK_N, BLOCK_K, stages, programs per SM the split aims at; 0: no
