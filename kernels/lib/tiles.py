@@ -107,6 +107,11 @@ def aligned8(*values: int) -> bool:
     slower than cuBLAS on the H100). With ``tl.multiple_of`` / ``tl.max_contiguous`` / ``tl.max_constancy``
     written in the kernel body (the same calls inside a ``@triton.jit`` helper were lost) the tiles move
     with ``cp.async`` 16-byte copies, as for sizes divisible by 16 (checked by compiling both for sm_90).
+    The row offsets, shaped [rows, 1], are promised ``[8, 8]``: every element is a multiple of 8. Written
+    ``[8, 1]``, Triton 3.6 (the GPU machine's) carried the 1 of the size-1 axis into the tile's addresses and
+    loaded every tile one element at a time again, where the newer Triton CI installs did not; the CPU test
+    of the promises fails there with ``[8, 1]``. The split-K kernels also promise their K masks constant over
+    runs of 8, without which their x tiles stayed scalar.
     Where everything is a multiple of 16 the promise must not be made: it replaces what the compiler
     knows (divisible by 16, contiguous over the whole tile) by weaker facts, and on the H100 that made
     2048x2048x5504 and 8192x4096x11008 3.6-3.8x slower (run 20261122-162348-ec8a)."""

@@ -72,8 +72,8 @@ def _rmsnorm_linear_split_k_kernel(
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
     w_rows = (k_start + offs_k[:, None]) * stride_wk
     if ALIGNED:  # promises kprof.kernels.lib.tiles.aligned8 checked; they must sit in the kernel body
-        x_rows = tl.multiple_of(x_rows, [8, 1])
-        w_rows = tl.multiple_of(w_rows, [8, 1])
+        x_rows = tl.multiple_of(x_rows, [8, 8])
+        w_rows = tl.multiple_of(w_rows, [8, 8])
         offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
     x_ptrs = x_ptr + x_rows + (k_start + offs_k[None, :]) * stride_xk
     w_ptrs = w_ptr + w_rows + offs_n[None, :].to(tl.int64) * stride_wn
@@ -81,14 +81,19 @@ def _rmsnorm_linear_split_k_kernel(
 
     # x and g are loaded one step ahead by hand: the compiler pipelines only loads that feed the product
     # directly (W's), and a load of x used in the same step stalled every step on its latency
-    x_next = tl.load(x_ptrs, mask=(offs_k < k_end - k_start)[None, :], other=0.0)
-    g_next = tl.load(g_ptrs, mask=offs_k < k_end - k_start, other=0.0)
+    first = offs_k < k_end - k_start
+    if ALIGNED:  # K and each program's share are multiples of 8: the masks are constant over runs of 8
+        first = tl.max_constancy(first, 8)
+    x_next = tl.load(x_ptrs, mask=first[None, :], other=0.0)
+    g_next = tl.load(g_ptrs, mask=first, other=0.0)
     ss = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k in range(k_start, k_end, BLOCK_K):
         x = x_next.to(tl.float32)
         gk = g_next.to(tl.float32)
         ahead = offs_k < k_end - k - BLOCK_K  # all false on the last step: nothing is read
+        if ALIGNED:
+            ahead = tl.max_constancy(ahead, 8)
         x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=ahead[None, :], other=0.0)
         g_next = tl.load(g_ptrs + BLOCK_K, mask=ahead, other=0.0)
         w = tl.load(w_ptrs, mask=(offs_k < k_end - k)[:, None], other=0.0)

@@ -54,8 +54,8 @@ def _swiglu_split_k_kernel(
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
     w_rows = (k_start + offs_k[:, None]) * stride_wk
     if ALIGNED:  # promises kprof.kernels.lib.tiles.aligned8 checked; they must sit in the kernel body
-        x_rows = tl.multiple_of(x_rows, [8, 1])
-        w_rows = tl.multiple_of(w_rows, [8, 1])
+        x_rows = tl.multiple_of(x_rows, [8, 8])
+        w_rows = tl.multiple_of(w_rows, [8, 8])
         offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
     x_ptrs = x_ptr + x_rows + (k_start + offs_k[None, :]) * stride_xk
     w_offs = w_rows + offs_n[None, :].to(tl.int64) * stride_wn
@@ -63,6 +63,8 @@ def _swiglu_split_k_kernel(
     acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k in range(k_start, k_end, BLOCK_K):
         k_in = offs_k < k_end - k
+        if ALIGNED:  # K and each program's share are multiples of 8: the mask is constant over runs of 8
+            k_in = tl.max_constancy(k_in, 8)
         a = tl.load(x_ptrs, mask=k_in[None, :], other=0.0)
         bg = tl.load(wg_ptr + w_offs, mask=k_in[:, None], other=0.0)
         bu = tl.load(wu_ptr + w_offs, mask=k_in[:, None], other=0.0)

@@ -51,8 +51,8 @@ def _swiglu_tiled_kernel(
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
     w_rows = offs_k[:, None] * stride_wk
     if ALIGNED:  # promises kprof.kernels.lib.tiles.aligned8 checked; they must sit in the kernel body
-        x_rows = tl.multiple_of(x_rows, [8, 1])
-        w_rows = tl.multiple_of(w_rows, [8, 1])
+        x_rows = tl.multiple_of(x_rows, [8, 8])
+        w_rows = tl.multiple_of(w_rows, [8, 8])
         offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
     x_ptrs = x_ptr + x_rows + offs_k[None, :] * stride_xk
     w_offs = w_rows + offs_n[None, :].to(tl.int64) * stride_wn

@@ -313,6 +313,8 @@ def test_kasmina_triton_forward_makes_no_host_device_copies():
 ALIGNMENT_PROBE = """
 import json, re, torch
 from kprof.kernels.rmsnorm_linear.fused import _rmsnorm_linear_kernel
+from kprof.kernels.rmsnorm_linear.split_k import split_k_kernel as norm_split_k
+from kprof.kernels.swiglu.split_k import _swiglu_split_k_kernel
 from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel
 from kprof.specialization import compile_for
 
@@ -321,21 +323,30 @@ def loads(kernel, args, **kw):
     return sorted(set(re.findall(r"(?:ld\\.global|cp\\.async)\\.[\\w.]*", ptx)))
 
 x, r = torch.empty(64, dtype=torch.bfloat16), torch.empty(64, dtype=torch.float32)
+c = torch.zeros(64, dtype=torch.int32)
 tile = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, IEEE=False, num_warps=8, num_stages=4)
+decode = dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=128, num_warps=4, num_stages=3)
 M, K, N = 1000, 1000, 3000
 out = {}
 for aligned in (False, True):
     out[f"swiglu/{aligned}"] = loads(_swiglu_tiled_kernel, (x, x, x, x, M, N, K, K, 1, N, 1), ALIGNED=aligned, **tile)
     out[f"rmsnorm_linear/{aligned}"] = loads(_rmsnorm_linear_kernel, (x, x, x, r, x, M, N, K, K, 1, N, 1, 1e-6),
                                              NORM=2, HAS_BIAS=False, ALIGNED=aligned, PDL=False, **tile)
+    out[f"swiglu split-K/{aligned}"] = loads(_swiglu_split_k_kernel, (x, x, x, x, r, c, 8, N, K, 2, 512, K, 1, N, 1),
+                                             IEEE=False, ALIGNED=aligned, **decode)
+    out[f"rmsnorm_linear split-K/{aligned}"] = loads(
+        norm_split_k, (x, x, x, x, x, r, r, c, 8, N, K, 2, 512, K, 1, N, 1, 1e-6),
+        HAS_BIAS=False, PRECISION=0, ALIGNED=aligned, **decode)
 print(json.dumps(out))
 """
 
 
 def test_alignment_promises_turn_scalar_tile_loads_into_async_copies():
     """K = 1000, N = 3000 (multiples of 8, not of 16): compiled for sm_90 on the CPU, the products load
-    their bf16 tiles element by element unless the kernel is told the rows are 16-byte aligned; with
-    ALIGNED the tiles move as cp.async copies (why 1000x1000x3000 ran 5-10x behind cuBLAS on the H100)."""
+    their bf16 weight tiles element by element unless the kernel is told the rows are 16-byte aligned; with
+    ALIGNED the tiles move as cp.async copies (why 1000x1000x3000 ran 5-10x behind cuBLAS on the H100).
+    Run with the GPU machine's Triton too: there (3.6) a promise written ``[8, 1]`` for the [rows, 1] row
+    offsets left every load scalar, where the newer Triton CI installs vectorised it."""
     import json
     import os
     import subprocess
@@ -345,10 +356,14 @@ def test_alignment_promises_turn_scalar_tile_loads_into_async_copies():
     res = subprocess.run([sys.executable, "-c", ALIGNMENT_PROBE], capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    for fam in ("swiglu", "rmsnorm_linear"):
+    for fam in ("swiglu", "rmsnorm_linear", "swiglu split-K", "rmsnorm_linear split-K"):
         assert "ld.global.b16" in out[f"{fam}/False"] and not any("cp.async" in s for s in out[f"{fam}/False"])
-        assert any(s.startswith("cp.async.cg.shared.global") for s in out[f"{fam}/True"])
-        assert "ld.global.b16" not in out[f"{fam}/True"]
+        assert any(s.startswith("cp.async.cg.shared.global") for s in out[f"{fam}/True"]), (fam, out[f"{fam}/True"])
+    for fam in ("swiglu", "rmsnorm_linear", "swiglu split-K"):
+        assert "ld.global.b16" not in out[f"{fam}/True"], (fam, out[f"{fam}/True"])
+    # rmsnorm_linear's split-K kernel loads its x tiles into registers (a step ahead): 16-byte vectors; its
+    # slice of g is one element a thread in the compiler's layout, so a b16 load remains there
+    assert "ld.global.v4.b32" in out["rmsnorm_linear split-K/True"]
 
 
 PDL_PROBE = """
