@@ -33,7 +33,8 @@ twice the width gives gate and up side by side, split in the epilogue; its tiles
 H100 (bf16, five interleaved rounds, ``benchmarks/results/matmul-tma/``):
 152.2 us against 154.4 for the autotuned pointer kernel at 2048x2048x5504 (cuBLAS's ``x @ [Wg Wu]``
 136.5), 2186.5 against 2325.3 at 8192x4096x11008 (cuBLAS 2219.0 in that noisy run), and 34.2 against
-39.5 (a two-accumulator TMA kernel) and 124.1 (the pointer kernel) at 1000x1000x3000 (cuBLAS 24.8).
+39.5 (a two-accumulator TMA kernel) and 124.1 (the pointer kernel, whose alignment promise Triton 3.6 then
+dropped: 44.3 with it kept, ``benchmarks/results/alignment-promises/``) at 1000x1000x3000 (cuBLAS 24.8).
 Where its tiles make at most 8 waves of SMs the interleaved kernel is persistent, with output tiles stored
 in halves so a 4th pipeline stage fits: 145.0 against 153.5 us at 2048x2048x5504 (1.041x cuBLAS's 139.3,
 ``benchmarks/results/matmul-last-gap/``); with more waves one tile per program stays faster.
