@@ -331,7 +331,7 @@ _products_then_silu_mul: Any = None  # swiglu's cuBLAS route, bound by the first
 def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     """``silu(x @ Wg) * (x @ Wu)`` on the weights as given (no derived copy): the tiled kernel (pinned tiles up
     to 128 rows, autotuned above), or cuBLAS's two products then kprof's silu_mul kernel where
-    ``swiglu.tuned.cublas_products`` says so."""
+    ``swiglu.tuned.cublas_products`` or ``ragged_products`` says so."""
     key = (sig(x), sig(w_gate), sig(w_up))
     plan = _swiglu_plans.get(key)
     if plan is None:
@@ -356,7 +356,8 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
     x2d, ff = tuned.check_inputs(x, w_gate, w_up)
     xs = row_stride(x)
     plannable = xs is not None and w_gate.is_contiguous() and w_up.is_contiguous()
-    if tuned.cublas_products(x2d.shape[0], ff):
+    wg, wu = tuned.weights_in_layout(w_gate, w_up, "kn")
+    if tuned.cublas_products(x2d.shape[0], ff) or tuned.ragged_products(x2d, wg):
         from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
 
         if plannable:
@@ -364,7 +365,6 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
             _swiglu_plans.put(key, (CUBLAS, tuple(x.shape[:-1]) + (ff,), False))
         return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
-    wg, wu = tuned.weights_in_layout(w_gate, w_up, "kn")
     config = split_k.ops_config(x2d, ff)
     if config is not None:
         meta, options = split_k.launch_split_k(x2d, wg, wu, y, config)

@@ -10,6 +10,8 @@ rows       columns   runs                                                       
 129-511    any       the tiled kernel, autotuned                                 grid/ (no race of these rows alone)
 512-999    <= 5504   cuBLAS's two products, then kprof's silu_mul kernel         decode-tiles/ (section 5)
 512-999    > 5504    the tiled kernel, autotuned                                 decode-tiles/ (section 5)
+512+       any       ragged-8 shapes (``tiles.aligned8``) where the tiled kernel   alignment-promises/
+                     would run: cuBLAS's two products, then silu_mul
 1000+      any       interleaved weights, one TMA product (``ops.PreparedSwiGLU``  matmul-tma/, matmul-last-gap/
                      and ``triton_tuned``; ``ops.swiglu`` on the weights as
                      given: the tiled kernel, autotuned)
@@ -173,6 +175,14 @@ TMA_MIN_ROWS = 1000  # fewer rows keep the pointer kernel (pinned tiles at decod
 # rows between 129 and 511 were not timed.
 CUBLAS_MIN_ROWS = 512
 CUBLAS_MAX_COLS = 5504
+# Where the tiled kernel would run on a ragged-8 shape (K, N and row strides multiples of 8, not all of 16:
+# ``tiles.aligned8``) from RAGGED_CUBLAS_MIN_ROWS rows, any width: cuBLAS's products then silu_mul. On an
+# H100 (bf16 at 512-4000 rows of 1000x3000 and 4104x11000, fp16 of 1000x3000) that route took 0.57-0.86x the
+# tiled kernel's time from 1000 rows and at 512x4104x11000, and tied it at 512x1000x3000 (0.996-1.008x); at
+# 256 rows it was 1.19-1.23x at 1000x3000 but 0.57x at 4104x11000, so fewer rows keep the kernel
+# (benchmarks/results/alignment-promises/ragged-rows-50e0a76/). The interleaved TMA kernel on prepared weights
+# stays ahead of it from 1000 rows (0.72-0.98x) and keeps those.
+RAGGED_CUBLAS_MIN_ROWS = 512
 
 
 def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
@@ -366,6 +376,17 @@ def cublas_products(m: int, n: int) -> bool:
     return CUBLAS_MIN_ROWS <= m < TMA_MIN_ROWS and n <= CUBLAS_MAX_COLS
 
 
+def ragged_products(x2d: torch.Tensor, wg: torch.Tensor) -> bool:
+    """Whether the rows of ``x2d`` times ``wg`` (as the tiled kernel reads it) take cuBLAS's products then
+    silu_mul instead of the tiled kernel: a ragged-8 shape from RAGGED_CUBLAS_MIN_ROWS rows, in the dtypes
+    measured (bf16, fp16)."""
+    return (
+        x2d.shape[0] >= RAGGED_CUBLAS_MIN_ROWS
+        and x2d.dtype in (torch.bfloat16, torch.float16)
+        and tiles.promise_aligned(x2d, wg)
+    )
+
+
 def swiglu_with(
     x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: Callable[[], torch.Tensor] | torch.Tensor | None
 ) -> torch.Tensor:
@@ -381,6 +402,8 @@ def swiglu_with(
             launch_interleaved(x2d, wi, y)
             return y.view(*x.shape[:-1], ff)
     wg, wu = weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT)
+    if ragged_products(x2d, wg):
+        return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
     config = split_k.ops_config(x2d, ff)
     if config is not None:
         split_k.launch_split_k(x2d, wg, wu, y, config)
@@ -394,7 +417,8 @@ def swiglu_with(
     kind="triton",
     description="from 1000 rows: gate and up weights interleaved (copied on every call, counted in its time), one "
     "product of twice the width with TMA tiles (persistent for few waves, the last partial wave in "
-    "smaller tiles); 512-999 rows of up to 5504 columns: cuBLAS's two products, then kprof's silu_mul kernel; "
+    "smaller tiles); 512-999 rows of up to 5504 columns, and ragged-8 shapes from 512 rows where the tiled kernel "
+    "would run: cuBLAS's two products, then kprof's silu_mul kernel; "
     "else the tiled product (tiles pinned per class up to 128 rows, autotuned above), grouped program order",
 )
 def swiglu_tuned(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
@@ -418,8 +442,8 @@ def swiglu_tuned_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Ten
     "triton_tuned_pointer",
     kind="triton",
     description="no derived weight copy: the tiled product on the weights as given (tiles pinned per class up to "
-    "128 rows, autotuned above), or cuBLAS's products then silu_mul where triton_tuned takes them: what "
-    "ops.swiglu runs",
+    "128 rows, autotuned above), or cuBLAS's products then silu_mul where triton_tuned takes them and at "
+    "ragged-8 shapes from 512 rows: what ops.swiglu runs",
 )
 def swiglu_tuned_pointer(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     return swiglu_with(x, w_gate, w_up, None)

@@ -21,10 +21,22 @@ def test_the_rule_takes_cublas_only_for_its_rows_and_narrow_weights():
     assert not tuned.cublas_products(lo, cols + 1)
 
 
-# The rule's limits scaled down (a product past the real ones takes the interpreter minutes): (rows, K, N)
-# on each side of both limits; the first takes cuBLAS's products
-SMALL_LIMITS = {"CUBLAS_MIN_ROWS": 4, "CUBLAS_MAX_COLS": 24}
-SHAPES = [(5, 37, 19), (5, 37, 29), (3, 37, 19)]
+def test_ragged_shapes_take_cublas_from_their_rows_only():
+    rows = tuned.RAGGED_CUBLAS_MIN_ROWS
+    ragged, even, odd = (1000, 3000), (1024, 3072), (1001, 3000)  # (K, N): multiples of 8; of 16; neither
+    bf16 = torch.bfloat16
+    for m, (k, n), takes in [(rows, ragged, True), (rows - 1, ragged, False), (rows, even, False), (rows, odd, False)]:
+        assert tuned.ragged_products(torch.empty(m, k, dtype=bf16), torch.empty(k, n, dtype=bf16)) == takes, (m, k, n)
+    assert tuned.ragged_products(torch.empty(rows, 1000, dtype=torch.float16), torch.empty(1000, 3000))
+    assert not tuned.ragged_products(torch.empty(rows, 1000), torch.empty(1000, 3000))  # fp32: not measured
+    assert not tuned.ragged_products(torch.empty(rows, 1000, dtype=bf16), torch.empty(3000, 1000).t())  # W column-major
+
+
+# The rules' limits scaled down (a product past the real ones takes the interpreter minutes): (rows, K, N)
+# on each side of both limits; the first takes cuBLAS's products. 5x40x32 is ragged (K a multiple of 8, not
+# of 16) and wider than CUBLAS_MAX_COLS: cuBLAS from RAGGED_CUBLAS_MIN_ROWS rows; 3x40x32 has fewer.
+SMALL_LIMITS = {"CUBLAS_MIN_ROWS": 4, "CUBLAS_MAX_COLS": 24, "RAGGED_CUBLAS_MIN_ROWS": 4}
+SHAPES = [(5, 37, 19), (5, 37, 29), (3, 37, 19), (5, 40, 32), (3, 40, 32)]
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
@@ -45,7 +57,9 @@ def test_every_path_matches_the_oracle_on_both_sides_of_the_rule(shape, dtype, d
     finally:
         ops.use_triton(previous)
         fastops.reset()
-    assert (launch is fastops.CUBLAS) == tuned.cublas_products(m, n)
+    x2d = inputs["x"].view(-1, inputs["x"].shape[-1])
+    assert (launch is fastops.CUBLAS) == (tuned.cublas_products(m, n) or tuned.ragged_products(x2d, inputs["w_gate"]))
+    assert (launch is fastops.CUBLAS) == (shape == (5, 37, 19) or (shape == (5, 40, 32) and dtype != "fp32"))
     tol = FAM.tolerances[dtype]
     for name, out in outs.items():
         assert out.shape == (m, n) and out.dtype == inputs["x"].dtype
