@@ -321,14 +321,14 @@ def offline_resources(rec: Recording, arch: int = 90, timeout_s: float = 900.0) 
     return Recording(launches=launches, note=rec.note, calls=list(rec.calls))
 
 
-def _compile_described(call: dict[str, Any], arch: int) -> dict[str, Any]:
+def _compile_described(call: dict[str, Any], arch: int, instructions: bool = False) -> dict[str, Any]:
     import importlib
 
     obj = getattr(importlib.import_module(call["module"]), call["name"])
     obj = getattr(obj, "fn", obj) if type(obj).__name__ == "Autotuner" else obj
     args = tuple(_rebuild(a) for a in call["args"])
     kwargs = {k: _rebuild(v) for k, v in call["kwargs"].items()}
-    return compile_resources(obj, args, kwargs, arch)
+    return compile_resources(obj, args, kwargs, arch, instructions)
 
 
 def compile_for(fn: Any, args: tuple, kwargs: dict, arch: int = 90) -> Any:
@@ -352,14 +352,38 @@ def compile_for(fn: Any, args: tuple, kwargs: dict, arch: int = 90) -> Any:
     return compile(ASTSource(fn, signature, constexprs, attrs), target=target, options=options.__dict__)
 
 
-def compile_resources(fn: Any, args: tuple, kwargs: dict, arch: int = 90) -> dict[str, Any]:
+def compile_resources(fn: Any, args: tuple, kwargs: dict, arch: int = 90, instructions: bool = False) -> dict[str, Any]:
     """:func:`compile_for`, then its resources: registers, stack frame and spill stores from ``ptxas -v``,
-    shared memory from the compiler's metadata."""
+    shared memory from the compiler's metadata; with ``instructions``, also :func:`memory_instructions` of
+    the PTX under the key ``instructions``."""
     compiled = compile_for(fn, args, kwargs, arch)
     res: dict[str, Any] = dict(ptxas_resources(compiled.asm["ptx"], arch))
     res["shared_mem_bytes"] = int(compiled.metadata.shared)
     res["resources_from"] = f"ptxas sm_{arch} (offline)"
+    if instructions:
+        res["instructions"] = memory_instructions(compiled.asm["ptx"])
     return res
+
+
+# How a kernel moves its data and feeds its tensor cores, by PTX instruction: what two Triton versions can
+# compile differently for the same specialisation (benchmarks/triton_versions.py compares them).
+_PTX_KINDS = {
+    "cp.async": re.compile(r"\bcp\.async\.c[ag]\.shared\.global\b"),
+    "tma": re.compile(r"\bcp\.async\.bulk\."),
+    "ld.global vector": re.compile(r"\bld\.global(?:\.\w+)*\.v[248]\."),
+    "ld.global 16-bit": re.compile(r"\bld\.global(?:\.\w+)*\.[bu]16\b"),
+    "st.global vector": re.compile(r"\bst\.global(?:\.\w+)*\.v[248]\."),
+    "st.global 16-bit": re.compile(r"\bst\.global(?:\.\w+)*\.[bu]16\b"),
+    "mma.sync": re.compile(r"\bmma\.sync\."),
+    "wgmma": re.compile(r"\bwgmma\.mma_async\."),
+}
+
+
+def memory_instructions(ptx: str) -> dict[str, int]:
+    """Counts of the PTX instructions that say how a kernel moves data: ``cp.async`` copies to shared memory,
+    TMA (``cp.async.bulk``), vector and 16-bit scalar global loads and stores, ``mma.sync`` and ``wgmma``
+    (static counts in the code, not executions)."""
+    return {kind: len(pattern.findall(ptx)) for kind, pattern in _PTX_KINDS.items()}
 
 
 _PTXAS_PATTERNS = {
@@ -399,7 +423,8 @@ def parse_ptxas_log(log: str) -> dict[str, int]:
 
 def _main() -> None:
     """``python -m kprof.specialization`` < {"arch": 90, "calls": [...]}: one JSON line of resources per
-    call, in order (a call that fails to compile gets ``resources_from`` saying why)."""
+    call, in order (a call that fails to compile gets ``resources_from`` saying why). ``"instructions":
+    true`` in the request adds each call's :func:`memory_instructions`."""
     import json
     import sys
 
@@ -407,7 +432,7 @@ def _main() -> None:
     out = []
     for call in req["calls"]:
         try:
-            out.append(_compile_described(call, int(req["arch"])))
+            out.append(_compile_described(call, int(req["arch"]), bool(req.get("instructions"))))
         except Exception as exc:  # noqa: BLE001 - one config that does not compile must not hide the rest
             first = next((ln for ln in str(exc).strip().splitlines() if ln.strip()), "")
             out.append({"resources_from": f"offline compile failed: {type(exc).__name__}: {first[:200]}"})

@@ -93,6 +93,52 @@ def test_offline_compile_gives_sm90_resources_that_follow_the_config():
     assert all(s.shared_mem_bytes is not None and s.local_bytes is not None for s in recs)
 
 
+def test_memory_instructions_are_counted_by_kind():
+    from kprof.specialization import memory_instructions
+
+    ptx = """
+    cp.async.cg.shared.global [ %r1 + 0 ], [ %rd2 + 0 ], 0x10, %r3;
+    @%p1 ld.global.v4.b32 { %r1, %r2, %r3, %r4 }, [ %rd1 + 0 ];
+    @%p10 ld.global.b16 { %rs23 }, [ %rd53 + 0 ];
+    ld.global.nc.u16 %rs1, [%rd1];
+    st.global.v2.b32 [%rd1], {%r1,%r2};
+    mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f1}, {%r1}, {%r2}, {%f2};
+    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];
+    cp.async.commit_group;
+    """
+    assert memory_instructions(ptx) == {
+        "cp.async": 1,
+        "tma": 1,
+        "ld.global vector": 1,
+        "ld.global 16-bit": 2,
+        "st.global vector": 1,
+        "st.global 16-bit": 0,
+        "mma.sync": 1,
+        "wgmma": 0,
+    }
+
+
+def test_offline_compile_reports_how_a_launch_loads_when_asked():
+    """The child compile with ``"instructions": true``: rows of 4096 bf16 move as 16-byte vectors, rows of
+    1001 (no alignment to promise) one element at a time."""
+    import json
+    import os
+
+    fam = discover()["rmsnorm"]
+    with recording() as rec:
+        for shape in ((4, 4096), (4, 1001)):
+            fam.get_provider("triton_one_row[BLOCK_N=4096,num_warps=4]").fn(**fam.make_inputs(shape, "bf16", "cpu", 2))
+    payload = json.dumps({"arch": 90, "instructions": True, "calls": rec.calls})
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    res = subprocess.run(
+        [sys.executable, "-m", "kprof.specialization"], input=payload, capture_output=True, text=True, env=env
+    )
+    assert res.returncode == 0, res.stderr[-1000:]
+    aligned, ragged = (a["instructions"] for a in json.loads(res.stdout.strip().splitlines()[-1]))
+    assert aligned["ld.global vector"] > 0 and aligned["ld.global 16-bit"] == 0, aligned
+    assert ragged["ld.global 16-bit"] > 0 and ragged["ld.global vector"] == 0, ragged
+
+
 @pytest.mark.skipif(HAS_CUDA, reason="interpreter path")
 def test_offline_compile_failure_is_reported_per_launch():
     rec = Recording(
