@@ -8,6 +8,9 @@ its classes it took 0.886-1.009x the time of the two-kernel routes it replaces i
 alone at 42 of 60 and 22 of 24. Where the weight is smallest (x2048x5504) it is still 1.10-1.14x cuBLAS's
 product, as the two-kernel routes were (1.13-1.17x).
 
+Ragged-8 weights (K and N multiples of 8, not both of 16) take the norm then cuBLAS's product at every row
+count (``ragged_weights``: the Triton products' row reads straddle cache lines there).
+
 Elsewhere the tuned rmsnorm kernel writes the normalised rows, then either kprof's Triton product
 (``triton_two_kernels``: pinned tiles up to 128 rows, ``fused.DECODE_TILES``; autotuned above) or one cuBLAS
 product (``triton_norm_cublas``), chosen by shape. Times below are µs on H100s, Triton against cuBLAS.
@@ -47,6 +50,7 @@ from __future__ import annotations
 
 import torch
 
+from kprof.kernels.lib import tiles
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.norm_cublas import norm_then_cublas
 from kprof.kernels.rmsnorm_linear.split_k import column_class, split_k_op
@@ -89,6 +93,21 @@ SPLIT_K_CLASSES: dict[torch.dtype, dict[tuple[int, int], int]] = {
 SPLIT_K_CLASS_WIDTH = 0.10
 
 
+def ragged_weights(x2d: torch.Tensor, w: torch.Tensor) -> bool:
+    """Whether a 16-bit product has a ragged-8 weight (K, N and W's row stride multiples of 8, not all of 16:
+    ``tiles.aligned8``), which the plain op multiplies by cuBLAS at every row count.
+
+    Why: W's rows then start off the 128-byte lines, and each of a Triton tile's row reads spans two. On an H100
+    (ncu, swiglu's split-K kernel at 16 rows) that took 2.8-2.9x the L2 read requests and 1.5-1.6x the sectors
+    of the 16-aligned neighbour for the same DRAM bytes, and 1.13-1.21x its time (16x2056x5512 against
+    16x2048x5504, 16x4104x11000 against 16x4096x11008). At 1, 4, 16 and 32 rows of those two ragged shapes in
+    bf16 and fp16 the norm then cuBLAS's product took 0.77-1.00x what the Triton routes this module chose took
+    (16 of 16 points; ``benchmarks/results/alignment-promises/ragged-decode-0b68fb2/``). 33-511 rows of ragged
+    weights wider than NARROW_MAX_COLS were not timed."""
+    k, n = w.shape
+    return x2d.dtype in (torch.bfloat16, torch.float16) and w.stride(1) == 1 and tiles.aligned8(k, n, w.stride(0))
+
+
 def split_k_product(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
     """Whether the plain op runs the split-K kernel (norm inside the product, one launch) at M x K x N."""
     if m > SPLIT_K_ROWS[-1] or min(k, n) < SPLIT_K_MIN_DIM:
@@ -115,14 +134,17 @@ def cublas_product(m: int, k: int, n: int) -> bool:
     kind="triton",
     description="what kprof.kernels.ops runs: up to 16 rows the split-K kernel (norm inside the product) where "
     "measured faster, else the tuned rmsnorm kernel, then cuBLAS's product or kprof's Triton product (pinned "
-    "tiles at decode sizes), chosen by shape (measured rules in rmsnorm_linear/tuned.py)",
+    "tiles at decode sizes), chosen by shape; ragged-8 weights always cuBLAS (measured rules in "
+    "rmsnorm_linear/tuned.py)",
 )
 def rmsnorm_linear_tuned(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
     x2d, n = check_inputs(x, g, w, b)
     m, k = x2d.shape
-    if split_k_product(m, k, n, x.dtype):
+    if ragged_weights(x2d, w):
+        y = norm_then_cublas(x2d, g, w, b, eps)
+    elif split_k_product(m, k, n, x.dtype):
         y = split_k_op(x2d, g, w, b, eps)
     elif cublas_product(m, k, n):
         y = norm_then_cublas(x2d, g, w, b, eps)

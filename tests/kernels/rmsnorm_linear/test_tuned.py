@@ -30,11 +30,21 @@ def test_the_rule_switches_at_its_declared_boundaries():
         assert not tuned.cublas_product(2, k, tuned.TRITON_MIN_COLS)
 
 
+def test_ragged_weights_take_cublas_in_16_bit_only():
+    bf16 = torch.bfloat16
+    for (k, n), ragged in [((1000, 3000), True), ((4104, 11000), True), ((4096, 11008), False), ((1001, 3000), False)]:
+        assert tuned.ragged_weights(torch.empty(3, k, dtype=bf16), torch.empty(k, n, dtype=bf16)) == ragged, (k, n)
+    x, w = torch.empty(3, 1000, dtype=torch.float16), torch.empty(1000, 3000, dtype=torch.float16)
+    assert tuned.ragged_weights(x, w) and not tuned.ragged_weights(x.float(), w.float())  # fp32: not measured
+    assert not tuned.ragged_weights(x, torch.empty(3000, 1000, dtype=torch.float16).t())  # W column-major
+
+
 # (rows, K, N), odd sizes on each side of the rule with its limits scaled down (the interpreter takes minutes
 # over a product past the real ones): one row and more than TRITON_MAX_ROWS rows of a weight up to
-# NARROW_MAX_COLS wide take cuBLAS, 2 to TRITON_MAX_ROWS rows and wider weights the Triton product
+# NARROW_MAX_COLS wide take cuBLAS, 2 to TRITON_MAX_ROWS rows and wider weights the Triton product; 3x40x24
+# (K a multiple of 8, not of 16) the Triton product's rows and width, but a ragged weight: cuBLAS in 16-bit
 SMALL_LIMITS = {"NARROW_MAX_COLS": 24, "TRITON_MAX_ROWS": 4, "TRITON_MIN_COLS": 16}
-SHAPES = [(1, 41, 29), (3, 37, 19), (6, 23, 29), (5, 37, 19)]
+SHAPES = [(1, 41, 29), (3, 37, 19), (6, 23, 29), (5, 37, 19), (3, 40, 24)]
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
@@ -56,7 +66,11 @@ def test_both_products_match_the_oracle(shape, dtype, device, monkeypatch):
     finally:
         ops.use_triton(previous)
         fastops.reset()
-    assert (product is fastops.CUBLAS) == tuned.cublas_product(m, k, n)
+    x2d = inputs["x"].view(-1, k)
+    assert (product is fastops.CUBLAS) == (tuned.cublas_product(m, k, n) or tuned.ragged_weights(x2d, inputs["w"]))
+    assert (product is fastops.CUBLAS) == (
+        shape in [(1, 41, 29), (5, 37, 19)] or (shape == (3, 40, 24) and dtype != "fp32")
+    )
     for name, out in outs.items():
         assert out.shape == (m, n) and out.dtype == inputs["x"].dtype
         err = float((out.double() - ref).norm() / ref.norm())
