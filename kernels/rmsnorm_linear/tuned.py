@@ -98,8 +98,8 @@ def ragged_weights(x2d: torch.Tensor, w: torch.Tensor) -> bool:
     ``tiles.aligned8``), which the plain op multiplies by cuBLAS at every row count.
 
     Why: W's rows then start off the 128-byte lines, and each of a Triton tile's row reads spans two. On an H100
-    (ncu, swiglu's split-K kernel at 16 rows) that took 2.8-2.9x the L2 read requests and 1.5-1.6x the sectors
-    of the 16-aligned neighbour for the same DRAM bytes, and 1.13-1.21x its time (16x2056x5512 against
+    (ncu, swiglu's split-K kernel at 16 rows) that took 2.7-2.9x the L2 read requests and 1.5-1.6x the sectors
+    of the 16-aligned neighbour for the same DRAM bytes, and 1.14-1.21x its kernel time (16x2056x5512 against
     16x2048x5504, 16x4104x11000 against 16x4096x11008). At 1, 4, 16 and 32 rows of those two ragged shapes in
     bf16 and fp16 the norm then cuBLAS's product took 0.77-1.00x what the Triton routes this module chose took
     (16 of 16 points; ``benchmarks/results/alignment-promises/ragged-decode-0b68fb2/``). 33-511 rows of ragged

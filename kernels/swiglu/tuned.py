@@ -177,11 +177,11 @@ CUBLAS_MIN_ROWS = 512
 CUBLAS_MAX_COLS = 5504
 # Where the tiled kernel would run on a ragged-8 shape (K, N and row strides multiples of 8, not all of 16:
 # ``tiles.aligned8``) from RAGGED_CUBLAS_MIN_ROWS rows, any width: cuBLAS's products then silu_mul. On an
-# H100 (bf16 at 512-4000 rows of 1000x3000 and 4104x11000, fp16 of 1000x3000) that route took 0.57-0.86x the
+# H100 (bf16 at 512-4000 rows of 1000x3000 and 4104x11000, fp16 of 1000x3000) that route took 0.67-0.86x the
 # tiled kernel's time from 1000 rows and at 512x4104x11000, and tied it at 512x1000x3000 (0.996-1.008x); at
 # 256 rows it was 1.19-1.23x at 1000x3000 but 0.57x at 4104x11000, so fewer rows keep the kernel
 # (benchmarks/results/alignment-promises/ragged-rows-50e0a76/). The interleaved TMA kernel on prepared weights
-# stays ahead of it from 1000 rows (0.72-0.98x) and keeps those.
+# stays ahead of it from 1000 rows (0.75-0.99x) and keeps those.
 RAGGED_CUBLAS_MIN_ROWS = 512
 
 
