@@ -201,8 +201,9 @@ def workspace_floats(m: int, n: int, bm: int, bn: int, splits: int) -> tuple[int
 # Tiles by column class: (BLOCK_N, BLOCK_K, stages, programs per SM the split aims at), 16-row tiles and 4 warps.
 # Chosen from a cold race of 18 tiles x 5 split counts at 1, 4 and 16 rows x K 2048/4096/8192 x the four
 # column classes, bf16 and fp16, on two H100s (benchmarks/results/split-k/): with these, the kernel is within
-# 3.7% (bf16) and 5.0% (fp16) of the fastest candidate of every point of its class on both. fp32 (not raced)
-# takes fp16's, whose tiles are fp32 in registers too.
+# 3.7% (bf16) and 5.0% (fp16) of the fastest candidate of every point of its class on both. fp32 takes fp16's,
+# whose tiles are fp32 in registers too (not raced against other tiles; as shipped, 0.71-0.95x the two kernels
+# at 4 and 16 rows on an H100, benchmarks/results/split-k/fp32-51cc417/).
 SPLIT_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int]]] = {
     torch.bfloat16: {5504: (64, 64, 3, 2), 11008: (128, 64, 3, 2), 14336: (128, 64, 3, 2), 28672: (64, 64, 4, 1)},
     torch.float16: {5504: (64, 64, 3, 2), 11008: (128, 64, 3, 2), 14336: (128, 64, 3, 2), 28672: (128, 64, 3, 1)},

@@ -1,6 +1,6 @@
 """What the plain op runs (``kprof.kernels.ops.rms_norm_linear``, nothing derived from the weights kept).
 
-Up to 16 rows of bf16, and at the widest weights in fp16 (``SPLIT_K_CLASSES``): one kernel, the split-K
+Up to 16 rows of bf16, 2 to 16 rows of fp32, and at the widest weights in fp16 (``SPLIT_K_CLASSES``): one kernel, the split-K
 kernel of ``split_k.py``, with the norm inside the product. Raced at 1, 4 and 16 rows x K 2048/4096/8192 x N
 5504-28672 on two H100s (``benchmarks/results/split-k/``; in sample, since the classes were chosen there): in
 its classes it took 0.886-1.009x the time of the two-kernel routes it replaces in bf16 (geometric mean
@@ -43,7 +43,7 @@ this rule within 2% of the faster route at 33 of 36 decode points in bf16 and 31
 (``benchmarks/rmsnorm_linear_rule.py STORE`` scores a rule against stores). Raced on a fourth H100
 (``one-kernel-46cc8ed/`` there), out of sample: 32 and 31 of 36 (the previous rule 26 and 27), worst
 1.091x at the same point; the op within 1.02x of the best kprof version at 31 and 30 of 36 (24 and 25
-before). The rule is the same for every dtype; fp32 was not raced.
+before). The rule is the same for every dtype; fp32 was not raced for it (its split-K classes were: ``SPLIT_K_CLASSES``).
 """
 
 from __future__ import annotations
@@ -84,6 +84,10 @@ SPLIT_K_CLASSES: dict[torch.dtype, dict[tuple[int, int], int]] = {
         (4, 28672): SPLIT_K_MIN_DIM,
         (16, 28672): SPLIT_K_MIN_DIM,
     },
+    # fp32, the shipped tiles (fp16's) against the op's route on one H100: 0.71-0.95x at all 24 points of 4 and
+    # 16 rows; one row stays with the norm then cuBLAS (the kernel 1.17-1.30x cuBLAS's product at 5504-14336
+    # columns; benchmarks/results/split-k/fp32-51cc417/)
+    torch.float32: {(r, c): SPLIT_K_MIN_DIM for r in (4, 16) for c in (5504, 11008, 14336, 28672)},
 }
 
 

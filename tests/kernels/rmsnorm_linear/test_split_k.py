@@ -93,14 +93,15 @@ def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
     assert not tuned.split_k_product(4, 4096, 5504, fp16)  # TF32 steps: slower than the two kernels
     assert tuned.split_k_product(1, 8192, 5504, fp16) and not tuned.split_k_product(1, 8191, 5504, fp16)
     assert not tuned.split_k_product(17, 4096, 5504, bf16)  # more rows than raced
-    assert not tuned.split_k_product(1, 4096, 5504, torch.float32)  # not raced
+    assert not tuned.split_k_product(1, 4096, 5504, torch.float32)  # one row in fp32: cuBLAS measured faster
+    assert all(tuned.split_k_product(m, 2048, n, torch.float32) for m in (2, 4, 16) for n in (5504, 28672))
     assert not tuned.split_k_product(8, 4096, 4096, bf16) and not tuned.split_k_product(8, 4096, 8192, bf16)
     assert tuned.split_k_product(8, 4096, 5000, bf16) and tuned.split_k_product(8, 4096, 6000, bf16)  # within 10%
     small = tuned.SPLIT_K_MIN_DIM - 1
     assert not tuned.split_k_product(1, small, 5504, bf16) and not tuned.split_k_product(1, 4096, small, bf16)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
 @pytest.mark.parametrize("shape", [(3, 70, 43), (9, 45, 40)], ids=["3x70x43", "9x45x40"])
 def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device, monkeypatch):
     """With the table's least K and the dimension floor scaled down (the interpreter takes minutes over a real
@@ -115,7 +116,7 @@ def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device,
     m, k, n = shape
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     taken = tuned.split_k_product(m, k, n, inputs["x"].dtype)
-    assert taken == (dtype == "bf16" or n == 40)
+    assert taken == (dtype in ("bf16", "fp32") or n == 40)
     outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
     previous = ops.use_triton(True)
     try:
