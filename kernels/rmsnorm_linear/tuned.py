@@ -1,12 +1,12 @@
 """What the plain op runs (``kprof.kernels.ops.rms_norm_linear``, nothing derived from the weights kept).
 
-Up to 16 rows of bf16, 2 to 16 rows of fp32, and at the widest weights in fp16 (``SPLIT_K_CLASSES``): one kernel, the split-K
-kernel of ``split_k.py``, with the norm inside the product. Raced at 1, 4 and 16 rows x K 2048/4096/8192 x N
-5504-28672 on two H100s (``benchmarks/results/split-k/``; in sample, since the classes were chosen there): in
-its classes it took 0.886-1.009x the time of the two-kernel routes it replaces in bf16 (geometric mean
-0.957x, 60 point-machine pairs) and 0.894-0.996x in fp16 (0.941x, 24 pairs), and less than cuBLAS's product
-alone at 42 of 60 and 22 of 24. Where the weight is smallest (x2048x5504) it is still 1.10-1.14x cuBLAS's
-product, as the two-kernel routes were (1.13-1.17x).
+Up to 16 rows of bf16, 2 to 16 rows of fp32, and at the widest weights in fp16 (``SPLIT_K_CLASSES``): one kernel,
+the split-K kernel of ``split_k.py``, with the norm inside the product. Raced at 1, 4 and 16 rows x K
+2048/4096/8192 x N 5504-28672 on two H100s (``benchmarks/results/split-k/``; in sample, since the classes were
+chosen there): in its classes it took 0.886-1.009x the time of the two-kernel routes it replaces in bf16 (geometric
+mean 0.957x, 60 point-machine pairs) and 0.894-0.996x in fp16 (0.941x, 24 pairs), and less than cuBLAS's product
+alone at 42 of 60 and 22 of 24. Where the weight is smallest (x2048x5504) it is still 1.10-1.14x cuBLAS's product,
+as the two-kernel routes were (1.13-1.17x).
 
 Ragged-8 weights (K and N multiples of 8, not both of 16) take the norm then cuBLAS's product at every row
 count (``ragged_weights``: the Triton products' row reads straddle cache lines there).
@@ -43,7 +43,8 @@ this rule within 2% of the faster route at 33 of 36 decode points in bf16 and 31
 (``benchmarks/rmsnorm_linear_rule.py STORE`` scores a rule against stores). Raced on a fourth H100
 (``one-kernel-46cc8ed/`` there), out of sample: 32 and 31 of 36 (the previous rule 26 and 27), worst
 1.091x at the same point; the op within 1.02x of the best kprof version at 31 and 30 of 36 (24 and 25
-before). The rule is the same for every dtype; fp32 was not raced for it (its split-K classes were: ``SPLIT_K_CLASSES``).
+before). The rule is the same for every dtype; fp32 was not raced for it (its split-K classes were:
+``SPLIT_K_CLASSES``).
 """
 
 from __future__ import annotations
