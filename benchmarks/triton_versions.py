@@ -50,8 +50,6 @@ KINDS += ("mma.sync", "wgmma")
 def record(path: Path, families: list[str] | None = None) -> None:
     """Run every Triton provider (of ``families``, default all) under the interpreter and write the distinct
     launches (JSON) to ``path``."""
-    import torch
-
     from kprof.kernels import discover
     from kprof.specialization import recording
 
@@ -75,7 +73,6 @@ def record(path: Path, families: list[str] | None = None) -> None:
                         if call is not None:
                             key = json.dumps(call, sort_keys=True)
                             calls.setdefault(key, {**call, "where": f"{fam_name}/{prov.name} {shape} {dtype}"})
-        torch.manual_seed(0)
     path.write_text(json.dumps({"calls": list(calls.values()), "notes": notes}))
     print(f"recorded {len(calls)} distinct launches ({len(notes)} provider/shape pairs refused)", flush=True)
 

@@ -443,8 +443,7 @@ def rms_norm_linear(
 ) -> torch.Tensor:
     """``rms_norm(x, g) @ w (+ b)``: the tuned rmsnorm kernel writes the normalised rows, then cuBLAS's product
     or kprof's Triton product (with the bias in its epilogue) reads them, as
-    ``rmsnorm_linear.tuned.cublas_product`` (and ``ragged_weights``) choose by shape (nothing derived from the
-    weights is kept)."""
+    ``rmsnorm_linear.tuned.product_route`` chooses by shape (nothing derived from the weights is kept)."""
     try:  # one flat key: what sig() says about each tensor (the bias's, or None)
         xp, gp, wp = x.data_ptr(), g.data_ptr(), w.data_ptr()
         if b is None:
@@ -535,10 +534,10 @@ def _rms_norm_linear_first(
     x2d, n = check_inputs(x, g, w, b)
     m, k = x2d.shape
     plannable = key is not None and w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None
-    ragged = rl_tuned.ragged_weights(x2d, w)
-    if not ragged and rl_tuned.split_k_product(m, k, n, x.dtype):
+    route = rl_tuned.product_route(x2d, w)
+    if route == "split_k":
         return _split_k_first(x, x2d, g.contiguous(), w, b, eps, key if plannable else None)
-    if ragged or rl_tuned.cublas_product(m, k, n):
+    if route == "cublas":
         y = rl_cublas.norm_then_cublas(x2d, g, w, b, eps)
         if plannable:
             _cublas_times = rl_cublas.cublas_times

@@ -134,6 +134,19 @@ def cublas_product(m: int, k: int, n: int) -> bool:
     return n <= NARROW_MAX_COLS
 
 
+def product_route(x2d: torch.Tensor, w: torch.Tensor) -> str:
+    """The plain op's route for ``x2d`` [M, K] times ``w`` [K, N], in the order the rules apply: ``"split_k"``
+    (the norm inside the product), ``"cublas"`` (the norm then cuBLAS's product) or ``"triton"`` (the norm then
+    kprof's product). The provider and the ops API's plans both ask here, so they cannot disagree."""
+    m, k = x2d.shape
+    n = w.shape[1]
+    if ragged_weights(x2d, w):
+        return "cublas"
+    if split_k_product(m, k, n, x2d.dtype):
+        return "split_k"
+    return "cublas" if cublas_product(m, k, n) else "triton"
+
+
 @FAMILY.provider(
     "triton_tuned",
     kind="triton",
@@ -146,12 +159,10 @@ def rmsnorm_linear_tuned(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
     x2d, n = check_inputs(x, g, w, b)
-    m, k = x2d.shape
-    if ragged_weights(x2d, w):
-        y = norm_then_cublas(x2d, g, w, b, eps)
-    elif split_k_product(m, k, n, x.dtype):
+    route = product_route(x2d, w)
+    if route == "split_k":
         y = split_k_op(x2d, g, w, b, eps)
-    elif cublas_product(m, k, n):
+    elif route == "cublas":
         y = norm_then_cublas(x2d, g, w, b, eps)
     else:
         y = norm_then_triton(x2d, g, w, b, eps)
