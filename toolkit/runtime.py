@@ -57,6 +57,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "kprof.kernels.lib.launching.pdl_ready",
     ),
     EnvVar(
+        "KPROF_ROUTE_RACE",
+        "0: never time routes against each other on a shape's first call; take the static rule instead",
+        "1",
+        "kprof.kernels.lib.routes.can_race",
+    ),
+    EnvVar(
         "KPROF_USE_TRITON",
         "1: kprof.kernels.ops calls the best Triton version instead of eager PyTorch",
         "0",
@@ -137,6 +143,11 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
     ),
     ("kprof.kernels.rmsnorm.tuned._sm_counts", "SM count per device index"),
     (
+        "RouteRace objects in swiglu.tuned, rmsnorm_linear.tuned (kprof.kernels.lib.routes)",
+        "the route a shape class's first call timed fastest, per (shapes, dtype, device, alignment), "
+        "bounded at 4096 each",
+    ),
+    (
         "SameTensorsMemo objects in swiglu.tuned, swiglu.baselines, rmsnorm_linear.rstd_epilogue",
         "one derived weight for the harness's `..._prepared` providers, held with its source tensors and "
         "reused while the same tensor objects come back at the same versions",
@@ -159,6 +170,11 @@ def env(name: str) -> str | None:
 def interpreting() -> bool:
     """True when Triton kernels run in Triton's CPU interpreter (``TRITON_INTERPRET=1``)."""
     return env("TRITON_INTERPRET") == "1"
+
+
+def route_races_allowed() -> bool:
+    """False when ``KPROF_ROUTE_RACE=0`` keeps the ops' static routing rules (no timing on first calls)."""
+    return env("KPROF_ROUTE_RACE") != "0"
 
 
 def pdl_allowed() -> bool:

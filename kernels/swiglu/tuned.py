@@ -57,7 +57,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib import launching, tiles
+from kprof.kernels.lib import launching, routes, tiles
 from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile
 from kprof.kernels.swiglu import split_k
 from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
@@ -183,6 +183,15 @@ CUBLAS_MAX_COLS = 5504
 # (benchmarks/results/alignment-promises/ragged-rows-50e0a76/). The interleaved TMA kernel on prepared weights
 # stays ahead of it from 1000 rows (0.75-0.99x) and keeps those.
 RAGGED_CUBLAS_MIN_ROWS = 512
+# From RACE_MIN_ROWS rows to under TMA_MIN_ROWS (16-bit, on a GPU) the two rules above give way to a race of
+# the tiled kernel and cuBLAS's products then silu_mul, on the first call of each shape class
+# (``raced_route``, :mod:`kprof.kernels.lib.routes`; the rules' route kept unless the other is over 2% faster).
+# Raced at 160-480 rows on two H100s (bf16, fp16; benchmarks/results/mid-rows/): cuBLAS's route took 0.55-0.97x
+# the autotuned tiled kernel's time at most shapes of 11008+ columns and 1.20-1.78x at two (cuBLAS itself slow
+# there: 320x2048x11008, 448x4096x14336), and at 5504 columns either side by up to 2x; no rule of rows and
+# columns held. 128 rows and fewer keep the pinned tiles (raced in decode-tiles/).
+RACE_MIN_ROWS = 129
+_mid_rows = routes.RouteRace("swiglu, 129-999 rows: the tiled kernel or cuBLAS's products then silu_mul")
 
 
 def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
@@ -387,22 +396,45 @@ def ragged_products(x2d: torch.Tensor, wg: torch.Tensor) -> bool:
     )
 
 
+def raced_route(x2d: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> str | None:
+    """``"cublas"`` or ``"tiled"`` where a race decides these rows (RACE_MIN_ROWS to TMA_MIN_ROWS - 1, 16-bit;
+    timed on the first call of the shape class, :mod:`kprof.kernels.lib.routes`), else None: the static
+    rules apply (CPU, interpreter, graph capture, ``KPROF_ROUTE_RACE=0``, other rows or dtypes)."""
+    m, k = x2d.shape
+    ff = w_gate.shape[1]
+    if not (RACE_MIN_ROWS <= m < TMA_MIN_ROWS and x2d.dtype in (torch.bfloat16, torch.float16)):
+        return None
+
+    def tiled() -> None:
+        wg, wu = weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT)
+        launch_tuned(x2d, wg, wu, torch.empty((m, ff), dtype=x2d.dtype, device=x2d.device))
+
+    def static() -> str:  # what the rules would run (asked only when the class is raced)
+        wg, _ = weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT)
+        return "cublas" if cublas_products(m, ff) or ragged_products(x2d, wg) else "tiled"
+
+    key = (m, k, ff, x2d.dtype, x2d.device.index, x2d.stride(0), w_gate.stride(), w_up.stride())
+    run = {"tiled": tiled, "cublas": lambda: products_then_silu_mul(x2d, w_gate, w_up)}
+    return _mid_rows.choose(key, run, static, x2d)
+
+
 def swiglu_with(
     x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: Callable[[], torch.Tensor] | torch.Tensor | None
 ) -> torch.Tensor:
     """The tuned version's launch choice; ``w_int`` is the interleaved weight pair (or how to make it; None:
     the pointer kernel only)."""
     x2d, ff = check_inputs(x, w_gate, w_up)
-    if cublas_products(x2d.shape[0], ff):
+    raced = raced_route(x2d, w_gate, w_up)
+    if raced == "cublas" or (raced is None and cublas_products(x2d.shape[0], ff)):
         return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
-    if w_int is not None and use_interleaved(x2d, y):
+    if raced is None and w_int is not None and use_interleaved(x2d, y):
         wi = w_int() if callable(w_int) else w_int
         if launching.tma_ready(wi):
             launch_interleaved(x2d, wi, y)
             return y.view(*x.shape[:-1], ff)
     wg, wu = weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT)
-    if ragged_products(x2d, wg):
+    if raced is None and ragged_products(x2d, wg):
         return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
     config = split_k.ops_config(x2d, ff)
     if config is not None:

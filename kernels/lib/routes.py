@@ -1,0 +1,122 @@
+"""Routes timed against each other on a shape's first call, where no static rule held on the machines raced.
+
+Why: between the decode sizes and the TMA kernels' rows (129-999 rows), cuBLAS's products were faster than
+kprof's autotuned Triton products at most shapes raced on an H100 and far slower at a few, with nothing in the
+shape to tell them apart. swiglu bf16, cuBLAS's two products then silu_mul against the tiled kernel: 0.55-0.97x
+at 256x4104x11000, 256x4096x11008, 320x8192x28672 and 160x4096x11008, but 1.78x at 320x2048x11008 and 1.20x at
+448x4096x14336, where cuBLAS ran at about half its rate of the neighbouring row counts
+(``benchmarks/results/mid-rows/``). torch.compile calls the same cuBLAS products and was as slow there. So
+the op does what Triton's autotuner does for tile shapes: it times the candidate routes on the call's own
+inputs, once per shape class, and keeps the fastest.
+
+How: each route is run once (compiling and autotuning it), then timed by ``triton.testing.do_bench`` (L2
+flushed before each call, median) in ROUNDS interleaved rounds; a route's time is the median of its rounds.
+The rule's own route (``default``) is kept unless another is faster by more than KEEP_DEFAULT_WITHIN, so a
+tie does not flip between processes. Nothing is timed under Triton's interpreter, on the CPU, while a CUDA
+graph is being captured, or with ``KPROF_ROUTE_RACE=0``: the static rule's route runs there (nothing is
+remembered, so a later call outside the capture can still race; a route decided before a capture is kept in it).
+
+Every decision is kept with its times (:func:`decisions`), so what the op chose, and why, can be read back.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+
+import torch
+
+from kprof.runtime import interpreting, route_races_allowed
+
+ROUNDS = 3  # interleaved rounds per race
+REP_MS = 10  # do_bench's time budget per route and round
+KEEP_DEFAULT_WITHIN = 0.02  # the static rule's route stays unless another is more than 2% faster
+MAX_DECISIONS = 4096  # per race; the oldest is forgotten first
+
+Timer = Callable[[Callable[[], object]], float]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One shape class's race: each route's median time in µs (in the order timed) and the route kept."""
+
+    race: str
+    key: tuple
+    times_us: tuple[tuple[str, float], ...]
+    default: str
+    chosen: str
+
+
+def bench_us(fn: Callable[[], object]) -> float:
+    """``fn``'s median time in µs by ``triton.testing.do_bench`` (L2 flushed before each call), ``fn`` already
+    compiled."""
+    import triton.testing
+
+    return 1000.0 * float(triton.testing.do_bench(fn, warmup=1, rep=REP_MS, return_mode="median"))
+
+
+def can_race(on: torch.Tensor) -> bool:
+    """Whether routes may be timed for a call on ``on``'s device: a GPU, no interpreter, no graph capture,
+    and ``KPROF_ROUTE_RACE`` not 0."""
+    return on.is_cuda and not interpreting() and route_races_allowed() and not torch.cuda.is_current_stream_capturing()
+
+
+class RouteRace:
+    """The remembered choices of one race (one family's routes for one shape class)."""
+
+    def __init__(self, race: str, timer: Timer = bench_us) -> None:
+        self.race = race
+        self._timer = timer
+        self._decisions: dict[Hashable, Decision] = {}
+        _RACES.append(self)
+
+    def choose(
+        self,
+        key: tuple,
+        routes: Mapping[str, Callable[[], object]],
+        default: str | Callable[[], str],
+        on: torch.Tensor,
+    ) -> str | None:
+        """The route for ``key``: remembered, else timed now, else (where :func:`can_race` says no) None, for
+        the caller's static rule. ``routes`` maps each route's name to a call of it on the real inputs (its
+        result is discarded); ``default`` is the static rule's route, or how to find it (asked only for a
+        race)."""
+        known = self._decisions.get(key)
+        if known is not None:
+            return known.chosen
+        if not can_race(on):
+            return None
+        decision = self.race_now(key, routes, default if isinstance(default, str) else default())
+        if len(self._decisions) >= MAX_DECISIONS:
+            self._decisions.pop(next(iter(self._decisions)))
+        self._decisions[key] = decision
+        return decision.chosen
+
+    def race_now(self, key: tuple, routes: Mapping[str, Callable[[], object]], default: str) -> Decision:
+        """Time every route (after one call each to compile and autotune it) in interleaved rounds."""
+        for run in routes.values():
+            run()
+        rounds: dict[str, list[float]] = {name: [] for name in routes}
+        for _ in range(ROUNDS):
+            for name, run in routes.items():
+                rounds[name].append(self._timer(run))
+        times = {name: statistics.median(ts) for name, ts in rounds.items()}
+        fastest = min(times, key=times.__getitem__)
+        keep = default in times and times[default] <= (1 + KEEP_DEFAULT_WITHIN) * times[fastest]
+        chosen = default if keep else fastest
+        return Decision(self.race, key, tuple((n, round(t, 3)) for n, t in times.items()), default, chosen)
+
+    def decisions(self) -> list[Decision]:
+        return list(self._decisions.values())
+
+    def forget(self) -> None:
+        self._decisions.clear()
+
+
+_RACES: list[RouteRace] = []
+
+
+def decisions() -> list[Decision]:
+    """Every race decided in this process, race by race, oldest first."""
+    return [d for race in _RACES for d in race.decisions()]

@@ -1,0 +1,141 @@
+"""Routes raced on a shape's first call (``kprof.kernels.lib.routes``): what a race keeps, when it does not race,
+and swiglu's 129-999-row race taking each route for real against the float64 oracle (limits scaled down)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from kprof import runtime
+from kprof.kernels import discover, ops
+from kprof.kernels.lib import fastops, routes
+from kprof.kernels.swiglu import tuned
+
+FAM = discover()["swiglu"]
+
+
+def timer_of(*times_us: float):
+    """A timer that reads ``times_us`` in turn: routes are timed in their order, round after round."""
+    it = itertools.cycle(times_us)
+    calls = []
+
+    def timer(fn):
+        calls.append(fn)
+        return next(it)
+
+    timer.calls = calls
+    return timer
+
+
+@pytest.fixture
+def racing(monkeypatch):
+    """Races allowed on any tensor (the CPU here), and no race left in the process registry afterwards."""
+    monkeypatch.setattr(routes, "_RACES", [])
+    monkeypatch.setattr(routes, "can_race", lambda on: True)
+
+
+def test_the_faster_route_is_kept_and_timed_once(racing):
+    timer = timer_of(10.0, 7.0)
+    race = routes.RouteRace("test", timer=timer)
+    ran = {"a": 0, "b": 0}
+    run = {name: (lambda name=name: ran.__setitem__(name, ran[name] + 1)) for name in ran}
+    on = torch.empty(1)
+    assert race.choose(("k",), run, "a", on) == "b"
+    assert len(timer.calls) == 2 * routes.ROUNDS and ran == {"a": 1, "b": 1}  # one untimed call each first
+    assert race.choose(("k",), run, "a", on) == "b"
+    assert len(timer.calls) == 2 * routes.ROUNDS  # remembered: not timed again
+    (d,) = routes.decisions()
+    assert (d.key, d.default, d.chosen, dict(d.times_us)) == (("k",), "a", "b", {"a": 10.0, "b": 7.0})
+
+
+def test_a_tie_keeps_the_rules_route(racing):
+    margin = 1 + routes.KEEP_DEFAULT_WITHIN
+    on = torch.empty(1)
+    run = {"a": lambda: None, "b": lambda: None}
+    assert routes.RouteRace("tie", timer=timer_of(10.0 * margin * 0.999, 10.0)).choose((1,), run, "a", on) == "a"
+    assert routes.RouteRace("past", timer=timer_of(10.0 * margin * 1.001, 10.0)).choose((1,), run, "a", on) == "b"
+    asked = []
+    lazy = routes.RouteRace("lazy", timer=timer_of(1.0, 2.0))
+    assert lazy.choose((1,), run, lambda: asked.append(1) or "b", on) == "a"
+    assert asked == [1] and lazy.choose((1,), run, lambda: asked.append(2) or "b", on) == "a"  # asked once
+
+
+def test_the_oldest_decision_is_forgotten_past_the_bound(racing, monkeypatch):
+    monkeypatch.setattr(routes, "MAX_DECISIONS", 2)
+    race = routes.RouteRace("bounded", timer=timer_of(1.0, 2.0))
+    for key in range(3):
+        race.choose((key,), {"a": lambda: None, "b": lambda: None}, "b", torch.empty(1))
+    assert [d.key for d in race.decisions()] == [(1,), (2,)]
+
+
+def test_nothing_is_raced_or_remembered_where_races_cannot_run(monkeypatch):
+    monkeypatch.setattr(routes, "_RACES", [])
+    race = routes.RouteRace("cpu", timer=timer_of(1.0))
+    assert not routes.can_race(torch.empty(1))  # a CPU tensor
+    assert race.choose((1,), {"a": lambda: pytest.fail("ran")}, "a", torch.empty(1)) is None
+    assert race.decisions() == []
+
+
+def test_the_switch_that_turns_races_off_is_declared(monkeypatch):
+    assert "KPROF_ROUTE_RACE" in {v.name for v in runtime.ENV_VARS}
+    monkeypatch.setenv("KPROF_ROUTE_RACE", "0")
+    assert not runtime.route_races_allowed()
+    monkeypatch.setenv("KPROF_ROUTE_RACE", "1")
+    assert runtime.route_races_allowed()
+
+
+def test_swiglu_races_only_its_mid_rows_in_16_bit(monkeypatch):
+    assert tuned.RACE_MIN_ROWS == tuned.DECODE_MAX_ROWS + 1  # the pinned tiles' rows are not raced
+    bf16 = torch.bfloat16
+    for m, dtype, raced in [
+        (tuned.RACE_MIN_ROWS, bf16, True),
+        (tuned.RACE_MIN_ROWS - 1, bf16, False),
+        (tuned.TMA_MIN_ROWS, bf16, False),
+        (tuned.TMA_MIN_ROWS - 1, torch.float16, True),
+        (tuned.RACE_MIN_ROWS, torch.float32, False),
+    ]:
+        seen = []
+        monkeypatch.setattr(tuned._mid_rows, "choose", lambda *a, seen=seen: seen.append(a) or None)
+        w = torch.empty(64, 48, dtype=dtype)
+        assert tuned.raced_route(torch.empty(m, 64, dtype=dtype), w, w) is None
+        assert bool(seen) == raced, (m, dtype)
+
+
+# The race's rows scaled down (a product past the real ones takes the interpreter minutes): rows 4 to 63 are
+# raced. (5, 37, 19) is one the rules send to cuBLAS, (5, 37, 29) one they send to the tiled kernel.
+SMALL_LIMITS = {"RACE_MIN_ROWS": 4, "TMA_MIN_ROWS": 64, "CUBLAS_MIN_ROWS": 4, "CUBLAS_MAX_COLS": 24}
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("shape", [(5, 37, 19), (5, 37, 29)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("faster", ["tiled", "cublas"])
+def test_each_raced_route_runs_and_matches_the_oracle(shape, dtype, faster, device, racing, monkeypatch):
+    for name, value in SMALL_LIMITS.items():
+        monkeypatch.setattr(tuned, name, value)
+    times = (5.0, 9.0) if faster == "tiled" else (9.0, 5.0)  # routes are timed tiled first, then cublas
+    monkeypatch.setattr(tuned, "_mid_rows", routes.RouteRace("swiglu test", timer=timer_of(*times)))
+    m, _, n = shape
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    ref = FAM.oracle(**inputs)
+    outs = {"triton_tuned_pointer": FAM.providers["triton_tuned_pointer"].fn(**inputs)}
+    outs["triton_tuned"] = FAM.providers["triton_tuned"].fn(**inputs)  # the same decision, no interleaved step
+    previous = ops.use_triton(True)
+    try:
+        fastops.reset()
+        outs["ops first call"] = ops.swiglu(**inputs)
+        outs["ops planned call"] = ops.swiglu(**inputs)
+        ((_, (launch, _, _)),) = fastops._swiglu_plans.plans.items()
+    finally:
+        ops.use_triton(previous)
+        fastops.reset()
+    (d,) = tuned._mid_rows.decisions()  # one race for every caller of the shape
+    rule = "cublas" if tuned.cublas_products(m, n) else "tiled"
+    assert (d.chosen, d.default) == (faster, rule)
+    assert (launch is fastops.CUBLAS) == (faster == "cublas")
+    tol = FAM.tolerances[dtype]
+    for name, out in outs.items():
+        assert out.shape == (m, n) and out.dtype == inputs["x"].dtype
+        err = float((out.double() - ref).norm() / ref.norm())
+        assert err <= tol, f"{name} {shape} {dtype}: rel err {err:.2e} (tolerance {tol})"
