@@ -374,6 +374,32 @@ def measure_cupti(
     return from_records(records, n_cold, WARM_SKIP)
 
 
+def cold_event_times_us(fn: Callable[[], Any], calls: int) -> list[float]:
+    """``calls`` cold times of ``fn`` (us) by CUDA events, without a profiler session: each call after a spin
+    that covers its host time and kprof's L2 flush, as in the ``cold`` mode, timed from an event recorded after
+    the flush to one after the call (its span: kernels and the gaps between them). For a choice made inside a
+    process that may be profiled (a route race in the ops API), where CUPTI may be held by another tool.
+    ``fn`` must have run once (compiled)."""
+    import time
+
+    import torch
+
+    fl = flush()
+    t0 = time.perf_counter()
+    fn()
+    host_us = (time.perf_counter() - t0) * 1e6  # enqueue time: what the spin must cover
+    cycles = int((1.5 * host_us + 10.0) * 1e3 * _SPIN_GHZ)
+    marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
+    for start, end in marks:
+        torch.cuda._sleep(cycles)
+        fl()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return [1000.0 * start.elapsed_time(end) for start, end in marks]
+
+
 def from_records(records: Sequence[KernelRecord], n_cold: int, warm_skip: int) -> ModeSamples:
     """Cold and warm per-call times from one session's device records (CPU-testable)."""
     if not records:

@@ -9,8 +9,13 @@ at 256x4104x11000, 256x4096x11008, 320x8192x28672 and 160x4096x11008, but 1.78x 
 the op does what Triton's autotuner does for tile shapes: it times the candidate routes on the call's own
 inputs, once per shape class, and keeps the fastest.
 
-How: each route is run once (compiling and autotuning it), then timed by ``triton.testing.do_bench`` (L2
-flushed before each call, median) in ROUNDS interleaved rounds; a route's time is the median of its rounds.
+How: each route is run once (compiling and autotuning it), then timed cold in ROUNDS interleaved rounds of
+CALLS calls (``cold_us``: kprof's L2 flush before each call, behind a spin that covers the host's time, CUDA
+events, no profiler session); a route's time is the median of its rounds. Not ``triton.testing.do_bench``:
+it times each call from the host's enqueue, so a route launched through Python (an autotuner's wrapper,
+three launches for cuBLAS's route) can start after the 256 MB memset before it has drained, and an H100 race
+by it read the routes 1.1-2.1x their cold times and kept the slower route at 160x4096x11008
+(``benchmarks/results/mid-rows/``).
 The rule's own route (``default``) is kept unless another is faster by more than KEEP_DEFAULT_WITHIN, so a
 tie does not flip between processes. Nothing is timed under Triton's interpreter, on the CPU, while a CUDA
 graph is being captured, or with ``KPROF_ROUTE_RACE=0``: the static rule's route runs there (nothing is
@@ -30,7 +35,7 @@ import torch
 from kprof.runtime import interpreting, route_races_allowed
 
 ROUNDS = 3  # interleaved rounds per race
-REP_MS = 10  # do_bench's time budget per route and round
+CALLS = 10  # cold calls per route and round
 KEEP_DEFAULT_WITHIN = 0.02  # the static rule's route stays unless another is more than 2% faster
 MAX_DECISIONS = 4096  # per race; the oldest is forgotten first
 
@@ -48,12 +53,12 @@ class Decision:
     chosen: str
 
 
-def bench_us(fn: Callable[[], object]) -> float:
-    """``fn``'s median time in µs by ``triton.testing.do_bench`` (L2 flushed before each call), ``fn`` already
-    compiled."""
-    import triton.testing
+def cold_us(fn: Callable[[], object]) -> float:
+    """``fn``'s median cold time in µs over CALLS calls (``kprof.timing.cold_event_times_us``: L2 flushed, a
+    spin covering the host's time so the call's kernels run back to back; no profiler session)."""
+    from kprof.timing import cold_event_times_us
 
-    return 1000.0 * float(triton.testing.do_bench(fn, warmup=1, rep=REP_MS, return_mode="median"))
+    return statistics.median(cold_event_times_us(fn, CALLS))
 
 
 def can_race(on: torch.Tensor) -> bool:
@@ -65,7 +70,7 @@ def can_race(on: torch.Tensor) -> bool:
 class RouteRace:
     """The remembered choices of one race (one family's routes for one shape class)."""
 
-    def __init__(self, race: str, timer: Timer = bench_us) -> None:
+    def __init__(self, race: str, timer: Timer = cold_us) -> None:
         self.race = race
         self._timer = timer
         self._decisions: dict[Hashable, Decision] = {}

@@ -7,7 +7,11 @@ rows       columns   runs                                                       
                      ``split_k.DECODE_TILES``: unsplit, the fastest there)
 1-128      any       the tiled kernel with pinned tiles (``DECODE_TILES``; bf16,  decode-tiles/ (sections 1-2)
                      fp16; fp32 autotuned), where the row above does not apply
-129-511    any       the tiled kernel, autotuned                                 grid/ (no race of these rows alone)
+129-999    any       16-bit on a GPU: raced on each shape's first call, the      mid-rows/
+                     autotuned tiled kernel or cuBLAS's two products then
+                     silu_mul (``raced_route``); the next four rows apply
+                     where no race runs
+129-511    any       the tiled kernel, autotuned                                 grid/
 512-999    <= 5504   cuBLAS's two products, then kprof's silu_mul kernel         decode-tiles/ (section 5)
 512-999    > 5504    the tiled kernel, autotuned                                 decode-tiles/ (section 5)
 512+       any       ragged-8 shapes (``tiles.aligned8``) where the tiled kernel   alignment-promises/
@@ -449,8 +453,9 @@ def swiglu_with(
     kind="triton",
     description="from 1000 rows: gate and up weights interleaved (copied on every call, counted in its time), one "
     "product of twice the width with TMA tiles (persistent for few waves, the last partial wave in "
-    "smaller tiles); 512-999 rows of up to 5504 columns, and ragged-8 shapes from 512 rows where the tiled kernel "
-    "would run: cuBLAS's two products, then kprof's silu_mul kernel; "
+    "smaller tiles); 129-999 rows: raced on the shape's first call, the tiled kernel or cuBLAS's two products, "
+    "then kprof's silu_mul kernel (where no race runs: 512-999 rows of up to 5504 columns and ragged-8 shapes "
+    "from 512 rows take cuBLAS's); "
     "else the tiled product (tiles pinned per class up to 128 rows, autotuned above), grouped program order",
 )
 def swiglu_tuned(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:

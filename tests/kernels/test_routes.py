@@ -1,5 +1,6 @@
 """Routes raced on a shape's first call (``kprof.kernels.lib.routes``): what a race keeps, when it does not race,
-and swiglu's 129-999-row race taking each route for real against the float64 oracle (limits scaled down)."""
+and swiglu's and rmsnorm_linear's 129-999-row races taking each route for real against the float64 oracle
+(limits scaled down)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import torch
 from kprof import runtime
 from kprof.kernels import discover, ops
 from kprof.kernels.lib import fastops, routes
+from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
 from kprof.kernels.swiglu import tuned
 
 FAM = discover()["swiglu"]
@@ -139,3 +141,51 @@ def test_each_raced_route_runs_and_matches_the_oracle(shape, dtype, faster, devi
         assert out.shape == (m, n) and out.dtype == inputs["x"].dtype
         err = float((out.double() - ref).norm() / ref.norm())
         assert err <= tol, f"{name} {shape} {dtype}: rel err {err:.2e} (tolerance {tol})"
+
+
+def test_rmsnorm_linear_races_only_its_mid_rows_in_16_bit(monkeypatch):
+    bf16 = torch.bfloat16
+    for m, dtype, raced in [
+        (rl_tuned.CUBLAS_MIN_ROWS, bf16, True),
+        (rl_tuned.CUBLAS_MIN_ROWS - 1, bf16, False),  # the pinned tiles' rows keep their rule
+        (rl_tuned.RACE_END_ROWS - 1, torch.float16, True),
+        (rl_tuned.RACE_END_ROWS, bf16, False),
+        (rl_tuned.CUBLAS_MIN_ROWS, torch.float32, False),
+    ]:
+        seen = []
+        monkeypatch.setattr(rl_tuned._mid_rows, "choose", lambda *a, seen=seen: seen.append(a) or None)
+        w = torch.empty(64, 48, dtype=dtype)
+        assert rl_tuned.raced_product(torch.empty(m, 64, dtype=dtype), w) is None
+        assert bool(seen) == raced, (m, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("faster", ["triton", "cublas"])
+def test_each_raced_product_runs_and_matches_the_oracle(dtype, faster, device, racing, monkeypatch):
+    # rows 4 to 63 raced (scaled down as above); 5x37x29 takes cuBLAS by the rule
+    monkeypatch.setattr(rl_tuned, "CUBLAS_MIN_ROWS", 4)
+    monkeypatch.setattr(rl_tuned, "RACE_END_ROWS", 64)
+    times = (5.0, 9.0) if faster == "triton" else (9.0, 5.0)  # timed triton first, then cublas
+    monkeypatch.setattr(rl_tuned, "_mid_rows", routes.RouteRace("rmsnorm_linear test", timer=timer_of(*times)))
+    shape = (5, 37, 29)
+    fam = discover()["rmsnorm_linear"]
+    inputs = fam.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    ref = fam.oracle(**inputs)
+    outs = {"triton_tuned": fam.providers["triton_tuned"].fn(**inputs)}
+    previous = ops.use_triton(True)
+    try:
+        fastops.reset()
+        outs["ops first call"] = ops.rms_norm_linear(**inputs)
+        outs["ops planned call"] = ops.rms_norm_linear(**inputs)
+        ((_, (_, product, _, _)),) = fastops._product_plans.plans.items()
+    finally:
+        ops.use_triton(previous)
+        fastops.reset()
+    (d,) = rl_tuned._mid_rows.decisions()
+    assert (d.chosen, d.default) == (faster, "cublas")
+    assert (product is fastops.CUBLAS) == (faster == "cublas")
+    tol = fam.tolerances[dtype]
+    for name, out in outs.items():
+        assert out.shape == shape[:1] + shape[2:] and out.dtype == inputs["x"].dtype
+        err = float((out.double() - ref).norm() / ref.norm())
+        assert err <= tol, f"{name} {dtype}: rel err {err:.2e} (tolerance {tol})"
