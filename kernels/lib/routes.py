@@ -2,7 +2,7 @@
 
 Why: between the decode sizes and the TMA kernels' rows (129-999 rows), cuBLAS's products were faster than
 kprof's autotuned Triton products at most shapes raced on an H100 and far slower at a few, with nothing in the
-shape to tell them apart. swiglu bf16, cuBLAS's two products then silu_mul against the tiled kernel: 0.55-0.97x
+shape to tell them apart. swiglu bf16, cuBLAS's two products then silu_mul against the tiled kernel: 0.55-0.91x
 at 256x4104x11000, 256x4096x11008, 320x8192x28672 and 160x4096x11008, but 1.78x at 320x2048x11008 and 1.20x at
 448x4096x14336, where cuBLAS ran at about half its rate of the neighbouring row counts
 (``benchmarks/results/mid-rows/``). torch.compile calls the same cuBLAS products and was as slow there. So
@@ -12,10 +12,10 @@ inputs, once per shape class, and keeps the fastest.
 How: each route is run once (compiling and autotuning it), then timed cold in ROUNDS interleaved rounds of
 CALLS calls (``cold_us``: kprof's L2 flush before each call, behind a spin that covers the host's time, CUDA
 events, no profiler session); a route's time is the median of its rounds. Not ``triton.testing.do_bench``:
-it times each call from the host's enqueue, so a route launched through Python (an autotuner's wrapper,
-three launches for cuBLAS's route) can start after the 256 MB memset before it has drained, and an H100 race
-by it read the routes 1.1-2.1x their cold times and kept the slower route at 160x4096x11008
-(``benchmarks/results/mid-rows/``).
+its calls start behind a memset that need not cover the host's time, so a route launched through Python (an
+autotuner's wrapper; cuBLAS's route is three launches) is timed partly on the host. On an H100 it read these
+routes at 0.97-17.8x their cold times, and a race timed by it took the route slower in a cold race at 6 of 26
+swiglu points (by 1.06-1.32x), this one at none by more than 1.034x (``benchmarks/results/mid-rows/``).
 The rule's own route (``default``) is kept unless another is faster by more than KEEP_DEFAULT_WITHIN, so a
 tie does not flip between processes. Nothing is timed under Triton's interpreter, on the CPU, while a CUDA
 graph is being captured, or with ``KPROF_ROUTE_RACE=0``: the static rule's route runs there (nothing is
