@@ -239,12 +239,12 @@ def correctness_filter(page) -> None:
     box.get_by_role("combobox").first.click()
     page.get_by_role("option", name="ok", exact=True).first.click()
     page.keyboard.press("Escape")
-    _wait_done(page, "Tolerance: the one", vega=1)
+    _wait_done(page, "Tolerance: the one")
 
 
 GPU_VISITS = [
     Visit("compare", "Download the table (CSV)", vega=1),
-    Visit("correctness", "Tolerance: the one", vega=1),
+    Visit("correctness", "Tolerance: the one"),
     Visit("runs", "Failed cases:"),
     Visit("trace", "rows; source:", vega=1),
     Visit("diff", "Same code as"),
@@ -253,7 +253,7 @@ GPU_VISITS = [
 ]
 CPU_VISITS = [
     Visit("compare", "No GPU run in the store"),
-    Visit("correctness", "Tolerance: the one", vega=1),
+    Visit("correctness", "Tolerance: the one"),
     Visit("runs", "Failed cases:"),
     Visit("trace", "No run with a launch table"),
     Visit("diff", "two GPU runs"),

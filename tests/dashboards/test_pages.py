@@ -322,8 +322,25 @@ def test_diff_threshold_changes_match_kprof_diff(demo_copy, monkeypatch):
     assert int({m.label: m.value for m in at.metric}["slower"]) >= 1
 
 
+def marks(markup: str, attr: str) -> list[dict[str, str]]:
+    """The attributes of every element of ``markup`` that has ``attr``."""
+    from html.parser import HTMLParser
+
+    found: list[dict[str, str]] = []
+
+    class Marks(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            a = {k: v or "" for k, v in attrs}
+            if attr in a:
+                found.append(a)
+
+    Marks().feed(markup)
+    return found
+
+
 def test_correctness_page_on_a_cpu_store(tmp_path, monkeypatch):
     from kprof.dashboards.probe import cpu_store
+    from kprof.dashboards.views import correctness
 
     store = cpu_store(tmp_path / "cpu" / "kprof.db", seed=7)
     at = page("correctness", store, monkeypatch)
@@ -338,10 +355,19 @@ def test_correctness_page_on_a_cpu_store(tmp_path, monkeypatch):
     assert (ok["err_vs_tol"] < 1).all() and (ok["tolerance"] != "—").all()
     assert set(failed.index) == {i for i, c in enumerate(table.attrs["shade"]) if c}  # the failure is shaded
     assert "1 cases failed" in texts(at)
-    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
-    drawn = spec["layer"][0]["data"]["values"]  # every case with an error, each at its error / tolerance
-    assert sorted(round(p["err_vs_tol"], 3) for p in drawn) == pytest.approx(sorted(table["err_vs_tol"].dropna()))
-    assert {p["status"] for p in drawn} == {"ok", "fail"}
+    (strip,) = [el.proto.body for el in at.get("html") if "kprof-strip" in el.proto.body]
+    drawn, (line,) = marks(strip, "data-err-vs-tol"), marks(strip, "data-tolerance")
+    # every case with an error, each at its error / tolerance, coloured by its status, left of the line if it passed
+    assert sorted(round(float(c["data-err-vs-tol"]), 3) for c in drawn) == pytest.approx(
+        sorted(table["err_vs_tol"].dropna())
+    )
+    assert {c["data-status"] for c in drawn} == {"ok", "fail"}
+    for c in drawn:
+        left = float(c["data-x"]) < float(line["data-x"])
+        assert left == (float(c["data-err-vs-tol"]) < 1) == (c["data-status"] == "ok")
+        assert f"background:{correctness.STATUS_COLOURS[c['data-status']]}" in c["style"]
+        assert "error / tolerance" in c["title"]  # the hover details
+    assert not at.get("vega_lite_chart")  # no chart code for a fresh browser to fetch
     assert "No GPU run" in texts(page("compare", store, monkeypatch))  # and says where to look
 
 
