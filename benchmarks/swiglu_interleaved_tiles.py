@@ -1,0 +1,95 @@
+"""Experiment: which tiles does swiglu's interleaved TMA kernel want where no dimension divides a tile
+(1000x1000x3000, the default sweep's untiled shape)? Every config of a set, one tile per program and
+persistent (one program per SM, the last partial wave in parts, output stored in halves), against the shipped
+launch, cuBLAS's ``x @ [Wg Wu]`` and torch.compile.
+
+    python benchmarks/swiglu_interleaved_tiles.py --out DIR [--shapes 1000x1000x3000,4000x1000x3000] [--rounds 3]
+
+Each candidate is checked against the float64 oracle first (a config that does not fit or is wrong is
+reported, not timed), then all are timed cold in interleaved rounds in a random order (kprof's cold timing),
+bf16 on prepared (interleaved) weights. Writes DIR/swiglu_interleaved_tiles.csv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+import torch
+from bench_common import checked, print_notes, print_race, race_rounds, race_rows, write_csv
+from swiglu_tma import interleaved_call
+
+from kprof.kernels import discover
+from kprof.kernels.swiglu import tuned
+
+CONFIGS = [  # BLOCK_M, BLOCK_N (output columns; the weight tile is twice as wide), BLOCK_K, GROUP_M, warps, stages
+    (128, 128, 64, 8, 8, 3),
+    (128, 128, 64, 16, 8, 4),
+    (128, 128, 128, 8, 8, 2),
+    (128, 64, 64, 8, 4, 4),
+    (128, 64, 64, 8, 8, 4),
+    (128, 64, 128, 8, 8, 3),
+    (128, 64, 128, 8, 4, 3),
+    (64, 128, 64, 8, 4, 4),
+    (64, 128, 64, 8, 4, 3),
+    (64, 128, 128, 8, 4, 3),
+    (64, 128, 128, 8, 8, 3),
+    (64, 256, 64, 8, 8, 3),
+    (64, 64, 64, 8, 4, 4),
+    (64, 64, 128, 8, 4, 4),
+]
+
+
+def persistent_call(x: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, cfg: tuple) -> object:
+    """The shipped persistent launch (tail in parts, halves stored) with ``cfg``'s tiles."""
+
+    def call() -> torch.Tensor:
+        shipped = tuned.PERSISTENT_CONFIG
+        tuned.PERSISTENT_CONFIG = cfg
+        try:
+            tuned.launch_interleaved(x, w_int, y, persistent=True, tail=True)
+        finally:
+            tuned.PERSISTENT_CONFIG = shipped
+        return y
+
+    return call
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--shapes", default="1000x1000x3000,4000x1000x3000")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rep-ms", type=float, default=10.0)
+    args = ap.parse_args()
+    fam = discover()["swiglu"]
+    rng = random.Random(0)
+    rows = []
+    for spec in args.shapes.split(","):
+        m, k, n = (int(v) for v in spec.split("x"))
+        inputs = fam.make_inputs((m, k, n), "bf16", "cuda", seed=1)
+        x, wg, wu = inputs["x"], inputs["w_gate"], inputs["w_up"]
+        ref = fam.oracle(**inputs)
+        y = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+        w_int = tuned.interleaved_weights(wg, wu)
+        candidates = {}
+        for cfg in CONFIGS:
+            tag = f"{cfg[0]}x{cfg[1]}x{cfg[2]} g{cfg[3]} w{cfg[4]} s{cfg[5]}"
+            candidates[f"tile {tag}"] = (interleaved_call(x, w_int, y, cfg), ref)
+            candidates[f"pers {tag}"] = (persistent_call(x, w_int, y, cfg), ref)
+        candidates["[shipped]"] = (lambda: (tuned.launch_interleaved(x, w_int, y), y)[1], ref)
+        fns, notes = checked(candidates, y)
+        w_cat = torch.cat([wg, wu], dim=1)
+        fns["[cublas x@[Wg Wu]]"] = lambda: x @ w_cat
+        compiled = fam.get_provider("torch_compile").fn
+        fns["[torch_compile]"] = lambda: compiled(**inputs)
+        times = race_rounds(fns, args.rounds, args.rep_ms, rng)
+        print_race(spec, times, top=10)
+        print_notes(notes)
+        rows += race_rows(spec, times)
+        write_csv(args.out / "swiglu_interleaved_tiles.csv", rows)
+
+
+if __name__ == "__main__":
+    main()
