@@ -190,10 +190,10 @@ RAGGED_CUBLAS_MIN_ROWS = 512
 # From RACE_MIN_ROWS rows to under TMA_MIN_ROWS (16-bit, on a GPU) the two rules above give way to a race of
 # the tiled kernel and cuBLAS's products then silu_mul, on the first call of each shape class
 # (``raced_route``, :mod:`kprof.kernels.lib.routes`; the rules' route kept unless the other is over 2% faster).
-# Raced at 160-480 rows on two H100s (bf16, fp16; benchmarks/results/mid-rows/): cuBLAS's route took 0.55-0.97x
-# the autotuned tiled kernel's time at most shapes of 11008+ columns and 1.20-1.78x at two (cuBLAS itself slow
-# there: 320x2048x11008, 448x4096x14336), and at 5504 columns either side by up to 2x; no rule of rows and
-# columns held. 128 rows and fewer keep the pinned tiles (raced in decode-tiles/).
+# At 160-480 rows on three H100s (bf16, fp16; benchmarks/results/mid-rows/) cuBLAS's route was faster at 20 of 28
+# points (the autotuned tiled kernel up to 1.81x its time, at 256x4104x11000) and slower at 8, by up to 1.97x where
+# cuBLAS itself ran at about half its rate (320x4096x5504, 320x2048x11008); no rule of rows and columns held.
+# 128 rows and fewer keep the pinned tiles (raced in decode-tiles/).
 RACE_MIN_ROWS = 129
 _mid_rows = routes.RouteRace("swiglu, 129-999 rows: the tiled kernel or cuBLAS's products then silu_mul")
 
