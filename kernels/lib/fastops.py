@@ -356,7 +356,7 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
     x2d, ff = tuned.check_inputs(x, w_gate, w_up)
     xs = row_stride(x)
     plannable = xs is not None and w_gate.is_contiguous() and w_up.is_contiguous()
-    raced = tuned.raced_route(x2d, w_gate, w_up)  # None: the static rules decide
+    raced = tuned.raced_route(x2d, w_gate, w_up, interleaved=False)  # None: the static rules decide
     wg, wu = tuned.weights_in_layout(w_gate, w_up, "kn")
     rules = raced is None and (tuned.cublas_products(x2d.shape[0], ff) or tuned.ragged_products(x2d, wg))
     if raced == "cublas" or rules:

@@ -400,13 +400,14 @@ def ragged_products(x2d: torch.Tensor, wg: torch.Tensor) -> bool:
     )
 
 
-def raced_route(x2d: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> str | None:
-    """``"cublas"`` or ``"tiled"`` where a race decides these rows (RACE_MIN_ROWS to TMA_MIN_ROWS - 1, 16-bit;
-    timed on the first call of the shape class, :mod:`kprof.kernels.lib.routes`), else None: the static
-    rules apply (CPU, interpreter, graph capture, ``KPROF_ROUTE_RACE=0``, other rows or dtypes)."""
+def raced_route(x2d: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, interleaved: bool) -> str | None:
+    """``"cublas"`` or ``"tiled"`` where a race decides these rows (16-bit, from RACE_MIN_ROWS rows: to
+    TMA_MIN_ROWS - 1 where the ``interleaved`` weights' kernel takes the rows above, with no upper bound on the
+    weights as given; timed on the first call of the shape class, :mod:`kprof.kernels.lib.routes`), else None:
+    the static rules apply (CPU, interpreter, graph capture, ``KPROF_ROUTE_RACE=0``, other rows or dtypes)."""
     m, k = x2d.shape
     ff = w_gate.shape[1]
-    if not (RACE_MIN_ROWS <= m < TMA_MIN_ROWS and x2d.dtype in (torch.bfloat16, torch.float16)):
+    if m < RACE_MIN_ROWS or (interleaved and m >= TMA_MIN_ROWS) or x2d.dtype not in (torch.bfloat16, torch.float16):
         return None
 
     def tiled() -> None:
@@ -428,7 +429,7 @@ def swiglu_with(
     """The tuned version's launch choice; ``w_int`` is the interleaved weight pair (or how to make it; None:
     the pointer kernel only)."""
     x2d, ff = check_inputs(x, w_gate, w_up)
-    raced = raced_route(x2d, w_gate, w_up)
+    raced = raced_route(x2d, w_gate, w_up, interleaved=w_int is not None)
     if raced == "cublas" or (raced is None and cublas_products(x2d.shape[0], ff)):
         return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)

@@ -88,30 +88,32 @@ def test_the_switch_that_turns_races_off_is_declared(monkeypatch):
     assert runtime.route_races_allowed()
 
 
-def test_swiglu_races_only_its_mid_rows_in_16_bit(monkeypatch):
+def test_swiglu_races_its_rows_in_16_bit(monkeypatch):
     assert tuned.RACE_MIN_ROWS == tuned.DECODE_MAX_ROWS + 1  # the pinned tiles' rows are not raced
     bf16 = torch.bfloat16
-    for m, dtype, raced in [
-        (tuned.RACE_MIN_ROWS, bf16, True),
-        (tuned.RACE_MIN_ROWS - 1, bf16, False),
-        (tuned.TMA_MIN_ROWS, bf16, False),
-        (tuned.TMA_MIN_ROWS - 1, torch.float16, True),
-        (tuned.RACE_MIN_ROWS, torch.float32, False),
+    for m, dtype, interleaved, raced in [
+        (tuned.RACE_MIN_ROWS, bf16, True, True),
+        (tuned.RACE_MIN_ROWS - 1, bf16, False, False),  # the pinned tiles' rows
+        (tuned.TMA_MIN_ROWS, bf16, True, False),  # the interleaved kernel's rows
+        (tuned.TMA_MIN_ROWS, bf16, False, True),  # the weights as given: raced at every row count from 129
+        (tuned.TMA_MIN_ROWS - 1, torch.float16, True, True),
+        (tuned.RACE_MIN_ROWS, torch.float32, False, False),
     ]:
         seen = []
         monkeypatch.setattr(tuned._mid_rows, "choose", lambda *a, seen=seen: seen.append(a) or None)
         w = torch.empty(64, 48, dtype=dtype)
-        assert tuned.raced_route(torch.empty(m, 64, dtype=dtype), w, w) is None
-        assert bool(seen) == raced, (m, dtype)
+        assert tuned.raced_route(torch.empty(m, 64, dtype=dtype), w, w, interleaved) is None
+        assert bool(seen) == raced, (m, dtype, interleaved)
 
 
-# The race's rows scaled down (a product past the real ones takes the interpreter minutes): rows 4 to 63 are
-# raced. (5, 37, 19) is one the rules send to cuBLAS, (5, 37, 29) one they send to the tiled kernel.
+# The race's rows scaled down (a product past the real ones takes the interpreter minutes): from 4 rows raced,
+# below 64 rows on every path. (5, 37, 19) is one the rules send to cuBLAS, (5, 37, 29) one they send to the
+# tiled kernel; (66, 37, 29) is raced on the weights as given only (triton_tuned takes the interleaved kernel).
 SMALL_LIMITS = {"RACE_MIN_ROWS": 4, "TMA_MIN_ROWS": 64, "CUBLAS_MIN_ROWS": 4, "CUBLAS_MAX_COLS": 24}
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("shape", [(5, 37, 19), (5, 37, 29)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(5, 37, 19), (5, 37, 29), (66, 37, 29)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("faster", ["tiled", "cublas"])
 def test_each_raced_route_runs_and_matches_the_oracle(shape, dtype, faster, device, racing, monkeypatch):
     for name, value in SMALL_LIMITS.items():
@@ -122,7 +124,7 @@ def test_each_raced_route_runs_and_matches_the_oracle(shape, dtype, faster, devi
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     ref = FAM.oracle(**inputs)
     outs = {"triton_tuned_pointer": FAM.providers["triton_tuned_pointer"].fn(**inputs)}
-    outs["triton_tuned"] = FAM.providers["triton_tuned"].fn(**inputs)  # the same decision, no interleaved step
+    outs["triton_tuned"] = FAM.providers["triton_tuned"].fn(**inputs)  # the same decision, or the interleaved rows
     previous = ops.use_triton(True)
     try:
         fastops.reset()
