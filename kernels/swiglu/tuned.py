@@ -9,8 +9,9 @@ rows       columns   runs                                                       
                      fp16; fp32 autotuned), where the row above does not apply
 129-999    any       16-bit on a GPU: raced on each shape's first call, the      mid-rows/
                      autotuned tiled kernel or cuBLAS's two products then
-                     silu_mul (``raced_route``); the next four rows apply
-                     where no race runs
+                     silu_mul (``raced_route``; on the weights as given,
+                     ``ops.swiglu``, at every row count from 129); the next
+                     four rows apply where no race runs
 129-511    any       the tiled kernel, autotuned                                 grid/
 512-999    <= 5504   cuBLAS's two products, then kprof's silu_mul kernel         decode-tiles/ (section 5)
 512-999    > 5504    the tiled kernel, autotuned                                 decode-tiles/ (section 5)
