@@ -18,6 +18,7 @@ Side effects on the process, each scoped or declared:
   process on the first ``torch.compile`` provider call. Not restored: compiled functions keep running
   after the call that built them, and a lower limit would silently fall back to eager under the name
   torch.compile.
+* **Route races** (:func:`route_race`): a counter of races timing their routes now, read by launch recordings.
 * **Module-level caches** in kernel modules (compiled launchers keyed by specialisation, launch plans keyed
   by call signature, GPU properties per device, and the harness providers' prepared weights): listed in
   :data:`PROCESS_CACHES` with what each is keyed by.
@@ -175,6 +176,27 @@ def interpreting() -> bool:
 def route_races_allowed() -> bool:
     """False when ``KPROF_ROUTE_RACE=0`` keeps the ops' static routing rules (no timing on first calls)."""
     return env("KPROF_ROUTE_RACE") != "0"
+
+
+_ROUTE_RACES = [0]  # route races running now (nested: none are)
+
+
+@contextmanager
+def route_race() -> Iterator[None]:
+    """Marks a route race's timing calls (:mod:`kprof.kernels.lib.routes`), so that a recording of launches
+    (:func:`kprof.specialization.recording`) leaves them out: the route picked runs after and is recorded.
+    A counter here rather than an attribute of the race's class: a ``--rev`` run loads its own copy of the
+    kernels' library, whose races mark the same counter."""
+    _ROUTE_RACES[0] += 1
+    try:
+        yield
+    finally:
+        _ROUTE_RACES[0] -= 1
+
+
+def in_route_race() -> bool:
+    """Whether a route race's timing calls are running (:func:`route_race`)."""
+    return _ROUTE_RACES[0] > 0
 
 
 def pdl_allowed() -> bool:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof.fmt import config_label
-from kprof.runtime import Patch, patched
+from kprof.runtime import Patch, in_route_race, patched
 
 OPTION_NAMES = ("num_warps", "num_stages")
 
@@ -181,7 +181,8 @@ def recording() -> Iterator[Recording]:
     """Record every Triton launch made inside the block (a :class:`Recording`, filled as launches happen).
 
     Inside ``@triton.autotune`` only the launch of the picked config is kept (its benchmarking launches of
-    the other configs, on the first call for a shape, are dropped).
+    the other configs, on the first call for a shape, are dropped), and a route race's timing calls
+    (:func:`kprof.runtime.route_race`) are not recorded: the route it picks runs after it and is.
     """
     rec = Recording()
     patches: list[Patch] = []
@@ -194,8 +195,9 @@ def recording() -> Iterator[Recording]:
 
         def launch_metadata(self: Any, grid: Any, stream: Any, *args: Any) -> Any:
             out = original_lm(self, grid, stream, *args)  # loads the cubin first: registers are known after
-            rec.launches.append(from_compiled(self, grid, autotuned=depth[0] > 0))
-            rec.calls.append(None)
+            if not in_route_race():
+                rec.launches.append(from_compiled(self, grid, autotuned=depth[0] > 0))
+                rec.calls.append(None)
             return out
 
         patches.append(
@@ -214,7 +216,7 @@ def recording() -> Iterator[Recording]:
         original_run = InterpretedFunction.__dict__["run"]
 
         def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            if not warmup:
+            if not warmup and not in_route_race():
                 rec.launches.append(_from_interpreted(self.fn, args, kwargs, grid, depth[0] > 0))
                 rec.calls.append(describe_call(self.fn, args, kwargs))
             return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)

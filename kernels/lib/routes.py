@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kprof.runtime import interpreting, route_races_allowed
+from kprof.runtime import interpreting, route_race, route_races_allowed
 
 ROUNDS = 3  # interleaved rounds per race
 CALLS = 10  # cold calls per route and round
@@ -101,12 +101,13 @@ class RouteRace:
 
     def race_now(self, key: tuple, routes: Mapping[str, Callable[[], object]], default: str) -> Decision:
         """Time every route (after one call each to compile and autotune it) in interleaved rounds."""
-        for run in routes.values():
-            run()
         rounds: dict[str, list[float]] = {name: [] for name in routes}
-        for _ in range(ROUNDS):
-            for name, run in routes.items():
-                rounds[name].append(self._timer(run))
+        with route_race():  # launch recordings leave these calls out
+            for run in routes.values():
+                run()
+            for _ in range(ROUNDS):
+                for name, run in routes.items():
+                    rounds[name].append(self._timer(run))
         times = {name: statistics.median(ts) for name, ts in rounds.items()}
         fastest = min(times, key=times.__getitem__)
         keep = default in times and times[default] <= (1 + KEEP_DEFAULT_WITHIN) * times[fastest]

@@ -191,3 +191,21 @@ def test_each_raced_product_runs_and_matches_the_oracle(dtype, faster, device, r
         assert out.shape == shape[:1] + shape[2:] and out.dtype == inputs["x"].dtype
         err = float((out.double() - ref).norm() / ref.norm())
         assert err <= tol, f"{name} {dtype}: rel err {err:.2e} (tolerance {tol})"
+
+
+@pytest.mark.parametrize("faster", ["tiled", "cublas"])
+def test_a_launch_recording_keeps_only_the_route_picked(faster, device, racing, monkeypatch):
+    from kprof.specialization import recording
+
+    for name, value in SMALL_LIMITS.items():
+        monkeypatch.setattr(tuned, name, value)
+    times = (5.0, 9.0) if faster == "tiled" else (9.0, 5.0)
+    monkeypatch.setattr(tuned, "_mid_rows", routes.RouteRace("swiglu test", timer=timer_of(*times)))
+    inputs = FAM.make_inputs((5, 37, 29), "bf16", device, seed=torch.seed() % 2**31)
+    with recording() as rec:
+        FAM.providers["triton_tuned_pointer"].fn(**inputs)  # races (both routes run), then runs the pick
+    (d,) = tuned._mid_rows.decisions()
+    assert d.chosen == faster
+    kernels = [s.kernel for s in rec.launches]
+    # the tiled route is one launch of the tiled kernel; cuBLAS's route launches one Triton kernel, silu_mul's
+    assert len(kernels) == 1 and (kernels[0] == "_swiglu_tiled_kernel") == (faster == "tiled"), kernels
