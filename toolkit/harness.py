@@ -22,6 +22,7 @@ import torch
 from kprof import timing as modes
 from kprof.errors import UnsupportedConfig
 from kprof.registry import Case, Family, Inputs, Provider
+from kprof.runtime import route_choices
 from kprof.specialization import recording
 
 
@@ -578,14 +579,17 @@ def _run_case_once(
         inputs = family.make_inputs(case.shape, case.dtype, device, case_seed(settings.seed, case))
         # the correctness call also records which Triton specialisation ran (under @triton.autotune,
         # only the picked config's launch is kept)
+        raced = len(route_choices())
         with recording() as rec:
             corr = check_correctness(family, provider, case, inputs)
+        races = route_choices()[raced:]  # routes a version chose by timing them on this case's first call
         extra["recording"] = rec
         extra["specializations"] = [s.to_dict() for s in rec.launches]
         if not corr.ok:
-            return CaseResult(case, "fail", corr.note, corr, bytes=nbytes, flops=flops, extra=extra)
+            note = "; ".join(n for n in (corr.note, *races) if n) or None
+            return CaseResult(case, "fail", note, corr, bytes=nbytes, flops=flops, extra=extra)
         if not timing:
-            return CaseResult(case, "ok", None, corr, bytes=nbytes, flops=flops, extra=extra)
+            return CaseResult(case, "ok", "; ".join(races) or None, corr, bytes=nbytes, flops=flops, extra=extra)
 
         def call() -> Any:
             return provider.fn(**inputs)
@@ -595,6 +599,7 @@ def _run_case_once(
         host = time_host(call, settings, gpu_ms=rough_ms)
         with placements(provider, inputs, settings) as where:
             samples, timer, notes = measure_modes(where, settings, host, rough_ms)
+        notes = races + notes
         graph_host = None
         if settings.graph:
             graph_ms, graph_host, graph_note = time_graph(call, settings)

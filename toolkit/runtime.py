@@ -18,7 +18,8 @@ Side effects on the process, each scoped or declared:
   process on the first ``torch.compile`` provider call. Not restored: compiled functions keep running
   after the call that built them, and a lower limit would silently fall back to eager under the name
   torch.compile.
-* **Route races** (:func:`route_race`): a counter of races timing their routes now, read by launch recordings.
+* **Route races** (:func:`route_race`, :func:`note_route_choice`): a counter of races timing their routes now,
+  read by launch recordings, and every race's decision as text, read by the harness into case notes.
 * **Module-level caches** in kernel modules (compiled launchers keyed by specialisation, launch plans keyed
   by call signature, GPU properties per device, and the harness providers' prepared weights): listed in
   :data:`PROCESS_CACHES` with what each is keyed by.
@@ -197,6 +198,20 @@ def route_race() -> Iterator[None]:
 def in_route_race() -> bool:
     """Whether a route race's timing calls are running (:func:`route_race`)."""
     return _ROUTE_RACES[0] > 0
+
+
+_ROUTE_CHOICES: list[str] = []  # every route race's decision in this process, described, oldest first
+
+
+def note_route_choice(text: str) -> None:
+    """Keeps a route race's decision (what it timed, what it chose) for whoever runs the call to read back:
+    the harness adds those made during a case to the case's note."""
+    _ROUTE_CHOICES.append(text)
+
+
+def route_choices() -> list[str]:
+    """The route races' decisions of this process so far, oldest first (:func:`note_route_choice`)."""
+    return list(_ROUTE_CHOICES)
 
 
 def pdl_allowed() -> bool:

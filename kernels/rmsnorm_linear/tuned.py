@@ -73,7 +73,7 @@ CUBLAS_MIN_ROWS = 129  # from here on cuBLAS's product at every shape (to RACE_E
 # 0.61x, 0.78x and 0.93x at 320x4096x5504, 320x2048x11008, 448x2048x28672 and 448x4096x14336, where cuBLAS ran
 # far under its rate at neighbouring shapes; nothing in the shape told those apart.
 RACE_END_ROWS = 1000
-_mid_rows = routes.RouteRace("rmsnorm_linear, 129-999 rows: cuBLAS's product or kprof's Triton product")
+_mid_rows = routes.RouteRace("rmsnorm_linear: kprof's Triton product or cuBLAS's after the norm")
 TRITON_MAX_ROWS = 32  # from 2 rows up to this many: kprof's Triton product from TRITON_MIN_COLS columns
 TRITON_MIN_COLS = 5000  # narrower weights (under the grid's 5504) take cuBLAS's product at every row count
 NARROW_MAX_COLS = 11008  # more rows, fewer than CUBLAS_MIN_ROWS: cuBLAS's product up to this many columns

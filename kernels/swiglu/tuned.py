@@ -196,7 +196,7 @@ RAGGED_CUBLAS_MIN_ROWS = 512
 # cuBLAS itself ran at about half its rate (320x4096x5504, 320x2048x11008); no rule of rows and columns held.
 # 128 rows and fewer keep the pinned tiles (raced in decode-tiles/).
 RACE_MIN_ROWS = 129
-_mid_rows = routes.RouteRace("swiglu, 129-999 rows: the tiled kernel or cuBLAS's products then silu_mul")
+_mid_rows = routes.RouteRace("swiglu: the tiled kernel or cuBLAS's products then silu_mul")
 
 
 def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:

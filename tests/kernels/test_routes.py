@@ -209,3 +209,13 @@ def test_a_launch_recording_keeps_only_the_route_picked(faster, device, racing, 
     kernels = [s.kernel for s in rec.launches]
     # the tiled route is one launch of the tiled kernel; cuBLAS's route launches one Triton kernel, silu_mul's
     assert len(kernels) == 1 and (kernels[0] == "_swiglu_tiled_kernel") == (faster == "tiled"), kernels
+
+
+def test_each_decision_is_noted_for_the_harness(racing):
+    from kprof import runtime
+
+    before = len(runtime.route_choices())
+    race = routes.RouteRace("noted", timer=timer_of(3.0, 2.0))
+    race.choose((1,), {"a": lambda: None, "b": lambda: None}, "a", torch.empty(1))
+    race.choose((1,), {"a": lambda: None, "b": lambda: None}, "a", torch.empty(1))  # remembered: not noted again
+    assert runtime.route_choices()[before:] == ["route race (noted): a 3.0 us, b 2.0 us -> b (the rule's: a)"]

@@ -291,3 +291,17 @@ def test_a_small_case_is_timed_in_pools_of_its_own_and_they_are_given_back():
         assert torch.cuda.memory_reserved() > before + (2 << 20)  # the pools' spacers and copies
     torch.cuda.synchronize()
     assert torch.cuda.memory_reserved() <= before + (2 << 20)  # the pools went back when the block ended
+
+
+def test_a_route_race_during_the_first_call_is_in_the_case_note(device, monkeypatch):
+    from kprof import runtime
+
+    def racing(x, weight, eps, out=None):  # a version that decides its route by timing, as swiglu's does
+        runtime.note_route_choice("route race (test): a 2.0 us, b 3.0 us -> a")
+        return good(x, weight, eps, out)
+
+    case = Case("rmsnorm", "t", (6, 50), "fp32")
+    res = run_case(RMS, provider(racing), case, device=device, settings=BenchSettings(), timing=False)
+    assert res.status == "ok" and res.note == "route race (test): a 2.0 us, b 3.0 us -> a"
+    plain = run_case(RMS, provider(good), case, device=device, settings=BenchSettings(), timing=False)
+    assert plain.note is None  # an earlier case's race is not this one's
