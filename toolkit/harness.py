@@ -22,7 +22,7 @@ import torch
 from kprof import timing as modes
 from kprof.errors import UnsupportedConfig
 from kprof.registry import Case, Family, Inputs, Provider
-from kprof.runtime import route_choices
+from kprof.runtime import route_choices_made, route_choices_since
 from kprof.specialization import recording
 
 
@@ -579,10 +579,10 @@ def _run_case_once(
         inputs = family.make_inputs(case.shape, case.dtype, device, case_seed(settings.seed, case))
         # the correctness call also records which Triton specialisation ran (under @triton.autotune,
         # only the picked config's launch is kept)
-        raced = len(route_choices())
+        raced = route_choices_made()
         with recording() as rec:
             corr = check_correctness(family, provider, case, inputs)
-        races = route_choices()[raced:]  # routes a version chose by timing them on this case's first call
+        races = route_choices_since(raced)  # routes a version chose by timing them on this case's first call
         extra["recording"] = rec
         extra["specializations"] = [s.to_dict() for s in rec.launches]
         if not corr.ok:

@@ -27,6 +27,7 @@ Side effects on the process, each scoped or declared:
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -146,8 +147,8 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
     ("kprof.kernels.rmsnorm.tuned._sm_counts", "SM count per device index"),
     (
         "RouteRace objects in swiglu.tuned, rmsnorm_linear.tuned (kprof.kernels.lib.routes)",
-        "the route a shape class's first call timed fastest, per (shapes, dtype, device, alignment), "
-        "bounded at 4096 each",
+        "the route a shape class's first call timed fastest, per (shapes, dtype, device, strides), bounded at "
+        "4096 each; kprof.runtime keeps the latest 4096 decisions as text for the harness",
     ),
     (
         "SameTensorsMemo objects in swiglu.tuned, swiglu.baselines, rmsnorm_linear.rstd_epilogue",
@@ -200,18 +201,26 @@ def in_route_race() -> bool:
     return _ROUTE_RACES[0] > 0
 
 
-_ROUTE_CHOICES: list[str] = []  # every route race's decision in this process, described, oldest first
+_ROUTE_CHOICES: collections.deque[str] = collections.deque(maxlen=4096)  # the latest races' decisions, described
+_ROUTE_CHOICES_MADE = [0]  # how many were ever noted
 
 
 def note_route_choice(text: str) -> None:
     """Keeps a route race's decision (what it timed, what it chose) for whoever runs the call to read back:
     the harness adds those made during a case to the case's note."""
     _ROUTE_CHOICES.append(text)
+    _ROUTE_CHOICES_MADE[0] += 1
 
 
-def route_choices() -> list[str]:
-    """The route races' decisions of this process so far, oldest first (:func:`note_route_choice`)."""
-    return list(_ROUTE_CHOICES)
+def route_choices_made() -> int:
+    """How many route races have decided in this process (a mark for :func:`route_choices_since`)."""
+    return _ROUTE_CHOICES_MADE[0]
+
+
+def route_choices_since(mark: int) -> list[str]:
+    """The decisions noted after ``mark`` (:func:`route_choices_made`), oldest first (at most the last 4096)."""
+    new = _ROUTE_CHOICES_MADE[0] - mark
+    return list(_ROUTE_CHOICES)[-new:] if new > 0 else []
 
 
 def pdl_allowed() -> bool:

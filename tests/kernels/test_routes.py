@@ -214,8 +214,9 @@ def test_a_launch_recording_keeps_only_the_route_picked(faster, device, racing, 
 def test_each_decision_is_noted_for_the_harness(racing):
     from kprof import runtime
 
-    before = len(runtime.route_choices())
+    mark = runtime.route_choices_made()
     race = routes.RouteRace("noted", timer=timer_of(3.0, 2.0))
     race.choose((1,), {"a": lambda: None, "b": lambda: None}, "a", torch.empty(1))
     race.choose((1,), {"a": lambda: None, "b": lambda: None}, "a", torch.empty(1))  # remembered: not noted again
-    assert runtime.route_choices()[before:] == ["route race (noted): a 3.0 us, b 2.0 us -> b (the rule's: a)"]
+    assert runtime.route_choices_since(mark) == ["route race (noted): a 3.0 us, b 2.0 us -> b (the rule's: a)"]
+    assert runtime.route_choices_since(runtime.route_choices_made()) == []
