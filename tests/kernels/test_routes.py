@@ -220,3 +220,31 @@ def test_each_decision_is_noted_for_the_harness(racing):
     race.choose((1,), {"a": lambda: None, "b": lambda: None}, "a", torch.empty(1))  # remembered: not noted again
     assert runtime.route_choices_since(mark) == ["route race (noted): a 3.0 us, b 2.0 us -> b (the rule's: a)"]
     assert runtime.route_choices_since(runtime.route_choices_made()) == []
+
+
+@pytest.mark.gpu
+def test_a_real_race_on_the_gpu_times_both_routes_and_keeps_one(monkeypatch):
+    from kprof import runtime
+    from kprof.timing import cold_event_times_us
+
+    times = cold_event_times_us(lambda: torch.empty(1 << 20, device="cuda").zero_(), 5)
+    assert len(times) == 5 and all(0 < t < 10_000 for t in times)  # µs: a 4 MB memset, cold
+    shape = (320, 2048, 11008)  # a shape where cuBLAS's route ran at half its rate on H100s: both routes matter
+    inputs = FAM.make_inputs(shape, "bf16", "cuda", seed=5)
+    ref = FAM.oracle(**inputs)
+    mark = runtime.route_choices_made()
+    previous = ops.use_triton(True)
+    try:
+        out = ops.swiglu(**inputs)
+        monkeypatch.setenv("KPROF_ROUTE_RACE", "0")
+        inputs2 = FAM.make_inputs((321, 2048, 11008), "bf16", "cuda", seed=6)
+        ops.swiglu(**inputs2)  # a new shape with races off: the static rule, nothing decided
+    finally:
+        ops.use_triton(previous)
+    (d,) = [x for x in tuned._mid_rows.decisions() if x.key[:3] == shape]
+    assert d.chosen in ("tiled", "cublas") and {n for n, _ in d.times_us} == {"tiled", "cublas"}
+    assert all(t > 0 for _, t in d.times_us)
+    assert len(runtime.route_choices_since(mark)) == 1  # this race only; none for the shape raced with races off
+    assert not [x for x in tuned._mid_rows.decisions() if x.key[0] == 321]
+    err = float((out.double() - ref).norm() / ref.norm())
+    assert err <= FAM.tolerances["bf16"]
