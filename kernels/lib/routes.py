@@ -52,10 +52,14 @@ class Decision:
     times_us: tuple[tuple[str, float], ...]
     default: str
     chosen: str
+    failed: tuple[tuple[str, str], ...] = ()  # routes that raised on their first call, and what they raised
 
     def describe(self) -> str:
         """One line: ``route race (RACE): a 58.3 us, b 105.6 us -> a (the rule's: b)``."""
-        times = ", ".join(f"{name} {t:.1f} us" for name, t in self.times_us)
+        times = ", ".join(
+            [f"{name} {t:.1f} us" for name, t in self.times_us]
+            + [f"{name} failed ({why})" for name, why in self.failed]
+        )
         rule = "" if self.chosen == self.default else f" (the rule's: {self.default})"
         return f"route race ({self.race}): {times} -> {self.chosen}{rule}"
 
@@ -107,19 +111,29 @@ class RouteRace:
         return decision.chosen
 
     def race_now(self, key: tuple, routes: Mapping[str, Callable[[], object]], default: str) -> Decision:
-        """Time every route (after one call each to compile and autotune it) in interleaved rounds."""
-        rounds: dict[str, list[float]] = {name: [] for name in routes}
+        """Time every route (after one call each to compile and autotune it) in interleaved rounds. A route
+        that raises on that first call (out of memory for its intermediates, a kernel that does not fit) is
+        left out, with what it raised; if every route raises, the first error is raised."""
+        failed: dict[str, str] = {}
         with route_race():  # launch recordings leave these calls out
-            for run in routes.values():
-                run()
+            for name, run in routes.items():
+                try:
+                    run()
+                except Exception as exc:  # noqa: BLE001 - a route that cannot run here loses the race, says why
+                    failed[name] = f"{type(exc).__name__}: {str(exc)[:120]}"
+                    if len(failed) == len(routes):
+                        raise
+            running = {name: run for name, run in routes.items() if name not in failed}
+            rounds: dict[str, list[float]] = {name: [] for name in running}
             for _ in range(ROUNDS):
-                for name, run in routes.items():
+                for name, run in running.items():
                     rounds[name].append(self._timer(run))
         times = {name: statistics.median(ts) for name, ts in rounds.items()}
         fastest = min(times, key=times.__getitem__)
         keep = default in times and times[default] <= (1 + KEEP_DEFAULT_WITHIN) * times[fastest]
         chosen = default if keep else fastest
-        return Decision(self.race, key, tuple((n, round(t, 3)) for n, t in times.items()), default, chosen)
+        timed = tuple((n, round(t, 3)) for n, t in times.items())
+        return Decision(self.race, key, timed, default, chosen, tuple(failed.items()))
 
     def decisions(self) -> list[Decision]:
         return list(self._decisions.values())

@@ -248,3 +248,17 @@ def test_a_real_race_on_the_gpu_times_both_routes_and_keeps_one(monkeypatch):
     assert not [x for x in tuned._mid_rows.decisions() if x.key[0] == 321]
     err = float((out.double() - ref).norm() / ref.norm())
     assert err <= FAM.tolerances["bf16"]
+
+
+def test_a_route_that_raises_loses_the_race_and_says_why(racing):
+    def broken():
+        raise RuntimeError("out of resource: shared memory")
+
+    race = routes.RouteRace("broken", timer=timer_of(1.0))
+    on = torch.empty(1)
+    assert race.choose((1,), {"a": broken, "b": lambda: None}, "a", on) == "b"  # the rule's route failed
+    (d,) = race.decisions()
+    assert d.times_us == (("b", 1.0),) and d.failed[0][0] == "a" and "shared memory" in d.failed[0][1]
+    assert "a failed (RuntimeError: out of resource" in d.describe()
+    with pytest.raises(RuntimeError, match="shared memory"):  # nothing can run: the caller sees the error
+        race.choose((2,), {"a": broken, "b": broken}, "a", on)
