@@ -14,6 +14,7 @@ from kprof.kernels import discover, ops
 from kprof.kernels.lib import fastops, routes
 from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
 from kprof.kernels.swiglu import tuned
+from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["swiglu"]
 
@@ -125,15 +126,10 @@ def test_each_raced_route_runs_and_matches_the_oracle(shape, dtype, faster, devi
     ref = FAM.oracle(**inputs)
     outs = {"triton_tuned_pointer": FAM.providers["triton_tuned_pointer"].fn(**inputs)}
     outs["triton_tuned"] = FAM.providers["triton_tuned"].fn(**inputs)  # the same decision, or the interleaved rows
-    previous = ops.use_triton(True)
-    try:
-        fastops.reset()
+    with triton_ops():
         outs["ops first call"] = ops.swiglu(**inputs)
         outs["ops planned call"] = ops.swiglu(**inputs)
         ((_, (launch, _, _)),) = fastops._swiglu_plans.plans.items()
-    finally:
-        ops.use_triton(previous)
-        fastops.reset()
     (d,) = tuned._mid_rows.decisions()  # one race for every caller of the shape
     rule = "cublas" if tuned.cublas_products(m, n) else "tiled"
     assert (d.chosen, d.default) == (faster, rule)
@@ -174,15 +170,10 @@ def test_each_raced_product_runs_and_matches_the_oracle(dtype, faster, device, r
     inputs = fam.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     ref = fam.oracle(**inputs)
     outs = {"triton_tuned": fam.providers["triton_tuned"].fn(**inputs)}
-    previous = ops.use_triton(True)
-    try:
-        fastops.reset()
+    with triton_ops():
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
         outs["ops planned call"] = ops.rms_norm_linear(**inputs)
         ((_, (_, product, _, _)),) = fastops._product_plans.plans.items()
-    finally:
-        ops.use_triton(previous)
-        fastops.reset()
     (d,) = rl_tuned._mid_rows.decisions()
     assert (d.chosen, d.default) == (faster, "cublas")
     assert (product is fastops.CUBLAS) == (faster == "cublas")

@@ -9,6 +9,7 @@ import torch
 from kprof.kernels import discover, ops
 from kprof.kernels.lib import fastops
 from kprof.kernels.swiglu import tuned
+from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["swiglu"]
 
@@ -48,15 +49,10 @@ def test_every_path_matches_the_oracle_on_both_sides_of_the_rule(shape, dtype, d
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     ref = FAM.oracle(**inputs)
     outs = {p: FAM.providers[p].fn(**inputs) for p in ("triton_cublas_silu", "triton_tuned", "triton_tuned_pointer")}
-    previous = ops.use_triton(True)
-    try:
-        fastops.reset()
+    with triton_ops():
         outs["ops first call"] = ops.swiglu(**inputs)
         outs["ops planned call"] = ops.swiglu(**inputs)
         ((_, (launch, _, _)),) = fastops._swiglu_plans.plans.items()
-    finally:
-        ops.use_triton(previous)
-        fastops.reset()
     x2d = inputs["x"].view(-1, inputs["x"].shape[-1])
     assert (launch is fastops.CUBLAS) == (tuned.cublas_products(m, n) or tuned.ragged_products(x2d, inputs["w_gate"]))
     assert (launch is fastops.CUBLAS) == (shape == (5, 37, 19) or (shape == (5, 40, 32) and dtype != "fp32"))

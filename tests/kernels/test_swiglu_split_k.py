@@ -12,6 +12,7 @@ from kprof.kernels import discover, ops
 from kprof.kernels.lib import fastops, launching
 from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.swiglu import split_k
+from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["swiglu"]
 
@@ -60,16 +61,11 @@ def test_the_op_runs_the_kernel_through_provider_and_plans(dtype, device, monkey
     taken = dtype != "fp32"
     assert (split_k.ops_config(inputs["x"], 40) is not None) == taken
     outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
-    previous = ops.use_triton(True)
-    try:
-        fastops.reset()
+    with triton_ops():
         outs["ops first call"] = ops.swiglu(**inputs)
         outs["ops planned call"] = ops.swiglu(**inputs)
         outs["ops planned call again"] = ops.swiglu(**inputs)
         ((_, (_, out_shape, unsplit)),) = fastops._swiglu_plans.plans.items()
-    finally:
-        ops.use_triton(previous)
-        fastops.reset()
     assert unsplit == taken and out_shape == (5, 40)
     for name, out in outs.items():
         _check(out, inputs, dtype, name)
@@ -86,8 +82,7 @@ def test_gpu_planned_calls_of_both_split_k_kernels(dtype):
     cases = [("swiglu", (4, 2048, 11008)), ("rmsnorm_linear", (4, 2048, 28672))]
     if dtype == "bf16":
         cases.append(("rmsnorm_linear", (1, 2048, 5504)))
-    previous = ops.use_triton(True)
-    try:
+    with triton_ops():
         for family, shape in cases:
             fastops.reset()
             fam = FAM if family == "swiglu" else rl
@@ -105,6 +100,3 @@ def test_gpu_planned_calls_of_both_split_k_kernels(dtype):
             for out in outs:
                 err = float((out.double() - ref).norm() / ref.norm())
                 assert err <= fam.tolerances[dtype], f"{family} {shape} {dtype}: rel err {err:.2e}"
-    finally:
-        ops.use_triton(previous)
-        fastops.reset()

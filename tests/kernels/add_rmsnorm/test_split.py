@@ -8,8 +8,6 @@ zeros); outputs are poisoned with NaN first.
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 import torch
 
@@ -19,6 +17,7 @@ from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYT
 from kprof.kernels.lib import fastops, split_rows
 from kprof.kernels.lib.launching import classic_num_warps
 from kprof.kernels.rmsnorm.reference import rmsnorm_oracle
+from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["add_rmsnorm"]
 DTYPES = ["fp32", "bf16", "fp16"]
@@ -93,22 +92,11 @@ def test_the_tuned_version_launches_the_split_kernels(device, monkeypatch):
     assert tuned.choose_config(20000, 4, 200).kernel == "looped"  # 200 rows fill the GPU: one program per row
 
 
-@contextlib.contextmanager
-def _triton_ops():
-    previous = ops.use_triton(True)
-    fastops.reset()
-    try:
-        yield
-    finally:
-        fastops.reset()
-        ops.use_triton(previous)
-
-
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_ops_api_takes_the_split_path(dtype, device):
     """ops.fused_add_rms_norm plans the two split launches for few wide rows; the planned call computes."""
     inp = _strided_inputs(2, 17001, dtype, device)
-    with _triton_ops():
+    with triton_ops():
         for _ in range(2):  # the second call goes through the plan
             y, h = ops.fused_add_rms_norm(**inp)
             _check(y, h, inp, dtype)
@@ -140,7 +128,7 @@ def test_planned_split_launches_get_raw_addresses(device, monkeypatch):
     monkeypatch.setattr(fastops, "_stream", lambda d: 0)
     inp = _strided_inputs(3, 17001, "fp32", device)
     x, r, w = inp["x"], inp["residual"], inp["weight"]
-    with _triton_ops():
+    with triton_ops():
         ops.fused_add_rms_norm(x, r, w)
         ((launch, _, _),) = fastops._add_plans.plans.values()
         launch.first.entry = launch.second.entry = (rec, rec.prefix, 0)

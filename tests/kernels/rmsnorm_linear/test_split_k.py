@@ -15,6 +15,7 @@ from kprof.kernels import discover, ops
 from kprof.kernels.lib import fastops, launching
 from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm_linear import split_k, tuned
+from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["rmsnorm_linear"]
 
@@ -118,16 +119,11 @@ def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device,
     taken = tuned.split_k_product(m, k, n, inputs["x"].dtype)
     assert taken == (dtype in ("bf16", "fp32") or n == 40)
     outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
-    previous = ops.use_triton(True)
-    try:
-        fastops.reset()
+    with triton_ops():
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
         outs["ops planned call"] = ops.rms_norm_linear(**inputs)
         outs["ops planned call again"] = ops.rms_norm_linear(**inputs)
         ((_, plan),) = fastops._product_plans.plans.items()
-    finally:
-        ops.use_triton(previous)
-        fastops.reset()
     assert (type(plan) is fastops.SplitKPlan) == taken
     for name, out in outs.items():
         _check(out, inputs, dtype, f"{name} {shape}")
@@ -186,17 +182,12 @@ def test_a_compiled_plan_gets_raw_addresses_of_its_workspace_and_counters(bias, 
     if not bias:
         inputs["b"] = None
     rec = _RecordingLauncher()
-    previous = ops.use_triton(True)
-    try:
-        fastops.reset()
+    with triton_ops():
         ops.rms_norm_linear(**inputs)
         ((_, plan),) = fastops._product_plans.plans.items()
         assert type(plan) is fastops.SplitKPlan
         plan.launch.entry = (rec, rec.prefix, 0)
         out = ops.rms_norm_linear(**inputs)
-    finally:
-        ops.use_triton(previous)
-        fastops.reset()
     ((xp, gp, wp, bp, yp, part_p, ss_p, count_p, *tail),) = rec.calls
     x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
     assert (xp, gp, wp, bp) == (x.data_ptr(), g.data_ptr(), w.data_ptr(), (w if b is None else b).data_ptr())

@@ -10,6 +10,7 @@ import torch
 from kprof.kernels import discover, ops
 from kprof.kernels.lib import fastops
 from kprof.kernels.rmsnorm_linear import tuned
+from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["rmsnorm_linear"]
 
@@ -57,15 +58,10 @@ def test_both_products_match_the_oracle(shape, dtype, device, monkeypatch):
     ref = FAM.oracle(**inputs)
     tol = FAM.tolerances[dtype]
     outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
-    previous = ops.use_triton(True)
-    try:
-        fastops.reset()
+    with triton_ops():
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
         outs["ops planned call"] = ops.rms_norm_linear(**inputs)
         ((_, (_, product, _, _)),) = fastops._product_plans.plans.items()
-    finally:
-        ops.use_triton(previous)
-        fastops.reset()
     x2d = inputs["x"].view(-1, k)
     assert (product is fastops.CUBLAS) == (tuned.cublas_product(m, k, n) or tuned.ragged_weights(x2d, inputs["w"]))
     assert (product is fastops.CUBLAS) == (
