@@ -321,6 +321,12 @@ _SPIN_GHZ = 2.0
 WARM_SKIP = 3  # warm calls dropped at the start of the block: they begin from the flushed L2
 
 
+def _spin_cycles(host_us: float) -> int:
+    """The spin before a cold call: 1.5x the call's host time plus 10 us, so all its launches are queued by the
+    time the flush after the spin ends and its kernels run back to back."""
+    return int((1.5 * host_us + 10.0) * 1e3 * _SPIN_GHZ)
+
+
 def plan_calls(iter_us: float, gpu_us: float, rep_ms: float, lo: int = 20, hi: int = 200) -> tuple[int, int]:
     """(cold calls, warm calls) for a case: the repetition budget spread over iterations of ``iter_us``
     (spin + flush + call) and ``gpu_us`` (a call), kept within [lo, hi] so the CUPTI buffer and its
@@ -347,7 +353,7 @@ def measure_cupti(
 
     collect = collect or collect_device_records
     fl = flush()
-    cycles = int((1.5 * host_us + 10.0) * 1e3 * _SPIN_GHZ)
+    cycles = _spin_cycles(host_us)
     flush_us = fl.nbytes / 2.5e6  # ~2.5 TB/s read: only sizes the budget
     n_cold, n_warm = calls or plan_calls(cycles / _SPIN_GHZ / 1e3 + flush_us + gpu_us, gpu_us, rep_ms)
 
@@ -388,7 +394,7 @@ def cold_event_times_us(fn: Callable[[], Any], calls: int) -> list[float]:
     t0 = time.perf_counter()
     fn()
     host_us = (time.perf_counter() - t0) * 1e6  # enqueue time: what the spin must cover
-    cycles = int((1.5 * host_us + 10.0) * 1e3 * _SPIN_GHZ)
+    cycles = _spin_cycles(host_us)
     marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
     for start, end in marks:
         torch.cuda._sleep(cycles)
