@@ -138,9 +138,6 @@ class RouteRace:
     def decisions(self) -> list[Decision]:
         return list(self._decisions.values())
 
-    def forget(self) -> None:
-        self._decisions.clear()
-
 
 _RACES: list[RouteRace] = []
 
