@@ -45,12 +45,7 @@ def persistent_call(x: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, cfg: 
     """The shipped persistent launch (tail in parts, halves stored) with ``cfg``'s tiles."""
 
     def call() -> torch.Tensor:
-        shipped = tuned.PERSISTENT_CONFIG
-        tuned.PERSISTENT_CONFIG = cfg
-        try:
-            tuned.launch_interleaved(x, w_int, y, persistent=True, tail=True)
-        finally:
-            tuned.PERSISTENT_CONFIG = shipped
+        tuned.launch_interleaved(x, w_int, y, persistent=True, tail=True, config=cfg)
         return y
 
     return call

@@ -217,11 +217,17 @@ def tail_split(tiles: int, programs: int) -> int:
 
 
 def launch_interleaved(
-    x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, persistent: bool | None = None, tail: bool | None = None
+    x2d: torch.Tensor,
+    w_int: torch.Tensor,
+    y: torch.Tensor,
+    persistent: bool | None = None,
+    tail: bool | None = None,
+    config: tuple[int, ...] | None = None,
 ) -> None:
     """``y = silu(x2d @ Wg) * (x2d @ Wu)`` from the interleaved weights (``tma_ready`` operands); persistent
     where the tiles make few waves (``PERSISTENT_MAX_WAVES``) unless ``persistent`` says otherwise. ``tail``
-    (persistent only; default ``TAIL_SPLITS``) does the last partial wave's tiles in parts (``tail_split``)."""
+    (persistent only; default ``TAIL_SPLITS``) does the last partial wave's tiles in parts (``tail_split``).
+    ``config`` (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages) replaces the shipped tiles (an experiment's)."""
     m, k = x2d.shape
     n = y.shape[1]
     sms = launching.sm_count(x2d) if x2d.is_cuda else 4
@@ -231,7 +237,7 @@ def launch_interleaved(
     if launching.interpreting():
         bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG
     else:
-        bm, bn, bk, gm, warps, stages = PERSISTENT_CONFIG if persistent else TMA_CONFIG
+        bm, bn, bk, gm, warps, stages = config or (PERSISTENT_CONFIG if persistent else TMA_CONFIG)
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     programs = min(sms, tiles) if persistent else 0
     split = tail_split(tiles, programs) if (TAIL_SPLITS if tail is None else tail) else 0
