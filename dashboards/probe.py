@@ -198,7 +198,7 @@ def _select(page, label: str, option: str) -> None:
 def compare_baseline(page) -> None:
     _select(page, "baseline", "torch.compile")
     _caption(page, "Speedup against torch.compile")
-    _wait_done(page, "Download the table (CSV)", vega=1)
+    _wait_done(page, "Download the table (CSV)")
 
 
 def diff_threshold(page) -> None:
@@ -243,7 +243,7 @@ def correctness_filter(page) -> None:
 
 
 GPU_VISITS = [
-    Visit("compare", "Download the table (CSV)", vega=1),
+    Visit("compare", "Download the table (CSV)"),
     Visit("correctness", "Tolerance: the one"),
     Visit("runs", "Failed cases:"),
     Visit("trace", "rows; source:", vega=1),

@@ -20,11 +20,10 @@ def warm() -> None:
     ``st.cache_data`` cache made before its runtime starts (1.67); where a version does not, this only
     costs the read. A store that cannot be read is left for the page to explain."""
     import importlib
-    import json
     import logging
     import pkgutil
 
-    from kprof.dashboards import data, figures, style, views
+    from kprof.dashboards import data, figures, html_chart, style, views
     from kprof.dashboards.views import compare, correctness
     from kprof.dashboards.views.common import pickable
     from kprof.errors import KprofError
@@ -41,7 +40,7 @@ def warm() -> None:
             run = data.get_run(run_id)
             metrics = figures.with_baseline(data.get_metrics(run_id), next(iter(figures.BASELINES)))
             for dtype in metrics["dtype"].dropna().unique()[:1]:
-                json.dumps(figures.compare_panels(metrics, str(dtype), run.get("ceiling_gbps")))
+                html_chart.compare_panels(metrics, str(dtype), run.get("ceiling_gbps"))
                 table = compare.summary_table(metrics, str(dtype))  # first calls into pandas' Arrow strings
                 style.html_table(table, compare.best_shade(table))
                 table.to_csv(index=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from kprof.dashboards import data, figures, style
+from kprof.dashboards import data, figures, html_chart, style
 from kprof.dashboards.views.common import csv_download, gpu_run, label, pickable
 from kprof.dashboards.views.common import table as show_table
 
@@ -69,9 +69,7 @@ def against_baseline(m: pd.DataFrame, dtype: str, run_id: str, ceiling: float | 
         "baseline (speedup = its time / the version's time)", list(figures.BASELINES), key="compare_baseline"
     )
     m = figures.with_baseline(m, baseline)
-    st.vega_lite_chart(
-        figures.compare_panels(m, dtype, ceiling=ceiling, baseline=baseline), key="compare_fig", width="content"
-    )
+    st.html(html_chart.compare_panels(m, dtype, ceiling=ceiling, baseline=baseline))
     if not m["occupancy_theoretical_pct"].notna().any():
         st.info("No occupancy in this run (profiled with `--profiler none`, or a backend without launch data).")
     table = summary_table(m, dtype)

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from kprof.dashboards import style
+from kprof.dashboards.html_chart import place as at
 from kprof.dashboards.views.common import header, pick_run
 from kprof.dashboards.views.common import table as show_table
 
@@ -117,11 +118,7 @@ def error_strip(m: pd.DataFrame) -> str:
     coloured by status, the tolerance (1) a dashed line (left of it passes), each dot's details in its
     native tooltip. Cases without an error figure (skipped, errors) are not drawn; the table lists them.
 
-    Not a Vega-Lite chart: on the 2-core box where the page times are taken, a fresh browser reached this
-    page's last element in 2.20 s with its Vega-Lite chart and 1.77 s with no chart
-    (``benchmarks/results/dashboard-pages/``); Vega's code and first draw were the difference, and nothing else
-    on this page needs them. Not SVG either: ``st.html`` keeps HTML only (DOMPurify's html profile), so the dots
-    are absolutely placed elements, which need no script."""
+    Positioned HTML rather than a Vega-Lite chart or SVG: :mod:`kprof.dashboards.html_chart` says why."""
     from html import escape
 
     shown = m[m["err_vs_tol"].notna() & (m["err_vs_tol"] > 0)]
@@ -135,10 +132,6 @@ def error_strip(m: pd.DataFrame) -> str:
 
     def x(value: float) -> float:
         return NAME_PX + span * (math.log10(value) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
-
-    def at(left: float, top: float, style: str, inner: str = "", **attrs: str) -> str:
-        extra = "".join(f' {k.replace("_", "-")}="{escape(val)}"' for k, val in attrs.items())
-        return f'<div style="position:absolute;left:{left:.1f}px;top:{top:.1f}px;{style}"{extra}>{inner}</div>'
 
     top = 40
     bottom = top + ROW_PX * len(versions)

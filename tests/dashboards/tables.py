@@ -56,3 +56,33 @@ def num(cells: pd.Series) -> pd.Series:
     """Shown numbers back to floats: units and thousands separators off, '—' as NaN."""
     text = cells.astype(str).str.replace(r"[^0-9eE.+-]", "", regex=True).replace("", None)
     return pd.to_numeric(text, errors="coerce")
+
+
+def marks(markup: str, attr: str) -> list[dict[str, str]]:
+    """The attributes of every element of ``markup`` that has ``attr``, with the text directly inside it
+    under ``"_text"``."""
+    found: list[dict[str, str]] = []
+
+    class Marks(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.open: list[dict[str, str] | None] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            a = {k: v or "" for k, v in attrs}
+            mine = {**a, "_text": ""} if attr in a else None
+            if mine is not None:
+                found.append(mine)
+            if tag not in ("input", "br", "img"):  # void elements never close
+                self.open.append(mine)
+
+        def handle_endtag(self, tag: str) -> None:
+            if self.open:
+                self.open.pop()
+
+        def handle_data(self, data: str) -> None:
+            if self.open and self.open[-1] is not None:
+                self.open[-1]["_text"] += data
+
+    Marks().feed(markup)
+    return found

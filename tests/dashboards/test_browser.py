@@ -97,6 +97,14 @@ def test_downloads_and_switched_controls_work_in_the_browser(tmp_path):
         lines = Path(got.value.path()).read_text().splitlines()
         assert got.value.suggested_filename.endswith(".csv") and lines[0].startswith("shape,provider,status")
         assert len(lines) > 2 and all(line.count(",") >= 3 for line in lines[1:])
+        # the chart's legend: ticking a version keeps its marks and dims every other version's, in all panels
+        box = page.locator(".kprof-compare input[type=checkbox]").nth(1)
+        picked = box.get_attribute("data-provider")
+        assert _opacities(page, picked) == ({"1"}, {"1"})
+        box.click()
+        assert _opacities(page, picked) == ({"1"}, {"0.12"})
+        box.click()
+        assert _opacities(page, picked) == ({"1"}, {"1"})
         page.get_by_text("add runs of this family").first.click()
         page.get_by_text("runs to add").first.wait_for(timeout=60000)
         page.goto(url + "/trace")
@@ -120,4 +128,20 @@ def _dimmed_after(page, text: str) -> int:
     return page.evaluate(
         """() => Array.from(document.querySelectorAll('.vega-embed svg.marks g.mark-rect')[0]
             .querySelectorAll('path')).filter(p => p.getAttribute('opacity') === '0.15').length"""
+    )
+
+
+def _opacities(page, provider: str) -> tuple[set[str], set[str]]:
+    """The opacities the browser draws Compare's points and lines with: ``provider``'s, everyone else's."""
+    page.wait_for_timeout(100)  # style recalculation after a click
+    return tuple(
+        set(v)
+        for v in page.evaluate(
+            """(p) => {
+            const all = [...document.querySelectorAll('.kprof-compare .kp-m')];
+            const o = (e) => getComputedStyle(e).opacity;
+            return [all.filter(e => e.dataset.provider === p).map(o), all.filter(e => e.dataset.provider !== p).map(o)];
+        }""",
+            provider,
+        )
     )

@@ -1,4 +1,4 @@
-"""The dashboard's figures alone (Vega-Lite specs, no Streamlit)."""
+"""The dashboard's figures alone (Vega-Lite specs and HTML charts, no Streamlit)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("plotly")  # style's palette
 
-from kprof.dashboards import figures, style  # noqa: E402
+from kprof.dashboards import figures, html_chart, style  # noqa: E402
+from tests.dashboards.tables import marks  # noqa: E402
 
 
 def _compare_metrics(rng: np.random.Generator) -> pd.DataFrame:
@@ -53,70 +54,98 @@ def _compare_metrics(rng: np.random.Generator) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _layers(spec: dict):
-    for row in spec["vconcat"]:
-        for panel in row["hconcat"]:
-            yield panel, panel["layer"]
+def _by_class(chart: str, cls: str, attr: str = "class") -> list[dict[str, str]]:
+    return [e for e in marks(chart, attr) if cls in e.get("class", "").split()]
 
 
-def test_compare_spec_colours_order_stars_and_dashes():
+def test_compare_chart_colours_order_stars_and_dashes():
     rng = np.random.default_rng()
     m = figures.with_baseline(_compare_metrics(rng), "best PyTorch per shape")
-    spec = figures.compare_panels(m, "bf16", ceiling=3000.0)
-    json.dumps(spec, allow_nan=False)  # the browser parses it as strict JSON
+    chart = html_chart.compare_panels(m, "bf16", ceiling=3000.0)
     sweep_order = list(dict.fromkeys(m.sort_values("idx")["shape"]))
     ok = m[m["status"] == "ok"]
     fastest = ok.loc[ok.groupby("shape")["gpu_time_us"].idxmin()].set_index("shape")["provider"]
-    panels = list(_layers(spec))
-    assert len(panels) == 4
-    for _, layers in panels:
-        for layer in layers:
-            enc = layer.get("encoding", {})
-            if "x" in enc:  # shapes as categories, in the order the run swept them
-                assert enc["x"]["sort"] == sweep_order and enc["x"]["type"] == "nominal"
-            if "color" in enc:  # every version in its own colour, the same as on every other page
-                scale = enc["color"]["scale"]
-                assert all(c == style.colour(p) for p, c in zip(scale["domain"], scale["range"]))
-                assert set(scale["domain"]) == set(ok["provider"])  # the failed version is never drawn
-    time_panel = panels[0][1]
-    points = time_panel[0]["data"]["values"]
-    assert "triton_broken" not in {p["provider"] for p in points}
-    starred = {p["shape"]: p["provider"] for p in time_panel[1]["data"]["values"] if p["best"]}
-    assert starred == fastest.to_dict()  # the star at each shape is the fastest correct version there
-    assert time_panel[1]["mark"]["size"] > time_panel[0]["mark"]["point"]["size"]
-    assert "datum.best" in json.dumps(time_panel[1]["transform"])
-    # another run's version: its provider's colour, dashed, in every panel it has values for
-    added = [p for p in points if p["provider"] == "triton_looped @ 58fe"]
-    assert added and {p["run"] for p in added} == {figures.ADDED_RUN}
-    dash = time_panel[0]["encoding"]["strokeDash"]["scale"]
-    assert dict(zip(dash["domain"], map(tuple, dash["range"])))[figures.ADDED_RUN] != (1, 0)
+    points = _by_class(chart, "kp-pt")
+    titles = [e["_text"] for e in _by_class(chart, "kp-title")]
+    assert titles == [
+        "GPU time per call",
+        "Bandwidth",
+        "Speedup over best PyTorch per shape",
+        "Theoretical occupancy of the main kernel",
+    ]
+    # every correct case once per panel, the failed version never
+    for panel in ("gpu_time_us", "gbps", "speedup", "occupancy_theoretical_pct"):
+        mine = [p for p in points if p["data-panel"] == panel]
+        assert sorted((p["data-provider"], p["data-shape"]) for p in mine) == sorted(zip(ok["provider"], ok["shape"]))
+        # shapes as categories in the order the run swept them: one x per shape, left to right
+        x = {p["data-shape"]: float(p["data-x"]) for p in mine}
+        assert all(float(p["data-x"]) == x[p["data-shape"]] for p in mine)
+        assert sorted(x, key=x.get) == [s for s in sweep_order if s in x]
+        # higher values higher up (smaller y), on the linear and the log axes alike
+        by_value = sorted(mine, key=lambda p: float(p["data-value"]))
+        ys = [float(p["data-y"]) for p in by_value]
+        assert all(a >= b for a, b in zip(ys, ys[1:]))
+        # one line segment between each pair of neighbouring points of a version
+        lines = [e for e in _by_class(chart, "kp-line") if e["data-panel"] == panel]
+        for provider in set(ok["provider"]):
+            n = sum(p["data-provider"] == provider for p in mine)
+            assert sum(e["data-provider"] == provider for e in lines) == n - 1
+    # every version in its own colour, the same as on every other page; another run's in its provider's
+    assert all(p["data-colour"] == style.colour(p["data-provider"]) for p in points)
+    assert all(f"background:{p['data-colour']}" in p["style"] for p in points)
     assert style.colour("triton_looped @ 58fe") == style.colour("triton_looped")
-    # one legend-bound selection, and every panel's lines listen to it (the panels are linked)
-    params = [p for _, layers in panels for layer in layers for p in layer.get("params", [])]
-    assert [(p["name"], p["bind"]) for p in params] == [("pick", "legend")]
-    assert all(layers[0]["encoding"]["opacity"]["condition"]["param"] == "pick" for _, layers in panels)
+    added = [p for p in points if p["data-provider"] == "triton_looped @ 58fe"]
+    assert added and all("rotate(45deg)" in p["style"] for p in added)  # diamonds
+    assert all(
+        ("dashed" in e["style"]) == (e["data-provider"] == "triton_looped @ 58fe") for e in _by_class(chart, "kp-line")
+    )
+    # the star at each shape is the fastest correct version there, in the time and speedup panels only
+    stars = _by_class(chart, "kp-best")
+    assert {e["data-panel"] for e in stars} == {"gpu_time_us", "speedup"}
+    for panel in ("gpu_time_us", "speedup"):
+        assert {e["data-shape"]: e["data-provider"] for e in stars if e["data-panel"] == panel} == fastest.to_dict()
+    # one legend for the four panels: a box per version, and a rule that keeps its marks opaque when ticked
+    boxes = marks(chart, "type")
+    assert sorted(b["data-provider"] for b in boxes) == sorted(set(ok["provider"]))
+    for b in boxes:
+        n = b["class"].removeprefix("kp-i")
+        assert f":has(.kp-i{n}:checked) .kp-v{n}{{opacity:1}}" in chart
+        assert all(f"kp-v{n}" in p["class"].split() for p in points if p["data-provider"] == b["data-provider"])
 
 
-def test_compare_spec_log_ticks_rules_and_empty_panels():
+def test_compare_chart_log_ticks_rules_and_empty_panels():
     rng = np.random.default_rng()
     m = _compare_metrics(rng).drop(columns="occupancy_theoretical_pct")
     m = figures.with_baseline(m, "PyTorch eager")
-    spec = figures.compare_panels(m, "bf16", ceiling=2500.0, baseline="PyTorch eager")
-    (_, time_layers), (_, bw_layers), (speed, speed_layers), (_, occ_layers) = _layers(spec)
-    y = time_layers[0]["encoding"]["y"]
-    ticks = y["axis"]["values"]
+    chart = html_chart.compare_panels(m, "bf16", ceiling=2500.0, baseline="PyTorch eager")
+    ticks = [e for e in _by_class(chart, "kp-tick") if e["data-panel"] == "gpu_time_us"]
+    values = [float(e["data-value"]) for e in ticks]
     times = m.loc[m["status"] == "ok", "gpu_time_us"]
-    assert y["scale"]["type"] == "log" and ticks == sorted(ticks)
+    assert values == sorted(values)
     # the ticks span the data (the next 1-2-5 step is at most 2.5x away) with at least one per decade
-    assert ticks[0] <= times.min() * 2.5 and ticks[-1] >= times.max() / 2.5
-    assert all(b / a <= 10.0 + 1e-9 for a, b in zip(ticks, ticks[1:]))
-    assert {f"{t:.0e}"[0] for t in ticks} <= {"1", "2", "5"}  # 1-2-5, never '5, 2, 1000'
-    assert "ms" in y["axis"]["labelExpr"] and "µs" in y["axis"]["labelExpr"]
-    rules = [layer for layer in bw_layers if "layer" in layer]
-    assert rules and rules[0]["data"]["values"][0]["y"] == 2500.0  # the measured copy ceiling
-    assert "PyTorch eager" in speed["title"]
-    assert any(layer.get("data", {}).get("values", [{}])[0].get("y") == 1.0 for layer in speed_layers)
-    assert len(occ_layers) == 1 and "no occupancy" in occ_layers[0]["data"]["values"][0]["text"]
+    assert values[0] <= times.min() * 2.5 and values[-1] >= times.max() / 2.5
+    assert all(b / a <= 10.0 + 1e-9 for a, b in zip(values, values[1:]))
+    assert {f"{t:.0e}"[0] for t in values} <= {"1", "2", "5"}  # 1-2-5, never '5, 2, 1000'
+    assert [e["_text"] for e in ticks] == [html_chart.time_label(float(e["data-value"])) for e in ticks]
+    rules = {e["data-panel"]: float(e["data-rule"]) for e in _by_class(chart, "kp-rule")}
+    assert rules == {"gbps": 2500.0, "speedup": 1.0}  # the measured copy ceiling; the baseline itself
+    assert "PyTorch eager" in chart
+    (empty,) = _by_class(chart, "kp-empty")
+    assert empty["data-panel"] == "occupancy_theoretical_pct" and "no occupancy" in empty["_text"]
+    assert not [p for p in _by_class(chart, "kp-pt") if p["data-panel"] == "occupancy_theoretical_pct"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lo=st.floats(0, 1e6), width=st.floats(1e-3, 1e7), most=st.integers(2, 10))
+def test_linear_ticks_cover_the_range_in_one_two_five_steps(lo, width, most):
+    hi = lo + width
+    ticks = html_chart.linear_ticks(lo, hi, most)
+    assert ticks[0] <= lo and ticks[-1] >= hi * (1 - 1e-9)
+    steps = {round(b - a, 9) for a, b in zip(ticks, ticks[1:])}
+    step = max(steps)
+    assert max(steps) - min(steps) <= step * 1e-6  # even steps
+    assert f"{step:.0e}"[0] in "125"
+    assert len(ticks) <= most + 2
 
 
 def test_html_table_formats_units_and_escapes():

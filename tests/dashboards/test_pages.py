@@ -16,7 +16,7 @@ pytest.importorskip("plotly")  # style's palette
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from kprof.store import RunStore  # noqa: E402
-from tests.dashboards.tables import html_tables, num  # noqa: E402
+from tests.dashboards.tables import html_tables, marks, num  # noqa: E402
 from tests.toolkit.test_store import record  # noqa: E402
 
 PAGES = ("compare", "runs", "trace", "diff", "roofline", "sweep")
@@ -72,11 +72,10 @@ def test_compare_on_real_runs(demo_copy, monkeypatch):
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", spy)
     at = page("compare", demo_copy, monkeypatch)
     assert "Demo data" not in texts(at)
-    assert not at.get("plotly_chart") and not at.dataframe  # neither plotly's nor the grid's code is needed
-    charts = at.get("vega_lite_chart")
-    assert len(charts) == 1
-    spec = json.loads(charts[0].proto.spec)
-    titles = [panel["title"] for row in spec["vconcat"] for panel in row["hconcat"]]
+    # neither plotly's, Vega-Lite's nor the grid's code is needed: the chart and the table are HTML
+    assert not at.get("plotly_chart") and not at.get("vega_lite_chart") and not at.dataframe
+    (chart,) = [el.proto.body for el in at.get("html") if "kprof-compare" in el.proto.body]
+    titles = [e["_text"] for e in marks(chart, "class") if e["class"] == "kp-title"]
     assert titles == [
         "GPU time per call",
         "Bandwidth",
@@ -103,7 +102,7 @@ def test_compare_on_real_runs(demo_copy, monkeypatch):
     at.selectbox(key="compare_baseline").set_value("PyTorch eager").run()
     eager = html_tables(at)[0]
     assert (eager[eager["provider"] == "torch_eager"]["speedup"] == "1.00×").all()
-    assert "Speedup over PyTorch eager" in at.get("vega_lite_chart")[0].proto.spec
+    assert any("Speedup over PyTorch eager" in el.proto.body for el in at.get("html"))
 
 
 def test_runs_trace_diff_roofline_on_real_runs(demo_copy, monkeypatch):
@@ -200,8 +199,9 @@ def test_failed_cases_are_loud_and_never_plotted(tmp_path, monkeypatch):
     s.finish_run(run, "incomplete")
     at = page("compare", path, monkeypatch)
     assert "1 cases failed" in texts(at) and "triton_x" in texts(at)
-    fig = at.get("vega_lite_chart")[0].proto.spec
-    assert "triton_x" not in fig and "torch_eager" in fig  # a wrong result is never drawn as a time
+    (chart,) = [el.proto.body for el in at.get("html") if "kprof-compare" in el.proto.body]
+    drawn = {e["data-provider"] for e in marks(chart, "data-provider")}
+    assert "triton_x" not in drawn and "torch_eager" in drawn  # a wrong result is never drawn as a time
     assert "No occupancy in this run" in texts(at)
     trace = page("trace", path, monkeypatch)
     assert "No run with a launch table" in texts(trace)
@@ -236,16 +236,12 @@ def test_compare_two_runs_side_by_side(demo_copy, monkeypatch):
     assert not at.exception
     providers = set(html_tables(at)[0]["provider"])
     assert "triton_looped" in providers and f"triton_looped @ {other_id[-4:]}" in providers
-    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
-    added = [
-        v
-        for row in spec["vconcat"]
-        for panel in row["hconcat"]
-        for layer in panel["layer"]
-        for v in layer.get("data", {}).get("values", [])
-        if v.get("provider") == f"triton_looped @ {other_id[-4:]}"
-    ]
-    assert added and {v["run"] for v in added} == {"added run (dashed)"} and shown != other_id
+    (chart,) = [el.proto.body for el in at.get("html") if "kprof-compare" in el.proto.body]
+    added = [e for e in marks(chart, "data-provider") if e["data-provider"] == f"triton_looped @ {other_id[-4:]}"]
+    # drawn in every panel, as diamonds on dashed lines
+    assert {e.get("data-panel") for e in added} >= {"gpu_time_us", "gbps", "speedup"} and shown != other_id
+    assert all("dashed" in e["style"] for e in added if "kp-line" in e.get("class", ""))
+    assert all("rotate(45deg)" in e["style"] for e in added if "kp-pt" in e.get("class", ""))
 
 
 def test_an_added_run_whose_id_prefixes_other_runs(tmp_path, monkeypatch):
@@ -320,22 +316,6 @@ def test_diff_threshold_changes_match_kprof_diff(demo_copy, monkeypatch):
     full = diff_runs(RunStore(demo_copy), a, b, DiffRule(threshold=0.01)).cases.set_index("case")["verdict"]
     assert shown.sort_index().equals(full.sort_index())
     assert int({m.label: m.value for m in at.metric}["slower"]) >= 1
-
-
-def marks(markup: str, attr: str) -> list[dict[str, str]]:
-    """The attributes of every element of ``markup`` that has ``attr``."""
-    from html.parser import HTMLParser
-
-    found: list[dict[str, str]] = []
-
-    class Marks(HTMLParser):
-        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-            a = {k: v or "" for k, v in attrs}
-            if attr in a:
-                found.append(a)
-
-    Marks().feed(markup)
-    return found
 
 
 def test_correctness_page_on_a_cpu_store(tmp_path, monkeypatch):

@@ -1,0 +1,353 @@
+"""Charts drawn as positioned HTML for ``st.html``: no chart library for a fresh browser to fetch, compile and
+draw (no Streamlit here, so they test alone).
+
+Why not Vega-Lite here: on the 2-core box where the page times are taken, a fresh browser reached Compare's
+last element in 2.27 s without its Vega-Lite chart and 2.63 s with it, and Correctness's in 1.77 against
+2.20 s (``benchmarks/results/dashboard-pages/``): Vega's code and its first draw were the difference.
+Why not SVG: ``st.html`` keeps HTML only (DOMPurify's html profile), so marks are absolutely placed
+elements, lines are rotated borders, and picking a version out is CSS (``:has`` on a checkbox), with no
+script. Each mark carries its value in ``data-`` attributes and its details in a native tooltip."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+import numpy as np
+import pandas as pd
+
+from kprof.dashboards import style
+from kprof.dashboards.figures import best_per_shape, nice_ticks, ok_rows, shape_order
+from kprof.fmt import number
+
+
+def place(left: float, top: float, css: str, inner: str = "", **attrs: str) -> str:
+    """One absolutely placed element; ``attrs`` become attributes (``data_x`` -> ``data-x``, ``class_`` ->
+    ``class``), escaped."""
+    extra = "".join(f' {k.rstrip("_").replace("_", "-")}="{escape(str(val))}"' for k, val in attrs.items())
+    return f'<div style="position:absolute;left:{left:.1f}px;top:{top:.1f}px;{css}"{extra}>{inner}</div>'
+
+
+def segment(x1: float, y1: float, x2: float, y2: float, css: str, **attrs: str) -> str:
+    """A straight line from (x1, y1) to (x2, y2): a top border of that length, turned about its start."""
+    length, angle = math.hypot(x2 - x1, y2 - y1), math.atan2(y2 - y1, x2 - x1)
+    return place(
+        x1, y1, f"width:{length:.1f}px;height:0;{css};transform:rotate({angle:.4f}rad);transform-origin:0 0", **attrs
+    )
+
+
+def linear_ticks(lo: float, hi: float, most: int = 6) -> list[float]:
+    """Ticks at a 1-2-5 step from lo (rounded down) to at least hi, at most ``most`` + 1 of them."""
+    if not hi > lo:
+        hi = lo + (abs(lo) or 1.0)
+    raw = (hi - lo) / most
+    step = min(
+        m * 10.0 ** math.floor(math.log10(raw)) for m in (1, 2, 5, 10) if m * 10.0 ** math.floor(math.log10(raw)) >= raw
+    )
+    first = math.floor(lo / step) * step
+    n = math.ceil((hi - first) / step - 1e-9)
+    return [round(first + i * step, 12) for i in range(n + 1)]
+
+
+class Axis:
+    """A y scale: value -> pixel from ``top`` (largest) to ``bottom`` (smallest), linear or logarithmic."""
+
+    def __init__(self, ticks: list[float], values: list[float], top: float, bottom: float, log: bool) -> None:
+        self.log, self.top, self.bottom = log, top, bottom
+        every = [v for v in [*ticks, *values] if (v > 0 or not log)]
+        self.lo, self.hi = min(every), max(every)
+        if self.hi == self.lo:
+            self.lo, self.hi = (self.lo / 2, self.hi * 2) if log else (self.lo - 1, self.hi + 1)
+        self.ticks = ticks
+
+    def _t(self, v: float) -> float:
+        return math.log10(v) if self.log else v
+
+    def y(self, v: float) -> float:
+        frac = (self._t(v) - self._t(self.lo)) / (self._t(self.hi) - self._t(self.lo))
+        return self.bottom - frac * (self.bottom - self.top)
+
+
+def time_label(v: float) -> str:
+    """A time tick: µs below a millisecond, ms from there (1-2-5 steps: 2 ms, never 2000 µs)."""
+    return f"{v / 1000:g} ms" if v >= 1000 else f"{v:g} µs"
+
+
+COMPARE_PANELS = (  # (metric, panel title, axis title, log y)
+    ("gpu_time_us", "GPU time per call", "µs", True),
+    ("gbps", "Bandwidth", "GB/s", False),
+    ("speedup", "Speedup over {baseline}", "×", False),
+    ("occupancy_theoretical_pct", "Theoretical occupancy of the main kernel", "%", False),
+)
+BEST = "best version at the shape"  # starred in the legend too
+THIS_RUN, ADDED_RUN = "this run", "added run (dashed)"
+
+
+def _value(v: object) -> object:
+    """A cell as a plain Python value, NaN and NA as None (not drawn)."""
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def compare_records(df: pd.DataFrame, best: pd.Series) -> list[dict]:
+    """One record per plotted case: the four panels' values, hover texts with units, whether the version
+    is another run's (dashed) and whether it is the fastest correct one at its shape (starred)."""
+    out = []
+    for (_, r), is_best in zip(df.iterrows(), best):
+        provider = str(r["provider"])
+        rec = {
+            "shape": str(r["shape"]),
+            "provider": provider,
+            "run": ADDED_RUN if " @ " in provider else THIS_RUN,
+            "best": bool(is_best),
+            "time": style.us(r["gpu_time_us"]),
+            "bandwidth": f"{number(r.get('gbps'), '.0f')} GB/s",
+            "vs_baseline": f"{number(r.get('speedup'), '.2f')}×",
+            "occupancy": f"{number(r.get('occupancy_theoretical_pct'), '.0f')}%",
+        }
+        rec.update({col: _value(r.get(col)) for col, *_ in COMPARE_PANELS})
+        out.append(rec)
+    return out
+
+
+# Compare's panels: two rows of two, each a plot area with its y labels to the left and shapes below
+PANEL_WIDTH = 390  # px of plot area; with the y labels, two side by side fit a wide page with the sidebar open
+PANEL_HEIGHT = 260
+Y_LABELS = 62  # px left of a plot area for its tick labels
+TITLE = 26  # px above a plot area for its title
+X_LABELS = 96  # px below a plot area for the shapes, written at a slant
+GAP = 36  # px between the two panels of a row
+LEGEND_COLUMNS = 3
+LEGEND_ROW = 22
+PICKED_OUT = 0.12  # opacity of the versions not picked, once one is
+
+
+def compare_panels(
+    metrics: pd.DataFrame, dtype: str, ceiling: float | None = None, baseline: str = "best PyTorch per shape"
+) -> str:
+    """Compare's four panels for one dtype (:data:`figures.COMPARE_PANELS`) as one block of HTML: shapes as
+    categories in sweep order, every version in its colour (:func:`style.colour`; another run's
+    ``provider @ run`` dashed, with diamonds, in the same colour), one legend for the four panels (tick
+    versions there to pick them out in all four), the fastest correct version at each shape starred in the
+    time and speedup panels, the time axis logarithmic with 1-2-5 ticks in µs / ms, and each point's hover
+    with every panel's value."""
+    order = shape_order(metrics[metrics["dtype"] == dtype])
+    df = ok_rows(metrics[metrics["dtype"] == dtype]).copy()
+    df["shape"] = df["shape"].astype(str)
+    df["_o"] = df["shape"].map({s: i for i, s in enumerate(order)})
+    df = df.sort_values(["_o", "provider"], kind="stable")
+    records = compare_records(df, best_per_shape(df) if not df.empty else pd.Series(dtype=bool))
+    providers = sorted({r["provider"] for r in records})
+    index = {p: i for i, p in enumerate(providers)}
+    tips = {id(r): _tip(r, baseline) for r in records}
+    out = []
+    for k, (col, title, unit, log_y) in enumerate(COMPARE_PANELS):
+        ox = (k % 2) * (Y_LABELS + PANEL_WIDTH + GAP)
+        oy = (k // 2) * (TITLE + PANEL_HEIGHT + X_LABELS)
+        rules = []
+        if col == "speedup":
+            rules.append((1.0, "#555", "dotted", f"= {baseline}"))
+        if col == "gbps" and ceiling:
+            rules.append((float(ceiling), "#333", "dashed", f"measured copy ceiling {ceiling:.0f} GB/s"))
+        out += _panel(
+            records, order, index, tips, col, title.format(baseline=baseline), unit, log_y, ox, oy, rules, k in (0, 2)
+        )
+    top = 2 * (TITLE + PANEL_HEIGHT + X_LABELS) + 8
+    legend, height = _legend(providers, index, records, top)
+    width = 2 * (Y_LABELS + PANEL_WIDTH) + GAP
+    css = f".kprof-compare:has(input:checked) .kp-m{{opacity:{PICKED_OUT}}}" + "".join(
+        f".kprof-compare:has(.kp-i{i}:checked) .kp-v{i}{{opacity:1}}" for i in range(len(providers))
+    )
+    # the style element inside the block: a leading one would be parsed into the document head and dropped
+    return (
+        f'<div class="kprof-compare" style="position:relative;width:{width}px;height:{top + height}px;'
+        f'font-size:12px;line-height:1.2"><style>{css}</style>{"".join(out)}{"".join(legend)}</div>'
+    )
+
+
+def _tip(r: dict, baseline: str) -> str:
+    return "\n".join(
+        (
+            r["provider"],
+            f"shape {r['shape']}",
+            f"GPU time {r['time']}",
+            f"bandwidth {r['bandwidth']}",
+            f"speedup over {baseline} {r['vs_baseline']}",
+            f"theoretical occupancy {r['occupancy']}",
+        )
+    )
+
+
+def _panel(
+    records: list[dict],
+    order: list[str],
+    index: dict[str, int],
+    tips: dict[int, str],
+    col: str,
+    title: str,
+    unit: str,
+    log_y: bool,
+    ox: float,
+    oy: float,
+    rules: list[tuple[float, str, str, str]],
+    stars: bool,
+) -> list[str]:
+    """One panel: title, ticks and grid, the shapes, each version's line and points, rules and stars."""
+    left, top = ox + Y_LABELS, oy + TITLE
+    bottom = top + PANEL_HEIGHT
+    out = [place(ox, oy, "font-weight:600;white-space:nowrap", escape(title), class_="kp-title", data_panel=col)]
+    out.append(
+        place(left, top, f"width:{PANEL_WIDTH}px;height:{PANEL_HEIGHT}px;border:1px solid #ccc;box-sizing:border-box")
+    )
+    drawn = [r for r in records if r[col] is not None and r[col] > 0]
+    if not drawn:
+        text = f"no {style.COLUMNS.get(col, (col,))[0]} in this run"
+        out.append(
+            place(
+                left,
+                top + PANEL_HEIGHT / 2 - 8,
+                f"width:{PANEL_WIDTH}px;text-align:center;color:#666",
+                escape(text),
+                class_="kp-empty",
+                data_panel=col,
+            )
+        )
+        return out
+    values = [float(r[col]) for r in drawn]
+    extra = [at for at, *_ in rules]
+    if log_y:
+        ticks = nice_ticks(min(values), max(values))
+    else:
+        ticks = linear_ticks(0.0, max([*values, *extra]) * 1.05)
+    axis = Axis(ticks, [*values, *extra], top + 6, bottom - 6, log_y)
+    for t in ticks:
+        if not axis.lo <= t <= axis.hi:
+            continue
+        ty = axis.y(t)
+        label = time_label(t) if unit == "µs" else f"{t:g}"
+        out.append(place(left, ty, f"width:{PANEL_WIDTH}px;height:0;border-top:1px solid #eee"))
+        out.append(
+            place(
+                ox,
+                ty - 7,
+                f"width:{Y_LABELS - 6}px;text-align:right;color:#555",
+                escape(label),
+                class_="kp-tick",
+                data_panel=col,
+                data_value=f"{t:g}",
+            )
+        )
+    if unit != "µs":
+        out.append(
+            place(ox, top - 14, f"width:{Y_LABELS - 6}px;text-align:right;color:#555;font-size:11px", escape(unit))
+        )
+    step = PANEL_WIDTH / max(len(order), 1)
+    xs = {s: left + step * (i + 0.5) for i, s in enumerate(order)}
+    for s, x in xs.items():
+        out.append(
+            place(
+                x - 124,
+                bottom + 4,
+                "width:120px;text-align:right;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#333;"
+                "transform:rotate(-35deg);transform-origin:100% 0",
+                escape(s),
+                title=s,
+                class_="kp-shape",
+                data_panel=col,
+            )
+        )
+    for at, colour, dash, text in rules:
+        ry = axis.y(at)
+        out.append(
+            place(
+                left,
+                ry,
+                f"width:{PANEL_WIDTH}px;height:0;border-top:1px {dash} {colour}",
+                class_="kp-rule",
+                data_panel=col,
+                data_rule=f"{at:g}",
+            )
+        )
+        out.append(
+            place(
+                left, ry - 15, f"width:{PANEL_WIDTH - 4}px;text-align:right;color:{colour};font-size:10px", escape(text)
+            )
+        )
+    for provider in sorted(index):
+        mine = [r for r in drawn if r["provider"] == provider]
+        colour, v = style.colour(provider), index[provider]
+        dash = "dashed" if mine and mine[0]["run"] == ADDED_RUN else "solid"
+        pts = [(xs[r["shape"]], axis.y(float(r[col])), r) for r in mine]
+        for (x1, y1, _), (x2, y2, _) in zip(pts, pts[1:]):
+            out.append(
+                segment(
+                    x1,
+                    y1,
+                    x2,
+                    y2,
+                    f"border-top:2px {dash} {colour}",
+                    class_=f"kp-m kp-v{v} kp-line",
+                    data_provider=provider,
+                    data_panel=col,
+                )
+            )
+        for x, y, r in pts:
+            shape_css = "transform:rotate(45deg)" if r["run"] == ADDED_RUN else "border-radius:50%"
+            out.append(
+                place(
+                    x - 4,
+                    y - 4,
+                    f"width:8px;height:8px;background:{colour};{shape_css}",
+                    class_=f"kp-m kp-v{v} kp-pt",
+                    title=tips[id(r)],
+                    data_provider=provider,
+                    data_shape=r["shape"],
+                    data_panel=col,
+                    data_value=f"{float(r[col]):.6g}",
+                    data_x=f"{x:.1f}",
+                    data_y=f"{y:.1f}",
+                    data_colour=colour,
+                )
+            )
+            if stars and r["best"]:
+                out.append(
+                    place(
+                        x - 10,
+                        y - 12,
+                        "width:20px;text-align:center;font-size:20px;line-height:20px;color:#000;pointer-events:none",
+                        "☆",
+                        class_="kp-best",
+                        data_provider=provider,
+                        data_shape=r["shape"],
+                        data_panel=col,
+                    )
+                )
+    return out
+
+
+def _legend(providers: list[str], index: dict[str, int], records: list[dict], top: float) -> tuple[list[str], int]:
+    """Under the panels: the versions in columns, each with a box to pick it out, and what the marks mean."""
+    width = (2 * (Y_LABELS + PANEL_WIDTH) + GAP) / LEGEND_COLUMNS
+    out = [
+        place(0, top, "font-weight:600", "version <span style='font-weight:400;color:#555'>(tick to pick out)</span>")
+    ]
+    for i, p in enumerate(providers):
+        x, y = (i % LEGEND_COLUMNS) * width, top + 20 + (i // LEGEND_COLUMNS) * LEGEND_ROW
+        line = (
+            f"display:inline-block;width:18px;height:0;border-top:3px solid {style.colour(p)};"
+            "vertical-align:middle;margin:0 4px"
+        )
+        out.append(
+            place(
+                x,
+                y,
+                f"width:{width - 8:.0f}px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis",
+                f'<label title="{escape(p)}"><input type="checkbox" class="kp-i{index[p]}" data-provider="{escape(p)}">'
+                f'<span style="{line}"></span>{escape(p)}</label>',
+            )
+        )
+    y = top + 20 + math.ceil(len(providers) / LEGEND_COLUMNS) * LEGEND_ROW + 4
+    marks = [("●", THIS_RUN), *([("◆", ADDED_RUN)] if any(r["run"] == ADDED_RUN for r in records) else []), ("☆", BEST)]
+    out.append(place(0, y, "color:#333", " &nbsp; ".join(f"{m} {escape(t)}" for m, t in marks), class_="kp-marks"))
+    return out, int(y - top + 24)
