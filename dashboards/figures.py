@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from kprof.dashboards import style
-from kprof.fmt import number
 from kprof.shapes import parse_shape
 
 
@@ -170,92 +169,3 @@ _LOG_X = {
     "title": "arithmetic intensity (FLOP / byte, from the family's models)",
 }
 _LOG_Y = {"field": "tflops", "type": "quantitative", "scale": {"type": "log"}, "title": "TFLOP/s achieved"}
-
-
-SWEEP_HEIGHT = 460
-
-
-def sweep_heatmap(grid: pd.DataFrame, x: str, y: str, value: str, title: str) -> dict:
-    """A heatmap of a sweep over two meta-parameters (``kprof.guide.sweep_grid``) as a Vega-Lite spec: each
-    cell coloured and labelled by ``value`` (brighter is better), hover with the configuration, time, % of
-    roof, registers, spills, shared memory and occupancy; cells where nothing ran are grey, hover saying why.
-
-    Vega-Lite rather than plotly: a fresh browser draws a chart about 0.9 s sooner (see :func:`roofline`)."""
-    xs = [str(v) for v in sorted(grid[x].dropna().unique())]
-    ys = [str(v) for v in sorted(grid[y].dropna().unique())]
-    ok = (grid["status"] == "ok") & grid[value].notna() if value in grid else pd.Series(False, index=grid.index)
-    vals = grid.loc[ok, value].astype(float)
-    lo, hi = (float(vals.min()), float(vals.max())) if not vals.empty else (0.0, 1.0)
-    better_high = value in ("pct_roof", "pct_peak_bw")
-    cells = []
-    for r, good in zip(grid.to_dict("records"), ok):
-        cell = {"x": str(r[x]), "y": str(r[y]), "config": r["params_text"]}
-        if good:
-            v = float(r[value])
-            shade = (v - lo) / (hi - lo) if hi > lo else 1.0
-            cell.update(
-                value=v,
-                label=f"{v:.3g}",
-                ink="black" if (shade if better_high else 1 - shade) > 0.5 else "white",
-                time=f"{r['gpu_time_us']:.1f} µs" if pd.notna(r.get("gpu_time_us")) else "—",
-                roof=f"{number(r.get('pct_roof'), '.0f')}%",
-                resources=f"{number(r.get('registers_per_thread'), '.0f')} regs · "
-                f"{number(r.get('local_bytes'), '.0f')} B local (spills) · "
-                f"{number(r.get('shared_mem_bytes'), '.0f')} B smem",
-                occupancy=f"{number(r.get('occupancy_theoretical_pct'), '.0f')}% theoretical, "
-                f"{number(r.get('occupancy_achieved_pct'), '.0f')}% achieved",
-            )
-        else:
-            cell.update(status=f"{r['status']}: {str(r.get('note') or '')[:160]}")
-        cells.append(cell)
-    pos = {
-        "x": {"field": "x", "type": "ordinal", "sort": xs, "title": x, "axis": {"labelAngle": 0}},
-        "y": {"field": "y", "type": "ordinal", "sort": ys[::-1], "title": y},
-    }  # small values at the bottom
-    ran = {"filter": "isValid(datum.value)"}
-    data = {"values": cells}  # inline in each layer: Streamlit ships a top-level one as Arrow, which the browser
-    # then needs its Arrow code for
-    return {
-        "title": title,
-        "height": SWEEP_HEIGHT,
-        "layer": [
-            {
-                "data": data,
-                "transform": [{"filter": "!isValid(datum.value)"}],
-                "mark": {"type": "rect", "color": "#e6e6e6"},
-                "encoding": {**pos, "tooltip": [{"field": "config"}, {"field": "status"}]},
-            },
-            {
-                "data": data,
-                "transform": [ran],
-                "mark": "rect",
-                "encoding": {
-                    **pos,
-                    "color": {
-                        "field": "value",
-                        "type": "quantitative",
-                        "title": value,
-                        "scale": {"scheme": "viridis", "reverse": not better_high},
-                    },
-                    "tooltip": [
-                        {"field": "config"},
-                        {"field": "label", "title": value},
-                        {"field": "time"},
-                        {"field": "roof", "title": "% of roof"},
-                        {"field": "resources"},
-                        {"field": "occupancy"},
-                    ],
-                },
-            },
-            {
-                "data": data,
-                "transform": [ran],
-                "mark": {"type": "text", "fontSize": 11},
-                "encoding": {
-                    **pos,
-                    "text": {"field": "label"},
-                    "color": {"condition": {"test": "datum.ink === 'white'", "value": "white"}, "value": "black"},
-                },
-            },
-        ],
-    }

@@ -1,9 +1,10 @@
 """Charts drawn as positioned HTML for ``st.html``: no chart library for a fresh browser to fetch, compile and
 draw (no Streamlit here, so they test alone).
 
-Why not Vega-Lite here: on the 2-core box where the page times are taken, a fresh browser reached Compare's
-last element in 2.27 s without its Vega-Lite chart and 2.63 s with it, and Correctness's in 1.77 against
-2.20 s (``benchmarks/results/dashboard-pages/``): Vega's code and its first draw were the difference.
+Why not Vega-Lite for Compare, Correctness and Sweep: on the 2-core box where the page times are taken, a
+fresh browser reached Compare's last element in 2.27 s without its Vega-Lite chart and 2.63 s with it, and
+Correctness's in 1.77 against 2.20 s (``benchmarks/results/dashboard-pages/``): Vega's code and its first draw
+were the difference. Trace and Roofline keep Vega-Lite: they zoom, and Trace's clicks select launches.
 Why not SVG: ``st.html`` keeps HTML only (DOMPurify's html profile), so marks are absolutely placed
 elements, lines are rotated borders, and picking a version out is CSS (``:has`` on a checkbox), with no
 script. Each mark carries its value in ``data-`` attributes and its details in a native tooltip."""
@@ -351,3 +352,110 @@ def _legend(providers: list[str], index: dict[str, int], records: list[dict], to
     marks = [("●", THIS_RUN), *([("◆", ADDED_RUN)] if any(r["run"] == ADDED_RUN for r in records) else []), ("☆", BEST)]
     out.append(place(0, y, "color:#333", " &nbsp; ".join(f"{m} {escape(t)}" for m, t in marks), class_="kp-marks"))
     return out, int(y - top + 24)
+
+
+# Sweep's heatmap: one cell per pair of values, coloured on viridis (the colours matplotlib and Vega-Lite use)
+VIRIDIS = ("#440154", "#3b528b", "#21918c", "#5ec962", "#fde725")
+CELL_MAX_W, CELL_MAX_H = 90, 44  # px: a cell at most, fewer values than fill the area
+HEAT_W, HEAT_H = 640, 400  # px: the cells' area at most
+HEAT_LEFT, HEAT_TOP = 90, 44  # px for the y values and the title
+
+
+def viridis(t: float) -> str:
+    """The viridis colour at ``t`` in [0, 1] (linear between five of its stops)."""
+    t = min(max(t, 0.0), 1.0) * (len(VIRIDIS) - 1)
+    i = min(int(t), len(VIRIDIS) - 2)
+    a, b = VIRIDIS[i], VIRIDIS[i + 1]
+    mix = [round(int(a[j : j + 2], 16) + (int(b[j : j + 2], 16) - int(a[j : j + 2], 16)) * (t - i)) for j in (1, 3, 5)]
+    return "#" + "".join(f"{c:02x}" for c in mix)
+
+
+def sweep_heatmap(grid: pd.DataFrame, x: str, y: str, value: str, title: str) -> str:
+    """A heatmap of a sweep over two meta-parameters (``kprof.guide.sweep_grid``): each cell coloured and
+    labelled by ``value`` (brighter is better: for times the scale is reversed), hover with the configuration,
+    time, % of roof, registers, spills, shared memory and occupancy; cells where nothing ran are grey, hover
+    saying why. Small values of ``y`` at the bottom."""
+    xs = sorted(grid[x].dropna().unique())
+    ys = sorted(grid[y].dropna().unique(), reverse=True)
+    ok = (grid["status"] == "ok") & grid[value].notna() if value in grid else pd.Series(False, index=grid.index)
+    vals = grid.loc[ok, value].astype(float)
+    lo, hi = (float(vals.min()), float(vals.max())) if not vals.empty else (0.0, 1.0)
+    better_high = value in ("pct_roof", "pct_peak_bw")
+    w = min(CELL_MAX_W, HEAT_W / max(len(xs), 1))
+    h = min(CELL_MAX_H, HEAT_H / max(len(ys), 1))
+    col = {v: HEAT_LEFT + i * w for i, v in enumerate(xs)}
+    row = {v: HEAT_TOP + i * h for i, v in enumerate(ys)}
+    out = [place(0, 0, "font-weight:600;white-space:nowrap", escape(title), class_="kp-title")]
+    for v, left in col.items():
+        out.append(place(left, HEAT_TOP + len(ys) * h + 4, f"width:{w:.1f}px;text-align:center;color:#333", f"{v}"))
+    for v, top in row.items():
+        out.append(place(0, top + h / 2 - 8, f"width:{HEAT_LEFT - 8}px;text-align:right;color:#333", f"{v}"))
+    bottom = HEAT_TOP + len(ys) * h
+    out.append(place(HEAT_LEFT, bottom + 22, f"width:{len(xs) * w:.0f}px;text-align:center;color:#555", escape(x)))
+    out.append(place(0, HEAT_TOP - 18, f"width:{HEAT_LEFT - 8}px;text-align:right;color:#555", escape(y)))
+    for r, good in zip(grid.to_dict("records"), ok):
+        if r[x] not in col or r[y] not in row:
+            continue
+        box = f"width:{w - 2:.1f}px;height:{h - 2:.1f}px;line-height:{h - 2:.1f}px;text-align:center;font-size:11px"
+        attrs = {"class_": "kp-cell", "data_x": str(r[x]), "data_y": str(r[y]), "data_config": r["params_text"]}
+        if not good:
+            tip = f"{r['params_text']}\n{r['status']}: {str(r.get('note') or '')[:160]}"
+            out.append(
+                place(col[r[x]], row[r[y]], f"{box};background:#e6e6e6", title=tip, data_status=r["status"], **attrs)
+            )
+            continue
+        v = float(r[value])
+        shade = (v - lo) / (hi - lo) if hi > lo else 1.0
+        bright = shade if better_high else 1 - shade
+        tip = "\n".join(
+            (
+                r["params_text"],
+                f"{value} {v:.3g}",
+                f"time {r['gpu_time_us']:.1f} µs" if pd.notna(r.get("gpu_time_us")) else "time —",
+                f"% of roof {number(r.get('pct_roof'), '.0f')}%",
+                f"{number(r.get('registers_per_thread'), '.0f')} regs · {number(r.get('local_bytes'), '.0f')} B "
+                f"local (spills) · {number(r.get('shared_mem_bytes'), '.0f')} B smem",
+                f"occupancy {number(r.get('occupancy_theoretical_pct'), '.0f')}% theoretical, "
+                f"{number(r.get('occupancy_achieved_pct'), '.0f')}% achieved",
+            )
+        )
+        ink = "black" if bright > 0.5 else "white"
+        out.append(
+            place(
+                col[r[x]],
+                row[r[y]],
+                f"{box};background:{viridis(bright)};color:{ink}",
+                f"{v:.3g}",
+                title=tip,
+                data_status="ok",
+                data_value=f"{v:.6g}",
+                **attrs,
+            )
+        )
+    # the colour scale: brighter is better, whichever way the value runs
+    left = HEAT_LEFT + len(xs) * w + 24
+    stops = ", ".join(VIRIDIS)  # dark at the bottom, bright on top, as the labels beside it
+    top_v, bottom_v = (hi, lo) if better_high else (lo, hi)
+    out.append(place(left, HEAT_TOP - 18, "color:#555", escape(value)))
+    out.append(
+        place(
+            left,
+            HEAT_TOP,
+            f"width:14px;height:{min(bottom - HEAT_TOP, 200):.0f}px;background:linear-gradient(to top, {stops})",
+        )
+    )
+    out.append(place(left + 20, HEAT_TOP - 2, "color:#333", f"{top_v:.3g}", class_="kp-scale", data_end="bright"))
+    out.append(
+        place(
+            left + 20,
+            HEAT_TOP + min(bottom - HEAT_TOP, 200) - 14,
+            "color:#333",
+            f"{bottom_v:.3g}",
+            class_="kp-scale",
+            data_end="dark",
+        )
+    )
+    return (
+        f'<div class="kprof-heatmap" style="position:relative;width:{left + 90:.0f}px;height:{bottom + 44:.0f}px;'
+        f'font-size:12px;line-height:1.2">{"".join(out)}</div>'
+    )

@@ -249,7 +249,7 @@ GPU_VISITS = [
     Visit("trace", "rows; source:", vega=1),
     Visit("diff", "Same code as"),
     Visit("roofline", "Intensity and FLOP/s", vega=1),
-    Visit("sweep", "Each cell", vega=1),
+    Visit("sweep", "Each cell"),
 ]
 CPU_VISITS = [
     Visit("compare", "No GPU run in the store"),

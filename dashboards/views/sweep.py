@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kprof.dashboards import data, figures
+from kprof.dashboards import data, html_chart
 from kprof.dashboards.views.common import header, pick_run
 from kprof.dashboards.views.common import table as show_table
 from kprof.guide import guide_table, sweep_grid, swept_params
@@ -52,16 +52,8 @@ def render() -> None:
         st.info("No configuration of this sweep ran at this shape and dtype.")
         return
     free = [n for n in names if n not in (x, y)]
-    slot.vega_lite_chart(
-        key="sweep_fig",
-        spec=figures.sweep_heatmap(
-            grid,
-            x,
-            y,
-            metric,
-            f"{shape} {dtype}: {metric} over {x} x {y}" + (f" (best over {', '.join(free)})" if free else ""),
-        ),
-    )
+    title = f"{shape} {dtype}: {metric} over {x} x {y}" + (f" (best over {', '.join(free)})" if free else "")
+    slot.html(html_chart.sweep_heatmap(grid, x, y, metric, title))
     if not timed:
         st.info("CPU interpreter sweep: configurations were checked and compiled for sm_90 offline, not timed.")
     table = guide_table(m)

@@ -200,3 +200,57 @@ def test_log_ticks_span_the_data_one_decade_apart_at_most(lo, span):
     assert ticks[0] <= lo * 2.5 and ticks[-1] >= hi / 2.5
     assert all(b / a <= 10.0 + 1e-9 for a, b in zip(ticks, ticks[1:]))
     assert {f"{t:.0e}"[0] for t in ticks} <= {"1", "2", "5"}
+
+
+def _sweep_grid(rng: np.random.Generator) -> pd.DataFrame:
+    """What ``kprof.guide.sweep_grid`` returns: one row per pair of values, random times, one failed pair."""
+    xs = sorted({int(2 ** rng.integers(5, 15)) for _ in range(5)})
+    ys = [1, 2, 4, 8, 16][: int(rng.integers(2, 6))]
+    rows = [
+        {
+            "BLOCK_N": bx,
+            "num_warps": wy,
+            "status": "ok",
+            "gpu_time_us": float(rng.lognormal(3, 0.5)),
+            "pct_roof": float(rng.uniform(5, 99)),
+            "registers_per_thread": float(rng.integers(20, 255)),
+            "params_text": f"BLOCK_N={bx} num_warps={wy}",
+            "note": "",
+        }
+        for bx in xs
+        for wy in ys
+    ]
+    rows[int(rng.integers(len(rows)))].update(status="fail", gpu_time_us=float("nan"), note="max rel err 0.3")
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("value", ["gpu_time_us", "pct_roof"])
+def test_sweep_heatmap_cells_colours_and_places(value):
+    rng = np.random.default_rng()
+    grid = _sweep_grid(rng)
+    heat = html_chart.sweep_heatmap(grid, "BLOCK_N", "num_warps", value, "t")
+    cells = _by_class(heat, "kp-cell")
+    assert len(cells) == len(grid)  # one cell per pair of values, failed ones included
+    (failed,) = [c for c in cells if c["data-status"] != "ok"]
+    assert "background:#e6e6e6" in failed["style"] and "max rel err" in failed["title"]
+    ran = [c for c in cells if c["data-status"] == "ok"]
+    ok = grid[grid["status"] == "ok"]
+    assert sorted(float(c["data-value"]) for c in ran) == pytest.approx(sorted(ok[value]), rel=1e-5)
+    # brighter is better: the fastest time (or the highest % of roof) is viridis's brightest, the worst its darkest
+    best = (min if value == "gpu_time_us" else max)(ran, key=lambda c: float(c["data-value"]))
+    worst = (max if value == "gpu_time_us" else min)(ran, key=lambda c: float(c["data-value"]))
+    assert f"background:{html_chart.VIRIDIS[-1]}" in best["style"]
+    assert f"background:{html_chart.VIRIDIS[0]}" in worst["style"]
+    # x grows to the right, y upwards (small values at the bottom)
+    left = {c["data-x"]: float(c["style"].split("left:")[1].split("px")[0]) for c in cells}
+    top = {c["data-y"]: float(c["style"].split("top:")[1].split("px")[0]) for c in cells}
+    assert sorted(left, key=left.get) == [str(v) for v in sorted(grid["BLOCK_N"].unique())]
+    assert sorted(top, key=top.get) == [str(v) for v in sorted(grid["num_warps"].unique(), reverse=True)]
+    assert all("regs" in c["title"] and c["data-config"] in c["title"] for c in ran)  # the hover's resources
+
+
+@given(t=st.floats(0, 1))
+def test_viridis_runs_between_its_ends(t):
+    c = html_chart.viridis(t)
+    assert len(c) == 7 and c.startswith("#")
+    assert html_chart.viridis(0) == html_chart.VIRIDIS[0] and html_chart.viridis(1) == html_chart.VIRIDIS[-1]
