@@ -3,8 +3,10 @@ draw (no Streamlit here, so they test alone).
 
 Why not Vega-Lite for Compare, Correctness and Sweep: on the 2-core box where the page times are taken, a
 fresh browser reached Compare's last element in 2.27 s without its Vega-Lite chart and 2.63 s with it, and
-Correctness's in 1.77 against 2.20 s (``benchmarks/results/dashboard-pages/``): Vega's code and its first draw
-were the difference. Trace and Roofline keep Vega-Lite: they zoom, and Trace's clicks select launches.
+Correctness's in 1.77 against 2.20 s: Vega's code and its first draw were the difference. Drawn here,
+Compare's first visit took 1.97 s at the median against 2.59, and Sweep's 1.99 against 2.25
+(``benchmarks/results/dashboard-pages/``). Trace and Roofline keep Vega-Lite: they zoom, and Trace's clicks
+select launches.
 Why not SVG: ``st.html`` keeps HTML only (DOMPurify's html profile), so marks are absolutely placed
 elements, lines are rotated borders, and picking a version out is CSS (``:has`` on a checkbox), with no
 script. Each mark carries its value in ``data-`` attributes and its details in a native tooltip."""
@@ -38,13 +40,12 @@ def segment(x1: float, y1: float, x2: float, y2: float, css: str, **attrs: str) 
 
 
 def linear_ticks(lo: float, hi: float, most: int = 6) -> list[float]:
-    """Ticks at a 1-2-5 step from lo (rounded down) to at least hi, at most ``most`` + 1 of them."""
+    """Ticks at a 1-2-5 step from lo (rounded down to the step) to at least hi: about ``most`` steps."""
     if not hi > lo:
         hi = lo + (abs(lo) or 1.0)
     raw = (hi - lo) / most
-    step = min(
-        m * 10.0 ** math.floor(math.log10(raw)) for m in (1, 2, 5, 10) if m * 10.0 ** math.floor(math.log10(raw)) >= raw
-    )
+    decade = 10.0 ** math.floor(math.log10(raw))
+    step = min(m * decade for m in (1, 2, 5, 10) if m * decade >= raw)
     first = math.floor(lo / step) * step
     n = math.ceil((hi - first) / step - 1e-9)
     return [round(first + i * step, 12) for i in range(n + 1)]
