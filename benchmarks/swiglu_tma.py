@@ -4,6 +4,11 @@ so that one product of twice the width gives gate and up (split in the epilogue)
 ``triton_tuned`` and torch.compile.
 
     python benchmarks/swiglu_tma.py --out DIR [--shapes 2048x2048x5504,8192x4096x11008] [--rounds 3]
+    python benchmarks/swiglu_tma.py --out DIR --decode --shapes 16x2048x5504,16x2056x5512 --only-two-accumulators
+
+``--decode`` races 16-row tiles (one tile per program) instead: whether TMA loads escape what ragged-8 weights
+cost the pointer kernels at decode sizes (a W row of 5512 bf16 starts 16 bytes into a 128-byte line, so each
+row of a pointer tile spans one line more; benchmarks/results/alignment-promises/).
 
 Checked against the float64 oracle first (a wrong variant is reported, not timed), then timed in
 interleaved rounds (kprof.harness.race), bf16. Writes DIR/swiglu_tma.csv.
@@ -119,6 +124,15 @@ CONFIGS = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages
 ]
 
 
+DECODE_CONFIGS = [  # 16-row tiles for a handful of rows; 32-wide tiles give 172 programs at 5504 columns
+    (16, 32, 128, 1, 4, 4),
+    (16, 32, 256, 1, 4, 3),
+    (16, 64, 128, 1, 4, 4),
+    (16, 64, 256, 1, 4, 3),
+    (16, 128, 128, 1, 4, 4),
+]
+
+
 def tma_call(x, wg, wu, y, cfg, persistent, sms):
     bm, bn, bk, gm, warps, stages = cfg
     m, k = x.shape
@@ -159,12 +173,14 @@ def main() -> None:
     ap.add_argument("--shapes", default="2048x2048x5504,8192x4096x11008")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only-interleaved", action="store_true", help="skip the two-accumulator variants")
+    ap.add_argument("--only-two-accumulators", action="store_true", help="skip the interleaved variants")
+    ap.add_argument("--decode", action="store_true", help="16-row tiles, one per program (DECODE_CONFIGS)")
     args = ap.parse_args()
     interp = os.environ.get("TRITON_INTERPRET") == "1"
     dev = "cpu" if interp else "cuda"
     fam = discover()["swiglu"]
     sms = 4 if interp else torch.cuda.get_device_properties(0).multi_processor_count
-    configs = [(16, 32, 32, 2, 4, 2)] if interp else CONFIGS
+    configs = [(16, 32, 32, 2, 4, 2)] if interp else DECODE_CONFIGS if args.decode else CONFIGS
     rows = []
     for spec in args.shapes.split(","):
         m, k, n = (int(v) for v in spec.split("x"))
@@ -174,11 +190,11 @@ def main() -> None:
         y = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
         candidates = {}
         for cfg in [] if args.only_interleaved else configs:
-            for persistent in (False, True):
+            for persistent in (False,) if args.decode else (False, True):
                 name = f"tma{' pers' if persistent else ''} {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"
                 candidates[name] = (tma_call(x, wg, wu, y, cfg, persistent, sms), ref)
         w_int = interleaved_weights(wg, wu)  # column 2j: gate j, 2j + 1: up j
-        for cfg in [(16, 16, 32, 2, 4, 2)] if interp else INTERLEAVED_CONFIGS:
+        for cfg in [] if args.only_two_accumulators else [(16, 16, 32, 2, 4, 2)] if interp else INTERLEAVED_CONFIGS:
             candidates[f"interleaved {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[4]} s{cfg[5]}"] = (
                 interleaved_call(x, w_int, y, cfg),
                 ref,
@@ -191,7 +207,8 @@ def main() -> None:
         fns["[cublas x@[Wg Wu]]"] = lambda: x @ w_cat
         for p in ("triton_tuned", "torch_compile"):
             fns[f"[{p}]"] = lambda p=p: fam.providers[p].fn(**{k_: v for k_, v in inputs.items()})
-        for tail in (False, True):  # the shipped persistent kernel, with and without its last wave in parts
+        for tail in () if args.decode else (False, True):  # the shipped persistent kernel, without / with its
+            # last wave in parts
             fns[f"[persistent{', tail in parts' if tail else ''}]"] = lambda tail=tail: launch_interleaved(
                 x, w_int, y, persistent=True, tail=tail
             )
