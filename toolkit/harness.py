@@ -245,26 +245,27 @@ _SPIN_GHZ = 2.0
 
 
 def time_gpu(fn: Callable[[], Any], settings: BenchSettings, host_us: float | None = None) -> list[float]:
-    """All per-call GPU times (ms): ``triton.testing.do_bench``'s method, with a guard for small kernels.
+    """All per-call GPU times (ms): ``triton.testing.do_bench``'s method, with a guard for small kernels and
+    kprof's flush.
 
-    As in do_bench: one CUDA event pair per call, Triton's own L2-flush buffer cleared before each call,
-    warm-up and repetition budgets in ms. Unlike it, a GPU spin (``torch.cuda._sleep``) is queued after
-    each flush, long enough to cover the call's host time, so the GPU never waits on the host between
-    the start event and the kernel. Without it, a call whose host cost approaches the flush time
-    measures its own launch overhead: on an H100, Liger's rms_norm at 64x4096 bf16 read 52.6 us
-    (IQR 36% of median) under do_bench while its kernel takes 1.8 us in a CUDA graph.
+    As in do_bench: one CUDA event pair per call, the L2 flushed before each call, warm-up and repetition
+    budgets in ms. Unlike it, a GPU spin (``torch.cuda._sleep``) is queued after each flush, long enough to
+    cover the call's host time, so the GPU never waits on the host between the start event and the kernel.
+    Without it, a call whose host cost approaches the flush time measures its own launch overhead: on an
+    H100, Liger's rms_norm at 64x4096 bf16 read 52.6 us (IQR 36% of median) under do_bench while its kernel
+    takes 1.8 us in a CUDA graph. And the flush is kprof's read-only one (:func:`kprof.timing.flush`), as in
+    the ``cold`` mode: do_bench zeroes a 256 MB buffer, which leaves the L2 full of dirty lines that the timed
+    call then writes back. On an H100 that read 8.5-16.4 us over the CUPTI cold time for kernels of 17-250 us,
+    against 2.7-4.2 us with the read-only flush (``benchmarks/results/timing-modes/events-fallback/``).
     """
-    from triton import runtime
-
-    drv = runtime.driver.active
-    cache = drv.get_empty_cache_for_benchmark()
+    fl = modes.flush()
     fn()
     torch.cuda.synchronize()
     lead_us = 1.5 * host_us + 20.0 if host_us else 100.0
     cycles = int(lead_us * 1e3 * _SPIN_GHZ)
 
     def one(start: torch.cuda.Event, end: torch.cuda.Event) -> None:
-        drv.clear_cache(cache)
+        fl()
         torch.cuda._sleep(cycles)
         start.record()
         fn()

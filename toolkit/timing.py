@@ -63,7 +63,7 @@ MODE_DEFINITIONS: dict[str, str] = {
     "output allocation included.",
 }
 EVENTS_DEFINITION = (
-    "events (fallback): CUDA-event pair around one call after Triton's L2 flush; includes "
+    "events (fallback): CUDA-event pair around one call after kprof's L2 flush; includes "
     "microseconds of event and launch overhead, so small kernels read slower than they run."
 )
 DEFAULT_MODE_WHY = (
