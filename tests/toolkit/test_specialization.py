@@ -163,10 +163,13 @@ def test_gpu_records_driver_resources_and_the_autotuners_pick_only():
     rec = _call("rmsnorm", "triton_one_row", (64, 4096))
     s = rec.launches[0]
     assert s.resources_from == "driver" and s.registers > 0 and s.local_bytes == 0
-    sw = discover()["swiglu"]
-    inputs = sw.make_inputs((96, 256, 384), "bf16", "cuda", 1)
-    with recording() as rec:
-        sw.get_provider("triton_tuned").fn(**inputs)  # first call for this shape: autotuning happens here
+    from kprof.kernels.swiglu import tuned
+
+    inputs = discover()["swiglu"].make_inputs((96, 256, 384), "bf16", "cuda", 1)
+    x, wg, wu = inputs["x"].reshape(96, 256), inputs["w_gate"].contiguous(), inputs["w_up"].contiguous()
+    y = x.new_empty(96, 384)
+    with recording() as rec:  # the autotuned tiled kernel (the provider pins tiles up to 128 rows, races above)
+        tuned.launch_tuned(x, wg, wu, y, autotune=True)  # first call for this shape: autotuning happens here
     assert len(rec.launches) == 1 and rec.launches[0].autotuned
     assert {"BLOCK_M", "BLOCK_N", "BLOCK_K"} <= set(dict(rec.launches[0].constexprs))
 
