@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from bench_common import write_csv
@@ -34,7 +35,7 @@ CASES = (  # family, provider, shape
 METHODS = ("cupti", "time_gpu", "events_zero_flush", "cold_event_times_us")
 
 
-def zero_flush_times_us(fn, calls: int, host_us: float) -> list[float]:
+def zero_flush_times_us(fn: Callable[[], object], calls: int, host_us: float) -> list[float]:
     """CUDA events around each call after do_bench's flush (Triton's buffer zeroed) and a spin."""
     import torch
     from triton import runtime

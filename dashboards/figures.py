@@ -1,5 +1,6 @@
-"""The dashboard's charts as Vega-Lite specs: DataFrame in, spec (a dict) out (no Streamlit here, so they test
-alone)."""
+"""The roofline as a Vega-Lite spec, and what every chart shares: correct rows, shapes in sweep order, the
+baselines, the best version per shape, log ticks (DataFrame in, values out; no Streamlit here, so they test
+alone). Compare's panels and Sweep's heatmap are HTML: :mod:`kprof.dashboards.html_chart`."""
 
 from __future__ import annotations
 
