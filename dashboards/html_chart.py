@@ -14,6 +14,7 @@ script. Each mark carries its value in ``data-`` attributes and its details in a
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from html import escape
 
 import numpy as np
@@ -142,19 +143,26 @@ def compare_panels(
     records = compare_records(df, best_per_shape(df) if not df.empty else pd.Series(dtype=bool))
     providers = sorted({r["provider"] for r in records})
     index = {p: i for i, p in enumerate(providers)}
-    tips = {id(r): _tip(r, baseline) for r in records}
+    for r in records:
+        r["tip"] = _tip(r, baseline)
     out = []
     for k, (col, title, unit, log_y) in enumerate(COMPARE_PANELS):
-        ox = (k % 2) * (Y_LABELS + PANEL_WIDTH + GAP)
-        oy = (k // 2) * (TITLE + PANEL_HEIGHT + X_LABELS)
         rules = []
         if col == "speedup":
-            rules.append((1.0, "#555", "dotted", f"= {baseline}"))
+            rules.append(Rule(1.0, "#555", "dotted", f"= {baseline}"))
         if col == "gbps" and ceiling:
-            rules.append((float(ceiling), "#333", "dashed", f"measured copy ceiling {ceiling:.0f} GB/s"))
-        out += _panel(
-            records, order, index, tips, col, title.format(baseline=baseline), unit, log_y, ox, oy, rules, k in (0, 2)
+            rules.append(Rule(float(ceiling), "#333", "dashed", f"measured copy ceiling {ceiling:.0f} GB/s"))
+        panel = Panel(
+            col,
+            title.format(baseline=baseline),
+            unit,
+            log_y,
+            left=(k % 2) * (Y_LABELS + PANEL_WIDTH + GAP) + Y_LABELS,
+            top=(k // 2) * (TITLE + PANEL_HEIGHT + X_LABELS) + TITLE,
+            rules=tuple(rules),
+            stars=k in (0, 2),
         )
+        out += _panel(panel, [r for r in records if r[col] is not None and r[col] > 0], order, index)
     top = 2 * (TITLE + PANEL_HEIGHT + X_LABELS) + 8
     legend, height = _legend(providers, index, records, top)
     width = 2 * (Y_LABELS + PANEL_WIDTH) + GAP
@@ -181,118 +189,110 @@ def _tip(r: dict, baseline: str) -> str:
     )
 
 
-def _panel(
-    records: list[dict],
-    order: list[str],
-    index: dict[str, int],
-    tips: dict[int, str],
-    col: str,
-    title: str,
-    unit: str,
-    log_y: bool,
-    ox: float,
-    oy: float,
-    rules: list[tuple[float, str, str, str]],
-    stars: bool,
-) -> list[str]:
-    """One panel: title, ticks and grid, the shapes, each version's line and points, rules and stars."""
-    left, top = ox + Y_LABELS, oy + TITLE
-    bottom = top + PANEL_HEIGHT
-    out = [place(ox, oy, "font-weight:600;white-space:nowrap", escape(title), class_="kp-title", data_panel=col)]
-    out.append(
-        place(left, top, f"width:{PANEL_WIDTH}px;height:{PANEL_HEIGHT}px;border:1px solid #ccc;box-sizing:border-box")
-    )
-    drawn = [r for r in records if r[col] is not None and r[col] > 0]
+@dataclass(frozen=True)
+class Rule:
+    """A labelled horizontal line across a panel (the copy ceiling, the baseline's 1.0)."""
+
+    at: float
+    colour: str
+    dash: str  # CSS border style
+    text: str
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One of Compare's panels: which column it plots and how, and where its plot area lies (px)."""
+
+    col: str
+    title: str
+    unit: str
+    log_y: bool
+    left: float
+    top: float
+    rules: tuple[Rule, ...] = ()
+    stars: bool = False
+
+    @property
+    def bottom(self) -> float:
+        return self.top + PANEL_HEIGHT
+
+
+def _panel(p: Panel, drawn: list[dict], order: list[str], index: dict[str, int]) -> list[str]:
+    """One panel: its frame (title, ticks, shapes, rules), then each version's line and points."""
+    title_css = "font-weight:600;white-space:nowrap"
+    box_css = f"width:{PANEL_WIDTH}px;height:{PANEL_HEIGHT}px;border:1px solid #ccc;box-sizing:border-box"
+    out = [
+        place(p.left - Y_LABELS, p.top - TITLE, title_css, escape(p.title), class_="kp-title", data_panel=p.col),
+        place(p.left, p.top, box_css),
+    ]
     if not drawn:
-        text = f"no {style.COLUMNS.get(col, (col,))[0]} in this run"
-        out.append(
-            place(
-                left,
-                top + PANEL_HEIGHT / 2 - 8,
-                f"width:{PANEL_WIDTH}px;text-align:center;color:#666",
-                escape(text),
-                class_="kp-empty",
-                data_panel=col,
-            )
-        )
-        return out
-    values = [float(r[col]) for r in drawn]
-    extra = [at for at, *_ in rules]
-    if log_y:
-        ticks = nice_ticks(min(values), max(values))
-    else:
-        ticks = linear_ticks(0.0, max([*values, *extra]) * 1.05)
-    axis = Axis(ticks, [*values, *extra], top + 6, bottom - 6, log_y)
-    for t in ticks:
+        text = f"no {style.COLUMNS.get(p.col, (p.col,))[0]} in this run"
+        css = f"width:{PANEL_WIDTH}px;text-align:center;color:#666"
+        return [
+            *out,
+            place(p.left, p.top + PANEL_HEIGHT / 2 - 8, css, escape(text), class_="kp-empty", data_panel=p.col),
+        ]
+    values = [float(r[p.col]) for r in drawn]
+    extra = [rule.at for rule in p.rules]
+    ticks = nice_ticks(min(values), max(values)) if p.log_y else linear_ticks(0.0, max([*values, *extra]) * 1.05)
+    axis = Axis(ticks, [*values, *extra], p.top + 6, p.bottom - 6, p.log_y)
+    step = PANEL_WIDTH / max(len(order), 1)
+    xs = {s: p.left + step * (i + 0.5) for i, s in enumerate(order)}
+    return out + _frame(p, axis, xs) + _marks(p, axis, xs, drawn, index)
+
+
+def _frame(p: Panel, axis: Axis, xs: dict[str, float]) -> list[str]:
+    """A panel's grid lines and tick labels, its unit, the shapes under it (at a slant) and its rules."""
+    out = []
+    label_css = f"width:{Y_LABELS - 6}px;text-align:right;color:#555"
+    for t in axis.ticks:
         if not axis.lo <= t <= axis.hi:
             continue
         ty = axis.y(t)
-        label = time_label(t) if unit == "µs" else f"{t:g}"
-        out.append(place(left, ty, f"width:{PANEL_WIDTH}px;height:0;border-top:1px solid #eee"))
+        label = time_label(t) if p.unit == "µs" else f"{t:g}"
+        out.append(place(p.left, ty, f"width:{PANEL_WIDTH}px;height:0;border-top:1px solid #eee"))
         out.append(
             place(
-                ox,
+                p.left - Y_LABELS,
                 ty - 7,
-                f"width:{Y_LABELS - 6}px;text-align:right;color:#555",
+                label_css,
                 escape(label),
                 class_="kp-tick",
-                data_panel=col,
+                data_panel=p.col,
                 data_value=f"{t:g}",
             )
         )
-    if unit != "µs":
-        out.append(
-            place(ox, top - 14, f"width:{Y_LABELS - 6}px;text-align:right;color:#555;font-size:11px", escape(unit))
-        )
-    step = PANEL_WIDTH / max(len(order), 1)
-    xs = {s: left + step * (i + 0.5) for i, s in enumerate(order)}
+    if p.unit != "µs":
+        out.append(place(p.left - Y_LABELS, p.top - 14, label_css + ";font-size:11px", escape(p.unit)))
+    shape_css = (
+        "width:120px;text-align:right;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#333;"
+        "transform:rotate(-35deg);transform-origin:100% 0"
+    )
     for s, x in xs.items():
-        out.append(
-            place(
-                x - 124,
-                bottom + 4,
-                "width:120px;text-align:right;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#333;"
-                "transform:rotate(-35deg);transform-origin:100% 0",
-                escape(s),
-                title=s,
-                class_="kp-shape",
-                data_panel=col,
-            )
-        )
-    for at, colour, dash, text in rules:
-        ry = axis.y(at)
-        out.append(
-            place(
-                left,
-                ry,
-                f"width:{PANEL_WIDTH}px;height:0;border-top:1px {dash} {colour}",
-                class_="kp-rule",
-                data_panel=col,
-                data_rule=f"{at:g}",
-            )
-        )
-        out.append(
-            place(
-                left, ry - 15, f"width:{PANEL_WIDTH - 4}px;text-align:right;color:{colour};font-size:10px", escape(text)
-            )
-        )
+        out.append(place(x - 124, p.bottom + 4, shape_css, escape(s), title=s, class_="kp-shape", data_panel=p.col))
+    for rule in p.rules:
+        ry = axis.y(rule.at)
+        line = f"width:{PANEL_WIDTH}px;height:0;border-top:1px {rule.dash} {rule.colour}"
+        text = f"width:{PANEL_WIDTH - 4}px;text-align:right;color:{rule.colour};font-size:10px"
+        out.append(place(p.left, ry, line, class_="kp-rule", data_panel=p.col, data_rule=f"{rule.at:g}"))
+        out.append(place(p.left, ry - 15, text, escape(rule.text)))
+    return out
+
+
+def _marks(p: Panel, axis: Axis, xs: dict[str, float], drawn: list[dict], index: dict[str, int]) -> list[str]:
+    """Each version's line (solid, or dashed for another run's), its points (circles, or diamonds) with their
+    hover, and in the time and speedup panels a star on the best version at each shape."""
+    out = []
+    star_css = "width:20px;text-align:center;font-size:20px;line-height:20px;color:#000;pointer-events:none"
     for provider in sorted(index):
         mine = [r for r in drawn if r["provider"] == provider]
         colour, v = style.colour(provider), index[provider]
         dash = "dashed" if mine and mine[0]["run"] == ADDED_RUN else "solid"
-        pts = [(xs[r["shape"]], axis.y(float(r[col])), r) for r in mine]
+        pts = [(xs[r["shape"]], axis.y(float(r[p.col])), r) for r in mine]
         for (x1, y1, _), (x2, y2, _) in zip(pts, pts[1:]):
+            line = f"border-top:2px {dash} {colour}"
             out.append(
-                segment(
-                    x1,
-                    y1,
-                    x2,
-                    y2,
-                    f"border-top:2px {dash} {colour}",
-                    class_=f"kp-m kp-v{v} kp-line",
-                    data_provider=provider,
-                    data_panel=col,
-                )
+                segment(x1, y1, x2, y2, line, class_=f"kp-m kp-v{v} kp-line", data_provider=provider, data_panel=p.col)
             )
         for x, y, r in pts:
             shape_css = "transform:rotate(45deg)" if r["run"] == ADDED_RUN else "border-radius:50%"
@@ -302,29 +302,19 @@ def _panel(
                     y - 4,
                     f"width:8px;height:8px;background:{colour};{shape_css}",
                     class_=f"kp-m kp-v{v} kp-pt",
-                    title=tips[id(r)],
+                    title=r["tip"],
                     data_provider=provider,
                     data_shape=r["shape"],
-                    data_panel=col,
-                    data_value=f"{float(r[col]):.6g}",
+                    data_panel=p.col,
+                    data_value=f"{float(r[p.col]):.6g}",
                     data_x=f"{x:.1f}",
                     data_y=f"{y:.1f}",
                     data_colour=colour,
                 )
             )
-            if stars and r["best"]:
-                out.append(
-                    place(
-                        x - 10,
-                        y - 12,
-                        "width:20px;text-align:center;font-size:20px;line-height:20px;color:#000;pointer-events:none",
-                        "☆",
-                        class_="kp-best",
-                        data_provider=provider,
-                        data_shape=r["shape"],
-                        data_panel=col,
-                    )
-                )
+            if p.stars and r["best"]:
+                star = {"data_provider": provider, "data_shape": r["shape"], "data_panel": p.col}
+                out.append(place(x - 10, y - 12, star_css, "☆", class_="kp-best", **star))
     return out
 
 
