@@ -213,7 +213,8 @@ def main() -> None:
             fns[f"[persistent{', tail in parts' if tail else ''}]"] = lambda tail=tail: launch_interleaved(
                 x, w_int, y, persistent=True, tail=tail
             )
-        if args.decode:  # cold (CUPTI, kprof's read-only flush): do_bench's dirty flush adds ~9 us to every call here
+        if args.decode:  # cold (CUPTI busy time), the yardstick of the decode races this compares with; race()
+            # times CUDA events, about 3 us over CUPTI per call (benchmarks/results/timing-modes/events-fallback/)
             times = race_rounds(fns, args.rounds, 5.0, random.Random(0))
         else:
             times = race(fns, BenchSettings(graph=False), rounds=args.rounds)
