@@ -378,16 +378,18 @@ def sweep_heatmap(grid: pd.DataFrame, x: str, y: str, value: str, title: str) ->
     row = {v: HEAT_TOP + i * h for i, v in enumerate(ys)}
     out = [place(0, 0, "font-weight:600;white-space:nowrap", escape(title), class_="kp-title")]
     for v, left in col.items():
-        out.append(place(left, HEAT_TOP + len(ys) * h + 4, f"width:{w:.1f}px;text-align:center;color:#333", f"{v}"))
+        out.append(
+            place(left, HEAT_TOP + len(ys) * h + 4, f"width:{w:.1f}px;text-align:center;color:#333", escape(str(v)))
+        )
     for v, top in row.items():
-        out.append(place(0, top + h / 2 - 8, f"width:{HEAT_LEFT - 8}px;text-align:right;color:#333", f"{v}"))
+        out.append(place(0, top + h / 2 - 8, f"width:{HEAT_LEFT - 8}px;text-align:right;color:#333", escape(str(v))))
     bottom = HEAT_TOP + len(ys) * h
     out.append(place(HEAT_LEFT, bottom + 22, f"width:{len(xs) * w:.0f}px;text-align:center;color:#555", escape(x)))
     out.append(place(0, HEAT_TOP - 18, f"width:{HEAT_LEFT - 8}px;text-align:right;color:#555", escape(y)))
+    box = f"width:{w - 2:.1f}px;height:{h - 2:.1f}px;line-height:{h - 2:.1f}px;text-align:center;font-size:11px"
     for r, good in zip(grid.to_dict("records"), ok):
         if r[x] not in col or r[y] not in row:
             continue
-        box = f"width:{w - 2:.1f}px;height:{h - 2:.1f}px;line-height:{h - 2:.1f}px;text-align:center;font-size:11px"
         attrs = {"class_": "kp-cell", "data_x": str(r[x]), "data_y": str(r[y]), "data_config": r["params_text"]}
         if not good:
             tip = f"{r['params_text']}\n{r['status']}: {str(r.get('note') or '')[:160]}"
@@ -427,19 +429,20 @@ def sweep_heatmap(grid: pd.DataFrame, x: str, y: str, value: str, title: str) ->
     left = HEAT_LEFT + len(xs) * w + 24
     stops = ", ".join(VIRIDIS)  # dark at the bottom, bright on top, as the labels beside it
     top_v, bottom_v = (hi, lo) if better_high else (lo, hi)
+    bar = min(bottom - HEAT_TOP, 200)  # px
     out.append(place(left, HEAT_TOP - 18, "color:#555", escape(value)))
     out.append(
         place(
             left,
             HEAT_TOP,
-            f"width:14px;height:{min(bottom - HEAT_TOP, 200):.0f}px;background:linear-gradient(to top, {stops})",
+            f"width:14px;height:{bar:.0f}px;background:linear-gradient(to top, {stops})",
         )
     )
     out.append(place(left + 20, HEAT_TOP - 2, "color:#333", f"{top_v:.3g}", class_="kp-scale", data_end="bright"))
     out.append(
         place(
             left + 20,
-            HEAT_TOP + min(bottom - HEAT_TOP, 200) - 14,
+            HEAT_TOP + bar - 14,
             "color:#333",
             f"{bottom_v:.3g}",
             class_="kp-scale",

@@ -254,3 +254,10 @@ def test_viridis_runs_between_its_ends(t):
     c = html_chart.viridis(t)
     assert len(c) == 7 and c.startswith("#")
     assert html_chart.viridis(0) == html_chart.VIRIDIS[0] and html_chart.viridis(1) == html_chart.VIRIDIS[-1]
+
+
+def test_sweep_heatmap_writes_parameter_values_as_text():
+    grid = _sweep_grid(np.random.default_rng())
+    grid["BLOCK_N"] = grid["BLOCK_N"].map(lambda v: f"<b>{v}</b>")  # a string-valued parameter
+    heat = html_chart.sweep_heatmap(grid, "BLOCK_N", "num_warps", "gpu_time_us", "t")
+    assert "<b>" not in heat and "&lt;b&gt;" in heat
