@@ -630,7 +630,7 @@ def kasmina(
     launch, n_seeds = plan
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device)
-    launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele)
+    launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele, y, y)  # one program per seed: no parts
     return y, tele
 
 
