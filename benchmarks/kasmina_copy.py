@@ -1,13 +1,13 @@
 """kasmina's telemetry kernel against a bare copy of x (the family's yardstick: the layer reads x and writes y
-of the same size, so a device copy of x is the most it can hope for) at its default shapes, over tiles and
-programs per seed.
+of the same size, so a device copy of x is the most it can hope for) at its default shapes, over tiles,
+loads one step ahead and fp32's product precision.
 
 Per point, one CUPTI session times every candidate cold (a spin, kprof's read-only L2 flush, one call), in
 rotating rounds (``decode_tiles.race``). Candidates: ``[copy x]`` (``out.copy_(x)``), ``[shipped]`` (the
 ``triton_telemetry`` provider as it is), ``[no telemetry]`` (the same kernel without the statistics: what
-fusing them costs), and the telemetry kernel at rows per tile x warps x programs per seed, where a seed's rows
-are split so the launch has about 1, 2, 4 or 8 programs per SM (``branch_free.row_programs_for``; 0: one
-program per seed). Each candidate's y and telemetry are checked against the float64 oracle first.
+fusing them costs), and the telemetry kernel at rows per tile x warps, with each x tile loaded a step ahead
+(``pre``) or not, and in fp32 with IEEE (``p1``) or tf32x3 (``p2``) products. Each candidate's y and
+telemetry are checked against the float64 oracle first.
 
     python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32]
 
@@ -27,24 +27,25 @@ from decode_tiles import race
 
 from kprof.kernels import discover
 from kprof.kernels.kasmina import branch_free
-from kprof.kernels.lib import launching
 
 DEFAULT_SHAPES = "64x1000x64,1x1000x64,512x1000x64,64x250x256,48x333x100"
-TILES = [(b, w) for b in (16, 32, 64) for w in (2, 4, 8)]
-PER_SM = (0, 1, 2, 4, 8)
+TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
+IEEE_TILES = [(16, 2), (16, 4)]  # fp32's IEEE products: larger tiles took 4-60x longer (kasmina-copy/first-race)
 
 
-def candidates(inp: dict, n_rows: int, n_seeds: int) -> dict[str, object]:
-    """name -> fn for every distinct (rows per tile, warps, programs per seed)."""
-    sms = launching.sm_count(inp["x"])
+def candidates(inp: dict) -> dict[str, object]:
+    """name -> fn for every (rows per tile, warps, x loaded a step ahead or not, and for fp32 the products'
+    precision: 1 IEEE, 2 tf32x3)."""
+    fp32 = inp["x"].dtype == torch.float32
     out = {}
-    for b, w in TILES:
-        for p in PER_SM:
-            r = branch_free.row_programs_for(n_rows, n_seeds, b, sms, p)
-            out.setdefault(
-                f"b{b} w{w} r{r}",
-                lambda b=b, w=w, r=r: branch_free.launch(**inp, telemetry=True, block_b=b, num_warps=w, row_programs=r),
-            )
+    for prec in (1, 2) if fp32 else (0,):
+        for b, w in IEEE_TILES if prec == 1 else TILES:
+            for pre in (False, True):
+                out[f"b{b} w{w}{' pre' if pre else ''}{f' p{prec}' if fp32 else ''}"] = (
+                    lambda b=b, w=w, pre=pre, prec=prec: branch_free.launch(
+                        **inp, telemetry=True, block_b=b, num_warps=w, precision=prec, prefetch=pre
+                    )
+                )
     return out
 
 
@@ -72,14 +73,12 @@ def checked(fns: dict[str, object], inp: dict, oracle: object) -> tuple[dict, di
 def run_point(shape: tuple[int, ...], dtype: str, rounds: int) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
-    *batch, n_seeds, _ = shape
-    n_rows = inp["x"].numel() // inp["x"].shape[-1]
     oracle = fam.oracle(**inp)
     out = torch.empty_like(inp["x"])
     shipped = fam.providers["triton_telemetry"].fn
     tele_free = fam.providers["triton_branch_free"].fn
     fns = {"[shipped]": lambda: shipped(**inp), "[branch free + torch stats]": lambda: tele_free(**inp)}
-    fns.update(candidates(inp, n_rows, n_seeds))
+    fns.update(candidates(inp))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     ok["[no telemetry]"] = lambda: branch_free.launch(**inp, telemetry=False)

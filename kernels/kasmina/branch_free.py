@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.kasmina.family import FAMILY, check_inputs
-from kprof.kernels.lib import launching, split_k
+from kprof.kernels.lib import launching
 
 
 @triton.jit
@@ -33,9 +33,6 @@ def _kasmina_forward_kernel(
     w_ptr,  # [NB, C, C] blueprint weights, contiguous
     b_ptr,  # [NB, C] blueprint biases, contiguous
     telemetry_ptr,  # [S, 2] float32 (mean, variance); only written when TELEMETRY
-    part_ptr,  # [S, row programs, 3, BLOCK_C] float32: each program's (count, mean, M2) per column, when its
-    # seed's rows are split over several programs with TELEMETRY
-    count_ptr,  # [S] int32 tickets, zero between calls (used as part_ptr is)
     # sizes and strides
     n_rows,
     C,
@@ -45,11 +42,20 @@ def _kasmina_forward_kernel(
     # meta-parameters
     BLOCK_B: tl.constexpr,  # rows per tile (>= 16: tl.dot's minimum)
     BLOCK_C: tl.constexpr,  # power of two >= C (>= 16)
-    TELEMETRY: tl.constexpr,  # accumulate each seed's output mean and variance
-    IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs: not TF32; the interpreter: its bf16 dot is wrong)
+    TELEMETRY: tl.constexpr,  # accumulate each seed's output mean and variance (needs one program per seed)
+    PRECISION: tl.constexpr,  # 0: the inputs' dtype (bf16, fp16); 1: IEEE fp32 (the interpreter: its bf16 dot is
+    # wrong); 2: fp32 as three TF32 products (tf32x3)
+    PREFETCH: tl.constexpr,  # load each x tile one step ahead, the first before the seed's state
 ):
     seed = tl.program_id(0)
     n_progs = tl.num_programs(1)
+    cols = tl.arange(0, BLOCK_C)
+    cmask = cols < C
+    col0 = seed.to(tl.int64) * C
+    first = tl.program_id(1) * BLOCK_B
+    step = BLOCK_B * n_progs
+    if PREFETCH:  # x does not depend on the state: its load overlaps the state -> blueprint round trips
+        x_next = _row_tile(x_ptr, first, n_rows, x_row_stride, col0, cols, cmask, BLOCK_B)
     lifecycle = tl.load(lifecycle_ptr + seed).to(tl.int32)
     bid = tl.load(blueprint_id_ptr + seed).to(tl.int64)
     # clamp-and-flag: an id outside the registry reads blueprint 0 (in bounds) and the seed's outputs
@@ -59,26 +65,29 @@ def _kasmina_forward_kernel(
     alpha = tl.load(alpha_ptr + seed)
     coef = tl.where(lifecycle == 1, 1.0, tl.where(lifecycle == 2, alpha, 0.0))
 
-    cols = tl.arange(0, BLOCK_C)
-    cmask = cols < C
     w = tl.load(
         w_ptr + bid * C * C + cols[:, None] * C + cols[None, :], mask=cmask[:, None] & cmask[None, :], other=0.0
     )
     bias = tl.load(b_ptr + bid * C + cols, mask=cmask, other=0.0).to(tl.float32)
-    col0 = seed.to(tl.int64) * C
 
     # per-column running (count, mean, M2) over row blocks, merged with Chan's formula
     cnt = tl.zeros([BLOCK_C], dtype=tl.float32)
     mean = tl.zeros([BLOCK_C], dtype=tl.float32)
     m2 = tl.zeros([BLOCK_C], dtype=tl.float32)
-    for start in range(tl.program_id(1) * BLOCK_B, n_rows, BLOCK_B * n_progs):
+    for start in range(first, n_rows, step):
         rows = start + tl.arange(0, BLOCK_B)
         rmask = rows < n_rows
         mask = rmask[:, None] & cmask[None, :]
         r64 = rows.to(tl.int64)[:, None]
-        x = tl.load(x_ptr + r64 * x_row_stride + col0 + cols[None, :], mask=mask, other=0.0)
-        if IEEE:
+        if PREFETCH:
+            x = x_next
+            x_next = _row_tile(x_ptr, start + step, n_rows, x_row_stride, col0, cols, cmask, BLOCK_B)
+        else:
+            x = _row_tile(x_ptr, start, n_rows, x_row_stride, col0, cols, cmask, BLOCK_B)
+        if PRECISION == 1:
             bp = tl.dot(x.to(tl.float32), w.to(tl.float32), input_precision="ieee")
+        elif PRECISION == 2:
+            bp = tl.dot(x, w, input_precision="tf32x3")
         else:
             bp = tl.dot(x, w)
         xf = x.to(tl.float32)
@@ -96,51 +105,27 @@ def _kasmina_forward_kernel(
             m2 = m2 + m2_b + delta * delta * (cnt * n_b / total)
             cnt = total
     if TELEMETRY:
-        if n_progs == 1:
-            _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask)
-        else:  # the seed's rows are split: the program that draws the last ticket merges every program's part
-            slot = part_ptr + (seed.to(tl.int64) * n_progs + tl.program_id(1)) * 3 * BLOCK_C + cols
-            tl.store(slot, cnt)
-            tl.store(slot + BLOCK_C, mean)
-            tl.store(slot + 2 * BLOCK_C, m2)
-            if split_k.take_ticket(count_ptr, seed) == n_progs - 1:
-                first = part_ptr + seed.to(tl.int64) * n_progs * 3 * BLOCK_C + cols
-                cnt, mean, m2 = _merge_parts(first, n_progs, BLOCK_C)
-                _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask)
-                split_k.release(count_ptr, seed)
+        cnt = tl.where(cmask, cnt, 0.0)
+        n = tl.sum(cnt, axis=0)
+        seed_mean = tl.sum(cnt * mean, axis=0) / n
+        dm = tl.where(cmask, mean - seed_mean, 0.0)
+        seed_m2 = tl.sum(tl.where(cmask, m2, 0.0) + cnt * dm * dm, axis=0)
+        tl.store(telemetry_ptr + seed * 2, seed_mean)
+        tl.store(telemetry_ptr + seed * 2 + 1, seed_m2 / n)
 
 
 @triton.jit
-def _merge_parts(ptrs, n_parts, BLOCK_C: tl.constexpr):
-    """Per column (count, mean, M2) of ``n_parts`` programs' parts, merged in slot order with Chan's formula
-    (the result does not depend on which program finished last). ``.cg``: from L2, never a stale L1 line."""
-    cnt = tl.zeros([BLOCK_C], dtype=tl.float32)
-    mean = tl.zeros([BLOCK_C], dtype=tl.float32)
-    m2 = tl.zeros([BLOCK_C], dtype=tl.float32)
-    for _ in range(0, n_parts):
-        c_p = tl.load(ptrs, cache_modifier=".cg")
-        mean_p = tl.load(ptrs + BLOCK_C, cache_modifier=".cg")
-        m2_p = tl.load(ptrs + 2 * BLOCK_C, cache_modifier=".cg")
-        total = cnt + c_p
-        share = tl.where(total > 0, c_p / tl.maximum(total, 1.0), 0.0)  # a part without rows changes nothing
-        delta = mean_p - mean
-        mean = mean + delta * share
-        m2 = m2 + m2_p + delta * delta * cnt * share
-        cnt = total
-        ptrs += 3 * BLOCK_C
-    return cnt, mean, m2
+def _row_tile(x_ptr, start, n_rows, x_row_stride, col0, cols, cmask, BLOCK_B: tl.constexpr):
+    """The seed's x tile of BLOCK_B rows from ``start`` (zeros past the last row: nothing is read there)."""
+    rows = start + tl.arange(0, BLOCK_B)
+    mask = (rows < n_rows)[:, None] & cmask[None, :]
+    return tl.load(x_ptr + rows.to(tl.int64)[:, None] * x_row_stride + col0 + cols[None, :], mask=mask, other=0.0)
 
 
-@triton.jit
-def _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask):
-    """The seed's (mean, variance) over all its columns, from per-column (count, mean, M2)."""
-    cnt = tl.where(cmask, cnt, 0.0)
-    n = tl.sum(cnt, axis=0)
-    seed_mean = tl.sum(cnt * mean, axis=0) / n
-    dm = tl.where(cmask, mean - seed_mean, 0.0)
-    seed_m2 = tl.sum(tl.where(cmask, m2, 0.0) + cnt * dm * dm, axis=0)
-    tl.store(telemetry_ptr + seed * 2, seed_mean)
-    tl.store(telemetry_ptr + seed * 2 + 1, seed_m2 / n)
+def precision_of(dtype: torch.dtype) -> int:
+    """The kernel's PRECISION for inputs of ``dtype``: IEEE for fp32 and under the interpreter (its bf16 dot is
+    wrong), the inputs' dtype otherwise."""
+    return 1 if dtype == torch.float32 or launching.interpreting() else 0
 
 
 def tile_for(n_rows: int, telemetry: bool) -> tuple[int, int]:
@@ -154,14 +139,6 @@ def tile_for(n_rows: int, telemetry: bool) -> tuple[int, int]:
     return (64 if n_rows >= 256 else 16), 2
 
 
-def row_programs_for(n_rows: int, n_seeds: int, block_b: int, sms: int, per_sm: int = 0) -> int:
-    """Programs per seed with telemetry: 1 (each walks its seed's rows) unless ``per_sm`` asks for about that
-    many programs per SM, each seed's rows then split over several programs (at most one per row tile)."""
-    if per_sm <= 0:
-        return 1
-    return max(1, min(triton.cdiv(n_rows, block_b), triton.cdiv(per_sm * sms, n_seeds)))
-
-
 def launch(
     x: torch.Tensor,
     lifecycle: torch.Tensor,
@@ -172,11 +149,11 @@ def launch(
     telemetry: bool,
     block_b: int | None = None,
     num_warps: int | None = None,
-    row_programs: int | None = None,
+    precision: int | None = None,
+    prefetch: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``: the tile
-    (default: ``tile_for``), ``row_programs``: programs per seed with telemetry (default 1) - the tuning
-    benchmarks vary them."""
+    (default: ``tile_for``) - the tuning benchmark varies them."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
     x2d = x.reshape(-1, x.shape[-1]) if x.stride(-1) == 1 else x.contiguous().view(-1, x.shape[-1])
     n_rows = x2d.shape[0]
@@ -184,16 +161,8 @@ def launch(
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device) if telemetry else None
     default_b, default_warps = tile_for(n_rows, telemetry)
     block_b, num_warps = block_b or default_b, num_warps or default_warps
-    block_c = max(16, triton.next_power_of_2(c))
-    # without telemetry, row blocks of one seed are independent programs; with it, each program's statistics
-    # meet at the seed's last program (one program per seed unless row_programs says more)
-    if telemetry:
-        row_programs = max(1, min(row_programs or 1, triton.cdiv(n_rows, block_b)))
-    else:
-        row_programs = triton.cdiv(n_rows, block_b)
-    split = telemetry and row_programs > 1
-    parts = torch.empty(n_seeds * row_programs * 3 * block_c, dtype=torch.float32, device=x.device) if split else y
-    counts = launching.ticket_counters(x, n_seeds) if split else y
+    # without telemetry, row blocks of one seed are independent programs; with it, one program per seed
+    row_programs = 1 if telemetry else triton.cdiv(n_rows, block_b)
     _kasmina_forward_kernel[(n_seeds, row_programs)](
         x2d,
         y,
@@ -203,17 +172,16 @@ def launch(
         weights.contiguous(),
         bias.contiguous(),
         tele if tele is not None else y,
-        parts,
-        counts,
         n_rows,
         c,
         weights.shape[0],
         x2d.stride(0),
         x.shape[-1],
         BLOCK_B=block_b,
-        BLOCK_C=block_c,
+        BLOCK_C=max(16, triton.next_power_of_2(c)),
         TELEMETRY=telemetry,
-        IEEE=x.dtype == torch.float32 or launching.interpreting(),
+        PRECISION=precision_of(x.dtype) if precision is None else precision,
+        PREFETCH=prefetch,
         num_warps=num_warps,
     )
     return y, tele

@@ -630,7 +630,7 @@ def kasmina(
     launch, n_seeds = plan
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device)
-    launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele, y, y)  # one program per seed: no parts
+    launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele)
     return y, tele
 
 
@@ -661,7 +661,8 @@ def _kasmina_first(
             block_b,
             max(16, triton.next_power_of_2(c)),
             True,
-            x.dtype == torch.float32 or launching.interpreting(),
+            branch_free.precision_of(x.dtype),
+            False,
         )
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
