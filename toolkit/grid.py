@@ -15,11 +15,12 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
   show how far the next will move: 11.3% for one run and 7.8% for two by default, or from each side's own
   spread where the store holds a calibration of the device (``kprof noise``);
 * for memory-bound points, the best version's bandwidth as a fraction of the device's copy ceiling;
-* for matrix families, the ratio to the family's ``roofline`` yardstick (one cuBLAS product of the shape);
+* the ratio to the family's ``roofline`` yardstick where it has one (one cuBLAS product of a matrix family's
+  shape, a bare copy of x for kasmina);
 * given the family's dispatch (the provider ``kprof.kernels.ops`` runs), its time over the best kprof
   version's: where it is above 1.02 the dispatch misses a faster version a model would not get;
 * given the family's targets (``grid_targets:`` in its ``sweep.yaml``), whether the point meets the one that
-  applies to it (a share of the copy ceiling for memory-bound points, a ratio to the cuBLAS yardstick per
+  applies to it (a share of the copy ceiling for memory-bound points, a ratio to the family's yardstick per
   class of matrix shape), and for each loss or missed target what Nsight Compute measured there (DRAM bytes
   against the bytes model, achieved occupancy, the limiter), or that nothing was measured: no guessed cause.
 
@@ -74,14 +75,16 @@ class CopyTarget:
 
 @dataclass(frozen=True)
 class RooflineTarget:
-    """Matrix points of one class: the best kprof version within ``ratio`` x the roofline yardstick (one
-    cuBLAS product of the shape). The class: at most ``max_rows`` rows, at least ``min_rows``, or no
-    dimension a multiple of ``untiled`` (shapes no tile divides); unset bounds do not restrict."""
+    """Points of one class: the best kprof version within ``ratio`` x the family's roofline yardstick (what
+    ``yardstick`` names: one cuBLAS product of a matrix family's shape, a bare copy of kasmina's x). The class:
+    at most ``max_rows`` rows, at least ``min_rows``, or no dimension a multiple of ``untiled`` (shapes no tile
+    divides); unset bounds do not restrict."""
 
     ratio: float
     max_rows: int | None = None
     min_rows: int | None = None
     untiled: int | None = None
+    yardstick: str = "cuBLAS"
 
     def applies(self, dims: Sequence[int]) -> bool:
         rows = dims[0]
@@ -97,7 +100,7 @@ class RooflineTarget:
             *([f">= {self.min_rows} rows"] if self.min_rows is not None else []),
             *([f"no dimension a multiple of {self.untiled}"] if self.untiled is not None else []),
         ]
-        return f"<= {self.ratio:.2f}x cuBLAS at {', '.join(where) or 'every shape'}"
+        return f"<= {self.ratio:.2f}x {self.yardstick} at {', '.join(where) or 'every shape'}"
 
 
 @dataclass(frozen=True)
@@ -291,7 +294,7 @@ def grid_table(
             why = _why_measured(ncu, shape, dtype, [kp, *[o for o in others if o is not None]])
         elif target is not None and met is None:
             why = "target not judged: " + (
-                "no cuBLAS yardstick (a `roofline` provider) ran at this point"
+                f"its yardstick ({target.yardstick}, a `roofline` provider) did not run at this point"
                 if isinstance(target, RooflineTarget)
                 else "no % of the copy ceiling (the run measured no ceiling)"
             )

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 ProviderKind = Literal["triton", "eager", "library", "compile", "peer", "roofline"]
 PROVIDER_KINDS: tuple[str, ...] = ("triton", "eager", "library", "compile", "peer", "roofline")
-"""``roofline``: a yardstick, not the family's function (one cuBLAS product of a matrix family's shape);
-timed like the others, never checked against the oracle nor ranked as the best provider."""
+"""``roofline``: a yardstick, not the family's function (one cuBLAS product of a matrix family's shape, a bare
+copy of kasmina's x); timed like the others, never checked against the oracle nor ranked as the best provider."""
 
 Inputs = dict[str, Any]
 
@@ -305,9 +305,12 @@ def read_sweep_file(path: Path, family: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+BOUNDS = ("max_rows", "min_rows", "untiled")  # the row and tile bounds of a ``roofline:`` class
+
+
 def grid_targets_in(path: Path, family: str = "") -> GridTargets:
     """The ``grid_targets:`` of a family's YAML file: ``copy: {fraction, min_mib}`` for memory-bound points,
-    ``roofline:`` a list of ``{ratio, max_rows | min_rows | untiled}`` classes for matrix shapes, the first
+    ``roofline:`` a list of ``{ratio, max_rows | min_rows | untiled, yardstick}`` classes, the first
     that applies winning. None declared: nothing checked. Reads the file only, so ``kprof grid`` needs no
     family's code (torch, Triton) for it."""
     from kprof.grid import CopyTarget, GridTargets, RooflineTarget  # pandas: not on the ops API's import path
@@ -330,21 +333,27 @@ def grid_targets_in(path: Path, family: str = "") -> GridTargets:
             )
         copy = CopyTarget(fraction=float(c["fraction"]), min_bytes=float(_number(c["min_mib"])) * 2**20)
     classes = spec.get("roofline") or []
-    keys = {"ratio", "max_rows", "min_rows", "untiled"}
+    keys = {"ratio", "yardstick", *BOUNDS}
     if not isinstance(classes, list) or not all(
         isinstance(c, dict)
         and "ratio" in c
         and set(c) <= keys
         and _number(c["ratio"]) >= 1
-        and all(isinstance(c[k], int) and not isinstance(c[k], bool) and c[k] > 0 for k in set(c) - {"ratio"})
+        and all(isinstance(c[k], int) and not isinstance(c[k], bool) and c[k] > 0 for k in set(c) & set(BOUNDS))
+        and isinstance(c.get("yardstick", "cuBLAS"), str)
+        and str(c.get("yardstick", "cuBLAS")).strip() != ""
         for c in classes
     ):
         raise KprofError(
             f"{where}: 'roofline:' is a list of {{ratio >= 1 and any of max_rows, min_rows, untiled (positive "
-            "whole numbers)}}"
+            "whole numbers), yardstick (what the `roofline` provider is, in words; default cuBLAS)}}"
         )
     roofline = tuple(
-        RooflineTarget(ratio=float(c["ratio"]), **{k: int(c[k]) for k in ("max_rows", "min_rows", "untiled") if k in c})
+        RooflineTarget(
+            ratio=float(c["ratio"]),
+            **{k: int(c[k]) for k in BOUNDS if k in c},
+            **({"yardstick": c["yardstick"].strip()} if "yardstick" in c else {}),
+        )
         for c in classes
     )
     return GridTargets(copy=copy, roofline=roofline)

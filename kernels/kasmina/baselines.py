@@ -1,5 +1,5 @@
 """The PyTorch versions kasmina's kernels are compared against: the seed's loop (the family's baseline),
-a vectorised version, and torch.compile of the vectorised version."""
+a vectorised version, torch.compile of the vectorised version; and the yardstick, a bare copy of x."""
 
 from __future__ import annotations
 
@@ -31,3 +31,20 @@ def kasmina_torch_compile(
     bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     return _compiled(x, lifecycle, blueprint_id, alpha, weights, bias)
+
+
+@FAMILY.provider(
+    "copy_x",
+    kind="roofline",
+    description="a bare device copy of x (x.clone()): the yardstick, since the layer reads x and writes a y of "
+    "the same size",
+)
+def kasmina_copy_x(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+) -> torch.Tensor:
+    return x.clone()

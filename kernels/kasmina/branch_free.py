@@ -45,17 +45,12 @@ def _kasmina_forward_kernel(
     TELEMETRY: tl.constexpr,  # accumulate each seed's output mean and variance (needs one program per seed)
     PRECISION: tl.constexpr,  # 0: the inputs' dtype (bf16, fp16); 1: IEEE fp32 (the interpreter: its bf16 dot is
     # wrong); 2: fp32 as three TF32 products (tf32x3)
-    PREFETCH: tl.constexpr,  # load each x tile one step ahead, the first before the seed's state
 ):
     seed = tl.program_id(0)
     n_progs = tl.num_programs(1)
     cols = tl.arange(0, BLOCK_C)
     cmask = cols < C
     col0 = seed.to(tl.int64) * C
-    first = tl.program_id(1) * BLOCK_B
-    step = BLOCK_B * n_progs
-    if PREFETCH:  # x does not depend on the state: its load overlaps the state -> blueprint round trips
-        x_next = _row_tile(x_ptr, first, n_rows, x_row_stride, col0, cols, cmask, BLOCK_B)
     lifecycle = tl.load(lifecycle_ptr + seed).to(tl.int32)
     bid = tl.load(blueprint_id_ptr + seed).to(tl.int64)
     # clamp-and-flag: an id outside the registry reads blueprint 0 (in bounds) and the seed's outputs
@@ -74,16 +69,12 @@ def _kasmina_forward_kernel(
     cnt = tl.zeros([BLOCK_C], dtype=tl.float32)
     mean = tl.zeros([BLOCK_C], dtype=tl.float32)
     m2 = tl.zeros([BLOCK_C], dtype=tl.float32)
-    for start in range(first, n_rows, step):
+    for start in range(tl.program_id(1) * BLOCK_B, n_rows, BLOCK_B * n_progs):
         rows = start + tl.arange(0, BLOCK_B)
         rmask = rows < n_rows
         mask = rmask[:, None] & cmask[None, :]
         r64 = rows.to(tl.int64)[:, None]
-        if PREFETCH:
-            x = x_next
-            x_next = _row_tile(x_ptr, start + step, n_rows, x_row_stride, col0, cols, cmask, BLOCK_B)
-        else:
-            x = _row_tile(x_ptr, start, n_rows, x_row_stride, col0, cols, cmask, BLOCK_B)
+        x = tl.load(x_ptr + r64 * x_row_stride + col0 + cols[None, :], mask=mask, other=0.0)
         if PRECISION == 1:
             bp = tl.dot(x.to(tl.float32), w.to(tl.float32), input_precision="ieee")
         elif PRECISION == 2:
@@ -114,29 +105,39 @@ def _kasmina_forward_kernel(
         tl.store(telemetry_ptr + seed * 2 + 1, seed_m2 / n)
 
 
-@triton.jit
-def _row_tile(x_ptr, start, n_rows, x_row_stride, col0, cols, cmask, BLOCK_B: tl.constexpr):
-    """The seed's x tile of BLOCK_B rows from ``start`` (zeros past the last row: nothing is read there)."""
-    rows = start + tl.arange(0, BLOCK_B)
-    mask = (rows < n_rows)[:, None] & cmask[None, :]
-    return tl.load(x_ptr + rows.to(tl.int64)[:, None] * x_row_stride + col0 + cols[None, :], mask=mask, other=0.0)
-
-
 def precision_of(dtype: torch.dtype) -> int:
-    """The kernel's PRECISION for inputs of ``dtype``: IEEE for fp32 and under the interpreter (its bf16 dot is
-    wrong), the inputs' dtype otherwise."""
-    return 1 if dtype == torch.float32 or launching.interpreting() else 0
+    """The kernel's PRECISION for inputs of ``dtype``: IEEE under the interpreter (its bf16 dot is wrong), tf32x3
+    for fp32 on a GPU, the inputs' dtype otherwise. Why tf32x3: fp32's IEEE products ran 14-40x slower than the
+    same tiles in tf32x3 on an H100 (672.6 against 24.7 us at 64x1000x64 as shipped before; 148.3 at 512x1000x64
+    against 1003.7, benchmarks/results/kasmina-copy/), and three TF32 products keep fp32's accuracy."""
+    if launching.interpreting():
+        return 1
+    return 2 if dtype == torch.float32 else 0
 
 
-def tile_for(n_rows: int, telemetry: bool) -> tuple[int, int]:
-    """(rows per tile, warps), measured on an H100 in bf16 (benchmarks/results/catalog/
-    tune_memory_bound.csv). Independent tiles: 64 rows x 8 warps (13.0 us at 64x1000x64 against 13.4 us
-    with 4 warps, 14.0 us with 32-row tiles). With telemetry each program walks its seed's rows: 16-row
-    tiles x 2 warps at 64 rows (15.0 us against 24.6 us for one 64-row tile x 4 warps), 64-row tiles x 2
-    warps from a few hundred rows (58.8 us at 512x1000x64 against 62.4 us with 16-row tiles)."""
+def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[int, int]:
+    """(rows per tile, warps) for ``n_rows`` rows of ``c`` channels, raced on H100s
+    (benchmarks/results/kasmina-copy/; benchmarks/results/catalog/tune_memory_bound.csv for 64 channels).
+
+    Independent tiles (no telemetry): 64 rows x 8 warps (13.0 us at 64x1000x64 against 13.4 us with 4 warps,
+    14.0 us with 32-row tiles). With telemetry each program walks its seed's rows:
+    - up to 64 channels in bf16/fp16: 16-row tiles x 2 warps below 256 rows (15.0 us at 64x1000x64 against 24.6
+      for one 64-row tile x 4 warps), 64-row tiles x 2 warps from there (58.8 us at 512x1000x64 against 62.4);
+    - 65-128 channels: 32-row tiles x 2 warps from 256 rows (124.9 us at 512x1000x128 against 196.9 with 64-row
+      tiles); below, 16-row tiles x 2 warps were within 4% of the best on one of two H100s at 48x333x100;
+    - more than 128 channels: 32-row tiles x 8 warps (20.7-21.2 us at 64x250x256 against 67.7 with 16 x 2,
+      whose C x C blueprint did not fit its registers);
+    - fp32 (tf32x3 products): 32-row tiles x 2 warps (24.7 us at 64x1000x64, 148.3 at 512x1000x64), 16 x 4 for
+      one to 16 rows (10.1 us at 1x1000x64 against 11.3 as shipped before)."""
     if not telemetry:
         return max(16, min(64, triton.next_power_of_2(n_rows))), 8
-    return (64 if n_rows >= 256 else 16), 2
+    if dtype == torch.float32:
+        return (16, 4) if n_rows <= 16 else (32, 2)
+    if c > 128:
+        return 32, 8
+    if n_rows < 256:
+        return 16, 2
+    return (64, 2) if c <= 64 else (32, 2)
 
 
 def launch(
@@ -150,7 +151,6 @@ def launch(
     block_b: int | None = None,
     num_warps: int | None = None,
     precision: int | None = None,
-    prefetch: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``: the tile
     (default: ``tile_for``) - the tuning benchmark varies them."""
@@ -159,7 +159,7 @@ def launch(
     n_rows = x2d.shape[0]
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device) if telemetry else None
-    default_b, default_warps = tile_for(n_rows, telemetry)
+    default_b, default_warps = tile_for(n_rows, c, x.dtype, telemetry)
     block_b, num_warps = block_b or default_b, num_warps or default_warps
     # without telemetry, row blocks of one seed are independent programs; with it, one program per seed
     row_programs = 1 if telemetry else triton.cdiv(n_rows, block_b)
@@ -181,7 +181,6 @@ def launch(
         BLOCK_C=max(16, triton.next_power_of_2(c)),
         TELEMETRY=telemetry,
         PRECISION=precision_of(x.dtype) if precision is None else precision,
-        PREFETCH=prefetch,
         num_warps=num_warps,
     )
     return y, tele

@@ -651,7 +651,7 @@ def _kasmina_first(
     if xs is not None and weights.is_contiguous() and bias.is_contiguous():
         n_seeds, c = lifecycle.shape[0], weights.shape[-1]
         n_rows = x.numel() // x.shape[-1]
-        block_b, warps = branch_free.tile_for(n_rows, True)
+        block_b, warps = branch_free.tile_for(n_rows, c, x.dtype, True)
         tail = (
             n_rows,
             c,
@@ -662,7 +662,6 @@ def _kasmina_first(
             max(16, triton.next_power_of_2(c)),
             True,
             branch_free.precision_of(x.dtype),
-            False,
         )
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)

@@ -291,6 +291,36 @@ def test_kasmina_telemetry_over_many_row_blocks(device):
     assert torch.allclose(tele.double(), ref, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "shape, dtype, precision, tile",
+    [
+        ((37, 5, 20), "bf16", None, (16, 2)),  # up to 64 channels, under 256 rows
+        ((257, 3, 48), "fp16", None, (64, 2)),  # up to 64 channels from 256 rows
+        ((259, 3, 100), "bf16", None, (32, 2)),  # 65-128 channels from 256 rows
+        ((33, 2, 130), "fp16", None, (32, 8)),  # more than 128 channels
+        ((3, 4, 24), "fp32", 2, (16, 4)),  # fp32 up to 16 rows, its GPU products (tf32x3)
+        ((41, 3, 72), "fp32", 2, (32, 2)),  # fp32 beyond
+        ((41, 3, 72), "fp32", 1, (32, 2)),  # IEEE products
+    ],
+)
+def test_kasmina_telemetry_kernel_at_each_tile_class(shape, dtype, precision, tile):
+    """Every (rows, channels, dtype) class of ``branch_free.tile_for`` with telemetry, and both fp32 product
+    precisions, against the float64 oracle at odd sizes (rows past a tile, channels past a power of two)."""
+    from kprof.kernels.kasmina import branch_free
+
+    fam = F["kasmina"]
+    inp = fam.make_inputs(shape, dtype, "cpu", seed=sum(shape))
+    inp["x"] = inp["x"] + 3.0  # a mean away from zero: the variance's merge is exercised
+    *_, c = shape
+    n_rows = shape[0]
+    assert branch_free.tile_for(n_rows, c, inp["x"].dtype, True) == tile  # the class this case stands for
+    y, tele = branch_free.launch(**inp, telemetry=True, precision=precision)
+    y_ref, t_ref = fam.oracle(**inp)
+    tol = fam.tolerances[dtype]
+    assert ((y.double() - y_ref).norm() / y_ref.norm()).item() < tol
+    assert ((tele.double() - t_ref).norm() / t_ref.norm()).item() < tol
+
+
 @pytest.mark.gpu
 def test_kasmina_triton_forward_makes_no_host_device_copies():
     """The seed's rule: no CPU<->GPU transfer during a forward pass (the loop reference makes two per seed)."""

@@ -263,6 +263,7 @@ def test_each_family_declares_the_targets_its_kind_is_held_to(name):
     else:
         assert targets.copy is None
     assert [t.ratio for t in targets.roofline] == [c["ratio"] for c in raw.get("roofline", [])]
+    assert [t.yardstick for t in targets.roofline] == [c.get("yardstick", "cuBLAS") for c in raw.get("roofline", [])]
 
 
 @pytest.mark.parametrize(
@@ -275,6 +276,8 @@ def test_each_family_declares_the_targets_its_kind_is_held_to(name):
         ({"roofline": [{"ratio": 0.9, "max_rows": 16}]}, "ratio >= 1"),
         ({"roofline": [{"ratio": 1.1, "max_rows": -3}]}, "positive"),
         ({"roofline": [{"ratio": 1.1, "rows": 16}]}, "ratio >= 1"),
+        ({"roofline": [{"ratio": 1.1, "yardstick": " "}]}, "yardstick"),
+        ({"roofline": [{"ratio": 1.1, "yardstick": 3}]}, "yardstick"),
         ({"speed": 1}, "give 'copy:'"),
     ],
 )
@@ -341,6 +344,27 @@ def test_targets_are_judged_per_point_and_counted():
     assert "target | met" not in render(grid_table(m), ["r"], "swiglu"), "no target columns without targets"
 
 
+def test_a_yardstick_other_than_cublas_is_named_in_the_target_and_judged_at_every_shape(tmp_path):
+    """kasmina's target: within 1/0.9 of a bare copy of x at every shape, whatever its rows."""
+    fam = copy.copy(FAMILIES["kasmina"])
+    fam.sweep_path = tmp_path / "sweep.yaml"
+    fam.sweep_path.write_text(yaml.safe_dump({"grid_targets": {"roofline": [{"ratio": 1.111, "yardstick": "a copy"}]}}))
+    targets = fam.grid_targets()
+    assert targets.roofline[0].label() == "<= 1.11x a copy at every shape"
+    rng = np.random.default_rng()
+    m = pd.concat(
+        [
+            _with_roof(rng, "64x1000x64", 6.0, 5.5, 40.0),  # 1.09x the copy: met
+            _with_roof(rng, "512x1000x64", 52.0, 40.0, 270.0),  # 1.30x: missed
+        ],
+        ignore_index=True,
+    )
+    table = grid_table(m, targets=targets).set_index("shape")
+    assert table.loc["64x1000x64", "target_met"] is True and table.loc["512x1000x64", "target_met"] is False
+    no_roof = grid_table(m[m["kind"] != "roofline"], targets=targets).iloc[0]
+    assert no_roof["why"].startswith("target not judged: its yardstick (a copy,")
+
+
 def test_a_point_without_its_yardstick_is_not_judged():
     rng = np.random.default_rng()
     m = _with_roof(rng, "1x4096x11008", 10.5, 10.0, 20.0)
@@ -348,7 +372,7 @@ def test_a_point_without_its_yardstick_is_not_judged():
     row = grid_table(m, targets=MATRIX).iloc[0]
     assert row["target"] and row["target_met"] is None
     assert target_counts(grid_table(m, targets=MATRIX)) == {}
-    assert row["why"].startswith("target not judged: no cuBLAS yardstick")
+    assert row["why"].startswith("target not judged: its yardstick (cuBLAS,")
     text = render(grid_table(m, targets=MATRIX), ["r"], "swiglu")
     assert "1 point(s) with a target not judged" in text and "| — | target not judged" in text
 
