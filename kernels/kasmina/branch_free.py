@@ -45,6 +45,8 @@ def _kasmina_forward_kernel(
     TELEMETRY: tl.constexpr,  # accumulate each seed's output mean and variance (needs one program per seed)
     PRECISION: tl.constexpr,  # 0: the inputs' dtype (bf16, fp16); 1: IEEE fp32 (the interpreter: its bf16 dot is
     # wrong); 2: fp32 as three TF32 products (tf32x3)
+    K_CHUNK: tl.constexpr,  # rows of the blueprint per product step: BLOCK_C (all of it, loaded once) or fewer,
+    # reloaded per row tile, where a whole fp32 blueprint does not fit shared memory (C > 128)
 ):
     seed = tl.program_id(0)
     n_progs = tl.num_programs(1)
@@ -60,9 +62,9 @@ def _kasmina_forward_kernel(
     alpha = tl.load(alpha_ptr + seed)
     coef = tl.where(lifecycle == 1, 1.0, tl.where(lifecycle == 2, alpha, 0.0))
 
-    w = tl.load(
-        w_ptr + bid * C * C + cols[:, None] * C + cols[None, :], mask=cmask[:, None] & cmask[None, :], other=0.0
-    )
+    w_seed = w_ptr + bid * C * C
+    if K_CHUNK == BLOCK_C:
+        w = tl.load(w_seed + cols[:, None] * C + cols[None, :], mask=cmask[:, None] & cmask[None, :], other=0.0)
     bias = tl.load(b_ptr + bid * C + cols, mask=cmask, other=0.0).to(tl.float32)
 
     # per-column running (count, mean, M2) over row blocks, merged with Chan's formula
@@ -74,13 +76,18 @@ def _kasmina_forward_kernel(
         rmask = rows < n_rows
         mask = rmask[:, None] & cmask[None, :]
         r64 = rows.to(tl.int64)[:, None]
-        x = tl.load(x_ptr + r64 * x_row_stride + col0 + cols[None, :], mask=mask, other=0.0)
-        if PRECISION == 1:
-            bp = tl.dot(x.to(tl.float32), w.to(tl.float32), input_precision="ieee")
-        elif PRECISION == 2:
-            bp = tl.dot(x, w, input_precision="tf32x3")
+        x_rows = x_ptr + r64 * x_row_stride + col0
+        x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0)
+        if K_CHUNK == BLOCK_C:
+            bp = _product(x, w, tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32), PRECISION)
         else:
-            bp = tl.dot(x, w)
+            bp = tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32)
+            for kc in range(0, BLOCK_C, K_CHUNK):
+                ks = kc + tl.arange(0, K_CHUNK)
+                kmask = ks < C
+                xk = tl.load(x_rows + ks[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
+                wk = tl.load(w_seed + ks[:, None] * C + cols[None, :], mask=kmask[:, None] & cmask[None, :], other=0.0)
+                bp = _product(xk, wk, bp, PRECISION)
         xf = x.to(tl.float32)
         y = xf + coef * (bp + bias[None, :] - xf)
         y = tl.where(valid, y, float("nan"))
@@ -103,6 +110,28 @@ def _kasmina_forward_kernel(
         seed_m2 = tl.sum(tl.where(cmask, m2, 0.0) + cnt * dm * dm, axis=0)
         tl.store(telemetry_ptr + seed * 2, seed_mean)
         tl.store(telemetry_ptr + seed * 2 + 1, seed_m2 / n)
+
+
+@triton.jit
+def _product(x, w, acc, PRECISION: tl.constexpr):
+    """``acc + x @ w`` in fp32 at the kernel's PRECISION."""
+    if PRECISION == 1:
+        return tl.dot(x.to(tl.float32), w.to(tl.float32), acc, input_precision="ieee")
+    elif PRECISION == 2:
+        return tl.dot(x, w, acc, input_precision="tf32x3")
+    else:
+        return tl.dot(x, w, acc)
+
+
+def block_c(c: int) -> int:
+    """The kernel's BLOCK_C for ``c`` channels: a power of two, at least 16 (tl.dot's minimum)."""
+    return max(16, triton.next_power_of_2(c))
+
+
+def k_chunk_for(c: int, dtype: torch.dtype) -> int:
+    """Blueprint rows per product step: all of ``block_c(c)`` but for fp32 beyond 128 channels, whose
+    256 x 256 fp32 blueprint needed 544-576 KB of shared memory as one product (an H100 has 227 KB)."""
+    return 32 if dtype == torch.float32 and block_c(c) > 128 else block_c(c)
 
 
 def precision_of(dtype: torch.dtype) -> int:
@@ -132,7 +161,9 @@ def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[
     if not telemetry:
         return max(16, min(64, triton.next_power_of_2(n_rows))), 8
     if dtype == torch.float32:
-        return (16, 4) if n_rows <= 16 else (32, 2)
+        if c > 128:
+            return 16, 8
+        return (16, 4) if n_rows <= 16 or c > 64 else (32, 2)
     if c > 128:
         return 32, 8
     if n_rows < 256:
@@ -151,6 +182,7 @@ def launch(
     block_b: int | None = None,
     num_warps: int | None = None,
     precision: int | None = None,
+    k_chunk: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``: the tile
     (default: ``tile_for``) - the tuning benchmark varies them."""
@@ -178,9 +210,10 @@ def launch(
         x2d.stride(0),
         x.shape[-1],
         BLOCK_B=block_b,
-        BLOCK_C=max(16, triton.next_power_of_2(c)),
+        BLOCK_C=block_c(c),
         TELEMETRY=telemetry,
         PRECISION=precision_of(x.dtype) if precision is None else precision,
+        K_CHUNK=k_chunk if k_chunk else k_chunk_for(c, x.dtype),
         num_warps=num_warps,
     )
     return y, tele

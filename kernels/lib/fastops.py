@@ -659,9 +659,10 @@ def _kasmina_first(
             xs,
             x.shape[-1],
             block_b,
-            max(16, triton.next_power_of_2(c)),
+            branch_free.block_c(c),
             True,
             branch_free.precision_of(x.dtype),
+            branch_free.k_chunk_for(c, x.dtype),
         )
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)

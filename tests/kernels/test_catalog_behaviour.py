@@ -299,8 +299,10 @@ def test_kasmina_telemetry_over_many_row_blocks(device):
         ((259, 3, 100), "bf16", None, (32, 2)),  # 65-128 channels from 256 rows
         ((33, 2, 130), "fp16", None, (32, 8)),  # more than 128 channels
         ((3, 4, 24), "fp32", 2, (16, 4)),  # fp32 up to 16 rows, its GPU products (tf32x3)
-        ((41, 3, 72), "fp32", 2, (32, 2)),  # fp32 beyond
-        ((41, 3, 72), "fp32", 1, (32, 2)),  # IEEE products
+        ((41, 3, 40), "fp32", 2, (32, 2)),  # fp32 beyond, up to 64 channels
+        ((41, 3, 40), "fp32", 1, (32, 2)),  # IEEE products
+        ((41, 3, 72), "fp32", 2, (16, 4)),  # fp32, 65-128 channels
+        ((35, 2, 130), "fp32", 2, (16, 8)),  # fp32 beyond 128 channels: the blueprint 32 rows per product step
     ],
 )
 def test_kasmina_telemetry_kernel_at_each_tile_class(shape, dtype, precision, tile):
