@@ -128,12 +128,6 @@ def block_c(c: int) -> int:
     return max(16, triton.next_power_of_2(c))
 
 
-def k_chunk_for(c: int, dtype: torch.dtype) -> int:
-    """Blueprint rows per product step: all of ``block_c(c)`` but for fp32 beyond 128 channels, whose
-    256 x 256 fp32 blueprint needed 544-576 KB of shared memory as one product (an H100 has 227 KB)."""
-    return 32 if dtype == torch.float32 and block_c(c) > 128 else block_c(c)
-
-
 def precision_of(dtype: torch.dtype) -> int:
     """The kernel's PRECISION for inputs of ``dtype``: IEEE under the interpreter (its bf16 dot is wrong), tf32x3
     for fp32 on a GPU, the inputs' dtype otherwise. Why tf32x3: fp32's IEEE products ran 14-40x slower than the
@@ -144,9 +138,11 @@ def precision_of(dtype: torch.dtype) -> int:
     return 2 if dtype == torch.float32 else 0
 
 
-def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[int, int]:
-    """(rows per tile, warps) for ``n_rows`` rows of ``c`` channels, raced on H100s
-    (benchmarks/results/kasmina-copy/; benchmarks/results/catalog/tune_memory_bound.csv for 64 channels).
+def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[int, int, int]:
+    """(rows per tile, warps, blueprint rows per product step) for ``n_rows`` rows of ``c`` channels, raced on
+    H100s (benchmarks/results/kasmina-copy/; benchmarks/results/catalog/tune_memory_bound.csv for 64 channels).
+    The blueprint is one product (all ``block_c(c)`` rows, loaded once) but in fp32 beyond 128 channels, whose
+    256 x 256 fp32 blueprint needed 544-606 KB of shared memory as one product (an H100 has 227 KB).
 
     Independent tiles (no telemetry): 64 rows x 8 warps (13.0 us at 64x1000x64 against 13.4 us with 4 warps,
     14.0 us with 32-row tiles). With telemetry each program walks its seed's rows:
@@ -156,19 +152,30 @@ def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[
       tiles); below, 16-row tiles x 2 warps were within 4% of the best on one of two H100s at 48x333x100;
     - more than 128 channels: 32-row tiles x 8 warps (20.7-21.2 us at 64x250x256 against 67.7 with 16 x 2,
       whose C x C blueprint did not fit its registers);
-    - fp32 (tf32x3 products): 32-row tiles x 2 warps (24.7 us at 64x1000x64, 148.3 at 512x1000x64), 16 x 4 for
-      one to 16 rows (10.1 us at 1x1000x64 against 11.3 as shipped before)."""
+    - fp32 (tf32x3 products), up to 64 channels: 32-row tiles x 2 warps (24.7 us at 64x1000x64, 148.3 at
+      512x1000x64), 16 x 4 for one to 16 rows (10.1 us at 1x1000x64 against 11.3 as shipped before); 65-128
+      channels: 16 x 8 below 256 rows (36.2 us at 48x333x100 against 46.8 with 16 x 4), 32 x 4 stepping 32
+      blueprint rows at a time from 256 rows (543.9 us at 512x1000x128 against 941.4 with 16 x 4 and the whole
+      blueprint); beyond 128 channels 32 x 8, 32 blueprint rows a step (72.8 us at 64x250x256 against 94.1 with
+      16 x 8)."""
+    whole = block_c(c)
     if not telemetry:
-        return max(16, min(64, triton.next_power_of_2(n_rows))), 8
+        return (
+            max(16, min(64, triton.next_power_of_2(n_rows))),
+            8,
+            (32 if dtype == torch.float32 and whole > 128 else whole),
+        )
     if dtype == torch.float32:
         if c > 128:
-            return 16, 8
-        return (16, 4) if n_rows <= 16 or c > 64 else (32, 2)
+            return 32, 8, 32
+        if c > 64:
+            return (16, 8, whole) if n_rows < 256 else (32, 4, 32)
+        return (16, 4, whole) if n_rows <= 16 else (32, 2, whole)
     if c > 128:
-        return 32, 8
+        return 32, 8, whole
     if n_rows < 256:
-        return 16, 2
-    return (64, 2) if c <= 64 else (32, 2)
+        return 16, 2, whole
+    return (64, 2, whole) if c <= 64 else (32, 2, whole)
 
 
 def launch(
@@ -184,15 +191,16 @@ def launch(
     precision: int | None = None,
     k_chunk: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``: the tile
-    (default: ``tile_for``) - the tuning benchmark varies them."""
+    """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``/``k_chunk``: the
+    tile and blueprint rows per product step, ``precision``: the products' (defaults: ``tile_for``,
+    ``precision_of``) - the tuning benchmark varies them."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
     x2d = x.reshape(-1, x.shape[-1]) if x.stride(-1) == 1 else x.contiguous().view(-1, x.shape[-1])
     n_rows = x2d.shape[0]
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device) if telemetry else None
-    default_b, default_warps = tile_for(n_rows, c, x.dtype, telemetry)
-    block_b, num_warps = block_b or default_b, num_warps or default_warps
+    default_b, default_warps, default_k = tile_for(n_rows, c, x.dtype, telemetry)
+    block_b, num_warps, k_chunk = block_b or default_b, num_warps or default_warps, k_chunk or default_k
     # without telemetry, row blocks of one seed are independent programs; with it, one program per seed
     row_programs = 1 if telemetry else triton.cdiv(n_rows, block_b)
     _kasmina_forward_kernel[(n_seeds, row_programs)](
@@ -213,7 +221,7 @@ def launch(
         BLOCK_C=block_c(c),
         TELEMETRY=telemetry,
         PRECISION=precision_of(x.dtype) if precision is None else precision,
-        K_CHUNK=k_chunk if k_chunk else k_chunk_for(c, x.dtype),
+        K_CHUNK=k_chunk,
         num_warps=num_warps,
     )
     return y, tele

@@ -651,7 +651,7 @@ def _kasmina_first(
     if xs is not None and weights.is_contiguous() and bias.is_contiguous():
         n_seeds, c = lifecycle.shape[0], weights.shape[-1]
         n_rows = x.numel() // x.shape[-1]
-        block_b, warps = branch_free.tile_for(n_rows, c, x.dtype, True)
+        block_b, warps, k_chunk = branch_free.tile_for(n_rows, c, x.dtype, True)
         tail = (
             n_rows,
             c,
@@ -662,7 +662,7 @@ def _kasmina_first(
             branch_free.block_c(c),
             True,
             branch_free.precision_of(x.dtype),
-            branch_free.k_chunk_for(c, x.dtype),
+            k_chunk,
         )
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)

@@ -294,15 +294,16 @@ def test_kasmina_telemetry_over_many_row_blocks(device):
 @pytest.mark.parametrize(
     "shape, dtype, precision, tile",
     [
-        ((37, 5, 20), "bf16", None, (16, 2)),  # up to 64 channels, under 256 rows
-        ((257, 3, 48), "fp16", None, (64, 2)),  # up to 64 channels from 256 rows
-        ((259, 3, 100), "bf16", None, (32, 2)),  # 65-128 channels from 256 rows
-        ((33, 2, 130), "fp16", None, (32, 8)),  # more than 128 channels
-        ((3, 4, 24), "fp32", 2, (16, 4)),  # fp32 up to 16 rows, its GPU products (tf32x3)
-        ((41, 3, 40), "fp32", 2, (32, 2)),  # fp32 beyond, up to 64 channels
-        ((41, 3, 40), "fp32", 1, (32, 2)),  # IEEE products
-        ((41, 3, 72), "fp32", 2, (16, 4)),  # fp32, 65-128 channels
-        ((35, 2, 130), "fp32", 2, (16, 8)),  # fp32 beyond 128 channels: the blueprint 32 rows per product step
+        ((37, 5, 20), "bf16", None, (16, 2, 32)),  # up to 64 channels, under 256 rows
+        ((257, 3, 48), "fp16", None, (64, 2, 64)),  # up to 64 channels from 256 rows
+        ((259, 3, 100), "bf16", None, (32, 2, 128)),  # 65-128 channels from 256 rows
+        ((33, 2, 130), "fp16", None, (32, 8, 256)),  # more than 128 channels
+        ((3, 4, 24), "fp32", 2, (16, 4, 32)),  # fp32 up to 16 rows, its GPU products (tf32x3)
+        ((41, 3, 40), "fp32", 2, (32, 2, 64)),  # fp32 beyond, up to 64 channels
+        ((41, 3, 40), "fp32", 1, (32, 2, 64)),  # IEEE products
+        ((41, 3, 72), "fp32", 2, (16, 8, 128)),  # fp32, 65-128 channels, under 256 rows
+        ((257, 2, 72), "fp32", 2, (32, 4, 32)),  # fp32, 65-128 channels from 256 rows: 32 blueprint rows a step
+        ((35, 2, 130), "fp32", 2, (32, 8, 32)),  # fp32 beyond 128 channels: 32 blueprint rows a step
     ],
 )
 def test_kasmina_telemetry_kernel_at_each_tile_class(shape, dtype, precision, tile):
