@@ -1,15 +1,13 @@
 """kasmina's telemetry kernel against a bare copy of x (the family's yardstick: the layer reads x and writes y
-of the same size, so a device copy of x is the most it can hope for) at its default shapes, over tiles,
-loads one step ahead and fp32's product precision.
+of the same size, so a device copy of x is the most it can hope for), over tiles, at its default shapes.
 
 Per point, one CUPTI session times every candidate cold (a spin, kprof's read-only L2 flush, one call), in
 rotating rounds (``decode_tiles.race``). Candidates: ``[copy x]`` (``out.copy_(x)``), ``[shipped]`` (the
 ``triton_telemetry`` provider as it is), ``[no telemetry]`` (the same kernel without the statistics: what
-fusing them costs), and the telemetry kernel at rows per tile x warps, with each x tile loaded a step ahead
-(``pre``) or not, and in fp32 with IEEE (``p1``) or tf32x3 (``p2``) products (the first two races; since
-then the loads ahead are gone, fp32 runs tf32x3 and its candidates step through the blueprint ``k`` rows at a
-time). Each candidate's y and
-telemetry are checked against the float64 oracle first.
+fusing them costs), ``[branch free + torch stats]``, and the telemetry kernel at rows per tile x warps; in fp32
+(tf32x3 products) also at blueprint rows per product step (``k``). Each candidate's y and telemetry are checked
+against the float64 oracle first. (The first two races in ``results/kasmina-copy/`` also had rows split over
+programs, x loaded a step ahead and IEEE fp32 products: none was kept.)
 
     python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32]
 
@@ -32,8 +30,8 @@ from kprof.kernels.kasmina import branch_free
 
 DEFAULT_SHAPES = "64x1000x64,1x1000x64,512x1000x64,64x250x256,48x333x100"
 TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
-# fp32 (tf32x3 products; IEEE ones took 14-40x longer in kasmina-copy/first-race and second-race): fewer rows per
-# tile, more warps, the blueprint whole (up to 128 channels) or in steps of 32 or 64 rows
+# fp32 (tf32x3 products; see branch_free.precision_of): fewer rows per tile, more warps, the blueprint whole (up to
+# 128 channels) or in steps of 32 or 64 rows
 FP32_TILES = [(16, 2), (16, 4), (16, 8), (32, 2), (32, 4), (32, 8)]
 
 

@@ -130,9 +130,10 @@ def block_c(c: int) -> int:
 
 def precision_of(dtype: torch.dtype) -> int:
     """The kernel's PRECISION for inputs of ``dtype``: IEEE under the interpreter (its bf16 dot is wrong), tf32x3
-    for fp32 on a GPU, the inputs' dtype otherwise. Why tf32x3: fp32's IEEE products ran 14-40x slower than the
-    same tiles in tf32x3 on an H100 (672.6 against 24.7 us at 64x1000x64 as shipped before; 148.3 at 512x1000x64
-    against 1003.7, benchmarks/results/kasmina-copy/), and three TF32 products keep fp32's accuracy."""
+    for fp32 on a GPU, the inputs' dtype otherwise. Why tf32x3 (benchmarks/results/kasmina-copy/, H100): in the
+    same 16 x 4 tiles IEEE products took 1.21-1.25x as long (33.7 against 26.9 us at 64x1000x64, 213.6 against
+    176.0 at 512x1000x64), and 117-612 us in 64-row tiles and 32-row tiles of 4 warps at 64x1000x64, where tf32x3
+    runs fp32's fastest tiles; three TF32 products keep fp32's accuracy."""
     if launching.interpreting():
         return 1
     return 2 if dtype == torch.float32 else 0
@@ -149,7 +150,8 @@ def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[
     - up to 64 channels in bf16/fp16: 16-row tiles x 2 warps below 256 rows (15.0 us at 64x1000x64 against 24.6
       for one 64-row tile x 4 warps), 64-row tiles x 2 warps from there (58.8 us at 512x1000x64 against 62.4);
     - 65-128 channels: 32-row tiles x 2 warps from 256 rows (124.9 us at 512x1000x128 against 196.9 with 64-row
-      tiles); below, 16-row tiles x 2 warps were within 4% of the best on one of two H100s at 48x333x100;
+      tiles); below, 16 x 2 as before: at 48x333x100 the fastest tile differed between two H100s (16 x 8 at 17.5
+      us, 16 x 4 at 14.3; 16 x 2 took 18.8 and 17.8);
     - more than 128 channels: 32-row tiles x 8 warps (20.7-21.2 us at 64x250x256 against 67.7 with 16 x 2,
       whose C x C blueprint did not fit its registers);
     - fp32 (tf32x3 products), up to 64 channels: 32-row tiles x 2 warps (24.7 us at 64x1000x64, 148.3 at
