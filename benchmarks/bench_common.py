@@ -33,6 +33,29 @@ def race_rows(shape: str, times: dict[str, list[float]]) -> list[dict]:
     ]
 
 
+def candidate_rows(
+    dtype: str, shape: tuple[int, ...], times: dict[str, list[float]], notes: dict[str, str]
+) -> list[dict]:
+    """The CSV rows of one point's race: a row per timed candidate (median and every round, us), then one per
+    candidate left out with the reason."""
+    point = "x".join(map(str, shape))
+    rows = [
+        {
+            "dtype": dtype,
+            "shape": point,
+            "candidate": n,
+            "median_us": statistics.median(v),
+            "rounds": " ".join(f"{u:.2f}" for u in v),
+            "note": "",
+        }
+        for n, v in times.items()
+    ]
+    return rows + [
+        {"dtype": dtype, "shape": point, "candidate": n, "median_us": "", "rounds": "", "note": why}
+        for n, why in notes.items()
+    ]
+
+
 def rmsnorm_case(fam: Any, shape: tuple[int, ...], dtype: str, seed: int) -> tuple:
     """One rmsnorm case on the GPU: (x, weight, eps, float64 reference, an output buffer)."""
     import torch

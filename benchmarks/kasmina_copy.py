@@ -18,11 +18,10 @@ point, the copy, the shipped kernel and the fastest candidate, each as a fractio
 from __future__ import annotations
 
 import argparse
-import statistics
 from pathlib import Path
 
 import torch
-from bench_common import print_notes, write_csv
+from bench_common import candidate_rows, print_notes, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
@@ -91,22 +90,7 @@ def run_point(shape: tuple[int, ...], dtype: str, rounds: int) -> list[dict]:
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     print_notes(notes)
     times = race(ok, rounds)
-    point = "x".join(map(str, shape))
-    rows = [
-        {
-            "dtype": dtype,
-            "shape": point,
-            "candidate": n,
-            "median_us": statistics.median(v),
-            "rounds": " ".join(f"{u:.2f}" for u in v),
-            "note": "",
-        }
-        for n, v in times.items()
-    ]
-    return rows + [
-        {"dtype": dtype, "shape": point, "candidate": n, "median_us": "", "rounds": "", "note": why}
-        for n, why in notes.items()
-    ]
+    return candidate_rows(dtype, shape, times, notes)
 
 
 def main() -> None:

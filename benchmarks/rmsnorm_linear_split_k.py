@@ -30,11 +30,10 @@ import collections
 import csv
 import gzip
 import math
-import statistics
 from pathlib import Path
 
 import torch
-from bench_common import checked, write_csv
+from bench_common import candidate_rows, checked, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
@@ -102,28 +101,7 @@ def run_point(
         name: (lambda c=cfg: (split_k.launch_split_k(x, g, w, b, y, eps, c), y)[1], ref) for name, cfg in pool.items()
     }
     ok, notes = checked(launches, y)
-    return race_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
-
-
-def race_rows(dtype: str, shape: tuple[int, ...], times: dict[str, list[float]], notes: dict[str, str]) -> list[dict]:
-    """The CSV rows of one point's race: a row per timed candidate (median and every round, us), then one per
-    candidate left out with the reason."""
-    point = "x".join(map(str, shape))
-    rows = [
-        {
-            "dtype": dtype,
-            "shape": point,
-            "candidate": n,
-            "median_us": statistics.median(v),
-            "rounds": " ".join(f"{u:.2f}" for u in v),
-            "note": "",
-        }
-        for n, v in times.items()
-    ]
-    return rows + [
-        {"dtype": dtype, "shape": point, "candidate": n, "median_us": "", "rounds": "", "note": why}
-        for n, why in notes.items()
-    ]
+    return candidate_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
 
 
 def compile_shard(shard: str, dtypes: list[str], bms: tuple[int, ...] = (16,)) -> None:

@@ -22,9 +22,9 @@ import argparse
 from pathlib import Path
 
 import torch
-from bench_common import checked, write_csv
+from bench_common import candidate_rows, checked, write_csv
 from decode_tiles import race
-from rmsnorm_linear_split_k import PER_SM, geo, race_rows, read_race
+from rmsnorm_linear_split_k import PER_SM, geo, read_race
 
 from kprof.kernels import discover
 from kprof.kernels.lib import launching
@@ -70,7 +70,7 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict
         label: (lambda c=cfg: (split_k.launch_split_k(x, wg, wu, y, c), y)[1], ref) for label, cfg in pool.items()
     }
     ok, notes = checked(launches, y)
-    return race_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
+    return candidate_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
 
 
 def compile_shard(shard: str, dtypes: list[str]) -> None:
