@@ -5,7 +5,8 @@ Per point, one CUPTI session times every candidate cold (a spin, kprof's read-on
 rotating rounds (``decode_tiles.race``). Candidates: ``[copy x]`` (``out.copy_(x)``), ``[shipped]`` (the
 ``triton_telemetry`` provider as it is), ``[no telemetry]`` (the same kernel without the statistics: what
 fusing them costs), ``[branch free + torch stats]``, and the telemetry kernel at rows per tile x warps; in fp32
-(tf32x3 products) also at blueprint rows per product step (``k``). Each candidate's y and telemetry are checked
+(tf32x3 products) also at blueprint rows per product step (``k``). With ``--splits``, the shipped tile instead,
+each seed's rows split over that many programs (``r``; the last to finish merges their statistics). Each candidate's y and telemetry are checked
 against the float64 oracle first. (The first two races in ``results/kasmina-copy/`` also had rows split over
 programs, x loaded a step ahead and IEEE fp32 products: none was kept.)
 
@@ -34,9 +35,17 @@ TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
 FP32_TILES = [(16, 2), (16, 4), (16, 8), (32, 2), (32, 4), (32, 8)]
 
 
-def candidates(inp: dict) -> dict[str, object]:
-    """name -> fn for every (rows per tile, warps) and, in fp32, blueprint rows per product step (``k``)."""
+def candidates(inp: dict, splits: tuple[int, ...] = ()) -> dict[str, object]:
+    """name -> fn for every (rows per tile, warps) and, in fp32, blueprint rows per product step (``k``); with
+    ``splits``, the shipped tile at each number of programs per seed (``r``)."""
     c = inp["weights"].shape[-1]
+    if splits:
+        n_rows = inp["x"].numel() // inp["x"].shape[-1]
+        b, w, k = branch_free.tile_for(n_rows, c, inp["x"].dtype, True)
+        return {
+            f"b{b} w{w} k{k} r{r}": lambda r=r: branch_free.launch(**inp, telemetry=True, row_programs=r)
+            for r in sorted({branch_free.clamp_row_programs(r, n_rows, b) for r in splits})
+        }
     if inp["x"].dtype != torch.float32:
         return {
             f"b{b} w{w}": lambda b=b, w=w: branch_free.launch(**inp, telemetry=True, block_b=b, num_warps=w)
@@ -73,7 +82,7 @@ def checked(fns: dict[str, object], inp: dict, oracle: object) -> tuple[dict, di
     return ok, notes
 
 
-def run_point(shape: tuple[int, ...], dtype: str, rounds: int) -> list[dict]:
+def run_point(shape: tuple[int, ...], dtype: str, rounds: int, splits: tuple[int, ...] = ()) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
     oracle = fam.oracle(**inp)
@@ -85,7 +94,7 @@ def run_point(shape: tuple[int, ...], dtype: str, rounds: int) -> list[dict]:
         "[branch free + torch stats]": lambda: tele_free(**inp),
         "[no telemetry]": lambda: branch_free.launch(**inp, telemetry=False),
     }
-    fns.update(candidates(inp))
+    fns.update(candidates(inp, splits))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     print_notes(notes)
@@ -99,12 +108,13 @@ def main() -> None:
     ap.add_argument("--shapes", default=DEFAULT_SHAPES)
     ap.add_argument("--dtypes", default="bf16,fp16,fp32")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--splits", default="", help="race the shipped tile at these programs per seed, e.g. 1,2,4,8")
     args = ap.parse_args()
     rows: list[dict] = []
     for dtype in args.dtypes.split(","):
         for s in args.shapes.split(","):
             shape = tuple(int(v) for v in s.split("x"))
-            point = run_point(shape, dtype, args.rounds)
+            point = run_point(shape, dtype, args.rounds, tuple(int(v) for v in args.splits.split(",") if v))
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]

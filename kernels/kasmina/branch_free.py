@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.kasmina.family import FAMILY, check_inputs
-from kprof.kernels.lib import launching
+from kprof.kernels.lib import launching, split_k
 
 
 @triton.jit
@@ -33,6 +33,9 @@ def _kasmina_forward_kernel(
     w_ptr,  # [NB, C, C] blueprint weights, contiguous
     b_ptr,  # [NB, C] blueprint biases, contiguous
     telemetry_ptr,  # [S, 2] float32 (mean, variance); only written when TELEMETRY
+    part_ptr,  # [S, row programs, 3, BLOCK_C] float32: each program's (count, mean, M2) per column, when its
+    # seed's rows are split over several programs with TELEMETRY
+    count_ptr,  # [S] int32 tickets, zero between calls (used as part_ptr is)
     # sizes and strides
     n_rows,
     C,
@@ -42,7 +45,7 @@ def _kasmina_forward_kernel(
     # meta-parameters
     BLOCK_B: tl.constexpr,  # rows per tile (>= 16: tl.dot's minimum)
     BLOCK_C: tl.constexpr,  # power of two >= C (>= 16)
-    TELEMETRY: tl.constexpr,  # accumulate each seed's output mean and variance (needs one program per seed)
+    TELEMETRY: tl.constexpr,  # accumulate each seed's output mean and variance
     PRECISION: tl.constexpr,  # 0: the inputs' dtype (bf16, fp16); 1: IEEE fp32 (the interpreter: its bf16 dot is
     # wrong); 2: fp32 as three TF32 products (tf32x3)
     K_CHUNK: tl.constexpr,  # rows of the blueprint per product step: BLOCK_C (all of it, loaded once) or fewer,
@@ -103,13 +106,51 @@ def _kasmina_forward_kernel(
             m2 = m2 + m2_b + delta * delta * (cnt * n_b / total)
             cnt = total
     if TELEMETRY:
-        cnt = tl.where(cmask, cnt, 0.0)
-        n = tl.sum(cnt, axis=0)
-        seed_mean = tl.sum(cnt * mean, axis=0) / n
-        dm = tl.where(cmask, mean - seed_mean, 0.0)
-        seed_m2 = tl.sum(tl.where(cmask, m2, 0.0) + cnt * dm * dm, axis=0)
-        tl.store(telemetry_ptr + seed * 2, seed_mean)
-        tl.store(telemetry_ptr + seed * 2 + 1, seed_m2 / n)
+        if n_progs == 1:
+            _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask)
+        else:  # the seed's rows are split: the program that draws the last ticket merges every program's part
+            slot = part_ptr + (seed.to(tl.int64) * n_progs + tl.program_id(1)) * 3 * BLOCK_C + cols
+            tl.store(slot, cnt)
+            tl.store(slot + BLOCK_C, mean)
+            tl.store(slot + 2 * BLOCK_C, m2)
+            if split_k.take_ticket(count_ptr, seed) == n_progs - 1:
+                first = part_ptr + seed.to(tl.int64) * n_progs * 3 * BLOCK_C + cols
+                cnt, mean, m2 = _merge_parts(first, n_progs, BLOCK_C)
+                _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask)
+                split_k.release(count_ptr, seed)
+
+
+@triton.jit
+def _merge_parts(ptrs, n_parts, BLOCK_C: tl.constexpr):
+    """Per column (count, mean, M2) of ``n_parts`` programs' parts, merged in slot order with Chan's formula
+    (the result does not depend on which program finished last). ``.cg``: from L2, never a stale L1 line."""
+    cnt = tl.zeros([BLOCK_C], dtype=tl.float32)
+    mean = tl.zeros([BLOCK_C], dtype=tl.float32)
+    m2 = tl.zeros([BLOCK_C], dtype=tl.float32)
+    for _ in range(0, n_parts):
+        c_p = tl.load(ptrs, cache_modifier=".cg")
+        mean_p = tl.load(ptrs + BLOCK_C, cache_modifier=".cg")
+        m2_p = tl.load(ptrs + 2 * BLOCK_C, cache_modifier=".cg")
+        total = cnt + c_p
+        share = tl.where(total > 0, c_p / tl.maximum(total, 1.0), 0.0)  # a part without rows changes nothing
+        delta = mean_p - mean
+        mean = mean + delta * share
+        m2 = m2 + m2_p + delta * delta * cnt * share
+        cnt = total
+        ptrs += 3 * BLOCK_C
+    return cnt, mean, m2
+
+
+@triton.jit
+def _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask):
+    """The seed's (mean, variance) over all its columns, from per-column (count, mean, M2)."""
+    cnt = tl.where(cmask, cnt, 0.0)
+    n = tl.sum(cnt, axis=0)
+    seed_mean = tl.sum(cnt * mean, axis=0) / n
+    dm = tl.where(cmask, mean - seed_mean, 0.0)
+    seed_m2 = tl.sum(tl.where(cmask, m2, 0.0) + cnt * dm * dm, axis=0)
+    tl.store(telemetry_ptr + seed * 2, seed_mean)
+    tl.store(telemetry_ptr + seed * 2 + 1, seed_m2 / n)
 
 
 @triton.jit
@@ -180,6 +221,28 @@ def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[
     return (64, 2, whole) if c <= 64 else (32, 2, whole)
 
 
+def row_programs_for(n_rows: int, n_seeds: int, block_b: int, sms: int) -> int:
+    """Programs per seed with telemetry: one, each walking its seed's rows, as raced fastest wherever there were
+    250 seeds or more (benchmarks/results/kasmina-copy/)."""
+    return 1
+
+
+def clamp_row_programs(row_programs: int, n_rows: int, block_b: int) -> int:
+    """``row_programs`` within 1 and one per row tile."""
+    return max(1, min(row_programs, triton.cdiv(n_rows, block_b)))
+
+
+def telemetry_parts(
+    x: torch.Tensor, n_seeds: int, row_programs: int, block_c_: int, unused: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fp32 parts, ticket counters) of a call whose seeds' rows are split over ``row_programs`` programs;
+    ``unused`` twice where each seed has one program (the kernel then reads neither)."""
+    if row_programs == 1:
+        return unused, unused
+    parts = torch.empty(n_seeds * row_programs * 3 * block_c_, dtype=torch.float32, device=x.device)
+    return parts, launching.ticket_counters(x, n_seeds)
+
+
 def launch(
     x: torch.Tensor,
     lifecycle: torch.Tensor,
@@ -192,10 +255,12 @@ def launch(
     num_warps: int | None = None,
     precision: int | None = None,
     k_chunk: int | None = None,
+    row_programs: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``/``k_chunk``: the
-    tile and blueprint rows per product step, ``precision``: the products' (defaults: ``tile_for``,
-    ``precision_of``) - the tuning benchmark varies them."""
+    tile and blueprint rows per product step, ``precision``: the products', ``row_programs``: programs per seed
+    with telemetry (defaults: ``tile_for``, ``precision_of``, ``row_programs_for``) - the tuning benchmark
+    varies them."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
     x2d = x.reshape(-1, x.shape[-1]) if x.stride(-1) == 1 else x.contiguous().view(-1, x.shape[-1])
     n_rows = x2d.shape[0]
@@ -203,8 +268,15 @@ def launch(
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device) if telemetry else None
     default_b, default_warps, default_k = tile_for(n_rows, c, x.dtype, telemetry)
     block_b, num_warps, k_chunk = block_b or default_b, num_warps or default_warps, k_chunk or default_k
-    # without telemetry, row blocks of one seed are independent programs; with it, one program per seed
-    row_programs = 1 if telemetry else triton.cdiv(n_rows, block_b)
+    # without telemetry, row blocks of one seed are independent programs; with it, a seed's programs meet at the
+    # last one to finish, which merges their statistics
+    if telemetry:
+        if row_programs is None:
+            row_programs = row_programs_for(n_rows, n_seeds, block_b, launching.sm_count(x))
+        row_programs = clamp_row_programs(row_programs, n_rows, block_b)
+    else:
+        row_programs = triton.cdiv(n_rows, block_b)
+    parts, counts = telemetry_parts(x, n_seeds, row_programs if telemetry else 1, block_c(c), y)
     _kasmina_forward_kernel[(n_seeds, row_programs)](
         x2d,
         y,
@@ -214,6 +286,8 @@ def launch(
         weights.contiguous(),
         bias.contiguous(),
         tele if tele is not None else y,
+        parts,
+        counts,
         n_rows,
         c,
         weights.shape[0],

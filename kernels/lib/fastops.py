@@ -627,11 +627,21 @@ def kasmina(
     plan = _kasmina_plans.get(key)
     if plan is None:
         return _kasmina_first(x, lifecycle, blueprint_id, alpha, weights, bias, key)
-    launch, n_seeds = plan
+    launch, n_seeds, split = plan
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device)
-    launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele)
+    if split is None:  # one program per seed: no parts to merge
+        launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele, y, y)
+    else:
+        launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele, *_kasmina_parts(x, n_seeds, *split, y))
     return y, tele
+
+
+def _kasmina_parts(x: torch.Tensor, n_seeds: int, row_programs: int, block_c: int, y: torch.Tensor) -> tuple:
+    """The fp32 parts and ticket counters of a kasmina call whose seeds' rows are split over programs."""
+    from kprof.kernels.kasmina import branch_free
+
+    return branch_free.telemetry_parts(x, n_seeds, row_programs, block_c, y)
 
 
 def _kasmina_first(
@@ -652,6 +662,8 @@ def _kasmina_first(
         n_seeds, c = lifecycle.shape[0], weights.shape[-1]
         n_rows = x.numel() // x.shape[-1]
         block_b, warps, k_chunk = branch_free.tile_for(n_rows, c, x.dtype, True)
+        wanted = branch_free.row_programs_for(n_rows, n_seeds, block_b, launching.sm_count(x))
+        row_programs = branch_free.clamp_row_programs(wanted, n_rows, block_b)
         tail = (
             n_rows,
             c,
@@ -666,10 +678,10 @@ def _kasmina_first(
         )
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
-        _kasmina_plans.put(
-            key,
-            (Launch(_kasmina_launcher, ("ops",) + key + (tail,), (n_seeds, 1), tail, {"num_warps": warps}), n_seeds),
-        )
+        grid = (n_seeds, row_programs)
+        launch = Launch(_kasmina_launcher, ("ops",) + key + (tail,), grid, tail, {"num_warps": warps})
+        split = None if row_programs == 1 else (row_programs, branch_free.block_c(c))
+        _kasmina_plans.put(key, (launch, n_seeds, split))
     return y, tele
 
 
