@@ -221,10 +221,16 @@ def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[
     return (64, 2, whole) if c <= 64 else (32, 2, whole)
 
 
-def row_programs_for(n_rows: int, n_seeds: int, block_b: int, sms: int) -> int:
-    """Programs per seed with telemetry: one, each walking its seed's rows, as raced fastest wherever there were
-    250 seeds or more (benchmarks/results/kasmina-copy/)."""
-    return 1
+def row_programs_for(n_rows: int, n_seeds: int, c: int, dtype: torch.dtype, block_b: int, sms: int) -> int:
+    """Programs per seed with telemetry, raced on an H100 (benchmarks/results/kasmina-copy/, two races of 1-8
+    programs per seed at the shipped tiles). With at least as many seeds as SMs, one program per seed walks its
+    rows: splitting them cost 0.5-50% at 250-1000 seeds. With fewer seeds, their rows are split over about four
+    programs each: at 100 seeds that took bf16 512x100x32 from 15.6 to 8.6 us, 512x100x128 from 42.4 to 21.9,
+    64x100x64 from 6.8 to 5.7; fp32 512x100x64 from 53.3 to 22.3. Not fp32's 16-row tiles of 65-128 channels
+    (under 256 rows), where one program stayed fastest (64x100x128: 15.5 us, 19.6 with two)."""
+    if n_seeds >= sms or (dtype == torch.float32 and 64 < c <= 128 and n_rows < 256):
+        return 1
+    return clamp_row_programs(4, n_rows, block_b)
 
 
 def clamp_row_programs(row_programs: int, n_rows: int, block_b: int) -> int:
@@ -272,7 +278,7 @@ def launch(
     # last one to finish, which merges their statistics
     if telemetry:
         if row_programs is None:
-            row_programs = row_programs_for(n_rows, n_seeds, block_b, launching.sm_count(x))
+            row_programs = row_programs_for(n_rows, n_seeds, c, x.dtype, block_b, launching.sm_count(x))
         row_programs = clamp_row_programs(row_programs, n_rows, block_b)
     else:
         row_programs = triton.cdiv(n_rows, block_b)

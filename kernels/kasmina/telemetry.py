@@ -1,6 +1,7 @@
-"""The branch-free kernel with the telemetry fused: each program owns one seed, walks its rows in
-blocks and merges per-block (count, mean, M2) with Chan's parallel-variance formula, so the per-seed
-mean and variance come out of the same pass that writes y (no second read of y, no atomics)."""
+"""The branch-free kernel with the telemetry fused: each program walks its seed's rows in blocks and merges
+per-block (count, mean, M2) with Chan's parallel-variance formula, so the per-seed mean and variance come out of
+the same pass that writes y (no second read of y). With fewer seeds than SMs a seed's rows are split over several
+programs; the one that draws the seed's last ticket merges their parts in slot order (``branch_free``)."""
 
 from __future__ import annotations
 

@@ -662,8 +662,7 @@ def _kasmina_first(
         n_seeds, c = lifecycle.shape[0], weights.shape[-1]
         n_rows = x.numel() // x.shape[-1]
         block_b, warps, k_chunk = branch_free.tile_for(n_rows, c, x.dtype, True)
-        wanted = branch_free.row_programs_for(n_rows, n_seeds, block_b, launching.sm_count(x))
-        row_programs = branch_free.clamp_row_programs(wanted, n_rows, block_b)
+        row_programs = branch_free.row_programs_for(n_rows, n_seeds, c, x.dtype, block_b, launching.sm_count(x))
         tail = (
             n_rows,
             c,

@@ -324,6 +324,39 @@ def test_kasmina_telemetry_kernel_at_each_tile_class(shape, dtype, precision, ti
     assert ((tele.double() - t_ref).norm() / t_ref.norm()).item() < tol
 
 
+@pytest.mark.parametrize("shape, dtype", [((70, 3, 20), "bf16"), ((53, 2, 72), "fp32"), ((41, 5, 16), "fp16")])
+def test_kasmina_rows_split_over_programs_give_one_programs_telemetry(shape, dtype):
+    """A seed's rows split over 1-4 programs: y the same bit for bit, the telemetry the oracle's, whichever program
+    merges; calls repeat bit for bit and leave the ticket counters at zero."""
+    from kprof.kernels.kasmina import branch_free
+    from kprof.kernels.lib import launching
+
+    fam = F["kasmina"]
+    inp = fam.make_inputs(shape, dtype, "cpu", seed=sum(shape) + 1)
+    inp["x"] = inp["x"] + 5.0
+    y_ref, t_ref = fam.oracle(**inp)
+    y1, _ = branch_free.launch(**inp, telemetry=True, row_programs=1, block_b=16)
+    for r in (2, 3, 4):
+        y, tele = branch_free.launch(**inp, telemetry=True, row_programs=r, block_b=16)
+        assert torch.equal(y, y1)
+        assert ((tele.double() - t_ref).norm() / t_ref.norm()).item() < fam.tolerances[dtype]
+        again = [branch_free.launch(**inp, telemetry=True, row_programs=r, block_b=16)[1] for _ in range(3)]
+        assert all(torch.equal(t, tele) for t in again)
+    assert not launching.ticket_counters(inp["x"], shape[1]).any()
+
+
+def test_kasmina_splits_rows_only_where_seeds_are_fewer_than_sms():
+    from kprof.kernels.kasmina.branch_free import row_programs_for
+
+    bf16, fp32 = torch.bfloat16, torch.float32
+    assert row_programs_for(512, 1000, 64, bf16, 64, 132) == 1  # seeds fill the GPU
+    assert row_programs_for(512, 100, 32, bf16, 64, 132) == 4
+    assert row_programs_for(64, 100, 64, bf16, 16, 132) == 4
+    assert row_programs_for(64, 100, 64, fp32, 32, 132) == 2  # no more programs than row tiles
+    assert row_programs_for(8, 100, 64, bf16, 16, 132) == 1
+    assert row_programs_for(64, 100, 128, fp32, 16, 132) == 1  # fp32's 16-row tiles of 65-128 channels
+
+
 @pytest.mark.gpu
 def test_kasmina_triton_forward_makes_no_host_device_copies():
     """The seed's rule: no CPU<->GPU transfer during a forward pass (the loop reference makes two per seed)."""
