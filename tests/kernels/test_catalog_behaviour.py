@@ -306,13 +306,13 @@ def test_kasmina_telemetry_over_many_row_blocks(device):
         ((35, 2, 130), "fp32", 2, (32, 8, 32)),  # fp32 beyond 128 channels: 32 blueprint rows a step
     ],
 )
-def test_kasmina_telemetry_kernel_at_each_tile_class(shape, dtype, precision, tile):
+def test_kasmina_telemetry_kernel_at_each_tile_class(shape, dtype, precision, tile, device):
     """Every (rows, channels, dtype) class of ``branch_free.tile_for`` with telemetry, and both fp32 product
     precisions, against the float64 oracle at odd sizes (rows past a tile, channels past a power of two)."""
     from kprof.kernels.kasmina import branch_free
 
     fam = F["kasmina"]
-    inp = fam.make_inputs(shape, dtype, "cpu", seed=sum(shape))
+    inp = fam.make_inputs(shape, dtype, device, seed=sum(shape))
     inp["x"] = inp["x"] + 3.0  # a mean away from zero: the variance's merge is exercised
     *_, c = shape
     n_rows = shape[0]
@@ -325,14 +325,14 @@ def test_kasmina_telemetry_kernel_at_each_tile_class(shape, dtype, precision, ti
 
 
 @pytest.mark.parametrize("shape, dtype", [((70, 3, 20), "bf16"), ((53, 2, 72), "fp32"), ((41, 5, 16), "fp16")])
-def test_kasmina_rows_split_over_programs_give_one_programs_telemetry(shape, dtype):
+def test_kasmina_rows_split_over_programs_give_one_programs_telemetry(shape, dtype, device):
     """A seed's rows split over 1-4 programs: y the same bit for bit, the telemetry the oracle's, whichever program
     merges; calls repeat bit for bit and leave the ticket counters at zero."""
     from kprof.kernels.kasmina import branch_free
     from kprof.kernels.lib import launching
 
     fam = F["kasmina"]
-    inp = fam.make_inputs(shape, dtype, "cpu", seed=sum(shape) + 1)
+    inp = fam.make_inputs(shape, dtype, device, seed=sum(shape) + 1)
     inp["x"] = inp["x"] + 5.0
     y_ref, t_ref = fam.oracle(**inp)
     y1, _ = branch_free.launch(**inp, telemetry=True, row_programs=1, block_b=16)
