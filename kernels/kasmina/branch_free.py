@@ -224,7 +224,7 @@ def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[
 def row_programs_for(n_rows: int, n_seeds: int, c: int, dtype: torch.dtype, block_b: int, sms: int) -> int:
     """Programs per seed with telemetry, raced on an H100 (benchmarks/results/kasmina-copy/, two races of 1-8
     programs per seed at the shipped tiles). With at least as many seeds as SMs, one program per seed walks its
-    rows: splitting them cost 0.5-50% at 250-1000 seeds. With fewer seeds, their rows are split over about four
+    rows: splitting them cost 0.5-66% at 250-1000 seeds. With fewer seeds, their rows are split over about four
     programs each: at 100 seeds that took bf16 512x100x32 from 15.6 to 8.6 us, 512x100x128 from 42.4 to 21.9,
     64x100x64 from 6.8 to 5.7; fp32 512x100x64 from 53.3 to 22.3. Not fp32's 16-row tiles of 65-128 channels
     (under 256 rows), where one program stayed fastest (64x100x128: 15.5 us, 19.6 with two)."""
@@ -239,13 +239,14 @@ def clamp_row_programs(row_programs: int, n_rows: int, block_b: int) -> int:
 
 
 def telemetry_parts(
-    x: torch.Tensor, n_seeds: int, row_programs: int, block_c_: int, unused: torch.Tensor
+    x: torch.Tensor, n_seeds: int, row_programs: int, width: int, unused: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(fp32 parts, ticket counters) of a call whose seeds' rows are split over ``row_programs`` programs;
-    ``unused`` twice where each seed has one program (the kernel then reads neither)."""
+    """(fp32 parts, ticket counters) of a call whose seeds' rows are split over ``row_programs`` programs, each
+    storing 3 x ``width`` (BLOCK_C) floats; ``unused`` twice where each seed has one program (the kernel then reads
+    neither)."""
     if row_programs == 1:
         return unused, unused
-    parts = torch.empty(n_seeds * row_programs * 3 * block_c_, dtype=torch.float32, device=x.device)
+    parts = torch.empty(n_seeds * row_programs * 3 * width, dtype=torch.float32, device=x.device)
     return parts, launching.ticket_counters(x, n_seeds)
 
 
