@@ -194,7 +194,7 @@ def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[
       tiles); below, 16 x 2 as before: at 48x333x100 the fastest tile differed between two H100s (16 x 8 at 17.5
       us, 16 x 4 at 14.3; 16 x 2 took 18.8 and 17.8);
     - more than 128 channels: 32-row tiles x 8 warps (20.7-21.2 us at 64x250x256 against 67.7 with 16 x 2,
-      whose C x C blueprint did not fit its registers);
+      which spilled: 255 registers and 428 bytes of spills against 142 and none, offline ptxas for sm_90);
     - fp32 (tf32x3 products), up to 64 channels: 32-row tiles x 2 warps (24.7 us at 64x1000x64, 148.3 at
       512x1000x64), 16 x 4 for one to 16 rows (10.1 us at 1x1000x64 against 11.3 as shipped before); 65-128
       channels: 16 x 8 below 256 rows (36.2 us at 48x333x100 against 46.8 with 16 x 4), 32 x 4 stepping 32
