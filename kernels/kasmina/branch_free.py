@@ -99,12 +99,7 @@ def _kasmina_forward_kernel(
             n_b = tl.sum(rmask.to(tl.float32), axis=0)
             mean_b = tl.sum(tl.where(mask, y, 0.0), axis=0) / n_b
             d = tl.where(mask, y - mean_b[None, :], 0.0)
-            m2_b = tl.sum(d * d, axis=0)
-            total = cnt + n_b
-            delta = mean_b - mean
-            mean = mean + delta * (n_b / total)
-            m2 = m2 + m2_b + delta * delta * (cnt * n_b / total)
-            cnt = total
+            cnt, mean, m2 = _chan(cnt, mean, m2, n_b, mean_b, tl.sum(d * d, axis=0))
     if TELEMETRY:
         if n_progs == 1:
             _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask)
@@ -131,14 +126,19 @@ def _merge_parts(ptrs, n_parts, BLOCK_C: tl.constexpr):
         c_p = tl.load(ptrs, cache_modifier=".cg")
         mean_p = tl.load(ptrs + BLOCK_C, cache_modifier=".cg")
         m2_p = tl.load(ptrs + 2 * BLOCK_C, cache_modifier=".cg")
-        total = cnt + c_p
-        share = tl.where(total > 0, c_p / tl.maximum(total, 1.0), 0.0)  # a part without rows changes nothing
-        delta = mean_p - mean
-        mean = mean + delta * share
-        m2 = m2 + m2_p + delta * delta * cnt * share
-        cnt = total
+        cnt, mean, m2 = _chan(cnt, mean, m2, c_p, mean_p, m2_p)
         ptrs += 3 * BLOCK_C
     return cnt, mean, m2
+
+
+@triton.jit
+def _chan(cnt, mean, m2, cnt_b, mean_b, m2_b):
+    """(count, mean, M2) of two sets of values from each set's own (Chan's parallel-variance formula); a set
+    without values changes nothing."""
+    total = cnt + cnt_b
+    share = tl.where(total > 0, cnt_b / tl.maximum(total, 1.0), 0.0)
+    delta = mean_b - mean
+    return total, mean + delta * share, m2 + m2_b + delta * delta * cnt * share
 
 
 @triton.jit
