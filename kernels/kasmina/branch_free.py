@@ -14,6 +14,8 @@ Telemetry in this version is a PyTorch reduction after the kernel (a second pass
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import triton
 import triton.language as tl
@@ -238,15 +240,66 @@ def clamp_row_programs(row_programs: int, n_rows: int, block_b: int) -> int:
     return max(1, min(row_programs, triton.cdiv(n_rows, block_b)))
 
 
+@dataclass(frozen=True)
+class LaunchConfig:
+    """What one launch of the kernel runs with: its tile, the blueprint rows per product step, the products'
+    precision and the programs per seed (``(seeds, row_programs)`` is the grid)."""
+
+    block_b: int
+    num_warps: int
+    block_c: int
+    k_chunk: int
+    precision: int
+    row_programs: int
+    telemetry: bool
+
+    @property
+    def split(self) -> bool:
+        """A seed's telemetry comes from several programs' parts (which need a workspace and counters)."""
+        return self.telemetry and self.row_programs > 1
+
+
+def config_for(
+    x: torch.Tensor,
+    n_seeds: int,
+    c: int,
+    telemetry: bool,
+    block_b: int | None = None,
+    num_warps: int | None = None,
+    precision: int | None = None,
+    k_chunk: int | None = None,
+    row_programs: int | None = None,
+) -> LaunchConfig:
+    """The launch for ``x`` (rows of ``n_seeds`` x ``c`` channels): ``tile_for``, ``precision_of`` and
+    ``row_programs_for`` unless given (the tuning benchmarks vary them)."""
+    n_rows = x.numel() // x.shape[-1]
+    default_b, default_warps, default_k = tile_for(n_rows, c, x.dtype, telemetry)
+    block_b = block_b or default_b
+    if not telemetry:  # row blocks of one seed are independent programs
+        row_programs = triton.cdiv(n_rows, block_b)
+    else:  # a seed's programs meet at the last one to finish, which merges their statistics
+        if row_programs is None:
+            row_programs = row_programs_for(n_rows, n_seeds, c, x.dtype, block_b, launching.sm_count(x))
+        row_programs = clamp_row_programs(row_programs, n_rows, block_b)
+    return LaunchConfig(
+        block_b=block_b,
+        num_warps=num_warps or default_warps,
+        block_c=block_c(c),
+        k_chunk=k_chunk or default_k,
+        precision=precision_of(x.dtype) if precision is None else precision,
+        row_programs=row_programs,
+        telemetry=telemetry,
+    )
+
+
 def telemetry_parts(
-    x: torch.Tensor, n_seeds: int, row_programs: int, width: int, unused: torch.Tensor
+    x: torch.Tensor, n_seeds: int, config: LaunchConfig, unused: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(fp32 parts, ticket counters) of a call whose seeds' rows are split over ``row_programs`` programs, each
-    storing 3 x ``width`` (BLOCK_C) floats; ``unused`` twice where each seed has one program (the kernel then reads
-    neither)."""
-    if row_programs == 1:
+    """(fp32 parts, ticket counters) of a call whose seeds' rows are split over programs, each storing 3 x BLOCK_C
+    floats; ``unused`` twice where each seed has one program (the kernel then reads neither)."""
+    if not config.split:
         return unused, unused
-    parts = torch.empty(n_seeds * row_programs * 3 * width, dtype=torch.float32, device=x.device)
+    parts = torch.empty(n_seeds * config.row_programs * 3 * config.block_c, dtype=torch.float32, device=x.device)
     return parts, launching.ticket_counters(x, n_seeds)
 
 
@@ -266,25 +319,15 @@ def launch(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``/``k_chunk``: the
     tile and blueprint rows per product step, ``precision``: the products', ``row_programs``: programs per seed
-    with telemetry (defaults: ``tile_for``, ``precision_of``, ``row_programs_for``) - the tuning benchmark
-    varies them."""
+    with telemetry (defaults: :func:`config_for`'s) - the tuning benchmarks vary them."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
     x2d = x.reshape(-1, x.shape[-1]) if x.stride(-1) == 1 else x.contiguous().view(-1, x.shape[-1])
     n_rows = x2d.shape[0]
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device) if telemetry else None
-    default_b, default_warps, default_k = tile_for(n_rows, c, x.dtype, telemetry)
-    block_b, num_warps, k_chunk = block_b or default_b, num_warps or default_warps, k_chunk or default_k
-    # without telemetry, row blocks of one seed are independent programs; with it, a seed's programs meet at the
-    # last one to finish, which merges their statistics
-    if telemetry:
-        if row_programs is None:
-            row_programs = row_programs_for(n_rows, n_seeds, c, x.dtype, block_b, launching.sm_count(x))
-        row_programs = clamp_row_programs(row_programs, n_rows, block_b)
-    else:
-        row_programs = triton.cdiv(n_rows, block_b)
-    parts, counts = telemetry_parts(x, n_seeds, row_programs if telemetry else 1, block_c(c), y)
-    _kasmina_forward_kernel[(n_seeds, row_programs)](
+    cfg = config_for(x, n_seeds, c, telemetry, block_b, num_warps, precision, k_chunk, row_programs)
+    parts, counts = telemetry_parts(x, n_seeds, cfg, y)
+    _kasmina_forward_kernel[(n_seeds, cfg.row_programs)](
         x2d,
         y,
         lifecycle,
@@ -300,12 +343,12 @@ def launch(
         weights.shape[0],
         x2d.stride(0),
         x.shape[-1],
-        BLOCK_B=block_b,
-        BLOCK_C=block_c(c),
+        BLOCK_B=cfg.block_b,
+        BLOCK_C=cfg.block_c,
         TELEMETRY=telemetry,
-        PRECISION=precision_of(x.dtype) if precision is None else precision,
-        K_CHUNK=k_chunk,
-        num_warps=num_warps,
+        PRECISION=cfg.precision,
+        K_CHUNK=cfg.k_chunk,
+        num_warps=cfg.num_warps,
     )
     return y, tele
 

@@ -627,21 +627,21 @@ def kasmina(
     plan = _kasmina_plans.get(key)
     if plan is None:
         return _kasmina_first(x, lifecycle, blueprint_id, alpha, weights, bias, key)
-    launch, n_seeds, split = plan
+    launch, n_seeds, config = plan
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device)
-    if split is None:  # one program per seed: no parts to merge
+    if not config.split:  # one program per seed: no parts to merge
         launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele, y, y)
     else:
-        launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele, *_kasmina_parts(x, n_seeds, *split, y))
+        launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele, *_kasmina_parts(x, n_seeds, config, y))
     return y, tele
 
 
-def _kasmina_parts(x: torch.Tensor, n_seeds: int, row_programs: int, block_c: int, y: torch.Tensor) -> tuple:
+def _kasmina_parts(x: torch.Tensor, n_seeds: int, config: Any, y: torch.Tensor) -> tuple:
     """The fp32 parts and ticket counters of a kasmina call whose seeds' rows are split over programs."""
     from kprof.kernels.kasmina import branch_free
 
-    return branch_free.telemetry_parts(x, n_seeds, row_programs, block_c, y)
+    return branch_free.telemetry_parts(x, n_seeds, config, y)
 
 
 def _kasmina_first(
@@ -660,27 +660,24 @@ def _kasmina_first(
     xs = row_stride(x)
     if xs is not None and weights.is_contiguous() and bias.is_contiguous():
         n_seeds, c = lifecycle.shape[0], weights.shape[-1]
-        n_rows = x.numel() // x.shape[-1]
-        block_b, warps, k_chunk = branch_free.tile_for(n_rows, c, x.dtype, True)
-        row_programs = branch_free.row_programs_for(n_rows, n_seeds, c, x.dtype, block_b, launching.sm_count(x))
+        cfg = branch_free.config_for(x, n_seeds, c, True)  # what branch_free.launch ran
         tail = (
-            n_rows,
+            x.numel() // x.shape[-1],
             c,
             weights.shape[0],
             xs,
             x.shape[-1],
-            block_b,
-            branch_free.block_c(c),
+            cfg.block_b,
+            cfg.block_c,
             True,
-            branch_free.precision_of(x.dtype),
-            k_chunk,
+            cfg.precision,
+            cfg.k_chunk,
         )
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
-        grid = (n_seeds, row_programs)
-        launch = Launch(_kasmina_launcher, ("ops",) + key + (tail,), grid, tail, {"num_warps": warps})
-        split = None if row_programs == 1 else (row_programs, branch_free.block_c(c))
-        _kasmina_plans.put(key, (launch, n_seeds, split))
+        grid = (n_seeds, cfg.row_programs)
+        launch = Launch(_kasmina_launcher, ("ops",) + key + (tail,), grid, tail, {"num_warps": cfg.num_warps})
+        _kasmina_plans.put(key, (launch, n_seeds, cfg))
     return y, tele
 
 
