@@ -6,13 +6,11 @@ rotating rounds (``decode_tiles.race``). Candidates: ``[copy x]`` (``out.copy_(x
 ``triton_telemetry`` provider as it is), ``[no telemetry]`` (the same kernel without the statistics: what
 fusing them costs), ``[branch free + torch stats]``, and the telemetry kernel at rows per tile x warps; in fp32
 (tf32x3 products) also at blueprint rows per product step (``k``). With ``--splits``, the shipped tile instead,
-each seed's rows split over that many programs (``r``; the last to finish merges their statistics). With
-``--grouped``, the grouped kernel (``kernels/kasmina/grouped.py``: several seeds per program, ``g``) at seeds per
-program x rows per tile x warps instead, where it runs (up to 128 channels). Each candidate's y and telemetry are checked
+each seed's rows split over that many programs (``r``; the last to finish merges their statistics). Each candidate's y and telemetry are checked
 against the float64 oracle first. (The first two races in ``results/kasmina-copy/`` also had rows split over
 programs, x loaded a step ahead and IEEE fp32 products: none was kept.)
 
-    python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32] [--grouped]
+    python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32]
 
 Writes DIR/kasmina_copy.csv (one row per point and candidate: median and every round, us) and prints, per
 point, the copy, the shipped kernel and the fastest candidate, each as a fraction of the copy's speed.
@@ -28,29 +26,13 @@ from bench_common import candidate_rows, print_notes, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
-from kprof.kernels.kasmina import branch_free, grouped
+from kprof.kernels.kasmina import branch_free
 
 DEFAULT_SHAPES = "64x1000x64,1x1000x64,512x1000x64,64x250x256,48x333x100"
 TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
 # fp32 (tf32x3 products; see branch_free.precision_of): fewer rows per tile, more warps, the blueprint whole (up to
 # 128 channels) or in steps of 32 or 64 rows
 FP32_TILES = [(16, 2), (16, 4), (16, 8), (32, 2), (32, 4), (32, 8)]
-# the grouped kernel: (seeds per program, rows per tile, warps); fp32's tf32x3 products triple its registers, so
-# fewer seeds there
-GROUPED_TILES = [(2, 16, 2), (2, 16, 4), (2, 32, 4), (4, 16, 4), (4, 16, 8), (4, 32, 4), (4, 64, 8), (8, 16, 8)]
-FP32_GROUPED_TILES = [(2, 16, 2), (2, 16, 4), (2, 32, 4), (4, 16, 4), (4, 16, 8)]
-
-
-def grouped_candidates(inp: dict) -> dict[str, object]:
-    """name -> fn for the grouped kernel at every (seeds per program, rows per tile, warps); none beyond 128
-    channels, where it does not run."""
-    if inp["weights"].shape[-1] > 128:
-        return {}
-    tiles = FP32_GROUPED_TILES if inp["x"].dtype == torch.float32 else GROUPED_TILES
-    return {
-        f"g{g} b{b} w{w}": lambda g=g, b=b, w=w: grouped.launch(**inp, group=g, block_b=b, num_warps=w)
-        for g, b, w in tiles
-    }
 
 
 def candidates(inp: dict, splits: tuple[int, ...] = ()) -> dict[str, object]:
@@ -100,9 +82,7 @@ def checked(fns: dict[str, object], inp: dict, oracle: object) -> tuple[dict, di
     return ok, notes
 
 
-def run_point(
-    shape: tuple[int, ...], dtype: str, rounds: int, splits: tuple[int, ...] = (), with_groups: bool = False
-) -> list[dict]:
+def run_point(shape: tuple[int, ...], dtype: str, rounds: int, splits: tuple[int, ...] = ()) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
     oracle = fam.oracle(**inp)
@@ -114,7 +94,7 @@ def run_point(
         "[branch free + torch stats]": lambda: tele_free(**inp),
         "[no telemetry]": lambda: branch_free.launch(**inp, telemetry=False),
     }
-    fns.update(grouped_candidates(inp) if with_groups else candidates(inp, splits))
+    fns.update(candidates(inp, splits))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     print_notes(notes)
@@ -129,14 +109,12 @@ def main() -> None:
     ap.add_argument("--dtypes", default="bf16,fp16,fp32")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--splits", default="", help="race the shipped tile at these programs per seed, e.g. 1,2,4,8")
-    ap.add_argument("--grouped", action="store_true", help="race the grouped kernel's tiles instead")
     args = ap.parse_args()
     rows: list[dict] = []
     for dtype in args.dtypes.split(","):
         for s in args.shapes.split(","):
             shape = tuple(int(v) for v in s.split("x"))
-            splits = tuple(int(v) for v in args.splits.split(",") if v)
-            point = run_point(shape, dtype, args.rounds, splits, args.grouped)
+            point = run_point(shape, dtype, args.rounds, tuple(int(v) for v in args.splits.split(",") if v))
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]

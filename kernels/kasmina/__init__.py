@@ -9,9 +9,8 @@ and ``alpha float32[S]``. Blueprint registry ``weights [NB, C, C]``, ``bias [NB,
 
 Versions: ``torch_loop`` (the chunk-by-chunk loop users start from; it reads each seed's state on the
 host), ``torch_vectorised`` (one batched product over gathered blueprints), ``torch_compile`` of that,
-``triton_branch_free`` (one kernel, state read on the device, telemetry by a PyTorch reduction after it),
-``triton_telemetry`` (the same kernel with the telemetry accumulated inside it) and ``triton_grouped``
-(several seeds per program, one batched product; up to 128 channels).
+``triton_branch_free`` (one kernel, state read on the device, telemetry by a PyTorch reduction after it)
+and ``triton_telemetry`` (the same kernel with the telemetry accumulated inside it).
 """
 
 from kprof.kernels.kasmina.family import FAMILY

@@ -118,19 +118,18 @@ def _kasmina_forward_kernel(
 
 
 @triton.jit
-def _merge_parts(ptrs, n_parts, WIDTH):
-    """Per column (count, mean, M2) of ``n_parts`` programs' parts, each stored as three runs of ``WIDTH``
-    floats (``ptrs``: the first part's counts, of any shape), merged in slot order with Chan's formula (the
-    result does not depend on which program finished last). ``.cg``: from L2, never a stale L1 line."""
-    cnt = tl.zeros(ptrs.shape, dtype=tl.float32)
-    mean = tl.zeros(ptrs.shape, dtype=tl.float32)
-    m2 = tl.zeros(ptrs.shape, dtype=tl.float32)
+def _merge_parts(ptrs, n_parts, BLOCK_C: tl.constexpr):
+    """Per column (count, mean, M2) of ``n_parts`` programs' parts, merged in slot order with Chan's formula
+    (the result does not depend on which program finished last). ``.cg``: from L2, never a stale L1 line."""
+    cnt = tl.zeros([BLOCK_C], dtype=tl.float32)
+    mean = tl.zeros([BLOCK_C], dtype=tl.float32)
+    m2 = tl.zeros([BLOCK_C], dtype=tl.float32)
     for _ in range(0, n_parts):
         c_p = tl.load(ptrs, cache_modifier=".cg")
-        mean_p = tl.load(ptrs + WIDTH, cache_modifier=".cg")
-        m2_p = tl.load(ptrs + 2 * WIDTH, cache_modifier=".cg")
+        mean_p = tl.load(ptrs + BLOCK_C, cache_modifier=".cg")
+        m2_p = tl.load(ptrs + 2 * BLOCK_C, cache_modifier=".cg")
         cnt, mean, m2 = _chan(cnt, mean, m2, c_p, mean_p, m2_p)
-        ptrs += 3 * WIDTH
+        ptrs += 3 * BLOCK_C
     return cnt, mean, m2
 
 
@@ -145,17 +144,15 @@ def _chan(cnt, mean, m2, cnt_b, mean_b, m2_b):
 
 
 @triton.jit
-def _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask, smask=None):
-    """The seed's (mean, variance) over all its columns, from per-column (count, mean, M2) along the last axis:
-    one seed's ``[BLOCK_C]``, or ``[GROUP, BLOCK_C]`` for the ``seed`` vector of a group (``smask``: the seeds
-    that exist)."""
+def _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask):
+    """The seed's (mean, variance) over all its columns, from per-column (count, mean, M2)."""
     cnt = tl.where(cmask, cnt, 0.0)
-    n = tl.maximum(tl.sum(cnt, axis=-1), 1.0)  # 1 where a group's padding seeds (masked) have no values
-    seed_mean = tl.sum(cnt * mean, axis=-1) / n
-    dm = tl.where(cmask, mean - tl.expand_dims(seed_mean, -1), 0.0)
-    seed_m2 = tl.sum(tl.where(cmask, m2, 0.0) + cnt * dm * dm, axis=-1)
-    tl.store(telemetry_ptr + seed * 2, seed_mean, mask=smask)
-    tl.store(telemetry_ptr + seed * 2 + 1, seed_m2 / n, mask=smask)
+    n = tl.sum(cnt, axis=0)
+    seed_mean = tl.sum(cnt * mean, axis=0) / n
+    dm = tl.where(cmask, mean - seed_mean, 0.0)
+    seed_m2 = tl.sum(tl.where(cmask, m2, 0.0) + cnt * dm * dm, axis=0)
+    tl.store(telemetry_ptr + seed * 2, seed_mean)
+    tl.store(telemetry_ptr + seed * 2 + 1, seed_m2 / n)
 
 
 @triton.jit

@@ -256,9 +256,7 @@ def test_gated_flat_blocks_cross_row_ends(family, n_rows, h, pad, device):
 
 
 # ------------------------------------------------------------------------------------------ kasmina
-@pytest.mark.parametrize(
-    "provider", ["torch_loop", "torch_vectorised", "triton_branch_free", "triton_telemetry", "triton_grouped"]
-)
+@pytest.mark.parametrize("provider", ["torch_loop", "torch_vectorised", "triton_branch_free", "triton_telemetry"])
 def test_kasmina_lifecycle_states(provider, device):
     """Dormant seeds pass x through bit for bit; active seeds give the blueprint; grafting seeds blend."""
     fam = F["kasmina"]
@@ -345,53 +343,6 @@ def test_kasmina_rows_split_over_programs_give_one_programs_telemetry(shape, dty
         again = [branch_free.launch(**inp, telemetry=True, row_programs=r, block_b=16)[1] for _ in range(3)]
         assert all(torch.equal(t, tele) for t in again)
     assert not launching.ticket_counters(inp["x"], shape[1]).any()
-
-
-@pytest.mark.parametrize(
-    "shape, dtype, config",
-    [
-        ((37, 5, 20), "bf16", {"group": 4}),  # the last group padded: 5 seeds in groups of 4
-        ((3, 7, 24), "fp16", {"group": 2, "block_b": 32}),  # fewer rows than a tile
-        ((41, 9, 40), "fp32", {"group": 8, "precision": 2}),  # fp32's GPU products (tf32x3)
-        ((70, 3, 72), "bf16", {"group": 2, "row_programs": 3}),  # rows split over programs
-        ((1, 13, 128), "fp32", {"group": 4, "precision": 1}),  # one row, IEEE products, the widest it runs
-        ((2, 3, 4, 32), "fp16", {"group": 2}),  # batch of two dimensions
-    ],
-)
-def test_kasmina_grouped_kernel_at_odd_sizes(shape, dtype, config, device):
-    """The grouped kernel (several seeds per program) against the float64 oracle: padded groups, row tiles
-    past the rows, split rows, both fp32 precisions; the split call's y is the unsplit one bit for bit."""
-    from kprof.kernels.kasmina import grouped
-    from kprof.kernels.lib import launching
-
-    fam = F["kasmina"]
-    inp = fam.make_inputs(shape, dtype, device, seed=sum(shape) + 2)
-    inp["x"] = inp["x"] + 3.0  # a mean away from zero: the variance's merge is exercised
-    y_ref, t_ref = fam.oracle(**inp)
-    y, tele = grouped.launch(**inp, **config)
-    tol = fam.tolerances[dtype]
-    assert ((y.double() - y_ref).norm() / y_ref.norm()).item() < tol
-    assert ((tele.double() - t_ref).norm() / t_ref.norm()).item() < tol
-    if config.get("row_programs", 1) > 1:
-        one, _ = grouped.launch(**inp, **{**config, "row_programs": 1})
-        assert torch.equal(y, one)
-        assert not launching.ticket_counters(inp["x"], shape[-2]).any()
-
-
-def test_kasmina_grouped_kernel_flags_out_of_range_ids(device):
-    """A seed whose id is outside the registry has NaN outputs; its group's other seeds are exact."""
-    from kprof.kernels.kasmina import grouped
-
-    fam = F["kasmina"]
-    inp = fam.make_inputs((5, 4, 16), "fp32", device, seed=21)
-    y_ref, t_ref = fam.oracle(**inp)
-    inp["blueprint_id"][2] = 8
-    y, tele = grouped.launch(**inp, group=4)
-    ys = y.view(5, 4, 16)
-    assert ys[:, 2].isnan().all() and tele[2].isnan().all()
-    others = [0, 1, 3]
-    assert torch.allclose(ys[:, others].double(), y_ref.view(5, 4, 16)[:, others], rtol=1e-4, atol=1e-5)
-    assert torch.allclose(tele[others].double(), t_ref[others], rtol=1e-4, atol=1e-5)
 
 
 def test_kasmina_splits_rows_only_where_seeds_are_fewer_than_sms():
