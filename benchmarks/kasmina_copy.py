@@ -8,20 +8,30 @@ fusing them costs), ``[branch free + torch stats]``, and the telemetry kernel at
 (tf32x3 products) also at blueprint rows per product step (``k``). With ``--splits``, the shipped tile instead,
 each seed's rows split over that many programs (``r``; the last to finish merges their statistics). Each candidate's y and telemetry are checked
 against the float64 oracle first. (The first two races in ``results/kasmina-copy/`` also had rows split over
-programs, x loaded a step ahead and IEEE fp32 products: none was kept.)
+programs, x loaded a step ahead and IEEE fp32 products; a later one several seeds per program: none was kept.)
 
-    python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32]
+Two floors beside the copy, each the fastest of a few Triton copy kernels (elements per program x warps):
+``[triton copy]``, ``y = x``; ``[copy through ids]``, the same copy where each element also reads its seed's
+blueprint id and then an element of that blueprint (``y = x + 0 * W[id[seed], c, c]``, the zero a runtime
+argument). The second is the least any kasmina kernel does: its blueprint's address is known only once the
+id has come from device memory, two dependent round trips where a copy has one. Where that floor is already
+over 1/0.9 of the copy, no kernel that keeps the state on the device meets the family's target there.
+
+    python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32] [--floors-only]
 
 Writes DIR/kasmina_copy.csv (one row per point and candidate: median and every round, us) and prints, per
-point, the copy, the shipped kernel and the fastest candidate, each as a fraction of the copy's speed.
+point, the copy, the floors, the shipped kernel and the fastest tile, each as a fraction of the copy's speed.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import Path
 
 import torch
+import triton
+import triton.language as tl
 from bench_common import candidate_rows, print_notes, write_csv
 from decode_tiles import race
 
@@ -33,6 +43,50 @@ TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
 # fp32 (tf32x3 products; see branch_free.precision_of): fewer rows per tile, more warps, the blueprint whole (up to
 # 128 channels) or in steps of 32 or 64 rows
 FP32_TILES = [(16, 2), (16, 4), (16, 8), (32, 2), (32, 4), (32, 8)]
+
+
+# the floors' copy kernels: elements per program x warps (the fastest is taken)
+FLOOR_TILES = [(1024, 4), (2048, 4), (4096, 4), (4096, 8), (8192, 8)]
+
+
+@triton.jit
+def _copy_kernel(
+    x_ptr,  # [rows, S*C] contiguous
+    y_ptr,  # like x
+    ids_ptr,  # [S] int32 blueprint ids (read only THROUGH_IDS)
+    w_ptr,  # [NB, C, C] blueprints (read only THROUGH_IDS)
+    n,  # elements of x
+    row_len,  # S*C
+    C,
+    zero,  # 0.0, a runtime argument: the compiler cannot drop the loads it multiplies
+    BLOCK: tl.constexpr,
+    THROUGH_IDS: tl.constexpr,  # each element reads its seed's id, then an element of that blueprint
+):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    if THROUGH_IDS:
+        col = offs % row_len
+        ch = col % C
+        bid = tl.load(ids_ptr + col // C, mask=mask, other=0).to(tl.int64)
+        y += zero * tl.load(w_ptr + bid * C * C + ch * (C + 1), mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def floor_candidates(inp: dict, out: torch.Tensor) -> dict[str, object]:
+    """name -> fn: the two floors' copy kernels at every tile of ``FLOOR_TILES``."""
+    x, c = inp["x"], inp["weights"].shape[-1]
+
+    def copy(block: int, warps: int, through: bool) -> object:
+        grid = (triton.cdiv(x.numel(), block),)
+        args = (x, out, inp["blueprint_id"], inp["weights"], x.numel(), x.shape[-1], c, 0.0)
+        return lambda: _copy_kernel[grid](*args, BLOCK=block, THROUGH_IDS=through, num_warps=warps)
+
+    return {
+        f"{'ids' if through else 'copy'} {block} w{warps}": copy(block, warps, through)
+        for through in (False, True)
+        for block, warps in FLOOR_TILES
+    }
 
 
 def candidates(inp: dict, splits: tuple[int, ...] = ()) -> dict[str, object]:
@@ -82,7 +136,9 @@ def checked(fns: dict[str, object], inp: dict, oracle: object) -> tuple[dict, di
     return ok, notes
 
 
-def run_point(shape: tuple[int, ...], dtype: str, rounds: int, splits: tuple[int, ...] = ()) -> list[dict]:
+def run_point(
+    shape: tuple[int, ...], dtype: str, rounds: int, splits: tuple[int, ...] = (), floors_only: bool = False
+) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
     oracle = fam.oracle(**inp)
@@ -94,11 +150,20 @@ def run_point(shape: tuple[int, ...], dtype: str, rounds: int, splits: tuple[int
         "[branch free + torch stats]": lambda: tele_free(**inp),
         "[no telemetry]": lambda: branch_free.launch(**inp, telemetry=False),
     }
-    fns.update(candidates(inp, splits))
+    if not floors_only:
+        fns.update(candidates(inp, splits))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
+    floors = floor_candidates(inp, out)
+    for fn in floors.values():  # each copies x exactly, the zero included
+        fn()
+        assert torch.equal(out, inp["x"])
+    ok.update({f"[floor {name}]": fn for name, fn in floors.items()})
     print_notes(notes)
     times = race(ok, rounds)
+    for kind, label in (("copy", "[triton copy]"), ("ids", "[copy through ids]")):  # each floor's fastest tile
+        best = min((n for n in times if n.startswith(f"[floor {kind} ")), key=lambda n: statistics.median(times[n]))
+        times[label] = times[best]  # the same rounds as its tile's row
     return candidate_rows(dtype, shape, times, notes)
 
 
@@ -109,20 +174,23 @@ def main() -> None:
     ap.add_argument("--dtypes", default="bf16,fp16,fp32")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--splits", default="", help="race the shipped tile at these programs per seed, e.g. 1,2,4,8")
+    ap.add_argument("--floors-only", action="store_true", help="the references and floors alone, no tiles")
     args = ap.parse_args()
     rows: list[dict] = []
     for dtype in args.dtypes.split(","):
         for s in args.shapes.split(","):
             shape = tuple(int(v) for v in s.split("x"))
-            point = run_point(shape, dtype, args.rounds, tuple(int(v) for v in args.splits.split(",") if v))
+            splits = tuple(int(v) for v in args.splits.split(",") if v)
+            point = run_point(shape, dtype, args.rounds, splits, args.floors_only)
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]
-            best = min((c for c in med if not c.startswith("[")), key=med.get)
+            named = ("[triton copy]", "[copy through ids]", "[no telemetry]", "[shipped]")
+            tiles = [c for c in med if not c.startswith("[")]
+            named += (min(tiles, key=med.get),) if tiles else ()
             print(
-                f"{dtype} {s:12} copy {copy:7.2f}  shipped {med['[shipped]']:7.2f} ({copy / med['[shipped]']:.1%})  "
-                f"no telemetry {med['[no telemetry]']:7.2f} ({copy / med['[no telemetry]']:.1%})  "
-                f"best {best} {med[best]:7.2f} ({copy / med[best]:.1%})",
+                f"{dtype} {s:12} copy {copy:7.2f}  "
+                + "  ".join(f"{n.strip('[]')} {med[n]:7.2f} ({copy / med[n]:.1%})" for n in named if n in med),
                 flush=True,
             )
             write_csv(args.out / "kasmina_copy.csv", rows)
