@@ -10,12 +10,13 @@ each seed's rows split over that many programs (``r``; the last to finish merges
 against the float64 oracle first. (The first two races in ``results/kasmina-copy/`` also had rows split over
 programs, x loaded a step ahead and IEEE fp32 products; a later one several seeds per program: none was kept.)
 
-Two floors beside the copy, each the fastest of a few Triton copy kernels (elements per program x warps):
-``[triton copy]``, ``y = x``; ``[copy through ids]``, the same copy where each element also reads its seed's
-blueprint id and then an element of that blueprint (``y = x + 0 * W[id[seed], c, c]``, the zero a runtime
-argument). The second is the least any kasmina kernel does: its blueprint's address is known only once the
-id has come from device memory, two dependent round trips where a copy has one. Where that floor is already
-over 1/0.9 of the copy, no kernel that keeps the state on the device meets the family's target there.
+Two floors beside the copy, each the fastest of a few Triton copy kernels (rows x seeds per program):
+``[triton copy]``, ``y = x``; ``[copy through ids]``, the same copy where each program also reads its seeds'
+blueprint ids and then the first element of each of those blueprints (``y = x + 0 * W[id[seed], 0, 0]``, the
+zero a runtime argument). The second does less than any kasmina kernel (it reads none of the blueprints'
+bytes) but has its chain of loads: a blueprint's address is known only once the id has come from device
+memory, two dependent round trips where a copy has one. Where that floor is already over 1/0.9 of the copy,
+no kernel that keeps the state on the device meets the family's target there.
 
     python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32] [--floors-only]
 
@@ -45,8 +46,8 @@ TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
 FP32_TILES = [(16, 2), (16, 4), (16, 8), (32, 2), (32, 4), (32, 8)]
 
 
-# the floors' copy kernels: elements per program x warps (the fastest is taken)
-FLOOR_TILES = [(1024, 4), (2048, 4), (4096, 4), (4096, 8), (8192, 8)]
+# the floors' copy kernels: elements per program (each a whole number of seeds x rows, up to 64 rows)
+FLOOR_ELEMENTS = (2048, 4096, 8192)
 
 
 @triton.jit
@@ -55,37 +56,50 @@ def _copy_kernel(
     y_ptr,  # like x
     ids_ptr,  # [S] int32 blueprint ids (read only THROUGH_IDS)
     w_ptr,  # [NB, C, C] blueprints (read only THROUGH_IDS)
-    n,  # elements of x
-    row_len,  # S*C
+    n_rows,
+    n_seeds,
     C,
     zero,  # 0.0, a runtime argument: the compiler cannot drop the loads it multiplies
-    BLOCK: tl.constexpr,
-    THROUGH_IDS: tl.constexpr,  # each element reads its seed's id, then an element of that blueprint
+    ROWS: tl.constexpr,  # rows per program
+    SEEDS: tl.constexpr,  # seeds per program
+    BLOCK_C: tl.constexpr,  # power of two >= C
+    THROUGH_IDS: tl.constexpr,  # each seed's id is read, then the first element of its blueprint
 ):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    seeds = tl.program_id(1) * SEEDS + tl.arange(0, SEEDS)
+    cols = tl.arange(0, BLOCK_C)
+    mask = (rows < n_rows)[:, None, None] & (seeds < n_seeds)[None, :, None] & (cols < C)[None, None, :]
+    offs = rows.to(tl.int64)[:, None, None] * n_seeds * C + (seeds * C)[None, :, None] + cols[None, None, :]
     y = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
-    if THROUGH_IDS:
-        col = offs % row_len
-        ch = col % C
-        bid = tl.load(ids_ptr + col // C, mask=mask, other=0).to(tl.int64)
-        y += zero * tl.load(w_ptr + bid * C * C + ch * (C + 1), mask=mask, other=0.0).to(tl.float32)
+    if THROUGH_IDS:  # one id and one blueprint element per seed: the dependent round trip, no blueprint traffic
+        bid = tl.load(ids_ptr + seeds, mask=seeds < n_seeds, other=0).to(tl.int64)
+        w = tl.load(w_ptr + bid * C * C, mask=seeds < n_seeds, other=0.0).to(tl.float32)
+        y += zero * w[None, :, None]
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def floor_candidates(inp: dict, out: torch.Tensor) -> dict[str, object]:
-    """name -> fn: the two floors' copy kernels at every tile of ``FLOOR_TILES``."""
+    """name -> fn: the two floors' copy kernels at each tile of rows x seeds per program (``FLOOR_ELEMENTS``)."""
     x, c = inp["x"], inp["weights"].shape[-1]
+    n_seeds, bc = inp["blueprint_id"].shape[0], triton.next_power_of_2(c)
+    n_rows = x.numel() // x.shape[-1]
+    tiles = {
+        (r, max(1, e // (r * bc)), 4 if e <= 4096 else 8)
+        for e in FLOOR_ELEMENTS
+        for r in (1, 4, 16, 64)
+        if r <= triton.next_power_of_2(n_rows)
+    }
 
-    def copy(block: int, warps: int, through: bool) -> object:
-        grid = (triton.cdiv(x.numel(), block),)
-        args = (x, out, inp["blueprint_id"], inp["weights"], x.numel(), x.shape[-1], c, 0.0)
-        return lambda: _copy_kernel[grid](*args, BLOCK=block, THROUGH_IDS=through, num_warps=warps)
+    def copy(rows: int, seeds: int, warps: int, through: bool) -> object:
+        grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_seeds, seeds))
+        args = (x, out, inp["blueprint_id"], inp["weights"], n_rows, n_seeds, c, 0.0)
+        meta = {"ROWS": rows, "SEEDS": seeds, "BLOCK_C": bc, "THROUGH_IDS": through, "num_warps": warps}
+        return lambda: _copy_kernel[grid](*args, **meta)
 
     return {
-        f"{'ids' if through else 'copy'} {block} w{warps}": copy(block, warps, through)
+        f"{'ids' if through else 'copy'} r{r} s{sd} w{w}": copy(r, sd, w, through)
         for through in (False, True)
-        for block, warps in FLOOR_TILES
+        for r, sd, w in sorted(tiles)
     }
 
 
