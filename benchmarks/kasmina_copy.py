@@ -88,7 +88,8 @@ def _copy_kernel(
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-FLOORS = {0: "copy", 1: "ids", 2: "blueprints"}
+FLOORS = {0: "copy", 1: "ids", 2: "blueprints"}  # READS -> the floor's tile names
+FLOOR_LABELS = {"copy": "[triton copy]", "ids": "[copy through ids]", "blueprints": "[copy reading blueprints]"}
 
 
 def floor_candidates(inp: dict, out: torch.Tensor) -> dict[str, object]:
@@ -198,12 +199,7 @@ def run_point(
             notes[f"[floor {name}]"] = "WRONG: not x"
     print_notes(notes)
     times = race(ok, rounds)
-    floors_named = (
-        ("copy", "[triton copy]"),
-        ("ids", "[copy through ids]"),
-        ("blueprints", "[copy reading blueprints]"),
-    )
-    for kind, label in floors_named:  # each floor's fastest tile
+    for kind, label in FLOOR_LABELS.items():  # each floor's fastest tile
         tiles = [n for n in times if n.startswith(f"[floor {kind} ")]
         if tiles:
             times[label] = times[min(tiles, key=lambda n: statistics.median(times[n]))]  # its fastest tile's rounds
@@ -228,7 +224,7 @@ def main() -> None:
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]
-            named = ("[triton copy]", "[copy through ids]", "[copy reading blueprints]", "[no telemetry]", "[shipped]")
+            named = (*FLOOR_LABELS.values(), "[no telemetry]", "[shipped]")
             tiles = [c for c in med if not c.startswith("[")]
             named += (min(tiles, key=med.get),) if tiles else ()
             print(
