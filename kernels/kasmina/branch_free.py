@@ -52,7 +52,6 @@ def _kasmina_forward_kernel(
     # wrong); 2: fp32 as three TF32 products (tf32x3)
     K_CHUNK: tl.constexpr,  # rows of the blueprint per product step: BLOCK_C (all of it, loaded once) or fewer,
     # reloaded per row tile, where a whole fp32 blueprint does not fit shared memory (C > 128)
-    FOLD: tl.constexpr = False,  # the blend folded into the blueprint: y = x @ (coef W + (1 - coef) I) + coef b
 ):
     seed = tl.program_id(0)
     n_progs = tl.num_programs(1)
@@ -71,8 +70,6 @@ def _kasmina_forward_kernel(
     w_seed = w_ptr + bid * C * C
     if K_CHUNK == BLOCK_C:
         w = tl.load(w_seed + cols[:, None] * C + cols[None, :], mask=cmask[:, None] & cmask[None, :], other=0.0)
-        if FOLD:
-            w = _fold(w, cols, cols, coef)
     bias = tl.load(b_ptr + bid * C + cols, mask=cmask, other=0.0).to(tl.float32)
 
     # per-column running (count, mean, M2) over row blocks, merged with Chan's formula
@@ -95,14 +92,9 @@ def _kasmina_forward_kernel(
                 kmask = ks < C
                 xk = tl.load(x_rows + ks[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
                 wk = tl.load(w_seed + ks[:, None] * C + cols[None, :], mask=kmask[:, None] & cmask[None, :], other=0.0)
-                if FOLD:
-                    wk = _fold(wk, ks, cols, coef)
                 bp = _product(xk, wk, bp, PRECISION)
-        if FOLD:
-            y = bp + coef * bias[None, :]
-        else:
-            xf = x.to(tl.float32)
-            y = xf + coef * (bp + bias[None, :] - xf)
+        xf = x.to(tl.float32)
+        y = xf + coef * (bp + bias[None, :] - xf)
         y = tl.where(valid, y, float("nan"))
         tl.store(y_ptr + r64 * y_row_stride + col0 + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
         if TELEMETRY:
@@ -161,13 +153,6 @@ def _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask):
     seed_m2 = tl.sum(tl.where(cmask, m2, 0.0) + cnt * dm * dm, axis=0)
     tl.store(telemetry_ptr + seed * 2, seed_mean)
     tl.store(telemetry_ptr + seed * 2 + 1, seed_m2 / n)
-
-
-@triton.jit
-def _fold(w, rows, cols, coef):
-    """``coef * w + (1 - coef) * I`` for the blueprint rows ``rows`` and columns ``cols``, in w's dtype."""
-    eye = tl.where(rows[:, None] == cols[None, :], 1.0 - coef, 0.0)
-    return (coef * w.to(tl.float32) + eye).to(w.dtype)
 
 
 @triton.jit
@@ -331,7 +316,6 @@ def launch(
     precision: int | None = None,
     k_chunk: int | None = None,
     row_programs: int | None = None,
-    fold: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``/``k_chunk``: the
     tile and blueprint rows per product step, ``precision``: the products', ``row_programs``: programs per seed
@@ -364,7 +348,6 @@ def launch(
         TELEMETRY=telemetry,
         PRECISION=cfg.precision,
         K_CHUNK=cfg.k_chunk,
-        FOLD=fold,
         num_warps=cfg.num_warps,
     )
     return y, tele
