@@ -7,7 +7,9 @@ rotating rounds (``decode_tiles.race``). Candidates: ``[copy x]`` (``out.copy_(x
 fusing them costs), ``[branch free + torch stats]``, and the telemetry kernel at rows per tile x warps; in fp32
 (tf32x3 products) also at blueprint rows per product step (``k``). With ``--splits``, the shipped tile instead,
 each seed's rows split over that many programs (``r``; the last to finish merges their statistics). Each candidate's y and telemetry are checked
-against the float64 oracle first. (The first two races in ``results/kasmina-copy/`` also had rows split over
+against the float64 oracle first. With ``--by-state``, every tile runs with the kernel's BY_STATE branch (dormant
+seeds copy x, the others fold the blend into the blueprint), beside ``[shipped, by state]`` and ``[no telemetry,
+by state]``. (The first two races in ``results/kasmina-copy/`` also had rows split over
 programs, x loaded a step ahead and IEEE fp32 products; a later one several seeds per program: none was kept.)
 
 Two floors beside the copy, each the fastest of a few Triton copy kernels (rows x seeds per program):
@@ -20,7 +22,7 @@ no kernel that keeps the state on the device meets the family's target there. A 
 ``[copy reading blueprints]``, reads every byte of its one or two seeds' blueprints once per program (what a
 kasmina program with those rows must read) and adds nothing of them either.
 
-    python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32] [--floors-only]
+    python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32] [--floors-only] [--by-state]
 
 Writes DIR/kasmina_copy.csv (one row per point and candidate: median and every round, us) and prints, per
 point, the copy, the floors, the shipped kernel and the fastest tile, each as a fraction of the copy's speed.
@@ -121,9 +123,12 @@ def floor_candidates(inp: dict, out: torch.Tensor) -> dict[str, object]:
     }
 
 
-def candidates(inp: dict, splits: tuple[int, ...] = ()) -> dict[str, object]:
+def candidates(inp: dict, splits: tuple[int, ...] = (), by_state: bool = False) -> dict[str, object]:
     """name -> fn for every (rows per tile, warps) and, in fp32, blueprint rows per product step (``k``); with
-    ``splits``, the shipped tile at each number of programs per seed (``r``)."""
+    ``splits``, the shipped tile at each number of programs per seed (``r``); with ``by_state``, each with the
+    kernel's BY_STATE branch."""
+    if by_state:
+        inp = {**inp, "by_state": True}
     c = inp["weights"].shape[-1]
     if splits:
         n_rows = inp["x"].numel() // inp["x"].shape[-1]
@@ -169,7 +174,12 @@ def checked(fns: dict[str, object], inp: dict, oracle: object) -> tuple[dict, di
 
 
 def run_point(
-    shape: tuple[int, ...], dtype: str, rounds: int, splits: tuple[int, ...] = (), floors_only: bool = False
+    shape: tuple[int, ...],
+    dtype: str,
+    rounds: int,
+    splits: tuple[int, ...] = (),
+    floors_only: bool = False,
+    by_state: bool = False,
 ) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
@@ -182,8 +192,11 @@ def run_point(
         "[branch free + torch stats]": lambda: tele_free(**inp),
         "[no telemetry]": lambda: branch_free.launch(**inp, telemetry=False),
     }
+    if by_state:
+        fns["[shipped, by state]"] = lambda: branch_free.launch(**inp, telemetry=True, by_state=True)
+        fns["[no telemetry, by state]"] = lambda: branch_free.launch(**inp, telemetry=False, by_state=True)
     if not floors_only:
-        fns.update(candidates(inp, splits))
+        fns.update(candidates(inp, splits, by_state))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     # each must copy x exactly, the zero included, into an output poisoned first (a tile that wrote nothing would
@@ -217,17 +230,19 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--splits", default="", help="race the shipped tile at these programs per seed, e.g. 1,2,4,8")
     ap.add_argument("--floors-only", action="store_true", help="the references and floors alone, no tiles")
+    ap.add_argument("--by-state", action="store_true", help="every tile with the kernel's BY_STATE branch")
     args = ap.parse_args()
     rows: list[dict] = []
     for dtype in args.dtypes.split(","):
         for s in args.shapes.split(","):
             shape = tuple(int(v) for v in s.split("x"))
             splits = tuple(int(v) for v in args.splits.split(",") if v)
-            point = run_point(shape, dtype, args.rounds, splits, args.floors_only)
+            point = run_point(shape, dtype, args.rounds, splits, args.floors_only, args.by_state)
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]
-            named = (*FLOOR_LABELS.values(), "[no telemetry]", "[shipped]")
+            named = (*FLOOR_LABELS.values(), "[no telemetry]", "[no telemetry, by state]", "[shipped]")
+            named += ("[shipped, by state]",)
             tiles = [c for c in med if not c.startswith("[")]
             named += (min(tiles, key=med.get),) if tiles else ()
             print(

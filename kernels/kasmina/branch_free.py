@@ -52,6 +52,7 @@ def _kasmina_forward_kernel(
     # wrong); 2: fp32 as three TF32 products (tf32x3)
     K_CHUNK: tl.constexpr,  # rows of the blueprint per product step: BLOCK_C (all of it, loaded once) or fewer,
     # reloaded per row tile, where a whole fp32 blueprint does not fit shared memory (C > 128)
+    BY_STATE: tl.constexpr = False,  # dormant seeds copy x; the others fold the blend into the blueprint
 ):
     seed = tl.program_id(0)
     n_progs = tl.num_programs(1)
@@ -68,40 +69,87 @@ def _kasmina_forward_kernel(
     coef = tl.where(lifecycle == 1, 1.0, tl.where(lifecycle == 2, alpha, 0.0))
 
     w_seed = w_ptr + bid * C * C
-    if K_CHUNK == BLOCK_C:
-        w = tl.load(w_seed + cols[:, None] * C + cols[None, :], mask=cmask[:, None] & cmask[None, :], other=0.0)
-    bias = tl.load(b_ptr + bid * C + cols, mask=cmask, other=0.0).to(tl.float32)
-
-    # per-column running (count, mean, M2) over row blocks, merged with Chan's formula
-    cnt = tl.zeros([BLOCK_C], dtype=tl.float32)
-    mean = tl.zeros([BLOCK_C], dtype=tl.float32)
-    m2 = tl.zeros([BLOCK_C], dtype=tl.float32)
-    for start in range(tl.program_id(1) * BLOCK_B, n_rows, BLOCK_B * n_progs):
-        rows = start + tl.arange(0, BLOCK_B)
-        rmask = rows < n_rows
-        mask = rmask[:, None] & cmask[None, :]
-        r64 = rows.to(tl.int64)[:, None]
-        x_rows = x_ptr + r64 * x_row_stride + col0
-        x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0)
-        if K_CHUNK == BLOCK_C:
-            bp = _product(x, w, tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32), PRECISION)
+    if BY_STATE:  # a branch uniform over the program: dormant seeds copy x, the others run the folded product
+        bias = tl.load(b_ptr + bid * C + cols, mask=cmask, other=0.0).to(tl.float32)
+        if lifecycle == 0:
+            cnt, mean, m2 = _walk(  # a copy: the blueprint argument (bias here) is not read
+                x_ptr,
+                y_ptr,
+                w_seed,
+                bias,
+                bias,
+                coef,
+                valid,
+                col0,
+                cols,
+                cmask,
+                C,
+                n_rows,
+                x_row_stride,
+                y_row_stride,
+                BLOCK_B,
+                BLOCK_C,
+                TELEMETRY,
+                PRECISION,
+                K_CHUNK,
+                2,
+            )
         else:
-            bp = tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32)
-            for kc in range(0, BLOCK_C, K_CHUNK):
-                ks = kc + tl.arange(0, K_CHUNK)
-                kmask = ks < C
-                xk = tl.load(x_rows + ks[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
-                wk = tl.load(w_seed + ks[:, None] * C + cols[None, :], mask=kmask[:, None] & cmask[None, :], other=0.0)
-                bp = _product(xk, wk, bp, PRECISION)
-        xf = x.to(tl.float32)
-        y = xf + coef * (bp + bias[None, :] - xf)
-        y = tl.where(valid, y, float("nan"))
-        tl.store(y_ptr + r64 * y_row_stride + col0 + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
-        if TELEMETRY:
-            n_b = tl.sum(rmask.to(tl.float32), axis=0)
-            mean_b = tl.sum(tl.where(mask, y, 0.0), axis=0) / n_b
-            d = tl.where(mask, y - mean_b[None, :], 0.0)
-            cnt, mean, m2 = _chan(cnt, mean, m2, n_b, mean_b, tl.sum(d * d, axis=0))
+            folded = bias  # not read where the blueprint is stepped through (K_CHUNK < BLOCK_C)
+            if K_CHUNK == BLOCK_C:
+                folded = tl.load(
+                    w_seed + cols[:, None] * C + cols[None, :], mask=cmask[:, None] & cmask[None, :], other=0.0
+                )
+                folded = _fold(folded, cols, cols, coef)
+            cnt, mean, m2 = _walk(
+                x_ptr,
+                y_ptr,
+                w_seed,
+                folded,
+                bias,
+                coef,
+                valid,
+                col0,
+                cols,
+                cmask,
+                C,
+                n_rows,
+                x_row_stride,
+                y_row_stride,
+                BLOCK_B,
+                BLOCK_C,
+                TELEMETRY,
+                PRECISION,
+                K_CHUNK,
+                1,
+            )
+    else:
+        w = w_seed  # not read where the blueprint is stepped through (K_CHUNK < BLOCK_C)
+        if K_CHUNK == BLOCK_C:
+            w = tl.load(w_seed + cols[:, None] * C + cols[None, :], mask=cmask[:, None] & cmask[None, :], other=0.0)
+        bias = tl.load(b_ptr + bid * C + cols, mask=cmask, other=0.0).to(tl.float32)
+        cnt, mean, m2 = _walk(
+            x_ptr,
+            y_ptr,
+            w_seed,
+            w,
+            bias,
+            coef,
+            valid,
+            col0,
+            cols,
+            cmask,
+            C,
+            n_rows,
+            x_row_stride,
+            y_row_stride,
+            BLOCK_B,
+            BLOCK_C,
+            TELEMETRY,
+            PRECISION,
+            K_CHUNK,
+            0,
+        )
     if TELEMETRY:
         if n_progs == 1:
             _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask)
@@ -115,6 +163,80 @@ def _kasmina_forward_kernel(
                 cnt, mean, m2 = _merge_parts(first, n_progs, BLOCK_C)
                 _store_telemetry(telemetry_ptr, seed, cnt, mean, m2, cmask)
                 split_k.release(count_ptr, seed)
+
+
+@triton.jit
+def _walk(
+    x_ptr,
+    y_ptr,
+    w_seed,
+    w,  # the whole blueprint (folded with MODE 1) where K_CHUNK == BLOCK_C; not read otherwise
+    bias,
+    coef,
+    valid,
+    col0,
+    cols,
+    cmask,
+    C,
+    n_rows,
+    x_row_stride,
+    y_row_stride,
+    BLOCK_B: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+    TELEMETRY: tl.constexpr,
+    PRECISION: tl.constexpr,
+    K_CHUNK: tl.constexpr,
+    MODE: tl.constexpr,  # 0: y = x + coef (x W + b - x); 1: y = x (coef W + (1 - coef) I) + coef b; 2: y = x
+):
+    """This program's row tiles of one seed: y written, and the per-column (count, mean, M2) of its rows."""
+    n_progs = tl.num_programs(1)
+    cnt = tl.zeros([BLOCK_C], dtype=tl.float32)
+    mean = tl.zeros([BLOCK_C], dtype=tl.float32)
+    m2 = tl.zeros([BLOCK_C], dtype=tl.float32)
+    for start in range(tl.program_id(1) * BLOCK_B, n_rows, BLOCK_B * n_progs):
+        rows = start + tl.arange(0, BLOCK_B)
+        rmask = rows < n_rows
+        mask = rmask[:, None] & cmask[None, :]
+        r64 = rows.to(tl.int64)[:, None]
+        x_rows = x_ptr + r64 * x_row_stride + col0
+        x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0)
+        if MODE == 2:
+            y = x.to(tl.float32)
+        else:
+            if K_CHUNK == BLOCK_C:
+                bp = _product(x, w, tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32), PRECISION)
+            else:
+                bp = tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32)
+                for kc in range(0, BLOCK_C, K_CHUNK):
+                    ks = kc + tl.arange(0, K_CHUNK)
+                    kmask = ks < C
+                    xk = tl.load(x_rows + ks[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
+                    wk = tl.load(
+                        w_seed + ks[:, None] * C + cols[None, :], mask=kmask[:, None] & cmask[None, :], other=0.0
+                    )
+                    if MODE == 1:
+                        wk = _fold(wk, ks, cols, coef)
+                    bp = _product(xk, wk, bp, PRECISION)
+            if MODE == 1:
+                y = bp + coef * bias[None, :]
+            else:
+                xf = x.to(tl.float32)
+                y = xf + coef * (bp + bias[None, :] - xf)
+        y = tl.where(valid, y, float("nan"))
+        tl.store(y_ptr + r64 * y_row_stride + col0 + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+        if TELEMETRY:
+            n_b = tl.sum(rmask.to(tl.float32), axis=0)
+            mean_b = tl.sum(tl.where(mask, y, 0.0), axis=0) / n_b
+            d = tl.where(mask, y - mean_b[None, :], 0.0)
+            cnt, mean, m2 = _chan(cnt, mean, m2, n_b, mean_b, tl.sum(d * d, axis=0))
+    return cnt, mean, m2
+
+
+@triton.jit
+def _fold(w, rows, cols, coef):
+    """``coef * w + (1 - coef) * I`` for the blueprint rows ``rows`` and columns ``cols``, in w's dtype."""
+    eye = tl.where(rows[:, None] == cols[None, :], 1.0 - coef, 0.0)
+    return (coef * w.to(tl.float32) + eye).to(w.dtype)
 
 
 @triton.jit
@@ -316,6 +438,7 @@ def launch(
     precision: int | None = None,
     k_chunk: int | None = None,
     row_programs: int | None = None,
+    by_state: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``/``k_chunk``: the
     tile and blueprint rows per product step, ``precision``: the products', ``row_programs``: programs per seed
@@ -348,6 +471,7 @@ def launch(
         TELEMETRY=telemetry,
         PRECISION=cfg.precision,
         K_CHUNK=cfg.k_chunk,
+        BY_STATE=by_state,
         num_warps=cfg.num_warps,
     )
     return y, tele
