@@ -3,7 +3,10 @@ lifecycle, blueprint id and alpha from device memory, turns them into one blend 
 (0 dormant, 1 active, alpha grafting) and computes ``y = x + coef * (x @ W[id] + b[id] - x)``.
 
 Dormant seeds still run their (tiny, C x C) product: a uniform branch would save FLOPs nobody is
-short of, while the kernel is bound by moving x and y (2 x B x S x C elements). No state ever reaches
+short of, while the kernel is bound by moving x and y (2 x B x S x C elements). The exception is fp32 with
+telemetry from 256 rows (``by_state_for``): there one branch per program copies a dormant seed's x and folds
+the others' blend into the blueprint (``y = x @ (coef W + (1 - coef) I) + coef b``), which drops the copy of x
+the blend keeps in the product's layout: 6-23% faster there on an H100. No state ever reaches
 the host, so a forward pass makes no host<->device transfer. A blueprint id outside the registry
 (negative, or at least its size) is clamped to blueprint 0 for the loads, so nothing is read out of
 bounds, and flagged: that seed's outputs (its y columns and telemetry) are NaN.
@@ -52,7 +55,7 @@ def _kasmina_forward_kernel(
     # wrong); 2: fp32 as three TF32 products (tf32x3)
     K_CHUNK: tl.constexpr,  # rows of the blueprint per product step: BLOCK_C (all of it, loaded once) or fewer,
     # reloaded per row tile, where a whole fp32 blueprint does not fit shared memory (C > 128)
-    BY_STATE: tl.constexpr = False,  # dormant seeds copy x; the others fold the blend into the blueprint
+    BY_STATE: tl.constexpr,  # dormant seeds copy x; the others fold the blend into the blueprint (by_state_for)
 ):
     seed = tl.program_id(0)
     n_progs = tl.num_programs(1)
@@ -362,6 +365,17 @@ def clamp_row_programs(row_programs: int, n_rows: int, block_b: int) -> int:
     return max(1, min(row_programs, triton.cdiv(n_rows, block_b)))
 
 
+def by_state_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> bool:
+    """Whether the kernel branches on each seed's state (dormant seeds copy x, the others fold the blend into the
+    blueprint): fp32 with telemetry, up to 64 channels, from 256 rows. Raced on H100s at the shipped tiles
+    (benchmarks/results/kasmina-copy/by-state-*/): 512x1000x64 146.0 -> 121.6 us, 512x1000x32 99.4 -> 76.7,
+    64x4000x64 87.8 -> 80.1, 512x100x64 22.1 -> 20.7; at 64 rows 24.2 -> 24.4 (64x1000x64) and 6.2 -> 6.3
+    (64x100x32), and in bf16/fp16 slower at all 10 default points (64x250x256 21.5 -> 28.6, 48x333x100 18.2 ->
+    43.3), so not there.
+    Dormant seeds stay bit for bit x: they are copied, never multiplied by I in tf32x3."""
+    return telemetry and dtype == torch.float32 and c <= 64 and n_rows >= 256
+
+
 @dataclass(frozen=True)
 class LaunchConfig:
     """What one launch of the kernel runs with: its tile, the blueprint rows per product step, the products'
@@ -374,6 +388,7 @@ class LaunchConfig:
     precision: int
     row_programs: int
     telemetry: bool
+    by_state: bool = False
 
     @property
     def split(self) -> bool:
@@ -391,9 +406,10 @@ def config_for(
     precision: int | None = None,
     k_chunk: int | None = None,
     row_programs: int | None = None,
+    by_state: bool | None = None,
 ) -> LaunchConfig:
-    """The launch for ``x`` (rows of ``n_seeds`` x ``c`` channels): ``tile_for``, ``precision_of`` and
-    ``row_programs_for`` unless given (the tuning benchmarks vary them)."""
+    """The launch for ``x`` (rows of ``n_seeds`` x ``c`` channels): ``tile_for``, ``precision_of``,
+    ``row_programs_for`` and ``by_state_for`` unless given (the tuning benchmarks vary them)."""
     n_rows = x.numel() // x.shape[-1]
     default_b, default_warps, default_k = tile_for(n_rows, c, x.dtype, telemetry)
     block_b = block_b or default_b
@@ -411,6 +427,7 @@ def config_for(
         precision=precision_of(x.dtype) if precision is None else precision,
         row_programs=row_programs,
         telemetry=telemetry,
+        by_state=by_state_for(n_rows, c, x.dtype, telemetry) if by_state is None else by_state,
     )
 
 
@@ -438,17 +455,18 @@ def launch(
     precision: int | None = None,
     k_chunk: int | None = None,
     row_programs: int | None = None,
-    by_state: bool = False,
+    by_state: bool | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``/``k_chunk``: the
     tile and blueprint rows per product step, ``precision``: the products', ``row_programs``: programs per seed
-    with telemetry (defaults: :func:`config_for`'s) - the tuning benchmarks vary them."""
+    with telemetry, ``by_state``: the kernel's BY_STATE branch (defaults: :func:`config_for`'s) - the tuning
+    benchmarks vary them."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
     x2d = x.reshape(-1, x.shape[-1]) if x.stride(-1) == 1 else x.contiguous().view(-1, x.shape[-1])
     n_rows = x2d.shape[0]
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device) if telemetry else None
-    cfg = config_for(x, n_seeds, c, telemetry, block_b, num_warps, precision, k_chunk, row_programs)
+    cfg = config_for(x, n_seeds, c, telemetry, block_b, num_warps, precision, k_chunk, row_programs, by_state)
     parts, counts = telemetry_parts(x, n_seeds, cfg, y)
     _kasmina_forward_kernel[(n_seeds, cfg.row_programs)](
         x2d,
@@ -471,7 +489,7 @@ def launch(
         TELEMETRY=telemetry,
         PRECISION=cfg.precision,
         K_CHUNK=cfg.k_chunk,
-        BY_STATE=by_state,
+        BY_STATE=cfg.by_state,
         num_warps=cfg.num_warps,
     )
     return y, tele

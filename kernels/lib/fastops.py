@@ -672,6 +672,7 @@ def _kasmina_first(
             True,
             cfg.precision,
             cfg.k_chunk,
+            cfg.by_state,
         )
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)

@@ -345,6 +345,49 @@ def test_kasmina_rows_split_over_programs_give_one_programs_telemetry(shape, dty
     assert not launching.ticket_counters(inp["x"], shape[1]).any()
 
 
+@pytest.mark.parametrize(
+    "shape, dtype, config",
+    [
+        ((257, 6, 40), "fp32", {}),  # the rule's own class: fp32, up to 64 channels, from 256 rows
+        ((300, 5, 64), "fp32", {"row_programs": 3, "block_b": 32}),  # rows split over programs
+        ((37, 5, 20), "bf16", {"by_state": True}),  # forced where the rule does not take it
+        ((41, 3, 130), "fp16", {"by_state": True}),  # a blueprint wider than 128 channels
+        ((35, 2, 130), "fp32", {"by_state": True, "precision": 2}),  # stepped in 32 rows (K_CHUNK), tf32x3
+    ],
+)
+def test_kasmina_by_state_branch(shape, dtype, config, device):
+    """The kernel's BY_STATE branch (dormant seeds copied, the blend folded into the blueprint) against the float64
+    oracle, every state present; dormant seeds come out bit for bit x."""
+    from kprof.kernels.kasmina import branch_free
+
+    fam = F["kasmina"]
+    inp = fam.make_inputs(shape, dtype, device, seed=sum(shape) + 3)
+    inp["x"] = inp["x"] + 3.0  # a mean away from zero: the variance's merge is exercised
+    n_seeds, c = shape[-2], shape[-1]
+    inp["lifecycle"] = torch.arange(n_seeds, dtype=torch.int8, device=device) % 3
+    cfg = branch_free.config_for(inp["x"], n_seeds, c, True, by_state=config.get("by_state"))
+    assert cfg.by_state  # the branch this case stands for runs
+    y, tele = branch_free.launch(**inp, telemetry=True, **config)
+    y_ref, t_ref = fam.oracle(**inp)
+    tol = fam.tolerances[dtype]
+    assert ((y.double() - y_ref).norm() / y_ref.norm()).item() < tol
+    assert ((tele.double() - t_ref).norm() / t_ref.norm()).item() < tol
+    ys, xs = y.view(-1, n_seeds, c), inp["x"].view(-1, n_seeds, c)
+    assert all(torch.equal(ys[:, s], xs[:, s]) for s in range(0, n_seeds, 3))
+
+
+def test_kasmina_branches_by_state_only_in_fp32_from_256_rows_up_to_64_channels():
+    from kprof.kernels.kasmina.branch_free import by_state_for
+
+    bf16, fp32 = torch.bfloat16, torch.float32
+    assert by_state_for(512, 64, fp32, True)
+    assert by_state_for(256, 32, fp32, True)
+    assert not by_state_for(255, 64, fp32, True)  # 64 rows measured slower or even
+    assert not by_state_for(512, 65, fp32, True)
+    assert not by_state_for(512, 64, bf16, True)  # slower at every default point in bf16 and fp16
+    assert not by_state_for(512, 64, fp32, False)
+
+
 def test_kasmina_splits_rows_only_where_seeds_are_fewer_than_sms():
     from kprof.kernels.kasmina.branch_free import row_programs_for
 
