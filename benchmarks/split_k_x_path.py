@@ -1,0 +1,294 @@
+"""Where rmsnorm_linear's split-K kernel loses to a plain product at decode sizes, and designs of its x path.
+
+At 4x2048x5504 bf16 on an H100 (``results/split-k/race-251512a/``) the split-K kernel in the plain product's
+own tiles (16x64x256, 3 stages, unsplit) took 14.8 us, where that product took 10.7 on the normalised rows:
+the same weight stream, so the x path (x and g loaded a step ahead by hand, converted, scaled, squared and
+summed every step) is what costs. This script times copies of the kernel that differ only there:
+
+- ``X``: ``ahead`` loads x and g one step ahead by hand (as shipped); ``loop`` loads them in the step that
+  uses them, so the compiler may pipeline them (it pipelines loads that reach the product).
+- ``SS``: ``step`` sums each tile's squares into [BLOCK_M] every step (as shipped); ``tile`` adds them into a
+  [BLOCK_M, BLOCK_K] accumulator in x's layout, summed once after the loop; ``none`` leaves them out.
+- ``G``: ``g`` scales the x tiles by g; ``none`` does not.
+
+Variants without the squares or g compute something else (their rstd is 1, or g is 1): they are bounds of
+what the rest costs, not checked and not kernels to ship. Beside them: ``[shipped]`` (``triton_split_k``'s
+config), ``[cublas]`` (addmm on rows normalised beforehand, the target's yardstick), ``[pinned product]``
+(kprof's plain product on those rows, its pinned decode tiles) and ``[two kernels]``.
+
+    python benchmarks/split_k_x_path.py --out DIR [--shapes 4x2048x5504,...] [--dtypes bf16,fp16]
+
+Writes DIR/x_path.csv (one row per point and candidate: median and every round, us) and prints each point's
+candidates in order, as a ratio to ``[cublas]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+from bench_common import candidate_rows, checked, print_notes, write_csv
+from decode_tiles import race
+
+from kprof.kernels import discover
+from kprof.kernels.lib import launching, tiles
+from kprof.kernels.lib import split_k as lib_split_k
+from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+from kprof.kernels.rmsnorm_linear import fused, split_k, two_kernels
+
+DEFAULT_SHAPES = "1x2048x5504,4x2048x5504,16x2048x5504,4x2048x11008,16x2048x11008,4x4096x5504"
+# (BLOCK_N, BLOCK_K, stages, programs per SM; 0: unsplit): the shipped 5504 and 11008 classes' tiles, and the
+# pinned product's own tiles (its decode table's 16-row entries)
+TILES = [(64, 64, 3, 2), (128, 64, 3, 2), (64, 256, 3, 0), (64, 128, 3, 2)]
+X_MODES = {"ahead": 1, "loop": 0}
+SS_MODES = {"step": 0, "tile": 1, "none": 2}
+G_MODES = {"g": 1, "none": 0}
+# (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
+VARIANTS = [
+    ("ahead", "step", "g"),
+    ("ahead", "tile", "g"),
+    ("loop", "step", "g"),
+    ("loop", "tile", "g"),
+    ("loop", "none", "g"),
+    ("loop", "tile", "none"),
+    ("loop", "none", "none"),
+]
+
+
+@triton.jit(do_not_specialize=["M"])
+def _x_path_kernel(
+    # pointers (as kernels/rmsnorm_linear/split_k.py)
+    x_ptr,
+    g_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    part_ptr,
+    ss_ptr,
+    count_ptr,
+    # sizes and strides
+    M,
+    N,
+    K,
+    SPLIT_K,
+    K_PER_SPLIT,
+    stride_xm,
+    stride_xk,
+    stride_wk,
+    stride_wn,
+    eps,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    PRECISION: tl.constexpr,
+    ALIGNED: tl.constexpr,
+    X_AHEAD: tl.constexpr,  # 1: x and g loaded one step ahead by hand; 0: in the step that uses them
+    SS_MODE: tl.constexpr,  # 0: summed per step; 1: accumulated per element, summed after the loop; 2: none
+    G_MODE: tl.constexpr,  # 1: x tiles scaled by g; 0: not
+):
+    split, tile, pid_m, pid_n, k_start, k_end = lib_split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    x_rows = offs_m[:, None].to(tl.int64) * stride_xm
+    w_rows = (k_start + offs_k[:, None]) * stride_wk
+    if ALIGNED:
+        x_rows = tl.multiple_of(x_rows, [8, 8])
+        w_rows = tl.multiple_of(w_rows, [8, 8])
+        offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
+    x_ptrs = x_ptr + x_rows + (k_start + offs_k[None, :]) * stride_xk
+    w_ptrs = w_ptr + w_rows + offs_n[None, :].to(tl.int64) * stride_wn
+    g_ptrs = g_ptr + k_start + offs_k
+
+    first = offs_k < k_end - k_start
+    x_next = tl.load(x_ptrs, mask=first[None, :], other=0.0)
+    g_next = tl.load(g_ptrs, mask=first, other=0.0)
+    ss = tl.zeros([BLOCK_M], dtype=tl.float32)
+    ss_tile = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(k_start, k_end, BLOCK_K):
+        here = offs_k < k_end - k
+        if X_AHEAD:
+            xr = x_next
+            gr = g_next
+            ahead = offs_k < k_end - k - BLOCK_K
+            x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=ahead[None, :], other=0.0)
+            g_next = tl.load(g_ptrs + BLOCK_K, mask=ahead, other=0.0)
+        else:
+            xr = tl.load(x_ptrs, mask=here[None, :], other=0.0)
+            gr = tl.load(g_ptrs, mask=here, other=0.0)
+        w = tl.load(w_ptrs, mask=here[:, None], other=0.0)
+        x = xr.to(tl.float32)
+        if SS_MODE == 0:
+            ss += tl.sum(x * x, axis=1)
+        elif SS_MODE == 1:
+            ss_tile += x * x
+        a = x
+        if G_MODE == 1:
+            a = x * gr.to(tl.float32)[None, :]
+        if PRECISION == 0:
+            acc = tl.dot(a.to(w.dtype), w, acc)
+        elif PRECISION == 1:
+            acc = tl.dot(a, w.to(tl.float32), acc, input_precision="tf32")
+        else:
+            acc = tl.dot(a, w.to(tl.float32), acc, input_precision="ieee")
+        x_ptrs += BLOCK_K * stride_xk
+        w_ptrs += BLOCK_K * stride_wk
+        g_ptrs += BLOCK_K
+    if SS_MODE == 1:
+        ss = tl.sum(ss_tile, axis=1)
+    if SS_MODE == 2:
+        ss = tl.full([BLOCK_M], 1.0, tl.float32) * K  # rstd ~ 1: a bound, not the op
+
+    cols, mask, tile_offs = lib_split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
+    if SPLIT_K == 1:
+        _epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
+    else:
+        tl.store(part_ptr + split.to(tl.int64) * M * N + tile_offs, acc, mask=mask)
+        slots = tl.arange(0, BLOCK_M)
+        tl.store(ss_ptr + tl.program_id(0).to(tl.int64) * BLOCK_M + slots, ss)
+        if lib_split_k.take_ticket(count_ptr, tile) == SPLIT_K - 1:
+            total = lib_split_k.sum_parts(part_ptr + tile_offs, mask, M * N, SPLIT_K, BLOCK_M, BLOCK_N)
+            ss_total = tl.zeros([BLOCK_M], dtype=tl.float32)
+            ss_parts = ss_ptr + tile.to(tl.int64) * SPLIT_K * BLOCK_M + slots
+            for _ in range(0, SPLIT_K):
+                ss_total += tl.load(ss_parts, cache_modifier=".cg")
+                ss_parts += BLOCK_M
+            _epilogue(y_ptr, b_ptr, total, ss_total, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
+            lib_split_k.release(count_ptr, tile)
+
+
+@triton.jit
+def _epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS: tl.constexpr):
+    out = acc * tl.rsqrt(ss / K + eps)[:, None]
+    if HAS_BIAS:
+        out += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    tl.store(y_ptr + tile_offs, out.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def launch_variant(
+    x2d: torch.Tensor,
+    g: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    y: torch.Tensor,
+    eps: float,
+    tile: tuple[int, int, int, int],
+    variant: tuple[str, str, str],
+) -> torch.Tensor:
+    """One call of the variant kernel at ``tile`` (BLOCK_N, BLOCK_K, stages, programs per SM); returns ``y``."""
+    m, k = x2d.shape
+    n = w.shape[1]
+    bn, bk, stages, per_sm = tile
+    bm = 16
+    wanted = 1 if per_sm == 0 else lib_split_k.split_count(m, k, n, bm, bn, bk, per_sm * launching.sm_count(x2d))
+    splits, k_per_split = lib_split_k.k_ranges(k, wanted, bk)
+    tile_count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    parts, total = split_k.workspace_floats(m, n, bm, bn, splits)
+    ws = torch.empty(total, dtype=torch.float32, device=x2d.device)
+    options = {} if launching.interpreting() else {"num_warps": 4, "num_stages": stages}
+    x_mode, ss_mode, g_mode = variant
+    _x_path_kernel[(tile_count * splits,)](
+        x2d,
+        g,
+        w,
+        b if b is not None else w,
+        y,
+        ws[:parts],
+        ws[parts:],
+        launching.ticket_counters(x2d, tile_count),
+        m,
+        n,
+        k,
+        splits,
+        k_per_split,
+        x2d.stride(0),
+        x2d.stride(1),
+        w.stride(0),
+        w.stride(1),
+        float(eps),
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        HAS_BIAS=b is not None,
+        PRECISION=split_k.precision_of(x2d.dtype),
+        ALIGNED=tiles.promise_aligned(x2d, w),
+        X_AHEAD=X_MODES[x_mode],
+        SS_MODE=SS_MODES[ss_mode],
+        G_MODE=G_MODES[g_mode],
+        **options,
+    )
+    return y
+
+
+def variant_name(tile: tuple[int, int, int, int], variant: tuple[str, str, str]) -> str:
+    bn, bk, stages, per_sm = tile
+    return f"{bn}x{bk} s{stages} p{per_sm} X={variant[0]} SS={variant[1]} G={variant[2]}"
+
+
+def exact(variant: tuple[str, str, str]) -> bool:
+    """Whether the variant computes the op (the others leave out the squares or g: bounds)."""
+    return variant[1] != "none" and variant[2] == "g"
+
+
+def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict]:
+    inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    xn = rmsnorm_tuned(x, g, eps)
+    ref = (x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + eps) * g.double()) @ w.double()
+    ref += b.double()
+    y = torch.empty((x.shape[0], w.shape[1]), dtype=x.dtype, device="cuda")
+    out = torch.empty_like(y)
+    fns = {
+        "[cublas]": lambda: torch.addmm(b, xn, w, out=out),
+        "[pinned product]": lambda: fused.launch_product(xn, w, b, out, eps, norm=0),
+        "[two kernels]": lambda: two_kernels.norm_then_triton(x, g, w, b, eps),
+        "[shipped]": lambda: split_k.split_k_op(x, g, w, b, eps),
+    }
+    checks = {
+        variant_name(t, v): (lambda t=t, v=v: launch_variant(x, g, w, b, y, eps, t, v), ref)
+        for t in TILES
+        for v in VARIANTS
+        if exact(v)
+    }
+    ok, notes = checked(checks, y)
+    for t in TILES:  # the bounds: timed where they compile, never checked (they compute something else)
+        for v in VARIANTS:
+            if not exact(v):
+                try:
+                    launch_variant(x, g, w, b, y, eps, t, v)
+                    ok[variant_name(t, v) + " (bound)"] = lambda t=t, v=v: launch_variant(x, g, w, b, y, eps, t, v)
+                except Exception as exc:  # noqa: BLE001 - reported, not timed
+                    notes[variant_name(t, v)] = f"{type(exc).__name__}: {str(exc)[:100]}"
+    print_notes(notes)
+    return candidate_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--shapes", default=DEFAULT_SHAPES)
+    ap.add_argument("--dtypes", default="bf16,fp16")
+    ap.add_argument("--rounds", type=int, default=10)
+    args = ap.parse_args()
+    rows: list[dict] = []
+    for dtype in args.dtypes.split(","):
+        for s in args.shapes.split(","):
+            shape = tuple(int(v) for v in s.split("x"))
+            point = run_point(shape, dtype, args.rounds)
+            rows += point
+            write_csv(args.out / "x_path.csv", rows)
+            med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
+            cub = med["[cublas]"]
+            print(f"== {dtype} {s}: cublas {cub:.2f} us", flush=True)
+            for name in sorted(med, key=med.get):
+                print(f"   {med[name] / cub:6.3f}  {med[name]:7.2f}  {name}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
