@@ -6,9 +6,11 @@ the same weight stream, so the x path (x and g loaded a step ahead by hand, conv
 summed every step) is what costs. This script times copies of the kernel that differ only there:
 
 - ``X``: ``ahead`` loads x and g one step ahead by hand (as shipped); ``loop`` loads them in the step that
-  uses them, so the compiler may pipeline them (it pipelines loads that reach the product).
+  uses them, so the compiler may pipeline them (it pipelines loads that reach the product); ``split`` loads x
+  in the step for the product and again, one step ahead by hand, for the squares.
 - ``SS``: ``step`` sums each tile's squares into [BLOCK_M] every step (as shipped); ``tile`` adds them into a
-  [BLOCK_M, BLOCK_K] accumulator in x's layout, summed once after the loop; ``none`` leaves them out.
+  [BLOCK_M, BLOCK_K] accumulator in x's layout, summed once after the loop; ``dot`` sums them on the tensor
+  cores, ``(x * x) @ ones``; ``none`` leaves them out.
 - ``G``: ``g`` scales the x tiles by g; ``none`` does not.
 
 Variants without the squares or g compute something else (their rstd is 1, or g is 1): they are bounds of
@@ -43,18 +45,18 @@ DEFAULT_SHAPES = "1x2048x5504,4x2048x5504,16x2048x5504,4x2048x11008,16x2048x1100
 # (BLOCK_N, BLOCK_K, stages, programs per SM; 0: unsplit): the shipped 5504 and 11008 classes' tiles, and the
 # pinned product's own tiles (its decode table's 16-row entries)
 TILES = [(64, 64, 3, 2), (128, 64, 3, 2), (64, 256, 3, 0), (64, 128, 3, 2)]
-X_MODES = {"ahead": 1, "loop": 0}
-SS_MODES = {"step": 0, "tile": 1, "none": 2}
+X_MODES = {"ahead": 1, "loop": 0, "split": 2}
+SS_MODES = {"step": 0, "tile": 1, "none": 2, "dot": 3}
 G_MODES = {"g": 1, "none": 0}
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
 VARIANTS = [
     ("ahead", "step", "g"),
     ("ahead", "tile", "g"),
-    ("loop", "step", "g"),
-    ("loop", "tile", "g"),
+    ("ahead", "dot", "g"),
+    ("loop", "dot", "g"),
+    ("split", "tile", "g"),
+    ("split", "step", "g"),
     ("loop", "none", "g"),
-    ("loop", "tile", "none"),
-    ("loop", "none", "none"),
 ]
 
 
@@ -87,8 +89,10 @@ def _x_path_kernel(
     HAS_BIAS: tl.constexpr,
     PRECISION: tl.constexpr,
     ALIGNED: tl.constexpr,
-    X_AHEAD: tl.constexpr,  # 1: x and g loaded one step ahead by hand; 0: in the step that uses them
-    SS_MODE: tl.constexpr,  # 0: summed per step; 1: accumulated per element, summed after the loop; 2: none
+    X_AHEAD: tl.constexpr,  # 1: x and g loaded one step ahead by hand; 0: in the step that uses them; 2: in the
+    # step for the product, and again one step ahead for the squares
+    SS_MODE: tl.constexpr,  # 0: summed per step; 1: accumulated per element, summed after the loop; 2: none;
+    # 3: by the tensor cores, (x * x) @ ones
     G_MODE: tl.constexpr,  # 1: x tiles scaled by g; 0: not
 ):
     split, tile, pid_m, pid_n, k_start, k_end = lib_split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
@@ -111,9 +115,11 @@ def _x_path_kernel(
     ss = tl.zeros([BLOCK_M], dtype=tl.float32)
     ss_tile = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    ones = tl.full([BLOCK_K, 16], 1.0, tl.float32)
+    ss_dot = tl.zeros([BLOCK_M, 16], dtype=tl.float32)
     for k in range(k_start, k_end, BLOCK_K):
         here = offs_k < k_end - k
-        if X_AHEAD:
+        if X_AHEAD == 1:
             xr = x_next
             gr = g_next
             ahead = offs_k < k_end - k - BLOCK_K
@@ -122,12 +128,23 @@ def _x_path_kernel(
         else:
             xr = tl.load(x_ptrs, mask=here[None, :], other=0.0)
             gr = tl.load(g_ptrs, mask=here, other=0.0)
+        xs = xr  # the tile whose squares are summed
+        if X_AHEAD == 2:  # the squares from a load of their own, one step ahead; the product's x in the loop
+            xs = x_next
+            ahead = offs_k < k_end - k - BLOCK_K
+            x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=ahead[None, :], other=0.0)
         w = tl.load(w_ptrs, mask=here[:, None], other=0.0)
         x = xr.to(tl.float32)
+        xsf = xs.to(tl.float32)
         if SS_MODE == 0:
-            ss += tl.sum(x * x, axis=1)
+            ss += tl.sum(xsf * xsf, axis=1)
         elif SS_MODE == 1:
-            ss_tile += x * x
+            ss_tile += xsf * xsf
+        elif SS_MODE == 3:  # the squares summed by the tensor cores: (x * x) @ ones
+            if PRECISION == 0:
+                ss_dot = tl.dot((xsf * xsf).to(w.dtype), ones.to(w.dtype), ss_dot)
+            else:
+                ss_dot = tl.dot(xsf * xsf, ones, ss_dot, input_precision="ieee" if PRECISION == 2 else "tf32")
         a = x
         if G_MODE == 1:
             a = x * gr.to(tl.float32)[None, :]
@@ -140,6 +157,8 @@ def _x_path_kernel(
         x_ptrs += BLOCK_K * stride_xk
         w_ptrs += BLOCK_K * stride_wk
         g_ptrs += BLOCK_K
+    if SS_MODE == 3:
+        ss = tl.max(ss_dot, axis=1)  # 16 equal columns
     if SS_MODE == 1:
         ss = tl.sum(ss_tile, axis=1)
     if SS_MODE == 2:
