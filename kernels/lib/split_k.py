@@ -30,10 +30,11 @@ def k_ranges(k: int, splits: int, block_k: int) -> tuple[int, int]:
     return triton.cdiv(k, per_program), per_program
 
 
-def config(bm: int, bn: int, bk: int, splits: int, warps: int, stages: int) -> triton.Config:
-    """A ``triton.Config`` of a split-K kernel: BLOCK_M/N/K and about ``splits`` programs per output tile."""
+def config(bm: int, bn: int, bk: int, splits: int, warps: int, stages: int, **meta: object) -> triton.Config:
+    """A ``triton.Config`` of a split-K kernel: BLOCK_M/N/K, about ``splits`` programs per output tile and any
+    other meta-parameters in ``meta``."""
     return triton.Config(
-        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": splits}, num_warps=warps, num_stages=stages
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": splits, **meta}, num_warps=warps, num_stages=stages
     )
 
 

@@ -64,6 +64,8 @@ def _rmsnorm_linear_split_k_kernel(
     HAS_BIAS: tl.constexpr,
     PRECISION: tl.constexpr,  # 0: (x * g) in x's dtype (bf16); 1: fp32 tile, TF32 product (fp16); 2: IEEE fp32
     ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
+    PIPELINED_X: tl.constexpr,  # x and g loaded in the step that uses them, the squares by the tensor cores
+    # (``pipelined_x``); otherwise loaded one step ahead by hand, the squares summed in registers
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # wrapped, not masked: see swiglu/tiled.py
@@ -79,35 +81,55 @@ def _rmsnorm_linear_split_k_kernel(
     w_ptrs = w_ptr + w_rows + offs_n[None, :].to(tl.int64) * stride_wn
     g_ptrs = g_ptr + k_start + offs_k
 
-    # x and g are loaded one step ahead by hand: the compiler pipelines only loads that feed the product
-    # directly (W's), and a load of x used in the same step stalled every step on its latency
-    first = offs_k < k_end - k_start
-    if ALIGNED:  # K and each program's share are multiples of 8: the masks are constant over runs of 8
-        first = tl.max_constancy(first, 8)
-    x_next = tl.load(x_ptrs, mask=first[None, :], other=0.0)
-    g_next = tl.load(g_ptrs, mask=first, other=0.0)
-    ss = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k in range(k_start, k_end, BLOCK_K):
-        x = x_next.to(tl.float32)
-        gk = g_next.to(tl.float32)
-        ahead = offs_k < k_end - k - BLOCK_K  # all false on the last step: nothing is read
-        if ALIGNED:
-            ahead = tl.max_constancy(ahead, 8)
-        x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=ahead[None, :], other=0.0)
-        g_next = tl.load(g_ptrs + BLOCK_K, mask=ahead, other=0.0)
-        w = tl.load(w_ptrs, mask=(offs_k < k_end - k)[:, None], other=0.0)
-        ss += tl.sum(x * x, axis=1)
-        a = x * gk[None, :]
-        if PRECISION == 0:
-            acc = tl.dot(a.to(w.dtype), w, acc)
-        elif PRECISION == 1:
-            acc = tl.dot(a, w.to(tl.float32), acc, input_precision="tf32")
-        else:
-            acc = tl.dot(a, w.to(tl.float32), acc, input_precision="ieee")
-        x_ptrs += BLOCK_K * stride_xk
-        w_ptrs += BLOCK_K * stride_wk
-        g_ptrs += BLOCK_K
+    if PIPELINED_X:
+        # x and g loaded in the step that uses them, so the compiler pipelines them into shared memory as it does
+        # W; the squares are the diagonal of x @ x^T on the tensor cores (exact products, fp32 sums). Summing
+        # them from the x tile in registers instead (per step or per element) kept x off that path: 1.43-1.78x
+        # cuBLAS where the same loop without squares took 1.00-1.02x (H100, bf16, x2048x5504 and x2048x11008)
+        gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
+        for k in range(k_start, k_end, BLOCK_K):
+            here = offs_k < k_end - k
+            if ALIGNED:
+                here = tl.max_constancy(here, 8)
+            xr = tl.load(x_ptrs, mask=here[None, :], other=0.0)
+            gk = tl.load(g_ptrs, mask=here, other=0.0)
+            w = tl.load(w_ptrs, mask=here[:, None], other=0.0)
+            if PRECISION == 2:
+                xf = xr.to(tl.float32)
+                gram = tl.dot(xf, tl.trans(xf), gram, input_precision="ieee")
+            else:
+                gram = tl.dot(xr, tl.trans(xr), gram)
+            acc = _scaled_product(xr, gk, w, acc, PRECISION)
+            x_ptrs += BLOCK_K * stride_xk
+            w_ptrs += BLOCK_K * stride_wk
+            g_ptrs += BLOCK_K
+        diagonal = tl.arange(0, BLOCK_M)[:, None] == tl.arange(0, BLOCK_M)[None, :]
+        ss = tl.sum(tl.where(diagonal, gram, 0.0), axis=1)
+    else:
+        # x and g are loaded one step ahead by hand: the compiler pipelines only loads that feed the product
+        # directly (W's), and a load of x used in the same step for the squares stalled every step on its latency
+        first = offs_k < k_end - k_start
+        if ALIGNED:  # K and each program's share are multiples of 8: the masks are constant over runs of 8
+            first = tl.max_constancy(first, 8)
+        x_next = tl.load(x_ptrs, mask=first[None, :], other=0.0)
+        g_next = tl.load(g_ptrs, mask=first, other=0.0)
+        ss = tl.zeros([BLOCK_M], dtype=tl.float32)
+        for k in range(k_start, k_end, BLOCK_K):
+            x = x_next
+            gk = g_next
+            ahead = offs_k < k_end - k - BLOCK_K  # all false on the last step: nothing is read
+            if ALIGNED:
+                ahead = tl.max_constancy(ahead, 8)
+            x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=ahead[None, :], other=0.0)
+            g_next = tl.load(g_ptrs + BLOCK_K, mask=ahead, other=0.0)
+            w = tl.load(w_ptrs, mask=(offs_k < k_end - k)[:, None], other=0.0)
+            xf = x.to(tl.float32)
+            ss += tl.sum(xf * xf, axis=1)
+            acc = _scaled_product(x, gk, w, acc, PRECISION)
+            x_ptrs += BLOCK_K * stride_xk
+            w_ptrs += BLOCK_K * stride_wk
+            g_ptrs += BLOCK_K
 
     cols, mask, tile_offs = split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
     if SPLIT_K == 1:  # a constant where the launch has one program per tile (Triton specialises 1)
@@ -125,6 +147,18 @@ def _rmsnorm_linear_split_k_kernel(
                 ss_parts += BLOCK_M
             _split_k_epilogue(y_ptr, b_ptr, total, ss_total, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
             split_k.release(count_ptr, tile)
+
+
+@triton.jit
+def _scaled_product(x, gk, w, acc, PRECISION: tl.constexpr):
+    """``acc + (x * g) @ w`` for one step's tiles, at the kernel's PRECISION."""
+    a = x.to(tl.float32) * gk.to(tl.float32)[None, :]
+    if PRECISION == 0:
+        return tl.dot(a.to(w.dtype), w, acc)
+    elif PRECISION == 1:
+        return tl.dot(a, w.to(tl.float32), acc, input_precision="tf32")
+    else:
+        return tl.dot(a, w.to(tl.float32), acc, input_precision="ieee")
 
 
 @triton.jit
@@ -166,6 +200,7 @@ def launch_split_k(
     counts = launching.ticket_counters(x2d, tile_count)
     options = {} if launching.interpreting() else launching.config_options(config)
     meta.update(HAS_BIAS=b is not None, PRECISION=precision_of(x2d.dtype), ALIGNED=tiles.promise_aligned(x2d, w))
+    meta.setdefault("PIPELINED_X", False)
     _rmsnorm_linear_split_k_kernel[(tile_count * splits,)](
         x2d,
         g,
@@ -215,13 +250,39 @@ def column_class(n: int) -> int:
     return tiles.nearest(SPLIT_TILES[torch.bfloat16], n)
 
 
+# With x pipelined (``PIPELINED_X``): (BLOCK_N, BLOCK_K, stages, programs per SM, largest K) by column class, bf16,
+# 2 to 16 rows, 16-row tiles and 4 warps; 0 programs per SM: unsplit. Chosen from a cold race of 8 tiles at 1, 4
+# and 16 rows x K 2048/4096/8192 x the four column classes on an H100 (benchmarks/results/split-k/x-path-*/), as
+# a ratio to cuBLAS's product at 4 / 16 rows, against what the op ran before (this kernel with x loaded ahead, or
+# the two kernels at 11008 columns): x2048x5504 1.038 / 1.020 (was 1.139 / 1.143), x4096x5504 1.038 / 0.990 (1.054
+# / 1.046), x2048x11008 1.068 / 1.040 (1.103 / 1.071), x4096x11008 1.081 / 0.994 (1.078 / 1.014), x2048x14336
+# 0.948 / 0.902 (1.045 / 1.022). Past the largest K and at 28672 columns x loaded ahead was level or faster
+# (4x8192x11008: 0.943 against 0.996), and at one row faster everywhere (1x2048x11008: 1.159 against 1.538).
+# Squares summed as (x * x) @ ones ran 0.5-3% faster but round each square to bf16 first.
+PIPELINED_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int, int]]] = {
+    torch.bfloat16: {5504: (64, 256, 3, 0, 8192), 11008: (64, 64, 4, 1, 4096), 14336: (64, 64, 4, 1, 4096)},
+}
+PIPELINED_ROWS = (2, 16)
+
+
+def pipelined_x(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
+    """Whether the kernel runs with x pipelined (``PIPELINED_TILES``) at M x K x N."""
+    cls = PIPELINED_TILES.get(dtype, {}).get(column_class(n))
+    return cls is not None and PIPELINED_ROWS[0] <= m <= PIPELINED_ROWS[1] and k <= cls[4]
+
+
 def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
     """The split-K config of ``x2d`` [M, K] times an [K, n] weight: the column class's tiles, K split so the
-    launch has about the class's programs per SM."""
+    launch has about the class's programs per SM (none split where that is 0); x pipelined where
+    :func:`pipelined_x` says."""
     m, k = x2d.shape
-    bn, bk, stages, per_sm = SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
-    splits = split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d))
-    return split_k.config(16, bn, bk, splits, 4, stages)
+    pipelined = pipelined_x(m, k, n, x2d.dtype)
+    if pipelined:
+        bn, bk, stages, per_sm, _ = PIPELINED_TILES[x2d.dtype][column_class(n)]
+    else:
+        bn, bk, stages, per_sm = SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
+    splits = split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d)) if per_sm else 1
+    return split_k.config(16, bn, bk, splits, 4, stages, PIPELINED_X=pipelined)
 
 
 def split_k_op(x2d: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float) -> torch.Tensor:

@@ -5,8 +5,10 @@ the split-K kernel of ``split_k.py``, with the norm inside the product. Raced at
 2048/4096/8192 x N 5504-28672 on two H100s (``benchmarks/results/split-k/``; in sample, since the classes were
 chosen there): in its classes it took 0.886-1.009x the time of the two-kernel routes it replaces in bf16 (geometric
 mean 0.957x, 60 point-machine pairs) and 0.894-0.996x in fp16 (0.941x, 24 pairs), and less than cuBLAS's product
-alone at 42 of 60 and 22 of 24. Where the weight is smallest (x2048x5504) it is still 1.10-1.14x cuBLAS's product,
-as the two-kernel routes were (1.13-1.17x).
+alone at 42 of 60 and 22 of 24. Where the weight is smallest (x2048x5504) it was still 1.10-1.14x cuBLAS's product,
+as the two-kernel routes were (1.13-1.17x). From 2 to 16 rows of bf16 (``split_k.pipelined_x``) the kernel now
+loads x in the step that uses it and sums the squares on the tensor cores: 1.02-1.04x cuBLAS there, and it also
+takes 2-16 rows x 11008 columns up to K 4096, which the two-kernel routes had (1.04-1.07x against 1.07-1.11x).
 
 Ragged-8 weights (K and N multiples of 8, not both of 16) take the norm then cuBLAS's product at every row
 count (``ragged_weights``: the Triton products' row reads straddle cache lines there).
@@ -62,7 +64,7 @@ from kprof.kernels.lib import routes, tiles
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import launch_product
 from kprof.kernels.rmsnorm_linear.norm_cublas import cublas_times, norm_then_cublas
-from kprof.kernels.rmsnorm_linear.split_k import column_class, split_k_op
+from kprof.kernels.rmsnorm_linear.split_k import column_class, pipelined_x, split_k_op
 from kprof.kernels.rmsnorm_linear.two_kernels import norm_then_triton
 
 CUBLAS_MIN_ROWS = 129  # from here on cuBLAS's product at every shape (to RACE_END_ROWS: where no race runs)
@@ -136,6 +138,8 @@ def split_k_product(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
     col = column_class(n)
     if abs(n - col) > SPLIT_K_CLASS_WIDTH * col:
         return False
+    if pipelined_x(m, k, n, dtype):  # the kernel with x pipelined (split_k.PIPELINED_TILES)
+        return True
     row = next(r for r in SPLIT_K_ROWS if m <= r)
     least_k = SPLIT_K_CLASSES.get(dtype, {}).get((row, col))
     return least_k is not None and k >= least_k

@@ -39,16 +39,35 @@ SHAPES = [(1, 97, 45), (3, 130, 33), (17, 70, 50), (5, 257, 19)]
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("splits", [1, 3, 64])  # 64: more than K has steps, so the launch trims it
-def test_the_kernel_matches_the_oracle(shape, dtype, splits, device):
+@pytest.mark.parametrize("pipelined", [False, True], ids=["x ahead", "x pipelined"])
+def test_the_kernel_matches_the_oracle(shape, dtype, splits, pipelined, device):
+    """Both x paths: loaded a step ahead with the squares summed in registers, and loaded in the step with the
+    squares from the diagonal of x @ x^T (rows wrap within a 16-row tile, so the diagonal is each row's own)."""
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     m, k, n = shape
     y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
-    meta, _ = split_k.launch_split_k(x, g, w, b, y, eps, lib_split_k.config(16, 32, 32, splits, 4, 3))
+    config = lib_split_k.config(16, 32, 32, splits, 4, 3, PIPELINED_X=pipelined)
+    meta, _ = split_k.launch_split_k(x, g, w, b, y, eps, config)
     per_program = triton.cdiv(triton.cdiv(k, splits), 32) * 32  # whole steps of 32 columns of x
-    assert meta["SPLIT_K"] == triton.cdiv(k, per_program)
-    _check(y, inputs, dtype, f"{shape} {dtype} split {splits}")
+    assert meta["SPLIT_K"] == triton.cdiv(k, per_program) and meta["PIPELINED_X"] == pipelined
+    _check(y, inputs, dtype, f"{shape} {dtype} split {splits} pipelined {pipelined}")
     assert _counters_at_zero()
+
+
+def test_x_is_pipelined_from_two_to_sixteen_rows_of_bf16_in_its_classes_up_to_their_largest_k():
+    bf16 = torch.bfloat16
+    for n, (bn, bk, stages, per_sm, largest_k) in split_k.PIPELINED_TILES[bf16].items():
+        assert split_k.pipelined_x(2, largest_k, n, bf16) and split_k.pipelined_x(16, 2048, n, bf16)
+        assert not split_k.pipelined_x(2, largest_k + 1, n, bf16)
+        assert not split_k.pipelined_x(1, 2048, n, bf16) and not split_k.pipelined_x(17, 2048, n, bf16)
+        assert not split_k.pipelined_x(4, 2048, n, torch.float16) and not split_k.pipelined_x(4, 2048, n, torch.float32)
+        x = torch.empty((8, 2048), dtype=bf16, device="meta")
+        config = split_k.config_for(x, n)
+        assert config.kwargs["PIPELINED_X"] and (config.kwargs["BLOCK_N"], config.kwargs["BLOCK_K"]) == (bn, bk)
+        assert config.num_stages == stages and (config.kwargs["SPLIT_K"] == 1 or per_sm > 0)  # 0: unsplit
+    assert not split_k.pipelined_x(4, 2048, 28672, bf16)  # x loaded ahead was level or faster there
+    assert not split_k.config_for(torch.empty((1, 2048), dtype=bf16, device="meta"), 5504).kwargs["PIPELINED_X"]
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -89,7 +108,8 @@ def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
     for m in (1, 4, 16):
         assert tuned.split_k_product(m, 4096, 5504, bf16)
         assert tuned.split_k_product(m, 4096, 28672, fp16)
-    assert not tuned.split_k_product(16, 4096, 11008, bf16)  # two kernels measured faster there
+    assert tuned.split_k_product(16, 4096, 11008, bf16)  # with x pipelined, up to K 4096
+    assert not tuned.split_k_product(16, 8192, 11008, bf16)  # two kernels measured faster there
     assert tuned.split_k_product(1, 4096, 11008, bf16)
     assert not tuned.split_k_product(4, 4096, 5504, fp16)  # TF32 steps: slower than the two kernels
     assert tuned.split_k_product(1, 8192, 5504, fp16) and not tuned.split_k_product(1, 8191, 5504, fp16)
