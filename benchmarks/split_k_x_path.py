@@ -13,6 +13,8 @@ summed every step) is what costs. This script times copies of the kernel that di
   cores, ``(x * x) @ ones`` (the squares rounded to x's dtype in bf16); ``gram`` takes them from the diagonal of
   ``x @ x^T`` (the tensor cores' products are exact, their sums fp32); ``none`` leaves them out.
 - ``G``: ``g`` scales the x tiles by g; ``none`` does not.
+- ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
+  same addresses); ``mask`` masks them (zero-filled, not read).
 
 Variants without the squares or g compute something else (their rstd is 1, or g is 1): they are bounds of
 what the rest costs, not checked and not kernels to ship. Beside them: ``[shipped]`` (``triton_split_k``'s
@@ -60,9 +62,10 @@ SS_MODES = {"step": 0, "tile": 1, "none": 2, "dot": 3, "gram": 4}
 G_MODES = {"g": 1, "none": 0}
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
 VARIANTS = [
-    ("ahead", "step", "g"),
-    ("loop", "dot", "g"),
-    ("loop", "gram", "g"),
+    ("ahead", "step", "g", "wrap"),
+    ("loop", "gram", "g", "wrap"),
+    ("ahead", "step", "g", "mask"),
+    ("loop", "gram", "g", "mask"),
 ]
 
 
@@ -100,9 +103,16 @@ def _x_path_kernel(
     SS_MODE: tl.constexpr,  # 0: summed per step; 1: accumulated per element, summed after the loop; 2: none;
     # 3: by the tensor cores, (x * x) @ ones; 4: the diagonal of x @ x^T
     G_MODE: tl.constexpr,  # 1: x tiles scaled by g; 0: not
+    ROW_MASK: tl.constexpr,  # 1: rows of the tile past M masked; 0: wrapped (modulo M)
 ):
     split, tile, pid_m, pid_n, k_start, k_end = lib_split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
-    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    if ROW_MASK:  # rows past M masked (zero-filled, nothing read)
+        offs_m = rows
+        rmask = rows < M
+    else:  # wrapped: past M the tile reads rows it already has
+        offs_m = rows % M
+        rmask = rows >= 0
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
@@ -116,7 +126,7 @@ def _x_path_kernel(
     g_ptrs = g_ptr + k_start + offs_k
 
     first = offs_k < k_end - k_start
-    x_next = tl.load(x_ptrs, mask=first[None, :], other=0.0)
+    x_next = tl.load(x_ptrs, mask=rmask[:, None] & first[None, :], other=0.0)
     g_next = tl.load(g_ptrs, mask=first, other=0.0)
     ss = tl.zeros([BLOCK_M], dtype=tl.float32)
     ss_tile = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
@@ -130,16 +140,16 @@ def _x_path_kernel(
             xr = x_next
             gr = g_next
             ahead = offs_k < k_end - k - BLOCK_K
-            x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=ahead[None, :], other=0.0)
+            x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=rmask[:, None] & ahead[None, :], other=0.0)
             g_next = tl.load(g_ptrs + BLOCK_K, mask=ahead, other=0.0)
         else:
-            xr = tl.load(x_ptrs, mask=here[None, :], other=0.0)
+            xr = tl.load(x_ptrs, mask=rmask[:, None] & here[None, :], other=0.0)
             gr = tl.load(g_ptrs, mask=here, other=0.0)
         xs = xr  # the tile whose squares are summed
         if X_AHEAD == 2:  # the squares from a load of their own, one step ahead; the product's x in the loop
             xs = x_next
             ahead = offs_k < k_end - k - BLOCK_K
-            x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=ahead[None, :], other=0.0)
+            x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=rmask[:, None] & ahead[None, :], other=0.0)
         w = tl.load(w_ptrs, mask=here[:, None], other=0.0)
         x = xr.to(tl.float32)
         xsf = xs.to(tl.float32)
@@ -213,7 +223,7 @@ def launch_variant(
     y: torch.Tensor,
     eps: float,
     tile: tuple[int, int, int, int],
-    variant: tuple[str, str, str],
+    variant: tuple[str, str, str, str],
 ) -> torch.Tensor:
     """One call of the variant kernel at ``tile`` (BLOCK_N, BLOCK_K, stages, programs per SM); returns ``y``."""
     m, k = x2d.shape
@@ -226,7 +236,7 @@ def launch_variant(
     parts, total = split_k.workspace_floats(m, n, bm, bn, splits)
     ws = torch.empty(total, dtype=torch.float32, device=x2d.device)
     options = {} if launching.interpreting() else {"num_warps": 4, "num_stages": stages}
-    x_mode, ss_mode, g_mode = variant
+    x_mode, ss_mode, g_mode, row_mode = variant
     _x_path_kernel[(tile_count * splits,)](
         x2d,
         g,
@@ -255,17 +265,18 @@ def launch_variant(
         X_AHEAD=X_MODES[x_mode],
         SS_MODE=SS_MODES[ss_mode],
         G_MODE=G_MODES[g_mode],
+        ROW_MASK=row_mode == "mask",
         **options,
     )
     return y
 
 
-def variant_name(tile: tuple[int, int, int, int], variant: tuple[str, str, str]) -> str:
+def variant_name(tile: tuple[int, int, int, int], variant: tuple[str, str, str, str]) -> str:
     bn, bk, stages, per_sm = tile
-    return f"{bn}x{bk} s{stages} p{per_sm} X={variant[0]} SS={variant[1]} G={variant[2]}"
+    return f"{bn}x{bk} s{stages} p{per_sm} X={variant[0]} SS={variant[1]} G={variant[2]} R={variant[3]}"
 
 
-def exact(variant: tuple[str, str, str]) -> bool:
+def exact(variant: tuple[str, str, str, str]) -> bool:
     """Whether the variant computes the op (the others leave out the squares or g: bounds)."""
     return variant[1] != "none" and variant[2] == "g"
 
