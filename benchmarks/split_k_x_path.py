@@ -30,6 +30,7 @@ candidates in order, as a ratio to ``[cublas]``.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import torch
@@ -324,7 +325,19 @@ def main() -> None:
     ap.add_argument("--shapes", default=DEFAULT_SHAPES)
     ap.add_argument("--dtypes", default="bf16,fp16")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument(
+        "--tiles",
+        default="",
+        help="only these tiles, e.g. 64x256s3p0,64x64s4p1 (BLOCK_N x BLOCK_K, stages, programs per SM)",
+    )
+    ap.add_argument("--variants", default="", help="only these variants, e.g. loop/gram/g/wrap,loop/gram/g/mask")
     args = ap.parse_args()
+    if args.tiles:
+        TILES[:] = [
+            tuple(int(v) for v in re.fullmatch(r"(\d+)x(\d+)s(\d+)p(\d+)", t).groups()) for t in args.tiles.split(",")
+        ]
+    if args.variants:
+        VARIANTS[:] = [tuple(v.split("/")) for v in args.variants.split(",")]
     rows: list[dict] = []
     for dtype in args.dtypes.split(","):
         for s in args.shapes.split(","):
