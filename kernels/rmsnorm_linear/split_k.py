@@ -68,7 +68,12 @@ def _rmsnorm_linear_split_k_kernel(
     # (``pipelined_x``); otherwise loaded one step ahead by hand, the squares summed in registers
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
-    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # wrapped, not masked: see swiglu/tiled.py
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    if PIPELINED_X:  # rows past M masked: wrapped, a one-row tile read the same row 16 times through L2
+        offs_m = rows  # (cp.async bypasses L1), 1.23x cuBLAS at 1x2048x5504 against 1.03x masked (H100)
+    else:  # wrapped, not masked (see swiglu/tiled.py): x's plain loads meet the repeats in L1
+        offs_m = rows % M
+    row_ok = rows < M
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
@@ -92,7 +97,7 @@ def _rmsnorm_linear_split_k_kernel(
             here = offs_k < k_end - k
             if ALIGNED:
                 here = tl.max_constancy(here, 8)
-            xr = tl.load(x_ptrs, mask=here[None, :], other=0.0)
+            xr = tl.load(x_ptrs, mask=row_ok[:, None] & here[None, :], other=0.0)
             gk = tl.load(g_ptrs, mask=here, other=0.0)
             w = tl.load(w_ptrs, mask=here[:, None], other=0.0)
             if PRECISION == 2:
@@ -251,18 +256,19 @@ def column_class(n: int) -> int:
 
 
 # With x pipelined (``PIPELINED_X``): (BLOCK_N, BLOCK_K, stages, programs per SM, largest K) by column class, bf16,
-# 2 to 16 rows, 16-row tiles and 4 warps; 0 programs per SM: unsplit. Chosen from a cold race of 8 tiles at 1, 4
-# and 16 rows x K 2048/4096/8192 x the four column classes on an H100 (benchmarks/results/split-k/x-path-*/), as
-# a ratio to cuBLAS's product at 4 / 16 rows, against what the op ran before (this kernel with x loaded ahead, or
+# 1 to 16 rows, 16-row tiles and 4 warps; 0 programs per SM: unsplit. Chosen from cold races of 8 tiles at 1, 4
+# and 16 rows x K 2048/4096/8192 x the four column classes on H100s (benchmarks/results/split-k/x-path/), as a
+# ratio to cuBLAS's product at 4 / 16 rows, against what the op ran before (this kernel with x loaded ahead, or
 # the two kernels at 11008 columns): x2048x5504 1.038 / 1.020 (was 1.139 / 1.143), x4096x5504 1.038 / 0.990 (1.054
 # / 1.046), x2048x11008 1.068 / 1.040 (1.103 / 1.071), x4096x11008 1.081 / 0.994 (1.078 / 1.014), x2048x14336
-# 0.948 / 0.902 (1.045 / 1.022). Past the largest K and at 28672 columns x loaded ahead was level or faster
-# (4x8192x11008: 0.943 against 0.996), and at one row faster everywhere (1x2048x11008: 1.159 against 1.538).
+# 0.948 / 0.902 (1.045 / 1.022). At one row, with the rows past M masked: 1x2048x5504 0.997-1.030 (x loaded
+# ahead 1.103-1.125), 1x2048x11008 1.049-1.063 (1.095-1.135), 1x4096x14336 0.884-0.909 (0.914-0.952). Past the
+# largest K and at 28672 columns x loaded ahead was level or faster (4x8192x11008: 0.943 against 0.996).
 # Squares summed as (x * x) @ ones ran 0.5-3% faster but round each square to bf16 first.
 PIPELINED_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int, int]]] = {
     torch.bfloat16: {5504: (64, 256, 3, 0, 8192), 11008: (64, 64, 4, 1, 4096), 14336: (64, 64, 4, 1, 4096)},
 }
-PIPELINED_ROWS = (2, 16)
+PIPELINED_ROWS = (1, 16)
 
 
 def pipelined_x(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
