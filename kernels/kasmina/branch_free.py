@@ -323,7 +323,11 @@ def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[
     - more than 128 channels: 32-row tiles x 8 warps (20.7-21.2 us at 64x250x256 against 67.7 with 16 x 2,
       which spilled: 255 registers and 428 bytes of spills against 142 and none, offline ptxas for sm_90);
     - fp32 (tf32x3 products), up to 64 channels: 32-row tiles x 2 warps (24.7 us at 64x1000x64, 148.3 at
-      512x1000x64), 16 x 4 for one to 16 rows (10.1 us at 1x1000x64 against 11.3 as shipped before); 65-128
+      512x1000x64), 16 x 4 for one to 16 rows (10.1 us at 1x1000x64 against 11.3 as shipped before). From 64
+      rows, where the kernel branches on the seeds' state (``by_state_for``): 16 x 2 up to 32 channels
+      (64x1000x32 9.95 us against 17.1 in 32 x 2, 512x1000x32 59.8 against 76.5-77.3 on two H100s), 16 x 4 for
+      33-64 channels under 256 rows (64x1000x64 22.6-22.7 against 24.2-24.3, 64x4000x64 79.3-79.6 against
+      87.9-88.0, two H100s; benchmarks/results/kasmina-copy/by-state-tiles/); 65-128
       channels: 16 x 8 below 256 rows (36.2 us at 48x333x100 against 46.8 with 16 x 4), 32 x 4 stepping 32
       blueprint rows at a time from 256 rows (543.9 us at 512x1000x128 against 941.4 with 16 x 4 and the whole
       blueprint); beyond 128 channels 32 x 8, 32 blueprint rows a step (72.8 us at 64x250x256 against 94.1 with
@@ -340,7 +344,11 @@ def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[
             return 32, 8, 32
         if c > 64:
             return (16, 8, whole) if n_rows < 256 else (32, 4, 32)
-        return (16, 4, whole) if n_rows <= 16 else (32, 2, whole)
+        if n_rows <= 16:
+            return 16, 4, whole
+        if n_rows >= 64 and c <= 32:
+            return 16, 2, whole
+        return (16, 4, whole) if 64 <= n_rows < 256 else (32, 2, whole)
     if c > 128:
         return 32, 8, whole
     if n_rows < 256:
@@ -367,13 +375,13 @@ def clamp_row_programs(row_programs: int, n_rows: int, block_b: int) -> int:
 
 def by_state_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> bool:
     """Whether the kernel branches on each seed's state (dormant seeds copy x, the others fold the blend into the
-    blueprint): fp32 with telemetry, up to 64 channels, from 256 rows. Raced on H100s at the shipped tiles
+    blueprint): fp32 with telemetry, up to 64 channels, from 64 rows. Raced on H100s at the shipped tiles
     (benchmarks/results/kasmina-copy/by-state-*/): 512x1000x64 146.0 -> 121.6 us, 512x1000x32 99.4 -> 76.7,
-    64x4000x64 87.8 -> 80.1, 512x100x64 22.1 -> 20.7; at 64 rows 24.2 -> 24.4 (64x1000x64) and 6.2 -> 6.3
-    (64x100x32), and in bf16/fp16 slower at all 10 default points (64x250x256 21.5 -> 28.6, 48x333x100 18.2 ->
-    43.3), so not there.
+    64x4000x64 87.8 -> 80.1, 512x100x64 22.1 -> 20.7; at 64 rows, in 32-row tiles, 24.2 -> 24.4 (64x1000x64) and
+    6.2 -> 6.3 (64x100x32), but in 16-row tiles 22.6 and 5.4 (``tile_for``); in bf16/fp16 slower at all 10
+    default points (64x250x256 21.5 -> 28.6, 48x333x100 18.2 -> 43.3), so not there. Under 64 rows not raced.
     Dormant seeds stay bit for bit x: they are copied, never multiplied by I in tf32x3."""
-    return telemetry and dtype == torch.float32 and c <= 64 and n_rows >= 256
+    return telemetry and dtype == torch.float32 and c <= 64 and n_rows >= 64
 
 
 @dataclass(frozen=True)

@@ -301,6 +301,9 @@ def test_kasmina_telemetry_over_many_row_blocks(device):
         ((3, 4, 24), "fp32", 2, (16, 4, 32)),  # fp32 up to 16 rows, its GPU products (tf32x3)
         ((41, 3, 40), "fp32", 2, (32, 2, 64)),  # fp32 beyond, up to 64 channels
         ((41, 3, 40), "fp32", 1, (32, 2, 64)),  # IEEE products
+        ((67, 3, 30), "fp32", 2, (16, 2, 32)),  # fp32 from 64 rows (by state), up to 32 channels
+        ((67, 3, 40), "fp32", 2, (16, 4, 64)),  # fp32 from 64 rows (by state), 33-64 channels, under 256 rows
+        ((257, 2, 40), "fp32", 2, (32, 2, 64)),  # fp32 33-64 channels from 256 rows
         ((41, 3, 72), "fp32", 2, (16, 8, 128)),  # fp32, 65-128 channels, under 256 rows
         ((257, 2, 72), "fp32", 2, (32, 4, 32)),  # fp32, 65-128 channels from 256 rows: 32 blueprint rows a step
         ((35, 2, 130), "fp32", 2, (32, 8, 32)),  # fp32 beyond 128 channels: 32 blueprint rows a step
@@ -376,13 +379,13 @@ def test_kasmina_by_state_branch(shape, dtype, config, device):
     assert all(torch.equal(ys[:, s], xs[:, s]) for s in range(0, n_seeds, 3))
 
 
-def test_kasmina_branches_by_state_only_in_fp32_from_256_rows_up_to_64_channels():
+def test_kasmina_branches_by_state_only_in_fp32_from_64_rows_up_to_64_channels():
     from kprof.kernels.kasmina.branch_free import by_state_for
 
     bf16, fp32 = torch.bfloat16, torch.float32
     assert by_state_for(512, 64, fp32, True)
-    assert by_state_for(256, 32, fp32, True)
-    assert not by_state_for(255, 64, fp32, True)  # 64 rows measured slower or even
+    assert by_state_for(64, 32, fp32, True)
+    assert not by_state_for(63, 64, fp32, True)  # not raced under 64 rows
     assert not by_state_for(512, 65, fp32, True)
     assert not by_state_for(512, 64, bf16, True)  # slower at every default point in bf16 and fp16
     assert not by_state_for(512, 64, fp32, False)
