@@ -12,7 +12,8 @@ summed every step) is what costs. This script times copies of the kernel that di
   [BLOCK_M, BLOCK_K] accumulator in x's layout, summed once after the loop; ``dot`` sums them on the tensor
   cores, ``(x * x) @ ones`` (the squares rounded to x's dtype in bf16); ``gram`` takes them from the diagonal of
   ``x @ x^T`` (the tensor cores' products are exact, their sums fp32); ``none`` leaves them out.
-- ``G``: ``g`` scales the x tiles by g; ``none`` does not.
+- ``G``: ``g`` scales the x tiles by g; ``scaled`` by g / max|g| of the step, in x's dtype, the step's product
+  scaled back by max|g| (fp16 holds it: it stays within x's range); ``none`` does not scale them.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
   same addresses); ``mask`` masks them (zero-filled, not read).
 
@@ -58,9 +59,10 @@ TILES = [
     (64, 64, 4, 1),
     (128, 64, 3, 1),
 ]
+PRECISION_OVERRIDE: dict = {}  # --fp16-native: fp16's products in fp16 (x * g rounded to fp16; unsafe unscaled)
 X_MODES = {"ahead": 1, "loop": 0, "split": 2}
 SS_MODES = {"step": 0, "tile": 1, "none": 2, "dot": 3, "gram": 4}
-G_MODES = {"g": 1, "none": 0}
+G_MODES = {"g": 1, "none": 0, "scaled": 2}
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
 VARIANTS = [
     ("ahead", "step", "g", "wrap"),
@@ -103,7 +105,8 @@ def _x_path_kernel(
     # step for the product, and again one step ahead for the squares
     SS_MODE: tl.constexpr,  # 0: summed per step; 1: accumulated per element, summed after the loop; 2: none;
     # 3: by the tensor cores, (x * x) @ ones; 4: the diagonal of x @ x^T
-    G_MODE: tl.constexpr,  # 1: x tiles scaled by g; 0: not
+    G_MODE: tl.constexpr,  # 1: x tiles scaled by g; 0: not; 2: by g / max|g| of the step, in x's dtype (the
+    # product scaled back by max|g|)
     ROW_MASK: tl.constexpr,  # 1: rows of the tile past M masked; 0: wrapped (modulo M)
 ):
     split, tile, pid_m, pid_n, k_start, k_end = lib_split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
@@ -171,7 +174,12 @@ def _x_path_kernel(
         a = x
         if G_MODE == 1:
             a = x * gr.to(tl.float32)[None, :]
-        if PRECISION == 0:
+        if G_MODE == 2:  # x * g / max|g| of the step: within x's range, so fp16 holds it; the product scaled back
+            gf = gr.to(tl.float32)
+            g_max = tl.maximum(tl.max(tl.abs(gf), axis=0), 1e-30)
+            part = tl.dot((x * (gf / g_max)[None, :]).to(w.dtype), w)
+            acc += part * g_max
+        elif PRECISION == 0:
             acc = tl.dot(a.to(w.dtype), w, acc)
         elif PRECISION == 1:
             acc = tl.dot(a, w.to(tl.float32), acc, input_precision="tf32")
@@ -261,7 +269,7 @@ def launch_variant(
         BLOCK_N=bn,
         BLOCK_K=bk,
         HAS_BIAS=b is not None,
-        PRECISION=split_k.precision_of(x2d.dtype),
+        PRECISION=PRECISION_OVERRIDE.get(x2d.dtype, split_k.precision_of(x2d.dtype)),
         ALIGNED=tiles.promise_aligned(x2d, w),
         X_AHEAD=X_MODES[x_mode],
         SS_MODE=SS_MODES[ss_mode],
@@ -279,7 +287,7 @@ def variant_name(tile: tuple[int, int, int, int], variant: tuple[str, str, str, 
 
 def exact(variant: tuple[str, str, str, str]) -> bool:
     """Whether the variant computes the op (the others leave out the squares or g: bounds)."""
-    return variant[1] != "none" and variant[2] == "g"
+    return variant[1] != "none" and variant[2] in ("g", "scaled")
 
 
 def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict]:
@@ -330,12 +338,15 @@ def main() -> None:
         default="",
         help="only these tiles, e.g. 64x256s3p0,64x64s4p1 (BLOCK_N x BLOCK_K, stages, programs per SM)",
     )
+    ap.add_argument("--fp16-native", action="store_true", help="fp16's products in fp16 (PRECISION 0)")
     ap.add_argument("--variants", default="", help="only these variants, e.g. loop/gram/g/wrap,loop/gram/g/mask")
     args = ap.parse_args()
     if args.tiles:
         TILES[:] = [
             tuple(int(v) for v in re.fullmatch(r"(\d+)x(\d+)s(\d+)p(\d+)", t).groups()) for t in args.tiles.split(",")
         ]
+    if args.fp16_native:
+        PRECISION_OVERRIDE[torch.float16] = 0
     if args.variants:
         VARIANTS[:] = [tuple(v.split("/")) for v in args.variants.split(",")]
     rows: list[dict] = []
