@@ -325,9 +325,10 @@ def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[
     - fp32 (tf32x3 products), up to 64 channels: 32-row tiles x 2 warps (24.7 us at 64x1000x64, 148.3 at
       512x1000x64), 16 x 4 for one to 16 rows (10.1 us at 1x1000x64 against 11.3 as shipped before). From 64
       rows, where the kernel branches on the seeds' state (``by_state_for``): 16 x 2 up to 32 channels
-      (64x1000x32 9.95 us against 17.1 in 32 x 2, 512x1000x32 59.8 against 76.5-77.3 on two H100s), 16 x 4 for
-      33-64 channels under 256 rows (64x1000x64 22.6-22.7 against 24.2-24.3, 64x4000x64 79.3-79.6 against
-      87.9-88.0, two H100s; benchmarks/results/kasmina-copy/by-state-tiles/); 65-128
+      (64x1000x32 9.8-10.0 us against 17.0-17.1 in 32 x 2 without the branch, as the rule was; 512x1000x32
+      59.6-60.0 against 76.5-77.3 in 32 x 2 with it; three H100s), 16 x 4 for 33-64 channels under 256 rows
+      (64x1000x64 22.4-22.7 against 24.0-24.4, 64x4000x64 79.3-79.6 against 87.2-88.0 without the branch;
+      benchmarks/results/kasmina-copy/by-state-tiles/); 65-128
       channels: 16 x 8 below 256 rows (36.2 us at 48x333x100 against 46.8 with 16 x 4), 32 x 4 stepping 32
       blueprint rows at a time from 256 rows (543.9 us at 512x1000x128 against 941.4 with 16 x 4 and the whole
       blueprint); beyond 128 channels 32 x 8, 32 blueprint rows a step (72.8 us at 64x250x256 against 94.1 with

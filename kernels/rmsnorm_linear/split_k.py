@@ -90,8 +90,9 @@ def _rmsnorm_linear_split_k_kernel(
     if PIPELINED_X:
         # x and g loaded in the step that uses them, so the compiler pipelines them into shared memory as it does
         # W; the squares are the diagonal of x @ x^T on the tensor cores (exact products, fp32 sums). Summing
-        # them from the x tile in registers instead (per step or per element) kept x off that path: 1.43-1.78x
-        # cuBLAS where the same loop without squares took 1.00-1.02x (H100, bf16, x2048x5504 and x2048x11008)
+        # them from the x tile in registers instead (per step or per element) kept x off that path: 1.63-1.71x
+        # cuBLAS where the same loop without the squares took 1.00-1.02x (H100, bf16, 4-16 x 2048 x 5504 in the
+        # plain product's tiles)
         gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
         for k in range(k_start, k_end, BLOCK_K):
             here = offs_k < k_end - k

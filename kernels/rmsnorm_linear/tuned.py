@@ -7,8 +7,9 @@ chosen there): in its classes it took 0.886-1.009x the time of the two-kernel ro
 mean 0.957x, 60 point-machine pairs) and 0.894-0.996x in fp16 (0.941x, 24 pairs), and less than cuBLAS's product
 alone at 42 of 60 and 22 of 24. Where the weight is smallest (x2048x5504) it was still 1.10-1.14x cuBLAS's product,
 as the two-kernel routes were (1.13-1.17x). Up to 16 rows of bf16 (``split_k.pipelined_x``) the kernel now
-loads x in the step that uses it and sums the squares on the tensor cores: 1.00-1.04x cuBLAS there, and it also
-takes 1-16 rows x 11008 columns up to K 4096, which the two-kernel routes had (1.02-1.07x against 1.06-1.11x).
+loads x in the step that uses it and sums the squares on the tensor cores: x2048x5504 at 1.02-1.07x cuBLAS, every
+point of 1 and 16 rows of the bf16 decode grid within 1.10x (``benchmarks/results/split-k/x-path/``). It also takes
+1-16 rows x 11008 columns up to K 4096, which the two-kernel routes had (0.99-1.08x against 1.01-1.11x).
 
 Ragged-8 weights (K and N multiples of 8, not both of 16) take the norm then cuBLAS's product at every row
 count (``ragged_weights``: the Triton products' row reads straddle cache lines there).

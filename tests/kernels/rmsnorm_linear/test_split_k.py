@@ -41,8 +41,8 @@ SHAPES = [(1, 97, 45), (3, 130, 33), (17, 70, 50), (5, 257, 19)]
 @pytest.mark.parametrize("splits", [1, 3, 64])  # 64: more than K has steps, so the launch trims it
 @pytest.mark.parametrize("pipelined", [False, True], ids=["x ahead", "x pipelined"])
 def test_the_kernel_matches_the_oracle(shape, dtype, splits, pipelined, device):
-    """Both x paths: loaded a step ahead with the squares summed in registers, and loaded in the step with the
-    squares from the diagonal of x @ x^T (rows wrap within a 16-row tile, so the diagonal is each row's own)."""
+    """Both x paths: loaded a step ahead with the squares summed in registers (a tile's rows past M wrapped), and
+    loaded in the step with the squares from the diagonal of x @ x^T (rows past M masked)."""
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     m, k, n = shape
