@@ -10,6 +10,8 @@ against an fp32 op first.
     python benchmarks/swiglu_split_k.py --compile-only --shard I/N
     python benchmarks/swiglu_split_k.py --out DIR [--rows 1,4,16] [--dtypes bf16,fp16]
     python benchmarks/swiglu_split_k.py --score DIR/split_k.csv[.gz] ...   # several machines' races
+    python benchmarks/swiglu_split_k.py --out DIR --rows-masked [--rows 1,2,4,16]   # the op's config, a tile's
+                                                                # rows past M wrapped (read again) or masked
 
 ``--score`` prints, per dtype and column class, the policies (tiles x programs per SM) with the smallest worst
 ratio to each point's fastest candidate, and per (row class, column class) the best policy's time over
@@ -22,6 +24,7 @@ import argparse
 from pathlib import Path
 
 import torch
+import triton
 from bench_common import candidate_rows, checked, write_csv
 from decode_tiles import race
 from rmsnorm_linear_split_k import PER_SM, geo, read_race
@@ -56,7 +59,7 @@ def candidates(m: int, k: int, n: int, sms: int) -> dict[str, object]:
     return out
 
 
-def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict]:
+def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, rows_masked: bool = False) -> list[dict]:
     inputs = discover()["swiglu"].make_inputs(shape, dtype, "cuda", sum(shape))
     x, wg, wu = inputs["x"], inputs["w_gate"], inputs["w_up"]
     both = torch.cat([wg, wu], dim=1)
@@ -65,7 +68,16 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict
     y = torch.empty((x.shape[0], wg.shape[1]), dtype=x.dtype, device="cuda")
     out = torch.empty((x.shape[0], both.shape[1]), dtype=x.dtype, device="cuda")
     fns = {"[cublas]": lambda: torch.mm(x, both, out=out), "[tuned]": lambda: swiglu_tuned(x, wg, wu)}
-    pool = candidates(*shape, launching.sm_count(x))
+    if rows_masked:  # the op's config, its tile's rows past M wrapped (read again) and masked
+        cfg = split_k.config_for(x, wg.shape[1])
+        pool = {
+            f"op config, rows {'masked' if m else 'wrapped'}": triton.Config(
+                {**cfg.kwargs, "MASK_ROWS": m}, num_warps=cfg.num_warps, num_stages=cfg.num_stages
+            )
+            for m in (False, True)
+        }
+    else:
+        pool = candidates(*shape, launching.sm_count(x))
     launches = {
         label: (lambda c=cfg: (split_k.launch_split_k(x, wg, wu, y, c), y)[1], ref) for label, cfg in pool.items()
     }
@@ -132,6 +144,7 @@ def main() -> None:
     ap.add_argument("--ks", default="2048,4096,8192")
     ap.add_argument("--cols", default="5504,11008,14336,28672")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--rows-masked", action="store_true", help="the op's config only, rows past M wrapped and masked")
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--shard", default="0/1")
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
@@ -147,11 +160,13 @@ def main() -> None:
     ints = [[int(v) for v in s.split(",")] for s in (args.rows, args.ks, args.cols)]
     for dtype in dtypes:
         for shape in [(m, k, n) for m in ints[0] for k in ints[1] for n in ints[2]]:
-            point = run_point(shape, dtype, args.rounds)
+            point = run_point(shape, dtype, args.rounds, args.rows_masked)
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             best = min((c for c in med if not c.startswith("[")), key=med.get)
             cub = med["[cublas]"]
+            if args.rows_masked:
+                print("  " + "  ".join(f"{c}: {med[c] / cub:.3f}x" for c in med if c.startswith("op ")), flush=True)
             print(
                 f"{dtype} {'x'.join(map(str, shape)):14} cublas {cub:7.2f} tuned {med['[tuned]']:7.2f} "
                 f"({med['[tuned]'] / cub:.3f}x)  best {best} {med[best]:7.2f} ({med[best] / cub:.3f}x, "

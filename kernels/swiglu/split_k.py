@@ -46,9 +46,12 @@ def _swiglu_split_k_kernel(
     BLOCK_K: tl.constexpr,
     IEEE: tl.constexpr,  # products in full fp32 (fp32 inputs; the interpreter, whose bf16 dot is wrong)
     ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
+    MASK_ROWS: tl.constexpr,  # a tile's rows past M masked (not read); otherwise wrapped (modulo M, read again)
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
-    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # wrapped, not masked: see tiled.py
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_m = rows if MASK_ROWS else rows % M  # wrapped: see tiled.py
+    row_ok = rows < M
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
@@ -65,7 +68,7 @@ def _swiglu_split_k_kernel(
         k_in = offs_k < k_end - k
         if ALIGNED:  # K and each program's share are multiples of 8: the mask is constant over runs of 8
             k_in = tl.max_constancy(k_in, 8)
-        a = tl.load(x_ptrs, mask=k_in[None, :], other=0.0)
+        a = tl.load(x_ptrs, mask=(row_ok[:, None] | (not MASK_ROWS)) & k_in[None, :], other=0.0)
         bg = tl.load(wg_ptr + w_offs, mask=k_in[:, None], other=0.0)
         bu = tl.load(wu_ptr + w_offs, mask=k_in[:, None], other=0.0)
         acc_g = dot_acc(a, bg, acc_g, IEEE)
@@ -105,6 +108,7 @@ def launch_split_k(
     part = torch.empty(2 * splits * m * n if splits > 1 else 1, dtype=torch.float32, device=x2d.device)
     options = {} if launching.interpreting() else launching.config_options(config)
     meta.update(IEEE=ieee(x2d), ALIGNED=tiles.promise_aligned(x2d, wg))
+    meta.setdefault("MASK_ROWS", False)
     _swiglu_split_k_kernel[(tile_count * splits,)](
         x2d,
         wg,
