@@ -144,6 +144,15 @@ DECODE_TILES: dict[int, tuple[int, int, int, int]] = {
 }
 DECODE_MAX_ROWS = 16
 OPS_MIN_COLS = 8192  # the op takes the kernel from this many columns (the 11008-column class and wider)
+# Up to MASKED_MAX_ROWS rows a tile's rows past M are masked, not wrapped: wrapped, the 16 rows of a one-row tile
+# read the same row through L2 (cp.async bypasses L1). The op's configs raced both ways at 1, 2, 4 and 16 rows x K
+# 2048/4096/8192 x the four column classes on an H100 (benchmarks/results/split-k/swiglu-rows-9f89fd2/): masked
+# over wrapped, geometric mean (range), 0.974 (0.928-0.999) at one row in bf16 and in fp16, 0.990-0.991 at two,
+# 0.998-1.000 at four. Masked, the kernel also beat the pinned tiled kernel the op ran at ~5504 columns there:
+# 1x2048x5504 bf16 1.017x cuBLAS against 1.102x, 1x4096x5504 fp16 1.009x against 1.101x, and at two rows level
+# or ahead (0.905-1.032x against 0.904-1.041x); so up to that many rows the op takes it from MASKED_MIN_COLS.
+MASKED_MAX_ROWS = 2
+MASKED_MIN_COLS = 5000
 MIN_K = 2048  # shallower products were not raced
 
 
@@ -157,15 +166,16 @@ def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
     m, k = x2d.shape
     bn, bk, stages, per_sm = DECODE_TILES[column_class(n)]
     splits = 1 if per_sm == 0 else split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d))
-    return split_k.config(16, bn, bk, splits, 4, stages)
+    return split_k.config(16, bn, bk, splits, 4, stages, MASK_ROWS=m <= MASKED_MAX_ROWS)
 
 
 def ops_config(x2d: torch.Tensor, n: int) -> triton.Config | None:
     """The config the op (``triton_tuned``, ``ops.swiglu``) runs this kernel with, or None where it runs the
-    tiled kernel: up to ``DECODE_MAX_ROWS`` rows of bf16 or fp16, from ``OPS_MIN_COLS`` columns, K from
-    ``MIN_K``."""
+    tiled kernel: up to ``DECODE_MAX_ROWS`` rows of bf16 or fp16, from ``OPS_MIN_COLS`` columns (from
+    ``MASKED_MIN_COLS`` up to ``MASKED_MAX_ROWS`` rows), K from ``MIN_K``."""
     m, k = x2d.shape
-    if m > DECODE_MAX_ROWS or n < OPS_MIN_COLS or k < MIN_K or x2d.dtype not in (torch.bfloat16, torch.float16):
+    least_cols = MASKED_MIN_COLS if m <= MASKED_MAX_ROWS else OPS_MIN_COLS
+    if m > DECODE_MAX_ROWS or n < least_cols or k < MIN_K or x2d.dtype not in (torch.bfloat16, torch.float16):
         return None
     return config_for(x2d, n)
 

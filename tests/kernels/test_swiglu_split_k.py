@@ -28,12 +28,14 @@ def _check(out: torch.Tensor, inputs: dict, dtype: str, what: str) -> None:
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize("shape", [(1, 97, 45), (3, 130, 33), (17, 70, 50)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("splits", [1, 3, 64])  # 64: more than K has steps, so the launch trims it
-def test_the_kernel_matches_the_oracle(shape, dtype, splits, device):
+@pytest.mark.parametrize("masked", [False, True], ids=["rows wrapped", "rows masked"])
+def test_the_kernel_matches_the_oracle(shape, dtype, splits, masked, device):
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     x, wg, wu = inputs["x"], inputs["w_gate"], inputs["w_up"]
     y = torch.full((shape[0], shape[2]), float("nan"), dtype=x.dtype, device=device)
-    split_k.launch_split_k(x, wg, wu, y, lib_split_k.config(16, 32, 32, splits, 4, 3))
-    _check(y, inputs, dtype, f"{shape} {dtype} split {splits}")
+    meta, _ = split_k.launch_split_k(x, wg, wu, y, lib_split_k.config(16, 32, 32, splits, 4, 3, MASK_ROWS=masked))
+    assert meta["MASK_ROWS"] == masked
+    _check(y, inputs, dtype, f"{shape} {dtype} split {splits} masked {masked}")
     assert all(int(c.abs().sum()) == 0 for c in launching._COUNTERS.values())
 
 
@@ -47,16 +49,23 @@ def test_the_op_takes_the_kernel_only_where_it_was_raced():
     assert cfg(16, split_k.MIN_K - 1, 11008) is None
     assert cfg(4, 4096, 11008, torch.float32) is None  # not raced
     assert cfg(4, 4096, 11008, torch.float16).kwargs["SPLIT_K"] == 1  # the table's classes are all unsplit
+    for m in range(1, split_k.MASKED_MAX_ROWS + 1):  # a row or two: rows past M masked, from ~5504 columns
+        assert cfg(m, 2048, 5504).kwargs["MASK_ROWS"] and cfg(m, 2048, 11008).kwargs["MASK_ROWS"]
+        assert cfg(m, 2048, split_k.MASKED_MIN_COLS - 1) is None
+    assert cfg(split_k.MASKED_MAX_ROWS + 1, 2048, 5504) is None
+    assert not cfg(split_k.MASKED_MAX_ROWS + 1, 2048, 11008).kwargs["MASK_ROWS"]
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
-def test_the_op_runs_the_kernel_through_provider_and_plans(dtype, device, monkeypatch):
+@pytest.mark.parametrize("rows", [5, 2])  # 2: a tile's rows past M masked
+def test_the_op_runs_the_kernel_through_provider_and_plans(dtype, rows, device, monkeypatch):
     """With the limits scaled down (the interpreter takes minutes over a real decode weight): the provider, the
     ops API's first call and its plan (the unsplit kernel) in bf16 and fp16; fp32 keeps the tiled kernel."""
     monkeypatch.setattr(split_k, "OPS_MIN_COLS", 16)
+    monkeypatch.setattr(split_k, "MASKED_MIN_COLS", 16)
     monkeypatch.setattr(split_k, "MIN_K", 16)
     monkeypatch.setattr(split_k, "column_class", lambda n: 11008)
-    shape = (5, 70, 40)
+    shape = (rows, 70, 40)
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     taken = dtype != "fp32"
     assert (split_k.ops_config(inputs["x"], 40) is not None) == taken
@@ -66,7 +75,7 @@ def test_the_op_runs_the_kernel_through_provider_and_plans(dtype, device, monkey
         outs["ops planned call"] = ops.swiglu(**inputs)
         outs["ops planned call again"] = ops.swiglu(**inputs)
         ((_, (_, out_shape, unsplit)),) = fastops._swiglu_plans.plans.items()
-    assert unsplit == taken and out_shape == (5, 40)
+    assert unsplit == taken and out_shape == (rows, 40)
     for name, out in outs.items():
         _check(out, inputs, dtype, name)
 
