@@ -445,10 +445,16 @@ for aligned in (False, True):
     out[f"rmsnorm_linear/{aligned}"] = loads(_rmsnorm_linear_kernel, (x, x, x, r, x, M, N, K, K, 1, N, 1, 1e-6),
                                              NORM=2, HAS_BIAS=False, ALIGNED=aligned, PDL=False, **tile)
     out[f"swiglu split-K/{aligned}"] = loads(_swiglu_split_k_kernel, (x, x, x, x, r, c, 8, N, K, 2, 512, K, 1, N, 1),
-                                             IEEE=False, ALIGNED=aligned, **decode)
+                                             IEEE=False, ALIGNED=aligned, MASK_ROWS=False, **decode)
     out[f"rmsnorm_linear split-K/{aligned}"] = loads(
         norm_split_k, (x, x, x, x, x, r, r, c, 8, N, K, 2, 512, K, 1, N, 1, 1e-6),
-        HAS_BIAS=False, PRECISION=0, ALIGNED=aligned, **decode)
+        HAS_BIAS=False, PRECISION=0, ALIGNED=aligned, PIPELINED_X=False, **decode)
+    out[f"rmsnorm_linear split-K, x pipelined/{aligned}"] = loads(
+        norm_split_k, (x, x, x, x, x, r, r, c, 8, N, K, 2, 512, K, 1, N, 1, 1e-6),
+        HAS_BIAS=False, PRECISION=0, ALIGNED=aligned, PIPELINED_X=True, **decode)
+    out[f"swiglu split-K, rows masked/{aligned}"] = loads(
+        _swiglu_split_k_kernel, (x, x, x, x, r, c, 8, N, K, 2, 512, K, 1, N, 1),
+        IEEE=False, ALIGNED=aligned, MASK_ROWS=True, **decode)
 print(json.dumps(out))
 """
 
@@ -468,13 +474,15 @@ def test_alignment_promises_turn_scalar_tile_loads_into_async_copies():
     res = subprocess.run([sys.executable, "-c", ALIGNMENT_PROBE], capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    for fam in ("swiglu", "rmsnorm_linear", "swiglu split-K", "rmsnorm_linear split-K"):
+    pipelined = ("rmsnorm_linear split-K, x pipelined", "swiglu split-K, rows masked")
+    for fam in ("swiglu", "rmsnorm_linear", "swiglu split-K", "rmsnorm_linear split-K", *pipelined):
         assert "ld.global.b16" in out[f"{fam}/False"] and not any("cp.async" in s for s in out[f"{fam}/False"])
         assert any(s.startswith("cp.async.cg.shared.global") for s in out[f"{fam}/True"]), (fam, out[f"{fam}/True"])
-    for fam in ("swiglu", "rmsnorm_linear", "swiglu split-K"):
+    for fam in ("swiglu", "rmsnorm_linear", "swiglu split-K", "swiglu split-K, rows masked"):
         assert "ld.global.b16" not in out[f"{fam}/True"], (fam, out[f"{fam}/True"])
     # rmsnorm_linear's split-K kernel loads its x tiles into registers (a step ahead): 16-byte vectors; its
-    # slice of g is one element a thread in the compiler's layout, so a b16 load remains there
+    # slice of g is one element a thread in the compiler's layout, so a b16 load remains there (with x
+    # pipelined too, where x moves as cp.async copies)
     assert "ld.global.v4.b32" in out["rmsnorm_linear split-K/True"]
 
 
