@@ -5,6 +5,8 @@ rows       columns   runs                                                       
 =========  ========  ==========================================================  ====================================
 1-16       >= 8192   the split-K kernel, tiles per column class (bf16, fp16;     split-k/swiglu-4bba1af/
                      ``split_k.DECODE_TILES``: unsplit, the fastest there)
+1-2        >= 5000   the same, the tile's rows past M masked                     split-k/swiglu-rows-9f89fd2/
+                     (``split_k.MASKED_MAX_ROWS``)
 1-128      any       the tiled kernel with pinned tiles (``DECODE_TILES``; bf16,  decode-tiles/ (sections 1-2)
                      fp16; fp32 autotuned), where the row above does not apply
 129-999    any       16-bit on a GPU: raced on each shape's first call, the      mid-rows/
