@@ -45,6 +45,7 @@ from kprof.kernels.lib import launching, tiles
 from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused, split_k, two_kernels
+from kprof.kernels.rmsnorm_linear.split_k import _finish_tile as finish_tile  # the shipped kernel's own tail
 
 DEFAULT_SHAPES = "1x2048x5504,4x2048x5504,16x2048x5504,4x2048x11008,16x2048x11008,4x4096x5504"
 # (BLOCK_N, BLOCK_K, stages, programs per SM; 0: unsplit): the shipped 5504 and 11008 classes' tiles, and the
@@ -198,30 +199,10 @@ def _x_path_kernel(
     if SS_MODE == 2:
         ss = tl.full([BLOCK_M], 1.0, tl.float32) * K  # rstd ~ 1: a bound, not the op
 
-    cols, mask, tile_offs = lib_split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
-    if SPLIT_K == 1:
-        _epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
-    else:
-        tl.store(part_ptr + split.to(tl.int64) * M * N + tile_offs, acc, mask=mask)
-        slots = tl.arange(0, BLOCK_M)
-        tl.store(ss_ptr + tl.program_id(0).to(tl.int64) * BLOCK_M + slots, ss)
-        if lib_split_k.take_ticket(count_ptr, tile) == SPLIT_K - 1:
-            total = lib_split_k.sum_parts(part_ptr + tile_offs, mask, M * N, SPLIT_K, BLOCK_M, BLOCK_N)
-            ss_total = tl.zeros([BLOCK_M], dtype=tl.float32)
-            ss_parts = ss_ptr + tile.to(tl.int64) * SPLIT_K * BLOCK_M + slots
-            for _ in range(0, SPLIT_K):
-                ss_total += tl.load(ss_parts, cache_modifier=".cg")
-                ss_parts += BLOCK_M
-            _epilogue(y_ptr, b_ptr, total, ss_total, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
-            lib_split_k.release(count_ptr, tile)
-
-
-@triton.jit
-def _epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS: tl.constexpr):
-    out = acc * tl.rsqrt(ss / K + eps)[:, None]
-    if HAS_BIAS:
-        out += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
-    tl.store(y_ptr + tile_offs, out.to(y_ptr.dtype.element_ty), mask=mask)
+    finish_tile(
+        y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
+        BLOCK_M, BLOCK_N, HAS_BIAS,
+    )  # fmt: skip
 
 
 def launch_variant(

@@ -58,6 +58,19 @@ def program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
+def tile_rows(pid_m, M, BLOCK_M: tl.constexpr, MASKED: tl.constexpr):
+    """(row offsets, rows within M) of a row tile. Unless ``MASKED`` the rows past M wrap (modulo M): the loads stay
+    in bounds without a row mask (see swiglu/tiled.py), and read rows the tile already has. Where those loads are
+    ``cp.async`` copies, which go to L2 for every row, a one-row tile then reads its row BLOCK_M times; masked
+    (``rows within M`` in the load's mask) the rows past M are zero-filled and not read."""
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs = rows
+    if not MASKED:
+        offs = rows % M
+    return offs, rows < M
+
+
+@triton.jit
 def output_tile(pid_m, pid_n, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """(columns, in-bounds mask, offsets in a contiguous [M, N]) of an output tile."""
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)

@@ -68,12 +68,9 @@ def _rmsnorm_linear_split_k_kernel(
     # (``pipelined_x``); otherwise loaded one step ahead by hand, the squares summed in registers
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    if PIPELINED_X:  # rows past M masked: wrapped, a one-row tile read the same row 16 times through L2
-        offs_m = rows  # (cp.async bypasses L1), 1.23x cuBLAS at 1x2048x5504 against 1.03x masked (H100)
-    else:  # wrapped, not masked (see swiglu/tiled.py): x's plain loads meet the repeats in L1
-        offs_m = rows % M
-    row_ok = rows < M
+    # rows past M masked where x moves as cp.async copies (x pipelined): wrapped, 1x2048x5504 took 1.23x cuBLAS
+    # against 1.03x masked (H100); x loaded ahead by hand uses plain loads, which meet the repeats in L1
+    offs_m, row_ok = split_k.tile_rows(pid_m, M, BLOCK_M, PIPELINED_X)
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
@@ -137,6 +134,20 @@ def _rmsnorm_linear_split_k_kernel(
             w_ptrs += BLOCK_K * stride_wk
             g_ptrs += BLOCK_K
 
+    _finish_tile(
+        y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
+        BLOCK_M, BLOCK_N, HAS_BIAS,
+    )  # fmt: skip
+
+
+@triton.jit
+def _finish_tile(
+    y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr,
+):  # fmt: skip
+    """The output tile from this program's partial product ``acc`` and partial sums of squares ``ss``: written
+    directly where K is not split; otherwise stored as a part, and the program that draws its tile's last ticket
+    adds the parts in slot order, scales the rows by rstd, adds the bias and puts the counter back to zero."""
     cols, mask, tile_offs = split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
     if SPLIT_K == 1:  # a constant where the launch has one program per tile (Triton specialises 1)
         _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS)

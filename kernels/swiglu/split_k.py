@@ -49,9 +49,7 @@ def _swiglu_split_k_kernel(
     MASK_ROWS: tl.constexpr,  # a tile's rows past M masked (not read); otherwise wrapped (modulo M, read again)
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_m = rows if MASK_ROWS else rows % M  # wrapped: see tiled.py
-    row_ok = rows < M
+    offs_m, row_ok = split_k.tile_rows(pid_m, M, BLOCK_M, MASK_ROWS)
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
@@ -68,7 +66,10 @@ def _swiglu_split_k_kernel(
         k_in = offs_k < k_end - k
         if ALIGNED:  # K and each program's share are multiples of 8: the mask is constant over runs of 8
             k_in = tl.max_constancy(k_in, 8)
-        a = tl.load(x_ptrs, mask=(row_ok[:, None] | (not MASK_ROWS)) & k_in[None, :], other=0.0)
+        x_mask = k_in[None, :]
+        if MASK_ROWS:
+            x_mask = row_ok[:, None] & x_mask
+        a = tl.load(x_ptrs, mask=x_mask, other=0.0)
         bg = tl.load(wg_ptr + w_offs, mask=k_in[:, None], other=0.0)
         bu = tl.load(wu_ptr + w_offs, mask=k_in[:, None], other=0.0)
         acc_g = dot_acc(a, bg, acc_g, IEEE)
