@@ -13,7 +13,9 @@ summed every step) is what costs. This script times copies of the kernel that di
   cores, ``(x * x) @ ones`` (the squares rounded to x's dtype in bf16); ``gram`` takes them from the diagonal of
   ``x @ x^T`` (the tensor cores' products are exact, their sums fp32); ``none`` leaves them out.
 - ``G``: ``g`` scales the x tiles by g; ``scaled`` by g / max|g| of the step, in x's dtype, the step's product
-  scaled back by max|g| (fp16 holds it: it stays within x's range); ``none`` does not scale them.
+  scaled back by max|g| (fp16 holds it: it stays within x's range); ``prescaled`` by g * s, s a power of two
+  from max|g| of the program's share of K, read before the loop (the shipped kernel's ``_g_scale``), the
+  product scaled back once after it; ``none`` does not scale them.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
   same addresses); ``mask`` masks them (zero-filled, not read).
 
@@ -46,6 +48,7 @@ from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused, split_k, two_kernels
 from kprof.kernels.rmsnorm_linear.split_k import _finish_tile as finish_tile  # the shipped kernel's own tail
+from kprof.kernels.rmsnorm_linear.split_k import _g_scale as g_scale
 
 DEFAULT_SHAPES = "1x2048x5504,4x2048x5504,16x2048x5504,4x2048x11008,16x2048x11008,4x4096x5504"
 # (BLOCK_N, BLOCK_K, stages, programs per SM; 0: unsplit): the shipped 5504 and 11008 classes' tiles, and the
@@ -63,7 +66,7 @@ TILES = [
 PRECISION_OVERRIDE: dict = {}  # --fp16-native: fp16's products in fp16 (x * g rounded to fp16; unsafe unscaled)
 X_MODES = {"ahead": 1, "loop": 0, "split": 2}
 SS_MODES = {"step": 0, "tile": 1, "none": 2, "dot": 3, "gram": 4}
-G_MODES = {"g": 1, "none": 0, "scaled": 2}
+G_MODES = {"g": 1, "none": 0, "scaled": 2, "prescaled": 3}
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
 VARIANTS = [
     ("ahead", "step", "g", "wrap"),
@@ -107,8 +110,9 @@ def _x_path_kernel(
     SS_MODE: tl.constexpr,  # 0: summed per step; 1: accumulated per element, summed after the loop; 2: none;
     # 3: by the tensor cores, (x * x) @ ones; 4: the diagonal of x @ x^T
     G_MODE: tl.constexpr,  # 1: x tiles scaled by g; 0: not; 2: by g / max|g| of the step, in x's dtype (the
-    # product scaled back by max|g|)
+    # product scaled back by max|g|); 3: by g * s, s from max|g| of the program's share, before the loop
     ROW_MASK: tl.constexpr,  # 1: rows of the tile past M masked; 0: wrapped (modulo M)
+    G_CHUNK: tl.constexpr,  # elements of g per load of the scale's pass (G_MODE 3)
 ):
     split, tile, pid_m, pid_n, k_start, k_end = lib_split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -139,6 +143,8 @@ def _x_path_kernel(
     ones = tl.full([BLOCK_K, 16], 1.0, tl.float32)
     ss_dot = tl.zeros([BLOCK_M, 16], dtype=tl.float32)
     ss_gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
+    if G_MODE == 3:
+        g_s, g_inv = g_scale(g_ptr, k_start, k_end, G_CHUNK)
     for k in range(k_start, k_end, BLOCK_K):
         here = offs_k < k_end - k
         if X_AHEAD == 1:
@@ -175,6 +181,8 @@ def _x_path_kernel(
         a = x
         if G_MODE == 1:
             a = x * gr.to(tl.float32)[None, :]
+        if G_MODE == 3:
+            a = x * (gr.to(tl.float32) * g_s)[None, :]
         if G_MODE == 2:  # x * g / max|g| of the step: within x's range, so fp16 holds it; the product scaled back
             gf = gr.to(tl.float32)
             g_max = tl.maximum(tl.max(tl.abs(gf), axis=0), 1e-30)
@@ -189,6 +197,8 @@ def _x_path_kernel(
         x_ptrs += BLOCK_K * stride_xk
         w_ptrs += BLOCK_K * stride_wk
         g_ptrs += BLOCK_K
+    if G_MODE == 3:
+        acc = acc * g_inv
     if SS_MODE == 3:
         ss = tl.max(ss_dot, axis=1)  # 16 equal columns
     if SS_MODE == 4:
@@ -256,6 +266,7 @@ def launch_variant(
         SS_MODE=SS_MODES[ss_mode],
         G_MODE=G_MODES[g_mode],
         ROW_MASK=row_mode == "mask",
+        G_CHUNK=min(triton.next_power_of_2(k_per_split), 4096),
         **options,
     )
     return y
@@ -268,7 +279,7 @@ def variant_name(tile: tuple[int, int, int, int], variant: tuple[str, str, str, 
 
 def exact(variant: tuple[str, str, str, str]) -> bool:
     """Whether the variant computes the op (the others leave out the squares or g: bounds)."""
-    return variant[1] != "none" and variant[2] in ("g", "scaled")
+    return variant[1] != "none" and variant[2] in ("g", "scaled", "prescaled")
 
 
 def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict]:
