@@ -15,7 +15,9 @@ summed every step) is what costs. This script times copies of the kernel that di
 - ``G``: ``g`` scales the x tiles by g; ``scaled`` by g / max|g| of the step, in x's dtype, the step's product
   scaled back by max|g| (fp16 holds it: it stays within x's range); ``prescaled`` by g * s, s a power of two
   from max|g| of the program's share of K, read before the loop (the shipped kernel's ``_g_scale``), the
-  product scaled back once after it; ``none`` does not scale them.
+  product scaled back once after it; ``prescaled_k`` the same with the max read in BLOCK_K steps through the
+  loop's own g pointers; ``unit`` multiplies the tiles by a scale of 1 from the launch, no pass over g (a
+  bound: fp16 does not hold it); ``none`` does not scale them.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
   same addresses); ``mask`` masks them (zero-filled, not read).
 
@@ -66,7 +68,7 @@ TILES = [
 PRECISION_OVERRIDE: dict = {}  # --fp16-native: fp16's products in fp16 (x * g rounded to fp16; unsafe unscaled)
 X_MODES = {"ahead": 1, "loop": 0, "split": 2}
 SS_MODES = {"step": 0, "tile": 1, "none": 2, "dot": 3, "gram": 4}
-G_MODES = {"g": 1, "none": 0, "scaled": 2, "prescaled": 3}
+G_MODES = {"g": 1, "none": 0, "scaled": 2, "prescaled": 3, "prescaled_k": 4, "unit": 5}
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
 VARIANTS = [
     ("ahead", "step", "g", "wrap"),
@@ -98,6 +100,7 @@ def _x_path_kernel(
     stride_wk,
     stride_wn,
     eps,
+    unit,  # 1.0: the scale of G_MODE 5
     # meta-parameters
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -111,6 +114,7 @@ def _x_path_kernel(
     # 3: by the tensor cores, (x * x) @ ones; 4: the diagonal of x @ x^T
     G_MODE: tl.constexpr,  # 1: x tiles scaled by g; 0: not; 2: by g / max|g| of the step, in x's dtype (the
     # product scaled back by max|g|); 3: by g * s, s from max|g| of the program's share, before the loop
+    # (``_g_scale``); 4: the same, read in BLOCK_K steps through g_ptrs; 5: by g * 1 (a launch argument)
     ROW_MASK: tl.constexpr,  # 1: rows of the tile past M masked; 0: wrapped (modulo M)
     G_CHUNK: tl.constexpr,  # elements of g per load of the scale's pass (G_MODE 3)
 ):
@@ -145,6 +149,17 @@ def _x_path_kernel(
     ss_gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
     if G_MODE == 3:
         g_s, g_inv = g_scale(g_ptr, k_start, k_end, G_CHUNK)
+    if G_MODE == 4:
+        top = tl.zeros([BLOCK_K], dtype=tl.float32)
+        for kk in range(k_start, k_end, BLOCK_K):
+            gq = tl.load(g_ptrs + (kk - k_start), mask=offs_k < k_end - kk, other=0.0)
+            top = tl.maximum(top, tl.abs(gq.to(tl.float32)))
+        e = tl.minimum((tl.max(top, axis=0).to(tl.int32, bitcast=True) >> 23) & 0xFF, 252)
+        g_s = ((253 - e) << 23).to(tl.float32, bitcast=True)
+        g_inv = ((e + 1) << 23).to(tl.float32, bitcast=True)
+    if G_MODE == 5:
+        g_s = unit
+        g_inv = unit
     for k in range(k_start, k_end, BLOCK_K):
         here = offs_k < k_end - k
         if X_AHEAD == 1:
@@ -181,8 +196,8 @@ def _x_path_kernel(
         a = x
         if G_MODE == 1:
             a = x * gr.to(tl.float32)[None, :]
-        if G_MODE == 3:
-            a = x * (gr.to(tl.float32) * g_s)[None, :]
+        if G_MODE >= 3:
+            a = x * gr.to(tl.float32)[None, :] * g_s  # on the tile: s on g changed g's layout
         if G_MODE == 2:  # x * g / max|g| of the step: within x's range, so fp16 holds it; the product scaled back
             gf = gr.to(tl.float32)
             g_max = tl.maximum(tl.max(tl.abs(gf), axis=0), 1e-30)
@@ -197,7 +212,7 @@ def _x_path_kernel(
         x_ptrs += BLOCK_K * stride_xk
         w_ptrs += BLOCK_K * stride_wk
         g_ptrs += BLOCK_K
-    if G_MODE == 3:
+    if G_MODE >= 3:
         acc = acc * g_inv
     if SS_MODE == 3:
         ss = tl.max(ss_dot, axis=1)  # 16 equal columns
@@ -256,6 +271,7 @@ def launch_variant(
         w.stride(0),
         w.stride(1),
         float(eps),
+        1.0,
         BLOCK_M=bm,
         BLOCK_N=bn,
         BLOCK_K=bk,
@@ -279,7 +295,7 @@ def variant_name(tile: tuple[int, int, int, int], variant: tuple[str, str, str, 
 
 def exact(variant: tuple[str, str, str, str]) -> bool:
     """Whether the variant computes the op (the others leave out the squares or g: bounds)."""
-    return variant[1] != "none" and variant[2] in ("g", "scaled", "prescaled")
+    return variant[1] != "none" and variant[2] in ("g", "scaled", "prescaled", "prescaled_k", "unit")
 
 
 def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict]:
