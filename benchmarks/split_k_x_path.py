@@ -21,7 +21,8 @@ summed every step) is what costs. This script times copies of the kernel that di
   again with fp32 tiles in TF32 where fp16 may not have held x * g: a product not finite (an overflow), or
   the smallest row rms times max|g| of the share under 2^-8 (products near fp16's subnormals);
   ``guard_inf`` and ``guard_rms`` check less (the product's finiteness; that and the rms alone under 2^-8), to
-  find what the checks cost; ``none`` does not scale them.
+  find what the checks cost; ``checks_only`` makes all three checks and zeroes the tile where they trip, with
+  no second loop (a bound: wrong where they trip); ``none`` does not scale them.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
   same addresses); ``mask`` masks them (zero-filled, not read).
 
@@ -82,6 +83,7 @@ G_MODES = {
     "guard_inf": 6,
     "guard_rms": 7,
     "guarded": 8,
+    "checks_only": 9,
 }
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
 VARIANTS = [
@@ -257,9 +259,9 @@ def _guard(
 ):  # fmt: skip
     """``acc``, or the share's product again with fp32 tiles in TF32 where fp16's tiles may not have held it.
     CHECKS 1: the product not finite; 2: that and the smallest row rms under 2^-8 (i.e. max|g| taken as 1);
-    3: that and the rms times max|g| of the share under 2^-8."""
+    3: that and the rms times max|g| of the share under 2^-8; 4: as 3, the tile zeroed where they trip (a bound)."""
     g_max = 1.0
-    if CHECKS == 3:
+    if CHECKS >= 3:
         offs = tl.arange(0, G_CHUNK)
         top = tl.zeros([G_CHUNK], dtype=tl.float32)
         for k in range(k_start, k_end, G_CHUNK):
@@ -270,12 +272,15 @@ def _guard(
     if CHECKS >= 2:
         rms_min = tl.min(tl.where(rmask, tl.sqrt(ss / (k_end - k_start)), float("inf")), axis=0)
     worst = tl.max(tl.max(tl.where(acc == acc, tl.abs(acc), float("inf")), axis=1), axis=0)  # NaN counts as inf
-    if (worst == float("inf")) | (rms_min * g_max < 0.00390625):
+    bad = (worst == float("inf")) | (rms_min * g_max < 0.00390625)
+    if CHECKS == 4:
+        acc = tl.where(bad, 0.0, acc)
+    elif bad:
         acc = tl.zeros_like(acc)
         ks = tl.arange(0, 64)  # narrower than the fast loop's steps: fp32 tiles in registers
         x_ptrs = x_ptr + offs_m[:, None].to(tl.int64) * stride_xm + (k_start + ks[None, :]) * stride_xk
         w_ptrs = w_ptr + (k_start + ks[:, None]) * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn
-        for k in range(k_start, k_end, 64):
+        for k in tl.range(k_start, k_end, 64, num_stages=1):  # not pipelined: a rare path, kept small
             here = ks < k_end - k
             xr = tl.load(x_ptrs, mask=rmask[:, None] & here[None, :], other=0.0)
             gk = tl.load(g_ptr + k + ks, mask=here, other=0.0)
