@@ -22,7 +22,9 @@ summed every step) is what costs. This script times copies of the kernel that di
   the smallest row rms times max|g| of the share under 2^-8 (products near fp16's subnormals);
   ``guard_inf`` and ``guard_rms`` check less (the product's finiteness; that and the rms alone under 2^-8), to
   find what the checks cost; ``checks_only`` makes all three checks and zeroes the tile where they trip, with
-  no second loop (a bound: wrong where they trip); ``none`` does not scale them.
+  no second loop (a bound: wrong where they trip); ``guarded_loop`` is ``guarded`` with max|g| kept per column
+  of the step in the product's loop, not read again after it; ``guarded_norm`` is that with the overflow found
+  from the rows' norms, not the product: |x g| <= ||x|| max|g|, so fp16 holds every x * g where that is <= 65504; ``none`` does not scale them.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
   same addresses); ``mask`` masks them (zero-filled, not read).
 
@@ -84,6 +86,8 @@ G_MODES = {
     "guard_rms": 7,
     "guarded": 8,
     "checks_only": 9,
+    "guarded_loop": 10,
+    "guarded_norm": 11,
 }
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
 VARIANTS = [
@@ -177,6 +181,7 @@ def _x_path_kernel(
     if G_MODE == 5:
         g_s = unit
         g_inv = unit
+    g_top = tl.zeros([BLOCK_K], dtype=tl.float32)
     for k in range(k_start, k_end, BLOCK_K):
         here = offs_k < k_end - k
         if X_AHEAD == 1:
@@ -216,7 +221,9 @@ def _x_path_kernel(
         if G_MODE >= 3 and G_MODE <= 5:
             a = x * gr.to(tl.float32)[None, :] * g_s
         if G_MODE >= 6:
-            a = x * gr.to(tl.float32)[None, :]  # on the tile: s on g changed g's layout
+            a = x * gr.to(tl.float32)[None, :]
+        if G_MODE >= 10:
+            g_top = tl.maximum(g_top, tl.abs(gr.to(tl.float32)))  # on the tile: s on g changed g's layout
         if G_MODE == 2:  # x * g / max|g| of the step: within x's range, so fp16 holds it; the product scaled back
             gf = gr.to(tl.float32)
             g_max = tl.maximum(tl.max(tl.abs(gf), axis=0), 1e-30)
@@ -244,7 +251,7 @@ def _x_path_kernel(
         ss = tl.full([BLOCK_M], 1.0, tl.float32) * K  # rstd ~ 1: a bound, not the op
     if G_MODE >= 6:
         acc = _guard(x_ptr, g_ptr, w_ptr, acc, ss, offs_m, rmask, offs_k, offs_n, k_start, k_end, stride_xm,
-                     stride_xk, stride_wk, stride_wn, BLOCK_K, G_CHUNK, G_MODE - 5)  # fmt: skip
+                     stride_xk, stride_wk, stride_wn, g_top, BLOCK_K, G_CHUNK, G_MODE - 5)  # fmt: skip
 
     finish_tile(
         y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
@@ -255,13 +262,17 @@ def _x_path_kernel(
 @triton.jit
 def _guard(
     x_ptr, g_ptr, w_ptr, acc, ss, offs_m, rmask, offs_k, offs_n, k_start, k_end, stride_xm, stride_xk, stride_wk,
-    stride_wn, BLOCK_K: tl.constexpr, G_CHUNK: tl.constexpr, CHECKS: tl.constexpr,
+    stride_wn, g_top, BLOCK_K: tl.constexpr, G_CHUNK: tl.constexpr, CHECKS: tl.constexpr,
 ):  # fmt: skip
     """``acc``, or the share's product again with fp32 tiles in TF32 where fp16's tiles may not have held it.
     CHECKS 1: the product not finite; 2: that and the smallest row rms under 2^-8 (i.e. max|g| taken as 1);
-    3: that and the rms times max|g| of the share under 2^-8; 4: as 3, the tile zeroed where they trip (a bound)."""
+    3: that and the rms times max|g| of the share under 2^-8; 4: as 3, the tile zeroed where they trip (a bound);
+    5: as 3, max|g| from ``g_top`` (max|g| per column of a step, kept by the product's loop); 6: as 5, with the
+    overflow check the rows' norms times max|g| over 65504, not the product's finiteness."""
     g_max = 1.0
-    if CHECKS >= 3:
+    if CHECKS >= 5:
+        g_max = tl.max(g_top, axis=0)
+    elif CHECKS >= 3:  # 3 and 4
         offs = tl.arange(0, G_CHUNK)
         top = tl.zeros([G_CHUNK], dtype=tl.float32)
         for k in range(k_start, k_end, G_CHUNK):
@@ -271,8 +282,13 @@ def _guard(
     rms_min = float("inf")
     if CHECKS >= 2:
         rms_min = tl.min(tl.where(rmask, tl.sqrt(ss / (k_end - k_start)), float("inf")), axis=0)
-    worst = tl.max(tl.max(tl.where(acc == acc, tl.abs(acc), float("inf")), axis=1), axis=0)  # NaN counts as inf
-    bad = (worst == float("inf")) | (rms_min * g_max < 0.00390625)
+    if CHECKS == 6:  # inf or NaN in x or g makes the bound inf or NaN: redone too
+        bound = tl.max(tl.sqrt(ss), axis=0) * g_max
+        bad = (bound > 65504.0) | (bound != bound)
+    else:
+        worst = tl.max(tl.max(tl.where(acc == acc, tl.abs(acc), float("inf")), axis=1), axis=0)  # NaN: inf
+        bad = worst == float("inf")
+    bad = bad | (rms_min * g_max < 0.00390625)
     if CHECKS == 4:
         acc = tl.where(bad, 0.0, acc)
     elif bad:
