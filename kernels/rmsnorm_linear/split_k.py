@@ -17,7 +17,9 @@ of a column tile adds the partial tiles and the partial sums of squares, applies
 
 The x tiles times g are rounded to x's dtype before the product in bf16, whose range is fp32's. fp16 cannot
 hold x * g where the rows are large (the two-kernel route normalises first), so in fp16 the tile stays fp32
-and the product runs in TF32, whose 10-bit mantissa is fp16's: W's fp16 values convert exactly.
+and the product runs in TF32, whose 10-bit mantissa is fp16's: W's fp16 values convert exactly. With x
+pipelined, fp16 rounds x * g to fp16 too, and checks afterwards that fp16 held it (``_fp16_missed``): where it
+may not have, the program computes its share again the TF32 way.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def _rmsnorm_linear_split_k_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     HAS_BIAS: tl.constexpr,
-    PRECISION: tl.constexpr,  # 0: (x * g) in x's dtype (bf16); 1: fp32 tile, TF32 product (fp16); 2: IEEE fp32
+    PRECISION: tl.constexpr,  # 0: (x * g) in x's dtype (bf16); 1: fp32 tile, TF32 product (fp16); 2: IEEE fp32;
+    # 3: (x * g) in fp16, the share again as 1 where fp16 may not have held it (fp16 with x pipelined)
     ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
     PIPELINED_X: tl.constexpr,  # x and g loaded in the step that uses them, the squares by the tensor cores
     # (``pipelined_x``); otherwise loaded one step ahead by hand, the squares summed in registers
@@ -91,6 +94,7 @@ def _rmsnorm_linear_split_k_kernel(
         # cuBLAS where the same loop without the squares took 1.00-1.02x (H100, bf16, 4-16 x 2048 x 5504 in the
         # plain product's tiles)
         gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
+        g_top = tl.zeros([BLOCK_K], dtype=tl.float32)  # max|g| per column of a step (PRECISION 3)
         for k in range(k_start, k_end, BLOCK_K):
             here = offs_k < k_end - k
             if ALIGNED:
@@ -104,11 +108,17 @@ def _rmsnorm_linear_split_k_kernel(
             else:
                 gram = tl.dot(xr, tl.trans(xr), gram)
             acc = _scaled_product(xr, gk, w, acc, PRECISION)
+            if PRECISION == 3:
+                g_top = tl.maximum(g_top, tl.abs(gk.to(tl.float32)))
             x_ptrs += BLOCK_K * stride_xk
             w_ptrs += BLOCK_K * stride_wk
             g_ptrs += BLOCK_K
         diagonal = tl.arange(0, BLOCK_M)[:, None] == tl.arange(0, BLOCK_M)[None, :]
         ss = tl.sum(tl.where(diagonal, gram, 0.0), axis=1)
+        if PRECISION == 3:
+            if _fp16_missed(ss, row_ok, tl.max(g_top, axis=0), k_end - k_start):
+                acc = _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
+                                  stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
     else:
         # x and g are loaded one step ahead by hand: the compiler pipelines only loads that feed the product
         # directly (W's), and a load of x used in the same step for the squares stalled every step on its latency
@@ -188,12 +198,48 @@ def _g_scale(g_ptr, k_start, k_end, CHUNK: tl.constexpr):
 def _scaled_product(x, gk, w, acc, PRECISION: tl.constexpr):
     """``acc + (x * g) @ w`` for one step's tiles, at the kernel's PRECISION."""
     a = x.to(tl.float32) * gk.to(tl.float32)[None, :]
-    if PRECISION == 0:
+    if PRECISION == 0 or PRECISION == 3:
         return tl.dot(a.to(w.dtype), w, acc)
     elif PRECISION == 1:
         return tl.dot(a, w.to(tl.float32), acc, input_precision="tf32")
     else:
         return tl.dot(a, w.to(tl.float32), acc, input_precision="ieee")
+
+
+@triton.jit
+def _fp16_missed(ss, row_ok, g_max, share):
+    """Whether fp16 may not have held some x * g of a program's share, checked from the rows' sums of squares
+    ``ss`` over the share and max|g| over it, so the product's loop does no reduction. It held them where
+    |x g| <= ||x|| max|g| <= 65504 (no overflow) and each row's rms times max|g| is at least 2^-8: a product
+    under fp16's smallest normal, 2^-14, is then 64x under the row's typical one, and its rounding error (at
+    most 2^-25) under fp16's own relative step there. inf in x or g misses; NaN reaches the output on either
+    path, as it reaches the reference's."""
+    bound = tl.max(tl.sqrt(ss), axis=0) * g_max
+    rms_low = tl.min(tl.where(row_ok, tl.sqrt(ss / share), float("inf")), axis=0) * g_max
+    return (bound > 65504.0) | (rms_low < 0.00390625)
+
+
+@triton.jit
+def _tf32_share(
+    x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk, stride_wk, stride_wn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """A program's share of ``(x * g) @ W`` with fp32 tiles and TF32 products (PRECISION 1), for the shares fp16
+    may not have held. Not pipelined and in 64-wide steps: a rare path, kept out of the way of the fast one (its
+    pipelined form in the same kernel cost the fast path 1.5-2 us at 1-16 x 2048 x 5504 on an H100)."""
+    offs_k = tl.arange(0, 64)
+    x_ptrs = x_ptr + offs_m[:, None].to(tl.int64) * stride_xm + (k_start + offs_k[None, :]) * stride_xk
+    w_ptrs = w_ptr + (k_start + offs_k[:, None]) * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in tl.range(k_start, k_end, 64, num_stages=1):
+        here = offs_k < k_end - k
+        xr = tl.load(x_ptrs, mask=row_ok[:, None] & here[None, :], other=0.0)
+        gk = tl.load(g_ptr + k + offs_k, mask=here, other=0.0)
+        w = tl.load(w_ptrs, mask=here[:, None], other=0.0)
+        acc = _scaled_product(xr, gk, w, acc, 1)
+        x_ptrs += 64 * stride_xk
+        w_ptrs += 64 * stride_wk
+    return acc
 
 
 @triton.jit
@@ -205,8 +251,11 @@ def _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, H
     tl.store(y_ptr + tile_offs, out.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def precision_of(dtype: torch.dtype) -> int:
-    """The kernel's PRECISION for inputs of ``dtype`` (IEEE under the interpreter, whose bf16 dot is wrong)."""
+def precision_of(dtype: torch.dtype, pipelined: bool = False) -> int:
+    """The kernel's PRECISION for inputs of ``dtype``, x pipelined or not (IEEE under the interpreter, whose bf16
+    dot is wrong; its fp16 dot is right, so fp16's guarded products run there too)."""
+    if dtype == torch.float16 and pipelined:
+        return 3
     if dtype == torch.float32 or launching.interpreting():
         return 2
     return 1 if dtype == torch.float16 else 0
@@ -234,8 +283,12 @@ def launch_split_k(
     part, ss = ws[:parts], ws[parts:]
     counts = launching.ticket_counters(x2d, tile_count)
     options = {} if launching.interpreting() else launching.config_options(config)
-    meta.update(HAS_BIAS=b is not None, PRECISION=precision_of(x2d.dtype), ALIGNED=tiles.promise_aligned(x2d, w))
     meta.setdefault("PIPELINED_X", False)
+    meta.update(
+        HAS_BIAS=b is not None,
+        PRECISION=precision_of(x2d.dtype, meta["PIPELINED_X"]),
+        ALIGNED=tiles.promise_aligned(x2d, w),
+    )
     _rmsnorm_linear_split_k_kernel[(tile_count * splits,)](
         x2d,
         g,
@@ -295,8 +348,13 @@ def column_class(n: int) -> int:
 # ahead 1.103-1.125), 1x2048x11008 1.049-1.063 (1.095-1.135), 1x4096x14336 0.884-0.909 (0.914-0.952). Past the
 # largest K and at 28672 columns x loaded ahead was level or faster (4x8192x11008: 0.943 against 0.996).
 # Squares summed as (x * x) @ ones ran 0.5-3% faster but round each square to bf16 first.
+# fp16 (PRECISION 3: fp16 products, checked after the loop, the share again in TF32 where fp16 may not have held
+# it) only at 5504 columns, in bf16's tiles: at 1/4/16 x 2048 x 5504 it ran 11.92-11.94 us, 1.10-1.11x cuBLAS,
+# against 13.15-13.39 for what the op ran (the TF32 kernel) and 12.40-13.14 for the two kernels; at 11008 columns
+# in the 64x64 tiles it was level with the two kernels (one H100, benchmarks/results/split-k/x-path/fp16-guard-*/).
 PIPELINED_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int, int]]] = {
     torch.bfloat16: {5504: (64, 256, 3, 0, 8192), 11008: (64, 64, 4, 1, 4096), 14336: (64, 64, 4, 1, 4096)},
+    torch.float16: {5504: (64, 256, 3, 0, 8192)},
 }
 PIPELINED_ROWS = (1, 16)
 

@@ -55,18 +55,53 @@ def test_the_kernel_matches_the_oracle(shape, dtype, splits, pipelined, device):
     assert _counters_at_zero()
 
 
-def test_x_is_pipelined_up_to_sixteen_rows_of_bf16_in_its_classes_up_to_their_largest_k():
-    bf16 = torch.bfloat16
-    for n, (bn, bk, stages, per_sm, largest_k) in split_k.PIPELINED_TILES[bf16].items():
-        assert split_k.pipelined_x(1, largest_k, n, bf16) and split_k.pipelined_x(16, 2048, n, bf16)
-        assert not split_k.pipelined_x(2, largest_k + 1, n, bf16) and not split_k.pipelined_x(17, 2048, n, bf16)
-        assert not split_k.pipelined_x(4, 2048, n, torch.float16) and not split_k.pipelined_x(4, 2048, n, torch.float32)
-        x = torch.empty((8, 2048), dtype=bf16, device="meta")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_x_is_pipelined_up_to_sixteen_rows_in_its_classes_up_to_their_largest_k(dtype):
+    for n, (bn, bk, stages, per_sm, largest_k) in split_k.PIPELINED_TILES[dtype].items():
+        assert split_k.pipelined_x(1, largest_k, n, dtype) and split_k.pipelined_x(16, 2048, n, dtype)
+        assert not split_k.pipelined_x(2, largest_k + 1, n, dtype) and not split_k.pipelined_x(17, 2048, n, dtype)
+        assert not split_k.pipelined_x(4, 2048, n, torch.float32)
+        x = torch.empty((8, 2048), dtype=dtype, device="meta")
         config = split_k.config_for(x, n)
         assert config.kwargs["PIPELINED_X"] and (config.kwargs["BLOCK_N"], config.kwargs["BLOCK_K"]) == (bn, bk)
         assert config.num_stages == stages and (config.kwargs["SPLIT_K"] == 1 or per_sm > 0)  # 0: unsplit
-    assert not split_k.pipelined_x(4, 2048, 28672, bf16)  # x loaded ahead was level or faster there
-    assert not split_k.config_for(torch.empty((1, 8192), dtype=bf16, device="meta"), 11008).kwargs["PIPELINED_X"]
+    assert not split_k.pipelined_x(4, 2048, 28672, dtype)  # x loaded ahead was level or faster there
+    assert not split_k.config_for(torch.empty((1, 8192), dtype=dtype, device="meta"), 11008).kwargs["PIPELINED_X"]
+    if dtype == torch.float16:  # level with the two kernels at 11008 columns: fp16 pipelines only 5504's class
+        assert set(split_k.PIPELINED_TILES[dtype]) == {5504} and not split_k.pipelined_x(4, 2048, 11008, dtype)
+        assert split_k.precision_of(dtype, pipelined=True) == 3 and split_k.precision_of(dtype) != 3
+
+
+# x * g past fp16's range (|x g| > 65504), and rows whose products fall under fp16's smallest normal (2^-14): the
+# guarded fp16 products must not overflow or lose those rows; ``ss`` below checks the inputs reach the case
+GUARD_CASES = {"overflow": (300.0, 300.0), "tiny rows": (3e-3, 3e-3), "tiny g": (1.0, 1e-5)}
+
+
+@pytest.mark.parametrize("case", GUARD_CASES)
+@pytest.mark.parametrize("splits", [1, 3])
+def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits, device):
+    """fp16 with x pipelined rounds x * g to fp16 (PRECISION 3). Where that may not hold the products, the
+    program computes its share again in TF32: the output stays finite and within fp16's tolerance of the
+    float64 oracle."""
+    x_scale, g_scale = GUARD_CASES[case]
+    m, k, n = 5, 300, 70
+    gen = torch.Generator().manual_seed(torch.seed() % 2**31)
+    x = (torch.randn(m, k, generator=gen) * x_scale).half().to(device)
+    g = ((torch.rand(k, generator=gen) * 4 + 0.5) * g_scale).half().to(device)
+    w = (torch.randn(k, n, generator=gen) / k**0.5).half().to(device)
+    b = torch.randn(n, generator=gen).half().to(device)
+    xg = (x.double() * g.double()).abs()
+    if case == "overflow":
+        assert float(xg.max()) > 65504  # unguarded fp16 products would be inf here
+    else:
+        assert float((xg < 2.0**-14).double().mean()) > 0.5  # most products under fp16's smallest normal
+    y = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
+    config = lib_split_k.config(16, 32, 64, splits, 4, 3, PIPELINED_X=True)
+    meta, _ = split_k.launch_split_k(x, g, w, b, y, 1e-6, config)
+    assert meta["PRECISION"] == 3
+    assert bool(torch.isfinite(y).all())
+    _check(y, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, "fp16", f"guarded fp16, {case}")
+    assert _counters_at_zero()
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -110,8 +145,9 @@ def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
     assert tuned.split_k_product(16, 4096, 11008, bf16)  # with x pipelined, up to K 4096
     assert not tuned.split_k_product(16, 8192, 11008, bf16)  # two kernels measured faster there
     assert tuned.split_k_product(1, 4096, 11008, bf16)
-    assert not tuned.split_k_product(4, 4096, 5504, fp16)  # TF32 steps: slower than the two kernels
-    assert tuned.split_k_product(1, 8192, 5504, fp16) and not tuned.split_k_product(1, 8191, 5504, fp16)
+    assert tuned.split_k_product(4, 4096, 5504, fp16)  # x pipelined, fp16 products guarded
+    assert not tuned.split_k_product(4, 4096, 11008, fp16)  # TF32 steps: slower than the two kernels
+    assert tuned.split_k_product(1, 8192, 11008, fp16) and not tuned.split_k_product(1, 8191, 11008, fp16)
     assert not tuned.split_k_product(17, 4096, 5504, bf16)  # more rows than raced
     assert not tuned.split_k_product(1, 4096, 5504, torch.float32)  # one row in fp32: cuBLAS measured faster
     assert all(tuned.split_k_product(m, 2048, n, torch.float32) for m in (2, 4, 16) for n in (5504, 28672))
@@ -132,11 +168,11 @@ def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device,
     scaled = {dt: {cls: 16 for cls in classes} for dt, classes in tuned.SPLIT_K_CLASSES.items()}
     monkeypatch.setattr(tuned, "SPLIT_K_CLASSES", scaled)
     for module in (split_k, tuned):
-        monkeypatch.setattr(module, "column_class", lambda n: 5504 if n == 43 else 28672)
+        monkeypatch.setattr(module, "column_class", lambda n: 5504 if n == 43 else 11008)
     m, k, n = shape
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     taken = tuned.split_k_product(m, k, n, inputs["x"].dtype)
-    assert taken == (dtype in ("bf16", "fp32") or n == 40)
+    assert taken == (dtype != "fp16" or n == 43)  # fp16 pipelines 5504's class only; 11008's stays two kernels
     outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
     with triton_ops():
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
