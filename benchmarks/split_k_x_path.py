@@ -14,7 +14,7 @@ summed every step) is what costs. This script times copies of the kernel that di
   ``x @ x^T`` (the tensor cores' products are exact, their sums fp32); ``none`` leaves them out.
 - ``G``: ``g`` scales the x tiles by g; ``scaled`` by g / max|g| of the step, in x's dtype, the step's product
   scaled back by max|g| (fp16 holds it: it stays within x's range); ``prescaled`` by g * s, s a power of two
-  from max|g| of the program's share of K, read before the loop (the shipped kernel's ``_g_scale``), the
+  from max|g| of the program's share of K, read before the loop (``g_scale``), the
   product scaled back once after it; ``prescaled_k`` the same with the max read in BLOCK_K steps through the
   loop's own g pointers; ``unit`` multiplies the tiles by a scale of 1 from the launch, no pass over g (a
   bound: fp16 does not hold it); ``guarded`` scales them by g unscaled, then, after the loop, runs the loop
@@ -24,7 +24,8 @@ summed every step) is what costs. This script times copies of the kernel that di
   find what the checks cost; ``checks_only`` makes all three checks and zeroes the tile where they trip, with
   no second loop (a bound: wrong where they trip); ``guarded_loop`` is ``guarded`` with max|g| kept per column
   of the step in the product's loop, not read again after it; ``guarded_norm`` is that with the overflow found
-  from the rows' norms, not the product: |x g| <= ||x|| max|g|, so fp16 holds every x * g where that is <= 65504; ``none`` does not scale them.
+  from the rows' norms, not the product: |x g| <= ||x|| max|g|, so fp16 holds every x * g where that is
+  <= 65504 (what the kernel ships for fp16, its PRECISION 3); ``none`` does not scale them.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
   same addresses); ``mask`` masks them (zero-filled, not read).
 
@@ -57,7 +58,6 @@ from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused, split_k, two_kernels
 from kprof.kernels.rmsnorm_linear.split_k import _finish_tile as finish_tile  # the shipped kernel's own tail
-from kprof.kernels.rmsnorm_linear.split_k import _g_scale as g_scale
 
 DEFAULT_SHAPES = "1x2048x5504,4x2048x5504,16x2048x5504,4x2048x11008,16x2048x11008,4x4096x5504"
 # (BLOCK_N, BLOCK_K, stages, programs per SM; 0: unsplit): the shipped 5504 and 11008 classes' tiles, and the
@@ -98,6 +98,25 @@ VARIANTS = [
 ]
 
 
+@triton.jit
+def g_scale(g_ptr, k_start, k_end, CHUNK: tl.constexpr):
+    """(s, 1 / s): the power of two that puts max|g * s| over ``g[k_start:k_end]`` in [1/2, 1). Then
+    |x * g * s| <= |x| for every x, so fp16 holds the scaled x tiles, and where g is near its largest they round
+    no coarser than x itself does. Read before the product's loop: a reduction of g inside it kept x off the
+    pipelined path (1.34-1.91x cuBLAS, results/split-k/x-path/fp16-98bc1ce/). Multiplying the tiles by s, even
+    s = 1 from the launch, took the same loop to 2.1-2.4x cuBLAS (results/split-k/x-path/fp16-guard/)."""
+    offs = tl.arange(0, CHUNK)
+    top = tl.zeros([CHUNK], dtype=tl.float32)
+    for k in range(k_start, k_end, CHUNK):
+        gk = tl.load(g_ptr + k + offs, mask=offs < k_end - k, other=0.0)
+        top = tl.maximum(top, tl.abs(gk.to(tl.float32)))
+    # max|g| in [2^(E-127), 2^(E-126)) for its biased exponent E: s = 2^(126-E) (biased 253-E), 1/s biased E+1.
+    # E is capped where max|g| is inf or NaN, so s stays a normal number; those values then reach the output as
+    # they reach the reference's. E = 0 (g all zero): s = 2^126, and every product is zero anyway.
+    e = tl.minimum((tl.max(top, axis=0).to(tl.int32, bitcast=True) >> 23) & 0xFF, 252)
+    return ((253 - e) << 23).to(tl.float32, bitcast=True), ((e + 1) << 23).to(tl.float32, bitcast=True)
+
+
 @triton.jit(do_not_specialize=["M"])
 def _x_path_kernel(
     # pointers (as kernels/rmsnorm_linear/split_k.py)
@@ -134,7 +153,7 @@ def _x_path_kernel(
     # 3: by the tensor cores, (x * x) @ ones; 4: the diagonal of x @ x^T
     G_MODE: tl.constexpr,  # 1: x tiles scaled by g; 0: not; 2: by g / max|g| of the step, in x's dtype (the
     # product scaled back by max|g|); 3: by g * s, s from max|g| of the program's share, before the loop
-    # (``_g_scale``); 4: the same, read in BLOCK_K steps through g_ptrs; 5: by g * 1 (a launch argument);
+    # (``g_scale``); 4: the same, read in BLOCK_K steps through g_ptrs; 5: by g * 1 (a launch argument);
     # 8: by g, the share computed again in TF32 where fp16 may not have held x * g; 6, 7: checking less
     ROW_MASK: tl.constexpr,  # 1: rows of the tile past M masked; 0: wrapped (modulo M)
     G_CHUNK: tl.constexpr,  # elements of g per load of the scale's pass (G_MODE 3)

@@ -177,24 +177,6 @@ def _finish_tile(
 
 
 @triton.jit
-def _g_scale(g_ptr, k_start, k_end, CHUNK: tl.constexpr):
-    """(s, 1 / s): the power of two that puts max|g * s| over ``g[k_start:k_end]`` in [1/2, 1). Then
-    |x * g * s| <= |x| for every x, so fp16 holds the scaled x tiles, and where g is near its largest they round
-    no coarser than x itself does. Read before the product's loop: a reduction of g inside it kept x off the
-    pipelined path (1.34-1.91x cuBLAS, benchmarks/results/split-k/x-path/fp16-98bc1ce/)."""
-    offs = tl.arange(0, CHUNK)
-    top = tl.zeros([CHUNK], dtype=tl.float32)
-    for k in range(k_start, k_end, CHUNK):
-        gk = tl.load(g_ptr + k + offs, mask=offs < k_end - k, other=0.0)
-        top = tl.maximum(top, tl.abs(gk.to(tl.float32)))
-    # max|g| in [2^(E-127), 2^(E-126)) for its biased exponent E: s = 2^(126-E) (biased 253-E), 1/s biased E+1.
-    # E is capped where max|g| is inf or NaN, so s stays a normal number; those values then reach the output as
-    # they reach the reference's. E = 0 (g all zero): s = 2^126, and every product is zero anyway.
-    e = tl.minimum((tl.max(top, axis=0).to(tl.int32, bitcast=True) >> 23) & 0xFF, 252)
-    return ((253 - e) << 23).to(tl.float32, bitcast=True), ((e + 1) << 23).to(tl.float32, bitcast=True)
-
-
-@triton.jit
 def _scaled_product(x, gk, w, acc, PRECISION: tl.constexpr):
     """``acc + (x * g) @ w`` for one step's tiles, at the kernel's PRECISION."""
     a = x.to(tl.float32) * gk.to(tl.float32)[None, :]
@@ -351,7 +333,7 @@ def column_class(n: int) -> int:
 # fp16 (PRECISION 3: fp16 products, checked after the loop, the share again in TF32 where fp16 may not have held
 # it) only at 5504 columns, in bf16's tiles: at 1/4/16 x 2048 x 5504 it ran 11.92-11.94 us, 1.10-1.11x cuBLAS,
 # against 13.15-13.39 for what the op ran (the TF32 kernel) and 12.40-13.14 for the two kernels; at 11008 columns
-# in the 64x64 tiles it was level with the two kernels (one H100, benchmarks/results/split-k/x-path/fp16-guard-*/).
+# in the 64x64 tiles it was level with the two kernels (one H100, benchmarks/results/split-k/x-path/fp16-guard/).
 PIPELINED_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int, int]]] = {
     torch.bfloat16: {5504: (64, 256, 3, 0, 8192), 11008: (64, 64, 4, 1, 4096), 14336: (64, 64, 4, 1, 4096)},
     torch.float16: {5504: (64, 256, 3, 0, 8192)},

@@ -88,7 +88,8 @@ SPLIT_K_MIN_DIM = 2048  # narrower K or N than the races covered (K 2048-8192, N
 # dtype: where it was faster than the two-kernel routes on both H100s raced (geometric mean over K and machines
 # <= 0.99, worst <= 1.03x; benchmarks/results/split-k/). In fp16 its product runs in TF32, slower per step:
 # it takes the widest weights, one-row 14336, and one row of 5504 or 11008 columns from K = 8192 (0.92-0.98x
-# the two kernels on all three H100s, 1.00-1.05x at K = 2048 and 4096).
+# the two kernels on all three H100s, 1.00-1.05x at K = 2048 and 4096). fp16 at 5504 columns, 1-16 rows up to
+# K = 8192, runs fp16 products with x pipelined instead (``split_k.PIPELINED_TILES``, checked first).
 SPLIT_K_CLASSES: dict[torch.dtype, dict[tuple[int, int], int]] = {
     torch.bfloat16: {
         (r, c): SPLIT_K_MIN_DIM
