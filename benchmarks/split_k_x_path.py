@@ -58,6 +58,8 @@ from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused, split_k, two_kernels
 from kprof.kernels.rmsnorm_linear.split_k import _finish_tile as finish_tile  # the shipped kernel's own tail
+from kprof.kernels.rmsnorm_linear.split_k import _fp16_missed as fp16_missed  # its fp16 check and second loop
+from kprof.kernels.rmsnorm_linear.split_k import _tf32_share as tf32_share
 
 DEFAULT_SHAPES = "1x2048x5504,4x2048x5504,16x2048x5504,4x2048x11008,16x2048x11008,4x4096x5504"
 # (BLOCK_N, BLOCK_K, stages, programs per SM; 0: unsplit): the shipped 5504 and 11008 classes' tiles, and the
@@ -269,8 +271,8 @@ def _x_path_kernel(
     if SS_MODE == 2:
         ss = tl.full([BLOCK_M], 1.0, tl.float32) * K  # rstd ~ 1: a bound, not the op
     if G_MODE >= 6:
-        acc = _guard(x_ptr, g_ptr, w_ptr, acc, ss, offs_m, rmask, offs_k, offs_n, k_start, k_end, stride_xm,
-                     stride_xk, stride_wk, stride_wn, g_top, BLOCK_K, G_CHUNK, G_MODE - 5)  # fmt: skip
+        acc = _guard(x_ptr, g_ptr, w_ptr, acc, ss, offs_m, rmask, offs_n, k_start, k_end, stride_xm,
+                     stride_xk, stride_wk, stride_wn, g_top, BLOCK_M, BLOCK_N, G_CHUNK, G_MODE - 5)  # fmt: skip
 
     finish_tile(
         y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
@@ -280,8 +282,8 @@ def _x_path_kernel(
 
 @triton.jit
 def _guard(
-    x_ptr, g_ptr, w_ptr, acc, ss, offs_m, rmask, offs_k, offs_n, k_start, k_end, stride_xm, stride_xk, stride_wk,
-    stride_wn, g_top, BLOCK_K: tl.constexpr, G_CHUNK: tl.constexpr, CHECKS: tl.constexpr,
+    x_ptr, g_ptr, w_ptr, acc, ss, offs_m, rmask, offs_n, k_start, k_end, stride_xm, stride_xk, stride_wk,
+    stride_wn, g_top, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, G_CHUNK: tl.constexpr, CHECKS: tl.constexpr,
 ):  # fmt: skip
     """``acc``, or the share's product again with fp32 tiles in TF32 where fp16's tiles may not have held it.
     CHECKS 1: the product not finite; 2: that and the smallest row rms under 2^-8 (i.e. max|g| taken as 1);
@@ -301,29 +303,16 @@ def _guard(
     rms_min = float("inf")
     if CHECKS >= 2:
         rms_min = tl.min(tl.where(rmask, tl.sqrt(ss / (k_end - k_start)), float("inf")), axis=0)
-    if CHECKS == 6:  # inf or NaN in x or g makes the bound inf or NaN: redone too
-        bound = tl.max(tl.sqrt(ss), axis=0) * g_max
-        bad = (bound > 65504.0) | (bound != bound)
+    if CHECKS == 6:  # the shipped check (PRECISION 3)
+        bad = fp16_missed(ss, rmask, g_max, k_end - k_start)
     else:
         worst = tl.max(tl.max(tl.where(acc == acc, tl.abs(acc), float("inf")), axis=1), axis=0)  # NaN: inf
-        bad = worst == float("inf")
-    bad = bad | (rms_min * g_max < 0.00390625)
+        bad = (worst == float("inf")) | (rms_min * g_max < 0.00390625)
     if CHECKS == 4:
         acc = tl.where(bad, 0.0, acc)
-    elif bad:
-        acc = tl.zeros_like(acc)
-        ks = tl.arange(0, 64)  # narrower than the fast loop's steps: fp32 tiles in registers
-        x_ptrs = x_ptr + offs_m[:, None].to(tl.int64) * stride_xm + (k_start + ks[None, :]) * stride_xk
-        w_ptrs = w_ptr + (k_start + ks[:, None]) * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn
-        for k in tl.range(k_start, k_end, 64, num_stages=1):  # not pipelined: a rare path, kept small
-            here = ks < k_end - k
-            xr = tl.load(x_ptrs, mask=rmask[:, None] & here[None, :], other=0.0)
-            gk = tl.load(g_ptr + k + ks, mask=here, other=0.0)
-            w = tl.load(w_ptrs, mask=here[:, None], other=0.0)
-            a = xr.to(tl.float32) * gk.to(tl.float32)[None, :]
-            acc = tl.dot(a, w.to(tl.float32), acc, input_precision="tf32")
-            x_ptrs += 64 * stride_xk
-            w_ptrs += 64 * stride_wk
+    elif bad:  # the shipped kernel's second loop (unpipelined since b416dc1; pipelined in the races before it)
+        acc = tf32_share(x_ptr, g_ptr, w_ptr, offs_m, rmask, offs_n, k_start, k_end, stride_xm, stride_xk, stride_wk,
+                         stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
     return acc
 
 
