@@ -25,7 +25,8 @@ summed every step) is what costs. This script times copies of the kernel that di
   no second loop (a bound: wrong where they trip); ``guarded_loop`` is ``guarded`` with max|g| kept per column
   of the step in the product's loop, not read again after it; ``guarded_norm`` is that with the overflow found
   from the rows' norms, not the product: |x g| <= ||x|| max|g|, so fp16 holds every x * g where that is
-  <= 65504 (what the kernel ships for fp16, its PRECISION 3); ``none`` does not scale them.
+  <= 65504 (what the kernel ships for fp16, its PRECISION 3); ``guarded_pass`` is ``guarded_norm`` with max|g|
+  read again after the loop instead; ``none`` does not scale them.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
   same addresses); ``mask`` masks them (zero-filled, not read).
 
@@ -90,6 +91,7 @@ G_MODES = {
     "checks_only": 9,
     "guarded_loop": 10,
     "guarded_norm": 11,
+    "guarded_pass": 12,
 }
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
 VARIANTS = [
@@ -243,7 +245,7 @@ def _x_path_kernel(
             a = x * gr.to(tl.float32)[None, :] * g_s
         if G_MODE >= 6:
             a = x * gr.to(tl.float32)[None, :]
-        if G_MODE >= 10:
+        if G_MODE == 10 or G_MODE == 11:
             g_top = tl.maximum(g_top, tl.abs(gr.to(tl.float32)))  # on the tile: s on g changed g's layout
         if G_MODE == 2:  # x * g / max|g| of the step: within x's range, so fp16 holds it; the product scaled back
             gf = gr.to(tl.float32)
@@ -289,11 +291,12 @@ def _guard(
     CHECKS 1: the product not finite; 2: that and the smallest row rms under 2^-8 (i.e. max|g| taken as 1);
     3: that and the rms times max|g| of the share under 2^-8; 4: as 3, the tile zeroed where they trip (a bound);
     5: as 3, max|g| from ``g_top`` (max|g| per column of a step, kept by the product's loop); 6: as 5, with the
-    overflow check the rows' norms times max|g| over 65504, not the product's finiteness."""
+    overflow check the rows' norms times max|g| over 65504, not the product's finiteness; 7: as 6, max|g| read
+    again after the loop."""
     g_max = 1.0
-    if CHECKS >= 5:
+    if CHECKS == 5 or CHECKS == 6:
         g_max = tl.max(g_top, axis=0)
-    elif CHECKS >= 3:  # 3 and 4
+    elif CHECKS >= 3:  # 3, 4 and 7
         offs = tl.arange(0, G_CHUNK)
         top = tl.zeros([G_CHUNK], dtype=tl.float32)
         for k in range(k_start, k_end, G_CHUNK):
@@ -303,7 +306,7 @@ def _guard(
     rms_min = float("inf")
     if CHECKS >= 2:
         rms_min = tl.min(tl.where(rmask, tl.sqrt(ss / (k_end - k_start)), float("inf")), axis=0)
-    if CHECKS == 6:  # the shipped check (PRECISION 3)
+    if CHECKS >= 6:  # the shipped check (PRECISION 3)
         bad = fp16_missed(ss, rmask, g_max, k_end - k_start)
     else:
         worst = tl.max(tl.max(tl.where(acc == acc, tl.abs(acc), float("inf")), axis=1), axis=0)  # NaN: inf
