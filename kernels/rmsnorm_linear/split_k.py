@@ -94,7 +94,7 @@ def _rmsnorm_linear_split_k_kernel(
         # cuBLAS where the same loop without the squares took 1.00-1.02x (H100, bf16, 4-16 x 2048 x 5504 in the
         # plain product's tiles)
         gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
-        g_top = tl.zeros([BLOCK_K], dtype=tl.float32)  # max|g| per column of a step (PRECISION 3)
+        g_top = tl.zeros([BLOCK_K], dtype=tl.float32)  # max|g| per column of a step (PRECISION 3, wide steps)
         for k in range(k_start, k_end, BLOCK_K):
             here = offs_k < k_end - k
             if ALIGNED:
@@ -108,7 +108,7 @@ def _rmsnorm_linear_split_k_kernel(
             else:
                 gram = tl.dot(xr, tl.trans(xr), gram)
             acc = _scaled_product(xr, gk, w, acc, PRECISION)
-            if PRECISION == 3:
+            if PRECISION == 3 and BLOCK_K >= 256:
                 g_top = tl.maximum(g_top, tl.abs(gk.to(tl.float32)))
             x_ptrs += BLOCK_K * stride_xk
             w_ptrs += BLOCK_K * stride_wk
@@ -116,7 +116,13 @@ def _rmsnorm_linear_split_k_kernel(
         diagonal = tl.arange(0, BLOCK_M)[:, None] == tl.arange(0, BLOCK_M)[None, :]
         ss = tl.sum(tl.where(diagonal, gram, 0.0), axis=1)
         if PRECISION == 3:
-            if _fp16_missed(ss, row_ok, tl.max(g_top, axis=0), k_end - k_start):
+            # max|g| of the share: kept in the loop in 256-wide steps; read again after it in 64-wide ones, where
+            # keeping it took 1-16 x 2048 x 14336 from 22.5-22.7 to 25.6-25.7 us (H100)
+            if BLOCK_K >= 256:
+                g_max = tl.max(g_top, axis=0)
+            else:
+                g_max = _g_max(g_ptr, k_start, k_end)
+            if _fp16_missed(ss, row_ok, g_max, k_end - k_start):
                 acc = _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
                                   stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
     else:
@@ -199,6 +205,16 @@ def _fp16_missed(ss, row_ok, g_max, share):
     bound = tl.max(tl.sqrt(ss), axis=0) * g_max
     rms_low = tl.min(tl.where(row_ok, tl.sqrt(ss / share), float("inf")), axis=0) * g_max
     return (bound > 65504.0) | (rms_low < 0.00390625)
+
+
+@triton.jit
+def _g_max(g_ptr, k_start, k_end):
+    """max|g| over ``g[k_start:k_end]``, 2048 at a time."""
+    offs = tl.arange(0, 2048)
+    top = tl.zeros([2048], dtype=tl.float32)
+    for k in range(k_start, k_end, 2048):
+        top = tl.maximum(top, tl.abs(tl.load(g_ptr + k + offs, mask=offs < k_end - k, other=0.0).to(tl.float32)))
+    return tl.max(top, axis=0)
 
 
 @triton.jit
@@ -331,12 +347,13 @@ def column_class(n: int) -> int:
 # largest K and at 28672 columns x loaded ahead was level or faster (4x8192x11008: 0.943 against 0.996).
 # Squares summed as (x * x) @ ones ran 0.5-3% faster but round each square to bf16 first.
 # fp16 (PRECISION 3: fp16 products, checked after the loop, the share again in TF32 where fp16 may not have held
-# it) only at 5504 columns, in bf16's tiles: at 1/4/16 x 2048 x 5504 it ran 11.92-11.94 us, 1.10-1.11x cuBLAS,
-# against 13.15-13.39 for what the op ran (the TF32 kernel) and 12.40-13.14 for the two kernels; at 11008 columns
-# in the 64x64 tiles it was level with the two kernels (one H100, benchmarks/results/split-k/x-path/fp16-guard/).
+# it) at 5504 and 14336 columns, in bf16's tiles (benchmarks/results/split-k/x-path/fp16-guard/, H100s): at
+# 1/4/16 x 2048 x 5504 11.87-11.94 us, 1.09-1.11x cuBLAS, against 13.15-13.39 for the TF32 kernel and 12.40-13.14
+# for the two kernels; at 1/16 x 2048/4096 x 14336 0.92-0.95x cuBLAS, against 0.95-1.05x for the TF32 kernel and
+# 0.93-1.06x for the two kernels. At 11008 columns it was level with the two kernels: not taken.
 PIPELINED_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int, int]]] = {
     torch.bfloat16: {5504: (64, 256, 3, 0, 8192), 11008: (64, 64, 4, 1, 4096), 14336: (64, 64, 4, 1, 4096)},
-    torch.float16: {5504: (64, 256, 3, 0, 8192)},
+    torch.float16: {5504: (64, 256, 3, 0, 8192), 14336: (64, 64, 4, 1, 4096)},
 }
 PIPELINED_ROWS = (1, 16)
 
