@@ -158,9 +158,10 @@ def _x_path_kernel(
     G_MODE: tl.constexpr,  # 1: x tiles scaled by g; 0: not; 2: by g / max|g| of the step, in x's dtype (the
     # product scaled back by max|g|); 3: by g * s, s from max|g| of the program's share, before the loop
     # (``g_scale``); 4: the same, read in BLOCK_K steps through g_ptrs; 5: by g * 1 (a launch argument);
-    # 8: by g, the share computed again in TF32 where fp16 may not have held x * g; 6, 7: checking less
+    # 6-12: by g, the share computed again in TF32 where fp16 may not have held x * g (``_guard``'s CHECKS are
+    # G_MODE - 5; 9 is a bound)
     ROW_MASK: tl.constexpr,  # 1: rows of the tile past M masked; 0: wrapped (modulo M)
-    G_CHUNK: tl.constexpr,  # elements of g per load of the scale's pass (G_MODE 3)
+    G_CHUNK: tl.constexpr,  # elements of g per load of a pass over g after or before the loop
 ):
     split, tile, pid_m, pid_n, k_start, k_end = lib_split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -241,12 +242,12 @@ def _x_path_kernel(
         a = x
         if G_MODE == 1:
             a = x * gr.to(tl.float32)[None, :]
-        if G_MODE >= 3 and G_MODE <= 5:
+        if G_MODE >= 3 and G_MODE <= 5:  # s on the tile: s on g changed g's layout
             a = x * gr.to(tl.float32)[None, :] * g_s
         if G_MODE >= 6:
             a = x * gr.to(tl.float32)[None, :]
         if G_MODE == 10 or G_MODE == 11:
-            g_top = tl.maximum(g_top, tl.abs(gr.to(tl.float32)))  # on the tile: s on g changed g's layout
+            g_top = tl.maximum(g_top, tl.abs(gr.to(tl.float32)))
         if G_MODE == 2:  # x * g / max|g| of the step: within x's range, so fp16 holds it; the product scaled back
             gf = gr.to(tl.float32)
             g_max = tl.maximum(tl.max(tl.abs(gf), axis=0), 1e-30)
@@ -383,7 +384,8 @@ def variant_name(tile: tuple[int, int, int, int], variant: tuple[str, str, str, 
 
 
 def exact(variant: tuple[str, str, str, str]) -> bool:
-    """Whether the variant computes the op (the others leave out the squares or g: bounds)."""
+    """Whether the variant computes the op on the race's inputs (the others leave out the squares or g: bounds).
+    ``unit`` and ``checks_only`` do there, though they are bounds too: unsafe where fp16 cannot hold x * g."""
     return variant[1] != "none" and variant[2] != "none"
 
 
