@@ -73,7 +73,7 @@ def test_x_is_pipelined_up_to_sixteen_rows_in_its_classes_up_to_their_largest_k(
 
 
 # x * g past fp16's range (|x g| > 65504), and rows whose products fall under fp16's smallest normal (2^-14): the
-# guarded fp16 products must not overflow or lose those rows; ``ss`` below checks the inputs reach the case
+# guarded fp16 products must not overflow or lose those rows; ``xg`` below checks the inputs reach the case
 GUARD_CASES = {"overflow": (300.0, 300.0), "tiny rows": (3e-3, 3e-3), "tiny g": (1.0, 1e-5)}
 
 
@@ -148,6 +148,7 @@ def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
     assert tuned.split_k_product(1, 4096, 11008, bf16)
     assert tuned.split_k_product(4, 4096, 5504, fp16)  # x pipelined, fp16 products guarded
     assert not tuned.split_k_product(4, 4096, 11008, fp16)  # TF32 steps: slower than the two kernels
+    assert tuned.split_k_product(16, 4096, 14336, fp16) and not tuned.split_k_product(16, 8192, 14336, fp16)
     assert tuned.split_k_product(1, 8192, 11008, fp16) and not tuned.split_k_product(1, 8191, 11008, fp16)
     assert not tuned.split_k_product(17, 4096, 5504, bf16)  # more rows than raced
     assert not tuned.split_k_product(1, 4096, 5504, torch.float32)  # one row in fp32: cuBLAS measured faster
@@ -173,7 +174,7 @@ def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device,
     m, k, n = shape
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     taken = tuned.split_k_product(m, k, n, inputs["x"].dtype)
-    assert taken == (dtype != "fp16" or n == 43)  # fp16 pipelines 5504's class only; 11008's stays two kernels
+    assert taken == (dtype != "fp16" or n == 43)  # fp16 pipelines 5504's class, not 11008's (two kernels)
     outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
     with triton_ops():
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
