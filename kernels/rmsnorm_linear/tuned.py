@@ -9,7 +9,10 @@ alone at 42 of 60 and 22 of 24. Where the weight is smallest (x2048x5504) it was
 as the two-kernel routes were (1.13-1.17x). Up to 16 rows of bf16 (``split_k.pipelined_x``) the kernel now
 loads x in the step that uses it and sums the squares on the tensor cores: x2048x5504 at 1.02-1.07x cuBLAS, every
 point of 1 and 16 rows of the bf16 decode grid within 1.10x (``benchmarks/results/split-k/x-path/``). It also takes
-1-16 rows x 11008 columns up to K 4096, which the two-kernel routes had (0.99-1.08x against 1.01-1.11x).
+1-16 rows x 11008 columns up to K 4096, which the two-kernel routes had (0.99-1.08x against 1.01-1.11x). In fp16
+it does the same at about 5504 and 14336 columns with x * g rounded to fp16, checked after the loop, the program's
+share computed again in TF32 where fp16 may not have held it: 1/4/16 x 2048 x 5504 at 1.09-1.11x cuBLAS (was
+1.14-1.24x), x2048/4096x14336 at 0.92-0.95x (``benchmarks/results/split-k/x-path/fp16-guard/``).
 
 Ragged-8 weights (K and N multiples of 8, not both of 16) take the norm then cuBLAS's product at every row
 count (``ragged_weights``: the Triton products' row reads straddle cache lines there).
@@ -88,8 +91,9 @@ SPLIT_K_MIN_DIM = 2048  # narrower K or N than the races covered (K 2048-8192, N
 # dtype: where it was faster than the two-kernel routes on both H100s raced (geometric mean over K and machines
 # <= 0.99, worst <= 1.03x; benchmarks/results/split-k/). In fp16 its product runs in TF32, slower per step:
 # it takes the widest weights, one-row 14336, and one row of 5504 or 11008 columns from K = 8192 (0.92-0.98x
-# the two kernels on all three H100s, 1.00-1.05x at K = 2048 and 4096). fp16 at 5504 columns, 1-16 rows up to
-# K = 8192, runs fp16 products with x pipelined instead (``split_k.PIPELINED_TILES``, checked first).
+# the two kernels on all three H100s, 1.00-1.05x at K = 2048 and 4096). fp16 at 5504 columns up to K = 8192 and
+# at 14336 up to K = 4096, 1-16 rows, runs guarded fp16 products with x pipelined instead
+# (``split_k.PIPELINED_TILES``, checked first).
 SPLIT_K_CLASSES: dict[torch.dtype, dict[tuple[int, int], int]] = {
     torch.bfloat16: {
         (r, c): SPLIT_K_MIN_DIM
