@@ -26,7 +26,9 @@ summed every step) is what costs. This script times copies of the kernel that di
   of the step in the product's loop, not read again after it; ``guarded_norm`` is that with the overflow found
   from the rows' norms, not the product: |x g| <= ||x|| max|g|, so fp16 holds every x * g where that is
   <= 65504 (what the kernel ships for fp16, its PRECISION 3); ``guarded_pass`` is ``guarded_norm`` with max|g|
-  read again after the loop instead; ``none`` does not scale them.
+  read again after the loop instead; ``guarded_early`` with g's first G_CHUNK elements of the share loaded before
+  the loop and reduced after it (the load's latency under the loop's), the rest, if any, read after it;
+  ``none`` does not scale them.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
   same addresses); ``mask`` masks them (zero-filled, not read).
 
@@ -92,6 +94,7 @@ G_MODES = {
     "guarded_loop": 10,
     "guarded_norm": 11,
     "guarded_pass": 12,
+    "guarded_early": 13,
 }
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
 VARIANTS = [
@@ -206,6 +209,9 @@ def _x_path_kernel(
         g_s = unit
         g_inv = unit
     g_top = tl.zeros([BLOCK_K], dtype=tl.float32)
+    if G_MODE == 13:  # loaded now, reduced after the loop
+        g_offs = tl.arange(0, G_CHUNK)
+        g_early = tl.load(g_ptr + k_start + g_offs, mask=g_offs < k_end - k_start, other=0.0)
     for k in range(k_start, k_end, BLOCK_K):
         here = offs_k < k_end - k
         if X_AHEAD == 1:
@@ -273,6 +279,11 @@ def _x_path_kernel(
         ss = tl.sum(ss_tile, axis=1)
     if SS_MODE == 2:
         ss = tl.full([BLOCK_M], 1.0, tl.float32) * K  # rstd ~ 1: a bound, not the op
+    if G_MODE == 13:
+        g_top = tl.abs(g_early.to(tl.float32))
+        for kk in range(k_start + G_CHUNK, k_end, G_CHUNK):  # shares longer than G_CHUNK: the rest after the loop
+            g_rest = tl.load(g_ptr + kk + g_offs, mask=g_offs < k_end - kk, other=0.0)
+            g_top = tl.maximum(g_top, tl.abs(g_rest.to(tl.float32)))
     if G_MODE >= 6:
         acc = _guard(x_ptr, g_ptr, w_ptr, acc, ss, offs_m, rmask, offs_n, k_start, k_end, stride_xm,
                      stride_xk, stride_wk, stride_wn, g_top, BLOCK_M, BLOCK_N, G_CHUNK, G_MODE - 5)  # fmt: skip
@@ -293,9 +304,9 @@ def _guard(
     3: that and the rms times max|g| of the share under 2^-8; 4: as 3, the tile zeroed where they trip (a bound);
     5: as 3, max|g| from ``g_top`` (max|g| per column of a step, kept by the product's loop); 6: as 5, with the
     overflow check the rows' norms times max|g| over 65504, not the product's finiteness; 7: as 6, max|g| read
-    again after the loop."""
+    again after the loop; 8: as 6, ``g_top`` the share's |g| loaded before the loop."""
     g_max = 1.0
-    if CHECKS == 5 or CHECKS == 6:
+    if CHECKS == 5 or CHECKS == 6 or CHECKS == 8:
         g_max = tl.max(g_top, axis=0)
     elif CHECKS >= 3:  # 3, 4 and 7
         offs = tl.arange(0, G_CHUNK)
