@@ -62,6 +62,7 @@ from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused, split_k, two_kernels
 from kprof.kernels.rmsnorm_linear.split_k import _finish_tile as finish_tile  # the shipped kernel's own tail
 from kprof.kernels.rmsnorm_linear.split_k import _fp16_missed as fp16_missed  # its fp16 check and second loop
+from kprof.kernels.rmsnorm_linear.split_k import _g_max as g_max_of
 from kprof.kernels.rmsnorm_linear.split_k import _tf32_share as tf32_share
 
 DEFAULT_SHAPES = "1x2048x5504,4x2048x5504,16x2048x5504,4x2048x11008,16x2048x11008,4x4096x5504"
@@ -112,15 +113,10 @@ def g_scale(g_ptr, k_start, k_end, CHUNK: tl.constexpr):
     no coarser than x itself does. Read before the product's loop: a reduction of g inside it kept x off the
     pipelined path (1.34-1.91x cuBLAS, results/split-k/x-path/fp16-98bc1ce/). Multiplying the tiles by s, even
     s = 1 from the launch, took the same loop to 2.1-2.4x cuBLAS (results/split-k/x-path/fp16-guard/)."""
-    offs = tl.arange(0, CHUNK)
-    top = tl.zeros([CHUNK], dtype=tl.float32)
-    for k in range(k_start, k_end, CHUNK):
-        gk = tl.load(g_ptr + k + offs, mask=offs < k_end - k, other=0.0)
-        top = tl.maximum(top, tl.abs(gk.to(tl.float32)))
     # max|g| in [2^(E-127), 2^(E-126)) for its biased exponent E: s = 2^(126-E) (biased 253-E), 1/s biased E+1.
     # E is capped where max|g| is inf or NaN, so s stays a normal number; those values then reach the output as
     # they reach the reference's. E = 0 (g all zero): s = 2^126, and every product is zero anyway.
-    e = tl.minimum((tl.max(top, axis=0).to(tl.int32, bitcast=True) >> 23) & 0xFF, 252)
+    e = tl.minimum((g_max_of(g_ptr, k_start, k_end, CHUNK).to(tl.int32, bitcast=True) >> 23) & 0xFF, 252)
     return ((253 - e) << 23).to(tl.float32, bitcast=True), ((e + 1) << 23).to(tl.float32, bitcast=True)
 
 
@@ -309,12 +305,7 @@ def _guard(
     if CHECKS == 5 or CHECKS == 6 or CHECKS == 8:
         g_max = tl.max(g_top, axis=0)
     elif CHECKS >= 3:  # 3, 4 and 7
-        offs = tl.arange(0, G_CHUNK)
-        top = tl.zeros([G_CHUNK], dtype=tl.float32)
-        for k in range(k_start, k_end, G_CHUNK):
-            gk = tl.load(g_ptr + k + offs, mask=offs < k_end - k, other=0.0)
-            top = tl.maximum(top, tl.abs(gk.to(tl.float32)))
-        g_max = tl.max(top, axis=0)
+        g_max = g_max_of(g_ptr, k_start, k_end, G_CHUNK)
     rms_min = float("inf")
     if CHECKS >= 2:
         rms_min = tl.min(tl.where(rmask, tl.sqrt(ss / (k_end - k_start)), float("inf")), axis=0)
@@ -353,25 +344,10 @@ def launch_variant(
     ws = torch.empty(total, dtype=torch.float32, device=x2d.device)
     options = {} if launching.interpreting() else {"num_warps": 4, "num_stages": stages}
     x_mode, ss_mode, g_mode, row_mode = variant
+    args = split_k.kernel_args(x2d, g, w, b, y, ws[:parts], ws[parts:], launching.ticket_counters(x2d, tile_count),
+                               splits, k_per_split, eps)  # fmt: skip
     _x_path_kernel[(tile_count * splits,)](
-        x2d,
-        g,
-        w,
-        b if b is not None else w,
-        y,
-        ws[:parts],
-        ws[parts:],
-        launching.ticket_counters(x2d, tile_count),
-        m,
-        n,
-        k,
-        splits,
-        k_per_split,
-        x2d.stride(0),
-        x2d.stride(1),
-        w.stride(0),
-        w.stride(1),
-        float(eps),
+        *args,
         1.0,
         BLOCK_M=bm,
         BLOCK_N=bn,

@@ -121,7 +121,7 @@ def _rmsnorm_linear_split_k_kernel(
             if BLOCK_K >= 256:
                 g_max = tl.max(g_top, axis=0)
             else:
-                g_max = _g_max(g_ptr, k_start, k_end)
+                g_max = _g_max(g_ptr, k_start, k_end, 2048)
             if _fp16_missed(ss, row_ok, g_max, k_end - k_start):
                 acc = _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
                                   stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
@@ -208,11 +208,11 @@ def _fp16_missed(ss, row_ok, g_max, share):
 
 
 @triton.jit
-def _g_max(g_ptr, k_start, k_end):
-    """max|g| over ``g[k_start:k_end]``, 2048 at a time."""
-    offs = tl.arange(0, 2048)
-    top = tl.zeros([2048], dtype=tl.float32)
-    for k in range(k_start, k_end, 2048):
+def _g_max(g_ptr, k_start, k_end, CHUNK: tl.constexpr):
+    """max|g| over ``g[k_start:k_end]``, CHUNK at a time."""
+    offs = tl.arange(0, CHUNK)
+    top = tl.zeros([CHUNK], dtype=tl.float32)
+    for k in range(k_start, k_end, CHUNK):
         top = tl.maximum(top, tl.abs(tl.load(g_ptr + k + offs, mask=offs < k_end - k, other=0.0).to(tl.float32)))
     return tl.max(top, axis=0)
 
@@ -287,29 +287,31 @@ def launch_split_k(
         PRECISION=precision_of(x2d.dtype, meta["PIPELINED_X"]),
         ALIGNED=tiles.promise_aligned(x2d, w),
     )
-    _rmsnorm_linear_split_k_kernel[(tile_count * splits,)](
-        x2d,
-        g,
-        w,
-        b if b is not None else w,
-        y,
-        part,
-        ss,
-        counts,
-        m,
-        n,
-        k,
-        splits,
-        k_per_split,
-        x2d.stride(0),
-        x2d.stride(1),
-        w.stride(0),
-        w.stride(1),
-        float(eps),
-        **meta,
-        **options,
-    )
+    args = kernel_args(x2d, g, w, b, y, part, ss, counts, splits, k_per_split, eps)
+    _rmsnorm_linear_split_k_kernel[(tile_count * splits,)](*args, **meta, **options)
     return {**meta, "SPLIT_K": splits, "K_PER_SPLIT": k_per_split}, options
+
+
+def kernel_args(
+    x2d: torch.Tensor,
+    g: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    y: torch.Tensor,
+    part: torch.Tensor,
+    ss: torch.Tensor,
+    counts: torch.Tensor,
+    splits: int,
+    k_per_split: int,
+    eps: float,
+) -> tuple:
+    """The kernel's arguments before its meta-parameters, in its signature's order (``w`` stands in for a missing
+    bias). The x-path benchmark's copy of the kernel takes the same ones first."""
+    m, k = x2d.shape
+    return (
+        x2d, g, w, b if b is not None else w, y, part, ss, counts, m, w.shape[1], k, splits, k_per_split,
+        x2d.stride(0), x2d.stride(1), w.stride(0), w.stride(1), float(eps),
+    )  # fmt: skip
 
 
 def workspace_floats(m: int, n: int, bm: int, bn: int, splits: int) -> tuple[int, int]:
