@@ -28,7 +28,12 @@ summed every step) is what costs. This script times copies of the kernel that di
   <= 65504 (what the kernel ships for fp16, its PRECISION 3); ``guarded_pass`` is ``guarded_norm`` with max|g|
   read again after the loop instead; ``guarded_early`` with g's first G_CHUNK elements of the share loaded before
   the loop and reduced after it (the load's latency under the loop's), the rest, if any, read after it;
-  ``none`` does not scale them.
+  ``guard_acc`` finds the overflow from the product (not finite) and passes the rms check with max|g| over the
+  share's first BLOCK_K of g, loaded before the loop (a lower bound of max|g|), reading g over the whole share
+  only where that fails; ``guard_acc_late`` is that with the unsplit tile stored before the check, which then
+  runs while the stores drain (stored again where the share is computed again); ``none`` does not scale them.
+- ``B`` (optional fifth part): ``late`` loads the bias tile in the epilogue, after the loop (as shipped);
+  ``early`` before the loop, so its latency is under the loop's.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
   same addresses); ``mask`` masks them (zero-filled, not read).
 
@@ -96,7 +101,10 @@ G_MODES = {
     "guarded_norm": 11,
     "guarded_pass": 12,
     "guarded_early": 13,
+    "guard_acc": 14,
+    "guard_acc_late": 15,
 }
+B_MODES = {"late": 0, "early": 1}
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
 VARIANTS = [
     ("ahead", "step", "g", "wrap"),
@@ -161,6 +169,7 @@ def _x_path_kernel(
     # G_MODE - 5; 9 is a bound)
     ROW_MASK: tl.constexpr,  # 1: rows of the tile past M masked; 0: wrapped (modulo M)
     G_CHUNK: tl.constexpr,  # elements of g per load of a pass over g after or before the loop
+    B_EARLY: tl.constexpr,  # 1: the bias tile loaded before the loop; 0: in the epilogue, after it
 ):
     split, tile, pid_m, pid_n, k_start, k_end = lib_split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -208,6 +217,12 @@ def _x_path_kernel(
     if G_MODE == 13:  # loaded now, reduced after the loop
         g_offs = tl.arange(0, G_CHUNK)
         g_early = tl.load(g_ptr + k_start + g_offs, mask=g_offs < k_end - k_start, other=0.0)
+    if G_MODE == 14 or G_MODE == 15:  # the share's first BLOCK_K of g: max|g| over it is a lower bound of max|g|
+        g_first = tl.load(g_ptrs, mask=first, other=0.0)
+    bias = None
+    if HAS_BIAS and B_EARLY:
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        bias = tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
     for k in range(k_start, k_end, BLOCK_K):
         here = offs_k < k_end - k
         if X_AHEAD == 1:
@@ -280,14 +295,45 @@ def _x_path_kernel(
         for kk in range(k_start + G_CHUNK, k_end, G_CHUNK):  # shares longer than G_CHUNK: the rest after the loop
             g_rest = tl.load(g_ptr + kk + g_offs, mask=g_offs < k_end - kk, other=0.0)
             g_top = tl.maximum(g_top, tl.abs(g_rest.to(tl.float32)))
-    if G_MODE >= 6:
+    if G_MODE >= 6 and G_MODE <= 13:
         acc = _guard(x_ptr, g_ptr, w_ptr, acc, ss, offs_m, rmask, offs_n, k_start, k_end, stride_xm,
                      stride_xk, stride_wk, stride_wn, g_top, BLOCK_M, BLOCK_N, G_CHUNK, G_MODE - 5)  # fmt: skip
+    if G_MODE == 15 and SPLIT_K == 1:  # the tile stored first, so the check runs while the stores drain
+        finish_tile(
+            y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
+            BLOCK_M, BLOCK_N, HAS_BIAS, bias,
+        )  # fmt: skip
+        if _missed_low(acc, ss, rmask, tl.max(tl.abs(g_first.to(tl.float32)), axis=0), g_ptr, k_start, k_end, G_CHUNK):
+            acc = tf32_share(x_ptr, g_ptr, w_ptr, offs_m, rmask, offs_n, k_start, k_end, stride_xm, stride_xk,
+                             stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
+            finish_tile(
+                y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K,
+                eps, BLOCK_M, BLOCK_N, HAS_BIAS, bias,
+            )  # fmt: skip
+    else:
+        if G_MODE == 14 or G_MODE == 15:
+            if _missed_low(acc, ss, rmask, tl.max(tl.abs(g_first.to(tl.float32)), axis=0), g_ptr, k_start, k_end,
+                           G_CHUNK):  # fmt: skip
+                acc = tf32_share(x_ptr, g_ptr, w_ptr, offs_m, rmask, offs_n, k_start, k_end, stride_xm, stride_xk,
+                                 stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
+        finish_tile(
+            y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
+            BLOCK_M, BLOCK_N, HAS_BIAS, bias,
+        )  # fmt: skip
 
-    finish_tile(
-        y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
-        BLOCK_M, BLOCK_N, HAS_BIAS,
-    )  # fmt: skip
+
+@triton.jit
+def _missed_low(acc, ss, rmask, g_low, g_ptr, k_start, k_end, G_CHUNK: tl.constexpr):
+    """Whether fp16 may not have held some x * g of the share, decided without a pass over g where it can be: an
+    overflow made the product not finite (inf times any w is inf or NaN, and fp32 sums of finite fp16 products
+    cannot overflow), and a row's rms times ``g_low`` (max|g| over part of the share, so at most max|g|) at
+    least 2^-8 passes the rms check. Only where that fails is max|g| read over the whole share."""
+    nonfinite = tl.max(tl.max(tl.where(tl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0)
+    rms_min = tl.min(tl.where(rmask, tl.sqrt(ss / (k_end - k_start)), float("inf")), axis=0)
+    bad = (nonfinite > 0) | (rms_min * g_low < 0.00390625)
+    if bad:  # rare: rows this small, or g small over the first tile
+        bad = (nonfinite > 0) | (rms_min * g_max_of(g_ptr, k_start, k_end, G_CHUNK) < 0.00390625)
+    return bad
 
 
 @triton.jit
@@ -330,7 +376,7 @@ def launch_variant(
     y: torch.Tensor,
     eps: float,
     tile: tuple[int, int, int, int],
-    variant: tuple[str, str, str, str],
+    variant: tuple[str, ...],
 ) -> torch.Tensor:
     """One call of the variant kernel at ``tile`` (BLOCK_N, BLOCK_K, stages, programs per SM); returns ``y``."""
     m, k = x2d.shape
@@ -343,7 +389,7 @@ def launch_variant(
     parts, total = split_k.workspace_floats(m, n, bm, bn, splits)
     ws = torch.empty(total, dtype=torch.float32, device=x2d.device)
     options = {} if launching.interpreting() else {"num_warps": 4, "num_stages": stages}
-    x_mode, ss_mode, g_mode, row_mode = variant
+    x_mode, ss_mode, g_mode, row_mode = variant[:4]
     args = split_k.kernel_args(x2d, g, w, b, y, ws[:parts], ws[parts:], launching.ticket_counters(x2d, tile_count),
                                splits, k_per_split, eps)  # fmt: skip
     _x_path_kernel[(tile_count * splits,)](
@@ -360,17 +406,19 @@ def launch_variant(
         G_MODE=G_MODES[g_mode],
         ROW_MASK=row_mode == "mask",
         G_CHUNK=min(triton.next_power_of_2(k_per_split), 4096),
+        B_EARLY=B_MODES[variant[4] if len(variant) > 4 else "late"],
         **options,
     )
     return y
 
 
-def variant_name(tile: tuple[int, int, int, int], variant: tuple[str, str, str, str]) -> str:
+def variant_name(tile: tuple[int, int, int, int], variant: tuple[str, ...]) -> str:
     bn, bk, stages, per_sm = tile
-    return f"{bn}x{bk} s{stages} p{per_sm} X={variant[0]} SS={variant[1]} G={variant[2]} R={variant[3]}"
+    name = f"{bn}x{bk} s{stages} p{per_sm} X={variant[0]} SS={variant[1]} G={variant[2]} R={variant[3]}"
+    return name + (f" B={variant[4]}" if len(variant) > 4 else "")
 
 
-def exact(variant: tuple[str, str, str, str]) -> bool:
+def exact(variant: tuple[str, ...]) -> bool:
     """Whether the variant computes the op on the race's inputs (the others leave out the squares or g: bounds).
     ``unit`` and ``checks_only`` do there, though they are bounds too: unsafe where fp16 cannot hold x * g."""
     return variant[1] != "none" and variant[2] != "none"

@@ -159,14 +159,15 @@ def _rmsnorm_linear_split_k_kernel(
 @triton.jit
 def _finish_tile(
     y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr, bias=None,
 ):  # fmt: skip
     """The output tile from this program's partial product ``acc`` and partial sums of squares ``ss``: written
     directly where K is not split; otherwise stored as a part, and the program that draws its tile's last ticket
-    adds the parts in slot order, scales the rows by rstd, adds the bias and puts the counter back to zero."""
+    adds the parts in slot order, scales the rows by rstd, adds the bias and puts the counter back to zero.
+    ``bias``: the tile's bias loaded already, or None to load it here."""
     cols, mask, tile_offs = split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
     if SPLIT_K == 1:  # a constant where the launch has one program per tile (Triton specialises 1)
-        _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
+        _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS, bias)
     else:
         tl.store(part_ptr + split.to(tl.int64) * M * N + tile_offs, acc, mask=mask)
         slots = tl.arange(0, BLOCK_M)
@@ -178,7 +179,7 @@ def _finish_tile(
             for _ in range(0, SPLIT_K):  # slot order, from L2 (see split_k.sum_parts)
                 ss_total += tl.load(ss_parts, cache_modifier=".cg")
                 ss_parts += BLOCK_M
-            _split_k_epilogue(y_ptr, b_ptr, total, ss_total, tile_offs, cols, mask, N, K, eps, HAS_BIAS)
+            _split_k_epilogue(y_ptr, b_ptr, total, ss_total, tile_offs, cols, mask, N, K, eps, HAS_BIAS, bias)
             split_k.release(count_ptr, tile)
 
 
@@ -241,11 +242,13 @@ def _tf32_share(
 
 
 @triton.jit
-def _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS: tl.constexpr):
+def _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS: tl.constexpr, bias=None):
     """y = acc * rstd (+ b) for a tile whose whole product and sums of squares are in ``acc`` and ``ss``."""
     out = acc * tl.rsqrt(ss / K + eps)[:, None]
     if HAS_BIAS:
-        out += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+        if bias is None:
+            bias = tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+        out += bias[None, :]
     tl.store(y_ptr + tile_offs, out.to(y_ptr.dtype.element_ty), mask=mask)
 
 
