@@ -32,8 +32,8 @@ summed every step) is what costs. This script times copies of the kernel that di
   share's first BLOCK_K of g, loaded before the loop (a lower bound of max|g|), reading g over the whole share
   only where that fails; ``guard_acc_late`` is that with the unsplit tile stored before the check, which then
   runs while the stores drain (stored again where the share is computed again); ``none`` does not scale them.
-- ``B`` (optional fifth part): ``late`` loads the bias tile in the epilogue, after the loop (as shipped);
-  ``early`` before the loop, so its latency is under the loop's.
+- ``B`` (optional fifth part): ``late`` loads the bias tile after the loop (the default, as the kernel did
+  before it took ``early``); ``early`` before the loop, so its latency is under the loop's.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
   same addresses); ``mask`` masks them (zero-filled, not read).
 
@@ -66,7 +66,8 @@ from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused, split_k, two_kernels
 from kprof.kernels.rmsnorm_linear.split_k import _finish_tile as finish_tile  # the shipped kernel's own tail
-from kprof.kernels.rmsnorm_linear.split_k import _fp16_missed as fp16_missed  # its fp16 check and second loop
+from kprof.kernels.rmsnorm_linear.split_k import _fp16_missed as fp16_missed  # its fp16 checks and second loop
+from kprof.kernels.rmsnorm_linear.split_k import _fp16_missed_product as fp16_missed_product
 from kprof.kernels.rmsnorm_linear.split_k import _g_max as g_max_of
 from kprof.kernels.rmsnorm_linear.split_k import _tf32_share as tf32_share
 
@@ -220,9 +221,8 @@ def _x_path_kernel(
     if G_MODE == 14 or G_MODE == 15:  # the share's first BLOCK_K of g: max|g| over it is a lower bound of max|g|
         g_first = tl.load(g_ptrs, mask=first, other=0.0)
     bias = None
-    if HAS_BIAS and B_EARLY:
-        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        bias = tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+    if HAS_BIAS and B_EARLY:  # as the shipped kernel loads it
+        bias = tl.load(b_ptr + offs_n).to(tl.float32)
     for k in range(k_start, k_end, BLOCK_K):
         here = offs_k < k_end - k
         if X_AHEAD == 1:
@@ -295,45 +295,33 @@ def _x_path_kernel(
         for kk in range(k_start + G_CHUNK, k_end, G_CHUNK):  # shares longer than G_CHUNK: the rest after the loop
             g_rest = tl.load(g_ptr + kk + g_offs, mask=g_offs < k_end - kk, other=0.0)
             g_top = tl.maximum(g_top, tl.abs(g_rest.to(tl.float32)))
+    if HAS_BIAS and not B_EARLY:  # after the loop (the shipped kernel loaded it in its epilogue before)
+        bias = tl.load(b_ptr + offs_n).to(tl.float32)
     if G_MODE >= 6 and G_MODE <= 13:
         acc = _guard(x_ptr, g_ptr, w_ptr, acc, ss, offs_m, rmask, offs_n, k_start, k_end, stride_xm,
                      stride_xk, stride_wk, stride_wn, g_top, BLOCK_M, BLOCK_N, G_CHUNK, G_MODE - 5)  # fmt: skip
     if G_MODE == 15 and SPLIT_K == 1:  # the tile stored first, so the check runs while the stores drain
         finish_tile(
-            y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
-            BLOCK_M, BLOCK_N, HAS_BIAS, bias,
+            y_ptr, bias, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
+            BLOCK_M, BLOCK_N,
         )  # fmt: skip
-        if _missed_low(acc, ss, rmask, tl.max(tl.abs(g_first.to(tl.float32)), axis=0), g_ptr, k_start, k_end, G_CHUNK):
+        if fp16_missed_product(acc, ss, rmask, tl.max(tl.abs(g_first.to(tl.float32)), axis=0), g_ptr, k_start, k_end):
             acc = tf32_share(x_ptr, g_ptr, w_ptr, offs_m, rmask, offs_n, k_start, k_end, stride_xm, stride_xk,
                              stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
             finish_tile(
-                y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K,
-                eps, BLOCK_M, BLOCK_N, HAS_BIAS, bias,
+                y_ptr, bias, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K,
+                eps, BLOCK_M, BLOCK_N,
             )  # fmt: skip
     else:
         if G_MODE == 14 or G_MODE == 15:
-            if _missed_low(acc, ss, rmask, tl.max(tl.abs(g_first.to(tl.float32)), axis=0), g_ptr, k_start, k_end,
-                           G_CHUNK):  # fmt: skip
+            g_low = tl.max(tl.abs(g_first.to(tl.float32)), axis=0)
+            if fp16_missed_product(acc, ss, rmask, g_low, g_ptr, k_start, k_end):
                 acc = tf32_share(x_ptr, g_ptr, w_ptr, offs_m, rmask, offs_n, k_start, k_end, stride_xm, stride_xk,
                                  stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
         finish_tile(
-            y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
-            BLOCK_M, BLOCK_N, HAS_BIAS, bias,
+            y_ptr, bias, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
+            BLOCK_M, BLOCK_N,
         )  # fmt: skip
-
-
-@triton.jit
-def _missed_low(acc, ss, rmask, g_low, g_ptr, k_start, k_end, G_CHUNK: tl.constexpr):
-    """Whether fp16 may not have held some x * g of the share, decided without a pass over g where it can be: an
-    overflow made the product not finite (inf times any w is inf or NaN, and fp32 sums of finite fp16 products
-    cannot overflow), and a row's rms times ``g_low`` (max|g| over part of the share, so at most max|g|) at
-    least 2^-8 passes the rms check. Only where that fails is max|g| read over the whole share."""
-    nonfinite = tl.max(tl.max(tl.where(tl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0)
-    rms_min = tl.min(tl.where(rmask, tl.sqrt(ss / (k_end - k_start)), float("inf")), axis=0)
-    bad = (nonfinite > 0) | (rms_min * g_low < 0.00390625)
-    if bad:  # rare: rows this small, or g small over the first tile
-        bad = (nonfinite > 0) | (rms_min * g_max_of(g_ptr, k_start, k_end, G_CHUNK) < 0.00390625)
-    return bad
 
 
 @triton.jit

@@ -85,6 +85,9 @@ def _rmsnorm_linear_split_k_kernel(
     x_ptrs = x_ptr + x_rows + (k_start + offs_k[None, :]) * stride_xk
     w_ptrs = w_ptr + w_rows + offs_n[None, :].to(tl.int64) * stride_wn
     g_ptrs = g_ptr + k_start + offs_k
+    # the bias before the loop, its latency under the loop's: read in the epilogue it cost 0.1-0.5 us, 1-4% at
+    # 1-16 x 2048-4096 x 5504-14336 (H100, bf16 and fp16; past N the columns wrap, and their stores are masked)
+    bias = tl.load(b_ptr + offs_n).to(tl.float32) if HAS_BIAS else None
 
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     if PIPELINED_X:
@@ -95,6 +98,8 @@ def _rmsnorm_linear_split_k_kernel(
         # plain product's tiles)
         gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
         g_top = tl.zeros([BLOCK_K], dtype=tl.float32)  # max|g| per column of a step (PRECISION 3, wide steps)
+        if PRECISION == 3 and BLOCK_K < 256:  # the share's first step of g: max|g| over it is at most max|g|
+            g_first = tl.load(g_ptrs, mask=offs_k < k_end - k_start, other=0.0)
         for k in range(k_start, k_end, BLOCK_K):
             here = offs_k < k_end - k
             if ALIGNED:
@@ -116,13 +121,16 @@ def _rmsnorm_linear_split_k_kernel(
         diagonal = tl.arange(0, BLOCK_M)[:, None] == tl.arange(0, BLOCK_M)[None, :]
         ss = tl.sum(tl.where(diagonal, gram, 0.0), axis=1)
         if PRECISION == 3:
-            # max|g| of the share: kept in the loop in 256-wide steps; read again after it in 64-wide ones, where
-            # keeping it took 1-16 x 2048 x 14336 from 22.5-22.7 to 25.6-25.7 us (H100)
+            # In 256-wide steps max|g| of the share is kept in the loop. In 64-wide ones keeping it took 1-16 x
+            # 2048 x 14336 from 22.5-22.7 to 25.6-25.7 us, and reading it again after the loop cost 0.3-0.7 us
+            # against the product's own check (H100), which reads g again only where a bound from its first step
+            # does not settle the rms check.
             if BLOCK_K >= 256:
-                g_max = tl.max(g_top, axis=0)
+                missed = _fp16_missed(ss, row_ok, tl.max(g_top, axis=0), k_end - k_start)
             else:
-                g_max = _g_max(g_ptr, k_start, k_end, 2048)
-            if _fp16_missed(ss, row_ok, g_max, k_end - k_start):
+                g_low = tl.max(tl.abs(g_first.to(tl.float32)), axis=0)
+                missed = _fp16_missed_product(acc, ss, row_ok, g_low, g_ptr, k_start, k_end)
+            if missed:
                 acc = _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
                                   stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
     else:
@@ -151,23 +159,23 @@ def _rmsnorm_linear_split_k_kernel(
             g_ptrs += BLOCK_K
 
     _finish_tile(
-        y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
-        BLOCK_M, BLOCK_N, HAS_BIAS,
+        y_ptr, bias, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
+        BLOCK_M, BLOCK_N,
     )  # fmt: skip
 
 
 @triton.jit
 def _finish_tile(
-    y_ptr, b_ptr, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr, bias=None,
+    y_ptr, bias, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     """The output tile from this program's partial product ``acc`` and partial sums of squares ``ss``: written
     directly where K is not split; otherwise stored as a part, and the program that draws its tile's last ticket
-    adds the parts in slot order, scales the rows by rstd, adds the bias and puts the counter back to zero.
-    ``bias``: the tile's bias loaded already, or None to load it here."""
+    adds the parts in slot order, scales the rows by rstd, adds ``bias`` (the tile's, fp32, or None) and puts the
+    counter back to zero."""
     cols, mask, tile_offs = split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
     if SPLIT_K == 1:  # a constant where the launch has one program per tile (Triton specialises 1)
-        _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS, bias)
+        _split_k_epilogue(y_ptr, bias, acc, ss, tile_offs, mask, K, eps)
     else:
         tl.store(part_ptr + split.to(tl.int64) * M * N + tile_offs, acc, mask=mask)
         slots = tl.arange(0, BLOCK_M)
@@ -179,7 +187,7 @@ def _finish_tile(
             for _ in range(0, SPLIT_K):  # slot order, from L2 (see split_k.sum_parts)
                 ss_total += tl.load(ss_parts, cache_modifier=".cg")
                 ss_parts += BLOCK_M
-            _split_k_epilogue(y_ptr, b_ptr, total, ss_total, tile_offs, cols, mask, N, K, eps, HAS_BIAS, bias)
+            _split_k_epilogue(y_ptr, bias, total, ss_total, tile_offs, mask, K, eps)
             split_k.release(count_ptr, tile)
 
 
@@ -204,8 +212,28 @@ def _fp16_missed(ss, row_ok, g_max, share):
     most 2^-25) under fp16's own relative step there. inf in x or g misses; NaN reaches the output on either
     path, as it reaches the reference's."""
     bound = tl.max(tl.sqrt(ss), axis=0) * g_max
-    rms_low = tl.min(tl.where(row_ok, tl.sqrt(ss / share), float("inf")), axis=0) * g_max
-    return (bound > 65504.0) | (rms_low < 0.00390625)
+    return (bound > 65504.0) | (_rms_min(ss, row_ok, share) * g_max < 0.00390625)
+
+
+@triton.jit
+def _fp16_missed_product(acc, ss, row_ok, g_low, g_ptr, k_start, k_end):
+    """``_fp16_missed``'s answer from the product ``acc`` and ``g_low``, max|g| over part of the share (so at most
+    max|g|): an x * g over 65504 is inf in fp16, and inf times any w is inf or NaN, while fp32 sums of finite
+    fp16 products cannot overflow, so fp16 held every x * g exactly where ``acc`` is finite (with finite inputs).
+    The rms check passes where a row's rms times ``g_low`` is at least 2^-8; only where it does not is max|g| read
+    over the whole share."""
+    nonfinite = tl.max(tl.max(tl.where(tl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0)  # NaN too
+    rms_min = _rms_min(ss, row_ok, k_end - k_start)
+    missed = (nonfinite > 0) | (rms_min * g_low < 0.00390625)
+    if missed:  # rare: rows this small, or the first step's g
+        missed = (nonfinite > 0) | (rms_min * _g_max(g_ptr, k_start, k_end, 2048) < 0.00390625)
+    return missed
+
+
+@triton.jit
+def _rms_min(ss, row_ok, share):
+    """The smallest rms over a share of ``share`` columns among the rows in the tile, from their sums of squares."""
+    return tl.min(tl.where(row_ok, tl.sqrt(ss / share), float("inf")), axis=0)
 
 
 @triton.jit
@@ -242,12 +270,11 @@ def _tf32_share(
 
 
 @triton.jit
-def _split_k_epilogue(y_ptr, b_ptr, acc, ss, tile_offs, cols, mask, N, K, eps, HAS_BIAS: tl.constexpr, bias=None):
-    """y = acc * rstd (+ b) for a tile whose whole product and sums of squares are in ``acc`` and ``ss``."""
+def _split_k_epilogue(y_ptr, bias, acc, ss, tile_offs, mask, K, eps):
+    """y = acc * rstd (+ bias, unless None) for a tile whose whole product and sums of squares are in ``acc`` and
+    ``ss``."""
     out = acc * tl.rsqrt(ss / K + eps)[:, None]
-    if HAS_BIAS:
-        if bias is None:
-            bias = tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+    if bias is not None:
         out += bias[None, :]
     tl.store(y_ptr + tile_offs, out.to(y_ptr.dtype.element_ty), mask=mask)
 
@@ -355,10 +382,12 @@ def column_class(n: int) -> int:
 # it) at 5504 and 14336 columns, in bf16's tiles (benchmarks/results/split-k/x-path/fp16-guard/, H100s): at
 # 1/4/16 x 2048 x 5504 11.87-11.94 us, 1.09-1.11x cuBLAS, against 13.15-13.39 for the TF32 kernel and 12.40-13.14
 # for the two kernels; at 1/16 x 2048/4096 x 14336 0.92-0.95x cuBLAS, against 0.95-1.05x for the TF32 kernel and
-# 0.93-1.06x for the two kernels. At 11008 columns it was level with the two kernels: not taken.
+# 0.93-1.06x for the two kernels. At 11008 columns it was level with the two kernels until the 64-wide steps
+# checked the product instead of reading max|g| again, and the bias was loaded before the loop: 1x2048x11008
+# then 1.058x cuBLAS against 1.095x for the two kernels (benchmarks/results/split-k/x-path/fp16-product-check/).
 PIPELINED_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int, int]]] = {
     torch.bfloat16: {5504: (64, 256, 3, 0, 8192), 11008: (64, 64, 4, 1, 4096), 14336: (64, 64, 4, 1, 4096)},
-    torch.float16: {5504: (64, 256, 3, 0, 8192), 14336: (64, 64, 4, 1, 4096)},
+    torch.float16: {5504: (64, 256, 3, 0, 8192), 11008: (64, 64, 4, 1, 4096), 14336: (64, 64, 4, 1, 4096)},
 }
 PIPELINED_ROWS = (1, 16)
 

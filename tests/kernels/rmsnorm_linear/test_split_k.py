@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 import triton
+import triton.language as tl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,8 +68,7 @@ def test_x_is_pipelined_up_to_sixteen_rows_in_its_classes_up_to_their_largest_k(
         assert config.num_stages == stages and (config.kwargs["SPLIT_K"] == 1 or per_sm > 0)  # 0: unsplit
     assert not split_k.pipelined_x(4, 2048, 28672, dtype)  # x loaded ahead was level or faster there
     assert not split_k.config_for(torch.empty((1, 8192), dtype=dtype, device="meta"), 11008).kwargs["PIPELINED_X"]
-    if dtype == torch.float16:  # level with the two kernels at 11008 columns: not in fp16's classes
-        assert set(split_k.PIPELINED_TILES[dtype]) == {5504, 14336} and not split_k.pipelined_x(4, 2048, 11008, dtype)
+    if dtype == torch.float16:
         assert split_k.precision_of(dtype, pipelined=True) == 3 and split_k.precision_of(dtype) != 3
 
 
@@ -79,11 +79,12 @@ GUARD_CASES = {"overflow": (300.0, 300.0), "tiny rows": (3e-3, 3e-3), "tiny g": 
 
 @pytest.mark.parametrize("case", GUARD_CASES)
 @pytest.mark.parametrize("splits", [1, 3])
-@pytest.mark.parametrize("block_k", [64, 256], ids=["max g read after", "max g kept in the loop"])
+@pytest.mark.parametrize("block_k", [64, 256], ids=["the product checked", "max g kept in the loop"])
 def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits, block_k, device):
     """fp16 with x pipelined rounds x * g to fp16 (PRECISION 3). Where that may not hold the products, the
     program computes its share again in TF32: the output stays finite and within fp16's tolerance of the
-    float64 oracle. max|g| comes from the loop in 256-wide steps and from a pass after it in narrower ones."""
+    float64 oracle. In 256-wide steps the check takes max|g| from the loop; in narrower ones it checks the
+    product and a bound from the first step's g (``_fp16_missed_product``)."""
     x_scale, g_scale = GUARD_CASES[case]
     m, k, n = 5, 300, 70
     gen = torch.Generator().manual_seed(torch.seed() % 2**31)
@@ -103,6 +104,46 @@ def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits
     assert bool(torch.isfinite(y).all())
     _check(y, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, "fp16", f"guarded fp16, {case}")
     assert _counters_at_zero()
+
+
+@triton.jit
+def _missed_probe(acc_ptr, ss_ptr, g_ptr, out_ptr, M, K, g_low, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.arange(0, BLOCK_M)
+    acc = tl.load(acc_ptr + rows[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :])
+    missed = split_k._fp16_missed_product(acc, tl.load(ss_ptr + rows), rows < M, g_low, g_ptr, 0, K)
+    tl.store(out_ptr, missed.to(tl.int32))
+
+
+# what each case does to a finite product of 5 rows of rms 1 over K = 300, g of max|g| 1.5, g_low 1
+PRODUCT_CHECKS = {
+    "held": ({}, False),
+    "an inf in the product (an overflow)": ({"acc": float("inf")}, True),
+    "a NaN in the product": ({"acc": float("nan")}, True),
+    "a row of rms 2^-9 (rms x max|g| under 2^-8)": ({"ss_row": 300 * 2.0**-18}, True),
+    "the first step's g small, max|g| not": ({"g_low": 1e-4}, False),
+    "g small everywhere": ({"g_low": 1e-4, "g": 1e-4}, True),
+    "a tiny row past M": ({"ss_row": 1e-30, "row": 7}, False),
+}
+
+
+@pytest.mark.parametrize("case", PRODUCT_CHECKS)
+def test_the_product_check_finds_what_fp16_did_not_hold(case, device):
+    """``_fp16_missed_product`` on products and sums of squares built for each case: an overflow found from the
+    product, the rms check passed on the first step's bound or, where that fails, on max|g| read over the share."""
+    change, missed = PRODUCT_CHECKS[case]
+    m, k, bm, bn = 5, 300, 8, 16
+    acc = torch.randn(bm, bn, dtype=torch.float32)
+    if "acc" in change:
+        acc[2, 5] = change["acc"]
+    ss = torch.full((bm,), float(k))  # rms 1
+    ss[change.get("row", 3)] = change.get("ss_row", float(k))
+    g = torch.rand(k) + 0.5
+    g[k // 2] = 1.5
+    g = g * change.get("g", 1.0)
+    out = torch.zeros(1, dtype=torch.int32, device=device)
+    args = (acc.to(device), ss.to(device), g.half().to(device), out, m, k, change.get("g_low", 1.0))
+    _missed_probe[(1,)](*args, BLOCK_M=bm, BLOCK_N=bn)
+    assert bool(out.item()) == missed, case
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -147,7 +188,8 @@ def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
     assert not tuned.split_k_product(16, 8192, 11008, bf16)  # two kernels measured faster there
     assert tuned.split_k_product(1, 4096, 11008, bf16)
     assert tuned.split_k_product(4, 4096, 5504, fp16)  # x pipelined, fp16 products guarded
-    assert not tuned.split_k_product(4, 4096, 11008, fp16)  # TF32 steps: slower than the two kernels
+    assert tuned.split_k_product(4, 4096, 11008, fp16)  # x pipelined, the product checked
+    assert not tuned.split_k_product(4, 6144, 11008, fp16)  # TF32 steps: slower than the two kernels
     assert tuned.split_k_product(16, 4096, 14336, fp16) and not tuned.split_k_product(16, 8192, 14336, fp16)
     assert tuned.split_k_product(1, 8192, 11008, fp16) and not tuned.split_k_product(1, 8191, 11008, fp16)
     assert not tuned.split_k_product(17, 4096, 5504, bf16)  # more rows than raced
@@ -160,11 +202,11 @@ def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
-@pytest.mark.parametrize("shape", [(3, 70, 43), (9, 45, 40)], ids=["3x70x43", "9x45x40"])
+@pytest.mark.parametrize("shape", [(3, 70, 43), (9, 45, 40), (17, 45, 40)], ids=["3x70x43", "9x45x40", "17x45x40"])
 def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device, monkeypatch):
     """With the table's least K and the dimension floor scaled down (the interpreter takes minutes over a real
-    decode weight), the classes the table names run the split-K kernel: the provider, the ops API's first call
-    and its plan; the others the two-kernel routes."""
+    decode weight), the classes the tables name run the split-K kernel: the provider, the ops API's first call
+    and its plan; more rows than they name the two-kernel routes."""
     monkeypatch.setattr(tuned, "SPLIT_K_MIN_DIM", 16)
     monkeypatch.setattr(tuned, "SPLIT_K_CLASS_WIDTH", 1.0)
     scaled = {dt: {cls: 16 for cls in classes} for dt, classes in tuned.SPLIT_K_CLASSES.items()}
@@ -174,7 +216,7 @@ def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device,
     m, k, n = shape
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     taken = tuned.split_k_product(m, k, n, inputs["x"].dtype)
-    assert taken == (dtype != "fp16" or n == 43)  # fp16 pipelines 5504's class, not 11008's (two kernels)
+    assert taken == (m <= 16)  # every dtype's classes hold 5504 and 11008 columns up to 16 rows
     outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
     with triton_ops():
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
