@@ -18,8 +18,8 @@ of a column tile adds the partial tiles and the partial sums of squares, applies
 The x tiles times g are rounded to x's dtype before the product in bf16, whose range is fp32's. fp16 cannot
 hold x * g where the rows are large (the two-kernel route normalises first), so in fp16 the tile stays fp32
 and the product runs in TF32, whose 10-bit mantissa is fp16's: W's fp16 values convert exactly. With x
-pipelined, fp16 rounds x * g to fp16 too, and checks afterwards that fp16 held it (``_fp16_missed``): where it
-may not have, the program computes its share again the TF32 way.
+pipelined, fp16 rounds x * g to fp16 too, and checks afterwards that fp16 held it (``_fp16_missed``,
+``_fp16_missed_product``): where it may not have, the program computes its share again the TF32 way.
 """
 
 from __future__ import annotations

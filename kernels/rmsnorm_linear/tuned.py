@@ -12,7 +12,10 @@ point of 1 and 16 rows of the bf16 decode grid within 1.10x (``benchmarks/result
 1-16 rows x 11008 columns up to K 4096, which the two-kernel routes had (0.99-1.08x against 1.01-1.11x). In fp16
 it does the same at about 5504 and 14336 columns with x * g rounded to fp16, checked after the loop, the program's
 share computed again in TF32 where fp16 may not have held it: 1/4/16 x 2048 x 5504 at 1.09-1.11x cuBLAS (was
-1.14-1.24x), x2048/4096x14336 at 0.92-0.95x (``benchmarks/results/split-k/x-path/fp16-guard/``).
+1.14-1.24x), x2048/4096x14336 at 0.92-0.95x (``benchmarks/results/split-k/x-path/fp16-guard/``); with the bias
+loaded before the loop and the 64-wide steps checked from the product, at 11008 columns up to K 4096 too: the fp16
+decode grid within 1.10x cuBLAS at 24 and 23 of 24 points in two calls on one H100
+(``benchmarks/results/split-k/x-path/fp16-product-check/``).
 
 Ragged-8 weights (K and N multiples of 8, not both of 16) take the norm then cuBLAS's product at every row
 count (``ragged_weights``: the Triton products' row reads straddle cache lines there).
