@@ -6,14 +6,55 @@ cuBLAS: at 512 rows the tiled kernel lost to torch.compile at the 5504-column gr
 
 Both products write into the halves of one [M, 2N] buffer (gate | up, the layout silu_mul reads: cuBLAS
 takes the half-width views with a row stride of 2N, no copy), then the tuned silu_mul kernel reads it once
-and writes y. Nothing derived from the weights is kept."""
+and writes y. Nothing derived from the weights is kept.
+
+On interleaved weights (``tuned.interleaved_weights``, what :class:`kprof.kernels.ops.PreparedSwiGLU` holds) the
+products are one cuBLAS product of twice the width, gate and up side by side in each pair of columns, and
+``_silu_pairs_kernel`` reads those pairs (:func:`interleaved_product_then_silu`)."""
 
 from __future__ import annotations
 
 import torch
+import triton
+import triton.language as tl
 
+from kprof.kernels.lib import launching
 from kprof.kernels.silu_mul.kernels import VERSIONS as SILU_MUL
+from kprof.kernels.silu_mul.kernels import silu
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
+
+
+@triton.jit
+def _silu_pairs_kernel(
+    h_ptr,  # [M, 2N] gate and up side by side: column 2j is gate j, 2j + 1 is up j
+    y_ptr,  # [M, N] output, contiguous
+    N,
+    stride_hm,
+    BLOCK_N: tl.constexpr,  # output columns per program (axis 1 of the grid); rows on axis 0
+):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    pairs = tl.program_id(1) * 2 * BLOCK_N + tl.arange(0, 2 * BLOCK_N)  # contiguous: one wide load, then split
+    h = tl.load(h_ptr + row * stride_hm + pairs, mask=pairs < 2 * N, other=0.0).to(tl.float32)
+    gate, up = tl.split(tl.reshape(h, [BLOCK_N, 2]))
+    tl.store(y_ptr + row * N + cols, (silu(gate) * up).to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+def silu_pairs(h: torch.Tensor) -> torch.Tensor:
+    """``silu(h[:, 0::2]) * h[:, 1::2]`` for ``h`` [M, 2N] with unit column stride: [M, N] in h's dtype."""
+    m, n = h.shape[0], h.shape[1] // 2
+    y = torch.empty((m, n), dtype=h.dtype, device=h.device)
+    if m and n:
+        block = min(1024, triton.next_power_of_2(n))
+        options = {} if launching.interpreting() else {"num_warps": 4}
+        _silu_pairs_kernel[(m, triton.cdiv(n, block))](h, y, n, h.stride(0), BLOCK_N=block, **options)
+    return y
+
+
+def interleaved_product_then_silu(x2d: torch.Tensor, w_int: torch.Tensor) -> torch.Tensor:
+    """``silu(x2d @ Wg) * (x2d @ Wu)`` from the interleaved weights ``w_int`` [K, 2N] (column 2j = Wg[:, j],
+    2j + 1 = Wu[:, j]): one cuBLAS product [M, 2N], then one pass over its pairs. [M, N] in x's dtype."""
+    return silu_pairs(torch.mm(x2d, w_int))
 
 
 def products_then_silu_mul(x2d: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
