@@ -22,6 +22,9 @@ rows       columns   runs                                                       
 1000+      any       interleaved weights, one TMA product (``ops.PreparedSwiGLU``  matmul-tma/, matmul-last-gap/
                      and ``triton_tuned``; ``ops.swiglu`` on the weights as
                      given: the tiled kernel, autotuned)
+1000+      N%16>0    on interleaved weights, raced on the first call: the TMA  swiglu-cublas-pairs/
+                     kernel or cuBLAS's one product on those weights, then a
+                     pass over the gate/up pairs (``interleaved_route``)
 =========  ========  ==========================================================  ====================================
 
 The tiled kernel, autotuned per (M, N, K) over tile shapes, warps and pipeline stages, programs in
@@ -67,7 +70,7 @@ import triton.language as tl
 from kprof.kernels.lib import launching, routes, tiles
 from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile
 from kprof.kernels.swiglu import split_k
-from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
+from kprof.kernels.swiglu.cublas_silu import interleaved_product_then_silu, products_then_silu_mul
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
 from kprof.kernels.swiglu.tiled import _swiglu_tiled_kernel, ieee
 
@@ -199,6 +202,17 @@ RAGGED_CUBLAS_MIN_ROWS = 512
 # 128 rows and fewer keep the pinned tiles (raced in decode-tiles/).
 RACE_MIN_ROWS = 129
 _mid_rows = routes.RouteRace("swiglu: the tiled kernel or cuBLAS's products then silu_mul")
+# On the interleaved weights, where the output width N is not a multiple of 16, the interleaved TMA kernel lost to
+# cuBLAS's one product on the same weights, then one pass over the gate/up pairs (``cublas_silu``), at some shapes
+# and won at others, with nothing in the shape to tell them apart. On an H100 (bf16 and fp16,
+# benchmarks/results/swiglu-cublas-pairs/) the pairs route took 0.87x the kernel's time at 1000x1000x3000 (26.0
+# against 30.0 us; cuBLAS's x @ [Wg Wu] alone 20.9, so 1.24x it against 1.43x), 0.88x at 2056x2056x5512 and 0.92x
+# at 1000x4104x11000, but 1.06-1.25x at 2000-4000 rows of 1000x3000, 1000x2056x5512 and 1000x1000x11000. Where N
+# is a multiple of 16 the kernel was faster at all 11 shapes timed (the pairs route 1.08-1.15x its time). So a
+# ragged N races the two on its first call; the kernel is the static rule's route.
+_interleaved_ragged = routes.RouteRace(
+    "swiglu: the interleaved TMA kernel or cuBLAS's product on the interleaved weights, then the pairs pass"
+)
 
 
 def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
@@ -432,6 +446,22 @@ def raced_route(x2d: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, int
     return _mid_rows.choose(key, run, static, x2d)
 
 
+def interleaved_route(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor) -> str:
+    """``"interleaved"`` (the TMA kernel) or ``"cublas_pairs"`` for rows the interleaved weights ``w_int`` serve:
+    raced on the first call of a shape class whose output width is not a multiple of 16 (16-bit, where
+    :func:`routes.can_race`), else the kernel."""
+    m, k = x2d.shape
+    ff = y.shape[1]
+    if ff % 16 == 0 or x2d.dtype not in (torch.bfloat16, torch.float16):
+        return "interleaved"
+    key = (m, k, ff, x2d.dtype, x2d.device.index, x2d.stride(0))
+    run = {
+        "interleaved": lambda: launch_interleaved(x2d, w_int, y),
+        "cublas_pairs": lambda: interleaved_product_then_silu(x2d, w_int),
+    }
+    return _interleaved_ragged.choose(key, run, "interleaved", x2d) or "interleaved"
+
+
 def swiglu_with(
     x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: Callable[[], torch.Tensor] | torch.Tensor | None
 ) -> torch.Tensor:
@@ -445,6 +475,8 @@ def swiglu_with(
     if raced is None and w_int is not None and use_interleaved(x2d, y):
         wi = w_int() if callable(w_int) else w_int
         if launching.tma_ready(wi):
+            if interleaved_route(x2d, wi, y) == "cublas_pairs":
+                return interleaved_product_then_silu(x2d, wi).view(*x.shape[:-1], ff)
             launch_interleaved(x2d, wi, y)
             return y.view(*x.shape[:-1], ff)
     wg, wu = weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT)

@@ -253,3 +253,55 @@ def test_a_route_that_raises_loses_the_race_and_says_why(racing):
     assert "a failed (RuntimeError: out of resource" in d.describe()
     with pytest.raises(RuntimeError, match="shared memory"):  # nothing can run: the caller sees the error
         race.choose((2,), {"a": broken, "b": broken}, "a", on)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("faster", ["interleaved", "cublas_pairs"])
+def test_the_interleaved_weights_race_a_ragged_width_against_cublas_and_the_pairs_pass(
+    faster, dtype, device, racing, monkeypatch
+):
+    """From TMA_MIN_ROWS rows on interleaved weights, an output width that is not a multiple of 16 races the TMA
+    kernel against cuBLAS's product on the same weights then the pairs pass: the prepared provider and the ops
+    API's prepared object take the race's route, and both routes match the oracle. A width of 16 or more is not
+    raced."""
+    for name, value in SMALL_LIMITS.items():
+        monkeypatch.setattr(tuned, name, value)
+    times = (5.0, 9.0) if faster == "interleaved" else (9.0, 5.0)  # timed interleaved first, then cublas_pairs
+    monkeypatch.setattr(tuned, "_interleaved_ragged", routes.RouteRace("swiglu test", timer=timer_of(*times)))
+    taken = []
+    route = tuned.interleaved_route
+    monkeypatch.setattr(tuned, "interleaved_route", lambda *a: taken.append(route(*a)) or taken[-1])
+    shape = (66, 40, 24)  # TMA-ready rows (16-byte multiples), 24 = 8 mod 16
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    ref = FAM.oracle(**inputs)
+    outs = {"triton_tuned_prepared": FAM.providers["triton_tuned_prepared"].fn(**inputs)}
+    with triton_ops():
+        outs["ops prepared"] = ops.PreparedSwiGLU(inputs["w_gate"], inputs["w_up"])(inputs["x"])
+    assert taken == [faster, faster]  # both callers asked, and took the race's route
+    (d,) = tuned._interleaved_ragged.decisions()  # one race for both callers
+    assert (d.chosen, d.default) == (faster, "interleaved")
+    assert {n for n, _ in d.times_us} == {"interleaved", "cublas_pairs"}
+    tol = FAM.tolerances[dtype]
+    for name, out in outs.items():
+        err = float((out.double() - ref).norm() / ref.norm())
+        assert out.shape == shape[:1] + shape[2:] and err <= tol, f"{name}: rel err {err:.2e} (tolerance {tol})"
+    aligned = FAM.make_inputs((66, 40, 32), dtype, device, seed=1)
+    FAM.providers["triton_tuned_prepared"].fn(**aligned)
+    assert len(tuned._interleaved_ragged.decisions()) == 1  # 32 columns: the kernel, no race
+
+
+@pytest.mark.gpu
+def test_a_real_race_of_the_interleaved_weights_at_a_ragged_width():
+    """1000x1000x3000, the default sweep's untiled shape: the prepared object races the TMA kernel against
+    cuBLAS's product and the pairs pass, times both and keeps one; its output matches the oracle."""
+    inputs = FAM.make_inputs((1000, 1000, 3000), "bf16", "cuda", seed=7)
+    previous = ops.use_triton(True)
+    try:
+        out = ops.PreparedSwiGLU(inputs["w_gate"], inputs["w_up"])(inputs["x"])
+    finally:
+        ops.use_triton(previous)
+    (d,) = [x for x in tuned._interleaved_ragged.decisions() if x.key[:3] == (1000, 1000, 3000)]
+    assert d.chosen in ("interleaved", "cublas_pairs") and all(t > 0 for _, t in d.times_us)
+    assert {n for n, _ in d.times_us} == {"interleaved", "cublas_pairs"}
+    ref = FAM.oracle(**inputs)
+    assert float((out.double() - ref).norm() / ref.norm()) <= FAM.tolerances["bf16"]

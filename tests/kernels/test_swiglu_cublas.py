@@ -8,7 +8,7 @@ import torch
 
 from kprof.kernels import discover, ops
 from kprof.kernels.lib import fastops
-from kprof.kernels.swiglu import tuned
+from kprof.kernels.swiglu import cublas_silu, tuned
 from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["swiglu"]
@@ -61,3 +61,19 @@ def test_every_path_matches_the_oracle_on_both_sides_of_the_rule(shape, dtype, d
         assert out.shape == (m, n) and out.dtype == inputs["x"].dtype
         err = float((out.double() - ref).norm() / ref.norm())
         assert err <= tol, f"{name} {shape} {dtype}: rel err {err:.2e} (tolerance {tol})"
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize(
+    "shape", [(1, 37, 1), (5, 37, 19), (3, 40, 1500), (7, 16, 2049)], ids=lambda s: "x".join(map(str, s))
+)
+def test_cublas_on_interleaved_weights_then_the_pairs_pass_matches_the_oracle(shape, dtype, device):
+    """One product on the interleaved weights (gate and up in each pair of columns), then the pairs pass: odd
+    widths, one column, and more columns than one program's block (1024)."""
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    w_int = tuned.interleaved_weights(inputs["w_gate"], inputs["w_up"])
+    out = cublas_silu.interleaved_product_then_silu(inputs["x"], w_int)
+    ref = FAM.oracle(**inputs)
+    err = float((out.double() - ref).norm() / ref.norm())
+    assert out.shape == ref.shape and out.dtype == inputs["x"].dtype
+    assert err <= FAM.tolerances[dtype], f"{shape} {dtype}: rel err {err:.2e}"
