@@ -30,6 +30,8 @@ from typing import Any
 
 import torch
 
+from kprof.runtime import launches_recorded
+
 
 def _int_class(v: int) -> tuple[bool, bool, int]:
     return (v == 1, v % 16 == 0, 0 if -(2**31) <= v < 2**31 else (1 if v < 2**63 else 2))
@@ -61,13 +63,14 @@ except ImportError:  # a Triton without knobs (before 3.3): no fast path
 
 
 def launch_hooks_installed() -> bool:
-    """True when a Triton launch hook is registered (Proton and some profilers register one).
+    """True when a Triton launch hook is registered (Proton and some profilers register one), or kprof is
+    recording launches (:func:`kprof.runtime.launch_recording`): the fast paths then launch through the JIT.
 
     Triton 3.4+ keeps hooks in ``HookChain`` objects that are never None; a chain with no calls means
     no hook. Launches then skip the hooks (passing None), which also skips building launch metadata.
     """
     rt = RUNTIME_KNOBS
-    if rt is None:
+    if rt is None or launches_recorded():
         return True
     enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
     # a HookChain counts by its calls; anything else assigned there (a plain function) is a hook

@@ -13,7 +13,9 @@ Side effects on the process, each scoped or declared:
   interpreter mode into what runs next.
 * **Triton monkey-patches** while launches are recorded (:func:`patched`, used by
   :func:`kprof.specialization.recording`): each :class:`Patch` names the attribute it replaces and why;
-  all are restored when the block is left, in reverse order.
+  all are restored when the block is left, in reverse order. A counter of recordings open
+  (:func:`launch_recording`) sends kprof's own fast launch paths through Triton's JIT meanwhile, where the
+  patches see them.
 * **Dynamo recompile limits** (:func:`raise_dynamo_limits`): raised to at least 1024 for the rest of the
   process on the first ``torch.compile`` provider call. Not restored: compiled functions keep running
   after the call that built them, and a lower limit would silently fall back to eager under the name
@@ -199,6 +201,27 @@ def route_race() -> Iterator[None]:
 def in_route_race() -> bool:
     """Whether a route race's timing calls are running (:func:`route_race`)."""
     return _ROUTE_RACES[0] > 0
+
+
+_LAUNCH_RECORDINGS = [0]  # recordings of launches open now
+
+
+@contextmanager
+def launch_recording() -> Iterator[None]:
+    """Marks a recording of launches open (:func:`kprof.specialization.recording`). kprof's fast launch paths
+    (``kprof.launch.CompiledLauncher`` and the ops API's plans, which launch a compiled kernel directly) ask
+    :func:`kprof.launch.launch_hooks_installed` and launch through Triton's JIT while one is, as they do under a
+    profiler's launch hook: the recording patches the JIT's path, so a direct launch would go unrecorded."""
+    _LAUNCH_RECORDINGS[0] += 1
+    try:
+        yield
+    finally:
+        _LAUNCH_RECORDINGS[0] -= 1
+
+
+def launches_recorded() -> bool:
+    """Whether a recording of launches is open (:func:`launch_recording`)."""
+    return _LAUNCH_RECORDINGS[0] > 0
 
 
 _ROUTE_CHOICES: collections.deque[str] = collections.deque(maxlen=4096)  # the latest races' decisions, described

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from kprof.fmt import config_label
-from kprof.runtime import Patch, in_route_race, patched
+from kprof.runtime import Patch, in_route_race, launch_recording, patched
 
 OPTION_NAMES = ("num_warps", "num_stages")
 
@@ -245,7 +245,7 @@ def recording() -> Iterator[Recording]:
         patches.append(Patch(Autotuner, "run", tune, "keeps only the launch of the config the autotuner picked"))
     except (ImportError, KeyError):
         pass
-    with patched(patches) as rec.patched:
+    with patched(patches) as rec.patched, launch_recording():
         yield rec
 
 

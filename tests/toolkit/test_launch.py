@@ -157,6 +157,21 @@ def test_launch_hook_detection(monkeypatch):
     assert launch_hooks_installed()
 
 
+def test_a_recording_of_launches_sends_the_fast_paths_through_the_jit():
+    """Inside :func:`kprof.specialization.recording` the fast paths launch through Triton's JIT, where the
+    recording's patches see them (a direct launch of a kernel compiled earlier went unrecorded on an H100)."""
+    from kprof.launch import launch_hooks_installed
+    from kprof.specialization import recording
+
+    assert not launch_hooks_installed()
+    with recording():
+        assert launch_hooks_installed()
+        with recording():
+            assert launch_hooks_installed()
+        assert launch_hooks_installed()
+    assert not launch_hooks_installed()
+
+
 # ------------------------------------------------------------------ direct launches through the C function
 def _nvidia_launcher(monkeypatch, scratch: int = 0):
     """The installed Triton's CudaLauncher, built without compiling (its C function replaced by a recorder)."""
