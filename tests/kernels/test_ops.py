@@ -520,11 +520,12 @@ def test_a_launch_hook_sends_planned_calls_through_the_jit(device, monkeypatch):
         _fastops.reset()
         ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"])
         ((launch, _, _),) = _fastops._add_plans.plans.values()
-        monkeypatch.setattr(launch, "entry", (_RecordingLauncher(), None, None, 0))
+        direct = _RecordingLauncher()
+        monkeypatch.setattr(launch, "entry", (direct, None, None, 0))
         monkeypatch.setattr(_fastops, "launch_hooks_installed", lambda: True)
         outs = ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"])
         _fastops.reset()
-    assert launch.entry[0].calls == []
+    assert direct.calls == []  # not launched directly (on a GPU the JIT's launch may set a new entry)
     for o, ref in zip(outs, fam.oracle(**inp)):
         assert _rel(o, ref) <= fam.tolerances["fp32"]
 
