@@ -31,7 +31,9 @@ summed every step) is what costs. This script times copies of the kernel that di
   ``guard_acc`` finds the overflow from the product (not finite) and passes the rms check with max|g| over the
   share's first BLOCK_K of g, loaded before the loop (a lower bound of max|g|), reading g over the whole share
   only where that fails; ``guard_acc_late`` is that with the unsplit tile stored before the check, which then
-  runs while the stores drain (stored again where the share is computed again); ``none`` does not scale them.
+  runs while the stores drain (stored again where the share is computed again); ``guard_one`` makes
+  ``guard_acc``'s checks in one reduction over the tile, with |g| at the share's first element as the bound
+  (``_missed_one``); ``none`` does not scale them.
 - ``B`` (optional fifth part): ``late`` loads the bias tile after the loop (the default, as the kernel did
   before it took ``early``); ``early`` before the loop, so its latency is under the loop's.
 - ``R``: ``wrap`` reads rows of x past M again (modulo M, as shipped: at one row all 16 rows of a tile read the
@@ -104,6 +106,7 @@ G_MODES = {
     "guarded_early": 13,
     "guard_acc": 14,
     "guard_acc_late": 15,
+    "guard_one": 16,
 }
 B_MODES = {"late": 0, "early": 1}
 # (X, SS, G) raced: the shipped path, each change alone and together, and the bounds
@@ -220,6 +223,8 @@ def _x_path_kernel(
         g_early = tl.load(g_ptr + k_start + g_offs, mask=g_offs < k_end - k_start, other=0.0)
     if G_MODE == 14 or G_MODE == 15:  # the share's first BLOCK_K of g: max|g| over it is a lower bound of max|g|
         g_first = tl.load(g_ptrs, mask=first, other=0.0)
+    if G_MODE == 16:  # the share's first element of g: |g| there is a lower bound of max|g|, with no reduction
+        g_one = tl.abs(tl.load(g_ptr + k_start).to(tl.float32))
     bias = None
     if HAS_BIAS and B_EARLY:  # as the shipped kernel loads it
         bias = tl.load(b_ptr + offs_n).to(tl.float32)
@@ -313,6 +318,10 @@ def _x_path_kernel(
                 eps, BLOCK_M, BLOCK_N,
             )  # fmt: skip
     else:
+        if G_MODE == 16:
+            if _missed_one(acc, ss, rmask, g_one, g_ptr, k_start, k_end):
+                acc = tf32_share(x_ptr, g_ptr, w_ptr, offs_m, rmask, offs_n, k_start, k_end, stride_xm, stride_xk,
+                                 stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
         if G_MODE == 14 or G_MODE == 15:
             g_low = tl.max(tl.abs(g_first.to(tl.float32)), axis=0)
             if fp16_missed_product(acc, ss, rmask, g_low, g_ptr, k_start, k_end):
@@ -322,6 +331,18 @@ def _x_path_kernel(
             y_ptr, bias, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
             BLOCK_M, BLOCK_N,
         )  # fmt: skip
+
+
+@triton.jit
+def _missed_one(acc, ss, rmask, g_one, g_ptr, k_start, k_end):
+    """``fp16_missed_product``'s check in one reduction over the tile: a product not finite, or a row whose rms
+    times ``g_one`` (|g| at one element of the share, at most max|g|) is under 2^-8. Only where that trips is the
+    exact check made (``fp16_missed_product`` with no bound, so max|g| is read over the share)."""
+    small = rmask & (tl.sqrt(ss / (k_end - k_start)) * g_one < 0.00390625)
+    missed = tl.max(tl.where(small[:, None] | ~(tl.abs(acc) < float("inf")), 1, 0)) > 0  # NaN too
+    if missed:
+        missed = fp16_missed_product(acc, ss, rmask, 0.0, g_ptr, k_start, k_end)
+    return missed
 
 
 @triton.jit
