@@ -3,7 +3,11 @@ through the same compiled launcher as ``triton_tuned`` (``launch_with_config``),
 F.rms_norm and Liger, in interleaved rounds with the guarded GPU timer; prints Inductor's kernel too.
 
     TORCH_LOGS=output_code python benchmarks/rmsnorm_small_shapes.py --out DIR [--shapes 64x4096,4096x1024]
-        [--rounds 3] [--tag NAME] 2> inductor.log
+        [--rounds 3] [--tag NAME] [--chunks] [--cold] 2> inductor.log
+
+``--chunks`` adds the kernels that walk a row in chunks (``looped``, ``two_pass``: 512-2048 elements a step, 4-16
+warps), for rows just past a power of two, where the whole-row block is nearly half masked (2056 columns: 4096);
+``--cold`` times every candidate cold (kprof's L2 flush before each call, as the grids do) instead.
 
 Before 2026-11-22 (second session) the variants went through ``kernel[grid](...)``; those launches read
 0.4-0.7 us slower on the GPU than the same kernel through the compiled launcher in the same race
@@ -14,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import random
 import sys
 from pathlib import Path
 
 import torch
 import triton
-from bench_common import print_race, race_rows, rmsnorm_case, write_csv
+from bench_common import print_race, race_rounds, race_rows, rmsnorm_case, write_csv
 
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
@@ -34,6 +39,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--shapes", default=SHAPES)
     ap.add_argument("--tag", default="", help="suffix of the CSV name (one file per process)")
+    ap.add_argument("--chunks", action="store_true", help="also the chunked kernels (looped, two_pass)")
+    ap.add_argument("--cold", action="store_true", help="cold times (L2 flushed before each call)")
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     settings = BenchSettings(warmup_ms=10, rep_ms=40)
@@ -56,10 +63,24 @@ def main() -> int:
             torch.cuda.synchronize()
             assert float((y.double() - ref).norm() / ref.norm()) < 8e-3
             fns[f"r{rows} w{warps} {'hints' if hints else 'plain'}"] = call
+        chunked = itertools.product(["looped", "two_pass"], [512, 1024, 2048], [4, 8, 16]) if args.chunks else []
+        for kernel, chunk, warps in chunked:
+            if chunk >= block_n or warps * 32 > chunk:
+                continue
+            cfg = Config(kernel, block_n=chunk, rows=1, num_warps=warps)
+
+            def call(cfg=cfg):
+                launch_with_config(cfg, x, w, y, eps)
+
+            y.fill_(float("nan"))
+            call()
+            torch.cuda.synchronize()
+            assert float((y.double() - ref).norm() / ref.norm()) < 8e-3
+            fns[f"{kernel} {chunk} w{warps}"] = call
         for peer in ("torch_compile", "triton_tuned", "triton_one_row", "torch_F", "liger"):
             if peer in fam.providers and fam.providers[peer].unavailable_reason() is None:
                 fns[f"[{peer}]"] = lambda fn=fam.providers[peer].fn: fn(x, w, eps)
-        times = race(fns, settings, args.rounds)
+        times = race_rounds(fns, args.rounds, 10.0, random.Random(0)) if args.cold else race(fns, settings, args.rounds)
         print_race(spec, times)
         out += race_rows(spec, times)
     write_csv(args.out / f"rmsnorm_small_shapes{args.tag}.csv", out)
