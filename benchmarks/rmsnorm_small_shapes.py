@@ -7,7 +7,9 @@ F.rms_norm and Liger, in interleaved rounds with the guarded GPU timer; prints I
 
 ``--chunks`` adds the kernels that walk a row in chunks (``looped``, ``two_pass``: 512-2048 elements a step, 4-16
 warps), for rows just past a power of two, where the whole-row block is nearly half masked (2056 columns: 4096);
-``--cold`` times every candidate cold (kprof's L2 flush before each call, as the grids do) instead.
+``--tail`` adds each row-block config as a power-of-two block and a second, smaller one for the rest of the row
+(``tuned.head_and_tail``: 3072 columns as 2048 + 1024) where that covers fewer columns; ``--cold`` times every
+candidate cold (kprof's L2 flush before each call, as the grids do) instead.
 
 Before 2026-11-22 (second session) the variants went through ``kernel[grid](...)``; those launches read
 0.4-0.7 us slower on the GPU than the same kernel through the compiled launcher in the same race
@@ -28,7 +30,7 @@ from bench_common import print_race, race_rounds, race_rows, rmsnorm_case, write
 
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels.rmsnorm.tuned import Config, launch_with_config
+from kprof.kernels.rmsnorm.tuned import Config, head_and_tail, launch_with_config
 
 SHAPES = "64x4096,4096x1024,1x4096,256x4096,4096x4096"
 
@@ -41,6 +43,7 @@ def main() -> int:
     ap.add_argument("--tag", default="", help="suffix of the CSV name (one file per process)")
     ap.add_argument("--chunks", action="store_true", help="also the chunked kernels (looped, two_pass)")
     ap.add_argument("--cold", action="store_true", help="cold times (L2 flushed before each call)")
+    ap.add_argument("--tail", action="store_true", help="also each row-block config as a head and a tail block")
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     settings = BenchSettings(warmup_ms=10, rep_ms=40)
@@ -50,10 +53,12 @@ def main() -> int:
         x, w, eps, ref, y = rmsnorm_case(fam, shape, "bf16", 5)
         block_n = triton.next_power_of_2(shape[1])
         fns = {}
-        for rows, warps, hints in itertools.product([1, 2, 4], [1, 2, 4, 8, 16], [True, False]):
-            if warps * 32 > rows * block_n:
+        head, tail = head_and_tail(shape[1])
+        blocks = [(block_n, 0)] + ([(head, tail)] if args.tail and tail else [])
+        for rows, warps, hints, (block, rest) in itertools.product([1, 2, 4], [1, 2, 4, 8, 16], [True, False], blocks):
+            if warps * 32 > rows * (block + rest):
                 continue
-            cfg = Config("rows", block_n=block_n, rows=rows, num_warps=warps, hints=hints)
+            cfg = Config("rows", block_n=block, rows=rows, num_warps=warps, hints=hints, tail=rest)
 
             def call(cfg=cfg):
                 launch_with_config(cfg, x, w, y, eps)
@@ -62,7 +67,7 @@ def main() -> int:
             call()
             torch.cuda.synchronize()
             assert float((y.double() - ref).norm() / ref.norm()) < 8e-3
-            fns[f"r{rows} w{warps} {'hints' if hints else 'plain'}"] = call
+            fns[f"r{rows} w{warps} {'hints' if hints else 'plain'}{f' tail {rest}' if rest else ''}"] = call
         chunked = itertools.product(["looped", "two_pass"], [512, 1024, 2048], [4, 8, 16]) if args.chunks else []
         for kernel, chunk, warps in chunked:
             if chunk >= block_n or warps * 32 > chunk:

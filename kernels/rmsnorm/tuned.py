@@ -49,31 +49,55 @@ def _rmsnorm_rows_kernel(
     # parameters
     eps,
     # meta-parameters
-    BLOCK_N: tl.constexpr,  # power of two >= N: a whole row per block row
+    BLOCK_N: tl.constexpr,  # power of two >= N: a whole row per block row (with TAIL: a power of two <= N)
     ROWS: tl.constexpr,  # rows handled by one program
     HINTS: tl.constexpr,  # cache hints: x evict_first (read once), weight evict_last (re-read by all)
     I64: tl.constexpr,  # 64-bit row offsets; int32 is enough (and cheaper) below 2**31 elements
+    TAIL: tl.constexpr = 0,  # 0, or a second block of TAIL columns from BLOCK_N on (power of two >= N - BLOCK_N)
 ):
     row_block = tl.program_id(0)
     rows = row_block * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK_N)
-    col_mask = cols < N
-    mask = (rows < n_rows)[:, None] & col_mask[None, :]
     if I64:
         rows64 = rows.to(tl.int64)[:, None]
     else:
         rows64 = rows[:, None]
+    if TAIL == 0:
+        cols = tl.arange(0, BLOCK_N)
+        col_mask = cols < N
+        mask = (rows < n_rows)[:, None] & col_mask[None, :]
+        if HINTS:
+            x = tl.load(
+                x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first"
+            ).to(tl.float32)
+            w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        else:
+            x = tl.load(x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+        rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
+        y = x * rstd[:, None] * w[None, :]
+        tl.store(y_ptr + rows64 * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    else:  # a row of 3072 as 2048 + 1024 columns, not 4096 with a quarter masked
+        row_mask = (rows < n_rows)[:, None]
+        x, w, mask, offs = _row_block(x_ptr, w_ptr, rows64, x_row_stride, row_mask, 0, N, BLOCK_N, HINTS)
+        xt, wt, mask_t, offs_t = _row_block(x_ptr, w_ptr, rows64, x_row_stride, row_mask, BLOCK_N, N, TAIL, HINTS)
+        rstd = tl.rsqrt((tl.sum(x * x, axis=1) + tl.sum(xt * xt, axis=1)) / N + eps)[:, None]
+        tl.store(y_ptr + rows64 * y_row_stride + offs, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(y_ptr + rows64 * y_row_stride + offs_t, (xt * rstd * wt).to(y_ptr.dtype.element_ty), mask=mask_t)
+
+
+@triton.jit
+def _row_block(x_ptr, w_ptr, rows64, x_row_stride, row_mask, start, N, BLOCK: tl.constexpr, HINTS: tl.constexpr):
+    """(x, w in fp32, mask, column offsets [1, BLOCK]) of the columns ``start`` to ``start + BLOCK`` of the rows."""
+    cols = start + tl.arange(0, BLOCK)
+    col_mask = cols < N
+    mask = row_mask & col_mask[None, :]
     if HINTS:
-        x = tl.load(
-            x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first"
-        ).to(tl.float32)
-        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        x = tl.load(x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0, eviction_policy="evict_first")
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last")
     else:
-        x = tl.load(x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
-    y = x * rstd[:, None] * w[None, :]
-    tl.store(y_ptr + rows64 * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+        x = tl.load(x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0)
+    return x.to(tl.float32), w.to(tl.float32)[None, :], mask, cols[None, :]
 
 
 @triton.jit
@@ -129,6 +153,7 @@ class Config:
     rows: int
     num_warps: int
     hints: bool = False
+    tail: int = 0  # "rows": 0, or block_n is a power of two under the row and a second block of ``tail`` follows
     splits: int = 1  # programs per row ("split", "cooperative"), chunks per row ("pipelined")
     programs_per_sm: int = 0  # "pipelined": programs launched per SM (as many as fit one at 64 registers a thread)
 
@@ -313,8 +338,18 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
 def _row_block_kernel(cfg: Config, i64: bool) -> tuple[CompiledLauncher, tuple]:
     """Launcher and constexpr values of the two kernels over blocks of rows (same other arguments)."""
     if cfg.kernel == "rows":
-        return _rows_launcher, (cfg.block_n, cfg.rows, cfg.hints, i64)
+        return _rows_launcher, (cfg.block_n, cfg.rows, cfg.hints, i64, cfg.tail)
     return _two_pass_launcher, (cfg.block_n, cfg.rows, i64)
+
+
+def head_and_tail(n: int) -> tuple[int, int]:
+    """(head, tail) blocks for a row of ``n`` columns in the rows kernel: the largest power of two at most ``n`` and
+    the power of two that covers the rest, where the two cover fewer columns than one block of the next power of
+    two (3072: 2048 + 1024; 2056: 2048 + 8); otherwise (that power of two, 0)."""
+    block = triton.next_power_of_2(n)
+    head = block // 2 if block > n else block
+    tail = triton.next_power_of_2(n - head) if n > head else 0
+    return (head, tail) if tail and head + tail < block else (block, 0)
 
 
 def needs_i64(n_rows: int, *row_strides: int) -> bool:

@@ -370,6 +370,27 @@ def test_two_pass_kernel_on_odd_shapes(dtype, n_rows, n, chunk, rows, device):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("hints", [False, True])
+@pytest.mark.parametrize("n_rows, n, rows", [(7, 3, 1), (5, 37, 2), (3, 300, 1), (9, 1500, 2), (2, 2056, 1)])
+def test_the_rows_kernel_with_a_tail_block(dtype, n_rows, n, rows, hints, device):
+    """A row as a power-of-two block and a smaller one for the rest (``head_and_tail``: 37 = 32 + 8 with 5
+    columns of the tail masked, 300 = 256 + 64, 2056 = 2048 + 8 with none), strided input rows, a partial block of rows."""
+    from kprof.kernels.rmsnorm.tuned import Config, head_and_tail, launch_with_config
+
+    head, tail = head_and_tail(n)
+    assert head < n <= head + tail < 2 * head  # fewer columns than the next power of two
+    inp = FAM.make_inputs((n_rows, n + 8), dtype, device, seed=torch.seed() % 2**31)
+    x, w = inp["x"][:, 3 : 3 + n], inp["weight"][:n].contiguous()
+    y = torch.full((n_rows, n), float("nan"), dtype=x.dtype, device=device)
+    launch_with_config(
+        Config("rows", block_n=head, rows=rows, num_warps=4, hints=hints, tail=tail), x, w, y, inp["eps"]
+    )
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n_rows, n", [(3, 17001), (1, 18000), (2, 33000)])
 def test_few_wide_rows_split_over_programs(dtype, n_rows, n, device):
     """Few rows wider than one block take the split path (two launches, partial sums per chunk): odd widths
