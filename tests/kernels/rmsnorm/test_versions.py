@@ -373,8 +373,9 @@ def test_two_pass_kernel_on_odd_shapes(dtype, n_rows, n, chunk, rows, device):
 @pytest.mark.parametrize("hints", [False, True])
 @pytest.mark.parametrize("n_rows, n, rows", [(7, 3, 1), (5, 37, 2), (3, 300, 1), (9, 1500, 2), (2, 2056, 1)])
 def test_the_rows_kernel_with_a_tail_block(dtype, n_rows, n, rows, hints, device):
-    """A row as a power-of-two block and a smaller one for the rest (``head_and_tail``: 37 = 32 + 8 with 5
-    columns of the tail masked, 300 = 256 + 64, 2056 = 2048 + 8 with none), strided input rows, a partial block of rows."""
+    """A row as a power-of-two block and a smaller one for the rest (``head_and_tail``: 37 = 32 + 8 with 3
+    columns of the tail masked, 300 = 256 + 64, 2056 = 2048 + 8 with none), strided input rows, a partial block
+    of rows."""
     from kprof.kernels.rmsnorm.tuned import Config, head_and_tail, launch_with_config
 
     head, tail = head_and_tail(n)
