@@ -88,7 +88,7 @@ def main() -> int:
         times = race_rounds(fns, args.rounds, 10.0, random.Random(0)) if args.cold else race(fns, settings, args.rounds)
         print_race(spec, times)
         out += race_rows(spec, times)
-    write_csv(args.out / f"rmsnorm_small_shapes{args.tag}.csv", out)
+        write_csv(args.out / f"rmsnorm_small_shapes{args.tag}.csv", out)  # each shape's as it ends
     return 0
 
 
