@@ -7,7 +7,8 @@ F.rms_norm and Liger, in interleaved rounds with the guarded GPU timer; prints I
 
 ``--chunks`` adds the kernels that walk a row in chunks (``looped``, ``two_pass``: 512-2048 elements a step, 4-16
 warps), for rows just past a power of two, where the whole-row block is nearly half masked (2056 columns: 4096);
-``--tail`` adds each row-block config as a power-of-two block and a second, smaller one for the rest of the row
+``--op-tail`` races only the op's own config, with and without a tail block, against the providers (in
+``--dtype``); ``--tail`` adds each row-block config as a power-of-two block and a second, smaller one for the rest of the row
 (``tuned.head_and_tail``: 3072 columns as 2048 + 1024) where that covers fewer columns; ``--cold`` times every
 candidate cold (kprof's L2 flush before each call, as the grids do) instead.
 
@@ -30,7 +31,7 @@ from bench_common import print_race, race_rounds, race_rows, rmsnorm_case, write
 
 from kprof.harness import BenchSettings, race
 from kprof.kernels import discover
-from kprof.kernels.rmsnorm.tuned import Config, head_and_tail, launch_with_config
+from kprof.kernels.rmsnorm.tuned import Config, config_for, head_and_tail, launch_with_config
 
 SHAPES = "64x4096,4096x1024,1x4096,256x4096,4096x4096"
 
@@ -44,18 +45,24 @@ def main() -> int:
     ap.add_argument("--chunks", action="store_true", help="also the chunked kernels (looped, two_pass)")
     ap.add_argument("--cold", action="store_true", help="cold times (L2 flushed before each call)")
     ap.add_argument("--tail", action="store_true", help="also each row-block config as a head and a tail block")
+    ap.add_argument("--op-tail", action="store_true", help="only the op's config, with and without a tail block")
+    ap.add_argument("--dtype", default="bf16")
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     settings = BenchSettings(warmup_ms=10, rep_ms=40)
     out = []
     for spec in args.shapes.split(","):
         shape = tuple(int(v) for v in spec.split("x"))
-        x, w, eps, ref, y = rmsnorm_case(fam, shape, "bf16", 5)
+        x, w, eps, ref, y = rmsnorm_case(fam, shape, args.dtype, 5)
         block_n = triton.next_power_of_2(shape[1])
         fns = {}
         head, tail = head_and_tail(shape[1])
         blocks = [(block_n, 0)] + ([(head, tail)] if args.tail and tail else [])
-        for rows, warps, hints, (block, rest) in itertools.product([1, 2, 4], [1, 2, 4, 8, 16], [True, False], blocks):
+        grid = itertools.product([1, 2, 4], [1, 2, 4, 8, 16], [True, False], blocks)
+        if args.op_tail:
+            op = config_for(shape[1], x.element_size(), shape[0], x.device.index, x.dtype == torch.bfloat16)
+            grid = [(op.rows, op.num_warps, op.hints, b) for b in blocks + [(head, tail)] if op.kernel == "rows"]
+        for rows, warps, hints, (block, rest) in grid:
             if warps * 32 > rows * (block + rest):
                 continue
             cfg = Config("rows", block_n=block, rows=rows, num_warps=warps, hints=hints, tail=rest)
@@ -82,7 +89,12 @@ def main() -> int:
             torch.cuda.synchronize()
             assert float((y.double() - ref).norm() / ref.norm()) < 8e-3
             fns[f"{kernel} {chunk} w{warps}"] = call
-        for peer in ("torch_compile", "triton_tuned", "triton_one_row", "torch_F", "liger"):
+        peers = (
+            ("torch_compile", "triton_tuned")
+            if args.op_tail
+            else ("torch_compile", "triton_tuned", "triton_one_row", "torch_F", "liger")
+        )
+        for peer in peers:
             if peer in fam.providers and fam.providers[peer].unavailable_reason() is None:
                 fns[f"[{peer}]"] = lambda fn=fam.providers[peer].fn: fn(x, w, eps)
         times = race_rounds(fns, args.rounds, 10.0, random.Random(0)) if args.cold else race(fns, settings, args.rounds)
