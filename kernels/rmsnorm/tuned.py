@@ -224,6 +224,14 @@ _COOPERATIVE_PER_THREAD = 64  # elements each thread holds
 # the same bytes 353.0 and 1412.7), and within 0.3% of the fastest candidate at 8192x65536. fp16 lost there
 # (80 registers a thread: 3 programs an SM; 2048x131072 421.8 against 399.2), so fp16 and fp32 keep this rule.
 _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
+# A row just past a power of two (2056 columns: a 4096-column block nearly half masked) as that power of two and a
+# small tail block (2048 + 8), the same rows and warps: where the tail is at most 1/_TAIL_MAX_SHARE of the head. On
+# an H100, cold, bf16 and fp16 (benchmarks/results/rmsnorm-small-shapes/ragged-widths/op-tail-*/): 0.81-0.83x the
+# whole block's time at 2048x2056, 0.89x at 16x2056 and 16x4104, 0.98x at 512x2056. Where the tail is half the
+# head (3072 = 2048 + 1024, 6144, 5512) the same config with a tail was 1.0-1.22x slower at 1-32768 rows. Only the
+# heads and dtypes measured (2048, 4096; 16-bit) take it.
+_TAIL_MAX_SHARE = 8
+_TAIL_HEADS = (2048, 4096)
 
 
 def choose_config(
@@ -294,6 +302,9 @@ def choose_config(
     # never more threads than elements: a block of fewer elements leaves warps idle
     while warps > 1 and warps * 32 > rows * block_n:
         warps //= 2
+    head, tail = head_and_tail(n)
+    if element_size == 2 and tail and tail * _TAIL_MAX_SHARE <= head and head in _TAIL_HEADS:  # _TAIL_MAX_SHARE
+        return Config("rows", block_n=head, rows=rows, num_warps=warps, hints=hints, tail=tail)
     return Config("rows", block_n=block_n, rows=rows, num_warps=warps, hints=hints)
 
 

@@ -369,6 +369,24 @@ def test_two_pass_kernel_on_odd_shapes(dtype, n_rows, n, chunk, rows, device):
     assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
 
 
+def test_rows_just_past_a_power_of_two_take_a_tail_block(device):
+    """16-bit rows of 2056 and 4104 columns run as 2048 + 8 and 4096 + 8 with the rows and warps the whole block
+    had; a tail of half the head (3072, 5512), fp32, and unmeasured heads keep the whole block. The op at 2056
+    columns matches the oracle."""
+    from kprof.kernels.rmsnorm.tuned import choose_config, rmsnorm_tuned
+
+    for n, head, tail in [(2056, 2048, 8), (4104, 4096, 8), (2100, 2048, 64)]:
+        cfg, whole = choose_config(n, 2, 16), choose_config(2 * head, 2, 16)  # the whole block's width class
+        assert (cfg.kernel, cfg.block_n, cfg.tail) == ("rows", head, tail), n
+        assert (cfg.rows, cfg.num_warps, cfg.hints) == (whole.rows, whole.num_warps, whole.hints), n
+    for n, element_size in [(3072, 2), (5512, 2), (6144, 2), (2056, 4), (8200, 2), (33, 2), (2048, 2)]:
+        assert choose_config(n, element_size, 16).tail == 0, (n, element_size)
+    inp = FAM.make_inputs((3, 2056), "bf16", device, seed=torch.seed() % 2**31)
+    out = rmsnorm_tuned(inp["x"], inp["weight"], inp["eps"])
+    ref = FAM.oracle(**inp)
+    assert ((out.double() - ref).norm() / ref.norm()).item() < FAM.tolerances["bf16"]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("hints", [False, True])
 @pytest.mark.parametrize("n_rows, n, rows", [(7, 3, 1), (5, 37, 2), (3, 300, 1), (9, 1500, 2), (2, 2056, 1)])
