@@ -229,7 +229,8 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # an H100, cold, bf16 and fp16 (benchmarks/results/rmsnorm-small-shapes/ragged-widths/op-tail-*/): 0.81-0.83x the
 # whole block's time at 2048x2056, 0.89x at 16x2056 and 16x4104, 0.98x at 512x2056. Where the tail is half the
 # head (3072 = 2048 + 1024, 6144, 5512) the same config with a tail was 1.0-1.22x slower at 1-32768 rows. Only the
-# heads and dtypes measured (2048, 4096; 16-bit) take it.
+# heads and dtypes measured (2048, 4096; 16-bit) take it, and not the rows of 16 KB blocks that _MID_MIN_ROWS
+# gives a config of their own (a tail was not raced there).
 _TAIL_MAX_SHARE = 8
 _TAIL_HEADS = (2048, 4096)
 
@@ -290,7 +291,9 @@ def choose_config(
     ):
         chunk, warps = _TWO_PASS_TABLE[row_bytes]
         return Config("two_pass", block_n=chunk, rows=1, num_warps=warps)
-    if element_size == 2 and row_bytes == 16384 and n_rows is not None and _MID_MIN_ROWS <= n_rows < _TWO_PASS_MIN_ROWS:
+    mid = element_size == 2 and row_bytes == 16384 and n_rows is not None
+    mid = mid and _MID_MIN_ROWS <= n_rows < _TWO_PASS_MIN_ROWS
+    if mid:
         rows, warps, hints = 1, 4, False  # see _MID_MIN_ROWS
     elif row_bytes in _ROW_TABLE:
         rows, warps, hints = _ROW_TABLE[row_bytes]
@@ -303,7 +306,7 @@ def choose_config(
     while warps > 1 and warps * 32 > rows * block_n:
         warps //= 2
     head, tail = head_and_tail(n)
-    if element_size == 2 and tail and tail * _TAIL_MAX_SHARE <= head and head in _TAIL_HEADS:  # _TAIL_MAX_SHARE
+    if element_size == 2 and not mid and tail and tail * _TAIL_MAX_SHARE <= head and head in _TAIL_HEADS:
         return Config("rows", block_n=head, rows=rows, num_warps=warps, hints=hints, tail=tail)
     return Config("rows", block_n=block_n, rows=rows, num_warps=warps, hints=hints)
 
