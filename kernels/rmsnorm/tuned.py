@@ -226,7 +226,7 @@ _COOPERATIVE_PER_THREAD = 64  # elements each thread holds
 _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # A row just past a power of two (2056 columns: a 4096-column block nearly half masked) as that power of two and a
 # small tail block (2048 + 8), the same rows and warps: where the tail is at most 1/_TAIL_MAX_SHARE of the head. On
-# an H100, cold, bf16 and fp16 (benchmarks/results/rmsnorm-small-shapes/ragged-widths/op-tail-*/): 0.81-0.83x the
+# an H100, cold, bf16 and fp16 (benchmarks/results/rmsnorm-small-shapes/ragged-widths/op-tail-9d9d8c5/): 0.81-0.83x the
 # whole block's time at 2048x2056, 0.89x at 16x2056 and 16x4104, 0.98x at 512x2056. Where the tail is half the
 # head (3072 = 2048 + 1024, 6144, 5512) the same config with a tail was 1.0-1.22x slower at 1-32768 rows. Only the
 # heads and dtypes measured (2048, 4096; 16-bit) take it, and not the rows of 16 KB blocks that _MID_MIN_ROWS
