@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from kprof.runtime import launches_recorded
+from kprof.runtime import LAUNCH_RECORDINGS
 
 
 def _int_class(v: int) -> tuple[bool, bool, int]:
@@ -70,7 +70,7 @@ def launch_hooks_installed() -> bool:
     no hook. Launches then skip the hooks (passing None), which also skips building launch metadata.
     """
     rt = RUNTIME_KNOBS
-    if rt is None or launches_recorded():
+    if rt is None or LAUNCH_RECORDINGS[0]:
         return True
     enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
     # a HookChain counts by its calls; anything else assigned there (a plain function) is a hook

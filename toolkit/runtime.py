@@ -30,6 +30,7 @@ Side effects on the process, each scoped or declared:
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -182,20 +183,25 @@ def route_races_allowed() -> bool:
     return env("KPROF_ROUTE_RACE") != "0"
 
 
+@contextmanager
+def _counted(counter: list[int]) -> Iterator[None]:
+    """``counter[0]`` one higher for the length of the block (blocks nest)."""
+    counter[0] += 1
+    try:
+        yield
+    finally:
+        counter[0] -= 1
+
+
 _ROUTE_RACES = [0]  # route races running now (nested: none are)
 
 
-@contextmanager
-def route_race() -> Iterator[None]:
+def route_race() -> contextlib.AbstractContextManager[None]:
     """Marks a route race's timing calls (:mod:`kprof.kernels.lib.routes`), so that a recording of launches
     (:func:`kprof.specialization.recording`) leaves them out: the route picked runs after and is recorded.
     A counter here rather than an attribute of the race's class: a ``--rev`` run loads its own copy of the
     kernels' library, whose races mark the same counter."""
-    _ROUTE_RACES[0] += 1
-    try:
-        yield
-    finally:
-        _ROUTE_RACES[0] -= 1
+    return _counted(_ROUTE_RACES)
 
 
 def in_route_race() -> bool:
@@ -203,25 +209,17 @@ def in_route_race() -> bool:
     return _ROUTE_RACES[0] > 0
 
 
-_LAUNCH_RECORDINGS = [0]  # recordings of launches open now
+# recordings of launches open now; public so that the launch hot path reads it without a call
+# (``kprof.launch.launch_hooks_installed``: a function call there cost about 40 ns a launch on the CPU)
+LAUNCH_RECORDINGS = [0]
 
 
-@contextmanager
-def launch_recording() -> Iterator[None]:
+def launch_recording() -> contextlib.AbstractContextManager[None]:
     """Marks a recording of launches open (:func:`kprof.specialization.recording`). kprof's fast launch paths
     (``kprof.launch.CompiledLauncher`` and the ops API's plans, which launch a compiled kernel directly) ask
     :func:`kprof.launch.launch_hooks_installed` and launch through Triton's JIT while one is, as they do under a
     profiler's launch hook: the recording patches the JIT's path, so a direct launch would go unrecorded."""
-    _LAUNCH_RECORDINGS[0] += 1
-    try:
-        yield
-    finally:
-        _LAUNCH_RECORDINGS[0] -= 1
-
-
-def launches_recorded() -> bool:
-    """Whether a recording of launches is open (:func:`launch_recording`)."""
-    return _LAUNCH_RECORDINGS[0] > 0
+    return _counted(LAUNCH_RECORDINGS)
 
 
 _ROUTE_CHOICES: collections.deque[str] = collections.deque(maxlen=4096)  # the latest races' decisions, described
