@@ -23,6 +23,7 @@ import argparse
 import itertools
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -34,6 +35,21 @@ from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import Config, config_for, head_and_tail, launch_with_config
 
 SHAPES = "64x4096,4096x1024,1x4096,256x4096,4096x4096"
+
+
+def checked_call(
+    cfg: Config, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, eps: float, ref: torch.Tensor
+) -> Callable[[], None]:
+    """A call of ``cfg`` on the point's tensors, once run into a NaN-filled output and checked against ``ref``."""
+
+    def call() -> None:
+        launch_with_config(cfg, x, w, y, eps)
+
+    y.fill_(float("nan"))
+    call()
+    torch.cuda.synchronize()
+    assert float((y.double() - ref).norm() / ref.norm()) < 8e-3, cfg
+    return call
 
 
 def main() -> int:
@@ -66,29 +82,14 @@ def main() -> int:
             if warps * 32 > rows * (block + rest):
                 continue
             cfg = Config("rows", block_n=block, rows=rows, num_warps=warps, hints=hints, tail=rest)
-
-            def call(cfg=cfg):
-                launch_with_config(cfg, x, w, y, eps)
-
-            y.fill_(float("nan"))
-            call()
-            torch.cuda.synchronize()
-            assert float((y.double() - ref).norm() / ref.norm()) < 8e-3
-            fns[f"r{rows} w{warps} {'hints' if hints else 'plain'}{f' tail {rest}' if rest else ''}"] = call
+            name = f"r{rows} w{warps} {'hints' if hints else 'plain'}{f' tail {rest}' if rest else ''}"
+            fns[name] = checked_call(cfg, x, w, y, eps, ref)
         chunked = itertools.product(["looped", "two_pass"], [512, 1024, 2048], [4, 8, 16]) if args.chunks else []
         for kernel, chunk, warps in chunked:
             if chunk >= block_n or warps * 32 > chunk:
                 continue
             cfg = Config(kernel, block_n=chunk, rows=1, num_warps=warps)
-
-            def call(cfg=cfg):
-                launch_with_config(cfg, x, w, y, eps)
-
-            y.fill_(float("nan"))
-            call()
-            torch.cuda.synchronize()
-            assert float((y.double() - ref).norm() / ref.norm()) < 8e-3
-            fns[f"{kernel} {chunk} w{warps}"] = call
+            fns[f"{kernel} {chunk} w{warps}"] = checked_call(cfg, x, w, y, eps, ref)
         peers = (
             ("torch_compile", "triton_tuned")
             if args.op_tail
