@@ -1,0 +1,144 @@
+"""rmsnorm's one-block configs raced at several places in memory, so that a rule drawn from the race holds wherever a
+caller's tensors lie.
+
+    python benchmarks/rmsnorm_placed_race.py --out DIR [--shapes 512x3072,512x8192] [--dtypes bf16,fp16]
+        [--placements 6] [--rounds 3] [--rep-ms 4]
+
+At 3-6 us a call the same kernel reads up to 15% apart depending on where its tensors were allocated
+(``results/cold-placement/``), and a race on one allocation can crown a config that is fast only there. Here
+every candidate (1 or 2 rows per program, warps, cache hints, and a tail block where ``tuned.head_and_tail`` gives one)
+and the ``triton_tuned`` / ``torch_compile`` providers are timed at ``--placements`` places: the case's inputs as
+made, then copies in memory pools of their own between random spacers (``kprof.harness.relocated``, as
+``kprof profile`` places a small case), each place's output in its own pool. Each round runs every (candidate,
+place) pair cold in a fresh random order. Prints per point the fastest candidates by their mean over places of
+the per-place medians, with their worst place; writes DIR/placed_race.csv (one row per candidate, place) and
+DIR/placed_summary.csv (one per candidate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+from bench_common import race_rounds, rmsnorm_case, write_csv
+from rmsnorm_small_shapes import checked_call
+
+from kprof.harness import relocated
+from kprof.kernels import discover
+from kprof.kernels.rmsnorm.tuned import Config, config_for, head_and_tail
+
+SHAPES = "512x2048,512x2056,512x3072,512x4096,512x6144,512x7168,512x8192,2048x3072,2048x6144,64x4096"
+
+
+def places(x: torch.Tensor, w: torch.Tensor, count: int, rng: random.Random) -> list[tuple]:
+    """``count`` places for the case: (x, w, output, pool, what must outlive them); the first as made."""
+    out = [(x, w, torch.empty_like(x), None, ())]
+    for _ in range(count - 1):
+        pool = torch.cuda.MemPool()
+        with torch.cuda.use_mem_pool(pool):
+            moved, keep = relocated({"x": x, "weight": w}, _spacer(rng), _spacer(rng))
+            y = torch.empty_like(x)
+        out.append((moved["x"], moved["weight"], y, pool, tuple(keep)))
+    return out
+
+
+def _spacer(rng: random.Random) -> int:
+    return (rng.randint(1, 32) << 20) + 512 * rng.randrange(4096)
+
+
+def candidates(n: int, n_rows: int) -> dict[str, Config]:
+    """Every one-block config of the rows kernel for rows of ``n`` columns, with and without a tail block."""
+    block_n = triton.next_power_of_2(n)
+    head, tail = head_and_tail(n)
+    blocks = [(block_n, 0)] + ([(head, tail)] if tail else [])
+    out = {}
+    for rows, warps, hints, (block, rest) in itertools.product([1, 2], [2, 4, 8, 16], [False, True], blocks):
+        if warps * 32 > rows * (block + rest) or (rows > 1 and triton.cdiv(n_rows, rows) < 33):
+            continue
+        name = f"r{rows} w{warps} {'hints' if hints else 'plain'}{f' tail {rest}' if rest else ''}"
+        out[name] = Config("rows", block_n=block, rows=rows, num_warps=warps, hints=hints, tail=rest)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--shapes", default=SHAPES)
+    ap.add_argument("--dtypes", default="bf16,fp16")
+    ap.add_argument("--placements", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rep-ms", type=float, default=4.0)
+    ap.add_argument("--budget-s", type=float, default=400.0, help="start no point after this many seconds")
+    args = ap.parse_args()
+    fam = discover()["rmsnorm"]
+    rng = random.Random(0)
+    rows_out, summary = [], []
+    start = time.monotonic()
+    for spec, dtype in itertools.product(args.shapes.split(","), args.dtypes.split(",")):
+        if time.monotonic() - start > args.budget_s:
+            print(f"budget spent: {spec} {dtype} and the points after it not raced")
+            break
+        shape = tuple(int(v) for v in spec.split("x"))
+        x, w, eps, ref, _ = rmsnorm_case(fam, shape, dtype, 5)
+        spots = places(x, w, args.placements, rng)
+        op = config_for(shape[1], x.element_size(), shape[0], x.device.index, x.dtype == torch.bfloat16)
+        fns = {}
+        for name, cfg in candidates(shape[1], shape[0]).items():
+            tag = " [op]" if cfg == op else ""
+            for i, (xp, wp, yp, _, _) in enumerate(spots):
+                fns[(name + tag, i)] = checked_call(cfg, xp, wp, yp, eps, ref)
+        for peer in ("triton_tuned", "torch_compile"):
+            fn = fam.providers[peer].fn
+            for i, (xp, wp, _, pool, _) in enumerate(spots):
+                fns[(f"[{peer}]", i)] = _in_pool(fn, xp, wp, eps, pool)
+        keyed = {f"{k[0]}@{k[1]}": v for k, v in fns.items()}
+        times = race_rounds(keyed, args.rounds, args.rep_ms, rng)
+        per = {}
+        for (name, i), _ in fns.items():
+            med = statistics.median(times[f"{name}@{i}"])
+            per.setdefault(name, []).append(med)
+            rows_out.append({"shape": spec, "dtype": dtype, "candidate": name, "place": i, "median_us": med})
+        ranked = sorted(per.items(), key=lambda kv: statistics.fmean(kv[1]))
+        print(
+            f"== {spec} {dtype} (op: r{op.rows} w{op.num_warps} tail {op.tail}); mean over {len(spots)} places, worst"
+        )
+        for name, meds in ranked[:8] + [kv for kv in ranked[8:] if kv[0].startswith("[") or "[op]" in kv[0]]:
+            print(f"  {name:34s} {statistics.fmean(meds):7.3f} {max(meds):7.3f}  " + " ".join(f"{m:.2f}" for m in meds))
+        for name, meds in ranked:
+            summary.append(
+                {
+                    "shape": spec,
+                    "dtype": dtype,
+                    "candidate": name,
+                    "mean_us": statistics.fmean(meds),
+                    "worst_us": max(meds),
+                }
+            )
+        write_csv(args.out / "placed_race.csv", rows_out)  # after each point, so a timeout keeps what ran
+        write_csv(args.out / "placed_summary.csv", summary)
+        del spots, fns, keyed
+        torch.cuda.empty_cache()
+    return 0
+
+
+def _in_pool(fn, x: torch.Tensor, w: torch.Tensor, eps: float, pool):
+    """A provider's call at one place: its output allocated from that place's pool."""
+    if pool is None:
+        return lambda: fn(x, w, eps)
+
+    def call():
+        with torch.cuda.use_mem_pool(pool):
+            return fn(x, w, eps)
+
+    return call
+
+
+if __name__ == "__main__":
+    sys.exit(main())
