@@ -7,7 +7,7 @@ caller's tensors lie.
 At 3-6 us a call the same kernel reads up to 15% apart depending on where its tensors were allocated
 (``results/cold-placement/``), and a race on one allocation can crown a config that is fast only there. Here
 every candidate (1 or 2 rows per program, warps, cache hints, and a tail block where ``tuned.head_and_tail`` gives one)
-and the ``triton_tuned`` / ``torch_compile`` providers are timed at ``--placements`` places: the case's inputs as
+and the ``triton_tuned`` / ``torch_compile`` providers (``--two-pass``: the two-pass kernel's configs too) are timed at ``--placements`` places: the case's inputs as
 made, then copies in memory pools of their own between random spacers (``kprof.harness.relocated``, as
 ``kprof profile`` places a small case), each place's output in its own pool. Each round runs every (candidate,
 place) pair cold in a fresh random order. Prints per point the fastest candidates by their mean over places of
@@ -53,8 +53,10 @@ def _spacer(rng: random.Random) -> int:
     return (rng.randint(1, 32) << 20) + 512 * rng.randrange(4096)
 
 
-def candidates(n: int, n_rows: int) -> dict[str, Config]:
-    """Every one-block config of the rows kernel for rows of ``n`` columns, with and without a tail block."""
+def candidates(n: int, n_rows: int, two_pass: bool = False) -> dict[str, Config]:
+    """Every one-block config of the rows kernel for rows of ``n`` columns, with and without a tail block; with
+    ``two_pass``, also the two-pass kernel's (Inductor's design: x read in chunks, kept in L2 for the second pass)
+    at 1-8 rows a program, chunks of 1024-4096 columns and 4 or 8 warps."""
     block_n = triton.next_power_of_2(n)
     head, tail = head_and_tail(n)
     blocks = [(block_n, 0)] + ([(head, tail)] if tail else [])
@@ -64,6 +66,10 @@ def candidates(n: int, n_rows: int) -> dict[str, Config]:
             continue
         name = f"r{rows} w{warps} {'hints' if hints else 'plain'}{f' tail {rest}' if rest else ''}"
         out[name] = Config("rows", block_n=block, rows=rows, num_warps=warps, hints=hints, tail=rest)
+    for rows, chunk, warps in itertools.product([1, 2, 4, 8], [1024, 2048, 4096], [4, 8]) if two_pass else ():
+        if chunk > block_n or warps * 32 * 4 > rows * chunk or triton.cdiv(n_rows, rows) < 33:
+            continue
+        out[f"2pass r{rows} c{chunk} w{warps}"] = Config("two_pass", block_n=chunk, rows=rows, num_warps=warps)
     return out
 
 
@@ -75,6 +81,7 @@ def main() -> int:
     ap.add_argument("--placements", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=4.0)
+    ap.add_argument("--two-pass", action="store_true", help="also the two-pass kernel's configs")
     ap.add_argument("--budget-s", type=float, default=400.0, help="start no point after this many seconds")
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
@@ -90,7 +97,7 @@ def main() -> int:
         spots = places(x, w, args.placements, rng)
         op = config_for(shape[1], x.element_size(), shape[0], x.device.index, x.dtype == torch.bfloat16)
         fns = {}
-        for name, cfg in candidates(shape[1], shape[0]).items():
+        for name, cfg in candidates(shape[1], shape[0], args.two_pass).items():
             tag = " [op]" if cfg == op else ""
             for i, (xp, wp, yp, _, _) in enumerate(spots):
                 fns[(name + tag, i)] = checked_call(cfg, xp, wp, yp, eps, ref)
@@ -121,11 +128,24 @@ def main() -> int:
                     "worst_us": max(meds),
                 }
             )
+        if dtype == args.dtypes.split(",")[0]:
+            print(
+                "  torch.compile's kernels (Kineto): " + inductor_launches(fam.providers["torch_compile"].fn, x, w, eps)
+            )
         write_csv(args.out / "placed_race.csv", rows_out)  # after each point, so a timeout keeps what ran
         write_csv(args.out / "placed_summary.csv", summary)
         del spots, fns, keyed
         torch.cuda.empty_cache()
     return 0
+
+
+def inductor_launches(fn, x: torch.Tensor, w: torch.Tensor, eps: float) -> str:
+    """The kernels one call of ``fn`` launched, with their grid and block (which config Inductor's autotuner kept)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn(x, w, eps)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return "; ".join(f"{e.name} grid {e.kwinputs.get('grid')} block {e.kwinputs.get('block')}" for e in kernels)
 
 
 def _in_pool(fn, x: torch.Tensor, w: torch.Tensor, eps: float, pool):
