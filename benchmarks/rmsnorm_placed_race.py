@@ -7,7 +7,7 @@ caller's tensors lie.
 At 3-6 us a call the same kernel reads up to 15% apart depending on where its tensors were allocated
 (``results/cold-placement/``), and a race on one allocation can crown a config that is fast only there. Here
 every candidate (1 or 2 rows per program, warps, cache hints, and a tail block where ``tuned.head_and_tail`` gives one)
-and the ``triton_tuned`` / ``torch_compile`` providers (``--two-pass``: the two-pass kernel's configs too) are timed at ``--placements`` places: the case's inputs as
+and the ``triton_tuned`` / ``torch_compile`` providers (``--two-pass``: the two-pass kernel's configs instead of most one-block ones) are timed at ``--placements`` places: the case's inputs as
 made, then copies in memory pools of their own between random spacers (``kprof.harness.relocated``, as
 ``kprof profile`` places a small case), each place's output in its own pool. Each round runs every (candidate,
 place) pair cold in a fresh random order. Prints per point the fastest candidates by their mean over places of
@@ -53,23 +53,28 @@ def _spacer(rng: random.Random) -> int:
     return (rng.randint(1, 32) << 20) + 512 * rng.randrange(4096)
 
 
-def candidates(n: int, n_rows: int, two_pass: bool = False) -> dict[str, Config]:
-    """Every one-block config of the rows kernel for rows of ``n`` columns, with and without a tail block; with
-    ``two_pass``, also the two-pass kernel's (Inductor's design: x read in chunks, kept in L2 for the second pass)
-    at 1-8 rows a program, chunks of 1024-4096 columns and 4 or 8 warps."""
+def candidates(n: int, n_rows: int, op: Config, two_pass: bool = False) -> dict[str, Config]:
+    """The op's config and every one-block config of the rows kernel for rows of ``n`` columns, with and without a
+    tail block; with ``two_pass``, only the op's and three one-block configs, and the two-pass kernel's (Inductor's
+    design: x read in chunks, kept in L2 for the second pass) at 1-8 rows a program, chunks of 512-4096 columns,
+    2-8 warps (at least 8 elements a thread), the row width at run time or compiled in."""
     block_n = triton.next_power_of_2(n)
     head, tail = head_and_tail(n)
     blocks = [(block_n, 0)] + ([(head, tail)] if tail else [])
-    out = {}
+    out = {"op": op}
     for rows, warps, hints, (block, rest) in itertools.product([1, 2], [2, 4, 8, 16], [False, True], blocks):
         if warps * 32 > rows * (block + rest) or (rows > 1 and triton.cdiv(n_rows, rows) < 33):
             continue
+        if two_pass and (rows, warps, hints, rest) not in ((1, 8, True, 0), (2, 16, True, 0), (1, 4, True, 0)):
+            continue
         name = f"r{rows} w{warps} {'hints' if hints else 'plain'}{f' tail {rest}' if rest else ''}"
         out[name] = Config("rows", block_n=block, rows=rows, num_warps=warps, hints=hints, tail=rest)
-    for rows, chunk, warps in itertools.product([1, 2, 4, 8], [1024, 2048, 4096], [4, 8]) if two_pass else ():
-        if chunk > block_n or warps * 32 * 4 > rows * chunk or triton.cdiv(n_rows, rows) < 33:
+    grid = itertools.product([1, 2, 4, 8], [512, 1024, 2048, 4096], [2, 4, 8], [False, True]) if two_pass else ()
+    for rows, chunk, warps, const in grid:
+        if chunk > block_n or warps * 32 * 8 > rows * chunk or triton.cdiv(n_rows, rows) < 33:
             continue
-        out[f"2pass r{rows} c{chunk} w{warps}"] = Config("two_pass", block_n=chunk, rows=rows, num_warps=warps)
+        name = f"2pass r{rows} c{chunk} w{warps}{' const' if const else ''}"
+        out[name] = Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=const)
     return out
 
 
@@ -97,10 +102,11 @@ def main() -> int:
         spots = places(x, w, args.placements, rng)
         op = config_for(shape[1], x.element_size(), shape[0], x.device.index, x.dtype == torch.bfloat16)
         fns = {}
-        for name, cfg in candidates(shape[1], shape[0], args.two_pass).items():
-            tag = " [op]" if cfg == op else ""
+        for name, cfg in candidates(shape[1], shape[0], op, args.two_pass).items():
+            if name != "op" and cfg == op:
+                continue
             for i, (xp, wp, yp, _, _) in enumerate(spots):
-                fns[(name + tag, i)] = checked_call(cfg, xp, wp, yp, eps, ref)
+                fns[(name, i)] = checked_call(cfg, xp, wp, yp, eps, ref)
         for peer in ("triton_tuned", "torch_compile"):
             fn = fam.providers[peer].fn
             for i, (xp, wp, _, pool, _) in enumerate(spots):
@@ -116,7 +122,7 @@ def main() -> int:
         print(
             f"== {spec} {dtype} (op: r{op.rows} w{op.num_warps} tail {op.tail}); mean over {len(spots)} places, worst"
         )
-        for name, meds in ranked[:8] + [kv for kv in ranked[8:] if kv[0].startswith("[") or "[op]" in kv[0]]:
+        for name, meds in ranked[:10] + [kv for kv in ranked[10:] if kv[0].startswith("[") or kv[0] == "op"]:
             print(f"  {name:34s} {statistics.fmean(meds):7.3f} {max(meds):7.3f}  " + " ".join(f"{m:.2f}" for m in meds))
         for name, meds in ranked:
             summary.append(
@@ -128,10 +134,7 @@ def main() -> int:
                     "worst_us": max(meds),
                 }
             )
-        if dtype == args.dtypes.split(",")[0]:
-            print(
-                "  torch.compile's kernels (Kineto): " + inductor_launches(fam.providers["torch_compile"].fn, x, w, eps)
-            )
+        print("  torch.compile's kernels so far: " + inductor_configs())
         write_csv(args.out / "placed_race.csv", rows_out)  # after each point, so a timeout keeps what ran
         write_csv(args.out / "placed_summary.csv", summary)
         del spots, fns, keyed
@@ -139,13 +142,18 @@ def main() -> int:
     return 0
 
 
-def inductor_launches(fn, x: torch.Tensor, w: torch.Tensor, eps: float) -> str:
-    """The kernels one call of ``fn`` launched, with their grid and block (which config Inductor's autotuner kept)."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        fn(x, w, eps)
-        torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    return "; ".join(f"{e.name} grid {e.kwinputs.get('grid')} block {e.kwinputs.get('block')}" for e in kernels)
+def inductor_configs() -> str:
+    """The configs Inductor's autotuner kept for every Triton kernel torch.compile has built in this process."""
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    kept = []
+    for module in list(PyCodeCache.modules):
+        for name, value in vars(module).items():
+            if isinstance(value, CachingAutotuner) and value.launchers:
+                cfg = value.launchers[0].config
+                kept.append(f"{name} {cfg.kwargs} warps {cfg.num_warps} stages {cfg.num_stages}")
+    return "; ".join(kept) or "none found"
 
 
 def _in_pool(fn, x: torch.Tensor, w: torch.Tensor, eps: float, pool):

@@ -117,9 +117,12 @@ def _rmsnorm_two_pass_kernel(
     BLOCK_N: tl.constexpr,  # chunk of a row per loop step
     ROWS: tl.constexpr,  # rows handled by one program
     I64: tl.constexpr,  # 64-bit row offsets
+    COLS: tl.constexpr = 0,  # 0, or N as a constant (as Inductor compiles a static shape): loops of known length
 ):
     # Two passes over a block of rows (Inductor's pattern): the first keeps x in L2 (evict_last) so the
     # second reads it from there (evict_first). DRAM sees x about once; registers hold a chunk, not a row.
+    if COLS:
+        N = COLS
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_mask = (rows < n_rows)[:, None]
     if I64:
@@ -154,6 +157,7 @@ class Config:
     num_warps: int
     hints: bool = False
     tail: int = 0  # "rows": 0, or block_n is a power of two under the row and a second block of ``tail`` follows
+    cols_const: bool = False  # "two_pass": the row width compiled in as a constant (the kernel's COLS)
     splits: int = 1  # programs per row ("split", "cooperative"), chunks per row ("pipelined")
     programs_per_sm: int = 0  # "pipelined": programs launched per SM (as many as fit one at 64 registers a thread)
 
@@ -334,7 +338,7 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, float(eps))
         i64 = needs_i64(n_rows, x2d.stride(0), y2d.stride(0))
         key = (cfg, i64, spec_key(args))
-        launcher, constexprs = _row_block_kernel(cfg, i64)
+        launcher, constexprs = _row_block_kernel(cfg, i64, n)
         launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + constexprs, num_warps=cfg.num_warps)
     elif cfg.kernel == "split":
         split.launch_split(x2d, weight, y2d, eps, cfg.splits, cfg.block_n, cfg.num_warps)
@@ -349,11 +353,12 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
         _looped_launcher(key, (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
 
 
-def _row_block_kernel(cfg: Config, i64: bool) -> tuple[CompiledLauncher, tuple]:
-    """Launcher and constexpr values of the two kernels over blocks of rows (same other arguments)."""
+def _row_block_kernel(cfg: Config, i64: bool, n: int) -> tuple[CompiledLauncher, tuple]:
+    """Launcher and constexpr values of the two kernels over blocks of rows of ``n`` columns (same other
+    arguments)."""
     if cfg.kernel == "rows":
         return _rows_launcher, (cfg.block_n, cfg.rows, cfg.hints, i64, cfg.tail)
-    return _two_pass_launcher, (cfg.block_n, cfg.rows, i64)
+    return _two_pass_launcher, (cfg.block_n, cfg.rows, i64, n if cfg.cols_const else 0)
 
 
 def head_and_tail(n: int) -> tuple[int, int]:
@@ -417,7 +422,7 @@ def plan_for(
         return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
     if cfg.kernel in ("rows", "two_pass"):
-        launcher, constexprs = _row_block_kernel(cfg, needs_i64(n_rows, x_row_stride, n))
+        launcher, constexprs = _row_block_kernel(cfg, needs_i64(n_rows, x_row_stride, n), n)
         return _Plan(
             key=key,
             launcher=launcher,
