@@ -158,6 +158,7 @@ class Config:
     hints: bool = False
     tail: int = 0  # "rows": 0, or block_n is a power of two under the row and a second block of ``tail`` follows
     cols_const: bool = False  # "two_pass": the row width compiled in as a constant (the kernel's COLS)
+    num_stages: int = 0  # "rows", "two_pass": Triton's num_stages (0: its default)
     splits: int = 1  # programs per row ("split", "cooperative"), chunks per row ("pipelined")
     programs_per_sm: int = 0  # "pipelined": programs launched per SM (as many as fit one at 64 registers a thread)
 
@@ -339,7 +340,8 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
         i64 = needs_i64(n_rows, x2d.stride(0), y2d.stride(0))
         key = (cfg, i64, spec_key(args))
         launcher, constexprs = _row_block_kernel(cfg, i64, n)
-        launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + constexprs, num_warps=cfg.num_warps)
+        stages = {"num_stages": cfg.num_stages} if cfg.num_stages else {}
+        launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + constexprs, num_warps=cfg.num_warps, **stages)
     elif cfg.kernel == "split":
         split.launch_split(x2d, weight, y2d, eps, cfg.splits, cfg.block_n, cfg.num_warps)
     elif cfg.kernel == "cooperative":
