@@ -338,8 +338,8 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
     if cfg.kernel in ("rows", "two_pass"):
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, float(eps))
         i64 = needs_i64(n_rows, x2d.stride(0), y2d.stride(0))
-        key = (cfg, i64, spec_key(args))
         launcher, constexprs = _row_block_kernel(cfg, i64, n)
+        key = (cfg, constexprs, spec_key(args))  # the constexprs: a width compiled in (COLS) is one binary per width
         stages = {"num_stages": cfg.num_stages} if cfg.num_stages else {}
         launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + constexprs, num_warps=cfg.num_warps, **stages)
     elif cfg.kernel == "split":
