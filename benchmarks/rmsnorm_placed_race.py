@@ -53,12 +53,12 @@ def _spacer(rng: random.Random) -> int:
     return (rng.randint(1, 32) << 20) + 512 * rng.randrange(4096)
 
 
-def candidates(n: int, n_rows: int, op: Config, two_pass: bool = False) -> dict[str, Config]:
+def candidates(n: int, n_rows: int, op: Config, two_pass: bool = False, const_only: bool = False) -> dict[str, Config]:
     """The op's config and every one-block config of the rows kernel for rows of ``n`` columns, with and without a
     tail block; with ``two_pass``, only the op's and three one-block configs, and the two-pass kernel's (Inductor's
     design: x read in chunks, kept in L2 for the second pass) at 1-2 rows a program, chunks of 1024-4096 columns,
-    4-16 warps (at least 4 elements a thread), the row width at run time or compiled in, Triton's default stages
-    or one (as Inductor compiles its reductions)."""
+    4-16 warps (at least 4 elements a thread), the row width at run time or compiled in (``const_only``: only
+    compiled in)."""
     block_n = triton.next_power_of_2(n)
     head, tail = head_and_tail(n)
     blocks = [(block_n, 0)] + ([(head, tail)] if tail else [])
@@ -70,12 +70,17 @@ def candidates(n: int, n_rows: int, op: Config, two_pass: bool = False) -> dict[
             continue
         name = f"r{rows} w{warps} {'hints' if hints else 'plain'}{f' tail {rest}' if rest else ''}"
         out[name] = Config("rows", block_n=block, rows=rows, num_warps=warps, hints=hints, tail=rest)
-    grid = itertools.product([1, 2], [1024, 2048, 4096], [4, 8, 16], [False, True], [0, 1]) if two_pass else ()
-    for rows, chunk, warps, const, stages in grid:
-        if chunk > block_n or warps * 32 * 4 > rows * chunk or triton.cdiv(n_rows, rows) < 33:
+    grid = itertools.product([1, 2], [1024, 2048, 4096], [4, 8, 16], [False, True]) if two_pass else ()
+    for rows, chunk, warps, const in grid:
+        if (
+            chunk > block_n
+            or warps * 32 * 4 > rows * chunk
+            or triton.cdiv(n_rows, rows) < 33
+            or (const_only and not const)
+        ):
             continue
-        name = f"2pass r{rows} c{chunk} w{warps}{' const' if const else ''}{' s1' if stages else ''}"
-        out[name] = Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=const, num_stages=stages)
+        name = f"2pass r{rows} c{chunk} w{warps}{' const' if const else ''}"
+        out[name] = Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=const)
     return out
 
 
@@ -88,6 +93,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=4.0)
     ap.add_argument("--two-pass", action="store_true", help="also the two-pass kernel's configs")
+    ap.add_argument("--const-only", action="store_true", help="--two-pass with the width compiled in only")
     ap.add_argument("--budget-s", type=float, default=400.0, help="start no point after this many seconds")
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
@@ -103,7 +109,7 @@ def main() -> int:
         spots = places(x, w, args.placements, rng)
         op = config_for(shape[1], x.element_size(), shape[0], x.device.index, x.dtype == torch.bfloat16)
         fns = {}
-        for name, cfg in candidates(shape[1], shape[0], op, args.two_pass).items():
+        for name, cfg in candidates(shape[1], shape[0], op, args.two_pass, args.const_only).items():
             if name != "op" and cfg == op:
                 continue
             try:

@@ -158,7 +158,6 @@ class Config:
     hints: bool = False
     tail: int = 0  # "rows": 0, or block_n is a power of two under the row and a second block of ``tail`` follows
     cols_const: bool = False  # "two_pass": the row width compiled in as a constant (the kernel's COLS)
-    num_stages: int = 0  # "rows", "two_pass": Triton's num_stages (0: its default)
     splits: int = 1  # programs per row ("split", "cooperative"), chunks per row ("pipelined")
     programs_per_sm: int = 0  # "pipelined": programs launched per SM (as many as fit one at 64 registers a thread)
 
@@ -229,6 +228,15 @@ _COOPERATIVE_PER_THREAD = 64  # elements each thread holds
 # the same bytes 353.0 and 1412.7), and within 0.3% of the fastest candidate at 8192x65536. fp16 lost there
 # (80 registers a thread: 3 programs an SM; 2048x131072 421.8 against 399.2), so fp16 and fp32 keep this rule.
 _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
+# 512-2047 rows of 2048-8192 16-bit elements: the two-pass kernel with the row width compiled in (COLS, as Inductor
+# compiles a static shape), one row a program; block of the row -> (chunk, warps). Raced on H100s at several places
+# in memory each (benchmarks/results/rmsnorm-small-shapes/two-pass-const/): at 512 rows, bf16 / fp16, 2048 columns
+# 2.30 / 2.31 us against 2.40 / 2.50 for the one-block config this replaced (torch.compile 2.47 / 2.46), 3072 2.83 /
+# 2.72 against 3.40 / 3.31 (2.93 / 2.64), 4096 3.26 / 3.20 against 3.87 / 3.85 (3.21 / 3.17), 6144 4.43 / 4.40
+# against 4.85 / 4.81 (4.30 / 4.54), 8192 5.38 / 5.41 against 6.18 / 5.90 (5.27 / 5.64). The same kernel with the
+# width passed at run time was 2-5% slower, and one-block configs moved up to 18% between places where it moved 2%.
+_CONST_TWO_PASS: dict[int, tuple[int, int]] = {2048: (2048, 4), 4096: (4096, 16), 8192: (4096, 16)}
+_CONST_TWO_PASS_ROWS = (512, 2048)
 # A row just past a power of two (2056 columns: a 4096-column block nearly half masked) as that power of two and a
 # small tail block (2048 + 8), the same rows and warps: where the tail is at most 1/_TAIL_MAX_SHARE of the head. On
 # an H100, cold, bf16 and fp16 (benchmarks/results/rmsnorm-small-shapes/ragged-widths/op-tail-9d9d8c5/): 0.81-0.83x the
@@ -296,6 +304,10 @@ def choose_config(
     ):
         chunk, warps = _TWO_PASS_TABLE[row_bytes]
         return Config("two_pass", block_n=chunk, rows=1, num_warps=warps)
+    lo, hi = _CONST_TWO_PASS_ROWS
+    if element_size == 2 and block_n in _CONST_TWO_PASS and n_rows is not None and lo <= n_rows < hi:
+        chunk, warps = _CONST_TWO_PASS[block_n]
+        return Config("two_pass", block_n=chunk, rows=1, num_warps=warps, cols_const=True)
     mid = element_size == 2 and row_bytes == 16384 and n_rows is not None
     mid = mid and _MID_MIN_ROWS <= n_rows < _TWO_PASS_MIN_ROWS
     if mid:
@@ -340,8 +352,7 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
         i64 = needs_i64(n_rows, x2d.stride(0), y2d.stride(0))
         launcher, constexprs = _row_block_kernel(cfg, i64, n)
         key = (cfg, constexprs, spec_key(args))  # the constexprs: a width compiled in (COLS) is one binary per width
-        stages = {"num_stages": cfg.num_stages} if cfg.num_stages else {}
-        launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + constexprs, num_warps=cfg.num_warps, **stages)
+        launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + constexprs, num_warps=cfg.num_warps)
     elif cfg.kernel == "split":
         split.launch_split(x2d, weight, y2d, eps, cfg.splits, cfg.block_n, cfg.num_warps)
     elif cfg.kernel == "cooperative":

@@ -191,15 +191,59 @@ def test_many_rows_of_4096_or_8192_take_the_two_pass_kernel():
         assert choose_config(n, es, rows).kernel == "rows", (n, es, rows)
 
 
-def test_hundreds_of_16_kb_rows_take_one_row_per_program_with_4_warps():
-    """The measured rule for 16-bit rows of 4097-8192 elements from 512 rows until the two-pass kernel takes
-    them: one row, 4 warps, no hints; fewer rows, fp32 rows of 16 KB and narrower rows keep what they had."""
-    for n, rows in ((6144, 512), (8192, 2048), (5120, 8192), (4097, 16383), (7168, 1000)):
+def test_thousands_of_16_kb_rows_take_one_row_per_program_with_4_warps():
+    """The measured rule for 16-bit rows of 4097-8192 elements from 2048 rows (512-2047 take the two-pass kernel
+    with the width compiled in) until the two-pass kernel with 2 rows a program takes them: one row, 4 warps, no
+    hints; fp32 rows of 16 KB and narrower rows keep what they had."""
+    for n, rows in ((6144, 2048), (8192, 4000), (5120, 8192), (4097, 16383), (7168, 2048)):
         assert choose_config(n, 2, rows) == Config("rows", block_n=8192, rows=1, num_warps=4), (n, rows)
     assert choose_config(8192, 2, 16384).kernel == "two_pass" and choose_config(6144, 2, 16384).rows == 2
-    assert choose_config(6144, 2, 511) != choose_config(6144, 2, 512)
+    assert choose_config(6144, 2, 2047) != choose_config(6144, 2, 2048)
     for n, es, rows in ((4096, 4, 2048), (4096, 2, 2048), (6144, 2, None)):
         assert choose_config(n, es, rows).num_warps != 4 or choose_config(n, es, rows).rows != 1, (n, es, rows)
+
+
+def test_hundreds_of_16_bit_rows_take_the_two_pass_kernel_with_their_width_compiled_in():
+    """512-2047 16-bit rows of 1025-8192 columns: the two-pass kernel, one row a program, the width a constant,
+    2048-column chunks with 4 warps up to 2048 columns and 4096-column chunks with 16 warps past it; fewer or more
+    rows, fp32, and rows wider than 8192 keep what they had."""
+    for n, rows, chunk, warps in (
+        (2048, 512, 2048, 4),
+        (1500, 700, 2048, 4),
+        (2056, 512, 4096, 16),
+        (3072, 1000, 4096, 16),
+        (8192, 2047, 4096, 16),
+        (5000, 600, 4096, 16),
+    ):
+        assert choose_config(n, 2, rows) == Config("two_pass", chunk, 1, warps, cols_const=True), (n, rows)
+    for n, es, rows in (
+        (3072, 2, 511),
+        (3072, 2, 2048),
+        (3072, 4, 1000),
+        (16384, 2, 1000),
+        (1024, 2, 1000),
+        (3072, 2, None),
+    ):
+        assert not choose_config(n, es, rows).cols_const, (n, es, rows)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_the_two_pass_kernel_with_the_width_compiled_in(dtype, device):
+    """The two-pass kernel with COLS: the op at 512 rows of an odd width (the dispatch's choice), then the same
+    config at two other widths in a row on strided rows (a binary compiled for one width must not serve another)."""
+    from kprof.kernels.rmsnorm.tuned import launch_with_config
+
+    assert choose_config(3001, 2, 512).cols_const
+    check("triton_tuned", fresh((512, 3001), dtype, device), dtype)
+    cfg = Config("two_pass", block_n=1024, rows=1, num_warps=4, cols_const=True)
+    for n in (2500, 1100):
+        inp = FAM.make_inputs((5, n + 8), dtype, device, seed=torch.seed() % 2**31)
+        x, w = inp["x"][:, 3 : 3 + n], inp["weight"][:n].contiguous()
+        y = torch.full((5, n), float("nan"), dtype=x.dtype, device=device)
+        launch_with_config(cfg, x, w, y, inp["eps"])
+        ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+        assert not y.isnan().any()
+        assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype], n
 
 
 def test_many_wide_rows_take_the_cooperative_kernel_on_a_gpu():
