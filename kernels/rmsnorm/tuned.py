@@ -6,7 +6,8 @@ These things separate it from ``one_row``:
   system busy; the row count and warps come from ``choose_config`` (a table measured on an H100, see
   ``benchmarks/results/``), not from a rule of thumb.
 * Many rows of 4096 or 8192 16-bit elements go to a two-pass kernel that keeps x in L2 between its
-  passes (Inductor's design; measured faster or level on two H100s, see ``_TWO_PASS_TABLE``).
+  passes (Inductor's design; measured faster or level on two H100s, see ``_TWO_PASS_TABLE``), and so do
+  hundreds of 16-bit rows of up to 8192 elements, with the row width compiled in (``_CONST_TWO_PASS``).
 * Rows wider than one block go to the chunked two-pass kernel of ``looped`` with measured chunk/warps;
   when they are too few to give every SM a program, each row is split over several programs (``split``);
   when they are many rows of 128 KB or more, over programs that meet once and read x once
@@ -196,7 +197,8 @@ _TWO_PASS_MIN_ROWS = 16384
 # program with 4 warps. Raced on an H100 against every (rows per program, warps, hints) at 512 rows of
 # 6144/7168/8192 columns and 2048x6144, 8192x5120, bf16 and fp16 (benchmarks/results/rmsnorm-mid-rows/): it
 # was within 1.000-1.048x of the fastest at all 10, the table's 2 rows x 16 warps 1.000-1.081x (mean 1.019
-# against 1.034; 8192x5120 fp16 48.1 us against 51.9, torch.compile 51.4).
+# against 1.034; 8192x5120 fp16 48.1 us against 51.9, torch.compile 51.4). Since then 512-2047 such rows take
+# the two-pass kernel with the width compiled in first (_CONST_TWO_PASS), except widths that take a tail block.
 _MID_MIN_ROWS = 512
 # Chunked rows: 32 KB chunks and 16 warps ran 256x131072 bf16 in 74.8 us against 91.2 us for 8 KB
 # chunks and 8 warps (benchmarks/results/rmsnorm-core-flow/rmsnorm_tune.csv).
@@ -228,15 +230,26 @@ _COOPERATIVE_PER_THREAD = 64  # elements each thread holds
 # the same bytes 353.0 and 1412.7), and within 0.3% of the fastest candidate at 8192x65536. fp16 lost there
 # (80 registers a thread: 3 programs an SM; 2048x131072 421.8 against 399.2), so fp16 and fp32 keep this rule.
 _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
-# 512-2047 rows of 2048-8192 16-bit elements: the two-pass kernel with the row width compiled in (COLS, as Inductor
-# compiles a static shape), one row a program; block of the row -> (chunk, warps). Raced on H100s at several places
-# in memory each (benchmarks/results/rmsnorm-small-shapes/two-pass-const/): at 512 rows, bf16 / fp16, 2048 columns
-# 2.30 / 2.31 us against 2.40 / 2.50 for the one-block config this replaced (torch.compile 2.47 / 2.46), 3072 2.83 /
-# 2.72 against 3.40 / 3.31 (2.93 / 2.64), 4096 3.26 / 3.20 against 3.87 / 3.85 (3.21 / 3.17), 6144 4.43 / 4.40
-# against 4.85 / 4.81 (4.30 / 4.54), 8192 5.38 / 5.41 against 6.18 / 5.90 (5.27 / 5.64). The same kernel with the
-# width passed at run time was 2-5% slower, and one-block configs moved up to 18% between places where it moved 2%.
-_CONST_TWO_PASS: dict[int, tuple[int, int]] = {2048: (2048, 4), 4096: (4096, 16), 8192: (4096, 16)}
-_CONST_TWO_PASS_ROWS = (512, 2048)
+# 512-2047 rows of 1025-8192 16-bit elements: the two-pass kernel with the row width compiled in (COLS, as Inductor
+# compiles a static shape). (block of the row, first row of the class) -> (chunk, rows a program, warps). Raced on
+# H100s at several places in memory each (benchmarks/results/rmsnorm-small-shapes/two-pass-const/):
+# - 512 rows, three machines, bf16 / fp16 on the last: 2048 columns 2.30 / 2.31 us against 2.40 / 2.50 for the
+#   one-block config this replaced (torch.compile 2.47 / 2.46), 3072 2.83 / 2.72 against 3.40 / 3.31 (2.93 / 2.64),
+#   4096 3.26 / 3.20 against 3.87 / 3.85 (3.21 / 3.17), 6144 4.43 / 4.40 against 4.85 / 4.81 (4.30 / 4.54), 8192
+#   5.38 / 5.41 against 6.18 / 5.90 (5.27 / 5.64);
+# - 1024 rows, one machine: 4096 columns 5.38 / 5.55 (the 512-row config 5.64 / 5.78, torch.compile 6.08 / 5.54),
+#   8192 9.89 / 10.04 (10.49 / 10.57, 10.75 / 10.78).
+# The same kernel with the width passed at run time was 2-5% slower, and one-block configs moved up to 18% between
+# places where these moved 2%. Not measured, so not taken: fewer rows, 1024+ rows of up to 2048 columns, and the
+# rows just past a power of two that take a tail block (at 512x2056 this kernel ran 3.0-4.0 us, the tail form 3.4).
+_CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {
+    (2048, 512): (2048, 1, 4),
+    (4096, 512): (4096, 1, 16),
+    (8192, 512): (4096, 1, 16),
+    (4096, 1024): (4096, 1, 8),
+    (8192, 1024): (4096, 2, 16),
+}
+_CONST_TWO_PASS_MAX_ROWS = 2048
 # A row just past a power of two (2056 columns: a 4096-column block nearly half masked) as that power of two and a
 # small tail block (2048 + 8), the same rows and warps: where the tail is at most 1/_TAIL_MAX_SHARE of the head. On
 # an H100, cold, bf16 and fp16 (benchmarks/results/rmsnorm-small-shapes/ragged-widths/op-tail-9d9d8c5/): 0.81-0.83x the
@@ -304,10 +317,13 @@ def choose_config(
     ):
         chunk, warps = _TWO_PASS_TABLE[row_bytes]
         return Config("two_pass", block_n=chunk, rows=1, num_warps=warps)
-    lo, hi = _CONST_TWO_PASS_ROWS
-    if element_size == 2 and block_n in _CONST_TWO_PASS and n_rows is not None and lo <= n_rows < hi:
-        chunk, warps = _CONST_TWO_PASS[block_n]
-        return Config("two_pass", block_n=chunk, rows=1, num_warps=warps, cols_const=True)
+    head, tail = head_and_tail(n)
+    tail_form = element_size == 2 and tail and tail * _TAIL_MAX_SHARE <= head and head in _TAIL_HEADS
+    row_class = 1024 if n_rows is not None and n_rows >= 1024 else 512
+    const = _CONST_TWO_PASS.get((block_n, row_class)) if element_size == 2 and not tail_form else None
+    if const and n_rows is not None and 512 <= n_rows < _CONST_TWO_PASS_MAX_ROWS:
+        chunk, rows, warps = const
+        return Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=True)
     mid = element_size == 2 and row_bytes == 16384 and n_rows is not None
     mid = mid and _MID_MIN_ROWS <= n_rows < _TWO_PASS_MIN_ROWS
     if mid:
@@ -322,8 +338,7 @@ def choose_config(
     # never more threads than elements: a block of fewer elements leaves warps idle
     while warps > 1 and warps * 32 > rows * block_n:
         warps //= 2
-    head, tail = head_and_tail(n)
-    if element_size == 2 and not mid and tail and tail * _TAIL_MAX_SHARE <= head and head in _TAIL_HEADS:
+    if tail_form and not mid:
         return Config("rows", block_n=head, rows=rows, num_warps=warps, hints=hints, tail=tail)
     return Config("rows", block_n=block_n, rows=rows, num_warps=warps, hints=hints)
 
