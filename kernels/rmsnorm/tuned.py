@@ -239,7 +239,7 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 #   5.38 / 5.41 against 6.18 / 5.90 (5.27 / 5.64);
 # - 1024 rows, one machine: 4096 columns 5.38 / 5.55 (the 512-row config 5.64 / 5.78, torch.compile 6.08 / 5.54),
 #   8192 9.89 / 10.04 (10.49 / 10.57, 10.75 / 10.78).
-# The same kernel with the width passed at run time was 2-5% slower, and one-block configs moved up to 18% between
+# The same kernel with the width passed at run time was 0.3-4.5% slower, and one-block configs moved up to 18% between
 # places where these moved 2%. Not measured, so not taken: fewer rows, 1024+ rows of up to 2048 columns, and the
 # rows just past a power of two that take a tail block (at 512x2056 this kernel ran 3.0-4.0 us, the tail form 3.4).
 _CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {
