@@ -23,6 +23,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -37,15 +38,17 @@ from kprof.kernels.rmsnorm.tuned import Config, config_for, head_and_tail
 SHAPES = "512x2048,512x2056,512x3072,512x4096,512x6144,512x7168,512x8192,2048x3072,2048x6144,64x4096"
 
 
-def places(x: torch.Tensor, w: torch.Tensor, count: int, rng: random.Random) -> list[tuple]:
-    """``count`` places for the case: (x, w, output, pool, what must outlive them); the first as made."""
-    out = [(x, w, torch.empty_like(x), None, ())]
+def places(inputs: dict, count: int, rng: random.Random, outputs: int = 1) -> list[tuple]:
+    """``count`` places for a case's tensor ``inputs``: (the inputs there, ``outputs`` output buffers like the first
+    input, the pool, what must outlive them); the first as made, the others copies in pools of their own."""
+    first = next(iter(inputs.values()))
+    out = [(inputs, tuple(torch.empty_like(first) for _ in range(outputs)), None, ())]
     for _ in range(count - 1):
         pool = torch.cuda.MemPool()
         with torch.cuda.use_mem_pool(pool):
-            moved, keep = relocated({"x": x, "weight": w}, _spacer(rng), _spacer(rng))
-            y = torch.empty_like(x)
-        out.append((moved["x"], moved["weight"], y, pool, tuple(keep)))
+            moved, keep = relocated(inputs, _spacer(rng), _spacer(rng))
+            made = tuple(torch.empty_like(first) for _ in range(outputs))
+        out.append((moved, made, pool, tuple(keep)))
     return out
 
 
@@ -85,71 +88,32 @@ def candidates(n: int, n_rows: int, op: Config, two_pass: bool = False, const_on
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default=SHAPES)
-    ap.add_argument("--dtypes", default="bf16,fp16")
-    ap.add_argument("--placements", type=int, default=6)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--rep-ms", type=float, default=4.0)
+    ap = placed_args(__doc__, SHAPES)
     ap.add_argument("--two-pass", action="store_true", help="also the two-pass kernel's configs")
     ap.add_argument("--const-only", action="store_true", help="--two-pass with the width compiled in only")
-    ap.add_argument("--budget-s", type=float, default=400.0, help="start no point after this many seconds")
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     rng = random.Random(0)
     rows_out, summary = [], []
-    start = time.monotonic()
-    for spec, dtype in itertools.product(args.shapes.split(","), args.dtypes.split(",")):
-        if time.monotonic() - start > args.budget_s:
-            print(f"budget spent: {spec} {dtype} and the points after it not raced")
-            break
-        shape = tuple(int(v) for v in spec.split("x"))
+    for spec, dtype, shape in points(args):
         x, w, eps, ref, _ = rmsnorm_case(fam, shape, dtype, 5)
-        spots = places(x, w, args.placements, rng)
+        spots = places({"x": x, "weight": w}, args.placements, rng)
         op = config_for(shape[1], x.element_size(), shape[0], x.device.index, x.dtype == torch.bfloat16)
         fns = {}
         for name, cfg in candidates(shape[1], shape[0], op, args.two_pass, args.const_only).items():
             if name != "op" and cfg == op:
                 continue
             try:
-                for i, (xp, wp, yp, _, _) in enumerate(spots):
-                    fns[(name, i)] = checked_call(cfg, xp, wp, yp, eps, ref)
+                for i, (moved, (y,), _, _) in enumerate(spots):
+                    fns[(name, i)] = checked_call(cfg, moved["x"], moved["weight"], y, eps, ref)
             except AssertionError:  # a wrong result: reported, not timed
                 print(f"  WRONG RESULT, not timed: {name} ({cfg})")
                 for i in range(len(spots)):
                     fns.pop((name, i), None)
-        for peer in ("triton_tuned", "torch_compile"):
-            fn = fam.providers[peer].fn
-            for i, (xp, wp, _, pool, _) in enumerate(spots):
-                fns[(f"[{peer}]", i)] = _in_pool(fn, xp, wp, eps, pool)
-        keyed = {f"{k[0]}@{k[1]}": v for k, v in fns.items()}
-        times = race_rounds(keyed, args.rounds, args.rep_ms, rng)
-        per = {}
-        for (name, i), _ in fns.items():
-            med = statistics.median(times[f"{name}@{i}"])
-            per.setdefault(name, []).append(med)
-            rows_out.append({"shape": spec, "dtype": dtype, "candidate": name, "place": i, "median_us": med})
-        ranked = sorted(per.items(), key=lambda kv: statistics.fmean(kv[1]))
-        print(
-            f"== {spec} {dtype} (op: r{op.rows} w{op.num_warps} tail {op.tail}); mean over {len(spots)} places, worst"
-        )
-        for name, meds in ranked[:10] + [kv for kv in ranked[10:] if kv[0].startswith("[") or kv[0] == "op"]:
-            print(f"  {name:34s} {statistics.fmean(meds):7.3f} {max(meds):7.3f}  " + " ".join(f"{m:.2f}" for m in meds))
-        for name, meds in ranked:
-            summary.append(
-                {
-                    "shape": spec,
-                    "dtype": dtype,
-                    "candidate": name,
-                    "mean_us": statistics.fmean(meds),
-                    "worst_us": max(meds),
-                }
-            )
-        print("  torch.compile's kernels so far: " + inductor_configs())
-        write_csv(args.out / "placed_race.csv", rows_out)  # after each point, so a timeout keeps what ran
-        write_csv(args.out / "placed_summary.csv", summary)
-        del spots, fns, keyed
+        fns.update(peer_calls(fam, spots, eps))
+        print(f"== {spec} {dtype} (op: {op})")
+        race_point(spec, dtype, fns, args, rng, rows_out, summary)
+        del spots, fns
         torch.cuda.empty_cache()
     return 0
 
@@ -168,14 +132,75 @@ def inductor_configs() -> str:
     return "; ".join(kept) or "none found"
 
 
-def _in_pool(fn, x: torch.Tensor, w: torch.Tensor, eps: float, pool):
-    """A provider's call at one place: its output allocated from that place's pool."""
+def peer_calls(fam, spots: list[tuple], eps: float, peers=("triton_tuned", "torch_compile")) -> dict:
+    """{(``[peer]``, place): a call of the family's provider on the place's inputs, its outputs from its pool}."""
+    return {
+        (f"[{peer}]", i): _in_pool(fam.providers[peer].fn, moved, eps, pool)
+        for peer in peers
+        for i, (moved, _, pool, _) in enumerate(spots)
+    }
+
+
+def race_point(spec: str, dtype: str, fns: dict, args, rng, rows_out: list, summary: list) -> None:
+    """Race ``fns`` ({(candidate, place): call}) in rounds of a fresh random order; print the fastest candidates by
+    their mean over places of the per-place medians (and their worst place), the providers and the op's config;
+    add to ``rows_out`` / ``summary`` and write both CSVs under ``args.out`` (so a timeout keeps what ran)."""
+    keyed = {f"{k[0]}@{k[1]}": v for k, v in fns.items()}
+    times = race_rounds(keyed, args.rounds, args.rep_ms, rng)
+    per: dict[str, list[float]] = {}
+    for name, i in fns:
+        med = statistics.median(times[f"{name}@{i}"])
+        per.setdefault(name, []).append(med)
+        rows_out.append({"shape": spec, "dtype": dtype, "candidate": name, "place": i, "median_us": med})
+    ranked = sorted(per.items(), key=lambda kv: statistics.fmean(kv[1]))
+    print(f"  mean over {max(len(v) for v in per.values())} places, worst, each place")
+    for name, meds in ranked[:10] + [kv for kv in ranked[10:] if kv[0].startswith("[") or kv[0] == "op"]:
+        print(f"  {name:34s} {statistics.fmean(meds):7.3f} {max(meds):7.3f}  " + " ".join(f"{m:.2f}" for m in meds))
+    for name, meds in ranked:
+        row = {
+            "shape": spec,
+            "dtype": dtype,
+            "candidate": name,
+            "mean_us": statistics.fmean(meds),
+            "worst_us": max(meds),
+        }
+        summary.append(row)
+    print("  torch.compile's kernels so far: " + inductor_configs())
+    write_csv(args.out / "placed_race.csv", rows_out)
+    write_csv(args.out / "placed_summary.csv", summary)
+
+
+def placed_args(doc: str, shapes: str) -> argparse.ArgumentParser:
+    """The options every placed race shares."""
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--shapes", default=shapes)
+    ap.add_argument("--dtypes", default="bf16,fp16")
+    ap.add_argument("--placements", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rep-ms", type=float, default=4.0)
+    ap.add_argument("--budget-s", type=float, default=400.0, help="start no point after this many seconds")
+    return ap
+
+
+def points(args) -> Iterator[tuple[str, str, tuple[int, ...]]]:
+    """(shape spec, dtype, shape) of every point, until ``--budget-s`` is spent."""
+    start = time.monotonic()
+    for spec, dtype in itertools.product(args.shapes.split(","), args.dtypes.split(",")):
+        if time.monotonic() - start > args.budget_s:
+            print(f"budget spent: {spec} {dtype} and the points after it not raced")
+            return
+        yield spec, dtype, tuple(int(v) for v in spec.split("x"))
+
+
+def _in_pool(fn, inputs: dict, eps: float, pool):
+    """A provider's call at one place: its outputs allocated from that place's pool."""
     if pool is None:
-        return lambda: fn(x, w, eps)
+        return lambda: fn(**inputs, eps=eps)
 
     def call():
         with torch.cuda.use_mem_pool(pool):
-            return fn(x, w, eps)
+            return fn(**inputs, eps=eps)
 
     return call
 

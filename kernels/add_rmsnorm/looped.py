@@ -31,7 +31,10 @@ def _add_rmsnorm_looped_kernel(
     eps,
     # meta-parameters
     BLOCK_N: tl.constexpr,  # chunk width
+    COLS: tl.constexpr = 0,  # 0, or N as a constant (as Inductor compiles a static shape): loops of known length
 ):
+    if COLS:
+        N = COLS
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
     h_row = h_ptr + row * N

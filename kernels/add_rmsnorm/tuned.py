@@ -71,6 +71,7 @@ class Config:
     rows: int
     num_warps: int
     splits: int = 1  # programs per row ("split" and "cooperative")
+    cols_const: bool = False  # "looped": the row width compiled in as a constant (the kernel's COLS)
 
 
 # Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/catalog/
@@ -223,7 +224,11 @@ def launch_with_config(
         cooperative.launch_cooperative(x2d, r2d, w, y, h, eps, cfg.splits, cfg.num_warps)
     else:
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
-        _looped_launcher((cfg, spec_key(args)), (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
+        constexprs = (
+            cfg.block_n,
+            n if cfg.cols_const else 0,
+        )  # in the key: a width compiled in is one binary per width
+        _looped_launcher((cfg, constexprs, spec_key(args)), (n_rows,), args + constexprs, num_warps=cfg.num_warps)
 
 
 @FAMILY.provider(

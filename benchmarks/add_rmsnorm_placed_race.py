@@ -1,0 +1,93 @@
+"""add_rmsnorm's configs raced at several places in memory (``rmsnorm_placed_race.py``'s method): the op's config, the
+one-block kernel with one row and 4-16 warps, and the chunked two-pass kernel (``looped``: h stored, then read back)
+with 1024-4096-column chunks and 4-16 warps, the row width at run time or compiled in (``COLS``), beside the
+``triton_tuned`` and ``torch_compile`` providers.
+
+    python benchmarks/add_rmsnorm_placed_race.py --out DIR [--shapes 512x3072,512x8192] [--dtypes bf16,fp16]
+        [--placements 3] [--rounds 3] [--rep-ms 4] [--budget-s 400]
+
+Prints per point the fastest candidates by their mean over places and their worst place, and the configs Inductor's
+autotuner kept; writes DIR/placed_race.csv and DIR/placed_summary.csv.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import sys
+from collections.abc import Callable
+
+import torch
+import triton
+from rmsnorm_placed_race import peer_calls, placed_args, places, points, race_point
+
+from kprof.kernels import discover
+from kprof.kernels.add_rmsnorm.tuned import Config, choose_config, launch_with_config
+from kprof.kernels.lib import launching
+
+SHAPES = "512x3072,512x4096,512x6144,512x7168,512x8192,1024x4096,2048x3072"
+
+
+def candidates(n: int, op: Config) -> dict[str, Config]:
+    """The op's config, one-block rows with 4-16 warps, and the chunked kernel's configs."""
+    block_n = triton.next_power_of_2(n)
+    out = {"op": op}
+    for warps in (4, 8, 16):
+        out[f"rows w{warps}"] = Config("rows", block_n, 1, warps)
+    for chunk, warps, const in itertools.product([1024, 2048, 4096], [4, 8, 16], [False, True]):
+        if chunk <= block_n and warps * 32 * 4 <= chunk:
+            out[f"looped c{chunk} w{warps}{' const' if const else ''}"] = Config(
+                "looped", chunk, 1, warps, cols_const=const
+            )
+    return out
+
+
+def checked(cfg: Config, inputs: dict, y: torch.Tensor, h: torch.Tensor, eps: float, ref: tuple) -> Callable[[], None]:
+    """A call of ``cfg`` at one place, once run into NaN-filled outputs and both checked against the oracle."""
+    x, r, w = inputs["x"], inputs["residual"], inputs["weight"]
+
+    def call() -> None:
+        launch_with_config(cfg, x, r, w, y, h, eps)
+
+    y.fill_(float("nan"))
+    h.fill_(float("nan"))
+    call()
+    torch.cuda.synchronize()
+    for got, want in zip((y, h), ref):
+        assert float((got.double() - want).norm() / want.norm()) < 8e-3, cfg
+    return call
+
+
+def main() -> int:
+    args = placed_args(__doc__, SHAPES).parse_args()
+    fam = discover()["add_rmsnorm"]
+    rng = random.Random(0)
+    rows_out, summary = [], []
+    for spec, dtype, shape in points(args):
+        inputs = fam.make_inputs(shape, dtype, "cuda", 5)
+        eps = inputs.pop("eps")
+        ref = fam.oracle(**inputs, eps=eps)
+        spots = places(inputs, args.placements, rng, outputs=2)
+        x = inputs["x"]
+        op = choose_config(shape[1], x.element_size(), shape[0], launching.sm_count(x), True, x.dtype == torch.float16)
+        fns = {}
+        for name, cfg in candidates(shape[1], op).items():
+            if name != "op" and cfg == op:
+                continue
+            try:
+                for i, (moved, (y, h), _, _) in enumerate(spots):
+                    fns[(name, i)] = checked(cfg, moved, y, h, eps, ref)
+            except AssertionError:  # a wrong result: reported, not timed
+                print(f"  WRONG RESULT, not timed: {name} ({cfg})")
+                for i in range(len(spots)):
+                    fns.pop((name, i), None)
+        fns.update(peer_calls(fam, spots, eps))
+        print(f"== {spec} {dtype} (op: {op})")
+        race_point(spec, dtype, fns, args, rng, rows_out, summary)
+        del spots, fns
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
