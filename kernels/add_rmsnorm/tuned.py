@@ -116,6 +116,13 @@ _ONE_BLOCK_FEW_ROWS = 64  # up to this many rows: the whole row in one block, cl
 _MID_ROWS = 512  # up to here: one block, except rows of 8-16 KB (chunked, 8 KB chunks x 8 warps)
 _MANY_ROWS = 2048  # up to here: one block for rows of at most 12 KB
 _MID_LOOPED = (8 * 1024, 8)  # (chunk bytes, warps): triton_looped's configuration, 4096 bf16 elements
+# 512-1023 16-bit rows of 4097-8192 columns: the chunked kernel with 4096-column chunks, 16 warps and the row width
+# compiled in (COLS, as Inductor compiles a static shape). Raced on an H100 at three places in memory each
+# (benchmarks/results/rmsnorm-small-shapes/two-pass-const/add_rmsnorm-d404ee0/), bf16 / fp16, us: 512x6144 7.86 /
+# 7.87 against 8.22 / 8.25 for _MID_LOOPED (torch.compile 7.58 / 7.61), 512x7168 8.82 / 8.77 against 9.23 / 9.18
+# (8.80 / 8.81), 512x8192 9.77 / 9.72 against 10.22 / 10.13 (9.59 / 9.92). At 512 rows of 2048-4096 columns it did
+# not beat the one-block config; other row counts were raced at one point each and are not taken.
+_MID_CONST = (4096, 16)  # (chunk elements, warps)
 # Rows of 128 KB or more, 16 MiB or more of x: the cooperative kernel (h kept in registers instead of stored
 # and read back). The row width is rmsnorm's threshold (kernels/rmsnorm/tuned.py); the bytes are lower:
 # add_rmsnorm moves four row passes where rmsnorm moves two, and its chunked kernel was at 75% of the copy
@@ -190,6 +197,9 @@ def _wide_config(n: int, element_size: int, n_rows: int | None, sm_count: int) -
     nbytes = n * element_size
     if n_rows <= _ONE_BLOCK_FEW_ROWS:
         return one_block
+    if element_size == 2 and _MID_ROWS <= n_rows < 2 * _MID_ROWS and 4096 < n <= 8192:
+        chunk, warps = _MID_CONST
+        return Config("looped", chunk, 1, warps, cols_const=True)
     if n_rows <= _MID_ROWS:
         if 8 * 1024 < nbytes <= 16 * 1024:
             chunk, warps = _MID_LOOPED

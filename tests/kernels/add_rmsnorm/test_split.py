@@ -181,3 +181,32 @@ def test_one_block_rows_of_the_small_row_rule(dtype, n_rows, n, device):
     8 KB-chunk loop): correct on odd widths with strided rows."""
     inp = _strided_inputs(n_rows, n, dtype, device)
     _check(*FAM.providers["triton_tuned"].fn(**inp), inp, dtype)
+
+
+def test_hundreds_of_16_bit_rows_of_4097_to_8192_columns_take_the_width_compiled_in():
+    """512-1023 16-bit rows of 4097-8192 columns: the chunked kernel, 4096-column chunks, 16 warps, the width a
+    constant; 511 or 1024 rows, fp32 and other widths keep what they had."""
+    want = tuned.Config("looped", 4096, 1, 16, cols_const=True)
+    for n, rows in ((4097, 512), (6144, 700), (8192, 1023)):
+        assert tuned.choose_config(n, 2, rows) == want, (n, rows)
+    for n, es, rows in ((6144, 2, 511), (6144, 2, 1024), (6144, 4, 512), (4096, 2, 512), (8193, 2, 512)):
+        assert not tuned.choose_config(n, es, rows).cols_const, (n, es, rows)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_the_chunked_kernel_with_the_width_compiled_in(dtype, device):
+    """The op and the ops API at 512 rows of an odd width (the rule's choice, strided rows), then one width-compiled
+    config at two widths in a row (a binary compiled for one width must not serve another)."""
+    inp = _strided_inputs(512, 5001, dtype, device)
+    assert tuned.choose_config(5001, 2, 512).cols_const
+    _check(*tuned.add_rmsnorm_tuned(**inp), inp, dtype)
+    with triton_ops():
+        for _ in range(2):  # the second call goes through the plan
+            _check(*ops.fused_add_rms_norm(**inp), inp, dtype)
+    cfg = tuned.Config("looped", 1024, 1, 4, cols_const=True)
+    for n in (2500, 1100):
+        inp = _strided_inputs(5, n, dtype, device)
+        y = torch.full((5, n), float("nan"), dtype=inp["x"].dtype, device=device)
+        h = torch.full_like(y, float("nan"))
+        tuned.launch_with_config(cfg, inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"])
+        _check(y, h, inp, dtype)
