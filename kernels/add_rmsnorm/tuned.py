@@ -234,10 +234,8 @@ def launch_with_config(
         cooperative.launch_cooperative(x2d, r2d, w, y, h, eps, cfg.splits, cfg.num_warps)
     else:
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
-        constexprs = (
-            cfg.block_n,
-            n if cfg.cols_const else 0,
-        )  # in the key: a width compiled in is one binary per width
+        # the constexprs are in the key: a width compiled in (COLS) is one binary per width
+        constexprs = (cfg.block_n, n if cfg.cols_const else 0)
         _looped_launcher((cfg, constexprs, spec_key(args)), (n_rows,), args + constexprs, num_warps=cfg.num_warps)
 
 

@@ -319,9 +319,10 @@ def choose_config(
         return Config("two_pass", block_n=chunk, rows=1, num_warps=warps)
     head, tail = head_and_tail(n)
     tail_form = element_size == 2 and tail and tail * _TAIL_MAX_SHARE <= head and head in _TAIL_HEADS
-    row_class = 1024 if n_rows is not None and n_rows >= 1024 else 512
-    const = _CONST_TWO_PASS.get((block_n, row_class)) if element_size == 2 and not tail_form else None
-    if const and n_rows is not None and 512 <= n_rows < _CONST_TWO_PASS_MAX_ROWS:
+    const = None
+    if element_size == 2 and not tail_form and n_rows is not None and 512 <= n_rows < _CONST_TWO_PASS_MAX_ROWS:
+        const = _CONST_TWO_PASS.get((block_n, 1024 if n_rows >= 1024 else 512))
+    if const:
         chunk, rows, warps = const
         return Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=True)
     mid = element_size == 2 and row_bytes == 16384 and n_rows is not None
