@@ -1,17 +1,24 @@
-"""rmsnorm's one-block configs raced at several places in memory, so that a rule drawn from the race holds wherever a
-caller's tensors lie.
+"""rmsnorm's configs raced at several places in memory, so that a rule drawn from the race holds wherever a caller's
+tensors lie. Its places, race and printing are shared with ``add_rmsnorm_placed_race.py``.
 
     python benchmarks/rmsnorm_placed_race.py --out DIR [--shapes 512x3072,512x8192] [--dtypes bf16,fp16]
-        [--placements 6] [--rounds 3] [--rep-ms 4]
+        [--placements 6] [--rounds 3] [--rep-ms 4] [--budget-s 400] [--two-pass [--const-only]]
 
 At 3-6 us a call the same kernel reads up to 15% apart depending on where its tensors were allocated
-(``results/cold-placement/``), and a race on one allocation can crown a config that is fast only there. Here
-every candidate (1 or 2 rows per program, warps, cache hints, and a tail block where ``tuned.head_and_tail`` gives one)
-and the ``triton_tuned`` / ``torch_compile`` providers (``--two-pass``: the two-pass kernel's configs instead of most one-block ones) are timed at ``--placements`` places: the case's inputs as
-made, then copies in memory pools of their own between random spacers (``kprof.harness.relocated``, as
-``kprof profile`` places a small case), each place's output in its own pool. Each round runs every (candidate,
-place) pair cold in a fresh random order. Prints per point the fastest candidates by their mean over places of
-the per-place medians, with their worst place; writes DIR/placed_race.csv (one row per candidate, place) and
+(``results/cold-placement/``), so a race on one allocation can crown a config that is fast only there.
+
+What is timed:
+- every candidate: the op's config; one-block configs with 1 or 2 rows per program, 2-16 warps, cache hints, and a
+  tail block where ``tuned.head_and_tail`` gives one; with ``--two-pass``, three one-block configs and the two-pass
+  kernel's configs instead;
+- the ``triton_tuned`` and ``torch_compile`` providers.
+
+Where: ``--placements`` places, the case's inputs as made, then copies in memory pools of their own between random
+spacers (``kprof.harness.relocated``, as ``kprof profile`` places a small case). Each place's outputs come from its
+own pool. Each round runs every (candidate, place) pair cold, in a fresh random order.
+
+Prints per point the fastest candidates by their mean over places of the per-place medians, with their worst place,
+and the configs Inductor's autotuner kept. Writes DIR/placed_race.csv (one row per candidate and place) and
 DIR/placed_summary.csv (one per candidate).
 """
 
