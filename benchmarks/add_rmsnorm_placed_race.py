@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import torch
 import triton
-from rmsnorm_placed_race import peer_calls, placed_args, places, points, race_point
+from rmsnorm_placed_race import placed_args, places, points, race_candidates
 
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm.tuned import Config, choose_config, launch_with_config
@@ -70,22 +70,10 @@ def main() -> int:
         spots = places(inputs, args.placements, rng, outputs=2)
         x = inputs["x"]
         op = choose_config(shape[1], x.element_size(), shape[0], launching.sm_count(x), True, x.dtype == torch.float16)
-        fns = {}
-        for name, cfg in candidates(shape[1], op).items():
-            if name != "op" and cfg == op:
-                continue
-            try:
-                for i, (moved, (y, h), _, _) in enumerate(spots):
-                    fns[(name, i)] = checked(cfg, moved, y, h, eps, ref)
-            except AssertionError:  # a wrong result: reported, not timed
-                print(f"  WRONG RESULT, not timed: {name} ({cfg})")
-                for i in range(len(spots)):
-                    fns.pop((name, i), None)
-        fns.update(peer_calls(fam, spots, eps))
-        print(f"== {spec} {dtype} (op: {op})")
-        race_point(spec, dtype, fns, args, rng, rows_out, summary)
-        del spots, fns
-        torch.cuda.empty_cache()
+        race_candidates(
+            fam, spec, dtype, op, candidates(shape[1], op), spots, eps, args, rng, rows_out, summary,
+            lambda cfg, moved, outs: checked(cfg, moved, *outs, eps, ref),
+        )  # fmt: skip
     return 0
 
 

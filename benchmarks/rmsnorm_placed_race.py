@@ -106,22 +106,11 @@ def main() -> int:
         x, w, eps, ref, _ = rmsnorm_case(fam, shape, dtype, 5)
         spots = places({"x": x, "weight": w}, args.placements, rng)
         op = config_for(shape[1], x.element_size(), shape[0], x.device.index, x.dtype == torch.bfloat16)
-        fns = {}
-        for name, cfg in candidates(shape[1], shape[0], op, args.two_pass, args.const_only).items():
-            if name != "op" and cfg == op:
-                continue
-            try:
-                for i, (moved, (y,), _, _) in enumerate(spots):
-                    fns[(name, i)] = checked_call(cfg, moved["x"], moved["weight"], y, eps, ref)
-            except AssertionError:  # a wrong result: reported, not timed
-                print(f"  WRONG RESULT, not timed: {name} ({cfg})")
-                for i in range(len(spots)):
-                    fns.pop((name, i), None)
-        fns.update(peer_calls(fam, spots, eps))
-        print(f"== {spec} {dtype} (op: {op})")
-        race_point(spec, dtype, fns, args, rng, rows_out, summary)
-        del spots, fns
-        torch.cuda.empty_cache()
+        cands = candidates(shape[1], shape[0], op, args.two_pass, args.const_only)
+        race_candidates(
+            fam, spec, dtype, op, cands, spots, eps, args, rng, rows_out, summary,
+            lambda cfg, moved, outs: checked_call(cfg, moved["x"], moved["weight"], outs[0], eps, ref),
+        )  # fmt: skip
     return 0
 
 
@@ -137,6 +126,30 @@ def inductor_configs() -> str:
                 cfg = value.launchers[0].config
                 kept.append(f"{name} {cfg.kwargs} warps {cfg.num_warps} stages {cfg.num_stages}")
     return "; ".join(kept) or "none found"
+
+
+def race_candidates(
+    fam, spec, dtype, op, cands: dict, spots: list[tuple], eps: float, args, rng, rows_out, summary, checked_at
+) -> None:
+    """One point's race: every candidate config at every place (``checked_at(cfg, inputs there, outputs there)`` gives
+    its call, once checked against the oracle; a wrong result is reported and not timed), the providers
+    (:func:`peer_calls`), then :func:`race_point`. Frees the places' pools afterwards."""
+    fns = {}
+    for name, cfg in cands.items():
+        if name != "op" and cfg == op:
+            continue
+        try:
+            for i, (moved, outs, _, _) in enumerate(spots):
+                fns[(name, i)] = checked_at(cfg, moved, outs)
+        except AssertionError:  # a wrong result: reported, not timed
+            print(f"  WRONG RESULT, not timed: {name} ({cfg})")
+            for i in range(len(spots)):
+                fns.pop((name, i), None)
+    fns.update(peer_calls(fam, spots, eps))
+    print(f"== {spec} {dtype} (op: {op})")
+    race_point(spec, dtype, fns, args, rng, rows_out, summary)
+    del spots[:], fns
+    torch.cuda.empty_cache()
 
 
 def peer_calls(fam, spots: list[tuple], eps: float, peers=("triton_tuned", "torch_compile")) -> dict:
