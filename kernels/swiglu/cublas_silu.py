@@ -40,10 +40,11 @@ def _silu_pairs_kernel(
     tl.store(y_ptr + row * N + cols, (silu(gate) * up).to(y_ptr.dtype.element_ty), mask=cols < N)
 
 
-def silu_pairs(h: torch.Tensor) -> torch.Tensor:
-    """``silu(h[:, 0::2]) * h[:, 1::2]`` for ``h`` [M, 2N] with unit column stride: [M, N] in h's dtype."""
+def silu_pairs(h: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``silu(h[:, 0::2]) * h[:, 1::2]`` for ``h`` [M, 2N] with unit column stride: [M, N] in h's dtype, written
+    into ``out`` (contiguous) where given."""
     m, n = h.shape[0], h.shape[1] // 2
-    y = torch.empty((m, n), dtype=h.dtype, device=h.device)
+    y = torch.empty((m, n), dtype=h.dtype, device=h.device) if out is None else out
     if m and n:
         block = min(1024, triton.next_power_of_2(n))
         options = {} if launching.interpreting() else {"num_warps": 4}
@@ -51,10 +52,13 @@ def silu_pairs(h: torch.Tensor) -> torch.Tensor:
     return y
 
 
-def interleaved_product_then_silu(x2d: torch.Tensor, w_int: torch.Tensor) -> torch.Tensor:
+def interleaved_product_then_silu(
+    x2d: torch.Tensor, w_int: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """``silu(x2d @ Wg) * (x2d @ Wu)`` from the interleaved weights ``w_int`` [K, 2N] (column 2j = Wg[:, j],
-    2j + 1 = Wu[:, j]): one cuBLAS product [M, 2N], then one pass over its pairs. [M, N] in x's dtype."""
-    return silu_pairs(torch.mm(x2d, w_int))
+    2j + 1 = Wu[:, j]): one cuBLAS product [M, 2N], then one pass over its pairs. [M, N] in x's dtype, written into
+    ``out`` (contiguous) where given."""
+    return silu_pairs(torch.mm(x2d, w_int), out)
 
 
 def products_then_silu_mul(x2d: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:

@@ -457,7 +457,7 @@ def interleaved_route(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor) -
     key = (m, k, ff, x2d.dtype, x2d.device.index, x2d.stride(0))
     run = {
         "interleaved": lambda: launch_interleaved(x2d, w_int, y),
-        "cublas_pairs": lambda: interleaved_product_then_silu(x2d, w_int),
+        "cublas_pairs": lambda: interleaved_product_then_silu(x2d, w_int, y),
     }
     return _interleaved_ragged.choose(key, run, "interleaved", x2d) or "interleaved"
 
@@ -476,8 +476,9 @@ def swiglu_with(
         wi = w_int() if callable(w_int) else w_int
         if launching.tma_ready(wi):
             if interleaved_route(x2d, wi, y) == "cublas_pairs":
-                return interleaved_product_then_silu(x2d, wi).view(*x.shape[:-1], ff)
-            launch_interleaved(x2d, wi, y)
+                interleaved_product_then_silu(x2d, wi, y)
+            else:
+                launch_interleaved(x2d, wi, y)
             return y.view(*x.shape[:-1], ff)
     wg, wu = weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT)
     if raced is None and ragged_products(x2d, wg):

@@ -69,7 +69,7 @@ def test_every_path_matches_the_oracle_on_both_sides_of_the_rule(shape, dtype, d
 )
 def test_cublas_on_interleaved_weights_then_the_pairs_pass_matches_the_oracle(shape, dtype, device):
     """One product on the interleaved weights (gate and up in each pair of columns), then the pairs pass: odd
-    widths, one column, and more columns than one program's block (1024)."""
+    widths, one column, and more columns than one program's block (1024); into a new output and into one given."""
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     w_int = tuned.interleaved_weights(inputs["w_gate"], inputs["w_up"])
     out = cublas_silu.interleaved_product_then_silu(inputs["x"], w_int)
@@ -77,3 +77,6 @@ def test_cublas_on_interleaved_weights_then_the_pairs_pass_matches_the_oracle(sh
     err = float((out.double() - ref).norm() / ref.norm())
     assert out.shape == ref.shape and out.dtype == inputs["x"].dtype
     assert err <= FAM.tolerances[dtype], f"{shape} {dtype}: rel err {err:.2e}"
+    given = torch.full_like(out, float("nan"))  # the tuned version's own output, written in place
+    assert cublas_silu.interleaved_product_then_silu(inputs["x"], w_int, given) is given
+    assert torch.equal(given, out)
