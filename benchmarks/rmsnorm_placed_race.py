@@ -2,7 +2,7 @@
 tensors lie. Its places, race and printing are shared with ``add_rmsnorm_placed_race.py``.
 
     python benchmarks/rmsnorm_placed_race.py --out DIR [--shapes 512x3072,512x8192] [--dtypes bf16,fp16]
-        [--placements 6] [--rounds 3] [--rep-ms 4] [--budget-s 400] [--two-pass [--const-only]]
+        [--placements 6] [--rounds 3] [--rep-ms 4] [--budget-s 400] [--two-pass [--const-only]] [--ragged]
 
 At 3-6 us a call the same kernel reads up to 15% apart depending on where its tensors were allocated
 (``results/cold-placement/``), so a race on one allocation can crown a config that is fast only there.
@@ -10,7 +10,9 @@ At 3-6 us a call the same kernel reads up to 15% apart depending on where its te
 What is timed:
 - every candidate: the op's config; one-block configs with 1 or 2 rows per program, 2-16 warps, cache hints, and a
   tail block where ``tuned.head_and_tail`` gives one; with ``--two-pass``, three one-block configs and the two-pass
-  kernel's configs instead;
+  kernel's configs instead; with ``--ragged`` (widths that are not multiples of 16), every one-block config, the
+  two-pass kernel's with the width compiled in, and the op's config unaligned (its kernel not told what the width and
+  row strides are multiples of, as before ``launching.vector_align``);
 - the ``triton_tuned`` and ``torch_compile`` providers.
 
 Where: ``--placements`` places, the case's inputs as made, then copies in memory pools of their own between random
@@ -31,6 +33,7 @@ import statistics
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -63,12 +66,24 @@ def _spacer(rng: random.Random) -> int:
     return (rng.randint(1, 32) << 20) + 512 * rng.randrange(4096)
 
 
-def candidates(n: int, n_rows: int, op: Config, two_pass: bool = False, const_only: bool = False) -> dict[str, Config]:
+@dataclass(frozen=True)
+class Unaligned:
+    """A config launched without telling its kernel the width's and strides' alignment (``align=False``)."""
+
+    cfg: Config
+
+
+def candidates(
+    n: int, n_rows: int, op: Config, two_pass: bool = False, const_only: bool = False, ragged: bool = False
+) -> dict[str, Config | Unaligned]:
     """The op's config and every one-block config of the rows kernel for rows of ``n`` columns, with and without a
     tail block; with ``two_pass``, only the op's and three one-block configs, and the two-pass kernel's (Inductor's
     design: x read in chunks, kept in L2 for the second pass) at 1-2 rows a program, chunks of 1024-4096 columns,
     4-16 warps (at least 4 elements a thread), the row width at run time or compiled in (``const_only``: only
-    compiled in)."""
+    compiled in); ``ragged``: every one-block config, the two-pass configs with the width compiled in, and the op's
+    config unaligned."""
+    if ragged:
+        two_pass = const_only = True
     block_n = triton.next_power_of_2(n)
     head, tail = head_and_tail(n)
     blocks = [(block_n, 0)] + ([(head, tail)] if tail else [])
@@ -76,7 +91,11 @@ def candidates(n: int, n_rows: int, op: Config, two_pass: bool = False, const_on
     for rows, warps, hints, (block, rest) in itertools.product([1, 2], [2, 4, 8, 16], [False, True], blocks):
         if warps * 32 > rows * (block + rest) or (rows > 1 and triton.cdiv(n_rows, rows) < 33):
             continue
-        if two_pass and (rows, warps, hints, rest) not in ((1, 8, True, 0), (2, 16, True, 0), (1, 4, True, 0)):
+        if (
+            two_pass
+            and not ragged
+            and (rows, warps, hints, rest) not in ((1, 8, True, 0), (2, 16, True, 0), (1, 4, True, 0))
+        ):
             continue
         name = f"r{rows} w{warps} {'hints' if hints else 'plain'}{f' tail {rest}' if rest else ''}"
         out[name] = Config("rows", block_n=block, rows=rows, num_warps=warps, hints=hints, tail=rest)
@@ -91,6 +110,8 @@ def candidates(n: int, n_rows: int, op: Config, two_pass: bool = False, const_on
             continue
         name = f"2pass r{rows} c{chunk} w{warps}{' const' if const else ''}"
         out[name] = Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=const)
+    if ragged:
+        out["op unaligned"] = Unaligned(op)
     return out
 
 
@@ -98,6 +119,9 @@ def main() -> int:
     ap = placed_args(__doc__, SHAPES)
     ap.add_argument("--two-pass", action="store_true", help="also the two-pass kernel's configs")
     ap.add_argument("--const-only", action="store_true", help="--two-pass with the width compiled in only")
+    ap.add_argument(
+        "--ragged", action="store_true", help="all one-block configs, the two-pass ones compiled in, unaligned op"
+    )
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     rng = random.Random(0)
@@ -106,10 +130,12 @@ def main() -> int:
         x, w, eps, ref, _ = rmsnorm_case(fam, shape, dtype, 5)
         spots = places({"x": x, "weight": w}, args.placements, rng)
         op = config_for(shape[1], x.element_size(), shape[0], x.device.index, x.dtype == torch.bfloat16)
-        cands = candidates(shape[1], shape[0], op, args.two_pass, args.const_only)
+        cands = candidates(shape[1], shape[0], op, args.two_pass, args.const_only, args.ragged)
         race_candidates(
             fam, spec, dtype, op, cands, spots, eps, args, rng, rows_out, summary,
-            lambda cfg, moved, outs: checked_call(cfg, moved["x"], moved["weight"], outs[0], eps, ref),
+            lambda c, moved, outs: checked_call(
+                getattr(c, "cfg", c), moved["x"], moved["weight"], outs[0], eps, ref, not isinstance(c, Unaligned)
+            ),
         )  # fmt: skip
     return 0
 

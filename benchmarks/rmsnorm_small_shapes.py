@@ -38,12 +38,13 @@ SHAPES = "64x4096,4096x1024,1x4096,256x4096,4096x4096"
 
 
 def checked_call(
-    cfg: Config, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, eps: float, ref: torch.Tensor
+    cfg: Config, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, eps: float, ref: torch.Tensor, align: bool = True
 ) -> Callable[[], None]:
-    """A call of ``cfg`` on the point's tensors, once run into a NaN-filled output and checked against ``ref``."""
+    """A call of ``cfg`` on the point's tensors, once run into a NaN-filled output and checked against ``ref``
+    (``align``: as ``launch_with_config``'s)."""
 
     def call() -> None:
-        launch_with_config(cfg, x, w, y, eps)
+        launch_with_config(cfg, x, w, y, eps, align)
 
     y.fill_(float("nan"))
     call()

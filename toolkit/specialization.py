@@ -372,10 +372,11 @@ def compile_resources(fn: Any, args: tuple, kwargs: dict, arch: int = 90, instru
 _PTX_KINDS = {
     "cp.async": re.compile(r"\bcp\.async\.c[ag]\.shared\.global\b"),
     "tma": re.compile(r"\bcp\.async\.bulk\."),
-    "ld.global vector": re.compile(r"\bld\.global(?:\.\w+)*\.v[248]\."),
-    "ld.global 16-bit": re.compile(r"\bld\.global(?:\.\w+)*\.[bu]16\b"),
-    "st.global vector": re.compile(r"\bst\.global(?:\.\w+)*\.v[248]\."),
-    "st.global 16-bit": re.compile(r"\bst\.global(?:\.\w+)*\.[bu]16\b"),
+    # qualifiers may carry "::" (cache hints: ld.global.L1::evict_last.L2::cache_hint.v4.b32)
+    "ld.global vector": re.compile(r"\bld\.global(?:\.[\w:]+)*?\.v[248]\."),
+    "ld.global 16-bit": re.compile(r"\bld\.global(?:\.[\w:]+)*?\.[bu]16\b"),
+    "st.global vector": re.compile(r"\bst\.global(?:\.[\w:]+)*?\.v[248]\."),
+    "st.global 16-bit": re.compile(r"\bst\.global(?:\.[\w:]+)*?\.[bu]16\b"),
     "mma.sync": re.compile(r"\bmma\.sync\."),
     "wgmma": re.compile(r"\bwgmma\.mma_async\."),
 }

@@ -11,6 +11,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
+from kprof.kernels.lib.launching import known_multiple
 
 DEFAULT_CHUNK = 4096
 
@@ -32,9 +33,13 @@ def _add_rmsnorm_looped_kernel(
     # meta-parameters
     BLOCK_N: tl.constexpr,  # chunk width
     COLS: tl.constexpr = 0,  # 0, or N as a constant (as Inductor compiles a static shape): loops of known length
+    ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
 ):
     if COLS:
         N = COLS
+    N = known_multiple(N, ALIGN)
+    x_row_stride = known_multiple(x_row_stride, ALIGN)
+    r_row_stride = known_multiple(r_row_stride, ALIGN)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
     h_row = h_ptr + row * N

@@ -20,7 +20,7 @@ from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.add_rmsnorm.looped import _add_rmsnorm_looped_kernel
 from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
 from kprof.kernels.lib import launching, split_rows
-from kprof.kernels.lib.launching import classic_num_warps
+from kprof.kernels.lib.launching import classic_num_warps, known_multiple, vector_align
 from kprof.launch import CompiledLauncher, spec_key
 
 
@@ -43,7 +43,11 @@ def _add_rmsnorm_rows_kernel(
     BLOCK_N: tl.constexpr,  # power of two >= N
     ROWS: tl.constexpr,  # rows per program
     I64: tl.constexpr,  # 64-bit offsets (row index x stride can pass 2**31)
+    ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
 ):
+    N = known_multiple(N, ALIGN)
+    x_row_stride = known_multiple(x_row_stride, ALIGN)
+    r_row_stride = known_multiple(r_row_stride, ALIGN)
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -219,13 +223,14 @@ def launch_with_config(
 ) -> None:
     """Launch one configuration (the wrapper's path, and the tuning benchmark's)."""
     n_rows, n = x2d.shape
+    align = vector_align(x2d.element_size(), n, x2d.stride(0), r2d.stride(0))
     if cfg.kernel == "rows":
         i64 = n_rows * max(x2d.stride(0), r2d.stride(0), n, 1) >= 2**31
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n_rows, n, float(eps))
         _rows_launcher(
-            (cfg, i64, spec_key(args)),
+            (cfg, i64, align, spec_key(args)),
             (triton.cdiv(n_rows, cfg.rows),),
-            args + (cfg.block_n, cfg.rows, i64),
+            args + (cfg.block_n, cfg.rows, i64, align),
             num_warps=cfg.num_warps,
         )
     elif cfg.kernel == "split":
@@ -235,7 +240,7 @@ def launch_with_config(
     else:
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
         # the constexprs are in the key: a width compiled in (COLS) is one binary per width
-        constexprs = (cfg.block_n, n if cfg.cols_const else 0)
+        constexprs = (cfg.block_n, n if cfg.cols_const else 0, align)
         _looped_launcher((cfg, constexprs, spec_key(args)), (n_rows,), args + constexprs, num_warps=cfg.num_warps)
 
 

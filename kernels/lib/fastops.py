@@ -191,9 +191,10 @@ def _add_plan(
     if cfg.kernel == "cooperative":  # a workspace, zeroed counters and a launch: the checked path runs it
         return False
     sigs = (sig(x), sig(residual), sig(weight))
+    align = launching.vector_align(x.element_size(), n, xs, rs)
     if cfg.kernel == "rows":
         i64 = n_rows * max(xs, rs, n, 1) >= 2**31
-        tail = (xs, rs, n_rows, n, float(eps), cfg.block_n, cfg.rows, i64)
+        tail = (xs, rs, n_rows, n, float(eps), cfg.block_n, cfg.rows, i64, align)
         launch = Launch(
             tuned.rows_launcher,
             ("ops", cfg, tail, *sigs),
@@ -204,7 +205,7 @@ def _add_plan(
     elif cfg.kernel == "split":
         launch = _add_split_launch(cfg, x, xs, rs, n_rows, n, float(eps), sigs)
     else:
-        tail = (xs, rs, n, float(eps), cfg.block_n, n if cfg.cols_const else 0)
+        tail = (xs, rs, n, float(eps), cfg.block_n, n if cfg.cols_const else 0, align)
         launch = Launch(
             tuned.looped_launcher,
             ("ops", cfg, tail, *sigs),

@@ -143,6 +143,30 @@ def launch_dependents(PDL: tl.constexpr):
         tl.extra.cuda.gdc_launch_dependents()
 
 
+# Triton tells the compiler that an integer argument is a multiple of 16 when it is, and nothing otherwise. A row of
+# 2056 16-bit elements (a multiple of 8, not of 16) then loads and stores 2 bytes at a time: the sm_90 PTX of
+# rmsnorm's row kernel holds ld.global.b16 there, and ld.global.v4.b32 once the width and the row strides are known to
+# be multiples of 8 (``known_multiple``; ``tl.multiple_of`` on a kernel argument changes nothing in Triton 3.9).
+def vector_align(element_size: int, *ints: int) -> int:
+    """The ``ALIGN`` of kernels that take one: the most elements, up to 16 bytes of them, that every one of ``ints``
+    (a row width, row strides) is a multiple of; 1 where all are multiples of 16, which Triton's own specialization
+    already tells the compiler (so those launches keep the binary they had)."""
+    if all(v % 16 == 0 for v in ints):
+        return 1
+    align = max(1, 16 // element_size)
+    while align > 1 and any(v % align for v in ints):
+        align //= 2
+    return align
+
+
+@triton.jit
+def known_multiple(value, ALIGN: tl.constexpr):
+    """``value``, which must be a multiple of ``ALIGN``, in a form the compiler knows to be one (``vector_align``)."""
+    if ALIGN > 1:
+        value = value // ALIGN * ALIGN
+    return value
+
+
 def config_options(config: Any) -> dict[str, Any]:
     """The launch options (warps, stages, and CTAs / register cap where set) of a ``triton.Config``."""
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}

@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching, split_rows
-from kprof.kernels.lib.launching import classic_num_warps
+from kprof.kernels.lib.launching import classic_num_warps, known_multiple, vector_align
 from kprof.kernels.rmsnorm import cooperative, split
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm.looped import _rmsnorm_looped_kernel
@@ -55,7 +55,11 @@ def _rmsnorm_rows_kernel(
     HINTS: tl.constexpr,  # cache hints: x evict_first (read once), weight evict_last (re-read by all)
     I64: tl.constexpr,  # 64-bit row offsets; int32 is enough (and cheaper) below 2**31 elements
     TAIL: tl.constexpr = 0,  # 0, or a second block of TAIL columns from BLOCK_N on (power of two >= N - BLOCK_N)
+    ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
 ):
+    N = known_multiple(N, ALIGN)
+    x_row_stride = known_multiple(x_row_stride, ALIGN)
+    y_row_stride = known_multiple(y_row_stride, ALIGN)
     row_block = tl.program_id(0)
     rows = row_block * ROWS + tl.arange(0, ROWS)
     if I64:
@@ -119,11 +123,15 @@ def _rmsnorm_two_pass_kernel(
     ROWS: tl.constexpr,  # rows handled by one program
     I64: tl.constexpr,  # 64-bit row offsets
     COLS: tl.constexpr = 0,  # 0, or N as a constant (as Inductor compiles a static shape): loops of known length
+    ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
 ):
     # Two passes over a block of rows (Inductor's pattern): the first keeps x in L2 (evict_last) so the
     # second reads it from there (evict_first). DRAM sees x about once; registers hold a chunk, not a row.
     if COLS:
         N = COLS
+    N = known_multiple(N, ALIGN)
+    x_row_stride = known_multiple(x_row_stride, ALIGN)
+    y_row_stride = known_multiple(y_row_stride, ALIGN)
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_mask = (rows < n_rows)[:, None]
     if I64:
@@ -360,13 +368,17 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int, bf16: 
     return choose_config(n, element_size, n_rows, _sm_counts[device_index], device_index >= 0, bf16)
 
 
-def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float) -> None:
-    """Launch one configuration on flattened rows (the general path; also used by the tuning benchmark)."""
+def launch_with_config(
+    cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float, align: bool = True
+) -> None:
+    """Launch one configuration on flattened rows (the general path; also used by the tuning benchmark). ``align``
+    False: the kernels are not told what the width and row strides are multiples of (races that show what it gains)."""
     n_rows, n = x2d.shape
+    aligned = vector_align(x2d.element_size(), n, x2d.stride(0), y2d.stride(0)) if align else 1
     if cfg.kernel in ("rows", "two_pass"):
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, float(eps))
         i64 = needs_i64(n_rows, x2d.stride(0), y2d.stride(0))
-        launcher, constexprs = _row_block_kernel(cfg, i64, n)
+        launcher, constexprs = _row_block_kernel(cfg, i64, n, aligned)
         key = (cfg, constexprs, spec_key(args))  # the constexprs: a width compiled in (COLS) is one binary per width
         launcher(key, (triton.cdiv(n_rows, cfg.rows),), args + constexprs, num_warps=cfg.num_warps)
     elif cfg.kernel == "split":
@@ -378,16 +390,16 @@ def launch_with_config(cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d
         cooperative.launch_pipelined(x2d, weight, y2d, eps, cfg.block_n, programs, cfg.num_warps)
     else:
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
-        key = (cfg, spec_key(args))
-        _looped_launcher(key, (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
+        key = (cfg, aligned, spec_key(args))
+        _looped_launcher(key, (n_rows,), args + (cfg.block_n, aligned), num_warps=cfg.num_warps)
 
 
-def _row_block_kernel(cfg: Config, i64: bool, n: int) -> tuple[CompiledLauncher, tuple]:
+def _row_block_kernel(cfg: Config, i64: bool, n: int, align: int) -> tuple[CompiledLauncher, tuple]:
     """Launcher and constexpr values of the two kernels over blocks of rows of ``n`` columns (same other
-    arguments)."""
+    arguments); ``align``: their ALIGN."""
     if cfg.kernel == "rows":
-        return _rows_launcher, (cfg.block_n, cfg.rows, cfg.hints, i64, cfg.tail)
-    return _two_pass_launcher, (cfg.block_n, cfg.rows, i64, n if cfg.cols_const else 0)
+        return _rows_launcher, (cfg.block_n, cfg.rows, cfg.hints, i64, cfg.tail, align)
+    return _two_pass_launcher, (cfg.block_n, cfg.rows, i64, n if cfg.cols_const else 0, align)
 
 
 def head_and_tail(n: int) -> tuple[int, int]:
@@ -450,8 +462,9 @@ def plan_for(
     if cfg.kernel in ("split", "cooperative", "pipelined"):
         return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
+    align = vector_align(element_size, n, x_row_stride)  # the output's row stride is n
     if cfg.kernel in ("rows", "two_pass"):
-        launcher, constexprs = _row_block_kernel(cfg, needs_i64(n_rows, x_row_stride, n), n)
+        launcher, constexprs = _row_block_kernel(cfg, needs_i64(n_rows, x_row_stride, n), n, align)
         return _Plan(
             key=key,
             launcher=launcher,
@@ -466,7 +479,7 @@ def plan_for(
         launcher=_looped_launcher,
         grid=(n_rows,),
         ints=(x_row_stride, n, n),
-        constexprs=(cfg.block_n,),
+        constexprs=(cfg.block_n, align),
         num_warps=cfg.num_warps,
         contiguous=contiguous,
     )

@@ -100,6 +100,8 @@ def test_memory_instructions_are_counted_by_kind():
     cp.async.cg.shared.global [ %r1 + 0 ], [ %rd2 + 0 ], 0x10, %r3;
     @%p1 ld.global.v4.b32 { %r1, %r2, %r3, %r4 }, [ %rd1 + 0 ];
     @%p10 ld.global.b16 { %rs23 }, [ %rd53 + 0 ];
+    @%p2 ld.global.L1::evict_last.L2::cache_hint.v4.b32 { %r5, %r6, %r7, %r8 }, [ %rd9 + 0 ], %rd10;
+    @%p3 ld.global.L1::evict_first.L2::cache_hint.b16 { %rs24 }, [ %rd54 + 0 ], %rd11;
     ld.global.nc.u16 %rs1, [%rd1];
     st.global.v2.b32 [%rd1], {%r1,%r2};
     mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f1}, {%r1}, {%r2}, {%f2};
@@ -109,8 +111,8 @@ def test_memory_instructions_are_counted_by_kind():
     assert memory_instructions(ptx) == {
         "cp.async": 1,
         "tma": 1,
-        "ld.global vector": 1,
-        "ld.global 16-bit": 2,
+        "ld.global vector": 2,  # the second with cache hints
+        "ld.global 16-bit": 3,
         "st.global vector": 1,
         "st.global 16-bit": 0,
         "mma.sync": 1,

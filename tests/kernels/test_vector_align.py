@@ -1,0 +1,141 @@
+"""The kernels told what their row width and strides are multiples of (``launching.vector_align`` and
+``known_multiple``): the rule itself, every kernel that takes ``ALIGN`` against the float64 oracle at widths and
+strides of each alignment, and the sm_90 PTX that shows why it is there (16-byte loads at a width of 2056).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import triton
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kprof.kernels import discover
+from kprof.kernels.lib.launching import vector_align
+from kprof.specialization import recording
+
+RMS = discover()["rmsnorm"]
+ADD = discover()["add_rmsnorm"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8]), st.lists(st.integers(0, 1 << 20), min_size=1, max_size=4))
+def test_vector_align_is_the_largest_vector_every_int_allows(element_size, ints):
+    align = vector_align(element_size, *ints)
+    if all(v % 16 == 0 for v in ints):
+        assert align == 1  # Triton's specialization says so already: the binary stays the one it was
+        return
+    cap = max(1, 16 // element_size)
+    assert align & (align - 1) == 0 and 1 <= align <= cap
+    assert all(v % align == 0 for v in ints)
+    assert align == cap or any(v % (2 * align) for v in ints), "a larger vector was allowed"
+
+
+def test_vector_align_at_the_widths_that_need_it():
+    assert vector_align(2, 2056, 2056) == 8  # 2048 + 8: 16-byte vectors of bf16
+    assert vector_align(2, 2056, 2064) == 8
+    assert vector_align(2, 1002, 1002) == 2
+    assert vector_align(4, 2056, 2056) == 4  # 16 bytes of fp32
+    assert vector_align(2, 3001, 3001) == 1
+    assert vector_align(2, 4096, 8192) == 1
+
+
+def _strided(fam, n_rows: int, n: int, pad: int, dtype: str, device):
+    """Inputs whose rows are ``n + pad`` elements apart (pad keeps the stride's alignment that of ``n``)."""
+    inp = fam.make_inputs((n_rows, n + pad), dtype, device, seed=torch.seed() % 2**31)
+    return inp, {k: v[:, :n] if v.dim() == 2 else v[:n].contiguous() for k, v in inp.items() if torch.is_tensor(v)}
+
+
+# (rows, width, row-stride padding): widths that are multiples of 8, 4, 2 and 1 but not 16.
+_SHAPES = [(3, 2056, 8), (2, 1004, 4), (5, 1002, 6), (2, 1001, 3)]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("n_rows, n, pad", _SHAPES)
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        dict(kernel="rows", block_n=0, rows=2, num_warps=4),
+        dict(kernel="rows", block_n=-1, rows=1, num_warps=4, tail=-1),
+        dict(kernel="two_pass", block_n=512, rows=2, num_warps=4),
+        dict(kernel="two_pass", block_n=256, rows=1, num_warps=4, cols_const=True),
+        dict(kernel="looped", block_n=256, rows=1, num_warps=4),
+    ],
+    ids=["rows", "rows-tail", "two-pass", "two-pass-const", "looped"],
+)
+def test_rmsnorm_kernels_at_every_alignment(cfg, n_rows, n, pad, dtype, device):
+    from kprof.kernels.rmsnorm.tuned import Config, head_and_tail, launch_with_config
+
+    head, tail = head_and_tail(n)
+    if cfg["block_n"] == 0:
+        cfg = dict(cfg, block_n=triton.next_power_of_2(n))
+    if cfg.get("tail") == -1:
+        if not tail:
+            pytest.skip(f"{n} columns take no tail block")
+        cfg = dict(cfg, block_n=head, tail=tail)
+    inp, x = _strided(RMS, n_rows, n, pad, dtype, device)
+    es = x["x"].element_size()
+    assert vector_align(es, n, x["x"].stride(0), n) == min(16 // es, n & -n, (n + pad) & -(n + pad))
+    y = torch.full((n_rows, n), float("nan"), dtype=x["x"].dtype, device=device)
+    launch_with_config(Config(**cfg), x["x"], x["weight"], y, inp["eps"])
+    ref = RMS.oracle(x=x["x"], weight=x["weight"], eps=inp["eps"])
+    assert not y.isnan().any(), "output left unwritten"
+    assert ((y.double() - ref).norm() / ref.norm()).item() < RMS.tolerances[dtype]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("n_rows, n, pad", _SHAPES)
+@pytest.mark.parametrize(
+    "kernel, block_n, cols_const", [("rows", 0, False), ("looped", 256, False), ("looped", 512, True)]
+)
+def test_add_rmsnorm_kernels_at_every_alignment(kernel, block_n, cols_const, n_rows, n, pad, dtype, device):
+    from kprof.kernels.add_rmsnorm.tuned import Config, launch_with_config
+
+    inp, x = _strided(ADD, n_rows, n, pad, dtype, device)
+    y, h = (torch.full((n_rows, n), float("nan"), dtype=x["x"].dtype, device=device) for _ in range(2))
+    cfg = Config(kernel, block_n or triton.next_power_of_2(n), 1, 4, cols_const=cols_const)
+    launch_with_config(cfg, x["x"], x["residual"], x["weight"], y, h, inp["eps"])
+    ref_y, ref_h = ADD.oracle(x=x["x"], residual=x["residual"], weight=x["weight"], eps=inp["eps"])
+    for got, ref in ((y, ref_y), (h, ref_h)):
+        assert not got.isnan().any(), "output left unwritten"
+        assert ((got.double() - ref).norm() / ref.norm()).item() < ADD.tolerances[dtype]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a recording keeps the arguments of interpreted launches")
+def test_a_width_of_2056_loads_and_stores_16_bytes_at_a_time_once_aligned():
+    """Compiled for sm_90 (``python -m kprof.specialization``, as ``kprof profile`` does offline): at 2056 bf16
+    columns (a multiple of 8, not of 16) the kernels load and store 2 bytes at a time unless told the alignment,
+    and 16 bytes at a time once told, as at 2048. The tail block of 8 columns stays 2-byte (one element a thread)."""
+    from kprof.kernels.rmsnorm.tuned import Config, launch_with_config
+
+    inp = RMS.make_inputs((3, 2056), "bf16", "cpu", 2)
+    x, w, y = inp["x"], inp["weight"], torch.empty_like(inp["x"])
+    cfgs = [
+        Config("rows", block_n=4096, rows=1, num_warps=8),
+        Config("two_pass", block_n=2048, rows=1, num_warps=8, cols_const=True),
+        Config("rows", block_n=2048, rows=1, num_warps=8, tail=8),
+    ]
+    with recording() as rec:
+        for cfg in cfgs:
+            for align in (False, True):
+                launch_with_config(cfg, x, w, y, inp["eps"], align=align)
+    payload = json.dumps({"arch": 90, "instructions": True, "calls": rec.calls})
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    res = subprocess.run(
+        [sys.executable, "-m", "kprof.specialization"], input=payload, capture_output=True, text=True, env=env
+    )
+    assert res.returncode == 0, res.stderr[-1000:]
+    found = [a["instructions"] for a in json.loads(res.stdout.strip().splitlines()[-1])]
+    (rows, rows_al), (two, two_al), (tail, tail_al) = zip(found[::2], found[1::2], strict=True)
+    for before, after in ((rows, rows_al), (two, two_al)):
+        assert before["st.global 16-bit"] > 0 and before["st.global vector"] == 0, before
+        assert after["ld.global 16-bit"] == after["st.global 16-bit"] == 0, after
+        assert after["ld.global vector"] > 0 and after["st.global vector"] > 0, after
+    assert tail["st.global vector"] == 0 and tail_al["st.global vector"] > 0, (tail, tail_al)
+    assert tail_al["ld.global 16-bit"] < tail["ld.global 16-bit"], (tail, tail_al)
