@@ -104,7 +104,7 @@ def candidates(
         if (
             chunk > block_n
             or warps * 32 * 4 > rows * chunk
-            or triton.cdiv(n_rows, rows) < 33
+            or (rows > 1 and triton.cdiv(n_rows, rows) < 33)
             or (const_only and not const)
         ):
             continue

@@ -248,8 +248,10 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # - 1024 rows, one machine: 4096 columns 5.38 / 5.55 (the 512-row config 5.64 / 5.78, torch.compile 6.08 / 5.54),
 #   8192 9.89 / 10.04 (10.49 / 10.57, 10.75 / 10.78).
 # The same kernel with the width passed at run time was 0.3-4.5% slower, and one-block configs moved up to 18% between
-# places where these moved 2%. Not measured, so not taken: fewer rows, 1024+ rows of up to 2048 columns, and the
-# rows just past a power of two that take a tail block (at 512x2056 this kernel ran 3.0-4.0 us, the tail form 3.4).
+# places where these moved 2%. Not measured, so not taken: fewer rows, and 1024+ rows of up to 2048 columns.
+# Rows just past a power of two (2056, 4104), which take a tail block at other row counts, take it too since the
+# kernels know the width's alignment (ALIGN): on an H100 at 3 places, bf16 (../ragged-widths/align-0438393/), 512x2056
+# 2.64 us against 2.98 for the tail form (torch.compile 2.75), 512x4104 3.68 against 3.93 (3.69).
 _CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {
     (2048, 512): (2048, 1, 4),
     (4096, 512): (4096, 1, 16),
@@ -328,7 +330,7 @@ def choose_config(
     head, tail = head_and_tail(n)
     tail_form = element_size == 2 and tail and tail * _TAIL_MAX_SHARE <= head and head in _TAIL_HEADS
     const = None
-    if element_size == 2 and not tail_form and n_rows is not None and 512 <= n_rows < _CONST_TWO_PASS_MAX_ROWS:
+    if element_size == 2 and n_rows is not None and 512 <= n_rows < _CONST_TWO_PASS_MAX_ROWS:
         const = _CONST_TWO_PASS.get((block_n, 1024 if n_rows >= 1024 else 512))
     if const:
         chunk, rows, warps = const

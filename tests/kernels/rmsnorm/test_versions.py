@@ -206,9 +206,9 @@ def test_thousands_of_16_kb_rows_take_one_row_per_program_with_4_warps():
 
 def test_hundreds_of_16_bit_rows_take_the_two_pass_kernel_with_their_width_compiled_in():
     """The measured table: 512-1023 16-bit rows of 1025-8192 columns and 1024-2047 rows of 2049-8192 columns take
-    the two-pass kernel with the width a constant, its chunk, rows and warps by class; fewer or more rows, fp32,
-    rows wider than 8192, 1024+ rows of up to 2048 columns and the widths that take a tail block keep what they
-    had."""
+    the two-pass kernel with the width a constant, its chunk, rows and warps by class, widths just past a power of
+    two (which take a tail block at other row counts) included; fewer or more rows, fp32, rows wider than 8192 and
+    1024+ rows of up to 2048 columns keep what they had."""
     cases = [
         (2048, 512, (2048, 1, 4)),
         (1500, 700, (2048, 1, 4)),
@@ -216,14 +216,16 @@ def test_hundreds_of_16_bit_rows_take_the_two_pass_kernel_with_their_width_compi
         (5000, 600, (4096, 1, 16)),
         (4096, 1024, (4096, 1, 8)),
         (8192, 2047, (4096, 2, 16)),
+        (2056, 512, (4096, 1, 16)),
+        (4104, 700, (4096, 1, 16)),
     ]
     for n, rows, (chunk, per_program, warps) in cases:
         want = Config("two_pass", chunk, per_program, warps, cols_const=True)
         assert choose_config(n, 2, rows) == want, (n, rows)
     others = [(3072, 2, 511), (3072, 2, 2048), (3072, 4, 1000), (16384, 2, 1000), (1024, 2, 1000), (3072, 2, None)]
-    for n, es, rows in others + [(2056, 2, 512), (2048, 2, 1024)]:
+    for n, es, rows in others + [(2056, 2, 511), (2048, 2, 1024)]:
         assert not choose_config(n, es, rows).cols_const, (n, es, rows)
-    assert choose_config(2056, 2, 512).tail == 8
+    assert choose_config(2056, 2, 511).tail == 8
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
