@@ -260,6 +260,14 @@ _CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {
     (8192, 1024): (4096, 2, 16),
 }
 _CONST_TWO_PASS_MAX_ROWS = 2048
+# 1-64 16-bit rows of 1025-4096 columns (decode sizes): the same kernel, one chunk the width of the row's block, one
+# row a program. Raced on an H100 at 3 places in memory each, bf16 (../ragged-widths/few-rows-3b15f8d/), against the
+# one-block config this replaced (and torch.compile): 1x2048 1.58 us against 1.83 (1.65), 16x2048 1.64 against 1.82
+# (1.70), 1x2056 1.65 against 1.97 (2.05), 16x2056 1.70 against 1.87 (1.85) on a second machine, 64x2056 1.74 against
+# 1.75 (1.66), 4x3072 1.69 against 1.89 (1.80), 1x4096 1.74 against 1.98 (2.15), 16x4096 1.80 against 1.97 (1.94),
+# 64x4096 1.86 against 1.90 (1.79). Rows of 8192 columns gained nothing in two chunks (1x8192 2.13 against 2.11).
+_FEW_ROWS_TWO_PASS: dict[int, int] = {2048: 8, 4096: 16}  # block of the row -> warps
+_FEW_ROWS_MAX = 64
 # A row just past a power of two (2056 columns: a 4096-column block nearly half masked) as that power of two and a
 # small tail block (2048 + 8), the same rows and warps: where the tail is at most 1/_TAIL_MAX_SHARE of the head. On
 # an H100, cold, bf16 and fp16 (benchmarks/results/rmsnorm-small-shapes/ragged-widths/op-tail-9d9d8c5/): 0.81-0.83x the
@@ -332,6 +340,8 @@ def choose_config(
     const = None
     if element_size == 2 and n_rows is not None and 512 <= n_rows < _CONST_TWO_PASS_MAX_ROWS:
         const = _CONST_TWO_PASS.get((block_n, 1024 if n_rows >= 1024 else 512))
+    if element_size == 2 and n_rows is not None and n_rows <= _FEW_ROWS_MAX and block_n in _FEW_ROWS_TWO_PASS:
+        const = (block_n, 1, _FEW_ROWS_TWO_PASS[block_n])
     if const:
         chunk, rows, warps = const
         return Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=True)

@@ -228,6 +228,15 @@ def test_hundreds_of_16_bit_rows_take_the_two_pass_kernel_with_their_width_compi
     assert choose_config(2056, 2, 511).tail == 8
 
 
+def test_few_16_bit_rows_of_up_to_4096_columns_take_the_two_pass_kernel_in_one_chunk():
+    """1-64 16-bit rows of 1025-4096 columns: one chunk the width of the row's block, one row a program, the width
+    compiled in, 8 warps for 2048 and 16 for 4096; wider or narrower rows, more rows and fp32 keep what they had."""
+    for n, rows, chunk, warps in [(2048, 1, 2048, 8), (1025, 64, 2048, 8), (2056, 16, 4096, 16), (4096, 64, 4096, 16)]:
+        assert choose_config(n, 2, rows) == Config("two_pass", chunk, 1, warps, cols_const=True), (n, rows)
+    for n, es, rows in [(1024, 2, 1), (4097, 2, 1), (8192, 2, 16), (2048, 2, 65), (2048, 4, 1), (2048, 2, None)]:
+        assert choose_config(n, es, rows).kernel == "rows", (n, es, rows)
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 def test_the_two_pass_kernel_with_the_width_compiled_in(dtype, device):
     """The two-pass kernel with COLS: the op at 512 rows of an odd width (the dispatch's choice), then the same
@@ -418,16 +427,16 @@ def test_two_pass_kernel_on_odd_shapes(dtype, n_rows, n, chunk, rows, device):
 
 def test_rows_just_past_a_power_of_two_take_a_tail_block(device):
     """16-bit rows of 2056 and 4104 columns run as 2048 + 8 and 4096 + 8 with the rows and warps the whole block
-    had; a tail of half the head (3072, 5512), fp32, and unmeasured heads keep the whole block. The op at 2056
-    columns matches the oracle."""
+    had (at row counts no two-pass rule takes: 65-511); a tail of half the head (3072, 5512), fp32, and unmeasured
+    heads keep the whole block. The op at 2056 columns matches the oracle."""
     from kprof.kernels.rmsnorm.tuned import choose_config, rmsnorm_tuned
 
     for n, head, tail in [(2056, 2048, 8), (4104, 4096, 8), (2100, 2048, 64)]:
-        cfg, whole = choose_config(n, 2, 16), choose_config(2 * head, 2, 16)  # the whole block's width class
+        cfg, whole = choose_config(n, 2, 128), choose_config(2 * head, 2, 128)  # the whole block's width class
         assert (cfg.kernel, cfg.block_n, cfg.tail) == ("rows", head, tail), n
         assert (cfg.rows, cfg.num_warps, cfg.hints) == (whole.rows, whole.num_warps, whole.hints), n
     for n, element_size in [(3072, 2), (5512, 2), (6144, 2), (2056, 4), (8200, 2), (33, 2), (2048, 2)]:
-        assert choose_config(n, element_size, 16).tail == 0, (n, element_size)
+        assert choose_config(n, element_size, 128).tail == 0, (n, element_size)
     inp = FAM.make_inputs((3, 2056), "bf16", device, seed=torch.seed() % 2**31)
     out = rmsnorm_tuned(inp["x"], inp["weight"], inp["eps"])
     ref = FAM.oracle(**inp)
@@ -507,11 +516,12 @@ def test_split_choice_properties():
 
 def test_unpacked_rows_take_the_one_row_kernels_warps():
     """Too few rows to pack (fewer row blocks than SMs): from 2048 columns on, the warps of `triton_one_row`'s
-    classic rule, measured faster there than the packed warps divided by the rows; narrower rows keep those."""
+    classic rule, measured faster there than the packed warps divided by the rows; narrower rows keep those. (1-64
+    rows of up to 4096 columns take the two-pass kernel: see the test of that rule.)"""
     from kprof.kernels.lib.launching import classic_num_warps
 
     for n in (2048, 3000, 4096, 6144, 8192):
-        for n_rows in (1, 7, 64):
+        for n_rows in (1, 7, 64, 100) if n > 4096 else (65, 100):
             cfg = choose_config(n, 2, n_rows)
             assert (cfg.kernel, cfg.rows) == ("rows", 1)
             assert cfg.num_warps == classic_num_warps(cfg.block_n), (n, n_rows, cfg)
