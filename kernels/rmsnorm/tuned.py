@@ -7,7 +7,10 @@ These things separate it from ``one_row``:
   ``benchmarks/results/``), not from a rule of thumb.
 * Many rows of 4096 or 8192 16-bit elements go to a two-pass kernel that keeps x in L2 between its
   passes (Inductor's design; measured faster or level on two H100s, see ``_TWO_PASS_TABLE``), and so do
-  hundreds of 16-bit rows of up to 8192 elements, with the row width compiled in (``_CONST_TWO_PASS``).
+  hundreds of 16-bit rows of up to 8192 elements and up to 64 of 1025-4096, with the row width compiled in
+  (``_CONST_TWO_PASS``, ``_FEW_ROWS_TWO_PASS``).
+* The kernels are told what the row width and strides are multiples of (``ALIGN``), so a width such as 2056 loads
+  16 bytes at a time, not 2 (``launching.vector_align``).
 * Rows wider than one block go to the chunked two-pass kernel of ``looped`` with measured chunk/warps;
   when they are too few to give every SM a program, each row is split over several programs (``split``);
   when they are many rows of 128 KB or more, over programs that meet once and read x once
@@ -250,8 +253,9 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # The same kernel with the width passed at run time was 0.3-4.5% slower, and one-block configs moved up to 18% between
 # places where these moved 2%. Not measured, so not taken: fewer rows, and 1024+ rows of up to 2048 columns.
 # Rows just past a power of two (2056, 4104), which take a tail block at other row counts, take it too since the
-# kernels know the width's alignment (ALIGN): on an H100 at 3 places, bf16 (../ragged-widths/align-0438393/), 512x2056
-# 2.64 us against 2.98 for the tail form (torch.compile 2.75), 512x4104 3.68 against 3.93 (3.69).
+# kernels know the width's alignment (ALIGN): on an H100 at 3 places, bf16, 512x2056 2.64 us against 2.98 for the tail
+# form (torch.compile 2.75), 512x4104 3.68 against 3.93 (3.69)
+# (benchmarks/results/rmsnorm-small-shapes/ragged-widths/align-0438393/).
 _CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {
     (2048, 512): (2048, 1, 4),
     (4096, 512): (4096, 1, 16),
@@ -261,11 +265,13 @@ _CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {
 }
 _CONST_TWO_PASS_MAX_ROWS = 2048
 # 1-64 16-bit rows of 1025-4096 columns (decode sizes): the same kernel, one chunk the width of the row's block, one
-# row a program. Raced on an H100 at 3 places in memory each, bf16 (../ragged-widths/few-rows-3b15f8d/), against the
-# one-block config this replaced (and torch.compile): 1x2048 1.58 us against 1.83 (1.65), 16x2048 1.64 against 1.82
-# (1.70), 1x2056 1.65 against 1.97 (2.05), 16x2056 1.70 against 1.87 (1.85) on a second machine, 64x2056 1.74 against
-# 1.75 (1.66), 4x3072 1.69 against 1.89 (1.80), 1x4096 1.74 against 1.98 (2.15), 16x4096 1.80 against 1.97 (1.94),
-# 64x4096 1.86 against 1.90 (1.79). Rows of 8192 columns gained nothing in two chunks (1x8192 2.13 against 2.11).
+# row a program. Raced on an H100 at 3 places in memory each, bf16, against the one-block config this replaced (and
+# torch.compile): 1x2048 1.58 us against 1.83 (1.65), 16x2048 1.64 against 1.82 (1.70), 1x2056 1.65 against 1.97
+# (2.05), 16x2056 1.70 against 1.87 (1.85) on a second machine, 64x2056 1.74 against 1.75 (1.66), 4x3072 1.69 against
+# 1.89 (1.80), 1x4096 1.74 against 1.98 (2.15), 16x4096 1.80 against 1.97 (1.94), 64x4096 1.86 against 1.90 (1.79).
+# Rows of 8192 columns gained nothing in two chunks (1x8192 2.13 against 2.11). A second H100 with the rule in place
+# read the same order at all 12 points raced, fp16 included
+# (benchmarks/results/rmsnorm-small-shapes/ragged-widths/few-rows-3b15f8d/ and few-rows-rule-7e979f4/).
 _FEW_ROWS_TWO_PASS: dict[int, int] = {2048: 8, 4096: 16}  # block of the row -> warps
 _FEW_ROWS_MAX = 64
 # A row just past a power of two (2056 columns: a 4096-column block nearly half masked) as that power of two and a
@@ -294,11 +300,11 @@ def choose_config(
 
     With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed: at 64x4096 bf16
     the packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4). Such a
-    row of 2048 or more gets the warps of the classic one-row kernel (``triton_one_row``): 0-9% faster than this
-    version's earlier choice (the packed warps divided by the rows packed) at every unpacked point of
-    rmsnorm's bf16 grid on an H100 where the two differ (2048 columns: 8 warps instead of 2, 1-512 rows,
-    1.79-2.59 against 1.89-2.69 us; 6144-8192 columns: 16 instead of 8, 1-64 rows, up to 2.05 against
-    2.14 us; benchmarks/results/grid/, two runs).
+    row of 2048 or more (bar the 16-bit ones of ``_FEW_ROWS_TWO_PASS``) gets the warps of the classic one-row
+    kernel (``triton_one_row``): 0-9% faster than this version's earlier choice (the packed warps divided by the
+    rows packed) at every unpacked point of rmsnorm's bf16 grid on an H100 where the two differ (2048 columns: 8
+    warps instead of 2, 1-512 rows, 1.79-2.59 against 1.89-2.69 us; 6144-8192 columns: 16 instead of 8, 1-64 rows,
+    up to 2.05 against 2.14 us; benchmarks/results/grid/, two runs).
     """
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
