@@ -251,7 +251,8 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # - 1024 rows, one machine: 4096 columns 5.38 / 5.55 (the 512-row config 5.64 / 5.78, torch.compile 6.08 / 5.54),
 #   8192 9.89 / 10.04 (10.49 / 10.57, 10.75 / 10.78).
 # The same kernel with the width passed at run time was 0.3-4.5% slower, and one-block configs moved up to 18% between
-# places where these moved 2%. Not measured, so not taken: fewer rows, and 1024+ rows of up to 2048 columns.
+# places where these moved 2%. Not measured, so not taken: 65-511 rows (1-64: _FEW_ROWS_TWO_PASS), and 1024+ rows
+# of up to 2048 columns.
 # Rows just past a power of two (2056, 4104), which take a tail block at other row counts, take it too since the
 # kernels know the width's alignment (ALIGN): on an H100 at 3 places, bf16, 512x2056 2.64 us against 2.98 for the tail
 # form (torch.compile 2.75), 512x4104 3.68 against 3.93 (3.69)
