@@ -80,8 +80,8 @@ def candidates(
     tail block; with ``two_pass``, only the op's and three one-block configs, and the two-pass kernel's (Inductor's
     design: x read in chunks, kept in L2 for the second pass) at 1-2 rows a program, chunks of 1024-4096 columns,
     4-16 warps (at least 4 elements a thread), the row width at run time or compiled in (``const_only``: only
-    compiled in); ``ragged``: every one-block config, the two-pass configs with the width compiled in, and the op's
-    config unaligned."""
+    compiled in); ``ragged``: every one-block config, the two-pass configs with the width compiled in (8192-column
+    chunks too), and the op's config unaligned."""
     if ragged:
         two_pass = const_only = True
     block_n = triton.next_power_of_2(n)
@@ -99,7 +99,8 @@ def candidates(
             continue
         name = f"r{rows} w{warps} {'hints' if hints else 'plain'}{f' tail {rest}' if rest else ''}"
         out[name] = Config("rows", block_n=block, rows=rows, num_warps=warps, hints=hints, tail=rest)
-    grid = itertools.product([1, 2], [1024, 2048, 4096], [4, 8, 16], [False, True]) if two_pass else ()
+    chunks = [1024, 2048, 4096] + ([8192] if ragged else [])  # --ragged: a whole 16 KB block in one chunk too
+    grid = itertools.product([1, 2], chunks, [4, 8, 16], [False, True]) if two_pass else ()
     for rows, chunk, warps, const in grid:
         if (
             chunk > block_n
