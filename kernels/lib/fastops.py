@@ -300,9 +300,10 @@ def _gated_plan(x: torch.Tensor, act: int, op: str) -> tuple[Launch, tuple[int, 
     n_rows = x.numel() // x.shape[-1]
     cfg = _gated.choose_config(h, x.element_size(), n_rows, launching.sm_count(x))
     i64 = n_rows * max(xs, 1) >= 2**31
+    align = launching.vector_align(x.element_size(), h, xs)
     kernels = _gated_kernels(act)
     if cfg.flat:
-        tail = (xs, n_rows * h, h, cfg.block_h, i64)
+        tail = (xs, n_rows * h, h, cfg.block_h, i64, align)
         launch = Launch(
             kernels.flat_launcher,
             ("ops", cfg, tail, sig(x)),
@@ -311,7 +312,7 @@ def _gated_plan(x: torch.Tensor, act: int, op: str) -> tuple[Launch, tuple[int, 
             {"num_warps": cfg.num_warps},
         )
     else:
-        tail = (xs, n_rows, h, cfg.block_h, cfg.rows, cfg.hints, i64)
+        tail = (xs, n_rows, h, cfg.block_h, cfg.rows, cfg.hints, i64, align)
         launch = Launch(
             kernels.tile_launcher,
             ("ops", cfg, tail, sig(x)),

@@ -33,6 +33,7 @@ import triton.language as tl
 
 from kprof.dtypes import element_size, torch_dtype
 from kprof.kernels.lib import checks, launching
+from kprof.kernels.lib.launching import known_multiple
 from kprof.launch import CompiledLauncher, spec_key
 from kprof.registry import Family, Shape
 
@@ -137,6 +138,13 @@ def load_gate_up(g_ptrs, H, mask, EVICT_FIRST: tl.constexpr):
 
 
 @triton.jit
+def known_row(H, x_row_stride, ALIGN: tl.constexpr):
+    """``H`` and x's row stride, which must be multiples of ``ALIGN``, in a form the compiler knows to be ones
+    (``launching.vector_align``: at H = 5512 the up half starts 11024 bytes into a row, 16-byte aligned)."""
+    return known_multiple(H, ALIGN), known_multiple(x_row_stride, ALIGN)
+
+
+@triton.jit
 def one_row_block(x_ptr, x_row_stride, H, BLOCK_H: tl.constexpr):
     """Program ``i`` takes row ``i`` whole (``BLOCK_H``: a power of two >= H): its gate pointers, output
     offsets (y contiguous, ``[rows, H]``) and mask."""
@@ -177,8 +185,10 @@ class GatedKernels:
     :func:`launch_tile` launch them with:
 
     * ``one_row(x_ptr, y_ptr, x_row_stride, H, BLOCK_H)``
-    * ``tile(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64)``
-    * ``flat(x_ptr, y_ptr, x_row_stride, total, H, BLOCK, I64)``
+    * ``tile(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64, ALIGN)``
+    * ``flat(x_ptr, y_ptr, x_row_stride, total, H, BLOCK, I64, ALIGN)``
+
+    (``ALIGN``: what H and the row stride are multiples of, ``launching.vector_align``.)
     """
 
     one_row: Any
@@ -235,24 +245,25 @@ def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132) -
     return Config(block_h, 1, warps, False)
 
 
-def launch_tile(kernels: GatedKernels, cfg: Config, x2d: torch.Tensor, y2d: torch.Tensor) -> None:
-    """Launch ``cfg`` through the compiled kernels of ``kernels``: the tile kernel, or a ``flat`` config's flat one."""
+def launch_tile(kernels: GatedKernels, cfg: Config, x2d: torch.Tensor, y2d: torch.Tensor, align: bool = True) -> None:
+    """Launch ``cfg`` through the compiled kernels of ``kernels``: the tile kernel, or a ``flat`` config's flat one
+    (``align`` False: not told what H and the row stride are multiples of; races that show what it gains)."""
     n_rows, h = y2d.shape
     i64 = n_rows * max(x2d.stride(0), 1) >= 2**31
+    aligned = launching.vector_align(x2d.element_size(), h, x2d.stride(0)) if align else 1
     if cfg.flat:
         args = (x2d, y2d, x2d.stride(0), n_rows * h, h)
         kernels.flat_launcher(
-            (cfg, i64, spec_key(args)),
+            (cfg, i64, aligned, spec_key(args)),
             (triton.cdiv(n_rows * h, cfg.block_h),),
-            args + (cfg.block_h, i64),
+            args + (cfg.block_h, i64, aligned),
             num_warps=cfg.num_warps,
         )
         return
     args = (x2d, y2d, x2d.stride(0), n_rows, h)
     grid = (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h))
-    kernels.tile_launcher(
-        (cfg, i64, spec_key(args)), grid, args + (cfg.block_h, cfg.rows, cfg.hints, i64), num_warps=cfg.num_warps
-    )
+    constexprs = (cfg.block_h, cfg.rows, cfg.hints, i64, aligned)
+    kernels.tile_launcher((cfg, constexprs, spec_key(args)), grid, args + constexprs, num_warps=cfg.num_warps)
 
 
 # ---------------------------------------------------------------------------------------- registration

@@ -8,7 +8,8 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import gated
-from kprof.kernels.lib.gated import flat_block, load_gate_up, one_row_block, tile_block
+from kprof.kernels.lib.gated import flat_block, known_row, load_gate_up, one_row_block, tile_block
+from kprof.kernels.lib.launching import known_multiple
 from kprof.kernels.silu_mul.family import FAMILY, OP
 
 
@@ -42,7 +43,9 @@ def _gated_tile_kernel(
     ROWS: tl.constexpr,  # rows per program (axis 0 walks the row blocks)
     HINTS: tl.constexpr,  # evict_first on the inputs: each byte is read once
     I64: tl.constexpr,  # 64-bit offsets
+    ALIGN: tl.constexpr = 1,  # H and the row stride are multiples of ALIGN elements (launching.vector_align)
 ):
+    H, x_row_stride = known_row(H, x_row_stride, ALIGN)
     g_ptrs, y_offs, mask = tile_block(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, I64)
     g, u = load_gate_up(g_ptrs, H, mask, HINTS)
     tl.store(y_ptr + y_offs, (silu(g) * u).to(y_ptr.dtype.element_ty), mask=mask)
@@ -57,7 +60,10 @@ def _gated_flat_kernel(
     H,
     BLOCK: tl.constexpr,  # consecutive outputs per program, across row ends
     I64: tl.constexpr,  # 64-bit offsets
+    ALIGN: tl.constexpr = 1,  # H and the row stride (so rows * H) are multiples of ALIGN (launching.vector_align)
 ):
+    H, x_row_stride = known_row(H, x_row_stride, ALIGN)
+    total = known_multiple(total, ALIGN)
     g_ptrs, y_offs, mask = flat_block(x_ptr, x_row_stride, total, H, BLOCK, I64)
     g, u = load_gate_up(g_ptrs, H, mask, False)
     tl.store(y_ptr + y_offs, (silu(g) * u).to(y_ptr.dtype.element_ty), mask=mask)

@@ -1,6 +1,7 @@
 """The kernels told what their row width and strides are multiples of (``launching.vector_align`` and
-``known_multiple``): the rule itself, every kernel that takes ``ALIGN`` against the float64 oracle at widths and
-strides of each alignment, and the sm_90 PTX that shows why it is there (16-byte loads at a width of 2056).
+``known_multiple``): the rule itself, every kernel that takes ``ALIGN`` (rmsnorm's, add_rmsnorm's, the gated
+families' tile and flat kernels) against the float64 oracle at widths and strides of each alignment, and the sm_90
+PTX that shows why it is there (16-byte loads at a width of 2056, and at H = 1000).
 """
 
 from __future__ import annotations
@@ -108,6 +109,31 @@ def test_add_rmsnorm_kernels_at_every_alignment(kernel, block_n, cols_const, n_r
         assert ((got.double() - ref).norm() / ref.norm()).item() < ADD.tolerances[dtype]
 
 
+@pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("n_rows, h, pad", _SHAPES)
+@pytest.mark.parametrize("flat", [False, True], ids=["tile", "flat"])
+def test_gated_kernels_at_every_alignment(family, flat, n_rows, h, pad, dtype, device):
+    """The tile and flat kernels (the flat one across row ends) with x's rows 2 (H + pad) apart."""
+    import importlib
+
+    from kprof.kernels.lib import gated
+
+    fam = discover()[family]
+    kernels = importlib.import_module(f"kprof.kernels.{family}.kernels").KERNELS
+    inp = fam.make_inputs((n_rows, 2 * (h + pad)), dtype, device, seed=torch.seed() % 2**31)
+    x = inp["x"][:, : 2 * h]
+    assert vector_align(x.element_size(), h, x.stride(0)) == min(
+        16 // x.element_size(), h & -h, (2 * (h + pad)) & -(2 * (h + pad))
+    )
+    y = torch.full((n_rows, h), float("nan"), dtype=x.dtype, device=device)
+    cfg = gated.Config(256, 1, 4, False, flat=True) if flat else gated.Config(512, 2, 4, True)
+    gated.launch_tile(kernels, cfg, x, y)
+    ref = fam.oracle(x=x)
+    assert not y.isnan().any(), "output left unwritten"
+    assert ((y.double() - ref).norm() / ref.norm()).item() < fam.tolerances[dtype]
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a recording keeps the arguments of interpreted launches")
 def test_a_width_of_2056_loads_and_stores_16_bytes_at_a_time_once_aligned():
     """Compiled for sm_90 (``python -m kprof.specialization``, as ``kprof profile`` does offline): at 2056 bf16
@@ -140,3 +166,29 @@ def test_a_width_of_2056_loads_and_stores_16_bytes_at_a_time_once_aligned():
         assert after["ld.global vector"] > 0 and after["st.global vector"] > 0, after
     assert tail["st.global vector"] == 0 and tail_al["st.global vector"] > 0, (tail, tail_al)
     assert tail_al["ld.global 16-bit"] < tail["ld.global 16-bit"], (tail, tail_al)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a recording keeps the arguments of interpreted launches")
+def test_gated_kernels_at_h_1000_load_16_bytes_at_a_time_once_aligned():
+    """silu_mul's tile and flat kernels at H = 1000 bf16 (the up half 2000 bytes into a row, 16-byte aligned only if
+    the compiler is told H is a multiple of 8): 2-byte loads and stores without ALIGN, none with it."""
+    from kprof.kernels.lib import gated
+    from kprof.kernels.silu_mul.kernels import KERNELS
+
+    x = discover()["silu_mul"].make_inputs((3, 2000), "bf16", "cpu", 2)["x"]
+    y = torch.empty((3, 1000), dtype=x.dtype)
+    with recording() as rec:
+        for cfg in (gated.Config(1024, 1, 4, False), gated.Config(2048, 1, 8, False, flat=True)):
+            for align in (False, True):
+                gated.launch_tile(KERNELS, cfg, x, y, align=align)
+    payload = json.dumps({"arch": 90, "instructions": True, "calls": rec.calls})
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    res = subprocess.run(
+        [sys.executable, "-m", "kprof.specialization"], input=payload, capture_output=True, text=True, env=env
+    )
+    assert res.returncode == 0, res.stderr[-1000:]
+    found = [a["instructions"] for a in json.loads(res.stdout.strip().splitlines()[-1])]
+    for before, after in zip(found[::2], found[1::2], strict=True):
+        assert before["ld.global 16-bit"] > 0 and before["st.global 16-bit"] > 0, before
+        assert after["ld.global 16-bit"] == after["st.global 16-bit"] == 0, after
+        assert after["ld.global vector"] > 0 and after["st.global vector"] > 0, after
