@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
-from kprof.kernels.lib.launching import known_multiple
+from kprof.kernels.lib.launching import known_row_sizes
 
 DEFAULT_CHUNK = 4096
 
@@ -35,11 +35,7 @@ def _add_rmsnorm_looped_kernel(
     COLS: tl.constexpr = 0,  # 0, or N as a constant (as Inductor compiles a static shape): loops of known length
     ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
 ):
-    if COLS:
-        N = COLS
-    N = known_multiple(N, ALIGN)
-    x_row_stride = known_multiple(x_row_stride, ALIGN)
-    r_row_stride = known_multiple(r_row_stride, ALIGN)
+    N, x_row_stride, r_row_stride = known_row_sizes(N, x_row_stride, r_row_stride, ALIGN, COLS)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
     h_row = h_ptr + row * N

@@ -20,7 +20,7 @@ from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.add_rmsnorm.looped import _add_rmsnorm_looped_kernel
 from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
 from kprof.kernels.lib import launching, split_rows
-from kprof.kernels.lib.launching import classic_num_warps, known_multiple, vector_align
+from kprof.kernels.lib.launching import classic_num_warps, known_row_sizes, vector_align
 from kprof.launch import CompiledLauncher, spec_key
 
 
@@ -45,9 +45,7 @@ def _add_rmsnorm_rows_kernel(
     I64: tl.constexpr,  # 64-bit offsets (row index x stride can pass 2**31)
     ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
 ):
-    N = known_multiple(N, ALIGN)
-    x_row_stride = known_multiple(x_row_stride, ALIGN)
-    r_row_stride = known_multiple(r_row_stride, ALIGN)
+    N, x_row_stride, r_row_stride = known_row_sizes(N, x_row_stride, r_row_stride, ALIGN, 0)
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N

@@ -167,6 +167,15 @@ def known_multiple(value, ALIGN: tl.constexpr):
     return value
 
 
+@triton.jit
+def known_row_sizes(N, stride_a, stride_b, ALIGN: tl.constexpr, COLS: tl.constexpr):
+    """A row kernel's width (``COLS`` where not 0: compiled in) and two row strides, each in the form
+    :func:`known_multiple` gives for ``ALIGN``."""
+    if COLS:
+        N = COLS
+    return known_multiple(N, ALIGN), known_multiple(stride_a, ALIGN), known_multiple(stride_b, ALIGN)
+
+
 def config_options(config: Any) -> dict[str, Any]:
     """The launch options (warps, stages, and CTAs / register cap where set) of a ``triton.Config``."""
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}

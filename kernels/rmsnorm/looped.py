@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib.launching import known_multiple, meta_params
+from kprof.kernels.lib.launching import known_row_sizes, meta_params
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 
 DEFAULT_CHUNK = 4096
@@ -32,9 +32,7 @@ def _rmsnorm_looped_kernel(
     BLOCK_N: tl.constexpr,  # chunk width: the loop walks the row BLOCK_N elements at a time
     ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
 ):
-    N = known_multiple(N, ALIGN)
-    x_row_stride = known_multiple(x_row_stride, ALIGN)
-    y_row_stride = known_multiple(y_row_stride, ALIGN)
+    N, x_row_stride, y_row_stride = known_row_sizes(N, x_row_stride, y_row_stride, ALIGN, 0)
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * x_row_stride
     y_row = y_ptr + row * y_row_stride

@@ -32,7 +32,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching, split_rows
-from kprof.kernels.lib.launching import classic_num_warps, known_multiple, vector_align
+from kprof.kernels.lib.launching import classic_num_warps, known_row_sizes, vector_align
 from kprof.kernels.rmsnorm import cooperative, split
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm.looped import _rmsnorm_looped_kernel
@@ -60,9 +60,7 @@ def _rmsnorm_rows_kernel(
     TAIL: tl.constexpr = 0,  # 0, or a second block of TAIL columns from BLOCK_N on (power of two >= N - BLOCK_N)
     ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
 ):
-    N = known_multiple(N, ALIGN)
-    x_row_stride = known_multiple(x_row_stride, ALIGN)
-    y_row_stride = known_multiple(y_row_stride, ALIGN)
+    N, x_row_stride, y_row_stride = known_row_sizes(N, x_row_stride, y_row_stride, ALIGN, 0)
     row_block = tl.program_id(0)
     rows = row_block * ROWS + tl.arange(0, ROWS)
     if I64:
@@ -130,11 +128,7 @@ def _rmsnorm_two_pass_kernel(
 ):
     # Two passes over a block of rows (Inductor's pattern): the first keeps x in L2 (evict_last) so the
     # second reads it from there (evict_first). DRAM sees x about once; registers hold a chunk, not a row.
-    if COLS:
-        N = COLS
-    N = known_multiple(N, ALIGN)
-    x_row_stride = known_multiple(x_row_stride, ALIGN)
-    y_row_stride = known_multiple(y_row_stride, ALIGN)
+    N, x_row_stride, y_row_stride = known_row_sizes(N, x_row_stride, y_row_stride, ALIGN, COLS)
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_mask = (rows < n_rows)[:, None]
     if I64:
