@@ -182,3 +182,22 @@ def test_runs_of_the_same_second_keep_their_order(store_path):
     first, second = st.begin_run(record()), st.begin_run(record())  # --rev A --rev B begins both at once
     assert st.runs()["id"].tolist()[:2] == [second, first]
     assert st.resolve("latest") == second
+
+
+def test_a_random_suffix_already_taken_is_drawn_again(store_path, monkeypatch):
+    """Runs begun in one second share the time prefix; a repeated 4-hex suffix must give a new id, not an error."""
+    st = RunStore(store_path)
+    draws = iter(["beef", "beef", "beef", "cafe"])
+    monkeypatch.setattr("kprof.store.secrets.token_hex", lambda n: next(draws))
+    monkeypatch.setattr("kprof.store.datetime", _FrozenClock)
+    first, second = st.begin_run(record()), st.begin_run(record())
+    assert first.endswith("-beef") and second.endswith("-cafe")
+    assert set(st.runs()["id"]) == {first, second}
+
+
+class _FrozenClock:
+    @staticmethod
+    def now(tz=None):
+        from datetime import datetime
+
+        return datetime(2026, 1, 2, 3, 4, 5, tzinfo=tz)
