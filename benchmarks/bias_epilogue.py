@@ -49,6 +49,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--rep-ms", type=float, default=10.0)
     args = ap.parse_args()
+    ops.use_triton(True)  # the ops API's Triton path is off unless KPROF_USE_TRITON=1 at import
     fam = discover()["rmsnorm_linear"]
     compiled = fam.get_provider("torch_compile").fn
     rng = random.Random(0)
