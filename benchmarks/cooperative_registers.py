@@ -12,7 +12,7 @@ closes the gap, and how much of it is the meeting itself:
 
 - ``pt{E} w{W} r{R}``: the family's cooperative kernel with E elements a thread, W warps, at most R registers
   a thread (``r-``: the compiler's choice); the compiled kernel's registers and spills are printed;
-- ``pipe pt{E} w{W} p{K}`` (rmsnorm): the pipelined kernel (``launch_pipelined``: a program loads and counts
+- ``pipe pt{E} w{W} p{K}``: the family's pipelined kernel (``launch_pipelined``: a program loads and counts
   in its next chunk before it waits for the row of the one it holds) with chunks of E elements a thread, W
   warps, K programs an SM;
 - ``[no meeting]``: the same loads and stores with each program normalising by its own chunk's sum (a wrong
@@ -37,6 +37,7 @@ import triton.language as tl
 from bench_common import add_race_args, checked, print_notes, print_race, race_rounds, race_rows, write_csv
 
 from kprof.kernels import discover
+from kprof.kernels.add_rmsnorm import cooperative as add_cooperative
 from kprof.kernels.add_rmsnorm.cooperative import _add_rmsnorm_cooperative_kernel
 from kprof.kernels.lib.split_rows import cooperative_launch_args
 from kprof.kernels.rmsnorm.cooperative import _rmsnorm_cooperative_kernel, launch_pipelined
@@ -45,9 +46,11 @@ SHAPES = [(r, n) for r in (512, 2048, 8192) for n in (65536, 131072)]
 # (elements a thread, warps, register caps): 64 x 8 is rmsnorm's rule (74 registers: 3 programs an SM),
 # 32 x 16 add_rmsnorm's; a cap of 64 admits a fourth 8-warp program, 40 a sixth 4-warp one
 RMSNORM_SHAPES = [(64, 8, (None, 64, 56, 48)), (32, 8, (None, 40)), (64, 4, (None, 64)), (128, 4, (None, 64))]
-ADD_SHAPES = [(32, 16, (None, 64, 56)), (64, 8, (None, 64)), (32, 8, (None, 40))]
+ADD_SHAPES = [(32, 16, (None, 64, 56)), (64, 8, (None, 64)), (32, 8, (None, 40)), (16, 32, (None,))]
 # rmsnorm's pipelined kernel (two chunks held a program): (elements a thread per chunk, warps, programs an SM)
 PIPELINED = [(32, 8, (3, 4)), (32, 4, (6, 8)), (16, 8, (4, 6)), (16, 4, (8, 12)), (64, 4, (4,))]
+# add_rmsnorm's pipelined kernel (two chunks of h held a program), the same form
+ADD_PIPELINED = [(32, 8, (3, 4)), (16, 8, (4, 6)), (32, 4, (6, 8)), (16, 16, (2, 3)), (16, 4, (8, 12))]
 
 
 @triton.jit
@@ -100,12 +103,24 @@ def rmsnorm_candidates(inputs: dict, y: torch.Tensor, ref: torch.Tensor, compile
     return out
 
 
-def add_candidates(inputs: dict, y: torch.Tensor, h: torch.Tensor, ref: torch.Tensor, compiled: dict) -> dict:
+def add_candidates(
+    inputs: dict, y: torch.Tensor, h: torch.Tensor, ref: torch.Tensor, compiled: dict, capped: bool
+) -> dict:
     x, r, w, eps = inputs["x"], inputs["residual"], inputs["weight"], float(inputs["eps"])
     n_rows, n = x.shape
     out = {}
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    for per_thread, warps, per_sm in ADD_PIPELINED:
+        for k in per_sm:
+            name = f"pipe pt{per_thread} w{warps} p{k}"
+
+            def run(pt=per_thread, wp=warps, k=k, name=name):
+                compiled[name] = add_cooperative.launch_pipelined(x, r, w, y, h, eps, pt * 32 * wp, k * sms, wp)
+                return y
+
+            out[name] = (run, ref)
     for per_thread, warps, caps in ADD_SHAPES:
-        for cap in caps:
+        for cap in caps if capped else (None,):
             name = f"pt{per_thread} w{warps} r{cap or '-'}"
             args = (x, r, w, y, h, x.stride(0), r.stride(0), n, eps)
 
@@ -121,7 +136,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_race_args(ap, dtypes="bf16,fp16", budget_s=300.0)
     ap.add_argument("--families", default="rmsnorm,add_rmsnorm")
-    ap.add_argument("--no-caps", action="store_true", help="rmsnorm: leave out the register caps")
+    ap.add_argument("--no-caps", action="store_true", help="leave out the register caps")
+    ap.add_argument("--shapes", help="ROWSxCOLS,... instead of the 6 points of 512-8192 rows")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     fams = discover()
@@ -130,9 +146,8 @@ def main() -> int:
     t0 = time.monotonic()
     for family in args.families.split(","):
         for dtype in args.dtypes.split(","):
-            if family == "add_rmsnorm" and dtype != "bf16":
-                continue
-            for n_rows, n in SHAPES:
+            shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
+            for n_rows, n in shapes:
                 if time.monotonic() - t0 > args.budget_s:
                     print(f"budget spent: {family} {dtype} {n_rows}x{n} and later not raced", flush=True)
                     break
@@ -147,7 +162,7 @@ def main() -> int:
                 else:
                     ref = fam.oracle(**inputs)[0]
                     y, h = torch.empty_like(inputs["x"]), torch.empty_like(inputs["x"])
-                    cands = add_candidates(inputs, y, h, ref, compiled)
+                    cands = add_candidates(inputs, y, h, ref, compiled, not args.no_caps)
                     copies = [(y, inputs["x"]), (h, inputs["residual"])]
                 fns, notes = checked(cands, y)
                 if family == "rmsnorm":
@@ -170,7 +185,7 @@ def main() -> int:
                 rows += raced
                 med = {r["variant"]: r["time_us"] for r in raced}
                 best_us, best = min((v, k) for k, v in med.items() if not k.startswith("["))
-                rule = "pt64 w8 r-" if family == "rmsnorm" else "pt32 w16 r-"
+                rule = "pt64 w8 r-" if family == "rmsnorm" else ("pt16 w32 r-" if dtype == "fp16" else "pt32 w16 r-")
                 summary.append(
                     {
                         "shape": shape,

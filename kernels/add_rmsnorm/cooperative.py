@@ -9,11 +9,20 @@ copy ceiling on an H100 (benchmarks/results/grid/). GPU only: the interpreter ru
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib.split_rows import cooperative_launch_args, cooperative_row_sum, cooperative_ticket, float32_again
+from kprof.kernels.lib.split_rows import (
+    cooperative_arrive,
+    cooperative_launch_args,
+    cooperative_row_sum,
+    cooperative_ticket,
+    cooperative_wait_sum,
+    float32_again,
+)
 
 
 @triton.jit
@@ -50,6 +59,97 @@ def _add_rmsnorm_cooperative_kernel(
     rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
     tl.store(y_ptr + row * N + cols, (float32_again(h, total) * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def _add_rmsnorm_pipelined_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input
+    r_ptr,  # [rows, N] residual
+    w_ptr,  # [N] weight
+    y_ptr,  # [rows, N] normalised output, contiguous
+    h_ptr,  # [rows, N] sum, contiguous
+    ws_ptr,  # [rows, SPLITS] float32: each chunk's partial sum of squares
+    sync_ptr,  # [1 + rows] int32, zeroed: the ticket counter, then one arrival counter per row
+    # sizes and strides
+    x_row_stride,
+    r_row_stride,
+    N,
+    n_tickets,  # rows x SPLITS
+    # parameters
+    eps,
+    # meta-parameters
+    CHUNK: tl.constexpr,  # elements per ticket, a power of two >= N / SPLITS; two chunks of h are held at a time
+    SPLITS: tl.constexpr,  # chunks per row
+    SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two
+):
+    """The cooperative kernel with its meeting hidden, as rmsnorm's (``kernels/rmsnorm/cooperative.py``): a
+    program keeps taking tickets, and computes, stores and counts in the next ticket's chunk of h before it
+    waits for the row of the chunk it holds. No deadlock for the same reason: a ticket is counted in right
+    after it is taken."""
+    offs = tl.arange(0, CHUNK)
+    ticket = tl.atomic_add(sync_ptr, 1)
+    h = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, r_row_stride, N, n_tickets,
+                        CHUNK, SPLITS)  # fmt: skip
+    # the loop carries the ticket, not a flag (Triton 3.6's layout pass failed on a carried flag; see rmsnorm's)
+    while ticket < n_tickets:
+        after = tl.atomic_add(sync_ptr, 1)
+        h_after = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, r_row_stride, N,
+                                  n_tickets, CHUNK, SPLITS)  # fmt: skip
+        row = (ticket // SPLITS).to(tl.int64)
+        cols = (ticket % SPLITS) * CHUNK + offs
+        total = cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS, SPLITS_POW2)
+        rstd = tl.rsqrt(total / N + eps)
+        m = cols < N
+        w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = float32_again(h, total) * rstd * w
+        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=m)
+        h, ticket = h_after, after
+
+
+@triton.jit
+def _pipelined_take(
+    x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, r_row_stride, N, n_tickets,
+    CHUNK: tl.constexpr, SPLITS: tl.constexpr,
+):  # fmt: skip
+    """Load the chunk of ``ticket`` of x and the residual, store h = x + residual (rounded to its dtype, as
+    every version does), count h's sum of squares in at its row and return h; a ticket past the last row
+    loads, stores and counts nothing."""
+    live = ticket < n_tickets
+    row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
+    cols = part * CHUNK + offs
+    m = cols < tl.where(live, N, 0)
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
+    r = tl.load(r_ptr + row * r_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
+    h = (x.to(tl.float32) + r.to(tl.float32)).to(h_ptr.dtype.element_ty)
+    tl.store(h_ptr + row * N + cols, h, mask=m)
+    hf = h.to(tl.float32)
+    cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(hf * hf, axis=0), live, SPLITS)
+    return h
+
+
+def launch_pipelined(
+    x2d: torch.Tensor,
+    r2d: torch.Tensor,
+    weight: torch.Tensor,
+    y2d: torch.Tensor,
+    h2d: torch.Tensor,
+    eps: float,
+    chunk: int,
+    programs: int,
+    num_warps: int,
+) -> Any:
+    """y, h = add_rmsnorm(x, residual) over rows in chunks of ``chunk`` elements (a power of two), ``programs``
+    programs taking chunks in turn (at most one per chunk); y and h contiguous. Returns the compiled kernel
+    (its registers and spills). GPU only, as :func:`launch_cooperative`."""
+    n_rows, n = x2d.shape
+    splits = triton.cdiv(n, chunk)
+    (ws, sync), meta = cooperative_launch_args(x2d, splits, "add_rmsnorm")
+    grid = (max(1, min(programs, n_rows * splits)),)
+    return _add_rmsnorm_pipelined_kernel[grid](
+        x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), n, n_rows * splits, float(eps),
+        **(meta | {"CHUNK": chunk}), num_warps=num_warps,
+    )  # fmt: skip
 
 
 def launch_cooperative(

@@ -76,3 +76,57 @@ def test_cooperative_kernel_rows_split_over_programs(dtype, n_rows, n, splits, w
     if tuned.choose_config(n, es, n_rows).kernel == "cooperative":
         _check(*FAM.providers["triton_tuned"].fn(**inp), inp, dtype)
         _check(*ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"], inp["eps"]), inp, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n, chunk, programs", [(5, 1000, 512, 1), (3, 77, 128, 2), (4, 4097, 4096, 3)])
+def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, chunk, programs):
+    """The pipelined kernel in the interpreter, which runs programs one after another: the first takes every
+    ticket, so rows of one or two chunks (it holds two at a time) are all it can finish. Strided inputs, a
+    short last chunk, programs that find no ticket left; every row counted in once per chunk, the ticket
+    counter past the last ticket once per program."""
+    inp = _strided_inputs(n_rows, n, dtype, "cpu")
+    x, r = inp["x"], inp["residual"]
+    y = torch.full((n_rows, n), float("nan"), dtype=x.dtype)
+    h = torch.full_like(y, float("nan"))
+    splits = -(-n // chunk)
+    assert splits <= 2
+    ws = torch.full((n_rows, splits), float("nan"))
+    sync = torch.zeros(1 + n_rows, dtype=torch.int32)
+    cooperative._add_rmsnorm_pipelined_kernel[(programs,)](
+        x, r, inp["weight"], y, h, ws, sync, x.stride(0), r.stride(0), n, n_rows * splits, inp["eps"],
+        CHUNK=chunk, SPLITS=splits, SPLITS_POW2=splits,
+    )  # fmt: skip
+    _check(y, h, inp, dtype)
+    assert sync.tolist() == [n_rows * splits + programs] + [splits] * n_rows
+
+
+def test_pipelined_launch_refuses_the_cpu():
+    x = torch.randn(4, 100)
+    with pytest.raises(ValueError, match="on a GPU"):
+        cooperative.launch_pipelined(x, x, torch.randn(100), torch.empty_like(x), torch.empty_like(x), 1e-6, 64, 4, 4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "n_rows, n, chunk, per_sm, warps",
+    [(300, 65536, 8192, 4, 8), (777, 100003, 4096, 6, 4), (64, 131072, 4096, 2, 4), (5, 70001, 1024, 8, 4)],
+)
+def test_pipelined_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, warps):
+    """The pipelined kernel on a GPU: up to 69 chunks a row, short last chunks, strided inputs, more programs
+    than tickets and more than fit at once, three times each (a race would show as a moving error); through
+    triton_tuned and the ops API too where the dispatch picks the kernel."""
+    inp = _strided_inputs(n_rows, n, dtype, "cuda")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for _ in range(3):
+        y = torch.full((n_rows, n), float("nan"), dtype=inp["x"].dtype, device="cuda")
+        h = torch.full_like(y, float("nan"))
+        cooperative.launch_pipelined(
+            inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"], chunk, per_sm * sms, warps
+        )
+        _check(y, h, inp, dtype)
+    es = inp["x"].element_size()
+    if tuned.choose_config(n, es, n_rows, fp16=inp["x"].dtype == torch.float16).kernel == "pipelined":
+        _check(*FAM.providers["triton_tuned"].fn(**inp), inp, dtype)
+        _check(*ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"], inp["eps"]), inp, dtype)
