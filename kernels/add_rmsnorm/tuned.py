@@ -4,7 +4,8 @@ configs from a table measured on an H100, launches through compiled kernels (no 
 Few rows up to one block wide (32 KB) keep the whole row in one block with the classic warp count (the
 configuration of ``triton_one_row``, measured faster there); few rows wider than one block are split over
 several programs per row (``split``: two launches), as rmsnorm's tuned version does; many rows of 128 KB or
-more over programs that keep h in registers and meet once (``cooperative``, GPU only).
+more over programs that keep h in registers and meet once (``cooperative``, GPU only; in fp16 from 512 rows
+its pipelined form, where a program computes its next chunk of h before it waits for the row it holds).
 """
 
 from __future__ import annotations
@@ -67,13 +68,14 @@ def _add_rmsnorm_rows_kernel(
 @dataclass(frozen=True)
 class Config:
     kernel: str  # "rows" (block of whole rows), "looped" (chunked rows, one program each), "split" (few
-    # wide rows, several programs per row) or "cooperative" (many rows of 128 KB or more, several programs per
-    # row meeting once; GPU only)
+    # wide rows, several programs per row), "cooperative" (many rows of 128 KB or more, several programs per
+    # row meeting once; GPU only) or "pipelined" (the same meeting, each program taking chunk after chunk)
     block_n: int
     rows: int
     num_warps: int
-    splits: int = 1  # programs per row ("split" and "cooperative")
+    splits: int = 1  # programs per row ("split" and "cooperative"), chunks per row ("pipelined")
     cols_const: bool = False  # "looped": the row width compiled in as a constant (the kernel's COLS)
+    programs_per_sm: int = 0  # "pipelined": programs launched per SM
 
 
 # Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/catalog/
@@ -144,6 +146,14 @@ _COOPERATIVE_MIN_BYTES = 16 * 1024 * 1024
 _COOPERATIVE_CHUNK_BYTES = 32 * 1024
 _COOPERATIVE_PER_THREAD = 32
 _COOPERATIVE_PER_THREAD_FP16 = 16
+# fp16 from 512 rows takes the pipelined kernel (``cooperative.launch_pipelined``) there instead: 8192-element
+# chunks with 8 warps, 4 programs an SM (72 registers a thread). Raced on an H100 against the cooperative
+# kernel's candidates at 512-8192 rows of 65536 and 131072 (benchmarks/results/rmsnorm-cooperative/
+# add_rmsnorm-pipelined-03fe33e/): 1.4-3.5% faster than this rule at 5 of the 6 points (512x65536 92.9 against
+# 96.2 us, 2048x131072 735.0 against 745.7; a copy of the same bytes 86.2 and 710.7), 0.7% slower at 8192x65536
+# (1498.3 against 1487.8). In bf16 the same kernel was 0-1.8% slower than the rule at every point, so bf16
+# keeps it (rmsnorm's choice is the other way round: there bf16 pipelines and fp16 does not).
+_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM, _PIPELINED_MIN_ROWS = 8192, 8, 4, 512
 
 
 def choose_config(
@@ -166,6 +176,9 @@ def choose_config(
         and n * element_size >= _COOPERATIVE_MIN_ROW_BYTES
         and n_rows * n * element_size >= _COOPERATIVE_MIN_BYTES
     ):
+        if fp16 and n_rows >= _PIPELINED_MIN_ROWS:
+            chunks = triton.cdiv(n, _PIPELINED_CHUNK)
+            return Config("pipelined", _PIPELINED_CHUNK, 1, _PIPELINED_WARPS, chunks, programs_per_sm=_PIPELINED_PER_SM)
         chunk = _COOPERATIVE_CHUNK_BYTES // element_size
         warps = chunk // (32 * (_COOPERATIVE_PER_THREAD_FP16 if fp16 else _COOPERATIVE_PER_THREAD))
         return Config("cooperative", chunk, 1, warps, triton.cdiv(n, chunk))
@@ -235,6 +248,9 @@ def launch_with_config(
         split.launch_split(x2d, r2d, w, y, h, eps, cfg.splits, cfg.block_n, cfg.num_warps)
     elif cfg.kernel == "cooperative":
         cooperative.launch_cooperative(x2d, r2d, w, y, h, eps, cfg.splits, cfg.num_warps)
+    elif cfg.kernel == "pipelined":
+        programs = cfg.programs_per_sm * launching.sm_count(x2d)
+        cooperative.launch_pipelined(x2d, r2d, w, y, h, eps, cfg.block_n, programs, cfg.num_warps)
     else:
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
         # the constexprs are in the key: a width compiled in (COLS) is one binary per width

@@ -188,7 +188,7 @@ def _add_plan(
     n = x.shape[-1]
     n_rows = x.numel() // n
     cfg = tuned.choose_config(n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda, x.dtype == torch.float16)
-    if cfg.kernel == "cooperative":  # a workspace, zeroed counters and a launch: the checked path runs it
+    if cfg.kernel in ("cooperative", "pipelined"):  # a workspace, zeroed counters and a launch: the checked path
         return False
     sigs = (sig(x), sig(residual), sig(weight))
     align = launching.vector_align(x.element_size(), n, xs, rs)
