@@ -51,10 +51,6 @@ ADD_SHAPES = [(32, 16, (None, 64, 56)), (64, 8, (None, 64)), (32, 8, (None, 40))
 PIPELINED = [(32, 8, (3, 4)), (32, 4, (6, 8)), (16, 8, (4, 6)), (16, 4, (8, 12)), (64, 4, (4,))]
 # add_rmsnorm's pipelined kernel (two chunks of h held a program), the same form
 ADD_PIPELINED = [(32, 8, (3, 4)), (16, 8, (4, 6)), (32, 4, (6, 8)), (16, 16, (2, 3)), (16, 4, (8, 12))]
-# add_rmsnorm in bf16 with h converted the second time through an xor, as fp16 is (``XOR``): the rule's
-# cooperative shape and these pipelined ones, named with a trailing " xor"
-ADD_XOR_COOPERATIVE = [(32, 16), (16, 32)]
-ADD_XOR_PIPELINED = [(32, 8, 4), (16, 16, 3), (16, 8, 6), (16, 16, 4)]
 
 
 @triton.jit
@@ -70,12 +66,11 @@ def _no_meeting_kernel(x_ptr, w_ptr, y_ptr, N, eps, CHUNK: tl.constexpr, SPLITS:
     tl.store(y_ptr + row * N + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
 
 
-def _launch(kernel, args: tuple, x2d: torch.Tensor, per_thread: int, warps: int, cap: int | None, what: str, **extra):
+def _launch(kernel, args: tuple, x2d: torch.Tensor, per_thread: int, warps: int, cap: int | None, what: str):
     chunk = per_thread * 32 * warps
     splits = triton.cdiv(x2d.shape[1], chunk)
     (ws, sync), meta = cooperative_launch_args(x2d, splits, what)
     meta["CHUNK"] = chunk  # the cooperative rule's chunk, whatever cdiv(N, splits) rounds to
-    meta |= extra
     options = {"num_warps": warps} | ({"maxnreg": cap} if cap else {})
     return kernel[(x2d.shape[0] * splits,)](*args[:-4], ws, sync, *args[-4:], **meta, **options)
 
@@ -134,25 +129,6 @@ def add_candidates(
                 return y
 
             out[name] = (run, ref)
-    if x.dtype != torch.bfloat16:  # fp16 converts through the xor already
-        return out
-    for per_thread, warps in ADD_XOR_COOPERATIVE:
-        name = f"pt{per_thread} w{warps} r- xor"
-        args = (x, r, w, y, h, x.stride(0), r.stride(0), n, eps)
-
-        def run(args=args, pt=per_thread, wp=warps, name=name):
-            compiled[name] = _launch(_add_rmsnorm_cooperative_kernel, args, x, pt, wp, None, "add_rmsnorm", XOR=True)
-            return y
-
-        out[name] = (run, ref)
-    for per_thread, warps, k in ADD_XOR_PIPELINED:
-        name = f"pipe pt{per_thread} w{warps} p{k} xor"
-
-        def run(pt=per_thread, wp=warps, k=k, name=name):
-            compiled[name] = add_cooperative.launch_pipelined(x, r, w, y, h, eps, pt * 32 * wp, k * sms, wp, xor=True)
-            return y
-
-        out[name] = (run, ref)
     return out
 
 

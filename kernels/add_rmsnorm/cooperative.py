@@ -22,7 +22,6 @@ from kprof.kernels.lib.split_rows import (
     cooperative_ticket,
     cooperative_wait_sum,
     float32_again,
-    float32_again_xor,
 )
 
 
@@ -46,7 +45,6 @@ def _add_rmsnorm_cooperative_kernel(
     CHUNK: tl.constexpr,  # elements per program, a power of two >= N / SPLITS: held in registers
     SPLITS: tl.constexpr,  # programs per row
     SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two (the partial sums are read as one block)
-    XOR: tl.constexpr = False,  # bf16: h back to float32 through split_rows.float32_again_xor
 ):
     row, part = cooperative_ticket(sync_ptr, SPLITS)
     cols = part * CHUNK + tl.arange(0, CHUNK)
@@ -60,8 +58,7 @@ def _add_rmsnorm_cooperative_kernel(
     total = cooperative_row_sum(ws_ptr, sync_ptr, row, part, tl.sum(hf * hf, axis=0), SPLITS, SPLITS_POW2)
     rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    hf = float32_again_xor(h, total) if XOR else float32_again(h, total)
-    tl.store(y_ptr + row * N + cols, (hf * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
+    tl.store(y_ptr + row * N + cols, (float32_again(h, total) * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
 
 
 @triton.jit
@@ -85,7 +82,6 @@ def _add_rmsnorm_pipelined_kernel(
     CHUNK: tl.constexpr,  # elements per ticket, a power of two >= N / SPLITS; two chunks of h are held at a time
     SPLITS: tl.constexpr,  # chunks per row
     SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two
-    XOR: tl.constexpr = False,  # bf16: h back to float32 through split_rows.float32_again_xor
 ):
     """The cooperative kernel with its meeting hidden, as rmsnorm's (``kernels/rmsnorm/cooperative.py``): a
     program keeps taking tickets, and computes, stores and counts in the next ticket's chunk of h before it
@@ -106,7 +102,7 @@ def _add_rmsnorm_pipelined_kernel(
         rstd = tl.rsqrt(total / N + eps)
         m = cols < N
         w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        y = (float32_again_xor(h, total) if XOR else float32_again(h, total)) * rstd * w
+        y = float32_again(h, total) * rstd * w
         tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=m)
         h, ticket = h_after, after
 
@@ -142,7 +138,6 @@ def launch_pipelined(
     chunk: int,
     programs: int,
     num_warps: int,
-    xor: bool = False,
 ) -> Any:
     """y, h = add_rmsnorm(x, residual) over rows in chunks of ``chunk`` elements (a power of two), ``programs``
     programs taking chunks in turn (at most one per chunk); y and h contiguous. Returns the compiled kernel
@@ -153,7 +148,7 @@ def launch_pipelined(
     grid = (max(1, min(programs, n_rows * splits)),)
     return _add_rmsnorm_pipelined_kernel[grid](
         x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), n, n_rows * splits, float(eps),
-        **(meta | {"CHUNK": chunk, "XOR": xor}), num_warps=num_warps,
+        **(meta | {"CHUNK": chunk}), num_warps=num_warps,
     )  # fmt: skip
 
 
@@ -166,13 +161,12 @@ def launch_cooperative(
     eps: float,
     splits: int,
     num_warps: int,
-    xor: bool = False,
 ) -> None:
     """y, h = add_rmsnorm(x, residual) over rows, ``splits`` cooperating programs per row (one launch after a
     zeroing of ``1 + rows`` counters). y and h contiguous. GPU only: see the module docstring."""
     n_rows, n = x2d.shape
     (ws, sync), meta = cooperative_launch_args(x2d, splits, "add_rmsnorm")
     _add_rmsnorm_cooperative_kernel[(n_rows * splits,)](
-        x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), n, float(eps), **meta, XOR=xor,
+        x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), n, float(eps), **meta,
         num_warps=num_warps,
     )  # fmt: skip

@@ -143,17 +143,10 @@ def float32_again(v, total):
     if v.dtype == tl.bfloat16:
         return (v.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
     elif v.dtype == tl.float16:
-        return float32_again_xor(v, total)
+        flip = (total != total).to(tl.int16)
+        return (v.to(tl.int16, bitcast=True) ^ flip).to(tl.float16, bitcast=True).to(tl.float32)
     else:
         return v.to(tl.float32)
-
-
-@triton.jit
-def float32_again_xor(v, total):
-    """``v`` (16-bit) as float32 a second time through an xor with the row total's NaN flag, in either 16-bit
-    dtype: what :func:`float32_again` does for fp16, offered for bf16 where a kernel measured it faster."""
-    flip = (total != total).to(tl.int16)
-    return (v.to(tl.int16, bitcast=True) ^ flip).to(v.dtype, bitcast=True).to(tl.float32)
 
 
 def cooperative_launch_args(x2d: torch.Tensor, splits: int, what: str) -> tuple[tuple, dict]:
