@@ -5,6 +5,9 @@ The same protocol as rmsnorm's (``kernels/rmsnorm/cooperative.py``: tickets in s
 program, a counter per row, the partial sums added in a fixed order). The chunked kernel (``looped``) stores
 h and reads it back for its second pass; at 512+ rows of 65536-131072 bf16 columns it reached 77-84% of the
 copy ceiling on an H100 (benchmarks/results/grid/). GPU only: the interpreter runs one program after another.
+
+The pipelined form (:func:`launch_pipelined`, what fp16 takes from 512 rows) hides the meeting as rmsnorm's does: a
+program computes and counts in its next chunk of h before it waits for the row of the one it holds.
 """
 
 from __future__ import annotations
