@@ -533,8 +533,9 @@ def grid(
         typer.Option(
             "--ncu",
             metavar="RUN",
-            help="A `--profiler ncu` run of some of the points (repeatable): its DRAM bytes, occupancy and limiter "
-            "are quoted where a point loses or misses its target.",
+            help="A `--profiler ncu` run of some of the points (repeatable): its DRAM bytes, occupancy and limiter, "
+            "and each kernel's duration where a call launches several, are quoted where a point loses or misses "
+            "its target.",
         ),
     ] = None,
     store: StoreOpt = None,
@@ -546,7 +547,7 @@ def grid(
     import pandas as pd
 
     from kprof import variance  # imports scipy: the run-to-run floor of points under 10 us
-    from kprof.grid import grid_table, render
+    from kprof.grid import grid_table, kernel_times, render
     from kprof.safe_text import no_control
     from kprof.store import RunStore
 
@@ -577,6 +578,7 @@ def grid(
     family = recs[0]["family"]
     dispatch, prepared = _ops_provider(family), _ops_prepared(family)
     evidence = pd.concat([st.metrics(r["id"]) for r in ncu_recs], ignore_index=True) if ncu_recs else None
+    kernels = pd.concat([kernel_times(st.launches(r["id"])) for r in ncu_recs], ignore_index=True) if ncu_recs else None
     floors = variance.floor_lookup(st, recs[0], recs[0])
     table = grid_table(
         metrics,
@@ -585,6 +587,7 @@ def grid(
         targets=_grid_targets(family),
         evidence=evidence,
         sigma_run=lambda key, us: floors(key, us).sigma_run,
+        kernels=kernels,
     )
     text = render(table, [r["id"] for r in recs], family, dispatch, prepared)
     if markdown:

@@ -135,6 +135,44 @@ NCU_EVIDENCE = (
 )
 
 
+KERNEL_NAME_CHARS = 48  # a kernel's name in the why column, cut here (cuBLAS's run to 60 and more)
+
+
+def kernel_times(launches: pd.DataFrame) -> pd.DataFrame:
+    """Where a profiled run's calls spend their time: per case and per kernel it launched, the median
+    duration in us, kernels in the order of their first launch. Columns ``provider, shape, dtype, kernel, us``,
+    from a launch table (``kprof.store.RunStore.launches``); memcpy, memset and sync records are left out."""
+    cols = ["provider", "shape", "dtype", "kernel", "us"]
+    if launches.empty or "case" not in launches or "duration_ns" not in launches:
+        return pd.DataFrame(columns=cols)
+    ks = launches[launches["kind"].isna() | (launches["kind"] == "kernel")]
+    ks = ks[ks["case"].notna() & ks["duration_ns"].notna()]
+    name = ks["kernel_norm"].fillna(ks["kernel"]) if "kernel_norm" in ks else ks["kernel"]
+    ks = ks.assign(name=name.astype(str), order=range(len(ks)))
+    rows = []
+    for (case, kernel), g in ks.groupby(["case", "name"], sort=False):
+        parts = str(case).split("/")
+        if len(parts) != 4:  # family/provider/shape/dtype
+            continue
+        rows.append([parts[1], parts[2], parts[3], kernel, float(g["duration_ns"].median()) / 1e3, g["order"].min()])
+    out = pd.DataFrame(rows, columns=[*cols, "order"]).sort_values("order", kind="stable")
+    return out.drop(columns="order").reset_index(drop=True)
+
+
+def _kernels_note(kernels: pd.DataFrame | None, shape: str, dtype: str, provider: str) -> str:
+    """``a 6.1 us + b 69.6 us`` for a case of two or more kernels in ``kernels`` (:func:`kernel_times`); "" else."""
+    if kernels is None or kernels.empty:
+        return ""
+    here = kernels[(kernels["provider"] == provider) & (kernels["shape"] == shape) & (kernels["dtype"] == dtype)]
+    if len(here) < 2:
+        return ""
+    return " + ".join(f"{_short(k)} {us:.1f} us" for k, us in zip(here["kernel"], here["us"]))
+
+
+def _short(kernel: str) -> str:
+    return kernel if len(kernel) <= KERNEL_NAME_CHARS else kernel[: KERNEL_NAME_CHARS - 3] + "..."
+
+
 def _best(rows: pd.DataFrame) -> pd.Series | None:
     ok = rows[rows["ok"].astype(bool) & rows["gpu_time_us"].notna()]
     return None if ok.empty else ok.loc[ok["gpu_time_us"].idxmin()]
@@ -248,6 +286,7 @@ def grid_table(
     targets: GridTargets | None = None,
     evidence: pd.DataFrame | None = None,
     sigma_run: Callable[[str, float], float] | None = None,
+    kernels: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per (shape, dtype) of ``metrics`` (one or more runs' rows, concatenated, each run's named in a
     ``run`` column where a point may be measured by several: each side's fastest case over all of them, and
@@ -257,7 +296,9 @@ def grid_table(
     ops API runs them only through its prepared objects). ``targets``: the family's, checked per point;
     ``evidence``: metrics of Nsight Compute runs of the same points (``metrics`` itself is read too);
     ``sigma_run``: (case key, median us) -> that case's run-to-run sd of log median from a calibration of the
-    device (:func:`kprof.variance.floor_lookup`), for the floor of points under :data:`SMALL_CALL_US`."""
+    device (:func:`kprof.variance.floor_lookup`), for the floor of points under :data:`SMALL_CALL_US`;
+    ``kernels``: per-kernel durations of the Nsight Compute runs (:func:`kernel_times`), quoted where a case of
+    two or more kernels loses or misses its target: where its time goes."""
     ncu = metrics if evidence is None else pd.concat([metrics, evidence], ignore_index=True)
     rows = []
     for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
@@ -291,7 +332,7 @@ def grid_table(
         elif v == "loss" or met is False:
             others = [peer] if v == "loss" else []
             others += [roof] if isinstance(target, RooflineTarget) and met is False else []
-            why = _why_measured(ncu, shape, dtype, [kp, *[o for o in others if o is not None]])
+            why = _why_measured(ncu, shape, dtype, [kp, *[o for o in others if o is not None]], kernels)
         elif target is not None and met is None:
             why = "target not judged: " + (
                 f"its yardstick ({target.yardstick}, a `roofline` provider) did not run at this point"
@@ -349,8 +390,11 @@ def _met(target: CopyTarget | RooflineTarget | None, pct_copy: float, vs_rooflin
     return None
 
 
-def _why_measured(ncu: pd.DataFrame, shape: str, dtype: str, cases: Sequence[pd.Series]) -> str:
-    """What Nsight Compute measured for these providers at this point, or that it measured nothing here."""
+def _why_measured(
+    ncu: pd.DataFrame, shape: str, dtype: str, cases: Sequence[pd.Series], kernels: pd.DataFrame | None = None
+) -> str:
+    """What Nsight Compute measured for these providers at this point (its counters; for a case of several
+    kernels, each kernel's duration), or that it measured nothing here."""
     here = ncu[(ncu["shape"] == shape) & (ncu["dtype"] == dtype)]
     notes = []
     for case in cases:
@@ -360,6 +404,9 @@ def _why_measured(ncu: pd.DataFrame, shape: str, dtype: str, cases: Sequence[pd.
             vals = rows[col].dropna() if col in rows else pd.Series(dtype=object)
             if len(vals) and (col != "occupancy_limiter" or facts):  # a limiter alone is not an ncu measurement
                 facts.append(fmt.format(vals.median() if col != "occupancy_limiter" else vals.iloc[-1]))
+        split = _kernels_note(kernels, shape, dtype, str(case["provider"]))
+        if split:
+            facts.append(f"kernels {split}")
         if facts:
             notes.append(f"{case['provider']}: {', '.join(facts)}")
     if not notes:

@@ -5,15 +5,19 @@ and calls a verdict only beyond the cases' own spread."""
 from __future__ import annotations
 
 import copy
+import gzip
 import itertools
 import math
+import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
-from kprof import grid
+from kprof import cli, grid, launch_table
 from kprof.errors import KprofError
 from kprof.grid import (
     MIB,
@@ -399,6 +403,69 @@ def test_a_loss_quotes_what_ncu_measured_there_and_says_when_nothing_was():
     assert table.loc["8x4096", "why"].startswith("no ncu measurement here")
 
 
+def _launches(rng, case: str, kernels: dict[str, float], calls: int = 3) -> pd.DataFrame:
+    """A profiled case's launch table: ``calls`` calls of each kernel in turn, durations (us) jittered 2%."""
+    rows = [
+        {
+            "case": case,
+            "kernel": k,
+            "kernel_norm": k,
+            "duration_ns": us * 1e3 * float(rng.uniform(0.98, 1.02)),
+            "source": "ncu",
+        }
+        for _ in range(calls)
+        for k, us in kernels.items()
+    ]
+    rows.append(
+        {"case": case, "kernel": "[memset]", "kind": "memset", "duration_ns": 1e3, "source": "ncu"}
+    )  # not a kernel
+    return launch_table.validate(pd.DataFrame(rows))
+
+
+def test_kernel_times_are_each_kernels_median_in_launch_order():
+    rng = np.random.default_rng()
+    norm_us, prod_us = float(rng.uniform(2, 9)), float(rng.uniform(50, 300))
+    launches = pd.concat(
+        [
+            _launches(rng, "fam/triton_tuned/2048x2048x5504/bf16", {"_norm": norm_us, "nvjet_bias": prod_us}),
+            _launches(rng, "fam/cublas_xw/2048x2048x5504/bf16", {"nvjet": prod_us * 0.9}),
+        ],
+        ignore_index=True,
+    )
+    times = grid.kernel_times(launches)
+    assert list(times["kernel"]) == ["_norm", "nvjet_bias", "nvjet"]  # no memset
+    assert list(times["provider"]) == ["triton_tuned", "triton_tuned", "cublas_xw"]
+    assert set(times["shape"]) == {"2048x2048x5504"} and set(times["dtype"]) == {"bf16"}
+    assert times["us"].iloc[0] == pytest.approx(norm_us, rel=0.03)
+    assert times["us"].iloc[1] == pytest.approx(prod_us, rel=0.03)
+    assert grid.kernel_times(launch_table.empty()).empty
+
+
+def test_a_missed_target_of_several_kernels_says_where_the_time_goes():
+    """A fused op that runs as two kernels (a norm, then a product) over the 1.03x target: the why column gives
+    each kernel's ncu duration; the one-kernel yardstick gets no split."""
+    rng = np.random.default_rng()
+    shape = "2048x2048x5504"
+    m = _with_roof(rng, shape, 76.0, 67.7, 77.0)
+    norm_us, prod_us = float(rng.uniform(4, 8)), float(rng.uniform(68, 72))
+    kernels = grid.kernel_times(
+        pd.concat(
+            [
+                _launches(rng, f"f/triton_a/{shape}/bf16", {"_rmsnorm_rows_kernel": norm_us, "x" * 60: prod_us}),
+                _launches(rng, f"f/cublas/{shape}/bf16", {"nvjet": 67.7}),
+            ],
+            ignore_index=True,
+        )
+    )
+    row = grid_table(m, targets=MATRIX, kernels=kernels).iloc[0]
+    assert row["target_met"] is False
+    why = row["why"]
+    assert why.startswith("ncu: triton_a: kernels _rmsnorm_rows_kernel ")
+    assert f"{kernels['us'].iloc[0]:.1f} us + {'x' * 45}... {kernels['us'].iloc[1]:.1f} us" in why
+    assert "cublas:" not in why  # one kernel: nothing to split
+    assert grid_table(m, targets=MATRIX).iloc[0]["why"].startswith("no ncu measurement here")
+
+
 def test_a_met_target_and_a_win_need_no_explanation():
     rng = np.random.default_rng()
     m = _metrics(rng, {("8192x65536", "bf16"): {"triton_a": 9.0, "torch_compile": 10.0}})
@@ -624,3 +691,32 @@ def test_a_calibration_gives_each_side_its_own_run_to_run_spread(kprof_us, expec
     assert row["run_floor"] == pytest.approx(math.expm1(1.96 * math.hypot(0.005, 0.02)), rel=1e-4)
     assert row["verdict"] == expect
     assert seen == {"rmsnorm/triton_a/64x4096/bf16": kprof_us, "rmsnorm/torch_compile/64x4096/bf16": 2.02}
+
+
+RECORDED_NCU = (
+    Path(__file__).resolve().parents[2]
+    / "benchmarks/results/rmsnorm-cooperative/add_rmsnorm-pipelined-03fe33e/grid-5e743de/add_rmsnorm.db.gz"
+)
+
+
+def test_kprof_grid_splits_a_recorded_ncu_run_into_its_kernels(tmp_path, capsys, monkeypatch):
+    """A store recorded on an H100: add_rmsnorm's fp16 grid points and an ncu run of six of them. Where the
+    95% target is missed, the why column gives ncu's counters and the call's two kernels (the counters'
+    zeroing, then the pipelined kernel), each with its duration."""
+    store = tmp_path / "kprof.db"
+    store.write_bytes(gzip.decompress(RECORDED_NCU.read_bytes()))
+    monkeypatch.setattr(sys, "argv", ["kprof", "grid", "20261125-071040-344b", "--ncu", "20261125-071207-7289",
+                                      "--store", str(store)])  # fmt: skip
+    try:
+        cli.main()
+    except SystemExit as done:  # typer exits with the status; 0 is success
+        assert done.code in (0, None)
+    out = capsys.readouterr().out
+    missed = [line for line in out.splitlines() if "| **no** |" in line and "ncu: triton_tuned" in line]
+    assert missed, out[-2000:]
+    for line in missed:
+        split = re.search(r"kernels at::vectorized_elementwise_kernel\S* ([\d.]+) us \+ _add_rmsnorm_pipelined_kernel "
+                          r"([\d.]+) us", line)  # fmt: skip
+        assert split, line
+        zeroing, kernel = (float(v) for v in split.groups())
+        assert zeroing < 10 < kernel
