@@ -406,7 +406,7 @@ def _why_measured(
                 facts.append(fmt.format(vals.median() if col != "occupancy_limiter" else vals.iloc[-1]))
         split = _kernels_note(kernels, shape, dtype, str(case["provider"]))
         if split:
-            facts.append(f"kernels {split}")
+            facts.append(f"kernels, each alone under ncu, {split}")  # a call's kernels may overlap outside ncu
         if facts:
             notes.append(f"{case['provider']}: {', '.join(facts)}")
     if not notes:
