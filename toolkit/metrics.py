@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -103,6 +104,9 @@ METRIC_COLUMNS: tuple[str, ...] = (
     # (largest - smallest) / median of the cold medians at each place in memory the case's tensors were
     # timed at (kprof.harness.PLACEMENT_MAX_BYTES); NaN for a case timed at one
     "cold_placement_spread",
+    # each kernel of a cold call alone, in launch order, as JSON [[name, median us], ...]: what a call's time
+    # is made of, and (kprof.grid) how far one kernel shared by two cases moved between them
+    "cold_kernels",
 )
 
 
@@ -124,6 +128,7 @@ TEXT_METRICS = (
     "bound",
     "timing_mode",
     "timer",
+    "cold_kernels",
 )
 
 
@@ -257,7 +262,7 @@ def _num(value: object) -> float:
 
 def mode_fields(result: CaseResult) -> dict:
     """Median of every mode's samples, the declared mode and where cold/warm times came from."""
-    from kprof.timing import DEFAULT_MODE
+    from kprof.timing import DEFAULT_MODE, cold_kernels
 
     ms = result.mode_samples_us or {}
     out: dict = {
@@ -268,6 +273,8 @@ def mode_fields(result: CaseResult) -> dict:
     out["cold_placement_spread"] = (max(at) - min(at)) / float(np.median(at)) if len(at) > 1 else math.nan
     out["timing_mode"] = result.timing_mode or DEFAULT_MODE
     out["timer"] = result.timer or None
+    kernels = cold_kernels(ms)
+    out["cold_kernels"] = json.dumps([[name, round(us, 4)] for name, us in kernels]) if kernels else None
     return out
 
 

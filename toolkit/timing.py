@@ -42,7 +42,7 @@ import math
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,7 +92,8 @@ class KernelRecord:
 @dataclass(frozen=True)
 class CallTimes:
     """Per-call times of one mode (us): busy (the shown one: union of the kernels' execution intervals),
-    span (first start -> last end) and sum of kernel durations."""
+    span (first start -> last end) and sum of kernel durations; ``kernel_us``: for each kernel of
+    ``kernel_names``, in order, its duration in each call (cold calls only)."""
 
     busy_us: tuple[float, ...]
     span_us: tuple[float, ...]
@@ -100,6 +101,7 @@ class CallTimes:
     kernels_per_call: int
     kernel_names: tuple[str, ...] = ()
     note: str | None = None
+    kernel_us: tuple[tuple[float, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,8 @@ def cold_calls(segments: Sequence[Sequence[KernelRecord]]) -> CallTimes:
     note = None
     if len(kept) < len(segs):
         note = f"cold: {len(segs) - len(kept)} of {len(segs)} calls launched other kernels than the usual; left out"
-    return CallTimes(busy, span, total, len(pattern), pattern, note)
+    per_kernel = tuple(tuple(s[i].duration_ns / 1e3 for s in kept) for i in range(len(pattern)))
+    return CallTimes(busy, span, total, len(pattern), pattern, note, per_kernel)
 
 
 def warm_calls(block: Sequence[KernelRecord], pattern: Sequence[str], skip: int) -> CallTimes:
@@ -439,8 +442,14 @@ def _pooled_calls(parts: Sequence[CallTimes | None]) -> CallTimes | None:
     if not have:
         return next((c for c in parts if c is not None), None)
     notes = [c.note for c in have if c.note]
-    if len({c.kernel_names for c in have}) > 1:
+    same = len({c.kernel_names for c in have}) == 1
+    if not same:
         notes.append("the placements launched different kernel sequences")
+    per_kernel = (
+        tuple(tuple(v for c in have for v in c.kernel_us[i]) for i in range(len(have[0].kernel_names)))
+        if same and all(len(c.kernel_us) == len(c.kernel_names) for c in have)
+        else ()
+    )
     return CallTimes(
         tuple(v for c in have for v in c.busy_us),
         tuple(v for c in have for v in c.span_us),
@@ -448,6 +457,7 @@ def _pooled_calls(parts: Sequence[CallTimes | None]) -> CallTimes | None:
         have[0].kernels_per_call,
         have[0].kernel_names,
         "; ".join(dict.fromkeys(notes)) or None,
+        per_kernel,
     )
 
 
@@ -501,11 +511,15 @@ def mode_samples(
     res: ModeSamples, host_us: Sequence[float], graph_ms: Sequence[float], events_ms: Sequence[float]
 ) -> dict[str, tuple[float, ...]]:
     """Every mode's per-call samples in us, as stored: cold, cold_span, cold_sum, warm, warm_span, warm_sum,
-    graph, host, events (cold and warm are the busy time, the shown one)."""
+    graph, host, events (cold and warm are the busy time, the shown one); and each kernel of a cold call
+    alone, under :func:`cold_kernel_kind`."""
     out: dict[str, tuple[float, ...]] = {}
     for mode, t in (("cold", res.cold), ("warm", res.warm)):
         if t is not None and t.busy_us:
             out[mode], out[f"{mode}_span"], out[f"{mode}_sum"] = t.busy_us, t.span_us, t.sum_us
+    if res.cold is not None and res.cold.busy_us:
+        for i, (name, values) in enumerate(zip(res.cold.kernel_names, res.cold.kernel_us)):
+            out[cold_kernel_kind(i, name)] = values
     if graph_ms:
         out["graph"] = tuple(v * 1e3 for v in graph_ms)
     if host_us:
@@ -513,6 +527,25 @@ def mode_samples(
     if events_ms:
         out["events"] = tuple(v * 1e3 for v in events_ms)
     return out
+
+
+COLD_KERNEL = "cold_kernel"  # the stored kind of one kernel's cold samples: cold_kernel/POSITION/NAME
+
+
+def cold_kernel_kind(position: int, name: str) -> str:
+    """The samples kind under which the ``position``-th kernel of a cold call (``name``) keeps its durations."""
+    return f"{COLD_KERNEL}/{position}/{name}"
+
+
+def cold_kernels(samples: Mapping[str, Sequence[float]]) -> list[tuple[str, float]]:
+    """(name, median us) of each kernel of a cold call, in launch order, from samples keyed by
+    :func:`cold_kernel_kind`; [] when none were kept."""
+    found = []
+    for kind, values in samples.items():
+        parts = kind.split("/", 2)
+        if len(parts) == 3 and parts[0] == COLD_KERNEL and parts[1].isdigit() and len(values):
+            found.append((int(parts[1]), parts[2], median(values)))
+    return [(name, us) for _, name, us in sorted(found)]
 
 
 def headline(samples: dict[str, Sequence[float]], mode: str) -> tuple[str, tuple[float, ...]]:

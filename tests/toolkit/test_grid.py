@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import gzip
 import itertools
+import json
 import math
 import re
 import sys
@@ -464,6 +465,63 @@ def test_a_missed_target_of_several_kernels_says_where_the_time_goes():
     assert f"{kernels['us'].iloc[0]:.1f} us + {'x' * 45}... {kernels['us'].iloc[1]:.1f} us" in why
     assert "cublas:" not in why  # one kernel: nothing to split
     assert grid_table(m, targets=MATRIX).iloc[0]["why"].startswith("no ncu measurement here")
+
+
+def _with_kernels(m: pd.DataFrame, kernels: dict[str, list[tuple[str, float]]]) -> pd.DataFrame:
+    """``m`` with each named provider's ``cold_kernels`` (name, median us), as the runner stores them."""
+    m = m.assign(cold_kernels=None)
+    for prov, ks in kernels.items():
+        m.loc[m["provider"] == prov, "cold_kernels"] = json.dumps([[k, us] for k, us in ks])
+    return m
+
+
+@pytest.mark.parametrize("moved", [0.04, 0.06, 0.10])
+def test_a_loss_within_how_far_a_shared_kernel_moved_is_uncertain(moved):
+    """Both sides run the same product after their own norms; in kprof's case that product took ``moved`` longer
+    than in the peer's. The same code on the same shapes: the machine moved, and a loss no bigger is not called."""
+    rng = np.random.default_rng()
+    prod = float(rng.uniform(500, 1500))
+    norm = prod * 0.03
+    t_peer = norm + prod
+    t_kp = norm + prod * (1 + moved)  # kprof's own kernel (the norm) is as fast as the peer's
+    m = _metrics(rng, {("8192x4096x14336", "fp16"): {"triton_a": t_kp, "torch_compile": t_peer}}, noise=0.01)
+    m = _with_kernels(
+        m,
+        {
+            "triton_a": [("_norm", norm), ("nvjet", prod * (1 + moved))],
+            "torch_compile": [("red", norm), ("nvjet", prod)],
+        },
+    )
+    row = grid_table(m).iloc[0]
+    assert row["ratio"] > 1.02 + 0.01 and row["kernel_drift"] == pytest.approx(moved)
+    assert row["verdict"] == "uncertain"
+    assert "the kernel both launch (nvjet) moved" in row["why"] and "the machine moved" in row["why"]
+    assert grid_table(m.drop(columns="cold_kernels")).iloc[0]["verdict"] == "loss"  # a store from before
+
+
+def test_a_loss_of_kprofs_own_kernels_stays_a_loss():
+    """The shared product took the same time in both cases; kprof's norm is slower by as much as the loss."""
+    rng = np.random.default_rng()
+    prod, extra = float(rng.uniform(500, 1500)), float(rng.uniform(0.05, 0.1))
+    m = _metrics(rng, {("2048x8192x5504", "bf16"): {"triton_a": prod * (1 + extra), "torch_compile": prod}}, 0.005)
+    m = _with_kernels(
+        m, {"triton_a": [("_norm", prod * extra), ("nvjet", prod * 0.999)], "torch_compile": [("nvjet", prod)]}
+    )
+    row = grid_table(m).iloc[0]
+    assert row["verdict"] == "loss" and row["kernel_drift"] == pytest.approx(0.001, abs=1e-6)
+
+
+def test_a_small_shared_kernel_or_none_says_nothing_about_the_machine():
+    rng = np.random.default_rng()
+    m = _metrics(rng, {("512x65536", "bf16"): {"triton_a": 110.0, "torch_compile": 100.0}}, noise=0.005)
+    small = _with_kernels(
+        m, {"triton_a": [("memset", 2.0), ("mine", 108.0)], "torch_compile": [("memset", 1.0), ("theirs", 99.0)]}
+    )
+    none = _with_kernels(m, {"triton_a": [("mine", 110.0)], "torch_compile": [("theirs", 100.0)]})
+    for table in (grid_table(small), grid_table(none)):
+        assert table.iloc[0]["verdict"] == "loss" and math.isnan(table.iloc[0]["kernel_drift"])
+    warm = _with_kernels(m.assign(timing_mode="warm"), {"triton_a": [("k", 110.0)], "torch_compile": [("k", 100.0)]})
+    assert math.isnan(grid_table(warm).iloc[0]["kernel_drift"])  # per-kernel times are cold calls'
 
 
 def test_a_met_target_and_a_win_need_no_explanation():

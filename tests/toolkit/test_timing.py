@@ -119,6 +119,30 @@ def test_synthetic_sessions_attribute_every_kernel(seed):
     assert sum(res.cold.sum_us) + sum(res.warm.sum_us) + warm_first == pytest.approx(total)
 
 
+@pytest.mark.parametrize("seed", [5, 17])
+def test_each_kernel_of_a_cold_call_keeps_its_own_durations(seed):
+    """Per position of the call's kernels, every cold call's duration of that kernel: stored as its own
+    samples kind, read back as (name, median) in launch order; pooled placements concatenate them."""
+    rng = random.Random(seed)
+    pattern = [f"k{i}_{rng.randrange(100)}" for i in range(rng.randrange(2, 6))]
+    n_cold = rng.randrange(5, 20)
+    recs = stream(n_cold, 4, pattern, rng)
+    res = timing.from_records(recs, n_cold, 2)
+    assert res.cold.kernel_names == tuple(pattern)
+    cold = [r for r in recs if r.name in pattern][: n_cold * len(pattern)]
+    for i in range(len(pattern)):
+        assert res.cold.kernel_us[i] == tuple(r.duration_ns / 1e3 for r in cold[i :: len(pattern)])
+    samples = timing.mode_samples(res, (), (), ())
+    assert timing.cold_kernels(samples) == [
+        (name, timing.median(res.cold.kernel_us[i])) for i, name in enumerate(pattern)
+    ]
+    both = timing.pooled([res, res])
+    assert both.cold.kernel_us == tuple(v + v for v in res.cold.kernel_us)
+    other = timing.ModeSamples(timing.CallTimes((1.0,), (1.0,), (1.0,), 1, ("x",), None, ((1.0,),)), None, "cupti")
+    assert timing.pooled([res, other]).cold.kernel_us == ()  # different kernels: no per-kernel samples
+    assert timing.cold_kernels({"cold": (1.0,), "cold_kernel/x/y": (2.0,)}) == []
+
+
 def test_no_records_falls_back_to_events_with_a_reason():
     res = timing.from_records([], 10, 3)
     assert res.source == "events" and res.cold is None and "another profiler" in res.note
@@ -224,7 +248,8 @@ def test_case_carries_every_mode_and_ranks_by_the_declared_one(monkeypatch, tmp_
         RMS, RMS.providers["torch_eager"], case, device="cpu", settings=BenchSettings(mode=mode), timing=True
     )
     assert res.status == "ok" and res.timer == "cupti" and res.timing_mode == mode
-    assert set(res.mode_samples_us) == {
+    per_kernel = {k for k in res.mode_samples_us if k.startswith("cold_kernel/")}
+    assert set(res.mode_samples_us) - per_kernel == {
         "cold",
         "cold_span",
         "cold_sum",
@@ -234,6 +259,10 @@ def test_case_carries_every_mode_and_ranks_by_the_declared_one(monkeypatch, tmp_
         "graph",
         "host",
     }
+    # one kernel a call here: its own cold samples are the call's sum of durations
+    ((name, us),) = timing.cold_kernels(res.mode_samples_us)
+    assert per_kernel == {timing.cold_kernel_kind(0, name)}
+    assert us == pytest.approx(timing.median(res.mode_samples_us["cold_sum"]))
     assert [v * 1e3 for v in res.gpu_samples_ms] == pytest.approx(list(res.mode_samples_us[mode]))
     row = case_row(res, "eager", 3000.0)
     assert row["timing_mode"] == mode and row["timer"] == "cupti"
