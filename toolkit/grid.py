@@ -193,17 +193,17 @@ def verdict(ratio: float, spread: float) -> str:
     return "uncertain" if ratio - TIE <= s else "loss"
 
 
-def _why_uncertain(ratio: float, own: float, floor: float, runs: int, drift: tuple[float, str] = (math.nan, "")) -> str:
+def _why_uncertain(ratio: float, own: float, floor: float, runs: int, machine: Sequence[tuple[float, str]] = ()) -> str:
     """Why a point with a verdict past the tie band is ``uncertain``: the cases' own spread (``own``: IQR/median,
-    placements and runs counted), else a kernel both sides run that moved between their cases (``drift``, from
-    :func:`shared_kernel_drift`), else the run-to-run floor of calls under :data:`SMALL_CALL_US`."""
+    placements and runs counted), else how far the same code moved between two cases of the run (``machine``:
+    (fraction, what moved) from :func:`shared_kernel_drift` and :func:`same_code_spread`, the largest quoted),
+    else the run-to-run floor of calls under :data:`SMALL_CALL_US`."""
     side, margin = ("a win", WIN - ratio) if ratio <= WIN else ("a loss", ratio - TIE)
-    moved, how = drift
+    moved, how = max(machine, key=lambda m: m[0] if not math.isnan(m[0]) else -1.0, default=(math.nan, ""))
     if verdict(ratio, own) != "uncertain" and verdict(ratio, moved) == "uncertain":
         return (
             f"{side} by {100 * margin:.1f}% past the tie band, within the {100 * moved:.1f}% that {how}: the same "
-            "code on the same shapes, so the machine moved between the two cases; race the part again and give "
-            "every run"
+            "code on the same shapes, so the machine moved between cases; race the part again and give every run"
         )
     if verdict(ratio, own) == "uncertain":
         return (
@@ -246,6 +246,44 @@ def shared_kernel_drift(kp: pd.Series | None, peer: pd.Series | None) -> tuple[f
         f"{peer['provider']}'s"
     )
     return abs(us_a / us_b - 1), how
+
+
+def same_code_spread(g: pd.DataFrame) -> tuple[float, str]:
+    """At one point: the largest (max - min) / min of the times of cases that ran the same code, and a note
+    naming them; (NaN, "") where no two did. The same code: the same kernels in the same order in their cold
+    calls and the same Triton specialisations (constexprs, warps, stages, grid). A version and the dispatch that
+    picks it are such a pair: on an H100, rmsnorm_linear's ``triton_tuned`` and ``triton_norm_cublas`` (the same
+    norm and cuBLAS kernels from 512 rows) took 0.84-1.09x each other's time as two cases of one grid run."""
+    groups: dict[tuple, list[pd.Series]] = {}
+    for _, case in g.iterrows():
+        code = _code_of(case)
+        if code is not None:
+            groups.setdefault(code, []).append(case)
+    best = (math.nan, "")
+    for cases in groups.values():
+        times = [(float(c["gpu_time_us"]), str(c["provider"])) for c in cases]
+        if len({p for _, p in times}) < 2:
+            continue
+        (lo, p_lo), (hi, p_hi) = min(times), max(times)
+        moved = hi / lo - 1
+        if math.isnan(best[0]) or moved > best[0]:
+            best = (moved, f"{p_lo} and {p_hi}, the same kernels, took apart as two cases ({lo:.1f} and {hi:.1f} us)")
+    return best
+
+
+def _code_of(case: pd.Series) -> tuple | None:
+    """What identifies a case's code: its cold call's kernel names and its Triton specialisations; None for a
+    case not timed cold, or without per-kernel times, or that failed."""
+    raw_kernels = case.get("cold_kernels")
+    if case.get("timing_mode") != "cold" or not isinstance(raw_kernels, str) or not raw_kernels:
+        return None
+    names = tuple(str(name) for name, _ in json.loads(raw_kernels))
+    if not names or not bool(case.get("ok", True)) or pd.isna(case.get("gpu_time_us")):
+        return None
+    raw = case.get("triton_kernels")
+    specs = json.loads(raw) if isinstance(raw, str) and raw else []
+    keys = ("kernel", "constexprs", "num_warps", "num_stages", "grid")
+    return names, json.dumps([{k: s.get(k) for k in keys} for s in specs], sort_keys=True)
 
 
 def _kernels_of(case: pd.Series) -> dict[str, float]:
@@ -364,12 +402,13 @@ def grid_table(
         ratio = t_k / t_p if kp is not None and peer is not None else math.nan
         within = _pair_spread(kp, peer)
         drift = shared_kernel_drift(kp, peer)
+        twins = same_code_spread(g)
         between, per_run = _between_runs(g)
         sides = None
         if sigma_run is not None and kp is not None and peer is not None:
             sides = (sigma_run(_key(kp), t_k), sigma_run(_key(peer), t_p))
         floor = run_to_run_floor(t_k, t_p, len(per_run), sides)
-        spread = _nanmax(within, between, floor, drift[0])
+        spread = _nanmax(within, between, floor, drift[0], twins[0])
         bound = str(kp.get("bound", "")) if kp is not None else ""
         pct_copy = float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan
         nbytes = float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan
@@ -395,7 +434,7 @@ def grid_table(
         else:
             why = ""
         if v == "uncertain" and not disagree:
-            reason = _why_uncertain(ratio, _nanmax(within, between), floor, max(len(per_run), 1), drift)
+            reason = _why_uncertain(ratio, _nanmax(within, between), floor, max(len(per_run), 1), (drift, twins))
             why = f"{reason}; {why}" if why else reason
         if disagree:
             runs = "the runs disagree: " + ", ".join(f"{r:.3f} ({pv}) in {run}" for run, (r, pv) in per_run.items())
@@ -412,6 +451,7 @@ def grid_table(
                 "spread": spread,
                 "runs_spread": between,
                 "kernel_drift": drift[0],
+                "same_code_spread": twins[0],
                 "run_floor": floor,
                 "verdict": v,
                 "why": why,
@@ -516,8 +556,8 @@ def render(
         "",
         f"{s.points} points: **{s.wins} win, {s.ties} tie, {s.losses} loss**, {s.uncertain} uncertain "
         f"(a win or a loss within the cases' own spread, within the ratio's run-to-run floor under "
-        f"{SMALL_CALL_US:.0f} µs, within how far a kernel both sides launch moved between their cases, or runs of "
-        "the point that disagree), "
+        f"{SMALL_CALL_US:.0f} µs, within how far the same code moved between two cases of the run, or runs of the "
+        "point that disagree), "
         f"{s.no_peer} without a peer, {s.not_measured} not measured "
         f"(reason in the last column). Times: `{mode}` mode, µs. "
         f"win: best kprof <= {WIN} x best peer; tie: up to {TIE} x.",

@@ -524,6 +524,65 @@ def test_a_small_shared_kernel_or_none_says_nothing_about_the_machine():
     assert math.isnan(grid_table(warm).iloc[0]["kernel_drift"])  # per-kernel times are cold calls'
 
 
+def _specs(block: int, warps: int) -> str:
+    return json.dumps([{"kernel": "_norm", "constexprs": {"BLOCK_N": block}, "num_warps": warps, "num_stages": 3,
+                        "grid": [4096], "registers": 32}])  # fmt: skip
+
+
+@pytest.mark.parametrize("apart", [0.05, 0.09])
+def test_two_versions_running_the_same_code_bound_what_the_point_can_tell(apart):
+    """The dispatch and the version it picks, timed as two cases, took ``apart`` more in one than the other: a
+    loss by less than that is uncertain, and the why names the pair. Versions whose Triton kernels differ in a
+    constexpr are different code and bound nothing."""
+    rng = np.random.default_rng()
+    prod = float(rng.uniform(200, 1500))
+    points = {
+        ("2048x8192x11008", "fp16"): {"triton_a": prod, "triton_b": prod * (1 + apart), "torch_compile": prod * 0.97}
+    }
+    m = _metrics(rng, points, noise=0.005)
+    both = [("_norm", prod * 0.04), ("nvjet_bias", prod * 0.96)]
+    m = _with_kernels(m, {"triton_a": both, "triton_b": both, "torch_compile": [("red", 5.0), ("nvjet_x", prod)]})
+    m["triton_kernels"] = _specs(4096, 16)
+    row = grid_table(m).iloc[0]
+    assert row["same_code_spread"] == pytest.approx(apart)
+    assert row["ratio"] == pytest.approx(1 / 0.97) and row["verdict"] == "uncertain"
+    assert "triton_a and triton_b, the same kernels, took apart as two cases" in row["why"]
+    m.loc[m["provider"] == "triton_b", "triton_kernels"] = _specs(2048, 16)  # another specialisation
+    row = grid_table(m).iloc[0]
+    assert math.isnan(row["same_code_spread"]) and row["verdict"] == "loss"
+
+
+RECORDED_PREFILL = (
+    Path(__file__).resolve().parents[2]
+    / "benchmarks/results/grid/rmsnorm_linear-prefill-ncu/fp16-47accbf/rmsnorm_linear.db.gz"
+)
+
+
+def test_a_recorded_grid_run_bounds_its_verdicts_by_its_same_code_pairs(tmp_path):
+    """rmsnorm_linear's fp16 prefill part on an H100: from 512 rows ``triton_tuned`` runs the same norm and cuBLAS
+    kernels as ``triton_norm_cublas``. Where both ran them, the point's same-code spread is how far apart the
+    two cases took, and its spread is at least that."""
+    from kprof.store import RunStore
+
+    db = tmp_path / "kprof.db"
+    db.write_bytes(gzip.decompress(RECORDED_PREFILL.read_bytes()))
+    m = RunStore(db, create=False).metrics("20261125-073854-877d")
+    table = grid_table(m, "triton_tuned", ["triton_rstd_epilogue_prepared"]).set_index("shape")
+
+    def code(case: pd.Series) -> tuple:
+        return [name for name, _ in json.loads(case["cold_kernels"])], case["triton_kernels"]
+
+    pairs = 0
+    for shape, g in m.groupby("shape"):
+        tuned, norm_cublas = (g[g["provider"] == p].iloc[0] for p in ("triton_tuned", "triton_norm_cublas"))
+        if code(tuned) == code(norm_cublas):
+            pairs += 1
+            a, b = float(tuned["gpu_time_us"]), float(norm_cublas["gpu_time_us"])
+            assert table.loc[shape, "same_code_spread"] >= max(a, b) / min(a, b) - 1 - 1e-9
+            assert table.loc[shape, "spread"] >= table.loc[shape, "same_code_spread"]
+    assert pairs >= 12  # the 512-8192-row points on the cuBLAS route
+
+
 def test_a_met_target_and_a_win_need_no_explanation():
     rng = np.random.default_rng()
     m = _metrics(rng, {("8192x65536", "bf16"): {"triton_a": 9.0, "torch_compile": 10.0}})
