@@ -415,6 +415,13 @@ def grid_table(
         vs_roof = t_k / float(roof["gpu_time_us"]) if kp is not None and roof is not None else math.nan
         target = targets.for_point(shape, bound, nbytes) if targets is not None and kp is not None else None
         met = _met(target, pct_copy, vs_roof)
+        # a ratio to the yardstick compares two cases as the peer verdict does: within their spread (the same
+        # code's, a shared kernel's move) it is neither met nor missed
+        roof_spread = math.nan
+        if isinstance(target, RooflineTarget) and met is not None:
+            roof_spread = _nanmax(_pair_spread(kp, roof), twins[0], shared_kernel_drift(kp, roof)[0])
+            if abs(vs_roof - target.ratio) <= roof_spread * target.ratio:
+                met = None
         v = verdict(ratio, spread) if kp is not None else "not measured"
         disagree = len({pv for _, pv in per_run.values()}) > 1
         if disagree:  # runs that alone call different verdicts: none is called
@@ -425,6 +432,11 @@ def grid_table(
             others = [peer] if v == "loss" else []
             others += [roof] if isinstance(target, RooflineTarget) and met is False else []
             why = _why_measured(ncu, shape, dtype, [kp, *[o for o in others if o is not None]], kernels)
+        elif target is not None and met is None and not math.isnan(roof_spread):
+            why = (
+                f"target not judged: {vs_roof:.3f}x the yardstick against {target.ratio:.2f}x, within the "
+                f"{100 * roof_spread:.1f}% the two cases or the same code moved here; race the part again"
+            )
         elif target is not None and met is None:
             why = "target not judged: " + (
                 f"its yardstick ({target.yardstick}, a `roofline` provider) did not run at this point"
