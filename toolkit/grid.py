@@ -286,6 +286,17 @@ def _code_of(case: pd.Series) -> tuple | None:
     return names, json.dumps([{k: s.get(k) for k in keys} for s in specs], sort_keys=True)
 
 
+def _dispatch_vs_best(disp: pd.Series | None, best: pd.Series | None) -> float:
+    """The dispatch's time over the best plain version's; 1.0 where the two ran the same code (the dispatch picked
+    that version: what sets them apart is the machine between two cases, see :func:`same_code_spread`)."""
+    if disp is None or best is None:
+        return math.nan
+    code = _code_of(disp)
+    if code is not None and code == _code_of(best):
+        return 1.0
+    return float(disp["gpu_time_us"]) / float(best["gpu_time_us"])
+
+
 def _kernels_of(case: pd.Series) -> dict[str, float]:
     """A cold-timed case's kernels: name -> median us (the first of a name), from its ``cold_kernels``."""
     raw = case.get("cold_kernels")
@@ -474,11 +485,7 @@ def grid_table(
                 "target": target.label() if target is not None else "",
                 "target_met": met,
                 "timing_mode": kp.get("timing_mode") if kp is not None else None,
-                "dispatch_vs_best": (
-                    float(disp["gpu_time_us"]) / float(plain["gpu_time_us"])
-                    if disp is not None and plain is not None
-                    else math.nan
-                ),
+                "dispatch_vs_best": _dispatch_vs_best(disp, plain),
             }
         )
     table = pd.DataFrame(rows)
@@ -577,7 +584,8 @@ def render(
         *(
             [
                 f"Dispatch (`{dispatch}`, what `kprof.kernels.ops` runs): within {TIE} x the best kprof version at "
-                f"{int((d <= TIE).sum())} of {len(d)} points; `{dispatch} / best` is its time over the best's"
+                f"{int((d <= TIE).sum())} of {len(d)} points; `{dispatch} / best` is its time over the best's, 1.000 "
+                "where it ran the best's code"
                 + (
                     f" (versions on prepared weights, {', '.join(f'`{p}`' for p in prepared)}, left out of that best: "
                     "the plain op cannot use them; the ops API's prepared objects run them)."

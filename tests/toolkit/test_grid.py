@@ -559,9 +559,12 @@ def test_two_versions_running_the_same_code_bound_what_the_point_can_tell(apart)
     assert row["same_code_spread"] == pytest.approx(apart)
     assert row["ratio"] == pytest.approx(1 / 0.97) and row["verdict"] == "uncertain"
     assert "triton_a and triton_b, the same kernels, took apart as two cases" in row["why"]
+    # the dispatch (triton_b) picked triton_a's code: it is not behind the best version, whatever the two cases took
+    assert grid_table(m, dispatch="triton_b").iloc[0]["dispatch_vs_best"] == 1.0
     m.loc[m["provider"] == "triton_b", "triton_kernels"] = _specs(2048, 16)  # another specialisation
-    row = grid_table(m).iloc[0]
+    row = grid_table(m, dispatch="triton_b").iloc[0]
     assert math.isnan(row["same_code_spread"]) and row["verdict"] == "loss"
+    assert row["dispatch_vs_best"] == pytest.approx(1 + apart)
 
 
 RECORDED_PREFILL = (
