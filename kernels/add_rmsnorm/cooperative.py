@@ -23,8 +23,8 @@ from kprof.kernels.lib.split_rows import (
     cooperative_launch_args,
     cooperative_row_sum,
     cooperative_ticket,
-    cooperative_wait_sum,
     float32_again,
+    pipelined_finish,
 )
 
 
@@ -99,14 +99,7 @@ def _add_rmsnorm_pipelined_kernel(
         after = tl.atomic_add(sync_ptr, 1)
         h_after = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, r_row_stride, N,
                                   n_tickets, CHUNK, SPLITS)  # fmt: skip
-        row = (ticket // SPLITS).to(tl.int64)
-        cols = (ticket % SPLITS) * CHUNK + offs
-        total = cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS, SPLITS_POW2)
-        rstd = tl.rsqrt(total / N + eps)
-        m = cols < N
-        w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        y = float32_again(h, total) * rstd * w
-        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=m)
+        pipelined_finish(h, ticket, offs, w_ptr, y_ptr, N, ws_ptr, sync_ptr, N, eps, CHUNK, SPLITS, SPLITS_POW2)
         h, ticket = h_after, after
 
 

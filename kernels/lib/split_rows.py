@@ -131,6 +131,23 @@ def cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS: tl.constexpr, SPLITS_POW
 
 
 @triton.jit
+def pipelined_finish(
+    v, ticket, offs, w_ptr, y_ptr, y_row_stride, ws_ptr, sync_ptr, N, eps,
+    CHUNK: tl.constexpr, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr,
+):  # fmt: skip
+    """A pipelined kernel's step after it has taken the next ticket: wait for the row of ``ticket``, then store
+    ``v`` (that ticket's chunk, held in its own dtype) normalised by the row's rstd and the weight."""
+    row = (ticket // SPLITS).to(tl.int64)
+    cols = (ticket % SPLITS) * CHUNK + offs
+    total = cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS, SPLITS_POW2)
+    rstd = tl.rsqrt(total / N + eps)
+    m = cols < N
+    w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    y = float32_again(v, total) * rstd * w
+    tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=m)
+
+
+@triton.jit
 def float32_again(v, total):
     """``v`` (a chunk held in its 16-bit dtype through the row's meeting) as float32 a second time, written so
     the compiler cannot merge it with the first conversion and keep the float32 copy in registers through the

@@ -38,8 +38,8 @@ from kprof.kernels.lib.split_rows import (
     cooperative_launch_args,
     cooperative_row_sum,
     cooperative_ticket,
-    cooperative_wait_sum,
     float32_again,
+    pipelined_finish,
 )
 
 
@@ -109,14 +109,8 @@ def _rmsnorm_pipelined_kernel(
     while ticket < n_tickets:
         after = tl.atomic_add(sync_ptr, 1)
         x_after = _pipelined_take(x_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
-        row = (ticket // SPLITS).to(tl.int64)
-        cols = (ticket % SPLITS) * CHUNK + offs
-        total = cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS, SPLITS_POW2)
-        rstd = tl.rsqrt(total / N + eps)
-        m = cols < N
-        w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        y = float32_again(x, total) * rstd * w
-        tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=m)
+        pipelined_finish(x, ticket, offs, w_ptr, y_ptr, y_row_stride, ws_ptr, sync_ptr, N, eps, CHUNK, SPLITS,
+                         SPLITS_POW2)  # fmt: skip
         x, ticket = x_after, after
 
 
