@@ -114,3 +114,44 @@ def test_interleaved_arms_alternate_round_by_round(tmp_path, monkeypatch):
     assert [c[1] for c in calls if c[2] == cases[0].id][:2] == ["run", "run"]
     assert len(res[0][0].gpu_samples_ms) == runner.ROUNDS  # one sample per round in this fake
     assert st.samples(ids[1])["value"].tolist().count(2.0) == 2 * (runner.ROUNDS - 1)
+
+
+def test_rounds_interleave_the_providers_of_each_point(tmp_path, monkeypatch):
+    """``--rounds 3`` on a GPU, one revision: every provider of a point checked and timed once, then two more
+    rounds of samples in reversed, then forward order, each round a third of the budget; one point after the
+    other; every case stored with the samples of all its rounds."""
+    import kprof.harness as harness
+    from kprof.harness import CaseResult
+    from kprof.registry import Case
+    from tests.toolkit.run_contexts import context_for
+    from tests.toolkit.test_store import record
+
+    calls, budgets = [], set()
+
+    def fake_run_case(family, provider, case, *, device, settings, timing):
+        calls.append(("run", case.provider, case.shape))
+        budgets.add(settings.rep_ms)
+        return CaseResult(case, "ok", gpu_samples_ms=(1.0,), host_samples_us=(5.0,), timed=True, bytes=1, flops=1)
+
+    def fake_more(family, provider, case, *, device, settings, host_us):
+        calls.append(("more", case.provider, case.shape))
+        budgets.add(settings.rep_ms)
+        return (2.0,)
+
+    monkeypatch.setattr(runner, "run_case", fake_run_case)
+    monkeypatch.setattr(harness, "more_gpu_samples", fake_more)
+    fam = discover()["rmsnorm"]
+    st = RunStore(tmp_path / "s.db")
+    rid = st.begin_run(record())
+    provs = ("triton_tuned", "torch_F", "torch_eager")
+    cases = [Case("rmsnorm", p, s, "fp32") for s in ((4, 64), (2, 96)) for p in provs]
+    ctx = context_for(st, fam, mode="gpu", settings=BenchSettings(rep_ms=90, rounds=3))
+    (res,) = runner.measure_cases(ctx, [rid], cases)
+    for shape, block in (((4, 64), calls[:9]), ((2, 96), calls[9:])):
+        assert block == [("run", p, shape) for p in provs] + [("more", p, shape) for p in reversed(provs)] + [
+            ("more", p, shape) for p in provs
+        ]
+    assert budgets == {30}
+    assert [r.case for r in res] == cases and all(r.gpu_samples_ms == (1.0, 2.0, 2.0) for r in res)
+    m = st.metrics(rid)
+    assert list(m["case"]) == [c.id for c in cases] and (m["gpu_time_us"] == 2000.0).all()
