@@ -43,7 +43,6 @@ def main() -> int:
     ap.add_argument("--part", action="append", required=True, help="FAMILY:PART:DTYPE[:PROVIDER,...]")
     ap.add_argument("--budget", type=float, default=560.0, help="seconds for all parts together")
     ap.add_argument("--min-left", type=float, default=150.0, help="start a part only with this much left")
-    ap.add_argument("--rounds", type=int, default=1, help="kprof profile --rounds: each point's providers interleaved")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -60,7 +59,6 @@ def main() -> int:
         where = [a for sh in shapes for a in ("--shape", sh)] if shapes else ["--grid", part]
         cmd = ["kprof", "profile", family, *where, "--dtype", dtype, "--profiler", "none"]
         cmd += ["--allow-failures", "--store", store] + (["--provider", rest[0]] if rest else [])
-        cmd += ["--rounds", str(args.rounds)] if args.rounds > 1 else []
         rc, took = _run(cmd, args.out / f"profile-{tag}.log.gz", left)
         if rc != 0:
             rows.append((tag, f"profile exit {rc}", took, ""))

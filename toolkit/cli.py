@@ -187,15 +187,6 @@ def profile(
             )
         ),
     ] = 4,
-    rounds: Annotated[
-        int,
-        typer.Option(
-            help=(
-                "Time each point's providers in this many rounds, their order alternating (each round 1/ROUNDS "
-                "of --rep-ms), so the machine's drift lands on all of them alike (GPU, one revision)."
-            )
-        ),
-    ] = 1,
     seed: Annotated[int, typer.Option(help="Input seed; 0 draws a fresh one (recorded with the run).")] = 0,
     report: Annotated[Optional[Path], typer.Option(help="Also write the markdown report to this file.")] = None,
     workers: WorkersOpt = None,
@@ -221,11 +212,7 @@ def profile(
     checks.check_store_for_writing(store)
     resolved = resolve_mode(mode)  # before the kernels are imported: the interpreter is chosen at decoration
     checks.check_positive(
-        rep_ms=rep_ms,
-        profile_repeats=profile_repeats,
-        profiler_timeout=profiler_timeout,
-        placements=placements,
-        rounds=rounds,
+        rep_ms=rep_ms, profile_repeats=profile_repeats, profiler_timeout=profiler_timeout, placements=placements
     )
     checks.check_non_negative(warmup_ms=warmup_ms)
     checks.check_shapes_fit(get_family(family), shapes)
@@ -252,7 +239,6 @@ def profile(
             seed=seed,
             mode=timing_mode,
             placements=placements,
-            rounds=rounds,
         ),
         store=store,
         command=" ".join(shlex.quote(a) for a in ["kprof", *sys.argv[1:]]),

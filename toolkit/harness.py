@@ -43,9 +43,6 @@ class BenchSettings:
     """Also time with CUDA events around each call (the method before declared modes), for comparison."""
     placements: int = 4
     """Places in device memory a small case's tensors are timed at (:data:`PLACEMENT_MAX_BYTES`)."""
-    rounds: int = 1
-    """Rounds in which the providers of one point (shape, dtype) are timed, their order alternating, each round
-    1/rounds of ``rep_ms``: drift of the machine lands on every provider of the point alike."""
 
 
 @dataclass(frozen=True)

@@ -316,8 +316,6 @@ def measure_cases(
     ``first_index``: a fan-out worker measures one case at a time and keeps the case's index in the run.
     """
     results: list[list[CaseResult]] = [[] for _ in ctx.arms]
-    if len(ctx.arms) == 1 and ctx.mode == "gpu" and ctx.settings.rounds > 1:
-        return [_measure_points(ctx, run_ids[0], cases, first_index)]
     rounds = ROUNDS if len(ctx.arms) > 1 and ctx.mode == "gpu" else 1
     for i, case in enumerate(cases, first_index):
         ctx.progress("cases", i, len(cases), case.id)
@@ -330,52 +328,6 @@ def measure_cases(
             torch.cuda.empty_cache()
     ctx.progress("cases", len(cases), len(cases), "done")
     return results
-
-
-def _measure_points(ctx: RunContext, run_id: str, cases: Sequence[Case], first_index: int) -> list[CaseResult]:
-    """One arm with ``settings.rounds`` > 1: the providers of each point (consecutive cases of one shape and
-    dtype) timed in rounds, their order reversed every other round, each round 1/rounds of the repetition
-    budget; correctness and every timing mode in the first round, more headline samples in the others.
-
-    Why: two cases of one point are otherwise timed minutes apart on a machine that moves. On H100s two
-    providers running the same kernels read 0.84-1.09x each other as two cases of one run
-    (benchmarks/results/grid/rmsnorm_linear-prefill-ncu/)."""
-    from itertools import groupby
-
-    from kprof.harness import more_gpu_samples
-
-    arm, rounds = ctx.arms[0], ctx.settings.rounds
-    settings = replace(ctx.settings, rep_ms=max(10, ctx.settings.rep_ms // rounds))
-    out: list[CaseResult] = []
-    i = first_index
-    for _, point in groupby(cases, key=lambda c: (c.shape, c.dtype)):
-        point = list(point)
-        first: list[CaseResult] = []
-        for k, case in enumerate(point):
-            ctx.progress("cases", i + k, len(cases), f"{case.id} (round 1 of {rounds})")
-            provider = arm.family.get_provider(case.provider)
-            first.append(run_case(arm.family, provider, case, device="cuda", settings=settings, timing=True))
-        extra: list[list[float]] = [[] for _ in point]
-        for r in range(1, rounds):
-            order = range(len(point)) if r % 2 == 0 else reversed(range(len(point)))
-            for k in order:
-                res = first[k]
-                if res.status == "ok" and res.timed:
-                    host = sorted(res.host_samples_us)[len(res.host_samples_us) // 2]
-                    provider = arm.family.get_provider(res.case.provider)
-                    extra[k] += more_gpu_samples(
-                        arm.family, provider, res.case, device="cuda", settings=settings, host_us=host
-                    )
-        for k, res in enumerate(first):
-            res = replace(res, gpu_samples_ms=res.gpu_samples_ms + tuple(extra[k])) if extra[k] else res
-            _store_case(ctx, arm, run_id, i + k, res)
-            out.append(res)
-        i += len(point)
-        import torch
-
-        torch.cuda.empty_cache()
-    ctx.progress("cases", len(cases), len(cases), "done")
-    return out
 
 
 def _measure_case(ctx: RunContext, case: Case, i: int, rounds: int) -> list[CaseResult]:
