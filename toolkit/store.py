@@ -412,8 +412,9 @@ class RunStore:
     def samples(self, ref: str, case: str | None = None, mode: str | None = None) -> pd.DataFrame:
         """Long table: case, kind, unit, value. Kinds: ``gpu`` (ms, the declared mode's samples, what diffs
         compare), ``host`` (us) and, per timing mode (kprof.timing), ``cold``, ``cold_span``, ``cold_sum``,
-        ``warm``, ``warm_span``, ``warm_sum``, ``graph``, ``events`` (us). ``case`` / ``mode`` filter (``mode`` is a
-        kind)."""
+        ``warm``, ``warm_span``, ``warm_sum``, ``graph``, ``events`` (us), and each kernel of a cold call alone,
+        ``cold_kernel/POSITION/NAME`` (us, :func:`kprof.timing.cold_kernel_kind`). ``case`` / ``mode`` filter
+        (``mode`` is a kind)."""
         run_id = self.resolve(ref)
         sql, args = "SELECT case_id, kind, unit, data FROM samples WHERE run_id = ?", [run_id]
         if case is not None:
