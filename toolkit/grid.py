@@ -275,10 +275,7 @@ def same_code_spread(g: pd.DataFrame) -> tuple[float, str]:
 def _code_of(case: pd.Series) -> tuple | None:
     """What identifies a case's code: its cold call's kernel names and its Triton specialisations; None for a
     case not timed cold, or without per-kernel times, or that failed."""
-    raw_kernels = case.get("cold_kernels")
-    if case.get("timing_mode") != "cold" or not isinstance(raw_kernels, str) or not raw_kernels:
-        return None
-    names = tuple(str(name) for name, _ in json.loads(raw_kernels))
+    names = tuple(name for name, _ in _cold_kernels(case))
     if not names or not bool(case.get("ok", True)) or pd.isna(case.get("gpu_time_us")):
         return None
     raw = case.get("triton_kernels")
@@ -299,14 +296,20 @@ def _dispatch_vs_best(disp: pd.Series | None, best: pd.Series | None) -> float:
 
 
 def _kernels_of(case: pd.Series) -> dict[str, float]:
-    """A cold-timed case's kernels: name -> median us (the first of a name), from its ``cold_kernels``."""
+    """A cold-timed case's kernels: name -> median us (the first of a name)."""
+    out: dict[str, float] = {}
+    for name, us in _cold_kernels(case):
+        out.setdefault(name, us)
+    return out
+
+
+def _cold_kernels(case: pd.Series) -> list[tuple[str, float]]:
+    """A cold-timed case's ``cold_kernels``: (name, median us) of each kernel of its calls, in launch order; []
+    for a case timed in another mode or stored before the column existed."""
     raw = case.get("cold_kernels")
     if case.get("timing_mode") != "cold" or not isinstance(raw, str) or not raw:
-        return {}
-    out: dict[str, float] = {}
-    for name, us in json.loads(raw):
-        out.setdefault(str(name), float(us))
-    return out
+        return []
+    return [(str(name), float(us)) for name, us in json.loads(raw)]
 
 
 def _nanmax(*values: float) -> float:
