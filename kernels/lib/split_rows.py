@@ -166,6 +166,17 @@ def float32_again(v, total):
         return v.to(tl.float32)
 
 
+def pipelined_launch_args(x2d: torch.Tensor, chunk: int, programs: int, what: str) -> tuple[tuple, dict, tuple, int]:
+    """A pipelined launch over the rows of ``x2d`` in chunks of ``chunk`` elements: the buffers and constexprs of
+    :func:`cooperative_launch_args` (``CHUNK`` the given chunk), the grid (``programs``, at most one a ticket)
+    and the number of tickets (rows x chunks a row)."""
+    n_rows, n = x2d.shape
+    splits = triton.cdiv(n, chunk)
+    buffers, meta = cooperative_launch_args(x2d, splits, what)
+    n_tickets = n_rows * splits
+    return buffers, meta | {"CHUNK": chunk}, (max(1, min(programs, n_tickets)),), n_tickets
+
+
 def cooperative_launch_args(x2d: torch.Tensor, splits: int, what: str) -> tuple[tuple, dict]:
     """The buffers (partial sums; the ticket counter and one arrival counter per row, zeroed) and the
     constexprs of a cooperative launch over the rows of ``x2d``; refuses a CPU tensor (the interpreter runs

@@ -40,6 +40,7 @@ from kprof.kernels.lib.split_rows import (
     cooperative_ticket,
     float32_again,
     pipelined_finish,
+    pipelined_launch_args,
 )
 
 
@@ -137,13 +138,10 @@ def launch_pipelined(
     """Normalise the rows of ``x2d`` into ``y2d`` in chunks of ``chunk`` elements (a power of two), ``programs``
     programs taking chunks in turn (at most one per chunk); returns the compiled kernel (its registers and
     spills). GPU only, as :func:`launch_cooperative`."""
-    n_rows, n = x2d.shape
-    splits = triton.cdiv(n, chunk)
-    (ws, sync), meta = cooperative_launch_args(x2d, splits, "rmsnorm")
-    grid = (max(1, min(programs, n_rows * splits)),)
+    (ws, sync), meta, grid, n_tickets = pipelined_launch_args(x2d, chunk, programs, "rmsnorm")
     return _rmsnorm_pipelined_kernel[grid](
-        x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), n, n_rows * splits, float(eps),
-        **(meta | {"CHUNK": chunk}), num_warps=num_warps,
+        x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), x2d.shape[1], n_tickets, float(eps), **meta,
+        num_warps=num_warps,
     )  # fmt: skip
 
 
