@@ -1,0 +1,97 @@
+"""Do large calls' cold times move with the SM clock the power cap sets, and does idling between calls hold it?
+
+    python benchmarks/power_cap.py --out DIR [--family rmsnorm_linear] [--dtype fp16]
+        [--shapes 8192x4096x14336,...] [--providers cublas_xw,triton_tuned,triton_norm_cublas]
+        [--idle 0,1,4] [--rounds 3] [--rep-ms 40]
+
+``benchmarks/large_placement.py`` found one call at one place in memory 1-13% apart between rounds, and
+``nvidia-smi`` showed the software power cap active with the SM clock anywhere from 1380 to 1980 MHz. Each cold
+call in kprof's ``cold`` mode follows a GPU spin of a known number of cycles (``timing._spin_cycles``), so the
+spin's recorded duration gives the SM clock just before that call. This script times every (provider, idle)
+with ``timing.measure_cupti``, ``--idle K`` lengthening each spin by K times the call's own time (the GPU
+mostly idle between calls, so the average power stays further under the cap), in ``--rounds`` rounds of a fresh
+random order, and prints, per point, provider and idle: the median cold time over the rounds, how far the
+rounds are apart, and the SM clock the spins measured (median, lowest). Every cold call is written to
+DIR/power_cap.csv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+from pathlib import Path
+
+import torch
+from bench_common import write_csv
+
+from kprof import timing
+from kprof.kernels import discover
+
+SHAPES = "8192x4096x14336,2048x8192x14336,8192x2048x5504,2048x4096x11008"
+
+
+def _measured(fn, host_us: float, gpu_us: float, rep_ms: float) -> tuple[list[float], list[float]]:
+    """(cold busy times us, SM clock MHz in the spin before each) of one session."""
+    kept: list = []
+
+    def collect(run):
+        kept.extend(timing.collect_device_records(run))
+        return kept
+
+    res = timing.measure_cupti(fn, host_us=host_us, gpu_us=gpu_us, rep_ms=rep_ms, collect=collect)
+    flushes = [i for i, r in enumerate(kept) if timing.FLUSH_KERNEL_NAME in r.name]
+    cycles = timing._spin_cycles(host_us)
+    clocks = [cycles / kept[i - 1].duration_ns * 1e3 for i in flushes[:-1] if i > 0]
+    return list(res.cold.busy_us if res.cold else ()), clocks
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--family", default="rmsnorm_linear")
+    ap.add_argument("--dtype", default="fp16")
+    ap.add_argument("--shapes", default=SHAPES)
+    ap.add_argument("--providers", default="cublas_xw,triton_tuned,triton_norm_cublas")
+    ap.add_argument("--idle", default="0,1,4", help="extra spin before each cold call, in multiples of the call")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rep-ms", type=float, default=40.0)
+    args = ap.parse_args()
+    fam = discover()[args.family]
+    idles = [float(v) for v in args.idle.split(",")]
+    rng = random.Random(0)
+    rows: list[dict] = []
+    print(f"{'point':<18} {'provider':<20} {'idle':>4} {'cold us':>9} {'rounds':>7} {'clock MHz':>10} {'lowest':>7}")
+    for shape_s in args.shapes.split(","):
+        inputs = fam.make_inputs(tuple(int(v) for v in shape_s.split("x")), args.dtype, "cuda", 1234)
+        calls = {n: (lambda n=n, inputs=inputs: fam.providers[n].fn(**inputs)) for n in args.providers.split(",")}
+        rough = {n: timing.cold_time_us(fn, rep_ms=5.0)[0] for n, fn in calls.items()}  # compiles and warms too
+        keys = [(n, k) for n in calls for k in idles]
+        got: dict[tuple[str, float], list[tuple[float, list[float]]]] = {k: [] for k in keys}
+        for r in range(args.rounds):
+            rng.shuffle(keys)
+            for n, k in keys:
+                host_us = 20.0 + k * rough[n] / 1.5  # the spin is 1.5x host_us + 10 us
+                busy, clocks = _measured(calls[n], host_us, rough[n], args.rep_ms)
+                got[(n, k)].append((statistics.median(busy), clocks))
+                rows += [
+                    {"shape": shape_s, "provider": n, "idle": k, "round": r, "cold_us": b, "spin_clock_mhz": c}
+                    for b, c in zip(busy, clocks)
+                ]
+        for n in calls:
+            for k in idles:
+                meds = [m for m, _ in got[(n, k)]]
+                clocks = [c for _, cs in got[(n, k)] for c in cs]
+                print(
+                    f"{shape_s:<18} {n:<20} {k:4g} {statistics.median(meds):9.2f} {max(meds) / min(meds) - 1:7.1%} "
+                    f"{statistics.median(clocks):10.0f} {min(clocks):7.0f}",
+                    flush=True,
+                )
+        del calls, inputs
+        torch.cuda.empty_cache()
+    write_csv(args.out / "power_cap.csv", rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
