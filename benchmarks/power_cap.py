@@ -13,12 +13,19 @@ mostly idle between calls, so the average power stays further under the cap), in
 random order, and prints, per point, provider and idle: the median cold time over the rounds, how far the
 rounds are apart, and the SM clock the spins measured (median, lowest). Every cold call is written to
 DIR/power_cap.csv.
+
+With ``--trace``, one more session of the last point's first provider, back to back (idle 0) on the GPU the
+rounds left hot, is kept as a Chrome trace ``DIR/timing_power_capped.json.gz`` with what the direct Kineto
+path computed from it (``DIR/timing_power_capped_expected.json``): the CPU tests replay it.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import random
+import shutil
 import statistics
 from pathlib import Path
 
@@ -56,6 +63,7 @@ def main() -> int:
     ap.add_argument("--idle", default="0,1,4", help="extra spin before each cold call, in multiples of the call")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=40.0)
+    ap.add_argument("--trace", action="store_true", help="also keep one power-capped session as a Chrome trace")
     args = ap.parse_args()
     fam = discover()[args.family]
     idles = [float(v) for v in args.idle.split(",")]
@@ -87,10 +95,41 @@ def main() -> int:
                     f"{statistics.median(clocks):10.0f} {min(clocks):7.0f}",
                     flush=True,
                 )
+        if args.trace and shape_s == args.shapes.split(",")[-1]:
+            name = args.providers.split(",")[0]
+            _keep_trace(args.out, calls[name], rough[name], f"{args.family}/{name}/{shape_s}/{args.dtype}")
         del calls, inputs
         torch.cuda.empty_cache()
     write_csv(args.out / "power_cap.csv", rows)
     return 0
+
+
+def _keep_trace(out: Path, fn, gpu_us: float, case: str) -> None:
+    from kprof.device import max_sm_clock_mhz
+
+    path = out / "timing_power_capped.json"
+    kept: list = []
+
+    def collect(run):
+        kept.extend(timing.collect_device_records(run, trace_path=path))
+        return kept
+
+    host_us = 20.0
+    res = timing.measure_cupti(fn, host_us=host_us, gpu_us=gpu_us, rep_ms=40.0, collect=collect)
+    with open(path, "rb") as src, gzip.open(f"{path}.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    expected = {
+        "case": case,
+        "spin_cycles": timing._spin_cycles(host_us),
+        "n_cold": sum(timing.FLUSH_KERNEL_NAME in r.name for r in kept) - 1,
+        "cold_busy_us": list(res.cold.busy_us) if res.cold else None,
+        "clock_mhz": list(res.cold.clock_mhz) if res.cold else None,
+        "sm_clock_max": max_sm_clock_mhz(torch.cuda.current_device()),
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+    }
+    path.unlink()
+    (out / "timing_power_capped_expected.json").write_text(json.dumps(expected, indent=1))
 
 
 if __name__ == "__main__":

@@ -51,10 +51,15 @@ class DeviceInfo:
 
 
 def _nvidia_smi_driver(index: int) -> tuple[str | None, str | None]:
+    return _nvidia_smi_query(str(index), "driver_version")
+
+
+def _nvidia_smi_query(gpu: str, query: str) -> tuple[str | None, str | None]:
+    """(the value of one ``nvidia-smi --query-gpu`` field for GPU ``gpu``, why it is missing)."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None, "nvidia-smi not found on PATH"
-    cmd = [exe, f"--id={index}", "--query-gpu=driver_version", "--format=csv,noheader"]
+    cmd = [exe, f"--id={gpu}", f"--query-gpu={query}", "--format=csv,noheader,nounits"]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -62,6 +67,23 @@ def _nvidia_smi_driver(index: int) -> tuple[str | None, str | None]:
     if res.returncode != 0:
         return None, f"{' '.join(cmd)} exited {res.returncode}: {res.stderr.strip()[-300:]}"
     return res.stdout.strip() or None, None
+
+
+@functools.cache
+def max_sm_clock_mhz(index: int) -> float | None:
+    """The highest SM clock CUDA device ``index`` runs at (``nvidia-smi``'s ``clocks.max.sm``, the GPU found by
+    its PCI address, so ``CUDA_VISIBLE_DEVICES`` does not matter); None where nvidia-smi cannot say. The
+    ``cold`` mode keeps the calls that started near it (:func:`kprof.timing.at_full_clock`)."""
+    import torch
+
+    p = torch.cuda.get_device_properties(index)
+    pci = (getattr(p, "pci_domain_id", None), getattr(p, "pci_bus_id", None), getattr(p, "pci_device_id", None))
+    gpu = f"{pci[0]:08X}:{pci[1]:02X}:{pci[2]:02X}.0" if None not in pci else str(index)
+    value, _ = _nvidia_smi_query(gpu, "clocks.max.sm")
+    try:
+        return float(value) if value else None
+    except ValueError:  # "[N/A]" where the driver does not report it
+        return None
 
 
 def current_device() -> DeviceInfo:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from kprof import timing as modes
+from kprof.device import max_sm_clock_mhz
 from kprof.errors import UnsupportedConfig
 from kprof.registry import Case, Family, Inputs, Provider
 from kprof.runtime import route_choices_made, route_choices_since
@@ -501,24 +502,37 @@ def measure_modes(
 ) -> tuple[dict[str, tuple[float, ...]], str, list[str]]:
     """(samples per mode in us, timer "cupti" | "events", notes): cold and warm from one CUPTI session per
     placement (:func:`placements`; ``Placement(call)`` times a call where its inputs lie), their samples
-    pooled; CUDA events when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
+    pooled, the cold calls the power cap slowed set aside (:func:`kprof.timing.settle_clock`); CUDA events
+    when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
     host_med = sorted(host_us)[len(host_us) // 2]
     rep_ms = settings.rep_ms / len(spots)
-    results = []
-    for spot in spots:
-        with torch.cuda.use_mem_pool(spot.pool) if spot.pool is not None else contextlib.nullcontext():
-            results.append(modes.measure_cupti(spot.call, host_us=host_med, gpu_us=rough_ms * 1e3, rep_ms=rep_ms))
-        if results[-1].source != "cupti":
-            break
+
+    def sessions(idle_us: float = 0.0) -> list[modes.ModeSamples]:
+        got = []
+        for spot in spots:
+            with torch.cuda.use_mem_pool(spot.pool) if spot.pool is not None else contextlib.nullcontext():
+                got.append(
+                    modes.measure_cupti(
+                        spot.call, host_us=host_med, gpu_us=rough_ms * 1e3, rep_ms=rep_ms, idle_us=idle_us
+                    )
+                )
+            if got[-1].source != "cupti":
+                break
+        return got
+
+    results = sessions()
     res = modes.pooled(results)
+    clocked = res.source == "cupti" and res.cold is not None and bool(res.cold.clock_mhz)
+    full_mhz = max_sm_clock_mhz(torch.cuda.current_device()) if clocked else None
+    res, clock_note = modes.settle_clock(res, lambda idle: modes.pooled(sessions(idle)), full_mhz, rough_ms * 1e3)
     no_warm = settings.mode == "warm" and (res.warm is None or not res.warm.busy_us)
     events = (
         time_gpu(spots[0].call, settings, host_us=host_med)
         if (res.source == "events" or settings.events or no_warm)
         else []
     )
-    notes = [res.note] if res.note else []
-    samples = modes.mode_samples(res, host_us, (), events)
+    notes = [n for n in (res.note, clock_note) if n]
+    samples = modes.mode_samples(res, host_us, (), events, full_mhz)
     at = [modes.median(r.cold.busy_us) for r in results if r.cold is not None and r.cold.busy_us]
     if res.source == "cupti" and len(at) > 1:
         samples["cold_placements"] = tuple(at)

@@ -107,6 +107,10 @@ METRIC_COLUMNS: tuple[str, ...] = (
     # each kernel of a cold call alone, in launch order, as JSON [[name, median us], ...]: what a call's time
     # is made of, and (kprof.grid) how far one kernel shared by two cases moved between them
     "cold_kernels",
+    # the median SM clock (MHz) the cold calls behind cold_us started at, and that as % of the GPU's highest
+    # SM clock: under 95% the power or thermal limit slowed them (kprof.timing.settle_clock); NaN where unknown
+    "cold_clock_mhz",
+    "cold_clock_pct",
 )
 
 
@@ -273,6 +277,9 @@ def mode_fields(result: CaseResult) -> dict:
     out["cold_placement_spread"] = (max(at) - min(at)) / float(np.median(at)) if len(at) > 1 else math.nan
     out["timing_mode"] = result.timing_mode or DEFAULT_MODE
     out["timer"] = result.timer or None
+    clocks, top = ms.get("cold_clock") or (), ms.get("sm_clock_max") or ()
+    out["cold_clock_mhz"] = float(np.median(clocks)) if len(clocks) else math.nan
+    out["cold_clock_pct"] = 100.0 * out["cold_clock_mhz"] / top[0] if len(clocks) and len(top) else math.nan
     kernels = cold_kernels(ms)
     out["cold_kernels"] = json.dumps([[name, round(us, 4)] for name, us in kernels]) if kernels else None
     return out

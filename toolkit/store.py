@@ -31,6 +31,8 @@ from kprof.metrics import TEXT_METRICS as _TEXT_METRICS
 
 DEFAULT_STORE = Path("kprof-runs") / "kprof.db"
 SCHEMA_VERSION = 1
+# the unit stored beside each samples kind that is not in microseconds
+SAMPLE_UNITS: dict[str, str] = {"gpu": "ms", "cold_clock": "MHz", "sm_clock_max": "MHz"}
 
 
 def default_store_path(explicit: str | Path | None = None) -> Path:
@@ -248,7 +250,7 @@ class RunStore:
             )
             for kind, values in samples.items():
                 if values:
-                    unit = "ms" if kind in ("gpu",) else "us"
+                    unit = SAMPLE_UNITS.get(kind, "us")
                     cx.execute(
                         "INSERT OR REPLACE INTO samples VALUES (?, ?, ?, ?, ?)",
                         (run_id, row["case"], kind, unit, json.dumps([float(v) for v in values])),
@@ -413,7 +415,8 @@ class RunStore:
         """Long table: case, kind, unit, value. Kinds: ``gpu`` (ms, the declared mode's samples, what diffs
         compare), ``host`` (us) and, per timing mode (kprof.timing), ``cold``, ``cold_span``, ``cold_sum``,
         ``warm``, ``warm_span``, ``warm_sum``, ``graph``, ``events`` (us), and each kernel of a cold call alone,
-        ``cold_kernel/POSITION/NAME`` (us, :func:`kprof.timing.cold_kernel_kind`). ``case`` / ``mode`` filter
+        ``cold_kernel/POSITION/NAME`` (us, :func:`kprof.timing.cold_kernel_kind`); ``cold_clock``, the SM clock each
+        cold call started at, and ``sm_clock_max``, the GPU's highest (MHz). ``case`` / ``mode`` filter
         (``mode`` is a kind)."""
         run_id = self.resolve(ref)
         sql, args = "SELECT case_id, kind, unit, data FROM samples WHERE run_id = ?", [run_id]

@@ -93,7 +93,8 @@ class KernelRecord:
 class CallTimes:
     """Per-call times of one mode (us): busy (the shown one: union of the kernels' execution intervals),
     span (first start -> last end) and sum of kernel durations; ``kernel_us``: for each kernel of
-    ``kernel_names``, in order, its duration in each call (cold calls only)."""
+    ``kernel_names``, in order, its duration in each call, and ``clock_mhz``: the SM clock just before each
+    call (cold calls only; empty where unknown)."""
 
     busy_us: tuple[float, ...]
     span_us: tuple[float, ...]
@@ -102,6 +103,7 @@ class CallTimes:
     kernel_names: tuple[str, ...] = ()
     note: str | None = None
     kernel_us: tuple[tuple[float, ...], ...] = ()
+    clock_mhz: tuple[float, ...] = ()  # cold calls only: the SM clock in the spin before each call (see spin_clocks)
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,21 @@ def split_at_flushes(records: Sequence[KernelRecord]) -> tuple[str | None, list[
     return spin, segments
 
 
+def spin_clocks(records: Sequence[KernelRecord], spin_cycles: int) -> list[float]:
+    """The SM clock (MHz) in the spin before each flush of one session, in order: the spin waits
+    ``spin_cycles`` SM cycles, so cycles over its recorded duration is the clock the power and thermal limits
+    left the GPU at just before the call that follows the flush. NaN where the record before a flush is not
+    the session's spin kernel."""
+    spin, _ = split_at_flushes(records)
+    out = []
+    for i, r in enumerate(records):
+        if _is_flush(r.name):
+            before = records[i - 1] if i else None
+            ok = before is not None and before.name == spin and before.duration_ns > 0
+            out.append(spin_cycles / before.duration_ns * 1e3 if ok else math.nan)
+    return out
+
+
 def busy_ns(call: Sequence[KernelRecord]) -> int:
     """Length of the union of the records' intervals: overlapping kernels (programmatic dependent launch)
     counted once, idle gaps between kernels (launch latency, a host that lags) not counted."""
@@ -222,9 +239,10 @@ def aggregate(calls: Iterable[Sequence[KernelRecord]]) -> tuple[tuple[float, ...
     return tuple(busy), tuple(span), tuple(total)
 
 
-def cold_calls(segments: Sequence[Sequence[KernelRecord]]) -> CallTimes:
+def cold_calls(segments: Sequence[Sequence[KernelRecord]], clocks: Sequence[float] = ()) -> CallTimes:
     """The cold calls (all segments but the last): the modal kernel-name sequence defines a call; segments
-    that differ (a record CUPTI dropped, a one-off allocation kernel) are left out and counted in the note."""
+    that differ (a record CUPTI dropped, a one-off allocation kernel) are left out and counted in the note.
+    ``clocks``: the SM clock before each segment (:func:`spin_clocks`), kept for the calls kept."""
     segs = [tuple(s) for s in segments]
     if not segs:
         return CallTimes((), (), (), 0, note="no cold calls recorded")
@@ -236,7 +254,12 @@ def cold_calls(segments: Sequence[Sequence[KernelRecord]]) -> CallTimes:
     if len(kept) < len(segs):
         note = f"cold: {len(segs) - len(kept)} of {len(segs)} calls launched other kernels than the usual; left out"
     per_kernel = tuple(tuple(s[i].duration_ns / 1e3 for s in kept) for i in range(len(pattern)))
-    return CallTimes(busy, span, total, len(pattern), pattern, note, per_kernel)
+    kept_clocks = (
+        tuple(c for s, c in zip(segs, clocks) if tuple(r.name for r in s) == pattern and s)
+        if len(clocks) == len(segs) and not any(math.isnan(c) for c in clocks)
+        else ()
+    )
+    return CallTimes(busy, span, total, len(pattern), pattern, note, per_kernel, kept_clocks)
 
 
 def warm_calls(block: Sequence[KernelRecord], pattern: Sequence[str], skip: int) -> CallTimes:
@@ -348,16 +371,19 @@ def measure_cupti(
     rep_ms: float,
     collect: Callable[[Callable[[], None]], list[KernelRecord]] | None = None,
     calls: tuple[int, int] | None = None,
+    idle_us: float = 0.0,
 ) -> ModeSamples:
     """Cold and warm per-call times of ``fn`` in one profiler session (see the module docstring).
 
-    ``collect`` is :func:`collect_device_records` unless a test passes another. Returns ``source="events"``
-    with the reason in ``note`` when CUPTI gives nothing usable; the caller then times with events."""
+    ``idle_us`` lengthens the spin before each cold call, so the GPU idles between calls and its average
+    power stays under the cap (:func:`at_full_clock`). ``collect`` is :func:`collect_device_records` unless a
+    test passes another. Returns ``source="events"`` with the reason in ``note`` when CUPTI gives nothing
+    usable; the caller then times with events."""
     import torch
 
     collect = collect or collect_device_records
     fl = flush()
-    cycles = _spin_cycles(host_us)
+    cycles = _spin_cycles(host_us) + int(idle_us * 1e3 * _SPIN_GHZ)
     flush_us = fl.nbytes / 2.5e6  # ~2.5 TB/s read: only sizes the budget
     n_cold, n_warm = calls or plan_calls(cycles / _SPIN_GHZ / 1e3 + flush_us + gpu_us, gpu_us, rep_ms)
 
@@ -381,7 +407,7 @@ def measure_cupti(
         return ModeSamples(
             None, None, "events", f"torch.profiler could not start: {type(exc).__name__}: {str(exc)[:160]}"
         )
-    return from_records(records, n_cold, WARM_SKIP)
+    return from_records(records, n_cold, WARM_SKIP, cycles)
 
 
 def cold_event_times_us(fn: Callable[[], Any], calls: int) -> list[float]:
@@ -410,8 +436,11 @@ def cold_event_times_us(fn: Callable[[], Any], calls: int) -> list[float]:
     return [1000.0 * start.elapsed_time(end) for start, end in marks]
 
 
-def from_records(records: Sequence[KernelRecord], n_cold: int, warm_skip: int) -> ModeSamples:
-    """Cold and warm per-call times from one session's device records (CPU-testable)."""
+def from_records(
+    records: Sequence[KernelRecord], n_cold: int, warm_skip: int, spin_cycles: int | None = None
+) -> ModeSamples:
+    """Cold and warm per-call times from one session's device records (CPU-testable); with ``spin_cycles``
+    (the spin's length in SM cycles) each cold call also gets the SM clock it started at."""
     if not records:
         return ModeSamples(
             None,
@@ -429,7 +458,8 @@ def from_records(records: Sequence[KernelRecord], n_cold: int, warm_skip: int) -
             f"CUPTI records held {len(segments)} flushes, expected "
             f"{n_cold + 1} (records dropped?); timed with CUDA events",
         )
-    cold = cold_calls(segments[:-1])
+    clocks = spin_clocks(records, spin_cycles)[:n_cold] if spin_cycles else []
+    cold = cold_calls(segments[:-1], clocks)
     if not cold.busy_us:
         return ModeSamples(None, None, "events", "no cold call could be attributed; timed with CUDA events")
     warm = warm_calls(segments[-1], cold.kernel_names, warm_skip)
@@ -450,6 +480,9 @@ def _pooled_calls(parts: Sequence[CallTimes | None]) -> CallTimes | None:
         if same and all(len(c.kernel_us) == len(c.kernel_names) for c in have)
         else ()
     )
+    clocks = (
+        tuple(v for c in have for v in c.clock_mhz) if all(len(c.clock_mhz) == len(c.busy_us) for c in have) else ()
+    )
     return CallTimes(
         tuple(v for c in have for v in c.busy_us),
         tuple(v for c in have for v in c.span_us),
@@ -458,6 +491,7 @@ def _pooled_calls(parts: Sequence[CallTimes | None]) -> CallTimes | None:
         have[0].kernel_names,
         "; ".join(dict.fromkeys(notes)) or None,
         per_kernel,
+        clocks,
     )
 
 
@@ -478,6 +512,90 @@ def pooled(results: Sequence[ModeSamples]) -> ModeSamples:
     )
 
 
+# ------------------------------------------------------------------------------------------ the SM clock
+# A call the power cap slowed is not the kernel's time. On H100s (700 W cap) cuBLAS products of 0.26-1.4 ms,
+# timed cold in rounds of one process, ran with the SM clock anywhere from 1390 to 1990 MHz (the clock read
+# from each cold call's spin) and their per-round medians 3-18% apart; the calls that started at 95% or more
+# of the 1980 MHz clock gave medians 0.1-1.3% apart, and two providers running the same kernels agreed within
+# 0.3% (benchmarks/results/power-cap/). Spinning 4x the call between calls let the clock recover in 24-69% of
+# the calls, against 0-10% back to back.
+CLOCK_FULL_FRACTION = 0.95  # a cold call counts as at full clock from this fraction of the GPU's highest SM clock
+CLOCK_MIN_CALLS = 10  # full-clock cold calls a case needs before its time leaves the slowed ones out
+CLOCK_IDLE_FACTOR = 4.0  # sessions run to recover the clock spin this many times the call between cold calls
+CLOCK_RETRIES = 2  # such sessions at most, per case
+
+
+def _calls_where(t: CallTimes, keep: Sequence[bool]) -> CallTimes:
+    def pick(values: Sequence[float]) -> tuple[float, ...]:
+        return tuple(v for v, k in zip(values, keep) if k)
+
+    return CallTimes(
+        pick(t.busy_us),
+        pick(t.span_us),
+        pick(t.sum_us),
+        t.kernels_per_call,
+        t.kernel_names,
+        t.note,
+        tuple(pick(k) for k in t.kernel_us),
+        pick(t.clock_mhz),
+    )
+
+
+def at_full_clock(t: CallTimes, full_mhz: float) -> CallTimes:
+    """The calls of ``t`` that started at :data:`CLOCK_FULL_FRACTION` or more of ``full_mhz``, every per-call
+    field filtered alike; ``t`` itself where its clocks are unknown."""
+    if not t.clock_mhz:
+        return t
+    return _calls_where(t, [c >= CLOCK_FULL_FRACTION * full_mhz for c in t.clock_mhz])
+
+
+def settle_clock(
+    first: ModeSamples, again: Callable[[float], ModeSamples], full_mhz: float | None, gpu_us: float
+) -> tuple[ModeSamples, str | None]:
+    """A case's cold calls at its GPU's full SM clock, and a note when any were set aside.
+
+    ``first`` is the case's measurement; ``again(idle_us)`` measures it once more with ``idle_us`` spun before
+    each cold call. While fewer than :data:`CLOCK_MIN_CALLS` calls started at full clock, up to
+    :data:`CLOCK_RETRIES` more measurements idle :data:`CLOCK_IDLE_FACTOR` times the call (``gpu_us``) between
+    calls, so the power cap lets the clock recover. The cold calls kept are then the full-clock ones of all
+    measurements, or - where there are still too few - all of them, and the note says they ran slowed.
+    ``first`` is returned as it is where the clocks or ``full_mhz`` are unknown, or every call was at full clock."""
+    cold = first.cold
+    if full_mhz is None or first.source != "cupti" or cold is None or not cold.clock_mhz:
+        return first, None
+    found = [cold]
+    full = at_full_clock(cold, full_mhz)
+    if len(full.busy_us) == len(cold.busy_us):
+        return first, None
+    while len(full.busy_us) < CLOCK_MIN_CALLS and len(found) <= CLOCK_RETRIES:
+        more = again(CLOCK_IDLE_FACTOR * gpu_us).cold
+        if more is None or more.kernel_names != cold.kernel_names or len(more.clock_mhz) != len(more.busy_us):
+            break
+        found.append(more)
+        full = _pooled_calls([at_full_clock(c, full_mhz) for c in found])
+    every = _pooled_calls(found)
+    slowed = [c for c in every.clock_mhz if c < CLOCK_FULL_FRACTION * full_mhz]
+    where = (
+        f"below {CLOCK_FULL_FRACTION:.0%} of the {full_mhz:.0f} MHz SM clock ({min(slowed):.0f}-{max(slowed):.0f} "
+        "MHz: the GPU's power or thermal limit)"
+    )
+    idled = (
+        f"; {len(found) - 1} more measurement(s) spun {CLOCK_IDLE_FACTOR:g}x the call between calls"
+        if len(found) > 1
+        else ""
+    )
+    if len(full.busy_us) >= CLOCK_MIN_CALLS:
+        kept = full
+        note = f"cold: {len(slowed)} of {len(every.busy_us)} calls started {where} and were set aside{idled}"
+    else:
+        kept = every
+        note = (
+            f"cold: only {len(full.busy_us)} of {len(every.busy_us)} calls started at full clock{idled}; the time "
+            f"pools them all, {len(slowed)} {where}, so it is slower than the kernel at full clock"
+        )
+    return ModeSamples(kept, first.warm, first.source, first.note), note
+
+
 def median(values: Sequence[float]) -> float:
     if not values:
         return math.nan
@@ -487,7 +605,8 @@ def median(values: Sequence[float]) -> float:
 
 
 def cold_time_us(fn: Callable[[], Any], rep_ms: float = 200.0) -> tuple[float, str]:
-    """Median cold time of ``fn`` (us) and its source: how the ceilings are measured, like every case."""
+    """Median cold time of ``fn`` (us) and its source: how the ceilings are measured, like every case (the
+    calls the power cap slowed set aside, :func:`settle_clock`)."""
     import time
 
     import torch
@@ -499,6 +618,13 @@ def cold_time_us(fn: Callable[[], Any], rep_ms: float = 200.0) -> tuple[float, s
     torch.cuda.synchronize()
     gpu_us = (time.perf_counter() - t0) * 1e6
     res = measure_cupti(fn, host_us=20.0, gpu_us=gpu_us, rep_ms=rep_ms)
+    if res.cold is not None and res.cold.clock_mhz:
+        from kprof.device import max_sm_clock_mhz
+
+        def again(idle_us: float) -> ModeSamples:
+            return measure_cupti(fn, host_us=20.0, gpu_us=gpu_us, rep_ms=rep_ms, idle_us=idle_us)
+
+        res, _ = settle_clock(res, again, max_sm_clock_mhz(torch.cuda.current_device()), gpu_us)
     if res.cold is not None:
         return median(res.cold.busy_us), "cupti"
     import triton.testing
@@ -508,11 +634,16 @@ def cold_time_us(fn: Callable[[], Any], rep_ms: float = 200.0) -> tuple[float, s
 
 # ------------------------------------------------------------------------------------ samples per mode
 def mode_samples(
-    res: ModeSamples, host_us: Sequence[float], graph_ms: Sequence[float], events_ms: Sequence[float]
+    res: ModeSamples,
+    host_us: Sequence[float],
+    graph_ms: Sequence[float],
+    events_ms: Sequence[float],
+    full_mhz: float | None = None,
 ) -> dict[str, tuple[float, ...]]:
     """Every mode's per-call samples in us, as stored: cold, cold_span, cold_sum, warm, warm_span, warm_sum,
-    graph, host, events (cold and warm are the busy time, the shown one); and each kernel of a cold call
-    alone, under :func:`cold_kernel_kind`."""
+    graph, host, events (cold and warm are the busy time, the shown one); each kernel of a cold call alone,
+    under :func:`cold_kernel_kind`; the SM clock each cold call started at (``cold_clock``, MHz) and the GPU's
+    highest SM clock (``sm_clock_max``, one value) where known."""
     out: dict[str, tuple[float, ...]] = {}
     for mode, t in (("cold", res.cold), ("warm", res.warm)):
         if t is not None and t.busy_us:
@@ -520,6 +651,10 @@ def mode_samples(
     if res.cold is not None and res.cold.busy_us:
         for i, (name, values) in enumerate(zip(res.cold.kernel_names, res.cold.kernel_us)):
             out[cold_kernel_kind(i, name)] = values
+        if len(res.cold.clock_mhz) == len(res.cold.busy_us):
+            out["cold_clock"] = res.cold.clock_mhz
+        if full_mhz:
+            out["sm_clock_max"] = (float(full_mhz),)
     if graph_ms:
         out["graph"] = tuple(v * 1e3 for v in graph_ms)
     if host_us:

@@ -328,3 +328,133 @@ def test_busy_time_counts_overlap_once_and_skips_gaps():
     busy, span, total = timing.aggregate([call])
     assert busy == (9.0 + 1.0,) and span == (21.0,) and total == (3.0 + 6.5 + 1.0,)
     assert timing.busy_ns([KernelRecord("x", 0, 50), KernelRecord("y", 10, 20)]) == 50  # nested
+
+
+# ------------------------------------------------------------------------------------------ the SM clock
+def clocked_stream(clocks_mhz: list[float], call_ns: list[int], cycles: int) -> list[KernelRecord]:
+    """A session whose n-th spin runs ``cycles`` at ``clocks_mhz[n]`` before a flush and a one-kernel call
+    of ``call_ns[n]``; then the spin, flush and warm block."""
+    t, out = 0, []
+    for mhz, dur in [*zip(clocks_mhz, call_ns), (2000.0, None)]:
+        spin = round(cycles / mhz * 1e3)
+        out += [KernelRecord(SPIN, t, t + spin), KernelRecord(FLUSH_KERNEL_NAME, t + spin, t + spin + 40000)]
+        t += spin + 40000
+        for d in [dur] if dur else [5000] * 6:
+            out.append(KernelRecord("k", t, t + d))
+            t += d
+    return out
+
+
+def test_each_cold_call_gets_the_clock_of_the_spin_before_it():
+    clocks = [1980.0, 1500.0, 1750.0, 1990.0]
+    recs = clocked_stream(clocks, [1000, 1300, 1100, 1000], cycles=80_000)
+    assert timing.spin_clocks(recs, 80_000) == pytest.approx(clocks + [2000.0], rel=1e-4)
+    res = timing.from_records(recs, 4, timing.WARM_SKIP, 80_000)
+    assert res.cold.clock_mhz == pytest.approx(clocks, rel=1e-4)
+    assert timing.from_records(recs, 4, timing.WARM_SKIP).cold.clock_mhz == ()  # spin length unknown: no clocks
+    # a flush not preceded by the session's spin has no clock, and then no call of the session has one
+    odd = [r if i != 6 else KernelRecord("other", r.start_ns, r.end_ns) for i, r in enumerate(recs)]  # 3rd spin
+    assert math.isnan(timing.spin_clocks(odd, 80_000)[2])
+    assert timing.from_records(odd, 4, timing.WARM_SKIP, 80_000).cold.clock_mhz == ()
+
+
+def test_a_call_left_out_of_the_cold_calls_takes_its_clock_with_it():
+    recs = clocked_stream([1980.0, 1500.0, 1970.0], [1000, 1300, 1000], cycles=50_000)
+    extra = recs[5]  # the second call's kernel
+    recs.insert(6, KernelRecord("one_off_alloc", extra.end_ns, extra.end_ns + 10))
+    res = timing.from_records(recs, 3, timing.WARM_SKIP, 50_000)
+    assert res.cold.busy_us == (1.0, 1.0) and res.cold.clock_mhz == pytest.approx((1980.0, 1970.0), rel=1e-4)
+
+
+def calls_at(clocks: list[float], us: list[float]) -> timing.CallTimes:
+    return timing.CallTimes(tuple(us), tuple(us), tuple(us), 1, ("k",), None, (tuple(us),), tuple(clocks))
+
+
+def test_at_full_clock_filters_every_per_call_field_alike():
+    t = calls_at([1980, 1500, 1900, 1880], [1.0, 1.3, 1.01, 1.05])
+    full = timing.at_full_clock(t, 1980.0)  # 95% of 1980 is 1881
+    assert full.busy_us == full.span_us == full.sum_us == full.kernel_us[0] == (1.0, 1.01)
+    assert full.clock_mhz == (1980, 1900)
+    unknown = timing.CallTimes((1.0,), (1.0,), (1.0,), 1, ("k",))
+    assert timing.at_full_clock(unknown, 1980.0) is unknown
+
+
+def settle(first: timing.CallTimes, more: list[timing.CallTimes], full_mhz: float | None = 1980.0):
+    asked = []
+
+    def again(idle_us: float) -> timing.ModeSamples:
+        asked.append(idle_us)
+        return timing.ModeSamples(more[len(asked) - 1], None, "cupti")
+
+    res, note = timing.settle_clock(timing.ModeSamples(first, None, "cupti"), again, full_mhz, gpu_us=300.0)
+    return res, note, asked
+
+
+def test_calls_all_at_full_clock_are_left_as_they_are():
+    first = calls_at([1980.0] * 12, [1.0] * 12)
+    res, note, asked = settle(first, [])
+    assert res.cold is first and note is None and asked == []
+    res, note, asked = settle(calls_at([1500.0] * 12, [1.3] * 12), [], full_mhz=None)  # no reference: as is
+    assert note is None and asked == [] and res.cold.busy_us == (1.3,) * 12
+
+
+def test_slowed_calls_are_set_aside_when_enough_ran_at_full_clock():
+    rng = random.Random(7)
+    clocks = [rng.choice([1980.0, 1960.0, 1500.0, 1600.0]) for _ in range(40)]
+    us = [300.0 * 1980.0 / c for c in clocks]  # a compute-bound call: time scales with 1/clock
+    res, note, asked = settle(calls_at(clocks, us), [])
+    n_full = sum(c >= 1881 for c in clocks)
+    assert asked == [] and len(res.cold.busy_us) == n_full >= timing.CLOCK_MIN_CALLS
+    assert max(res.cold.busy_us) < 300.0 * 1.011
+    assert f"{40 - n_full} of 40 calls started below 95% of the 1980 MHz SM clock" in note
+    assert "set aside" in note and "more measurement" not in note
+
+
+def test_too_few_full_clock_calls_idle_between_calls_to_let_the_clock_recover():
+    first = calls_at([1500.0] * 17 + [1980.0] * 3, [396.0] * 17 + [300.0] * 3)
+    more = [calls_at([1600.0] * 14 + [1970.0] * 6, [371.0] * 14 + [301.0] * 6), calls_at([1980.0] * 20, [300.0] * 20)]
+    res, note, asked = settle(first, more)
+    # 3 full-clock calls, then 3 + 6 = 9 after one more measurement: a second one, 29; each idles 4x the call
+    assert asked == [timing.CLOCK_IDLE_FACTOR * 300.0] * 2
+    assert sorted(res.cold.busy_us) == [300.0] * 23 + [301.0] * 6
+    assert "31 of 60 calls started below 95%" in note and "(1500-1600 MHz" in note
+    assert "2 more measurement(s) spun 4x the call between calls" in note
+    res, note, asked = settle(first, [more[1]])  # 3 + 20: one was enough
+    assert len(asked) == 1 and len(res.cold.busy_us) == 23 and "17 of 40" in note
+
+
+def test_the_clock_that_never_recovers_is_said_and_every_call_kept():
+    first = calls_at([1500.0] * 20, [396.0] * 20)
+    more = [calls_at([1550.0] * 18 + [1980.0] * 2, [383.0] * 18 + [300.0] * 2)] * timing.CLOCK_RETRIES
+    res, note, asked = settle(first, more)
+    assert len(asked) == timing.CLOCK_RETRIES
+    assert len(res.cold.busy_us) == 20 * (1 + timing.CLOCK_RETRIES)
+    assert f"only {2 * timing.CLOCK_RETRIES} of {20 * (1 + timing.CLOCK_RETRIES)} calls started at full clock" in note
+    assert "1500-1550 MHz" in note and "slower than the kernel at full clock" in note
+
+
+def test_a_recovery_measurement_of_other_kernels_is_not_pooled():
+    first = calls_at([1500.0] * 20, [396.0] * 20)
+    other = timing.CallTimes((1.0,) * 20, (1.0,) * 20, (1.0,) * 20, 1, ("x",), None, (), (1980.0,) * 20)
+    res, note, asked = settle(first, [other])
+    assert len(asked) == 1 and res.cold.busy_us == first.busy_us and "only 0 of 20" in note
+
+
+def test_the_case_stores_its_clocks_and_the_row_says_how_near_full_they_were(monkeypatch):
+    rng = random.Random(3)
+    clocks = [rng.choice([1980.0, 1500.0]) for _ in range(30)]
+
+    def cupti(fn, **kw):
+        return timing.ModeSamples(calls_at(clocks, [300.0 * 1980.0 / c for c in clocks]), None, "cupti")
+
+    monkeypatch.setattr(timing, "measure_cupti", cupti)
+    monkeypatch.setattr(harness, "max_sm_clock_mhz", lambda index: 1980.0)
+    monkeypatch.setattr(harness.torch.cuda, "current_device", lambda: 0)
+    samples, timer, notes = harness.measure_modes([harness.Placement(lambda: None)], BenchSettings(), [10.0], 0.3)
+    n_full = clocks.count(1980.0)
+    assert timer == "cupti" and samples["cold"] == (300.0,) * n_full and samples["cold_clock"] == (1980.0,) * n_full
+    assert samples["sm_clock_max"] == (1980.0,) and f"{30 - n_full} of 30 calls" in notes[0]
+    from kprof.metrics import mode_fields
+
+    row = mode_fields(harness.CaseResult(Case("f", "p", (1,), "fp16"), "ok", mode_samples_us=samples))
+    assert row["cold_clock_mhz"] == 1980.0 and row["cold_clock_pct"] == pytest.approx(100.0)
