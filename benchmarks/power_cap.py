@@ -107,6 +107,7 @@ def main() -> int:
 def _keep_trace(out: Path, fn, gpu_us: float, case: str) -> None:
     from kprof.device import max_sm_clock_mhz
 
+    out.mkdir(parents=True, exist_ok=True)
     path = out / "timing_power_capped.json"
     kept: list = []
 

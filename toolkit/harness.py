@@ -520,11 +520,16 @@ def measure_modes(
                 break
         return got
 
-    results = sessions()
-    res = modes.pooled(results)
+    rounds = [sessions()]  # a round: one session per placement
+
+    def again(idle_us: float) -> modes.ModeSamples:
+        rounds.append(sessions(idle_us))
+        return modes.pooled(rounds[-1])
+
+    res = modes.pooled(rounds[0])
     clocked = res.source == "cupti" and res.cold is not None and bool(res.cold.clock_mhz)
     full_mhz = max_sm_clock_mhz(torch.cuda.current_device()) if clocked else None
-    res, clock_note = modes.settle_clock(res, lambda idle: modes.pooled(sessions(idle)), full_mhz, rough_ms * 1e3)
+    res, clock_note = modes.settle_clock(res, again, full_mhz, rough_ms * 1e3)
     no_warm = settings.mode == "warm" and (res.warm is None or not res.warm.busy_us)
     events = (
         time_gpu(spots[0].call, settings, host_us=host_med)
@@ -533,7 +538,8 @@ def measure_modes(
     )
     notes = [n for n in (res.note, clock_note) if n]
     samples = modes.mode_samples(res, host_us, (), events, full_mhz)
-    at = [modes.median(r.cold.busy_us) for r in results if r.cold is not None and r.cold.busy_us]
+    full_only = full_mhz is not None and res.cold is not None and res.cold == modes.at_full_clock(res.cold, full_mhz)
+    at = _placement_medians(rounds, full_mhz if full_only else None)
     if res.source == "cupti" and len(at) > 1:
         samples["cold_placements"] = tuple(at)
         if max(at) > (1 + modes.PLACEMENT_NOTE_FRACTION) * min(at):
@@ -542,6 +548,20 @@ def measure_modes(
                 f"({len(at)} placements, medians {min(at):.3g}-{max(at):.3g} us); the samples of all are pooled"
             )
     return samples, res.source, notes
+
+
+def _placement_medians(rounds: Sequence[Sequence[modes.ModeSamples]], full_mhz: float | None) -> list[float]:
+    """The median cold time at each placement, over every round's session there; with ``full_mhz`` (the case
+    kept only its full-clock calls) of the calls at full clock, so the clock is not mistaken for where the
+    tensors lie. A placement without any such call is left out."""
+    out = []
+    for i in range(len(rounds[0])):
+        calls = modes.pooled([r[i] for r in rounds if i < len(r)]).cold
+        if calls is not None and full_mhz is not None:
+            calls = modes.at_full_clock(calls, full_mhz)
+        if calls is not None and calls.busy_us:
+            out.append(modes.median(calls.busy_us))
+    return out
 
 
 def run_case(

@@ -458,3 +458,26 @@ def test_the_case_stores_its_clocks_and_the_row_says_how_near_full_they_were(mon
 
     row = mode_fields(harness.CaseResult(Case("f", "p", (1,), "fp16"), "ok", mode_samples_us=samples))
     assert row["cold_clock_mhz"] == 1980.0 and row["cold_clock_pct"] == pytest.approx(100.0)
+
+
+def test_placements_are_compared_at_full_clock_not_blamed_for_the_clock(monkeypatch):
+    """Placement 1's session happened to run mostly slowed: over all its calls it reads 14% slower than
+    placement 0, which the case would put down to where its tensors lie. At full clock the two agree."""
+    per_spot = [
+        calls_at([1980.0] * 10 + [1500.0] * 10, [300.0] * 10 + [396.0] * 10),
+        calls_at([1980.0] * 10 + [1500.0] * 30, [301.0] * 10 + [396.0] * 30),
+    ]
+    seen = []
+
+    def cupti(fn, **kw):
+        seen.append(kw["idle_us"])
+        return timing.ModeSamples(per_spot[(len(seen) - 1) % 2], None, "cupti")
+
+    monkeypatch.setattr(timing, "measure_cupti", cupti)
+    monkeypatch.setattr(harness, "max_sm_clock_mhz", lambda index: 1980.0)
+    monkeypatch.setattr(harness.torch.cuda, "current_device", lambda: 0)
+    spots = [harness.Placement(lambda: None)] * 2
+    samples, _, notes = harness.measure_modes(spots, BenchSettings(), [10.0], 0.3)
+    assert seen == [0.0, 0.0] and samples["cold_placements"] == (300.0, 301.0)
+    assert sorted(samples["cold"]) == [300.0] * 10 + [301.0] * 10
+    assert len(notes) == 1 and "40 of 60 calls" in notes[0] and "where its tensors lie" not in notes[0]
