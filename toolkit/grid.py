@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from kprof.timing import CLOCK_FULL_FRACTION
+
 PEER_KINDS = ("eager", "library", "compile", "peer")
 WIN, TIE = 0.98, 1.02
 # Under this many us a call's median moves between separate runs by more than one run's spread shows: on an
@@ -201,10 +203,7 @@ def _why_uncertain(ratio: float, own: float, floor: float, runs: int, machine: S
     side, margin = ("a win", WIN - ratio) if ratio <= WIN else ("a loss", ratio - TIE)
     moved, how = max(machine, key=lambda m: m[0] if not math.isnan(m[0]) else -1.0, default=(math.nan, ""))
     if verdict(ratio, own) != "uncertain" and verdict(ratio, moved) == "uncertain":
-        return (
-            f"{side} by {100 * margin:.1f}% past the tie band, within the {100 * moved:.1f}% that {how}: the same "
-            "code on the same shapes, so the machine moved between cases; race the part again and give every run"
-        )
+        return f"{side} by {100 * margin:.1f}% past the tie band, within the {100 * moved:.1f}% that {how}"
     if verdict(ratio, own) == "uncertain":
         return (
             f"{side} by {100 * margin:.1f}% past the tie band, within the cases' own spread of {100 * own:.1f}%; "
@@ -224,6 +223,9 @@ def _why_uncertain(ratio: float, own: float, floor: float, runs: int, machine: S
 # point's verdict must clear it. Only a kernel that is most of both calls counts: a small one moves for its own
 # reasons.
 SHARED_KERNEL_MIN_SHARE = 0.5
+_MACHINE = (
+    ": the same code on the same shapes, so the machine moved between cases; race the part again and give every run"
+)
 
 
 def shared_kernel_drift(kp: pd.Series | None, peer: pd.Series | None) -> tuple[float, str]:
@@ -244,7 +246,7 @@ def shared_kernel_drift(kp: pd.Series | None, peer: pd.Series | None) -> tuple[f
     name, us_a, us_b = max(shared, key=lambda k: k[1])
     how = (
         f"the kernel both launch ({_short(name)}) moved: {us_a:.1f} us in {kp['provider']}'s case, {us_b:.1f} in "
-        f"{peer['provider']}'s"
+        f"{peer['provider']}'s{_MACHINE}"
     )
     return abs(us_a / us_b - 1), how
 
@@ -268,8 +270,33 @@ def same_code_spread(g: pd.DataFrame) -> tuple[float, str]:
         (lo, p_lo), (hi, p_hi) = min(times), max(times)
         moved = hi / lo - 1
         if math.isnan(best[0]) or moved > best[0]:
-            best = (moved, f"{p_lo} and {p_hi}, the same kernels, took apart as two cases ({lo:.1f} and {hi:.1f} us)")
+            best = (
+                moved,
+                f"{p_lo} and {p_hi}, the same kernels, took apart as two cases ({lo:.1f} and {hi:.1f} us){_MACHINE}",
+            )
     return best
+
+
+def slowed_by_clock(*cases: pd.Series | None) -> tuple[float, str]:
+    """(how much slower than at full clock the most slowed of ``cases`` may be, a note naming it); (NaN, "")
+    where none is. A case is slowed where its cold time pools calls that started under
+    :data:`kprof.timing.CLOCK_FULL_FRACTION` of the GPU's highest SM clock (``cold_clock_pct``: kprof could not
+    get enough calls at full clock, :func:`kprof.timing.settle_clock`). A call bound by its arithmetic takes
+    longer in proportion to the clock, so its time may be up to 100 / pct - 1 over the kernel's at full clock."""
+    worst = (math.nan, "")
+    for case in cases:
+        pct = _number(case.get("cold_clock_pct")) if case is not None else math.nan
+        if not pct < 100 * CLOCK_FULL_FRACTION:
+            continue
+        over = 100 / pct - 1
+        if math.isnan(worst[0]) or over > worst[0]:
+            worst = (
+                over,
+                f"{case['provider']}'s cold calls ran at {pct:.0f}% of the GPU's highest SM clock (its power or "
+                "thermal limit: too few calls ran at full clock), so its time may be that much over its kernels' "
+                "at full clock; race the part again and give every run",
+            )
+    return worst
 
 
 def _code_of(case: pd.Series) -> tuple | None:
@@ -418,12 +445,13 @@ def grid_table(
         within = _pair_spread(kp, peer)
         drift = shared_kernel_drift(kp, peer)
         twins = same_code_spread(g)
+        slowed = slowed_by_clock(kp, peer)
         between, per_run = _between_runs(g)
         sides = None
         if sigma_run is not None and kp is not None and peer is not None:
             sides = (sigma_run(_key(kp), t_k), sigma_run(_key(peer), t_p))
         floor = run_to_run_floor(t_k, t_p, len(per_run), sides)
-        spread = _nanmax(within, between, floor, drift[0], twins[0])
+        spread = _nanmax(within, between, floor, drift[0], twins[0], slowed[0])
         bound = str(kp.get("bound", "")) if kp is not None else ""
         pct_copy = float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan
         nbytes = float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan
@@ -434,7 +462,9 @@ def grid_table(
         # code's, a shared kernel's move) it is neither met nor missed
         roof_spread = math.nan
         if isinstance(target, RooflineTarget) and met is not None:
-            roof_spread = _nanmax(_pair_spread(kp, roof), twins[0], shared_kernel_drift(kp, roof)[0])
+            roof_spread = _nanmax(
+                _pair_spread(kp, roof), twins[0], shared_kernel_drift(kp, roof)[0], slowed_by_clock(kp, roof)[0]
+            )
             if abs(vs_roof - target.ratio) <= roof_spread * target.ratio:
                 met = None
         v = verdict(ratio, spread) if kp is not None else "not measured"
@@ -461,7 +491,8 @@ def grid_table(
         else:
             why = ""
         if v == "uncertain" and not disagree:
-            reason = _why_uncertain(ratio, _nanmax(within, between), floor, max(len(per_run), 1), (drift, twins))
+            machine = (drift, twins, slowed)
+            reason = _why_uncertain(ratio, _nanmax(within, between), floor, max(len(per_run), 1), machine)
             why = f"{reason}; {why}" if why else reason
         if disagree:
             runs = "the runs disagree: " + ", ".join(f"{r:.3f} ({pv}) in {run}" for run, (r, pv) in per_run.items())
@@ -479,6 +510,7 @@ def grid_table(
                 "runs_spread": between,
                 "kernel_drift": drift[0],
                 "same_code_spread": twins[0],
+                "slowed_by_clock": slowed[0],
                 "run_floor": floor,
                 "verdict": v,
                 "why": why,

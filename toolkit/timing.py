@@ -520,9 +520,9 @@ def pooled(results: Sequence[ModeSamples]) -> ModeSamples:
 # 0.3% (benchmarks/results/power-cap/). Spinning 4x the call between calls let the clock recover in 24-69% of
 # the calls, against 0-10% back to back.
 CLOCK_FULL_FRACTION = 0.95  # a cold call counts as at full clock from this fraction of the GPU's highest SM clock
-CLOCK_MIN_CALLS = 10  # full-clock cold calls a case needs before its time leaves the slowed ones out
+CLOCK_MIN_CALLS = 6  # full-clock cold calls a case needs before its time leaves the slowed ones out
 CLOCK_IDLE_FACTOR = 4.0  # sessions run to recover the clock spin this many times the call between cold calls
-CLOCK_RETRIES = 2  # such sessions at most, per case
+CLOCK_RETRIES = 3  # such sessions at most, per case
 
 
 def _calls_where(t: CallTimes, keep: Sequence[bool]) -> CallTimes:

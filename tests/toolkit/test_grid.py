@@ -852,3 +852,25 @@ def test_kprof_grid_splits_a_recorded_ncu_run_into_its_kernels(tmp_path, capsys,
         assert split, line
         zeroing, kernel = (float(v) for v in split.groups())
         assert zeroing < 10 < kernel
+
+
+@pytest.mark.parametrize("slowed_side", ["torch_compile", "triton_a"])
+def test_a_side_timed_under_the_power_cap_cannot_make_the_verdict(slowed_side):
+    """One side's cold time pools calls the power cap slowed (too few ran at full clock): at 80% of the SM
+    clock a product's time may be 25% over its time at full clock, so a win or a loss no bigger is not
+    called, and the why names the case and its clock. The same point with both sides at full clock is called."""
+    rng = np.random.default_rng()
+    t = float(rng.uniform(300, 3000))
+    margin = float(rng.uniform(0.05, 0.2))
+    times = {"triton_a": t * (1 - margin), "torch_compile": t} if slowed_side == "torch_compile" else {}
+    times = times or {"triton_a": t * (1 + margin), "torch_compile": t}
+    m = _metrics(rng, {("8192x2048x14336", "fp16"): times}, noise=0.005)
+    m["cold_clock_pct"] = 99.0
+    called = grid_table(m).iloc[0]
+    assert called["verdict"] == ("win" if slowed_side == "torch_compile" else "loss")
+    assert math.isnan(called["slowed_by_clock"])
+    m.loc[m["provider"] == slowed_side, "cold_clock_pct"] = 80.0
+    row = grid_table(m).iloc[0]
+    assert row["verdict"] == "uncertain" and row["slowed_by_clock"] == pytest.approx(0.25)
+    assert f"{slowed_side}'s cold calls ran at 80% of the GPU's highest SM clock" in row["why"]
+    assert grid_table(m.drop(columns="cold_clock_pct")).iloc[0]["verdict"] == called["verdict"]  # a store from before
