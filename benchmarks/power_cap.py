@@ -14,6 +14,10 @@ random order, and prints, per point, provider and idle: the median cold time ove
 rounds are apart, and the SM clock the spins measured (median, lowest). Every cold call is written to
 DIR/power_cap.csv.
 
+``--summarize CSV`` reads such a CSV (gzipped or not) instead and prints, per point and provider, how far apart
+the per-round medians are over all cold calls and over the calls at 95% or more of ``--full-mhz`` only, and the
+median at full clock.
+
 With ``--trace``, one more session of the last point's first provider, back to back (idle 0) on the GPU the
 rounds left hot, is kept as a Chrome trace ``DIR/timing_power_capped.json.gz`` with what the direct Kineto
 path computed from it (``DIR/timing_power_capped_expected.json``): the CPU tests replay it.
@@ -55,7 +59,9 @@ def _measured(fn, host_us: float, gpu_us: float, rep_ms: float) -> tuple[list[fl
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--summarize", type=Path, help="a power_cap.csv(.gz) to summarise instead of measuring")
+    ap.add_argument("--full-mhz", type=float, default=1980.0, help="the GPU's highest SM clock, for --summarize")
     ap.add_argument("--family", default="rmsnorm_linear")
     ap.add_argument("--dtype", default="fp16")
     ap.add_argument("--shapes", default=SHAPES)
@@ -65,6 +71,10 @@ def main() -> int:
     ap.add_argument("--rep-ms", type=float, default=40.0)
     ap.add_argument("--trace", action="store_true", help="also keep one power-capped session as a Chrome trace")
     args = ap.parse_args()
+    if args.summarize:
+        return _summarize(args.summarize, args.full_mhz)
+    if args.out is None:
+        ap.error("--out is required to measure")
     fam = discover()[args.family]
     idles = [float(v) for v in args.idle.split(",")]
     rng = random.Random(0)
@@ -101,6 +111,22 @@ def main() -> int:
         del calls, inputs
         torch.cuda.empty_cache()
     write_csv(args.out / "power_cap.csv", rows)
+    return 0
+
+
+def _summarize(path: Path, full_mhz: float) -> int:
+    import pandas as pd
+
+    d = pd.read_csv(path)
+    d["full"] = d["spin_clock_mhz"] >= 0.95 * full_mhz
+    print(f"{'point':<18} {'provider':<20} {'all calls':>10} {'full clock':>11} {'at full, us':>12} {'calls full':>11}")
+    for (shape, prov), g in d.groupby(["shape", "provider"], sort=False):
+        meds = g.groupby(["idle", "round"])["cold_us"].median()
+        full = g[g["full"]].groupby(["idle", "round"])["cold_us"].median()
+        print(
+            f"{shape:<18} {prov:<20} {meds.max() / meds.min() - 1:10.1%} {full.max() / full.min() - 1:11.1%} "
+            f"{g[g['full']]['cold_us'].median():12.2f} {g['full'].mean():11.0%}"
+        )
     return 0
 
 

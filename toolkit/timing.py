@@ -17,7 +17,9 @@ How ``cold`` and ``warm`` are collected (one profiler session per case, all its 
 call a GPU spin (covering the call's host time, so its kernels run back to back), then
 ``kprof_l2_flush_read`` - a dedicated Triton kernel that *reads* a buffer four times the L2 size, so every
 line the previous call dirtied is written back during the flush and L2 holds only clean lines - then the
-call. After the cold calls one more spin and flush, then the warm calls back to back. The device activity
+call. After the cold calls one more spin and flush, then the warm calls back to back. The spin waits a known
+number of SM cycles, so its recorded duration gives the SM clock each cold call started at; calls the power or
+thermal limit slowed are set aside (:func:`settle_clock`). The device activity
 records are split at the flush kernels: what lies between a flush and the next spin is exactly one call,
 so a flush or spin kernel is never counted in a call. The warm block is cut into calls by the kernel-name
 sequence of a cold call and accepted only if it repeats exactly.
@@ -54,7 +56,8 @@ PLACEMENT_NOTE_FRACTION = 0.05
 DEFAULT_MODE = "cold"
 MODE_DEFINITIONS: dict[str, str] = {
     "cold": "cold: kernel time of one call (the union of its kernels' CUPTI activity intervals) right after a "
-    "read-only flush of four times the L2 size that leaves L2 cold and clean.",
+    "read-only flush of four times the L2 size that leaves L2 cold and clean, from calls that started at 95% or "
+    "more of the GPU's highest SM clock.",
     "warm": "warm: kernel time of one call (the union of its kernels' CUPTI activity intervals) among "
     "back-to-back calls on the same inputs, with whatever the previous call left in L2.",
     "graph": "graph: GPU time per call of a CUDA graph holding many back-to-back calls, replayed and timed "
