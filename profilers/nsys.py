@@ -120,6 +120,23 @@ def stats_command(nsys: str, rep: Path, out_base: Path) -> list[str]:
     ]
 
 
+NO_IMPORTER = "its importer could not turn the recording into a report"
+
+
+def no_report(rep: Path) -> str:
+    """Why ``nsys profile`` left no report at ``rep``. A ``.qdstrm`` beside it means nsys recorded the run and
+    its importer (QdstrmImporter) failed; a copy of nsys bundled with Nsight Compute needs elfutils' libdw.so.1
+    and libelf.so.1 for that, which some machines lack."""
+    qdstrm = rep.with_suffix(".qdstrm")
+    if qdstrm.exists():
+        return (
+            f"nsys recorded {qdstrm.name} but {NO_IMPORTER} {rep.name}: put elfutils' libdw.so.1 and libelf.so.1 "
+            "on LD_LIBRARY_PATH (the importer of a copy of nsys bundled with Nsight Compute needs them), "
+            "or use --profiler torch"
+        )
+    return f"nsys finished but wrote no report {rep}"
+
+
 def capture(ctx: CaptureContext) -> None:
     """``nsys profile`` around the replay, then ``nsys export`` to SQLite (the artefact parsed)."""
     assert ctx.tool is not None
@@ -128,7 +145,7 @@ def capture(ctx: CaptureContext) -> None:
     if ctx.expect(
         ctx.step(profile_command(ctx.tool.path, ctx.child, base), "nsys_profile"),
         rep,
-        f"nsys finished but wrote no report {rep}",
+        no_report(rep),
     ):
         ctx.expect(ctx.step(export_command(ctx.tool.path, rep, sq), "nsys_export"), sq, f"nsys export wrote no {sq}")
 

@@ -158,3 +158,15 @@ def test_copies_memsets_and_syncs_from_a_real_capture(data_file):
     assert m["transfers_per_call"] == len(copies) / calls
     syncs = t[(t["kind"] == "sync") & (t["case"] == "demo/transfers/1024x1024/fp32")]
     assert m["syncs_per_call"] == (len(syncs) - 1) / calls and len(syncs) > calls
+
+
+def test_a_recording_nsys_could_not_import_says_what_to_install(tmp_path):
+    """nsys bundled with Nsight Compute stops at a .qdstrm file where libdw.so.1 is missing (its importer fails,
+    yet nsys exits 0): the error names the libraries instead of only the missing report."""
+    from kprof.profilers.nsys import NO_IMPORTER, no_report
+
+    rep = tmp_path / "nsys.nsys-rep"
+    assert no_report(rep) == f"nsys finished but wrote no report {rep}"
+    rep.with_suffix(".qdstrm").write_bytes(b"\0" * 64)
+    msg = no_report(rep)
+    assert NO_IMPORTER in msg and "nsys.qdstrm" in msg and "libdw.so.1" in msg and "--profiler torch" in msg

@@ -10,7 +10,8 @@ import pytest
 
 from kprof.external import choose
 from kprof.harness import BenchSettings
-from kprof.runner import ProfileOptions, profile
+from kprof.profilers.nsys import NO_IMPORTER
+from kprof.runner import ProfileOptions, ProfilerFailed, profile
 from kprof.store import RunStore
 from kprof.tools import ToolNotFoundError
 
@@ -28,7 +29,12 @@ def test_profile_under_external_tool(profiler, store_path):
     opts = ProfileOptions(
         **CASES, profiler=profiler, settings=BenchSettings(rep_ms=20, warmup_ms=5, graph=False), store=str(store_path)
     )
-    run_id = profile(opts)
+    try:
+        run_id = profile(opts)
+    except ProfilerFailed as exc:
+        if profiler == "nsys" and NO_IMPORTER in str(exc):  # this machine's nsys cannot import: say why, skip
+            pytest.skip(str(exc))
+        raise
     st = RunStore(store_path)
     run = st.run(run_id)
     assert run["status"] == "complete", run["error"]
