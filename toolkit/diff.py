@@ -51,6 +51,7 @@ from kprof.envinfo import short_commit
 from kprof.errors import KprofError
 from kprof.fmt import fmt_num, markdown_table
 from kprof.store import plain
+from kprof.timing import CLOCK_FULL_FRACTION
 from kprof.variance import WITHIN_RUN, Floor, floor_lookup
 
 VERDICTS = ("SLOWER", "UNCERTAIN", "SAME", "FASTER")
@@ -512,6 +513,38 @@ class DiffResult:
         return self.cases.merge(self.kernels[["case", "changes"]], on="case", how="left").fillna({"changes": ""})
 
 
+def clock_warnings(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> list[str]:
+    """What the SM clock of the two runs' cold calls leaves open (:func:`kprof.timing.settle_clock`): a run made
+    before kprof read the clock kept calls the power cap slowed, which a later run sets aside, so a large call
+    may read faster for that alone (3-18% on H100s, benchmarks/results/power-cap/); and the cases of either run
+    whose cold time still pools slowed calls (``cold_clock_pct`` under 95)."""
+
+    def clocked(m: pd.DataFrame) -> bool:
+        return "cold_clock_pct" in m and bool(m["cold_clock_pct"].notna().any())
+
+    def cold(m: pd.DataFrame) -> bool:
+        return "timing_mode" in m and bool((m["timing_mode"] == "cold").any())
+
+    warn = []
+    if cold(metrics_a) and cold(metrics_b) and clocked(metrics_a) != clocked(metrics_b):
+        old, new = ("A", "B") if clocked(metrics_b) else ("B", "A")
+        warn.append(
+            f"run {old} kept cold calls at any SM clock (made before kprof read the clock, or where nvidia-smi did not "
+            f"give the GPU's highest); run {new} sets aside the calls the power or thermal limit slowed, so a large "
+            f"call may read faster in run {new} for that alone"
+        )
+    for label, m in (("A", metrics_a), ("B", metrics_b)):
+        if clocked(m):
+            slowed = m.loc[m["cold_clock_pct"] < 100 * CLOCK_FULL_FRACTION, "case"].tolist()
+            if slowed:
+                warn.append(
+                    f"run {label}: {len(slowed)} case(s) kept cold calls slowed by the power or thermal limit "
+                    f"(too few at full clock), their times may be high: {', '.join(slowed[:5])}"
+                    + (" ..." if len(slowed) > 5 else "")
+                )
+    return warn
+
+
 def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), kind: str = "gpu") -> DiffResult:
     """Timings (``kind`` samples) and correctness of every case of two stored runs.
 
@@ -541,8 +574,10 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), k
     )
     from kprof.fanout import device_mismatch  # cases measured on different GPUs of fan-out runs
 
-    warnings = environment_warnings(a, b) + device_mismatch(
-        a, b, store.case_devices(a["id"]), store.case_devices(b["id"])
+    warnings = (
+        environment_warnings(a, b)
+        + device_mismatch(a, b, store.case_devices(a["id"]), store.case_devices(b["id"]))
+        + clock_warnings(ma, mb)
     )
     if cases.empty and (a.get("mode") == "gpu" and b.get("mode") == "gpu"):
         warnings.append(f"no case correct in both runs has {kind!r} samples on both sides: correctness only")

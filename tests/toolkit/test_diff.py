@@ -670,3 +670,25 @@ def test_the_default_floor_under_10us_is_what_the_committed_repeated_runs_give(t
     compile_moves = cases[cases["key"].str.contains("torch_compile") & (cases["size_class"] == "<10us")]
     assert compile_moves["max_pair_dev"].max() < variance.default_floor(3.0).half_width()
     assert variance.default_floor(30.0).sigma_run == variance.DEFAULT_SIGMA_RUN
+
+
+def test_runs_timed_with_and_without_the_sm_clock_are_said_to_differ():
+    """A run from before kprof read the SM clock kept the calls the power cap slowed; a later run sets them
+    aside. The diff says so, and names the cases of a run whose cold time still pools slowed calls."""
+    import numpy as np
+    import pandas as pd
+
+    from kprof.diff import clock_warnings
+
+    cases = [f"rmsnorm_linear/triton_tuned/{m}x4096x14336/fp16" for m in (2048, 8192)]
+    old = pd.DataFrame({"case": cases, "timing_mode": "cold"})
+    new = old.assign(cold_clock_pct=[99.1, 98.7])
+    assert clock_warnings(new, new) == []
+    (w,) = clock_warnings(old, new)
+    assert w.startswith("run A kept cold calls at any SM clock") and "faster in run B" in w
+    assert clock_warnings(new, old)[0].startswith("run B kept cold calls at any SM clock")
+    assert clock_warnings(old.assign(timing_mode="warm"), new.assign(timing_mode="warm")) == []
+    slowed = new.assign(cold_clock_pct=[99.1, 77.0])
+    (w,) = clock_warnings(new, slowed)
+    assert w.startswith("run B: 1 case(s) kept cold calls slowed") and cases[1] in w and cases[0] not in w
+    assert clock_warnings(new.assign(cold_clock_pct=np.nan), new.assign(cold_clock_pct=np.nan)) == []
