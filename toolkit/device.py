@@ -73,8 +73,15 @@ def _nvidia_smi_query(gpu: str, query: str) -> tuple[str | None, str | None]:
 def max_sm_clock_mhz(index: int) -> float | None:
     """The highest SM clock CUDA device ``index`` runs at (``nvidia-smi``'s ``clocks.max.sm``, the GPU found by
     its PCI address, so ``CUDA_VISIBLE_DEVICES`` does not matter); None where nvidia-smi cannot say. The
-    ``cold`` mode keeps the calls that started near it (:func:`kprof.timing.at_full_clock`)."""
+    ``cold`` mode keeps the calls that started near it (:func:`kprof.timing.at_full_clock`).
+    ``KPROF_SM_CLOCK_MHZ`` overrides it: the clock a GPU is locked at, which it never exceeds, or ``off``."""
     import torch
+
+    from kprof.runtime import sm_clock_override
+
+    given = sm_clock_override()
+    if given is not None:
+        return None if given == "off" else float(given)
 
     p = torch.cuda.get_device_properties(index)
     pci = (getattr(p, "pci_domain_id", None), getattr(p, "pci_bus_id", None), getattr(p, "pci_device_id", None))

@@ -32,6 +32,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -97,6 +98,13 @@ ENV_VARS: tuple[EnvVar, ...] = (
         "the GPUs this process may use; a fan-out pins each worker to one",
         None,
         "kprof.fanout (GPUs to fan out over), kprof.fanout_worker (its own GPU)",
+    ),
+    EnvVar(
+        "KPROF_SM_CLOCK_MHZ",
+        "the SM clock (MHz) the cold mode counts a call at full clock against (95% of it or more) instead of "
+        "nvidia-smi's clocks.max.sm: the clock a GPU is locked at (nvidia-smi -lgc); off: keep every cold call",
+        None,
+        "kprof.runtime.sm_clock_override (kprof.device.max_sm_clock_mhz)",
     ),
     EnvVar("KPROF_NSYS", "path of the nsys binary", None, "kprof.tools.find_tool"),
     EnvVar("KPROF_NCU", "path of the ncu binary", None, "kprof.tools.find_tool"),
@@ -248,6 +256,23 @@ def route_choices_since(mark: int) -> list[str]:
 def pdl_allowed() -> bool:
     """False when ``KPROF_PDL=0`` turns programmatic dependent launch off."""
     return env("KPROF_PDL") != "0"
+
+
+def sm_clock_override() -> float | str | None:
+    """``KPROF_SM_CLOCK_MHZ``: a clock in MHz, ``"off"``, or None when not given (a value that is neither raises
+    a ValueError that says what to write)."""
+    value = env("KPROF_SM_CLOCK_MHZ")
+    if value is None:
+        return None
+    if value.strip().lower() == "off":
+        return "off"
+    try:
+        mhz = float(value)
+    except ValueError:
+        mhz = math.nan
+    if not mhz > 0:
+        raise ValueError(f"KPROF_SM_CLOCK_MHZ={value!r}: give the SM clock in MHz (e.g. 1755) or off")
+    return mhz
 
 
 def git_override() -> tuple[str, bool | None] | None:

@@ -81,3 +81,32 @@ def test_recording_restores_triton(device):
         assert InterpretedFunction.__dict__["run"] is not before
     assert InterpretedFunction.__dict__["run"] is before
     assert any("InterpretedFunction.run" in line for line in rec.patched)
+
+
+@pytest.mark.parametrize("value, expected", [(None, None), ("off", "off"), (" OFF ", "off"), ("1755", 1755.0)])
+def test_the_sm_clock_a_gpu_is_locked_at_can_be_given(value, expected, monkeypatch):
+    if value is None:
+        monkeypatch.delenv("KPROF_SM_CLOCK_MHZ", raising=False)
+    else:
+        monkeypatch.setenv("KPROF_SM_CLOCK_MHZ", value)
+    assert runtime.sm_clock_override() == expected
+
+
+@pytest.mark.parametrize("value", ["fast", "0", "-5", "nan"])
+def test_a_bad_sm_clock_says_what_to_write(value, monkeypatch):
+    monkeypatch.setenv("KPROF_SM_CLOCK_MHZ", value)
+    with pytest.raises(ValueError, match="give the SM clock in MHz"):
+        runtime.sm_clock_override()
+
+
+def test_the_given_sm_clock_is_the_cold_modes_reference_without_asking_nvidia_smi(monkeypatch):
+    """A GPU locked at 1755 MHz (nvidia-smi -lgc) never reaches its 1980: the given clock is the reference,
+    so its calls are at full clock; off keeps every call. nvidia-smi is not asked either way."""
+    from kprof import device
+
+    monkeypatch.setattr(device, "_nvidia_smi_query", lambda gpu, query: pytest.fail("nvidia-smi was asked"))
+    for value, expected in (("1755", 1755.0), ("off", None)):
+        monkeypatch.setenv("KPROF_SM_CLOCK_MHZ", value)
+        device.max_sm_clock_mhz.cache_clear()
+        assert device.max_sm_clock_mhz(0) == expected
+    device.max_sm_clock_mhz.cache_clear()
