@@ -543,7 +543,7 @@ def _why_measured(
     ncu: pd.DataFrame, shape: str, dtype: str, cases: Sequence[pd.Series], kernels: pd.DataFrame | None = None
 ) -> str:
     """What Nsight Compute measured for these providers at this point (its counters; for a case of several
-    kernels, each kernel's duration), or that it measured nothing here."""
+    kernels, each kernel's duration), or that it measured nothing here and each case's kernels' cold times."""
     here = ncu[(ncu["shape"] == shape) & (ncu["dtype"] == dtype)]
     notes = []
     for case in cases:
@@ -558,9 +558,16 @@ def _why_measured(
             facts.append(f"kernels, each alone under ncu, {split}")  # a call's kernels may overlap outside ncu
         if facts:
             notes.append(f"{case['provider']}: {', '.join(facts)}")
-    if not notes:
-        return "no ncu measurement here (profile the point with --profiler ncu, pass that run as --ncu)"
-    return "ncu: " + "; ".join(notes)
+    if notes:
+        return "ncu: " + "; ".join(notes)
+    # without ncu, the cold calls' own per-kernel times still say which kernel the time is in
+    cold = [
+        f"{case['provider']} {' + '.join(f'{_short(k)} {us:.1f} us' for k, us in _cold_kernels(case))}"
+        for case in cases
+        if _cold_kernels(case)
+    ]
+    where = f"; each kernel's median cold time (CUPTI; a call's kernels may overlap): {'; '.join(cold)}" if cold else ""
+    return f"no ncu measurement here{where} (profile the point with --profiler ncu, pass that run as --ncu)"
 
 
 def _why_unmeasured(g: pd.DataFrame) -> str:

@@ -874,3 +874,23 @@ def test_a_side_timed_under_the_power_cap_cannot_make_the_verdict(slowed_side):
     assert row["verdict"] == "uncertain" and row["slowed_by_clock"] == pytest.approx(0.25)
     assert f"{slowed_side}'s cold calls ran at 80% of the GPU's highest SM clock" in row["why"]
     assert grid_table(m.drop(columns="cold_clock_pct")).iloc[0]["verdict"] == called["verdict"]  # a store from before
+
+
+def test_a_missed_target_without_ncu_quotes_each_kernels_cold_time():
+    """No ncu run of the point: the why still says where the time is, from the cases' own per-kernel cold times
+    (the norm, the product beside the yardstick's product), labelled as such."""
+    rng = np.random.default_rng()
+    prod = float(rng.uniform(200, 1500))
+    norm = prod * float(rng.uniform(0.04, 0.08))
+    m = _metrics(
+        rng, {("8192x2048x11008", "bf16"): {"triton_a": norm + prod, "torch_compile": norm + prod, "cublas": prod}}
+    )
+    m["bound"] = "compute"
+    m = _with_kernels(
+        m, {"triton_a": [("_rmsnorm_rows_kernel", norm), ("nvjet_bias", prod)], "cublas": [("nvjet", prod * 0.99)]}
+    )
+    row = grid_table(m, targets=MATRIX).iloc[0]
+    assert row["target_met"] is False
+    assert row["why"].startswith("no ncu measurement here; each kernel's median cold time (CUPTI")
+    assert f"triton_a _rmsnorm_rows_kernel {norm:.1f} us + nvjet_bias {prod:.1f} us" in row["why"]
+    assert f"cublas nvjet {prod * 0.99:.1f} us" in row["why"] and row["why"].endswith("pass that run as --ncu)")
