@@ -517,10 +517,10 @@ def pooled(results: Sequence[ModeSamples]) -> ModeSamples:
 
 # ------------------------------------------------------------------------------------------ the SM clock
 # A call the power cap slowed is not the kernel's time. On H100s (700 W cap) cuBLAS products of 0.26-1.4 ms,
-# timed cold in rounds of one process, ran with the SM clock anywhere from 1390 to 1990 MHz (the clock read
+# timed cold in rounds of one process, ran with the SM clock anywhere from 1390 to 2030 MHz (the clock read
 # from each cold call's spin) and their per-round medians 3-18% apart; the calls that started at 95% or more
 # of the 1980 MHz clock gave medians 0.1-1.3% apart, and two providers running the same kernels agreed within
-# 0.3% (benchmarks/results/power-cap/). Spinning 4x the call between calls let the clock recover in 24-69% of
+# 0.3% (benchmarks/results/power-cap/). Spinning 4x the call between calls let the clock recover in 33-59% of
 # the calls, against 0-10% back to back.
 CLOCK_FULL_FRACTION = 0.95  # a cold call counts as at full clock from this fraction of the GPU's highest SM clock
 CLOCK_MIN_CALLS = 6  # full-clock cold calls a case needs before its time leaves the slowed ones out
