@@ -27,9 +27,9 @@ from pathlib import Path
 
 import torch
 from bench_common import write_csv
+from rmsnorm_placed_race import places
 
 from kprof import timing
-from kprof.harness import relocated
 from kprof.kernels import discover
 
 SHAPES = "2048x2048x5504,2048x8192x14336,8192x2048x5504,8192x4096x14336,512x4096x14336,2048x4096x11008"
@@ -41,15 +41,8 @@ def _spread(values: list[float]) -> float:
 
 def _places(fam, shape: tuple[int, ...], dtype: str, count: int, rng: random.Random) -> list[tuple]:
     """(inputs, memory pool or None, what to keep alive) for the inputs as made and ``count - 1`` copies."""
-    inputs = fam.make_inputs(shape, dtype, "cuda", 1234)
-    places = [(inputs, None, ())]
-    for _ in range(count - 1):
-        pool = torch.cuda.MemPool()
-        with torch.cuda.use_mem_pool(pool):
-            spacers = [(rng.randint(1, 32) << 20) + 512 * rng.randrange(4096) for _ in range(2)]
-            moved, keep = relocated(inputs, *spacers)
-        places.append((moved, pool, keep))
-    return places
+    made = places(fam.make_inputs(shape, dtype, "cuda", 1234), count, rng, outputs=0)
+    return [(inputs, pool, keep) for inputs, _, pool, keep in made]
 
 
 def _timed(fn, pool, rep_ms: float) -> float:

@@ -41,7 +41,7 @@ import triton
 from bench_common import race_rounds, rmsnorm_case, write_csv
 from rmsnorm_small_shapes import checked_call
 
-from kprof.harness import relocated
+from kprof.harness import random_spacer, relocated
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import Config, config_for, head_and_tail
 
@@ -56,14 +56,10 @@ def places(inputs: dict, count: int, rng: random.Random, outputs: int = 1) -> li
     for _ in range(count - 1):
         pool = torch.cuda.MemPool()
         with torch.cuda.use_mem_pool(pool):
-            moved, keep = relocated(inputs, _spacer(rng), _spacer(rng))
+            moved, keep = relocated(inputs, random_spacer(rng), random_spacer(rng))
             made = tuple(torch.empty_like(first) for _ in range(outputs))
         out.append((moved, made, pool, tuple(keep)))
     return out
-
-
-def _spacer(rng: random.Random) -> int:
-    return (rng.randint(1, 32) << 20) + 512 * rng.randrange(4096)
 
 
 @dataclass(frozen=True)

@@ -463,7 +463,7 @@ def relocated(inputs: Inputs, spacer_bytes: int, after_bytes: int = 0) -> tuple[
     return out, keep
 
 
-def _spacer(rng: random.Random) -> int:
+def random_spacer(rng: random.Random) -> int:
     """1-32 MiB plus a multiple of 512 bytes (the allocator's granule) below 2 MiB."""
     return (rng.randint(1, 32) << 20) + 512 * rng.randrange(4096)
 
@@ -493,7 +493,7 @@ def _pooled_placement(provider: Provider, inputs: Inputs, rng: random.Random) ->
     and the pools' memory is given back (a GPU test found 80 MiB still reserved that way)."""
     pool = torch.cuda.MemPool()
     with torch.cuda.use_mem_pool(pool):
-        moved, held = relocated(inputs, _spacer(rng), _spacer(rng))
+        moved, held = relocated(inputs, random_spacer(rng), random_spacer(rng))
     return Placement(functools.partial(provider.fn, **moved), pool, tuple(held))
 
 
