@@ -42,19 +42,10 @@ from kprof.kernels import discover
 SHAPES = "8192x4096x14336,2048x8192x14336,8192x2048x5504,2048x4096x11008"
 
 
-def _measured(fn, host_us: float, gpu_us: float, rep_ms: float) -> tuple[list[float], list[float]]:
-    """(cold busy times us, SM clock MHz in the spin before each) of one session."""
-    kept: list = []
-
-    def collect(run):
-        kept.extend(timing.collect_device_records(run))
-        return kept
-
-    res = timing.measure_cupti(fn, host_us=host_us, gpu_us=gpu_us, rep_ms=rep_ms, collect=collect)
-    flushes = [i for i, r in enumerate(kept) if timing.FLUSH_KERNEL_NAME in r.name]
-    cycles = timing._spin_cycles(host_us)
-    clocks = [cycles / kept[i - 1].duration_ns * 1e3 for i in flushes[:-1] if i > 0]
-    return list(res.cold.busy_us if res.cold else ()), clocks
+def _measured(fn, idle_us: float, gpu_us: float, rep_ms: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(cold busy times us, SM clock MHz each started at) of one session, ``idle_us`` spun before each call."""
+    res = timing.measure_cupti(fn, host_us=20.0, gpu_us=gpu_us, rep_ms=rep_ms, idle_us=idle_us)
+    return (res.cold.busy_us, res.cold.clock_mhz) if res.cold else ((), ())
 
 
 def main() -> int:
@@ -89,8 +80,7 @@ def main() -> int:
         for r in range(args.rounds):
             rng.shuffle(keys)
             for n, k in keys:
-                host_us = 20.0 + k * rough[n] / 1.5  # the spin is 1.5x host_us + 10 us
-                busy, clocks = _measured(calls[n], host_us, rough[n], args.rep_ms)
+                busy, clocks = _measured(calls[n], k * rough[n], rough[n], args.rep_ms)
                 got[(n, k)].append((statistics.median(busy), clocks))
                 rows += [
                     {"shape": shape_s, "provider": n, "idle": k, "round": r, "cold_us": b, "spin_clock_mhz": c}
