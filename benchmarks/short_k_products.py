@@ -1,0 +1,175 @@
+"""Experiment: kprof's TMA products at K 2048, where both matrix families miss 1.03x cuBLAS at prefill sizes.
+A tile's K loop is 32 steps of 64 there, so what a tile pays outside it (filling the pipeline, the epilogue)
+weighs twice what it does at K 4096. swiglu's interleaved kernel is persistent only up to 8 waves of tiles (a rule
+measured at K 4096); past that one program per tile runs, and nothing overlaps a tile's epilogue with the next
+tile's loads.
+
+    python benchmarks/short_k_products.py --out DIR [--swiglu 2048x2048x11008,...] [--rmsnorm-linear ...]
+        [--dtypes bf16] [--rounds 3]
+
+swiglu candidates on the interleaved weights: ``plain`` (one program per tile, the shipped tiles), ``pers``
+(persistent, the shipped persistent tiles: halves stored, 4 stages, the last wave in parts), ``pers-g8`` (the same
+with GROUP_M 8), ``pers-whole`` (no parts in the last wave), and ``[shipped]`` (``triton_tuned_prepared``);
+``[cublas]`` is ``x @ [Wg Wu]``. rmsnorm_linear candidates on prepared weights: the rstd kernel and the persistent
+TMA product with each of ``TILES`` (``[shipped]`` is the shipped tiles), against ``[x@W]`` and ``[norm+addmm]``.
+Every candidate is checked against the float64 oracle first; cold, interleaved rounds in a random order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+import torch
+from bench_common import add_race_args, print_notes, print_race, race_rounds, write_csv
+
+from kprof.kernels import discover
+from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+from kprof.kernels.rmsnorm_linear import rstd_epilogue
+from kprof.kernels.rmsnorm_linear.fused import folded_weight
+from kprof.kernels.swiglu import tuned as swiglu_tuned
+
+SWIGLU = (
+    "2048x2048x11008,2048x2048x14336,2048x2048x28672,8192x2048x5504,8192x2048x11008,2048x4096x14336,"
+    "2048x2048x5504,2048x4096x11008"
+)
+RMSNORM_LINEAR = "2048x2048x5504,2048x2048x11008,8192x2048x5504,8192x2048x11008,2048x2048x14336"
+# rmsnorm_linear's product tiles: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages)
+TILES = {
+    "t128x256g16": (128, 256, 64, 16, 8, 3),
+    "t256x128": (256, 128, 64, 8, 8, 3),
+    "t128x128s4": (128, 128, 64, 8, 8, 4),
+    "t128x256k32s5": (128, 256, 32, 8, 8, 5),
+}
+
+
+def err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return ((out.double() - ref).norm() / ref.norm()).item()
+
+
+def swiglu_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
+    m, k, n = (int(v) for v in spec.split("x"))
+    inputs = fam.make_inputs((m, k, n), dtype, "cuda", seed=1)
+    x, wg, wu = inputs["x"], inputs["w_gate"], inputs["w_up"]
+    ref = fam.oracle(**inputs)
+    w_int = swiglu_tuned.interleaved_weights(wg, wu)
+    w_cat = torch.cat([wg, wu], dim=1)
+    shipped = fam.get_provider("triton_tuned_prepared").fn
+    pg, pn, pk, _, pw, ps = swiglu_tuned.PERSISTENT_CONFIG
+
+    def kernel(**kw):
+        def run() -> torch.Tensor:
+            y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+            swiglu_tuned.launch_interleaved(x, w_int, y, **kw)
+            return y
+
+        return run
+
+    checked = {
+        "plain": kernel(persistent=False),
+        "pers": kernel(persistent=True),
+        "pers-g8": kernel(persistent=True, config=(pg, pn, pk, 8, pw, ps)),
+        "pers-whole": kernel(persistent=True, tail=False),
+        "[shipped]": lambda: shipped(x, wg, wu),
+    }
+    fns, notes = {}, {}
+    for name, fn in checked.items():
+        e = err(fn(), ref)
+        if e < 2e-2:
+            fns[name] = fn
+        else:
+            notes[name] = f"wrong result: relative error {e:.3g}"
+    fns["[cublas]"] = lambda: x @ w_cat
+    return fns, notes
+
+
+def rmsnorm_linear_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
+    m, k, n = (int(v) for v in spec.split("x"))
+    inputs = fam.make_inputs((m, k, n), dtype, "cuda", seed=1)
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], 1e-6
+    ref = fam.oracle(**inputs)
+    wf = folded_weight(g, w)
+
+    def with_tiles(tiles: tuple[int, ...] | None):
+        def run() -> torch.Tensor:
+            shipped_tiles = rstd_epilogue.TMA_CONFIG
+            rstd_epilogue.TMA_CONFIG = tiles or shipped_tiles
+            try:
+                return rstd_epilogue.rmsnorm_linear_folded(x, g, w, b, eps, wf)
+            finally:
+                rstd_epilogue.TMA_CONFIG = shipped_tiles
+
+        return run
+
+    checked = {name: with_tiles(t) for name, t in TILES.items()}
+    checked["[shipped]"] = with_tiles(None)
+    checked["[norm+addmm]"] = lambda: torch.addmm(b, rmsnorm_tuned(x, g, eps), w)
+    fns, notes = {}, {}
+    for name, fn in checked.items():
+        try:
+            e = err(fn(), ref)
+        except Exception as exc:  # noqa: BLE001 - a tile shape that cannot compile is reported, not timed
+            notes[name] = f"{type(exc).__name__}: {str(exc)[:100]}"
+            continue
+        if e < 2e-2:
+            fns[name] = fn
+        else:
+            notes[name] = f"wrong result: relative error {e:.3g}"
+    fns["[x@W]"] = lambda: x @ w
+    return fns, notes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_race_args(ap, dtypes="bf16", budget_s=400.0)
+    ap.add_argument("--swiglu", default=SWIGLU)
+    ap.add_argument("--rmsnorm-linear", default=RMSNORM_LINEAR)
+    args = ap.parse_args()
+    fams = discover()
+    rng = random.Random(0)
+    start = time.monotonic()
+    rows, table = [], []
+    points = [("swiglu", s) for s in args.swiglu.split(",") if s] + [
+        ("rmsnorm_linear", s) for s in args.rmsnorm_linear.split(",") if s
+    ]
+    build = {"swiglu": swiglu_candidates, "rmsnorm_linear": rmsnorm_linear_candidates}
+    yardstick = {"swiglu": "[cublas]", "rmsnorm_linear": "[x@W]"}
+    for dtype in args.dtypes.split(","):
+        for family, spec in points:
+            if time.monotonic() - start > args.budget_s:
+                print(f"budget spent: {family} {dtype} {spec} not raced", flush=True)
+                continue
+            fns, notes = build[family](fams[family], spec, dtype)
+            times = race_rounds(fns, args.rounds, args.rep_ms, rng)
+            del fns
+            torch.cuda.empty_cache()
+            print_race(f"{family} {dtype} {spec}", times, top=len(times))
+            print_notes(notes)
+            med = {name: statistics.median(v) for name, v in times.items()}
+            table.append((family, dtype, spec, med))
+            rows += [
+                {
+                    "family": family,
+                    "dtype": dtype,
+                    "shape": spec,
+                    "candidate": name,
+                    "median_us": med[name],
+                    "rounds": " ".join(f"{u:.2f}" for u in v),
+                }
+                for name, v in times.items()
+            ]
+            write_csv(args.out / "short_k_products.csv", rows)
+    print("\n| family | dtype | shape | yardstick µs | each candidate / yardstick |")
+    print("|---|---|---|---:|---|")
+    for family, dtype, spec, med in table:
+        ys = med[yardstick[family]]
+        cells = ", ".join(
+            f"{c} {v / ys:.3f}" for c, v in sorted(med.items(), key=lambda kv: kv[1]) if c != yardstick[family]
+        )
+        print(f"| {family} | {dtype} | {spec} | {ys:.1f} | {cells} |")
+
+
+if __name__ == "__main__":
+    main()
