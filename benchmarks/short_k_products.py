@@ -5,13 +5,14 @@ measured at K 4096); past that one program per tile runs, and nothing overlaps a
 tile's loads.
 
     python benchmarks/short_k_products.py --out DIR [--swiglu 2048x2048x11008,...] [--rmsnorm-linear ...]
-        [--dtypes bf16] [--rounds 3]
+        [--dtypes bf16] [--rounds 3] [--skip pers-g8,...]
 
 swiglu candidates on the interleaved weights: ``plain`` (one program per tile, the shipped tiles), ``pers``
 (persistent, the shipped persistent tiles: halves stored, 4 stages, the last wave in parts), ``pers-g8`` (the same
 with GROUP_M 8), ``pers-whole`` (no parts in the last wave), and ``[shipped]`` (``triton_tuned_prepared``);
 ``[cublas]`` is ``x @ [Wg Wu]``. rmsnorm_linear candidates on prepared weights: the rstd kernel and the persistent
-TMA product with each of ``TILES`` (``[shipped]`` is the shipped tiles), against ``[x@W]`` and ``[norm+addmm]``.
+TMA product with each of ``TILES`` (tiles; output stored in halves or whole; ``[shipped]``: the shipped ones),
+against ``[x@W]`` and ``[norm+addmm]``.
 Every candidate is checked against the float64 oracle first; cold, interleaved rounds in a random order.
 """
 
@@ -36,12 +37,12 @@ SWIGLU = (
     "2048x2048x5504,2048x4096x11008"
 )
 RMSNORM_LINEAR = "2048x2048x5504,2048x2048x11008,8192x2048x5504,8192x2048x11008,2048x2048x14336"
-# rmsnorm_linear's product tiles: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages)
+# rmsnorm_linear's product: ((BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages), output tiles stored in halves)
 TILES = {
-    "t128x256g16": (128, 256, 64, 16, 8, 3),
-    "t256x128": (256, 128, 64, 8, 8, 3),
-    "t128x128s4": (128, 128, 64, 8, 8, 4),
-    "t128x256k32s5": (128, 256, 32, 8, 8, 5),
+    "g16": ((128, 256, 64, 16, 8, 3), False),
+    "halves-s4": ((128, 256, 64, 8, 8, 4), True),
+    "halves-s4-g16": ((128, 256, 64, 16, 8, 4), True),
+    "halves-s3-g16": ((128, 256, 64, 16, 8, 3), True),
 }
 
 
@@ -92,14 +93,14 @@ def rmsnorm_linear_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
     ref = fam.oracle(**inputs)
     wf = folded_weight(g, w)
 
-    def with_tiles(tiles: tuple[int, ...] | None):
+    def with_tiles(tiles: tuple[tuple[int, ...], bool] | None):
         def run() -> torch.Tensor:
-            shipped_tiles = rstd_epilogue.TMA_CONFIG
-            rstd_epilogue.TMA_CONFIG = tiles or shipped_tiles
+            shipped = rstd_epilogue.TMA_CONFIG, rstd_epilogue.TMA_SUBTILE
+            rstd_epilogue.TMA_CONFIG, rstd_epilogue.TMA_SUBTILE = tiles or shipped
             try:
                 return rstd_epilogue.rmsnorm_linear_folded(x, g, w, b, eps, wf)
             finally:
-                rstd_epilogue.TMA_CONFIG = shipped_tiles
+                rstd_epilogue.TMA_CONFIG, rstd_epilogue.TMA_SUBTILE = shipped
 
         return run
 
@@ -126,13 +127,14 @@ def main() -> None:
     add_race_args(ap, dtypes="bf16", budget_s=400.0)
     ap.add_argument("--swiglu", default=SWIGLU)
     ap.add_argument("--rmsnorm-linear", default=RMSNORM_LINEAR)
+    ap.add_argument("--skip", default="", help="comma-separated candidates not to time")
     args = ap.parse_args()
     fams = discover()
     rng = random.Random(0)
     start = time.monotonic()
     rows, table = [], []
-    points = [("swiglu", s) for s in args.swiglu.split(",") if s] + [
-        ("rmsnorm_linear", s) for s in args.rmsnorm_linear.split(",") if s
+    points = [("rmsnorm_linear", s) for s in args.rmsnorm_linear.split(",") if s] + [
+        ("swiglu", s) for s in args.swiglu.split(",") if s
     ]
     build = {"swiglu": swiglu_candidates, "rmsnorm_linear": rmsnorm_linear_candidates}
     yardstick = {"swiglu": "[cublas]", "rmsnorm_linear": "[x@W]"}
@@ -142,6 +144,7 @@ def main() -> None:
                 print(f"budget spent: {family} {dtype} {spec} not raced", flush=True)
                 continue
             fns, notes = build[family](fams[family], spec, dtype)
+            fns = {name: fn for name, fn in fns.items() if name not in args.skip.split(",")}
             times = race_rounds(fns, args.rounds, args.rep_ms, rng)
             del fns
             torch.cuda.empty_cache()

@@ -36,7 +36,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching
-from kprof.kernels.lib.tiles import dot_acc, grouped_tile
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
 
@@ -78,7 +78,7 @@ def _tma_product_kernel(
     # TMA descriptors (block shapes set by the launcher)
     x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K]
     w_desc,  # W' = diag(g) W [K, N], blocks [BLOCK_K, BLOCK_N]
-    y_desc,  # y [M, N], blocks [BLOCK_M, BLOCK_N]
+    y_desc,  # y [M, N], blocks [BLOCK_M, BLOCK_N] (half as wide with SUBTILE)
     # pointers
     r_ptr,  # [M] fp32 rstd per row
     b_ptr,  # [N] bias (unused unless HAS_BIAS)
@@ -93,6 +93,7 @@ def _tma_product_kernel(
     GROUP_M: tl.constexpr,  # row tiles per column tile in tile order (weight tiles reused from L2)
     PROGRAMS: tl.constexpr,  # the grid: min(SMs, tiles); each program takes every PROGRAMS-th tile
     HAS_BIAS: tl.constexpr,
+    SUBTILE: tl.constexpr,  # store output tiles in two halves (room for a 4th stage)
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
     PDL: tl.constexpr,  # launched as the rstd kernel's dependent: wait for it before reading r_ptr
 ):
@@ -114,12 +115,13 @@ def _tma_product_kernel(
         if HAS_BIAS:
             cols = off_n + tl.arange(0, BLOCK_N)
             acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
-        y_desc.store([off_m, off_n], acc.to(y_desc.dtype))  # the store clips the last tiles
+        store_tile(y_desc, acc, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # the store clips the last tiles
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): the fastest of 7 tile shapes, plain and persistent,
 # at 2048 and 8192 rows on an H100 (128x256x64 with 4 stages needs 256 KB of shared memory: refused)
 TMA_CONFIG = (128, 256, 64, 8, 8, 3)
+TMA_SUBTILE = False
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 # 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
 # 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)
@@ -142,10 +144,11 @@ def tma_product(
     n = wf.shape[1]
     bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if launching.interpreting() else TMA_CONFIG
     programs = min(launching.sm_count(x2d) if x2d.is_cuda else 4, triton.cdiv(m, bm) * triton.cdiv(n, bn))
+    subtile = TMA_SUBTILE and not launching.interpreting()
     _tma_product_kernel[(programs,)](
         launching.TensorDescriptor.from_tensor(x2d, [bm, bk]),
         launching.TensorDescriptor.from_tensor(wf, [bk, bn]),
-        launching.TensorDescriptor.from_tensor(y, [bm, bn]),
+        launching.TensorDescriptor.from_tensor(y, [bm, bn // 2 if subtile else bn]),
         rstd,
         b if b is not None else rstd,
         m,
@@ -157,6 +160,7 @@ def tma_product(
         GROUP_M=gm,
         PROGRAMS=programs,
         HAS_BIAS=b is not None,
+        SUBTILE=subtile,
         IEEE=launching.interpreting(),
         PDL=pdl,
         num_warps=warps,
