@@ -39,9 +39,9 @@ SWIGLU = (
 RMSNORM_LINEAR = "2048x2048x5504,2048x2048x11008,8192x2048x5504,8192x2048x11008,2048x2048x14336"
 # rmsnorm_linear's product: ((BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages), output tiles stored in halves)
 TILES = {
+    "whole-s3": ((128, 256, 64, 8, 8, 3), False),  # the shipped tiles before halves, 4 stages, GROUP_M 16
     "g16": ((128, 256, 64, 16, 8, 3), False),
     "halves-s4": ((128, 256, 64, 8, 8, 4), True),
-    "halves-s4-g16": ((128, 256, 64, 16, 8, 4), True),
     "halves-s3-g16": ((128, 256, 64, 16, 8, 3), True),
 }
 

@@ -118,10 +118,14 @@ def _tma_product_kernel(
         store_tile(y_desc, acc, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # the store clips the last tiles
 
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): the fastest of 7 tile shapes, plain and persistent,
-# at 2048 and 8192 rows on an H100 (128x256x64 with 4 stages needs 256 KB of shared memory: refused)
-TMA_CONFIG = (128, 256, 64, 8, 8, 3)
-TMA_SUBTILE = False
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): 128x256x64 tiles were the fastest of 7 tile shapes, plain
+# and persistent, at 2048 and 8192 rows on an H100. With the output tile stored whole, 4 stages need 256 KB of
+# shared memory (refused); stored in two halves (TMA_SUBTILE), they need 224 KB and fit. At K 2048, with cold
+# calls at full SM clock (benchmarks/results/short-k/, bf16, one H100), halves, 4 stages and GROUP_M 16 took
+# the op (rstd kernel and product) from 1.044-1.104x cuBLAS's x @ W to 1.017-1.079x at 5 prefill points
+# (8192x2048x11008: 498.7 against 510.3 us, x @ W 488.8), ahead of halves with 3 stages, or with GROUP_M 8.
+TMA_CONFIG = (128, 256, 64, 16, 8, 4)
+TMA_SUBTILE = True
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 # 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
 # 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)

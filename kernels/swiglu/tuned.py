@@ -47,9 +47,12 @@ H100 (bf16, five interleaved rounds, ``benchmarks/results/matmul-tma/``):
 136.5), 2186.5 against 2325.3 at 8192x4096x11008 (cuBLAS 2219.0 in that noisy run), and 34.2 against
 39.5 (a two-accumulator TMA kernel) and 124.1 (the pointer kernel, whose alignment promise Triton 3.6 then
 dropped: 44.3 with it kept, ``benchmarks/results/alignment-promises/``) at 1000x1000x3000 (cuBLAS 24.8).
-Where its tiles make at most 8 waves of SMs the interleaved kernel is persistent, with output tiles stored
-in halves so a 4th pipeline stage fits: 145.0 against 153.5 us at 2048x2048x5504 (1.041x cuBLAS's 139.3,
-``benchmarks/results/matmul-last-gap/``); with more waves one tile per program stays faster.
+The interleaved kernel is persistent (one program per SM walking the tiles), with output tiles stored in
+halves so a 4th pipeline stage fits: 145.0 against 153.5 us at 2048x2048x5504 (1.041x cuBLAS's 139.3,
+``benchmarks/results/matmul-last-gap/``). Only where K is 8192 or more and the tiles make over 32 waves of SMs
+does one tile per program run (``persistent_launch``): a program's K loop is long enough there that nothing is
+lost between tiles, and the hardware's scheduling of the many programs balances them better
+(``benchmarks/results/short-k/``).
 When the last wave of tiles would keep at most a quarter (half) of the SMs busy, its tiles are done as
 quarter (half) tiles by all of them: 137.0 us at 2048x2048x5504, level with cuBLAS (136.7).
 
@@ -162,12 +165,19 @@ def _swiglu_interleaved_kernel(
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): the fastest of 6 at 2048, 8192 and 1000 rows (H100)
 TMA_CONFIG = (128, 128, 64, 8, 8, 3)
 # Persistent (one program per SM), output tiles stored in halves so a 4th stage fits, whole columns of
-# row tiles in a group: where the tiles make at most PERSISTENT_MAX_WAVES waves of SMs. On an H100
-# (benchmarks/results/matmul-last-gap/) 145.0 us against 153.5 one tile per program at
-# 2048x2048x5504 (688 tiles, 5.2 waves; cuBLAS x @ [Wg Wu] 139.3), a tie at 1000x1000x3000 (1.5 waves),
-# and slower at 4096x4096x11008 (20.8 waves: 1096 against 1055) and 8192x4096x11008 (2241 against 2153).
+# row tiles in a group (``persistent_launch`` says where). On an H100 (benchmarks/results/matmul-last-gap/)
+# 145.0 us against 153.5 one tile per program at 2048x2048x5504 (688 tiles, 5.2 waves; cuBLAS x @ [Wg Wu]
+# 139.3), a tie at 1000x1000x3000 (1.5 waves). That race also had it slower at 4096x4096x11008 (20.8 waves:
+# 1096 against 1055) and 8192x4096x11008, so it ran only up to 8 waves. Timed again with cold calls at full SM
+# clock (benchmarks/results/short-k/, bf16, the 24 prefill points of 2048 and 8192 rows, one H100), it took
+# 0.90-0.99x the time of one tile per program at every point with K under 8192 (8192x4096x11008, 41.7 waves:
+# 0.979x; 2048x2048x11008: 1.093x cuBLAS one tile per program, 0.994x persistent), and at K 8192 up to
+# 27 waves (0.93-0.99x), but 1.003-1.030x at 41.7-108.6 waves of K 8192 (8192x8192x28672: 1.018x cuBLAS
+# against 0.989x).
 PERSISTENT_CONFIG = (128, 128, 64, 16, 8, 4)
-PERSISTENT_MAX_WAVES = 8
+PERSISTENT_MAX_WAVES = 8  # always persistent up to here, whatever K (the first rule)
+PLAIN_MIN_K = 8192  # from this K ...
+PLAIN_MIN_WAVES = 32  # ... and over this many waves of tiles: one tile per program
 # The last, partial wave of tiles in parts (``tail_split``). At 2048x2048x5504 688 tiles on 132 SMs leave 28
 # for a sixth wave; as 112 quarter tiles it took the op from 143.4 to 137.0 us (cuBLAS x @ [Wg Wu] 136.7),
 # at 2048x4096x5504 from 266.5 to 251.8 (cuBLAS 265.2) on an H100
@@ -232,6 +242,12 @@ def tail_split(tiles: int, programs: int) -> int:
     return 0
 
 
+def persistent_launch(m: int, n: int, k: int, sms: int) -> bool:
+    """Whether the interleaved kernel at [m, k] x [k, n] runs persistent on ``sms`` SMs (``PLAIN_MIN_K``)."""
+    waves = triton.cdiv(m, TMA_CONFIG[0]) * triton.cdiv(n, TMA_CONFIG[1]) / sms
+    return waves <= PERSISTENT_MAX_WAVES or k < PLAIN_MIN_K or waves <= PLAIN_MIN_WAVES
+
+
 def launch_interleaved(
     x2d: torch.Tensor,
     w_int: torch.Tensor,
@@ -241,15 +257,14 @@ def launch_interleaved(
     config: tuple[int, ...] | None = None,
 ) -> None:
     """``y = silu(x2d @ Wg) * (x2d @ Wu)`` from the interleaved weights (``tma_ready`` operands); persistent
-    where the tiles make few waves (``PERSISTENT_MAX_WAVES``) unless ``persistent`` says otherwise. ``tail``
+    where ``persistent_launch`` says so, unless ``persistent`` says otherwise. ``tail``
     (persistent only; default ``TAIL_SPLITS``) does the last partial wave's tiles in parts (``tail_split``).
     ``config`` (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages) replaces the shipped tiles (an experiment's)."""
     m, k = x2d.shape
     n = y.shape[1]
     sms = launching.sm_count(x2d) if x2d.is_cuda else 4
     if persistent is None:
-        bm, bn = TMA_CONFIG[:2]
-        persistent = triton.cdiv(m, bm) * triton.cdiv(n, bn) <= PERSISTENT_MAX_WAVES * sms
+        persistent = persistent_launch(m, n, k, sms)
     if launching.interpreting():
         bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG
     else:
@@ -495,7 +510,7 @@ def swiglu_with(
     "triton_tuned",
     kind="triton",
     description="from 1000 rows: gate and up weights interleaved (copied on every call, counted in its time), one "
-    "product of twice the width with TMA tiles (persistent for few waves, the last partial wave in "
+    "product of twice the width with TMA tiles (persistent but at K 8192+ with many waves, the last partial wave in "
     "smaller tiles); 129-999 rows: raced on the shape's first call, the tiled kernel or cuBLAS's two products, "
     "then kprof's silu_mul kernel (where no race runs: 512-999 rows of up to 5504 columns and ragged-8 shapes "
     "from 512 rows take cuBLAS's); "

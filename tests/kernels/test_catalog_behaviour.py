@@ -681,6 +681,23 @@ def test_swiglu_tail_split_rule():
     assert tail_split(9, 0) == 0  # one program per tile
 
 
+def test_swiglu_persistent_rule():
+    """The interleaved kernel is persistent at every K under PLAIN_MIN_K and up to PLAIN_MIN_WAVES waves there;
+    one tile per program only past both (counted in 128x128 output tiles on 132 SMs)."""
+    from kprof.kernels.swiglu.tuned import PLAIN_MIN_K, PLAIN_MIN_WAVES, persistent_launch
+
+    assert persistent_launch(2048, 11008, 2048, 132)  # 10.4 waves, the first rule's one-tile-per-program case
+    assert persistent_launch(8192, 28672, 4096, 132)  # 108.6 waves, K under PLAIN_MIN_K
+    assert persistent_launch(8192, 5504, PLAIN_MIN_K, 132)  # 20.8 waves
+    assert not persistent_launch(8192, 11008, PLAIN_MIN_K, 132)  # 41.7 waves
+    assert not persistent_launch(8192, 28672, 2 * PLAIN_MIN_K, 132)
+    # the boundary: exactly PLAIN_MIN_WAVES waves stays persistent, one tile more does not
+    tiles = PLAIN_MIN_WAVES * 132
+    assert persistent_launch(128 * tiles // 8, 128 * 8, PLAIN_MIN_K, 132)
+    assert not persistent_launch(128 * tiles // 8 + 128, 128 * 8, PLAIN_MIN_K, 132)
+    assert persistent_launch(1000, 1000, PLAIN_MIN_K, 132)  # few waves: persistent whatever K
+
+
 @pytest.mark.parametrize("mode", ["tile", "persistent", "persistent_tail"])
 @pytest.mark.parametrize("m, k, n", [(37, 72, 40), (20, 40, 48), (5, 24, 56), (20, 64, 32)])
 def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, mode, device):
