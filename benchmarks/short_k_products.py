@@ -39,7 +39,7 @@ SWIGLU = (
 RMSNORM_LINEAR = "2048x2048x5504,2048x2048x11008,8192x2048x5504,8192x2048x11008,2048x2048x14336"
 # rmsnorm_linear's product: ((BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages), output tiles stored in halves)
 TILES = {
-    "whole-s3": ((128, 256, 64, 8, 8, 3), False),  # the shipped tiles before halves, 4 stages, GROUP_M 16
+    "whole-s3": ((128, 256, 64, 8, 8, 3), False),  # the tiles before halves, 4 stages, GROUP_M 16 (and LONG_K_)
     "g16": ((128, 256, 64, 16, 8, 3), False),
     "halves-s4": ((128, 256, 64, 8, 8, 4), True),
     "halves-s3-g16": ((128, 256, 64, 16, 8, 3), True),
@@ -95,12 +95,14 @@ def rmsnorm_linear_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
 
     def with_tiles(tiles: tuple[tuple[int, ...], bool] | None):
         def run() -> torch.Tensor:
-            shipped = rstd_epilogue.TMA_CONFIG, rstd_epilogue.TMA_SUBTILE
-            rstd_epilogue.TMA_CONFIG, rstd_epilogue.TMA_SUBTILE = tiles or shipped
+            if tiles is None:  # the shipped rule (tma_tiles)
+                return rstd_epilogue.rmsnorm_linear_folded(x, g, w, b, eps, wf)
+            saved = rstd_epilogue.tma_tiles
+            rstd_epilogue.tma_tiles = lambda *_: tiles
             try:
                 return rstd_epilogue.rmsnorm_linear_folded(x, g, w, b, eps, wf)
             finally:
-                rstd_epilogue.TMA_CONFIG, rstd_epilogue.TMA_SUBTILE = shipped
+                rstd_epilogue.tma_tiles = saved
 
         return run
 

@@ -126,10 +126,25 @@ def _tma_product_kernel(
 # (8192x2048x11008: 498.7 against 510.3 us, x @ W 488.8), ahead of halves with 3 stages, or with GROUP_M 8.
 TMA_CONFIG = (128, 256, 64, 16, 8, 4)
 TMA_SUBTILE = True
+# From K 8192 with over 32 waves of tiles, the tiles before those (whole, 3 stages, GROUP_M 8), as swiglu's
+# kernel keeps one tile per program there: at 8192x8192x28672 fp16 (54 waves) they took 1.000x cuBLAS against
+# 1.023x; at 10.7 waves (8192x8192x5504) the two were within 0.3% in bf16 and fp16 (short-k/).
+LONG_K_CONFIG = (128, 256, 64, 8, 8, 3)
+LONG_K_SUBTILE = False
+LONG_K_MIN_K = 8192
+LONG_K_MIN_WAVES = 32
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 # 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
 # 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)
 TMA_MIN_ROWS = 1000
+
+
+def tma_tiles(m: int, n: int, k: int, sms: int) -> tuple[tuple[int, ...], bool]:
+    """(tiles, output stored in halves) of the TMA product at [m, k] x [k, n] on ``sms`` SMs."""
+    waves = triton.cdiv(m, TMA_CONFIG[0]) * triton.cdiv(n, TMA_CONFIG[1]) / sms
+    if k >= LONG_K_MIN_K and waves > LONG_K_MIN_WAVES:
+        return LONG_K_CONFIG, LONG_K_SUBTILE
+    return TMA_CONFIG, TMA_SUBTILE
 
 
 def tma_product(
@@ -146,9 +161,12 @@ def tma_product(
     with ``pdl=True``)."""
     m, k = x2d.shape
     n = wf.shape[1]
-    bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG if launching.interpreting() else TMA_CONFIG
-    programs = min(launching.sm_count(x2d) if x2d.is_cuda else 4, triton.cdiv(m, bm) * triton.cdiv(n, bn))
-    subtile = TMA_SUBTILE and not launching.interpreting()
+    sms = launching.sm_count(x2d) if x2d.is_cuda else 4
+    if launching.interpreting():
+        (bm, bn, bk, gm, warps, stages), subtile = TMA_INTERPRETER_CONFIG, False
+    else:
+        (bm, bn, bk, gm, warps, stages), subtile = tma_tiles(m, n, k, sms)
+    programs = min(sms, triton.cdiv(m, bm) * triton.cdiv(n, bn))
     _tma_product_kernel[(programs,)](
         launching.TensorDescriptor.from_tensor(x2d, [bm, bk]),
         launching.TensorDescriptor.from_tensor(wf, [bk, bn]),

@@ -669,6 +669,23 @@ def test_overlapped_rstd_grid_rule():
     assert overlapped_rstd_grid(8192, 114) == (2, 228, 8)
 
 
+def test_rmsnorm_linear_tma_tiles_rule():
+    """The TMA product's tiles: halves with 4 stages, except from LONG_K_MIN_K with over LONG_K_MIN_WAVES waves
+    of tiles (counted in TMA_CONFIG's tiles), where the whole-tile config runs."""
+    from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+
+    assert re.tma_tiles(2048, 11008, 2048, 132) == (re.TMA_CONFIG, re.TMA_SUBTILE)
+    assert re.tma_tiles(8192, 28672, 4096, 132) == (re.TMA_CONFIG, re.TMA_SUBTILE)  # 54 waves, K under the bound
+    assert re.tma_tiles(8192, 5504, re.LONG_K_MIN_K, 132) == (re.TMA_CONFIG, re.TMA_SUBTILE)  # 10.7 waves
+    assert re.tma_tiles(8192, 28672, re.LONG_K_MIN_K, 132) == (re.LONG_K_CONFIG, re.LONG_K_SUBTILE)
+    bm, bn = re.TMA_CONFIG[:2]
+    at_bound = re.LONG_K_MIN_WAVES * 132  # tiles
+    assert re.tma_tiles(bm * at_bound // 4, bn * 4, re.LONG_K_MIN_K, 132) == (re.TMA_CONFIG, re.TMA_SUBTILE)
+    assert re.tma_tiles(bm * at_bound // 4 + bm, bn * 4, re.LONG_K_MIN_K, 132)[0] == re.LONG_K_CONFIG
+    # halves need the tile width to split in two 16-byte-aligned column blocks
+    assert not re.TMA_SUBTILE or re.TMA_CONFIG[1] % 16 == 0
+
+
 def test_swiglu_tail_split_rule():
     """The last, partial wave of a persistent launch: quarters where it holds at most a quarter of the
     programs, halves where at most half, else whole tiles."""
