@@ -1,8 +1,8 @@
 """Experiment: kprof's TMA products at K 2048, where both matrix families miss 1.03x cuBLAS at prefill sizes.
 A tile's K loop is 32 steps of 64 there, so what a tile pays outside it (filling the pipeline, the epilogue)
-weighs twice what it does at K 4096. swiglu's interleaved kernel is persistent only up to 8 waves of tiles (a rule
-measured at K 4096); past that one program per tile runs, and nothing overlaps a tile's epilogue with the next
-tile's loads.
+weighs twice what it does at K 4096. swiglu's interleaved kernel was persistent only up to 8 waves of tiles (a
+rule measured at K 4096); past that one program per tile ran, and nothing overlaps a tile's epilogue with the next
+tile's loads (``swiglu.tuned.persistent_launch`` is the rule these races led to).
 
     python benchmarks/short_k_products.py --out DIR [--swiglu 2048x2048x11008,...] [--rmsnorm-linear ...]
         [--dtypes bf16] [--rounds 3] [--skip pers-g8,...]

@@ -175,7 +175,6 @@ TMA_CONFIG = (128, 128, 64, 8, 8, 3)
 # 27 waves (0.93-0.99x), but 1.003-1.030x at 41.7-108.6 waves of K 8192 (8192x8192x28672: 1.018x cuBLAS
 # against 0.989x).
 PERSISTENT_CONFIG = (128, 128, 64, 16, 8, 4)
-PERSISTENT_MAX_WAVES = 8  # always persistent up to here, whatever K (the first rule)
 PLAIN_MIN_K = 8192  # from this K ...
 PLAIN_MIN_WAVES = 32  # ... and over this many waves of tiles: one tile per program
 # The last, partial wave of tiles in parts (``tail_split``). At 2048x2048x5504 688 tiles on 132 SMs leave 28
@@ -245,7 +244,7 @@ def tail_split(tiles: int, programs: int) -> int:
 def persistent_launch(m: int, n: int, k: int, sms: int) -> bool:
     """Whether the interleaved kernel at [m, k] x [k, n] runs persistent on ``sms`` SMs (``PLAIN_MIN_K``)."""
     waves = triton.cdiv(m, TMA_CONFIG[0]) * triton.cdiv(n, TMA_CONFIG[1]) / sms
-    return waves <= PERSISTENT_MAX_WAVES or k < PLAIN_MIN_K or waves <= PLAIN_MIN_WAVES
+    return k < PLAIN_MIN_K or waves <= PLAIN_MIN_WAVES
 
 
 def launch_interleaved(
