@@ -12,7 +12,7 @@ swiglu candidates on the interleaved weights: ``plain`` (one program per tile, t
 with GROUP_M 8), ``pers-whole`` (no parts in the last wave), and ``[shipped]`` (``triton_tuned_prepared``);
 ``[cublas]`` is ``x @ [Wg Wu]``. rmsnorm_linear candidates on prepared weights: the rstd kernel and the persistent
 TMA product with each of ``TILES`` (tiles; output stored in halves or whole; ``[shipped]``: the shipped ones),
-against ``[x@W]`` and ``[norm+addmm]``.
+and ``no-tail`` (the shipped tiles, the last partial wave's tiles whole), against ``[x@W]`` and ``[norm+addmm]``.
 Every candidate is checked against the float64 oracle first; cold, interleaved rounds in a random order.
 """
 
@@ -106,8 +106,16 @@ def rmsnorm_linear_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
 
         return run
 
+    def whole_last_wave() -> torch.Tensor:
+        rstd_epilogue.TMA_TAIL_SPLITS = False
+        try:
+            return rstd_epilogue.rmsnorm_linear_folded(x, g, w, b, eps, wf)
+        finally:
+            rstd_epilogue.TMA_TAIL_SPLITS = True
+
     checked = {name: with_tiles(t) for name, t in TILES.items()}
     checked["[shipped]"] = with_tiles(None)
+    checked["no-tail"] = whole_last_wave
     checked["[norm+addmm]"] = lambda: torch.addmm(b, rmsnorm_tuned(x, g, eps), w)
     fns, notes = {}, {}
     for name, fn in checked.items():

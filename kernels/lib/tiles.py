@@ -97,6 +97,18 @@ def store_tile(y_desc, out, off_m, off_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.con
         y_desc.store([off_m, off_n], out.to(y_desc.dtype))
 
 
+def tail_split(tiles: int, programs: int) -> int:
+    """Parts per tile for the last, partial wave of a persistent launch: 4 (quarters) where that wave holds
+    at most a quarter of the programs, 2 (halves) where at most half, else 0 (whole tiles). The parts are
+    half as tall, and (quarters) half as wide: the last wave then keeps 2-4 times as many SMs busy for about
+    1 / parts of a tile's time."""
+    last_wave = tiles % programs if programs else 0
+    for split in (4, 2):
+        if 0 < last_wave * split <= programs:
+            return split
+    return 0
+
+
 def aligned8(*values: int) -> bool:
     """All multiples of 8 (elements) but not all of 16: a tiled product should then promise the compiler
     16-byte aligned rows, which it cannot infer by itself.

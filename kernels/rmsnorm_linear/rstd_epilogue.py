@@ -36,7 +36,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching
-from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_split
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
 
@@ -74,11 +74,49 @@ def _row_rstd_kernel(
 
 
 @triton.jit
+def _scaled_tile(
+    x_desc,
+    w_desc,
+    y_desc,
+    r_ptr,
+    b_ptr,
+    off_m,
+    off_n,
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    SUBTILE: tl.constexpr,
+    IEEE: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    """One output tile at (off_m, off_n): the product, its rows scaled by rstd, the bias added."""
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for ks in range(tl.cdiv(K, BLOCK_K)):  # out-of-range rows/columns of the last tiles load as zeros
+        a = x_desc.load([off_m, ks * BLOCK_K])
+        b = w_desc.load([ks * BLOCK_K, off_n])
+        acc = dot_acc(a, b, acc, IEEE)
+    rows = off_m + tl.arange(0, BLOCK_M)
+    launching.wait_for_primary(PDL)  # the K loop above may have overlapped the rstd kernel; r_ptr may not
+    acc = acc * tl.load(r_ptr + rows, mask=rows < M, other=0.0)[:, None]
+    if HAS_BIAS:
+        cols = off_n + tl.arange(0, BLOCK_N)
+        acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+    store_tile(y_desc, acc, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # the store clips the last tiles
+
+
+@triton.jit
 def _tma_product_kernel(
     # TMA descriptors (block shapes set by the launcher)
     x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K]
     w_desc,  # W' = diag(g) W [K, N], blocks [BLOCK_K, BLOCK_N]
     y_desc,  # y [M, N], blocks [BLOCK_M, BLOCK_N] (half as wide with SUBTILE)
+    x_tail,  # the same three for the last wave's part tiles (TAIL_SPLIT): x blocks [BLOCK_M / 2, BLOCK_K],
+    w_tail,  # W' blocks [BLOCK_K, TN], y blocks [BLOCK_M / 2, TN], with TN = BLOCK_N for halves,
+    y_tail,  # BLOCK_N / 2 for quarters
     # pointers
     r_ptr,  # [M] fp32 rstd per row
     b_ptr,  # [N] bias (unused unless HAS_BIAS)
@@ -94,28 +132,59 @@ def _tma_product_kernel(
     PROGRAMS: tl.constexpr,  # the grid: min(SMs, tiles); each program takes every PROGRAMS-th tile
     HAS_BIAS: tl.constexpr,
     SUBTILE: tl.constexpr,  # store output tiles in two halves (room for a 4th stage)
+    TAIL_SPLIT: tl.constexpr,  # 0, or the tiles of the last, partial wave done as 2 halves / 4 quarters
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
     PDL: tl.constexpr,  # launched as the rstd kernel's dependent: wait for it before reading r_ptr
 ):
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    k_steps = tl.cdiv(K, BLOCK_K)
+    whole = (tiles // PROGRAMS) * PROGRAMS if TAIL_SPLIT else tiles
     # flatten: the compiler pipelines the next tile's first loads under this tile's epilogue
-    for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
+    for tile in tl.range(tl.program_id(0), whole, PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        off_m = pid_m * BLOCK_M
-        off_n = pid_n * BLOCK_N
-        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for ks in range(k_steps):  # out-of-range rows/columns of the last tiles load as zeros
-            a = x_desc.load([off_m, ks * BLOCK_K])
-            b = w_desc.load([ks * BLOCK_K, off_n])
-            acc = dot_acc(a, b, acc, IEEE)
-        rows = off_m + tl.arange(0, BLOCK_M)
-        launching.wait_for_primary(PDL)  # the K loop above may have overlapped the rstd kernel; r_ptr may not
-        acc = acc * tl.load(r_ptr + rows, mask=rows < M, other=0.0)[:, None]
-        if HAS_BIAS:
-            cols = off_n + tl.arange(0, BLOCK_N)
-            acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
-        store_tile(y_desc, acc, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # the store clips the last tiles
+        _scaled_tile(
+            x_desc,
+            w_desc,
+            y_desc,
+            r_ptr,
+            b_ptr,
+            pid_m * BLOCK_M,
+            pid_n * BLOCK_N,
+            M,
+            N,
+            K,
+            BLOCK_M,
+            BLOCK_N,
+            BLOCK_K,
+            HAS_BIAS,
+            SUBTILE,
+            IEEE,
+            PDL,
+        )
+    if TAIL_SPLIT:
+        # as swiglu's interleaved kernel does (kprof.kernels.lib.tiles.tail_split): the last wave's tiles in parts
+        COLS: tl.constexpr = TAIL_SPLIT // 2  # parts across a tile's columns: 1 (halves) or 2 (quarters)
+        for unit in tl.range(tl.program_id(0), (tiles - whole) * TAIL_SPLIT, PROGRAMS):
+            pid_m, pid_n = grouped_tile(whole + unit // TAIL_SPLIT, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+            part = unit % TAIL_SPLIT
+            _scaled_tile(
+                x_tail,
+                w_tail,
+                y_tail,
+                r_ptr,
+                b_ptr,
+                pid_m * BLOCK_M + (part // COLS) * (BLOCK_M // 2),
+                pid_n * BLOCK_N + (part % COLS) * (BLOCK_N // COLS),
+                M,
+                N,
+                K,
+                BLOCK_M // 2,
+                BLOCK_N // COLS,
+                BLOCK_K,
+                HAS_BIAS,
+                False,
+                IEEE,
+                PDL,
+            )
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): 128x256x64 tiles were the fastest of 7 tile shapes, plain
@@ -133,6 +202,7 @@ LONG_K_CONFIG = (128, 256, 64, 8, 8, 3)
 LONG_K_SUBTILE = False
 LONG_K_MIN_K = 8192
 LONG_K_MIN_WAVES = 32
+TMA_TAIL_SPLITS = True  # the last, partial wave of tiles in halves or quarters (``tail_split``)
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 # 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
 # 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)
@@ -155,10 +225,11 @@ def tma_product(
     rstd: torch.Tensor,
     *,
     pdl: bool = False,
+    tail: bool | None = None,
 ) -> None:
     """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands).
     ``pdl``: launched as the dependent of the rstd kernel just before it (which must have been launched
-    with ``pdl=True``)."""
+    with ``pdl=True``). ``tail`` (default ``TMA_TAIL_SPLITS``): the last partial wave's tiles in parts."""
     m, k = x2d.shape
     n = wf.shape[1]
     sms = launching.sm_count(x2d) if x2d.is_cuda else 4
@@ -166,11 +237,16 @@ def tma_product(
         (bm, bn, bk, gm, warps, stages), subtile = TMA_INTERPRETER_CONFIG, False
     else:
         (bm, bn, bk, gm, warps, stages), subtile = tma_tiles(m, n, k, sms)
-    programs = min(sms, triton.cdiv(m, bm) * triton.cdiv(n, bn))
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    programs = min(sms, tiles)
+    split = tail_split(tiles, programs) if (TMA_TAIL_SPLITS if tail is None else tail) else 0
+    desc = launching.TensorDescriptor.from_tensor
+    full = (desc(x2d, [bm, bk]), desc(wf, [bk, bn]), desc(y, [bm, bn // 2 if subtile else bn]))
+    tn = bn // (split // 2) if split else bn
+    parts = (desc(x2d, [bm // 2, bk]), desc(wf, [bk, tn]), desc(y, [bm // 2, tn])) if split else full
     _tma_product_kernel[(programs,)](
-        launching.TensorDescriptor.from_tensor(x2d, [bm, bk]),
-        launching.TensorDescriptor.from_tensor(wf, [bk, bn]),
-        launching.TensorDescriptor.from_tensor(y, [bm, bn // 2 if subtile else bn]),
+        *full,
+        *parts,
         rstd,
         b if b is not None else rstd,
         m,
@@ -183,6 +259,7 @@ def tma_product(
         PROGRAMS=programs,
         HAS_BIAS=b is not None,
         SUBTILE=subtile,
+        TAIL_SPLIT=split,
         IEEE=launching.interpreting(),
         PDL=pdl,
         num_warps=warps,

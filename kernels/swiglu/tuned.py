@@ -71,7 +71,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching, routes, tiles
-from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_split
 from kprof.kernels.swiglu import split_k
 from kprof.kernels.swiglu.cublas_silu import interleaved_product_then_silu, products_then_silu_mul
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
@@ -229,16 +229,6 @@ def interleaved_weights(w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tenso
     call (nothing is cached; a caller that reuses it owns keeping it current, as
     :class:`kprof.kernels.ops.PreparedSwiGLU` does)."""
     return torch.stack([w_gate, w_up], dim=2).reshape(w_gate.shape[0], 2 * w_gate.shape[1])
-
-
-def tail_split(tiles: int, programs: int) -> int:
-    """Parts per tile for the last, partial wave of a persistent launch: 4 (quarters) where that wave holds
-    at most a quarter of the programs, 2 (halves) where at most half, else 0 (whole tiles)."""
-    last_wave = tiles % programs if programs else 0
-    for split in (4, 2):
-        if 0 < last_wave * split <= programs:
-            return split
-    return 0
 
 
 def persistent_launch(m: int, n: int, k: int, sms: int) -> bool:

@@ -572,11 +572,13 @@ def test_rstd_kernel_every_rows_per_program(rows, programs, device):
     assert torch.allclose(r.double().cpu(), ref.cpu(), rtol=1e-5)
 
 
-@pytest.mark.parametrize("tma", [True, False])
-@pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 64, 48)])
+@pytest.mark.parametrize("tma", ["tail", "whole", False])
+@pytest.mark.parametrize("m, k, n", [(37, 72, 40), (5, 64, 48), (37, 72, 96)])
 def test_rstd_epilogue_product_both_ways(tma, m, k, n, device):
     """triton_rstd_epilogue's two products, each on odd sizes (last tiles partly outside): the persistent
-    TMA kernel (descriptor loads pad with zeros, the store clips) and the pointer kernel it falls back to,
+    TMA kernel (descriptor loads pad with zeros, the store clips), with the last partial wave's tiles in parts
+    or whole (under the interpreter with 4 programs: 37x72x40 makes 6 tiles, the last two in halves; 37x72x96
+    makes 9, the last in quarters; 5x64x48 makes 2, no partial wave), and the pointer kernel it falls back to,
     checked against the float64 oracle with rows at different scales and a bias."""
     from kprof.kernels.lib.launching import tma_ready
     from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
@@ -589,7 +591,7 @@ def test_rstd_epilogue_product_both_ways(tma, m, k, n, device):
     y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
     assert tma_ready(x, wf, y)
     if tma:
-        re.tma_product(x, wf, b, y, rstd)
+        re.tma_product(x, wf, b, y, rstd, tail=tma == "tail")
     else:
         re.launch_product(x, wf, b, y, inputs["eps"], norm=2, rstd=rstd)
     ref = fam.oracle(**inputs)
@@ -615,6 +617,7 @@ def test_swiglu_tail_in_parts_on_the_gpu():
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     from kprof.kernels.lib.launching import sm_count, tma_ready
+    from kprof.kernels.lib.tiles import tail_split
     from kprof.kernels.swiglu import tuned
 
     fam = F["swiglu"]
@@ -622,13 +625,43 @@ def test_swiglu_tail_in_parts_on_the_gpu():
         inputs = fam.make_inputs((m, k, n), "bf16", "cuda", seed=11)
         x = inputs["x"]
         programs = sm_count(x)
-        if tuned.tail_split(tiles, programs) != split or not tma_ready(x):
+        if tail_split(tiles, programs) != split or not tma_ready(x):
             pytest.skip(f"other tail parts with {programs} SMs (or no TMA)")
         w_int = tuned.interleaved_weights(inputs["w_gate"], inputs["w_up"])
         ref = fam.oracle(**inputs)
         for tail in (True, False):
             y = torch.full((m, n), float("nan"), dtype=x.dtype, device="cuda")
             tuned.launch_interleaved(x, w_int, y, persistent=True, tail=tail)
+            assert not y.isnan().any()
+            assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+def test_rmsnorm_linear_tail_in_parts_on_the_gpu():
+    """On a GPU with the real tiles (128x256): 2048x256x11008 makes 688 tiles, which leave 688 mod SMs for a
+    last wave (28 on an H100), done as quarter tiles, and 2048x256x2816 makes 176, which leave 44, done as
+    halves; the product matches the float64 oracle, with and without the parts, after the rstd kernel (PDL
+    where the GPU has it)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kprof.kernels.lib.launching import pdl_ready, sm_count, tma_ready
+    from kprof.kernels.lib.tiles import tail_split
+    from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+
+    fam = F["rmsnorm_linear"]
+    for (m, k, n), tiles, split in (((2048, 256, 11008), 688, 4), ((2048, 256, 2816), 176, 2)):
+        inputs = fam.make_inputs((m, k, n), "bf16", "cuda", seed=13)
+        x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
+        if tail_split(tiles, sm_count(x)) != split or not tma_ready(x):
+            pytest.skip(f"other tail parts with {sm_count(x)} SMs (or no TMA)")
+        wf = re.folded_weight(g, w)
+        ref = fam.oracle(**inputs)
+        for tail in (True, False):
+            rstd = torch.empty(m, dtype=torch.float32, device="cuda")
+            y = torch.full((m, n), float("nan"), dtype=x.dtype, device="cuda")
+            pdl = pdl_ready(x)
+            re.launch_row_rstd(x, rstd, inputs["eps"], pdl=pdl)
+            re.tma_product(x, wf, b, y, rstd, pdl=pdl, tail=tail)
             assert not y.isnan().any()
             assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
 
@@ -689,7 +722,7 @@ def test_rmsnorm_linear_tma_tiles_rule():
 def test_swiglu_tail_split_rule():
     """The last, partial wave of a persistent launch: quarters where it holds at most a quarter of the
     programs, halves where at most half, else whole tiles."""
-    from kprof.kernels.swiglu.tuned import tail_split
+    from kprof.kernels.lib.tiles import tail_split
 
     assert tail_split(688, 132) == 4  # 2048x2048x5504 on an H100: 28 tiles left
     assert tail_split(192, 132) == 2  # 1000x1000x3000: 60 left
