@@ -202,7 +202,12 @@ LONG_K_CONFIG = (128, 256, 64, 8, 8, 3)
 LONG_K_SUBTILE = False
 LONG_K_MIN_K = 8192
 LONG_K_MIN_WAVES = 32
-TMA_TAIL_SPLITS = True  # the last, partial wave of tiles in halves or quarters (``tail_split``)
+# The last, partial wave of tiles in halves or quarters (``tail_split``), as swiglu's kernel does. On an H100
+# (benchmarks/results/short-k/races-b277249/) the op took 0.965x cuBLAS's x @ W against 1.049x with whole tiles
+# at 2048x4096x11008 bf16 (688 tiles, a last wave of 28: quarters), 0.983 against 1.060 at 2048x8192x11008, and
+# 1.002-1.019 against 1.024-1.048 at 8192x2048/4096x14336, in both dtypes; at 2048x2048x11008 fp16 it read 1.100
+# against 1.076, on a machine whose rounds at 2048x2048 moved by up to 13%.
+TMA_TAIL_SPLITS = True
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 # 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
 # 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)
