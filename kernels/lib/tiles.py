@@ -12,6 +12,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.lib import launching
+
 
 def tile_config(bm: int, bn: int, bk: int, warps: int, stages: int, group_m: int = 8) -> Any:
     """A ``triton.Config`` of a tiled matrix-product kernel (BLOCK_M/N/K, GROUP_M, warps, stages)."""
@@ -107,6 +109,29 @@ def tail_split(tiles: int, programs: int) -> int:
         if 0 < last_wave * split <= programs:
             return split
     return 0
+
+
+def tile_descriptors(
+    x2d: torch.Tensor,
+    w: torch.Tensor,
+    y: torch.Tensor,
+    tiles: tuple[int, int, int],
+    subtile: bool,
+    split: int,
+    w_cols: int = 1,
+) -> tuple:
+    """The TMA descriptors of a persistent product's whole tiles and of its last wave's parts (``tail_split``):
+    x [M, K], w [K, w_cols * N] and y [M, N] with (BLOCK_M, BLOCK_N, BLOCK_K) ``tiles``, y's block half as wide
+    with ``subtile``; then the same three for parts of BLOCK_M / 2 rows and BLOCK_N (halves) or BLOCK_N / 2
+    (quarters) columns, or the whole tiles' again where ``split`` is 0. ``w_cols``: weight columns per output column
+    (2 for swiglu's interleaved gate/up pairs)."""
+    bm, bn, bk = tiles
+    desc = launching.TensorDescriptor.from_tensor
+    full = (desc(x2d, [bm, bk]), desc(w, [bk, w_cols * bn]), desc(y, [bm, bn // 2 if subtile else bn]))
+    if not split:
+        return full + full
+    tn = bn // (split // 2)
+    return full + (desc(x2d, [bm // 2, bk]), desc(w, [bk, w_cols * tn]), desc(y, [bm // 2, tn]))
 
 
 def aligned8(*values: int) -> bool:

@@ -42,7 +42,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching
-from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_split
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_split, tile_descriptors
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
 
@@ -251,13 +251,8 @@ def tma_product(
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     programs = min(sms, tiles)
     split = tail_split(tiles, programs) if (TMA_TAIL_SPLITS if tail is None else tail) else 0
-    desc = launching.TensorDescriptor.from_tensor
-    full = (desc(x2d, [bm, bk]), desc(wf, [bk, bn]), desc(y, [bm, bn // 2 if subtile else bn]))
-    tn = bn // (split // 2) if split else bn
-    parts = (desc(x2d, [bm // 2, bk]), desc(wf, [bk, tn]), desc(y, [bm // 2, tn])) if split else full
     _tma_product_kernel[(programs,)](
-        *full,
-        *parts,
+        *tile_descriptors(x2d, wf, y, (bm, bn, bk), subtile, split),
         rstd,
         b if b is not None else rstd,
         m,

@@ -71,7 +71,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching, routes, tiles
-from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_split
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_split, tile_descriptors
 from kprof.kernels.swiglu import split_k
 from kprof.kernels.swiglu.cublas_silu import interleaved_product_then_silu, products_then_silu_mul
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
@@ -262,13 +262,8 @@ def launch_interleaved(
     programs = min(sms, tiles) if persistent else 0
     split = tail_split(tiles, programs) if (TAIL_SPLITS if tail is None else tail) else 0
     subtile = persistent and not launching.interpreting()
-    desc = launching.TensorDescriptor.from_tensor
-    full = (desc(x2d, [bm, bk]), desc(w_int, [bk, 2 * bn]), desc(y, [bm, bn // 2 if subtile else bn]))
-    tn = bn // (split // 2) if split else bn
-    parts = (desc(x2d, [bm // 2, bk]), desc(w_int, [bk, 2 * tn]), desc(y, [bm // 2, tn])) if split else full
     _swiglu_interleaved_kernel[(programs or tiles,)](
-        *full,
-        *parts,
+        *tile_descriptors(x2d, w_int, y, (bm, bn, bk), subtile, split, w_cols=2),
         m,
         n,
         k,
