@@ -56,6 +56,32 @@ def candidate_rows(
     ]
 
 
+def kernel_names(fn: Any, width: int = 70) -> str:
+    """The device kernels of one call of ``fn`` (after a warm-up call), in order, names cut to ``width``."""
+    import torch
+
+    from kprof import timing
+
+    fn()
+    torch.cuda.synchronize()
+    return " ; ".join(r.name[:width] for r in timing.collect_device_records(fn))
+
+
+def kernel_rows(dtype: str, shape: str, times: dict[str, list[float]], kernels: dict[str, str]) -> list[dict]:
+    """The CSV rows of one point's race with each candidate's kernels: median and every round (us)."""
+    return [
+        {
+            "dtype": dtype,
+            "shape": shape,
+            "candidate": name,
+            "median_us": statistics.median(v),
+            "rounds": " ".join(f"{u:.2f}" for u in v),
+            "kernels": kernels[name],
+        }
+        for name, v in times.items()
+    ]
+
+
 def rmsnorm_case(fam: Any, shape: tuple[int, ...], dtype: str, seed: int) -> tuple:
     """One rmsnorm case on the GPU: (x, weight, eps, float64 reference, an output buffer)."""
     import torch

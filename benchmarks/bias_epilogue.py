@@ -21,9 +21,8 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_common import print_notes, print_race, race_rounds, write_csv
+from bench_common import kernel_names, kernel_rows, print_notes, print_race, race_rounds, write_csv
 
-from kprof import timing
 from kprof.kernels import discover, ops
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 
@@ -32,13 +31,6 @@ DEFAULT_SHAPES = (
     "2048x2048x5504,2048x8192x5504,128x4096x11008,128x8192x28672"
 )
 COLUMNS = ("[op]", "[torch_compile]", "norm+addmm", "norm+mm+add", "addmm", "mm+add", "mm", "[x@W]")
-
-
-def kernel_names(fn) -> str:
-    """The device kernels of one call of ``fn`` (after a warm-up call), in order, names shortened."""
-    fn()
-    torch.cuda.synchronize()
-    return " ; ".join(r.name[:70] for r in timing.collect_device_records(fn))
 
 
 def main() -> None:
@@ -90,17 +82,7 @@ def main() -> None:
                 print(f"    {name:<16} {kernels[name]}", flush=True)
             med = {name: statistics.median(v) for name, v in times.items()}
             table.append((dtype, spec, med))
-            rows += [
-                {
-                    "dtype": dtype,
-                    "shape": spec,
-                    "candidate": name,
-                    "median_us": med[name],
-                    "rounds": " ".join(f"{u:.2f}" for u in v),
-                    "kernels": kernels[name],
-                }
-                for name, v in times.items()
-            ]
+            rows += kernel_rows(dtype, spec, times, kernels)
             write_csv(args.out / "bias_epilogue.csv", rows)
     print("\n| dtype | shape | " + " | ".join(COLUMNS) + " | op / compile |")
     print("|---|---|" + "---:|" * (len(COLUMNS) + 1))

@@ -23,9 +23,8 @@ import statistics
 import time
 
 import torch
-from bench_common import add_race_args, print_notes, print_race, race_rounds, write_csv
+from bench_common import add_race_args, kernel_names, kernel_rows, print_notes, print_race, race_rounds, write_csv
 
-from kprof import timing
 from kprof.kernels import discover, ops
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 
@@ -71,12 +70,6 @@ def chunked(x, g, w, b, eps: float, bounds: list[tuple[int, int]], side_stream: 
     return y  # every side-stream write precedes main's next work (the events), so xn may be freed on main
 
 
-def kernel_names(fn) -> str:
-    fn()
-    torch.cuda.synchronize()
-    return " ; ".join(r.name[:60] for r in timing.collect_device_records(fn))
-
-
 def race_point(fam, tma, dtype: str, spec: str, args, rng) -> tuple[dict, dict, dict]:
     """One point: {candidate: cold times}, {candidate: its kernels}, {candidate: why not timed}."""
     m, k, n = (int(v) for v in spec.split("x"))
@@ -105,7 +98,7 @@ def race_point(fam, tma, dtype: str, spec: str, args, rng) -> tuple[dict, dict, 
         else:
             notes[name] = f"wrong result: relative error {err:.3g}"
     fns["[x@W]"] = lambda: x @ w
-    kernels = {name: kernel_names(fn) for name, fn in fns.items()}
+    kernels = {name: kernel_names(fn, width=60) for name, fn in fns.items()}
     return race_rounds(fns, args.rounds, args.rep_ms, rng), kernels, notes
 
 
@@ -133,17 +126,7 @@ def main() -> None:
                 print(f"    {name:<12} {kernels[name]}", flush=True)
             med = {name: statistics.median(v) for name, v in times.items()}
             table.append((dtype, spec, med))
-            rows += [
-                {
-                    "dtype": dtype,
-                    "shape": spec,
-                    "candidate": name,
-                    "median_us": med[name],
-                    "rounds": " ".join(f"{u:.2f}" for u in v),
-                    "kernels": kernels[name],
-                }
-                for name, v in times.items()
-            ]
+            rows += kernel_rows(dtype, spec, times, kernels)
             write_csv(args.out / "norm_overlap.csv", rows)
     cols = ("norm+addmm", "side2", "side4", "head256", "head512", "serial2", "[op]", "[tma]", "[x@W]")
     print("\n| dtype | shape | " + " | ".join(cols) + " | best / x@W |")
