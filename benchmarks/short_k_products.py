@@ -51,8 +51,21 @@ TILES = {
 }
 
 
-def err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((out.double() - ref).norm() / ref.norm()).item()
+def checked_against(candidates: dict, ref: torch.Tensor) -> tuple[dict, dict[str, str]]:
+    """The candidates within 2% relative error of the float64 ``ref``, and why each other one is not timed (a
+    tile shape that cannot compile, or a wrong result)."""
+    fns, notes = {}, {}
+    for name, fn in candidates.items():
+        try:
+            err = ((fn().double() - ref).norm() / ref.norm()).item()
+        except Exception as exc:  # noqa: BLE001 - a candidate that cannot compile is reported, not timed
+            notes[name] = f"{type(exc).__name__}: {str(exc)[:100]}"
+            continue
+        if err < 2e-2:
+            fns[name] = fn
+        else:
+            notes[name] = f"wrong result: relative error {err:.3g}"
+    return fns, notes
 
 
 def swiglu_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
@@ -80,13 +93,7 @@ def swiglu_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
         "pers-whole": kernel(persistent=True, tail=False),
         "[shipped]": lambda: shipped(x, wg, wu),
     }
-    fns, notes = {}, {}
-    for name, fn in checked.items():
-        e = err(fn(), ref)
-        if e < 2e-2:
-            fns[name] = fn
-        else:
-            notes[name] = f"wrong result: relative error {e:.3g}"
+    fns, notes = checked_against(checked, ref)
     fns["[cublas]"] = lambda: x @ w_cat
     return fns, notes
 
@@ -122,17 +129,7 @@ def rmsnorm_linear_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
     checked["[shipped]"] = with_tiles(None)
     checked["no-tail"] = whole_last_wave
     checked["[norm+addmm]"] = lambda: torch.addmm(b, rmsnorm_tuned(x, g, eps), w)
-    fns, notes = {}, {}
-    for name, fn in checked.items():
-        try:
-            e = err(fn(), ref)
-        except Exception as exc:  # noqa: BLE001 - a tile shape that cannot compile is reported, not timed
-            notes[name] = f"{type(exc).__name__}: {str(exc)[:100]}"
-            continue
-        if e < 2e-2:
-            fns[name] = fn
-        else:
-            notes[name] = f"wrong result: relative error {e:.3g}"
+    fns, notes = checked_against(checked, ref)
     fns["[x@W]"] = lambda: x @ w
     return fns, notes
 
