@@ -109,6 +109,24 @@ def checked(candidates: dict[str, tuple[Any, Any]], out: Any, tol: float = 2e-2)
     return fns, notes
 
 
+def checked_against(candidates: dict[str, Any], ref: Any) -> tuple[dict, dict[str, str]]:
+    """The candidates within 2% relative error of the float64 ``ref``, and why each other one is not timed (a
+    tile shape that cannot compile, or a wrong result)."""
+    fns: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+    for name, fn in candidates.items():
+        try:
+            err = ((fn().double() - ref).norm() / ref.norm()).item()
+        except Exception as exc:  # noqa: BLE001 - a candidate that cannot compile is reported, not timed
+            notes[name] = f"{type(exc).__name__}: {str(exc)[:100]}"
+            continue
+        if err < 2e-2:
+            fns[name] = fn
+        else:
+            notes[name] = f"wrong result: relative error {err:.3g}"
+    return fns, notes
+
+
 def print_notes(notes: dict[str, str]) -> None:
     for name, why in notes.items():
         print(f"  {name:<28} not timed: {why}", flush=True)

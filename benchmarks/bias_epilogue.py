@@ -21,7 +21,7 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_common import kernel_names, kernel_rows, print_notes, print_race, race_rounds, write_csv
+from bench_common import checked_against, kernel_names, kernel_rows, print_notes, print_race, race_rounds, write_csv
 
 from kprof.kernels import discover, ops
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
@@ -65,13 +65,7 @@ def main() -> None:
                 "addmm": lambda: torch.addmm(b, xn, w),
                 "mm+add": lambda: mm_add(xn),
             }
-            fns, notes = {}, {}
-            for name, fn in checked_fns.items():
-                err = ((fn().double() - ref).norm() / ref.norm()).item()
-                if err < 2e-2:
-                    fns[name] = fn
-                else:
-                    notes[name] = f"wrong result: relative error {err:.3g}"
+            fns, notes = checked_against(checked_fns, ref)
             fns["mm"] = lambda: xn @ w
             fns["[x@W]"] = lambda: x @ w
             kernels = {name: kernel_names(fn) for name, fn in fns.items()}

@@ -23,7 +23,16 @@ import statistics
 import time
 
 import torch
-from bench_common import add_race_args, kernel_names, kernel_rows, print_notes, print_race, race_rounds, write_csv
+from bench_common import (
+    add_race_args,
+    checked_against,
+    kernel_names,
+    kernel_rows,
+    print_notes,
+    print_race,
+    race_rounds,
+    write_csv,
+)
 
 from kprof.kernels import discover, ops
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
@@ -90,13 +99,7 @@ def race_point(fam, tma, dtype: str, spec: str, args, rng) -> tuple[dict, dict, 
     }
     checked_fns["[op]"] = lambda: ops.rms_norm_linear(x, g, w, b, eps)
     checked_fns["[tma]"] = lambda: tma(x, g, w, b, eps)
-    fns, notes = {}, {}
-    for name, fn in checked_fns.items():
-        err = ((fn().double() - ref).norm() / ref.norm()).item()
-        if err < 2e-2:
-            fns[name] = fn
-        else:
-            notes[name] = f"wrong result: relative error {err:.3g}"
+    fns, notes = checked_against(checked_fns, ref)
     fns["[x@W]"] = lambda: x @ w
     kernels = {name: kernel_names(fn, width=60) for name, fn in fns.items()}
     return race_rounds(fns, args.rounds, args.rep_ms, rng), kernels, notes

@@ -24,7 +24,7 @@ import statistics
 import time
 
 import torch
-from bench_common import add_race_args, print_notes, print_race, race_rounds, write_csv
+from bench_common import add_race_args, checked_against, print_notes, print_race, race_rounds, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
@@ -49,23 +49,6 @@ TILES = {
     "t256x128-s3": ((256, 128, 64, 16, 8, 3), True),
     "t256x128-s4": ((256, 128, 64, 16, 8, 4), True),
 }
-
-
-def checked_against(candidates: dict, ref: torch.Tensor) -> tuple[dict, dict[str, str]]:
-    """The candidates within 2% relative error of the float64 ``ref``, and why each other one is not timed (a
-    tile shape that cannot compile, or a wrong result)."""
-    fns, notes = {}, {}
-    for name, fn in candidates.items():
-        try:
-            err = ((fn().double() - ref).norm() / ref.norm()).item()
-        except Exception as exc:  # noqa: BLE001 - a candidate that cannot compile is reported, not timed
-            notes[name] = f"{type(exc).__name__}: {str(exc)[:100]}"
-            continue
-        if err < 2e-2:
-            fns[name] = fn
-        else:
-            notes[name] = f"wrong result: relative error {err:.3g}"
-    return fns, notes
 
 
 def swiglu_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
