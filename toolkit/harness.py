@@ -240,9 +240,6 @@ def inputs_dtype(inputs: Inputs) -> torch.dtype:
 
 
 # --------------------------------------------------------------------------------------------- timing
-# GPU clock assumed when converting a host-lead time into spin cycles. A slower clock only makes the
-# spin last longer, which is harmless.
-_SPIN_GHZ = 2.0
 
 
 def time_gpu(fn: Callable[[], Any], settings: BenchSettings, host_us: float | None = None) -> list[float]:
@@ -263,7 +260,7 @@ def time_gpu(fn: Callable[[], Any], settings: BenchSettings, host_us: float | No
     fn()
     torch.cuda.synchronize()
     lead_us = 1.5 * host_us + 20.0 if host_us else 100.0
-    cycles = int(lead_us * 1e3 * _SPIN_GHZ)
+    cycles = int(lead_us * 1e3 * modes.SPIN_GHZ)
 
     def one(start: torch.cuda.Event, end: torch.cuda.Event) -> None:
         fl()

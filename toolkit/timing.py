@@ -347,14 +347,16 @@ def flush() -> L2Flush:
 
 
 # ----------------------------------------------------------------------------------------- measuring
-_SPIN_GHZ = 2.0
+# GPU clock assumed when converting a host-lead time into spin cycles (also harness.time_gpu's spin). A slower
+# clock only makes the spin last longer, which is harmless.
+SPIN_GHZ = 2.0
 WARM_SKIP = 3  # warm calls dropped at the start of the block: they begin from the flushed L2
 
 
 def _spin_cycles(host_us: float) -> int:
     """The spin before a cold call: 1.5x the call's host time plus 10 us, so all its launches are queued by the
     time the flush after the spin ends and its kernels run back to back."""
-    return int((1.5 * host_us + 10.0) * 1e3 * _SPIN_GHZ)
+    return int((1.5 * host_us + 10.0) * 1e3 * SPIN_GHZ)
 
 
 def plan_calls(iter_us: float, gpu_us: float, rep_ms: float, lo: int = 20, hi: int = 200) -> tuple[int, int]:
@@ -386,9 +388,9 @@ def measure_cupti(
 
     collect = collect or collect_device_records
     fl = flush()
-    cycles = _spin_cycles(host_us) + int(idle_us * 1e3 * _SPIN_GHZ)
+    cycles = _spin_cycles(host_us) + int(idle_us * 1e3 * SPIN_GHZ)
     flush_us = fl.nbytes / 2.5e6  # ~2.5 TB/s read: only sizes the budget
-    n_cold, n_warm = calls or plan_calls(cycles / _SPIN_GHZ / 1e3 + flush_us + gpu_us, gpu_us, rep_ms)
+    n_cold, n_warm = calls or plan_calls(cycles / SPIN_GHZ / 1e3 + flush_us + gpu_us, gpu_us, rep_ms)
 
     def session() -> None:
         for _ in range(n_cold):
