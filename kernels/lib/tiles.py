@@ -77,6 +77,19 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 
 
 @triton.jit
+def tail_part(
+    unit, whole, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, TAIL_SPLIT: tl.constexpr
+):
+    """(row offset, column offset) of part ``unit`` of the last wave's tiles (those from tile ``whole`` on), each
+    tile done as TAIL_SPLIT parts (``tail_split``): halves are BLOCK_M / 2 rows by BLOCK_N columns, quarters
+    BLOCK_M / 2 by BLOCK_N / 2, the part shapes ``tile_descriptors`` gives the part descriptors."""
+    COLS: tl.constexpr = TAIL_SPLIT // 2  # parts across a tile's columns: 1 (halves) or 2 (quarters)
+    pid_m, pid_n = grouped_tile(whole + unit // TAIL_SPLIT, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    part = unit % TAIL_SPLIT
+    return pid_m * BLOCK_M + (part // COLS) * (BLOCK_M // 2), pid_n * BLOCK_N + (part % COLS) * (BLOCK_N // COLS)
+
+
+@triton.jit
 def dot_acc(a, b, acc, IEEE: tl.constexpr):
     """``acc + a @ b``: the tensor-core product of the inputs' dtype, or (IEEE) a full-fp32 product (fp32
     inputs must not silently become TF32, and the interpreter's bf16 dot is wrong)."""

@@ -42,7 +42,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching
-from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_split, tile_descriptors
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_part, tail_split, tile_descriptors
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
 
@@ -168,23 +168,21 @@ def _tma_product_kernel(
         )
     if TAIL_SPLIT:
         # as swiglu's interleaved kernel does (kprof.kernels.lib.tiles.tail_split): the last wave's tiles in parts
-        COLS: tl.constexpr = TAIL_SPLIT // 2  # parts across a tile's columns: 1 (halves) or 2 (quarters)
         for unit in tl.range(tl.program_id(0), (tiles - whole) * TAIL_SPLIT, PROGRAMS):
-            pid_m, pid_n = grouped_tile(whole + unit // TAIL_SPLIT, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-            part = unit % TAIL_SPLIT
+            off_m, off_n = tail_part(unit, whole, M, N, BLOCK_M, BLOCK_N, GROUP_M, TAIL_SPLIT)
             _scaled_tile(
                 x_tail,
                 w_tail,
                 y_tail,
                 r_ptr,
                 b_ptr,
-                pid_m * BLOCK_M + (part // COLS) * (BLOCK_M // 2),
-                pid_n * BLOCK_N + (part % COLS) * (BLOCK_N // COLS),
+                off_m,
+                off_n,
                 M,
                 N,
                 K,
                 BLOCK_M // 2,
-                BLOCK_N // COLS,
+                BLOCK_N // (TAIL_SPLIT // 2),
                 BLOCK_K,
                 HAS_BIAS,
                 False,

@@ -71,7 +71,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching, routes, tiles
-from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_split, tile_descriptors
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_part, tail_split, tile_descriptors
 from kprof.kernels.swiglu import split_k
 from kprof.kernels.swiglu.cublas_silu import interleaved_product_then_silu, products_then_silu_mul
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
@@ -143,19 +143,17 @@ def _swiglu_interleaved_kernel(
             # The last wave would keep only (tiles - whole) SMs busy for a whole tile's time; split into
             # TAIL_SPLIT parts per tile (the launcher checks there are at most PROGRAMS parts) it keeps
             # that many times as many busy for about 1 / TAIL_SPLIT of it, at a lower rate per tile.
-            COLS: tl.constexpr = TAIL_SPLIT // 2  # parts across a tile's columns: 1 (halves) or 2 (quarters)
             for unit in tl.range(tl.program_id(0), (tiles - whole) * TAIL_SPLIT, PROGRAMS):
-                pid_m, pid_n = grouped_tile(whole + unit // TAIL_SPLIT, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-                part = unit % TAIL_SPLIT
+                off_m, off_n = tail_part(unit, whole, M, N, BLOCK_M, BLOCK_N, GROUP_M, TAIL_SPLIT)
                 _interleaved_tile(
                     x_tail,
                     w_tail,
                     y_tail,
-                    pid_m * BLOCK_M + (part // COLS) * (BLOCK_M // 2),
-                    pid_n * BLOCK_N + (part % COLS) * (BLOCK_N // COLS),
+                    off_m,
+                    off_n,
                     K,
                     BLOCK_M // 2,
-                    BLOCK_N // COLS,
+                    BLOCK_N // (TAIL_SPLIT // 2),
                     BLOCK_K,
                     False,
                     IEEE,
