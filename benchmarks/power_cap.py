@@ -108,7 +108,7 @@ def _summarize(path: Path, full_mhz: float) -> int:
     import pandas as pd
 
     d = pd.read_csv(path)
-    d["full"] = d["spin_clock_mhz"] >= 0.95 * full_mhz
+    d["full"] = d["spin_clock_mhz"] >= timing.CLOCK_FULL_FRACTION * full_mhz
     print(f"{'point':<18} {'provider':<20} {'all calls':>10} {'full clock':>11} {'at full, us':>12} {'calls full':>11}")
     for (shape, prov), g in d.groupby(["shape", "provider"], sort=False):
         meds = g.groupby(["idle", "round"])["cold_us"].median()
