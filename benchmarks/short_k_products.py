@@ -102,11 +102,12 @@ def rmsnorm_linear_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
         return run
 
     def whole_last_wave() -> torch.Tensor:
+        shipped = rstd_epilogue.TMA_TAIL_SPLITS
         rstd_epilogue.TMA_TAIL_SPLITS = False
         try:
             return rstd_epilogue.rmsnorm_linear_folded(x, g, w, b, eps, wf)
         finally:
-            rstd_epilogue.TMA_TAIL_SPLITS = True
+            rstd_epilogue.TMA_TAIL_SPLITS = shipped
 
     checked = {name: with_tiles(t) for name, t in TILES.items()}
     checked["[shipped]"] = with_tiles(None)
