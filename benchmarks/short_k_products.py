@@ -12,7 +12,10 @@ swiglu candidates on the interleaved weights: ``plain`` (one program per tile, t
 with GROUP_M 8), ``pers-whole`` (no parts in the last wave), and ``[shipped]`` (``triton_tuned_prepared``);
 ``[cublas]`` is ``x @ [Wg Wu]``. rmsnorm_linear candidates on prepared weights: the rstd kernel and the persistent
 TMA product with each of ``TILES`` (tiles; output stored in halves or whole; ``[shipped]``: the shipped ones),
-and ``no-tail`` (the shipped tiles, the last partial wave's tiles whole), against ``[x@W]`` and ``[norm+addmm]``.
+``no-tail`` (the shipped tiles, the last partial wave's tiles whole), ``k-tail`` / ``no-k-tail`` (a last wave too
+big for parts done in shares of K, or not: ``TMA_TAIL_K_SPLITS``), ``desc-first`` and ``desc-first+k-tail`` (the
+product's descriptors made before the rstd kernel is launched, not between the two launches), against ``[x@W]`` and
+``[norm+addmm]``.
 Every candidate is checked against the float64 oracle first; cold, interleaved rounds in a random order.
 """
 
@@ -27,6 +30,7 @@ import torch
 from bench_common import add_race_args, checked_against, print_notes, print_race, race_rounds, write_csv
 
 from kprof.kernels import discover
+from kprof.kernels.lib import launching
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import rstd_epilogue
 from kprof.kernels.rmsnorm_linear.fused import folded_weight
@@ -101,17 +105,37 @@ def rmsnorm_linear_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
 
         return run
 
-    def whole_last_wave() -> torch.Tensor:
-        shipped = rstd_epilogue.TMA_TAIL_SPLITS
-        rstd_epilogue.TMA_TAIL_SPLITS = False
-        try:
-            return rstd_epilogue.rmsnorm_linear_folded(x, g, w, b, eps, wf)
-        finally:
-            rstd_epilogue.TMA_TAIL_SPLITS = shipped
+    def setting(name: str, value: bool):
+        def run() -> torch.Tensor:
+            shipped = getattr(rstd_epilogue, name)
+            setattr(rstd_epilogue, name, value)
+            try:
+                return rstd_epilogue.rmsnorm_linear_folded(x, g, w, b, eps, wf)
+            finally:
+                setattr(rstd_epilogue, name, shipped)
+
+        return run
+
+    def descriptors_first(k_tail: bool):
+        # the op's kernels with the product's descriptors, workspace and tickets made before the rstd launch
+        def run() -> torch.Tensor:
+            rstd = torch.empty(m, dtype=torch.float32, device=x.device)
+            y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+            pdl = launching.pdl_ready(x)
+            launch = rstd_epilogue.tma_launcher(x, wf, b, y, rstd, pdl=pdl, k_tail=k_tail)
+            rstd_epilogue.launch_row_rstd(x, rstd, eps, pdl=pdl)
+            launch()
+            return y
+
+        return run
 
     checked = {name: with_tiles(t) for name, t in TILES.items()}
     checked["[shipped]"] = with_tiles(None)
-    checked["no-tail"] = whole_last_wave
+    checked["no-tail"] = setting("TMA_TAIL_SPLITS", False)
+    checked["k-tail"] = setting("TMA_TAIL_K_SPLITS", True)
+    checked["no-k-tail"] = setting("TMA_TAIL_K_SPLITS", False)
+    checked["desc-first"] = descriptors_first(False)
+    checked["desc-first+k-tail"] = descriptors_first(True)
     checked["[norm+addmm]"] = lambda: torch.addmm(b, rmsnorm_tuned(x, g, eps), w)
     fns, notes = checked_against(checked, ref)
     fns["[x@W]"] = lambda: x @ w
