@@ -12,10 +12,9 @@ swiglu candidates on the interleaved weights: ``plain`` (one program per tile, t
 with GROUP_M 8), ``pers-whole`` (no parts in the last wave), and ``[shipped]`` (``triton_tuned_prepared``);
 ``[cublas]`` is ``x @ [Wg Wu]``. rmsnorm_linear candidates on prepared weights: the rstd kernel and the persistent
 TMA product with each of ``TILES`` (tiles; output stored in halves or whole; ``[shipped]``: the shipped ones),
-``no-tail`` (the shipped tiles, the last partial wave's tiles whole), ``k-tail`` / ``no-k-tail`` (a last wave too
-big for parts done in shares of K, or not: ``TMA_TAIL_K_SPLITS``), ``desc-first`` and ``desc-first+k-tail`` (the
-product's descriptors made before the rstd kernel is launched, not between the two launches), against ``[x@W]`` and
-``[norm+addmm]``.
+``no-tail`` (the shipped tiles, the last partial wave's tiles whole) and ``desc-between`` (the product's
+descriptors made between the rstd kernel's launch and the product's, as before the shipped order), against
+``[x@W]`` and ``[norm+addmm]``. Commit 15ac428's version of this script also raced the last wave in shares of K.
 Every candidate is checked against the float64 oracle first; cold, interleaved rounds in a random order.
 """
 
@@ -116,26 +115,19 @@ def rmsnorm_linear_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
 
         return run
 
-    def descriptors_first(k_tail: bool):
-        # the op's kernels with the product's descriptors, workspace and tickets made before the rstd launch
-        def run() -> torch.Tensor:
-            rstd = torch.empty(m, dtype=torch.float32, device=x.device)
-            y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-            pdl = launching.pdl_ready(x)
-            launch = rstd_epilogue.tma_launcher(x, wf, b, y, rstd, pdl=pdl, k_tail=k_tail)
-            rstd_epilogue.launch_row_rstd(x, rstd, eps, pdl=pdl)
-            launch()
-            return y
-
-        return run
+    def descriptors_between() -> torch.Tensor:
+        # the order before 15ac428's race: the product's descriptors made between the rstd launch and the product's
+        rstd = torch.empty(m, dtype=torch.float32, device=x.device)
+        y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+        pdl = launching.pdl_ready(x)
+        rstd_epilogue.launch_row_rstd(x, rstd, eps, pdl=pdl)
+        rstd_epilogue.tma_product(x, wf, b, y, rstd, pdl=pdl)
+        return y
 
     checked = {name: with_tiles(t) for name, t in TILES.items()}
     checked["[shipped]"] = with_tiles(None)
     checked["no-tail"] = setting("TMA_TAIL_SPLITS", False)
-    checked["k-tail"] = setting("TMA_TAIL_K_SPLITS", True)
-    checked["no-k-tail"] = setting("TMA_TAIL_K_SPLITS", False)
-    checked["desc-first"] = descriptors_first(False)
-    checked["desc-first+k-tail"] = descriptors_first(True)
+    checked["desc-between"] = descriptors_between
     checked["[norm+addmm]"] = lambda: torch.addmm(b, rmsnorm_tuned(x, g, eps), w)
     fns, notes = checked_against(checked, ref)
     fns["[x@W]"] = lambda: x @ w

@@ -124,31 +124,6 @@ def tail_split(tiles: int, programs: int) -> int:
     return 0
 
 
-def tail_k_splits(tiles: int, programs: int, k_steps: int, most: int = 6) -> int:
-    """Programs per tile, each over a share of K, for a last partial wave too big for ``tail_split`` (more than
-    half the programs): the count in 2..``most`` (at most ``k_steps``, the tiles' BLOCK_K steps) whose rounds of
-    shares take the least time, ``ceil(last_wave * s / programs) / s`` of a tile's, ties to the fewer; 0 where no
-    count takes under a tile's time, or where ``tail_split`` applies. 88 tiles left for 132 programs (2048 or
-    8192 rows x 5504 columns in 128x256 tiles on an H100): 3, two rounds of thirds, 2/3 of a tile's time."""
-    last_wave = tiles % programs if programs else 0
-    if not last_wave or tail_split(tiles, programs):
-        return 0
-    best, best_time = 0, 1.0
-    for s in range(2, min(most, k_steps) + 1):
-        time = -(-last_wave * s // programs) / s
-        if time < best_time:
-            best, best_time = s, time
-    return best
-
-
-@triton.jit
-def k_share(part, PARTS, K, BLOCK_K: tl.constexpr):
-    """(first, end) BLOCK_K step of share ``part`` of ``PARTS`` over K's steps: equal shares, the larger ones
-    last."""
-    steps = tl.cdiv(K, BLOCK_K)
-    return (part * steps) // PARTS, ((part + 1) * steps) // PARTS
-
-
 def tile_descriptors(
     x2d: torch.Tensor,
     w: torch.Tensor,

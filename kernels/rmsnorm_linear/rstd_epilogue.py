@@ -43,17 +43,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib import launching, split_k
-from kprof.kernels.lib.tiles import (
-    dot_acc,
-    grouped_tile,
-    k_share,
-    store_tile,
-    tail_k_splits,
-    tail_part,
-    tail_split,
-    tile_descriptors,
-)
+from kprof.kernels.lib import launching
+from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_part, tail_split, tile_descriptors
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
 
@@ -111,112 +102,18 @@ def _scaled_tile(
     PDL: tl.constexpr,
 ):
     """One output tile at (off_m, off_n): the product, its rows scaled by rstd, the bias added."""
-    acc = _tile_steps(x_desc, w_desc, off_m, off_n, 0, tl.cdiv(K, BLOCK_K), BLOCK_M, BLOCK_N, BLOCK_K, IEEE)
-    _finish_tile(y_desc, acc, r_ptr, b_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N, HAS_BIAS, SUBTILE, PDL)
-
-
-@triton.jit
-def _tile_steps(
-    x_desc,
-    w_desc,
-    off_m,
-    off_n,
-    first,
-    end,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    IEEE: tl.constexpr,
-):
-    """The fp32 product of the tile at (off_m, off_n) over K's BLOCK_K steps ``first`` to ``end``."""
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for ks in range(first, end):  # out-of-range rows/columns of the last tiles load as zeros
+    for ks in range(tl.cdiv(K, BLOCK_K)):  # out-of-range rows/columns of the last tiles load as zeros
         a = x_desc.load([off_m, ks * BLOCK_K])
         b = w_desc.load([ks * BLOCK_K, off_n])
         acc = dot_acc(a, b, acc, IEEE)
-    return acc
-
-
-@triton.jit
-def _finish_tile(
-    y_desc,
-    acc,
-    r_ptr,
-    b_ptr,
-    off_m,
-    off_n,
-    M,
-    N,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    HAS_BIAS: tl.constexpr,
-    SUBTILE: tl.constexpr,
-    PDL: tl.constexpr,
-):
-    """The tile's rows scaled by rstd, the bias added, stored."""
     rows = off_m + tl.arange(0, BLOCK_M)
-    launching.wait_for_primary(PDL)  # the K loop may have overlapped the rstd kernel; r_ptr may not
+    launching.wait_for_primary(PDL)  # the K loop above may have overlapped the rstd kernel; r_ptr may not
     acc = acc * tl.load(r_ptr + rows, mask=rows < M, other=0.0)[:, None]
     if HAS_BIAS:
         cols = off_n + tl.arange(0, BLOCK_N)
         acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
     store_tile(y_desc, acc, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # the store clips the last tiles
-
-
-@triton.jit
-def _k_split_tail(
-    x_desc,
-    w_desc,
-    y_ptr,
-    r_ptr,
-    b_ptr,
-    part_ptr,
-    count_ptr,
-    whole,
-    tiles,
-    M,
-    N,
-    K,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
-    PROGRAMS: tl.constexpr,
-    HAS_BIAS: tl.constexpr,
-    PARTS: tl.constexpr,
-    IEEE: tl.constexpr,
-    PDL: tl.constexpr,
-):
-    """The last wave's tiles (from tile ``whole``), each as PARTS programs' shares of K (``tail_k_splits``). A
-    share's fp32 product goes to its slot of ``part_ptr``; the program that draws its tile's last ticket adds the
-    slots in order (the sum does not depend on which finished last) and finishes the tile, as the split-K kernels'
-    parts meet (``kprof.kernels.lib.split_k``)."""
-    TILE: tl.constexpr = BLOCK_M * BLOCK_N
-    for unit in tl.range(tl.program_id(0), (tiles - whole) * PARTS, PROGRAMS):
-        tail_tile = unit // PARTS
-        pid_m, pid_n = grouped_tile(whole + tail_tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        first, end = k_share(unit % PARTS, PARTS, K, BLOCK_K)
-        acc = _tile_steps(x_desc, w_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, first, end, BLOCK_M, BLOCK_N, BLOCK_K, IEEE)
-        # offsets made here, not before the loop: a [BLOCK_M, BLOCK_N] offset tensor kept live took 128 registers
-        # a thread and spilled
-        share = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        tl.store(part_ptr + unit * TILE + share, acc)  # int32: units < programs x 6
-        if split_k.take_ticket(count_ptr, tail_tile) == PARTS - 1:
-            launching.wait_for_primary(PDL)  # rstd below
-            parts = part_ptr + tail_tile * (PARTS * TILE)
-            # in bands of rows: the whole tile's sum and a part loaded beside it would not fit in registers
-            BAND: tl.constexpr = BLOCK_M // 4
-            for band in tl.static_range(0, BLOCK_M, BAND):
-                rows = pid_m * BLOCK_M + band + tl.arange(0, BAND)
-                cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-                at = (band + tl.arange(0, BAND))[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-                total = split_k.sum_parts(parts + at, at >= 0, TILE, PARTS, BAND, BLOCK_N)
-                total = total * tl.load(r_ptr + rows, mask=rows < M, other=0.0)[:, None]
-                if HAS_BIAS:
-                    total += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
-                out = y_ptr + rows[:, None].to(tl.int64) * N + cols[None, :]
-                tl.store(out, total.to(y_ptr.dtype.element_ty), mask=(rows < M)[:, None] & (cols < N)[None, :])
-            split_k.release(count_ptr, tail_tile)
 
 
 @triton.jit
@@ -231,9 +128,6 @@ def _tma_product_kernel(
     # pointers
     r_ptr,  # [M] fp32 rstd per row
     b_ptr,  # [N] bias (unused unless HAS_BIAS)
-    y_ptr,  # y [M, N], contiguous: the last wave's tiles in shares of K store it in bands of rows
-    part_ptr,  # fp32 [last wave's tiles x TAIL_K_SPLITS, BLOCK_M, BLOCK_N]: shares of K (unused unless TAIL_K_SPLITS)
-    count_ptr,  # int32 [last wave's tiles] tickets, zero between calls (unused unless TAIL_K_SPLITS)
     # sizes
     M,
     N,
@@ -247,13 +141,11 @@ def _tma_product_kernel(
     HAS_BIAS: tl.constexpr,
     SUBTILE: tl.constexpr,  # store output tiles in two halves (room for a 4th stage)
     TAIL_SPLIT: tl.constexpr,  # 0, or the tiles of the last, partial wave done as 2 halves / 4 quarters
-    TAIL_K_SPLITS: tl.constexpr,  # 0, or the last wave's tiles each done as this many shares of K (not with
-    # TAIL_SPLIT)
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
     PDL: tl.constexpr,  # launched as the rstd kernel's dependent: wait for it before reading r_ptr
 ):
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    whole = (tiles // PROGRAMS) * PROGRAMS if TAIL_SPLIT or TAIL_K_SPLITS else tiles
+    whole = (tiles // PROGRAMS) * PROGRAMS if TAIL_SPLIT else tiles
     # flatten: the compiler pipelines the next tile's first loads under this tile's epilogue
     for tile in tl.range(tl.program_id(0), whole, PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
@@ -299,11 +191,6 @@ def _tma_product_kernel(
                 IEEE,
                 PDL,
             )
-    if TAIL_K_SPLITS:
-        _k_split_tail(
-            x_desc, w_desc, y_ptr, r_ptr, b_ptr, part_ptr, count_ptr, whole, tiles, M, N, K, BLOCK_M, BLOCK_N,
-            BLOCK_K, GROUP_M, PROGRAMS, HAS_BIAS, TAIL_K_SPLITS, IEEE, PDL,
-        )  # fmt: skip
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): 128x256x64 tiles were the fastest of 7 tile shapes, plain
@@ -327,8 +214,6 @@ LONG_K_MIN_WAVES = 32
 # 1.002-1.019 against 1.024-1.048 at 8192x2048/4096x14336, in both dtypes; at 2048x2048x11008 fp16 it read 1.100
 # against 1.076, on a machine whose rounds at 2048x2048 moved by up to 13%.
 TMA_TAIL_SPLITS = True
-# A last wave of more than half the programs, in shares of K instead (``tail_k_splits``); being measured.
-TMA_TAIL_K_SPLITS = False
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 # 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
 # 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)
@@ -352,13 +237,11 @@ def tma_product(
     *,
     pdl: bool = False,
     tail: bool | None = None,
-    k_tail: bool | None = None,
 ) -> None:
     """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands).
     ``pdl``: launched as the dependent of the rstd kernel just before it (which must have been launched
-    with ``pdl=True``). ``tail`` (default ``TMA_TAIL_SPLITS``): the last partial wave's tiles in parts;
-    ``k_tail`` (default ``TMA_TAIL_K_SPLITS``): where those parts do not apply, in shares of K."""
-    tma_launcher(x2d, wf, b, y, rstd, pdl=pdl, tail=tail, k_tail=k_tail)()
+    with ``pdl=True``). ``tail`` (default ``TMA_TAIL_SPLITS``): the last partial wave's tiles in parts."""
+    tma_launcher(x2d, wf, b, y, rstd, pdl=pdl, tail=tail)()
 
 
 def tma_launcher(
@@ -370,10 +253,10 @@ def tma_launcher(
     *,
     pdl: bool = False,
     tail: bool | None = None,
-    k_tail: bool | None = None,
 ) -> Callable[[], None]:
-    """:func:`tma_product`'s launch, with its descriptors, workspace and tickets made now: a caller can make them
-    before it launches the rstd kernel, which then does not wait for them."""
+    """:func:`tma_product`'s launch, its tiles chosen and its descriptors made now: the op makes them before it
+    launches the rstd kernel, so that only the launch itself stands between the two kernels (why: see
+    ``rmsnorm_linear_folded``)."""
     m, k = x2d.shape
     n = wf.shape[1]
     sms = launching.sm_count(x2d) if x2d.is_cuda else 4
@@ -384,22 +267,7 @@ def tma_launcher(
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     programs = min(sms, tiles)
     split = tail_split(tiles, programs) if (TMA_TAIL_SPLITS if tail is None else tail) else 0
-    k_splits = 0
-    if not split and (TMA_TAIL_K_SPLITS if k_tail is None else k_tail):
-        k_splits = tail_k_splits(tiles, programs, triton.cdiv(k, bk))
-    tail_tiles = tiles % programs if k_splits else 0
-    parts = torch.empty(max(tail_tiles * k_splits * bm * bn, 1), dtype=torch.float32, device=x2d.device)
-    args = (
-        *tile_descriptors(x2d, wf, y, (bm, bn, bk), subtile, split),
-        rstd,
-        b if b is not None else rstd,
-        y,
-        parts,
-        launching.ticket_counters(x2d, max(tail_tiles, 1)),
-        m,
-        n,
-        k,
-    )
+    args = (*tile_descriptors(x2d, wf, y, (bm, bn, bk), subtile, split), rstd, b if b is not None else rstd, m, n, k)
     meta = dict(
         BLOCK_M=bm,
         BLOCK_N=bn,
@@ -409,7 +277,6 @@ def tma_launcher(
         HAS_BIAS=b is not None,
         SUBTILE=subtile,
         TAIL_SPLIT=split,
-        TAIL_K_SPLITS=k_splits,
         IEEE=launching.interpreting(),
         PDL=pdl,
         num_warps=warps,
@@ -485,10 +352,17 @@ def rmsnorm_linear_folded(
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     pdl = launching.pdl_ready(x2d)
-    launch_row_rstd(x2d, rstd, eps, pdl=pdl)
     if use_tma(x2d, wf, y):
-        tma_product(x2d, wf, b, y, rstd, pdl=pdl)
+        # the product's tiles and descriptors made before the rstd kernel is launched. With PDL the product overlaps
+        # that kernel only if it is launched while the kernel runs (17-34 us at 2048-8192 rows), and a call timed
+        # from an idle GPU waits for the host in between: made between the two launches, at 2048x2048x14336 bf16
+        # the op took 180.2 us in all three cold rounds against 164.1 made first (x @ W 160.2), on one H100; at 13
+        # other prefill points the two orders were within 0.6% (benchmarks/results/short-k/k-tail-15ac428/)
+        product = tma_launcher(x2d, wf, b, y, rstd, pdl=pdl)
+        launch_row_rstd(x2d, rstd, eps, pdl=pdl)
+        product()
     else:
+        launch_row_rstd(x2d, rstd, eps, pdl=pdl)
         launch_product(x2d, wf, b, y, eps, norm=2, rstd=rstd, pdl=pdl)
     return y.view(*x.shape[:-1], n)
 

@@ -667,40 +667,6 @@ def test_rmsnorm_linear_tail_in_parts_on_the_gpu():
 
 
 @pytest.mark.gpu
-def test_rmsnorm_linear_k_shares_in_the_last_wave_on_the_gpu():
-    """On a GPU with the real tiles (128x256): 2048x256x5504 and 8192x320x5504 make 352 and 1408 tiles, which leave
-    88 for a last wave on an H100, too many for halves, done in 3 shares of K that meet at a ticket; the product
-    matches the float64 oracle with and without the shares, three calls in a row (the tickets back at zero after
-    each), after the rstd kernel (PDL where the GPU has it)."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
-    import triton
-
-    from kprof.kernels.lib.launching import pdl_ready, sm_count, tma_ready
-    from kprof.kernels.lib.tiles import tail_k_splits
-    from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
-
-    fam = F["rmsnorm_linear"]
-    bm, bn, bk = re.TMA_CONFIG[:3]
-    for m, k, n in ((2048, 256, 5504), (8192, 320, 5504)):
-        inputs = fam.make_inputs((m, k, n), "bf16", "cuda", seed=17)
-        x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
-        tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-        if tail_k_splits(tiles, sm_count(x), triton.cdiv(k, bk)) != 3 or not tma_ready(x):
-            pytest.skip(f"other last waves with {sm_count(x)} SMs (or no TMA)")
-        wf = re.folded_weight(g, w)
-        ref = fam.oracle(**inputs)
-        for k_tail in (True, True, True, False):
-            rstd = torch.empty(m, dtype=torch.float32, device="cuda")
-            y = torch.full((m, n), float("nan"), dtype=x.dtype, device="cuda")
-            pdl = pdl_ready(x)
-            re.launch_row_rstd(x, rstd, inputs["eps"], pdl=pdl)
-            re.tma_product(x, wf, b, y, rstd, pdl=pdl, k_tail=k_tail)
-            assert not y.isnan().any()
-            assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("m, k, n", [(2048, 512, 1024), (1000, 1000, 3000), (40, 512, 256)])
 def test_rmsnorm_linear_with_pdl_reads_this_calls_rstd(m, k, n, monkeypatch):
     """On a Hopper GPU triton_rstd_epilogue's product starts while the rstd kernel runs (PDL) and must wait
@@ -751,50 +717,6 @@ def test_rmsnorm_linear_tma_tiles_rule():
     assert re.tma_tiles(bm * at_bound // 4 + bm, bn * 4, re.LONG_K_MIN_K, 132)[0] == re.LONG_K_CONFIG
     # halves need the tile width to split in two 16-byte-aligned column blocks
     assert not re.TMA_SUBTILE or re.TMA_CONFIG[1] % 16 == 0
-
-
-@pytest.mark.parametrize("m, k, n", [(107, 200, 24), (75, 136, 72), (43, 104, 88)])
-def test_rstd_epilogue_product_with_k_shares_in_the_last_wave(m, k, n, device):
-    """The TMA product with a last wave too big for halves done as shares of K that meet at a ticket (under the
-    interpreter with 4 programs and 16x32x32 tiles: 107x200x24 makes 7 tiles, 75x136x72 makes 15, each leaving 3
-    for a last wave, in 4 shares of 7 and of 5 K steps; 43x104x88 makes 9, its last tile in quarters), against the
-    float64 oracle with a bias; twice, as the tickets must be back at zero for the next call."""
-    import triton
-
-    from kprof.kernels.lib.tiles import tail_k_splits, tail_split
-    from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
-
-    bm, bn, bk = re.TMA_INTERPRETER_CONFIG[:3]
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    expect_shares = tail_split(tiles, 4) == 0
-    assert (tail_k_splits(tiles, 4, triton.cdiv(k, bk)) == 4) == expect_shares
-    fam = F["rmsnorm_linear"]
-    for seed in (1, 2):
-        inputs = fam.make_inputs((m, k, n), "bf16", device, seed=m + k + n + seed)
-        x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
-        wf = re.folded_weight(g, w)
-        rstd = torch.rsqrt(x.float().pow(2).mean(dim=1) + inputs["eps"])
-        y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
-        re.tma_product(x, wf, b, y, rstd, tail=True, k_tail=True)
-        ref = fam.oracle(**inputs)
-        assert not y.isnan().any()
-        assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
-
-
-def test_tail_k_splits_rule():
-    """Shares of K for a last wave of more than half the programs: the count of 2-6 whose rounds take the least
-    of a tile's time, none where halves or quarters apply, where no count gains, or where K has one step."""
-    from kprof.kernels.lib.tiles import tail_k_splits
-
-    assert tail_k_splits(352, 132, 32) == 3  # 2048x2048x5504 in 128x256 tiles: 88 left, two rounds of thirds
-    assert tail_k_splits(1408, 132, 32) == 3  # 8192x2048x5504: 88 left
-    assert tail_k_splits(1408, 132, 2) == 0  # two steps: halves take two rounds, a whole tile's time
-    assert tail_k_splits(1408, 132, 1) == 0
-    assert tail_k_splits(120, 132, 32) == 0  # no partial wave past the first: one tile per program
-    assert tail_k_splits(264 + 60, 132, 32) == 0  # 60 left: halves (tail_split)
-    assert tail_k_splits(264 + 100, 132, 32) == 5  # 100 left: four rounds of fifths
-    assert tail_k_splits(264 + 131, 132, 32) == 0  # 131 left: no count of 2-6 takes under a tile's time
-    assert tail_k_splits(7, 4, 7) == 4
 
 
 def test_swiglu_tail_split_rule():
