@@ -21,6 +21,7 @@ with registers, shared memory, occupancy and DRAM throughput where the sections 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -40,6 +41,15 @@ if TYPE_CHECKING:
 
 SOURCE = "ncu"
 
+# Kept in the launch table's ``counters`` (JSON, under these names): where a compute-bound kernel's time goes, the
+# tensor cores' busy share of the elapsed cycles, and the SMs' cycles with work against the elapsed ones (SMs idle
+# while others finish a last, partial wave of tiles show as the gap).
+COUNTERS: dict[str, str] = {
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed": "tensor_pipe_pct",
+    "sm__cycles_active.avg": "sm_active_cycles",
+    "sm__cycles_elapsed.avg": "sm_elapsed_cycles",
+}
+
 METRICS: tuple[str, ...] = (
     "gpu__time_duration.sum",
     "dram__bytes_read.sum",
@@ -57,6 +67,7 @@ METRICS: tuple[str, ...] = (
     "launch__grid_size",
     "launch__block_size",
     "launch__waves_per_multiprocessor",
+    *COUNTERS,
 )
 
 # ncu's limiter metric -> kprof's limiter names (kprof.occupancy)
@@ -250,10 +261,25 @@ def parse(path: Path | Source, opts: ParseOptions | None = None, **_: object) ->
         out["occupancy_limiter"] = [
             _LIMITERS[row.idxmin()] if row.notna().any() else pd.NA for _, row in lim.iterrows()
         ]
+    out["counters"] = _counters(
+        pd.DataFrame({name: num(metric) for metric, name in COUNTERS.items() if metric in df}), len(out)
+    )
     nvtx_col = next((c for c in header if "Push/Pop_Range" in c), None)
     out["case"] = df[nvtx_col].map(_case_from_nvtx) if nvtx_col else pd.NA
     out["source"] = SOURCE
     return launch_table.validate(out, source=f"ncu ({src})")
+
+
+def _counters(values: pd.DataFrame, n: int) -> list:
+    """Per launch, the ``COUNTERS`` it has values for, as JSON (``{name: value}``); NA where none."""
+    if values.empty:
+        return [pd.NA] * n
+    return [
+        json.dumps({k: float(v) for k, v in row.items() if not pd.isna(v)}, sort_keys=True)
+        if row.notna().any()
+        else pd.NA
+        for _, row in values.iterrows()
+    ]
 
 
 def _dims(col: pd.Series, src: Source, name: str) -> list[pd.Series]:

@@ -143,33 +143,64 @@ KERNEL_NAME_CHARS = 48  # a kernel's name in the why column, cut here (cuBLAS's 
 
 def kernel_times(launches: pd.DataFrame) -> pd.DataFrame:
     """Where a profiled run's calls spend their time: per case and per kernel it launched, the median
-    duration in us, kernels in the order of their first launch. Columns ``provider, shape, dtype, kernel, us``,
-    from a launch table (``kprof.store.RunStore.launches``); memcpy, memset and sync records are left out."""
-    cols = ["provider", "shape", "dtype", "kernel", "us"]
+    duration in us, kernels in the order of their first launch, and where an ncu run measured them, the median
+    share of the elapsed cycles the tensor pipes were busy and the SMs had work (``counters``: see
+    ``kprof.profilers.ncu.COUNTERS``; NaN where not measured). Columns ``provider, shape, dtype, kernel, us,
+    tensor_pipe_pct, sm_busy_pct``, from a launch table (``kprof.store.RunStore.launches``); memcpy, memset and
+    sync records are left out."""
+    cols = ["provider", "shape", "dtype", "kernel", "us", "tensor_pipe_pct", "sm_busy_pct"]
     if launches.empty or "case" not in launches or "duration_ns" not in launches:
         return pd.DataFrame(columns=cols)
     ks = launches[launches["kind"].isna() | (launches["kind"] == "kernel")]
     ks = ks[ks["case"].notna() & ks["duration_ns"].notna()]
     name = ks["kernel_norm"].fillna(ks["kernel"]) if "kernel_norm" in ks else ks["kernel"]
     ks = ks.assign(name=name.astype(str), order=range(len(ks)))
+    counters = ks["counters"] if "counters" in ks else pd.Series(pd.NA, index=ks.index)
+    ks = ks.assign(**_busy_shares(counters))
     rows = []
     for (case, kernel), g in ks.groupby(["case", "name"], sort=False):
         parts = str(case).split("/")
         if len(parts) != 4:  # family/provider/shape/dtype
             continue
-        rows.append([parts[1], parts[2], parts[3], kernel, float(g["duration_ns"].median()) / 1e3, g["order"].min()])
+        us = float(g["duration_ns"].median()) / 1e3
+        rows.append(
+            [*parts[1:], kernel, us, g["tensor_pipe_pct"].median(), g["sm_busy_pct"].median(), g["order"].min()]
+        )
     out = pd.DataFrame(rows, columns=[*cols, "order"]).sort_values("order", kind="stable")
     return out.drop(columns="order").reset_index(drop=True)
 
 
+def _busy_shares(counters: pd.Series) -> dict[str, list[float]]:
+    """``tensor_pipe_pct`` and ``sm_busy_pct`` (SM cycles with work / elapsed, %) per launch from its counters'
+    JSON; NaN where a launch has none."""
+    tensor, busy = [], []
+    for text in counters:
+        c = json.loads(text) if isinstance(text, str) and text else {}
+        tensor.append(float(c.get("tensor_pipe_pct", math.nan)))
+        elapsed = c.get("sm_elapsed_cycles")
+        busy.append(100.0 * c["sm_active_cycles"] / elapsed if elapsed and "sm_active_cycles" in c else math.nan)
+    return {"tensor_pipe_pct": tensor, "sm_busy_pct": busy}
+
+
 def _kernels_note(kernels: pd.DataFrame | None, shape: str, dtype: str, provider: str) -> str:
-    """``a 6.1 us + b 69.6 us`` for a case of two or more kernels in ``kernels`` (:func:`kernel_times`); "" else."""
+    """``a 6.1 us + b 69.6 us`` for a case of two or more kernels in ``kernels`` (:func:`kernel_times`), each with
+    what ncu measured of its tensor pipes and SMs where it did (``b 69.6 us (tensor pipes busy 74% of its cycles,
+    SMs 86%)``, for one kernel too); "" else."""
     if kernels is None or kernels.empty:
         return ""
     here = kernels[(kernels["provider"] == provider) & (kernels["shape"] == shape) & (kernels["dtype"] == dtype)]
-    if len(here) < 2:
+    shares = [_busy_note(row) for _, row in here.iterrows()]
+    if len(here) < 2 and not any(shares):
         return ""
-    return " + ".join(f"{_short(k)} {us:.1f} us" for k, us in zip(here["kernel"], here["us"]))
+    return " + ".join(f"{_short(k)} {us:.1f} us{s}" for k, us, s in zip(here["kernel"], here["us"], shares))
+
+
+def _busy_note(row: pd.Series) -> str:
+    tensor, busy = row.get("tensor_pipe_pct", math.nan), row.get("sm_busy_pct", math.nan)
+    facts = ([f"tensor pipes busy {tensor:.0f}% of its cycles"] if not pd.isna(tensor) else []) + (
+        [f"SMs {busy:.0f}%"] if not pd.isna(busy) else []
+    )
+    return f" ({', '.join(facts)})" if facts else ""
 
 
 def _short(kernel: str) -> str:

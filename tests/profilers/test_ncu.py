@@ -102,3 +102,19 @@ def test_command_has_the_metric_list_and_range_filter(tmp_path):
 def test_number_parsing(text, unit, value):
     got = ncu._number(text, unit)
     assert got == value if value is None else got == pytest.approx(value)
+
+
+def test_tensor_pipe_and_sm_cycles_are_kept_as_counters(data_file):
+    """A full-set capture of a compute-bound kernel: each launch's tensor-pipe share and SM cycles (ncu.COUNTERS)
+    land in the launch table's ``counters`` JSON, the values the CSV holds."""
+    path = data_file("ncu_tma_product_full_set.csv")
+    rows = list(csv.reader(path.read_text().splitlines()))
+    header, body = rows[0], [r for r in rows[1:] if r and r[0]]  # the units row has no ID
+    t = ncu.parse(path)
+    assert len(t) == len(body) == 2
+    for (_, launch), row in zip(t.iterrows(), body):
+        counters = json.loads(launch["counters"])
+        assert set(counters) == set(ncu.COUNTERS.values())
+        for metric, name in ncu.COUNTERS.items():
+            assert counters[name] == pytest.approx(float(row[header.index(metric)].replace(",", "")))
+    assert ncu.parse(data_file("ncu_rmsnorm_raw.csv"))["counters"].isna().all()  # captured without them

@@ -479,6 +479,28 @@ def test_a_missed_target_of_several_kernels_says_where_the_time_goes():
     assert grid_table(m, targets=MATRIX).iloc[0]["why"].startswith("no ncu measurement here")
 
 
+def test_a_missed_target_says_how_busy_the_tensor_pipes_and_sms_were(data_file):
+    """Two launches of a product from a real ncu full-set capture, one as kprof's case and one as the yardstick's:
+    the why column gives each its tensor pipes' busy share and the SMs' cycles with work, the one-kernel
+    yardstick too, from the counters the parser kept."""
+    from kprof.profilers import ncu
+
+    rng = np.random.default_rng()
+    shape = "2048x2048x5504"
+    launches = ncu.parse(data_file("ncu_tma_product_full_set.csv"))
+    launches["case"] = [f"f/triton_a/{shape}/bf16", f"f/cublas/{shape}/bf16"]
+    kernels = grid.kernel_times(launches)
+    row = grid_table(_with_roof(rng, shape, 76.0, 67.7, 77.0), targets=MATRIX, kernels=kernels).iloc[0]
+    assert row["target_met"] is False
+    for provider, (_, launch) in zip(("triton_a", "cublas"), launches.iterrows()):
+        c = json.loads(launch["counters"])
+        busy = 100 * c["sm_active_cycles"] / c["sm_elapsed_cycles"]
+        assert (
+            f"{provider}: kernels, each alone under ncu, _tma_product_kernel {launch['duration_ns'] / 1e3:.1f} us "
+            f"(tensor pipes busy {c['tensor_pipe_pct']:.0f}% of its cycles, SMs {busy:.0f}%)"
+        ) in row["why"]
+
+
 def _with_kernels(m: pd.DataFrame, kernels: dict[str, list[tuple[str, float]]]) -> pd.DataFrame:
     """``m`` with each named provider's ``cold_kernels`` (name, median us), as the runner stores them."""
     m = m.assign(cold_kernels=None)
