@@ -14,7 +14,8 @@ with GROUP_M 8), ``pers-whole`` (no parts in the last wave), and ``[shipped]`` (
 TMA product with each of ``TILES`` (tiles; output stored in halves or whole; ``[shipped]``: the shipped ones),
 ``no-tail`` (the shipped tiles, the last partial wave's tiles whole) and ``desc-between`` (the product's
 descriptors made between the rstd kernel's launch and the product's, as before the shipped order), against
-``[x@W]`` and ``[norm+addmm]``. Commit 15ac428's version of this script also raced the last wave in shares of K.
+``[x@W]`` and ``[norm+addmm]``; ``rstd-*`` (``RSTD_GRIDS``): the rstd kernel in longer steps, or with another grid
+from 2049 rows. Commit 15ac428's version of this script also raced the last wave in shares of K.
 Every candidate is checked against the float64 oracle first; cold, interleaved rounds in a random order.
 """
 
@@ -51,6 +52,15 @@ TILES = {
     "t128x128-s5": ((128, 128, 64, 16, 8, 5), True),
     "t256x128-s3": ((256, 128, 64, 16, 8, 3), True),
     "t256x128-s4": ((256, 128, 64, 16, 8, 4), True),
+}
+
+# the rstd kernel's steps, and its grid from 2049 rows: (BLOCK_K, rows per block, programs per SM, warps)
+RSTD_GRIDS = {
+    "rstd-bk2048": (2048,),
+    "rstd-bk4096": (4096,),
+    "rstd-r4-bk2048": (2048, 4, 2, 8),
+    "rstd-r4-1sm-bk2048": (2048, 4, 1, 8),
+    "rstd-r2-1sm-bk4096": (4096, 2, 1, 8),
 }
 
 
@@ -124,7 +134,25 @@ def rmsnorm_linear_candidates(fam, spec: str, dtype: str) -> tuple[dict, dict]:
         rstd_epilogue.tma_product(x, wf, b, y, rstd, pdl=pdl)
         return y
 
+    def rstd_grid(block_k: int, rows: int | None = None, per_sm: int = 2, warps: int = 8):
+        # the rstd kernel's steps of block_k columns; from 2049 rows (rows given) per_sm programs of ``warps`` warps
+        # per SM over blocks of ``rows`` rows
+        def grid(m_: int, sms: int) -> tuple[int, int, int]:
+            return (rows, per_sm * sms, warps) if rows and m_ > 2048 else shipped_grid(m_, sms)
+
+        def run() -> torch.Tensor:
+            saved = rstd_epilogue.overlapped_rstd_grid, rstd_epilogue.RSTD_BLOCK_K
+            rstd_epilogue.overlapped_rstd_grid, rstd_epilogue.RSTD_BLOCK_K = grid, block_k
+            try:
+                return rstd_epilogue.rmsnorm_linear_folded(x, g, w, b, eps, wf)
+            finally:
+                rstd_epilogue.overlapped_rstd_grid, rstd_epilogue.RSTD_BLOCK_K = saved
+
+        return run
+
+    shipped_grid = rstd_epilogue.overlapped_rstd_grid
     checked = {name: with_tiles(t) for name, t in TILES.items()}
+    checked.update({name: rstd_grid(*spec) for name, spec in RSTD_GRIDS.items()})
     checked["[shipped]"] = with_tiles(None)
     checked["no-tail"] = setting("TMA_TAIL_SPLITS", False)
     checked["desc-between"] = descriptors_between

@@ -291,6 +291,7 @@ def use_tma(x2d: torch.Tensor, wf: torch.Tensor, y: torch.Tensor) -> bool:
 
 
 ROWS = 4  # 4 rows x 1024 columns per step: 32 fp32 accumulators per thread with 4 warps
+RSTD_BLOCK_K = 1024  # columns of a row block per step of the rstd kernel
 
 
 def rows_per_program(m: int) -> int:
@@ -331,7 +332,7 @@ def launch_row_rstd(x2d: torch.Tensor, rstd: torch.Tensor, eps: float, *, pdl: b
         x2d.stride(1),
         float(eps),
         ROWS=rows,
-        BLOCK_K=min(1024, triton.next_power_of_2(k)),
+        BLOCK_K=min(RSTD_BLOCK_K, triton.next_power_of_2(k)),
         PDL=pdl,
         num_warps=warps,
     )
