@@ -84,6 +84,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=200)
     args = ap.parse_args()
     fams = discover()
+    ops.use_triton(True)  # the ops API's Triton path is opt-in (KPROF_USE_TRITON=1)
     rows = []
     for spec in args.shapes.split(","):
         m, k, n = (int(v) for v in spec.split("x"))
