@@ -528,6 +528,13 @@ def grid_table(
         if disagree:
             runs = "the runs disagree: " + ", ".join(f"{r:.3f} ({pv}) in {run}" for run, (r, pv) in per_run.items())
             why = f"{runs}; {why}" if why else runs
+        host, graph_host = (
+            _number(kp.get(c)) if kp is not None else math.nan for c in ("host_time_us", "graph_host_us")
+        )
+        host_bound = host > t_k
+        if host_bound:
+            note = host_bound_note(host, t_k, graph_host)
+            why = f"{why}; {note}" if why else note
         rows.append(
             {
                 "shape": shape,
@@ -553,12 +560,26 @@ def grid_table(
                 "target_met": met,
                 "timing_mode": kp.get("timing_mode") if kp is not None else None,
                 "dispatch_vs_best": _dispatch_vs_best(disp, plain),
+                "kprof_host_us": host,
+                "kprof_graph_host_us": graph_host,
+                "host_bound": host_bound,
             }
         )
     table = pd.DataFrame(rows)
     if "target_met" in table:  # True / False / None (not judged): never a bool column that turns None into False
         table["target_met"] = table["target_met"].astype(object)
     return table
+
+
+def host_bound_note(host_us: float, gpu_us: float, graph_host_us: float = math.nan) -> str:
+    """The why column's words for a best kprof version whose host time per call exceeds its GPU time: the verdict
+    compares GPU time, which a caller sees only where its host runs ahead of the GPU (a CUDA graph, or work queued
+    before)."""
+    graph = f"; {graph_host_us:.1f} µs replayed in a CUDA graph" if not math.isnan(graph_host_us) else ""
+    return (
+        f"host-bound: {host_us:.1f} µs of host time per call against {gpu_us:.1f} µs on the GPU{graph}; called "
+        "back to back outside a graph the GPU waits for the host, and the GPU-time verdict does not hold"
+    )
 
 
 def _met(target: CopyTarget | RooflineTarget | None, pct_copy: float, vs_roofline: float) -> bool | None:
@@ -642,6 +663,7 @@ def render(
     shown = bool(targeted.any())  # target columns wherever a point has one, judged or not
     d = table.get("dispatch_vs_best", pd.Series(dtype=float)).dropna()
     mode = next((m for m in table["timing_mode"].dropna()), "cold")
+    hb = table.get("host_bound", pd.Series(False, index=table.index)).fillna(False).astype(bool)
     order = {"loss": 0, "uncertain": 1, "tie": 2, "win": 3}
     t = table.assign(_o=table["verdict"].map(order).fillna(4)).sort_values(["_o", "ratio"], ascending=[True, False])
     lines = [
@@ -673,6 +695,17 @@ def render(
         ),
         *(
             [
+                f"Host: at {int(hb.sum())} of {len(hb)} points the best kprof version's host time per call "
+                f"({_range(table.loc[hb, 'kprof_host_us'])} µs) exceeds its GPU time "
+                f"({_range(table.loc[hb, 'kprof_us'])} µs): a caller that launches it without a CUDA graph and without "
+                "GPU work queued ahead waits for the host there, whatever the verdict (why column).",
+                "",
+            ]
+            if hb.any()
+            else []
+        ),
+        *(
+            [
                 "Targets: "
                 + "; ".join(f"{label}: met at {met} of {n} points" for label, (met, n) in counts.items())
                 + (";" if counts and unjudged else "")
@@ -687,7 +720,7 @@ def render(
         "| vs roofline | "
         + (f"{dispatch} / best | " if dispatch else "")
         + ("target | met | " if shown else "")
-        + "why (not measured; what a loss or missed target measured) |",
+        + "why (not measured; what a loss or missed target measured; host-bound) |",
         "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|"
         + ("---:|" if dispatch else "")
         + ("---|---|" if shown else "")
@@ -703,6 +736,11 @@ def render(
             + f"{_cell(r.why)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _range(values: pd.Series) -> str:
+    lo, hi = float(values.min()), float(values.max())
+    return f"{lo:.1f}" if lo == hi else f"{lo:.1f}-{hi:.1f}"
 
 
 def _cell(text: str) -> str:

@@ -916,3 +916,35 @@ def test_a_missed_target_without_ncu_quotes_each_kernels_cold_time():
     assert row["why"].startswith("no ncu measurement here; each kernel's median cold time (CUPTI")
     assert f"triton_a _rmsnorm_rows_kernel {norm:.1f} us + nvjet_bias {prod:.1f} us" in row["why"]
     assert f"cublas nvjet {prod * 0.99:.1f} us" in row["why"] and row["why"].endswith("pass that run as --ncu)")
+
+
+def test_a_best_version_that_takes_longer_to_launch_than_to_run_is_called_host_bound():
+    """The verdict compares GPU time. Where the best kprof version's host time per call exceeds its GPU time, the
+    table says so (its why column, with its CUDA-graph host time) and the summary counts those points; a point whose
+    host time is under its GPU time, or unmeasured, is not flagged."""
+    rng = np.random.default_rng()
+    t_fast, t_slow = float(rng.uniform(50, 100)), float(rng.uniform(500, 900))
+    m = _metrics(
+        rng,
+        {
+            ("2048x2048x5504", "bf16"): {"triton_a": t_fast, "torch_compile": t_fast * 1.1},
+            ("8192x4096x14336", "bf16"): {"triton_a": t_slow, "torch_compile": t_slow * 1.1},
+            ("8192x8192x28672", "bf16"): {"triton_a": t_slow, "torch_compile": t_slow * 1.1},
+        },
+    )
+    host = float(rng.uniform(200, 400))  # over t_fast, under t_slow
+    graph = float(rng.uniform(5, 15))
+    is_a = m["provider"] == "triton_a"
+    m["host_time_us"] = np.where(is_a, host, 30.0)
+    m["graph_host_us"] = graph
+    m.loc[is_a & (m["shape"] == "8192x8192x28672"), "host_time_us"] = np.nan
+    table = grid_table(m).set_index("shape")
+    assert table.loc["2048x2048x5504", "host_bound"]
+    assert not table.loc["8192x4096x14336", "host_bound"] and not table.loc["8192x8192x28672", "host_bound"]
+    why = table.loc["2048x2048x5504", "why"]
+    gpu = table.loc["2048x2048x5504", "kprof_us"]
+    assert f"host-bound: {host:.1f} µs of host time per call against {gpu:.1f} µs on the GPU; {graph:.1f} µs" in why
+    assert "host-bound" not in table.loc["8192x4096x14336", "why"]
+    text = grid.render(table.reset_index(), ["r"], "fam")
+    assert f"Host: at 1 of 3 points the best kprof version's host time per call ({host:.1f} µs)" in text
+    assert "Host:" not in grid.render(grid_table(m.assign(host_time_us=np.nan)), ["r"], "fam")
