@@ -278,7 +278,7 @@ def _rms_norm_linear_prepared(
 ) -> torch.Tensor:
     """The folded-weight kernels where they serve (1000+ rows; any under the interpreter), else the plain op."""
     if wf is not None and triton_enabled(x) and _many_rows(x, _rl_prepared.TMA_MIN_ROWS):
-        return _rl_prepared.rmsnorm_linear_folded(x, g, w, b, eps, wf)  # checks the inputs
+        return fast.rms_norm_linear_prepared(x, g, w, wf, b, eps)  # the checked path on a signature's first call
     return rms_norm_linear(x, g, w, b, eps)
 
 

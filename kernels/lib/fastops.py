@@ -611,6 +611,103 @@ def _split_k_first(
     return y.view(*x.shape[:-1], n)
 
 
+# ----------------------------------------------------------------- rms_norm_linear on prepared weights (TMA)
+_prepared_plans = Plans()
+_rstd_launcher: CompiledLauncher | None = None
+_tma_launcher: CompiledLauncher | None = None
+
+
+class PreparedTMAPlan:
+    """rmsnorm_linear on folded weights by the rstd kernel and the persistent TMA product (PDL where the GPU has
+    it): both launches, the product's tiles, the layouts of y and rstd. The weight's descriptors are kept (the key
+    holds W''s address); x's and y's are made on every call, before the rstd kernel is launched."""
+
+    __slots__ = ("rstd", "product", "blocks", "split", "w_descriptors", "k", "y_layout", "r_layout")
+
+    def __init__(self, rstd: Launch, product: Launch, plan: Any, wf: torch.Tensor, k: int, m: int, n: int) -> None:
+        self.rstd, self.product, self.k = rstd, product, k
+        self.blocks = tiles.descriptor_blocks(plan.tiles, plan.subtile, plan.split)
+        self.split = bool(plan.split)
+        desc = launching.TensorDescriptor.from_tensor
+        self.w_descriptors = (desc(wf, self.blocks[1]), desc(wf, self.blocks[4]) if plan.split else None)
+        self.y_layout = contiguous_layout((m, n))
+        self.r_layout = contiguous_layout((m,))
+
+    def __call__(self, x: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+        desc = launching.TensorDescriptor.from_tensor
+        x2d = x.view(-1, self.k)
+        y = x.new_empty_strided(*self.y_layout)
+        rstd = x.new_empty_strided(*self.r_layout, dtype=torch.float32)
+        blocks, (w_d, w_t) = self.blocks, self.w_descriptors
+        x_d, y_d = desc(x2d, blocks[0]), desc(y, blocks[2])
+        x_t, w_t, y_t = (desc(x2d, blocks[3]), w_t, desc(y, blocks[5])) if self.split else (x_d, w_d, y_d)
+        bias = rstd if b is None else b
+        if self.rstd.entry is not None and self.product.entry is not None and not launch_hooks_installed():
+            self.rstd.fast(x2d.data_ptr(), rstd.data_ptr())
+            self.product.fast(x_d, w_d, y_d, x_t, w_t, y_t, rstd.data_ptr(), bias.data_ptr())
+        else:
+            self.rstd(x2d, rstd)
+            self.product(x_d, w_d, y_d, x_t, w_t, y_t, rstd, bias)
+        return y.view(*x.shape[:-1], y.shape[1])
+
+
+def rms_norm_linear_prepared(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
+    """``rms_norm(x, g) @ w (+ b)`` from ``wf = diag(g) w`` (``rstd_epilogue.rmsnorm_linear_folded``): the checked
+    path on a signature's first call, then its plan (no checks, no JIT binding) where the route is the TMA one."""
+    try:
+        key = (
+            sig(x),
+            sig(g),
+            sig(w),
+            sig(wf),
+            wf.data_ptr(),
+            None if b is None else sig(b),
+            eps,
+            launching.pdl_ready(x),
+        )
+    except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
+        key = None
+    plan = _prepared_plans.get(key) if key is not None else None
+    if plan is not None:
+        return plan(x, b)
+    return _prepared_first(x, g, w, wf, b, eps, key)
+
+
+def _prepared_first(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, eps: float, key: Any
+) -> torch.Tensor:
+    """The checked path, then the plan of this signature where the op took the TMA route with contiguous rows."""
+    global _rstd_launcher, _tma_launcher
+    from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+
+    y = re.rmsnorm_linear_folded(x, g, w, b, eps, wf)  # checks the inputs
+    k, n = w.shape
+    x2d = x.view(-1, k) if row_stride(x) == k else None
+    if key is None or x2d is None or not wf.is_contiguous() or (b is not None and not b.is_contiguous()):
+        return y
+    if not re.use_tma(x2d, wf, y.view(-1, n)):
+        return y
+    m = x2d.shape[0]
+    pdl = key[-1]
+    sms = launching.sm_count(x2d) if x2d.is_cuda else 4
+    programs, rstd_meta = re.row_rstd_launch(m, k, launching.sm_count(x2d) if pdl else 0, pdl)
+    rstd_options = {"num_warps": rstd_meta.pop("num_warps")}
+    rstd_tail = (m, k, k, 1, float(eps)) + constexpr_tail(re.row_rstd_kernel, 7, rstd_meta)
+    tma = re.tma_plan(m, k, n, sms)
+    meta = tma.meta(b is not None, pdl)
+    options = {o: meta.pop(o) for o in ("num_warps", "num_stages", "launch_pdl") if o in meta}
+    tail = (m, n, k) + constexpr_tail(re.tma_product_kernel, 11, meta)
+    if _rstd_launcher is None:
+        _rstd_launcher, _tma_launcher = CompiledLauncher(re.row_rstd_kernel), CompiledLauncher(re.tma_product_kernel)
+    rstd = Launch(_rstd_launcher, ("prepared", key, rstd_tail), (programs,), rstd_tail, rstd_options)
+    product_key = ("prepared", key, tail, tuple(options.items()))
+    product = Launch(_tma_launcher, product_key, (tma.programs,), tail, options)
+    _prepared_plans.put(key, PreparedTMAPlan(rstd, product, tma, wf, k, m, n))
+    return y
+
+
 # ------------------------------------------------------------------------------------------- kasmina
 _kasmina_plans = Plans()
 _kasmina_launcher: CompiledLauncher | None = None
@@ -686,7 +783,7 @@ def _kasmina_first(
 
 def reset() -> None:
     """Forget every plan (tests; a process that changed TRITON_INTERPRET)."""
-    for plans in (_add_plans, _gated_plans, _swiglu_plans, _product_plans, _kasmina_plans):
+    for plans in (_add_plans, _gated_plans, _swiglu_plans, _product_plans, _prepared_plans, _kasmina_plans):
         plans.plans.clear()
 
 
@@ -697,6 +794,7 @@ __all__: Sequence[str] = (
     "gated",
     "kasmina",
     "rms_norm_linear",
+    "rms_norm_linear_prepared",
     "reset",
     "sig",
     "swiglu",

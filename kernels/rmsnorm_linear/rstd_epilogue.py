@@ -38,6 +38,7 @@ N 5504 and K 2048 the op is 1.04-1.06x.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -257,9 +258,49 @@ def tma_launcher(
     """:func:`tma_product`'s launch, its tiles chosen and its descriptors made now: the op makes them before it
     launches the rstd kernel, so that only the launch itself stands between the two kernels (why: see
     ``rmsnorm_linear_folded``)."""
-    m, k = x2d.shape
-    n = wf.shape[1]
-    sms = launching.sm_count(x2d) if x2d.is_cuda else 4
+    (m, k), n = x2d.shape, wf.shape[1]
+    plan = tma_plan(m, k, n, launching.sm_count(x2d) if x2d.is_cuda else 4, tail)
+    descriptors = tile_descriptors(x2d, wf, y, plan.tiles, plan.subtile, plan.split)
+    args = (*descriptors, rstd, b if b is not None else rstd, m, n, k)
+    meta = plan.meta(b is not None, pdl)
+    return lambda: _tma_product_kernel[(plan.programs,)](*args, **meta)
+
+
+@dataclass(frozen=True)
+class TMAPlan:
+    """The TMA product's launch at one shape: ``tiles`` (BLOCK_M, BLOCK_N, BLOCK_K), output stored in halves
+    (``subtile``), the last wave's ``split`` (``tail_split``), the grid (``programs``) and the rest of its config."""
+
+    tiles: tuple[int, int, int]
+    group_m: int
+    warps: int
+    stages: int
+    subtile: bool
+    split: int
+    programs: int
+
+    def meta(self, has_bias: bool, pdl: bool) -> dict:
+        """The kernel's constexprs and launch options, in its signature's order."""
+        bm, bn, bk = self.tiles
+        return dict(
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=self.group_m,
+            PROGRAMS=self.programs,
+            HAS_BIAS=has_bias,
+            SUBTILE=self.subtile,
+            TAIL_SPLIT=self.split,
+            IEEE=launching.interpreting(),
+            PDL=pdl,
+            num_warps=self.warps,
+            num_stages=self.stages,
+            **launching.pdl_launch(pdl),
+        )
+
+
+def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None) -> TMAPlan:
+    """The TMA product's tiles, tail and grid for [m, k] x [k, n] on ``sms`` SMs (``tail`` as :func:`tma_product`)."""
     if launching.interpreting():
         (bm, bn, bk, gm, warps, stages), subtile = TMA_INTERPRETER_CONFIG, False
     else:
@@ -267,23 +308,7 @@ def tma_launcher(
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     programs = min(sms, tiles)
     split = tail_split(tiles, programs) if (TMA_TAIL_SPLITS if tail is None else tail) else 0
-    args = (*tile_descriptors(x2d, wf, y, (bm, bn, bk), subtile, split), rstd, b if b is not None else rstd, m, n, k)
-    meta = dict(
-        BLOCK_M=bm,
-        BLOCK_N=bn,
-        BLOCK_K=bk,
-        GROUP_M=gm,
-        PROGRAMS=programs,
-        HAS_BIAS=b is not None,
-        SUBTILE=subtile,
-        TAIL_SPLIT=split,
-        IEEE=launching.interpreting(),
-        PDL=pdl,
-        num_warps=warps,
-        num_stages=stages,
-        **launching.pdl_launch(pdl),
-    )
-    return lambda: _tma_product_kernel[(programs,)](*args, **meta)
+    return TMAPlan((bm, bn, bk), gm, warps, stages, subtile, split, programs)
 
 
 def use_tma(x2d: torch.Tensor, wf: torch.Tensor, y: torch.Tensor) -> bool:
@@ -314,28 +339,24 @@ def overlapped_rstd_grid(m: int, sms: int) -> tuple[int, int, int]:
     return 2, 2 * sms, 8
 
 
+def row_rstd_launch(m: int, k: int, sms: int, pdl: bool) -> tuple[int, dict]:
+    """(programs, constexprs and launch options) of the rstd kernel over [m, k] rows on ``sms`` SMs; ``pdl``: the
+    next kernel is launched with PDL, and the kernel runs ``overlapped_rstd_grid``."""
+    if pdl:
+        rows, programs, warps = overlapped_rstd_grid(m, sms)
+    else:
+        rows, programs, warps = rows_per_program(m), None, 4
+    blocks = triton.cdiv(m, rows)
+    meta = dict(ROWS=rows, BLOCK_K=min(RSTD_BLOCK_K, triton.next_power_of_2(k)), PDL=pdl, num_warps=warps)
+    return min(blocks, programs or blocks), meta
+
+
 def launch_row_rstd(x2d: torch.Tensor, rstd: torch.Tensor, eps: float, *, pdl: bool = False) -> None:
     """``rstd[i] = rsqrt(mean(x2d[i]**2) + eps)`` (fp32). ``pdl``: the next kernel is launched with PDL and
     may start as soon as every program of this one has started (``overlapped_rstd_grid``)."""
     m, k = x2d.shape
-    if pdl:
-        rows, programs, warps = overlapped_rstd_grid(m, launching.sm_count(x2d))
-    else:
-        rows, programs, warps = rows_per_program(m), None, 4
-    blocks = triton.cdiv(m, rows)
-    compiled = _row_rstd_kernel[(min(blocks, programs or blocks),)](
-        x2d,
-        rstd,
-        m,
-        k,
-        x2d.stride(0),
-        x2d.stride(1),
-        float(eps),
-        ROWS=rows,
-        BLOCK_K=min(RSTD_BLOCK_K, triton.next_power_of_2(k)),
-        PDL=pdl,
-        num_warps=warps,
-    )
+    programs, meta = row_rstd_launch(m, k, launching.sm_count(x2d) if pdl else 0, pdl)
+    compiled = _row_rstd_kernel[(programs,)](x2d, rstd, m, k, x2d.stride(0), x2d.stride(1), float(eps), **meta)
     if pdl:
         # an SM whose L1/shared split was set for this kernel's few bytes of shared memory cannot take a
         # product program (128 KB) until it drains: without this the product never overlapped it (2048
@@ -404,3 +425,4 @@ def rmsnorm_linear_rstd_epilogue_prepared(
 # Public handles for experiments (benchmarks/ races them against variants); the kernels keep their `_` names,
 # which are the names profilers record for every launch.
 row_rstd_kernel = _row_rstd_kernel
+tma_product_kernel = _tma_product_kernel

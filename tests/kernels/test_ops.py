@@ -538,3 +538,53 @@ def test_non_tensor_inputs_raise_the_same_error_both_ways(enabled, device):
             ops.fused_add_rms_norm(x, None, torch.randn(8, device=device))
         with pytest.raises(ValueError, match="w must be a torch tensor"):
             ops.rms_norm_linear(x, torch.randn(8, device=device), [[1.0] * 3] * 8)
+
+
+@pytest.mark.parametrize("rows, k, n", [(37, 72, 40), (37, 72, 96), (20, 64, 48)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_prepared_rms_norm_linear_launches_from_its_plan(rows, k, n, bias, device, monkeypatch):
+    """``PreparedRMSNormLinear`` on the TMA route checks and plans a signature on its first call, then launches both
+    kernels from the plan (W''s descriptors kept, x's and y's made per call; under the interpreter with 4 programs
+    37x72x40 leaves its last tiles to halves, 37x72x96 to quarters, 20x64x48 has no partial wave). Every call, with
+    new x and bias of the same signature (3-D x), matches the float64 oracle; after the first, the checked path is
+    never taken."""
+    from kprof.kernels.lib.launching import interpreting
+    from kprof.kernels.rmsnorm_linear import rstd_epilogue
+
+    if device == "cuda" or not interpreting():
+        pytest.skip("the TMA route from 1000 rows on a GPU: test_prepared_plan_on_the_gpu")
+    with triton_path(True):
+        _fastops.reset()
+        _, g, w, _ = _rl_case(device, k=k, n=n, rows=rows)
+        prepared = ops.PreparedRMSNormLinear(g, w)
+        for i in range(3):
+            x, _, _, b = _rl_case(device, k=k, n=n, rows=rows)
+            b = b if bias else None
+            out = prepared(x.view(1, rows, k), b)
+            assert out.shape == (1, rows, n)
+            _check_rl(out.view(rows, n), x, g, w, b, f"call {i}")
+            if i == 0:
+                assert len(_fastops._prepared_plans.plans) == 1
+                monkeypatch.setattr(rstd_epilogue, "rmsnorm_linear_folded", None)  # the plan must not need it
+        _fastops.reset()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, k, n", [(2048, 256, 5504), (2048, 256, 11008), (1000, 1000, 3000)])
+def test_prepared_plan_on_the_gpu(m, k, n):
+    """On a GPU, from 1000 rows: the plan's compiled launches (raw addresses, x's and y's descriptors made per call,
+    PDL where the GPU has it) give the oracle's answer for new inputs on every call, the last wave whole (2048x5504:
+    88 tiles left on an H100), in quarters (11008: 28 left) and in halves (1000x3000: 60 left)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    with triton_path(True):
+        _fastops.reset()
+        inp = F["rmsnorm_linear"].make_inputs((m, k, n), "bf16", "cuda", seed=_seed())
+        prepared = ops.PreparedRMSNormLinear(inp["g"], inp["w"])
+        for i in range(4):
+            new = F["rmsnorm_linear"].make_inputs((m, k, n), "bf16", "cuda", seed=_seed() + i)
+            out = prepared(new["x"], new["b"])
+            _check_rl(out, new["x"], inp["g"], inp["w"], new["b"], f"call {i}")
+        ((plan),) = _fastops._prepared_plans.plans.values()
+        assert plan.product.entry is not None and plan.rstd.entry is not None  # the compiled launches ran
+        _fastops.reset()
