@@ -229,7 +229,7 @@ def _swiglu_prepared(
 ) -> torch.Tensor:
     """The interleaved kernel where it serves (1000+ rows, TMA-ready), else the plain op."""
     if w_int is not None and triton_enabled(x) and _many_rows(x, _swiglu_tuned.TMA_MIN_ROWS):
-        return _swiglu_tuned.swiglu_with(x, w_gate, w_up, w_int)  # checks the inputs
+        return fast.swiglu_prepared(x, w_gate, w_up, w_int)  # the checked path on a signature's first call
     return swiglu(x, w_gate, w_up)
 
 

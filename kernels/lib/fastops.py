@@ -622,33 +622,46 @@ class PreparedTMAPlan:
     it): both launches, the product's tiles, the layouts of y and rstd. The weight's descriptors are kept (the key
     holds W''s address); x's and y's are made on every call, before the rstd kernel is launched."""
 
-    __slots__ = ("rstd", "product", "blocks", "split", "w_descriptors", "k", "y_layout", "r_layout")
+    __slots__ = ("rstd", "product", "blocks", "w_descriptors", "k", "y_layout", "r_layout")
 
     def __init__(self, rstd: Launch, product: Launch, plan: Any, wf: torch.Tensor, k: int, m: int, n: int) -> None:
         self.rstd, self.product, self.k = rstd, product, k
         self.blocks = tiles.descriptor_blocks(plan.tiles, plan.subtile, plan.split)
-        self.split = bool(plan.split)
-        desc = launching.TensorDescriptor.from_tensor
-        self.w_descriptors = (desc(wf, self.blocks[1]), desc(wf, self.blocks[4]) if plan.split else None)
+        self.w_descriptors = weight_descriptors(wf, self.blocks)
         self.y_layout = contiguous_layout((m, n))
         self.r_layout = contiguous_layout((m,))
 
     def __call__(self, x: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
-        desc = launching.TensorDescriptor.from_tensor
         x2d = x.view(-1, self.k)
         y = x.new_empty_strided(*self.y_layout)
         rstd = x.new_empty_strided(*self.r_layout, dtype=torch.float32)
-        blocks, (w_d, w_t) = self.blocks, self.w_descriptors
-        x_d, y_d = desc(x2d, blocks[0]), desc(y, blocks[2])
-        x_t, w_t, y_t = (desc(x2d, blocks[3]), w_t, desc(y, blocks[5])) if self.split else (x_d, w_d, y_d)
+        descriptors = call_descriptors(self.blocks, self.w_descriptors, x2d, y)
         bias = rstd if b is None else b
         if self.rstd.entry is not None and self.product.entry is not None and not launch_hooks_installed():
             self.rstd.fast(x2d.data_ptr(), rstd.data_ptr())
-            self.product.fast(x_d, w_d, y_d, x_t, w_t, y_t, rstd.data_ptr(), bias.data_ptr())
+            self.product.fast(*descriptors, rstd.data_ptr(), bias.data_ptr())
         else:
             self.rstd(x2d, rstd)
-            self.product(x_d, w_d, y_d, x_t, w_t, y_t, rstd, bias)
+            self.product(*descriptors, rstd, bias)
         return y.view(*x.shape[:-1], y.shape[1])
+
+
+def weight_descriptors(w: torch.Tensor, blocks: tuple[list[int], ...]) -> tuple:
+    """A TMA product's two weight descriptors (whole tiles, the last wave's parts) of ``tiles.descriptor_blocks``;
+    the second is the first where the blocks are the same (no parts)."""
+    desc = launching.TensorDescriptor.from_tensor
+    whole = desc(w, blocks[1])
+    return whole, (whole if blocks[4] == blocks[1] and blocks[3] == blocks[0] else desc(w, blocks[4]))
+
+
+def call_descriptors(blocks: tuple[list[int], ...], w_descriptors: tuple, x2d: torch.Tensor, y: torch.Tensor) -> tuple:
+    """A TMA product's six descriptors (``tiles.tile_descriptors``' order) for this call's x and y, the weight's
+    kept."""
+    desc = launching.TensorDescriptor.from_tensor
+    x_d, y_d = desc(x2d, blocks[0]), desc(y, blocks[2])
+    if blocks[3:] == blocks[:3]:  # no parts in the last wave: the whole tiles' descriptors again
+        return x_d, w_descriptors[0], y_d, x_d, w_descriptors[0], y_d
+    return x_d, w_descriptors[0], y_d, desc(x2d, blocks[3]), w_descriptors[1], desc(y, blocks[5])
 
 
 def rms_norm_linear_prepared(
@@ -696,7 +709,7 @@ def _prepared_first(
     rstd_options = {"num_warps": rstd_meta.pop("num_warps")}
     rstd_tail = (m, k, k, 1, float(eps)) + constexpr_tail(re.row_rstd_kernel, 7, rstd_meta)
     tma = re.tma_plan(m, k, n, sms)
-    meta = tma.meta(b is not None, pdl)
+    meta = tma.meta(HAS_BIAS=b is not None, PDL=pdl, **launching.pdl_launch(pdl))
     options = {o: meta.pop(o) for o in ("num_warps", "num_stages", "launch_pdl") if o in meta}
     tail = (m, n, k) + constexpr_tail(re.tma_product_kernel, 11, meta)
     if _rstd_launcher is None:
@@ -705,6 +718,71 @@ def _prepared_first(
     product_key = ("prepared", key, tail, tuple(options.items()))
     product = Launch(_tma_launcher, product_key, (tma.programs,), tail, options)
     _prepared_plans.put(key, PreparedTMAPlan(rstd, product, tma, wf, k, m, n))
+    return y
+
+
+# ------------------------------------------------------------------------ swiglu on prepared weights (TMA)
+_swiglu_prepared_plans = Plans()
+_interleaved_launcher: CompiledLauncher | None = None
+
+
+class PreparedSwiGLUPlan:
+    """swiglu by the interleaved TMA kernel on prepared (interleaved) weights: the launch, its weight's descriptors
+    (the key holds the weight's address), the output's layout; x's and y's descriptors are made on every call."""
+
+    __slots__ = ("launch", "blocks", "w_descriptors", "k", "y_layout")
+
+    def __init__(self, launch: Launch, plan: Any, w_int: torch.Tensor, k: int, m: int, n: int) -> None:
+        self.launch, self.k = launch, k
+        self.blocks = tiles.descriptor_blocks(plan.tiles, plan.subtile, plan.split, w_cols=2)
+        self.w_descriptors = weight_descriptors(w_int, self.blocks)
+        self.y_layout = contiguous_layout((m, n))
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        x2d = x.view(-1, self.k)
+        y = x.new_empty_strided(*self.y_layout)
+        descriptors = call_descriptors(self.blocks, self.w_descriptors, x2d, y)
+        if self.launch.entry is not None and not launch_hooks_installed():
+            self.launch.fast(*descriptors)
+        else:
+            self.launch(*descriptors)
+        return y.view(*x.shape[:-1], y.shape[1])
+
+
+def swiglu_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor) -> torch.Tensor:
+    """``silu(x @ Wg) * (x @ Wu)`` from the interleaved pair ``w_int`` (``swiglu.tuned.swiglu_with``): the checked
+    path on a signature's first call, then its plan where that call took the interleaved kernel."""
+    try:
+        key = (sig(x), sig(w_gate), sig(w_up), sig(w_int), w_int.data_ptr())
+    except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
+        key = None
+    plan = _swiglu_prepared_plans.get(key) if key is not None else None
+    if plan is not None:
+        return plan(x)
+    return _swiglu_prepared_first(x, w_gate, w_up, w_int, key)
+
+
+def _swiglu_prepared_first(
+    x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor, key: Any
+) -> torch.Tensor:
+    """The checked path, then the plan of this signature where the interleaved kernel ran on contiguous rows."""
+    global _interleaved_launcher
+    from kprof.kernels.swiglu import tuned as sw
+
+    taken: list[str] = []
+    y = sw.swiglu_with(x, w_gate, w_up, w_int, taken)  # checks the inputs
+    k, n = w_gate.shape
+    if key is None or taken != ["interleaved"] or row_stride(x) != k or not w_int.is_contiguous():
+        return y
+    m = x.numel() // k
+    plan = sw.interleaved_plan(m, k, n, launching.sm_count(x) if x.is_cuda else 4)
+    meta = plan.meta()
+    options = {o: meta.pop(o) for o in ("num_warps", "num_stages")}
+    tail = (m, n, k) + constexpr_tail(sw.interleaved_kernel, 9, meta)
+    if _interleaved_launcher is None:
+        _interleaved_launcher = CompiledLauncher(sw.interleaved_kernel)
+    launch = Launch(_interleaved_launcher, ("prepared", key, tail), (plan.grid(m, n),), tail, options)
+    _swiglu_prepared_plans.put(key, PreparedSwiGLUPlan(launch, plan, w_int, k, m, n))
     return y
 
 
@@ -783,7 +861,15 @@ def _kasmina_first(
 
 def reset() -> None:
     """Forget every plan (tests; a process that changed TRITON_INTERPRET)."""
-    for plans in (_add_plans, _gated_plans, _swiglu_plans, _product_plans, _prepared_plans, _kasmina_plans):
+    for plans in (
+        _add_plans,
+        _gated_plans,
+        _swiglu_plans,
+        _product_plans,
+        _prepared_plans,
+        _swiglu_prepared_plans,
+        _kasmina_plans,
+    ):
         plans.plans.clear()
 
 
@@ -798,4 +884,5 @@ __all__: Sequence[str] = (
     "reset",
     "sig",
     "swiglu",
+    "swiglu_prepared",
 )

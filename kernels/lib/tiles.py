@@ -124,6 +124,42 @@ def tail_split(tiles: int, programs: int) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class TilePlan:
+    """A TMA product's launch at one shape: ``tiles`` (BLOCK_M, BLOCK_N, BLOCK_K), GROUP_M, warps, stages, output
+    stored in halves (``subtile``), the last wave's ``split`` (``tail_split``) and ``programs`` (0: one program per
+    tile; else persistent, that many)."""
+
+    tiles: tuple[int, int, int]
+    group_m: int
+    warps: int
+    stages: int
+    subtile: bool
+    split: int
+    programs: int
+
+    def grid(self, m: int, n: int) -> int:
+        """Programs launched for an [m, n] output."""
+        return self.programs or triton.cdiv(m, self.tiles[0]) * triton.cdiv(n, self.tiles[1])
+
+    def meta(self, **extra: Any) -> dict[str, Any]:
+        """The kernel's constexprs (its family's own in ``extra``) and launch options."""
+        bm, bn, bk = self.tiles
+        return dict(
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=self.group_m,
+            PROGRAMS=self.programs,
+            SUBTILE=self.subtile,
+            TAIL_SPLIT=self.split,
+            IEEE=launching.interpreting(),
+            num_warps=self.warps,
+            num_stages=self.stages,
+            **extra,
+        )
+
+
 def descriptor_blocks(tiles: tuple[int, int, int], subtile: bool, split: int, w_cols: int = 1) -> tuple[list[int], ...]:
     """The block shapes of :func:`tile_descriptors`' six descriptors, in its order."""
     bm, bn, bk = tiles

@@ -38,14 +38,21 @@ N 5504 and K 2048 the op is 1.04-1.06x.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching
-from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile, tail_part, tail_split, tile_descriptors
+from kprof.kernels.lib.tiles import (
+    TilePlan,
+    dot_acc,
+    grouped_tile,
+    store_tile,
+    tail_part,
+    tail_split,
+    tile_descriptors,
+)
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
 
@@ -262,44 +269,11 @@ def tma_launcher(
     plan = tma_plan(m, k, n, launching.sm_count(x2d) if x2d.is_cuda else 4, tail)
     descriptors = tile_descriptors(x2d, wf, y, plan.tiles, plan.subtile, plan.split)
     args = (*descriptors, rstd, b if b is not None else rstd, m, n, k)
-    meta = plan.meta(b is not None, pdl)
+    meta = plan.meta(HAS_BIAS=b is not None, PDL=pdl, **launching.pdl_launch(pdl))
     return lambda: _tma_product_kernel[(plan.programs,)](*args, **meta)
 
 
-@dataclass(frozen=True)
-class TMAPlan:
-    """The TMA product's launch at one shape: ``tiles`` (BLOCK_M, BLOCK_N, BLOCK_K), output stored in halves
-    (``subtile``), the last wave's ``split`` (``tail_split``), the grid (``programs``) and the rest of its config."""
-
-    tiles: tuple[int, int, int]
-    group_m: int
-    warps: int
-    stages: int
-    subtile: bool
-    split: int
-    programs: int
-
-    def meta(self, has_bias: bool, pdl: bool) -> dict:
-        """The kernel's constexprs and launch options, in its signature's order."""
-        bm, bn, bk = self.tiles
-        return dict(
-            BLOCK_M=bm,
-            BLOCK_N=bn,
-            BLOCK_K=bk,
-            GROUP_M=self.group_m,
-            PROGRAMS=self.programs,
-            HAS_BIAS=has_bias,
-            SUBTILE=self.subtile,
-            TAIL_SPLIT=self.split,
-            IEEE=launching.interpreting(),
-            PDL=pdl,
-            num_warps=self.warps,
-            num_stages=self.stages,
-            **launching.pdl_launch(pdl),
-        )
-
-
-def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None) -> TMAPlan:
+def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None) -> TilePlan:
     """The TMA product's tiles, tail and grid for [m, k] x [k, n] on ``sms`` SMs (``tail`` as :func:`tma_product`)."""
     if launching.interpreting():
         (bm, bn, bk, gm, warps, stages), subtile = TMA_INTERPRETER_CONFIG, False
@@ -308,7 +282,7 @@ def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None) -> TMAP
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     programs = min(sms, tiles)
     split = tail_split(tiles, programs) if (TMA_TAIL_SPLITS if tail is None else tail) else 0
-    return TMAPlan((bm, bn, bk), gm, warps, stages, subtile, split, programs)
+    return TilePlan((bm, bn, bk), gm, warps, stages, subtile, split, programs)
 
 
 def use_tma(x2d: torch.Tensor, wf: torch.Tensor, y: torch.Tensor) -> bool:

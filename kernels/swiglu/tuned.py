@@ -247,35 +247,35 @@ def launch_interleaved(
     where ``persistent_launch`` says so, unless ``persistent`` says otherwise. ``tail``
     (persistent only; default ``TAIL_SPLITS``) does the last partial wave's tiles in parts (``tail_split``).
     ``config`` (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages) replaces the shipped tiles (an experiment's)."""
-    m, k = x2d.shape
-    n = y.shape[1]
-    sms = launching.sm_count(x2d) if x2d.is_cuda else 4
+    (m, k), n = x2d.shape, y.shape[1]
+    plan = interleaved_plan(m, k, n, launching.sm_count(x2d) if x2d.is_cuda else 4, persistent, tail, config)
+    _swiglu_interleaved_kernel[(plan.grid(m, n),)](
+        *tile_descriptors(x2d, w_int, y, plan.tiles, plan.subtile, plan.split, w_cols=2), m, n, k, **plan.meta()
+    )
+
+
+def interleaved_plan(
+    m: int,
+    k: int,
+    n: int,
+    sms: int,
+    persistent: bool | None = None,
+    tail: bool | None = None,
+    config: tuple[int, ...] | None = None,
+) -> tiles.TilePlan:
+    """The interleaved kernel's tiles, tail and grid for an [m, k] x [k, 2n] product on ``sms`` SMs (arguments as
+    :func:`launch_interleaved`)."""
     if persistent is None:
         persistent = persistent_launch(m, n, k, sms)
     if launching.interpreting():
         bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG
     else:
         bm, bn, bk, gm, warps, stages = config or (PERSISTENT_CONFIG if persistent else TMA_CONFIG)
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    programs = min(sms, tiles) if persistent else 0
-    split = tail_split(tiles, programs) if (TAIL_SPLITS if tail is None else tail) else 0
+    count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    programs = min(sms, count) if persistent else 0
+    split = tail_split(count, programs) if (TAIL_SPLITS if tail is None else tail) else 0
     subtile = persistent and not launching.interpreting()
-    _swiglu_interleaved_kernel[(programs or tiles,)](
-        *tile_descriptors(x2d, w_int, y, (bm, bn, bk), subtile, split, w_cols=2),
-        m,
-        n,
-        k,
-        BLOCK_M=bm,
-        BLOCK_N=bn,
-        BLOCK_K=bk,
-        GROUP_M=gm,
-        PROGRAMS=programs,
-        SUBTILE=subtile,
-        TAIL_SPLIT=split,
-        IEEE=launching.interpreting(),
-        num_warps=warps,
-        num_stages=stages,
-    )
+    return tiles.TilePlan((bm, bn, bk), gm, warps, stages, subtile, split, programs)
 
 
 _config = tiles.tile_config
@@ -459,24 +459,45 @@ def interleaved_route(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor) -
     return _interleaved_ragged.choose(key, run, "interleaved", x2d) or "interleaved"
 
 
-def swiglu_with(
-    x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: Callable[[], torch.Tensor] | torch.Tensor | None
-) -> torch.Tensor:
-    """The tuned version's launch choice; ``w_int`` is the interleaved weight pair (or how to make it; None:
-    the pointer kernel only)."""
-    x2d, ff = check_inputs(x, w_gate, w_up)
-    raced = raced_route(x2d, w_gate, w_up, interleaved=w_int is not None)
-    if raced == "cublas" or (raced is None and cublas_products(x2d.shape[0], ff)):
-        return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
-    y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
+def interleaved_choice(
+    x2d: torch.Tensor, w_int: Callable[[], torch.Tensor] | torch.Tensor | None, y: torch.Tensor, raced: str | None
+) -> tuple[str, torch.Tensor | None]:
+    """Past the two cuBLAS products (``cublas_products``, the raced route): (``interleaved`` for the interleaved TMA
+    kernel, ``cublas_pairs`` for one cuBLAS product of the interleaved weights, or ``pointer`` for the pointer
+    kernels; the interleaved weights where the first two use them) for checked rows ``x2d`` and the output ``y``."""
     if raced is None and w_int is not None and use_interleaved(x2d, y):
         wi = w_int() if callable(w_int) else w_int
         if launching.tma_ready(wi):
-            if interleaved_route(x2d, wi, y) == "cublas_pairs":
-                interleaved_product_then_silu(x2d, wi, y)
-            else:
-                launch_interleaved(x2d, wi, y)
-            return y.view(*x.shape[:-1], ff)
+            return ("cublas_pairs" if interleaved_route(x2d, wi, y) == "cublas_pairs" else "interleaved"), wi
+    return "pointer", None
+
+
+def swiglu_with(
+    x: torch.Tensor,
+    w_gate: torch.Tensor,
+    w_up: torch.Tensor,
+    w_int: Callable[[], torch.Tensor] | torch.Tensor | None,
+    taken: list[str] | None = None,
+) -> torch.Tensor:
+    """The tuned version's launch choice; ``w_int`` is the interleaved weight pair (or how to make it; None:
+    the pointer kernel only). ``taken``: the route is appended to it (``cublas``, ``cublas_pairs``,
+    ``interleaved`` or ``pointer``: :func:`interleaved_choice`)."""
+    x2d, ff = check_inputs(x, w_gate, w_up)
+    raced = raced_route(x2d, w_gate, w_up, interleaved=w_int is not None)
+    if raced == "cublas" or (raced is None and cublas_products(x2d.shape[0], ff)):
+        if taken is not None:
+            taken.append("cublas")
+        return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
+    y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
+    route, wi = interleaved_choice(x2d, w_int, y, raced)
+    if taken is not None:
+        taken.append(route)
+    if route != "pointer":
+        if route == "cublas_pairs":
+            interleaved_product_then_silu(x2d, wi, y)
+        else:
+            launch_interleaved(x2d, wi, y)
+        return y.view(*x.shape[:-1], ff)
     wg, wu = weights_in_layout(w_gate, w_up, WEIGHT_LAYOUT)
     if raced is None and ragged_products(x2d, wg):
         return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
@@ -530,3 +551,4 @@ def swiglu_tuned_pointer(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tens
 # which are the names profilers record for every launch.
 autotuned_kernel = _swiglu_autotuned
 tiled_kernel = _swiglu_tiled_kernel
+interleaved_kernel = _swiglu_interleaved_kernel

@@ -552,7 +552,7 @@ def test_prepared_rms_norm_linear_launches_from_its_plan(rows, k, n, bias, devic
     from kprof.kernels.rmsnorm_linear import rstd_epilogue
 
     if device == "cuda" or not interpreting():
-        pytest.skip("the TMA route from 1000 rows on a GPU: test_prepared_plan_on_the_gpu")
+        pytest.skip("the TMA route from 1000 rows on a GPU: test_prepared_plans_on_the_gpu")
     with triton_path(True):
         _fastops.reset()
         _, g, w, _ = _rl_case(device, k=k, n=n, rows=rows)
@@ -571,20 +571,53 @@ def test_prepared_rms_norm_linear_launches_from_its_plan(rows, k, n, bias, devic
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("m, k, n", [(2048, 256, 5504), (2048, 256, 11008), (1000, 1000, 3000)])
-def test_prepared_plan_on_the_gpu(m, k, n):
-    """On a GPU, from 1000 rows: the plan's compiled launches (raw addresses, x's and y's descriptors made per call,
-    PDL where the GPU has it) give the oracle's answer for new inputs on every call, the last wave whole (2048x5504:
-    88 tiles left on an H100), in quarters (11008: 28 left) and in halves (1000x3000: 60 left)."""
+def test_prepared_plans_on_the_gpu(m, k, n):
+    """On a GPU, from 1000 rows: the plans' compiled launches (raw addresses, x's and y's descriptors made per call,
+    PDL where the GPU has it) give the oracle's answer for new inputs on every call, for PreparedRMSNormLinear (the
+    last wave of 128x256 tiles whole at 2048x5504, 88 tiles left on an H100; in quarters at 11008, 28 left; in halves
+    at 1000x3000, 60 left) and PreparedSwiGLU."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     with triton_path(True):
         _fastops.reset()
         inp = F["rmsnorm_linear"].make_inputs((m, k, n), "bf16", "cuda", seed=_seed())
         prepared = ops.PreparedRMSNormLinear(inp["g"], inp["w"])
+        _, wg, wu = _swiglu_case("cuda", d=k, ff=n, rows=m)
+        swiglu = ops.PreparedSwiGLU(wg, wu)
         for i in range(4):
             new = F["rmsnorm_linear"].make_inputs((m, k, n), "bf16", "cuda", seed=_seed() + i)
             out = prepared(new["x"], new["b"])
-            _check_rl(out, new["x"], inp["g"], inp["w"], new["b"], f"call {i}")
+            _check_rl(out, new["x"], inp["g"], inp["w"], new["b"], f"rms_norm_linear call {i}")
+            _check_swiglu(swiglu(new["x"]), new["x"], wg, wu, f"swiglu call {i}")
         ((plan),) = _fastops._prepared_plans.plans.values()
         assert plan.product.entry is not None and plan.rstd.entry is not None  # the compiled launches ran
+        for plan in _fastops._swiglu_prepared_plans.plans.values():  # none where the op ran cuBLAS's products
+            assert plan.launch.entry is not None
+        _fastops.reset()
+
+
+@pytest.mark.parametrize("rows, k, n", [(37, 72, 40), (20, 40, 48), (5, 24, 56)])
+def test_prepared_swiglu_launches_from_its_plan(rows, k, n, device, monkeypatch):
+    """``PreparedSwiGLU`` on the interleaved TMA kernel checks and plans a signature on its first call, then launches
+    from the plan (the interleaved weight's descriptors kept, x's and y's made per call; under the interpreter with 4
+    programs 37x72x40 makes 9 tiles, its last in quarters, 20x40x48 makes 6, the last two in halves). Every call, with
+    new x of the same signature (3-D x), matches the float64 oracle; after the first, the checked path is never
+    taken."""
+    from kprof.kernels.lib.launching import interpreting
+    from kprof.kernels.swiglu import tuned as sw
+
+    if device == "cuda" or not interpreting():
+        pytest.skip("the interleaved kernel from 1000 rows on a GPU: test_prepared_plans_on_the_gpu")
+    with triton_path(True):
+        _fastops.reset()
+        _, wg, wu = _swiglu_case(device, d=k, ff=n, rows=rows)
+        prepared = ops.PreparedSwiGLU(wg, wu)
+        for i in range(3):
+            x, _, _ = _swiglu_case(device, d=k, ff=n, rows=rows)
+            out = prepared(x.view(1, rows, k))
+            assert out.shape == (1, rows, n)
+            _check_swiglu(out.view(rows, n), x, wg, wu, f"call {i}")
+            if i == 0:
+                assert len(_fastops._swiglu_prepared_plans.plans) == 1
+                monkeypatch.setattr(sw, "swiglu_with", None)  # the plan must not need it
         _fastops.reset()
