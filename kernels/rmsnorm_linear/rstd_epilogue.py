@@ -387,13 +387,16 @@ _prepared = launching.SameTensorsMemo()
     "triton_rstd_epilogue_prepared",
     kind="triton",
     description="triton_rstd_epilogue on prepared weights: g folded into W once per input set, before the timed calls "
-    "(kernel time only; what a model holding ops.PreparedRMSNormLinear pays per call)",
+    "(kernel time only), launched as ops.PreparedRMSNormLinear launches them (a plan per signature after its first "
+    "call), with the inputs checked on every call, which the ops object does only on a signature's first",
 )
 def rmsnorm_linear_rstd_epilogue_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
-    check_inputs(x, g, w, b)
-    return rmsnorm_linear_folded(x, g, w, b, eps, _prepared.get(folded_weight, g, w))
+    from kprof.kernels.lib import fastops  # the ops API's launch plans (they import this module)
+
+    check_inputs(x, g, w, b)  # before the fold: a bad g or w says what is wrong
+    return fastops.rms_norm_linear_prepared(x, g, w, _prepared.get(folded_weight, g, w), b, eps)
 
 
 # Public handles for experiments (benchmarks/ races them against variants); the kernels keep their `_` names,
