@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 from bench_common import write_csv
 
+from kprof import harness
 from kprof.kernels import discover, ops
 from kprof.kernels.lib import launching
 from kprof.kernels.rmsnorm_linear import rstd_epilogue
@@ -37,18 +38,6 @@ def host_us(fn, calls: int) -> float:
         times.append((time.perf_counter() - t0) * 1e6)
     torch.cuda.synchronize()
     return statistics.median(times)
-
-
-def gpu_us(fn, calls: int = 20) -> float:
-    """GPU time per call of ``fn`` with ``calls`` calls queued back to back (the host ahead after the first)."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1e3 / calls
 
 
 def folded_steps(x, g, w, b, wf, calls: int) -> dict[str, float]:
@@ -103,7 +92,8 @@ def main() -> None:
         for name, fn in cands.items():
             for _ in range(5):  # compile, tune, plan
                 fn()
-            rows.append({"shape": spec, "op": name, "host_us": host_us(fn, args.calls), "gpu_us": gpu_us(fn)})
+            gpu_us = harness.rough_gpu_ms(fn, calls=20) * 1e3  # queued back to back: the host ahead after the first
+            rows.append({"shape": spec, "op": name, "host_us": host_us(fn, args.calls), "gpu_us": gpu_us})
         steps = folded_steps(x, g, w, b, prepared.wf, args.calls)
         rows += [
             {"shape": spec, "op": f"  step: {s}", "host_us": us, "gpu_us": float("nan")} for s, us in steps.items()
