@@ -619,23 +619,22 @@ _tma_launcher: CompiledLauncher | None = None
 
 class PreparedTMAPlan:
     """rmsnorm_linear on folded weights by the rstd kernel and the persistent TMA product (PDL where the GPU has
-    it): both launches, the product's tiles, the layouts of y and rstd. The weight's descriptors are kept (the key
-    holds W''s address); x's and y's are made on every call, before the rstd kernel is launched."""
+    it): both launches, the product's tiles, the layouts of y and rstd. The descriptors are made on every call,
+    before the rstd kernel is launched: a plan holds no tensor, so a refreshed weight's old fold is freed."""
 
-    __slots__ = ("rstd", "product", "blocks", "w_descriptors", "k", "y_layout", "r_layout")
+    __slots__ = ("rstd", "product", "plan", "k", "y_layout", "r_layout")
 
-    def __init__(self, rstd: Launch, product: Launch, plan: Any, wf: torch.Tensor, k: int, m: int, n: int) -> None:
-        self.rstd, self.product, self.k = rstd, product, k
-        self.blocks = tiles.descriptor_blocks(plan.tiles, plan.subtile, plan.split)
-        self.w_descriptors = weight_descriptors(wf, self.blocks)
+    def __init__(self, rstd: Launch, product: Launch, plan: tiles.TilePlan, k: int, m: int, n: int) -> None:
+        self.rstd, self.product, self.plan, self.k = rstd, product, plan, k
         self.y_layout = contiguous_layout((m, n))
         self.r_layout = contiguous_layout((m,))
 
-    def __call__(self, x: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
         x2d = x.view(-1, self.k)
         y = x.new_empty_strided(*self.y_layout)
         rstd = x.new_empty_strided(*self.r_layout, dtype=torch.float32)
-        descriptors = call_descriptors(self.blocks, self.w_descriptors, x2d, y)
+        p = self.plan
+        descriptors = tiles.tile_descriptors(x2d, wf, y, p.tiles, p.subtile, p.split)
         bias = rstd if b is None else b
         if self.rstd.entry is not None and self.product.entry is not None and not launch_hooks_installed():
             self.rstd.fast(x2d.data_ptr(), rstd.data_ptr())
@@ -644,24 +643,6 @@ class PreparedTMAPlan:
             self.rstd(x2d, rstd)
             self.product(*descriptors, rstd, bias)
         return y.view(*x.shape[:-1], y.shape[1])
-
-
-def weight_descriptors(w: torch.Tensor, blocks: tuple[list[int], ...]) -> tuple:
-    """A TMA product's two weight descriptors (whole tiles, the last wave's parts) of ``tiles.descriptor_blocks``;
-    the second is the first where the blocks are the same (no parts)."""
-    desc = launching.TensorDescriptor.from_tensor
-    whole = desc(w, blocks[1])
-    return whole, (whole if blocks[4] == blocks[1] and blocks[3] == blocks[0] else desc(w, blocks[4]))
-
-
-def call_descriptors(blocks: tuple[list[int], ...], w_descriptors: tuple, x2d: torch.Tensor, y: torch.Tensor) -> tuple:
-    """A TMA product's six descriptors (``tiles.tile_descriptors``' order) for this call's x and y, the weight's
-    kept."""
-    desc = launching.TensorDescriptor.from_tensor
-    x_d, y_d = desc(x2d, blocks[0]), desc(y, blocks[2])
-    if blocks[3:] == blocks[:3]:  # no parts in the last wave: the whole tiles' descriptors again
-        return x_d, w_descriptors[0], y_d, x_d, w_descriptors[0], y_d
-    return x_d, w_descriptors[0], y_d, desc(x2d, blocks[3]), w_descriptors[1], desc(y, blocks[5])
 
 
 def rms_norm_linear_prepared(
@@ -675,7 +656,6 @@ def rms_norm_linear_prepared(
             sig(g),
             sig(w),
             sig(wf),
-            wf.data_ptr(),
             None if b is None else sig(b),
             eps,
             launching.pdl_ready(x),
@@ -684,7 +664,7 @@ def rms_norm_linear_prepared(
         key = None
     plan = _prepared_plans.get(key) if key is not None else None
     if plan is not None:
-        return plan(x, b)
+        return plan(x, wf, b)
     return _prepared_first(x, g, w, wf, b, eps, key)
 
 
@@ -717,7 +697,7 @@ def _prepared_first(
     rstd = Launch(_rstd_launcher, ("prepared", key, rstd_tail), (programs,), rstd_tail, rstd_options)
     product_key = ("prepared", key, tail, tuple(options.items()))
     product = Launch(_tma_launcher, product_key, (tma.programs,), tail, options)
-    _prepared_plans.put(key, PreparedTMAPlan(rstd, product, tma, wf, k, m, n))
+    _prepared_plans.put(key, PreparedTMAPlan(rstd, product, tma, k, m, n))
     return y
 
 
@@ -727,21 +707,20 @@ _interleaved_launcher: CompiledLauncher | None = None
 
 
 class PreparedSwiGLUPlan:
-    """swiglu by the interleaved TMA kernel on prepared (interleaved) weights: the launch, its weight's descriptors
-    (the key holds the weight's address), the output's layout; x's and y's descriptors are made on every call."""
+    """swiglu by the interleaved TMA kernel on prepared (interleaved) weights: the launch, its tiles, the output's
+    layout. The descriptors are made on every call: a plan holds no tensor."""
 
-    __slots__ = ("launch", "blocks", "w_descriptors", "k", "y_layout")
+    __slots__ = ("launch", "plan", "k", "y_layout")
 
-    def __init__(self, launch: Launch, plan: Any, w_int: torch.Tensor, k: int, m: int, n: int) -> None:
-        self.launch, self.k = launch, k
-        self.blocks = tiles.descriptor_blocks(plan.tiles, plan.subtile, plan.split, w_cols=2)
-        self.w_descriptors = weight_descriptors(w_int, self.blocks)
+    def __init__(self, launch: Launch, plan: tiles.TilePlan, k: int, m: int, n: int) -> None:
+        self.launch, self.plan, self.k = launch, plan, k
         self.y_layout = contiguous_layout((m, n))
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, w_int: torch.Tensor) -> torch.Tensor:
         x2d = x.view(-1, self.k)
         y = x.new_empty_strided(*self.y_layout)
-        descriptors = call_descriptors(self.blocks, self.w_descriptors, x2d, y)
+        p = self.plan
+        descriptors = tiles.tile_descriptors(x2d, w_int, y, p.tiles, p.subtile, p.split, w_cols=2)
         if self.launch.entry is not None and not launch_hooks_installed():
             self.launch.fast(*descriptors)
         else:
@@ -753,12 +732,12 @@ def swiglu_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w
     """``silu(x @ Wg) * (x @ Wu)`` from the interleaved pair ``w_int`` (``swiglu.tuned.swiglu_with``): the checked
     path on a signature's first call, then its plan where that call took the interleaved kernel."""
     try:
-        key = (sig(x), sig(w_gate), sig(w_up), sig(w_int), w_int.data_ptr())
+        key = (sig(x), sig(w_gate), sig(w_up), sig(w_int))
     except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
         key = None
     plan = _swiglu_prepared_plans.get(key) if key is not None else None
     if plan is not None:
-        return plan(x)
+        return plan(x, w_int)
     return _swiglu_prepared_first(x, w_gate, w_up, w_int, key)
 
 
@@ -782,7 +761,7 @@ def _swiglu_prepared_first(
     if _interleaved_launcher is None:
         _interleaved_launcher = CompiledLauncher(sw.interleaved_kernel)
     launch = Launch(_interleaved_launcher, ("prepared", key, tail), (plan.grid(m, n),), tail, options)
-    _swiglu_prepared_plans.put(key, PreparedSwiGLUPlan(launch, plan, w_int, k, m, n))
+    _swiglu_prepared_plans.put(key, PreparedSwiGLUPlan(launch, plan, k, m, n))
     return y
 
 

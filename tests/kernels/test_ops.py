@@ -5,6 +5,8 @@ and compile into one graph."""
 from __future__ import annotations
 
 import contextlib
+import gc
+import weakref
 
 import pytest
 import torch
@@ -566,6 +568,10 @@ def test_prepared_rms_norm_linear_launches_from_its_plan(rows, k, n, bias, devic
             if i == 0:
                 assert len(_fastops._prepared_plans.plans) == 1
                 monkeypatch.setattr(rstd_epilogue, "rmsnorm_linear_folded", None)  # the plan must not need it
+        folded = weakref.ref(prepared.wf)
+        prepared.refresh()  # a new fold: the plan must not keep the old one alive
+        gc.collect()
+        assert folded() is None
         _fastops.reset()
 
 
@@ -620,4 +626,8 @@ def test_prepared_swiglu_launches_from_its_plan(rows, k, n, device, monkeypatch)
             if i == 0:
                 assert len(_fastops._swiglu_prepared_plans.plans) == 1
                 monkeypatch.setattr(sw, "swiglu_with", None)  # the plan must not need it
-        _fastops.reset()
+        interleaved = weakref.ref(prepared.w_int)
+        prepared.refresh()  # a new copy: the plan must not keep the old one alive
+        gc.collect()
+        assert interleaved() is None
+        _fastops._swiglu_prepared_plans.plans.clear()
