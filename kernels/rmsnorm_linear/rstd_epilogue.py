@@ -349,11 +349,11 @@ def rmsnorm_linear_folded(
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     pdl = launching.pdl_ready(x2d)
     if use_tma(x2d, wf, y):
-        # the product's tiles and descriptors made before the rstd kernel is launched. With PDL the product overlaps
-        # that kernel only if it is launched while the kernel runs (17-34 us at 2048-8192 rows), and a call timed
-        # from an idle GPU waits for the host in between: made between the two launches, at 2048x2048x14336 bf16
-        # the op took 180.2 us in all three cold rounds against 164.1 made first (x @ W 160.2), on one H100; at 13
-        # other prefill points the two orders were within 0.6% (benchmarks/results/short-k/k-tail-15ac428/)
+        # the product's tiles and descriptors made before the rstd kernel is launched: with PDL the product overlaps
+        # that kernel only if it is launched while the kernel runs (17-34 us at 2048-8192 rows), so the host's work
+        # between the two launches is kept to the launch itself. Raced both ways at 14 prefill points on one H100
+        # the orders were within 0.6% at 13 and 180.2 against 164.1 us at 2048x2048x14336 bf16, but another H100 read
+        # 180.2 there with this order (benchmarks/results/short-k/, k-tail-15ac428 and rstd-grid-26712a6)
         product = tma_launcher(x2d, wf, b, y, rstd, pdl=pdl)
         launch_row_rstd(x2d, rstd, eps, pdl=pdl)
         product()
