@@ -530,10 +530,18 @@ _prepared = launching.SameTensorsMemo()
     "triton_tuned_prepared",
     kind="triton",
     description="triton_tuned on prepared weights: the interleaved copy is made once per input set, before the timed "
-    "calls (kernel time only; what a model holding ops.PreparedSwiGLU pays per call)",
+    "calls (kernel time only), launched as ops.PreparedSwiGLU launches it (16-bit weights on Hopper: a plan per "
+    "signature after its first call), with the inputs checked on every call, which the ops object does only on a "
+    "signature's first",
 )
 def swiglu_tuned_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
-    return swiglu_with(x, w_gate, w_up, lambda: _prepared.get(interleaved_weights, w_gate, w_up))
+    sixteen_bit = isinstance(w_gate, torch.Tensor) and w_gate.dtype in (torch.bfloat16, torch.float16)
+    if not (sixteen_bit and (launching.hopper_or_later(w_gate) or launching.interpreting())):
+        return swiglu_with(x, w_gate, w_up, lambda: _prepared.get(interleaved_weights, w_gate, w_up))
+    from kprof.kernels.lib import fastops  # the ops API's launch plans (they import this module)
+
+    check_inputs(x, w_gate, w_up)  # before the interleaved copy: bad weights say what is wrong
+    return fastops.swiglu_prepared(x, w_gate, w_up, _prepared.get(interleaved_weights, w_gate, w_up))
 
 
 @FAMILY.provider(
