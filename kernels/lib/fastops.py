@@ -684,12 +684,12 @@ def _prepared_first(
         return y
     m = x2d.shape[0]
     pdl = key[-1]
-    sms = launching.sm_count(x2d) if x2d.is_cuda else 4
-    programs, rstd_meta = re.row_rstd_launch(m, k, launching.sm_count(x2d) if pdl else 0, pdl)
+    sms = tiles.persistent_sms(x2d)
+    programs, rstd_meta = re.row_rstd_launch(m, k, sms if pdl else 0, pdl)
     rstd_options = {"num_warps": rstd_meta.pop("num_warps")}
     rstd_tail = (m, k, k, 1, float(eps)) + constexpr_tail(re.row_rstd_kernel, 7, rstd_meta)
     tma = re.tma_plan(m, k, n, sms)
-    meta = tma.meta(HAS_BIAS=b is not None, PDL=pdl, **launching.pdl_launch(pdl))
+    meta = re.tma_meta(tma, b is not None, pdl)
     options = {o: meta.pop(o) for o in ("num_warps", "num_stages", "launch_pdl") if o in meta}
     tail = (m, n, k) + constexpr_tail(re.tma_product_kernel, 11, meta)
     if _rstd_launcher is None:
@@ -754,7 +754,7 @@ def _swiglu_prepared_first(
     if key is None or taken != ["interleaved"] or row_stride(x) != k or not w_int.is_contiguous():
         return y
     m = x.numel() // k
-    plan = sw.interleaved_plan(m, k, n, launching.sm_count(x) if x.is_cuda else 4)
+    plan = sw.interleaved_plan(m, k, n, tiles.persistent_sms(x))
     meta = plan.meta()
     options = {o: meta.pop(o) for o in ("num_warps", "num_stages")}
     tail = (m, n, k) + constexpr_tail(sw.interleaved_kernel, 9, meta)

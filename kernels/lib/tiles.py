@@ -160,14 +160,10 @@ class TilePlan:
         )
 
 
-def descriptor_blocks(tiles: tuple[int, int, int], subtile: bool, split: int, w_cols: int = 1) -> tuple[list[int], ...]:
-    """The block shapes of :func:`tile_descriptors`' six descriptors, in its order."""
-    bm, bn, bk = tiles
-    full = ([bm, bk], [bk, w_cols * bn], [bm, bn // 2 if subtile else bn])
-    if not split:
-        return full + full
-    tn = bn // (split // 2)
-    return full + ([bm // 2, bk], [bk, w_cols * tn], [bm // 2, tn])
+def persistent_sms(t: torch.Tensor) -> int:
+    """The SMs a persistent TMA product on ``t``'s device spreads its tiles over: the GPU's, or 4 for CPU tensors
+    under the interpreter (few programs, each walking several tiles, so the tests reach the last wave's parts)."""
+    return launching.sm_count(t) if t.is_cuda else 4
 
 
 def tile_descriptors(
@@ -184,10 +180,13 @@ def tile_descriptors(
     with ``subtile``; then the same three for parts of BLOCK_M / 2 rows and BLOCK_N (halves) or BLOCK_N / 2
     (quarters) columns, or the whole tiles' again where ``split`` is 0. ``w_cols``: weight columns per output column
     (2 for swiglu's interleaved gate/up pairs)."""
+    bm, bn, bk = tiles
     desc = launching.TensorDescriptor.from_tensor
-    blocks = descriptor_blocks(tiles, subtile, split, w_cols)
-    full = tuple(desc(t, b) for t, b in zip((x2d, w, y), blocks[:3]))
-    return full + (tuple(desc(t, b) for t, b in zip((x2d, w, y), blocks[3:])) if split else full)
+    full = (desc(x2d, [bm, bk]), desc(w, [bk, w_cols * bn]), desc(y, [bm, bn // 2 if subtile else bn]))
+    if not split:
+        return full + full
+    tn = bn // (split // 2)
+    return full + (desc(x2d, [bm // 2, bk]), desc(w, [bk, w_cols * tn]), desc(y, [bm // 2, tn]))
 
 
 def aligned8(*values: int) -> bool:

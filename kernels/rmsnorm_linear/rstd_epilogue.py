@@ -48,6 +48,7 @@ from kprof.kernels.lib.tiles import (
     TilePlan,
     dot_acc,
     grouped_tile,
+    persistent_sms,
     store_tile,
     tail_part,
     tail_split,
@@ -266,11 +267,16 @@ def tma_launcher(
     launches the rstd kernel, so that only the launch itself stands between the two kernels (why: see
     ``rmsnorm_linear_folded``)."""
     (m, k), n = x2d.shape, wf.shape[1]
-    plan = tma_plan(m, k, n, launching.sm_count(x2d) if x2d.is_cuda else 4, tail)
+    plan = tma_plan(m, k, n, persistent_sms(x2d), tail)
     descriptors = tile_descriptors(x2d, wf, y, plan.tiles, plan.subtile, plan.split)
     args = (*descriptors, rstd, b if b is not None else rstd, m, n, k)
-    meta = plan.meta(HAS_BIAS=b is not None, PDL=pdl, **launching.pdl_launch(pdl))
+    meta = tma_meta(plan, b is not None, pdl)
     return lambda: _tma_product_kernel[(plan.programs,)](*args, **meta)
+
+
+def tma_meta(plan: TilePlan, has_bias: bool, pdl: bool) -> dict:
+    """The TMA product's constexprs and launch options for ``plan`` (``tma_plan``)."""
+    return plan.meta(HAS_BIAS=has_bias, PDL=pdl, **launching.pdl_launch(pdl))
 
 
 def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None) -> TilePlan:

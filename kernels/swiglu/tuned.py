@@ -248,7 +248,7 @@ def launch_interleaved(
     (persistent only; default ``TAIL_SPLITS``) does the last partial wave's tiles in parts (``tail_split``).
     ``config`` (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages) replaces the shipped tiles (an experiment's)."""
     (m, k), n = x2d.shape, y.shape[1]
-    plan = interleaved_plan(m, k, n, launching.sm_count(x2d) if x2d.is_cuda else 4, persistent, tail, config)
+    plan = interleaved_plan(m, k, n, tiles.persistent_sms(x2d), persistent, tail, config)
     _swiglu_interleaved_kernel[(plan.grid(m, n),)](
         *tile_descriptors(x2d, w_int, y, plan.tiles, plan.subtile, plan.split, w_cols=2), m, n, k, **plan.meta()
     )
