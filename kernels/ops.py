@@ -414,7 +414,8 @@ class PreparedSwiGLU:
     def refresh(self) -> PreparedSwiGLU:
         """Rebuild the interleaved weights from the current ``w_gate`` and ``w_up``."""
         wg, wu = self.w_gate.detach(), self.w_up.detach()
-        self.w_int = _swiglu_tuned.interleaved_weights(wg, wu) if _USE_TRITON and _tma_capable(wg) else None
+        serves = _USE_TRITON and _swiglu_tuned.interleavable(wg)
+        self.w_int = _swiglu_tuned.interleaved_weights(wg, wu) if serves else None
         self._versions = (self.w_gate._version, self.w_up._version)
         return self
 
@@ -473,13 +474,6 @@ class PreparedRMSNormLinear:
 def _triton_capable(w: torch.Tensor) -> bool:
     """A device the Triton kernels can run on: a GPU, or the CPU under the interpreter."""
     return w.is_cuda or (w.device.type == "cpu" and launching.interpreting())
-
-
-def _tma_capable(w: torch.Tensor) -> bool:
-    """The interleaved kernel may run: 16-bit weights on a Hopper GPU, or under the interpreter."""
-    return w.dtype in (torch.bfloat16, torch.float16) and (
-        launching.hopper_or_later(w) or (w.device.type == "cpu" and launching.interpreting())
-    )
 
 
 class _Refreshing(torch.nn.Module):

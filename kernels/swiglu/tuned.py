@@ -459,6 +459,16 @@ def interleaved_route(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor) -
     return _interleaved_ragged.choose(key, run, "interleaved", x2d) or "interleaved"
 
 
+def interleavable(w: torch.Tensor) -> bool:
+    """The interleaved kernel may run on weights like ``w``: 16-bit on a Hopper GPU, or on the CPU under the
+    interpreter (what ``ops.PreparedSwiGLU`` makes its interleaved copy for)."""
+    return (
+        isinstance(w, torch.Tensor)
+        and w.dtype in (torch.bfloat16, torch.float16)
+        and (launching.hopper_or_later(w) or (w.device.type == "cpu" and launching.interpreting()))
+    )
+
+
 def interleaved_choice(
     x2d: torch.Tensor, w_int: Callable[[], torch.Tensor] | torch.Tensor | None, y: torch.Tensor, raced: str | None
 ) -> tuple[str, torch.Tensor | None]:
@@ -535,8 +545,7 @@ _prepared = launching.SameTensorsMemo()
     "signature's first",
 )
 def swiglu_tuned_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
-    sixteen_bit = isinstance(w_gate, torch.Tensor) and w_gate.dtype in (torch.bfloat16, torch.float16)
-    if not (sixteen_bit and (launching.hopper_or_later(w_gate) or launching.interpreting())):
+    if not interleavable(w_gate):
         return swiglu_with(x, w_gate, w_up, lambda: _prepared.get(interleaved_weights, w_gate, w_up))
     from kprof.kernels.lib import fastops  # the ops API's launch plans (they import this module)
 
