@@ -26,6 +26,7 @@ from kprof.kernels.lib.split_rows import (
     float32_again,
     pipelined_finish,
     pipelined_launch_args,
+    take_ticket,
 )
 
 
@@ -92,12 +93,12 @@ def _add_rmsnorm_pipelined_kernel(
     waits for the row of the chunk it holds. No deadlock for the same reason: a ticket is counted in right
     after it is taken."""
     offs = tl.arange(0, CHUNK)
-    ticket = tl.atomic_add(sync_ptr, 1)
+    ticket = take_ticket(sync_ptr)
     h = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, r_row_stride, N, n_tickets,
                         CHUNK, SPLITS)  # fmt: skip
     # the loop carries the ticket, not a flag (Triton 3.6's layout pass failed on a carried flag; see rmsnorm's)
     while ticket < n_tickets:
-        after = tl.atomic_add(sync_ptr, 1)
+        after = take_ticket(sync_ptr)
         h_after = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, r_row_stride, N,
                                   n_tickets, CHUNK, SPLITS)  # fmt: skip
         pipelined_finish(h, ticket, offs, w_ptr, y_ptr, N, ws_ptr, sync_ptr, N, eps, CHUNK, SPLITS, SPLITS_POW2)

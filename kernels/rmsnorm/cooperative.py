@@ -41,6 +41,7 @@ from kprof.kernels.lib.split_rows import (
     float32_again,
     pipelined_finish,
     pipelined_launch_args,
+    take_ticket,
 )
 
 
@@ -103,12 +104,12 @@ def _rmsnorm_pipelined_kernel(
     waiting on it holds two of its tickets: all resident programs cannot wait there at once while they
     number more than SPLITS / 2."""
     offs = tl.arange(0, CHUNK)
-    ticket = tl.atomic_add(sync_ptr, 1)
+    ticket = take_ticket(sync_ptr)
     x = _pipelined_take(x_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
     # the loop carries the ticket, not a flag: Triton 3.6's layout pass failed on a loop whose condition was
     # a carried flag (TritonGPURemoveLayoutConversions, sm_90); a comparison in the condition compiles
     while ticket < n_tickets:
-        after = tl.atomic_add(sync_ptr, 1)
+        after = take_ticket(sync_ptr)
         x_after = _pipelined_take(x_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
         pipelined_finish(x, ticket, offs, w_ptr, y_ptr, y_row_stride, ws_ptr, sync_ptr, N, eps, CHUNK, SPLITS,
                          SPLITS_POW2)  # fmt: skip
