@@ -151,9 +151,15 @@ _COOPERATIVE_PER_THREAD_FP16 = 16
 # kernel's candidates at 512-8192 rows of 65536 and 131072 (benchmarks/results/rmsnorm-cooperative/
 # add_rmsnorm-pipelined-03fe33e/): 1.4-3.5% faster than this rule at 5 of the 6 points (512x65536 92.9 against
 # 96.2 us, 2048x131072 735.0 against 745.7; a copy of the same bytes 86.2 and 710.7), 0.7% slower at 8192x65536
-# (1498.3 against 1487.8). In bf16 the same kernel was 0-1.8% slower than the rule at every point, so bf16
-# keeps it (rmsnorm's choice is the other way round: there bf16 pipelines and fp16 does not).
+# (1498.3 against 1487.8). In bf16 the same kernel was then 0-1.8% slower than the rule at every point.
 _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM, _PIPELINED_MIN_ROWS = 8192, 8, 4, 512
+# bf16 pipelines too from 512 rows to under 8192, in 8192-element chunks with 16 warps, 3 programs an SM (40
+# registers a thread), since the tickets are relaxed (``split_rows.take_ticket``). Raced on an H100 with the
+# cooperative candidates (benchmarks/results/rmsnorm-cooperative/meeting-695fd4b/): the fastest at 512 and 2048 rows
+# of 65536 and 131072, 93.6-96.5% of a copy of the same bytes against the cooperative rule's 90.9-96.1 (512x65536
+# 92.4 against 95.0 us); at 8192 rows the cooperative rule stayed ahead (96.6-96.7% against 96.1-96.4).
+_PIPELINED_BF16 = (8192, 16, 3)  # chunk elements, warps, programs an SM
+_PIPELINED_BF16_MAX_ROWS = 8192
 
 
 def choose_config(
@@ -176,9 +182,10 @@ def choose_config(
         and n * element_size >= _COOPERATIVE_MIN_ROW_BYTES
         and n_rows * n * element_size >= _COOPERATIVE_MIN_BYTES
     ):
-        if fp16 and n_rows >= _PIPELINED_MIN_ROWS:
-            chunks = triton.cdiv(n, _PIPELINED_CHUNK)
-            return Config("pipelined", _PIPELINED_CHUNK, 1, _PIPELINED_WARPS, chunks, programs_per_sm=_PIPELINED_PER_SM)
+        bf16 = element_size == 2 and not fp16
+        if n_rows >= _PIPELINED_MIN_ROWS and (fp16 or (bf16 and n_rows < _PIPELINED_BF16_MAX_ROWS)):
+            chunk, warps, per_sm = (_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM) if fp16 else _PIPELINED_BF16
+            return Config("pipelined", chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         chunk = _COOPERATIVE_CHUNK_BYTES // element_size
         warps = chunk // (32 * (_COOPERATIVE_PER_THREAD_FP16 if fp16 else _COOPERATIVE_PER_THREAD))
         return Config("cooperative", chunk, 1, warps, triton.cdiv(n, chunk))

@@ -135,15 +135,23 @@ def test_pipelined_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, war
         _check(*ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"], inp["eps"]), inp, dtype)
 
 
-def test_many_wide_fp16_rows_take_the_pipelined_kernel_from_512_rows():
-    """fp16 where the cooperative kernel would run, from 512 rows: the pipelined one, 8192-element chunks
-    covering the row, 8 warps, 4 programs an SM; fewer rows, bf16, fp32 and the CPU keep what they had."""
+def test_many_wide_16bit_rows_take_the_pipelined_kernel_from_512_rows():
+    """Where the cooperative kernel would run, from 512 rows: the pipelined one, chunks covering the row; fp16
+    with 8 warps and 4 programs an SM, bf16 with 16 warps and 3 under 8192 rows (from there bf16 keeps the
+    cooperative kernel); fewer rows, fp32 and the CPU keep what they had."""
     for n, rows in ((65536, 512), (131072, 512), (65537, 10**5), (100000, 2048)):
-        cfg = tuned.choose_config(n, 2, rows, fp16=True)
-        assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == ("pipelined", 8192, 8, 4), (n, rows)
-        assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
-        assert tuned.choose_config(n, 2, rows).kernel == "cooperative"
-        assert tuned.choose_config(n, 2, rows, cooperative=False, fp16=True).kernel not in ("pipelined", "cooperative")
+        for fp16, layout in ((True, (8192, 8, 4)), (False, (8192, 16, 3))):
+            cfg = tuned.choose_config(n, 2, rows, fp16=fp16)
+            if not fp16 and rows >= 8192:
+                assert cfg.kernel == "cooperative", (n, rows)
+                continue
+            assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == ("pipelined", *layout), (n, rows)
+            assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
+            plain = tuned.choose_config(n, 2, rows, cooperative=False, fp16=fp16)
+            assert plain.kernel not in ("pipelined", "cooperative")
     for n, rows in ((65536, 511), (131072, 64)):
-        assert tuned.choose_config(n, 2, rows, fp16=True).kernel == "cooperative", (n, rows)
+        for fp16 in (True, False):
+            assert tuned.choose_config(n, 2, rows, fp16=fp16).kernel == "cooperative", (n, rows)
+    assert tuned.choose_config(131072, 2, 8191).kernel == "pipelined"
+    assert tuned.choose_config(131072, 2, 8192).kernel == "cooperative"
     assert tuned.choose_config(65536, 4, 4096, fp16=False).kernel == "cooperative"
