@@ -144,7 +144,7 @@ def cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS: tl.constexpr, SPLITS_POW
 @triton.jit
 def pipelined_finish(
     v, ticket, offs, w_ptr, y_ptr, y_row_stride, ws_ptr, sync_ptr, N, eps,
-    CHUNK: tl.constexpr, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr,
+    CHUNK: tl.constexpr, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, CVT_ASM: tl.constexpr = False,
 ):  # fmt: skip
     """A pipelined kernel's step after it has taken the next ticket: wait for the row of ``ticket``, then store
     ``v`` (that ticket's chunk, held in its own dtype) normalised by the row's rstd and the weight."""
@@ -154,12 +154,12 @@ def pipelined_finish(
     rstd = tl.rsqrt(total / N + eps)
     m = cols < N
     w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    y = float32_again(v, total) * rstd * w
+    y = float32_again(v, total, CVT_ASM) * rstd * w
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=m)
 
 
 @triton.jit
-def float32_again(v, total):
+def float32_again(v, total, CVT_ASM: tl.constexpr = False):
     """``v`` (a chunk held in its 16-bit dtype through the row's meeting) as float32 a second time, written so
     the compiler cannot merge it with the first conversion and keep the float32 copy in registers through the
     wait. bf16: as bit operations. fp16: through an xor with the row total's NaN flag (zero unless the total
@@ -170,6 +170,8 @@ def float32_again(v, total):
     operations there (benchmarks/results/rmsnorm-cooperative/xor-f9c9585/)."""
     if v.dtype == tl.bfloat16:
         return (v.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
+    elif v.dtype == tl.float16 and CVT_ASM:  # a conversion in inline PTX, which the compiler cannot merge either
+        return tl.inline_asm_elementwise("cvt.f32.f16 $0, $1;", "=r,h", [v], dtype=tl.float32, is_pure=True, pack=1)
     elif v.dtype == tl.float16:
         flip = (total != total).to(tl.int16)
         return (v.to(tl.int16, bitcast=True) ^ flip).to(tl.float16, bitcast=True).to(tl.float32)

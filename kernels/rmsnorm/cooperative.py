@@ -43,6 +43,7 @@ from kprof.kernels.lib.split_rows import (
     pipelined_launch_args,
     take_ticket,
 )
+from kprof.runtime import interpreting
 
 
 @triton.jit
@@ -96,6 +97,7 @@ def _rmsnorm_pipelined_kernel(
     CHUNK: tl.constexpr,  # elements per ticket, a power of two >= N / SPLITS; two are held at a time
     SPLITS: tl.constexpr,  # chunks per row
     SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two
+    CVT_ASM: tl.constexpr,  # fp16: the second conversion in inline PTX (``float32_again``); not in the interpreter
 ):
     """The cooperative kernel with its meeting hidden: a program keeps taking tickets, and loads the next
     ticket's chunk and counts it in before it waits for the row of the chunk it holds, so the wait overlaps
@@ -112,7 +114,7 @@ def _rmsnorm_pipelined_kernel(
         after = take_ticket(sync_ptr)
         x_after = _pipelined_take(x_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
         pipelined_finish(x, ticket, offs, w_ptr, y_ptr, y_row_stride, ws_ptr, sync_ptr, N, eps, CHUNK, SPLITS,
-                         SPLITS_POW2)  # fmt: skip
+                         SPLITS_POW2, CVT_ASM)  # fmt: skip
         x, ticket = x_after, after
 
 
@@ -142,7 +144,7 @@ def launch_pipelined(
     (ws, sync), meta, grid, n_tickets = pipelined_launch_args(x2d, chunk, programs, "rmsnorm")
     return _rmsnorm_pipelined_kernel[grid](
         x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), x2d.shape[1], n_tickets, float(eps), **meta,
-        num_warps=num_warps,
+        CVT_ASM=not interpreting(), num_warps=num_warps,
     )  # fmt: skip
 
 
