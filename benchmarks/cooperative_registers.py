@@ -132,6 +132,13 @@ def add_candidates(
     return out
 
 
+def _rule(family: str, dtype: str, n_rows: int) -> str:
+    """The candidate the family's dispatch runs (``kernels/*/tuned.py``)."""
+    if family == "rmsnorm" or dtype == "fp16":
+        return "pipe pt32 w8 p4"
+    return "pipe pt16 w16 p3" if 512 <= n_rows < 8192 else "pt32 w16 r-"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_race_args(ap, dtypes="bf16,fp16", budget_s=300.0)
@@ -185,7 +192,7 @@ def main() -> int:
                 rows += raced
                 med = {r["variant"]: r["time_us"] for r in raced}
                 best_us, best = min((v, k) for k, v in med.items() if not k.startswith("["))
-                rule = "pt64 w8 r-" if family == "rmsnorm" else ("pt16 w32 r-" if dtype == "fp16" else "pt32 w16 r-")
+                rule = _rule(family, dtype, n_rows)
                 summary.append(
                     {
                         "shape": shape,

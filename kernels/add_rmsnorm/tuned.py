@@ -139,27 +139,25 @@ _COOPERATIVE_MIN_BYTES = 16 * 1024 * 1024
 # points, 0.6-1.0% ahead of 8192 x 8 (2048x131072: 745.3 against 752.2 us) and 2.3% at 64x131072 (23.9 against
 # 24.4). At 64 a thread the compiler kept h in float32 through the wait: 128 registers a thread for bf16 in
 # 16384 x 8 against 64 (sm_90 resource report). float32 follows the bytes, not measured.
-# fp16 takes 16 elements a thread (32 warps): in a race of the same chunks x warps plus 32 warps on another
-# H100 (benchmarks/results/rmsnorm-cooperative/add_rmsnorm-fp16-98a565e/) it was the fastest at all 4 fp16
-# points of 64 and 512 rows, 2.0-4.6% ahead of 16 warps (64x131072: 24.34 against 25.47 us); in bf16 16
-# warps stayed the fastest at the same points.
+# (fp16 took 16 elements a thread, 32 warps, until it pipelined at every row count: add_rmsnorm-fp16-98a565e/.)
 _COOPERATIVE_CHUNK_BYTES = 32 * 1024
 _COOPERATIVE_PER_THREAD = 32
-_COOPERATIVE_PER_THREAD_FP16 = 16
-# fp16 from 512 rows takes the pipelined kernel (``cooperative.launch_pipelined``) there instead: 8192-element
+# fp16 takes the pipelined kernel (``cooperative.launch_pipelined``) there instead (first from 512 rows): 8192-element
 # chunks with 8 warps, 4 programs an SM (72 registers a thread). Raced on an H100 against the cooperative
 # kernel's candidates at 512-8192 rows of 65536 and 131072 (benchmarks/results/rmsnorm-cooperative/
 # add_rmsnorm-pipelined-03fe33e/): 1.4-3.5% faster than this rule at 5 of the 6 points (512x65536 92.9 against
 # 96.2 us, 2048x131072 735.0 against 745.7; a copy of the same bytes 86.2 and 710.7), 0.7% slower at 8192x65536
-# (1498.3 against 1487.8). In bf16 the same kernel was then 0-1.8% slower than the rule at every point.
-_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM, _PIPELINED_MIN_ROWS = 8192, 8, 4, 512
+# (1498.3 against 1487.8). In bf16 the same kernel was then 0-1.8% slower than the rule at every point. With relaxed
+# tickets fp16 pipelines under 512 rows too: at 64x131072 (16 MiB of x, the fewest rows this path takes) 23.3 us
+# against the cooperative rule's 23.8 (benchmarks/results/rmsnorm-cooperative/pipelined-fp16-648c762/).
+_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # bf16 pipelines too from 512 rows to under 8192, in 8192-element chunks with 16 warps, 3 programs an SM (40
 # registers a thread), since the tickets are relaxed (``split_rows.take_ticket``). Raced on an H100 with the
 # cooperative candidates (benchmarks/results/rmsnorm-cooperative/meeting-695fd4b/): the fastest at 512 and 2048 rows
 # of 65536 and 131072, 93.6-96.5% of a copy of the same bytes against the cooperative rule's 90.9-96.1 (512x65536
 # 92.4 against 95.0 us); at 8192 rows the cooperative rule stayed ahead (96.6-96.7% against 96.1-96.4).
 _PIPELINED_BF16 = (8192, 16, 3)  # chunk elements, warps, programs an SM
-_PIPELINED_BF16_MAX_ROWS = 8192
+_PIPELINED_BF16_ROWS = (512, 8192)  # from, to (excluded)
 
 
 def choose_config(
@@ -183,11 +181,11 @@ def choose_config(
         and n_rows * n * element_size >= _COOPERATIVE_MIN_BYTES
     ):
         bf16 = element_size == 2 and not fp16
-        if n_rows >= _PIPELINED_MIN_ROWS and (fp16 or (bf16 and n_rows < _PIPELINED_BF16_MAX_ROWS)):
+        if fp16 or (bf16 and _PIPELINED_BF16_ROWS[0] <= n_rows < _PIPELINED_BF16_ROWS[1]):
             chunk, warps, per_sm = (_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM) if fp16 else _PIPELINED_BF16
             return Config("pipelined", chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         chunk = _COOPERATIVE_CHUNK_BYTES // element_size
-        warps = chunk // (32 * (_COOPERATIVE_PER_THREAD_FP16 if fp16 else _COOPERATIVE_PER_THREAD))
+        warps = chunk // (32 * _COOPERATIVE_PER_THREAD)
         return Config("cooperative", chunk, 1, warps, triton.cdiv(n, chunk))
     if row_bytes > MAX_ONE_BLOCK_BYTES:
         return _wide_config(n, element_size, n_rows, sm_count)

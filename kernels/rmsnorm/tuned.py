@@ -232,8 +232,11 @@ _COOPERATIVE_PER_THREAD = 64  # elements each thread holds
 # programs an SM. Raced on an H100 against the cooperative kernel's candidates at the 6 points of 512-8192 rows
 # of 65536 and 131072 columns (benchmarks/results/rmsnorm-cooperative/pipelined-3454ea1/): 2.2-3.4% faster than this
 # rule at every point, e.g. 2048x131072 389.3 against 401.7 us, 8192x131072 1550.8 against 1595.7 (a copy of
-# the same bytes 353.0 and 1412.7), and within 0.3% of the fastest candidate at 8192x65536. fp16 lost there
-# (80 registers a thread: 3 programs an SM; 2048x131072 421.8 against 399.2), so fp16 and fp32 keep this rule.
+# the same bytes 353.0 and 1412.7), and within 0.3% of the fastest candidate at 8192x65536. fp16 lost there then
+# (80 registers a thread: 3 programs an SM; 2048x131072 421.8 against 399.2). With its second conversion in inline
+# PTX (64 registers) and relaxed tickets, fp16 pipelines too: on an H100 (benchmarks/results/rmsnorm-cooperative/
+# pipelined-fp16-648c762/) the fastest candidate at the same 6 points, 85.0-92.9% of the copy against this rule's
+# 80.8-92.2 (2048x131072 381.5 against 391.4 us). fp32 keeps this rule.
 _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # 512-2047 rows of 1025-8192 16-bit elements: the two-pass kernel with the row width compiled in (COLS, as Inductor
 # compiles a static shape). (block of the row, first row of the class) -> (chunk, rows a program, warps). Raced on
@@ -286,12 +289,11 @@ def choose_config(
     n_rows: int | None = None,
     sm_count: int = 132,
     cooperative: bool = True,
-    bf16: bool = False,
 ) -> Config:
     """Pick the launch configuration for rows of ``n`` elements of ``element_size`` bytes; ``cooperative``
     False leaves out the kernels whose programs must run at the same time (Triton's interpreter runs them one
-    after another); ``bf16``: the elements are bfloat16, which takes the pipelined kernel where the others
-    take the cooperative one (see ``_PIPELINED_CHUNK``).
+    after another). 16-bit elements take the pipelined kernel where float32 takes the cooperative one (see
+    ``_PIPELINED_CHUNK``).
 
     With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed: at 64x4096 bf16
     the packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4). Such a
@@ -315,7 +317,7 @@ def choose_config(
             and row_in_bytes >= _COOPERATIVE_MIN_ROW_BYTES
             and n_rows * row_in_bytes >= _COOPERATIVE_MIN_BYTES
         ):
-            if bf16:
+            if element_size == 2:
                 chunks = triton.cdiv(n, _PIPELINED_CHUNK)
                 return Config(
                     "pipelined", _PIPELINED_CHUNK, 1, _PIPELINED_WARPS, splits=chunks, programs_per_sm=_PIPELINED_PER_SM
@@ -371,14 +373,14 @@ _looped_launcher = CompiledLauncher(_rmsnorm_looped_kernel)
 _sm_counts: dict[int, int] = {}
 
 
-def config_for(n: int, element_size: int, n_rows: int, device_index: int, bf16: bool = False) -> Config:
+def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Config:
     """``choose_config`` with the SM count of ``device_index`` (132, an H100's, for CPU tensors, which also
     leave out the cooperative and pipelined kernels)."""
     if device_index not in _sm_counts:
         _sm_counts[device_index] = (
             torch.cuda.get_device_properties(device_index).multi_processor_count if device_index >= 0 else 132
         )
-    return choose_config(n, element_size, n_rows, _sm_counts[device_index], device_index >= 0, bf16)
+    return choose_config(n, element_size, n_rows, _sm_counts[device_index], device_index >= 0)
 
 
 def launch_with_config(
@@ -471,7 +473,7 @@ def plan_for(
     None for the split, cooperative and pipelined paths (a workspace and a second launch: callers take the
     checked path)."""
     element_size = torch.empty((), dtype=dtype).element_size()
-    cfg = config_for(n, element_size, n_rows, device_index, dtype == torch.bfloat16)
+    cfg = config_for(n, element_size, n_rows, device_index)
     if cfg.kernel in ("split", "cooperative", "pipelined"):
         return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
@@ -572,7 +574,7 @@ def _rmsnorm_tuned_checked(
             _plans.clear()
         _plans[sig] = plan
         return rmsnorm_tuned(x, weight, eps, out)
-    cfg = config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device(), x2d.dtype == torch.bfloat16)
+    cfg = config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device())
     launch_with_config(cfg, x2d, w, y2d, eps)
     return y
 
