@@ -126,7 +126,7 @@ def main() -> int:
     for spec, dtype, shape in points(args):
         x, w, eps, ref, _ = rmsnorm_case(fam, shape, dtype, 5)
         spots = places({"x": x, "weight": w}, args.placements, rng)
-        op = config_for(shape[1], x.element_size(), shape[0], x.device.index, x.dtype == torch.bfloat16)
+        op = config_for(shape[1], x.element_size(), shape[0], x.device.index)
         cands = candidates(shape[1], shape[0], op, args.two_pass, args.const_only, args.ragged)
         race_candidates(
             fam, spec, dtype, op, cands, spots, eps, args, rng, rows_out, summary,

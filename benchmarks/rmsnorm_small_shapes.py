@@ -77,7 +77,7 @@ def main() -> int:
         blocks = [(block_n, 0)] + ([(head, tail)] if args.tail and tail else [])
         grid = itertools.product([1, 2, 4], [1, 2, 4, 8, 16], [True, False], blocks)
         if args.op_tail:
-            op = config_for(shape[1], x.element_size(), shape[0], x.device.index, x.dtype == torch.bfloat16)
+            op = config_for(shape[1], x.element_size(), shape[0], x.device.index)
             grid = [(op.rows, op.num_warps, op.hints, b) for b in blocks + [(head, tail)] if op.kernel == "rows"]
         for rows, warps, hints, (block, rest) in grid:
             if warps * 32 > rows * (block + rest):
