@@ -167,7 +167,10 @@ def float32_again(v, total, CVT_ASM: tl.constexpr = False):
     with 8 warps: bf16 74 registers a thread; fp16 110 with a plain conversion, 64 with the xor. On an H100,
     fp16 rows of 65536-131072 at 512-8192 rows went from 77-80% of the copy ceiling to 84-89% (512x65536 57.3
     -> 52.3 us in `kprof grid`). The xor for bf16 too (64 registers) ran 1.5-2% slower than the bit
-    operations there (benchmarks/results/rmsnorm-cooperative/xor-f9c9585/)."""
+    operations there (benchmarks/results/rmsnorm-cooperative/xor-f9c9585/). ``CVT_ASM``: fp16 through
+    ``cvt.f32.f16`` in inline PTX instead (GPU only: the interpreter runs no PTX). rmsnorm's pipelined kernel, 8192
+    elements with 8 warps: 64 registers against the xor's 80 (Triton 3.6), so it fits 4 programs an SM; add_rmsnorm's
+    went from 64 to 78 and keeps the xor (benchmarks/results/rmsnorm-cooperative/pipelined-fp16-648c762/)."""
     if v.dtype == tl.bfloat16:
         return (v.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
     elif v.dtype == tl.float16 and CVT_ASM:  # a conversion in inline PTX, which the compiler cannot merge either

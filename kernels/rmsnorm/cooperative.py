@@ -21,6 +21,9 @@ to 32 registers a thread; on an H100 the kernel then ran 2048x131072 bf16 in 401
 float32 x in registers through the wait (110 registers a thread against bf16's 74) and fp16 at 77-80% of the
 copy ceiling; ``split_rows.float32_again`` keeps it apart (64 registers, 84-89% of the ceiling).
 
+The dispatch (``kernels/rmsnorm/tuned.py``) runs 16-bit rows through the pipelined form (``launch_pipelined``:
+a program loads its next chunk before it waits for the row of the one it holds), float32 rows through this one.
+
 The waiting needs the programs of a row to run at the same time, which Triton's interpreter (one program
 after another) cannot do: :func:`launch_cooperative` runs only on a GPU.
 """
