@@ -14,7 +14,7 @@ device copy at many rows of 128-256 KB on an H100, where the same loads and stor
 A release waits until the program's earlier stores are visible, among them the whole normalised chunk the
 pipelined kernel has just stored. This race times three protocols in copies of the two kernels:
 
-- ``p0``: as shipped;
+- ``p0``: as shipped until this race (the library takes relaxed tickets since 695fd4b);
 - ``p1``: the ticket ``relaxed`` (a ticket orders nothing; its atomicity alone keeps tickets unique), the rest
   as shipped;
 - ``p2``: no fence at all. Each chunk writes one 64-bit slot with one relaxed atomic exchange: its partial

@@ -4,8 +4,9 @@ configs from a table measured on an H100, launches through compiled kernels (no 
 Few rows up to one block wide (32 KB) keep the whole row in one block with the classic warp count (the
 configuration of ``triton_one_row``, measured faster there); few rows wider than one block are split over
 several programs per row (``split``: two launches), as rmsnorm's tuned version does; many rows of 128 KB or
-more over programs that keep h in registers and meet once (``cooperative``, GPU only; in fp16 from 512 rows
-its pipelined form, where a program computes its next chunk of h before it waits for the row it holds).
+more over programs that keep h in registers and meet once (``cooperative``, GPU only; in fp16, and in bf16 from
+512 to 8191 rows, its pipelined form, where a program computes its next chunk of h before it waits for the row it
+holds).
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ _COOPERATIVE_MIN_BYTES = 16 * 1024 * 1024
 # points, 0.6-1.0% ahead of 8192 x 8 (2048x131072: 745.3 against 752.2 us) and 2.3% at 64x131072 (23.9 against
 # 24.4). At 64 a thread the compiler kept h in float32 through the wait: 128 registers a thread for bf16 in
 # 16384 x 8 against 64 (sm_90 resource report). float32 follows the bytes, not measured.
-# (fp16 took 16 elements a thread, 32 warps, until it pipelined at every row count: add_rmsnorm-fp16-98a565e/.)
+# (fp16 took 16 elements a thread, 32 warps, until it pipelined at every row count:
+# benchmarks/results/rmsnorm-cooperative/add_rmsnorm-fp16-98a565e/.)
 _COOPERATIVE_CHUNK_BYTES = 32 * 1024
 _COOPERATIVE_PER_THREAD = 32
 # fp16 takes the pipelined kernel (``cooperative.launch_pipelined``) there instead (first from 512 rows): 8192-element
@@ -171,7 +173,7 @@ def choose_config(
     """The launch configuration for ``n_rows`` rows of ``n`` elements (see ``ROW_TABLE`` and the measurements
     above ``_ONE_BLOCK_FEW_ROWS``); ``n_rows`` None: as for many rows. ``cooperative`` False leaves out the
     kernel whose programs must run at the same time (Triton's interpreter runs them one after another).
-    ``fp16``: the inputs are fp16 (the cooperative kernel's warps differ from bf16's)."""
+    ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows)."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if (

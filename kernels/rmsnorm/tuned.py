@@ -14,8 +14,8 @@ These things separate it from ``one_row``:
 * Rows wider than one block go to the chunked two-pass kernel of ``looped`` with measured chunk/warps;
   when they are too few to give every SM a program, each row is split over several programs (``split``);
   when they are many rows of 128 KB or more, over programs that meet once and read x once
-  (``cooperative``, GPU only; in bf16 its pipelined form, where a program loads its next chunk before it
-  waits for the row of the one it holds).
+  (``cooperative``, GPU only; in bf16 and fp16 its pipelined form, where a program loads its next chunk
+  before it waits for the row of the one it holds).
 * Launches go through :class:`kprof.launch.CompiledLauncher`, which skips the JIT's per-call
   argument binding: host time per call is what decides small shapes (8x4096 runs 2-5 us on the GPU).
 
