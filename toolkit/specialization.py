@@ -364,6 +364,7 @@ def compile_resources(fn: Any, args: tuple, kwargs: dict, arch: int = 90, instru
     res["resources_from"] = f"ptxas sm_{arch} (offline)"
     if instructions:
         res["instructions"] = memory_instructions(compiled.asm["ptx"])
+        res["memory_order"] = memory_order(compiled.asm["ptx"])
     return res
 
 
@@ -387,6 +388,29 @@ def memory_instructions(ptx: str) -> dict[str, int]:
     TMA (``cp.async.bulk``), vector and 16-bit scalar global loads and stores, ``mma.sync`` and ``wgmma``
     (static counts in the code, not executions)."""
     return {kind: len(pattern.findall(ptx)) for kind, pattern in _PTX_KINDS.items()}
+
+
+# How a kernel orders its memory accesses for other programs (a cross-program meeting: kernels/lib/split_rows.py,
+# kernels/lib/split_k.py): atomics and reductions (red) by the order their PTX gives them, acquire loads, fences,
+# and loads from L2 that bypass L1 (.cg), where a value another program wrote must not come from a stale L1 line.
+_RMW = r"\b(?:atom|red)(?:\.[\w:]+)*?"
+_PTX_ORDER = {
+    "relaxed atomic": re.compile(_RMW + r"\.relaxed\b"),
+    "release atomic": re.compile(_RMW + r"\.release\b"),
+    "acquire atomic": re.compile(_RMW + r"\.acquire\b"),
+    "acq_rel atomic": re.compile(_RMW + r"\.acq_rel\b"),
+    "atomic, no order": re.compile(r"\b(?:atom|red)\.(?![\w.:]*\b(?:relaxed|release|acquire|acq_rel)\b)[\w.:]+"),
+    "acquire load": re.compile(r"\bld(?:\.[\w:]+)*?\.acquire\b"),
+    "fence": re.compile(r"\b(?:fence\.(?:sc|acq_rel)|membar)\b"),
+    "ld.global.cg": re.compile(r"\bld\.global\.cg\b"),
+}
+
+
+def memory_order(ptx: str) -> dict[str, int]:
+    """Counts of the PTX instructions by the memory order they give (static counts in the code): atomics and
+    reductions relaxed, release, acquire, acq_rel or with none given (PTX then takes them as relaxed), acquire
+    loads, fences, and ``ld.global.cg`` loads (from L2, past L1)."""
+    return {kind: len(pattern.findall(ptx)) for kind, pattern in _PTX_ORDER.items()}
 
 
 _PTXAS_PATTERNS = {

@@ -21,11 +21,13 @@ import triton.language as tl
 from kprof.kernels.lib.split_rows import (
     cooperative_arrive,
     cooperative_launch_args,
+    cooperative_meta,
     cooperative_row_sum,
     cooperative_ticket,
     float32_again,
     pipelined_finish,
     pipelined_launch_args,
+    pipelined_meta,
     take_ticket,
 )
 
@@ -141,10 +143,8 @@ def launch_pipelined(
     programs taking chunks in turn (at most one per chunk); y and h contiguous. Returns the compiled kernel
     (its registers and spills). GPU only, as :func:`launch_cooperative`."""
     (ws, sync), meta, grid, n_tickets = pipelined_launch_args(x2d, chunk, programs, "add_rmsnorm")
-    return _add_rmsnorm_pipelined_kernel[grid](
-        x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), x2d.shape[1], n_tickets, float(eps),
-        **meta, num_warps=num_warps,
-    )  # fmt: skip
+    kernel, args, options = _pipelined_call(x2d, r2d, weight, y2d, h2d, ws, sync, eps, n_tickets, meta, num_warps)
+    return kernel[grid](*args, **options)
 
 
 def launch_cooperative(
@@ -159,9 +159,38 @@ def launch_cooperative(
 ) -> None:
     """y, h = add_rmsnorm(x, residual) over rows, ``splits`` cooperating programs per row (one launch after a
     zeroing of ``1 + rows`` counters). y and h contiguous. GPU only: see the module docstring."""
-    n_rows, n = x2d.shape
     (ws, sync), meta = cooperative_launch_args(x2d, splits, "add_rmsnorm")
-    _add_rmsnorm_cooperative_kernel[(n_rows * splits,)](
-        x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), n, float(eps), **meta,
-        num_warps=num_warps,
-    )  # fmt: skip
+    kernel, args, options = _cooperative_call(x2d, r2d, weight, y2d, h2d, ws, sync, eps, meta, num_warps)
+    kernel[(x2d.shape[0] * splits,)](*args, **options)
+
+
+def _pipelined_call(
+    x2d: torch.Tensor, r2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, h2d: torch.Tensor,
+    ws: torch.Tensor, sync: torch.Tensor, eps: float, n_tickets: int, meta: dict, num_warps: int,
+) -> tuple[Any, tuple, dict]:  # fmt: skip
+    """The pipelined kernel, its arguments and options: one place for its launch and its offline compile."""
+    args = (x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), x2d.shape[1], n_tickets, float(eps))
+    return _add_rmsnorm_pipelined_kernel, args, {**meta, "num_warps": num_warps}
+
+
+def _cooperative_call(
+    x2d: torch.Tensor, r2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, h2d: torch.Tensor,
+    ws: torch.Tensor, sync: torch.Tensor, eps: float, meta: dict, num_warps: int,
+) -> tuple[Any, tuple, dict]:  # fmt: skip
+    """The cooperative kernel, its arguments and options: one place for its launch and its offline compile."""
+    args = (x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), x2d.shape[1], float(eps))
+    return _add_rmsnorm_cooperative_kernel, args, {**meta, "num_warps": num_warps}
+
+
+def offline_call(
+    kernel: str, n_rows: int, n: int, dtype: torch.dtype, chunk: int, splits: int, num_warps: int
+) -> tuple[Any, tuple, dict]:
+    """As rmsnorm's ``offline_call`` (``kernels/rmsnorm/cooperative.py``): the GPU launch of ``kernel`` over
+    ``n_rows`` contiguous rows of ``n`` elements, small CPU tensors standing in for the GPU's, to compile it for a
+    GPU without one."""
+    x2d, weight = torch.empty((1, n), dtype=dtype), torch.empty(n, dtype=dtype)
+    ws, sync = torch.empty(1, dtype=torch.float32), torch.empty(1, dtype=torch.int32)
+    if kernel == "pipelined":
+        meta = pipelined_meta(n, chunk)
+        return _pipelined_call(x2d, x2d, weight, x2d, x2d, ws, sync, 1e-6, n_rows * meta["SPLITS"], meta, num_warps)
+    return _cooperative_call(x2d, x2d, weight, x2d, x2d, ws, sync, 1e-6, cooperative_meta(n, splits), num_warps)

@@ -236,6 +236,17 @@ _rows_launcher = CompiledLauncher(_add_rmsnorm_rows_kernel)
 _looped_launcher = CompiledLauncher(_add_rmsnorm_looped_kernel)
 
 
+def offline_wide_row_call(n_rows: int, n: int, dtype: torch.dtype, sm_count: int = 132) -> tuple[Config, tuple] | None:
+    """Where a GPU with ``sm_count`` SMs takes the cooperative or pipelined kernel for ``n_rows`` rows of ``n``
+    elements of ``dtype``: its config and its launch as ``cooperative.offline_call`` gives it (kernel, arguments,
+    options), to compile that GPU-only kernel without a GPU; None where the dispatch takes another kernel."""
+    element_size = torch.empty((), dtype=dtype).element_size()
+    cfg = choose_config(n, element_size, n_rows, sm_count, True, fp16=dtype == torch.float16)
+    if cfg.kernel not in ("cooperative", "pipelined"):
+        return None
+    return cfg, cooperative.offline_call(cfg.kernel, n_rows, n, dtype, cfg.block_n, cfg.splits, cfg.num_warps)
+
+
 def launch_with_config(
     cfg: Config, x2d: torch.Tensor, r2d: torch.Tensor, w: torch.Tensor, y: torch.Tensor, h: torch.Tensor, eps: float
 ) -> None:

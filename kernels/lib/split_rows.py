@@ -186,11 +186,22 @@ def pipelined_launch_args(x2d: torch.Tensor, chunk: int, programs: int, what: st
     """A pipelined launch over the rows of ``x2d`` in chunks of ``chunk`` elements: the buffers and constexprs of
     :func:`cooperative_launch_args` (``CHUNK`` the given chunk), the grid (``programs``, at most one a ticket)
     and the number of tickets (rows x chunks a row)."""
-    n_rows, n = x2d.shape
+    meta = pipelined_meta(x2d.shape[1], chunk)
+    buffers, _ = cooperative_launch_args(x2d, meta["SPLITS"], what)
+    n_tickets = x2d.shape[0] * meta["SPLITS"]
+    return buffers, meta, (max(1, min(programs, n_tickets)),), n_tickets
+
+
+def pipelined_meta(n: int, chunk: int) -> dict[str, int]:
+    """The constexprs of a pipelined kernel over rows of ``n`` elements in chunks of ``chunk``."""
     splits = triton.cdiv(n, chunk)
-    buffers, meta = cooperative_launch_args(x2d, splits, what)
-    n_tickets = n_rows * splits
-    return buffers, meta | {"CHUNK": chunk}, (max(1, min(programs, n_tickets)),), n_tickets
+    return {"CHUNK": chunk, "SPLITS": splits, "SPLITS_POW2": triton.next_power_of_2(splits)}
+
+
+def cooperative_meta(n: int, splits: int) -> dict[str, int]:
+    """The constexprs of a cooperative kernel over rows of ``n`` elements, ``splits`` programs a row."""
+    chunk = triton.next_power_of_2(triton.cdiv(n, splits))
+    return {"CHUNK": chunk, "SPLITS": splits, "SPLITS_POW2": triton.next_power_of_2(splits)}
 
 
 def cooperative_launch_args(x2d: torch.Tensor, splits: int, what: str) -> tuple[tuple, dict]:
@@ -205,5 +216,4 @@ def cooperative_launch_args(x2d: torch.Tensor, splits: int, what: str) -> tuple[
         )
     ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
     sync = torch.zeros(1 + n_rows, dtype=torch.int32, device=x2d.device)
-    meta = {"CHUNK": triton.next_power_of_2(triton.cdiv(n, splits)), "SPLITS": splits}
-    return (ws, sync), {**meta, "SPLITS_POW2": triton.next_power_of_2(splits)}
+    return (ws, sync), cooperative_meta(n, splits)

@@ -383,6 +383,16 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
     return choose_config(n, element_size, n_rows, _sm_counts[device_index], device_index >= 0)
 
 
+def offline_wide_row_call(n_rows: int, n: int, dtype: torch.dtype, sm_count: int = 132) -> tuple[Config, tuple] | None:
+    """Where a GPU with ``sm_count`` SMs takes the cooperative or pipelined kernel for ``n_rows`` rows of ``n``
+    elements of ``dtype``: its config and its launch as ``cooperative.offline_call`` gives it (kernel, arguments,
+    options), to compile that GPU-only kernel without a GPU; None where the dispatch takes another kernel."""
+    cfg = choose_config(n, torch.empty((), dtype=dtype).element_size(), n_rows, sm_count, True)
+    if cfg.kernel not in ("cooperative", "pipelined"):
+        return None
+    return cfg, cooperative.offline_call(cfg.kernel, n_rows, n, dtype, cfg.block_n, cfg.splits, cfg.num_warps)
+
+
 def launch_with_config(
     cfg: Config, x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float, align: bool = True
 ) -> None:

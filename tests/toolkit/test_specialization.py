@@ -120,6 +120,38 @@ def test_memory_instructions_are_counted_by_kind():
     }
 
 
+def test_memory_order_is_counted_by_kind():
+    """The forms Triton 3.6 and 3.9 print for the wide-row kernels' meeting (a returning relaxed atomic, a release
+    reduction whose result is unused, an acquire load for an atomic add of 0), and other spellings PTX allows."""
+    from kprof.specialization import memory_order
+
+    ptx = """
+    @%p1 atom.global.gpu.relaxed.add.u32 %r17, [ %rd10 + 0 ], %r18;
+    @%p6 red.global.gpu.release.add.u32 [ %rd17 + 0 ], %r18;
+    @%p8 atom.global.gpu.release.add.u32 %r41, [ %rd20 + 0 ], %r34;
+    @%p1 ld.global.gpu.acquire.b32 %r155, [ %rd44 + 0 ];
+    ld.acquire.gpu.global.b32 %r1, [%rd1];
+    atom.acq_rel.gpu.global.add.u32 %r1, [%rd1], 1;
+    atom.global.acquire.gpu.cas.b32 %r1, [%rd1], 0, 1;
+    atom.global.add.u32 %r1, [%rd1], 1;
+    redux.sync.add.s32 %r1, %r2, 0xffffffff;
+    fence.acq_rel.gpu;
+    membar.gl;
+    @%p22 ld.global.cg.b32 { %r250 }, [ %rd52 + 0 ];
+    ld.global.b32 %r3, [%rd3];
+    """
+    assert memory_order(ptx) == {
+        "relaxed atomic": 1,
+        "release atomic": 2,
+        "acquire atomic": 1,
+        "acq_rel atomic": 1,
+        "atomic, no order": 1,  # redux.sync is a warp reduction, not an atomic
+        "acquire load": 2,
+        "fence": 2,
+        "ld.global.cg": 1,
+    }
+
+
 @pytest.mark.skipif(HAS_CUDA, reason="interpreter path: a recording keeps the arguments of interpreted launches")
 def test_offline_compile_reports_how_a_launch_loads_when_asked():
     """The child compile with ``"instructions": true``: rows of 4096 bf16 move as 16-byte vectors, rows of

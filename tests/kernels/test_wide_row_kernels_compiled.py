@@ -1,0 +1,96 @@
+"""The wide-row kernels that only a GPU runs (rmsnorm's and add_rmsnorm's cooperative and pipelined kernels: the
+programs of a row meet, which Triton's interpreter, one program after another, cannot do), compiled for sm_90 on
+the CPU with the Triton installed here, at every layout their GPU dispatch picks over the families' default sweeps
+and grids. The interpreter tests cannot reach these kernels; the GPU tests run them on the GPU machine's Triton.
+Here they are checked under this Triton for what their meeting relies on, read from the PTX: the tickets are
+relaxed atomics, each program's arrival releases its partial sum, the waits acquire, and the partial sums are read
+from L2 past L1; and rmsnorm's pipelined 16-bit kernels convert fp16 a second time in inline PTX."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+PROBE = r"""
+import json, re
+from kprof.dtypes import torch_dtype
+from kprof.kernels import discover
+from kprof.kernels.add_rmsnorm import tuned as add_tuned
+from kprof.kernels.rmsnorm import tuned as rms_tuned
+from kprof.specialization import compile_for, describe_call, memory_order
+
+INLINE_ASM = re.compile(r"// begin inline asm(.*?)// end inline asm", re.S)
+out, seen = [], set()
+for family, tuned in (("rmsnorm", rms_tuned), ("add_rmsnorm", add_tuned)):
+    fam = discover()[family]
+    sweeps = [fam.sweep("gpu"), *fam.grid_parts().values()]
+    for sweep in sweeps:
+        for dtype in sweep.dtypes:
+            for shape in sweep.shapes:
+                rows = 1
+                for d in shape[:-1]:
+                    rows *= d
+                found = tuned.offline_wide_row_call(rows, shape[-1], torch_dtype(dtype))
+                if found is None:
+                    continue
+                cfg, (kernel, args, options) = found
+                key = json.dumps(describe_call(kernel, args, options), sort_keys=True)
+                if key in seen:
+                    continue
+                seen.add(key)
+                ptx = compile_for(kernel, args, options).asm["ptx"]
+                asm = " ".join(INLINE_ASM.findall(ptx))
+                out.append({"family": family, "dtype": dtype, "shape": list(shape), "kernel": cfg.kernel,
+                            "order": memory_order(ptx), "asm_cvt_f16": asm.count("cvt.f32.f16")})
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled() -> list[dict]:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    res = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=1200)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_every_wide_row_layout_of_the_dispatch_compiles(compiled):
+    """Both kernels of both families, in each dtype their dispatch gives them (16-bit rows pipeline in rmsnorm,
+    fp32 rows cooperate; add_rmsnorm: fp16 pipelines, bf16 pipelines at 512-8191 rows and cooperates otherwise)."""
+    kinds = {(c["family"], c["dtype"], c["kernel"]) for c in compiled}
+    assert kinds == {
+        ("rmsnorm", "bf16", "pipelined"),
+        ("rmsnorm", "fp16", "pipelined"),
+        ("rmsnorm", "fp32", "cooperative"),
+        ("add_rmsnorm", "bf16", "pipelined"),
+        ("add_rmsnorm", "bf16", "cooperative"),
+        ("add_rmsnorm", "fp16", "pipelined"),
+        ("add_rmsnorm", "fp32", "cooperative"),
+    }, sorted(kinds)
+
+
+def test_the_meeting_orders_memory_as_it_relies_on(compiled):
+    """Per kernel: tickets as relaxed atomics and none stronger (a ticket publishes nothing), arrivals that
+    release (an atomic or a reduction), waits that acquire (a load or an atomic), no atomic without an order,
+    and the row's partial sums loaded .cg (from L2)."""
+    for c in compiled:
+        order, where = c["order"], (c["family"], c["dtype"], c["shape"], c["kernel"])
+        assert order["relaxed atomic"] >= 1, (where, order)  # the tickets (two take sites in a pipelined kernel)
+        assert order["release atomic"] >= 1, (where, order)  # the arrivals
+        assert order["acquire load"] + order["acquire atomic"] >= 1, (where, order)  # the waits
+        assert order["acq_rel atomic"] == 0 and order["atomic, no order"] == 0, (where, order)
+        assert order["ld.global.cg"] >= 1, (where, order)
+        if c["kernel"] == "pipelined":
+            assert order["relaxed atomic"] >= 2, (where, order)  # the first ticket and each one after
+
+
+def test_rmsnorm_pipelined_fp16_converts_again_in_inline_ptx(compiled):
+    """rmsnorm's pipelined kernel converts fp16 a second time with ``cvt.f32.f16`` in inline PTX (a conversion
+    the compiler cannot merge with the first); no other wide-row kernel does."""
+    for c in compiled:
+        asm = c["family"] == "rmsnorm" and c["kernel"] == "pipelined" and c["dtype"] == "fp16"
+        assert (c["asm_cvt_f16"] > 0) == asm, (c["family"], c["dtype"], c["kernel"], c["asm_cvt_f16"])
