@@ -14,11 +14,16 @@ ragged-8 product on the H100 loaded its tiles one element at a time (``results/a
    interpreter some dispatch rules differ from a GPU's (IEEE products, the interleaved kernel at any row
    count), so these are the specialisations the interpreter runs; the comparison is of two compilers on the
    same ones.
+   The kernels only a GPU runs, which the interpreter never reaches, are added as their GPU dispatch launches
+   them: rmsnorm's and add_rmsnorm's cooperative and pipelined wide-row kernels (``offline_wide_row_call`` in
+   each family's ``tuned.py``) at every default-sweep and grid shape where the dispatch takes them, on 132 SMs.
 2. Each ``--python`` compiles them all (``python -m kprof.specialization`` with ``"instructions": true``;
    kprof must be importable there, e.g. ``pip install --no-deps -e .`` in that environment).
-3. ``DIR/compiled.csv``: one row per specialisation and install; ``DIR/differences.md``: every
-   specialisation whose instruction kinds or spills differ between installs, flagged where one install has
-   16-bit scalar global loads or no async copies where another has vector loads or copies.
+3. ``DIR/compiled.csv``: one row per specialisation and install, with the memory order of its atomics and loads
+   and, for a wide-row kernel, the programs an SM its registers let run at once against the programs an SM its
+   dispatch launches; ``DIR/differences.md``: every specialisation whose instruction kinds, memory order,
+   spills or fit differ between installs, flagged where one install has 16-bit scalar global loads or no async
+   copies where another has vector loads or copies, or fits fewer programs an SM than its dispatch launches.
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from kprof.occupancy import theoretical_occupancy
 
 # (rows..., columns...) shapes per family besides its interpreter sweep: the matrix families at a ragged-8
 # shape (the alignment promise) and a 16-aligned one; the row-wise families at row widths of 1000 (a
@@ -45,6 +53,9 @@ EXTRA_SHAPES: dict[str, list[tuple[int, ...]]] = {
 DTYPES = ("fp32", "bf16", "fp16")
 KINDS = ("cp.async", "tma", "ld.global vector", "ld.global 16-bit", "st.global vector", "st.global 16-bit")
 KINDS += ("mma.sync", "wgmma")
+ORDERS = ("relaxed atomic", "release atomic", "acquire atomic", "acq_rel atomic", "atomic, no order", "acquire load")
+ORDERS += ("fence", "ld.global.cg")
+WIDE_ROW_FAMILIES = ("rmsnorm", "add_rmsnorm")
 
 
 def record(path: Path, families: list[str] | None = None) -> None:
@@ -77,6 +88,60 @@ def record(path: Path, families: list[str] | None = None) -> None:
     print(f"recorded {len(calls)} distinct launches ({len(notes)} provider/shape pairs refused)", flush=True)
 
 
+def wide_row_calls(families: list[str] | None = None, sm_count: int = 132) -> list[dict]:
+    """The GPU launches of the wide-row kernels (cooperative and pipelined) at every default-sweep and grid shape
+    of rmsnorm and add_rmsnorm where a GPU with ``sm_count`` SMs takes them, described as the recording's calls
+    (with the layout's warps and programs an SM). Run where the interpreter is off: the launch options then are
+    a GPU's (rmsnorm's fp16 second conversion in inline PTX)."""
+    import importlib
+
+    from kprof.dtypes import torch_dtype
+    from kprof.kernels import discover
+    from kprof.specialization import describe_call
+
+    calls: dict[str, dict] = {}
+    for fam_name in WIDE_ROW_FAMILIES:
+        if families and fam_name not in families:
+            continue
+        fam = discover()[fam_name]
+        tuned = importlib.import_module(f"kprof.kernels.{fam_name}.tuned")
+        for sweep in (fam.sweep("gpu"), *fam.grid_parts().values()):
+            for dtype in sweep.dtypes:
+                for shape in sweep.shapes:
+                    rows = math.prod(shape[:-1])
+                    found = tuned.offline_wide_row_call(rows, shape[-1], torch_dtype(dtype), sm_count)
+                    if found is None:
+                        continue
+                    cfg, (kernel, args, options) = found
+                    call = describe_call(kernel, args, options)
+                    layout = {"num_warps": cfg.num_warps, "programs_per_sm": cfg.programs_per_sm}
+                    at = f"{fam_name}/triton_tuned {dtype} (GPU: {cfg.kernel}) at"
+                    same = calls.setdefault(specialisation_key(call), {**call, "where": at, "layout": layout})
+                    same["where"] += f" {'x'.join(map(str, shape))}"
+    return list(calls.values())
+
+
+def specialisation_key(call: dict) -> str:
+    """What Triton compiles a described call by: the kernel, its options and constexprs, the tensors' dtypes and
+    alignment, and for each integer whether it is 1 or a multiple of 16 (its value does not matter)."""
+
+    def spec(d: dict) -> object:
+        v = d.get("value")
+        return (v == 1, v % 16 == 0) if isinstance(v, int) and not isinstance(v, bool) and "tensor" not in d else d
+
+    args = [spec(a) for a in call["args"]]
+    return json.dumps([call["module"], call["name"], args, call["kwargs"]], sort_keys=True)
+
+
+def fit_per_sm(answer: dict, num_warps: int) -> int | str:
+    """Programs of ``num_warps`` warps that one H100 SM holds at once with the registers and shared memory of
+    ``answer`` (one install's compile); "" where it did not compile."""
+    if "registers" not in answer:
+        return ""
+    occ = theoretical_occupancy(32 * num_warps, answer["registers"], answer.get("shared_mem_bytes") or 0)
+    return occ.blocks_per_sm
+
+
 def compile_all(python: str, calls: list[dict]) -> tuple[str, list[dict]]:
     """(Triton version, one answer per call) from ``python``'s Triton."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -84,7 +149,11 @@ def compile_all(python: str, calls: list[dict]) -> tuple[str, list[dict]]:
         [python, "-c", "import triton; print(triton.__version__)"], capture_output=True, text=True, env=env
     ).stdout.strip()
     payload = json.dumps(
-        {"arch": 90, "instructions": True, "calls": [{k: c[k] for k in c if k != "where"} for c in calls]}
+        {
+            "arch": 90,
+            "instructions": True,
+            "calls": [{k: c[k] for k in c if k not in ("where", "layout")} for c in calls],
+        }
     )
     res = subprocess.run(
         [python, "-m", "kprof.specialization"], input=payload, capture_output=True, text=True, env=env, timeout=7200
@@ -118,6 +187,13 @@ def flags(rows: list[dict]) -> list[str]:
                 out.append(f"Triton {a['triton']}: no TMA where {b['triton']} has it")
             if (a.get("spill_bytes") or 0) > 0 and not (b.get("spill_bytes") or 0):
                 out.append(f"Triton {a['triton']}: spills {a['spill_bytes']} B, {b['triton']} none")
+    for a in rows:
+        wanted = a.get("programs_per_sm") or 0
+        if wanted and a.get("fit_per_sm") != "" and a["fit_per_sm"] < wanted:
+            out.append(
+                f"Triton {a['triton']}: {a['fit_per_sm']} programs an SM fit at {a['registers']} registers, "
+                f"the dispatch launches {wanted} an SM"
+            )
     return sorted(set(out))
 
 
@@ -140,7 +216,7 @@ def main() -> None:
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     child = [pythons[0], __file__, "--out", str(args.out), "--record-only"]
     subprocess.run(child + (["--families", args.families] if args.families else []), check=True, env=env)
-    calls = json.loads(launches.read_text())["calls"]
+    calls = json.loads(launches.read_text())["calls"] + wide_row_calls(families)
     answers = {}
     for python in pythons:
         version, result = compile_all(python, calls)
@@ -149,24 +225,38 @@ def main() -> None:
         print(f"Triton {version} ({python}): {len(result)} compiled, {failed} failed", flush=True)
     rows, diffs = [], []
     for i, call in enumerate(calls):
+        layout = call.get("layout", {})
         per = [{"triton": v, **answers[v][i]} for v in answers]
         for r in per:
-            ins = r.get("instructions", {})
+            r["programs_per_sm"] = layout.get("programs_per_sm", "")
+            r["fit_per_sm"] = fit_per_sm(r, layout["num_warps"]) if layout else ""
+            ins, order = r.get("instructions", {}), r.get("memory_order", {})
             rows.append(
                 {
                     "kernel": describe(call),
                     "where": call["where"],
                     "triton": r["triton"],
                     **{k: ins.get(k, "") for k in KINDS},
+                    **{k: order.get(k, "") for k in ORDERS},
                     "registers": r.get("registers", ""),
                     "spill_bytes": r.get("spill_bytes", ""),
                     "shared_mem_bytes": r.get("shared_mem_bytes", ""),
+                    "programs_per_sm": r["programs_per_sm"],
+                    "fit_per_sm": r["fit_per_sm"],
                     "note": "" if "registers" in r else r.get("resources_from", ""),
                 }
             )
         kinds = {json.dumps({k: r.get("instructions", {}).get(k, 0) > 0 for k in KINDS}) for r in per}
+        orders = {json.dumps(r.get("memory_order", {}), sort_keys=True) for r in per}
         spills = {bool(r.get("spill_bytes")) for r in per}
-        if len(kinds) > 1 or len(spills) > 1 or any("registers" not in r for r in per):
+        fits = {r["fit_per_sm"] for r in per}
+        if (
+            len(kinds) > 1
+            or len(orders) > 1
+            or len(spills) > 1
+            or len(fits) > 1
+            or any("registers" not in r for r in per)
+        ):
             diffs.append((call, per, flags(per)))
     with open(args.out / "compiled.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -175,20 +265,21 @@ def main() -> None:
     lines = [
         f"# The same specialisations compiled by Triton {', '.join(answers)} (sm_90, offline)",
         "",
-        f"{len(calls)} distinct launches recorded; {len(diffs)} differ in the kinds of instruction they use, in "
-        f"spilling, or compile under one install only; {sum(1 for d in diffs if d[2])} flagged.",
+        f"{len(calls)} distinct launches recorded; {len(diffs)} differ in the kinds of instruction they use, their "
+        f"memory order, spilling or programs an SM, or compile under one install only; "
+        f"{sum(1 for d in diffs if d[2])} flagged.",
         "",
         "| kernel | recorded at | flag | "
-        + " | ".join(f"{k} ({v})" for v in answers for k in ("loads", "regs"))
+        + " | ".join(f"{k} ({v})" for v in answers for k in ("loads", "regs", "fit an SM"))
         + " |",
-        "|---|---|---|" + "---|" * (2 * len(answers)),
+        "|---|---|---|" + "---|" * (3 * len(answers)),
     ]
     for call, per, why in sorted(diffs, key=lambda d: (not d[2], d[0]["name"])):
         cells = []
         for r in per:
             ins = r.get("instructions")
             kinds = ", ".join(f"{k} {ins[k]}" for k in KINDS if ins and ins[k]) if ins else r.get("resources_from", "")
-            cells += [kinds, str(r.get("registers", "—"))]
+            cells += [kinds, str(r.get("registers", "—")), str(r["fit_per_sm"]) if r["fit_per_sm"] != "" else "—"]
         lines.append(f"| `{describe(call)}` | {call['where']} | {'; '.join(why) or '—'} | " + " | ".join(cells) + " |")
     (args.out / "differences.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:4]))
