@@ -16,7 +16,9 @@ ragged-8 product on the H100 loaded its tiles one element at a time (``results/a
    same ones.
    The kernels only a GPU runs, which the interpreter never reaches, are added as their GPU dispatch launches
    them: rmsnorm's and add_rmsnorm's cooperative and pipelined wide-row kernels (``offline_wide_row_call`` in
-   each family's ``tuned.py``) at every default-sweep and grid shape where the dispatch takes them, on 132 SMs.
+   each family's ``tuned.py``) at every default-sweep and grid shape where the dispatch takes them, on 132 SMs;
+   with ``--caps`` each layout that names its programs an SM once more, capped (``maxnreg``) at the registers
+   a thread that let them fit.
 2. Each ``--python`` compiles them all (``python -m kprof.specialization`` with ``"instructions": true``;
    kprof must be importable there, e.g. ``pip install --no-deps -e .`` in that environment).
 3. ``DIR/compiled.csv``: one row per specialisation and install, with the memory order of its atomics and loads
@@ -37,7 +39,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kprof.occupancy import theoretical_occupancy
+from kprof.occupancy import DeviceLimits, theoretical_occupancy
 
 # (rows..., columns...) shapes per family besides its interpreter sweep: the matrix families at a ragged-8
 # shape (the alignment promise) and a 16-aligned one; the row-wise families at row widths of 1000 (a
@@ -119,6 +121,21 @@ def wide_row_calls(families: list[str] | None = None, sm_count: int = 132) -> li
                     same = calls.setdefault(specialisation_key(call), {**call, "where": at, "layout": layout})
                     same["where"] += f" {'x'.join(map(str, shape))}"
     return list(calls.values())
+
+
+def capped(calls: list[dict]) -> list[dict]:
+    """Each wide-row call whose layout names its programs an SM again, compiled with Triton's ``maxnreg`` at the
+    most registers a thread that let that many programs fit an H100 SM (a register cap: the compiler spills
+    rather than exceed it)."""
+    out = []
+    for call in calls:
+        layout = call.get("layout") or {}
+        if layout.get("programs_per_sm"):
+            threads = layout["programs_per_sm"] * 32 * layout["num_warps"]
+            cap = DeviceLimits().regs_per_sm // threads // 8 * 8  # registers are allocated 8 a thread at a time
+            kwargs = {**call["kwargs"], "maxnreg": {"value": cap}}
+            out.append({**call, "kwargs": kwargs, "where": call["where"] + f" (capped at {cap} registers)"})
+    return out
 
 
 def specialisation_key(call: dict) -> str:
@@ -204,6 +221,9 @@ def main() -> None:
         "--python", action="append", help="an interpreter whose Triton compiles (repeat; default: this one)"
     )
     ap.add_argument("--families", help="comma-separated families (default: all)")
+    ap.add_argument(
+        "--caps", action="store_true", help="also compile each wide-row layout capped at the registers it assumes"
+    )
     ap.add_argument("--record-only", action="store_true", help=argparse.SUPPRESS)  # the interpreter child
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -216,7 +236,8 @@ def main() -> None:
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     child = [pythons[0], __file__, "--out", str(args.out), "--record-only"]
     subprocess.run(child + (["--families", args.families] if args.families else []), check=True, env=env)
-    calls = json.loads(launches.read_text())["calls"] + wide_row_calls(families)
+    wide = wide_row_calls(families)
+    calls = json.loads(launches.read_text())["calls"] + wide + (capped(wide) if args.caps else [])
     answers = {}
     for python in pythons:
         version, result = compile_all(python, calls)

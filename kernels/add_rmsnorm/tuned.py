@@ -145,8 +145,8 @@ _COOPERATIVE_MIN_BYTES = 16 * 1024 * 1024
 _COOPERATIVE_CHUNK_BYTES = 32 * 1024
 _COOPERATIVE_PER_THREAD = 32
 # fp16 takes the pipelined kernel (``cooperative.launch_pipelined``) there instead (first from 512 rows): 8192-element
-# chunks with 8 warps, 4 programs an SM (72 registers a thread). Raced on an H100 against the cooperative
-# kernel's candidates at 512-8192 rows of 65536 and 131072 (benchmarks/results/rmsnorm-cooperative/
+# chunks with 8 warps, 4 programs an SM (64 registers a thread, as the race read them). Raced on an H100 against
+# the cooperative kernel's candidates at 512-8192 rows of 65536 and 131072 (benchmarks/results/rmsnorm-cooperative/
 # add_rmsnorm-pipelined-03fe33e/): 1.4-3.5% faster than this rule at 5 of the 6 points (512x65536 92.9 against
 # 96.2 us, 2048x131072 735.0 against 745.7; a copy of the same bytes 86.2 and 710.7), 0.7% slower at 8192x65536
 # (1498.3 against 1487.8). In bf16 the same kernel was then 0-1.8% slower than the rule at every point. With relaxed
