@@ -158,6 +158,9 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # cooperative candidates (benchmarks/results/rmsnorm-cooperative/meeting-695fd4b/): the fastest at 512 and 2048 rows
 # of 65536 and 131072, 93.6-96.5% of a copy of the same bytes against the cooperative rule's 90.9-96.1 (512x65536
 # 92.4 against 95.0 us); at 8192 rows the cooperative rule stayed ahead (96.6-96.7% against 96.1-96.4).
+# Both layouts' registers are Triton 3.6's, the GPU machine's: Triton 3.9 compiles the kernel to 69 (fp16) and 55
+# (bf16) registers, so one program an SM fewer fits there (not measured on a GPU;
+# benchmarks/results/triton-versions/wide-rows-b13b5c7/).
 _PIPELINED_BF16 = (8192, 16, 3)  # chunk elements, warps, programs an SM
 _PIPELINED_BF16_ROWS = (512, 8192)  # from, to (excluded)
 

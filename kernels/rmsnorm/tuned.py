@@ -165,7 +165,7 @@ class Config:
     tail: int = 0  # "rows": 0, or block_n is a power of two under the row and a second block of ``tail`` follows
     cols_const: bool = False  # "two_pass": the row width compiled in as a constant (the kernel's COLS)
     splits: int = 1  # programs per row ("split", "cooperative"), chunks per row ("pipelined")
-    programs_per_sm: int = 0  # "pipelined": programs launched per SM (as many as fit one at 64 registers a thread)
+    programs_per_sm: int = 0  # "pipelined": programs launched per SM (as fit one at Triton 3.6's 64 registers a thread)
 
 
 # Widest row (in bytes) handled as one block; wider rows use the chunked kernel.
@@ -236,7 +236,9 @@ _COOPERATIVE_PER_THREAD = 64  # elements each thread holds
 # (80 registers a thread: 3 programs an SM; 2048x131072 421.8 against 399.2). With its second conversion in inline
 # PTX (64 registers) and relaxed tickets, fp16 pipelines too: on an H100 (benchmarks/results/rmsnorm-cooperative/
 # pipelined-fp16-648c762/) the fastest candidate at the same 6 points, 85.0-92.9% of the copy against this rule's
-# 80.8-92.2 (2048x131072 381.5 against 391.4 us). fp32 keeps this rule.
+# 80.8-92.2 (2048x131072 381.5 against 391.4 us). fp32 keeps this rule. The registers are Triton 3.6's, the GPU
+# machine's: Triton 3.9 compiles this kernel to 72-73, so 3 of the 4 programs an SM fit there (not measured on a GPU;
+# benchmarks/results/triton-versions/wide-rows-b13b5c7/).
 _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # 512-2047 rows of 1025-8192 16-bit elements: the two-pass kernel with the row width compiled in (COLS, as Inductor
 # compiles a static shape). (block of the row, first row of the class) -> (chunk, rows a program, warps). Raced on
