@@ -393,13 +393,15 @@ def memory_instructions(ptx: str) -> dict[str, int]:
 # How a kernel orders its memory accesses for other programs (a cross-program meeting: kernels/lib/split_rows.py,
 # kernels/lib/split_k.py): atomics and reductions (red) by the order their PTX gives them, acquire loads, fences,
 # and loads from L2 that bypass L1 (.cg), where a value another program wrote must not come from a stale L1 line.
-_RMW = r"\b(?:atom|red)(?:\.[\w:]+)*?"
+_RMW = r"(?<![.\w])(?:atom|red)(?:\.[\w:]+)*?"  # not bar.red, a barrier's reduction
 _PTX_ORDER = {
     "relaxed atomic": re.compile(_RMW + r"\.relaxed\b"),
     "release atomic": re.compile(_RMW + r"\.release\b"),
     "acquire atomic": re.compile(_RMW + r"\.acquire\b"),
     "acq_rel atomic": re.compile(_RMW + r"\.acq_rel\b"),
-    "atomic, no order": re.compile(r"\b(?:atom|red)\.(?![\w.:]*\b(?:relaxed|release|acquire|acq_rel)\b)[\w.:]+"),
+    "atomic, no order": re.compile(
+        r"(?<![.\w])(?:atom|red)\.(?![\w.:]*\b(?:relaxed|release|acquire|acq_rel)\b)[\w.:]+"
+    ),
     "acquire load": re.compile(r"\bld(?:\.[\w:]+)*?\.acquire\b"),
     "fence": re.compile(r"\b(?:fence\.(?:sc|acq_rel)|membar)\b"),
     "ld.global.cg": re.compile(r"\bld\.global\.cg\b"),

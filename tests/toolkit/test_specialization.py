@@ -135,6 +135,7 @@ def test_memory_order_is_counted_by_kind():
     atom.global.acquire.gpu.cas.b32 %r1, [%rd1], 0, 1;
     atom.global.add.u32 %r1, [%rd1], 1;
     redux.sync.add.s32 %r1, %r2, 0xffffffff;
+    bar.red.popc.u32 %r4, 0, %p2;
     fence.acq_rel.gpu;
     membar.gl;
     @%p22 ld.global.cg.b32 { %r250 }, [ %rd52 + 0 ];
@@ -145,7 +146,7 @@ def test_memory_order_is_counted_by_kind():
         "release atomic": 2,
         "acquire atomic": 1,
         "acq_rel atomic": 1,
-        "atomic, no order": 1,  # redux.sync is a warp reduction, not an atomic
+        "atomic, no order": 1,  # redux.sync and bar.red are a warp's and a barrier's reductions, not atomics
         "acquire load": 2,
         "fence": 2,
         "ld.global.cg": 1,
