@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -56,6 +57,7 @@ KINDS = ("cp.async", "tma", "ld.global vector", "ld.global 16-bit", "st.global v
 KINDS += ("mma.sync", "wgmma")
 ORDERS = ("relaxed atomic", "release atomic", "acquire atomic", "acq_rel atomic", "atomic, no order", "acquire load")
 ORDERS += ("fence", "ld.global.cg")
+WIDE_ROW_FAMILIES = ("rmsnorm", "add_rmsnorm")
 
 
 def record(path: Path, families: list[str] | None = None) -> None:
@@ -89,22 +91,35 @@ def record(path: Path, families: list[str] | None = None) -> None:
 
 
 def wide_row_calls(families: list[str] | None = None, sm_count: int = 132) -> list[dict]:
-    """The GPU launches of the wide-row kernels (``split_rows.gpu_wide_row_launches``) of ``families`` (default
-    both), one per specialisation, described as the recording's calls with the shapes that share it and the
-    layout's warps and programs an SM. Run where the interpreter is off: the launch options then are a GPU's
-    (rmsnorm's fp16 second conversion in inline PTX)."""
-    from kprof.kernels.lib.split_rows import gpu_wide_row_launches
+    """The GPU launches of the wide-row kernels (cooperative and pipelined) at every default-sweep and grid shape
+    of rmsnorm and add_rmsnorm where a GPU with ``sm_count`` SMs takes them, described as the recording's calls
+    (with the layout's warps and programs an SM). Run where the interpreter is off: the launch options then are
+    a GPU's (rmsnorm's fp16 second conversion in inline PTX)."""
+    import importlib
+
+    from kprof.dtypes import torch_dtype
+    from kprof.kernels import discover
     from kprof.specialization import describe_call
 
     calls: dict[str, dict] = {}
-    for fam_name, dtype, shape, cfg, (kernel, args, options) in gpu_wide_row_launches(sm_count):
+    for fam_name in WIDE_ROW_FAMILIES:
         if families and fam_name not in families:
             continue
-        call = describe_call(kernel, args, options)
-        layout = {"num_warps": cfg.num_warps, "programs_per_sm": cfg.programs_per_sm}
-        at = f"{fam_name}/triton_tuned {dtype} (GPU: {cfg.kernel}) at"
-        same = calls.setdefault(specialisation_key(call), {**call, "where": at, "layout": layout})
-        same["where"] += f" {'x'.join(map(str, shape))}"
+        fam = discover()[fam_name]
+        tuned = importlib.import_module(f"kprof.kernels.{fam_name}.tuned")
+        for sweep in (fam.sweep("gpu"), *fam.grid_parts().values()):
+            for dtype in sweep.dtypes:
+                for shape in sweep.shapes:
+                    rows = math.prod(shape[:-1])
+                    found = tuned.offline_wide_row_call(rows, shape[-1], torch_dtype(dtype), sm_count)
+                    if found is None:
+                        continue
+                    cfg, (kernel, args, options) = found
+                    call = describe_call(kernel, args, options)
+                    layout = {"num_warps": cfg.num_warps, "programs_per_sm": cfg.programs_per_sm}
+                    at = f"{fam_name}/triton_tuned {dtype} (GPU: {cfg.kernel}) at"
+                    same = calls.setdefault(specialisation_key(call), {**call, "where": at, "layout": layout})
+                    same["where"] += f" {'x'.join(map(str, shape))}"
     return list(calls.values())
 
 

@@ -9,11 +9,6 @@
 
 from __future__ import annotations
 
-import importlib
-import math
-from collections.abc import Iterator
-from typing import Any
-
 import torch
 import triton
 import triton.language as tl
@@ -222,23 +217,3 @@ def cooperative_launch_args(x2d: torch.Tensor, splits: int, what: str) -> tuple[
     ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
     sync = torch.zeros(1 + n_rows, dtype=torch.int32, device=x2d.device)
     return (ws, sync), cooperative_meta(n, splits)
-
-
-def gpu_wide_row_launches(sm_count: int = 132) -> Iterator[tuple[str, str, tuple[int, ...], Any, tuple]]:
-    """(family, dtype, shape, config, (kernel, arguments, options)) at every default-sweep and grid shape of
-    rmsnorm and add_rmsnorm where a GPU with ``sm_count`` SMs takes a cooperative or pipelined kernel, the launch
-    as each family's ``offline_wide_row_call`` gives it: to compile these GPU-only kernels without a GPU (in a
-    process where the interpreter is off, so the options are a GPU's)."""
-    from kprof.dtypes import torch_dtype
-    from kprof.kernels import discover
-
-    families = discover()
-    for name in ("rmsnorm", "add_rmsnorm"):
-        tuned = importlib.import_module(f"kprof.kernels.{name}.tuned")
-        fam = families[name]
-        for sweep in (fam.sweep("gpu"), *fam.grid_parts().values()):
-            for dtype in sweep.dtypes:
-                for shape in sweep.shapes:
-                    found = tuned.offline_wide_row_call(math.prod(shape[:-1]), shape[-1], torch_dtype(dtype), sm_count)
-                    if found is not None:
-                        yield name, dtype, shape, *found

@@ -17,20 +17,35 @@ import pytest
 
 PROBE = r"""
 import json, re
-from kprof.kernels.lib.split_rows import gpu_wide_row_launches
+from kprof.dtypes import torch_dtype
+from kprof.kernels import discover
+from kprof.kernels.add_rmsnorm import tuned as add_tuned
+from kprof.kernels.rmsnorm import tuned as rms_tuned
 from kprof.specialization import compile_for, describe_call, memory_order
 
 INLINE_ASM = re.compile(r"// begin inline asm(.*?)// end inline asm", re.S)
 out, seen = [], set()
-for family, dtype, shape, cfg, (kernel, args, options) in gpu_wide_row_launches():
-    key = json.dumps(describe_call(kernel, args, options), sort_keys=True)
-    if key in seen:
-        continue
-    seen.add(key)
-    ptx = compile_for(kernel, args, options).asm["ptx"]
-    asm = " ".join(INLINE_ASM.findall(ptx))
-    out.append({"family": family, "dtype": dtype, "shape": list(shape), "kernel": cfg.kernel,
-                "order": memory_order(ptx), "asm_cvt_f16": asm.count("cvt.f32.f16")})
+for family, tuned in (("rmsnorm", rms_tuned), ("add_rmsnorm", add_tuned)):
+    fam = discover()[family]
+    sweeps = [fam.sweep("gpu"), *fam.grid_parts().values()]
+    for sweep in sweeps:
+        for dtype in sweep.dtypes:
+            for shape in sweep.shapes:
+                rows = 1
+                for d in shape[:-1]:
+                    rows *= d
+                found = tuned.offline_wide_row_call(rows, shape[-1], torch_dtype(dtype))
+                if found is None:
+                    continue
+                cfg, (kernel, args, options) = found
+                key = json.dumps(describe_call(kernel, args, options), sort_keys=True)
+                if key in seen:
+                    continue
+                seen.add(key)
+                ptx = compile_for(kernel, args, options).asm["ptx"]
+                asm = " ".join(INLINE_ASM.findall(ptx))
+                out.append({"family": family, "dtype": dtype, "shape": list(shape), "kernel": cfg.kernel,
+                            "order": memory_order(ptx), "asm_cvt_f16": asm.count("cvt.f32.f16")})
 print(json.dumps(out))
 """
 
