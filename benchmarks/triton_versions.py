@@ -39,7 +39,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kprof.occupancy import DeviceLimits, theoretical_occupancy
+from kprof.occupancy import theoretical_occupancy
 
 # (rows..., columns...) shapes per family besides its interpreter sweep: the matrix families at a ragged-8
 # shape (the alignment promise) and a 16-aligned one; the row-wise families at row widths of 1000 (a
@@ -131,8 +131,8 @@ def capped(calls: list[dict]) -> list[dict]:
     for call in calls:
         layout = call.get("layout") or {}
         if layout.get("programs_per_sm"):
-            threads = layout["programs_per_sm"] * 32 * layout["num_warps"]
-            cap = DeviceLimits().regs_per_sm // threads // 8 * 8  # registers are allocated 8 a thread at a time
+            threads, wanted = 32 * layout["num_warps"], layout["programs_per_sm"]
+            cap = max(r for r in range(8, 256, 8) if theoretical_occupancy(threads, r, 0).blocks_by_registers >= wanted)
             kwargs = {**call["kwargs"], "maxnreg": {"value": cap}}
             out.append({**call, "kwargs": kwargs, "where": call["where"] + f" (capped at {cap} registers)"})
     return out
