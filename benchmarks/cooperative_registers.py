@@ -39,7 +39,7 @@ from bench_common import add_race_args, checked, print_notes, print_race, race_r
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm import cooperative as add_cooperative
 from kprof.kernels.add_rmsnorm.cooperative import _add_rmsnorm_cooperative_kernel
-from kprof.kernels.lib.split_rows import cooperative_launch_args
+from kprof.kernels.lib.split_rows import cooperative_launch_args, launch_meeting
 from kprof.kernels.rmsnorm.cooperative import _rmsnorm_cooperative_kernel, launch_pipelined
 
 SHAPES = [(r, n) for r in (512, 2048, 8192) for n in (65536, 131072)]
@@ -69,10 +69,11 @@ def _no_meeting_kernel(x_ptr, w_ptr, y_ptr, N, eps, CHUNK: tl.constexpr, SPLITS:
 def _launch(kernel, args: tuple, x2d: torch.Tensor, per_thread: int, warps: int, cap: int | None, what: str):
     chunk = per_thread * 32 * warps
     splits = triton.cdiv(x2d.shape[1], chunk)
-    (ws, sync), meta = cooperative_launch_args(x2d, splits, what)
+    (ws, sync, base), meta = cooperative_launch_args(x2d, splits, what)
     meta["CHUNK"] = chunk  # the cooperative rule's chunk, whatever cdiv(N, splits) rounds to
     options = {"num_warps": warps} | ({"maxnreg": cap} if cap else {})
-    return kernel[(x2d.shape[0] * splits,)](*args[:-4], ws, sync, *args[-4:], **meta, **options)
+    grid = (x2d.shape[0] * splits,)
+    return launch_meeting(kernel, grid, (*args[:-4], ws, sync, base, *args[-4:]), meta | options, sync, grid[0])
 
 
 def rmsnorm_candidates(inputs: dict, y: torch.Tensor, ref: torch.Tensor, compiled: dict, capped: bool) -> dict:

@@ -25,6 +25,7 @@ from kprof.kernels.lib.split_rows import (
     cooperative_row_sum,
     cooperative_ticket,
     float32_again,
+    launch_meeting,
     pipelined_finish,
     pipelined_launch_args,
     pipelined_meta,
@@ -32,7 +33,7 @@ from kprof.kernels.lib.split_rows import (
 )
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["ticket_base"])  # a new value every call
 def _add_rmsnorm_cooperative_kernel(
     # pointers
     x_ptr,  # [rows, N] input
@@ -41,7 +42,8 @@ def _add_rmsnorm_cooperative_kernel(
     y_ptr,  # [rows, N] normalised output, contiguous
     h_ptr,  # [rows, N] sum, contiguous
     ws_ptr,  # [rows, SPLITS] float32: each program's partial sum of squares
-    sync_ptr,  # [1 + rows] int32, zeroed: the ticket counter, then one arrival counter per row
+    sync_ptr,  # [1 + rows] int32, the meeting's counters (split_rows): tickets, then one per row
+    ticket_base,  # the ticket counter's value when the launch started: tickets count from there
     # sizes and strides
     x_row_stride,
     r_row_stride,
@@ -53,7 +55,7 @@ def _add_rmsnorm_cooperative_kernel(
     SPLITS: tl.constexpr,  # programs per row
     SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two (the partial sums are read as one block)
 ):
-    row, part = cooperative_ticket(sync_ptr, SPLITS)
+    row, part = cooperative_ticket(sync_ptr, ticket_base, SPLITS)
     cols = part * CHUNK + tl.arange(0, CHUNK)
     m = cols < N
     x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
@@ -68,7 +70,7 @@ def _add_rmsnorm_cooperative_kernel(
     tl.store(y_ptr + row * N + cols, (float32_again(h, total) * rstd * w).to(y_ptr.dtype.element_ty), mask=m)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["ticket_base"])  # a new value every call
 def _add_rmsnorm_pipelined_kernel(
     # pointers
     x_ptr,  # [rows, N] input
@@ -77,7 +79,8 @@ def _add_rmsnorm_pipelined_kernel(
     y_ptr,  # [rows, N] normalised output, contiguous
     h_ptr,  # [rows, N] sum, contiguous
     ws_ptr,  # [rows, SPLITS] float32: each chunk's partial sum of squares
-    sync_ptr,  # [1 + rows] int32, zeroed: the ticket counter, then one arrival counter per row
+    sync_ptr,  # [1 + rows] int32, the meeting's counters (split_rows): tickets, then one per row
+    ticket_base,  # the ticket counter's value when the launch started: tickets count from there
     # sizes and strides
     x_row_stride,
     r_row_stride,
@@ -95,12 +98,12 @@ def _add_rmsnorm_pipelined_kernel(
     waits for the row of the chunk it holds. No deadlock for the same reason: a ticket is counted in right
     after it is taken."""
     offs = tl.arange(0, CHUNK)
-    ticket = take_ticket(sync_ptr)
+    ticket = take_ticket(sync_ptr, ticket_base)
     h = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, r_row_stride, N, n_tickets,
                         CHUNK, SPLITS)  # fmt: skip
     # the loop carries the ticket, not a flag (Triton 3.6's layout pass failed on a carried flag; see rmsnorm's)
     while ticket < n_tickets:
-        after = take_ticket(sync_ptr)
+        after = take_ticket(sync_ptr, ticket_base)
         h_after = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, r_row_stride, N,
                                   n_tickets, CHUNK, SPLITS)  # fmt: skip
         pipelined_finish(h, ticket, offs, w_ptr, y_ptr, N, ws_ptr, sync_ptr, N, eps, CHUNK, SPLITS, SPLITS_POW2)
@@ -142,9 +145,9 @@ def launch_pipelined(
     """y, h = add_rmsnorm(x, residual) over rows in chunks of ``chunk`` elements (a power of two), ``programs``
     programs taking chunks in turn (at most one per chunk); y and h contiguous. Returns the compiled kernel
     (its registers and spills). GPU only, as :func:`launch_cooperative`."""
-    (ws, sync), meta, grid, n_tickets = pipelined_launch_args(x2d, chunk, programs, "add_rmsnorm")
-    kernel, args, options = _pipelined_call(x2d, r2d, weight, y2d, h2d, ws, sync, eps, n_tickets, meta, num_warps)
-    return kernel[grid](*args, **options)
+    (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x2d, chunk, programs, "add_rmsnorm")
+    kernel, args, options = _pipelined_call(x2d, r2d, weight, y2d, h2d, ws, sync, base, eps, n_tickets, meta, num_warps)
+    return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
 
 
 def launch_cooperative(
@@ -157,28 +160,42 @@ def launch_cooperative(
     splits: int,
     num_warps: int,
 ) -> None:
-    """y, h = add_rmsnorm(x, residual) over rows, ``splits`` cooperating programs per row (one launch after a
-    zeroing of ``1 + rows`` counters). y and h contiguous. GPU only: see the module docstring."""
-    (ws, sync), meta = cooperative_launch_args(x2d, splits, "add_rmsnorm")
-    kernel, args, options = _cooperative_call(x2d, r2d, weight, y2d, h2d, ws, sync, eps, meta, num_warps)
-    kernel[(x2d.shape[0] * splits,)](*args, **options)
+    """y, h = add_rmsnorm(x, residual) over rows, ``splits`` cooperating programs per row (one launch; its
+    counters are kept between calls, see ``split_rows``). y and h contiguous. GPU only: see the module docstring."""
+    (ws, sync, base), meta = cooperative_launch_args(x2d, splits, "add_rmsnorm")
+    kernel, args, options = _cooperative_call(x2d, r2d, weight, y2d, h2d, ws, sync, base, eps, meta, num_warps)
+    launch_meeting(kernel, (x2d.shape[0] * splits,), args, options, sync, x2d.shape[0] * splits)
 
 
 def _pipelined_call(
     x2d: torch.Tensor, r2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, h2d: torch.Tensor,
-    ws: torch.Tensor, sync: torch.Tensor, eps: float, n_tickets: int, meta: dict, num_warps: int,
+    ws: torch.Tensor, sync: torch.Tensor, base: int, eps: float, n_tickets: int, meta: dict, num_warps: int,
 ) -> tuple[Any, tuple, dict]:  # fmt: skip
     """The pipelined kernel, its arguments and options: one place for its launch and its offline compile."""
-    args = (x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), x2d.shape[1], n_tickets, float(eps))
+    args = (
+        x2d,
+        r2d,
+        weight,
+        y2d,
+        h2d,
+        ws,
+        sync,
+        base,
+        x2d.stride(0),
+        r2d.stride(0),
+        x2d.shape[1],
+        n_tickets,
+        float(eps),
+    )
     return _add_rmsnorm_pipelined_kernel, args, {**meta, "num_warps": num_warps}
 
 
 def _cooperative_call(
     x2d: torch.Tensor, r2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, h2d: torch.Tensor,
-    ws: torch.Tensor, sync: torch.Tensor, eps: float, meta: dict, num_warps: int,
+    ws: torch.Tensor, sync: torch.Tensor, base: int, eps: float, meta: dict, num_warps: int,
 ) -> tuple[Any, tuple, dict]:  # fmt: skip
     """The cooperative kernel, its arguments and options: one place for its launch and its offline compile."""
-    args = (x2d, r2d, weight, y2d, h2d, ws, sync, x2d.stride(0), r2d.stride(0), x2d.shape[1], float(eps))
+    args = (x2d, r2d, weight, y2d, h2d, ws, sync, base, x2d.stride(0), r2d.stride(0), x2d.shape[1], float(eps))
     return _add_rmsnorm_cooperative_kernel, args, {**meta, "num_warps": num_warps}
 
 
@@ -192,5 +209,5 @@ def offline_call(
     ws, sync = torch.empty(1, dtype=torch.float32), torch.empty(1, dtype=torch.int32)
     if kernel == "pipelined":
         meta = pipelined_meta(n, chunk)
-        return _pipelined_call(x2d, x2d, weight, x2d, x2d, ws, sync, 1e-6, n_rows * meta["SPLITS"], meta, num_warps)
-    return _cooperative_call(x2d, x2d, weight, x2d, x2d, ws, sync, 1e-6, cooperative_meta(n, splits), num_warps)
+        return _pipelined_call(x2d, x2d, weight, x2d, x2d, ws, sync, 0, 1e-6, n_rows * meta["SPLITS"], meta, num_warps)
+    return _cooperative_call(x2d, x2d, weight, x2d, x2d, ws, sync, 0, 1e-6, cooperative_meta(n, splits), num_warps)

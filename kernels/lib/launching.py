@@ -56,6 +56,41 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent fro
 _COUNTERS: dict[tuple[int, int], torch.Tensor] = {}
 
 
+def meeting_counters(t: torch.Tensor, count: int) -> tuple[torch.Tensor, int]:
+    """The wide-row kernels' meeting counters (``split_rows``) on ``t``'s device for the current stream: ``count``
+    int32 counters (the ticket counter, then one per row, each a multiple of ``split_rows.GENERATION`` between
+    calls), and the ticket counter's value between calls, from which a launch counts its tickets: that counter is
+    never put back to zero, so pass the tickets a launch draws to :func:`meeting_tickets_drawn` once it is
+    launched. Kept per (device, stream) as :func:`ticket_counters`, apart from them; a call captured into a CUDA
+    graph gets zeroed counters of its own (zeroed by the graph on every replay) and 0."""
+    index = t.get_device()
+    if index >= 0 and torch.cuda.is_current_stream_capturing():
+        return torch.zeros(count, dtype=torch.int32, device=t.device), 0
+    key = (index, _raw_stream(index) if index >= 0 else 0)
+    have = _MEETINGS.get(key)
+    if have is None or have.counters.numel() < count:
+        have = _MEETINGS[key] = _Meeting(torch.zeros(max(count, 1024), dtype=torch.int32, device=t.device))
+    return have.counters, have.drawn - (1 << 32) if have.drawn >= 1 << 31 else have.drawn
+
+
+def meeting_tickets_drawn(counters: torch.Tensor, tickets: int) -> None:
+    """Count ``tickets`` more drawn at ``counters``' ticket counter (a launch that took them from
+    :func:`meeting_counters`); nothing for a CUDA graph's own counters."""
+    for have in _MEETINGS.values():
+        if have.counters is counters:
+            have.drawn = (have.drawn + tickets) % (1 << 32)  # the counter is int32 and wraps; so does its base
+
+
+class _Meeting:
+    """One (device, stream)'s meeting counters and the tickets drawn at them so far (modulo 2**32)."""
+
+    def __init__(self, counters: torch.Tensor) -> None:
+        self.counters, self.drawn = counters, 0
+
+
+_MEETINGS: dict[tuple[int, int], _Meeting] = {}
+
+
 def hopper_or_later(t: torch.Tensor) -> bool:
     """``t`` is on a CUDA GPU of compute capability 9.0 or later (TMA, griddepcontrol)."""
     return t.is_cuda and _properties(t).major >= 9

@@ -5,13 +5,30 @@
   a chunk from the row's partial sums of squares), the same for both families.
 * Many rows, one launch whose programs meet once per row (``kernels/rmsnorm/cooperative.py``,
   ``kernels/add_rmsnorm/cooperative.py``): the tickets, the row's meeting and its buffers.
+
+The meeting's counters (``launching.meeting_counters``: one ticket counter, then one counter per row) are kept
+per device and stream and never zeroed by a launch of their own. The ticket counter is never put back to zero:
+the host counts the tickets each launch draws and passes the counter's value at the launch's start
+(``ticket_base``), from which the kernel counts its tickets. A row's counter cannot be put back to zero by its
+last program either, since the row's other programs may still be reading it while they wait; instead every launch
+adds exactly ``GENERATION`` to it: each program counts 1, and the row's first part ``GENERATION - SPLITS`` more.
+A row's counter is a multiple of ``GENERATION`` between launches, whatever their SPLITS, and its low bits reach
+zero exactly when the row's last program has arrived. Both are int32 and wrap around: the tickets as differences,
+the rows' low bits because ``GENERATION`` is a power of two. Code after the pipelined loop that put the ticket
+counter back to zero instead took add_rmsnorm's bf16 pipelined kernel from 40 to 52 registers a thread under
+Triton 3.6 (two programs an SM instead of three), and the same store inside the loop rmsnorm's fp16 one from 64
+to 76.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import triton
 import triton.language as tl
+
+from kprof.kernels.lib.launching import meeting_counters, meeting_tickets_drawn
 
 # The choice below, raced on an H100 (benchmarks/results/rmsnorm-split-rows/: 20 shapes of 1-64 rows x
 # 16384-131072 columns, bf16 and fp32, 3 interleaved rounds of cold times, every candidate of splits x
@@ -19,6 +36,8 @@ import triton.language as tl
 # and 14-27% under torch.compile. Two waves of programs beat one (32x131072 bf16: 8 splits, 8.48 us,
 # against 4 splits, 11.55 us); at 64 rows one program per row with 16 warps is faster than any split
 # (64x131072: 14.38 against 16.54 us), so rows split only while four programs per row still fit one wave.
+# What each launch adds to a row's arrival counter (see the module docstring); above any SPLITS the dispatch makes.
+GENERATION = tl.constexpr(1 << 16)
 MIN_CHUNK = 1024  # elements: smaller chunks did not pay for their program
 MAX_SPLITS = 128
 WAVES = 2  # programs per SM the split count may reach
@@ -88,23 +107,31 @@ def split_apply_kernel(
 
 # ---------------------------------------------------------------------------------- cooperative programs
 @triton.jit
-def take_ticket(sync_ptr):
-    """The next ticket from the counter at ``sync_ptr``, a relaxed atomic. A ticket publishes no data (the
-    arrivals release the partial sums, the waits acquire them); its atomicity alone keeps tickets unique and in
-    the order they were taken. Triton's default order (acq_rel) made each ticket wait for the program's earlier
-    stores, in the pipelined kernels the whole chunk just normalised: relaxed, on an H100 the cooperative kernels
-    took 0.957-0.995x their time and copies of the pipelined ones 0.889-0.986x at 512-8192 rows of 65536-131072
+def take_ticket(sync_ptr, ticket_base):
+    """The next ticket from the counter at ``sync_ptr``, counted from ``ticket_base`` (the counter's value when the
+    launch started: see the module docstring), a relaxed atomic. A ticket publishes no data (the arrivals release
+    the partial sums, the waits acquire them); its atomicity alone keeps tickets unique and in the order they were
+    taken. Triton's default order (acq_rel) made each ticket wait for the program's earlier stores, in the
+    pipelined kernels the whole chunk just normalised: relaxed, on an H100 the cooperative kernels took
+    0.957-0.995x their time and copies of the pipelined ones 0.889-0.986x at 512-8192 rows of 65536-131072
     columns, bf16 and fp16 (benchmarks/results/rmsnorm-cooperative/meeting-56aebed/)."""
-    return tl.atomic_add(sync_ptr, 1, sem="relaxed")
+    return tl.atomic_add(sync_ptr, 1, sem="relaxed") - ticket_base
 
 
 @triton.jit
-def cooperative_ticket(sync_ptr, SPLITS: tl.constexpr):
+def cooperative_ticket(sync_ptr, ticket_base, SPLITS: tl.constexpr):
     """(row, part) of this program, from a ticket taken when it starts: tickets are handed out in start
     order, so every program of a row with a lower ticket is running or done, and the programs a waiting one
     waits for start as soon as any earlier row finishes (no deadlock while the GPU holds SPLITS programs)."""
-    ticket = take_ticket(sync_ptr)
+    ticket = take_ticket(sync_ptr, ticket_base)
     return (ticket // SPLITS).to(tl.int64), ticket % SPLITS
+
+
+@triton.jit
+def arrival(part, SPLITS: tl.constexpr):
+    """What a program adds to its row's counter: 1, and the row's first part ``GENERATION - SPLITS`` more, so
+    that a launch adds exactly ``GENERATION`` to each row's counter."""
+    return tl.where(part == 0, GENERATION - SPLITS + 1, 1)
 
 
 @triton.jit
@@ -113,8 +140,9 @@ def cooperative_row_sum(ws_ptr, sync_ptr, row, part, partial, SPLITS: tl.constex
     counter (release), wait for the rest of the row (acquire), add the row's partials in slot order (the
     result does not depend on the order of arrival)."""
     tl.store(ws_ptr + row * SPLITS + part, partial)
-    arrived = tl.atomic_add(sync_ptr + 1 + row, 1, sem="release") + 1
-    while arrived < SPLITS:
+    add = arrival(part, SPLITS)
+    arrived = tl.atomic_add(sync_ptr + 1 + row, add, sem="release") + add
+    while arrived & (GENERATION - 1) != 0:  # the low bits: zero once the whole row is in
         arrived = tl.atomic_add(sync_ptr + 1 + row, 0, sem="acquire")
     slots = tl.arange(0, SPLITS_POW2)
     # .cg: the partials from L2, never from a stale L1 line
@@ -127,14 +155,15 @@ def cooperative_arrive(ws_ptr, sync_ptr, row, part, partial, live, SPLITS: tl.co
     """Store this program's ``partial`` of ``row`` and count it in at the row's counter (release); nothing
     where ``live`` is false (a ticket past the last row)."""
     tl.store(ws_ptr + row * SPLITS + part, partial, mask=live)
-    tl.atomic_add(sync_ptr + 1 + row, 1, mask=live, sem="release")
+    tl.atomic_add(sync_ptr + 1 + row, arrival(part, SPLITS), mask=live, sem="release")
 
 
 @triton.jit
 def cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):
-    """Wait until every program of ``row`` has arrived (acquire), then add the row's partials in slot order."""
+    """Wait until every program of ``row`` has arrived (acquire), then add the row's partials in slot order. The
+    waiting program has arrived, so the counter's low bits are zero only once the whole row has."""
     arrived = tl.atomic_add(sync_ptr + 1 + row, 0, sem="acquire")
-    while arrived < SPLITS:
+    while arrived & (GENERATION - 1) != 0:  # the low bits: zero once the whole row is in
         arrived = tl.atomic_add(sync_ptr + 1 + row, 0, sem="acquire")
     slots = tl.arange(0, SPLITS_POW2)
     parts = tl.load(ws_ptr + row * SPLITS + slots, mask=slots < SPLITS, other=0.0, cache_modifier=".cg")
@@ -185,7 +214,7 @@ def float32_again(v, total, CVT_ASM: tl.constexpr = False):
 def pipelined_launch_args(x2d: torch.Tensor, chunk: int, programs: int, what: str) -> tuple[tuple, dict, tuple, int]:
     """A pipelined launch over the rows of ``x2d`` in chunks of ``chunk`` elements: the buffers and constexprs of
     :func:`cooperative_launch_args` (``CHUNK`` the given chunk), the grid (``programs``, at most one a ticket)
-    and the number of tickets (rows x chunks a row)."""
+    and the number of tickets (rows x chunks a row; each program also draws one past the last, which ends it)."""
     meta = pipelined_meta(x2d.shape[1], chunk)
     buffers, _ = cooperative_launch_args(x2d, meta["SPLITS"], what)
     n_tickets = x2d.shape[0] * meta["SPLITS"]
@@ -205,15 +234,26 @@ def cooperative_meta(n: int, splits: int) -> dict[str, int]:
 
 
 def cooperative_launch_args(x2d: torch.Tensor, splits: int, what: str) -> tuple[tuple, dict]:
-    """The buffers (partial sums; the ticket counter and one arrival counter per row, zeroed) and the
-    constexprs of a cooperative launch over the rows of ``x2d``; refuses a CPU tensor (the interpreter runs
-    one program after another, so a program would wait for ever for the rest of its row)."""
+    """The buffers (partial sums; the meeting's counters, kept between calls, and the ticket counter's value now:
+    see the module docstring) and the constexprs of a cooperative launch over the rows of ``x2d``; refuses a CPU
+    tensor (the interpreter runs one program after another, so a program would wait for ever for the rest of its
+    row)."""
     n_rows, n = x2d.shape
     if not x2d.is_cuda:
         raise ValueError(
             f"the cooperative {what} kernel needs the programs of a row to run at once, which the interpreter "
             "cannot do; run it on a GPU, or use the chunked kernel"
         )
+    if splits >= GENERATION.value:
+        raise ValueError(f"{splits} programs a row: the meeting's counters allow fewer than {GENERATION.value}")
     ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
-    sync = torch.zeros(1 + n_rows, dtype=torch.int32, device=x2d.device)
-    return (ws, sync), cooperative_meta(n, splits)
+    sync, ticket_base = meeting_counters(x2d, 1 + n_rows)
+    return (ws, sync, ticket_base), cooperative_meta(n, splits)
+
+
+def launch_meeting(kernel: Any, grid: tuple[int], args: tuple, options: dict, sync: torch.Tensor, tickets: int) -> Any:
+    """``kernel[grid](*args, **options)``, a launch whose programs draw ``tickets`` tickets in all at ``sync``
+    (from :func:`cooperative_launch_args`), counted once it is launched; returns the compiled kernel."""
+    compiled = kernel[grid](*args, **options)
+    meeting_tickets_drawn(sync, tickets)
+    return compiled

@@ -10,8 +10,8 @@ and 2048x131072 bf16 on an H100, for kprof and for torch.compile alike). Here ea
    as any earlier row finishes: no deadlock while the GPU holds ``SPLITS`` programs at once;
 2. loads its chunk of the row into registers, stores the chunk's sum of squares in a workspace slot, and
    counts itself in at the row's counter (release);
-3. waits until the row's counter reaches ``SPLITS`` (acquire), adds the row's partial sums in a fixed order
-   (the result does not depend on arrival order), and writes its chunk normalised.
+3. waits until the row's counter says the whole row is in (acquire), adds the row's partial sums in a fixed
+   order (the result does not depend on arrival order), and writes its chunk normalised.
 
 Registers decide the speed: each SM holds as much of x as its programs' registers do. Keeping x in its own
 dtype until after the wait, and loading the weight only then, took 8192-element programs of 8 warps from 123
@@ -43,6 +43,7 @@ from kprof.kernels.lib.split_rows import (
     cooperative_row_sum,
     cooperative_ticket,
     float32_again,
+    launch_meeting,
     pipelined_finish,
     pipelined_launch_args,
     pipelined_meta,
@@ -51,14 +52,15 @@ from kprof.kernels.lib.split_rows import (
 from kprof.runtime import interpreting
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["ticket_base"])  # a new value every call
 def _rmsnorm_cooperative_kernel(
     # pointers
     x_ptr,  # [rows, N] input
     w_ptr,  # [N] weight
     y_ptr,  # [rows, N] output
     ws_ptr,  # [rows, SPLITS] float32: each program's partial sum of squares
-    sync_ptr,  # [1 + rows] int32, zeroed: the ticket counter, then one arrival counter per row
+    sync_ptr,  # [1 + rows] int32, the meeting's counters (split_rows): tickets, then one per row
+    ticket_base,  # the ticket counter's value when the launch started: tickets count from there
     # sizes and strides
     x_row_stride,
     y_row_stride,
@@ -70,7 +72,7 @@ def _rmsnorm_cooperative_kernel(
     SPLITS: tl.constexpr,  # programs per row
     SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two (the partial sums are read as one block)
 ):
-    row, part = cooperative_ticket(sync_ptr, SPLITS)
+    row, part = cooperative_ticket(sync_ptr, ticket_base, SPLITS)
     cols = part * CHUNK + tl.arange(0, CHUNK)
     m = cols < N
     # x stays in its own dtype in registers through the meeting, converted where used
@@ -83,14 +85,15 @@ def _rmsnorm_cooperative_kernel(
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=m)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["ticket_base"])  # a new value every call
 def _rmsnorm_pipelined_kernel(
     # pointers
     x_ptr,  # [rows, N] input
     w_ptr,  # [N] weight
     y_ptr,  # [rows, N] output
     ws_ptr,  # [rows, SPLITS] float32: each chunk's partial sum of squares
-    sync_ptr,  # [1 + rows] int32, zeroed: the ticket counter, then one arrival counter per row
+    sync_ptr,  # [1 + rows] int32, the meeting's counters (split_rows): tickets, then one per row
+    ticket_base,  # the ticket counter's value when the launch started: tickets count from there
     # sizes and strides
     x_row_stride,
     y_row_stride,
@@ -111,12 +114,12 @@ def _rmsnorm_pipelined_kernel(
     waiting on it holds two of its tickets: all resident programs cannot wait there at once while they
     number more than SPLITS / 2."""
     offs = tl.arange(0, CHUNK)
-    ticket = take_ticket(sync_ptr)
+    ticket = take_ticket(sync_ptr, ticket_base)
     x = _pipelined_take(x_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
     # the loop carries the ticket, not a flag: Triton 3.6's layout pass failed on a loop whose condition was
     # a carried flag (TritonGPURemoveLayoutConversions, sm_90); a comparison in the condition compiles
     while ticket < n_tickets:
-        after = take_ticket(sync_ptr)
+        after = take_ticket(sync_ptr, ticket_base)
         x_after = _pipelined_take(x_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
         pipelined_finish(x, ticket, offs, w_ptr, y_ptr, y_row_stride, ws_ptr, sync_ptr, N, eps, CHUNK, SPLITS,
                          SPLITS_POW2, CVT_ASM)  # fmt: skip
@@ -146,36 +149,36 @@ def launch_pipelined(
     """Normalise the rows of ``x2d`` into ``y2d`` in chunks of ``chunk`` elements (a power of two), ``programs``
     programs taking chunks in turn (at most one per chunk); returns the compiled kernel (its registers and
     spills). GPU only, as :func:`launch_cooperative`."""
-    (ws, sync), meta, grid, n_tickets = pipelined_launch_args(x2d, chunk, programs, "rmsnorm")
-    kernel, args, options = _pipelined_call(x2d, weight, y2d, ws, sync, eps, n_tickets, meta, num_warps)
-    return kernel[grid](*args, **options)
+    (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x2d, chunk, programs, "rmsnorm")
+    kernel, args, options = _pipelined_call(x2d, weight, y2d, ws, sync, base, eps, n_tickets, meta, num_warps)
+    return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
 
 
 def launch_cooperative(
     x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float, splits: int, num_warps: int
 ) -> None:
-    """Normalise the rows of ``x2d`` into ``y2d``, ``splits`` cooperating programs per row (one launch after a
-    zeroing of ``1 + rows`` counters). GPU only: see the module docstring."""
-    (ws, sync), meta = cooperative_launch_args(x2d, splits, "rmsnorm")
-    kernel, args, options = _cooperative_call(x2d, weight, y2d, ws, sync, eps, meta, num_warps)
-    kernel[(x2d.shape[0] * splits,)](*args, **options)
+    """Normalise the rows of ``x2d`` into ``y2d``, ``splits`` cooperating programs per row (one launch; its
+    counters are kept between calls, see ``split_rows``). GPU only: see the module docstring."""
+    (ws, sync, base), meta = cooperative_launch_args(x2d, splits, "rmsnorm")
+    kernel, args, options = _cooperative_call(x2d, weight, y2d, ws, sync, base, eps, meta, num_warps)
+    launch_meeting(kernel, (x2d.shape[0] * splits,), args, options, sync, x2d.shape[0] * splits)
 
 
 def _pipelined_call(
-    x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, ws: torch.Tensor, sync: torch.Tensor, eps: float,
-    n_tickets: int, meta: dict, num_warps: int,
+    x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, ws: torch.Tensor, sync: torch.Tensor, base: int,
+    eps: float, n_tickets: int, meta: dict, num_warps: int,
 ) -> tuple[Any, tuple, dict]:  # fmt: skip
     """The pipelined kernel, its arguments and options: one place for its launch and its offline compile."""
-    args = (x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), x2d.shape[1], n_tickets, float(eps))
+    args = (x2d, weight, y2d, ws, sync, base, x2d.stride(0), y2d.stride(0), x2d.shape[1], n_tickets, float(eps))
     return _rmsnorm_pipelined_kernel, args, {**meta, "CVT_ASM": not interpreting(), "num_warps": num_warps}
 
 
 def _cooperative_call(
-    x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, ws: torch.Tensor, sync: torch.Tensor, eps: float,
-    meta: dict, num_warps: int,
+    x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, ws: torch.Tensor, sync: torch.Tensor, base: int,
+    eps: float, meta: dict, num_warps: int,
 ) -> tuple[Any, tuple, dict]:  # fmt: skip
     """The cooperative kernel, its arguments and options: one place for its launch and its offline compile."""
-    args = (x2d, weight, y2d, ws, sync, x2d.stride(0), y2d.stride(0), x2d.shape[1], float(eps))
+    args = (x2d, weight, y2d, ws, sync, base, x2d.stride(0), y2d.stride(0), x2d.shape[1], float(eps))
     return _rmsnorm_cooperative_kernel, args, {**meta, "num_warps": num_warps}
 
 
@@ -190,5 +193,5 @@ def offline_call(
     ws, sync = torch.empty(1, dtype=torch.float32), torch.empty(1, dtype=torch.int32)
     if kernel == "pipelined":
         meta = pipelined_meta(n, chunk)
-        return _pipelined_call(x2d, weight, x2d, ws, sync, 1e-6, n_rows * meta["SPLITS"], meta, num_warps)
-    return _cooperative_call(x2d, weight, x2d, ws, sync, 1e-6, cooperative_meta(n, splits), num_warps)
+        return _pipelined_call(x2d, weight, x2d, ws, sync, 0, 1e-6, n_rows * meta["SPLITS"], meta, num_warps)
+    return _cooperative_call(x2d, weight, x2d, ws, sync, 0, 1e-6, cooperative_meta(n, splits), num_warps)

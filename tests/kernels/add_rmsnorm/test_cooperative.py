@@ -13,6 +13,7 @@ from kprof.kernels import discover, ops
 from kprof.kernels.add_rmsnorm import cooperative, tuned
 from tests.conftest import HAS_CUDA
 from tests.kernels.add_rmsnorm.test_split import _check, _strided_inputs
+from tests.kernels.meetings import STARTS, meeting_end, meeting_start
 
 FAM = discover()["add_rmsnorm"]
 DTYPES = ["fp32", "bf16", "fp16"]
@@ -38,21 +39,23 @@ def test_many_rows_of_128_kb_take_the_cooperative_kernel_on_a_gpu():
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="runs CPU tensors in the interpreter; on a GPU the tests below run it")
+@pytest.mark.parametrize("start", STARTS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n_rows, n, chunk", [(3, 1000, 1024), (2, 4097, 8192)])
-def test_cooperative_kernel_alone_in_its_row(dtype, n_rows, n, chunk):
+def test_cooperative_kernel_alone_in_its_row(dtype, n_rows, n, chunk, start):
     inp = _strided_inputs(n_rows, n, dtype, "cpu")
     y = torch.full((n_rows, n), float("nan"), dtype=inp["x"].dtype)
     h = torch.full_like(y, float("nan"))
     ws = torch.full((n_rows, 1), float("nan"))
-    sync = torch.zeros(1 + n_rows, dtype=torch.int32)
+    sync, base = meeting_start(n_rows, start)
+    before = sync.clone()
     x, r = inp["x"], inp["residual"]
     cooperative._add_rmsnorm_cooperative_kernel[(n_rows,)](
-        x, r, inp["weight"], y, h, ws, sync, x.stride(0), r.stride(0), n, inp["eps"],
+        x, r, inp["weight"], y, h, ws, sync, base, x.stride(0), r.stride(0), n, inp["eps"],
         CHUNK=chunk, SPLITS=1, SPLITS_POW2=1,
     )  # fmt: skip
     _check(y, h, inp, dtype)
-    assert sync.tolist() == [n_rows] + [1] * n_rows
+    assert sync.tolist() == meeting_end(before, n_rows)
 
 
 def test_cooperative_launch_refuses_the_cpu():
@@ -81,12 +84,13 @@ def test_cooperative_kernel_rows_split_over_programs(dtype, n_rows, n, splits, w
 
 @pytest.mark.skipif(HAS_CUDA, reason="runs CPU tensors in the interpreter; on a GPU the tests below run it")
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("start", STARTS)
 @pytest.mark.parametrize("n_rows, n, chunk, programs", [(5, 1000, 512, 1), (3, 77, 128, 2), (4, 4097, 4096, 3)])
-def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, chunk, programs):
+def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, chunk, programs, start):
     """The pipelined kernel in the interpreter, which runs programs one after another: the first takes every
     ticket, so rows of one or two chunks (it holds two at a time) are all it can finish. Strided inputs, a
-    short last chunk, programs that find no ticket left; every row counted in once per chunk, the ticket
-    counter past the last ticket once per program."""
+    short last chunk, programs that find no ticket left, from fresh counters and from counters about to wrap;
+    every row one generation on, the ticket counter past the last ticket once per program."""
     inp = _strided_inputs(n_rows, n, dtype, "cpu")
     x, r = inp["x"], inp["residual"]
     y = torch.full((n_rows, n), float("nan"), dtype=x.dtype)
@@ -94,13 +98,14 @@ def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, c
     splits = -(-n // chunk)
     assert splits <= 2
     ws = torch.full((n_rows, splits), float("nan"))
-    sync = torch.zeros(1 + n_rows, dtype=torch.int32)
+    sync, base = meeting_start(n_rows, start)
+    before = sync.clone()
     cooperative._add_rmsnorm_pipelined_kernel[(programs,)](
-        x, r, inp["weight"], y, h, ws, sync, x.stride(0), r.stride(0), n, n_rows * splits, inp["eps"],
+        x, r, inp["weight"], y, h, ws, sync, base, x.stride(0), r.stride(0), n, n_rows * splits, inp["eps"],
         CHUNK=chunk, SPLITS=splits, SPLITS_POW2=splits,
     )  # fmt: skip
     _check(y, h, inp, dtype)
-    assert sync.tolist() == [n_rows * splits + programs] + [splits] * n_rows
+    assert sync.tolist() == meeting_end(before, n_rows * splits + programs)
 
 
 def test_pipelined_launch_refuses_the_cpu():

@@ -15,6 +15,7 @@ from kprof.kernels import discover
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS
 from kprof.kernels.rmsnorm.reference import rmsnorm_oracle
 from kprof.kernels.rmsnorm.tuned import Config, choose_config
+from tests.kernels.meetings import STARTS, meeting_end, meeting_start
 
 FAM = discover()["rmsnorm"]
 HAS_CUDA = torch.cuda.is_available()
@@ -295,13 +296,15 @@ def test_many_wide_16bit_rows_take_the_pipelined_kernel_on_a_gpu():
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="runs CPU tensors in the interpreter; on a GPU the tests below run it")
+@pytest.mark.parametrize("start", STARTS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n_rows, n, chunk, programs", [(5, 1000, 512, 1), (3, 77, 128, 2), (4, 4097, 4096, 3)])
-def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, chunk, programs):
+def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, chunk, programs, start):
     """The pipelined kernel in the interpreter, which runs programs one after another: the first takes every
     ticket, so rows of one or two chunks (it holds two at a time) are all it can finish. Strided rows, a
-    short last chunk, programs that find no ticket left, against the float64 oracle; every row counted in
-    once per chunk, the ticket counter past the last ticket once per program."""
+    short last chunk, programs that find no ticket left, against the float64 oracle, from fresh counters and
+    from counters about to wrap; every row one generation on, the ticket counter past the last ticket once per
+    program."""
     from kprof.kernels.rmsnorm.cooperative import _rmsnorm_pipelined_kernel
 
     inp = FAM.make_inputs((n_rows, n + 24), dtype, "cpu", seed=n_rows * n + chunk)
@@ -310,15 +313,16 @@ def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, c
     splits = -(-n // chunk)
     assert splits <= 2
     ws = torch.full((n_rows, splits), float("nan"))
-    sync = torch.zeros(1 + n_rows, dtype=torch.int32)
+    sync, base = meeting_start(n_rows, start)
+    before = sync.clone()
     _rmsnorm_pipelined_kernel[(programs,)](
-        x, w, y, ws, sync, x.stride(0), y.stride(0), n, n_rows * splits, inp["eps"],
+        x, w, y, ws, sync, base, x.stride(0), y.stride(0), n, n_rows * splits, inp["eps"],
         CHUNK=chunk, SPLITS=splits, SPLITS_POW2=splits, CVT_ASM=False,  # the interpreter runs no inline PTX
     )  # fmt: skip
     ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
     assert not y.isnan().any()
     assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
-    assert sync.tolist() == [n_rows * splits + programs] + [splits] * n_rows
+    assert sync.tolist() == meeting_end(before, n_rows * splits + programs)
 
 
 def test_pipelined_launch_refuses_the_cpu():
@@ -356,27 +360,30 @@ def test_pipelined_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, war
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="runs CPU tensors in the interpreter; on a GPU the tests below run it")
+@pytest.mark.parametrize("start", STARTS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n_rows, n, chunk", [(3, 1000, 1024), (2, 4097, 8192), (5, 300, 512)])
-def test_cooperative_kernel_alone_in_its_row(dtype, n_rows, n, chunk):
+def test_cooperative_kernel_alone_in_its_row(dtype, n_rows, n, chunk, start):
     """The cooperative kernel with one program per row, the one case the interpreter can run (it runs
     programs one after another, so a program would wait for ever for the rest of its row; the GPU tests
     below run several per row): tickets, the row's counter, the partial sum and the normalised chunk, on
-    strided rows with a short chunk, against the float64 oracle; every counter ends at one."""
+    strided rows with a short chunk, against the float64 oracle, from fresh counters and from counters
+    about to wrap; every row one generation on, the ticket counter one ticket a row."""
     from kprof.kernels.rmsnorm.cooperative import _rmsnorm_cooperative_kernel
 
     inp = FAM.make_inputs((n_rows, n + 24), dtype, "cpu", seed=n_rows * n + chunk)
     x, w = inp["x"][:, 8 : 8 + n], inp["weight"][:n].contiguous()
     y = torch.full((n_rows, n), float("nan"), dtype=x.dtype)
     ws = torch.full((n_rows, 1), float("nan"))
-    sync = torch.zeros(1 + n_rows, dtype=torch.int32)
+    sync, base = meeting_start(n_rows, start)
+    before = sync.clone()
     _rmsnorm_cooperative_kernel[(n_rows,)](
-        x, w, y, ws, sync, x.stride(0), y.stride(0), n, inp["eps"], CHUNK=chunk, SPLITS=1, SPLITS_POW2=1
+        x, w, y, ws, sync, base, x.stride(0), y.stride(0), n, inp["eps"], CHUNK=chunk, SPLITS=1, SPLITS_POW2=1
     )
     ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
     assert not y.isnan().any()
     assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
-    assert sync.tolist() == [n_rows] + [1] * n_rows
+    assert sync.tolist() == meeting_end(before, n_rows)
 
 
 def test_cooperative_launch_refuses_the_cpu():
