@@ -158,11 +158,19 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # cooperative candidates (benchmarks/results/rmsnorm-cooperative/meeting-695fd4b/): the fastest at 512 and 2048 rows
 # of 65536 and 131072, 93.6-96.5% of a copy of the same bytes against the cooperative rule's 90.9-96.1 (512x65536
 # 92.4 against 95.0 us); at 8192 rows the cooperative rule stayed ahead (96.6-96.7% against 96.1-96.4).
-# Both layouts' registers are Triton 3.6's, the GPU machine's: Triton 3.9 compiles the kernel to 69 (fp16) and 55
-# (bf16) registers, so one program an SM fewer fits there (not measured on a GPU;
-# benchmarks/results/triton-versions/wide-rows-b13b5c7/).
+# Both layouts' registers are Triton 3.6's, the GPU machine's: Triton 3.9 compiles the kernel to 69 (fp16), so one
+# program an SM fewer fits there, and 40 (bf16; 55 before the meeting's counters were kept between calls). Not
+# measured on a GPU (benchmarks/results/rmsnorm-cooperative/counters-kept-7c08e10/, triton-versions/wide-rows-b13b5c7/).
 _PIPELINED_BF16 = (8192, 16, 3)  # chunk elements, warps, programs an SM
 _PIPELINED_BF16_ROWS = (512, 8192)  # from, to (excluded)
+# On an H200 (``launching.fast_memory``: HBM3e, a copy 1.4x an H100's) bf16 pipelines from 512 rows at every row
+# count, in 4096-element chunks with 4 warps, 8 programs an SM (64 registers a thread under Triton 3.6; 3.9 compiles
+# 70, so 7 would fit there, not measured). Raced there with the layouts above (benchmarks/results/rmsnorm-cooperative/
+# h200-7c08e10/): the fastest at all 6 points of 512-8192 rows of 65536 and 131072, 3.4-6.6% faster than the H100's
+# rule (512x65536 69.5 against 74.1 us, 8192x131072 2172 against 2249; a copy of the same bytes 63.9 and 2010). On an
+# H100 the same layout was 0.4-1.7% slower than the rule (meeting-695fd4b/), so each GPU keeps its own. fp16 keeps
+# its layout on the H200 (0.2-0.7% ahead of this one).
+_PIPELINED_BF16_FAST_MEMORY = (4096, 4, 8)
 
 
 def choose_config(
@@ -172,11 +180,13 @@ def choose_config(
     sm_count: int = 132,
     cooperative: bool = True,
     fp16: bool = False,
+    fast_memory: bool = False,
 ) -> Config:
     """The launch configuration for ``n_rows`` rows of ``n`` elements (see ``ROW_TABLE`` and the measurements
     above ``_ONE_BLOCK_FEW_ROWS``); ``n_rows`` None: as for many rows. ``cooperative`` False leaves out the
     kernel whose programs must run at the same time (Triton's interpreter runs them one after another).
-    ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows)."""
+    ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows).
+    ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 512 rows in its own layout."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if (
@@ -186,6 +196,9 @@ def choose_config(
         and n_rows * n * element_size >= _COOPERATIVE_MIN_BYTES
     ):
         bf16 = element_size == 2 and not fp16
+        if bf16 and fast_memory and n_rows >= _PIPELINED_BF16_ROWS[0]:
+            chunk, warps, per_sm = _PIPELINED_BF16_FAST_MEMORY
+            return Config("pipelined", chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         if fp16 or (bf16 and _PIPELINED_BF16_ROWS[0] <= n_rows < _PIPELINED_BF16_ROWS[1]):
             chunk, warps, per_sm = (_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM) if fp16 else _PIPELINED_BF16
             return Config("pipelined", chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
@@ -239,12 +252,15 @@ _rows_launcher = CompiledLauncher(_add_rmsnorm_rows_kernel)
 _looped_launcher = CompiledLauncher(_add_rmsnorm_looped_kernel)
 
 
-def offline_wide_row_call(n_rows: int, n: int, dtype: torch.dtype, sm_count: int = 132) -> tuple[Config, tuple] | None:
-    """Where a GPU with ``sm_count`` SMs takes the cooperative or pipelined kernel for ``n_rows`` rows of ``n``
-    elements of ``dtype``: its config and its launch as ``cooperative.offline_call`` gives it (kernel, arguments,
-    options), to compile that GPU-only kernel without a GPU; None where the dispatch takes another kernel."""
+def offline_wide_row_call(
+    n_rows: int, n: int, dtype: torch.dtype, sm_count: int = 132, fast_memory: bool = False
+) -> tuple[Config, tuple] | None:
+    """Where a GPU with ``sm_count`` SMs (``fast_memory``: an H200) takes the cooperative or pipelined kernel for
+    ``n_rows`` rows of ``n`` elements of ``dtype``: its config and its launch as ``cooperative.offline_call`` gives
+    it (kernel, arguments, options), to compile that GPU-only kernel without a GPU; None where the dispatch takes
+    another kernel."""
     element_size = torch.empty((), dtype=dtype).element_size()
-    cfg = choose_config(n, element_size, n_rows, sm_count, True, fp16=dtype == torch.float16)
+    cfg = choose_config(n, element_size, n_rows, sm_count, True, fp16=dtype == torch.float16, fast_memory=fast_memory)
     if cfg.kernel not in ("cooperative", "pipelined"):
         return None
     return cfg, cooperative.offline_call(cfg.kernel, n_rows, n, dtype, cfg.block_n, cfg.splits, cfg.num_warps)
@@ -301,6 +317,7 @@ def add_rmsnorm_tuned(
         launching.sm_count(x2d),
         x2d.is_cuda,
         fp16=x2d.dtype == torch.float16,
+        fast_memory=launching.fast_memory(x2d),
     )
     launch_with_config(cfg, x2d, r2d, w, y, h, eps)
     return y, h

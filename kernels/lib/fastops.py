@@ -187,8 +187,11 @@ def _add_plan(
         return False
     n = x.shape[-1]
     n_rows = x.numel() // n
-    cfg = tuned.choose_config(n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda, x.dtype == torch.float16)
-    if cfg.kernel in ("cooperative", "pipelined"):  # a workspace, zeroed counters and a launch: the checked path
+    fast_memory = launching.fast_memory(x)
+    cfg = tuned.choose_config(
+        n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda, x.dtype == torch.float16, fast_memory
+    )
+    if cfg.kernel in ("cooperative", "pipelined"):  # a workspace, the meeting's counters and a launch: the checked path
         return False
     sigs = (sig(x), sig(residual), sig(weight))
     align = launching.vector_align(x.element_size(), n, xs, rs)

@@ -33,6 +33,12 @@ def sm_count(t: torch.Tensor) -> int:
     return _properties(t).multi_processor_count if t.is_cuda else 132
 
 
+def fast_memory(t: torch.Tensor) -> bool:
+    """``t`` is on an H200 (HBM3e: a device copy moved 4.3-4.4 TB/s there against an H100's 3.1-3.3), where some
+    memory-bound layouts measured differently from the H100's (``kernels/add_rmsnorm/tuned.py``)."""
+    return t.is_cuda and "H200" in _properties(t).name
+
+
 def ticket_counters(t: torch.Tensor, count: int) -> torch.Tensor:
     """``count`` int32 counters on ``t``'s device for the current stream, zero between calls: a kernel that
     hands out tickets at them puts each back to zero when its last ticket is drawn. Kept per (device,

@@ -237,8 +237,9 @@ _COOPERATIVE_PER_THREAD = 64  # elements each thread holds
 # PTX (64 registers) and relaxed tickets, fp16 pipelines too: on an H100 (benchmarks/results/rmsnorm-cooperative/
 # pipelined-fp16-648c762/) the fastest candidate at the same 6 points, 85.0-92.9% of the copy against this rule's
 # 80.8-92.2 (2048x131072 381.5 against 391.4 us). fp32 keeps this rule. The registers are Triton 3.6's, the GPU
-# machine's: Triton 3.9 compiles this kernel to 72-73, so 3 of the 4 programs an SM fit there (not measured on a GPU;
-# benchmarks/results/triton-versions/wide-rows-b13b5c7/).
+# machine's: Triton 3.9 compiles this kernel to 70 in bf16, so 3 of the 4 programs an SM fit there, and 64 in fp16
+# (72 and 73 before the meeting's counters were kept between calls; not measured on a GPU;
+# benchmarks/results/rmsnorm-cooperative/counters-kept-7c08e10/, triton-versions/wide-rows-b13b5c7/).
 _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # 512-2047 rows of 1025-8192 16-bit elements: the two-pass kernel with the row width compiled in (COLS, as Inductor
 # compiles a static shape). (block of the row, first row of the class) -> (chunk, rows a program, warps). Raced on

@@ -1,10 +1,11 @@
 """The wide-row kernels that only a GPU runs (rmsnorm's and add_rmsnorm's cooperative and pipelined kernels: the
 programs of a row meet, which Triton's interpreter, one program after another, cannot do), compiled for sm_90 on
 the CPU with the Triton installed here, at every layout their GPU dispatch picks over the families' default sweeps
-and grids. The interpreter tests cannot reach these kernels; the GPU tests run them on the GPU machine's Triton.
-Here they are checked under this Triton for what their meeting relies on, read from the PTX: the tickets are
-relaxed atomics, each program's arrival releases its partial sum, the waits acquire, and the partial sums are read
-from L2 past L1; and rmsnorm's pipelined 16-bit kernels convert fp16 a second time in inline PTX."""
+and grids (on an H100, and add_rmsnorm's on an H200 too). The interpreter tests cannot reach these kernels; the GPU
+tests run them on the GPU machine's Triton. Here they are checked under this Triton for what their meeting relies
+on, read from the PTX: the tickets are relaxed atomics, each program's arrival releases its partial sum, the waits
+acquire, and the partial sums are read from L2 past L1; and rmsnorm's pipelined 16-bit kernels convert fp16 a
+second time in inline PTX."""
 
 from __future__ import annotations
 
@@ -25,16 +26,16 @@ from kprof.specialization import compile_for, describe_call, memory_order
 
 INLINE_ASM = re.compile(r"// begin inline asm(.*?)// end inline asm", re.S)
 out, seen = [], set()
-for family, tuned in (("rmsnorm", rms_tuned), ("add_rmsnorm", add_tuned)):
+for family, tuned, gpus in (("rmsnorm", rms_tuned, ({},)), ("add_rmsnorm", add_tuned, ({}, {"fast_memory": True}))):
     fam = discover()[family]
     sweeps = [fam.sweep("gpu"), *fam.grid_parts().values()]
-    for sweep in sweeps:
+    for sweep, gpu in [(sweep, gpu) for sweep in sweeps for gpu in gpus]:
         for dtype in sweep.dtypes:
             for shape in sweep.shapes:
                 rows = 1
                 for d in shape[:-1]:
                     rows *= d
-                found = tuned.offline_wide_row_call(rows, shape[-1], torch_dtype(dtype))
+                found = tuned.offline_wide_row_call(rows, shape[-1], torch_dtype(dtype), **gpu)
                 if found is None:
                     continue
                 cfg, (kernel, args, options) = found
@@ -45,6 +46,7 @@ for family, tuned in (("rmsnorm", rms_tuned), ("add_rmsnorm", add_tuned)):
                 ptx = compile_for(kernel, args, options).asm["ptx"]
                 asm = " ".join(INLINE_ASM.findall(ptx))
                 out.append({"family": family, "dtype": dtype, "shape": list(shape), "kernel": cfg.kernel,
+                            "chunk": options["CHUNK"], "warps": options["num_warps"],
                             "order": memory_order(ptx), "asm_cvt_f16": asm.count("cvt.f32.f16")})
 print(json.dumps(out))
 """
@@ -71,6 +73,13 @@ def test_every_wide_row_layout_of_the_dispatch_compiles(compiled):
         ("add_rmsnorm", "fp16", "pipelined"),
         ("add_rmsnorm", "fp32", "cooperative"),
     }, sorted(kinds)
+
+
+def test_the_h200_layout_of_add_rmsnorm_bf16_compiles(compiled):
+    """add_rmsnorm's bf16 pipelined layout for an H200 (4096-element chunks, 4 warps) is among those compiled, beside
+    the H100's (8192, 16 warps)."""
+    layouts = {(c["chunk"], c["warps"]) for c in compiled if c["family"] == "add_rmsnorm" and c["dtype"] == "bf16"}
+    assert {(4096, 4), (8192, 16)} <= layouts, sorted(layouts)
 
 
 def test_the_meeting_orders_memory_as_it_relies_on(compiled):

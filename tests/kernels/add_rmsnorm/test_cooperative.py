@@ -159,3 +159,22 @@ def test_many_wide_16bit_rows_take_the_pipelined_kernel():
     assert tuned.choose_config(131072, 2, 8191).kernel == "pipelined"
     assert tuned.choose_config(131072, 2, 8192).kernel == "cooperative"
     assert tuned.choose_config(65536, 4, 4096, fp16=False).kernel == "cooperative"
+
+
+def test_an_h200_pipelines_bf16_from_512_rows_in_its_own_layout():
+    """On an H200 bf16 pipelines from 512 rows at every row count in 4096-element chunks, 4 warps, 8 programs an SM;
+    under 512 rows, fp16 and fp32 take what an H100 takes."""
+    for n, rows in ((65536, 512), (131072, 8191), (65537, 10**5), (100000, 2048)):
+        cfg = tuned.choose_config(n, 2, rows, fast_memory=True)
+        assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == ("pipelined", 4096, 4, 8), (n, rows)
+        assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
+        assert tuned.choose_config(n, 2, rows, fp16=True, fast_memory=True) == tuned.choose_config(
+            n, 2, rows, fp16=True
+        )
+        assert tuned.choose_config(n, 4, rows, fast_memory=True) == tuned.choose_config(n, 4, rows)
+        assert tuned.choose_config(n, 2, rows, cooperative=False, fast_memory=True).kernel not in (
+            "pipelined",
+            "cooperative",
+        )
+    for n, rows in ((65536, 511), (131072, 64)):
+        assert tuned.choose_config(n, 2, rows, fast_memory=True) == tuned.choose_config(n, 2, rows), (n, rows)
