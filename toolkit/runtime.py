@@ -149,6 +149,16 @@ NOT_ROUTED: tuple[tuple[str, str], ...] = (
 PROCESS_CACHES: tuple[tuple[str, str], ...] = (
     ("kprof.kernels.lib.launching._PROPERTIES", "GPU properties per device index"),
     ("kprof.kernels.lib.launching._CARVED", "kernel functions whose shared-memory carveout was set"),
+    (
+        "kprof.kernels.lib.launching._COUNTERS",
+        "the split-K kernels' ticket counters per (device index, stream), zero between calls; a CUDA graph's "
+        "capture gets counters of its own",
+    ),
+    (
+        "kprof.kernels.lib.launching._MEETINGS",
+        "the wide-row kernels' meeting counters per (device index, stream) and the tickets drawn at them so far "
+        "(the next launch's ticket base); a CUDA graph's capture gets counters of its own",
+    ),
     ("kernel modules' CompiledLauncher objects", "compiled kernels per specialisation key (kprof.launch)"),
     (
         "kprof.kernels.rmsnorm.tuned._plans, kprof.kernels.lib.fastops Plans",

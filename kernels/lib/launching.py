@@ -19,7 +19,10 @@ from kprof.runtime import interpreting, pdl_allowed
 
 def _properties(t: torch.Tensor) -> Any:
     """``t``'s GPU's properties, looked up once per device (the wrappers ask on every call)."""
-    index = t.get_device()
+    return _device_properties(t.get_device())
+
+
+def _device_properties(index: int) -> Any:
     if index not in _PROPERTIES:
         _PROPERTIES[index] = torch.cuda.get_device_properties(index)
     return _PROPERTIES[index]
@@ -35,8 +38,14 @@ def sm_count(t: torch.Tensor) -> int:
 
 def fast_memory(t: torch.Tensor) -> bool:
     """``t`` is on an H200 (HBM3e: a device copy moved 4.3-4.4 TB/s there against an H100's 3.1-3.3), where some
-    memory-bound layouts measured differently from the H100's (``kernels/add_rmsnorm/tuned.py``)."""
-    return t.is_cuda and "H200" in _properties(t).name
+    memory-bound layouts measured differently from the H100's (``kernels/add_rmsnorm/tuned.py``,
+    ``kernels/rmsnorm/tuned.py``)."""
+    return t.is_cuda and fast_memory_at(t.get_device())
+
+
+def fast_memory_at(device_index: int) -> bool:
+    """:func:`fast_memory` for the GPU of index ``device_index`` (False for a negative index: the CPU)."""
+    return device_index >= 0 and "H200" in _device_properties(device_index).name
 
 
 def ticket_counters(t: torch.Tensor, count: int) -> torch.Tensor:

@@ -198,6 +198,14 @@ _TWO_PASS_TABLE: dict[int, tuple[int, int]] = {  # row bytes -> (chunk elements,
     16384: (4096, 16),
 }
 _TWO_PASS_MIN_ROWS = 16384
+# On an H200 (``launching.fast_memory``) the same many rows of 6144-8192 16-bit elements take the two-pass kernel with
+# the width compiled in (COLS): widths up to 7168 two rows a program in 4096-element chunks, wider one row in 2048, 16
+# warps. Raced there at 2 places in memory each against the rows and two-pass configs and torch.compile, 16384 and
+# 32768 rows of 6144, 7168 and 8192, bf16 (and fp16 at 32768 rows; benchmarks/results/rmsnorm-h200/many-rows-641092b/):
+# the H100's configs took 1.011-1.043x torch.compile's time at all 9 points (32768x6144 bf16 196.5 against 190.6 us),
+# these 0.970-1.006x (185.5 there). From 8192 rows down the H100's configs were level with torch.compile there or
+# ahead (0.974-1.012x at 8192x6144-8192), and widths under 6144 were not raced: they keep the H100's.
+_FAST_MEMORY_MANY_ROWS = {7168: (2, 4096, 16), 8192: (1, 2048, 16)}  # widths up to -> (rows a program, chunk, warps)
 # Rows of 4097-8192 16-bit elements, from 512 rows up to where the two-pass kernel takes them: one row per
 # program with 4 warps. Raced on an H100 against every (rows per program, warps, hints) at 512 rows of
 # 6144/7168/8192 columns and 2048x6144, 8192x5120, bf16 and fp16 (benchmarks/results/rmsnorm-mid-rows/): it
@@ -292,11 +300,12 @@ def choose_config(
     n_rows: int | None = None,
     sm_count: int = 132,
     cooperative: bool = True,
+    fast_memory: bool = False,
 ) -> Config:
     """Pick the launch configuration for rows of ``n`` elements of ``element_size`` bytes; ``cooperative``
     False leaves out the kernels whose programs must run at the same time (Triton's interpreter runs them one
     after another). 16-bit elements take the pipelined kernel where float32 takes the cooperative one (see
-    ``_PIPELINED_CHUNK``).
+    ``_PIPELINED_CHUNK``). ``fast_memory``: an H200 (``launching.fast_memory``; see ``_FAST_MEMORY_MANY_ROWS``).
 
     With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed: at 64x4096 bf16
     the packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4). Such a
@@ -332,6 +341,9 @@ def choose_config(
         if n_rows is not None and n_rows >= _HINTED_MIN_ROWS and row_in_bytes <= _HINTED_MAX_ROW_BYTES:
             return Config("two_pass", block_n=min(block_n, chunk), rows=1, num_warps=16)
         return Config("looped", block_n=min(block_n, chunk), rows=1, num_warps=16)
+    if fast_memory and element_size == 2 and n_rows is not None and n_rows >= _TWO_PASS_MIN_ROWS and 6144 <= n <= 8192:
+        rows, chunk, warps = _FAST_MEMORY_MANY_ROWS[7168 if n <= 7168 else 8192]
+        return Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=True)
     if (
         element_size == 2
         and n == block_n
@@ -378,12 +390,13 @@ _sm_counts: dict[int, int] = {}
 
 def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Config:
     """``choose_config`` with the SM count of ``device_index`` (132, an H100's, for CPU tensors, which also
-    leave out the cooperative and pipelined kernels)."""
+    leave out the cooperative and pipelined kernels) and whether it is an H200 (``launching.fast_memory_at``)."""
     if device_index not in _sm_counts:
         _sm_counts[device_index] = (
             torch.cuda.get_device_properties(device_index).multi_processor_count if device_index >= 0 else 132
         )
-    return choose_config(n, element_size, n_rows, _sm_counts[device_index], device_index >= 0)
+    gpu = device_index >= 0
+    return choose_config(n, element_size, n_rows, _sm_counts[device_index], gpu, launching.fast_memory_at(device_index))
 
 
 def offline_wide_row_call(n_rows: int, n: int, dtype: torch.dtype, sm_count: int = 132) -> tuple[Config, tuple] | None:

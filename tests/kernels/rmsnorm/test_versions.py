@@ -257,6 +257,44 @@ def test_the_two_pass_kernel_with_the_width_compiled_in(dtype, device):
         assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype], n
 
 
+def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_many_rows_of_6144_to_8192():
+    """On an H200, from 16384 16-bit rows of 6144-8192 columns: two rows a program in 4096-element chunks up to 7168
+    columns, one row in 2048-element chunks above, 16 warps, the width compiled in. Fewer rows, other widths, fp32
+    and an H100 keep what they had."""
+    for n, rows, want in [
+        (6144, 16384, Config("two_pass", 4096, 2, 16, cols_const=True)),
+        (7168, 32768, Config("two_pass", 4096, 2, 16, cols_const=True)),
+        (7169, 16384, Config("two_pass", 2048, 1, 16, cols_const=True)),
+        (8192, 10**6, Config("two_pass", 2048, 1, 16, cols_const=True)),
+    ]:
+        assert choose_config(n, 2, rows, fast_memory=True) == want, (n, rows)
+        assert choose_config(n, 2, rows) != want, (n, rows)
+    for n, es, rows in [(6144, 2, 16383), (6143, 2, 16384), (8193, 2, 16384), (8192, 4, 16384), (6144, 2, None)]:
+        assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize(
+    "n_rows, n, cfg",
+    [
+        (7, 6999, Config("two_pass", 4096, 2, 16, cols_const=True)),  # an odd row count: a last program of one row
+        (5, 8191, Config("two_pass", 2048, 1, 16, cols_const=True)),
+    ],
+)
+def test_the_h200_many_rows_configs(dtype, n_rows, n, cfg, device):
+    """The H200's configs for many rows of 6144-8192 columns on strided rows of odd widths, against the float64
+    oracle (in the interpreter on the CPU)."""
+    from kprof.kernels.rmsnorm.tuned import launch_with_config
+
+    inp = FAM.make_inputs((n_rows, n + 8), dtype, device, seed=torch.seed() % 2**31)
+    x, w = inp["x"][:, 5 : 5 + n], inp["weight"][:n].contiguous()
+    y = torch.full((n_rows, n), float("nan"), dtype=x.dtype, device=device)
+    launch_with_config(cfg, x, w, y, inp["eps"])
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
+
+
 def test_many_wide_rows_take_the_cooperative_kernel_on_a_gpu():
     """Rows of 128 KB or more, 64 MiB or more in all: the cooperative kernel on a GPU for float32 (16-bit rows
     pipeline, the test above), 64 elements a thread, chunks that cover the row. Where programs cannot run at
