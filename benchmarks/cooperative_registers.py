@@ -17,7 +17,8 @@ closes the gap, and how much of it is the meeting itself:
   warps, K programs an SM;
 - ``[no meeting]``: the same loads and stores with each program normalising by its own chunk's sum (a wrong
   result on purpose, not checked): what the kernel would take if the meeting cost nothing;
-- ``[zeroing]``: the zeroing of the ``1 + rows`` counters alone, which every cooperative call launches first;
+- ``[zeroing]``: the zeroing of the ``1 + rows`` counters alone, which every cooperative call launched first until
+  the counters were kept between calls (``launching.meeting_counters``);
 - ``[copy]``: a device copy of the bytes the kernel moves (x read, y written; add_rmsnorm: x and the residual
   read, y and h written, as two copies), the yardstick of the 95% target.
 
