@@ -30,14 +30,15 @@ import triton.language as tl
 
 from kprof.kernels.lib.launching import meeting_counters, meeting_tickets_drawn
 
+# What each launch adds to a row's arrival counter (see the module docstring); above any SPLITS the dispatch makes.
+GENERATION = tl.constexpr(1 << 16)
+
 # The choice below, raced on an H100 (benchmarks/results/rmsnorm-split-rows/: 20 shapes of 1-64 rows x
 # 16384-131072 columns, bf16 and fp32, 3 interleaved rounds of cold times, every candidate of splits x
 # loop step x warps): it lands within 4.4% of the fastest candidate at every shape (1.0075x on average)
 # and 14-27% under torch.compile. Two waves of programs beat one (32x131072 bf16: 8 splits, 8.48 us,
 # against 4 splits, 11.55 us); at 64 rows one program per row with 16 warps is faster than any split
 # (64x131072: 14.38 against 16.54 us), so rows split only while four programs per row still fit one wave.
-# What each launch adds to a row's arrival counter (see the module docstring); above any SPLITS the dispatch makes.
-GENERATION = tl.constexpr(1 << 16)
 MIN_CHUNK = 1024  # elements: smaller chunks did not pay for their program
 MAX_SPLITS = 128
 WAVES = 2  # programs per SM the split count may reach
