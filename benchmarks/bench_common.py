@@ -202,3 +202,53 @@ def auto_summary(shape: str, times: dict[str, list[float]]) -> dict:
         "best_us": best_us,
         "torch_compile_us": med.get("[torch_compile]"),
     }
+
+
+# rmsnorm's and add_rmsnorm's many rows of 128-256 KB: the points of the wide-row races
+WIDE_ROW_SHAPES = [(r, n) for r in (512, 2048, 8192) for n in (65536, 131072)]
+
+
+def wide_row_args(doc: str, dtypes: str, budget_s: float) -> Any:
+    """The parser of a race over the wide-row points: :func:`add_race_args`, ``--families`` and ``--shapes``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    add_race_args(ap, dtypes=dtypes, budget_s=budget_s)
+    ap.add_argument("--families", default="rmsnorm,add_rmsnorm")
+    ap.add_argument("--shapes", help="ROWSxCOLS,... instead of the 6 points of 512-8192 rows")
+    return ap
+
+
+def wide_row_points(args: Any) -> Any:
+    """(``family/ROWSxCOLS/dtype``, family name, dtype, family, inputs on the GPU, float64 reference of y) for each family x
+    dtype x shape of ``args`` (:func:`wide_row_args`), until ``--budget-s`` is spent (said, with the first point
+    left out); the GPU's cache is emptied after each point."""
+    import time
+
+    import torch
+
+    from kprof.kernels import discover
+
+    fams = discover()
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else WIDE_ROW_SHAPES
+    t0 = time.monotonic()
+    for family in args.families.split(","):
+        fam = fams[family]
+        for dtype in args.dtypes.split(","):
+            for n_rows, n in shapes:
+                if time.monotonic() - t0 > args.budget_s:
+                    print(f"budget spent: {family} {dtype} {n_rows}x{n} and later not raced", flush=True)
+                    break
+                inputs = fam.make_inputs((n_rows, n), dtype, "cuda", 1234)
+                ref = fam.oracle(**inputs)
+                y_ref = ref[0] if isinstance(ref, tuple) else ref
+                yield f"{family}/{n_rows}x{n}/{dtype}", family, dtype, fam, inputs, y_ref
+                del inputs, ref, y_ref
+                torch.cuda.empty_cache()
+
+
+def copy_of_op(inputs: dict, y: Any, h: Any = None) -> Any:
+    """A device copy of the bytes rmsnorm (x into ``y``) or add_rmsnorm (x and the residual into ``y`` and ``h``)
+    moves: the yardstick of the copy target."""
+    copies = [(y, inputs["x"])] + ([(h, inputs["residual"])] if h is not None else [])
+    return lambda: [dst.copy_(src) for dst, src in copies]

@@ -19,20 +19,25 @@ Writes DIR/times.csv (every time) and DIR/summary.csv (medians, kept / zeroed, e
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from bench_common import add_race_args, checked, print_notes, print_race, race_rounds, race_rows, write_csv
+from bench_common import (
+    checked,
+    copy_of_op,
+    print_notes,
+    print_race,
+    race_rounds,
+    race_rows,
+    wide_row_args,
+    wide_row_points,
+    write_csv,
+)
 
-from kprof.kernels import discover
 from kprof.kernels.lib import split_rows
-
-SHAPES = [(r, n) for r in (512, 2048, 8192) for n in (65536, 131072)]
 
 
 def zeroed(fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -54,59 +59,38 @@ def zeroed(fn: Callable[[], Any]) -> Callable[[], Any]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_race_args(ap, dtypes="bf16,fp16", budget_s=300.0)
-    ap.add_argument("--families", default="rmsnorm,add_rmsnorm")
-    ap.add_argument("--shapes", help="ROWSxCOLS,... instead of the 6 points of 512-8192 rows")
-    args = ap.parse_args()
+    args = wide_row_args(__doc__, "bf16,fp16", 300.0).parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    fams = discover()
     rng = random.Random(0)
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
     rows, summary = [], []
-    t0 = time.monotonic()
-    for family in args.families.split(","):
-        fam = fams[family]
-        for dtype in args.dtypes.split(","):
-            for n_rows, n in shapes:
-                if time.monotonic() - t0 > args.budget_s:
-                    print(f"budget spent: {family} {dtype} {n_rows}x{n} and later not raced", flush=True)
-                    break
-                inputs = fam.make_inputs((n_rows, n), dtype, "cuda", 1234)
-                ref = fam.oracle(**inputs)
-                ref = ref[0] if isinstance(ref, tuple) else ref
-                provider = fam.providers["triton_tuned"].fn
+    for shape, family, _dtype, fam, inputs, ref in wide_row_points(args):
+        provider = fam.providers["triton_tuned"].fn
 
-                def kept(provider=provider, inputs=inputs) -> torch.Tensor:
-                    out = provider(**inputs)
-                    return out[0] if isinstance(out, tuple) else out
+        def kept(provider=provider, inputs=inputs) -> torch.Tensor:
+            out = provider(**inputs)
+            return out[0] if isinstance(out, tuple) else out
 
-                y = torch.empty_like(inputs["x"])
-                fns, notes = checked({"[auto] kept": (kept, ref), "[auto] zeroed": (zeroed(kept), ref)}, y)
-                copies = [(y, inputs["x"])] + (
-                    [(torch.empty_like(y), inputs["residual"])] if "residual" in inputs else []
-                )
-                fns["[copy]"] = lambda cp=copies: [dst.copy_(src) for dst, src in cp]
-                shape = f"{family}/{n_rows}x{n}/{dtype}"
-                times = race_rounds(fns, args.rounds, args.rep_ms, rng)
-                print_race(shape, times, top=5)
-                print_notes(notes)
-                rows += race_rows(shape, times)
-                med = {k: statistics.median(v) for k, v in times.items()}
-                kept_us, zeroed_us, copy_us = med.get("[auto] kept"), med.get("[auto] zeroed"), med["[copy]"]
-                summary.append(
-                    {
-                        "shape": shape,
-                        "kept_us": kept_us,
-                        "zeroed_us": zeroed_us,
-                        "copy_us": copy_us,
-                        "kept_over_zeroed": kept_us / zeroed_us if kept_us and zeroed_us else None,
-                        "kept_of_copy": copy_us / kept_us if kept_us else None,
-                        "zeroed_of_copy": copy_us / zeroed_us if zeroed_us else None,
-                    }
-                )
-                del inputs, ref, fns, copies, y
-                torch.cuda.empty_cache()
+        y = torch.empty_like(inputs["x"])
+        fns, notes = checked({"[auto] kept": (kept, ref), "[auto] zeroed": (zeroed(kept), ref)}, y)
+        fns["[copy]"] = copy_of_op(inputs, y, torch.empty_like(y) if family == "add_rmsnorm" else None)
+        times = race_rounds(fns, args.rounds, args.rep_ms, rng)
+        print_race(shape, times, top=5)
+        print_notes(notes)
+        rows += race_rows(shape, times)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        kept_us, zeroed_us, copy_us = med.get("[auto] kept"), med.get("[auto] zeroed"), med["[copy]"]
+        summary.append(
+            {
+                "shape": shape,
+                "kept_us": kept_us,
+                "zeroed_us": zeroed_us,
+                "copy_us": copy_us,
+                "kept_over_zeroed": kept_us / zeroed_us if kept_us and zeroed_us else None,
+                "kept_of_copy": copy_us / kept_us if kept_us else None,
+                "zeroed_of_copy": copy_us / zeroed_us if zeroed_us else None,
+            }
+        )
+        del fns, y
     write_csv(args.out / "times.csv", rows)
     write_csv(args.out / "summary.csv", summary)
     print(f"{'shape':<30} {'kept':>9} {'zeroed':>9} {'copy':>9} {'kept/zer':>9} {'kept%':>6} {'zer%':>6}")

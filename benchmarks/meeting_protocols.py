@@ -31,20 +31,26 @@ first; ``cold`` times, ``--rounds`` rounds in a fresh random order. Writes DIR/t
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
-import time
 
 import torch
 import triton
 import triton.language as tl
-from bench_common import add_race_args, checked, print_notes, print_race, race_rounds, race_rows, write_csv
+from bench_common import (
+    checked,
+    copy_of_op,
+    print_notes,
+    print_race,
+    race_rounds,
+    race_rows,
+    wide_row_args,
+    wide_row_points,
+    write_csv,
+)
 
-from kprof.kernels import discover
 from kprof.kernels.lib.split_rows import cooperative_arrive, cooperative_wait_sum, float32_again
 
-SHAPES = [(r, n) for r in (512, 2048, 8192) for n in (65536, 131072)]
 FLAG = tl.constexpr(1 << 32)  # above a partial sum's 32 bits in its slot: the slot is written
 # (chunk elements, warps) of the cooperative rule: rmsnorm 64 a thread x 8 warps; add_rmsnorm 32 KB a program
 COOP = {("rmsnorm", "bf16"): (16384, 8), ("rmsnorm", "fp16"): (16384, 8)}
@@ -178,58 +184,39 @@ def candidates(family: str, dtype: str, inputs: dict, y, h, ref, sms: int, provi
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_race_args(ap, dtypes="bf16,fp16", budget_s=480.0)
-    ap.add_argument("--families", default="rmsnorm,add_rmsnorm")
-    ap.add_argument("--shapes", help="ROWSxCOLS,... instead of the 6 points of 512-8192 rows")
-    args = ap.parse_args()
+    args = wide_row_args(__doc__, "bf16,fp16", 480.0).parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    fams = discover()
     rng = random.Random(0)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
     rows, summary = [], []
-    t0 = time.monotonic()
-    for family in args.families.split(","):
-        fam = fams[family]
-        for dtype in args.dtypes.split(","):
-            for n_rows, n in shapes:
-                if time.monotonic() - t0 > args.budget_s:
-                    print(f"budget spent: {family} {dtype} {n_rows}x{n} and later not raced", flush=True)
-                    break
-                inputs = fam.make_inputs((n_rows, n), dtype, "cuda", 1234)
-                y = torch.empty_like(inputs["x"])
-                h = torch.empty_like(inputs["x"]) if family == "add_rmsnorm" else None
-                ref = fam.oracle(**inputs)
-                ref = ref[0] if isinstance(ref, tuple) else ref
-                provider = fam.providers["triton_tuned"].fn
-                fns, notes = checked(candidates(family, dtype, inputs, y, h, ref, sms, provider), y)
-                copies = [(y, inputs["x"])] + ([(h, inputs["residual"])] if h is not None else [])
-                fns["[copy]"] = lambda cp=copies: [dst.copy_(src) for dst, src in cp]
-                shape = f"{family}/{n_rows}x{n}/{dtype}"
-                times = race_rounds(fns, args.rounds, args.rep_ms, rng)
-                print_race(shape, times, top=30)
-                print_notes(notes)
-                rows += race_rows(shape, times)
-                med = {k: statistics.median(v) for k, v in times.items()}
-                best_us, best = min((v, k) for k, v in med.items() if not k.startswith("["))
-                summary.append(
-                    {
-                        "shape": shape,
-                        "auto_us": med.get("[auto]"),
-                        "pipe_p0_us": med.get("pipe p0 x4"),
-                        "pipe_p2_us": med.get("pipe p2 x4"),
-                        "coop_p0_us": med.get("coop p0"),
-                        "coop_p2_us": med.get("coop p2"),
-                        "best": best,
-                        "best_us": best_us,
-                        "copy_us": med["[copy]"],
-                        "auto_of_copy": med["[copy]"] / med["[auto]"] if med.get("[auto]") else None,
-                        "best_of_copy": med["[copy]"] / best_us,
-                    }
-                )
-                del inputs, y, h, ref, fns, copies
-                torch.cuda.empty_cache()
+    for shape, family, dtype, fam, inputs, ref in wide_row_points(args):
+        y = torch.empty_like(inputs["x"])
+        h = torch.empty_like(inputs["x"]) if family == "add_rmsnorm" else None
+        provider = fam.providers["triton_tuned"].fn
+        fns, notes = checked(candidates(family, dtype, inputs, y, h, ref, sms, provider), y)
+        fns["[copy]"] = copy_of_op(inputs, y, h)
+        times = race_rounds(fns, args.rounds, args.rep_ms, rng)
+        print_race(shape, times, top=30)
+        print_notes(notes)
+        rows += race_rows(shape, times)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        best_us, best = min((v, k) for k, v in med.items() if not k.startswith("["))
+        summary.append(
+            {
+                "shape": shape,
+                "auto_us": med.get("[auto]"),
+                "pipe_p0_us": med.get("pipe p0 x4"),
+                "pipe_p2_us": med.get("pipe p2 x4"),
+                "coop_p0_us": med.get("coop p0"),
+                "coop_p2_us": med.get("coop p2"),
+                "best": best,
+                "best_us": best_us,
+                "copy_us": med["[copy]"],
+                "auto_of_copy": med["[copy]"] / med["[auto]"] if med.get("[auto]") else None,
+                "best_of_copy": med["[copy]"] / best_us,
+            }
+        )
+        del y, h, fns
     write_csv(args.out / "times.csv", rows)
     write_csv(args.out / "summary.csv", summary)
     cols = ("auto_us", "pipe_p0_us", "pipe_p2_us", "coop_p0_us", "coop_p2_us", "copy_us")

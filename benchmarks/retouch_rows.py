@@ -24,17 +24,20 @@ order. Writes DIR/times.csv and DIR/summary.csv.
 
 from __future__ import annotations
 
-import argparse
 import random
-import statistics
-import time
 
 import torch
 import triton
 import triton.language as tl
-from bench_common import add_race_args, checked, print_notes, print_race, race_rounds, race_rows, write_csv
+from bench_common import (
+    checked,
+    copy_of_op,
+    race_shape,
+    wide_row_args,
+    wide_row_points,
+    write_csv,
+)
 
-from kprof.kernels import discover
 from kprof.kernels.lib.split_rows import (
     cooperative_arrive,
     cooperative_launch_args,
@@ -45,7 +48,6 @@ from kprof.kernels.lib.split_rows import (
     take_ticket,
 )
 
-SHAPES = [(r, n) for r in (512, 2048, 8192) for n in (65536, 131072)]
 COOPERATIVE = [(c, b, w) for c in (8192, 16384) for b in (1024, 2048) for w in (4, 8)]
 PIPELINED = [(c, 2048, 4, k) for c in (4096, 8192, 16384) for k in (8, 16)] + [(8192, 1024, 4, 16)]
 
@@ -164,59 +166,29 @@ def candidates(inputs: dict, y: torch.Tensor, h: torch.Tensor | None, ref: torch
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_race_args(ap, dtypes="bf16", budget_s=300.0)
-    ap.add_argument("--families", default="rmsnorm,add_rmsnorm")
-    ap.add_argument("--shapes", help="ROWSxCOLS,... instead of the 6 points of 512-8192 rows")
-    args = ap.parse_args()
+    args = wide_row_args(__doc__, "bf16", 300.0).parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    fams = discover()
     rng = random.Random(0)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
     rows, summary = [], []
-    t0 = time.monotonic()
-    for family in args.families.split(","):
-        fam = fams[family]
-        for dtype in args.dtypes.split(","):
-            for n_rows, n in shapes:
-                if time.monotonic() - t0 > args.budget_s:
-                    print(f"budget spent: {family} {dtype} {n_rows}x{n} and later not raced", flush=True)
-                    break
-                inputs = fam.make_inputs((n_rows, n), dtype, "cuda", 1234)
-                ref = fam.oracle(**inputs)
-                ref = ref[0] if isinstance(ref, tuple) else ref
-                y = torch.empty_like(inputs["x"])
-                h = torch.empty_like(inputs["x"]) if family == "add_rmsnorm" else None
-                provider = fam.providers["triton_tuned"].fn
+    for shape, family, _dtype, fam, inputs, ref in wide_row_points(args):
+        y = torch.empty_like(inputs["x"])
+        h = torch.empty_like(inputs["x"]) if family == "add_rmsnorm" else None
+        provider = fam.providers["triton_tuned"].fn
 
-                def auto(provider=provider, inputs=inputs):
-                    out = provider(**inputs)
-                    return out[0] if isinstance(out, tuple) else out
+        def auto(provider=provider, inputs=inputs):
+            out = provider(**inputs)
+            return out[0] if isinstance(out, tuple) else out
 
-                fns, notes = checked({"[auto]": (auto, ref), **candidates(inputs, y, h, ref, sms)}, y)
-                copies = [(y, inputs["x"])] + ([(h, inputs["residual"])] if h is not None else [])
-                fns["[copy]"] = lambda cp=copies: [dst.copy_(src) for dst, src in cp]
-                shape = f"{family}/{n_rows}x{n}/{dtype}"
-                times = race_rounds(fns, args.rounds, args.rep_ms, rng)
-                print_race(shape, times, top=12)
-                print_notes(notes)
-                rows += race_rows(shape, times)
-                med = {k: statistics.median(v) for k, v in times.items()}
-                best_us, best = min((v, k) for k, v in med.items() if not k.startswith("["))
-                summary.append(
-                    {
-                        "shape": shape,
-                        "auto_us": med.get("[auto]"),
-                        "best": best,
-                        "best_us": best_us,
-                        "copy_us": med["[copy]"],
-                        "auto_of_copy": med["[copy]"] / med["[auto]"] if med.get("[auto]") else None,
-                        "best_of_copy": med["[copy]"] / best_us,
-                    }
-                )
-                del inputs, ref, y, h, fns, copies
-                torch.cuda.empty_cache()
+        fns, notes = checked({"[auto]": (auto, ref), **candidates(inputs, y, h, ref, sms)}, y)
+        fns["[copy]"] = copy_of_op(inputs, y, h)
+        raced, summ = race_shape(shape, fns, notes, args, rng, top=12)
+        rows += raced
+        copy_us = next(r["time_us"] for r in raced if r["variant"] == "[copy]")
+        del summ["torch_compile_us"]  # not raced here
+        summ.update(copy_us=copy_us, auto_of_copy=copy_us / summ["auto_us"], best_of_copy=copy_us / summ["best_us"])
+        summary.append(summ)
+        del y, h, fns
     write_csv(args.out / "times.csv", rows)
     write_csv(args.out / "summary.csv", summary)
     print(f"{'shape':<30} {'auto':>9} {'best':>9} {'copy':>9} {'auto%':>6} {'best%':>6}  best")
