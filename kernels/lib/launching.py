@@ -96,6 +96,15 @@ def meeting_tickets_drawn(counters: torch.Tensor, tickets: int) -> None:
             have.drawn = (have.drawn + tickets) % (1 << 32)  # the counter is int32 and wraps; so does its base
 
 
+def meeting_forget(counters: torch.Tensor) -> None:
+    """Drop ``counters`` from the cache, so that the next call on its device and stream starts on fresh zeroed
+    counters: for a launch that failed or was interrupted, which may or may not have drawn its tickets (a count
+    the host then got wrong would hand the next launch's programs tickets of no row, silently)."""
+    for key, have in list(_MEETINGS.items()):
+        if have.counters is counters:
+            del _MEETINGS[key]
+
+
 class _Meeting:
     """One (device, stream)'s meeting counters and the tickets drawn at them so far (modulo 2**32)."""
 

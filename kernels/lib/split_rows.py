@@ -9,7 +9,8 @@
 The meeting's counters (``launching.meeting_counters``: one ticket counter, then one counter per row) are kept
 per device and stream and never zeroed by a launch of their own. The ticket counter is never put back to zero:
 the host counts the tickets each launch draws and passes the counter's value at the launch's start
-(``ticket_base``), from which the kernel counts its tickets. A row's counter cannot be put back to zero by its
+(``ticket_base``), from which the kernel counts its tickets; a launch that raises, which may or may not have drawn
+its tickets, leaves its counters behind (``launch_meeting``). A row's counter cannot be put back to zero by its
 last program either, since the row's other programs may still be reading it while they wait; instead every launch
 adds exactly ``GENERATION`` to it: each program counts 1, and the row's first part ``GENERATION - SPLITS`` more.
 A row's counter is a multiple of ``GENERATION`` between launches, whatever their SPLITS, and its low bits reach
@@ -28,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib.launching import meeting_counters, meeting_tickets_drawn
+from kprof.kernels.lib.launching import meeting_counters, meeting_forget, meeting_tickets_drawn
 
 # What each launch adds to a row's arrival counter (see the module docstring); above any SPLITS the dispatch makes.
 GENERATION = tl.constexpr(1 << 16)
@@ -254,7 +255,12 @@ def cooperative_launch_args(x2d: torch.Tensor, splits: int, what: str) -> tuple[
 
 def launch_meeting(kernel: Any, grid: tuple[int], args: tuple, options: dict, sync: torch.Tensor, tickets: int) -> Any:
     """``kernel[grid](*args, **options)``, a launch whose programs draw ``tickets`` tickets in all at ``sync``
-    (from :func:`cooperative_launch_args`), counted once it is launched; returns the compiled kernel."""
-    compiled = kernel[grid](*args, **options)
-    meeting_tickets_drawn(sync, tickets)
+    (from :func:`cooperative_launch_args`), counted once it is launched; returns the compiled kernel. A launch that
+    raises (an interrupt included) leaves its counters to itself: the next call starts on fresh ones."""
+    try:
+        compiled = kernel[grid](*args, **options)
+        meeting_tickets_drawn(sync, tickets)
+    except BaseException:
+        meeting_forget(sync)
+        raise
     return compiled

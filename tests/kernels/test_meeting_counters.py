@@ -7,13 +7,14 @@ oracle."""
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import pytest
 import torch
 
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm import cooperative as add_cooperative
-from kprof.kernels.lib import launching
+from kprof.kernels.lib import launching, split_rows
 from kprof.kernels.lib.split_rows import GENERATION
 from kprof.kernels.rmsnorm import cooperative as rms_cooperative
 
@@ -41,6 +42,36 @@ def test_the_host_counts_the_tickets_drawn_from_one_base_per_device_and_stream(m
     assert bigger is not counters and base == 0 and not bigger.any()
     # apart from the zero-between-calls ticket counters of the split-K kernels
     assert launching.ticket_counters(t, 10) is not bigger
+
+
+def test_a_launch_that_raises_leaves_its_counters_and_the_next_starts_fresh(monkeypatch):
+    """A launch that raises may or may not have drawn its tickets, so the host's count of them cannot be trusted:
+    its counters are dropped, and the next call on the stream gets fresh ones from base 0. A launch that returns is
+    counted."""
+    monkeypatch.setattr(launching, "_MEETINGS", {})
+    t = torch.empty(1)
+
+    class Kernel:
+        def __init__(self, error: BaseException | None) -> None:
+            self.error = error
+
+        def __getitem__(self, grid: tuple[int]) -> Any:
+            def launch(*args: Any, **options: Any) -> str:
+                if self.error is not None:
+                    raise self.error
+                return "compiled"
+
+            return launch
+
+    counters, base = launching.meeting_counters(t, 10)
+    assert split_rows.launch_meeting(Kernel(None), (3,), (), {}, counters, 5) == "compiled"
+    assert launching.meeting_counters(t, 10) == (counters, 5)
+    for error in (RuntimeError("out of resources"), KeyboardInterrupt()):
+        with pytest.raises(type(error)):
+            split_rows.launch_meeting(Kernel(error), (3,), (), {}, counters, 5)
+        fresh, base = launching.meeting_counters(t, 10)
+        assert fresh is not counters and base == 0 and not fresh.any()
+        counters = fresh
 
 
 def _rmsnorm(x: torch.Tensor, w: torch.Tensor, kernel: str) -> torch.Tensor:
