@@ -165,7 +165,6 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
         "launch plans per call signature (shapes, strides, dtypes, devices, alignment; never tensor values), "
         "bounded at 4096 each",
     ),
-    ("kprof.kernels.rmsnorm.tuned._sm_counts", "SM count per device index"),
     ("kprof.device.max_sm_clock_mhz", "the GPU's highest SM clock (nvidia-smi) per device index, for the cold mode"),
     (
         "RouteRace objects in swiglu.tuned, rmsnorm_linear.tuned (kprof.kernels.lib.routes)",

@@ -33,7 +33,12 @@ _PROPERTIES: dict[int, Any] = {}
 
 def sm_count(t: torch.Tensor) -> int:
     """Streaming multiprocessors of ``t``'s GPU (132, an H100's, for CPU tensors in the interpreter)."""
-    return _properties(t).multi_processor_count if t.is_cuda else 132
+    return sm_count_at(t.get_device() if t.is_cuda else -1)
+
+
+def sm_count_at(device_index: int) -> int:
+    """:func:`sm_count` for the GPU of index ``device_index`` (132 for a negative index: the CPU)."""
+    return _device_properties(device_index).multi_processor_count if device_index >= 0 else 132
 
 
 def fast_memory(t: torch.Tensor) -> bool:

@@ -385,18 +385,14 @@ def choose_config(
 _rows_launcher = CompiledLauncher(_rmsnorm_rows_kernel)
 _two_pass_launcher = CompiledLauncher(_rmsnorm_two_pass_kernel)
 _looped_launcher = CompiledLauncher(_rmsnorm_looped_kernel)
-_sm_counts: dict[int, int] = {}
 
 
 def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Config:
-    """``choose_config`` with the SM count of ``device_index`` (132, an H100's, for CPU tensors, which also
-    leave out the cooperative and pipelined kernels) and whether it is an H200 (``launching.fast_memory_at``)."""
-    if device_index not in _sm_counts:
-        _sm_counts[device_index] = (
-            torch.cuda.get_device_properties(device_index).multi_processor_count if device_index >= 0 else 132
-        )
-    gpu = device_index >= 0
-    return choose_config(n, element_size, n_rows, _sm_counts[device_index], gpu, launching.fast_memory_at(device_index))
+    """``choose_config`` for the GPU of index ``device_index``: its SM count and whether it is an H200
+    (``launching.sm_count_at``, ``launching.fast_memory_at``; 132 SMs, an H100's, for CPU tensors, which also
+    leave out the cooperative and pipelined kernels)."""
+    sms, fast = launching.sm_count_at(device_index), launching.fast_memory_at(device_index)
+    return choose_config(n, element_size, n_rows, sms, device_index >= 0, fast)
 
 
 def offline_wide_row_call(n_rows: int, n: int, dtype: torch.dtype, sm_count: int = 132) -> tuple[Config, tuple] | None:
