@@ -1,4 +1,5 @@
-"""add_rmsnorm at few rows: triton_tuned's choice (``[auto]``) against the candidates it chose among, on an H100.
+"""add_rmsnorm at few rows: triton_tuned's choice (``[auto]``, the GPU's: an H200 has rules of its own) against the
+candidates it chose among.
 
     python benchmarks/add_rmsnorm_split_rows.py --out DIR [--set few|many] [--dtypes bf16] [--rounds 3] [--budget-s 420]
 
@@ -8,8 +9,8 @@
 * few rows of 2048-16384 columns: the whole row in one block (``rows``, triton_one_row's warps), the
   chunked kernel with 8 KB chunks x 8 warps (triton_looped's config) and with 16 KB chunks x 16 warps (the
   previous choice).
-``--set many``: 64-8192 rows of 65536 and 131072 columns, the cooperative kernel over chunk sizes x warps
-against the chunked loop. ``--rows 64`` keeps the set's shapes of those row counts.
+``--set many``: 64-8192 rows of 65536 and 131072 columns, the cooperative kernel over chunk sizes x warps and the
+pipelined kernel over chunk sizes x warps x programs an SM, against the chunked loop. ``--rows 64`` keeps the set's shapes of those row counts.
 Per shape every candidate is checked against the float64 oracle first (y and h; a wrong one is not timed),
 then timed in ``--rounds`` rounds in a fresh random order each round, each a ``kprof.timing.cold_time_us``
 of ``--rep-ms``; the median over rounds counts. Writes DIR/add_split_rows.csv and DIR/summary.csv and
@@ -29,6 +30,7 @@ from bench_common import add_race_args, race_shape, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm.tuned import Config, choose_config, launch_with_config
+from kprof.kernels.lib import launching
 
 WIDE = [(r, n) for r in (1, 4, 8, 16, 32, 64) for n in (65536, 131072)]
 NARROW = [(r, n) for r in (1, 8, 64, 128, 512, 1024, 2048) for n in (2048, 3072, 6144, 8192, 16384)]
@@ -51,6 +53,11 @@ def candidates_many(n: int) -> dict[str, Config]:
     out = {"looped c8192 w16": Config("looped", 8192, 1, 16)}
     for chunk, w in ((4096, 4), (8192, 4), (8192, 8), (16384, 8), (16384, 16), (16384, 32), (32768, 16), (32768, 32)):
         out[f"coop c{chunk} w{w}"] = Config("cooperative", chunk, 1, w, triton.cdiv(n, chunk))
+    # the pipelined layouts of the dispatch (fp16's, bf16's on an H100 and on an H200) and their neighbours
+    for chunk, w, per_sm in ((8192, 8, 4), (8192, 16, 3), (4096, 4, 8), (4096, 8, 4), (2048, 4, 8)):
+        out[f"pipe c{chunk} w{w} p{per_sm}"] = Config(
+            "pipelined", chunk, 1, w, triton.cdiv(n, chunk), programs_per_sm=per_sm
+        )
     return out
 
 
@@ -77,7 +84,9 @@ def main() -> int:
         x, r, w, eps = inp["x"], inp["residual"], inp["weight"], inp["eps"]
         y_ref, h_ref = fam.oracle(**inp)
         y, h = torch.empty_like(x), torch.empty_like(x)
-        auto = choose_config(n, x.element_size(), n_rows, sms, fp16=x.dtype == torch.float16)
+        auto = choose_config(
+            n, x.element_size(), n_rows, sms, fp16=x.dtype == torch.float16, fast_memory=launching.fast_memory(x)
+        )
         cands = candidates(n_rows, n, x.element_size(), sms) if args.set == "few" else candidates_many(n)
         cfgs = {"[auto] " + _name(auto): auto, **cands}
         fns, notes = {}, {}
@@ -115,6 +124,8 @@ def _name(cfg: Config) -> str:
         return f"split s{cfg.splits} b{cfg.block_n} w{cfg.num_warps}"
     if cfg.kernel == "cooperative":
         return f"coop c{cfg.block_n} w{cfg.num_warps}"
+    if cfg.kernel == "pipelined":
+        return f"pipe c{cfg.block_n} w{cfg.num_warps} p{cfg.programs_per_sm}"
     if cfg.kernel == "rows":
         return f"rows b{cfg.block_n} r{cfg.rows} w{cfg.num_warps}"
     return f"looped c{cfg.block_n} w{cfg.num_warps}"

@@ -6,7 +6,8 @@ configuration of ``triton_one_row``, measured faster there); few rows wider than
 several programs per row (``split``: two launches), as rmsnorm's tuned version does; many rows of 128 KB or
 more over programs that keep h in registers and meet once (``cooperative``, GPU only; in fp16, and in bf16 from
 512 to 8191 rows, its pipelined form, where a program computes its next chunk of h before it waits for the row it
-holds).
+holds). An H200 (``launching.fast_memory``) has a few rules of its own, raced there: bf16's pipelined layout, the
+cooperative kernel from 8 MiB, and triton_one_row's kernel at many rows of 4-32 KB.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kprof.kernels.add_rmsnorm import cooperative, split
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.add_rmsnorm.looped import _add_rmsnorm_looped_kernel
 from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
+from kprof.kernels.add_rmsnorm.one_row import _add_rmsnorm_one_row_kernel
 from kprof.kernels.lib import launching, split_rows
 from kprof.kernels.lib.launching import classic_num_warps, known_row_sizes, vector_align
 from kprof.launch import CompiledLauncher, spec_key
@@ -68,7 +70,8 @@ def _add_rmsnorm_rows_kernel(
 
 @dataclass(frozen=True)
 class Config:
-    kernel: str  # "rows" (block of whole rows), "looped" (chunked rows, one program each), "split" (few
+    kernel: str  # "rows" (block of whole rows), "one_row" (triton_one_row's kernel: one row in one block, no cache
+    # hints), "looped" (chunked rows, one program each), "split" (few
     # wide rows, several programs per row), "cooperative" (many rows of 128 KB or more, several programs per
     # row meeting once; GPU only) or "pipelined" (the same meeting, each program taking chunk after chunk)
     block_n: int
@@ -134,6 +137,24 @@ _MID_CONST = (4096, 16)  # (chunk elements, warps)
 # ceiling and 1.25x torch.compile already at 64x131072 bf16 (16 MiB of x).
 _COOPERATIVE_MIN_ROW_BYTES = 128 * 1024
 _COOPERATIVE_MIN_BYTES = 16 * 1024 * 1024
+# On an H200 (``launching.fast_memory``) 16-bit rows take it from 8 MiB, in the cooperative kernel's own layout
+# (16384 elements, 16 warps) in fp16 too, where rows are too many to split. At 64x65536 the chunked kernel runs 64
+# programs on 132 SMs; raced there in two processes on two GPUs (benchmarks/results/grid/h200-main-521b2f6/
+# wide-64-rows/), us, bf16 / fp16: the chunked kernel 12.24-12.26 / 13.73-13.79, this layout 10.59-10.80 /
+# 10.94-11.01 (the fastest cooperative layout 10.40-10.53 / 10.75-10.94), fp16's pipelined layout 12.75-12.77 /
+# 11.47-11.54, torch.compile 12.02-14.18 / 14.30-14.32. Not raced on an H100 below 16 MiB, nor in fp32: the 16 MiB
+# rule stays there.
+_COOPERATIVE_MIN_BYTES_FAST_MEMORY = 8 * 1024 * 1024
+# On an H200 (``launching.fast_memory``) many 16-bit rows of 4-32 KB take triton_one_row's kernel (the row in
+# registers, no cache hints) where this table's chunked kernel (h stored, then read back from L2) or packed rows ran
+# slower there: from 8192 rows at 2048-3072 and 4097-7168 columns, from 2048 rows at 4097-16384. In the H200's main
+# grids (benchmarks/results/grid/h200-main-521b2f6/, one run a dtype, each on its own GPU), triton_tuned's time over
+# triton_one_row's, bf16 / fp16: 8192 rows x 2048 1.044 / 1.044, x 3072 1.058 / 1.043, x 6144 1.081 / 1.020, x 7168
+# 1.017 / 1.016; 32768 rows x 2048 1.058 / 1.061, x 3072 1.032 / 1.034, x 6144 1.069 / 1.007, x 7168 1.009 / 1.002;
+# 2048 rows x 6144 1.036 / 1.005, x 7168 1.061 / 1.033, x 8192 1.037 / 1.056, x 16384 1.031 / 1.032. Left as they
+# were: 4096 columns (0.990-1.005), 8192 from 8192 rows (0.989-1.014), 16384 from 8192 rows (1.000-1.017), fewer
+# rows (2048x2048 0.902: packed rows win there). On an H100 the chunked kernel had won (above).
+_FAST_MEMORY_ONE_ROW = ((8192, ((2048, 3072), (4097, 7168))), (2048, ((4097, 16384),)))  # (from rows, widths)
 # 32 KB of the row a program, 32 elements a thread: 16384 16-bit elements with 16 warps, 8192 float32 with 8.
 # Raced on an H100 over chunks x warps at 64-8192 rows of 65536-131072 bf16
 # (benchmarks/results/rmsnorm-cooperative/add_rmsnorm-chunks/): 16384 x 16 warps was the fastest at all 8
@@ -186,15 +207,19 @@ def choose_config(
     above ``_ONE_BLOCK_FEW_ROWS``); ``n_rows`` None: as for many rows. ``cooperative`` False leaves out the
     kernel whose programs must run at the same time (Triton's interpreter runs them one after another).
     ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows).
-    ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 512 rows in its own layout."""
+    ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 512 rows in its own layout, 16-bit
+    rows meet from 8 MiB (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``) and many rows of 4-32 KB take triton_one_row's kernel
+    (``_FAST_MEMORY_ONE_ROW``)."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if (
         cooperative
         and n_rows is not None
         and n * element_size >= _COOPERATIVE_MIN_ROW_BYTES
-        and n_rows * n * element_size >= _COOPERATIVE_MIN_BYTES
+        and n_rows * n * element_size >= _cooperative_min_bytes(n_rows, n, element_size, sm_count, fast_memory)
     ):
+        if n_rows * n * element_size < _COOPERATIVE_MIN_BYTES:  # an H200's 8-16 MiB: its own layout, both dtypes
+            return _cooperative_config(n, element_size)
         bf16 = element_size == 2 and not fp16
         if bf16 and fast_memory and n_rows >= _PIPELINED_BF16_ROWS[0]:
             chunk, warps, per_sm = _PIPELINED_BF16_FAST_MEMORY
@@ -202,9 +227,9 @@ def choose_config(
         if fp16 or (bf16 and _PIPELINED_BF16_ROWS[0] <= n_rows < _PIPELINED_BF16_ROWS[1]):
             chunk, warps, per_sm = (_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM) if fp16 else _PIPELINED_BF16
             return Config("pipelined", chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
-        chunk = _COOPERATIVE_CHUNK_BYTES // element_size
-        warps = chunk // (32 * _COOPERATIVE_PER_THREAD)
-        return Config("cooperative", chunk, 1, warps, triton.cdiv(n, chunk))
+        return _cooperative_config(n, element_size)
+    if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n):
+        return Config("one_row", block_n, 1, classic_num_warps(block_n))
     if row_bytes > MAX_ONE_BLOCK_BYTES:
         return _wide_config(n, element_size, n_rows, sm_count)
     rows, warps = ROW_TABLE.get(row_bytes, (min(16, 8192 // row_bytes), 4))
@@ -216,6 +241,29 @@ def choose_config(
     while warps > 1 and warps * 32 > rows * block_n:
         warps //= 2
     return Config("rows", block_n, rows, warps)
+
+
+def _cooperative_min_bytes(n_rows: int, n: int, element_size: int, sm_count: int, fast_memory: bool) -> int:
+    """Bytes of x from which the kernels that meet take rows of 128 KB or more: 8 MiB for 16-bit rows on an H200
+    where they are too many to split over programs (``split_rows.choose_splits``), 16 MiB otherwise."""
+    if fast_memory and element_size == 2 and split_rows.choose_splits(n_rows, n, sm_count) == 1:
+        return _COOPERATIVE_MIN_BYTES_FAST_MEMORY
+    return _COOPERATIVE_MIN_BYTES
+
+
+def _fast_memory_one_row(n_rows: int, n: int) -> bool:
+    """Whether an H200 takes triton_one_row's kernel for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_ONE_ROW``)."""
+    for min_rows, widths in _FAST_MEMORY_ONE_ROW:
+        if n_rows >= min_rows:
+            return any(lo <= n <= hi for lo, hi in widths)
+    return False
+
+
+def _cooperative_config(n: int, element_size: int) -> Config:
+    """The cooperative kernel's layout: 32 KB chunks of the row, 32 elements a thread."""
+    chunk = _COOPERATIVE_CHUNK_BYTES // element_size
+    warps = chunk // (32 * _COOPERATIVE_PER_THREAD)
+    return Config("cooperative", chunk, 1, warps, triton.cdiv(n, chunk))
 
 
 def _wide_config(n: int, element_size: int, n_rows: int | None, sm_count: int) -> Config:
@@ -249,6 +297,7 @@ def _wide_config(n: int, element_size: int, n_rows: int | None, sm_count: int) -
 
 
 _rows_launcher = CompiledLauncher(_add_rmsnorm_rows_kernel)
+_one_row_launcher = CompiledLauncher(_add_rmsnorm_one_row_kernel)
 _looped_launcher = CompiledLauncher(_add_rmsnorm_looped_kernel)
 
 
@@ -281,6 +330,9 @@ def launch_with_config(
             args + (cfg.block_n, cfg.rows, i64, align),
             num_warps=cfg.num_warps,
         )
+    elif cfg.kernel == "one_row":
+        args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
+        _one_row_launcher((cfg, spec_key(args)), (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
     elif cfg.kernel == "split":
         split.launch_split(x2d, r2d, w, y, h, eps, cfg.splits, cfg.block_n, cfg.num_warps)
     elif cfg.kernel == "cooperative":
@@ -326,4 +378,5 @@ def add_rmsnorm_tuned(
 # Public handles for kprof.kernels.lib.fastops (the ops API's launch plans): the kernels keep their `_` names,
 # which are the names profilers record for every launch.
 rows_launcher = _rows_launcher
+one_row_launcher = _one_row_launcher
 looped_launcher = _looped_launcher

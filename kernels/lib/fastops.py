@@ -205,6 +205,11 @@ def _add_plan(
             tail,
             {"num_warps": cfg.num_warps},
         )
+    elif cfg.kernel == "one_row":
+        tail = (xs, rs, n, float(eps), cfg.block_n)
+        launch = Launch(
+            tuned.one_row_launcher, ("ops", cfg, tail, *sigs), (n_rows,), tail, {"num_warps": cfg.num_warps}
+        )
     elif cfg.kernel == "split":
         launch = _add_split_launch(cfg, x, xs, rs, n_rows, n, float(eps), sigs)
     else:

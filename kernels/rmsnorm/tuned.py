@@ -273,6 +273,11 @@ _CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {
     (8192, 1024): (4096, 2, 16),
 }
 _CONST_TWO_PASS_MAX_ROWS = 2048
+# On an H200 (``launching.fast_memory``) also 512-1023 rows of 8193-16384 16-bit elements. Raced there at 3 places
+# in memory each (benchmarks/results/grid/h200-main-521b2f6/mid-rows-16384/), bf16 / fp16 at 512x16384, us: 8.88 /
+# 8.74 against 9.29 / 9.33 for the one-block config (one row, 16 warps), torch.compile 8.79 / 9.07; not raced on an
+# H100, which keeps the one-block config.
+_FAST_MEMORY_CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {(16384, 512): (4096, 1, 16)}
 # 1-64 16-bit rows of 1025-4096 columns (decode sizes): the same kernel, one chunk the width of the row's block, one
 # row a program. Raced on an H100 at 3 places in memory each, bf16, against the one-block config this replaced (and
 # torch.compile): 1x2048 1.58 us against 1.83 (1.65), 16x2048 1.64 against 1.82 (1.70), 1x2056 1.65 against 1.97
@@ -357,7 +362,8 @@ def choose_config(
     tail_form = element_size == 2 and tail and tail * _TAIL_MAX_SHARE <= head and head in _TAIL_HEADS
     const = None
     if element_size == 2 and n_rows is not None and 512 <= n_rows < _CONST_TWO_PASS_MAX_ROWS:
-        const = _CONST_TWO_PASS.get((block_n, 1024 if n_rows >= 1024 else 512))
+        key = (block_n, 1024 if n_rows >= 1024 else 512)
+        const = _CONST_TWO_PASS.get(key) or (_FAST_MEMORY_CONST_TWO_PASS.get(key) if fast_memory else None)
     if element_size == 2 and n_rows is not None and n_rows <= _FEW_ROWS_MAX and block_n in _FEW_ROWS_TWO_PASS:
         const = (block_n, 1, _FEW_ROWS_TWO_PASS[block_n])
     if const:

@@ -161,6 +161,24 @@ def test_many_wide_16bit_rows_take_the_pipelined_kernel():
     assert tuned.choose_config(65536, 4, 4096, fp16=False).kernel == "cooperative"
 
 
+def test_an_h200_takes_the_cooperative_kernel_from_8_mib_of_16_bit_rows_too_many_to_split():
+    """On an H200 16-bit rows of 128 KB or more meet from 8 MiB of x (an H100 from 16 MiB), in the cooperative kernel's
+    own layout in bf16 and fp16 alike; rows few enough to split, fp32 and an H100 keep what they had."""
+    for n, rows in ((65536, 64), (65536, 127), (100000, 42), (131072, 34)):
+        for fp16 in (False, True):
+            cfg = tuned.choose_config(n, 2, rows, fp16=fp16, fast_memory=True)
+            assert (cfg.kernel, cfg.block_n, cfg.num_warps) == ("cooperative", 16384, 16), (n, rows, fp16)
+            assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
+            assert tuned.choose_config(n, 2, rows, fp16=fp16).kernel not in ("cooperative", "pipelined"), (n, rows)
+            assert tuned.choose_config(n, 2, rows, fp16=fp16, cooperative=False, fast_memory=True).kernel not in (
+                "pipelined",
+                "cooperative",
+            )
+    for n, es, rows in ((131072, 2, 32), (65536, 2, 63), (65536, 4, 48), (65535, 2, 127)):
+        assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
+    assert tuned.choose_config(131072, 2, 64, fp16=True, fast_memory=True).kernel == "pipelined"  # 16 MiB: as before
+
+
 def test_an_h200_pipelines_bf16_from_512_rows_in_its_own_layout():
     """On an H200 bf16 pipelines from 512 rows at every row count in 4096-element chunks, 4 warps, 8 programs an SM;
     under 512 rows, fp16 and fp32 take what an H100 takes."""

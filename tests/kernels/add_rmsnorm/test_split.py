@@ -210,3 +210,49 @@ def test_the_chunked_kernel_with_the_width_compiled_in(dtype, device):
         h = torch.full_like(y, float("nan"))
         tuned.launch_with_config(cfg, inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"])
         _check(y, h, inp, dtype)
+
+
+def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there():
+    """On an H200 (fast memory): from 8192 rows at 2048-3072 and 4097-7168 columns, from 2048 rows at 4097-16384,
+    16-bit rows take triton_one_row's kernel with its warps; other rows and widths, fp32 and an H100 keep theirs."""
+    taken = ((2048, 8192), (3072, 32768), (4097, 8192), (7168, 10**5), (4097, 2048), (16384, 8191), (11008, 4096))
+    for n, rows in taken:
+        for fp16 in (False, True):
+            want = tuned.Config("one_row", triton_block(n), 1, classic_num_warps(triton_block(n)))
+            assert tuned.choose_config(n, 2, rows, fp16=fp16, fast_memory=True) == want, (n, rows)
+            assert tuned.choose_config(n, 2, rows, fp16=fp16).kernel != "one_row", (n, rows)
+    for n, es, rows in (
+        (2048, 2, 8191),  # packed rows won at 2048 rows
+        (4096, 2, 32768),
+        (8192, 2, 8192),
+        (16384, 2, 8192),
+        (3073, 2, 8192),
+        (4096, 2, 2048),
+        (16385, 2, 2048),
+        (6144, 2, 2047),
+        (6144, 4, 8192),
+    ):
+        assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
+
+
+def triton_block(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n", [(3, 3001), (2, 7001)])
+def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch):
+    """The one_row config through the tuned version's launch, and through the ops API's plan with the H200's rule
+    in force: correct on odd widths with strided rows, the plan launching triton_one_row's kernel."""
+    cfg = tuned.Config("one_row", triton_block(n), 1, 4)
+    inp = _strided_inputs(n_rows, n, dtype, device)
+    y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)
+    h = torch.full_like(y, float("nan"))
+    tuned.launch_with_config(cfg, inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"])
+    _check(y, h, inp, dtype)
+    monkeypatch.setattr(tuned, "choose_config", lambda *a, **k: cfg)
+    with triton_ops():
+        for _ in range(2):  # the second call goes through the plan
+            _check(*ops.fused_add_rms_norm(**inp), inp, dtype)
+        ((launch, _, _),) = fastops._add_plans.plans.values()
+    assert launch.launcher is tuned.one_row_launcher and launch.grid[0] == n_rows

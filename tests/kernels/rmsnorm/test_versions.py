@@ -273,17 +273,29 @@ def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_many_ro
         assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
 
 
+def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_512_rows_of_8193_to_16384():
+    """On an H200, 512-1023 16-bit rows of 8193-16384 columns: the two-pass kernel in 4096-element chunks, one row a
+    program, 16 warps, the width compiled in; 1024 rows, narrower rows, fp32 and an H100 keep what they had."""
+    want = Config("two_pass", 4096, 1, 16, cols_const=True)
+    for n, rows in [(16384, 512), (8193, 1023), (11008, 700)]:
+        assert choose_config(n, 2, rows, fast_memory=True) == want, (n, rows)
+        assert choose_config(n, 2, rows) != want, (n, rows)
+    for n, es, rows in [(16384, 2, 511), (16384, 2, 1024), (16384, 4, 512), (16385, 2, 512)]:
+        assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize(
     "n_rows, n, cfg",
     [
         (7, 6999, Config("two_pass", 4096, 2, 16, cols_const=True)),  # an odd row count: a last program of one row
         (5, 8191, Config("two_pass", 2048, 1, 16, cols_const=True)),
+        (3, 12301, Config("two_pass", 4096, 1, 16, cols_const=True)),  # 512-1023 rows of 8193-16384 columns
     ],
 )
-def test_the_h200_many_rows_configs(dtype, n_rows, n, cfg, device):
-    """The H200's configs for many rows of 6144-8192 columns on strided rows of odd widths, against the float64
-    oracle (in the interpreter on the CPU)."""
+def test_the_h200_configs(dtype, n_rows, n, cfg, device):
+    """The H200's two-pass configs (many rows of 6144-8192 columns, 512 rows of 8193-16384) on strided rows of odd
+    widths, against the float64 oracle (in the interpreter on the CPU)."""
     from kprof.kernels.rmsnorm.tuned import launch_with_config
 
     inp = FAM.make_inputs((n_rows, n + 8), dtype, device, seed=torch.seed() % 2**31)
