@@ -22,8 +22,11 @@ from tests.kernels.ops_paths import triton_ops
 FAM = discover()["add_rmsnorm"]
 DTYPES = ["fp32", "bf16", "fp16"]
 ES = {"fp32": 4, "bf16": 2, "fp16": 2}
-# y against the norm of the h returned: one rounding of y (h's own rounding is not in it)
-Y_OF_H_TOL = {"fp32": 1e-6, "bf16": 4e-3, "fp16": 5e-4}
+# y against the norm of the h returned: one rounding of y (h's own rounding is not in it). bf16: 2^-7, a rounding
+# toward zero's worst case, because Triton's interpreter converts float32 to bf16 by truncation (round to nearest, as
+# a GPU rounds, stays under 2^-8): over 150 random 3x77 bf16 rows, twice, truncation read up to 0.0041 and round to
+# nearest up to 0.0020; one CI run read 0.00405 against the 4e-3 this was.
+Y_OF_H_TOL = {"fp32": 1e-6, "bf16": 2**-7, "fp16": 5e-4}
 
 
 def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:
