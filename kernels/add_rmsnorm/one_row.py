@@ -12,7 +12,7 @@ import triton.language as tl
 
 from kprof.dtypes import element_size
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
-from kprof.kernels.lib.launching import whole_row_meta
+from kprof.kernels.lib.launching import known_row_sizes, whole_row_meta
 from kprof.registry import Shape
 
 MAX_BLOCK_BYTES = 32 * 1024  # 8192 fp32 or 16384 bf16/fp16 elements per row
@@ -34,7 +34,10 @@ def _add_rmsnorm_one_row_kernel(
     eps,
     # meta-parameters
     BLOCK_N: tl.constexpr,  # power of two >= N: the whole row is one block
+    ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align): the
+    # tuned version's dispatch passes it, so that rows of a multiple of 8 but not 16 load in vectors
 ):
+    N, x_row_stride, r_row_stride = known_row_sizes(N, x_row_stride, r_row_stride, ALIGN, 0)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N

@@ -332,7 +332,7 @@ def launch_with_config(
         )
     elif cfg.kernel == "one_row":
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
-        _one_row_launcher((cfg, spec_key(args)), (n_rows,), args + (cfg.block_n,), num_warps=cfg.num_warps)
+        _one_row_launcher((cfg, align, spec_key(args)), (n_rows,), args + (cfg.block_n, align), num_warps=cfg.num_warps)
     elif cfg.kernel == "split":
         split.launch_split(x2d, r2d, w, y, h, eps, cfg.splits, cfg.block_n, cfg.num_warps)
     elif cfg.kernel == "cooperative":

@@ -206,7 +206,7 @@ def _add_plan(
             {"num_warps": cfg.num_warps},
         )
     elif cfg.kernel == "one_row":
-        tail = (xs, rs, n, float(eps), cfg.block_n)
+        tail = (xs, rs, n, float(eps), cfg.block_n, align)
         launch = Launch(
             tuned.one_row_launcher, ("ops", cfg, tail, *sigs), (n_rows,), tail, {"num_warps": cfg.num_warps}
         )

@@ -14,7 +14,7 @@ import torch
 from kprof.kernels import discover, ops
 from kprof.kernels.add_rmsnorm import split, tuned
 from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
-from kprof.kernels.lib import fastops, split_rows
+from kprof.kernels.lib import fastops, launching, split_rows
 from kprof.kernels.lib.launching import classic_num_warps
 from kprof.kernels.rmsnorm.reference import rmsnorm_oracle
 from tests.kernels.ops_paths import triton_ops
@@ -243,10 +243,11 @@ def triton_block(n: int) -> int:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n_rows, n", [(3, 3001), (2, 7001)])
+@pytest.mark.parametrize("n_rows, n", [(3, 3001), (2, 7001), (2, 5512)])
 def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch):
     """The one_row config through the tuned version's launch, and through the ops API's plan with the H200's rule
-    in force: correct on odd widths with strided rows, the plan launching triton_one_row's kernel."""
+    in force: correct on odd widths with strided rows (5512: a multiple of 8, the kernel told so), the plan launching
+    triton_one_row's kernel."""
     cfg = tuned.Config("one_row", triton_block(n), 1, 4)
     inp = _strided_inputs(n_rows, n, dtype, device)
     y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)
@@ -259,3 +260,4 @@ def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch)
             _check(*ops.fused_add_rms_norm(**inp), inp, dtype)
         ((launch, _, _),) = fastops._add_plans.plans.values()
     assert launch.launcher is tuned.one_row_launcher and launch.grid[0] == n_rows
+    assert launch.tail[-1] == launching.vector_align(ES[dtype], n, inp["x"].stride(0), inp["residual"].stride(0))
