@@ -247,6 +247,18 @@ def wide_row_points(args: Any) -> Any:
                 torch.cuda.empty_cache()
 
 
+def tuned_y(fam: Any, inputs: dict) -> Any:
+    """A call of the family's ``triton_tuned`` provider (its dispatch, as the ops API runs it) on ``inputs`` that
+    returns y alone (add_rmsnorm's provider also returns h)."""
+    provider = fam.providers["triton_tuned"].fn
+
+    def call() -> Any:
+        out = provider(**inputs)
+        return out[0] if isinstance(out, tuple) else out
+
+    return call
+
+
 def copy_of_op(inputs: dict, y: Any, h: Any = None) -> Any:
     """A device copy of the bytes rmsnorm (x into ``y``) or add_rmsnorm (x and the residual into ``y`` and ``h``)
     moves: the yardstick of the copy target."""

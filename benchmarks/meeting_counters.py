@@ -32,6 +32,7 @@ from bench_common import (
     print_race,
     race_rounds,
     race_rows,
+    tuned_y,
     wide_row_args,
     wide_row_points,
     write_csv,
@@ -64,12 +65,7 @@ def main() -> int:
     rng = random.Random(0)
     rows, summary = [], []
     for shape, family, _dtype, fam, inputs, ref in wide_row_points(args):
-        provider = fam.providers["triton_tuned"].fn
-
-        def kept(provider=provider, inputs=inputs) -> torch.Tensor:
-            out = provider(**inputs)
-            return out[0] if isinstance(out, tuple) else out
-
+        kept = tuned_y(fam, inputs)
         y = torch.empty_like(inputs["x"])
         fns, notes = checked({"[auto] kept": (kept, ref), "[auto] zeroed": (zeroed(kept), ref)}, y)
         fns["[copy]"] = copy_of_op(inputs, y, torch.empty_like(y) if family == "add_rmsnorm" else None)

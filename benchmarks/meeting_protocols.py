@@ -44,6 +44,7 @@ from bench_common import (
     print_race,
     race_rounds,
     race_rows,
+    tuned_y,
     wide_row_args,
     wide_row_points,
     write_csv,
@@ -167,17 +168,13 @@ def launch(inputs: dict, y: torch.Tensor, h: torch.Tensor | None, chunk: int, wa
     return y
 
 
-def candidates(family: str, dtype: str, inputs: dict, y, h, ref, sms: int, provider) -> dict:
+def candidates(family: str, dtype: str, inputs: dict, y, h, ref, sms: int, auto) -> dict:
     out = {}
     coop_chunk, coop_warps = COOP[(family, dtype)]
     for p in (0, 1, 2):
         out[f"coop p{p}"] = (lambda p=p: launch(inputs, y, h, coop_chunk, coop_warps, None, p), ref)
         for k in PIPE_PER_SM if p == 2 else PIPE_PER_SM[:1]:
             out[f"pipe p{p} x{k}"] = (lambda p=p, k=k: launch(inputs, y, h, PIPE[0], PIPE[1], k * sms, p), ref)
-
-    def auto():
-        res = provider(**inputs)
-        return res[0] if isinstance(res, tuple) else res
 
     out["[auto]"] = (auto, ref)
     return out
@@ -192,8 +189,7 @@ def main() -> int:
     for shape, family, dtype, fam, inputs, ref in wide_row_points(args):
         y = torch.empty_like(inputs["x"])
         h = torch.empty_like(inputs["x"]) if family == "add_rmsnorm" else None
-        provider = fam.providers["triton_tuned"].fn
-        fns, notes = checked(candidates(family, dtype, inputs, y, h, ref, sms, provider), y)
+        fns, notes = checked(candidates(family, dtype, inputs, y, h, ref, sms, tuned_y(fam, inputs)), y)
         fns["[copy]"] = copy_of_op(inputs, y, h)
         times = race_rounds(fns, args.rounds, args.rep_ms, rng)
         print_race(shape, times, top=30)

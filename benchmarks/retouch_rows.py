@@ -33,6 +33,7 @@ from bench_common import (
     checked,
     copy_of_op,
     race_shape,
+    tuned_y,
     wide_row_args,
     wide_row_points,
     write_csv,
@@ -174,13 +175,7 @@ def main() -> int:
     for shape, family, _dtype, fam, inputs, ref in wide_row_points(args):
         y = torch.empty_like(inputs["x"])
         h = torch.empty_like(inputs["x"]) if family == "add_rmsnorm" else None
-        provider = fam.providers["triton_tuned"].fn
-
-        def auto(provider=provider, inputs=inputs):
-            out = provider(**inputs)
-            return out[0] if isinstance(out, tuple) else out
-
-        fns, notes = checked({"[auto]": (auto, ref), **candidates(inputs, y, h, ref, sms)}, y)
+        fns, notes = checked({"[auto]": (tuned_y(fam, inputs), ref), **candidates(inputs, y, h, ref, sms)}, y)
         fns["[copy]"] = copy_of_op(inputs, y, h)
         raced, summ = race_shape(shape, fns, notes, args, rng, top=12)
         rows += raced
