@@ -63,20 +63,29 @@ def tile_set(bms: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
     return [(bm, bn, bk, st) for bm in bms for bn, bk, st in (TILES if bms == (16,) else TALL_TILES)]
 
 
-def candidates(m: int, k: int, n: int, sms: int, bms: tuple[int, ...] = (16,)) -> dict[str, object]:
-    """name -> config, one per distinct (tiles, split count)."""
+def candidates(
+    m: int, k: int, n: int, sms: int, bms: tuple[int, ...] = (16,), pipelined: bool = False
+) -> dict[str, object]:
+    """name -> config, one per distinct (tiles, split count); with ``pipelined`` each also with x pipelined
+    (``PIPELINED_X``, the name ending in `` px``)."""
     out = {}
-    for bm, bn, bk, st in tile_set(bms):
-        for p in PER_SM:
-            splits = 1 if p == 0 else lib_split_k.split_count(m, k, n, bm, bn, bk, p * sms)
-            splits, _ = lib_split_k.k_ranges(k, splits, bk)
-            warps = 8 if bm >= 64 else 4
-            out.setdefault(f"{bm}x{bn}x{bk} s{st} split{splits}", lib_split_k.config(bm, bn, bk, splits, warps, st))
+    for px in (False, True) if pipelined else (False,):
+        for bm, bn, bk, st in tile_set(bms):
+            for p in PER_SM:
+                splits = 1 if p == 0 else lib_split_k.split_count(m, k, n, bm, bn, bk, p * sms)
+                splits, _ = lib_split_k.k_ranges(k, splits, bk)
+                cfg = lib_split_k.config(bm, bn, bk, splits, 8 if bm >= 64 else 4, st, PIPELINED_X=px)
+                out.setdefault(f"{bm}x{bn}x{bk} s{st} split{splits}{' px' if px else ''}", cfg)
     return out
 
 
 def run_point(
-    shape: tuple[int, int, int], dtype: str, rounds: int, shipped_only: bool = False, bms: tuple[int, ...] = (16,)
+    shape: tuple[int, int, int],
+    dtype: str,
+    rounds: int,
+    shipped_only: bool = False,
+    bms: tuple[int, ...] = (16,),
+    pipelined: bool = False,
 ) -> list[dict]:
     inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
@@ -96,7 +105,7 @@ def run_point(
         k = cfg.kwargs
         pool = {f"16x{k['BLOCK_N']}x{k['BLOCK_K']} s{cfg.num_stages} split{k['SPLIT_K']} [shipped]": cfg}
     else:
-        pool = candidates(*shape, launching.sm_count(x), bms)
+        pool = candidates(*shape, launching.sm_count(x), bms, pipelined)
     launches = {
         name: (lambda c=cfg: (split_k.launch_split_k(x, g, w, b, y, eps, c), y)[1], ref) for name, cfg in pool.items()
     }
@@ -104,15 +113,16 @@ def run_point(
     return candidate_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
 
 
-def compile_shard(shard: str, dtypes: list[str], bms: tuple[int, ...] = (16,)) -> None:
-    """This shard's share of (dtype, tiles, split 1 or more) launched once at a small shape of the same
-    specialisation (M is not specialised), so Triton's cache holds every binary before the timed run."""
+def compile_shard(shard: str, dtypes: list[str], bms: tuple[int, ...] = (16,), pipelined: bool = False) -> None:
+    """This shard's share of (dtype, tiles, split 1 or more, x pipelined or not) launched once at a small shape of
+    the same specialisation (M is not specialised), so Triton's cache holds every binary before the timed run."""
     index, count = (int(v) for v in shard.split("/"))
-    items = [(d, t, s) for d in dtypes for t in tile_set(bms) for s in (1, 2)]
-    for d, (bm, bn, bk, st), s in items[index::count]:
+    xs = (False, True) if pipelined else (False,)
+    items = [(d, t, s, px) for d in dtypes for t in tile_set(bms) for s in (1, 2) for px in xs]
+    for d, (bm, bn, bk, st), s, px in items[index::count]:
         inputs = discover()["rmsnorm_linear"].make_inputs((4, 512, 512), d, "cuda", 0)
         y = torch.empty((4, 512), dtype=inputs["x"].dtype, device="cuda")
-        cfg = lib_split_k.config(bm, bn, bk, s, 8 if bm >= 64 else 4, st)
+        cfg = lib_split_k.config(bm, bn, bk, s, 8 if bm >= 64 else 4, st, PIPELINED_X=px)
         split_k.launch_split_k(inputs["x"], inputs["g"], inputs["w"], inputs["b"], y, inputs["eps"], cfg)
     torch.cuda.synchronize()
 
@@ -192,6 +202,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--bms", default="16", help="row tiles raced, e.g. 16,32,64 (taller ones race TALL_TILES)")
     ap.add_argument("--shipped-only", action="store_true", help="only the config the dispatch runs, no race of tiles")
+    ap.add_argument("--pipelined", action="store_true", help="race every tile with x pipelined too (names end in px)")
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--shard", default="0/1")
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
@@ -202,13 +213,13 @@ def main() -> None:
     dtypes = args.dtypes.split(",")
     bms = tuple(int(v) for v in args.bms.split(","))
     if args.compile_only:
-        compile_shard(args.shard, dtypes, bms)
+        compile_shard(args.shard, dtypes, bms, args.pipelined)
         return
     rows: list[dict] = []
     ints = [[int(v) for v in s.split(",")] for s in (args.rows, args.ks, args.cols)]
     for dtype in dtypes:
         for shape in [(m, k, n) for m in ints[0] for k in ints[1] for n in ints[2]]:
-            point = run_point(shape, dtype, args.rounds, args.shipped_only, bms)
+            point = run_point(shape, dtype, args.rounds, args.shipped_only, bms, args.pipelined)
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             best = min((c for c in med if not c.startswith("[")), key=med.get, default=None)

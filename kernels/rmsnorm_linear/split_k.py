@@ -392,21 +392,53 @@ PIPELINED_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int, int]]] = 
 }
 PIPELINED_ROWS = (1, 16)
 
+# On an H200 (``launching.fast_memory``), K from 4096 to 8192: x pipelined in these tiles, (BLOCK_N, BLOCK_K,
+# stages, programs per SM; 0: unsplit) by column class, 1 to 16 rows. Raced there cold against every tile of
+# ``rmsnorm_linear_split_k.py --pipelined`` (18 tiles x 5 split counts, x pipelined or loaded ahead) at 1, 4 and
+# 16 rows (bf16) and 1 and 16 rows (fp16) x K 4096 and 8192 x the classes below, on two GPUs a dtype
+# (``benchmarks/results/split-k/h200-pipelined/``): each tile here within 2.1% (bf16) and 0.1% (fp16) of the
+# fastest candidate of every point of its class, and 0.81-1.01x the time of what the op ran there before (the
+# H100 tables above: unsplit 256-deep steps at 5504 columns, TF32 steps in fp16 at 28672, two kernels at 8192 x
+# 11008), e.g. 1x8192x5504 fp16 30.5 -> 24.9 us against cuBLAS's product's 25.7. The H200's memory streams the
+# weight faster than the H100's, so deeper splits (5504) and wider steps (11008) pay where the H100's did not.
+# Under K 4096 and at the classes not here (bf16 28672, 14336) the H100 tables apply: not raced with x pipelined.
+_FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[int, int, int, int]]] = {
+    torch.bfloat16: {5504: (64, 64, 4, 2), 11008: (128, 256, 3, 0)},
+    torch.float16: {5504: (64, 64, 4, 2), 11008: (128, 256, 3, 0), 28672: (256, 64, 4, 0)},
+}
+_FAST_MEMORY_K = (4096, 8192)  # the K raced for _FAST_MEMORY_PIPELINED
 
-def pipelined_x(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
-    """Whether the kernel runs with x pipelined (``PIPELINED_TILES``) at M x K x N."""
-    cls = PIPELINED_TILES.get(dtype, {}).get(column_class(n))
-    return cls is not None and PIPELINED_ROWS[0] <= m <= PIPELINED_ROWS[1] and k <= cls[4]
+
+def pipelined_tiles(
+    m: int, k: int, n: int, dtype: torch.dtype, fast_memory: bool = False
+) -> tuple[int, int, int, int] | None:
+    """(BLOCK_N, BLOCK_K, stages, programs per SM) of the kernel with x pipelined at M x K x N, or None where x is
+    loaded ahead (``SPLIT_TILES``). ``fast_memory``: on an H200 (``launching.fast_memory``), whose own table
+    (``_FAST_MEMORY_PIPELINED``) comes first."""
+    if not PIPELINED_ROWS[0] <= m <= PIPELINED_ROWS[1]:
+        return None
+    col = column_class(n)
+    fast = _FAST_MEMORY_PIPELINED.get(dtype, {}).get(col) if fast_memory else None
+    if fast is not None and _FAST_MEMORY_K[0] <= k <= _FAST_MEMORY_K[1]:
+        return fast
+    cls = PIPELINED_TILES.get(dtype, {}).get(col)
+    return cls[:4] if cls is not None and k <= cls[4] else None
+
+
+def pipelined_x(m: int, k: int, n: int, dtype: torch.dtype, fast_memory: bool = False) -> bool:
+    """Whether the kernel runs with x pipelined (:func:`pipelined_tiles`) at M x K x N."""
+    return pipelined_tiles(m, k, n, dtype, fast_memory) is not None
 
 
 def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
     """The split-K config of ``x2d`` [M, K] times an [K, n] weight: the column class's tiles, K split so the
     launch has about the class's programs per SM (none split where that is 0); x pipelined where
-    :func:`pipelined_x` says."""
+    :func:`pipelined_tiles` says (on an H200 its own table)."""
     m, k = x2d.shape
-    pipelined = pipelined_x(m, k, n, x2d.dtype)
-    if pipelined:
-        bn, bk, stages, per_sm, _ = PIPELINED_TILES[x2d.dtype][column_class(n)]
+    piped = pipelined_tiles(m, k, n, x2d.dtype, launching.fast_memory(x2d))
+    pipelined = piped is not None
+    if piped is not None:
+        bn, bk, stages, per_sm = piped
     else:
         bn, bk, stages, per_sm = SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
     splits = split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d)) if per_sm else 1

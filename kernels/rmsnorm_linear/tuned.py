@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import torch
 
-from kprof.kernels.lib import routes, tiles
+from kprof.kernels.lib import launching, routes, tiles
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import launch_product
 from kprof.kernels.rmsnorm_linear.norm_cublas import cublas_times, norm_then_cublas
@@ -140,14 +140,15 @@ def ragged_weights(x2d: torch.Tensor, w: torch.Tensor) -> bool:
     return x2d.dtype in (torch.bfloat16, torch.float16) and w.stride(1) == 1 and tiles.aligned8(k, n, w.stride(0))
 
 
-def split_k_product(m: int, k: int, n: int, dtype: torch.dtype) -> bool:
-    """Whether the plain op runs the split-K kernel (norm inside the product, one launch) at M x K x N."""
+def split_k_product(m: int, k: int, n: int, dtype: torch.dtype, fast_memory: bool = False) -> bool:
+    """Whether the plain op runs the split-K kernel (norm inside the product, one launch) at M x K x N;
+    ``fast_memory``: on an H200 (``launching.fast_memory``), which has its own tiles with x pipelined."""
     if m > SPLIT_K_ROWS[-1] or min(k, n) < SPLIT_K_MIN_DIM:
         return False
     col = column_class(n)
     if abs(n - col) > SPLIT_K_CLASS_WIDTH * col:
         return False
-    if pipelined_x(m, k, n, dtype):  # the kernel with x pipelined (split_k.PIPELINED_TILES)
+    if pipelined_x(m, k, n, dtype, fast_memory):  # the kernel with x pipelined (split_k.pipelined_tiles)
         return True
     row = next(r for r in SPLIT_K_ROWS if m <= r)
     least_k = SPLIT_K_CLASSES.get(dtype, {}).get((row, col))
@@ -171,7 +172,7 @@ def product_route(x2d: torch.Tensor, w: torch.Tensor) -> str:
     n = w.shape[1]
     if ragged_weights(x2d, w):
         return "cublas"
-    if split_k_product(m, k, n, x2d.dtype):
+    if split_k_product(m, k, n, x2d.dtype, launching.fast_memory(x2d)):
         return "split_k"
     raced = raced_product(x2d, w)
     if raced is not None:

@@ -72,6 +72,73 @@ def test_x_is_pipelined_up_to_sixteen_rows_in_its_classes_up_to_their_largest_k(
         assert split_k.precision_of(dtype, pipelined=True) == 3 and split_k.precision_of(dtype) != 3
 
 
+def test_on_an_h200_x_is_pipelined_in_its_own_tiles_from_k_4096_to_8192():
+    """The H200's table (``_FAST_MEMORY_PIPELINED``) at the K it was raced at, up to 16 rows; elsewhere, and off an
+    H200, the H100's tables."""
+    low, high = split_k._FAST_MEMORY_K
+    for dtype, classes in split_k._FAST_MEMORY_PIPELINED.items():
+        for n, tiles in classes.items():
+            for m in (1, 4, 16):
+                for k in (low, 6144, high):
+                    assert split_k.pipelined_tiles(m, k, n, dtype, fast_memory=True) == tiles
+                    assert tuned.split_k_product(m, k, n, dtype, fast_memory=True)
+            assert split_k.pipelined_tiles(17, high, n, dtype, fast_memory=True) is None
+            for k in (low - 64, high + 64):  # outside the K raced: what an H100 runs
+                h100 = split_k.pipelined_tiles(4, k, n, dtype)
+                assert split_k.pipelined_tiles(4, k, n, dtype, fast_memory=True) == h100
+    bf16, fp16 = torch.bfloat16, torch.float16
+    assert not tuned.split_k_product(16, 8192, 11008, bf16)  # two kernels on an H100 ...
+    assert tuned.split_k_product(16, 8192, 11008, bf16, fast_memory=True)  # ... the pipelined kernel on an H200
+    assert not split_k.pipelined_x(1, 8192, 28672, fp16) and split_k.pipelined_x(1, 8192, 28672, fp16, True)
+    assert split_k.pipelined_tiles(1, 8192, 28672, bf16, fast_memory=True) is None  # not raced with x pipelined
+
+
+@pytest.mark.parametrize("n", [5504, 11008, 28672])
+def test_on_an_h200_the_config_is_its_tiles_with_k_split_for_the_programs_asked(n, monkeypatch):
+    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    x = torch.empty((1, 8192), dtype=torch.float16, device="meta")
+    bn, bk, stages, per_sm = split_k._FAST_MEMORY_PIPELINED[torch.float16][n]
+    config = split_k.config_for(x, n)
+    assert config.kwargs["PIPELINED_X"] and (config.kwargs["BLOCK_N"], config.kwargs["BLOCK_K"]) == (bn, bk)
+    splits = lib_split_k.split_count(1, 8192, n, 16, bn, bk, per_sm * launching.sm_count(x)) if per_sm else 1
+    assert config.num_stages == stages and config.kwargs["SPLIT_K"] == splits
+    assert (splits > 1) == (per_sm > 0)
+
+
+H200_CLASSES = [(dt, n) for dt, classes in split_k._FAST_MEMORY_PIPELINED.items() for n in classes]
+
+
+@pytest.mark.parametrize(("torch_dtype", "n_class"), H200_CLASSES, ids=lambda v: str(v).removeprefix("torch."))
+@pytest.mark.parametrize("shape", [(3, 300, 70), (16, 130, 45), (1, 520, 260)], ids=lambda s: "x".join(map(str, s)))
+def test_the_h200_tiles_match_the_oracle_through_the_op(shape, torch_dtype, n_class, device, monkeypatch):
+    """The H200's configs (its tiles, x pipelined, K split where the table says) on odd shapes, through the
+    provider and the ops API's first and planned calls, with the K range and the dimension floor scaled down
+    (the interpreter takes minutes over a real decode weight)."""
+    dtype = {torch.bfloat16: "bf16", torch.float16: "fp16"}[torch_dtype]
+    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    monkeypatch.setattr(split_k, "_FAST_MEMORY_K", (16, 1 << 20))
+    monkeypatch.setattr(tuned, "SPLIT_K_MIN_DIM", 16)
+    monkeypatch.setattr(tuned, "SPLIT_K_CLASS_WIDTH", 1e9)
+    for module in (split_k, tuned):
+        monkeypatch.setattr(module, "column_class", lambda n: n_class)
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    x = inputs["x"]
+    config = split_k.config_for(x, shape[2])
+    assert (
+        config.kwargs["PIPELINED_X"]
+        and config.kwargs["BLOCK_N"] == split_k._FAST_MEMORY_PIPELINED[torch_dtype][n_class][0]
+    )
+    outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
+    with triton_ops():
+        outs["ops first call"] = ops.rms_norm_linear(**inputs)
+        outs["ops planned call"] = ops.rms_norm_linear(**inputs)
+        ((_, plan),) = fastops._product_plans.plans.items()
+    assert type(plan) is fastops.SplitKPlan
+    for name, out in outs.items():
+        _check(out, inputs, dtype, f"{name} {shape} H200 tiles of {n_class}")
+    assert _counters_at_zero()
+
+
 # x * g past fp16's range (|x g| > 65504), and rows whose products fall under fp16's smallest normal (2^-14): the
 # guarded fp16 products must not overflow or lose those rows; ``xg`` below checks the inputs reach the case
 GUARD_CASES = {"overflow": (300.0, 300.0), "tiny rows": (3e-3, 3e-3), "tiny g": (1.0, 1e-5)}
@@ -276,7 +343,7 @@ def test_a_compiled_plan_gets_raw_addresses_of_its_workspace_and_counters(bias, 
     if device != "cpu":
         pytest.skip("drives the plan with a stand-in launcher (the CPU interpreter builds it)")
     monkeypatch.setattr(fastops, "_stream", lambda d: 0)
-    monkeypatch.setattr(tuned, "split_k_product", lambda m, k, n, dtype: True)
+    monkeypatch.setattr(tuned, "split_k_product", lambda *shape_and_dtype: True)
     inputs = FAM.make_inputs((3, 70, 40), "bf16", device, seed=torch.seed() % 2**31)
     if not bias:
         inputs["b"] = None
@@ -303,8 +370,8 @@ def test_gpu_graphs_captured_with_split_k_calls_have_counters_of_their_own():
     own counters (cached ones would be shared through PyTorch's default capture stream), so both outputs match."""
     inputs = FAM.make_inputs((1, 8192, 11008), "bf16", "cuda", seed=torch.seed() % 2**31)
     x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
-    config = split_k.config_for(x, w.shape[1])
-    assert config.kwargs["SPLIT_K"] > 1  # x loaded ahead, K split (x pipelined mostly runs unsplit)
+    bn, bk, stages, _ = split_k.SPLIT_TILES[torch.bfloat16][11008]
+    config = lib_split_k.config(16, bn, bk, 8, 4, stages)  # x loaded ahead, K split: what an H100 runs here
     graphs, outs = [], []
     for _ in range(2):
         y = torch.empty((1, 11008), dtype=x.dtype, device="cuda")
