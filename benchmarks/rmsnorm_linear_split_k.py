@@ -13,6 +13,8 @@ rows (its pinned decode tiles); ``[two kernels]``, the norm then that product (`
     python benchmarks/rmsnorm_linear_split_k.py --compile-only --shard I/N   # fill Triton's cache in parallel
     python benchmarks/rmsnorm_linear_split_k.py --out DIR [--rows 1,4,8,16,32] [--dtypes bf16,fp16]
     python benchmarks/rmsnorm_linear_split_k.py --score DIR/split_k.csv[.gz] ...   # several machines' races
+    python benchmarks/rmsnorm_linear_split_k.py --out DIR --pipelined ...            # x pipelined or not, every tile
+    python benchmarks/rmsnorm_linear_split_k.py --score-pipelined DIR/split_k.csv[.gz] ...  # and the H200 table
 
 ``--score`` reads races (each file one machine) and prints, per dtype and column class, the policies (tiles x
 programs per SM) with the smallest worst ratio to each point's fastest candidate, then what the shipped
@@ -151,6 +153,47 @@ def geo(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values))
 
 
+def policy_time_px(times: dict[str, float], shape: str, policy: tuple[int, int, int, int, bool]) -> float | None:
+    """As :func:`policy_time`, the policy also saying whether x is pipelined (candidates raced with --pipelined)."""
+    m, k, n = (int(v) for v in shape.split("x"))
+    bn, bk, stages, per_sm, px = policy
+    splits = 1 if per_sm == 0 else lib_split_k.split_count(m, k, n, 16, bn, bk, per_sm * 132)
+    splits, _ = lib_split_k.k_ranges(k, splits, bk)
+    return times.get(f"16x{bn}x{bk} s{stages} split{splits}{' px' if px else ''}")
+
+
+def score_pipelined(paths: list[Path]) -> None:
+    """Per dtype, column class and K of races run with --pipelined: the policies (tiles, programs per SM, x
+    pipelined or not) with the smallest worst ratio to each point's fastest candidate, and what the H200's table
+    (``split_k._FAST_MEMORY_PIPELINED``) runs there against the fastest, the op as raced ([tuned]) and cuBLAS."""
+    points = [(d, shape, times) for p in paths for (d, shape), times in read_race(p).items()]
+    policies = [(bn, bk, st, p, px) for bn, bk, st in TILES for p in PER_SM for px in (False, True)]
+    torch_dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
+    for key in sorted({(d, int(s.split("x")[2]), int(s.split("x")[1])) for d, s, _ in points}):
+        group = [(s, t) for d, s, t in points if (d, int(s.split("x")[2]), int(s.split("x")[1])) == key]
+        ranked = []
+        for pol in policies:
+            ratios = [policy_time_px(t, s, pol) for s, t in group]
+            if all(ratios):
+                fastest = [min(v for c, v in t.items() if not c.startswith("[")) for _, t in group]
+                ranked.append((max(r / f for r, f in zip(ratios, fastest)), pol))
+        ranked.sort()
+        dtype, n, k = key
+        entries = split_k._FAST_MEMORY_PIPELINED.get(torch_dtypes[dtype], {}).get(split_k.column_class(n), ())
+        table = next((tiles for lo, hi, tiles in entries if lo <= k <= hi), None)
+        line = f"{dtype} K {k} N~{n} ({len(group)} points): " + "  ".join(f"{p} {w:.3f}" for w, p in ranked[:3])
+        if table is not None:
+            times = [(policy_time_px(t, s, (*table, True)), t) for s, t in group]
+            vs = lambda ref: [v / ref(t) for v, t in times]  # noqa: E731 - a ratio per point
+            best = vs(lambda t: min(v for c, v in t.items() if not c.startswith("[")))
+            tuned_r, cublas_r = vs(lambda t: t["[tuned]"]), vs(lambda t: t["[cublas]"])
+            line += (
+                f"\n    H200 table {table}: <= {max(best):.3f}x the fastest, {min(tuned_r):.3f}-{max(tuned_r):.3f}x "
+                f"[tuned], {min(cublas_r):.3f}-{max(cublas_r):.3f}x cuBLAS"
+            )
+        print(line)
+
+
 def score(paths: list[Path]) -> None:
     races = [read_race(p) for p in paths]
     dtypes = sorted({d for race in races for d, _ in race})
@@ -206,9 +249,10 @@ def main() -> None:
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--shard", default="0/1")
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
+    ap.add_argument("--score-pipelined", nargs="+", type=Path, help="races run with --pipelined, scored by K too")
     args = ap.parse_args()
-    if args.score:
-        score(args.score)
+    if args.score or args.score_pipelined:
+        score(args.score) if args.score else score_pipelined(args.score_pipelined)
         return
     dtypes = args.dtypes.split(",")
     bms = tuple(int(v) for v in args.bms.split(","))

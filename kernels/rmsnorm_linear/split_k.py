@@ -392,21 +392,32 @@ PIPELINED_TILES: dict[torch.dtype, dict[int, tuple[int, int, int, int, int]]] = 
 }
 PIPELINED_ROWS = (1, 16)
 
-# On an H200 (``launching.fast_memory``), K from 4096 to 8192: x pipelined in these tiles, (BLOCK_N, BLOCK_K,
-# stages, programs per SM; 0: unsplit) by column class, 1 to 16 rows. Raced there cold against every tile of
-# ``rmsnorm_linear_split_k.py --pipelined`` (18 tiles x 5 split counts, x pipelined or loaded ahead) at 1, 4 and
-# 16 rows (bf16) and 1 and 16 rows (fp16) x K 4096 and 8192 x the classes below, on two GPUs a dtype
-# (``benchmarks/results/split-k/h200-pipelined/``): each tile here within 2.1% (bf16) and 0.1% (fp16) of the
-# fastest candidate of every point of its class, and 0.81-1.01x the time of what the op ran there before (the
-# H100 tables above: unsplit 256-deep steps at 5504 columns, TF32 steps in fp16 at 28672, two kernels at 8192 x
-# 11008), e.g. 1x8192x5504 fp16 30.5 -> 24.9 us against cuBLAS's product's 25.7. The H200's memory streams the
-# weight faster than the H100's, so deeper splits (5504) and wider steps (11008) pay where the H100's did not.
-# Under K 4096 and at the classes not here (bf16 28672, 14336) the H100 tables apply: not raced with x pipelined.
-_FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[int, int, int, int]]] = {
-    torch.bfloat16: {5504: (64, 64, 4, 2), 11008: (128, 256, 3, 0)},
-    torch.float16: {5504: (64, 64, 4, 2), 11008: (128, 256, 3, 0), 28672: (256, 64, 4, 0)},
+# On an H200 (``launching.fast_memory``): x pipelined in these tiles, per column class a list of (least K, largest K,
+# (BLOCK_N, BLOCK_K, stages, programs per SM; 0: unsplit)), 1 to 16 rows. Raced there cold against every tile of
+# ``rmsnorm_linear_split_k.py --pipelined`` (18 tiles x 5 split counts, x pipelined or loaded ahead) at 1, 4 and 16
+# rows x K 2048, 4096 and 8192 x the four column classes, bf16 and fp16, each point on two GPUs
+# (``benchmarks/results/split-k/h200-pipelined/``); a K between two raced takes the nearer one's tiles. In sample,
+# each entry is within 2.1% of the fastest candidate at every point of its range, and took 0.81-1.01x the time of
+# what the op ran there before (the H100's tables), e.g. 1x8192x5504 fp16 30.4-30.5 -> 24.9-25.1 us against
+# cuBLAS's product's 25.7-26.5, 1x2048x28672 fp16 (TF32 steps before) 32.8-33.0 -> 29.1-29.8. The K 4096-8192
+# entries were raced again after they shipped, on four more GPUs (the decode grids, and every decode class): the
+# op within 1.10x cuBLAS at those K but at 4x4096x5504 fp16 (1.13x) and, in the grid, 1x4096x5504 fp16 (1.15x,
+# its cases spread 12.7%). The H200's memory streams the weight faster, so deeper splits (5504) and wider steps
+# (11008) pay where the H100's did not. Left with the H100's tables: bf16 14336 and 28672 from K 4096, fp16 14336
+# at K 2048, where the op ran within 4.5% of the fastest candidate.
+_FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[tuple[int, int, tuple[int, int, int, int]], ...]]] = {
+    torch.bfloat16: {
+        5504: ((2048, 3072, (64, 256, 4, 0)), (3073, 8192, (64, 64, 4, 2))),
+        11008: ((2048, 8192, (128, 256, 3, 0)),),
+        28672: ((2048, 3072, (128, 64, 3, 0)),),
+    },
+    torch.float16: {
+        5504: ((2048, 8192, (64, 64, 4, 2)),),
+        11008: ((2048, 8192, (128, 256, 3, 0)),),
+        14336: ((3073, 8192, (128, 256, 3, 0)),),
+        28672: ((2048, 3072, (128, 64, 3, 0)), (3073, 8192, (256, 64, 4, 0))),
+    },
 }
-_FAST_MEMORY_K = (4096, 8192)  # the K raced for _FAST_MEMORY_PIPELINED
 
 
 def pipelined_tiles(
@@ -418,9 +429,9 @@ def pipelined_tiles(
     if not PIPELINED_ROWS[0] <= m <= PIPELINED_ROWS[1]:
         return None
     col = column_class(n)
-    fast = _FAST_MEMORY_PIPELINED.get(dtype, {}).get(col) if fast_memory else None
-    if fast is not None and _FAST_MEMORY_K[0] <= k <= _FAST_MEMORY_K[1]:
-        return fast
+    for least_k, largest_k, fast in _FAST_MEMORY_PIPELINED.get(dtype, {}).get(col, ()) if fast_memory else ():
+        if least_k <= k <= largest_k:
+            return fast
     cls = PIPELINED_TILES.get(dtype, {}).get(col)
     return cls[:4] if cls is not None and k <= cls[4] else None
 

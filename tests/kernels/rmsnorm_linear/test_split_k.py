@@ -72,32 +72,39 @@ def test_x_is_pipelined_up_to_sixteen_rows_in_its_classes_up_to_their_largest_k(
         assert split_k.precision_of(dtype, pipelined=True) == 3 and split_k.precision_of(dtype) != 3
 
 
-def test_on_an_h200_x_is_pipelined_in_its_own_tiles_from_k_4096_to_8192():
-    """The H200's table (``_FAST_MEMORY_PIPELINED``) at the K it was raced at, up to 16 rows; elsewhere, and off an
+def test_on_an_h200_x_is_pipelined_in_its_own_tiles_in_the_k_ranges_raced():
+    """The H200's table (``_FAST_MEMORY_PIPELINED``) in each entry's K range, up to 16 rows; elsewhere, and off an
     H200, the H100's tables."""
-    low, high = split_k._FAST_MEMORY_K
     for dtype, classes in split_k._FAST_MEMORY_PIPELINED.items():
-        for n, tiles in classes.items():
-            for m in (1, 4, 16):
-                for k in (low, 6144, high):
-                    assert split_k.pipelined_tiles(m, k, n, dtype, fast_memory=True) == tiles
-                    assert tuned.split_k_product(m, k, n, dtype, fast_memory=True)
-            assert split_k.pipelined_tiles(17, high, n, dtype, fast_memory=True) is None
-            for k in (low - 64, high + 64):  # outside the K raced: what an H100 runs
+        for n, entries in classes.items():
+            for least_k, largest_k, tiles in entries:
+                for m in (1, 4, 16):
+                    for k in (least_k, (least_k + largest_k) // 2, largest_k):
+                        assert split_k.pipelined_tiles(m, k, n, dtype, fast_memory=True) == tiles
+                        assert tuned.split_k_product(m, k, n, dtype, fast_memory=True)
+                assert split_k.pipelined_tiles(17, largest_k, n, dtype, fast_memory=True) is None
+            covered = [k for least_k, largest_k, _ in entries for k in (least_k, largest_k)]
+            for k in (min(covered) - 64, max(covered) + 64):  # outside the K raced: what an H100 runs
                 h100 = split_k.pipelined_tiles(4, k, n, dtype)
                 assert split_k.pipelined_tiles(4, k, n, dtype, fast_memory=True) == h100
     bf16, fp16 = torch.bfloat16, torch.float16
     assert not tuned.split_k_product(16, 8192, 11008, bf16)  # two kernels on an H100 ...
     assert tuned.split_k_product(16, 8192, 11008, bf16, fast_memory=True)  # ... the pipelined kernel on an H200
     assert not split_k.pipelined_x(1, 8192, 28672, fp16) and split_k.pipelined_x(1, 8192, 28672, fp16, True)
-    assert split_k.pipelined_tiles(1, 8192, 28672, bf16, fast_memory=True) is None  # not raced with x pipelined
+    assert split_k.pipelined_tiles(1, 8192, 28672, bf16, fast_memory=True) is None  # the H100's tiles held there
+    assert split_k.pipelined_tiles(1, 2048, 14336, fp16, True) == split_k.pipelined_tiles(1, 2048, 14336, fp16)
+    two_ks = split_k._FAST_MEMORY_PIPELINED[fp16][28672]  # a K between two raced takes the nearer one's tiles
+    assert split_k.pipelined_tiles(1, 3000, 28672, fp16, True) == two_ks[0][2] != two_ks[1][2]
+    assert split_k.pipelined_tiles(1, 3500, 28672, fp16, True) == two_ks[1][2]
 
 
 @pytest.mark.parametrize("n", [5504, 11008, 28672])
 def test_on_an_h200_the_config_is_its_tiles_with_k_split_for_the_programs_asked(n, monkeypatch):
     monkeypatch.setattr(launching, "fast_memory", lambda t: True)
     x = torch.empty((1, 8192), dtype=torch.float16, device="meta")
-    bn, bk, stages, per_sm = split_k._FAST_MEMORY_PIPELINED[torch.float16][n]
+    (bn, bk, stages, per_sm), *_ = (
+        t for lo, hi, t in split_k._FAST_MEMORY_PIPELINED[torch.float16][n] if lo <= 8192 <= hi
+    )
     config = split_k.config_for(x, n)
     assert config.kwargs["PIPELINED_X"] and (config.kwargs["BLOCK_N"], config.kwargs["BLOCK_K"]) == (bn, bk)
     splits = lib_split_k.split_count(1, 8192, n, 16, bn, bk, per_sm * launching.sm_count(x)) if per_sm else 1
@@ -105,29 +112,35 @@ def test_on_an_h200_the_config_is_its_tiles_with_k_split_for_the_programs_asked(
     assert (splits > 1) == (per_sm > 0)
 
 
-H200_CLASSES = [(dt, n) for dt, classes in split_k._FAST_MEMORY_PIPELINED.items() for n in classes]
+# every distinct (dtype, column class, tiles) of the H200's table
+H200_TILES = sorted(
+    {
+        (dt, n, tiles)
+        for dt, classes in split_k._FAST_MEMORY_PIPELINED.items()
+        for n, e in classes.items()
+        for *_, tiles in e
+    },
+    key=str,
+)
 
 
-@pytest.mark.parametrize(("torch_dtype", "n_class"), H200_CLASSES, ids=lambda v: str(v).removeprefix("torch."))
+@pytest.mark.parametrize(("torch_dtype", "n_class", "tiles"), H200_TILES, ids=lambda v: str(v).removeprefix("torch."))
 @pytest.mark.parametrize("shape", [(3, 300, 70), (16, 130, 45), (1, 520, 260)], ids=lambda s: "x".join(map(str, s)))
-def test_the_h200_tiles_match_the_oracle_through_the_op(shape, torch_dtype, n_class, device, monkeypatch):
+def test_the_h200_tiles_match_the_oracle_through_the_op(shape, torch_dtype, n_class, tiles, device, monkeypatch):
     """The H200's configs (its tiles, x pipelined, K split where the table says) on odd shapes, through the
     provider and the ops API's first and planned calls, with the K range and the dimension floor scaled down
     (the interpreter takes minutes over a real decode weight)."""
     dtype = {torch.bfloat16: "bf16", torch.float16: "fp16"}[torch_dtype]
     monkeypatch.setattr(launching, "fast_memory", lambda t: True)
-    monkeypatch.setattr(split_k, "_FAST_MEMORY_K", (16, 1 << 20))
+    monkeypatch.setattr(split_k, "_FAST_MEMORY_PIPELINED", {torch_dtype: {n_class: ((16, 1 << 20, tiles),)}})
     monkeypatch.setattr(tuned, "SPLIT_K_MIN_DIM", 16)
     monkeypatch.setattr(tuned, "SPLIT_K_CLASS_WIDTH", 1e9)
     for module in (split_k, tuned):
         monkeypatch.setattr(module, "column_class", lambda n: n_class)
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
-    x = inputs["x"]
-    config = split_k.config_for(x, shape[2])
-    assert (
-        config.kwargs["PIPELINED_X"]
-        and config.kwargs["BLOCK_N"] == split_k._FAST_MEMORY_PIPELINED[torch_dtype][n_class][0]
-    )
+    config = split_k.config_for(inputs["x"], shape[2])
+    assert config.kwargs["PIPELINED_X"] and (config.kwargs["BLOCK_N"], config.kwargs["BLOCK_K"]) == tiles[:2]
+    assert config.num_stages == tiles[2] and (config.kwargs["SPLIT_K"] > 1) == (tiles[3] > 0)
     outs = {"provider": FAM.providers["triton_tuned"].fn(**inputs)}
     with triton_ops():
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
