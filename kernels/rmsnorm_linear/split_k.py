@@ -447,13 +447,10 @@ def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
     :func:`pipelined_tiles` says (on an H200 its own table)."""
     m, k = x2d.shape
     piped = pipelined_tiles(m, k, n, x2d.dtype, launching.fast_memory(x2d))
-    pipelined = piped is not None
-    if piped is not None:
-        bn, bk, stages, per_sm = piped
-    else:
-        bn, bk, stages, per_sm = SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
+    loaded_ahead = SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
+    bn, bk, stages, per_sm = piped if piped is not None else loaded_ahead
     splits = split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d)) if per_sm else 1
-    return split_k.config(16, bn, bk, splits, 4, stages, PIPELINED_X=pipelined)
+    return split_k.config(16, bn, bk, splits, 4, stages, PIPELINED_X=piped is not None)
 
 
 def split_k_op(x2d: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float) -> torch.Tensor:
