@@ -65,6 +65,11 @@ def tile_set(bms: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
     return [(bm, bn, bk, st) for bm in bms for bn, bk, st in (TILES if bms == (16,) else TALL_TILES)]
 
 
+def candidate_name(bm: int, bn: int, bk: int, stages: int, splits: int, pipelined: bool = False) -> str:
+    """A raced config's name in the race's CSV: tiles, stages, programs per output tile, `` px`` with x pipelined."""
+    return f"{bm}x{bn}x{bk} s{stages} split{splits}{' px' if pipelined else ''}"
+
+
 def candidates(
     m: int, k: int, n: int, sms: int, bms: tuple[int, ...] = (16,), pipelined: bool = False
 ) -> dict[str, object]:
@@ -77,7 +82,7 @@ def candidates(
                 splits = 1 if p == 0 else lib_split_k.split_count(m, k, n, bm, bn, bk, p * sms)
                 splits, _ = lib_split_k.k_ranges(k, splits, bk)
                 cfg = lib_split_k.config(bm, bn, bk, splits, 8 if bm >= 64 else 4, st, PIPELINED_X=px)
-                out.setdefault(f"{bm}x{bn}x{bk} s{st} split{splits}{' px' if px else ''}", cfg)
+                out.setdefault(candidate_name(bm, bn, bk, st, splits, px), cfg)
     return out
 
 
@@ -140,53 +145,49 @@ def read_race(path: Path) -> dict[tuple[str, str], dict[str, float]]:
     return out
 
 
-def policy_time(times: dict[str, float], shape: str, tile: tuple[int, int, int, int], sms: int = 132) -> float | None:
-    """The time of the candidate a policy (BLOCK_N, BLOCK_K, stages, programs per SM; 0: no split) ran at."""
+def policy_time(
+    times: dict[str, float], shape: str, tile: tuple[int, int, int, int], sms: int = 132, pipelined: bool = False
+) -> float | None:
+    """The time of the candidate a policy (BLOCK_N, BLOCK_K, stages, programs per SM; 0: no split; x pipelined or
+    not) ran at."""
     m, k, n = (int(v) for v in shape.split("x"))
     bn, bk, stages, per_sm = tile
     splits = 1 if per_sm == 0 else lib_split_k.split_count(m, k, n, 16, bn, bk, per_sm * sms)
     splits, _ = lib_split_k.k_ranges(k, splits, bk)
-    return times.get(f"16x{bn}x{bk} s{stages} split{splits}")
+    return times.get(candidate_name(16, bn, bk, stages, splits, pipelined))
 
 
 def geo(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values))
 
 
-def policy_time_px(times: dict[str, float], shape: str, policy: tuple[int, int, int, int, bool]) -> float | None:
-    """As :func:`policy_time`, the policy also saying whether x is pipelined (candidates raced with --pipelined)."""
-    m, k, n = (int(v) for v in shape.split("x"))
-    bn, bk, stages, per_sm, px = policy
-    splits = 1 if per_sm == 0 else lib_split_k.split_count(m, k, n, 16, bn, bk, per_sm * 132)
-    splits, _ = lib_split_k.k_ranges(k, splits, bk)
-    return times.get(f"16x{bn}x{bk} s{stages} split{splits}{' px' if px else ''}")
-
-
 def score_pipelined(paths: list[Path]) -> None:
     """Per dtype, column class and K of races run with --pipelined: the policies (tiles, programs per SM, x
     pipelined or not) with the smallest worst ratio to each point's fastest candidate, and what the H200's table
     (``split_k._FAST_MEMORY_PIPELINED``) runs there against the fastest, the op as raced ([tuned]) and cuBLAS."""
-    points = [(d, shape, times) for p in paths for (d, shape), times in read_race(p).items()]
-    policies = [(bn, bk, st, p, px) for bn, bk, st in TILES for p in PER_SM for px in (False, True)]
+    groups: dict[tuple[str, int, int], list[tuple[str, dict[str, float]]]] = collections.defaultdict(list)
+    for p in paths:
+        for (dtype, shape), times in read_race(p).items():
+            _, k, n = (int(v) for v in shape.split("x"))
+            groups[(dtype, n, k)].append((shape, times))
+    policies = [((bn, bk, st, p), px) for bn, bk, st in TILES for p in PER_SM for px in (False, True)]
     torch_dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
-    for key in sorted({(d, int(s.split("x")[2]), int(s.split("x")[1])) for d, s, _ in points}):
-        group = [(s, t) for d, s, t in points if (d, int(s.split("x")[2]), int(s.split("x")[1])) == key]
+    for (dtype, n, k), group in sorted(groups.items()):
+        fastest = [min(v for c, v in t.items() if not c.startswith("[")) for _, t in group]
         ranked = []
-        for pol in policies:
-            ratios = [policy_time_px(t, s, pol) for s, t in group]
+        for tile, px in policies:
+            ratios = [policy_time(t, s, tile, pipelined=px) for s, t in group]
             if all(ratios):
-                fastest = [min(v for c, v in t.items() if not c.startswith("[")) for _, t in group]
-                ranked.append((max(r / f for r, f in zip(ratios, fastest)), pol))
+                ranked.append((max(r / f for r, f in zip(ratios, fastest)), (*tile, px)))
         ranked.sort()
-        dtype, n, k = key
         entries = split_k._FAST_MEMORY_PIPELINED.get(torch_dtypes[dtype], {}).get(split_k.column_class(n), ())
         table = next((tiles for lo, hi, tiles in entries if lo <= k <= hi), None)
         line = f"{dtype} K {k} N~{n} ({len(group)} points): " + "  ".join(f"{p} {w:.3f}" for w, p in ranked[:3])
         if table is not None:
-            times = [(policy_time_px(t, s, (*table, True)), t) for s, t in group]
-            vs = lambda ref: [v / ref(t) for v, t in times]  # noqa: E731 - a ratio per point
-            best = vs(lambda t: min(v for c, v in t.items() if not c.startswith("[")))
-            tuned_r, cublas_r = vs(lambda t: t["[tuned]"]), vs(lambda t: t["[cublas]"])
+            times = [policy_time(t, s, table, pipelined=True) for s, t in group]
+            best = [v / f for v, f in zip(times, fastest)]
+            tuned_r = [v / t["[tuned]"] for v, (_, t) in zip(times, group)]
+            cublas_r = [v / t["[cublas]"] for v, (_, t) in zip(times, group)]
             line += (
                 f"\n    H200 table {table}: <= {max(best):.3f}x the fastest, {min(tuned_r):.3f}-{max(tuned_r):.3f}x "
                 f"[tuned], {min(cublas_r):.3f}-{max(cublas_r):.3f}x cuBLAS"
