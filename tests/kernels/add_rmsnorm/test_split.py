@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton
 
 from kprof.kernels import discover, ops
 from kprof.kernels.add_rmsnorm import split, tuned
@@ -221,7 +222,7 @@ def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there
     taken = ((2048, 8192), (3072, 32768), (4097, 8192), (7168, 10**5), (4097, 2048), (16384, 8191), (11008, 4096))
     for n, rows in taken:
         for fp16 in (False, True):
-            want = tuned.Config("one_row", triton_block(n), 1, classic_num_warps(triton_block(n)))
+            want = tuned.Config("one_row", triton.next_power_of_2(n), 1, classic_num_warps(triton.next_power_of_2(n)))
             assert tuned.choose_config(n, 2, rows, fp16=fp16, fast_memory=True) == want, (n, rows)
             assert tuned.choose_config(n, 2, rows, fp16=fp16).kernel != "one_row", (n, rows)
     for n, es, rows in (
@@ -238,17 +239,13 @@ def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
 
 
-def triton_block(n: int) -> int:
-    return 1 << (n - 1).bit_length()
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n_rows, n", [(3, 3001), (2, 7001), (2, 5512)])
 def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch):
     """The one_row config through the tuned version's launch, and through the ops API's plan with the H200's rule
     in force: correct on odd widths with strided rows (5512: a multiple of 8, the kernel told so), the plan launching
     triton_one_row's kernel."""
-    cfg = tuned.Config("one_row", triton_block(n), 1, 4)
+    cfg = tuned.Config("one_row", triton.next_power_of_2(n), 1, 4)
     inp = _strided_inputs(n_rows, n, dtype, device)
     y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)
     h = torch.full_like(y, float("nan"))
