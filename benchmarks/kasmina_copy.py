@@ -123,29 +123,39 @@ def floor_candidates(inp: dict, out: torch.Tensor) -> dict[str, object]:
     }
 
 
-def candidates(inp: dict, splits: tuple[int, ...] = (), by_state: bool = False) -> dict[str, object]:
+def candidates(
+    inp: dict, splits: tuple[int, ...] = (), by_state: bool = False, stats: tuple[int, ...] = ()
+) -> dict[str, object]:
     """name -> fn for every (rows per tile, warps) and, in fp32, blueprint rows per product step (``k``); with
     ``splits``, the shipped tile at each number of programs per seed (``r``); with ``by_state``, each with the
-    kernel's BY_STATE branch."""
+    kernel's BY_STATE branch; with ``stats``, each tile at each of the kernel's ways of summing the statistics
+    (``s``, the kernel's STATS: ``branch_free._walk``)."""
+    if stats:
+        return {
+            f"{name} s{st}": lambda st=st, fn=fn: fn(stats=st)
+            for name, fn in candidates(inp, splits, by_state).items()
+            for st in stats
+        }
     if by_state:
         inp = {**inp, "by_state": True}
     c = inp["weights"].shape[-1]
     if splits:
         n_rows = inp["x"].numel() // inp["x"].shape[-1]
-        b, w, k = branch_free.tile_for(n_rows, c, inp["x"].dtype, True)
+        cfg = branch_free.config_for(inp["x"], inp["lifecycle"].shape[0], c, True)  # the shipped tile
+        b, w, k = cfg.block_b, cfg.num_warps, cfg.k_chunk
         return {
-            f"b{b} w{w} k{k} r{r}": lambda r=r: branch_free.launch(**inp, telemetry=True, row_programs=r)
+            f"b{b} w{w} k{k} r{r}": lambda r=r, **kw: branch_free.launch(**inp, telemetry=True, row_programs=r, **kw)
             for r in sorted({branch_free.clamp_row_programs(r, n_rows, b) for r in splits})
         }
     if inp["x"].dtype != torch.float32:
         return {
-            f"b{b} w{w}": lambda b=b, w=w: branch_free.launch(**inp, telemetry=True, block_b=b, num_warps=w)
+            f"b{b} w{w}": lambda b=b, w=w, **kw: branch_free.launch(**inp, telemetry=True, block_b=b, num_warps=w, **kw)
             for b, w in TILES
         }
     chunks = sorted({min(k, branch_free.block_c(c)) for k in (32, 64, 128)})
     return {
-        f"b{b} w{w} k{k}": lambda b=b, w=w, k=k: branch_free.launch(
-            **inp, telemetry=True, block_b=b, num_warps=w, precision=2, k_chunk=k
+        f"b{b} w{w} k{k}": lambda b=b, w=w, k=k, **kw: branch_free.launch(
+            **inp, telemetry=True, block_b=b, num_warps=w, precision=2, k_chunk=k, **kw
         )
         for b, w in FP32_TILES
         for k in chunks
@@ -180,6 +190,7 @@ def run_point(
     splits: tuple[int, ...] = (),
     floors_only: bool = False,
     by_state: bool = False,
+    stats: tuple[int, ...] = (),
 ) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
@@ -196,7 +207,7 @@ def run_point(
         fns["[shipped, by state]"] = lambda: branch_free.launch(**inp, telemetry=True, by_state=True)
         fns["[no telemetry, by state]"] = lambda: branch_free.launch(**inp, telemetry=False, by_state=True)
     if not floors_only:
-        fns.update(candidates(inp, splits, by_state))
+        fns.update(candidates(inp, splits, by_state, stats))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     # each must copy x exactly, the zero included, into an output poisoned first (a tile that wrote nothing would
@@ -231,13 +242,15 @@ def main() -> None:
     ap.add_argument("--splits", default="", help="race the shipped tile at these programs per seed, e.g. 1,2,4,8")
     ap.add_argument("--floors-only", action="store_true", help="the references and floors alone, no tiles")
     ap.add_argument("--by-state", action="store_true", help="every tile with the kernel's BY_STATE branch")
+    ap.add_argument("--stats", default="", help="every tile at each of these STATS (e.g. 0,1,2: branch_free._walk)")
     args = ap.parse_args()
     rows: list[dict] = []
     for dtype in args.dtypes.split(","):
         for s in args.shapes.split(","):
             shape = tuple(int(v) for v in s.split("x"))
             splits = tuple(int(v) for v in args.splits.split(",") if v)
-            point = run_point(shape, dtype, args.rounds, splits, args.floors_only, args.by_state)
+            stats = tuple(int(v) for v in args.stats.split(",") if v)
+            point = run_point(shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats)
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]
@@ -245,6 +258,9 @@ def main() -> None:
             named += ("[shipped, by state]",)
             tiles = [c for c in med if not c.startswith("[")]
             named += (min(tiles, key=med.get),) if tiles else ()
+            for st in stats:  # each way of summing the statistics: its fastest tile
+                mine = [c for c in tiles if c.endswith(f" s{st}")]
+                named += (min(mine, key=med.get),) if mine else ()
             print(
                 f"{dtype} {s:12} copy {copy:7.2f}  "
                 + "  ".join(f"{n.strip('[]')} {med[n]:7.2f} ({copy / med[n]:.1%})" for n in named if n in med),

@@ -56,6 +56,7 @@ def _kasmina_forward_kernel(
     K_CHUNK: tl.constexpr,  # rows of the blueprint per product step: BLOCK_C (all of it, loaded once) or fewer,
     # reloaded per row tile, where a whole fp32 blueprint does not fit shared memory (C > 128)
     BY_STATE: tl.constexpr,  # dormant seeds copy x; the others fold the blend into the blueprint (by_state_for)
+    STATS: tl.constexpr,  # how a program sums its rows' statistics (TELEMETRY): see _walk
 ):
     seed = tl.program_id(0)
     n_progs = tl.num_programs(1)
@@ -70,6 +71,8 @@ def _kasmina_forward_kernel(
     bid = tl.where(valid, bid, 0)
     alpha = tl.load(alpha_ptr + seed)
     coef = tl.where(lifecycle == 1, 1.0, tl.where(lifecycle == 2, alpha, 0.0))
+    # a flagged seed's blend coefficient is NaN, which makes every y of its product NaN: no select per element
+    coef = tl.where(valid, coef, float("nan"))
 
     w_seed = w_ptr + bid * C * C
     if BY_STATE:  # a branch uniform over the program: dormant seeds copy x, the others run the folded product
@@ -96,6 +99,7 @@ def _kasmina_forward_kernel(
                 PRECISION,
                 K_CHUNK,
                 2,
+                STATS,
             )
         else:
             folded = bias  # not read where the blueprint is stepped through (K_CHUNK < BLOCK_C)
@@ -125,6 +129,7 @@ def _kasmina_forward_kernel(
                 PRECISION,
                 K_CHUNK,
                 1,
+                STATS,
             )
     else:
         w = w_seed  # not read where the blueprint is stepped through (K_CHUNK < BLOCK_C)
@@ -152,6 +157,7 @@ def _kasmina_forward_kernel(
             PRECISION,
             K_CHUNK,
             0,
+            STATS,
         )
     if TELEMETRY:
         if n_progs == 1:
@@ -190,13 +196,23 @@ def _walk(
     PRECISION: tl.constexpr,
     K_CHUNK: tl.constexpr,
     MODE: tl.constexpr,  # 0: y = x + coef (x W + b - x); 1: y = x (coef W + (1 - coef) I) + coef b; 2: y = x
+    STATS: tl.constexpr,  # 0: each tile's (count, mean, M2) merged with Chan's formula; 1: sums of y and y^2
+    # shifted by the program's first row, reduced over each tile's rows; 2: the same sums kept per element of the tile
+    # and reduced over rows once, after the walk
 ):
     """This program's row tiles of one seed: y written, and the per-column (count, mean, M2) of its rows."""
     n_progs = tl.num_programs(1)
     cnt = tl.zeros([BLOCK_C], dtype=tl.float32)
     mean = tl.zeros([BLOCK_C], dtype=tl.float32)
     m2 = tl.zeros([BLOCK_C], dtype=tl.float32)
-    for start in range(tl.program_id(1) * BLOCK_B, n_rows, BLOCK_B * n_progs):
+    first = tl.program_id(1) * BLOCK_B
+    walked = 0  # rows of this program (STATS 1 and 2)
+    shift = tl.zeros([BLOCK_C], dtype=tl.float32)  # the program's first row of y (STATS 1 and 2)
+    v1 = tl.zeros([BLOCK_C], dtype=tl.float32)  # STATS 1: per column, the sum of y - shift
+    v2 = tl.zeros([BLOCK_C], dtype=tl.float32)  # and of its squares
+    s1 = tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32)  # STATS 2: the same per element of the tile
+    s2 = tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32)
+    for start in range(first, n_rows, BLOCK_B * n_progs):
         rows = start + tl.arange(0, BLOCK_B)
         rmask = rows < n_rows
         mask = rmask[:, None] & cmask[None, :]
@@ -225,13 +241,37 @@ def _walk(
             else:
                 xf = x.to(tl.float32)
                 y = xf + coef * (bp + bias[None, :] - xf)
-        y = tl.where(valid, y, float("nan"))
+        if MODE == 2:  # the copy has no coefficient to carry the flag
+            y = tl.where(valid, y, float("nan"))
         tl.store(y_ptr + r64 * y_row_stride + col0 + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
         if TELEMETRY:
-            n_b = tl.sum(rmask.to(tl.float32), axis=0)
-            mean_b = tl.sum(tl.where(mask, y, 0.0), axis=0) / n_b
-            d = tl.where(mask, y - mean_b[None, :], 0.0)
-            cnt, mean, m2 = _chan(cnt, mean, m2, n_b, mean_b, tl.sum(d * d, axis=0))
+            if STATS == 0:
+                n_b = tl.sum(rmask.to(tl.float32), axis=0)
+                mean_b = tl.sum(tl.where(mask, y, 0.0), axis=0) / n_b
+                d = tl.where(mask, y - mean_b[None, :], 0.0)
+                cnt, mean, m2 = _chan(cnt, mean, m2, n_b, mean_b, tl.sum(d * d, axis=0))
+            else:
+                # Shifted by a value of the data, the sums keep fp32's precision where the mean is far from zero
+                # (M2 = S2 - S1^2 / n loses only what (mean - shift)^2 / variance scales).
+                if start == first:
+                    shift = tl.sum(tl.where(rows[:, None] == first, y, 0.0), axis=0)
+                walked += tl.minimum(n_rows - start, BLOCK_B)
+                d = tl.where(mask, y - shift[None, :], 0.0)
+                if STATS == 1:
+                    v1 += tl.sum(d, axis=0)
+                    v2 += tl.sum(d * d, axis=0)
+                else:
+                    s1 += d
+                    s2 += d * d
+    if TELEMETRY and STATS != 0:
+        n = walked.to(tl.float32)
+        sum1, sum2 = v1, v2
+        if STATS == 2:
+            sum1 = tl.sum(s1, axis=0)
+            sum2 = tl.sum(s2, axis=0)
+        cnt = tl.full([BLOCK_C], 0.0, tl.float32) + n
+        mean = shift + sum1 / n
+        m2 = tl.maximum(sum2 - sum1 * sum1 / n, 0.0)
     return cnt, mean, m2
 
 
@@ -309,7 +349,8 @@ def precision_of(dtype: torch.dtype) -> int:
 
 def tile_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> tuple[int, int, int]:
     """(rows per tile, warps, blueprint rows per product step) for ``n_rows`` rows of ``c`` channels, raced on
-    H100s (benchmarks/results/kasmina-copy/; benchmarks/results/catalog/tune_memory_bound.csv for 64 channels).
+    H100s (benchmarks/results/kasmina-copy/; benchmarks/results/catalog/tune_memory_bound.csv for 64 channels); an
+    H200 takes ``fast_memory_tile``'s rows and warps first, where it has them.
     The blueprint is one product (all ``block_c(c)`` rows, loaded once) but in fp32 beyond 128 channels, whose
     256 x 256 fp32 blueprint needed 544-606 KB of shared memory as one product (an H100 has 227 KB).
 
@@ -385,6 +426,38 @@ def by_state_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> bo
     return telemetry and dtype == torch.float32 and c <= 64 and n_rows >= 64
 
 
+# On an H200 (``launching.fast_memory``), with telemetry: (fp32, least channels, most channels, least rows) ->
+# (rows per tile, warps, STATS), the first row that applies; the blueprint whole (``K_CHUNK``: ``tile_for``'s).
+# Raced there (benchmarks/results/kasmina-copy/h200-stats/, every tile at STATS 0, 1 and 2, µs, 16-bit: bf16 / fp16):
+# - 16-bit, up to 64 channels, from 256 rows: 32 x 2 with per-element sums. 512x1000x64 41.4 / 41.4 against
+#   47.8 / 47.6 as the H100's rule ran it (64 x 2, Chan per tile); bf16 512x1000x32 19.3 against 37.6, 512x100x32
+#   (rows split over 4 programs) 6.5 against 8.3.
+# - 16-bit, 65-128 channels: from 256 rows 16 x 2 with per-element sums (bf16 512x4000x128 368.8 against 435.5);
+#   below, 16 x 2 with sums per tile (48x333x100 16.1 / 16.0 against 18.4 / 18.3).
+# - 16-bit, more than 128 channels: 32 x 8 with sums per tile (64x250x256 19.7 / 19.5 against 21.0 / 21.0).
+# - fp32, 33-64 channels, from 64 rows (with the BY_STATE branch): 16 x 2 with per-element sums (512x1000x64 102.1
+#   against 121.7, 64x1000x64 20.5 against 22.3).
+# Elsewhere (16-bit up to 64 channels under 256 rows: 64x1000x64 11.1 / 11.1 with Chan per tile, 11.2-12.5 with
+# either sum in bf16; one row; fp32 up to 32 or from 65 channels) the H100's rule stays.
+_FAST_MEMORY_TILES: tuple[tuple[bool, int, int, int, tuple[int, int, int]], ...] = (
+    (False, 1, 64, 256, (32, 2, 2)),
+    (False, 65, 128, 256, (16, 2, 2)),
+    (False, 65, 128, 1, (16, 2, 1)),
+    (False, 129, 1 << 30, 1, (32, 8, 1)),
+    (True, 33, 64, 64, (16, 2, 2)),
+)
+
+
+def fast_memory_tile(n_rows: int, c: int, dtype: torch.dtype) -> tuple[int, int, int] | None:
+    """(rows per tile, warps, STATS) on an H200 with telemetry for ``n_rows`` rows of ``c`` channels, or None where
+    the H100's rule (``tile_for``, STATS 0) stays."""
+    fp32 = dtype == torch.float32
+    for is_fp32, c_lo, c_hi, rows_lo, tile in _FAST_MEMORY_TILES:
+        if is_fp32 == fp32 and c_lo <= c <= c_hi and n_rows >= rows_lo:
+            return tile
+    return None
+
+
 @dataclass(frozen=True)
 class LaunchConfig:
     """What one launch of the kernel runs with: its tile, the blueprint rows per product step, the products'
@@ -398,6 +471,7 @@ class LaunchConfig:
     row_programs: int
     telemetry: bool
     by_state: bool = False
+    stats: int = 0
 
     @property
     def split(self) -> bool:
@@ -416,11 +490,17 @@ def config_for(
     k_chunk: int | None = None,
     row_programs: int | None = None,
     by_state: bool | None = None,
+    stats: int | None = None,
 ) -> LaunchConfig:
-    """The launch for ``x`` (rows of ``n_seeds`` x ``c`` channels): ``tile_for``, ``precision_of``,
-    ``row_programs_for`` and ``by_state_for`` unless given (the tuning benchmarks vary them)."""
+    """The launch for ``x`` (rows of ``n_seeds`` x ``c`` channels): ``tile_for`` (``fast_memory_tile`` on an
+    H200), ``precision_of``, ``row_programs_for`` and ``by_state_for`` unless given (the tuning benchmarks vary
+    them)."""
     n_rows = x.numel() // x.shape[-1]
     default_b, default_warps, default_k = tile_for(n_rows, c, x.dtype, telemetry)
+    default_stats = 0
+    h200 = fast_memory_tile(n_rows, c, x.dtype) if telemetry and launching.fast_memory(x) else None
+    if h200 is not None:
+        default_b, default_warps, default_stats = h200
     block_b = block_b or default_b
     if not telemetry:  # row blocks of one seed are independent programs
         row_programs = triton.cdiv(n_rows, block_b)
@@ -437,6 +517,7 @@ def config_for(
         row_programs=row_programs,
         telemetry=telemetry,
         by_state=by_state_for(n_rows, c, x.dtype, telemetry) if by_state is None else by_state,
+        stats=default_stats if stats is None else stats,
     )
 
 
@@ -465,6 +546,7 @@ def launch(
     k_chunk: int | None = None,
     row_programs: int | None = None,
     by_state: bool | None = None,
+    stats: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``/``k_chunk``: the
     tile and blueprint rows per product step, ``precision``: the products', ``row_programs``: programs per seed
@@ -475,7 +557,7 @@ def launch(
     n_rows = x2d.shape[0]
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device) if telemetry else None
-    cfg = config_for(x, n_seeds, c, telemetry, block_b, num_warps, precision, k_chunk, row_programs, by_state)
+    cfg = config_for(x, n_seeds, c, telemetry, block_b, num_warps, precision, k_chunk, row_programs, by_state, stats)
     parts, counts = telemetry_parts(x, n_seeds, cfg, y)
     _kasmina_forward_kernel[(n_seeds, cfg.row_programs)](
         x2d,
@@ -499,6 +581,7 @@ def launch(
         PRECISION=cfg.precision,
         K_CHUNK=cfg.k_chunk,
         BY_STATE=cfg.by_state,
+        STATS=cfg.stats,
         num_warps=cfg.num_warps,
     )
     return y, tele

@@ -1,7 +1,10 @@
-"""The branch-free kernel with the telemetry fused: each program walks its seed's rows in blocks and merges
-per-block (count, mean, M2) with Chan's parallel-variance formula, so the per-seed mean and variance come out of
-the same pass that writes y (no second read of y). With fewer seeds than SMs a seed's rows are split over several
-programs; the one that draws the seed's last ticket merges their parts in slot order (``branch_free``)."""
+"""The branch-free kernel with the telemetry fused: each program walks its seed's rows in blocks and sums their
+statistics as it goes, so the per-seed mean and variance come out of the same pass that writes y (no second read of
+y). On an H100 each block's (count, mean, M2) is merged with Chan's parallel-variance formula; on an H200 most
+classes sum y and y^2 shifted by the program's first row instead, per block or per element (``STATS``,
+``branch_free.fast_memory_tile``), which takes fewer instructions: there the kernel is bound by issuing them,
+not by memory. With fewer seeds than SMs a seed's rows are split over several programs; the one that draws the
+seed's last ticket merges their parts in slot order (``branch_free``)."""
 
 from __future__ import annotations
 

@@ -837,6 +837,7 @@ def _kasmina_first(
             cfg.precision,
             cfg.k_chunk,
             cfg.by_state,
+            cfg.stats,
         )
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)

@@ -1,0 +1,115 @@
+"""kasmina's telemetry kernel: its three ways of summing a seed's statistics (``STATS``: Chan per tile, shifted
+sums per tile, shifted sums per element) against the float64 oracle, and the H200's tiles that take them
+(``branch_free.fast_memory_tile``), through the launcher and the ops API's plans."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kprof.kernels import discover, ops
+from kprof.kernels.kasmina import branch_free
+from kprof.kernels.lib import fastops, launching
+
+F = discover()
+BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+
+
+def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
+    return ((a.double() - ref).norm() / ref.norm()).item()
+
+
+def _inputs(shape: tuple[int, ...], dtype: str, device: str, offset: float) -> dict:
+    inp = F["kasmina"].make_inputs(shape, dtype, device, seed=sum(shape) + 11)
+    # a mean far from zero, where a sum of squares loses the variance unless it is shifted
+    inp["x"] = inp["x"] + offset
+    inp["lifecycle"] = torch.arange(shape[-2], dtype=torch.int8, device=device) % 3  # every state present
+    return inp
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, offset, config",
+    [
+        ((37, 3, 20), "bf16", 3.0, {}),  # rows past a tile, channels past a power of two
+        ((70, 3, 20), "fp16", 3.0, {"row_programs": 3}),  # a seed's rows split over programs (parts merged)
+        ((41, 2, 72), "fp16", 3.0, {"block_b": 32}),  # 65-128 channels
+        ((3, 4, 24), "fp32", 30.0, {}),  # under one tile of rows
+        ((67, 3, 40), "fp32", 30.0, {"by_state": True}),  # dormant seeds copied, the blend folded
+        ((53, 2, 130), "fp32", 30.0, {"by_state": False}),  # the blueprint stepped through (K_CHUNK)
+    ],
+)
+@pytest.mark.parametrize("stats", [0, 1, 2])
+def test_each_way_of_summing_the_statistics_matches_the_oracle(shape, dtype, offset, config, stats, device):
+    fam = F["kasmina"]
+    inp = _inputs(shape, dtype, device, offset)
+    y_ref, t_ref = fam.oracle(**inp)
+    y, tele = branch_free.launch(**inp, telemetry=True, stats=stats, **config)
+    tol = fam.tolerances[dtype]
+    assert _rel(y, y_ref) < tol
+    assert _rel(tele, t_ref) < tol
+    # the variance alone, seed by seed: the mean's size must not swamp it
+    assert ((tele[:, 1].double() - t_ref[:, 1]).abs() / t_ref[:, 1].abs()).max().item() < tol
+    y0, _ = branch_free.launch(**inp, telemetry=True, stats=0, **config)
+    assert torch.equal(y, y0)  # y does not depend on how the statistics are summed
+
+
+@pytest.mark.parametrize("by_state", [False, True])
+@pytest.mark.parametrize("stats", [0, 1, 2])
+def test_a_seed_with_an_id_outside_the_registry_is_nan_at_every_stats(by_state, stats, device):
+    """The flag rides on the blend coefficient (NaN) where the kernel multiplies, and on a select where it copies
+    (a dormant seed under BY_STATE): every state, every way of summing."""
+    fam = F["kasmina"]
+    inp = _inputs((19, 6, 16), "fp32", device, 1.0)
+    good = dict(inp, blueprint_id=inp["blueprint_id"].clone())
+    inp["blueprint_id"][:3] = torch.tensor([-1, 99, 8], dtype=torch.int32, device=device)  # states 0, 1, 2
+    y_ref, t_ref = fam.oracle(**good)
+    y, tele = branch_free.launch(**inp, telemetry=True, stats=stats, by_state=by_state)
+    ys = y.view(19, 6, 16)
+    assert ys[:, :3].isnan().all() and tele[:3].isnan().all()
+    assert _rel(ys[:, 3:], y_ref.view(19, 6, 16)[:, 3:]) < 1e-4
+    assert _rel(tele[3:], t_ref[3:]) < 1e-4
+
+
+def test_the_h200_tiles_by_class():
+    tile = branch_free.fast_memory_tile
+    assert tile(512, 64, BF16) == (32, 2, 2) == tile(256, 1, FP16)
+    assert tile(255, 64, BF16) is None  # 16-bit up to 64 channels under 256 rows: the H100's rule
+    assert tile(1, 64, FP16) is None
+    assert tile(256, 65, BF16) == (16, 2, 2) == tile(4096, 128, FP16)
+    assert tile(255, 128, BF16) == (16, 2, 1) == tile(1, 65, FP16)
+    assert tile(1, 129, BF16) == (32, 8, 1) == tile(512, 256, FP16)
+    assert tile(64, 33, FP32) == (16, 2, 2) == tile(512, 64, FP32)
+    assert tile(63, 64, FP32) is None  # under the BY_STATE branch's rows
+    assert tile(512, 32, FP32) is None and tile(512, 65, FP32) is None and tile(64, 256, FP32) is None
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, tile",
+    [
+        ((257, 3, 40), "bf16", (32, 2, 2)),
+        ((260, 2, 72), "fp16", (16, 2, 2)),
+        ((41, 3, 72), "bf16", (16, 2, 1)),
+        ((33, 2, 130), "fp16", (32, 8, 1)),
+        ((67, 3, 40), "fp32", (16, 2, 2)),
+        ((37, 3, 40), "bf16", (16, 2, 0)),  # the H100's rule where the table has no row
+    ],
+)
+def test_on_an_h200_the_launcher_and_the_ops_plans_take_its_tiles(shape, dtype, tile, device, monkeypatch):
+    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    fam = F["kasmina"]
+    inp = _inputs(shape, dtype, device, 3.0)
+    n_seeds, c = shape[-2], shape[-1]
+    cfg = branch_free.config_for(inp["x"], n_seeds, c, True)
+    assert (cfg.block_b, cfg.num_warps, cfg.stats) == tile
+    y_ref, t_ref = fam.oracle(**inp)
+    tol = fam.tolerances[dtype]
+    previous = ops.use_triton(True)
+    try:
+        fastops.reset()
+        first = ops.kasmina_forward(**inp)  # launches through branch_free.launch and plans
+        second = ops.kasmina_forward(**inp)  # the plan: the config's constants passed to the compiled kernel
+    finally:
+        ops.use_triton(previous)
+        fastops.reset()
+    assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
+    assert _rel(second[0], y_ref) < tol and _rel(second[1], t_ref) < tol
