@@ -426,35 +426,59 @@ def by_state_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> bo
     return telemetry and dtype == torch.float32 and c <= 64 and n_rows >= 64
 
 
-# On an H200 (``launching.fast_memory``), with telemetry: (fp32, least channels, most channels, least rows) ->
-# (rows per tile, warps, STATS), the first row that applies; the blueprint whole (``K_CHUNK``: ``tile_for``'s).
-# Raced there (benchmarks/results/kasmina-copy/h200-stats/, every tile at STATS 0, 1 and 2, µs, 16-bit: bf16 / fp16):
-# - 16-bit, up to 64 channels, from 256 rows: 32 x 2 with per-element sums. 512x1000x64 41.4 / 41.4 against
-#   47.8 / 47.6 as the H100's rule ran it (64 x 2, Chan per tile); bf16 512x1000x32 19.3 against 37.6, 512x100x32
-#   (rows split over 4 programs) 6.5 against 8.3.
-# - 16-bit, 65-128 channels: from 256 rows 16 x 2 with per-element sums (bf16 512x4000x128 368.8 against 435.5);
-#   below, 16 x 2 with sums per tile (48x333x100 16.1 / 16.0 against 18.4 / 18.3).
-# - 16-bit, more than 128 channels: 32 x 8 with sums per tile (64x250x256 19.7 / 19.5 against 21.0 / 21.0).
-# - fp32, 33-64 channels, from 64 rows (with the BY_STATE branch): 16 x 2 with per-element sums (512x1000x64 102.1
-#   against 121.7, 64x1000x64 20.5 against 22.3).
-# Elsewhere (16-bit up to 64 channels under 256 rows: 64x1000x64 11.1 / 11.1 with Chan per tile, 11.2-12.5 with
-# either sum in bf16; one row; fp32 up to 32 or from 65 channels) the H100's rule stays.
-_FAST_MEMORY_TILES: tuple[tuple[bool, int, int, int, tuple[int, int, int]], ...] = (
-    (False, 1, 64, 256, (32, 2, 2)),
-    (False, 65, 128, 256, (16, 2, 2)),
-    (False, 65, 128, 1, (16, 2, 1)),
-    (False, 129, 1 << 30, 1, (32, 8, 1)),
-    (True, 33, 64, 64, (16, 2, 2)),
+@dataclass(frozen=True)
+class FastMemoryTile:
+    """One row of the H200's table: the class it covers and the launch it takes there."""
+
+    fp32: bool
+    channels: tuple[int, int]  # least and most channels
+    rows: tuple[int, int]  # least and most rows
+    block_b: int
+    num_warps: int
+    stats: int  # the kernel's STATS
+    k_chunk: int = 0  # blueprint rows per product step; 0: tile_for's
+    many_seeds: bool = False  # only with at least as many seeds as SMs
+
+
+_ANY = 1 << 30
+# On an H200 (``launching.fast_memory``), with telemetry: the first row that covers a call is its launch. Raced there
+# (benchmarks/results/kasmina-copy/h200-stats/: every tile at STATS 0, 1 and 2 on two machines, µs, 16-bit bf16 /
+# fp16; "before" is the H100's rule, Chan per tile):
+# - 16-bit, up to 64 channels, from 256 rows: 32 x 2 with per-element sums. 512x1000x64 41.4-41.8 / 41.3-41.4
+#   against 47.6-47.8 / 47.2-47.6; bf16 512x1000x32 19.3-19.4 against 37.6, 512x100x32 (rows split over 4
+#   programs) 6.4-6.5 against 8.3.
+# - 16-bit, 65-128 channels: from 256 rows 16 x 2 with per-element sums (512x4000x128 368.0-368.8 / 372.4 against
+#   434.6-435.5); below, 16 x 2 with sums per tile (48x333x100 16.1-16.3 / 15.8-16.2 against 18.4 / 18.3).
+# - 16-bit, more than 128 channels: 32 x 8 with sums per tile (64x250x256 19.7-19.8 / 19.5 against 21.0 / 21.0).
+# - fp32, 33-64 channels, from 64 rows (with the BY_STATE branch): 16 x 2 with per-element sums (512x1000x64
+#   101.7-102.1 against 121.6-121.7, 64x1000x64 20.5-20.8 against 22.3-22.6, 64x4000x64 67.4 against 78.2).
+# - fp32, 33-128 channels, one row, at least as many seeds as SMs: 16 x 2 stepping 32 blueprint rows (1x1000x64
+#   8.2-8.3 against 10.1-10.2 on three machines; 1x1000x128 20.5 against 40.5 and 1x4000x128 70.6 against 149.1 on
+#   one; at 1x100x128 it took 7.8 against 6.4, so not with fewer seeds than SMs).
+# Elsewhere the H100's rule stays: 16-bit up to 64 channels under 256 rows (64x1000x64 11.1-11.2 with Chan per tile,
+# 11.2-12.5 with either sum in bf16), fp32 up to 32 channels, or 65-128 from two rows, or beyond 128.
+_FAST_MEMORY_TILES: tuple[FastMemoryTile, ...] = (
+    FastMemoryTile(False, (1, 64), (256, _ANY), 32, 2, 2),
+    FastMemoryTile(False, (65, 128), (256, _ANY), 16, 2, 2),
+    FastMemoryTile(False, (65, 128), (1, _ANY), 16, 2, 1),
+    FastMemoryTile(False, (129, _ANY), (1, _ANY), 32, 8, 1),
+    FastMemoryTile(True, (33, 64), (64, _ANY), 16, 2, 2),
+    FastMemoryTile(True, (33, 128), (1, 1), 16, 2, 0, k_chunk=32, many_seeds=True),
 )
 
 
-def fast_memory_tile(n_rows: int, c: int, dtype: torch.dtype) -> tuple[int, int, int] | None:
-    """(rows per tile, warps, STATS) on an H200 with telemetry for ``n_rows`` rows of ``c`` channels, or None where
-    the H100's rule (``tile_for``, STATS 0) stays."""
+def fast_memory_tile(n_rows: int, n_seeds: int, c: int, dtype: torch.dtype, sms: int) -> FastMemoryTile | None:
+    """The H200's launch with telemetry for ``n_rows`` rows of ``n_seeds`` seeds of ``c`` channels on ``sms`` SMs, or
+    None where the H100's rule (``tile_for``, STATS 0) stays."""
     fp32 = dtype == torch.float32
-    for is_fp32, c_lo, c_hi, rows_lo, tile in _FAST_MEMORY_TILES:
-        if is_fp32 == fp32 and c_lo <= c <= c_hi and n_rows >= rows_lo:
-            return tile
+    for t in _FAST_MEMORY_TILES:
+        if (
+            t.fp32 == fp32
+            and t.channels[0] <= c <= t.channels[1]
+            and t.rows[0] <= n_rows <= t.rows[1]
+            and (n_seeds >= sms or not t.many_seeds)
+        ):
+            return t
     return None
 
 
@@ -498,9 +522,11 @@ def config_for(
     n_rows = x.numel() // x.shape[-1]
     default_b, default_warps, default_k = tile_for(n_rows, c, x.dtype, telemetry)
     default_stats = 0
-    h200 = fast_memory_tile(n_rows, c, x.dtype) if telemetry and launching.fast_memory(x) else None
-    if h200 is not None:
-        default_b, default_warps, default_stats = h200
+    if telemetry and launching.fast_memory(x):
+        h200 = fast_memory_tile(n_rows, n_seeds, c, x.dtype, launching.sm_count(x))
+        if h200 is not None:
+            default_b, default_warps, default_stats = h200.block_b, h200.num_warps, h200.stats
+            default_k = h200.k_chunk or default_k
     block_b = block_b or default_b
     if not telemetry:  # row blocks of one seed are independent programs
         row_programs = triton.cdiv(n_rows, block_b)

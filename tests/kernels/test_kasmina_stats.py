@@ -70,17 +70,24 @@ def test_a_seed_with_an_id_outside_the_registry_is_nan_at_every_stats(by_state, 
     assert _rel(tele[3:], t_ref[3:]) < 1e-4
 
 
+def _h200(n_rows: int, c: int, dtype: torch.dtype, n_seeds: int = 1000) -> tuple[int, int, int, int] | None:
+    t = branch_free.fast_memory_tile(n_rows, n_seeds, c, dtype, 132)
+    return None if t is None else (t.block_b, t.num_warps, t.stats, t.k_chunk)
+
+
 def test_the_h200_tiles_by_class():
-    tile = branch_free.fast_memory_tile
-    assert tile(512, 64, BF16) == (32, 2, 2) == tile(256, 1, FP16)
-    assert tile(255, 64, BF16) is None  # 16-bit up to 64 channels under 256 rows: the H100's rule
-    assert tile(1, 64, FP16) is None
-    assert tile(256, 65, BF16) == (16, 2, 2) == tile(4096, 128, FP16)
-    assert tile(255, 128, BF16) == (16, 2, 1) == tile(1, 65, FP16)
-    assert tile(1, 129, BF16) == (32, 8, 1) == tile(512, 256, FP16)
-    assert tile(64, 33, FP32) == (16, 2, 2) == tile(512, 64, FP32)
-    assert tile(63, 64, FP32) is None  # under the BY_STATE branch's rows
-    assert tile(512, 32, FP32) is None and tile(512, 65, FP32) is None and tile(64, 256, FP32) is None
+    assert _h200(512, 64, BF16) == (32, 2, 2, 0) == _h200(256, 1, FP16)
+    assert _h200(255, 64, BF16) is None  # 16-bit up to 64 channels under 256 rows: the H100's rule
+    assert _h200(1, 64, FP16) is None
+    assert _h200(256, 65, BF16) == (16, 2, 2, 0) == _h200(4096, 128, FP16)
+    assert _h200(255, 128, BF16) == (16, 2, 1, 0) == _h200(1, 65, FP16)
+    assert _h200(1, 129, BF16) == (32, 8, 1, 0) == _h200(512, 256, FP16)
+    assert _h200(64, 33, FP32) == (16, 2, 2, 0) == _h200(512, 64, FP32)
+    assert _h200(63, 64, FP32) is None  # under the BY_STATE branch's rows, one row apart
+    assert _h200(1, 33, FP32) == (16, 2, 0, 32) == _h200(1, 128, FP32, n_seeds=132)  # one row, seeds fill the GPU
+    assert _h200(1, 128, FP32, n_seeds=131) is None  # fewer seeds than SMs: slower there
+    assert _h200(2, 64, FP32) is None and _h200(1, 32, FP32) is None and _h200(1, 129, FP32) is None
+    assert _h200(512, 32, FP32) is None and _h200(512, 65, FP32) is None and _h200(64, 256, FP32) is None
 
 
 @pytest.mark.parametrize(
@@ -91,6 +98,7 @@ def test_the_h200_tiles_by_class():
         ((41, 3, 72), "bf16", (16, 2, 1)),
         ((33, 2, 130), "fp16", (32, 8, 1)),
         ((67, 3, 40), "fp32", (16, 2, 2)),
+        ((1, 140, 72), "fp32", (16, 2, 0)),  # one row, 32 blueprint rows a step
         ((37, 3, 40), "bf16", (16, 2, 0)),  # the H100's rule where the table has no row
     ],
 )
@@ -101,6 +109,7 @@ def test_on_an_h200_the_launcher_and_the_ops_plans_take_its_tiles(shape, dtype, 
     n_seeds, c = shape[-2], shape[-1]
     cfg = branch_free.config_for(inp["x"], n_seeds, c, True)
     assert (cfg.block_b, cfg.num_warps, cfg.stats) == tile
+    assert cfg.k_chunk == (32 if shape[0] == 1 else branch_free.tile_for(shape[0], c, inp["x"].dtype, True)[2])
     y_ref, t_ref = fam.oracle(**inp)
     tol = fam.tolerances[dtype]
     previous = ops.use_triton(True)
