@@ -444,14 +444,14 @@ _ANY = 1 << 30
 # On an H200 (``launching.fast_memory``), with telemetry: the first row that covers a call is its launch. Raced there
 # (benchmarks/results/kasmina-copy/h200-stats/: every tile at STATS 0, 1 and 2 on two machines, µs, 16-bit bf16 /
 # fp16; "before" is the H100's rule, Chan per tile):
-# - 16-bit, up to 64 channels, from 256 rows: 32 x 2 with per-element sums. 512x1000x64 41.4-41.8 / 41.3-41.4
-#   against 47.6-47.8 / 47.2-47.6; bf16 512x1000x32 19.3-19.4 against 37.6, 512x100x32 (rows split over 4
+# - 16-bit, up to 64 channels, from 256 rows: 32 x 2 with per-element sums. 512x1000x64 41.4-41.6 / 41.4-42.6
+#   against 47.6-47.8 / 47.2-47.6; bf16 512x1000x32 19.2-19.3 against 37.6, 512x100x32 (rows split over 4
 #   programs) 6.4-6.5 against 8.3.
-# - 16-bit, 65-128 channels: from 256 rows 16 x 2 with per-element sums (512x4000x128 368.0-368.8 / 372.4 against
-#   434.6-435.5); below, 16 x 2 with sums per tile (48x333x100 16.1-16.3 / 15.8-16.2 against 18.4 / 18.3).
+# - 16-bit, 65-128 channels: from 256 rows 16 x 2 with per-element sums (512x4000x128 368.3-368.8 / 370.9 against
+#   434.6-435.5); below, 16 x 2 with sums per tile (48x333x100 16.1 / 16.0-16.1 against 18.4 / 18.3).
 # - 16-bit, more than 128 channels: 32 x 8 with sums per tile (64x250x256 19.7-19.8 / 19.5 against 21.0 / 21.0).
 # - fp32, 33-64 channels, from 64 rows (with the BY_STATE branch): 16 x 2 with per-element sums (512x1000x64
-#   101.7-102.1 against 121.6-121.7, 64x1000x64 20.5-20.8 against 22.3-22.6, 64x4000x64 67.4 against 78.2).
+#   101.7-102.1 against 121.6-121.7, 64x1000x64 20.5-20.7 against 22.3-22.6, 64x4000x64 67.4 against 78.2).
 # - fp32, 33-128 channels, one row, at least as many seeds as SMs: 16 x 2 stepping 32 blueprint rows (1x1000x64
 #   8.2-8.3 against 10.1-10.2 on three machines; 1x1000x128 20.5 against 40.5 and 1x4000x128 70.6 against 149.1 on
 #   one; at 1x100x128 it took 7.8 against 6.4, so not with fewer seeds than SMs).

@@ -1,0 +1,109 @@
+"""How many instructions kasmina's telemetry kernel issues per row tile, by tile and ``STATS``, without a GPU.
+
+The kernel is compiled for sm_90 exactly as a launch would compile it (``kprof.specialization.compile_for``), its
+cubin disassembled with the ``nvdisasm`` Triton ships, and every loop (a backward branch) counted: its SASS
+instructions, and among them shuffles (``SHFL``: cross-lane reductions), barriers, selects (``FSEL``) and local
+memory (``STL``/``LDL``: spills). The row loop is the longest. On an H200 ncu found the kernel issuing an
+instruction in 57-59% of its cycles (``results/kasmina-copy/h200-stats/``), so these counts are what its time
+follows.
+
+    python benchmarks/kasmina_sass.py [--shape 64x1000x64] [--dtype bf16] [--tiles 16x2,16x4,32x2,64x2] [--stats 0,1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+import triton
+
+from kprof.dtypes import torch_dtype
+from kprof.kernels.kasmina import branch_free
+from kprof.specialization import compile_for
+
+_LABEL = re.compile(r"\s*(\.L_x_\d+):")
+_INSTRUCTION = re.compile(r"\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;")
+_BACK = re.compile(r"BRA `\((\.L_x_\d+)\)")
+KINDS = {"SHFL": "SHFL", "BAR": "BAR", "FSEL": "FSEL", "spill": ("STL", "LDL")}
+
+
+def sass(shape: tuple[int, int, int], dtype: torch.dtype, block_b: int, warps: int, stats: int) -> str:
+    """The kernel's SASS for sm_90 at ``shape`` (rows, seeds, channels) with this tile and STATS."""
+    rows, seeds, c = shape
+    x = torch.randn(rows, seeds * c).to(dtype)
+    state = torch.zeros(seeds, dtype=torch.int8), torch.zeros(seeds, dtype=torch.int32), torch.zeros(seeds)
+    w, b = torch.randn(8, c, c).to(dtype), torch.randn(8, c).to(dtype)
+    cfg = branch_free.config_for(x, seeds, c, True, block_b=block_b, num_warps=warps, stats=stats)
+    args = (x, x, *state, w, b, torch.empty(seeds, 2), x, x, rows, c, 8, seeds * c, seeds * c)
+    options = dict(
+        BLOCK_B=cfg.block_b,
+        BLOCK_C=cfg.block_c,
+        TELEMETRY=True,
+        PRECISION=2 if dtype == torch.float32 else 0,  # the GPU's products, not the interpreter's
+        K_CHUNK=cfg.k_chunk,
+        BY_STATE=cfg.by_state,
+        STATS=cfg.stats,
+        num_warps=cfg.num_warps,
+    )
+    compiled = compile_for(branch_free.forward_kernel, args, options, 90)
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "kernel.cubin"
+        cubin.write_bytes(compiled.asm["cubin"])
+        nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+        return subprocess.run([str(nvdisasm), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+
+
+def loops(text: str) -> list[dict[str, int]]:
+    """Per loop of the SASS (longest first): its instructions and how many of each of ``KINDS``."""
+    labels: dict[str, int] = {}
+    code: list[str] = []
+    for line in text.splitlines():
+        if m := _LABEL.match(line):
+            labels[m.group(1)] = len(code)
+        elif m := _INSTRUCTION.match(line):
+            code.append(m.group(1))
+    found = []
+    for i, ins in enumerate(code):
+        m = _BACK.search(ins)
+        if m and labels.get(m.group(1), i) < i:
+            body = code[labels[m.group(1)] : i + 1]
+            row = {"instructions": len(body)}
+            row.update(
+                {
+                    k: sum(any(p in b for p in ((v,) if isinstance(v, str) else v)) for b in body)
+                    for k, v in KINDS.items()
+                }
+            )
+            found.append(row)
+    return sorted(found, key=lambda r: -r["instructions"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shape", default="64x1000x64")
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--tiles", default="16x2,16x4,32x2,32x4,64x2,64x4")
+    ap.add_argument("--stats", default="0,1,2")
+    args = ap.parse_args()
+    shape = tuple(int(v) for v in args.shape.split("x"))
+    dtype = torch_dtype(args.dtype)
+    print(f"{args.dtype} {args.shape}: the row loop of each tile, sm_90 (static SASS; one pass is one row tile)")
+    for tile in args.tiles.split(","):
+        block_b, warps = (int(v) for v in tile.split("x"))
+        for stats in (int(v) for v in args.stats.split(",")):
+            row = loops(sass(shape, dtype, block_b, warps, stats))[0]
+            per = row["instructions"] / (block_b * shape[2] / (32 * warps))
+            print(
+                f"  {block_b:3d} rows x {warps} warps, STATS {stats}: {row['instructions']:5d} instructions "
+                f"({per:.1f} per element a thread), SHFL {row['SHFL']}, BAR {row['BAR']}, FSEL {row['FSEL']}, "
+                f"spill {row['spill']}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
