@@ -9,7 +9,8 @@ fusing them costs), ``[branch free + torch stats]``, and the telemetry kernel at
 each seed's rows split over that many programs (``r``; the last to finish merges their statistics). Each candidate's y and telemetry are checked
 against the float64 oracle first. With ``--by-state``, every tile runs with the kernel's BY_STATE branch (dormant
 seeds copy x, the others fold the blend into the blueprint), beside ``[shipped, by state]`` and ``[no telemetry,
-by state]``. (The first two races in ``results/kasmina-copy/`` also had rows split over
+by state]``. With ``--stats``, every tile at each of the kernel's ways of summing the statistics (``STATS``: Chan's
+merge per tile, or sums shifted by the program's first row, per tile or per element). (The first two races in ``results/kasmina-copy/`` also had rows split over
 programs, x loaded a step ahead and IEEE fp32 products; a later one several seeds per program: none was kept.)
 
 Two floors beside the copy, each the fastest of a few Triton copy kernels (rows x seeds per program):
@@ -23,6 +24,7 @@ no kernel that keeps the state on the device meets the family's target there. A 
 kasmina program with those rows must read) and adds nothing of them either.
 
     python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32] [--floors-only] [--by-state]
+        [--stats 0,1,2]
 
 Writes DIR/kasmina_copy.csv (one row per point and candidate: median and every round, us) and prints, per
 point, the copy, the floors, the shipped kernel and the fastest tile, each as a fraction of the copy's speed.

@@ -251,8 +251,8 @@ def _walk(
                 d = tl.where(mask, y - mean_b[None, :], 0.0)
                 cnt, mean, m2 = _chan(cnt, mean, m2, n_b, mean_b, tl.sum(d * d, axis=0))
             else:
-                # Shifted by a value of the data, the sums keep fp32's precision where the mean is far from zero
-                # (M2 = S2 - S1^2 / n loses only what (mean - shift)^2 / variance scales).
+                # Shifted by a value of the data, the sums keep fp32's precision where the mean is far from zero:
+                # M2 = S2 - S1^2 / n cancels in proportion to (mean - shift)^2 / variance, not mean^2 / variance.
                 if start == first:
                     shift = tl.sum(tl.where(rows[:, None] == first, y, 0.0), axis=0)
                 walked += tl.minimum(n_rows - start, BLOCK_B)
@@ -576,8 +576,8 @@ def launch(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``/``k_chunk``: the
     tile and blueprint rows per product step, ``precision``: the products', ``row_programs``: programs per seed
-    with telemetry, ``by_state``: the kernel's BY_STATE branch (defaults: :func:`config_for`'s) - the tuning
-    benchmarks vary them."""
+    with telemetry, ``by_state``: the kernel's BY_STATE branch, ``stats``: how it sums the statistics (STATS; defaults:
+    :func:`config_for`'s) - the tuning benchmarks vary them."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
     x2d = x.reshape(-1, x.shape[-1]) if x.stride(-1) == 1 else x.contiguous().view(-1, x.shape[-1])
     n_rows = x2d.shape[0]
