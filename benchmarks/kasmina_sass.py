@@ -28,7 +28,7 @@ from kprof.specialization import compile_for
 _LABEL = re.compile(r"\s*(\.L_x_\d+):")
 _INSTRUCTION = re.compile(r"\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;")
 _BACK = re.compile(r"BRA `\((\.L_x_\d+)\)")
-KINDS = {"SHFL": "SHFL", "BAR": "BAR", "FSEL": "FSEL", "spill": ("STL", "LDL")}
+KINDS = {"SHFL": ("SHFL",), "BAR": ("BAR",), "FSEL": ("FSEL",), "spill": ("STL", "LDL")}
 
 
 def sass(shape: tuple[int, int, int], dtype: torch.dtype, block_b: int, warps: int, stats: int) -> str:
@@ -37,19 +37,10 @@ def sass(shape: tuple[int, int, int], dtype: torch.dtype, block_b: int, warps: i
     x = torch.randn(rows, seeds * c).to(dtype)
     state = torch.zeros(seeds, dtype=torch.int8), torch.zeros(seeds, dtype=torch.int32), torch.zeros(seeds)
     w, b = torch.randn(8, c, c).to(dtype), torch.randn(8, c).to(dtype)
-    cfg = branch_free.config_for(x, seeds, c, True, block_b=block_b, num_warps=warps, stats=stats)
+    precision = 2 if dtype == torch.float32 else 0  # the GPU's products, not the interpreter's
+    cfg = branch_free.config_for(x, seeds, c, True, block_b, warps, precision, stats=stats)
     args = (x, x, *state, w, b, torch.empty(seeds, 2), x, x, rows, c, 8, seeds * c, seeds * c)
-    options = dict(
-        BLOCK_B=cfg.block_b,
-        BLOCK_C=cfg.block_c,
-        TELEMETRY=True,
-        PRECISION=2 if dtype == torch.float32 else 0,  # the GPU's products, not the interpreter's
-        K_CHUNK=cfg.k_chunk,
-        BY_STATE=cfg.by_state,
-        STATS=cfg.stats,
-        num_warps=cfg.num_warps,
-    )
-    compiled = compile_for(branch_free.forward_kernel, args, options, 90)
+    compiled = compile_for(branch_free.forward_kernel, args, {**cfg.constexprs(), "num_warps": cfg.num_warps}, 90)
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "kernel.cubin"
         cubin.write_bytes(compiled.asm["cubin"])
@@ -72,12 +63,7 @@ def loops(text: str) -> list[dict[str, int]]:
         if m and labels.get(m.group(1), i) < i:
             body = code[labels[m.group(1)] : i + 1]
             row = {"instructions": len(body)}
-            row.update(
-                {
-                    k: sum(any(p in b for p in ((v,) if isinstance(v, str) else v)) for b in body)
-                    for k, v in KINDS.items()
-                }
-            )
+            row.update({kind: sum(any(op in b for op in ops) for b in body) for kind, ops in KINDS.items()})
             found.append(row)
     return sorted(found, key=lambda r: -r["instructions"])
 

@@ -164,7 +164,7 @@ def geo(values: list[float]) -> float:
 def score_pipelined(paths: list[Path]) -> None:
     """Per dtype, column class and K of races run with --pipelined: the policies (tiles, programs per SM, x
     pipelined or not) with the smallest worst ratio to each point's fastest candidate, and what the H200's table
-    (``split_k._FAST_MEMORY_PIPELINED``) runs there against the fastest, the op as raced ([tuned]) and cuBLAS."""
+    (``split_k.fast_memory_pipelined_tiles``) runs there against the fastest, the op as raced ([tuned]) and cuBLAS."""
     groups: dict[tuple[str, int, int], list[tuple[str, dict[str, float]]]] = collections.defaultdict(list)
     for p in paths:
         for (dtype, shape), times in read_race(p).items():
@@ -180,8 +180,7 @@ def score_pipelined(paths: list[Path]) -> None:
             if all(ratios):
                 ranked.append((max(r / f for r, f in zip(ratios, fastest)), (*tile, px)))
         ranked.sort()
-        entries = split_k._FAST_MEMORY_PIPELINED.get(torch_dtypes[dtype], {}).get(split_k.column_class(n), ())
-        table = next((tiles for lo, hi, tiles in entries if lo <= k <= hi), None)
+        table = split_k.fast_memory_pipelined_tiles(k, n, torch_dtypes[dtype])
         line = f"{dtype} K {k} N~{n} ({len(group)} points): " + "  ".join(f"{p} {w:.3f}" for w, p in ranked[:3])
         if table is not None:
             times = [policy_time(t, s, table, pipelined=True) for s, t in group]
@@ -252,8 +251,11 @@ def main() -> None:
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
     ap.add_argument("--score-pipelined", nargs="+", type=Path, help="races run with --pipelined, scored by K too")
     args = ap.parse_args()
-    if args.score or args.score_pipelined:
-        score(args.score) if args.score else score_pipelined(args.score_pipelined)
+    if args.score:
+        score(args.score)
+        return
+    if args.score_pipelined:
+        score_pipelined(args.score_pipelined)
         return
     dtypes = args.dtypes.split(",")
     bms = tuple(int(v) for v in args.bms.split(","))

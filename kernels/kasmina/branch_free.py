@@ -497,6 +497,18 @@ class LaunchConfig:
     by_state: bool = False
     stats: int = 0
 
+    def constexprs(self) -> dict[str, int | bool]:
+        """The kernel's compile-time arguments for this launch."""
+        return {
+            "BLOCK_B": self.block_b,
+            "BLOCK_C": self.block_c,
+            "TELEMETRY": self.telemetry,
+            "PRECISION": self.precision,
+            "K_CHUNK": self.k_chunk,
+            "BY_STATE": self.by_state,
+            "STATS": self.stats,
+        }
+
     @property
     def split(self) -> bool:
         """A seed's telemetry comes from several programs' parts (which need a workspace and counters)."""
@@ -601,13 +613,7 @@ def launch(
         weights.shape[0],
         x2d.stride(0),
         x.shape[-1],
-        BLOCK_B=cfg.block_b,
-        BLOCK_C=cfg.block_c,
-        TELEMETRY=telemetry,
-        PRECISION=cfg.precision,
-        K_CHUNK=cfg.k_chunk,
-        BY_STATE=cfg.by_state,
-        STATS=cfg.stats,
+        **cfg.constexprs(),
         num_warps=cfg.num_warps,
     )
     return y, tele

@@ -402,8 +402,11 @@ PIPELINED_ROWS = (1, 16)
 # cuBLAS's product's 25.7-26.5, 1x2048x28672 fp16 (TF32 steps before) 32.8-33.0 -> 29.1-29.8. The K 4096-8192
 # entries were raced again after they shipped, on four more GPUs (the decode grids, and every decode class): the
 # op within 1.10x cuBLAS at those K but at 4x4096x5504 fp16 (1.13x) and, in the grid, 1x4096x5504 fp16 (1.15x,
-# its cases spread 12.7%). The H200's memory streams the weight faster, so deeper splits (5504) and wider steps
-# (11008) pay where the H100's did not. Left with the H100's tables: bf16 14336 and 28672 from K 4096, fp16 14336
+# its cases spread 12.7%). The K 2048 entries, raced again after they shipped in the decode grids on another H200
+# (``benchmarks/results/grid/h200-407b653/``): the op within 1.02x of the best kprof version at 35 and 33 of 36
+# points (bf16, fp16), within 1.10x cuBLAS but at fp16 x2048x5504 (1.22-1.24x; missed there before as well). The
+# H200's memory streams the weight faster, so deeper splits (5504) and wider steps (11008) pay where the H100's did
+# not. Left with the H100's tables: bf16 14336 and 28672 from K 4096, fp16 14336
 # at K 2048, where the op ran within 4.5% of the fastest candidate.
 _FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[tuple[int, int, tuple[int, int, int, int]], ...]]] = {
     torch.bfloat16: {
@@ -420,19 +423,24 @@ _FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[tuple[int, int, tuple[
 }
 
 
+def fast_memory_pipelined_tiles(k: int, n: int, dtype: torch.dtype) -> tuple[int, int, int, int] | None:
+    """The H200 table's (``_FAST_MEMORY_PIPELINED``) tiles at K and N's column class, or None where it has none."""
+    entries = _FAST_MEMORY_PIPELINED.get(dtype, {}).get(column_class(n), ())
+    return next((tiles for least_k, largest_k, tiles in entries if least_k <= k <= largest_k), None)
+
+
 def pipelined_tiles(
     m: int, k: int, n: int, dtype: torch.dtype, fast_memory: bool = False
 ) -> tuple[int, int, int, int] | None:
     """(BLOCK_N, BLOCK_K, stages, programs per SM) of the kernel with x pipelined at M x K x N, or None where x is
     loaded ahead (``SPLIT_TILES``). ``fast_memory``: on an H200 (``launching.fast_memory``), whose own table
-    (``_FAST_MEMORY_PIPELINED``) comes first."""
+    (:func:`fast_memory_pipelined_tiles`) comes first."""
     if not PIPELINED_ROWS[0] <= m <= PIPELINED_ROWS[1]:
         return None
-    col = column_class(n)
-    for least_k, largest_k, fast in _FAST_MEMORY_PIPELINED.get(dtype, {}).get(col, ()) if fast_memory else ():
-        if least_k <= k <= largest_k:
-            return fast
-    cls = PIPELINED_TILES.get(dtype, {}).get(col)
+    fast = fast_memory_pipelined_tiles(k, n, dtype) if fast_memory else None
+    if fast is not None:
+        return fast
+    cls = PIPELINED_TILES.get(dtype, {}).get(column_class(n))
     return cls[:4] if cls is not None and k <= cls[4] else None
 
 
@@ -447,8 +455,7 @@ def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
     :func:`pipelined_tiles` says (on an H200 its own table)."""
     m, k = x2d.shape
     piped = pipelined_tiles(m, k, n, x2d.dtype, launching.fast_memory(x2d))
-    loaded_ahead = SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
-    bn, bk, stages, per_sm = piped if piped is not None else loaded_ahead
+    bn, bk, stages, per_sm = piped or SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
     splits = split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d)) if per_sm else 1
     return split_k.config(16, bn, bk, splits, 4, stages, PIPELINED_X=piped is not None)
 

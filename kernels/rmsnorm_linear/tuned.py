@@ -17,9 +17,10 @@ loaded before the loop and the 64-wide steps checked from the product, at 11008 
 decode grid within 1.10x cuBLAS at 24 and 23 of 24 points in two calls on one H100
 (``benchmarks/results/split-k/x-path/fp16-product-check/``). On an H200 (``launching.fast_memory``) x is pipelined in
 tiles of its own at 5504 and 11008 columns from K 2048 to 8192, at fp16's 14336 and 28672 and bf16's 28672 at some
-K (``split_k._FAST_MEMORY_PIPELINED``). With its K 4096-8192 entries the decode grids there went from 29 and 21 of
-36 points with the op within 1.02x of the best kprof version to 34 and 29 (bf16, fp16); the K 2048 entries were
-raced, not yet run in a grid (``benchmarks/results/split-k/h200-pipelined/``).
+K (``split_k.fast_memory_pipelined_tiles``). With its K 4096-8192 entries the decode grids there went from 29 and 21 of
+36 points with the op within 1.02x of the best kprof version to 34 and 29 (bf16, fp16)
+(``benchmarks/results/split-k/h200-pipelined/``), and with its K 2048 entries to 35 and 33
+(``benchmarks/results/grid/h200-407b653/``).
 
 Ragged-8 weights (K and N multiples of 8, not both of 16) take the norm then cuBLAS's product at every row
 count (``ragged_weights``: the Triton products' row reads straddle cache lines there).
