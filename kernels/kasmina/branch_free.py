@@ -498,7 +498,8 @@ class LaunchConfig:
     stats: int = 0
 
     def constexprs(self) -> dict[str, int | bool]:
-        """The kernel's compile-time arguments for this launch."""
+        """The kernel's compile-time arguments for this launch, in its signature's order (the ops API's plans pass
+        them by position)."""
         return {
             "BLOCK_B": self.block_b,
             "BLOCK_C": self.block_c,

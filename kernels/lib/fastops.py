@@ -825,20 +825,8 @@ def _kasmina_first(
     if xs is not None and weights.is_contiguous() and bias.is_contiguous():
         n_seeds, c = lifecycle.shape[0], weights.shape[-1]
         cfg = branch_free.config_for(x, n_seeds, c, True)  # what branch_free.launch ran
-        tail = (
-            x.numel() // x.shape[-1],
-            c,
-            weights.shape[0],
-            xs,
-            x.shape[-1],
-            cfg.block_b,
-            cfg.block_c,
-            True,
-            cfg.precision,
-            cfg.k_chunk,
-            cfg.by_state,
-            cfg.stats,
-        )
+        # the kernel's sizes and strides, then its compile-time arguments in its signature's order
+        tail = (x.numel() // x.shape[-1], c, weights.shape[0], xs, x.shape[-1], *cfg.constexprs().values())
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
         grid = (n_seeds, cfg.row_programs)
