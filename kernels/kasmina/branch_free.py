@@ -437,33 +437,62 @@ class FastMemoryTile:
     num_warps: int
     stats: int  # the kernel's STATS
     k_chunk: int = 0  # blueprint rows per product step; 0: tile_for's
-    many_seeds: bool = False  # only with at least as many seeds as SMs
+    seeds_per_sm: tuple[float, float] = (0.0, float("inf"))  # seeds per SM: at least the first, under the second
+    pow2_channels: bool = False  # only where the channels are a power of two (no padded columns or k steps)
 
 
 _ANY = 1 << 30
+_MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per seed
 # On an H200 (``launching.fast_memory``), with telemetry: the first row that covers a call is its launch. Raced there
-# (benchmarks/results/kasmina-copy/h200-stats/: every tile at STATS 0, 1 and 2 on two machines, µs, 16-bit bf16 /
-# fp16; "before" is the H100's rule, Chan per tile):
-# - 16-bit, up to 64 channels, from 256 rows: 32 x 2 with per-element sums. 512x1000x64 41.4-41.6 / 41.4-42.6
-#   against 47.6-47.8 / 47.2-47.6; bf16 512x1000x32 19.2-19.3 against 37.6, 512x100x32 (rows split over 4
-#   programs) 6.4-6.5 against 8.3.
+# with every tile at each STATS (benchmarks/results/kasmina-copy/h200-stats/ and h200-seeds/, µs, 16-bit bf16 / fp16;
+# "before" is the row's launch before it, the H100's rule unless said):
+# - 16-bit up to 64 channels from 128 rows: 32 x 2 with per-element sums. 512x1000x64 41.4-41.6 / 41.4-42.6 against
+#   47.6-47.8 / 47.2-47.6; bf16 512x1000x32 19.2-19.3 against 37.6, 512x100x32 (rows split over 4 programs) 6.4-6.5
+#   against 8.3; 128x1000x32 7.6 / 7.4 against 10.9 / 11.0, 128x1000x64 15.1 / 15.2 against 18.0 / 18.2,
+#   128x2000x64 29.1 / 28.2 against 33.3 / 33.2.
+# - 16-bit up to 32 channels, 33-127 rows, one program per seed: 16 x 2, per-element sums (64x1000x32 5.8 / 5.8
+#   against 7.2 / 7.2).
+# - 16-bit 33-64 channels, 33-127 rows, from 8 seeds an SM: 16 x 2, per-element sums (64x1100x64 12.9 / 12.7 against
+#   14.2 / 14.2, 64x1500x64 13.4 / 13.3 against 17.5 / 17.3, 64x4000x64 33.4 / 33.2 against 37.1 / 36.9). With
+#   fewer the H100's Chan per tile stays: at 64x1000x64 per-element sums took 12.8 / 12.5 against 11.2 / 11.1, at
+#   64x900x64 11.7 / 11.3 against 10.8 / 10.7. Registers explain part of it (offline for sm_90: 138 / 134 against
+#   128, which leaves 7 programs of 2 warps an SM resident against 8: at 1000 seeds only Chan's fit one wave, from
+#   8 seeds an SM neither does and the fewer instructions win), not 900 seeds, where both fit.
+# - 16-bit up to 64 channels, 2-15 rows, one program per seed: 16 x 2, sums per tile (8x1000x64 5.4 / 5.4 against
+#   5.8 / 5.7, 2x1000x64 5.4 / 5.3 against 5.7 / 5.7, 8x4000x64 16.9 / 17.2 against 17.5 / 17.4; at 16 rows they lost:
+#   16x4000x64 20.8 against 17.2 in bf16).
+# - 16-bit up to 64 channels, 17-64 rows, fewer seeds than SMs: one tile of all the rows, one program per seed, sums
+#   per tile: 64 x 8 from 33 rows (64x100x64 4.8 / 4.9 against 5.6 / 5.6, 48x100x64 4.9 / 4.9 against 5.6 / 5.6,
+#   64x100x32 3.9 / 4.0 against 4.9 / 4.9), 32 x 4 to 32 (32x100x64 3.8 / 3.7 against 5.2 / 5.1).
 # - 16-bit, 65-128 channels: from 256 rows 16 x 2 with per-element sums (512x4000x128 368.3-368.8 / 370.9 against
 #   434.6-435.5); below, 16 x 2 with sums per tile (48x333x100 16.1 / 16.0-16.1 against 18.4 / 18.3).
 # - 16-bit, more than 128 channels: 32 x 8 with sums per tile (64x250x256 19.7-19.8 / 19.5 against 21.0 / 21.0).
 # - fp32, 33-64 channels, from 64 rows (with the BY_STATE branch): 16 x 2 with per-element sums (512x1000x64
 #   101.7-102.1 against 121.6-121.7, 64x1000x64 20.5-20.7 against 22.3-22.6, 64x4000x64 67.4 against 78.2).
-# - fp32, 33-128 channels, one row, at least as many seeds as SMs: 16 x 2 stepping 32 blueprint rows (1x1000x64
-#   8.2-8.3 against 10.1-10.2 on three machines; 1x1000x128 20.5 against 40.5 and 1x4000x128 70.6 against 149.1 on
-#   one; at 1x100x128 it took 7.8 against 6.4, so not with fewer seeds than SMs).
-# Elsewhere the H100's rule stays: 16-bit up to 64 channels under 256 rows (64x1000x64 11.1-11.2 with Chan per tile,
-# 11.2-12.5 with either sum in bf16), fp32 up to 32 channels, or 65-128 from two rows, or beyond 128.
+# - fp32, 128 channels (65-128 where a power of two), one program per seed: 32 blueprint rows a step, from 32 rows
+#   in 32 x 4 with Chan per tile (32x1000x128 43.4 against 66.3, 64x1000x128 75.5 against 110.4, 128x1000x128 143.5
+#   against 198.2, 64x250x128 21.7 against 29.5), 2-31 rows in 16 x 4 with per-element sums (8x1000x128 31.3 against
+#   43.7, 8x4000x128 112.8 against 162.6, 16x250x128 9.3 against 12.5). Not at 100 channels, whose last step is 4
+#   rows padded to 32 (48x333x100: 80-83 against 36.8 with the whole blueprint).
+# - fp32, 33-128 channels, one row, from 1.5 seeds an SM: 16 x 2 stepping 32 blueprint rows (1x1000x64 8.1-8.3
+#   against 10.1-10.2 on four machines; 1x1000x128 20.3-20.5 against 40.5 and 1x4000x128 70.2-70.6 against 149.1 on
+#   two; 1x250x128 8.3 against 11.5; at 132 seeds 7.9 against 6.5, and at 100 7.8 against 6.3).
+# Elsewhere the H100's rule stays: 16-bit 33-64 channels at 16-32 rows or under 8 seeds an SM (64x1000x64 11.1-11.2),
+# fp32 up to 32 channels, 65-128 channels with fewer seeds than SMs or not a power of two, or beyond 128.
 _FAST_MEMORY_TILES: tuple[FastMemoryTile, ...] = (
-    FastMemoryTile(False, (1, 64), (256, _ANY), 32, 2, 2),
+    FastMemoryTile(False, (1, 64), (128, _ANY), 32, 2, 2),
+    FastMemoryTile(False, (1, 32), (33, 127), 16, 2, 2, seeds_per_sm=_MANY),
+    FastMemoryTile(False, (33, 64), (33, 127), 16, 2, 2, seeds_per_sm=(8.0, float("inf"))),
+    FastMemoryTile(False, (1, 64), (2, 15), 16, 2, 1, seeds_per_sm=_MANY),
+    FastMemoryTile(False, (1, 64), (33, 64), 64, 8, 1, seeds_per_sm=(0.0, 1.0)),
+    FastMemoryTile(False, (1, 64), (17, 32), 32, 4, 1, seeds_per_sm=(0.0, 1.0)),
     FastMemoryTile(False, (65, 128), (256, _ANY), 16, 2, 2),
     FastMemoryTile(False, (65, 128), (1, _ANY), 16, 2, 1),
     FastMemoryTile(False, (129, _ANY), (1, _ANY), 32, 8, 1),
     FastMemoryTile(True, (33, 64), (64, _ANY), 16, 2, 2),
-    FastMemoryTile(True, (33, 128), (1, 1), 16, 2, 0, k_chunk=32, many_seeds=True),
+    FastMemoryTile(True, (65, 128), (32, 255), 32, 4, 0, k_chunk=32, seeds_per_sm=_MANY, pow2_channels=True),
+    FastMemoryTile(True, (65, 128), (2, 31), 16, 4, 2, k_chunk=32, seeds_per_sm=_MANY, pow2_channels=True),
+    FastMemoryTile(True, (33, 128), (1, 1), 16, 2, 0, k_chunk=32, seeds_per_sm=(1.5, float("inf"))),
 )
 
 
@@ -476,7 +505,8 @@ def fast_memory_tile(n_rows: int, n_seeds: int, c: int, dtype: torch.dtype, sms:
             t.fp32 == fp32
             and t.channels[0] <= c <= t.channels[1]
             and t.rows[0] <= n_rows <= t.rows[1]
-            and (n_seeds >= sms or not t.many_seeds)
+            and t.seeds_per_sm[0] * sms <= n_seeds < t.seeds_per_sm[1] * sms
+            and (c & (c - 1) == 0 or not t.pow2_channels)
         ):
             return t
     return None

@@ -413,6 +413,32 @@ def test_decode_step_in_a_cuda_graph_and_compiled_launches():
         assert err <= fam.tolerances["bf16"], err
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_kasmina_compiled_launches_on_the_gpu(dtype):
+    """On a GPU: kasmina_forward's plan reaches its compiled launch (raw addresses) and gives the checked first
+    call's outputs bit for bit, with one program per seed and with rows split over programs (whose ticket
+    counters the compiled launches leave at zero: a later call still merges every part)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    fam = F["kasmina"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for shape in ((3, sms + 7, 64), (80, 5, 48)):
+        inp = fam.make_inputs(shape, dtype, "cuda", seed=_seed())
+        with triton_path(True):
+            _fastops.reset()
+            first = ops.kasmina_forward(**inp)
+            calls = [ops.kasmina_forward(**inp) for _ in range(4)]
+            ((launch, _, cfg, _, _),) = _fastops._kasmina_plans.plans.values()
+        assert launch.entry is not None, "the kasmina plan never reached its compiled launch"
+        assert cfg.split == (shape[1] < sms)
+        for y, tele in calls:
+            assert torch.equal(y, first[0]) and torch.equal(tele, first[1]), shape
+        ref_y, ref_t = fam.oracle(**inp)
+        assert _rel(first[0], ref_y) <= fam.tolerances[dtype] and _rel(first[1], ref_t) <= fam.tolerances[dtype]
+    _fastops.reset()
+
+
 class _RecordingLauncher:
     """Stands in for Triton's C launcher: records the pointer arguments a compiled launch would get (entries
     are ``(launch, prefix, device)``; this one's prefix is the two values below)."""
@@ -476,6 +502,42 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
         )
         assert product_call[5:] == product.tail and xn_ptr not in (x.data_ptr(), out.data_ptr())
         assert all(type(a) is not torch.Tensor for call in rec.calls for a in call)
+    _fastops.reset()
+
+
+def test_kasmina_compiled_launch_gets_raw_addresses(device, monkeypatch):
+    """Once its plan is compiled, kasmina_forward hands the C launcher the six inputs' addresses, new contiguous y
+    and telemetry, then (rows split over programs) a new parts buffer and the stream's ticket counters, or else y's
+    address twice (the kernel reads neither slot), and the kernel's other arguments as planned."""
+    from kprof.kernels.lib import launching
+
+    if device != "cpu":
+        pytest.skip("drives the plan with a stand-in launcher (the CPU interpreter builds it)")
+    rec = _RecordingLauncher()
+    monkeypatch.setattr(_fastops, "_stream", lambda d: 0)
+    fam = F["kasmina"]
+    for shape, split in (((2, 140, 16), False), ((40, 3, 16), True)):  # 140 seeds: one program each (132 SMs)
+        inp = fam.make_inputs(shape, "fp32", device, seed=_seed())
+        with triton_path(True):
+            _fastops.reset()
+            ops.kasmina_forward(**inp)  # builds the plan through the checked path
+            ((launch, n_seeds, cfg, _, _),) = _fastops._kasmina_plans.plans.values()
+            launch.entry = (rec, rec.prefix, 0)
+            y, tele = ops.kasmina_forward(**inp)
+        args = rec.calls[-1]
+        assert cfg.split == split and n_seeds == shape[1]
+        assert y.shape == inp["x"].shape and y.is_contiguous() and y.dtype == inp["x"].dtype
+        assert tele.shape == (shape[1], 2) and tele.is_contiguous() and tele.dtype == torch.float32
+        p = {name: t.data_ptr() for name, t in inp.items()}
+        inputs = (p["lifecycle"], p["blueprint_id"], p["alpha"], p["weights"], p["bias"])
+        assert args[:8] == (p["x"], y.data_ptr(), *inputs, tele.data_ptr())
+        parts, counts = args[8:10]
+        if split:
+            assert parts not in (y.data_ptr(), tele.data_ptr())
+            assert counts == launching.ticket_counters(inp["x"], n_seeds).data_ptr()
+        else:
+            assert parts == counts == y.data_ptr()
+        assert args[10:] == launch.tail and all(type(a) is int for a in args[:10])
     _fastops.reset()
 
 
