@@ -10,7 +10,8 @@ each seed's rows split over that many programs (``r``; the last to finish merges
 against the float64 oracle first. With ``--by-state``, every tile runs with the kernel's BY_STATE branch (dormant
 seeds copy x, the others fold the blend into the blueprint), beside ``[shipped, by state]`` and ``[no telemetry,
 by state]``. With ``--stats``, every tile at each of the kernel's ways of summing the statistics (``STATS``: Chan's
-merge per tile, or sums shifted by the program's first row, per tile or per element). (The first two races in ``results/kasmina-copy/`` also had rows split over
+merge per tile, or sums shifted by the program's first row, per tile or per element); with ``--maxnreg``, each also
+at those register caps (``maxnreg``: fewer registers a thread, more programs an SM). (The first two races in ``results/kasmina-copy/`` also had rows split over
 programs, x loaded a step ahead and IEEE fp32 products; a later one several seeds per program: none was kept.)
 
 Two floors beside the copy, each the fastest of a few Triton copy kernels (rows x seeds per program):
@@ -24,7 +25,7 @@ no kernel that keeps the state on the device meets the family's target there. A 
 kasmina program with those rows must read) and adds nothing of them either.
 
     python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32] [--floors-only] [--by-state]
-        [--stats 0,1,2]
+        [--stats 0,1,2] [--maxnreg 0,128]
 
 Writes DIR/kasmina_copy.csv (one row per point and candidate: median and every round, us) and prints, per
 point, the copy, the floors, the shipped kernel and the fastest tile, each as a fraction of the copy's speed.
@@ -126,15 +127,26 @@ def floor_candidates(inp: dict, out: torch.Tensor) -> dict[str, object]:
 
 
 def candidates(
-    inp: dict, splits: tuple[int, ...] = (), by_state: bool = False, stats: tuple[int, ...] = ()
+    inp: dict,
+    splits: tuple[int, ...] = (),
+    by_state: bool = False,
+    stats: tuple[int, ...] = (),
+    maxnreg: tuple[int, ...] = (),
 ) -> dict[str, object]:
     """name -> fn for every (rows per tile, warps) and, in fp32, blueprint rows per product step (``k``); with
     ``splits``, the shipped tile at each number of programs per seed (``r``); with ``by_state``, each with the
     kernel's BY_STATE branch; with ``stats``, each tile at each of the kernel's ways of summing the statistics
-    (``s``, the kernel's STATS: ``branch_free._walk``)."""
+    (``s``, the kernel's STATS: ``branch_free._walk``); with ``maxnreg``, each also at each register cap (``m``, 0
+    the compiler's choice, named without it)."""
+    if maxnreg:
+        return {
+            name + (f" m{m}" if m else ""): lambda m=m, fn=fn: fn(maxnreg=m)
+            for name, fn in candidates(inp, splits, by_state, stats).items()
+            for m in maxnreg
+        }
     if stats:
         return {
-            f"{name} s{st}": lambda st=st, fn=fn: fn(stats=st)
+            f"{name} s{st}": lambda st=st, fn=fn, **kw: fn(stats=st, **kw)
             for name, fn in candidates(inp, splits, by_state).items()
             for st in stats
         }
@@ -193,6 +205,7 @@ def run_point(
     floors_only: bool = False,
     by_state: bool = False,
     stats: tuple[int, ...] = (),
+    maxnreg: tuple[int, ...] = (),
 ) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
@@ -209,7 +222,7 @@ def run_point(
         fns["[shipped, by state]"] = lambda: branch_free.launch(**inp, telemetry=True, by_state=True)
         fns["[no telemetry, by state]"] = lambda: branch_free.launch(**inp, telemetry=False, by_state=True)
     if not floors_only:
-        fns.update(candidates(inp, splits, by_state, stats))
+        fns.update(candidates(inp, splits, by_state, stats, maxnreg))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     # each must copy x exactly, the zero included, into an output poisoned first (a tile that wrote nothing would
@@ -245,6 +258,7 @@ def main() -> None:
     ap.add_argument("--floors-only", action="store_true", help="the references and floors alone, no tiles")
     ap.add_argument("--by-state", action="store_true", help="every tile with the kernel's BY_STATE branch")
     ap.add_argument("--stats", default="", help="every tile at each of these STATS (e.g. 0,1,2: branch_free._walk)")
+    ap.add_argument("--maxnreg", default="", help="every tile also at these register caps (e.g. 0,128; 0: none)")
     args = ap.parse_args()
     rows: list[dict] = []
     for dtype in args.dtypes.split(","):
@@ -252,7 +266,8 @@ def main() -> None:
             shape = tuple(int(v) for v in s.split("x"))
             splits = tuple(int(v) for v in args.splits.split(",") if v)
             stats = tuple(int(v) for v in args.stats.split(",") if v)
-            point = run_point(shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats)
+            caps = tuple(int(v) for v in args.maxnreg.split(",") if v)
+            point = run_point(shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats, caps)
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]
@@ -261,7 +276,7 @@ def main() -> None:
             tiles = [c for c in med if not c.startswith("[")]
             named += (min(tiles, key=med.get),) if tiles else ()
             for st in stats:  # each way of summing the statistics: its fastest tile
-                mine = [c for c in tiles if c.endswith(f" s{st}")]
+                mine = [c for c in tiles if f" s{st}" in c]
                 named += (min(mine, key=med.get),) if mine else ()
             print(
                 f"{dtype} {s:12} copy {copy:7.2f}  "

@@ -40,7 +40,7 @@ def sass(shape: tuple[int, int, int], dtype: torch.dtype, block_b: int, warps: i
     precision = 2 if dtype == torch.float32 else 0  # the GPU's products, not the interpreter's
     cfg = branch_free.config_for(x, seeds, c, True, block_b, warps, precision, stats=stats)
     args = (x, x, *state, w, b, torch.empty(seeds, 2), x, x, rows, c, 8, seeds * c, seeds * c)
-    compiled = compile_for(branch_free.forward_kernel, args, {**cfg.constexprs(), "num_warps": cfg.num_warps}, 90)
+    compiled = compile_for(branch_free.forward_kernel, args, {**cfg.constexprs(), **cfg.options()}, 90)
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "kernel.cubin"
         cubin.write_bytes(compiled.asm["cubin"])

@@ -439,6 +439,7 @@ class FastMemoryTile:
     k_chunk: int = 0  # blueprint rows per product step; 0: tile_for's
     seeds_per_sm: tuple[float, float] = (0.0, float("inf"))  # seeds per SM: at least the first, under the second
     pow2_channels: bool = False  # only where the channels are a power of two (no padded columns or k steps)
+    maxnreg: int = 0  # registers a thread at most (ptxas's .maxnreg); 0: the compiler's choice
 
 
 _ANY = 1 << 30
@@ -446,18 +447,19 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 # On an H200 (``launching.fast_memory``), with telemetry: the first row that covers a call is its launch. Raced there
 # with every tile at each STATS (benchmarks/results/kasmina-copy/h200-stats/ and h200-seeds/, µs, 16-bit bf16 / fp16;
 # "before" is the row's launch before it, the H100's rule unless said):
-# - 16-bit up to 64 channels from 128 rows: 32 x 2 with per-element sums. 512x1000x64 41.4-41.6 / 41.4-42.6 against
-#   47.6-47.8 / 47.2-47.6; bf16 512x1000x32 19.2-19.3 against 37.6, 512x100x32 (rows split over 4 programs) 6.4-6.5
-#   against 8.3; 128x1000x32 7.6 / 7.4 against 10.9 / 11.0, 128x1000x64 15.1 / 15.2 against 18.0 / 18.2,
-#   128x2000x64 29.1 / 28.2 against 33.3 / 33.2.
+# - 16-bit 33-64 channels from 17 rows, one program per seed: 16 x 2, per-element sums, at most 128 registers a thread
+#   (h200-seeds/race4-maxnreg/: 64x1000x64 8.9 / 8.9 against 11.2 / 11.1, 64x500x64 6.1 / 6.2 against 7.7 / 7.6,
+#   32x1000x64 6.9 / 6.8 against 7.7 / 7.6, 128x1000x64 12.9 / 12.8 against 15.3 / 15.1, bf16 512x1000x64 38.6
+#   against 42.8, 64x4000x64 29.3 against 33.3). Uncapped, per-element sums took 138 / 134 registers (offline for
+#   sm_90), which leaves 7 programs of 2 warps an SM resident against Chan's 8 (128): at 64x1000x64 they took
+#   12.2-12.9 against Chan's 11.1-11.2, and won only from 8 seeds an SM (64x1100x64 12.9 against 14.2) or at 500
+#   seeds. Capped at 128 (no spill in the row loop, 8 bytes of stack) 8 fit, and the fewer instructions win at every
+#   such point raced.
+# - 16-bit up to 64 channels from 128 rows otherwise (up to 32 channels, or fewer seeds than SMs): 32 x 2 with
+#   per-element sums. bf16 512x1000x32 19.2-19.3 against 37.6, 512x100x32 (rows split over 4 programs) 6.4-6.5
+#   against 8.3; 128x1000x32 7.6 / 7.4 against 10.9 / 11.0.
 # - 16-bit up to 32 channels, 33-127 rows, one program per seed: 16 x 2, per-element sums (64x1000x32 5.8 / 5.8
-#   against 7.2 / 7.2).
-# - 16-bit 33-64 channels, 33-127 rows, from 8 seeds an SM: 16 x 2, per-element sums (64x1100x64 12.9 / 12.7 against
-#   14.2 / 14.2, 64x1500x64 13.4 / 13.3 against 17.5 / 17.3, 64x4000x64 33.4 / 33.2 against 37.1 / 36.9). With
-#   fewer the H100's Chan per tile stays: at 64x1000x64 per-element sums took 12.8 / 12.5 against 11.2 / 11.1, at
-#   64x900x64 11.7 / 11.3 against 10.8 / 10.7. Registers explain part of it (offline for sm_90: 138 / 134 against
-#   128, which leaves 7 programs of 2 warps an SM resident against 8: at 1000 seeds only Chan's fit one wave, from
-#   8 seeds an SM neither does and the fewer instructions win), not 900 seeds, where both fit.
+#   against 7.2 / 7.2; capped at 128 registers the same 5.7).
 # - 16-bit up to 64 channels, 2-15 rows, one program per seed: 16 x 2, sums per tile (8x1000x64 5.4 / 5.4 against
 #   5.8 / 5.7, 2x1000x64 5.4 / 5.3 against 5.7 / 5.7, 8x4000x64 16.9 / 17.2 against 17.5 / 17.4; at 16 rows they lost:
 #   16x4000x64 20.8 against 17.2 in bf16).
@@ -477,12 +479,13 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 # - fp32, 33-128 channels, one row, from 1.5 seeds an SM: 16 x 2 stepping 32 blueprint rows (1x1000x64 8.1-8.3
 #   against 10.1-10.2 on four machines; 1x1000x128 20.3-20.5 against 40.5 and 1x4000x128 70.2-70.6 against 149.1 on
 #   two; 1x250x128 8.3 against 11.5; at 132 seeds 7.9 against 6.5, and at 100 7.8 against 6.3).
-# Elsewhere the H100's rule stays: 16-bit 33-64 channels at 16-32 rows or under 8 seeds an SM (64x1000x64 11.1-11.2),
-# fp32 up to 32 channels, 65-128 channels with fewer seeds than SMs or not a power of two, or beyond 128.
+# Elsewhere the H100's rule stays: 16-bit up to 64 channels at one row or 16, up to 32 channels at 17-32 rows with a
+# program per seed, 33-64 channels at 65-127 rows with fewer seeds than SMs; fp32 up to 32 channels, 65-128 channels
+# with fewer seeds than SMs or not a power of two, or beyond 128 channels.
 _FAST_MEMORY_TILES: tuple[FastMemoryTile, ...] = (
+    FastMemoryTile(False, (33, 64), (17, _ANY), 16, 2, 2, seeds_per_sm=_MANY, maxnreg=128),
     FastMemoryTile(False, (1, 64), (128, _ANY), 32, 2, 2),
     FastMemoryTile(False, (1, 32), (33, 127), 16, 2, 2, seeds_per_sm=_MANY),
-    FastMemoryTile(False, (33, 64), (33, 127), 16, 2, 2, seeds_per_sm=(8.0, float("inf"))),
     FastMemoryTile(False, (1, 64), (2, 15), 16, 2, 1, seeds_per_sm=_MANY),
     FastMemoryTile(False, (1, 64), (33, 64), 64, 8, 1, seeds_per_sm=(0.0, 1.0)),
     FastMemoryTile(False, (1, 64), (17, 32), 32, 4, 1, seeds_per_sm=(0.0, 1.0)),
@@ -526,6 +529,11 @@ class LaunchConfig:
     telemetry: bool
     by_state: bool = False
     stats: int = 0
+    maxnreg: int = 0  # registers a thread at most; 0: the compiler's choice
+
+    def options(self) -> dict[str, int]:
+        """The launch's compile options beside the constexprs: warps, and the register cap where there is one."""
+        return {"num_warps": self.num_warps, **({"maxnreg": self.maxnreg} if self.maxnreg else {})}
 
     def constexprs(self) -> dict[str, int | bool]:
         """The kernel's compile-time arguments for this launch, in its signature's order (the ops API's plans pass
@@ -558,17 +566,19 @@ def config_for(
     row_programs: int | None = None,
     by_state: bool | None = None,
     stats: int | None = None,
+    maxnreg: int | None = None,
 ) -> LaunchConfig:
     """The launch for ``x`` (rows of ``n_seeds`` x ``c`` channels): ``tile_for`` (``fast_memory_tile`` on an
     H200), ``precision_of``, ``row_programs_for`` and ``by_state_for`` unless given (the tuning benchmarks vary
     them)."""
     n_rows = x.numel() // x.shape[-1]
     default_b, default_warps, default_k = tile_for(n_rows, c, x.dtype, telemetry)
-    default_stats = 0
+    default_stats = default_maxnreg = 0
     if telemetry and launching.fast_memory(x):
         h200 = fast_memory_tile(n_rows, n_seeds, c, x.dtype, launching.sm_count(x))
         if h200 is not None:
             default_b, default_warps, default_stats = h200.block_b, h200.num_warps, h200.stats
+            default_maxnreg = h200.maxnreg
             default_k = h200.k_chunk or default_k
     block_b = block_b or default_b
     if not telemetry:  # row blocks of one seed are independent programs
@@ -587,6 +597,7 @@ def config_for(
         telemetry=telemetry,
         by_state=by_state_for(n_rows, c, x.dtype, telemetry) if by_state is None else by_state,
         stats=default_stats if stats is None else stats,
+        maxnreg=default_maxnreg if maxnreg is None else maxnreg,
     )
 
 
@@ -616,17 +627,21 @@ def launch(
     row_programs: int | None = None,
     by_state: bool | None = None,
     stats: int | None = None,
+    maxnreg: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``/``k_chunk``: the
     tile and blueprint rows per product step, ``precision``: the products', ``row_programs``: programs per seed
-    with telemetry, ``by_state``: the kernel's BY_STATE branch, ``stats``: how it sums the statistics (STATS; defaults:
-    :func:`config_for`'s) - the tuning benchmarks vary them."""
+    with telemetry, ``by_state``: the kernel's BY_STATE branch, ``stats``: how it sums the statistics (STATS),
+    ``maxnreg``: registers a thread at most (0: the compiler's choice; defaults: :func:`config_for`'s) - the tuning
+    benchmarks vary them."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
     x2d = x.reshape(-1, x.shape[-1]) if x.stride(-1) == 1 else x.contiguous().view(-1, x.shape[-1])
     n_rows = x2d.shape[0]
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device) if telemetry else None
-    cfg = config_for(x, n_seeds, c, telemetry, block_b, num_warps, precision, k_chunk, row_programs, by_state, stats)
+    cfg = config_for(
+        x, n_seeds, c, telemetry, block_b, num_warps, precision, k_chunk, row_programs, by_state, stats, maxnreg
+    )
     parts, counts = telemetry_parts(x, n_seeds, cfg, y)
     _kasmina_forward_kernel[(n_seeds, cfg.row_programs)](
         x2d,
@@ -645,7 +660,7 @@ def launch(
         x2d.stride(0),
         x.shape[-1],
         **cfg.constexprs(),
-        num_warps=cfg.num_warps,
+        **cfg.options(),
     )
     return y, tele
 

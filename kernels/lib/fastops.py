@@ -859,7 +859,7 @@ def _kasmina_first(
         if _kasmina_launcher is None:
             _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
         grid = (n_seeds, cfg.row_programs)
-        launch = Launch(_kasmina_launcher, ("ops",) + key + (tail,), grid, tail, {"num_warps": cfg.num_warps})
+        launch = Launch(_kasmina_launcher, ("ops",) + key + (tail,), grid, tail, cfg.options())
         layouts = contiguous_layout(x.shape), contiguous_layout((n_seeds, 2))
         _kasmina_plans.put(key, (launch, n_seeds, cfg, *layouts))
     return y, tele

@@ -70,36 +70,39 @@ def test_a_seed_with_an_id_outside_the_registry_is_nan_at_every_stats(by_state, 
     assert _rel(tele[3:], t_ref[3:]) < 1e-4
 
 
-def _h200(n_rows: int, c: int, dtype: torch.dtype, n_seeds: int = 1000) -> tuple[int, int, int, int] | None:
+def _h200(n_rows: int, c: int, dtype: torch.dtype, n_seeds: int = 1000) -> tuple[int, ...] | None:
+    """(rows per tile, warps, STATS, blueprint rows a step, register cap) on 132 SMs, or None: the H100's rule."""
     t = branch_free.fast_memory_tile(n_rows, n_seeds, c, dtype, 132)
-    return None if t is None else (t.block_b, t.num_warps, t.stats, t.k_chunk)
+    return None if t is None else (t.block_b, t.num_warps, t.stats, t.k_chunk, t.maxnreg)
 
 
 def test_the_h200_tiles_by_class():
-    # 16-bit up to 64 channels: 32 x 2 from 128 rows, whatever the seeds
-    assert _h200(512, 64, BF16) == (32, 2, 2, 0) == _h200(256, 1, FP16) == _h200(128, 64, BF16, n_seeds=7)
-    # 33-127 rows: per-element sums up to 32 channels with a program per seed, at 33-64 from 8 seeds an SM
-    assert _h200(64, 32, BF16) == (16, 2, 2, 0) == _h200(127, 1, FP16, n_seeds=132) == _h200(33, 64, BF16, 1056)
-    assert _h200(127, 64, BF16) is None and _h200(64, 33, FP16, n_seeds=1055) is None  # Chan per tile stays
+    # 16-bit 33-64 channels from 17 rows with a program per seed: per-element sums, 128 registers a thread at most
+    assert _h200(17, 33, BF16) == (16, 2, 2, 0, 128) == _h200(4096, 64, FP16, n_seeds=132)
+    # from 128 rows otherwise (up to 32 channels, or fewer seeds than SMs): 32 x 2
+    assert _h200(128, 32, BF16) == (32, 2, 2, 0, 0) == _h200(512, 64, FP16, n_seeds=131) == _h200(256, 1, FP16)
+    # up to 32 channels, 33-127 rows, a program per seed: per-element sums
+    assert _h200(64, 32, BF16) == (16, 2, 2, 0, 0) == _h200(127, 1, FP16, n_seeds=132)
+    assert _h200(32, 32, BF16) is None and _h200(100, 64, BF16, n_seeds=131) is None and _h200(16, 64, BF16) is None
     # 2-15 rows with a program per seed: sums per tile; not at 1 or 16 rows, nor with fewer seeds than SMs
-    assert _h200(15, 64, BF16) == (16, 2, 1, 0) == _h200(2, 1, FP16, n_seeds=132)
+    assert _h200(15, 64, BF16) == (16, 2, 1, 0, 0) == _h200(2, 1, FP16, n_seeds=132)
     assert _h200(16, 64, BF16) is None and _h200(1, 64, FP16) is None and _h200(8, 64, BF16, n_seeds=131) is None
     # 17-64 rows with fewer seeds than SMs: one tile of all the rows
-    assert _h200(64, 64, BF16, n_seeds=131) == (64, 8, 1, 0) == _h200(33, 1, FP16, n_seeds=1)
-    assert _h200(32, 64, BF16, n_seeds=131) == (32, 4, 1, 0) == _h200(17, 64, FP16, n_seeds=100)
-    assert _h200(16, 64, BF16, n_seeds=100) is None and _h200(32, 64, BF16) is None
+    assert _h200(64, 64, BF16, n_seeds=131) == (64, 8, 1, 0, 0) == _h200(33, 1, FP16, n_seeds=1)
+    assert _h200(32, 64, BF16, n_seeds=131) == (32, 4, 1, 0, 0) == _h200(17, 64, FP16, n_seeds=100)
+    assert _h200(16, 64, BF16, n_seeds=100) is None
     # 16-bit beyond 64 channels
-    assert _h200(256, 65, BF16) == (16, 2, 2, 0) == _h200(4096, 128, FP16)
-    assert _h200(255, 128, BF16) == (16, 2, 1, 0) == _h200(1, 65, FP16)
-    assert _h200(1, 129, BF16) == (32, 8, 1, 0) == _h200(512, 256, FP16)
+    assert _h200(256, 65, BF16) == (16, 2, 2, 0, 0) == _h200(4096, 128, FP16)
+    assert _h200(255, 128, BF16) == (16, 2, 1, 0, 0) == _h200(1, 65, FP16)
+    assert _h200(1, 129, BF16) == (32, 8, 1, 0, 0) == _h200(512, 256, FP16)
     # fp32
-    assert _h200(64, 33, FP32) == (16, 2, 2, 0) == _h200(512, 64, FP32)
+    assert _h200(64, 33, FP32) == (16, 2, 2, 0, 0) == _h200(512, 64, FP32)
     assert _h200(63, 64, FP32) is None  # under the BY_STATE branch's rows, one row apart
-    assert _h200(255, 128, FP32) == (32, 4, 0, 32) == _h200(32, 128, FP32, n_seeds=132)
-    assert _h200(31, 128, FP32) == (16, 4, 2, 32) == _h200(2, 128, FP32, n_seeds=132)
+    assert _h200(255, 128, FP32) == (32, 4, 0, 32, 0) == _h200(32, 128, FP32, n_seeds=132)
+    assert _h200(31, 128, FP32) == (16, 4, 2, 32, 0) == _h200(2, 128, FP32, n_seeds=132)
     assert _h200(64, 100, FP32) is None and _h200(8, 96, FP32) is None  # not a power of two: padded k steps
     assert _h200(64, 128, FP32, n_seeds=131) is None and _h200(256, 128, FP32) is None
-    assert _h200(1, 33, FP32, n_seeds=198) == (16, 2, 0, 32) == _h200(1, 128, FP32)  # one row, 1.5 seeds an SM
+    assert _h200(1, 33, FP32, n_seeds=198) == (16, 2, 0, 32, 0) == _h200(1, 128, FP32)  # one row, 1.5 seeds an SM
     assert _h200(1, 128, FP32, n_seeds=197) is None
     assert _h200(2, 64, FP32) is None and _h200(1, 32, FP32) is None and _h200(1, 129, FP32) is None
     assert _h200(512, 32, FP32) is None and _h200(512, 65, FP32) is None and _h200(64, 256, FP32) is None
@@ -107,20 +110,21 @@ def test_the_h200_tiles_by_class():
 
 @pytest.mark.parametrize(
     "shape, dtype, tile",
-    [  # (rows per tile, warps, STATS, blueprint rows a step); 140 seeds: one program each on 132 SMs
-        ((257, 3, 40), "bf16", (32, 2, 2, 64)),
-        ((40, 140, 24), "fp16", (16, 2, 2, 32)),
-        ((9, 140, 40), "bf16", (16, 2, 1, 64)),
-        ((40, 3, 40), "fp16", (64, 8, 1, 64)),
-        ((20, 3, 24), "bf16", (32, 4, 1, 32)),
-        ((260, 2, 72), "fp16", (16, 2, 2, 128)),
-        ((41, 3, 72), "bf16", (16, 2, 1, 128)),
-        ((33, 2, 130), "fp16", (32, 8, 1, 256)),
-        ((67, 3, 40), "fp32", (16, 2, 2, 64)),
-        ((33, 140, 128), "fp32", (32, 4, 0, 32)),
-        ((3, 140, 128), "fp32", (16, 4, 2, 32)),
-        ((1, 200, 72), "fp32", (16, 2, 0, 32)),  # one row, 32 blueprint rows a step
-        ((16, 3, 40), "bf16", (16, 2, 0, 64)),  # the H100's rule where the table has no row
+    [  # (rows per tile, warps, STATS, blueprint rows a step, register cap); 140 seeds: one program each on 132 SMs
+        ((20, 140, 40), "bf16", (16, 2, 2, 64, 128)),
+        ((257, 3, 40), "bf16", (32, 2, 2, 64, 0)),
+        ((40, 140, 24), "fp16", (16, 2, 2, 32, 0)),
+        ((9, 140, 40), "bf16", (16, 2, 1, 64, 0)),
+        ((40, 3, 40), "fp16", (64, 8, 1, 64, 0)),
+        ((20, 3, 24), "bf16", (32, 4, 1, 32, 0)),
+        ((260, 2, 72), "fp16", (16, 2, 2, 128, 0)),
+        ((41, 3, 72), "bf16", (16, 2, 1, 128, 0)),
+        ((33, 2, 130), "fp16", (32, 8, 1, 256, 0)),
+        ((67, 3, 40), "fp32", (16, 2, 2, 64, 0)),
+        ((33, 140, 128), "fp32", (32, 4, 0, 32, 0)),
+        ((3, 140, 128), "fp32", (16, 4, 2, 32, 0)),
+        ((1, 200, 72), "fp32", (16, 2, 0, 32, 0)),  # one row, 32 blueprint rows a step
+        ((16, 3, 40), "bf16", (16, 2, 0, 64, 0)),  # the H100's rule where the table has no row
     ],
 )
 def test_on_an_h200_the_launcher_and_the_ops_plans_take_its_tiles(shape, dtype, tile, device, monkeypatch):
@@ -129,7 +133,8 @@ def test_on_an_h200_the_launcher_and_the_ops_plans_take_its_tiles(shape, dtype, 
     inp = _inputs(shape, dtype, device, 3.0)
     n_seeds, c = shape[-2], shape[-1]
     cfg = branch_free.config_for(inp["x"], n_seeds, c, True)
-    assert (cfg.block_b, cfg.num_warps, cfg.stats, cfg.k_chunk) == tile
+    assert (cfg.block_b, cfg.num_warps, cfg.stats, cfg.k_chunk, cfg.maxnreg) == tile
+    assert cfg.options() == {"num_warps": tile[1], **({"maxnreg": tile[4]} if tile[4] else {})}
     y_ref, t_ref = fam.oracle(**inp)
     tol = fam.tolerances[dtype]
     previous = ops.use_triton(True)
