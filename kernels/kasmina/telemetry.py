@@ -9,7 +9,8 @@ seed's last ticket merges their parts in slot order (``branch_free``).
 On a GPU the provider launches as ``kprof.kernels.ops.kasmina_forward`` does (``fastops.kasmina``: the checked
 launch on a signature's first call, then its plan through Triton's C launcher), so the host time a profile measures
 for it is the host time a model pays for the op. Through ``branch_free.launch`` on every call it was 69-135 µs a call
-on an H200 (the fp32 grid of ``results/kasmina-copy/h200-stats/``), most of it the checks and the JIT's binding."""
+on an H200, 16-26 µs now (``benchmarks/results/kasmina-copy/h200-seeds/``): most of it was the checks and the JIT's
+binding."""
 
 from __future__ import annotations
 
