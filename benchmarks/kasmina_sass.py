@@ -8,6 +8,11 @@ instruction in 57-59% of its cycles (``results/kasmina-copy/h200-stats/``), so t
 follows.
 
     python benchmarks/kasmina_sass.py [--shape 64x1000x64] [--dtype bf16] [--tiles 16x2,16x4,32x2,64x2] [--stats 0,1,2]
+        [--maxnreg 0,128]
+
+Also the resources ptxas gave each compile (``cuobjdump --dump-resource-usage``: registers and stack a thread,
+shared memory a program) and what they let an SM hold at once: programs of 64 threads at 138 registers fit 7 an
+SM, at 128 fit 8, which decided a race at 1000 seeds (``results/kasmina-copy/h200-seeds/``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import re
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -28,24 +34,51 @@ from kprof.specialization import compile_for
 _LABEL = re.compile(r"\s*(\.L_x_\d+):")
 _INSTRUCTION = re.compile(r"\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;")
 _BACK = re.compile(r"BRA `\((\.L_x_\d+)\)")
+_RESOURCE = re.compile(r"\b(REG|STACK|SHARED):(\d+)")
 KINDS = {"SHFL": ("SHFL",), "BAR": ("BAR",), "FSEL": ("FSEL",), "spill": ("STL", "LDL")}
 
 
-def sass(shape: tuple[int, int, int], dtype: torch.dtype, block_b: int, warps: int, stats: int) -> str:
-    """The kernel's SASS for sm_90 at ``shape`` (rows, seeds, channels) with this tile and STATS."""
+@dataclass(frozen=True)
+class Compiled:
+    """One compile of the kernel for sm_90: its SASS and the resources ptxas gave it."""
+
+    sass: str
+    registers: int  # a thread
+    stack: int  # bytes a thread (spills and calls)
+    shared: int  # bytes a program
+
+
+def compile_kernel(
+    shape: tuple[int, int, int], dtype: torch.dtype, block_b: int, warps: int, stats: int, maxnreg: int = 0
+) -> Compiled:
+    """The kernel for sm_90 at ``shape`` (rows, seeds, channels) with this tile, STATS and register cap (0: none)."""
     rows, seeds, c = shape
     x = torch.randn(rows, seeds * c).to(dtype)
     state = torch.zeros(seeds, dtype=torch.int8), torch.zeros(seeds, dtype=torch.int32), torch.zeros(seeds)
     w, b = torch.randn(8, c, c).to(dtype), torch.randn(8, c).to(dtype)
     precision = 2 if dtype == torch.float32 else 0  # the GPU's products, not the interpreter's
-    cfg = branch_free.config_for(x, seeds, c, True, block_b, warps, precision, stats=stats)
+    cfg = branch_free.config_for(x, seeds, c, True, block_b, warps, precision, stats=stats, maxnreg=maxnreg)
     args = (x, x, *state, w, b, torch.empty(seeds, 2), x, x, rows, c, 8, seeds * c, seeds * c)
     compiled = compile_for(branch_free.forward_kernel, args, {**cfg.constexprs(), **cfg.options()}, 90)
+    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "kernel.cubin"
         cubin.write_bytes(compiled.asm["cubin"])
-        nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
-        return subprocess.run([str(nvdisasm), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+        text = subprocess.run([str(tools / "nvdisasm"), "-c", str(cubin)], capture_output=True, text=True, check=True)
+        usage = subprocess.run(
+            [str(tools / "cuobjdump"), "--dump-resource-usage", str(cubin)], capture_output=True, text=True, check=True
+        )
+    found = {k: int(v) for k, v in _RESOURCE.findall(usage.stdout)}
+    shared = found.get("SHARED", 0) + int(getattr(compiled.metadata, "shared", 0))  # static + Triton's dynamic
+    return Compiled(text.stdout, found.get("REG", 0), found.get("STACK", 0), shared)
+
+
+def resident(registers: int, warps: int, shared: int) -> int:
+    """Programs of ``warps`` warps an sm_90 SM holds at once: its 65536 registers, allocated 8 a thread (256 a warp),
+    64 warps, 32 programs and 227 KB of shared memory (1 KB of it reserved a program)."""
+    by_registers = 65536 // (-(-registers // 8) * 8 * 32 * warps) if registers else 32
+    by_shared = (227 * 1024) // (shared + 1024)
+    return min(by_registers, 64 // warps, 32, by_shared)
 
 
 def loops(text: str) -> list[dict[str, int]]:
@@ -74,6 +107,7 @@ def main() -> None:
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--tiles", default="16x2,16x4,32x2,32x4,64x2,64x4")
     ap.add_argument("--stats", default="0,1,2")
+    ap.add_argument("--maxnreg", default="0", help="register caps to compile each at (0: none)")
     args = ap.parse_args()
     shape = tuple(int(v) for v in args.shape.split("x"))
     dtype = torch_dtype(args.dtype)
@@ -81,14 +115,17 @@ def main() -> None:
     for tile in args.tiles.split(","):
         block_b, warps = (int(v) for v in tile.split("x"))
         for stats in (int(v) for v in args.stats.split(",")):
-            row = loops(sass(shape, dtype, block_b, warps, stats))[0]
-            per = row["instructions"] / (block_b * shape[2] / (32 * warps))
-            print(
-                f"  {block_b:3d} rows x {warps} warps, STATS {stats}: {row['instructions']:5d} instructions "
-                f"({per:.1f} per element a thread), SHFL {row['SHFL']}, BAR {row['BAR']}, FSEL {row['FSEL']}, "
-                f"spill {row['spill']}",
-                flush=True,
-            )
+            for cap in (int(v) for v in args.maxnreg.split(",")):
+                k = compile_kernel(shape, dtype, block_b, warps, stats, cap)
+                row = loops(k.sass)[0]
+                per = row["instructions"] / (block_b * shape[2] / (32 * warps))
+                print(
+                    f"  {block_b:3d} rows x {warps} warps, STATS {stats}{f', maxnreg {cap}' if cap else ''}: "
+                    f"{row['instructions']:5d} instructions ({per:.1f} per element a thread), SHFL {row['SHFL']}, "
+                    f"BAR {row['BAR']}, FSEL {row['FSEL']}, spill {row['spill']}; {k.registers} registers, "
+                    f"{k.stack} B stack, {k.shared} B shared: {resident(k.registers, warps, k.shared)} programs an SM",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
