@@ -26,6 +26,33 @@ print(json.dumps(out))
 """
 
 
+TABLE_PROBE = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+import kasmina_sass as ks
+from kprof.kernels.kasmina import branch_free
+out = []
+for t in branch_free._FAST_MEMORY_TILES:
+    if not t.maxnreg:
+        continue
+    lo = -(-t.channels[0] // t.channel_step) * t.channel_step
+    for c in (lo, t.channels[1]):
+        for dtype in ([torch.float32] if t.fp32 else [torch.bfloat16, torch.float16]):
+            k = ks.compile_kernel((t.rows[0] + 3, 1000, c), dtype, t.block_b, t.num_warps, t.stats, t.maxnreg)
+            out.append([c, str(dtype), t.maxnreg, k.registers])
+print(json.dumps(out))
+"""
+
+
+def _probe(code: str) -> object:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(BENCHMARKS)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture
 def kasmina_sass(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
@@ -37,15 +64,19 @@ def kasmina_sass(monkeypatch):
 def test_a_register_cap_reaches_ptxas():
     """Uncapped, the 16 x 2 tile with per-element sums takes more than 96 registers a thread; with the launch's cap
     at 96 it takes at most 96 (spilling to the stack), and the SM holds more of its programs."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    res = subprocess.run(
-        [sys.executable, "-c", CAP_PROBE, str(BENCHMARKS)], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out = _probe(CAP_PROBE)
     (regs, _, loops, resident), (capped, stack, capped_loops, capped_resident) = out["0"], out["96"]
     assert regs > 96 >= capped and loops >= 1 and capped_loops >= 1
     assert capped_resident > resident and stack >= 0
+
+
+def test_every_capped_row_of_the_h200_table_compiles_within_its_cap():
+    """ptxas fails a kernel it cannot fit in the cap (at 256 channels in 64-row tiles it asked for 154): each table row
+    with a cap compiles at both ends of its channels, in each of its dtypes, within it."""
+    out = _probe(TABLE_PROBE)
+    assert out, "the table has no capped row"
+    for c, dtype, cap, registers in out:
+        assert 0 < registers <= cap, (c, dtype)
 
 
 def test_resident_programs_follow_the_register_file(kasmina_sass):

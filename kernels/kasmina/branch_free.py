@@ -438,7 +438,7 @@ class FastMemoryTile:
     stats: int  # the kernel's STATS
     k_chunk: int = 0  # blueprint rows per product step; 0: tile_for's
     seeds_per_sm: tuple[float, float] = (0.0, float("inf"))  # seeds per SM: at least the first, under the second
-    pow2_channels: bool = False  # only where the channels are a power of two (no padded columns or k steps)
+    channel_step: int = 1  # only where the channels are a multiple of it: other counts compile to other kernels
     maxnreg: int = 0  # registers a thread at most (ptxas's .maxnreg); 0: the compiler's choice
 
 
@@ -447,14 +447,15 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 # On an H200 (``launching.fast_memory``), with telemetry: the first row that covers a call is its launch. Raced there
 # with every tile at each STATS (benchmarks/results/kasmina-copy/h200-stats/ and h200-seeds/, µs, 16-bit bf16 / fp16;
 # "before" is the row's launch before it, the H100's rule unless said):
-# - 16-bit 33-64 channels from 17 rows, one program per seed: 16 x 2, per-element sums, at most 128 registers a thread
+# - 16-bit 48 or 64 channels from 17 rows, a program per seed: 16 x 2, per-element sums, 128 registers at most
 #   (h200-seeds/race4-maxnreg/: 64x1000x64 8.9 / 8.9 against 11.2 / 11.1, 64x500x64 6.1 / 6.2 against 7.7 / 7.6,
 #   32x1000x64 6.9 / 6.8 against 7.7 / 7.6, 128x1000x64 12.9 / 12.8 against 15.3 / 15.1, bf16 512x1000x64 38.6
 #   against 42.8, 64x4000x64 29.3 against 33.3). Uncapped, per-element sums took 138 / 134 registers (offline for
 #   sm_90), which leaves 7 programs of 2 warps an SM resident against Chan's 8 (128): at 64x1000x64 they took
 #   12.2-12.9 against Chan's 11.1-11.2, and won only from 8 seeds an SM (64x1100x64 12.9 against 14.2) or at 500
 #   seeds. Capped at 128 (no spill in the row loop, 8 bytes of stack) 8 fit, and the fewer instructions win at every
-#   such point raced.
+#   such point raced. Channels not a multiple of 16 compile to another kernel (offline at 33, 40, 56: 570 row-loop
+#   instructions and 178 registers uncapped; capped, 639 with 28 spilling), not raced: the cap is not taken there.
 # - 16-bit up to 64 channels from 128 rows otherwise (up to 32 channels, or fewer seeds than SMs): 32 x 2 with
 #   per-element sums. bf16 512x1000x32 19.2-19.3 against 37.6, 512x100x32 (rows split over 4 programs) 6.4-6.5
 #   against 8.3; 128x1000x32 7.6 / 7.4 against 10.9 / 11.0.
@@ -471,7 +472,7 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 # - 16-bit, more than 128 channels: 32 x 8 with sums per tile (64x250x256 19.7-19.8 / 19.5 against 21.0 / 21.0).
 # - fp32, 33-64 channels, from 64 rows (with the BY_STATE branch): 16 x 2 with per-element sums (512x1000x64
 #   101.7-102.1 against 121.6-121.7, 64x1000x64 20.5-20.7 against 22.3-22.6, 64x4000x64 67.4 against 78.2).
-# - fp32, 128 channels (65-128 where a power of two), one program per seed: 32 blueprint rows a step, from 32 rows
+# - fp32, 128 channels (65-128 where a multiple of 64), one program per seed: 32 blueprint rows a step, from 32 rows
 #   in 32 x 4 with Chan per tile (32x1000x128 43.4 against 66.3, 64x1000x128 75.5 against 110.4, 128x1000x128 143.5
 #   against 198.2, 64x250x128 21.7 against 29.5), 2-31 rows in 16 x 4 with per-element sums (8x1000x128 31.3 against
 #   43.7, 8x4000x128 112.8 against 162.6, 16x250x128 9.3 against 12.5). Not at 100 channels, whose last step is 4
@@ -480,10 +481,10 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 #   against 10.1-10.2 on four machines; 1x1000x128 20.3-20.5 against 40.5 and 1x4000x128 70.2-70.6 against 149.1 on
 #   two; 1x250x128 8.3 against 11.5; at 132 seeds 7.9 against 6.5, and at 100 7.8 against 6.3).
 # Elsewhere the H100's rule stays: 16-bit up to 64 channels at one row or 16, up to 32 channels at 17-32 rows with a
-# program per seed, 33-64 channels at 65-127 rows with fewer seeds than SMs; fp32 up to 32 channels, 65-128 channels
-# with fewer seeds than SMs or not a power of two, or beyond 128 channels.
+# program per seed, 33-64 channels at 65-127 rows with fewer seeds than SMs or at 17-127 rows where not a multiple
+# of 16; fp32 up to 32 channels, 65-127 channels, 128 with fewer seeds than SMs, or beyond 128 channels.
 _FAST_MEMORY_TILES: tuple[FastMemoryTile, ...] = (
-    FastMemoryTile(False, (33, 64), (17, _ANY), 16, 2, 2, seeds_per_sm=_MANY, maxnreg=128),
+    FastMemoryTile(False, (33, 64), (17, _ANY), 16, 2, 2, seeds_per_sm=_MANY, channel_step=16, maxnreg=128),
     FastMemoryTile(False, (1, 64), (128, _ANY), 32, 2, 2),
     FastMemoryTile(False, (1, 32), (33, 127), 16, 2, 2, seeds_per_sm=_MANY),
     FastMemoryTile(False, (1, 64), (2, 15), 16, 2, 1, seeds_per_sm=_MANY),
@@ -493,8 +494,8 @@ _FAST_MEMORY_TILES: tuple[FastMemoryTile, ...] = (
     FastMemoryTile(False, (65, 128), (1, _ANY), 16, 2, 1),
     FastMemoryTile(False, (129, _ANY), (1, _ANY), 32, 8, 1),
     FastMemoryTile(True, (33, 64), (64, _ANY), 16, 2, 2),
-    FastMemoryTile(True, (65, 128), (32, 255), 32, 4, 0, k_chunk=32, seeds_per_sm=_MANY, pow2_channels=True),
-    FastMemoryTile(True, (65, 128), (2, 31), 16, 4, 2, k_chunk=32, seeds_per_sm=_MANY, pow2_channels=True),
+    FastMemoryTile(True, (65, 128), (32, 255), 32, 4, 0, k_chunk=32, seeds_per_sm=_MANY, channel_step=64),
+    FastMemoryTile(True, (65, 128), (2, 31), 16, 4, 2, k_chunk=32, seeds_per_sm=_MANY, channel_step=64),
     FastMemoryTile(True, (33, 128), (1, 1), 16, 2, 0, k_chunk=32, seeds_per_sm=(1.5, float("inf"))),
 )
 
@@ -509,7 +510,7 @@ def fast_memory_tile(n_rows: int, n_seeds: int, c: int, dtype: torch.dtype, sms:
             and t.channels[0] <= c <= t.channels[1]
             and t.rows[0] <= n_rows <= t.rows[1]
             and t.seeds_per_sm[0] * sms <= n_seeds < t.seeds_per_sm[1] * sms
-            and (c & (c - 1) == 0 or not t.pow2_channels)
+            and c % t.channel_step == 0
         ):
             return t
     return None

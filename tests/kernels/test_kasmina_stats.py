@@ -77,8 +77,10 @@ def _h200(n_rows: int, c: int, dtype: torch.dtype, n_seeds: int = 1000) -> tuple
 
 
 def test_the_h200_tiles_by_class():
-    # 16-bit 33-64 channels from 17 rows with a program per seed: per-element sums, 128 registers a thread at most
-    assert _h200(17, 33, BF16) == (16, 2, 2, 0, 128) == _h200(4096, 64, FP16, n_seeds=132)
+    # 16-bit 48 or 64 channels from 17 rows with a program per seed: per-element sums, 128 registers a thread at most
+    assert _h200(17, 48, BF16) == (16, 2, 2, 0, 128) == _h200(4096, 64, FP16, n_seeds=132)
+    assert _h200(17, 33, BF16) is None and _h200(127, 56, FP16) is None  # not a multiple of 16: another kernel
+    assert _h200(128, 40, BF16) == (32, 2, 2, 0, 0)
     # from 128 rows otherwise (up to 32 channels, or fewer seeds than SMs): 32 x 2
     assert _h200(128, 32, BF16) == (32, 2, 2, 0, 0) == _h200(512, 64, FP16, n_seeds=131) == _h200(256, 1, FP16)
     # up to 32 channels, 33-127 rows, a program per seed: per-element sums
@@ -100,7 +102,7 @@ def test_the_h200_tiles_by_class():
     assert _h200(63, 64, FP32) is None  # under the BY_STATE branch's rows, one row apart
     assert _h200(255, 128, FP32) == (32, 4, 0, 32, 0) == _h200(32, 128, FP32, n_seeds=132)
     assert _h200(31, 128, FP32) == (16, 4, 2, 32, 0) == _h200(2, 128, FP32, n_seeds=132)
-    assert _h200(64, 100, FP32) is None and _h200(8, 96, FP32) is None  # not a power of two: padded k steps
+    assert _h200(64, 100, FP32) is None and _h200(8, 96, FP32) is None  # not a multiple of 64: padded k steps
     assert _h200(64, 128, FP32, n_seeds=131) is None and _h200(256, 128, FP32) is None
     assert _h200(1, 33, FP32, n_seeds=198) == (16, 2, 0, 32, 0) == _h200(1, 128, FP32)  # one row, 1.5 seeds an SM
     assert _h200(1, 128, FP32, n_seeds=197) is None
@@ -111,7 +113,7 @@ def test_the_h200_tiles_by_class():
 @pytest.mark.parametrize(
     "shape, dtype, tile",
     [  # (rows per tile, warps, STATS, blueprint rows a step, register cap); 140 seeds: one program each on 132 SMs
-        ((20, 140, 40), "bf16", (16, 2, 2, 64, 128)),
+        ((20, 140, 48), "bf16", (16, 2, 2, 64, 128)),
         ((257, 3, 40), "bf16", (32, 2, 2, 64, 0)),
         ((40, 140, 24), "fp16", (16, 2, 2, 32, 0)),
         ((9, 140, 40), "bf16", (16, 2, 1, 64, 0)),
