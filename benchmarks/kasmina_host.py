@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 from bench_common import write_csv
-from ops_host_cost import host_us
+from ops_host_cost import host_rounds, rel_err
 
 from kprof.kernels import discover, ops
 from kprof.kernels.kasmina import branch_free
@@ -63,10 +63,6 @@ def contenders(inp: dict, baseline: Callable[..., Any] | None) -> dict[str, Call
     return found
 
 
-def rel_err(got: Any, ref: tuple[torch.Tensor, ...]) -> float:
-    return max(float((g.double() - r).norm() / r.norm()) for g, r in zip(got, ref))
-
-
 def run_shape(shape: tuple[int, ...], dtype: str, calls: int, rounds: int, baseline: Callable | None) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", seed=sum(shape))
@@ -84,11 +80,7 @@ def run_shape(shape: tuple[int, ...], dtype: str, calls: int, rounds: int, basel
             ok[name] = fn
         else:
             print(f"WRONG {shape} {name}: rel err {errors[name]:.2e}", file=sys.stderr)
-    samples: dict[str, list[float]] = {n: [] for n in ok}
-    names = list(ok)
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            samples[name].append(host_us(ok[name], calls))
+    samples = host_rounds(ok, calls, rounds)
     label = "x".join(map(str, shape))
     rows = [
         {

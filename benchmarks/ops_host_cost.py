@@ -38,7 +38,8 @@ DEVICE = "cuda"
 KASMINA = (1000, 64)  # seeds, channels per seed
 
 
-def _rel(out: Any, ref: Any) -> float:
+def rel_err(out: Any, ref: Any) -> float:
+    """The largest relative error (2-norm) over the outputs (a tensor or a tuple of them)."""
     outs = out if isinstance(out, tuple) else (out,)
     refs = ref if isinstance(ref, tuple) else (ref,)
     return max(float((o.double() - r.double()).norm() / r.double().norm()) for o, r in zip(outs, refs))
@@ -53,6 +54,19 @@ def host_us(fn: Callable[[], Any], calls: int) -> float:
     t1 = time.perf_counter()
     torch.cuda.synchronize()
     return (t1 - t0) / calls * 1e6
+
+
+def host_rounds(
+    fns: dict[str, Callable[[], Any]], calls: int, rounds: int, timer: Callable[..., float] = host_us
+) -> dict[str, list[float]]:
+    """Each fn timed once a round by ``timer(fn, calls)``, for ``rounds`` rounds whose order rotates
+    (none for no fns)."""
+    samples: dict[str, list[float]] = {n: [] for n in fns}
+    names = list(fns)
+    for r in range(rounds if names else 0):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            samples[name].append(timer(fns[name], calls))
+    return samples
 
 
 def step_us(fn: Callable[[], Any], steps: int) -> float:
@@ -179,7 +193,7 @@ def part1(rows_list: list[int], calls: int, rounds: int) -> list[dict]:
                     for _ in range(3):  # compile, autotune, build the launch plan
                         got = fn()
                     torch.cuda.synchronize()
-                    err = _rel(got, ref)
+                    err = rel_err(got, ref)
                     errors[name] = err
                     if err <= 2 * fam.tolerances["bf16"]:
                         ok[name] = fn
@@ -188,13 +202,7 @@ def part1(rows_list: list[int], calls: int, rounds: int) -> list[dict]:
                 except Exception as exc:  # noqa: BLE001 - report and go on: one broken contender must not hide the rest
                     errors[name] = float("nan")
                     print(f"FAILED {op} {shape} {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-            samples: dict[str, list[float]] = {n: [] for n in ok}
-            names = list(ok)
-            for r in range(rounds):
-                order = names[r % len(names) :] + names[: r % len(names)] if names else []
-                for name in order:
-                    samples[name].append(host_us(ok[name], calls))
-            med = {n: statistics.median(v) for n, v in samples.items()}
+            med = {n: statistics.median(v) for n, v in host_rounds(ok, calls, rounds).items()}
             torch_best = min((v for n, v in med.items() if n.startswith("torch")), default=float("nan"))
             torch_ref = med.get("torch eager ref", float("nan"))
             for name in contenders:
@@ -269,11 +277,7 @@ def part2(steps: int, rounds: int) -> list[dict]:
         if err > 2e-2:
             print(f"WRONG decode step {name}: rel err {err:.2e}", file=sys.stderr)
             del variants[name]
-    samples: dict[str, list[float]] = {n: [] for n in variants}
-    names = list(variants)
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            samples[name].append(step_us(variants[name], steps))
+    samples = host_rounds(variants, steps, rounds, timer=step_us)
     rows = []
     for name in errors:
         us = statistics.median(samples[name]) if name in samples else float("nan")
