@@ -788,7 +788,7 @@ def kasmina(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The branch-free kernel with telemetry (ids outside the registry: clamped, the seed's outputs NaN). As
     fused_add_rms_norm: one flat key, outputs by ``new_empty_strided``, raw addresses to the C launcher."""
-    try:  # what sig() says about each of the six tensors, without six calls and six tuples
+    try:  # what sig() says about each of the six tensors, one flat tuple (starred groups: 0.6 us a call more, CPU)
         xp, lp, ip, ap, wp, bp = (
             x.data_ptr(),
             lifecycle.data_ptr(),
@@ -798,13 +798,36 @@ def kasmina(
             bias.data_ptr(),
         )
         key = (
-            *(x.shape, x.stride(), x.dtype, x.get_device()),
-            *(lifecycle.shape, lifecycle.stride(), lifecycle.dtype, lifecycle.get_device()),
-            *(blueprint_id.shape, blueprint_id.stride(), blueprint_id.dtype, blueprint_id.get_device()),
-            *(alpha.shape, alpha.stride(), alpha.dtype, alpha.get_device()),
-            *(weights.shape, weights.stride(), weights.dtype, weights.get_device()),
-            *(bias.shape, bias.stride(), bias.dtype, bias.get_device()),
-            *(xp % 16 == 0, lp % 16 == 0, ip % 16 == 0, ap % 16 == 0, wp % 16 == 0, bp % 16 == 0),
+            x.shape,
+            x.stride(),
+            x.dtype,
+            x.get_device(),
+            lifecycle.shape,
+            lifecycle.stride(),
+            lifecycle.dtype,
+            lifecycle.get_device(),
+            blueprint_id.shape,
+            blueprint_id.stride(),
+            blueprint_id.dtype,
+            blueprint_id.get_device(),
+            alpha.shape,
+            alpha.stride(),
+            alpha.dtype,
+            alpha.get_device(),
+            weights.shape,
+            weights.stride(),
+            weights.dtype,
+            weights.get_device(),
+            bias.shape,
+            bias.stride(),
+            bias.dtype,
+            bias.get_device(),
+            xp % 16 == 0,
+            lp % 16 == 0,
+            ip % 16 == 0,
+            ap % 16 == 0,
+            wp % 16 == 0,
+            bp % 16 == 0,
         )
     except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
         return _kasmina_checked(x, lifecycle, blueprint_id, alpha, weights, bias)
