@@ -10,9 +10,11 @@ follows.
     python benchmarks/kasmina_sass.py [--shape 64x1000x64] [--dtype bf16] [--tiles 16x2,16x4,32x2,64x2] [--stats 0,1,2]
         [--maxnreg 0,128]
 
-Also the resources ptxas gave each compile (``cuobjdump --dump-resource-usage``: registers and stack a thread,
-shared memory a program) and what they let an SM hold at once: programs of 64 threads at 138 registers fit 7 an
-SM, at 128 fit 8, which decided a race at 1000 seeds (``results/kasmina-copy/h200-seeds/``).
+Also the resources ptxas gave each compile (``kprof.specialization.ptxas_resources``: registers and stack frame a
+thread; shared memory a program from the compiler's metadata) and what they let an SM hold at once
+(``kprof.occupancy.theoretical_occupancy``, the calculator checked against the driver's): programs of 64 threads
+at 134-138 registers fit 6 an SM, at 128 fit 8, which decided races at 900 and 1000 seeds
+(``results/kasmina-copy/h200-seeds/``).
 """
 
 from __future__ import annotations
@@ -29,12 +31,12 @@ import triton
 
 from kprof.dtypes import torch_dtype
 from kprof.kernels.kasmina import branch_free
-from kprof.specialization import compile_for
+from kprof.occupancy import theoretical_occupancy
+from kprof.specialization import compile_for, ptxas_resources
 
 _LABEL = re.compile(r"\s*(\.L_x_\d+):")
 _INSTRUCTION = re.compile(r"\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;")
 _BACK = re.compile(r"BRA `\((\.L_x_\d+)\)")
-_RESOURCE = re.compile(r"\b(REG|STACK|SHARED):(\d+)")
 KINDS = {"SHFL": ("SHFL",), "BAR": ("BAR",), "FSEL": ("FSEL",), "spill": ("STL", "LDL")}
 
 
@@ -44,8 +46,13 @@ class Compiled:
 
     sass: str
     registers: int  # a thread
-    stack: int  # bytes a thread (spills and calls)
+    stack: int  # bytes a thread (its stack frame: spills and calls)
     shared: int  # bytes a program
+    warps: int
+
+    def resident(self) -> int:
+        """Programs an sm_90 SM holds at once with these resources."""
+        return theoretical_occupancy(32 * self.warps, self.registers, self.shared).blocks_per_sm
 
 
 def compile_kernel(
@@ -60,25 +67,14 @@ def compile_kernel(
     cfg = branch_free.config_for(x, seeds, c, True, block_b, warps, precision, stats=stats, maxnreg=maxnreg)
     args = (x, x, *state, w, b, torch.empty(seeds, 2), x, x, rows, c, 8, seeds * c, seeds * c)
     compiled = compile_for(branch_free.forward_kernel, args, {**cfg.constexprs(), **cfg.options()}, 90)
-    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    resources = ptxas_resources(compiled.asm["ptx"], 90)  # the PTX carries the cap (.maxnreg)
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "kernel.cubin"
         cubin.write_bytes(compiled.asm["cubin"])
-        text = subprocess.run([str(tools / "nvdisasm"), "-c", str(cubin)], capture_output=True, text=True, check=True)
-        usage = subprocess.run(
-            [str(tools / "cuobjdump"), "--dump-resource-usage", str(cubin)], capture_output=True, text=True, check=True
-        )
-    found = {k: int(v) for k, v in _RESOURCE.findall(usage.stdout)}
-    shared = found.get("SHARED", 0) + int(getattr(compiled.metadata, "shared", 0))  # static + Triton's dynamic
-    return Compiled(text.stdout, found.get("REG", 0), found.get("STACK", 0), shared)
-
-
-def resident(registers: int, warps: int, shared: int) -> int:
-    """Programs of ``warps`` warps an sm_90 SM holds at once: its 65536 registers, allocated 8 a thread (256 a warp),
-    64 warps, 32 programs and 227 KB of shared memory (1 KB of it reserved a program)."""
-    by_registers = 65536 // (-(-registers // 8) * 8 * 32 * warps) if registers else 32
-    by_shared = (227 * 1024) // (shared + 1024)
-    return min(by_registers, 64 // warps, 32, by_shared)
+        nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+        text = subprocess.run([str(nvdisasm), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+    stack = resources.get("local_bytes", 0)
+    return Compiled(text, resources["registers"], stack, int(compiled.metadata.shared), warps)
 
 
 def loops(text: str) -> list[dict[str, int]]:
@@ -123,7 +119,7 @@ def main() -> None:
                     f"  {block_b:3d} rows x {warps} warps, STATS {stats}{f', maxnreg {cap}' if cap else ''}: "
                     f"{row['instructions']:5d} instructions ({per:.1f} per element a thread), SHFL {row['SHFL']}, "
                     f"BAR {row['BAR']}, FSEL {row['FSEL']}, spill {row['spill']}; {k.registers} registers, "
-                    f"{k.stack} B stack, {k.shared} B shared: {resident(k.registers, warps, k.shared)} programs an SM",
+                    f"{k.stack} B stack, {k.shared} B shared: {k.resident()} programs an SM",
                     flush=True,
                 )
 

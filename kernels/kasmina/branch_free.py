@@ -451,11 +451,12 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 #   (h200-seeds/race4-maxnreg/: 64x1000x64 8.9 / 8.9 against 11.2 / 11.1, 64x500x64 6.1 / 6.2 against 7.7 / 7.6,
 #   32x1000x64 6.9 / 6.8 against 7.7 / 7.6, 128x1000x64 12.9 / 12.8 against 15.3 / 15.1, bf16 512x1000x64 38.6
 #   against 42.8, 64x4000x64 29.3 against 33.3). Uncapped, per-element sums took 138 / 134 registers (offline for
-#   sm_90), which leaves 7 programs of 2 warps an SM resident against Chan's 8 (128): at 64x1000x64 they took
-#   12.2-12.9 against Chan's 11.1-11.2, and won only from 8 seeds an SM (64x1100x64 12.9 against 14.2) or at 500
-#   seeds. Capped at 128 (no spill in the row loop, 8 bytes of stack) 8 fit, and the fewer instructions win at every
-#   such point raced. Channels not a multiple of 16 compile to another kernel (offline at 33, 40, 56: 570 row-loop
-#   instructions and 178 registers uncapped; capped, 639 with 28 spilling), not raced: the cap is not taken there.
+#   sm_90), which leaves 6 programs of 2 warps an SM resident against Chan's 8 (128; kprof.occupancy): at 64x1000x64
+#   they took 12.2-12.9 against Chan's 11.1-11.2 (and at 900 seeds), and won only from 8 seeds an SM (64x1100x64
+#   12.9 against 14.2) or at up to 6 (500 seeds). Capped at 128 (no spill in the row loop, 8 bytes of stack) 8 fit, and the
+#   fewer instructions win at every such point raced. Channels not a multiple of 16 compile to another kernel
+#   (offline at 33, 40, 56: 570 row-loop instructions and 178 registers uncapped; capped, 639 with 28 spilling), not
+#   raced: the cap is not taken there.
 # - 16-bit up to 64 channels from 128 rows otherwise (up to 32 channels, or fewer seeds than SMs): 32 x 2 with
 #   per-element sums. bf16 512x1000x32 19.2-19.3 against 37.6, 512x100x32 (rows split over 4 programs) 6.4-6.5
 #   against 8.3; 128x1000x32 7.6 / 7.4 against 10.9 / 11.0.
