@@ -453,8 +453,8 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 #   against 42.8, 64x4000x64 29.3 against 33.3). Uncapped, per-element sums took 138 / 134 registers (offline for
 #   sm_90), which leaves 6 programs of 2 warps an SM resident against Chan's 8 (128; kprof.occupancy): at 64x1000x64
 #   they took 12.2-12.9 against Chan's 11.1-11.2 (and at 900 seeds), and won only from 8 seeds an SM (64x1100x64
-#   12.9 against 14.2) or at up to 6 (500 seeds). Capped at 128 (no spill in the row loop, 8 bytes of stack) 8 fit, and the
-#   fewer instructions win at every such point raced. Channels not a multiple of 16 compile to another kernel
+#   12.9 against 14.2) or at up to 6 (500 seeds). Capped at 128 (no spill in the row loop, 8 bytes of stack) 8 fit,
+#   and the fewer instructions win at every such point raced. Channels not a multiple of 16 compile to another kernel
 #   (offline at 33, 40, 56: 570 row-loop instructions and 178 registers uncapped; capped, 639 with 28 spilling), not
 #   raced: the cap is not taken there.
 # - 16-bit up to 64 channels from 128 rows otherwise (up to 32 channels, or fewer seeds than SMs): 32 x 2 with
