@@ -39,12 +39,11 @@ from pathlib import Path
 
 import torch
 import triton
-import triton.language as tl
 from bench_common import candidate_rows, print_notes, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
-from kprof.kernels.kasmina import branch_free
+from kprof.kernels.kasmina import branch_free, floor
 
 DEFAULT_SHAPES = "64x1000x64,1x1000x64,512x1000x64,64x250x256,48x333x100"
 TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
@@ -53,76 +52,27 @@ TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
 FP32_TILES = [(16, 2), (16, 4), (16, 8), (32, 2), (32, 4), (32, 8)]
 
 
-# the floors' copy kernels: elements per program (each a whole number of seeds x rows, up to 64 rows)
-FLOOR_ELEMENTS = (2048, 4096, 8192)
-
-
-@triton.jit
-def _copy_kernel(
-    x_ptr,  # [rows, S*C] contiguous
-    y_ptr,  # like x
-    ids_ptr,  # [S] int32 blueprint ids (read unless READS == 0)
-    w_ptr,  # [NB, C, C] blueprints (read unless READS == 0)
-    n_rows,
-    n_seeds,
-    C,
-    zero,  # 0.0, a runtime argument: the compiler cannot drop the loads it multiplies
-    ROWS: tl.constexpr,  # rows per program
-    SEEDS: tl.constexpr,  # seeds per program
-    BLOCK_C: tl.constexpr,  # power of two >= C
-    READS: tl.constexpr,  # 0: x alone; 1: each seed's id, then its blueprint's first element; 2: the id, then the
-    # whole blueprint
-):
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    seeds = tl.program_id(1) * SEEDS + tl.arange(0, SEEDS)
-    smask = seeds < n_seeds
-    cols = tl.arange(0, BLOCK_C)
-    cmask = cols < C
-    mask = (rows < n_rows)[:, None, None] & smask[None, :, None] & cmask[None, None, :]
-    offs = rows.to(tl.int64)[:, None, None] * n_seeds * C + (seeds * C)[None, :, None] + cols[None, None, :]
-    y = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
-    if READS > 0:
-        bid = tl.load(ids_ptr + seeds, mask=smask, other=0).to(tl.int64)
-        if READS == 1:  # the dependent round trip, no blueprint traffic
-            w = tl.load(w_ptr + bid * C * C, mask=smask, other=0.0).to(tl.float32)
-        else:  # and every byte of the blueprint, once per program
-            wmask = smask[:, None, None] & cmask[None, :, None] & cmask[None, None, :]
-            at = bid[:, None, None] * C * C + cols[None, :, None] * C + cols[None, None, :]
-            w = tl.sum(tl.sum(tl.load(w_ptr + at, mask=wmask, other=0.0).to(tl.float32), axis=2), axis=1)
-        y += zero * w[None, :, None]
-    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
 FLOORS = {0: "copy", 1: "ids", 2: "blueprints"}  # READS -> the floor's tile names
 FLOOR_LABELS = {"copy": "[triton copy]", "ids": "[copy through ids]", "blueprints": "[copy reading blueprints]"}
 
 
 def floor_candidates(inp: dict, out: torch.Tensor) -> dict[str, object]:
-    """name -> fn: the floors' copy kernels at each tile of rows x seeds per program (``FLOOR_ELEMENTS``); the
-    whole-blueprint floor at one or two seeds per program (as many blueprints as a kasmina program holds)."""
-    x, c = inp["x"], inp["weights"].shape[-1]
-    n_seeds, bc = inp["blueprint_id"].shape[0], triton.next_power_of_2(c)
-    n_rows = x.numel() // x.shape[-1]
-    tiles = {
-        (r, max(1, e // (r * bc)), 4 if e <= 4096 else 8)
-        for e in FLOOR_ELEMENTS
-        for r in (1, 4, 16, 64)
-        if r <= triton.next_power_of_2(n_rows)
-    }
+    """name -> fn: the floors' copy kernels (``kprof.kernels.kasmina.floor``) at each of its tiles of rows x seeds
+    per program; the whole-blueprint floor at one or two seeds per program (as many blueprints as a kasmina program
+    holds)."""
+    x, ids, w = inp["x"], inp["blueprint_id"], inp["weights"]
+    n_rows, bc = x.numel() // x.shape[-1], triton.next_power_of_2(w.shape[-1])
+    rows = [r for r in floor.TILE_ROWS if r <= triton.next_power_of_2(n_rows)]
     # beyond 128 channels a whole blueprint in registers spills (the kernel steps through it): no such floor there
-    few = {(r, s, w) for r in (1, 4, 16, 64) for s in (1, 2) for w in (4, 8) if r <= triton.next_power_of_2(n_rows)}
-    few = few if bc <= 128 else set()
+    few = sorted((r, sd, wp) for r in rows for sd in (1, 2) for wp in (4, 8)) if bc <= 128 else []
 
-    def copy(rows: int, seeds: int, warps: int, reads: int) -> object:
-        grid = (triton.cdiv(n_rows, rows), triton.cdiv(n_seeds, seeds))
-        args = (x, out, inp["blueprint_id"], inp["weights"], n_rows, n_seeds, c, 0.0)
-        meta = {"ROWS": rows, "SEEDS": seeds, "BLOCK_C": bc, "READS": reads, "num_warps": warps}
-        return lambda: _copy_kernel[grid](*args, **meta)
+    def copy(tile: tuple[int, int, int], reads: int) -> object:
+        return lambda: floor.launch_tile(x, out, ids, w, tile, reads)
 
     return {
-        f"{FLOORS[reads]} r{r} s{sd} w{w}": copy(r, sd, w, reads)
+        "{} r{} s{} w{}".format(FLOORS[reads], *tile): copy(tile, reads)
         for reads in FLOORS
-        for r, sd, w in sorted(few if reads == 2 else tiles)
+        for tile in (few if reads == 2 else floor.tiles(n_rows, w.shape[-1]))
     }
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from kprof.dashboards import style
+from kprof.registry import YARDSTICK_KINDS
 from kprof.shapes import parse_shape
 
 
@@ -80,11 +81,11 @@ def nice_ticks(lo: float, hi: float) -> list[float]:
 
 
 def best_per_shape(metrics: pd.DataFrame) -> pd.Series:
-    """True where the row is the fastest correct provider of its (shape, dtype); roofline yardsticks
-    (one cuBLAS product, not the family's function) are never the best."""
+    """True where the row is the fastest correct provider of its (shape, dtype); roofline yardsticks and floors
+    (one cuBLAS product, a copy of x: not the family's function) are never the best."""
     ok = ok_rows(metrics)
     if "kind" in ok:
-        ok = ok[ok["kind"] != "roofline"]
+        ok = ok[~ok["kind"].isin(YARDSTICK_KINDS)]
     winners = ok.groupby(["shape", "dtype"])["gpu_time_us"].idxmin()  # one per shape, even on a tie
     return pd.Series(metrics.index.isin(winners.dropna().to_numpy()), index=metrics.index)
 

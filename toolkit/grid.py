@@ -22,7 +22,10 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
 * given the family's targets (``grid_targets:`` in its ``sweep.yaml``), whether the point meets the one that
   applies to it (a share of the copy ceiling for memory-bound points, a ratio to the family's yardstick per
   class of matrix shape), and for each loss or missed target what Nsight Compute measured there (DRAM bytes
-  against the bytes model, achieved occupancy, the limiter), or that nothing was measured: no guessed cause.
+  against the bytes model, achieved occupancy, the limiter), or that nothing was measured: no guessed cause;
+* where a family has a ``floor`` provider (less work than any of its versions does: a copy of kasmina's x through
+  the layer's chain of dependent loads), whether a missed yardstick target is out of reach: the floor alone takes
+  more than the target's ratio of the yardstick's time, both measured in the same run.
 
 Reads the store's metrics only (the data flow's last step before a report).
 """
@@ -210,6 +213,41 @@ def _short(kernel: str) -> str:
 def _best(rows: pd.DataFrame) -> pd.Series | None:
     ok = rows[rows["ok"].astype(bool) & rows["gpu_time_us"].notna()]
     return None if ok.empty else ok.loc[ok["gpu_time_us"].idxmin()]
+
+
+def _highest_floor(g: pd.DataFrame) -> pd.Series | None:
+    """The slowest of the point's floors (providers of kind ``floor``), each at its fastest case: the strongest
+    lower bound measured here."""
+    ok = g[(g["kind"] == "floor") & g["ok"].astype(bool) & g["gpu_time_us"].notna()]
+    if ok.empty:
+        return None
+    fastest = ok.loc[ok.groupby("provider")["gpu_time_us"].idxmin()]
+    return fastest.loc[fastest["gpu_time_us"].idxmax()]
+
+
+REACH = ("out of reach", "within reach", "at the edge")
+
+
+def floor_reach(floor: pd.Series, roof: pd.Series, target: RooflineTarget, runs: int = 1) -> tuple[str, float, str]:
+    """Whether a floor measured beside the yardstick puts the target out of reach: (one of ``REACH``, the floor's
+    time over the yardstick's, the why column's words). Out of reach where the floor alone takes more than the
+    target's ratio by more than the two cases' spread (their own, a clock's slowing, and under
+    :data:`SMALL_CALL_US` the run-to-run floor); within reach where it is under by more; else at the edge."""
+    ratio = float(floor["gpu_time_us"]) / float(roof["gpu_time_us"])
+    spread = _nanmax(
+        _pair_spread(floor, roof),
+        slowed_by_clock(floor, roof)[0],
+        run_to_run_floor(float(floor["gpu_time_us"]), float(roof["gpu_time_us"]), runs),
+    )
+    spread = 0.0 if math.isnan(spread) else spread
+    said = f"the floor {floor['provider']} takes {ratio:.3f}x {roof['provider']} here"
+    moved = f"the {100 * spread:.1f}% the cases moved"
+    if ratio > target.ratio * (1 + spread):
+        words = f"out of reach: {said}, over the target's {target.ratio:.2f}x by more than {moved}; no version meets it"
+        return REACH[0], ratio, words
+    if ratio < target.ratio * (1 - spread):
+        return REACH[1], ratio, f"within reach by the floor: {said}"
+    return REACH[2], ratio, f"{said}, within {moved} of the target's {target.ratio:.2f}x: reach not judged"
 
 
 def verdict(ratio: float, spread: float) -> str:
@@ -470,6 +508,7 @@ def grid_table(
         disp = _best(g[g["provider"] == dispatch]) if dispatch else None
         peer = _best(g[g["kind"].isin(PEER_KINDS)])
         roof = _best(g[g["kind"] == "roofline"])
+        low = _highest_floor(g)
         t_k = float(kp["gpu_time_us"]) if kp is not None else math.nan
         t_p = float(peer["gpu_time_us"]) if peer is not None else math.nan
         ratio = t_k / t_p if kp is not None and peer is not None else math.nan
@@ -498,6 +537,10 @@ def grid_table(
             )
             if abs(vs_roof - target.ratio) <= roof_spread * target.ratio:
                 met = None
+        reach = ""
+        floor_ratio = (
+            float(low["gpu_time_us"]) / float(roof["gpu_time_us"]) if low is not None and roof is not None else math.nan
+        )
         v = verdict(ratio, spread) if kp is not None else "not measured"
         disagree = len({pv for _, pv in per_run.values()}) > 1
         if disagree:  # runs that alone call different verdicts: none is called
@@ -508,6 +551,9 @@ def grid_table(
             others = [peer] if v == "loss" else []
             others += [roof] if isinstance(target, RooflineTarget) and met is False else []
             why = _why_measured(ncu, shape, dtype, [kp, *[o for o in others if o is not None]], kernels)
+            if met is False and isinstance(target, RooflineTarget) and low is not None and roof is not None:
+                reach, _, said = floor_reach(low, roof, target, max(len(per_run), 1))
+                why = f"{said}; {why}"
         elif target is not None and met is None and not math.isnan(roof_spread):
             why = (
                 f"target not judged: {vs_roof:.3f}x the yardstick against {target.ratio:.2f}x, within the "
@@ -558,6 +604,8 @@ def grid_table(
                 "vs_roofline": vs_roof,
                 "target": target.label() if target is not None else "",
                 "target_met": met,
+                "target_reach": reach,
+                "floor_vs_roofline": floor_ratio,
                 "timing_mode": kp.get("timing_mode") if kp is not None else None,
                 "dispatch_vs_best": _dispatch_vs_best(disp, plain),
                 "kprof_host_us": host,
@@ -707,7 +755,10 @@ def render(
         *(
             [
                 "Targets: "
-                + "; ".join(f"{label}: met at {met} of {n} points" for label, (met, n) in counts.items())
+                + "; ".join(
+                    f"{label}: met at {met} of {n} points{_reach_note(table, label)}"
+                    for label, (met, n) in counts.items()
+                )
                 + (";" if counts and unjudged else "")
                 + (f" {unjudged} point(s) with a target not judged (why in the last column)" if unjudged else "")
                 + ".",
@@ -736,6 +787,13 @@ def render(
             + f"{_cell(r.why)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _reach_note(table: pd.DataFrame, label: str) -> str:
+    """`` (of the misses: K out of reach, ...)`` where floors measured beside the yardstick judged the misses."""
+    reach = table.loc[table["target"] == label, "target_reach"] if "target_reach" in table else pd.Series(dtype=object)
+    said = [f"{int((reach == r).sum())} {r}" for r in REACH if (reach == r).any()]
+    return f" (of the misses, by a floor raced beside the yardstick: {', '.join(said)})" if said else ""
 
 
 def _range(values: pd.Series) -> str:

@@ -22,7 +22,7 @@ import torch
 from kprof import timing as modes
 from kprof.device import max_sm_clock_mhz
 from kprof.errors import UnsupportedConfig
-from kprof.registry import Case, Family, Inputs, Provider
+from kprof.registry import YARDSTICK_KINDS, Case, Family, Inputs, Provider
 from kprof.runtime import route_choices_made, route_choices_since
 from kprof.specialization import recording
 
@@ -166,7 +166,7 @@ def check_correctness(family: Family, provider: Provider, case: Case, inputs: In
     ||ref|| per output, the largest of them. A case with more than ``ORACLE_BLOCK_ELEMENTS`` elements of
     row inputs is compared a block of rows at a time (same sums, a fraction of the memory)."""
     tol = family.tolerances[case.dtype]
-    if provider.kind == "roofline":
+    if provider.kind in YARDSTICK_KINDS:
         provider.fn(**inputs)  # it must at least run
         return Correctness(True, math.nan, math.nan, 0, tol, None)
     blocks = oracle_row_blocks(family, inputs)

@@ -28,10 +28,13 @@ from kprof.shapes import Shape, parse_shape, shape_str  # noqa: F401 - re-export
 if TYPE_CHECKING:
     from kprof.grid import GridTargets
 
-ProviderKind = Literal["triton", "eager", "library", "compile", "peer", "roofline"]
-PROVIDER_KINDS: tuple[str, ...] = ("triton", "eager", "library", "compile", "peer", "roofline")
+ProviderKind = Literal["triton", "eager", "library", "compile", "peer", "roofline", "floor"]
+PROVIDER_KINDS: tuple[str, ...] = ("triton", "eager", "library", "compile", "peer", "roofline", "floor")
 """``roofline``: a yardstick, not the family's function (one cuBLAS product of a matrix family's shape, a bare
-copy of kasmina's x); timed like the others, never checked against the oracle nor ranked as the best provider."""
+copy of kasmina's x). ``floor``: less work than any version of the family must do (a copy of kasmina's x through
+its chain of dependent loads): where it is already slower than a target allows, no version can meet it. Both are
+timed like the others, never checked against the oracle nor ranked as the best provider (``YARDSTICK_KINDS``)."""
+YARDSTICK_KINDS: tuple[str, ...] = ("roofline", "floor")
 
 Inputs = dict[str, Any]
 

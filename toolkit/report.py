@@ -11,6 +11,7 @@ from kprof.envinfo import short_commit
 from kprof.fmt import fmt_num, markdown_table
 from kprof.fmt import number as _num
 from kprof.metrics import METRIC_COLUMNS, TEXT_METRICS
+from kprof.registry import YARDSTICK_KINDS
 from kprof.shapes import shape_key as _shape_key
 from kprof.timing import PLACEMENT_NOTE_FRACTION
 
@@ -228,7 +229,7 @@ def _ranked_mode(df: pd.DataFrame) -> str:
 
 
 def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
-    valid = g[(g["status"] == "ok") & (g["kind"] != "roofline")]
+    valid = g[(g["status"] == "ok") & ~g["kind"].isin(YARDSTICK_KINDS)]
     counters = _has(g, "dram_vs_model")  # ncu: measured DRAM traffic and achieved occupancy
     mode = _ranked_mode(g)
     fallback = "timer" in g and (g["timer"].astype(str) == "events").any()
@@ -237,9 +238,9 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
     rows = []
     for r in g.sort_values("gpu_time_us", na_position="last").itertuples():
         ok = r.status == "ok"
-        name = f"**{r.provider}**" if ok and r.gpu_time_us == best and r.kind != "roofline" else r.provider
-        if r.kind == "roofline":
-            name += " (roofline)"
+        name = f"**{r.provider}**" if ok and r.gpu_time_us == best and r.kind not in YARDSTICK_KINDS else r.provider
+        if r.kind in YARDSTICK_KINDS:
+            name += f" ({r.kind})"
         achieved = r.occupancy_achieved_pct if not pd.isna(r.occupancy_achieved_pct) else r.occupancy_est_pct
         occ = f"{fmt_num(r.occupancy_theoretical_pct, '{:.0f}')}/{fmt_num(achieved, '{:.0f}')}"
         extra = [fmt_num(r.prof_kernel_us, "{:.1f}") if ok else "—"]
@@ -283,10 +284,10 @@ def _interp_table(g: pd.DataFrame) -> str:
     rows = [
         [
             r.provider,
-            "yardstick" if r.kind == "roofline" else _status_cell(r),
+            "yardstick" if r.kind in YARDSTICK_KINDS else _status_cell(r),
             fmt_num(r.max_rel_err, "{:.1e}"),
             fmt_num(r.max_abs_err, "{:.1e}"),
-            "roofline: not the family's function, not checked" if r.kind == "roofline" else _txt(r.note),
+            f"{r.kind}: not the family's function, not checked" if r.kind in YARDSTICK_KINDS else _txt(r.note),
         ]
         for r in g.itertuples()
     ]

@@ -65,7 +65,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
     ),
     EnvVar(
         "KPROF_ROUTE_RACE",
-        "0: never time routes against each other on a shape's first call; take the static rule instead",
+        "0: never time the ops' routes against each other on a shape's first call; take the static rule instead "
+        "(a floor provider still races its tiles: it must be at its fastest)",
         "1",
         "kprof.kernels.lib.routes.can_race",
     ),

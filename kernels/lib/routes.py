@@ -72,18 +72,25 @@ def cold_us(fn: Callable[[], object]) -> float:
     return statistics.median(cold_event_times_us(fn, CALLS))
 
 
+def can_time(on: torch.Tensor) -> bool:
+    """Whether calls on ``on``'s device can be timed at all: a GPU, no interpreter, no graph capture."""
+    return on.is_cuda and not interpreting() and not torch.cuda.is_current_stream_capturing()
+
+
 def can_race(on: torch.Tensor) -> bool:
-    """Whether routes may be timed for a call on ``on``'s device: a GPU, no interpreter, no graph capture,
-    and ``KPROF_ROUTE_RACE`` not 0."""
-    return on.is_cuda and not interpreting() and route_races_allowed() and not torch.cuda.is_current_stream_capturing()
+    """Whether routes may be timed for a call on ``on``'s device: :func:`can_time`, and ``KPROF_ROUTE_RACE``
+    not 0."""
+    return can_time(on) and route_races_allowed()
 
 
 class RouteRace:
-    """The remembered choices of one race (one family's routes for one shape class)."""
+    """The remembered choices of one race (one family's routes for one shape class). ``keep_default_within``:
+    how much slower than the fastest the default route may be and still be kept (0: the fastest always)."""
 
-    def __init__(self, race: str, timer: Timer = cold_us) -> None:
+    def __init__(self, race: str, timer: Timer = cold_us, keep_default_within: float = KEEP_DEFAULT_WITHIN) -> None:
         self.race = race
         self._timer = timer
+        self._keep = keep_default_within
         self._decisions: dict[Hashable, Decision] = {}
         _RACES.append(self)
 
@@ -103,7 +110,15 @@ class RouteRace:
             return known.chosen
         if not can_race(on):
             return None
-        decision = self.race_now(key, routes, default if isinstance(default, str) else default())
+        return self.decide(key, routes, default if isinstance(default, str) else default())
+
+    def decide(self, key: tuple, routes: Mapping[str, Callable[[], object]], default: str) -> str:
+        """The route for ``key``: remembered, else timed now whatever ``KPROF_ROUTE_RACE`` says (for a caller
+        that must measure, such as a floor at its fastest tile; it checks the device and a capture itself)."""
+        known = self._decisions.get(key)
+        if known is not None:
+            return known.chosen
+        decision = self.race_now(key, routes, default)
         if len(self._decisions) >= MAX_DECISIONS:
             self._decisions.pop(next(iter(self._decisions)))
         self._decisions[key] = decision
@@ -130,7 +145,7 @@ class RouteRace:
                     rounds[name].append(self._timer(run))
         times = {name: statistics.median(ts) for name, ts in rounds.items()}
         fastest = min(times, key=times.__getitem__)
-        keep = default in times and times[default] <= (1 + KEEP_DEFAULT_WITHIN) * times[fastest]
+        keep = default in times and times[default] <= (1 + self._keep) * times[fastest]
         chosen = default if keep else fastest
         timed = tuple((n, round(t, 3)) for n, t in times.items())
         return Decision(self.race, key, timed, default, chosen, tuple(failed.items()))

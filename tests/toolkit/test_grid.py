@@ -84,6 +84,8 @@ def _metrics(rng, points: dict[tuple[str, str], dict[str, float]], noise: float 
         "torch_compile": "compile",
         "liger": "peer",
         "cublas": "roofline",
+        "copy_through_ids": "floor",
+        "other_floor": "floor",
     }
     rows = []
     for (shape, dtype), times in points.items():
@@ -380,6 +382,71 @@ def test_a_yardstick_other_than_cublas_is_named_in_the_target_and_judged_at_ever
     assert table.loc["64x1000x64", "target_met"] is True and table.loc["512x1000x64", "target_met"] is False
     no_roof = grid_table(m[m["kind"] != "roofline"], targets=targets).iloc[0]
     assert no_roof["why"].startswith("target not judged: its yardstick (a copy,")
+
+
+KASMINA = GridTargets(roofline=(RooflineTarget(ratio=1.111, yardstick="a bare copy of x"),))
+
+
+@pytest.mark.parametrize("reach", ["out of reach", "within reach", "at the edge"])
+def test_a_floor_raced_beside_the_yardstick_says_whether_a_miss_is_out_of_reach(reach):
+    """A floor (less work than any version) at more than the target's ratio of the yardstick, beyond the cases'
+    spread: no version can meet it, and the why says so with both figures; under it by more: within reach; else
+    not judged. The floor is never the best kprof version nor the peer, and moves no verdict."""
+    rng = np.random.default_rng()
+    noise = float(rng.uniform(0.005, 0.02))
+    copy_us = float(rng.uniform(20, 400))  # above SMALL_CALL_US: the cases' own spread alone
+    margin = float(rng.uniform(1.5, 3)) * noise
+    floor = {"out of reach": 1.111 * (1 + margin), "within reach": 1.111 * (1 - margin)}.get(reach, 1.111)
+    kprof = float(rng.uniform(1.2, 2.5))  # the target missed, whatever the floor
+    m = _metrics(
+        rng,
+        {
+            ("64x1000x64", "bf16"): {
+                "triton_a": kprof * copy_us,
+                "torch_compile": 3 * kprof * copy_us,
+                "cublas": copy_us,
+                "copy_through_ids": floor * copy_us,
+                "other_floor": 0.5 * copy_us,  # a weaker floor: the slowest floor is the bound
+            }
+        },
+        noise,
+    ).assign(bound="compute")
+    row = grid_table(m, targets=KASMINA).iloc[0]
+    assert row["best_kprof"] == "triton_a" and row["best_peer"] == "torch_compile" and row["verdict"] == "win"
+    assert row["target_met"] is False and row["target_reach"] == reach
+    assert row["floor_vs_roofline"] == pytest.approx(floor)
+    said = f"the floor copy_through_ids takes {floor:.3f}x cublas here"
+    assert said in row["why"] and row["why"].startswith(
+        {"out of reach": "out of reach", "within reach": "within"}.get(reach, said)
+    )
+    text = render(grid_table(m, targets=KASMINA), ["r"], "kasmina")
+    assert f"met at 0 of 1 points (of the misses, by a floor raced beside the yardstick: 1 {reach})" in text
+
+
+def test_a_floor_under_10_us_counts_the_run_to_run_floor():
+    """At 2 us a single run cannot show how far the next moves: a floor 1.15x the copy against 1.111 is at the
+    edge there (the 11% run-to-run half-width), out of reach at 1.4x; at 200 us 1.15x is out of reach."""
+    rng = np.random.default_rng()
+
+    def reach(copy_us: float, floor: float) -> str:
+        times = {"triton_a": 2 * copy_us, "torch_compile": 5 * copy_us, "cublas": copy_us}
+        m = _metrics(rng, {("1x1000x64", "bf16"): {**times, "copy_through_ids": floor * copy_us}}, 0.003)
+        return grid_table(m.assign(bound="compute"), targets=KASMINA).iloc[0]["target_reach"]
+
+    assert (reach(2.0, 1.15), reach(2.0, 1.4), reach(200.0, 1.15)) == ("at the edge", "out of reach", "out of reach")
+
+
+def test_a_met_target_or_a_point_without_floor_has_no_reach():
+    rng = np.random.default_rng()
+    met = _metrics(
+        rng, {("8x100x64", "bf16"): {"triton_a": 10.5, "torch_compile": 30.0, "cublas": 10.0, "copy_through_ids": 12.5}}
+    )
+    row = grid_table(met.assign(bound="compute"), targets=KASMINA).iloc[0]
+    assert row["target_met"] is True and row["target_reach"] == "" and row["floor_vs_roofline"] == pytest.approx(1.25)
+    bare = _metrics(rng, {("8x100x64", "bf16"): {"triton_a": 20.0, "torch_compile": 30.0, "cublas": 10.0}})
+    row = grid_table(bare.assign(bound="compute"), targets=KASMINA).iloc[0]
+    assert row["target_met"] is False and row["target_reach"] == "" and math.isnan(row["floor_vs_roofline"])
+    assert "floor" not in row["why"]
 
 
 def test_a_point_without_its_yardstick_is_not_judged():

@@ -68,3 +68,11 @@ def test_worst_output_decides(device):
     bad = type(good)(family="kasmina", name="skewed", kind="eager", description="", fn=skewed)
     corr = check_correctness(fam, bad, Case("kasmina", "skewed", (32, 4, 16), "fp32"), inputs)
     assert not corr.ok and 5e-3 < corr.rel_err < 5e-2
+
+
+def test_report_never_ranks_a_floor_best():
+    """A floor does less than the family's function: faster than every version, and still not the best."""
+    g = pd.DataFrame([_row("copy_through_ids", "floor", 50.0), _row("triton_fused", "triton", 110.0)])
+    table = _gpu_table(g, "torch_eager")
+    assert "**triton_fused**" in table and "copy_through_ids (floor)" in table and "**copy_through_ids" not in table
+    assert "floor: not the family's function, not checked" in _interp_table(g)
