@@ -68,7 +68,7 @@ def test_the_floor_provider_copies_x_and_is_run_never_checked(device):
     assert corr.ok and math.isnan(corr.rel_err)
 
 
-def test_the_floor_keeps_its_fastest_tile_even_with_races_off(monkeypatch):
+def test_the_floor_keeps_its_fastest_tile_even_with_races_off(monkeypatch, device):
     """A floor at a slower tile than its best would overstate what is out of reach: it keeps the fastest tile
     even where the default is within the 2% an op's race forgives, and races whatever ``KPROF_ROUTE_RACE`` says;
     the tile it keeps is the one it then launches, and y is still x."""
@@ -78,7 +78,7 @@ def test_the_floor_keeps_its_fastest_tile_even_with_races_off(monkeypatch):
     from kprof.kernels.lib import routes
 
     fam = discover()["kasmina"]
-    inp = fam.make_inputs((6, 9, 24), "fp32", "cpu", seed=5)
+    inp = fam.make_inputs((6, 9, 24), "fp32", device, seed=int(torch.randint(1 << 30, ())))
     options = floor.tiles(6, 24)
     assert len(options) > 1 and {t[0] for t in options} == {1, 4}  # rows up to the 8 a power of two above 6
     times = [10.0] * len(options)

@@ -241,7 +241,7 @@ def floor_reach(floor: pd.Series, roof: pd.Series, target: RooflineTarget, runs:
     )
     spread = 0.0 if math.isnan(spread) else spread
     said = f"the floor {floor['provider']} takes {ratio:.3f}x {roof['provider']} here"
-    moved = f"the {100 * spread:.1f}% the cases moved"
+    moved = f"the {100 * spread:.1f}% the cases may move"
     if ratio > target.ratio * (1 + spread):
         words = f"out of reach: {said}, over the target's {target.ratio:.2f}x by more than {moved}; no version meets it"
         return REACH[0], ratio, words
@@ -574,12 +574,15 @@ def grid_table(
         if disagree:
             runs = "the runs disagree: " + ", ".join(f"{r:.3f} ({pv}) in {run}" for run, (r, pv) in per_run.items())
             why = f"{runs}; {why}" if why else runs
+        # a caller pays the host time of what it launches: the ops API's version where the run has it
+        launched = disp if disp is not None and not math.isnan(_number(disp.get("host_time_us"))) else kp
         host, graph_host = (
-            _number(kp.get(c)) if kp is not None else math.nan for c in ("host_time_us", "graph_host_us")
+            _number(launched.get(c)) if launched is not None else math.nan for c in ("host_time_us", "graph_host_us")
         )
-        host_bound = host > t_k
+        launched_us = float(launched["gpu_time_us"]) if launched is not None else math.nan
+        host_bound = host > launched_us
         if host_bound:
-            note = host_bound_note(host, t_k, graph_host)
+            note = host_bound_note(host, launched_us, graph_host, str(launched["provider"]))
             why = f"{why}; {note}" if why else note
         rows.append(
             {
@@ -610,6 +613,8 @@ def grid_table(
                 "dispatch_vs_best": _dispatch_vs_best(disp, plain),
                 "kprof_host_us": host,
                 "kprof_graph_host_us": graph_host,
+                "host_provider": launched["provider"] if launched is not None else None,
+                "host_provider_us": launched_us,
                 "host_bound": host_bound,
             }
         )
@@ -619,13 +624,14 @@ def grid_table(
     return table
 
 
-def host_bound_note(host_us: float, gpu_us: float, graph_host_us: float = math.nan) -> str:
-    """The why column's words for a best kprof version whose host time per call exceeds its GPU time: the verdict
-    compares GPU time, which a caller sees only where its host runs ahead of the GPU (a CUDA graph, or work queued
-    before)."""
+def host_bound_note(host_us: float, gpu_us: float, graph_host_us: float = math.nan, provider: str = "") -> str:
+    """The why column's words for a version whose host time per call exceeds its GPU time (``provider``: the ops
+    API's version, or the best kprof version where the run has no dispatch): the verdict compares GPU time, which a
+    caller sees only where its host runs ahead of the GPU (a CUDA graph, or work queued before)."""
     graph = f"; {graph_host_us:.1f} µs replayed in a CUDA graph" if not math.isnan(graph_host_us) else ""
+    who = f"{provider} takes " if provider else ""
     return (
-        f"host-bound: {host_us:.1f} µs of host time per call against {gpu_us:.1f} µs on the GPU{graph}; called "
+        f"host-bound: {who}{host_us:.1f} µs of host time per call against {gpu_us:.1f} µs on the GPU{graph}; called "
         "back to back outside a graph the GPU waits for the host, and the GPU-time verdict does not hold"
     )
 
@@ -712,6 +718,12 @@ def render(
     d = table.get("dispatch_vs_best", pd.Series(dtype=float)).dropna()
     mode = next((m for m in table["timing_mode"].dropna()), "cold")
     hb = table.get("host_bound", pd.Series(False, index=table.index)).fillna(False).astype(bool)
+    host_gpu = "host_provider_us" if "host_provider_us" in table else "kprof_us"
+    launched_words = (
+        f"the ops API's version's (`{dispatch}`; the best kprof version's where the run lacks it)"
+        if dispatch
+        else "the best kprof version's"
+    )
     order = {"loss": 0, "uncertain": 1, "tie": 2, "win": 3}
     t = table.assign(_o=table["verdict"].map(order).fillna(4)).sort_values(["_o", "ratio"], ascending=[True, False])
     lines = [
@@ -743,9 +755,9 @@ def render(
         ),
         *(
             [
-                f"Host: at {int(hb.sum())} of {len(hb)} points the best kprof version's host time per call "
+                f"Host: at {int(hb.sum())} of {len(hb)} points {launched_words} host time per call "
                 f"({_range(table.loc[hb, 'kprof_host_us'])} µs) exceeds its GPU time "
-                f"({_range(table.loc[hb, 'kprof_us'])} µs): a caller that launches it without a CUDA graph and without "
+                f"({_range(table.loc[hb, host_gpu])} µs): a caller that launches it without a CUDA graph and without "
                 "GPU work queued ahead waits for the host there, whatever the verdict (why column).",
                 "",
             ]

@@ -211,11 +211,28 @@ def raced_product(x2d: torch.Tensor, w: torch.Tensor) -> str | None:
     description="what kprof.kernels.ops runs: up to 16 rows the split-K kernel (norm inside the product) where "
     "measured faster, else the tuned rmsnorm kernel, then cuBLAS's product or kprof's Triton product (pinned "
     "tiles at decode sizes), chosen by shape, at 129-999 rows by a race of the two on the shape's first call; "
-    "ragged-8 weights always cuBLAS (measured rules in rmsnorm_linear/tuned.py)",
+    "ragged-8 weights always cuBLAS (measured rules in rmsnorm_linear/tuned.py); on a GPU launched as the op "
+    "launches it (a plan per signature after its first call), so its host time is the op's",
 )
 def rmsnorm_linear_tuned(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    if getattr(x, "is_cuda", False):
+        # the op's launch: the same routes (product_route on the signature's first call, checked there), then a plan
+        # through Triton's C launcher. Through the checks and the JIT on every call this provider took a median 111
+        # µs of host time a call on an H200's decode grid (benchmarks/results/split-k/h200-pipelined/), where the op
+        # took 20-32 at 1-8 rows on an H100 (benchmarks/results/ops-host-cost/): the grid called points host-bound
+        # that a model's op is not
+        from kprof.kernels.lib import fastops  # the ops API's launch plans (they import this module)
+
+        return fastops.rms_norm_linear(x, g, w, b, eps)
+    return rmsnorm_linear_checked(x, g, w, b, eps)
+
+
+def rmsnorm_linear_checked(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
+) -> torch.Tensor:
+    """The op's routes through the checks and the JIT on every call (what its plan repeats after a first call)."""
     x2d, n = check_inputs(x, g, w, b)
     route = product_route(x2d, w)
     if route == "split_k":

@@ -1010,8 +1010,29 @@ def test_a_best_version_that_takes_longer_to_launch_than_to_run_is_called_host_b
     assert not table.loc["8192x4096x14336", "host_bound"] and not table.loc["8192x8192x28672", "host_bound"]
     why = table.loc["2048x2048x5504", "why"]
     gpu = table.loc["2048x2048x5504", "kprof_us"]
-    assert f"host-bound: {host:.1f} µs of host time per call against {gpu:.1f} µs on the GPU; {graph:.1f} µs" in why
+    said = f"host-bound: triton_a takes {host:.1f} µs of host time per call against {gpu:.1f} µs on the GPU"
+    assert f"{said}; {graph:.1f} µs" in why
     assert "host-bound" not in table.loc["8192x4096x14336", "why"]
     text = grid.render(table.reset_index(), ["r"], "fam")
     assert f"Host: at 1 of 3 points the best kprof version's host time per call ({host:.1f} µs)" in text
     assert "Host:" not in grid.render(grid_table(m.assign(host_time_us=np.nan)), ["r"], "fam")
+
+
+@pytest.mark.parametrize("ops_host_bound", [True, False])
+def test_host_bound_is_judged_on_what_the_ops_api_launches(ops_host_bound):
+    """A model calls the ops API: where the run has its version (the dispatch), the host time that decides is that
+    version's, against its own GPU time, whether or not it is the best kprof version; without it, the best's."""
+    rng = np.random.default_rng()
+    t = float(rng.uniform(20, 60))
+    slow, quick = float(rng.uniform(3, 6)) * t, float(rng.uniform(0.2, 0.6)) * t
+    m = _metrics(rng, {("16x4096x11008", "bf16"): {"triton_a": t, "triton_b": 1.01 * t, "torch_compile": 2 * t}})
+    is_a = m["provider"] == "triton_a"
+    m["host_time_us"] = np.where(is_a, quick if ops_host_bound else slow, slow if ops_host_bound else quick)
+    row = grid_table(m, dispatch="triton_b").iloc[0]
+    assert row["best_kprof"] == "triton_a" and row["host_provider"] == "triton_b"
+    assert bool(row["host_bound"]) is ops_host_bound
+    assert ("host-bound: triton_b takes" in row["why"]) is ops_host_bound
+    text = grid.render(grid_table(m, dispatch="triton_b"), ["r"], "fam", dispatch="triton_b")
+    assert ("the ops API's version's (`triton_b`" in text) is ops_host_bound
+    alone = grid_table(m[m["provider"] != "triton_b"], dispatch="triton_b").iloc[0]  # the run lacks the dispatch
+    assert alone["host_provider"] == "triton_a" and bool(alone["host_bound"]) is not ops_host_bound
