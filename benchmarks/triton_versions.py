@@ -40,6 +40,7 @@ import sys
 from pathlib import Path
 
 from kprof.occupancy import theoretical_occupancy
+from kprof.specialization import compiler_env
 
 # (rows..., columns...) shapes per family besides its interpreter sweep: the matrix families at a ragged-8
 # shape (the alignment promise) and a 16-aligned one; the row-wise families at row widths of 1000 (a
@@ -161,7 +162,7 @@ def fit_per_sm(answer: dict, num_warps: int) -> int | str:
 
 def compile_all(python: str, calls: list[dict]) -> tuple[str, list[dict]]:
     """(Triton version, one answer per call) from ``python``'s Triton."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env = compiler_env()
     version = subprocess.run(
         [python, "-c", "import triton; print(triton.__version__)"], capture_output=True, text=True, env=env
     ).stdout.strip()

@@ -4,11 +4,9 @@ the capped tile's programs (``kprof.occupancy``)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.compile_child import child_json
 
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
 
@@ -43,12 +41,7 @@ print(json.dumps(out))
 
 
 def _probe(code: str) -> object:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    res = subprocess.run(
-        [sys.executable, "-c", code, str(BENCHMARKS)], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return child_json(["-c", code, str(BENCHMARKS)])
 
 
 def test_a_register_cap_reaches_ptxas():

@@ -286,6 +286,12 @@ def _rebuild(desc: Any) -> Any:
     return desc["value"]
 
 
+def compiler_env() -> dict[str, str]:
+    """The environment of a child process that compiles kernels for the GPU: this process's, without
+    ``TRITON_INTERPRET`` (under the interpreter ``@triton.jit`` makes no compilable kernel)."""
+    return {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+
+
 def offline_resources(rec: Recording, arch: int = 90, timeout_s: float = 900.0) -> Recording:
     """``rec`` with each interpreter launch's registers, spills and shared memory, compiled for ``sm_{arch}``
     on the CPU in one child process (Triton's compiler and ptxas; ~1 s per new specialisation, cached).
@@ -302,10 +308,11 @@ def offline_resources(rec: Recording, arch: int = 90, timeout_s: float = 900.0) 
                 todo[key] = call
     if todo:
         payload = json.dumps({"arch": arch, "calls": list(todo.values())})
-        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
         cmd = [sys.executable, "-m", "kprof.specialization"]
         try:
-            res = subprocess.run(cmd, input=payload, capture_output=True, text=True, timeout=timeout_s, env=env)
+            res = subprocess.run(
+                cmd, input=payload, capture_output=True, text=True, timeout=timeout_s, env=compiler_env()
+            )
             failure = None if res.returncode == 0 else f"exit {res.returncode}: {res.stderr.strip()[-300:]}"
         except subprocess.TimeoutExpired:
             failure = f"no answer within {timeout_s:.0f} s"

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from kprof.kernels import discover
+from tests.compile_child import child_json
 
 F = discover()
 
@@ -465,15 +466,7 @@ def test_alignment_promises_turn_scalar_tile_loads_into_async_copies():
     ALIGNED the tiles move as cp.async copies (why 1000x1000x3000 ran 5-10x behind cuBLAS on the H100).
     Run with the GPU machine's Triton too: there (3.6) a promise written ``[8, 1]`` for the [rows, 1] row
     offsets left every load scalar, where the newer Triton CI installs vectorised it."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    res = subprocess.run([sys.executable, "-c", ALIGNMENT_PROBE], capture_output=True, text=True, env=env, timeout=600)
-    assert res.returncode == 0, res.stderr[-2000:]
-    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out = child_json(["-c", ALIGNMENT_PROBE])
     pipelined = ("rmsnorm_linear split-K, x pipelined", "swiglu split-K, rows masked")
     for fam in ("swiglu", "rmsnorm_linear", "swiglu split-K", "rmsnorm_linear split-K", *pipelined):
         assert "ld.global.b16" in out[f"{fam}/False"] and not any("cp.async" in s for s in out[f"{fam}/False"])
@@ -510,15 +503,7 @@ def test_programmatic_dependent_launch_compiles_to_griddepcontrol():
     """rmsnorm_linear's rstd kernel and its product, compiled for sm_90 on the CPU with the Triton CI
     installs: with PDL the rstd kernel lets its dependent start (launch_dependents) and the product waits for
     it (wait) before reading rstd; without PDL neither instruction is there."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    res = subprocess.run([sys.executable, "-c", PDL_PROBE], capture_output=True, text=True, env=env, timeout=600)
-    assert res.returncode == 0, res.stderr[-2000:]
-    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out = child_json(["-c", PDL_PROBE])
     assert out == {
         "rstd/False": [],
         "product/False": [],

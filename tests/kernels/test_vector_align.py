@@ -7,9 +7,6 @@ PTX that shows why it is there (16-byte loads at a width of 2056, and at H = 100
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -20,6 +17,7 @@ from hypothesis import strategies as st
 from kprof.kernels import discover
 from kprof.kernels.lib.launching import vector_align
 from kprof.specialization import recording
+from tests.compile_child import child_json
 
 RMS = discover()["rmsnorm"]
 ADD = discover()["add_rmsnorm"]
@@ -184,12 +182,7 @@ def _offline_instructions(rec) -> list[dict]:
     """The memory instructions of each recorded launch compiled for sm_90 in a child process (the interpreter off),
     as ``kprof profile`` compiles offline."""
     payload = json.dumps({"arch": 90, "instructions": True, "calls": rec.calls})
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    res = subprocess.run(
-        [sys.executable, "-m", "kprof.specialization"], input=payload, capture_output=True, text=True, env=env
-    )
-    assert res.returncode == 0, res.stderr[-1000:]
-    return [a["instructions"] for a in json.loads(res.stdout.strip().splitlines()[-1])]
+    return [a["instructions"] for a in child_json(["-m", "kprof.specialization"], stdin=payload)]
 
 
 def _assert_scalar_then_vector(before: dict, after: dict) -> None:

@@ -9,12 +9,9 @@ second time in inline PTX."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+
+from tests.compile_child import child_json
 
 PROBE = r"""
 import json, re
@@ -54,10 +51,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def compiled() -> list[dict]:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    res = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=1200)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return child_json(["-c", PROBE], timeout=1200)
 
 
 def test_every_wide_row_layout_of_the_dispatch_compiles(compiled):

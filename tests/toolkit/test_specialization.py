@@ -11,6 +11,7 @@ import pytest
 from kprof.errors import UnsupportedConfig
 from kprof.kernels import discover
 from kprof.specialization import Recording, Specialization, offline_resources, parse_ptxas_log, recording
+from tests.compile_child import child_json
 from tests.conftest import HAS_CUDA
 
 PTXAS_LOG = """ptxas info    : 0 bytes gmem
@@ -158,19 +159,13 @@ def test_offline_compile_reports_how_a_launch_loads_when_asked():
     """The child compile with ``"instructions": true``: rows of 4096 bf16 move as 16-byte vectors, rows of
     1001 (no alignment to promise) one element at a time."""
     import json
-    import os
 
     fam = discover()["rmsnorm"]
     with recording() as rec:
         for shape in ((4, 4096), (4, 1001)):
             fam.get_provider("triton_one_row[BLOCK_N=4096,num_warps=4]").fn(**fam.make_inputs(shape, "bf16", "cpu", 2))
     payload = json.dumps({"arch": 90, "instructions": True, "calls": rec.calls})
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    res = subprocess.run(
-        [sys.executable, "-m", "kprof.specialization"], input=payload, capture_output=True, text=True, env=env
-    )
-    assert res.returncode == 0, res.stderr[-1000:]
-    aligned, ragged = (a["instructions"] for a in json.loads(res.stdout.strip().splitlines()[-1]))
+    aligned, ragged = (a["instructions"] for a in child_json(["-m", "kprof.specialization"], stdin=payload))
     assert aligned["ld.global vector"] > 0 and aligned["ld.global 16-bit"] == 0, aligned
     assert ragged["ld.global 16-bit"] > 0 and ragged["ld.global vector"] == 0, ragged
 
