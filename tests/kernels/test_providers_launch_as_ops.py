@@ -1,6 +1,6 @@
 """Each op's version (``kprof.kernels.ops_providers.BEST``) launches on a GPU as the op launches it: its first call
 makes the op's plan for the signature, later calls take it, so the host time ``kprof profile`` measures for the
-version is the host time a model pays for the op (through the checks on every call it was 1.5-5x that on H200s:
+version is the host time a model pays for the op (through the checks on every call it was 2-5x that on H200s:
 ``benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/``). Every call is checked against the float64 oracle."""
 
 from __future__ import annotations
