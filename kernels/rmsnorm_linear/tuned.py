@@ -219,10 +219,10 @@ def rmsnorm_linear_tuned(
 ) -> torch.Tensor:
     if getattr(x, "is_cuda", False):
         # the op's launch: the same routes (product_route on the signature's first call, checked there), then a plan
-        # through Triton's C launcher. Through the checks and the JIT on every call this provider took a median 111
-        # µs of host time a call on an H200's decode grid (benchmarks/results/split-k/h200-pipelined/), where the op
-        # took 20-32 at 1-8 rows on an H100 (benchmarks/results/ops-host-cost/): the grid called points host-bound
-        # that a model's op is not
+        # through Triton's C launcher. Through the checks and the JIT on every call this provider took a median
+        # 109-111 µs of host time a call on H200s' decode grids, the grid calling 35 of 36 points host-bound that a
+        # model's op is not; launched as the op, 23-33 µs and 16-17 of 36
+        # (benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/)
         from kprof.kernels.lib import fastops  # the ops API's launch plans (they import this module)
 
         return fastops.rms_norm_linear(x, g, w, b, eps)

@@ -563,8 +563,9 @@ def swiglu_tuned_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Ten
 def swiglu_tuned_pointer(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     if getattr(x, "is_cuda", False):
         # the op's launch (the same routes on a signature's first call, then its plan), so the host time a profile
-        # measures for this version is the op's: through the checks and the JIT on every call it took a median 79
-        # us a call on an H200's decode grid (benchmarks/results/grid/h200-main-521b2f6/)
+        # measures for this version is the op's: through the checks and the JIT on every call 67.8-134.5 us a call
+        # at 1-128 x 4096 x 11008 bf16 on an H200 (host-bound), launched as the op 15.7-27.1, under the GPU's 42-47
+        # (benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/)
         from kprof.kernels.lib import fastops  # the ops API's launch plans (they import this module)
 
         return fastops.swiglu(x, w_gate, w_up)
