@@ -434,6 +434,13 @@ def test_a_floor_under_10_us_counts_the_run_to_run_floor():
         return grid_table(m.assign(bound="compute"), targets=KASMINA).iloc[0]["target_reach"]
 
     assert (reach(2.0, 1.15), reach(2.0, 1.4), reach(200.0, 1.15)) == ("at the edge", "out of reach", "out of reach")
+    times = {"triton_a": 4.0, "torch_compile": 10.0, "cublas": 2.0, "copy_through_ids": 2.3}
+    row = grid_table(_metrics(rng, {("1x1000x64", "bf16"): times}, 0.003).assign(bound="compute"), targets=KASMINA)
+    floor = 100 * grid.run_to_run_floor(2.3, 2.0, 1)
+    assert row.iloc[0]["why"].startswith(
+        f"the floor copy_through_ids takes 1.150x cublas here, within the {floor:.1f}%"
+    )
+    assert "race the part again and give every run" in row.iloc[0]["why"]
 
 
 def test_a_met_target_or_a_point_without_floor_has_no_reach():
