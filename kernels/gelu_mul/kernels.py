@@ -76,4 +76,4 @@ def _gated_flat_kernel(
 # The kernels keep the names profilers have recorded for them (silu_mul's are named alike: a profile holds
 # one family's launches); KERNELS is the public handle (kprof.kernels.ops, benchmarks/gated_flat.py).
 KERNELS = gated.GatedKernels(_gated_one_row_kernel, _gated_tile_kernel, _gated_flat_kernel)
-VERSIONS = gated.register_versions(FAMILY, OP, gated.GELU_TANH, KERNELS)
+VERSIONS = gated.register_versions(FAMILY, OP, KERNELS)

@@ -168,9 +168,9 @@ def fused_add_rms_norm(
 
 
 def _add_checked(x: Any, residual: Any, weight: Any, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    from kprof.kernels.add_rmsnorm.tuned import add_rmsnorm_checked
+    from kprof.kernels.add_rmsnorm.tuned import add_rmsnorm_tuned
 
-    return add_rmsnorm_checked(x, residual, weight, eps)
+    return add_rmsnorm_tuned(x, residual, weight, eps)
 
 
 def _add_plan(

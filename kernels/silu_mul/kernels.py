@@ -72,4 +72,4 @@ def _gated_flat_kernel(
 # The kernels keep the names profilers have recorded for them (gelu_mul's are named alike: a profile holds
 # one family's launches); KERNELS is the public handle (kprof.kernels.ops, benchmarks/gated_flat.py).
 KERNELS = gated.GatedKernels(_gated_one_row_kernel, _gated_tile_kernel, _gated_flat_kernel)
-VERSIONS = gated.register_versions(FAMILY, OP, gated.SILU, KERNELS)
+VERSIONS = gated.register_versions(FAMILY, OP, KERNELS)
