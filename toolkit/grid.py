@@ -228,10 +228,10 @@ def _highest_floor(g: pd.DataFrame) -> pd.Series | None:
 REACH = ("out of reach", "within reach", "at the edge")
 
 
-def floor_reach(floor: pd.Series, roof: pd.Series, target: RooflineTarget, runs: int = 1) -> tuple[str, float, str]:
-    """Whether a floor measured beside the yardstick puts the target out of reach: (one of ``REACH``, the floor's
-    time over the yardstick's, the why column's words). Out of reach where the floor alone takes more than the
-    target's ratio by more than the two cases' spread (their own, a clock's slowing, and under
+def floor_reach(floor: pd.Series, roof: pd.Series, target: RooflineTarget, runs: int = 1) -> tuple[str, str]:
+    """Whether a floor measured beside the yardstick puts the target out of reach: (one of ``REACH``, the why
+    column's words, which give the floor's time over the yardstick's). Out of reach where the floor alone takes
+    more than the target's ratio by more than the two cases' spread (their own, a clock's slowing, and under
     :data:`SMALL_CALL_US` the run-to-run floor); within reach where it is under by more; else at the edge."""
     ratio = float(floor["gpu_time_us"]) / float(roof["gpu_time_us"])
     spread = _nanmax(
@@ -244,12 +244,12 @@ def floor_reach(floor: pd.Series, roof: pd.Series, target: RooflineTarget, runs:
     moved = f"the {100 * spread:.1f}% the cases may move"
     if ratio > target.ratio * (1 + spread):
         words = f"out of reach: {said}, over the target's {target.ratio:.2f}x by more than {moved}; no version meets it"
-        return REACH[0], ratio, words
+        return REACH[0], words
     if ratio < target.ratio * (1 - spread):
-        return REACH[1], ratio, f"within reach by the floor: {said}"
+        return REACH[1], f"within reach by the floor: {said}"
     small = max(float(floor["gpu_time_us"]), float(roof["gpu_time_us"])) < SMALL_CALL_US
     again = "; each run given narrows the run-to-run floor: race the part again and give every run" if small else ""
-    return REACH[2], ratio, f"{said}, within {moved} of the target's {target.ratio:.2f}x: reach not judged{again}"
+    return REACH[2], f"{said}, within {moved} of the target's {target.ratio:.2f}x: reach not judged{again}"
 
 
 def verdict(ratio: float, spread: float) -> str:
@@ -554,7 +554,7 @@ def grid_table(
             others += [roof] if isinstance(target, RooflineTarget) and met is False else []
             why = _why_measured(ncu, shape, dtype, [kp, *[o for o in others if o is not None]], kernels)
             if met is False and isinstance(target, RooflineTarget) and low is not None and roof is not None:
-                reach, _, said = floor_reach(low, roof, target, max(len(per_run), 1))
+                reach, said = floor_reach(low, roof, target, max(len(per_run), 1))
                 why = f"{said}; {why}"
         elif target is not None and met is None and not math.isnan(roof_spread):
             why = (

@@ -226,13 +226,7 @@ def rmsnorm_linear_tuned(
         from kprof.kernels.lib import fastops  # the ops API's launch plans (they import this module)
 
         return fastops.rms_norm_linear(x, g, w, b, eps)
-    return rmsnorm_linear_checked(x, g, w, b, eps)
-
-
-def rmsnorm_linear_checked(
-    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
-) -> torch.Tensor:
-    """The op's routes through the checks and the JIT on every call (what its plan repeats after a first call)."""
+    # the interpreter: the op's routes through the checks and the JIT on every call (what the plan repeats)
     x2d, n = check_inputs(x, g, w, b)
     route = product_route(x2d, w)
     if route == "split_k":
