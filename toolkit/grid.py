@@ -804,7 +804,8 @@ def render(
 
 
 def _reach_note(table: pd.DataFrame, label: str) -> str:
-    """`` (of the misses: K out of reach, ...)`` where floors measured beside the yardstick judged the misses."""
+    """`` (of the misses, by a floor raced beside the yardstick: K out of reach, ...)`` where a floor judged a miss of
+    this target (``target_reach``), else ``""``."""
     reach = table.loc[table["target"] == label, "target_reach"] if "target_reach" in table else pd.Series(dtype=object)
     said = [f"{int((reach == r).sum())} {r}" for r in REACH if (reach == r).any()]
     return f" (of the misses, by a floor raced beside the yardstick: {', '.join(said)})" if said else ""
