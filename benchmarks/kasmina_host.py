@@ -10,8 +10,9 @@ back-to-back calls without synchronising (outputs allocated by each call), host 
   launcher; the path is off unless ``KPROF_USE_TRITON=1`` or ``ops.use_triton(True)``, as here);
 - ``provider``: the ``triton_telemetry`` provider, what ``kprof profile`` and ``kprof grid`` time;
 - ``checked launch``: ``branch_free.launch`` (the input checks, the configuration and the JIT's launch, every call);
-- ``baseline ops``: with ``--baseline FILE``, the ``kasmina`` function of another revision's ``fastops`` module,
-  loaded beside this one (``git show REV:kernels/lib/fastops.py > FILE``);
+- ``baseline ops``: with ``--baseline FILE``, the ``kasmina`` function of another revision's plan module, loaded
+  beside this one (``git show REV:kernels/kasmina/op_plan.py > FILE``; ``kernels/lib/fastops.py`` before each
+  family kept its op's plan);
 - ``copy x``: ``torch.empty_like(x).copy_(x)``, one PyTorch allocation and launch (a floor for any op);
 - ``torch eager ref``: the family's vectorised PyTorch code.
 
@@ -42,8 +43,8 @@ DEFAULT_SHAPES = "1x1000x64,8x1000x64,64x1000x64,64x100x64,512x1000x64,64x250x25
 
 
 def load_baseline(path: Path) -> Callable[..., Any]:
-    """The ``kasmina`` function of a ``fastops`` module file (another revision's), as a module of its own."""
-    spec = importlib.util.spec_from_file_location("baseline_fastops", path)
+    """The ``kasmina`` function of a plan module file (another revision's), as a module of its own."""
+    spec = importlib.util.spec_from_file_location("baseline_op_plan", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.kasmina
@@ -104,7 +105,7 @@ def main() -> None:
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--baseline", type=Path, help="another revision's kernels/lib/fastops.py, timed beside this one")
+    ap.add_argument("--baseline", type=Path, help="another revision's kernels/kasmina/op_plan.py, timed beside this one")
     args = ap.parse_args()
     baseline = load_baseline(args.baseline) if args.baseline else None
     ops.use_triton(True)

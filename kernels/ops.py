@@ -26,7 +26,8 @@ No stale answers
 Host cost
     At decode sizes the GPU work of an op is 2-25 us and the host decides. The Triton path resolves its
     kernels at import, reads no environment and queries no device per call, and after the first call with
-    a given signature launches through a precomputed plan (:mod:`kprof.kernels.lib.fastops`).
+    a given signature launches through a precomputed plan (each family's ``op_plan`` module, on
+    :mod:`kprof.kernels.lib.plans`).
 
 torch.compile and CUDA graphs
     Every op is registered as a ``torch.library`` custom op (``torch.ops.kprof.<name>``) with a fake
@@ -44,29 +45,34 @@ torch.compile and CUDA graphs
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 
 from kprof import runtime
+from kprof.kernels.add_rmsnorm import op_plan as _add_plan
 from kprof.kernels.add_rmsnorm.family import validate as _add_validate
 from kprof.kernels.add_rmsnorm.reference import add_rmsnorm_eager
 from kprof.kernels.gelu_mul.family import gelu_mul_eager
+from kprof.kernels.gelu_mul.kernels import KERNELS as _GELU_KERNELS
+from kprof.kernels.kasmina import op_plan as _kasmina_plan
 from kprof.kernels.kasmina.family import validate as _kasmina_validate
 from kprof.kernels.kasmina.reference import kasmina_vectorised
 from kprof.kernels.lib import checks, launching
-from kprof.kernels.lib import fastops as fast
 from kprof.kernels.lib import gated as _gated
 from kprof.kernels.ops_providers import BEST, PREPARED
 from kprof.kernels.rmsnorm.family import validate as _rms_validate
 from kprof.kernels.rmsnorm.reference import rmsnorm_eager
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+from kprof.kernels.rmsnorm_linear import op_plan as _rl_plan
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as _rl_prepared
 from kprof.kernels.rmsnorm_linear.family import validate as _rl_validate
 from kprof.kernels.rmsnorm_linear.fused import folded_weight
 from kprof.kernels.rmsnorm_linear.reference import rmsnorm_linear_eager
 from kprof.kernels.silu_mul.family import silu_mul_eager
+from kprof.kernels.silu_mul.kernels import KERNELS as _SILU_KERNELS
+from kprof.kernels.swiglu import op_plan as _swiglu_plan
 from kprof.kernels.swiglu import tuned as _swiglu_tuned
 from kprof.kernels.swiglu.family import validate as _swiglu_validate
 from kprof.kernels.swiglu.reference import swiglu_eager
@@ -148,9 +154,9 @@ def fused_add_rms_norm(
     if _compiling():
         return torch.ops.kprof.fused_add_rms_norm(x, residual, weight, eps)
     if _gpu(x):
-        return fast.fused_add_rms_norm(x, residual, weight, eps)
+        return _add_plan.fused_add_rms_norm(x, residual, weight, eps)
     if isinstance(x, torch.Tensor) and _cpu_triton(x):
-        return fast.fused_add_rms_norm(x, residual, weight, eps)
+        return _add_plan.fused_add_rms_norm(x, residual, weight, eps)
     _add_validate(x, residual, weight, triton=False)
     if x.is_meta:
         return _add_fake(x, residual, weight, eps)
@@ -170,8 +176,8 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     if _compiling():
         return torch.ops.kprof.silu_and_mul(x)
     if _gpu(x):
-        return fast.gated(x, _gated.SILU, "silu_mul")
-    return _gated_other(x, _gated.SILU, "silu_mul")
+        return _gated.launch_as_op(_SILU_KERNELS, "silu_mul", x)
+    return _gated_other(x, _SILU_KERNELS, "silu_mul", silu_mul_eager)
 
 
 def gelu_tanh_and_mul(x: torch.Tensor) -> torch.Tensor:
@@ -179,17 +185,19 @@ def gelu_tanh_and_mul(x: torch.Tensor) -> torch.Tensor:
     if _compiling():
         return torch.ops.kprof.gelu_tanh_and_mul(x)
     if _gpu(x):
-        return fast.gated(x, _gated.GELU_TANH, "gelu_mul")
-    return _gated_other(x, _gated.GELU_TANH, "gelu_mul")
+        return _gated.launch_as_op(_GELU_KERNELS, "gelu_mul", x)
+    return _gated_other(x, _GELU_KERNELS, "gelu_mul", gelu_mul_eager)
 
 
-def _gated_other(x: torch.Tensor, act: int, op: str) -> torch.Tensor:
+def _gated_other(
+    x: torch.Tensor, kernels: _gated.GatedKernels, op: str, eager: Callable[[torch.Tensor], torch.Tensor]
+) -> torch.Tensor:
     if isinstance(x, torch.Tensor) and _cpu_triton(x):
-        return fast.gated(x, act, op)
+        return _gated.launch_as_op(kernels, op, x)
     _gated.validate(op, x, triton=False)
     if x.is_meta:
         return _gated_fake(x, op)
-    return silu_mul_eager(x) if act == _gated.SILU else gelu_mul_eager(x)
+    return eager(x)
 
 
 def _gated_fake(x: torch.Tensor, op: str) -> torch.Tensor:
@@ -206,13 +214,13 @@ def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.T
     if _compiling():
         return torch.ops.kprof.swiglu(x, w_gate, w_up)
     if _gpu(x):
-        return fast.swiglu(x, w_gate, w_up)
+        return _swiglu_plan.swiglu(x, w_gate, w_up)
     return _swiglu_other(x, w_gate, w_up)
 
 
 def _swiglu_other(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     if isinstance(x, torch.Tensor) and _cpu_triton(x):
-        return fast.swiglu(x, w_gate, w_up)
+        return _swiglu_plan.swiglu(x, w_gate, w_up)
     _swiglu_validate(x, w_gate, w_up, triton=False)
     if x.is_meta:
         return _swiglu_fake(x, w_gate, w_up)
@@ -229,7 +237,7 @@ def _swiglu_prepared(
 ) -> torch.Tensor:
     """The interleaved kernel where it serves (1000+ rows, TMA-ready), else the plain op."""
     if w_int is not None and triton_enabled(x) and _many_rows(x, _swiglu_tuned.TMA_MIN_ROWS):
-        return fast.swiglu_prepared(x, w_gate, w_up, w_int)  # the checked path on a signature's first call
+        return _swiglu_plan.swiglu_prepared(x, w_gate, w_up, w_int)  # the checked path on a signature's first call
     return swiglu(x, w_gate, w_up)
 
 
@@ -251,7 +259,7 @@ def rms_norm_linear(
     if _compiling():
         return torch.ops.kprof.rms_norm_linear(x, g, w, b, eps)
     if _gpu(x):
-        return fast.rms_norm_linear(x, g, w, b, eps)
+        return _rl_plan.rms_norm_linear(x, g, w, b, eps)
     return _rms_norm_linear_other(x, g, w, b, eps)
 
 
@@ -259,7 +267,7 @@ def _rms_norm_linear_other(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
     if isinstance(x, torch.Tensor) and _cpu_triton(x):
-        return fast.rms_norm_linear(x, g, w, b, eps)
+        return _rl_plan.rms_norm_linear(x, g, w, b, eps)
     _rl_validate(x, g, w, b, triton=False)
     if x.is_meta:
         return _rms_norm_linear_fake(x, g, w, b, eps)
@@ -278,7 +286,7 @@ def _rms_norm_linear_prepared(
 ) -> torch.Tensor:
     """The folded-weight kernels where they serve (1000+ rows; any under the interpreter), else the plain op."""
     if wf is not None and triton_enabled(x) and _many_rows(x, _rl_prepared.TMA_MIN_ROWS):
-        return fast.rms_norm_linear_prepared(x, g, w, wf, b, eps)  # the checked path on a signature's first call
+        return _rl_plan.rms_norm_linear_prepared(x, g, w, wf, b, eps)  # the checked path on a signature's first call
     return rms_norm_linear(x, g, w, b, eps)
 
 
@@ -302,7 +310,7 @@ def kasmina_forward(
     if _compiling():
         return torch.ops.kprof.kasmina_forward(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
     if not check_ids and _gpu(x):
-        return fast.kasmina(x, lifecycle, blueprint_id, alpha, weights, bias)
+        return _kasmina_plan.kasmina(x, lifecycle, blueprint_id, alpha, weights, bias)
     return _kasmina_other(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
 
 
@@ -327,7 +335,7 @@ def _kasmina_other(
                 "(the registry holds that many blueprints)"
             )
     if triton_enabled(x):
-        return fast.kasmina(x, lifecycle, blueprint_id, alpha, weights, bias)
+        return _kasmina_plan.kasmina(x, lifecycle, blueprint_id, alpha, weights, bias)
     return _kasmina_eager(x, lifecycle, blueprint_id, alpha, weights, bias)
 
 

@@ -225,14 +225,14 @@ def _highest_floor(g: pd.DataFrame) -> pd.Series | None:
     return fastest.loc[fastest["gpu_time_us"].idxmax()]
 
 
-REACH = ("out of reach", "within reach", "at the edge")
+REACH = ("out of reach", "within reach", "reach not judged")
 
 
 def floor_reach(floor: pd.Series, roof: pd.Series, target: RooflineTarget, runs: int = 1) -> tuple[str, str]:
     """Whether a floor measured beside the yardstick puts the target out of reach: (one of ``REACH``, the why
     column's words, which give the floor's time over the yardstick's). Out of reach where the floor alone takes
     more than the target's ratio by more than the two cases' spread (their own, a clock's slowing, and under
-    :data:`SMALL_CALL_US` the run-to-run floor); within reach where it is under by more; else at the edge."""
+    :data:`SMALL_CALL_US` the run-to-run floor); within reach where it is under by more; else not judged."""
     ratio = float(floor["gpu_time_us"]) / float(roof["gpu_time_us"])
     spread = _nanmax(
         _pair_spread(floor, roof),

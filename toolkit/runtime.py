@@ -162,7 +162,7 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
     ),
     ("kernel modules' CompiledLauncher objects", "compiled kernels per specialisation key (kprof.launch)"),
     (
-        "kprof.kernels.rmsnorm.tuned._plans, kprof.kernels.lib.fastops Plans",
+        "kprof.kernels.rmsnorm.tuned._plans, kprof.kernels.lib.plans.Plans (each family's op_plan, gated.py)",
         "launch plans per call signature (shapes, strides, dtypes, devices, alignment; never tensor values), "
         "bounded at 4096 each",
     ),

@@ -351,7 +351,7 @@ def launch_with_config(
     "triton_tuned",
     kind="triton",
     description="block of rows per program, measured configs (few wide rows split over programs), "
-    "compiled-kernel launches",
+    "compiled-kernel launches; on a GPU (no out given) launched as the op launches it",
     accepts_out=True,
 )
 def add_rmsnorm_tuned(
@@ -361,11 +361,26 @@ def add_rmsnorm_tuned(
     eps: float = DEFAULT_EPS,
     out: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    # Not launched through the op's plan (kprof.kernels.lib.fastops), as rmsnorm_linear's and swiglu's versions are:
-    # importing it here would put every family's modules into this family's revision closure (what a --rev run
-    # loads and hashes). So the host time a profile shows for this version is the checked launch's: 48.7-97.4 us a
-    # call at 1-512 x 4096 fp16 on H200s, where the op's plan took 15.1-26.9
-    # (benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/others-46e95e2/)
+    if out is None and getattr(x, "is_cuda", False):
+        # the op's launch (its plan after a signature's first call, the same config), so the host time a profile
+        # measures for this version is the op's: through the checks on every call 48.7-97.4 us a call at
+        # 1-512 x 4096 fp16 on H200s, the op's plan 15.1-26.9
+        # (benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/others-46e95e2/)
+        from kprof.kernels.add_rmsnorm import op_plan  # imports this module
+
+        return op_plan.fused_add_rms_norm(x, residual, weight, eps)
+    return add_rmsnorm_checked(x, residual, weight, eps, out)
+
+
+def add_rmsnorm_checked(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = DEFAULT_EPS,
+    out: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tuned launch through the checks on every call (what the op's plan repeats, and its path where a plan
+    cannot describe the inputs)."""
     x2d, r2d, w, y, h = check_inputs(x, residual, weight, out)
     cfg = choose_config(
         x2d.shape[1],
@@ -380,7 +395,7 @@ def add_rmsnorm_tuned(
     return y, h
 
 
-# Public handles for kprof.kernels.lib.fastops (the ops API's launch plans): the kernels keep their `_` names,
+# Public handles for op_plan (the ops API's launch plan): the kernels keep their `_` names,
 # which are the names profilers record for every launch.
 rows_launcher = _rows_launcher
 one_row_launcher = _one_row_launcher

@@ -686,6 +686,6 @@ def kasmina_branch_free(
     return y, torch.stack([mean, var], dim=1)
 
 
-# Public handles for kprof.kernels.lib.fastops (the ops API's launch plans): the kernels keep their `_` names,
+# Public handles for op_plan (the ops API's launch plan): the kernels keep their `_` names,
 # which are the names profilers record for every launch.
 forward_kernel = _kasmina_forward_kernel

@@ -6,7 +6,7 @@ classes sum y and y^2 shifted by the program's first row instead, per block or p
 not by memory. With fewer seeds than SMs a seed's rows are split over several programs; the one that draws the
 seed's last ticket merges their parts in slot order (``branch_free``).
 
-On a GPU the provider launches as ``kprof.kernels.ops.kasmina_forward`` does (``fastops.kasmina``: the checked
+On a GPU the provider launches as ``kprof.kernels.ops.kasmina_forward`` does (``op_plan.kasmina``: the checked
 launch on a signature's first call, then its plan through Triton's C launcher), so the host time a profile measures
 for it is the host time a model pays for the op. Through ``branch_free.launch`` on every call it was 69-135 µs a call
 on an H200, 16-26 µs now (``benchmarks/results/kasmina-copy/h200-seeds/``): most of it was the checks and the JIT's
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import torch
 
+from kprof.kernels.kasmina import op_plan
 from kprof.kernels.kasmina.branch_free import launch
 from kprof.kernels.kasmina.family import FAMILY
-from kprof.kernels.lib import fastops
 
 
 @FAMILY.provider(
@@ -35,7 +35,7 @@ def kasmina_telemetry(
     bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     if getattr(x, "is_cuda", False):
-        return fastops.kasmina(x, lifecycle, blueprint_id, alpha, weights, bias)
+        return op_plan.kasmina(x, lifecycle, blueprint_id, alpha, weights, bias)
     # the interpreter (or a CPU tensor without it: the checks say so): plans are kept by signature, not by how
     # TRITON_INTERPRET was set when they were made, so the CPU takes the checked launch on every call
     y, tele = launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=True)

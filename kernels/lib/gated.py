@@ -8,8 +8,8 @@ up halves) share, used the same way by both:
   (:func:`load_gate_up`). Each family's ``kernels.py`` writes its three kernels from them with its own
   activation, so a profile's kernel leads to the family folder that launched it;
 * the launch choice of ``triton_tuned`` (:func:`choose_config`, measured on an H100), the launch of a
-  config (:func:`launch_tile`) and the three versions' wrappers (:func:`register_versions`), all taking a
-  family's :class:`GatedKernels`.
+  config (:func:`launch_tile`), the ops' launch plan (:func:`launch_as_op`) and the three versions' wrappers
+  (:func:`register_versions`), all taking a family's :class:`GatedKernels`.
 
 Versions registered into each family by :func:`register_versions`:
 
@@ -34,10 +34,11 @@ import triton.language as tl
 from kprof.dtypes import element_size, torch_dtype
 from kprof.kernels.lib import checks, launching
 from kprof.kernels.lib.launching import known_multiple
+from kprof.kernels.lib.plans import Launch, Plans, row_stride, sig
 from kprof.launch import CompiledLauncher, spec_key
 from kprof.registry import Family, Shape
 
-# Which gated op kprof.kernels.ops asks fastops.gated for (its plan key, its choice of eager code).
+# Which activation a gated op computes (kprof.kernels.ops's choice of eager code).
 SILU = 0
 GELU_TANH = 1
 
@@ -266,6 +267,61 @@ def launch_tile(kernels: GatedKernels, cfg: Config, x2d: torch.Tensor, y2d: torc
     kernels.tile_launcher((cfg, constexprs, spec_key(args)), grid, args + constexprs, num_warps=cfg.num_warps)
 
 
+# --------------------------------------------------------------------------------- the op's launch plan
+PLANS = Plans()  # the gated ops' plans, both families' (keyed by op)
+
+
+def launch_as_op(kernels: GatedKernels, op: str, x: torch.Tensor) -> torch.Tensor:
+    """``op`` on ``x`` as :mod:`kprof.kernels.ops` launches it (and, on a GPU, the family's ``triton_tuned``): the
+    checked launch on a signature's first call, then the same configuration's compiled launch from a plan
+    (:mod:`kprof.kernels.lib.plans`)."""
+    key = (sig(x), op)
+    plan = PLANS.get(key)
+    if plan is None:
+        plan = PLANS.put(key, _plan(kernels, op, x))
+    if plan is False:
+        x2d, y2d, y = check_inputs(op, x)
+        cfg = choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))
+        launch_tile(kernels, cfg, x2d, y2d)
+        return y
+    launch, out_shape = plan
+    y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+    launch(x, y)
+    return y
+
+
+def _plan(kernels: GatedKernels, op: str, x: torch.Tensor) -> tuple[Launch, tuple[int, ...]] | bool:
+    """The checked path's choice as (Launch, output shape), or False where a plan cannot describe ``x``."""
+    validate(op, x)
+    xs = row_stride(x)
+    if xs is None:
+        return False
+    h = x.shape[-1] // 2
+    n_rows = x.numel() // x.shape[-1]
+    cfg = choose_config(h, x.element_size(), n_rows, launching.sm_count(x))
+    i64 = n_rows * max(xs, 1) >= 2**31
+    align = launching.vector_align(x.element_size(), h, xs)
+    if cfg.flat:
+        tail = (xs, n_rows * h, h, cfg.block_h, i64, align)
+        launch = Launch(
+            kernels.flat_launcher,
+            ("ops", cfg, tail, sig(x)),
+            (triton.cdiv(n_rows * h, cfg.block_h),),
+            tail,
+            {"num_warps": cfg.num_warps},
+        )
+    else:
+        tail = (xs, n_rows, h, cfg.block_h, cfg.rows, cfg.hints, i64, align)
+        launch = Launch(
+            kernels.tile_launcher,
+            ("ops", cfg, tail, sig(x)),
+            (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h)),
+            tail,
+            {"num_warps": cfg.num_warps},
+        )
+    return launch, tuple(x.shape[:-1]) + (h,)
+
+
 # ---------------------------------------------------------------------------------------- registration
 def register_versions(family: Family, op: str, kernels: GatedKernels) -> dict[str, Callable[..., torch.Tensor]]:
     """Register the three Triton versions of ``kernels`` with ``family``; returns them by provider name."""
@@ -337,14 +393,14 @@ def register_versions(family: Family, op: str, kernels: GatedKernels) -> dict[st
         kind="triton",
         accepts_out=True,
         description="measured layout per row count (flat blocks of outputs for many rows, column "
-        "blocks for few), compiled-kernel launches",
+        "blocks for few), compiled-kernel launches; on a GPU (no out given) launched as the op launches it",
     )
     def tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        # Not launched through the op's plan (kprof.kernels.lib.fastops), as rmsnorm_linear's and swiglu's versions
-        # are: importing it here would put every family's modules into this family's revision closure (what a
-        # --rev run loads and hashes). So the host time a profile shows for this version is the checked launch's:
-        # silu_mul fp16 at 1-512 x 8192 on H200s 35.2-64.4 us a call, where the op's plan took 12.7-14.1
-        # (benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/others-46e95e2/)
+        if out is None and getattr(x, "is_cuda", False):
+            # the op's launch, so the host time a profile measures for this version is the op's: silu_mul fp16 at
+            # 1-512 x 8192 on H200s 35.2-64.4 us a call through the checks, 12.7-14.1 through the op's plan
+            # (benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/others-46e95e2/)
+            return launch_as_op(kernels, op, x)
         x2d, y2d, y = check_inputs(op, x, out)
         cfg = choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))
         launch_tile(kernels, cfg, x2d, y2d)

@@ -265,7 +265,7 @@ def rmsnorm_linear_one_kernel(
     return y.view(*x.shape[:-1], n)
 
 
-# Public handles for kprof.kernels.lib.fastops (the ops API's launch plans): the kernels keep their `_` names,
+# Public handles for op_plan (the ops API's launch plans): the kernels keep their `_` names,
 # which are the names profilers record for every launch.
 autotuned_kernel = _autotuned
 product_kernel = _rmsnorm_linear_kernel

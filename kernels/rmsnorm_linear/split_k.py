@@ -482,5 +482,5 @@ def rmsnorm_linear_split_k(
     return split_k_op(x2d, g, w, b, eps).view(*x.shape[:-1], n)
 
 
-# Public handle for kprof.kernels.lib.fastops (the ops API's launch plans).
+# Public handle for op_plan (the ops API's launch plans).
 split_k_kernel = _rmsnorm_linear_split_k_kernel

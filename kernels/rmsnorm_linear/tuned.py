@@ -223,9 +223,9 @@ def rmsnorm_linear_tuned(
         # 109-111 µs of host time a call on H200s' decode grids, the grid calling 35 of 36 points host-bound that a
         # model's op is not; launched as the op, 23-33 µs and 16-17 of 36
         # (benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/)
-        from kprof.kernels.lib import fastops  # the ops API's launch plans (they import this module)
+        from kprof.kernels.rmsnorm_linear import op_plan  # imports this module
 
-        return fastops.rms_norm_linear(x, g, w, b, eps)
+        return op_plan.rms_norm_linear(x, g, w, b, eps)
     # the interpreter: the op's routes through the checks and the JIT on every call (what the plan repeats)
     x2d, n = check_inputs(x, g, w, b)
     route = product_route(x2d, w)

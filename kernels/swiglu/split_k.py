@@ -196,5 +196,5 @@ def swiglu_split_k(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) ->
     return y.view(*x.shape[:-1], ff)
 
 
-# Public handle for kprof.kernels.lib.fastops (the ops API's launch plans).
+# Public handle for op_plan (the ops API's launch plans).
 split_k_kernel = _swiglu_split_k_kernel

@@ -547,10 +547,10 @@ _prepared = launching.SameTensorsMemo()
 def swiglu_tuned_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
     if not interleavable(w_gate):
         return swiglu_with(x, w_gate, w_up, lambda: _prepared.get(interleaved_weights, w_gate, w_up))
-    from kprof.kernels.lib import fastops  # the ops API's launch plans (they import this module)
+    from kprof.kernels.swiglu import op_plan  # imports this module
 
     check_inputs(x, w_gate, w_up)  # before the interleaved copy: bad weights say what is wrong
-    return fastops.swiglu_prepared(x, w_gate, w_up, _prepared.get(interleaved_weights, w_gate, w_up))
+    return op_plan.swiglu_prepared(x, w_gate, w_up, _prepared.get(interleaved_weights, w_gate, w_up))
 
 
 @FAMILY.provider(
@@ -566,13 +566,13 @@ def swiglu_tuned_pointer(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tens
         # measures for this version is the op's: through the checks and the JIT on every call 67.8-134.5 us a call
         # at 1-128 x 4096 x 11008 bf16 on an H200 (host-bound), launched as the op 15.7-27.1, under the GPU's 42-47
         # (benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/)
-        from kprof.kernels.lib import fastops  # the ops API's launch plans (they import this module)
+        from kprof.kernels.swiglu import op_plan  # imports this module
 
-        return fastops.swiglu(x, w_gate, w_up)
+        return op_plan.swiglu(x, w_gate, w_up)
     return swiglu_with(x, w_gate, w_up, None)
 
 
-# Public handles for kprof.kernels.lib.fastops (the ops API's launch plans): the kernels keep their `_` names,
+# Public handles for op_plan (the ops API's launch plans): the kernels keep their `_` names,
 # which are the names profilers record for every launch.
 autotuned_kernel = _swiglu_autotuned
 tiled_kernel = _swiglu_tiled_kernel

@@ -7,15 +7,15 @@ import contextlib
 from collections.abc import Iterator
 
 from kprof.kernels import ops
-from kprof.kernels.lib import fastops
+from kprof.kernels.lib import plans
 
 
 @contextlib.contextmanager
 def triton_ops() -> Iterator[None]:
     previous = ops.use_triton(True)
-    fastops.reset()
+    plans.reset()
     try:
         yield
     finally:
         ops.use_triton(previous)
-        fastops.reset()
+        plans.reset()

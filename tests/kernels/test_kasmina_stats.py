@@ -9,7 +9,7 @@ import torch
 
 from kprof.kernels import discover, ops
 from kprof.kernels.kasmina import branch_free
-from kprof.kernels.lib import fastops, launching
+from kprof.kernels.lib import launching, plans
 
 F = discover()
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
@@ -141,12 +141,12 @@ def test_on_an_h200_the_launcher_and_the_ops_plans_take_its_tiles(shape, dtype, 
     tol = fam.tolerances[dtype]
     previous = ops.use_triton(True)
     try:
-        fastops.reset()
+        plans.reset()
         first = ops.kasmina_forward(**inp)  # launches through branch_free.launch and plans
         second = ops.kasmina_forward(**inp)  # the plan: the config's constants passed to the compiled kernel
     finally:
         ops.use_triton(previous)
-        fastops.reset()
+        plans.reset()
     assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
     assert _rel(second[0], y_ref) < tol and _rel(second[1], t_ref) < tol
 

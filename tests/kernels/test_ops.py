@@ -12,7 +12,11 @@ import pytest
 import torch
 
 from kprof.kernels import discover, ops
-from kprof.kernels.lib import fastops as _fastops
+from kprof.kernels.add_rmsnorm import op_plan as _add_plan
+from kprof.kernels.kasmina import op_plan as _kasmina_plan
+from kprof.kernels.lib import plans as _plans
+from kprof.kernels.rmsnorm_linear import op_plan as _rl_plan
+from kprof.kernels.swiglu import op_plan as _swiglu_plan
 
 F = discover()
 OPS = {  # op -> (family, shape)
@@ -122,7 +126,7 @@ def test_kasmina_planned_call_runs_the_launch_it_planned(device):
         inputs = fam.make_inputs(shape, "fp32", device, seed=_seed())
         cfg = branch_free.config_for(inputs["x"], shape[1], shape[2], True)
         with triton_path(True):
-            _fastops.reset()
+            _plans.reset()
             first = ops.kasmina_forward(**inputs)
             second = ops.kasmina_forward(**inputs)
         assert cfg.by_state == (shape[0] >= 64)
@@ -337,7 +341,7 @@ def test_plans_are_per_signature(device):
     fam = F["silu_mul"]
     base = fam.make_inputs((6, 64), "fp32", device, seed=_seed())["x"]
     with triton_path(True):
-        _fastops.reset()
+        _plans.reset()
         for x in (
             base,
             base,
@@ -400,7 +404,7 @@ def test_decode_step_in_a_cuda_graph_and_compiled_launches():
                 step()
         torch.cuda.current_stream().wait_stream(side)
         xn = ops.rms_norm(x, g)
-        launch, _, _ = _fastops._swiglu_plans.get((_fastops.sig(xn), _fastops.sig(wg), _fastops.sig(wu)))
+        launch, _, _ = _swiglu_plan.PLANS.get((_plans.sig(xn), _plans.sig(wg), _plans.sig(wu)))
         assert launch.entry is not None, "the swiglu plan never reached its compiled launch"
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
@@ -426,17 +430,17 @@ def test_kasmina_compiled_launches_on_the_gpu(dtype):
     for shape in ((3, sms + 7, 64), (80, 5, 48)):
         inp = fam.make_inputs(shape, dtype, "cuda", seed=_seed())
         with triton_path(True):
-            _fastops.reset()
+            _plans.reset()
             first = ops.kasmina_forward(**inp)
             calls = [ops.kasmina_forward(**inp) for _ in range(4)]
-            ((launch, _, cfg, _, _),) = _fastops._kasmina_plans.plans.values()
+            ((launch, _, cfg, _, _),) = _kasmina_plan.PLANS.plans.values()
         assert launch.entry is not None, "the kasmina plan never reached its compiled launch"
         assert cfg.split == (shape[1] < sms)
         for y, tele in calls:
             assert torch.equal(y, first[0]) and torch.equal(tele, first[1]), shape
         ref_y, ref_t = fam.oracle(**inp)
         assert _rel(first[0], ref_y) <= fam.tolerances[dtype] and _rel(first[1], ref_t) <= fam.tolerances[dtype]
-    _fastops.reset()
+    _plans.reset()
 
 
 class _RecordingLauncher:
@@ -463,14 +467,14 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
     if device != "cpu":
         pytest.skip("drives the plans with a stand-in launcher (the CPU interpreter builds them)")
     rec = _RecordingLauncher()
-    monkeypatch.setattr(_fastops, "_stream", lambda d: 0)
+    monkeypatch.setattr(_plans, "_stream", lambda d: 0)
     wide = torch.randn(5, 2 * 67)
     for x in (torch.randn(5, 67), wide[:, 3:70]):
         r, w = torch.randn_like(x), torch.randn(67)
         with triton_path(True):
-            _fastops.reset()
+            _plans.reset()
             ops.fused_add_rms_norm(x, r, w)  # builds the plan through the checked path
-            ((launch, shape, strides),) = _fastops._add_plans.plans.values()
+            ((launch, shape, strides),) = _add_plan.PLANS.plans.values()
             launch.entry = (rec, rec.prefix, 0)
             y, h = ops.fused_add_rms_norm(x, r, w)
         assert y.shape == h.shape == x.shape and y.is_contiguous() and h.is_contiguous() and y.dtype == x.dtype
@@ -481,13 +485,13 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
     monkeypatch.setattr(rl_tuned, "cublas_product", lambda m, k, n: False)  # the Triton product's plan
     for bias in (b, None):
         with triton_path(True):
-            _fastops.reset()
+            _plans.reset()
             ops.rms_norm_linear(x, g, wl, bias)
-            ((key, (norm, product, xn_layout, y_layout)),) = _fastops._product_plans.plans.items()
+            ((key, (norm, product, xn_layout, y_layout)),) = _rl_plan.PLANS.plans.items()
             p = rms_tuned.plan_for(21, 24, 24, x.dtype, -1, True)  # the CPU has no rmsnorm plan of its own
-            norm = _fastops.Launch(p.launcher, ("test",), p.grid, (*p.ints, 1e-6, *p.constexprs), {})
+            norm = _plans.Launch(p.launcher, ("test",), p.grid, (*p.ints, 1e-6, *p.constexprs), {})
             norm.entry = product.entry = (rec, rec.prefix, 0)
-            _fastops._product_plans.plans[key] = (norm, product, xn_layout, y_layout)
+            _rl_plan.PLANS.plans[key] = (norm, product, xn_layout, y_layout)
             out = ops.rms_norm_linear(x, g, wl, bias)
         assert out.shape == (3, 7, 40) and out.is_contiguous()
         norm_call, product_call = rec.calls[-2:]
@@ -502,7 +506,7 @@ def test_compiled_launches_get_raw_addresses_of_fresh_contiguous_outputs(device,
         )
         assert product_call[5:] == product.tail and xn_ptr not in (x.data_ptr(), out.data_ptr())
         assert all(type(a) is not torch.Tensor for call in rec.calls for a in call)
-    _fastops.reset()
+    _plans.reset()
 
 
 def test_kasmina_compiled_launch_gets_raw_addresses(device, monkeypatch):
@@ -514,14 +518,14 @@ def test_kasmina_compiled_launch_gets_raw_addresses(device, monkeypatch):
     if device != "cpu":
         pytest.skip("drives the plan with a stand-in launcher (the CPU interpreter builds it)")
     rec = _RecordingLauncher()
-    monkeypatch.setattr(_fastops, "_stream", lambda d: 0)
+    monkeypatch.setattr(_plans, "_stream", lambda d: 0)
     fam = F["kasmina"]
     for shape, split in (((2, 140, 16), False), ((40, 3, 16), True)):  # 140 seeds: one program each (132 SMs)
         inp = fam.make_inputs(shape, "fp32", device, seed=_seed())
         with triton_path(True):
-            _fastops.reset()
+            _plans.reset()
             ops.kasmina_forward(**inp)  # builds the plan through the checked path
-            ((launch, n_seeds, cfg, _, _),) = _fastops._kasmina_plans.plans.values()
+            ((launch, n_seeds, cfg, _, _),) = _kasmina_plan.PLANS.plans.values()
             launch.entry = (rec, rec.prefix, 0)
             y, tele = ops.kasmina_forward(**inp)
         args = rec.calls[-1]
@@ -538,7 +542,7 @@ def test_kasmina_compiled_launch_gets_raw_addresses(device, monkeypatch):
         else:
             assert parts == counts == y.data_ptr()
         assert args[10:] == launch.tail and all(type(a) is int for a in args[:10])
-    _fastops.reset()
+    _plans.reset()
 
 
 def test_a_cublas_plan_launches_the_norm_then_multiplies_its_rows(device, monkeypatch):
@@ -549,20 +553,20 @@ def test_a_cublas_plan_launches_the_norm_then_multiplies_its_rows(device, monkey
 
     if device != "cpu":
         pytest.skip("drives the plan with a stand-in launcher (the CPU interpreter builds it)")
-    monkeypatch.setattr(_fastops, "_stream", lambda d: 0)
+    monkeypatch.setattr(_plans, "_stream", lambda d: 0)
     monkeypatch.setattr(rl_tuned, "cublas_product", lambda m, k, n: True)
     x, g, wl, b = torch.randn(3, 7, 24), torch.randn(24), torch.randn(24, 40), torch.randn(40)
     for bias in (b, None):
         rec, seen = _RecordingLauncher(), []
         with triton_path(True):
-            _fastops.reset()
+            _plans.reset()
             ops.rms_norm_linear(x, g, wl, bias)
-            ((key, (norm, product, xn_layout, y_layout)),) = _fastops._product_plans.plans.items()
-            assert product is _fastops.CUBLAS
+            ((key, (norm, product, xn_layout, y_layout)),) = _rl_plan.PLANS.plans.items()
+            assert product is _plans.CUBLAS
             p = rms_tuned.plan_for(21, 24, 24, x.dtype, -1, True)
-            norm = _fastops.Launch(p.launcher, ("test",), p.grid, (*p.ints, 1e-6, *p.constexprs), {})
+            norm = _plans.Launch(p.launcher, ("test",), p.grid, (*p.ints, 1e-6, *p.constexprs), {})
             norm.entry = (rec, rec.prefix, 0)
-            _fastops._product_plans.plans[key] = (norm, product, xn_layout, y_layout)
+            _rl_plan.PLANS.plans[key] = (norm, product, xn_layout, y_layout)
             with monkeypatch.context() as m:
                 mm, addmm = torch.Tensor.__matmul__, torch.addmm
                 m.setattr(torch.Tensor, "__matmul__", lambda r, w, s=seen, f=mm: s.append((None, r, w)) or f(r, w))
@@ -573,7 +577,7 @@ def test_a_cublas_plan_launches_the_norm_then_multiplies_its_rows(device, monkey
         ((bb, rows, w),) = seen
         assert rows.data_ptr() == xn_ptr and rows.shape == (21, 24) and w is wl and bb is bias
         assert xn_ptr not in (x.data_ptr(), out.data_ptr()) and out.shape == (3, 7, 40)
-    _fastops.reset()
+    _plans.reset()
 
 
 def test_a_launch_hook_sends_planned_calls_through_the_jit(device, monkeypatch):
@@ -581,14 +585,15 @@ def test_a_launch_hook_sends_planned_calls_through_the_jit(device, monkeypatch):
     fam = F["add_rmsnorm"]
     inp = fam.make_inputs((3, 5, 129), "fp32", device, seed=_seed())
     with triton_path(True):
-        _fastops.reset()
+        _plans.reset()
         ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"])
-        ((launch, _, _),) = _fastops._add_plans.plans.values()
+        ((launch, _, _),) = _add_plan.PLANS.plans.values()
         direct = _RecordingLauncher()
         monkeypatch.setattr(launch, "entry", (direct, None, None, 0))
-        monkeypatch.setattr(_fastops, "launch_hooks_installed", lambda: True)
+        monkeypatch.setattr(_add_plan, "launch_hooks_installed", lambda: True)
+        monkeypatch.setattr(_plans, "launch_hooks_installed", lambda: True)
         outs = ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"])
-        _fastops.reset()
+        _plans.reset()
     assert direct.calls == []  # not launched directly (on a GPU the JIT's launch may set a new entry)
     for o, ref in zip(outs, fam.oracle(**inp)):
         assert _rel(o, ref) <= fam.tolerances["fp32"]
@@ -618,7 +623,7 @@ def test_prepared_rms_norm_linear_launches_from_its_plan(rows, k, n, bias, devic
     if device == "cuda" or not interpreting():
         pytest.skip("the TMA route from 1000 rows on a GPU: test_prepared_plans_on_the_gpu")
     with triton_path(True):
-        _fastops.reset()
+        _plans.reset()
         _, g, w, _ = _rl_case(device, k=k, n=n, rows=rows)
         prepared = ops.PreparedRMSNormLinear(g, w)
         for i in range(3):
@@ -628,13 +633,13 @@ def test_prepared_rms_norm_linear_launches_from_its_plan(rows, k, n, bias, devic
             assert out.shape == (1, rows, n)
             _check_rl(out.view(rows, n), x, g, w, b, f"call {i}")
             if i == 0:
-                assert len(_fastops._prepared_plans.plans) == 1
+                assert len(_rl_plan.PREPARED_PLANS.plans) == 1
                 monkeypatch.setattr(rstd_epilogue, "rmsnorm_linear_folded", None)  # the plan must not need it
         folded = weakref.ref(prepared.wf)
         prepared.refresh()  # a new fold: the plan must not keep the old one alive
         gc.collect()
         assert folded() is None
-        _fastops.reset()
+        _plans.reset()
 
 
 @pytest.mark.gpu
@@ -647,7 +652,7 @@ def test_prepared_plans_on_the_gpu(m, k, n):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     with triton_path(True):
-        _fastops.reset()
+        _plans.reset()
         inp = F["rmsnorm_linear"].make_inputs((m, k, n), "bf16", "cuda", seed=_seed())
         prepared = ops.PreparedRMSNormLinear(inp["g"], inp["w"])
         _, wg, wu = _swiglu_case("cuda", d=k, ff=n, rows=m)
@@ -657,11 +662,11 @@ def test_prepared_plans_on_the_gpu(m, k, n):
             out = prepared(new["x"], new["b"])
             _check_rl(out, new["x"], inp["g"], inp["w"], new["b"], f"rms_norm_linear call {i}")
             _check_swiglu(swiglu(new["x"]), new["x"], wg, wu, f"swiglu call {i}")
-        ((plan),) = _fastops._prepared_plans.plans.values()
+        ((plan),) = _rl_plan.PREPARED_PLANS.plans.values()
         assert plan.product.entry is not None and plan.rstd.entry is not None  # the compiled launches ran
-        for plan in _fastops._swiglu_prepared_plans.plans.values():  # none where the op ran cuBLAS's products
+        for plan in _swiglu_plan.PREPARED_PLANS.plans.values():  # none where the op ran cuBLAS's products
             assert plan.launch.entry is not None
-        _fastops.reset()
+        _plans.reset()
 
 
 @pytest.mark.parametrize("rows, k, n", [(37, 72, 40), (20, 40, 48), (5, 24, 56)])
@@ -677,7 +682,7 @@ def test_prepared_swiglu_launches_from_its_plan(rows, k, n, device, monkeypatch)
     if device == "cuda" or not interpreting():
         pytest.skip("the interleaved kernel from 1000 rows on a GPU: test_prepared_plans_on_the_gpu")
     with triton_path(True):
-        _fastops.reset()
+        _plans.reset()
         _, wg, wu = _swiglu_case(device, d=k, ff=n, rows=rows)
         prepared = ops.PreparedSwiGLU(wg, wu)
         for i in range(3):
@@ -686,10 +691,10 @@ def test_prepared_swiglu_launches_from_its_plan(rows, k, n, device, monkeypatch)
             assert out.shape == (1, rows, n)
             _check_swiglu(out.view(rows, n), x, wg, wu, f"call {i}")
             if i == 0:
-                assert len(_fastops._swiglu_prepared_plans.plans) == 1
+                assert len(_swiglu_plan.PREPARED_PLANS.plans) == 1
                 monkeypatch.setattr(sw, "swiglu_with", None)  # the plan must not need it
         interleaved = weakref.ref(prepared.w_int)
         prepared.refresh()  # a new copy: the plan must not keep the old one alive
         gc.collect()
         assert interleaved() is None
-        _fastops._swiglu_prepared_plans.plans.clear()
+        _swiglu_plan.PREPARED_PLANS.plans.clear()

@@ -1,8 +1,9 @@
-"""The versions of the matrix ops and kasmina (``kprof.kernels.ops_providers.BEST``) launch on a GPU as their op
-launches them: the first call makes the op's plan for the signature, later calls take it, so the host time
-``kprof profile`` measures for the version is the host time a model pays for the op (through the checks on every
-call it was 2-5x that on H200s: ``benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/``). Every call is
-checked against the float64 oracle."""
+"""The ops' versions (``kprof.kernels.ops_providers.BEST``) launch on a GPU as their op launches them: the first
+call makes the op's plan for the signature, later calls take it, so the host time ``kprof profile`` measures for
+the version is the host time a model pays for the op (through the checks on every call it was 2-5x that on H200s:
+``benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/``). Every call is checked against the float64 oracle.
+Each family keeps its op's plan in its own folder, so launching through it widens no family's revision closure
+(``tests/toolkit/test_closure.py``)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,28 @@ import pytest
 import torch
 
 from kprof.kernels import discover
-from kprof.kernels.lib import fastops
+from kprof.kernels.add_rmsnorm import op_plan as add_plan
+from kprof.kernels.kasmina import op_plan as kasmina_plan
+from kprof.kernels.lib import gated
 from kprof.kernels.ops_providers import BEST
+from kprof.kernels.rmsnorm_linear import op_plan as rl_plan
+from kprof.kernels.swiglu import op_plan as swiglu_plan
 from tests.kernels.ops_paths import triton_ops
 
 FAMILIES = discover()
 PLANS = {
-    "swiglu": fastops._swiglu_plans,
-    "rmsnorm_linear": fastops._product_plans,
-    "kasmina": fastops._kasmina_plans,
+    "add_rmsnorm": add_plan.PLANS,
+    "silu_mul": gated.PLANS,
+    "gelu_mul": gated.PLANS,
+    "swiglu": swiglu_plan.PLANS,
+    "rmsnorm_linear": rl_plan.PLANS,
+    "kasmina": kasmina_plan.PLANS,
 }
-# rmsnorm's version has a plan of its own (ops.rms_norm calls it); add_rmsnorm's and the gated families' keep their
-# checked launch: importing the plans would put every family's modules into their revision closure
-# (tests/toolkit/test_closure.py)
-OWN_LAUNCH = {"rmsnorm", "add_rmsnorm", "silu_mul", "gelu_mul"}
 # shapes where each op plans (the split swiglu launches do not), odd sizes
 SHAPES = {
+    "add_rmsnorm": [(7, 4096), (129, 1000)],
+    "silu_mul": [(5, 2 * 4104), (3000, 2 * 1000)],
+    "gelu_mul": [(5, 2 * 4104), (3000, 2 * 1000)],
     "swiglu": [(3, 4096, 11008), (200, 1000, 3000)],
     "rmsnorm_linear": [(1, 2048, 5504), (300, 1000, 3000)],
     "kasmina": [(64, 1000, 64), (5, 77, 40)],
@@ -33,7 +40,8 @@ SHAPES = {
 
 
 def test_every_op_with_a_plan_is_covered():
-    assert {ref.split("/")[0] for ref in BEST.values()} == set(PLANS) | OWN_LAUNCH
+    # rmsnorm's version has a plan of its own (ops.rms_norm calls it)
+    assert {ref.split("/")[0] for ref in BEST.values()} - {"rmsnorm"} == set(PLANS)
 
 
 @pytest.mark.gpu

@@ -11,9 +11,11 @@ import torch
 
 from kprof import runtime
 from kprof.kernels import discover, ops
-from kprof.kernels.lib import fastops, routes
+from kprof.kernels.lib import routes
+from kprof.kernels.lib.plans import CUBLAS
+from kprof.kernels.rmsnorm_linear import op_plan as rl_op_plan
 from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
-from kprof.kernels.swiglu import tuned
+from kprof.kernels.swiglu import op_plan, tuned
 from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["swiglu"]
@@ -129,11 +131,11 @@ def test_each_raced_route_runs_and_matches_the_oracle(shape, dtype, faster, devi
     with triton_ops():
         outs["ops first call"] = ops.swiglu(**inputs)
         outs["ops planned call"] = ops.swiglu(**inputs)
-        ((_, (launch, _, _)),) = fastops._swiglu_plans.plans.items()
+        ((_, (launch, _, _)),) = op_plan.PLANS.plans.items()
     (d,) = tuned._mid_rows.decisions()  # one race for every caller of the shape
     rule = "cublas" if tuned.cublas_products(m, n) else "tiled"
     assert (d.chosen, d.default) == (faster, rule)
-    assert (launch is fastops.CUBLAS) == (faster == "cublas")
+    assert (launch is CUBLAS) == (faster == "cublas")
     tol = FAM.tolerances[dtype]
     for name, out in outs.items():
         assert out.shape == (m, n) and out.dtype == inputs["x"].dtype
@@ -173,10 +175,10 @@ def test_each_raced_product_runs_and_matches_the_oracle(dtype, faster, device, r
     with triton_ops():
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
         outs["ops planned call"] = ops.rms_norm_linear(**inputs)
-        ((_, (_, product, _, _)),) = fastops._product_plans.plans.items()
+        ((_, (_, product, _, _)),) = rl_op_plan.PLANS.plans.items()
     (d,) = rl_tuned._mid_rows.decisions()
     assert (d.chosen, d.default) == (faster, "cublas")
-    assert (product is fastops.CUBLAS) == (faster == "cublas")
+    assert (product is CUBLAS) == (faster == "cublas")
     tol = fam.tolerances[dtype]
     for name, out in outs.items():
         assert out.shape == shape[:1] + shape[2:] and out.dtype == inputs["x"].dtype

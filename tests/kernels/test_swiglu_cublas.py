@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from kprof.kernels import discover, ops
-from kprof.kernels.lib import fastops
-from kprof.kernels.swiglu import cublas_silu, tuned
+from kprof.kernels.lib.plans import CUBLAS
+from kprof.kernels.swiglu import cublas_silu, op_plan, tuned
 from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["swiglu"]
@@ -52,10 +52,10 @@ def test_every_path_matches_the_oracle_on_both_sides_of_the_rule(shape, dtype, d
     with triton_ops():
         outs["ops first call"] = ops.swiglu(**inputs)
         outs["ops planned call"] = ops.swiglu(**inputs)
-        ((_, (launch, _, _)),) = fastops._swiglu_plans.plans.items()
+        ((_, (launch, _, _)),) = op_plan.PLANS.plans.items()
     x2d = inputs["x"].view(-1, inputs["x"].shape[-1])
-    assert (launch is fastops.CUBLAS) == (tuned.cublas_products(m, n) or tuned.ragged_products(x2d, inputs["w_gate"]))
-    assert (launch is fastops.CUBLAS) == (shape == (5, 37, 19) or (shape == (5, 40, 32) and dtype != "fp32"))
+    assert (launch is CUBLAS) == (tuned.cublas_products(m, n) or tuned.ragged_products(x2d, inputs["w_gate"]))
+    assert (launch is CUBLAS) == (shape == (5, 37, 19) or (shape == (5, 40, 32) and dtype != "fp32"))
     tol = FAM.tolerances[dtype]
     for name, out in outs.items():
         assert out.shape == (m, n) and out.dtype == inputs["x"].dtype

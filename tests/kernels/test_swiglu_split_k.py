@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from kprof.kernels import discover, ops
-from kprof.kernels.lib import fastops, launching
+from kprof.kernels.lib import launching, plans
 from kprof.kernels.lib import split_k as lib_split_k
-from kprof.kernels.swiglu import split_k
+from kprof.kernels.rmsnorm_linear import op_plan as rl_op_plan
+from kprof.kernels.swiglu import op_plan, split_k
 from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["swiglu"]
@@ -74,7 +75,7 @@ def test_the_op_runs_the_kernel_through_provider_and_plans(dtype, rows, device, 
         outs["ops first call"] = ops.swiglu(**inputs)
         outs["ops planned call"] = ops.swiglu(**inputs)
         outs["ops planned call again"] = ops.swiglu(**inputs)
-        ((_, (_, out_shape, unsplit)),) = fastops._swiglu_plans.plans.items()
+        ((_, (_, out_shape, unsplit)),) = op_plan.PLANS.plans.items()
     assert unsplit == taken and out_shape == (rows, 40)
     for name, out in outs.items():
         _check(out, inputs, dtype, name)
@@ -93,7 +94,7 @@ def test_gpu_planned_calls_of_both_split_k_kernels(dtype):
         cases.append(("rmsnorm_linear", (1, 2048, 5504)))
     with triton_ops():
         for family, shape in cases:
-            fastops.reset()
+            plans.reset()
             fam = FAM if family == "swiglu" else rl
             inputs = fam.make_inputs(shape, dtype, "cuda", seed=torch.seed() % 2**31)
             op = ops.swiglu if family == "swiglu" else ops.rms_norm_linear
@@ -101,8 +102,8 @@ def test_gpu_planned_calls_of_both_split_k_kernels(dtype):
                 assert rl_tuned.split_k_product(shape[0], shape[1], shape[2], inputs["x"].dtype)
             outs = [op(**inputs) for _ in range(4)]
             torch.cuda.synchronize()
-            plans = fastops._swiglu_plans if family == "swiglu" else fastops._product_plans
-            ((_, plan),) = plans.plans.items()
+            table = op_plan.PLANS if family == "swiglu" else rl_op_plan.PLANS
+            ((_, plan),) = table.plans.items()
             launch = plan[0] if family == "swiglu" else plan.launch
             assert launch.entry is not None, f"{family} {shape}: the plan never reached its compiled launch"
             ref = fam.oracle(**inputs)

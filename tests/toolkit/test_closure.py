@@ -74,13 +74,25 @@ def test_real_families_reach_their_shared_modules():
         files = family_closure(working_tree(KERNELS), fam).files
         outside[fam] = {f for f in files if not f.startswith(f"kernels/{fam}/")}
     lib = {"kernels/lib/__init__.py", "kernels/lib/checks.py", "kernels/lib/launching.py"}
-    assert outside["silu_mul"] == outside["gelu_mul"] == lib | {"kernels/lib/gated.py"}
+    # the ops' launch plans: the gated families' in the library they share, on the plans' common module
+    assert outside["silu_mul"] == outside["gelu_mul"] == lib | {"kernels/lib/gated.py", "kernels/lib/plans.py"}
     assert {"kernels/rmsnorm/tuned.py", "kernels/rmsnorm/reference.py", "kernels/lib/checks.py"} <= outside[
         "rmsnorm_linear"
     ]
     # add_rmsnorm shares Liger's row limit and the split rule with rmsnorm through the library, not rmsnorm's folder
     shared = {"kernels/lib/peers.py", "kernels/lib/split_rows.py"}
-    assert outside["add_rmsnorm"] == outside["rmsnorm"] == lib | shared
+    assert outside["rmsnorm"] == lib | shared
+    assert outside["add_rmsnorm"] == lib | shared | {"kernels/lib/plans.py"}  # its op's plan (add_rmsnorm/op_plan.py)
+
+
+def test_no_family_reaches_a_family_it_does_not_use():
+    """A version launched through its op's plan imports that family's plan only: a module of every op's plans once
+    put every family into each closure that imported it, so a change to one family read as a change to all."""
+    uses = {"rmsnorm_linear": {"rmsnorm"}, "swiglu": {"silu_mul"}}  # rmsnorm's norm; silu_mul after cuBLAS's products
+    for fam in sorted(p.parent.name for p in KERNELS.glob("*/family.py")):
+        files = family_closure(working_tree(KERNELS), fam).files
+        reached = {f.split("/")[1] for f in files} - {fam, "lib"}
+        assert reached == uses.get(fam, set()), f"{fam} reaches {sorted(reached)}"
 
 
 def test_working_tree_hashes_cover_the_closure():

@@ -13,9 +13,9 @@ import torch
 import triton
 
 from kprof.kernels import discover, ops
-from kprof.kernels.add_rmsnorm import split, tuned
+from kprof.kernels.add_rmsnorm import op_plan, split, tuned
 from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
-from kprof.kernels.lib import fastops, launching, split_rows
+from kprof.kernels.lib import launching, plans, split_rows
 from kprof.kernels.lib.launching import classic_num_warps
 from kprof.kernels.rmsnorm.reference import rmsnorm_oracle
 from tests.kernels.ops_paths import triton_ops
@@ -104,8 +104,8 @@ def test_ops_api_takes_the_split_path(dtype, device):
         for _ in range(2):  # the second call goes through the plan
             y, h = ops.fused_add_rms_norm(**inp)
             _check(y, h, inp, dtype)
-        ((launch, shape, strides),) = fastops._add_plans.plans.values()
-    assert isinstance(launch, fastops.AddSplitLaunch)
+        ((launch, shape, strides),) = op_plan.PLANS.plans.values()
+    assert isinstance(launch, op_plan.AddSplitLaunch)
     assert launch.first.launcher is split.sum_launcher and launch.second.launcher is split.apply_launcher
     assert launch.first.grid[:2] == (2, tuned.choose_config(17001, ES[dtype], 2).splits)
     assert shape == (2, 17001) and strides == (17001, 1)
@@ -129,12 +129,12 @@ def test_planned_split_launches_get_raw_addresses(device, monkeypatch):
     if device != "cpu":
         pytest.skip("drives the plans with a stand-in launcher (the CPU interpreter builds them)")
     rec = _RecordingLauncher()
-    monkeypatch.setattr(fastops, "_stream", lambda d: 0)
+    monkeypatch.setattr(plans, "_stream", lambda d: 0)
     inp = _strided_inputs(3, 17001, "fp32", device)
     x, r, w = inp["x"], inp["residual"], inp["weight"]
     with triton_ops():
         ops.fused_add_rms_norm(x, r, w)
-        ((launch, _, _),) = fastops._add_plans.plans.values()
+        ((launch, _, _),) = op_plan.PLANS.plans.values()
         launch.first.entry = launch.second.entry = (rec, rec.prefix, 0)
         y, h = ops.fused_add_rms_norm(x, r, w)
     (grid1, first), (grid2, second) = rec.calls
@@ -255,6 +255,6 @@ def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch)
     with triton_ops():
         for _ in range(2):  # the second call goes through the plan
             _check(*ops.fused_add_rms_norm(**inp), inp, dtype)
-        ((launch, _, _),) = fastops._add_plans.plans.values()
+        ((launch, _, _),) = op_plan.PLANS.plans.values()
     assert launch.launcher is tuned.one_row_launcher and launch.grid[0] == n_rows
     assert launch.tail[-1] == launching.vector_align(ES[dtype], n, inp["x"].stride(0), inp["residual"].stride(0))

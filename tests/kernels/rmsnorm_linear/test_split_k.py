@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kprof.kernels import discover, ops
-from kprof.kernels.lib import fastops, launching
+from kprof.kernels.lib import launching, plans
 from kprof.kernels.lib import split_k as lib_split_k
-from kprof.kernels.rmsnorm_linear import split_k, tuned
+from kprof.kernels.rmsnorm_linear import op_plan, split_k, tuned
 from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["rmsnorm_linear"]
@@ -145,8 +145,8 @@ def test_the_h200_tiles_match_the_oracle_through_the_op(shape, torch_dtype, n_cl
     with triton_ops():
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
         outs["ops planned call"] = ops.rms_norm_linear(**inputs)
-        ((_, plan),) = fastops._product_plans.plans.items()
-    assert type(plan) is fastops.SplitKPlan
+        ((_, plan),) = op_plan.PLANS.plans.items()
+    assert type(plan) is op_plan.SplitKPlan
     for name, out in outs.items():
         _check(out, inputs, dtype, f"{name} {shape} H200 tiles of {n_class}")
     assert _counters_at_zero()
@@ -302,8 +302,8 @@ def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device,
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
         outs["ops planned call"] = ops.rms_norm_linear(**inputs)
         outs["ops planned call again"] = ops.rms_norm_linear(**inputs)
-        ((_, plan),) = fastops._product_plans.plans.items()
-    assert (type(plan) is fastops.SplitKPlan) == taken
+        ((_, plan),) = op_plan.PLANS.plans.items()
+    assert (type(plan) is op_plan.SplitKPlan) == taken
     for name, out in outs.items():
         _check(out, inputs, dtype, f"{name} {shape}")
     assert _counters_at_zero()
@@ -355,7 +355,7 @@ def test_a_compiled_plan_gets_raw_addresses_of_its_workspace_and_counters(bias, 
     aligned, in that order) and this stream's counters, then the planned sizes."""
     if device != "cpu":
         pytest.skip("drives the plan with a stand-in launcher (the CPU interpreter builds it)")
-    monkeypatch.setattr(fastops, "_stream", lambda d: 0)
+    monkeypatch.setattr(plans, "_stream", lambda d: 0)
     monkeypatch.setattr(tuned, "split_k_product", lambda *shape_and_dtype: True)
     inputs = FAM.make_inputs((3, 70, 40), "bf16", device, seed=torch.seed() % 2**31)
     if not bias:
@@ -363,8 +363,8 @@ def test_a_compiled_plan_gets_raw_addresses_of_its_workspace_and_counters(bias, 
     rec = _RecordingLauncher()
     with triton_ops():
         ops.rms_norm_linear(**inputs)
-        ((_, plan),) = fastops._product_plans.plans.items()
-        assert type(plan) is fastops.SplitKPlan
+        ((_, plan),) = op_plan.PLANS.plans.items()
+        assert type(plan) is op_plan.SplitKPlan
         plan.launch.entry = (rec, rec.prefix, 0)
         out = ops.rms_norm_linear(**inputs)
     ((xp, gp, wp, bp, yp, part_p, ss_p, count_p, *tail),) = rec.calls

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from kprof.kernels import discover, ops
-from kprof.kernels.lib import fastops
-from kprof.kernels.rmsnorm_linear import tuned
+from kprof.kernels.lib.plans import CUBLAS
+from kprof.kernels.rmsnorm_linear import op_plan, tuned
 from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["rmsnorm_linear"]
@@ -61,12 +61,10 @@ def test_both_products_match_the_oracle(shape, dtype, device, monkeypatch):
     with triton_ops():
         outs["ops first call"] = ops.rms_norm_linear(**inputs)
         outs["ops planned call"] = ops.rms_norm_linear(**inputs)
-        ((_, (_, product, _, _)),) = fastops._product_plans.plans.items()
+        ((_, (_, product, _, _)),) = op_plan.PLANS.plans.items()
     x2d = inputs["x"].view(-1, k)
-    assert (product is fastops.CUBLAS) == (tuned.cublas_product(m, k, n) or tuned.ragged_weights(x2d, inputs["w"]))
-    assert (product is fastops.CUBLAS) == (
-        shape in [(1, 41, 29), (5, 37, 19)] or (shape == (3, 40, 24) and dtype != "fp32")
-    )
+    assert (product is CUBLAS) == (tuned.cublas_product(m, k, n) or tuned.ragged_weights(x2d, inputs["w"]))
+    assert (product is CUBLAS) == (shape in [(1, 41, 29), (5, 37, 19)] or (shape == (3, 40, 24) and dtype != "fp32"))
     for name, out in outs.items():
         assert out.shape == (m, n) and out.dtype == inputs["x"].dtype
         err = float((out.double() - ref).norm() / ref.norm())
@@ -85,10 +83,10 @@ def test_the_provider_on_a_gpu_launches_as_the_op_does(shape, dtype):
     prov = FAM.providers["triton_tuned"].fn
     with triton_ops():
         outs = {"provider first call": prov(**inputs)}
-        assert len(fastops._product_plans.plans) == 1
+        assert len(op_plan.PLANS.plans) == 1
         outs["provider planned call"] = prov(**inputs)
         outs["ops planned call"] = ops.rms_norm_linear(**inputs)
-        assert len(fastops._product_plans.plans) == 1
+        assert len(op_plan.PLANS.plans) == 1
     for name, out in outs.items():
         err = float((out.double() - ref).norm() / ref.norm())
         assert err <= tol, f"{name} {shape} {dtype}: rel err {err:.2e} (tolerance {tol})"

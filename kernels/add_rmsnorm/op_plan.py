@@ -1,0 +1,154 @@
+"""fused_add_rms_norm's launch plan (:mod:`kprof.kernels.ops` and, on a GPU, this family's ``triton_tuned``): the
+checked launch on a call signature's first call, then the same configuration's compiled launch from a plan, with raw
+addresses passed to Triton's C launcher (:mod:`kprof.kernels.lib.plans` says what a plan holds and why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import triton
+
+from kprof.kernels.add_rmsnorm import split, tuned
+from kprof.kernels.add_rmsnorm.family import validate
+from kprof.kernels.lib import launching
+from kprof.kernels.lib.plans import Launch, Plans, contiguous_layout, row_stride, sig
+from kprof.launch import launch_hooks_installed
+
+PLANS = Plans()
+
+
+def fused_add_rms_norm(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    try:  # one flat key: what sig() says about each tensor, without three calls and three tuples
+        xp, rp, wp = x.data_ptr(), residual.data_ptr(), weight.data_ptr()
+        key = (
+            x.shape,
+            x.stride(),
+            x.dtype,
+            x.get_device(),
+            residual.shape,
+            residual.stride(),
+            residual.dtype,
+            residual.get_device(),
+            weight.shape,
+            weight.stride(),
+            weight.dtype,
+            weight.get_device(),
+            xp % 16 == 0,
+            rp % 16 == 0,
+            wp % 16 == 0,
+            eps,
+        )
+    except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
+        return _add_checked(x, residual, weight, eps)
+    plan = PLANS.plans.get(key)
+    if plan is None:
+        plan = PLANS.put(key, _add_plan(x, residual, weight, eps))
+    if plan is False:
+        return _add_checked(x, residual, weight, eps)
+    launch, shape, strides = plan
+    y = x.new_empty_strided(shape, strides)
+    h = x.new_empty_strided(shape, strides)
+    if launch.entry is not None and not launch_hooks_installed():
+        launch.fast(xp, rp, wp, y.data_ptr(), h.data_ptr())
+    else:
+        launch(x, residual, weight, y, h)
+    return y, h
+
+
+def _add_checked(x: Any, residual: Any, weight: Any, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return tuned.add_rmsnorm_checked(x, residual, weight, eps)
+
+
+def _add_plan(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[Launch | AddSplitLaunch, tuple[int, ...], tuple[int, ...]] | bool:
+    """The checked path's choice as (Launch, output shape, output strides), or False where a plan cannot
+    describe the inputs."""
+    validate(x, residual, weight)
+    xs, rs = row_stride(x), row_stride(residual)
+    if xs is None or rs is None or weight.stride(0) != 1:
+        return False
+    n = x.shape[-1]
+    n_rows = x.numel() // n
+    fast_memory = launching.fast_memory(x)
+    cfg = tuned.choose_config(
+        n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda, x.dtype == torch.float16, fast_memory
+    )
+    if cfg.kernel in ("cooperative", "pipelined"):  # a workspace, the meeting's counters and a launch: the checked path
+        return False
+    sigs = (sig(x), sig(residual), sig(weight))
+    align = launching.vector_align(x.element_size(), n, xs, rs)
+    if cfg.kernel == "rows":
+        i64 = n_rows * max(xs, rs, n, 1) >= 2**31
+        tail = (xs, rs, n_rows, n, float(eps), cfg.block_n, cfg.rows, i64, align)
+        launch = Launch(
+            tuned.rows_launcher,
+            ("ops", cfg, tail, *sigs),
+            (triton.cdiv(n_rows, cfg.rows),),
+            tail,
+            {"num_warps": cfg.num_warps},
+        )
+    elif cfg.kernel == "one_row":
+        tail = (xs, rs, n, float(eps), cfg.block_n, align)
+        launch = Launch(
+            tuned.one_row_launcher, ("ops", cfg, tail, *sigs), (n_rows,), tail, {"num_warps": cfg.num_warps}
+        )
+    elif cfg.kernel == "split":
+        launch = _add_split_launch(cfg, x, xs, rs, n_rows, n, float(eps), sigs)
+    else:
+        tail = (xs, rs, n, float(eps), cfg.block_n, n if cfg.cols_const else 0, align)
+        launch = Launch(
+            tuned.looped_launcher,
+            ("ops", cfg, tail, *sigs),
+            (n_rows,),
+            tail,
+            {"num_warps": cfg.num_warps},
+        )
+    return (launch, *contiguous_layout(x.shape))
+
+
+class AddSplitLaunch:
+    """fused_add_rms_norm over few wide rows, each split over several programs: two launches (h and partial
+    sums of squares, then y from h) and a float32 workspace of partial sums per call. Called like a
+    :class:`Launch` with (x, residual, weight, y, h), as tensors or (``fast``) raw addresses."""
+
+    __slots__ = ("first", "second", "ws_shape", "ws_strides", "template")
+
+    def __init__(self, first: Launch, second: Launch, ws_shape: tuple[int, int], template: torch.Tensor) -> None:
+        self.first, self.second = first, second
+        self.ws_shape, self.ws_strides = contiguous_layout(ws_shape)
+        self.template = template  # an empty float32 tensor on x's device: workspaces are allocated like it
+
+    @property
+    def entry(self) -> Any:
+        """Set once both launches have compiled entries (until then, and under hooks, call the object)."""
+        return self.second.entry if self.first.entry is not None else None
+
+    def __call__(
+        self, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, h: torch.Tensor
+    ) -> None:
+        ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)
+        self.first(x, residual, h, ws)
+        self.second(h, weight, y, ws)
+
+    def fast(self, xp: int, rp: int, wp: int, yp: int, hp: int) -> None:
+        ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)  # freed stream-ordered, after use
+        wsp = ws.data_ptr()
+        self.first.fast(xp, rp, hp, wsp)
+        self.second.fast(hp, wp, yp, wsp)
+
+
+def _add_split_launch(
+    cfg: Any, x: torch.Tensor, xs: int, rs: int, n_rows: int, n: int, eps: float, sigs: tuple
+) -> AddSplitLaunch:
+    """The split path's two launches (``kprof.kernels.add_rmsnorm.split``) as one plan entry."""
+    chunk = split.chunk_of(n, cfg.splits)
+    grid, options, meta = (n_rows, cfg.splits), {"num_warps": cfg.num_warps}, (cfg.block_n, cfg.splits)
+    first_tail = (xs, rs, n, chunk, *meta)
+    second_tail = (n, n, n, chunk, eps, *meta)  # h and y contiguous: row strides N
+    first = Launch(split.sum_launcher, ("ops", cfg, first_tail, *sigs), grid, first_tail, options)
+    second = Launch(split.apply_launcher, ("ops", cfg, second_tail, *sigs), grid, second_tail, options)
+    return AddSplitLaunch(first, second, (n_rows, cfg.splits), x.new_empty((0,), dtype=torch.float32))

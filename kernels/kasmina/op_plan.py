@@ -1,0 +1,120 @@
+"""kasmina_forward's launch plan (:mod:`kprof.kernels.ops` and, on a GPU, this family's ``triton_telemetry``): the
+checked launch on a call signature's first call, then the same configuration's compiled launch from a plan, with raw
+addresses passed to Triton's C launcher (:mod:`kprof.kernels.lib.plans` says what a plan holds and why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from kprof.kernels.kasmina import branch_free
+from kprof.kernels.lib.plans import Launch, Plans, contiguous_layout, row_stride
+from kprof.launch import CompiledLauncher, launch_hooks_installed
+
+PLANS = Plans()
+_kasmina_launcher: CompiledLauncher | None = None
+
+
+def kasmina(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The branch-free kernel with telemetry (ids outside the registry: clamped, the seed's outputs NaN). As
+    fused_add_rms_norm: one flat key, outputs by ``new_empty_strided``, raw addresses to the C launcher."""
+    try:  # what sig() says about each of the six tensors, one flat tuple (starred groups: 0.6 us a call more, CPU)
+        xp, lp, ip, ap, wp, bp = (
+            x.data_ptr(),
+            lifecycle.data_ptr(),
+            blueprint_id.data_ptr(),
+            alpha.data_ptr(),
+            weights.data_ptr(),
+            bias.data_ptr(),
+        )
+        key = (
+            x.shape,
+            x.stride(),
+            x.dtype,
+            x.get_device(),
+            lifecycle.shape,
+            lifecycle.stride(),
+            lifecycle.dtype,
+            lifecycle.get_device(),
+            blueprint_id.shape,
+            blueprint_id.stride(),
+            blueprint_id.dtype,
+            blueprint_id.get_device(),
+            alpha.shape,
+            alpha.stride(),
+            alpha.dtype,
+            alpha.get_device(),
+            weights.shape,
+            weights.stride(),
+            weights.dtype,
+            weights.get_device(),
+            bias.shape,
+            bias.stride(),
+            bias.dtype,
+            bias.get_device(),
+            xp % 16 == 0,
+            lp % 16 == 0,
+            ip % 16 == 0,
+            ap % 16 == 0,
+            wp % 16 == 0,
+            bp % 16 == 0,
+        )
+    except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
+        return _kasmina_checked(x, lifecycle, blueprint_id, alpha, weights, bias)
+    plan = PLANS.plans.get(key)
+    if plan is None:
+        return _kasmina_first(x, lifecycle, blueprint_id, alpha, weights, bias, key)
+    launch, n_seeds, config, y_layout, tele_layout = plan
+    y = x.new_empty_strided(*y_layout)
+    tele = alpha.new_empty_strided(*tele_layout)  # alpha is float32 on x's device (the checks that made the plan)
+    # one program per seed: no parts to merge, and the kernel reads neither slot
+    parts = _kasmina_parts(x, n_seeds, config, y) if config.split else (y, y)
+    if launch.entry is not None and not launch_hooks_installed():
+        launch.fast(xp, y.data_ptr(), lp, ip, ap, wp, bp, tele.data_ptr(), parts[0].data_ptr(), parts[1].data_ptr())
+    else:
+        launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele, *parts)
+    return y, tele
+
+
+def _kasmina_parts(x: torch.Tensor, n_seeds: int, config: Any, y: torch.Tensor) -> tuple:
+    """The fp32 parts and ticket counters of a kasmina call whose seeds' rows are split over programs."""
+    return branch_free.telemetry_parts(x, n_seeds, config, y)
+
+
+def _kasmina_checked(x: Any, lifecycle: Any, blueprint_id: Any, alpha: Any, weights: Any, bias: Any) -> tuple:
+    y, tele = branch_free.launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=True)
+    return y, tele
+
+
+def _kasmina_first(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    key: tuple,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    global _kasmina_launcher
+    y, tele = _kasmina_checked(x, lifecycle, blueprint_id, alpha, weights, bias)
+    xs = row_stride(x)
+    if xs is not None and weights.is_contiguous() and bias.is_contiguous():
+        n_seeds, c = lifecycle.shape[0], weights.shape[-1]
+        cfg = branch_free.config_for(x, n_seeds, c, True)  # what branch_free.launch ran
+        # the kernel's sizes and strides, then its compile-time arguments in its signature's order
+        tail = (x.numel() // x.shape[-1], c, weights.shape[0], xs, x.shape[-1], *cfg.constexprs().values())
+        if _kasmina_launcher is None:
+            _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
+        grid = (n_seeds, cfg.row_programs)
+        launch = Launch(_kasmina_launcher, ("ops",) + key + (tail,), grid, tail, cfg.options())
+        layouts = contiguous_layout(x.shape), contiguous_layout((n_seeds, 2))
+        PLANS.put(key, (launch, n_seeds, cfg, *layouts))
+    return y, tele

@@ -1,0 +1,297 @@
+"""rms_norm_linear's launch plans (:mod:`kprof.kernels.ops` and, on a GPU, this family's ``triton_tuned`` and
+``triton_rstd_epilogue_prepared``): the checked path on a call signature's first call, then its launches from a plan
+through Triton's C launcher (:mod:`kprof.kernels.lib.plans` says what a plan holds and why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import triton
+
+from kprof.kernels.lib import launching, tiles
+from kprof.kernels.lib.plans import CUBLAS, Launch, Plans, constexpr_tail, contiguous_layout, row_stride, sig
+from kprof.kernels.rmsnorm import tuned as rms_tuned
+from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+from kprof.kernels.rmsnorm_linear import fused, split_k
+from kprof.kernels.rmsnorm_linear import norm_cublas as rl_cublas
+from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
+from kprof.kernels.rmsnorm_linear.family import check_inputs
+from kprof.launch import CompiledLauncher, launch_hooks_installed
+
+PLANS = Plans()
+_product_launcher: CompiledLauncher | None = None
+_cublas_times: Any = None  # rmsnorm_linear's cuBLAS product, bound by the first call that plans it
+_split_k_launcher: CompiledLauncher | None = None
+
+
+class SplitKPlan:
+    """rmsnorm_linear by its split-K kernel (norm inside the product, one launch): the output, one fp32
+    workspace (partial products, then partial sums of squares) and the stream's ticket counters, then the
+    launch."""
+
+    __slots__ = ("launch", "y_layout", "ws_floats", "parts", "tiles")
+
+    def __init__(self, launch: Launch, y_layout: tuple, ws_floats: int, parts: int, tiles: int) -> None:
+        self.launch, self.y_layout, self.ws_floats, self.parts, self.tiles = launch, y_layout, ws_floats, parts, tiles
+
+    def __call__(
+        self, x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, *pointers: int
+    ) -> torch.Tensor:
+        y = x.new_empty_strided(*self.y_layout)
+        ws = torch.empty(self.ws_floats, dtype=torch.float32, device=x.device)
+        counts = launching.ticket_counters(x, self.tiles)
+        launch = self.launch
+        if launch.entry is not None and not launch_hooks_installed():
+            xp, gp, wp, bp = pointers
+            wsp = ws.data_ptr()
+            launch.fast(xp, gp, wp, bp, y.data_ptr(), wsp, wsp + 4 * self.parts, counts.data_ptr())
+        else:
+            launch(x, g, w, w if b is None else b, y, ws[: self.parts], ws[self.parts :], counts)
+        return y
+
+
+def rms_norm_linear(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
+    """``rms_norm(x, g) @ w (+ b)``: the tuned rmsnorm kernel writes the normalised rows, then cuBLAS's product
+    or kprof's Triton product (with the bias in its epilogue) reads them, as
+    ``rmsnorm_linear.tuned.product_route`` chooses by shape (nothing derived from the weights is kept)."""
+    try:  # one flat key: what sig() says about each tensor (the bias's, or None)
+        xp, gp, wp = x.data_ptr(), g.data_ptr(), w.data_ptr()
+        if b is None:
+            bp, bkey = wp, None
+        else:
+            bp = b.data_ptr()
+            bkey = (b.shape, b.stride(), b.dtype, b.get_device(), bp % 16 == 0)
+        key = (
+            x.shape,
+            x.stride(),
+            x.dtype,
+            x.get_device(),
+            g.shape,
+            g.stride(),
+            g.dtype,
+            g.get_device(),
+            w.shape,
+            w.stride(),
+            w.dtype,
+            w.get_device(),
+            bkey,
+            xp % 16 == 0,
+            gp % 16 == 0,
+            wp % 16 == 0,
+            eps,
+        )
+    except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
+        return _rms_norm_linear_first(x, g, w, b, eps, None)
+    plan = PLANS.plans.get(key)
+    if plan is None:
+        return _rms_norm_linear_first(x, g, w, b, eps, key)
+    if type(plan) is SplitKPlan:
+        return plan(x, g, w, b, xp, gp, wp, bp)
+    norm, product, xn_layout, y_layout = plan
+    fast = norm is not None and norm.entry is not None and not launch_hooks_installed()
+    if product is CUBLAS:
+        xn = x.new_empty_strided(*xn_layout)
+        if fast:
+            norm.fast(xp, gp, xn.data_ptr())
+        else:
+            _norm_rows(norm, x, g, eps, xn)
+        return _cublas_times(xn.view(-1, xn_layout[0][-1]), w, b).view(y_layout[0])
+    y = x.new_empty_strided(*y_layout)
+    if fast and product.entry is not None:
+        xn = x.new_empty_strided(*xn_layout)
+        xnp = xn.data_ptr()
+        norm.fast(xp, gp, xnp)
+        product.fast(xnp, wp, bp, wp, y.data_ptr())
+        return y
+    xn = x.new_empty_strided(*xn_layout)
+    _norm_rows(norm, x, g, eps, xn)
+    product(xn, w, w if b is None else b, w, y)
+    return y
+
+
+def _norm_rows(norm: Launch | None, x: torch.Tensor, g: torch.Tensor, eps: float, xn: torch.Tensor) -> None:
+    """The normalised rows into ``xn`` through the JIT: first launches, a launch hook installed (profilers),
+    or the interpreter (no plan of rmsnorm's own: its wrapper)."""
+    if norm is None:
+        rmsnorm_tuned(x, g, eps, out=xn)
+    else:
+        norm(x, g, xn)
+
+
+def _norm_launch(x: torch.Tensor, g: torch.Tensor, eps: float, key: tuple) -> Launch | None:
+    """rmsnorm_tuned's launch for x's rows (output contiguous), or None where it has no plan (CPU)."""
+    p = rms_tuned.make_plan(x, g)
+    if p is None:
+        return None
+    tail = (*p.ints, float(eps), *p.constexprs)
+    return Launch(p.launcher, ("ops", p.key, sig(x), sig(g), tail), p.grid, tail, {"num_warps": p.num_warps})
+
+
+def _rms_norm_linear_first(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float, key: tuple
+) -> torch.Tensor:
+    global _product_launcher, _cublas_times
+    x2d, n = check_inputs(x, g, w, b)
+    m, k = x2d.shape
+    plannable = key is not None and w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None
+    route = rl_tuned.product_route(x2d, w)
+    if route == "split_k":
+        return _split_k_first(x, x2d, g.contiguous(), w, b, eps, key if plannable else None)
+    if route == "cublas":
+        y = rl_cublas.norm_then_cublas(x2d, g, w, b, eps)
+        if plannable:
+            _cublas_times = rl_cublas.cublas_times
+            layouts = (contiguous_layout(x.shape), contiguous_layout(tuple(x.shape[:-1]) + (n,)))
+            PLANS.put(key, (_norm_launch(x, g, eps, key), CUBLAS, *layouts))
+        return y.view(*x.shape[:-1], n)
+    xn = rmsnorm_tuned(x2d, g, eps)
+    wc = w.contiguous()
+    y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
+    meta, options = fused.launch_product(xn, wc, b, y, eps, norm=0)
+    if plannable:
+        named = {
+            **meta,
+            "NORM": 0,
+            "HAS_BIAS": b is not None,
+            "IEEE": x.dtype == torch.float32 or launching.interpreting(),
+            "ALIGNED": tiles.promise_aligned(xn, wc),
+            "PDL": False,
+        }
+        tail = (m, n, k, k, 1, n, 1, float(eps)) + constexpr_tail(fused.autotuned_kernel, 13, named)
+        if _product_launcher is None:
+            _product_launcher = CompiledLauncher(fused.product_kernel)
+        grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+        product = Launch(_product_launcher, ("ops",) + key + (tail, tuple(options.items())), grid, tail, options)
+        PLANS.put(
+            key,
+            (
+                _norm_launch(x, g, eps, key),
+                product,
+                contiguous_layout(x.shape),
+                contiguous_layout(tuple(x.shape[:-1]) + (n,)),
+            ),
+        )
+    return y.view(*x.shape[:-1], n)
+
+
+def _split_k_first(
+    x: torch.Tensor,
+    x2d: torch.Tensor,
+    g: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    eps: float,
+    key: tuple | None,
+) -> torch.Tensor:
+    """The split-K kernel's first call at this signature (checked inputs), and its plan where ``key`` is given."""
+    global _split_k_launcher
+    m, k = x2d.shape
+    n = w.shape[1]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    meta, options = split_k.launch_split_k(x2d, g, w, b, y, eps, split_k.config_for(x2d, n))
+    if key is not None:  # the plan repeats that launch: its constexprs, split and K range as launched
+        bm, bn, splits = meta["BLOCK_M"], meta["BLOCK_N"], meta["SPLIT_K"]
+        tiles_count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+        parts, ws_floats = split_k.workspace_floats(m, n, bm, bn, splits)
+        tail = (m, n, k, splits, meta["K_PER_SPLIT"], row_stride(x), 1, n, 1, float(eps))
+        tail += constexpr_tail(split_k.split_k_kernel, 18, meta)
+        if _split_k_launcher is None:
+            _split_k_launcher = CompiledLauncher(split_k.split_k_kernel)
+        launch = Launch(
+            _split_k_launcher, ("ops",) + key + (tail, tuple(options.items())), (tiles_count * splits,), tail, options
+        )
+        layout = contiguous_layout(tuple(x.shape[:-1]) + (n,))
+        PLANS.put(key, SplitKPlan(launch, layout, ws_floats, parts, tiles_count))
+    return y.view(*x.shape[:-1], n)
+
+
+# ----------------------------------------------------------------- rms_norm_linear on prepared weights (TMA)
+PREPARED_PLANS = Plans()
+_rstd_launcher: CompiledLauncher | None = None
+_tma_launcher: CompiledLauncher | None = None
+
+
+class PreparedTMAPlan:
+    """rmsnorm_linear on folded weights by the rstd kernel and the persistent TMA product (PDL where the GPU has
+    it): both launches, the product's tiles, the layouts of y and rstd. The descriptors are made on every call,
+    before the rstd kernel is launched: a plan holds no tensor, so a refreshed weight's old fold is freed."""
+
+    __slots__ = ("rstd", "product", "plan", "k", "y_layout", "r_layout")
+
+    def __init__(self, rstd: Launch, product: Launch, plan: tiles.TilePlan, k: int, m: int, n: int) -> None:
+        self.rstd, self.product, self.plan, self.k = rstd, product, plan, k
+        self.y_layout = contiguous_layout((m, n))
+        self.r_layout = contiguous_layout((m,))
+
+    def __call__(self, x: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+        x2d = x.view(-1, self.k)
+        y = x.new_empty_strided(*self.y_layout)
+        rstd = x.new_empty_strided(*self.r_layout, dtype=torch.float32)
+        p = self.plan
+        descriptors = tiles.tile_descriptors(x2d, wf, y, p.tiles, p.subtile, p.split)
+        bias = rstd if b is None else b
+        if self.rstd.entry is not None and self.product.entry is not None and not launch_hooks_installed():
+            self.rstd.fast(x2d.data_ptr(), rstd.data_ptr())
+            self.product.fast(*descriptors, rstd.data_ptr(), bias.data_ptr())
+        else:
+            self.rstd(x2d, rstd)
+            self.product(*descriptors, rstd, bias)
+        return y.view(*x.shape[:-1], y.shape[1])
+
+
+def rms_norm_linear_prepared(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
+    """``rms_norm(x, g) @ w (+ b)`` from ``wf = diag(g) w`` (``rstd_epilogue.rmsnorm_linear_folded``): the checked
+    path on a signature's first call, then its plan (no checks, no JIT binding) where the route is the TMA one."""
+    try:
+        key = (
+            sig(x),
+            sig(g),
+            sig(w),
+            sig(wf),
+            None if b is None else sig(b),
+            eps,
+            launching.pdl_ready(x),
+        )
+    except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
+        key = None
+    plan = PREPARED_PLANS.get(key) if key is not None else None
+    if plan is not None:
+        return plan(x, wf, b)
+    return _prepared_first(x, g, w, wf, b, eps, key)
+
+
+def _prepared_first(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, eps: float, key: Any
+) -> torch.Tensor:
+    """The checked path, then the plan of this signature where the op took the TMA route with contiguous rows."""
+    global _rstd_launcher, _tma_launcher
+    y = re.rmsnorm_linear_folded(x, g, w, b, eps, wf)  # checks the inputs
+    k, n = w.shape
+    x2d = x.view(-1, k) if row_stride(x) == k else None
+    if key is None or x2d is None or not wf.is_contiguous() or (b is not None and not b.is_contiguous()):
+        return y
+    if not re.use_tma(x2d, wf, y.view(-1, n)):
+        return y
+    m = x2d.shape[0]
+    pdl = key[-1]
+    sms = tiles.persistent_sms(x2d)
+    programs, rstd_meta = re.row_rstd_launch(m, k, sms if pdl else 0, pdl)
+    rstd_options = {"num_warps": rstd_meta.pop("num_warps")}
+    rstd_tail = (m, k, k, 1, float(eps)) + constexpr_tail(re.row_rstd_kernel, 7, rstd_meta)
+    tma = re.tma_plan(m, k, n, sms)
+    meta = re.tma_meta(tma, b is not None, pdl)
+    options = {o: meta.pop(o) for o in ("num_warps", "num_stages", "launch_pdl") if o in meta}
+    tail = (m, n, k) + constexpr_tail(re.tma_product_kernel, 11, meta)
+    if _rstd_launcher is None:
+        _rstd_launcher, _tma_launcher = CompiledLauncher(re.row_rstd_kernel), CompiledLauncher(re.tma_product_kernel)
+    rstd = Launch(_rstd_launcher, ("prepared", key, rstd_tail), (programs,), rstd_tail, rstd_options)
+    product_key = ("prepared", key, tail, tuple(options.items()))
+    product = Launch(_tma_launcher, product_key, (tma.programs,), tail, options)
+    PREPARED_PLANS.put(key, PreparedTMAPlan(rstd, product, tma, k, m, n))
+    return y

@@ -1,0 +1,156 @@
+"""swiglu's launch plans (:mod:`kprof.kernels.ops` and, on a GPU, this family's ``triton_tuned_pointer`` and
+``triton_tuned_prepared``): the checked path on a call signature's first call, then its launch from a plan through
+Triton's C launcher (:mod:`kprof.kernels.lib.plans` says what a plan holds and why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import triton
+
+from kprof.kernels.lib import tiles
+from kprof.kernels.lib.plans import CUBLAS, Launch, Plans, constexpr_tail, contiguous_layout, row_stride, sig
+from kprof.kernels.swiglu import split_k, tuned
+from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
+from kprof.launch import CompiledLauncher, launch_hooks_installed
+
+PLANS = Plans()
+_swiglu_launcher: CompiledLauncher | None = None
+_swiglu_split_launcher: CompiledLauncher | None = None
+_products_then_silu_mul: Any = None  # swiglu's cuBLAS route, bound by the first call that plans it
+
+
+def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    """``silu(x @ Wg) * (x @ Wu)`` on the weights as given (no derived copy): the tiled kernel (pinned tiles up
+    to 128 rows, autotuned above), or cuBLAS's two products then kprof's silu_mul kernel where
+    ``swiglu.tuned.cublas_products`` or ``ragged_products`` says so."""
+    key = (sig(x), sig(w_gate), sig(w_up))
+    plan = PLANS.get(key)
+    if plan is None:
+        return _swiglu_first(x, w_gate, w_up, key)
+    launch, out_shape, unused_pointers = plan
+    if launch is CUBLAS:
+        return _products_then_silu_mul(x.view(-1, x.shape[-1]), w_gate, w_up).view(out_shape)
+    y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+    if unused_pointers:  # the unsplit split-K kernel: its workspace and counters are never touched
+        launch(x, w_gate, w_up, y, y, y)
+    else:
+        launch(x, w_gate, w_up, y)
+    return y
+
+
+def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key: tuple) -> torch.Tensor:
+    """The checked path (the autotuner runs on a new shape above the pinned tiles' rows), then the plan for
+    the next calls."""
+    global _swiglu_launcher, _products_then_silu_mul
+    x2d, ff = tuned.check_inputs(x, w_gate, w_up)
+    xs = row_stride(x)
+    plannable = xs is not None and w_gate.is_contiguous() and w_up.is_contiguous()
+    raced = tuned.raced_route(x2d, w_gate, w_up, interleaved=False)  # None: the static rules decide
+    wg, wu = tuned.weights_in_layout(w_gate, w_up, "kn")
+    rules = raced is None and (tuned.cublas_products(x2d.shape[0], ff) or tuned.ragged_products(x2d, wg))
+    if raced == "cublas" or rules:
+        if plannable:
+            _products_then_silu_mul = products_then_silu_mul
+            PLANS.put(key, (CUBLAS, tuple(x.shape[:-1]) + (ff,), False))
+        return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
+    y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
+    config = split_k.ops_config(x2d, ff)
+    if config is not None:
+        meta, options = split_k.launch_split_k(x2d, wg, wu, y, config)
+        if plannable and meta["SPLIT_K"] == 1:  # split launches (none in the table) take this path each call
+            launch = _unsplit_launch(x2d, xs, ff, key, meta, options)
+            PLANS.put(key, (launch, tuple(x.shape[:-1]) + (ff,), True))
+        return y.view(*x.shape[:-1], ff)
+    meta, options = tuned.launch_tuned(x2d, wg, wu, y)
+    if plannable:
+        m, k = x2d.shape
+        named = {**meta, "IEEE": tuned.ieee(x2d), "ALIGNED": tiles.promise_aligned(x2d, wg)}
+        tail = (m, ff, k, xs, 1, ff, 1) + constexpr_tail(tuned.autotuned_kernel, 11, named)
+        if _swiglu_launcher is None:
+            _swiglu_launcher = CompiledLauncher(tuned.tiled_kernel)
+        grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(ff, meta["BLOCK_N"]),)
+        PLANS.put(
+            key,
+            (
+                Launch(_swiglu_launcher, ("ops",) + key + (tail, tuple(options.items())), grid, tail, options),
+                tuple(x.shape[:-1]) + (ff,),
+                False,
+            ),
+        )
+    return y.view(*x.shape[:-1], ff)
+
+
+def _unsplit_launch(x2d: torch.Tensor, xs: int, ff: int, key: tuple, meta: dict, options: dict) -> Launch:
+    """The plan's launch of swiglu's split-K kernel with one program per tile (SPLIT_K = 1), from what its first
+    launch ran with (``meta``: every constexpr and K_PER_SPLIT)."""
+    global _swiglu_split_launcher
+    m, k = x2d.shape
+    tail = (m, ff, k, 1, meta["K_PER_SPLIT"], xs, 1, ff, 1) + constexpr_tail(split_k.split_k_kernel, 15, meta)
+    if _swiglu_split_launcher is None:
+        _swiglu_split_launcher = CompiledLauncher(split_k.split_k_kernel)
+    grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(ff, meta["BLOCK_N"]),)
+    return Launch(_swiglu_split_launcher, ("ops", "split") + key + (tail, tuple(options.items())), grid, tail, options)
+
+
+# ------------------------------------------------------------------------ swiglu on prepared weights (TMA)
+PREPARED_PLANS = Plans()
+_interleaved_launcher: CompiledLauncher | None = None
+
+
+class PreparedSwiGLUPlan:
+    """swiglu by the interleaved TMA kernel on prepared (interleaved) weights: the launch, its tiles, the output's
+    layout. The descriptors are made on every call: a plan holds no tensor."""
+
+    __slots__ = ("launch", "plan", "k", "y_layout")
+
+    def __init__(self, launch: Launch, plan: tiles.TilePlan, k: int, m: int, n: int) -> None:
+        self.launch, self.plan, self.k = launch, plan, k
+        self.y_layout = contiguous_layout((m, n))
+
+    def __call__(self, x: torch.Tensor, w_int: torch.Tensor) -> torch.Tensor:
+        x2d = x.view(-1, self.k)
+        y = x.new_empty_strided(*self.y_layout)
+        p = self.plan
+        descriptors = tiles.tile_descriptors(x2d, w_int, y, p.tiles, p.subtile, p.split, w_cols=2)
+        if self.launch.entry is not None and not launch_hooks_installed():
+            self.launch.fast(*descriptors)
+        else:
+            self.launch(*descriptors)
+        return y.view(*x.shape[:-1], y.shape[1])
+
+
+def swiglu_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor) -> torch.Tensor:
+    """``silu(x @ Wg) * (x @ Wu)`` from the interleaved pair ``w_int`` (``swiglu.tuned.swiglu_with``): the checked
+    path on a signature's first call, then its plan where that call took the interleaved kernel."""
+    try:
+        key = (sig(x), sig(w_gate), sig(w_up), sig(w_int))
+    except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
+        key = None
+    plan = PREPARED_PLANS.get(key) if key is not None else None
+    if plan is not None:
+        return plan(x, w_int)
+    return _swiglu_prepared_first(x, w_gate, w_up, w_int, key)
+
+
+def _swiglu_prepared_first(
+    x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor, key: Any
+) -> torch.Tensor:
+    """The checked path, then the plan of this signature where the interleaved kernel ran on contiguous rows."""
+    global _interleaved_launcher
+    taken: list[str] = []
+    y = tuned.swiglu_with(x, w_gate, w_up, w_int, taken)  # checks the inputs
+    k, n = w_gate.shape
+    if key is None or taken != ["interleaved"] or row_stride(x) != k or not w_int.is_contiguous():
+        return y
+    m = x.numel() // k
+    plan = tuned.interleaved_plan(m, k, n, tiles.persistent_sms(x))
+    meta = plan.meta()
+    options = {o: meta.pop(o) for o in ("num_warps", "num_stages")}
+    tail = (m, n, k) + constexpr_tail(tuned.interleaved_kernel, 9, meta)
+    if _interleaved_launcher is None:
+        _interleaved_launcher = CompiledLauncher(tuned.interleaved_kernel)
+    launch = Launch(_interleaved_launcher, ("prepared", key, tail), (plan.grid(m, n),), tail, options)
+    PREPARED_PLANS.put(key, PreparedSwiGLUPlan(launch, plan, k, m, n))
+    return y
