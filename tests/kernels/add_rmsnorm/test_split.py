@@ -85,12 +85,14 @@ def test_split_kernels_on_small_odd_shapes(dtype, n_rows, n, splits, block, devi
 
 
 def test_the_tuned_version_launches_the_split_kernels(device, monkeypatch):
-    """triton_tuned reaches launch_split with the chosen split for few wide rows, and not for many."""
+    """triton_tuned's checked launch (the interpreter's path; on a GPU the version launches through the op's plan,
+    whose split launches test_ops_api_takes_the_split_path checks) reaches launch_split with the chosen split for
+    few wide rows, and not for many."""
     calls = []
     real = split.launch_split
     monkeypatch.setattr(split, "launch_split", lambda *a: calls.append(a[6:]) or real(*a))
     inp = FAM.make_inputs((2, 20000), "fp32", device, seed=torch.seed() % 2**31)
-    _check(*FAM.providers["triton_tuned"].fn(**inp), inp, "fp32")
+    _check(*tuned.add_rmsnorm_checked(**inp), inp, "fp32")
     cfg = tuned.choose_config(20000, 4, 2)
     assert calls == [(cfg.splits, cfg.block_n, cfg.num_warps)]
     assert tuned.choose_config(20000, 4, 200).kernel == "looped"  # 200 rows fill the GPU: one program per row
