@@ -105,7 +105,9 @@ def main() -> None:
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--baseline", type=Path, help="another revision's kernels/kasmina/op_plan.py, timed beside this one")
+    ap.add_argument(
+        "--baseline", type=Path, help="another revision's kernels/kasmina/op_plan.py, timed beside this one"
+    )
     args = ap.parse_args()
     baseline = load_baseline(args.baseline) if args.baseline else None
     ops.use_triton(True)
