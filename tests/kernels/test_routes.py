@@ -11,7 +11,7 @@ import torch
 
 from kprof import runtime
 from kprof.kernels import discover, ops
-from kprof.kernels.lib import routes
+from kprof.kernels.lib import plans, routes
 from kprof.kernels.lib.plans import CUBLAS
 from kprof.kernels.rmsnorm_linear import op_plan as rl_op_plan
 from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
@@ -36,9 +36,14 @@ def timer_of(*times_us: float):
 
 @pytest.fixture
 def racing(monkeypatch):
-    """Races allowed on any tensor (the CPU here), and no race left in the process registry afterwards."""
+    """Races allowed on any tensor (the CPU here), and no race left in the process registry afterwards; no launch
+    plan kept from an earlier test either (on a GPU the ops' versions launch through their op's plan, and a plan
+    made at a signature before would skip that signature's race)."""
     monkeypatch.setattr(routes, "_RACES", [])
     monkeypatch.setattr(routes, "can_race", lambda on: True)
+    plans.reset()
+    yield
+    plans.reset()
 
 
 def test_the_faster_route_is_kept_and_timed_once(racing):
