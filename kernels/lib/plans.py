@@ -1,6 +1,7 @@
 """What the ops API's launch plans share (:mod:`kprof.kernels.ops`): the Triton path with as little host work per
-call as the PyTorch code it replaces. Each family keeps its op's plan in its own folder (``FAMILY/op_plan.py``), so
-a version that launches as its op does imports that family's code and this module, never another family's.
+call as the PyTorch code it replaces. Each family keeps its op's plan in its own folder (``FAMILY/op_plan.py``;
+silu_mul's and gelu_mul's in :mod:`kprof.kernels.lib.gated`, which they share), so a version that launches as its op
+does imports that family's code and this module, never another family's.
 
 At decode sizes a kernel runs 2-25 us on an H100 and the host is what a model waits for: the ops layer
 once cost 1.8-3.6x the host time of the PyTorch code (a registry lookup, imports, input checks, config
