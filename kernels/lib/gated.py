@@ -38,10 +38,6 @@ from kprof.kernels.lib.plans import Launch, Plans, row_stride, sig
 from kprof.launch import CompiledLauncher, spec_key
 from kprof.registry import Family, Shape
 
-# Which activation a gated op computes (kprof.kernels.ops's choice of eager code).
-SILU = 0
-GELU_TANH = 1
-
 
 # ------------------------------------------------------------------------------------ family record
 def make_inputs(shape: Shape, dtype: str, device: str | torch.device, seed: int) -> dict:
