@@ -69,14 +69,21 @@ def test_every_path_matches_the_oracle_on_both_sides_of_the_rule(shape, dtype, d
 )
 def test_cublas_on_interleaved_weights_then_the_pairs_pass_matches_the_oracle(shape, dtype, device):
     """One product on the interleaved weights (gate and up in each pair of columns), then the pairs pass: odd
-    widths, one column, and more columns than one program's block (1024); into a new output and into one given."""
-    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
-    w_int = tuned.interleaved_weights(inputs["w_gate"], inputs["w_up"])
-    out = cublas_silu.interleaved_product_then_silu(inputs["x"], w_int)
-    ref = FAM.oracle(**inputs)
-    err = float((out.double() - ref).norm() / ref.norm())
-    assert out.shape == ref.shape and out.dtype == inputs["x"].dtype
-    assert err <= FAM.tolerances[dtype], f"{shape} {dtype}: rel err {err:.2e}"
+    widths, one column, and more columns than one program's block (1024); into a new output and into one given.
+    Under 8 outputs the error is taken over several draws together: one output alone is a dot product of 37 terms
+    that may cancel to near zero, where its own relative error reads fp32's rounding as 1.6e-5 (about 0.5% of
+    draws at 1x37x1)."""
+    draws = -(-8 // (shape[0] * shape[2]))
+    outs, refs = [], []
+    for _ in range(draws):
+        inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+        w_int = tuned.interleaved_weights(inputs["w_gate"], inputs["w_up"])
+        out = cublas_silu.interleaved_product_then_silu(inputs["x"], w_int)
+        assert out.shape == (shape[0], shape[2]) and out.dtype == inputs["x"].dtype
+        outs.append(out.double().flatten())
+        refs.append(FAM.oracle(**inputs).flatten())
+    err = float((torch.cat(outs) - torch.cat(refs)).norm() / torch.cat(refs).norm())
+    assert err <= FAM.tolerances[dtype], f"{shape} {dtype}: rel err {err:.2e} over {draws} draw(s)"
     given = torch.full_like(out, float("nan"))  # the tuned version's own output, written in place
     assert cublas_silu.interleaved_product_then_silu(inputs["x"], w_int, given) is given
     assert torch.equal(given, out)
