@@ -42,12 +42,12 @@ def fused_add_rms_norm(
             eps,
         )
     except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
-        return _add_checked(x, residual, weight, eps)
+        return tuned.add_rmsnorm_checked(x, residual, weight, eps)
     plan = PLANS.plans.get(key)
     if plan is None:
         plan = PLANS.put(key, _add_plan(x, residual, weight, eps))
     if plan is False:
-        return _add_checked(x, residual, weight, eps)
+        return tuned.add_rmsnorm_checked(x, residual, weight, eps)
     launch, shape, strides = plan
     y = x.new_empty_strided(shape, strides)
     h = x.new_empty_strided(shape, strides)
@@ -56,10 +56,6 @@ def fused_add_rms_norm(
     else:
         launch(x, residual, weight, y, h)
     return y, h
-
-
-def _add_checked(x: Any, residual: Any, weight: Any, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    return tuned.add_rmsnorm_checked(x, residual, weight, eps)
 
 
 def _add_plan(

@@ -13,7 +13,7 @@ from kprof.kernels.lib.plans import Launch, Plans, contiguous_layout, row_stride
 from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 PLANS = Plans()
-_kasmina_launcher: CompiledLauncher | None = None
+_kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
 
 
 def kasmina(
@@ -76,17 +76,12 @@ def kasmina(
     y = x.new_empty_strided(*y_layout)
     tele = alpha.new_empty_strided(*tele_layout)  # alpha is float32 on x's device (the checks that made the plan)
     # one program per seed: no parts to merge, and the kernel reads neither slot
-    parts = _kasmina_parts(x, n_seeds, config, y) if config.split else (y, y)
+    parts = branch_free.telemetry_parts(x, n_seeds, config, y) if config.split else (y, y)
     if launch.entry is not None and not launch_hooks_installed():
         launch.fast(xp, y.data_ptr(), lp, ip, ap, wp, bp, tele.data_ptr(), parts[0].data_ptr(), parts[1].data_ptr())
     else:
         launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele, *parts)
     return y, tele
-
-
-def _kasmina_parts(x: torch.Tensor, n_seeds: int, config: Any, y: torch.Tensor) -> tuple:
-    """The fp32 parts and ticket counters of a kasmina call whose seeds' rows are split over programs."""
-    return branch_free.telemetry_parts(x, n_seeds, config, y)
 
 
 def _kasmina_checked(x: Any, lifecycle: Any, blueprint_id: Any, alpha: Any, weights: Any, bias: Any) -> tuple:
@@ -103,7 +98,6 @@ def _kasmina_first(
     bias: torch.Tensor,
     key: tuple,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    global _kasmina_launcher
     y, tele = _kasmina_checked(x, lifecycle, blueprint_id, alpha, weights, bias)
     xs = row_stride(x)
     if xs is not None and weights.is_contiguous() and bias.is_contiguous():
@@ -111,8 +105,6 @@ def _kasmina_first(
         cfg = branch_free.config_for(x, n_seeds, c, True)  # what branch_free.launch ran
         # the kernel's sizes and strides, then its compile-time arguments in its signature's order
         tail = (x.numel() // x.shape[-1], c, weights.shape[0], xs, x.shape[-1], *cfg.constexprs().values())
-        if _kasmina_launcher is None:
-            _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
         grid = (n_seeds, cfg.row_programs)
         launch = Launch(_kasmina_launcher, ("ops",) + key + (tail,), grid, tail, cfg.options())
         layouts = contiguous_layout(x.shape), contiguous_layout((n_seeds, 2))

@@ -21,9 +21,8 @@ from kprof.kernels.rmsnorm_linear.family import check_inputs
 from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 PLANS = Plans()
-_product_launcher: CompiledLauncher | None = None
-_cublas_times: Any = None  # rmsnorm_linear's cuBLAS product, bound by the first call that plans it
-_split_k_launcher: CompiledLauncher | None = None
+_product_launcher = CompiledLauncher(fused.product_kernel)
+_split_k_launcher = CompiledLauncher(split_k.split_k_kernel)
 
 
 class SplitKPlan:
@@ -99,7 +98,7 @@ def rms_norm_linear(
             norm.fast(xp, gp, xn.data_ptr())
         else:
             _norm_rows(norm, x, g, eps, xn)
-        return _cublas_times(xn.view(-1, xn_layout[0][-1]), w, b).view(y_layout[0])
+        return rl_cublas.cublas_times(xn.view(-1, xn_layout[0][-1]), w, b).view(y_layout[0])
     y = x.new_empty_strided(*y_layout)
     if fast and product.entry is not None:
         xn = x.new_empty_strided(*xn_layout)
@@ -134,7 +133,6 @@ def _norm_launch(x: torch.Tensor, g: torch.Tensor, eps: float, key: tuple) -> La
 def _rms_norm_linear_first(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float, key: tuple
 ) -> torch.Tensor:
-    global _product_launcher, _cublas_times
     x2d, n = check_inputs(x, g, w, b)
     m, k = x2d.shape
     plannable = key is not None and w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None
@@ -144,7 +142,6 @@ def _rms_norm_linear_first(
     if route == "cublas":
         y = rl_cublas.norm_then_cublas(x2d, g, w, b, eps)
         if plannable:
-            _cublas_times = rl_cublas.cublas_times
             layouts = (contiguous_layout(x.shape), contiguous_layout(tuple(x.shape[:-1]) + (n,)))
             PLANS.put(key, (_norm_launch(x, g, eps, key), CUBLAS, *layouts))
         return y.view(*x.shape[:-1], n)
@@ -162,8 +159,6 @@ def _rms_norm_linear_first(
             "PDL": False,
         }
         tail = (m, n, k, k, 1, n, 1, float(eps)) + constexpr_tail(fused.autotuned_kernel, 13, named)
-        if _product_launcher is None:
-            _product_launcher = CompiledLauncher(fused.product_kernel)
         grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
         product = Launch(_product_launcher, ("ops",) + key + (tail, tuple(options.items())), grid, tail, options)
         PLANS.put(
@@ -188,7 +183,6 @@ def _split_k_first(
     key: tuple | None,
 ) -> torch.Tensor:
     """The split-K kernel's first call at this signature (checked inputs), and its plan where ``key`` is given."""
-    global _split_k_launcher
     m, k = x2d.shape
     n = w.shape[1]
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
@@ -199,8 +193,6 @@ def _split_k_first(
         parts, ws_floats = split_k.workspace_floats(m, n, bm, bn, splits)
         tail = (m, n, k, splits, meta["K_PER_SPLIT"], row_stride(x), 1, n, 1, float(eps))
         tail += constexpr_tail(split_k.split_k_kernel, 18, meta)
-        if _split_k_launcher is None:
-            _split_k_launcher = CompiledLauncher(split_k.split_k_kernel)
         launch = Launch(
             _split_k_launcher, ("ops",) + key + (tail, tuple(options.items())), (tiles_count * splits,), tail, options
         )
@@ -211,8 +203,8 @@ def _split_k_first(
 
 # ----------------------------------------------------------------- rms_norm_linear on prepared weights (TMA)
 PREPARED_PLANS = Plans()
-_rstd_launcher: CompiledLauncher | None = None
-_tma_launcher: CompiledLauncher | None = None
+_rstd_launcher = CompiledLauncher(re.row_rstd_kernel)
+_tma_launcher = CompiledLauncher(re.tma_product_kernel)
 
 
 class PreparedTMAPlan:
@@ -270,7 +262,6 @@ def _prepared_first(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, eps: float, key: Any
 ) -> torch.Tensor:
     """The checked path, then the plan of this signature where the op took the TMA route with contiguous rows."""
-    global _rstd_launcher, _tma_launcher
     y = re.rmsnorm_linear_folded(x, g, w, b, eps, wf)  # checks the inputs
     k, n = w.shape
     x2d = x.view(-1, k) if row_stride(x) == k else None
@@ -288,8 +279,6 @@ def _prepared_first(
     meta = re.tma_meta(tma, b is not None, pdl)
     options = {o: meta.pop(o) for o in ("num_warps", "num_stages", "launch_pdl") if o in meta}
     tail = (m, n, k) + constexpr_tail(re.tma_product_kernel, 11, meta)
-    if _rstd_launcher is None:
-        _rstd_launcher, _tma_launcher = CompiledLauncher(re.row_rstd_kernel), CompiledLauncher(re.tma_product_kernel)
     rstd = Launch(_rstd_launcher, ("prepared", key, rstd_tail), (programs,), rstd_tail, rstd_options)
     product_key = ("prepared", key, tail, tuple(options.items()))
     product = Launch(_tma_launcher, product_key, (tma.programs,), tail, options)

@@ -16,9 +16,8 @@ from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
 from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 PLANS = Plans()
-_swiglu_launcher: CompiledLauncher | None = None
-_swiglu_split_launcher: CompiledLauncher | None = None
-_products_then_silu_mul: Any = None  # swiglu's cuBLAS route, bound by the first call that plans it
+_swiglu_launcher = CompiledLauncher(tuned.tiled_kernel)
+_swiglu_split_launcher = CompiledLauncher(split_k.split_k_kernel)
 
 
 def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
@@ -31,7 +30,7 @@ def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.T
         return _swiglu_first(x, w_gate, w_up, key)
     launch, out_shape, unused_pointers = plan
     if launch is CUBLAS:
-        return _products_then_silu_mul(x.view(-1, x.shape[-1]), w_gate, w_up).view(out_shape)
+        return products_then_silu_mul(x.view(-1, x.shape[-1]), w_gate, w_up).view(out_shape)
     y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
     if unused_pointers:  # the unsplit split-K kernel: its workspace and counters are never touched
         launch(x, w_gate, w_up, y, y, y)
@@ -43,7 +42,6 @@ def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.T
 def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key: tuple) -> torch.Tensor:
     """The checked path (the autotuner runs on a new shape above the pinned tiles' rows), then the plan for
     the next calls."""
-    global _swiglu_launcher, _products_then_silu_mul
     x2d, ff = tuned.check_inputs(x, w_gate, w_up)
     xs = row_stride(x)
     plannable = xs is not None and w_gate.is_contiguous() and w_up.is_contiguous()
@@ -52,7 +50,6 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
     rules = raced is None and (tuned.cublas_products(x2d.shape[0], ff) or tuned.ragged_products(x2d, wg))
     if raced == "cublas" or rules:
         if plannable:
-            _products_then_silu_mul = products_then_silu_mul
             PLANS.put(key, (CUBLAS, tuple(x.shape[:-1]) + (ff,), False))
         return products_then_silu_mul(x2d, w_gate, w_up).view(*x.shape[:-1], ff)
     y = torch.empty((x2d.shape[0], ff), dtype=x.dtype, device=x.device)
@@ -68,8 +65,6 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
         m, k = x2d.shape
         named = {**meta, "IEEE": tuned.ieee(x2d), "ALIGNED": tiles.promise_aligned(x2d, wg)}
         tail = (m, ff, k, xs, 1, ff, 1) + constexpr_tail(tuned.autotuned_kernel, 11, named)
-        if _swiglu_launcher is None:
-            _swiglu_launcher = CompiledLauncher(tuned.tiled_kernel)
         grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(ff, meta["BLOCK_N"]),)
         PLANS.put(
             key,
@@ -85,18 +80,15 @@ def _swiglu_first(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, key
 def _unsplit_launch(x2d: torch.Tensor, xs: int, ff: int, key: tuple, meta: dict, options: dict) -> Launch:
     """The plan's launch of swiglu's split-K kernel with one program per tile (SPLIT_K = 1), from what its first
     launch ran with (``meta``: every constexpr and K_PER_SPLIT)."""
-    global _swiglu_split_launcher
     m, k = x2d.shape
     tail = (m, ff, k, 1, meta["K_PER_SPLIT"], xs, 1, ff, 1) + constexpr_tail(split_k.split_k_kernel, 15, meta)
-    if _swiglu_split_launcher is None:
-        _swiglu_split_launcher = CompiledLauncher(split_k.split_k_kernel)
     grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(ff, meta["BLOCK_N"]),)
     return Launch(_swiglu_split_launcher, ("ops", "split") + key + (tail, tuple(options.items())), grid, tail, options)
 
 
 # ------------------------------------------------------------------------ swiglu on prepared weights (TMA)
 PREPARED_PLANS = Plans()
-_interleaved_launcher: CompiledLauncher | None = None
+_interleaved_launcher = CompiledLauncher(tuned.interleaved_kernel)
 
 
 class PreparedSwiGLUPlan:
@@ -138,7 +130,6 @@ def _swiglu_prepared_first(
     x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor, key: Any
 ) -> torch.Tensor:
     """The checked path, then the plan of this signature where the interleaved kernel ran on contiguous rows."""
-    global _interleaved_launcher
     taken: list[str] = []
     y = tuned.swiglu_with(x, w_gate, w_up, w_int, taken)  # checks the inputs
     k, n = w_gate.shape
@@ -149,8 +140,6 @@ def _swiglu_prepared_first(
     meta = plan.meta()
     options = {o: meta.pop(o) for o in ("num_warps", "num_stages")}
     tail = (m, n, k) + constexpr_tail(tuned.interleaved_kernel, 9, meta)
-    if _interleaved_launcher is None:
-        _interleaved_launcher = CompiledLauncher(tuned.interleaved_kernel)
     launch = Launch(_interleaved_launcher, ("prepared", key, tail), (plan.grid(m, n),), tail, options)
     PREPARED_PLANS.put(key, PreparedSwiGLUPlan(launch, plan, k, m, n))
     return y
