@@ -128,11 +128,10 @@ def kasmina_copy_through_ids(
     x = x.contiguous()
     out = torch.empty_like(x)
     n_rows = x.numel() // x.shape[-1]
-    options = tiles(n_rows, weights.shape[-1])
-    chosen = _name(options[0])
+    named = {_name(t): t for t in tiles(n_rows, weights.shape[-1])}
+    chosen = next(iter(named))  # the first tile, where nothing can be timed
     if routes.can_time(x):
         key = (x.dtype, x.device, n_rows, blueprint_id.shape[0], weights.shape[-1])
-        runs = {_name(t): (lambda t=t: launch_tile(x, out, blueprint_id, weights, t)) for t in options}
+        runs = {name: (lambda t=t: launch_tile(x, out, blueprint_id, weights, t)) for name, t in named.items()}
         chosen = _tile_race.decide(key, runs, chosen)
-    tile = next(t for t in options if _name(t) == chosen)
-    return launch_tile(x, out, blueprint_id, weights, tile)
+    return launch_tile(x, out, blueprint_id, weights, named[chosen])

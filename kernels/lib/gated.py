@@ -276,13 +276,19 @@ def launch_as_op(kernels: GatedKernels, op: str, x: torch.Tensor) -> torch.Tenso
     if plan is None:
         plan = PLANS.put(key, _plan(kernels, op, x))
     if plan is False:
-        x2d, y2d, y = check_inputs(op, x)
-        cfg = choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))
-        launch_tile(kernels, cfg, x2d, y2d)
-        return y
+        return launch_checked(kernels, op, x)
     launch, out_shape = plan
     y = torch.empty(out_shape, dtype=x.dtype, device=x.device)
     launch(x, y)
+    return y
+
+
+def launch_checked(kernels: GatedKernels, op: str, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``triton_tuned``'s launch through the checks on every call (what the op's plan repeats, and its path where a
+    plan cannot describe the inputs)."""
+    x2d, y2d, y = check_inputs(op, x, out)
+    cfg = choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))
+    launch_tile(kernels, cfg, x2d, y2d)
     return y
 
 
@@ -397,10 +403,7 @@ def register_versions(family: Family, op: str, kernels: GatedKernels) -> dict[st
             # 1-512 x 8192 on H200s 35.2-64.4 us a call through the checks, 12.7-14.1 through the op's plan
             # (benchmarks/results/grid/rmsnorm_linear-op-launch-c165dc9/others-46e95e2/)
             return launch_as_op(kernels, op, x)
-        x2d, y2d, y = check_inputs(op, x, out)
-        cfg = choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))
-        launch_tile(kernels, cfg, x2d, y2d)
-        return y
+        return launch_checked(kernels, op, x, out)
 
     one_row.__name__, tiled.__name__, tuned.__name__ = f"{op}_one_row", f"{op}_tiled", f"{op}_tuned"
     return {"triton_one_row": one_row, "triton_tiled": tiled, "triton_tuned": tuned}
