@@ -9,10 +9,11 @@ from typing import Any
 import torch
 import triton
 
-from kprof.kernels.add_rmsnorm import split, tuned
+from kprof.kernels.add_rmsnorm import cooperative, split, tuned
 from kprof.kernels.add_rmsnorm.family import validate
 from kprof.kernels.lib import launching
 from kprof.kernels.lib.plans import Launch, Plans, contiguous_layout, row_stride, sig
+from kprof.kernels.lib.split_rows import MeetingLaunch
 from kprof.launch import launch_hooks_installed
 
 PLANS = Plans()
@@ -60,7 +61,7 @@ def fused_add_rms_norm(
 
 def _add_plan(
     x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
-) -> tuple[Launch | AddSplitLaunch, tuple[int, ...], tuple[int, ...]] | bool:
+) -> tuple[Launch | AddSplitLaunch | MeetingLaunch, tuple[int, ...], tuple[int, ...]] | bool:
     """The checked path's choice as (Launch, output shape, output strides), or False where a plan cannot
     describe the inputs."""
     validate(x, residual, weight)
@@ -73,9 +74,14 @@ def _add_plan(
     cfg = tuned.choose_config(
         n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda, x.dtype == torch.float16, fast_memory
     )
-    if cfg.kernel in ("cooperative", "pipelined"):  # a workspace, the meeting's counters and a launch: the checked path
-        return False
     sigs = (sig(x), sig(residual), sig(weight))
+    if cfg.kernel in ("cooperative", "pipelined"):  # a workspace and the meeting's counters per call, one launch
+        programs = cfg.programs_per_sm * launching.sm_count(x)
+        template = x.new_empty((0,), dtype=torch.float32)
+        meeting = cooperative.meeting_plan(
+            cfg.kernel, n_rows, n, xs, rs, eps, cfg.block_n, cfg.splits, programs, cfg.num_warps, sigs, template
+        )
+        return (meeting, *contiguous_layout(x.shape))
     align = launching.vector_align(x.element_size(), n, xs, rs)
     if cfg.kernel == "rows":
         i64 = n_rows * max(xs, rs, n, 1) >= 2**31

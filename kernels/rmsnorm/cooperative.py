@@ -37,6 +37,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib.split_rows import (
+    MeetingLaunch,
     cooperative_arrive,
     cooperative_launch_args,
     cooperative_meta,
@@ -44,11 +45,14 @@ from kprof.kernels.lib.split_rows import (
     cooperative_ticket,
     float32_again,
     launch_meeting,
+    meeting_launch,
     pipelined_finish,
     pipelined_launch_args,
     pipelined_meta,
+    pipelined_programs,
     take_ticket,
 )
+from kprof.launch import CompiledLauncher
 from kprof.runtime import interpreting
 
 
@@ -162,6 +166,29 @@ def launch_cooperative(
     (ws, sync, base), meta = cooperative_launch_args(x2d, splits, "rmsnorm")
     kernel, args, options = _cooperative_call(x2d, weight, y2d, ws, sync, base, eps, meta, num_warps)
     launch_meeting(kernel, (x2d.shape[0] * splits,), args, options, sync, x2d.shape[0] * splits)
+
+
+_pipelined_launcher = CompiledLauncher(_rmsnorm_pipelined_kernel)
+_cooperative_launcher = CompiledLauncher(_rmsnorm_cooperative_kernel)
+
+
+def meeting_plan(
+    kernel: str, n_rows: int, n: int, x_row_stride: int, eps: float, chunk: int, splits: int, programs: int,
+    num_warps: int, sigs: tuple, template: torch.Tensor,
+) -> MeetingLaunch:  # fmt: skip
+    """The launch plan of what :func:`launch_pipelined` ("pipelined": chunks of ``chunk``, at most ``programs``
+    programs) or :func:`launch_cooperative` ("cooperative": ``splits`` programs a row) launches over ``n_rows`` rows
+    of ``n`` elements, x's rows ``x_row_stride`` apart, into contiguous rows; ``sigs``: ``plans.sig`` of x, the
+    weight and y, ``template`` an empty float32 tensor on their GPU."""
+    named = {"x_row_stride": x_row_stride, "y_row_stride": n, "N": n, "eps": float(eps)}
+    if kernel == "pipelined":
+        named.update(pipelined_meta(n, chunk), CVT_ASM=not interpreting())
+        grid, named["n_tickets"] = pipelined_programs(n_rows, named["SPLITS"], programs)
+        tickets = named["n_tickets"] + grid
+        return meeting_launch(_pipelined_launcher, named, n_rows, grid, tickets, num_warps, sigs, template)
+    named.update(cooperative_meta(n, splits))
+    programs = n_rows * splits
+    return meeting_launch(_cooperative_launcher, named, n_rows, programs, programs, num_warps, sigs, template)
 
 
 def _pipelined_call(

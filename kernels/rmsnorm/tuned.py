@@ -33,6 +33,8 @@ import triton.language as tl
 
 from kprof.kernels.lib import launching, split_rows
 from kprof.kernels.lib.launching import classic_num_warps, known_row_sizes, vector_align
+from kprof.kernels.lib.plans import Plans, row_stride
+from kprof.kernels.lib.plans import sig as plan_sig
 from kprof.kernels.rmsnorm import cooperative, split
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm.looped import _rmsnorm_looped_kernel
@@ -498,8 +500,8 @@ def plan_for(
     n_rows: int, n: int, x_row_stride: int, dtype: torch.dtype, device_index: int, contiguous: bool
 ) -> _Plan | None:
     """The one-launch plan of ``n_rows`` rows of ``n`` elements (output rows contiguous, stride ``n``), or
-    None for the split, cooperative and pipelined paths (a workspace and a second launch: callers take the
-    checked path)."""
+    None for the split path (a workspace and a second launch: callers take the checked path) and the cooperative
+    and pipelined ones (a workspace and the meeting's counters per call: ``_make_meeting`` plans those)."""
     element_size = torch.empty((), dtype=dtype).element_size()
     cfg = config_for(n, element_size, n_rows, device_index)
     if cfg.kernel in ("split", "cooperative", "pipelined"):
@@ -556,6 +558,9 @@ def rmsnorm_tuned(
         return _rmsnorm_tuned_checked(x, weight, eps, out, None)
     plan = _plans.get(sig)
     if plan is None:
+        meeting = _meetings.plans.get((sig, eps))
+        if meeting is not None:
+            return _launch_meeting(meeting, x, weight, eps, out)
         return _rmsnorm_tuned_checked(x, weight, eps, out, sig)
     if out is None:
         y = torch.empty_like(x) if plan.contiguous else torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -603,7 +608,63 @@ def _rmsnorm_tuned_checked(
         _plans[sig] = plan
         return rmsnorm_tuned(x, weight, eps, out)
     cfg = config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device())
+    meeting = _make_meeting(cfg, x, weight, eps) if sig is not None else None
+    if meeting is not None:
+        _meetings.put((sig, eps), meeting)
+        return rmsnorm_tuned(x, weight, eps, out)
     launch_with_config(cfg, x2d, w, y2d, eps)
+    return y
+
+
+@dataclass(frozen=True)
+class _MeetingPlan:
+    """The plan of a call that takes the cooperative or pipelined kernel: its launch (a workspace and the meeting's
+    counters per call, ``split_rows.MeetingLaunch``), for x and weight 16-byte aligned."""
+
+    launch: split_rows.MeetingLaunch
+    contiguous: bool  # x is contiguous, so torch.empty_like(x) gives the output layout
+
+
+_meetings = Plans()  # by (call signature, eps): eps is compiled into the launch's arguments
+
+
+def _make_meeting(cfg: Config, x: torch.Tensor, weight: torch.Tensor, eps: float) -> _MeetingPlan | None:
+    """The meeting plan of ``cfg`` for these inputs, or None where the kernel is not a meeting one or a plan cannot
+    describe them (rows that are not one strided view of x, unaligned pointers: the checked path copes)."""
+    if cfg.kernel not in ("cooperative", "pipelined") or weight.stride(0) != 1:
+        return None
+    xs = row_stride(x)
+    if xs is None or (x.data_ptr() | weight.data_ptr()) & 15:
+        return None
+    n = x.shape[-1]
+    programs = cfg.programs_per_sm * launching.sm_count(x)
+    template = x.new_empty((0,), dtype=torch.float32)
+    launch = cooperative.meeting_plan(
+        cfg.kernel, x.numel() // n, n, xs, eps, cfg.block_n, cfg.splits, programs, cfg.num_warps,
+        (plan_sig(x), plan_sig(weight)), template,
+    )  # fmt: skip
+    return _MeetingPlan(launch, x.is_contiguous())
+
+
+def _launch_meeting(
+    meeting: _MeetingPlan, x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor | None
+) -> torch.Tensor:
+    """A planned call of the cooperative or pipelined kernel (the checked path where ``out`` or the pointers do not
+    fit the plan: it raises with the reason, or copes)."""
+    if out is None:
+        y = torch.empty_like(x) if meeting.contiguous else torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    elif out.shape == x.shape and out.dtype == x.dtype and out.get_device() == x.get_device() and out.is_contiguous():
+        y = out
+    else:
+        return _rmsnorm_tuned_checked(x, weight, eps, out, None)
+    xp, wp, yp = x.data_ptr(), weight.data_ptr(), y.data_ptr()
+    if (xp | wp | yp) & 15:  # the plan's kernel was compiled for 16-byte aligned pointers
+        return _rmsnorm_tuned_checked(x, weight, eps, out, None)
+    launch = meeting.launch
+    if launch.entry is not None and not launch_hooks_installed():
+        launch.fast(xp, wp, yp)
+    else:
+        launch(x, weight, y)
     return y
 
 

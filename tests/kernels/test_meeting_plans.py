@@ -1,0 +1,251 @@
+"""Launch plans of the wide-row meeting kernels (``split_rows.MeetingLaunch``; rmsnorm's ``triton_tuned`` and the ops
+API's ``rms_norm`` and ``fused_add_rms_norm``): on the CPU, that a plan passes the kernel the arguments the checked
+launch passes and counts the tickets it draws as the checked launch does; on a GPU, planned calls of both families
+and both kernels, interleaved with checked launches on one stream and another and captured in a CUDA graph, each
+against the float64 oracle."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+import torch
+
+from kprof.kernels import discover, ops
+from kprof.kernels.add_rmsnorm import cooperative as add_cooperative
+from kprof.kernels.add_rmsnorm import op_plan as add_op_plan
+from kprof.kernels.add_rmsnorm import tuned as add_tuned
+from kprof.kernels.lib import launching, split_rows
+from kprof.kernels.lib.plans import sig
+from kprof.kernels.rmsnorm import cooperative as rms_cooperative
+from kprof.kernels.rmsnorm import tuned as rms_tuned
+
+RMS, ADD = discover()["rmsnorm"], discover()["add_rmsnorm"]
+
+# (rows, columns, row stride of x, dtype): odd widths, a chunk count that is not a power of two, strided rows
+LAYOUTS = [(5, 70001, 70001, torch.bfloat16), (3, 65536, 65544, torch.float16), (2, 131072, 131072, torch.float32)]
+
+
+def _checked_args(family: str, kernel: str, x: torch.Tensor, chunk: int, splits: int, programs: int) -> tuple:
+    """(kernel, positional arguments after ``ticket_base`` with the constexprs in signature order, programs, tickets,
+    chunks a row) of the checked launch (``_pipelined_call`` / ``_cooperative_call``) over ``x``'s rows, y and h
+    contiguous."""
+    module = rms_cooperative if family == "rmsnorm" else add_cooperative
+    n_rows, n = x.shape
+    y, w = torch.empty((n_rows, n), dtype=x.dtype), torch.empty(n, dtype=x.dtype)
+    ws, sync = torch.empty(1, dtype=torch.float32), torch.empty(1, dtype=torch.int32)
+    tensors = (x, w, y) if family == "rmsnorm" else (x, x, w, y, y)
+    if kernel == "pipelined":
+        meta = split_rows.pipelined_meta(n, chunk)
+        grid, n_tickets = split_rows.pipelined_programs(n_rows, meta["SPLITS"], programs)
+        jit, args, options = module._pipelined_call(*tensors, ws, sync, 0, 1e-5, n_tickets, meta, 8)
+        tickets = n_tickets + grid
+    else:
+        meta = split_rows.cooperative_meta(n, splits)
+        jit, args, options = module._cooperative_call(*tensors, ws, sync, 0, 1e-5, meta, 8)
+        grid = tickets = n_rows * splits
+    after = args[len(tensors) + 3 :]
+    names = jit.arg_names[len(tensors) + 3 + len(after) :]
+    return jit, after + tuple(options[name] for name in names), grid, tickets, meta["SPLITS"]
+
+
+@pytest.mark.parametrize("family", ["rmsnorm", "add_rmsnorm"])
+@pytest.mark.parametrize("kernel", ["pipelined", "cooperative"])
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda t: f"{t[0]}x{t[1]}s{t[2]}-{str(t[3])[6:]}")
+def test_a_plan_passes_the_checked_launchs_arguments_and_counts_its_tickets(family, kernel, layout):
+    """The plan's kernel, arguments after the leading buffers (strides, sizes, eps, constexprs in signature order),
+    programs and tickets drawn a call are the checked launch's, for programs fewer and more than the tickets."""
+    n_rows, n, stride, dtype = layout
+    x = torch.empty((n_rows, stride), dtype=dtype)[:, :n]
+    w = torch.empty(n, dtype=dtype)
+    template = torch.empty(0)
+    for programs in (7, 10_000):
+        chunk, splits = 8192, -(-n // 16384)
+        if family == "rmsnorm":
+            plan = rms_cooperative.meeting_plan(
+                kernel, n_rows, n, stride, 1e-5, chunk, splits, programs, 8, (sig(x), sig(w)), template
+            )
+        else:
+            plan = add_cooperative.meeting_plan(
+                kernel, n_rows, n, stride, stride, 1e-5, chunk, splits, programs, 8, (sig(x), sig(x), sig(w)), template
+            )
+        jit, tail, grid, tickets, chunks = _checked_args(family, kernel, x, chunk, splits, programs)
+        assert plan.launch.launcher.jit_fn is jit
+        assert plan.launch.tail == tail
+        assert plan.launch.grid == (grid, 1, 1) and plan.tickets == tickets
+        assert plan.ws_shape == (n_rows, chunks) and plan.counters == 1 + n_rows
+        assert plan.launch.options == {"num_warps": 8}
+
+
+class _Recording:
+    """Stands in for a plan's compiled launch: records the arguments of each call, or raises ``error``."""
+
+    entry = ("compiled",)
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.calls: list[tuple] = []
+        self.error = error
+
+    def _record(self, *args: Any) -> None:
+        self.calls.append(args)
+        if self.error is not None:
+            raise self.error
+
+    __call__ = fast = _record
+
+
+@pytest.mark.parametrize("how", ["call", "fast"])
+def test_a_planned_launch_takes_the_streams_counters_and_counts_what_it_draws(monkeypatch, how):
+    """Each call gets a fresh float32 workspace of rows x chunks, the stream's meeting counters and the ticket
+    counter's value the host has counted so far, and moves that count on by the launch's tickets; a launch that
+    raises (an interrupt included) leaves its counters behind, and the next call starts on fresh ones at 0."""
+    monkeypatch.setattr(launching, "_MEETINGS", {})
+    template = torch.empty(0)
+    recording = _Recording()
+    plan = split_rows.MeetingLaunch(recording, (3, 9), 40, template)
+    leading = (torch.empty(2), torch.empty(2), torch.empty(2)) if how == "call" else (11, 22, 33)
+    go = plan if how == "call" else plan.fast
+    for i in range(3):
+        go(*leading)
+        args = recording.calls[-1]
+        assert args[:3] == leading
+        ws, sync, base = args[3:]
+        if how == "call":
+            assert ws.shape == (3, 9) and ws.dtype == torch.float32
+            counters = sync
+        else:
+            counters, _ = launching.meeting_counters(template, 4)
+            assert sync == counters.data_ptr()
+        assert base == 40 * i
+    assert launching.meeting_counters(template, 4)[1] == 120
+    for error in (RuntimeError("out of resources"), KeyboardInterrupt()):
+        plan.launch = _Recording(error)
+        with pytest.raises(type(error)):
+            go(*leading)
+        fresh, base = launching.meeting_counters(template, 4)
+        assert fresh is not counters and base == 0
+        counters = fresh
+
+
+def test_the_cpu_dispatch_plans_no_meeting():
+    """The interpreter cannot run the meeting kernels (one program after another): a CPU call never plans one."""
+    x, w = torch.randn(4, 70001, dtype=torch.float32), torch.randn(70001, dtype=torch.float32)
+    cfg = rms_tuned.config_for(70001, 4, 4, -1)
+    assert cfg.kernel not in ("cooperative", "pipelined")
+    assert rms_tuned._make_meeting(cfg, x, w, 1e-5) is None
+
+
+# ------------------------------------------------------------------------------------------------------------ GPU
+def _dispatch(family: str, n_rows: int, n: int, dtype: torch.dtype) -> str:
+    es = torch.empty((), dtype=dtype).element_size()
+    if family == "rmsnorm":
+        return rms_tuned.config_for(n, es, n_rows, 0).kernel
+    sms, fast = launching.sm_count_at(0), launching.fast_memory_at(0)
+    return add_tuned.choose_config(n, es, n_rows, sms, True, dtype == torch.float16, fast).kernel
+
+
+# (rows, columns, dtype): candidates of which each family's dispatch takes the pipelined kernel at some and the
+# cooperative one at others on an H100 and an H200
+SHAPES = [
+    (512, 65536, torch.bfloat16),
+    (513, 70001, torch.float16),
+    (257, 65536, torch.float32),
+    (130, 131072, torch.bfloat16),
+]
+
+
+def _close(out: torch.Tensor, ref: torch.Tensor, dtype: str, what: str) -> None:
+    assert not out.isnan().any(), what
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    assert err < RMS.tolerances[dtype], f"{what}: rel err {err:.2e}"
+
+
+def _name(dtype: torch.dtype) -> str:
+    return {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[dtype]
+
+
+def _planned(family: str) -> list[Any]:
+    if family == "rmsnorm":
+        return [p.launch for p in rms_tuned._meetings.plans.values()]
+    return [p[0] for p in add_op_plan.PLANS.plans.values() if p and isinstance(p[0], split_rows.MeetingLaunch)]
+
+
+def _checked(family: str, x: torch.Tensor, r: torch.Tensor, w: torch.Tensor) -> Any:
+    """The family's checked launch (through the JIT, no plan) of the same call."""
+    if family == "rmsnorm":
+        x2d = x.reshape(-1, x.shape[-1])
+        y = torch.empty_like(x2d)
+        cfg = rms_tuned.config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], 0)
+        rms_tuned.launch_with_config(cfg, x2d, w, y, 1e-6)
+        return y.view(x.shape)
+    return add_tuned.add_rmsnorm_checked(x, r, w, 1e-6)
+
+
+def _op(family: str, x: torch.Tensor, r: torch.Tensor, w: torch.Tensor) -> Any:
+    return ops.rms_norm(x, w, 1e-6) if family == "rmsnorm" else ops.fused_add_rms_norm(x, r, w, 1e-6)
+
+
+def _check(family: str, out: Any, x: torch.Tensor, r: torch.Tensor, w: torch.Tensor, what: str) -> None:
+    dtype = _name(x.dtype)
+    if family == "rmsnorm":
+        _close(out, RMS.oracle(x=x, weight=w, eps=1e-6), dtype, what)
+        return
+    ref_y, ref_h = ADD.oracle(x=x, residual=r, weight=w, eps=1e-6)
+    _close(out[0], ref_y, dtype, f"{what} y")
+    _close(out[1], ref_h, dtype, f"{what} h")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("family", ["rmsnorm", "add_rmsnorm"])
+def test_planned_meetings_between_checked_ones_on_two_streams(family):
+    """The op called again and again at shapes where the dispatch takes the pipelined and the cooperative kernel
+    (rows as one strided view of a wider x too), the family's checked launch between planned calls on the same
+    stream's counters, once round on a second stream: every output against the oracle, and the plans were used
+    (their compiled entries set, a plan for every shape)."""
+    kernels = [_dispatch(family, n_rows, n, dtype) for n_rows, n, dtype in SHAPES]
+    assert {"pipelined", "cooperative"} <= set(kernels), f"{family} dispatch: {kernels}"
+    seed = 0
+    for stream in (None, torch.cuda.Stream(), None):
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+            for n_rows, n, dtype in SHAPES:
+                for strided in (False, True):
+                    seed += 1
+                    inp = ADD.make_inputs((n_rows, n + 8 if strided else n), _name(dtype), "cuda", seed=seed)
+                    x, r, w = inp["x"][:, :n], inp["residual"][:, :n], inp["weight"][:n].contiguous()
+                    what = f"{family} {n_rows}x{n}{' strided' if strided else ''} {dtype}"
+                    for call in range(3):
+                        _check(family, _op(family, x, r, w), x, r, w, f"{what} planned call {call}")
+                        _check(family, _checked(family, x, r, w), x, r, w, f"{what} checked after call {call}")
+    torch.cuda.synchronize()
+    planned = _planned(family)
+    meetings = sum(k in ("pipelined", "cooperative") for k in kernels)
+    assert len(planned) >= 2 * meetings and all(p.entry is not None for p in planned)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("family", ["rmsnorm", "add_rmsnorm"])
+def test_a_cuda_graph_captures_a_planned_meeting(family):
+    """A planned call captured in a CUDA graph gets zeroed counters of its own, zeroed again on every replay; the
+    stream's counters go on counting right after: three replays with new inputs, then planned calls, against the
+    oracle."""
+    n_rows, n, dtype = 513, 65536 + 7, torch.bfloat16
+    assert _dispatch(family, n_rows, n, dtype) in ("pipelined", "cooperative")
+    inp = ADD.make_inputs((n_rows, n), "bf16", "cuda", seed=3)
+    x, r, w = inp["x"].clone(), inp["residual"].clone(), inp["weight"]
+    before = set(map(id, _planned(family)))
+    for _ in range(2):  # compiled, and planned, before the capture
+        _op(family, x, r, w)
+    torch.cuda.synchronize()
+    assert any(id(p) not in before and p.entry is not None for p in _planned(family))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = _op(family, x, r, w)
+    for seed in range(3):
+        new = ADD.make_inputs((n_rows, n), "bf16", "cuda", seed=10 + seed)
+        x.copy_(new["x"])
+        r.copy_(new["residual"])
+        graph.replay()
+        torch.cuda.synchronize()
+        _check(family, out, x, r, w, f"replay {seed}")
+        _check(family, _op(family, x, r, w), x, r, w, f"planned call after replay {seed}")
