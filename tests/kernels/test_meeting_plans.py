@@ -182,6 +182,14 @@ def _checked(family: str, x: torch.Tensor, r: torch.Tensor, w: torch.Tensor) -> 
     return add_tuned.add_rmsnorm_checked(x, r, w, 1e-6)
 
 
+@pytest.fixture
+def triton_ops():
+    """The ops API on its Triton path (off unless ``KPROF_USE_TRITON=1`` at import), as before the test after it."""
+    previous = ops.use_triton(True)
+    yield
+    ops.use_triton(previous)
+
+
 def _op(family: str, x: torch.Tensor, r: torch.Tensor, w: torch.Tensor) -> Any:
     return ops.rms_norm(x, w, 1e-6) if family == "rmsnorm" else ops.fused_add_rms_norm(x, r, w, 1e-6)
 
@@ -198,7 +206,7 @@ def _check(family: str, out: Any, x: torch.Tensor, r: torch.Tensor, w: torch.Ten
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("family", ["rmsnorm", "add_rmsnorm"])
-def test_planned_meetings_between_checked_ones_on_two_streams(family):
+def test_planned_meetings_between_checked_ones_on_two_streams(family, triton_ops):
     """The op called again and again at shapes where the dispatch takes the pipelined and the cooperative kernel
     (rows as one strided view of a wider x too), the family's checked launch between planned calls on the same
     stream's counters, once round on a second stream: every output against the oracle, and the plans were used
@@ -225,7 +233,7 @@ def test_planned_meetings_between_checked_ones_on_two_streams(family):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("family", ["rmsnorm", "add_rmsnorm"])
-def test_a_cuda_graph_captures_a_planned_meeting(family):
+def test_a_cuda_graph_captures_a_planned_meeting(family, triton_ops):
     """A planned call captured in a CUDA graph gets zeroed counters of its own, zeroed again on every replay; the
     stream's counters go on counting right after: three replays with new inputs, then planned calls, against the
     oracle."""
