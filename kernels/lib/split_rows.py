@@ -286,8 +286,10 @@ class MeetingLaunch:
     tensors (x, weight, y; add_rmsnorm's x, residual, weight, y, h), or (``fast``) their raw addresses.
 
     What it saves: the checked launch binds a dozen arguments and constexprs through the JIT on every call
-    (``launch_meeting``); ``kprof grid`` measured 95-214 us of host time a call there on an H200, more than the
-    kernel's GPU time at 64-512 rows (rmsnorm 512x65536 bf16: 105.6 against 38.7 us)."""
+    (``launch_meeting``). On an H200, bf16, the two measured interleaved
+    (benchmarks/results/grid/meeting-plans-3d38a5c/): rmsnorm's triton_tuned at 256-2048 rows of 65536-131072 took
+    92.0-93.7 us of host time a call through the checked launch, 18.6-19.5 from its plan (GPU time 38.4-148.2 us,
+    unchanged); add_rmsnorm's at 64-2048 rows 144.2-155.8 against 36.5-44.4."""
 
     __slots__ = ("launch", "ws_shape", "ws_strides", "counters", "tickets", "template")
 
