@@ -31,7 +31,6 @@ from kprof.kernels.lib.split_rows import (
     pipelined_finish,
     pipelined_launch_args,
     pipelined_meta,
-    pipelined_programs,
     take_ticket,
 )
 from kprof.launch import CompiledLauncher
@@ -183,14 +182,8 @@ def meeting_plan(
     :func:`launch_pipelined` or :func:`launch_cooperative` launches, x's and the residual's rows ``x_row_stride``
     and ``r_row_stride`` apart, y and h contiguous; ``sigs``: ``plans.sig`` of x, the residual and the weight."""
     named = {"x_row_stride": x_row_stride, "r_row_stride": r_row_stride, "N": n, "eps": float(eps)}
-    if kernel == "pipelined":
-        named.update(pipelined_meta(n, chunk))
-        grid, named["n_tickets"] = pipelined_programs(n_rows, named["SPLITS"], programs)
-        tickets = named["n_tickets"] + grid
-        return meeting_launch(_pipelined_launcher, named, n_rows, grid, tickets, num_warps, sigs, template)
-    named.update(cooperative_meta(n, splits))
-    programs = n_rows * splits
-    return meeting_launch(_cooperative_launcher, named, n_rows, programs, programs, num_warps, sigs, template)
+    launchers = (_pipelined_launcher, _cooperative_launcher)
+    return meeting_launch(kernel, launchers, named, n_rows, chunk, splits, programs, num_warps, sigs, template)
 
 
 def _pipelined_call(

@@ -327,23 +327,36 @@ class MeetingLaunch:
 
 
 def meeting_launch(
-    launcher: CompiledLauncher,
+    kernel: str,
+    launchers: tuple[CompiledLauncher, CompiledLauncher],
     named: dict[str, Any],
     n_rows: int,
+    chunk: int,
+    splits: int,
     programs: int,
-    tickets: int,
     num_warps: int,
     sigs: tuple,
     template: torch.Tensor,
 ) -> MeetingLaunch:
-    """The :class:`MeetingLaunch` of ``launcher``'s kernel over ``n_rows`` rows, ``programs`` programs drawing
-    ``tickets`` tickets:
-    ``named`` gives every argument after ``ticket_base`` (sizes, strides, eps, constexprs) by name, ``sigs`` what
-    the plan's signature says of the leading tensors (``plans.sig``: dtypes, devices, 16-byte alignment), and
-    ``template`` is an empty float32 tensor on their device (the workspace is allocated like it). The compiled
-    kernel is keyed without ``ticket_base``, which the kernels do not specialise on (an int32 always)."""
-    names = launcher.jit_fn.arg_names
-    first = names.index("ticket_base") + 1
+    """The :class:`MeetingLaunch` of a family's pipelined kernel (``kernel`` "pipelined": chunks of ``chunk``, at
+    most ``programs`` programs) or cooperative one ("cooperative": ``splits`` programs a row), ``launchers`` (the
+    two, in that order), over ``n_rows`` rows. ``named`` gives the family's arguments after ``ticket_base`` by name
+    but the tickets and the meta-parameters this adds (strides, ``N``, eps; one kernel's own constexprs, which the
+    other does not take, are left out of its launch); ``sigs`` is what the plan's signature says of the leading
+    tensors (``plans.sig``: dtypes, devices, 16-byte alignment), ``template`` an empty float32 tensor on their GPU
+    (the workspace is allocated like it). The compiled kernel is keyed without ``ticket_base``, which the kernels do
+    not specialise on (an int32 always)."""
+    named = dict(named)
+    if kernel == "pipelined":
+        launcher = launchers[0]
+        named.update(pipelined_meta(named["N"], chunk))
+        programs, named["n_tickets"] = pipelined_programs(n_rows, named["SPLITS"], programs)
+        tickets = named["n_tickets"] + programs  # each program draws one past the last, which ends it
+    else:
+        launcher = launchers[1]
+        named.update(cooperative_meta(named["N"], splits))
+        programs = tickets = n_rows * splits
+    first = launcher.jit_fn.arg_names.index("ticket_base") + 1
     tail = constexpr_tail(launcher.jit_fn, first, named)
     launch = Launch(launcher, ("meeting", tail, num_warps, *sigs), (programs,), tail, {"num_warps": num_warps})
     return MeetingLaunch(launch, (n_rows, named["SPLITS"]), tickets, template)

@@ -49,7 +49,6 @@ from kprof.kernels.lib.split_rows import (
     pipelined_finish,
     pipelined_launch_args,
     pipelined_meta,
-    pipelined_programs,
     take_ticket,
 )
 from kprof.launch import CompiledLauncher
@@ -178,17 +177,11 @@ def meeting_plan(
 ) -> MeetingLaunch:  # fmt: skip
     """The launch plan of what :func:`launch_pipelined` ("pipelined": chunks of ``chunk``, at most ``programs``
     programs) or :func:`launch_cooperative` ("cooperative": ``splits`` programs a row) launches over ``n_rows`` rows
-    of ``n`` elements, x's rows ``x_row_stride`` apart, into contiguous rows; ``sigs``: ``plans.sig`` of x, the
-    weight and y, ``template`` an empty float32 tensor on their GPU."""
-    named = {"x_row_stride": x_row_stride, "y_row_stride": n, "N": n, "eps": float(eps)}
-    if kernel == "pipelined":
-        named.update(pipelined_meta(n, chunk), CVT_ASM=not interpreting())
-        grid, named["n_tickets"] = pipelined_programs(n_rows, named["SPLITS"], programs)
-        tickets = named["n_tickets"] + grid
-        return meeting_launch(_pipelined_launcher, named, n_rows, grid, tickets, num_warps, sigs, template)
-    named.update(cooperative_meta(n, splits))
-    programs = n_rows * splits
-    return meeting_launch(_cooperative_launcher, named, n_rows, programs, programs, num_warps, sigs, template)
+    of ``n`` elements, x's rows ``x_row_stride`` apart, into contiguous rows; ``sigs``: ``plans.sig`` of x and the
+    weight (y is new: aligned, contiguous, x's dtype), ``template`` an empty float32 tensor on their GPU."""
+    named = {"x_row_stride": x_row_stride, "y_row_stride": n, "N": n, "eps": float(eps), "CVT_ASM": not interpreting()}
+    launchers = (_pipelined_launcher, _cooperative_launcher)
+    return meeting_launch(kernel, launchers, named, n_rows, chunk, splits, programs, num_warps, sigs, template)
 
 
 def _pipelined_call(
