@@ -16,7 +16,7 @@ from kprof.kernels import discover, ops
 from kprof.kernels.add_rmsnorm import cooperative as add_cooperative
 from kprof.kernels.add_rmsnorm import op_plan as add_op_plan
 from kprof.kernels.add_rmsnorm import tuned as add_tuned
-from kprof.kernels.lib import launching, split_rows
+from kprof.kernels.lib import launching, plans, split_rows
 from kprof.kernels.lib.plans import sig
 from kprof.kernels.rmsnorm import cooperative as rms_cooperative
 from kprof.kernels.rmsnorm import tuned as rms_tuned
@@ -134,6 +134,85 @@ def test_the_cpu_dispatch_plans_no_meeting():
     cfg = rms_tuned.config_for(70001, 4, 4, -1)
     assert cfg.kernel not in ("cooperative", "pipelined")
     assert rms_tuned._make_meeting(cfg, x, w, 1e-5) is None
+
+
+class _Launches:
+    """Stands in for ``MeetingLaunch``'s two ways to launch: records (how, plan, arguments) of each call."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple] = []
+        monkeypatch.setattr(split_rows.MeetingLaunch, "__call__", lambda plan, *a: self.calls.append(("jit", plan, a)))
+        monkeypatch.setattr(split_rows.MeetingLaunch, "fast", lambda plan, *a: self.calls.append(("fast", plan, a)))
+
+
+@pytest.fixture
+def pipelined_everywhere(monkeypatch: pytest.MonkeyPatch):
+    """Both families' dispatch answers the pipelined kernel, as a GPU's does at many wide rows (the CPU's never:
+    these tests check the wrappers' use of the plan, with the launch recorded instead of run). The plans made are
+    forgotten after the test: a CPU call that found one would launch a meeting kernel in the interpreter."""
+    monkeypatch.setattr(rms_tuned, "config_for", lambda *a: rms_tuned.Config("pipelined", 8192, 1, 8, splits=9,
+                                                                              programs_per_sm=4))  # fmt: skip
+    add = add_tuned.Config("pipelined", 8192, 1, 8, splits=9, programs_per_sm=2)
+    monkeypatch.setattr(add_tuned, "choose_config", lambda *a, **k: add)
+    plans.reset()
+    yield
+    plans.reset()
+
+
+needs_the_interpreter = pytest.mark.skipif(
+    torch.cuda.is_available(), reason="CPU tensors take the Triton path under the interpreter only"
+)
+
+
+@needs_the_interpreter
+def test_rmsnorm_plans_a_meeting_once_and_launches_it_from_the_plan(monkeypatch, pipelined_everywhere):
+    """rmsnorm_tuned's first call of a signature makes the plan and launches through it (the JIT's launch); once the
+    plan's kernel is compiled, calls pass it raw addresses; an ``out`` the plan cannot take and unaligned pointers
+    take the checked path, which raises or launches as before."""
+    launches = _Launches(monkeypatch)
+    checked: list[tuple] = []
+    monkeypatch.setattr(rms_tuned, "launch_with_config", lambda cfg, x2d, *a: checked.append((cfg.kernel, x2d)))
+    x, w = torch.randn(5, 70001, dtype=torch.bfloat16), torch.randn(70001, dtype=torch.bfloat16)
+    y = rms_tuned.rmsnorm_tuned(x, w, 1e-6)
+    how, plan, args = launches.calls[-1]
+    assert how == "jit" and args[0] is x and args[1] is w and args[2] is y and y.shape == x.shape
+    assert len(rms_tuned._meetings.plans) == 1 and not checked
+    plan.launch.entry = ("compiled",)  # as after the JIT's first launch
+    y = rms_tuned.rmsnorm_tuned(x, w, 1e-6)
+    assert launches.calls[-1] == ("fast", plan, (x.data_ptr(), w.data_ptr(), y.data_ptr()))
+    out = torch.empty(5, 70001, dtype=torch.bfloat16)
+    assert rms_tuned.rmsnorm_tuned(x, w, 1e-6, out=out) is out and launches.calls[-1][2][2] == out.data_ptr()
+    with pytest.raises(ValueError, match="out"):
+        rms_tuned.rmsnorm_tuned(x, w, 1e-6, out=torch.empty(70001, 5, dtype=torch.bfloat16).t())
+    unaligned = torch.randn(5 * 70001 + 1, dtype=torch.bfloat16)[1:].view(5, 70001)
+    rms_tuned.rmsnorm_tuned(unaligned, w, 1e-6)
+    assert checked[-1][0] == "pipelined" and checked[-1][1].data_ptr() == unaligned.data_ptr()
+    assert len(launches.calls) == 3 and len(rms_tuned._meetings.plans) == 1
+    rms_tuned.rmsnorm_tuned(x, w, 1e-5)  # another eps: a plan of its own
+    assert len(rms_tuned._meetings.plans) == 2 and launches.calls[-1][0] == "jit"
+
+
+@needs_the_interpreter
+def test_fused_add_rms_norm_plans_a_meeting_once_and_launches_it_from_the_plan(monkeypatch, pipelined_everywhere):
+    """The op's first call of a signature makes the plan and launches through it; once compiled, calls pass raw
+    addresses of x, the residual, the weight and the two new outputs; strided rows get a plan of their own."""
+    launches = _Launches(monkeypatch)
+    previous = ops.use_triton(True)
+    try:
+        x, r = torch.randn(3, 65536, dtype=torch.float16), torch.randn(3, 65536, dtype=torch.float16)
+        w = torch.randn(65536, dtype=torch.float16)
+        y, h = ops.fused_add_rms_norm(x, r, w, 1e-6)
+        how, plan, args = launches.calls[-1]
+        assert how == "jit" and args[:3] == (x, r, w) and args[3] is y and args[4] is h
+        plan.launch.entry = ("compiled",)
+        y, h = ops.fused_add_rms_norm(x, r, w, 1e-6)
+        assert launches.calls[-1] == ("fast", plan, tuple(t.data_ptr() for t in (x, r, w, y, h)))
+        wide = torch.randn(3, 65544, dtype=torch.float16)[:, :65536]
+        ops.fused_add_rms_norm(wide, r, w, 1e-6)
+        other = launches.calls[-1][1]
+        assert other is not plan and other.launch.tail[0] == 65544 and plan.launch.tail[0] == 65536
+    finally:
+        ops.use_triton(previous)
 
 
 # ------------------------------------------------------------------------------------------------------------ GPU
