@@ -1,8 +1,9 @@
 """Launch plans of the wide-row meeting kernels (``split_rows.MeetingLaunch``; rmsnorm's ``triton_tuned`` and the ops
 API's ``rms_norm`` and ``fused_add_rms_norm``): on the CPU, that a plan passes the kernel the arguments the checked
-launch passes and counts the tickets it draws as the checked launch does; on a GPU, planned calls of both families
-and both kernels, interleaved with checked launches on one stream and another and captured in a CUDA graph, each
-against the float64 oracle."""
+launch passes and counts the tickets it draws as the checked launch does, and that the wrappers make a plan once and
+launch from it (the launch recorded, not run: the interpreter cannot run a meeting); on a GPU, planned calls of both
+families and both kernels, interleaved with checked launches on one stream and another and captured in a CUDA graph,
+each against the float64 oracle."""
 
 from __future__ import annotations
 
