@@ -18,6 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.lib.launching import MEETING_LOCK
 from kprof.kernels.lib.split_rows import (
     MeetingLaunch,
     cooperative_arrive,
@@ -148,9 +149,12 @@ def launch_pipelined(
     """y, h = add_rmsnorm(x, residual) over rows in chunks of ``chunk`` elements (a power of two), ``programs``
     programs taking chunks in turn (at most one per chunk); y and h contiguous. Returns the compiled kernel
     (its registers and spills). GPU only, as :func:`launch_cooperative`."""
-    (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x2d, chunk, programs, "add_rmsnorm")
-    kernel, args, options = _pipelined_call(x2d, r2d, weight, y2d, h2d, ws, sync, base, eps, n_tickets, meta, num_warps)
-    return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
+    with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
+        (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x2d, chunk, programs, "add_rmsnorm")
+        kernel, args, options = _pipelined_call(
+            x2d, r2d, weight, y2d, h2d, ws, sync, base, eps, n_tickets, meta, num_warps
+        )
+        return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
 
 
 def launch_cooperative(
@@ -165,9 +169,10 @@ def launch_cooperative(
 ) -> None:
     """y, h = add_rmsnorm(x, residual) over rows, ``splits`` cooperating programs per row (one launch; its
     counters are kept between calls, see ``split_rows``). y and h contiguous. GPU only: see the module docstring."""
-    (ws, sync, base), meta = cooperative_launch_args(x2d, splits, "add_rmsnorm")
-    kernel, args, options = _cooperative_call(x2d, r2d, weight, y2d, h2d, ws, sync, base, eps, meta, num_warps)
-    launch_meeting(kernel, (x2d.shape[0] * splits,), args, options, sync, x2d.shape[0] * splits)
+    with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
+        (ws, sync, base), meta = cooperative_launch_args(x2d, splits, "add_rmsnorm")
+        kernel, args, options = _cooperative_call(x2d, r2d, weight, y2d, h2d, ws, sync, base, eps, meta, num_warps)
+        launch_meeting(kernel, (x2d.shape[0] * splits,), args, options, sync, x2d.shape[0] * splits)
 
 
 _pipelined_launcher = CompiledLauncher(_add_rmsnorm_pipelined_kernel)

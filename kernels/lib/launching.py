@@ -5,6 +5,7 @@ and the identity of weights for caches of derived weights."""
 from __future__ import annotations
 
 import ctypes
+import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -118,6 +119,11 @@ class _Meeting:
 
 
 _MEETINGS: dict[tuple[int, int], _Meeting] = {}
+
+MEETING_LOCK = threading.Lock()
+"""Held by a meeting launch from :func:`meeting_counters` until its tickets are counted (:func:`meeting_tickets_drawn`)
+or its counters dropped: two threads launching on one stream in between would start from the same ticket base, and
+the second launch's programs would draw tickets past its last (nothing computed, its output left unwritten)."""
 
 
 def hopper_or_later(t: torch.Tensor) -> bool:

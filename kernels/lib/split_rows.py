@@ -10,9 +10,11 @@ The meeting's counters (``launching.meeting_counters``: one ticket counter, then
 per device and stream and never zeroed by a launch of their own. The ticket counter is never put back to zero:
 the host counts the tickets each launch draws and passes the counter's value at the launch's start
 (``ticket_base``), from which the kernel counts its tickets; a launch that raises, which may or may not have drawn
-its tickets, leaves its counters behind (``launch_meeting``). A row's counter cannot be put back to zero by its
-last program either, since the row's other programs may still be reading it while they wait; instead every launch
-adds exactly ``GENERATION`` to it: each program counts 1, and the row's first part ``GENERATION - SPLITS`` more.
+its tickets, leaves its counters behind (``launch_meeting``). A launch holds ``launching.MEETING_LOCK`` from taking
+the base until its tickets are counted, so two threads launching on one stream never start from the same base.
+A row's counter cannot be put back to zero by its last program either, since the row's other programs may still be
+reading it while they wait; instead every launch adds exactly ``GENERATION`` to it: each program counts 1, and the
+row's first part ``GENERATION - SPLITS`` more.
 A row's counter is a multiple of ``GENERATION`` between launches, whatever their SPLITS, and its low bits reach
 zero exactly when the row's last program has arrived. Both are int32 and wrap around: the tickets as differences,
 the rows' low bits because ``GENERATION`` is a power of two. Code after the pipelined loop that put the ticket
@@ -29,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib.launching import meeting_counters, meeting_forget, meeting_tickets_drawn
+from kprof.kernels.lib.launching import MEETING_LOCK, meeting_counters, meeting_forget, meeting_tickets_drawn
 from kprof.kernels.lib.plans import Launch, constexpr_tail, contiguous_layout
 from kprof.launch import CompiledLauncher
 
@@ -305,25 +307,27 @@ class MeetingLaunch:
 
     def __call__(self, *tensors: torch.Tensor) -> None:
         ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)
-        sync, base = meeting_counters(self.template, self.counters)
-        try:
-            self.launch(*tensors, ws, sync, base)
-            meeting_tickets_drawn(sync, self.tickets)
-        except BaseException:
-            meeting_forget(sync)
-            raise
+        with MEETING_LOCK:
+            sync, base = meeting_counters(self.template, self.counters)
+            try:
+                self.launch(*tensors, ws, sync, base)
+                meeting_tickets_drawn(sync, self.tickets)
+            except BaseException:
+                meeting_forget(sync)
+                raise
 
     def fast(self, *pointers: int) -> None:
         """The compiled launch with the leading tensors as raw addresses: only once ``entry`` is set and no launch
         hook is installed."""
         ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)  # freed stream-ordered, after use
-        sync, base = meeting_counters(self.template, self.counters)
-        try:
-            self.launch.fast(*pointers, ws.data_ptr(), sync.data_ptr(), base)
-            meeting_tickets_drawn(sync, self.tickets)
-        except BaseException:
-            meeting_forget(sync)
-            raise
+        with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
+            sync, base = meeting_counters(self.template, self.counters)
+            try:
+                self.launch.fast(*pointers, ws.data_ptr(), sync.data_ptr(), base)
+                meeting_tickets_drawn(sync, self.tickets)
+            except BaseException:
+                meeting_forget(sync)
+                raise
 
 
 def meeting_launch(

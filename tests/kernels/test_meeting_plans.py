@@ -8,6 +8,8 @@ each against the float64 oracle."""
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -127,6 +129,33 @@ def test_a_planned_launch_takes_the_streams_counters_and_counts_what_it_draws(mo
         fresh, base = launching.meeting_counters(template, 4)
         assert fresh is not counters and base == 0
         counters = fresh
+
+
+@pytest.mark.parametrize("how", ["call", "fast"])
+def test_two_threads_on_one_stream_never_start_from_the_same_ticket_base(monkeypatch, how):
+    """A launch holds the stream's counters from taking the ticket base until its tickets are counted: threads that
+    launch at once on one stream start from bases a launch's tickets apart. Without the lock each of these launches,
+    which sleeps (as a launch may, the GIL released) before its tickets are counted, read base 0."""
+    monkeypatch.setattr(launching, "_MEETINGS", {})
+    bases: list[int] = []
+
+    class Slow:
+        entry = ("compiled",)
+
+        def _launch(self, *args: Any) -> None:
+            bases.append(args[-1])
+            time.sleep(0.02)
+
+        __call__ = fast = _launch
+
+    plan = split_rows.MeetingLaunch(Slow(), (3, 9), 40, torch.empty(0))
+    go = plan if how == "call" else plan.fast
+    threads = [threading.Thread(target=go, args=(1, 2, 3)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(bases) == [0, 40, 80, 120]
 
 
 def test_the_cpu_dispatch_plans_no_meeting():
@@ -337,3 +366,34 @@ def test_a_cuda_graph_captures_a_planned_meeting(family, triton_ops):
         torch.cuda.synchronize()
         _check(family, out, x, r, w, f"replay {seed}")
         _check(family, _op(family, x, r, w), x, r, w, f"planned call after replay {seed}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("family", ["rmsnorm", "add_rmsnorm"])
+def test_threads_launching_meetings_on_one_stream(family, triton_ops):
+    """Four threads call the op again and again on the default stream, planned and checked launches in turn (one
+    lock keeps each launch's ticket base its own): every output against the oracle."""
+    n_rows, n, dtype = 513, 65536 + 7, torch.bfloat16
+    assert _dispatch(family, n_rows, n, dtype) in ("pipelined", "cooperative")
+    inputs = [ADD.make_inputs((n_rows, n), "bf16", "cuda", seed=40 + i) for i in range(4)]
+    outputs: dict[tuple[int, int], Any] = {}
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        x, r, w = inputs[i]["x"], inputs[i]["residual"], inputs[i]["weight"]
+        try:
+            for call in range(6):
+                outputs[(i, call)] = (_op if call % 2 == 0 else _checked)(family, x, r, w)
+        except BaseException as exc:  # noqa: BLE001 - reported below, with the thread's index
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    assert not errors, errors
+    for (i, call), out in sorted(outputs.items()):
+        x, r, w = inputs[i]["x"], inputs[i]["residual"], inputs[i]["weight"]
+        _check(family, out, x, r, w, f"thread {i} call {call}")
