@@ -123,7 +123,8 @@ _MEETINGS: dict[tuple[int, int], _Meeting] = {}
 MEETING_LOCK = threading.Lock()
 """Held by a meeting launch from :func:`meeting_counters` until its tickets are counted (:func:`meeting_tickets_drawn`)
 or its counters dropped: two threads launching on one stream in between would start from the same ticket base, and
-the second launch's programs would draw tickets past its last (nothing computed, its output left unwritten)."""
+the second launch's programs would draw the tickets after the first's: the pipelined kernel's past its last (rows left
+unwritten), the cooperative kernel's rows past the end of its tensors (one ticket a program, no bound on the row)."""
 
 
 def hopper_or_later(t: torch.Tensor) -> bool:
