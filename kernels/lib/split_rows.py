@@ -306,24 +306,20 @@ class MeetingLaunch:
         return self.launch.entry
 
     def __call__(self, *tensors: torch.Tensor) -> None:
-        ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)
-        with MEETING_LOCK:
-            sync, base = meeting_counters(self.template, self.counters)
-            try:
-                self.launch(*tensors, ws, sync, base)
-                meeting_tickets_drawn(sync, self.tickets)
-            except BaseException:
-                meeting_forget(sync)
-                raise
+        self._meet(self.launch, tensors, raw=False)
 
     def fast(self, *pointers: int) -> None:
         """The compiled launch with the leading tensors as raw addresses: only once ``entry`` is set and no launch
         hook is installed."""
+        self._meet(self.launch.fast, pointers, raw=True)
+
+    def _meet(self, launch: Any, leading: tuple, raw: bool) -> None:
+        """``launch(*leading, workspace, counters, ticket base)``, the buffers as raw addresses where ``raw``."""
         ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)  # freed stream-ordered, after use
         with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
             sync, base = meeting_counters(self.template, self.counters)
             try:
-                self.launch.fast(*pointers, ws.data_ptr(), sync.data_ptr(), base)
+                launch(*leading, *((ws.data_ptr(), sync.data_ptr()) if raw else (ws, sync)), base)
                 meeting_tickets_drawn(sync, self.tickets)
             except BaseException:
                 meeting_forget(sync)
