@@ -157,8 +157,9 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
     ),
     (
         "kprof.kernels.lib.launching._MEETINGS",
-        "the wide-row kernels' meeting counters per (device index, stream) and the tickets drawn at them so far "
-        "(the next launch's ticket base); a CUDA graph's capture gets counters of its own",
+        "the wide-row kernels' meeting counters per (device index, stream), the tickets drawn at them so far "
+        "(the next launch's ticket base) and the workspace of partial sums kept with them; a CUDA graph's capture "
+        "gets counters and a workspace of its own",
     ),
     ("kernel modules' CompiledLauncher objects", "compiled kernels per specialisation key (kprof.launch)"),
     (

@@ -7,7 +7,8 @@
   ``kernels/add_rmsnorm/cooperative.py``): the tickets, the row's meeting and its buffers.
 
 The meeting's counters (``launching.meeting_counters``: one ticket counter, then one counter per row) are kept
-per device and stream and never zeroed by a launch of their own. The ticket counter is never put back to zero:
+per device and stream and never zeroed by a launch of their own; so is the workspace of the rows' partial sums
+(``launching.meeting_buffers``), which a launch writes before it reads. The ticket counter is never put back to zero:
 the host counts the tickets each launch draws and passes the counter's value at the launch's start
 (``ticket_base``), from which the kernel counts its tickets; a launch that raises, which may or may not have drawn
 its tickets, leaves its counters behind (``launch_meeting``). A launch holds ``launching.MEETING_LOCK`` from taking
@@ -31,8 +32,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib.launching import MEETING_LOCK, meeting_counters, meeting_forget, meeting_tickets_drawn
-from kprof.kernels.lib.plans import Launch, constexpr_tail, contiguous_layout
+from kprof.kernels.lib.launching import MEETING_LOCK, meeting_buffers, meeting_forget, meeting_tickets_drawn
+from kprof.kernels.lib.plans import Launch, constexpr_tail
 from kprof.launch import CompiledLauncher
 
 # What each launch adds to a row's arrival counter (see the module docstring); above any SPLITS the dispatch makes.
@@ -260,8 +261,7 @@ def cooperative_launch_args(x2d: torch.Tensor, splits: int, what: str) -> tuple[
         )
     if splits >= GENERATION.value:
         raise ValueError(f"{splits} programs a row: the meeting's counters allow fewer than {GENERATION.value}")
-    ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
-    sync, ticket_base = meeting_counters(x2d, 1 + n_rows)
+    sync, ticket_base, ws = meeting_buffers(x2d, 1 + n_rows, n_rows * splits)
     return (ws, sync, ticket_base), cooperative_meta(n, splits)
 
 
@@ -280,9 +280,9 @@ def launch_meeting(kernel: Any, grid: tuple[int], args: tuple, options: dict, sy
 
 # ---------------------------------------------------------------------------------- launch plans
 class MeetingLaunch:
-    """A meeting kernel's launch (cooperative or pipelined) fixed by a plan's call signature: per call a workspace
-    of partial sums, the meeting's counters of the current stream and the ticket counter's value now
-    (``launching.meeting_counters``), then the compiled launch through Triton's C launcher; the tickets it draws
+    """A meeting kernel's launch (cooperative or pipelined) fixed by a plan's call signature: per call the
+    current stream's meeting counters, the ticket counter's value now and the workspace of partial sums kept with them
+    (``launching.meeting_buffers``), then the compiled launch through Triton's C launcher; the tickets it draws
     are counted once it is launched, and a launch that raises leaves its counters behind, as
     :func:`launch_meeting` does. Called like a :class:`~kprof.kernels.lib.plans.Launch` with the kernel's leading
     tensors (x, weight, y; add_rmsnorm's x, residual, weight, y, h), or (``fast``) their raw addresses.
@@ -293,11 +293,11 @@ class MeetingLaunch:
     92.0-93.7 us of host time a call through the checked launch, 18.6-19.5 from its plan (GPU time 38.4-148.2 us,
     unchanged); add_rmsnorm's at 64-2048 rows 144.2-155.8 against 36.5-44.4."""
 
-    __slots__ = ("launch", "ws_shape", "ws_strides", "counters", "tickets", "template")
+    __slots__ = ("launch", "ws_shape", "partials", "counters", "tickets", "template")
 
     def __init__(self, launch: Launch, ws_shape: tuple[int, int], tickets: int, template: torch.Tensor) -> None:
-        self.launch, self.tickets, self.template = launch, tickets, template
-        self.ws_shape, self.ws_strides = contiguous_layout(ws_shape)
+        self.launch, self.tickets, self.template, self.ws_shape = launch, tickets, template, ws_shape
+        self.partials = ws_shape[0] * ws_shape[1]  # one a row and program (chunk)
         self.counters = 1 + ws_shape[0]  # the ticket counter, then one per row
 
     @property
@@ -315,9 +315,8 @@ class MeetingLaunch:
 
     def _meet(self, launch: Any, leading: tuple, raw: bool) -> None:
         """``launch(*leading, workspace, counters, ticket base)``, the buffers as raw addresses where ``raw``."""
-        ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)  # freed stream-ordered, after use
         with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
-            sync, base = meeting_counters(self.template, self.counters)
+            sync, base, ws = meeting_buffers(self.template, self.counters, self.partials)
             try:
                 launch(*leading, *((ws.data_ptr(), sync.data_ptr()) if raw else (ws, sync)), base)
                 meeting_tickets_drawn(sync, self.tickets)

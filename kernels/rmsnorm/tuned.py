@@ -503,7 +503,7 @@ def plan_for(
 ) -> _Plan | None:
     """The one-launch plan of ``n_rows`` rows of ``n`` elements (output rows contiguous, stride ``n``), or
     None for the split path (a workspace and a second launch: callers take the checked path) and the cooperative
-    and pipelined ones (a workspace and the meeting's counters per call: ``_make_meeting`` plans those)."""
+    and pipelined ones (the meeting's counters and workspace per call: ``_make_meeting`` plans those)."""
     element_size = torch.empty((), dtype=dtype).element_size()
     cfg = config_for(n, element_size, n_rows, device_index)
     if cfg.kernel in ("split", "cooperative", "pipelined"):
@@ -620,8 +620,8 @@ def _rmsnorm_tuned_checked(
 
 @dataclass(frozen=True)
 class _MeetingPlan:
-    """The plan of a call that takes the cooperative or pipelined kernel: its launch (a workspace and the meeting's
-    counters per call, ``split_rows.MeetingLaunch``), for x and weight 16-byte aligned."""
+    """The plan of a call that takes the cooperative or pipelined kernel: its launch (the meeting's counters and
+    workspace per call, ``split_rows.MeetingLaunch``), for x and weight 16-byte aligned."""
 
     launch: split_rows.MeetingLaunch
     contiguous: bool  # x is contiguous, so torch.empty_like(x) gives the output layout

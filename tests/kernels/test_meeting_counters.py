@@ -44,6 +44,27 @@ def test_the_host_counts_the_tickets_drawn_from_one_base_per_device_and_stream(m
     assert launching.ticket_counters(t, 10) is not bigger
 
 
+def test_the_workspace_of_partial_sums_is_kept_with_the_counters(monkeypatch):
+    """The partial sums' workspace comes with the counters of the same device and stream: the same float32 buffer call
+    after call while it is big enough, a bigger one (and the same counters, the same base) when a launch needs more,
+    and a fresh one with fresh counters once a failed launch dropped them."""
+    monkeypatch.setattr(launching, "_MEETINGS", {})
+    t = torch.empty(1)
+    counters, base, ws = launching.meeting_buffers(t, 10, 40)
+    assert (base, ws.dtype, ws.device) == (0, torch.float32, t.device) and ws.numel() >= 40 and ws.is_contiguous()
+    launching.meeting_tickets_drawn(counters, 6)
+    again = launching.meeting_buffers(t, 10, 40)
+    assert again[0] is counters and again[1] == 6 and again[2] is ws
+    assert launching.meeting_counters(t, 10) == (counters, 6)  # the counters alone: the same record
+    more = ws.numel() + 1
+    grown, base, bigger = launching.meeting_buffers(t, 10, more)
+    assert grown is counters and base == 6 and bigger is not ws and bigger.numel() >= more
+    assert launching.meeting_buffers(t, 10, 40)[2] is bigger  # not shrunk back
+    launching.meeting_forget(counters)
+    fresh, base, ws = launching.meeting_buffers(t, 10, 40)
+    assert fresh is not counters and base == 0 and ws is not bigger
+
+
 def test_a_launch_that_raises_leaves_its_counters_and_the_next_starts_fresh(monkeypatch):
     """A launch that raises may or may not have drawn its tickets, so the host's count of them cannot be trusted:
     its counters are dropped, and the next call on the stream gets fresh ones from base 0. A launch that returns is

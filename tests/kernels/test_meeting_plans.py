@@ -100,9 +100,10 @@ class _Recording:
 
 @pytest.mark.parametrize("how", ["call", "fast"])
 def test_a_planned_launch_takes_the_streams_counters_and_counts_what_it_draws(monkeypatch, how):
-    """Each call gets a fresh float32 workspace of rows x chunks, the stream's meeting counters and the ticket
-    counter's value the host has counted so far, and moves that count on by the launch's tickets; a launch that
-    raises (an interrupt included) leaves its counters behind, and the next call starts on fresh ones at 0."""
+    """Each call gets the stream's meeting counters, the ticket counter's value the host has counted so far and the
+    float32 workspace kept with them (at least rows x chunks), and moves that count on by the launch's tickets; a
+    launch that raises (an interrupt included) leaves its counters behind, and the next call starts on fresh ones at
+    0."""
     monkeypatch.setattr(launching, "_MEETINGS", {})
     template = torch.empty(0)
     recording = _Recording()
@@ -114,12 +115,12 @@ def test_a_planned_launch_takes_the_streams_counters_and_counts_what_it_draws(mo
         args = recording.calls[-1]
         assert args[:3] == leading
         ws, sync, base = args[3:]
+        counters, _, kept = launching.meeting_buffers(template, 4, 27)
+        assert kept.dtype == torch.float32 and kept.numel() >= 3 * 9
         if how == "call":
-            assert ws.shape == (3, 9) and ws.dtype == torch.float32
-            counters = sync
+            assert ws is kept and sync is counters
         else:
-            counters, _ = launching.meeting_counters(template, 4)
-            assert sync == counters.data_ptr()
+            assert (ws, sync) == (kept.data_ptr(), counters.data_ptr())
         assert base == 40 * i
     assert launching.meeting_counters(template, 4)[1] == 120
     for error in (RuntimeError("out of resources"), KeyboardInterrupt()):
