@@ -13,7 +13,7 @@ from kprof.kernels.add_rmsnorm import cooperative, split, tuned
 from kprof.kernels.add_rmsnorm.family import validate
 from kprof.kernels.lib import launching
 from kprof.kernels.lib.plans import Launch, Plans, contiguous_layout, row_stride, sig
-from kprof.kernels.lib.split_rows import MeetingLaunch
+from kprof.kernels.lib.split_rows import MeetingLaunch, SplitLaunch
 from kprof.launch import launch_hooks_installed
 
 PLANS = Plans()
@@ -61,7 +61,7 @@ def fused_add_rms_norm(
 
 def _add_plan(
     x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
-) -> tuple[Launch | AddSplitLaunch | MeetingLaunch, tuple[int, ...], tuple[int, ...]] | bool:
+) -> tuple[Launch | SplitLaunch | MeetingLaunch, tuple[int, ...], tuple[int, ...]] | bool:
     """The checked path's choice as (Launch, output shape, output strides), or False where a plan cannot
     describe the inputs."""
     validate(x, residual, weight)
@@ -112,40 +112,9 @@ def _add_plan(
     return (launch, *contiguous_layout(x.shape))
 
 
-class AddSplitLaunch:
-    """fused_add_rms_norm over few wide rows, each split over several programs: two launches (h and partial
-    sums of squares, then y from h) and a float32 workspace of partial sums per call. Called like a
-    :class:`Launch` with (x, residual, weight, y, h), as tensors or (``fast``) raw addresses."""
-
-    __slots__ = ("first", "second", "ws_shape", "ws_strides", "template")
-
-    def __init__(self, first: Launch, second: Launch, ws_shape: tuple[int, int], template: torch.Tensor) -> None:
-        self.first, self.second = first, second
-        self.ws_shape, self.ws_strides = contiguous_layout(ws_shape)
-        self.template = template  # an empty float32 tensor on x's device: workspaces are allocated like it
-
-    @property
-    def entry(self) -> Any:
-        """Set once both launches have compiled entries (until then, and under hooks, call the object)."""
-        return self.second.entry if self.first.entry is not None else None
-
-    def __call__(
-        self, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, h: torch.Tensor
-    ) -> None:
-        ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)
-        self.first(x, residual, h, ws)
-        self.second(h, weight, y, ws)
-
-    def fast(self, xp: int, rp: int, wp: int, yp: int, hp: int) -> None:
-        ws = self.template.new_empty_strided(self.ws_shape, self.ws_strides)  # freed stream-ordered, after use
-        wsp = ws.data_ptr()
-        self.first.fast(xp, rp, hp, wsp)
-        self.second.fast(hp, wp, yp, wsp)
-
-
 def _add_split_launch(
     cfg: Any, x: torch.Tensor, xs: int, rs: int, n_rows: int, n: int, eps: float, sigs: tuple
-) -> AddSplitLaunch:
+) -> SplitLaunch:
     """The split path's two launches (``kprof.kernels.add_rmsnorm.split``) as one plan entry."""
     chunk = split.chunk_of(n, cfg.splits)
     grid, options, meta = (n_rows, cfg.splits), {"num_warps": cfg.num_warps}, (cfg.block_n, cfg.splits)
@@ -153,4 +122,5 @@ def _add_split_launch(
     second_tail = (n, n, n, chunk, eps, *meta)  # h and y contiguous: row strides N
     first = Launch(split.sum_launcher, ("ops", cfg, first_tail, *sigs), grid, first_tail, options)
     second = Launch(split.apply_launcher, ("ops", cfg, second_tail, *sigs), grid, second_tail, options)
-    return AddSplitLaunch(first, second, (n_rows, cfg.splits), x.new_empty((0,), dtype=torch.float32))
+    takes = ((0, 1, 4), (4, 2, 3))  # of (x, residual, weight, y, h): x, residual, h; h, weight, y
+    return SplitLaunch(first, second, takes, n_rows * cfg.splits, x.new_empty((0,), dtype=torch.float32))

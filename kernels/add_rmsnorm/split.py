@@ -14,7 +14,8 @@ torch.compile; benchmarks/results/grid/catalog-bf16-rerace/):
    row's SPLITS partial sums (a few hundred bytes), then normalises its chunk of h, read back from L2.
 
 DRAM sees x and residual read once and h and y written once (the four row passes of the fused op) as long
-as h stays in L2 between the launches. The split count, chunk and loop step follow rmsnorm's rule
+as h stays in L2 between the launches. The workspace is the stream's kept one (``launching.partials_workspace``).
+The split count, chunk and loop step follow rmsnorm's rule
 (``kprof.kernels.lib.split_rows``, measured for rmsnorm on an H100).
 """
 
@@ -24,6 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kprof.kernels.lib.launching import MEETING_LOCK, partials_workspace
 from kprof.kernels.lib.split_rows import chunk_of, split_apply_kernel
 from kprof.launch import CompiledLauncher, spec_key
 
@@ -85,11 +87,14 @@ def launch_split(
     stride, any row stride) into contiguous ``y`` and ``h``, with ``splits`` programs per row (two launches)."""
     n_rows, n = x2d.shape
     chunk = chunk_of(n, splits)
-    ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
     grid = (n_rows, splits)
-    first = (x2d, r2d, h, ws, x2d.stride(0), r2d.stride(0), n, chunk)
-    sum_launcher((splits, block_n, num_warps, spec_key(first)), grid, first + (block_n, splits), num_warps=num_warps)
-    second = (h, weight, y, ws, n, n, n, chunk, float(eps))
-    apply_launcher(
-        (splits, block_n, num_warps, spec_key(second)), grid, second + (block_n, splits), num_warps=num_warps
-    )
+    with MEETING_LOCK:  # the stream's kept workspace, from the first launch to the second: see partials_workspace
+        ws = partials_workspace(x2d, n_rows * splits)
+        first = (x2d, r2d, h, ws, x2d.stride(0), r2d.stride(0), n, chunk)
+        sum_launcher(
+            (splits, block_n, num_warps, spec_key(first)), grid, first + (block_n, splits), num_warps=num_warps
+        )
+        second = (h, weight, y, ws, n, n, n, chunk, float(eps))
+        apply_launcher(
+            (splits, block_n, num_warps, spec_key(second)), grid, second + (block_n, splits), num_warps=num_warps
+        )

@@ -111,6 +111,17 @@ def meeting_buffers(t: torch.Tensor, count: int, partials: int) -> tuple[torch.T
     return have.counters, base, have.partials
 
 
+def partials_workspace(t: torch.Tensor, partials: int) -> torch.Tensor:
+    """A float32 workspace of at least ``partials`` elements on ``t``'s GPU for the current stream, for the partial
+    sums that the split path's first launch writes and its second reads: the one :func:`meeting_buffers` keeps. Hold
+    :data:`MEETING_LOCK` from taking it until both launches are made (another thread's first launch on the stream
+    between them would overwrite the partials the second reads). A CPU tensor gets a new one: the interpreter runs
+    launches on the calling thread, so threads share no stream order there."""
+    if t.get_device() < 0:
+        return torch.empty(partials, dtype=torch.float32)
+    return meeting_buffers(t, 1, partials)[2]
+
+
 def meeting_tickets_drawn(counters: torch.Tensor, tickets: int) -> None:
     """Count ``tickets`` more drawn at ``counters``' ticket counter (a launch that took them from
     :func:`meeting_counters`); nothing for a CUDA graph's own counters."""
@@ -143,7 +154,8 @@ MEETING_LOCK = threading.Lock()
 """Held by a meeting launch from :func:`meeting_counters` until its tickets are counted (:func:`meeting_tickets_drawn`)
 or its counters dropped: two threads launching on one stream in between would start from the same ticket base, and
 the second launch's programs would draw the tickets after the first's: the pipelined kernel's past its last (rows left
-unwritten), the cooperative kernel's rows past the end of its tensors (one ticket a program, no bound on the row)."""
+unwritten), the cooperative kernel's rows past the end of its tensors (one ticket a program, no bound on the row).
+Held too by the split path from taking its kept workspace (:func:`partials_workspace`) until its second launch."""
 
 
 def hopper_or_later(t: torch.Tensor) -> bool:

@@ -32,7 +32,13 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib.launching import MEETING_LOCK, meeting_buffers, meeting_forget, meeting_tickets_drawn
+from kprof.kernels.lib.launching import (
+    MEETING_LOCK,
+    meeting_buffers,
+    meeting_forget,
+    meeting_tickets_drawn,
+    partials_workspace,
+)
 from kprof.kernels.lib.plans import Launch, constexpr_tail
 from kprof.launch import CompiledLauncher
 
@@ -279,6 +285,51 @@ def launch_meeting(kernel: Any, grid: tuple[int], args: tuple, options: dict, sy
 
 
 # ---------------------------------------------------------------------------------- launch plans
+class SplitLaunch:
+    """The split path's two launches (few wide rows, ``splits`` programs a row) fixed by a plan's call signature: the
+    first writes each program's partial sum of squares into a float32 workspace, the second reads its row's and
+    writes the normalised chunks. The workspace is the stream's kept one (``launching.partials_workspace``; a CUDA
+    graph's capture gets its own), taken under ``launching.MEETING_LOCK`` until the second launch is made.
+
+    Called like a :class:`~kprof.kernels.lib.plans.Launch` with the family's leading tensors (rmsnorm: x, weight, y;
+    add_rmsnorm: x, residual, weight, y, h), or (``fast``) their raw addresses; ``first_takes`` and
+    ``second_takes`` are the positions among them of the tensors each launch takes before the workspace."""
+
+    __slots__ = ("first", "second", "first_takes", "second_takes", "partials", "template")
+
+    def __init__(
+        self,
+        first: Launch,
+        second: Launch,
+        takes: tuple[tuple[int, ...], tuple[int, ...]],
+        partials: int,
+        template: torch.Tensor,
+    ) -> None:
+        self.first, self.second, (self.first_takes, self.second_takes) = first, second, takes
+        self.partials = partials  # rows x splits
+        self.template = template  # an empty float32 tensor on the inputs' GPU
+
+    @property
+    def entry(self) -> Any:
+        """Set once both launches have compiled entries (until then, and under hooks, call the object)."""
+        return self.second.entry if self.first.entry is not None else None
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        self._both(self.first, self.second, tensors, raw=False)
+
+    def fast(self, *pointers: int) -> None:
+        """Both compiled launches with the leading tensors as raw addresses: only once ``entry`` is set and no
+        launch hook is installed."""
+        self._both(self.first.fast, self.second.fast, pointers, raw=True)
+
+    def _both(self, first: Any, second: Any, leading: tuple, raw: bool) -> None:
+        with MEETING_LOCK:  # another thread's first launch on this stream must not come between these two
+            ws = partials_workspace(self.template, self.partials)
+            w = ws.data_ptr() if raw else ws
+            first(*[leading[i] for i in self.first_takes], w)
+            second(*[leading[i] for i in self.second_takes], w)
+
+
 class MeetingLaunch:
     """A meeting kernel's launch (cooperative or pipelined) fixed by a plan's call signature: per call the
     current stream's meeting counters, the ticket counter's value now and the workspace of partial sums kept with them

@@ -9,8 +9,10 @@ One program per row (``looped``) leaves most of the GPU idle when there are few 
 2. ``kprof.kernels.lib.split_rows.split_apply_kernel``, same grid: each program adds its row's SPLITS
    partial sums (a few hundred bytes), then normalises its chunk, reading x again from L2.
 
-Two launches and one workspace allocation per call; the split count comes from
-``kprof.kernels.lib.split_rows.choose_splits``, the loop step and warps from its ``loop_config``.
+Two launches that meet through a float32 workspace of partial sums (the stream's kept one,
+``launching.partials_workspace``); the split count comes from ``kprof.kernels.lib.split_rows.choose_splits``, the loop
+step and warps from its ``loop_config``. :func:`split_plan` is the same launch as a plan (``tuned.py`` keeps it per call
+signature).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib.split_rows import chunk_of, split_apply_kernel
+from kprof.kernels.lib.launching import MEETING_LOCK, partials_workspace
+from kprof.kernels.lib.plans import Launch
+from kprof.kernels.lib.split_rows import SplitLaunch, chunk_of, split_apply_kernel
 from kprof.launch import CompiledLauncher, spec_key
 
 
@@ -66,11 +70,30 @@ def launch_split(
     """Normalise the rows of ``x2d`` into ``y2d`` with ``splits`` programs per row (two launches)."""
     n_rows, n = x2d.shape
     chunk = chunk_of(n, splits)
-    ws = torch.empty((n_rows, splits), dtype=torch.float32, device=x2d.device)
     grid = (n_rows, splits)
-    first = (x2d, ws, x2d.stride(0), n, chunk)
-    _sumsq_launcher((splits, block_n, num_warps, spec_key(first)), grid, first + (block_n, splits), num_warps=num_warps)
-    second = (x2d, weight, y2d, ws, x2d.stride(0), y2d.stride(0), n, chunk, float(eps))
-    _apply_launcher(
-        (splits, block_n, num_warps, spec_key(second)), grid, second + (block_n, splits), num_warps=num_warps
-    )
+    with MEETING_LOCK:  # the stream's kept workspace, from the first launch to the second: see partials_workspace
+        ws = partials_workspace(x2d, n_rows * splits)
+        first = (x2d, ws, x2d.stride(0), n, chunk)
+        _sumsq_launcher(
+            (splits, block_n, num_warps, spec_key(first)), grid, first + (block_n, splits), num_warps=num_warps
+        )
+        second = (x2d, weight, y2d, ws, x2d.stride(0), y2d.stride(0), n, chunk, float(eps))
+        _apply_launcher(
+            (splits, block_n, num_warps, spec_key(second)), grid, second + (block_n, splits), num_warps=num_warps
+        )
+
+
+def split_plan(
+    n_rows: int, n: int, x_row_stride: int, eps: float, splits: int, block_n: int, num_warps: int, sigs: tuple,
+    template: torch.Tensor,
+) -> SplitLaunch:  # fmt: skip
+    """The launch plan of what :func:`launch_split` launches over ``n_rows`` rows of ``n`` elements, x's rows
+    ``x_row_stride`` apart, into contiguous rows; ``sigs``: ``plans.sig`` of x and the weight (y is new: aligned,
+    contiguous, x's dtype), ``template`` an empty float32 tensor on their GPU."""
+    chunk = chunk_of(n, splits)
+    grid, options = (n_rows, splits), {"num_warps": num_warps}
+    first_tail = (x_row_stride, n, chunk, block_n, splits)
+    second_tail = (x_row_stride, n, n, chunk, float(eps), block_n, splits)
+    first = Launch(_sumsq_launcher, ("split", first_tail, num_warps, *sigs), grid, first_tail, options)
+    second = Launch(_apply_launcher, ("split", second_tail, num_warps, *sigs), grid, second_tail, options)
+    return SplitLaunch(first, second, ((0,), (0, 1, 2)), n_rows * splits, template)  # x; x, weight, y

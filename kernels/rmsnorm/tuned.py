@@ -17,7 +17,9 @@ These things separate it from ``one_row``:
   (``cooperative``, GPU only; in bf16 and fp16 its pipelined form, where a program loads its next chunk
   before it waits for the row of the one it holds).
 * Launches go through :class:`kprof.launch.CompiledLauncher`, which skips the JIT's per-call
-  argument binding: host time per call is what decides small shapes (8x4096 runs 2-5 us on the GPU).
+  argument binding: host time per call is what decides small shapes (8x4096 runs 2-5 us on the GPU). After a
+  call signature's first call, the launch comes from a plan: one launch (``_plans``), or the split path's two and
+  the meeting kernels' one with the stream's workspace of partial sums (``_workspace_plans``).
 
 For callers that repeat the same shapes, ``kprof.launch.GraphedCall(rmsnorm_tuned, x, w)`` captures the
 call into a CUDA graph (a replay costs about 5.7 us of host time on an H100).
@@ -502,8 +504,8 @@ def plan_for(
     n_rows: int, n: int, x_row_stride: int, dtype: torch.dtype, device_index: int, contiguous: bool
 ) -> _Plan | None:
     """The one-launch plan of ``n_rows`` rows of ``n`` elements (output rows contiguous, stride ``n``), or
-    None for the split path (a workspace and a second launch: callers take the checked path) and the cooperative
-    and pipelined ones (the meeting's counters and workspace per call: ``_make_meeting`` plans those)."""
+    None for the split path (a workspace and a second launch) and the cooperative and pipelined ones (the meeting's
+    counters and workspace per call): ``_make_workspace_plan`` plans those."""
     element_size = torch.empty((), dtype=dtype).element_size()
     cfg = config_for(n, element_size, n_rows, device_index)
     if cfg.kernel in ("split", "cooperative", "pipelined"):
@@ -560,9 +562,9 @@ def rmsnorm_tuned(
         return _rmsnorm_tuned_checked(x, weight, eps, out, None)
     plan = _plans.get(sig)
     if plan is None:
-        meeting = _meetings.plans.get((sig, eps))
-        if meeting is not None:
-            return _launch_meeting(meeting, x, weight, eps, out)
+        other = _workspace_plans.plans.get((sig, eps))
+        if other is not None:
+            return _launch_workspace_plan(other, x, weight, eps, out)
         return _rmsnorm_tuned_checked(x, weight, eps, out, sig)
     if out is None:
         y = torch.empty_like(x) if plan.contiguous else torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -610,51 +612,54 @@ def _rmsnorm_tuned_checked(
         _plans[sig] = plan
         return rmsnorm_tuned(x, weight, eps, out)
     cfg = config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device())
-    meeting = _make_meeting(cfg, x, weight, eps) if sig is not None else None
-    if meeting is not None:
-        _meetings.put((sig, eps), meeting)
+    other = _make_workspace_plan(cfg, x, weight, eps) if sig is not None else None
+    if other is not None:
+        _workspace_plans.put((sig, eps), other)
         return rmsnorm_tuned(x, weight, eps, out)
     launch_with_config(cfg, x2d, w, y2d, eps)
     return y
 
 
 @dataclass(frozen=True)
-class _MeetingPlan:
-    """The plan of a call that takes the cooperative or pipelined kernel: its launch (the meeting's counters and
-    workspace per call, ``split_rows.MeetingLaunch``), for x and weight 16-byte aligned."""
+class _WorkspacePlan:
+    """The plan of a call whose launch takes a workspace of partial sums: the split path's two launches
+    (``split_rows.SplitLaunch``) or the cooperative or pipelined kernel (the meeting's counters too,
+    ``split_rows.MeetingLaunch``), for x and weight 16-byte aligned."""
 
-    launch: split_rows.MeetingLaunch
+    launch: split_rows.SplitLaunch | split_rows.MeetingLaunch
     contiguous: bool  # x is contiguous, so torch.empty_like(x) gives the output layout
 
 
-_meetings = Plans()  # by (call signature, eps): eps is compiled into the launch's arguments
+_workspace_plans = Plans()  # by (call signature, eps): eps is compiled into the launches' arguments
 
 
-def _make_meeting(cfg: Config, x: torch.Tensor, weight: torch.Tensor, eps: float) -> _MeetingPlan | None:
-    """The meeting plan of ``cfg`` for these inputs, or None where the kernel is not a meeting one or a plan cannot
+def _make_workspace_plan(cfg: Config, x: torch.Tensor, weight: torch.Tensor, eps: float) -> _WorkspacePlan | None:
+    """The split or meeting plan of ``cfg`` for these inputs, or None where the kernel is neither or a plan cannot
     describe them (rows that are not one strided view of x, unaligned pointers: the checked path copes)."""
-    if cfg.kernel not in ("cooperative", "pipelined") or weight.stride(0) != 1:
+    if cfg.kernel not in ("split", "cooperative", "pipelined") or weight.stride(0) != 1:
         return None
     xs = row_stride(x)
     if xs is None or (x.data_ptr() | weight.data_ptr()) & 15:
         return None
     n = x.shape[-1]
+    sigs, template = (plan_sig(x), plan_sig(weight)), x.new_empty((0,), dtype=torch.float32)
+    if cfg.kernel == "split":
+        launch = split.split_plan(x.numel() // n, n, xs, eps, cfg.splits, cfg.block_n, cfg.num_warps, sigs, template)
+        return _WorkspacePlan(launch, x.is_contiguous())
     programs = cfg.programs_per_sm * launching.sm_count(x)
-    template = x.new_empty((0,), dtype=torch.float32)
     launch = cooperative.meeting_plan(
-        cfg.kernel, x.numel() // n, n, xs, eps, cfg.block_n, cfg.splits, programs, cfg.num_warps,
-        (plan_sig(x), plan_sig(weight)), template,
-    )  # fmt: skip
-    return _MeetingPlan(launch, x.is_contiguous())
+        cfg.kernel, x.numel() // n, n, xs, eps, cfg.block_n, cfg.splits, programs, cfg.num_warps, sigs, template
+    )
+    return _WorkspacePlan(launch, x.is_contiguous())
 
 
-def _launch_meeting(
-    meeting: _MeetingPlan, x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor | None
+def _launch_workspace_plan(
+    plan: _WorkspacePlan, x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor | None
 ) -> torch.Tensor:
-    """A planned call of the cooperative or pipelined kernel (the checked path where ``out`` or the pointers do not
-    fit the plan: it raises with the reason, or copes)."""
+    """A planned call of the split path or the cooperative or pipelined kernel (the checked path where ``out`` or
+    the pointers do not fit the plan: it raises with the reason, or copes)."""
     if out is None:
-        y = torch.empty_like(x) if meeting.contiguous else torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        y = torch.empty_like(x) if plan.contiguous else torch.empty(x.shape, dtype=x.dtype, device=x.device)
     elif out.shape == x.shape and out.dtype == x.dtype and out.get_device() == x.get_device() and out.is_contiguous():
         y = out
     else:
@@ -662,7 +667,7 @@ def _launch_meeting(
     xp, wp, yp = x.data_ptr(), weight.data_ptr(), y.data_ptr()
     if (xp | wp | yp) & 15:  # the plan's kernel was compiled for 16-byte aligned pointers
         return _rmsnorm_tuned_checked(x, weight, eps, out, None)
-    launch = meeting.launch
+    launch = plan.launch
     if launch.entry is not None and not launch_hooks_installed():
         launch.fast(xp, wp, yp)
     else:

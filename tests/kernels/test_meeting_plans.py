@@ -1,9 +1,11 @@
-"""Launch plans of the wide-row meeting kernels (``split_rows.MeetingLaunch``; rmsnorm's ``triton_tuned`` and the ops
-API's ``rms_norm`` and ``fused_add_rms_norm``): on the CPU, that a plan passes the kernel the arguments the checked
-launch passes and counts the tickets it draws as the checked launch does, and that the wrappers make a plan once and
-launch from it (the launch recorded, not run: the interpreter cannot run a meeting); on a GPU, planned calls of both
-families and both kernels, interleaved with checked launches on one stream and another and captured in a CUDA graph,
-each against the float64 oracle."""
+"""Launch plans of the wide-row kernels that take a workspace of partial sums (``split_rows.MeetingLaunch``, the
+meeting kernels; ``split_rows.SplitLaunch``, the split path's two launches; rmsnorm's ``triton_tuned`` and the ops
+API's ``rms_norm`` and ``fused_add_rms_norm``): on the CPU, that a meeting plan passes the kernel the arguments the
+checked launch passes and counts the tickets it draws as the checked launch does, that threads on one stream never
+share a ticket base nor come between a split plan's two launches, and that the wrappers make a plan once and launch
+from it (the launch recorded, not run: the interpreter cannot run a meeting); on a GPU, planned calls of both
+families and both kernels, interleaved with checked launches on one stream and another, captured in a CUDA graph and
+made from four threads (the split path too), each against the float64 oracle."""
 
 from __future__ import annotations
 
@@ -159,12 +161,51 @@ def test_two_threads_on_one_stream_never_start_from_the_same_ticket_base(monkeyp
     assert sorted(bases) == [0, 40, 80, 120]
 
 
+@pytest.mark.parametrize("how", ["call", "fast"])
+def test_threads_never_come_between_a_split_launchs_two_launches(monkeypatch, how):
+    """The split path's second launch reads the partial sums its first wrote in the stream's one kept workspace, so
+    threads launching on one stream must not come between them: each thread's two launches are next to each other,
+    with the same workspace, whatever the threads do. Without the lock the first launches (which sleep, as a launch
+    may, the GIL released) all ran before any second one."""
+    order: list[tuple[str, int, Any]] = []
+
+    class Half:
+        entry = ("compiled",)
+
+        def __init__(self, which: str) -> None:
+            self.which = which
+
+        def _launch(self, *args: Any) -> None:
+            order.append((self.which, threading.get_ident(), args[-1]))
+            if self.which == "first":
+                time.sleep(0.02)
+
+        __call__ = fast = _launch
+
+    plan = split_rows.SplitLaunch(Half("first"), Half("second"), ((0,), (0, 1, 2)), 12, torch.empty(0))
+    go = plan if how == "call" else plan.fast
+    threads = [threading.Thread(target=go, args=(1, 2, 3)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [which for which, _, _ in order] == ["first", "second"] * 4
+    for first, second in zip(order[::2], order[1::2]):
+        assert first[1] == second[1]  # one thread's two launches
+        assert first[2] is second[2] if how == "call" else first[2] == second[2]  # one workspace
+
+
 def test_the_cpu_dispatch_plans_no_meeting():
-    """The interpreter cannot run the meeting kernels (one program after another): a CPU call never plans one."""
+    """The interpreter cannot run the meeting kernels (one program after another): a CPU call never plans one (its
+    few wide rows take the split path, planned as two launches)."""
     x, w = torch.randn(4, 70001, dtype=torch.float32), torch.randn(70001, dtype=torch.float32)
     cfg = rms_tuned.config_for(70001, 4, 4, -1)
-    assert cfg.kernel not in ("cooperative", "pipelined")
-    assert rms_tuned._make_meeting(cfg, x, w, 1e-5) is None
+    assert cfg.kernel == "split"
+    assert isinstance(rms_tuned._make_workspace_plan(cfg, x, w, 1e-5).launch, split_rows.SplitLaunch)
+    for rows in (512, 4096):  # rows the GPU gives the meeting kernels
+        cfg = rms_tuned.config_for(70001, 4, rows, -1)
+        assert cfg.kernel not in ("split", "cooperative", "pipelined")
+        assert rms_tuned._make_workspace_plan(cfg, torch.randn(rows, 70001), w, 1e-5) is None
 
 
 class _Launches:
@@ -207,7 +248,7 @@ def test_rmsnorm_plans_a_meeting_once_and_launches_it_from_the_plan(monkeypatch,
     y = rms_tuned.rmsnorm_tuned(x, w, 1e-6)
     how, plan, args = launches.calls[-1]
     assert how == "jit" and args[0] is x and args[1] is w and args[2] is y and y.shape == x.shape
-    assert len(rms_tuned._meetings.plans) == 1 and not checked
+    assert len(rms_tuned._workspace_plans.plans) == 1 and not checked
     plan.launch.entry = ("compiled",)  # as after the JIT's first launch
     y = rms_tuned.rmsnorm_tuned(x, w, 1e-6)
     assert launches.calls[-1] == ("fast", plan, (x.data_ptr(), w.data_ptr(), y.data_ptr()))
@@ -218,9 +259,9 @@ def test_rmsnorm_plans_a_meeting_once_and_launches_it_from_the_plan(monkeypatch,
     unaligned = torch.randn(5 * 70001 + 1, dtype=torch.bfloat16)[1:].view(5, 70001)
     rms_tuned.rmsnorm_tuned(unaligned, w, 1e-6)
     assert checked[-1][0] == "pipelined" and checked[-1][1].data_ptr() == unaligned.data_ptr()
-    assert len(launches.calls) == 3 and len(rms_tuned._meetings.plans) == 1
+    assert len(launches.calls) == 3 and len(rms_tuned._workspace_plans.plans) == 1
     rms_tuned.rmsnorm_tuned(x, w, 1e-5)  # another eps: a plan of its own
-    assert len(rms_tuned._meetings.plans) == 2 and launches.calls[-1][0] == "jit"
+    assert len(rms_tuned._workspace_plans.plans) == 2 and launches.calls[-1][0] == "jit"
 
 
 @needs_the_interpreter
@@ -277,8 +318,9 @@ def _name(dtype: torch.dtype) -> str:
 
 def _planned(family: str) -> list[Any]:
     if family == "rmsnorm":
-        return [p.launch for p in rms_tuned._meetings.plans.values()]
-    return [p[0] for p in add_op_plan.PLANS.plans.values() if p and isinstance(p[0], split_rows.MeetingLaunch)]
+        return [p.launch for p in rms_tuned._workspace_plans.plans.values()]
+    kinds = (split_rows.MeetingLaunch, split_rows.SplitLaunch)
+    return [p[0] for p in add_op_plan.PLANS.plans.values() if p and isinstance(p[0], kinds)]
 
 
 def _checked(family: str, x: torch.Tensor, r: torch.Tensor, w: torch.Tensor) -> Any:
@@ -341,14 +383,25 @@ def test_planned_meetings_between_checked_ones_on_two_streams(family, triton_ops
     assert len(planned) >= 2 * meetings and all(p.entry is not None for p in planned)
 
 
+# (rows, columns) where both families' GPU dispatch takes a meeting kernel, and the split path (bf16)
+KEPT_WORKSPACE = {"meeting": (513, 65536 + 7), "split": (3, 65536 + 7)}
+
+
+def _takes(family: str, path: str) -> tuple[int, int]:
+    n_rows, n = KEPT_WORKSPACE[path]
+    kernel = _dispatch(family, n_rows, n, torch.bfloat16)
+    assert kernel in (("split",) if path == "split" else ("pipelined", "cooperative")), (family, path, kernel)
+    return n_rows, n
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("path", ["meeting", "split"])
 @pytest.mark.parametrize("family", ["rmsnorm", "add_rmsnorm"])
-def test_a_cuda_graph_captures_a_planned_meeting(family, triton_ops):
-    """A planned call captured in a CUDA graph gets zeroed counters of its own, zeroed again on every replay; the
-    stream's counters go on counting right after: three replays with new inputs, then planned calls, against the
-    oracle."""
-    n_rows, n, dtype = 513, 65536 + 7, torch.bfloat16
-    assert _dispatch(family, n_rows, n, dtype) in ("pipelined", "cooperative")
+def test_a_cuda_graph_captures_a_planned_meeting(family, path, triton_ops):
+    """A planned call captured in a CUDA graph gets zeroed counters and a workspace of its own (the counters zeroed
+    again on every replay); the stream's counters and workspace go on serving right after: three replays with new
+    inputs, then planned calls, against the oracle. The split path's two launches share the graph's workspace."""
+    n_rows, n = _takes(family, path)
     inp = ADD.make_inputs((n_rows, n), "bf16", "cuda", seed=3)
     x, r, w = inp["x"].clone(), inp["residual"].clone(), inp["weight"]
     before = set(map(id, _planned(family)))
@@ -370,12 +423,13 @@ def test_a_cuda_graph_captures_a_planned_meeting(family, triton_ops):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("path", ["meeting", "split"])
 @pytest.mark.parametrize("family", ["rmsnorm", "add_rmsnorm"])
-def test_threads_launching_meetings_on_one_stream(family, triton_ops):
+def test_threads_launching_meetings_on_one_stream(family, path, triton_ops):
     """Four threads call the op again and again on the default stream, planned and checked launches in turn (one
-    lock keeps each launch's ticket base its own): every output against the oracle."""
-    n_rows, n, dtype = 513, 65536 + 7, torch.bfloat16
-    assert _dispatch(family, n_rows, n, dtype) in ("pipelined", "cooperative")
+    lock keeps each meeting launch's ticket base its own, and the split path's two launches together around the
+    stream's one workspace): every output against the oracle."""
+    n_rows, n = _takes(family, path)
     inputs = [ADD.make_inputs((n_rows, n), "bf16", "cuda", seed=40 + i) for i in range(4)]
     outputs: dict[tuple[int, int], Any] = {}
     errors: list[BaseException] = []

@@ -107,7 +107,7 @@ def test_ops_api_takes_the_split_path(dtype, device):
             y, h = ops.fused_add_rms_norm(**inp)
             _check(y, h, inp, dtype)
         ((launch, shape, strides),) = op_plan.PLANS.plans.values()
-    assert isinstance(launch, op_plan.AddSplitLaunch)
+    assert isinstance(launch, split_rows.SplitLaunch)
     assert launch.first.launcher is split.sum_launcher and launch.second.launcher is split.apply_launcher
     assert launch.first.grid[:2] == (2, tuned.choose_config(17001, ES[dtype], 2).splits)
     assert shape == (2, 17001) and strides == (17001, 1)

@@ -539,6 +539,61 @@ def test_few_wide_rows_split_over_programs(dtype, n_rows, n, device):
     check("triton_tuned", {"x": x, "weight": w, "eps": inp["eps"]}, dtype)
 
 
+class _Recorder:
+    """Stands in for Triton's C launcher (called with a grid, a stream and the compiled kernel's prefix) or for a
+    ``CompiledLauncher`` (called with a key, a grid and the arguments): records (grid, arguments)."""
+
+    prefix = ("function", "packed")
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def __call__(self, *a, **options) -> None:
+        if isinstance(a[0], tuple):  # CompiledLauncher: (key, grid, args)
+            self.calls.append((tuple(a[1]) + (1,) * (3 - len(a[1])), a[2]))
+        else:  # C launcher: (g0, g1, g2, stream, function, packed, *args)
+            self.calls.append((a[:3], a[6:]))
+
+
+def test_the_split_path_launches_from_a_plan_with_the_checked_launchs_arguments(device, monkeypatch):
+    """triton_tuned plans few wide rows' split path (two launches and the stream's workspace) on its first call and
+    computes through it; compiled, the plan hands both launches raw addresses and every other argument the checked
+    launch (``split.launch_split``) passes: the first x and the workspace, the second x, weight, y and the same
+    workspace, then the same strides, width, chunk, eps and meta-parameters, over the same grid."""
+    if device != "cpu":
+        pytest.skip("drives the plan with a stand-in launcher (the CPU interpreter builds it)")
+    from kprof.kernels.lib import plans, split_rows
+    from kprof.kernels.rmsnorm import split, tuned
+
+    n_rows, n, eps = 3, 18001, 1e-5
+    inp = FAM.make_inputs((n_rows, n + 40), "fp32", device, seed=torch.seed() % 2**31)
+    x, w = inp["x"][:, 16 : 16 + n], inp["weight"][:n].contiguous()  # rows n + 40 apart
+    plans.reset()
+    y = tuned.rmsnorm_tuned(x, w, eps)
+    assert ((y.double() - rmsnorm_oracle(x, w, eps)).norm() / y.double().norm()).item() < FAM.tolerances["fp32"]
+    ((plan,),) = [list(tuned._workspace_plans.plans.values())]
+    launch = plan.launch
+    assert isinstance(launch, split_rows.SplitLaunch) and not plan.contiguous
+    rec = _Recorder()
+    monkeypatch.setattr(plans, "_stream", lambda d: 0)
+    launch.first.entry = launch.second.entry = (rec, rec.prefix, 0)
+    y = tuned.rmsnorm_tuned(x, w, eps)
+    (grid1, first), (grid2, second) = rec.calls
+    assert first[0] == x.data_ptr() and second[:3] == (x.data_ptr(), w.data_ptr(), y.data_ptr())
+    assert first[1] == second[3] and isinstance(first[1], int)
+    assert first[1] not in (x.data_ptr(), w.data_ptr(), y.data_ptr())
+
+    checked = [_Recorder(), _Recorder()]
+    monkeypatch.setattr(split, "_sumsq_launcher", checked[0])
+    monkeypatch.setattr(split, "_apply_launcher", checked[1])
+    cfg = tuned.config_for(n, 4, n_rows, -1)
+    split.launch_split(x, w, torch.empty(n_rows, n), eps, cfg.splits, cfg.block_n, cfg.num_warps)
+    ((cgrid1, cfirst),), ((cgrid2, csecond),) = checked[0].calls, checked[1].calls
+    assert (grid1, grid2) == (cgrid1, cgrid2) == ((n_rows, cfg.splits, 1),) * 2
+    assert first[2:] == cfirst[2:] and second[4:] == csecond[4:]
+    plans.reset()
+
+
 def test_wide_rows_beyond_a_wave_keep_one_program_per_row(device):
     """With four programs per row no longer fitting one wave (40 rows x 4 > 132 SMs) the chunked one-program
     kernel is faster (64x131072 bf16 on an H100: 14.4 against 16.5 us split); it must stay correct there."""
