@@ -116,9 +116,12 @@ def partials_workspace(t: torch.Tensor, partials: int) -> torch.Tensor:
     sums that the split path's first launch writes and its second reads: the one :func:`meeting_buffers` keeps. Hold
     :data:`MEETING_LOCK` from taking it until both launches are made (another thread's first launch on the stream
     between them would overwrite the partials the second reads). A CPU tensor gets a new one: the interpreter runs
-    launches on the calling thread, so threads share no stream order there."""
-    if t.get_device() < 0:
-        return torch.empty(partials, dtype=torch.float32)
+    launches on the calling thread, so threads share no stream order there. A CUDA graph's capture gets one of its
+    own and no counters: :func:`meeting_buffers` would zero some in the graph, a kernel more a replay (about 1 us
+    of GPU time a call in a graph of split calls on an H200,
+    benchmarks/results/grid/meeting-plans-3d38a5c/split-85a8be4/)."""
+    if t.get_device() < 0 or torch.cuda.is_current_stream_capturing():
+        return torch.empty(partials, dtype=torch.float32, device=t.device)
     return meeting_buffers(t, 1, partials)[2]
 
 
