@@ -100,6 +100,11 @@ def meeting_buffers(t: torch.Tensor, count: int, partials: int) -> tuple[torch.T
     if index >= 0 and torch.cuda.is_current_stream_capturing():
         fresh = torch.zeros(count, dtype=torch.int32, device=t.device)
         return fresh, 0, torch.empty(partials, dtype=torch.float32, device=t.device)
+    return _kept(t, index, count, partials)
+
+
+def _kept(t: torch.Tensor, index: int, count: int, partials: int) -> tuple[torch.Tensor, int, torch.Tensor]:
+    """:func:`meeting_buffers` outside a capture: the current stream's record, grown as needed."""
     key = (index, _raw_stream(index) if index >= 0 else 0)
     have = _MEETINGS.get(key)
     if have is None or have.counters.numel() < count:
@@ -120,9 +125,10 @@ def partials_workspace(t: torch.Tensor, partials: int) -> torch.Tensor:
     own and no counters: :func:`meeting_buffers` would zero some in the graph, a kernel more a replay (about 1 us
     of GPU time a call in a graph of split calls on an H200,
     benchmarks/results/grid/meeting-plans-3d38a5c/split-85a8be4/)."""
-    if t.get_device() < 0 or torch.cuda.is_current_stream_capturing():
+    index = t.get_device()
+    if index < 0 or torch.cuda.is_current_stream_capturing():
         return torch.empty(partials, dtype=torch.float32, device=t.device)
-    return meeting_buffers(t, 1, partials)[2]
+    return _kept(t, index, 1, partials)[2]
 
 
 def meeting_tickets_drawn(counters: torch.Tensor, tickets: int) -> None:

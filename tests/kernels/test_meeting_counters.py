@@ -65,6 +65,16 @@ def test_the_workspace_of_partial_sums_is_kept_with_the_counters(monkeypatch):
     assert fresh is not counters and base == 0 and ws is not bigger
 
 
+def test_the_split_paths_workspace_is_new_for_each_interpreter_call(monkeypatch):
+    """On the CPU (Triton's interpreter runs a launch on the calling thread, so threads share no stream order) the split
+    path's workspace is a new float32 buffer each call, and no stream's record is made for it."""
+    monkeypatch.setattr(launching, "_MEETINGS", {})
+    t = torch.empty(1)
+    first, second = launching.partials_workspace(t, 40), launching.partials_workspace(t, 40)
+    assert first is not second and first.dtype == torch.float32 and first.numel() == 40
+    assert launching._MEETINGS == {}
+
+
 def test_a_launch_that_raises_leaves_its_counters_and_the_next_starts_fresh(monkeypatch):
     """A launch that raises may or may not have drawn its tickets, so the host's count of them cannot be trusted:
     its counters are dropped, and the next call on the stream gets fresh ones from base 0. A launch that returns is
