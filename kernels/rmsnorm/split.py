@@ -89,7 +89,11 @@ def split_plan(
 ) -> SplitLaunch:  # fmt: skip
     """The launch plan of what :func:`launch_split` launches over ``n_rows`` rows of ``n`` elements, x's rows
     ``x_row_stride`` apart, into contiguous rows; ``sigs``: ``plans.sig`` of x and the weight (y is new: aligned,
-    contiguous, x's dtype), ``template`` an empty float32 tensor on their GPU."""
+    contiguous, x's dtype), ``template`` an empty float32 tensor on their GPU.
+
+    What it saves: on an H200, bf16, 1-32 rows of 65536-131072 (3.1-6.0 us of GPU time) took 76.1-158.4 us of host
+    time a call through the checked launch and 18.6-21.5 from the plan, interleaved on one machine
+    (benchmarks/results/grid/meeting-plans-3d38a5c/split-85a8be4/)."""
     chunk = chunk_of(n, splits)
     grid, options = (n_rows, splits), {"num_warps": num_warps}
     first_tail = (x_row_stride, n, chunk, block_n, splits)
