@@ -264,3 +264,19 @@ def copy_of_op(inputs: dict, y: Any, h: Any = None) -> Any:
     moves: the yardstick of the copy target."""
     copies = [(y, inputs["x"])] + ([(h, inputs["residual"])] if h is not None else [])
     return lambda: [dst.copy_(src) for dst, src in copies]
+
+
+def back_to_back_us(fn: Any, calls: int) -> float:
+    """Host wall time per call over ``calls`` back-to-back calls of ``fn`` (no synchronise inside; the GPU drained
+    before and after), as the harness's host column."""
+    import time
+
+    import torch
+
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / calls * 1e6

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
-from collections.abc import Callable
 
 import torch
+from bench_common import back_to_back_us
 
 from kprof.kernels import ops
 from kprof.kernels.lib import split_rows
@@ -36,16 +35,6 @@ def per_call(t: torch.Tensor, count: int, partials: int) -> tuple[torch.Tensor, 
 def split_per_call(t: torch.Tensor, partials: int) -> torch.Tensor:
     """A workspace allocated for this call."""
     return torch.empty(partials, dtype=torch.float32, device=t.device)
-
-
-def wall_us(fn: Callable[[], object], calls: int) -> float:
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) * 1e6 / calls
 
 
 def main() -> None:
@@ -72,7 +61,7 @@ def main() -> None:
             for arm, buffers in (("kept", KEPT), ("per call", (per_call, split_per_call))):
                 split_rows.meeting_buffers, split_rows.partials_workspace = buffers
                 try:
-                    times[arm].append(wall_us(fn, args.calls))
+                    times[arm].append(back_to_back_us(fn, args.calls))
                 finally:
                     split_rows.meeting_buffers, split_rows.partials_workspace = KEPT
         kept, fresh = statistics.median(times["kept"]), statistics.median(times["per call"])

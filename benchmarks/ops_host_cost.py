@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from bench_common import back_to_back_us
 
 HIDDEN, FF = 4096, 11008
 DEVICE = "cuda"
@@ -45,19 +46,8 @@ def rel_err(out: Any, ref: Any) -> float:
     return max(float((o.double() - r.double()).norm() / r.double().norm()) for o, r in zip(outs, refs))
 
 
-def host_us(fn: Callable[[], Any], calls: int) -> float:
-    """Host wall time per call over ``calls`` back-to-back calls (no synchronise inside)."""
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / calls * 1e6
-
-
 def host_rounds(
-    fns: dict[str, Callable[[], Any]], calls: int, rounds: int, timer: Callable[..., float] = host_us
+    fns: dict[str, Callable[[], Any]], calls: int, rounds: int, timer: Callable[..., float] = back_to_back_us
 ) -> dict[str, list[float]]:
     """Each fn timed once a round by ``timer(fn, calls)``, for ``rounds`` rounds whose order rotates
     (none for no fns)."""

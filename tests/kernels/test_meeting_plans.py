@@ -134,6 +134,15 @@ def test_a_planned_launch_takes_the_streams_counters_and_counts_what_it_draws(mo
         counters = fresh
 
 
+def _in_threads(target: Any, args: list[tuple]) -> None:
+    """``target(*a)`` for each ``a`` of ``args``, each in a thread of its own, all started before any is joined."""
+    threads = [threading.Thread(target=target, args=a) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 @pytest.mark.parametrize("how", ["call", "fast"])
 def test_two_threads_on_one_stream_never_start_from_the_same_ticket_base(monkeypatch, how):
     """A launch holds the stream's counters from taking the ticket base until its tickets are counted: threads that
@@ -153,11 +162,7 @@ def test_two_threads_on_one_stream_never_start_from_the_same_ticket_base(monkeyp
 
     plan = split_rows.MeetingLaunch(Slow(), (3, 9), 40, torch.empty(0))
     go = plan if how == "call" else plan.fast
-    threads = [threading.Thread(target=go, args=(1, 2, 3)) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(go, [(1, 2, 3)] * 4)
     assert sorted(bases) == [0, 40, 80, 120]
 
 
@@ -184,11 +189,7 @@ def test_threads_never_come_between_a_split_launchs_two_launches(monkeypatch, ho
 
     plan = split_rows.SplitLaunch(Half("first"), Half("second"), ((0,), (0, 1, 2)), 12, torch.empty(0))
     go = plan if how == "call" else plan.fast
-    threads = [threading.Thread(target=go, args=(1, 2, 3)) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(go, [(1, 2, 3)] * 4)
     assert [which for which, _, _ in order] == ["first", "second"] * 4
     for first, second in zip(order[::2], order[1::2]):
         assert first[1] == second[1]  # one thread's two launches
@@ -442,11 +443,7 @@ def test_threads_launching_meetings_on_one_stream(family, path, triton_ops):
         except BaseException as exc:  # noqa: BLE001 - reported below, with the thread's index
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(work, [(i,) for i in range(4)])
     torch.cuda.synchronize()
     assert not errors, errors
     for (i, call), out in sorted(outputs.items()):
