@@ -116,7 +116,12 @@ def _rmsnorm_pipelined_kernel(
     a load instead of leaving the SM's memory pipe idle. No deadlock: a ticket is counted in right after it is
     taken, with no wait between, so only the last row handed out can be short of arrivals, and a program
     waiting on it holds two of its tickets: all resident programs cannot wait there at once while they
-    number more than SPLITS / 2."""
+    number more than SPLITS / 2.
+
+    Counting the next chunk in only after the held chunk is stored (its load in flight through the wait and the
+    store) was slower on an H200: 70.4-75.2% of a copy's speed against this order's 81.6-84.8% at 512-8192 rows of
+    65536-131072, bf16 and fp16, since every row completes a step later
+    (benchmarks/results/rmsnorm-cooperative/arrival-order-2a1648d/)."""
     offs = tl.arange(0, CHUNK)
     ticket = take_ticket(sync_ptr, ticket_base)
     x = _pipelined_take(x_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
