@@ -645,11 +645,11 @@ def _make_workspace_plan(cfg: Config, x: torch.Tensor, weight: torch.Tensor, eps
     sigs, template = (plan_sig(x), plan_sig(weight)), x.new_empty((0,), dtype=torch.float32)
     if cfg.kernel == "split":
         launch = split.split_plan(x.numel() // n, n, xs, eps, cfg.splits, cfg.block_n, cfg.num_warps, sigs, template)
-        return _WorkspacePlan(launch, x.is_contiguous())
-    programs = cfg.programs_per_sm * launching.sm_count(x)
-    launch = cooperative.meeting_plan(
-        cfg.kernel, x.numel() // n, n, xs, eps, cfg.block_n, cfg.splits, programs, cfg.num_warps, sigs, template
-    )
+    else:
+        programs = cfg.programs_per_sm * launching.sm_count(x)
+        launch = cooperative.meeting_plan(
+            cfg.kernel, x.numel() // n, n, xs, eps, cfg.block_n, cfg.splits, programs, cfg.num_warps, sigs, template
+        )
     return _WorkspacePlan(launch, x.is_contiguous())
 
 
