@@ -43,18 +43,19 @@ from kprof.kernels.lib import split_rows
 
 def zeroed(fn: Callable[[], Any]) -> Callable[[], Any]:
     """``fn`` with the meeting's counters made and zeroed for each call (a ``torch.zeros`` launch before the
-    kernel, ticket base 0), as before they were kept."""
+    kernel, ticket base 0) and its workspace allocated, as before they were kept."""
 
-    def fresh_counters(t: torch.Tensor, count: int) -> tuple[torch.Tensor, int]:
-        return torch.zeros(count, dtype=torch.int32, device=t.device), 0
+    def fresh_buffers(t: torch.Tensor, count: int, partials: int) -> tuple[torch.Tensor, int, torch.Tensor]:
+        counters = torch.zeros(count, dtype=torch.int32, device=t.device)
+        return counters, 0, torch.empty(partials, dtype=torch.float32, device=t.device)
 
     def call() -> Any:
-        kept = split_rows.meeting_counters
-        split_rows.meeting_counters = fresh_counters
+        kept = split_rows.meeting_buffers  # what the meeting launches take their buffers from
+        split_rows.meeting_buffers = fresh_buffers
         try:
             return fn()
         finally:
-            split_rows.meeting_counters = kept
+            split_rows.meeting_buffers = kept
 
     return call
 
