@@ -8,7 +8,8 @@ Each ``--part FAMILY:PART:DTYPE[:PROVIDERS]`` is one ``kprof profile FAMILY --gr
 store ``DIR/FAMILY.db``; a PART written ``shapes=AxB+CxD`` races those shapes instead (a re-race of some
 points of a grid after a change), followed by ``kprof grid latest --markdown DIR/grid-FAMILY-PART-DTYPE.md``. A part
 starts only while ``--min-left`` seconds of the budget remain, and is stopped at the budget's end, so what
-finished comes back even when the GPU machine's call limit cuts the rest. The profile log of every part is
+finished comes back even when the GPU machine's call limit cuts the rest: a part cut there still gets its table,
+``grid-TAG-partial.md``, from the cases it stored (points that lost their cases say ``not measured``). The profile log of every part is
 kept gzipped beside its table, the stores are gzipped at the end.
 """
 
@@ -47,11 +48,14 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     rows = []
+    seen: dict[str, int] = {}
     for spec in args.part:
         family, part, dtype, *rest = spec.split(":")
         left = args.budget - (time.monotonic() - start)
         shapes = part.removeprefix("shapes=").split("+") if part.startswith("shapes=") else []
         tag = f"{family}-{'points' if shapes else part}-{dtype}"
+        seen[tag] = seen.get(tag, 0) + 1
+        tag += f"-{seen[tag]}" if seen[tag] > 1 else ""  # two parts of one family, dtype and kind keep a table each
         if left < args.min_left:
             rows.append((tag, "not started", 0.0, f"{left:.0f} s of the budget left"))
             continue
@@ -60,14 +64,15 @@ def main() -> int:
         cmd = ["kprof", "profile", family, *where, "--dtype", dtype, "--profiler", "none"]
         cmd += ["--allow-failures", "--store", store] + (["--provider", rest[0]] if rest else [])
         rc, took = _run(cmd, args.out / f"profile-{tag}.log.gz", left)
-        if rc != 0:
+        if rc not in (0, 124):  # 124: cut at the budget's end; what it stored is still a table, marked partial
             rows.append((tag, f"profile exit {rc}", took, ""))
             continue
-        md = args.out / f"grid-{tag}.md"
+        md = args.out / f"grid-{tag}{'-partial' if rc else ''}.md"
         grc, _ = _run(
             ["kprof", "grid", "latest", "--store", store, "--markdown", str(md)], args.out / f"grid-{tag}.log.gz", 120
         )
-        rows.append((tag, "ok" if grc == 0 else f"grid exit {grc}", took, md.name if md.exists() else ""))
+        status = ("cut" if rc else "ok") if grc == 0 else f"grid exit {grc}"
+        rows.append((tag, status, took, md.name if md.exists() else ""))
     for db in args.out.glob("*.db"):
         with db.open("rb") as src, gzip.open(f"{db}.gz", "wb") as dst:
             shutil.copyfileobj(src, dst)
