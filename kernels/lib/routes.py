@@ -22,6 +22,13 @@ tie does not flip between processes. Nothing is timed under Triton's interpreter
 graph is being captured, or with ``KPROF_ROUTE_RACE=0``: the static rule's route runs there (nothing is
 remembered, so a later call outside the capture can still race; a route decided before a capture is kept in it).
 
+What a race ranks: calls back to back at whatever SM clock the power cap leaves, as a model's sustained calls run.
+kprof's harness judges at full clock instead (cold calls the cap slowed set aside), and at large products the two
+can rank routes the other way round: on an H200, swiglu bf16 at 8192x8192x11008, six races put the tiled kernel
+1.8-5.1% ahead of cuBLAS's route, in either timing order, while at full clock cuBLAS's route was 1.8% ahead
+(``benchmarks/results/grid/h200-prefill-bf16-8e778f5/``). The race's choice stands: reading the clock here would
+take a CUPTI session in the user's process, to rank routes by a regime their sustained calls do not run in.
+
 Every decision is kept with its times (:func:`decisions`), so what the op chose, and why, can be read back.
 """
 
