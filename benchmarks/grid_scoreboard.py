@@ -1,0 +1,161 @@
+"""One scoreboard from many `kprof grid --markdown` tables: each point's latest verdict and target, per family and dtype.
+
+    python benchmarks/grid_scoreboard.py TABLE.md ... [--markdown OUT.md]
+
+The grids of one machine were raced part by part over several rounds, and points were raced again after a
+change; their run stores were replaced by metrics CSVs, so the tables are what is left to read. Give the tables
+oldest first: a later table's row for a (family, shape, dtype) replaces an earlier one's, so each point counts
+once, with its latest measurement. Rows a table left unmeasured (``not measured``) do not replace a measured row.
+
+Prints, per family and dtype: points, win / tie / loss / uncertain, the family's target met / missed / not judged
+(``grid_targets:``), and which tables the rows came from; then every loss and missed target with its ratios and
+the table's why column. Nothing is measured here: the figures are the tables', each from the run its file names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+VERDICTS = ("win", "tie", "loss", "uncertain")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One row of a grid table."""
+
+    family: str
+    shape: str
+    dtype: str
+    verdict: str
+    best: str
+    best_us: str
+    peer: str
+    peer_us: str
+    ratio: str
+    pct_copy: str
+    vs_roofline: str
+    met: str  # "yes", "no", "not judged" (within the cases' spread), or "" where no target applies
+    why: str
+    source: str
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def read_table(path: Path) -> list[Point]:
+    """The rows of one ``kprof grid --markdown`` file (its family from the title line)."""
+    text = path.read_text()
+    title = re.search(r"^# kprof grid · (\w+)", text, re.M)
+    if title is None:
+        raise SystemExit(f"{path}: not a kprof grid table (no '# kprof grid · FAMILY' title)")
+    family = title.group(1)
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("| shape |")), None)
+    if start is None:
+        return []
+    head = _cells(lines[start])
+    col = {name: head.index(name) for name in ("shape", "dtype", "verdict", "best kprof", "best peer", "ratio")}
+    col |= {name: head.index(name) for name in ("% of copy", "vs roofline", "target", "met") if name in head}
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        c = _cells(line)
+
+        def at(name: str, shift: int = 0, cells: list[str] = c) -> str:
+            return cells[col[name] + shift].replace("**", "") if name in col else ""
+
+        targeted = at("target") not in ("", "—")
+        met = ("not judged" if at("met") in ("", "—") else at("met")) if targeted else ""
+
+        rows.append(
+            Point(
+                family,
+                at("shape"),
+                at("dtype"),
+                at("verdict"),
+                at("best kprof"),
+                at("best kprof", 1),
+                at("best peer"),
+                at("best peer", 1),
+                at("ratio"),
+                at("% of copy"),
+                at("vs roofline"),
+                met,
+                c[-1],
+                str(path.resolve()),
+            )  # fmt: skip
+        )
+    return rows
+
+
+def latest(paths: list[Path]) -> dict[tuple[str, str, str], Point]:
+    """Each (family, shape, dtype)'s row from the last table that measured it."""
+    points: dict[tuple[str, str, str], Point] = {}
+    for path in paths:
+        for p in read_table(path):
+            key = (p.family, p.shape, p.dtype)
+            if p.verdict == "not measured" and key in points:
+                continue
+            points[key] = p
+    return points
+
+
+def scoreboard(points: dict[tuple[str, str, str], Point], root: Path) -> str:
+    """The markdown: a summary row per family and dtype, then the losses and missed targets."""
+    groups: dict[tuple[str, str], list[Point]] = {}
+    for p in points.values():
+        groups.setdefault((p.family, p.dtype), []).append(p)
+    out = [
+        "Each point's row from the last of the tables below (given oldest first) that measured it, gathered by",
+        "`benchmarks/grid_scoreboard.py`: the figures are the tables' own, each from the run its file names.",
+        "Target columns: the family's `grid_targets:` (met, missed, not judged within the cases' spread).",
+        "",
+        "| family | dtype | points | win | tie | loss | uncertain | not measured | target met | missed | not judged | tables |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for (family, dtype), ps in sorted(groups.items()):
+        v = Counter(p.verdict for p in ps)
+        m = Counter(p.met for p in ps)
+        tables = ", ".join(f"`{Path(s).relative_to(root)}`" for s in dict.fromkeys(p.source for p in ps))
+        out.append(
+            f"| {family} | {dtype} | {len(ps)} | {v['win']} | {v['tie']} | {v['loss']} | {v['uncertain']} "
+            f"| {v['not measured']} | {m['yes']} | {m['no']} | {m['not judged']} | {tables} |"
+        )
+    short = [p for p in points.values() if p.verdict == "loss" or p.met == "no"]
+    out += [
+        "",
+        f"Losses and missed targets: {len(short)}.",
+        "",
+        "| family | shape | dtype | verdict | ratio | best kprof | µs | best peer | µs | % of copy | vs roofline | why |",
+        "|---|---|---|---|---:|---|---:|---|---:|---:|---:|---|",
+    ]
+    for p in sorted(short, key=lambda p: (p.family, p.dtype, p.shape)):
+        why = p.why if len(p.why) <= 300 else p.why[:297] + "..."
+        out.append(
+            f"| {p.family} | {p.shape} | {p.dtype} | {p.verdict} | {p.ratio} | {p.best} | {p.best_us} | {p.peer} "
+            f"| {p.peer_us} | {p.pct_copy} | {p.vs_roofline} | {why} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tables", nargs="+", type=Path, help="kprof grid --markdown files, oldest first")
+    ap.add_argument("--markdown", type=Path, help="write the scoreboard here too")
+    ap.add_argument("--root", type=Path, default=Path("."), help="table paths are shown relative to this")
+    args = ap.parse_args()
+    text = scoreboard(latest(args.tables), args.root.resolve())
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

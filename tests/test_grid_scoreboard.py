@@ -1,0 +1,78 @@
+"""``benchmarks/grid_scoreboard.py`` reads committed ``kprof grid`` tables: every row of a table, the latest
+measurement of each point, and a measured row never replaced by a later table's ``not measured``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+GRID = ROOT / "benchmarks" / "results" / "grid"
+# swiglu's bf16 prefill part as the first H200 round's call limit cut it (8192x4096x28672 "not measured"), and the
+# later call that raced that point and the four 8192x8192 ones
+CUT = GRID / "h200-main-521b2f6" / "matrix-bf16" / "swiglu-prefill" / "grid-swiglu-prefill-bf16-partial.md"
+LATER = GRID / "h200-prefill-bf16-8e778f5" / "swiglu" / "grid-swiglu-points-bf16.md"
+
+
+@pytest.fixture
+def scoreboard(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import grid_scoreboard
+
+    return grid_scoreboard
+
+
+def _summary(path: Path) -> dict[str, int]:
+    """The counts a table's summary line states (``32 points: **24 win, 7 tie, 0 loss**, 0 uncertain, ...,
+    1 not measured``)."""
+    line = next(ln for ln in path.read_text().splitlines() if re.match(r"\d+ points:", ln))
+    counts = {"points": int(line.split()[0])}
+    for n, what in re.findall(r"(\d+) (win|tie|loss|uncertain|not measured)", line.replace("**", "")):
+        counts[what] = int(n)
+    return counts
+
+
+@pytest.mark.parametrize("path", [CUT, LATER], ids=["cut", "later"])
+def test_every_row_of_a_table_is_read(scoreboard, path):
+    rows = scoreboard.read_table(path)
+    summary = _summary(path)
+    assert len(rows) == summary["points"]
+    for verdict in ("win", "tie", "loss", "uncertain", "not measured"):
+        assert sum(r.verdict == verdict for r in rows) == summary[verdict], verdict
+    assert {r.family for r in rows} == {"swiglu"}
+    assert all(re.fullmatch(r"\d+x\d+x\d+", r.shape) and r.dtype == "bf16" for r in rows)
+    assert {r.verdict for r in rows} <= {"win", "tie", "loss", "uncertain", "not measured"}
+    # a target the table could not judge (its why column says so) is neither met nor missed
+    for r in rows:
+        assert (r.met == "not judged") == r.why.startswith("target not judged"), r.shape
+    measured = [r for r in rows if r.verdict != "not measured"]
+    assert {r.met for r in measured if r.shape.startswith(("2048x", "8192x"))} <= {"yes", "no", "not judged"}
+    assert {r.met for r in measured if r.shape.startswith("512x")} <= {""}  # no target under 2048 rows
+
+
+def test_a_later_table_replaces_a_point_and_not_measured_replaces_nothing(scoreboard):
+    cut = {r.shape: r for r in scoreboard.read_table(CUT)}
+    later = {r.shape: r for r in scoreboard.read_table(LATER)}
+    shape = "8192x4096x28672"
+    assert cut[shape].verdict == "not measured" and later[shape].verdict != "not measured"
+    for order in ([CUT, LATER], [LATER, CUT]):
+        points = scoreboard.latest(order)
+        assert points[("swiglu", shape, "bf16")] == later[shape]
+    # a point both tables measured comes from whichever is given last
+    both = set(cut) & set(later) - {shape}
+    for s in both:
+        assert scoreboard.latest([CUT, LATER])[("swiglu", s, "bf16")] == later[s]
+        assert scoreboard.latest([LATER, CUT])[("swiglu", s, "bf16")] == cut[s]
+    assert len(scoreboard.latest([CUT, LATER])) == len(set(cut) | set(later))
+
+
+def test_the_scoreboard_counts_every_point_once(scoreboard):
+    points = scoreboard.latest([CUT, LATER])
+    text = scoreboard.scoreboard(points, ROOT)
+    row = next(line for line in text.splitlines() if line.startswith("| swiglu | bf16 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    total, win, tie, loss, uncertain, unmeasured = map(int, cells[2:8])
+    assert total == len(points) == win + tie + loss + uncertain + unmeasured
+    assert "h200-prefill-bf16-8e778f5" in cells[-1] and "h200-main-521b2f6" in cells[-1]
