@@ -22,9 +22,9 @@ Side effects on the process, each scoped or declared:
   torch.compile.
 * **Route races** (:func:`route_race`, :func:`note_route_choice`): a counter of races timing their routes now,
   read by launch recordings, and every race's decision as text, read by the harness into case notes.
-* **Module-level caches** in kernel modules (compiled launchers keyed by specialisation, launch plans keyed
-  by call signature, GPU properties per device, and the harness providers' prepared weights): listed in
-  :data:`PROCESS_CACHES` with what each is keyed by.
+* **Module-level state** (compiled launchers keyed by specialisation, launch plans keyed by call signature, GPU
+  properties per device, the harness providers' prepared weights, registries, the wide-row launches' lock):
+  listed in :data:`PROCESS_CACHES` with what each is keyed by; a test fails on any that is not.
 """
 
 from __future__ import annotations
@@ -161,22 +161,39 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
         "(the next launch's ticket base) and the workspace of partial sums kept with them; a CUDA graph's capture "
         "gets counters and a workspace of its own",
     ),
+    (
+        "kprof.kernels.lib.launching.MEETING_LOCK",
+        "a lock, not a cache: held by the wide-row launches from taking a stream's ticket base or workspace to "
+        "their last launch, so two threads launching on one stream do not interleave there",
+    ),
     ("kernel modules' CompiledLauncher objects", "compiled kernels per specialisation key (kprof.launch)"),
     (
-        "kprof.kernels.rmsnorm.tuned._plans, kprof.kernels.lib.plans.Plans (each family's op_plan, gated.py)",
+        "kprof.kernels.rmsnorm.tuned._plans, kprof.kernels.lib.plans.Plans (each family's op_plan, gated.py, "
+        "rmsnorm.tuned's workspace plans); kprof.kernels.lib.plans._EVERY lists every table, for plans.reset()",
         "launch plans per call signature (shapes, strides, dtypes, devices, alignment; never tensor values), "
         "bounded at 4096 each",
     ),
     ("kprof.device.max_sm_clock_mhz", "the GPU's highest SM clock (nvidia-smi) per device index, for the cold mode"),
     (
-        "RouteRace objects in swiglu.tuned, rmsnorm_linear.tuned (kprof.kernels.lib.routes)",
-        "the route a shape class's first call timed fastest, per (shapes, dtype, device, strides), bounded at "
-        "4096 each; kprof.runtime keeps the latest 4096 decisions as text for the harness",
+        "RouteRace objects (kprof.kernels.lib.routes; kprof.kernels.lib.routes._RACES lists them, for decisions()): "
+        "kprof.kernels.swiglu.tuned._mid_rows, kprof.kernels.swiglu.tuned._interleaved_ragged, "
+        "kprof.kernels.rmsnorm_linear.tuned._mid_rows, kprof.kernels.kasmina.floor._tile_race",
+        "the route (or the floor's tile) a shape class's first call timed fastest, per (shapes, dtype, device, "
+        "strides), bounded at 4096 each; kprof.runtime keeps the latest 4096 decisions as text for the harness",
     ),
     (
-        "SameTensorsMemo objects in swiglu.tuned, swiglu.baselines, rmsnorm_linear.rstd_epilogue",
+        "SameTensorsMemo objects: kprof.kernels.swiglu.tuned._prepared, kprof.kernels.swiglu.baselines._gate_up, "
+        "kprof.kernels.rmsnorm_linear.rstd_epilogue._prepared",
         "one derived weight for the harness's `..._prepared` providers, held with its source tensors and "
         "reused while the same tensor objects come back at the same versions",
+    ),
+    ("kprof.registry._FAMILIES", "the kernel families by name, registered as kprof.kernels imports each folder"),
+    ("kprof.profilers._BACKENDS", "the profiler backends by name, registered as each profiler module is imported"),
+    ("kprof.timing._FLUSH", "the read-only L2 flush kernel, compiled on first use"),
+    (
+        "kprof.specialization._OFFLINE_CACHE",
+        "each described launch's registers, spills and shared memory compiled offline for an arch (by a child "
+        "process), keyed by the launch's description and the arch",
     ),
 )
 """Memoisation of what a result does not depend on (devices, compiled kernels, launch plans keyed by call

@@ -110,3 +110,61 @@ def test_the_given_sm_clock_is_the_cold_modes_reference_without_asking_nvidia_sm
         device.max_sm_clock_mhz.cache_clear()
         assert device.max_sm_clock_mhz(0) == expected
     device.max_sm_clock_mhz.cache_clear()
+
+
+# Objects that hold state for the rest of the process once made at module level. CompiledLauncher and Plans are
+# declared by class in kprof.runtime.PROCESS_CACHES (one entry covers every module's); the others by name.
+_BY_CLASS = {"CompiledLauncher", "Plans"}
+_STATEFUL = _BY_CLASS | {"RouteRace", "SameTensorsMemo", "Lock", "RLock"}
+
+
+def _module_state(path: Path, module: str) -> list[str]:
+    """``module.NAME`` of each module-level name bound to process state: an empty dict, list or set (filled as
+    the process runs) or an instance of a class in ``_STATEFUL``; ``CLASS`` for those declared by class."""
+    import ast
+
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        target, value = (
+            (node.targets[0], node.value) if isinstance(node, ast.Assign) else (node.target, node.value)
+            if isinstance(node, ast.AnnAssign) else (None, None)
+        )  # fmt: skip
+        if not isinstance(target, ast.Name) or value is None:
+            continue
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Call):  # Plans().plans
+            value = value.value
+        empty = isinstance(value, (ast.Dict, ast.List, ast.Set)) and not (
+            getattr(value, "keys", None) or getattr(value, "elts", None)
+        )
+        empty |= (
+            isinstance(value, ast.Call)
+            and ast.unparse(value.func) in ("dict", "list", "set")
+            and not (value.args or value.keywords)
+        )
+        made = ast.unparse(value.func).rpartition(".")[2] if isinstance(value, ast.Call) else ""
+        if made in _BY_CLASS:
+            found.append(made)
+        elif empty or made in _STATEFUL:
+            found.append(f"{module}.{target.id}")
+    return found
+
+
+def test_every_module_level_state_is_declared():
+    """Process-wide state lives in one place: every module-level cache, registry, race, memo and lock of the
+    package is named in kprof.runtime (its PROCESS_CACHES, or the docstring's list of side effects)."""
+    declared = (REPO / "toolkit" / "runtime.py").read_text()
+    roots = {
+        "toolkit": "kprof",
+        "kernels": "kprof.kernels",
+        "profilers": "kprof.profilers",
+        "dashboards": "kprof.dashboards",
+    }
+    state = []
+    for top, package in roots.items():
+        for f in sorted((REPO / top).rglob("*.py")):
+            parts = f.relative_to(REPO / top).with_suffix("").parts
+            module = ".".join((package, *parts[:-1])) if parts[-1] == "__init__" else ".".join((package, *parts))
+            state += _module_state(f, module)
+    assert "kprof.kernels.lib.launching._MEETINGS" in state and "CompiledLauncher" in state  # the scan finds them
+    missing = sorted({s for s in state if s not in declared})
+    assert missing == [], f"module-level state not declared in kprof.runtime.PROCESS_CACHES: {missing}"
