@@ -20,8 +20,6 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-VERDICTS = ("win", "tie", "loss", "uncertain")
-
 
 @dataclass(frozen=True)
 class Point:
