@@ -24,7 +24,9 @@ Which variance the interval and p carry depends on how the two runs were made (:
   over the cases of the diff.
 
 Every timing row says which variance it accounted for (column ``variance``). Defaults: threshold 3%, alpha
-0.01, at least 5 samples per side.
+0.01, at least 5 samples per side. A floor holds for the samples it was learnt from: ``--samples host`` (or
+``graph``) of separate runs takes a calibration of those samples, else every verdict is UNCERTAIN and says why
+(:func:`kprof.variance.unmeasured_floor`: host times of unchanged code moved 0.47-2.4x between separate runs).
 
 Correctness is compared for every case in both runs (:mod:`kprof.correctness_diff`): BROKEN (correct in A,
 not in B) is a regression like SLOWER; two CPU interpreter runs, which have no timings, get these verdicts
@@ -118,6 +120,8 @@ def compare_samples(
             "verdict": "SAME",
             "why": f"all {xa.size} matched samples identical",
         }
+    if floor.source == "none":  # nothing measured says how far these samples move between runs
+        return {**out, "floor_pct": math.nan, "verdict": "UNCERTAIN", "why": f"no run-to-run floor: {floor.detail}"}
     if min(xa.size, xb.size) < rule.min_samples:
         return {**out, "verdict": "UNCERTAIN", "why": f"fewer than {rule.min_samples} samples"}
     lo, hi, p = _within_run(xa, xb, ma, mb, out["ratio"], rule, paired)
@@ -545,6 +549,15 @@ def clock_warnings(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> list[str
     return warn
 
 
+def floor_kind(kind: str, metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> str:
+    """The samples whose run-to-run floor applies to ``kind``: ``gpu`` where ``kind`` is the timing mode both runs
+    declared (their ``gpu`` samples are that mode's), else ``kind`` itself."""
+    declared = set()
+    for m in (metrics_a, metrics_b):
+        declared |= set(m["timing_mode"].dropna()) if "timing_mode" in m else {None}
+    return "gpu" if kind == "gpu" or declared == {kind} else kind
+
+
 def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), kind: str = "gpu") -> DiffResult:
     """Timings (``kind`` samples) and correctness of every case of two stored runs.
 
@@ -553,7 +566,7 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), k
     a, b = store.run(ref_a), store.run(ref_b)
     ma, mb = store.metrics(a["id"]), store.metrics(b["id"])
     comparison = comparison_kind(a, b)
-    floor_for = floor_lookup(store, a, b) if comparison == "separate" else None
+    floor_for = floor_lookup(store, a, b, floor_kind(kind, ma, mb)) if comparison == "separate" else None
     cases = diff_cases(ma, store.samples(a["id"]), mb, store.samples(b["id"]), rule, floor_for, kind)
     correctness = correctness_diff.diff_correctness(ma, mb)
     if cases.empty and correctness.empty:

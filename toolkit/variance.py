@@ -17,7 +17,10 @@ device, :data:`DEFAULT_SIGMA_RUN` applies, or for calls under 10 us :data:`DEFAU
 comments for where they come from).
 
 Calibrations are kept in the run store (table ``noise``), one row per size class and per case, so every
-later diff on that device uses them; the newest calibration of a device wins.
+later diff on that device uses them; the newest calibration of a device wins. A calibration holds for the kind of
+samples it was learnt from (``kprof noise --samples KIND``; ``gpu``, the declared mode's GPU times, by default):
+host times and graph replays move far more between runs than GPU times do (:func:`unmeasured_floor`), so a diff
+of those between separate runs takes their own calibration, or gives no timing verdict.
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ class Floor:
     """The between-run part of one comparison: ``sigma_run`` and where it came from."""
 
     sigma_run: float  # per-run standard deviation of log(median)
-    source: str  # "calibrated" | "default" | "within-run"
+    source: str  # "calibrated" | "default" | "within-run" | "none" (nothing measured: no verdict between runs)
     detail: str = ""  # e.g. "4 runs on NVIDIA H100 80GB HBM3, 2026-11-23, size class <10us"
 
     def pair_sd(self) -> float:
@@ -86,6 +89,8 @@ class Floor:
     def describe(self, confidence: float = 0.95) -> str:
         if self.source == "within-run":
             return "within-run only (interleaved rounds of one invocation)"
+        if self.source == "none":
+            return f"no run-to-run floor ({self.detail})"
         pct = f"{100 * self.half_width(confidence):.1f}%"
         if self.source == "calibrated":
             return f"run-to-run floor {pct} (calibrated from {self.detail})"
@@ -101,6 +106,21 @@ def ratio_half_width(sigma_a: float, sigma_b: float, runs: int = 1, confidence: 
 
 
 WITHIN_RUN = Floor(0.0, "within-run")
+
+
+def unmeasured_floor(kind: str) -> Floor:
+    """The floor of ``kind`` samples that no calibration of the device covers and no default stands for: two
+    separate runs then get no timing verdict. The defaults were learnt from the declared mode's GPU times; other
+    samples move far more between runs. Five separate runs of unchanged rmsnorm code on an H100
+    (``benchmarks/results/diff-noise/planted/``, 47 cases) moved the cold GPU medians 0.923-1.044x between pairs of
+    runs, the graph replays' 0.873-1.136x and the host times' 0.473-2.396x: with the GPU floor applied to them, one
+    pair of those runs read 25 cases SLOWER and 8 FASTER in host time."""
+    return Floor(
+        math.inf,
+        "none",
+        f"{kind} samples: no calibration of this device for them, and the default floor is the GPU time's; "
+        f"run `kprof noise RUNS --samples {kind}` on repeated runs, or compare within one invocation with --rev",
+    )
 
 
 def default_floor(median_us: float | None = None) -> Floor:
@@ -119,6 +139,7 @@ class Calibration:
     runs: tuple[str, ...]
     classes: pd.DataFrame  # size_class, sigma (pooled), sigma_upper, df, cases
     cases: pd.DataFrame  # key, size_class, median_us, sigma, df, runs, max_pair_dev
+    kind: str = "gpu"  # the samples it was learnt from: its floor holds for those alone
 
     def floor_for(self, key: str, median_us: float) -> Floor:
         cls = size_class(median_us)
@@ -133,7 +154,8 @@ class Calibration:
         if not own.empty and float(own["sigma"].iloc[0]) > sigma:
             sigma = float(own["sigma"].iloc[0])
             where = "this case's own spread"
-        detail = f"{len(self.runs)} runs on {self.device}, {self.created_at[:10]}; {where}"
+        samples = "" if self.kind == "gpu" else f" ({self.kind} samples)"
+        detail = f"{len(self.runs)} runs on {self.device}{samples}, {self.created_at[:10]}; {where}"
         return Floor(sigma, "calibrated", detail)
 
 
@@ -231,13 +253,16 @@ def calibrate(store: Any, refs: Iterable[str], kind: str = "gpu") -> Calibration
         )
     cases, classes = estimate(run_medians(store, groups, kind), groups)
     if cases.empty:
-        raise KprofError("kprof noise: the repeated runs share no correct case with GPU samples (GPU runs needed)")
+        raise KprofError(
+            f"kprof noise: the repeated runs share no correct case with {kind!r} samples (GPU runs needed)"
+        )
     cal = Calibration(
         device=str(devices.pop()),
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         runs=tuple(groups),
         classes=classes,
         cases=cases,
+        kind=kind,
     )
     save(store, cal)
     return cal
@@ -269,12 +294,26 @@ def select_runs(store: Any, refs: Iterable[str]) -> list[dict]:
 # ---------------------------------------------------------------------------------------------- store
 _SCHEMA = """CREATE TABLE IF NOT EXISTS noise (calibration TEXT NOT NULL, created_at TEXT NOT NULL,
              device TEXT NOT NULL, scope TEXT NOT NULL, key TEXT NOT NULL, size_class TEXT, sigma REAL,
-             sigma_upper REAL, df INTEGER, n INTEGER, median_us REAL, max_pair_dev REAL, runs TEXT)"""
+             sigma_upper REAL, df INTEGER, n INTEGER, median_us REAL, max_pair_dev REAL, runs TEXT,
+             kind TEXT NOT NULL DEFAULT 'gpu')"""
+_COLUMNS = (
+    "calibration, created_at, device, scope, key, size_class, sigma, sigma_upper, df, n, median_us, max_pair_dev, "
+    "runs, kind"
+)
+
+
+def _noise_table(conn: Any) -> None:
+    """The ``noise`` table, with its ``kind`` column: a store made before calibrations said which samples they
+    were learnt from gets it, every earlier row counted as ``gpu`` (the only samples ``kprof noise`` read by
+    default)."""
+    conn.execute(_SCHEMA)
+    if "kind" not in {row[1] for row in conn.execute("PRAGMA table_info(noise)")}:
+        conn.execute("ALTER TABLE noise ADD COLUMN kind TEXT NOT NULL DEFAULT 'gpu'")
 
 
 def save(store: Any, cal: Calibration) -> None:
     conn = store.connection
-    conn.execute(_SCHEMA)
+    _noise_table(conn)
     cal_id = f"{cal.created_at}/{len(cal.runs)}"
     runs = json.dumps(list(cal.runs))
     rows = [
@@ -292,6 +331,7 @@ def save(store: Any, cal: Calibration) -> None:
             None,
             None,
             runs,
+            cal.kind,
         )
         for r in cal.classes.itertuples()
     ]
@@ -310,26 +350,28 @@ def save(store: Any, cal: Calibration) -> None:
             r.median_us,
             r.max_pair_dev,
             runs,
+            cal.kind,
         )
         for r in cal.cases.itertuples()
     ]
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.executemany("INSERT INTO noise VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany(f"INSERT INTO noise ({_COLUMNS}) VALUES ({', '.join('?' * 14)})", rows)
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
 
 
-def load(store: Any, device: str | None) -> Calibration | None:
-    """The newest calibration of ``device`` in the store, or None."""
+def load(store: Any, device: str | None, kind: str = "gpu") -> Calibration | None:
+    """The newest calibration of ``device`` learnt from ``kind`` samples in the store, or None."""
     if not device:
         return None
     conn = store.connection
-    conn.execute(_SCHEMA)
+    _noise_table(conn)
     row = conn.execute(
-        "SELECT calibration FROM noise WHERE device = ? ORDER BY created_at DESC, rowid DESC LIMIT 1", (device,)
+        "SELECT calibration FROM noise WHERE device = ? AND kind = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        (device, kind),
     ).fetchone()
     if row is None:
         return None
@@ -346,14 +388,19 @@ def load(store: Any, device: str | None) -> Calibration | None:
         runs=tuple(json.loads(df["runs"].iloc[0])),
         classes=cls.reset_index(drop=True),
         cases=cases.reset_index(drop=True),
+        kind=kind,
     )
 
 
-def floor_lookup(store: Any, run_a: Mapping[str, Any], run_b: Mapping[str, Any]):
-    """A function (key, median_us) -> Floor for two separate runs: calibrated when the store has a
-    calibration of their (common) device, else the default."""
+def floor_lookup(store: Any, run_a: Mapping[str, Any], run_b: Mapping[str, Any], kind: str = "gpu"):
+    """A function (key, median_us) -> Floor for ``kind`` samples of two separate runs: calibrated when the store
+    has a calibration of their (common) device from ``kind`` samples, else the default for ``gpu`` (the declared
+    mode's GPU times, what the defaults were learnt from), else :func:`unmeasured_floor`: no verdict."""
     dev_a, dev_b = run_a.get("device_name"), run_b.get("device_name")
-    cal = load(store, dev_a) if dev_a == dev_b else None
-    if cal is None:
+    cal = load(store, dev_a, kind) if dev_a == dev_b else None
+    if cal is not None:
+        return cal.floor_for
+    if kind == "gpu":
         return lambda key, median_us: default_floor(median_us)
-    return cal.floor_for
+    none = unmeasured_floor(kind)
+    return lambda key, median_us: none

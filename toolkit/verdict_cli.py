@@ -182,7 +182,8 @@ def noise(store: Any, refs: list[str], kind: str, json_out: Path | None, console
         "σ run (pooled)",
         "σ run (95% upper)",
         "floor, pair of runs",
-        title=f"run-to-run noise on {cal.device} from {len(cal.runs)} runs",
+        title=f"run-to-run noise on {cal.device} from {len(cal.runs)} runs"
+        + ("" if cal.kind == "gpu" else f", {cal.kind} samples"),
     )
     for r in cal.classes.itertuples():
         fl = variance.Floor(float(r.sigma_upper), "calibrated")
@@ -201,7 +202,7 @@ def noise(store: Any, refs: list[str], kind: str, json_out: Path | None, console
         t.add_row(r.key, f"{r.median_us:.2f}", str(r.runs), f"{100 * r.sigma:.2f}%", f"{100 * r.max_pair_dev:.1f}%")
     console.print(t)
     console.print(
-        f"stored in {store.path}: later `kprof diff` of separate runs on {cal.device} use it "
+        f"stored in {store.path}: later `kprof diff --samples {cal.kind}` of separate runs on {cal.device} use it "
         "(floor = the change two runs of unchanged code reach at 95%)"
     )
     if json_out:
@@ -209,6 +210,7 @@ def noise(store: Any, refs: list[str], kind: str, json_out: Path | None, console
             json.dumps(
                 {
                     "device": cal.device,
+                    "samples": cal.kind,
                     "created_at": cal.created_at,
                     "runs": list(cal.runs),
                     "classes": cal.classes.to_dict("records"),

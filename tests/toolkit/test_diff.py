@@ -692,3 +692,57 @@ def test_runs_timed_with_and_without_the_sm_clock_are_said_to_differ():
     (w,) = clock_warnings(new, slowed)
     assert w.startswith("run B: 1 case(s) kept cold calls slowed") and cases[1] in w and cases[0] not in w
     assert clock_warnings(new.assign(cold_clock_pct=np.nan), new.assign(cold_clock_pct=np.nan)) == []
+
+
+# ------------------------------------------------------------------------- a floor for each kind of samples
+# Separate `kprof profile rmsnorm` runs of unchanged code on one H100 (47 cases each), and the store's GPU-time
+# calibration from them (benchmarks/results/diff-noise/, made before calibrations recorded their samples' kind)
+UNCHANGED = ("20261123-025406-34db", "20261123-025505-608c", "20261123-025557-befb", "20261123-025646-1f80")
+
+
+@pytest.fixture
+def noise_store(tmp_path) -> RunStore:
+    import gzip
+    import shutil
+
+    db = tmp_path / "planted.db"
+    with gzip.open(ROOT / "benchmarks/results/diff-noise/planted/kprof.db.gz") as src, open(db, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return RunStore(db, create=False)
+
+
+@pytest.mark.parametrize("kind", ["host", "graph"])
+def test_samples_without_a_floor_of_their_own_get_no_verdict_between_separate_runs(noise_store, kind):
+    """Host times and graph replays of unchanged code moved 0.47-2.4x and 0.87-1.14x between these runs, where the
+    GPU-time floor is 1.7-5.2%: judged by it, one pair read 25 cases SLOWER and 8 FASTER in host time."""
+    for a, b in zip(UNCHANGED, UNCHANGED[1:]):
+        t = diff_runs(noise_store, a, b, kind=kind).table()
+        assert len(t) == 47 and (t["verdict"] == "UNCERTAIN").all()
+        assert t["why"].str.startswith(f"no run-to-run floor: {kind} samples").all()
+        assert t["why"].str.contains(f"kprof noise RUNS --samples {kind}").all()
+    ratios = diff_runs(noise_store, UNCHANGED[0], UNCHANGED[1], kind=kind).table()["ratio"]
+    assert ratios.max() / ratios.min() > 1.1  # they did move: a verdict by the GPU floor would have been wrong
+    gpu = diff_runs(noise_store, UNCHANGED[0], UNCHANGED[1]).table()  # the GPU times keep their calibrated floor
+    assert gpu["variance"].str.contains("calibrated from").all() and (gpu["verdict"] == "SAME").any()
+    cold = diff_runs(noise_store, UNCHANGED[0], UNCHANGED[1], kind="cold").table()  # the declared mode: the same
+    assert list(cold["verdict"]) == list(gpu["verdict"])
+
+
+def test_a_calibration_holds_for_the_samples_it_was_learnt_from(noise_store):
+    from kprof import variance
+
+    conn = noise_store.connection
+    assert "kind" not in {r[1] for r in conn.execute("PRAGMA table_info(noise)")}  # an older store's table
+    gpu_cal = variance.load(noise_store, "NVIDIA H100 80GB HBM3")
+    assert gpu_cal is not None and gpu_cal.kind == "gpu"  # its rows read as the GPU times' they were
+    assert variance.load(noise_store, "NVIDIA H100 80GB HBM3", "host") is None
+    host_cal = variance.calibrate(noise_store, list(UNCHANGED), "host")
+    assert host_cal.kind == "host"
+    assert host_cal.classes["sigma_upper"].min() > gpu_cal.classes["sigma_upper"].max()  # host time moves more
+    again = variance.load(noise_store, "NVIDIA H100 80GB HBM3")  # the newer host calibration does not replace it
+    assert again is not None and again.created_at == gpu_cal.created_at
+    assert (again.classes["sigma_upper"].to_numpy() == gpu_cal.classes["sigma_upper"].to_numpy()).all()
+    for a, b in zip(UNCHANGED, UNCHANGED[1:]):
+        t = diff_runs(noise_store, a, b, kind="host").table()
+        assert t["variance"].str.contains("host samples").all()
+        assert not t["verdict"].isin(["SLOWER", "FASTER"]).any()  # unchanged code, judged by its own floor
