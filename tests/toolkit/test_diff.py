@@ -746,3 +746,21 @@ def test_a_calibration_holds_for_the_samples_it_was_learnt_from(noise_store):
         t = diff_runs(noise_store, a, b, kind="host").table()
         assert t["variance"].str.contains("host samples").all()
         assert not t["verdict"].isin(["SLOWER", "FASTER"]).any()  # unchanged code, judged by its own floor
+
+
+def test_interleaved_arms_alternate_only_their_gpu_samples(noise_store):
+    """The store's --rev arms: unchanged code against a planted regression of triton_tuned. Only the gpu samples
+    alternate round by round; host times, taken once per arm, had read 11 unchanged cases SLOWER or FASTER when
+    judged as alternated (within-run variance only)."""
+    base, planted = "20261123-025946-d3f1", "20261123-025946-4391"
+    gpu = diff_runs(noise_store, base, planted)
+    t = gpu.table()
+    assert gpu.comparison == "interleaved" and t["variance"].str.startswith("within-run").all()
+    assert set(t.loc[t["verdict"] == "SLOWER", "provider"]) == {"triton_tuned"}
+    assert (t.loc[t["provider"] == "triton_tuned", "verdict"] == "SLOWER").all()
+    for kind in ("host", "graph"):
+        res = diff_runs(noise_store, base, planted, kind=kind)
+        t = res.table()
+        assert res.comparison == "one window per arm"
+        assert not t.loc[t["provider"] != "triton_tuned", "verdict"].isin(["SLOWER", "FASTER"]).any()
+        assert t["why"].str.startswith(f"no run-to-run floor: {kind} samples").all()
