@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -368,10 +369,16 @@ def load(store: Any, device: str | None, kind: str = "gpu") -> Calibration | Non
     if not device:
         return None
     conn = store.connection
-    _noise_table(conn)
+    try:
+        _noise_table(conn)
+    except sqlite3.OperationalError:  # a store that cannot be written: read the table as it is
+        pass
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(noise)")}
+    if not columns or ("kind" not in columns and kind != "gpu"):  # an older table holds GPU-time floors alone
+        return None
+    where, args = ("device = ? AND kind = ?", (device, kind)) if "kind" in columns else ("device = ?", (device,))
     row = conn.execute(
-        "SELECT calibration FROM noise WHERE device = ? AND kind = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
-        (device, kind),
+        f"SELECT calibration FROM noise WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT 1", args
     ).fetchone()
     if row is None:
         return None

@@ -764,3 +764,16 @@ def test_interleaved_arms_alternate_only_their_gpu_samples(noise_store):
         assert res.comparison == "one window per arm"
         assert not t.loc[t["provider"] != "triton_tuned", "verdict"].isin(["SLOWER", "FASTER"]).any()
         assert t["why"].str.startswith(f"no run-to-run floor: {kind} samples").all()
+
+
+def test_an_older_store_that_cannot_be_written_still_gives_its_floor(noise_store):
+    import sqlite3
+    from types import SimpleNamespace
+
+    from kprof import variance
+
+    ro = SimpleNamespace(connection=sqlite3.connect(f"file:{noise_store.path}?mode=ro", uri=True))
+    cal = variance.load(ro, "NVIDIA H100 80GB HBM3")
+    assert cal is not None and cal.kind == "gpu" and len(cal.classes) == 4
+    assert variance.load(ro, "NVIDIA H100 80GB HBM3", "host") is None  # its table held GPU-time floors alone
+    assert "kind" not in {r[1] for r in ro.connection.execute("PRAGMA table_info(noise)")}  # left as it was
