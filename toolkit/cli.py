@@ -797,7 +797,11 @@ def diff(
     ] = None,
     samples: Annotated[
         str,
-        typer.Option("--samples", help="Which stored samples of each case to compare (gpu: per-call device times)."),
+        typer.Option(
+            "--samples",
+            help="Which stored samples of each case to compare (gpu: per-call device times, alternated between "
+            "--rev arms; host, graph, ...: judged by their own `kprof noise --samples` floor, else UNCERTAIN).",
+        ),
     ] = "gpu",
     store: StoreOpt = None,
 ) -> None:
@@ -836,7 +840,11 @@ def noise(
         ),
     ],
     samples: Annotated[
-        str, typer.Option("--samples", help="Which stored samples to calibrate on (gpu: per-call device times).")
+        str,
+        typer.Option(
+            "--samples",
+            help="Which stored samples to calibrate on (gpu: per-call device times; a floor holds for its kind alone).",
+        ),
     ] = "gpu",
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the calibration as JSON.")] = None,
     store: StoreOpt = None,
