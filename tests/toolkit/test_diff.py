@@ -523,8 +523,12 @@ def test_one_kernel_with_two_grids_is_not_pooled():
     d = diff_traces(a, b)
     t = d.table.set_index("launch")
     assert len(t) == 2 and (t["n_a"] == n).all()
-    assert t.loc["grid 61x1x1 block 128x1x1", "verdict"] == "SAME"
+    # two trace files are two runs: the unchanged 9 us group sits inside the default floor of its size, the 20%
+    # change of the 55 us group is beyond its floor
+    assert t.loc["grid 61x1x1 block 128x1x1", "verdict"] == "UNCERTAIN"
+    assert "inside the run-to-run floor" in t.loc["grid 61x1x1 block 128x1x1", "why"]
     assert t.loc["grid 977x1x1 block 128x1x1", "verdict"] == "SLOWER"
+    assert t["statistics"].str.contains("default run-to-run floor").all()
     assert list(d.only_in_b["launch"]) == ["grid 3x1x1 block 128x1x1"] and d.only_in_a.empty
 
 
@@ -777,3 +781,21 @@ def test_an_older_store_that_cannot_be_written_still_gives_its_floor(noise_store
     assert cal is not None and cal.kind == "gpu" and len(cal.classes) == 4
     assert variance.load(ro, "NVIDIA H100 80GB HBM3", "host") is None  # its table held GPU-time floors alone
     assert "kind" not in {r[1] for r in ro.connection.execute("PRAGMA table_info(noise)")}  # left as it was
+
+
+def test_two_captures_of_unchanged_kernels_are_not_called_slower():
+    """Two committed Kineto captures of rmsnorm from two H100 sessions share their PyTorch kernels unchanged (the
+    same torch). Judged as one run, a 1-us elementwise kernel read +14.6% SLOWER; two trace files are two runs."""
+    from kprof.profilers import parse_trace
+    from kprof.trace_diff import diff_traces
+
+    a = parse_trace(ROOT / "tests/data/kineto_rmsnorm_h100_jitpath.json.gz")
+    b = parse_trace(ROOT / "tests/data/kineto_rmsnorm_h100_small.json.gz")
+    t = diff_traces(a, b).table
+    # PyTorch's kernels inside the cases both sessions ran (64x4096 bf16); outside the cases are the inputs'
+    # kernels, whose work differs between the sessions' shapes under one launch configuration
+    aten = t[t["kernel"].str.startswith("at::native") & (t["case"] != "(outside any case)")]
+    assert len(aten) >= 3 and not aten["verdict"].isin(["SLOWER", "FASTER"]).any()
+    moved = t[t["kernel"].str.startswith("at::native") & ((t["ratio"] - 1).abs() > 0.1) & t["ratio"].between(0.8, 1.25)]
+    assert len(moved) >= 3 and moved["verdict"].eq("UNCERTAIN").all()  # they moved 10-15%, and kprof says why
+    assert moved["why"].str.contains("run-to-run floor|not significant|fewer than").all()
