@@ -120,7 +120,8 @@ def unmeasured_floor(kind: str) -> Floor:
         math.inf,
         "none",
         f"{kind} samples: no calibration of this device for them, and the default floor is the GPU time's; "
-        f"run `kprof noise RUNS --samples {kind}` on repeated runs, or compare within one invocation with --rev",
+        f"run `kprof noise RUNS --samples {kind}` on repeated runs (only the gpu samples alternate between --rev "
+        "arms, the sensitive comparison)",
     )
 
 
