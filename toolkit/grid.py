@@ -393,6 +393,32 @@ def _dispatch_vs_best(disp: pd.Series | None, best: pd.Series | None) -> float:
     return float(disp["gpu_time_us"]) / float(best["gpu_time_us"])
 
 
+def _dispatch_spread(disp: pd.Series | None, best: pd.Series | None, same_code: float) -> float:
+    """How far the dispatch's ratio to the best plain version may be off as two cases of the run: the larger of the
+    two cases' own spread, how far the same code moved at the point (``same_code``), a kernel both launch and a
+    clock that slowed either; 0 where the dispatch ran the best's code (its ratio is 1.0 by construction)."""
+    if disp is None or best is None:
+        return math.nan
+    code = _code_of(disp)
+    if code is not None and code == _code_of(best):
+        return 0.0
+    return _nanmax(
+        _pair_spread(disp, best), same_code, shared_kernel_drift(disp, best)[0], slowed_by_clock(disp, best)[0]
+    )
+
+
+def dispatch_counts(table: pd.DataFrame) -> tuple[int, int, int]:
+    """(within the tie band, beyond it by more than the two cases' spread, neither: not judged) over the points
+    whose dispatch was compared. A ratio a little past the band, inside how far two cases of the run moved, is no
+    more a miss than a loss inside it is (``kprof grid``'s verdicts)."""
+    d = table.get("dispatch_vs_best", pd.Series(dtype=float))
+    spread = table.get("dispatch_spread", pd.Series(0.0, index=table.index)).reindex(d.index).fillna(0.0)
+    known = d.notna()
+    within = known & (d <= TIE)
+    beyond = known & (d > TIE * (1 + spread))
+    return int(within.sum()), int(beyond.sum()), int((known & ~within & ~beyond).sum())
+
+
 def _kernels_of(case: pd.Series) -> dict[str, float]:
     """A cold-timed case's kernels: name -> median us (the first of a name)."""
     out: dict[str, float] = {}
@@ -613,6 +639,7 @@ def grid_table(
                 "floor_vs_roofline": floor_ratio,
                 "timing_mode": kp.get("timing_mode") if kp is not None else None,
                 "dispatch_vs_best": _dispatch_vs_best(disp, plain),
+                "dispatch_spread": _dispatch_spread(disp, plain, twins[0]),
                 "kprof_host_us": host,
                 "kprof_graph_host_us": graph_host,
                 "host_provider": launched["provider"] if launched is not None else None,
@@ -718,6 +745,7 @@ def render(
     unjudged = int((targeted & table.get("target_met", pd.Series(dtype=object)).isna()).sum())
     shown = bool(targeted.any())  # target columns wherever a point has one, judged or not
     d = table.get("dispatch_vs_best", pd.Series(dtype=float)).dropna()
+    within, beyond, unjudged_d = dispatch_counts(table)
     mode = next((m for m in table["timing_mode"].dropna()), "cold")
     hb = table.get("host_bound", pd.Series(False, index=table.index)).fillna(False).astype(bool)
     host_gpu = "host_provider_us" if "host_provider_us" in table else "kprof_us"
@@ -742,8 +770,14 @@ def render(
         *(
             [
                 f"Dispatch (`{dispatch}`, what `kprof.kernels.ops` runs): within {TIE} x the best kprof version at "
-                f"{int((d <= TIE).sum())} of {len(d)} points; `{dispatch} / best` is its time over the best's, 1.000 "
-                "where it ran the best's code"
+                f"{within} of {len(d)} points"
+                + (f", beyond it at {beyond}" if beyond else "")
+                + (
+                    f", not judged at {unjudged_d} (past {TIE} x by less than the two cases moved)"
+                    if unjudged_d
+                    else ""
+                )
+                + f"; `{dispatch} / best` is its time over the best's, 1.000 where it ran the best's code"
                 + (
                     f" (versions on prepared weights, {', '.join(f'`{p}`' for p in prepared)}, left out of that best: "
                     "the plain op cannot use them; the ops API's prepared objects run them)."

@@ -1047,3 +1047,23 @@ def test_host_bound_is_judged_on_what_the_ops_api_launches(ops_host_bound):
     assert ("the ops API's version's (`triton_b`" in text) is ops_host_bound
     alone = grid_table(m[m["provider"] != "triton_b"], dispatch="triton_b").iloc[0]  # the run lacks the dispatch
     assert alone["host_provider"] == "triton_a" and bool(alone["host_bound"]) is not ops_host_bound
+
+
+@pytest.mark.parametrize(("noise", "expect"), [(0.001, "beyond"), (0.02, "not judged")])
+def test_a_dispatch_just_past_the_band_is_judged_against_the_cases_spread(noise, expect):
+    """The dispatch 2.5% behind the best kprof version (other code): a miss where the two cases spread 0.1%, not
+    judged where they spread 2%, as a verdict inside the cases' spread is uncertain; the summary counts each."""
+    rng = np.random.default_rng()
+    best = float(rng.uniform(100, 900))
+    points = {
+        ("8192x4096", "bf16"): {"triton_a": best * 1.025, "triton_b": best, "torch_compile": best * 1.2},
+        ("16384x4096", "bf16"): {"triton_a": best * 2, "triton_b": best * 2, "torch_compile": best * 2.4},
+    }
+    table = grid_table(_metrics(rng, points, noise=noise), dispatch="triton_a")
+    row = table.set_index("shape").loc["8192x4096"]
+    assert row["dispatch_vs_best"] == pytest.approx(1.025) and row["dispatch_spread"] == pytest.approx(noise)
+    within, beyond, unjudged = grid.dispatch_counts(table)
+    assert within == 1 and (beyond, unjudged) == ((1, 0) if expect == "beyond" else (0, 1))
+    text = render(table, ["r"], "rmsnorm", dispatch="triton_a")
+    assert "within 1.02 x the best kprof version at 1 of 2 points" in text
+    assert ("beyond it at 1" in text) == (expect == "beyond") and ("not judged at 1" in text) == (expect != "beyond")
