@@ -981,7 +981,9 @@ def test_a_missed_target_without_ncu_quotes_each_kernels_cold_time():
     (the norm, the product beside the yardstick's product), labelled as such."""
     rng = np.random.default_rng()
     prod = float(rng.uniform(200, 1500))
-    norm = prod * float(rng.uniform(0.04, 0.08))
+    # 1.05-1.08x the yardstick: clear of the 1.03x target by more than the cases' 1% spread (from 1.04x a draw could
+    # land inside it, where the target is rightly not judged)
+    norm = prod * float(rng.uniform(0.05, 0.08))
     m = _metrics(
         rng, {("8192x2048x11008", "bf16"): {"triton_a": norm + prod, "torch_compile": norm + prod, "cublas": prod}}
     )
