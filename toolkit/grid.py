@@ -382,29 +382,21 @@ def _code_of(case: pd.Series) -> tuple | None:
     return names, json.dumps([{k: s.get(k) for k in keys} for s in specs], sort_keys=True)
 
 
-def _dispatch_vs_best(disp: pd.Series | None, best: pd.Series | None) -> float:
-    """The dispatch's time over the best plain version's; 1.0 where the two ran the same code (the dispatch picked
-    that version: what sets them apart is the machine between two cases, see :func:`same_code_spread`)."""
+def _dispatch_vs_best(disp: pd.Series | None, best: pd.Series | None, same_code: float) -> tuple[float, float]:
+    """(the dispatch's time over the best plain version's, how far that ratio may be off as two cases of the run).
+    Where the two ran the same code (the dispatch picked that version) the ratio is 1.0 and the spread 0: what sets
+    their times apart is the machine between two cases (:func:`same_code_spread`). Otherwise the spread is the larger
+    of the two cases' own spread, how far the same code moved at the point (``same_code``), a kernel both launch and
+    a clock that slowed either."""
     if disp is None or best is None:
-        return math.nan
+        return math.nan, math.nan
     code = _code_of(disp)
     if code is not None and code == _code_of(best):
-        return 1.0
-    return float(disp["gpu_time_us"]) / float(best["gpu_time_us"])
-
-
-def _dispatch_spread(disp: pd.Series | None, best: pd.Series | None, same_code: float) -> float:
-    """How far the dispatch's ratio to the best plain version may be off as two cases of the run: the larger of the
-    two cases' own spread, how far the same code moved at the point (``same_code``), a kernel both launch and a
-    clock that slowed either; 0 where the dispatch ran the best's code (its ratio is 1.0 by construction)."""
-    if disp is None or best is None:
-        return math.nan
-    code = _code_of(disp)
-    if code is not None and code == _code_of(best):
-        return 0.0
-    return _nanmax(
+        return 1.0, 0.0
+    spread = _nanmax(
         _pair_spread(disp, best), same_code, shared_kernel_drift(disp, best)[0], slowed_by_clock(disp, best)[0]
     )
+    return float(disp["gpu_time_us"]) / float(best["gpu_time_us"]), spread
 
 
 def dispatch_counts(table: pd.DataFrame) -> tuple[int, int, int]:
@@ -612,6 +604,7 @@ def grid_table(
         if host_bound:
             note = host_bound_note(host, launched_us, graph_host, str(launched["provider"]))
             why = f"{why}; {note}" if why else note
+        dispatch_ratio, dispatch_spread = _dispatch_vs_best(disp, plain, twins[0])
         rows.append(
             {
                 "shape": shape,
@@ -638,8 +631,8 @@ def grid_table(
                 "target_reach": reach,
                 "floor_vs_roofline": floor_ratio,
                 "timing_mode": kp.get("timing_mode") if kp is not None else None,
-                "dispatch_vs_best": _dispatch_vs_best(disp, plain),
-                "dispatch_spread": _dispatch_spread(disp, plain, twins[0]),
+                "dispatch_vs_best": dispatch_ratio,
+                "dispatch_spread": dispatch_spread,
                 "kprof_host_us": host,
                 "kprof_graph_host_us": graph_host,
                 "host_provider": launched["provider"] if launched is not None else None,
