@@ -1,0 +1,264 @@
+"""Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
+persistent loop and its tickets, or the cache hints.
+
+    python benchmarks/wide_row_forms.py --out DIR [--shapes 512x65536,2048x131072,8192x65536] [--rounds 3] \
+        [--rep-ms 5] [--dtypes bf16]
+
+On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
+same bytes at 512-32768 rows of 65536-131072 columns, and so did the same loads and stores without the row's meeting
+(``benchmarks/results/rmsnorm-cooperative/``); rows of 16384 columns, one row a program, reach 99% there. Every
+candidate below moves x's bytes once each way (x read, y written) and differs from the next in one thing:
+
+- ``copy cC wW HINT``: y = x, one program a chunk of C elements, W warps (no loop, no atomics);
+- ``own cC wW HINT``: the same layout normalising each chunk by its own sum of squares (the wide kernel without its
+  meeting; a wrong result on purpose, not checked);
+- ``loop pK cC wW HINT ORDER``: y = x in a persistent loop of K programs an SM, each loading its next chunk before it
+  stores the one it holds (the pipelined kernel's order), the next chunk from a relaxed ticket (``ticket``) or the
+  program's next turn (``static``);
+- ``pipe pK cC wW HINT``: rmsnorm's pipelined kernel as shipped but for the hints;
+- ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
+
+``HINT``: ``ef`` x loaded ``evict_first`` (as shipped), ``-`` no hint, ``cs`` no hint and y stored ``.cs``
+(streaming). Copies are checked bit for bit and ``pipe`` against the float64 oracle before they are timed; ``cold``
+times, ``--rounds`` rounds in a fresh random order. Writes DIR/times.csv (every round) and DIR/summary.csv (per
+shape: each candidate's median as % of the copy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+from bench_common import print_race, race_rounds, race_rows, write_csv
+
+from kprof.kernels import discover
+from kprof.kernels.lib.split_rows import (
+    cooperative_arrive,
+    cooperative_wait_sum,
+    float32_again,
+    launch_meeting,
+    pipelined_launch_args,
+    take_ticket,
+)
+
+HINTS = {"ef": ("evict_first", ""), "-": ("", ""), "cs": ("", ".cs")}  # name -> (x's eviction, y's cache modifier)
+COPIES = [(c, w) for c in (8192, 16384, 32768) for w in (8, 16)]
+OWN = [(c, w) for c in (8192, 16384) for w in (8, 16)]
+LOOPS = [(k, 8192, 8) for k in (4, 8)] + [(8, 4096, 4)]
+PIPES = [(4, 8192, 8), (8, 4096, 4)]
+
+
+@triton.jit
+def _copy_kernel(x_ptr, y_ptr, CHUNK: tl.constexpr, X_EVICT: tl.constexpr, Y_CACHE: tl.constexpr):
+    """y = x, one chunk a program (the tensor a whole number of chunks)."""
+    offs = tl.program_id(0).to(tl.int64) * CHUNK + tl.arange(0, CHUNK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, eviction_policy=X_EVICT), cache_modifier=Y_CACHE)
+
+
+@triton.jit
+def _own_kernel(x_ptr, w_ptr, y_ptr, N, eps, CHUNK: tl.constexpr, SPLITS: tl.constexpr, X_EVICT: tl.constexpr,
+                Y_CACHE: tl.constexpr):  # fmt: skip
+    """One chunk a program, normalised by its own sum of squares: the wide kernel's loads and stores, no meeting."""
+    pid = tl.program_id(0)
+    row, part = (pid // SPLITS).to(tl.int64), pid % SPLITS
+    cols = part * CHUNK + tl.arange(0, CHUNK)
+    x = tl.load(x_ptr + row * N + cols, eviction_policy=X_EVICT)
+    xf = x.to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(xf * xf, axis=0) / N + eps)
+    w = tl.load(w_ptr + cols, eviction_policy="evict_last").to(tl.float32)
+    tl.store(y_ptr + row * N + cols, (xf * rstd * w).to(y_ptr.dtype.element_ty), cache_modifier=Y_CACHE)
+
+
+@triton.jit
+def _loop_kernel(x_ptr, y_ptr, sync_ptr, base, n_chunks, CHUNK: tl.constexpr, TICKET: tl.constexpr,
+                 X_EVICT: tl.constexpr, Y_CACHE: tl.constexpr):  # fmt: skip
+    """y = x by a persistent loop: load the next chunk, then store the one held."""
+    offs = tl.arange(0, CHUNK)
+    step = tl.num_programs(0)
+    if TICKET:
+        t = tl.atomic_add(sync_ptr, 1, sem="relaxed") - base
+    else:
+        t = tl.program_id(0)
+    x = tl.load(x_ptr + t.to(tl.int64) * CHUNK + offs, mask=offs < tl.where(t < n_chunks, CHUNK, 0), other=0.0,
+                eviction_policy=X_EVICT)  # fmt: skip
+    while t < n_chunks:
+        if TICKET:
+            nt = tl.atomic_add(sync_ptr, 1, sem="relaxed") - base
+        else:
+            nt = t + step
+        xn = tl.load(x_ptr + nt.to(tl.int64) * CHUNK + offs, mask=offs < tl.where(nt < n_chunks, CHUNK, 0),
+                     other=0.0, eviction_policy=X_EVICT)  # fmt: skip
+        tl.store(y_ptr + t.to(tl.int64) * CHUNK + offs, x, cache_modifier=Y_CACHE)
+        x, t = xn, nt
+
+
+@triton.jit
+def _pipe_take(x_ptr, ws_ptr, sync_ptr, ticket, offs, N, n_tickets, CHUNK: tl.constexpr, SPLITS: tl.constexpr,
+               X_EVICT: tl.constexpr):  # fmt: skip
+    live = ticket < n_tickets
+    row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
+    cols = part * CHUNK + offs
+    x = tl.load(x_ptr + row * N + cols, mask=cols < tl.where(live, N, 0), other=0.0, eviction_policy=X_EVICT)
+    xf = x.to(tl.float32)
+    cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), live, SPLITS)
+    return x
+
+
+@triton.jit(do_not_specialize=["ticket_base"])
+def _pipe_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, ticket_base, N, n_tickets, eps, CHUNK: tl.constexpr,
+                 SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, X_EVICT: tl.constexpr, Y_CACHE: tl.constexpr):  # fmt: skip
+    """rmsnorm's pipelined kernel (``kernels/rmsnorm/cooperative.py``) with its x load's and y store's hints as
+    parameters (contiguous rows, bf16)."""
+    offs = tl.arange(0, CHUNK)
+    ticket = take_ticket(sync_ptr, ticket_base)
+    x = _pipe_take(x_ptr, ws_ptr, sync_ptr, ticket, offs, N, n_tickets, CHUNK, SPLITS, X_EVICT)
+    while ticket < n_tickets:
+        after = take_ticket(sync_ptr, ticket_base)
+        x_after = _pipe_take(x_ptr, ws_ptr, sync_ptr, after, offs, N, n_tickets, CHUNK, SPLITS, X_EVICT)
+        row = (ticket // SPLITS).to(tl.int64)
+        cols = (ticket % SPLITS) * CHUNK + offs
+        total = cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS, SPLITS_POW2)
+        rstd = tl.rsqrt(total / N + eps)
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = float32_again(x, total) * rstd * w
+        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N, cache_modifier=Y_CACHE)
+        x, ticket = x_after, after
+
+
+class _Tickets:
+    """A ticket counter for the ``loop ... ticket`` copies, never zeroed: the host passes the count drawn so far."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.sync = torch.zeros(1, dtype=torch.int32, device=device)
+        self.drawn = 0
+
+    def take(self, tickets: int) -> int:
+        base, self.drawn = self.drawn, self.drawn + tickets
+        return base
+
+
+def candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """name -> a call writing y (every candidate's output is y)."""
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
+    n_rows, n = x.shape
+    xf, yf = x.view(-1), y.view(-1)
+    tickets = _Tickets(x.device)
+    fns = {}
+    for hint, (xe, yc) in HINTS.items():
+        for c, wp in COPIES:
+            grid = (xf.numel() // c,)
+            fns[f"copy c{c} w{wp} {hint}"] = lambda g=grid, c=c, wp=wp, xe=xe, yc=yc: _copy_kernel[g](
+                xf, yf, CHUNK=c, X_EVICT=xe, Y_CACHE=yc, num_warps=wp
+            )
+        for c, wp in OWN:
+            grid = (n_rows * (n // c),)
+            fns[f"own c{c} w{wp} {hint}"] = lambda g=grid, c=c, wp=wp, xe=xe, yc=yc: _own_kernel[g](
+                x, w, y, n, eps, CHUNK=c, SPLITS=n // c, X_EVICT=xe, Y_CACHE=yc, num_warps=wp
+            )
+        for k, c, wp in LOOPS:
+            chunks = xf.numel() // c
+            grid = (min(k * sms, chunks),)
+            for order in ("ticket", "static"):
+
+                def loop(g=grid, c=c, wp=wp, xe=xe, yc=yc, chunks=chunks, tk=order == "ticket") -> None:
+                    base = tickets.take(chunks + g[0]) if tk else 0
+                    _loop_kernel[g](xf, yf, tickets.sync, base, chunks, CHUNK=c, TICKET=tk, X_EVICT=xe, Y_CACHE=yc,
+                                    num_warps=wp)  # fmt: skip
+
+                fns[f"loop p{k} c{c} w{wp} {hint} {order}"] = loop
+        for k, c, wp in PIPES:
+
+            def pipe(k=k, c=c, wp=wp, xe=xe, yc=yc) -> None:
+                (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x, c, k * sms, "rmsnorm")
+                args = (x, w, y, ws, sync, base, n, n_tickets, eps)
+                options = {**meta, "X_EVICT": xe, "Y_CACHE": yc, "num_warps": wp}
+                launch_meeting(_pipe_kernel, grid, args, options, sync, n_tickets + grid[0])
+
+            fns[f"pipe p{k} c{c} w{wp} {hint}"] = pipe
+    return fns
+
+
+def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> tuple[dict, dict]:
+    """The candidates whose output is right (copies bit for bit, ``pipe`` within bf16's rounding of the oracle;
+    ``own`` is wrong on purpose and kept unchecked), and why each other one was left out."""
+    kept, notes = {}, {}
+    for name, fn in fns.items():
+        y.fill_(float("nan"))
+        try:
+            fn()
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - a candidate that cannot compile or launch is reported, not raced
+            notes[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+            continue
+        if name.startswith(("copy", "loop")):
+            ok = torch.equal(y, x)
+        elif name.startswith("pipe"):
+            ok = bool(torch.isfinite(y).all()) and float((y.double() - ref).abs().max()) <= 2e-2 * float(
+                ref.abs().max()
+            )
+        else:
+            ok = True
+        if ok:
+            kept[name] = fn
+        else:
+            notes[name] = "wrong output"
+    return kept, notes
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
+    ap.add_argument("--dtypes", default="bf16")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rep-ms", type=float, default=5.0)
+    args = ap.parse_args()
+    fam = discover()["rmsnorm"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rng = random.Random(20261129)
+    times_rows, summary = [], []
+    for dtype in args.dtypes.split(","):
+        for spec in args.shapes.split(","):
+            shape = tuple(int(v) for v in spec.split("x"))
+            inputs = fam.make_inputs(shape, dtype, "cuda", 1234)
+            x = inputs["x"]
+            y = torch.empty_like(x)
+            ref = fam.oracle(**inputs)
+            fns, notes = checked(candidates(inputs, y, sms), x, y, ref)
+            dispatch = fam.providers["triton_tuned"].fn
+            fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
+            fns["[copy]"] = lambda x=x, y=y: y.copy_(x)
+            times = race_rounds(fns, args.rounds, args.rep_ms, rng)
+            point = f"rmsnorm/{spec}/{dtype}"
+            print_race(point, times, top=12)
+            for name, why in notes.items():
+                print(f"  left out {name}: {why}", flush=True)
+            times_rows += race_rows(point, times)
+            copy_us = statistics.median(times["[copy]"])
+            for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
+                med = statistics.median(v)
+                summary.append(
+                    {"point": point, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med}
+                )
+            del inputs, x, y, ref, fns
+            torch.cuda.empty_cache()
+    write_csv(args.out / "times.csv", times_rows)
+    write_csv(args.out / "summary.csv", summary)
+    print("\n% of the copy, per candidate and point:")
+    table: dict[str, dict[str, float]] = {}
+    for r in summary:
+        table.setdefault(r["candidate"], {})[r["point"]] = r["pct_of_copy"]
+    points = list(dict.fromkeys(r["point"] for r in summary))
+    print(f"{'candidate':<34}" + "".join(f"{p.split('/')[1]:>14}" for p in points))
+    for name, row in sorted(table.items(), key=lambda kv: -min(kv[1].values())):
+        print(f"{name:<34}" + "".join(f"{row.get(p, float('nan')):14.1f}" for p in points))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
