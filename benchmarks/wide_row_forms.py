@@ -1,8 +1,8 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--shapes 512x65536,2048x131072,8192x65536] [--rounds 3] \
-        [--rep-ms 5] [--dtypes bf16]
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting] [--shapes 512x65536,2048x131072,8192x65536] \
+        [--rounds 3] [--rep-ms 5] [--dtypes bf16]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
 same bytes at 512-32768 rows of 65536-131072 columns, and so did the same loads and stores without the row's meeting
@@ -15,7 +15,13 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
 - ``loop pK cC wW HINT ORDER``: y = x in a persistent loop of K programs an SM, each loading its next chunk before it
   stores the one it holds (the pipelined kernel's order), the next chunk from a relaxed ticket (``ticket``) or the
   program's next turn (``static``);
-- ``pipe pK cC wW HINT``: rmsnorm's pipelined kernel as shipped but for the hints;
+- ``pipe pK cC wW HINT``: rmsnorm's pipelined kernel as shipped but for the hints; with ``slots`` its meeting
+  without fences: a chunk's partial sum and the launch's generation in one 64-bit slot (a relaxed exchange), the
+  waiting program polling its row's slots with one volatile load of them all until every slot has this launch's
+  generation (``--set meeting``); with ``nowait`` it counts its chunk in but normalises it by its own sum (a wrong
+  result on purpose: the loop, loads and arrivals without the wait);
+- ``coop cC wW HINT``: rmsnorm's cooperative kernel (one chunk a program, meeting once) but for the hints
+  (``--set meeting``);
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
 
 ``HINT``: ``ef`` x loaded ``evict_first`` (as shipped), ``-`` no hint, ``cs`` no hint and y stored ``.cs``
@@ -39,6 +45,9 @@ from bench_common import print_race, race_rounds, race_rows, write_csv
 from kprof.kernels import discover
 from kprof.kernels.lib.split_rows import (
     cooperative_arrive,
+    cooperative_launch_args,
+    cooperative_row_sum,
+    cooperative_ticket,
     cooperative_wait_sum,
     float32_again,
     launch_meeting,
@@ -51,6 +60,7 @@ COPIES = [(c, w) for c in (8192, 16384, 32768) for w in (8, 16)]
 OWN = [(c, w) for c in (8192, 16384) for w in (8, 16)]
 LOOPS = [(k, 8192, 8) for k in (4, 8)] + [(8, 4096, 4)]
 PIPES = [(4, 8192, 8), (8, 4096, 4)]
+COOPS = [(8192, 8), (16384, 8), (16384, 16), (4096, 4)]
 
 
 @triton.jit
@@ -98,36 +108,87 @@ def _loop_kernel(x_ptr, y_ptr, sync_ptr, base, n_chunks, CHUNK: tl.constexpr, TI
 
 
 @triton.jit
-def _pipe_take(x_ptr, ws_ptr, sync_ptr, ticket, offs, N, n_tickets, CHUNK: tl.constexpr, SPLITS: tl.constexpr,
-               X_EVICT: tl.constexpr):  # fmt: skip
+def _slot_arrive(slots_ptr, row, part, partial, gen, live, SPLITS: tl.constexpr):
+    """This chunk's partial sum and the launch's generation, one 64-bit slot written by one relaxed exchange: no
+    fence, so it does not wait for the program's earlier stores."""
+    bits = partial.to(tl.uint32, bitcast=True).to(tl.int64) | (gen.to(tl.int64) << 32)
+    tl.atomic_xchg(slots_ptr + row * SPLITS + part, bits, mask=live, sem="relaxed")
+
+
+@triton.jit
+def _slot_wait_sum(slots_ptr, row, gen, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):
+    """Poll the row's slots (one volatile load of them all) until each holds this launch's generation; their sums
+    added in slot order. A slot is written whole, so its generation says its sum is this launch's."""
+    slots = tl.arange(0, SPLITS_POW2)
+    live = slots < SPLITS
+    ptrs = slots_ptr + row * SPLITS + slots
+    v = tl.load(ptrs, mask=live, other=0, volatile=True)
+    missing = tl.sum(tl.where(live & ((v >> 32) != gen), 1, 0), axis=0)
+    while missing > 0:
+        v = tl.load(ptrs, mask=live, other=0, volatile=True)
+        missing = tl.sum(tl.where(live & ((v >> 32) != gen), 1, 0), axis=0)
+    return tl.sum(tl.where(live, (v & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True), 0.0), axis=0)
+
+
+@triton.jit
+def _pipe_take(x_ptr, ws_ptr, sync_ptr, slots_ptr, gen, ticket, offs, N, n_tickets, CHUNK: tl.constexpr,
+               SPLITS: tl.constexpr, X_EVICT: tl.constexpr, SLOTS: tl.constexpr):  # fmt: skip
     live = ticket < n_tickets
     row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
     cols = part * CHUNK + offs
     x = tl.load(x_ptr + row * N + cols, mask=cols < tl.where(live, N, 0), other=0.0, eviction_policy=X_EVICT)
     xf = x.to(tl.float32)
-    cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), live, SPLITS)
+    if SLOTS:
+        _slot_arrive(slots_ptr, row, part, tl.sum(xf * xf, axis=0), gen, live, SPLITS)
+    else:
+        cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), live, SPLITS)
     return x
 
 
-@triton.jit(do_not_specialize=["ticket_base"])
-def _pipe_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, ticket_base, N, n_tickets, eps, CHUNK: tl.constexpr,
-                 SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, X_EVICT: tl.constexpr, Y_CACHE: tl.constexpr):  # fmt: skip
+@triton.jit(do_not_specialize=["ticket_base", "gen"])
+def _pipe_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, slots_ptr, ticket_base, gen, N, n_tickets, eps,
+                 CHUNK: tl.constexpr, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, X_EVICT: tl.constexpr,
+                 Y_CACHE: tl.constexpr, SLOTS: tl.constexpr, WAIT: tl.constexpr):  # fmt: skip
     """rmsnorm's pipelined kernel (``kernels/rmsnorm/cooperative.py``) with its x load's and y store's hints as
-    parameters (contiguous rows, bf16)."""
+    parameters (contiguous rows, bf16); ``SLOTS``: the meeting in generation-tagged 64-bit slots; ``WAIT`` False:
+    no wait, each chunk normalised by its own sum."""
     offs = tl.arange(0, CHUNK)
     ticket = take_ticket(sync_ptr, ticket_base)
-    x = _pipe_take(x_ptr, ws_ptr, sync_ptr, ticket, offs, N, n_tickets, CHUNK, SPLITS, X_EVICT)
+    x = _pipe_take(x_ptr, ws_ptr, sync_ptr, slots_ptr, gen, ticket, offs, N, n_tickets, CHUNK, SPLITS, X_EVICT, SLOTS)
     while ticket < n_tickets:
         after = take_ticket(sync_ptr, ticket_base)
-        x_after = _pipe_take(x_ptr, ws_ptr, sync_ptr, after, offs, N, n_tickets, CHUNK, SPLITS, X_EVICT)
+        x_after = _pipe_take(x_ptr, ws_ptr, sync_ptr, slots_ptr, gen, after, offs, N, n_tickets, CHUNK, SPLITS,
+                             X_EVICT, SLOTS)  # fmt: skip
         row = (ticket // SPLITS).to(tl.int64)
         cols = (ticket % SPLITS) * CHUNK + offs
-        total = cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS, SPLITS_POW2)
+        if not WAIT:
+            xs = float32_again(x, 0.0)
+            total = tl.sum(xs * xs, axis=0) * SPLITS
+        elif SLOTS:
+            total = _slot_wait_sum(slots_ptr, row, gen, SPLITS, SPLITS_POW2)
+        else:
+            total = cooperative_wait_sum(ws_ptr, sync_ptr, row, SPLITS, SPLITS_POW2)
+        xf = float32_again(x, total)  # after the wait: x held in bf16 through it
         rstd = tl.rsqrt(total / N + eps)
         w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        y = float32_again(x, total) * rstd * w
-        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N, cache_modifier=Y_CACHE)
+        tl.store(y_ptr + row * N + cols, (xf * rstd * w).to(y_ptr.dtype.element_ty), mask=cols < N,
+                 cache_modifier=Y_CACHE)  # fmt: skip
         x, ticket = x_after, after
+
+
+@triton.jit(do_not_specialize=["ticket_base"])
+def _coop_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, ticket_base, N, eps, CHUNK: tl.constexpr,
+                 SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, X_EVICT: tl.constexpr):  # fmt: skip
+    """rmsnorm's cooperative kernel (contiguous rows, bf16) with its x load's hint as a parameter."""
+    row, part = cooperative_ticket(sync_ptr, ticket_base, SPLITS)
+    cols = part * CHUNK + tl.arange(0, CHUNK)
+    m = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=m, other=0.0, eviction_policy=X_EVICT)
+    xf = x.to(tl.float32)
+    total = cooperative_row_sum(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), SPLITS, SPLITS_POW2)
+    w = tl.load(w_ptr + cols, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    y = float32_again(x, total) * tl.rsqrt(total / N + eps) * w
+    tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=m)
 
 
 class _Tickets:
@@ -142,8 +203,8 @@ class _Tickets:
         return base
 
 
-def candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
-    """name -> a call writing y (every candidate's output is y)."""
+def form_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """``--set forms``: name -> a call writing y (every candidate's output is y)."""
     x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
     n_rows, n = x.shape
     xf, yf = x.view(-1), y.view(-1)
@@ -172,15 +233,74 @@ def candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
 
                 fns[f"loop p{k} c{c} w{wp} {hint} {order}"] = loop
         for k, c, wp in PIPES:
-
-            def pipe(k=k, c=c, wp=wp, xe=xe, yc=yc) -> None:
-                (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x, c, k * sms, "rmsnorm")
-                args = (x, w, y, ws, sync, base, n, n_tickets, eps)
-                options = {**meta, "X_EVICT": xe, "Y_CACHE": yc, "num_warps": wp}
-                launch_meeting(_pipe_kernel, grid, args, options, sync, n_tickets + grid[0])
-
-            fns[f"pipe p{k} c{c} w{wp} {hint}"] = pipe
+            fns[f"pipe p{k} c{c} w{wp} {hint}"] = _pipe(inputs, y, sms, k, c, wp, xe, yc, slots=None, wait=True)
     return fns
+
+
+def meeting_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """``--set meeting``: the pipelined kernel's meeting with fences or in slots, with and without the wait; the
+    cooperative kernel; the fastest forms of the first set for reference."""
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
+    n_rows, n = x.shape
+    xf, yf = x.view(-1), y.view(-1)
+    slots = _Slots(x.device)
+    fns = {
+        "copy c8192 w16 -": lambda: _copy_kernel[(xf.numel() // 8192,)](
+            xf, yf, CHUNK=8192, X_EVICT="", Y_CACHE="", num_warps=16
+        ),
+        "own c8192 w8 -": lambda: _own_kernel[(n_rows * (n // 8192),)](
+            x, w, y, n, eps, CHUNK=8192, SPLITS=n // 8192, X_EVICT="", Y_CACHE="", num_warps=8
+        ),
+    }
+    for hint in ("ef", "-"):
+        xe, yc = HINTS[hint]
+        for k, c, wp in PIPES:
+            fns[f"pipe p{k} c{c} w{wp} {hint}"] = _pipe(inputs, y, sms, k, c, wp, xe, yc, slots=None, wait=True)
+            fns[f"pipe p{k} c{c} w{wp} {hint} slots"] = _pipe(inputs, y, sms, k, c, wp, xe, yc, slots=slots, wait=True)
+        for c, wp in COOPS:
+
+            def coop(c=c, wp=wp, xe=xe) -> None:
+                splits = n // c
+                (ws, sync, base), meta = cooperative_launch_args(x, splits, "rmsnorm")
+                options = {**meta, "X_EVICT": xe, "num_warps": wp}
+                grid = (n_rows * splits,)
+                launch_meeting(_coop_kernel, grid, (x, w, y, ws, sync, base, n, eps), options, sync, grid[0])
+
+            fns[f"coop c{c} w{wp} {hint}"] = coop
+    fns["pipe p4 c8192 w8 - nowait"] = _pipe(inputs, y, sms, 4, 8192, 8, "", "", slots=None, wait=False)
+    fns["pipe p4 c8192 w8 - slots nowait"] = _pipe(inputs, y, sms, 4, 8192, 8, "", "", slots=slots, wait=False)
+    return fns
+
+
+class _Slots:
+    """The slot protocol's buffer (int64, grown as needed, never zeroed between launches) and its generations."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.buf = torch.zeros(1, dtype=torch.int64, device=device)
+        self.gen = 0
+
+    def take(self, n: int) -> tuple[torch.Tensor, int]:
+        if self.buf.numel() < n:
+            self.buf = torch.zeros(n, dtype=torch.int64, device=self.buf.device)
+        self.gen = self.gen % (2**31 - 1) + 1
+        return self.buf, self.gen
+
+
+def _pipe(inputs: dict, y: torch.Tensor, sms: int, k: int, c: int, wp: int, xe: str, yc: str, slots: _Slots | None,
+          wait: bool):  # fmt: skip
+    """A call of the bench's pipelined kernel: K programs an SM, chunks of C, W warps, the hints, the meeting in
+    ``slots`` (else fenced), ``wait`` False: no wait."""
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
+    n = x.shape[1]
+
+    def pipe() -> None:
+        (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x, c, k * sms, "rmsnorm")
+        buf, gen = slots.take(x.shape[0] * meta["SPLITS"]) if slots else (ws, 0)
+        args = (x, w, y, ws, sync, buf, base, gen, n, n_tickets, eps)
+        options = {**meta, "X_EVICT": xe, "Y_CACHE": yc, "SLOTS": slots is not None, "WAIT": wait, "num_warps": wp}
+        launch_meeting(_pipe_kernel, grid, args, options, sync, n_tickets + grid[0])
+
+    return pipe
 
 
 def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> tuple[dict, dict]:
@@ -197,7 +317,7 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
             continue
         if name.startswith(("copy", "loop")):
             ok = torch.equal(y, x)
-        elif name.startswith("pipe"):
+        elif name.startswith(("pipe", "coop")) and not name.endswith("nowait"):
             ok = bool(torch.isfinite(y).all()) and float((y.double() - ref).abs().max()) <= 2e-2 * float(
                 ref.abs().max()
             )
@@ -213,6 +333,7 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--set", choices=("forms", "meeting"), default="forms")
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
@@ -229,7 +350,8 @@ def main() -> int:
             x = inputs["x"]
             y = torch.empty_like(x)
             ref = fam.oracle(**inputs)
-            fns, notes = checked(candidates(inputs, y, sms), x, y, ref)
+            make = form_candidates if args.set == "forms" else meeting_candidates
+            fns, notes = checked(make(inputs, y, sms), x, y, ref)
             dispatch = fam.providers["triton_tuned"].fn
             fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
             fns["[copy]"] = lambda x=x, y=y: y.copy_(x)
