@@ -1,7 +1,7 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting] [--shapes 512x65536,2048x131072,8192x65536] \
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order] [--shapes 512x65536,2048x131072,8192x65536] \
         [--rounds 3] [--rep-ms 5] [--dtypes bf16]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
@@ -131,35 +131,44 @@ def _slot_wait_sum(slots_ptr, row, gen, SPLITS: tl.constexpr, SPLITS_POW2: tl.co
 
 
 @triton.jit
-def _pipe_take(x_ptr, ws_ptr, sync_ptr, slots_ptr, gen, ticket, offs, N, n_tickets, CHUNK: tl.constexpr,
-               SPLITS: tl.constexpr, X_EVICT: tl.constexpr, SLOTS: tl.constexpr):  # fmt: skip
+def _pipe_load(x_ptr, ticket, offs, N, n_tickets, CHUNK: tl.constexpr, SPLITS: tl.constexpr, X_EVICT: tl.constexpr):
     live = ticket < n_tickets
     row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
     cols = part * CHUNK + offs
-    x = tl.load(x_ptr + row * N + cols, mask=cols < tl.where(live, N, 0), other=0.0, eviction_policy=X_EVICT)
+    return tl.load(x_ptr + row * N + cols, mask=cols < tl.where(live, N, 0), other=0.0, eviction_policy=X_EVICT)
+
+
+@triton.jit
+def _pipe_arrive(x, ws_ptr, sync_ptr, slots_ptr, gen, ticket, n_tickets, SPLITS: tl.constexpr, SLOTS: tl.constexpr):
+    live = ticket < n_tickets
+    row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
     xf = x.to(tl.float32)
     if SLOTS:
         _slot_arrive(slots_ptr, row, part, tl.sum(xf * xf, axis=0), gen, live, SPLITS)
     else:
         cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), live, SPLITS)
-    return x
 
 
 @triton.jit(do_not_specialize=["ticket_base", "gen"])
 def _pipe_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, slots_ptr, ticket_base, gen, N, n_tickets, eps,
                  CHUNK: tl.constexpr, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, X_EVICT: tl.constexpr,
-                 Y_CACHE: tl.constexpr, SLOTS: tl.constexpr, WAIT: tl.constexpr):  # fmt: skip
+                 Y_CACHE: tl.constexpr, SLOTS: tl.constexpr, WAIT: tl.constexpr, STORE_FIRST: tl.constexpr):  # fmt: skip
     """rmsnorm's pipelined kernel (``kernels/rmsnorm/cooperative.py``) with its x load's and y store's hints as
     parameters (contiguous rows, bf16); ``SLOTS``: the meeting in generation-tagged 64-bit slots; ``WAIT`` False:
-    no wait, each chunk normalised by its own sum."""
+    no wait, each chunk normalised by its own sum; ``STORE_FIRST``: the next chunk counted in after the held one is
+    stored, unless both are of one row (a program waiting on its held chunk's row must not hold an uncounted chunk
+    of it)."""
     offs = tl.arange(0, CHUNK)
     ticket = take_ticket(sync_ptr, ticket_base)
-    x = _pipe_take(x_ptr, ws_ptr, sync_ptr, slots_ptr, gen, ticket, offs, N, n_tickets, CHUNK, SPLITS, X_EVICT, SLOTS)
+    x = _pipe_load(x_ptr, ticket, offs, N, n_tickets, CHUNK, SPLITS, X_EVICT)
+    _pipe_arrive(x, ws_ptr, sync_ptr, slots_ptr, gen, ticket, n_tickets, SPLITS, SLOTS)
     while ticket < n_tickets:
         after = take_ticket(sync_ptr, ticket_base)
-        x_after = _pipe_take(x_ptr, ws_ptr, sync_ptr, slots_ptr, gen, after, offs, N, n_tickets, CHUNK, SPLITS,
-                             X_EVICT, SLOTS)  # fmt: skip
+        x_after = _pipe_load(x_ptr, after, offs, N, n_tickets, CHUNK, SPLITS, X_EVICT)
         row = (ticket // SPLITS).to(tl.int64)
+        same_row = (after // SPLITS).to(tl.int64) == row
+        if not STORE_FIRST or same_row:
+            _pipe_arrive(x_after, ws_ptr, sync_ptr, slots_ptr, gen, after, n_tickets, SPLITS, SLOTS)
         cols = (ticket % SPLITS) * CHUNK + offs
         if not WAIT:
             xs = float32_again(x, 0.0)
@@ -173,6 +182,8 @@ def _pipe_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, slots_ptr, ticket_base, 
         w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
         tl.store(y_ptr + row * N + cols, (xf * rstd * w).to(y_ptr.dtype.element_ty), mask=cols < N,
                  cache_modifier=Y_CACHE)  # fmt: skip
+        if STORE_FIRST and not same_row:
+            _pipe_arrive(x_after, ws_ptr, sync_ptr, slots_ptr, gen, after, n_tickets, SPLITS, SLOTS)
         x, ticket = x_after, after
 
 
@@ -237,6 +248,28 @@ def form_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     return fns
 
 
+ORDERS = [(4, 8192, 8), (8, 4096, 4), (6, 4096, 4), (4, 4096, 8), (12, 2048, 4), (16, 2048, 2)]
+
+
+def order_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """``--set order``: the pipelined kernel with its meeting in slots, the next chunk counted in before or after the
+    held one is stored, over layouts (programs an SM, chunk, warps), no x hint."""
+    x = inputs["x"]
+    xf, yf = x.view(-1), y.view(-1)
+    slots = _Slots(x.device)
+    fns = {
+        "copy c8192 w16 -": lambda: _copy_kernel[(xf.numel() // 8192,)](
+            xf, yf, CHUNK=8192, X_EVICT="", Y_CACHE="", num_warps=16
+        ),
+    }
+    for k, c, wp in ORDERS:
+        for first in (False, True):
+            name = f"pipe p{k} c{c} w{wp} - slots{' store-first' if first else ''}"
+            fns[name] = _pipe(inputs, y, sms, k, c, wp, "", "", slots=slots, wait=True, store_first=first)
+    fns["pipe p4 c8192 w8 - store-first"] = _pipe(inputs, y, sms, 4, 8192, 8, "", "", None, True, store_first=True)
+    return fns
+
+
 def meeting_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     """``--set meeting``: the pipelined kernel's meeting with fences or in slots, with and without the wait; the
     cooperative kernel; the fastest forms of the first set for reference."""
@@ -287,9 +320,10 @@ class _Slots:
 
 
 def _pipe(inputs: dict, y: torch.Tensor, sms: int, k: int, c: int, wp: int, xe: str, yc: str, slots: _Slots | None,
-          wait: bool):  # fmt: skip
+          wait: bool, store_first: bool = False):  # fmt: skip
     """A call of the bench's pipelined kernel: K programs an SM, chunks of C, W warps, the hints, the meeting in
-    ``slots`` (else fenced), ``wait`` False: no wait."""
+    ``slots`` (else fenced), ``wait`` False: no wait, ``store_first`` (see the kernel). The compiled kernel's
+    registers a thread and spilled bytes go to ``REGISTERS`` under the call."""
     x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
     n = x.shape[1]
 
@@ -297,10 +331,15 @@ def _pipe(inputs: dict, y: torch.Tensor, sms: int, k: int, c: int, wp: int, xe: 
         (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x, c, k * sms, "rmsnorm")
         buf, gen = slots.take(x.shape[0] * meta["SPLITS"]) if slots else (ws, 0)
         args = (x, w, y, ws, sync, buf, base, gen, n, n_tickets, eps)
-        options = {**meta, "X_EVICT": xe, "Y_CACHE": yc, "SLOTS": slots is not None, "WAIT": wait, "num_warps": wp}
-        launch_meeting(_pipe_kernel, grid, args, options, sync, n_tickets + grid[0])
+        options = {**meta, "X_EVICT": xe, "Y_CACHE": yc, "SLOTS": slots is not None, "WAIT": wait}
+        options |= {"STORE_FIRST": store_first, "num_warps": wp}
+        compiled = launch_meeting(_pipe_kernel, grid, args, options, sync, n_tickets + grid[0])
+        REGISTERS[pipe] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
     return pipe
+
+
+REGISTERS: dict = {}  # a pipe call -> (registers a thread, spilled bytes) of its compiled kernel
 
 
 def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> tuple[dict, dict]:
@@ -333,7 +372,7 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--set", choices=("forms", "meeting"), default="forms")
+    ap.add_argument("--set", choices=("forms", "meeting", "order"), default="forms")
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
@@ -350,7 +389,7 @@ def main() -> int:
             x = inputs["x"]
             y = torch.empty_like(x)
             ref = fam.oracle(**inputs)
-            make = form_candidates if args.set == "forms" else meeting_candidates
+            make = {"forms": form_candidates, "meeting": meeting_candidates, "order": order_candidates}[args.set]
             fns, notes = checked(make(inputs, y, sms), x, y, ref)
             dispatch = fam.providers["triton_tuned"].fn
             fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
@@ -360,6 +399,11 @@ def main() -> int:
             print_race(point, times, top=12)
             for name, why in notes.items():
                 print(f"  left out {name}: {why}", flush=True)
+            for name, fn in fns.items():
+                if fn in REGISTERS:
+                    print(
+                        f"  {name}: {REGISTERS[fn][0]} registers a thread, {REGISTERS[fn][1]} bytes spilled", flush=True
+                    )
             times_rows += race_rows(point, times)
             copy_us = statistics.median(times["[copy]"])
             for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
