@@ -1,7 +1,7 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order] [--shapes 512x65536,2048x131072,8192x65536] \
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early] [--shapes 512x65536,2048x131072,8192x65536] \
         [--rounds 3] [--rep-ms 5] [--dtypes bf16]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
@@ -187,6 +187,55 @@ def _pipe_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, slots_ptr, ticket_base, 
         x, ticket = x_after, after
 
 
+@triton.jit
+def _slot_poll(slots_ptr, row, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):
+    """The row's slots, one volatile load of them all."""
+    slots = tl.arange(0, SPLITS_POW2)
+    return tl.load(slots_ptr + row * SPLITS + slots, mask=slots < SPLITS, other=0, volatile=True)
+
+
+@triton.jit
+def _slot_settle(v, slots_ptr, row, gen, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):
+    """The row's total from its polled slots ``v``, polled again until every slot holds this launch's generation."""
+    live = tl.arange(0, SPLITS_POW2) < SPLITS
+    missing = tl.sum(tl.where(live & ((v >> 32) != gen), 1, 0), axis=0)
+    while missing > 0:
+        v = _slot_poll(slots_ptr, row, SPLITS, SPLITS_POW2)
+        missing = tl.sum(tl.where(live & ((v >> 32) != gen), 1, 0), axis=0)
+    return tl.sum(tl.where(live, (v & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True), 0.0), axis=0)
+
+
+@triton.jit(do_not_specialize=["ticket_base", "gen"])
+def _early_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, n_tickets, eps, CHUNK: tl.constexpr,
+                  SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, EARLY_POLL: tl.constexpr, EARLY_W: tl.constexpr):  # fmt: skip
+    """The slot meeting's pipelined kernel with the held row's first poll (``EARLY_POLL``) and the weight's load
+    (``EARLY_W``) issued right after the next chunk's load, before its sum waits for it: their round trips under
+    that load's instead of after it."""
+    offs = tl.arange(0, CHUNK)
+    ticket = take_ticket(sync_ptr, ticket_base)
+    x = _pipe_load(x_ptr, ticket, offs, N, n_tickets, CHUNK, SPLITS, "")
+    _pipe_arrive(x, slots_ptr, sync_ptr, slots_ptr, gen, ticket, n_tickets, SPLITS, True)
+    while ticket < n_tickets:
+        after = take_ticket(sync_ptr, ticket_base)
+        x_after = _pipe_load(x_ptr, after, offs, N, n_tickets, CHUNK, SPLITS, "")
+        row = (ticket // SPLITS).to(tl.int64)
+        cols = (ticket % SPLITS) * CHUNK + offs
+        if EARLY_POLL:
+            v = _slot_poll(slots_ptr, row, SPLITS, SPLITS_POW2)
+        if EARLY_W:
+            w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last")
+        _pipe_arrive(x_after, slots_ptr, sync_ptr, slots_ptr, gen, after, n_tickets, SPLITS, True)
+        if not EARLY_POLL:
+            v = _slot_poll(slots_ptr, row, SPLITS, SPLITS_POW2)
+        total = _slot_settle(v, slots_ptr, row, gen, SPLITS, SPLITS_POW2)
+        if not EARLY_W:
+            w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last")
+        xf = float32_again(x, total)
+        y = xf * tl.rsqrt(total / N + eps) * w.to(tl.float32)
+        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+        x, ticket = x_after, after
+
+
 @triton.jit(do_not_specialize=["ticket_base"])
 def _coop_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, ticket_base, N, eps, CHUNK: tl.constexpr,
                  SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, X_EVICT: tl.constexpr):  # fmt: skip
@@ -267,6 +316,38 @@ def order_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
             name = f"pipe p{k} c{c} w{wp} - slots{' store-first' if first else ''}"
             fns[name] = _pipe(inputs, y, sms, k, c, wp, "", "", slots=slots, wait=True, store_first=first)
     fns["pipe p4 c8192 w8 - store-first"] = _pipe(inputs, y, sms, 4, 8192, 8, "", "", None, True, store_first=True)
+    return fns
+
+
+EARLY = [(8, 4096, 4), (6, 4096, 4), (3, 8192, 8), (4, 8192, 8)]
+
+
+def early_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """``--set early``: the slot meeting's kernel with the held row's first poll and the weight's load issued before
+    the next chunk's sum, or after it, over layouts (programs an SM, chunk, warps)."""
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
+    n = x.shape[1]
+    xf, yf = x.view(-1), y.view(-1)
+    slots = _Slots(x.device)
+    fns = {
+        "copy c8192 w16 -": lambda: _copy_kernel[(xf.numel() // 8192,)](
+            xf, yf, CHUNK=8192, X_EVICT="", Y_CACHE="", num_warps=16
+        ),
+    }
+    for k, c, wp in EARLY:
+        for poll in (False, True):
+            for early_w in (False, True):
+
+                def early(k=k, c=c, wp=wp, poll=poll, early_w=early_w) -> None:
+                    (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x, c, k * sms, "rmsnorm")
+                    buf, gen = slots.take(x.shape[0] * meta["SPLITS"])
+                    args = (x, w, y, buf, sync, base, gen, n, n_tickets, eps)
+                    options = {**meta, "EARLY_POLL": poll, "EARLY_W": early_w, "num_warps": wp}
+                    compiled = launch_meeting(_early_kernel, grid, args, options, sync, n_tickets + grid[0])
+                    REGISTERS[early] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+
+                name = f"pipe p{k} c{c} w{wp} - slots{' poll' if poll else ''}{' w' if early_w else ''}"
+                fns[name] = early
     return fns
 
 
@@ -372,7 +453,7 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--set", choices=("forms", "meeting", "order"), default="forms")
+    ap.add_argument("--set", choices=("forms", "meeting", "order", "early"), default="forms")
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
@@ -389,7 +470,12 @@ def main() -> int:
             x = inputs["x"]
             y = torch.empty_like(x)
             ref = fam.oracle(**inputs)
-            make = {"forms": form_candidates, "meeting": meeting_candidates, "order": order_candidates}[args.set]
+            make = {
+                "forms": form_candidates,
+                "meeting": meeting_candidates,
+                "order": order_candidates,
+                "early": early_candidates,
+            }[args.set]
             fns, notes = checked(make(inputs, y, sms), x, y, ref)
             dispatch = fam.providers["triton_tuned"].fn
             fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
