@@ -1,7 +1,7 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early] [--shapes 512x65536,2048x131072,8192x65536] \
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library] [--shapes 512x65536,2048x131072,8192x65536] \
         [--rounds 3] [--rep-ms 5] [--dtypes bf16]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
@@ -22,6 +22,7 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
   result on purpose: the loop, loads and arrivals without the wait);
 - ``coop cC wW HINT``: rmsnorm's cooperative kernel (one chunk a program, meeting once) but for the hints
   (``--set meeting``);
+- ``pipelined ...``, ``slotted ...``: rmsnorm's library kernels (``--set library``, any dtype);
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
 
 ``HINT``: ``ef`` x loaded ``evict_first`` (as shipped), ``-`` no hint, ``cs`` no hint and y stored ``.cs``
@@ -351,6 +352,28 @@ def early_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     return fns
 
 
+def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """``--set library``: rmsnorm's library kernels as its dispatch launches them, the pipelined one in the H100's
+    layout (the H200's before the slotted meeting) and the slotted one in the H200's, beside the slotted one in the
+    H100's layout; registers printed."""
+    from kprof.kernels.rmsnorm import cooperative
+
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
+    fns = {}
+    for name, launch, (k, c, wp) in (
+        ("pipelined p4 c8192 w8", cooperative.launch_pipelined, (4, 8192, 8)),
+        ("slotted p8 c4096 w4", cooperative.launch_slotted, (8, 4096, 4)),
+        ("slotted p4 c8192 w8", cooperative.launch_slotted, (4, 8192, 8)),
+    ):
+
+        def call(launch=launch, k=k, c=c, wp=wp) -> None:
+            compiled = launch(x, w, y, eps, c, k * sms, wp)
+            REGISTERS[call] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+
+        fns[name] = call
+    return fns
+
+
 def meeting_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     """``--set meeting``: the pipelined kernel's meeting with fences or in slots, with and without the wait; the
     cooperative kernel; the fastest forms of the first set for reference."""
@@ -437,7 +460,7 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
             continue
         if name.startswith(("copy", "loop")):
             ok = torch.equal(y, x)
-        elif name.startswith(("pipe", "coop")) and not name.endswith("nowait"):
+        elif name.startswith(("pipe", "coop", "slotted")) and not name.endswith("nowait"):
             ok = bool(torch.isfinite(y).all()) and float((y.double() - ref).abs().max()) <= 2e-2 * float(
                 ref.abs().max()
             )
@@ -453,7 +476,7 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--set", choices=("forms", "meeting", "order", "early"), default="forms")
+    ap.add_argument("--set", choices=("forms", "meeting", "order", "early", "library"), default="forms")
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
@@ -475,6 +498,7 @@ def main() -> int:
                 "meeting": meeting_candidates,
                 "order": order_candidates,
                 "early": early_candidates,
+                "library": library_candidates,
             }[args.set]
             fns, notes = checked(make(inputs, y, sms), x, y, ref)
             dispatch = fam.providers["triton_tuned"].fn

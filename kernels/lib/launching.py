@@ -105,15 +105,42 @@ def meeting_buffers(t: torch.Tensor, count: int, partials: int) -> tuple[torch.T
 
 def _kept(t: torch.Tensor, index: int, count: int, partials: int) -> tuple[torch.Tensor, int, torch.Tensor]:
     """:func:`meeting_buffers` outside a capture: the current stream's record, grown as needed."""
-    key = (index, _raw_stream(index) if index >= 0 else 0)
-    have = _MEETINGS.get(key)
-    if have is None or have.counters.numel() < count:
-        have = _MEETINGS[key] = _Meeting(torch.zeros(max(count, 1024), dtype=torch.int32, device=t.device))
+    have = _kept_meeting(t, index, count)
     if have.partials is None or have.partials.numel() < partials:
         # freed stream-ordered: the allocator hands a replaced buffer only to later work on this stream
         have.partials = torch.empty(max(partials, 4096), dtype=torch.float32, device=t.device)
     base = have.drawn - (1 << 32) if have.drawn >= 1 << 31 else have.drawn
     return have.counters, base, have.partials
+
+
+def meeting_slots(t: torch.Tensor, count: int) -> tuple[torch.Tensor, int]:
+    """The slotted meeting's buffer (``split_rows.slot_arrive``) on ``t``'s GPU for the current stream: at least
+    ``count`` int64 slots, each a chunk's partial sum and the generation of the launch that wrote it, and this launch's
+    generation (from 1, one more each call). Kept with :func:`meeting_buffers`' and never zeroed by a launch: a slot
+    counts for a launch only once it holds that launch's generation, and launches on one stream run one after another.
+    A new buffer starts at zero and generation 1, as the kept one does again after 2**31 - 1 generations, so no slot
+    can hold an old launch's generation as a new one's. A CUDA graph's capture gets a zeroed buffer of its own (zeroed
+    by the graph on every replay) and generation 1. Take it under :data:`MEETING_LOCK`, as the counters."""
+    index = t.get_device()
+    if index >= 0 and torch.cuda.is_current_stream_capturing():
+        return torch.zeros(count, dtype=torch.int64, device=t.device), 1
+    have = _kept_meeting(t, index, 1)
+    if have.slots is None or have.slots.numel() < count or have.generation >= _MAX_GENERATION:
+        have.slots, have.generation = torch.zeros(max(count, 4096), dtype=torch.int64, device=t.device), 0
+    have.generation += 1
+    return have.slots, have.generation
+
+
+_MAX_GENERATION = (1 << 31) - 1  # the slots' generation is an int32 kernel argument
+
+
+def _kept_meeting(t: torch.Tensor, index: int, count: int) -> _Meeting:
+    """The current stream's record, its counters grown to at least ``count``."""
+    key = (index, _raw_stream(index) if index >= 0 else 0)
+    have = _MEETINGS.get(key)
+    if have is None or have.counters.numel() < count:
+        have = _MEETINGS[key] = _Meeting(torch.zeros(max(count, 1024), dtype=torch.int32, device=t.device))
+    return have
 
 
 def partials_workspace(t: torch.Tensor, partials: int) -> torch.Tensor:
@@ -149,12 +176,14 @@ def meeting_forget(counters: torch.Tensor) -> None:
 
 
 class _Meeting:
-    """One (device, stream)'s meeting counters, the tickets drawn at them so far (modulo 2**32), and the workspace of
-    partial sums kept with them (made on first use)."""
+    """One (device, stream)'s meeting counters, the tickets drawn at them so far (modulo 2**32), the workspace of
+    partial sums kept with them and the slotted meeting's slots and last generation (each made on first use)."""
 
     def __init__(self, counters: torch.Tensor) -> None:
         self.counters, self.drawn = counters, 0
         self.partials: torch.Tensor | None = None
+        self.slots: torch.Tensor | None = None
+        self.generation = 0
 
 
 _MEETINGS: dict[tuple[int, int], _Meeting] = {}

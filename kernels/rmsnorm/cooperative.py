@@ -22,7 +22,8 @@ float32 x in registers through the wait (110 registers a thread against bf16's 7
 copy ceiling; ``split_rows.float32_again`` keeps it apart (64 registers, 84-89% of the ceiling).
 
 The dispatch (``kernels/rmsnorm/tuned.py``) runs 16-bit rows through the pipelined form (``launch_pipelined``:
-a program loads its next chunk before it waits for the row of the one it holds), float32 rows through this one.
+a program loads its next chunk before it waits for the row of the one it holds), on an H200 with the slotted
+meeting (``launch_slotted``), float32 rows through this one.
 
 The waiting needs the programs of a row to run at the same time, which Triton's interpreter (one program
 after another) cannot do: :func:`launch_cooperative` runs only on a GPU.
@@ -50,6 +51,10 @@ from kprof.kernels.lib.split_rows import (
     pipelined_finish,
     pipelined_launch_args,
     pipelined_meta,
+    pipelined_store,
+    slot_arrive,
+    slot_wait_sum,
+    slotted_launch_args,
     take_ticket,
 )
 from kprof.launch import CompiledLauncher
@@ -135,6 +140,62 @@ def _rmsnorm_pipelined_kernel(
         x, ticket = x_after, after
 
 
+@triton.jit(do_not_specialize=["ticket_base", "generation"])  # new values every call
+def _rmsnorm_slotted_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input
+    w_ptr,  # [N] weight
+    y_ptr,  # [rows, N] output
+    slots_ptr,  # [rows, SPLITS] int64: each chunk's partial sum of squares and its launch's generation (split_rows)
+    sync_ptr,  # [1] int32 at least: the ticket counter (split_rows)
+    ticket_base,  # the ticket counter's value when the launch started: tickets count from there
+    generation,  # this launch's generation in the slots (launching.meeting_slots)
+    # sizes and strides
+    x_row_stride,
+    y_row_stride,
+    N,
+    n_tickets,  # rows x SPLITS
+    # parameters
+    eps,
+    # meta-parameters
+    CHUNK: tl.constexpr,  # elements per ticket, a power of two >= N / SPLITS; two are held at a time
+    SPLITS: tl.constexpr,  # chunks per row
+    SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two
+    CVT_ASM: tl.constexpr,  # fp16: the second conversion in inline PTX (``float32_again``); not in the interpreter
+):
+    """The pipelined kernel with the slotted meeting (``split_rows.slot_arrive``): no release after the chunk a
+    program has just stored, and x loaded without a cache hint. The same order and the same argument against
+    deadlock as the pipelined kernel. On an H200, bf16, in 4096-element chunks of 4 warps, 8 programs an SM (64
+    registers a thread), against the pipelined kernel as dispatched before (8192-element chunks of 8 warps, 4 an
+    SM), % of a copy of the same bytes: 512x65536 84.4 against 79.2, 2048x131072 91.4 against 85.3, 8192x65536 89.4
+    against 85.3. x loaded ``evict_first`` cost 3-5% there, in a plain copy too (copy 99.3 against 95.0% at
+    2048x131072); the same kernel in 8192-element chunks of 8 warps took 75 registers, 3 programs an SM
+    (benchmarks/results/rmsnorm-cooperative/h200-slots-5539449/)."""
+    offs = tl.arange(0, CHUNK)
+    ticket = take_ticket(sync_ptr, ticket_base)
+    x = _slotted_take(x_ptr, slots_ptr, generation, ticket, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
+    while ticket < n_tickets:  # the ticket carried, as in the pipelined kernel
+        after = take_ticket(sync_ptr, ticket_base)
+        x_after = _slotted_take(x_ptr, slots_ptr, generation, after, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
+        total = slot_wait_sum(slots_ptr, (ticket // SPLITS).to(tl.int64), generation, SPLITS, SPLITS_POW2)
+        pipelined_store(x, total, ticket, offs, w_ptr, y_ptr, y_row_stride, N, eps, CHUNK, SPLITS, CVT_ASM)
+        x, ticket = x_after, after
+
+
+@triton.jit
+def _slotted_take(
+    x_ptr, slots_ptr, generation, ticket, offs, x_row_stride, N, n_tickets, CHUNK: tl.constexpr, SPLITS: tl.constexpr
+):
+    """``_pipelined_take`` for the slotted meeting: x loaded without a hint, the sum of squares into its slot."""
+    live = ticket < n_tickets
+    row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
+    cols = part * CHUNK + offs
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=cols < tl.where(live, N, 0), other=0.0)
+    xf = x.to(tl.float32)
+    slot_arrive(slots_ptr, row, part, tl.sum(xf * xf, axis=0), generation, live, SPLITS)
+    return x
+
+
 @triton.jit
 def _pipelined_take(
     x_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, N, n_tickets, CHUNK: tl.constexpr, SPLITS: tl.constexpr
@@ -164,6 +225,18 @@ def launch_pipelined(
         return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
 
 
+def launch_slotted(
+    x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float, chunk: int, programs: int, num_warps: int
+) -> Any:
+    """:func:`launch_pipelined` with the slotted meeting (``_rmsnorm_slotted_kernel``); returns the compiled kernel.
+    GPU only, as :func:`launch_cooperative`."""
+    with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
+        (slots, sync, base, generation), meta, grid, n_tickets = slotted_launch_args(x2d, chunk, programs, "rmsnorm")
+        kernel, args, options = _slotted_call(x2d, weight, y2d, slots, sync, base, generation, eps, n_tickets, meta,
+                                              num_warps)  # fmt: skip
+        return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
+
+
 def launch_cooperative(
     x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float, splits: int, num_warps: int
 ) -> None:
@@ -177,6 +250,7 @@ def launch_cooperative(
 
 _pipelined_launcher = CompiledLauncher(_rmsnorm_pipelined_kernel)
 _cooperative_launcher = CompiledLauncher(_rmsnorm_cooperative_kernel)
+_slotted_launcher = CompiledLauncher(_rmsnorm_slotted_kernel)
 
 
 def meeting_plan(
@@ -184,11 +258,12 @@ def meeting_plan(
     num_warps: int, sigs: tuple, template: torch.Tensor,
 ) -> MeetingLaunch:  # fmt: skip
     """The launch plan of what :func:`launch_pipelined` ("pipelined": chunks of ``chunk``, at most ``programs``
-    programs) or :func:`launch_cooperative` ("cooperative": ``splits`` programs a row) launches over ``n_rows`` rows
+    programs), :func:`launch_slotted` ("slotted", the same) or :func:`launch_cooperative` ("cooperative": ``splits``
+    programs a row) launches over ``n_rows`` rows
     of ``n`` elements, x's rows ``x_row_stride`` apart, into contiguous rows; ``sigs``: ``plans.sig`` of x and the
     weight (y is new: aligned, contiguous, x's dtype), ``template`` an empty float32 tensor on their GPU."""
     named = {"x_row_stride": x_row_stride, "y_row_stride": n, "N": n, "eps": float(eps), "CVT_ASM": not interpreting()}
-    launchers = (_pipelined_launcher, _cooperative_launcher)
+    launchers = (_pipelined_launcher, _cooperative_launcher, _slotted_launcher)
     return meeting_launch(kernel, launchers, named, n_rows, chunk, splits, programs, num_warps, sigs, template)
 
 
@@ -199,6 +274,16 @@ def _pipelined_call(
     """The pipelined kernel, its arguments and options: one place for its launch and its offline compile."""
     args = (x2d, weight, y2d, ws, sync, base, x2d.stride(0), y2d.stride(0), x2d.shape[1], n_tickets, float(eps))
     return _rmsnorm_pipelined_kernel, args, {**meta, "CVT_ASM": not interpreting(), "num_warps": num_warps}
+
+
+def _slotted_call(
+    x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, slots: torch.Tensor, sync: torch.Tensor, base: int,
+    generation: int, eps: float, n_tickets: int, meta: dict, num_warps: int,
+) -> tuple[Any, tuple, dict]:  # fmt: skip
+    """The slotted kernel, its arguments and options: one place for its launch and its offline compile."""
+    args = (x2d, weight, y2d, slots, sync, base, generation, x2d.stride(0), y2d.stride(0), x2d.shape[1], n_tickets,
+            float(eps))  # fmt: skip
+    return _rmsnorm_slotted_kernel, args, {**meta, "CVT_ASM": not interpreting(), "num_warps": num_warps}
 
 
 def _cooperative_call(
@@ -213,13 +298,16 @@ def _cooperative_call(
 def offline_call(
     kernel: str, n_rows: int, n: int, dtype: torch.dtype, chunk: int, splits: int, num_warps: int
 ) -> tuple[Any, tuple, dict]:
-    """The kernel, arguments and options of the GPU launch of ``kernel`` ("pipelined": chunks of ``chunk``
-    elements; "cooperative": ``splits`` programs a row) over ``n_rows`` contiguous rows of ``n`` elements, with
-    small CPU tensors standing in for the GPU's (same dtypes, 16-byte-aligned pointers, the same integers), for
-    ``kprof.specialization.compile_for`` to compile for a GPU without one."""
+    """The kernel, arguments and options of the GPU launch of ``kernel`` ("pipelined" or "slotted": chunks of
+    ``chunk`` elements; "cooperative": ``splits`` programs a row) over ``n_rows`` contiguous rows of ``n``
+    elements, with small CPU tensors standing in for the GPU's (same dtypes, 16-byte-aligned pointers, the same
+    integers), for ``kprof.specialization.compile_for`` to compile for a GPU without one."""
     x2d, weight = torch.empty((1, n), dtype=dtype), torch.empty(n, dtype=dtype)
     ws, sync = torch.empty(1, dtype=torch.float32), torch.empty(1, dtype=torch.int32)
     if kernel == "pipelined":
         meta = pipelined_meta(n, chunk)
         return _pipelined_call(x2d, weight, x2d, ws, sync, 0, 1e-6, n_rows * meta["SPLITS"], meta, num_warps)
+    if kernel == "slotted":
+        meta, slots = pipelined_meta(n, chunk), torch.empty(1, dtype=torch.int64)
+        return _slotted_call(x2d, weight, x2d, slots, sync, 0, 1, 1e-6, n_rows * meta["SPLITS"], meta, num_warps)
     return _cooperative_call(x2d, weight, x2d, ws, sync, 0, 1e-6, cooperative_meta(n, splits), num_warps)

@@ -15,7 +15,7 @@ These things separate it from ``one_row``:
   when they are too few to give every SM a program, each row is split over several programs (``split``);
   when they are many rows of 128 KB or more, over programs that meet once and read x once
   (``cooperative``, GPU only; in bf16 and fp16 its pipelined form, where a program loads its next chunk
-  before it waits for the row of the one it holds).
+  before it waits for the row of the one it holds; on an H200 with its meeting in slots, ``slotted``).
 * Launches go through :class:`kprof.launch.CompiledLauncher`, which skips the JIT's per-call
   argument binding: host time per call is what decides small shapes (8x4096 runs 2-5 us on the GPU). After a
   call signature's first call, the launch comes from a plan: one launch (``_plans``), or the split path's two and
@@ -160,16 +160,17 @@ def _rmsnorm_two_pass_kernel(
 class Config:
     kernel: str  # "rows" (block of whole rows), "two_pass" (L2-resident chunks, many rows), "looped" (wide
     # rows), "split" (few wide rows, several programs per row), "cooperative" (many wide rows, several
-    # programs per row meeting once; GPU only) or "pipelined" (the same meeting, each program taking chunk
-    # after chunk and loading the next before it waits; GPU only)
+    # programs per row meeting once; GPU only), "pipelined" (the same meeting, each program taking chunk
+    # after chunk and loading the next before it waits; GPU only) or "slotted" (pipelined, the meeting in
+    # slots: ``split_rows.slot_arrive``; GPU only)
     block_n: int
     rows: int
     num_warps: int
     hints: bool = False
     tail: int = 0  # "rows": 0, or block_n is a power of two under the row and a second block of ``tail`` follows
     cols_const: bool = False  # "two_pass": the row width compiled in as a constant (the kernel's COLS)
-    splits: int = 1  # programs per row ("split", "cooperative"), chunks per row ("pipelined")
-    programs_per_sm: int = 0  # "pipelined": programs launched per SM (as fit one at Triton 3.6's 64 registers a thread)
+    splits: int = 1  # programs per row ("split", "cooperative"), chunks per row ("pipelined", "slotted")
+    programs_per_sm: int = 0  # "pipelined", "slotted": programs launched per SM (as fit at Triton 3.6's registers)
 
 
 # Widest row (in bytes) handled as one block; wider rows use the chunked kernel.
@@ -253,6 +254,11 @@ _COOPERATIVE_PER_THREAD = 64  # elements each thread holds
 # (72 and 73 before the meeting's counters were kept between calls; not measured on a GPU;
 # benchmarks/results/rmsnorm-cooperative/counters-kept-7c08e10/, triton-versions/wide-rows-b13b5c7/).
 _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
+# On an H200 (``launching.fast_memory``) 16-bit rows take the pipelined kernel with the slotted meeting instead
+# (``cooperative.launch_slotted``: no release after a program's stores, x loaded without a hint) in 4096-element
+# chunks of 4 warps, 8 programs an SM: see ``cooperative._rmsnorm_slotted_kernel`` for the race. Not raced on an
+# H100, which keeps the layout above.
+_SLOTTED_CHUNK, _SLOTTED_WARPS, _SLOTTED_PER_SM = 4096, 4, 8
 # 512-2047 rows of 1025-8192 16-bit elements: the two-pass kernel with the row width compiled in (COLS, as Inductor
 # compiles a static shape). (block of the row, first row of the class) -> (chunk, rows a program, warps). Raced on
 # H100s at several places in memory each (benchmarks/results/rmsnorm-small-shapes/two-pass-const/):
@@ -338,6 +344,11 @@ def choose_config(
             and row_in_bytes >= _COOPERATIVE_MIN_ROW_BYTES
             and n_rows * row_in_bytes >= _COOPERATIVE_MIN_BYTES
         ):
+            if element_size == 2 and fast_memory:
+                chunks = triton.cdiv(n, _SLOTTED_CHUNK)
+                return Config(
+                    "slotted", _SLOTTED_CHUNK, 1, _SLOTTED_WARPS, splits=chunks, programs_per_sm=_SLOTTED_PER_SM
+                )
             if element_size == 2:
                 chunks = triton.cdiv(n, _PIPELINED_CHUNK)
                 return Config(
@@ -405,12 +416,15 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
     return choose_config(n, element_size, n_rows, sms, device_index >= 0, fast)
 
 
-def offline_wide_row_call(n_rows: int, n: int, dtype: torch.dtype, sm_count: int = 132) -> tuple[Config, tuple] | None:
-    """Where a GPU with ``sm_count`` SMs takes the cooperative or pipelined kernel for ``n_rows`` rows of ``n``
-    elements of ``dtype``: its config and its launch as ``cooperative.offline_call`` gives it (kernel, arguments,
-    options), to compile that GPU-only kernel without a GPU; None where the dispatch takes another kernel."""
-    cfg = choose_config(n, torch.empty((), dtype=dtype).element_size(), n_rows, sm_count, True)
-    if cfg.kernel not in ("cooperative", "pipelined"):
+def offline_wide_row_call(
+    n_rows: int, n: int, dtype: torch.dtype, sm_count: int = 132, fast_memory: bool = False
+) -> tuple[Config, tuple] | None:
+    """Where a GPU with ``sm_count`` SMs (``fast_memory``: an H200) takes the cooperative, pipelined or slotted
+    kernel for ``n_rows`` rows of ``n`` elements of ``dtype``: its config and its launch as
+    ``cooperative.offline_call`` gives it (kernel, arguments, options), to compile that GPU-only kernel without a
+    GPU; None where the dispatch takes another kernel."""
+    cfg = choose_config(n, torch.empty((), dtype=dtype).element_size(), n_rows, sm_count, True, fast_memory)
+    if cfg.kernel not in ("cooperative", "pipelined", "slotted"):
         return None
     return cfg, cooperative.offline_call(cfg.kernel, n_rows, n, dtype, cfg.block_n, cfg.splits, cfg.num_warps)
 
@@ -432,9 +446,10 @@ def launch_with_config(
         split.launch_split(x2d, weight, y2d, eps, cfg.splits, cfg.block_n, cfg.num_warps)
     elif cfg.kernel == "cooperative":
         cooperative.launch_cooperative(x2d, weight, y2d, eps, cfg.splits, cfg.num_warps)
-    elif cfg.kernel == "pipelined":
+    elif cfg.kernel in ("pipelined", "slotted"):
         programs = cfg.programs_per_sm * launching.sm_count(x2d)
-        cooperative.launch_pipelined(x2d, weight, y2d, eps, cfg.block_n, programs, cfg.num_warps)
+        launch = cooperative.launch_pipelined if cfg.kernel == "pipelined" else cooperative.launch_slotted
+        launch(x2d, weight, y2d, eps, cfg.block_n, programs, cfg.num_warps)
     else:
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
         key = (cfg, aligned, spec_key(args))
@@ -504,11 +519,11 @@ def plan_for(
     n_rows: int, n: int, x_row_stride: int, dtype: torch.dtype, device_index: int, contiguous: bool
 ) -> _Plan | None:
     """The one-launch plan of ``n_rows`` rows of ``n`` elements (output rows contiguous, stride ``n``), or
-    None for the split path (a workspace and a second launch) and the cooperative and pipelined ones (the meeting's
+    None for the split path (a workspace and a second launch) and the meeting kernels (the meeting's
     counters and workspace per call): ``_make_workspace_plan`` plans those."""
     element_size = torch.empty((), dtype=dtype).element_size()
     cfg = config_for(n, element_size, n_rows, device_index)
-    if cfg.kernel in ("split", "cooperative", "pipelined"):
+    if cfg.kernel in ("split", "cooperative", "pipelined", "slotted"):
         return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
     align = vector_align(element_size, n, x_row_stride)  # the output's row stride is n
@@ -636,7 +651,7 @@ _workspace_plans = Plans()  # by (call signature, eps): eps is compiled into the
 def _make_workspace_plan(cfg: Config, x: torch.Tensor, weight: torch.Tensor, eps: float) -> _WorkspacePlan | None:
     """The split or meeting plan of ``cfg`` for these inputs, or None where the kernel is neither or a plan cannot
     describe them (rows that are not one strided view of x, unaligned pointers: the checked path copes)."""
-    if cfg.kernel not in ("split", "cooperative", "pipelined") or weight.stride(0) != 1:
+    if cfg.kernel not in ("split", "cooperative", "pipelined", "slotted") or weight.stride(0) != 1:
         return None
     xs = row_stride(x)
     if xs is None or (x.data_ptr() | weight.data_ptr()) & 15:

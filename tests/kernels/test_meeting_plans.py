@@ -134,6 +134,59 @@ def test_a_planned_launch_takes_the_streams_counters_and_counts_what_it_draws(mo
         counters = fresh
 
 
+@pytest.mark.parametrize("how", ["call", "fast"])
+def test_a_slotted_launch_takes_the_streams_slots_a_generation_on_each_call(monkeypatch, how):
+    """A slotted plan's call gets the stream's kept int64 slots (at least rows x chunks), the ticket counter and the
+    count drawn so far, and a generation one past the last call's; slots grown for more rows start over, zeroed, at
+    generation 1, as the kept ones do once the generations reach int32's largest."""
+    monkeypatch.setattr(launching, "_MEETINGS", {})
+    template = torch.empty(0)
+    recording = _Recording()
+    plan = split_rows.MeetingLaunch(recording, (3, 9), 40, template, slotted=True)
+    leading = (torch.empty(2), torch.empty(2), torch.empty(2)) if how == "call" else (11, 22, 33)
+    go = plan if how == "call" else plan.fast
+    for i in range(3):
+        go(*leading)
+        slots, sync, base, generation = recording.calls[-1][3:]
+        counters, _ = launching.meeting_counters(template, 1)
+        kept = launching._MEETINGS[(-1, 0)].slots
+        assert kept.dtype == torch.int64 and kept.numel() >= 3 * 9
+        assert (slots, sync) == ((kept, counters) if how == "call" else (kept.data_ptr(), counters.data_ptr()))
+        assert (base, generation) == (40 * i, i + 1)
+    kept.fill_(-1)
+    grown, generation = launching.meeting_slots(template, 10**5)
+    assert grown is not kept and grown.numel() >= 10**5 and generation == 1 and not grown.any()
+    launching._MEETINGS[(-1, 0)].generation = 2**31 - 2
+    assert launching.meeting_slots(template, 5)[1] == 2**31 - 1
+    grown.fill_(-1)
+    again, generation = launching.meeting_slots(template, 5)
+    assert generation == 1 and again is not grown and not again.any()
+
+
+def test_the_slotted_plan_passes_the_checked_launchs_arguments():
+    """rmsnorm's slotted plan: the kernel, the arguments after the generation and the constexprs are those of the
+    checked launch (``_slotted_call``), its programs and tickets as the pipelined plan's."""
+    n_rows, n, stride, dtype = 5, 70001, 70008, torch.bfloat16
+    x = torch.empty((n_rows, stride), dtype=dtype)[:, :n]
+    w, y = torch.empty(n, dtype=dtype), torch.empty((n_rows, n), dtype=dtype)
+    for programs in (7, 10_000):
+        plan = rms_cooperative.meeting_plan(
+            "slotted", n_rows, n, stride, 1e-5, 4096, 1, programs, 4, (sig(x), sig(w)), torch.empty(0)
+        )
+        meta = split_rows.pipelined_meta(n, 4096)
+        grid, n_tickets = split_rows.pipelined_programs(n_rows, meta["SPLITS"], programs)
+        jit, args, options = rms_cooperative._slotted_call(
+            x, w, y, torch.empty(1, dtype=torch.int64), torch.empty(1, dtype=torch.int32), 0, 1, 1e-5, n_tickets,
+            meta, 4,
+        )  # fmt: skip
+        after = args[7:]
+        names = jit.arg_names[7 + len(after) :]
+        assert plan.slotted and plan.launch.launcher.jit_fn is jit
+        assert plan.launch.tail == after + tuple(options[name] for name in names)
+        assert plan.launch.grid == (grid, 1, 1) and plan.tickets == n_tickets + grid
+        assert plan.ws_shape == (n_rows, meta["SPLITS"]) and plan.launch.options == {"num_warps": 4}
+
+
 def _in_threads(target: Any, args: list[tuple]) -> None:
     """``target(*a)`` for each ``a`` of ``args``, each in a thread of its own, all started before any is joined."""
     threads = [threading.Thread(target=target, args=a) for a in args]

@@ -1,11 +1,11 @@
 """The wide-row kernels that only a GPU runs (rmsnorm's and add_rmsnorm's cooperative and pipelined kernels: the
 programs of a row meet, which Triton's interpreter, one program after another, cannot do), compiled for sm_90 on
 the CPU with the Triton installed here, at every layout their GPU dispatch picks over the families' default sweeps
-and grids (on an H100, and add_rmsnorm's on an H200 too). The interpreter tests cannot reach these kernels; the GPU
+and grids (on an H100 and on an H200). The interpreter tests cannot reach these kernels; the GPU
 tests run them on the GPU machine's Triton. Here they are checked under this Triton for what their meeting relies
 on, read from the PTX: the tickets are relaxed atomics, each program's arrival releases its partial sum, the waits
-acquire, and the partial sums are read from L2 past L1; and rmsnorm's pipelined 16-bit kernels convert fp16 a
-second time in inline PTX."""
+acquire, and the partial sums are read from L2 past L1 (rmsnorm's slotted kernel: relaxed atomics only, volatile
+polls); and rmsnorm's pipelined and slotted 16-bit kernels convert fp16 a second time in inline PTX."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from kprof.specialization import compile_for, describe_call, memory_order
 
 INLINE_ASM = re.compile(r"// begin inline asm(.*?)// end inline asm", re.S)
 out, seen = [], set()
-for family, tuned, gpus in (("rmsnorm", rms_tuned, ({},)), ("add_rmsnorm", add_tuned, ({}, {"fast_memory": True}))):
+H100_H200 = ({}, {"fast_memory": True})
+for family, tuned, gpus in (("rmsnorm", rms_tuned, H100_H200), ("add_rmsnorm", add_tuned, H100_H200)):
     fam = discover()[family]
     sweeps = [fam.sweep("gpu"), *fam.grid_parts().values()]
     for sweep, gpu in [(sweep, gpu) for sweep in sweeps for gpu in gpus]:
@@ -44,7 +45,8 @@ for family, tuned, gpus in (("rmsnorm", rms_tuned, ({},)), ("add_rmsnorm", add_t
                 asm = " ".join(INLINE_ASM.findall(ptx))
                 out.append({"family": family, "dtype": dtype, "shape": list(shape), "kernel": cfg.kernel,
                             "chunk": options["CHUNK"], "warps": options["num_warps"],
-                            "order": memory_order(ptx), "asm_cvt_f16": asm.count("cvt.f32.f16")})
+                            "order": memory_order(ptx), "asm_cvt_f16": asm.count("cvt.f32.f16"),
+                            "volatile_loads": len(re.findall(r"\bld\.volatile\.global\b", ptx))})
 print(json.dumps(out))
 """
 
@@ -62,6 +64,8 @@ def test_every_wide_row_layout_of_the_dispatch_compiles(compiled):
     assert kinds == {
         ("rmsnorm", "bf16", "pipelined"),
         ("rmsnorm", "fp16", "pipelined"),
+        ("rmsnorm", "bf16", "slotted"),
+        ("rmsnorm", "fp16", "slotted"),
         ("rmsnorm", "fp32", "cooperative"),
         ("add_rmsnorm", "bf16", "pipelined"),
         ("add_rmsnorm", "bf16", "cooperative"),
@@ -84,6 +88,8 @@ def test_the_meeting_orders_memory_as_it_relies_on(compiled):
     and the row's partial sums loaded .cg (from L2)."""
     for c in compiled:
         order, where = c["order"], (c["family"], c["dtype"], c["shape"], c["kernel"])
+        if c["kernel"] == "slotted":
+            continue  # its own test below
         assert order["relaxed atomic"] >= 1, (where, order)  # the tickets (two take sites in a pipelined kernel)
         assert order["release atomic"] >= 1, (where, order)  # the arrivals
         assert order["acquire load"] + order["acquire atomic"] >= 1, (where, order)  # the waits
@@ -93,9 +99,22 @@ def test_the_meeting_orders_memory_as_it_relies_on(compiled):
             assert order["relaxed atomic"] >= 2, (where, order)  # the first ticket and each one after
 
 
+def test_the_slotted_meeting_has_no_fence_and_polls_with_volatile_loads(compiled):
+    """rmsnorm's slotted kernel (an H200's layout): every atomic relaxed (the tickets at two take sites, the
+    slots' exchanges), no release, acquire or fence anywhere, and the row's slots polled with volatile loads."""
+    slotted = [c for c in compiled if c["kernel"] == "slotted"]
+    assert {(c["chunk"], c["warps"]) for c in slotted} == {(4096, 4)}
+    for c in slotted:
+        order, where = c["order"], (c["dtype"], c["shape"])
+        assert order["relaxed atomic"] >= 3, (where, order)
+        others = ("release atomic", "acquire atomic", "acq_rel atomic", "atomic, no order", "acquire load", "fence")
+        assert all(order[k] == 0 for k in others), (where, order)
+        assert c["volatile_loads"] >= 1, (where, c)
+
+
 def test_rmsnorm_pipelined_fp16_converts_again_in_inline_ptx(compiled):
-    """rmsnorm's pipelined kernel converts fp16 a second time with ``cvt.f32.f16`` in inline PTX (a conversion
-    the compiler cannot merge with the first); no other wide-row kernel does."""
+    """rmsnorm's pipelined and slotted kernels convert fp16 a second time with ``cvt.f32.f16`` in inline PTX (a
+    conversion the compiler cannot merge with the first); no other wide-row kernel does."""
     for c in compiled:
-        asm = c["family"] == "rmsnorm" and c["kernel"] == "pipelined" and c["dtype"] == "fp16"
+        asm = c["family"] == "rmsnorm" and c["kernel"] in ("pipelined", "slotted") and c["dtype"] == "fp16"
         assert (c["asm_cvt_f16"] > 0) == asm, (c["family"], c["dtype"], c["kernel"], c["asm_cvt_f16"])

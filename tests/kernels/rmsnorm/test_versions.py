@@ -375,12 +375,61 @@ def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, c
     assert sync.tolist() == meeting_end(before, n_rows * splits + programs)
 
 
+def test_on_an_h200_many_wide_16bit_rows_take_the_slotted_kernel():
+    """On an H200 (``fast_memory``) 16-bit rows where the pipelined kernel runs on an H100 take the slotted one in
+    4096-element chunks of 4 warps, 8 programs an SM; fp32 keeps the cooperative kernel there, and rows the
+    pipelined kernel does not take are not slotted either."""
+    for n, rows in ((65536, 512), (131072, 256), (65537, 10**5), (100000, 2048)):
+        h100, h200 = choose_config(n, 2, rows), choose_config(n, 2, rows, fast_memory=True)
+        assert h100.kernel == "pipelined", (n, rows)
+        assert (h200.kernel, h200.block_n, h200.num_warps, h200.programs_per_sm) == ("slotted", 4096, 4, 8), (n, rows)
+        assert h200.splits * h200.block_n >= n > (h200.splits - 1) * h200.block_n
+        assert choose_config(n // 2, 4, rows, fast_memory=True).kernel == "cooperative"
+    for n, rows in ((65536, 511), (32768, 4096), (131072, 8)):
+        assert choose_config(n, 2, rows, fast_memory=True).kernel not in ("pipelined", "slotted", "cooperative")
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="runs CPU tensors in the interpreter; on a GPU the tests below run it")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n, chunk, programs", [(5, 1000, 512, 1), (3, 77, 128, 2), (4, 4097, 4096, 3)])
+def test_slotted_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, chunk, programs):
+    """The slotted kernel in the interpreter (one program after another, so rows of one or two chunks, as the
+    pipelined kernel's test): strided rows, a short last chunk, programs that find no ticket left, against the
+    float64 oracle, twice on one buffer of slots that starts full of other generations' sums (sums of 1e30 and NaN:
+    read as this launch's, they would show): each launch reads only its own generation, and leaves every slot of its
+    rows at it."""
+    from kprof.kernels.rmsnorm.cooperative import _rmsnorm_slotted_kernel
+
+    inp = FAM.make_inputs((n_rows, n + 24), dtype, "cpu", seed=n_rows * n + chunk)
+    x, w = inp["x"][:, 8 : 8 + n], inp["weight"][:n].contiguous()
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    splits = -(-n // chunk)
+    assert splits <= 2
+    stale = torch.tensor([1e30, float("nan")], dtype=torch.float32).view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    slots = (stale.repeat(n_rows) | (torch.arange(2 * n_rows) % 3 + 5) << 32)[: n_rows * splits].contiguous()
+    sync = torch.zeros(1, dtype=torch.int32)
+    for generation in (7, 8):  # the stale slots hold generations 5 to 7: the first launch's 7 is one of them
+        if generation == 7:
+            slots[slots >> 32 == 7] = slots[slots >> 32 == 7] & 0xFFFFFFFF | 6 << 32
+        y = torch.full((n_rows, n), float("nan"), dtype=x.dtype)
+        base = int(sync[0])
+        _rmsnorm_slotted_kernel[(programs,)](
+            x, w, y, slots, sync, base, generation, x.stride(0), y.stride(0), n, n_rows * splits, inp["eps"],
+            CHUNK=chunk, SPLITS=splits, SPLITS_POW2=splits, CVT_ASM=False,  # the interpreter runs no inline PTX
+        )  # fmt: skip
+        assert not y.isnan().any()
+        assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
+        assert ((slots >> 32) == generation).all()
+        assert int(sync[0]) == base + n_rows * splits + programs
+
+
 def test_pipelined_launch_refuses_the_cpu():
-    from kprof.kernels.rmsnorm.cooperative import launch_pipelined
+    from kprof.kernels.rmsnorm.cooperative import launch_pipelined, launch_slotted
 
     x = torch.randn(4, 100)
-    with pytest.raises(ValueError, match="on a GPU"):
-        launch_pipelined(x, torch.randn(100), torch.empty_like(x), 1e-6, 64, 4, 4)
+    for launch in (launch_pipelined, launch_slotted):
+        with pytest.raises(ValueError, match="on a GPU"):
+            launch(x, torch.randn(100), torch.empty_like(x), 1e-6, 64, 4, 4)
 
 
 @pytest.mark.gpu
@@ -406,6 +455,32 @@ def test_pipelined_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, war
         assert not y.isnan().any()
         assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
     if config_for(n, x.element_size(), n_rows, 0).kernel == "pipelined":
+        check("triton_tuned", {"x": x, "weight": w, "eps": inp["eps"]}, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "n_rows, n, chunk, per_sm, warps",
+    [(300, 65536, 4096, 8, 4), (777, 100003, 4096, 6, 4), (64, 131072, 8192, 4, 8), (5, 70001, 1024, 12, 4)],
+)
+def test_slotted_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, warps):
+    """The slotted kernel on a GPU, as the pipelined kernel's test: up to 69 chunks a row, short last chunks, strided
+    rows, more programs than tickets and more than fit at once, three launches on the stream's kept slots (each a
+    generation on) and one on slots of fewer rows before; through triton_tuned's dispatch where it picks the kernel."""
+    from kprof.kernels.rmsnorm.cooperative import launch_slotted
+    from kprof.kernels.rmsnorm.tuned import config_for
+
+    inp = FAM.make_inputs((n_rows, n + 24), dtype, "cuda", seed=n_rows * n + chunk)
+    x, w = inp["x"][:, 8 : 8 + n], inp["weight"][:n].contiguous()
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for rows in (n_rows // 2 or 1, n_rows, n_rows, n_rows):
+        y = torch.full((rows, n), float("nan"), dtype=x.dtype, device="cuda")
+        launch_slotted(x[:rows], w, y, inp["eps"], chunk, per_sm * sms, warps)
+        assert not y.isnan().any()
+        assert ((y.double() - ref[:rows]).norm() / ref[:rows].norm()).item() < FAM.tolerances[dtype]
+    if config_for(n, x.element_size(), n_rows, 0).kernel == "slotted":
         check("triton_tuned", {"x": x, "weight": w, "eps": inp["eps"]}, dtype)
 
 
