@@ -338,16 +338,16 @@ def early_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     for k, c, wp in EARLY:
         for poll in (False, True):
             for early_w in (False, True):
+                name = f"pipe p{k} c{c} w{wp} - slots{' poll' if poll else ''}{' w' if early_w else ''}"
 
-                def early(k=k, c=c, wp=wp, poll=poll, early_w=early_w) -> None:
+                def early(k=k, c=c, wp=wp, poll=poll, early_w=early_w, name=name) -> None:
                     (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x, c, k * sms, "rmsnorm")
                     buf, gen = slots.take(x.shape[0] * meta["SPLITS"])
                     args = (x, w, y, buf, sync, base, gen, n, n_tickets, eps)
                     options = {**meta, "EARLY_POLL": poll, "EARLY_W": early_w, "num_warps": wp}
                     compiled = launch_meeting(_early_kernel, grid, args, options, sync, n_tickets + grid[0])
-                    REGISTERS[early] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+                    REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
-                name = f"pipe p{k} c{c} w{wp} - slots{' poll' if poll else ''}{' w' if early_w else ''}"
                 fns[name] = early
     return fns
 
@@ -366,9 +366,9 @@ def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
         ("slotted p4 c8192 w8", cooperative.launch_slotted, (4, 8192, 8)),
     ):
 
-        def call(launch=launch, k=k, c=c, wp=wp) -> None:
+        def call(launch=launch, k=k, c=c, wp=wp, name=name) -> None:
             compiled = launch(x, w, y, eps, c, k * sms, wp)
-            REGISTERS[call] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+            REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
         fns[name] = call
     return fns
@@ -443,7 +443,7 @@ def _pipe(inputs: dict, y: torch.Tensor, sms: int, k: int, c: int, wp: int, xe: 
     return pipe
 
 
-REGISTERS: dict = {}  # a pipe call -> (registers a thread, spilled bytes) of its compiled kernel
+REGISTERS: dict = {}  # a candidate's name or call -> (registers a thread, spilled bytes) of its compiled kernel
 
 
 def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> tuple[dict, dict]:
@@ -510,10 +510,9 @@ def main() -> int:
             for name, why in notes.items():
                 print(f"  left out {name}: {why}", flush=True)
             for name, fn in fns.items():
-                if fn in REGISTERS:
-                    print(
-                        f"  {name}: {REGISTERS[fn][0]} registers a thread, {REGISTERS[fn][1]} bytes spilled", flush=True
-                    )
+                got = REGISTERS.get(name) or REGISTERS.get(fn)
+                if got:
+                    print(f"  {name}: {got[0]} registers a thread, {got[1]} bytes spilled", flush=True)
             times_rows += race_rows(point, times)
             copy_us = statistics.median(times["[copy]"])
             for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):

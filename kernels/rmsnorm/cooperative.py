@@ -165,12 +165,15 @@ def _rmsnorm_slotted_kernel(
 ):
     """The pipelined kernel with the slotted meeting (``split_rows.slot_arrive``): no release after the chunk a
     program has just stored, and x loaded without a cache hint. The same order and the same argument against
-    deadlock as the pipelined kernel. On an H200, bf16, in 4096-element chunks of 4 warps, 8 programs an SM (64
-    registers a thread), against the pipelined kernel as dispatched before (8192-element chunks of 8 warps, 4 an
-    SM), % of a copy of the same bytes: 512x65536 84.4 against 79.2, 2048x131072 91.4 against 85.3, 8192x65536 89.4
-    against 85.3. x loaded ``evict_first`` cost 3-5% there, in a plain copy too (copy 99.3 against 95.0% at
-    2048x131072); the same kernel in 8192-element chunks of 8 warps took 75 registers, 3 programs an SM
-    (benchmarks/results/rmsnorm-cooperative/h200-slots-5539449/)."""
+    deadlock as the pipelined kernel. On an H200, in the pipelined kernel's layout (8192-element chunks of 8 warps,
+    4 programs an SM; 64 registers a thread under Triton 3.6), against the pipelined kernel, % of a copy of the same
+    bytes, bf16 / fp16: 512x65536 86.5 / 87.8 against 78.3 / 79.1 (35.3 against 39.0 us, a copy 30.6), 2048x131072
+    92.9 / 92.2 against 85.2 / 84.8, 8192x65536 93.3 / 93.3 against 85.1 / 85.2; 4096-element chunks of 4 warps,
+    8 an SM, 85.2-92.7%. Why (races of copies of the kernels there): the same loads and stores with no meeting,
+    one chunk a program, reached 98-100% of the copy, and so did a persistent copy drawing tickets, so neither the
+    layout nor the tickets are the gap; the pipelined kernel without its wait (arrivals only) stayed at 78-84%,
+    and with its arrivals release-free 85-90%. x loaded ``evict_first`` cost 3-5%, in a plain copy too (99.3
+    against 95.0% at 2048x131072) (benchmarks/results/rmsnorm-cooperative/h200-slots-5539449/)."""
     offs = tl.arange(0, CHUNK)
     ticket = take_ticket(sync_ptr, ticket_base)
     x = _slotted_take(x_ptr, slots_ptr, generation, ticket, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)

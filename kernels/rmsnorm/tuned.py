@@ -255,10 +255,11 @@ _COOPERATIVE_PER_THREAD = 64  # elements each thread holds
 # benchmarks/results/rmsnorm-cooperative/counters-kept-7c08e10/, triton-versions/wide-rows-b13b5c7/).
 _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # On an H200 (``launching.fast_memory``) 16-bit rows take the pipelined kernel with the slotted meeting instead
-# (``cooperative.launch_slotted``: no release after a program's stores, x loaded without a hint) in 4096-element
-# chunks of 4 warps, 8 programs an SM: see ``cooperative._rmsnorm_slotted_kernel`` for the race. Not raced on an
-# H100, which keeps the layout above.
-_SLOTTED_CHUNK, _SLOTTED_WARPS, _SLOTTED_PER_SM = 4096, 4, 8
+# (``cooperative.launch_slotted``: no release after a program's stores, x loaded without a hint) in the same layout,
+# which fits 4 programs an SM there too (64 registers a thread under Triton 3.6; 72-76 under 3.9, 3 an SM, as the
+# pipelined kernel: not measured on a GPU): see ``cooperative._rmsnorm_slotted_kernel`` for the race. Not raced on an
+# H100, which keeps the pipelined kernel.
+_SLOTTED_CHUNK, _SLOTTED_WARPS, _SLOTTED_PER_SM = 8192, 8, 4
 # 512-2047 rows of 1025-8192 16-bit elements: the two-pass kernel with the row width compiled in (COLS, as Inductor
 # compiles a static shape). (block of the row, first row of the class) -> (chunk, rows a program, warps). Raced on
 # H100s at several places in memory each (benchmarks/results/rmsnorm-small-shapes/two-pass-const/):

@@ -107,10 +107,9 @@ def test_a_launch_that_raises_leaves_its_counters_and_the_next_starts_fresh(monk
 
 def _rmsnorm(x: torch.Tensor, w: torch.Tensor, kernel: str) -> torch.Tensor:
     y = torch.empty_like(x)
-    if kernel == "pipelined":
-        rms_cooperative.launch_pipelined(
-            x, w, y, 1e-6, 4096, 3 * torch.cuda.get_device_properties(0).multi_processor_count, 8
-        )
+    if kernel in ("pipelined", "slotted"):
+        launch = rms_cooperative.launch_pipelined if kernel == "pipelined" else rms_cooperative.launch_slotted
+        launch(x, w, y, 1e-6, 4096, 3 * torch.cuda.get_device_properties(0).multi_processor_count, 8)
     else:
         rms_cooperative.launch_cooperative(x, w, y, 1e-6, -(-x.shape[1] // 8192), 8)
     return y
@@ -118,7 +117,7 @@ def _rmsnorm(x: torch.Tensor, w: torch.Tensor, kernel: str) -> torch.Tensor:
 
 def _add_rmsnorm(x: torch.Tensor, r: torch.Tensor, w: torch.Tensor, kernel: str) -> tuple[torch.Tensor, torch.Tensor]:
     y, h = torch.empty_like(x), torch.empty_like(x)
-    if kernel == "pipelined":
+    if kernel in ("pipelined", "slotted"):  # add_rmsnorm has no slotted kernel
         add_cooperative.launch_pipelined(
             x, r, w, y, h, 1e-6, 8192, 2 * torch.cuda.get_device_properties(0).multi_processor_count, 8
         )
@@ -136,11 +135,13 @@ def _close(out: torch.Tensor, ref: torch.Tensor, dtype: str, what: str) -> None:
 # (rows, columns, dtype, kernel): rows and chunk counts that differ from one launch to the next
 SEQUENCE = [
     (300, 65536, "bf16", "pipelined"),
-    (77, 100003, "fp16", "pipelined"),
+    (77, 100003, "fp16", "slotted"),
     (129, 131072, "fp32", "cooperative"),
     (5, 70001, "bf16", "pipelined"),
     (513, 40000, "fp32", "cooperative"),
-    (300, 65536, "bf16", "pipelined"),
+    (300, 65536, "bf16", "slotted"),
+    (77, 100003, "fp16", "pipelined"),
+    (3, 70001, "bf16", "slotted"),
 ]
 
 
@@ -188,10 +189,11 @@ def test_counters_about_to_wrap_around_int32():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kernel", ["pipelined", "cooperative"])
+@pytest.mark.parametrize("kernel", ["pipelined", "cooperative", "slotted"])
 def test_a_cuda_graph_replays_the_meeting(kernel):
-    """Captured in a CUDA graph the launch gets zeroed counters of its own, zeroed again on every replay: three
-    replays with new inputs each, against the oracle."""
+    """Captured in a CUDA graph the launch gets zeroed counters of its own (the slotted kernel: zeroed slots and a
+    generation of its own), zeroed again on every replay: three replays with new inputs each, against the oracle,
+    and a launch outside the graph on the stream's kept buffers after each."""
     rows, n, dtype = 257, 65536 + 7, "bf16"
     inp = ADD.make_inputs((rows, n), dtype, "cuda", seed=3)
     x, w = inp["x"].clone(), inp["weight"]
@@ -204,4 +206,6 @@ def test_a_cuda_graph_replays_the_meeting(kernel):
         x.copy_(ADD.make_inputs((rows, n), dtype, "cuda", seed=10 + seed)["x"])
         graph.replay()
         torch.cuda.synchronize()
-        _close(y, RMS.oracle(x=x, weight=w, eps=1e-6), dtype, f"replay {seed}")
+        ref = RMS.oracle(x=x, weight=w, eps=1e-6)
+        _close(y, ref, dtype, f"replay {seed}")
+        _close(_rmsnorm(x, w, kernel), ref, dtype, f"outside the graph after replay {seed}")

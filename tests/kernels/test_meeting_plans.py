@@ -350,8 +350,9 @@ def _dispatch(family: str, n_rows: int, n: int, dtype: torch.dtype) -> str:
     return add_tuned.choose_config(n, es, n_rows, sms, True, dtype == torch.float16, fast).kernel
 
 
-# (rows, columns, dtype): candidates of which each family's dispatch takes the pipelined kernel at some and the
-# cooperative one at others on an H100 and an H200
+MEETINGS = ("pipelined", "slotted", "cooperative")  # the dispatch's meeting kernels (slotted: rmsnorm on an H200)
+# (rows, columns, dtype): candidates of which each family's dispatch takes the pipelined kernel (rmsnorm's slotted one
+# on an H200) at some and the cooperative one at others on an H100 and an H200
 SHAPES = [
     (512, 65536, torch.bfloat16),
     (513, 70001, torch.float16),
@@ -413,12 +414,12 @@ def _check(family: str, out: Any, x: torch.Tensor, r: torch.Tensor, w: torch.Ten
 @pytest.mark.gpu
 @pytest.mark.parametrize("family", ["rmsnorm", "add_rmsnorm"])
 def test_planned_meetings_between_checked_ones_on_two_streams(family, triton_ops):
-    """The op called again and again at shapes where the dispatch takes the pipelined and the cooperative kernel
-    (rows as one strided view of a wider x too), the family's checked launch between planned calls on the same
+    """The op called again and again at shapes where the dispatch takes the pipelined (or slotted) and the cooperative
+    kernel (rows as one strided view of a wider x too), the family's checked launch between planned calls on the same
     stream's counters, once round on a second stream: every output against the oracle, and the plans were used
     (their compiled entries set, a plan for every shape)."""
     kernels = [_dispatch(family, n_rows, n, dtype) for n_rows, n, dtype in SHAPES]
-    assert {"pipelined", "cooperative"} <= set(kernels), f"{family} dispatch: {kernels}"
+    assert "cooperative" in kernels and {"pipelined", "slotted"} & set(kernels), f"{family} dispatch: {kernels}"
     seed = 0
     for stream in (None, torch.cuda.Stream(), None):
         with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
@@ -433,7 +434,7 @@ def test_planned_meetings_between_checked_ones_on_two_streams(family, triton_ops
                         _check(family, _checked(family, x, r, w), x, r, w, f"{what} checked after call {call}")
     torch.cuda.synchronize()
     planned = _planned(family)
-    meetings = sum(k in ("pipelined", "cooperative") for k in kernels)
+    meetings = sum(k in MEETINGS for k in kernels)
     assert len(planned) >= 2 * meetings and all(p.entry is not None for p in planned)
 
 
@@ -444,7 +445,7 @@ KEPT_WORKSPACE = {"meeting": (513, 65536 + 7), "split": (3, 65536 + 7)}
 def _takes(family: str, path: str) -> tuple[int, int]:
     n_rows, n = KEPT_WORKSPACE[path]
     kernel = _dispatch(family, n_rows, n, torch.bfloat16)
-    assert kernel in (("split",) if path == "split" else ("pipelined", "cooperative")), (family, path, kernel)
+    assert kernel in (("split",) if path == "split" else MEETINGS), (family, path, kernel)
     return n_rows, n
 
 
