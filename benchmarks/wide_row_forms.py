@@ -1,7 +1,7 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library] [--shapes 512x65536,2048x131072,8192x65536] \
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library] [--shapes 512x65536,2048x131072,8192x65536] \
         [--rounds 3] [--rep-ms 5] [--dtypes bf16]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
@@ -22,7 +22,8 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
   result on purpose: the loop, loads and arrivals without the wait);
 - ``coop cC wW HINT``: rmsnorm's cooperative kernel (one chunk a program, meeting once) but for the hints
   (``--set meeting``);
-- ``pipelined ...``, ``slotted ...``: rmsnorm's library kernels (``--set library``, any dtype);
+- ``pipelined ...``, ``slotted ...``: rmsnorm's library kernels (``--set library``, any dtype), or add_rmsnorm's
+  (``--set add-library``: x and the residual into y and h, its dispatch and a copy of those bytes);
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
 
 ``HINT``: ``ef`` x loaded ``evict_first`` (as shipped), ``-`` no hint, ``cs`` no hint and y stored ``.cs``
@@ -473,10 +474,74 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
     return kept, notes
 
 
+ADD_LAYOUTS = [(4, 8192, 8), (8, 4096, 4), (3, 8192, 16)]  # programs an SM, chunk, warps
+
+
+def add_library_race(args: argparse.Namespace, sms: int, rng: random.Random) -> tuple[list, list]:
+    """``--set add-library``: add_rmsnorm's pipelined and slotted kernels in ``ADD_LAYOUTS`` beside its dispatch and a
+    copy of the bytes it moves (x and the residual into y and h), each checked against the float64 oracle (y and h)
+    first; returns (every round's rows, the summary's rows)."""
+    from bench_common import copy_of_op
+
+    from kprof.kernels.add_rmsnorm import cooperative
+
+    fam = discover()["add_rmsnorm"]
+    times_rows, summary = [], []
+    for dtype in args.dtypes.split(","):
+        for spec in args.shapes.split(","):
+            inputs = fam.make_inputs(tuple(int(v) for v in spec.split("x")), dtype, "cuda", 1234)
+            x, r, w, eps = inputs["x"], inputs["residual"], inputs["weight"], float(inputs["eps"])
+            y, h = torch.empty_like(x), torch.empty_like(x)
+            ref_y, ref_h = fam.oracle(**inputs)
+            fns, notes = {}, {}
+            for kernel, launch in (
+                ("pipelined", cooperative.launch_pipelined),
+                ("slotted", cooperative.launch_slotted),
+            ):
+                for k, c, wp in ADD_LAYOUTS:
+                    name = f"{kernel} p{k} c{c} w{wp}"
+
+                    def call(launch=launch, k=k, c=c, wp=wp, name=name, ops=(x, r, w, y, h, eps)) -> None:
+                        compiled = launch(*ops, c, k * sms, wp)
+                        REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+
+                    y.fill_(float("nan"))
+                    call()
+                    err = max(
+                        float((out.double() - ref).abs().max() / ref.abs().max())
+                        for out, ref in ((y, ref_y), (h, ref_h))
+                    )
+                    if y.isnan().any() or err > 2e-2:
+                        notes[name] = f"wrong output (max error {err:.1e} of the largest value)"
+                    else:
+                        fns[name] = call
+            dispatch = fam.providers["triton_tuned"].fn
+            fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
+            fns["[copy]"] = copy_of_op(inputs, y, h)
+            times = race_rounds(fns, args.rounds, args.rep_ms, rng)
+            point = f"add_rmsnorm/{spec}/{dtype}"
+            print_race(point, times, top=12)
+            for name, why in notes.items():
+                print(f"  left out {name}: {why}", flush=True)
+            for name in fns:
+                if name in REGISTERS:
+                    print(f"  {name}: {REGISTERS[name][0]} registers a thread, {REGISTERS[name][1]} bytes spilled")
+            times_rows += race_rows(point, times)
+            copy_us = statistics.median(times["[copy]"])
+            for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
+                med = statistics.median(v)
+                summary.append(
+                    {"point": point, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med}
+                )
+            del inputs, x, r, y, h, ref_y, ref_h, fns
+            torch.cuda.empty_cache()
+    return times_rows, summary
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--set", choices=("forms", "meeting", "order", "early", "library"), default="forms")
+    ap.add_argument("--set", choices=("forms", "meeting", "order", "early", "library", "add-library"), default="forms")
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
@@ -485,8 +550,8 @@ def main() -> int:
     fam = discover()["rmsnorm"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rng = random.Random(20261129)
-    times_rows, summary = [], []
-    for dtype in args.dtypes.split(","):
+    times_rows, summary = add_library_race(args, sms, rng) if args.set == "add-library" else ([], [])
+    for dtype in args.dtypes.split(",") if args.set != "add-library" else ():
         for spec in args.shapes.split(","):
             shape = tuple(int(v) for v in spec.split("x"))
             inputs = fam.make_inputs(shape, dtype, "cuda", 1234)

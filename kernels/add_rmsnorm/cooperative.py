@@ -7,7 +7,8 @@ h and reads it back for its second pass; at 512+ rows of 65536-131072 bf16 colum
 copy ceiling on an H100 (benchmarks/results/grid/). GPU only: the interpreter runs one program after another.
 
 The pipelined form (:func:`launch_pipelined`, what fp16 takes from 512 rows) hides the meeting as rmsnorm's does: a
-program computes and counts in its next chunk of h before it waits for the row of the one it holds.
+program computes and counts in its next chunk of h before it waits for the row of the one it holds. The slotted form
+(:func:`launch_slotted`) is the pipelined one with the meeting in slots (``split_rows.slot_arrive``), as rmsnorm's.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ from kprof.kernels.lib.split_rows import (
     pipelined_finish,
     pipelined_launch_args,
     pipelined_meta,
+    pipelined_store,
+    slot_arrive,
+    slot_wait_sum,
+    slotted_launch_args,
     take_ticket,
 )
 from kprof.launch import CompiledLauncher
@@ -135,6 +140,66 @@ def _pipelined_take(
     return h
 
 
+@triton.jit(do_not_specialize=["ticket_base", "generation"])  # new values every call
+def _add_rmsnorm_slotted_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input
+    r_ptr,  # [rows, N] residual
+    w_ptr,  # [N] weight
+    y_ptr,  # [rows, N] normalised output, contiguous
+    h_ptr,  # [rows, N] sum, contiguous
+    slots_ptr,  # [rows, SPLITS] int64: each chunk's partial sum of squares and its launch's generation (split_rows)
+    sync_ptr,  # [1] int32 at least: the ticket counter (split_rows)
+    ticket_base,  # the ticket counter's value when the launch started: tickets count from there
+    generation,  # this launch's generation in the slots (launching.meeting_slots)
+    # sizes and strides
+    x_row_stride,
+    r_row_stride,
+    N,
+    n_tickets,  # rows x SPLITS
+    # parameters
+    eps,
+    # meta-parameters
+    CHUNK: tl.constexpr,  # elements per ticket, a power of two >= N / SPLITS; two chunks of h are held at a time
+    SPLITS: tl.constexpr,  # chunks per row
+    SPLITS_POW2: tl.constexpr,  # SPLITS rounded up to a power of two
+):
+    """The pipelined kernel with the slotted meeting, as rmsnorm's (``_rmsnorm_slotted_kernel``): a chunk's arrival
+    no longer waits for the stores before it (here the chunk of h just stored too), and x and the residual are
+    loaded without a cache hint. The same order and argument against deadlock as the pipelined kernel."""
+    offs = tl.arange(0, CHUNK)
+    ticket = take_ticket(sync_ptr, ticket_base)
+    h = _slotted_take(x_ptr, r_ptr, h_ptr, slots_ptr, generation, ticket, offs, x_row_stride, r_row_stride, N,
+                      n_tickets, CHUNK, SPLITS)  # fmt: skip
+    while ticket < n_tickets:  # the ticket carried, as in the pipelined kernel
+        after = take_ticket(sync_ptr, ticket_base)
+        h_after = _slotted_take(x_ptr, r_ptr, h_ptr, slots_ptr, generation, after, offs, x_row_stride, r_row_stride,
+                                N, n_tickets, CHUNK, SPLITS)  # fmt: skip
+        total = slot_wait_sum(slots_ptr, (ticket // SPLITS).to(tl.int64), generation, SPLITS, SPLITS_POW2)
+        pipelined_store(h, total, ticket, offs, w_ptr, y_ptr, N, N, eps, CHUNK, SPLITS)
+        h, ticket = h_after, after
+
+
+@triton.jit
+def _slotted_take(
+    x_ptr, r_ptr, h_ptr, slots_ptr, generation, ticket, offs, x_row_stride, r_row_stride, N, n_tickets,
+    CHUNK: tl.constexpr, SPLITS: tl.constexpr,
+):  # fmt: skip
+    """``_pipelined_take`` for the slotted meeting: x and the residual loaded without a hint, h's sum of squares into
+    its slot."""
+    live = ticket < n_tickets
+    row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
+    cols = part * CHUNK + offs
+    m = cols < tl.where(live, N, 0)
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0)
+    r = tl.load(r_ptr + row * r_row_stride + cols, mask=m, other=0.0)
+    h = (x.to(tl.float32) + r.to(tl.float32)).to(h_ptr.dtype.element_ty)
+    tl.store(h_ptr + row * N + cols, h, mask=m)
+    hf = h.to(tl.float32)
+    slot_arrive(slots_ptr, row, part, tl.sum(hf * hf, axis=0), generation, live, SPLITS)
+    return h
+
+
 def launch_pipelined(
     x2d: torch.Tensor,
     r2d: torch.Tensor,
@@ -153,6 +218,29 @@ def launch_pipelined(
         (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x2d, chunk, programs, "add_rmsnorm")
         kernel, args, options = _pipelined_call(
             x2d, r2d, weight, y2d, h2d, ws, sync, base, eps, n_tickets, meta, num_warps
+        )
+        return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
+
+
+def launch_slotted(
+    x2d: torch.Tensor,
+    r2d: torch.Tensor,
+    weight: torch.Tensor,
+    y2d: torch.Tensor,
+    h2d: torch.Tensor,
+    eps: float,
+    chunk: int,
+    programs: int,
+    num_warps: int,
+) -> Any:
+    """:func:`launch_pipelined` with the slotted meeting (``_add_rmsnorm_slotted_kernel``); returns the compiled
+    kernel. GPU only, as :func:`launch_cooperative`."""
+    with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
+        (slots, sync, base, generation), meta, grid, n_tickets = slotted_launch_args(
+            x2d, chunk, programs, "add_rmsnorm"
+        )
+        kernel, args, options = _slotted_call(
+            x2d, r2d, weight, y2d, h2d, slots, sync, base, generation, eps, n_tickets, meta, num_warps
         )
         return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
 
@@ -177,6 +265,7 @@ def launch_cooperative(
 
 _pipelined_launcher = CompiledLauncher(_add_rmsnorm_pipelined_kernel)
 _cooperative_launcher = CompiledLauncher(_add_rmsnorm_cooperative_kernel)
+_slotted_launcher = CompiledLauncher(_add_rmsnorm_slotted_kernel)
 
 
 def meeting_plan(
@@ -184,10 +273,11 @@ def meeting_plan(
     programs: int, num_warps: int, sigs: tuple, template: torch.Tensor,
 ) -> MeetingLaunch:  # fmt: skip
     """As rmsnorm's ``meeting_plan`` (``kernels/rmsnorm/cooperative.py``): the launch plan of what
-    :func:`launch_pipelined` or :func:`launch_cooperative` launches, x's and the residual's rows ``x_row_stride``
+    :func:`launch_pipelined`, :func:`launch_slotted` or :func:`launch_cooperative` launches, x's and the residual's
+    rows ``x_row_stride``
     and ``r_row_stride`` apart, y and h contiguous; ``sigs``: ``plans.sig`` of x, the residual and the weight."""
     named = {"x_row_stride": x_row_stride, "r_row_stride": r_row_stride, "N": n, "eps": float(eps)}
-    launchers = (_pipelined_launcher, _cooperative_launcher)
+    launchers = (_pipelined_launcher, _cooperative_launcher, _slotted_launcher)
     return meeting_launch(kernel, launchers, named, n_rows, chunk, splits, programs, num_warps, sigs, template)
 
 
@@ -214,6 +304,17 @@ def _pipelined_call(
     return _add_rmsnorm_pipelined_kernel, args, {**meta, "num_warps": num_warps}
 
 
+def _slotted_call(
+    x2d: torch.Tensor, r2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, h2d: torch.Tensor,
+    slots: torch.Tensor, sync: torch.Tensor, base: int, generation: int, eps: float, n_tickets: int, meta: dict,
+    num_warps: int,
+) -> tuple[Any, tuple, dict]:  # fmt: skip
+    """The slotted kernel, its arguments and options: one place for its launch and its offline compile."""
+    args = (x2d, r2d, weight, y2d, h2d, slots, sync, base, generation, x2d.stride(0), r2d.stride(0), x2d.shape[1],
+            n_tickets, float(eps))  # fmt: skip
+    return _add_rmsnorm_slotted_kernel, args, {**meta, "num_warps": num_warps}
+
+
 def _cooperative_call(
     x2d: torch.Tensor, r2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, h2d: torch.Tensor,
     ws: torch.Tensor, sync: torch.Tensor, base: int, eps: float, meta: dict, num_warps: int,
@@ -234,4 +335,8 @@ def offline_call(
     if kernel == "pipelined":
         meta = pipelined_meta(n, chunk)
         return _pipelined_call(x2d, x2d, weight, x2d, x2d, ws, sync, 0, 1e-6, n_rows * meta["SPLITS"], meta, num_warps)
+    if kernel == "slotted":
+        meta, slots = pipelined_meta(n, chunk), torch.empty(1, dtype=torch.int64)
+        tickets = n_rows * meta["SPLITS"]
+        return _slotted_call(x2d, x2d, weight, x2d, x2d, slots, sync, 0, 1, 1e-6, tickets, meta, num_warps)
     return _cooperative_call(x2d, x2d, weight, x2d, x2d, ws, sync, 0, 1e-6, cooperative_meta(n, splits), num_warps)

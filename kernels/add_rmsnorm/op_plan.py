@@ -75,7 +75,7 @@ def _add_plan(
         n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda, x.dtype == torch.float16, fast_memory
     )
     sigs = (sig(x), sig(residual), sig(weight))
-    if cfg.kernel in ("cooperative", "pipelined"):  # the meeting's counters and workspace per call, one launch
+    if cfg.kernel in ("cooperative", "pipelined", "slotted"):  # the meeting's buffers per call, one launch
         programs = cfg.programs_per_sm * launching.sm_count(x)
         template = x.new_empty((0,), dtype=torch.float32)
         meeting = cooperative.meeting_plan(

@@ -310,7 +310,7 @@ def offline_wide_row_call(
     another kernel."""
     element_size = torch.empty((), dtype=dtype).element_size()
     cfg = choose_config(n, element_size, n_rows, sm_count, True, fp16=dtype == torch.float16, fast_memory=fast_memory)
-    if cfg.kernel not in ("cooperative", "pipelined"):
+    if cfg.kernel not in ("cooperative", "pipelined", "slotted"):
         return None
     return cfg, cooperative.offline_call(cfg.kernel, n_rows, n, dtype, cfg.block_n, cfg.splits, cfg.num_warps)
 
@@ -337,9 +337,10 @@ def launch_with_config(
         split.launch_split(x2d, r2d, w, y, h, eps, cfg.splits, cfg.block_n, cfg.num_warps)
     elif cfg.kernel == "cooperative":
         cooperative.launch_cooperative(x2d, r2d, w, y, h, eps, cfg.splits, cfg.num_warps)
-    elif cfg.kernel == "pipelined":
+    elif cfg.kernel in ("pipelined", "slotted"):
         programs = cfg.programs_per_sm * launching.sm_count(x2d)
-        cooperative.launch_pipelined(x2d, r2d, w, y, h, eps, cfg.block_n, programs, cfg.num_warps)
+        launch = cooperative.launch_pipelined if cfg.kernel == "pipelined" else cooperative.launch_slotted
+        launch(x2d, r2d, w, y, h, eps, cfg.block_n, programs, cfg.num_warps)
     else:
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
         # the constexprs are in the key: a width compiled in (COLS) is one binary per width

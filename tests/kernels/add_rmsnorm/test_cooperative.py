@@ -11,6 +11,7 @@ import torch
 
 from kprof.kernels import discover, ops
 from kprof.kernels.add_rmsnorm import cooperative, tuned
+from kprof.kernels.lib import launching
 from tests.conftest import HAS_CUDA
 from tests.kernels.add_rmsnorm.test_split import _check, _strided_inputs
 from tests.kernels.meetings import STARTS, meeting_end, meeting_start
@@ -108,10 +109,38 @@ def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, c
     assert sync.tolist() == meeting_end(before, n_rows * splits + programs)
 
 
+@pytest.mark.skipif(HAS_CUDA, reason="runs CPU tensors in the interpreter; on a GPU the tests below run it")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_rows, n, chunk, programs", [(5, 1000, 512, 1), (3, 77, 128, 2), (4, 4097, 4096, 3)])
+def test_slotted_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, chunk, programs):
+    """The slotted kernel in the interpreter, as the pipelined kernel's test (rows of one or two chunks), twice on one
+    buffer of slots that starts full of other generations' sums (1e30 and NaN: read as this launch's, they would
+    show): each launch reads only its own generation and leaves every slot of its rows at it."""
+    inp = _strided_inputs(n_rows, n, dtype, "cpu")
+    x, r = inp["x"], inp["residual"]
+    splits = -(-n // chunk)
+    assert splits <= 2
+    stale = torch.tensor([1e30, float("nan")], dtype=torch.float32).view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    slots = (stale.repeat(n_rows) | (torch.arange(2 * n_rows) % 2 + 5) << 32)[: n_rows * splits].contiguous()
+    sync = torch.zeros(1, dtype=torch.int32)
+    for generation in (7, 8):  # the stale slots hold generations 5 and 6, then the first launch's 7
+        y = torch.full((n_rows, n), float("nan"), dtype=x.dtype)
+        h = torch.full_like(y, float("nan"))
+        base = int(sync[0])
+        cooperative._add_rmsnorm_slotted_kernel[(programs,)](
+            x, r, inp["weight"], y, h, slots, sync, base, generation, x.stride(0), r.stride(0), n, n_rows * splits,
+            inp["eps"], CHUNK=chunk, SPLITS=splits, SPLITS_POW2=splits,
+        )  # fmt: skip
+        _check(y, h, inp, dtype)
+        assert ((slots >> 32) == generation).all()
+        assert int(sync[0]) == base + n_rows * splits + programs
+
+
 def test_pipelined_launch_refuses_the_cpu():
     x = torch.randn(4, 100)
-    with pytest.raises(ValueError, match="on a GPU"):
-        cooperative.launch_pipelined(x, x, torch.randn(100), torch.empty_like(x), torch.empty_like(x), 1e-6, 64, 4, 4)
+    for launch in (cooperative.launch_pipelined, cooperative.launch_slotted):
+        with pytest.raises(ValueError, match="on a GPU"):
+            launch(x, x, torch.randn(100), torch.empty_like(x), torch.empty_like(x), 1e-6, 64, 4, 4)
 
 
 @pytest.mark.gpu
@@ -135,6 +164,32 @@ def test_pipelined_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, war
         _check(y, h, inp, dtype)
     es = inp["x"].element_size()
     if tuned.choose_config(n, es, n_rows, fp16=inp["x"].dtype == torch.float16).kernel == "pipelined":
+        _check(*FAM.providers["triton_tuned"].fn(**inp), inp, dtype)
+        _check(*ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"], inp["eps"]), inp, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "n_rows, n, chunk, per_sm, warps",
+    [(300, 65536, 8192, 4, 8), (777, 100003, 4096, 8, 4), (64, 131072, 8192, 3, 16), (5, 70001, 1024, 12, 4)],
+)
+def test_slotted_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, warps):
+    """The slotted kernel on a GPU, as the pipelined kernel's test, three launches on the stream's kept slots (each
+    a generation on) after one on fewer rows; through triton_tuned and the ops API too where the dispatch picks it."""
+    inp = _strided_inputs(n_rows, n, dtype, "cuda")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for rows in (n_rows // 2 or 1, n_rows, n_rows, n_rows):
+        part = {k: (v[:rows] if k in ("x", "residual") else v) for k, v in inp.items()}
+        y = torch.full((rows, n), float("nan"), dtype=inp["x"].dtype, device="cuda")
+        h = torch.full_like(y, float("nan"))
+        cooperative.launch_slotted(
+            part["x"], part["residual"], part["weight"], y, h, inp["eps"], chunk, per_sm * sms, warps
+        )
+        _check(y, h, part, dtype)
+    es, fast = inp["x"].element_size(), launching.fast_memory(inp["x"])
+    cfg = tuned.choose_config(n, es, n_rows, sms, True, inp["x"].dtype == torch.float16, fast)
+    if cfg.kernel == "slotted":
         _check(*FAM.providers["triton_tuned"].fn(**inp), inp, dtype)
         _check(*ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"], inp["eps"]), inp, dtype)
 
