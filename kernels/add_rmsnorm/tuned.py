@@ -7,7 +7,8 @@ several programs per row (``split``: two launches), as rmsnorm's tuned version d
 more over programs that keep h in registers and meet once (``cooperative``, GPU only; in fp16, and in bf16 from
 512 to 8191 rows, its pipelined form, where a program computes its next chunk of h before it waits for the row it
 holds). An H200 (``launching.fast_memory``) has a few rules of its own, raced there: bf16's pipelined layout, the
-cooperative kernel from 8 MiB, and triton_one_row's kernel at many rows of 4-32 KB.
+pipelined kernel's meeting in slots, the cooperative kernel from 8 MiB, and triton_one_row's kernel at many rows of
+4-32 KB.
 """
 
 from __future__ import annotations
@@ -73,13 +74,14 @@ class Config:
     kernel: str  # "rows" (block of whole rows), "one_row" (triton_one_row's kernel: one row in one block, no cache
     # hints), "looped" (chunked rows, one program each), "split" (few
     # wide rows, several programs per row), "cooperative" (many rows of 128 KB or more, several programs per
-    # row meeting once; GPU only) or "pipelined" (the same meeting, each program taking chunk after chunk)
+    # row meeting once; GPU only), "pipelined" (the same meeting, each program taking chunk after chunk) or
+    # "slotted" (pipelined, the meeting in slots: ``split_rows.slot_arrive``; GPU only)
     block_n: int
     rows: int
     num_warps: int
-    splits: int = 1  # programs per row ("split" and "cooperative"), chunks per row ("pipelined")
+    splits: int = 1  # programs per row ("split" and "cooperative"), chunks per row ("pipelined", "slotted")
     cols_const: bool = False  # "looped": the row width compiled in as a constant (the kernel's COLS)
-    programs_per_sm: int = 0  # "pipelined": programs launched per SM
+    programs_per_sm: int = 0  # "pipelined", "slotted": programs launched per SM
 
 
 # Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/catalog/
@@ -192,6 +194,14 @@ _PIPELINED_BF16_ROWS = (512, 8192)  # from, to (excluded)
 # H100 the same layout was 0.4-1.7% slower than the rule (meeting-695fd4b/), so each GPU keeps its own. fp16 keeps
 # its layout on the H200 (0.2-0.7% ahead of this one).
 _PIPELINED_BF16_FAST_MEMORY = (4096, 4, 8)
+# On an H200 the kernel of both layouts there (bf16's above from 512 rows, fp16's at every row count) is the slotted
+# one (``cooperative.launch_slotted``: its arrivals do not wait for the chunk of h just stored, x and the residual
+# loaded without a hint). Raced there against the pipelined kernel in three layouts at 512x65536, 2048x131072 and
+# 8192x65536 (benchmarks/results/rmsnorm-cooperative/h200-slots-5539449/add-library/), % of a copy of the same bytes:
+# bf16 97.4-98.5 against the dispatch's 91.5-93.3 (2048x131072 520.5 against 549.6 us, a copy 512.5), fp16 in its
+# 8192 x 8 warps 99.1-100.5 against 92.2-93.7 (509.98 against 546.6 us). Registers under Triton 3.6: bf16 64-71 a
+# thread (71 at 65536 columns: 7 of its 8 programs an SM fit at once), fp16 64. Not raced on an H100.
+_FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 
 
 def choose_config(
@@ -207,8 +217,9 @@ def choose_config(
     above ``_ONE_BLOCK_FEW_ROWS``); ``n_rows`` None: as for many rows. ``cooperative`` False leaves out the
     kernel whose programs must run at the same time (Triton's interpreter runs them one after another).
     ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows).
-    ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 512 rows in its own layout, 16-bit
-    rows meet from 8 MiB (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``) and many rows of 4-32 KB take triton_one_row's kernel
+    ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 512 rows in its own layout, the
+    pipelined layouts take the slotted kernel (``_FAST_MEMORY_PIPELINED_KERNEL``), 16-bit rows meet from 8 MiB
+    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``) and many rows of 4-32 KB take triton_one_row's kernel
     (``_FAST_MEMORY_ONE_ROW``)."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
@@ -221,12 +232,13 @@ def choose_config(
         if n_rows * n * element_size < _COOPERATIVE_MIN_BYTES:  # an H200's 8-16 MiB: its own layout, both dtypes
             return _cooperative_config(n, element_size)
         bf16 = element_size == 2 and not fp16
+        kernel = _FAST_MEMORY_PIPELINED_KERNEL if fast_memory else "pipelined"
         if bf16 and fast_memory and n_rows >= _PIPELINED_BF16_ROWS[0]:
             chunk, warps, per_sm = _PIPELINED_BF16_FAST_MEMORY
-            return Config("pipelined", chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
+            return Config(kernel, chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         if fp16 or (bf16 and _PIPELINED_BF16_ROWS[0] <= n_rows < _PIPELINED_BF16_ROWS[1]):
             chunk, warps, per_sm = (_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM) if fp16 else _PIPELINED_BF16
-            return Config("pipelined", chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
+            return Config(kernel, chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         return _cooperative_config(n, element_size)
     if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n):
         return Config("one_row", block_n, 1, classic_num_warps(block_n))

@@ -4,8 +4,9 @@ the CPU with the Triton installed here, at every layout their GPU dispatch picks
 and grids (on an H100 and on an H200). The interpreter tests cannot reach these kernels; the GPU
 tests run them on the GPU machine's Triton. Here they are checked under this Triton for what their meeting relies
 on, read from the PTX: the tickets are relaxed atomics, each program's arrival releases its partial sum, the waits
-acquire, and the partial sums are read from L2 past L1 (rmsnorm's slotted kernel: relaxed atomics only, volatile
-polls); and rmsnorm's pipelined and slotted 16-bit kernels convert fp16 a second time in inline PTX."""
+acquire, and the partial sums are read from L2 past L1 (the slotted kernels: relaxed atomics only, volatile
+polls, as add_rmsnorm's); and rmsnorm's pipelined and slotted 16-bit kernels convert fp16 a second time in inline
+PTX."""
 
 from __future__ import annotations
 
@@ -70,6 +71,8 @@ def test_every_wide_row_layout_of_the_dispatch_compiles(compiled):
         ("add_rmsnorm", "bf16", "pipelined"),
         ("add_rmsnorm", "bf16", "cooperative"),
         ("add_rmsnorm", "fp16", "pipelined"),
+        ("add_rmsnorm", "bf16", "slotted"),
+        ("add_rmsnorm", "fp16", "slotted"),
         ("add_rmsnorm", "fp16", "cooperative"),
         ("add_rmsnorm", "fp32", "cooperative"),
     }, sorted(kinds)
@@ -100,12 +103,18 @@ def test_the_meeting_orders_memory_as_it_relies_on(compiled):
 
 
 def test_the_slotted_meeting_has_no_fence_and_polls_with_volatile_loads(compiled):
-    """rmsnorm's slotted kernel (an H200's layout): every atomic relaxed (the tickets at two take sites, the
+    """Both families' slotted kernels (an H200's layouts): every atomic relaxed (the tickets at two take sites, the
     slots' exchanges), no release, acquire or fence anywhere, and the row's slots polled with volatile loads."""
     slotted = [c for c in compiled if c["kernel"] == "slotted"]
-    assert {(c["chunk"], c["warps"]) for c in slotted} == {(8192, 8)}
+    layouts = {(c["family"], c["dtype"], c["chunk"], c["warps"]) for c in slotted}
+    assert layouts == {
+        ("rmsnorm", "bf16", 8192, 8),
+        ("rmsnorm", "fp16", 8192, 8),
+        ("add_rmsnorm", "bf16", 4096, 4),
+        ("add_rmsnorm", "fp16", 8192, 8),
+    }, sorted(layouts)
     for c in slotted:
-        order, where = c["order"], (c["dtype"], c["shape"])
+        order, where = c["order"], (c["family"], c["dtype"], c["shape"])
         assert order["relaxed atomic"] >= 3, (where, order)
         others = ("release atomic", "acquire atomic", "acq_rel atomic", "atomic, no order", "acquire load", "fence")
         assert all(order[k] == 0 for k in others), (where, order)

@@ -6,6 +6,8 @@ GPU, against the float64 oracle with strided inputs and short last chunks.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -227,26 +229,30 @@ def test_an_h200_takes_the_cooperative_kernel_from_8_mib_of_16_bit_rows_too_many
             assert tuned.choose_config(n, 2, rows, fp16=fp16).kernel not in ("cooperative", "pipelined"), (n, rows)
             assert tuned.choose_config(n, 2, rows, fp16=fp16, cooperative=False, fast_memory=True).kernel not in (
                 "pipelined",
+                "slotted",
                 "cooperative",
             )
     for n, es, rows in ((131072, 2, 32), (65536, 2, 63), (65536, 4, 48), (65535, 2, 127)):
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
-    assert tuned.choose_config(131072, 2, 64, fp16=True, fast_memory=True).kernel == "pipelined"  # 16 MiB: as before
+    at_16_mib = tuned.choose_config(131072, 2, 64, fp16=True, fast_memory=True)  # 16 MiB: fp16's layout, slotted
+    assert at_16_mib == replace(tuned.choose_config(131072, 2, 64, fp16=True), kernel="slotted")
 
 
-def test_an_h200_pipelines_bf16_from_512_rows_in_its_own_layout():
-    """On an H200 bf16 pipelines from 512 rows at every row count in 4096-element chunks, 4 warps, 8 programs an SM;
-    under 512 rows, fp16 and fp32 take what an H100 takes."""
+def test_an_h200_pipelines_bf16_from_512_rows_in_its_own_layout_with_the_slotted_meeting():
+    """On an H200 bf16 takes the slotted kernel from 512 rows at every row count in 4096-element chunks, 4 warps, 8
+    programs an SM; fp16 the slotted kernel in its H100 layout; under 512 rows bf16, and fp32 everywhere, take what an
+    H100 takes."""
     for n, rows in ((65536, 512), (131072, 8191), (65537, 10**5), (100000, 2048)):
         cfg = tuned.choose_config(n, 2, rows, fast_memory=True)
-        assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == ("pipelined", 4096, 4, 8), (n, rows)
+        assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == ("slotted", 4096, 4, 8), (n, rows)
         assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
-        assert tuned.choose_config(n, 2, rows, fp16=True, fast_memory=True) == tuned.choose_config(
-            n, 2, rows, fp16=True
-        )
+        h100_fp16 = tuned.choose_config(n, 2, rows, fp16=True)
+        assert h100_fp16.kernel == "pipelined"
+        assert tuned.choose_config(n, 2, rows, fp16=True, fast_memory=True) == replace(h100_fp16, kernel="slotted")
         assert tuned.choose_config(n, 4, rows, fast_memory=True) == tuned.choose_config(n, 4, rows)
         assert tuned.choose_config(n, 2, rows, cooperative=False, fast_memory=True).kernel not in (
             "pipelined",
+            "slotted",
             "cooperative",
         )
     for n, rows in ((65536, 511), (131072, 64)):
