@@ -354,9 +354,8 @@ def early_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
 
 
 def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
-    """``--set library``: rmsnorm's library kernels as its dispatch launches them, the pipelined one in the H100's
-    layout (the H200's before the slotted meeting) and the slotted one in the H200's, beside the slotted one in the
-    H100's layout; registers printed."""
+    """``--set library``: rmsnorm's library kernels, the pipelined one in its layout and the slotted one in that
+    layout and in others (more of the row a ticket, fewer programs an SM); registers printed."""
     from kprof.kernels.rmsnorm import cooperative
 
     x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
@@ -365,6 +364,8 @@ def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
         ("pipelined p4 c8192 w8", cooperative.launch_pipelined, (4, 8192, 8)),
         ("slotted p8 c4096 w4", cooperative.launch_slotted, (8, 4096, 4)),
         ("slotted p4 c8192 w8", cooperative.launch_slotted, (4, 8192, 8)),
+        ("slotted p2 c16384 w16", cooperative.launch_slotted, (2, 16384, 16)),
+        ("slotted p1 c32768 w32", cooperative.launch_slotted, (1, 32768, 32)),
     ):
 
         def call(launch=launch, k=k, c=c, wp=wp, name=name) -> None:
