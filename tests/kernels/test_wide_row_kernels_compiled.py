@@ -1,12 +1,12 @@
-"""The wide-row kernels that only a GPU runs (rmsnorm's and add_rmsnorm's cooperative and pipelined kernels: the
-programs of a row meet, which Triton's interpreter, one program after another, cannot do), compiled for sm_90 on
+"""The wide-row kernels that only a GPU runs (rmsnorm's and add_rmsnorm's cooperative, pipelined and slotted
+kernels: the programs of a row meet, which Triton's interpreter, one program after another, cannot do; the
+interpreter tests run them only where one program can finish a row), compiled for sm_90 on
 the CPU with the Triton installed here, at every layout their GPU dispatch picks over the families' default sweeps
 and grids (on an H100 and on an H200). The interpreter tests cannot reach these kernels; the GPU
 tests run them on the GPU machine's Triton. Here they are checked under this Triton for what their meeting relies
 on, read from the PTX: the tickets are relaxed atomics, each program's arrival releases its partial sum, the waits
 acquire, and the partial sums are read from L2 past L1 (the slotted kernels: relaxed atomics only, volatile
-polls, as add_rmsnorm's); and rmsnorm's pipelined and slotted 16-bit kernels convert fp16 a second time in inline
-PTX."""
+polls, no fence); and rmsnorm's pipelined and slotted 16-bit kernels convert fp16 a second time in inline PTX."""
 
 from __future__ import annotations
 
