@@ -108,35 +108,44 @@ def _add_rmsnorm_pipelined_kernel(
     after it is taken."""
     offs = tl.arange(0, CHUNK)
     ticket = take_ticket(sync_ptr, ticket_base)
-    h = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, r_row_stride, N, n_tickets,
-                        CHUNK, SPLITS)  # fmt: skip
+    h = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, 0, ticket, offs, x_row_stride, r_row_stride, N,
+                        n_tickets, CHUNK, SPLITS, False)  # fmt: skip
     # the loop carries the ticket, not a flag (Triton 3.6's layout pass failed on a carried flag; see rmsnorm's)
     while ticket < n_tickets:
         after = take_ticket(sync_ptr, ticket_base)
-        h_after = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, r_row_stride, N,
-                                  n_tickets, CHUNK, SPLITS)  # fmt: skip
+        h_after = _pipelined_take(x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, 0, after, offs, x_row_stride, r_row_stride,
+                                  N, n_tickets, CHUNK, SPLITS, False)  # fmt: skip
         pipelined_finish(h, ticket, offs, w_ptr, y_ptr, N, ws_ptr, sync_ptr, N, eps, CHUNK, SPLITS, SPLITS_POW2)
         h, ticket = h_after, after
 
 
 @triton.jit
 def _pipelined_take(
-    x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, r_row_stride, N, n_tickets,
-    CHUNK: tl.constexpr, SPLITS: tl.constexpr,
+    x_ptr, r_ptr, h_ptr, ws_ptr, sync_ptr, generation, ticket, offs, x_row_stride, r_row_stride, N, n_tickets,
+    CHUNK: tl.constexpr, SPLITS: tl.constexpr, SLOTTED: tl.constexpr,
 ):  # fmt: skip
     """Load the chunk of ``ticket`` of x and the residual, store h = x + residual (rounded to its dtype, as
     every version does), count h's sum of squares in at its row and return h; a ticket past the last row
-    loads, stores and counts nothing."""
+    loads, stores and counts nothing. ``SLOTTED``: the slotted meeting (``ws_ptr`` the slots, this launch's
+    ``generation``), x and the residual loaded without a hint; otherwise ``evict_first`` and the counters'
+    meeting (``generation`` unused)."""
     live = ticket < n_tickets
     row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
     cols = part * CHUNK + offs
     m = cols < tl.where(live, N, 0)
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
-    r = tl.load(r_ptr + row * r_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
+    if SLOTTED:
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0)
+        r = tl.load(r_ptr + row * r_row_stride + cols, mask=m, other=0.0)
+    else:
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
+        r = tl.load(r_ptr + row * r_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
     h = (x.to(tl.float32) + r.to(tl.float32)).to(h_ptr.dtype.element_ty)
     tl.store(h_ptr + row * N + cols, h, mask=m)
     hf = h.to(tl.float32)
-    cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(hf * hf, axis=0), live, SPLITS)
+    if SLOTTED:
+        slot_arrive(ws_ptr, row, part, tl.sum(hf * hf, axis=0), generation, live, SPLITS)
+    else:
+        cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(hf * hf, axis=0), live, SPLITS)
     return h
 
 
@@ -169,35 +178,15 @@ def _add_rmsnorm_slotted_kernel(
     loaded without a cache hint. The same order and argument against deadlock as the pipelined kernel."""
     offs = tl.arange(0, CHUNK)
     ticket = take_ticket(sync_ptr, ticket_base)
-    h = _slotted_take(x_ptr, r_ptr, h_ptr, slots_ptr, generation, ticket, offs, x_row_stride, r_row_stride, N,
-                      n_tickets, CHUNK, SPLITS)  # fmt: skip
+    h = _pipelined_take(x_ptr, r_ptr, h_ptr, slots_ptr, sync_ptr, generation, ticket, offs, x_row_stride,
+                        r_row_stride, N, n_tickets, CHUNK, SPLITS, True)  # fmt: skip
     while ticket < n_tickets:  # the ticket carried, as in the pipelined kernel
         after = take_ticket(sync_ptr, ticket_base)
-        h_after = _slotted_take(x_ptr, r_ptr, h_ptr, slots_ptr, generation, after, offs, x_row_stride, r_row_stride,
-                                N, n_tickets, CHUNK, SPLITS)  # fmt: skip
+        h_after = _pipelined_take(x_ptr, r_ptr, h_ptr, slots_ptr, sync_ptr, generation, after, offs, x_row_stride,
+                                  r_row_stride, N, n_tickets, CHUNK, SPLITS, True)  # fmt: skip
         total = slot_wait_sum(slots_ptr, (ticket // SPLITS).to(tl.int64), generation, SPLITS, SPLITS_POW2)
         pipelined_store(h, total, ticket, offs, w_ptr, y_ptr, N, N, eps, CHUNK, SPLITS)
         h, ticket = h_after, after
-
-
-@triton.jit
-def _slotted_take(
-    x_ptr, r_ptr, h_ptr, slots_ptr, generation, ticket, offs, x_row_stride, r_row_stride, N, n_tickets,
-    CHUNK: tl.constexpr, SPLITS: tl.constexpr,
-):  # fmt: skip
-    """``_pipelined_take`` for the slotted meeting: x and the residual loaded without a hint, h's sum of squares into
-    its slot."""
-    live = ticket < n_tickets
-    row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
-    cols = part * CHUNK + offs
-    m = cols < tl.where(live, N, 0)
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0)
-    r = tl.load(r_ptr + row * r_row_stride + cols, mask=m, other=0.0)
-    h = (x.to(tl.float32) + r.to(tl.float32)).to(h_ptr.dtype.element_ty)
-    tl.store(h_ptr + row * N + cols, h, mask=m)
-    hf = h.to(tl.float32)
-    slot_arrive(slots_ptr, row, part, tl.sum(hf * hf, axis=0), generation, live, SPLITS)
-    return h
 
 
 def launch_pipelined(

@@ -129,12 +129,13 @@ def _rmsnorm_pipelined_kernel(
     (benchmarks/results/rmsnorm-cooperative/arrival-order-2a1648d/)."""
     offs = tl.arange(0, CHUNK)
     ticket = take_ticket(sync_ptr, ticket_base)
-    x = _pipelined_take(x_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
+    x = _pipelined_take(x_ptr, ws_ptr, sync_ptr, 0, ticket, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS, False)
     # the loop carries the ticket, not a flag: Triton 3.6's layout pass failed on a loop whose condition was
     # a carried flag (TritonGPURemoveLayoutConversions, sm_90); a comparison in the condition compiles
     while ticket < n_tickets:
         after = take_ticket(sync_ptr, ticket_base)
-        x_after = _pipelined_take(x_ptr, ws_ptr, sync_ptr, after, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
+        x_after = _pipelined_take(x_ptr, ws_ptr, sync_ptr, 0, after, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS,
+                                  False)  # fmt: skip
         pipelined_finish(x, ticket, offs, w_ptr, y_ptr, y_row_stride, ws_ptr, sync_ptr, N, eps, CHUNK, SPLITS,
                          SPLITS_POW2, CVT_ASM)  # fmt: skip
         x, ticket = x_after, after
@@ -176,43 +177,39 @@ def _rmsnorm_slotted_kernel(
     against 95.0% at 2048x131072) (benchmarks/results/rmsnorm-cooperative/h200-slots-5539449/)."""
     offs = tl.arange(0, CHUNK)
     ticket = take_ticket(sync_ptr, ticket_base)
-    x = _slotted_take(x_ptr, slots_ptr, generation, ticket, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
+    x = _pipelined_take(x_ptr, slots_ptr, sync_ptr, generation, ticket, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS,
+                        True)  # fmt: skip
     while ticket < n_tickets:  # the ticket carried, as in the pipelined kernel
         after = take_ticket(sync_ptr, ticket_base)
-        x_after = _slotted_take(x_ptr, slots_ptr, generation, after, offs, x_row_stride, N, n_tickets, CHUNK, SPLITS)
+        x_after = _pipelined_take(x_ptr, slots_ptr, sync_ptr, generation, after, offs, x_row_stride, N, n_tickets,
+                                  CHUNK, SPLITS, True)  # fmt: skip
         total = slot_wait_sum(slots_ptr, (ticket // SPLITS).to(tl.int64), generation, SPLITS, SPLITS_POW2)
         pipelined_store(x, total, ticket, offs, w_ptr, y_ptr, y_row_stride, N, eps, CHUNK, SPLITS, CVT_ASM)
         x, ticket = x_after, after
 
 
 @triton.jit
-def _slotted_take(
-    x_ptr, slots_ptr, generation, ticket, offs, x_row_stride, N, n_tickets, CHUNK: tl.constexpr, SPLITS: tl.constexpr
-):
-    """``_pipelined_take`` for the slotted meeting: x loaded without a hint, the sum of squares into its slot."""
-    live = ticket < n_tickets
-    row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
-    cols = part * CHUNK + offs
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=cols < tl.where(live, N, 0), other=0.0)
-    xf = x.to(tl.float32)
-    slot_arrive(slots_ptr, row, part, tl.sum(xf * xf, axis=0), generation, live, SPLITS)
-    return x
-
-
-@triton.jit
 def _pipelined_take(
-    x_ptr, ws_ptr, sync_ptr, ticket, offs, x_row_stride, N, n_tickets, CHUNK: tl.constexpr, SPLITS: tl.constexpr
-):
+    x_ptr, ws_ptr, sync_ptr, generation, ticket, offs, x_row_stride, N, n_tickets, CHUNK: tl.constexpr,
+    SPLITS: tl.constexpr, SLOTTED: tl.constexpr,
+):  # fmt: skip
     """Load the chunk of ``ticket`` and count its sum of squares in at its row; a ticket past the last row
-    loads nothing (its columns are compared with 0 instead of N) and counts nothing."""
+    loads nothing (its columns are compared with 0 instead of N) and counts nothing. ``SLOTTED``: the slotted
+    meeting (``ws_ptr`` the slots, this launch's ``generation``) and x loaded without a hint; otherwise x
+    ``evict_first`` and the counters' meeting (``generation`` unused)."""
     live = ticket < n_tickets
     row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
     cols = part * CHUNK + offs
-    x = tl.load(
-        x_ptr + row * x_row_stride + cols, mask=cols < tl.where(live, N, 0), other=0.0, eviction_policy="evict_first"
-    )
+    m = cols < tl.where(live, N, 0)
+    if SLOTTED:
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0)
+    else:
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=m, other=0.0, eviction_policy="evict_first")
     xf = x.to(tl.float32)
-    cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), live, SPLITS)
+    if SLOTTED:
+        slot_arrive(ws_ptr, row, part, tl.sum(xf * xf, axis=0), generation, live, SPLITS)
+    else:
+        cooperative_arrive(ws_ptr, sync_ptr, row, part, tl.sum(xf * xf, axis=0), live, SPLITS)
     return x
 
 
