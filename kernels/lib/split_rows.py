@@ -422,7 +422,8 @@ class MeetingLaunch:
         self._meet(self.launch.fast, pointers, raw=True)
 
     def _meet(self, launch: Any, leading: tuple, raw: bool) -> None:
-        """``launch(*leading, workspace, counters, ticket base)``, the buffers as raw addresses where ``raw``."""
+        """``launch(*leading, workspace, counters, ticket base)`` (the slotted kernel: slots, counters, ticket base,
+        generation), the buffers as raw addresses where ``raw``."""
         with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
             if self.slotted:
                 sync, base, _ = meeting_buffers(self.template, 1, 0)
