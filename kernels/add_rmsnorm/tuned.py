@@ -200,7 +200,10 @@ _PIPELINED_BF16_FAST_MEMORY = (4096, 4, 8)
 # 8192x65536 (benchmarks/results/rmsnorm-cooperative/h200-slots-5539449/add-library/), % of a copy of the same bytes:
 # bf16 97.4-98.5 against the dispatch's 91.5-93.3 (2048x131072 520.5 against 549.6 us, a copy 512.5), fp16 in its
 # 8192 x 8 warps 99.1-100.5 against 92.2-93.7 (509.98 against 546.6 us). Registers under Triton 3.6: bf16 64-71 a
-# thread (71 at 65536 columns: 7 of its 8 programs an SM fit at once), fp16 64. Not raced on an H100.
+# thread (71 at 65536 columns: 7 of its 8 programs an SM fit at once), fp16 64; Triton 3.9 compiles 70-72 and 78 (3 of
+# fp16's 4 programs an SM fit there; not measured on a GPU). Not raced on an H100. At 64x131072 fp16 (slotted too,
+# fp16 pipelines at every row count) the grid read 85.5% of a copy against 79.7% before
+# (h200-slots-5539449/grid-64rows-cbc2238/).
 _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 
 
