@@ -259,7 +259,7 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # which fits 4 programs an SM there too (64 registers a thread under Triton 3.6; 72-76 under 3.9, 3 an SM, as the
 # pipelined kernel: not measured on a GPU): see ``cooperative._rmsnorm_slotted_kernel`` for the race. Not raced on an
 # H100, which keeps the pipelined kernel.
-_SLOTTED_CHUNK, _SLOTTED_WARPS, _SLOTTED_PER_SM = 8192, 8, 4
+_FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 # 512-2047 rows of 1025-8192 16-bit elements: the two-pass kernel with the row width compiled in (COLS, as Inductor
 # compiles a static shape). (block of the row, first row of the class) -> (chunk, rows a program, warps). Raced on
 # H100s at several places in memory each (benchmarks/results/rmsnorm-small-shapes/two-pass-const/):
@@ -345,15 +345,11 @@ def choose_config(
             and row_in_bytes >= _COOPERATIVE_MIN_ROW_BYTES
             and n_rows * row_in_bytes >= _COOPERATIVE_MIN_BYTES
         ):
-            if element_size == 2 and fast_memory:
-                chunks = triton.cdiv(n, _SLOTTED_CHUNK)
-                return Config(
-                    "slotted", _SLOTTED_CHUNK, 1, _SLOTTED_WARPS, splits=chunks, programs_per_sm=_SLOTTED_PER_SM
-                )
             if element_size == 2:
+                kernel = _FAST_MEMORY_PIPELINED_KERNEL if fast_memory else "pipelined"
                 chunks = triton.cdiv(n, _PIPELINED_CHUNK)
                 return Config(
-                    "pipelined", _PIPELINED_CHUNK, 1, _PIPELINED_WARPS, splits=chunks, programs_per_sm=_PIPELINED_PER_SM
+                    kernel, _PIPELINED_CHUNK, 1, _PIPELINED_WARPS, splits=chunks, programs_per_sm=_PIPELINED_PER_SM
                 )
             warps = 8 if element_size <= 2 else 4  # 16384 16-bit or 8192 32-bit elements a program
             chunk = _COOPERATIVE_PER_THREAD * 32 * warps
