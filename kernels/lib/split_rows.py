@@ -35,6 +35,7 @@ import triton.language as tl
 from kprof.kernels.lib.launching import (
     MEETING_LOCK,
     meeting_buffers,
+    meeting_counters,
     meeting_forget,
     meeting_slots,
     meeting_tickets_drawn,
@@ -279,10 +280,12 @@ def pipelined_launch_args(x2d: torch.Tensor, chunk: int, programs: int, what: st
 
 def slotted_launch_args(x2d: torch.Tensor, chunk: int, programs: int, what: str) -> tuple[tuple, dict, tuple, int]:
     """:func:`pipelined_launch_args` for the slotted meeting: the buffers are (slots, counters, ticket base,
-    generation) (``launching.meeting_slots``), the rest as there. Hold ``launching.MEETING_LOCK`` from here until the
-    launch's tickets are counted."""
+    generation) (``launching.meeting_slots``; of the counters only the ticket counter is used, and no float32
+    workspace), the rest as there; refuses a CPU tensor. Hold ``launching.MEETING_LOCK`` from here until the launch's
+    tickets are counted."""
+    _gpu_only(x2d, what)
     meta = pipelined_meta(x2d.shape[1], chunk)
-    (_, sync, base), _ = cooperative_launch_args(x2d, meta["SPLITS"], what)
+    sync, base = meeting_counters(x2d, 1)
     slots, generation = meeting_slots(x2d, x2d.shape[0] * meta["SPLITS"])
     grid, n_tickets = pipelined_programs(x2d.shape[0], meta["SPLITS"], programs)
     return (slots, sync, base, generation), meta, (grid,), n_tickets
@@ -314,15 +317,21 @@ def cooperative_launch_args(x2d: torch.Tensor, splits: int, what: str) -> tuple[
     tensor (the interpreter runs one program after another, so a program would wait for ever for the rest of its
     row)."""
     n_rows, n = x2d.shape
+    _gpu_only(x2d, what)
+    if splits >= GENERATION.value:
+        raise ValueError(f"{splits} programs a row: the meeting's counters allow fewer than {GENERATION.value}")
+    sync, ticket_base, ws = meeting_buffers(x2d, 1 + n_rows, n_rows * splits)
+    return (ws, sync, ticket_base), cooperative_meta(n, splits)
+
+
+def _gpu_only(x2d: torch.Tensor, what: str) -> None:
+    """Refuse a CPU tensor: the interpreter runs one program after another, so a program would wait for ever for the
+    rest of its row."""
     if not x2d.is_cuda:
         raise ValueError(
             f"the cooperative {what} kernel needs the programs of a row to run at once, which the interpreter "
             "cannot do; run it on a GPU, or use the chunked kernel"
         )
-    if splits >= GENERATION.value:
-        raise ValueError(f"{splits} programs a row: the meeting's counters allow fewer than {GENERATION.value}")
-    sync, ticket_base, ws = meeting_buffers(x2d, 1 + n_rows, n_rows * splits)
-    return (ws, sync, ticket_base), cooperative_meta(n, splits)
 
 
 def launch_meeting(kernel: Any, grid: tuple[int], args: tuple, options: dict, sync: torch.Tensor, tickets: int) -> Any:
@@ -426,7 +435,7 @@ class MeetingLaunch:
         generation), the buffers as raw addresses where ``raw``."""
         with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
             if self.slotted:
-                sync, base, _ = meeting_buffers(self.template, 1, 0)
+                sync, base = meeting_counters(self.template, 1)
                 ws, generation = meeting_slots(self.template, self.partials)
                 tail: tuple = (base, generation)
             else:
