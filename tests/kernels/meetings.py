@@ -1,7 +1,7 @@
 """Counter states that the interpreter tests of the wide-row kernels start their meetings from
 (``kernels/lib/split_rows.py``): fresh counters, as a process's first launch on a stream finds them, and counters a
 long-running process leaves, whose tickets and rows are about to wrap around int32; and the state a launch must
-leave them in."""
+leave them in; and slots of the slotted meeting left by earlier launches."""
 
 from __future__ import annotations
 
@@ -29,3 +29,12 @@ def meeting_end(before: torch.Tensor, tickets: int) -> list[int]:
 
 def _int32(v: int) -> int:
     return (v + 2**31) % 2**32 - 2**31
+
+
+def stale_slots(n_rows: int, splits: int) -> torch.Tensor:
+    """The slotted meeting's ``n_rows`` x ``splits`` int64 slots as earlier launches leave them: generations 5 and 6,
+    and sums of 1e30 and NaN, which would show in the output if a launch of generation 7 or later read them as its
+    own."""
+    sums = torch.tensor([1e30, float("nan")], dtype=torch.float32).view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    slots = sums.repeat(n_rows) | (torch.arange(2 * n_rows) % 2 + 5) << 32
+    return slots[: n_rows * splits].contiguous()

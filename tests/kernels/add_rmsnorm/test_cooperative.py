@@ -16,7 +16,7 @@ from kprof.kernels.add_rmsnorm import cooperative, tuned
 from kprof.kernels.lib import launching
 from tests.conftest import HAS_CUDA
 from tests.kernels.add_rmsnorm.test_split import _check, _strided_inputs
-from tests.kernels.meetings import STARTS, meeting_end, meeting_start
+from tests.kernels.meetings import STARTS, meeting_end, meeting_start, stale_slots
 
 FAM = discover()["add_rmsnorm"]
 DTYPES = ["fp32", "bf16", "fp16"]
@@ -122,8 +122,7 @@ def test_slotted_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, chu
     x, r = inp["x"], inp["residual"]
     splits = -(-n // chunk)
     assert splits <= 2
-    stale = torch.tensor([1e30, float("nan")], dtype=torch.float32).view(torch.int32).to(torch.int64) & 0xFFFFFFFF
-    slots = (stale.repeat(n_rows) | (torch.arange(2 * n_rows) % 2 + 5) << 32)[: n_rows * splits].contiguous()
+    slots = stale_slots(n_rows, splits)
     sync = torch.zeros(1, dtype=torch.int32)
     for generation in (7, 8):  # the stale slots hold generations 5 and 6, then the first launch's 7
         y = torch.full((n_rows, n), float("nan"), dtype=x.dtype)

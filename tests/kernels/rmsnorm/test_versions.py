@@ -15,7 +15,7 @@ from kprof.kernels import discover
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS
 from kprof.kernels.rmsnorm.reference import rmsnorm_oracle
 from kprof.kernels.rmsnorm.tuned import Config, choose_config
-from tests.kernels.meetings import STARTS, meeting_end, meeting_start
+from tests.kernels.meetings import STARTS, meeting_end, meeting_start, stale_slots
 
 FAM = discover()["rmsnorm"]
 HAS_CUDA = torch.cuda.is_available()
@@ -405,12 +405,9 @@ def test_slotted_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, chu
     ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
     splits = -(-n // chunk)
     assert splits <= 2
-    stale = torch.tensor([1e30, float("nan")], dtype=torch.float32).view(torch.int32).to(torch.int64) & 0xFFFFFFFF
-    slots = (stale.repeat(n_rows) | (torch.arange(2 * n_rows) % 3 + 5) << 32)[: n_rows * splits].contiguous()
+    slots = stale_slots(n_rows, splits)
     sync = torch.zeros(1, dtype=torch.int32)
-    for generation in (7, 8):  # the stale slots hold generations 5 to 7: the first launch's 7 is one of them
-        if generation == 7:
-            slots[slots >> 32 == 7] = slots[slots >> 32 == 7] & 0xFFFFFFFF | 6 << 32
+    for generation in (7, 8):  # the stale slots hold generations 5 and 6, then the first launch's 7
         y = torch.full((n_rows, n), float("nan"), dtype=x.dtype)
         base = int(sync[0])
         _rmsnorm_slotted_kernel[(programs,)](
