@@ -456,6 +456,25 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
 ADD_LAYOUTS = [(4, 8192, 8), (8, 4096, 4), (3, 8192, 16)]  # programs an SM, chunk, warps
 
 
+def _race_point(point: str, fns: dict, notes: dict, args: argparse.Namespace, rng: random.Random) -> tuple[list, list]:
+    """Race one point's candidates (``[copy]`` among them), print the fastest, the ones left out and the compiled
+    kernels' registers; returns (every round's rows, the summary's rows: each candidate's median as % of the copy)."""
+    times = race_rounds(fns, args.rounds, args.rep_ms, rng)
+    print_race(point, times, top=12)
+    for name, why in notes.items():
+        print(f"  left out {name}: {why}", flush=True)
+    for name, fn in fns.items():
+        got = REGISTERS.get(name) or REGISTERS.get(fn)
+        if got:
+            print(f"  {name}: {got[0]} registers a thread, {got[1]} bytes spilled", flush=True)
+    copy_us = statistics.median(times["[copy]"])
+    summary = []
+    for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
+        med = statistics.median(v)
+        summary.append({"point": point, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med})
+    return race_rows(point, times), summary
+
+
 def add_library_race(args: argparse.Namespace, sms: int, rng: random.Random) -> tuple[list, list]:
     """``--set add-library``: add_rmsnorm's pipelined and slotted kernels in ``ADD_LAYOUTS`` beside its dispatch and a
     copy of the bytes it moves (x and the residual into y and h), each checked against the float64 oracle (y and h)
@@ -497,21 +516,9 @@ def add_library_race(args: argparse.Namespace, sms: int, rng: random.Random) -> 
             dispatch = fam.providers["triton_tuned"].fn
             fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
             fns["[copy]"] = copy_of_op(inputs, y, h)
-            times = race_rounds(fns, args.rounds, args.rep_ms, rng)
-            point = f"add_rmsnorm/{spec}/{dtype}"
-            print_race(point, times, top=12)
-            for name, why in notes.items():
-                print(f"  left out {name}: {why}", flush=True)
-            for name in fns:
-                if name in REGISTERS:
-                    print(f"  {name}: {REGISTERS[name][0]} registers a thread, {REGISTERS[name][1]} bytes spilled")
-            times_rows += race_rows(point, times)
-            copy_us = statistics.median(times["[copy]"])
-            for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
-                med = statistics.median(v)
-                summary.append(
-                    {"point": point, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med}
-                )
+            rows, point_summary = _race_point(f"add_rmsnorm/{spec}/{dtype}", fns, notes, args, rng)
+            times_rows += rows
+            summary += point_summary
             del inputs, x, r, y, h, ref_y, ref_h, fns
             torch.cuda.empty_cache()
     return times_rows, summary
@@ -548,22 +555,9 @@ def main() -> int:
             dispatch = fam.providers["triton_tuned"].fn
             fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
             fns["[copy]"] = lambda x=x, y=y: y.copy_(x)
-            times = race_rounds(fns, args.rounds, args.rep_ms, rng)
-            point = f"rmsnorm/{spec}/{dtype}"
-            print_race(point, times, top=12)
-            for name, why in notes.items():
-                print(f"  left out {name}: {why}", flush=True)
-            for name, fn in fns.items():
-                got = REGISTERS.get(name) or REGISTERS.get(fn)
-                if got:
-                    print(f"  {name}: {got[0]} registers a thread, {got[1]} bytes spilled", flush=True)
-            times_rows += race_rows(point, times)
-            copy_us = statistics.median(times["[copy]"])
-            for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
-                med = statistics.median(v)
-                summary.append(
-                    {"point": point, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med}
-                )
+            rows, point_summary = _race_point(f"rmsnorm/{spec}/{dtype}", fns, notes, args, rng)
+            times_rows += rows
+            summary += point_summary
             del inputs, x, y, ref, fns
             torch.cuda.empty_cache()
     write_csv(args.out / "times.csv", times_rows)
@@ -573,9 +567,9 @@ def main() -> int:
     for r in summary:
         table.setdefault(r["candidate"], {})[r["point"]] = r["pct_of_copy"]
     points = list(dict.fromkeys(r["point"] for r in summary))
-    print(f"{'candidate':<34}" + "".join(f"{p.split('/')[1]:>14}" for p in points))
+    print(f"{'candidate':<34}" + "".join(f"{p.split('/', 1)[1]:>19}" for p in points))  # shape/dtype
     for name, row in sorted(table.items(), key=lambda kv: -min(kv[1].values())):
-        print(f"{name:<34}" + "".join(f"{row.get(p, float('nan')):14.1f}" for p in points))
+        print(f"{name:<34}" + "".join(f"{row.get(p, float('nan')):19.1f}" for p in points))
     return 0
 
 
