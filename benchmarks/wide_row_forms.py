@@ -1,7 +1,7 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library] [--shapes 512x65536,2048x131072,8192x65536] \
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep] [--shapes 512x65536,2048x131072,8192x65536] \
         [--rounds 3] [--rep-ms 5] [--dtypes bf16]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
@@ -24,6 +24,8 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
   (``--set meeting``);
 - ``pipelined ...``, ``slotted ...``: rmsnorm's library kernels (``--set library``, any dtype), or add_rmsnorm's
   (``--set add-library``: x and the residual into y and h, its dispatch and a copy of those bytes);
+- ``deep pK cC wW``: the slotted kernel two chunks deep (``--set deep``): a program waits for the row of the chunk it
+  took two tickets ago, not one;
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
 
 ``HINT``: ``ef`` x loaded ``evict_first`` (as shipped), ``-`` no hint, ``cs`` no hint and y stored ``.cs``
@@ -217,6 +219,32 @@ def _early_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N,
         x, ticket = x_after, after
 
 
+@triton.jit(do_not_specialize=["ticket_base", "gen"])
+def _deep_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, n_tickets, eps, CHUNK: tl.constexpr,
+                 SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):  # fmt: skip
+    """The slot meeting's pipelined kernel two chunks deep: a program holds the chunks of its last two tickets and
+    waits for the older one's row only after it has taken, loaded and counted in a third, so the row has had two
+    turns of every program to fill instead of one. Each program draws two tickets past the last."""
+    offs = tl.arange(0, CHUNK)
+    t0 = take_ticket(sync_ptr, ticket_base)
+    x0 = _pipe_load(x_ptr, t0, offs, N, n_tickets, CHUNK, SPLITS, "")
+    _pipe_arrive(x0, slots_ptr, sync_ptr, slots_ptr, gen, t0, n_tickets, SPLITS, True)
+    t1 = take_ticket(sync_ptr, ticket_base)
+    x1 = _pipe_load(x_ptr, t1, offs, N, n_tickets, CHUNK, SPLITS, "")
+    _pipe_arrive(x1, slots_ptr, sync_ptr, slots_ptr, gen, t1, n_tickets, SPLITS, True)
+    while t0 < n_tickets:
+        t2 = take_ticket(sync_ptr, ticket_base)
+        x2 = _pipe_load(x_ptr, t2, offs, N, n_tickets, CHUNK, SPLITS, "")
+        _pipe_arrive(x2, slots_ptr, sync_ptr, slots_ptr, gen, t2, n_tickets, SPLITS, True)
+        row = (t0 // SPLITS).to(tl.int64)
+        cols = (t0 % SPLITS) * CHUNK + offs
+        total = slot_wait_sum(slots_ptr, row, gen, SPLITS, SPLITS_POW2)
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = float32_again(x0, total) * tl.rsqrt(total / N + eps) * w
+        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+        x0, t0, x1, t1 = x1, t1, x2, t2
+
+
 @triton.jit(do_not_specialize=["ticket_base"])
 def _coop_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, ticket_base, N, eps, CHUNK: tl.constexpr,
                  SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, X_EVICT: tl.constexpr):  # fmt: skip
@@ -333,6 +361,50 @@ def early_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     return fns
 
 
+DEEP = [
+    (4, 8192, 8),
+    (3, 8192, 8),
+    (2, 8192, 16),
+    (3, 8192, 16),
+    (8, 4096, 4),
+    (6, 4096, 4),
+    (4, 4096, 8),
+    (2, 16384, 16),
+]  # programs an SM, chunk, warps
+
+
+def deep_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """``--set deep``: the slot meeting's kernel two chunks deep (``_deep_kernel``) over layouts (programs an SM,
+    chunk, warps), beside the library's slotted kernel (one chunk deep) in its layouts."""
+    from kprof.kernels.rmsnorm import cooperative
+
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
+    n = x.shape[1]
+    slots = _Slots(x.device)
+    fns = {}
+    for k, c, wp in ((4, 8192, 8), (8, 4096, 4)):
+        name = f"slotted p{k} c{c} w{wp}"
+
+        def call(k=k, c=c, wp=wp, name=name) -> None:
+            compiled = cooperative.launch_slotted(x, w, y, eps, c, k * sms, wp)
+            REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+
+        fns[name] = call
+    for k, c, wp in DEEP:
+        name = f"deep p{k} c{c} w{wp}"
+
+        def deep(k=k, c=c, wp=wp, name=name) -> None:
+            (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x, c, k * sms, "rmsnorm")
+            buf, gen = slots.take(x.shape[0] * meta["SPLITS"])
+            options = {**meta, "num_warps": wp}
+            args = (x, w, y, buf, sync, base, gen, n, n_tickets, eps)
+            compiled = launch_meeting(_deep_kernel, grid, args, options, sync, n_tickets + 2 * grid[0])
+            REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+
+        fns[name] = deep
+    return fns
+
+
 def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     """``--set library``: rmsnorm's library kernels, the pipelined one in its layout and the slotted one in that
     layout and in others (more of the row a ticket, fewer programs an SM); registers printed."""
@@ -440,7 +512,7 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
             continue
         if name.startswith(("copy", "loop")):
             ok = torch.equal(y, x)
-        elif name.startswith(("pipe", "coop", "slotted")) and not name.endswith("nowait"):
+        elif name.startswith(("pipe", "coop", "slotted", "deep")) and not name.endswith("nowait"):
             ok = bool(torch.isfinite(y).all()) and float((y.double() - ref).abs().max()) <= 2e-2 * float(
                 ref.abs().max()
             )
@@ -527,7 +599,9 @@ def add_library_race(args: argparse.Namespace, sms: int, rng: random.Random) -> 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--set", choices=("forms", "meeting", "order", "early", "library", "add-library"), default="forms")
+    ap.add_argument(
+        "--set", choices=("forms", "meeting", "order", "early", "library", "add-library", "deep"), default="forms"
+    )
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
@@ -550,6 +624,7 @@ def main() -> int:
                 "order": order_candidates,
                 "early": early_candidates,
                 "library": library_candidates,
+                "deep": deep_candidates,
             }[args.set]
             fns, notes = checked(make(inputs, y, sms), x, y, ref)
             dispatch = fam.providers["triton_tuned"].fn
