@@ -25,7 +25,8 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
 - ``pipelined ...``, ``slotted ...``: rmsnorm's library kernels (``--set library``, any dtype), or add_rmsnorm's
   (``--set add-library``: x and the residual into y and h, its dispatch and a copy of those bytes);
 - ``deep pK cC wW``: the slotted kernel two chunks deep (``--set deep``): a program waits for the row of the chunk it
-  took two tickets ago, not one;
+  took two tickets ago, not one; ``ahead pK cC wW``: the same with two loads in flight (a chunk counted in a turn
+  after its load is issued);
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
 
 ``HINT``: ``ef`` x loaded ``evict_first`` (as shipped), ``-`` no hint, ``cs`` no hint and y stored ``.cs``
@@ -245,6 +246,35 @@ def _deep_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, 
         x0, t0, x1, t1 = x1, t1, x2, t2
 
 
+@triton.jit(do_not_specialize=["ticket_base", "gen"])
+def _ahead_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, n_tickets, eps, CHUNK: tl.constexpr,
+                  SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):  # fmt: skip
+    """The slot meeting's pipelined kernel with two loads in flight: a program issues the load of a third chunk
+    before it counts in the second (whose load it issued a turn ago) and waits for the first's row, as the
+    persistent copy issues its next load before it stores. A chunk is counted in once its load is back, so a
+    program waiting for a row may hold an uncounted chunk: never one of that row (counted in first, then; a slot
+    written twice holds the same bits). Each program draws two tickets past the last."""
+    offs = tl.arange(0, CHUNK)
+    t0 = take_ticket(sync_ptr, ticket_base)
+    x0 = _pipe_load(x_ptr, t0, offs, N, n_tickets, CHUNK, SPLITS, "")
+    t1 = take_ticket(sync_ptr, ticket_base)
+    x1 = _pipe_load(x_ptr, t1, offs, N, n_tickets, CHUNK, SPLITS, "")
+    _pipe_arrive(x0, slots_ptr, sync_ptr, slots_ptr, gen, t0, n_tickets, SPLITS, True)
+    while t0 < n_tickets:
+        t2 = take_ticket(sync_ptr, ticket_base)
+        x2 = _pipe_load(x_ptr, t2, offs, N, n_tickets, CHUNK, SPLITS, "")
+        _pipe_arrive(x1, slots_ptr, sync_ptr, slots_ptr, gen, t1, n_tickets, SPLITS, True)
+        row = (t0 // SPLITS).to(tl.int64)
+        if (t2 // SPLITS).to(tl.int64) == row:
+            _pipe_arrive(x2, slots_ptr, sync_ptr, slots_ptr, gen, t2, n_tickets, SPLITS, True)
+        cols = (t0 % SPLITS) * CHUNK + offs
+        total = slot_wait_sum(slots_ptr, row, gen, SPLITS, SPLITS_POW2)
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = float32_again(x0, total) * tl.rsqrt(total / N + eps) * w
+        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+        x0, t0, x1, t1 = x1, t1, x2, t2
+
+
 @triton.jit(do_not_specialize=["ticket_base"])
 def _coop_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, ticket_base, N, eps, CHUNK: tl.constexpr,
                  SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, X_EVICT: tl.constexpr):  # fmt: skip
@@ -361,21 +391,16 @@ def early_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     return fns
 
 
-DEEP = [
-    (4, 8192, 8),
-    (3, 8192, 8),
-    (2, 8192, 16),
-    (3, 8192, 16),
-    (8, 4096, 4),
-    (6, 4096, 4),
-    (4, 4096, 8),
-    (2, 16384, 16),
-]  # programs an SM, chunk, warps
+DEEP = [(4, 8192, 8), (3, 8192, 8), (2, 8192, 16), (3, 8192, 16), (8, 4096, 4), (6, 4096, 4), (4, 4096, 8)]
+DEEP += [(2, 16384, 16)]  # programs an SM, chunk, warps
+AHEAD = [(4, 4096, 8), (5, 4096, 8), (2, 8192, 16), (3, 8192, 16), (8, 2048, 4), (10, 2048, 4), (8, 4096, 4)]
+AHEAD += [(4, 8192, 8)]  # programs an SM, chunk, warps
 
 
 def deep_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
-    """``--set deep``: the slot meeting's kernel two chunks deep (``_deep_kernel``) over layouts (programs an SM,
-    chunk, warps), beside the library's slotted kernel (one chunk deep) in its layouts."""
+    """``--set deep``: the slot meeting's kernel two chunks deep (``_deep_kernel``) and with two loads in flight
+    (``_ahead_kernel``) over layouts (programs an SM, chunk, warps), beside the library's slotted kernel (one chunk
+    deep) in its layouts."""
     from kprof.kernels.rmsnorm import cooperative
 
     x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
@@ -390,18 +415,19 @@ def deep_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
             REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
         fns[name] = call
-    for k, c, wp in DEEP:
-        name = f"deep p{k} c{c} w{wp}"
+    for form, kernel, layouts in (("deep", _deep_kernel, DEEP), ("ahead", _ahead_kernel, AHEAD)):
+        for k, c, wp in layouts:
+            name = f"{form} p{k} c{c} w{wp}"
 
-        def deep(k=k, c=c, wp=wp, name=name) -> None:
-            (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x, c, k * sms, "rmsnorm")
-            buf, gen = slots.take(x.shape[0] * meta["SPLITS"])
-            options = {**meta, "num_warps": wp}
-            args = (x, w, y, buf, sync, base, gen, n, n_tickets, eps)
-            compiled = launch_meeting(_deep_kernel, grid, args, options, sync, n_tickets + 2 * grid[0])
-            REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+            def call(kernel=kernel, k=k, c=c, wp=wp, name=name) -> None:
+                (ws, sync, base), meta, grid, n_tickets = pipelined_launch_args(x, c, k * sms, "rmsnorm")
+                buf, gen = slots.take(x.shape[0] * meta["SPLITS"])
+                options = {**meta, "num_warps": wp}
+                args = (x, w, y, buf, sync, base, gen, n, n_tickets, eps)
+                compiled = launch_meeting(kernel, grid, args, options, sync, n_tickets + 2 * grid[0])
+                REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
-        fns[name] = deep
+            fns[name] = call
     return fns
 
 
@@ -512,7 +538,7 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
             continue
         if name.startswith(("copy", "loop")):
             ok = torch.equal(y, x)
-        elif name.startswith(("pipe", "coop", "slotted", "deep")) and not name.endswith("nowait"):
+        elif name.startswith(("pipe", "coop", "slotted", "deep", "ahead")) and not name.endswith("nowait"):
             ok = bool(torch.isfinite(y).all()) and float((y.double() - ref).abs().max()) <= 2e-2 * float(
                 ref.abs().max()
             )
