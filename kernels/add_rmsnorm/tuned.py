@@ -203,7 +203,9 @@ _PIPELINED_BF16_FAST_MEMORY = (4096, 4, 8)
 # thread (71 at 65536 columns: 7 of its 8 programs an SM fit at once), fp16 64; Triton 3.9 compiles 70-72 and 78 (3 of
 # fp16's 4 programs an SM fit there; not measured on a GPU). Not raced on an H100. At 64x131072 fp16 (slotted too,
 # fp16 pipelines at every row count) the grid read 85.5% of a copy against 79.7% before
-# (h200-slots-5539449/grid-64rows-cbc2238/).
+# (h200-slots-5539449/grid-64rows-cbc2238/). bf16 takes it under 512 rows too (from 16 MiB, where it took the
+# cooperative kernel): at 64x131072, % of a copy of the same bytes, 94.4 against the cooperative kernel's 88.3
+# (benchmarks/results/rmsnorm-cooperative/h200-deeper-dadf658/add-64rows/).
 _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 
 
@@ -220,7 +222,7 @@ def choose_config(
     above ``_ONE_BLOCK_FEW_ROWS``); ``n_rows`` None: as for many rows. ``cooperative`` False leaves out the
     kernel whose programs must run at the same time (Triton's interpreter runs them one after another).
     ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows).
-    ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 512 rows in its own layout, the
+    ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 16 MiB in its own layout, the
     pipelined layouts take the slotted kernel (``_FAST_MEMORY_PIPELINED_KERNEL``), 16-bit rows meet from 8 MiB
     (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``) and many rows of 4-32 KB take triton_one_row's kernel
     (``_FAST_MEMORY_ONE_ROW``)."""
@@ -236,7 +238,7 @@ def choose_config(
             return _cooperative_config(n, element_size)
         bf16 = element_size == 2 and not fp16
         kernel = _FAST_MEMORY_PIPELINED_KERNEL if fast_memory else "pipelined"
-        if bf16 and fast_memory and n_rows >= _PIPELINED_BF16_ROWS[0]:
+        if bf16 and fast_memory:
             chunk, warps, per_sm = _PIPELINED_BF16_FAST_MEMORY
             return Config(kernel, chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         if fp16 or (bf16 and _PIPELINED_BF16_ROWS[0] <= n_rows < _PIPELINED_BF16_ROWS[1]):

@@ -237,11 +237,11 @@ def test_an_h200_takes_the_cooperative_kernel_from_8_mib_of_16_bit_rows_too_many
     assert at_16_mib == replace(tuned.choose_config(131072, 2, 64, fp16=True), kernel="slotted")
 
 
-def test_an_h200_pipelines_bf16_from_512_rows_in_its_own_layout_with_the_slotted_meeting():
-    """On an H200 bf16 takes the slotted kernel from 512 rows at every row count in 4096-element chunks, 4 warps, 8
-    programs an SM; fp16 the slotted kernel in its H100 layout; under 512 rows bf16, and fp32 everywhere, take what an
-    H100 takes."""
-    for n, rows in ((65536, 512), (131072, 8191), (65537, 10**5), (100000, 2048)):
+def test_an_h200_pipelines_bf16_from_16_mib_in_its_own_layout_with_the_slotted_meeting():
+    """On an H200 bf16 takes the slotted kernel from 16 MiB of x at every row count in 4096-element chunks, 4 warps, 8
+    programs an SM (an H100: the cooperative kernel under 512 rows); fp16 the slotted kernel in its H100 layout; fp32
+    takes what an H100 takes."""
+    for n, rows in ((65536, 512), (131072, 8191), (65537, 10**5), (100000, 2048), (131072, 64), (65536, 511)):
         cfg = tuned.choose_config(n, 2, rows, fast_memory=True)
         assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == ("slotted", 4096, 4, 8), (n, rows)
         assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
@@ -254,5 +254,5 @@ def test_an_h200_pipelines_bf16_from_512_rows_in_its_own_layout_with_the_slotted
             "slotted",
             "cooperative",
         )
-    for n, rows in ((65536, 511), (131072, 64)):
-        assert tuned.choose_config(n, 2, rows, fast_memory=True) == tuned.choose_config(n, 2, rows), (n, rows)
+    for n, rows in ((65536, 511), (131072, 64), (65536, 128)):
+        assert tuned.choose_config(n, 2, rows).kernel == "cooperative", (n, rows)
