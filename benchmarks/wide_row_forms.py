@@ -1,7 +1,7 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep] [--shapes 512x65536,2048x131072,8192x65536] \
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep|regs|add-regs] [--shapes 512x65536,2048x131072,8192x65536] \
         [--rounds 3] [--rep-ms 5] [--dtypes bf16]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
@@ -27,6 +27,8 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
 - ``deep pK cC wW``: the slotted kernel two chunks deep (``--set deep``): a program waits for the row of the chunk it
   took two tickets ago, not one; ``ahead pK cC wW``: the same with two loads in flight (a chunk counted in a turn
   after its load is issued);
+- ``slotted ... rR``: the slotted kernel with at most R registers a thread (``maxnreg``), so more programs fit an SM
+  (``--set regs``; ``--set add-regs`` add_rmsnorm's);
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
 
 ``HINT``: ``ef`` x loaded ``evict_first`` (as shipped), ``-`` no hint, ``cs`` no hint and y stored ``.cs``
@@ -48,6 +50,7 @@ import triton.language as tl
 from bench_common import print_race, race_rounds, race_rows, write_csv
 
 from kprof.kernels import discover
+from kprof.kernels.lib.launching import MEETING_LOCK
 from kprof.kernels.lib.split_rows import (
     cooperative_arrive,
     cooperative_launch_args,
@@ -59,6 +62,7 @@ from kprof.kernels.lib.split_rows import (
     pipelined_launch_args,
     slot_arrive,
     slot_wait_sum,
+    slotted_launch_args,
     take_ticket,
 )
 
@@ -454,6 +458,41 @@ def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     return fns
 
 
+REG_CAPS = [(4, 8192, 8, 0), (5, 8192, 8, 48), (6, 8192, 8, 40), (3, 8192, 16, 40), (8, 4096, 4, 0), (10, 4096, 4, 48)]
+REG_CAPS += [(12, 4096, 4, 40)]  # programs an SM, chunk, warps, registers a thread at most (0: the compiler's choice)
+ADD_REG_CAPS = [(8, 4096, 4, 0), (8, 4096, 4, 64), (10, 4096, 4, 48), (4, 8192, 8, 0), (5, 8192, 8, 48)]
+ADD_REG_CAPS += [(3, 8192, 16, 40)]
+
+
+def capped_slotted(module, tensors: tuple, eps: float, c: int, programs: int, wp: int, maxnreg: int):
+    """``module``'s slotted kernel (rmsnorm's or add_rmsnorm's ``cooperative``) over ``tensors`` (its launch's leading
+    tensors, x first), as its ``launch_slotted`` launches it, with ptxas's register cap ``maxnreg`` (0: none);
+    returns the compiled kernel."""
+    with MEETING_LOCK:
+        (slots, sync, base, gen), meta, grid, n_tickets = slotted_launch_args(tensors[0], c, programs, "bench")
+        kernel, args, options = module._slotted_call(*tensors, slots, sync, base, gen, eps, n_tickets, meta, wp)
+        options = {**options, "maxnreg": maxnreg} if maxnreg else options
+        return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
+
+
+def capped_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """``--set regs``: rmsnorm's slotted kernel with its registers capped (``maxnreg``) so more programs fit an SM,
+    over layouts (programs an SM, chunk, warps, cap); registers and spills printed."""
+    from kprof.kernels.rmsnorm import cooperative
+
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
+    fns = {}
+    for k, c, wp, cap in REG_CAPS:
+        name = f"slotted p{k} c{c} w{wp}" + (f" r{cap}" if cap else "")
+
+        def call(k=k, c=c, wp=wp, cap=cap, name=name) -> None:
+            compiled = capped_slotted(cooperative, (x, w, y), eps, c, k * sms, wp, cap)
+            REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+
+        fns[name] = call
+    return fns
+
+
 def meeting_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     """``--set meeting``: the pipelined kernel's meeting with fences or in slots, with and without the wait; the
     cooperative kernel; the fastest forms of the first set for reference."""
@@ -590,27 +629,32 @@ def add_library_race(args: argparse.Namespace, sms: int, rng: random.Random) -> 
             y, h = torch.empty_like(x), torch.empty_like(x)
             ref_y, ref_h = fam.oracle(**inputs)
             fns, notes = {}, {}
-            for kernel, launch in (
-                ("pipelined", cooperative.launch_pipelined),
-                ("slotted", cooperative.launch_slotted),
-            ):
-                for k, c, wp in ADD_LAYOUTS:
-                    name = f"{kernel} p{k} c{c} w{wp}"
+            if args.set == "add-regs":
+                layouts = [(f"slotted p{k} c{c} w{wp}" + (f" r{cap}" if cap else ""), k, c, wp, cap)
+                           for k, c, wp, cap in ADD_REG_CAPS]  # fmt: skip
+            else:
+                layouts = [(f"{kernel} p{k} c{c} w{wp}", k, c, wp, kernel)
+                           for kernel in ("pipelined", "slotted") for k, c, wp in ADD_LAYOUTS]  # fmt: skip
+            for name, k, c, wp, how in layouts:
 
-                    def call(launch=launch, k=k, c=c, wp=wp, name=name, ops=(x, r, w, y, h, eps)) -> None:
-                        compiled = launch(*ops, c, k * sms, wp)
-                        REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+                def call(how=how, k=k, c=c, wp=wp, name=name, ops=(x, r, w, y, h, eps)) -> None:
+                    if how == "pipelined":
+                        compiled = cooperative.launch_pipelined(*ops, c, k * sms, wp)
+                    else:  # the slotted kernel, its registers capped where ``how`` is a number other than 0
+                        cap = 0 if how == "slotted" else how
+                        compiled = capped_slotted(cooperative, ops[:5], eps, c, k * sms, wp, cap)
+                    REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
-                    y.fill_(float("nan"))
-                    call()
-                    err = max(
-                        float((out.double() - ref).abs().max() / ref.abs().max())
-                        for out, ref in ((y, ref_y), (h, ref_h))
-                    )
-                    if y.isnan().any() or err > 2e-2:
-                        notes[name] = f"wrong output (max error {err:.1e} of the largest value)"
-                    else:
-                        fns[name] = call
+                y.fill_(float("nan"))
+                call()
+                err = max(
+                    float((out.double() - ref).abs().max() / ref.abs().max()) for out, ref in ((y, ref_y), (h, ref_h))
+                )
+                if y.isnan().any() or err > 2e-2:
+                    notes[name] = f"wrong output (max error {err:.1e} of the largest value)"
+                else:
+                    fns[name] = call
+
             dispatch = fam.providers["triton_tuned"].fn
             fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
             fns["[copy]"] = copy_of_op(inputs, y, h)
@@ -626,7 +670,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument(
-        "--set", choices=("forms", "meeting", "order", "early", "library", "add-library", "deep"), default="forms"
+        "--set",
+        choices=("forms", "meeting", "order", "early", "library", "add-library", "deep", "regs", "add-regs"),
+        default="forms",
     )
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
     ap.add_argument("--dtypes", default="bf16")
@@ -636,8 +682,9 @@ def main() -> int:
     fam = discover()["rmsnorm"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rng = random.Random(20261129)
-    times_rows, summary = add_library_race(args, sms, rng) if args.set == "add-library" else ([], [])
-    for dtype in args.dtypes.split(",") if args.set != "add-library" else ():
+    add_sets = ("add-library", "add-regs")
+    times_rows, summary = add_library_race(args, sms, rng) if args.set in add_sets else ([], [])
+    for dtype in args.dtypes.split(",") if args.set not in add_sets else ():
         for spec in args.shapes.split(","):
             shape = tuple(int(v) for v in spec.split("x"))
             inputs = fam.make_inputs(shape, dtype, "cuda", 1234)
@@ -651,6 +698,7 @@ def main() -> int:
                 "early": early_candidates,
                 "library": library_candidates,
                 "deep": deep_candidates,
+                "regs": capped_candidates,
             }[args.set]
             fns, notes = checked(make(inputs, y, sms), x, y, ref)
             dispatch = fam.providers["triton_tuned"].fn
