@@ -1,7 +1,7 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep|regs|add-regs] [--shapes 512x65536,2048x131072,8192x65536] \
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep|retouch|regs|add-regs] [--shapes 512x65536,2048x131072,8192x65536] \
         [--rounds 3] [--rep-ms 5] [--dtypes bf16]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
@@ -26,7 +26,8 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
   (``--set add-library``: x and the residual into y and h, its dispatch and a copy of those bytes);
 - ``deep pK cC wW``: the slotted kernel two chunks deep (``--set deep``): a program waits for the row of the chunk it
   took two tickets ago, not one; ``ahead pK cC wW``: the same with two loads in flight (a chunk counted in a turn
-  after its load is issued);
+  after its load is issued); ``retouch pK cC wW``: the slotted kernel holding nothing through the wait, its chunk read
+  again from L2 (``--set retouch``);
 - ``slotted ... rR``: the slotted kernel with at most R registers a thread (``maxnreg``), so more programs fit an SM
   (``--set regs``; ``--set add-regs`` add_rmsnorm's);
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
@@ -279,6 +280,29 @@ def _ahead_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N,
         x0, t0, x1, t1 = x1, t1, x2, t2
 
 
+@triton.jit(do_not_specialize=["ticket_base", "gen"])
+def _retouch_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, n_tickets, eps, CHUNK: tl.constexpr,
+                    SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):  # fmt: skip
+    """The slot meeting's pipelined kernel holding nothing through the wait: a chunk's registers are free once its sum
+    is counted in, and the chunk is read again (from L2, where it was read a turn before) to be normalised. One chunk
+    a thread's registers instead of two, so more programs fit an SM; x read once from DRAM while L2 holds it."""
+    offs = tl.arange(0, CHUNK)
+    ticket = take_ticket(sync_ptr, ticket_base)
+    x = _pipe_load(x_ptr, ticket, offs, N, n_tickets, CHUNK, SPLITS, "")
+    _pipe_arrive(x, slots_ptr, sync_ptr, slots_ptr, gen, ticket, n_tickets, SPLITS, True)
+    while ticket < n_tickets:
+        after = take_ticket(sync_ptr, ticket_base)
+        x_after = _pipe_load(x_ptr, after, offs, N, n_tickets, CHUNK, SPLITS, "")
+        _pipe_arrive(x_after, slots_ptr, sync_ptr, slots_ptr, gen, after, n_tickets, SPLITS, True)
+        row = (ticket // SPLITS).to(tl.int64)
+        cols = (ticket % SPLITS) * CHUNK + offs
+        total = slot_wait_sum(slots_ptr, row, gen, SPLITS, SPLITS_POW2)
+        xr = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_ptr + row * N + cols, (xr * tl.rsqrt(total / N + eps) * w).to(y_ptr.dtype.element_ty), mask=cols < N)
+        ticket = after
+
+
 @triton.jit(do_not_specialize=["ticket_base"])
 def _coop_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, ticket_base, N, eps, CHUNK: tl.constexpr,
                  SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, X_EVICT: tl.constexpr):  # fmt: skip
@@ -399,12 +423,15 @@ DEEP = [(4, 8192, 8), (3, 8192, 8), (2, 8192, 16), (3, 8192, 16), (8, 4096, 4), 
 DEEP += [(2, 16384, 16)]  # programs an SM, chunk, warps
 AHEAD = [(4, 4096, 8), (5, 4096, 8), (2, 8192, 16), (3, 8192, 16), (8, 2048, 4), (10, 2048, 4), (8, 4096, 4)]
 AHEAD += [(4, 8192, 8)]  # programs an SM, chunk, warps
+RETOUCH = [(4, 8192, 8), (5, 8192, 8), (8, 4096, 4), (10, 4096, 4), (12, 4096, 4), (2, 16384, 16), (4, 4096, 8)]
+RETOUCH += [(6, 4096, 8)]  # programs an SM, chunk, warps
 
 
-def deep_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+def deep_candidates(inputs: dict, y: torch.Tensor, sms: int, retouch: bool = False) -> dict:
     """``--set deep``: the slot meeting's kernel two chunks deep (``_deep_kernel``) and with two loads in flight
     (``_ahead_kernel``) over layouts (programs an SM, chunk, warps), beside the library's slotted kernel (one chunk
-    deep) in its layouts."""
+    deep) in its layouts. ``retouch`` (``--set retouch``): the kernel holding nothing through the wait
+    (``_retouch_kernel``) instead of those two."""
     from kprof.kernels.rmsnorm import cooperative
 
     x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
@@ -419,7 +446,10 @@ def deep_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
             REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
         fns[name] = call
-    for form, kernel, layouts in (("deep", _deep_kernel, DEEP), ("ahead", _ahead_kernel, AHEAD)):
+    forms = (("deep", _deep_kernel, DEEP), ("ahead", _ahead_kernel, AHEAD))
+    if retouch:
+        forms = (("retouch", _retouch_kernel, RETOUCH),)
+    for form, kernel, layouts in forms:
         for k, c, wp in layouts:
             name = f"{form} p{k} c{c} w{wp}"
 
@@ -428,7 +458,8 @@ def deep_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
                 buf, gen = slots.take(x.shape[0] * meta["SPLITS"])
                 options = {**meta, "num_warps": wp}
                 args = (x, w, y, buf, sync, base, gen, n, n_tickets, eps)
-                compiled = launch_meeting(kernel, grid, args, options, sync, n_tickets + 2 * grid[0])
+                past = 1 if kernel is _retouch_kernel else 2  # tickets each program draws past the last
+                compiled = launch_meeting(kernel, grid, args, options, sync, n_tickets + past * grid[0])
                 REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
             fns[name] = call
@@ -577,7 +608,7 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
             continue
         if name.startswith(("copy", "loop")):
             ok = torch.equal(y, x)
-        elif name.startswith(("pipe", "coop", "slotted", "deep", "ahead")) and not name.endswith("nowait"):
+        elif name.startswith(("pipe", "coop", "slotted", "deep", "ahead", "retouch")) and not name.endswith("nowait"):
             ok = bool(torch.isfinite(y).all()) and float((y.double() - ref).abs().max()) <= 2e-2 * float(
                 ref.abs().max()
             )
@@ -671,7 +702,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument(
         "--set",
-        choices=("forms", "meeting", "order", "early", "library", "add-library", "deep", "regs", "add-regs"),
+        choices=("forms", "meeting", "order", "early", "library", "add-library", "deep", "retouch", "regs", "add-regs"),
         default="forms",
     )
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
@@ -698,6 +729,7 @@ def main() -> int:
                 "early": early_candidates,
                 "library": library_candidates,
                 "deep": deep_candidates,
+                "retouch": lambda inputs, y, sms: deep_candidates(inputs, y, sms, retouch=True),
                 "regs": capped_candidates,
             }[args.set]
             fns, notes = checked(make(inputs, y, sms), x, y, ref)
