@@ -7,7 +7,8 @@ change; their run stores were replaced by metrics CSVs, so the tables are what i
 oldest first: a later table's row for a (family, shape, dtype) replaces an earlier one's, so each point counts
 once, with its latest measurement. Rows a table left unmeasured (``not measured``) do not replace a measured row.
 
-Prints, per family and dtype: points, win / tie / loss / uncertain, the family's target met / missed / not judged
+Only the points of each family's grid (``grid:`` in its sweep.yaml) count, unless ``--all-points``: a table may also
+hold points raced beside them. Prints, per family and dtype: points, win / tie / loss / uncertain, the family's target met / missed / not judged
 (``grid_targets:``), and which tables the rows came from; then every loss and missed target with its ratios and
 the table's why column. Nothing is measured here: the figures are the tables', each from the run its file names.
 """
@@ -92,16 +93,35 @@ def read_table(path: Path) -> list[Point]:
     return rows
 
 
-def latest(paths: list[Path]) -> dict[tuple[str, str, str], Point]:
-    """Each (family, shape, dtype)'s row from the last table that measured it."""
+def latest(
+    paths: list[Path], on_grid: dict[str, set[tuple[str, str]]] | None = None
+) -> dict[tuple[str, str, str], Point]:
+    """Each (family, shape, dtype)'s row from the last table that measured it; with ``on_grid`` (family -> its grid's
+    (shape, dtype) pairs: :func:`grid_points`) only the rows of grid points (a table may also hold points raced beside
+    them)."""
     points: dict[tuple[str, str, str], Point] = {}
     for path in paths:
         for p in read_table(path):
             key = (p.family, p.shape, p.dtype)
+            if on_grid is not None and (p.shape, p.dtype) not in on_grid.get(p.family, set()):
+                continue
             if p.verdict == "not measured" and key in points:
                 continue
             points[key] = p
     return points
+
+
+def grid_points(families: set[str]) -> dict[str, set[tuple[str, str]]]:
+    """Family -> the (shape, dtype) pairs of every part of its grid (``grid:`` in its sweep.yaml), shapes written as
+    the tables write them (``512x65536``)."""
+    from kprof.kernels import discover
+
+    found = discover()
+    return {
+        name: {("x".join(map(str, shape)), dtype) for part in found[name].grid_parts().values()
+               for shape in part.shapes for dtype in part.dtypes}
+        for name in families
+    }  # fmt: skip
 
 
 def scoreboard(points: dict[tuple[str, str, str], Point], root: Path) -> str:
@@ -147,8 +167,10 @@ def main() -> int:
     ap.add_argument("tables", nargs="+", type=Path, help="kprof grid --markdown files, oldest first")
     ap.add_argument("--markdown", type=Path, help="write the scoreboard here too")
     ap.add_argument("--root", type=Path, default=Path("."), help="table paths are shown relative to this")
+    ap.add_argument("--all-points", action="store_true", help="keep points off the families' grids too")
     args = ap.parse_args()
-    text = scoreboard(latest(args.tables), args.root.resolve())
+    families = {p.family for path in args.tables for p in read_table(path)}
+    text = scoreboard(latest(args.tables, None if args.all_points else grid_points(families)), args.root.resolve())
     print(text)
     if args.markdown:
         args.markdown.write_text(text)

@@ -85,3 +85,18 @@ def test_the_scoreboard_counts_every_point_once(scoreboard):
     total, win, tie, loss, uncertain, unmeasured = map(int, cells[2:8])
     assert total == len(points) == win + tie + loss + uncertain + unmeasured
     assert "h200-prefill-bf16-8e778f5" in cells[-1] and "h200-main-521b2f6" in cells[-1]
+
+
+def test_points_raced_beside_a_grid_count_only_with_all_points(scoreboard):
+    """add_rmsnorm's race of 64x131072 (a grid point) beside 128x131072 and 256x65536 (not on its grid): only the
+    grid point counts unless every point is asked for (256x65536 is in its default sweep, not its grid); kasmina's
+    grid has its default sweep's shapes as a part."""
+    table = ROOT / "benchmarks/results/rmsnorm-cooperative/h200-in-flight-61ffca9/few-rows-2103124"
+    table = table / "grid-add_rmsnorm-points-bf16-ncu.md"
+    rows = {r.shape for r in scoreboard.read_table(table)}
+    assert rows == {"64x131072", "128x131072", "256x65536"}
+    on_grid = scoreboard.grid_points({"add_rmsnorm", "kasmina"})
+    assert ("64x131072", "bf16") in on_grid["add_rmsnorm"] and ("256x65536", "bf16") not in on_grid["add_rmsnorm"]
+    assert {shape for _, shape, _ in scoreboard.latest([table], on_grid)} == {"64x131072"}
+    assert {shape for _, shape, _ in scoreboard.latest([table])} == rows
+    assert ("48x333x100", "fp32") in on_grid["kasmina"]  # its part "default"
