@@ -6,9 +6,9 @@ configuration of ``triton_one_row``, measured faster there); few rows wider than
 several programs per row (``split``: two launches), as rmsnorm's tuned version does; many rows of 128 KB or
 more over programs that keep h in registers and meet once (``cooperative``, GPU only; in fp16, and in bf16 from
 512 to 8191 rows, its pipelined form, where a program computes its next chunk of h before it waits for the row it
-holds). An H200 (``launching.fast_memory``) has a few rules of its own, raced there: bf16's pipelined layout, the
-pipelined kernel's meeting in slots, the cooperative kernel from 8 MiB, and triton_one_row's kernel at many rows of
-4-32 KB.
+holds). An H200 (``launching.fast_memory``) has a few rules of its own, raced there: bf16's pipelined layout (from
+16 MiB at every row count), the pipelined kernel's meeting in slots, the cooperative kernel from 8 MiB, and
+triton_one_row's kernel at many rows of 4-32 KB.
 """
 
 from __future__ import annotations
@@ -187,14 +187,14 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 _PIPELINED_BF16 = (8192, 16, 3)  # chunk elements, warps, programs an SM
 _PIPELINED_BF16_ROWS = (512, 8192)  # from, to (excluded)
 # On an H200 (``launching.fast_memory``: HBM3e, a copy 1.4x an H100's) bf16 pipelines from 512 rows at every row
-# count, in 4096-element chunks with 4 warps, 8 programs an SM (64 registers a thread under Triton 3.6; 3.9 compiles
-# 70, so 7 would fit there, not measured). Raced there with the layouts above (benchmarks/results/rmsnorm-cooperative/
-# h200-7c08e10/): the fastest at all 6 points of 512-8192 rows of 65536 and 131072, 3.4-6.6% faster than the H100's
-# rule (512x65536 69.5 against 74.1 us, 8192x131072 2172 against 2249; a copy of the same bytes 63.9 and 2010). On an
-# H100 the same layout was 0.4-1.7% slower than the rule (meeting-695fd4b/), so each GPU keeps its own. fp16 keeps
-# its layout on the H200 (0.2-0.7% ahead of this one).
+# count (and under 512 rows: below), in 4096-element chunks with 4 warps, 8 programs an SM (64 registers a thread
+# under Triton 3.6; 3.9 compiles 70, so 7 would fit there, not measured). Raced there with the layouts above
+# (benchmarks/results/rmsnorm-cooperative/h200-7c08e10/): the fastest at all 6 points of 512-8192 rows of 65536 and
+# 131072, 3.4-6.6% faster than the H100's rule (512x65536 69.5 against 74.1 us, 8192x131072 2172 against 2249; a copy
+# of the same bytes 63.9 and 2010). On an H100 the same layout was 0.4-1.7% slower than the rule (meeting-695fd4b/),
+# so each GPU keeps its own. fp16 keeps its layout on the H200 (0.2-0.7% ahead of this one).
 _PIPELINED_BF16_FAST_MEMORY = (4096, 4, 8)
-# On an H200 the kernel of both layouts there (bf16's above from 512 rows, fp16's at every row count) is the slotted
+# On an H200 the kernel of both layouts there (bf16's above, fp16's, each at every row count) is the slotted
 # one (``cooperative.launch_slotted``: its arrivals do not wait for the chunk of h just stored, x and the residual
 # loaded without a hint). Raced there against the pipelined kernel in three layouts at 512x65536, 2048x131072 and
 # 8192x65536 (benchmarks/results/rmsnorm-cooperative/h200-slots-5539449/add-library/), % of a copy of the same bytes:
@@ -204,8 +204,9 @@ _PIPELINED_BF16_FAST_MEMORY = (4096, 4, 8)
 # fp16's 4 programs an SM fit there; not measured on a GPU). Not raced on an H100. At 64x131072 fp16 (slotted too,
 # fp16 pipelines at every row count) the grid read 85.5% of a copy against 79.7% before
 # (h200-slots-5539449/grid-64rows-cbc2238/). bf16 takes it under 512 rows too (from 16 MiB, where it took the
-# cooperative kernel): at 64x131072, % of a copy of the same bytes, 94.4 against the cooperative kernel's 88.3
-# (benchmarks/results/rmsnorm-cooperative/h200-deeper-dadf658/add-64rows/).
+# cooperative kernel), % of a copy of the same bytes: 64x131072 94.4 against the cooperative kernel's 88.3, 128x131072
+# 95.3 and 256x65536 96.7 (fp16's layout 88.5, 91.2, 91.5); the grid's 64x131072 bf16 went from 19.71 to 18.70 us
+# (benchmarks/results/rmsnorm-cooperative/h200-in-flight-61ffca9/).
 _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 
 
