@@ -7,10 +7,10 @@ change; their run stores were replaced by metrics CSVs, so the tables are what i
 oldest first: a later table's row for a (family, shape, dtype) replaces an earlier one's, so each point counts
 once, with its latest measurement. Rows a table left unmeasured (``not measured``) do not replace a measured row.
 
-Only the points of each family's grid (``grid:`` in its sweep.yaml) count, unless ``--all-points``: a table may also
-hold points raced beside them. Prints, per family and dtype: points, win / tie / loss / uncertain, the family's target met / missed / not judged
-(``grid_targets:``), and which tables the rows came from; then every loss and missed target with its ratios and
-the table's why column. Nothing is measured here: the figures are the tables', each from the run its file names.
+Only the points of each family's grid (``grid:`` in its sweep.yaml) count, unless ``--all-points``: a table may
+also hold points raced beside them. Prints, per family and dtype: points, win / tie / loss / uncertain, the family's
+target met / missed / not judged (``grid_targets:``), and which tables the rows came from; then every loss and
+missed target with its ratios and the table's why column. Nothing is measured here: the figures are the tables', each from the run its file names.
 """
 
 from __future__ import annotations

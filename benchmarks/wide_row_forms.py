@@ -51,7 +51,6 @@ import triton.language as tl
 from bench_common import print_race, race_rounds, race_rows, write_csv
 
 from kprof.kernels import discover
-from kprof.kernels.lib.launching import MEETING_LOCK
 from kprof.kernels.lib.split_rows import (
     cooperative_arrive,
     cooperative_launch_args,
@@ -63,7 +62,6 @@ from kprof.kernels.lib.split_rows import (
     pipelined_launch_args,
     slot_arrive,
     slot_wait_sum,
-    slotted_launch_args,
     take_ticket,
 )
 
@@ -495,17 +493,6 @@ ADD_REG_CAPS = [(8, 4096, 4, 0), (8, 4096, 4, 64), (10, 4096, 4, 48), (4, 8192, 
 ADD_REG_CAPS += [(3, 8192, 16, 40)]
 
 
-def capped_slotted(module, tensors: tuple, eps: float, c: int, programs: int, wp: int, maxnreg: int):
-    """``module``'s slotted kernel (rmsnorm's or add_rmsnorm's ``cooperative``) over ``tensors`` (its launch's leading
-    tensors, x first), as its ``launch_slotted`` launches it, with ptxas's register cap ``maxnreg`` (0: none);
-    returns the compiled kernel."""
-    with MEETING_LOCK:
-        (slots, sync, base, gen), meta, grid, n_tickets = slotted_launch_args(tensors[0], c, programs, "bench")
-        kernel, args, options = module._slotted_call(*tensors, slots, sync, base, gen, eps, n_tickets, meta, wp)
-        options = {**options, "maxnreg": maxnreg} if maxnreg else options
-        return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
-
-
 def capped_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     """``--set regs``: rmsnorm's slotted kernel with its registers capped (``maxnreg``) so more programs fit an SM,
     over layouts (programs an SM, chunk, warps, cap); registers and spills printed."""
@@ -517,7 +504,7 @@ def capped_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
         name = f"slotted p{k} c{c} w{wp}" + (f" r{cap}" if cap else "")
 
         def call(k=k, c=c, wp=wp, cap=cap, name=name) -> None:
-            compiled = capped_slotted(cooperative, (x, w, y), eps, c, k * sms, wp, cap)
+            compiled = cooperative.launch_slotted(x, w, y, eps, c, k * sms, wp, maxnreg=cap)
             REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
         fns[name] = call
@@ -673,7 +660,7 @@ def add_library_race(args: argparse.Namespace, sms: int, rng: random.Random) -> 
                         compiled = cooperative.launch_pipelined(*ops, c, k * sms, wp)
                     else:  # the slotted kernel, its registers capped where ``how`` is a number other than 0
                         cap = 0 if how == "slotted" else how
-                        compiled = capped_slotted(cooperative, ops[:5], eps, c, k * sms, wp, cap)
+                        compiled = cooperative.launch_slotted(*ops, c, k * sms, wp, maxnreg=cap)
                     REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
                 y.fill_(float("nan"))

@@ -221,9 +221,13 @@ def launch_slotted(
     chunk: int,
     programs: int,
     num_warps: int,
+    maxnreg: int = 0,
 ) -> Any:
     """:func:`launch_pipelined` with the slotted meeting (``_add_rmsnorm_slotted_kernel``); returns the compiled
-    kernel. GPU only, as :func:`launch_cooperative`."""
+    kernel. ``maxnreg``: registers a thread at most (ptxas's ``.maxnreg``; 0: the compiler's choice). On an H200 a
+    cap of 64 on bf16's layout at 65536 columns (71 registers: 7 of its 8 programs an SM fit) ran 97.8% of a copy
+    against 97.6%; capped at 48 it spilled and ran 64-79%
+    (benchmarks/results/rmsnorm-cooperative/h200-in-flight-61ffca9/). GPU only, as :func:`launch_cooperative`."""
     with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
         (slots, sync, base, generation), meta, grid, n_tickets = slotted_launch_args(
             x2d, chunk, programs, "add_rmsnorm"
@@ -231,6 +235,7 @@ def launch_slotted(
         kernel, args, options = _slotted_call(
             x2d, r2d, weight, y2d, h2d, slots, sync, base, generation, eps, n_tickets, meta, num_warps
         )
+        options = {**options, "maxnreg": maxnreg} if maxnreg else options
         return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
 
 

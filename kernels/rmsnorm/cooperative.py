@@ -226,14 +226,19 @@ def launch_pipelined(
 
 
 def launch_slotted(
-    x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float, chunk: int, programs: int, num_warps: int
-) -> Any:
+    x2d: torch.Tensor, weight: torch.Tensor, y2d: torch.Tensor, eps: float, chunk: int, programs: int, num_warps: int,
+    maxnreg: int = 0,
+) -> Any:  # fmt: skip
     """:func:`launch_pipelined` with the slotted meeting (``_rmsnorm_slotted_kernel``); returns the compiled kernel.
-    GPU only, as :func:`launch_cooperative`."""
+    ``maxnreg``: registers a thread at most (ptxas's ``.maxnreg``; 0: the compiler's choice). Capped to fit more
+    programs an SM it ran slower at every cap raced on an H200 (40-48 registers, 3-12 programs an SM: 35-84% of a
+    copy against 87-93% uncapped; benchmarks/results/rmsnorm-cooperative/h200-in-flight-61ffca9/). GPU only, as
+    :func:`launch_cooperative`."""
     with MEETING_LOCK:  # counters taken to tickets counted: see launching.MEETING_LOCK
         (slots, sync, base, generation), meta, grid, n_tickets = slotted_launch_args(x2d, chunk, programs, "rmsnorm")
         kernel, args, options = _slotted_call(x2d, weight, y2d, slots, sync, base, generation, eps, n_tickets, meta,
                                               num_warps)  # fmt: skip
+        options = {**options, "maxnreg": maxnreg} if maxnreg else options
         return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
 
 
