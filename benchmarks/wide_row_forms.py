@@ -60,6 +60,7 @@ from kprof.kernels.lib.split_rows import (
     float32_again,
     launch_meeting,
     pipelined_launch_args,
+    pipelined_store,
     slot_arrive,
     slot_wait_sum,
     take_ticket,
@@ -240,12 +241,8 @@ def _deep_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, 
         t2 = take_ticket(sync_ptr, ticket_base)
         x2 = _pipe_load(x_ptr, t2, offs, N, n_tickets, CHUNK, SPLITS, "")
         _pipe_arrive(x2, slots_ptr, sync_ptr, slots_ptr, gen, t2, n_tickets, SPLITS, True)
-        row = (t0 // SPLITS).to(tl.int64)
-        cols = (t0 % SPLITS) * CHUNK + offs
-        total = slot_wait_sum(slots_ptr, row, gen, SPLITS, SPLITS_POW2)
-        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        y = float32_again(x0, total) * tl.rsqrt(total / N + eps) * w
-        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+        total = slot_wait_sum(slots_ptr, (t0 // SPLITS).to(tl.int64), gen, SPLITS, SPLITS_POW2)
+        pipelined_store(x0, total, t0, offs, w_ptr, y_ptr, N, N, eps, CHUNK, SPLITS)
         x0, t0, x1, t1 = x1, t1, x2, t2
 
 
@@ -270,11 +267,8 @@ def _ahead_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N,
         row = (t0 // SPLITS).to(tl.int64)
         if (t2 // SPLITS).to(tl.int64) == row:
             _pipe_arrive(x2, slots_ptr, sync_ptr, slots_ptr, gen, t2, n_tickets, SPLITS, True)
-        cols = (t0 % SPLITS) * CHUNK + offs
         total = slot_wait_sum(slots_ptr, row, gen, SPLITS, SPLITS_POW2)
-        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        y = float32_again(x0, total) * tl.rsqrt(total / N + eps) * w
-        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+        pipelined_store(x0, total, t0, offs, w_ptr, y_ptr, N, N, eps, CHUNK, SPLITS)
         x0, t0, x1, t1 = x1, t1, x2, t2
 
 
