@@ -224,6 +224,16 @@ def _early_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N,
         x, ticket = x_after, after
 
 
+@triton.jit
+def _slot_take(x_ptr, slots_ptr, sync_ptr, ticket_base, gen, offs, N, n_tickets, CHUNK: tl.constexpr,
+               SPLITS: tl.constexpr):  # fmt: skip
+    """Take a ticket, load its chunk (no hint) and count its sum in at its row's slot; returns (ticket, chunk)."""
+    ticket = take_ticket(sync_ptr, ticket_base)
+    x = _pipe_load(x_ptr, ticket, offs, N, n_tickets, CHUNK, SPLITS, "")
+    _pipe_arrive(x, slots_ptr, sync_ptr, slots_ptr, gen, ticket, n_tickets, SPLITS, True)
+    return ticket, x
+
+
 @triton.jit(do_not_specialize=["ticket_base", "gen"])
 def _deep_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, n_tickets, eps, CHUNK: tl.constexpr,
                  SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):  # fmt: skip
@@ -231,16 +241,10 @@ def _deep_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, 
     waits for the older one's row only after it has taken, loaded and counted in a third, so the row has had two
     turns of every program to fill instead of one. Each program draws two tickets past the last."""
     offs = tl.arange(0, CHUNK)
-    t0 = take_ticket(sync_ptr, ticket_base)
-    x0 = _pipe_load(x_ptr, t0, offs, N, n_tickets, CHUNK, SPLITS, "")
-    _pipe_arrive(x0, slots_ptr, sync_ptr, slots_ptr, gen, t0, n_tickets, SPLITS, True)
-    t1 = take_ticket(sync_ptr, ticket_base)
-    x1 = _pipe_load(x_ptr, t1, offs, N, n_tickets, CHUNK, SPLITS, "")
-    _pipe_arrive(x1, slots_ptr, sync_ptr, slots_ptr, gen, t1, n_tickets, SPLITS, True)
+    t0, x0 = _slot_take(x_ptr, slots_ptr, sync_ptr, ticket_base, gen, offs, N, n_tickets, CHUNK, SPLITS)
+    t1, x1 = _slot_take(x_ptr, slots_ptr, sync_ptr, ticket_base, gen, offs, N, n_tickets, CHUNK, SPLITS)
     while t0 < n_tickets:
-        t2 = take_ticket(sync_ptr, ticket_base)
-        x2 = _pipe_load(x_ptr, t2, offs, N, n_tickets, CHUNK, SPLITS, "")
-        _pipe_arrive(x2, slots_ptr, sync_ptr, slots_ptr, gen, t2, n_tickets, SPLITS, True)
+        t2, x2 = _slot_take(x_ptr, slots_ptr, sync_ptr, ticket_base, gen, offs, N, n_tickets, CHUNK, SPLITS)
         total = slot_wait_sum(slots_ptr, (t0 // SPLITS).to(tl.int64), gen, SPLITS, SPLITS_POW2)
         pipelined_store(x0, total, t0, offs, w_ptr, y_ptr, N, N, eps, CHUNK, SPLITS)
         x0, t0, x1, t1 = x1, t1, x2, t2
@@ -279,13 +283,9 @@ def _retouch_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, 
     is counted in, and the chunk is read again (from L2, where it was read a turn before) to be normalised. One chunk
     a thread's registers instead of two, so more programs fit an SM; x read once from DRAM while L2 holds it."""
     offs = tl.arange(0, CHUNK)
-    ticket = take_ticket(sync_ptr, ticket_base)
-    x = _pipe_load(x_ptr, ticket, offs, N, n_tickets, CHUNK, SPLITS, "")
-    _pipe_arrive(x, slots_ptr, sync_ptr, slots_ptr, gen, ticket, n_tickets, SPLITS, True)
+    ticket, _ = _slot_take(x_ptr, slots_ptr, sync_ptr, ticket_base, gen, offs, N, n_tickets, CHUNK, SPLITS)
     while ticket < n_tickets:
-        after = take_ticket(sync_ptr, ticket_base)
-        x_after = _pipe_load(x_ptr, after, offs, N, n_tickets, CHUNK, SPLITS, "")
-        _pipe_arrive(x_after, slots_ptr, sync_ptr, slots_ptr, gen, after, n_tickets, SPLITS, True)
+        after, _ = _slot_take(x_ptr, slots_ptr, sync_ptr, ticket_base, gen, offs, N, n_tickets, CHUNK, SPLITS)
         row = (ticket // SPLITS).to(tl.int64)
         cols = (ticket % SPLITS) * CHUNK + offs
         total = slot_wait_sum(slots_ptr, row, gen, SPLITS, SPLITS_POW2)
