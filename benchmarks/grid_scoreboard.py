@@ -103,12 +103,17 @@ def latest(
     for path in paths:
         for p in read_table(path):
             key = (p.family, p.shape, p.dtype)
-            if on_grid is not None and (p.shape, p.dtype) not in on_grid.get(p.family, set()):
-                continue
             if p.verdict == "not measured" and key in points:
                 continue
             points[key] = p
-    return points
+    return points if on_grid is None else only_on_grid(points, on_grid)
+
+
+def only_on_grid(
+    points: dict[tuple[str, str, str], Point], on_grid: dict[str, set[tuple[str, str]]]
+) -> dict[tuple[str, str, str], Point]:
+    """The points whose (shape, dtype) is on their family's grid (``on_grid``: :func:`grid_points`)."""
+    return {key: p for key, p in points.items() if (key[1], key[2]) in on_grid.get(key[0], set())}
 
 
 def grid_points(families: set[str]) -> dict[str, set[tuple[str, str]]]:
@@ -169,8 +174,10 @@ def main() -> int:
     ap.add_argument("--root", type=Path, default=Path("."), help="table paths are shown relative to this")
     ap.add_argument("--all-points", action="store_true", help="keep points off the families' grids too")
     args = ap.parse_args()
-    families = {p.family for path in args.tables for p in read_table(path)}
-    text = scoreboard(latest(args.tables, None if args.all_points else grid_points(families)), args.root.resolve())
+    points = latest(args.tables)
+    if not args.all_points:  # each table read once: the families come from the points
+        points = only_on_grid(points, grid_points({family for family, _, _ in points}))
+    text = scoreboard(points, args.root.resolve())
     print(text)
     if args.markdown:
         args.markdown.write_text(text)
