@@ -405,7 +405,7 @@ def early_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
                     args = (x, w, y, buf, sync, base, gen, n, n_tickets, eps)
                     options = {**meta, "EARLY_POLL": poll, "EARLY_W": early_w, "num_warps": wp}
                     compiled = launch_meeting(_early_kernel, grid, args, options, sync, n_tickets + grid[0])
-                    REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+                    _keep_registers(name, compiled)
 
                 fns[name] = early
     return fns
@@ -435,7 +435,7 @@ def deep_candidates(inputs: dict, y: torch.Tensor, sms: int, retouch: bool = Fal
 
         def call(k=k, c=c, wp=wp, name=name) -> None:
             compiled = cooperative.launch_slotted(x, w, y, eps, c, k * sms, wp)
-            REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+            _keep_registers(name, compiled)
 
         fns[name] = call
     forms = (("deep", _deep_kernel, DEEP), ("ahead", _ahead_kernel, AHEAD))
@@ -452,7 +452,7 @@ def deep_candidates(inputs: dict, y: torch.Tensor, sms: int, retouch: bool = Fal
                 args = (x, w, y, buf, sync, base, gen, n, n_tickets, eps)
                 past = 1 if kernel is _retouch_kernel else 2  # tickets each program draws past the last
                 compiled = launch_meeting(kernel, grid, args, options, sync, n_tickets + past * grid[0])
-                REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+                _keep_registers(name, compiled)
 
             fns[name] = call
     return fns
@@ -475,7 +475,7 @@ def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
 
         def call(launch=launch, k=k, c=c, wp=wp, name=name) -> None:
             compiled = launch(x, w, y, eps, c, k * sms, wp)
-            REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+            _keep_registers(name, compiled)
 
         fns[name] = call
     return fns
@@ -499,7 +499,7 @@ def capped_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
 
         def call(k=k, c=c, wp=wp, cap=cap, name=name) -> None:
             compiled = cooperative.launch_slotted(x, w, y, eps, c, k * sms, wp, maxnreg=cap)
-            REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+            _keep_registers(name, compiled)
 
         fns[name] = call
     return fns
@@ -567,12 +567,17 @@ def _pipe(inputs: dict, y: torch.Tensor, sms: int, k: int, c: int, wp: int, xe: 
         options = {**meta, "X_EVICT": xe, "Y_CACHE": yc, "SLOTS": slots is not None, "WAIT": wait}
         options |= {"STORE_FIRST": store_first, "num_warps": wp}
         compiled = launch_meeting(_pipe_kernel, grid, args, options, sync, n_tickets + grid[0])
-        REGISTERS[pipe] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+        _keep_registers(pipe, compiled)
 
     return pipe
 
 
 REGISTERS: dict = {}  # a candidate's name or call -> (registers a thread, spilled bytes) of its compiled kernel
+
+
+def _keep_registers(key, compiled) -> None:
+    """Note ``compiled``'s registers a thread and spilled bytes in ``REGISTERS`` under ``key``."""
+    REGISTERS[key] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
 
 
 def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> tuple[dict, dict]:
@@ -655,7 +660,7 @@ def add_library_race(args: argparse.Namespace, sms: int, rng: random.Random) -> 
                     else:  # the slotted kernel, its registers capped where ``how`` is a number other than 0
                         cap = 0 if how == "slotted" else how
                         compiled = cooperative.launch_slotted(*ops, c, k * sms, wp, maxnreg=cap)
-                    REGISTERS[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+                    _keep_registers(name, compiled)
 
                 y.fill_(float("nan"))
                 call()
