@@ -14,6 +14,7 @@ rows (its pinned decode tiles); ``[two kernels]``, the norm then that product (`
     python benchmarks/rmsnorm_linear_split_k.py --out DIR [--rows 1,4,8,16,32] [--dtypes bf16,fp16]
     python benchmarks/rmsnorm_linear_split_k.py --score DIR/split_k.csv[.gz] ...   # several machines' races
     python benchmarks/rmsnorm_linear_split_k.py --out DIR --pipelined ...            # x pipelined or not, every tile
+    python benchmarks/rmsnorm_linear_split_k.py --out DIR --only-pipelined --checks --dtypes fp16  # fp16's checks
     python benchmarks/rmsnorm_linear_split_k.py --score-pipelined DIR/split_k.csv[.gz] ...  # and the H200 table
 
 ``--score`` reads races (each file one machine) and prints, per dtype and column class, the policies (tiles x
@@ -65,24 +66,42 @@ def tile_set(bms: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
     return [(bm, bn, bk, st) for bm in bms for bn, bk, st in (TILES if bms == (16,) else TALL_TILES)]
 
 
-def candidate_name(bm: int, bn: int, bk: int, stages: int, splits: int, pipelined: bool = False) -> str:
-    """A raced config's name in the race's CSV: tiles, stages, programs per output tile, `` px`` with x pipelined."""
-    return f"{bm}x{bn}x{bk} s{stages} split{splits}{' px' if pipelined else ''}"
+def candidate_name(
+    bm: int, bn: int, bk: int, stages: int, splits: int, pipelined: bool = False, product_check: bool = False
+) -> str:
+    """A raced config's name in the race's CSV: tiles, stages, programs per output tile, `` px`` with x pipelined,
+    `` product-check`` where fp16's check comes from the product in steps that would keep max|g| (G_TOP False
+    where ``split_k.g_top_for`` says True)."""
+    return (
+        f"{bm}x{bn}x{bk} s{stages} split{splits}{' px' if pipelined else ''}{' product-check' if product_check else ''}"
+    )
 
 
 def candidates(
-    m: int, k: int, n: int, sms: int, bms: tuple[int, ...] = (16,), pipelined: bool = False
+    m: int,
+    k: int,
+    n: int,
+    sms: int,
+    bms: tuple[int, ...] = (16,),
+    pipelined: bool = False,
+    checks: bool = False,
+    only_pipelined: bool = False,
 ) -> dict[str, object]:
     """name -> config, one per distinct (tiles, split count); with ``pipelined`` each also with x pipelined
-    (``PIPELINED_X``, the name ending in `` px``)."""
+    (``PIPELINED_X``, the name ending in `` px``; ``only_pipelined``: those alone); with ``checks`` each pipelined
+    one whose steps keep max|g| for fp16's check also with the product's check (`` product-check``)."""
     out = {}
-    for px in (False, True) if pipelined else (False,):
+    for px in (True,) if only_pipelined else (False, True) if pipelined else (False,):
         for bm, bn, bk, st in tile_set(bms):
             for p in PER_SM:
                 splits = 1 if p == 0 else lib_split_k.split_count(m, k, n, bm, bn, bk, p * sms)
                 splits, _ = lib_split_k.k_ranges(k, splits, bk)
-                cfg = lib_split_k.config(bm, bn, bk, splits, 8 if bm >= 64 else 4, st, PIPELINED_X=px)
+                warps = 8 if bm >= 64 else 4
+                cfg = lib_split_k.config(bm, bn, bk, splits, warps, st, PIPELINED_X=px)
                 out.setdefault(candidate_name(bm, bn, bk, st, splits, px), cfg)
+                if checks and px and split_k.g_top_for(bk):
+                    twin = lib_split_k.config(bm, bn, bk, splits, warps, st, PIPELINED_X=True, G_TOP=False)
+                    out.setdefault(candidate_name(bm, bn, bk, st, splits, True, True), twin)
     return out
 
 
@@ -93,6 +112,8 @@ def run_point(
     shipped_only: bool = False,
     bms: tuple[int, ...] = (16,),
     pipelined: bool = False,
+    checks: bool = False,
+    only_pipelined: bool = False,
 ) -> list[dict]:
     inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
@@ -112,7 +133,7 @@ def run_point(
         k = cfg.kwargs
         pool = {f"16x{k['BLOCK_N']}x{k['BLOCK_K']} s{cfg.num_stages} split{k['SPLIT_K']} [shipped]": cfg}
     else:
-        pool = candidates(*shape, launching.sm_count(x), bms, pipelined)
+        pool = candidates(*shape, launching.sm_count(x), bms, pipelined, checks, only_pipelined)
     launches = {
         name: (lambda c=cfg: (split_k.launch_split_k(x, g, w, b, y, eps, c), y)[1], ref) for name, cfg in pool.items()
     }
@@ -120,16 +141,31 @@ def run_point(
     return candidate_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
 
 
-def compile_shard(shard: str, dtypes: list[str], bms: tuple[int, ...] = (16,), pipelined: bool = False) -> None:
-    """This shard's share of (dtype, tiles, split 1 or more, x pipelined or not) launched once at a small shape of
-    the same specialisation (M is not specialised), so Triton's cache holds every binary before the timed run."""
+def compile_shard(
+    shard: str,
+    dtypes: list[str],
+    bms: tuple[int, ...] = (16,),
+    pipelined: bool = False,
+    checks: bool = False,
+    only_pipelined: bool = False,
+) -> None:
+    """This shard's share of (dtype, tiles, split 1 or more, x pipelined or not, fp16's check) launched once at a
+    small shape of the same specialisation (M is not specialised), so Triton's cache holds every binary before the
+    timed run."""
     index, count = (int(v) for v in shard.split("/"))
-    xs = (False, True) if pipelined else (False,)
-    items = [(d, t, s, px) for d in dtypes for t in tile_set(bms) for s in (1, 2) for px in xs]
-    for d, (bm, bn, bk, st), s, px in items[index::count]:
+    xs = (True,) if only_pipelined else (False, True) if pipelined else (False,)
+    items = [
+        (d, t, s, px, g_top)
+        for d in dtypes
+        for t in tile_set(bms)
+        for s in (1, 2)
+        for px in xs
+        for g_top in ({split_k.g_top_for(t[2]), False} if checks and px else {split_k.g_top_for(t[2])})
+    ]
+    for d, (bm, bn, bk, st), s, px, g_top in items[index::count]:
         inputs = discover()["rmsnorm_linear"].make_inputs((4, 512, 512), d, "cuda", 0)
         y = torch.empty((4, 512), dtype=inputs["x"].dtype, device="cuda")
-        cfg = lib_split_k.config(bm, bn, bk, s, 8 if bm >= 64 else 4, st, PIPELINED_X=px)
+        cfg = lib_split_k.config(bm, bn, bk, s, 8 if bm >= 64 else 4, st, PIPELINED_X=px, G_TOP=g_top)
         split_k.launch_split_k(inputs["x"], inputs["g"], inputs["w"], inputs["b"], y, inputs["eps"], cfg)
     torch.cuda.synchronize()
 
@@ -146,15 +182,20 @@ def read_race(path: Path) -> dict[tuple[str, str], dict[str, float]]:
 
 
 def policy_time(
-    times: dict[str, float], shape: str, tile: tuple[int, int, int, int], sms: int = 132, pipelined: bool = False
+    times: dict[str, float],
+    shape: str,
+    tile: tuple[int, int, int, int],
+    sms: int = 132,
+    pipelined: bool = False,
+    product_check: bool = False,
 ) -> float | None:
     """The time of the candidate a policy (BLOCK_N, BLOCK_K, stages, programs per SM; 0: no split; x pipelined or
-    not) ran at."""
+    not; fp16's product check where its steps would keep max|g|) ran at."""
     m, k, n = (int(v) for v in shape.split("x"))
     bn, bk, stages, per_sm = tile
     splits = 1 if per_sm == 0 else lib_split_k.split_count(m, k, n, 16, bn, bk, per_sm * sms)
     splits, _ = lib_split_k.k_ranges(k, splits, bk)
-    return times.get(candidate_name(16, bn, bk, stages, splits, pipelined))
+    return times.get(candidate_name(16, bn, bk, stages, splits, pipelined, product_check))
 
 
 def geo(values: list[float]) -> float:
@@ -170,15 +211,22 @@ def score_pipelined(paths: list[Path]) -> None:
         for (dtype, shape), times in read_race(p).items():
             _, k, n = (int(v) for v in shape.split("x"))
             groups[(dtype, n, k)].append((shape, times))
-    policies = [((bn, bk, st, p), px) for bn, bk, st in TILES for p in PER_SM for px in (False, True)]
+    policies = [
+        ((bn, bk, st, p), px, pc)
+        for bn, bk, st in TILES
+        for p in PER_SM
+        for px, pc in ((False, False), (True, False), (True, True))
+    ]
     torch_dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
     for (dtype, n, k), group in sorted(groups.items()):
         fastest = [min(v for c, v in t.items() if not c.startswith("[")) for _, t in group]
         ranked = []
-        for tile, px in policies:
-            ratios = [policy_time(t, s, tile, pipelined=px) for s, t in group]
+        for tile, px, pc in policies:
+            ratios = [policy_time(t, s, tile, pipelined=px, product_check=pc) for s, t in group]
             if all(ratios):
-                ranked.append((max(r / f for r, f in zip(ratios, fastest)), (*tile, px)))
+                ranked.append(
+                    (max(r / f for r, f in zip(ratios, fastest)), (*tile, px) + (("product-check",) if pc else ()))
+                )
         ranked.sort()
         table = split_k.fast_memory_pipelined_tiles(k, n, torch_dtypes[dtype])
         line = f"{dtype} K {k} N~{n} ({len(group)} points): " + "  ".join(f"{p} {w:.3f}" for w, p in ranked[:3])
@@ -246,6 +294,13 @@ def main() -> None:
     ap.add_argument("--bms", default="16", help="row tiles raced, e.g. 16,32,64 (taller ones race TALL_TILES)")
     ap.add_argument("--shipped-only", action="store_true", help="only the config the dispatch runs, no race of tiles")
     ap.add_argument("--pipelined", action="store_true", help="race every tile with x pipelined too (names end in px)")
+    ap.add_argument("--only-pipelined", action="store_true", help="race the tiles with x pipelined alone")
+    ap.add_argument(
+        "--checks",
+        action="store_true",
+        help="race fp16's product check beside max|g| kept in the loop in the steps that keep it (names end in "
+        "product-check)",
+    )
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--shard", default="0/1")
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
@@ -260,13 +315,15 @@ def main() -> None:
     dtypes = args.dtypes.split(",")
     bms = tuple(int(v) for v in args.bms.split(","))
     if args.compile_only:
-        compile_shard(args.shard, dtypes, bms, args.pipelined)
+        compile_shard(args.shard, dtypes, bms, args.pipelined, args.checks, args.only_pipelined)
         return
     rows: list[dict] = []
     ints = [[int(v) for v in s.split(",")] for s in (args.rows, args.ks, args.cols)]
     for dtype in dtypes:
         for shape in [(m, k, n) for m in ints[0] for k in ints[1] for n in ints[2]]:
-            point = run_point(shape, dtype, args.rounds, args.shipped_only, bms, args.pipelined)
+            point = run_point(
+                shape, dtype, args.rounds, args.shipped_only, bms, args.pipelined, args.checks, args.only_pipelined
+            )
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             best = min((c for c in med if not c.startswith("[")), key=med.get, default=None)

@@ -69,6 +69,8 @@ def _rmsnorm_linear_split_k_kernel(
     ALIGNED: tl.constexpr,  # K, N and the row strides are multiples of 8 elements (see lib.tiles.aligned8)
     PIPELINED_X: tl.constexpr,  # x and g loaded in the step that uses them, the squares by the tensor cores
     # (``pipelined_x``); otherwise loaded one step ahead by hand, the squares summed in registers
+    G_TOP: tl.constexpr,  # PRECISION 3: fp16's check from max|g| kept per step in the loop (True) or from the
+    # product and the first step's g (False); see ``g_top_for``
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     # rows past M masked where x moves as cp.async copies (x pipelined): wrapped, 1x2048x5504 took 1.23x cuBLAS
@@ -98,8 +100,8 @@ def _rmsnorm_linear_split_k_kernel(
         # cuBLAS where the same loop without the squares took 1.00-1.02x (H100, bf16, 4-16 x 2048 x 5504 in the
         # plain product's tiles)
         gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
-        g_top = tl.zeros([BLOCK_K], dtype=tl.float32)  # max|g| per column of a step (PRECISION 3, wide steps)
-        if PRECISION == 3 and BLOCK_K < 256:  # the share's first step of g: max|g| over it is at most max|g|
+        g_top = tl.zeros([BLOCK_K], dtype=tl.float32)  # max|g| per column of a step (PRECISION 3 with G_TOP)
+        if PRECISION == 3 and not G_TOP:  # the share's first step of g: max|g| over it is at most max|g|
             g_first = tl.load(g_ptrs, mask=offs_k < k_end - k_start, other=0.0)
         for k in range(k_start, k_end, BLOCK_K):
             here = offs_k < k_end - k
@@ -114,7 +116,7 @@ def _rmsnorm_linear_split_k_kernel(
             else:
                 gram = tl.dot(xr, tl.trans(xr), gram)
             acc = _scaled_product(xr, gk, w, acc, PRECISION)
-            if PRECISION == 3 and BLOCK_K >= 256:
+            if PRECISION == 3 and G_TOP:
                 g_top = tl.maximum(g_top, tl.abs(gk.to(tl.float32)))
             x_ptrs += BLOCK_K * stride_xk
             w_ptrs += BLOCK_K * stride_wk
@@ -126,7 +128,7 @@ def _rmsnorm_linear_split_k_kernel(
             # 2048 x 14336 from 22.5-22.7 to 25.6-25.7 us, and reading it again after the loop cost 0.3-0.7 us
             # against the product's own check (H100), which reads g again only where a bound from its first step
             # does not settle the rms check.
-            if BLOCK_K >= 256:
+            if G_TOP:
                 missed = _fp16_missed(ss, row_ok, tl.max(g_top, axis=0), k_end - k_start)
             else:
                 g_low = tl.max(tl.abs(g_first.to(tl.float32)), axis=0)
@@ -280,6 +282,13 @@ def _split_k_epilogue(y_ptr, bias, acc, ss, tile_offs, mask, K, eps):
     tl.store(y_ptr + tile_offs, out.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def g_top_for(block_k: int) -> bool:
+    """The kernel's G_TOP (fp16's check with x pipelined) for steps of ``block_k`` columns: max|g| kept in the loop
+    from 256-wide steps, the product's check in narrower ones (the choice measured on H100s, in the kernel's
+    comment)."""
+    return block_k >= 256
+
+
 def precision_of(dtype: torch.dtype, pipelined: bool = False) -> int:
     """The kernel's PRECISION for inputs of ``dtype``, x pipelined or not (IEEE under the interpreter, whose bf16
     dot is wrong; its fp16 dot is right, so fp16's guarded products run there too)."""
@@ -313,6 +322,7 @@ def launch_split_k(
     counts = launching.ticket_counters(x2d, tile_count)
     options = {} if launching.interpreting() else launching.config_options(config)
     meta.setdefault("PIPELINED_X", False)
+    meta.setdefault("G_TOP", g_top_for(bk))
     meta.update(
         HAS_BIAS=b is not None,
         PRECISION=precision_of(x2d.dtype, meta["PIPELINED_X"]),

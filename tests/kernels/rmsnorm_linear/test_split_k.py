@@ -159,12 +159,16 @@ GUARD_CASES = {"overflow": (300.0, 300.0), "tiny rows": (3e-3, 3e-3), "tiny g": 
 
 @pytest.mark.parametrize("case", GUARD_CASES)
 @pytest.mark.parametrize("splits", [1, 3])
-@pytest.mark.parametrize("block_k", [64, 256], ids=["the product checked", "max g kept in the loop"])
-def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits, block_k, device):
+@pytest.mark.parametrize(
+    "block_k, g_top",
+    [(64, False), (256, True), (256, False)],
+    ids=["64-wide steps, the product checked", "256-wide, max g kept in the loop", "256-wide, the product checked"],
+)
+def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits, block_k, g_top, device):
     """fp16 with x pipelined rounds x * g to fp16 (PRECISION 3). Where that may not hold the products, the
     program computes its share again in TF32: the output stays finite and within fp16's tolerance of the
-    float64 oracle. In 256-wide steps the check takes max|g| from the loop; in narrower ones it checks the
-    product and a bound from the first step's g (``_fp16_missed_product``)."""
+    float64 oracle. With G_TOP the check takes max|g| from the loop; without, it checks the product and a bound
+    from the first step's g (``_fp16_missed_product``), in steps of either width."""
     x_scale, g_scale = GUARD_CASES[case]
     m, k, n = 5, 300, 70
     gen = torch.Generator().manual_seed(torch.seed() % 2**31)
@@ -178,9 +182,9 @@ def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits
     else:
         assert float((xg < 2.0**-14).double().mean()) > 0.5  # most products under fp16's smallest normal
     y = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
-    config = lib_split_k.config(16, 32, block_k, splits, 4, 3, PIPELINED_X=True)
+    config = lib_split_k.config(16, 32, block_k, splits, 4, 3, PIPELINED_X=True, G_TOP=g_top)
     meta, _ = split_k.launch_split_k(x, g, w, b, y, 1e-6, config)
-    assert meta["PRECISION"] == 3
+    assert meta["PRECISION"] == 3 and meta["G_TOP"] == g_top
     assert bool(torch.isfinite(y).all())
     _check(y, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, "fp16", f"guarded fp16, {case}")
     assert _counters_at_zero()
