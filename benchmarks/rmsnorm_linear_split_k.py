@@ -14,7 +14,7 @@ rows (its pinned decode tiles); ``[two kernels]``, the norm then that product (`
     python benchmarks/rmsnorm_linear_split_k.py --out DIR [--rows 1,4,8,16,32] [--dtypes bf16,fp16]
     python benchmarks/rmsnorm_linear_split_k.py --score DIR/split_k.csv[.gz] ...   # several machines' races
     python benchmarks/rmsnorm_linear_split_k.py --out DIR --pipelined ...            # x pipelined or not, every tile
-    python benchmarks/rmsnorm_linear_split_k.py --out DIR --only-pipelined --checks --dtypes fp16  # fp16's checks
+    python benchmarks/rmsnorm_linear_split_k.py --out DIR --only-pipelined --twins unguarded  # fp16's check
     python benchmarks/rmsnorm_linear_split_k.py --score-pipelined DIR/split_k.csv[.gz] ...  # and the H200 table
 
 ``--score`` reads races (each file one machine) and prints, per dtype and column class, the policies (tiles x
@@ -66,15 +66,20 @@ def tile_set(bms: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
     return [(bm, bn, bk, st) for bm in bms for bn, bk, st in (TILES if bms == (16,) else TALL_TILES)]
 
 
-def candidate_name(
-    bm: int, bn: int, bk: int, stages: int, splits: int, pipelined: bool = False, product_check: bool = False
-) -> str:
+# Twins of the candidates with x pipelined, in fp16 (``--twins``): name -> (which tiles, the meta-parameters changed)
+TWINS = {
+    # fp16's check from the product in steps whose default keeps max|g| in the loop (``split_k.g_top_for``)
+    "product-check": (lambda bk: split_k.g_top_for(bk), {"G_TOP": False}),
+    # fp16 products with no check at all (PRECISION 0): what the check costs; wrong where fp16 cannot hold x * g,
+    # so never shipped (the race's inputs are in range: it passes the oracle check there)
+    "unguarded": (lambda bk: True, {"PRECISION": 0}),
+}
+
+
+def candidate_name(bm: int, bn: int, bk: int, stages: int, splits: int, pipelined: bool = False, twin: str = "") -> str:
     """A raced config's name in the race's CSV: tiles, stages, programs per output tile, `` px`` with x pipelined,
-    `` product-check`` where fp16's check comes from the product in steps that would keep max|g| (G_TOP False
-    where ``split_k.g_top_for`` says True)."""
-    return (
-        f"{bm}x{bn}x{bk} s{stages} split{splits}{' px' if pipelined else ''}{' product-check' if product_check else ''}"
-    )
+    then the twin's name (``TWINS``) where it is one."""
+    return f"{bm}x{bn}x{bk} s{stages} split{splits}{' px' if pipelined else ''}{' ' + twin if twin else ''}"
 
 
 def candidates(
@@ -84,12 +89,12 @@ def candidates(
     sms: int,
     bms: tuple[int, ...] = (16,),
     pipelined: bool = False,
-    checks: bool = False,
+    twins: tuple[str, ...] = (),
     only_pipelined: bool = False,
 ) -> dict[str, object]:
     """name -> config, one per distinct (tiles, split count); with ``pipelined`` each also with x pipelined
-    (``PIPELINED_X``, the name ending in `` px``; ``only_pipelined``: those alone); with ``checks`` each pipelined
-    one whose steps keep max|g| for fp16's check also with the product's check (`` product-check``)."""
+    (``PIPELINED_X``, the name ending in `` px``; ``only_pipelined``: those alone), and each of those with the
+    ``twins`` (``TWINS``) that apply to its steps."""
     out = {}
     for px in (True,) if only_pipelined else (False, True) if pipelined else (False,):
         for bm, bn, bk, st in tile_set(bms):
@@ -99,9 +104,11 @@ def candidates(
                 warps = 8 if bm >= 64 else 4
                 cfg = lib_split_k.config(bm, bn, bk, splits, warps, st, PIPELINED_X=px)
                 out.setdefault(candidate_name(bm, bn, bk, st, splits, px), cfg)
-                if checks and px and split_k.g_top_for(bk):
-                    twin = lib_split_k.config(bm, bn, bk, splits, warps, st, PIPELINED_X=True, G_TOP=False)
-                    out.setdefault(candidate_name(bm, bn, bk, st, splits, True, True), twin)
+                for twin in twins if px else ():
+                    applies, meta = TWINS[twin]
+                    if applies(bk):
+                        cfg = lib_split_k.config(bm, bn, bk, splits, warps, st, PIPELINED_X=True, **meta)
+                        out.setdefault(candidate_name(bm, bn, bk, st, splits, True, twin), cfg)
     return out
 
 
@@ -112,7 +119,7 @@ def run_point(
     shipped_only: bool = False,
     bms: tuple[int, ...] = (16,),
     pipelined: bool = False,
-    checks: bool = False,
+    twins: tuple[str, ...] = (),
     only_pipelined: bool = False,
 ) -> list[dict]:
     inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
@@ -133,7 +140,9 @@ def run_point(
         k = cfg.kwargs
         pool = {f"16x{k['BLOCK_N']}x{k['BLOCK_K']} s{cfg.num_stages} split{k['SPLIT_K']} [shipped]": cfg}
     else:
-        pool = candidates(*shape, launching.sm_count(x), bms, pipelined, checks, only_pipelined)
+        pool = candidates(
+            *shape, launching.sm_count(x), bms, pipelined, twins if dtype == "fp16" else (), only_pipelined
+        )
     launches = {
         name: (lambda c=cfg: (split_k.launch_split_k(x, g, w, b, y, eps, c), y)[1], ref) for name, cfg in pool.items()
     }
@@ -146,26 +155,26 @@ def compile_shard(
     dtypes: list[str],
     bms: tuple[int, ...] = (16,),
     pipelined: bool = False,
-    checks: bool = False,
+    twins: tuple[str, ...] = (),
     only_pipelined: bool = False,
 ) -> None:
-    """This shard's share of (dtype, tiles, split 1 or more, x pipelined or not, fp16's check) launched once at a
+    """This shard's share of (dtype, tiles, split 1 or more, x pipelined or not, fp16's twins) launched once at a
     small shape of the same specialisation (M is not specialised), so Triton's cache holds every binary before the
     timed run."""
     index, count = (int(v) for v in shard.split("/"))
     xs = (True,) if only_pipelined else (False, True) if pipelined else (False,)
     items = [
-        (d, t, s, px, g_top)
+        (d, t, s, px, meta)
         for d in dtypes
         for t in tile_set(bms)
         for s in (1, 2)
         for px in xs
-        for g_top in ({split_k.g_top_for(t[2]), False} if checks and px else {split_k.g_top_for(t[2])})
+        for meta in [{}] + [TWINS[w][1] for w in (twins if px and d == "fp16" else ()) if TWINS[w][0](t[2])]
     ]
-    for d, (bm, bn, bk, st), s, px, g_top in items[index::count]:
+    for d, (bm, bn, bk, st), s, px, meta in items[index::count]:
         inputs = discover()["rmsnorm_linear"].make_inputs((4, 512, 512), d, "cuda", 0)
         y = torch.empty((4, 512), dtype=inputs["x"].dtype, device="cuda")
-        cfg = lib_split_k.config(bm, bn, bk, s, 8 if bm >= 64 else 4, st, PIPELINED_X=px, G_TOP=g_top)
+        cfg = lib_split_k.config(bm, bn, bk, s, 8 if bm >= 64 else 4, st, PIPELINED_X=px, **meta)
         split_k.launch_split_k(inputs["x"], inputs["g"], inputs["w"], inputs["b"], y, inputs["eps"], cfg)
     torch.cuda.synchronize()
 
@@ -187,15 +196,15 @@ def policy_time(
     tile: tuple[int, int, int, int],
     sms: int = 132,
     pipelined: bool = False,
-    product_check: bool = False,
+    twin: str = "",
 ) -> float | None:
     """The time of the candidate a policy (BLOCK_N, BLOCK_K, stages, programs per SM; 0: no split; x pipelined or
-    not; fp16's product check where its steps would keep max|g|) ran at."""
+    not; a twin's name, ``TWINS``) ran at."""
     m, k, n = (int(v) for v in shape.split("x"))
     bn, bk, stages, per_sm = tile
     splits = 1 if per_sm == 0 else lib_split_k.split_count(m, k, n, 16, bn, bk, per_sm * sms)
     splits, _ = lib_split_k.k_ranges(k, splits, bk)
-    return times.get(candidate_name(16, bn, bk, stages, splits, pipelined, product_check))
+    return times.get(candidate_name(16, bn, bk, stages, splits, pipelined, twin))
 
 
 def geo(values: list[float]) -> float:
@@ -212,21 +221,20 @@ def score_pipelined(paths: list[Path]) -> None:
             _, k, n = (int(v) for v in shape.split("x"))
             groups[(dtype, n, k)].append((shape, times))
     policies = [
-        ((bn, bk, st, p), px, pc)
+        ((bn, bk, st, p), px, twin)
         for bn, bk, st in TILES
         for p in PER_SM
-        for px, pc in ((False, False), (True, False), (True, True))
+        for px, twin in ((False, ""), (True, ""), (True, "product-check"))
     ]
     torch_dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
     for (dtype, n, k), group in sorted(groups.items()):
-        fastest = [min(v for c, v in t.items() if not c.startswith("[")) for _, t in group]
+        # the fastest shippable candidate: not the unguarded twin, wrong where fp16 cannot hold x * g
+        fastest = [min(v for c, v in t.items() if not c.startswith("[") and "unguarded" not in c) for _, t in group]
         ranked = []
-        for tile, px, pc in policies:
-            ratios = [policy_time(t, s, tile, pipelined=px, product_check=pc) for s, t in group]
+        for tile, px, twin in policies:
+            ratios = [policy_time(t, s, tile, pipelined=px, twin=twin) for s, t in group]
             if all(ratios):
-                ranked.append(
-                    (max(r / f for r, f in zip(ratios, fastest)), (*tile, px) + (("product-check",) if pc else ()))
-                )
+                ranked.append((max(r / f for r, f in zip(ratios, fastest)), (*tile, px) + ((twin,) if twin else ())))
         ranked.sort()
         table = split_k.fast_memory_pipelined_tiles(k, n, torch_dtypes[dtype])
         line = f"{dtype} K {k} N~{n} ({len(group)} points): " + "  ".join(f"{p} {w:.3f}" for w, p in ranked[:3])
@@ -296,10 +304,9 @@ def main() -> None:
     ap.add_argument("--pipelined", action="store_true", help="race every tile with x pipelined too (names end in px)")
     ap.add_argument("--only-pipelined", action="store_true", help="race the tiles with x pipelined alone")
     ap.add_argument(
-        "--checks",
-        action="store_true",
-        help="race fp16's product check beside max|g| kept in the loop in the steps that keep it (names end in "
-        "product-check)",
+        "--twins",
+        default="",
+        help="with x pipelined, race fp16 twins of each tile too (comma-separated: " + ", ".join(TWINS) + ")",
     )
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--shard", default="0/1")
@@ -313,16 +320,17 @@ def main() -> None:
         score_pipelined(args.score_pipelined)
         return
     dtypes = args.dtypes.split(",")
+    twins = tuple(t for t in args.twins.split(",") if t)
     bms = tuple(int(v) for v in args.bms.split(","))
     if args.compile_only:
-        compile_shard(args.shard, dtypes, bms, args.pipelined, args.checks, args.only_pipelined)
+        compile_shard(args.shard, dtypes, bms, args.pipelined, twins, args.only_pipelined)
         return
     rows: list[dict] = []
     ints = [[int(v) for v in s.split(",")] for s in (args.rows, args.ks, args.cols)]
     for dtype in dtypes:
         for shape in [(m, k, n) for m in ints[0] for k in ints[1] for n in ints[2]]:
             point = run_point(
-                shape, dtype, args.rounds, args.shipped_only, bms, args.pipelined, args.checks, args.only_pipelined
+                shape, dtype, args.rounds, args.shipped_only, bms, args.pipelined, twins, args.only_pipelined
             )
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
