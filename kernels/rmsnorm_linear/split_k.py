@@ -285,7 +285,9 @@ def _split_k_epilogue(y_ptr, bias, acc, ss, tile_offs, mask, K, eps):
 def g_top_for(block_k: int) -> bool:
     """The kernel's G_TOP (fp16's check with x pipelined) for steps of ``block_k`` columns: max|g| kept in the loop
     from 256-wide steps, the product's check in narrower ones (the choice measured on H100s, in the kernel's
-    comment)."""
+    comment). On an H200 the product's check in 256-wide steps was slower at 1-16 x 2048-4096 x 5504 (11.0 against
+    10.8 us at K 2048) and within 1.2% either way at 11008 and 14336 columns
+    (benchmarks/results/split-k/h200-fp16-check/)."""
     return block_k >= 256
 
 
@@ -413,8 +415,10 @@ PIPELINED_ROWS = (1, 16)
 # (``benchmarks/results/grid/h200-407b653/``): the op within 1.02x of the best kprof version at 35 and 33 of 36
 # points (bf16, fp16), within 1.10x cuBLAS but at fp16 x2048x5504 (1.22-1.24x; missed there before as well). The
 # H200's memory streams the weight faster, so deeper splits (5504) and wider steps (11008) pay where the H100's did
-# not. Left with the H100's tables: bf16 14336 and 28672 from K 4096, fp16 14336
-# at K 2048, where the op ran within 4.5% of the fastest candidate.
+# not. fp16 at 5504 columns keeps 64-wide steps: its check, with the TF32 loop it never runs, cost 1.5-1.9 us in the
+# 256-wide steps bf16 takes, where unchecked fp16 ran at bf16's 9.1 us (benchmarks/results/split-k/h200-fp16-check/).
+# Left with the H100's tables: bf16 14336 and 28672 from K 4096, fp16 14336 at K 2048, where the op ran within 4.5% of
+# the fastest candidate.
 _FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[tuple[int, int, tuple[int, int, int, int]], ...]]] = {
     torch.bfloat16: {
         5504: ((2048, 3072, (64, 256, 4, 0)), (3073, 8192, (64, 64, 4, 2))),
