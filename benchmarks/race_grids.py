@@ -44,6 +44,9 @@ def main() -> int:
     ap.add_argument("--part", action="append", required=True, help="FAMILY:PART:DTYPE[:PROVIDER,...]")
     ap.add_argument("--budget", type=float, default=560.0, help="seconds for all parts together")
     ap.add_argument("--min-left", type=float, default=150.0, help="start a part only with this much left")
+    ap.add_argument(
+        "--no-graph", action="store_true", help="no CUDA-graph timing in any part (verdicts and targets need none)"
+    )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -63,6 +66,7 @@ def main() -> int:
         where = [a for sh in shapes for a in ("--shape", sh)] if shapes else ["--grid", part]
         cmd = ["kprof", "profile", family, *where, "--dtype", dtype, "--profiler", "none"]
         cmd += ["--allow-failures", "--store", store] + (["--provider", rest[0]] if rest else [])
+        cmd += ["--no-graph"] if args.no_graph else []
         rc, took = _run(cmd, args.out / f"profile-{tag}.log.gz", left)
         if rc not in (0, 124):  # 124: cut at the budget's end; what it stored is still a table, marked partial
             rows.append((tag, f"profile exit {rc}", took, ""))

@@ -82,21 +82,25 @@ class CopyTarget:
 @dataclass(frozen=True)
 class RooflineTarget:
     """Points of one class: the best kprof version within ``ratio`` x the family's roofline yardstick (what
-    ``yardstick`` names: one cuBLAS product of a matrix family's shape, a bare copy of kasmina's x). The class:
-    at most ``max_rows`` rows, at least ``min_rows``, or no dimension a multiple of ``untiled`` (shapes no tile
-    divides); unset bounds do not restrict."""
+    ``yardstick`` names: one cuBLAS product of a matrix family's shape, a bare copy of kasmina's x, a bare copy of
+    the bytes a memory-bound call moves). The class: at most ``max_rows`` rows, at least ``min_rows``, no dimension
+    a multiple of ``untiled`` (shapes no tile divides), or moving at least ``min_mib`` MiB (the bytes model); unset
+    bounds do not restrict."""
 
     ratio: float
     max_rows: int | None = None
     min_rows: int | None = None
     untiled: int | None = None
     yardstick: str = "cuBLAS"
+    min_mib: int | None = None
 
-    def applies(self, dims: Sequence[int]) -> bool:
+    def applies(self, dims: Sequence[int], nbytes: float = math.nan) -> bool:
         rows = dims[0]
         if self.max_rows is not None and rows > self.max_rows:
             return False
         if self.min_rows is not None and rows < self.min_rows:
+            return False
+        if self.min_mib is not None and not nbytes >= self.min_mib * MIB:  # unknown bytes: not in the class
             return False
         return self.untiled is None or not any(d % self.untiled == 0 for d in dims)
 
@@ -105,6 +109,7 @@ class RooflineTarget:
             *([f"<= {self.max_rows} rows"] if self.max_rows is not None else []),
             *([f">= {self.min_rows} rows"] if self.min_rows is not None else []),
             *([f"no dimension a multiple of {self.untiled}"] if self.untiled is not None else []),
+            *([f">= {self.min_mib} MiB"] if self.min_mib is not None else []),
         ]
         return f"<= {self.ratio:.2f}x {self.yardstick} at {', '.join(where) or 'every shape'}"
 
@@ -112,20 +117,25 @@ class RooflineTarget:
 @dataclass(frozen=True)
 class GridTargets:
     """What a family's grid points must reach besides the peer verdict. ``roofline``: the first class that
-    applies to a point is its target."""
+    applies to a point is its target; where its yardstick did not run at the point and ``copy`` applies there, the
+    copy ceiling's share is (runs from before a memory-bound family had its ``copy_bytes`` yardstick)."""
 
     copy: CopyTarget | None = None
     roofline: tuple[RooflineTarget, ...] = ()
 
-    def for_point(self, shape: str, bound: str, nbytes: float) -> CopyTarget | RooflineTarget | None:
+    def for_point(
+        self, shape: str, bound: str, nbytes: float, has_yardstick: bool = True
+    ) -> CopyTarget | RooflineTarget | None:
         dims = _dims(shape)
-        if self.roofline and dims:
-            hit = next((t for t in self.roofline if t.applies(dims)), None)
-            if hit is not None:
-                return hit
-        if self.copy is not None and bound == "memory" and not math.isnan(nbytes) and nbytes >= self.copy.min_bytes:
-            return self.copy
-        return None
+        copy = (
+            self.copy
+            if self.copy is not None and bound == "memory" and not math.isnan(nbytes) and nbytes >= self.copy.min_bytes
+            else None
+        )
+        hit = next((t for t in self.roofline if t.applies(dims, nbytes)), None) if dims else None
+        if hit is not None and (has_yardstick or copy is None):
+            return hit
+        return copy
 
 
 def _dims(shape: str) -> tuple[int, ...]:
@@ -546,7 +556,9 @@ def grid_table(
         pct_copy = float(kp["pct_peak_bw"]) if kp is not None and bound == "memory" else math.nan
         nbytes = float(kp["bytes"]) if kp is not None and pd.notna(kp.get("bytes")) else math.nan
         vs_roof = t_k / float(roof["gpu_time_us"]) if kp is not None and roof is not None else math.nan
-        target = targets.for_point(shape, bound, nbytes) if targets is not None and kp is not None else None
+        target = None
+        if targets is not None and kp is not None:
+            target = targets.for_point(shape, bound, nbytes, has_yardstick=roof is not None)
         met = _met(target, pct_copy, vs_roof)
         # a ratio to the yardstick compares two cases as the peer verdict does: within their spread (the same
         # code's, a shared kernel's move) it is neither met nor missed

@@ -1,4 +1,5 @@
-"""Helpers for baseline providers every family registers: torch.compile of the eager code, optional peers."""
+"""Helpers for baseline providers every family registers: torch.compile of the eager code, optional peers, the
+memory-bound families' copy yardstick."""
 
 from __future__ import annotations
 
@@ -39,3 +40,27 @@ def module_missing(module: str, install_hint: str) -> Callable[[], str | None]:
         return None
 
     return check
+
+
+def register_copy_bytes(family: Any) -> None:
+    """Register a memory-bound family's yardstick, ``copy_bytes`` (kind ``roofline``): one bare device copy (device to
+    device, as ``cudaMemcpyAsync`` moves it) of the bytes the family's ``bytes_model`` says a call at x's shape and
+    dtype moves, half read and half written. It copies buffers of its own, not the call's tensors: a family that
+    reads two inputs and writes two outputs (add_rmsnorm) is compared with one copy of all four, as "a bare device
+    copy of the same bytes" reads. The family's ``grid_targets:`` judge its points moving 64 MiB or more against it."""
+
+    def copy_bytes(x: Any, *args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        from kprof.dtypes import dtype_name
+
+        half = max(1, family.bytes_model(tuple(x.shape), dtype_name(x.dtype)) // 2)
+        src = torch.empty(half, dtype=torch.uint8, device=x.device)
+        return torch.empty_like(src).copy_(src)
+
+    family.provider(
+        "copy_bytes",
+        kind="roofline",
+        description="a bare device copy of the bytes the family's model says a call moves (half read, half "
+        "written): the yardstick of its copy target at points moving 64 MiB or more",
+    )(copy_bytes)

@@ -308,14 +308,15 @@ def read_sweep_file(path: Path, family: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-BOUNDS = ("max_rows", "min_rows", "untiled")  # the row and tile bounds of a ``roofline:`` class
+BOUNDS = ("max_rows", "min_rows", "untiled", "min_mib")  # the row, tile and size bounds of a ``roofline:`` class
 
 
 def grid_targets_in(path: Path, family: str = "") -> GridTargets:
     """The ``grid_targets:`` of a family's YAML file: ``copy: {fraction, min_mib}`` for memory-bound points,
-    ``roofline:`` a list of ``{ratio, max_rows | min_rows | untiled, yardstick}`` classes, the first
-    that applies winning. None declared: nothing checked. Reads the file only, so ``kprof grid`` needs no
-    family's code (torch, Triton) for it."""
+    ``roofline:`` a list of ``{ratio, max_rows | min_rows | untiled | min_mib, yardstick}`` classes, the first
+    that applies winning (where its yardstick did not run at a point, ``copy:`` judges it if it applies). None
+    declared: nothing checked. Reads the file only, so ``kprof grid`` needs no family's code (torch, Triton) for
+    it."""
     from kprof.grid import CopyTarget, GridTargets, RooflineTarget  # pandas: not on the ops API's import path
 
     spec = read_sweep_file(path, family).get("grid_targets") or {}
@@ -348,8 +349,8 @@ def grid_targets_in(path: Path, family: str = "") -> GridTargets:
         for c in classes
     ):
         raise KprofError(
-            f"{where}: 'roofline:' is a list of {{ratio >= 1 and any of max_rows, min_rows, untiled (positive "
-            "whole numbers), yardstick (what the `roofline` provider is, in words; default cuBLAS)}}"
+            f"{where}: 'roofline:' is a list of {{ratio >= 1 and any of max_rows, min_rows, untiled, min_mib "
+            "(positive whole numbers), yardstick (what the `roofline` provider is, in words; default cuBLAS)}}"
         )
     roofline = tuple(
         RooflineTarget(

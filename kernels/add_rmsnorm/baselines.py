@@ -7,9 +7,10 @@ import torch
 from kprof.kernels.add_rmsnorm.family import DEFAULT_EPS, FAMILY
 from kprof.kernels.add_rmsnorm.reference import add_rmsnorm_eager
 from kprof.kernels.lib.peers import liger_row_limit
-from kprof.providers import compiled, module_missing
+from kprof.providers import compiled, module_missing, register_copy_bytes
 
 FAMILY.provider("torch_eager", kind="eager", description="eager PyTorch, as users write it")(add_rmsnorm_eager)
+register_copy_bytes(FAMILY)
 
 _compiled = compiled(add_rmsnorm_eager)
 

@@ -112,10 +112,12 @@ def make_family(
 
 
 def register_baselines(family: Family, eager: Callable[[torch.Tensor], torch.Tensor]) -> None:
-    """``torch_eager`` (the eager code) and ``torch_compile`` (of it) for a gated family."""
-    from kprof.providers import compiled
+    """``torch_eager`` (the eager code) and ``torch_compile`` (of it) for a gated family, and its yardstick
+    ``copy_bytes`` (:func:`kprof.providers.register_copy_bytes`)."""
+    from kprof.providers import compiled, register_copy_bytes
 
     family.provider("torch_eager", kind="eager", description="eager PyTorch, as users write it")(eager)
+    register_copy_bytes(family)
     family.provider(
         "torch_compile", kind="compile", description="torch.compile of the eager code (default mode)", gpu_only=True
     )(compiled(eager))

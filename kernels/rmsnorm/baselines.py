@@ -8,9 +8,10 @@ import torch.nn.functional as F
 from kprof.kernels.lib.peers import liger_row_limit
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY
 from kprof.kernels.rmsnorm.reference import rmsnorm_eager
-from kprof.providers import compiled, module_missing
+from kprof.providers import compiled, module_missing, register_copy_bytes
 
 FAMILY.provider("torch_eager", kind="eager", description="eager PyTorch, as users write it")(rmsnorm_eager)
+register_copy_bytes(FAMILY)
 
 _rmsnorm_compiled = compiled(rmsnorm_eager)
 

@@ -271,6 +271,10 @@ def test_each_family_declares_the_targets_its_kind_is_held_to(name):
         assert targets.copy is None
     assert [t.ratio for t in targets.roofline] == [c["ratio"] for c in raw.get("roofline", [])]
     assert [t.yardstick for t in targets.roofline] == [c.get("yardstick", "cuBLAS") for c in raw.get("roofline", [])]
+    assert [t.min_mib for t in targets.roofline] == [c.get("min_mib") for c in raw.get("roofline", [])]
+    if FAMILIES[name].bytes_model is not None and "copy" in raw:  # a memory-bound family: its yardstick is raced
+        assert any(t.min_mib for t in targets.roofline), "memory-bound targets are judged against copy_bytes"
+        assert FAMILIES[name].providers["copy_bytes"].kind == "roofline"
 
 
 @pytest.mark.parametrize(
@@ -282,6 +286,8 @@ def test_each_family_declares_the_targets_its_kind_is_held_to(name):
         ({"roofline": [{"max_rows": 16}]}, "ratio >= 1"),
         ({"roofline": [{"ratio": 0.9, "max_rows": 16}]}, "ratio >= 1"),
         ({"roofline": [{"ratio": 1.1, "max_rows": -3}]}, "positive"),
+        ({"roofline": [{"ratio": 1.1, "min_mib": 0}]}, "positive"),
+        ({"roofline": [{"ratio": 1.1, "min_mib": 6.5}]}, "positive"),
         ({"roofline": [{"ratio": 1.1, "rows": 16}]}, "ratio >= 1"),
         ({"roofline": [{"ratio": 1.1, "yardstick": " "}]}, "yardstick"),
         ({"roofline": [{"ratio": 1.1, "yardstick": 3}]}, "yardstick"),
@@ -382,6 +388,52 @@ def test_a_yardstick_other_than_cublas_is_named_in_the_target_and_judged_at_ever
     assert table.loc["64x1000x64", "target_met"] is True and table.loc["512x1000x64", "target_met"] is False
     no_roof = grid_table(m[m["kind"] != "roofline"], targets=targets).iloc[0]
     assert no_roof["why"].startswith("target not judged: its yardstick (a copy,")
+
+
+MEMORY = GridTargets(
+    copy=CopyTarget(0.95, 64 * MIB),
+    roofline=(RooflineTarget(ratio=1 / 0.95, min_mib=64, yardstick="a bare copy of the same bytes"),),
+)
+
+
+def _memory_point(rng, shape: str, kprof_us: float, copy_us: float | None, pct_ceiling: float, nbytes: float):
+    times = {"triton_a": kprof_us, "torch_compile": 2 * kprof_us}
+    if copy_us is not None:
+        times["cublas"] = copy_us  # a `roofline` provider: here the copy of the same bytes
+    return _metrics(rng, {(shape, "bf16"): times}, noise=0.002).assign(pct_peak_bw=pct_ceiling, bytes=nbytes)
+
+
+@pytest.mark.parametrize(
+    "kprof_us, copy_us, pct_ceiling, target, met",
+    [
+        # 64 MiB run under the ceiling's rate: 84% of the ceiling, yet 96% of a copy of the same bytes
+        (18.7, 17.9, 84.0, "copy of the same bytes", True),
+        (18.7, 16.9, 84.0, "copy of the same bytes", False),  # 90% of the copy: missed, whatever the ceiling says
+        (18.7, 17.9, 97.0, "copy of the same bytes", True),
+        (18.7, None, 84.0, "copy ceiling", False),  # a run without the copy: the ceiling stands in
+        (18.7, None, 96.0, "copy ceiling", True),
+    ],
+)
+def test_memory_bound_points_are_judged_against_a_copy_of_the_same_bytes_where_it_ran(
+    kprof_us, copy_us, pct_ceiling, target, met
+):
+    rng = np.random.default_rng()
+    row = grid_table(_memory_point(rng, "64x131072", kprof_us, copy_us, pct_ceiling, 64 * MIB), targets=MEMORY).iloc[0]
+    assert target in row["target"] and row["target_met"] is met
+    if copy_us is not None:
+        assert row["vs_roofline"] == pytest.approx(kprof_us / copy_us)
+    small = grid_table(_memory_point(rng, "64x4096", 3.0, 2.0, 40.0, 2 * MIB), targets=MEMORY).iloc[0]
+    assert small["target"] == "" and small["target_met"] is None  # under 64 MiB: the peer verdict alone
+
+
+def test_a_size_bound_keeps_a_yardstick_class_to_the_points_that_move_enough_bytes():
+    t = MEMORY.roofline[0]
+    assert t.label() == "<= 1.05x a bare copy of the same bytes at >= 64 MiB"
+    assert t.applies((64, 131072), 64 * MIB) and not t.applies((64, 131072), 64 * MIB - 1)
+    assert not t.applies((64, 131072), math.nan)  # bytes unknown: not in the class
+    assert MEMORY.for_point("64x131072", "memory", 64 * MIB, has_yardstick=False) == MEMORY.copy
+    no_copy = GridTargets(roofline=MEMORY.roofline)
+    assert no_copy.for_point("64x131072", "memory", 64 * MIB, has_yardstick=False) == t  # said: not judged
 
 
 KASMINA = GridTargets(roofline=(RooflineTarget(ratio=1.111, yardstick="a bare copy of x"),))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 import torch
 
 from kprof.harness import check_correctness
@@ -20,6 +21,22 @@ def test_roofline_provider_is_not_checked(device):
     inputs = fam.make_inputs((4, 32, 24), "fp32", device, seed=1)
     assert prov.fn(**inputs).shape == (4, 48)  # not the family's output shape: checking it would fail
     corr = check_correctness(fam, prov, Case("swiglu", prov.name, (4, 32, 24), "fp32"), inputs)
+    assert corr.ok and math.isnan(corr.rel_err)
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "add_rmsnorm", "silu_mul", "gelu_mul"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_a_memory_bound_familys_yardstick_copies_the_bytes_its_model_says_a_call_moves(name, dtype, device):
+    """``copy_bytes``: one copy whose read and write together are the family's bytes model at the call's shape
+    (odd rows, a batch dimension), never checked against the oracle."""
+    fam = discover()[name]
+    prov = fam.providers["copy_bytes"]
+    shape = (3, 5, 2 * 37)
+    inputs = fam.make_inputs(shape, dtype, device, seed=int(torch.randint(0, 1 << 30, ())))
+    out = prov.fn(**inputs)
+    assert prov.kind == "roofline" and out.device.type == torch.device(device).type
+    assert 2 * out.numel() * out.element_size() == fam.bytes_model(shape, dtype)
+    corr = check_correctness(fam, prov, Case(name, prov.name, shape, dtype), inputs)
     assert corr.ok and math.isnan(corr.rel_err)
 
 
