@@ -10,7 +10,9 @@ once, with its latest measurement. Rows a table left unmeasured (``not measured`
 Only the points of each family's grid (``grid:`` in its sweep.yaml) count, unless ``--all-points``: a table may
 also hold points raced beside them. Prints, per family and dtype: points, win / tie / loss / uncertain, the family's
 target met / missed / not judged (``grid_targets:``), and which tables the rows came from; then every loss and
-missed target with its ratios and the table's why column. Nothing is measured here: the figures are the tables', each from the run its file names.
+missed target with its ratios, its target and the table's why column. Where that row has no ncu reading and an
+earlier table's row of the point has one of the same best version, the why column quotes it and names that table.
+Nothing is measured here: the figures are the tables', each from the run its file names.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -40,6 +42,9 @@ class Point:
     met: str  # "yes", "no", "not judged" (within the cases' spread), or "" where no target applies
     why: str
     source: str
+    target: str = ""  # the table's target column: which yardstick judged the point
+    carried_ncu: str = ""  # an earlier table's ncu reading of the same version at the point, where this row has none
+    carried_from: str = ""  # that table
 
 
 def _cells(line: str) -> list[str]:
@@ -88,6 +93,7 @@ def read_table(path: Path) -> list[Point]:
                 met,
                 c[-1],
                 str(path.resolve()),
+                at("target") if targeted else "",
             )  # fmt: skip
         )
     return rows
@@ -105,8 +111,30 @@ def latest(
             key = (p.family, p.shape, p.dtype)
             if p.verdict == "not measured" and key in points:
                 continue
-            points[key] = p
+            points[key] = with_earlier_ncu(p, points.get(key))
     return points if on_grid is None else only_on_grid(points, on_grid)
+
+
+NO_NCU = "no ncu measurement here"
+
+
+def ncu_reading(why: str) -> str:
+    """The ncu part of a why column (``ncu: VERSION: DRAM ... (...)``, up to the next ``; ``), or ""."""
+    found = re.search(r"(?:^|; )(ncu: .*?)(?=; |$)", why)
+    return found.group(1) if found else ""
+
+
+def with_earlier_ncu(new: Point, old: Point | None) -> Point:
+    """``new``, and where its why has no ncu reading, ``old``'s (an earlier table's row of the same point) if the
+    same kprof version was the best in both: what Nsight Compute measured of that version's kernels there (DRAM
+    bytes against the model, occupancy and its limiter) does not depend on the race around it, and the scoreboard
+    names the table it comes from."""
+    if old is None or new.best != old.best or ncu_reading(new.why) or NO_NCU not in new.why:
+        return new
+    reading, source = (
+        (ncu_reading(old.why), old.source) if ncu_reading(old.why) else (old.carried_ncu, old.carried_from)
+    )
+    return replace(new, carried_ncu=reading, carried_from=source) if reading else new
 
 
 def only_on_grid(
@@ -155,14 +183,18 @@ def scoreboard(points: dict[tuple[str, str, str], Point], root: Path) -> str:
         "",
         f"Losses and missed targets: {len(short)}.",
         "",
-        "| family | shape | dtype | verdict | ratio | best kprof | µs | best peer | µs | % of copy | vs roofline | why |",
-        "|---|---|---|---|---:|---|---:|---|---:|---:|---:|---|",
+        "| family | shape | dtype | verdict | ratio | best kprof | µs | best peer | µs | % of copy | vs roofline | target "
+        "| why |",
+        "|---|---|---|---|---:|---|---:|---|---:|---:|---:|---|---|",
     ]
     for p in sorted(short, key=lambda p: (p.family, p.dtype, p.shape)):
-        why = p.why if len(p.why) <= 300 else p.why[:297] + "..."
+        why = p.why
+        if p.carried_ncu:  # an earlier table's reading of the same version, named
+            why = why.replace(NO_NCU, f"{p.carried_ncu} (in `{Path(p.carried_from).relative_to(root)}`)", 1)
+        why = why if len(why) <= 300 else why[:297] + "..."
         out.append(
             f"| {p.family} | {p.shape} | {p.dtype} | {p.verdict} | {p.ratio} | {p.best} | {p.best_us} | {p.peer} "
-            f"| {p.peer_us} | {p.pct_copy} | {p.vs_roofline} | {why} |"
+            f"| {p.peer_us} | {p.pct_copy} | {p.vs_roofline} | {p.target or '—'} | {why} |"
         )
     return "\n".join(out) + "\n"
 

@@ -3,6 +3,7 @@ measurement of each point, and a measured row never replaced by a later table's 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -100,3 +101,30 @@ def test_points_raced_beside_a_grid_count_only_with_all_points(scoreboard):
     assert {shape for _, shape, _ in scoreboard.latest([table], on_grid)} == {"64x131072"}
     assert {shape for _, shape, _ in scoreboard.latest([table])} == rows
     assert ("48x333x100", "fp32") in on_grid["kasmina"]  # its part "default"
+
+
+# rmsnorm's wide rows: ncu at dadf658, then raced again beside the copy of their own bytes without ncu
+NCU_TABLE = (
+    ROOT / "benchmarks/results/rmsnorm-cooperative/h200-in-flight-61ffca9/ncu-dadf658/grid-rmsnorm-points-bf16-ncu.md"
+)
+COPY_TABLE = GRID / "h200-copy-bytes" / "bf16-678640a" / "grid-rmsnorm-points-bf16.md"
+
+
+def test_an_earlier_ncu_reading_of_the_same_version_is_quoted_and_named(scoreboard):
+    key = ("rmsnorm", "2048x131072", "bf16")
+    old = {(r.family, r.shape, r.dtype): r for r in scoreboard.read_table(NCU_TABLE)}[key]
+    new = {(r.family, r.shape, r.dtype): r for r in scoreboard.read_table(COPY_TABLE)}[key]
+    assert scoreboard.ncu_reading(old.why).startswith("ncu: triton_tuned: DRAM")
+    assert not scoreboard.ncu_reading(new.why) and scoreboard.NO_NCU in new.why
+    assert new.target.startswith("<= 1.05x a bare copy of the same bytes") and new.met == "no"
+    point = scoreboard.latest([NCU_TABLE, COPY_TABLE])[key]
+    assert point.best_us == new.best_us and point.met == new.met  # the latest row's figures and verdict
+    assert (point.carried_ncu, point.carried_from) == (scoreboard.ncu_reading(old.why), old.source)
+    text = scoreboard.scoreboard({key: point}, ROOT / "benchmarks" / "results")
+    assert "(in `rmsnorm-cooperative/h200-in-flight-61ffca9/ncu-dadf658/" in text and scoreboard.NO_NCU not in text
+    # another version was the best in the earlier table: its kernels are not this one's, nothing is carried
+    other = scoreboard.with_earlier_ncu(new, dataclasses.replace(old, best="triton_looped"))
+    assert other == new
+    # a row with its own reading keeps it; the earlier one is not quoted
+    assert scoreboard.with_earlier_ncu(old, new) == old
+    assert scoreboard.latest([COPY_TABLE, NCU_TABLE])[key] == old
