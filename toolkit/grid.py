@@ -16,12 +16,13 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
   spread where the store holds a calibration of the device (``kprof noise``);
 * for memory-bound points, the best version's bandwidth as a fraction of the device's copy ceiling;
 * the ratio to the family's ``roofline`` yardstick where it has one (one cuBLAS product of a matrix family's
-  shape, a bare copy of x for kasmina);
+  shape, a bare copy of x for kasmina, a bare copy of the bytes a memory-bound call moves);
 * given the family's dispatch (the provider ``kprof.kernels.ops`` runs), its time over the best kprof
   version's: where it is above 1.02 the dispatch misses a faster version a model would not get;
 * given the family's targets (``grid_targets:`` in its ``sweep.yaml``), whether the point meets the one that
-  applies to it (a share of the copy ceiling for memory-bound points, a ratio to the family's yardstick per
-  class of matrix shape), and for each loss or missed target what Nsight Compute measured there (DRAM bytes
+  applies to it (a ratio to the family's yardstick per class of shape or size: memory-bound points of 64 MiB or
+  more against a copy of their own bytes, or a share of the copy ceiling where the run has no such copy), and for
+  each loss or missed target what Nsight Compute measured there (DRAM bytes
   against the bytes model, achieved occupancy, the limiter), or that nothing was measured: no guessed cause;
 * where a family has a ``floor`` provider (less work than any of its versions does: a copy of kasmina's x through
   the layer's chain of dependent loads), whether a missed yardstick target is out of reach: the floor alone takes
