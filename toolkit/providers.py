@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kprof.registry import Family
 
 
 def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -42,7 +45,7 @@ def module_missing(module: str, install_hint: str) -> Callable[[], str | None]:
     return check
 
 
-def register_copy_bytes(family: Any) -> None:
+def register_copy_bytes(family: Family) -> None:
     """Register a memory-bound family's yardstick, ``copy_bytes`` (kind ``roofline``): one bare device copy (device to
     device, as ``cudaMemcpyAsync`` moves it) of the bytes the family's ``bytes_model`` says a call at x's shape and
     dtype moves, half read and half written. It copies buffers of its own, not the call's tensors: a family that
