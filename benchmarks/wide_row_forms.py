@@ -193,6 +193,16 @@ def _slot_settle(v, slots_ptr, row, gen, SPLITS: tl.constexpr, SPLITS_POW2: tl.c
     return tl.sum(tl.where(live, (v & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True), 0.0), axis=0)
 
 
+@triton.jit
+def _slot_take(x_ptr, slots_ptr, sync_ptr, ticket_base, gen, offs, N, n_tickets, CHUNK: tl.constexpr,
+               SPLITS: tl.constexpr):  # fmt: skip
+    """Take a ticket, load its chunk (no hint) and count its sum in at its row's slot; returns (ticket, chunk)."""
+    ticket = take_ticket(sync_ptr, ticket_base)
+    x = _pipe_load(x_ptr, ticket, offs, N, n_tickets, CHUNK, SPLITS, "")
+    _pipe_arrive(x, slots_ptr, sync_ptr, slots_ptr, gen, ticket, n_tickets, SPLITS, True)
+    return ticket, x
+
+
 @triton.jit(do_not_specialize=["ticket_base", "gen"])
 def _early_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, n_tickets, eps, CHUNK: tl.constexpr,
                   SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, EARLY_POLL: tl.constexpr, EARLY_W: tl.constexpr):  # fmt: skip
@@ -200,9 +210,7 @@ def _early_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N,
     (``EARLY_W``) issued right after the next chunk's load, before its sum waits for it: their round trips under
     that load's instead of after it."""
     offs = tl.arange(0, CHUNK)
-    ticket = take_ticket(sync_ptr, ticket_base)
-    x = _pipe_load(x_ptr, ticket, offs, N, n_tickets, CHUNK, SPLITS, "")
-    _pipe_arrive(x, slots_ptr, sync_ptr, slots_ptr, gen, ticket, n_tickets, SPLITS, True)
+    ticket, x = _slot_take(x_ptr, slots_ptr, sync_ptr, ticket_base, gen, offs, N, n_tickets, CHUNK, SPLITS)
     while ticket < n_tickets:
         after = take_ticket(sync_ptr, ticket_base)
         x_after = _pipe_load(x_ptr, after, offs, N, n_tickets, CHUNK, SPLITS, "")
@@ -222,16 +230,6 @@ def _early_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N,
         y = xf * tl.rsqrt(total / N + eps) * w.to(tl.float32)
         tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
         x, ticket = x_after, after
-
-
-@triton.jit
-def _slot_take(x_ptr, slots_ptr, sync_ptr, ticket_base, gen, offs, N, n_tickets, CHUNK: tl.constexpr,
-               SPLITS: tl.constexpr):  # fmt: skip
-    """Take a ticket, load its chunk (no hint) and count its sum in at its row's slot; returns (ticket, chunk)."""
-    ticket = take_ticket(sync_ptr, ticket_base)
-    x = _pipe_load(x_ptr, ticket, offs, N, n_tickets, CHUNK, SPLITS, "")
-    _pipe_arrive(x, slots_ptr, sync_ptr, slots_ptr, gen, ticket, n_tickets, SPLITS, True)
-    return ticket, x
 
 
 @triton.jit(do_not_specialize=["ticket_base", "gen"])
