@@ -73,6 +73,8 @@ TWINS = {
     # fp16 products with no check at all (PRECISION 0): what the check costs; wrong where fp16 cannot hold x * g,
     # so never shipped (the race's inputs are in range: it passes the oracle check there)
     "unguarded": (lambda bk: True, {"PRECISION": 0}),
+    # fp16's second loop as a call of its own (``OUTLINED``), not code between the loop and the epilogue
+    "outlined": (lambda bk: True, {"OUTLINED": True}),
 }
 
 

@@ -71,6 +71,8 @@ def _rmsnorm_linear_split_k_kernel(
     # (``pipelined_x``); otherwise loaded one step ahead by hand, the squares summed in registers
     G_TOP: tl.constexpr,  # PRECISION 3: fp16's check from max|g| kept per step in the loop (True) or from the
     # product and the first step's g (False); see ``g_top_for``
+    OUTLINED: tl.constexpr,  # PRECISION 3: the TF32 share again as a call of its own (``_tf32_share_outlined``)
+    # instead of code between the loop and the epilogue
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     # rows past M masked where x moves as cp.async copies (x pipelined): wrapped, 1x2048x5504 took 1.23x cuBLAS
@@ -133,7 +135,10 @@ def _rmsnorm_linear_split_k_kernel(
             else:
                 g_low = tl.max(tl.abs(g_first.to(tl.float32)), axis=0)
                 missed = _fp16_missed_product(acc, ss, row_ok, g_low, g_ptr, k_start, k_end)
-            if missed:
+            if missed and OUTLINED:
+                acc = _tf32_share_outlined(x_ptr, g_ptr, w_ptr, pid_m, pid_n, M, N, k_start, k_end, stride_xm,
+                                           stride_xk, stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
+            elif missed:
                 acc = _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
                                   stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
     else:
@@ -272,6 +277,21 @@ def _tf32_share(
     return acc
 
 
+@triton.jit(noinline=True)
+def _tf32_share_outlined(
+    x_ptr, g_ptr, w_ptr, pid_m, pid_n, M, N, k_start, k_end, stride_xm, stride_xk, stride_wk, stride_wn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """``_tf32_share`` as a function of its own (``noinline``): its code is not placed between the main loop and
+    the epilogue, which the fast path then runs without jumping over it. A call passes scalars only (Triton's
+    rule for ``noinline``), so the tile's rows and columns are made again here, as the kernel makes them with x
+    pipelined."""
+    offs_m, row_ok = split_k.tile_rows(pid_m, M, BLOCK_M, True)
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    return _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
+                       stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
+
+
 @triton.jit
 def _split_k_epilogue(y_ptr, bias, acc, ss, tile_offs, mask, K, eps):
     """y = acc * rstd (+ bias, unless None) for a tile whose whole product and sums of squares are in ``acc`` and
@@ -325,6 +345,7 @@ def launch_split_k(
     options = {} if launching.interpreting() else launching.config_options(config)
     meta.setdefault("PIPELINED_X", False)
     meta.setdefault("G_TOP", g_top_for(bk))
+    meta.setdefault("OUTLINED", False)
     meta.setdefault("PRECISION", precision_of(x2d.dtype, meta["PIPELINED_X"]))  # given: a benchmark prices fp16's check
     meta.update(HAS_BIAS=b is not None, ALIGNED=tiles.promise_aligned(x2d, w))
     args = kernel_args(x2d, g, w, b, y, part, ss, counts, splits, k_per_split, eps)

@@ -160,15 +160,22 @@ GUARD_CASES = {"overflow": (300.0, 300.0), "tiny rows": (3e-3, 3e-3), "tiny g": 
 @pytest.mark.parametrize("case", GUARD_CASES)
 @pytest.mark.parametrize("splits", [1, 3])
 @pytest.mark.parametrize(
-    "block_k, g_top",
-    [(64, False), (256, True), (256, False)],
-    ids=["64-wide steps, the product checked", "256-wide, max g kept in the loop", "256-wide, the product checked"],
+    "block_k, g_top, outlined",
+    [(64, False, False), (256, True, False), (256, False, False), (64, False, True), (256, True, True)],
+    ids=[
+        "64-wide steps, the product checked",
+        "256-wide, max g kept in the loop",
+        "256-wide, the product checked",
+        "64-wide, the product checked, the second loop outlined",
+        "256-wide, max g kept, the second loop outlined",
+    ],
 )
-def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits, block_k, g_top, device):
+def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits, block_k, g_top, outlined, device):
     """fp16 with x pipelined rounds x * g to fp16 (PRECISION 3). Where that may not hold the products, the
     program computes its share again in TF32: the output stays finite and within fp16's tolerance of the
     float64 oracle. With G_TOP the check takes max|g| from the loop; without, it checks the product and a bound
-    from the first step's g (``_fp16_missed_product``), in steps of either width."""
+    from the first step's g (``_fp16_missed_product``), in steps of either width; the share computed again inlined or
+    as a call of its own (``OUTLINED``)."""
     x_scale, g_scale = GUARD_CASES[case]
     m, k, n = 5, 300, 70
     gen = torch.Generator().manual_seed(torch.seed() % 2**31)
@@ -182,9 +189,9 @@ def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits
     else:
         assert float((xg < 2.0**-14).double().mean()) > 0.5  # most products under fp16's smallest normal
     y = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
-    config = lib_split_k.config(16, 32, block_k, splits, 4, 3, PIPELINED_X=True, G_TOP=g_top)
+    config = lib_split_k.config(16, 32, block_k, splits, 4, 3, PIPELINED_X=True, G_TOP=g_top, OUTLINED=outlined)
     meta, _ = split_k.launch_split_k(x, g, w, b, y, 1e-6, config)
-    assert meta["PRECISION"] == 3 and meta["G_TOP"] == g_top
+    assert meta["PRECISION"] == 3 and meta["G_TOP"] == g_top and meta["OUTLINED"] == outlined
     assert bool(torch.isfinite(y).all())
     _check(y, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, "fp16", f"guarded fp16, {case}")
     assert _counters_at_zero()
