@@ -135,9 +135,13 @@ def _rmsnorm_linear_split_k_kernel(
             else:
                 g_low = tl.max(tl.abs(g_first.to(tl.float32)), axis=0)
                 missed = _fp16_missed_product(acc, ss, row_ok, g_low, g_ptr, k_start, k_end)
-            if missed and OUTLINED:
-                acc = _tf32_share_outlined(x_ptr, g_ptr, w_ptr, pid_m, pid_n, M, N, k_start, k_end, stride_xm,
-                                           stride_xk, stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
+            if missed and OUTLINED:  # the share into this program's slot of the parts, then read back from it
+                part_at = part_ptr + split.to(tl.int64) * M * N
+                _tf32_share_outlined(x_ptr, g_ptr, w_ptr, part_at, pid_m, pid_n, M, N, k_start, k_end, stride_xm,
+                                     stride_xk, stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
+                tl.debug_barrier()  # another thread of the program may have stored the element a thread reads
+                _, out_mask, out_offs = split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
+                acc = tl.load(part_at + out_offs, mask=out_mask, other=0.0)
             elif missed:
                 acc = _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
                                   stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
@@ -279,17 +283,19 @@ def _tf32_share(
 
 @triton.jit(noinline=True)
 def _tf32_share_outlined(
-    x_ptr, g_ptr, w_ptr, pid_m, pid_n, M, N, k_start, k_end, stride_xm, stride_xk, stride_wk, stride_wn,
+    x_ptr, g_ptr, w_ptr, part_at, pid_m, pid_n, M, N, k_start, k_end, stride_xm, stride_xk, stride_wk, stride_wn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
-    """``_tf32_share`` as a function of its own (``noinline``): its code is not placed between the main loop and
-    the epilogue, which the fast path then runs without jumping over it. A call passes scalars only (Triton's
-    rule for ``noinline``), so the tile's rows and columns are made again here, as the kernel makes them with x
-    pipelined."""
+    """``_tf32_share`` as a function of its own (``noinline``), its tile stored at ``part_at`` (a contiguous [M, N]):
+    its code is then not placed between the kernel's main loop and its epilogue. Triton passes a call scalars
+    only, and Triton 3.6 does not return a tile from one (3.9 does), so the tile's rows and columns are made again
+    here, as the kernel makes them with x pipelined, and the tile goes back through memory."""
     offs_m, row_ok = split_k.tile_rows(pid_m, M, BLOCK_M, True)
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    return _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
-                       stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
+    acc = _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
+                      stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
+    _, mask, tile_offs = split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)
+    tl.store(part_at + tile_offs, acc, mask=mask)
 
 
 @triton.jit
