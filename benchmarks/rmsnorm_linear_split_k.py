@@ -75,6 +75,7 @@ TWINS = {
     "unguarded": (lambda bk: True, {"PRECISION": 0}),
     # fp16's second loop as a call of its own (``OUTLINED``), not code between the loop and the epilogue
     "outlined": (lambda bk: True, {"OUTLINED": True}),
+    "outlined-product-check": (lambda bk: split_k.g_top_for(bk), {"G_TOP": False, "OUTLINED": True}),
 }
 
 

@@ -134,7 +134,7 @@ def _rmsnorm_linear_split_k_kernel(
                 missed = _fp16_missed(ss, row_ok, tl.max(g_top, axis=0), k_end - k_start)
             else:
                 g_low = tl.max(tl.abs(g_first.to(tl.float32)), axis=0)
-                missed = _fp16_missed_product(acc, ss, row_ok, g_low, g_ptr, k_start, k_end)
+                missed = _fp16_missed_product(acc, ss, row_ok, g_low, g_ptr, k_start, k_end, OUTLINED)
             if missed and OUTLINED:  # the share into this program's slot of the parts, then read back from it
                 part_at = part_ptr + split.to(tl.int64) * M * N
                 _tf32_share_outlined(x_ptr, g_ptr, w_ptr, part_at, pid_m, pid_n, M, N, k_start, k_end, stride_xm,
@@ -228,16 +228,18 @@ def _fp16_missed(ss, row_ok, g_max, share):
 
 
 @triton.jit
-def _fp16_missed_product(acc, ss, row_ok, g_low, g_ptr, k_start, k_end):
+def _fp16_missed_product(acc, ss, row_ok, g_low, g_ptr, k_start, k_end, OUTLINED: tl.constexpr = False):
     """``_fp16_missed``'s answer from the product ``acc`` and ``g_low``, max|g| over part of the share (so at most
     max|g|): an x * g over 65504 is inf in fp16, and inf times any w is inf or NaN, while fp32 sums of finite
     fp16 products cannot overflow, so fp16 held every x * g exactly where ``acc`` is finite (with finite inputs).
     The rms check passes where a row's rms times ``g_low`` is at least 2^-8; only where it does not is max|g| read
-    over the whole share."""
+    over the whole share (``OUTLINED``: by a call of its own, ``_g_max_outlined``)."""
     nonfinite = tl.max(tl.max(tl.where(tl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0)  # NaN too
     rms_min = _rms_min(ss, row_ok, k_end - k_start)
     missed = (nonfinite > 0) | (rms_min * g_low < 0.00390625)
-    if missed:  # rare: rows this small, or the first step's g
+    if missed and OUTLINED:  # rare: rows this small, or the first step's g
+        missed = (nonfinite > 0) | (rms_min * _g_max_outlined(g_ptr, k_start, k_end) < 0.00390625)
+    elif missed:
         missed = (nonfinite > 0) | (rms_min * _g_max(g_ptr, k_start, k_end, 2048) < 0.00390625)
     return missed
 
@@ -256,6 +258,12 @@ def _g_max(g_ptr, k_start, k_end, CHUNK: tl.constexpr):
     for k in range(k_start, k_end, CHUNK):
         top = tl.maximum(top, tl.abs(tl.load(g_ptr + k + offs, mask=offs < k_end - k, other=0.0).to(tl.float32)))
     return tl.max(top, axis=0)
+
+
+@triton.jit(noinline=True)
+def _g_max_outlined(g_ptr, k_start, k_end):
+    """``_g_max`` in chunks of 2048 as a function of its own (``noinline``; see ``_tf32_share_outlined``)."""
+    return _g_max(g_ptr, k_start, k_end, 2048)
 
 
 @triton.jit

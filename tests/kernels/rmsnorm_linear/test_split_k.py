@@ -161,13 +161,21 @@ GUARD_CASES = {"overflow": (300.0, 300.0), "tiny rows": (3e-3, 3e-3), "tiny g": 
 @pytest.mark.parametrize("splits", [1, 3])
 @pytest.mark.parametrize(
     "block_k, g_top, outlined",
-    [(64, False, False), (256, True, False), (256, False, False), (64, False, True), (256, True, True)],
+    [
+        (64, False, False),
+        (256, True, False),
+        (256, False, False),
+        (64, False, True),
+        (256, True, True),
+        (256, False, True),
+    ],
     ids=[
         "64-wide steps, the product checked",
         "256-wide, max g kept in the loop",
         "256-wide, the product checked",
         "64-wide, the product checked, the second loop outlined",
         "256-wide, max g kept, the second loop outlined",
+        "256-wide, the product checked, max g and the second loop outlined",
     ],
 )
 def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits, block_k, g_top, outlined, device):
@@ -198,10 +206,12 @@ def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits
 
 
 @triton.jit
-def _missed_probe(acc_ptr, ss_ptr, g_ptr, out_ptr, M, K, g_low, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def _missed_probe(
+    acc_ptr, ss_ptr, g_ptr, out_ptr, M, K, g_low, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, OUTLINED: tl.constexpr
+):
     rows = tl.arange(0, BLOCK_M)
     acc = tl.load(acc_ptr + rows[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :])
-    missed = split_k._fp16_missed_product(acc, tl.load(ss_ptr + rows), rows < M, g_low, g_ptr, 0, K)
+    missed = split_k._fp16_missed_product(acc, tl.load(ss_ptr + rows), rows < M, g_low, g_ptr, 0, K, OUTLINED)
     tl.store(out_ptr, missed.to(tl.int32))
 
 
@@ -217,8 +227,9 @@ PRODUCT_CHECKS = {
 }
 
 
+@pytest.mark.parametrize("outlined", [False, True], ids=["max g read inlined", "max g read by a call"])
 @pytest.mark.parametrize("case", PRODUCT_CHECKS)
-def test_the_product_check_finds_what_fp16_did_not_hold(case, device):
+def test_the_product_check_finds_what_fp16_did_not_hold(case, outlined, device):
     """``_fp16_missed_product`` on products and sums of squares built for each case: an overflow found from the
     product, the rms check passed on the first step's bound or, where that fails, on max|g| read over the share."""
     change, missed = PRODUCT_CHECKS[case]
@@ -233,7 +244,7 @@ def test_the_product_check_finds_what_fp16_did_not_hold(case, device):
     g = g * change.get("g", 1.0)
     out = torch.zeros(1, dtype=torch.int32, device=device)
     args = (acc.to(device), ss.to(device), g.half().to(device), out, m, k, change.get("g_low", 1.0))
-    _missed_probe[(1,)](*args, BLOCK_M=bm, BLOCK_N=bn)
+    _missed_probe[(1,)](*args, BLOCK_M=bm, BLOCK_N=bn, OUTLINED=outlined)
     assert bool(out.item()) == missed, case
 
 
