@@ -71,8 +71,8 @@ def _rmsnorm_linear_split_k_kernel(
     # (``pipelined_x``); otherwise loaded one step ahead by hand, the squares summed in registers
     G_TOP: tl.constexpr,  # PRECISION 3: fp16's check from max|g| kept per step in the loop (True) or from the
     # product and the first step's g (False); see ``g_top_for``
-    OUTLINED: tl.constexpr,  # PRECISION 3: the TF32 share again as a call of its own (``_tf32_share_outlined``)
-    # instead of code between the loop and the epilogue
+    OUTLINED: tl.constexpr,  # PRECISION 3: the TF32 share again (and the product check's max|g|) as calls of their
+    # own (``_tf32_share_outlined``), not code between the loop and the epilogue; see ``_tf32_share_outlined``
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     # rows past M masked where x moves as cp.async copies (x pipelined): wrapped, 1x2048x5504 took 1.23x cuBLAS
@@ -295,9 +295,12 @@ def _tf32_share_outlined(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     """``_tf32_share`` as a function of its own (``noinline``), its tile stored at ``part_at`` (a contiguous [M, N]):
-    its code is then not placed between the kernel's main loop and its epilogue. Triton passes a call scalars
-    only, and Triton 3.6 does not return a tile from one (3.9 does), so the tile's rows and columns are made again
-    here, as the kernel makes them with x pipelined, and the tile goes back through memory."""
+    its code is then not placed between the kernel's main loop and its epilogue. Never run on in-range inputs, that
+    code still cost the fast path 1.0-1.4 us in 256-wide steps at 1-16 x 2048 x 5504 (H200); as a call it costs
+    nothing measurable (the checked kernel 9.50-9.73 us against 10.66-10.74 inlined and 9.09-9.12 unchecked,
+    benchmarks/results/split-k/h200-fp16-check/outlined-*/). Triton passes a call scalars only, and Triton 3.6
+    returns no tile from one (3.9 does), so the tile's rows and columns are made again here, as the kernel makes
+    them with x pipelined, and the tile goes back through memory."""
     offs_m, row_ok = split_k.tile_rows(pid_m, M, BLOCK_M, True)
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     acc = _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
@@ -359,7 +362,7 @@ def launch_split_k(
     options = {} if launching.interpreting() else launching.config_options(config)
     meta.setdefault("PIPELINED_X", False)
     meta.setdefault("G_TOP", g_top_for(bk))
-    meta.setdefault("OUTLINED", False)
+    meta.setdefault("OUTLINED", True)  # given False: a benchmark prices the second loop inlined
     meta.setdefault("PRECISION", precision_of(x2d.dtype, meta["PIPELINED_X"]))  # given: a benchmark prices fp16's check
     meta.update(HAS_BIAS=b is not None, ALIGNED=tiles.promise_aligned(x2d, w))
     args = kernel_args(x2d, g, w, b, y, part, ss, counts, splits, k_per_split, eps)
@@ -450,8 +453,11 @@ PIPELINED_ROWS = (1, 16)
 # (``benchmarks/results/grid/h200-407b653/``): the op within 1.02x of the best kprof version at 35 and 33 of 36
 # points (bf16, fp16), within 1.10x cuBLAS but at fp16 x2048x5504 (1.22-1.24x; missed there before as well). The
 # H200's memory streams the weight faster, so deeper splits (5504) and wider steps (11008) pay where the H100's did
-# not. fp16 at 5504 columns keeps 64-wide steps: its check, with the TF32 loop it never runs, cost 1.5-1.9 us in the
-# 256-wide steps bf16 takes, where unchecked fp16 ran at bf16's 9.1 us (benchmarks/results/split-k/h200-fp16-check/).
+# not. fp16's check at 5504 columns: with the TF32 loop it never runs placed between the loop and the epilogue, it
+# cost 1.5-1.9 us in the 256-wide steps bf16 takes, where unchecked fp16 ran at bf16's 9.1 us, so fp16 took 64-wide
+# steps there. With that loop a call of its own (``OUTLINED``) fp16 at K 2048 takes bf16's tiles: 9.50-9.73 against
+# 10.13-10.34 us at 1/4/16 x 2048 x 5504 (unchecked 9.09-9.12), two H200s; from K 4096 the 64-wide steps stay,
+# 0.1 us either way of the 256-wide ones outlined (benchmarks/results/split-k/h200-fp16-check/outlined-*/).
 # Left with the H100's tables: bf16 14336 and 28672 from K 4096, fp16 14336 at K 2048, where the op ran within 4.5% of
 # the fastest candidate.
 _FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[tuple[int, int, tuple[int, int, int, int]], ...]]] = {
@@ -461,7 +467,7 @@ _FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[tuple[int, int, tuple[
         28672: ((2048, 3072, (128, 64, 3, 0)),),
     },
     torch.float16: {
-        5504: ((2048, 8192, (64, 64, 4, 2)),),
+        5504: ((2048, 3072, (64, 256, 4, 0)), (3073, 8192, (64, 64, 4, 2))),
         11008: ((2048, 8192, (128, 256, 3, 0)),),
         14336: ((3073, 8192, (128, 256, 3, 0)),),
         28672: ((2048, 3072, (128, 64, 3, 0)), (3073, 8192, (256, 64, 4, 0))),
