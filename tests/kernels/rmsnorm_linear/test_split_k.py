@@ -16,6 +16,7 @@ from kprof.kernels import discover, ops
 from kprof.kernels.lib import launching, plans
 from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm_linear import op_plan, split_k, tuned
+from tests.compile_child import child_json
 from tests.kernels.ops_paths import triton_ops
 
 FAM = discover()["rmsnorm_linear"]
@@ -203,6 +204,49 @@ def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits
     assert bool(torch.isfinite(y).all())
     _check(y, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, "fp16", f"guarded fp16, {case}")
     assert _counters_at_zero()
+
+
+OUTLINED_PROBE = """
+import json, re, torch
+from kprof.kernels.lib import split_k as lib_split_k
+from kprof.kernels.rmsnorm_linear import split_k
+from kprof.specialization import compile_for, ptxas_resources
+
+fp16 = torch.float16
+tiles = {t[:3] for t in split_k.PIPELINED_TILES[fp16].values()}
+tiles |= {t[:3] for entries in split_k._FAST_MEMORY_PIPELINED[fp16].values() for *_, t in entries}
+m, k, n = 4, 2048, 5504
+x, g, w = torch.empty(m, k, dtype=fp16), torch.empty(k, dtype=fp16), torch.empty(k, n, dtype=fp16)
+y, ws, counts = torch.empty(m, n, dtype=fp16), torch.empty(1 << 20), torch.zeros(4096, dtype=torch.int32)
+out = []
+for (bn, bk, stages), outlined in [(t, True) for t in sorted(tiles)] + [(sorted(tiles)[0], False)]:
+    for splits in (1, 2):
+        splits, k_per_split = lib_split_k.k_ranges(k, splits, bk)
+        args = split_k.kernel_args(x, g, w, w, y, ws, ws, counts, splits, k_per_split, 1e-6)
+        meta = dict(BLOCK_M=16, BLOCK_N=bn, BLOCK_K=bk, HAS_BIAS=True, PRECISION=3, ALIGNED=True, PIPELINED_X=True,
+                    G_TOP=split_k.g_top_for(bk), OUTLINED=outlined, num_warps=4, num_stages=stages)
+        ptx = compile_for(split_k.split_k_kernel, args, meta, 90).asm["ptx"]
+        out.append({"tile": [bn, bk, stages], "splits": splits, "outlined": outlined,
+                    "functions": len(re.findall(r"^\\.func", ptx, re.M)), "calls": len(re.findall(r"\\bcall", ptx)),
+                    **ptxas_resources(ptx)})
+print(json.dumps(out))
+"""
+
+
+def test_fp16_second_loop_compiles_as_a_call_of_its_own_at_every_fp16_tile():
+    """Compiled for sm_90 on the CPU with the Triton installed here, at each fp16 tile of both tables (H100, H200),
+    unsplit and split: with ``OUTLINED`` the TF32 loop (and, with the product's check, its max|g| read) is a function
+    of its own that the kernel calls, not code between its loop and its epilogue; without, no call. No tile spills.
+    The call passes scalars and returns nothing but a float: the Triton on the GPU machine (3.6) returns no tile
+    from a ``noinline`` function, so the loop stores its tile and the kernel reads it back (the GPU tests run it)."""
+    out = child_json(["-c", OUTLINED_PROBE])
+    assert {tuple(c["tile"]) for c in out} >= {(64, 256, 4), (64, 64, 4)}  # the H200's fp16 entries at 5504
+    for c in out:
+        assert c["spill_bytes"] == 0 and c["registers"] <= 255, c
+        if c["outlined"]:
+            assert c["functions"] >= 1 and c["calls"] >= 1, c
+        else:
+            assert c["functions"] == 0 and c["calls"] == 0, c
 
 
 @triton.jit
