@@ -297,8 +297,9 @@ def _tf32_share_outlined(
     """``_tf32_share`` as a function of its own (``noinline``), its tile stored at ``part_at`` (a contiguous [M, N]):
     its code is then not placed between the kernel's main loop and its epilogue. Never run on in-range inputs, that
     code still cost the fast path 1.0-1.4 us in 256-wide steps at 1-16 x 2048 x 5504 (H200); as a call it costs
-    nothing measurable (the checked kernel 9.50-9.73 us against 10.66-10.74 inlined and 9.09-9.12 unchecked,
-    benchmarks/results/split-k/h200-fp16-check/outlined-*/). Triton passes a call scalars only, and Triton 3.6
+    nothing measurable: the checked kernel 9.50-9.71 us against 10.66-10.74 inlined, 9.57-9.73 for the checks with
+    no second loop at all (a bound, an earlier run) and 9.09-9.12 unchecked
+    (benchmarks/results/split-k/h200-fp16-check/). Triton passes a call scalars only, and Triton 3.6
     returns no tile from one (3.9 does), so the tile's rows and columns are made again here, as the kernel makes
     them with x pipelined, and the tile goes back through memory."""
     offs_m, row_ok = split_k.tile_rows(pid_m, M, BLOCK_M, True)
@@ -455,9 +456,9 @@ PIPELINED_ROWS = (1, 16)
 # H200's memory streams the weight faster, so deeper splits (5504) and wider steps (11008) pay where the H100's did
 # not. fp16's check at 5504 columns: with the TF32 loop it never runs placed between the loop and the epilogue, it
 # cost 1.5-1.9 us in the 256-wide steps bf16 takes, where unchecked fp16 ran at bf16's 9.1 us, so fp16 took 64-wide
-# steps there. With that loop a call of its own (``OUTLINED``) fp16 at K 2048 takes bf16's tiles: 9.50-9.73 against
+# steps there. With that loop a call of its own (``OUTLINED``) fp16 at K 2048 takes bf16's tiles: 9.50-9.71 against
 # 10.13-10.34 us at 1/4/16 x 2048 x 5504 (unchecked 9.09-9.12), two H200s; from K 4096 the 64-wide steps stay,
-# 0.1 us either way of the 256-wide ones outlined (benchmarks/results/split-k/h200-fp16-check/outlined-*/).
+# 0.1-0.4 us ahead of the 256-wide ones outlined (benchmarks/results/split-k/h200-fp16-check/outlined-*/).
 # Left with the H100's tables: bf16 14336 and 28672 from K 4096, fp16 14336 at K 2048, where the op ran within 4.5% of
 # the fastest candidate.
 _FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[tuple[int, int, tuple[int, int, int, int]], ...]]] = {
