@@ -75,8 +75,6 @@ TWINS = {
     "unguarded": (lambda bk: True, {"PRECISION": 0}),
     # fp16's second loop inlined between the loop and the epilogue, as before it became a call (``OUTLINED``)
     "inlined": (lambda bk: True, {"OUTLINED": False}),
-    # fp16's check before the tile is stored, as before ``LATE`` (which applies to unsplit tiles only)
-    "check-first": (lambda bk: True, {"LATE": False}),
 }
 
 

@@ -73,8 +73,6 @@ def _rmsnorm_linear_split_k_kernel(
     # product and the first step's g (False); see ``g_top_for``
     OUTLINED: tl.constexpr,  # PRECISION 3: the TF32 share again (and the product check's max|g|) as calls of their
     # own (``_tf32_share_outlined``), not code between the loop and the epilogue; see ``_tf32_share_outlined``
-    LATE: tl.constexpr,  # PRECISION 3 with one program per tile (``launch_split_k`` sets it only then): the tile
-    # stored before fp16's check, which then runs while the stores drain, and stored again where it trips
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     # rows past M masked where x moves as cp.async copies (x pipelined): wrapped, 1x2048x5504 took 1.23x cuBLAS
@@ -127,11 +125,6 @@ def _rmsnorm_linear_split_k_kernel(
             g_ptrs += BLOCK_K
         diagonal = tl.arange(0, BLOCK_M)[:, None] == tl.arange(0, BLOCK_M)[None, :]
         ss = tl.sum(tl.where(diagonal, gram, 0.0), axis=1)
-        if LATE:
-            _finish_tile(
-                y_ptr, bias, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
-                BLOCK_M, BLOCK_N,
-            )  # fmt: skip
         if PRECISION == 3:
             # In 256-wide steps max|g| of the share is kept in the loop. In 64-wide ones keeping it took 1-16 x
             # 2048 x 14336 from 22.5-22.7 to 25.6-25.7 us, and reading it again after the loop cost 0.3-0.7 us
@@ -152,12 +145,6 @@ def _rmsnorm_linear_split_k_kernel(
             elif missed:
                 acc = _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
                                   stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
-            if LATE and missed:  # the tile again, after every thread's first store of it
-                tl.debug_barrier()
-                _finish_tile(
-                    y_ptr, bias, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K,
-                    eps, BLOCK_M, BLOCK_N,
-                )  # fmt: skip
     else:
         # x and g are loaded one step ahead by hand: the compiler pipelines only loads that feed the product
         # directly (W's), and a load of x used in the same step for the squares stalled every step on its latency
@@ -183,11 +170,10 @@ def _rmsnorm_linear_split_k_kernel(
             w_ptrs += BLOCK_K * stride_wk
             g_ptrs += BLOCK_K
 
-    if not LATE:
-        _finish_tile(
-            y_ptr, bias, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
-            BLOCK_M, BLOCK_N,
-        )  # fmt: skip
+    _finish_tile(
+        y_ptr, bias, part_ptr, ss_ptr, count_ptr, acc, ss, split, tile, pid_m, pid_n, M, N, K, SPLIT_K, eps,
+        BLOCK_M, BLOCK_N,
+    )  # fmt: skip
 
 
 @triton.jit
@@ -379,8 +365,6 @@ def launch_split_k(
     meta.setdefault("G_TOP", g_top_for(bk))
     meta.setdefault("OUTLINED", True)  # given False: a benchmark prices the second loop inlined
     meta.setdefault("PRECISION", precision_of(x2d.dtype, meta["PIPELINED_X"]))  # given: a benchmark prices fp16's check
-    # fp16's check after the tile is stored, only with one program per tile (given False: a benchmark prices it)
-    meta["LATE"] = bool(meta.get("LATE", True)) and meta["PRECISION"] == 3 and meta["PIPELINED_X"] and splits == 1
     meta.update(HAS_BIAS=b is not None, ALIGNED=tiles.promise_aligned(x2d, w))
     args = kernel_args(x2d, g, w, b, y, part, ss, counts, splits, k_per_split, eps)
     _rmsnorm_linear_split_k_kernel[(tile_count * splits,)](*args, **meta, **options)

@@ -449,12 +449,10 @@ for aligned in (False, True):
                                              IEEE=False, ALIGNED=aligned, MASK_ROWS=False, **decode)
     out[f"rmsnorm_linear split-K/{aligned}"] = loads(
         norm_split_k, (x, x, x, x, x, r, r, c, 8, N, K, 2, 512, K, 1, N, 1, 1e-6),
-        HAS_BIAS=False, PRECISION=0, ALIGNED=aligned, PIPELINED_X=False, G_TOP=False, OUTLINED=False, LATE=False,
-        **decode)
+        HAS_BIAS=False, PRECISION=0, ALIGNED=aligned, PIPELINED_X=False, G_TOP=False, OUTLINED=False, **decode)
     out[f"rmsnorm_linear split-K, x pipelined/{aligned}"] = loads(
         norm_split_k, (x, x, x, x, x, r, r, c, 8, N, K, 2, 512, K, 1, N, 1, 1e-6),
-        HAS_BIAS=False, PRECISION=0, ALIGNED=aligned, PIPELINED_X=True, G_TOP=False, OUTLINED=False, LATE=False,
-        **decode)
+        HAS_BIAS=False, PRECISION=0, ALIGNED=aligned, PIPELINED_X=True, G_TOP=False, OUTLINED=False, **decode)
     out[f"swiglu split-K, rows masked/{aligned}"] = loads(
         _swiglu_split_k_kernel, (x, x, x, x, r, c, 8, N, K, 2, 512, K, 1, N, 1),
         IEEE=False, ALIGNED=aligned, MASK_ROWS=True, **decode)

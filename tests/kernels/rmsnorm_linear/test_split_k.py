@@ -179,16 +179,12 @@ GUARD_CASES = {"overflow": (300.0, 300.0), "tiny rows": (3e-3, 3e-3), "tiny g": 
         "256-wide, the product checked, max g and the second loop outlined",
     ],
 )
-@pytest.mark.parametrize("late", [True, False], ids=["checked after the tile is stored", "checked first"])
-def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(
-    case, splits, block_k, g_top, outlined, late, device
-):
+def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(case, splits, block_k, g_top, outlined, device):
     """fp16 with x pipelined rounds x * g to fp16 (PRECISION 3). Where that may not hold the products, the
     program computes its share again in TF32: the output stays finite and within fp16's tolerance of the
     float64 oracle. With G_TOP the check takes max|g| from the loop; without, it checks the product and a bound
     from the first step's g (``_fp16_missed_product``), in steps of either width; the share computed again inlined or
-    as a call of its own (``OUTLINED``); with one program per tile, checked after the tile is stored, which is then
-    stored again (``LATE``), or before."""
+    as a call of its own (``OUTLINED``)."""
     x_scale, g_scale = GUARD_CASES[case]
     m, k, n = 5, 300, 70
     gen = torch.Generator().manual_seed(torch.seed() % 2**31)
@@ -202,12 +198,9 @@ def test_fp16_products_are_guarded_where_fp16_cannot_hold_x_times_g(
     else:
         assert float((xg < 2.0**-14).double().mean()) > 0.5  # most products under fp16's smallest normal
     y = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
-    config = lib_split_k.config(
-        16, 32, block_k, splits, 4, 3, PIPELINED_X=True, G_TOP=g_top, OUTLINED=outlined, LATE=late
-    )
+    config = lib_split_k.config(16, 32, block_k, splits, 4, 3, PIPELINED_X=True, G_TOP=g_top, OUTLINED=outlined)
     meta, _ = split_k.launch_split_k(x, g, w, b, y, 1e-6, config)
     assert meta["PRECISION"] == 3 and meta["G_TOP"] == g_top and meta["OUTLINED"] == outlined
-    assert meta["LATE"] == (late and meta["SPLIT_K"] == 1)
     assert bool(torch.isfinite(y).all())
     _check(y, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, "fp16", f"guarded fp16, {case}")
     assert _counters_at_zero()
@@ -231,8 +224,7 @@ for (bn, bk, stages), outlined in [(t, True) for t in sorted(tiles)] + [(sorted(
         splits, k_per_split = lib_split_k.k_ranges(k, splits, bk)
         args = split_k.kernel_args(x, g, w, w, y, ws, ws, counts, splits, k_per_split, 1e-6)
         meta = dict(BLOCK_M=16, BLOCK_N=bn, BLOCK_K=bk, HAS_BIAS=True, PRECISION=3, ALIGNED=True, PIPELINED_X=True,
-                    G_TOP=split_k.g_top_for(bk), OUTLINED=outlined, LATE=splits == 1, num_warps=4,
-                    num_stages=stages)
+                    G_TOP=split_k.g_top_for(bk), OUTLINED=outlined, num_warps=4, num_stages=stages)
         ptx = compile_for(split_k.split_k_kernel, args, meta, 90).asm["ptx"]
         out.append({"tile": [bn, bk, stages], "splits": splits, "outlined": outlined,
                     "functions": len(re.findall(r"^\\.func", ptx, re.M)), "calls": len(re.findall(r"\\bcall", ptx)),
