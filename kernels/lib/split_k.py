@@ -71,6 +71,13 @@ def tile_rows(pid_m, M, BLOCK_M: tl.constexpr, MASKED: tl.constexpr):
 
 
 @triton.jit
+def tile_cols(pid_n, N, BLOCK_N: tl.constexpr):
+    """Column offsets of a column tile, wrapped past N (modulo N): the loads stay in bounds without a column mask,
+    and the output's store masks the wrapped columns (``output_tile``)."""
+    return (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+
+
+@triton.jit
 def output_tile(pid_m, pid_n, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """(columns, in-bounds mask, offsets in a contiguous [M, N]) of an output tile."""
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)

@@ -78,7 +78,7 @@ def _rmsnorm_linear_split_k_kernel(
     # rows past M masked where x moves as cp.async copies (x pipelined): wrapped, 1x2048x5504 took 1.23x cuBLAS
     # against 1.03x masked (H100); x loaded ahead by hand uses plain loads, which meet the repeats in L1
     offs_m, row_ok = split_k.tile_rows(pid_m, M, BLOCK_M, PIPELINED_X)
-    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_n = split_k.tile_cols(pid_n, N, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
     w_rows = (k_start + offs_k[:, None]) * stride_wk
@@ -303,7 +303,7 @@ def _tf32_share_outlined(
     returns no tile from one (3.9 does), so the tile's rows and columns are made again here, as the kernel makes
     them with x pipelined, and the tile goes back through memory."""
     offs_m, row_ok = split_k.tile_rows(pid_m, M, BLOCK_M, True)
-    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_n = split_k.tile_cols(pid_n, N, BLOCK_N)
     acc = _tf32_share(x_ptr, g_ptr, w_ptr, offs_m, row_ok, offs_n, k_start, k_end, stride_xm, stride_xk,
                       stride_wk, stride_wn, BLOCK_M, BLOCK_N)  # fmt: skip
     _, mask, tile_offs = split_k.output_tile(pid_m, pid_n, M, N, BLOCK_M, BLOCK_N)

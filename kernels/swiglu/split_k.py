@@ -50,7 +50,7 @@ def _swiglu_split_k_kernel(
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     offs_m, row_ok = split_k.tile_rows(pid_m, M, BLOCK_M, MASK_ROWS)
-    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_n = split_k.tile_cols(pid_n, N, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     x_rows = offs_m[:, None].to(tl.int64) * stride_xm
     w_rows = (k_start + offs_k[:, None]) * stride_wk
