@@ -235,8 +235,7 @@ def launch_slotted(
         kernel, args, options = _slotted_call(
             x2d, r2d, weight, y2d, h2d, slots, sync, base, generation, eps, n_tickets, meta, num_warps
         )
-        options = {**options, "maxnreg": maxnreg} if maxnreg else options
-        return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
+        return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0], maxnreg)
 
 
 def launch_cooperative(

@@ -334,10 +334,14 @@ def _gpu_only(x2d: torch.Tensor, what: str) -> None:
         )
 
 
-def launch_meeting(kernel: Any, grid: tuple[int], args: tuple, options: dict, sync: torch.Tensor, tickets: int) -> Any:
+def launch_meeting(
+    kernel: Any, grid: tuple[int], args: tuple, options: dict, sync: torch.Tensor, tickets: int, maxnreg: int = 0
+) -> Any:
     """``kernel[grid](*args, **options)``, a launch whose programs draw ``tickets`` tickets in all at ``sync``
-    (from :func:`cooperative_launch_args`), counted once it is launched; returns the compiled kernel. A launch that
-    raises (an interrupt included) leaves its counters to itself: the next call starts on fresh ones."""
+    (from :func:`cooperative_launch_args`), counted once it is launched; returns the compiled kernel. ``maxnreg``:
+    registers a thread at most (ptxas's ``.maxnreg``; 0: the compiler's choice). A launch that raises (an interrupt
+    included) leaves its counters to itself: the next call starts on fresh ones."""
+    options = {**options, "maxnreg": maxnreg} if maxnreg else options
     try:
         compiled = kernel[grid](*args, **options)
         meeting_tickets_drawn(sync, tickets)

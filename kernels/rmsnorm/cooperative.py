@@ -238,8 +238,7 @@ def launch_slotted(
         (slots, sync, base, generation), meta, grid, n_tickets = slotted_launch_args(x2d, chunk, programs, "rmsnorm")
         kernel, args, options = _slotted_call(x2d, weight, y2d, slots, sync, base, generation, eps, n_tickets, meta,
                                               num_warps)  # fmt: skip
-        options = {**options, "maxnreg": maxnreg} if maxnreg else options
-        return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0])
+        return launch_meeting(kernel, grid, args, options, sync, n_tickets + grid[0], maxnreg)
 
 
 def launch_cooperative(

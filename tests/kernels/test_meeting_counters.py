@@ -105,6 +105,23 @@ def test_a_launch_that_raises_leaves_its_counters_and_the_next_starts_fresh(monk
         counters = fresh
 
 
+def test_a_register_cap_reaches_the_launch_only_where_one_is_given(monkeypatch):
+    """``maxnreg`` (the wide-row kernels' ``launch_slotted``): passed to the launch as ptxas's cap where it is not 0,
+    left out where it is (the compiler's choice), the caller's options untouched."""
+    monkeypatch.setattr(launching, "_MEETINGS", {})
+    seen = []
+
+    class Kernel:
+        def __getitem__(self, grid: tuple[int]) -> Any:
+            return lambda *args, **options: seen.append(options)
+
+    counters, _ = launching.meeting_counters(torch.empty(1), 10)
+    options = {"num_warps": 8}
+    split_rows.launch_meeting(Kernel(), (3,), (), options, counters, 5, maxnreg=48)
+    split_rows.launch_meeting(Kernel(), (3,), (), options, counters, 5)
+    assert seen == [{"num_warps": 8, "maxnreg": 48}, {"num_warps": 8}] and options == {"num_warps": 8}
+
+
 def _rmsnorm(x: torch.Tensor, w: torch.Tensor, kernel: str) -> torch.Tensor:
     y = torch.empty_like(x)
     if kernel in ("pipelined", "slotted"):
