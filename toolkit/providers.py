@@ -52,11 +52,11 @@ def register_copy_bytes(family: Family) -> None:
     reads two inputs and writes two outputs (add_rmsnorm) is compared with one copy of all four, as "a bare device
     copy of the same bytes" reads. The family's ``grid_targets:`` judge its points moving 64 MiB or more against it."""
 
+    import torch  # here, not per call: the copy is what a run times
+
+    from kprof.dtypes import dtype_name
+
     def copy_bytes(x: Any, *args: Any, **kwargs: Any) -> Any:
-        import torch
-
-        from kprof.dtypes import dtype_name
-
         half = max(1, family.bytes_model(tuple(x.shape), dtype_name(x.dtype)) // 2)
         src = torch.empty(half, dtype=torch.uint8, device=x.device)
         return torch.empty_like(src).copy_(src)
