@@ -78,6 +78,16 @@ TWINS = {
 }
 
 
+def x_paths(pipelined: bool, only_pipelined: bool) -> tuple[bool, ...]:
+    """The ``PIPELINED_X`` values raced: x loaded ahead, pipelined too (``pipelined``), or pipelined alone."""
+    return (True,) if only_pipelined else (False, True) if pipelined else (False,)
+
+
+def twin_metas(twins: tuple[str, ...], block_k: int) -> list[tuple[str, dict]]:
+    """(name, meta-parameters changed) of each of ``twins`` (``TWINS``) that applies to steps of ``block_k``."""
+    return [(twin, TWINS[twin][1]) for twin in twins if TWINS[twin][0](block_k)]
+
+
 def candidate_name(bm: int, bn: int, bk: int, stages: int, splits: int, pipelined: bool = False, twin: str = "") -> str:
     """A raced config's name in the race's CSV: tiles, stages, programs per output tile, `` px`` with x pipelined,
     then the twin's name (``TWINS``) where it is one."""
@@ -98,7 +108,7 @@ def candidates(
     (``PIPELINED_X``, the name ending in `` px``; ``only_pipelined``: those alone), and each of those with the
     ``twins`` (``TWINS``) that apply to its steps."""
     out = {}
-    for px in (True,) if only_pipelined else (False, True) if pipelined else (False,):
+    for px in x_paths(pipelined, only_pipelined):
         for bm, bn, bk, st in tile_set(bms):
             for p in PER_SM:
                 splits = 1 if p == 0 else lib_split_k.split_count(m, k, n, bm, bn, bk, p * sms)
@@ -106,11 +116,9 @@ def candidates(
                 warps = 8 if bm >= 64 else 4
                 cfg = lib_split_k.config(bm, bn, bk, splits, warps, st, PIPELINED_X=px)
                 out.setdefault(candidate_name(bm, bn, bk, st, splits, px), cfg)
-                for twin in twins if px else ():
-                    applies, meta = TWINS[twin]
-                    if applies(bk):
-                        cfg = lib_split_k.config(bm, bn, bk, splits, warps, st, PIPELINED_X=True, **meta)
-                        out.setdefault(candidate_name(bm, bn, bk, st, splits, True, twin), cfg)
+                for twin, meta in twin_metas(twins, bk) if px else ():
+                    cfg = lib_split_k.config(bm, bn, bk, splits, warps, st, PIPELINED_X=True, **meta)
+                    out.setdefault(candidate_name(bm, bn, bk, st, splits, True, twin), cfg)
     return out
 
 
@@ -164,14 +172,13 @@ def compile_shard(
     small shape of the same specialisation (M is not specialised), so Triton's cache holds every binary before the
     timed run."""
     index, count = (int(v) for v in shard.split("/"))
-    xs = (True,) if only_pipelined else (False, True) if pipelined else (False,)
     items = [
         (d, t, s, px, meta)
         for d in dtypes
         for t in tile_set(bms)
         for s in (1, 2)
-        for px in xs
-        for meta in [{}] + [TWINS[w][1] for w in (twins if px and d == "fp16" else ()) if TWINS[w][0](t[2])]
+        for px in x_paths(pipelined, only_pipelined)
+        for meta in [{}] + [m for _, m in twin_metas(twins if px and d == "fp16" else (), t[2])]
     ]
     for d, (bm, bn, bk, st), s, px, meta in items[index::count]:
         inputs = discover()["rmsnorm_linear"].make_inputs((4, 512, 512), d, "cuda", 0)
