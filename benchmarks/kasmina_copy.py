@@ -11,8 +11,10 @@ against the float64 oracle first. With ``--by-state``, every tile runs with the 
 seeds copy x, the others fold the blend into the blueprint), beside ``[shipped, by state]`` and ``[no telemetry,
 by state]``. With ``--stats``, every tile at each of the kernel's ways of summing the statistics (``STATS``: Chan's
 merge per tile, or sums shifted by the program's first row, per tile or per element); with ``--maxnreg``, each also
-at those register caps (``maxnreg``: fewer registers a thread, more programs an SM). (The first two races in ``results/kasmina-copy/`` also had rows split over
-programs, x loaded a step ahead and IEEE fp32 products; a later one several seeds per program: none was kept.)
+at those register caps (``maxnreg``: fewer registers a thread, more programs an SM). With ``--masked``, also
+``[shipped, masked]``: the shipped launch with the masks it drops where every tile is full (``EVEN``). (The first
+two races in ``results/kasmina-copy/`` also had rows split over programs, x loaded a step ahead and IEEE fp32
+products; a later one several seeds per program: none was kept.)
 
 Two floors beside the copy, each the fastest of a few Triton copy kernels (rows x seeds per program):
 ``[triton copy]``, ``y = x``; ``[copy through ids]``, the same copy where each program also reads its seeds'
@@ -25,7 +27,7 @@ no kernel that keeps the state on the device meets the family's target there. A 
 kasmina program with those rows must read) and adds nothing of them either.
 
     python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32] [--floors-only] [--by-state]
-        [--stats 0,1,2] [--maxnreg 0,128]
+        [--stats 0,1,2] [--maxnreg 0,128] [--masked] [--tiles 16x2,32x2] [--no-floors]
 
 Writes DIR/kasmina_copy.csv (one row per point and candidate: median and every round, us) and prints, per
 point, the copy, the floors, the shipped kernel and the fastest tile, each as a fraction of the copy's speed.
@@ -82,22 +84,23 @@ def candidates(
     by_state: bool = False,
     stats: tuple[int, ...] = (),
     maxnreg: tuple[int, ...] = (),
+    tiles: tuple[tuple[int, int], ...] = (),
 ) -> dict[str, object]:
-    """name -> fn for every (rows per tile, warps) and, in fp32, blueprint rows per product step (``k``); with
-    ``splits``, the shipped tile at each number of programs per seed (``r``); with ``by_state``, each with the
-    kernel's BY_STATE branch; with ``stats``, each tile at each of the kernel's ways of summing the statistics
-    (``s``, the kernel's STATS: ``branch_free._walk``); with ``maxnreg``, each also at each register cap (``m``, 0
-    the compiler's choice, named without it)."""
+    """name -> fn for every (rows per tile, warps), or those of ``tiles``, and in fp32 at blueprint rows per product
+    step (``k``); with ``splits``, the shipped tile at each number of programs per seed (``r``); with ``by_state``,
+    each with the kernel's BY_STATE branch; with ``stats``, each tile at each of the kernel's ways of summing the
+    statistics (``s``, the kernel's STATS: ``branch_free._walk``); with ``maxnreg``, each also at each register cap
+    (``m``, 0 the compiler's choice, named without it)."""
     if maxnreg:
         return {
             name + (f" m{m}" if m else ""): lambda m=m, fn=fn: fn(maxnreg=m)
-            for name, fn in candidates(inp, splits, by_state, stats).items()
+            for name, fn in candidates(inp, splits, by_state, stats, tiles=tiles).items()
             for m in maxnreg
         }
     if stats:
         return {
             f"{name} s{st}": lambda st=st, fn=fn, **kw: fn(stats=st, **kw)
-            for name, fn in candidates(inp, splits, by_state).items()
+            for name, fn in candidates(inp, splits, by_state, tiles=tiles).items()
             for st in stats
         }
     if by_state:
@@ -114,14 +117,14 @@ def candidates(
     if inp["x"].dtype != torch.float32:
         return {
             f"b{b} w{w}": lambda b=b, w=w, **kw: branch_free.launch(**inp, telemetry=True, block_b=b, num_warps=w, **kw)
-            for b, w in TILES
+            for b, w in tiles or TILES
         }
     chunks = sorted({min(k, branch_free.block_c(c)) for k in (32, 64, 128)})
     return {
         f"b{b} w{w} k{k}": lambda b=b, w=w, k=k, **kw: branch_free.launch(
             **inp, telemetry=True, block_b=b, num_warps=w, precision=2, k_chunk=k, **kw
         )
-        for b, w in FP32_TILES
+        for b, w in tiles or FP32_TILES
         for k in chunks
     }
 
@@ -156,6 +159,9 @@ def run_point(
     by_state: bool = False,
     stats: tuple[int, ...] = (),
     maxnreg: tuple[int, ...] = (),
+    masked: bool = False,
+    tiles: tuple[tuple[int, int], ...] = (),
+    no_floors: bool = False,
 ) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
@@ -171,13 +177,19 @@ def run_point(
     if by_state:
         fns["[shipped, by state]"] = lambda: branch_free.launch(**inp, telemetry=True, by_state=True)
         fns["[no telemetry, by state]"] = lambda: branch_free.launch(**inp, telemetry=False, by_state=True)
+    if masked:  # the shipped launch with its masks kept where it drops them (EVEN)
+        fns["[shipped, masked]"] = lambda: branch_free.launch(**inp, telemetry=True, even=False)
+        if by_state:
+            fns["[shipped, by state, masked]"] = lambda: branch_free.launch(
+                **inp, telemetry=True, by_state=True, even=False
+            )
     if not floors_only:
-        fns.update(candidates(inp, splits, by_state, stats, maxnreg))
+        fns.update(candidates(inp, splits, by_state, stats, maxnreg, tiles))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     # each must copy x exactly, the zero included, into an output poisoned first (a tile that wrote nothing would
     # otherwise pass on the previous tile's copy); bench_common.checked poisons too, but allows a relative error
-    for name, fn in floor_candidates(inp, out).items():
+    for name, fn in ({} if no_floors else floor_candidates(inp, out)).items():
         try:
             out.fill_(float("nan"))
             fn()
@@ -209,7 +221,11 @@ def main() -> None:
     ap.add_argument("--by-state", action="store_true", help="every tile with the kernel's BY_STATE branch")
     ap.add_argument("--stats", default="", help="every tile at each of these STATS (e.g. 0,1,2: branch_free._walk)")
     ap.add_argument("--maxnreg", default="", help="every tile also at these register caps (e.g. 0,128; 0: none)")
+    ap.add_argument("--masked", action="store_true", help="also the shipped launch with its masks (EVEN off)")
+    ap.add_argument("--tiles", default="", help="only these tiles, rows x warps (e.g. 16x2,32x2)")
+    ap.add_argument("--no-floors", action="store_true", help="leave the floors' copy kernels out")
     args = ap.parse_args()
+    tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",") if t)
     rows: list[dict] = []
     for dtype in args.dtypes.split(","):
         for s in args.shapes.split(","):
@@ -217,16 +233,19 @@ def main() -> None:
             splits = tuple(int(v) for v in args.splits.split(",") if v)
             stats = tuple(int(v) for v in args.stats.split(",") if v)
             caps = tuple(int(v) for v in args.maxnreg.split(",") if v)
-            point = run_point(shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats, caps)
+            point = run_point(
+                shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats, caps,
+                args.masked, tiles, args.no_floors,
+            )  # fmt: skip
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]
             named = (*FLOOR_LABELS.values(), "[no telemetry]", "[no telemetry, by state]", "[shipped]")
-            named += ("[shipped, by state]",)
-            tiles = [c for c in med if not c.startswith("[")]
-            named += (min(tiles, key=med.get),) if tiles else ()
+            named += ("[shipped, by state]", "[shipped, masked]", "[shipped, by state, masked]")
+            tile_names = [c for c in med if not c.startswith("[")]
+            named += (min(tile_names, key=med.get),) if tile_names else ()
             for st in stats:  # each way of summing the statistics: its fastest tile
-                mine = [c for c in tiles if f" s{st}" in c]
+                mine = [c for c in tile_names if f" s{st}" in c]
                 named += (min(mine, key=med.get),) if mine else ()
             print(
                 f"{dtype} {s:12} copy {copy:7.2f}  "

@@ -162,3 +162,39 @@ def test_a_first_row_far_from_the_mean_keeps_the_variance(stats, device):
     _, t_ref = fam.oracle(**inp)
     _, tele = branch_free.launch(**inp, telemetry=True, stats=stats)
     assert ((tele[:, 1].double() - t_ref[:, 1]).abs() / t_ref[:, 1].abs()).max().item() < fam.tolerances["fp32"]
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, config",
+    [
+        ((32, 3, 16), "bf16", {"telemetry": True}),  # two full tiles of 16 rows a seed
+        ((64, 3, 32), "fp16", {"telemetry": True, "row_programs": 2}),  # a seed's rows split (parts merged)
+        ((64, 4, 32), "fp32", {"telemetry": True, "by_state": True}),  # dormant seeds copied, the blend folded
+        ((64, 2, 16), "bf16", {"telemetry": False}),  # a program per tile of 64 rows, the statistics by PyTorch
+    ],
+)
+@pytest.mark.parametrize("stats", [0, 2])
+def test_without_masks_where_every_tile_is_full_the_outputs_are_the_masked_kernels(shape, dtype, config, stats, device):
+    fam = F["kasmina"]
+    inp = _inputs(shape, dtype, device, 3.0)
+    _, n_seeds, c = shape
+    assert branch_free.config_for(inp["x"], n_seeds, c, config["telemetry"]).even
+    y, tele = branch_free.launch(**inp, stats=stats, **config)
+    y_masked, tele_masked = branch_free.launch(**inp, stats=stats, even=False, **config)
+    assert torch.equal(y, y_masked)
+    y_ref, t_ref = fam.oracle(**inp)
+    assert _rel(y, y_ref) < fam.tolerances[dtype]
+    if config["telemetry"]:
+        assert torch.allclose(tele, tele_masked, rtol=1e-6, atol=0.0)
+        assert _rel(tele, t_ref) < fam.tolerances[dtype]
+
+
+def test_even_is_taken_only_where_every_tile_is_full_and_refused_elsewhere(device):
+    assert branch_free.even_for(32, 16, 16) and branch_free.even_for(512, 128, 32)
+    assert not branch_free.even_for(33, 16, 16)  # a partial last tile
+    assert not branch_free.even_for(32, 20, 16) and not branch_free.even_for(32, 8, 16)  # channels short of BLOCK_C
+    for shape, block_b in (((20, 3, 16), 16), ((32, 3, 20), 16)):
+        inp = _inputs(shape, "bf16", device, 0.0)
+        assert not branch_free.config_for(inp["x"], shape[1], shape[2], True, block_b).even
+        with pytest.raises(ValueError, match="even=True needs"):
+            branch_free.launch(**inp, telemetry=True, block_b=block_b, even=True)
