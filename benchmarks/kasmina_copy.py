@@ -81,14 +81,14 @@ def floor_candidates(inp: dict, out: torch.Tensor) -> dict[str, object]:
 def candidates(
     inp: dict,
     splits: tuple[int, ...] = (),
-    by_state: bool = False,
+    by_state: bool | str = False,
     stats: tuple[int, ...] = (),
     maxnreg: tuple[int, ...] = (),
     tiles: tuple[tuple[int, int], ...] = (),
 ) -> dict[str, object]:
     """name -> fn for every (rows per tile, warps), or those of ``tiles``, and in fp32 at blueprint rows per product
     step (``k``); with ``splits``, the shipped tile at each number of programs per seed (``r``); with ``by_state``,
-    each with the kernel's BY_STATE branch; with ``stats``, each tile at each of the kernel's ways of summing the
+    each with the kernel's BY_STATE branch (``"both"``: without and with it, ``bs``); with ``stats``, each tile at each of the kernel's ways of summing the
     statistics (``s``, the kernel's STATS: ``branch_free._walk``); with ``maxnreg``, each also at each register cap
     (``m``, 0 the compiler's choice, named without it)."""
     if maxnreg:
@@ -103,6 +103,9 @@ def candidates(
             for name, fn in candidates(inp, splits, by_state, tiles=tiles).items()
             for st in stats
         }
+    if by_state == "both":  # each tile without and with the branch (named with " bs")
+        plain = candidates(inp, splits, False, tiles=tiles)
+        return {**plain, **{f"{n} bs": f for n, f in candidates(inp, splits, True, tiles=tiles).items()}}
     if by_state:
         inp = {**inp, "by_state": True}
     c = inp["weights"].shape[-1]
@@ -156,7 +159,7 @@ def run_point(
     rounds: int,
     splits: tuple[int, ...] = (),
     floors_only: bool = False,
-    by_state: bool = False,
+    by_state: bool | str = False,
     stats: tuple[int, ...] = (),
     maxnreg: tuple[int, ...] = (),
     masked: bool = False,
@@ -219,6 +222,7 @@ def main() -> None:
     ap.add_argument("--splits", default="", help="race the shipped tile at these programs per seed, e.g. 1,2,4,8")
     ap.add_argument("--floors-only", action="store_true", help="the references and floors alone, no tiles")
     ap.add_argument("--by-state", action="store_true", help="every tile with the kernel's BY_STATE branch")
+    ap.add_argument("--both-states", action="store_true", help="every tile without and with the BY_STATE branch")
     ap.add_argument("--stats", default="", help="every tile at each of these STATS (e.g. 0,1,2: branch_free._walk)")
     ap.add_argument("--maxnreg", default="", help="every tile also at these register caps (e.g. 0,128; 0: none)")
     ap.add_argument("--masked", action="store_true", help="also the shipped launch with its masks (EVEN off)")
@@ -234,7 +238,8 @@ def main() -> None:
             stats = tuple(int(v) for v in args.stats.split(",") if v)
             caps = tuple(int(v) for v in args.maxnreg.split(",") if v)
             point = run_point(
-                shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats, caps,
+                shape, dtype, args.rounds, splits, args.floors_only, "both" if args.both_states else args.by_state,
+                stats, caps,
                 args.masked, tiles, args.no_floors,
             )  # fmt: skip
             rows += point
