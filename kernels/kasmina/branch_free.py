@@ -453,6 +453,7 @@ class FastMemoryTile:
     seeds_per_sm: tuple[float, float] = (0.0, float("inf"))  # seeds per SM: at least the first, under the second
     channel_step: int = 1  # only where the channels are a multiple of it: other counts compile to other kernels
     maxnreg: int = 0  # registers a thread at most (ptxas's .maxnreg); 0: the compiler's choice
+    by_state: bool = False  # the BY_STATE branch (dormant seeds copied, the blend folded), beside by_state_for's
 
 
 _ANY = 1 << 30
@@ -483,6 +484,11 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 #   64x100x32 3.9 / 4.0 against 4.9 / 4.9), 32 x 4 to 32 (32x100x64 3.8 / 3.7 against 5.2 / 5.1).
 # - 16-bit, 65-128 channels: from 256 rows 16 x 2 with per-element sums (512x4000x128 368.3-368.8 / 370.9 against
 #   434.6-435.5); below, 16 x 2 with sums per tile (48x333x100 16.1 / 16.0-16.1 against 18.4 / 18.3).
+#   At 128 channels (65-128 where a multiple of 64), with the kernel's masks dropped where every tile is full (EVEN;
+#   h200-even/): from 256 rows the same tile with the BY_STATE branch (512x1000x128 86.4-86.5 / 84.9 against
+#   89.9-90.8 / 89.8, 512x4000x128 327.4-331.2 / 326.8-327.9 against 349.1-349.5 / 347.4-347.7, 512x100x128
+#   16.1 / 15.8 against 16.7 / 16.7; two machines); from 64 to 255 rows with a program per seed, per-element sums
+#   (64x1000x128 19.4 / 19.1 against 22.0 / 21.7, 64x4000x128 70.4 / 69.6 against 79.9 / 79.4).
 # - 16-bit, more than 128 channels: 32 x 8 with sums per tile (64x250x256 19.7-19.8 / 19.5 against 21.0 / 21.0).
 # - fp32, 33-64 channels, from 64 rows (with the BY_STATE branch): 16 x 2 with per-element sums (512x1000x64
 #   101.7-102.1 against 121.6-121.7, 64x1000x64 20.5-20.7 against 22.3-22.6, 64x4000x64 67.4 against 78.2).
@@ -504,7 +510,9 @@ _FAST_MEMORY_TILES: tuple[FastMemoryTile, ...] = (
     FastMemoryTile(False, (1, 64), (2, 15), 16, 2, 1, seeds_per_sm=_MANY),
     FastMemoryTile(False, (1, 64), (33, 64), 64, 8, 1, seeds_per_sm=(0.0, 1.0)),
     FastMemoryTile(False, (1, 64), (17, 32), 32, 4, 1, seeds_per_sm=(0.0, 1.0)),
+    FastMemoryTile(False, (65, 128), (256, _ANY), 16, 2, 2, channel_step=64, by_state=True),
     FastMemoryTile(False, (65, 128), (256, _ANY), 16, 2, 2),
+    FastMemoryTile(False, (65, 128), (64, 255), 16, 2, 2, seeds_per_sm=_MANY, channel_step=64),
     FastMemoryTile(False, (65, 128), (1, _ANY), 16, 2, 1),
     FastMemoryTile(False, (129, _ANY), (1, _ANY), 32, 8, 1),
     FastMemoryTile(True, (33, 64), (64, _ANY), 16, 2, 2),
@@ -592,11 +600,13 @@ def config_for(
     n_rows = x.numel() // x.shape[-1]
     default_b, default_warps, default_k = tile_for(n_rows, c, x.dtype, telemetry)
     default_stats = default_maxnreg = 0
+    default_by_state = by_state_for(n_rows, c, x.dtype, telemetry)
     if telemetry and launching.fast_memory(x):
         h200 = fast_memory_tile(n_rows, n_seeds, c, x.dtype, launching.sm_count(x))
         if h200 is not None:
             default_b, default_warps, default_stats = h200.block_b, h200.num_warps, h200.stats
             default_maxnreg = h200.maxnreg
+            default_by_state = default_by_state or h200.by_state
             default_k = h200.k_chunk or default_k
     block_b = block_b or default_b
     if not telemetry:  # row blocks of one seed are independent programs
@@ -613,7 +623,7 @@ def config_for(
         precision=precision_of(x.dtype) if precision is None else precision,
         row_programs=row_programs,
         telemetry=telemetry,
-        by_state=by_state_for(n_rows, c, x.dtype, telemetry) if by_state is None else by_state,
+        by_state=default_by_state if by_state is None else by_state,
         stats=default_stats if stats is None else stats,
         maxnreg=default_maxnreg if maxnreg is None else maxnreg,
         even=_even(n_rows, c, block_b, even),

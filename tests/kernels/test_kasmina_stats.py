@@ -35,6 +35,7 @@ def _inputs(shape: tuple[int, ...], dtype: str, device: str, offset: float) -> d
         ((41, 2, 72), "fp16", 3.0, {"block_b": 32}),  # 65-128 channels
         ((3, 4, 24), "fp32", 30.0, {}),  # under one tile of rows
         ((67, 3, 40), "fp32", 30.0, {"by_state": True}),  # dormant seeds copied, the blend folded
+        ((35, 3, 128), "bf16", 3.0, {"by_state": True}),  # the same in 16-bit (the folded blueprint rounded)
         ((53, 2, 130), "fp32", 30.0, {"by_state": False}),  # the blueprint stepped through (K_CHUNK)
     ],
 )
@@ -93,9 +94,14 @@ def test_the_h200_tiles_by_class():
     assert _h200(64, 64, BF16, n_seeds=131) == (64, 8, 1, 0, 0) == _h200(33, 1, FP16, n_seeds=1)
     assert _h200(32, 64, BF16, n_seeds=131) == (32, 4, 1, 0, 0) == _h200(17, 64, FP16, n_seeds=100)
     assert _h200(16, 64, BF16, n_seeds=100) is None
-    # 16-bit beyond 64 channels
+    # 16-bit beyond 64 channels; at 128 from 256 rows with the BY_STATE branch, from 64 rows per-element sums
     assert _h200(256, 65, BF16) == (16, 2, 2, 0, 0) == _h200(4096, 128, FP16)
-    assert _h200(255, 128, BF16) == (16, 2, 1, 0, 0) == _h200(1, 65, FP16)
+    assert branch_free.fast_memory_tile(256, 100, 128, BF16, 132).by_state
+    assert not branch_free.fast_memory_tile(256, 1000, 96, FP16, 132).by_state
+    assert not branch_free.fast_memory_tile(255, 1000, 128, BF16, 132).by_state
+    assert _h200(255, 128, BF16) == (16, 2, 2, 0, 0) == _h200(64, 128, FP16)
+    assert _h200(63, 128, BF16) == (16, 2, 1, 0, 0) == _h200(1, 65, FP16) == _h200(64, 96, BF16)
+    assert _h200(64, 128, BF16, n_seeds=131) == (16, 2, 1, 0, 0)  # fewer seeds than SMs
     assert _h200(1, 129, BF16) == (32, 8, 1, 0, 0) == _h200(512, 256, FP16)
     # fp32
     assert _h200(64, 33, FP32) == (16, 2, 2, 0, 0) == _h200(512, 64, FP32)
@@ -120,6 +126,7 @@ def test_the_h200_tiles_by_class():
         ((40, 3, 40), "fp16", (64, 8, 1, 64, 0)),
         ((20, 3, 24), "bf16", (32, 4, 1, 32, 0)),
         ((260, 2, 72), "fp16", (16, 2, 2, 128, 0)),
+        ((256, 3, 128), "bf16", (16, 2, 2, 128, 0)),  # with the BY_STATE branch, every tile full (EVEN)
         ((41, 3, 72), "bf16", (16, 2, 1, 128, 0)),
         ((33, 2, 130), "fp16", (32, 8, 1, 256, 0)),
         ((67, 3, 40), "fp32", (16, 2, 2, 64, 0)),
