@@ -103,8 +103,8 @@ def candidates(
             for name, fn in candidates(inp, splits, by_state, tiles=tiles).items()
             for st in stats
         }
-    if by_state == "both":  # each tile without and with the branch (named with " bs")
-        plain = candidates(inp, splits, False, tiles=tiles)
+    if by_state == "both":  # each tile without and with the branch (named with " bs"), whatever the rule says
+        plain = candidates({**inp, "by_state": False}, splits, False, tiles=tiles)
         return {**plain, **{f"{n} bs": f for n, f in candidates(inp, splits, True, tiles=tiles).items()}}
     if by_state:
         inp = {**inp, "by_state": True}

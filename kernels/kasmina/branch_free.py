@@ -490,6 +490,10 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 #   16.1 / 15.8 against 16.7 / 16.7; two machines); from 64 to 255 rows with a program per seed, per-element sums
 #   (64x1000x128 19.4 / 19.1 against 22.0 / 21.7, 64x4000x128 70.4 / 69.6 against 79.9 / 79.4).
 # - 16-bit, more than 128 channels: 32 x 8 with sums per tile (64x250x256 19.7-19.8 / 19.5 against 21.0 / 21.0).
+# - fp32 up to 32 channels (with the BY_STATE branch), the H100's 16 x 2 tile with per-element sums from 64 rows with
+#   a program per seed and from 512 rows otherwise (h200-even/, two machines: 512x1000x32 39.0 / 38.9 against 51.7 /
+#   51.8; one: 64x1000x32 8.2 against 8.7, 512x4000x32 159.7 against 182.4, 64x4000x32 23.7 against 27.5,
+#   128x1000x32 12.1 against 13.9, 512x100x32 9.3 against 11.6; not at 64x100x32, 5.4 against 5.2).
 # - fp32, 33-64 channels, from 64 rows (with the BY_STATE branch): 16 x 2 with per-element sums (512x1000x64
 #   101.7-102.1 against 121.6-121.7, 64x1000x64 20.5-20.7 against 22.3-22.6, 64x4000x64 67.4 against 78.2).
 # - fp32, 128 channels (65-128 where a multiple of 64), one program per seed: 32 blueprint rows a step, from 32 rows
@@ -502,7 +506,8 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 #   two; 1x250x128 8.3 against 11.5; at 132 seeds 7.9 against 6.5, and at 100 7.8 against 6.3).
 # Elsewhere the H100's rule stays: 16-bit up to 64 channels at one row or 16, up to 32 channels at 17-32 rows with a
 # program per seed, 33-64 channels at 65-127 rows with fewer seeds than SMs or at 17-127 rows where not a multiple
-# of 16; fp32 up to 32 channels, 65-127 channels, 128 with fewer seeds than SMs, or beyond 128 channels.
+# of 16; fp32 up to 32 channels under 64 rows (or under 512 with fewer seeds than SMs), 65-127 channels, 128 with
+# fewer seeds than SMs, or beyond 128 channels.
 _FAST_MEMORY_TILES: tuple[FastMemoryTile, ...] = (
     FastMemoryTile(False, (33, 64), (17, _ANY), 16, 2, 2, seeds_per_sm=_MANY, channel_step=16, maxnreg=128),
     FastMemoryTile(False, (1, 64), (128, _ANY), 32, 2, 2),
@@ -516,6 +521,8 @@ _FAST_MEMORY_TILES: tuple[FastMemoryTile, ...] = (
     FastMemoryTile(False, (65, 128), (1, _ANY), 16, 2, 1),
     FastMemoryTile(False, (129, _ANY), (1, _ANY), 32, 8, 1),
     FastMemoryTile(True, (33, 64), (64, _ANY), 16, 2, 2),
+    FastMemoryTile(True, (1, 32), (64, _ANY), 16, 2, 2, seeds_per_sm=_MANY),
+    FastMemoryTile(True, (1, 32), (512, _ANY), 16, 2, 2),
     FastMemoryTile(True, (65, 128), (32, 255), 32, 4, 0, k_chunk=32, seeds_per_sm=_MANY, channel_step=64),
     FastMemoryTile(True, (65, 128), (2, 31), 16, 4, 2, k_chunk=32, seeds_per_sm=_MANY, channel_step=64),
     FastMemoryTile(True, (33, 128), (1, 1), 16, 2, 0, k_chunk=32, seeds_per_sm=(1.5, float("inf"))),

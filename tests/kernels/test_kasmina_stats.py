@@ -106,6 +106,9 @@ def test_the_h200_tiles_by_class():
     # fp32
     assert _h200(64, 33, FP32) == (16, 2, 2, 0, 0) == _h200(512, 64, FP32)
     assert _h200(63, 64, FP32) is None  # under the BY_STATE branch's rows, one row apart
+    # up to 32 channels from 64 rows with a program per seed, from 512 with fewer seeds
+    assert _h200(64, 32, FP32) == (16, 2, 2, 0, 0) == _h200(512, 1, FP32, n_seeds=100)
+    assert _h200(511, 32, FP32, n_seeds=131) is None and _h200(63, 32, FP32) is None
     assert _h200(255, 128, FP32) == (32, 4, 0, 32, 0) == _h200(32, 128, FP32, n_seeds=132)
     assert _h200(31, 128, FP32) == (16, 4, 2, 32, 0) == _h200(2, 128, FP32, n_seeds=132)
     assert _h200(64, 100, FP32) is None and _h200(8, 96, FP32) is None  # not a multiple of 64: padded k steps
@@ -113,7 +116,7 @@ def test_the_h200_tiles_by_class():
     assert _h200(1, 33, FP32, n_seeds=198) == (16, 2, 0, 32, 0) == _h200(1, 128, FP32)  # one row, 1.5 seeds an SM
     assert _h200(1, 128, FP32, n_seeds=197) is None
     assert _h200(2, 64, FP32) is None and _h200(1, 32, FP32) is None and _h200(1, 129, FP32) is None
-    assert _h200(512, 32, FP32) is None and _h200(512, 65, FP32) is None and _h200(64, 256, FP32) is None
+    assert _h200(512, 65, FP32) is None and _h200(64, 256, FP32) is None
 
 
 @pytest.mark.parametrize(
