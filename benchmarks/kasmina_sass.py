@@ -8,7 +8,7 @@ instruction in 57-59% of its cycles (``results/kasmina-copy/h200-stats/``), so t
 follows.
 
     python benchmarks/kasmina_sass.py [--shape 64x1000x64] [--dtype bf16] [--tiles 16x2,16x4,32x2,64x2] [--stats 0,1,2]
-        [--maxnreg 0,128]
+        [--maxnreg 0,128] [--even 0,1]
 
 Also the resources ptxas gave each compile (``kprof.specialization.ptxas_resources``: registers and stack frame a
 thread; shared memory a program from the compiler's metadata) and what they let an SM hold at once
@@ -56,15 +56,22 @@ class Compiled:
 
 
 def compile_kernel(
-    shape: tuple[int, int, int], dtype: torch.dtype, block_b: int, warps: int, stats: int, maxnreg: int = 0
+    shape: tuple[int, int, int],
+    dtype: torch.dtype,
+    block_b: int,
+    warps: int,
+    stats: int,
+    maxnreg: int = 0,
+    even: bool | None = None,
 ) -> Compiled:
-    """The kernel for sm_90 at ``shape`` (rows, seeds, channels) with this tile, STATS and register cap (0: none)."""
+    """The kernel for sm_90 at ``shape`` (rows, seeds, channels) with this tile, STATS and register cap (0: none),
+    without masks where ``even`` (None: where the launch drops them, ``branch_free.even_for``)."""
     rows, seeds, c = shape
     x = torch.randn(rows, seeds * c).to(dtype)
     state = torch.zeros(seeds, dtype=torch.int8), torch.zeros(seeds, dtype=torch.int32), torch.zeros(seeds)
     w, b = torch.randn(8, c, c).to(dtype), torch.randn(8, c).to(dtype)
     precision = 2 if dtype == torch.float32 else 0  # the GPU's products, not the interpreter's
-    cfg = branch_free.config_for(x, seeds, c, True, block_b, warps, precision, stats=stats, maxnreg=maxnreg)
+    cfg = branch_free.config_for(x, seeds, c, True, block_b, warps, precision, stats=stats, maxnreg=maxnreg, even=even)
     args = (x, x, *state, w, b, torch.empty(seeds, 2), x, x, rows, c, 8, seeds * c, seeds * c)
     compiled = compile_for(branch_free.forward_kernel, args, {**cfg.constexprs(), **cfg.options()}, 90)
     resources = ptxas_resources(compiled.asm["ptx"], 90)  # the PTX carries the cap (.maxnreg)
@@ -104,19 +111,24 @@ def main() -> None:
     ap.add_argument("--tiles", default="16x2,16x4,32x2,32x4,64x2,64x4")
     ap.add_argument("--stats", default="0,1,2")
     ap.add_argument("--maxnreg", default="0", help="register caps to compile each at (0: none)")
+    ap.add_argument(
+        "--even", default="", help="0,1: each also with its masks (0) and without (1); default: the launch's"
+    )
     args = ap.parse_args()
     shape = tuple(int(v) for v in args.shape.split("x"))
     dtype = torch_dtype(args.dtype)
+    evens = [bool(int(v)) for v in args.even.split(",")] if args.even else [None]
     print(f"{args.dtype} {args.shape}: the row loop of each tile, sm_90 (static SASS; one pass is one row tile)")
     for tile in args.tiles.split(","):
         block_b, warps = (int(v) for v in tile.split("x"))
         for stats in (int(v) for v in args.stats.split(",")):
-            for cap in (int(v) for v in args.maxnreg.split(",")):
-                k = compile_kernel(shape, dtype, block_b, warps, stats, cap)
+            for cap, even in ((int(v), e) for v in args.maxnreg.split(",") for e in evens):
+                k = compile_kernel(shape, dtype, block_b, warps, stats, cap, even)
                 row = loops(k.sass)[0]
                 per = row["instructions"] / (block_b * shape[2] / (32 * warps))
+                masks = "" if even is None else (", no masks" if even else ", masked")
                 print(
-                    f"  {block_b:3d} rows x {warps} warps, STATS {stats}{f', maxnreg {cap}' if cap else ''}: "
+                    f"  {block_b:3d} rows x {warps} warps, STATS {stats}{f', maxnreg {cap}' if cap else ''}{masks}: "
                     f"{row['instructions']:5d} instructions ({per:.1f} per element a thread), SHFL {row['SHFL']}, "
                     f"BAR {row['BAR']}, FSEL {row['FSEL']}, spill {row['spill']}; {k.registers} registers, "
                     f"{k.stack} B stack, {k.shared} B shared: {k.resident()} programs an SM",
