@@ -6,10 +6,10 @@ rotating rounds (``decode_tiles.race``). Candidates: ``[copy x]`` (``out.copy_(x
 ``triton_telemetry`` provider as it is), ``[no telemetry]`` (the same kernel without the statistics: what
 fusing them costs), ``[branch free + torch stats]``, and the telemetry kernel at rows per tile x warps; in fp32
 (tf32x3 products) also at blueprint rows per product step (``k``). With ``--splits``, the shipped tile instead,
-each seed's rows split over that many programs (``r``; the last to finish merges their statistics). Each candidate's y and telemetry are checked
-against the float64 oracle first. With ``--by-state``, every tile runs with the kernel's BY_STATE branch (dormant
-seeds copy x, the others fold the blend into the blueprint), beside ``[shipped, by state]`` and ``[no telemetry,
-by state]``. With ``--stats``, every tile at each of the kernel's ways of summing the statistics (``STATS``: Chan's
+each seed's rows split over that many programs (``r``; the last to finish merges their statistics). Each
+candidate's y and telemetry are checked against the float64 oracle first. With ``--by-state``, every tile runs with
+the kernel's BY_STATE branch (dormant seeds copy x, the others fold the blend into the blueprint), beside ``[shipped,
+by state]`` and ``[no telemetry, by state]``; with ``--both-states``, every tile without it and with it (``bs``). With ``--stats``, every tile at each of the kernel's ways of summing the statistics (``STATS``: Chan's
 merge per tile, or sums shifted by the program's first row, per tile or per element); with ``--maxnreg``, each also
 at those register caps (``maxnreg``: fewer registers a thread, more programs an SM). With ``--masked``, also
 ``[shipped, masked]``: the shipped launch with the masks it drops where every tile is full (``EVEN``). (The first
@@ -88,9 +88,9 @@ def candidates(
 ) -> dict[str, object]:
     """name -> fn for every (rows per tile, warps), or those of ``tiles``, and in fp32 at blueprint rows per product
     step (``k``); with ``splits``, the shipped tile at each number of programs per seed (``r``); with ``by_state``,
-    each with the kernel's BY_STATE branch (``"both"``: without and with it, ``bs``); with ``stats``, each tile at each of the kernel's ways of summing the
-    statistics (``s``, the kernel's STATS: ``branch_free._walk``); with ``maxnreg``, each also at each register cap
-    (``m``, 0 the compiler's choice, named without it)."""
+    each with the kernel's BY_STATE branch (``"both"``: without and with it, ``bs``); with ``stats``, each tile at
+    each of the kernel's ways of summing the statistics (``s``, the kernel's STATS: ``branch_free._walk``); with
+    ``maxnreg``, each also at each register cap (``m``, 0 the compiler's choice, named without it)."""
     if maxnreg:
         return {
             name + (f" m{m}" if m else ""): lambda m=m, fn=fn: fn(maxnreg=m)
@@ -237,10 +237,10 @@ def main() -> None:
             splits = tuple(int(v) for v in args.splits.split(",") if v)
             stats = tuple(int(v) for v in args.stats.split(",") if v)
             caps = tuple(int(v) for v in args.maxnreg.split(",") if v)
+            by_state = "both" if args.both_states else args.by_state
             point = run_point(
-                shape, dtype, args.rounds, splits, args.floors_only, "both" if args.both_states else args.by_state,
-                stats, caps,
-                args.masked, tiles, args.no_floors,
+                shape, dtype, args.rounds, splits, args.floors_only, by_state, stats, caps,
+                masked=args.masked, tiles=tiles, no_floors=args.no_floors,
             )  # fmt: skip
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}

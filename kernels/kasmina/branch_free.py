@@ -434,7 +434,8 @@ def by_state_for(n_rows: int, c: int, dtype: torch.dtype, telemetry: bool) -> bo
     (benchmarks/results/kasmina-copy/by-state-*/): 512x1000x64 146.0 -> 121.6 us, 512x1000x32 99.4 -> 76.7,
     64x4000x64 87.8 -> 80.1, 512x100x64 22.1 -> 20.7; at 64 rows, in 32-row tiles, 24.2 -> 24.4 (64x1000x64) and
     6.2 -> 6.3 (64x100x32), but in 16-row tiles 22.6 and 5.4 (``tile_for``); in bf16/fp16 slower at all 10
-    default points (64x250x256 21.5 -> 28.6, 48x333x100 18.2 -> 43.3), so not there. Under 64 rows not raced.
+    default points (64x250x256 21.5 -> 28.6, 48x333x100 18.2 -> 43.3), so not there (on an H200, without masks, the
+    table takes it in 16-bit at 128 channels from 256 rows: ``FastMemoryTile.by_state``). Under 64 rows not raced.
     Dormant seeds stay bit for bit x: they are copied, never multiplied by I in tf32x3."""
     return telemetry and dtype == torch.float32 and c <= 64 and n_rows >= 64
 
@@ -485,10 +486,11 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 # - 16-bit, 65-128 channels: from 256 rows 16 x 2 with per-element sums (512x4000x128 368.3-368.8 / 370.9 against
 #   434.6-435.5); below, 16 x 2 with sums per tile (48x333x100 16.1 / 16.0-16.1 against 18.4 / 18.3).
 #   At 128 channels (65-128 where a multiple of 64), with the kernel's masks dropped where every tile is full (EVEN;
-#   h200-even/): from 256 rows the same tile with the BY_STATE branch (512x1000x128 86.4-86.5 / 84.9 against
-#   89.9-90.8 / 89.8, 512x4000x128 327.4-331.2 / 326.8-327.9 against 349.1-349.5 / 347.4-347.7, 512x100x128
-#   16.1 / 15.8 against 16.7 / 16.7; two machines); from 64 to 255 rows with a program per seed, per-element sums
-#   (64x1000x128 19.4 / 19.1 against 22.0 / 21.7, 64x4000x128 70.4 / 69.6 against 79.9 / 79.4).
+#   h200-even/): from 256 rows the same tile with the BY_STATE branch (512x1000x128 86.0-86.5 / 84.9-85.2 against
+#   89.9-90.8 / 89.8-90.0, 512x4000x128 327.4-331.2 / 326.8-327.9 against 349.1-350.5 / 347.4-348.6, 256x1000x128
+#   46.6 / 46.4 against 49.1 / 49.4, 512x100x128 16.1-16.2 / 15.7-15.8 against 16.7 / 16.7; three machines; at 64 rows
+#   it lost, 20.6 against 19.4); from 64 to 255 rows with a program per seed, per-element sums (64x1000x128 19.4 /
+#   19.1 against 22.0 / 21.7, 64x4000x128 70.4 / 69.6 against 79.9 / 79.4).
 # - 16-bit, more than 128 channels: 32 x 8 with sums per tile (64x250x256 19.7-19.8 / 19.5 against 21.0 / 21.0).
 # - fp32 up to 32 channels (with the BY_STATE branch), the H100's 16 x 2 tile with per-element sums from 64 rows with
 #   a program per seed and from 512 rows otherwise (h200-even/, two machines: 512x1000x32 39.0 / 38.9 against 51.7 /
