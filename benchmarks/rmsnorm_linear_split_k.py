@@ -66,6 +66,12 @@ def tile_set(bms: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
     return [(bm, bn, bk, st) for bm in bms for bn, bk, st in (TILES if bms == (16,) else TALL_TILES)]
 
 
+def shippable(name: str) -> bool:
+    """A candidate the race may call the best: a tile, not a reference (``[...]``) nor the unguarded twin, which is
+    wrong wherever fp16 cannot hold x * g."""
+    return not name.startswith("[") and "unguarded" not in name
+
+
 # Twins of the candidates with x pipelined, in fp16 (``--twins``): name -> (which tiles, the meta-parameters changed)
 TWINS = {
     # fp16's check from the product in steps whose default keeps max|g| in the loop (``split_k.g_top_for``)
@@ -237,8 +243,7 @@ def score_pipelined(paths: list[Path]) -> None:
     ]
     torch_dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
     for (dtype, n, k), group in sorted(groups.items()):
-        # the fastest shippable candidate: not the unguarded twin, wrong where fp16 cannot hold x * g
-        fastest = [min(v for c, v in t.items() if not c.startswith("[") and "unguarded" not in c) for _, t in group]
+        fastest = [min(v for c, v in t.items() if shippable(c)) for _, t in group]
         ranked = []
         for tile, px, twin in policies:
             ratios = [policy_time(t, s, tile, pipelined=px, twin=twin) for s, t in group]
@@ -343,13 +348,14 @@ def main() -> None:
             )
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
-            best = min((c for c in med if not c.startswith("[")), key=med.get, default=None)
+            best = min((c for c in med if shippable(c)), key=med.get, default=None)
+            unguarded = min((c for c in med if "unguarded" in c), key=med.get, default=None)
             cub = med["[cublas]"]
             print(
                 f"{dtype} {'x'.join(map(str, shape)):14} cublas {cub:7.2f} norm+cublas {med['[norm+cublas]']:7.2f} "
                 f"tuned {med['[tuned]']:7.2f} ({med['[tuned]'] / cub:.3f}x)  two kernels {med['[two kernels]']:7.2f}  "
-                f"best {best} {med.get(best, 0):7.2f} "
-                f"({med.get(best, 0) / cub:.3f}x)",
+                f"best {best} {med.get(best, 0):7.2f} ({med.get(best, 0) / cub:.3f}x)"
+                + (f"  unguarded (never shipped) {unguarded} {med[unguarded]:7.2f}" if unguarded else ""),
                 flush=True,
             )
             write_csv(args.out / "split_k.csv", rows)
