@@ -11,7 +11,8 @@ Only the points of each family's grid (``grid:`` in its sweep.yaml) count, unles
 also hold points raced beside them. Prints, per family and dtype: points, win / tie / loss / uncertain, the family's
 target met / missed / not judged (``grid_targets:``), and which tables the rows came from; then every loss and
 missed target with its ratios, its target and the table's why column. Where that row has no ncu reading and an
-earlier table's row of the point has one of the same best version, the why column quotes it and names that table.
+earlier table's row of the point has one of the same best version, the why column quotes it and names that table,
+and says whether it is of the row's kernel code (where both titles name theirs: ``kprof grid``'s "kernel code ...").
 Nothing is measured here: the figures are the tables', each from the run its file names.
 """
 
@@ -45,6 +46,8 @@ class Point:
     target: str = ""  # the table's target column: which yardstick judged the point
     carried_ncu: str = ""  # an earlier table's ncu reading of the same version at the point, where this row has none
     carried_from: str = ""  # that table
+    code: str = ""  # the kernel code the table's title names (``kprof grid``'s "kernel code ..."), "" where none
+    carried_code: str = ""  # the carried reading's table's
 
 
 def _cells(line: str) -> list[str]:
@@ -58,6 +61,8 @@ def read_table(path: Path) -> list[Point]:
     if title is None:
         raise SystemExit(f"{path}: not a kprof grid table (no '# kprof grid · FAMILY' title)")
     family = title.group(1)
+    named = re.search(r"^# kprof grid · .* · kernel code ([0-9a-f, ]+)$", text, re.M)
+    code = named.group(1).strip() if named else ""
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith("| shape |")), None)
     if start is None:
@@ -94,6 +99,7 @@ def read_table(path: Path) -> list[Point]:
                 c[-1],
                 str(path.resolve()),
                 at("target") if targeted else "",
+                code=code,
             )  # fmt: skip
         )
     return rows
@@ -131,10 +137,24 @@ def with_earlier_ncu(new: Point, old: Point | None) -> Point:
     names the table it comes from."""
     if old is None or new.best != old.best or ncu_reading(new.why) or NO_NCU not in new.why:
         return new
-    reading, source = (
-        (ncu_reading(old.why), old.source) if ncu_reading(old.why) else (old.carried_ncu, old.carried_from)
+    reading, source, code = (
+        (ncu_reading(old.why), old.source, old.code)
+        if ncu_reading(old.why)
+        else (old.carried_ncu, old.carried_from, old.carried_code)
     )
-    return replace(new, carried_ncu=reading, carried_from=source) if reading else new
+    return replace(new, carried_ncu=reading, carried_from=source, carried_code=code) if reading else new
+
+
+def carried_reading(p: Point, root: Path) -> str:
+    """A carried ncu reading as the why column quotes it: first (before the column is cut) the table it comes from
+    and whether it is of this row's kernel code (nothing added where both tables name the same code, both codes
+    where they differ, that it cannot be told where either names none), then the reading."""
+    where = f"in `{Path(p.carried_from).relative_to(root)}`"
+    if p.code and p.carried_code:
+        where += "" if p.code == p.carried_code else f", kernel code {p.carried_code}, this row's {p.code}"
+    else:
+        where += ", whose kernel code is not named"
+    return f"ncu ({where}): {p.carried_ncu.removeprefix('ncu: ')}"
 
 
 def only_on_grid(
@@ -189,8 +209,8 @@ def scoreboard(points: dict[tuple[str, str, str], Point], root: Path) -> str:
     ]
     for p in sorted(short, key=lambda p: (p.family, p.dtype, p.shape)):
         why = p.why
-        if p.carried_ncu:  # an earlier table's reading of the same version, named
-            why = why.replace(NO_NCU, f"{p.carried_ncu} (in `{Path(p.carried_from).relative_to(root)}`)", 1)
+        if p.carried_ncu:  # an earlier table's reading of the same version, named, and whether of the same code
+            why = why.replace(NO_NCU, carried_reading(p, root), 1)
         why = why if len(why) <= 300 else why[:297] + "..."
         out.append(
             f"| {p.family} | {p.shape} | {p.dtype} | {p.verdict} | {p.ratio} | {p.best} | {p.best_us} | {p.peer} "

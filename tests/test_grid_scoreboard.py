@@ -128,3 +128,30 @@ def test_an_earlier_ncu_reading_of_the_same_version_is_quoted_and_named(scoreboa
     # a row with its own reading keeps it; the earlier one is not quoted
     assert scoreboard.with_earlier_ncu(old, new) == old
     assert scoreboard.latest([COPY_TABLE, NCU_TABLE])[key] == old
+
+
+def test_a_carried_reading_says_whether_it_is_of_the_rows_kernel_code(scoreboard):
+    """Both titles naming their kernel code: nothing added where it is the same, both named where it differs; a
+    table that names none (written before ``kprof grid`` named it) leaves it open, and the scoreboard says so."""
+    key = ("rmsnorm", "2048x131072", "bf16")
+    old = {(r.family, r.shape, r.dtype): r for r in scoreboard.read_table(NCU_TABLE)}[key]
+    new = {(r.family, r.shape, r.dtype): r for r in scoreboard.read_table(COPY_TABLE)}[key]
+    assert old.code == "" and new.code == ""  # tables of before the title named it
+    root = ROOT / "benchmarks" / "results"
+    for old_code, new_code, said in (
+        ("0a1b2c3d", "0a1b2c3d", "-ncu.md`): triton_tuned: DRAM"),
+        ("0a1b2c3d", "9f8e7d6c", "-ncu.md`, kernel code 0a1b2c3d, this row's 9f8e7d6c): triton_tuned: DRAM"),
+        ("", "9f8e7d6c", "-ncu.md`, whose kernel code is not named): triton_tuned: DRAM"),
+    ):
+        point = scoreboard.with_earlier_ncu(
+            dataclasses.replace(new, code=new_code), dataclasses.replace(old, code=old_code)
+        )
+        assert point.carried_code == old_code
+        text = scoreboard.scoreboard({key: point}, root)
+        assert "ncu (in `rmsnorm-cooperative/h200-in-flight-61ffca9/ncu-dadf658/" in text and said in text, said
+
+
+def test_the_title_names_the_kernel_code(scoreboard, tmp_path):
+    table = tmp_path / "grid.md"
+    table.write_text(COPY_TABLE.read_text().replace("\n", " · kernel code 0a1b2c3d\n", 1))
+    assert {p.code for p in scoreboard.read_table(table)} == {"0a1b2c3d"}

@@ -547,9 +547,10 @@ def grid(
     import pandas as pd
 
     from kprof import variance  # imports scipy: the run-to-run floor of points under 10 us
-    from kprof.grid import grid_table, kernel_times, render
+    from kprof.grid import OTHER_CODE, grid_table, kernel_times, render
     from kprof.safe_text import no_control
     from kprof.store import RunStore
+    from kprof.variance import code_id
 
     checks.check_outputs(markdown=markdown)
     st = RunStore(store, create=False)
@@ -577,7 +578,17 @@ def grid(
         _refuse_other_code_at_a_point(recs, metrics)
     family = recs[0]["family"]
     dispatch, prepared = _ops_provider(family), _ops_prepared(family)
-    evidence = pd.concat([st.metrics(r["id"]) for r in ncu_recs], ignore_index=True) if ncu_recs else None
+    codes = {r["id"]: code_id(r) for r in recs}
+    # an ncu run of other kernel code than every timed run measured that code: its readings are marked as such
+    ncu_other = [r["id"] for r in ncu_recs if code_id(r) and all(codes.values()) and code_id(r) not in codes.values()]
+    evidence = (
+        pd.concat(
+            [st.metrics(r["id"]).assign(**{OTHER_CODE: r["id"] if r["id"] in ncu_other else ""}) for r in ncu_recs],
+            ignore_index=True,
+        )
+        if ncu_recs
+        else None
+    )
     kernels = pd.concat([kernel_times(st.launches(r["id"])) for r in ncu_recs], ignore_index=True) if ncu_recs else None
     floors = variance.floor_lookup(st, recs[0], recs[0])
     table = grid_table(
@@ -589,7 +600,7 @@ def grid(
         sigma_run=lambda key, us: floors(key, us).sigma_run,
         kernels=kernels,
     )
-    text = render(table, [r["id"] for r in recs], family, dispatch, prepared)
+    text = render(table, [r["id"] for r in recs], family, dispatch, prepared, list(codes.values()), ncu_other)
     if markdown:
         markdown.write_text(text)
         err_console.print(f"grid table -> {markdown}")

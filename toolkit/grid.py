@@ -680,6 +680,22 @@ def _met(target: CopyTarget | RooflineTarget | None, pct_copy: float, vs_rooflin
     return None
 
 
+OTHER_CODE = (
+    "ncu_other_code"  # an evidence row's column: its ncu run's id where that run's kernel code is not the grid's
+)
+
+
+def _same_code_first(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """An ncu reading's rows: those of the timed runs' kernel code where any measured it, else every row and the
+    ids of their runs of other code (``OTHER_CODE``), which the why column names."""
+    flags = rows[OTHER_CODE].fillna("").astype(str) if OTHER_CODE in rows else pd.Series("", index=rows.index)
+    measured = [c for c, _ in NCU_EVIDENCE if c in rows]
+    same = rows[flags == ""]
+    if measured and same[measured].notna().any().any():
+        return same, []
+    return rows, sorted({f for f in flags if f})
+
+
 def _why_measured(
     ncu: pd.DataFrame, shape: str, dtype: str, cases: Sequence[pd.Series], kernels: pd.DataFrame | None = None
 ) -> str:
@@ -688,7 +704,7 @@ def _why_measured(
     here = ncu[(ncu["shape"] == shape) & (ncu["dtype"] == dtype)]
     notes = []
     for case in cases:
-        rows = here[here["provider"] == case["provider"]]
+        rows, other = _same_code_first(here[here["provider"] == case["provider"]])
         facts = []
         for col, fmt in NCU_EVIDENCE:
             vals = rows[col].dropna() if col in rows else pd.Series(dtype=object)
@@ -698,7 +714,8 @@ def _why_measured(
         if split:
             facts.append(f"kernels, each alone under ncu, {split}")  # a call's kernels may overlap outside ncu
         if facts:
-            notes.append(f"{case['provider']}: {', '.join(facts)}")
+            of = f" (ncu run {', '.join(other)}, of other kernel code than the timed runs)" if other else ""
+            notes.append(f"{case['provider']}{of}: {', '.join(facts)}")
     if notes:
         return "ncu: " + "; ".join(notes)
     # without ncu, the cold calls' own per-kernel times still say which kernel the time is in
@@ -742,9 +759,17 @@ def target_counts(table: pd.DataFrame) -> dict[str, tuple[int, int]]:
 
 
 def render(
-    table: pd.DataFrame, runs: Sequence[str], family: str, dispatch: str | None = None, prepared: Sequence[str] = ()
+    table: pd.DataFrame,
+    runs: Sequence[str],
+    family: str,
+    dispatch: str | None = None,
+    prepared: Sequence[str] = (),
+    codes: Sequence[str] = (),
+    ncu_other: Sequence[str] = (),
 ) -> str:
-    """Markdown: the summary line, then one row per point, losses first."""
+    """Markdown: the summary line, then one row per point, losses first. ``codes``: each run's kernel code
+    (:func:`kprof.variance.code_id`), named in the title; ``ncu_other``: the ``--ncu`` runs of other kernel code
+    than the timed runs, said under it."""
     s = summarize(table)
     counts = target_counts(table)
     targeted = table.get("target", pd.Series(dtype=object)) != ""
@@ -762,8 +787,10 @@ def render(
     )
     order = {"loss": 0, "uncertain": 1, "tie": 2, "win": 3}
     t = table.assign(_o=table["verdict"].map(order).fillna(4)).sort_values(["_o", "ratio"], ascending=[True, False])
+    known = list(dict.fromkeys(c for c in codes if c))
+    code = f" · kernel code {', '.join(known)}" if known else ""
     lines = [
-        f"# kprof grid · {family} · runs {', '.join(runs)}",
+        f"# kprof grid · {family} · runs {', '.join(runs)}{code}",
         "",
         f"{s.points} points: **{s.wins} win, {s.ties} tie, {s.losses} loss**, {s.uncertain} uncertain "
         f"(a win or a loss within the cases' own spread, within the ratio's run-to-run floor under "
@@ -773,6 +800,16 @@ def render(
         f"(reason in the last column). Times: `{mode}` mode, µs. "
         f"win: best kprof <= {WIN} x best peer; tie: up to {TIE} x.",
         "",
+        *(
+            [
+                f"ncu: run {', '.join(ncu_other)} ran other kernel code than the timed runs (their recorded source "
+                "hashes differ): where the why column quotes it, it says so, and what it measured is of that code; "
+                "profile the points with ncu at the timed code to read them for it.",
+                "",
+            ]
+            if ncu_other
+            else []
+        ),
         *(
             [
                 f"Dispatch (`{dispatch}`, what `kprof.kernels.ops` runs): within {TIE} x the best kprof version at "

@@ -25,6 +25,7 @@ of those between separate runs takes their own calibration, or gives no timing v
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import sqlite3
@@ -233,6 +234,14 @@ def estimate(medians: pd.DataFrame, groups: Mapping[str, str] | None = None) -> 
 def source_identity(run: Mapping[str, Any]) -> str:
     """Runs count as repeats of one another when their recorded source hashes are equal."""
     return json.dumps(run.get("source_hashes") or {}, sort_keys=True)
+
+
+def code_id(run: Mapping[str, Any]) -> str:
+    """A short name for a run's kernel code (8 hex digits of a hash of its recorded source hashes): equal exactly
+    where :func:`source_identity` is; "" for a run that recorded none (whose code nothing can compare)."""
+    if not run.get("source_hashes"):
+        return ""
+    return hashlib.sha256(source_identity(run).encode()).hexdigest()[:8]
 
 
 def calibrate(store: Any, refs: Iterable[str], kind: str = "gpu") -> Calibration:

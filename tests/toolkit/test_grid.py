@@ -546,6 +546,29 @@ def test_a_loss_quotes_what_ncu_measured_there_and_says_when_nothing_was():
     assert table.loc["8x4096", "why"].startswith("no ncu measurement here")
 
 
+def test_an_ncu_reading_of_other_kernel_code_says_so_and_one_of_the_timed_code_comes_first():
+    """An ``--ncu`` run whose kernel code is not the timed runs' measured that code: the why column names the run
+    and says so, and the title says it too; where a run of the timed code measured the same version, that one is
+    quoted and the other is not."""
+    from kprof.grid import OTHER_CODE
+
+    rng = np.random.default_rng()
+    m = _metrics(rng, {("2048x65536", "bf16"): {"triton_a": 11.0, "torch_compile": 10.0}}, noise=0.001)
+    old_dram, new_dram = float(rng.uniform(1.2, 1.4)), float(rng.uniform(1.5, 1.7))
+    reading = {"shape": "2048x65536", "dtype": "bf16", "provider": "triton_a", "occupancy_achieved_pct": 40.0}
+    other = pd.DataFrame([{**reading, "dram_vs_model": old_dram, OTHER_CODE: "run-old"}])
+    why = grid_table(m, evidence=other).iloc[0]["why"]
+    assert why.startswith("ncu: triton_a (ncu run run-old, of other kernel code than the timed runs): DRAM")
+    assert f"DRAM {old_dram:.2f}x" in why
+    both = pd.concat([other, pd.DataFrame([{**reading, "dram_vs_model": new_dram, OTHER_CODE: ""}])])
+    why = grid_table(m, evidence=both).iloc[0]["why"]
+    assert why.startswith(f"ncu: triton_a: DRAM {new_dram:.2f}x") and "other kernel code" not in why
+    text = render(grid_table(m, evidence=other), ["r"], "rmsnorm", codes=["0a1b2c3d"], ncu_other=["run-old"])
+    assert text.startswith("# kprof grid · rmsnorm · runs r · kernel code 0a1b2c3d\n")
+    assert "ncu: run run-old ran other kernel code than the timed runs" in text
+    assert "ran other kernel code" not in render(grid_table(m, evidence=both), ["r"], "rmsnorm")
+
+
 def _launches(rng, case: str, kernels: dict[str, float], calls: int = 3) -> pd.DataFrame:
     """A profiled case's launch table: ``calls`` calls of each kernel in turn, durations (us) jittered 2%."""
     rows = [
@@ -832,10 +855,12 @@ def test_a_case_without_a_spread_does_not_hide_the_other_sides():
         assert row["spread"] == pytest.approx(0.05) and row["verdict"] == "uncertain", side
 
 
-def _grid_of_stored_runs(tmp_path, runs: list[tuple[float, float, str]]) -> tuple[list[str], list[str]]:
+def _grid_of_stored_runs(
+    tmp_path, runs: list[tuple[float, float, str]], profilers: tuple[str, ...] = ()
+) -> tuple[list[str], list[str]]:
     """A store of GPU runs of rmsnorm's 512x8192 bf16 point, one per (triton_tuned us, torch_compile us,
-    source hash of the kernel), each case with 2% spread; returns the run ids and ``kprof grid``'s command
-    over all of them."""
+    source hash of the kernel), each case with 2% spread, under ``profilers`` (one per run; "none" where not
+    given); returns the run ids and ``kprof grid``'s command over all of them."""
     import sys
 
     from kprof.store import RunStore
@@ -843,9 +868,15 @@ def _grid_of_stored_runs(tmp_path, runs: list[tuple[float, float, str]]) -> tupl
 
     st = RunStore(tmp_path / "s.db")
     ids = []
-    for tuned_us, compile_us, source in runs:
+    for i, (tuned_us, compile_us, source) in enumerate(runs):
+        profiler = profilers[i] if i < len(profilers) else "none"
         run = st.begin_run(
-            record(mode="gpu", device={"name": "H100"}, source_hashes={"kernels/rmsnorm/tuned.py": source})
+            record(
+                mode="gpu",
+                device={"name": "H100"},
+                source_hashes={"kernels/rmsnorm/tuned.py": source},
+                profiler=profiler,
+            )
         )
         for i, (prov, kind, t) in enumerate(
             (("triton_tuned", "triton", tuned_us), ("torch_compile", "compile", compile_us))
@@ -880,6 +911,27 @@ def test_kprof_grid_refuses_to_pool_runs_of_different_kernel_code_at_a_point(tmp
     assert f"kprof diff {ids[0]} {ids[1]}" in out.stderr + out.stdout
     alone = subprocess.run(cmd[:4] + cmd[5:], capture_output=True, text=True, timeout=120)
     assert alone.returncode == 0 and "1 win" in alone.stdout
+
+
+def test_kprof_grid_names_the_kernel_code_and_an_ncu_run_of_other_code(tmp_path):
+    """End to end: the title names the timed runs' kernel code; an ``--ncu`` run whose recorded sources differ
+    is named as a run of other code, one of the same code is not."""
+    import subprocess
+
+    from kprof.variance import code_id
+
+    ids, cmd = _grid_of_stored_runs(
+        tmp_path, [(50.0, 53.0, "00ff"), (50.0, 53.0, "11ee"), (50.0, 53.0, "00ff")], ("none", "ncu", "ncu")
+    )
+    code = code_id({"source_hashes": {"kernels/rmsnorm/tuned.py": "00ff"}})
+    assert len(code) == 8 and code != code_id({"source_hashes": {"kernels/rmsnorm/tuned.py": "11ee"}})
+    assert code_id({"source_hashes": {}}) == ""
+    other = subprocess.run(cmd[:5] + ["--ncu", ids[1]] + cmd[-2:], capture_output=True, text=True, timeout=120)
+    assert other.returncode == 0, other.stderr[-2000:]
+    assert f"runs {ids[0]} · kernel code {code}" in other.stdout
+    assert f"ncu: run {ids[1]} ran other kernel code than the timed runs" in other.stdout
+    same = subprocess.run(cmd[:5] + ["--ncu", ids[2]] + cmd[-2:], capture_output=True, text=True, timeout=120)
+    assert same.returncode == 0 and "ran other kernel code" not in same.stdout
 
 
 def test_a_store_made_before_placements_reads_as_no_placement_spread():
