@@ -580,7 +580,9 @@ def grid(
     dispatch, prepared = _ops_provider(family), _ops_prepared(family)
     codes = {r["id"]: code_id(r) for r in recs}
     # an ncu run of other kernel code than every timed run measured that code: its readings are marked as such
-    ncu_other = [r["id"] for r in ncu_recs if code_id(r) and all(codes.values()) and code_id(r) not in codes.values()]
+    told = all(codes.values())  # every timed run recorded its sources
+    ncu_other = [r["id"] for r in ncu_recs if told and code_id(r) and code_id(r) not in codes.values()]
+    ncu_untold = [r["id"] for r in ncu_recs if not (told and code_id(r))]
     evidence = (
         pd.concat(
             [st.metrics(r["id"]).assign(**{OTHER_CODE: r["id"] if r["id"] in ncu_other else ""}) for r in ncu_recs],
@@ -600,7 +602,9 @@ def grid(
         sigma_run=lambda key, us: floors(key, us).sigma_run,
         kernels=kernels,
     )
-    text = render(table, [r["id"] for r in recs], family, dispatch, prepared, list(codes.values()), ncu_other)
+    text = render(
+        table, [r["id"] for r in recs], family, dispatch, prepared, list(codes.values()), ncu_other, ncu_untold
+    )
     if markdown:
         markdown.write_text(text)
         err_console.print(f"grid table -> {markdown}")

@@ -680,9 +680,8 @@ def _met(target: CopyTarget | RooflineTarget | None, pct_copy: float, vs_rooflin
     return None
 
 
-OTHER_CODE = (
-    "ncu_other_code"  # an evidence row's column: its ncu run's id where that run's kernel code is not the grid's
-)
+# an evidence row's column: its ncu run's id where that run's kernel code is not the timed runs'
+OTHER_CODE = "ncu_other_code"
 
 
 def _same_code_first(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -766,10 +765,12 @@ def render(
     prepared: Sequence[str] = (),
     codes: Sequence[str] = (),
     ncu_other: Sequence[str] = (),
+    ncu_untold: Sequence[str] = (),
 ) -> str:
     """Markdown: the summary line, then one row per point, losses first. ``codes``: each run's kernel code
     (:func:`kprof.variance.code_id`), named in the title; ``ncu_other``: the ``--ncu`` runs of other kernel code
-    than the timed runs, said under it."""
+    than the timed runs, said under it; ``ncu_untold``: those whose code cannot be compared (a run recorded no
+    source hashes), said too."""
     s = summarize(table)
     counts = target_counts(table)
     targeted = table.get("target", pd.Series(dtype=object)) != ""
@@ -808,6 +809,15 @@ def render(
                 "",
             ]
             if ncu_other
+            else []
+        ),
+        *(
+            [
+                f"ncu: whether run {', '.join(ncu_untold)} ran the timed runs' kernel code cannot be told (a run "
+                "recorded no source hashes): its readings may be of other code.",
+                "",
+            ]
+            if ncu_untold
             else []
         ),
         *(
