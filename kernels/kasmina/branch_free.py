@@ -486,15 +486,15 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 # - 16-bit, 65-128 channels: from 256 rows 16 x 2 with per-element sums (512x4000x128 368.3-368.8 / 370.9 against
 #   434.6-435.5); below, 16 x 2 with sums per tile (48x333x100 16.1 / 16.0-16.1 against 18.4 / 18.3).
 #   At 128 channels (65-128 where a multiple of 64), with the kernel's masks dropped where every tile is full (EVEN;
-#   h200-even/): from 256 rows the same tile with the BY_STATE branch (512x1000x128 86.0-86.5 / 84.9-85.2 against
-#   89.9-90.8 / 89.8-90.0, 512x4000x128 327.4-331.2 / 326.8-327.9 against 349.1-350.5 / 347.4-348.6, 256x1000x128
-#   46.6 / 46.4 against 49.1 / 49.4, 512x100x128 16.1-16.2 / 15.7-15.8 against 16.7 / 16.7; three machines; at 64 rows
-#   it lost, 20.6 against 19.4); from 64 to 255 rows with a program per seed, per-element sums (64x1000x128 19.4 /
-#   19.1 against 22.0 / 21.7, 64x4000x128 70.4 / 69.6 against 79.9 / 79.4).
+#   benchmarks/results/kasmina-copy/h200-even/): from 256 rows the same tile with the BY_STATE branch (512x1000x128
+#   86.0-86.5 / 84.9-85.2 against 89.9-90.8 / 89.8-90.0, 512x4000x128 327.4-331.2 / 326.8-327.9 against 349.1-350.5 /
+#   347.4-348.6, 256x1000x128 46.6 / 46.4 against 49.1 / 49.4, 512x100x128 16.1-16.2 / 15.7-15.8 against 16.7 / 16.7;
+#   three machines; at 64 rows it lost, 20.6 against 19.4); from 64 to 255 rows with a program per seed, per-element
+#   sums (64x1000x128 19.4 / 19.1 against 22.0 / 21.7, 64x4000x128 70.4 / 69.6 against 79.9 / 79.4).
 # - 16-bit, more than 128 channels: 32 x 8 with sums per tile (64x250x256 19.7-19.8 / 19.5 against 21.0 / 21.0).
 # - fp32 up to 32 channels (with the BY_STATE branch), the H100's 16 x 2 tile with per-element sums from 64 rows with
-#   a program per seed and from 512 rows otherwise (h200-even/, two machines: 512x1000x32 39.0 / 38.9 against 51.7 /
-#   51.8; one: 64x1000x32 8.2 against 8.7, 512x4000x32 159.7 against 182.4, 64x4000x32 23.7 against 27.5,
+#   a program per seed and from 512 rows otherwise (the same folder; two machines: 512x1000x32 39.0 / 38.9 against
+#   51.7 / 51.8; one: 64x1000x32 8.2 against 8.7, 512x4000x32 159.7 against 182.4, 64x4000x32 23.7 against 27.5,
 #   128x1000x32 12.1 against 13.9, 512x100x32 9.3 against 11.6; not at 64x100x32, 5.4 against 5.2).
 # - fp32, 33-64 channels, from 64 rows (with the BY_STATE branch): 16 x 2 with per-element sums (512x1000x64
 #   101.7-102.1 against 121.6-121.7, 64x1000x64 20.5-20.7 against 22.3-22.6, 64x4000x64 67.4 against 78.2).
@@ -641,8 +641,10 @@ def config_for(
 
 def even_for(n_rows: int, c: int, block_b: int) -> bool:
     """Whether every tile of ``block_b`` rows is full and ``c`` fills BLOCK_C: the kernel then runs without masks
-    (``EVEN``). Offline for sm_90 (Triton 3.9) that took the row loop from 322 to 285 instructions at 512x1000x64 bf16
-    (16 x 2, per-element sums, 128 registers), 271 to 228 at 512x1000x32 (32 x 2), 619 to 563 at 512x4000x128."""
+    (``EVEN``). Why: compiled for sm_90 under Triton 3.6 (the GPU machine's) that took the row loop from 311 to 280
+    instructions at 512x1000x64 bf16 (16 x 2, per-element sums; 138 -> 128 registers, 6 -> 8 programs an SM), 269 to
+    229 at 512x1000x32 (32 x 2), 690 to 561 at 512x4000x128 (a spill gone); on H200s the masked launch took
+    0.988-1.126x the time, median 1.056x over 74 pairs (benchmarks/results/kasmina-copy/h200-even/)."""
     return n_rows % block_b == 0 and c == block_c(c)
 
 
