@@ -535,7 +535,7 @@ def grid(
             metavar="RUN",
             help="A `--profiler ncu` run of some of the points (repeatable): its DRAM bytes, occupancy and limiter, "
             "and each kernel's duration where a call launches several, are quoted where a point loses or misses "
-            "its target.",
+            "its target (a run of other kernel code than the timed runs is named as such).",
         ),
     ] = None,
     store: StoreOpt = None,
