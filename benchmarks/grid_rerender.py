@@ -42,6 +42,12 @@ def _store_with(folder: Path, runs: list[str], scratch: Path) -> Path | None:
     return None
 
 
+def runs_of(title: str) -> list[str]:
+    """The run ids a ``kprof grid`` table's title names (before the kernel code, where it names that), or []."""
+    m = re.match(r"# kprof grid · (\S+) · runs (.+?)(?: · kernel code .*)?$", title)
+    return [r.strip() for r in m.group(2).split(",")] if m else []
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -51,11 +57,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for md in _tables():
             title = md.read_text().splitlines()[0]
-            m = re.match(r"# kprof grid · (\S+) · runs (.+)$", title)
+            runs = runs_of(title)
             old = COUNTS.search(md.read_text())
-            if not m or not old:
+            if not runs or not old:
                 continue
-            runs = [r.strip() for r in m.group(2).split(",")]
             db = _store_with(md.parent, runs, Path(tmp))
             name = f"{md.parent.relative_to(RESULTS)}/{md.name}"
             if db is None:

@@ -155,3 +155,12 @@ def test_the_title_names_the_kernel_code(scoreboard, tmp_path):
     table = tmp_path / "grid.md"
     table.write_text(COPY_TABLE.read_text().replace("\n", " · kernel code 0a1b2c3d\n", 1))
     assert {p.code for p in scoreboard.read_table(table)} == {"0a1b2c3d"}
+
+
+def test_the_rerender_reads_the_runs_of_a_title_with_or_without_its_kernel_code(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import grid_rerender as rerender
+
+    assert rerender.runs_of("# kprof grid · kasmina · runs a-1, b-2") == ["a-1", "b-2"]
+    assert rerender.runs_of("# kprof grid · kasmina · runs a-1, b-2 · kernel code 0a1b2c3d") == ["a-1", "b-2"]
+    assert rerender.runs_of("# not a grid table") == []
