@@ -61,7 +61,7 @@ def read_table(path: Path) -> list[Point]:
     if title is None:
         raise SystemExit(f"{path}: not a kprof grid table (no '# kprof grid · FAMILY' title)")
     family = title.group(1)
-    named = re.search(r"^# kprof grid · .* · kernel code ([0-9a-f, ]+)$", text, re.M)
+    named = re.search(r"^# kprof grid · .* · kernel code (.+)$", text, re.M)
     code = named.group(1).strip() if named else ""
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith("| shape |")), None)

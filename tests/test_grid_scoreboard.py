@@ -155,6 +155,8 @@ def test_the_title_names_the_kernel_code(scoreboard, tmp_path):
     table = tmp_path / "grid.md"
     table.write_text(COPY_TABLE.read_text().replace("\n", " · kernel code 0a1b2c3d\n", 1))
     assert {p.code for p in scoreboard.read_table(table)} == {"0a1b2c3d"}
+    table.write_text(COPY_TABLE.read_text().replace("\n", " · kernel code 0a1b2c3d (r), 9f8e7d6c (s)\n", 1))
+    assert {p.code for p in scoreboard.read_table(table)} == {"0a1b2c3d (r), 9f8e7d6c (s)"}
 
 
 def test_the_rerender_reads_the_runs_of_a_title_with_or_without_its_kernel_code(monkeypatch):

@@ -789,6 +789,8 @@ def render(
     order = {"loss": 0, "uncertain": 1, "tie": 2, "win": 3}
     t = table.assign(_o=table["verdict"].map(order).fillna(4)).sort_values(["_o", "ratio"], ascending=[True, False])
     known = list(dict.fromkeys(c for c in codes if c))
+    if len(known) > 1:  # runs of other code at other points: which run is which
+        known = [f"{c} ({r})" for r, c in zip(runs, codes, strict=False) if c]
     code = f" · kernel code {', '.join(known)}" if known else ""
     lines = [
         f"# kprof grid · {family} · runs {', '.join(runs)}{code}",

@@ -567,6 +567,10 @@ def test_an_ncu_reading_of_other_kernel_code_says_so_and_one_of_the_timed_code_c
     assert text.startswith("# kprof grid · rmsnorm · runs r · kernel code 0a1b2c3d\n")
     assert "ncu: run run-old ran other kernel code than the timed runs" in text
     assert "ran other kernel code" not in render(grid_table(m, evidence=both), ["r"], "rmsnorm")
+    two = render(grid_table(m), ["r", "s", "t"], "rmsnorm", codes=["0a1b2c3d", "9f8e7d6c", "0a1b2c3d"])
+    assert two.startswith(
+        "# kprof grid · rmsnorm · runs r, s, t · kernel code 0a1b2c3d (r), 9f8e7d6c (s), 0a1b2c3d (t)"
+    )
     untold = render(grid_table(m, evidence=both), ["r"], "rmsnorm", ncu_untold=["run-x"])
     assert "ncu: whether run run-x ran the timed runs' kernel code cannot be told" in untold
 
