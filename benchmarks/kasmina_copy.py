@@ -81,29 +81,30 @@ def floor_candidates(inp: dict, out: torch.Tensor) -> dict[str, object]:
 def candidates(
     inp: dict,
     splits: tuple[int, ...] = (),
-    by_state: bool | str = False,
+    by_state: bool = False,
     stats: tuple[int, ...] = (),
     maxnreg: tuple[int, ...] = (),
     tiles: tuple[tuple[int, int], ...] = (),
+    both_states: bool = False,
 ) -> dict[str, object]:
     """name -> fn for every (rows per tile, warps), or those of ``tiles``, and in fp32 at blueprint rows per product
     step (``k``); with ``splits``, the shipped tile at each number of programs per seed (``r``); with ``by_state``,
-    each with the kernel's BY_STATE branch (``"both"``: without and with it, ``bs``); with ``stats``, each tile at
+    each with the kernel's BY_STATE branch (``both_states``: without and with it, ``bs``); with ``stats``, each tile at
     each of the kernel's ways of summing the statistics (``s``, the kernel's STATS: ``branch_free._walk``); with
     ``maxnreg``, each also at each register cap (``m``, 0 the compiler's choice, named without it)."""
     if maxnreg:
         return {
             name + (f" m{m}" if m else ""): lambda m=m, fn=fn: fn(maxnreg=m)
-            for name, fn in candidates(inp, splits, by_state, stats, tiles=tiles).items()
+            for name, fn in candidates(inp, splits, by_state, stats, tiles=tiles, both_states=both_states).items()
             for m in maxnreg
         }
     if stats:
         return {
             f"{name} s{st}": lambda st=st, fn=fn, **kw: fn(stats=st, **kw)
-            for name, fn in candidates(inp, splits, by_state, tiles=tiles).items()
+            for name, fn in candidates(inp, splits, by_state, tiles=tiles, both_states=both_states).items()
             for st in stats
         }
-    if by_state == "both":  # each tile without and with the branch (named with " bs"), whatever the rule says
+    if both_states:  # each tile without and with the branch (named with " bs"), whatever the rule says
         plain = candidates({**inp, "by_state": False}, splits, False, tiles=tiles)
         return {**plain, **{f"{n} bs": f for n, f in candidates(inp, splits, True, tiles=tiles).items()}}
     if by_state:
@@ -159,12 +160,13 @@ def run_point(
     rounds: int,
     splits: tuple[int, ...] = (),
     floors_only: bool = False,
-    by_state: bool | str = False,
+    by_state: bool = False,
     stats: tuple[int, ...] = (),
     maxnreg: tuple[int, ...] = (),
     masked: bool = False,
     tiles: tuple[tuple[int, int], ...] = (),
     no_floors: bool = False,
+    both_states: bool = False,
 ) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
@@ -177,17 +179,17 @@ def run_point(
         "[branch free + torch stats]": lambda: tele_free(**inp),
         "[no telemetry]": lambda: branch_free.launch(**inp, telemetry=False),
     }
-    if by_state:
+    if by_state or both_states:
         fns["[shipped, by state]"] = lambda: branch_free.launch(**inp, telemetry=True, by_state=True)
         fns["[no telemetry, by state]"] = lambda: branch_free.launch(**inp, telemetry=False, by_state=True)
     if masked:  # the shipped launch with its masks kept where it drops them (EVEN)
         fns["[shipped, masked]"] = lambda: branch_free.launch(**inp, telemetry=True, even=False)
-        if by_state:
+        if by_state or both_states:
             fns["[shipped, by state, masked]"] = lambda: branch_free.launch(
                 **inp, telemetry=True, by_state=True, even=False
             )
     if not floors_only:
-        fns.update(candidates(inp, splits, by_state, stats, maxnreg, tiles))
+        fns.update(candidates(inp, splits, by_state, stats, maxnreg, tiles, both_states))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     # each must copy x exactly, the zero included, into an output poisoned first (a tile that wrote nothing would
@@ -230,17 +232,16 @@ def main() -> None:
     ap.add_argument("--no-floors", action="store_true", help="leave the floors' copy kernels out")
     args = ap.parse_args()
     tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",") if t)
+    splits = tuple(int(v) for v in args.splits.split(",") if v)
+    stats = tuple(int(v) for v in args.stats.split(",") if v)
+    caps = tuple(int(v) for v in args.maxnreg.split(",") if v)
     rows: list[dict] = []
     for dtype in args.dtypes.split(","):
         for s in args.shapes.split(","):
             shape = tuple(int(v) for v in s.split("x"))
-            splits = tuple(int(v) for v in args.splits.split(",") if v)
-            stats = tuple(int(v) for v in args.stats.split(",") if v)
-            caps = tuple(int(v) for v in args.maxnreg.split(",") if v)
-            by_state = "both" if args.both_states else args.by_state
             point = run_point(
-                shape, dtype, args.rounds, splits, args.floors_only, by_state, stats, caps,
-                masked=args.masked, tiles=tiles, no_floors=args.no_floors,
+                shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats, caps,
+                masked=args.masked, tiles=tiles, no_floors=args.no_floors, both_states=args.both_states,
             )  # fmt: skip
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
