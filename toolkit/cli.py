@@ -550,7 +550,6 @@ def grid(
     from kprof.grid import OTHER_CODE, grid_table, kernel_times, render
     from kprof.safe_text import no_control
     from kprof.store import RunStore
-    from kprof.variance import code_id
 
     checks.check_outputs(markdown=markdown)
     st = RunStore(store, create=False)
@@ -578,11 +577,12 @@ def grid(
         _refuse_other_code_at_a_point(recs, metrics)
     family = recs[0]["family"]
     dispatch, prepared = _ops_provider(family), _ops_prepared(family)
-    codes = {r["id"]: code_id(r) for r in recs}
+    codes = {r["id"]: variance.code_id(r) for r in recs}
+    ncu_codes = {r["id"]: variance.code_id(r) for r in ncu_recs}
     # an ncu run of other kernel code than every timed run measured that code: its readings are marked as such
     told = all(codes.values())  # every timed run recorded its sources
-    ncu_other = [r["id"] for r in ncu_recs if told and code_id(r) and code_id(r) not in codes.values()]
-    ncu_untold = [r["id"] for r in ncu_recs if not (told and code_id(r))]
+    ncu_other = [r for r, c in ncu_codes.items() if told and c and c not in codes.values()]
+    ncu_untold = [r for r, c in ncu_codes.items() if not (told and c)]
     evidence = (
         pd.concat(
             [st.metrics(r["id"]).assign(**{OTHER_CODE: r["id"] if r["id"] in ncu_other else ""}) for r in ncu_recs],

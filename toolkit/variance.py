@@ -237,8 +237,9 @@ def source_identity(run: Mapping[str, Any]) -> str:
 
 
 def code_id(run: Mapping[str, Any]) -> str:
-    """A short name for a run's kernel code (8 hex digits of a hash of its recorded source hashes): equal exactly
-    where :func:`source_identity` is; "" for a run that recorded none (whose code nothing can compare)."""
+    """A short name for a run's kernel code (8 hex digits of a hash of its recorded source hashes): equal where
+    :func:`source_identity` is (and, 32 bits, for two different codes about once in 4 billion); "" for a run that
+    recorded none (whose code nothing can compare)."""
     if not run.get("source_hashes"):
         return ""
     return hashlib.sha256(source_identity(run).encode()).hexdigest()[:8]
