@@ -16,6 +16,7 @@ rows (its pinned decode tiles); ``[two kernels]``, the norm then that product (`
     python benchmarks/rmsnorm_linear_split_k.py --out DIR --pipelined ...            # x pipelined or not, every tile
     python benchmarks/rmsnorm_linear_split_k.py --out DIR --only-pipelined --twins unguarded  # fp16's check
     python benchmarks/rmsnorm_linear_split_k.py --score-pipelined DIR/split_k.csv[.gz] ...  # and the H200 table
+    python benchmarks/rmsnorm_linear_split_k.py --out DIR --shipped-only --folded   # on g folded into W, and the op's
 
 ``--score`` reads races (each file one machine) and prints, per dtype and column class, the policies (tiles x
 programs per SM) with the smallest worst ratio to each point's fastest candidate, then what the shipped
@@ -39,11 +40,12 @@ import torch
 from bench_common import candidate_rows, checked, write_csv
 from decode_tiles import race
 
-from kprof.kernels import discover
+from kprof.kernels import discover, ops
 from kprof.kernels.lib import launching
 from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused, split_k, tuned, two_kernels
+from kprof.kernels.rmsnorm_linear.fused import folded_weight
 from kprof.kernels.rmsnorm_linear.tuned import rmsnorm_linear_tuned
 
 # BLOCK_N x BLOCK_K x stages whose pipelined weight tiles fit 200 KB of shared memory
@@ -137,7 +139,10 @@ def run_point(
     pipelined: bool = False,
     twins: tuple[str, ...] = (),
     only_pipelined: bool = False,
+    folded: bool = False,
 ) -> list[dict]:
+    """One point's race; ``folded``: each split-K candidate also on ``diag(g) W`` (its name ending in `` folded``),
+    and ``[prepared op]``, what ``ops.PreparedRMSNormLinear`` runs, beside the references."""
     inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     xn = rmsnorm_tuned(x, g, eps)
@@ -152,9 +157,7 @@ def run_point(
         "[two kernels]": lambda: two_kernels.norm_then_triton(x, g, w, b, eps),
     }
     if shipped_only:
-        cfg = split_k.config_for(x, w.shape[1])
-        k = cfg.kwargs
-        pool = {f"16x{k['BLOCK_N']}x{k['BLOCK_K']} s{cfg.num_stages} split{k['SPLIT_K']} [shipped]": cfg}
+        pool = {shipped_name(split_k.config_for(x, w.shape[1])): split_k.config_for(x, w.shape[1])}
     else:
         pool = candidates(
             *shape, launching.sm_count(x), bms, pipelined, twins if dtype == "fp16" else (), only_pipelined
@@ -162,8 +165,23 @@ def run_point(
     launches = {
         name: (lambda c=cfg: (split_k.launch_split_k(x, g, w, b, y, eps, c), y)[1], ref) for name, cfg in pool.items()
     }
+    if folded:
+        wf = folded_weight(g, w)
+        prepared = ops.PreparedRMSNormLinear(g, w)
+        fns["[prepared op]"] = lambda: prepared(x, b, eps)
+        if shipped_only:
+            pool = {shipped_name(split_k.config_for(x, w.shape[1], True)): split_k.config_for(x, w.shape[1], True)}
+        for name, cfg in pool.items():
+            run = (lambda c=cfg: (split_k.launch_split_k(x, g, wf, b, y, eps, c, folded=True), y)[1], ref)
+            launches[f"{name} folded"] = run
     ok, notes = checked(launches, y)
     return candidate_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
+
+
+def shipped_name(cfg: object) -> str:
+    """The dispatch's config's name in the race (``--shipped-only``)."""
+    k = cfg.kwargs
+    return f"16x{k['BLOCK_N']}x{k['BLOCK_K']} s{cfg.num_stages} split{k['SPLIT_K']} [shipped]"
 
 
 def compile_shard(
@@ -322,6 +340,11 @@ def main() -> None:
         default="",
         help="with x pipelined, race fp16 twins of each tile too (comma-separated: " + ", ".join(TWINS) + ")",
     )
+    ap.add_argument(
+        "--folded",
+        action="store_true",
+        help="race each candidate on g folded into W too (names end in folded), and what ops.PreparedRMSNormLinear runs",
+    )
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--shard", default="0/1")
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
@@ -344,18 +367,33 @@ def main() -> None:
     for dtype in dtypes:
         for shape in [(m, k, n) for m in ints[0] for k in ints[1] for n in ints[2]]:
             point = run_point(
-                shape, dtype, args.rounds, args.shipped_only, bms, args.pipelined, twins, args.only_pipelined
+                shape,
+                dtype,
+                args.rounds,
+                args.shipped_only,
+                bms,
+                args.pipelined,
+                twins,
+                args.only_pipelined,
+                args.folded,
             )
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
-            best = min((c for c in med if shippable(c)), key=med.get, default=None)
+            best = min((c for c in med if shippable(c) and "folded" not in c), key=med.get, default=None)
+            best_folded = min((c for c in med if shippable(c) and "folded" in c), key=med.get, default=None)
             unguarded = min((c for c in med if "unguarded" in c), key=med.get, default=None)
             cub = med["[cublas]"]
             print(
                 f"{dtype} {'x'.join(map(str, shape)):14} cublas {cub:7.2f} norm+cublas {med['[norm+cublas]']:7.2f} "
                 f"tuned {med['[tuned]']:7.2f} ({med['[tuned]'] / cub:.3f}x)  two kernels {med['[two kernels]']:7.2f}  "
                 f"best {best} {med.get(best, 0):7.2f} ({med.get(best, 0) / cub:.3f}x)"
-                + (f"  unguarded (never shipped) {unguarded} {med[unguarded]:7.2f}" if unguarded else ""),
+                + (f"  unguarded (never shipped) {unguarded} {med[unguarded]:7.2f}" if unguarded else "")
+                + (
+                    f"  best folded {best_folded} {med[best_folded]:7.2f} ({med[best_folded] / cub:.3f}x)"
+                    f"  prepared op {med['[prepared op]']:7.2f} ({med['[prepared op]'] / cub:.3f}x)"
+                    if best_folded
+                    else ""
+                ),
                 flush=True,
             )
             write_csv(args.out / "split_k.csv", rows)

@@ -67,8 +67,9 @@ from kprof.kernels.rmsnorm.reference import rmsnorm_eager
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import op_plan as _rl_plan
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as _rl_prepared
+from kprof.kernels.rmsnorm_linear import tuned as _rl_tuned
 from kprof.kernels.rmsnorm_linear.family import validate as _rl_validate
-from kprof.kernels.rmsnorm_linear.fused import folded_weight
+from kprof.kernels.rmsnorm_linear.fused import fold_holds, folded_weight
 from kprof.kernels.rmsnorm_linear.reference import rmsnorm_linear_eager
 from kprof.kernels.silu_mul.family import silu_mul_eager
 from kprof.kernels.silu_mul.kernels import KERNELS as _SILU_KERNELS
@@ -284,10 +285,16 @@ def _rms_norm_linear_fake(
 def _rms_norm_linear_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
-    """The folded-weight kernels where they serve (1000+ rows; any under the interpreter), else the plain op."""
-    if wf is not None and triton_enabled(x) and _many_rows(x, _rl_prepared.TMA_MIN_ROWS):
+    """The folded-weight kernels where they serve (decode rows the plain op gives the split-K kernel, 1000+ rows;
+    any under the interpreter), else the plain op."""
+    if wf is not None and triton_enabled(x) and (_many_rows(x, _rl_prepared.TMA_MIN_ROWS) or _few_rows(x)):
         return _rl_plan.rms_norm_linear_prepared(x, g, w, wf, b, eps)  # the checked path on a signature's first call
     return rms_norm_linear(x, g, w, b, eps)
+
+
+def _few_rows(x: torch.Tensor) -> bool:
+    """At most as many rows as the split-K kernel takes (decode sizes), without checking x."""
+    return x.dim() > 0 and x.shape[-1] > 0 and x.numel() // x.shape[-1] <= _rl_tuned.SPLIT_K_ROWS[-1]
 
 
 # --------------------------------------------------------------------------------------------- kasmina
@@ -462,11 +469,19 @@ class PreparedRMSNormLinear:
         self.refresh()
 
     def refresh(self) -> PreparedRMSNormLinear:
-        """Refold ``diag(g) w`` from the current ``g`` and ``w``."""
+        """Refold ``diag(g) w`` from the current ``g`` and ``w``; where fp16 cannot hold the fold as exactly as the
+        plain op's products (``fused.fold_holds``: an element past 65504, columns that small), no fold is kept and
+        every call runs the plain op (``folded`` says which)."""
         g, w = self.g.detach(), self.w.detach()
-        self.wf = folded_weight(g, w) if _USE_TRITON and _triton_capable(w) else None
+        serves = _USE_TRITON and _triton_capable(w) and fold_holds(g, w)
+        self.wf = folded_weight(g, w) if serves else None
         self._versions = (self.g._version, self.w._version)
         return self
+
+    @property
+    def folded(self) -> bool:
+        """Whether calls may run the kernels on the folded weight (else every call runs the plain op)."""
+        return self.wf is not None
 
     def check(self) -> None:
         """Raise :class:`StaleWeightsError` if the folded weight may not match the sources."""

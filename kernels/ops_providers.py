@@ -20,8 +20,10 @@ BEST: dict[str, str] = {
     "rms_norm_linear": "rmsnorm_linear/triton_tuned",
     "kasmina_forward": "kasmina/triton_telemetry",
 }
-PREPARED: dict[str, str] = {
+PREPARED: dict[str, tuple[str, ...]] = {
     # 1000+ rows (any under the interpreter); fewer rows take the plain op
-    "swiglu": "swiglu/triton_tuned_prepared",
-    "rms_norm_linear": "rmsnorm_linear/triton_rstd_epilogue_prepared",
+    "swiglu": ("swiglu/triton_tuned_prepared",),
+    # the split-K kernel on the folded weight where the plain op runs split-K (decode rows), the statistics-first
+    # kernels from 1000 rows (any under the interpreter), the plain op between
+    "rms_norm_linear": ("rmsnorm_linear/triton_split_k_prepared", "rmsnorm_linear/triton_rstd_epilogue_prepared"),
 }

@@ -271,7 +271,7 @@ def _ops_prepared(family: str) -> list[str]:
     """The providers the ops API's prepared objects run for ``family`` (its ``PREPARED`` table)."""
     from kprof.kernels.ops_providers import PREPARED
 
-    return [ref.split("/", 1)[1] for ref in PREPARED.values() if ref.split("/", 1)[0] == family]
+    return [ref.split("/", 1)[1] for refs in PREPARED.values() for ref in refs if ref.split("/", 1)[0] == family]
 
 
 def _warn(msg: str) -> None:

@@ -183,7 +183,7 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
     ),
     (
         "SameTensorsMemo objects: kprof.kernels.swiglu.tuned._prepared, kprof.kernels.swiglu.baselines._gate_up, "
-        "kprof.kernels.rmsnorm_linear.rstd_epilogue._prepared",
+        "kprof.kernels.rmsnorm_linear.fused.prepared_fold",
         "one derived weight for the harness's `..._prepared` providers, held with its source tensors and "
         "reused while the same tensor objects come back at the same versions",
     ),

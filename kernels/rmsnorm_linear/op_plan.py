@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import triton
 
-from kprof.kernels.lib import launching, tiles
+from kprof.kernels.lib import checks, launching, tiles
 from kprof.kernels.lib.plans import CUBLAS, Launch, Plans, constexpr_tail, contiguous_layout, row_stride, sig
 from kprof.kernels.rmsnorm import tuned as rms_tuned
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
@@ -138,7 +138,7 @@ def _rms_norm_linear_first(
     plannable = key is not None and w.is_contiguous() and (b is None or b.is_contiguous()) and row_stride(x) is not None
     route = rl_tuned.product_route(x2d, w)
     if route == "split_k":
-        return _split_k_first(x, x2d, g.contiguous(), w, b, eps, key if plannable else None)
+        return _split_k_first(x, x2d, g.contiguous(), w, b, eps, key if plannable else None, PLANS)
     if route == "cublas":
         y = rl_cublas.norm_then_cublas(x2d, g, w, b, eps)
         if plannable:
@@ -181,12 +181,15 @@ def _split_k_first(
     b: torch.Tensor | None,
     eps: float,
     key: tuple | None,
+    plans: Plans,
+    folded: bool = False,
 ) -> torch.Tensor:
-    """The split-K kernel's first call at this signature (checked inputs), and its plan where ``key`` is given."""
+    """The split-K kernel's first call at this signature (checked inputs), and its plan in ``plans`` where ``key``
+    is given; ``folded``: ``w`` is ``diag(g) W`` (the prepared objects' weight), g is not read."""
     m, k = x2d.shape
     n = w.shape[1]
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    meta, options = split_k.launch_split_k(x2d, g, w, b, y, eps, split_k.config_for(x2d, n))
+    meta, options = split_k.launch_split_k(x2d, g, w, b, y, eps, split_k.config_for(x2d, n, folded), folded)
     if key is not None:  # the plan repeats that launch: its constexprs, split and K range as launched
         bm, bn, splits = meta["BLOCK_M"], meta["BLOCK_N"], meta["SPLIT_K"]
         tiles_count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
@@ -197,12 +200,13 @@ def _split_k_first(
             _split_k_launcher, ("ops",) + key + (tail, tuple(options.items())), (tiles_count * splits,), tail, options
         )
         layout = contiguous_layout(tuple(x.shape[:-1]) + (n,))
-        PLANS.put(key, SplitKPlan(launch, layout, ws_floats, parts, tiles_count))
+        plans.put(key, SplitKPlan(launch, layout, ws_floats, parts, tiles_count))
     return y.view(*x.shape[:-1], n)
 
 
-# ----------------------------------------------------------------- rms_norm_linear on prepared weights (TMA)
+# ------------------------------------------------------------ rms_norm_linear on prepared weights (split-K, TMA)
 PREPARED_PLANS = Plans()
+PLAIN = "plain"  # a prepared plan: the signature runs the plain op (no route of its own on the folded weight)
 _rstd_launcher = CompiledLauncher(re.row_rstd_kernel)
 _tma_launcher = CompiledLauncher(re.tma_product_kernel)
 
@@ -236,12 +240,22 @@ class PreparedTMAPlan:
 
 
 def rms_norm_linear_prepared(
-    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, eps: float
+    x: torch.Tensor,
+    g: torch.Tensor,
+    w: torch.Tensor,
+    wf: torch.Tensor,
+    b: torch.Tensor | None,
+    eps: float,
+    kernels: str = "op",
 ) -> torch.Tensor:
-    """``rms_norm(x, g) @ w (+ b)`` from ``wf = diag(g) w`` (``rstd_epilogue.rmsnorm_linear_folded``): the checked
-    path on a signature's first call, then its plan (no checks, no JIT binding) where the route is the TMA one."""
+    """``rms_norm(x, g) @ w (+ b)`` from ``wf = diag(g) w``: the checked path on a signature's first call, then its
+    plan (no checks, no JIT binding). ``kernels="op"`` (the ops API's prepared objects): where the plain op runs the
+    split-K kernel (decode rows), that kernel on ``wf``; from ``rstd_epilogue.TMA_MIN_ROWS`` rows (any under the
+    interpreter) the statistics-first kernels (``rstd_epilogue.rmsnorm_linear_folded``); between them the plain op.
+    ``"split_k"`` or ``"statistics"``: those kernels at any rows (the harness's versions on prepared weights)."""
     try:
         key = (
+            kernels,
             sig(x),
             sig(g),
             sig(w),
@@ -253,16 +267,43 @@ def rms_norm_linear_prepared(
     except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
         key = None
     plan = PREPARED_PLANS.get(key) if key is not None else None
+    if type(plan) is SplitKPlan:
+        return plan(
+            x, g, wf, b, x.data_ptr(), g.data_ptr(), wf.data_ptr(), wf.data_ptr() if b is None else b.data_ptr()
+        )
+    if plan is PLAIN:
+        return rms_norm_linear(x, g, w, b, eps)
     if plan is not None:
         return plan(x, wf, b)
-    return _prepared_first(x, g, w, wf, b, eps, key)
+    return _prepared_first(x, g, w, wf, b, eps, key, kernels)
 
 
 def _prepared_first(
-    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, eps: float, key: Any
+    x: torch.Tensor,
+    g: torch.Tensor,
+    w: torch.Tensor,
+    wf: torch.Tensor,
+    b: torch.Tensor | None,
+    eps: float,
+    key: Any,
+    kernels: str,
 ) -> torch.Tensor:
-    """The checked path, then the plan of this signature where the op took the TMA route with contiguous rows."""
-    y = re.rmsnorm_linear_folded(x, g, w, b, eps, wf)  # checks the inputs
+    """The checked path, then the plan of this signature where it took the split-K kernel or the TMA one with
+    contiguous rows, or ran the plain op."""
+    if kernels not in ("op", "split_k", "statistics"):
+        raise ValueError(f"rmsnorm_linear: kernels={kernels!r}; give 'op', 'split_k' or 'statistics'")
+    x2d, n = check_inputs(x, g, w, b)
+    checks.check_float("rmsnorm_linear", "wf", wf, like=w)
+    checks.check_shape("rmsnorm_linear", "wf", wf, w.shape)
+    plannable = key is not None and row_stride(x) is not None and wf.is_contiguous()
+    plannable = plannable and (b is None or b.is_contiguous())
+    if kernels == "split_k" or (kernels == "op" and rl_tuned.product_route(x2d, wf) == "split_k"):
+        return _split_k_first(x, x2d, g.contiguous(), wf, b, eps, key if plannable else None, PREPARED_PLANS, True)
+    if kernels == "op" and x2d.shape[0] < re.TMA_MIN_ROWS and not launching.interpreting():
+        if plannable:
+            PREPARED_PLANS.put(key, PLAIN)
+        return rms_norm_linear(x, g, w, b, eps)
+    y = re.rmsnorm_linear_folded(x, g, w, b, eps, wf)
     k, n = w.shape
     x2d = x.view(-1, k) if row_stride(x) == k else None
     if key is None or x2d is None or not wf.is_contiguous() or (b is not None and not b.is_contiguous()):

@@ -55,7 +55,7 @@ from kprof.kernels.lib.tiles import (
     tile_descriptors,
 )
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
-from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product
+from kprof.kernels.rmsnorm_linear.fused import folded_weight, launch_product, prepared_fold
 
 
 @triton.jit
@@ -386,9 +386,6 @@ def rmsnorm_linear_rstd_epilogue(
     return rmsnorm_linear_folded(x, g, w, b, eps, folded_weight(g, w))
 
 
-_prepared = launching.SameTensorsMemo()
-
-
 @FAMILY.provider(
     "triton_rstd_epilogue_prepared",
     kind="triton",
@@ -402,7 +399,7 @@ def rmsnorm_linear_rstd_epilogue_prepared(
     from kprof.kernels.rmsnorm_linear import op_plan  # imports this module
 
     check_inputs(x, g, w, b)  # before the fold: a bad g or w says what is wrong
-    return op_plan.rms_norm_linear_prepared(x, g, w, _prepared.get(folded_weight, g, w), b, eps)
+    return op_plan.rms_norm_linear_prepared(x, g, w, prepared_fold.get(folded_weight, g, w), b, eps, "statistics")
 
 
 # Public handles for experiments (benchmarks/ races them against variants); the kernels keep their `_` names,

@@ -30,6 +30,7 @@ import triton.language as tl
 
 from kprof.kernels.lib import launching, split_k, tiles
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
+from kprof.kernels.rmsnorm_linear.fused import folded_weight, prepared_fold
 
 
 # M is not specialised: Triton compiles a separate binary for an integer argument equal to 1, and the
@@ -73,6 +74,8 @@ def _rmsnorm_linear_split_k_kernel(
     # product and the first step's g (False); see ``g_top_for``
     OUTLINED: tl.constexpr,  # PRECISION 3: the TF32 share again (and the product check's max|g|) as calls of their
     # own (``_tf32_share_outlined``), not code between the loop and the epilogue; see ``_tf32_share_outlined``
+    FOLDED: tl.constexpr,  # w is ``diag(g) W`` (``ops.PreparedRMSNormLinear``): g is not read, x's tiles go to the
+    # product as they are (PRECISION 0 or 2: in fp16 too, since nothing is formed that fp16 might not hold)
 ):
     split, tile, pid_m, pid_n, k_start, k_end = split_k.program_tile(SPLIT_K, K_PER_SPLIT, K, N, BLOCK_N)
     # rows past M masked where x moves as cp.async copies (x pipelined): wrapped, 1x2048x5504 took 1.23x cuBLAS
@@ -110,16 +113,19 @@ def _rmsnorm_linear_split_k_kernel(
             if ALIGNED:
                 here = tl.max_constancy(here, 8)
             xr = tl.load(x_ptrs, mask=row_ok[:, None] & here[None, :], other=0.0)
-            gk = tl.load(g_ptrs, mask=here, other=0.0)
             w = tl.load(w_ptrs, mask=here[:, None], other=0.0)
             if PRECISION == 2:
                 xf = xr.to(tl.float32)
                 gram = tl.dot(xf, tl.trans(xf), gram, input_precision="ieee")
             else:
                 gram = tl.dot(xr, tl.trans(xr), gram)
-            acc = _scaled_product(xr, gk, w, acc, PRECISION)
-            if PRECISION == 3 and G_TOP:
-                g_top = tl.maximum(g_top, tl.abs(gk.to(tl.float32)))
+            if FOLDED:
+                acc = _product(xr, w, acc, PRECISION)
+            else:
+                gk = tl.load(g_ptrs, mask=here, other=0.0)
+                acc = _scaled_product(xr, gk, w, acc, PRECISION)
+                if PRECISION == 3 and G_TOP:
+                    g_top = tl.maximum(g_top, tl.abs(gk.to(tl.float32)))
             x_ptrs += BLOCK_K * stride_xk
             w_ptrs += BLOCK_K * stride_wk
             g_ptrs += BLOCK_K
@@ -152,7 +158,7 @@ def _rmsnorm_linear_split_k_kernel(
         if ALIGNED:  # K and each program's share are multiples of 8: the masks are constant over runs of 8
             first = tl.max_constancy(first, 8)
         x_next = tl.load(x_ptrs, mask=first[None, :], other=0.0)
-        g_next = tl.load(g_ptrs, mask=first, other=0.0)
+        g_next = _g_step(g_ptrs, first, BLOCK_K, FOLDED)
         ss = tl.zeros([BLOCK_M], dtype=tl.float32)
         for k in range(k_start, k_end, BLOCK_K):
             x = x_next
@@ -161,11 +167,11 @@ def _rmsnorm_linear_split_k_kernel(
             if ALIGNED:
                 ahead = tl.max_constancy(ahead, 8)
             x_next = tl.load(x_ptrs + BLOCK_K * stride_xk, mask=ahead[None, :], other=0.0)
-            g_next = tl.load(g_ptrs + BLOCK_K, mask=ahead, other=0.0)
+            g_next = _g_step(g_ptrs + BLOCK_K, ahead, BLOCK_K, FOLDED)
             w = tl.load(w_ptrs, mask=(offs_k < k_end - k)[:, None], other=0.0)
             xf = x.to(tl.float32)
             ss += tl.sum(xf * xf, axis=1)
-            acc = _scaled_product(x, gk, w, acc, PRECISION)
+            acc = _product(x, w, acc, PRECISION) if FOLDED else _scaled_product(x, gk, w, acc, PRECISION)
             x_ptrs += BLOCK_K * stride_xk
             w_ptrs += BLOCK_K * stride_wk
             g_ptrs += BLOCK_K
@@ -201,6 +207,23 @@ def _finish_tile(
                 ss_parts += BLOCK_M
             _split_k_epilogue(y_ptr, bias, total, ss_total, tile_offs, mask, K, eps)
             split_k.release(count_ptr, tile)
+
+
+@triton.jit
+def _g_step(g_ptrs, mask, BLOCK_K: tl.constexpr, FOLDED: tl.constexpr):
+    """One step's g, loaded ahead; zeros that nothing reads where g is folded into w (the loop keeps no load)."""
+    if FOLDED:
+        return tl.zeros([BLOCK_K], dtype=g_ptrs.dtype.element_ty)
+    return tl.load(g_ptrs, mask=mask, other=0.0)
+
+
+@triton.jit
+def _product(x, w, acc, PRECISION: tl.constexpr):
+    """``acc + x @ w`` for one step's tiles where g is folded into w: x's own 16-bit values (PRECISION 0), or
+    fp32 tiles and IEEE products (2: fp32, and the interpreter, whose bf16 dot is wrong)."""
+    if PRECISION == 2:
+        return tl.dot(x.to(tl.float32), w.to(tl.float32), acc, input_precision="ieee")
+    return tl.dot(x, w, acc)
 
 
 @triton.jit
@@ -329,9 +352,12 @@ def g_top_for(block_k: int) -> bool:
     return block_k >= 256
 
 
-def precision_of(dtype: torch.dtype, pipelined: bool = False) -> int:
-    """The kernel's PRECISION for inputs of ``dtype``, x pipelined or not (IEEE under the interpreter, whose bf16
-    dot is wrong; its fp16 dot is right, so fp16's guarded products run there too)."""
+def precision_of(dtype: torch.dtype, pipelined: bool = False, folded: bool = False) -> int:
+    """The kernel's PRECISION for inputs of ``dtype``, x pipelined or not, g folded into w or not (IEEE under the
+    interpreter, whose bf16 dot is wrong; its fp16 dot is right, so fp16's guarded products run there too). Folded,
+    fp16 multiplies x's own values, which it holds by definition: no check, no TF32."""
+    if folded:
+        return 2 if dtype == torch.float32 or (launching.interpreting() and dtype == torch.bfloat16) else 0
     if dtype == torch.float16 and pipelined:
         return 3
     if dtype == torch.float32 or launching.interpreting():
@@ -347,9 +373,11 @@ def launch_split_k(
     y: torch.Tensor,
     eps: float,
     config: triton.Config,
+    folded: bool = False,
 ) -> tuple[dict, dict]:
-    """``rmsnorm(x2d) * g @ w (+ b)`` into ``y`` [M, N] with ``config``'s BLOCK_M/N/K and SPLIT_K. Returns the
-    (meta-parameters, launch options) it ran with: every constexpr, and the SPLIT_K and K_PER_SPLIT passed."""
+    """``rmsnorm(x2d) * g @ w (+ b)`` into ``y`` [M, N] with ``config``'s BLOCK_M/N/K and SPLIT_K; ``folded``: ``w``
+    is ``diag(g) W`` (``fused.folded_weight``) and g is not read. Returns the (meta-parameters, launch options) it ran
+    with: every constexpr, and the SPLIT_K and K_PER_SPLIT passed."""
     m, k = x2d.shape
     n = w.shape[1]
     meta = dict(config.kwargs)
@@ -364,8 +392,10 @@ def launch_split_k(
     meta.setdefault("PIPELINED_X", False)
     meta.setdefault("G_TOP", g_top_for(bk))
     meta.setdefault("OUTLINED", True)  # given False: a benchmark prices the second loop inlined
-    meta.setdefault("PRECISION", precision_of(x2d.dtype, meta["PIPELINED_X"]))  # given: a benchmark prices fp16's check
-    meta.update(HAS_BIAS=b is not None, ALIGNED=tiles.promise_aligned(x2d, w))
+    meta.setdefault(
+        "PRECISION", precision_of(x2d.dtype, meta["PIPELINED_X"], folded)
+    )  # given: a benchmark prices a check
+    meta.update(HAS_BIAS=b is not None, ALIGNED=tiles.promise_aligned(x2d, w), FOLDED=folded)
     args = kernel_args(x2d, g, w, b, y, part, ss, counts, splits, k_per_split, eps)
     _rmsnorm_linear_split_k_kernel[(tile_count * splits,)](*args, **meta, **options)
     return {**meta, "SPLIT_K": splits, "K_PER_SPLIT": k_per_split}, options
@@ -502,23 +532,27 @@ def pipelined_x(m: int, k: int, n: int, dtype: torch.dtype, fast_memory: bool = 
     return pipelined_tiles(m, k, n, dtype, fast_memory) is not None
 
 
-def config_for(x2d: torch.Tensor, n: int) -> triton.Config:
+def config_for(x2d: torch.Tensor, n: int, folded: bool = False) -> triton.Config:
     """The split-K config of ``x2d`` [M, K] times an [K, n] weight: the column class's tiles, K split so the
     launch has about the class's programs per SM (none split where that is 0); x pipelined where
-    :func:`pipelined_tiles` says (on an H200 its own table)."""
+    :func:`pipelined_tiles` says (on an H200 its own table). ``folded`` (g in the weight): fp16 takes bf16's tiles,
+    its loop then being bf16's with no check."""
     m, k = x2d.shape
-    piped = pipelined_tiles(m, k, n, x2d.dtype, launching.fast_memory(x2d))
-    bn, bk, stages, per_sm = piped or SPLIT_TILES.get(x2d.dtype, SPLIT_TILES[torch.float16])[column_class(n)]
+    dtype = torch.bfloat16 if folded and x2d.dtype == torch.float16 else x2d.dtype
+    piped = pipelined_tiles(m, k, n, dtype, launching.fast_memory(x2d))
+    bn, bk, stages, per_sm = piped or SPLIT_TILES.get(dtype, SPLIT_TILES[torch.float16])[column_class(n)]
     splits = split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d)) if per_sm else 1
     return split_k.config(16, bn, bk, splits, 4, stages, PIPELINED_X=piped is not None)
 
 
-def split_k_op(x2d: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float) -> torch.Tensor:
+def split_k_op(
+    x2d: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float, folded: bool = False
+) -> torch.Tensor:
     """``rmsnorm(x2d) * g @ w (+ b)`` by the split-K kernel with the column class's config, for checked 2-D
-    rows: [M, N] in x's dtype."""
+    rows: [M, N] in x's dtype. ``folded``: ``w`` is ``diag(g) W`` (``fused.folded_weight``)."""
     n = w.shape[1]
     y = torch.empty((x2d.shape[0], n), dtype=x2d.dtype, device=x2d.device)
-    launch_split_k(x2d, g.contiguous(), w, b, y, eps, config_for(x2d, n))
+    launch_split_k(x2d, g.contiguous(), w, b, y, eps, config_for(x2d, n, folded), folded)
     return y
 
 
@@ -533,6 +567,26 @@ def rmsnorm_linear_split_k(
 ) -> torch.Tensor:
     x2d, n = check_inputs(x, g, w, b)
     return split_k_op(x2d, g, w, b, eps).view(*x.shape[:-1], n)
+
+
+@FAMILY.provider(
+    "triton_split_k_prepared",
+    kind="triton",
+    description="triton_split_k on prepared weights: g folded into W once per input set, before the timed calls "
+    "(kernel time only), so x's tiles go to the product as they are (fp16 with no check); launched as "
+    "ops.PreparedRMSNormLinear launches it at decode rows (a plan per signature after its first call), with the "
+    "inputs checked on every call, which the ops object does only on a signature's first",
+)
+def rmsnorm_linear_split_k_prepared(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
+) -> torch.Tensor:
+    x2d, n = check_inputs(x, g, w, b)  # before the fold: a bad g or w says what is wrong
+    wf = prepared_fold.get(folded_weight, g, w)
+    if x.is_cuda:
+        from kprof.kernels.rmsnorm_linear import op_plan  # imports this module
+
+        return op_plan.rms_norm_linear_prepared(x, g, w, wf, b, eps, "split_k")
+    return split_k_op(x2d, g, wf, b, eps, folded=True).view(*x.shape[:-1], n)
 
 
 # Public handle for op_plan (the ops API's launch plans).

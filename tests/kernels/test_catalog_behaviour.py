@@ -439,6 +439,7 @@ x, r = torch.empty(64, dtype=torch.bfloat16), torch.empty(64, dtype=torch.float3
 c = torch.zeros(64, dtype=torch.int32)
 tile = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, IEEE=False, num_warps=8, num_stages=4)
 decode = dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=128, num_warps=4, num_stages=3)
+norm_decode = dict(HAS_BIAS=False, PRECISION=0, G_TOP=False, OUTLINED=False, FOLDED=False, **decode)
 M, K, N = 1000, 1000, 3000
 out = {}
 for aligned in (False, True):
@@ -449,10 +450,10 @@ for aligned in (False, True):
                                              IEEE=False, ALIGNED=aligned, MASK_ROWS=False, **decode)
     out[f"rmsnorm_linear split-K/{aligned}"] = loads(
         norm_split_k, (x, x, x, x, x, r, r, c, 8, N, K, 2, 512, K, 1, N, 1, 1e-6),
-        HAS_BIAS=False, PRECISION=0, ALIGNED=aligned, PIPELINED_X=False, G_TOP=False, OUTLINED=False, **decode)
+        ALIGNED=aligned, PIPELINED_X=False, **norm_decode)
     out[f"rmsnorm_linear split-K, x pipelined/{aligned}"] = loads(
         norm_split_k, (x, x, x, x, x, r, r, c, 8, N, K, 2, 512, K, 1, N, 1, 1e-6),
-        HAS_BIAS=False, PRECISION=0, ALIGNED=aligned, PIPELINED_X=True, G_TOP=False, OUTLINED=False, **decode)
+        ALIGNED=aligned, PIPELINED_X=True, **norm_decode)
     out[f"swiglu split-K, rows masked/{aligned}"] = loads(
         _swiglu_split_k_kernel, (x, x, x, x, r, c, 8, N, K, 2, 512, K, 1, N, 1),
         IEEE=False, ALIGNED=aligned, MASK_ROWS=True, **decode)

@@ -137,10 +137,10 @@ def test_kasmina_planned_call_runs_the_launch_it_planned(device):
 
 
 def test_best_names_real_providers():
-    for table in (ops.BEST, ops.PREPARED):
-        for op, target in table.items():
-            family, provider = target.split("/")
-            assert F[family].providers[provider].is_triton, op
+    targets = [(op, t) for op, t in ops.BEST.items()] + [(op, t) for op, ts in ops.PREPARED.items() for t in ts]
+    for op, target in targets:
+        family, provider = target.split("/")
+        assert F[family].providers[provider].is_triton, op
 
 
 def test_use_triton_returns_previous_and_is_not_read_from_the_environment(monkeypatch, device):

@@ -16,6 +16,7 @@ from kprof.kernels import discover, ops
 from kprof.kernels.lib import launching, plans
 from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm_linear import op_plan, split_k, tuned
+from kprof.kernels.rmsnorm_linear.fused import fold_holds, folded_weight
 from tests.compile_child import child_json
 from tests.kernels.ops_paths import triton_ops
 
@@ -224,7 +225,7 @@ for (bn, bk, stages), outlined in [(t, True) for t in sorted(tiles)] + [(sorted(
         splits, k_per_split = lib_split_k.k_ranges(k, splits, bk)
         args = split_k.kernel_args(x, g, w, w, y, ws, ws, counts, splits, k_per_split, 1e-6)
         meta = dict(BLOCK_M=16, BLOCK_N=bn, BLOCK_K=bk, HAS_BIAS=True, PRECISION=3, ALIGNED=True, PIPELINED_X=True,
-                    G_TOP=split_k.g_top_for(bk), OUTLINED=outlined, num_warps=4, num_stages=stages)
+                    G_TOP=split_k.g_top_for(bk), OUTLINED=outlined, FOLDED=False, num_warps=4, num_stages=stages)
         ptx = compile_for(split_k.split_k_kernel, args, meta, 90).asm["ptx"]
         out.append({"tile": [bn, bk, stages], "splits": splits, "outlined": outlined,
                     "functions": len(re.findall(r"^\\.func", ptx, re.M)), "calls": len(re.findall(r"\\bcall", ptx)),
@@ -487,3 +488,133 @@ def test_ticket_counters_are_kept_per_device_and_stream_and_grow(monkeypatch):
     bigger = launching.ticket_counters(t, first.numel() + 1)
     assert bigger is not first and bigger.numel() > first.numel() and int(bigger.abs().sum()) == 0
     assert launching.ticket_counters(t, 5) is bigger and len(launching._COUNTERS) == 1
+
+
+# ------------------------------------------------------------------------------ g folded into W (prepared weights)
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("splits", [1, 3])
+@pytest.mark.parametrize("pipelined", [False, True], ids=["x ahead", "x pipelined"])
+def test_the_folded_kernel_matches_the_oracle(shape, dtype, splits, pipelined, device):
+    """On ``diag(g) W`` the kernel reads no g and multiplies x's own values: fp16 as bf16 does, with no check."""
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    y = torch.full((shape[0], shape[2]), float("nan"), dtype=x.dtype, device=device)
+    config = lib_split_k.config(16, 32, 32, splits, 4, 3, PIPELINED_X=pipelined)
+    meta, _ = split_k.launch_split_k(x, g, folded_weight(g, w), b, y, eps, config, folded=True)
+    assert meta["FOLDED"] and meta["PRECISION"] == split_k.precision_of(x.dtype, pipelined, folded=True)
+    assert meta["PRECISION"] in (0, 2)  # never fp16's checked products or TF32
+    _check(y, inputs, dtype, f"folded {shape} {dtype} split {splits} pipelined {pipelined}")
+    assert _counters_at_zero()
+
+
+@pytest.mark.parametrize("splits", [1, 3])
+def test_folded_fp16_needs_no_check_where_fp16_cannot_hold_x_times_g(splits, device):
+    """Where |x g| passes 65504 the plain kernel must check and compute again; on the folded weight the tile is x
+    itself, which fp16 holds, and g * w is within range: the output is finite and within fp16's tolerance."""
+    m, k, n = 5, 300, 70
+    gen = torch.Generator().manual_seed(torch.seed() % 2**31)
+    x = (torch.randn(m, k, generator=gen) * 300).half().to(device)
+    g = ((torch.rand(k, generator=gen) * 4 + 0.5) * 300).half().to(device)
+    w = (torch.randn(k, n, generator=gen) / k**0.5).half().to(device)
+    b = torch.randn(n, generator=gen).half().to(device)
+    assert float((x.double() * g.double()).abs().max()) > 65504
+    assert fold_holds(g, w)
+    y = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
+    config = lib_split_k.config(16, 32, 64, splits, 4, 3, PIPELINED_X=True)
+    meta, _ = split_k.launch_split_k(x, g, folded_weight(g, w), b, y, 1e-6, config, folded=True)
+    assert meta["PRECISION"] == 0 and bool(torch.isfinite(y).all())
+    _check(y, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, "fp16", "folded fp16 past x * g's range")
+
+
+def test_the_fold_holds_only_where_fp16_keeps_it_as_exact_as_the_plain_op():
+    gen = torch.Generator().manual_seed(torch.seed() % 2**31)
+    k, n = 64, 24
+    w = torch.randn(k, n, generator=gen) / k**0.5
+    g = torch.rand(k, generator=gen) + 0.5
+    assert fold_holds(g.half(), w.half()) and fold_holds(g.bfloat16(), w.bfloat16())
+    assert not fold_holds((g * 1e-5).half(), w.half())  # columns of diag(g) W far under fp16's smallest normal
+    assert fold_holds((g * 1e-5).bfloat16(), w.bfloat16())  # bf16 has fp32's range
+    big = w.clone()
+    big[3, 5] = 1000.0
+    assert not fold_holds((g.index_fill(0, torch.tensor([3]), 1.0) * 100).half(), big.half())  # 1000 x 100
+    zero = w.clone()
+    zero[:, 7] = 0.0
+    assert fold_holds(g.half(), zero.half())  # a column of zeros folds exactly
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+@pytest.mark.parametrize("shape", [(3, 70, 43), (16, 45, 40), (17, 45, 40)], ids=["3x70x43", "16x45x40", "17x45x40"])
+def test_the_prepared_objects_run_the_folded_kernel_where_the_op_runs_split_k(shape, dtype, device, monkeypatch):
+    """ops.PreparedRMSNormLinear at the rows the plain op gives the split-K kernel runs it on its folded weight (a
+    plan of its own, FOLDED), its first and planned calls alike; more rows take the statistics-first kernels (the
+    interpreter's route for any other rows). The provider runs the folded kernel at any rows."""
+    monkeypatch.setattr(tuned, "SPLIT_K_MIN_DIM", 16)
+    monkeypatch.setattr(tuned, "SPLIT_K_CLASS_WIDTH", 1.0)
+    scaled = {dt: {cls: 16 for cls in classes} for dt, classes in tuned.SPLIT_K_CLASSES.items()}
+    monkeypatch.setattr(tuned, "SPLIT_K_CLASSES", scaled)
+    for module in (split_k, tuned):
+        monkeypatch.setattr(module, "column_class", lambda n: 5504 if n == 43 else 11008)
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    taken = tuned.product_route(x, w) == "split_k"
+    assert taken == (shape[0] <= 16)  # every dtype's classes hold 5504 and 11008 columns from 2 rows up to 16
+    outs = {"provider": FAM.providers["triton_split_k_prepared"].fn(**inputs)}
+    with triton_ops():
+        prepared = ops.PreparedRMSNormLinear(g, w)
+        assert prepared.folded
+        outs["prepared first call"] = prepared(x, b, eps)
+        outs["prepared planned call"] = prepared(x, b, eps)
+        planned = list(op_plan.PREPARED_PLANS.plans.values())
+    if taken:
+        (plan,) = planned
+        assert type(plan) is op_plan.SplitKPlan and plan.launch.tail[-1] is True  # FOLDED, the last constexpr
+        assert torch.equal(outs["prepared first call"], outs["prepared planned call"])
+    else:
+        assert all(type(p) is not op_plan.SplitKPlan for p in planned)
+    for name, out in outs.items():
+        _check(out, inputs, dtype, f"{name} {shape}")
+    assert _counters_at_zero()
+
+
+def test_a_prepared_fp16_weight_that_would_not_fold_runs_the_plain_op(device):
+    """g so small that diag(g) W sits under fp16's normals: no fold is kept, and calls give the plain op's output."""
+    gen = torch.Generator().manual_seed(torch.seed() % 2**31)
+    m, k, n = 3, 70, 43
+    x = torch.randn(m, k, generator=gen).half().to(device)
+    g = ((torch.rand(k, generator=gen) + 0.5) * 1e-5).half().to(device)
+    w = (torch.randn(k, n, generator=gen) / k**0.5).half().to(device)
+    b = torch.randn(n, generator=gen).half().to(device)
+    with triton_ops():
+        prepared = ops.PreparedRMSNormLinear(g, w)
+        assert not prepared.folded and prepared.wf is None
+        out = prepared(x, b, 1e-6)
+        plain = ops.rms_norm_linear(x, g, w, b, 1e-6)
+        assert not op_plan.PREPARED_PLANS.plans
+    assert torch.equal(out, plain)
+    _check(out, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, "fp16", "unfolded fp16, tiny g")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_gpu_prepared_objects_take_the_folded_kernel_at_decode_rows_and_the_plain_op_between(dtype):
+    """On a GPU: 1 and 16 rows of x2048x5504 run the folded split-K plan, 64 rows the plain op (its plan named
+    PLAIN), 1024 rows the statistics-first kernels; every output within the oracle's tolerance."""
+    g_w = FAM.make_inputs((1, 2048, 5504), dtype, "cuda", seed=torch.seed() % 2**31)
+    g, w, b = g_w["g"], g_w["w"], g_w["b"]
+    with triton_ops():
+        prepared = ops.PreparedRMSNormLinear(g, w)
+        for rows, kind in (
+            (1, op_plan.SplitKPlan),
+            (16, op_plan.SplitKPlan),
+            (64, str),
+            (1024, op_plan.PreparedTMAPlan),
+        ):
+            x = FAM.make_inputs((rows, 2048, 8), dtype, "cuda", seed=torch.seed() % 2**31)["x"]
+            op_plan.PREPARED_PLANS.plans.clear()
+            first, planned = prepared(x, b, 1e-6), prepared(x, b, 1e-6)
+            ((_, plan),) = op_plan.PREPARED_PLANS.plans.items()
+            assert type(plan) is kind and (kind is not str or plan == op_plan.PLAIN), rows
+            assert torch.equal(first, planned), rows
+            _check(planned, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, dtype, f"prepared {rows} rows")
+    assert _counters_at_zero()
