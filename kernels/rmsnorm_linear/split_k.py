@@ -545,6 +545,18 @@ def config_for(x2d: torch.Tensor, n: int, folded: bool = False) -> triton.Config
     return split_k.config(16, bn, bk, splits, 4, stages, PIPELINED_X=piped is not None)
 
 
+def folded_serves(x2d: torch.Tensor, n: int) -> bool:
+    """Whether ``ops.PreparedRMSNormLinear`` takes this kernel on its folded weight for ``x2d`` [M, K] times [K, n],
+    where the plain op takes the split-K kernel: only where the folded config pipelines x.
+
+    Why: against the plain kernel in the op's own configs (cold, one H200, 1/4/16 rows x K 2048/4096/8192 x the four
+    column classes, bf16 and fp16; ``benchmarks/results/split-k/h200-folded-dc92576/``), folded with x pipelined took
+    0.885-1.012x its time at 54 points, x2048x5504 0.885-0.934x (fp16 16x2048x5504 9.52 -> 8.54 us against cuBLAS's
+    product's 8.90), since it reads no g and, in fp16, checks nothing. With x loaded ahead (K 8192 at 14336 and
+    28672 columns) it took 0.977-1.107x at 18, and there the plain op runs."""
+    return bool(config_for(x2d, n, folded=True).kwargs["PIPELINED_X"])
+
+
 def split_k_op(
     x2d: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float, folded: bool = False
 ) -> torch.Tensor:
