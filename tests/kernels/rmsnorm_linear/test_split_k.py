@@ -547,8 +547,9 @@ def test_the_fold_holds_only_where_fp16_keeps_it_as_exact_as_the_plain_op():
 @pytest.mark.parametrize("shape", [(3, 70, 43), (16, 45, 40), (17, 45, 40)], ids=["3x70x43", "16x45x40", "17x45x40"])
 def test_the_prepared_objects_run_the_folded_kernel_where_the_op_runs_split_k(shape, dtype, device, monkeypatch):
     """ops.PreparedRMSNormLinear at the rows the plain op gives the split-K kernel runs it on its folded weight (a
-    plan of its own, FOLDED), its first and planned calls alike; more rows take the statistics-first kernels (the
-    interpreter's route for any other rows). The provider runs the folded kernel at any rows."""
+    plan of its own, FOLDED) where that config pipelines x, its first and planned calls alike, and the plain op where
+    it does not; more rows take the statistics-first kernels (the interpreter's route for any other rows). The
+    provider runs the folded kernel at any rows."""
     monkeypatch.setattr(tuned, "SPLIT_K_MIN_DIM", 16)
     monkeypatch.setattr(tuned, "SPLIT_K_CLASS_WIDTH", 1.0)
     scaled = {dt: {cls: 16 for cls in classes} for dt, classes in tuned.SPLIT_K_CLASSES.items()}
@@ -566,10 +567,14 @@ def test_the_prepared_objects_run_the_folded_kernel_where_the_op_runs_split_k(sh
         outs["prepared first call"] = prepared(x, b, eps)
         outs["prepared planned call"] = prepared(x, b, eps)
         planned = list(op_plan.PREPARED_PLANS.plans.values())
-    if taken:
+    serves = taken and split_k.folded_serves(x, shape[2])
+    assert serves == (taken and dtype != "fp32")  # fp32 loads x ahead in its tiles: the plain op there
+    if serves:
         (plan,) = planned
         assert type(plan) is op_plan.SplitKPlan and plan.launch.tail[-1] is True  # FOLDED, the last constexpr
         assert torch.equal(outs["prepared first call"], outs["prepared planned call"])
+    elif taken:
+        assert planned == [op_plan.PLAIN]
     else:
         assert all(type(p) is not op_plan.SplitKPlan for p in planned)
     for name, out in outs.items():
