@@ -178,6 +178,16 @@ def run_point(
     return candidate_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
 
 
+def run_point_with_ops(*args: object, **kwargs: object) -> list[dict]:
+    """:func:`run_point` with the ops' Triton path on (``[prepared op]`` otherwise runs PyTorch's eager op), restored
+    after."""
+    previous = ops.use_triton(True)
+    try:
+        return run_point(*args, **kwargs)
+    finally:
+        ops.use_triton(previous)
+
+
 def shipped_name(cfg: object) -> str:
     """The dispatch's config's name in the race (``--shipped-only``)."""
     k = cfg.kwargs
@@ -366,7 +376,7 @@ def main() -> None:
     ints = [[int(v) for v in s.split(",")] for s in (args.rows, args.ks, args.cols)]
     for dtype in dtypes:
         for shape in [(m, k, n) for m in ints[0] for k in ints[1] for n in ints[2]]:
-            point = run_point(
+            point = run_point_with_ops(
                 shape,
                 dtype,
                 args.rounds,

@@ -20,6 +20,10 @@ hold x * g where the rows are large (the two-kernel route normalises first), so 
 and the product runs in TF32, whose 10-bit mantissa is fp16's: W's fp16 values convert exactly. With x
 pipelined, fp16 rounds x * g to fp16 too, and checks afterwards that fp16 held it (``_fp16_missed``,
 ``_fp16_missed_product``): where it may not have, the program computes its share again the TF32 way.
+
+On a weight with g folded in (``FOLDED``: ``diag(g) W``, which ``ops.PreparedRMSNormLinear`` keeps) the x tiles go
+to the product as they are: no g is read and fp16 has nothing to check (``folded_serves`` says where the prepared
+objects take it, with the figures).
 """
 
 from __future__ import annotations
