@@ -69,7 +69,7 @@ from kprof.kernels.rmsnorm_linear import op_plan as _rl_plan
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as _rl_prepared
 from kprof.kernels.rmsnorm_linear import tuned as _rl_tuned
 from kprof.kernels.rmsnorm_linear.family import validate as _rl_validate
-from kprof.kernels.rmsnorm_linear.fused import fold_holds, folded_weight
+from kprof.kernels.rmsnorm_linear.fused import folded_weight, held_fold
 from kprof.kernels.rmsnorm_linear.reference import rmsnorm_linear_eager
 from kprof.kernels.silu_mul.family import silu_mul_eager
 from kprof.kernels.silu_mul.kernels import KERNELS as _SILU_KERNELS
@@ -470,11 +470,10 @@ class PreparedRMSNormLinear:
 
     def refresh(self) -> PreparedRMSNormLinear:
         """Refold ``diag(g) w`` from the current ``g`` and ``w``; where fp16 cannot hold the fold as exactly as the
-        plain op's products (``fused.fold_holds``: an element past 65504, columns that small), no fold is kept and
+        plain op's products (``fused.held_fold``: an element past 65504, columns that small), no fold is kept and
         every call runs the plain op (``folded`` says which)."""
         g, w = self.g.detach(), self.w.detach()
-        serves = _USE_TRITON and _triton_capable(w) and fold_holds(g, w)
-        self.wf = folded_weight(g, w) if serves else None
+        self.wf = held_fold(g, w) if _USE_TRITON and _triton_capable(w) else None
         self._versions = (self.g._version, self.w._version)
         return self
 

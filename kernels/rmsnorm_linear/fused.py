@@ -227,21 +227,22 @@ def folded_weight(g: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return (g.float()[:, None] * w.float()).to(w.dtype)
 
 
-def fold_holds(g: torch.Tensor, w: torch.Tensor) -> bool:
-    """Whether ``folded_weight(g, w)`` keeps the product as exact as the plain op keeps it. Only fp16 can lose it,
-    bf16 and fp32 having fp32's range: an element of ``diag(g) W`` past 65504 is inf, and elements under fp16's
-    smallest normal (2^-14) keep an absolute step of 2^-24. That step is within fp16's own relative one (2^-11) of
-    a column's rms where the rms is at least 2^-13, the bound checked here for every column not all zeros (with no
-    inf where g and w are finite).
-    Reads the whole weight once and waits for the GPU: for building prepared weights, not for a call's path."""
-    if w.dtype != torch.float16:
-        return True
-    wf = g.float()[:, None] * w.float()
-    finite = torch.isfinite(g).all() & torch.isfinite(w).all()
-    over = (wf.abs() > 65504.0).any()
-    rms = wf.pow(2).mean(dim=0).sqrt()
-    low = ((rms < 2.0**-13) & (rms > 0)).any()
-    return not bool(finite & (over | low))
+def held_fold(g: torch.Tensor, w: torch.Tensor) -> torch.Tensor | None:
+    """``folded_weight(g, w)``, or None where it would not keep the product as exact as the plain op keeps it. Only
+    fp16 can lose it, bf16 and fp32 having fp32's range: an element of ``diag(g) W`` past 65504 is inf, and elements
+    under fp16's smallest normal (2^-14) keep an absolute step of 2^-24. That step is within fp16's own relative one
+    (2^-11) of a column's rms where the rms is at least 2^-13, the bound checked for every column not all zeros (with
+    no inf where g and w are finite). In fp16 this waits for the GPU once: for building prepared weights, not for a
+    call's path."""
+    wf = g.float()[:, None] * w.float()  # folded_weight's own arithmetic, so the staleness check compares equal
+    if w.dtype == torch.float16:
+        low, high = torch.aminmax(wf)
+        rms = torch.linalg.vector_norm(wf, dim=0) / w.shape[0] ** 0.5
+        small = ((rms < 2.0**-13) & (rms > 0)).any()
+        finite = torch.isfinite(g).all() & torch.isfinite(w).all()
+        if bool(finite & ((high > 65504.0) | (low < -65504.0) | small)):
+            return None
+    return wf.to(w.dtype)
 
 
 # The harness's versions on prepared weights (``triton_rstd_epilogue_prepared``, ``triton_split_k_prepared``) share

@@ -16,7 +16,7 @@ from kprof.kernels import discover, ops
 from kprof.kernels.lib import launching, plans
 from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm_linear import op_plan, split_k, tuned
-from kprof.kernels.rmsnorm_linear.fused import fold_holds, folded_weight
+from kprof.kernels.rmsnorm_linear.fused import folded_weight, held_fold
 from tests.compile_child import child_json
 from tests.kernels.ops_paths import triton_ops
 
@@ -519,7 +519,7 @@ def test_folded_fp16_needs_no_check_where_fp16_cannot_hold_x_times_g(splits, dev
     w = (torch.randn(k, n, generator=gen) / k**0.5).half().to(device)
     b = torch.randn(n, generator=gen).half().to(device)
     assert float((x.double() * g.double()).abs().max()) > 65504
-    assert fold_holds(g, w)
+    assert held_fold(g, w) is not None
     y = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
     config = lib_split_k.config(16, 32, 64, splits, 4, 3, PIPELINED_X=True)
     meta, _ = split_k.launch_split_k(x, g, folded_weight(g, w), b, y, 1e-6, config, folded=True)
@@ -527,20 +527,26 @@ def test_folded_fp16_needs_no_check_where_fp16_cannot_hold_x_times_g(splits, dev
     _check(y, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, "fp16", "folded fp16 past x * g's range")
 
 
-def test_the_fold_holds_only_where_fp16_keeps_it_as_exact_as_the_plain_op():
+def test_a_fold_is_kept_only_where_fp16_holds_it_as_exactly_as_the_plain_op():
     gen = torch.Generator().manual_seed(torch.seed() % 2**31)
     k, n = 64, 24
     w = torch.randn(k, n, generator=gen) / k**0.5
     g = torch.rand(k, generator=gen) + 0.5
-    assert fold_holds(g.half(), w.half()) and fold_holds(g.bfloat16(), w.bfloat16())
-    assert not fold_holds((g * 1e-5).half(), w.half())  # columns of diag(g) W far under fp16's smallest normal
-    assert fold_holds((g * 1e-5).bfloat16(), w.bfloat16())  # bf16 has fp32's range
+
+    def kept(g: torch.Tensor, w: torch.Tensor) -> bool:
+        fold = held_fold(g, w)
+        assert fold is None or torch.equal(fold, folded_weight(g, w))  # the staleness check rebuilds it so
+        return fold is not None
+
+    assert kept(g.half(), w.half()) and kept(g.bfloat16(), w.bfloat16()) and kept(g, w)
+    assert not kept((g * 1e-5).half(), w.half())  # columns of diag(g) W far under fp16's smallest normal
+    assert kept((g * 1e-5).bfloat16(), w.bfloat16())  # bf16 has fp32's range
     big = w.clone()
-    big[3, 5] = 1000.0
-    assert not fold_holds((g.index_fill(0, torch.tensor([3]), 1.0) * 100).half(), big.half())  # 1000 x 100
+    big[3, 5] = -1000.0
+    assert not kept((g.index_fill(0, torch.tensor([3]), 1.0) * 100).half(), big.half())  # -1000 x 100
     zero = w.clone()
     zero[:, 7] = 0.0
-    assert fold_holds(g.half(), zero.half())  # a column of zeros folds exactly
+    assert kept(g.half(), zero.half())  # a column of zeros folds exactly
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
