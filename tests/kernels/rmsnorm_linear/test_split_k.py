@@ -348,18 +348,24 @@ def test_the_dispatch_takes_the_kernel_only_in_its_measured_classes():
     assert not tuned.split_k_product(1, small, 5504, bf16) and not tuned.split_k_product(1, 4096, small, bf16)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
-@pytest.mark.parametrize("shape", [(3, 70, 43), (9, 45, 40), (17, 45, 40)], ids=["3x70x43", "9x45x40", "17x45x40"])
-def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device, monkeypatch):
-    """With the table's least K and the dimension floor scaled down (the interpreter takes minutes over a real
-    decode weight), the classes the tables name run the split-K kernel: the provider, the ops API's first call
-    and its plan; more rows than they name the two-kernel routes."""
+def _scaled_split_k_classes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The split-K tables' least K and the dimension floor scaled down to 16 (the interpreter takes minutes over a real
+    decode weight), the column classes to 5504 for 43 columns and 11008 otherwise."""
     monkeypatch.setattr(tuned, "SPLIT_K_MIN_DIM", 16)
     monkeypatch.setattr(tuned, "SPLIT_K_CLASS_WIDTH", 1.0)
     scaled = {dt: {cls: 16 for cls in classes} for dt, classes in tuned.SPLIT_K_CLASSES.items()}
     monkeypatch.setattr(tuned, "SPLIT_K_CLASSES", scaled)
     for module in (split_k, tuned):
         monkeypatch.setattr(module, "column_class", lambda n: 5504 if n == 43 else 11008)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+@pytest.mark.parametrize("shape", [(3, 70, 43), (9, 45, 40), (17, 45, 40)], ids=["3x70x43", "9x45x40", "17x45x40"])
+def test_the_op_runs_the_kernel_through_provider_and_plans(shape, dtype, device, monkeypatch):
+    """With the table's least K and the dimension floor scaled down (the interpreter takes minutes over a real
+    decode weight), the classes the tables name run the split-K kernel: the provider, the ops API's first call
+    and its plan; more rows than they name the two-kernel routes."""
+    _scaled_split_k_classes(monkeypatch)
     m, k, n = shape
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     taken = tuned.split_k_product(m, k, n, inputs["x"].dtype)
@@ -556,12 +562,7 @@ def test_the_prepared_objects_run_the_folded_kernel_where_the_op_runs_split_k(sh
     plan of its own, FOLDED) where that config pipelines x, its first and planned calls alike, and the plain op where
     it does not; more rows take the statistics-first kernels (the interpreter's route for any other rows). The
     provider runs the folded kernel at any rows."""
-    monkeypatch.setattr(tuned, "SPLIT_K_MIN_DIM", 16)
-    monkeypatch.setattr(tuned, "SPLIT_K_CLASS_WIDTH", 1.0)
-    scaled = {dt: {cls: 16 for cls in classes} for dt, classes in tuned.SPLIT_K_CLASSES.items()}
-    monkeypatch.setattr(tuned, "SPLIT_K_CLASSES", scaled)
-    for module in (split_k, tuned):
-        monkeypatch.setattr(module, "column_class", lambda n: 5504 if n == 43 else 11008)
+    _scaled_split_k_classes(monkeypatch)
     inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     taken = tuned.product_route(x, w) == "split_k"
