@@ -201,10 +201,11 @@ def compile_shard(
     pipelined: bool = False,
     twins: tuple[str, ...] = (),
     only_pipelined: bool = False,
+    folded: bool = False,
 ) -> None:
-    """This shard's share of (dtype, tiles, split 1 or more, x pipelined or not, fp16's twins) launched once at a
-    small shape of the same specialisation (M is not specialised), so Triton's cache holds every binary before the
-    timed run."""
+    """This shard's share of (dtype, tiles, split 1 or more, x pipelined or not, fp16's twins, on g folded into W
+    too with ``folded``) launched once at a small shape of the same specialisation (M is not specialised), so Triton's
+    cache holds every binary before the timed run."""
     index, count = (int(v) for v in shard.split("/"))
     items = [
         (d, t, s, px, meta)
@@ -218,7 +219,9 @@ def compile_shard(
         inputs = discover()["rmsnorm_linear"].make_inputs((4, 512, 512), d, "cuda", 0)
         y = torch.empty((4, 512), dtype=inputs["x"].dtype, device="cuda")
         cfg = lib_split_k.config(bm, bn, bk, s, 8 if bm >= 64 else 4, st, PIPELINED_X=px, **meta)
-        split_k.launch_split_k(inputs["x"], inputs["g"], inputs["w"], inputs["b"], y, inputs["eps"], cfg)
+        for fold in (False, True) if folded and not meta else (False,):
+            w = folded_weight(inputs["g"], inputs["w"]) if fold else inputs["w"]
+            split_k.launch_split_k(inputs["x"], inputs["g"], w, inputs["b"], y, inputs["eps"], cfg, folded=fold)
     torch.cuda.synchronize()
 
 
@@ -370,7 +373,7 @@ def main() -> None:
     twins = tuple(t for t in args.twins.split(",") if t)
     bms = tuple(int(v) for v in args.bms.split(","))
     if args.compile_only:
-        compile_shard(args.shard, dtypes, bms, args.pipelined, twins, args.only_pipelined)
+        compile_shard(args.shard, dtypes, bms, args.pipelined, twins, args.only_pipelined, args.folded)
         return
     rows: list[dict] = []
     ints = [[int(v) for v in s.split(",")] for s in (args.rows, args.ks, args.cols)]
