@@ -510,6 +510,27 @@ _FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[tuple[int, int, tuple[
 }
 
 
+# On an H200, the kernel on a folded weight (``FOLDED``, 16-bit) at 5504 columns: (least K, largest K, tiles) as above.
+# With no check to make, bf16's 256-wide unsplit steps (the table's K 2048 entry) won from K 4096 as well: raced
+# folded over every pipelined tile x split count at 1/4/16 rows x K 4096/6144/8192, both dtypes, on one H200
+# (``benchmarks/results/split-k/h200-folded-tiles-a30e587/``), they were the fastest at all 18 points, 0.89-0.93x the
+# table's 64-wide steps split 4 ways there (1x4096x5504 fp16 13.30 against 14.61 us, cuBLAS's product 13.62; x8192
+# 23.04-23.12 against 24.34-25.31). At 14336 and 28672 columns (K 4096 and 8192, fp16) the best folded tile was
+# within 1-3% of the plain op, and the prepared objects keep the rule of ``folded_serves``.
+_FAST_MEMORY_FOLDED: dict[int, tuple[tuple[int, int, tuple[int, int, int, int]], ...]] = {
+    5504: ((2048, 8192, (64, 256, 4, 0)),),
+}
+
+
+def fast_memory_folded_tiles(m: int, k: int, n: int) -> tuple[int, int, int, int] | None:
+    """The H200's tiles for the kernel on a folded 16-bit weight (``_FAST_MEMORY_FOLDED``) at M x K x N, or None."""
+    if not PIPELINED_ROWS[0] <= m <= PIPELINED_ROWS[1]:
+        return None
+    return next(
+        (t for least_k, largest_k, t in _FAST_MEMORY_FOLDED.get(column_class(n), ()) if least_k <= k <= largest_k), None
+    )
+
+
 def fast_memory_pipelined_tiles(k: int, n: int, dtype: torch.dtype) -> tuple[int, int, int, int] | None:
     """The H200 table's (``_FAST_MEMORY_PIPELINED``) tiles at K and N's column class, or None where it has none."""
     entries = _FAST_MEMORY_PIPELINED.get(dtype, {}).get(column_class(n), ())
@@ -540,10 +561,13 @@ def config_for(x2d: torch.Tensor, n: int, folded: bool = False) -> triton.Config
     """The split-K config of ``x2d`` [M, K] times an [K, n] weight: the column class's tiles, K split so the
     launch has about the class's programs per SM (none split where that is 0); x pipelined where
     :func:`pipelined_tiles` says (on an H200 its own table). ``folded`` (g in the weight): fp16 takes bf16's tiles,
-    its loop then being bf16's with no check."""
+    its loop then being bf16's with no check, and on an H200 the folded table (:func:`fast_memory_folded_tiles`)
+    comes first."""
     m, k = x2d.shape
     dtype = torch.bfloat16 if folded and x2d.dtype == torch.float16 else x2d.dtype
-    piped = pipelined_tiles(m, k, n, dtype, launching.fast_memory(x2d))
+    fast = launching.fast_memory(x2d)
+    own = fast_memory_folded_tiles(m, k, n) if folded and fast and dtype == torch.bfloat16 else None
+    piped = own or pipelined_tiles(m, k, n, dtype, fast)
     bn, bk, stages, per_sm = piped or SPLIT_TILES.get(dtype, SPLIT_TILES[torch.float16])[column_class(n)]
     splits = split_k.split_count(m, k, n, 16, bn, bk, per_sm * launching.sm_count(x2d)) if per_sm else 1
     return split_k.config(16, bn, bk, splits, 4, stages, PIPELINED_X=piped is not None)

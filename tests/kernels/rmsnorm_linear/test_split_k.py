@@ -627,3 +627,45 @@ def test_gpu_prepared_objects_take_the_folded_kernel_at_decode_rows_and_the_plai
             assert torch.equal(first, planned), rows
             _check(planned, {"x": x, "g": g, "w": w, "b": b, "eps": 1e-6}, dtype, f"prepared {rows} rows")
     assert _counters_at_zero()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_on_an_h200_the_folded_kernel_takes_its_own_tiles_at_5504_columns(dtype, monkeypatch):
+    """The folded table comes first on an H200, at 1-16 rows of its column class and K range; elsewhere (the plain
+    kernel, 17 rows, another class, fp32) the tables as before."""
+    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    (least_k, largest_k, (bn, bk, stages, per_sm)), *_ = split_k._FAST_MEMORY_FOLDED[5504]
+    for m, k in ((1, least_k), (16, largest_k), (4, (least_k + largest_k) // 2)):
+        x = torch.empty((m, k), dtype=dtype, device="meta")
+        config = split_k.config_for(x, 5504, folded=True)
+        assert (config.kwargs["BLOCK_N"], config.kwargs["BLOCK_K"], config.num_stages) == (bn, bk, stages)
+        assert config.kwargs["PIPELINED_X"] and (config.kwargs["SPLIT_K"] == 1) == (per_sm == 0)
+    x = torch.empty((4, 4096), dtype=dtype, device="meta")
+    plain = split_k.config_for(x, 5504)
+    assert (plain.kwargs["BLOCK_N"], plain.kwargs["BLOCK_K"]) == split_k.fast_memory_pipelined_tiles(4096, 5504, dtype)[
+        :2
+    ]
+    assert split_k.fast_memory_folded_tiles(17, 4096, 5504) is None
+    assert split_k.fast_memory_folded_tiles(4, 4096, 28672) is None
+    fp32 = split_k.config_for(torch.empty((4, 4096), dtype=torch.float32, device="meta"), 5504, folded=True)
+    assert not fp32.kwargs["PIPELINED_X"]  # fp32 keeps its own tiles, x loaded ahead
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_the_folded_h200_tiles_match_the_oracle_through_the_prepared_objects(dtype, device, monkeypatch):
+    """The folded table's tiles on an odd shape through ops.PreparedRMSNormLinear's first and planned calls, with the
+    K range and the dimension floor scaled down (the interpreter takes minutes over a real decode weight)."""
+    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    tiles = split_k._FAST_MEMORY_FOLDED[5504][0][2]
+    monkeypatch.setattr(split_k, "_FAST_MEMORY_FOLDED", {5504: ((16, 1 << 20, tiles),)})
+    _scaled_split_k_classes(monkeypatch)
+    inputs = FAM.make_inputs((3, 520, 43), dtype, device, seed=torch.seed() % 2**31)
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    assert split_k.config_for(x, 43, folded=True).kwargs["BLOCK_K"] == tiles[1]
+    with triton_ops():
+        prepared = ops.PreparedRMSNormLinear(g, w)
+        first, planned = prepared(x, b, eps), prepared(x, b, eps)
+        (plan,) = op_plan.PREPARED_PLANS.plans.values()
+    assert type(plan) is op_plan.SplitKPlan and torch.equal(first, planned)
+    _check(planned, inputs, dtype, f"folded H200 tiles {tiles}")
+    assert _counters_at_zero()
