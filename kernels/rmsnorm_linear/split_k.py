@@ -515,8 +515,8 @@ _FAST_MEMORY_PIPELINED: dict[torch.dtype, dict[int, tuple[tuple[int, int, tuple[
 # folded over every pipelined tile x split count at 1/4/16 rows x K 4096/6144/8192, both dtypes, on one H200
 # (``benchmarks/results/split-k/h200-folded-tiles-a30e587/``), they were the fastest at all 18 points, 0.89-0.93x the
 # table's 64-wide steps split 4 ways there (1x4096x5504 fp16 13.30 against 14.61 us, cuBLAS's product 13.62; x8192
-# 23.04-23.12 against 24.34-25.31). At 14336 and 28672 columns (K 4096 and 8192, fp16) the best folded tile was
-# within 1-3% of the plain op, and the prepared objects keep the rule of ``folded_serves``.
+# 23.04-23.12 against 24.34-25.31). At 14336 and 28672 columns (K 4096 and 8192) the fastest folded candidate of each
+# point took 0.955-1.002x the plain op's time, in five different tiles: nothing there, and ``folded_serves`` holds.
 _FAST_MEMORY_FOLDED: dict[int, tuple[tuple[int, int, tuple[int, int, int, int]], ...]] = {
     5504: ((2048, 8192, (64, 256, 4, 0)),),
 }
