@@ -157,7 +157,7 @@ def run_point(
         "[two kernels]": lambda: two_kernels.norm_then_triton(x, g, w, b, eps),
     }
     if shipped_only:
-        pool = {shipped_name(split_k.config_for(x, w.shape[1])): split_k.config_for(x, w.shape[1])}
+        pool = shipped(split_k.config_for(x, w.shape[1]))
     else:
         pool = candidates(
             *shape, launching.sm_count(x), bms, pipelined, twins if dtype == "fp16" else (), only_pipelined
@@ -170,7 +170,7 @@ def run_point(
         prepared = ops.PreparedRMSNormLinear(g, w)
         fns["[prepared op]"] = lambda: prepared(x, b, eps)
         if shipped_only:
-            pool = {shipped_name(split_k.config_for(x, w.shape[1], True)): split_k.config_for(x, w.shape[1], True)}
+            pool = shipped(split_k.config_for(x, w.shape[1], True))
         for name, cfg in pool.items():
             run = (lambda c=cfg: (split_k.launch_split_k(x, g, wf, b, y, eps, c, folded=True), y)[1], ref)
             launches[f"{name} folded"] = run
@@ -188,10 +188,10 @@ def run_point_with_ops(*args: object, **kwargs: object) -> list[dict]:
         ops.use_triton(previous)
 
 
-def shipped_name(cfg: object) -> str:
-    """The dispatch's config's name in the race (``--shipped-only``)."""
+def shipped(cfg: object) -> dict[str, object]:
+    """The dispatch's config (``--shipped-only``) by its name in the race."""
     k = cfg.kwargs
-    return f"16x{k['BLOCK_N']}x{k['BLOCK_K']} s{cfg.num_stages} split{k['SPLIT_K']} [shipped]"
+    return {f"16x{k['BLOCK_N']}x{k['BLOCK_K']} s{cfg.num_stages} split{k['SPLIT_K']} [shipped]": cfg}
 
 
 def compile_shard(
