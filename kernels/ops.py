@@ -244,9 +244,13 @@ def _swiglu_prepared(
 
 def _many_rows(x: torch.Tensor, rows: int) -> bool:
     """At least ``rows`` rows (any number under the interpreter), without checking x (decode calls stay cheap)."""
-    return (x.dim() > 0 and x.shape[-1] > 0 and x.numel() // x.shape[-1] >= rows) or (
-        not x.is_cuda and launching.interpreting()
-    )
+    count = _rows(x)
+    return (count is not None and count >= rows) or (not x.is_cuda and launching.interpreting())
+
+
+def _rows(x: torch.Tensor) -> int | None:
+    """x's rows (its elements over its last dimension), unchecked; None for a scalar or an empty last dimension."""
+    return x.numel() // x.shape[-1] if x.dim() > 0 and x.shape[-1] > 0 else None
 
 
 # ------------------------------------------------------------------------------------- rms_norm_linear
@@ -294,7 +298,8 @@ def _rms_norm_linear_prepared(
 
 def _few_rows(x: torch.Tensor) -> bool:
     """At most as many rows as the split-K kernel takes (decode sizes), without checking x."""
-    return x.dim() > 0 and x.shape[-1] > 0 and x.numel() // x.shape[-1] <= _rl_tuned.SPLIT_K_ROWS[-1]
+    count = _rows(x)
+    return count is not None and count <= _rl_tuned.SPLIT_K_ROWS[-1]
 
 
 # --------------------------------------------------------------------------------------------- kasmina

@@ -306,10 +306,10 @@ def _prepared_first(
             PREPARED_PLANS.put(key, PLAIN)
         return rms_norm_linear(x, g, w, b, eps)
     y = re.rmsnorm_linear_folded(x, g, w, b, eps, wf)
-    k, n = w.shape
-    x2d = x.view(-1, k) if row_stride(x) == k else None
-    if key is None or x2d is None or not wf.is_contiguous() or (b is not None and not b.is_contiguous()):
+    k = w.shape[0]
+    if not plannable or row_stride(x) != k:  # the TMA plan reads x's rows as one contiguous [M, K]
         return y
+    x2d = x.view(-1, k)
     if not re.use_tma(x2d, wf, y.view(-1, n)):
         return y
     m = x2d.shape[0]

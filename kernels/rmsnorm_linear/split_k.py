@@ -526,14 +526,16 @@ def fast_memory_folded_tiles(m: int, k: int, n: int) -> tuple[int, int, int, int
     """The H200's tiles for the kernel on a folded 16-bit weight (``_FAST_MEMORY_FOLDED``) at M x K x N, or None."""
     if not PIPELINED_ROWS[0] <= m <= PIPELINED_ROWS[1]:
         return None
-    return next(
-        (t for least_k, largest_k, t in _FAST_MEMORY_FOLDED.get(column_class(n), ()) if least_k <= k <= largest_k), None
-    )
+    return _tiles_at(_FAST_MEMORY_FOLDED.get(column_class(n), ()), k)
 
 
 def fast_memory_pipelined_tiles(k: int, n: int, dtype: torch.dtype) -> tuple[int, int, int, int] | None:
     """The H200 table's (``_FAST_MEMORY_PIPELINED``) tiles at K and N's column class, or None where it has none."""
-    entries = _FAST_MEMORY_PIPELINED.get(dtype, {}).get(column_class(n), ())
+    return _tiles_at(_FAST_MEMORY_PIPELINED.get(dtype, {}).get(column_class(n), ()), k)
+
+
+def _tiles_at(entries: tuple, k: int) -> tuple[int, int, int, int] | None:
+    """The tiles of the (least K, largest K, tiles) entry whose K range holds ``k``, or None."""
     return next((tiles for least_k, largest_k, tiles in entries if least_k <= k <= largest_k), None)
 
 
