@@ -66,8 +66,6 @@ from kprof.kernels.rmsnorm.family import validate as _rms_validate
 from kprof.kernels.rmsnorm.reference import rmsnorm_eager
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import op_plan as _rl_plan
-from kprof.kernels.rmsnorm_linear import rstd_epilogue as _rl_prepared
-from kprof.kernels.rmsnorm_linear import tuned as _rl_tuned
 from kprof.kernels.rmsnorm_linear.family import validate as _rl_validate
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, held_fold
 from kprof.kernels.rmsnorm_linear.reference import rmsnorm_linear_eager
@@ -237,20 +235,9 @@ def _swiglu_prepared(
     x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor | None
 ) -> torch.Tensor:
     """The interleaved kernel where it serves (1000+ rows, TMA-ready), else the plain op."""
-    if w_int is not None and triton_enabled(x) and _many_rows(x, _swiglu_tuned.TMA_MIN_ROWS):
-        return _swiglu_plan.swiglu_prepared(x, w_gate, w_up, w_int)  # the checked path on a signature's first call
+    if triton_enabled(x):
+        return _swiglu_plan.prepared_op(x, w_gate, w_up, w_int)
     return swiglu(x, w_gate, w_up)
-
-
-def _many_rows(x: torch.Tensor, rows: int) -> bool:
-    """At least ``rows`` rows (any number under the interpreter), without checking x (decode calls stay cheap)."""
-    count = _rows(x)
-    return (count is not None and count >= rows) or (not x.is_cuda and launching.interpreting())
-
-
-def _rows(x: torch.Tensor) -> int | None:
-    """x's rows (its elements over its last dimension), unchecked; None for a scalar or an empty last dimension."""
-    return x.numel() // x.shape[-1] if x.dim() > 0 and x.shape[-1] > 0 else None
 
 
 # ------------------------------------------------------------------------------------- rms_norm_linear
@@ -291,15 +278,9 @@ def _rms_norm_linear_prepared(
 ) -> torch.Tensor:
     """The folded-weight kernels where they serve (decode rows the plain op gives the split-K kernel, 1000+ rows;
     any under the interpreter), else the plain op."""
-    if wf is not None and triton_enabled(x) and (_many_rows(x, _rl_prepared.TMA_MIN_ROWS) or _few_rows(x)):
-        return _rl_plan.rms_norm_linear_prepared(x, g, w, wf, b, eps)  # the checked path on a signature's first call
+    if triton_enabled(x):
+        return _rl_plan.prepared_op(x, g, w, wf, b, eps)
     return rms_norm_linear(x, g, w, b, eps)
-
-
-def _few_rows(x: torch.Tensor) -> bool:
-    """At most as many rows as the split-K kernel takes (decode sizes), without checking x."""
-    count = _rows(x)
-    return count is not None and count <= _rl_tuned.SPLIT_K_ROWS[-1]
 
 
 # --------------------------------------------------------------------------------------------- kasmina
@@ -457,9 +438,11 @@ class PreparedSwiGLU:
 
 
 class PreparedRMSNormLinear:
-    """``rms_norm(x, g) @ w + b`` with ``diag(g) w`` folded once, for the statistics-first kernels (the row
-    statistics, then one product applying them; 1000+ rows, fewer rows run the plain
-    :func:`rms_norm_linear`). Same contract as :class:`PreparedSwiGLU`: built from ``g [K]`` and
+    """``rms_norm(x, g) @ w + b`` with ``diag(g) w`` folded once, for the kernels that read the fold: the split-K
+    kernel at decode rows (where the plain op runs it and its config pipelines x) and the statistics-first kernels
+    from 1000 rows (the row statistics, then one product applying them); other rows run the plain
+    :func:`rms_norm_linear` (``rmsnorm_linear.op_plan.prepared_op`` routes). Same contract as
+    :class:`PreparedSwiGLU`: built from ``g [K]`` and
     ``w [K, N]`` (kept by reference), :meth:`refresh` after they change; the folded copy is made only
     where the Triton path is on at build or refresh time, on a GPU or under the interpreter."""
 

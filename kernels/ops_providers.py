@@ -27,3 +27,9 @@ PREPARED: dict[str, tuple[str, ...]] = {
     # kernels from 1000 rows (any under the interpreter), the plain op between
     "rms_norm_linear": ("rmsnorm_linear/triton_split_k_prepared", "rmsnorm_linear/triton_rstd_epilogue_prepared"),
 }
+# The prepared objects themselves, as the harness names them: each times the object's own choice at a point (one of
+# PREPARED, or the plain op), which kprof grid compares with the best version there
+PREPARED_OP: dict[str, str] = {
+    "swiglu": "swiglu/triton_prepared_op",
+    "rms_norm_linear": "rmsnorm_linear/triton_prepared_op",
+}

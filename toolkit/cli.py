@@ -274,6 +274,13 @@ def _ops_prepared(family: str) -> list[str]:
     return [ref.split("/", 1)[1] for refs in PREPARED.values() for ref in refs if ref.split("/", 1)[0] == family]
 
 
+def _ops_prepared_op(family: str) -> Optional[str]:
+    """The provider that runs the ops API's prepared object for ``family`` (its ``PREPARED_OP`` table), or None."""
+    from kprof.kernels.ops_providers import PREPARED_OP
+
+    return next((ref.split("/", 1)[1] for ref in PREPARED_OP.values() if ref.split("/", 1)[0] == family), None)
+
+
 def _warn(msg: str) -> None:
     err_console.print(f"[yellow]warning:[/yellow] {escape(msg)}")
 
@@ -576,7 +583,7 @@ def grid(
     if len(recs) > 1:
         _refuse_other_code_at_a_point(recs, metrics)
     family = recs[0]["family"]
-    dispatch, prepared = _ops_provider(family), _ops_prepared(family)
+    dispatch, prepared, prepared_op = _ops_provider(family), _ops_prepared(family), _ops_prepared_op(family)
     codes = {r["id"]: variance.code_id(r) for r in recs}
     ncu_codes = {r["id"]: variance.code_id(r) for r in ncu_recs}
     # an ncu run of other kernel code than every timed run measured that code: its readings are marked as such
@@ -598,12 +605,21 @@ def grid(
         dispatch,
         prepared,
         targets=_grid_targets(family),
+        prepared_op=prepared_op,
         evidence=evidence,
         sigma_run=lambda key, us: floors(key, us).sigma_run,
         kernels=kernels,
     )
     text = render(
-        table, [r["id"] for r in recs], family, dispatch, prepared, list(codes.values()), ncu_other, ncu_untold
+        table,
+        [r["id"] for r in recs],
+        family,
+        dispatch,
+        prepared,
+        list(codes.values()),
+        ncu_other,
+        ncu_untold,
+        prepared_op,
     )
     if markdown:
         markdown.write_text(text)

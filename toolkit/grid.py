@@ -18,7 +18,9 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
 * the ratio to the family's ``roofline`` yardstick where it has one (one cuBLAS product of a matrix family's
   shape, a bare copy of x for kasmina, a bare copy of the bytes a memory-bound call moves);
 * given the family's dispatch (the provider ``kprof.kernels.ops`` runs), its time over the best kprof
-  version's: where it is above 1.02 the dispatch misses a faster version a model would not get;
+  version's: where it is above 1.02 the dispatch misses a faster version a model would not get; the same for
+  the ops API's prepared object where the family has one and the runs timed it (``triton_prepared_op``), whose own
+  choice among the versions on prepared weights and the plain op is compared with the best of them all;
 * given the family's targets (``grid_targets:`` in its ``sweep.yaml``), whether the point meets the one that
   applies to it (a ratio to the family's yardstick per class of shape or size: memory-bound points of 64 MiB or
   more against a copy of their own bytes, or a share of the copy ceiling where the run has no such copy), and for
@@ -410,12 +412,13 @@ def _dispatch_vs_best(disp: pd.Series | None, best: pd.Series | None, same_code:
     return float(disp["gpu_time_us"]) / float(best["gpu_time_us"]), spread
 
 
-def dispatch_counts(table: pd.DataFrame) -> tuple[int, int, int]:
+def dispatch_counts(table: pd.DataFrame, column: str = "dispatch") -> tuple[int, int, int]:
     """(within the tie band, beyond it by more than the two cases' spread, neither: not judged) over the points
-    whose dispatch was compared. A ratio a little past the band, inside how far two cases of the run moved, is no
-    more a miss than a loss inside it is (``kprof grid``'s verdicts)."""
-    d = table.get("dispatch_vs_best", pd.Series(dtype=float))
-    spread = table.get("dispatch_spread", pd.Series(0.0, index=table.index)).reindex(d.index).fillna(0.0)
+    whose dispatch (``column="prepared_op"``: the prepared object) was compared. A ratio a little past the band,
+    inside how far two cases of the run moved, is no more a miss than a loss inside it is (``kprof grid``'s
+    verdicts)."""
+    d = table.get(f"{column}_vs_best", pd.Series(dtype=float))
+    spread = table.get(f"{column}_spread", pd.Series(0.0, index=table.index)).reindex(d.index).fillna(0.0)
     known = d.notna()
     within = known & (d <= TIE)
     beyond = known & (d > TIE * (1 + spread))
@@ -519,6 +522,7 @@ def grid_table(
     evidence: pd.DataFrame | None = None,
     sigma_run: Callable[[str, float], float] | None = None,
     kernels: pd.DataFrame | None = None,
+    prepared_op: str | None = None,
 ) -> pd.DataFrame:
     """One row per (shape, dtype) of ``metrics`` (one or more runs' rows, concatenated, each run's named in a
     ``run`` column where a point may be measured by several: each side's fastest case over all of them, and
@@ -530,13 +534,17 @@ def grid_table(
     ``sigma_run``: (case key, median us) -> that case's run-to-run sd of log median from a calibration of the
     device (:func:`kprof.variance.floor_lookup`), for the floor of points under :data:`SMALL_CALL_US`;
     ``kernels``: per-kernel durations of the Nsight Compute runs (:func:`kernel_times`), quoted where a case of
-    two or more kernels loses or misses its target: where its time goes."""
+    two or more kernels loses or misses its target: where its time goes. ``prepared_op``: the provider that runs the
+    ops API's prepared object (its own choice among the prepared versions and the plain op), left out of both bests
+    (it is no version of its own) and compared with the best kprof version at each point, as the dispatch is."""
     ncu = metrics if evidence is None else pd.concat([metrics, evidence], ignore_index=True)
     rows = []
     for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
-        kp = _best(g[g["kind"] == "triton"])
-        plain = _best(g[(g["kind"] == "triton") & ~g["provider"].isin(list(prepared))])
+        versions = g[(g["kind"] == "triton") & (g["provider"] != prepared_op)]
+        kp = _best(versions)
+        plain = _best(versions[~versions["provider"].isin(list(prepared))])
         disp = _best(g[g["provider"] == dispatch]) if dispatch else None
+        held = _best(g[g["provider"] == prepared_op]) if prepared_op else None
         peer = _best(g[g["kind"].isin(PEER_KINDS)])
         roof = _best(g[g["kind"] == "roofline"])
         low = _highest_floor(g)
@@ -618,6 +626,7 @@ def grid_table(
             note = host_bound_note(host, launched_us, graph_host, str(launched["provider"]))
             why = f"{why}; {note}" if why else note
         dispatch_ratio, dispatch_spread = _dispatch_vs_best(disp, plain, twins[0])
+        prepared_ratio, prepared_spread = _dispatch_vs_best(held, kp, twins[0])
         rows.append(
             {
                 "shape": shape,
@@ -646,6 +655,8 @@ def grid_table(
                 "timing_mode": kp.get("timing_mode") if kp is not None else None,
                 "dispatch_vs_best": dispatch_ratio,
                 "dispatch_spread": dispatch_spread,
+                "prepared_op_vs_best": prepared_ratio,
+                "prepared_op_spread": prepared_spread,
                 "kprof_host_us": host,
                 "kprof_graph_host_us": graph_host,
                 "host_provider": launched["provider"] if launched is not None else None,
@@ -766,11 +777,13 @@ def render(
     codes: Sequence[str] = (),
     ncu_other: Sequence[str] = (),
     ncu_untold: Sequence[str] = (),
+    prepared_op: str | None = None,
 ) -> str:
     """Markdown: the summary line, then one row per point, losses first. ``codes``: each run's kernel code
     (:func:`kprof.variance.code_id`), named in the title; ``ncu_other``: the ``--ncu`` runs of other kernel code
     than the timed runs, said under it; ``ncu_untold``: those whose code cannot be compared (a run recorded no
-    source hashes), said too."""
+    source hashes), said too; ``prepared_op``: the provider that runs the ops API's prepared object, its time over
+    the best kprof version's said and shown per point where the runs timed it."""
     s = summarize(table)
     counts = target_counts(table)
     targeted = table.get("target", pd.Series(dtype=object)) != ""
@@ -778,6 +791,8 @@ def render(
     shown = bool(targeted.any())  # target columns wherever a point has one, judged or not
     d = table.get("dispatch_vs_best", pd.Series(dtype=float)).dropna()
     within, beyond, unjudged_d = dispatch_counts(table)
+    p = table.get("prepared_op_vs_best", pd.Series(dtype=float)).dropna()
+    held = prepared_op if prepared_op and len(p) else None  # the column only where the object was timed
     mode = next((m for m in table["timing_mode"].dropna()), "cold")
     hb = table.get("host_bound", pd.Series(False, index=table.index)).fillna(False).astype(bool)
     host_gpu = "host_provider_us" if "host_provider_us" in table else "kprof_us"
@@ -844,6 +859,7 @@ def render(
             if dispatch and len(d)
             else []
         ),
+        *([_prepared_op_line(table, held, len(p)), ""] if held else []),
         *(
             [
                 f"Host: at {int(hb.sum())} of {len(hb)} points {launched_words} host time per call "
@@ -873,10 +889,12 @@ def render(
         "| shape | dtype | verdict | best kprof | µs | best peer | µs | ratio | spread | % of copy "
         "| vs roofline | "
         + (f"{dispatch} / best | " if dispatch else "")
+        + (f"{held} / best | " if held else "")
         + ("target | met | " if shown else "")
         + "why (not measured; what a loss or missed target measured; host-bound) |",
         "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|"
         + ("---:|" if dispatch else "")
+        + ("---:|" if held else "")
         + ("---|---|" if shown else "")
         + "---|",
     ]
@@ -886,10 +904,29 @@ def render(
             f"{r.best_peer or '—'} | {_num(r.peer_us)} | {_num(r.ratio, 3)} | {_pct(r.spread)} | "
             f"{_num(r.pct_copy, 1)} | {_num(r.vs_roofline, 3)} | "
             + (f"{_num(r.dispatch_vs_best, 3)} | " if dispatch else "")
+            + (f"{_num(r.prepared_op_vs_best, 3)} | " if held else "")
             + (f"{_cell(r.target) or '—'} | {_yes(r.target_met)} | " if shown else "")
             + f"{_cell(r.why)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _prepared_op_line(table: pd.DataFrame, provider: str, compared: int) -> str:
+    """The summary's words for the prepared object: at how many points its own choice was within the tie band of
+    the best kprof version, and where it was not."""
+    within, beyond, unjudged = dispatch_counts(table, "prepared_op")
+    d = table["prepared_op_vs_best"]
+    spread = table["prepared_op_spread"].fillna(0.0)
+    missed = table[d.notna() & (d > TIE * (1 + spread))]
+    where = ", ".join(f"{r.shape} {r.dtype} ({r.prepared_op_vs_best:.3f}x)" for r in missed.itertuples())
+    return (
+        f"Prepared object (`{provider}`, what `kprof.kernels.ops`'s prepared object runs there, its own choice among "
+        f"the versions on prepared weights and the plain op): within {TIE} x the best kprof version at {within} of "
+        f"{compared} points"
+        + (f", beyond it at {beyond}: {where}" if beyond else "")
+        + (f", not judged at {unjudged} (past {TIE} x by less than the two cases moved)" if unjudged else "")
+        + f"; `{provider} / best` is its time over the best's, 1.000 where it ran the best's code."
+    )
 
 
 def _reach_note(table: pd.DataFrame, label: str) -> str:

@@ -182,9 +182,11 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
         "strides), bounded at 4096 each; kprof.runtime keeps the latest 4096 decisions as text for the harness",
     ),
     (
-        "SameTensorsMemo objects: kprof.kernels.swiglu.tuned._prepared, kprof.kernels.swiglu.baselines._gate_up, "
-        "kprof.kernels.rmsnorm_linear.fused.prepared_fold",
-        "one derived weight for the harness's `..._prepared` providers, held with its source tensors and "
+        "SameTensorsMemo objects: kprof.kernels.swiglu.tuned.prepared_interleaved, "
+        "kprof.kernels.swiglu.baselines._gate_up, kprof.kernels.rmsnorm_linear.fused.prepared_fold, "
+        "kprof.kernels.rmsnorm_linear.fused.prepared_held_fold",
+        "one derived weight for the harness's providers on prepared weights (`..._prepared`, `triton_prepared_op`), "
+        "held with its source tensors and "
         "reused while the same tensor objects come back at the same versions",
     ),
     ("kprof.registry._FAMILIES", "the kernel families by name, registered as kprof.kernels imports each folder"),

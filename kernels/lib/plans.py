@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from kprof.kernels.lib import launching
 from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 _MAX_PLANS = 4096
@@ -45,6 +46,18 @@ _stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CP
 def sig(t: torch.Tensor) -> tuple:
     """What a plan depends on about one tensor (its values never)."""
     return (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() % 16 == 0)
+
+
+def rows(x: torch.Tensor) -> int | None:
+    """x's rows (its elements over its last dimension), unchecked; None for a scalar or an empty last dimension."""
+    return x.numel() // x.shape[-1] if x.dim() > 0 and x.shape[-1] > 0 else None
+
+
+def many_rows(x: torch.Tensor, at_least: int) -> bool:
+    """At least ``at_least`` rows (any number for a CPU tensor under the interpreter), without checking x: the
+    prepared objects' routes by rows, which decode calls take before any check, so they stay cheap."""
+    count = rows(x)
+    return (count is not None and count >= at_least) or (not x.is_cuda and launching.interpreting())
 
 
 def row_stride(t: torch.Tensor) -> int | None:

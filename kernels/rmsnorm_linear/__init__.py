@@ -12,7 +12,9 @@ same kernel applying g to the x tiles instead of a folded W),
 ``triton_rstd_epilogue`` (row statistics first, g folded into W) and its ``_prepared`` form, ``triton_split_k``
 (one kernel for a few rows: g on the x tiles, the squares from the same tiles, K split over programs) and its
 ``_prepared`` form (the same kernel on g folded into W, what ``ops.PreparedRMSNormLinear`` runs at decode rows), and
-``triton_tuned``, the ops API's choice among the split-K kernel and the first two by shape (``tuned.py``).
+``triton_tuned``, the ops API's choice among the split-K kernel and the first two by shape (``tuned.py``), and
+``triton_prepared_op``, ``ops.PreparedRMSNormLinear``'s own choice at the shape (``op_plan.prepared_op``), which
+``kprof grid`` holds to the best version.
 Baselines: eager PyTorch, ``torch.compile``, and ``cublas_xw``, the product ``x @ W`` alone as the roofline
 yardstick.
 """

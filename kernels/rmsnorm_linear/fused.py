@@ -248,6 +248,8 @@ def held_fold(g: torch.Tensor, w: torch.Tensor) -> torch.Tensor | None:
 # The harness's versions on prepared weights (``triton_rstd_epilogue_prepared``, ``triton_split_k_prepared``) share
 # one folded weight per input set, made before the timed calls
 prepared_fold = launching.SameTensorsMemo()
+# and ``triton_prepared_op`` the fold as the ops objects keep it (``held_fold``: None where fp16 cannot hold it)
+prepared_held_fold = launching.SameTensorsMemo()
 
 
 @FAMILY.provider(

@@ -10,14 +10,24 @@ import torch
 import triton
 
 from kprof.kernels.lib import checks, launching, tiles
-from kprof.kernels.lib.plans import CUBLAS, Launch, Plans, constexpr_tail, contiguous_layout, row_stride, sig
+from kprof.kernels.lib.plans import (
+    CUBLAS,
+    Launch,
+    Plans,
+    constexpr_tail,
+    contiguous_layout,
+    many_rows,
+    row_stride,
+    rows,
+    sig,
+)
 from kprof.kernels.rmsnorm import tuned as rms_tuned
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import fused, split_k
 from kprof.kernels.rmsnorm_linear import norm_cublas as rl_cublas
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
-from kprof.kernels.rmsnorm_linear.family import check_inputs
+from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 PLANS = Plans()
@@ -237,6 +247,36 @@ class PreparedTMAPlan:
             self.rstd(x2d, rstd)
             self.product(*descriptors, rstd, bias)
         return y.view(*x.shape[:-1], y.shape[1])
+
+
+def prepared_op(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None, b: torch.Tensor | None, eps: float
+) -> torch.Tensor:
+    """What ``ops.PreparedRMSNormLinear`` runs on its Triton path (and the ``triton_prepared_op`` version, so that
+    ``kprof grid`` times the object's own choice): the kernels on the folded weight ``wf`` at decode rows (where the
+    plain op gives the split-K kernel) and from ``rstd_epilogue.TMA_MIN_ROWS`` rows (any under the interpreter),
+    through :func:`rms_norm_linear_prepared`; the plain op where no fold is kept (``wf`` None) and between, decided
+    from x's rows before any check, so those calls cost what the plain op costs."""
+    count = rows(x)
+    few = count is not None and count <= rl_tuned.SPLIT_K_ROWS[-1]
+    if wf is not None and (few or many_rows(x, re.TMA_MIN_ROWS)):
+        return rms_norm_linear_prepared(x, g, w, wf, b, eps)  # the checked path on a signature's first call
+    return rms_norm_linear(x, g, w, b, eps)
+
+
+@FAMILY.provider(
+    "triton_prepared_op",
+    kind="triton",
+    description="what ops.PreparedRMSNormLinear runs at the shape, launched as it launches it (op_plan.prepared_op: "
+    "the split-K kernel on the fold, the statistics-first kernels or the plain op), on the fold the object keeps "
+    "(fused.held_fold, made once per input set before the timed calls); kprof grid compares it with the best version "
+    "at each point. The inputs are checked on every call, which the object does only on a signature's first",
+)
+def rmsnorm_linear_prepared_op(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
+) -> torch.Tensor:
+    check_inputs(x, g, w, b)  # before the fold: a bad g or w says what is wrong
+    return prepared_op(x, g, w, fused.prepared_held_fold.get(fused.held_fold, g, w), b, eps)
 
 
 def rms_norm_linear_prepared(

@@ -10,9 +10,19 @@ import torch
 import triton
 
 from kprof.kernels.lib import tiles
-from kprof.kernels.lib.plans import CUBLAS, Launch, Plans, constexpr_tail, contiguous_layout, row_stride, sig
+from kprof.kernels.lib.plans import (
+    CUBLAS,
+    Launch,
+    Plans,
+    constexpr_tail,
+    contiguous_layout,
+    many_rows,
+    row_stride,
+    sig,
+)
 from kprof.kernels.swiglu import split_k, tuned
 from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
+from kprof.kernels.swiglu.family import FAMILY, check_inputs
 from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 PLANS = Plans()
@@ -111,6 +121,31 @@ class PreparedSwiGLUPlan:
         else:
             self.launch(*descriptors)
         return y.view(*x.shape[:-1], y.shape[1])
+
+
+def prepared_op(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor | None) -> torch.Tensor:
+    """What ``ops.PreparedSwiGLU`` runs on its Triton path (and the ``triton_prepared_op`` version, so that
+    ``kprof grid`` times the object's own choice): the interleaved kernel on ``w_int`` from ``tuned.TMA_MIN_ROWS``
+    rows (any under the interpreter), through :func:`swiglu_prepared`; the plain op where no interleaved copy is
+    kept (``w_int`` None) and below, decided from x's rows before any check."""
+    if w_int is not None and many_rows(x, tuned.TMA_MIN_ROWS):
+        return swiglu_prepared(x, w_gate, w_up, w_int)  # the checked path on a signature's first call
+    return swiglu(x, w_gate, w_up)
+
+
+@FAMILY.provider(
+    "triton_prepared_op",
+    kind="triton",
+    description="what ops.PreparedSwiGLU runs at the shape, launched as it launches it (op_plan.prepared_op: the "
+    "interleaved kernel from 1000 rows, the plain op below), on the interleaved pair where the object keeps one (made "
+    "once per input set before the timed calls); kprof grid compares it with the best version at each point. The "
+    "inputs are checked on every call, which the object does only on a signature's first",
+)
+def swiglu_prepared_op(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    check_inputs(x, w_gate, w_up)  # before the interleaved copy: bad weights say what is wrong
+    kept = tuned.interleavable(w_gate)  # where ops.PreparedSwiGLU keeps an interleaved copy (its Triton path on)
+    w_int = tuned.prepared_interleaved.get(tuned.interleaved_weights, w_gate, w_up) if kept else None
+    return prepared_op(x, w_gate, w_up, w_int)
 
 
 def swiglu_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor) -> torch.Tensor:

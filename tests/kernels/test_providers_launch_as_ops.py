@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kprof.kernels import discover
+from kprof.kernels import discover, ops
 from kprof.kernels.add_rmsnorm import op_plan as add_plan
 from kprof.kernels.kasmina import op_plan as kasmina_plan
 from kprof.kernels.lib import gated
-from kprof.kernels.ops_providers import BEST
+from kprof.kernels.ops_providers import BEST, PREPARED_OP
 from kprof.kernels.rmsnorm_linear import op_plan as rl_plan
 from kprof.kernels.swiglu import op_plan as swiglu_plan
 from tests.kernels.ops_paths import triton_ops
@@ -63,3 +63,30 @@ def test_the_ops_version_makes_and_takes_the_ops_plan(family, shape, dtype):
         for ref, got in zip(refs, out if isinstance(out, tuple) else (out,), strict=True):
             err = float((got.double() - ref).norm() / ref.norm())
             assert err <= fam.tolerances[dtype], f"{family}/{provider} {shape} {dtype} {call} call: rel err {err:.2e}"
+
+
+# rows that take each of the prepared objects' routes: decode rows (the split-K kernel on the fold, where the plain
+# op runs split-K), mid rows (the plain op on a GPU; the fold's kernels under the interpreter) and 1000+ rows
+PREPARED_SHAPES = {
+    "rmsnorm_linear": [(1, 96, 40), (3, 5, 64, 72), (1003, 64, 48)],
+    "swiglu": [(2, 64, 40), (1001, 64, 48)],
+}
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize(("family", "shape"), [(f, s) for f, shapes in PREPARED_SHAPES.items() for s in shapes])
+def test_the_prepared_op_version_computes_what_the_prepared_object_computes(family, shape, dtype, device):
+    """``triton_prepared_op`` (``ops_providers.PREPARED_OP``) is the object's own route, which ``kprof grid`` holds to
+    the best version: on the same inputs it gives the object's output bit for bit, and both match the oracle."""
+    fam = FAMILIES[family]
+    provider = PREPARED_OP[{"rmsnorm_linear": "rms_norm_linear", "swiglu": "swiglu"}[family]].split("/")[1]
+    inputs = fam.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    with triton_ops():
+        if family == "swiglu":
+            obj = ops.PreparedSwiGLU(inputs["w_gate"], inputs["w_up"])
+            held = obj(inputs["x"])
+        else:
+            obj = ops.PreparedRMSNormLinear(inputs["g"], inputs["w"])
+            held = obj(inputs["x"], inputs["b"], inputs["eps"])
+        out = fam.providers[provider].fn(**inputs)
+    assert torch.equal(out, held)  # the catalog's tests hold the version to the oracle

@@ -239,6 +239,44 @@ def test_the_plain_dispatch_is_not_held_to_versions_on_prepared_weights():
     assert "at 6 of 6 points" in text and "`triton_prepared`, left out" in text
 
 
+def test_the_prepared_object_is_held_to_the_best_of_every_version_and_is_no_version_itself():
+    """The provider that runs the ops API's prepared object times its own choice at a point: it is compared with the
+    best kprof version there (prepared ones included), never counted as that best, and the summary names the points
+    where it chose a slower version beyond the two cases' spread. Where it ran the best's code it is 1.000."""
+    rng = np.random.default_rng()
+    points, chose_slower = {}, []
+    for i in range(8):
+        best = float(rng.uniform(10, 500))
+        prepared = best * float(rng.uniform(0.8, 0.95))
+        slower = i % 2 == 1  # at odd points the object ran the plain op, the slower choice there
+        points[(f"{(i + 1) * 512}x4096x11008", "bf16")] = {
+            "triton_pointer": best,
+            "triton_prepared": prepared,
+            "triton_a": (best if slower else prepared) * float(rng.uniform(0.97, 0.99)),  # faster than what it runs
+            "torch_compile": best,
+        }
+        chose_slower += [f"{(i + 1) * 512}x4096x11008"] if slower else []
+    m = _metrics(rng, points, noise=0.002)
+    m["provider"] = m["provider"].replace({"triton_a": "triton_op"})  # the object, timed as a case of its own
+    table = grid_table(m, "triton_pointer", ["triton_prepared"], prepared_op="triton_op").set_index("shape")
+    for (shape, _), times in points.items():
+        row = table.loc[shape]
+        assert row["best_kprof"] in ("triton_pointer", "triton_prepared")  # never the object
+        best = min(times["triton_pointer"], times["triton_prepared"])
+        assert row["prepared_op_vs_best"] == pytest.approx(times["triton_a"] / best)
+    text = render(table.reset_index(), ["r"], "swiglu", "triton_pointer", ["triton_prepared"], prepared_op="triton_op")
+    assert f"within 1.02 x the best kprof version at 4 of 8 points, beyond it at {len(chose_slower)}:" in text
+    assert all(f"{shape} bf16 (" in text for shape in chose_slower) and "triton_op / best" in text
+    # the same code as the best version: 1.000, whatever the two cases took
+    one = m[m["shape"] == "512x4096x11008"]
+    kernels = [("_norm", 1.0)]
+    one = _with_kernels(one, {p: kernels for p in ("triton_pointer", "triton_prepared", "triton_op", "torch_compile")})
+    one["triton_kernels"] = _specs(4096, 16)
+    assert grid_table(one, prepared_op="triton_op").iloc[0]["prepared_op_vs_best"] == 1.0
+    untimed = m.assign(provider=m["provider"].replace({"triton_op": "x"}))  # a run without the object
+    assert "triton_op" not in render(grid_table(untimed, prepared_op="triton_op"), ["r"], "s", prepared_op="triton_op")
+
+
 def test_the_dispatch_is_read_without_importing_torch_or_the_families():
     """`kprof grid` reads metrics only; naming the ops API's provider must not cost it torch's import."""
     import subprocess
