@@ -29,11 +29,12 @@ Elsewhere the tuned rmsnorm kernel writes the normalised rows, then either kprof
 (``triton_two_kernels``: pinned tiles up to 128 rows, ``fused.DECODE_TILES``; autotuned above) or one cuBLAS
 product (``triton_norm_cublas``), chosen by shape. Times below are µs on H100s, Triton against cuBLAS.
 
-* 129 to 999 rows: raced on the first call of each shape (cuBLAS's product kept unless the Triton product is over
-  2% faster; ``RACE_END_ROWS``), where both can run (a GPU, no interpreter, no graph capture,
-  ``KPROF_ROUTE_RACE`` not 0); else cuBLAS. Racing replaced a rule of rows and columns that no measurement
-  supported: cuBLAS itself runs far under its rate at some shapes (320x2048x11008: 47.4 µs for the norm then
-  cuBLAS's product, 29.0 for the norm then kprof's), with nothing in the shape to tell them apart.
+* 33 to 999 rows: raced on the first call of each shape (the rule's route kept unless the other is over 2% faster;
+  ``RACE_MIN_ROWS``, ``RACE_END_ROWS``), where both can run (a GPU, no interpreter, no graph capture,
+  ``KPROF_ROUTE_RACE`` not 0); else the rule: cuBLAS from 129 rows, and at 33-128 rows as below. Racing replaced a rule
+  of rows and columns that no measurement supported: cuBLAS itself runs far under its rate at some shapes
+  (320x2048x11008: 47.4 µs for the norm then cuBLAS's product, 29.0 for the norm then kprof's), with nothing in the
+  shape to tell them apart.
 * 1000 rows or more: cuBLAS (also the rule's route from 129 rows where no race runs). At 512 rows the
   Triton product lost at every grid point, by 5-27% in bf16
   (512x2048x11008: 50.0 against 39.4) and 4-30% in fp16; at 2048 and 8192 rows at 21 of 24 points in each
@@ -53,8 +54,10 @@ product (``triton_norm_cublas``), chosen by shape. Times below are µs on H100s,
 * 33 to 128 rows: cuBLAS up to 11008 columns, Triton for wider weights. At 64 and 128 rows cuBLAS was
   faster at 5504 and 8192 columns (the pinned product 1.04-1.31x it) and at 11008 level or ahead
   (1.00-1.08x); at 14336 and 28672 columns Triton was ahead everywhere (0.69-0.996x; 128x2048x28672:
-  0.69-0.70x). Rows between 33 and 63 were not timed; they take 64 rows' rule. Above 128 rows the pinned
-  tiles end and the autotuned product lost to cuBLAS's at 20 of 24 points (the race above).
+  0.69-0.70x). Rows between 33 and 63 were not timed; they take 64 rows' rule. On an H200 the rule's Triton
+  product fell behind at 14336 columns (128x8192x14336 fp16: a loss to torch.compile's norm then cuBLAS's
+  product), so these rows are raced too, the rule the race's default (``RACE_MIN_ROWS``). Above 128 rows the
+  pinned tiles end and the autotuned product lost to cuBLAS's at 20 of 24 points (the race above).
 
 Before the tiles were pinned the rule was shaped around the autotuner's unstable picks (cuBLAS for every
 narrow weight under 512 rows, 1.22-1.77x avoided at four fp16 points). With the pinned product, the race of
@@ -80,15 +83,21 @@ from kprof.kernels.rmsnorm_linear.split_k import column_class, pipelined_x, spli
 from kprof.kernels.rmsnorm_linear.two_kernels import norm_then_triton
 
 CUBLAS_MIN_ROWS = 129  # from here on cuBLAS's product at every shape (to RACE_END_ROWS: where no race runs)
-# From CUBLAS_MIN_ROWS rows to under RACE_END_ROWS (16-bit, on a GPU) the product is raced on the first call of
-# each shape class (``raced_product``, :mod:`kprof.kernels.lib.routes`), cuBLAS's kept unless kprof's Triton
-# product is over 2% faster. On H100s (bf16, ``benchmarks/results/mid-rows/``) the norm then the autotuned
-# Triton product took 1.05-1.41x the norm then cuBLAS's product at 20 of 24 points of 144-448 rows, and 0.59x,
-# 0.61x, 0.78x and 0.93x at 320x4096x5504, 320x2048x11008, 448x2048x28672 and 448x4096x14336, where cuBLAS ran
-# far under its rate at neighbouring shapes; nothing in the shape told those apart.
+# From CUBLAS_MIN_ROWS rows (RACE_MIN_ROWS below) to under RACE_END_ROWS (16-bit, on a GPU) the product is raced on the
+# first call of each shape class (``raced_product``, :mod:`kprof.kernels.lib.routes`), cuBLAS's kept unless kprof's
+# Triton product is over 2% faster. On H100s (bf16, ``benchmarks/results/mid-rows/``) the norm then the autotuned Triton
+# product took 1.05-1.41x the norm then cuBLAS's product at 20 of 24 points of 144-448 rows, and 0.59x, 0.61x, 0.78x and
+# 0.93x at 320x4096x5504, 320x2048x11008, 448x2048x28672 and 448x4096x14336, where cuBLAS ran far under its rate at
+# neighbouring shapes; nothing in the shape told those apart.
 RACE_END_ROWS = 1000
 _mid_rows = routes.RouteRace("rmsnorm_linear: kprof's Triton product or cuBLAS's after the norm")
 TRITON_MAX_ROWS = 32  # from 2 rows up to this many: kprof's Triton product from TRITON_MIN_COLS columns
+# From here (16-bit, on a GPU) to under RACE_END_ROWS the product is raced, the static rule's route the default. On
+# an H200 at 128 rows (benchmarks/results/grid/h200-prepared-op-8acaa92/) the rule's Triton product at 14336
+# columns ran behind cuBLAS's: the op 1.02-1.05x torch.compile's norm then cuBLAS's product at K 2048-8192
+# (128x8192x14336 fp16, a loss: the product 66.7 µs against cuBLAS's 63.3 with its bias), while at 28672 columns it
+# took 0.63-0.65x cuBLAS's x @ W (64.3 against 100.4 µs at K 4096): nothing in the shape tells the two apart there.
+RACE_MIN_ROWS = TRITON_MAX_ROWS + 1
 TRITON_MIN_COLS = 5000  # narrower weights (under the grid's 5504) take cuBLAS's product at every row count
 NARROW_MAX_COLS = 11008  # more rows, fewer than CUBLAS_MIN_ROWS: cuBLAS's product up to this many columns
 
@@ -186,13 +195,13 @@ def product_route(x2d: torch.Tensor, w: torch.Tensor) -> str:
 
 
 def raced_product(x2d: torch.Tensor, w: torch.Tensor) -> str | None:
-    """``"cublas"`` or ``"triton"`` where a race decides the product (CUBLAS_MIN_ROWS to RACE_END_ROWS - 1
+    """``"cublas"`` or ``"triton"`` where a race decides the product (RACE_MIN_ROWS to RACE_END_ROWS - 1
     rows, 16-bit), timed on x's rows standing in for the normalised ones (the norm kernel before it is the same
     on both routes); None elsewhere and where no race can run (CPU, interpreter, graph capture,
     ``KPROF_ROUTE_RACE=0``): the static rule applies."""
     m, k = x2d.shape
     n = w.shape[1]
-    if not (CUBLAS_MIN_ROWS <= m < RACE_END_ROWS and x2d.dtype in (torch.bfloat16, torch.float16)):
+    if not (RACE_MIN_ROWS <= m < RACE_END_ROWS and x2d.dtype in (torch.bfloat16, torch.float16)):
         return None
     xn = x2d.contiguous()
 
@@ -210,7 +219,7 @@ def raced_product(x2d: torch.Tensor, w: torch.Tensor) -> str | None:
     kind="triton",
     description="what kprof.kernels.ops runs: up to 16 rows the split-K kernel (norm inside the product) where "
     "measured faster, else the tuned rmsnorm kernel, then cuBLAS's product or kprof's Triton product (pinned "
-    "tiles at decode sizes), chosen by shape, at 129-999 rows by a race of the two on the shape's first call; "
+    "tiles at decode sizes), chosen by shape, at 33-999 rows by a race of the two on the shape's first call; "
     "ragged-8 weights always cuBLAS (measured rules in rmsnorm_linear/tuned.py); on a GPU launched as the op "
     "launches it (a plan per signature after its first call), so its host time is the op's",
 )

@@ -151,8 +151,9 @@ def test_each_raced_route_runs_and_matches_the_oracle(shape, dtype, faster, devi
 def test_rmsnorm_linear_races_only_its_mid_rows_in_16_bit(monkeypatch):
     bf16 = torch.bfloat16
     for m, dtype, raced in [
-        (rl_tuned.CUBLAS_MIN_ROWS, bf16, True),
-        (rl_tuned.CUBLAS_MIN_ROWS - 1, bf16, False),  # the pinned tiles' rows keep their rule
+        (rl_tuned.RACE_MIN_ROWS, bf16, True),
+        (rl_tuned.CUBLAS_MIN_ROWS - 1, torch.float16, True),  # the static rule's Triton product at 14336 columns
+        (rl_tuned.RACE_MIN_ROWS - 1, bf16, False),  # the pinned tiles' rows keep their rule
         (rl_tuned.RACE_END_ROWS - 1, torch.float16, True),
         (rl_tuned.RACE_END_ROWS, bf16, False),
         (rl_tuned.CUBLAS_MIN_ROWS, torch.float32, False),
@@ -168,7 +169,7 @@ def test_rmsnorm_linear_races_only_its_mid_rows_in_16_bit(monkeypatch):
 @pytest.mark.parametrize("faster", ["triton", "cublas"])
 def test_each_raced_product_runs_and_matches_the_oracle(dtype, faster, device, racing, monkeypatch):
     # rows 4 to 63 raced (scaled down as above); 5x37x29 takes cuBLAS by the rule
-    monkeypatch.setattr(rl_tuned, "CUBLAS_MIN_ROWS", 4)
+    monkeypatch.setattr(rl_tuned, "RACE_MIN_ROWS", 4)
     monkeypatch.setattr(rl_tuned, "RACE_END_ROWS", 64)
     times = (5.0, 9.0) if faster == "triton" else (9.0, 5.0)  # timed triton first, then cublas
     monkeypatch.setattr(rl_tuned, "_mid_rows", routes.RouteRace("rmsnorm_linear test", timer=timer_of(*times)))
