@@ -325,7 +325,7 @@ def rms_norm_linear_prepared(
 # 16-bit): the plain op, or the statistics-first kernels on the fold (the rstd kernel, then the autotuned pointer
 # product scaling its rows), raced on a shape's first call, the plain op kept unless the other is over 2% faster.
 # No rule held: on two H200s at 128 rows the statistics-first kernels took 0.92-1.31x the plain op's time at the
-# same 12 points of 14336 and 28672 columns (128x4096x14336 bf16: 0.94x on one, 1.31x on the other), and 1.06-2.44x
+# same 12 points of 14336 and 28672 columns (128x4096x14336 bf16: 0.94x on one, 1.31x on the other), and 1.08-2.44x
 # at 5504 and 11008 columns (benchmarks/results/grid/h200-prepared-op-8acaa92/); at 512 rows 1.02-1.47x at all 12
 # points of each dtype (benchmarks/results/grid/h200-main-521b2f6/, h200-d1f19ba/).
 _mid_rows = routes.RouteRace("rmsnorm_linear prepared: the plain op or the statistics-first kernels on the fold")
