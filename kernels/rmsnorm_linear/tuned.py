@@ -95,8 +95,8 @@ TRITON_MAX_ROWS = 32  # from 2 rows up to this many: kprof's Triton product from
 # From here (16-bit, on a GPU) to under RACE_END_ROWS the product is raced, the static rule's route the default. On
 # an H200 at 128 rows (benchmarks/results/grid/h200-prepared-op-8acaa92/) the rule's Triton product at 14336
 # columns ran behind cuBLAS's: the op 1.02-1.05x torch.compile's norm then cuBLAS's product at K 2048-8192
-# (128x8192x14336 fp16, a loss: the product 66.7 µs against cuBLAS's 63.3 with its bias), while at 28672 columns it
-# took 0.63-0.65x cuBLAS's x @ W (64.3 against 100.4 µs at K 4096): nothing in the shape tells the two apart there.
+# (128x8192x14336 fp16, a loss: the product 66.7 µs against cuBLAS's 63.3 with its bias), while at 28672 columns the
+# op took 0.61-0.70x cuBLAS's x @ W alone (128x4096x28672 fp16: 64.3 against 100.4 µs): no column rule holds there.
 RACE_MIN_ROWS = TRITON_MAX_ROWS + 1
 TRITON_MIN_COLS = 5000  # narrower weights (under the grid's 5504) take cuBLAS's product at every row count
 NARROW_MAX_COLS = 11008  # more rows, fewer than CUBLAS_MIN_ROWS: cuBLAS's product up to this many columns
