@@ -9,8 +9,9 @@ once, with its latest measurement. Rows a table left unmeasured (``not measured`
 
 Only the points of each family's grid (``grid:`` in its sweep.yaml) count, unless ``--all-points``: a table may
 also hold points raced beside them. Prints, per family and dtype: points, win / tie / loss / uncertain, the family's
-target met / missed / not judged (``grid_targets:``), and which tables the rows came from; then every loss and
-missed target with its ratios, its target and the table's why column. Where that row has no ncu reading and an
+target met / missed / not judged (``grid_targets:``), and which tables the rows came from; where the latest tables
+timed the ops API's prepared objects (``triton_prepared_op``), at how many points each was within 1.02x of the best
+version (its ratio as the table prints it) and the points past that; then every loss and missed target with its ratios, its target and the table's why column. Where that row has no ncu reading and an
 earlier table's row of the point has one of the same best version, the why column quotes it and names that table,
 and says whether it is of the row's kernel code (where both titles name theirs: ``kprof grid``'s "kernel code ...").
 Nothing is measured here: the figures are the tables', each from the run its file names.
@@ -48,10 +49,16 @@ class Point:
     carried_from: str = ""  # that table
     code: str = ""  # the kernel code the table's title names (``kprof grid``'s "kernel code ..."), "" where none
     carried_code: str = ""  # the carried reading's table's
+    prepared_op: str = ""  # the ops API's prepared object's time over the best version's, where the table timed it
 
 
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+# the column ``kprof grid`` writes for the provider that runs the ops API's prepared object (``ops_providers.PREPARED_OP``)
+PREPARED_OP_COLUMN = "triton_prepared_op / best"
+PREPARED_OP_TIE = 1.02  # kprof grid's tie band, which its summary line holds the prepared object to
 
 
 def read_table(path: Path) -> list[Point]:
@@ -70,6 +77,7 @@ def read_table(path: Path) -> list[Point]:
     head = _cells(lines[start])
     col = {name: head.index(name) for name in ("shape", "dtype", "verdict", "best kprof", "best peer", "ratio")}
     col |= {name: head.index(name) for name in ("% of copy", "vs roofline", "target", "met") if name in head}
+    col |= {PREPARED_OP_COLUMN: head.index(PREPARED_OP_COLUMN)} if PREPARED_OP_COLUMN in head else {}
     rows = []
     for line in lines[start + 2 :]:
         if not line.startswith("|"):
@@ -100,6 +108,7 @@ def read_table(path: Path) -> list[Point]:
                 str(path.resolve()),
                 at("target") if targeted else "",
                 code=code,
+                prepared_op=at(PREPARED_OP_COLUMN).replace("—", ""),
             )  # fmt: skip
         )
     return rows
@@ -198,6 +207,7 @@ def scoreboard(points: dict[tuple[str, str, str], Point], root: Path) -> str:
             f"| {family} | {dtype} | {len(ps)} | {v['win']} | {v['tie']} | {v['loss']} | {v['uncertain']} "
             f"| {v['not measured']} | {m['yes']} | {m['no']} | {m['not judged']} | {tables} |"
         )
+    out += prepared_op_lines(groups)
     short = [p for p in points.values() if p.verdict == "loss" or p.met == "no"]
     out += [
         "",
@@ -217,6 +227,30 @@ def scoreboard(points: dict[tuple[str, str, str], Point], root: Path) -> str:
             f"| {p.peer_us} | {p.pct_copy} | {p.vs_roofline} | {p.target or '—'} | {why} |"
         )
     return "\n".join(out) + "\n"
+
+
+def prepared_op_lines(groups: dict[tuple[str, str], list[Point]]) -> list[str]:
+    """Where the points' latest tables timed the ops API's prepared object (``triton_prepared_op``): per family and
+    dtype, at how many of those points its time was within the tie band of the best version's, and the points past
+    it (whether each is beyond the two cases' spread, its table's summary line says)."""
+    out = []
+    for (family, dtype), ps in sorted(groups.items()):
+        timed = [p for p in ps if p.prepared_op]
+        if not timed:
+            continue
+        past = sorted((p for p in timed if float(p.prepared_op) > PREPARED_OP_TIE), key=lambda p: p.shape)
+        where = "; past it: " + ", ".join(f"{p.shape} ({p.prepared_op}x)" for p in past) if past else ""
+        out.append(
+            f"- {family} {dtype}: within {PREPARED_OP_TIE}x of the best version at "
+            f"{len(timed) - len(past)} of {len(timed)} points{where}."
+        )
+    if not out:
+        return []
+    head = (
+        "The ops API's prepared objects (`triton_prepared_op`, the object's own route), where a point's latest table "
+        "timed them; whether a point past the band is beyond its cases' spread, that table's summary line says:"
+    )
+    return ["", head, "", *out]
 
 
 def main() -> int:

@@ -166,3 +166,25 @@ def test_the_rerender_reads_the_runs_of_a_title_with_or_without_its_kernel_code(
     assert rerender.runs_of("# kprof grid · kasmina · runs a-1, b-2") == ["a-1", "b-2"]
     assert rerender.runs_of("# kprof grid · kasmina · runs a-1, b-2 · kernel code 0a1b2c3d") == ["a-1", "b-2"]
     assert rerender.runs_of("# not a grid table") == []
+
+
+PREPARED = GRID / "h200-prepared-op-8acaa92"
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_the_prepared_objects_column_is_read_and_counted_as_its_table_counts_it(scoreboard, dtype):
+    """The decode grid that first timed ``triton_prepared_op``: every row's ratio is read, and the points within the
+    tie band and past it are the ones its summary line counts (within, beyond and not judged together)."""
+    path = PREPARED / f"grid-rmsnorm_linear-decode-{dtype}.md"
+    rows = scoreboard.read_table(path)
+    assert rows and all(float(r.prepared_op) > 0 for r in rows)
+    line = next(ln for ln in path.read_text().splitlines() if ln.startswith("Prepared object"))
+    within, timed = map(int, re.search(r"at (\d+) of (\d+) points", line).groups())
+    assert timed == len(rows)
+    lines = scoreboard.prepared_op_lines({("rmsnorm_linear", dtype): rows})
+    assert f"within 1.02x of the best version at {within} of {timed} points" in lines[-1]
+    past = [r.shape for r in rows if float(r.prepared_op) > 1.02]
+    assert len(past) == timed - within and all(f"{shape} (" in lines[-1] for shape in past)
+    # a table written before the column existed leaves it empty, and no line is written for it
+    assert not any(r.prepared_op for r in scoreboard.read_table(CUT))
+    assert scoreboard.prepared_op_lines({("swiglu", "bf16"): scoreboard.read_table(CUT)}) == []
