@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import triton
 
-from kprof.kernels.lib import checks, launching, routes, tiles
+from kprof.kernels.lib import checks, launching, tiles
 from kprof.kernels.lib.plans import (
     CUBLAS,
     Launch,
@@ -253,15 +253,19 @@ def prepared_op(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
     """What ``ops.PreparedRMSNormLinear`` runs on its Triton path (and the ``triton_prepared_op`` version, so that
-    ``kprof grid`` times the object's own choice), through :func:`rms_norm_linear_prepared`: the kernels on the
-    folded weight ``wf`` at decode rows (where the plain op gives the split-K kernel) and from
-    ``rstd_epilogue.TMA_MIN_ROWS`` rows (any under the interpreter), between them (from ``tuned.RACE_MIN_ROWS``) the
-    faster of the plain op and the statistics-first kernels by a race on the shape's first call
-    (:func:`mid_rows_statistics`); the plain op where no fold is kept (``wf`` None) and at 17-32 rows, decided from
-    x's rows before any check, so those calls cost what the plain op costs."""
+    ``kprof grid`` times the object's own choice): the kernels on the folded weight ``wf`` at decode rows (where the
+    plain op gives the split-K kernel) and from ``rstd_epilogue.TMA_MIN_ROWS`` rows (any under the interpreter),
+    through :func:`rms_norm_linear_prepared`; the plain op where no fold is kept (``wf`` None) and between, decided
+    from x's rows before any check, so those calls cost what the plain op costs.
+
+    Between them the statistics-first kernels on the fold were faster on the GPU at some points and not at others,
+    by machine (at 128 rows 0.92-1.31x the plain op's time at the same points of 14336 and 28672 columns on two
+    H200s). Raced there on a shape's first call, they were taken at 10 of 32 shapes, but with no launch plan (their
+    pointer product autotunes) each call then took 180-370 µs of host time against 19-116 µs on the GPU, 3-8x the plain
+    op's host time: not shipped (benchmarks/results/grid/h200-prepared-op-8acaa92/prepared-race-8161b6b/)."""
     count = rows(x)
     few = count is not None and count <= rl_tuned.SPLIT_K_ROWS[-1]
-    if wf is not None and (few or many_rows(x, rl_tuned.RACE_MIN_ROWS)):
+    if wf is not None and (few or many_rows(x, re.TMA_MIN_ROWS)):
         return rms_norm_linear_prepared(x, g, w, wf, b, eps)  # the checked path on a signature's first call
     return rms_norm_linear(x, g, w, b, eps)
 
@@ -321,33 +325,6 @@ def rms_norm_linear_prepared(
     return _prepared_first(x, g, w, wf, b, eps, key, kernels)
 
 
-# The prepared objects between the decode rows and the TMA kernels' (tuned.RACE_MIN_ROWS to TMA_MIN_ROWS - 1 rows,
-# 16-bit): the plain op, or the statistics-first kernels on the fold (the rstd kernel, then the autotuned pointer
-# product scaling its rows), raced on a shape's first call, the plain op kept unless the other is over 2% faster.
-# No rule held: on two H200s at 128 rows the statistics-first kernels took 0.92-1.31x the plain op's time at the
-# same 12 points of 14336 and 28672 columns (128x4096x14336 bf16: 0.94x on one, 1.31x on the other), and 1.08-2.44x
-# at 5504 and 11008 columns (benchmarks/results/grid/h200-prepared-op-8acaa92/); at 512 rows 1.02-1.47x at all 12
-# points of each dtype (benchmarks/results/grid/h200-main-521b2f6/, h200-d1f19ba/).
-_mid_rows = routes.RouteRace("rmsnorm_linear prepared: the plain op or the statistics-first kernels on the fold")
-
-
-def mid_rows_statistics(
-    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, eps: float
-) -> bool:
-    """Whether a prepared object's call of ``x``'s rows runs the statistics-first kernels on the fold ``wf`` rather
-    than the plain op: by the race of the two on the shape's first call (``_mid_rows``) from ``tuned.RACE_MIN_ROWS``
-    rows in 16-bit where races run (:func:`kprof.kernels.lib.routes.can_race`); the plain op elsewhere."""
-    m = rows(x)
-    if m is None or m < rl_tuned.RACE_MIN_ROWS or x.dtype not in (torch.bfloat16, torch.float16):
-        return False
-    key = (m, w.shape[0], w.shape[1], x.dtype, x.get_device(), x.stride(), wf.stride(), b is None)
-    run = {
-        "plain": lambda: rms_norm_linear(x, g, w, b, eps),
-        "statistics": lambda: re.rmsnorm_linear_folded(x, g, w, b, eps, wf),
-    }
-    return _mid_rows.choose(key, run, "plain", x) == "statistics"
-
-
 def _prepared_first(
     x: torch.Tensor,
     g: torch.Tensor,
@@ -370,10 +347,7 @@ def _prepared_first(
     split = kernels == "op" and rl_tuned.product_route(x2d, wf) == "split_k"
     if kernels == "split_k" or (split and split_k.folded_serves(x2d, n)):
         return _split_k_first(x, x2d, g.contiguous(), wf, b, eps, key if plannable else None, PREPARED_PLANS, True)
-    mid = kernels == "op" and not split and x2d.shape[0] < re.TMA_MIN_ROWS and not launching.interpreting()
-    if mid and mid_rows_statistics(x, g, w, wf, b, eps):
-        return re.rmsnorm_linear_folded(x, g, w, b, eps, wf)  # no plan: the pointer product's launch autotunes
-    if split or mid:
+    if kernels == "op" and (split or (x2d.shape[0] < re.TMA_MIN_ROWS and not launching.interpreting())):
         if plannable:
             PREPARED_PLANS.put(key, PLAIN)
         return rms_norm_linear(x, g, w, b, eps)
