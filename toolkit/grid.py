@@ -627,6 +627,9 @@ def grid_table(
             why = f"{why}; {note}" if why else note
         dispatch_ratio, dispatch_spread = _dispatch_vs_best(disp, plain, twins[0])
         prepared_ratio, prepared_spread = _dispatch_vs_best(held, kp, twins[0])
+        held_host, held_gpu = (
+            _number(held.get(c)) if held is not None else math.nan for c in ("host_time_us", "gpu_time_us")
+        )
         rows.append(
             {
                 "shape": shape,
@@ -657,6 +660,8 @@ def grid_table(
                 "dispatch_spread": dispatch_spread,
                 "prepared_op_vs_best": prepared_ratio,
                 "prepared_op_spread": prepared_spread,
+                "prepared_op_host_us": held_host,
+                "prepared_op_gpu_us": held_gpu,
                 "kprof_host_us": host,
                 "kprof_graph_host_us": graph_host,
                 "host_provider": launched["provider"] if launched is not None else None,
@@ -919,6 +924,9 @@ def _prepared_op_line(table: pd.DataFrame, provider: str, compared: int) -> str:
     spread = table["prepared_op_spread"].fillna(0.0)
     missed = table[d.notna() & (d > TIE * (1 + spread))]
     where = ", ".join(f"{r.shape} {r.dtype} ({r.prepared_op_vs_best:.3f}x)" for r in missed.itertuples())
+    host = table.get("prepared_op_host_us", pd.Series(math.nan, index=table.index))
+    gpu = table.get("prepared_op_gpu_us", pd.Series(math.nan, index=table.index))
+    bound = host > gpu  # NaN compares False: a case without a host time is not called host-bound
     return (
         f"Prepared object (`{provider}`, what `kprof.kernels.ops`'s prepared object runs there, its own choice among "
         f"the versions on prepared weights and the plain op): within {TIE} x the best kprof version at {within} of "
@@ -926,6 +934,13 @@ def _prepared_op_line(table: pd.DataFrame, provider: str, compared: int) -> str:
         + (f", beyond it at {beyond}: {where}" if beyond else "")
         + (f", not judged at {unjudged} (past {TIE} x by less than the two cases moved)" if unjudged else "")
         + f"; `{provider} / best` is its time over the best's, 1.000 where it ran the best's code."
+        + (
+            f" Its host time per call exceeds its GPU time at {int(bound.sum())} of them ({_range(host[bound])} µs "
+            f"against {_range(gpu[bound])} µs): called outside a CUDA graph, with no GPU work queued ahead, the object "
+            "waits for the host there."
+            if bound.any()
+            else ""
+        )
     )
 
 

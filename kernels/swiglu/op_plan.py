@@ -139,13 +139,21 @@ def prepared_op(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int
     description="what ops.PreparedSwiGLU runs at the shape, launched as it launches it (op_plan.prepared_op: the "
     "interleaved kernel from 1000 rows, the plain op below), on the interleaved pair where the object keeps one (made "
     "once per input set before the timed calls); kprof grid compares it with the best version at each point. The "
-    "inputs are checked on every call, which the object does only on a signature's first",
+    "inputs are checked when the pair is made and on a signature's first call, as the object checks them (off a GPU "
+    "on every call), so its host time per call is the object's",
 )
 def swiglu_prepared_op(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
-    check_inputs(x, w_gate, w_up)  # before the interleaved copy: bad weights say what is wrong
+    if not getattr(x, "is_cuda", False):  # off a GPU every call is checked: CPU tensors need the interpreter
+        check_inputs(x, w_gate, w_up)
     kept = tuned.interleavable(w_gate)  # where ops.PreparedSwiGLU keeps an interleaved copy (its Triton path on)
-    w_int = tuned.prepared_interleaved.get(tuned.interleaved_weights, w_gate, w_up) if kept else None
+    w_int = tuned.prepared_interleaved.get(lambda wg, wu: _checked_pair(x, wg, wu), w_gate, w_up) if kept else None
     return prepared_op(x, w_gate, w_up, w_int)
+
+
+def _checked_pair(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    """The object's interleaved pair, the inputs checked first: bad weights say what is wrong."""
+    check_inputs(x, w_gate, w_up)
+    return tuned.interleaved_weights(w_gate, w_up)
 
 
 def swiglu_prepared(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor) -> torch.Tensor:

@@ -277,6 +277,28 @@ def test_the_prepared_object_is_held_to_the_best_of_every_version_and_is_no_vers
     assert "triton_op" not in render(grid_table(untimed, prepared_op="triton_op"), ["r"], "s", prepared_op="triton_op")
 
 
+PREPARED_RACE = (
+    Path(__file__).resolve().parents[2]
+    / "benchmarks/results/grid/h200-prepared-op-8acaa92/prepared-race-8161b6b/metrics.csv.gz"
+)
+
+
+def test_a_prepared_object_waiting_on_its_host_is_said_with_the_times(tmp_path):
+    """An H200 run where the prepared object took a route with no launch plan at some 128-row points: the summary
+    says at how many points its host time per call exceeded its GPU time, with both ranges, from its own cases."""
+    m = pd.read_csv(PREPARED_RACE)
+    m = m[m["run_id"] == m["run_id"].iloc[0]]  # one run: one dtype's 12 points of 128 rows
+    table = grid_table(m, "triton_tuned", ["triton_rstd_epilogue_prepared"], prepared_op="triton_prepared_op")
+    held = m[m["provider"] == "triton_prepared_op"].set_index("shape")
+    bound = held[held["host_time_us"] > held["gpu_time_us"]]
+    assert len(bound) > 0  # the run this test reads: the object waited on its host at several points
+    text = render(table, ["r"], "rmsnorm_linear", "triton_tuned", prepared_op="triton_prepared_op")
+    line = next(ln for ln in text.splitlines() if ln.startswith("Prepared object"))
+    lo, hi = bound["host_time_us"].min(), bound["host_time_us"].max()
+    assert f"exceeds its GPU time at {len(bound)} of them ({lo:.1f}-{hi:.1f} µs against" in line
+    assert table.set_index("shape").loc[bound.index, "prepared_op_host_us"].tolist() == bound["host_time_us"].tolist()
+
+
 def test_the_dispatch_is_read_without_importing_torch_or_the_families():
     """`kprof grid` reads metrics only; naming the ops API's provider must not cost it torch's import."""
     import subprocess
