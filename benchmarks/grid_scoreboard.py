@@ -25,6 +25,9 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from kprof.grid import TIE
+from kprof.kernels.ops_providers import PREPARED_OP
+
 
 @dataclass(frozen=True)
 class Point:
@@ -56,9 +59,8 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-# the column ``kprof grid`` writes for the provider that runs the ops API's prepared object (``ops_providers.PREPARED_OP``)
-PREPARED_OP_COLUMN = "triton_prepared_op / best"
-PREPARED_OP_TIE = 1.02  # kprof grid's tie band, which its summary line holds the prepared object to
+# the columns ``kprof grid`` writes for the providers that run the ops API's prepared objects
+PREPARED_OP_COLUMNS = {f"{ref.split('/', 1)[1]} / best" for ref in PREPARED_OP.values()}
 
 
 def read_table(path: Path) -> list[Point]:
@@ -77,7 +79,8 @@ def read_table(path: Path) -> list[Point]:
     head = _cells(lines[start])
     col = {name: head.index(name) for name in ("shape", "dtype", "verdict", "best kprof", "best peer", "ratio")}
     col |= {name: head.index(name) for name in ("% of copy", "vs roofline", "target", "met") if name in head}
-    col |= {PREPARED_OP_COLUMN: head.index(PREPARED_OP_COLUMN)} if PREPARED_OP_COLUMN in head else {}
+    held = next((name for name in head if name in PREPARED_OP_COLUMNS), None)
+    col |= {"prepared_op": head.index(held)} if held else {}
     rows = []
     for line in lines[start + 2 :]:
         if not line.startswith("|"):
@@ -108,7 +111,7 @@ def read_table(path: Path) -> list[Point]:
                 str(path.resolve()),
                 at("target") if targeted else "",
                 code=code,
-                prepared_op=at(PREPARED_OP_COLUMN).replace("—", ""),
+                prepared_op=at("prepared_op").replace("—", ""),
             )  # fmt: skip
         )
     return rows
@@ -238,10 +241,10 @@ def prepared_op_lines(groups: dict[tuple[str, str], list[Point]]) -> list[str]:
         timed = [p for p in ps if p.prepared_op]
         if not timed:
             continue
-        past = sorted((p for p in timed if float(p.prepared_op) > PREPARED_OP_TIE), key=lambda p: p.shape)
+        past = sorted((p for p in timed if float(p.prepared_op) > TIE), key=lambda p: p.shape)
         where = "; past it: " + ", ".join(f"{p.shape} ({p.prepared_op}x)" for p in past) if past else ""
         out.append(
-            f"- {family} {dtype}: within {PREPARED_OP_TIE}x of the best version at "
+            f"- {family} {dtype}: within {TIE}x of the best version at "
             f"{len(timed) - len(past)} of {len(timed)} points{where}."
         )
     if not out:

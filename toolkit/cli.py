@@ -24,6 +24,8 @@ from kprof.errors import KprofError
 from kprof.runtime import restores_interpreter_mode
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from kprof.fanout import EarlyWorkers
     from kprof.grid import GridTargets
     from kprof.runner import ProfileOptions
@@ -250,11 +252,17 @@ def profile(
     _gate(_run_and_report(opts, report, store, early), store, allow_failures)
 
 
+def _of_family(family: str, refs: Iterable[str]) -> list[str]:
+    """The provider names among ``refs`` (``"family/provider"``, as :mod:`kprof.kernels.ops_providers` writes them)
+    that belong to ``family``."""
+    return [ref.split("/", 1)[1] for ref in refs if ref.split("/", 1)[0] == family]
+
+
 def _ops_provider(family: str) -> Optional[str]:
     """The provider ``kprof.kernels.ops`` runs for ``family`` (its ``BEST`` table), or None."""
     from kprof.kernels.ops_providers import BEST
 
-    return next((ref.split("/", 1)[1] for ref in BEST.values() if ref.split("/", 1)[0] == family), None)
+    return next(iter(_of_family(family, BEST.values())), None)
 
 
 def _grid_targets(family: str) -> Optional[GridTargets]:
@@ -271,14 +279,14 @@ def _ops_prepared(family: str) -> list[str]:
     """The providers the ops API's prepared objects run for ``family`` (its ``PREPARED`` table)."""
     from kprof.kernels.ops_providers import PREPARED
 
-    return [ref.split("/", 1)[1] for refs in PREPARED.values() for ref in refs if ref.split("/", 1)[0] == family]
+    return _of_family(family, (ref for refs in PREPARED.values() for ref in refs))
 
 
 def _ops_prepared_op(family: str) -> Optional[str]:
     """The provider that runs the ops API's prepared object for ``family`` (its ``PREPARED_OP`` table), or None."""
     from kprof.kernels.ops_providers import PREPARED_OP
 
-    return next((ref.split("/", 1)[1] for ref in PREPARED_OP.values() if ref.split("/", 1)[0] == family), None)
+    return next(iter(_of_family(family, PREPARED_OP.values())), None)
 
 
 def _warn(msg: str) -> None:

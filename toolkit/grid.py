@@ -417,12 +417,18 @@ def dispatch_counts(table: pd.DataFrame, column: str = "dispatch") -> tuple[int,
     whose dispatch (``column="prepared_op"``: the prepared object) was compared. A ratio a little past the band,
     inside how far two cases of the run moved, is no more a miss than a loss inside it is (``kprof grid``'s
     verdicts)."""
+    within, beyond = _band(table, column)
+    known = table.get(f"{column}_vs_best", pd.Series(dtype=float)).notna()
+    return int(within.sum()), int(beyond.sum()), int((known & ~within & ~beyond).sum())
+
+
+def _band(table: pd.DataFrame, column: str) -> tuple[pd.Series, pd.Series]:
+    """(within the tie band, beyond it by more than the two cases' spread) per point of ``column``'s ratio to the
+    best version (False where it was not compared)."""
     d = table.get(f"{column}_vs_best", pd.Series(dtype=float))
     spread = table.get(f"{column}_spread", pd.Series(0.0, index=table.index)).reindex(d.index).fillna(0.0)
     known = d.notna()
-    within = known & (d <= TIE)
-    beyond = known & (d > TIE * (1 + spread))
-    return int(within.sum()), int(beyond.sum()), int((known & ~within & ~beyond).sum())
+    return known & (d <= TIE), known & (d > TIE * (1 + spread))
 
 
 def _kernels_of(case: pd.Series) -> dict[str, float]:
@@ -920,9 +926,7 @@ def _prepared_op_line(table: pd.DataFrame, provider: str, compared: int) -> str:
     """The summary's words for the prepared object: at how many points its own choice was within the tie band of
     the best kprof version, and where it was not."""
     within, beyond, unjudged = dispatch_counts(table, "prepared_op")
-    d = table["prepared_op_vs_best"]
-    spread = table["prepared_op_spread"].fillna(0.0)
-    missed = table[d.notna() & (d > TIE * (1 + spread))]
+    missed = table[_band(table, "prepared_op")[1]]
     where = ", ".join(f"{r.shape} {r.dtype} ({r.prepared_op_vs_best:.3f}x)" for r in missed.itertuples())
     host = table.get("prepared_op_host_us", pd.Series(math.nan, index=table.index))
     gpu = table.get("prepared_op_gpu_us", pd.Series(math.nan, index=table.index))
