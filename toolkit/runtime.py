@@ -177,7 +177,8 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
     (
         "RouteRace objects (kprof.kernels.lib.routes; kprof.kernels.lib.routes._RACES lists them, for decisions()): "
         "kprof.kernels.swiglu.tuned._mid_rows, kprof.kernels.swiglu.tuned._interleaved_ragged, "
-        "kprof.kernels.rmsnorm_linear.tuned._mid_rows, kprof.kernels.kasmina.floor._tile_race",
+        "kprof.kernels.rmsnorm_linear.tuned._mid_rows, kprof.kernels.rmsnorm_linear.op_plan._mid_rows, "
+        "kprof.kernels.kasmina.floor._tile_race",
         "the route (or the floor's tile) a shape class's first call timed fastest, per (shapes, dtype, device, "
         "strides), bounded at 4096 each; kprof.runtime keeps the latest 4096 decisions as text for the harness",
     ),

@@ -4,12 +4,13 @@ through Triton's C launcher (:mod:`kprof.kernels.lib.plans` says what a plan hol
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 import triton
 
-from kprof.kernels.lib import checks, launching, tiles
+from kprof.kernels.lib import checks, launching, routes, tiles
 from kprof.kernels.lib.plans import (
     CUBLAS,
     Launch,
@@ -249,23 +250,49 @@ class PreparedTMAPlan:
         return y.view(*x.shape[:-1], y.shape[1])
 
 
+class PreparedPointerPlan:
+    """rmsnorm_linear on folded weights under ``rstd_epilogue.TMA_MIN_ROWS`` rows (or where TMA cannot address the
+    operands) by the rstd kernel and the pointer product that scales its rows by rstd: both launches as the checked
+    path ran them (the product's tiles as its autotuner picked them), and the layouts of y and rstd. Without it each
+    such call went through the JIT and the autotuner's dispatch: 180-370 µs of host time per call at 128-512 rows on
+    an H200, against 19-116 µs on the GPU."""
+
+    __slots__ = ("rstd", "product", "k", "y_layout", "r_layout")
+
+    def __init__(self, rstd: Launch, product: Launch, x_shape: tuple, n: int) -> None:
+        self.rstd, self.product, self.k = rstd, product, x_shape[-1]
+        self.y_layout = contiguous_layout(tuple(x_shape[:-1]) + (n,))
+        self.r_layout = contiguous_layout((math.prod(x_shape[:-1]),))
+
+    def __call__(self, x: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+        y = x.new_empty_strided(*self.y_layout)
+        rstd = x.new_empty_strided(*self.r_layout, dtype=torch.float32)
+        bias = wf if b is None else b
+        if self.rstd.entry is not None and self.product.entry is not None and not launch_hooks_installed():
+            xp, rp = x.data_ptr(), rstd.data_ptr()
+            self.rstd.fast(xp, rp)
+            self.product.fast(xp, wf.data_ptr(), bias.data_ptr(), rp, y.data_ptr())
+        else:
+            x2d = x.view(-1, self.k)
+            self.rstd(x2d, rstd)
+            self.product(x2d, wf, bias, rstd, y)
+        return y
+
+
 def prepared_op(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
     """What ``ops.PreparedRMSNormLinear`` runs on its Triton path (and the ``triton_prepared_op`` version, so that
-    ``kprof grid`` times the object's own choice): the kernels on the folded weight ``wf`` at decode rows (where the
-    plain op gives the split-K kernel) and from ``rstd_epilogue.TMA_MIN_ROWS`` rows (any under the interpreter),
-    through :func:`rms_norm_linear_prepared`; the plain op where no fold is kept (``wf`` None) and between, decided
-    from x's rows before any check, so those calls cost what the plain op costs.
-
-    Between them the statistics-first kernels on the fold were faster on the GPU at some points and not at others,
-    by machine (at 128 rows 0.92-1.31x the plain op's time at the same points of 14336 and 28672 columns on two
-    H200s). Raced there on a shape's first call, they were taken at 10 of 32 shapes, but with no launch plan (their
-    pointer product autotunes) each call then took 180-370 µs of host time against 19-116 µs on the GPU, 3-8x the plain
-    op's host time: not shipped (benchmarks/results/grid/h200-prepared-op-8acaa92/prepared-race-8161b6b/)."""
+    ``kprof grid`` times the object's own choice), through :func:`rms_norm_linear_prepared`: the kernels on the
+    folded weight ``wf`` at decode rows (where the plain op gives the split-K kernel) and from
+    ``rstd_epilogue.TMA_MIN_ROWS`` rows (any under the interpreter); between them, from ``tuned.RACE_MIN_ROWS`` rows,
+    the plain op or the statistics-first kernels on the fold, whichever a race on the shape's first call timed faster
+    (:func:`mid_rows_statistics`), each then launched from its plan; the plain op where no fold is kept (``wf`` None)
+    and at the rows between the decode rows and the race's, decided from x's rows before any check, so those calls
+    cost what the plain op costs."""
     count = rows(x)
     few = count is not None and count <= rl_tuned.SPLIT_K_ROWS[-1]
-    if wf is not None and (few or many_rows(x, re.TMA_MIN_ROWS)):
+    if wf is not None and (few or many_rows(x, rl_tuned.RACE_MIN_ROWS)):
         return rms_norm_linear_prepared(x, g, w, wf, b, eps)  # the checked path on a signature's first call
     return rms_norm_linear(x, g, w, b, eps)
 
@@ -336,6 +363,34 @@ def rms_norm_linear_prepared(
     return _prepared_first(x, g, w, wf, b, eps, key, kernels)
 
 
+# The prepared objects between the decode rows and the TMA kernels' (tuned.RACE_MIN_ROWS to TMA_MIN_ROWS - 1 rows,
+# 16-bit): the plain op, or the statistics-first kernels on the fold (the rstd kernel, then the pointer product
+# scaling its rows), raced on a shape's first call, the plain op kept unless the other is over 2% faster. No rule
+# held: on two H200s at 128 rows the statistics-first kernels took 0.92-1.31x the plain op's GPU time at the same 12
+# points of 14336 and 28672 columns (128x4096x14336 bf16: 0.94x on one, 1.31x on the other), and 1.06-2.44x at 5504
+# and 11008 columns (benchmarks/results/grid/h200-prepared-op-8acaa92/); at 512 rows 1.02-1.47x at all 12 points of
+# each dtype (benchmarks/results/grid/h200-main-521b2f6/, h200-d1f19ba/). Either route then launches from its plan
+# (PLAIN, PreparedPointerPlan).
+_mid_rows = routes.RouteRace("rmsnorm_linear prepared: the plain op or the statistics-first kernels on the fold")
+
+
+def mid_rows_statistics(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, eps: float
+) -> bool:
+    """Whether a prepared object's call of ``x``'s rows runs the statistics-first kernels on the fold ``wf`` rather
+    than the plain op: by the race of the two on the shape's first call (``_mid_rows``) from ``tuned.RACE_MIN_ROWS``
+    rows in 16-bit where races run (:func:`kprof.kernels.lib.routes.can_race`); the plain op elsewhere."""
+    m = rows(x)
+    if m is None or m < rl_tuned.RACE_MIN_ROWS or x.dtype not in (torch.bfloat16, torch.float16):
+        return False
+    key = (m, w.shape[0], w.shape[1], x.dtype, x.get_device(), x.stride(), wf.stride(), b is None)
+    run = {
+        "plain": lambda: rms_norm_linear(x, g, w, b, eps),
+        "statistics": lambda: re.rmsnorm_linear_folded(x, g, w, b, eps, wf),
+    }
+    return _mid_rows.choose(key, run, "plain", x) == "statistics"
+
+
 def _prepared_first(
     x: torch.Tensor,
     g: torch.Tensor,
@@ -346,8 +401,8 @@ def _prepared_first(
     key: Any,
     kernels: str,
 ) -> torch.Tensor:
-    """The checked path, then the plan of this signature where it took the split-K kernel or the TMA one with
-    contiguous rows, or ran the plain op."""
+    """The checked path, then the plan of this signature: the split-K kernel's, the plain op's (PLAIN), the pointer
+    product's after the rstd kernel, or the TMA product's (contiguous rows) after it."""
     if kernels not in ("op", "split_k", "statistics"):
         raise ValueError(f"rmsnorm_linear: kernels={kernels!r}; give 'op', 'split_k' or 'statistics'")
     x2d, n = check_inputs(x, g, w, b)
@@ -358,17 +413,21 @@ def _prepared_first(
     split = kernels == "op" and rl_tuned.product_route(x2d, wf) == "split_k"
     if kernels == "split_k" or (split and split_k.folded_serves(x2d, n)):
         return _split_k_first(x, x2d, g.contiguous(), wf, b, eps, key if plannable else None, PREPARED_PLANS, True)
-    if kernels == "op" and (split or (x2d.shape[0] < re.TMA_MIN_ROWS and not launching.interpreting())):
+    mid = kernels == "op" and not split and x2d.shape[0] < re.TMA_MIN_ROWS and not launching.interpreting()
+    if split or (mid and not mid_rows_statistics(x, g, w, wf, b, eps)):
         if plannable:
             PREPARED_PLANS.put(key, PLAIN)
         return rms_norm_linear(x, g, w, b, eps)
-    y = re.rmsnorm_linear_folded(x, g, w, b, eps, wf)
+    y, pointer = re.folded_launches(x, g, w, b, eps, wf)
+    if not plannable:
+        return y
+    if pointer is not None:
+        PREPARED_PLANS.put(key, _pointer_plan(x, wf, b, eps, n, key, *pointer))
+        return y
     k = w.shape[0]
-    if not plannable or row_stride(x) != k:  # the TMA plan reads x's rows as one contiguous [M, K]
+    if row_stride(x) != k:  # the TMA plan reads x's rows as one contiguous [M, K]
         return y
     x2d = x.view(-1, k)
-    if not re.use_tma(x2d, wf, y.view(-1, n)):
-        return y
     m = x2d.shape[0]
     pdl = key[-1]
     sms = tiles.persistent_sms(x2d)
@@ -384,3 +443,37 @@ def _prepared_first(
     product = Launch(_tma_launcher, product_key, (tma.programs,), tail, options)
     PREPARED_PLANS.put(key, PreparedTMAPlan(rstd, product, tma, k, m, n))
     return y
+
+
+def _pointer_plan(
+    x: torch.Tensor,
+    wf: torch.Tensor,
+    b: torch.Tensor | None,
+    eps: float,
+    n: int,
+    key: tuple,
+    meta: dict,
+    options: dict,
+) -> PreparedPointerPlan:
+    """The plan that repeats ``rstd_epilogue.folded_launches``' pointer route as it just ran: the rstd kernel as
+    ``launch_row_rstd`` launched it, the product with the tiles (``meta``) and launch ``options`` it ran with."""
+    k, stride = x.shape[-1], row_stride(x)
+    m = x.numel() // k
+    pdl = key[-1]
+    programs, rstd_meta = re.row_rstd_launch(m, k, launching.sm_count(x) if pdl else 0, pdl)
+    rstd_options = {"num_warps": rstd_meta.pop("num_warps")}
+    rstd_tail = (m, k, stride, 1, float(eps)) + constexpr_tail(re.row_rstd_kernel, 7, rstd_meta)
+    rstd = Launch(_rstd_launcher, ("prepared", key, rstd_tail), (programs,), rstd_tail, rstd_options)
+    named = {
+        **meta,
+        "NORM": 2,
+        "HAS_BIAS": b is not None,
+        "IEEE": x.dtype == torch.float32 or launching.interpreting(),
+        "ALIGNED": tiles.promise_aligned(x.view(-1, k), wf),
+        "PDL": pdl,
+    }
+    tail = (m, n, k, stride, 1, n, 1, float(eps)) + constexpr_tail(fused.autotuned_kernel, 13, named)
+    options = {**options, **launching.pdl_launch(pdl)}
+    grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+    product = Launch(_product_launcher, ("prepared", key, tail, tuple(options.items())), grid, tail, options)
+    return PreparedPointerPlan(rstd, product, tuple(x.shape), n)

@@ -349,6 +349,14 @@ def rmsnorm_linear_folded(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float, wf: torch.Tensor
 ) -> torch.Tensor:
     """The op from ``wf = diag(g) w`` (the caller keeps it current; g and w are only checked)."""
+    return folded_launches(x, g, w, b, eps, wf)[0]
+
+
+def folded_launches(
+    x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float, wf: torch.Tensor
+) -> tuple[torch.Tensor, tuple[dict, dict] | None]:
+    """:func:`rmsnorm_linear_folded`'s output and, where it ran the pointer product (not the TMA kernel), the
+    (meta-parameters, launch options) that product ran with: a launch plan repeats them (``op_plan``)."""
     x2d, n = check_inputs(x, g, w, b)
     m = x2d.shape[0]
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
@@ -363,10 +371,10 @@ def rmsnorm_linear_folded(
         product = tma_launcher(x2d, wf, b, y, rstd, pdl=pdl)
         launch_row_rstd(x2d, rstd, eps, pdl=pdl)
         product()
-    else:
-        launch_row_rstd(x2d, rstd, eps, pdl=pdl)
-        launch_product(x2d, wf, b, y, eps, norm=2, rstd=rstd, pdl=pdl)
-    return y.view(*x.shape[:-1], n)
+        return y.view(*x.shape[:-1], n), None
+    launch_row_rstd(x2d, rstd, eps, pdl=pdl)
+    launched = launch_product(x2d, wf, b, y, eps, norm=2, rstd=rstd, pdl=pdl)
+    return y.view(*x.shape[:-1], n), launched
 
 
 @FAMILY.provider(

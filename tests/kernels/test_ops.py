@@ -642,6 +642,47 @@ def test_prepared_rms_norm_linear_launches_from_its_plan(rows, k, n, bias, devic
         _plans.reset()
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("layout", ["2-D", "3-D", "slice"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_prepared_rms_norm_linear_launches_the_pointer_route_from_its_plan(dtype, layout, bias, device, monkeypatch):
+    """Where no TMA descriptor can address x (fp32; 16-bit rows of K 45, not 16-byte aligned) the statistics-first
+    route is the rstd kernel and the pointer product (on a GPU also where the objects' race takes it under 1000 rows:
+    tests/kernels/test_routes.py). ``PreparedRMSNormLinear`` checks and plans a signature on its first call, then
+    launches both kernels from the plan, with 2-D x, 3-D x and a slice of a wider buffer (row stride K + 2). Every
+    call, with new x and bias of the same signature, matches the float64 oracle; after the first, the checked path is
+    never taken."""
+    from kprof.kernels.lib.launching import interpreting
+    from kprof.kernels.rmsnorm_linear import rstd_epilogue
+
+    if device == "cuda" or not interpreting():
+        pytest.skip("on a GPU the objects race this route under 1000 rows: tests/kernels/test_routes.py")
+    rows, k, n = 37, 45, 40
+    fam = F["rmsnorm_linear"]
+    with triton_path(True):
+        _plans.reset()
+        held = fam.make_inputs((rows, k, n), dtype, device, seed=_seed())
+        prepared = ops.PreparedRMSNormLinear(held["g"], held["w"])
+        for i in range(3):
+            new = fam.make_inputs((rows, k, n), dtype, device, seed=_seed() + i)
+            x, b = new["x"], new["b"] if bias else None
+            if layout == "3-D":
+                x = x.view(1, rows, k)
+            elif layout == "slice":
+                x = torch.cat([x, x[:, :2]], dim=1)[:, :k]
+            out = prepared(x, b, new["eps"])
+            assert out.shape == (*x.shape[:-1], n)
+            ref = fam.oracle(x.reshape(rows, k), held["g"], held["w"], b, new["eps"])
+            err = _rel(out.reshape(rows, n), ref)
+            assert err <= fam.tolerances[dtype], f"{dtype} {layout} call {i}: rel err {err:.2e}"
+            if i == 0:
+                (plan,) = _rl_plan.PREPARED_PLANS.plans.values()
+                assert type(plan) is _rl_plan.PreparedPointerPlan
+                monkeypatch.setattr(rstd_epilogue, "folded_launches", None)  # the plan must not need it
+        assert len(_rl_plan.PREPARED_PLANS.plans) == 1
+        _plans.reset()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("m, k, n", [(2048, 256, 5504), (2048, 256, 11008), (1000, 1000, 3000)])
 def test_prepared_plans_on_the_gpu(m, k, n):

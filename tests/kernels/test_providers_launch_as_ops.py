@@ -66,7 +66,8 @@ def test_the_ops_version_makes_and_takes_the_ops_plan(family, shape, dtype):
 
 
 # rows that take each of the prepared objects' routes: decode rows (the split-K kernel on the fold, where the plain
-# op runs split-K), mid rows (the plain op on a GPU; the fold's kernels under the interpreter) and 1000+ rows
+# op runs split-K), 17-32 rows (the plain op on a GPU), 33-999 (raced on a GPU; every row count under the interpreter
+# takes the fold's kernels) and 1000+ rows
 PREPARED_SHAPES = {
     "rmsnorm_linear": [(1, 96, 40), (3, 5, 64, 72), (20, 64, 48), (150, 96, 80), (1003, 64, 48)],
     "swiglu": [(2, 64, 40), (1001, 64, 48)],

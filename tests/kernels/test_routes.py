@@ -15,6 +15,8 @@ from kprof.kernels.lib import plans, routes
 from kprof.kernels.lib.plans import CUBLAS
 from kprof.kernels.rmsnorm_linear import op_plan as rl_op_plan
 from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
+from kprof.kernels.rmsnorm_linear.fused import folded_weight
+from kprof.kernels.rmsnorm_linear.rstd_epilogue import rmsnorm_linear_folded
 from kprof.kernels.swiglu import op_plan, tuned
 from tests.kernels.ops_paths import triton_ops
 
@@ -190,6 +192,50 @@ def test_each_raced_product_runs_and_matches_the_oracle(dtype, faster, device, r
         assert out.shape == shape[:1] + shape[2:] and out.dtype == inputs["x"].dtype
         err = float((out.double() - ref).norm() / ref.norm())
         assert err <= tol, f"{name} {dtype}: rel err {err:.2e} (tolerance {tol})"
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("faster", ["plain", "statistics"])
+def test_a_prepared_rmsnorm_linear_races_its_mid_rows(dtype, faster, device, racing, monkeypatch):
+    """Between the decode rows and the TMA kernels' a prepared object runs the plain op or the statistics-first
+    kernels on its fold, whichever its race timed faster (the plain op kept within 2%); both routes match the oracle;
+    fewer rows than RACE_MIN_ROWS, and fp32, are never raced. On a GPU the object then launches the route the race
+    took from its plan (the plain op's, or the rstd kernel and pointer product's), its planned calls giving its first
+    call's output bit for bit."""
+    times = (9.0, 5.0) if faster == "statistics" else (5.0, 5.05)  # timed plain first, then statistics
+    monkeypatch.setattr(rl_op_plan, "_mid_rows", routes.RouteRace("prepared test", timer=timer_of(*times)))
+    fam = discover()["rmsnorm_linear"]
+    inputs = fam.make_inputs((rl_tuned.RACE_MIN_ROWS + 2, 40, 24), dtype, device, seed=torch.seed() % 2**31)
+    x, g, w, b, eps = (inputs[k] for k in ("x", "g", "w", "b", "eps"))
+    wf = folded_weight(g, w)
+    assert rl_op_plan.mid_rows_statistics(x, g, w, wf, b, eps) == (faster == "statistics")
+    (d,) = rl_op_plan._mid_rows.decisions()
+    assert (d.chosen, d.default) == (faster, "plain") and not d.failed
+    assert rl_op_plan.mid_rows_statistics(x, g, w, wf, b, eps) == (faster == "statistics")  # remembered, not raced
+    assert len(rl_op_plan._mid_rows.decisions()) == 1
+    ref = fam.oracle(**inputs).double()
+    outs = {
+        "plain": rl_op_plan.rms_norm_linear(x, g, w, b, eps),
+        "statistics": rmsnorm_linear_folded(x, g, w, b, eps, wf),
+    }
+    if device == "cuda":  # under the interpreter these rows take the TMA kernels (test_ops has their plan)
+        with triton_ops():
+            prepared = ops.PreparedRMSNormLinear(g, w)
+            outs["object's first call"], outs["object's planned call"] = prepared(x, b, eps), prepared(x, b, eps)
+            (plan,) = rl_op_plan.PREPARED_PLANS.plans.values()
+        if faster == "statistics":
+            assert type(plan) is rl_op_plan.PreparedPointerPlan
+            assert plan.rstd.entry is not None and plan.product.entry is not None  # the compiled launches ran
+        else:
+            assert plan is rl_op_plan.PLAIN
+        assert torch.equal(outs["object's first call"], outs["object's planned call"])
+    for name, out in outs.items():
+        err = float((out.double() - ref).norm() / ref.norm())
+        assert err <= fam.tolerances[dtype], f"{name} {dtype}: rel err {err:.2e}"
+    few = x[: rl_tuned.RACE_MIN_ROWS - 1]
+    assert not rl_op_plan.mid_rows_statistics(few, g, w, wf, b, eps)
+    assert not rl_op_plan.mid_rows_statistics(x.float(), g.float(), w.float(), wf.float(), None, eps)
+    assert len(rl_op_plan._mid_rows.decisions()) == 1
 
 
 @pytest.mark.parametrize("faster", ["tiled", "cublas"])
