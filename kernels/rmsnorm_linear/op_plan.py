@@ -254,8 +254,9 @@ class PreparedPointerPlan:
     """rmsnorm_linear on folded weights under ``rstd_epilogue.TMA_MIN_ROWS`` rows (or where TMA cannot address the
     operands) by the rstd kernel and the pointer product that scales its rows by rstd: both launches as the checked
     path ran them (the product's tiles as its autotuner picked them), and the layouts of y and rstd. Without it each
-    such call went through the JIT and the autotuner's dispatch: 180-370 µs of host time per call at 128-512 rows on
-    an H200, against 19-116 µs on the GPU."""
+    such call went through the JIT and the autotuner's dispatch: 167-446 µs of host time per call at 128-512 rows on
+    an H200, against 19-116 µs on the GPU; with it 34-69 µs at the same 32 points on another H200
+    (benchmarks/results/grid/h200-mid-rows-plan-7940d77/)."""
 
     __slots__ = ("rstd", "product", "k", "y_layout", "r_layout")
 
@@ -370,7 +371,9 @@ def rms_norm_linear_prepared(
 # points of 14336 and 28672 columns (128x4096x14336 bf16: 0.94x on one, 1.31x on the other), and 1.06-2.44x at 5504
 # and 11008 columns (benchmarks/results/grid/h200-prepared-op-8acaa92/); at 512 rows 1.02-1.47x at all 12 points of
 # each dtype (benchmarks/results/grid/h200-main-521b2f6/, h200-d1f19ba/). Either route then launches from its plan
-# (PLAIN, PreparedPointerPlan).
+# (PLAIN, PreparedPointerPlan). On a third H200 the races took the statistics-first kernels at 4 of 12 points of 128
+# rows in each dtype (0.94-0.97x the plain op's GPU time there) and at none of 4 of 512 rows; the object was then
+# within 1.02x of the best version at 28 of 32 points, 1 beyond (h200-mid-rows-plan-7940d77/).
 _mid_rows = routes.RouteRace("rmsnorm_linear prepared: the plain op or the statistics-first kernels on the fold")
 
 
