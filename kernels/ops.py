@@ -25,9 +25,11 @@ No stale answers
 
 Host cost
     At decode sizes the GPU work of an op is 2-25 us and the host decides. The Triton path resolves its
-    kernels at import, reads no environment and queries no device per call, and after the first call with
-    a given signature launches through a precomputed plan (each family's ``op_plan`` module, on
-    :mod:`kprof.kernels.lib.plans`).
+    kernels at import, queries no device per call, and after the first call with a given signature launches
+    through a precomputed plan (each family's ``op_plan`` module, on :mod:`kprof.kernels.lib.plans`). It reads
+    no environment per call but in :class:`PreparedRMSNormLinear`, whose plan key holds whether its kernels
+    overlap by programmatic dependent launch (``KPROF_PDL`` and ``TRITON_INTERPRET``, read on each call so that
+    switching them takes effect at once: about 2 us of its host time, 1.8 us measured on a CI CPU).
 
 torch.compile and CUDA graphs
     Every op is registered as a ``torch.library`` custom op (``torch.ops.kprof.<name>``) with a fake
@@ -276,8 +278,9 @@ def _rms_norm_linear_fake(
 def _rms_norm_linear_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
-    """The folded-weight kernels where they serve (decode rows the plain op gives the split-K kernel, 1000+ rows;
-    any under the interpreter), else the plain op."""
+    """The folded-weight kernels where they serve (decode rows the plain op gives the split-K kernel, 1000+ rows,
+    33-999 rows where a race on the shape's first call timed them faster; any under the interpreter), else the plain
+    op."""
     if triton_enabled(x):
         return _rl_plan.prepared_op(x, g, w, wf, b, eps)
     return rms_norm_linear(x, g, w, b, eps)
@@ -440,8 +443,9 @@ class PreparedSwiGLU:
 class PreparedRMSNormLinear:
     """``rms_norm(x, g) @ w + b`` with ``diag(g) w`` folded once, for the kernels that read the fold: the split-K
     kernel at decode rows (where the plain op runs it and its config pipelines x) and the statistics-first kernels
-    from 1000 rows (the row statistics, then one product applying them); other rows run the plain
-    :func:`rms_norm_linear` (``rmsnorm_linear.op_plan.prepared_op`` routes). Same contract as
+    from 1000 rows (the row statistics, then one product applying them), and at 33-999 rows where a race on the
+    shape's first call timed them faster than the plain op; other rows run the plain :func:`rms_norm_linear`
+    (``rmsnorm_linear.op_plan.prepared_op`` routes). Same contract as
     :class:`PreparedSwiGLU`: built from ``g [K]`` and
     ``w [K, N]`` (kept by reference), :meth:`refresh` after they change; the folded copy is made only
     where the Triton path is on at build or refresh time, on a GPU or under the interpreter."""

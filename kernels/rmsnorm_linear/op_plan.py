@@ -373,7 +373,9 @@ def rms_norm_linear_prepared(
 # each dtype (benchmarks/results/grid/h200-main-521b2f6/, h200-d1f19ba/). Either route then launches from its plan
 # (PLAIN, PreparedPointerPlan). On a third H200 the races took the statistics-first kernels at 4 of 12 points of 128
 # rows in each dtype (0.94-0.97x the plain op's GPU time there) and at none of 4 of 512 rows; the object was then
-# within 1.02x of the best version at 28 of 32 points, 1 beyond (h200-mid-rows-plan-7940d77/).
+# within 1.02x of the best version at 28 of 32 points, 1 beyond (h200-mid-rows-plan-7940d77/); on a fourth, at none
+# of the 12 points of 512 rows in either dtype (1.01-1.56x the plain op's time), within 1.02x at 23 of 24, 1 not
+# judged (its rows512-66cb039/).
 _mid_rows = routes.RouteRace("rmsnorm_linear prepared: the plain op or the statistics-first kernels on the fold")
 
 

@@ -200,8 +200,8 @@ def test_a_prepared_rmsnorm_linear_races_its_mid_rows(dtype, faster, device, rac
     """Between the decode rows and the TMA kernels' a prepared object runs the plain op or the statistics-first
     kernels on its fold, whichever its race timed faster (the plain op kept within 2%); both routes match the oracle;
     fewer rows than RACE_MIN_ROWS, and fp32, are never raced. On a GPU the object then launches the route the race
-    took from its plan (the plain op's, or the rstd kernel and pointer product's), its planned calls giving its first
-    call's output bit for bit."""
+    took from its plan (the plain op's, or the rstd kernel and pointer product's), for x's rows and for the same rows
+    in a wider buffer, its planned calls giving its first call's output bit for bit."""
     times = (9.0, 5.0) if faster == "statistics" else (5.0, 5.05)  # timed plain first, then statistics
     monkeypatch.setattr(rl_op_plan, "_mid_rows", routes.RouteRace("prepared test", timer=timer_of(*times)))
     fam = discover()["rmsnorm_linear"]
@@ -219,26 +219,32 @@ def test_a_prepared_rmsnorm_linear_races_its_mid_rows(dtype, faster, device, rac
         "statistics": rmsnorm_linear_folded(x, g, w, b, eps, wf),
     }
     if device == "cuda":  # under the interpreter these rows take the TMA kernels (test_ops has their plan)
+        wide = torch.cat([x, x[:, :8]], dim=1)[:, : x.shape[1]]  # the rows of a wider buffer: row stride K + 8
         with triton_ops():
             prepared = ops.PreparedRMSNormLinear(g, w)
-            outs["object's first call"] = prepared(x, b, eps)
-            # the plan's first launches go through the JIT (which compiles nothing new), the next through its entries
-            outs["object's planned call"], outs["object's compiled call"] = prepared(x, b, eps), prepared(x, b, eps)
-            (plan,) = rl_op_plan.PREPARED_PLANS.plans.values()
-        if faster == "statistics":
-            assert type(plan) is rl_op_plan.PreparedPointerPlan
-            assert plan.rstd.entry is not None and plan.product.entry is not None  # the compiled launches ran
-        else:
-            assert plan is rl_op_plan.PLAIN
-        for call in ("planned", "compiled"):
-            assert torch.equal(outs["object's first call"], outs[f"object's {call} call"])
+            for tag, rows_in in (("", x), (" (slice)", wide)):
+                outs[f"object's first call{tag}"] = prepared(rows_in, b, eps)
+                # a plan's first launches go through the JIT (which compiles nothing new), the next through its entries
+                outs[f"object's planned call{tag}"] = prepared(rows_in, b, eps)
+                outs[f"object's compiled call{tag}"] = prepared(rows_in, b, eps)
+            made = list(rl_op_plan.PREPARED_PLANS.plans.values())
+        assert len(made) == 2  # one a signature
+        for plan in made:
+            if faster == "statistics":
+                assert type(plan) is rl_op_plan.PreparedPointerPlan
+                assert plan.rstd.entry is not None and plan.product.entry is not None  # the compiled launches ran
+            else:
+                assert plan is rl_op_plan.PLAIN
+        for tag in ("", " (slice)"):
+            for call in ("planned", "compiled"):
+                assert torch.equal(outs[f"object's first call{tag}"], outs[f"object's {call} call{tag}"])
     for name, out in outs.items():
         err = float((out.double() - ref).norm() / ref.norm())
         assert err <= fam.tolerances[dtype], f"{name} {dtype}: rel err {err:.2e}"
     few = x[: rl_tuned.RACE_MIN_ROWS - 1]
     assert not rl_op_plan.mid_rows_statistics(few, g, w, wf, b, eps)
     assert not rl_op_plan.mid_rows_statistics(x.float(), g.float(), w.float(), wf.float(), None, eps)
-    assert len(rl_op_plan._mid_rows.decisions()) == 1
+    assert len(rl_op_plan._mid_rows.decisions()) == (2 if device == "cuda" else 1)  # the slice raced on its own
 
 
 @pytest.mark.parametrize("faster", ["tiled", "cublas"])
