@@ -29,7 +29,7 @@ Host cost
     through a precomputed plan (each family's ``op_plan`` module, on :mod:`kprof.kernels.lib.plans`). It reads
     no environment per call but in :class:`PreparedRMSNormLinear`, whose plan key holds whether its kernels
     overlap by programmatic dependent launch (``KPROF_PDL`` and ``TRITON_INTERPRET``, read on each call so that
-    switching them takes effect at once: about 2 us of its host time, 1.8 us measured on a CI CPU).
+    switching them takes effect at once: about 2 us of its host time, 1.8 us measured on a CPU).
 
 torch.compile and CUDA graphs
     Every op is registered as a ``torch.library`` custom op (``torch.ops.kprof.<name>``) with a fake
