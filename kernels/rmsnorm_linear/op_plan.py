@@ -4,7 +4,6 @@ through Triton's C launcher (:mod:`kprof.kernels.lib.plans` says what a plan hol
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -260,10 +259,10 @@ class PreparedPointerPlan:
 
     __slots__ = ("rstd", "product", "k", "y_layout", "r_layout")
 
-    def __init__(self, rstd: Launch, product: Launch, x_shape: tuple, n: int) -> None:
+    def __init__(self, rstd: Launch, product: Launch, x_shape: tuple, m: int, n: int) -> None:
         self.rstd, self.product, self.k = rstd, product, x_shape[-1]
         self.y_layout = contiguous_layout(tuple(x_shape[:-1]) + (n,))
-        self.r_layout = contiguous_layout((math.prod(x_shape[:-1]),))
+        self.r_layout = contiguous_layout((m,))
 
     def __call__(self, x: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
         y = x.new_empty_strided(*self.y_layout)
@@ -436,14 +435,11 @@ def _prepared_first(
     m = x2d.shape[0]
     pdl = key[-1]
     sms = tiles.persistent_sms(x2d)
-    programs, rstd_meta = re.row_rstd_launch(m, k, sms if pdl else 0, pdl)
-    rstd_options = {"num_warps": rstd_meta.pop("num_warps")}
-    rstd_tail = (m, k, k, 1, float(eps)) + constexpr_tail(re.row_rstd_kernel, 7, rstd_meta)
     tma = re.tma_plan(m, k, n, sms)
     meta = re.tma_meta(tma, b is not None, pdl)
     options = {o: meta.pop(o) for o in ("num_warps", "num_stages", "launch_pdl") if o in meta}
     tail = (m, n, k) + constexpr_tail(re.tma_product_kernel, 11, meta)
-    rstd = Launch(_rstd_launcher, ("prepared", key, rstd_tail), (programs,), rstd_tail, rstd_options)
+    rstd = _rstd_launch(m, k, k, eps, key, sms if pdl else 0)
     product_key = ("prepared", key, tail, tuple(options.items()))
     product = Launch(_tma_launcher, product_key, (tma.programs,), tail, options)
     PREPARED_PLANS.put(key, PreparedTMAPlan(rstd, product, tma, k, m, n))
@@ -465,10 +461,7 @@ def _pointer_plan(
     k, stride = x.shape[-1], row_stride(x)
     m = x.numel() // k
     pdl = key[-1]
-    programs, rstd_meta = re.row_rstd_launch(m, k, launching.sm_count(x) if pdl else 0, pdl)
-    rstd_options = {"num_warps": rstd_meta.pop("num_warps")}
-    rstd_tail = (m, k, stride, 1, float(eps)) + constexpr_tail(re.row_rstd_kernel, 7, rstd_meta)
-    rstd = Launch(_rstd_launcher, ("prepared", key, rstd_tail), (programs,), rstd_tail, rstd_options)
+    rstd = _rstd_launch(m, k, stride, eps, key, launching.sm_count(x) if pdl else 0)
     named = {
         **meta,
         "NORM": 2,
@@ -481,4 +474,15 @@ def _pointer_plan(
     options = {**options, **launching.pdl_launch(pdl)}
     grid = (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
     product = Launch(_product_launcher, ("prepared", key, tail, tuple(options.items())), grid, tail, options)
-    return PreparedPointerPlan(rstd, product, tuple(x.shape), n)
+    return PreparedPointerPlan(rstd, product, tuple(x.shape), m, n)
+
+
+def _rstd_launch(m: int, k: int, stride: int, eps: float, key: tuple, sms: int) -> Launch:
+    """The rstd kernel's launch in a prepared plan, as ``rstd_epilogue.launch_row_rstd`` launches it over [m, k] rows
+    of row stride ``stride``: with the grid the product overlaps where the plan's key says PDL (``sms`` the SMs it
+    spreads over, 0 without PDL)."""
+    pdl = key[-1]
+    programs, meta = re.row_rstd_launch(m, k, sms, pdl)
+    options = {"num_warps": meta.pop("num_warps")}
+    tail = (m, k, stride, 1, float(eps)) + constexpr_tail(re.row_rstd_kernel, 7, meta)
+    return Launch(_rstd_launcher, ("prepared", key, tail), (programs,), tail, options)
