@@ -110,14 +110,16 @@ def clusters(dtype: str, m: int, k: int, n: int) -> None:
 
     x, wf, rstd = _operands(dtype, m, k, n)
     y = torch.empty(m, n, device="cuda", dtype=x.dtype)
-    plan = rstd_epilogue.tma_plan(m, k, n, tiles.persistent_sms(x))
+    plan = rstd_epilogue.tma_plan(m, k, n, tiles.persistent_sms(x), stream_k=False)  # one launch, no workspace
     meta = rstd_epilogue.tma_meta(plan, False, False)
     ref = x.double() @ wf.double()
     for ctas in (1, 2):
 
         def call(ctas=ctas):
             descriptors = tiles.tile_descriptors(x, wf, y, plan.tiles, plan.subtile, plan.split)
-            rstd_epilogue.tma_product_kernel[(plan.programs,)](*descriptors, rstd, rstd, m, n, k, **meta, num_ctas=ctas)
+            rstd_epilogue.tma_product_kernel[(plan.programs,)](
+                *descriptors, rstd, rstd, rstd, rstd, m, n, k, 0, **meta, num_ctas=ctas
+            )
 
         try:
             call()

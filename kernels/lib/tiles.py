@@ -124,11 +124,26 @@ def tail_split(tiles: int, programs: int) -> int:
     return 0
 
 
+def stream_k_parts(tiles: int, programs: int, k_steps: int, min_steps: int) -> int:
+    """Slots a tile needs when the last, partial wave's tiles are shared out along K over all ``programs`` (each
+    program a run of about (last wave's tiles x ``k_steps``) / ``programs`` BLOCK_K steps): the most programs whose
+    runs can meet in one tile, 2 + (k_steps - 2) // the shortest run. 0 (keep whole tiles) where there is no partial
+    wave, where ``tail_split`` cuts it in parts, or where a run would be shorter than ``min_steps`` steps."""
+    last = tiles % programs if programs else 0
+    if not last or tail_split(tiles, programs):
+        return 0
+    run = last * k_steps // programs
+    if run < min_steps:
+        return 0
+    return 2 + max(k_steps - 2, 0) // run
+
+
 @dataclass(frozen=True)
 class TilePlan:
     """A TMA product's launch at one shape: ``tiles`` (BLOCK_M, BLOCK_N, BLOCK_K), GROUP_M, warps, stages, output
-    stored in halves (``subtile``), the last wave's ``split`` (``tail_split``) and ``programs`` (0: one program per
-    tile; else persistent, that many)."""
+    stored in halves (``subtile``), the last wave's ``split`` (``tail_split``), ``programs`` (0: one program per
+    tile; else persistent, that many) and, where the last wave is shared out along K, its tiles' slots ``parts``
+    (``stream_k_parts``; 0: not)."""
 
     tiles: tuple[int, int, int]
     group_m: int
@@ -137,6 +152,7 @@ class TilePlan:
     subtile: bool
     split: int
     programs: int
+    parts: int = 0
 
     def grid(self, m: int, n: int) -> int:
         """Programs launched for an [m, n] output."""

@@ -240,12 +240,13 @@ class PreparedTMAPlan:
         p = self.plan
         descriptors = tiles.tile_descriptors(x2d, wf, y, p.tiles, p.subtile, p.split)
         bias = rstd if b is None else b
+        ws, counters = re.stream_k_buffers(x2d, p, x2d.shape[0], y.shape[1], rstd)
         if self.rstd.entry is not None and self.product.entry is not None and not launch_hooks_installed():
             self.rstd.fast(x2d.data_ptr(), rstd.data_ptr())
-            self.product.fast(*descriptors, rstd.data_ptr(), bias.data_ptr())
+            self.product.fast(*descriptors, rstd.data_ptr(), bias.data_ptr(), ws.data_ptr(), counters.data_ptr())
         else:
             self.rstd(x2d, rstd)
-            self.product(*descriptors, rstd, bias)
+            self.product(*descriptors, rstd, bias, ws, counters)
         return y.view(*x.shape[:-1], y.shape[1])
 
 
@@ -438,7 +439,7 @@ def _prepared_first(
     tma = re.tma_plan(m, k, n, sms)
     meta = re.tma_meta(tma, b is not None, pdl)
     options = {o: meta.pop(o) for o in ("num_warps", "num_stages", "launch_pdl") if o in meta}
-    tail = (m, n, k) + constexpr_tail(re.tma_product_kernel, 11, meta)
+    tail = (m, n, k, tma.parts) + constexpr_tail(re.tma_product_kernel, 14, meta)
     rstd = _rstd_launch(m, k, k, eps, key, sms if pdl else 0)
     product_key = ("prepared", key, tail, tuple(options.items()))
     product = Launch(_tma_launcher, product_key, (tma.programs,), tail, options)

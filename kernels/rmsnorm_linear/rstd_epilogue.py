@@ -43,13 +43,14 @@ import torch
 import triton
 import triton.language as tl
 
-from kprof.kernels.lib import launching
+from kprof.kernels.lib import launching, split_k
 from kprof.kernels.lib.tiles import (
     TilePlan,
     dot_acc,
     grouped_tile,
     persistent_sms,
     store_tile,
+    stream_k_parts,
     tail_part,
     tail_split,
     tile_descriptors,
@@ -116,13 +117,137 @@ def _scaled_tile(
         a = x_desc.load([off_m, ks * BLOCK_K])
         b = w_desc.load([ks * BLOCK_K, off_n])
         acc = dot_acc(a, b, acc, IEEE)
+    _scale_and_store(acc, y_desc, r_ptr, b_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N, HAS_BIAS, SUBTILE, PDL)
+
+
+@triton.jit
+def _scale_and_store(
+    acc,
+    y_desc,
+    r_ptr,
+    b_ptr,
+    off_m,
+    off_n,
+    M,
+    N,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    SUBTILE: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    """The epilogue of a tile's product ``acc``: its rows scaled by rstd, the bias added, stored."""
     rows = off_m + tl.arange(0, BLOCK_M)
-    launching.wait_for_primary(PDL)  # the K loop above may have overlapped the rstd kernel; r_ptr may not
+    launching.wait_for_primary(PDL)  # the K loop before may have overlapped the rstd kernel; r_ptr may not
     acc = acc * tl.load(r_ptr + rows, mask=rows < M, other=0.0)[:, None]
     if HAS_BIAS:
         cols = off_n + tl.arange(0, BLOCK_N)
         acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
     store_tile(y_desc, acc, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # the store clips the last tiles
+
+
+@triton.jit
+def _stream_k_tail(
+    x_desc,
+    w_desc,
+    y_desc,
+    r_ptr,
+    b_ptr,
+    ws_ptr,
+    count_ptr,
+    whole,
+    tiles,
+    M,
+    N,
+    K,
+    PARTS,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    PROGRAMS: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    SUBTILE: tl.constexpr,
+    IEEE: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    """The last, partial wave's tiles (from tile ``whole`` on) shared out along K: their K steps, tile after tile,
+    cut into PROGRAMS runs as equal as whole steps allow, a run a program. A tile's programs each store their fp32
+    part in the tile's slots of ``ws_ptr`` (slot = program - the tile's first program) and take a ticket; the one
+    that draws the last adds the parts in slot order (so the result does not depend on which finished last), scales,
+    stores and puts the counter back to zero (``split_k``'s meeting). Every SM then works through the last wave
+    for (its tiles / PROGRAMS) of a tile's time, where whole tiles leave the SMs past them idle for a whole one."""
+    steps = tl.cdiv(K, BLOCK_K)
+    total = (tiles - whole) * steps
+    pid = tl.program_id(0)
+    at = pid * total // PROGRAMS
+    end = (pid + 1) * total // PROGRAMS
+    while at < end:
+        t = at // steps
+        k_lo = at - t * steps
+        k_hi = tl.minimum(end - t * steps, steps)
+        pid_m, pid_n = grouped_tile(whole + t, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for ks in range(k_lo, k_hi):
+            a = x_desc.load([off_m, ks * BLOCK_K])
+            b = w_desc.load([ks * BLOCK_K, off_n])
+            acc = dot_acc(a, b, acc, IEEE)
+        # the programs whose runs hold the tile's first and last steps (run p starts at p * total // PROGRAMS)
+        first = ((t * steps + 1) * PROGRAMS - 1) // total
+        last = ((t * steps + steps) * PROGRAMS - 1) // total
+        if first == last:
+            _scale_and_store(acc, y_desc, r_ptr, b_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N, HAS_BIAS, SUBTILE, PDL)
+        else:
+            tile_ws = ws_ptr + (t * PARTS).to(tl.int64) * (BLOCK_M * BLOCK_N)
+            local = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+            tl.store(tile_ws + (pid - first) * (BLOCK_M * BLOCK_N) + local, acc)
+            if split_k.take_ticket(count_ptr, t) == last - first:
+                _sum_parts_and_store(
+                    tile_ws, last - first + 1, y_desc, r_ptr, b_ptr, off_m, off_n, M, N,
+                    BLOCK_M, BLOCK_N, HAS_BIAS, SUBTILE, PDL,
+                )  # fmt: skip
+                split_k.release(count_ptr, t)
+        at = t * steps + k_hi
+
+
+@triton.jit
+def _sum_parts_and_store(
+    tile_ws,
+    parts,
+    y_desc,
+    r_ptr,
+    b_ptr,
+    off_m,
+    off_n,
+    M,
+    N,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    SUBTILE: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    """A shared tile's ``parts`` fp32 parts (slots BLOCK_M x BLOCK_N apart) added in slot order, scaled, stored.
+    With SUBTILE in column halves, the y descriptor's block: the sum and the part being added then hold 64 fp32
+    registers a thread each with 8 warps, where a whole 128x256 tile would take 128 each and spill. ``.cg``: the
+    parts from L2, never a stale L1 line."""
+    HALVES: tl.constexpr = 2 if SUBTILE else 1
+    WIDTH: tl.constexpr = BLOCK_N // HALVES
+    rows = off_m + tl.arange(0, BLOCK_M)
+    launching.wait_for_primary(PDL)
+    scale = tl.load(r_ptr + rows, mask=rows < M, other=0.0)
+    local = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, WIDTH)[None, :]
+    for h in tl.static_range(HALVES):
+        total = tl.zeros([BLOCK_M, WIDTH], dtype=tl.float32)
+        for j in range(0, parts):
+            total += tl.load(tile_ws + j * (BLOCK_M * BLOCK_N) + h * WIDTH + local, cache_modifier=".cg")
+        total = total * scale[:, None]
+        if HAS_BIAS:
+            cols = off_n + h * WIDTH + tl.arange(0, WIDTH)
+            total += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+        y_desc.store([off_m, off_n + h * WIDTH], total.to(y_desc.dtype))
 
 
 @triton.jit
@@ -137,10 +262,13 @@ def _tma_product_kernel(
     # pointers
     r_ptr,  # [M] fp32 rstd per row
     b_ptr,  # [N] bias (unused unless HAS_BIAS)
+    ws_ptr,  # fp32 parts of the last wave's tiles shared along K: PARTS slots of BLOCK_M x BLOCK_N a tile (STREAM_K)
+    count_ptr,  # int32 ticket counters, one per last-wave tile, zero between calls (STREAM_K)
     # sizes
     M,
     N,
     K,
+    PARTS,  # slots a last-wave tile has in ws_ptr: the most programs that can share one (STREAM_K)
     # meta-parameters
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -152,9 +280,10 @@ def _tma_product_kernel(
     TAIL_SPLIT: tl.constexpr,  # 0, or the tiles of the last, partial wave done as 2 halves / 4 quarters
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
     PDL: tl.constexpr,  # launched as the rstd kernel's dependent: wait for it before reading r_ptr
+    STREAM_K: tl.constexpr,  # the last, partial wave's tiles shared out along K (_stream_k_tail; TAIL_SPLIT 0)
 ):
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    whole = (tiles // PROGRAMS) * PROGRAMS if TAIL_SPLIT else tiles
+    whole = (tiles // PROGRAMS) * PROGRAMS if (TAIL_SPLIT or STREAM_K) else tiles
     # flatten: the compiler pipelines the next tile's first loads under this tile's epilogue
     for tile in tl.range(tl.program_id(0), whole, PROGRAMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
@@ -201,6 +330,12 @@ def _tma_product_kernel(
                 PDL,
             )
 
+    if STREAM_K:
+        _stream_k_tail(
+            x_desc, w_desc, y_desc, r_ptr, b_ptr, ws_ptr, count_ptr, whole, tiles, M, N, K, PARTS,
+            BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, PROGRAMS, HAS_BIAS, SUBTILE, IEEE, PDL,
+        )  # fmt: skip
+
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): 128x256x64 tiles were the fastest of 7 tile shapes, plain
 # and persistent, at 2048 and 8192 rows on an H100. With the output tile stored whole, 4 stages need 256 KB of
@@ -223,6 +358,10 @@ LONG_K_MIN_WAVES = 32
 # 1.002-1.019 against 1.024-1.048 at 8192x2048/4096x14336, in both dtypes; at 2048x2048x11008 fp16 it read 1.100
 # against 1.076, on a machine whose rounds at 2048x2048 moved by up to 13%.
 TMA_TAIL_SPLITS = True
+# Where the last wave holds more than half the SMs (tail_split leaves it whole), its tiles shared out along K
+# (_stream_k_tail), in runs of at least STREAM_K_MIN_STEPS BLOCK_K steps.
+TMA_STREAM_K = False
+STREAM_K_MIN_STEPS = 4
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 # 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
 # 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)
@@ -246,11 +385,13 @@ def tma_product(
     *,
     pdl: bool = False,
     tail: bool | None = None,
+    stream_k: bool | None = None,
 ) -> None:
     """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands).
     ``pdl``: launched as the dependent of the rstd kernel just before it (which must have been launched
-    with ``pdl=True``). ``tail`` (default ``TMA_TAIL_SPLITS``): the last partial wave's tiles in parts."""
-    tma_launcher(x2d, wf, b, y, rstd, pdl=pdl, tail=tail)()
+    with ``pdl=True``). ``tail`` (default ``TMA_TAIL_SPLITS``): the last partial wave's tiles in parts;
+    ``stream_k`` (default ``TMA_STREAM_K``): shared out along K where ``tail`` leaves them whole."""
+    tma_launcher(x2d, wf, b, y, rstd, pdl=pdl, tail=tail, stream_k=stream_k)()
 
 
 def tma_launcher(
@@ -262,25 +403,44 @@ def tma_launcher(
     *,
     pdl: bool = False,
     tail: bool | None = None,
+    stream_k: bool | None = None,
 ) -> Callable[[], None]:
     """:func:`tma_product`'s launch, its tiles chosen and its descriptors made now: the op makes them before it
     launches the rstd kernel, so that only the launch itself stands between the two kernels (why: see
     ``rmsnorm_linear_folded``)."""
     (m, k), n = x2d.shape, wf.shape[1]
-    plan = tma_plan(m, k, n, persistent_sms(x2d), tail)
+    plan = tma_plan(m, k, n, persistent_sms(x2d), tail, stream_k)
     descriptors = tile_descriptors(x2d, wf, y, plan.tiles, plan.subtile, plan.split)
-    args = (*descriptors, rstd, b if b is not None else rstd, m, n, k)
+    ws, counters = stream_k_buffers(x2d, plan, m, n, rstd)
+    args = (*descriptors, rstd, b if b is not None else rstd, ws, counters, m, n, k, plan.parts)
     meta = tma_meta(plan, b is not None, pdl)
     return lambda: _tma_product_kernel[(plan.programs,)](*args, **meta)
 
 
+def stream_k_buffers(
+    x2d: torch.Tensor, plan: TilePlan, m: int, n: int, unused: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fp32 workspace, ticket counters) of a launch whose last wave is shared out along K (``plan.parts``): a
+    call's own workspace (its parts never outlive the launch), the stream's kept counters. ``unused`` twice where
+    the plan keeps whole tiles (the kernel reads neither)."""
+    if not plan.parts:
+        return unused, unused
+    bm, bn, _ = plan.tiles
+    last = triton.cdiv(m, bm) * triton.cdiv(n, bn) % plan.programs
+    workspace = x2d.new_empty((last * plan.parts * bm * bn,), dtype=torch.float32)
+    return workspace, launching.ticket_counters(x2d, last)
+
+
 def tma_meta(plan: TilePlan, has_bias: bool, pdl: bool) -> dict:
     """The TMA product's constexprs and launch options for ``plan`` (``tma_plan``)."""
-    return plan.meta(HAS_BIAS=has_bias, PDL=pdl, **launching.pdl_launch(pdl))
+    return plan.meta(HAS_BIAS=has_bias, PDL=pdl, STREAM_K=bool(plan.parts), **launching.pdl_launch(pdl))
 
 
-def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None) -> TilePlan:
-    """The TMA product's tiles, tail and grid for [m, k] x [k, n] on ``sms`` SMs (``tail`` as :func:`tma_product`)."""
+def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None, stream_k: bool | None = None) -> TilePlan:
+    """The TMA product's tiles, tail and grid for [m, k] x [k, n] on ``sms`` SMs (``tail`` and ``stream_k`` as
+    :func:`tma_product`). The last wave is shared out along K only where the output is stored in halves (its
+    parts are added in halves: a whole 128x256 fp32 tile and the part added to it would spill) or under the
+    interpreter."""
     if launching.interpreting():
         (bm, bn, bk, gm, warps, stages), subtile = TMA_INTERPRETER_CONFIG, False
     else:
@@ -288,7 +448,10 @@ def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None) -> Tile
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     programs = min(sms, tiles)
     split = tail_split(tiles, programs) if (TMA_TAIL_SPLITS if tail is None else tail) else 0
-    return TilePlan((bm, bn, bk), gm, warps, stages, subtile, split, programs)
+    parts = 0
+    if (TMA_STREAM_K if stream_k is None else stream_k) and not split and (subtile or launching.interpreting()):
+        parts = stream_k_parts(tiles, programs, triton.cdiv(k, bk), STREAM_K_MIN_STEPS)
+    return TilePlan((bm, bn, bk), gm, warps, stages, subtile, split, programs, parts)
 
 
 def use_tma(x2d: torch.Tensor, wf: torch.Tensor, y: torch.Tensor) -> bool:

@@ -585,6 +585,61 @@ def test_rstd_epilogue_product_both_ways(tma, m, k, n, device):
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("m, k, n", [(112, 296, 32), (37, 296, 160), (37, 520, 128)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_rstd_epilogue_product_shares_its_last_wave_along_k(m, k, n, dtype, bias, device):
+    """The TMA product with its last wave shared out along K (stream-K), under the interpreter with 4 programs and
+    16x32x32 tiles: 112x296x32 makes 7 tiles and 37x296x160 15, a last wave of 3 (too many for halves), whose 3 x 10
+    steps of K the 4 programs take in runs of 7-8, so every tile meets 2 programs' parts; 37x520x128 (12 tiles) has
+    no partial wave and keeps whole tiles. Rows at different scales, with and without bias, against the float64
+    oracle; the ticket counters are back at zero after the call."""
+    from kprof.kernels.lib import launching
+    from kprof.kernels.lib.tiles import persistent_sms, stream_k_parts
+    from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+
+    fam = F["rmsnorm_linear"]
+    inputs = fam.make_inputs((m, k, n), dtype, device, seed=m + k + n)
+    x, g, w = inputs["x"], inputs["g"], inputs["w"]
+    b = inputs["b"] if bias else None
+    wf = re.folded_weight(g, w)
+    rstd = torch.rsqrt(x.float().pow(2).mean(dim=1) + inputs["eps"])
+    y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
+    plan = re.tma_plan(m, k, n, persistent_sms(x), stream_k=True)
+    bm, bn, bk = plan.tiles
+    tiles = -(-m // bm) * -(-n // bn)
+    assert plan.parts == stream_k_parts(tiles, plan.programs, -(-k // bk), re.STREAM_K_MIN_STEPS)
+    assert (plan.parts > 0) == (tiles % plan.programs > plan.programs // 2) or not launching.interpreting()
+    re.tma_product(x, wf, b, y, rstd, stream_k=True)
+    ref = fam.oracle(**{**inputs, "b": b})
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+    assert (launching.ticket_counters(x, 16)[:16] == 0).all()
+
+
+def test_stream_k_parts_bounds_the_programs_a_tile_meets():
+    """``stream_k_parts``: no sharing without a partial wave, where the wave is cut in halves or quarters, or where
+    runs would be too short; otherwise at least the number of programs whose runs (p * total // programs on) touch
+    one tile, counted here for every tile of a few launches."""
+    from kprof.kernels.lib.tiles import stream_k_parts
+
+    assert stream_k_parts(264, 132, 32, 4) == 0  # two whole waves
+    assert stream_k_parts(688, 132, 32, 4) == 0  # a last wave of 28: quarters
+    assert stream_k_parts(352, 132, 4, 4) == 0  # runs of 2 steps
+    for tiles, programs, steps in ((352, 132, 32), (7, 4, 10), (896, 132, 32), (1408, 132, 128), (15, 4, 17)):
+        parts = stream_k_parts(tiles, programs, steps, 4)
+        last = tiles % programs
+        total = last * steps
+        assert parts >= 2
+        for t in range(last):
+            owners = {
+                p
+                for p in range(programs)
+                if p * total // programs < (t + 1) * steps and (p + 1) * total // programs > t * steps
+            }
+            assert len(owners) <= parts, (tiles, programs, steps, t, owners)
+
+
 def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
     from kprof.kernels.lib.launching import tma_ready
 
@@ -626,7 +681,8 @@ def test_swiglu_tail_in_parts_on_the_gpu():
 def test_rmsnorm_linear_tail_in_parts_on_the_gpu():
     """On a GPU with the real tiles (128x256): 2048x256x11008 makes 688 tiles, which leave 688 mod SMs for a
     last wave (28 on an H100), done as quarter tiles, and 2048x256x2816 makes 176, which leave 44, done as
-    halves; the product matches the float64 oracle, with and without the parts, after the rstd kernel (PDL
+    halves; 2048x512x5504 makes 352, a last wave of 88, shared out along K where asked (stream-K); the product
+    matches the float64 oracle, with and without the parts, three calls in a row, after the rstd kernel (PDL
     where the GPU has it)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
@@ -635,21 +691,27 @@ def test_rmsnorm_linear_tail_in_parts_on_the_gpu():
     from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 
     fam = F["rmsnorm_linear"]
-    for (m, k, n), tiles, split in (((2048, 256, 11008), 688, 4), ((2048, 256, 2816), 176, 2)):
+    for (m, k, n), tiles, split in (
+        ((2048, 256, 11008), 688, 4),
+        ((2048, 256, 2816), 176, 2),
+        ((2048, 512, 5504), 352, 0),
+    ):
         inputs = fam.make_inputs((m, k, n), "bf16", "cuda", seed=13)
         x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
         if tail_split(tiles, sm_count(x)) != split or not tma_ready(x):
             pytest.skip(f"other tail parts with {sm_count(x)} SMs (or no TMA)")
         wf = re.folded_weight(g, w)
         ref = fam.oracle(**inputs)
-        for tail in (True, False):
+        for tail, stream_k in ((True, False), (False, False), (True, True)):
             rstd = torch.empty(m, dtype=torch.float32, device="cuda")
             y = torch.full((m, n), float("nan"), dtype=x.dtype, device="cuda")
             pdl = pdl_ready(x)
-            re.launch_row_rstd(x, rstd, inputs["eps"], pdl=pdl)
-            re.tma_product(x, wf, b, y, rstd, pdl=pdl, tail=tail)
-            assert not y.isnan().any()
-            assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+            for _ in range(3):  # the shared tiles' counters must be back at zero for the next call
+                re.launch_row_rstd(x, rstd, inputs["eps"], pdl=pdl)
+                re.tma_product(x, wf, b, y, rstd, pdl=pdl, tail=tail, stream_k=stream_k)
+                assert not y.isnan().any()
+                assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+                y.fill_(float("nan"))
 
 
 @pytest.mark.gpu

@@ -1,0 +1,158 @@
+"""Experiment: rmsnorm_linear's TMA product with its last, partial wave shared out along K (stream-K), against the
+same product with whole tiles in that wave and cuBLAS's ``x @ W``, at the prefill points where the last wave holds
+more than half the SMs (``tiles.tail_split`` leaves it whole: at N 5504, 88 of 132 tiles, 2.67 waves run as 3).
+
+    python benchmarks/stream_k_tail.py --out DIR [--points fp16:2048x2048x5504,...] [--rounds 5]
+
+Candidates, per point (M x K x N): ``product-stream-k`` and ``product-whole`` (the product alone, rstd given),
+``op-stream-k`` and ``op-whole`` (the rstd kernel and the product, PDL where the GPU has it, as
+``rstd_epilogue.rmsnorm_linear_folded`` launches them), ``[x@W]`` (cuBLAS). Each is checked against the float64
+product first; cold (kprof's flush, CUDA events), rounds interleaved in a random order. The compiled product's
+registers, spills and shared memory are printed for both variants. The stream-K kernel's ticket counters are checked
+back at zero after the race."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+from pathlib import Path
+
+import torch
+from bench_common import checked_against, print_notes, print_race, write_csv
+
+from kprof import timing
+from kprof.kernels.lib import launching, tiles
+from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+
+POINTS = ",".join(
+    f"{dt}:{m}x{k}x{n}"
+    for dt in ("bf16", "fp16")
+    for m, k, n in (
+        (2048, 2048, 5504),
+        (2048, 4096, 5504),
+        (2048, 8192, 5504),
+        (2048, 2048, 14336),
+        (2048, 4096, 14336),
+        (2048, 2048, 28672),
+        (8192, 2048, 5504),
+        (8192, 4096, 5504),
+        (8192, 2048, 11008),
+    )
+)
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def candidates(dtype: torch.dtype, m: int, k: int, n: int) -> tuple[dict, torch.Tensor, str]:
+    """The point's candidates, the float64 reference of y = (x @ W') * rstd, and the plans' description."""
+    x = torch.randn(m, k, device="cuda", dtype=dtype) * (1 + torch.rand(m, 1, device="cuda", dtype=dtype))
+    wf = torch.randn(k, n, device="cuda", dtype=dtype) / k**0.5
+    eps = 1e-6
+    rstd = torch.rsqrt(x.float().pow(2).mean(dim=1) + eps)
+    y = torch.empty(m, n, device="cuda", dtype=dtype)
+    pdl = launching.pdl_ready(x)
+    ref = (x.double() @ wf.double()) * rstd.double()[:, None]
+
+    def product(stream_k: bool):
+        return lambda: re.tma_product(x, wf, None, y, rstd, stream_k=stream_k) or y
+
+    def op(stream_k: bool):
+        def run() -> torch.Tensor:
+            r = torch.empty(m, dtype=torch.float32, device="cuda")
+            launch = re.tma_launcher(x, wf, None, y, r, pdl=pdl, stream_k=stream_k)
+            re.launch_row_rstd(x, r, eps, pdl=pdl)
+            launch()
+            return y
+
+        return run
+
+    sk = re.tma_plan(m, k, n, tiles.persistent_sms(x), stream_k=True)
+    plan = f"tiles {sk.tiles} programs {sk.programs} split {sk.split} parts {sk.parts}"
+    fns = {
+        "product-stream-k": product(True),
+        "product-whole": product(False),
+        "op-stream-k": op(True),
+        "op-whole": op(False),
+        "[x@W]": lambda: x @ wf,
+    }
+    return fns, ref, plan
+
+
+def compiled_info() -> list[str]:
+    """Registers, spills and shared memory of every compiled variant of the product kernel (by its STREAM_K and
+    PDL), or why they could not be read from this Triton's caches."""
+    fn = re.tma_product_kernel
+    index = {name: fn.arg_names.index(name) for name in ("STREAM_K", "PDL")}
+    lines = []
+    try:
+        for cache in fn.device_caches.values():
+            for kernel in cache[0].values():
+                constants = kernel.src.constants
+                named = {name: constants.get((i,), constants.get(name, "?")) for name, i in index.items()}
+                lines.append(
+                    f"  STREAM_K={named['STREAM_K']} PDL={named['PDL']}: {kernel.n_regs} registers, "
+                    f"{kernel.n_spills} spilled, {kernel.metadata.shared} B shared"
+                )
+    except (AttributeError, IndexError, KeyError, TypeError) as exc:
+        lines.append(f"  compiled variants not read: {type(exc).__name__}: {exc}")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--points", default=POINTS)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=10, help="cold calls per candidate per round")
+    args = ap.parse_args()
+    rng = random.Random(0)
+    torch.manual_seed(0)
+    rows, summary = [], []
+    for point in args.points.split(","):
+        dt, shape = point.split(":")
+        m, k, n = (int(v) for v in shape.split("x"))
+        fns, ref, plan = candidates(DTYPES[dt], m, k, n)
+        fns, notes = checked_against(fns, ref)
+        times: dict[str, list[float]] = {name: [] for name in fns}
+        for _ in range(args.rounds):
+            order = list(fns)
+            rng.shuffle(order)
+            for name in order:
+                times[name].append(statistics.median(timing.cold_event_times_us(fns[name], args.calls)))
+        print_race(f"{dt} {shape}: {plan}", times, top=8)
+        print_notes(notes)
+        med = {name: statistics.median(v) for name, v in times.items()}
+        for name, v in times.items():
+            rows.append(
+                {
+                    "dtype": dt,
+                    "shape": shape,
+                    "plan": plan,
+                    "candidate": name,
+                    "median_us": med[name],
+                    "rounds": " ".join(f"{u:.2f}" for u in v),
+                }
+            )
+        cublas = med.get("[x@W]")
+        summary.append(
+            (dt, shape, plan, *(med.get(c, float("nan")) for c in ("product-whole", "product-stream-k")), cublas)
+            + tuple(med.get(c, float("nan")) for c in ("op-whole", "op-stream-k"))
+        )
+    counters = launching.ticket_counters(torch.empty(0, device="cuda"), 1)
+    print(f"ticket counters back at zero: {bool((counters == 0).all())} ({counters.numel()})")
+    print("\n".join(compiled_info()))
+    write_csv(args.out / "stream_k_tail.csv", rows)
+    print(
+        "\n| dtype | point | plan | product whole | product stream-K | x@W | whole / x@W | stream-K / x@W "
+        "| op whole / x@W | op stream-K / x@W |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
+    )
+    for dt, shape, plan, pw, ps, cb, ow, os_ in summary:
+        print(
+            f"| {dt} | {shape} | {plan} | {pw:.2f} | {ps:.2f} | {cb:.2f} | {pw / cb:.3f} | {ps / cb:.3f} "
+            f"| {ow / cb:.3f} | {os_ / cb:.3f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
