@@ -124,16 +124,17 @@ def tail_split(tiles: int, programs: int) -> int:
     return 0
 
 
-def stream_k_parts(tiles: int, programs: int, k_steps: int, min_steps: int) -> int:
+def stream_k_parts(tiles: int, programs: int, k_steps: int, min_steps: int, min_saved: float = 0.0) -> int:
     """Slots a tile needs when the last, partial wave's tiles are shared out along K over all ``programs`` (each
     program a run of about (last wave's tiles x ``k_steps``) / ``programs`` BLOCK_K steps): the most programs whose
     runs can meet in one tile, 2 + (k_steps - 2) // the shortest run. 0 (keep whole tiles) where there is no partial
-    wave, where ``tail_split`` cuts it in parts, or where a run would be shorter than ``min_steps`` steps."""
+    wave, where ``tail_split`` cuts it in parts, where a run would be shorter than ``min_steps`` steps, or where
+    sharing saves an SM fewer than ``min_saved`` steps (a whole tile's ``k_steps`` less its run)."""
     last = tiles % programs if programs else 0
     if not last or tail_split(tiles, programs):
         return 0
     run = last * k_steps // programs
-    if run < min_steps:
+    if run < min_steps or k_steps - run < min_saved:
         return 0
     return 2 + max(k_steps - 2, 0) // run
 

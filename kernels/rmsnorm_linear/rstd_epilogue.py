@@ -359,9 +359,14 @@ LONG_K_MIN_WAVES = 32
 # against 1.076, on a machine whose rounds at 2048x2048 moved by up to 13%.
 TMA_TAIL_SPLITS = True
 # Where the last wave holds more than half the SMs (tail_split leaves it whole), its tiles shared out along K
-# (_stream_k_tail), in runs of at least STREAM_K_MIN_STEPS BLOCK_K steps.
-TMA_STREAM_K = False
+# (_stream_k_tail), in runs of at least STREAM_K_MIN_STEPS BLOCK_K steps, where that saves an SM at least
+# STREAM_K_MIN_SAVED_STEPS of a whole tile's steps. Sharing costs about 17 us whatever K (the parts' 128 KB stores,
+# the last program's reading of them, a second pipeline fill): on an H200 (benchmarks/results/stream-k-tail/,
+# products alone, bf16 / fp16) it took 2048x8192x5504 from 255.2 / 261.2 to 246.8 / 254.8 us (43 steps saved),
+# and cost 1-2% at 2048x4096x5504 (21 saved), 11% at 2048x2048x5504 (11 saved), 3-9% wherever fewer were saved.
+TMA_STREAM_K = True
 STREAM_K_MIN_STEPS = 4
+STREAM_K_MIN_SAVED_STEPS = 32
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 # 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
 # 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)
@@ -450,7 +455,8 @@ def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None, stream_
     split = tail_split(tiles, programs) if (TMA_TAIL_SPLITS if tail is None else tail) else 0
     parts = 0
     if (TMA_STREAM_K if stream_k is None else stream_k) and not split and (subtile or launching.interpreting()):
-        parts = stream_k_parts(tiles, programs, triton.cdiv(k, bk), STREAM_K_MIN_STEPS)
+        saved = 0 if launching.interpreting() else STREAM_K_MIN_SAVED_STEPS  # the interpreter's tests share short K
+        parts = stream_k_parts(tiles, programs, triton.cdiv(k, bk), STREAM_K_MIN_STEPS, saved)
     return TilePlan((bm, bn, bk), gm, warps, stages, subtile, split, programs, parts)
 
 
