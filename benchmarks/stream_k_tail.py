@@ -7,7 +7,8 @@ more than half the SMs (``tiles.tail_split`` leaves it whole: at N 5504, 88 of 1
 Candidates, per point (M x K x N): ``product-stream-k`` and ``product-whole`` (the product alone, rstd given),
 ``op-stream-k`` and ``op-whole`` (the rstd kernel and the product, PDL where the GPU has it, as
 ``rstd_epilogue.rmsnorm_linear_folded`` launches them), ``[x@W]`` (cuBLAS). Each is checked against the float64
-product first; cold (kprof's flush, CUDA events), rounds interleaved in a random order. The compiled product's
+product first; cold (kprof's flush; CUDA events, or with ``--timer cupti`` kprof's cold mode), rounds interleaved in a
+random order. The compiled product's
 registers, spills and shared memory are printed for both variants. The stream-K kernel's ticket counters are checked
 back at zero after the race."""
 
@@ -106,7 +107,14 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--points", default=POINTS)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--calls", type=int, default=10, help="cold calls per candidate per round")
+    ap.add_argument("--calls", type=int, default=10, help="cold calls per candidate per round (events)")
+    ap.add_argument(
+        "--timer",
+        choices=("events", "cupti"),
+        default="events",
+        help="cold calls timed by CUDA events, or by kprof's cold mode (CUPTI busy time, calls at a low SM clock set "
+        "aside), as `kprof profile` times them",
+    )
     args = ap.parse_args()
     rng = random.Random(0)
     torch.manual_seed(0)
@@ -125,7 +133,10 @@ def main() -> int:
             order = list(fns)
             rng.shuffle(order)
             for name in order:
-                times[name].append(statistics.median(timing.cold_event_times_us(fns[name], args.calls)))
+                if args.timer == "cupti":
+                    times[name].append(timing.cold_time_us(fns[name], rep_ms=20.0)[0])
+                else:
+                    times[name].append(statistics.median(timing.cold_event_times_us(fns[name], args.calls)))
         print_race(f"{dt} {shape}: {plan}", times, top=8)
         print_notes(notes)
         med = {name: statistics.median(v) for name, v in times.items()}
