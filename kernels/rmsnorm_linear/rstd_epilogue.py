@@ -364,9 +364,14 @@ TMA_TAIL_SPLITS = True
 # the last program's reading of them, a second pipeline fill): on an H200 (benchmarks/results/stream-k-tail/,
 # products alone, bf16 / fp16) it took 2048x8192x5504 from 255.2 / 261.2 to 246.8 / 254.8 us (43 steps saved),
 # and cost 1-2% at 2048x4096x5504 (21 saved), 11% at 2048x2048x5504 (11 saved), 3-9% wherever fewer were saved.
+# Only up to STREAM_K_MAX_ROWS rows: beyond them the rstd kernel the product overlaps runs two 8-warp programs an SM
+# (overlapped_rstd_grid), and the stream-K product did not start beside them: at 8192x8192x5504 bf16 the op's
+# kernels ran one after the other, 1049.0 us against 985.7 with whole tiles (cuBLAS 980.7), the same H200, the same
+# call. Why is not measured; the stream-K product takes 178 registers a thread against 176.
 TMA_STREAM_K = True
 STREAM_K_MIN_STEPS = 4
 STREAM_K_MIN_SAVED_STEPS = 32
+STREAM_K_MAX_ROWS = 2048
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 # 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
 # 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)
@@ -395,7 +400,8 @@ def tma_product(
     """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands).
     ``pdl``: launched as the dependent of the rstd kernel just before it (which must have been launched
     with ``pdl=True``). ``tail`` (default ``TMA_TAIL_SPLITS``): the last partial wave's tiles in parts;
-    ``stream_k`` (default ``TMA_STREAM_K``): shared out along K where ``tail`` leaves them whole."""
+    ``stream_k`` (default: ``TMA_STREAM_K`` up to ``STREAM_K_MAX_ROWS`` rows): shared out along K where ``tail``
+    leaves them whole."""
     tma_launcher(x2d, wf, b, y, rstd, pdl=pdl, tail=tail, stream_k=stream_k)()
 
 
@@ -454,7 +460,8 @@ def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None, stream_
     programs = min(sms, tiles)
     split = tail_split(tiles, programs) if (TMA_TAIL_SPLITS if tail is None else tail) else 0
     parts = 0
-    if (TMA_STREAM_K if stream_k is None else stream_k) and not split and (subtile or launching.interpreting()):
+    shares = TMA_STREAM_K and m <= STREAM_K_MAX_ROWS if stream_k is None else stream_k
+    if shares and not split and (subtile or launching.interpreting()):
         saved = 0 if launching.interpreting() else STREAM_K_MIN_SAVED_STEPS  # the interpreter's tests share short K
         parts = stream_k_parts(tiles, programs, triton.cdiv(k, bk), STREAM_K_MIN_STEPS, saved)
     return TilePlan((bm, bn, bk), gm, warps, stages, subtile, split, programs, parts)
