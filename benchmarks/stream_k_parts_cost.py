@@ -9,7 +9,9 @@ the last wave shared out along K by one of:
   the others (WRONG by design: the meeting less its reads);
 - ``two-parts``: where a tile has two parts, the ticket first: the first program stores its part and raises the tile's
   flag, the second waits for the flag and adds that part to its own registers, in column halves (its own part never
-  goes through memory; a + b is the same bits whichever program is last); tiles of more parts as shipped.
+  goes through memory; a + b is the same bits whichever program is last); tiles of more parts as shipped;
+- ``tma-stores``: as shipped, but each part stored through a TMA descriptor of the workspace, in column quarters
+  (32 KB of fp32 staged in shared memory at a time), where shipped stores it from registers with pointers.
 
     python benchmarks/stream_k_parts_cost.py --out DIR [--points fp16:2048x2048x5504,...] [--rounds 5]
 
@@ -38,7 +40,7 @@ POINTS = ",".join(
     f"{dt}:{s}" for dt in ("fp16", "bf16") for s in ("2048x2048x5504", "2048x4096x5504", "2048x8192x5504")
 )
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-MODES = {"shipped": 0, "no-meeting": 1, "no-reads": 2, "two-parts": 3}
+MODES = {"shipped": 0, "no-meeting": 1, "no-reads": 2, "two-parts": 3, "tma-stores": 4}
 WRONG_BY_DESIGN = ("no-meeting", "no-reads")
 
 
@@ -57,8 +59,21 @@ def _add_other_and_store(acc, other_ws, y_desc, r_ptr, off_m, off_n, M, BLOCK_M:
 
 
 @triton.jit
+def _store_quarters(ws_desc, acc, row, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """``acc`` (BLOCK_M x BLOCK_N fp32) into the workspace through its descriptor (blocks of BLOCK_N / 4 columns)."""
+    Q: tl.constexpr = BLOCK_N // 4
+    left, right = tl.split(tl.permute(tl.reshape(acc, [BLOCK_M, 2, 2 * Q]), (0, 2, 1)))
+    a, b = tl.split(tl.permute(tl.reshape(left, [BLOCK_M, 2, Q]), (0, 2, 1)))
+    c, d = tl.split(tl.permute(tl.reshape(right, [BLOCK_M, 2, Q]), (0, 2, 1)))
+    ws_desc.store([row, 0], a)
+    ws_desc.store([row, Q], b)
+    ws_desc.store([row, 2 * Q], c)
+    ws_desc.store([row, 3 * Q], d)
+
+
+@triton.jit
 def _variant_tail(
-    x_desc, w_desc, y_desc, r_ptr, ws_ptr, count_ptr, flag_ptr, whole, tiles, M, N, K, PARTS,
+    x_desc, w_desc, y_desc, r_ptr, ws_ptr, ws_desc, count_ptr, flag_ptr, whole, tiles, M, N, K, PARTS,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PROGRAMS: tl.constexpr, MODE: tl.constexpr,
 ):  # fmt: skip
@@ -83,7 +98,15 @@ def _variant_tail(
         last = ((t * steps + steps) * PROGRAMS - 1) // total
         tile_ws = ws_ptr + (t * PARTS).to(tl.int64) * (BLOCK_M * BLOCK_N)
         local = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        if MODE == 1 or first == last:
+        if MODE == 4 and first != last:
+            _store_quarters(ws_desc, acc, (t * PARTS + pid - first) * BLOCK_M, BLOCK_M, BLOCK_N)
+            if split_k.take_ticket(count_ptr, t) == last - first:
+                re._sum_parts_and_store(
+                    tile_ws, last - first + 1, y_desc, r_ptr, r_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N,
+                    False, True, False,
+                )  # fmt: skip
+                split_k.release(count_ptr, t)
+        elif MODE == 1 or first == last:
             re._scale_and_store(acc, y_desc, r_ptr, r_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N, False, True, False)
         elif MODE == 2:
             tl.store(tile_ws + (pid - first) * (BLOCK_M * BLOCK_N) + local, acc)
@@ -115,7 +138,7 @@ def _variant_tail(
 
 @triton.jit
 def _variant_kernel(
-    x_desc, w_desc, y_desc, r_ptr, ws_ptr, count_ptr, flag_ptr, M, N, K, PARTS,
+    x_desc, w_desc, y_desc, r_ptr, ws_ptr, ws_desc, count_ptr, flag_ptr, M, N, K, PARTS,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PROGRAMS: tl.constexpr, MODE: tl.constexpr,
 ):  # fmt: skip
@@ -134,7 +157,7 @@ def _variant_kernel(
         )  # fmt: skip
     else:
         _variant_tail(
-            x_desc, w_desc, y_desc, r_ptr, ws_ptr, count_ptr, flag_ptr, whole, tiles, M, N, K, PARTS,
+            x_desc, w_desc, y_desc, r_ptr, ws_ptr, ws_desc, count_ptr, flag_ptr, whole, tiles, M, N, K, PARTS,
             BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, PROGRAMS, MODE,
         )  # fmt: skip
 
@@ -153,9 +176,10 @@ def variant(x: torch.Tensor, wf: torch.Tensor, y: torch.Tensor, rstd: torch.Tens
 
     def run() -> torch.Tensor:
         ws = x.new_empty((last * parts * bm * bn,), dtype=torch.float32)
+        ws_desc = launching.TensorDescriptor.from_tensor(ws.view(last * parts * bm, bn), [bm, bn // 4])
         counters = launching.ticket_counters(x, 2 * last)
         _variant_kernel[(programs,)](
-            x_desc, w_desc, y_desc, rstd, ws, counters, counters[last:], m, n, k, parts,
+            x_desc, w_desc, y_desc, rstd, ws, ws_desc, counters, counters[last:], m, n, k, parts,
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=plan.group_m, PROGRAMS=programs, MODE=mode,
             num_warps=plan.warps, num_stages=plan.stages,
         )  # fmt: skip
@@ -209,7 +233,7 @@ def main() -> int:
         ]  # fmt: skip
         table.append((dt, shape, med))
     write_csv(args.out / "stream_k_parts_cost.csv", rows)
-    names = ("[whole]", "shipped", "no-meeting", "no-reads", "two-parts", "[x@W]")
+    names = ("[whole]", "shipped", "no-meeting", "no-reads", "two-parts", "tma-stores", "[x@W]")
     print("\n| dtype | point | " + " | ".join(names) + " |\n|---|---|" + "---:|" * len(names))
     for dt, shape, med in table:
         print(f"| {dt} | {shape} | " + " | ".join(f"{med.get(n, float('nan')):.2f}" for n in names) + " |")
