@@ -609,14 +609,15 @@ def test_non_tensor_inputs_raise_the_same_error_both_ways(enabled, device):
             ops.rms_norm_linear(x, torch.randn(8, device=device), [[1.0] * 3] * 8)
 
 
-@pytest.mark.parametrize("rows, k, n", [(37, 72, 40), (37, 72, 96), (20, 64, 48)])
+@pytest.mark.parametrize("rows, k, n", [(37, 72, 40), (37, 72, 96), (20, 64, 48), (112, 296, 32)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_prepared_rms_norm_linear_launches_from_its_plan(rows, k, n, bias, device, monkeypatch):
     """``PreparedRMSNormLinear`` on the TMA route checks and plans a signature on its first call, then launches both
     kernels from the plan (W''s descriptors kept, x's and y's made per call; under the interpreter with 4 programs
-    37x72x40 leaves its last tiles to halves, 37x72x96 to quarters, 20x64x48 has no partial wave). Every call, with
-    new x and bias of the same signature (3-D x), matches the float64 oracle; after the first, the checked path is
-    never taken."""
+    37x72x40 leaves its last tiles to halves, 37x72x96 to quarters, 20x64x48 has no partial wave, 112x296x32 shares
+    its last wave of 3 tiles out along K, with a workspace and ticket counters per call). Every call, with new x and
+    bias of the same signature (3-D x), matches the float64 oracle; after the first, the checked path is never
+    taken."""
     from kprof.kernels.lib.launching import interpreting
     from kprof.kernels.rmsnorm_linear import rstd_epilogue
 
@@ -634,6 +635,8 @@ def test_prepared_rms_norm_linear_launches_from_its_plan(rows, k, n, bias, devic
             _check_rl(out.view(rows, n), x, g, w, b, f"call {i}")
             if i == 0:
                 assert len(_rl_plan.PREPARED_PLANS.plans) == 1
+                (plan,) = _rl_plan.PREPARED_PLANS.plans.values()
+                assert (plan.plan.parts > 0) == (rows == 112)
                 monkeypatch.setattr(rstd_epilogue, "rmsnorm_linear_folded", None)  # the plan must not need it
         folded = weakref.ref(prepared.wf)
         prepared.refresh()  # a new fold: the plan must not keep the old one alive
