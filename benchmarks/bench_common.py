@@ -178,6 +178,26 @@ def race_rounds(fns: dict[str, Any], rounds: int, rep_ms: float, rng: Any) -> di
     return times
 
 
+def cold_rounds(
+    fns: dict[str, Any], rounds: int, rng: Any, calls: int = 10, timer: str = "events"
+) -> dict[str, list[float]]:
+    """Cold times (us) of every candidate, ``rounds`` rounds each in a fresh random order (``rng``): a round's figure
+    is the median of ``calls`` calls timed by CUDA events (``timing.cold_event_times_us``), or with ``timer`` "cupti"
+    one figure of kprof's cold mode (``timing.cold_time_us``: CUPTI busy time, calls at a low SM clock set aside)."""
+    from kprof import timing
+
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        order = list(fns)
+        rng.shuffle(order)
+        for k in order:
+            if timer == "cupti":
+                times[k].append(timing.cold_time_us(fns[k], rep_ms=20.0)[0])
+            else:
+                times[k].append(statistics.median(timing.cold_event_times_us(fns[k], calls)))
+    return times
+
+
 def race_shape(shape: str, fns: dict[str, Any], notes: dict[str, str], args: Any, rng: Any, top: int) -> tuple:
     """One shape of a race script: ``race_rounds`` with the script's ``--rounds`` and ``--rep-ms``, the fastest
     ``top`` printed with the notes of the candidates not timed; returns (one row per candidate, the shape's

@@ -29,9 +29,8 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
-from bench_common import checked_against, print_notes, print_race, write_csv
+from bench_common import checked_against, cold_rounds, print_notes, print_race, write_csv
 
-from kprof import timing
 from kprof.kernels.lib import launching, split_k, tiles
 from kprof.kernels.lib.tiles import grouped_tile
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
@@ -98,22 +97,9 @@ def _variant_tail(
         last = ((t * steps + steps) * PROGRAMS - 1) // total
         tile_ws = ws_ptr + (t * PARTS).to(tl.int64) * (BLOCK_M * BLOCK_N)
         local = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        if MODE == 4 and first != last:
-            _store_quarters(ws_desc, acc, (t * PARTS + pid - first) * BLOCK_M, BLOCK_M, BLOCK_N)
-            if split_k.take_ticket(count_ptr, t) == last - first:
-                re._sum_parts_and_store(
-                    tile_ws, last - first + 1, y_desc, r_ptr, r_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N,
-                    False, True, False,
-                )  # fmt: skip
-                split_k.release(count_ptr, t)
-        elif MODE == 1 or first == last:
+        if MODE == 1 or first == last:
             re._scale_and_store(acc, y_desc, r_ptr, r_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N, False, True, False)
-        elif MODE == 2:
-            tl.store(tile_ws + (pid - first) * (BLOCK_M * BLOCK_N) + local, acc)
-            if split_k.take_ticket(count_ptr, t) == last - first:
-                re._scale_and_store(acc, y_desc, r_ptr, r_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N, False, True, False)
-                split_k.release(count_ptr, t)
-        elif last - first == 1:  # MODE 3, two parts: the ticket first, the second adds the first's part
+        elif MODE == 3 and last - first == 1:  # two parts: the ticket first, the second adds the first's part
             if tl.atomic_add(count_ptr + t, 1, sem="acq_rel") == 0:
                 tl.store(tile_ws + local, acc)
                 tl.debug_barrier()
@@ -125,13 +111,22 @@ def _variant_tail(
                 _add_other_and_store(acc, tile_ws, y_desc, r_ptr, off_m, off_n, M, BLOCK_M, BLOCK_N)
                 tl.store(flag_ptr + t, 0)
                 split_k.release(count_ptr, t)
-        else:  # MODE 3 with three or more parts: as shipped
-            tl.store(tile_ws + (pid - first) * (BLOCK_M * BLOCK_N) + local, acc)
+        else:  # the shipped meeting (MODE 3 where a tile has three parts or more), its parts stored by TMA (4), or
+            # without its reads (2)
+            if MODE == 4:
+                _store_quarters(ws_desc, acc, (t * PARTS + pid - first) * BLOCK_M, BLOCK_M, BLOCK_N)
+            else:
+                tl.store(tile_ws + (pid - first) * (BLOCK_M * BLOCK_N) + local, acc)
             if split_k.take_ticket(count_ptr, t) == last - first:
-                re._sum_parts_and_store(
-                    tile_ws, last - first + 1, y_desc, r_ptr, r_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N,
-                    False, True, False,
-                )  # fmt: skip
+                if MODE == 2:
+                    re._scale_and_store(
+                        acc, y_desc, r_ptr, r_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N, False, True, False
+                    )
+                else:
+                    re._sum_parts_and_store(
+                        tile_ws, last - first + 1, y_desc, r_ptr, r_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N,
+                        False, True, False,
+                    )  # fmt: skip
                 split_k.release(count_ptr, t)
         at = t * steps + k_hi
 
@@ -215,12 +210,7 @@ def main() -> int:
         cublas, why = checked_against({"[x@W]": lambda: x @ wf}, x.double() @ wf.double())
         fns.update(cublas)
         notes.update(why)
-        times: dict[str, list[float]] = {name: [] for name in fns}
-        for _ in range(args.rounds):
-            order = list(fns)
-            rng.shuffle(order)
-            for name in order:
-                times[name].append(statistics.median(timing.cold_event_times_us(fns[name], args.calls)))
+        times = cold_rounds(fns, args.rounds, rng, args.calls)
         counters = launching.ticket_counters(x, 1024)
         print_race(f"{dt} {shape}", times, top=8)
         print_notes(notes)

@@ -20,9 +20,8 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench_common import checked_against, print_notes, print_race, write_csv
+from bench_common import checked_against, cold_rounds, print_notes, print_race, write_csv
 
-from kprof import timing
 from kprof.kernels.lib import launching, tiles
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 
@@ -128,15 +127,7 @@ def main() -> int:
             kept, why = checked_against({name: fn}, refs[name])
             fns.update(kept)
             notes.update(why)
-        times: dict[str, list[float]] = {name: [] for name in fns}
-        for _ in range(args.rounds):
-            order = list(fns)
-            rng.shuffle(order)
-            for name in order:
-                if args.timer == "cupti":
-                    times[name].append(timing.cold_time_us(fns[name], rep_ms=20.0)[0])
-                else:
-                    times[name].append(statistics.median(timing.cold_event_times_us(fns[name], args.calls)))
+        times = cold_rounds(fns, args.rounds, rng, args.calls, args.timer)
         print_race(f"{dt} {shape}: {plan}", times, top=8)
         print_notes(notes)
         med = {name: statistics.median(v) for name, v in times.items()}
