@@ -362,10 +362,11 @@ LONG_K_MIN_WAVES = 32
 TMA_TAIL_SPLITS = True
 # Where the last wave holds more than half the SMs (tail_split leaves it whole), its tiles shared out along K
 # (_stream_k_tail), in runs of at least STREAM_K_MIN_STEPS BLOCK_K steps, where that saves an SM at least
-# STREAM_K_MIN_SAVED_STEPS of a whole tile's steps. Sharing costs about 17 us whatever K (the parts' 128 KB stores,
-# the last program's reading of them, a second pipeline fill): on an H200 (benchmarks/results/stream-k-tail/,
-# products alone, bf16 / fp16) it took 2048x8192x5504 from 255.2 / 261.2 to 246.8 / 254.8 us (43 steps saved),
-# and cost 1-2% at 2048x4096x5504 (21 saved), 11% at 2048x2048x5504 (11 saved), 3-9% wherever fewer were saved.
+# STREAM_K_MIN_SAVED_STEPS of a whole tile's steps. On H200s (benchmarks/results/stream-k-tail/, products alone,
+# bf16 / fp16) it took 2048x8192x5504 from 255.2 / 261.2 to 246.8 / 254.8 us (43 steps saved), and cost 0.1-1.6%
+# where it saved 22 steps (2048x4096x5504, 8192x4096x5504), 2-11% where it saved 5-14. What it costs whatever K:
+# 8.0-9.3 us for the meeting (the parts' 128 KB stores and tickets, the last program's reading of them), and the
+# runs' own pipeline fills and epilogues (without any meeting it saved 0.5-1.2 us at K 2048, a third of a tile ~8).
 # Only up to STREAM_K_MAX_ROWS rows: beyond them the rstd kernel the product overlaps runs two 8-warp programs an SM
 # (overlapped_rstd_grid), and the stream-K product did not start beside them: at 8192x8192x5504 bf16 the op's
 # kernels ran one after the other, 1049.0 us against 985.7 with whole tiles (cuBLAS 980.7), the same H200, the same
