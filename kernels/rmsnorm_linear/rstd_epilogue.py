@@ -368,9 +368,10 @@ TMA_TAIL_SPLITS = True
 # 8.0-9.3 us for the meeting (the parts' 128 KB stores and tickets, the last program's reading of them), and the
 # runs' own pipeline fills and epilogues (without any meeting it saved 0.5-1.2 us at K 2048, a third of a tile ~8).
 # Only up to STREAM_K_MAX_ROWS rows: beyond them the rstd kernel the product overlaps runs two 8-warp programs an SM
-# (overlapped_rstd_grid), and the stream-K product did not start beside them: at 8192x8192x5504 bf16 the op's
-# kernels ran one after the other, 1049.0 us against 985.7 with whole tiles (cuBLAS 980.7), the same H200, the same
-# call. Why is not measured; the stream-K product takes 178 registers a thread against 176.
+# (overlapped_rstd_grid), and in kprof profile's runs the stream-K product did not start beside them: at
+# 8192x8192x5504 bf16 the op's kernels ran one after the other, 1049.0 us against 985.7 with whole tiles (cuBLAS
+# 980.7), the same H200, the same call, through both launch paths. Why is not found (the benchmark's own cold-mode
+# race overlapped them; the stream-K product takes 178 registers a thread against 176).
 TMA_STREAM_K = True
 STREAM_K_MIN_STEPS = 4
 STREAM_K_MIN_SAVED_STEPS = 32
