@@ -183,18 +183,18 @@ def cold_rounds(
 ) -> dict[str, list[float]]:
     """Cold times (us) of every candidate, ``rounds`` rounds each in a fresh random order (``rng``): a round's figure
     is the median of ``calls`` calls timed by CUDA events (``timing.cold_event_times_us``), or with ``timer`` "cupti"
-    one figure of kprof's cold mode (``timing.cold_time_us``: CUPTI busy time, calls at a low SM clock set aside)."""
+    one figure of kprof's cold mode (:func:`race_rounds`, 20 ms a figure: CUPTI busy time, calls at a low SM clock set
+    aside)."""
     from kprof import timing
 
+    if timer == "cupti":
+        return race_rounds(fns, rounds, 20.0, rng)
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(rounds):
         order = list(fns)
         rng.shuffle(order)
         for k in order:
-            if timer == "cupti":
-                times[k].append(timing.cold_time_us(fns[k], rep_ms=20.0)[0])
-            else:
-                times[k].append(statistics.median(timing.cold_event_times_us(fns[k], calls)))
+            times[k].append(statistics.median(timing.cold_event_times_us(fns[k], calls)))
     return times
 
 
