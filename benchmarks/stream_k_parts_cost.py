@@ -82,19 +82,9 @@ def _variant_tail(
     at = pid * total // PROGRAMS
     end = (pid + 1) * total // PROGRAMS
     while at < end:
-        t = at // steps
-        k_lo = at - t * steps
-        k_hi = tl.minimum(end - t * steps, steps)
-        pid_m, pid_n = grouped_tile(whole + t, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        off_m = pid_m * BLOCK_M
-        off_n = pid_n * BLOCK_N
-        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for ks in range(k_lo, k_hi):
-            a = x_desc.load([off_m, ks * BLOCK_K])
-            b = w_desc.load([ks * BLOCK_K, off_n])
-            acc = tl.dot(a, b, acc)
-        first = ((t * steps + 1) * PROGRAMS - 1) // total
-        last = ((t * steps + steps) * PROGRAMS - 1) // total
+        t, k_hi, off_m, off_n, first, last, acc = re._stream_k_piece(
+            x_desc, w_desc, at, end, steps, total, whole, M, N, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, PROGRAMS, False
+        )
         tile_ws = ws_ptr + (t * PARTS).to(tl.int64) * (BLOCK_M * BLOCK_N)
         local = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
         if MODE == 1 or first == last:

@@ -185,20 +185,9 @@ def _stream_k_tail(
     at = pid * total // PROGRAMS
     end = (pid + 1) * total // PROGRAMS
     while at < end:
-        t = at // steps
-        k_lo = at - t * steps
-        k_hi = tl.minimum(end - t * steps, steps)
-        pid_m, pid_n = grouped_tile(whole + t, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        off_m = pid_m * BLOCK_M
-        off_n = pid_n * BLOCK_N
-        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for ks in range(k_lo, k_hi):
-            a = x_desc.load([off_m, ks * BLOCK_K])
-            b = w_desc.load([ks * BLOCK_K, off_n])
-            acc = dot_acc(a, b, acc, IEEE)
-        # the programs whose runs hold the tile's first and last steps (run p starts at p * total // PROGRAMS)
-        first = ((t * steps + 1) * PROGRAMS - 1) // total
-        last = ((t * steps + steps) * PROGRAMS - 1) // total
+        t, k_hi, off_m, off_n, first, last, acc = _stream_k_piece(
+            x_desc, w_desc, at, end, steps, total, whole, M, N, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, PROGRAMS, IEEE
+        )
         if first == last:
             _scale_and_store(acc, y_desc, r_ptr, b_ptr, off_m, off_n, M, N, BLOCK_M, BLOCK_N, HAS_BIAS, SUBTILE, PDL)
         else:
@@ -212,6 +201,43 @@ def _stream_k_tail(
                 )  # fmt: skip
                 split_k.release(count_ptr, t)
         at = t * steps + k_hi
+
+
+@triton.jit
+def _stream_k_piece(
+    x_desc,
+    w_desc,
+    at,
+    end,
+    steps,
+    total,
+    whole,
+    M,
+    N,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    PROGRAMS: tl.constexpr,
+    IEEE: tl.constexpr,
+):
+    """The piece of this program's run [at, end) of the last wave's K steps that starts at step ``at``: (its tile of
+    the last wave, the K step it ends at, the tile's row and column offsets, the programs whose runs hold the tile's
+    first and last steps, the piece's fp32 product). Run p starts at step p * total // PROGRAMS."""
+    t = at // steps
+    k_lo = at - t * steps
+    k_hi = tl.minimum(end - t * steps, steps)
+    pid_m, pid_n = grouped_tile(whole + t, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for ks in range(k_lo, k_hi):
+        a = x_desc.load([off_m, ks * BLOCK_K])
+        b = w_desc.load([ks * BLOCK_K, off_n])
+        acc = dot_acc(a, b, acc, IEEE)
+    first = ((t * steps + 1) * PROGRAMS - 1) // total
+    last = ((t * steps + steps) * PROGRAMS - 1) // total
+    return t, k_hi, off_m, off_n, first, last, acc
 
 
 @triton.jit
