@@ -6,10 +6,12 @@ more than half the SMs (``tiles.tail_split`` leaves it whole: at N 5504, 88 of 1
 
 Candidates, per point (M x K x N): ``product-stream-k`` and ``product-whole`` (the product alone, rstd given),
 ``op-stream-k`` and ``op-whole`` (the rstd kernel and the product, PDL where the GPU has it, as
-``rstd_epilogue.rmsnorm_linear_folded`` launches them), ``[x@W]`` (cuBLAS). Each is checked against the float64
+``rstd_epilogue.rmsnorm_linear_folded`` launches them), ``[x@W]`` (cuBLAS); with ``--caps 176,...`` also the stream-K
+product and op with the product's registers capped (``maxnreg``), ``product-stream-k-r176``, ``op-stream-k-r176``. Each is checked against the float64
 product first; cold (kprof's flush; CUDA events, or with ``--timer cupti`` kprof's cold mode), rounds interleaved in a
 random order. The compiled product's
-registers, spills and shared memory are printed for both variants. The stream-K kernel's ticket counters are checked
+registers, spills and shared memory are printed for every variant, with the rstd kernel's, and how many of the rstd
+kernel's programs fit on an SM beside one product program (registers and shared memory). The stream-K kernel's ticket counters are checked
 back at zero after the race."""
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ POINTS = ",".join(
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def candidates(dtype: torch.dtype, m: int, k: int, n: int) -> tuple[dict, dict, str]:
+def candidates(dtype: torch.dtype, m: int, k: int, n: int, caps: tuple[int, ...] = ()) -> tuple[dict, dict, str]:
     """The point's candidates, the float64 reference of each (y = (x @ W') * rstd; x @ W' for cuBLAS's), and the
     plans' description."""
     x = torch.randn(m, k, device="cuda", dtype=dtype) * (1 + torch.rand(m, 1, device="cuda", dtype=dtype))
@@ -54,13 +56,17 @@ def candidates(dtype: torch.dtype, m: int, k: int, n: int) -> tuple[dict, dict, 
     pdl = launching.pdl_ready(x)
     ref = (x.double() @ wf.double()) * rstd.double()[:, None]
 
-    def product(stream_k: bool):
-        return lambda: re.tma_product(x, wf, None, y, rstd, stream_k=stream_k) or y
+    def product(stream_k: bool, cap: int | None = None):
+        def run() -> torch.Tensor:
+            re.tma_launcher(x, wf, None, y, rstd, stream_k=stream_k, maxnreg=cap)()
+            return y
 
-    def op(stream_k: bool):
+        return run
+
+    def op(stream_k: bool, cap: int | None = None):
         def run() -> torch.Tensor:
             r = torch.empty(m, dtype=torch.float32, device="cuda")
-            launch = re.tma_launcher(x, wf, None, y, r, pdl=pdl, stream_k=stream_k)
+            launch = re.tma_launcher(x, wf, None, y, r, pdl=pdl, stream_k=stream_k, maxnreg=cap)
             re.launch_row_rstd(x, r, eps, pdl=pdl)
             launch()
             return y
@@ -76,27 +82,65 @@ def candidates(dtype: torch.dtype, m: int, k: int, n: int) -> tuple[dict, dict, 
         "op-whole": op(False),
         "[x@W]": lambda: x @ wf,
     }
+    for cap in caps:
+        fns[f"product-stream-k-r{cap}"] = product(True, cap)
+        fns[f"op-stream-k-r{cap}"] = op(True, cap)
     refs = {name: ref for name in fns}
     refs["[x@W]"] = x.double() @ wf.double()
     return fns, refs, plan
 
 
+REGISTERS_AN_SM = 65536
+SHARED_AN_SM = 233472  # bytes an H100/H200 SM has for its programs' shared memory
+SHARED_RESERVED = 1024  # bytes the driver keeps for each program resident on an SM
+
+
+def program_registers(regs: int, warps: int) -> int:
+    """Registers a program of ``warps`` warps takes on an SM: a thread's count rounded up to a multiple of 8 (sm_90
+    allocates 256 a warp at a time)."""
+    return warps * 32 * -(-regs // 8) * 8
+
+
+def compiled_variants(fn, names: tuple[str, ...]) -> list[tuple[dict, object]]:
+    """(the named constexprs, compiled kernel) of every variant of ``fn`` this process compiled."""
+    index = {name: fn.arg_names.index(name) for name in names}
+    found = []
+    for cache in fn.device_caches.values():
+        for kernel in cache[0].values():
+            constants = kernel.src.constants
+            found.append(({name: constants.get((i,), constants.get(name, "?")) for name, i in index.items()}, kernel))
+    return found
+
+
 def compiled_info() -> list[str]:
-    """Registers, spills and shared memory of every compiled variant of the product kernel (by its STREAM_K and
-    PDL), or why they could not be read from this Triton's caches."""
-    fn = re.tma_product_kernel
-    index = {name: fn.arg_names.index(name) for name in ("STREAM_K", "PDL")}
+    """Registers, spills and shared memory of every compiled variant of the product kernel (by its STREAM_K, PDL and
+    register cap) and of the rstd kernel, how many rstd programs fit on an SM beside one product program, or why
+    they could not be read from this Triton's caches."""
     lines = []
     try:
-        for cache in fn.device_caches.values():
-            for kernel in cache[0].values():
-                constants = kernel.src.constants
-                named = {name: constants.get((i,), constants.get(name, "?")) for name, i in index.items()}
-                lines.append(
-                    f"  STREAM_K={named['STREAM_K']} PDL={named['PDL']}: {kernel.n_regs} registers, "
-                    f"{kernel.n_spills} spilled, {kernel.metadata.shared} B shared"
+        rstd = compiled_variants(re.row_rstd_kernel, ("PDL", "ROWS"))
+        for named, kernel in rstd:
+            lines.append(
+                f"  rstd kernel PDL={named['PDL']} ROWS={named['ROWS']} {kernel.metadata.num_warps} warps: "
+                f"{kernel.n_regs} registers, {kernel.metadata.shared} B shared"
+            )
+        for named, kernel in compiled_variants(re.tma_product_kernel, ("STREAM_K", "PDL")):
+            cap = getattr(kernel.metadata, "maxnreg", None)
+            held = program_registers(kernel.n_regs, kernel.metadata.num_warps)
+            shared = kernel.metadata.shared + SHARED_RESERVED
+            beside = []
+            for rnamed, rk in rstd:
+                by_regs = (REGISTERS_AN_SM - held) // program_registers(rk.n_regs, rk.metadata.num_warps)
+                by_shared = (SHARED_AN_SM - shared) // (rk.metadata.shared + SHARED_RESERVED)
+                beside.append(
+                    f"{min(by_regs, by_shared)} (registers {by_regs}, shared {by_shared}) of ROWS={rnamed['ROWS']}"
                 )
-    except (AttributeError, IndexError, KeyError, TypeError) as exc:
+            lines.append(
+                f"  product STREAM_K={named['STREAM_K']} PDL={named['PDL']} maxnreg={cap}: {kernel.n_regs} registers "
+                f"({held} a program), {kernel.n_spills} spilled, {kernel.metadata.shared} B shared; rstd programs "
+                f"beside one: {', '.join(beside) or 'no rstd kernel compiled'}"
+            )
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
         lines.append(f"  compiled variants not read: {type(exc).__name__}: {exc}")
     return lines
 
@@ -106,6 +150,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--points", default=POINTS)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--caps", default="", help="registers a thread to cap the stream-K product at, e.g. 176,168")
     ap.add_argument("--calls", type=int, default=10, help="cold calls per candidate per round (events)")
     ap.add_argument(
         "--timer",
@@ -121,7 +166,8 @@ def main() -> int:
     for point in args.points.split(","):
         dt, shape = point.split(":")
         m, k, n = (int(v) for v in shape.split("x"))
-        every, refs, plan = candidates(DTYPES[dt], m, k, n)
+        caps = tuple(int(c) for c in args.caps.split(",") if c)
+        every, refs, plan = candidates(DTYPES[dt], m, k, n, caps)
         fns, notes = {}, {}
         for name, fn in every.items():
             kept, why = checked_against({name: fn}, refs[name])

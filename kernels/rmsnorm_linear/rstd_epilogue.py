@@ -445,16 +445,17 @@ def tma_launcher(
     pdl: bool = False,
     tail: bool | None = None,
     stream_k: bool | None = None,
+    maxnreg: int | None = None,
 ) -> Callable[[], None]:
     """:func:`tma_product`'s launch, its tiles chosen and its descriptors made now: the op makes them before it
     launches the rstd kernel, so that only the launch itself stands between the two kernels (why: see
-    ``rmsnorm_linear_folded``)."""
+    ``rmsnorm_linear_folded``). ``maxnreg``: a cap on the product's registers a thread (experiments)."""
     (m, k), n = x2d.shape, wf.shape[1]
     plan = tma_plan(m, k, n, persistent_sms(x2d), tail, stream_k)
     descriptors = tile_descriptors(x2d, wf, y, plan.tiles, plan.subtile, plan.split)
     ws, counters = stream_k_buffers(x2d, plan, m, n, rstd)
     args = (*descriptors, rstd, b if b is not None else rstd, ws, counters, m, n, k, plan.parts)
-    meta = tma_meta(plan, b is not None, pdl)
+    meta = tma_meta(plan, b is not None, pdl) | ({} if maxnreg is None else {"maxnreg": maxnreg})
     return lambda: _tma_product_kernel[(plan.programs,)](*args, **meta)
 
 
