@@ -2,7 +2,7 @@
 same product with whole tiles in that wave and cuBLAS's ``x @ W``, at the prefill points where the last wave holds
 more than half the SMs (``tiles.tail_split`` leaves it whole: at N 5504, 88 of 132 tiles, 2.67 waves run as 3).
 
-    python benchmarks/stream_k_tail.py --out DIR [--points fp16:2048x2048x5504,...] [--rounds 5]
+    python benchmarks/stream_k_tail.py --out DIR [--points fp16:2048x2048x5504,...] [--rounds 5] [--bias]
 
 Candidates, per point (M x K x N): ``product-stream-k`` and ``product-whole`` (the product alone, rstd given),
 ``op-stream-k`` and ``op-whole`` (the rstd kernel and the product, PDL where the GPU has it, as
@@ -45,8 +45,11 @@ POINTS = ",".join(
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def candidates(dtype: torch.dtype, m: int, k: int, n: int, caps: tuple[int, ...] = ()) -> tuple[dict, dict, str]:
-    """The point's candidates, the float64 reference of each (y = (x @ W') * rstd; x @ W' for cuBLAS's), and the
+def candidates(
+    dtype: torch.dtype, m: int, k: int, n: int, caps: tuple[int, ...] = (), bias: bool = False
+) -> tuple[dict, dict, str]:
+    """The point's candidates, the float64 reference of each (y = (x @ W') * rstd + b; x @ W' + b for cuBLAS's, b
+    with ``bias`` only), and the
     plans' description."""
     x = torch.randn(m, k, device="cuda", dtype=dtype) * (1 + torch.rand(m, 1, device="cuda", dtype=dtype))
     wf = torch.randn(k, n, device="cuda", dtype=dtype) / k**0.5
@@ -54,11 +57,12 @@ def candidates(dtype: torch.dtype, m: int, k: int, n: int, caps: tuple[int, ...]
     rstd = torch.rsqrt(x.float().pow(2).mean(dim=1) + eps)
     y = torch.empty(m, n, device="cuda", dtype=dtype)
     pdl = launching.pdl_ready(x)
-    ref = (x.double() @ wf.double()) * rstd.double()[:, None]
+    b = torch.randn(n, device="cuda", dtype=dtype) if bias else None
+    ref = (x.double() @ wf.double()) * rstd.double()[:, None] + (b.double() if bias else 0.0)
 
     def product(stream_k: bool, cap: int | None = None):
         def run() -> torch.Tensor:
-            re.tma_launcher(x, wf, None, y, rstd, stream_k=stream_k, maxnreg=cap)()
+            re.tma_launcher(x, wf, b, y, rstd, stream_k=stream_k, maxnreg=cap)()
             return y
 
         return run
@@ -66,7 +70,7 @@ def candidates(dtype: torch.dtype, m: int, k: int, n: int, caps: tuple[int, ...]
     def op(stream_k: bool, cap: int | None = None):
         def run() -> torch.Tensor:
             r = torch.empty(m, dtype=torch.float32, device="cuda")
-            launch = re.tma_launcher(x, wf, None, y, r, pdl=pdl, stream_k=stream_k, maxnreg=cap)
+            launch = re.tma_launcher(x, wf, b, y, r, pdl=pdl, stream_k=stream_k, maxnreg=cap)
             re.launch_row_rstd(x, r, eps, pdl=pdl)
             launch()
             return y
@@ -80,13 +84,13 @@ def candidates(dtype: torch.dtype, m: int, k: int, n: int, caps: tuple[int, ...]
         "product-whole": product(False),
         "op-stream-k": op(True),
         "op-whole": op(False),
-        "[x@W]": lambda: x @ wf,
+        "[x@W]": (lambda: torch.addmm(b, x, wf)) if bias else (lambda: x @ wf),
     }
     for cap in caps:
         fns[f"product-stream-k-r{cap}"] = product(True, cap)
         fns[f"op-stream-k-r{cap}"] = op(True, cap)
     refs = {name: ref for name in fns}
-    refs["[x@W]"] = x.double() @ wf.double()
+    refs["[x@W]"] = x.double() @ wf.double() + (b.double() if bias else 0.0)
     return fns, refs, plan
 
 
@@ -124,7 +128,7 @@ def compiled_info() -> list[str]:
                 f"  rstd kernel PDL={named['PDL']} ROWS={named['ROWS']} {kernel.metadata.num_warps} warps: "
                 f"{kernel.n_regs} registers, {kernel.metadata.shared} B shared"
             )
-        for named, kernel in compiled_variants(re.tma_product_kernel, ("STREAM_K", "PDL")):
+        for named, kernel in compiled_variants(re.tma_product_kernel, ("STREAM_K", "PDL", "HAS_BIAS")):
             cap = getattr(kernel.metadata, "maxnreg", None)
             held = program_registers(kernel.n_regs, kernel.metadata.num_warps)
             shared = kernel.metadata.shared + SHARED_RESERVED
@@ -136,7 +140,7 @@ def compiled_info() -> list[str]:
                     f"{min(by_regs, by_shared)} (registers {by_regs}, shared {by_shared}) of ROWS={rnamed['ROWS']}"
                 )
             lines.append(
-                f"  product STREAM_K={named['STREAM_K']} PDL={named['PDL']} maxnreg={cap}: {kernel.n_regs} registers "
+                f"  product STREAM_K={named['STREAM_K']} PDL={named['PDL']} HAS_BIAS={named['HAS_BIAS']} maxnreg={cap}: {kernel.n_regs} registers "
                 f"({held} a program), {kernel.n_spills} spilled, {kernel.metadata.shared} B shared; rstd programs "
                 f"beside one: {', '.join(beside) or 'no rstd kernel compiled'}"
             )
@@ -150,6 +154,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--points", default=POINTS)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--bias", action="store_true", help="every candidate adds a bias (the family's inputs have one)")
     ap.add_argument("--caps", default="", help="registers a thread to cap the stream-K product at, e.g. 176,168")
     ap.add_argument("--calls", type=int, default=10, help="cold calls per candidate per round (events)")
     ap.add_argument(
@@ -167,7 +172,7 @@ def main() -> int:
         dt, shape = point.split(":")
         m, k, n = (int(v) for v in shape.split("x"))
         caps = tuple(int(c) for c in args.caps.split(",") if c)
-        every, refs, plan = candidates(DTYPES[dt], m, k, n, caps)
+        every, refs, plan = candidates(DTYPES[dt], m, k, n, caps, args.bias)
         fns, notes = {}, {}
         for name, fn in every.items():
             kept, why = checked_against({name: fn}, refs[name])

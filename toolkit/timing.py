@@ -609,6 +609,9 @@ def median(values: Sequence[float]) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
+COLD_HOST_FLOOR_US = 20.0  # the least host time cold_time_us sizes its spin for
+
+
 def cold_time_us(fn: Callable[[], Any], rep_ms: float = 200.0) -> tuple[float, str]:
     """Median cold time of ``fn`` (us) and its source: how the ceilings are measured, like every case (the
     calls the power cap slowed set aside, :func:`settle_clock`)."""
@@ -620,14 +623,17 @@ def cold_time_us(fn: Callable[[], Any], rep_ms: float = 200.0) -> tuple[float, s
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     fn()
+    # the spin before each cold call covers the call's own host time (a floor of 20 us): a call that takes longer
+    # to enqueue than the spin lasts starts its kernels as the host reaches them, and times the host
+    host_us = max(COLD_HOST_FLOOR_US, (time.perf_counter() - t0) * 1e6)
     torch.cuda.synchronize()
     gpu_us = (time.perf_counter() - t0) * 1e6
-    res = measure_cupti(fn, host_us=20.0, gpu_us=gpu_us, rep_ms=rep_ms)
+    res = measure_cupti(fn, host_us=host_us, gpu_us=gpu_us, rep_ms=rep_ms)
     if res.cold is not None and res.cold.clock_mhz:
         from kprof.device import max_sm_clock_mhz
 
         def again(idle_us: float) -> ModeSamples:
-            return measure_cupti(fn, host_us=20.0, gpu_us=gpu_us, rep_ms=rep_ms, idle_us=idle_us)
+            return measure_cupti(fn, host_us=host_us, gpu_us=gpu_us, rep_ms=rep_ms, idle_us=idle_us)
 
         res, _ = settle_clock(res, again, max_sm_clock_mhz(torch.cuda.current_device()), gpu_us)
     if res.cold is not None:

@@ -168,6 +168,27 @@ def test_profiler_that_cannot_start_falls_back(monkeypatch):
     assert res.source == "events" and "MULTIPLE_SUBSCRIBERS" in res.note
 
 
+@pytest.mark.parametrize("enqueue_ms", [0.0, 3.0])
+def test_cold_time_us_spins_for_the_calls_own_host_time(monkeypatch, enqueue_ms):
+    # a call slower to enqueue than the spin before it lasts would start its kernels as the host reaches them
+    import time
+
+    import torch
+
+    asked = []
+
+    def cupti(fn, *, host_us, gpu_us, rep_ms, idle_us=0.0):
+        asked.append(host_us)
+        return timing.ModeSamples(None, None, "events", "no CUPTI here")
+
+    monkeypatch.setattr(timing, "measure_cupti", cupti)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr("triton.testing.do_bench", lambda fn, **kw: 0.001)
+    timing.cold_time_us(lambda: time.sleep(enqueue_ms / 1e3), rep_ms=1.0)
+    assert asked and asked[0] >= max(timing.COLD_HOST_FLOOR_US, enqueue_ms * 1e3)
+    assert asked[0] < timing.COLD_HOST_FLOOR_US + enqueue_ms * 1e3 + 50e3  # the enqueue, not a multiple of it
+
+
 class _NoFlush:
     nbytes = 1 << 20
 
