@@ -49,8 +49,7 @@ def candidates(
     dtype: torch.dtype, m: int, k: int, n: int, caps: tuple[int, ...] = (), bias: bool = False
 ) -> tuple[dict, dict, str]:
     """The point's candidates, the float64 reference of each (y = (x @ W') * rstd + b; x @ W' + b for cuBLAS's, b
-    with ``bias`` only), and the
-    plans' description."""
+    with ``bias`` only), and the plans' description."""
     x = torch.randn(m, k, device="cuda", dtype=dtype) * (1 + torch.rand(m, 1, device="cuda", dtype=dtype))
     wf = torch.randn(k, n, device="cuda", dtype=dtype) / k**0.5
     eps = 1e-6
