@@ -13,7 +13,7 @@ inputs). Here each candidate is timed by ``measure_cupti`` with the spin sized f
   the product, PDL where the GPU has it), without a bias as there; ``op-stream-k-bias``: with the family's bias, as
   the providers run;
 - ``provider-prepared``, ``provider``: the family's ``triton_rstd_epilogue_prepared`` and ``triton_rstd_epilogue``,
-  called as ``kprof profile`` calls them, with stream-K allowed up to the point's rows for this process.
+  called as ``kprof profile`` calls them.
 
 Per candidate and spin: the cold busy time, each kernel's median, and the rstd kernel's time over its time alone
 (about 1.0: it ran alone, before the product; 1.3-1.5: beside the product)."""
@@ -98,7 +98,6 @@ def main() -> int:
     args = ap.parse_args()
     dt, shape = args.point.split(":")
     m, k, n = (int(v) for v in shape.split("x"))
-    re.STREAM_K_MAX_ROWS = max(re.STREAM_K_MAX_ROWS, m)  # this process only: stream-K at the point's rows
     fns = candidates(dt, m, k, n)
     for fn in fns.values():
         fn()

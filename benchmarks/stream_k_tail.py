@@ -26,6 +26,7 @@ from bench_common import checked_against, cold_rounds, print_notes, print_race, 
 
 from kprof.kernels.lib import launching, tiles
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+from kprof.occupancy import BlockShape, blocks_beside
 
 POINTS = ",".join(
     f"{dt}:{m}x{k}x{n}"
@@ -93,17 +94,6 @@ def candidates(
     return fns, refs, plan
 
 
-REGISTERS_AN_SM = 65536
-SHARED_AN_SM = 233472  # bytes an H100/H200 SM has for its programs' shared memory
-SHARED_RESERVED = 1024  # bytes the driver keeps for each program resident on an SM
-
-
-def program_registers(regs: int, warps: int) -> int:
-    """Registers a program of ``warps`` warps takes on an SM: a thread's count rounded up to a multiple of 8 (sm_90
-    allocates 256 a warp at a time)."""
-    return warps * 32 * -(-regs // 8) * 8
-
-
 def compiled_variants(fn, names: tuple[str, ...]) -> list[tuple[dict, object]]:
     """(the named constexprs, compiled kernel) of every variant of ``fn`` this process compiled."""
     index = {name: fn.arg_names.index(name) for name in names}
@@ -115,10 +105,15 @@ def compiled_variants(fn, names: tuple[str, ...]) -> list[tuple[dict, object]]:
     return found
 
 
+def block_shape(kernel) -> BlockShape:
+    """What one program of a compiled kernel takes on an SM."""
+    return BlockShape(kernel.metadata.num_warps * 32, kernel.n_regs, kernel.metadata.shared)
+
+
 def compiled_info() -> list[str]:
-    """Registers, spills and shared memory of every compiled variant of the product kernel (by its STREAM_K, PDL and
-    register cap) and of the rstd kernel, how many rstd programs fit on an SM beside one product program, or why
-    they could not be read from this Triton's caches."""
+    """Registers, spills and shared memory of every compiled variant of the product kernel (by its STREAM_K, PDL,
+    HAS_BIAS and register cap) and of the rstd kernel, how many rstd programs fit on an SM beside one product program
+    (``kprof.occupancy.blocks_beside``, sm_90's limits), or why they could not be read from this Triton's caches."""
     lines = []
     try:
         rstd = compiled_variants(re.row_rstd_kernel, ("PDL", "ROWS"))
@@ -128,20 +123,15 @@ def compiled_info() -> list[str]:
                 f"{kernel.n_regs} registers, {kernel.metadata.shared} B shared"
             )
         for named, kernel in compiled_variants(re.tma_product_kernel, ("STREAM_K", "PDL", "HAS_BIAS")):
-            cap = getattr(kernel.metadata, "maxnreg", None)
-            held = program_registers(kernel.n_regs, kernel.metadata.num_warps)
-            shared = kernel.metadata.shared + SHARED_RESERVED
-            beside = []
-            for rnamed, rk in rstd:
-                by_regs = (REGISTERS_AN_SM - held) // program_registers(rk.n_regs, rk.metadata.num_warps)
-                by_shared = (SHARED_AN_SM - shared) // (rk.metadata.shared + SHARED_RESERVED)
-                beside.append(
-                    f"{min(by_regs, by_shared)} (registers {by_regs}, shared {by_shared}) of ROWS={rnamed['ROWS']}"
-                )
+            beside = [
+                f"{blocks_beside((block_shape(kernel),), block_shape(rk))} of ROWS={rnamed['ROWS']}"
+                for rnamed, rk in rstd
+            ]
             lines.append(
-                f"  product STREAM_K={named['STREAM_K']} PDL={named['PDL']} HAS_BIAS={named['HAS_BIAS']} maxnreg={cap}: {kernel.n_regs} registers "
-                f"({held} a program), {kernel.n_spills} spilled, {kernel.metadata.shared} B shared; rstd programs "
-                f"beside one: {', '.join(beside) or 'no rstd kernel compiled'}"
+                f"  product STREAM_K={named['STREAM_K']} PDL={named['PDL']} HAS_BIAS={named['HAS_BIAS']} "
+                f"maxnreg={getattr(kernel.metadata, 'maxnreg', None)}: {kernel.n_regs} registers, {kernel.n_spills} "
+                f"spilled, {kernel.metadata.shared} B shared; rstd programs beside one: "
+                f"{', '.join(beside) or 'no rstd kernel compiled'}"
             )
     except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
         lines.append(f"  compiled variants not read: {type(exc).__name__}: {exc}")

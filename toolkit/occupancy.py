@@ -149,6 +149,53 @@ def theoretical_occupancy(
     )
 
 
+@dataclass(frozen=True)
+class BlockShape:
+    """What one block of a kernel takes on an SM: its threads, registers a thread and shared memory (bytes)."""
+
+    threads: int
+    registers: int
+    shared_bytes: int
+
+
+def blocks_beside(resident: tuple[BlockShape, ...], block: BlockShape, limits: DeviceLimits = DeviceLimits()) -> int:
+    """How many blocks of shape ``block`` fit on one SM that already holds the ``resident`` blocks (of other kernels):
+    two kernels run side by side (PDL, two streams) only as far as this allows. The arithmetic of
+    :func:`theoretical_occupancy`, block after block: each warp's registers (rounded to the allocation unit) go to the
+    register sub-partition with the most left, shared memory per block with its reserved part, warps and blocks per
+    SM capped. Raises ValueError where the resident blocks themselves do not fit."""
+    free = [limits.regs_per_sm // limits.reg_sub_partitions] * limits.reg_sub_partitions
+    left = {"warps": limits.max_warps_per_sm, "blocks": limits.max_blocks_per_sm, "smem": limits.smem_per_sm}
+
+    def place(shape: BlockShape) -> bool:
+        warps = math.ceil(shape.threads / limits.warp_size)
+        if shape.threads > limits.max_threads_per_block or warps > left["warps"] or left["blocks"] < 1:
+            return False
+        smem = _round_up(shape.shared_bytes + limits.reserved_smem_per_block, limits.smem_alloc_unit)
+        if shape.shared_bytes > limits.max_smem_per_block or smem > left["smem"]:
+            return False
+        per_warp = _round_up(shape.registers * limits.warp_size, limits.reg_alloc_unit)
+        trial = list(free)
+        for _ in range(warps):
+            best = max(range(len(trial)), key=trial.__getitem__)
+            if trial[best] < per_warp:
+                return False
+            trial[best] -= per_warp
+        free[:] = trial
+        left["warps"] -= warps
+        left["blocks"] -= 1
+        left["smem"] -= smem
+        return True
+
+    for shape in resident:
+        if not place(shape):
+            raise ValueError(f"the resident blocks do not fit on one SM of {limits.name}: {resident}")
+    count = 0
+    while place(block):
+        count += 1
+    return count
+
+
 # ------------------------------------------------------------------------------------------------- AMD
 @dataclass(frozen=True)
 class AmdLimits:

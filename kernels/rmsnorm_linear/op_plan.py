@@ -438,7 +438,7 @@ def _prepared_first(
     sms = tiles.persistent_sms(x2d)
     tma = re.tma_plan(m, k, n, sms)
     meta = re.tma_meta(tma, b is not None, pdl)
-    options = {o: meta.pop(o) for o in ("num_warps", "num_stages", "launch_pdl") if o in meta}
+    options = {o: meta.pop(o) for o in ("num_warps", "num_stages", "launch_pdl", "maxnreg") if o in meta}
     tail = (m, n, k, tma.parts) + constexpr_tail(re.tma_product_kernel, 14, meta)
     rstd = _rstd_launch(m, k, k, eps, key, sms if pdl else 0)
     product_key = ("prepared", key, tail, tuple(options.items()))

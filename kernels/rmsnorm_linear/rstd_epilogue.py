@@ -393,15 +393,17 @@ TMA_TAIL_SPLITS = True
 # where it saved 22 steps (2048x4096x5504, 8192x4096x5504), 2-11% where it saved 5-14. What it costs whatever K:
 # 8.0-9.3 us for the meeting (the parts' 128 KB stores and tickets, the last program's reading of them), and the
 # runs' own pipeline fills and epilogues (without any meeting it saved 0.5-1.2 us at K 2048, a third of a tile ~8).
-# Only up to STREAM_K_MAX_ROWS rows: beyond them the rstd kernel the product overlaps runs two 8-warp programs an SM
-# (overlapped_rstd_grid), and in kprof profile's runs the stream-K product did not start beside them: at
-# 8192x8192x5504 bf16 the op's kernels ran one after the other, 1049.0 us against 985.7 with whole tiles (cuBLAS
-# 980.7), the same H200, the same call, through both launch paths. Why is not found (the benchmark's own cold-mode
-# race overlapped them; the stream-K product takes 178 registers a thread against 176).
+# Its registers are capped at STREAM_K_MAX_REGISTERS a thread, what the whole-tile product takes (171-176 on Triton
+# 3.6), so that the rstd kernel's two 8-warp programs an SM (overlapped_rstd_grid, past 2048 rows; 32 registers a
+# thread) still fit beside one product program: uncapped, the product with a bias took 208 (53248 of an SM's 65536
+# registers, room for one of them), and the op's kernels ran one after the other. On an H200 with a bias at
+# 8192x8192x5504 (benchmarks/results/stream-k-tail/registers-7b98ac8/) the op took 1.076-1.078x cuBLAS uncapped and
+# 0.976x (bf16) / 0.981x (fp16) capped at 176, with no spill; the product alone was not slower capped (972.9-974.9
+# against 976.6 us fp16), nor at 2048 rows (243.3 against 243.4 us bf16).
 TMA_STREAM_K = True
 STREAM_K_MIN_STEPS = 4
 STREAM_K_MIN_SAVED_STEPS = 32
-STREAM_K_MAX_ROWS = 2048
+STREAM_K_MAX_REGISTERS = 176
 TMA_INTERPRETER_CONFIG = (16, 32, 32, 2, 4, 2)
 # 1000+ rows: at 1000x1000x3000 the op took 25.3 us with descriptors against 66.5 (cuBLAS 16.2); at 512 and
 # 128 rows the pointer product's smaller tiles won (128x256 tiles: 52.3 against 39.3 us at 512 rows)
@@ -430,8 +432,7 @@ def tma_product(
     """``y = (x2d @ wf) * rstd[:, None] (+ b)`` by the persistent TMA kernel (``tma_ready`` operands).
     ``pdl``: launched as the dependent of the rstd kernel just before it (which must have been launched
     with ``pdl=True``). ``tail`` (default ``TMA_TAIL_SPLITS``): the last partial wave's tiles in parts;
-    ``stream_k`` (default: ``TMA_STREAM_K`` up to ``STREAM_K_MAX_ROWS`` rows): shared out along K where ``tail``
-    leaves them whole."""
+    ``stream_k`` (default ``TMA_STREAM_K``): shared out along K where ``tail`` leaves them whole."""
     tma_launcher(x2d, wf, b, y, rstd, pdl=pdl, tail=tail, stream_k=stream_k)()
 
 
@@ -475,7 +476,8 @@ def stream_k_buffers(
 
 def tma_meta(plan: TilePlan, has_bias: bool, pdl: bool) -> dict:
     """The TMA product's constexprs and launch options for ``plan`` (``tma_plan``)."""
-    return plan.meta(HAS_BIAS=has_bias, PDL=pdl, STREAM_K=bool(plan.parts), **launching.pdl_launch(pdl))
+    capped = {"maxnreg": STREAM_K_MAX_REGISTERS} if plan.parts and not launching.interpreting() else {}
+    return plan.meta(HAS_BIAS=has_bias, PDL=pdl, STREAM_K=bool(plan.parts), **launching.pdl_launch(pdl), **capped)
 
 
 def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None, stream_k: bool | None = None) -> TilePlan:
@@ -491,7 +493,7 @@ def tma_plan(m: int, k: int, n: int, sms: int, tail: bool | None = None, stream_
     programs = min(sms, tiles)
     split = tail_split(tiles, programs) if (TMA_TAIL_SPLITS if tail is None else tail) else 0
     parts = 0
-    shares = TMA_STREAM_K and m <= STREAM_K_MAX_ROWS if stream_k is None else stream_k
+    shares = TMA_STREAM_K if stream_k is None else stream_k
     if shares and not split and (subtile or launching.interpreting()):
         saved = 0 if launching.interpreting() else STREAM_K_MIN_SAVED_STEPS  # the interpreter's tests share short K
         parts = stream_k_parts(tiles, programs, triton.cdiv(k, bk), STREAM_K_MIN_STEPS, saved)

@@ -678,16 +678,16 @@ def test_swiglu_tail_in_parts_on_the_gpu():
 
 
 @pytest.mark.gpu
-def test_rmsnorm_linear_tail_in_parts_on_the_gpu():
+def test_rmsnorm_linear_tail_in_parts_on_the_gpu(monkeypatch):
     """On a GPU with the real tiles (128x256): 2048x256x11008 makes 688 tiles, which leave 688 mod SMs for a
     last wave (28 on an H100), done as quarter tiles, and 2048x256x2816 makes 176, which leave 44, done as
-    halves; 2048x512x5504 makes 352, a last wave of 88, shared out along K where asked (stream-K); the product
-    matches the float64 oracle, with and without the parts, three calls in a row, after the rstd kernel (PDL
-    where the GPU has it)."""
+    halves; 2048x512x5504 makes 352, a last wave of 88, shared out along K where asked (stream-K, here with no
+    least saving: the shipped rule keeps whole tiles at 8 K steps); the product matches the float64 oracle, with
+    and without the parts, three calls in a row, after the rstd kernel (PDL where the GPU has it)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     from kprof.kernels.lib.launching import pdl_ready, sm_count, tma_ready
-    from kprof.kernels.lib.tiles import tail_split
+    from kprof.kernels.lib.tiles import persistent_sms, tail_split
     from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 
     fam = F["rmsnorm_linear"]
@@ -703,6 +703,9 @@ def test_rmsnorm_linear_tail_in_parts_on_the_gpu():
         wf = re.folded_weight(g, w)
         ref = fam.oracle(**inputs)
         for tail, stream_k in ((True, False), (False, False), (True, True)):
+            monkeypatch.setattr(re, "STREAM_K_MIN_SAVED_STEPS", 0 if stream_k else re.STREAM_K_MIN_SAVED_STEPS)
+            plan = re.tma_plan(m, k, n, persistent_sms(x), tail, stream_k)
+            assert bool(plan.parts) == (stream_k and not split)  # the case runs what it names
             rstd = torch.empty(m, dtype=torch.float32, device="cuda")
             y = torch.full((m, n), float("nan"), dtype=x.dtype, device="cuda")
             pdl = pdl_ready(x)
@@ -712,6 +715,54 @@ def test_rmsnorm_linear_tail_in_parts_on_the_gpu():
                 assert not y.isnan().any()
                 assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
                 y.fill_(float("nan"))
+
+
+@pytest.mark.gpu
+def test_rmsnorm_linear_stream_k_fits_beside_the_rstd_kernel():
+    """At 8192x8192x5504 with a bias the shipped rule shares the last wave along K (1408 tiles: 88 left on 132
+    SMs). The op's two kernels as it launches them, three calls in a row: the product matches the float64 oracle,
+    and one product program fits on an SM beside the rstd kernel's programs an SM (``overlapped_rstd_grid``), by
+    registers and shared memory. Where it does not, the product cannot start while the rstd kernel runs and the
+    two run one after the other (uncapped, the product with a bias took 208 registers a thread on Triton 3.6)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kprof.kernels.lib.launching import pdl_ready, sm_count, tma_ready
+    from kprof.kernels.lib.tiles import persistent_sms
+    from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+    from kprof.occupancy import BlockShape, blocks_beside, limits_for
+
+    m, k, n = 8192, 8192, 5504
+    fam = F["rmsnorm_linear"]
+    inputs = fam.make_inputs((m, k, n), "bf16", "cuda", seed=17)
+    x, g, w, b = inputs["x"], inputs["g"], inputs["w"], inputs["b"]
+    sms = persistent_sms(x)
+    if not tma_ready(x) or not re.tma_plan(m, k, n, sms).parts:
+        pytest.skip(f"no stream-K here ({sms} SMs, or no TMA)")
+    pdl = pdl_ready(x)
+    programs, meta = re.row_rstd_launch(m, k, sm_count(x) if pdl else 0, pdl)
+    wf = re.folded_weight(g, w)
+    ref = fam.oracle(**inputs)
+    y = torch.full((m, n), float("nan"), dtype=x.dtype, device="cuda")
+    for _ in range(3):
+        rstd = torch.empty(m, dtype=torch.float32, device="cuda")
+        product = re.tma_launcher(x, wf, b, y, rstd, pdl=pdl)
+        args = (x, rstd, m, k, x.stride(0), x.stride(1), float(inputs["eps"]))
+        rstd_kernel = re.row_rstd_kernel[(programs,)](*args, **meta)
+        product_kernel = product()
+        assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
+        y.fill_(float("nan"))
+    props = torch.cuda.get_device_properties(x.device)
+    limits = limits_for(props.major, props.minor)
+
+    def shape(kernel) -> BlockShape:
+        return BlockShape(kernel.metadata.num_warps * 32, kernel.n_regs, kernel.metadata.shared)
+
+    per_sm = -(-programs // sm_count(x))
+    beside = blocks_beside((shape(product_kernel),), shape(rstd_kernel), limits)
+    assert beside >= per_sm, (
+        f"{beside} of the rstd kernel's {per_sm} programs an SM fit beside the stream-K product "
+        f"({product_kernel.n_regs} registers a thread, {product_kernel.metadata.shared} B shared)"
+    )
 
 
 @pytest.mark.gpu

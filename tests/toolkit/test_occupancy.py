@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kprof.occupancy import DeviceLimits, driver_max_active_blocks, limits_for, theoretical_occupancy
+from kprof.occupancy import (
+    BlockShape,
+    DeviceLimits,
+    blocks_beside,
+    driver_max_active_blocks,
+    limits_for,
+    theoretical_occupancy,
+)
 
 H100 = DeviceLimits()
 
@@ -82,3 +91,36 @@ def test_matches_driver_for_compiled_triton_kernels(n, dtype):
             assert ours.blocks_per_sm == driver_max_active_blocks(kernel.function, threads, kernel.metadata.shared)
             checked += 1
     assert checked
+
+
+# one 8-warp program of a product with a 224 KiB pipeline, beside 8-warp programs of 32 registers a thread: a program
+# of R registers a thread takes 8 warps x 32 x R (R rounded up to a multiple of 8) of the SM's 65536: 176 -> 45056 and
+# 185-192 -> 49152 leave room for two programs of 8192, 193 -> 51200 and 208 -> 53248 for one
+PRODUCT_SHARED = 229920
+
+
+@pytest.mark.parametrize("regs, beside", [(176, 2), (185, 2), (192, 2), (193, 1), (208, 1), (255, 0)])
+def test_blocks_beside_a_resident_product(regs, beside):
+    product = BlockShape(256, regs, PRODUCT_SHARED)
+    assert blocks_beside((product,), BlockShape(256, 32, 32), H100) == beside
+
+
+def test_blocks_beside_counts_shared_memory_and_threads():
+    product = BlockShape(256, 64, PRODUCT_SHARED)
+    # 233472 - (229920 + 1024 rounded to 128) = 2432 bytes: two programs of 32 B + 1 KiB, not three
+    assert blocks_beside((product,), BlockShape(128, 16, 32), H100) == 2
+    # threads: 2048 - 1024 resident -> one more 1024-thread block at most
+    assert blocks_beside((BlockShape(1024, 16, 0),), BlockShape(1024, 16, 0), H100) == 1
+    with pytest.raises(ValueError, match="do not fit"):
+        blocks_beside((BlockShape(1024, 64, 0), BlockShape(1024, 64, 0)), BlockShape(32, 16, 0), H100)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    threads=st.integers(1, 1024),
+    regs=st.integers(0, 255),
+    smem=st.integers(0, 240 * 1024),
+)
+def test_blocks_beside_nothing_is_the_occupancy(threads, regs, smem):
+    occ = theoretical_occupancy(threads, regs, smem, H100)
+    assert blocks_beside((), BlockShape(threads, regs, smem), H100) == occ.blocks_per_sm
