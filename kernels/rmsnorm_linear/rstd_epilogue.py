@@ -34,7 +34,8 @@ last, partial wave in halves or quarters, as swiglu's kernel does (``tma_tiles``
 1.03x cuBLAS's ``x @ W`` holds at 18 and 16 of the 20 and 18 prefill points a grid could judge (bf16, fp16); at
 N 5504 and K 2048 the op is 1.04-1.06x. Where the last wave holds more than half the SMs (N 5504: 88 tiles for 132,
 2.67 waves run as 3), its tiles' K steps can be shared out over every SM (``_stream_k_tail``); that pays where it
-saves an SM more steps than its parts cost to meet (``STREAM_K_MIN_SAVED_STEPS``; K 8192 at N 5504 and 28672).
+saves an SM more steps than its parts cost to meet (``STREAM_K_MIN_SAVED_STEPS``; K 8192 at N 5504 and 28672), with
+its registers capped so that it still fits on an SM beside the rstd kernel it overlaps (``STREAM_K_MAX_REGISTERS``).
 """
 
 from __future__ import annotations
