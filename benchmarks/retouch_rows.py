@@ -49,7 +49,7 @@ from kprof.kernels.lib.split_rows import (
     take_ticket,
 )
 
-COOPERATIVE = [(c, b, w) for c in (8192, 16384) for b in (1024, 2048) for w in (4, 8)]
+COOPERATIVE = [(c, b, w) for c in (4096, 8192, 16384) for b in (1024, 2048) for w in (4, 8) if b <= c]
 PIPELINED = [(c, 2048, 4, k) for c in (4096, 8192, 16384) for k in (8, 16)] + [(8192, 1024, 4, 16)]
 
 
