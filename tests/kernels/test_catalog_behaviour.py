@@ -720,10 +720,11 @@ def test_rmsnorm_linear_tail_in_parts_on_the_gpu(monkeypatch):
 @pytest.mark.gpu
 def test_rmsnorm_linear_stream_k_fits_beside_the_rstd_kernel():
     """At 8192x8192x5504 with a bias the shipped rule shares the last wave along K (1408 tiles: 88 left on 132
-    SMs). The op's two kernels as it launches them, three calls in a row: the product matches the float64 oracle,
-    and one product program fits on an SM beside the rstd kernel's programs an SM (``overlapped_rstd_grid``), by
-    registers and shared memory. Where it does not, the product cannot start while the rstd kernel runs and the
-    two run one after the other (uncapped, the product with a bias took 208 registers a thread on Triton 3.6)."""
+    SMs). The op's two kernels as it launches them, three calls in a row, with and without the bias and with whole
+    tiles: the product matches the float64 oracle, and one product program fits on an SM beside the rstd kernel's
+    programs an SM (``overlapped_rstd_grid``), by registers and shared memory. Where it does not, the product cannot
+    start while the rstd kernel runs and the two run one after the other (uncapped, the stream-K product with a bias
+    took 208 registers a thread on Triton 3.6)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     from kprof.kernels.lib.launching import pdl_ready, sm_count, tma_ready
@@ -742,27 +743,30 @@ def test_rmsnorm_linear_stream_k_fits_beside_the_rstd_kernel():
     programs, meta = re.row_rstd_launch(m, k, sm_count(x) if pdl else 0, pdl)
     wf = re.folded_weight(g, w)
     ref = fam.oracle(**inputs)
-    y = torch.full((m, n), float("nan"), dtype=x.dtype, device="cuda")
-    for _ in range(3):
-        rstd = torch.empty(m, dtype=torch.float32, device="cuda")
-        product = re.tma_launcher(x, wf, b, y, rstd, pdl=pdl)
-        args = (x, rstd, m, k, x.stride(0), x.stride(1), float(inputs["eps"]))
-        rstd_kernel = re.row_rstd_kernel[(programs,)](*args, **meta)
-        product_kernel = product()
-        assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
-        y.fill_(float("nan"))
     props = torch.cuda.get_device_properties(x.device)
     limits = limits_for(props.major, props.minor)
 
     def shape(kernel) -> BlockShape:
         return BlockShape(kernel.metadata.num_warps * 32, kernel.n_regs, kernel.metadata.shared)
 
-    per_sm = -(-programs // sm_count(x))
-    beside = blocks_beside((shape(product_kernel),), shape(rstd_kernel), limits)
-    assert beside >= per_sm, (
-        f"{beside} of the rstd kernel's {per_sm} programs an SM fit beside the stream-K product "
-        f"({product_kernel.n_regs} registers a thread, {product_kernel.metadata.shared} B shared)"
-    )
+    y = torch.full((m, n), float("nan"), dtype=x.dtype, device="cuda")
+    for stream_k, bias in ((True, b), (True, None), (False, b)):  # the shipped rule, then what the grid never runs
+        ref_y = ref if bias is not None else ref - b.double()
+        for _ in range(3):
+            rstd = torch.empty(m, dtype=torch.float32, device="cuda")
+            product = re.tma_launcher(x, wf, bias, y, rstd, pdl=pdl, stream_k=stream_k)
+            args = (x, rstd, m, k, x.stride(0), x.stride(1), float(inputs["eps"]))
+            rstd_kernel = re.row_rstd_kernel[(programs,)](*args, **meta)
+            product_kernel = product()
+            assert ((y.double() - ref_y).norm() / ref_y.norm()).item() < 1e-2
+            y.fill_(float("nan"))
+        per_sm = -(-programs // sm_count(x))
+        beside = blocks_beside((shape(product_kernel),), shape(rstd_kernel), limits)
+        assert beside >= per_sm, (
+            f"{beside} of the rstd kernel's {per_sm} programs an SM fit beside the product (stream-K {stream_k}, "
+            f"bias {bias is not None}: {product_kernel.n_regs} registers a thread, "
+            f"{product_kernel.metadata.shared} B shared)"
+        )
 
 
 @pytest.mark.gpu
