@@ -1166,6 +1166,29 @@ def test_a_missed_target_without_ncu_quotes_each_kernels_cold_time():
     assert row["why"].startswith("no ncu measurement here; each kernel's median cold time (CUPTI")
     assert f"triton_a _rmsnorm_rows_kernel {norm:.1f} us + nvjet_bias {prod:.1f} us" in row["why"]
     assert f"cublas nvjet {prod * 0.99:.1f} us" in row["why"] and row["why"].endswith("pass that run as --ncu)")
+    assert "side by side" not in row["why"]  # a store without the per-mode sums: nothing said
+
+
+@pytest.mark.parametrize("overlap", [0.0, 0.3, 0.95])
+def test_a_missed_target_says_how_long_a_calls_kernels_ran_side_by_side(overlap):
+    """A case of two kernels meant to overlap (a norm under a product, PDL): the why gives the time they ran side by
+    side (the sum of their times less the call's busy time), so a call whose kernels ran one after the other shows;
+    a case of one kernel says nothing of it."""
+    rng = np.random.default_rng()
+    prod = float(rng.uniform(200, 1500))
+    norm = prod * float(rng.uniform(0.08, 0.1))
+    busy = prod + norm * (1 - overlap)  # the call's busy time; cuBLAS 1.06x under it, past the 1.03x target
+    m = _metrics(rng, {("8192x2048x11008", "bf16"): {"triton_a": busy, "torch_compile": busy, "cublas": busy / 1.06}})
+    m["bound"] = "compute"
+    m = _with_kernels(m, {"triton_a": [("_row_rstd_kernel", norm), ("_tma_product_kernel", prod)]})
+    ours = m["provider"] == "triton_a"
+    m.loc[ours, "cold_sum_us"] = norm + prod
+    m.loc[ours, "cold_us"] = m.loc[ours, "gpu_time_us"]  # the cold mode's busy time is the case's time
+    busy = float(m.loc[ours, "gpu_time_us"].iloc[0])
+    row = grid_table(m, targets=MATRIX).iloc[0]
+    assert row["target_met"] is False
+    assert f"(side by side for {norm * overlap:.1f} us of the call's {busy:.1f})" in row["why"]
+    assert row["why"].count("side by side") == 1
 
 
 def test_a_best_version_that_takes_longer_to_launch_than_to_run_is_called_host_bound():
