@@ -286,6 +286,22 @@ def copy_of_op(inputs: dict, y: Any, h: Any = None) -> Any:
     return lambda: [dst.copy_(src) for dst, src in copies]
 
 
+def host_us(fn: Any, calls: int) -> float:
+    """Median host time (us) of one call of ``fn`` from an idle GPU (drained before each call)."""
+    import time
+
+    import torch
+
+    times = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
 def back_to_back_us(fn: Any, calls: int) -> float:
     """Host wall time per call over ``calls`` back-to-back calls of ``fn`` (no synchronise inside; the GPU drained
     before and after), as the harness's host column."""

@@ -19,25 +19,13 @@ import time
 from pathlib import Path
 
 import torch
-from bench_common import write_csv
+from bench_common import host_us, write_csv
 
 from kprof import harness
 from kprof.kernels import discover, ops
 from kprof.kernels.lib import launching
 from kprof.kernels.rmsnorm_linear import rstd_epilogue
 from kprof.kernels.rmsnorm_linear.family import check_inputs
-
-
-def host_us(fn, calls: int) -> float:
-    """Median host time of one call of ``fn`` from an idle GPU."""
-    times = []
-    for _ in range(calls):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(times)
 
 
 def folded_steps(x, g, w, b, wf, calls: int) -> dict[str, float]:

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 
 import torch
-from bench_common import write_csv
+from bench_common import host_us, write_csv
 from stream_k_tail import compiled_variants
 
 from kprof.kernels.lib import launching
@@ -69,18 +68,6 @@ def candidates(dtype: str, m: int, k: int, n: int) -> dict:
     }
 
 
-def host_time_us(fn, calls: int = 20) -> float:
-    """Median enqueue time of ``fn`` (us), the GPU drained before each call."""
-    times = []
-    for _ in range(calls):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(times)
-
-
 def kernel_medians(cold) -> dict[str, float]:
     """Each kernel's median cold time (us), by name (the first of a name where a call runs it twice)."""
     out: dict[str, float] = {}
@@ -114,7 +101,7 @@ def main() -> int:
     )
     print("|---|---:|---:|---:|---|---:|")
     for name, fn in fns.items():
-        host = host_time_us(fn)
+        host = host_us(fn, 20)
         for spin_host in [float(h) for h in args.host_us.split(",")] + [host]:
             res = measure_cupti(fn, host_us=spin_host, gpu_us=1000.0, rep_ms=args.rep_ms)
             if res.cold is None:
