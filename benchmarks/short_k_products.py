@@ -52,6 +52,10 @@ TILES = {
     "t128x128-s5": ((128, 128, 64, 16, 8, 5), True),
     "t256x128-s3": ((256, 128, 64, 16, 8, 3), True),
     "t256x128-s4": ((256, 128, 64, 16, 8, 4), True),
+    # 128-deep K steps: half the K loop's steps (16 at K 2048), 2-3 stages in the shared memory 4 of 64 take
+    "k128-s2": ((128, 256, 128, 16, 8, 2), True),
+    "t128x128-k128-s3": ((128, 128, 128, 16, 8, 3), True),
+    "t256x128-k128-s2": ((256, 128, 128, 16, 8, 2), True),
 }
 
 # the rstd kernel's steps, and its grid from 2049 rows: (BLOCK_K, rows per block, programs per SM, warps)
