@@ -640,6 +640,26 @@ def test_stream_k_parts_bounds_the_programs_a_tile_meets():
             assert len(owners) <= parts, (tiles, programs, steps, t, owners)
 
 
+@pytest.mark.parametrize("m, k, n", [(2048, 8192, 5504), (8192, 8192, 5504), (2048, 8192, 28672), (2048, 2048, 5504)])
+def test_the_stream_k_product_is_launched_with_its_register_cap(monkeypatch, m, k, n):
+    """On a GPU (not the interpreter) every launch plan that shares its last wave along K, at any row count, caps the
+    product's registers (``maxnreg``) so that it fits beside the rstd kernel's programs (the GPU test above checks the
+    fit); plans with whole tiles launch uncapped."""
+    from kprof.kernels.lib import launching
+    from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
+
+    monkeypatch.setattr(launching, "interpreting", lambda: False)
+    plan = re.tma_plan(m, k, n, 132)
+    meta = re.tma_meta(plan, True, True)
+    if plan.parts:
+        assert meta["maxnreg"] == re.STREAM_K_MAX_REGISTERS and meta["STREAM_K"]
+    else:
+        assert "maxnreg" not in meta and not meta["STREAM_K"]
+    assert bool(plan.parts) == ((m, k, n) != (2048, 2048, 5504))  # K 2048 saves too few steps to share
+    whole = re.tma_meta(re.tma_plan(m, k, n, 132, stream_k=False), True, True)
+    assert "maxnreg" not in whole
+
+
 def test_tma_ready_refuses_what_a_descriptor_cannot_address(device):
     from kprof.kernels.lib.launching import tma_ready
 
