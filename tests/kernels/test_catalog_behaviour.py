@@ -643,7 +643,7 @@ def test_stream_k_parts_bounds_the_programs_a_tile_meets():
 @pytest.mark.parametrize("m, k, n", [(2048, 8192, 5504), (8192, 8192, 5504), (2048, 8192, 28672), (2048, 2048, 5504)])
 def test_the_stream_k_product_is_launched_with_its_register_cap(monkeypatch, m, k, n):
     """On a GPU (not the interpreter) every launch plan that shares its last wave along K, at any row count, caps the
-    product's registers (``maxnreg``) so that it fits beside the rstd kernel's programs (the GPU test above checks the
+    product's registers (``maxnreg``) so that it fits beside the rstd kernel's programs (a GPU test below checks the
     fit); plans with whole tiles launch uncapped."""
     from kprof.kernels.lib import launching
     from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
