@@ -9,8 +9,8 @@ op overlapped. The two harnesses differ in the spin queued before each cold call
 measured host time) and in the callable (``stream_k_tail.py``'s launches, the family's providers on the family's own
 inputs). Here each candidate is timed by ``measure_cupti`` with the spin sized for each host time given:
 
-- ``op-stream-k``, ``op-whole``: the launches ``stream_k_tail.py`` times (``tma_launcher``, then the rstd kernel, then
-  the product, PDL where the GPU has it), without a bias as there; ``op-stream-k-bias``: with the family's bias, as
+- ``op-stream-k``, ``op-whole``: the launches ``stream_k_tail.py`` times (``rstd_epilogue.tma_op``: the rstd kernel,
+  then the product, PDL where the GPU has it), without a bias as there; ``op-stream-k-bias``: with the family's bias, as
   the providers run;
 - ``provider-prepared``, ``provider``: the family's ``triton_rstd_epilogue_prepared`` and ``triton_rstd_epilogue``,
   called as ``kprof profile`` calls them.
@@ -47,10 +47,7 @@ def candidates(dtype: str, m: int, k: int, n: int) -> dict:
     def op(stream_k: bool, bias: bool = False):
         def run() -> torch.Tensor:
             r = torch.empty(m, dtype=torch.float32, device="cuda")
-            b = inputs["b"] if bias else None
-            launch = re.tma_launcher(x, wf, b, y, r, pdl=pdl, stream_k=stream_k)
-            re.launch_row_rstd(x, r, eps, pdl=pdl)
-            launch()
+            re.tma_op(x, wf, inputs["b"] if bias else None, y, r, eps, pdl=pdl, stream_k=stream_k)
             return y
 
         return run

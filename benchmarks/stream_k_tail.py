@@ -5,8 +5,8 @@ more than half the SMs (``tiles.tail_split`` leaves it whole: at N 5504, 88 of 1
     python benchmarks/stream_k_tail.py --out DIR [--points fp16:2048x2048x5504,...] [--rounds 5] [--bias]
 
 Candidates, per point (M x K x N): ``product-stream-k`` and ``product-whole`` (the product alone, rstd given),
-``op-stream-k`` and ``op-whole`` (the rstd kernel and the product, PDL where the GPU has it, as
-``rstd_epilogue.rmsnorm_linear_folded`` launches them), ``[x@W]`` (cuBLAS); with ``--caps 176,...`` also the stream-K
+``op-stream-k`` and ``op-whole`` (the rstd kernel and the product, PDL where the GPU has it, by
+``rstd_epilogue.tma_op`` as the op launches them), ``[x@W]`` (cuBLAS); with ``--caps 176,...`` also the stream-K
 product and op with the product's registers capped (``maxnreg``), ``product-stream-k-r176``, ``op-stream-k-r176``. Each is checked against the float64
 product first; cold (kprof's flush; CUDA events, or with ``--timer cupti`` kprof's cold mode), rounds interleaved in a
 random order. The compiled product's
@@ -70,9 +70,7 @@ def candidates(
     def op(stream_k: bool, cap: int | None = None):
         def run() -> torch.Tensor:
             r = torch.empty(m, dtype=torch.float32, device="cuda")
-            launch = re.tma_launcher(x, wf, b, y, r, pdl=pdl, stream_k=stream_k, maxnreg=cap)
-            re.launch_row_rstd(x, r, eps, pdl=pdl)
-            launch()
+            re.tma_op(x, wf, b, y, r, eps, pdl=pdl, stream_k=stream_k, maxnreg=cap)
             return y
 
         return run

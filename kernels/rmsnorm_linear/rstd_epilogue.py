@@ -452,7 +452,7 @@ def tma_launcher(
 ) -> Callable[[], None]:
     """:func:`tma_product`'s launch, its tiles chosen and its descriptors made now: the op makes them before it
     launches the rstd kernel, so that only the launch itself stands between the two kernels (why: see
-    ``rmsnorm_linear_folded``). ``maxnreg``: a cap on the product's registers a thread (experiments)."""
+    :func:`tma_op`). ``maxnreg``: a cap on the product's registers a thread (experiments)."""
     (m, k), n = x2d.shape, wf.shape[1]
     plan = tma_plan(m, k, n, persistent_sms(x2d), tail, stream_k)
     descriptors = tile_descriptors(x2d, wf, y, plan.tiles, plan.subtile, plan.split)
@@ -556,6 +556,30 @@ def launch_row_rstd(x2d: torch.Tensor, rstd: torch.Tensor, eps: float, *, pdl: b
         launching.prefer_shared_memory(compiled)
 
 
+def tma_op(
+    x2d: torch.Tensor,
+    wf: torch.Tensor,
+    b: torch.Tensor | None,
+    y: torch.Tensor,
+    rstd: torch.Tensor,
+    eps: float,
+    *,
+    pdl: bool,
+    stream_k: bool | None = None,
+    maxnreg: int | None = None,
+) -> None:
+    """The op's two kernels on the TMA route: the rstd kernel into ``rstd``, then :func:`tma_product` into ``y``
+    (``stream_k``, ``maxnreg`` as :func:`tma_launcher`). The product's tiles and descriptors are made before the rstd
+    kernel is launched: with PDL the product overlaps that kernel only if it is launched while the kernel runs (17-34
+    us at 2048-8192 rows), so the host's work between the two launches is kept to the launch itself. Raced both ways
+    at 14 prefill points on one H100 the orders were within 0.6% at 13 and 180.2 against 164.1 us at 2048x2048x14336
+    bf16, but another H100 read 180.2 there with this order (benchmarks/results/short-k/, k-tail-15ac428 and
+    rstd-grid-26712a6)."""
+    product = tma_launcher(x2d, wf, b, y, rstd, pdl=pdl, stream_k=stream_k, maxnreg=maxnreg)
+    launch_row_rstd(x2d, rstd, eps, pdl=pdl)
+    product()
+
+
 def rmsnorm_linear_folded(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float, wf: torch.Tensor
 ) -> torch.Tensor:
@@ -574,14 +598,7 @@ def folded_launches(
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     pdl = launching.pdl_ready(x2d)
     if use_tma(x2d, wf, y):
-        # the product's tiles and descriptors made before the rstd kernel is launched: with PDL the product overlaps
-        # that kernel only if it is launched while the kernel runs (17-34 us at 2048-8192 rows), so the host's work
-        # between the two launches is kept to the launch itself. Raced both ways at 14 prefill points on one H100
-        # the orders were within 0.6% at 13 and 180.2 against 164.1 us at 2048x2048x14336 bf16, but another H100 read
-        # 180.2 there with this order (benchmarks/results/short-k/, k-tail-15ac428 and rstd-grid-26712a6)
-        product = tma_launcher(x2d, wf, b, y, rstd, pdl=pdl)
-        launch_row_rstd(x2d, rstd, eps, pdl=pdl)
-        product()
+        tma_op(x2d, wf, b, y, rstd, eps, pdl=pdl)
         return y.view(*x.shape[:-1], n), None
     launch_row_rstd(x2d, rstd, eps, pdl=pdl)
     launched = launch_product(x2d, wf, b, y, eps, norm=2, rstd=rstd, pdl=pdl)
