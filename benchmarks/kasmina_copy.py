@@ -45,13 +45,41 @@ from bench_common import candidate_rows, print_notes, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
-from kprof.kernels.kasmina import branch_free, floor
+from kprof.kernels.kasmina import branch_free, floor, tma
 
 DEFAULT_SHAPES = "64x1000x64,1x1000x64,512x1000x64,64x250x256,48x333x100"
 TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
 # fp32 (tf32x3 products; see branch_free.precision_of): fewer rows per tile, more warps, the blueprint whole (up to
 # 128 channels) or in steps of 32 or 64 rows
 FP32_TILES = [(16, 2), (16, 4), (16, 8), (32, 2), (32, 4), (32, 8)]
+
+
+# the TMA kernel (kasmina.tma): rows per tile x warps x stages, its sums per element and per tile (" pt")
+TMA_TILES = [
+    (32, 2, 3),
+    (32, 4, 3),
+    (64, 4, 2),
+    (64, 4, 3),
+    (64, 4, 4),
+    (64, 8, 3),
+    (128, 4, 3),
+    (128, 8, 3),
+    (128, 8, 4),
+]
+
+
+def tma_candidates(inp: dict) -> dict[str, object]:
+    """name -> fn: the TMA kernel at each of ``TMA_TILES`` its tile fits (``tma.fits``, seeds per SM aside), its
+    statistics summed per element and per tile."""
+    x, c = inp["x"], inp["weights"].shape[-1]
+    return {
+        f"tma b{b} w{w} st{st}" + (" pt" if pt else ""): lambda b=b, w=w, st=st, pt=pt: tma.launch(
+            **inp, block_b=b, num_warps=w, stages=st, per_tile=pt
+        )
+        for b, w, st in TMA_TILES
+        for pt in (False, True)
+        if tma.fits(x, inp["lifecycle"].shape[0], c, b, 0)
+    }
 
 
 FLOORS = {0: "copy", 1: "ids", 2: "blueprints"}  # READS -> the floor's tile names
@@ -167,6 +195,7 @@ def run_point(
     tiles: tuple[tuple[int, int], ...] = (),
     no_floors: bool = False,
     both_states: bool = False,
+    with_tma: bool = False,
 ) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
@@ -188,8 +217,10 @@ def run_point(
             fns["[shipped, by state, masked]"] = lambda: branch_free.launch(
                 **inp, telemetry=True, by_state=True, even=False
             )
-    if not floors_only:
+    if not floors_only and not (with_tma and tiles == ((0, 0),)):
         fns.update(candidates(inp, splits, by_state, stats, maxnreg, tiles, both_states))
+    if with_tma:
+        fns.update(tma_candidates(inp))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     # each must copy x exactly, the zero included, into an output poisoned first (a tile that wrote nothing would
@@ -230,6 +261,7 @@ def main() -> None:
     ap.add_argument("--masked", action="store_true", help="also the shipped launch with its masks (EVEN off)")
     ap.add_argument("--tiles", default="", help="only these tiles, rows x warps (e.g. 16x2,32x2)")
     ap.add_argument("--no-floors", action="store_true", help="leave the floors' copy kernels out")
+    ap.add_argument("--tma", action="store_true", help="also the TMA kernel at its tiles (--tiles 0x0: it alone)")
     args = ap.parse_args()
     tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",") if t)
     splits = tuple(int(v) for v in args.splits.split(",") if v)
@@ -242,14 +274,17 @@ def main() -> None:
             point = run_point(
                 shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats, caps,
                 masked=args.masked, tiles=tiles, no_floors=args.no_floors, both_states=args.both_states,
+                with_tma=args.tma,
             )  # fmt: skip
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]
             named = (*FLOOR_LABELS.values(), "[no telemetry]", "[no telemetry, by state]", "[shipped]")
             named += ("[shipped, by state]", "[shipped, masked]", "[shipped, by state, masked]")
-            tile_names = [c for c in med if not c.startswith("[")]
+            tile_names = [c for c in med if not c.startswith("[") and not c.startswith("tma")]
             named += (min(tile_names, key=med.get),) if tile_names else ()
+            tma_names = [c for c in med if c.startswith("tma")]
+            named += (min(tma_names, key=med.get),) if tma_names else ()
             for st in stats:  # each way of summing the statistics: its fastest tile
                 mine = [c for c in tile_names if f" s{st}" in c]
                 named += (min(mine, key=med.get),) if mine else ()
