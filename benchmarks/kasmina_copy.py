@@ -12,7 +12,9 @@ the kernel's BY_STATE branch (dormant seeds copy x, the others fold the blend in
 by state]`` and ``[no telemetry, by state]``; with ``--both-states``, every tile without it and with it (``bs``). With ``--stats``, every tile at each of the kernel's ways of summing the statistics (``STATS``: Chan's
 merge per tile, or sums shifted by the program's first row, per tile or per element); with ``--maxnreg``, each also
 at those register caps (``maxnreg``: fewer registers a thread, more programs an SM). With ``--masked``, also
-``[shipped, masked]``: the shipped launch with the masks it drops where every tile is full (``EVEN``). (The first
+``[shipped, masked]``: the shipped launch with the masks it drops where every tile is full (``EVEN``). With ``--tma``, also
+``kasmina_tma.py``'s kernel (x and y tiles moved by TMA, the blend folded) at its tiles (``--tiles 0x0``: it alone
+beside the references). (The first
 two races in ``results/kasmina-copy/`` also had rows split over programs, x loaded a step ahead and IEEE fp32
 products; a later one several seeds per program: none was kept.)
 
@@ -39,13 +41,14 @@ import argparse
 import statistics
 from pathlib import Path
 
+import kasmina_tma as tma
 import torch
 import triton
 from bench_common import candidate_rows, print_notes, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
-from kprof.kernels.kasmina import branch_free, floor, tma
+from kprof.kernels.kasmina import branch_free, floor
 
 DEFAULT_SHAPES = "64x1000x64,1x1000x64,512x1000x64,64x250x256,48x333x100"
 TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
