@@ -71,17 +71,19 @@ TMA_TILES = [
 ]
 
 
-def tma_candidates(inp: dict) -> dict[str, object]:
-    """name -> fn: the TMA kernel at each of ``TMA_TILES`` its tile fits (``tma.fits``, seeds per SM aside), its
-    statistics summed per element and per tile."""
+def tma_candidates(inp: dict, tiles: tuple[tuple[int, ...], ...] = ()) -> dict[str, object]:
+    """name -> fn: the TMA kernel at each of ``tiles`` (rows, warps, stages[, register cap]; default ``TMA_TILES``)
+    its tile fits (``tma.fits``, seeds per SM aside), its statistics summed per element and per tile."""
     x, c = inp["x"], inp["weights"].shape[-1]
     return {
-        f"tma b{b} w{w} st{st}" + (" pt" if pt else ""): lambda b=b, w=w, st=st, pt=pt: tma.launch(
-            **inp, block_b=b, num_warps=w, stages=st, per_tile=pt
+        f"tma b{t[0]} w{t[1]} st{t[2]}" + (f" m{t[3]}" if len(t) > 3 else "") + (" pt" if pt else ""): (
+            lambda t=t, pt=pt: tma.launch(
+                **inp, block_b=t[0], num_warps=t[1], stages=t[2], per_tile=pt, maxnreg=t[3] if len(t) > 3 else 0
+            )
         )
-        for b, w, st in TMA_TILES
+        for t in tiles or TMA_TILES
         for pt in (False, True)
-        if tma.fits(x, inp["lifecycle"].shape[0], c, b, 0)
+        if tma.fits(x, inp["lifecycle"].shape[0], c, t[0], 0)
     }
 
 
@@ -199,6 +201,7 @@ def run_point(
     no_floors: bool = False,
     both_states: bool = False,
     with_tma: bool = False,
+    tma_tiles: tuple[tuple[int, ...], ...] = (),
 ) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
@@ -223,7 +226,7 @@ def run_point(
     if not floors_only and not (with_tma and tiles == ((0, 0),)):
         fns.update(candidates(inp, splits, by_state, stats, maxnreg, tiles, both_states))
     if with_tma:
-        fns.update(tma_candidates(inp))
+        fns.update(tma_candidates(inp, tma_tiles))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     # each must copy x exactly, the zero included, into an output poisoned first (a tile that wrote nothing would
@@ -265,8 +268,10 @@ def main() -> None:
     ap.add_argument("--tiles", default="", help="only these tiles, rows x warps (e.g. 16x2,32x2)")
     ap.add_argument("--no-floors", action="store_true", help="leave the floors' copy kernels out")
     ap.add_argument("--tma", action="store_true", help="also the TMA kernel at its tiles (--tiles 0x0: it alone)")
+    ap.add_argument("--tma-tiles", default="", help="the TMA kernel's tiles, rows x warps x stages[ x register cap]")
     args = ap.parse_args()
     tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",") if t)
+    tma_tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.tma_tiles.split(",") if t)
     splits = tuple(int(v) for v in args.splits.split(",") if v)
     stats = tuple(int(v) for v in args.stats.split(",") if v)
     caps = tuple(int(v) for v in args.maxnreg.split(",") if v)
@@ -277,7 +282,7 @@ def main() -> None:
             point = run_point(
                 shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats, caps,
                 masked=args.masked, tiles=tiles, no_floors=args.no_floors, both_states=args.both_states,
-                with_tma=args.tma,
+                with_tma=args.tma, tma_tiles=tma_tiles,
             )  # fmt: skip
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}

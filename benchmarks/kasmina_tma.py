@@ -124,6 +124,7 @@ def launch(
     num_warps: int = DEFAULT_TILE[1],
     stages: int = DEFAULT_TILE[2],
     per_tile: bool = False,
+    maxnreg: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Check, allocate and launch; returns ``(y, telemetry)``. Raises where :func:`fits` does not hold for the
     tile (ignoring the seeds per SM, which only decide whether it is the fastest launch)."""
@@ -154,6 +155,7 @@ def launch(
         PRECISION=branch_free.precision_of(x.dtype),
         PER_TILE=per_tile,
         num_warps=num_warps,
+        **({"maxnreg": maxnreg} if maxnreg else {}),
     )
     return y, tele
 
