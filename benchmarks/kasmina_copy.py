@@ -13,8 +13,8 @@ by state]`` and ``[no telemetry, by state]``; with ``--both-states``, every tile
 merge per tile, or sums shifted by the program's first row, per tile or per element); with ``--maxnreg``, each also
 at those register caps (``maxnreg``: fewer registers a thread, more programs an SM). With ``--masked``, also
 ``[shipped, masked]``: the shipped launch with the masks it drops where every tile is full (``EVEN``). With ``--tma``, also
-``kasmina_tma.py``'s kernel (x and y tiles moved by TMA, the blend folded) at its tiles (``--tiles 0x0``: it alone
-beside the references). (The first
+the TMA kernel (``kasmina.tma``: x and y tiles moved by TMA, the blend folded) at its tiles (``--tma-tiles``; with
+``--tiles 0x0`` it alone beside the references). (The first
 two races in ``results/kasmina-copy/`` also had rows split over programs, x loaded a step ahead and IEEE fp32
 products; a later one several seeds per program: none was kept.)
 
@@ -41,14 +41,13 @@ import argparse
 import statistics
 from pathlib import Path
 
-import kasmina_tma as tma
 import torch
 import triton
 from bench_common import candidate_rows, print_notes, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
-from kprof.kernels.kasmina import branch_free, floor
+from kprof.kernels.kasmina import branch_free, floor, tma
 
 DEFAULT_SHAPES = "64x1000x64,1x1000x64,512x1000x64,64x250x256,48x333x100"
 TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
@@ -72,19 +71,19 @@ TMA_TILES = [
 
 
 def tma_candidates(inp: dict, tiles: tuple[tuple[int, ...], ...] = ()) -> dict[str, object]:
-    """name -> fn: the TMA kernel at each of ``tiles`` (rows, warps, stages[, register cap]; default ``TMA_TILES``)
-    its tile fits (``tma.fits``, seeds per SM aside), its statistics summed per element and per tile."""
+    """name -> fn: the TMA kernel (``kasmina.tma``) at each of ``tiles`` (rows, warps, stages[, register cap];
+    default ``TMA_TILES``) that fits the point (``tma.fits``, the table's classes aside), its statistics summed per
+    element and per tile."""
     x, c = inp["x"], inp["weights"].shape[-1]
-    return {
-        f"tma b{t[0]} w{t[1]} st{t[2]}" + (f" m{t[3]}" if len(t) > 3 else "") + (" pt" if pt else ""): (
-            lambda t=t, pt=pt: tma.launch(
-                **inp, block_b=t[0], num_warps=t[1], stages=t[2], per_tile=pt, maxnreg=t[3] if len(t) > 3 else 0
-            )
+    named = {
+        f"tma b{t[0]} w{t[1]} st{t[2]}" + (f" m{t[3]}" if len(t) > 3 else "") + (" pt" if pt else ""): tma.TmaTile(
+            c, t[0], t[1], t[2], per_tile=pt, maxnreg=t[3] if len(t) > 3 else 0
         )
         for t in tiles or TMA_TILES
         for pt in (False, True)
-        if tma.fits(x, inp["lifecycle"].shape[0], c, t[0], 0)
+        if tma.fits(x, c, t[0])
     }
+    return {name: (lambda tile=tile: tma.launch(**inp, tile=tile)) for name, tile in named.items()}
 
 
 FLOORS = {0: "copy", 1: "ids", 2: "blueprints"}  # READS -> the floor's tile names

@@ -746,3 +746,7 @@ def kasmina_branch_free(
 # Public handles for op_plan (the ops API's launch plan): the kernels keep their `_` names,
 # which are the names profilers record for every launch.
 forward_kernel = _kasmina_forward_kernel
+# and the helpers kasmina.tma's kernel shares with it
+fold = _fold
+product = _product
+store_telemetry = _store_telemetry

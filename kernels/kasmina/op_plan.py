@@ -8,12 +8,14 @@ from typing import Any
 
 import torch
 
-from kprof.kernels.kasmina import branch_free
+from kprof.kernels.kasmina import branch_free, tma
+from kprof.kernels.kasmina.family import check_inputs
 from kprof.kernels.lib.plans import Launch, Plans, contiguous_layout, row_stride
 from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 PLANS = Plans()
 _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
+_tma_launcher = CompiledLauncher(tma.tma_kernel)
 
 
 def kasmina(
@@ -72,6 +74,8 @@ def kasmina(
     plan = PLANS.plans.get(key)
     if plan is None:
         return _kasmina_first(x, lifecycle, blueprint_id, alpha, weights, bias, key)
+    if type(plan) is TmaPlan:
+        return plan(x, lifecycle, blueprint_id, alpha, weights, bias, (lp, ip, ap, wp, bp))
     launch, n_seeds, config, y_layout, tele_layout = plan
     y = x.new_empty_strided(*y_layout)
     tele = alpha.new_empty_strided(*tele_layout)  # alpha is float32 on x's device (the checks that made the plan)
@@ -84,7 +88,44 @@ def kasmina(
     return y, tele
 
 
+class TmaPlan:
+    """A signature's launch of the TMA kernel (``kasmina.tma``, the H200's table): the launch, its tile, the layouts of
+    y and the telemetry. The descriptors are made on every call (they hold x's and y's addresses)."""
+
+    __slots__ = ("launch", "tile", "y_layout", "tele_layout")
+
+    def __init__(self, launch: Launch, tile: tma.TmaTile, x_shape: tuple[int, ...], n_seeds: int) -> None:
+        self.launch, self.tile = launch, tile
+        self.y_layout = contiguous_layout(x_shape)
+        self.tele_layout = contiguous_layout((n_seeds, 2))
+
+    def __call__(
+        self,
+        x: torch.Tensor,
+        lifecycle: torch.Tensor,
+        blueprint_id: torch.Tensor,
+        alpha: torch.Tensor,
+        weights: torch.Tensor,
+        bias: torch.Tensor,
+        pointers: tuple[int, ...],
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        y = x.new_empty_strided(*self.y_layout)
+        tele = alpha.new_empty_strided(*self.tele_layout)
+        width = x.shape[-1]
+        descriptors = tma.descriptors(x.view(-1, width), y.view(-1, width), self.tile)
+        if self.launch.entry is not None and not launch_hooks_installed():
+            self.launch.fast(*descriptors, *pointers, tele.data_ptr())
+        else:
+            self.launch(*descriptors, lifecycle, blueprint_id, alpha, weights, bias, tele)
+        return y, tele
+
+
 def _kasmina_checked(x: Any, lifecycle: Any, blueprint_id: Any, alpha: Any, weights: Any, bias: Any) -> tuple:
+    """The checked launch: the TMA kernel where the H200's table takes it (``tma.tile_for``), else branch_free's."""
+    n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
+    tile = tma.tile_for(x, n_seeds, c)
+    if tile is not None:
+        return tma.launch(x, lifecycle, blueprint_id, alpha, weights, bias, tile)
     y, tele = branch_free.launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=True)
     return y, tele
 
@@ -102,6 +143,17 @@ def _kasmina_first(
     xs = row_stride(x)
     if xs is not None and weights.is_contiguous() and bias.is_contiguous():
         n_seeds, c = lifecycle.shape[0], weights.shape[-1]
+        tile = tma.tile_for(x, n_seeds, c)  # what _kasmina_checked ran
+        if tile is not None:
+            if xs == x.shape[-1]:  # the plan views x's rows as one contiguous [rows, S*C]
+                tail = (
+                    x.numel() // x.shape[-1],
+                    weights.shape[0],
+                    *tile.constexprs(branch_free.precision_of(x.dtype)).values(),
+                )
+                launch = Launch(_tma_launcher, ("ops", "tma") + key + (tail,), (n_seeds,), tail, tile.options())
+                PLANS.put(key, TmaPlan(launch, tile, tuple(x.shape), n_seeds))
+            return y, tele
         cfg = branch_free.config_for(x, n_seeds, c, True)  # what branch_free.launch ran
         # the kernel's sizes and strides, then its compile-time arguments in its signature's order
         tail = (x.numel() // x.shape[-1], c, weights.shape[0], xs, x.shape[-1], *cfg.constexprs().values())
