@@ -7,8 +7,9 @@ left for the threads is the product, the statistics and y's conversion: no addre
 of x in the product's layout. Dormant seeds stay bit for bit x in 16-bit (a product by I in fp32).
 
 It covers the shapes a descriptor can address with whole tiles (``fits``): 16-bit x, channels a power of two of
-16 to 128, the rows a multiple of the tile. The H200's table (``tile_for``) takes it where it was raced faster than
-``branch_free``'s kernel, with a program per seed; elsewhere, and on other GPUs (not raced), ``branch_free`` runs.
+16 to 128, the rows a multiple of the tile. The ops API takes it on an H200 (``tile_for``) where it was raced faster
+than ``branch_free``'s kernel, with a program per seed, and where x is large enough that the GPU time it saves is not
+spent again on the host (``TMA_MIN_ELEMENTS``); elsewhere, and on other GPUs (not raced), ``branch_free`` runs.
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ class TmaTile:
 #   27.9, fp16 25.9 / 27.8); not at 64x1000x64 (8.7 / 8.5).
 # - 128 channels from 512 rows: 32 x 4, 6 stages, sums per column (512x1000x128 76.6 / 87.8, 512x4000x128 283.7 /
 #   331.4); not at 64x4000x128 (75.5 at best / 70.8).
-# 128-255 rows and 256-511 rows at 128 channels were not raced. Elsewhere branch_free's kernel runs.
+# 128-255 rows and 256-511 rows at 128 channels were not raced. Elsewhere branch_free's kernel runs, and the ops API
+# takes a row only from TMA_MIN_ELEMENTS (route_tile): the 64-255-row rows from 8192 seeds at 64 channels.
 _ANY_SEEDS = (1.0, float("inf"))  # at least as many seeds as SMs
 _MANY_SEEDS = (16.0, float("inf"))
 _H200_TILES: tuple[TmaTile, ...] = (
@@ -164,12 +166,26 @@ def table_tile(n_rows: int, n_seeds: int, c: int, sms: int) -> TmaTile | None:
     return None
 
 
+# The smallest x (elements) the ops API takes the TMA kernel for. Its descriptors are made on every call, which cost
+# the plan 15-27 µs of host time a call more than branch_free's (32.3-51.8 against 17.2-24.9 µs at five bf16 points,
+# 200 calls back to back; benchmarks/results/kasmina-copy/h200-tma-0a44c2a/host-1d46a4b/): where the call takes less
+# GPU time than that, a caller launching it without a CUDA graph waits for the host, and the GPU's 1-4 µs saving
+# is lost (512x1000x32: 32.3 µs of host time against 18.0 on the GPU; branch_free's 17.3 and 19.2). From 2^25
+# elements (512x1000x128, 512x4000x32 and up: 74-285 µs on the GPU) the kernel's saving is the call's.
+TMA_MIN_ELEMENTS = 1 << 25
+
+
+def route_tile(n_rows: int, n_seeds: int, c: int, sms: int) -> TmaTile | None:
+    """:func:`table_tile`, where x has at least ``TMA_MIN_ELEMENTS`` elements; else None."""
+    return table_tile(n_rows, n_seeds, c, sms) if n_rows * n_seeds * c >= TMA_MIN_ELEMENTS else None
+
+
 def tile_for(x: torch.Tensor, n_seeds: int, c: int) -> TmaTile | None:
-    """The TMA launch for a call with telemetry on ``x`` (rows of ``n_seeds`` x ``c`` channels): the H200 table's,
+    """The TMA launch for a call with telemetry on ``x`` (rows of ``n_seeds`` x ``c`` channels): :func:`route_tile`'s,
     where x is on an H200 and a descriptor can address it (``fits``); None where ``branch_free``'s kernel runs."""
     if not launching.fast_memory(x):
         return None
-    tile = table_tile(x.numel() // x.shape[-1], n_seeds, c, launching.sm_count(x))
+    tile = route_tile(x.numel() // x.shape[-1], n_seeds, c, launching.sm_count(x))
     return tile if tile is not None and fits(x, c, tile.block_b) else None
 
 

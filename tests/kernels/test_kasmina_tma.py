@@ -82,6 +82,22 @@ def test_the_h200_table_takes_the_classes_it_was_raced_faster_in(rows, seeds, c,
     assert (None if tile is None else (tile.block_b, tile.stages)) == expected
 
 
+@pytest.mark.parametrize(
+    ("rows", "seeds", "c", "taken"),
+    [
+        (512, 1000, 128, True),
+        (512, 4000, 32, True),
+        (512, 1000, 64, False),  # 2^25 - 2^18 elements: the host time the descriptors cost would be the call's
+        (512, 1000, 32, False),
+        (64, 4000, 64, False),
+        (64, 8192, 64, True),  # the table's 64-255 rows, from 2^25 elements
+    ],
+)
+def test_the_ops_api_takes_it_only_where_x_is_large_enough(rows, seeds, c, taken):
+    assert (tma.route_tile(rows, seeds, c, sms=132) is not None) == taken
+    assert tma.table_tile(rows, seeds, c, sms=132) is not None  # the GPU race alone would have taken each
+
+
 def test_no_tile_off_an_h200(device):
     x = F["kasmina"].make_inputs((512, 200, 32), "bf16", device, seed=1)["x"]
     if launching.fast_memory(x):
@@ -97,7 +113,7 @@ def test_the_ops_plan_launches_the_tma_kernel_on_an_h200(rows, c, dtype):
     x = torch.empty(1, device="cuda")
     if not launching.fast_memory(x):
         pytest.skip("the TMA kernel's table is the H200's (not raced elsewhere)")
-    seeds = launching.sm_count(x) + 3
+    seeds = max(launching.sm_count(x) + 3, -(-tma.TMA_MIN_ELEMENTS // (rows * c)))
     inp = _inputs((rows, seeds, c), dtype, "cuda")
     assert tma.tile_for(inp["x"], seeds, c) is not None
     with triton_ops():
