@@ -190,12 +190,16 @@ def tile_for(x: torch.Tensor, n_seeds: int, c: int) -> TmaTile | None:
 
 
 def fits(x: torch.Tensor, c: int, block_b: int) -> bool:
-    """Whether the TMA kernel covers ``x`` (rows of ``c``-channel seeds) in tiles of ``block_b`` rows: 16-bit x a
-    descriptor can address (``launching.tma_ready``), channels a power of two of 16 to 128, whole tiles."""
+    """Whether the TMA kernel covers ``x`` (rows of ``c``-channel seeds) in tiles of ``block_b`` rows: 16-bit x whose
+    rows a view and a descriptor can address (``launching.tma_ready``), channels a power of two of 16 to 128, whole
+    tiles."""
     if x.dim() == 0 or x.stride(-1) != 1:
         return False
     n_rows = x.numel() // x.shape[-1]
-    x2d = x.reshape(n_rows, x.shape[-1])
+    try:  # rows a view can address (a copy would cost more than the kernel saves: branch_free reads strided rows)
+        x2d = x.view(n_rows, x.shape[-1])
+    except RuntimeError:
+        return False
     return launching.tma_ready(x2d) and c in (16, 32, 64, 128) and n_rows >= block_b and n_rows % block_b == 0
 
 
@@ -222,7 +226,7 @@ def launch(
             f"the tile's {tile.channels}) and rows a multiple of the tile's {tile.block_b} (got "
             f"{x.numel() // x.shape[-1]}); branch_free.launch runs every other call"
         )
-    x2d = x.reshape(-1, x.shape[-1])
+    x2d = x.view(-1, x.shape[-1])
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device)
     _kasmina_tma_kernel[(n_seeds,)](

@@ -58,6 +58,8 @@ def test_the_kernel_refuses_what_a_descriptor_cannot_tile(device):
     with pytest.raises(ValueError, match="channels in 16, 32, 64 or 128"):
         tma.launch(**odd, tile=tma.TmaTile(48, 16, 2, 2))
     assert not tma.fits(fam.make_inputs((32, 3, 32), "fp32", device, seed=1)["x"], 32, 16)
+    strided = fam.make_inputs((32, 3, 32), "bf16", device, seed=1)["x"].view(2, 16, 96).transpose(0, 1)
+    assert not tma.fits(strided, 32, 16)  # rows no view can address: no copy is made to check or run
 
 
 @pytest.mark.parametrize(
