@@ -1,6 +1,8 @@
 """kasmina_forward's launch plan (:mod:`kprof.kernels.ops` and, on a GPU, this family's ``triton_telemetry``): the
 checked launch on a call signature's first call, then the same configuration's compiled launch from a plan, with raw
-addresses passed to Triton's C launcher (:mod:`kprof.kernels.lib.plans` says what a plan holds and why)."""
+addresses passed to Triton's C launcher (:mod:`kprof.kernels.lib.plans` says what a plan holds and why). Where the
+H200's table takes ``kasmina.tma``'s kernel (``tma.tile_for``), the plan is a ``TmaPlan``, which also makes the kernel's
+two descriptors on each call."""
 
 from __future__ import annotations
 
