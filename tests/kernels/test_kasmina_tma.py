@@ -107,6 +107,23 @@ def test_no_tile_off_an_h200(device):
     assert tma.tile_for(x, 200, 32) is None
 
 
+def test_the_ops_plan_passes_the_kernel_its_arguments_in_order(device, monkeypatch):
+    """The ops API's TMA plan (``op_plan.TmaPlan``), with the table taking a small shape: its planned call gives the
+    checked first call's outputs bit for bit (its descriptors, pointers, sizes and constexprs reach the kernel in the
+    signature's order), in the interpreter as on a GPU."""
+    monkeypatch.setattr(tma, "tile_for", lambda x, n_seeds, c: tma.TmaTile(c, 16, 2, 2) if c == 32 else None)
+    inp = _inputs((48, 5, 32), "bf16", device)
+    with triton_ops():
+        first = ops.kasmina_forward(**inp)
+        (plan,) = op_plan.PLANS.plans.values()
+        second = ops.kasmina_forward(**inp)
+    assert isinstance(plan, op_plan.TmaPlan)
+    assert torch.equal(second[0], first[0]) and torch.equal(second[1], first[1])
+    y_ref, t_ref = F["kasmina"].oracle(**inp)
+    tol = F["kasmina"].tolerances["bf16"]
+    assert _rel(second[0], y_ref) < tol and _rel(second[1], t_ref) < tol
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(("rows", "c", "dtype"), [(256, 64, "bf16"), (512, 32, "fp16"), (512, 128, "bf16")])
 def test_the_ops_plan_launches_the_tma_kernel_on_an_h200(rows, c, dtype):
