@@ -92,6 +92,16 @@ def _round_up(value: int, unit: int) -> int:
     return int(math.ceil(value / unit) * unit) if unit > 0 else value
 
 
+def _registers_per_warp(registers_per_thread: int, limits: DeviceLimits) -> int:
+    """A warp's registers as the SM allocates them (whole allocation units)."""
+    return _round_up(registers_per_thread * limits.warp_size, limits.reg_alloc_unit)
+
+
+def _shared_per_block(shared_mem_bytes: int, limits: DeviceLimits) -> int:
+    """A block's shared memory as the SM allocates it: with its reserved part, in whole allocation units."""
+    return _round_up(shared_mem_bytes + limits.reserved_smem_per_block, limits.smem_alloc_unit)
+
+
 def theoretical_occupancy(
     threads_per_block: int,
     registers_per_thread: int,
@@ -118,14 +128,14 @@ def theoretical_occupancy(
     if registers_per_thread == 0:
         by_regs = limits.max_blocks_per_sm
     else:
-        regs_per_warp = _round_up(registers_per_thread * limits.warp_size, limits.reg_alloc_unit)
+        regs_per_warp = _registers_per_warp(registers_per_thread, limits)
         if regs_per_warp * warps_per_block > limits.max_regs_per_block:
             return cannot_launch()
         regs_per_partition = limits.regs_per_sm // limits.reg_sub_partitions
         warps_by_regs = (regs_per_partition // regs_per_warp) * limits.reg_sub_partitions
         by_regs = warps_by_regs // warps_per_block
 
-    smem_per_block = _round_up(shared_mem_bytes + limits.reserved_smem_per_block, limits.smem_alloc_unit)
+    smem_per_block = _shared_per_block(shared_mem_bytes, limits)
     by_smem = limits.smem_per_sm // smem_per_block if smem_per_block > 0 else limits.max_blocks_per_sm
 
     candidates = [
@@ -171,10 +181,10 @@ def blocks_beside(resident: tuple[BlockShape, ...], block: BlockShape, limits: D
         warps = math.ceil(shape.threads / limits.warp_size)
         if shape.threads > limits.max_threads_per_block or warps > left["warps"] or left["blocks"] < 1:
             return False
-        smem = _round_up(shape.shared_bytes + limits.reserved_smem_per_block, limits.smem_alloc_unit)
+        smem = _shared_per_block(shape.shared_bytes, limits)
         if shape.shared_bytes > limits.max_smem_per_block or smem > left["smem"]:
             return False
-        per_warp = _round_up(shape.registers * limits.warp_size, limits.reg_alloc_unit)
+        per_warp = _registers_per_warp(shape.registers, limits)
         trial = list(free)
         for _ in range(warps):
             best = max(range(len(trial)), key=trial.__getitem__)
