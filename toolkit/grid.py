@@ -741,20 +741,20 @@ def _why_measured(
         return "ncu: " + "; ".join(notes)
     # without ncu, the cold calls' own per-kernel times still say which kernel the time is in
     cold = [
-        f"{case['provider']} {' + '.join(f'{_short(k)} {us:.1f} us' for k, us in _cold_kernels(case))}"
-        + _side_by_side(case)
+        f"{case['provider']} {' + '.join(f'{_short(k)} {us:.1f} us' for k, us in parts)}" + _side_by_side(case, parts)
         for case in cases
-        if _cold_kernels(case)
+        if (parts := _cold_kernels(case))
     ]
     where = f"; each kernel's median cold time (CUPTI; a call's kernels may overlap): {'; '.join(cold)}" if cold else ""
     return f"no ncu measurement here{where} (profile the point with --profiler ncu, pass that run as --ncu)"
 
 
-def _side_by_side(case: pd.Series) -> str:
-    """For a cold-timed case of several kernels: how long they ran side by side in a call (the median sum of their
-    times less the median busy time), so that kernels meant to overlap (PDL) and run one after the other show."""
+def _side_by_side(case: pd.Series, parts: list[tuple[str, float]]) -> str:
+    """For a cold-timed case of several kernels (``parts``, its ``_cold_kernels``): how long they ran side by side in
+    a call (the median sum of their times less the median busy time), so that kernels meant to overlap (PDL) and run
+    one after the other show."""
     busy, total = _number(case.get("cold_us")), _number(case.get("cold_sum_us"))
-    if len(_cold_kernels(case)) < 2 or math.isnan(busy) or math.isnan(total):
+    if len(parts) < 2 or math.isnan(busy) or math.isnan(total):
         return ""
     return f" (side by side for {max(total - busy, 0.0):.1f} us of the call's {busy:.1f})"
 
