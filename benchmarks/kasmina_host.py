@@ -7,7 +7,13 @@ back-to-back calls without synchronising (outputs allocated by each call), host 
 ``--rounds`` rounds whose order rotates; medians reported. Contenders:
 
 - ``ops``: ``kprof.kernels.ops.kasmina_forward`` with the Triton path on (its launch plan through Triton's C
-  launcher; the path is off unless ``KPROF_USE_TRITON=1`` or ``ops.use_triton(True)``, as here);
+  launcher; the path is off unless ``KPROF_USE_TRITON=1`` or ``ops.use_triton(True)``, as here). The ``route`` column
+  says which kernel its plan launches (``tma``: ``kasmina.tma``'s, whose encoded descriptors the plan keeps by x's
+  and y's addresses; ``branch_free``); ``--tma-floor N`` sets ``tma.TMA_MIN_ELEMENTS`` (the smallest x the route
+  takes) for the run, so the TMA route can be timed below the floor the ops API ships;
+- ``ops, x at new addresses``: the same, x rotating over 65 copies of it (one more than a plan keeps pairs of
+  addresses), so that on the TMA route no call finds its pair kept (each makes and encodes its descriptors: what a
+  caller pays whose buffers never repeat);
 - ``provider``: the ``triton_telemetry`` provider, what ``kprof profile`` and ``kprof grid`` time;
 - ``checked launch``: ``branch_free.launch`` (the input checks, the configuration and the JIT's launch, every call);
 - ``baseline ops``: with ``--baseline FILE``, the ``kasmina`` function of another revision's plan module, loaded
@@ -17,6 +23,10 @@ back-to-back calls without synchronising (outputs allocated by each call), host 
 - ``torch eager ref``: the family's vectorised PyTorch code.
 
     python benchmarks/kasmina_host.py --out DIR [--shapes 1x1000x64,...] [--dtype bf16] [--baseline FILE]
+        [--tma-floor N] [--with-gpu]
+
+``--with-gpu`` times each contender as ``ops_host_cost.step_us`` does instead (back-to-back calls, one synchronise at
+the end: host and GPU together, what a loop of calls without a CUDA graph waits for).
 
 Writes DIR/kasmina_host.csv and prints one line per shape.
 """
@@ -25,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import statistics
 import sys
 from collections.abc import Callable
@@ -33,13 +44,15 @@ from typing import Any
 
 import torch
 from bench_common import write_csv
-from ops_host_cost import host_rounds, rel_err
+from ops_host_cost import host_rounds, rel_err, step_us
 
 from kprof.kernels import discover, ops
-from kprof.kernels.kasmina import branch_free
+from kprof.kernels.kasmina import branch_free, op_plan, tma
 from kprof.kernels.kasmina.reference import kasmina_vectorised
+from kprof.launch import DescribedLaunch
 
 DEFAULT_SHAPES = "1x1000x64,8x1000x64,64x1000x64,64x100x64,512x1000x64,64x250x256"
+KEEP_ROTATION = 65  # more copies of x than a DescribedLaunch keeps pairs of addresses (its default ``keep``)
 
 
 def load_baseline(path: Path) -> Callable[..., Any]:
@@ -52,8 +65,11 @@ def load_baseline(path: Path) -> Callable[..., Any]:
 
 def contenders(inp: dict, baseline: Callable[..., Any] | None) -> dict[str, Callable[[], Any]]:
     provider = discover()["kasmina"].providers["triton_telemetry"].fn
+    copies = [inp["x"].clone() for _ in range(KEEP_ROTATION)]
+    turn = itertools.count()
     found = {
         "ops": lambda: ops.kasmina_forward(**inp),
+        "ops, x at new addresses": lambda: ops.kasmina_forward(**{**inp, "x": copies[next(turn) % len(copies)]}),
         "provider": lambda: provider(**inp),
         "checked launch": lambda: branch_free.launch(**inp, telemetry=True),
         "copy x": lambda: torch.empty_like(inp["x"]).copy_(inp["x"]),
@@ -64,7 +80,19 @@ def contenders(inp: dict, baseline: Callable[..., Any] | None) -> dict[str, Call
     return found
 
 
-def run_shape(shape: tuple[int, ...], dtype: str, calls: int, rounds: int, baseline: Callable | None) -> list[dict]:
+def route(x: Any) -> str:
+    """Which kernel the ops API's plan for a call on ``x`` launches (after the calls that built it)."""
+    for key, plan in op_plan.PLANS.plans.items():
+        if key[0] == x.shape and key[2] == x.dtype:
+            if type(plan) is op_plan.TmaPlan:
+                return "tma (descriptors kept)" if isinstance(plan.described, DescribedLaunch) else "tma"
+            return "branch_free"
+    return "checked"
+
+
+def run_shape(
+    shape: tuple[int, ...], dtype: str, calls: int, rounds: int, baseline: Callable | None, with_gpu: bool
+) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", seed=sum(shape))
     ref = fam.oracle(**inp)
@@ -81,13 +109,15 @@ def run_shape(shape: tuple[int, ...], dtype: str, calls: int, rounds: int, basel
             ok[name] = fn
         else:
             print(f"WRONG {shape} {name}: rel err {errors[name]:.2e}", file=sys.stderr)
-    samples = host_rounds(ok, calls, rounds)
+    samples = host_rounds(ok, calls, rounds, step_us) if with_gpu else host_rounds(ok, calls, rounds)
     label = "x".join(map(str, shape))
     rows = [
         {
             "shape": label,
             "dtype": dtype,
             "contender": name,
+            "route": route(inp["x"]) if name.startswith("ops") else "",
+            "timer": "host and GPU" if with_gpu else "host",
             "host_us": round(statistics.median(samples[name]), 2) if name in samples else "",
             "rounds": " ".join(f"{v:.2f}" for v in samples.get(name, [])),
             "rel_err": errors[name],
@@ -108,12 +138,17 @@ def main() -> None:
     ap.add_argument(
         "--baseline", type=Path, help="another revision's kernels/kasmina/op_plan.py, timed beside this one"
     )
+    ap.add_argument("--tma-floor", type=int, help="tma.TMA_MIN_ELEMENTS for this run (the TMA route's smallest x)")
+    ap.add_argument("--with-gpu", action="store_true", help="time host and GPU together (one synchronise per round)")
     args = ap.parse_args()
+    if args.tma_floor is not None:
+        tma.TMA_MIN_ELEMENTS = args.tma_floor
     baseline = load_baseline(args.baseline) if args.baseline else None
     ops.use_triton(True)
     rows: list[dict] = []
     for s in args.shapes.split(","):
-        rows += run_shape(tuple(int(v) for v in s.split("x")), args.dtype, args.calls, args.rounds, baseline)
+        shape = tuple(int(v) for v in s.split("x"))
+        rows += run_shape(shape, args.dtype, args.calls, args.rounds, baseline, args.with_gpu)
         write_csv(args.out / "kasmina_host.csv", rows)
 
 

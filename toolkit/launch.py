@@ -25,6 +25,7 @@ function the same way directly. Measured with a no-op C function (this repositor
 from __future__ import annotations
 
 import copy
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -87,6 +88,8 @@ FastEntry = tuple[Callable[..., Any], tuple, int]
 *kernel_args)`` launches it, kernel arguments in signature order (constexprs included; pointers may be
 raw addresses)."""
 
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
+
 _SENTINEL_GRID = (7919, 7907, 7901)  # distinct values, so where each lands in a recorded call is unambiguous
 
 
@@ -109,6 +112,34 @@ def _uses_scratch(run: Any) -> bool:
     )
 
 
+def _probe(run: Any, function: Any, packed: Any) -> tuple[Callable[..., Any], tuple, bool] | None:
+    """``(raw, prefix, splat)``: how ``run`` calls its C launch function ``raw`` (``raw(gx, gy, gz, stream, *prefix,
+    *args)`` where ``splat``, else ``raw(gx, gy, gz, stream, *prefix, args)``), found by calling ``run`` once on a
+    copy whose ``launch`` records its arguments; None where that is not safe to repeat (see :func:`direct_launch`)."""
+    if _uses_scratch(run) or not callable(getattr(run, "launch", None)):
+        return None
+    probe, rec = copy.copy(run), _Recorder()
+    stream, args = object(), (object(), object())
+    try:
+        probe.launch = rec
+        probe(*_SENTINEL_GRID, stream, function, packed, None, None, None, *args)
+    except Exception:  # noqa: BLE001 - any surprise in a launcher we do not know: keep Triton's own call
+        return None
+    if len(rec.calls) != 1 or rec.calls[0][:4] != (*_SENTINEL_GRID, stream):
+        return None
+    rest = rec.calls[0][4:]
+    if len(rest) >= 2 and rest[-2] is args[0] and rest[-1] is args[1]:  # kernel arguments passed one by one
+        prefix, splat = rest[:-2], True
+    elif rest and isinstance(rest[-1], tuple) and len(rest[-1]) == 2 and all(a is b for a, b in zip(rest[-1], args)):
+        prefix, splat = rest[:-1], False  # kernel arguments passed as one tuple
+    else:
+        return None
+    per_call = (stream, *args)
+    if any(any(p is v for v in per_call) or (type(p) is int and p in _SENTINEL_GRID) for p in prefix):
+        return None  # a per-call value would be frozen into the prefix
+    return run.launch, prefix, splat
+
+
 def direct_launch(run: Any, function: Any, packed: Any) -> tuple[Callable[..., Any], tuple]:
     """``(launch, prefix)`` with ``launch(gx, gy, gz, stream, *prefix, *args)`` doing what
     ``run(gx, gy, gz, stream, function, packed, None, None, None, *args)`` does (no launch hooks).
@@ -119,29 +150,10 @@ def direct_launch(run: Any, function: Any, packed: Any) -> tuple[Callable[..., A
     (another launcher class, scratch space, a per-call value in the prefix) gives ``run`` itself with the
     prefix ``(function, packed, None, None, None)``: correct everywhere, only slower.
     """
-    generic = (run, (function, packed, None, None, None))
-    if _uses_scratch(run) or not callable(getattr(run, "launch", None)):
-        return generic
-    raw = run.launch
-    probe, rec = copy.copy(run), _Recorder()
-    stream, args = object(), (object(), object())
-    try:
-        probe.launch = rec
-        probe(*_SENTINEL_GRID, stream, function, packed, None, None, None, *args)
-    except Exception:  # noqa: BLE001 - any surprise in a launcher we do not know: keep Triton's own call
-        return generic
-    if len(rec.calls) != 1 or rec.calls[0][:4] != (*_SENTINEL_GRID, stream):
-        return generic
-    rest = rec.calls[0][4:]
-    if len(rest) >= 2 and rest[-2] is args[0] and rest[-1] is args[1]:  # kernel arguments passed one by one
-        prefix, splat = rest[:-2], True
-    elif rest and isinstance(rest[-1], tuple) and len(rest[-1]) == 2 and all(a is b for a, b in zip(rest[-1], args)):
-        prefix, splat = rest[:-1], False  # kernel arguments passed as one tuple
-    else:
-        return generic
-    per_call = (stream, *args)
-    if any(any(p is v for v in per_call) or (type(p) is int and p in _SENTINEL_GRID) for p in prefix):
-        return generic  # a per-call value would be frozen into the prefix
+    found = _probe(run, function, packed)
+    if found is None:
+        return run, (function, packed, None, None, None)
+    raw, prefix, splat = found
     if splat:
         return raw, prefix
 
@@ -197,6 +209,121 @@ class CompiledLauncher:
         packed = getattr(kernel, "packed_metadata", None)
         if run is not None and function is not None and packed is not None:
             self.entries[key] = (*direct_launch(run, function, packed), torch.cuda.current_device())
+
+
+class DescribedLaunch:
+    """The compiled launch of a kernel whose leading arguments are host TMA descriptors
+    (``triton.tools.tensor_descriptor.TensorDescriptor``), with what Triton encodes from them kept by the addresses
+    they describe.
+
+    Why: Triton's launcher wraps its C function in Python that turns each descriptor into an encoded tensor map
+    (``cuTensorMapEncodeTiled``) and its sizes, on every call. On an H200 (Triton 3.6) two descriptors cost a
+    kasmina call 6.1 us to make and 4.9 us in that wrapper, against 4.0 us for the C function given the encoded
+    arguments (``benchmarks/results/kasmina-copy/h200-tma-host-7d077d8/``). A map encodes an address, a shape,
+    strides and a block, and a plan fixes all but the address: so the encoded arguments are kept per tuple of
+    addresses (at most ``keep``, then forgotten together), made by Triton's own wrapper on a miss and passed to the
+    C function on a hit. A caller that keeps reusing its buffers (PyTorch's caching allocator hands a loop the same
+    blocks) pays the C function's cost; one whose addresses never repeat pays what Triton's wrapper costs, once.
+
+    The encoded arguments are recorded by calling a copy of Triton's wrapper whose C function records them, so
+    their layout is whatever the installed Triton's is. Where the wrapper is not one this recognises (no C function
+    among its free variables, or a recording that does not end with the arguments given), every call goes through
+    the wrapper with fresh descriptors, as :meth:`kprof.kernels.lib.plans.Launch.fast` does.
+    """
+
+    __slots__ = (
+        "grid",
+        "device",
+        "prefix",
+        "splat",
+        "wrapper",
+        "recording",
+        "recorder",
+        "c_launch",
+        "c_packed",
+        "kept",
+        "keep",
+    )
+
+    def __init__(
+        self, wrapper: Callable[..., Any], prefix: tuple, splat: bool, grid: Sequence[int], device: int, keep: int = 64
+    ) -> None:
+        self.grid = (tuple(grid) + (1, 1))[:3]
+        self.device, self.prefix, self.splat, self.wrapper, self.keep = device, prefix, splat, wrapper, keep
+        self.kept: dict[tuple, tuple] = {}
+        self.recorder = _Recorder()
+        # how the C function takes the kernel's arguments, once seen: one by one (False), or in one list or tuple
+        self.c_packed: type | bool | None = None
+        self.c_launch: Callable[..., Any] | None = None
+        self.recording: Callable[..., Any] | None = None
+        names = getattr(getattr(wrapper, "__code__", None), "co_freevars", ())
+        if "launcher" in names and getattr(wrapper, "__closure__", None):
+            cells = wrapper.__closure__
+            self.c_launch = cells[names.index("launcher")].cell_contents
+            swapped = tuple(types.CellType(self.recorder) if n == "launcher" else c for n, c in zip(names, cells))
+            self.recording = types.FunctionType(
+                wrapper.__code__, wrapper.__globals__, wrapper.__name__, wrapper.__defaults__, swapped
+            )
+
+    @classmethod
+    def of(cls, kernel: Any, grid: Sequence[int], device: int) -> DescribedLaunch | None:
+        """For a ``CompiledKernel`` (:attr:`CompiledLauncher.compiled`): None where its launcher must run as Triton
+        wrote it (scratch space, a launcher class this does not know)."""
+        run, function, packed = (getattr(kernel, a, None) for a in ("run", "function", "packed_metadata"))
+        found = None if run is None or function is None or packed is None else _probe(run, function, packed)
+        return None if found is None else cls(found[0], found[1], found[2], grid, device)
+
+    def __call__(self, addresses: tuple[int, ...], describe: Callable[[], tuple], rest: tuple) -> None:
+        """Launch with the descriptors of ``addresses`` (``describe()`` makes them where none are kept), then
+        ``rest``: the kernel's other arguments in signature order (raw addresses, sizes, constexprs)."""
+        g, stream = self.grid, _raw_stream(self.device)
+        encoded = self.kept.get(addresses)
+        if encoded is None:
+            descriptors = describe()
+            encoded = self._encode(descriptors, rest)
+            if encoded is None:  # not a wrapper this recognises: Triton's own call, from now on
+                self.recording, args = None, (*descriptors, *rest)
+                if self.splat:
+                    self.wrapper(g[0], g[1], g[2], stream, *self.prefix, *args)
+                else:
+                    self.wrapper(g[0], g[1], g[2], stream, *self.prefix, args)
+                return
+            if not any(isinstance(a, torch.Tensor) for a in encoded):  # a tensor kept would keep its memory
+                if len(self.kept) >= self.keep:
+                    self.kept.clear()
+                self.kept[addresses] = encoded
+        if self.c_packed:
+            self.c_launch(g[0], g[1], g[2], stream, *self.prefix, self.c_packed((*encoded, *rest)))
+        else:
+            self.c_launch(g[0], g[1], g[2], stream, *self.prefix, *encoded, *rest)
+
+    def _encode(self, descriptors: tuple, rest: tuple) -> tuple | None:
+        """What Triton's wrapper hands the C function for ``descriptors`` (their encoded maps, sizes and strides), or
+        None where the recording does not have the layout expected: the prefix, then the arguments given, the
+        descriptors' part before ``rest`` (passed through unchanged)."""
+        if self.recording is None:
+            return None
+        rec, stream, args = self.recorder, object(), (*descriptors, *rest)
+        rec.calls.clear()
+        if self.splat:
+            self.recording(*_SENTINEL_GRID, stream, *self.prefix, *args)
+        else:
+            self.recording(*_SENTINEL_GRID, stream, *self.prefix, args)
+        call, n = (rec.calls.pop() if len(rec.calls) == 1 else ()), len(self.prefix)
+        if len(call) < 5 + n:
+            return None
+        if call[:4] != (*_SENTINEL_GRID, stream) or not all(a is b for a, b in zip(call[4 : 4 + n], self.prefix)):
+            return None
+        body = call[4 + n :]
+        packed = type(body[0]) if len(body) == 1 and type(body[0]) in (tuple, list) else False
+        kernel_args = tuple(body[0]) if packed else body
+        cut = len(kernel_args) - len(rest)
+        if cut < len(descriptors) or not all(a is b for a, b in zip(kernel_args[cut:], rest)):
+            return None
+        if self.c_packed is not None and self.c_packed != packed:
+            return None
+        self.c_packed = packed
+        return kernel_args[:cut]
 
 
 class GraphedCall:

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from kprof.kernels.lib import launching
-from kprof.launch import CompiledLauncher, launch_hooks_installed
+from kprof.launch import CompiledLauncher, DescribedLaunch, launch_hooks_installed
 
 _MAX_PLANS = 4096
 CUBLAS = "cublas"  # a plan's product: cuBLAS's (torch.mm / torch.addmm), not a Triton launch
@@ -102,6 +102,14 @@ class Launch:
         launch, prefix, device = self.entry
         g = self.grid
         launch(g[0], g[1], g[2], _stream(device), *prefix, *pointers, *self.tail)
+
+    def described(self) -> DescribedLaunch | None:
+        """This launch with its leading descriptors' encoding kept by address (:class:`kprof.launch.DescribedLaunch`),
+        once ``entry`` is set; None before, and where Triton's launcher must run as Triton wrote it."""
+        kernel = self.launcher.compiled.get(self.key)
+        if self.entry is None or kernel is None:
+            return None
+        return DescribedLaunch.of(kernel, self.grid, self.entry[2])
 
 
 def contiguous_layout(shape: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:

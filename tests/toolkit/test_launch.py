@@ -252,3 +252,170 @@ def test_direct_launch_keeps_an_unknown_launcher():
 
     leaky = Leaky()
     assert direct_launch(leaky, 5, ("m",))[0] is leaky
+
+
+# ------------------------------------------------------- launches whose leading arguments are TMA descriptors
+class _FakeMap:
+    """Stands in for the encoded tensor map the CUDA driver would return (none without a GPU)."""
+
+    def __init__(self, args: tuple) -> None:
+        self.args = args
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _FakeMap) and self.args == other.args
+
+    __hash__ = None
+
+
+def _described_setup(monkeypatch, meta: bool = True):
+    """Triton's own CUDA launcher wrapper for a kernel ``(x_desc, y_desc, p, n, BLOCK)``, its C function replaced by a
+    recorder and the driver's encoder by ``_FakeMap``; returns (run, calls, encodes, x, y)."""
+    import triton
+
+    driver_mod = pytest.importorskip("triton.backends.nvidia.driver")
+    descriptor_mod = pytest.importorskip("triton.tools.tensor_descriptor")
+    encodes: list[tuple] = []
+
+    def encode(*args):
+        encodes.append(args)
+        return _FakeMap(args)
+
+    utils = type("Utils", (), {"fill_tma_descriptor": staticmethod(encode)})()
+    utils.fill_tma_descriptor_tiled = encode  # the name in later Tritons
+    run, calls = _nvidia_launcher(monkeypatch)
+    monkeypatch.setattr(triton.runtime.driver, "_active", type("Active", (), {"utils": utils})())
+    signature = {
+        "x_desc": "tensordesc<bf16[16, 32]>",
+        "y_desc": "tensordesc<bf16[16, 32]>",
+        "p": "*fp32",
+        "n": "i32",
+        "BLOCK": "constexpr",
+    }
+    block = {"swizzle": 2, "elem_size": 2, "elem_type": 10, "block_size": [16, 32], "fp4_padded": False}
+    run.launch = driver_mod.wrap_handle_tensordesc(
+        lambda *a: calls.append(a), signature, [block, block] if meta else [None, None]
+    )
+    make = descriptor_mod.TensorDescriptor.from_tensor
+    x = torch.randn(64, 96).to(torch.bfloat16)
+    y = torch.empty_like(x)
+    return run, calls, encodes, lambda a, b: (make(a, [16, 32]), make(b, [16, 32])), x, y
+
+
+def test_described_launch_passes_the_c_function_what_tritons_wrapper_does(monkeypatch):
+    """A DescribedLaunch hands the C function what Triton's wrapper hands it for fresh descriptors, encodes a pair of
+    addresses once, and takes the stream and the other arguments from each call."""
+    import kprof.launch as kl
+
+    run, calls, encodes, describe, x, y = _described_setup(monkeypatch)
+    monkeypatch.setattr(kl, "_raw_stream", lambda device: 77)
+    function, packed = 0x7F00DEAD, ("meta", 3)
+    described = kl.DescribedLaunch.of(
+        type("K", (), {"run": run, "function": function, "packed_metadata": packed}), (5,), 0
+    )
+    assert described is not None and described.c_launch is not None
+    made = []
+
+    def fresh(a, b):
+        made.append((a.data_ptr(), b.data_ptr()))
+        return describe(a, b)
+
+    rest = (0x3000, 64, 16)
+    for _ in range(3):
+        described((x.data_ptr(), y.data_ptr()), lambda: fresh(x, y), rest)
+    run(5, 1, 1, 77, function, packed, None, None, None, *describe(x, y), *rest)
+    assert len(calls) == 4 and calls[0] == calls[1] == calls[2] == calls[3]
+    assert made == [(x.data_ptr(), y.data_ptr())], "the pair's descriptors were made again on a call that had them"
+    assert [e[0] for e in encodes] == [x.data_ptr(), y.data_ptr()] * 2  # our one miss, then the wrapper's own call
+    z = torch.empty_like(x)
+    monkeypatch.setattr(kl, "_raw_stream", lambda device: 78)
+    described((x.data_ptr(), z.data_ptr()), lambda: fresh(x, z), rest[::-1])
+    run(5, 1, 1, 78, function, packed, None, None, None, *describe(x, z), *rest[::-1])
+    assert calls[4] == calls[5] and calls[4] != calls[0]
+    assert made[-1] == (x.data_ptr(), z.data_ptr())
+
+
+def test_described_launch_forgets_its_pairs_together_at_its_bound(monkeypatch):
+    import kprof.launch as kl
+
+    run, calls, _, describe, x, _ = _described_setup(monkeypatch)
+    monkeypatch.setattr(kl, "_raw_stream", lambda device: 77)
+    described = kl.DescribedLaunch.of(type("K", (), {"run": run, "function": 1, "packed_metadata": ("m",)}), (3,), 0)
+    described.keep = 2
+    outs = [torch.empty_like(x) for _ in range(3)]
+    for out in outs:
+        described((x.data_ptr(), out.data_ptr()), lambda out=out: describe(x, out), (0x10, 64, 16))
+    assert len(described.kept) == 1 and (x.data_ptr(), outs[2].data_ptr()) in described.kept
+    assert len(calls) == 3
+
+
+def test_described_launch_keeps_no_tensor(monkeypatch):
+    """Without encoding metadata Triton passes each descriptor's tensor itself: nothing is kept (it would keep the
+    tensor's memory), and each call hands the C function what the wrapper does."""
+    import kprof.launch as kl
+
+    run, calls, _, describe, x, y = _described_setup(monkeypatch, meta=False)
+    monkeypatch.setattr(kl, "_raw_stream", lambda device: 77)
+    described = kl.DescribedLaunch.of(type("K", (), {"run": run, "function": 1, "packed_metadata": ("m",)}), (3,), 0)
+    made = []
+    for _ in range(2):
+        described((x.data_ptr(), y.data_ptr()), lambda: made.append(1) or describe(x, y), (0x10, 64, 16))
+    run(3, 1, 1, 77, 1, ("m",), None, None, None, *describe(x, y), 0x10, 64, 16)
+    assert not described.kept and len(made) == 2
+    assert calls[0] == calls[1] == calls[2] and any(a is x for a in _flat(calls[0]))
+
+
+def _flat(call: tuple) -> list:
+    return [v for a in call for v in (a if isinstance(a, (tuple, list)) else (a,))]
+
+
+def test_described_launch_calls_a_wrapper_it_does_not_know_with_fresh_descriptors(monkeypatch):
+    """A launcher wrapper without Triton's C function among its free variables runs as it is, every call."""
+    import kprof.launch as kl
+
+    monkeypatch.setattr(kl, "_raw_stream", lambda device: 77)
+    seen = []
+
+    class Plain:
+        def __init__(self):
+            self.launch = lambda *a: seen.append(a)
+
+        def __call__(self, gx, gy, gz, stream, function, packed, *rest):
+            self.launch(gx, gy, gz, stream, function, packed, *rest[3:])
+
+    described = kl.DescribedLaunch.of(type("K", (), {"run": Plain(), "function": 1, "packed_metadata": 2}), (4,), 0)
+    assert described is not None and described.c_launch is None
+    made = []
+    for _ in range(2):
+        described((10, 20), lambda: made.append(1) or ("dx", "dy"), (5, 6))
+    assert len(made) == 2 and seen == [(4, 1, 1, 77, 1, 2, "dx", "dy", 5, 6)] * 2
+
+
+def test_described_launch_keeps_to_the_wrapper_where_its_recording_is_not_as_expected(monkeypatch):
+    """A wrapper with a C function among its free variables that does not pass the arguments after the descriptors
+    through unchanged: the launch is left to the wrapper, from the first call on."""
+    import kprof.launch as kl
+
+    monkeypatch.setattr(kl, "_raw_stream", lambda device: 77)
+    seen = []
+
+    def wrap(launcher):
+        def inner(*args):
+            launcher(*args[:-1], list(reversed(args[-1])))
+
+        return inner
+
+    class Reordering:
+        def __init__(self):
+            self.launch = wrap(lambda *a: seen.append(a))
+
+        def __call__(self, gx, gy, gz, stream, function, packed, *rest):
+            self.launch(gx, gy, gz, stream, function, packed, rest[3:])
+
+    kernel = type("K", (), {"run": Reordering(), "function": 1, "packed_metadata": 2})
+    described = kl.DescribedLaunch.of(kernel, (4,), 0)
+    assert described is not None and described.c_launch is not None
+    made = []
+    for _ in range(2):
+        described((10, 20), lambda: made.append(1) or ("dx", "dy"), (5, 6))
+    assert described.recording is None and not described.kept and len(made) == 2
+    assert seen == [(4, 1, 1, 77, 1, 2, [6, 5, "dy", "dx"])] * 2
