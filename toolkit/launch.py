@@ -88,6 +88,7 @@ FastEntry = tuple[Callable[..., Any], tuple, int]
 *kernel_args)`` launches it, kernel arguments in signature order (constexprs included; pointers may be
 raw addresses)."""
 
+_SENTINEL_STREAM = object()
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
 
 _SENTINEL_GRID = (7919, 7907, 7901)  # distinct values, so where each lands in a recorded call is unambiguous
@@ -238,10 +239,11 @@ class DescribedLaunch:
         "splat",
         "wrapper",
         "recording",
-        "recorder",
+        "last",
         "c_launch",
         "c_packed",
         "kept",
+        "keeps",
         "keep",
     )
 
@@ -251,7 +253,13 @@ class DescribedLaunch:
         self.grid = (tuple(grid) + (1, 1))[:3]
         self.device, self.prefix, self.splat, self.wrapper, self.keep = device, prefix, splat, wrapper, keep
         self.kept: dict[tuple, tuple] = {}
-        self.recorder = _Recorder()
+        self.keeps = False  # whether encoded arguments may be kept: set by the first recording
+        last: list[tuple | None] = [None]  # the recording's one call, its arguments
+
+        def record(*args: Any) -> None:
+            last[0] = args
+
+        self.last = last
         # how the C function takes the kernel's arguments, once seen: one by one (False), or in one list or tuple
         self.c_packed: type | bool | None = None
         self.c_launch: Callable[..., Any] | None = None
@@ -260,7 +268,7 @@ class DescribedLaunch:
         if "launcher" in names and getattr(wrapper, "__closure__", None):
             cells = wrapper.__closure__
             self.c_launch = cells[names.index("launcher")].cell_contents
-            swapped = tuple(types.CellType(self.recorder) if n == "launcher" else c for n, c in zip(names, cells))
+            swapped = tuple(types.CellType(record) if n == "launcher" else c for n, c in zip(names, cells))
             self.recording = types.FunctionType(
                 wrapper.__code__, wrapper.__globals__, wrapper.__name__, wrapper.__defaults__, swapped
             )
@@ -288,7 +296,7 @@ class DescribedLaunch:
                 else:
                     self.wrapper(g[0], g[1], g[2], stream, *self.prefix, args)
                 return
-            if not any(isinstance(a, torch.Tensor) for a in encoded):  # a tensor kept would keep its memory
+            if self.keeps:
                 if len(self.kept) >= self.keep:
                     self.kept.clear()
                 self.kept[addresses] = encoded
@@ -299,20 +307,29 @@ class DescribedLaunch:
 
     def _encode(self, descriptors: tuple, rest: tuple) -> tuple | None:
         """What Triton's wrapper hands the C function for ``descriptors`` (their encoded maps, sizes and strides), or
-        None where the recording does not have the layout expected: the prefix, then the arguments given, the
-        descriptors' part before ``rest`` (passed through unchanged)."""
+        None where the first recording did not have the layout expected (:meth:`_learn`)."""
         if self.recording is None:
             return None
-        rec, stream, args = self.recorder, object(), (*descriptors, *rest)
-        rec.calls.clear()
+        last, args = self.last, (*descriptors, *rest)
+        last[0] = None
         if self.splat:
-            self.recording(*_SENTINEL_GRID, stream, *self.prefix, *args)
+            self.recording(*_SENTINEL_GRID, _SENTINEL_STREAM, *self.prefix, *args)
         else:
-            self.recording(*_SENTINEL_GRID, stream, *self.prefix, args)
-        call, n = (rec.calls.pop() if len(rec.calls) == 1 else ()), len(self.prefix)
-        if len(call) < 5 + n:
+            self.recording(*_SENTINEL_GRID, _SENTINEL_STREAM, *self.prefix, args)
+        call = last[0]
+        if call is None or self.c_packed is None:
+            return self._learn(call, descriptors, rest)
+        body = call[-1] if self.c_packed else call[4 + len(self.prefix) :]  # the layout the first recording had
+        return tuple(body[: len(body) - len(rest)])
+
+    def _learn(self, call: tuple | None, descriptors: tuple, rest: tuple) -> tuple | None:
+        """The first recording checked: the grid, the stream and the prefix given, then the kernel's arguments one by
+        one or in one list or tuple, ending with ``rest`` unchanged. Sets how the C function takes them and whether
+        the encoded part may be kept (not where it holds a tensor, whose memory it would keep)."""
+        n = len(self.prefix)
+        if call is None or len(call) < 5 + n or call[:4] != (*_SENTINEL_GRID, _SENTINEL_STREAM):
             return None
-        if call[:4] != (*_SENTINEL_GRID, stream) or not all(a is b for a, b in zip(call[4 : 4 + n], self.prefix)):
+        if not all(a is b for a, b in zip(call[4 : 4 + n], self.prefix)):
             return None
         body = call[4 + n :]
         packed = type(body[0]) if len(body) == 1 and type(body[0]) in (tuple, list) else False
@@ -320,10 +337,9 @@ class DescribedLaunch:
         cut = len(kernel_args) - len(rest)
         if cut < len(descriptors) or not all(a is b for a, b in zip(kernel_args[cut:], rest)):
             return None
-        if self.c_packed is not None and self.c_packed != packed:
-            return None
-        self.c_packed = packed
-        return kernel_args[:cut]
+        self.c_packed, encoded = packed, kernel_args[:cut]
+        self.keeps = not any(isinstance(a, torch.Tensor) for a in encoded)
+        return encoded
 
 
 class GraphedCall:

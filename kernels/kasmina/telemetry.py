@@ -6,7 +6,7 @@ classes sum y and y^2 shifted by the program's first row instead, per block or p
 not by memory. With fewer seeds than SMs a seed's rows are split over several programs; the one that draws the
 seed's last ticket merges their parts in slot order (``branch_free``).
 
-On an H200, at 16-bit shapes of 2^25 elements or more that its table covers, the ops API runs ``kasmina.tma``'s
+On an H200, at 16-bit shapes of 2^23 elements or more that its table covers, the ops API runs ``kasmina.tma``'s
 kernel instead: the same statistics, its x and y tiles moved by TMA.
 
 On a GPU the provider launches as ``kprof.kernels.ops.kasmina_forward`` does (``op_plan.kasmina``: the checked
@@ -27,7 +27,7 @@ from kprof.kernels.kasmina.family import FAMILY
 @FAMILY.provider(
     "triton_telemetry",
     kind="triton",
-    description="the branch-free kernel with per-seed telemetry accumulated inside it (on an H200, 16-bit x of 2^25 "
+    description="the branch-free kernel with per-seed telemetry accumulated inside it (on an H200, 16-bit x of 2^23 "
     "elements or more: kasmina.tma's kernel, its tiles moved by TMA)",
 )
 def kasmina_telemetry(

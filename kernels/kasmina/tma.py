@@ -141,7 +141,7 @@ class TmaTile:
 # - 128 channels from 512 rows: 32 x 4, 6 stages, sums per column (512x1000x128 76.6 / 87.8, 512x4000x128 283.7 /
 #   331.4); not at 64x4000x128 (75.5 at best / 70.8).
 # 128-255 rows and 256-511 rows at 128 channels were not raced. Elsewhere branch_free's kernel runs, and the ops API
-# takes a row only from TMA_MIN_ELEMENTS (route_tile): the 64-255-row rows from 8192 seeds at 64 channels.
+# takes a row only from TMA_MIN_ELEMENTS (route_tile): the 64-255-row rows at 32 channels from 4096 seeds.
 _ANY_SEEDS = (1.0, float("inf"))  # at least as many seeds as SMs
 _MANY_SEEDS = (16.0, float("inf"))
 _H200_TILES: tuple[TmaTile, ...] = (
@@ -166,13 +166,15 @@ def table_tile(n_rows: int, n_seeds: int, c: int, sms: int) -> TmaTile | None:
     return None
 
 
-# The smallest x (elements) the ops API takes the TMA kernel for. Its descriptors are made on every call, which cost
-# the plan 15-27 µs of host time a call more than branch_free's (32.3-51.8 against 17.2-24.9 µs at five bf16 points,
-# 200 calls back to back; benchmarks/results/kasmina-copy/h200-tma-0a44c2a/host-1d46a4b/): where the call takes less
-# GPU time than that, a caller launching it without a CUDA graph waits for the host, and the GPU's 1-4 µs saving
-# is lost (512x1000x32: 32.3 µs of host time against 18.0 on the GPU; branch_free's 17.3 and 19.2). From 2^25
-# elements (512x1000x128, 512x4000x32 and up: 74-285 µs on the GPU) the kernel's saving is the call's.
-TMA_MIN_ELEMENTS = 1 << 25
+# The smallest x (elements) the ops API takes the TMA kernel for. Its plan keeps what Triton encodes from the two
+# descriptors by x's and y's addresses (kprof.launch.DescribedLaunch): where they repeat, as a loop's buffers do, a
+# call cost 16.1-17.1 µs of host time at seven bf16 points, as the branch-free plan's 15.2-22.4, where making the
+# descriptors on each call had cost 28.1-42.5 (200 calls back to back; benchmarks/results/kasmina-copy/
+# h200-tma-host-0bdee08/). Under 2^23 elements the kernel takes less GPU time than that (64x4000x32: 12.6 µs against
+# branch_free's 15.5), so a caller launching it without a CUDA graph waits on the host either way, and one whose
+# buffers never repeat would pay the encoding on each call. From 2^23 (512x1000x32, 256x1000x64, 64x4000x64: 18-26 µs
+# on the GPU, and up) the kernel's saving is the call's where the addresses repeat.
+TMA_MIN_ELEMENTS = 1 << 23
 
 
 def route_tile(n_rows: int, n_seeds: int, c: int, sms: int) -> TmaTile | None:
