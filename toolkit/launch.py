@@ -284,26 +284,39 @@ class DescribedLaunch:
     def __call__(self, addresses: tuple[int, ...], describe: Callable[[], tuple], rest: tuple) -> None:
         """Launch with the descriptors of ``addresses`` (``describe()`` makes them where none are kept), then
         ``rest``: the kernel's other arguments in signature order (raw addresses, sizes, constexprs)."""
-        g, stream = self.grid, _raw_stream(self.device)
+        self.launch(self.prepare(addresses, describe, rest), rest)
+
+    def prepare(self, addresses: tuple[int, ...], describe: Callable[[], tuple], rest: tuple) -> tuple[bool, tuple]:
+        """What :meth:`launch` passes for ``addresses``: ``(True, encoded arguments)``, kept or encoded now, or
+        ``(False, descriptors)`` where Triton's wrapper must take them. Apart from :meth:`launch` where a caller must
+        do its host work before an earlier launch (rmsnorm_linear's rstd kernel, whose product follows it at once)."""
         encoded = self.kept.get(addresses)
-        if encoded is None:
-            descriptors = describe()
-            encoded = self._encode(descriptors, rest)
-            if encoded is None:  # not a wrapper this recognises: Triton's own call, from now on
-                self.recording, args = None, (*descriptors, *rest)
-                if self.splat:
-                    self.wrapper(g[0], g[1], g[2], stream, *self.prefix, *args)
-                else:
-                    self.wrapper(g[0], g[1], g[2], stream, *self.prefix, args)
-                return
-            if self.keeps:
-                if len(self.kept) >= self.keep:
-                    self.kept.clear()
-                self.kept[addresses] = encoded
-        if self.c_packed:
-            self.c_launch(g[0], g[1], g[2], stream, *self.prefix, self.c_packed((*encoded, *rest)))
+        if encoded is not None:
+            return True, encoded
+        descriptors = describe()
+        encoded = self._encode(descriptors, rest)
+        if encoded is None:  # not a wrapper this recognises: Triton's own call, from now on
+            self.recording = None
+            return False, descriptors
+        if self.keeps:
+            if len(self.kept) >= self.keep:
+                self.kept.clear()
+            self.kept[addresses] = encoded
+        return True, encoded
+
+    def launch(self, prepared: tuple[bool, tuple], rest: tuple) -> None:
+        """Launch on the current stream what :meth:`prepare` gave, then ``rest``."""
+        g, stream = self.grid, _raw_stream(self.device)
+        encoded, args = prepared
+        if not encoded:
+            if self.splat:
+                self.wrapper(g[0], g[1], g[2], stream, *self.prefix, *args, *rest)
+            else:
+                self.wrapper(g[0], g[1], g[2], stream, *self.prefix, (*args, *rest))
+        elif self.c_packed:
+            self.c_launch(g[0], g[1], g[2], stream, *self.prefix, self.c_packed((*args, *rest)))
         else:
-            self.c_launch(g[0], g[1], g[2], stream, *self.prefix, *encoded, *rest)
+            self.c_launch(g[0], g[1], g[2], stream, *self.prefix, *args, *rest)
 
     def _encode(self, descriptors: tuple, rest: tuple) -> tuple | None:
         """What Triton's wrapper hands the C function for ``descriptors`` (their encoded maps, sizes and strides), or

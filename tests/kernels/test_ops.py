@@ -17,6 +17,7 @@ from kprof.kernels.kasmina import op_plan as _kasmina_plan
 from kprof.kernels.lib import plans as _plans
 from kprof.kernels.rmsnorm_linear import op_plan as _rl_plan
 from kprof.kernels.swiglu import op_plan as _swiglu_plan
+from kprof.launch import DescribedLaunch
 
 F = discover()
 OPS = {  # op -> (family, shape)
@@ -689,10 +690,11 @@ def test_prepared_rms_norm_linear_launches_the_pointer_route_from_its_plan(dtype
 @pytest.mark.gpu
 @pytest.mark.parametrize("m, k, n", [(2048, 256, 5504), (2048, 256, 11008), (1000, 1000, 3000)])
 def test_prepared_plans_on_the_gpu(m, k, n):
-    """On a GPU, from 1000 rows: the plans' compiled launches (raw addresses, x's and y's descriptors made per call,
-    PDL where the GPU has it) give the oracle's answer for new inputs on every call, for PreparedRMSNormLinear (the
-    last wave of 128x256 tiles whole at 2048x5504, 88 tiles left on an H100; in quarters at 11008, 28 left; in halves
-    at 1000x3000, 60 left) and PreparedSwiGLU."""
+    """On a GPU, from 1000 rows: the plans' compiled launches (raw addresses, the descriptors' encoding kept by address
+    once compiled, PDL where the GPU has it) give the oracle's answer for new inputs on every call, for
+    PreparedRMSNormLinear (the last wave of 128x256 tiles whole at 2048x5504, 88 tiles left on an H100; in quarters at
+    11008, 28 left; in halves at 1000x3000, 60 left) and PreparedSwiGLU. Two sets of inputs take turns, so later calls
+    find their addresses kept, and the bias and x's values change between them."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     with triton_path(True):
@@ -701,15 +703,21 @@ def test_prepared_plans_on_the_gpu(m, k, n):
         prepared = ops.PreparedRMSNormLinear(inp["g"], inp["w"])
         _, wg, wu = _swiglu_case("cuda", d=k, ff=n, rows=m)
         swiglu = ops.PreparedSwiGLU(wg, wu)
-        for i in range(4):
-            new = F["rmsnorm_linear"].make_inputs((m, k, n), "bf16", "cuda", seed=_seed() + i)
+        sets = [F["rmsnorm_linear"].make_inputs((m, k, n), "bf16", "cuda", seed=_seed() + i) for i in range(2)]
+        for i in range(8):
+            new = sets[i % 2]
+            if i >= 4:  # the same addresses, new values
+                new["x"].copy_(torch.randn_like(new["x"]))
+                new["b"].copy_(torch.randn_like(new["b"]))
             out = prepared(new["x"], new["b"])
             _check_rl(out, new["x"], inp["g"], inp["w"], new["b"], f"rms_norm_linear call {i}")
             _check_swiglu(swiglu(new["x"]), new["x"], wg, wu, f"swiglu call {i}")
         ((plan),) = _rl_plan.PREPARED_PLANS.plans.values()
         assert plan.product.entry is not None and plan.rstd.entry is not None  # the compiled launches ran
+        assert isinstance(plan.described, DescribedLaunch) and plan.described.kept, "the product took the wrapper"
         for plan in _swiglu_plan.PREPARED_PLANS.plans.values():  # none where the op ran cuBLAS's products
             assert plan.launch.entry is not None
+            assert isinstance(plan.described, DescribedLaunch) and plan.described.kept
         _plans.reset()
 
 
