@@ -25,6 +25,7 @@ function the same way directly. Measured with a no-op C function (this repositor
 from __future__ import annotations
 
 import copy
+import threading
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -256,10 +257,11 @@ class DescribedLaunch:
         self.device, self.prefix, self.splat, self.wrapper, self.keep = device, prefix, splat, wrapper, keep
         self.kept: dict[tuple, tuple] = {}
         self.keeps = False  # whether encoded arguments may be kept: set by the first recording
-        last: list[tuple | None] = [None]  # the recording's one call, its arguments
+        # the recording's one call, its arguments: per thread, so that two threads encoding at once each read their own
+        last = threading.local()
 
         def record(*args: Any) -> None:
-            last[0] = args
+            last.call = args
 
         self.last = last
         # how the C function takes the kernel's arguments, once seen: one by one (False), or in one list or tuple
@@ -290,8 +292,9 @@ class DescribedLaunch:
 
     def prepare(self, addresses: tuple[int, ...], describe: Callable[[], tuple], rest: tuple) -> tuple[bool, tuple]:
         """What :meth:`launch` passes for ``addresses``: ``(True, encoded arguments)``, kept or encoded now, or
-        ``(False, descriptors)`` where Triton's wrapper must take them. Apart from :meth:`launch` where a caller must
-        do its host work before an earlier launch (rmsnorm_linear's rstd kernel, whose product follows it at once)."""
+        ``(False, descriptors)`` where Triton's wrapper must take them. Called apart from :meth:`launch` by a caller
+        that finishes its host work before launching an earlier kernel (rmsnorm_linear's rstd kernel, which its product
+        follows at once)."""
         encoded = self.kept.get(addresses)
         if encoded is not None:
             return True, encoded
@@ -326,12 +329,12 @@ class DescribedLaunch:
         if self.recording is None:
             return None
         last, args = self.last, (*descriptors, *rest)
-        last[0] = None
+        last.call = None
         if self.splat:
             self.recording(*_SENTINEL_GRID, _SENTINEL_STREAM, *self.prefix, *args)
         else:
             self.recording(*_SENTINEL_GRID, _SENTINEL_STREAM, *self.prefix, args)
-        call = last[0]
+        call = last.call
         if call is None or self.c_packed is None:
             return self._learn(call, descriptors, rest)
         body = call[-1] if self.c_packed else call[4 + len(self.prefix) :]  # the layout the first recording had

@@ -168,12 +168,12 @@ def table_tile(n_rows: int, n_seeds: int, c: int, sms: int) -> TmaTile | None:
 
 # The smallest x (elements) the ops API takes the TMA kernel for. Its plan keeps what Triton encodes from the two
 # descriptors by x's and y's addresses (kprof.launch.DescribedLaunch): where they repeat, as a loop's buffers do, a
-# call cost 16.1-17.1 µs of host time at seven bf16 points, as the branch-free plan's 15.2-22.4, where making the
-# descriptors on each call had cost 28.1-42.5 (200 calls back to back; benchmarks/results/kasmina-copy/
-# h200-tma-host-0bdee08/). Under 2^23 elements the kernel takes less GPU time than that (64x4000x32: 12.6 µs against
-# branch_free's 15.5), so a caller launching it without a CUDA graph waits on the host either way, and one whose
-# buffers never repeat would pay the encoding on each call. From 2^23 (512x1000x32, 256x1000x64, 64x4000x64: 18-26 µs
-# on the GPU, and up) the kernel's saving is the call's where the addresses repeat.
+# call cost 14.5-14.9 µs of host time at six bf16 points, where making the descriptors on each call had cost 25.2-26.9
+# (200 calls back to back; benchmarks/results/kasmina-copy/h200-tma-kept-a76c282/; branch_free's plan 15.2-22.4 on
+# another H200, h200-tma-host-0bdee08/). Under 2^23 elements the kernel takes less GPU time than that (64x4000x32:
+# 12.6 µs against branch_free's 15.5), so a caller launching it without a CUDA graph waits on the host either way,
+# and one whose buffers never repeat would pay the encoding (28.7-29.8 µs a call). From 2^23 (512x1000x32,
+# 256x1000x64, 64x4000x64: 18-26 µs on the GPU, and up) the kernel's saving is the call's where the addresses repeat.
 TMA_MIN_ELEMENTS = 1 << 23
 
 

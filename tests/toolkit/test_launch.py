@@ -424,3 +424,41 @@ def test_described_launch_keeps_to_the_wrapper_where_its_recording_is_not_as_exp
         described((10, 20), lambda: made.append(1) or ("dx", "dy"), (5, 6))
     assert described.recording is None and not described.kept and len(made) == 2
     assert seen == [(4, 1, 1, 77, 1, 2, [6, 5, "dy", "dx"])] * 2
+
+
+def test_described_launch_encodes_in_two_threads_at_once(monkeypatch):
+    """A second thread that encodes and launches while the first is inside Triton's wrapper (started from the encoder
+    itself) leaves the first its own encoding: each launch gets its own descriptors'. (The recording is read per
+    thread; a thread switch between a recording and its read cannot be forced from here, so this checks the
+    interleaving that can.)"""
+    import threading
+
+    import triton
+
+    import kprof.launch as kl
+
+    run, calls, _, describe, x, y = _described_setup(monkeypatch)
+    monkeypatch.setattr(kl, "_raw_stream", lambda device: 77)
+    kernel = type("K", (), {"run": run, "function": 1, "packed_metadata": ("m",)})
+    described = kl.DescribedLaunch.of(kernel, (3,), 0)
+    described((x.data_ptr(), y.data_ptr()), lambda: describe(x, y), (0x10, 64, 16))  # learns the layout
+    z = torch.empty_like(x)
+    utils = triton.runtime.driver.active.utils  # the stand-in encoder, which Triton's wrapper reaches through it
+    inner_encode, interleaved = utils.fill_tma_descriptor_tiled, []
+
+    def encode_and_interleave(*args):
+        if not interleaved:  # once, inside the first thread's recording: another thread encodes (x, z) to the end
+            interleaved.append(1)
+            other = threading.Thread(
+                target=described, args=((x.data_ptr(), z.data_ptr()), lambda: describe(x, z), (0x20, 64, 16))
+            )
+            other.start()
+            other.join()
+        return inner_encode(*args)
+
+    monkeypatch.setattr(utils, "fill_tma_descriptor_tiled", encode_and_interleave)
+    monkeypatch.setattr(utils, "fill_tma_descriptor", encode_and_interleave, raising=False)
+    described((y.data_ptr(), x.data_ptr()), lambda: describe(y, x), (0x30, 64, 16))
+    run(3, 1, 1, 77, 1, ("m",), None, None, None, *describe(x, z), 0x20, 64, 16)
+    run(3, 1, 1, 77, 1, ("m",), None, None, None, *describe(y, x), 0x30, 64, 16)
+    assert interleaved and calls[1] == calls[3] and calls[2] == calls[4], "a thread launched another's encoding"
