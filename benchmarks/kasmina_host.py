@@ -52,7 +52,7 @@ from kprof.kernels.kasmina.reference import kasmina_vectorised
 from kprof.launch import DescribedLaunch
 
 DEFAULT_SHAPES = "1x1000x64,8x1000x64,64x1000x64,64x100x64,512x1000x64,64x250x256"
-KEEP_ROTATION = 65  # more copies of x than a DescribedLaunch keeps pairs of addresses (its default ``keep``)
+KEEP_ROTATION = DescribedLaunch.KEEP + 1  # more copies of x than a plan keeps pairs of addresses
 
 
 def load_baseline(path: Path) -> Callable[..., Any]:

@@ -32,6 +32,9 @@ from kprof.kernels import discover, ops
 from kprof.kernels.lib import launching, plans
 from kprof.kernels.rmsnorm_linear import rstd_epilogue
 from kprof.kernels.rmsnorm_linear.family import check_inputs
+from kprof.launch import DescribedLaunch
+
+ROTATION = DescribedLaunch.KEEP + 1  # copies of x, one more than a plan keeps sets of addresses: every call misses
 
 
 def folded_steps(x, g, w, b, wf, calls: int) -> dict[str, float]:
@@ -79,15 +82,15 @@ def main() -> None:
         prepared = ops.PreparedRMSNormLinear(g, w)
         sw = fams["swiglu"].make_inputs((m, k, n), "bf16", "cuda", seed=1)
         swiglu = ops.PreparedSwiGLU(sw["w_gate"], sw["w_up"])
-        xs, turn = [x.clone() for _ in range(65)], itertools.count()
+        xs, turn = [x.clone() for _ in range(ROTATION)], itertools.count()
         cands = {
             "ops.PreparedRMSNormLinear": lambda: prepared(x, b),
-            "ops.PreparedRMSNormLinear, x at new addresses": lambda: prepared(xs[next(turn) % 65], b),
+            "ops.PreparedRMSNormLinear, x at new addresses": lambda: prepared(xs[next(turn) % ROTATION], b),
             "ops.rms_norm_linear": lambda: ops.rms_norm_linear(x, g, w, b),
             "F.rms_norm + addmm (eager)": lambda: torch.addmm(b, torch.nn.functional.rms_norm(x, (k,), g, 1e-6), w),
             "x @ W": lambda: x @ w,
             "ops.PreparedSwiGLU": lambda: swiglu(sw["x"]),
-            "ops.PreparedSwiGLU, x at new addresses": lambda: swiglu(xs[next(turn) % 65]),
+            "ops.PreparedSwiGLU, x at new addresses": lambda: swiglu(xs[next(turn) % ROTATION]),
         }
         for name, fn in cands.items():
             for _ in range(5):  # compile, tune, plan

@@ -235,6 +235,8 @@ class DescribedLaunch:
     the wrapper with fresh descriptors, as :meth:`kprof.kernels.lib.plans.Launch.fast` does.
     """
 
+    KEEP = 64  # sets of addresses kept at most (then all forgotten together)
+
     __slots__ = (
         "grid",
         "device",
@@ -251,7 +253,13 @@ class DescribedLaunch:
     )
 
     def __init__(
-        self, wrapper: Callable[..., Any], prefix: tuple, splat: bool, grid: Sequence[int], device: int, keep: int = 64
+        self,
+        wrapper: Callable[..., Any],
+        prefix: tuple,
+        splat: bool,
+        grid: Sequence[int],
+        device: int,
+        keep: int = KEEP,
     ) -> None:
         self.grid = (tuple(grid) + (1, 1))[:3]
         self.device, self.prefix, self.splat, self.wrapper, self.keep = device, prefix, splat, wrapper, keep
