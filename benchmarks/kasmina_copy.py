@@ -47,7 +47,7 @@ from bench_common import candidate_rows, print_notes, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
-from kprof.kernels.kasmina import branch_free, by_blueprint, floor, tma
+from kprof.kernels.kasmina import branch_free, floor, tma
 
 DEFAULT_SHAPES = "64x1000x64,1x1000x64,512x1000x64,64x250x256,48x333x100"
 TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
@@ -84,19 +84,6 @@ def tma_candidates(inp: dict, tiles: tuple[tuple[int, ...], ...] = ()) -> dict[s
         if tma.fits(x, c, t[0])
     }
     return {name: (lambda tile=tile: tma.launch(**inp, tile=tile)) for name, tile in named.items()}
-
-
-def by_blueprint_candidates(inp: dict, tiles: tuple[tuple[int, ...], ...] = ()) -> dict[str, object]:
-    """name -> fn: the kernel with the seeds grouped by blueprint (``kasmina.by_blueprint``) at each of ``tiles`` (rows
-    per tile, warps, seeds per program); by default rows per tile up to the point's rows (16 at least), 2-8 warps,
-    16-64 seeds."""
-    n_rows = inp["x"].numel() // inp["x"].shape[-1]
-    rows = [b for b in (16, 32, 64) if b == 16 or b <= n_rows]
-    tiles = tiles or tuple((b, w, s) for b in rows for w in (2, 4, 8) for s in (16, 32, 64))
-    return {
-        "bb b{} w{} s{}".format(*t): (lambda t=t: by_blueprint.launch(**inp, tile=by_blueprint.BlueprintTile(*t)))
-        for t in tiles
-    }
 
 
 FLOORS = {0: "copy", 1: "ids", 2: "blueprints"}  # READS -> the floor's tile names
@@ -214,8 +201,6 @@ def run_point(
     both_states: bool = False,
     with_tma: bool = False,
     tma_tiles: tuple[tuple[int, ...], ...] = (),
-    with_by_blueprint: bool = False,
-    bb_tiles: tuple[tuple[int, ...], ...] = (),
 ) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
@@ -237,12 +222,10 @@ def run_point(
             fns["[shipped, by state, masked]"] = lambda: branch_free.launch(
                 **inp, telemetry=True, by_state=True, even=False
             )
-    if not floors_only and not ((with_tma or with_by_blueprint) and tiles == ((0, 0),)):
+    if not floors_only and not (with_tma and tiles == ((0, 0),)):
         fns.update(candidates(inp, splits, by_state, stats, maxnreg, tiles, both_states))
     if with_tma:
         fns.update(tma_candidates(inp, tma_tiles))
-    if with_by_blueprint:
-        fns.update(by_blueprint_candidates(inp, bb_tiles))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     # each must copy x exactly, the zero included, into an output poisoned first (a tile that wrote nothing would
@@ -285,12 +268,9 @@ def main() -> None:
     ap.add_argument("--no-floors", action="store_true", help="leave the floors' copy kernels out")
     ap.add_argument("--tma", action="store_true", help="also the TMA kernel at its tiles (--tiles 0x0: it alone)")
     ap.add_argument("--tma-tiles", default="", help="the TMA kernel's tiles, rows x warps x stages[ x register cap]")
-    ap.add_argument("--by-blueprint", action="store_true", help="also the kernel with seeds grouped by blueprint")
-    ap.add_argument("--bb-tiles", default="", help="its tiles, rows x warps x seeds per program (e.g. 16x4x32)")
     args = ap.parse_args()
     tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",") if t)
     tma_tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.tma_tiles.split(",") if t)
-    bb_tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.bb_tiles.split(",") if t)
     splits = tuple(int(v) for v in args.splits.split(",") if v)
     stats = tuple(int(v) for v in args.stats.split(",") if v)
     caps = tuple(int(v) for v in args.maxnreg.split(",") if v)
@@ -301,19 +281,17 @@ def main() -> None:
             point = run_point(
                 shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats, caps,
                 masked=args.masked, tiles=tiles, no_floors=args.no_floors, both_states=args.both_states,
-                with_tma=args.tma, tma_tiles=tma_tiles, with_by_blueprint=args.by_blueprint, bb_tiles=bb_tiles,
+                with_tma=args.tma, tma_tiles=tma_tiles,
             )  # fmt: skip
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]
             named = (*FLOOR_LABELS.values(), "[no telemetry]", "[no telemetry, by state]", "[shipped]")
             named += ("[shipped, by state]", "[shipped, masked]", "[shipped, by state, masked]")
-            tile_names = [c for c in med if not c.startswith(("[", "tma", "bb "))]
+            tile_names = [c for c in med if not c.startswith("[") and not c.startswith("tma")]
             named += (min(tile_names, key=med.get),) if tile_names else ()
             tma_names = [c for c in med if c.startswith("tma")]
             named += (min(tma_names, key=med.get),) if tma_names else ()
-            bb_names = [c for c in med if c.startswith("bb ")]
-            named += (min(bb_names, key=med.get),) if bb_names else ()
             for st in stats:  # each way of summing the statistics: its fastest tile
                 mine = [c for c in tile_names if f" s{st}" in c]
                 named += (min(mine, key=med.get),) if mine else ()
