@@ -85,7 +85,7 @@ def route(x: Any) -> str:
     for key, plan in op_plan.PLANS.plans.items():
         if key[0] == x.shape and key[2] == x.dtype:
             if type(plan) is op_plan.TmaPlan:
-                return "tma (descriptors kept)" if isinstance(plan.described, DescribedLaunch) else "tma"
+                return "tma (descriptors kept)" if isinstance(plan.launch.described(), DescribedLaunch) else "tma"
             return "branch_free"
     return "checked"
 

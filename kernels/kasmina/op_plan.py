@@ -13,7 +13,7 @@ import torch
 from kprof.kernels.kasmina import branch_free, tma
 from kprof.kernels.kasmina.family import check_inputs
 from kprof.kernels.lib.plans import Launch, Plans, contiguous_layout, row_stride
-from kprof.launch import CompiledLauncher, DescribedLaunch, launch_hooks_installed
+from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 PLANS = Plans()
 _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
@@ -92,17 +92,16 @@ def kasmina(
 
 class TmaPlan:
     """A signature's launch of the TMA kernel (``kasmina.tma``, the H200's table): the launch, its tile, the layouts of
-    y and the telemetry. The descriptors hold x's and y's addresses: once the kernel is compiled, ``described`` keeps
-    what Triton encodes from them by those two addresses (:class:`kprof.launch.DescribedLaunch`), and they are made
-    again only for a pair of addresses not seen before."""
+    y and the telemetry. The descriptors hold x's and y's addresses: once the kernel is compiled, the launch's
+    ``described()`` keeps what Triton encodes from them by those two addresses (:class:`kprof.launch.DescribedLaunch`),
+    and they are made again only for a pair of addresses not seen before."""
 
-    __slots__ = ("launch", "tile", "y_layout", "tele_layout", "described")
+    __slots__ = ("launch", "tile", "y_layout", "tele_layout")
 
     def __init__(self, launch: Launch, tile: tma.TmaTile, x_shape: tuple[int, ...], n_seeds: int) -> None:
         self.launch, self.tile = launch, tile
         self.y_layout = contiguous_layout(x_shape)
         self.tele_layout = contiguous_layout((n_seeds, 2))
-        self.described: DescribedLaunch | None | bool = None  # False: asked, and Triton's launcher must run as it is
 
     def __call__(
         self,
@@ -116,21 +115,18 @@ class TmaPlan:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         y = x.new_empty_strided(*self.y_layout)
         tele = alpha.new_empty_strided(*self.tele_layout)
-        described = self.described
-        if described and not launch_hooks_installed():
-            described(
-                (x.data_ptr(), y.data_ptr()),
-                lambda: self._descriptors(x, y),
-                (*pointers, tele.data_ptr(), *self.launch.tail),
-            )
-            return y, tele
-        descriptors = self._descriptors(x, y)
         if self.launch.entry is not None and not launch_hooks_installed():
-            self.launch.fast(*descriptors, *pointers, tele.data_ptr())
-            if described is None:
-                self.described = self.launch.described() or False
+            described = self.launch.described()
+            if described is not None:
+                described(
+                    (x.data_ptr(), y.data_ptr()),
+                    lambda: self._descriptors(x, y),
+                    (*pointers, tele.data_ptr(), *self.launch.tail),
+                )
+            else:
+                self.launch.fast(*self._descriptors(x, y), *pointers, tele.data_ptr())
         else:
-            self.launch(*descriptors, lifecycle, blueprint_id, alpha, weights, bias, tele)
+            self.launch(*self._descriptors(x, y), lifecycle, blueprint_id, alpha, weights, bias, tele)
         return y, tele
 
     def _descriptors(self, x: torch.Tensor, y: torch.Tensor) -> tuple:

@@ -74,7 +74,7 @@ class Launch:
     """One kernel launch whose arguments after the leading tensors (sizes, strides, scalars, constexprs in
     signature order) and launch options are fixed by the plan's signature."""
 
-    __slots__ = ("launcher", "key", "grid", "tail", "options", "entry")
+    __slots__ = ("launcher", "key", "grid", "tail", "options", "entry", "_described")
 
     def __init__(
         self, launcher: CompiledLauncher, key: tuple, grid: Sequence[int], tail: tuple, options: dict[str, Any]
@@ -82,6 +82,7 @@ class Launch:
         self.launcher, self.key, self.tail, self.options = launcher, key, tail, options
         self.grid = (tuple(grid) + (1, 1))[:3]
         self.entry: Any = None  # the compiled kernel's launch entry, once the JIT has built it
+        self._described: DescribedLaunch | bool | None = None  # described()'s answer once asked; False: none
 
     def __call__(self, *tensors: torch.Tensor) -> None:
         entry = self.entry
@@ -105,11 +106,14 @@ class Launch:
 
     def described(self) -> DescribedLaunch | None:
         """This launch with its leading descriptors' encoding kept by address (:class:`kprof.launch.DescribedLaunch`),
-        once ``entry`` is set; None before, and where Triton's launcher must run as Triton wrote it."""
-        kernel = self.launcher.compiled.get(self.key)
-        if self.entry is None or kernel is None:
-            return None
-        return DescribedLaunch.of(kernel, self.grid, self.entry[2])
+        made once ``entry`` is set and kept; None before, and where Triton's launcher must run as Triton wrote it."""
+        described = self._described
+        if described is None:
+            kernel = self.launcher.compiled.get(self.key)
+            if self.entry is None or kernel is None:
+                return None
+            described = self._described = DescribedLaunch.of(kernel, self.grid, self.entry[2]) or False
+        return described or None
 
 
 def contiguous_layout(shape: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -28,7 +28,7 @@ from kprof.kernels.rmsnorm_linear import norm_cublas as rl_cublas
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
-from kprof.launch import CompiledLauncher, DescribedLaunch, launch_hooks_installed
+from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 PLANS = Plans()
 _product_launcher = CompiledLauncher(fused.product_kernel)
@@ -224,18 +224,17 @@ _tma_launcher = CompiledLauncher(re.tma_product_kernel)
 class PreparedTMAPlan:
     """rmsnorm_linear on folded weights by the rstd kernel and the persistent TMA product (PDL where the GPU has
     it): both launches, the product's tiles, the layouts of y and rstd. The six descriptors hold x's, the fold's and
-    y's addresses: once the product is compiled, ``described`` keeps what Triton encodes from them by those three
-    addresses (:class:`kprof.launch.DescribedLaunch`), and they are made again only for addresses not seen before,
-    before the rstd kernel is launched (so the product follows it at once). What is kept holds no tensor, so a
+    y's addresses: once the product is compiled, its launch's ``described()`` keeps what Triton encodes from them by
+    those three addresses (:class:`kprof.launch.DescribedLaunch`), and they are made again only for addresses not seen
+    before, before the rstd kernel is launched (so the product follows it at once). What is kept holds no tensor, so a
     refreshed weight's old fold is freed."""
 
-    __slots__ = ("rstd", "product", "plan", "k", "y_layout", "r_layout", "described")
+    __slots__ = ("rstd", "product", "plan", "k", "y_layout", "r_layout")
 
     def __init__(self, rstd: Launch, product: Launch, plan: tiles.TilePlan, k: int, m: int, n: int) -> None:
         self.rstd, self.product, self.plan, self.k = rstd, product, plan, k
         self.y_layout = contiguous_layout((m, n))
         self.r_layout = contiguous_layout((m,))
-        self.described: DescribedLaunch | None | bool = None  # False: asked, and Triton's launcher must run as it is
 
     def __call__(self, x: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
         x2d = x.view(-1, self.k)
@@ -244,26 +243,25 @@ class PreparedTMAPlan:
         p = self.plan
         bias = rstd if b is None else b
         ws, counters = re.stream_k_buffers(x2d, p, x2d.shape[0], y.shape[1], rstd)
-        described = self.described
-        if described and self.rstd.entry is not None and not launch_hooks_installed():
-            rest = (rstd.data_ptr(), bias.data_ptr(), ws.data_ptr(), counters.data_ptr(), *self.product.tail)
-            prepared = described.prepare(
-                (x2d.data_ptr(), wf.data_ptr(), y.data_ptr()),
-                lambda: tiles.tile_descriptors(x2d, wf, y, p.tiles, p.subtile, p.split),
-                rest,
-            )
-            self.rstd.fast(x2d.data_ptr(), rstd.data_ptr())
-            described.launch(prepared, rest)
-            return y.view(*x.shape[:-1], y.shape[1])
-        descriptors = tiles.tile_descriptors(x2d, wf, y, p.tiles, p.subtile, p.split)
+
+        def descriptors() -> tuple:
+            return tiles.tile_descriptors(x2d, wf, y, p.tiles, p.subtile, p.split)
+
         if self.rstd.entry is not None and self.product.entry is not None and not launch_hooks_installed():
-            self.rstd.fast(x2d.data_ptr(), rstd.data_ptr())
-            self.product.fast(*descriptors, rstd.data_ptr(), bias.data_ptr(), ws.data_ptr(), counters.data_ptr())
-            if described is None:
-                self.described = self.product.described() or False
+            described = self.product.described()
+            if described is not None:
+                rest = (rstd.data_ptr(), bias.data_ptr(), ws.data_ptr(), counters.data_ptr(), *self.product.tail)
+                prepared = described.prepare((x2d.data_ptr(), wf.data_ptr(), y.data_ptr()), descriptors, rest)
+                self.rstd.fast(x2d.data_ptr(), rstd.data_ptr())
+                described.launch(prepared, rest)
+            else:
+                made = descriptors()
+                self.rstd.fast(x2d.data_ptr(), rstd.data_ptr())
+                self.product.fast(*made, rstd.data_ptr(), bias.data_ptr(), ws.data_ptr(), counters.data_ptr())
         else:
+            made = descriptors()
             self.rstd(x2d, rstd)
-            self.product(*descriptors, rstd, bias, ws, counters)
+            self.product(*made, rstd, bias, ws, counters)
         return y.view(*x.shape[:-1], y.shape[1])
 
 

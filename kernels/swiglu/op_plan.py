@@ -23,7 +23,7 @@ from kprof.kernels.lib.plans import (
 from kprof.kernels.swiglu import split_k, tuned
 from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
-from kprof.launch import CompiledLauncher, DescribedLaunch, launch_hooks_installed
+from kprof.launch import CompiledLauncher, launch_hooks_installed
 
 PLANS = Plans()
 _swiglu_launcher = CompiledLauncher(tuned.tiled_kernel)
@@ -104,35 +104,32 @@ _interleaved_launcher = CompiledLauncher(tuned.interleaved_kernel)
 class PreparedSwiGLUPlan:
     """swiglu by the interleaved TMA kernel on prepared (interleaved) weights: the launch, its tiles, the output's
     layout. The six descriptors hold x's, the interleaved weight's and y's addresses: once the kernel is compiled,
-    ``described`` keeps what Triton encodes from them by those three addresses (:class:`kprof.launch.DescribedLaunch`),
-    made again only for addresses not seen before. What is kept holds no tensor."""
+    the launch's ``described()`` keeps what Triton encodes from them by those three addresses
+    (:class:`kprof.launch.DescribedLaunch`), made again only for addresses not seen before. What is kept holds no
+    tensor."""
 
-    __slots__ = ("launch", "plan", "k", "y_layout", "described")
+    __slots__ = ("launch", "plan", "k", "y_layout")
 
     def __init__(self, launch: Launch, plan: tiles.TilePlan, k: int, m: int, n: int) -> None:
         self.launch, self.plan, self.k = launch, plan, k
         self.y_layout = contiguous_layout((m, n))
-        self.described: DescribedLaunch | None | bool = None  # False: asked, and Triton's launcher must run as it is
 
     def __call__(self, x: torch.Tensor, w_int: torch.Tensor) -> torch.Tensor:
         x2d = x.view(-1, self.k)
         y = x.new_empty_strided(*self.y_layout)
         p = self.plan
-        described = self.described
-        if described and not launch_hooks_installed():
-            described(
-                (x2d.data_ptr(), w_int.data_ptr(), y.data_ptr()),
-                lambda: tiles.tile_descriptors(x2d, w_int, y, p.tiles, p.subtile, p.split, w_cols=2),
-                self.launch.tail,
-            )
-            return y.view(*x.shape[:-1], y.shape[1])
-        descriptors = tiles.tile_descriptors(x2d, w_int, y, p.tiles, p.subtile, p.split, w_cols=2)
+
+        def descriptors() -> tuple:
+            return tiles.tile_descriptors(x2d, w_int, y, p.tiles, p.subtile, p.split, w_cols=2)
+
         if self.launch.entry is not None and not launch_hooks_installed():
-            self.launch.fast(*descriptors)
-            if described is None:
-                self.described = self.launch.described() or False
+            described = self.launch.described()
+            if described is not None:
+                described((x2d.data_ptr(), w_int.data_ptr(), y.data_ptr()), descriptors, self.launch.tail)
+            else:
+                self.launch.fast(*descriptors())
         else:
-            self.launch(*descriptors)
+            self.launch(*descriptors())
         return y.view(*x.shape[:-1], y.shape[1])
 
 

@@ -147,7 +147,7 @@ def test_the_ops_plan_launches_the_tma_kernel_on_an_h200(rows, c, dtype):
             del y, tele
         (plan,) = op_plan.PLANS.plans.values()
     assert isinstance(plan, op_plan.TmaPlan) and plan.launch.entry is not None
-    described = plan.described
+    described = plan.launch.described()
     assert isinstance(described, DescribedLaunch) and described.c_launch is not None, "every call took the wrapper"
     # the last five calls took the described launch (the first three: the JIT, the entry's lookup, the compiled
     # launch); PyTorch's allocator hands freed blocks back, so some pair of addresses came again

@@ -714,10 +714,12 @@ def test_prepared_plans_on_the_gpu(m, k, n):
             _check_swiglu(swiglu(new["x"]), new["x"], wg, wu, f"swiglu call {i}")
         ((plan),) = _rl_plan.PREPARED_PLANS.plans.values()
         assert plan.product.entry is not None and plan.rstd.entry is not None  # the compiled launches ran
-        assert isinstance(plan.described, DescribedLaunch) and plan.described.kept, "the product took the wrapper"
+        described = plan.product.described()
+        assert isinstance(described, DescribedLaunch) and described.kept, "the product took the wrapper"
         for plan in _swiglu_plan.PREPARED_PLANS.plans.values():  # none where the op ran cuBLAS's products
             assert plan.launch.entry is not None
-            assert isinstance(plan.described, DescribedLaunch) and plan.described.kept
+            described = plan.launch.described()
+            assert isinstance(described, DescribedLaunch) and described.kept
         _plans.reset()
 
 

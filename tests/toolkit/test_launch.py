@@ -462,3 +462,26 @@ def test_described_launch_encodes_in_two_threads_at_once(monkeypatch):
     run(3, 1, 1, 77, 1, ("m",), None, None, None, *describe(x, z), 0x20, 64, 16)
     run(3, 1, 1, 77, 1, ("m",), None, None, None, *describe(y, x), 0x30, 64, 16)
     assert interleaved and calls[1] == calls[3] and calls[2] == calls[4], "a thread launched another's encoding"
+
+
+def test_a_plans_launch_asks_for_its_described_launch_once(monkeypatch):
+    """``plans.Launch.described``: None until the kernel is compiled (no entry), then made once and kept, including
+    the answer that Triton's wrapper must run as it is (asked again, nothing is made again)."""
+    import kprof.launch as kl
+    from kprof.kernels.lib import plans
+
+    made = []
+    answers = iter([None, "described"])
+
+    def of(kernel, grid, device):
+        made.append((kernel, grid, device))
+        return next(answers)
+
+    monkeypatch.setattr(kl.DescribedLaunch, "of", staticmethod(of))
+    launcher = type("L", (), {"compiled": {("k",): "kernel", ("j",): "other"}})()
+    wrapper_only, kept = plans.Launch(launcher, ("k",), (4,), (), {}), plans.Launch(launcher, ("j",), (2, 3), (), {})
+    assert wrapper_only.described() is None and not made  # not compiled yet: not asked
+    wrapper_only.entry = kept.entry = (None, (), 5)
+    assert wrapper_only.described() is None and wrapper_only.described() is None
+    assert kept.described() == "described" and kept.described() == "described"
+    assert made == [("kernel", (4, 1, 1), 5), ("other", (2, 3, 1), 5)]
