@@ -20,7 +20,7 @@ from kprof.kernels.lib.plans import (
     row_stride,
     sig,
 )
-from kprof.kernels.swiglu import split_k, tuned
+from kprof.kernels.swiglu import cublas_silu, split_k, tuned
 from kprof.kernels.swiglu.cublas_silu import products_then_silu_mul
 from kprof.kernels.swiglu.family import FAMILY, check_inputs
 from kprof.launch import CompiledLauncher, launch_hooks_installed
@@ -99,6 +99,7 @@ def _unsplit_launch(x2d: torch.Tensor, xs: int, ff: int, key: tuple, meta: dict,
 # ------------------------------------------------------------------------ swiglu on prepared weights (TMA)
 PREPARED_PLANS = Plans()
 _interleaved_launcher = CompiledLauncher(tuned.interleaved_kernel)
+_pairs_launcher = CompiledLauncher(cublas_silu.silu_pairs_kernel)
 
 
 class PreparedSwiGLUPlan:
@@ -130,6 +131,29 @@ class PreparedSwiGLUPlan:
                 self.launch.fast(*descriptors())
         else:
             self.launch(*descriptors())
+        return y.view(*x.shape[:-1], y.shape[1])
+
+
+class PreparedPairsPlan:
+    """swiglu on prepared weights where the interleaved pair's route is cuBLAS's one product of it
+    (``tuned.interleaved_route``: raced where the output width is not a multiple of 16): the product, then the pairs
+    kernel's launch (``cublas_silu.interleaved_product_then_silu``'s two steps), and the output's layout. Before it,
+    every such call took the checked path, whose checks and route lookups cost 127-174 µs of host time a call at
+    1000x1000x3000 on H200s (``benchmarks/results/ops-host-time/``), more than the GPU's work."""
+
+    __slots__ = ("launch", "k", "y_layout")
+
+    def __init__(self, launch: Launch, k: int, m: int, n: int) -> None:
+        self.launch, self.k = launch, k
+        self.y_layout = contiguous_layout((m, n))
+
+    def __call__(self, x: torch.Tensor, w_int: torch.Tensor) -> torch.Tensor:
+        h = torch.mm(x.view(-1, self.k), w_int)
+        y = x.new_empty_strided(*self.y_layout)
+        if self.launch.entry is not None and not launch_hooks_installed():
+            self.launch.fast(h.data_ptr(), y.data_ptr())
+        else:
+            self.launch(h, y)
         return y.view(*x.shape[:-1], y.shape[1])
 
 
@@ -186,9 +210,17 @@ def _swiglu_prepared_first(
     taken: list[str] = []
     y = tuned.swiglu_with(x, w_gate, w_up, w_int, taken)  # checks the inputs
     k, n = w_gate.shape
-    if key is None or taken != ["interleaved"] or row_stride(x) != k or not w_int.is_contiguous():
+    if key is None or row_stride(x) != k or not w_int.is_contiguous():
         return y
     m = x.numel() // k
+    if taken == ["cublas_pairs"] and m:
+        block, options = cublas_silu.pairs_launch(n)
+        tail = (n, 2 * n, block)  # the product [M, 2N] is contiguous: its row stride is 2N
+        pairs = Launch(_pairs_launcher, ("prepared", "pairs", key, tail), (m, triton.cdiv(n, block)), tail, options)
+        PREPARED_PLANS.put(key, PreparedPairsPlan(pairs, k, m, n))
+        return y
+    if taken != ["interleaved"]:
+        return y
     plan = tuned.interleaved_plan(m, k, n, tiles.persistent_sms(x))
     meta = plan.meta()
     options = {o: meta.pop(o) for o in ("num_warps", "num_stages")}

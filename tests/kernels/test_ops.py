@@ -716,11 +716,43 @@ def test_prepared_plans_on_the_gpu(m, k, n):
         assert plan.product.entry is not None and plan.rstd.entry is not None  # the compiled launches ran
         described = plan.product.described()
         assert isinstance(described, DescribedLaunch) and described.kept, "the product took the wrapper"
-        for plan in _swiglu_plan.PREPARED_PLANS.plans.values():  # none where the op ran cuBLAS's products
-            assert plan.launch.entry is not None
+        # from 1000 rows each route of the pair is planned: the TMA kernel, or cuBLAS's one product then the pairs
+        # kernel (raced where the width is not a multiple of 16, as at 3000)
+        (plan,) = _swiglu_plan.PREPARED_PLANS.plans.values()
+        assert plan.launch.entry is not None  # the compiled launch ran
+        if type(plan) is _swiglu_plan.PreparedSwiGLUPlan:
             described = plan.launch.described()
             assert isinstance(described, DescribedLaunch) and described.kept
+        else:
+            assert type(plan) is _swiglu_plan.PreparedPairsPlan and n % 16
         _plans.reset()
+
+
+@pytest.mark.parametrize("rows, k, n", [(37, 72, 40), (9, 40, 24)])
+def test_prepared_swiglu_plans_the_route_of_one_cublas_product_of_the_pair(rows, k, n, device, monkeypatch):
+    """Where the interleaved pair's route is cuBLAS's one product (raced on a GPU at output widths not a multiple of
+    16; forced here), the first call plans it and every later call runs the product and the pairs kernel from the plan
+    (the checked path is never taken again), matching the float64 oracle with new x each call."""
+    from kprof.kernels.lib.launching import interpreting
+    from kprof.kernels.swiglu import tuned as sw
+
+    if device == "cuda" or not interpreting():
+        pytest.skip("on a GPU the route is raced: test_prepared_plans_on_the_gpu")
+    monkeypatch.setattr(sw, "interleaved_route", lambda x2d, wi, y: "cublas_pairs")
+    with triton_path(True):
+        _plans.reset()
+        _, wg, wu = _swiglu_case(device, d=k, ff=n, rows=rows)
+        prepared = ops.PreparedSwiGLU(wg, wu)
+        for i in range(3):
+            x, _, _ = _swiglu_case(device, d=k, ff=n, rows=rows)
+            out = prepared(x.view(rows, 1, k))
+            assert out.shape == (rows, 1, n)
+            _check_swiglu(out.view(rows, n), x, wg, wu, f"call {i}")
+            if i == 0:
+                (plan,) = _swiglu_plan.PREPARED_PLANS.plans.values()
+                assert isinstance(plan, _swiglu_plan.PreparedPairsPlan)
+                monkeypatch.setattr(sw, "swiglu_with", None)  # the plan must not need it
+        _swiglu_plan.PREPARED_PLANS.plans.clear()
 
 
 @pytest.mark.parametrize("rows, k, n", [(37, 72, 40), (20, 40, 48), (5, 24, 56)])
