@@ -32,6 +32,7 @@ from kprof.kernels import discover, ops
 from kprof.kernels.lib import launching, plans
 from kprof.kernels.rmsnorm_linear import rstd_epilogue
 from kprof.kernels.rmsnorm_linear.family import check_inputs
+from kprof.kernels.swiglu import op_plan as swiglu_plan
 from kprof.launch import DescribedLaunch
 
 ROTATION = DescribedLaunch.KEEP + 1  # copies of x, one more than a plan keeps sets of addresses: every call misses
@@ -63,6 +64,13 @@ def folded_steps(x, g, w, b, wf, calls: int) -> dict[str, float]:
     return {name: statistics.median(v) for name, v in steps.items()}
 
 
+def swiglu_route() -> str:
+    """What ``ops.PreparedSwiGLU`` runs at this shape: its plan's kind (the interleaved TMA kernel, or cuBLAS's one
+    product of the pair then the pairs kernel, whichever the shape's first call raced faster), or the checked path."""
+    kinds = sorted({type(p).__name__ for p in swiglu_plan.PREPARED_PLANS.plans.values()})
+    return ", ".join(kinds) or "checked path each call"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -82,6 +90,7 @@ def main() -> None:
         prepared = ops.PreparedRMSNormLinear(g, w)
         sw = fams["swiglu"].make_inputs((m, k, n), "bf16", "cuda", seed=1)
         swiglu = ops.PreparedSwiGLU(sw["w_gate"], sw["w_up"])
+        swiglu_plan.PREPARED_PLANS.plans.clear()  # this shape's plan alone
         xs, turn = [x.clone() for _ in range(ROTATION)], itertools.count()
         cands = {
             "ops.PreparedRMSNormLinear": lambda: prepared(x, b),
@@ -97,17 +106,18 @@ def main() -> None:
                 fn()
             gpu_us = harness.rough_gpu_ms(fn, calls=20) * 1e3  # queued back to back: the host ahead after the first
             rows.append({"shape": spec, "op": name, "host_us": host_us(fn, args.calls), "gpu_us": gpu_us,
-                         "descriptors": "per call" if args.descriptors_per_call else "kept"})  # fmt: skip
+                         "descriptors": "per call" if args.descriptors_per_call else "kept",
+                         "route": swiglu_route() if "SwiGLU" in name else ""})  # fmt: skip
         steps = folded_steps(x, g, w, b, prepared.wf, args.calls)
         rows += [
-            {"shape": spec, "op": f"  step: {s}", "host_us": us, "gpu_us": float("nan"), "descriptors": ""}
+            {"shape": spec, "op": f"  step: {s}", "host_us": us, "gpu_us": float("nan"), "descriptors": "", "route": ""}
             for s, us in steps.items()
         ]
         write_csv(args.out / "op_host_time.csv", rows)
-    print("| shape | op | host µs per call | GPU µs per call |\n|---|---|---:|---:|")
+    print("| shape | op | host µs per call | GPU µs per call | route |\n|---|---|---:|---:|---|")
     for r in rows:
         gpu = "" if r["gpu_us"] != r["gpu_us"] else f"{r['gpu_us']:.1f}"
-        print(f"| {r['shape']} | {r['op']} | {r['host_us']:.1f} | {gpu} |")
+        print(f"| {r['shape']} | {r['op']} | {r['host_us']:.1f} | {gpu} | {r['route']} |")
 
 
 if __name__ == "__main__":
