@@ -728,45 +728,22 @@ def test_prepared_plans_on_the_gpu(m, k, n):
         _plans.reset()
 
 
-@pytest.mark.parametrize("rows, k, n", [(37, 72, 40), (9, 40, 24)])
-def test_prepared_swiglu_plans_the_route_of_one_cublas_product_of_the_pair(rows, k, n, device, monkeypatch):
-    """Where the interleaved pair's route is cuBLAS's one product (raced on a GPU at output widths not a multiple of
-    16; forced here), the first call plans it and every later call runs the product and the pairs kernel from the plan
-    (the checked path is never taken again), matching the float64 oracle with new x each call."""
-    from kprof.kernels.lib.launching import interpreting
-    from kprof.kernels.swiglu import tuned as sw
-
-    if device == "cuda" or not interpreting():
-        pytest.skip("on a GPU the route is raced: test_prepared_plans_on_the_gpu")
-    monkeypatch.setattr(sw, "interleaved_route", lambda x2d, wi, y: "cublas_pairs")
-    with triton_path(True):
-        _plans.reset()
-        _, wg, wu = _swiglu_case(device, d=k, ff=n, rows=rows)
-        prepared = ops.PreparedSwiGLU(wg, wu)
-        for i in range(3):
-            x, _, _ = _swiglu_case(device, d=k, ff=n, rows=rows)
-            out = prepared(x.view(rows, 1, k))
-            assert out.shape == (rows, 1, n)
-            _check_swiglu(out.view(rows, n), x, wg, wu, f"call {i}")
-            if i == 0:
-                (plan,) = _swiglu_plan.PREPARED_PLANS.plans.values()
-                assert isinstance(plan, _swiglu_plan.PreparedPairsPlan)
-                monkeypatch.setattr(sw, "swiglu_with", None)  # the plan must not need it
-        _swiglu_plan.PREPARED_PLANS.plans.clear()
-
-
+@pytest.mark.parametrize("route", ["interleaved", "cublas_pairs"])
 @pytest.mark.parametrize("rows, k, n", [(37, 72, 40), (20, 40, 48), (5, 24, 56)])
-def test_prepared_swiglu_launches_from_its_plan(rows, k, n, device, monkeypatch):
-    """``PreparedSwiGLU`` on the interleaved TMA kernel checks and plans a signature on its first call, then launches
-    from the plan (the interleaved weight's descriptors kept, x's and y's made per call; under the interpreter with 4
-    programs 37x72x40 makes 9 tiles, its last in quarters, 20x40x48 makes 6, the last two in halves). Every call, with
-    new x of the same signature (3-D x), matches the float64 oracle; after the first, the checked path is never
-    taken."""
+def test_prepared_swiglu_launches_from_its_plan(rows, k, n, route, device, monkeypatch):
+    """``PreparedSwiGLU`` checks and plans a signature on its first call, then launches from the plan: on the
+    interleaved TMA kernel (the interleaved weight's descriptors kept, x's and y's made per call; under the interpreter
+    with 4 programs 37x72x40 makes 9 tiles, its last in quarters, 20x40x48 makes 6, the last two in halves), or where
+    the route is cuBLAS's one product of the pair (raced on a GPU where the width is not a multiple of 16; forced
+    here) that product, then the pairs kernel. Every call, with new x of the same signature (3-D x), matches the
+    float64 oracle; after the first, the checked path is never taken."""
     from kprof.kernels.lib.launching import interpreting
     from kprof.kernels.swiglu import tuned as sw
 
     if device == "cuda" or not interpreting():
         pytest.skip("the interleaved kernel from 1000 rows on a GPU: test_prepared_plans_on_the_gpu")
+    monkeypatch.setattr(sw, "interleaved_route", lambda x2d, wi, y: route)
+    kind = _swiglu_plan.PreparedSwiGLUPlan if route == "interleaved" else _swiglu_plan.PreparedPairsPlan
     with triton_path(True):
         _plans.reset()
         _, wg, wu = _swiglu_case(device, d=k, ff=n, rows=rows)
@@ -777,7 +754,8 @@ def test_prepared_swiglu_launches_from_its_plan(rows, k, n, device, monkeypatch)
             assert out.shape == (1, rows, n)
             _check_swiglu(out.view(rows, n), x, wg, wu, f"call {i}")
             if i == 0:
-                assert len(_swiglu_plan.PREPARED_PLANS.plans) == 1
+                (plan,) = _swiglu_plan.PREPARED_PLANS.plans.values()
+                assert type(plan) is kind
                 monkeypatch.setattr(sw, "swiglu_with", None)  # the plan must not need it
         interleaved = weakref.ref(prepared.w_int)
         prepared.refresh()  # a new copy: the plan must not keep the old one alive
