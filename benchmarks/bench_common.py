@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,15 @@ def write_csv(path: Path, rows: Sequence[dict]) -> None:
         wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
         wr.writeheader()
         wr.writerows(rows)
+
+
+def new_addresses(x: Any) -> Callable[[], Any]:
+    """Call by call, the next of ``DescribedLaunch.KEEP + 1`` copies of ``x`` (each at its own address): one more than
+    a plan keeps sets of addresses (``kprof.launch.DescribedLaunch``), so that a plan launching on them never finds its
+    set kept, as for a caller whose buffers never repeat."""
+    from kprof.launch import DescribedLaunch
+
+    return itertools.cycle([x.clone() for _ in range(DescribedLaunch.KEEP + 1)]).__next__
 
 
 def print_race(title: str, times: dict[str, list[float]], top: int = 8, always: tuple[str, ...] = ("[",)) -> None:

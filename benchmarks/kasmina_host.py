@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import itertools
 import statistics
 import sys
 from collections.abc import Callable
@@ -43,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from bench_common import write_csv
+from bench_common import new_addresses, write_csv
 from ops_host_cost import host_rounds, rel_err, step_us
 
 from kprof.kernels import discover, ops
@@ -52,7 +51,6 @@ from kprof.kernels.kasmina.reference import kasmina_vectorised
 from kprof.launch import DescribedLaunch
 
 DEFAULT_SHAPES = "1x1000x64,8x1000x64,64x1000x64,64x100x64,512x1000x64,64x250x256"
-KEEP_ROTATION = DescribedLaunch.KEEP + 1  # more copies of x than a plan keeps pairs of addresses
 
 
 def load_baseline(path: Path) -> Callable[..., Any]:
@@ -65,11 +63,10 @@ def load_baseline(path: Path) -> Callable[..., Any]:
 
 def contenders(inp: dict, baseline: Callable[..., Any] | None) -> dict[str, Callable[[], Any]]:
     provider = discover()["kasmina"].providers["triton_telemetry"].fn
-    copies = [inp["x"].clone() for _ in range(KEEP_ROTATION)]
-    turn = itertools.count()
+    new_x = new_addresses(inp["x"])
     found = {
         "ops": lambda: ops.kasmina_forward(**inp),
-        "ops, x at new addresses": lambda: ops.kasmina_forward(**{**inp, "x": copies[next(turn) % len(copies)]}),
+        "ops, x at new addresses": lambda: ops.kasmina_forward(**{**inp, "x": new_x()}),
         "provider": lambda: provider(**inp),
         "checked launch": lambda: branch_free.launch(**inp, telemetry=True),
         "copy x": lambda: torch.empty_like(inp["x"]).copy_(inp["x"]),

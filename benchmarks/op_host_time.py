@@ -19,13 +19,12 @@ before they kept them: ``Launch.described`` answers None), for a before-and-afte
 from __future__ import annotations
 
 import argparse
-import itertools
 import statistics
 import time
 from pathlib import Path
 
 import torch
-from bench_common import host_us, write_csv
+from bench_common import host_us, new_addresses, write_csv
 
 from kprof import harness
 from kprof.kernels import discover, ops
@@ -33,9 +32,6 @@ from kprof.kernels.lib import launching, plans
 from kprof.kernels.rmsnorm_linear import rstd_epilogue
 from kprof.kernels.rmsnorm_linear.family import check_inputs
 from kprof.kernels.swiglu import op_plan as swiglu_plan
-from kprof.launch import DescribedLaunch
-
-ROTATION = DescribedLaunch.KEEP + 1  # copies of x, one more than a plan keeps sets of addresses: every call misses
 
 
 def folded_steps(x, g, w, b, wf, calls: int) -> dict[str, float]:
@@ -91,15 +87,15 @@ def main() -> None:
         sw = fams["swiglu"].make_inputs((m, k, n), "bf16", "cuda", seed=1)
         swiglu = ops.PreparedSwiGLU(sw["w_gate"], sw["w_up"])
         swiglu_plan.PREPARED_PLANS.plans.clear()  # this shape's plan alone
-        xs, turn = [x.clone() for _ in range(ROTATION)], itertools.count()
+        new_x = new_addresses(x)  # one set of copies, shared by both prepared objects
         cands = {
             "ops.PreparedRMSNormLinear": lambda: prepared(x, b),
-            "ops.PreparedRMSNormLinear, x at new addresses": lambda: prepared(xs[next(turn) % ROTATION], b),
+            "ops.PreparedRMSNormLinear, x at new addresses": lambda: prepared(new_x(), b),
             "ops.rms_norm_linear": lambda: ops.rms_norm_linear(x, g, w, b),
             "F.rms_norm + addmm (eager)": lambda: torch.addmm(b, torch.nn.functional.rms_norm(x, (k,), g, 1e-6), w),
             "x @ W": lambda: x @ w,
             "ops.PreparedSwiGLU": lambda: swiglu(sw["x"]),
-            "ops.PreparedSwiGLU, x at new addresses": lambda: swiglu(xs[next(turn) % ROTATION]),
+            "ops.PreparedSwiGLU, x at new addresses": lambda: swiglu(new_x()),
         }
         for name, fn in cands.items():
             for _ in range(5):  # compile, tune, plan

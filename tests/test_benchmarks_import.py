@@ -30,3 +30,22 @@ def test_benchmark_imports(script, monkeypatch):
         sys.modules.pop(script, None)
     if script != "bench_common":
         assert callable(mod.main)
+
+
+def test_new_addresses_never_repeats_a_set_a_plan_keeps(monkeypatch):
+    """``bench_common.new_addresses``: copies of x, each at its own address, one more than a plan keeps, handed out
+    in turn, so that a call never finds its address among the last ``DescribedLaunch.KEEP``."""
+    import torch
+
+    from kprof.launch import DescribedLaunch
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    bench_common = importlib.import_module("bench_common")
+    x = torch.randn(3, 5)
+    new_x = bench_common.new_addresses(x)
+    seen = [new_x() for _ in range(2 * (DescribedLaunch.KEEP + 1))]
+    assert all(torch.equal(c, x) for c in seen)
+    addresses = [c.data_ptr() for c in seen]
+    assert len(set(addresses)) == DescribedLaunch.KEEP + 1 and x.data_ptr() not in addresses
+    for i, a in enumerate(addresses):
+        assert a not in addresses[max(0, i - DescribedLaunch.KEEP) : i]
