@@ -13,8 +13,9 @@ by state]`` and ``[no telemetry, by state]``; with ``--both-states``, every tile
 merge per tile, or sums shifted by the program's first row, per tile or per element); with ``--maxnreg``, each also
 at those register caps (``maxnreg``: fewer registers a thread, more programs an SM). With ``--masked``, also
 ``[shipped, masked]``: the shipped launch with the masks it drops where every tile is full (``EVEN``). With ``--tma``, also
-the TMA kernel (``kasmina.tma``: x and y tiles moved by TMA, the blend folded) at its tiles (``--tma-tiles``; with
-``--tiles 0x0`` it alone beside the references). (The first
+the TMA kernel (``kasmina.tma``: x and y tiles moved by TMA, the blend folded) at its tiles (``--tma-tiles``). With ``--stacked``, also the stacked kernel for a few rows (``kasmina.stacked``: a block
+of seeds' rows in one tile, each distinct blueprint loaded once) at seeds per program x warps (``--stacked-tiles``).
+``--tiles 0x0``: no tile of the branch-free kernel, the other kernels alone beside the references. (The first
 two races in ``results/kasmina-copy/`` also had rows split over programs, x loaded a step ahead and IEEE fp32
 products; a later one several seeds per program: none was kept.)
 
@@ -29,7 +30,7 @@ no kernel that keeps the state on the device meets the family's target there. A 
 kasmina program with those rows must read) and adds nothing of them either.
 
     python benchmarks/kasmina_copy.py --out DIR [--shapes 64x1000x64,...] [--dtypes bf16,fp16,fp32] [--floors-only] [--by-state]
-        [--stats 0,1,2] [--maxnreg 0,128] [--masked] [--tiles 16x2,32x2] [--no-floors]
+        [--stats 0,1,2] [--maxnreg 0,128] [--masked] [--tiles 16x2,32x2] [--no-floors] [--tma] [--stacked]
 
 Writes DIR/kasmina_copy.csv (one row per point and candidate: median and every round, us) and prints, per
 point, the copy, the floors, the shipped kernel and the fastest tile, each as a fraction of the copy's speed.
@@ -47,7 +48,7 @@ from bench_common import candidate_rows, print_notes, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover
-from kprof.kernels.kasmina import branch_free, floor, tma
+from kprof.kernels.kasmina import branch_free, floor, stacked, tma
 
 DEFAULT_SHAPES = "64x1000x64,1x1000x64,512x1000x64,64x250x256,48x333x100"
 TILES = [(16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 2), (64, 4), (64, 8)]
@@ -107,6 +108,22 @@ def floor_candidates(inp: dict, out: torch.Tensor) -> dict[str, object]:
         "{} r{} s{} w{}".format(FLOORS[reads], *tile): copy(tile, reads)
         for reads in FLOORS
         for tile in (few if reads == 2 else floor.tiles(n_rows, w.shape[-1]))
+    }
+
+
+# the stacked kernel (kasmina.stacked): seeds per program x warps
+STACKED_TILES = [(8, 2), (16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 4), (64, 8)]
+
+
+def stacked_candidates(inp: dict, tiles: tuple[tuple[int, ...], ...] = ()) -> dict[str, object]:
+    """name -> fn: the stacked kernel at each (seeds per program, warps) it covers here (``stacked.fits``; seeds
+    raised to make 16 tile rows, so two names may be one launch)."""
+    n_rows, c = inp["x"].numel() // inp["x"].shape[-1], inp["weights"].shape[-1]
+    picked = {stacked.tile(n_rows, s, w) for s, w in tiles or STACKED_TILES}
+    return {
+        f"st{t.block_s} w{t.num_warps}": lambda t=t: stacked.launch(**inp, tile=t)
+        for t in sorted(picked, key=lambda t: (t.block_s, t.num_warps))
+        if stacked.fits(n_rows, c, t.block_s)
     }
 
 
@@ -201,6 +218,8 @@ def run_point(
     both_states: bool = False,
     with_tma: bool = False,
     tma_tiles: tuple[tuple[int, ...], ...] = (),
+    with_stacked: bool = False,
+    stacked_tiles: tuple[tuple[int, ...], ...] = (),
 ) -> list[dict]:
     fam = discover()["kasmina"]
     inp = fam.make_inputs(shape, dtype, "cuda", sum(shape))
@@ -222,10 +241,12 @@ def run_point(
             fns["[shipped, by state, masked]"] = lambda: branch_free.launch(
                 **inp, telemetry=True, by_state=True, even=False
             )
-    if not floors_only and not (with_tma and tiles == ((0, 0),)):
+    if not floors_only and tiles != ((0, 0),):
         fns.update(candidates(inp, splits, by_state, stats, maxnreg, tiles, both_states))
     if with_tma:
         fns.update(tma_candidates(inp, tma_tiles))
+    if with_stacked:
+        fns.update(stacked_candidates(inp, stacked_tiles))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
     # each must copy x exactly, the zero included, into an output poisoned first (a tile that wrote nothing would
@@ -266,9 +287,12 @@ def main() -> None:
     ap.add_argument("--masked", action="store_true", help="also the shipped launch with its masks (EVEN off)")
     ap.add_argument("--tiles", default="", help="only these tiles, rows x warps (e.g. 16x2,32x2)")
     ap.add_argument("--no-floors", action="store_true", help="leave the floors' copy kernels out")
-    ap.add_argument("--tma", action="store_true", help="also the TMA kernel at its tiles (--tiles 0x0: it alone)")
+    ap.add_argument("--tma", action="store_true", help="also the TMA kernel at its tiles")
     ap.add_argument("--tma-tiles", default="", help="the TMA kernel's tiles, rows x warps x stages[ x register cap]")
+    ap.add_argument("--stacked", action="store_true", help="also the stacked kernel (kasmina.stacked) at its tiles")
+    ap.add_argument("--stacked-tiles", default="", help="the stacked kernel's tiles, seeds per program x warps")
     args = ap.parse_args()
+    stacked_tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.stacked_tiles.split(",") if t)
     tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",") if t)
     tma_tiles = tuple(tuple(int(v) for v in t.split("x")) for t in args.tma_tiles.split(",") if t)
     splits = tuple(int(v) for v in args.splits.split(",") if v)
@@ -281,17 +305,18 @@ def main() -> None:
             point = run_point(
                 shape, dtype, args.rounds, splits, args.floors_only, args.by_state, stats, caps,
                 masked=args.masked, tiles=tiles, no_floors=args.no_floors, both_states=args.both_states,
-                with_tma=args.tma, tma_tiles=tma_tiles,
+                with_tma=args.tma, tma_tiles=tma_tiles, with_stacked=args.stacked, stacked_tiles=stacked_tiles,
             )  # fmt: skip
             rows += point
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]
             named = (*FLOOR_LABELS.values(), "[no telemetry]", "[no telemetry, by state]", "[shipped]")
             named += ("[shipped, by state]", "[shipped, masked]", "[shipped, by state, masked]")
-            tile_names = [c for c in med if not c.startswith("[") and not c.startswith("tma")]
+            tile_names = [c for c in med if c.startswith("b")]
             named += (min(tile_names, key=med.get),) if tile_names else ()
-            tma_names = [c for c in med if c.startswith("tma")]
-            named += (min(tma_names, key=med.get),) if tma_names else ()
+            for kind in ("tma", "st"):  # the other kernels' fastest tiles
+                mine = [c for c in med if c.startswith(kind)]
+                named += (min(mine, key=med.get),) if mine else ()
             for st in stats:  # each way of summing the statistics: its fastest tile
                 mine = [c for c in tile_names if f" s{st}" in c]
                 named += (min(mine, key=med.get),) if mine else ()

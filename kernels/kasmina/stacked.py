@@ -1,0 +1,197 @@
+"""kasmina at a few rows: a program takes a block of consecutive seeds and stacks their rows into one tile, so each
+blueprint its seeds use is loaded once and applied to all of them in one product.
+
+Why: ``branch_free``'s and ``kasmina.tma``'s kernels run a program per seed, which loads the seed's C x C blueprint
+to multiply its rows. At one row that is a 32 KB blueprint (C = 128, 16-bit) read from L2 for 256 bytes of x, and a
+16-row product of which one row is real: 1x4000x128 bf16 took 38.9 µs on an H200 where a copy of x took 1.8
+(``benchmarks/results/kasmina-copy/h200-by-blueprint-28e6a82/race.txt``). Here a block of ``BLOCK_S`` seeds and its
+``ROWS`` rows (the call's rows, padded to a power of two) are one tile of ``BLOCK_S * ROWS`` rows of C channels; the
+program walks the distinct blueprint ids of its non-dormant seeds (lowest first), loads each blueprint once and
+accumulates its product over the tile rows of the seeds that use it. With 8 blueprints a block loads at most 8
+whatever its size, where a program per seed loads one a seed.
+
+The state is read as ``branch_free``'s kernel reads it: dormant seeds stay bit for bit x (no product: their blend
+coefficient is 0), an id outside the registry is clamped for every load and flags the seed (its y and telemetry NaN).
+The telemetry is each seed's mean and population variance over its rows and channels, from the tile in registers
+(two passes over it, no sums carried between tiles: a seed's rows are all in one tile)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from kprof.kernels.kasmina import branch_free
+from kprof.kernels.kasmina.family import check_inputs
+
+
+@triton.jit
+def _kasmina_stacked_kernel(
+    # pointers
+    x_ptr,  # [rows, S*C] activations, rows `x_row_stride` apart
+    y_ptr,  # [rows, S*C] output, contiguous
+    lifecycle_ptr,  # [S] int8: 0 dormant, 1 active, 2 grafting
+    blueprint_id_ptr,  # [S] int32
+    alpha_ptr,  # [S] float32
+    w_ptr,  # [NB, C, C] blueprint weights, contiguous
+    b_ptr,  # [NB, C] blueprint biases, contiguous
+    telemetry_ptr,  # [S, 2] float32 (mean, variance)
+    # sizes and strides
+    n_rows,  # at most ROWS
+    n_seeds,
+    C,
+    NB,  # blueprints in the registry: ids outside [0, NB) are flagged, never read
+    x_row_stride,
+    y_row_stride,
+    # meta-parameters
+    BLOCK_S: tl.constexpr,  # seeds per program
+    ROWS: tl.constexpr,  # a power of two >= n_rows; BLOCK_S * ROWS >= 16 (tl.dot's minimum)
+    BLOCK_C: tl.constexpr,  # power of two >= C (>= 16)
+    PRECISION: tl.constexpr,  # branch_free.precision_of's
+):
+    # tile row m is row (m % ROWS) of seed (first + m // ROWS): a seed's rows are adjacent, so its statistics are a
+    # reshape and two sums away
+    m = tl.arange(0, BLOCK_S * ROWS)
+    seeds = tl.program_id(0) * BLOCK_S + m // ROWS
+    rows = m % ROWS
+    smask = seeds < n_seeds
+    tmask = smask & (rows < n_rows)
+    cols = tl.arange(0, BLOCK_C)
+    cmask = cols < C
+    mask = tmask[:, None] & cmask[None, :]
+
+    lifecycle = tl.load(lifecycle_ptr + seeds, mask=smask, other=0).to(tl.int32)
+    bid = tl.load(blueprint_id_ptr + seeds, mask=smask, other=0)
+    valid = (bid >= 0) & (bid < NB)
+    bid = tl.where(valid, bid, 0)
+    alpha = tl.load(alpha_ptr + seeds, mask=smask & (lifecycle == 2), other=0.0)
+    coef = tl.where(lifecycle == 1, 1.0, tl.where(lifecycle == 2, alpha, 0.0))
+    coef = tl.where(valid, coef, float("nan"))  # NaN times anything: the flagged seed's y, no select per element
+
+    x_rows = x_ptr + rows.to(tl.int64) * x_row_stride + seeds.to(tl.int64) * C
+    x = tl.load(x_rows[:, None] + cols[None, :], mask=mask, other=0.0)
+    # blueprint products of the tile rows that need one (not dormant, not flagged), one distinct blueprint at a time
+    bp = tl.zeros([BLOCK_S * ROWS, BLOCK_C], dtype=tl.float32)
+    todo = tmask & (lifecycle != 0) & valid
+    while tl.max(todo.to(tl.int32), axis=0) > 0:
+        k = tl.min(tl.where(todo, bid, NB), axis=0)
+        mine = todo & (bid == k)
+        w = tl.load(
+            w_ptr + k.to(tl.int64) * C * C + cols[:, None] * C + cols[None, :],
+            mask=cmask[:, None] & cmask[None, :],
+            other=0.0,
+        )
+        bias = tl.load(b_ptr + k.to(tl.int64) * C + cols, mask=cmask, other=0.0).to(tl.float32)
+        bp = branch_free.product(tl.where(mine[:, None], x, 0.0), w, bp, PRECISION)
+        bp += tl.where(mine[:, None], bias[None, :], 0.0)
+        todo = todo & (bid != k)
+    xf = x.to(tl.float32)
+    y = xf + coef[:, None] * (bp - xf)
+    y_rows = y_ptr + rows.to(tl.int64) * y_row_stride + seeds.to(tl.int64) * C
+    tl.store(y_rows[:, None] + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+    # telemetry: per seed, the mean of its n_rows * C values, then the mean square of their distance from it
+    n = (n_rows * C).to(tl.float32)
+    mean = _per_seed(tl.sum(tl.where(mask, y, 0.0), axis=1), BLOCK_S, ROWS) / n
+    mean_m = tl.reshape(tl.broadcast_to(mean[:, None], [BLOCK_S, ROWS]), [BLOCK_S * ROWS])
+    d = tl.where(mask, y - mean_m[:, None], 0.0)
+    var = _per_seed(tl.sum(d * d, axis=1), BLOCK_S, ROWS) / n
+    first = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    tl.store(telemetry_ptr + first * 2, mean, mask=first < n_seeds)
+    tl.store(telemetry_ptr + first * 2 + 1, var, mask=first < n_seeds)
+
+
+@triton.jit
+def _per_seed(v, BLOCK_S: tl.constexpr, ROWS: tl.constexpr):
+    """A value per tile row summed over each seed's ROWS rows: [BLOCK_S * ROWS] -> [BLOCK_S]."""
+    return tl.sum(tl.reshape(v, [BLOCK_S, ROWS]), axis=1)
+
+
+@dataclass(frozen=True)
+class StackedTile:
+    """One launch of the stacked kernel: seeds per program, the rows' power of two, warps."""
+
+    block_s: int
+    rows: int
+    num_warps: int
+
+    def options(self) -> dict[str, int]:
+        """The launch's compile options beside the constexprs."""
+        return {"num_warps": self.num_warps}
+
+    def constexprs(self, c: int, precision: int) -> dict[str, int]:
+        """The kernel's compile-time arguments, in its signature's order (the ops API's plans pass them so)."""
+        return {"BLOCK_S": self.block_s, "ROWS": self.rows, "BLOCK_C": branch_free.block_c(c), "PRECISION": precision}
+
+    def grid(self, n_seeds: int) -> tuple[int]:
+        """Programs: one a block of ``block_s`` seeds."""
+        return (triton.cdiv(n_seeds, self.block_s),)
+
+
+# the most channels the kernel takes: a 128 x 128 blueprint beside a tile of x in one program (C > 128 not raced)
+MAX_CHANNELS = 128
+
+
+def rows_for(n_rows: int) -> int:
+    """The kernel's ROWS for ``n_rows`` rows: the next power of two."""
+    return triton.next_power_of_2(max(1, n_rows))
+
+
+def tile(n_rows: int, block_s: int, num_warps: int) -> StackedTile:
+    """A tile of ``block_s`` seeds (raised to what makes 16 tile rows, tl.dot's minimum) for ``n_rows`` rows."""
+    rows = rows_for(n_rows)
+    return StackedTile(max(block_s, triton.cdiv(16, rows)), rows, num_warps)
+
+
+def fits(n_rows: int, c: int, block_s: int) -> bool:
+    """Whether the kernel covers ``n_rows`` rows of ``c``-channel seeds in blocks of ``block_s`` (tiles of at most 256
+    rows, blueprints of at most ``MAX_CHANNELS``)."""
+    return c <= MAX_CHANNELS and block_s * rows_for(n_rows) <= 256
+
+
+def launch(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    tile: StackedTile,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Check, allocate and launch ``tile``; returns ``(y, telemetry)``. Raises where :func:`fits` does not hold."""
+    n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
+    x2d = x.reshape(-1, x.shape[-1]) if x.stride(-1) == 1 else x.contiguous().view(-1, x.shape[-1])
+    n_rows = x2d.shape[0]
+    if not fits(n_rows, c, tile.block_s) or tile.rows < n_rows:
+        raise ValueError(
+            f"kasmina stacked kernel: needs at most {MAX_CHANNELS} channels (got {c}) and a tile of at most 256 rows "
+            f"covering every row (got {tile.block_s} seeds x {tile.rows} rows for {n_rows} rows); "
+            f"branch_free.launch runs every other call"
+        )
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device)
+    _kasmina_stacked_kernel[tile.grid(n_seeds)](
+        x2d,
+        y,
+        lifecycle,
+        blueprint_id,
+        alpha,
+        weights.contiguous(),
+        bias.contiguous(),
+        tele,
+        n_rows,
+        n_seeds,
+        c,
+        weights.shape[0],
+        x2d.stride(0),
+        x.shape[-1],
+        **tile.constexprs(c, branch_free.precision_of(x.dtype)),
+        **tile.options(),
+    )
+    return y, tele
+
+
+# Public handle for op_plan (the ops API's launch plan): the kernel keeps its `_` name, which profilers record.
+stacked_kernel = _kasmina_stacked_kernel
