@@ -117,12 +117,13 @@ STACKED_TILES = [(8, 2), (16, 2), (16, 4), (32, 2), (32, 4), (32, 8), (64, 4), (
 
 def stacked_candidates(inp: dict, tiles: tuple[tuple[int, ...], ...] = ()) -> dict[str, object]:
     """name -> fn: the stacked kernel at each (seeds per program, warps) it covers here (``stacked.fits``; seeds
-    raised to make 16 tile rows, so two names may be one launch)."""
+    raised to make 16 tile rows, so two tiles may be one launch), a program per block and per block and blueprint
+    (``bb``)."""
     n_rows, c = inp["x"].numel() // inp["x"].shape[-1], inp["weights"].shape[-1]
-    picked = {stacked.tile(n_rows, s, w) for s, w in tiles or STACKED_TILES}
+    picked = {stacked.tile(n_rows, s, w, bb) for s, w in tiles or STACKED_TILES for bb in (False, True)}
     return {
-        f"st{t.block_s} w{t.num_warps}": lambda t=t: stacked.launch(**inp, tile=t)
-        for t in sorted(picked, key=lambda t: (t.block_s, t.num_warps))
+        f"st{t.block_s} w{t.num_warps}" + (" bb" if t.by_blueprint else ""): lambda t=t: stacked.launch(**inp, tile=t)
+        for t in sorted(picked, key=lambda t: (t.by_blueprint, t.block_s, t.num_warps))
         if stacked.fits(n_rows, c, t.block_s)
     }
 
@@ -314,8 +315,9 @@ def main() -> None:
             named += ("[shipped, by state]", "[shipped, masked]", "[shipped, by state, masked]")
             tile_names = [c for c in med if c.startswith("b")]
             named += (min(tile_names, key=med.get),) if tile_names else ()
-            for kind in ("tma", "st"):  # the other kernels' fastest tiles
-                mine = [c for c in med if c.startswith(kind)]
+            for kind in ("tma", "st", "bb"):  # the other kernels' fastest tiles
+                mine = [c for c in med if c.startswith(kind) or (kind == "bb" and c.endswith(" bb"))]
+                mine = [c for c in mine if kind == "bb" or not c.endswith(" bb")]
                 named += (min(mine, key=med.get),) if mine else ()
             for st in stats:  # each way of summing the statistics: its fastest tile
                 mine = [c for c in tile_names if f" s{st}" in c]

@@ -8,7 +8,9 @@ to multiply its rows. At one row that is a 32 KB blueprint (C = 128, 16-bit) rea
 ``ROWS`` rows (the call's rows, padded to a power of two) are one tile of ``BLOCK_S * ROWS`` rows of C channels; the
 program walks the distinct blueprint ids of its non-dormant seeds (lowest first), loads each blueprint once and
 accumulates its product over the tile rows of the seeds that use it. With 8 blueprints a block loads at most 8
-whatever its size, where a program per seed loads one a seed.
+whatever its size, where a program per seed loads one a seed. With ``BY_BLUEPRINT`` the blueprints are a second grid
+axis instead: program (j, k) takes block j's seeds of blueprint k and loads that blueprint alone (more programs, each
+with one load, the others' tile rows masked off).
 
 The state is read as ``branch_free``'s kernel reads it: dormant seeds stay bit for bit x (no product: their blend
 coefficient is 0), an id outside the registry is clamped for every load and flags the seed (its y and telemetry NaN).
@@ -50,6 +52,8 @@ def _kasmina_stacked_kernel(
     ROWS: tl.constexpr,  # a power of two >= n_rows; BLOCK_S * ROWS >= 16 (tl.dot's minimum)
     BLOCK_C: tl.constexpr,  # power of two >= C (>= 16)
     PRECISION: tl.constexpr,  # branch_free.precision_of's
+    BY_BLUEPRINT: tl.constexpr,  # the grid's second axis is the blueprint: program (j, k) takes block j's seeds of
+    # (clamped) id k, so it loads one blueprint; else program j takes all of block j's seeds, each distinct id in turn
 ):
     # tile row m is row (m % ROWS) of seed (first + m // ROWS): a seed's rows are adjacent, so its statistics are a
     # reshape and two sums away
@@ -69,6 +73,9 @@ def _kasmina_stacked_kernel(
     alpha = tl.load(alpha_ptr + seeds, mask=smask & (lifecycle == 2), other=0.0)
     coef = tl.where(lifecycle == 1, 1.0, tl.where(lifecycle == 2, alpha, 0.0))
     coef = tl.where(valid, coef, float("nan"))  # NaN times anything: the flagged seed's y, no select per element
+    if BY_BLUEPRINT:  # this program's seeds: those of its blueprint (a flagged one: blueprint 0's program)
+        tmask = tmask & (bid == tl.program_id(1))
+        mask = tmask[:, None] & cmask[None, :]
 
     x_rows = x_ptr + rows.to(tl.int64) * x_row_stride + seeds.to(tl.int64) * C
     x = tl.load(x_rows[:, None] + cols[None, :], mask=mask, other=0.0)
@@ -99,8 +106,11 @@ def _kasmina_stacked_kernel(
     d = tl.where(mask, y - mean_m[:, None], 0.0)
     var = _per_seed(tl.sum(d * d, axis=1), BLOCK_S, ROWS) / n
     first = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
-    tl.store(telemetry_ptr + first * 2, mean, mask=first < n_seeds)
-    tl.store(telemetry_ptr + first * 2 + 1, var, mask=first < n_seeds)
+    mine = first < n_seeds
+    if BY_BLUEPRINT:
+        mine = mine & (tl.max(tl.reshape(tmask.to(tl.int32), [BLOCK_S, ROWS]), axis=1) > 0)
+    tl.store(telemetry_ptr + first * 2, mean, mask=mine)
+    tl.store(telemetry_ptr + first * 2 + 1, var, mask=mine)
 
 
 @triton.jit
@@ -116,6 +126,7 @@ class StackedTile:
     block_s: int
     rows: int
     num_warps: int
+    by_blueprint: bool = False  # a program per block and blueprint (the kernel's BY_BLUEPRINT)
 
     def options(self) -> dict[str, int]:
         """The launch's compile options beside the constexprs."""
@@ -123,11 +134,17 @@ class StackedTile:
 
     def constexprs(self, c: int, precision: int) -> dict[str, int]:
         """The kernel's compile-time arguments, in its signature's order (the ops API's plans pass them so)."""
-        return {"BLOCK_S": self.block_s, "ROWS": self.rows, "BLOCK_C": branch_free.block_c(c), "PRECISION": precision}
+        return {
+            "BLOCK_S": self.block_s,
+            "ROWS": self.rows,
+            "BLOCK_C": branch_free.block_c(c),
+            "PRECISION": precision,
+            "BY_BLUEPRINT": self.by_blueprint,
+        }
 
-    def grid(self, n_seeds: int) -> tuple[int]:
-        """Programs: one a block of ``block_s`` seeds."""
-        return (triton.cdiv(n_seeds, self.block_s),)
+    def grid(self, n_seeds: int, n_blueprints: int) -> tuple[int, int]:
+        """Programs: one a block of ``block_s`` seeds, times the blueprints where ``by_blueprint``."""
+        return triton.cdiv(n_seeds, self.block_s), n_blueprints if self.by_blueprint else 1
 
 
 # the most channels the kernel takes: a 128 x 128 blueprint beside a tile of x in one program (C > 128 not raced)
@@ -139,10 +156,10 @@ def rows_for(n_rows: int) -> int:
     return triton.next_power_of_2(max(1, n_rows))
 
 
-def tile(n_rows: int, block_s: int, num_warps: int) -> StackedTile:
+def tile(n_rows: int, block_s: int, num_warps: int, by_blueprint: bool = False) -> StackedTile:
     """A tile of ``block_s`` seeds (raised to what makes 16 tile rows, tl.dot's minimum) for ``n_rows`` rows."""
     rows = rows_for(n_rows)
-    return StackedTile(max(block_s, triton.cdiv(16, rows)), rows, num_warps)
+    return StackedTile(max(block_s, triton.cdiv(16, rows)), rows, num_warps, by_blueprint)
 
 
 def fits(n_rows: int, c: int, block_s: int) -> bool:
@@ -172,7 +189,7 @@ def launch(
         )
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device)
-    _kasmina_stacked_kernel[tile.grid(n_seeds)](
+    _kasmina_stacked_kernel[tile.grid(n_seeds, weights.shape[0])](
         x2d,
         y,
         lifecycle,

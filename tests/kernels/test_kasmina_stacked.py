@@ -24,6 +24,7 @@ def _inputs(shape: tuple[int, ...], dtype: str, device: str) -> dict:
     return inp
 
 
+@pytest.mark.parametrize("by_blueprint", [False, True], ids=["by-block", "by-blueprint"])
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize(
     ("shape", "block_s"),
@@ -37,10 +38,10 @@ def _inputs(shape: tuple[int, ...], dtype: str, device: str) -> dict:
     ],
     ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v),
 )
-def test_matches_the_oracle(shape, block_s, dtype, device):
+def test_matches_the_oracle(shape, block_s, dtype, by_blueprint, device):
     inp = _inputs(shape, dtype, device)
     rows = inp["x"].numel() // inp["x"].shape[-1]
-    tile = stacked.tile(rows, block_s, 4)
+    tile = stacked.tile(rows, block_s, 4, by_blueprint)
     y_ref, t_ref = F["kasmina"].oracle(**inp)
     y, tele = stacked.launch(**inp, tile=tile)
     tol = F["kasmina"].tolerances[dtype]
@@ -52,13 +53,15 @@ def test_matches_the_oracle(shape, block_s, dtype, device):
     assert torch.equal(y3[:, dormant], x3[:, dormant])  # no product, no rounding: x
 
 
-def test_seeds_sharing_a_blueprint_and_one_flagged(device):
+@pytest.mark.parametrize("by_blueprint", [False, True], ids=["by-block", "by-blueprint"])
+def test_seeds_sharing_a_blueprint_and_one_flagged(by_blueprint, device):
     """Every seed of a block on one blueprint (one load for all) but one out of the registry: that seed is NaN in y
-    and telemetry, its neighbours are not."""
+    and telemetry, its neighbours are not (by blueprint: the flagged seed is blueprint 0's program's, whose block has
+    no other seed)."""
     inp = _inputs((2, 24, 32), "bf16", device)
     inp["blueprint_id"].fill_(3)
     inp["blueprint_id"][5] = 8  # the registry has 8: ids 0-7
-    y, tele = stacked.launch(**inp, tile=stacked.tile(2, 16, 4))
+    y, tele = stacked.launch(**inp, tile=stacked.tile(2, 16, 4, by_blueprint))
     y3 = y.view(2, 24, 32)
     assert torch.isnan(y3[:, 5]).all() and torch.isnan(tele[5]).all()
     rest = [i for i in range(24) if i != 5]
@@ -82,3 +85,5 @@ def test_a_tile_has_at_least_16_rows():
     assert stacked.tile(1, 4, 2) == stacked.StackedTile(16, 1, 2)
     assert stacked.tile(3, 2, 4) == stacked.StackedTile(4, 4, 4)
     assert stacked.tile(9, 8, 4) == stacked.StackedTile(8, 16, 4)
+    assert stacked.tile(1, 32, 4, True).grid(100, 8) == (4, 8)
+    assert stacked.tile(1, 32, 4).grid(100, 8) == (4, 1)
