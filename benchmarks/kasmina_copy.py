@@ -14,7 +14,8 @@ merge per tile, or sums shifted by the program's first row, per tile or per elem
 at those register caps (``maxnreg``: fewer registers a thread, more programs an SM). With ``--masked``, also
 ``[shipped, masked]``: the shipped launch with the masks it drops where every tile is full (``EVEN``). With ``--tma``, also
 the TMA kernel (``kasmina.tma``: x and y tiles moved by TMA, the blend folded) at its tiles (``--tma-tiles``). With ``--stacked``, also the stacked kernel for a few rows (``kasmina.stacked``: a block
-of seeds' rows in one tile, each distinct blueprint loaded once) at seeds per program x warps (``--stacked-tiles``).
+of seeds' rows in one tile, each distinct blueprint loaded once) at seeds per program x warps (``--stacked-tiles``),
+and ``[branch free]``, branch_free's kernel as its rule launches it (the ops API's route before the stacked table).
 ``--tiles 0x0``: no tile of the branch-free kernel, the other kernels alone beside the references. (The first
 two races in ``results/kasmina-copy/`` also had rows split over programs, x loaded a step ahead and IEEE fp32
 products; a later one several seeds per program: none was kept.)
@@ -246,7 +247,8 @@ def run_point(
         fns.update(candidates(inp, splits, by_state, stats, maxnreg, tiles, both_states))
     if with_tma:
         fns.update(tma_candidates(inp, tma_tiles))
-    if with_stacked:
+    if with_stacked:  # and the route the ops API took before the stacked kernel, where the stacked table now takes it
+        fns["[branch free]"] = lambda: branch_free.launch(**inp, telemetry=True)
         fns.update(stacked_candidates(inp, stacked_tiles))
     ok, notes = checked(fns, inp, oracle)
     ok["[copy x]"] = lambda: out.copy_(inp["x"])
@@ -312,7 +314,7 @@ def main() -> None:
             med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
             copy = med["[copy x]"]
             named = (*FLOOR_LABELS.values(), "[no telemetry]", "[no telemetry, by state]", "[shipped]")
-            named += ("[shipped, by state]", "[shipped, masked]", "[shipped, by state, masked]")
+            named += ("[shipped, by state]", "[shipped, masked]", "[shipped, by state, masked]", "[branch free]")
             tile_names = [c for c in med if c.startswith("b")]
             named += (min(tile_names, key=med.get),) if tile_names else ()
             for kind in ("tma", "st", "bb"):  # the other kernels' fastest tiles

@@ -2,7 +2,8 @@
 checked launch on a call signature's first call, then the same configuration's compiled launch from a plan, with raw
 addresses passed to Triton's C launcher (:mod:`kprof.kernels.lib.plans` says what a plan holds and why). Where the
 H200's table takes ``kasmina.tma``'s kernel (``tma.tile_for``), the plan is a ``TmaPlan``, which also passes the kernel
-two descriptors of x and y, encoded again only for addresses it has not seen."""
+two descriptors of x and y, encoded again only for addresses it has not seen; where it takes ``kasmina.stacked``'s (a
+few rows: ``stacked.tile_for``), a ``StackedPlan``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import torch
 
-from kprof.kernels.kasmina import branch_free, tma
+from kprof.kernels.kasmina import branch_free, stacked, tma
 from kprof.kernels.kasmina.family import check_inputs
 from kprof.kernels.lib.plans import Launch, Plans, contiguous_layout, row_stride
 from kprof.launch import CompiledLauncher, launch_hooks_installed
@@ -18,6 +19,7 @@ from kprof.launch import CompiledLauncher, launch_hooks_installed
 PLANS = Plans()
 _kasmina_launcher = CompiledLauncher(branch_free.forward_kernel)
 _tma_launcher = CompiledLauncher(tma.tma_kernel)
+_stacked_launcher = CompiledLauncher(stacked.stacked_kernel)
 
 
 def kasmina(
@@ -78,6 +80,8 @@ def kasmina(
         return _kasmina_first(x, lifecycle, blueprint_id, alpha, weights, bias, key)
     if type(plan) is TmaPlan:
         return plan(x, lifecycle, blueprint_id, alpha, weights, bias, (lp, ip, ap, wp, bp))
+    if type(plan) is StackedPlan:
+        return plan(x, lifecycle, blueprint_id, alpha, weights, bias, (xp, lp, ip, ap, wp, bp))
     launch, n_seeds, config, y_layout, tele_layout = plan
     y = x.new_empty_strided(*y_layout)
     tele = alpha.new_empty_strided(*tele_layout)  # alpha is float32 on x's device (the checks that made the plan)
@@ -134,12 +138,47 @@ class TmaPlan:
         return tma.descriptors(x.view(-1, width), y.view(-1, width), self.tile)
 
 
+class StackedPlan:
+    """A signature's launch of the stacked kernel (``kasmina.stacked``, the H200's table for a few rows): the launch
+    and the layouts of y and the telemetry."""
+
+    __slots__ = ("launch", "y_layout", "tele_layout")
+
+    def __init__(self, launch: Launch, x_shape: tuple[int, ...], n_seeds: int) -> None:
+        self.launch = launch
+        self.y_layout = contiguous_layout(x_shape)
+        self.tele_layout = contiguous_layout((n_seeds, 2))
+
+    def __call__(
+        self,
+        x: torch.Tensor,
+        lifecycle: torch.Tensor,
+        blueprint_id: torch.Tensor,
+        alpha: torch.Tensor,
+        weights: torch.Tensor,
+        bias: torch.Tensor,
+        pointers: tuple[int, ...],
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        y = x.new_empty_strided(*self.y_layout)
+        tele = alpha.new_empty_strided(*self.tele_layout)
+        if self.launch.entry is not None and not launch_hooks_installed():
+            xp, *state = pointers
+            self.launch.fast(xp, y.data_ptr(), *state, tele.data_ptr())
+        else:
+            self.launch(x, y, lifecycle, blueprint_id, alpha, weights, bias, tele)
+        return y, tele
+
+
 def _kasmina_checked(x: Any, lifecycle: Any, blueprint_id: Any, alpha: Any, weights: Any, bias: Any) -> tuple:
-    """The checked launch: the TMA kernel where the H200's table takes it (``tma.tile_for``), else branch_free's."""
+    """The checked launch: the TMA kernel or the stacked one where the H200's tables take them (``tma.tile_for``,
+    ``stacked.tile_for``), else branch_free's."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
     tile = tma.tile_for(x, n_seeds, c)
     if tile is not None:
         return tma.launch(x, lifecycle, blueprint_id, alpha, weights, bias, tile)
+    few = stacked.tile_for(x, n_seeds, c)
+    if few is not None:
+        return stacked.launch(x, lifecycle, blueprint_id, alpha, weights, bias, few)
     y, tele = branch_free.launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=True)
     return y, tele
 
@@ -167,6 +206,15 @@ def _kasmina_first(
                 )
                 launch = Launch(_tma_launcher, ("ops", "tma") + key + (tail,), (n_seeds,), tail, tile.options())
                 PLANS.put(key, TmaPlan(launch, tile, tuple(x.shape), n_seeds))
+            return y, tele
+        few = stacked.tile_for(x, n_seeds, c)  # what _kasmina_checked ran
+        if few is not None:
+            n_rows = x.numel() // x.shape[-1]
+            tail = (n_rows, n_seeds, c, weights.shape[0], xs, x.shape[-1])
+            tail += tuple(few.constexprs(c, branch_free.precision_of(x.dtype)).values())
+            grid = few.grid(n_seeds, weights.shape[0])
+            launch = Launch(_stacked_launcher, ("ops", "stacked") + key + (tail,), grid, tail, few.options())
+            PLANS.put(key, StackedPlan(launch, tuple(x.shape), n_seeds))
             return y, tele
         cfg = branch_free.config_for(x, n_seeds, c, True)  # what branch_free.launch ran
         # the kernel's sizes and strides, then its compile-time arguments in its signature's order

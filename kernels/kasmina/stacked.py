@@ -27,6 +27,7 @@ import triton.language as tl
 
 from kprof.kernels.kasmina import branch_free
 from kprof.kernels.kasmina.family import check_inputs
+from kprof.kernels.lib import launching
 
 
 @triton.jit
@@ -160,6 +161,61 @@ def tile(n_rows: int, block_s: int, num_warps: int, by_blueprint: bool = False) 
     """A tile of ``block_s`` seeds (raised to what makes 16 tile rows, tl.dot's minimum) for ``n_rows`` rows."""
     rows = rows_for(n_rows)
     return StackedTile(max(block_s, triton.cdiv(16, rows)), rows, num_warps, by_blueprint)
+
+
+@dataclass(frozen=True)
+class StackedRow:
+    """One row of the H200's table: the class of calls it covers (16-bit x) and the launch it takes there."""
+
+    rows: tuple[int, int]  # least and most rows
+    seeds_per_sm: tuple[float, float]  # seeds per SM: at least the first, under the second
+    channels: tuple[int, int]  # least and most channels
+    block_s: int  # seeds per program (raised by ``tile`` to make 16 tile rows)
+    num_warps: int
+    by_blueprint: bool = False
+
+
+# On an H200, 16-bit x with telemetry: the first row that covers a call is its launch, where the ops API ran
+# branch_free's kernel before. Raced there in bf16 against that route, cold, at 1-16 rows x 100, 1000, 4000 seeds x 32,
+# 64, 128 channels over 17 tiles a point (benchmarks/results/kasmina-copy/h200-stacked-85bf7bc/by-blueprint-*/, µs,
+# this tile / branch_free's, the ratio at 32 / 64 / 128 channels):
+# - one row from 1000 seeds (7.5 an SM): 64 seeds a program, 4 warps, a program per blueprint too: 1x1000 0.89 / 0.76 /
+#   0.50 (1x1000x128 6.1 against 12.2), 1x4000 0.54 / 0.54 / 0.34 (1x4000x128 13.1 against 38.6);
+# - one row under 1000 seeds: 16 seeds a program, 4 warps, a program per blueprint: 1x100 0.97 / 0.79 / 0.74;
+# - 2-4 rows from 16 seeds an SM: 4 seeds a program (16 tile rows), 4 warps, a program a block: 4x4000 0.72 / 0.64 /
+#   0.58 (4x4000x128 25.0 against 43.0); at 4x1000 only at 128 channels (0.73; 1.12 and 1.02 at 32 and 64);
+# - 5-8 rows from 16 seeds an SM: 8 seeds a program (64 tile rows), 4 warps: 8x4000 0.84 / 0.93 / 0.67.
+# Not taken: 4-8 rows at 100 seeds (0.94-1.16 at best: little or behind), 8 rows at 1000 (1.04-1.30), 16 rows (0.91
+# at 16x4000x128 alone, 1.06-1.46 elsewhere); beyond 128 channels; fp32 (raced at three points: 1x1000x64 0.84,
+# 1x4000x128 1.00, 8x1000x64 1.23); other GPUs (not raced).
+_H200_ROWS: tuple[StackedRow, ...] = (
+    StackedRow((1, 1), (7.5, float("inf")), (1, 128), 64, 4, by_blueprint=True),
+    StackedRow((1, 1), (0.0, 7.5), (1, 128), 16, 4, by_blueprint=True),
+    StackedRow((2, 4), (16.0, float("inf")), (1, 128), 4, 4),
+    StackedRow((2, 4), (7.5, 16.0), (65, 128), 4, 4),
+    StackedRow((5, 8), (16.0, float("inf")), (1, 128), 8, 4),
+)
+
+
+def table_tile(n_rows: int, n_seeds: int, c: int, sms: int) -> StackedTile | None:
+    """The H200 table's launch for 16-bit ``n_rows`` rows of ``n_seeds`` seeds of ``c`` channels on ``sms`` SMs, or
+    None where ``branch_free``'s kernel stays."""
+    for r in _H200_ROWS:
+        if (
+            r.rows[0] <= n_rows <= r.rows[1]
+            and r.seeds_per_sm[0] * sms <= n_seeds < r.seeds_per_sm[1] * sms
+            and r.channels[0] <= c <= r.channels[1]
+        ):
+            return tile(n_rows, r.block_s, r.num_warps, r.by_blueprint)
+    return None
+
+
+def tile_for(x: torch.Tensor, n_seeds: int, c: int) -> StackedTile | None:
+    """The stacked launch for a call with telemetry on ``x`` (rows of ``n_seeds`` x ``c`` channels): the table's, where
+    x is 16-bit on an H200; None where another kernel runs."""
+    if x.dtype not in (torch.bfloat16, torch.float16) or not launching.fast_memory(x):
+        return None
+    return table_tile(x.numel() // max(x.shape[-1], 1), n_seeds, c, launching.sm_count(x))
 
 
 def fits(n_rows: int, c: int, block_s: int) -> bool:

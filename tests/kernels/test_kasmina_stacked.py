@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kprof.kernels import discover
-from kprof.kernels.kasmina import stacked
+from kprof.kernels import discover, ops
+from kprof.kernels.kasmina import op_plan, stacked
+from kprof.kernels.lib import launching
+from tests.kernels.ops_paths import triton_ops
 
 F = discover()
 
@@ -87,3 +89,81 @@ def test_a_tile_has_at_least_16_rows():
     assert stacked.tile(9, 8, 4) == stacked.StackedTile(8, 16, 4)
     assert stacked.tile(1, 32, 4, True).grid(100, 8) == (4, 8)
     assert stacked.tile(1, 32, 4).grid(100, 8) == (4, 1)
+
+
+@pytest.mark.parametrize(
+    ("rows", "seeds", "c", "expected"),
+    [
+        (1, 1000, 64, (64, 1, True)),
+        (1, 4000, 128, (64, 1, True)),
+        (1, 100, 32, (16, 1, True)),
+        (1, 989, 64, (16, 1, True)),  # under 7.5 seeds an SM
+        (4, 4000, 64, (4, 4, False)),
+        (3, 4000, 32, (4, 4, False)),
+        (2, 4000, 32, (8, 2, False)),  # 4 seeds of 2 rows raised to 16 tile rows
+        (4, 1000, 128, (4, 4, False)),
+        (4, 1000, 64, None),  # 2-4 rows at 1000 seeds: 128 channels only
+        (8, 4000, 128, (8, 8, False)),
+        (8, 1000, 128, None),
+        (16, 4000, 128, None),
+        (1, 4000, 256, None),
+        (4, 100, 64, None),
+    ],
+)
+def test_the_h200_table_takes_the_classes_it_was_raced_faster_in(rows, seeds, c, expected):
+    tile = stacked.table_tile(rows, seeds, c, sms=132)
+    assert (None if tile is None else (tile.block_s, tile.rows, tile.by_blueprint)) == expected
+    if tile is not None:
+        assert stacked.fits(rows, c, tile.block_s) and tile.num_warps == 4
+
+
+def test_no_tile_off_an_h200_or_in_fp32(device):
+    fam = F["kasmina"]
+    x = fam.make_inputs((1, 1000, 64), "bf16", device, seed=1)["x"]
+    if launching.fast_memory(x):
+        pytest.skip("this GPU is an H200, where the table applies (the GPU test below covers it)")
+    assert stacked.tile_for(x, 1000, 64) is None
+    assert stacked.tile_for(x.float(), 1000, 64) is None
+
+
+@pytest.mark.parametrize("by_blueprint", [False, True], ids=["by-block", "by-blueprint"])
+def test_the_ops_plan_passes_the_kernel_its_arguments_in_order(by_blueprint, device, monkeypatch):
+    """The ops API's stacked plan (``op_plan.StackedPlan``), with the table taking a small shape: its planned call
+    gives the checked first call's outputs bit for bit (pointers, sizes, strides and constexprs reach the kernel in
+    the signature's order, the grid has its blueprint axis), in the interpreter as on a GPU."""
+    monkeypatch.setattr(stacked, "tile_for", lambda x, n_seeds, c: stacked.tile(3, 4, 2, by_blueprint))
+    inp = _inputs((3, 21, 48), "bf16", device)
+    with triton_ops():
+        first = ops.kasmina_forward(**inp)
+        (plan,) = op_plan.PLANS.plans.values()
+        second = ops.kasmina_forward(**inp)
+    assert isinstance(plan, op_plan.StackedPlan)
+    assert torch.equal(second[0], first[0]) and torch.equal(second[1], first[1])
+    y_ref, t_ref = F["kasmina"].oracle(**inp)
+    tol = F["kasmina"].tolerances["bf16"]
+    assert _rel(second[0], y_ref) < tol and _rel(second[1], t_ref) < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("shape", "dtype"), [((1, 1000, 64), "bf16"), ((4, 4000, 32), "fp16"), ((7, 4000, 128), "bf16")]
+)
+def test_the_ops_plan_launches_the_stacked_kernel_on_an_h200(shape, dtype):
+    """On an H200: kasmina_forward's first call runs the stacked kernel where the table says, its plan reaches the
+    compiled launch, and every planned call (x at its own address and at another) gives the first call's outputs bit
+    for bit, within the oracle's tolerance."""
+    x = torch.empty(1, device="cuda")
+    if not launching.fast_memory(x):
+        pytest.skip("the stacked kernel's table is the H200's (not raced elsewhere)")
+    inp = _inputs(shape, dtype, "cuda")
+    assert stacked.tile_for(inp["x"], shape[-2], shape[-1]) is not None
+    with triton_ops():
+        first = ops.kasmina_forward(**inp)
+        for i in range(6):
+            y, tele = ops.kasmina_forward(**(inp if i % 2 == 0 else {**inp, "x": inp["x"].clone()}))
+            assert torch.equal(y, first[0]) and torch.equal(tele, first[1]), f"call {i + 1} differs from the first"
+        (plan,) = op_plan.PLANS.plans.values()
+    assert isinstance(plan, op_plan.StackedPlan) and plan.launch.entry is not None
+    y_ref, t_ref = F["kasmina"].oracle(**inp)
+    tol = F["kasmina"].tolerances[dtype]
+    assert _rel(first[0], y_ref) < tol and _rel(first[1], t_ref) < tol
