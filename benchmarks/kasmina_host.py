@@ -9,7 +9,7 @@ back-to-back calls without synchronising (outputs allocated by each call), host 
 - ``ops``: ``kprof.kernels.ops.kasmina_forward`` with the Triton path on (its launch plan through Triton's C
   launcher; the path is off unless ``KPROF_USE_TRITON=1`` or ``ops.use_triton(True)``, as here). The ``route`` column
   says which kernel its plan launches (``tma``: ``kasmina.tma``'s, whose encoded descriptors the plan keeps by x's
-  and y's addresses; ``branch_free``); ``--tma-floor N`` sets ``tma.TMA_MIN_ELEMENTS`` (the smallest x the route
+  and y's addresses; ``stacked``: ``kasmina.stacked``'s, at a few rows; ``branch_free``); ``--tma-floor N`` sets ``tma.TMA_MIN_ELEMENTS`` (the smallest x the route
   takes) for the run, so the TMA route can be timed below the floor the ops API ships;
 - ``ops, x at new addresses``: the same, x rotating over 65 copies of it (one more than a plan keeps pairs of
   addresses), so that on the TMA route no call finds its pair kept (each makes and encodes its descriptors: what a
@@ -83,7 +83,7 @@ def route(x: Any) -> str:
         if key[0] == x.shape and key[2] == x.dtype:
             if type(plan) is op_plan.TmaPlan:
                 return "tma (descriptors kept)" if isinstance(plan.launch.described(), DescribedLaunch) else "tma"
-            return "branch_free"
+            return "stacked" if type(plan) is op_plan.StackedPlan else "branch_free"
     return "checked"
 
 

@@ -169,31 +169,38 @@ class StackedRow:
 
     rows: tuple[int, int]  # least and most rows
     seeds_per_sm: tuple[float, float]  # seeds per SM: at least the first, under the second
-    channels: tuple[int, int]  # least and most channels
+    channels: tuple[int, int]  # least and most channels, a multiple of 16 (100 channels lost: below)
     block_s: int  # seeds per program (raised by ``tile`` to make 16 tile rows)
     num_warps: int
     by_blueprint: bool = False
 
 
 # On an H200, 16-bit x with telemetry: the first row that covers a call is its launch, where the ops API ran
-# branch_free's kernel before. Raced there in bf16 against that route, cold, at 1-16 rows x 100, 1000, 4000 seeds x 32,
-# 64, 128 channels over 17 tiles a point (benchmarks/results/kasmina-copy/h200-stacked-85bf7bc/by-blueprint-*/, µs,
-# this tile / branch_free's, the ratio at 32 / 64 / 128 channels):
-# - one row from 1000 seeds (7.5 an SM): 64 seeds a program, 4 warps, a program per blueprint too: 1x1000 0.89 / 0.76 /
-#   0.50 (1x1000x128 6.1 against 12.2), 1x4000 0.54 / 0.54 / 0.34 (1x4000x128 13.1 against 38.6);
-# - one row under 1000 seeds: 16 seeds a program, 4 warps, a program per blueprint: 1x100 0.97 / 0.79 / 0.74;
-# - 2-4 rows from 16 seeds an SM: 4 seeds a program (16 tile rows), 4 warps, a program a block: 4x4000 0.72 / 0.64 /
-#   0.58 (4x4000x128 25.0 against 43.0); at 4x1000 only at 128 channels (0.73; 1.12 and 1.02 at 32 and 64);
-# - 5-8 rows from 16 seeds an SM: 8 seeds a program (64 tile rows), 4 warps: 8x4000 0.84 / 0.93 / 0.67.
+# branch_free's kernel before. Two races there, cold, µs, ratios this tile / branch_free's at 32 / 64 / 128 channels:
+# bf16 at 1-16 rows x 100, 1000, 4000 seeds x 32-128 channels over 17 tiles a point (by-blueprint-af89668/), then the
+# table's route against branch_free's at its classes and their edges, bf16 and fp16 (rule-77fcc97/; both under
+# benchmarks/results/kasmina-copy/h200-stacked-85bf7bc/):
+# - one row from 1000 seeds (7.5 an SM): 64 seeds a program, 4 warps, a program per blueprint too: 1x1000 0.87 / 0.75 /
+#   0.50 (1x1000x128 6.0 against 12.1), 1x2000 0.74 / 0.53 / 0.35, 1x4000 0.55 / 0.54 / 0.34 (1x4000x128 13.0 against
+#   38.5), 1x4000x48 0.54; the same in fp16;
+# - one row under 1000 seeds: 16 seeds a program, 4 warps, a program per blueprint: 1x100 0.99 / 0.77 / 0.73, 1x250
+#   0.92 / 0.76 / 0.70, 1x500 0.89 / 0.78 / 0.69;
+# - 2-4 rows from 15 seeds an SM: 4 seeds a program (16 tile rows), 4 warps, a program a block: 4x2000 0.95 / 0.68 /
+#   0.67, 4x2500 0.74 / 0.72 / 0.62, 4x4000 0.71 / 0.63 / 0.57 (4x4000x128 24.4 against 42.8), 2x4000x64 0.61; at
+#   4x1000 only at 128 channels (0.72; 1.12 and 1.03 at 32 and 64);
+# - 5-8 rows from 30 seeds an SM: 8 seeds a program (64 tile rows), 4 warps: 8x4000 0.84 / 0.92 / 0.66, 6x4000x64 0.90.
+#   Not from 16 an SM: 8x2500 1.00 / 1.09 / 0.86.
 # Not taken: 4-8 rows at 100 seeds (0.94-1.16 at best: little or behind), 8 rows at 1000 (1.04-1.30), 16 rows (0.91
-# at 16x4000x128 alone, 1.06-1.46 elsewhere); beyond 128 channels; fp32 (raced at three points: 1x1000x64 0.84,
-# 1x4000x128 1.00, 8x1000x64 1.23); other GPUs (not raced).
+# at 16x4000x128 alone, 1.06-1.46 elsewhere); channels not a multiple of 16 (1x1000x100 1.04, 3x4000x100 0.98, where
+# both kernels took 1.5-4.1x the time of 128 channels; 16 seeds a program per blueprint took 0.76 at 1x1000x100, one
+# point) or beyond 128; fp32 (raced at three points: 1x1000x64 0.84, 1x4000x128 1.00, 8x1000x64 1.23); other GPUs
+# (not raced).
 _H200_ROWS: tuple[StackedRow, ...] = (
-    StackedRow((1, 1), (7.5, float("inf")), (1, 128), 64, 4, by_blueprint=True),
-    StackedRow((1, 1), (0.0, 7.5), (1, 128), 16, 4, by_blueprint=True),
-    StackedRow((2, 4), (16.0, float("inf")), (1, 128), 4, 4),
-    StackedRow((2, 4), (7.5, 16.0), (65, 128), 4, 4),
-    StackedRow((5, 8), (16.0, float("inf")), (1, 128), 8, 4),
+    StackedRow((1, 1), (7.5, float("inf")), (32, 128), 64, 4, by_blueprint=True),
+    StackedRow((1, 1), (0.0, 7.5), (32, 128), 16, 4, by_blueprint=True),
+    StackedRow((2, 4), (15.0, float("inf")), (32, 128), 4, 4),
+    StackedRow((2, 4), (7.5, 15.0), (65, 128), 4, 4),
+    StackedRow((5, 8), (30.0, float("inf")), (32, 128), 8, 4),
 )
 
 
@@ -205,6 +212,7 @@ def table_tile(n_rows: int, n_seeds: int, c: int, sms: int) -> StackedTile | Non
             r.rows[0] <= n_rows <= r.rows[1]
             and r.seeds_per_sm[0] * sms <= n_seeds < r.seeds_per_sm[1] * sms
             and r.channels[0] <= c <= r.channels[1]
+            and c % 16 == 0
         ):
             return tile(n_rows, r.block_s, r.num_warps, r.by_blueprint)
     return None

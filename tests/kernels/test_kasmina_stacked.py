@@ -103,8 +103,13 @@ def test_a_tile_has_at_least_16_rows():
         (2, 4000, 32, (8, 2, False)),  # 4 seeds of 2 rows raised to 16 tile rows
         (4, 1000, 128, (4, 4, False)),
         (4, 1000, 64, None),  # 2-4 rows at 1000 seeds: 128 channels only
+        (4, 2000, 32, (4, 4, False)),  # 15 seeds an SM
         (8, 4000, 128, (8, 8, False)),
+        (8, 2500, 64, None),  # 5-8 rows from 30 seeds an SM
         (8, 1000, 128, None),
+        (1, 1000, 100, None),  # channels a multiple of 16
+        (1, 4000, 48, (64, 1, True)),
+        (1, 4000, 16, None),
         (16, 4000, 128, None),
         (1, 4000, 256, None),
         (4, 100, 64, None),
