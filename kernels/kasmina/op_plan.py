@@ -146,8 +146,10 @@ class TmaPlan:
 
 class StackedPlan:
     """A signature's launch of the stacked kernel (``kasmina.stacked``, the H200's table for a few rows): the launch
-    and the layouts of y and the telemetry. ``kasmina`` launches it in line, as it does branch_free's plans: through a
-    method taking the pointers as a tuple, a call cost 0.8-2.8 µs more host time than the route before it did."""
+    and the layouts of y and the telemetry. ``kasmina`` launches it in line, as it does branch_free's plans. Through a
+    method taking the pointers as a tuple, a call took 0.4-2.0 µs more host time than 245dc30's plan (the route before,
+    paired rounds in one process, median at four stacked points on an H200); in line, -0.05 to +0.21 µs on another
+    (benchmarks/results/kasmina-copy/h200-stacked-85bf7bc/grid-d184e2a/ and host-34b95b0/, host-bf16)."""
 
     __slots__ = ("launch", "y_layout", "tele_layout")
 

@@ -7,7 +7,8 @@ not by memory. With fewer seeds than SMs a seed's rows are split over several pr
 seed's last ticket merges their parts in slot order (``branch_free``).
 
 On an H200, at 16-bit shapes of 2^23 elements or more that its table covers, the ops API runs ``kasmina.tma``'s
-kernel instead: the same statistics, its x and y tiles moved by TMA.
+kernel instead: the same statistics, its x and y tiles moved by TMA; at 1-8 rows where ``kasmina.stacked``'s table
+covers the call, that kernel (a block of seeds' rows in one tile, each distinct blueprint loaded once).
 
 On a GPU the provider launches as ``kprof.kernels.ops.kasmina_forward`` does (``op_plan.kasmina``: the checked
 launch on a signature's first call, then its plan through Triton's C launcher), so the host time a profile measures
@@ -28,7 +29,8 @@ from kprof.kernels.kasmina.family import FAMILY
     "triton_telemetry",
     kind="triton",
     description="the branch-free kernel with per-seed telemetry accumulated inside it (on an H200, 16-bit x of 2^23 "
-    "elements or more: kasmina.tma's kernel, its tiles moved by TMA)",
+    "elements or more: kasmina.tma's kernel, its tiles moved by TMA; at 1-8 rows where its table says: "
+    "kasmina.stacked's)",
 )
 def kasmina_telemetry(
     x: torch.Tensor,
