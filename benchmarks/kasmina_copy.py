@@ -13,10 +13,11 @@ by state]`` and ``[no telemetry, by state]``; with ``--both-states``, every tile
 merge per tile, or sums shifted by the program's first row, per tile or per element); with ``--maxnreg``, each also
 at those register caps (``maxnreg``: fewer registers a thread, more programs an SM). With ``--masked``, also
 ``[shipped, masked]``: the shipped launch with the masks it drops where every tile is full (``EVEN``). With ``--tma``, also
-the TMA kernel (``kasmina.tma``: x and y tiles moved by TMA, the blend folded) at its tiles (``--tma-tiles``). With ``--stacked``, also the stacked kernel for a few rows (``kasmina.stacked``: a block
-of seeds' rows in one tile, each distinct blueprint loaded once) at seeds per program x warps (``--stacked-tiles``),
-and ``[branch free]``, branch_free's kernel as its rule launches it (the ops API's route before the stacked table).
-``--tiles 0x0``: no tile of the branch-free kernel, the other kernels alone beside the references. (The first
+the TMA kernel (``kasmina.tma``: x and y tiles moved by TMA, the blend folded) at its tiles (``--tma-tiles``).
+With ``--stacked``, also the stacked kernel for a few rows (``kasmina.stacked``: a block of seeds' rows in one tile,
+each distinct blueprint loaded once) at seeds per program x warps (``--stacked-tiles``), and ``[branch free]``,
+branch_free's kernel as its rule launches it (the ops API's route before the stacked table). ``--tiles 0x0``: no
+tile of the branch-free kernel, the other kernels alone beside the references. (The first
 two races in ``results/kasmina-copy/`` also had rows split over programs, x loaded a step ahead and IEEE fp32
 products; a later one several seeds per program: none was kept.)
 

@@ -9,8 +9,9 @@ back-to-back calls without synchronising (outputs allocated by each call), host 
 - ``ops``: ``kprof.kernels.ops.kasmina_forward`` with the Triton path on (its launch plan through Triton's C
   launcher; the path is off unless ``KPROF_USE_TRITON=1`` or ``ops.use_triton(True)``, as here). The ``route`` column
   says which kernel its plan launches (``tma``: ``kasmina.tma``'s, whose encoded descriptors the plan keeps by x's
-  and y's addresses; ``stacked``: ``kasmina.stacked``'s, at a few rows; ``branch_free``); ``--tma-floor N`` sets ``tma.TMA_MIN_ELEMENTS`` (the smallest x the route
-  takes) for the run, so the TMA route can be timed below the floor the ops API ships;
+  and y's addresses; ``stacked``: ``kasmina.stacked``'s, at a few rows; ``branch_free``); ``--tma-floor N`` sets
+  ``tma.TMA_MIN_ELEMENTS`` (the smallest x the route takes) for the run, so the TMA route can be timed below the
+  floor the ops API ships;
 - ``ops, x at new addresses``: the same, x rotating over 65 copies of it (one more than a plan keeps pairs of
   addresses), so that on the TMA route no call finds its pair kept (each makes and encodes its descriptors: what a
   caller pays whose buffers never repeat);
