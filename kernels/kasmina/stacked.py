@@ -176,13 +176,13 @@ class StackedRow:
 
 
 # On an H200, 16-bit x with telemetry: the first row that covers a call is its launch, where the ops API ran
-# branch_free's kernel before. Two races there, cold, µs, ratios this tile / branch_free's at 32 / 64 / 128 channels:
-# bf16 at 1-16 rows x 100, 1000, 4000 seeds x 32-128 channels over 17 tiles a point (by-blueprint-af89668/), then the
+# branch_free's kernel before. Two races there, cold (µs; ratios are this tile's time over branch_free's at 32 / 64 /
+# 128 channels, in bf16, fp16's within 0.04 of them): bf16 at 1-16 rows x 100, 1000, 4000 seeds x 32-128 channels over 17 tiles a point (by-blueprint-af89668/), then the
 # table's route against branch_free's at its classes and their edges, bf16 and fp16 (rule-77fcc97/; both under
 # benchmarks/results/kasmina-copy/h200-stacked-85bf7bc/):
 # - one row from 1000 seeds (7.5 an SM): 64 seeds a program, 4 warps, a program per blueprint too: 1x1000 0.87 / 0.75 /
 #   0.50 (1x1000x128 6.0 against 12.1), 1x2000 0.74 / 0.53 / 0.35, 1x4000 0.55 / 0.54 / 0.34 (1x4000x128 13.0 against
-#   38.5), 1x4000x48 0.54; the same in fp16;
+#   38.5), 1x4000x48 0.54;
 # - one row under 1000 seeds: 16 seeds a program, 4 warps, a program per blueprint: 1x100 0.99 / 0.77 / 0.73, 1x250
 #   0.92 / 0.76 / 0.70, 1x500 0.89 / 0.78 / 0.69;
 # - 2-4 rows from 15 seeds an SM: 4 seeds a program (16 tile rows), 4 warps, a program a block: 4x2000 0.95 / 0.68 /
