@@ -177,9 +177,9 @@ class StackedRow:
 
 # On an H200, 16-bit x with telemetry: the first row that covers a call is its launch, where the ops API ran
 # branch_free's kernel before. Two races there, cold (µs; ratios are this tile's time over branch_free's at 32 / 64 /
-# 128 channels, in bf16, fp16's within 0.04 of them): bf16 at 1-16 rows x 100, 1000, 4000 seeds x 32-128 channels over 17 tiles a point (by-blueprint-af89668/), then the
-# table's route against branch_free's at its classes and their edges, bf16 and fp16 (rule-77fcc97/; both under
-# benchmarks/results/kasmina-copy/h200-stacked-85bf7bc/):
+# 128 channels, in bf16, fp16's within 0.04 of them): bf16 at 1-16 rows x 100, 1000, 4000 seeds x 32-128 channels
+# over 17 tiles a point (by-blueprint-af89668/), then the table's route against branch_free's at its classes and their
+# edges, bf16 and fp16 (rule-77fcc97/; both under benchmarks/results/kasmina-copy/h200-stacked-85bf7bc/):
 # - one row from 1000 seeds (7.5 an SM): 64 seeds a program, 4 warps, a program per blueprint too: 1x1000 0.87 / 0.75 /
 #   0.50 (1x1000x128 6.0 against 12.1), 1x2000 0.74 / 0.53 / 0.35, 1x4000 0.55 / 0.54 / 0.34 (1x4000x128 13.0 against
 #   38.5), 1x4000x48 0.54;
