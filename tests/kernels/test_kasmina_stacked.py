@@ -122,31 +122,13 @@ def test_the_h200_table_takes_the_classes_it_was_raced_faster_in(rows, seeds, c,
         assert stacked.fits(rows, c, tile.block_s) and tile.num_warps == 4
 
 
-@pytest.mark.parametrize(
-    ("rows", "seeds", "c", "expected"),
-    [
-        (1, 1000, 32, (64, 1, True)),
-        (1, 4000, 32, (64, 1, True)),
-        (1, 500, 32, None),
-        (1, 4000, 64, (16, 1, False)),
-        (1, 1000, 64, None),  # under 30 seeds an SM
-        (1, 4000, 128, None),
-        (1, 4000, 48, None),
-        (4, 4000, 64, None),
-    ],
-)
-def test_the_h200_table_in_fp32(rows, seeds, c, expected):
-    tile = stacked.table_tile(rows, seeds, c, sms=132, fp32=True)
-    assert (None if tile is None else (tile.block_s, tile.rows, tile.by_blueprint)) == expected
-
-
-def test_no_tile_off_an_h200(device):
+def test_no_tile_off_an_h200_or_in_fp32(device):
     fam = F["kasmina"]
-    x = fam.make_inputs((1, 4000, 32), "bf16", device, seed=1)["x"]
+    x = fam.make_inputs((1, 1000, 64), "bf16", device, seed=1)["x"]
     if launching.fast_memory(x):
         pytest.skip("this GPU is an H200, where the table applies (the GPU test below covers it)")
-    assert stacked.tile_for(x, 4000, 32) is None
-    assert stacked.tile_for(x.float(), 4000, 32) is None
+    assert stacked.tile_for(x, 1000, 64) is None
+    assert stacked.tile_for(x.float(), 1000, 64) is None
 
 
 @pytest.mark.parametrize("by_blueprint", [False, True], ids=["by-block", "by-blueprint"])
@@ -169,8 +151,7 @@ def test_the_ops_plan_passes_the_kernel_its_arguments_in_order(by_blueprint, dev
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    ("shape", "dtype"),
-    [((1, 1000, 64), "bf16"), ((4, 4000, 32), "fp16"), ((7, 4000, 128), "bf16"), ((1, 4000, 32), "fp32")],
+    ("shape", "dtype"), [((1, 1000, 64), "bf16"), ((4, 4000, 32), "fp16"), ((7, 4000, 128), "bf16")]
 )
 def test_the_ops_plan_launches_the_stacked_kernel_on_an_h200(shape, dtype):
     """On an H200: kasmina_forward's first call runs the stacked kernel where the table says, its plan reaches the
