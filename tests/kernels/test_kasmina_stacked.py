@@ -10,20 +10,10 @@ import torch
 from kprof.kernels import discover, ops
 from kprof.kernels.kasmina import op_plan, stacked
 from kprof.kernels.lib import launching
+from tests.kernels.kasmina_inputs import inputs, rel
 from tests.kernels.ops_paths import triton_ops
 
 F = discover()
-
-
-def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
-
-
-def _inputs(shape: tuple[int, ...], dtype: str, device: str) -> dict:
-    inp = F["kasmina"].make_inputs(shape, dtype, device, seed=sum(shape))
-    inp["x"] = inp["x"] + 3.0  # a mean far from zero: the variance must not cancel
-    inp["lifecycle"] = torch.arange(shape[-2], dtype=torch.int8, device=device) % 3  # every state present
-    return inp
 
 
 @pytest.mark.parametrize("by_blueprint", [False, True], ids=["by-block", "by-blueprint"])
@@ -41,13 +31,13 @@ def _inputs(shape: tuple[int, ...], dtype: str, device: str) -> dict:
     ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v),
 )
 def test_matches_the_oracle(shape, block_s, dtype, by_blueprint, device):
-    inp = _inputs(shape, dtype, device)
+    inp = inputs(shape, dtype, device)
     rows = inp["x"].numel() // inp["x"].shape[-1]
     tile = stacked.tile(rows, block_s, 4, by_blueprint)
     y_ref, t_ref = F["kasmina"].oracle(**inp)
     y, tele = stacked.launch(**inp, tile=tile)
     tol = F["kasmina"].tolerances[dtype]
-    assert _rel(y, y_ref) < tol and _rel(tele, t_ref) < tol
+    assert rel(y, y_ref) < tol and rel(tele, t_ref) < tol
     assert ((tele[:, 1].double() - t_ref[:, 1]).abs() / t_ref[:, 1].abs()).max().item() < tol  # each variance
     dormant = inp["lifecycle"] == 0
     seeds, c = shape[-2], shape[-1]
@@ -60,7 +50,7 @@ def test_seeds_sharing_a_blueprint_and_one_flagged(by_blueprint, device):
     """Every seed of a block on one blueprint (one load for all) but one out of the registry: that seed is NaN in y
     and telemetry, its neighbours are not (by blueprint: the flagged seed is blueprint 0's program's, whose block has
     no other seed)."""
-    inp = _inputs((2, 24, 32), "bf16", device)
+    inp = inputs((2, 24, 32), "bf16", device)
     inp["blueprint_id"].fill_(3)
     inp["blueprint_id"][5] = 8  # the registry has 8: ids 0-7
     y, tele = stacked.launch(**inp, tile=stacked.tile(2, 16, 4, by_blueprint))
@@ -69,7 +59,7 @@ def test_seeds_sharing_a_blueprint_and_one_flagged(by_blueprint, device):
     rest = [i for i in range(24) if i != 5]
     assert not torch.isnan(y3[:, rest]).any() and not torch.isnan(tele[rest]).any()
     y_ref, t_ref = F["kasmina"].oracle(**{**inp, "blueprint_id": inp["blueprint_id"].clamp(max=7)})
-    assert _rel(y3[:, rest], y_ref.view(2, 24, 32)[:, rest]) < F["kasmina"].tolerances["bf16"]
+    assert rel(y3[:, rest], y_ref.view(2, 24, 32)[:, rest]) < F["kasmina"].tolerances["bf16"]
 
 
 def test_the_kernel_refuses_what_it_does_not_cover(device):
@@ -137,7 +127,7 @@ def test_the_ops_plan_passes_the_kernel_its_arguments_in_order(by_blueprint, dev
     gives the checked first call's outputs bit for bit (pointers, sizes, strides and constexprs reach the kernel in
     the signature's order, the grid has its blueprint axis), in the interpreter as on a GPU."""
     monkeypatch.setattr(stacked, "tile_for", lambda x, n_seeds, c: stacked.tile(3, 4, 2, by_blueprint))
-    inp = _inputs((3, 21, 48), "bf16", device)
+    inp = inputs((3, 21, 48), "bf16", device)
     with triton_ops():
         first = ops.kasmina_forward(**inp)
         (plan,) = op_plan.PLANS.plans.values()
@@ -146,7 +136,7 @@ def test_the_ops_plan_passes_the_kernel_its_arguments_in_order(by_blueprint, dev
     assert torch.equal(second[0], first[0]) and torch.equal(second[1], first[1])
     y_ref, t_ref = F["kasmina"].oracle(**inp)
     tol = F["kasmina"].tolerances["bf16"]
-    assert _rel(second[0], y_ref) < tol and _rel(second[1], t_ref) < tol
+    assert rel(second[0], y_ref) < tol and rel(second[1], t_ref) < tol
 
 
 @pytest.mark.gpu
@@ -160,7 +150,7 @@ def test_the_ops_plan_launches_the_stacked_kernel_on_an_h200(shape, dtype):
     x = torch.empty(1, device="cuda")
     if not launching.fast_memory(x):
         pytest.skip("the stacked kernel's table is the H200's (not raced elsewhere)")
-    inp = _inputs(shape, dtype, "cuda")
+    inp = inputs(shape, dtype, "cuda")
     assert stacked.tile_for(inp["x"], shape[-2], shape[-1]) is not None
     with triton_ops():
         first = ops.kasmina_forward(**inp)
@@ -171,4 +161,4 @@ def test_the_ops_plan_launches_the_stacked_kernel_on_an_h200(shape, dtype):
     assert isinstance(plan, op_plan.StackedPlan) and plan.launch.entry is not None
     y_ref, t_ref = F["kasmina"].oracle(**inp)
     tol = F["kasmina"].tolerances[dtype]
-    assert _rel(first[0], y_ref) < tol and _rel(first[1], t_ref) < tol
+    assert rel(first[0], y_ref) < tol and rel(first[1], t_ref) < tol

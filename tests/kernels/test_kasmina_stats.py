@@ -10,21 +10,14 @@ import torch
 from kprof.kernels import discover, ops
 from kprof.kernels.kasmina import branch_free
 from kprof.kernels.lib import launching, plans
+from tests.kernels.kasmina_inputs import inputs, rel
 
 F = discover()
 BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
 
 
-def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
-
-
 def _inputs(shape: tuple[int, ...], dtype: str, device: str, offset: float) -> dict:
-    inp = F["kasmina"].make_inputs(shape, dtype, device, seed=sum(shape) + 11)
-    # a mean far from zero, where a sum of squares loses the variance unless it is shifted
-    inp["x"] = inp["x"] + offset
-    inp["lifecycle"] = torch.arange(shape[-2], dtype=torch.int8, device=device) % 3  # every state present
-    return inp
+    return inputs(shape, dtype, device, offset, seed=sum(shape) + 11)
 
 
 @pytest.mark.parametrize(
@@ -46,8 +39,8 @@ def test_each_way_of_summing_the_statistics_matches_the_oracle(shape, dtype, off
     y_ref, t_ref = fam.oracle(**inp)
     y, tele = branch_free.launch(**inp, telemetry=True, stats=stats, **config)
     tol = fam.tolerances[dtype]
-    assert _rel(y, y_ref) < tol
-    assert _rel(tele, t_ref) < tol
+    assert rel(y, y_ref) < tol
+    assert rel(tele, t_ref) < tol
     # the variance alone, seed by seed: the mean's size must not swamp it
     assert ((tele[:, 1].double() - t_ref[:, 1]).abs() / t_ref[:, 1].abs()).max().item() < tol
     y0, _ = branch_free.launch(**inp, telemetry=True, stats=0, **config)
@@ -67,8 +60,8 @@ def test_a_seed_with_an_id_outside_the_registry_is_nan_at_every_stats(by_state, 
     y, tele = branch_free.launch(**inp, telemetry=True, stats=stats, by_state=by_state)
     ys = y.view(19, 6, 16)
     assert ys[:, :3].isnan().all() and tele[:3].isnan().all()
-    assert _rel(ys[:, 3:], y_ref.view(19, 6, 16)[:, 3:]) < 1e-4
-    assert _rel(tele[3:], t_ref[3:]) < 1e-4
+    assert rel(ys[:, 3:], y_ref.view(19, 6, 16)[:, 3:]) < 1e-4
+    assert rel(tele[3:], t_ref[3:]) < 1e-4
 
 
 def _h200(n_rows: int, c: int, dtype: torch.dtype, n_seeds: int = 1000) -> tuple[int, ...] | None:
@@ -158,7 +151,7 @@ def test_on_an_h200_the_launcher_and_the_ops_plans_take_its_tiles(shape, dtype, 
         ops.use_triton(previous)
         plans.reset()
     assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
-    assert _rel(second[0], y_ref) < tol and _rel(second[1], t_ref) < tol
+    assert rel(second[0], y_ref) < tol and rel(second[1], t_ref) < tol
 
 
 @pytest.mark.parametrize("stats", [1, 2])
@@ -193,10 +186,10 @@ def test_without_masks_where_every_tile_is_full_the_outputs_are_the_masked_kerne
     y_masked, tele_masked = branch_free.launch(**inp, stats=stats, even=False, **config)
     assert torch.equal(y, y_masked)
     y_ref, t_ref = fam.oracle(**inp)
-    assert _rel(y, y_ref) < fam.tolerances[dtype]
+    assert rel(y, y_ref) < fam.tolerances[dtype]
     if config["telemetry"]:
         assert torch.allclose(tele, tele_masked, rtol=1e-6, atol=0.0)
-        assert _rel(tele, t_ref) < fam.tolerances[dtype]
+        assert rel(tele, t_ref) < fam.tolerances[dtype]
 
 
 def test_even_is_taken_only_where_every_tile_is_full_and_refused_elsewhere(device):

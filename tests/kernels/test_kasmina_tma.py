@@ -11,31 +11,21 @@ from kprof.kernels import discover, ops
 from kprof.kernels.kasmina import op_plan, tma
 from kprof.kernels.lib import launching, plans
 from kprof.launch import DescribedLaunch
+from tests.kernels.kasmina_inputs import inputs, rel
 from tests.kernels.ops_paths import triton_ops
 
 F = discover()
-
-
-def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
-
-
-def _inputs(shape: tuple[int, ...], dtype: str, device: str) -> dict:
-    inp = F["kasmina"].make_inputs(shape, dtype, device, seed=sum(shape))
-    inp["x"] = inp["x"] + 3.0  # a mean far from zero: the sums must be shifted to keep the variance
-    inp["lifecycle"] = torch.arange(shape[-2], dtype=torch.int8, device=device) % 3  # every state present
-    return inp
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("tile", tma._H200_TILES, ids=lambda t: f"c{t.channels}-b{t.block_b}w{t.num_warps}")
 def test_each_tile_of_the_table_matches_the_oracle(tile, dtype, device):
     shape = (3 * tile.block_b, 5, tile.channels)  # three tiles of rows (the loop runs), an odd number of seeds
-    inp = _inputs(shape, dtype, device)
+    inp = inputs(shape, dtype, device)
     y_ref, t_ref = F["kasmina"].oracle(**inp)
     y, tele = tma.launch(**inp, tile=tile)
     tol = F["kasmina"].tolerances[dtype]
-    assert _rel(y, y_ref) < tol and _rel(tele, t_ref) < tol
+    assert rel(y, y_ref) < tol and rel(tele, t_ref) < tol
     assert ((tele[:, 1].double() - t_ref[:, 1]).abs() / t_ref[:, 1].abs()).max().item() < tol  # the variance
     dormant = inp["lifecycle"] == 0
     x3, y3 = inp["x"].view(shape), y.view(shape)
@@ -43,7 +33,7 @@ def test_each_tile_of_the_table_matches_the_oracle(tile, dtype, device):
 
 
 def test_a_seed_with_an_id_outside_the_registry_is_nan(device):
-    inp = _inputs((32, 3, 32), "bf16", device)
+    inp = inputs((32, 3, 32), "bf16", device)
     inp["blueprint_id"][1] = 99
     y, tele = tma.launch(**inp, tile=tma.TmaTile(32, 16, 2, 2))
     assert torch.isnan(y.view(32, 3, 32)[:, 1]).all() and torch.isnan(tele[1]).all()
@@ -114,7 +104,7 @@ def test_the_ops_plan_passes_the_kernel_its_arguments_in_order(device, monkeypat
     checked first call's outputs bit for bit (its descriptors, pointers, sizes and constexprs reach the kernel in the
     signature's order), in the interpreter as on a GPU."""
     monkeypatch.setattr(tma, "tile_for", lambda x, n_seeds, c: tma.TmaTile(c, 16, 2, 2) if c == 32 else None)
-    inp = _inputs((48, 5, 32), "bf16", device)
+    inp = inputs((48, 5, 32), "bf16", device)
     with triton_ops():
         first = ops.kasmina_forward(**inp)
         (plan,) = op_plan.PLANS.plans.values()
@@ -123,7 +113,7 @@ def test_the_ops_plan_passes_the_kernel_its_arguments_in_order(device, monkeypat
     assert torch.equal(second[0], first[0]) and torch.equal(second[1], first[1])
     y_ref, t_ref = F["kasmina"].oracle(**inp)
     tol = F["kasmina"].tolerances["bf16"]
-    assert _rel(second[0], y_ref) < tol and _rel(second[1], t_ref) < tol
+    assert rel(second[0], y_ref) < tol and rel(second[1], t_ref) < tol
 
 
 @pytest.mark.gpu
@@ -136,7 +126,7 @@ def test_the_ops_plan_launches_the_tma_kernel_on_an_h200(rows, c, dtype):
     if not launching.fast_memory(x):
         pytest.skip("the TMA kernel's table is the H200's (not raced elsewhere)")
     seeds = max(launching.sm_count(x) + 3, -(-tma.TMA_MIN_ELEMENTS // (rows * c)))
-    inp = _inputs((rows, seeds, c), dtype, "cuda")
+    inp = inputs((rows, seeds, c), dtype, "cuda")
     assert tma.tile_for(inp["x"], seeds, c) is not None
     with triton_ops():
         plans.reset()
@@ -154,5 +144,5 @@ def test_the_ops_plan_launches_the_tma_kernel_on_an_h200(rows, c, dtype):
     assert 1 <= len(described.kept) < 5
     y_ref, t_ref = F["kasmina"].oracle(**inp)
     tol = F["kasmina"].tolerances[dtype]
-    assert _rel(first[0], y_ref) < tol and _rel(first[1], t_ref) < tol
+    assert rel(first[0], y_ref) < tol and rel(first[1], t_ref) < tol
     plans.reset()
