@@ -160,15 +160,32 @@ class StackedPlan:
 
 
 def _kasmina_checked(x: Any, lifecycle: Any, blueprint_id: Any, alpha: Any, weights: Any, bias: Any) -> tuple:
-    """The checked launch: the TMA kernel or the stacked one where the H200's tables take them (``tma.tile_for``,
-    ``stacked.tile_for``), else branch_free's."""
+    """The checked launch of the route :func:`_route` picks."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
+    return _launch(x, lifecycle, blueprint_id, alpha, weights, bias, _route(x, n_seeds, c))
+
+
+def _route(x: torch.Tensor, n_seeds: int, c: int) -> tma.TmaTile | stacked.StackedTile | None:
+    """The TMA kernel's tile or the stacked kernel's where the H200's tables take them (``tma.tile_for``,
+    ``stacked.tile_for``); None: branch_free's kernel."""
     tile = tma.tile_for(x, n_seeds, c)
-    if tile is not None:
-        return tma.launch(x, lifecycle, blueprint_id, alpha, weights, bias, tile)
-    few = stacked.tile_for(x, n_seeds, c)
-    if few is not None:
-        return stacked.launch(x, lifecycle, blueprint_id, alpha, weights, bias, few)
+    return tile if tile is not None else stacked.tile_for(x, n_seeds, c)
+
+
+def _launch(
+    x: torch.Tensor,
+    lifecycle: torch.Tensor,
+    blueprint_id: torch.Tensor,
+    alpha: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor,
+    route: tma.TmaTile | stacked.StackedTile | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The checked launch of ``route``'s kernel (:func:`_route`)."""
+    if isinstance(route, tma.TmaTile):
+        return tma.launch(x, lifecycle, blueprint_id, alpha, weights, bias, route)
+    if isinstance(route, stacked.StackedTile):
+        return stacked.launch(x, lifecycle, blueprint_id, alpha, weights, bias, route)
     y, tele = branch_free.launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=True)
     return y, tele
 
@@ -182,28 +199,27 @@ def _kasmina_first(
     bias: torch.Tensor,
     key: tuple,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    y, tele = _kasmina_checked(x, lifecycle, blueprint_id, alpha, weights, bias)
+    n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
+    route = _route(x, n_seeds, c)
+    y, tele = _launch(x, lifecycle, blueprint_id, alpha, weights, bias, route)
     xs = row_stride(x)
     if xs is not None and weights.is_contiguous() and bias.is_contiguous():
-        n_seeds, c = lifecycle.shape[0], weights.shape[-1]
-        tile = tma.tile_for(x, n_seeds, c)  # what _kasmina_checked ran
-        if tile is not None:
+        if isinstance(route, tma.TmaTile):
             if xs == x.shape[-1]:  # the plan views x's rows as one contiguous [rows, S*C]
                 tail = (
                     x.numel() // x.shape[-1],
                     weights.shape[0],
-                    *tile.constexprs(branch_free.precision_of(x.dtype)).values(),
+                    *route.constexprs(branch_free.precision_of(x.dtype)).values(),
                 )
-                launch = Launch(_tma_launcher, ("ops", "tma") + key + (tail,), (n_seeds,), tail, tile.options())
-                PLANS.put(key, TmaPlan(launch, tile, tuple(x.shape), n_seeds))
+                launch = Launch(_tma_launcher, ("ops", "tma") + key + (tail,), (n_seeds,), tail, route.options())
+                PLANS.put(key, TmaPlan(launch, route, tuple(x.shape), n_seeds))
             return y, tele
-        few = stacked.tile_for(x, n_seeds, c)  # what _kasmina_checked ran
-        if few is not None:
+        if isinstance(route, stacked.StackedTile):
             n_rows = x.numel() // x.shape[-1]
             tail = (n_rows, n_seeds, c, weights.shape[0], xs, x.shape[-1])
-            tail += tuple(few.constexprs(c, branch_free.precision_of(x.dtype)).values())
-            grid = few.grid(n_seeds, weights.shape[0])
-            launch = Launch(_stacked_launcher, ("ops", "stacked") + key + (tail,), grid, tail, few.options())
+            tail += tuple(route.constexprs(c, branch_free.precision_of(x.dtype)).values())
+            grid = route.grid(n_seeds, weights.shape[0])
+            launch = Launch(_stacked_launcher, ("ops", "stacked") + key + (tail,), grid, tail, route.options())
             PLANS.put(key, StackedPlan(launch, tuple(x.shape), n_seeds))
             return y, tele
         cfg = branch_free.config_for(x, n_seeds, c, True)  # what branch_free.launch ran
