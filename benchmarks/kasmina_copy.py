@@ -317,11 +317,14 @@ def main() -> None:
             named = (*FLOOR_LABELS.values(), "[no telemetry]", "[no telemetry, by state]", "[shipped]")
             named += ("[shipped, by state]", "[shipped, masked]", "[shipped, by state, masked]", "[branch free]")
             tile_names = [c for c in med if c.startswith("b")]
-            named += (min(tile_names, key=med.get),) if tile_names else ()
-            for kind in ("tma", "st", "bb"):  # the other kernels' fastest tiles
-                mine = [c for c in med if c.startswith(kind) or (kind == "bb" and c.endswith(" bb"))]
-                mine = [c for c in mine if kind == "bb" or not c.endswith(" bb")]
-                named += (min(mine, key=med.get),) if mine else ()
+            kinds = (  # each kernel's fastest tile: branch_free's, the TMA kernel's, the stacked kernel's by block and
+                # by blueprint (the names stacked_candidates gives)
+                tile_names,
+                [c for c in med if c.startswith("tma")],
+                [c for c in med if c.startswith("st") and not c.endswith(" bb")],
+                [c for c in med if c.startswith("st") and c.endswith(" bb")],
+            )
+            named += tuple(min(mine, key=med.get) for mine in kinds if mine)
             for st in stats:  # each way of summing the statistics: its fastest tile
                 mine = [c for c in tile_names if f" s{st}" in c]
                 named += (min(mine, key=med.get),) if mine else ()
