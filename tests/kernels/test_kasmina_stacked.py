@@ -112,7 +112,29 @@ def test_the_h200_table_takes_the_classes_it_was_raced_faster_in(rows, seeds, c,
         assert stacked.fits(rows, c, tile.block_s) and tile.num_warps == 4
 
 
-def test_no_tile_off_an_h200_or_in_fp32(device):
+@pytest.mark.parametrize(
+    ("rows", "seeds", "c", "expected"),
+    [
+        (1, 1000, 32, (64, True, 4)),
+        (1, 4000, 32, (64, True, 4)),
+        (1, 989, 32, None),  # under 7.5 seeds an SM
+        (1, 4000, 64, (16, False, 4)),  # from 30 seeds an SM: by block
+        (1, 3959, 64, (64, True, 8)),
+        (1, 1000, 64, (64, True, 8)),
+        (1, 1000, 48, (64, True, 8)),
+        (1, 4000, 128, None),
+        (1, 1000, 16, None),
+        (2, 4000, 64, None),  # one row only
+        (8, 1000, 64, None),
+    ],
+)
+def test_the_h200_fp32_table_takes_one_row_at_32_to_64_channels(rows, seeds, c, expected):
+    tile = stacked.table_tile(rows, seeds, c, sms=132, fp32=True)
+    assert (None if tile is None else (tile.block_s, tile.by_blueprint, tile.num_warps)) == expected
+    assert tile is None or stacked.fits(rows, c, tile.block_s)
+
+
+def test_no_tile_off_an_h200(device):
     fam = F["kasmina"]
     x = fam.make_inputs((1, 1000, 64), "bf16", device, seed=1)["x"]
     if launching.fast_memory(x):
@@ -141,7 +163,15 @@ def test_the_ops_plan_passes_the_kernel_its_arguments_in_order(by_blueprint, dev
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    ("shape", "dtype"), [((1, 1000, 64), "bf16"), ((4, 4000, 32), "fp16"), ((7, 4000, 128), "bf16")]
+    ("shape", "dtype"),
+    [
+        ((1, 1000, 64), "bf16"),
+        ((4, 4000, 32), "fp16"),
+        ((7, 4000, 128), "bf16"),
+        ((1, 4000, 32), "fp32"),
+        ((1, 4000, 64), "fp32"),
+        ((1, 1000, 64), "fp32"),
+    ],
 )
 def test_the_ops_plan_launches_the_stacked_kernel_on_an_h200(shape, dtype):
     """On an H200: kasmina_forward's first call runs the stacked kernel where the table says, its plan reaches the
