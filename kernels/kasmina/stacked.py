@@ -203,18 +203,24 @@ _H200_ROWS: tuple[StackedRow, ...] = (
 )
 
 
-# On an H200, fp32 x with telemetry (tf32x3 products, three of each blueprint): one row only. A race at one row
-# (fp32-6ecb160/, against branch_free's H200 row for it), µs, this tile / branch_free's:
-# - 32 channels from 1000 seeds: 64 seeds a program per blueprint, 4 warps: 1x4000x32 8.45 / 14.32, 1x1000x32 4.26 /
-#   5.01;
-# - 64 channels from 30 seeds an SM: 16 seeds a program a block, 4 warps: 1x4000x64 15.97 / 25.62;
-# - 64 channels, 7.5-30 seeds an SM: 64 seeds a program per blueprint, 8 warps: 1x1000x64 7.01 / 8.08.
-# Not taken: 128 channels (1.24 at best at 1x1000x128 and 1x4000x128), under 1000 seeds (1x250x64 0.93, one point),
-# 2-8 rows (8x1000x64 1.23 at best, race/).
+# On an H200, fp32 x with telemetry (tf32x3 products, three of each blueprint): one row only. Raced there at one row
+# against branch_free's H200 row for it (benchmarks/results/kasmina-copy/h200-stacked-fp32/, 10 cold rounds, µs, this
+# tile / branch_free's; the GPU test checks three of these points at the family's 1e-5):
+# - 32 channels from 7.5 seeds an SM: 64 seeds a program per blueprint, 4 warps: 1x990x32 4.26 / 5.14, 1x2000x32 4.58
+#   / 8.35, 1x4000x32 8.35 / 14.54, 1x8000x32 12.72 / 26.64 (16 seeds a block 10.29 there, one point: not a row);
+# - 48-64 channels from 22.5 seeds an SM: 16 seeds a program a block, 4 warps: 1x3000x64 14.91 / 20.16, 1x4000x64
+#   15.76 / 25.66, 1x8000x64 25.09 / 47.70, 1x4000x48 15.10 / 25.95;
+# - 48-64 channels, 15-22.5 seeds an SM: 64 seeds a program per blueprint, 4 warps: 1x2000x64 10.05 / 14.38 (8 warps
+#   12.98);
+# - 48-64 channels, 7.5-15 seeds an SM: the same with 8 warps: 1x1000x64 6.86 / 8.14 (4 warps 8.45), 1x1000x48 6.93 /
+#   8.24.
+# Each 64-channel class above has one or two points. Not taken: 128 channels (1x1000x128 25.22 at best / 20.59), under
+# 7.5 seeds an SM (1x250x64 4.29 / 4.66), 2-8 rows (8x1000x64 1.23x at best, h200-stacked-85bf7bc/race/).
 _H200_FP32_ROWS: tuple[StackedRow, ...] = (
     StackedRow((1, 1), (7.5, float("inf")), (32, 32), 64, 4, by_blueprint=True),
-    StackedRow((1, 1), (30.0, float("inf")), (48, 64), 16, 4),
-    StackedRow((1, 1), (7.5, 30.0), (48, 64), 64, 8, by_blueprint=True),
+    StackedRow((1, 1), (22.5, float("inf")), (48, 64), 16, 4),
+    StackedRow((1, 1), (15.0, 22.5), (48, 64), 64, 4, by_blueprint=True),
+    StackedRow((1, 1), (7.5, 15.0), (48, 64), 64, 8, by_blueprint=True),
 )
 
 

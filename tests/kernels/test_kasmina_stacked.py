@@ -118,8 +118,11 @@ def test_the_h200_table_takes_the_classes_it_was_raced_faster_in(rows, seeds, c,
         (1, 1000, 32, (64, True, 4)),
         (1, 4000, 32, (64, True, 4)),
         (1, 989, 32, None),  # under 7.5 seeds an SM
-        (1, 4000, 64, (16, False, 4)),  # from 30 seeds an SM: by block
-        (1, 3959, 64, (64, True, 8)),
+        (1, 4000, 64, (16, False, 4)),  # from 22.5 seeds an SM: by block
+        (1, 2970, 64, (16, False, 4)),
+        (1, 2969, 64, (64, True, 4)),
+        (1, 1980, 64, (64, True, 4)),
+        (1, 1979, 64, (64, True, 8)),
         (1, 1000, 64, (64, True, 8)),
         (1, 1000, 48, (64, True, 8)),
         (1, 4000, 128, None),
