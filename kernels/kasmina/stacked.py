@@ -204,18 +204,19 @@ _H200_ROWS: tuple[StackedRow, ...] = (
 
 
 # On an H200, fp32 x with telemetry (tf32x3 products, three of each blueprint): one row only. Raced there at one row
-# against branch_free's H200 row for it (benchmarks/results/kasmina-copy/h200-stacked-fp32/, 10 cold rounds, µs, this
-# tile / branch_free's; the GPU test checks three of these points at the family's 1e-5):
-# - 32 channels from 7.5 seeds an SM: 64 seeds a program per blueprint, 4 warps: 1x990x32 4.26 / 5.14, 1x2000x32 4.58
-#   / 8.35, 1x4000x32 8.35 / 14.54, 1x8000x32 12.72 / 26.64 (16 seeds a block 10.29 there, one point: not a row);
-# - 48-64 channels from 22.5 seeds an SM: 16 seeds a program a block, 4 warps: 1x3000x64 14.91 / 20.16, 1x4000x64
-#   15.76 / 25.66, 1x8000x64 25.09 / 47.70, 1x4000x48 15.10 / 25.95;
-# - 48-64 channels, 15-22.5 seeds an SM: 64 seeds a program per blueprint, 4 warps: 1x2000x64 10.05 / 14.38 (8 warps
-#   12.98);
-# - 48-64 channels, 7.5-15 seeds an SM: the same with 8 warps: 1x1000x64 6.86 / 8.14 (4 warps 8.45), 1x1000x48 6.93 /
-#   8.24.
-# Each 64-channel class above has one or two points. Not taken: 128 channels (1x1000x128 25.22 at best / 20.59), under
-# 7.5 seeds an SM (1x250x64 4.29 / 4.66), 2-8 rows (8x1000x64 1.23x at best, h200-stacked-85bf7bc/race/).
+# against branch_free's H200 row for it (benchmarks/results/kasmina-copy/h200-stacked-fp32/ and its grid/rule/, two
+# H200s, 10 cold rounds, µs, this table's tile / branch_free's; the GPU test checks three of these points at the
+# family's 1e-5):
+# - 32 channels from 7.5 seeds an SM: 64 seeds a program per blueprint, 4 warps: 1x990x32 4.08 / 5.14, 1x2000x32 4.50
+#   / 8.35, 1x4000x32 8.19 / 14.54, 1x8000x32 12.56 / 26.64 (16 seeds a block 10.29 there, one point: not a row);
+# - 48-64 channels from 22.5 seeds an SM: 16 seeds a program a block, 4 warps: 1x2970x64 14.58 / 20.03, 1x3000x64
+#   15.12 / 20.16, 1x4000x64 15.78 / 25.66, 1x8000x64 25.09 / 47.70, 1x4000x48 15.10 / 25.95;
+# - 48-64 channels, 15-22.5 seeds an SM: 64 seeds a program per blueprint, 4 warps: 1x1980x64 10.10 / 14.32, 1x2000x64
+#   9.98 / 14.32, 1x2500x64 16.69 / 17.26 (16 seeds a block 15.18 there), 1x2969x64 17.97 / 20.03;
+# - 48-64 channels, 7.5-15 seeds an SM: the same with 8 warps: 1x1000x64 6.85 / 8.21 (4 warps 8.45 in the first
+#   race), 1x1000x48 6.77 / 8.24, 1x1979x64 12.70 / 14.30 (4 warps 10.13 there: the edge between the two is not known).
+# Not taken: 128 channels (1x1000x128 25.22 at best / 20.59), under 7.5 seeds an SM (1x250x64 4.29 / 4.66), 2-8 rows
+# (8x1000x64 1.23x at best, h200-stacked-85bf7bc/race/).
 _H200_FP32_ROWS: tuple[StackedRow, ...] = (
     StackedRow((1, 1), (7.5, float("inf")), (32, 32), 64, 4, by_blueprint=True),
     StackedRow((1, 1), (22.5, float("inf")), (48, 64), 16, 4),
