@@ -79,7 +79,7 @@ def kasmina(
     if plan is None:
         return _kasmina_first(x, lifecycle, blueprint_id, alpha, weights, bias, key)
     if type(plan) is TmaPlan:
-        return plan(x, lifecycle, blueprint_id, alpha, weights, bias, (lp, ip, ap, wp, bp))
+        return plan(x, lifecycle, blueprint_id, alpha, weights, bias, (xp, lp, ip, ap, wp, bp))
     if type(plan) is StackedPlan:
         y = x.new_empty_strided(*plan.y_layout)
         tele = alpha.new_empty_strided(*plan.tele_layout)
@@ -136,7 +136,7 @@ class TmaPlan:
             else:
                 self.launch.fast(*self._descriptors(x, y), *pointers, tele.data_ptr())
         else:
-            self.launch(*self._descriptors(x, y), lifecycle, blueprint_id, alpha, weights, bias, tele)
+            self.launch(*self._descriptors(x, y), x, lifecycle, blueprint_id, alpha, weights, bias, tele)
         return y, tele
 
     def _descriptors(self, x: torch.Tensor, y: torch.Tensor) -> tuple:
@@ -209,6 +209,7 @@ def _kasmina_first(
                 tail = (
                     x.numel() // x.shape[-1],
                     weights.shape[0],
+                    xs,
                     *route.constexprs(branch_free.precision_of(x.dtype)).values(),
                 )
                 launch = Launch(_tma_launcher, ("ops", "tma") + key + (tail,), (n_seeds,), tail, route.options())

@@ -1,7 +1,8 @@
 """kasmina's telemetry kernel with its x and y tiles moved by the Tensor Memory Accelerator (Hopper's TMA), on an H200.
 
 Each program walks one seed's rows, as ``branch_free``'s kernel does, but a tile of x arrives in shared memory by
-one TMA copy, several tiles ahead (the loop's ``STAGES``), and y leaves the same way; the blend is folded into the
+one TMA copy, several tiles ahead (the loop's ``STAGES``), and y leaves the same way (the first tile of x comes by an
+ordinary load, issued before the seed's state is read); the blend is folded into the
 blueprint (``y = x @ (coef W + (1 - coef) I) + coef b``), so x is never needed outside the product's operand. What is
 left for the threads is the product, the statistics and y's conversion: no address arithmetic, no masks, no copy
 of x in the product's layout. Dormant seeds stay bit for bit x in 16-bit (a product by I in fp32).
@@ -32,6 +33,7 @@ def _kasmina_tma_kernel(
     # descriptors: x [rows, S*C] and y (the same shape), blocks [BLOCK_B, BLOCK_C]
     x_desc,
     y_desc,
+    x_ptr,  # x itself, for the first tile (loaded before the seed's state, by address: see below)
     # the seeds' state and blueprints
     lifecycle_ptr,  # [S] int8: 0 dormant, 1 active, 2 grafting
     blueprint_id_ptr,  # [S] int32
@@ -42,6 +44,7 @@ def _kasmina_tma_kernel(
     # sizes
     n_rows,  # a multiple of BLOCK_B
     NB,  # blueprints in the registry: ids outside [0, NB) are flagged, never read
+    x_row_stride,  # elements between rows of x (S*C: the descriptors' rows)
     # meta-parameters
     BLOCK_B: tl.constexpr,  # rows per tile
     BLOCK_C: tl.constexpr,  # the channels C: a power of two, 16 to 128
@@ -51,6 +54,14 @@ def _kasmina_tma_kernel(
 ):
     seed = tl.program_id(0)
     cols = tl.arange(0, BLOCK_C)
+    rows = tl.arange(0, BLOCK_B)
+    col0 = seed * BLOCK_C
+    # The first tile by an ordinary load issued before the state's: its trip to memory overlaps the chain of dependent
+    # loads below (lifecycle and id, then the blueprint), where a descriptor load here would wait for its copy before
+    # the chain began. 0.963-0.996x the time at 17 of 18 16-bit points on an H200, 1.007x at 512x1000x128 fp16
+    # (512x1000x64 bf16 33.04 against 33.73 µs: 1.100x a copy of x, 1.122x before; y bit for bit the same;
+    # benchmarks/results/kasmina-copy/h200-waves/early/).
+    x0 = tl.load(x_ptr + rows[:, None].to(tl.int64) * x_row_stride + col0 + cols[None, :])
     # the seed's state as branch_free's kernel reads it (clamp-and-flag included; written again here, where a shared
     # helper would have changed that kernel's compiled code)
     lifecycle = tl.load(lifecycle_ptr + seed).to(tl.int32)
@@ -62,10 +73,9 @@ def _kasmina_tma_kernel(
     w = tl.load(w_ptr + bid * BLOCK_C * BLOCK_C + cols[:, None] * BLOCK_C + cols[None, :])
     folded = branch_free.fold(w, cols, cols, coef)
     fb = coef * tl.load(b_ptr + bid * BLOCK_C + cols).to(tl.float32)
-    col0 = seed * BLOCK_C
     # the first tile before the loop: its first row of y is the shift of the sums (see branch_free._walk)
-    y = _tile(x_desc, y_desc, 0, col0, folded, fb, PRECISION)
-    rows = tl.arange(0, BLOCK_B)
+    y = branch_free.product(x0, folded, tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32), PRECISION) + fb[None, :]
+    y_desc.store([0, col0], y.to(y_desc.dtype))
     shift = tl.sum(tl.where(rows[:, None] == 0, y, 0.0), axis=0)
     d = y - shift[None, :]
     if PER_TILE:  # sums per column, each tile's rows reduced as it comes
@@ -233,6 +243,7 @@ def launch(
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device)
     _kasmina_tma_kernel[(n_seeds,)](
         *descriptors(x2d, y.view(-1, y.shape[-1]), tile),
+        x2d,
         lifecycle,
         blueprint_id,
         alpha,
@@ -241,6 +252,7 @@ def launch(
         tele,
         x2d.shape[0],
         weights.shape[0],
+        x2d.stride(0),
         **tile.constexprs(branch_free.precision_of(x.dtype)),
         **tile.options(),
     )
