@@ -67,6 +67,19 @@ def _kasmina_stacked_kernel(
     cmask = cols < C
     mask = tmask[:, None] & cmask[None, :]
 
+    # x, and with BY_BLUEPRINT the program's blueprint, are loaded before the seeds' state: neither address depends on
+    # it, so their trips to memory overlap the state's (a cold call's chain of loads was state, then x and the
+    # blueprint; see benchmarks/results/kasmina-copy/h200-stacked-early/)
+    x_rows = x_ptr + rows.to(tl.int64) * x_row_stride + seeds.to(tl.int64) * C
+    x = tl.load(x_rows[:, None] + cols[None, :], mask=mask, other=0.0)
+    if BY_BLUEPRINT:
+        k_mine = tl.program_id(1)
+        w_mine = tl.load(
+            w_ptr + k_mine.to(tl.int64) * C * C + cols[:, None] * C + cols[None, :],
+            mask=cmask[:, None] & cmask[None, :],
+            other=0.0,
+        )
+        bias_mine = tl.load(b_ptr + k_mine.to(tl.int64) * C + cols, mask=cmask, other=0.0).to(tl.float32)
     lifecycle = tl.load(lifecycle_ptr + seeds, mask=smask, other=0).to(tl.int32)
     bid = tl.load(blueprint_id_ptr + seeds, mask=smask, other=0)
     valid = (bid >= 0) & (bid < NB)
@@ -74,27 +87,28 @@ def _kasmina_stacked_kernel(
     alpha = tl.load(alpha_ptr + seeds, mask=smask & (lifecycle == 2), other=0.0)
     coef = tl.where(lifecycle == 1, 1.0, tl.where(lifecycle == 2, alpha, 0.0))
     coef = tl.where(valid, coef, float("nan"))  # NaN times anything: the flagged seed's y, no select per element
-    if BY_BLUEPRINT:  # this program's seeds: those of its blueprint (a flagged one: blueprint 0's program)
-        tmask = tmask & (bid == tl.program_id(1))
-        mask = tmask[:, None] & cmask[None, :]
-
-    x_rows = x_ptr + rows.to(tl.int64) * x_row_stride + seeds.to(tl.int64) * C
-    x = tl.load(x_rows[:, None] + cols[None, :], mask=mask, other=0.0)
-    # blueprint products of the tile rows that need one (not dormant, not flagged), one distinct blueprint at a time
     bp = tl.zeros([BLOCK_S * ROWS, BLOCK_C], dtype=tl.float32)
-    todo = tmask & (lifecycle != 0) & valid
-    while tl.max(todo.to(tl.int32), axis=0) > 0:
-        k = tl.min(tl.where(todo, bid, NB), axis=0)
-        mine = todo & (bid == k)
-        w = tl.load(
-            w_ptr + k.to(tl.int64) * C * C + cols[:, None] * C + cols[None, :],
-            mask=cmask[:, None] & cmask[None, :],
-            other=0.0,
-        )
-        bias = tl.load(b_ptr + k.to(tl.int64) * C + cols, mask=cmask, other=0.0).to(tl.float32)
-        bp = branch_free.product(tl.where(mine[:, None], x, 0.0), w, bp, PRECISION)
-        bp += tl.where(mine[:, None], bias[None, :], 0.0)
-        todo = todo & (bid != k)
+    if BY_BLUEPRINT:  # this program's seeds: those of its blueprint (a flagged one: blueprint 0's program)
+        tmask = tmask & (bid == k_mine)
+        mask = tmask[:, None] & cmask[None, :]
+        mine = tmask & (lifecycle != 0) & valid
+        bp = branch_free.product(tl.where(mine[:, None], x, 0.0), w_mine, bp, PRECISION)
+        bp += tl.where(mine[:, None], bias_mine[None, :], 0.0)
+    else:  # blueprint products of the tile rows that need one (not dormant, not flagged), one distinct blueprint at a
+        # time
+        todo = tmask & (lifecycle != 0) & valid
+        while tl.max(todo.to(tl.int32), axis=0) > 0:
+            k = tl.min(tl.where(todo, bid, NB), axis=0)
+            mine = todo & (bid == k)
+            w = tl.load(
+                w_ptr + k.to(tl.int64) * C * C + cols[:, None] * C + cols[None, :],
+                mask=cmask[:, None] & cmask[None, :],
+                other=0.0,
+            )
+            bias = tl.load(b_ptr + k.to(tl.int64) * C + cols, mask=cmask, other=0.0).to(tl.float32)
+            bp = branch_free.product(tl.where(mine[:, None], x, 0.0), w, bp, PRECISION)
+            bp += tl.where(mine[:, None], bias[None, :], 0.0)
+            todo = todo & (bid != k)
     xf = x.to(tl.float32)
     y = xf + coef[:, None] * (bp - xf)
     y_rows = y_ptr + rows.to(tl.int64) * y_row_stride + seeds.to(tl.int64) * C
