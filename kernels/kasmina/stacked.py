@@ -55,6 +55,7 @@ def _kasmina_stacked_kernel(
     PRECISION: tl.constexpr,  # branch_free.precision_of's
     BY_BLUEPRINT: tl.constexpr,  # the grid's second axis is the blueprint: program (j, k) takes block j's seeds of
     # (clamped) id k, so it loads one blueprint; else program j takes all of block j's seeds, each distinct id in turn
+    EARLY: tl.constexpr,  # x (and with BY_BLUEPRINT the program's blueprint) loaded before the seeds' state
 ):
     # tile row m is row (m % ROWS) of seed (first + m // ROWS): a seed's rows are adjacent, so its statistics are a
     # reshape and two sums away
@@ -67,19 +68,15 @@ def _kasmina_stacked_kernel(
     cmask = cols < C
     mask = tmask[:, None] & cmask[None, :]
 
-    # x, and with BY_BLUEPRINT the program's blueprint, are loaded before the seeds' state: neither address depends on
-    # it, so their trips to memory overlap the state's (a cold call's chain of loads was state, then x and the
-    # blueprint; see benchmarks/results/kasmina-copy/h200-stacked-early/)
+    # With EARLY, x and (BY_BLUEPRINT) the program's blueprint are loaded before the seeds' state: neither address
+    # depends on it, so their trips to memory overlap the state's, where a cold call's chain was the state, then x and
+    # the blueprint (benchmarks/results/kasmina-copy/h200-stacked-early/; the tables say where it pays).
     x_rows = x_ptr + rows.to(tl.int64) * x_row_stride + seeds.to(tl.int64) * C
-    x = tl.load(x_rows[:, None] + cols[None, :], mask=mask, other=0.0)
-    if BY_BLUEPRINT:
-        k_mine = tl.program_id(1)
-        w_mine = tl.load(
-            w_ptr + k_mine.to(tl.int64) * C * C + cols[:, None] * C + cols[None, :],
-            mask=cmask[:, None] & cmask[None, :],
-            other=0.0,
-        )
-        bias_mine = tl.load(b_ptr + k_mine.to(tl.int64) * C + cols, mask=cmask, other=0.0).to(tl.float32)
+    k_mine = tl.program_id(1)
+    if EARLY:
+        x = tl.load(x_rows[:, None] + cols[None, :], mask=mask, other=0.0)
+        if BY_BLUEPRINT:
+            w_mine, bias_mine = _blueprint(w_ptr, b_ptr, k_mine, cols, cmask, C)
     lifecycle = tl.load(lifecycle_ptr + seeds, mask=smask, other=0).to(tl.int32)
     bid = tl.load(blueprint_id_ptr + seeds, mask=smask, other=0)
     valid = (bid >= 0) & (bid < NB)
@@ -91,6 +88,11 @@ def _kasmina_stacked_kernel(
     if BY_BLUEPRINT:  # this program's seeds: those of its blueprint (a flagged one: blueprint 0's program)
         tmask = tmask & (bid == k_mine)
         mask = tmask[:, None] & cmask[None, :]
+    if not EARLY:  # after the state: with BY_BLUEPRINT, only this program's rows of x
+        x = tl.load(x_rows[:, None] + cols[None, :], mask=mask, other=0.0)
+        if BY_BLUEPRINT:
+            w_mine, bias_mine = _blueprint(w_ptr, b_ptr, k_mine, cols, cmask, C)
+    if BY_BLUEPRINT:
         mine = tmask & (lifecycle != 0) & valid
         bp = branch_free.product(tl.where(mine[:, None], x, 0.0), w_mine, bp, PRECISION)
         bp += tl.where(mine[:, None], bias_mine[None, :], 0.0)
@@ -100,12 +102,7 @@ def _kasmina_stacked_kernel(
         while tl.max(todo.to(tl.int32), axis=0) > 0:
             k = tl.min(tl.where(todo, bid, NB), axis=0)
             mine = todo & (bid == k)
-            w = tl.load(
-                w_ptr + k.to(tl.int64) * C * C + cols[:, None] * C + cols[None, :],
-                mask=cmask[:, None] & cmask[None, :],
-                other=0.0,
-            )
-            bias = tl.load(b_ptr + k.to(tl.int64) * C + cols, mask=cmask, other=0.0).to(tl.float32)
+            w, bias = _blueprint(w_ptr, b_ptr, k, cols, cmask, C)
             bp = branch_free.product(tl.where(mine[:, None], x, 0.0), w, bp, PRECISION)
             bp += tl.where(mine[:, None], bias[None, :], 0.0)
             todo = todo & (bid != k)
@@ -129,6 +126,17 @@ def _kasmina_stacked_kernel(
 
 
 @triton.jit
+def _blueprint(w_ptr, b_ptr, k, cols, cmask, C):
+    """Blueprint ``k``'s weights [BLOCK_C, BLOCK_C] (its dtype) and bias (fp32), zero past ``C``."""
+    w = tl.load(
+        w_ptr + k.to(tl.int64) * C * C + cols[:, None] * C + cols[None, :],
+        mask=cmask[:, None] & cmask[None, :],
+        other=0.0,
+    )
+    return w, tl.load(b_ptr + k.to(tl.int64) * C + cols, mask=cmask, other=0.0).to(tl.float32)
+
+
+@triton.jit
 def _per_seed(v, BLOCK_S: tl.constexpr, ROWS: tl.constexpr):
     """A value per tile row summed over each seed's ROWS rows: [BLOCK_S * ROWS] -> [BLOCK_S]."""
     return tl.sum(tl.reshape(v, [BLOCK_S, ROWS]), axis=1)
@@ -142,6 +150,7 @@ class StackedTile:
     rows: int
     num_warps: int
     by_blueprint: bool = False  # a program per block and blueprint (the kernel's BY_BLUEPRINT)
+    early: bool = True  # x (and the program's blueprint) loaded before the seeds' state (the kernel's EARLY)
 
     def options(self) -> dict[str, int]:
         """The launch's compile options beside the constexprs."""
@@ -155,6 +164,7 @@ class StackedTile:
             "BLOCK_C": branch_free.block_c(c),
             "PRECISION": precision,
             "BY_BLUEPRINT": self.by_blueprint,
+            "EARLY": self.early,
         }
 
     def grid(self, n_seeds: int, n_blueprints: int) -> tuple[int, int]:
@@ -171,10 +181,10 @@ def rows_for(n_rows: int) -> int:
     return triton.next_power_of_2(max(1, n_rows))
 
 
-def tile(n_rows: int, block_s: int, num_warps: int, by_blueprint: bool = False) -> StackedTile:
+def tile(n_rows: int, block_s: int, num_warps: int, by_blueprint: bool = False, early: bool = True) -> StackedTile:
     """A tile of ``block_s`` seeds (raised to what makes 16 tile rows, tl.dot's minimum) for ``n_rows`` rows."""
     rows = rows_for(n_rows)
-    return StackedTile(max(block_s, triton.cdiv(16, rows)), rows, num_warps, by_blueprint)
+    return StackedTile(max(block_s, triton.cdiv(16, rows)), rows, num_warps, by_blueprint, early)
 
 
 @dataclass(frozen=True)
@@ -187,6 +197,7 @@ class StackedRow:
     block_s: int  # seeds per program (raised by ``tile`` to make 16 tile rows)
     num_warps: int
     by_blueprint: bool = False
+    early: bool = True  # the kernel's EARLY
 
 
 # On an H200, 16-bit x with telemetry: the first row that covers a call is its launch, where the ops API ran
@@ -203,6 +214,10 @@ class StackedRow:
 #   0.67, 4x2500 0.74 / 0.72 / 0.62, 4x4000 0.71 / 0.63 / 0.57 (4x4000x128 24.4 against 42.8), 2x4000x64 0.61; at
 #   4x1000 only at 128 channels (0.72; 1.12 and 1.03 at 32 and 64);
 # - 5-8 rows from 30 seeds an SM: 8 seeds a program (64 tile rows), 4 warps: 8x4000 0.84 / 0.92 / 0.66, 6x4000x64 0.90.
+# Those ratios are with the seeds' state loaded first. With x and the program's blueprint loaded before it (EARLY;
+# h200-stacked-early/, µs, against the same tiles with the state first) the one-row classes took 0.65-0.96x in bf16
+# and fp16: 1x4000x64 bf16 4.80 against 7.38, 1x4000x128 9.82 against 12.75, 1x1000x64 3.02 against 3.76, 1x100x32
+# 2.22 against 2.82; the 4- and 8-row ones 0.998-1.023x (no state in their addresses either way).
 #   Not from 16 an SM: 8x2500 1.00 / 1.09 / 0.86.
 # Not taken: 4-8 rows at 100 seeds (0.94-1.16 at best: little or behind), 8 rows at 1000 (1.04-1.30), 16 rows (0.91
 # at 16x4000x128 alone, 1.06-1.46 elsewhere); channels not a multiple of 16 (1x1000x100 1.04, 3x4000x100 0.98, where
@@ -230,9 +245,14 @@ _H200_ROWS: tuple[StackedRow, ...] = (
 # - 48-64 channels, 7.5-15 seeds an SM: the same with 8 warps: 1x1000x64 6.85 / 8.21 (4 warps 8.45 in the first
 #   race), 1x1000x48 6.77 / 8.24, 1x1979x64 12.70 / 14.30 (4 warps 10.13 there: the edge between the two is not known).
 # Not taken: 128 channels (1x1000x128 25.22 at best / 20.59), under 7.5 seeds an SM (1x250x64 4.29 / 4.66), 2-8 rows
-# (8x1000x64 1.23x at best, h200-stacked-85bf7bc/race/).
+# (8x1000x64 1.23x at best, h200-stacked-85bf7bc/race/). Those times are with the seeds' state loaded first. With x and
+# the blueprint loaded before it (EARLY; h200-stacked-early/ and its fp32-again/, µs, early / state first): 1x4000x32
+# 5.70 / 8.16, 1x2000x64 8.78 / 9.97, 1x1000x64 6.62 / 6.72; but at 32 channels from 990 to 1500 seeds the state first
+# was faster (1x1000x32 4.43 / 4.08, 1x1500x32 4.99 / 4.38), so that class keeps it (its edge, under 30 seeds an SM,
+# between 1500 and 4000 seeds, is not known).
 _H200_FP32_ROWS: tuple[StackedRow, ...] = (
-    StackedRow((1, 1), (7.5, float("inf")), (32, 32), 64, 4, by_blueprint=True),
+    StackedRow((1, 1), (30.0, float("inf")), (32, 32), 64, 4, by_blueprint=True),
+    StackedRow((1, 1), (7.5, 30.0), (32, 32), 64, 4, by_blueprint=True, early=False),
     StackedRow((1, 1), (22.5, float("inf")), (48, 64), 16, 4),
     StackedRow((1, 1), (15.0, 22.5), (48, 64), 64, 4, by_blueprint=True),
     StackedRow((1, 1), (7.5, 15.0), (48, 64), 64, 8, by_blueprint=True),
@@ -249,7 +269,7 @@ def table_tile(n_rows: int, n_seeds: int, c: int, sms: int, fp32: bool = False) 
             and r.channels[0] <= c <= r.channels[1]
             and c % 16 == 0
         ):
-            return tile(n_rows, r.block_s, r.num_warps, r.by_blueprint)
+            return tile(n_rows, r.block_s, r.num_warps, r.by_blueprint, r.early)
     return None
 
 

@@ -16,7 +16,9 @@ from tests.kernels.ops_paths import triton_ops
 F = discover()
 
 
-@pytest.mark.parametrize("by_blueprint", [False, True], ids=["by-block", "by-blueprint"])
+@pytest.mark.parametrize(
+    ("by_blueprint", "early"), [(False, True), (True, True), (True, False)], ids=["by-block", "by-blueprint", "late"]
+)
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize(
     ("shape", "block_s"),
@@ -30,10 +32,10 @@ F = discover()
     ],
     ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v),
 )
-def test_matches_the_oracle(shape, block_s, dtype, by_blueprint, device):
+def test_matches_the_oracle(shape, block_s, dtype, by_blueprint, early, device):
     inp = inputs(shape, dtype, device)
     rows = inp["x"].numel() // inp["x"].shape[-1]
-    tile = stacked.tile(rows, block_s, 4, by_blueprint)
+    tile = stacked.tile(rows, block_s, 4, by_blueprint, early)
     y_ref, t_ref = F["kasmina"].oracle(**inp)
     y, tele = stacked.launch(**inp, tile=tile)
     tol = F["kasmina"].tolerances[dtype]
@@ -135,6 +137,8 @@ def test_the_h200_fp32_table_takes_one_row_at_32_to_64_channels(rows, seeds, c, 
     tile = stacked.table_tile(rows, seeds, c, sms=132, fp32=True)
     assert (None if tile is None else (tile.block_s, tile.by_blueprint, tile.num_warps)) == expected
     assert tile is None or stacked.fits(rows, c, tile.block_s)
+    if tile is not None:  # the blueprint loaded after the state only at 32 channels under 30 seeds an SM
+        assert tile.early == (c != 32 or seeds >= 30 * 132)
 
 
 def test_no_tile_off_an_h200(device):
