@@ -55,7 +55,8 @@ def _kasmina_stacked_kernel(
     PRECISION: tl.constexpr,  # branch_free.precision_of's
     BY_BLUEPRINT: tl.constexpr,  # the grid's second axis is the blueprint: program (j, k) takes block j's seeds of
     # (clamped) id k, so it loads one blueprint; else program j takes all of block j's seeds, each distinct id in turn
-    EARLY: tl.constexpr,  # x (and with BY_BLUEPRINT the program's blueprint) loaded before the seeds' state
+    EARLY: tl.constexpr,  # x (and with BY_BLUEPRINT the program's blueprint) loaded before the seeds' state; off, the
+    # kernel as it was before EARLY
 ):
     # tile row m is row (m % ROWS) of seed (first + m // ROWS): a seed's rows are adjacent, so its statistics are a
     # reshape and two sums away
@@ -90,14 +91,12 @@ def _kasmina_stacked_kernel(
         mask = tmask[:, None] & cmask[None, :]
     if not EARLY:  # after the state: with BY_BLUEPRINT, only this program's rows of x
         x = tl.load(x_rows[:, None] + cols[None, :], mask=mask, other=0.0)
-        if BY_BLUEPRINT:
-            w_mine, bias_mine = _blueprint(w_ptr, b_ptr, k_mine, cols, cmask, C)
-    if BY_BLUEPRINT:
+    if EARLY and BY_BLUEPRINT:  # the one blueprint, loaded already
         mine = tmask & (lifecycle != 0) & valid
         bp = branch_free.product(tl.where(mine[:, None], x, 0.0), w_mine, bp, PRECISION)
         bp += tl.where(mine[:, None], bias_mine[None, :], 0.0)
     else:  # blueprint products of the tile rows that need one (not dormant, not flagged), one distinct blueprint at a
-        # time
+        # time (with BY_BLUEPRINT, EARLY off: this program's one, if any of its rows needs it)
         todo = tmask & (lifecycle != 0) & valid
         while tl.max(todo.to(tl.int32), axis=0) > 0:
             k = tl.min(tl.where(todo, bid, NB), axis=0)
