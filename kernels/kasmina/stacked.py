@@ -213,11 +213,11 @@ class StackedRow:
 #   0.67, 4x2500 0.74 / 0.72 / 0.62, 4x4000 0.71 / 0.63 / 0.57 (4x4000x128 24.4 against 42.8), 2x4000x64 0.61; at
 #   4x1000 only at 128 channels (0.72; 1.12 and 1.03 at 32 and 64);
 # - 5-8 rows from 30 seeds an SM: 8 seeds a program (64 tile rows), 4 warps: 8x4000 0.84 / 0.92 / 0.66, 6x4000x64 0.90.
+#   Not from 16 an SM: 8x2500 1.00 / 1.09 / 0.86.
 # Those ratios are with the seeds' state loaded first. With x and the program's blueprint loaded before it (EARLY;
 # h200-stacked-early/, µs, against the same tiles with the state first) the one-row classes took 0.65-0.96x in bf16
 # and fp16: 1x4000x64 bf16 4.80 against 7.38, 1x4000x128 9.82 against 12.75, 1x1000x64 3.02 against 3.76, 1x100x32
 # 2.22 against 2.82; the 4- and 8-row ones 0.998-1.023x (no state in their addresses either way).
-#   Not from 16 an SM: 8x2500 1.00 / 1.09 / 0.86.
 # Not taken: 4-8 rows at 100 seeds (0.94-1.16 at best: little or behind), 8 rows at 1000 (1.04-1.30), 16 rows (0.91
 # at 16x4000x128 alone, 1.06-1.46 elsewhere); channels not a multiple of 16 (1x1000x100 1.04, 3x4000x100 0.98, where
 # both kernels took 1.5-4.1x the time of 128 channels; 16 seeds a program per blueprint took 0.76 at 1x1000x100, one

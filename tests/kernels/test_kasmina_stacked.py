@@ -176,6 +176,7 @@ def test_the_ops_plan_passes_the_kernel_its_arguments_in_order(by_blueprint, dev
         ((4, 4000, 32), "fp16"),
         ((7, 4000, 128), "bf16"),
         ((1, 4000, 32), "fp32"),
+        ((1, 1000, 32), "fp32"),  # EARLY off
         ((1, 4000, 64), "fp32"),
         ((1, 1000, 64), "fp32"),
     ],
