@@ -74,8 +74,7 @@ def _kasmina_tma_kernel(
     folded = branch_free.fold(w, cols, cols, coef)
     fb = coef * tl.load(b_ptr + bid * BLOCK_C + cols).to(tl.float32)
     # the first tile before the loop: its first row of y is the shift of the sums (see branch_free._walk)
-    y = branch_free.product(x0, folded, tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32), PRECISION) + fb[None, :]
-    y_desc.store([0, col0], y.to(y_desc.dtype))
+    y = _y_of(x0, y_desc, 0, col0, folded, fb, PRECISION)
     shift = tl.sum(tl.where(rows[:, None] == 0, y, 0.0), axis=0)
     d = y - shift[None, :]
     if PER_TILE:  # sums per column, each tile's rows reduced as it comes
@@ -105,7 +104,13 @@ def _kasmina_tma_kernel(
 @triton.jit
 def _tile(x_desc, y_desc, start, col0, folded, fb, PRECISION: tl.constexpr):
     """One tile of y (stored), from x's tile at row ``start``, columns ``col0``: returned in fp32."""
-    x = x_desc.load([start, col0])
+    return _y_of(x_desc.load([start, col0]), y_desc, start, col0, folded, fb, PRECISION)
+
+
+@triton.jit
+def _y_of(x, y_desc, start, col0, folded, fb, PRECISION: tl.constexpr):
+    """The tile of y from the tile ``x`` (however it was loaded), stored at row ``start``, columns ``col0``: returned in
+    fp32."""
     y = branch_free.product(x, folded, tl.zeros([x.shape[0], x.shape[1]], dtype=tl.float32), PRECISION) + fb[None, :]
     y_desc.store([start, col0], y.to(y_desc.dtype))
     return y
