@@ -58,6 +58,7 @@ def _kasmina_forward_kernel(
     BY_STATE: tl.constexpr,  # dormant seeds copy x; the others fold the blend into the blueprint (by_state_for)
     STATS: tl.constexpr,  # how a program sums its rows' statistics (TELEMETRY): see _walk
     EVEN: tl.constexpr,  # every row tile full and C == BLOCK_C: no row or column masks (see _walk)
+    EARLY: tl.constexpr,  # row tiles of x loaded before the seed's state (0, 1 or 2): see below
 ):
     seed = tl.program_id(0)
     n_progs = tl.num_programs(1)
@@ -66,6 +67,15 @@ def _kasmina_forward_kernel(
     if EVEN:  # a constant mask, which the compiler drops from every load, store and select
         cmask = tl.full([BLOCK_C], True, tl.int1)
     col0 = seed.to(tl.int64) * C
+    # With EARLY, the program's first EARLY row tiles of x are loaded before its state: their addresses do not depend
+    # on it, so their trips to memory overlap the chain of the state, then the blueprint, that comes before the first
+    # product (the same change took the stacked kernel's one-row points to 0.65-0.96x their time on an H200,
+    # benchmarks/results/kasmina-copy/h200-stacked-early/).
+    first_row = tl.program_id(1) * BLOCK_B
+    x_tile = _row_offsets(x_row_stride, BLOCK_B)
+    x0 = cols  # a placeholder, not read with EARLY 0
+    if EARLY:  # the first tile is always there: a program has at least one (clamp_row_programs)
+        x0 = _x_tile(x_ptr, first_row, col0, x_tile, cols, cmask, n_rows, x_row_stride, BLOCK_B, EVEN)
     lifecycle = tl.load(lifecycle_ptr + seed).to(tl.int32)
     bid = tl.load(blueprint_id_ptr + seed).to(tl.int64)
     # clamp-and-flag: an id outside the registry reads blueprint 0 (in bounds) and the seed's outputs
@@ -104,6 +114,8 @@ def _kasmina_forward_kernel(
                 2,
                 STATS,
                 EVEN,
+                x0,
+                EARLY,
             )
         else:
             folded = bias  # not read where the blueprint is stepped through (K_CHUNK < BLOCK_C)
@@ -135,6 +147,8 @@ def _kasmina_forward_kernel(
                 1,
                 STATS,
                 EVEN,
+                x0,
+                EARLY,
             )
     else:
         w = w_seed  # not read where the blueprint is stepped through (K_CHUNK < BLOCK_C)
@@ -164,6 +178,8 @@ def _kasmina_forward_kernel(
             0,
             STATS,
             EVEN,
+            x0,
+            EARLY,
         )
     if TELEMETRY:
         if n_progs == 1:
@@ -206,6 +222,8 @@ def _walk(
     # shifted by the program's first row, reduced over each tile's rows; 2: the same sums kept per element of the tile
     # and reduced over rows once, after the walk
     EVEN: tl.constexpr,  # every row tile full (rows a multiple of BLOCK_B; cmask then constant too)
+    x0,  # the program's first row tile of x, loaded already where EARLY
+    EARLY: tl.constexpr,
 ):
     """This program's row tiles of one seed: y written, and the per-column (count, mean, M2) of its rows."""
     n_progs = tl.num_programs(1)
@@ -213,6 +231,7 @@ def _walk(
     mean = tl.zeros([BLOCK_C], dtype=tl.float32)
     m2 = tl.zeros([BLOCK_C], dtype=tl.float32)
     first = tl.program_id(1) * BLOCK_B
+    step = BLOCK_B * n_progs
     walked = 0  # rows of this program (STATS 1 and 2)
     shift = tl.zeros([BLOCK_C], dtype=tl.float32)  # the program's first row of y (STATS 1 and 2)
     v1 = tl.zeros([BLOCK_C], dtype=tl.float32)  # STATS 1: per column, the sum of y - shift
@@ -221,61 +240,33 @@ def _walk(
     s2 = tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32)
     # a tile's addresses: its first row's, one scalar the walk advances (uniform registers), plus offsets fixed over
     # the walk; 64-bit row offsets per element and tile took 7-33 more instructions a tile (offline, sm_90)
-    x_tile = (tl.arange(0, BLOCK_B).to(tl.int64) * x_row_stride)[:, None]
-    y_tile = (tl.arange(0, BLOCK_B).to(tl.int64) * y_row_stride)[:, None]
-    for start in range(first, n_rows, BLOCK_B * n_progs):
-        rows = start + tl.arange(0, BLOCK_B)
-        rmask = rows < n_rows
-        if EVEN:  # constant: the loads, the store and the statistics' selects lose their masks
-            rmask = tl.full([BLOCK_B], True, tl.int1)
-        mask = rmask[:, None] & cmask[None, :]
-        x_rows = x_ptr + (tl.cast(start, tl.int64) * x_row_stride + col0) + x_tile
-        x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0)
-        if MODE == 2:
-            y = x.to(tl.float32)
-        else:
-            if K_CHUNK == BLOCK_C:
-                bp = _product(x, w, tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32), PRECISION)
-            else:
-                bp = tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32)
-                for kc in range(0, BLOCK_C, K_CHUNK):
-                    ks = kc + tl.arange(0, K_CHUNK)
-                    kmask = ks < C
-                    xk = tl.load(x_rows + ks[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
-                    wk = tl.load(
-                        w_seed + ks[:, None] * C + cols[None, :], mask=kmask[:, None] & cmask[None, :], other=0.0
-                    )
-                    if MODE == 1:
-                        wk = _fold(wk, ks, cols, coef)
-                    bp = _product(xk, wk, bp, PRECISION)
-            if MODE == 1:
-                y = bp + coef * bias[None, :]
-            else:
-                xf = x.to(tl.float32)
-                y = xf + coef * (bp + bias[None, :] - xf)
-        if MODE == 2:  # the copy has no coefficient to carry the flag
-            y = tl.where(valid, y, float("nan"))
-        y_rows = y_ptr + (tl.cast(start, tl.int64) * y_row_stride + col0) + y_tile
-        tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
-        if TELEMETRY:
-            if STATS == 0:
-                n_b = tl.sum(rmask.to(tl.float32), axis=0)
-                mean_b = tl.sum(tl.where(mask, y, 0.0), axis=0) / n_b
-                d = tl.where(mask, y - mean_b[None, :], 0.0)
-                cnt, mean, m2 = _chan(cnt, mean, m2, n_b, mean_b, tl.sum(d * d, axis=0))
-            else:
-                # Shifted by a value of the data, the sums keep fp32's precision where the mean is far from zero:
-                # M2 = S2 - S1^2 / n cancels in proportion to (mean - shift)^2 / variance, not mean^2 / variance.
-                if start == first:
-                    shift = tl.sum(tl.where(rows[:, None] == first, y, 0.0), axis=0)
-                walked += tl.minimum(n_rows - start, BLOCK_B)
-                d = tl.where(mask, y - shift[None, :], 0.0)
-                if STATS == 1:
-                    v1 += tl.sum(d, axis=0)
-                    v2 += tl.sum(d * d, axis=0)
-                else:
-                    s1 += d
-                    s2 += d * d
+    x_tile = _row_offsets(x_row_stride, BLOCK_B)
+    y_tile = _row_offsets(y_row_stride, BLOCK_B)
+    if EARLY == 1:  # the first tile, then the loop over the rest
+        cnt, mean, m2, walked, shift, v1, v2, s1, s2 = _step(
+            x0, first, first, x_ptr, y_ptr, w_seed, w, bias, coef, valid, col0, cols, cmask, C, n_rows,
+            x_row_stride, y_row_stride, x_tile, y_tile, cnt, mean, m2, walked, shift, v1, v2, s1, s2,
+            BLOCK_B, BLOCK_C, TELEMETRY, PRECISION, K_CHUNK, MODE, STATS, EVEN,
+        )  # fmt: skip
+    if EARLY == 2:  # each tile's x carried from the step before, which loaded it ahead of its own product
+        x = x0
+        for start in range(first, n_rows, step):
+            # the rows past the last keep their mask (even where EVEN): the walk's last load moves no bytes
+            x_next = _x_tile(x_ptr, start + step, col0, x_tile, cols, cmask, n_rows, x_row_stride, BLOCK_B, False)
+            cnt, mean, m2, walked, shift, v1, v2, s1, s2 = _step(
+                x, start, first, x_ptr, y_ptr, w_seed, w, bias, coef, valid, col0, cols, cmask, C, n_rows,
+                x_row_stride, y_row_stride, x_tile, y_tile, cnt, mean, m2, walked, shift, v1, v2, s1, s2,
+                BLOCK_B, BLOCK_C, TELEMETRY, PRECISION, K_CHUNK, MODE, STATS, EVEN,
+            )  # fmt: skip
+            x = x_next
+    else:
+        for start in range(first + EARLY * step, n_rows, step):
+            x = _x_tile(x_ptr, start, col0, x_tile, cols, cmask, n_rows, x_row_stride, BLOCK_B, EVEN)
+            cnt, mean, m2, walked, shift, v1, v2, s1, s2 = _step(
+                x, start, first, x_ptr, y_ptr, w_seed, w, bias, coef, valid, col0, cols, cmask, C, n_rows,
+                x_row_stride, y_row_stride, x_tile, y_tile, cnt, mean, m2, walked, shift, v1, v2, s1, s2,
+                BLOCK_B, BLOCK_C, TELEMETRY, PRECISION, K_CHUNK, MODE, STATS, EVEN,
+            )  # fmt: skip
     if TELEMETRY and STATS != 0:
         n = walked.to(tl.float32)
         sum1, sum2 = v1, v2
@@ -286,6 +277,114 @@ def _walk(
         mean = shift + sum1 / n
         m2 = tl.maximum(sum2 - sum1 * sum1 / n, 0.0)
     return cnt, mean, m2
+
+
+@triton.jit
+def _row_offsets(row_stride, BLOCK_B: tl.constexpr):
+    """Each tile row's offset from the tile's first row, as a column (64-bit: a row may be past 2^31 elements)."""
+    return (tl.arange(0, BLOCK_B).to(tl.int64) * row_stride)[:, None]
+
+
+@triton.jit
+def _x_tile(x_ptr, start, col0, x_tile, cols, cmask, n_rows, x_row_stride, BLOCK_B: tl.constexpr, EVEN: tl.constexpr):
+    """The seed's row tile of x from row ``start`` (rows past ``n_rows`` read as 0 unless EVEN)."""
+    rmask = (start + tl.arange(0, BLOCK_B)) < n_rows
+    if EVEN:  # constant: the load loses its mask
+        rmask = tl.full([BLOCK_B], True, tl.int1)
+    x_rows = x_ptr + (tl.cast(start, tl.int64) * x_row_stride + col0) + x_tile
+    return tl.load(x_rows + cols[None, :], mask=rmask[:, None] & cmask[None, :], other=0.0)
+
+
+@triton.jit
+def _step(
+    x,  # the tile's x, loaded
+    start,  # its first row
+    first,  # the program's first row
+    x_ptr,
+    y_ptr,
+    w_seed,
+    w,
+    bias,
+    coef,
+    valid,
+    col0,
+    cols,
+    cmask,
+    C,
+    n_rows,
+    x_row_stride,
+    y_row_stride,
+    x_tile,
+    y_tile,
+    cnt,
+    mean,
+    m2,
+    walked,
+    shift,
+    v1,
+    v2,
+    s1,
+    s2,
+    BLOCK_B: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+    TELEMETRY: tl.constexpr,
+    PRECISION: tl.constexpr,
+    K_CHUNK: tl.constexpr,
+    MODE: tl.constexpr,
+    STATS: tl.constexpr,
+    EVEN: tl.constexpr,
+):
+    """One row tile of ``_walk`` (its arguments): y stored, and the walk's statistics with the tile's rows added."""
+    rows = start + tl.arange(0, BLOCK_B)
+    rmask = rows < n_rows
+    if EVEN:  # constant: the store and the statistics' selects lose their masks
+        rmask = tl.full([BLOCK_B], True, tl.int1)
+    mask = rmask[:, None] & cmask[None, :]
+    if MODE == 2:
+        y = x.to(tl.float32)
+    else:
+        if K_CHUNK == BLOCK_C:
+            bp = _product(x, w, tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32), PRECISION)
+        else:
+            x_rows = x_ptr + (tl.cast(start, tl.int64) * x_row_stride + col0) + x_tile
+            bp = tl.zeros([BLOCK_B, BLOCK_C], dtype=tl.float32)
+            for kc in range(0, BLOCK_C, K_CHUNK):
+                ks = kc + tl.arange(0, K_CHUNK)
+                kmask = ks < C
+                xk = tl.load(x_rows + ks[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
+                wk = tl.load(w_seed + ks[:, None] * C + cols[None, :], mask=kmask[:, None] & cmask[None, :], other=0.0)
+                if MODE == 1:
+                    wk = _fold(wk, ks, cols, coef)
+                bp = _product(xk, wk, bp, PRECISION)
+        if MODE == 1:
+            y = bp + coef * bias[None, :]
+        else:
+            xf = x.to(tl.float32)
+            y = xf + coef * (bp + bias[None, :] - xf)
+    if MODE == 2:  # the copy has no coefficient to carry the flag
+        y = tl.where(valid, y, float("nan"))
+    y_rows = y_ptr + (tl.cast(start, tl.int64) * y_row_stride + col0) + y_tile
+    tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    if TELEMETRY:
+        if STATS == 0:
+            n_b = tl.sum(rmask.to(tl.float32), axis=0)
+            mean_b = tl.sum(tl.where(mask, y, 0.0), axis=0) / n_b
+            d = tl.where(mask, y - mean_b[None, :], 0.0)
+            cnt, mean, m2 = _chan(cnt, mean, m2, n_b, mean_b, tl.sum(d * d, axis=0))
+        else:
+            # Shifted by a value of the data, the sums keep fp32's precision where the mean is far from zero:
+            # M2 = S2 - S1^2 / n cancels in proportion to (mean - shift)^2 / variance, not mean^2 / variance.
+            if start == first:
+                shift = tl.sum(tl.where(rows[:, None] == first, y, 0.0), axis=0)
+            walked += tl.minimum(n_rows - start, BLOCK_B)
+            d = tl.where(mask, y - shift[None, :], 0.0)
+            if STATS == 1:
+                v1 += tl.sum(d, axis=0)
+                v2 += tl.sum(d * d, axis=0)
+            else:
+                s1 += d
+                s2 += d * d
+    return cnt, mean, m2, walked, shift, v1, v2, s1, s2
 
 
 @triton.jit
@@ -455,6 +554,7 @@ class FastMemoryTile:
     channel_step: int = 1  # only where the channels are a multiple of it: other counts compile to other kernels
     maxnreg: int = 0  # registers a thread at most (ptxas's .maxnreg); 0: the compiler's choice
     by_state: bool = False  # the BY_STATE branch (dormant seeds copied, the blend folded), beside by_state_for's
+    early: int = 0  # row tiles of x loaded before the seed's state (the kernel's EARLY)
 
 
 _ANY = 1 << 30
@@ -563,6 +663,7 @@ class LaunchConfig:
     stats: int = 0
     maxnreg: int = 0  # registers a thread at most; 0: the compiler's choice
     even: bool = False  # every row tile full and C == BLOCK_C: the kernel's EVEN (no masks; even_for)
+    early: int = 0  # row tiles of x loaded before the seed's state: the kernel's EARLY (0, 1 or 2)
 
     def options(self) -> dict[str, int]:
         """The launch's compile options beside the constexprs: warps, and the register cap where there is one."""
@@ -580,6 +681,7 @@ class LaunchConfig:
             "BY_STATE": self.by_state,
             "STATS": self.stats,
             "EVEN": self.even,
+            "EARLY": self.early,
         }
 
     @property
@@ -602,19 +704,20 @@ def config_for(
     stats: int | None = None,
     maxnreg: int | None = None,
     even: bool | None = None,
+    early: int | None = None,
 ) -> LaunchConfig:
     """The launch for ``x`` (rows of ``n_seeds`` x ``c`` channels): ``tile_for`` (``fast_memory_tile`` on an
     H200), ``precision_of``, ``row_programs_for``, ``by_state_for`` and ``even_for`` unless given (the tuning
     benchmarks vary them)."""
     n_rows = x.numel() // x.shape[-1]
     default_b, default_warps, default_k = tile_for(n_rows, c, x.dtype, telemetry)
-    default_stats = default_maxnreg = 0
+    default_stats = default_maxnreg = default_early = 0
     default_by_state = by_state_for(n_rows, c, x.dtype, telemetry)
     if telemetry and launching.fast_memory(x):
         h200 = fast_memory_tile(n_rows, n_seeds, c, x.dtype, launching.sm_count(x))
         if h200 is not None:
             default_b, default_warps, default_stats = h200.block_b, h200.num_warps, h200.stats
-            default_maxnreg = h200.maxnreg
+            default_maxnreg, default_early = h200.maxnreg, h200.early
             default_by_state = default_by_state or h200.by_state
             default_k = h200.k_chunk or default_k
     block_b = block_b or default_b
@@ -636,6 +739,7 @@ def config_for(
         stats=default_stats if stats is None else stats,
         maxnreg=default_maxnreg if maxnreg is None else maxnreg,
         even=_even(n_rows, c, block_b, even),
+        early=default_early if early is None else early,
     )
 
 
@@ -687,19 +791,34 @@ def launch(
     stats: int | None = None,
     maxnreg: int | None = None,
     even: bool | None = None,
+    early: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Check, allocate and launch; returns ``(y, telemetry or None)``. ``block_b``/``num_warps``/``k_chunk``: the
     tile and blueprint rows per product step, ``precision``: the products', ``row_programs``: programs per seed
     with telemetry, ``by_state``: the kernel's BY_STATE branch, ``stats``: how it sums the statistics (STATS),
-    ``maxnreg``: registers a thread at most (0: the compiler's choice), ``even``: the kernel's EVEN, no masks
-    (defaults: :func:`config_for`'s) - the tuning benchmarks vary them."""
+    ``maxnreg``: registers a thread at most (0: the compiler's choice), ``even``: the kernel's EVEN, no masks,
+    ``early``: its EARLY, row tiles of x loaded before the state (defaults: :func:`config_for`'s) - the tuning
+    benchmarks vary them."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
     x2d = x.reshape(-1, x.shape[-1]) if x.stride(-1) == 1 else x.contiguous().view(-1, x.shape[-1])
     n_rows = x2d.shape[0]
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device) if telemetry else None
     cfg = config_for(
-        x, n_seeds, c, telemetry, block_b, num_warps, precision, k_chunk, row_programs, by_state, stats, maxnreg, even
+        x,
+        n_seeds,
+        c,
+        telemetry,
+        block_b,
+        num_warps,
+        precision,
+        k_chunk,
+        row_programs,
+        by_state,
+        stats,
+        maxnreg,
+        even,
+        early,
     )
     parts, counts = telemetry_parts(x, n_seeds, cfg, y)
     _kasmina_forward_kernel[(n_seeds, cfg.row_programs)](

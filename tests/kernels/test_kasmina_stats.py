@@ -201,3 +201,32 @@ def test_even_is_taken_only_where_every_tile_is_full_and_refused_elsewhere(devic
         assert not branch_free.config_for(inp["x"], shape[1], shape[2], True, block_b).even
         with pytest.raises(ValueError, match="even=True needs"):
             branch_free.launch(**inp, telemetry=True, block_b=block_b, even=True)
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, config",
+    [
+        ((37, 3, 20), "bf16", {"stats": 1}),  # rows past a tile, channels past a power of two
+        ((70, 3, 20), "fp16", {"row_programs": 3, "stats": 2}),  # a seed's rows split: each program's first tile
+        ((7, 4, 24), "bf16", {"stats": 0}),  # under one tile of rows
+        ((64, 3, 32), "fp16", {"stats": 2}),  # every tile full (EVEN): the tile past the last keeps its mask
+        ((67, 3, 40), "fp32", {"by_state": True, "stats": 2}),  # dormant seeds copied, the blend folded
+        ((53, 2, 130), "fp32", {"by_state": False, "stats": 1}),  # the blueprint stepped through (K_CHUNK)
+        ((64, 2, 16), "bf16", {"telemetry": False}),  # a program per tile, the statistics by PyTorch
+    ],
+)
+@pytest.mark.parametrize("early", [1, 2])
+def test_x_loaded_before_the_state_gives_the_kernels_outputs(shape, dtype, config, early, device):
+    """EARLY only moves loads of x ahead (the first tile before the seed's state; with 2 each next tile a step ahead):
+    y is bit for bit the kernel's without it, the telemetry the same sums in the same order."""
+    fam = F["kasmina"]
+    inp = _inputs(shape, dtype, device, 3.0)
+    config = {"telemetry": True, **config}
+    y, tele = branch_free.launch(**inp, early=early, **config)
+    y0, tele0 = branch_free.launch(**inp, early=0, **config)
+    assert torch.equal(y, y0)
+    y_ref, t_ref = fam.oracle(**inp)
+    assert rel(y, y_ref) < fam.tolerances[dtype]
+    if config["telemetry"]:
+        assert torch.equal(tele, tele0)
+        assert rel(tele, t_ref) < fam.tolerances[dtype]
