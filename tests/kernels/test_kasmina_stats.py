@@ -218,15 +218,19 @@ def test_even_is_taken_only_where_every_tile_is_full_and_refused_elsewhere(devic
 @pytest.mark.parametrize("early", [1, 2])
 def test_x_loaded_before_the_state_gives_the_kernels_outputs(shape, dtype, config, early, device):
     """EARLY only moves loads of x ahead (the first tile before the seed's state; with 2 each next tile a step ahead):
-    y is bit for bit the kernel's without it, the telemetry the same sums in the same order."""
+    the same arithmetic in the same order, so under the interpreter y and the telemetry are bit for bit the kernel's
+    without it. Compiled, they may differ in their last bits (on an H200 they did with the BY_STATE branch in fp32,
+    where the compiler may fuse the fold's multiply-adds otherwise), so there only the oracle judges."""
     fam = F["kasmina"]
     inp = _inputs(shape, dtype, device, 3.0)
     config = {"telemetry": True, **config}
     y, tele = branch_free.launch(**inp, early=early, **config)
     y0, tele0 = branch_free.launch(**inp, early=0, **config)
-    assert torch.equal(y, y0)
     y_ref, t_ref = fam.oracle(**inp)
     assert rel(y, y_ref) < fam.tolerances[dtype]
+    if launching.interpreting():
+        assert torch.equal(y, y0)
     if config["telemetry"]:
-        assert torch.equal(tele, tele0)
         assert rel(tele, t_ref) < fam.tolerances[dtype]
+        if launching.interpreting():
+            assert torch.equal(tele, tele0)
