@@ -58,7 +58,8 @@ def _kasmina_forward_kernel(
     BY_STATE: tl.constexpr,  # dormant seeds copy x; the others fold the blend into the blueprint (by_state_for)
     STATS: tl.constexpr,  # how a program sums its rows' statistics (TELEMETRY): see _walk
     EVEN: tl.constexpr,  # every row tile full and C == BLOCK_C: no row or column masks (see _walk)
-    EARLY: tl.constexpr,  # row tiles of x loaded before the seed's state (0, 1 or 2): see below
+    EARLY: tl.constexpr,  # 0: x loaded in the walk; 1: its first row tile before the seed's state; 2: and each next
+    # tile a step ahead (see below)
 ):
     seed = tl.program_id(0)
     n_progs = tl.num_programs(1)
@@ -67,10 +68,12 @@ def _kasmina_forward_kernel(
     if EVEN:  # a constant mask, which the compiler drops from every load, store and select
         cmask = tl.full([BLOCK_C], True, tl.int1)
     col0 = seed.to(tl.int64) * C
-    # With EARLY, the program's first EARLY row tiles of x are loaded before its state: their addresses do not depend
-    # on it, so their trips to memory overlap the chain of the state, then the blueprint, that comes before the first
-    # product (the same change took the stacked kernel's one-row points to 0.65-0.96x their time on an H200,
-    # benchmarks/results/kasmina-copy/h200-stacked-early/).
+    # With EARLY, the program's first row tile of x is loaded before its state: its address does not depend on it, so
+    # its trip to memory overlaps the chain (the state, then the blueprint) that comes before the first product; with
+    # EARLY 2 each next tile is loaded a step ahead too (_walk). Offline for sm_90 at 11 of the table's launches, 1
+    # repeats the loop's body for the first tile (up to 432 bytes spilled, where 0 spilled at most 56) and 2 keeps one
+    # body (0-46 registers more than 0, up to 184 bytes spilled): h200-branch-early/offline.md in that folder. On H200s
+    # each was faster in some classes and slower in others: the table (FastMemoryTile.early) says which.
     first_row = tl.program_id(1) * BLOCK_B
     x_tile = _row_offsets(x_row_stride, BLOCK_B)
     x0 = cols  # a placeholder, not read with EARLY 0
@@ -606,6 +609,25 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 # - fp32, 33-128 channels, one row, from 1.5 seeds an SM: 16 x 2 stepping 32 blueprint rows (1x1000x64 8.1-8.3
 #   against 10.1-10.2 on four machines; 1x1000x128 20.3-20.5 against 40.5 and 1x4000x128 70.2-70.6 against 149.1 on
 #   two; 1x250x128 8.3 against 11.5; at 132 seeds 7.9 against 6.5, and at 100 7.8 against 6.3).
+# x before the state (EARLY; benchmarks/results/kasmina-copy/h200-branch-early/, two H200s, µs, EARLY 0 / 1 / 2 over
+# each row's launch as it was; 1 reads the program's first tile of x before the seed's state, 2 also each next tile a
+# step ahead; y within the oracle's tolerance, bit for bit but the BY_STATE branch in fp32):
+# - 16-bit up to 32 channels, 2-15 rows, 1-16 seeds an SM: 1 (8x1000x32 3.90-3.92 / 3.65-3.66, 4x1000x32 3.86 /
+#   3.57, 8x2000x32 5.10 / 4.99); not at 64 channels (8x1000x64 5.31 / 5.41-5.44, with 2 7.23-7.33).
+# - 16-bit up to 64 channels, 2-15 rows, fewer seeds than SMs, the H100's 16 x 2 tile with Chan per tile: 1 (8x100x32
+#   3.09-3.14 / 2.69-2.74, 8x100x64 3.79-3.84 / 3.36-3.39, 2x100x32 3.02 / 2.53, 15x100x64 3.82 / 3.38).
+# - 16-bit 65-128 channels under 256 rows (the last 16-bit row below): 2 (48x333x100 15.01-15.20 / 14.10-14.18,
+#   128x333x100 26.88 / 24.86, 1x1000x100 23.90 / 16.74, 8x100x128 5.02-5.04 / 4.64-4.70, 8x1000x128 11.97-12.13 /
+#   11.74-11.78, 16x1000x128 11.60 / 11.31); but 128 channels from 17 rows stays at 0 (32x1000x128 15.30 / 15.62,
+#   64x100x128 7.86-8.00 / 7.87-8.00), and 1 took 0.98-1.20x there.
+# - fp32 33-64 channels from 128 rows, 4-16 seeds an SM, with the BY_STATE branch: 1 (512x1000x64 96.40-96.73 /
+#   90.13-90.22, 256x1000x64 51.95 / 48.64, 1024x1000x64 185.53 / 170.22, 128x1000x64 30.35 / 29.02); not at 250 seeds
+#   (512x250x64 31.57 / 32.21), 4000 (512x4000x64 339.87 / 334.84, 64x4000x64 62.00 / 64.26) or 64 rows (64x1000x64
+#   19.18 / 19.02), where the edges between are not measured.
+# - fp32 128 channels, a program per seed: 1 (16x1000x128 31.55 / 27.47, 8x4000x128 115.49 / 109.06, 32x1000x128 43.23
+#   / 38.74, 64x1000x128 73.23-73.26 / 69.57-69.60, 128x1000x128 138.77 / 133.49); 2 lost (1.02-1.10x).
+# - fp32 65-127 channels under 256 rows with a program per seed, the H100's 16 x 8 tile: 2 (48x333x100 35.68-35.92 /
+#   31.50-31.54, 128x333x100 77.25 / 65.33, 32x1000x100 69.90 / 63.92, 16x333x100 18.70 / 18.05).
 # Elsewhere the H100's rule stays: 16-bit up to 64 channels at one row or 16, up to 32 channels at 17-32 rows with a
 # program per seed, 33-64 channels at 65-127 rows with fewer seeds than SMs or at 17-127 rows where not a multiple
 # of 16; fp32 up to 32 channels under 64 rows (or under 512 with fewer seeds than SMs), 65-127 channels, 128 with
@@ -614,20 +636,25 @@ _FAST_MEMORY_TILES: tuple[FastMemoryTile, ...] = (
     FastMemoryTile(False, (33, 64), (17, _ANY), 16, 2, 2, seeds_per_sm=_MANY, channel_step=16, maxnreg=128),
     FastMemoryTile(False, (1, 64), (128, _ANY), 32, 2, 2),
     FastMemoryTile(False, (1, 32), (33, 127), 16, 2, 2, seeds_per_sm=_MANY),
+    FastMemoryTile(False, (1, 32), (2, 15), 16, 2, 1, seeds_per_sm=(1.0, 16.0), early=1),
     FastMemoryTile(False, (1, 64), (2, 15), 16, 2, 1, seeds_per_sm=_MANY),
+    FastMemoryTile(False, (1, 64), (2, 15), 16, 2, 0, seeds_per_sm=(0.0, 1.0), early=1),
     FastMemoryTile(False, (1, 64), (33, 64), 64, 8, 1, seeds_per_sm=(0.0, 1.0)),
     FastMemoryTile(False, (1, 64), (17, 32), 32, 4, 1, seeds_per_sm=(0.0, 1.0)),
     FastMemoryTile(False, (65, 128), (256, _ANY), 16, 2, 2, channel_step=64, by_state=True),
     FastMemoryTile(False, (65, 128), (256, _ANY), 16, 2, 2),
     FastMemoryTile(False, (65, 128), (64, 255), 16, 2, 2, seeds_per_sm=_MANY, channel_step=64),
-    FastMemoryTile(False, (65, 128), (1, _ANY), 16, 2, 1),
+    FastMemoryTile(False, (65, 128), (17, 255), 16, 2, 1, channel_step=64),
+    FastMemoryTile(False, (65, 128), (1, _ANY), 16, 2, 1, early=2),
     FastMemoryTile(False, (129, _ANY), (1, _ANY), 32, 8, 1),
+    FastMemoryTile(True, (33, 64), (128, _ANY), 16, 2, 2, seeds_per_sm=(4.0, 16.0), early=1),
     FastMemoryTile(True, (33, 64), (64, _ANY), 16, 2, 2),
     FastMemoryTile(True, (1, 32), (64, _ANY), 16, 2, 2, seeds_per_sm=_MANY),
     FastMemoryTile(True, (1, 32), (512, _ANY), 16, 2, 2),
-    FastMemoryTile(True, (65, 128), (32, 255), 32, 4, 0, k_chunk=32, seeds_per_sm=_MANY, channel_step=64),
-    FastMemoryTile(True, (65, 128), (2, 31), 16, 4, 2, k_chunk=32, seeds_per_sm=_MANY, channel_step=64),
+    FastMemoryTile(True, (65, 128), (32, 255), 32, 4, 0, k_chunk=32, seeds_per_sm=_MANY, channel_step=64, early=1),
+    FastMemoryTile(True, (65, 128), (2, 31), 16, 4, 2, k_chunk=32, seeds_per_sm=_MANY, channel_step=64, early=1),
     FastMemoryTile(True, (33, 128), (1, 1), 16, 2, 0, k_chunk=32, seeds_per_sm=(1.5, float("inf"))),
+    FastMemoryTile(True, (65, 128), (2, 255), 16, 8, 0, seeds_per_sm=_MANY, early=2),
 )
 
 

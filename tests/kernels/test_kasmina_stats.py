@@ -80,9 +80,11 @@ def test_the_h200_tiles_by_class():
     # up to 32 channels, 33-127 rows, a program per seed: per-element sums
     assert _h200(64, 32, BF16) == (16, 2, 2, 0, 0) == _h200(127, 1, FP16, n_seeds=132)
     assert _h200(32, 32, BF16) is None and _h200(100, 64, BF16, n_seeds=131) is None and _h200(16, 64, BF16) is None
-    # 2-15 rows with a program per seed: sums per tile; not at 1 or 16 rows, nor with fewer seeds than SMs
+    # 2-15 rows with a program per seed: sums per tile; not at 1 or 16 rows; with fewer seeds than SMs the H100's tile
     assert _h200(15, 64, BF16) == (16, 2, 1, 0, 0) == _h200(2, 1, FP16, n_seeds=132)
-    assert _h200(16, 64, BF16) is None and _h200(1, 64, FP16) is None and _h200(8, 64, BF16, n_seeds=131) is None
+    assert _h200(16, 64, BF16) is None and _h200(1, 64, FP16) is None
+    assert _h200(8, 64, BF16, n_seeds=131) == (16, 2, 0, 0, 0)
+    assert branch_free.tile_for(8, 64, BF16, True)[:2] == (16, 2)
     # 17-64 rows with fewer seeds than SMs: one tile of all the rows
     assert _h200(64, 64, BF16, n_seeds=131) == (64, 8, 1, 0, 0) == _h200(33, 1, FP16, n_seeds=1)
     assert _h200(32, 64, BF16, n_seeds=131) == (32, 4, 1, 0, 0) == _h200(17, 64, FP16, n_seeds=100)
@@ -104,7 +106,10 @@ def test_the_h200_tiles_by_class():
     assert _h200(511, 32, FP32, n_seeds=131) is None and _h200(63, 32, FP32) is None
     assert _h200(255, 128, FP32) == (32, 4, 0, 32, 0) == _h200(32, 128, FP32, n_seeds=132)
     assert _h200(31, 128, FP32) == (16, 4, 2, 32, 0) == _h200(2, 128, FP32, n_seeds=132)
-    assert _h200(64, 100, FP32) is None and _h200(8, 96, FP32) is None  # not a multiple of 64: padded k steps
+    # not a multiple of 64 (padded k steps): the H100's 16 x 8 tile with the whole blueprint, taken with EARLY 2
+    assert _h200(64, 100, FP32) == (16, 8, 0, 0, 0) == _h200(8, 96, FP32) == _h200(255, 65, FP32, n_seeds=132)
+    assert branch_free.tile_for(64, 100, FP32, True) == (16, 8, 128)
+    assert _h200(64, 100, FP32, n_seeds=131) is None
     assert _h200(64, 128, FP32, n_seeds=131) is None and _h200(256, 128, FP32) is None
     assert _h200(1, 33, FP32, n_seeds=198) == (16, 2, 0, 32, 0) == _h200(1, 128, FP32)  # one row, 1.5 seeds an SM
     assert _h200(1, 128, FP32, n_seeds=197) is None
@@ -112,24 +117,51 @@ def test_the_h200_tiles_by_class():
     assert _h200(512, 65, FP32) is None and _h200(64, 256, FP32) is None
 
 
+def _early(n_rows: int, c: int, dtype: torch.dtype, n_seeds: int = 1000) -> int | None:
+    """The kernel's EARLY in the H200's table on 132 SMs, or None: the H100's rule (EARLY 0)."""
+    t = branch_free.fast_memory_tile(n_rows, n_seeds, c, dtype, 132)
+    return None if t is None else t.early
+
+
+def test_the_h200_table_loads_x_before_the_state_where_that_was_faster():
+    # 16-bit up to 32 channels, 2-15 rows, 1-16 seeds an SM: the first tile early (2x1000x32 .. 15x2111x32)
+    assert _early(2, 32, BF16, n_seeds=132) == 1 == _early(15, 1, FP16, n_seeds=2111)
+    assert _early(8, 32, BF16, n_seeds=2112) == 0 and _early(8, 33, BF16) == 0  # 16 seeds an SM; 64 channels
+    # up to 64 channels, 2-15 rows, fewer seeds than SMs (the H100's tile), the first tile early
+    assert _early(2, 64, BF16, n_seeds=131) == 1 == _early(15, 1, FP16, n_seeds=1)
+    # 65-128 channels under 256 rows: each tile a step ahead, but 128 channels from 17 rows
+    assert _early(1, 100, BF16) == 2 == _early(16, 128, FP16) == _early(255, 96, BF16) == _early(8, 128, BF16, 100)
+    assert _early(17, 128, BF16) == 0 == _early(63, 128, FP16) == _early(64, 128, BF16, 100) == _early(256, 100, BF16)
+    # fp32: 33-64 channels from 128 rows at 4-16 seeds an SM (the BY_STATE branch), the first tile early
+    assert _early(128, 33, FP32, n_seeds=528) == 1 == _early(4096, 64, FP32, n_seeds=2111)
+    assert _early(127, 64, FP32) == 0 == _early(512, 64, FP32, n_seeds=527) == _early(512, 64, FP32, n_seeds=2112)
+    # 128 channels with a program per seed, 2-255 rows: the first tile early; 65-127 channels each tile a step ahead
+    assert _early(2, 128, FP32, n_seeds=132) == 1 == _early(255, 128, FP32)
+    assert _early(2, 100, FP32, n_seeds=132) == 2 == _early(255, 72, FP32)
+    assert _early(1, 128, FP32) == 0 and _early(256, 128, FP32) is None and _early(64, 100, FP32, n_seeds=131) is None
+
+
 @pytest.mark.parametrize(
     "shape, dtype, tile",
-    [  # (rows per tile, warps, STATS, blueprint rows a step, register cap); 140 seeds: one program each on 132 SMs
-        ((20, 140, 48), "bf16", (16, 2, 2, 64, 128)),
-        ((257, 3, 40), "bf16", (32, 2, 2, 64, 0)),
-        ((40, 140, 24), "fp16", (16, 2, 2, 32, 0)),
-        ((9, 140, 40), "bf16", (16, 2, 1, 64, 0)),
-        ((40, 3, 40), "fp16", (64, 8, 1, 64, 0)),
-        ((20, 3, 24), "bf16", (32, 4, 1, 32, 0)),
-        ((260, 2, 72), "fp16", (16, 2, 2, 128, 0)),
-        ((256, 3, 128), "bf16", (16, 2, 2, 128, 0)),  # with the BY_STATE branch, every tile full (EVEN)
-        ((41, 3, 72), "bf16", (16, 2, 1, 128, 0)),
-        ((33, 2, 130), "fp16", (32, 8, 1, 256, 0)),
-        ((67, 3, 40), "fp32", (16, 2, 2, 64, 0)),
-        ((33, 140, 128), "fp32", (32, 4, 0, 32, 0)),
-        ((3, 140, 128), "fp32", (16, 4, 2, 32, 0)),
-        ((1, 200, 72), "fp32", (16, 2, 0, 32, 0)),  # one row, 32 blueprint rows a step
-        ((16, 3, 40), "bf16", (16, 2, 0, 64, 0)),  # the H100's rule where the table has no row
+    [  # (rows per tile, warps, STATS, blueprint rows a step, register cap, EARLY); 140 seeds: a program each on 132 SMs
+        ((20, 140, 48), "bf16", (16, 2, 2, 64, 128, 0)),
+        ((257, 3, 40), "bf16", (32, 2, 2, 64, 0, 0)),
+        ((40, 140, 24), "fp16", (16, 2, 2, 32, 0, 0)),
+        ((9, 140, 40), "bf16", (16, 2, 1, 64, 0, 0)),
+        ((40, 3, 40), "fp16", (64, 8, 1, 64, 0, 0)),
+        ((20, 3, 24), "bf16", (32, 4, 1, 32, 0, 0)),
+        ((260, 2, 72), "fp16", (16, 2, 2, 128, 0, 0)),
+        ((256, 3, 128), "bf16", (16, 2, 2, 128, 0, 0)),  # with the BY_STATE branch, every tile full (EVEN)
+        ((41, 3, 72), "bf16", (16, 2, 1, 128, 0, 2)),
+        ((33, 2, 130), "fp16", (32, 8, 1, 256, 0, 0)),
+        ((67, 3, 40), "fp32", (16, 2, 2, 64, 0, 0)),
+        ((33, 140, 128), "fp32", (32, 4, 0, 32, 0, 1)),
+        ((3, 140, 128), "fp32", (16, 4, 2, 32, 0, 1)),
+        ((1, 200, 72), "fp32", (16, 2, 0, 32, 0, 0)),  # one row, 32 blueprint rows a step
+        ((16, 3, 40), "bf16", (16, 2, 0, 64, 0, 0)),  # the H100's rule where the table has no row
+        ((9, 140, 24), "bf16", (16, 2, 1, 32, 0, 1)),  # x's first tile before the state
+        ((5, 3, 48), "fp16", (16, 2, 0, 64, 0, 1)),  # the H100's tile, with it
+        ((20, 140, 100), "fp32", (16, 8, 0, 128, 0, 2)),  # and each next tile a step ahead
     ],
 )
 def test_on_an_h200_the_launcher_and_the_ops_plans_take_its_tiles(shape, dtype, tile, device, monkeypatch):
@@ -138,7 +170,7 @@ def test_on_an_h200_the_launcher_and_the_ops_plans_take_its_tiles(shape, dtype, 
     inp = _inputs(shape, dtype, device, 3.0)
     n_seeds, c = shape[-2], shape[-1]
     cfg = branch_free.config_for(inp["x"], n_seeds, c, True)
-    assert (cfg.block_b, cfg.num_warps, cfg.stats, cfg.k_chunk, cfg.maxnreg) == tile
+    assert (cfg.block_b, cfg.num_warps, cfg.stats, cfg.k_chunk, cfg.maxnreg, cfg.early) == tile
     assert cfg.options() == {"num_warps": tile[1], **({"maxnreg": tile[4]} if tile[4] else {})}
     y_ref, t_ref = fam.oracle(**inp)
     tol = fam.tolerances[dtype]
