@@ -72,8 +72,9 @@ def _kasmina_forward_kernel(
     # its trip to memory overlaps the chain (the state, then the blueprint) that comes before the first product; with
     # EARLY 2 each next tile is loaded a step ahead too (_walk). Offline for sm_90 at 11 of the table's launches, 1
     # repeats the loop's body for the first tile (up to 432 bytes spilled, where 0 spilled at most 56) and 2 keeps one
-    # body (0-46 registers more than 0, up to 184 bytes spilled): h200-branch-early/offline.md in that folder. On H200s
-    # each was faster in some classes and slower in others: the table (FastMemoryTile.early) says which.
+    # body (0-46 registers more than 0, up to 184 bytes spilled): offline.md in benchmarks/results/kasmina-copy/
+    # h200-branch-early/. On H200s each was faster in some classes and slower in others: the table
+    # (FastMemoryTile.early) says which.
     first_row = tl.program_id(1) * BLOCK_B
     x_tile = _row_offsets(x_row_stride, BLOCK_B)
     x0 = cols  # a placeholder, not read with EARLY 0
