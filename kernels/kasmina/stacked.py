@@ -217,7 +217,9 @@ class StackedRow:
 # Those ratios are with the seeds' state loaded first. With x and the program's blueprint loaded before it (EARLY;
 # h200-stacked-early/, µs, against the same tiles with the state first) the one-row classes took 0.65-0.96x in bf16
 # and fp16: 1x4000x64 bf16 4.80 against 7.38, 1x4000x128 9.82 against 12.75, 1x1000x64 3.02 against 3.76, 1x100x32
-# 2.22 against 2.82; the 4- and 8-row ones 0.998-1.023x (no state in their addresses either way).
+# 2.22 against 2.82; the 4- and 8-row ones 0.998-1.023x (no state in their addresses either way), and raced again
+# at 2-8 rows on another H200 (benchmarks/results/kasmina-copy/h200-branch-early/stacked/, 20 points in bf16 and fp16)
+# 1.001-1.030x, 1.014x the median (8x4000x32 bf16 7.73 against 7.52): those rows keep the state first.
 # Not taken: 4-8 rows at 100 seeds (0.94-1.16 at best: little or behind), 8 rows at 1000 (1.04-1.30), 16 rows (0.91
 # at 16x4000x128 alone, 1.06-1.46 elsewhere); channels not a multiple of 16 (1x1000x100 1.04, 3x4000x100 0.98, where
 # both kernels took 1.5-4.1x the time of 128 channels; 16 seeds a program per blueprint took 0.76 at 1x1000x100, one
@@ -225,9 +227,9 @@ class StackedRow:
 _H200_ROWS: tuple[StackedRow, ...] = (
     StackedRow((1, 1), (7.5, float("inf")), (32, 128), 64, 4, by_blueprint=True),
     StackedRow((1, 1), (0.0, 7.5), (32, 128), 16, 4, by_blueprint=True),
-    StackedRow((2, 4), (15.0, float("inf")), (32, 128), 4, 4),
-    StackedRow((2, 4), (7.5, 15.0), (65, 128), 4, 4),
-    StackedRow((5, 8), (30.0, float("inf")), (32, 128), 8, 4),
+    StackedRow((2, 4), (15.0, float("inf")), (32, 128), 4, 4, early=False),
+    StackedRow((2, 4), (7.5, 15.0), (65, 128), 4, 4, early=False),
+    StackedRow((5, 8), (30.0, float("inf")), (32, 128), 8, 4, early=False),
 )
 
 
@@ -248,11 +250,13 @@ _H200_ROWS: tuple[StackedRow, ...] = (
 # the blueprint loaded before it (EARLY; h200-stacked-early/ and its fp32-again/, µs, early / state first): 1x4000x32
 # 5.70 / 8.16, 1x2000x64 8.78 / 9.97, 1x1000x64 6.62 / 6.72; but at 32 channels from 990 to 1500 seeds the state first
 # was faster (1x1000x32 4.43 / 4.08, 1x1500x32 4.99 / 4.38), so that class keeps it (its edge, under 30 seeds an SM,
-# between 1500 and 4000 seeds, is not known).
+# between 1500 and 4000 seeds, is not known). The 48-64-channel class by block (no blueprint to load early) was not
+# raced so then; on another H200 (benchmarks/results/kasmina-copy/h200-branch-early/stacked/) EARLY took 1.017-1.032x
+# there (1x4000x64 16.10 / 15.66, 1x8000x64 25.94 / 25.12), so it keeps the state first too.
 _H200_FP32_ROWS: tuple[StackedRow, ...] = (
     StackedRow((1, 1), (30.0, float("inf")), (32, 32), 64, 4, by_blueprint=True),
     StackedRow((1, 1), (7.5, 30.0), (32, 32), 64, 4, by_blueprint=True, early=False),
-    StackedRow((1, 1), (22.5, float("inf")), (48, 64), 16, 4),
+    StackedRow((1, 1), (22.5, float("inf")), (48, 64), 16, 4, early=False),
     StackedRow((1, 1), (15.0, 22.5), (48, 64), 64, 4, by_blueprint=True),
     StackedRow((1, 1), (7.5, 15.0), (48, 64), 64, 8, by_blueprint=True),
 )

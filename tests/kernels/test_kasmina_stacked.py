@@ -17,7 +17,9 @@ F = discover()
 
 
 @pytest.mark.parametrize(
-    ("by_blueprint", "early"), [(False, True), (True, True), (True, False)], ids=["by-block", "by-blueprint", "late"]
+    ("by_blueprint", "early"),
+    [(False, True), (False, False), (True, True), (True, False)],
+    ids=["by-block", "by-block-late", "by-blueprint", "late"],
 )
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize(
@@ -112,6 +114,7 @@ def test_the_h200_table_takes_the_classes_it_was_raced_faster_in(rows, seeds, c,
     assert (None if tile is None else (tile.block_s, tile.rows, tile.by_blueprint)) == expected
     if tile is not None:
         assert stacked.fits(rows, c, tile.block_s) and tile.num_warps == 4
+        assert tile.early == tile.by_blueprint  # x and the blueprint before the state: by blueprint only
 
 
 @pytest.mark.parametrize(
@@ -137,8 +140,8 @@ def test_the_h200_fp32_table_takes_one_row_at_32_to_64_channels(rows, seeds, c, 
     tile = stacked.table_tile(rows, seeds, c, sms=132, fp32=True)
     assert (None if tile is None else (tile.block_s, tile.by_blueprint, tile.num_warps)) == expected
     assert tile is None or stacked.fits(rows, c, tile.block_s)
-    if tile is not None:  # the blueprint loaded after the state only at 32 channels under 30 seeds an SM
-        assert tile.early == (c != 32 or seeds >= 30 * 132)
+    if tile is not None:  # by blueprint, it is loaded before the state but at 32 channels under 30 seeds an SM
+        assert tile.early == (tile.by_blueprint and (c != 32 or seeds >= 30 * 132))
 
 
 def test_no_tile_off_an_h200(device):
