@@ -1,5 +1,5 @@
 #!/bin/bash
-# the classes where EARLY 1 or 2 was faster in call.sh, raced again with their edges (another call, maybe another H200)
+# the classes where EARLY 1 or 2 was faster in ../call.sh, raced again with their edges (another call, maybe another H200)
 W=/tmp/w; rm -rf $W; mkdir -p $W
 nvidia-smi --query-gpu=name,serial,driver_version,clocks.max.sm,power.limit --format=csv > $W/device.txt
 python -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
