@@ -617,10 +617,10 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 #   3.57, 8x2000x32 5.10 / 4.99); not at 64 channels (8x1000x64 5.31 / 5.41-5.44, with 2 7.23-7.33).
 # - 16-bit up to 64 channels, 2-15 rows, fewer seeds than SMs, the H100's 16 x 2 tile with Chan per tile: 1 (8x100x32
 #   3.09-3.14 / 2.69-2.74, 8x100x64 3.79-3.84 / 3.36-3.39, 2x100x32 3.02 / 2.53, 15x100x64 3.82 / 3.38).
-# - 16-bit 65-128 channels under 256 rows (the last 16-bit row below): 2 (48x333x100 15.01-15.20 / 14.10-14.18,
-#   128x333x100 26.88 / 24.86, 1x1000x100 23.90 / 16.74, 8x100x128 5.02-5.04 / 4.64-4.70, 8x1000x128 11.97-12.13 /
-#   11.74-11.78, 16x1000x128 11.60 / 11.31); but 128 channels from 17 rows stays at 0 (32x1000x128 15.30 / 15.62,
-#   64x100x128 7.86-8.00 / 7.87-8.00), and 1 took 0.98-1.20x there.
+# - 16-bit 65-128 channels under 256 rows (the row of 65-128 channels from one row): 2 (48x333x100 15.01-15.20 /
+#   14.10-14.18, 128x333x100 26.88 / 24.86, 1x1000x100 23.90 / 16.74, 8x100x128 5.02-5.04 / 4.64-4.70, 8x1000x128
+#   11.97-12.13 / 11.74-11.78, 16x1000x128 11.60 / 11.31); but 128 channels from 17 rows stays at 0 (32x1000x128 15.30 /
+#   15.62, 64x100x128 7.86-8.00 / 7.87-8.00), and 1 took 0.98-1.20x there.
 # - fp32 33-64 channels from 128 rows, 4-16 seeds an SM, with the BY_STATE branch: 1 (512x1000x64 96.40-96.73 /
 #   90.13-90.22, 256x1000x64 51.95 / 48.64, 1024x1000x64 185.53 / 170.22, 128x1000x64 30.35 / 29.02); not at 250 seeds
 #   (512x250x64 31.57 / 32.21), 4000 (512x4000x64 339.87 / 334.84, 64x4000x64 62.00 / 64.26) or 64 rows (64x1000x64
@@ -631,8 +631,9 @@ _MANY = (1.0, float("inf"))  # at least as many seeds as SMs: one program per se
 #   31.50-31.54, 128x333x100 77.25 / 65.33, 32x1000x100 69.90 / 63.92, 16x333x100 18.70 / 18.05).
 # Elsewhere the H100's rule stays: 16-bit up to 64 channels at one row or 16, up to 32 channels at 17-32 rows with a
 # program per seed, 33-64 channels at 65-127 rows with fewer seeds than SMs or at 17-127 rows where not a multiple
-# of 16; fp32 up to 32 channels under 64 rows (or under 512 with fewer seeds than SMs), 65-127 channels, 128 with
-# fewer seeds than SMs, or beyond 128 channels.
+# of 16; fp32 up to 32 channels under 64 rows (or under 512 with fewer seeds than SMs), 65-127 channels from 256 rows
+# (or with fewer seeds than SMs), 128 with fewer seeds than SMs, or beyond 128 channels. Two rows take the H100's
+# tile only to add EARLY (16-bit 2-15 rows with fewer seeds than SMs; fp32 65-127 channels under 256 rows).
 _FAST_MEMORY_TILES: tuple[FastMemoryTile, ...] = (
     FastMemoryTile(False, (33, 64), (17, _ANY), 16, 2, 2, seeds_per_sm=_MANY, channel_step=16, maxnreg=128),
     FastMemoryTile(False, (1, 64), (128, _ANY), 32, 2, 2),

@@ -251,8 +251,8 @@ def test_even_is_taken_only_where_every_tile_is_full_and_refused_elsewhere(devic
 def test_x_loaded_before_the_state_gives_the_kernels_outputs(shape, dtype, config, early, device):
     """EARLY only moves loads of x ahead (the first tile before the seed's state; with 2 each next tile a step ahead):
     the same arithmetic in the same order, so under the interpreter y and the telemetry are bit for bit the kernel's
-    without it. Compiled, they may differ in their last bits (on an H200 they did with the BY_STATE branch in fp32,
-    where the compiler may fuse the fold's multiply-adds otherwise), so there only the oracle judges."""
+    without it. Compiled, they may differ in their last bits (on an H200 they did with the BY_STATE branch in fp32;
+    why was not looked into), so there only the oracle judges."""
     fam = F["kasmina"]
     inp = _inputs(shape, dtype, device, 3.0)
     config = {"telemetry": True, **config}
