@@ -26,7 +26,7 @@ import time
 
 import torch
 import triton
-from bench_common import add_race_args, race_shape, write_csv
+from bench_common import add_race_args, race_shape, rel_err, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm.tuned import Config, choose_config, launch_with_config
@@ -96,7 +96,7 @@ def main() -> int:
                 y.fill_(float("nan"))
                 h.fill_(float("nan"))
                 fn()
-                err = max(_rel(y, y_ref), _rel(h, h_ref))
+                err = max(rel_err(y, y_ref), rel_err(h, h_ref))
             except Exception as exc:  # noqa: BLE001 - a config that cannot compile or launch is reported, not timed
                 notes[name] = f"{type(exc).__name__}: {str(exc)[:120]}"
                 continue
@@ -129,10 +129,6 @@ def _name(cfg: Config) -> str:
     if cfg.kernel == "rows":
         return f"rows b{cfg.block_n} r{cfg.rows} w{cfg.num_warps}"
     return f"looped c{cfg.block_n} w{cfg.num_warps}"
-
-
-def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((out.double() - ref).norm() / ref.norm()).item()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,13 @@ def write_csv(path: Path, rows: Sequence[dict]) -> None:
         wr.writerows(rows)
 
 
+def rel_err(out: Any, ref: Any) -> float:
+    """The largest relative error (2-norm) over the outputs (a tensor or a tuple of them)."""
+    outs = out if isinstance(out, tuple) else (out,)
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    return max(float((o.double() - r.double()).norm() / r.double().norm()) for o, r in zip(outs, refs))
+
+
 def new_addresses(x: Any) -> Callable[[], Any]:
     """Call by call, the next of ``DescribedLaunch.KEEP + 1`` copies of ``x`` (each at its own address): one more than
     a plan keeps sets of addresses (``kprof.launch.DescribedLaunch``), so that a plan launching on them never finds its

@@ -32,18 +32,11 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from bench_common import back_to_back_us
+from bench_common import back_to_back_us, rel_err
 
 HIDDEN, FF = 4096, 11008
 DEVICE = "cuda"
 KASMINA = (1000, 64)  # seeds, channels per seed
-
-
-def rel_err(out: Any, ref: Any) -> float:
-    """The largest relative error (2-norm) over the outputs (a tensor or a tuple of them)."""
-    outs = out if isinstance(out, tuple) else (out,)
-    refs = ref if isinstance(ref, tuple) else (ref,)
-    return max(float((o.double() - r.double()).norm() / r.double().norm()) for o, r in zip(outs, refs))
 
 
 def host_rounds(

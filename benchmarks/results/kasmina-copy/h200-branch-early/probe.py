@@ -15,15 +15,13 @@ import statistics
 import sys
 
 import torch
+from bench_common import rel_err
 
 from kprof.kernels import discover
 from kprof.kernels.kasmina import branch_free, op_plan
 
 EARLY = (0, 1, 2)
 
-
-def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
 
 
 def main() -> None:
@@ -47,7 +45,7 @@ def main() -> None:
             tol = fam.tolerances[dtype]
             outs = {e: branch_free.launch(**inp, telemetry=True, early=e) for e in EARLY}
             for e, (y, t) in outs.items():
-                assert _rel(y, y_ref) < tol and _rel(t, t_ref) < tol, f"{s} {dtype} EARLY {e}"
+                assert rel_err(y, y_ref) < tol and rel_err(t, t_ref) < tol, f"{s} {dtype} EARLY {e}"
             same = all(torch.equal(outs[0][0], outs[e][0]) and torch.equal(outs[0][1], outs[e][1]) for e in EARLY)
             out = torch.empty_like(x)
             fns = {"copy": lambda: out.copy_(x)}

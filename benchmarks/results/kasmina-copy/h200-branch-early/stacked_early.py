@@ -13,13 +13,11 @@ import statistics
 import sys
 
 import torch
+from bench_common import rel_err
 
 from kprof.kernels import discover
 from kprof.kernels.kasmina import stacked
 
-
-def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
 
 
 def main() -> None:
@@ -45,7 +43,7 @@ def main() -> None:
             tol = fam.tolerances[dtype]
             for t in (on, off):
                 y, tele = stacked.launch(**inp, tile=t)
-                assert _rel(y, y_ref) < tol and _rel(tele, t_ref) < tol, f"{s} {dtype} early={t.early}"
+                assert rel_err(y, y_ref) < tol and rel_err(tele, t_ref) < tol, f"{s} {dtype} early={t.early}"
             out = torch.empty_like(x)
             times = race(
                 {

@@ -15,6 +15,7 @@ import sys
 import torch
 import triton
 import triton.language as tl
+from bench_common import rel_err
 
 from kprof.kernels import discover
 from kprof.kernels.kasmina import branch_free, stacked
@@ -120,9 +121,6 @@ def before(inp: dict, tile: stacked.StackedTile) -> tuple[torch.Tensor, torch.Te
     return y, tele
 
 
-def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
-
 
 def main() -> None:
     from decode_tiles import race
@@ -147,7 +145,7 @@ def main() -> None:
             y0, t0 = before(inp, tile)
             y1, t1 = stacked.launch(**inp, tile=tile)
             for name, (y, t) in (("before", (y0, t0)), ("early", (y1, t1))):
-                assert _rel(y, y_ref) < tol and _rel(t, t_ref) < tol, f"{s} {dtype} {name}"
+                assert rel_err(y, y_ref) < tol and rel_err(t, t_ref) < tol, f"{s} {dtype} {name}"
             same = "bit for bit" if torch.equal(y0, y1) and torch.equal(t0, t1) else "differs"
             out = torch.empty_like(x)
             times = race(

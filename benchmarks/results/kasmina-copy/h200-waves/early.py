@@ -17,6 +17,7 @@ import sys
 import torch
 import triton
 import triton.language as tl
+from bench_common import rel_err
 
 from kprof.kernels import discover
 from kprof.kernels.kasmina import branch_free, tma
@@ -86,9 +87,6 @@ def early(inp: dict, tile: tma.TmaTile) -> tuple[torch.Tensor, torch.Tensor]:
     return y, tele
 
 
-def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
-
 
 def check() -> None:
     fam = discover()["kasmina"]
@@ -101,7 +99,7 @@ def check() -> None:
             y, tele = early(inp, tile)
             y0, t0 = tma.launch(**inp, tile=tile)
             assert torch.equal(y, y0) and torch.allclose(tele, t0), "not the shipped kernel's outputs"
-            assert _rel(y, y_ref) < 2e-2 and _rel(tele, t_ref) < 2e-2
+            assert rel_err(y, y_ref) < 2e-2 and rel_err(tele, t_ref) < 2e-2
             print(f"ok {shape} {dtype}")
 
 
@@ -131,7 +129,7 @@ def main() -> None:
             y_ref, t_ref = fam.oracle(**inp)
             y0, _ = tma.launch(**inp, tile=tile)
             y, tele = early(inp, tile)
-            assert _rel(y, y_ref) < 2e-2 and _rel(tele, t_ref) < 2e-2, s
+            assert rel_err(y, y_ref) < 2e-2 and rel_err(tele, t_ref) < 2e-2, s
             same = "y bit for bit the shipped kernel's" if torch.equal(y, y0) else "y differs from the shipped kernel's"
             out = torch.empty_like(x)
             times = race(

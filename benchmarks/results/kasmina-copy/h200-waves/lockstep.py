@@ -21,6 +21,7 @@ import sys
 import torch
 import triton
 import triton.language as tl
+from bench_common import rel_err
 
 from kprof.kernels import discover
 from kprof.kernels.kasmina import branch_free, tma
@@ -90,14 +91,11 @@ def lockstep(inp: dict, tile: tma.TmaTile, programs: int, move_only: bool = Fals
     return y, tele
 
 
-def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
-
 
 def _checked(fam, inp: dict, out: tuple, what: str) -> None:
     y_ref, t_ref = fam.oracle(**inp)
     y, tele = out
-    err = max(_rel(y, y_ref), _rel(tele, t_ref))
+    err = max(rel_err(y, y_ref), rel_err(tele, t_ref))
     var = ((tele[:, 1].double() - t_ref[:, 1]).abs() / t_ref[:, 1].abs()).max().item()
     if not (err < 2e-2 and var < 2e-2):
         raise AssertionError(f"{what}: rel err {err:.3g}, variance {var:.3g}")

@@ -21,6 +21,7 @@ import sys
 import torch
 import triton
 import triton.language as tl
+from bench_common import rel_err
 
 from kprof.kernels import discover
 from kprof.kernels.kasmina import branch_free, tma
@@ -107,15 +108,12 @@ def telemetry_of(parts: torch.Tensor) -> torch.Tensor:
     return torch.stack([seed_mean, seed_m2 / n], dim=1)
 
 
-def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
-
 
 def _checked(fam, inp: dict, out: tuple, what: str) -> None:
     y_ref, t_ref = fam.oracle(**inp)
     y, parts = out
     tele = telemetry_of(parts)
-    err = max(_rel(y, y_ref), _rel(tele, t_ref))
+    err = max(rel_err(y, y_ref), rel_err(tele, t_ref))
     var = ((tele[:, 1] - t_ref[:, 1].double()).abs() / t_ref[:, 1].abs()).max().item()
     if not (err < 2e-2 and var < 2e-2):
         raise AssertionError(f"{what}: rel err {err:.3g}, variance {var:.3g}")
