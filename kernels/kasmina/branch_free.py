@@ -75,10 +75,10 @@ def _kasmina_forward_kernel(
     # body (0-46 registers more than 0, up to 184 bytes spilled): offline.md in benchmarks/results/kasmina-copy/
     # h200-branch-early/. On H200s each was faster in some classes and slower in others: the table
     # (FastMemoryTile.early) says which.
-    first_row = tl.program_id(1) * BLOCK_B
-    x_tile = _row_offsets(x_row_stride, BLOCK_B)
     x0 = cols  # a placeholder, not read with EARLY 0
     if EARLY:  # the first tile is always there: a program has at least one (clamp_row_programs)
+        first_row = tl.program_id(1) * BLOCK_B
+        x_tile = _row_offsets(x_row_stride, BLOCK_B)
         x0 = _x_tile(x_ptr, first_row, col0, x_tile, cols, cmask, n_rows, x_row_stride, BLOCK_B, EVEN)
     lifecycle = tl.load(lifecycle_ptr + seed).to(tl.int32)
     bid = tl.load(blueprint_id_ptr + seed).to(tl.int64)
