@@ -1,7 +1,7 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep|retouch|regs|add-regs] [--shapes 512x65536,2048x131072,8192x65536] \
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep|retouch|regs|add-regs|staged] [--shapes 512x65536,2048x131072,8192x65536] \
         [--rounds 3] [--rep-ms 5] [--dtypes bf16]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
@@ -28,6 +28,9 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
   took two tickets ago, not one; ``ahead pK cC wW``: the same with two loads in flight (a chunk counted in a turn
   after its load is issued); ``retouch pK cC wW``: the slotted kernel holding nothing through the wait, its chunk read
   again from L2 (``--set retouch``);
+- ``staged pK cC wW sS``: the slot meeting in a loop over fixed turns (program p takes chunks p, p + G, ...), the
+  wait polled in PTX, so Triton's pipeliner loads the next S - 1 chunks into shared memory while a program waits
+  (``--set staged``);
 - ``slotted ... rR``: the slotted kernel with at most R registers a thread (``maxnreg``), so more programs fit an SM
   (``--set regs``; ``--set add-regs`` add_rmsnorm's);
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
@@ -293,6 +296,51 @@ def _retouch_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, 
         ticket = after
 
 
+# A poll of one slot in PTX: a loop inside one instruction block, so the row loop around it has no nested loop and
+# Triton's pipeliner will stage its loads (a loop with a `while` inside is not pipelined: offline, sm_90, Triton 3.9,
+# the same kernel with `split_rows.slot_wait_sum` compiled to no cp.async at all).
+_SPIN = tl.constexpr("""{
+.reg .pred %p;
+.reg .b32 %lo, %hi;
+KPROF_POLL:
+ld.volatile.global.b64 $0, [$1];
+mov.b64 {%lo, %hi}, $0;
+setp.ne.b32 %p, %hi, $2;
+@%p bra KPROF_POLL;
+}""")
+
+
+@triton.jit
+def _slot_spin_sum(slots_ptr, row, gen, SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr):
+    """``split_rows.slot_wait_sum`` with the poll in PTX (``_SPIN``): each slot read until it holds ``gen``."""
+    slots = tl.arange(0, SPLITS_POW2)
+    live = slots < SPLITS
+    ptrs = slots_ptr + row * SPLITS + tl.where(live, slots, 0)
+    v = tl.inline_asm_elementwise(_SPIN, "=l,l,r", [ptrs, tl.zeros([SPLITS_POW2], dtype=tl.int32) + gen],
+                                  dtype=tl.int64, is_pure=False, pack=1)  # fmt: skip
+    return tl.sum(tl.where(live, (v & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True), 0.0), axis=0)
+
+
+@triton.jit(do_not_specialize=["gen"])
+def _staged_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, gen, N, n_tickets, eps, CHUNK: tl.constexpr, SPLITS: tl.constexpr,
+                   SPLITS_POW2: tl.constexpr, STAGES: tl.constexpr, CVT_ASM: tl.constexpr):  # fmt: skip
+    """The slot meeting with x's next chunks in shared memory: program p takes chunks p, p + G, p + 2G, ... (G the
+    grid), so their addresses are known ahead and the pipeliner issues each chunk's load (cp.async) STAGES - 1 turns
+    early, into shared memory, not registers. A program holds one chunk in registers; while it waits for its row the
+    next ones are on their way. Needs the whole grid resident at once (a waiting program may wait for a chunk of any
+    program): the bench launches only layouts whose compiled registers and shared memory fit."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, CHUNK)
+    for ticket in tl.range(pid, n_tickets, tl.num_programs(0), num_stages=STAGES):
+        row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
+        cols = part * CHUNK + offs
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+        xf = x.to(tl.float32)
+        slot_arrive(slots_ptr, row, part, tl.sum(xf * xf, axis=0), gen, ticket >= 0, SPLITS)
+        total = _slot_spin_sum(slots_ptr, row, gen, SPLITS, SPLITS_POW2)
+        pipelined_store(x, total, ticket, offs, w_ptr, y_ptr, N, N, eps, CHUNK, SPLITS, CVT_ASM)
+
+
 @triton.jit(do_not_specialize=["ticket_base"])
 def _coop_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, ticket_base, N, eps, CHUNK: tl.constexpr,
                  SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, X_EVICT: tl.constexpr):  # fmt: skip
@@ -456,6 +504,57 @@ def deep_candidates(inputs: dict, y: torch.Tensor, sms: int, retouch: bool = Fal
     return fns
 
 
+STAGED = [(4, 8192, 8, 2), (5, 8192, 8, 2), (3, 8192, 8, 3), (8, 4096, 4, 2), (6, 4096, 4, 3), (4, 4096, 8, 2)]
+STAGED += [(7, 4096, 4, 2), (2, 16384, 16, 2)]  # programs an SM, chunk, warps, stages
+
+
+def resident(compiled, warps: int) -> int:
+    """How many programs of ``compiled`` (``warps`` warps) an H100/H200 SM holds at once: registers (64K a SM, a
+    warp's in units of 256), shared memory (228 KB a SM, 1 KB reserved a program), threads (2048) and 32 programs."""
+    regs = -(-max(compiled.n_regs, 1) * 32 // 256) * 256 * warps
+    smem = int(compiled.metadata.shared) + 1024
+    return min(65536 // regs, 233472 // smem, 2048 // (32 * warps), 32)
+
+
+def staged_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """``--set staged``: ``_staged_kernel`` over ``STAGED`` layouts whose compiled kernel fits its programs on the
+    SMs at once (others are left out and said why: a grid that cannot be resident would wait for ever), beside the
+    library's slotted kernel in its layout."""
+    from kprof.kernels.rmsnorm import cooperative
+    from kprof.runtime import interpreting
+
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
+    n_rows, n = x.shape
+    slots = _Slots(x.device)
+    fns = {}
+
+    def slotted() -> None:
+        _keep_registers("slotted p4 c8192 w8", cooperative.launch_slotted(x, w, y, eps, 8192, 4 * sms, 8))
+
+    fns["slotted p4 c8192 w8"] = slotted
+    for k, c, wp, st in STAGED:
+        name = f"staged p{k} c{c} w{wp} s{st}"
+        meta = {"CHUNK": c, "SPLITS": triton.cdiv(n, c), "SPLITS_POW2": triton.next_power_of_2(triton.cdiv(n, c))}
+        meta |= {"STAGES": st, "CVT_ASM": not interpreting(), "num_warps": wp}
+        n_tickets = n_rows * meta["SPLITS"]
+        args = (x, w, y, slots.buf, 1, n, n_tickets, eps)
+        compiled = _staged_kernel.warmup(*args, grid=(1,), **meta)
+        compiled._init_handles()  # loads the binary: its registers are known from here
+        fit = resident(compiled, wp)
+        _keep_registers(name, compiled)
+        if fit < k:
+            print(f"  left out {name}: {fit} programs an SM fit ({compiled.n_regs} registers, "
+                  f"{compiled.metadata.shared} B shared)", flush=True)  # fmt: skip
+            continue
+
+        def call(k=k, meta=meta, n_tickets=n_tickets) -> None:
+            buf, gen = slots.take(n_tickets)
+            _staged_kernel[(min(k * sms, n_tickets),)](x, w, y, buf, gen, n, n_tickets, eps, **meta)
+
+        fns[name] = call
+    return fns
+
+
 def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     """``--set library``: rmsnorm's library kernels, the pipelined one in its layout and the slotted one in that
     layout and in others (more of the row a ticket, fewer programs an SM); registers printed."""
@@ -592,7 +691,9 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
             continue
         if name.startswith(("copy", "loop")):
             ok = torch.equal(y, x)
-        elif name.startswith(("pipe", "coop", "slotted", "deep", "ahead", "retouch")) and not name.endswith("nowait"):
+        elif name.startswith(("pipe", "coop", "slotted", "deep", "ahead", "retouch", "staged")) and not name.endswith(
+            "nowait"
+        ):
             ok = bool(torch.isfinite(y).all()) and float((y.double() - ref).abs().max()) <= 2e-2 * float(
                 ref.abs().max()
             )
@@ -686,7 +787,19 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument(
         "--set",
-        choices=("forms", "meeting", "order", "early", "library", "add-library", "deep", "retouch", "regs", "add-regs"),
+        choices=(
+            "forms",
+            "meeting",
+            "order",
+            "early",
+            "library",
+            "add-library",
+            "deep",
+            "retouch",
+            "regs",
+            "add-regs",
+            "staged",
+        ),
         default="forms",
     )
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
@@ -715,6 +828,7 @@ def main() -> int:
                 "deep": deep_candidates,
                 "retouch": lambda inputs, y, sms: deep_candidates(inputs, y, sms, retouch=True),
                 "regs": capped_candidates,
+                "staged": staged_candidates,
             }[args.set]
             fns, notes = checked(make(inputs, y, sms), x, y, ref)
             dispatch = fam.providers["triton_tuned"].fn
