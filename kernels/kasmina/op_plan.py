@@ -212,9 +212,7 @@ def _kasmina_first(
                     xs,
                     *route.constexprs(branch_free.precision_of(x.dtype)).values(),
                 )
-                launch = Launch(
-                    _tma_launcher, ("ops", "tma") + key + (tail,), route.grid(n_seeds), tail, route.options()
-                )
+                launch = Launch(_tma_launcher, ("ops", "tma") + key + (tail,), (n_seeds,), tail, route.options())
                 PLANS.put(key, TmaPlan(launch, route, tuple(x.shape), n_seeds))
             return y, tele
         if isinstance(route, stacked.StackedTile):

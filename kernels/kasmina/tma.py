@@ -51,22 +51,7 @@ def _kasmina_tma_kernel(
     STAGES: tl.constexpr,  # x tiles in flight (the row loop's pipeline)
     PRECISION: tl.constexpr,  # branch_free.precision_of's: 0 on a GPU, 1 (IEEE fp32) under the interpreter
     PER_TILE: tl.constexpr,  # the statistics' sums per column, reduced each tile (else per element, reduced once)
-    SEEDS: tl.constexpr = 1,  # adjacent seeds a program: tiles SEEDS * BLOCK_C wide, one block-diagonal product
 ):
-    if SEEDS > 1:
-        _kasmina_tma_seeds(x_desc, y_desc, x_ptr, lifecycle_ptr, blueprint_id_ptr, alpha_ptr, w_ptr, b_ptr,
-                           telemetry_ptr, n_rows, NB, x_row_stride, BLOCK_B, BLOCK_C, STAGES, PRECISION, PER_TILE,
-                           SEEDS)  # fmt: skip
-    else:
-        _kasmina_tma_one(x_desc, y_desc, x_ptr, lifecycle_ptr, blueprint_id_ptr, alpha_ptr, w_ptr, b_ptr, telemetry_ptr,
-                         n_rows, NB, x_row_stride, BLOCK_B, BLOCK_C, STAGES, PRECISION, PER_TILE)  # fmt: skip
-
-
-@triton.jit
-def _kasmina_tma_one(x_desc, y_desc, x_ptr, lifecycle_ptr, blueprint_id_ptr, alpha_ptr, w_ptr, b_ptr, telemetry_ptr,
-                     n_rows, NB, x_row_stride, BLOCK_B: tl.constexpr, BLOCK_C: tl.constexpr, STAGES: tl.constexpr,
-                     PRECISION: tl.constexpr, PER_TILE: tl.constexpr):  # fmt: skip
-    """The kernel for one seed a program (the table's tiles)."""
     seed = tl.program_id(0)
     cols = tl.arange(0, BLOCK_C)
     rows = tl.arange(0, BLOCK_B)
@@ -88,51 +73,6 @@ def _kasmina_tma_one(x_desc, y_desc, x_ptr, lifecycle_ptr, blueprint_id_ptr, alp
     w = tl.load(w_ptr + bid * BLOCK_C * BLOCK_C + cols[:, None] * BLOCK_C + cols[None, :])
     folded = branch_free.fold(w, cols, cols, coef)
     fb = coef * tl.load(b_ptr + bid * BLOCK_C + cols).to(tl.float32)
-    mean, m2 = _walk(x0, x_desc, y_desc, col0, folded, fb, n_rows, BLOCK_B, STAGES, PRECISION, PER_TILE)
-    every = tl.full([BLOCK_C], True, tl.int1)
-    n = tl.zeros([BLOCK_C], dtype=tl.float32) + n_rows.to(tl.float32)
-    branch_free.store_telemetry(telemetry_ptr, seed, n, mean, m2, every)
-
-
-@triton.jit
-def _kasmina_tma_seeds(x_desc, y_desc, x_ptr, lifecycle_ptr, blueprint_id_ptr, alpha_ptr, w_ptr, b_ptr, telemetry_ptr,
-                       n_rows, NB, x_row_stride, BLOCK_B: tl.constexpr, BLOCK_C: tl.constexpr, STAGES: tl.constexpr,
-                       PRECISION: tl.constexpr, PER_TILE: tl.constexpr, SEEDS: tl.constexpr):  # fmt: skip
-    """The kernel over SEEDS adjacent seeds a program: x's tiles are SEEDS * BLOCK_C columns wide (one seed's row at 32
-    channels is 64 bytes, half of a 128-byte line), and the product is one by a block-diagonal matrix of the seeds'
-    folded blueprints. Each column carries its seed's state; an id outside the registry makes that seed's columns NaN
-    (its blueprint column's coefficient is NaN in every row), not its neighbours'."""
-    first = tl.program_id(0) * SEEDS
-    cols = tl.arange(0, SEEDS * BLOCK_C)
-    rows = tl.arange(0, BLOCK_B)
-    col0 = first * BLOCK_C
-    x0 = tl.load(x_ptr + rows[:, None].to(tl.int64) * x_row_stride + col0 + cols[None, :])  # before the state, as above
-    owner = cols // BLOCK_C  # each column's seed, counted from the program's first
-    lifecycle = tl.load(lifecycle_ptr + first + owner).to(tl.int32)
-    bid = tl.load(blueprint_id_ptr + first + owner).to(tl.int64)
-    valid = (bid >= 0) & (bid < NB)
-    bid = tl.where(valid, bid, 0)
-    coef = tl.where(lifecycle == 1, 1.0, tl.where(lifecycle == 2, tl.load(alpha_ptr + first + owner), 0.0))
-    coef = tl.where(valid, coef, float("nan"))
-    ch = cols % BLOCK_C
-    block = owner[:, None] == owner[None, :]
-    w = tl.load(w_ptr + bid[None, :] * BLOCK_C * BLOCK_C + ch[:, None] * BLOCK_C + ch[None, :], mask=block, other=0.0)
-    eye = tl.where(cols[:, None] == cols[None, :], 1.0 - coef[None, :], 0.0)
-    folded = (coef[None, :] * w.to(tl.float32) + eye).to(w.dtype)
-    fb = coef * tl.load(b_ptr + bid * BLOCK_C + ch).to(tl.float32)
-    mean, m2 = _walk(x0, x_desc, y_desc, col0, folded, fb, n_rows, BLOCK_B, STAGES, PRECISION, PER_TILE)
-    n = tl.zeros([SEEDS * BLOCK_C], dtype=tl.float32) + n_rows.to(tl.float32)
-    for s in tl.static_range(SEEDS):  # a neighbour's columns zeroed, not only masked: its NaN must not reach this seed
-        own = owner == s
-        branch_free.store_telemetry(telemetry_ptr, first + s, n, tl.where(own, mean, 0.0), tl.where(own, m2, 0.0), own)
-
-
-@triton.jit
-def _walk(x0, x_desc, y_desc, col0, folded, fb, n_rows, BLOCK_B: tl.constexpr, STAGES: tl.constexpr,
-          PRECISION: tl.constexpr, PER_TILE: tl.constexpr):  # fmt: skip
-    """y over the program's rows, from its first tile ``x0`` (already loaded) and the rest by descriptor; returns each
-    column's (mean, M2)."""
-    rows = tl.arange(0, BLOCK_B)
     # the first tile before the loop: its first row of y is the shift of the sums (see branch_free._walk)
     y = _y_of(x0, y_desc, 0, col0, folded, fb, PRECISION)
     shift = tl.sum(tl.where(rows[:, None] == 0, y, 0.0), axis=0)
@@ -155,7 +95,10 @@ def _walk(x0, x_desc, y_desc, col0, folded, fb, n_rows, BLOCK_B: tl.constexpr, S
         s1 = tl.sum(s1, axis=0)
         s2 = tl.sum(s2, axis=0)
     n = n_rows.to(tl.float32)
-    return shift + s1 / n, tl.maximum(s2 - s1 * s1 / n, 0.0)
+    mean = shift + s1 / n
+    m2 = tl.maximum(s2 - s1 * s1 / n, 0.0)
+    every = tl.full([BLOCK_C], True, tl.int1)
+    branch_free.store_telemetry(telemetry_ptr, seed, tl.zeros([BLOCK_C], dtype=tl.float32) + n, mean, m2, every)
 
 
 @triton.jit
@@ -183,7 +126,6 @@ class TmaTile:
     stages: int  # x tiles in flight
     per_tile: bool = False  # the statistics' sums per column (else per element)
     maxnreg: int = 0  # registers a thread at most; 0: the compiler's choice
-    seeds: int = 1  # adjacent seeds a program (the kernel's SEEDS): tiles of seeds x channels columns
     rows: tuple[int, int] = (1, _ANY)  # least and most rows (the table's class)
     seeds_per_sm: tuple[float, float] = (1.0, float("inf"))  # seeds per SM: at least the first, under the second
 
@@ -199,12 +141,7 @@ class TmaTile:
             "STAGES": self.stages,
             "PRECISION": precision,
             "PER_TILE": self.per_tile,
-            "SEEDS": self.seeds,
         }
-
-    def grid(self, n_seeds: int) -> tuple[int]:
-        """The launch's programs for ``n_seeds`` seeds (a multiple of ``seeds``)."""
-        return (n_seeds // self.seeds,)
 
 
 # On an H200 with telemetry, 16-bit, a program per seed: the first row that covers a call is its launch. Raced there
@@ -239,7 +176,6 @@ def table_tile(n_rows: int, n_seeds: int, c: int, sms: int) -> TmaTile | None:
             and t.rows[0] <= n_rows <= t.rows[1]
             and t.seeds_per_sm[0] * sms <= n_seeds < t.seeds_per_sm[1] * sms
             and n_rows % t.block_b == 0
-            and n_seeds % t.seeds == 0
         ):
             return t
     return None
@@ -285,8 +221,8 @@ def fits(x: torch.Tensor, c: int, block_b: int) -> bool:
 
 
 def descriptors(x2d: torch.Tensor, y2d: torch.Tensor, tile: TmaTile) -> tuple:
-    """The kernel's x and y descriptors: blocks of ``tile.block_b`` rows of ``tile.seeds`` seeds' channels."""
-    block = [tile.block_b, tile.seeds * tile.channels]
+    """The kernel's x and y descriptors: blocks of ``tile.block_b`` rows of one seed's channels."""
+    block = [tile.block_b, tile.channels]
     return launching.TensorDescriptor.from_tensor(x2d, block), launching.TensorDescriptor.from_tensor(y2d, block)
 
 
@@ -301,17 +237,16 @@ def launch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Check, allocate and launch ``tile``; returns ``(y, telemetry)``. Raises where :func:`fits` does not hold."""
     n_seeds, c = check_inputs(x, lifecycle, blueprint_id, alpha, weights, bias)
-    if c != tile.channels or not fits(x, c, tile.block_b) or n_seeds % tile.seeds:
+    if c != tile.channels or not fits(x, c, tile.block_b):
         raise ValueError(
             f"kasmina TMA kernel: needs 16-bit x with 16-byte aligned rows, channels in 16, 32, 64 or 128 (got {c}, "
-            f"the tile's {tile.channels}), rows a multiple of the tile's {tile.block_b} (got "
-            f"{x.numel() // x.shape[-1]}) and seeds a multiple of its {tile.seeds} (got {n_seeds}); branch_free.launch "
-            "runs every other call"
+            f"the tile's {tile.channels}) and rows a multiple of the tile's {tile.block_b} (got "
+            f"{x.numel() // x.shape[-1]}); branch_free.launch runs every other call"
         )
     x2d = x.view(-1, x.shape[-1])
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     tele = torch.empty((n_seeds, 2), dtype=torch.float32, device=x.device)
-    _kasmina_tma_kernel[tile.grid(n_seeds)](
+    _kasmina_tma_kernel[(n_seeds,)](
         *descriptors(x2d, y.view(-1, y.shape[-1]), tile),
         x2d,
         lifecycle,

@@ -6,6 +6,9 @@ line; moved with nothing else, two seeds a box took 1.000x a copy of x at 512x10
 for bit), then raced cold beside a copy of x in one CUPTI session per point (``decode_tiles.race``).
 
     cd benchmarks && PYTHONPATH=. python results/kasmina-copy/h200-pairs/probe.py SHAPES DTYPES [ROUNDS]
+
+It runs on the tree at 5f379ca, whose ``kasmina.tma`` has ``SEEDS`` (``TmaTile.seeds``); the kernel was raced slower
+and taken out again after it (``README.md`` beside this file).
 """
 
 from __future__ import annotations
