@@ -157,6 +157,14 @@ _COOPERATIVE_MIN_BYTES_FAST_MEMORY = 8 * 1024 * 1024
 # were: 4096 columns (0.990-1.005), 8192 from 8192 rows (0.989-1.014), 16384 from 8192 rows (1.000-1.017), fewer
 # rows (2048x2048 0.902: packed rows win there). On an H100 the chunked kernel had won (above).
 _FAST_MEMORY_ONE_ROW = ((8192, ((2048, 3072), (4097, 7168))), (2048, ((4097, 16384),)))  # (from rows, widths)
+# On an H200 float32 rows of 4096 and 8192 columns (16 and 32 KB), where the table's chunked kernel (4096-element
+# chunks, 16 warps) ran 1.018-1.049x the fastest config: from 8192 rows that kernel with the whole row a chunk, 4
+# warps at 4096 columns and 16 at 8192; from 512 rows to under 8192, triton_one_row's kernel, 4 and 8 warps. Raced
+# there against every rows, one-row and chunked config, torch.compile and Liger (benchmarks/results/grid/
+# h200-fp32-parts/rules/, one H200, cold, µs): 16384x4096 251.8 against the table's 257.9 (Liger 259.0), 8192x4096
+# 126.0 against 128.4, 16384x8192 513.0 against 531.0 (Liger 513.6), 2048x4096 30.64 against 31.41 (30.82),
+# 2048x8192 63.02 against 66.08 (63.46). Other widths are not raced in float32 and keep the table's.
+_FAST_MEMORY_FP32 = (512, 8192, {4096: (4, 4), 8192: (8, 16)})  # one row from, chunked from; columns -> warps (each)
 # 32 KB of the row a program, 32 elements a thread: 16384 16-bit elements with 16 warps, 8192 float32 with 8.
 # Raced on an H100 over chunks x warps at 64-8192 rows of 65536-131072 bf16
 # (benchmarks/results/rmsnorm-cooperative/add_rmsnorm-chunks/): 16384 x 16 warps was the fastest at all 8
@@ -225,8 +233,8 @@ def choose_config(
     ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows).
     ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 16 MiB in its own layout, the
     pipelined layouts take the slotted kernel (``_FAST_MEMORY_PIPELINED_KERNEL``), 16-bit rows meet from 8 MiB
-    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``) and many rows of 4-32 KB take triton_one_row's kernel
-    (``_FAST_MEMORY_ONE_ROW``)."""
+    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), many rows of 4-32 KB take triton_one_row's kernel
+    (``_FAST_MEMORY_ONE_ROW``) and float32 rows of 4096 and 8192 columns their own (``_FAST_MEMORY_FP32``)."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if (
@@ -248,6 +256,12 @@ def choose_config(
         return _cooperative_config(n, element_size)
     if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n):
         return Config("one_row", block_n, 1, classic_num_warps(block_n))
+    if fast_memory and element_size == 4 and n_rows is not None and n in _FAST_MEMORY_FP32[2]:
+        one_row_from, chunked_from, warps = _FAST_MEMORY_FP32
+        if n_rows >= chunked_from:
+            return Config("looped", n, 1, warps[n][1])
+        if n_rows >= one_row_from:
+            return Config("one_row", n, 1, warps[n][0])
     if row_bytes > MAX_ONE_BLOCK_BYTES:
         return _wide_config(n, element_size, n_rows, sm_count)
     rows, warps = ROW_TABLE.get(row_bytes, (min(16, 8192 // row_bytes), 4))

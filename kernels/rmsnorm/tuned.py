@@ -289,6 +289,16 @@ _CONST_TWO_PASS_MAX_ROWS = 2048
 # 8.74 against 9.29 / 9.33 for the one-block config (one row, 16 warps), torch.compile 8.79 / 9.07; not raced on an
 # H100, which keeps the one-block config.
 _FAST_MEMORY_CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {(16384, 512): (4096, 1, 16)}
+# On an H200 float32 rows of 4096 and 8192 columns (16 and 32 KB): from 16384 rows the two-pass kernel in 4096-element
+# chunks, one row a program, 16 warps, the width compiled in (the design torch.compile's reduction kernel took there:
+# 4096-element blocks, 16 warps); from 512 to 4096 rows one row a program in the rows kernel, 4 warps at 4096 columns,
+# 8 at 8192. Raced there against every rows and two-pass config, torch.compile and Liger
+# (benchmarks/results/grid/h200-fp32-parts/rules/, one H200, cold, µs): 16384x4096 121.9 against the table's 124.2
+# (2 rows x 16 warps; torch.compile 123.5, which the grid's run had seen 1.041x ahead of it), 16384x8192 248.2 against
+# 250.4 (248.4), 2048x4096 15.23 against 15.63, 2048x8192 29.18 against 29.87; at 8192x4096 the table's was the
+# fastest (59.54; the two-pass config 60.77). Other widths are not raced in float32 and keep the table's.
+_FAST_MEMORY_FP32_TWO_PASS = (16384, Config("two_pass", 4096, 1, 16, cols_const=True))  # from rows, config
+_FAST_MEMORY_FP32_ONE_ROW = ((512, 4096), {4096: 4, 8192: 8})  # rows from, to; columns -> warps
 # 1-64 16-bit rows of 1025-4096 columns (decode sizes): the same kernel, one chunk the width of the row's block, one
 # row a program. Raced on an H100 at 3 places in memory each, bf16, against the one-block config this replaced (and
 # torch.compile): 1x2048 1.58 us against 1.83 (1.65), 16x2048 1.64 against 1.82 (1.70), 1x2056 1.65 against 1.97
@@ -321,7 +331,8 @@ def choose_config(
     """Pick the launch configuration for rows of ``n`` elements of ``element_size`` bytes; ``cooperative``
     False leaves out the kernels whose programs must run at the same time (Triton's interpreter runs them one
     after another). 16-bit elements take the pipelined kernel where float32 takes the cooperative one (see
-    ``_PIPELINED_CHUNK``). ``fast_memory``: an H200 (``launching.fast_memory``; see ``_FAST_MEMORY_MANY_ROWS``).
+    ``_PIPELINED_CHUNK``). ``fast_memory``: an H200 (``launching.fast_memory``; see ``_FAST_MEMORY_MANY_ROWS`` and
+    ``_FAST_MEMORY_FP32_TWO_PASS``).
 
     With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed: at 64x4096 bf16
     the packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4). Such a
@@ -358,6 +369,12 @@ def choose_config(
         if n_rows is not None and n_rows >= _HINTED_MIN_ROWS and row_in_bytes <= _HINTED_MAX_ROW_BYTES:
             return Config("two_pass", block_n=min(block_n, chunk), rows=1, num_warps=16)
         return Config("looped", block_n=min(block_n, chunk), rows=1, num_warps=16)
+    if fast_memory and element_size == 4 and n_rows is not None and n in _FAST_MEMORY_FP32_ONE_ROW[1]:
+        (low, high), warps = _FAST_MEMORY_FP32_ONE_ROW
+        if n_rows >= _FAST_MEMORY_FP32_TWO_PASS[0]:
+            return _FAST_MEMORY_FP32_TWO_PASS[1]
+        if low <= n_rows <= high:
+            return Config("rows", block_n=n, rows=1, num_warps=warps[n])
     if fast_memory and element_size == 2 and n_rows is not None and n_rows >= _TWO_PASS_MIN_ROWS and 6144 <= n <= 8192:
         rows, chunk, warps = _FAST_MEMORY_MANY_ROWS[7168 if n <= 7168 else 8192]
         return Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=True)

@@ -241,6 +241,36 @@ def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
 
 
+def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_and_8192_columns():
+    """On an H200, float32 rows of 4096 and 8192 columns: from 8192 rows the chunked kernel with the whole row a chunk
+    (4 warps at 4096, 16 at 8192), from 512 rows triton_one_row's kernel (4 and 8 warps); other widths, fewer rows,
+    16-bit rows and an H100 keep theirs."""
+    for n, rows, want in (
+        (4096, 8192, tuned.Config("looped", 4096, 1, 4)),
+        (4096, 10**6, tuned.Config("looped", 4096, 1, 4)),
+        (8192, 16384, tuned.Config("looped", 8192, 1, 16)),
+        (4096, 512, tuned.Config("one_row", 4096, 1, 4)),
+        (4096, 2048, tuned.Config("one_row", 4096, 1, 4)),
+        (8192, 8191, tuned.Config("one_row", 8192, 1, 8)),
+    ):
+        assert tuned.choose_config(n, 4, rows, fast_memory=True) == want, (n, rows)
+        assert tuned.choose_config(n, 4, rows) != want, (n, rows)
+    for n, es, rows in ((4096, 4, 511), (8192, 4, 64), (6144, 4, 16384), (4097, 4, 2048), (4096, 4, None)):
+        assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
+
+
+@pytest.mark.parametrize("n", [4096, 8192])
+@pytest.mark.parametrize("rows", [2048, 16384])
+def test_the_h200_fp32_configs_match_the_oracle(n, rows, device):
+    """Each of the H200's float32 configs (chosen at ``rows`` rows) on 3 rows of fresh inputs, strided."""
+    cfg = tuned.choose_config(n, 4, rows, fast_memory=True)
+    inp = _strided_inputs(3, n, "fp32", device)
+    y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)
+    h = torch.full_like(y, float("nan"))
+    tuned.launch_with_config(cfg, inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"])
+    _check(y, h, inp, "fp32")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n_rows, n", [(3, 3001), (2, 7001), (2, 5512)])
 def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch):

@@ -269,8 +269,41 @@ def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_many_ro
     ]:
         assert choose_config(n, 2, rows, fast_memory=True) == want, (n, rows)
         assert choose_config(n, 2, rows) != want, (n, rows)
-    for n, es, rows in [(6144, 2, 16383), (6143, 2, 16384), (8193, 2, 16384), (8192, 4, 16384), (6144, 2, None)]:
+    for n, es, rows in [(6144, 2, 16383), (6143, 2, 16384), (8193, 2, 16384), (6144, 4, 16384), (6144, 2, None)]:
         assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
+
+
+def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_and_8192_columns():
+    """On an H200, float32 rows of 4096 and 8192 columns: from 16384 rows the two-pass kernel in 4096-element chunks,
+    one row a program, 16 warps, the width compiled in; from 512 to 4096 rows one row a program, 4 warps at 4096
+    columns and 8 at 8192. 4097-16383 rows, other widths, 16-bit rows and an H100 keep what they had."""
+    for n, rows, want in [
+        (4096, 16384, Config("two_pass", 4096, 1, 16, cols_const=True)),
+        (8192, 10**6, Config("two_pass", 4096, 1, 16, cols_const=True)),
+        (4096, 512, Config("rows", 4096, 1, 4)),
+        (4096, 4096, Config("rows", 4096, 1, 4)),
+        (8192, 2048, Config("rows", 8192, 1, 8)),
+    ]:
+        assert choose_config(n, 4, rows, fast_memory=True) == want, (n, rows)
+        assert choose_config(n, 4, rows) != want, (n, rows)
+    for n, es, rows in [(4096, 4, 4097), (8192, 4, 16383), (4096, 4, 511), (6144, 4, 2048), (4096, 4, None)]:
+        assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
+
+
+@pytest.mark.parametrize("n", [4096, 8192])
+@pytest.mark.parametrize("rows", [2048, 16384])
+def test_the_h200_fp32_configs_match_the_oracle(n, rows, device):
+    """Each of the H200's float32 configs (chosen at ``rows`` rows) on 3 rows of fresh inputs, strided."""
+    from kprof.kernels.rmsnorm.tuned import launch_with_config
+
+    cfg = choose_config(n, 4, rows, fast_memory=True)
+    inp = FAM.make_inputs((3, n + 8), "fp32", device, seed=torch.seed() % 2**31)
+    x, w = inp["x"][:, 3 : 3 + n], inp["weight"][:n].contiguous()
+    y = torch.full((3, n), float("nan"), dtype=x.dtype, device=device)
+    launch_with_config(cfg, x, w, y, inp["eps"])
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances["fp32"], (n, rows, cfg)
 
 
 def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_512_rows_of_8193_to_16384():
