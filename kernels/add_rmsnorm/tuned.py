@@ -159,12 +159,15 @@ _COOPERATIVE_MIN_BYTES_FAST_MEMORY = 8 * 1024 * 1024
 _FAST_MEMORY_ONE_ROW = ((8192, ((2048, 3072), (4097, 7168))), (2048, ((4097, 16384),)))  # (from rows, widths)
 # On an H200 float32 rows of 4096 and 8192 columns (16 and 32 KB), where the table's chunked kernel (4096-element
 # chunks, 16 warps) ran 1.018-1.049x the fastest config: from 8192 rows that kernel with the whole row a chunk, 4
-# warps at 4096 columns and 16 at 8192; from 512 rows to under 8192, triton_one_row's kernel, 4 and 8 warps. Raced
-# there against every rows, one-row and chunked config, torch.compile and Liger (benchmarks/results/grid/
-# h200-fp32-parts/rules/, one H200, cold, µs): 16384x4096 251.8 against the table's 257.9 (Liger 259.0), 8192x4096
-# 126.0 against 128.4, 16384x8192 513.0 against 531.0 (Liger 513.6), 2048x4096 30.64 against 31.41 (30.82),
-# 2048x8192 63.02 against 66.08 (63.46). Other widths are not raced in float32 and keep the table's.
-_FAST_MEMORY_FP32 = (512, 8192, {4096: (4, 4), 8192: (8, 16)})  # one row from, chunked from; columns -> warps (each)
+# warps at 4096 columns and 16 at 8192; from 2048 rows to under 8192, triton_one_row's kernel, 4 and 8 warps. Raced
+# on two H200s against every rows, one-row and chunked config, torch.compile and Liger (benchmarks/results/grid/
+# h200-fp32-parts/rules/ and confirm/, cold, µs), the first: 16384x4096 251.8 against the table's 257.9 (Liger
+# 259.0), 8192x4096 126.0 against 128.4, 16384x8192 513.0 against 531.0 (Liger 513.6), 2048x4096 30.64 against 31.41,
+# 2048x8192 63.02 against 66.08 (63.46); the second, with these rules: within 1.007x of the fastest config at the 10
+# points of 2048-32768 rows, 0.938-0.964x torch.compile's time. At 512 rows the one-row kernel was 1.02x the fastest
+# there (512x8192 15.79 against the table's 15.46), so fewer rows keep the table's. Other widths are not raced in
+# float32 and keep it too.
+_FAST_MEMORY_FP32 = (2048, 8192, {4096: (4, 4), 8192: (8, 16)})  # one row from, chunked from; columns -> warps (each)
 # 32 KB of the row a program, 32 elements a thread: 16384 16-bit elements with 16 warps, 8192 float32 with 8.
 # Raced on an H100 over chunks x warps at 64-8192 rows of 65536-131072 bf16
 # (benchmarks/results/rmsnorm-cooperative/add_rmsnorm-chunks/): 16384 x 16 warps was the fastest at all 8

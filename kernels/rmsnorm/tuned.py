@@ -292,11 +292,15 @@ _FAST_MEMORY_CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {(163
 # On an H200 float32 rows of 4096 and 8192 columns (16 and 32 KB): from 16384 rows the two-pass kernel in 4096-element
 # chunks, one row a program, 16 warps, the width compiled in (the design torch.compile's reduction kernel took there:
 # 4096-element blocks, 16 warps); from 512 to 4096 rows one row a program in the rows kernel, 4 warps at 4096 columns,
-# 8 at 8192. Raced there against every rows and two-pass config, torch.compile and Liger
-# (benchmarks/results/grid/h200-fp32-parts/rules/, one H200, cold, µs): 16384x4096 121.9 against the table's 124.2
-# (2 rows x 16 warps; torch.compile 123.5, which the grid's run had seen 1.041x ahead of it), 16384x8192 248.2 against
-# 250.4 (248.4), 2048x4096 15.23 against 15.63, 2048x8192 29.18 against 29.87; at 8192x4096 the table's was the
-# fastest (59.54; the two-pass config 60.77). Other widths are not raced in float32 and keep the table's.
+# 8 at 8192. Raced on two H200s against every rows and two-pass config, torch.compile and Liger
+# (benchmarks/results/grid/h200-fp32-parts/rules/ and confirm/, cold, µs), the first: 16384x4096 121.9 against the
+# table's 124.2 (2 rows x 16 warps; torch.compile 123.5, which that machine's grid run had seen 1.041x ahead of it),
+# 16384x8192 248.2 against 250.4 (248.4), 2048x4096 15.23 against 15.63, 2048x8192 29.18 against 29.87; at 8192x4096
+# the table's was the fastest (59.54; the two-pass config 60.77), so 4097-16383 rows keep it. The second, with these
+# rules: within 1.008x of the fastest config at 8 of the 12 points of 512-32768 rows; 1.019x at 2048x4096 and 1.049x
+# at 512x4096, where the fastest was this very config launched by the bench (15.23 against 14.94 µs, 4.83 against
+# 4.61); 1.022x at 8192x4096 (the table's config); 1.084x at 512x8192 (8.90 against 2 rows x 16 warps' 8.38; the
+# table's 1 x 16 slower than both). Other widths are not raced in float32 and keep the table's.
 _FAST_MEMORY_FP32_TWO_PASS = (16384, Config("two_pass", 4096, 1, 16, cols_const=True))  # from rows, config
 _FAST_MEMORY_FP32_ONE_ROW = ((512, 4096), {4096: 4, 8192: 8})  # rows from, to; columns -> warps
 # 1-64 16-bit rows of 1025-4096 columns (decode sizes): the same kernel, one chunk the width of the row's block, one

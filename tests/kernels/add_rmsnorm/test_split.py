@@ -243,19 +243,19 @@ def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there
 
 def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_and_8192_columns():
     """On an H200, float32 rows of 4096 and 8192 columns: from 8192 rows the chunked kernel with the whole row a chunk
-    (4 warps at 4096, 16 at 8192), from 512 rows triton_one_row's kernel (4 and 8 warps); other widths, fewer rows,
+    (4 warps at 4096, 16 at 8192), from 2048 rows triton_one_row's kernel (4 and 8 warps); other widths, fewer rows,
     16-bit rows and an H100 keep theirs."""
     for n, rows, want in (
         (4096, 8192, tuned.Config("looped", 4096, 1, 4)),
         (4096, 10**6, tuned.Config("looped", 4096, 1, 4)),
         (8192, 16384, tuned.Config("looped", 8192, 1, 16)),
-        (4096, 512, tuned.Config("one_row", 4096, 1, 4)),
         (4096, 2048, tuned.Config("one_row", 4096, 1, 4)),
+        (4096, 4096, tuned.Config("one_row", 4096, 1, 4)),
         (8192, 8191, tuned.Config("one_row", 8192, 1, 8)),
     ):
         assert tuned.choose_config(n, 4, rows, fast_memory=True) == want, (n, rows)
         assert tuned.choose_config(n, 4, rows) != want, (n, rows)
-    for n, es, rows in ((4096, 4, 511), (8192, 4, 64), (6144, 4, 16384), (4097, 4, 2048), (4096, 4, None)):
+    for n, es, rows in ((4096, 4, 2047), (8192, 4, 512), (6144, 4, 16384), (4097, 4, 2048), (4096, 4, None)):
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
 
 
