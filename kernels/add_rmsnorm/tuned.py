@@ -219,6 +219,13 @@ _PIPELINED_BF16_FAST_MEMORY = (4096, 4, 8)
 # 95.3 and 256x65536 96.7 (fp16's layout 88.5, 91.2, 91.5); the grid's 64x131072 bf16 went from 19.71 to 18.70 us
 # (benchmarks/results/rmsnorm-cooperative/h200-in-flight-61ffca9/).
 _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
+# float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
+# of 8 warps, 4 programs an SM (74 registers a thread under Triton 3.6: 3 fit at once). Raced there against the
+# cooperative kernel and the slotted and pipelined kernels in 6 other layouts (benchmarks/results/grid/h200-fp32-parts/
+# wide/, one H200, cold, 3 rounds), % of a copy of the same bytes: 2048x65536 98.4 against the cooperative kernel's
+# 90.3, 16384x65536 97.7 against 91.5 (2048-element chunks of 4 warps, 8 an SM: 98.4 and 97.4). Rows of other widths
+# are not raced in float32.
+_FAST_MEMORY_FP32_SLOTTED = (4096, 8, 4)  # chunk elements, warps, programs an SM
 
 
 def choose_config(
@@ -248,6 +255,9 @@ def choose_config(
     ):
         if n_rows * n * element_size < _COOPERATIVE_MIN_BYTES:  # an H200's 8-16 MiB: its own layout, both dtypes
             return _cooperative_config(n, element_size)
+        if fast_memory and element_size == 4:  # float32 on an H200: the slotted kernel (_FAST_MEMORY_FP32_SLOTTED)
+            chunk, warps, per_sm = _FAST_MEMORY_FP32_SLOTTED
+            return Config("slotted", chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         bf16 = element_size == 2 and not fp16
         kernel = _FAST_MEMORY_PIPELINED_KERNEL if fast_memory else "pipelined"
         if bf16 and fast_memory:

@@ -260,6 +260,13 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # pipelined kernel: not measured on a GPU): see ``cooperative._rmsnorm_slotted_kernel`` for the race. Not raced on an
 # H100, which keeps the pipelined kernel.
 _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
+# float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
+# of 4 warps, 8 programs an SM (126 registers a thread under Triton 3.6: 4 fit at once, the tickets hand the rest out
+# as they start). Raced there against the cooperative kernel and the slotted kernel in 5 other layouts
+# (benchmarks/results/grid/h200-fp32-parts/wide/, one H200, cold, 3 rounds), % of a copy of the same bytes: 2048x65536
+# 93.3 against the cooperative kernel's 85.2, 16384x65536 93.4 against 80.2 (the next layout, 2048-element chunks of
+# 4 warps, 92.5-92.8). Rows of other widths are not raced in float32.
+_FAST_MEMORY_FP32_SLOTTED = (4096, 4, 8)  # chunk elements, warps, programs an SM
 # 512-2047 rows of 1025-8192 16-bit elements: the two-pass kernel with the row width compiled in (COLS, as Inductor
 # compiles a static shape). (block of the row, first row of the class) -> (chunk, rows a program, warps). Raced on
 # H100s at several places in memory each (benchmarks/results/rmsnorm-small-shapes/two-pass-const/):
@@ -366,6 +373,9 @@ def choose_config(
                 return Config(
                     kernel, _PIPELINED_CHUNK, 1, _PIPELINED_WARPS, splits=chunks, programs_per_sm=_PIPELINED_PER_SM
                 )
+            if fast_memory:  # float32 on an H200: the slotted kernel in a layout of its own (_FAST_MEMORY_FP32_SLOTTED)
+                chunk, warps, per_sm = _FAST_MEMORY_FP32_SLOTTED
+                return Config("slotted", chunk, 1, warps, splits=triton.cdiv(n, chunk), programs_per_sm=per_sm)
             warps = 8 if element_size <= 2 else 4  # 16384 16-bit or 8192 32-bit elements a program
             chunk = _COOPERATIVE_PER_THREAD * 32 * warps
             return Config("cooperative", block_n=chunk, rows=1, num_warps=warps, splits=triton.cdiv(n, chunk))

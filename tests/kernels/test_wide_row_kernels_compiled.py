@@ -60,7 +60,8 @@ def compiled() -> list[dict]:
 def test_every_wide_row_layout_of_the_dispatch_compiles(compiled):
     """Both kernels of both families, in each dtype their dispatch gives them (16-bit rows pipeline in rmsnorm,
     fp32 rows cooperate; add_rmsnorm: fp16 pipelines, bf16 pipelines at 512-8191 rows and cooperates otherwise; on an
-    H200 both 16-bit dtypes cooperate at 8-16 MiB of rows too many to split)."""
+    H200 both 16-bit dtypes cooperate at 8-16 MiB of rows too many to split, and every dtype's pipelined or
+    cooperative rows of 16 MiB or more take the slotted kernel)."""
     kinds = {(c["family"], c["dtype"], c["kernel"]) for c in compiled}
     assert kinds == {
         ("rmsnorm", "bf16", "pipelined"),
@@ -75,6 +76,8 @@ def test_every_wide_row_layout_of_the_dispatch_compiles(compiled):
         ("add_rmsnorm", "fp16", "slotted"),
         ("add_rmsnorm", "fp16", "cooperative"),
         ("add_rmsnorm", "fp32", "cooperative"),
+        ("rmsnorm", "fp32", "slotted"),
+        ("add_rmsnorm", "fp32", "slotted"),
     }, sorted(kinds)
 
 
@@ -112,6 +115,8 @@ def test_the_slotted_meeting_has_no_fence_and_polls_with_volatile_loads(compiled
         ("rmsnorm", "fp16", 8192, 8),
         ("add_rmsnorm", "bf16", 4096, 4),
         ("add_rmsnorm", "fp16", 8192, 8),
+        ("rmsnorm", "fp32", 4096, 4),
+        ("add_rmsnorm", "fp32", 4096, 8),
     }, sorted(layouts)
     for c in slotted:
         order, where = c["order"], (c["family"], c["dtype"], c["shape"])

@@ -173,7 +173,13 @@ def test_pipelined_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, war
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "n_rows, n, chunk, per_sm, warps",
-    [(300, 65536, 8192, 4, 8), (777, 100003, 4096, 8, 4), (64, 131072, 8192, 3, 16), (5, 70001, 1024, 12, 4)],
+    [
+        (300, 65536, 8192, 4, 8),
+        (777, 100003, 4096, 8, 4),
+        (64, 131072, 8192, 3, 16),
+        (5, 70001, 1024, 12, 4),
+        (129, 65537, 4096, 4, 8),  # the H200's float32 layout, a last chunk of one element
+    ],
 )
 def test_slotted_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, warps):
     """The slotted kernel on a GPU, as the pipelined kernel's test, three launches on the stream's kept slots (each
@@ -239,8 +245,9 @@ def test_an_h200_takes_the_cooperative_kernel_from_8_mib_of_16_bit_rows_too_many
 
 def test_an_h200_pipelines_bf16_from_16_mib_in_its_own_layout_with_the_slotted_meeting():
     """On an H200 bf16 takes the slotted kernel from 16 MiB of x at every row count in 4096-element chunks, 4 warps, 8
-    programs an SM (an H100: the cooperative kernel under 512 rows); fp16 the slotted kernel in its H100 layout; fp32
-    takes what an H100 takes."""
+    programs an SM (an H100: the cooperative kernel under 512 rows); fp16 the slotted kernel in its H100 layout; fp32,
+    where an H100 takes the cooperative kernel (16 MiB or more), the slotted kernel in 4096-element chunks of 8 warps,
+    4 programs an SM."""
     for n, rows in ((65536, 512), (131072, 8191), (65537, 10**5), (100000, 2048), (131072, 64), (65536, 511)):
         cfg = tuned.choose_config(n, 2, rows, fast_memory=True)
         assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == ("slotted", 4096, 4, 8), (n, rows)
@@ -248,7 +255,12 @@ def test_an_h200_pipelines_bf16_from_16_mib_in_its_own_layout_with_the_slotted_m
         h100_fp16 = tuned.choose_config(n, 2, rows, fp16=True)
         assert h100_fp16.kernel == "pipelined"
         assert tuned.choose_config(n, 2, rows, fp16=True, fast_memory=True) == replace(h100_fp16, kernel="slotted")
-        assert tuned.choose_config(n, 4, rows, fast_memory=True) == tuned.choose_config(n, 4, rows)
+        fp32, h100_fp32 = tuned.choose_config(n, 4, rows, fast_memory=True), tuned.choose_config(n, 4, rows)
+        if h100_fp32.kernel == "cooperative":
+            assert (fp32.kernel, fp32.block_n, fp32.num_warps, fp32.programs_per_sm) == ("slotted", 4096, 8, 4)
+            assert fp32.splits * fp32.block_n >= n > (fp32.splits - 1) * fp32.block_n
+        else:
+            assert fp32 == h100_fp32, (n, rows)
         assert tuned.choose_config(n, 2, rows, cooperative=False, fast_memory=True).kernel not in (
             "pipelined",
             "slotted",

@@ -410,14 +410,19 @@ def test_pipelined_kernel_where_one_program_can_finish_a_row(dtype, n_rows, n, c
 
 def test_on_an_h200_many_wide_16bit_rows_take_the_slotted_kernel():
     """On an H200 (``fast_memory``) 16-bit rows where the pipelined kernel runs on an H100 take the slotted one in
-    the same layout (8192-element chunks of 8 warps, 4 programs an SM); fp32 keeps the cooperative kernel there, and
-    rows the pipelined kernel does not take are not slotted either."""
+    the same layout (8192-element chunks of 8 warps, 4 programs an SM); float32 rows where an H100 takes the
+    cooperative kernel take the slotted one too, in 4096-element chunks of 4 warps, 8 programs an SM; rows the
+    pipelined or cooperative kernel does not take are not slotted either."""
     for n, rows in ((65536, 512), (131072, 256), (65537, 10**5), (100000, 2048)):
         h100, h200 = choose_config(n, 2, rows), choose_config(n, 2, rows, fast_memory=True)
         assert h100.kernel == "pipelined", (n, rows)
         assert (h200.kernel, h200.block_n, h200.num_warps, h200.programs_per_sm) == ("slotted", 8192, 8, 4), (n, rows)
         assert h200.splits * h200.block_n >= n > (h200.splits - 1) * h200.block_n
-        assert choose_config(n // 2, 4, rows, fast_memory=True).kernel == "cooperative"
+        assert choose_config(n // 2, 4, rows).kernel == "cooperative"
+        fp32 = choose_config(n // 2, 4, rows, fast_memory=True)
+        assert (fp32.kernel, fp32.block_n, fp32.num_warps, fp32.programs_per_sm) == ("slotted", 4096, 4, 8), (n, rows)
+        assert fp32.splits * fp32.block_n >= n // 2 > (fp32.splits - 1) * fp32.block_n
+        assert choose_config(n // 2, 4, rows, cooperative=False, fast_memory=True).kernel != "slotted"
     for n, rows in ((65536, 511), (32768, 4096), (131072, 8)):
         assert choose_config(n, 2, rows, fast_memory=True).kernel not in ("pipelined", "slotted", "cooperative")
 
