@@ -7,8 +7,9 @@ several programs per row (``split``: two launches), as rmsnorm's tuned version d
 more over programs that keep h in registers and meet once (``cooperative``, GPU only; in fp16, and in bf16 from
 512 to 8191 rows, its pipelined form, where a program computes its next chunk of h before it waits for the row it
 holds). An H200 (``launching.fast_memory``) has a few rules of its own, raced there: bf16's pipelined layout (from
-16 MiB at every row count), the pipelined kernel's meeting in slots, the cooperative kernel from 8 MiB, and
-triton_one_row's kernel at many rows of 4-32 KB.
+16 MiB at every row count), the pipelined kernel's meeting in slots (and float32's, where an H100 takes the
+cooperative kernel), the cooperative kernel from 8 MiB, triton_one_row's kernel at many 16-bit rows of 4-32 KB, and
+float32 rows of 4096 and 8192 columns.
 """
 
 from __future__ import annotations
