@@ -261,7 +261,7 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # H100, which keeps the pipelined kernel.
 _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 # float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
-# of 4 warps, 8 programs an SM (126 registers a thread under Triton 3.6: 4 fit at once, the tickets hand the rest out
+# of 4 warps, 8 programs an SM (116 registers a thread under Triton 3.6: 4 fit at once, the tickets hand the rest out
 # as they start). Raced there against the cooperative kernel and the slotted kernel in 5 other layouts
 # (benchmarks/results/grid/h200-fp32-parts/wide/, one H200, cold, 3 rounds), % of a copy of the same bytes: 2048x65536
 # 93.3 against the cooperative kernel's 85.2, 16384x65536 93.4 against 80.2 (the next layout, 2048-element chunks of
