@@ -108,14 +108,16 @@ def rmsnorm_case(fam: Any, shape: tuple[int, ...], dtype: str, seed: int) -> tup
 
 
 def checked(candidates: dict[str, tuple[Any, Any]], out: Any, tol: float = 2e-2) -> tuple[dict, dict[str, str]]:
-    """``{name: (fn, float64 reference)}`` -> the fns whose result (written into ``out``, NaN-poisoned first)
-    is within ``tol`` relative error of their reference, and a note for each of the others (an exception:
-    shared memory exceeded, ...; or a wrong result), which are not timed."""
+    """``{name: (fn, float64 reference)}`` -> the fns whose result (written into ``out``, a tensor or a tuple of them,
+    NaN-poisoned first) is within ``tol`` relative error of their reference (``rel_err``: a tuple of outputs against a
+    tuple of references), and a note for each of the others (an exception: shared memory exceeded, ...; or a wrong
+    result), which are not timed."""
     fns, notes = {}, {}
     for name, (fn, ref) in candidates.items():
         try:
-            out.fill_(float("nan"))
-            err = ((fn().double() - ref).norm() / ref.norm()).item()
+            for o in out if isinstance(out, tuple) else (out,):
+                o.fill_(float("nan"))
+            err = rel_err(fn(), ref)
         except Exception as exc:  # noqa: BLE001 - a variant that cannot compile or launch is reported, not timed
             notes[name] = f"{type(exc).__name__}: {str(exc)[:120]}"
             continue

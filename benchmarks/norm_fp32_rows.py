@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 
 import torch
-from bench_common import copy_of_op, rel_err, write_csv
+from bench_common import checked as bench_checked
+from bench_common import copy_of_op, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm import tuned as add_tuned
@@ -81,37 +82,24 @@ def race_point(fam_name: str, spec: str, rounds: int) -> tuple[list, list]:
     ref = fam.oracle(**inp)
     tol = fam.tolerances["fp32"]
     x = inp["x"]
-    fns, notes = {}, {}
     if fam_name == "rmsnorm":
-        y = torch.empty_like(x)
-        for cfg in rmsnorm_candidates(shape[1]):
-            fns[name(cfg)] = lambda cfg=cfg: rms_tuned.launch_with_config(cfg, x, inp["weight"], y, inp["eps"])
-        outs = y
-        fns["[copy of the bytes]"] = copy_of_op(inp, y)
+        out = torch.empty_like(x)
+
+        def launch(cfg):
+            rms_tuned.launch_with_config(cfg, x, inp["weight"], out, inp["eps"])
+            return out
+
+        configs, copy_bytes = rmsnorm_candidates(shape[1]), copy_of_op(inp, out)
     else:
-        y, h = torch.empty_like(x), torch.empty_like(x)
-        for cfg in add_candidates(shape[1]):
-            fns[name(cfg)] = lambda cfg=cfg: add_tuned.launch_with_config(
-                cfg, x, inp["residual"], inp["weight"], y, h, inp["eps"]
-            )
-        outs = (y, h)  # the candidates write into these
-        fns["[copy of the bytes]"] = copy_of_op(inp, y, h)
-    checked = {}
-    for n, fn in fns.items():
-        if n.startswith("["):
-            checked[n] = fn
-            continue
-        try:
-            fn()
-            torch.cuda.synchronize()
-        except Exception as exc:  # noqa: BLE001 - a config that does not compile or launch is reported, not raced
-            notes[n] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
-            continue
-        err = rel_err(outs, ref)
-        if err < tol:
-            checked[n] = fn
-        else:
-            notes[n] = f"wrong output ({err:.1e})"
+        out = (torch.empty_like(x), torch.empty_like(x))  # y and h
+
+        def launch(cfg):
+            add_tuned.launch_with_config(cfg, x, inp["residual"], inp["weight"], *out, inp["eps"])
+            return out
+
+        configs, copy_bytes = add_candidates(shape[1]), copy_of_op(inp, *out)
+    checked, notes = bench_checked({name(cfg): (lambda cfg=cfg: launch(cfg), ref) for cfg in configs}, out, tol)
+    checked["[copy of the bytes]"] = copy_bytes
     for prov in ("triton_tuned", "torch_compile", "liger"):
         p = fam.providers.get(prov)
         if p is not None and p.unavailable_reason() is None:
