@@ -555,8 +555,9 @@ def staged_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     return fns
 
 
-# float32 rows also (``--set library``): the slotted kernel holding as many bytes a chunk as 16-bit's layouts do
-FP32_LAYOUTS = (("slotted p8 c2048 w4", None, (8, 2048, 4)), ("slotted p4 c4096 w8", None, (4, 4096, 8)))
+# float32 rows also (``--set library``, ``--set add-library``): the slotted kernel (and in add_rmsnorm's the pipelined
+# one) holding as many bytes a chunk as 16-bit's layouts do; programs an SM, chunk, warps
+FP32_LAYOUTS = [(8, 2048, 4), (4, 4096, 8)]
 
 
 def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
@@ -572,10 +573,14 @@ def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
         ("slotted p4 c8192 w8", cooperative.launch_slotted, (4, 8192, 8)),
         ("slotted p2 c16384 w16", cooperative.launch_slotted, (2, 16384, 16)),
         ("slotted p1 c32768 w32", cooperative.launch_slotted, (1, 32768, 32)),
-        *FP32_LAYOUTS * (x.element_size() == 4),
+        *[
+            (f"slotted p{k} c{c} w{wp}", cooperative.launch_slotted, (k, c, wp))
+            for k, c, wp in FP32_LAYOUTS
+            if x.element_size() == 4
+        ],
     ):
 
-        def call(launch=launch or cooperative.launch_slotted, k=k, c=c, wp=wp, name=name) -> None:
+        def call(launch=launch, k=k, c=c, wp=wp, name=name) -> None:
             compiled = launch(x, w, y, eps, c, k * sms, wp)
             _keep_registers(name, compiled)
 
@@ -712,7 +717,6 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
 
 
 ADD_LAYOUTS = [(4, 8192, 8), (8, 4096, 4), (3, 8192, 16)]  # programs an SM, chunk, warps
-ADD_FP32_LAYOUTS = [(8, 2048, 4), (4, 4096, 8)]  # float32 also: as many registers a chunk as 16-bit's layouts
 
 
 def _race_point(point: str, fns: dict, notes: dict, args: argparse.Namespace, rng: random.Random) -> tuple[list, list]:
@@ -757,7 +761,7 @@ def add_library_race(args: argparse.Namespace, sms: int, rng: random.Random) -> 
             else:
                 layouts = [(f"{kernel} p{k} c{c} w{wp}", k, c, wp, kernel)
                            for kernel in ("pipelined", "slotted")
-                           for k, c, wp in ADD_LAYOUTS + ADD_FP32_LAYOUTS * (dtype == "fp32")]  # fmt: skip
+                           for k, c, wp in ADD_LAYOUTS + FP32_LAYOUTS * (dtype == "fp32")]  # fmt: skip
             for name, k, c, wp, how in layouts:
 
                 def call(how=how, k=k, c=c, wp=wp, name=name, ops=(x, r, w, y, h, eps)) -> None:
