@@ -49,3 +49,30 @@ def test_new_addresses_never_repeats_a_set_a_plan_keeps(monkeypatch):
     assert len(set(addresses)) == DescribedLaunch.KEEP + 1 and x.data_ptr() not in addresses
     for i, a in enumerate(addresses):
         assert a not in addresses[max(0, i - DescribedLaunch.KEEP) : i]
+
+
+def test_checked_poisons_every_output_before_each_candidate(monkeypatch):
+    """``bench_common.checked``: each output (a tensor or a tuple of them) is NaN-poisoned before a candidate runs, so
+    one that writes nothing, or a wrong second output, is left out; a right one is kept."""
+    import torch
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    from bench_common import checked
+
+    y, h = torch.empty(5), torch.empty(5)
+    ref = (torch.rand(5, dtype=torch.float64) + 1, torch.rand(5, dtype=torch.float64) + 1)
+
+    def right():
+        y.copy_(ref[0])
+        h.copy_(ref[1])
+        return y, h
+
+    def wrong_h():
+        y.copy_(ref[0])
+        h.copy_(ref[1] * 2)
+        return y, h
+
+    fns, notes = checked({"right": (right, ref), "silent": (lambda: (y, h), ref), "wrong h": (wrong_h, ref)}, (y, h))
+    assert list(fns) == ["right"] and set(notes) == {"silent", "wrong h"}
+    one, one_notes = checked({"one": (lambda: y.copy_(ref[0]), ref[0])}, y)
+    assert list(one) == ["one"] and not one_notes
