@@ -1,4 +1,4 @@
-"""rmsnorm's and add_rmsnorm's launch configurations for float32 rows of 16-32 KB (4096 and 8192 columns) on this GPU,
+"""rmsnorm's and add_rmsnorm's launch configurations for float32 rows of 8-64 KB (2048-16384 columns) on this GPU,
 against torch.compile, a copy of the op's bytes and the dispatch (``triton_tuned``).
 
     python benchmarks/norm_fp32_rows.py --out DIR [--shapes 2048x4096,16384x4096,2048x8192,16384x8192] [--rounds 8]
@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import torch
+import triton
 from bench_common import checked as bench_checked
 from bench_common import copy_of_op, write_csv
 
@@ -31,10 +32,10 @@ from kprof.kernels.rmsnorm import tuned as rms_tuned
 
 def rmsnorm_candidates(n: int) -> list[rms_tuned.Config]:
     """The rows kernel (a whole row in registers) and the two-pass kernel (chunks, the width compiled in)."""
-    out = []
+    out, block = [], triton.next_power_of_2(n)
     for rows, warps, hints in itertools.product((1, 2, 4), (4, 8, 16, 32), (False, True)):
-        if rows * n * 4 <= 64 * 1024:
-            out.append(rms_tuned.Config("rows", n, rows, warps, hints=hints))
+        if rows * block * 4 <= 64 * 1024:
+            out.append(rms_tuned.Config("rows", block, rows, warps, hints=hints))
     for chunk, rows, warps in itertools.product((2048, 4096), (1, 2), (8, 16)):
         if chunk < n or rows == 1:
             out.append(rms_tuned.Config("two_pass", chunk, rows, warps, cols_const=True))
@@ -43,8 +44,13 @@ def rmsnorm_candidates(n: int) -> list[rms_tuned.Config]:
 
 def add_candidates(n: int) -> list[add_tuned.Config]:
     """add_rmsnorm's rows kernel, triton_one_row's kernel and the chunked kernel (h read back from L2)."""
-    out = [add_tuned.Config("one_row", n, 1, w) for w in (4, 8, 16, 32)]
-    out += [add_tuned.Config("rows", n, r, w) for r, w in itertools.product((1, 2), (8, 16, 32)) if r * n * 4 <= 32768]
+    block = triton.next_power_of_2(n)
+    out = [add_tuned.Config("one_row", block, 1, w) for w in (4, 8, 16, 32)]
+    out += [
+        add_tuned.Config("rows", block, r, w)
+        for r, w in itertools.product((1, 2), (8, 16, 32))
+        if r * block * 4 <= 32768
+    ]
     for chunk, warps, const in itertools.product((2048, 4096, 8192), (4, 8, 16), (False, True)):
         if chunk <= n:
             out.append(add_tuned.Config("looped", chunk, 1, warps, cols_const=const))
