@@ -36,8 +36,14 @@ def rmsnorm_candidates(n: int) -> list[rms_tuned.Config]:
     for rows, warps, hints in itertools.product((1, 2, 4), (4, 8, 16, 32), (False, True)):
         if rows * block * 4 <= 64 * 1024:
             out.append(rms_tuned.Config("rows", block, rows, warps, hints=hints))
-    for chunk, rows, warps in itertools.product((2048, 4096), (1, 2), (8, 16)):
-        if chunk < n or rows == 1:
+    for chunk, rows, warps in itertools.product((2048, 4096, 8192, 16384), (1, 2), (8, 16, 32)):
+        # 32 warps only for chunks of 8192 or more (torch.compile's choice at 16384 columns: one 16384 chunk, 32 warps)
+        if (
+            chunk <= block
+            and (chunk < n or rows == 1)
+            and (warps < 32 or chunk >= 8192)
+            and (chunk < 8192 or rows == 1)
+        ):
             out.append(rms_tuned.Config("two_pass", chunk, rows, warps, cols_const=True))
     return out
 
@@ -52,7 +58,7 @@ def add_candidates(n: int) -> list[add_tuned.Config]:
         if r * block * 4 <= 32768
     ]
     for chunk, warps, const in itertools.product((2048, 4096, 8192), (4, 8, 16), (False, True)):
-        if chunk <= n:
+        if chunk <= block:
             out.append(add_tuned.Config("looped", chunk, 1, warps, cols_const=const))
     return out
 
