@@ -1,6 +1,6 @@
 #!/bin/bash
 # rmsnorm's and add_rmsnorm's float32 configurations at the grid's other widths (2048, 3072, 6144, 7168, 16384 columns),
-# where the fp32 parts never went: norm_fp32_rows.py (two-pass chunks to 16384 since 1352edd), Liger from its wheel
+# where the fp32 parts never went: norm_fp32_rows.py (with two-pass chunks up to 16384), Liger from its wheel
 W=/tmp/w; rm -rf $W; mkdir -p $W
 nvidia-smi --query-gpu=name,serial,driver_version,clocks.max.sm,power.limit --format=csv > $W/device.txt
 python -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
