@@ -166,9 +166,19 @@ _FAST_MEMORY_ONE_ROW = ((8192, ((2048, 3072), (4097, 7168))), (2048, ((4097, 163
 # 259.0), 8192x4096 126.0 against 128.4, 16384x8192 513.0 against 531.0 (Liger 513.6), 2048x4096 30.64 against 31.41,
 # 2048x8192 63.02 against 66.08 (63.46); the second, with these rules: within 1.007x of the fastest config at the 10
 # points of 2048-32768 rows, 0.938-0.964x torch.compile's time. At 512 rows the one-row kernel was 1.02x the fastest
-# there (512x8192 15.79 against the table's 15.46), so fewer rows keep the table's. Other widths are not raced in
-# float32 and keep it too.
+# there (512x8192 15.79 against the table's 15.46), so fewer rows keep the table's.
 _FAST_MEMORY_FP32 = (2048, 8192, {4096: (4, 4), 8192: (8, 16)})  # one row from, chunked from; columns -> warps (each)
+# The grid's other float32 widths, raced on two more H200s the same way (benchmarks/results/grid/h200-fp32-parts/
+# widths/, µs: config / the table's / torch.compile / Liger): from 2048 rows triton_one_row's kernel, 16 warps at
+# 4097-8191 columns and 32 at 8193-16384, where the table's chunked kernel (4096-element chunks, 16 warps) ran up to
+# 1.19x Liger's time: 2048x16384 127.81 / 148.61 / 136.32 / 127.39, 8192x16384 511.04 / 604.30 / 541.34 / 514.34,
+# 16384x16384 1021.15 / 1217.01 / 1080.05 / 1026.72 (16 warps 1021.87), 2048x6144 46.69 / 49.14 / 49.95 / 47.25,
+# 2048x7168 54.46 / 56.80 / 57.17 / 54.77, 8192x6144 191.47 / 195.01 / 201.95 / 191.76, 16384x6144 386.46 / 394.53 /
+# 408.18 / 384.88, 16384x7168 447.49 / 454.56 / 466.19 / 445.25, 32768x6144 778.00 / 784.37 / 813.77 / 770.43 (at
+# 8192x7168 the chunked kernel with the whole row a chunk was 0.5% ahead: 223.22 against 224.38). 2048-3072 columns
+# and 512 rows kept the table's (16384x2048 127.46 against Liger's 128.78, 16384x3072 189.39 against 192.06, 512x6144
+# 12.05 against torch.compile's 11.95).
+_FAST_MEMORY_FP32_WIDE = (2048, {8192: 16, 16384: 32})  # one row from; the row's block -> warps (4097-16384 columns)
 # 32 KB of the row a program, 32 elements a thread: 16384 16-bit elements with 16 warps, 8192 float32 with 8.
 # Raced on an H100 over chunks x warps at 64-8192 rows of 65536-131072 bf16
 # (benchmarks/results/rmsnorm-cooperative/add_rmsnorm-chunks/): 16384 x 16 warps was the fastest at all 8
@@ -245,7 +255,8 @@ def choose_config(
     ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 16 MiB in its own layout, the
     pipelined layouts take the slotted kernel (``_FAST_MEMORY_PIPELINED_KERNEL``), 16-bit rows meet from 8 MiB
     (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), many rows of 4-32 KB take triton_one_row's kernel
-    (``_FAST_MEMORY_ONE_ROW``) and float32 rows of 4096 and 8192 columns their own (``_FAST_MEMORY_FP32``)."""
+    (``_FAST_MEMORY_ONE_ROW``) and float32 rows of 4096-16384 columns their own (``_FAST_MEMORY_FP32``,
+    ``_FAST_MEMORY_FP32_WIDE``)."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if (
@@ -276,6 +287,10 @@ def choose_config(
             return Config("looped", n, 1, warps[n][1])
         if n_rows >= one_row_from:
             return Config("one_row", n, 1, warps[n][0])
+    elif fast_memory and element_size == 4 and n_rows is not None and 4096 < n <= 16384:
+        one_row_from, warps = _FAST_MEMORY_FP32_WIDE
+        if n_rows >= one_row_from:
+            return Config("one_row", block_n, 1, warps[block_n])
     if row_bytes > MAX_ONE_BLOCK_BYTES:
         return _wide_config(n, element_size, n_rows, sm_count)
     rows, warps = ROW_TABLE.get(row_bytes, (min(16, 8192 // row_bytes), 4))

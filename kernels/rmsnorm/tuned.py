@@ -303,13 +303,29 @@ _FAST_MEMORY_CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {(163
 # (benchmarks/results/grid/h200-fp32-parts/rules/ and confirm/, cold, µs), the first: 16384x4096 121.9 against the
 # table's 124.2 (2 rows x 16 warps; torch.compile 123.5, which that machine's grid run had seen 1.041x ahead of it),
 # 16384x8192 248.2 against 250.4 (248.4), 2048x4096 15.23 against 15.63, 2048x8192 29.18 against 29.87; at 8192x4096
-# the table's was the fastest (59.54; the two-pass config 60.77), so 4097-16383 rows keep it. The second, with these
-# rules: within 1.008x of the fastest config at 8 of the 12 points of 512-32768 rows; 1.019x at 2048x4096 and 1.049x
-# at 512x4096, where the fastest was this very config launched by the bench (15.23 against 14.94 µs, 4.83 against
-# 4.61); 1.022x at 8192x4096 (the table's config); 1.084x at 512x8192 (8.90 against 2 rows x 16 warps' 8.38; the
-# table's 1 x 16 slower than both). Other widths are not raced in float32 and keep the table's.
+# the table's was the fastest (59.54; the two-pass config 60.77), so 4097-16383 rows of 4096 keep it. The second, with
+# these rules: within 1.008x of the fastest config at 8 of the 12 points of 512-32768 rows; 1.019x at 2048x4096 and
+# 1.049x at 512x4096, where the fastest was this very config launched by the bench (15.23 against 14.94 µs, 4.83
+# against 4.61); 1.022x at 8192x4096 (the table's config); 1.084x at 512x8192 (8.90 against 2 rows x 16 warps' 8.38).
 _FAST_MEMORY_FP32_TWO_PASS = (16384, Config("two_pass", 4096, 1, 16, cols_const=True))  # from rows, config
-_FAST_MEMORY_FP32_ONE_ROW = ((512, 4096), {4096: 4, 8192: 8})  # rows from, to; columns -> warps
+_FAST_MEMORY_FP32_ONE_ROW = ((512, 4096), 4)  # 4096 columns: rows from, to; warps
+# The grid's other float32 widths, raced on two more H200s the same way (benchmarks/results/grid/h200-fp32-parts/
+# widths/, µs: config / the table's / torch.compile / Liger). 4097-8192 columns take the two-pass rule above from 16384
+# rows (16384x6144 186.2 / 195.4 / 184.7 / 196.5, 16384x7168 216.2 / 221.8 / 217.7 / 221.8, 32768x6144 373.8 / 391.7 /
+# 372.9); under it one row a program of 8 warps from 1024 rows (2048x6144 22.27 / 23.74 / 23.02, 2048x7168 25.78 /
+# 26.78 / 26.72, 8192x6144 92.34 / 97.18 / 92.32; 8192x7168 108.29, the two-pass config 107.82, the table's 109.41),
+# two rows of 16 warps at 512-1023 rows (512x6144 6.43 / 7.02 / 6.83, and 512x8192 above). 8193-16384 columns from
+# 2048 rows: the two-pass kernel in 8192-element chunks of 32 warps, the width compiled in (torch.compile took one
+# 16384 block of 32 warps): 2048x16384 62.46 / 67.14 / 62.38 / 65.57, 8192x16384 249.10 / 260.75 / 248.91, 16384x16384
+# 497.62 / 519.12 / 497.41 (16 warps in 16384-element chunks 497.84; the rows kernel at best 517.49). 2048-3072
+# columns keep the table's (16384x2048 60.75 against torch.compile's 60.13, 16384x3072 92.77 against 93.28).
+_FAST_MEMORY_FP32_8K = (
+    1024,
+    8,
+    512,
+    (2, 16),
+)  # 4097-8192 columns: one row of 8 warps from; two rows from, (rows, warps)
+_FAST_MEMORY_FP32_16K = (2048, Config("two_pass", 8192, 1, 32, cols_const=True))  # 8193-16384 columns: from rows
 # 1-64 16-bit rows of 1025-4096 columns (decode sizes): the same kernel, one chunk the width of the row's block, one
 # row a program. Raced on an H100 at 3 places in memory each, bf16, against the one-block config this replaced (and
 # torch.compile): 1x2048 1.58 us against 1.83 (1.65), 16x2048 1.64 against 1.82 (1.70), 1x2056 1.65 against 1.97
@@ -343,7 +359,7 @@ def choose_config(
     False leaves out the kernels whose programs must run at the same time (Triton's interpreter runs them one
     after another). 16-bit elements take the pipelined kernel where float32 takes the cooperative one (see
     ``_PIPELINED_CHUNK``). ``fast_memory``: an H200 (``launching.fast_memory``; see ``_FAST_MEMORY_MANY_ROWS`` and
-    ``_FAST_MEMORY_FP32_TWO_PASS``).
+    ``_fast_memory_fp32``).
 
     With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed: at 64x4096 bf16
     the packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4). Such a
@@ -355,6 +371,9 @@ def choose_config(
     """
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
+    fp32 = _fast_memory_fp32(n, n_rows) if fast_memory and element_size == 4 and n_rows is not None else None
+    if fp32 is not None:
+        return fp32
     if row_bytes > MAX_ONE_BLOCK_BYTES:
         splits = split_rows.choose_splits(n_rows, n, sm_count) if n_rows is not None else 1
         if splits > 1:
@@ -383,12 +402,6 @@ def choose_config(
         if n_rows is not None and n_rows >= _HINTED_MIN_ROWS and row_in_bytes <= _HINTED_MAX_ROW_BYTES:
             return Config("two_pass", block_n=min(block_n, chunk), rows=1, num_warps=16)
         return Config("looped", block_n=min(block_n, chunk), rows=1, num_warps=16)
-    if fast_memory and element_size == 4 and n_rows is not None and n in _FAST_MEMORY_FP32_ONE_ROW[1]:
-        (low, high), warps = _FAST_MEMORY_FP32_ONE_ROW
-        if n_rows >= _FAST_MEMORY_FP32_TWO_PASS[0]:
-            return _FAST_MEMORY_FP32_TWO_PASS[1]
-        if low <= n_rows <= high:
-            return Config("rows", block_n=n, rows=1, num_warps=warps[n])
     if fast_memory and element_size == 2 and n_rows is not None and n_rows >= _TWO_PASS_MIN_ROWS and 6144 <= n <= 8192:
         rows, chunk, warps = _FAST_MEMORY_MANY_ROWS[7168 if n <= 7168 else 8192]
         return Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=True)
@@ -442,6 +455,24 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
     leave out the cooperative and pipelined kernels)."""
     sms, fast = launching.sm_count_at(device_index), launching.fast_memory_at(device_index)
     return choose_config(n, element_size, n_rows, sms, device_index >= 0, fast)
+
+
+def _fast_memory_fp32(n: int, n_rows: int) -> Config | None:
+    """An H200's config for ``n_rows`` float32 rows of ``n`` (``_FAST_MEMORY_FP32_*``); None where the table's
+    stands."""
+    if 4096 <= n <= 8192 and n_rows >= _FAST_MEMORY_FP32_TWO_PASS[0]:
+        return _FAST_MEMORY_FP32_TWO_PASS[1]
+    if n == 4096:
+        (low, high), warps = _FAST_MEMORY_FP32_ONE_ROW
+        return Config("rows", block_n=n, rows=1, num_warps=warps) if low <= n_rows <= high else None
+    if 4096 < n <= 8192:
+        one_row_from, warps, two_rows_from, (rows, rows_warps) = _FAST_MEMORY_FP32_8K
+        if n_rows >= one_row_from:
+            return Config("rows", block_n=8192, rows=1, num_warps=warps)
+        return Config("rows", block_n=8192, rows=rows, num_warps=rows_warps) if n_rows >= two_rows_from else None
+    if 8192 < n <= 16384 and n_rows >= _FAST_MEMORY_FP32_16K[0]:
+        return _FAST_MEMORY_FP32_16K[1]
+    return None
 
 
 def offline_wide_row_call(

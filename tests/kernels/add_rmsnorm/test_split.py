@@ -220,7 +220,8 @@ def test_the_chunked_kernel_with_the_width_compiled_in(dtype, device):
 
 def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there():
     """On an H200 (fast memory): from 8192 rows at 2048-3072 and 4097-7168 columns, from 2048 rows at 4097-16384,
-    16-bit rows take triton_one_row's kernel with its warps; other rows and widths, fp32 and an H100 keep theirs."""
+    16-bit rows take triton_one_row's kernel with its warps; other rows and widths and an H100 keep theirs (float32 has
+    rules of its own)."""
     taken = ((2048, 8192), (3072, 32768), (4097, 8192), (7168, 10**5), (4097, 2048), (16384, 8191), (11008, 4096))
     for n, rows in taken:
         for fp16 in (False, True):
@@ -236,15 +237,15 @@ def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there
         (4096, 2, 2048),
         (16385, 2, 2048),
         (6144, 2, 2047),
-        (6144, 4, 8192),
     ):
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
 
 
-def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_and_8192_columns():
+def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_to_16384_columns():
     """On an H200, float32 rows of 4096 and 8192 columns: from 8192 rows the chunked kernel with the whole row a chunk
-    (4 warps at 4096, 16 at 8192), from 2048 rows triton_one_row's kernel (4 and 8 warps); other widths, fewer rows,
-    16-bit rows and an H100 keep theirs."""
+    (4 warps at 4096, 16 at 8192), from 2048 rows triton_one_row's kernel (4 and 8 warps); the other widths of
+    4097-16384 columns triton_one_row's kernel from 2048 rows, 16 warps up to a block of 8192, 32 above. Narrower and
+    wider rows, fewer rows, 16-bit rows and an H100 keep theirs."""
     for n, rows, want in (
         (4096, 8192, tuned.Config("looped", 4096, 1, 4)),
         (4096, 10**6, tuned.Config("looped", 4096, 1, 4)),
@@ -252,17 +253,24 @@ def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_and_8192_columns():
         (4096, 2048, tuned.Config("one_row", 4096, 1, 4)),
         (4096, 4096, tuned.Config("one_row", 4096, 1, 4)),
         (8192, 8191, tuned.Config("one_row", 8192, 1, 8)),
+        (6144, 16384, tuned.Config("one_row", 8192, 1, 16)),
+        (4097, 2048, tuned.Config("one_row", 8192, 1, 16)),
+        (8191, 10**6, tuned.Config("one_row", 8192, 1, 16)),
+        (8193, 2048, tuned.Config("one_row", 16384, 1, 32)),
+        (16384, 32768, tuned.Config("one_row", 16384, 1, 32)),
     ):
         assert tuned.choose_config(n, 4, rows, fast_memory=True) == want, (n, rows)
         assert tuned.choose_config(n, 4, rows) != want, (n, rows)
-    for n, es, rows in ((4096, 4, 2047), (8192, 4, 512), (6144, 4, 16384), (4097, 4, 2048), (4096, 4, None)):
+    same = ((4096, 4, 2047), (8192, 4, 512), (6144, 4, 2047), (16384, 4, 512), (16385, 4, 2048), (3072, 4, 16384))
+    for n, es, rows in same + ((6144, 2, 1024), (4096, 4, None)):
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
 
 
-@pytest.mark.parametrize("n", [4096, 8192])
+@pytest.mark.parametrize("n", [4096, 6143, 8192, 12289])
 @pytest.mark.parametrize("rows", [2048, 16384])
 def test_the_h200_fp32_configs_match_the_oracle(n, rows, device):
-    """Each of the H200's float32 configs (chosen at ``rows`` rows) on 3 rows of fresh inputs, strided."""
+    """Each of the H200's float32 configs (chosen at ``rows`` rows) on 3 rows of fresh inputs, strided, odd widths
+    among them (a half-empty block)."""
     cfg = tuned.choose_config(n, 4, rows, fast_memory=True)
     inp = _strided_inputs(3, n, "fp32", device)
     y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)

@@ -259,8 +259,8 @@ def test_the_two_pass_kernel_with_the_width_compiled_in(dtype, device):
 
 def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_many_rows_of_6144_to_8192():
     """On an H200, from 16384 16-bit rows of 6144-8192 columns: two rows a program in 4096-element chunks up to 7168
-    columns, one row in 2048-element chunks above, 16 warps, the width compiled in. Fewer rows, other widths, fp32
-    and an H100 keep what they had."""
+    columns, one row in 2048-element chunks above, 16 warps, the width compiled in. Fewer rows, other widths and an
+    H100 keep what they had (float32 has rules of its own)."""
     for n, rows, want in [
         (6144, 16384, Config("two_pass", 4096, 2, 16, cols_const=True)),
         (7168, 32768, Config("two_pass", 4096, 2, 16, cols_const=True)),
@@ -269,31 +269,43 @@ def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_many_ro
     ]:
         assert choose_config(n, 2, rows, fast_memory=True) == want, (n, rows)
         assert choose_config(n, 2, rows) != want, (n, rows)
-    for n, es, rows in [(6144, 2, 16383), (6143, 2, 16384), (8193, 2, 16384), (6144, 4, 16384), (6144, 2, None)]:
+    for n, es, rows in [(6144, 2, 16383), (6143, 2, 16384), (8193, 2, 16384), (6144, 2, None)]:
         assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
 
 
-def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_and_8192_columns():
-    """On an H200, float32 rows of 4096 and 8192 columns: from 16384 rows the two-pass kernel in 4096-element chunks,
-    one row a program, 16 warps, the width compiled in; from 512 to 4096 rows one row a program, 4 warps at 4096
-    columns and 8 at 8192. 4097-16383 rows, other widths, 16-bit rows and an H100 keep what they had."""
+def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_to_16384_columns():
+    """On an H200, float32 rows of 4096-8192 columns: from 16384 rows the two-pass kernel in 4096-element chunks, one
+    row a program, 16 warps, the width compiled in; at 4096 columns from 512 to 4096 rows one row a program of 4 warps;
+    at 4097-8192 one row of 8 warps from 1024 rows, two rows of 16 warps at 512-1023. 8193-16384 columns from 2048 rows:
+    the two-pass kernel in 8192-element chunks of 32 warps, the width compiled in. Fewer rows, 4097-16383 rows of
+    4096, other widths, 16-bit rows and an H100 keep what they had."""
     for n, rows, want in [
         (4096, 16384, Config("two_pass", 4096, 1, 16, cols_const=True)),
         (8192, 10**6, Config("two_pass", 4096, 1, 16, cols_const=True)),
+        (4097, 16384, Config("two_pass", 4096, 1, 16, cols_const=True)),
         (4096, 512, Config("rows", 4096, 1, 4)),
         (4096, 4096, Config("rows", 4096, 1, 4)),
         (8192, 2048, Config("rows", 8192, 1, 8)),
+        (6144, 16383, Config("rows", 8192, 1, 8)),
+        (4097, 1024, Config("rows", 8192, 1, 8)),
+        (7168, 512, Config("rows", 8192, 2, 16)),
+        (8192, 1023, Config("rows", 8192, 2, 16)),
+        (16384, 2048, Config("two_pass", 8192, 1, 32, cols_const=True)),
+        (8193, 10**6, Config("two_pass", 8192, 1, 32, cols_const=True)),
     ]:
         assert choose_config(n, 4, rows, fast_memory=True) == want, (n, rows)
         assert choose_config(n, 4, rows) != want, (n, rows)
-    for n, es, rows in [(4096, 4, 4097), (8192, 4, 16383), (4096, 4, 511), (6144, 4, 2048), (4096, 4, None)]:
+    same = [(4096, 4, 4097), (4096, 4, 511), (6144, 4, 511), (16384, 4, 2047), (16385, 4, 4096), (3072, 4, 16384)]
+    same += [(6144, 2, 2048), (16384, 2, 4096), (4096, 4, None)]
+    for n, es, rows in same:
         assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
 
 
-@pytest.mark.parametrize("n", [4096, 8192])
-@pytest.mark.parametrize("rows", [2048, 16384])
+@pytest.mark.parametrize("n", [4096, 6143, 8192, 12289])
+@pytest.mark.parametrize("rows", [512, 2048, 16384])
 def test_the_h200_fp32_configs_match_the_oracle(n, rows, device):
-    """Each of the H200's float32 configs (chosen at ``rows`` rows) on 3 rows of fresh inputs, strided."""
+    """Each of the H200's float32 configs (chosen at ``rows`` rows) on 3 rows of fresh inputs, strided, odd widths
+    among them (a masked last chunk, a half-empty block)."""
     from kprof.kernels.rmsnorm.tuned import launch_with_config
 
     cfg = choose_config(n, 4, rows, fast_memory=True)
