@@ -307,24 +307,22 @@ _FAST_MEMORY_CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {(163
 # these rules: within 1.008x of the fastest config at 8 of the 12 points of 512-32768 rows; 1.019x at 2048x4096 and
 # 1.049x at 512x4096, where the fastest was this very config launched by the bench (15.23 against 14.94 µs, 4.83
 # against 4.61); 1.022x at 8192x4096 (the table's config); 1.084x at 512x8192 (8.90 against 2 rows x 16 warps' 8.38).
-_FAST_MEMORY_FP32_TWO_PASS = (16384, Config("two_pass", 4096, 1, 16, cols_const=True))  # from rows, config
+_FAST_MEMORY_FP32_TWO_PASS = (16384, Config("two_pass", 4096, 1, 16, cols_const=True))  # from rows (4096), config
 _FAST_MEMORY_FP32_ONE_ROW = ((512, 4096), 4)  # 4096 columns: rows from, to; warps
 # The grid's other float32 widths, raced on two more H200s the same way (benchmarks/results/grid/h200-fp32-parts/
-# widths/, µs: config / the table's / torch.compile / Liger). 4097-8192 columns take the two-pass rule above from 16384
+# widths/, µs: config / the table's / torch.compile / Liger). 4097-8192 columns take the two-pass config above from 8192
 # rows (16384x6144 186.2 / 195.4 / 184.7 / 196.5, 16384x7168 216.2 / 221.8 / 217.7 / 221.8, 32768x6144 373.8 / 391.7 /
-# 372.9); under it one row a program of 8 warps from 1024 rows (2048x6144 22.27 / 23.74 / 23.02, 2048x7168 25.78 /
-# 26.78 / 26.72, 8192x6144 92.34 / 97.18 / 92.32; 8192x7168 108.29, the two-pass config 107.82, the table's 109.41),
-# two rows of 16 warps at 512-1023 rows (512x6144 6.43 / 7.02 / 6.83, and 512x8192 above). 8193-16384 columns from
-# 2048 rows: the two-pass kernel in 8192-element chunks of 32 warps, the width compiled in (torch.compile took one
-# 16384 block of 32 warps): 2048x16384 62.46 / 67.14 / 62.38 / 65.57, 8192x16384 249.10 / 260.75 / 248.91, 16384x16384
-# 497.62 / 519.12 / 497.41 (16 warps in 16384-element chunks 497.84; the rows kernel at best 517.49). 2048-3072
-# columns keep the table's (16384x2048 60.75 against torch.compile's 60.13, 16384x3072 92.77 against 93.28).
-_FAST_MEMORY_FP32_8K = (
-    1024,
-    8,
-    512,
-    (2, 16),
-)  # 4097-8192 columns: one row of 8 warps from; two rows from, (rows, warps)
+# 372.9; 8192x7168 107.82 / 109.41 / 108.19, 8192x8192 123.07 / 124.14 / 125.15, where one row of 8 warps took 108.29
+# and 125.91, and 8192x6144 92.66 against that config's 92.34 and torch.compile's 92.32); one row a program of 8 warps
+# from 1024 rows (2048x6144 22.27 / 23.74 / 23.02, 2048x7168 25.78 / 26.78 / 26.72, 4096x5120 36.80 / - / 38.22, the
+# two-pass config 38.5), two rows of 16 warps at 512-1023 rows (512x6144 6.43 / 7.02 / 6.83, and 512x8192 above).
+# 8193-16384 columns from 2048 rows: the two-pass kernel in 8192-element chunks of 32 warps, the width compiled in
+# (torch.compile took one 16384 block of 32 warps): 2048x16384 62.46 / 67.14 / 62.38 / 65.57, 8192x16384 249.10 /
+# 260.75 / 248.91, 16384x16384 497.62 / 519.12 / 497.41 (16 warps in 16384-element chunks 497.84; the rows kernel at
+# best 517.49). 2048-3072 columns keep the table's (16384x2048 60.75 against torch.compile's 60.13, 16384x3072 92.77
+# against 93.28).
+# 4097-8192 columns: the two-pass config from rows; one row of 8 warps from rows; two rows from rows, (rows, warps)
+_FAST_MEMORY_FP32_8K = (8192, 1024, 512, (2, 16))
 _FAST_MEMORY_FP32_16K = (2048, Config("two_pass", 8192, 1, 32, cols_const=True))  # 8193-16384 columns: from rows
 # 1-64 16-bit rows of 1025-4096 columns (decode sizes): the same kernel, one chunk the width of the row's block, one
 # row a program. Raced on an H100 at 3 places in memory each, bf16, against the one-block config this replaced (and
@@ -460,15 +458,17 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
 def _fast_memory_fp32(n: int, n_rows: int) -> Config | None:
     """An H200's config for ``n_rows`` float32 rows of ``n`` (``_FAST_MEMORY_FP32_*``); None where the table's
     stands."""
-    if 4096 <= n <= 8192 and n_rows >= _FAST_MEMORY_FP32_TWO_PASS[0]:
-        return _FAST_MEMORY_FP32_TWO_PASS[1]
     if n == 4096:
         (low, high), warps = _FAST_MEMORY_FP32_ONE_ROW
+        if n_rows >= _FAST_MEMORY_FP32_TWO_PASS[0]:
+            return _FAST_MEMORY_FP32_TWO_PASS[1]
         return Config("rows", block_n=n, rows=1, num_warps=warps) if low <= n_rows <= high else None
     if 4096 < n <= 8192:
-        one_row_from, warps, two_rows_from, (rows, rows_warps) = _FAST_MEMORY_FP32_8K
+        two_pass_from, one_row_from, two_rows_from, (rows, rows_warps) = _FAST_MEMORY_FP32_8K
+        if n_rows >= two_pass_from:
+            return _FAST_MEMORY_FP32_TWO_PASS[1]
         if n_rows >= one_row_from:
-            return Config("rows", block_n=8192, rows=1, num_warps=warps)
+            return Config("rows", block_n=8192, rows=1, num_warps=8)
         return Config("rows", block_n=8192, rows=rows, num_warps=rows_warps) if n_rows >= two_rows_from else None
     if 8192 < n <= 16384 and n_rows >= _FAST_MEMORY_FP32_16K[0]:
         return _FAST_MEMORY_FP32_16K[1]

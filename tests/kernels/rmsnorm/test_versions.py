@@ -274,9 +274,10 @@ def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_many_ro
 
 
 def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_to_16384_columns():
-    """On an H200, float32 rows of 4096-8192 columns: from 16384 rows the two-pass kernel in 4096-element chunks, one
-    row a program, 16 warps, the width compiled in; at 4096 columns from 512 to 4096 rows one row a program of 4 warps;
-    at 4097-8192 one row of 8 warps from 1024 rows, two rows of 16 warps at 512-1023. 8193-16384 columns from 2048 rows:
+    """On an H200, float32 rows of 4096-8192 columns: the two-pass kernel in 4096-element chunks, one row a program,
+    16 warps, the width compiled in, from 16384 rows at 4096 columns and from 8192 at 4097-8192; at 4096 columns from
+    512 to 4096 rows one row a program of 4 warps; at 4097-8192 one row of 8 warps from 1024 rows, two rows of 16 warps
+    at 512-1023. 8193-16384 columns from 2048 rows:
     the two-pass kernel in 8192-element chunks of 32 warps, the width compiled in. Fewer rows, 4097-16383 rows of
     4096, other widths, 16-bit rows and an H100 keep what they had."""
     for n, rows, want in [
@@ -286,7 +287,8 @@ def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_to_16384_columns():
         (4096, 512, Config("rows", 4096, 1, 4)),
         (4096, 4096, Config("rows", 4096, 1, 4)),
         (8192, 2048, Config("rows", 8192, 1, 8)),
-        (6144, 16383, Config("rows", 8192, 1, 8)),
+        (6144, 8192, Config("two_pass", 4096, 1, 16, cols_const=True)),
+        (6144, 8191, Config("rows", 8192, 1, 8)),
         (4097, 1024, Config("rows", 8192, 1, 8)),
         (7168, 512, Config("rows", 8192, 2, 16)),
         (8192, 1023, Config("rows", 8192, 2, 16)),
@@ -295,7 +297,15 @@ def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_to_16384_columns():
     ]:
         assert choose_config(n, 4, rows, fast_memory=True) == want, (n, rows)
         assert choose_config(n, 4, rows) != want, (n, rows)
-    same = [(4096, 4, 4097), (4096, 4, 511), (6144, 4, 511), (16384, 4, 2047), (16385, 4, 4096), (3072, 4, 16384)]
+    same = [
+        (4096, 4, 4097),
+        (4096, 4, 16383),
+        (4096, 4, 511),
+        (6144, 4, 511),
+        (16384, 4, 2047),
+        (16385, 4, 4096),
+        (3072, 4, 16384),
+    ]
     same += [(6144, 2, 2048), (16384, 2, 4096), (4096, 4, None)]
     for n, es, rows in same:
         assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
