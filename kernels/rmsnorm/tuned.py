@@ -321,8 +321,8 @@ _FAST_MEMORY_FP32_ONE_ROW = ((512, 4096), 4)  # 4096 columns: rows from, to; war
 # 260.75 / 248.91, 16384x16384 497.62 / 519.12 / 497.41 (16 warps in 16384-element chunks 497.84; the rows kernel at
 # best 517.49). 2048-3072 columns keep the table's (16384x2048 60.75 against torch.compile's 60.13, 16384x3072 92.77
 # against 93.28).
-# 4097-8192 columns: the two-pass config from rows; one row of 8 warps from rows; two rows from rows, (rows, warps)
-_FAST_MEMORY_FP32_8K = (8192, 1024, 512, (2, 16))
+# 4097-8192 columns: the two-pass config from rows, then the rows kernel as (from rows, rows a program, warps)
+_FAST_MEMORY_FP32_8K = (8192, (1024, 1, 8), (512, 2, 16))
 _FAST_MEMORY_FP32_16K = (2048, Config("two_pass", 8192, 1, 32, cols_const=True))  # 8193-16384 columns: from rows
 # 1-64 16-bit rows of 1025-4096 columns (decode sizes): the same kernel, one chunk the width of the row's block, one
 # row a program. Raced on an H100 at 3 places in memory each, bf16, against the one-block config this replaced (and
@@ -464,12 +464,12 @@ def _fast_memory_fp32(n: int, n_rows: int) -> Config | None:
             return _FAST_MEMORY_FP32_TWO_PASS[1]
         return Config("rows", block_n=n, rows=1, num_warps=warps) if low <= n_rows <= high else None
     if 4096 < n <= 8192:
-        two_pass_from, one_row_from, two_rows_from, (rows, rows_warps) = _FAST_MEMORY_FP32_8K
+        two_pass_from, *rows_configs = _FAST_MEMORY_FP32_8K
         if n_rows >= two_pass_from:
             return _FAST_MEMORY_FP32_TWO_PASS[1]
-        if n_rows >= one_row_from:
-            return Config("rows", block_n=8192, rows=1, num_warps=8)
-        return Config("rows", block_n=8192, rows=rows, num_warps=rows_warps) if n_rows >= two_rows_from else None
+        for low, rows, warps in rows_configs:
+            if n_rows >= low:
+                return Config("rows", block_n=8192, rows=rows, num_warps=warps)
     if 8192 < n <= 16384 and n_rows >= _FAST_MEMORY_FP32_16K[0]:
         return _FAST_MEMORY_FP32_16K[1]
     return None
