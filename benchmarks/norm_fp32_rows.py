@@ -37,7 +37,8 @@ def rmsnorm_candidates(n: int) -> list[rms_tuned.Config]:
         if rows * block * 4 <= 64 * 1024:
             out.append(rms_tuned.Config("rows", block, rows, warps, hints=hints))
     for chunk, rows, warps in itertools.product((2048, 4096, 8192, 16384), (1, 2), (8, 16, 32)):
-        # 32 warps only for chunks of 8192 or more (torch.compile's choice at 16384 columns: one 16384 chunk, 32 warps)
+        # chunks no wider than the row's block; two rows a program only in chunks narrower than the row and under
+        # 8192; 32 warps only in chunks of 8192 or more (torch.compile's launch at 16384 columns: one chunk, 32 warps)
         if (
             chunk <= block
             and (chunk < n or rows == 1)
