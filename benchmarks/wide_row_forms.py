@@ -68,6 +68,7 @@ from kprof.kernels.lib.split_rows import (
     slot_wait_sum,
     take_ticket,
 )
+from kprof.occupancy import theoretical_occupancy
 
 HINTS = {"ef": ("evict_first", ""), "-": ("", ""), "cs": ("", ".cs")}  # name -> (x's eviction, y's cache modifier)
 COPIES = [(c, w) for c in (8192, 16384, 32768) for w in (8, 16)]
@@ -508,14 +509,6 @@ STAGED = [(4, 8192, 8, 2), (5, 8192, 8, 2), (3, 8192, 8, 3), (8, 4096, 4, 2), (6
 STAGED += [(7, 4096, 4, 2), (2, 16384, 16, 2)]  # programs an SM, chunk, warps, stages
 
 
-def resident(compiled, warps: int) -> int:
-    """How many programs of ``compiled`` (``warps`` warps) an H100/H200 SM holds at once: registers (64K a SM, a
-    warp's in units of 256), shared memory (228 KB a SM, 1 KB reserved a program), threads (2048) and 32 programs."""
-    regs = -(-max(compiled.n_regs, 1) * 32 // 256) * 256 * warps
-    smem = int(compiled.metadata.shared) + 1024
-    return min(65536 // regs, 233472 // smem, 2048 // (32 * warps), 32)
-
-
 def staged_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     """``--set staged``: ``_staged_kernel`` over ``STAGED`` layouts whose compiled kernel fits its programs on the
     SMs at once (others are left out and said why: a grid that cannot be resident would wait for ever), beside the
@@ -540,7 +533,8 @@ def staged_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
         args = (x, w, y, slots.buf, 1, n, n_tickets, eps)
         compiled = _staged_kernel.warmup(*args, grid=(1,), **meta)
         compiled._init_handles()  # loads the binary: its registers are known from here
-        fit = resident(compiled, wp)
+        # programs an H100/H200 SM holds at once (kprof's occupancy calculator, sm_90 limits)
+        fit = theoretical_occupancy(32 * wp, compiled.n_regs, int(compiled.metadata.shared)).blocks_per_sm
         _keep_registers(name, compiled)
         if fit < k:
             print(f"  left out {name}: {fit} programs an SM fit ({compiled.n_regs} registers, "
