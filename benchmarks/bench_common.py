@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import itertools
 import statistics
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,21 @@ def rel_err(out: Any, ref: Any) -> float:
     outs = out if isinstance(out, tuple) else (out,)
     refs = ref if isinstance(ref, tuple) else (ref,)
     return max(float((o.double() - r.double()).norm() / r.double().norm()) for o, r in zip(outs, refs))
+
+
+def inductor_configs() -> list[str]:
+    """The launch configuration Inductor's autotuner kept for each Triton kernel torch.compile has built in this
+    process, one line each (``NAME: {kwargs} num_warps=W num_stages=S``), sorted."""
+    lines = set()
+    for mod in list(sys.modules.values()):
+        if "torchinductor" not in (getattr(mod, "__file__", "") or ""):
+            continue
+        for attr, obj in vars(mod).items():
+            for launcher in getattr(obj, "launchers", None) or []:
+                cfg = getattr(launcher, "config", None)
+                if cfg is not None:
+                    lines.add(f"{attr}: {cfg.kwargs} num_warps={cfg.num_warps} num_stages={cfg.num_stages}")
+    return sorted(lines)
 
 
 def new_addresses(x: Any) -> Callable[[], Any]:

@@ -17,13 +17,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import statistics
-import sys
 from pathlib import Path
 
 import torch
 import triton
 from bench_common import checked as bench_checked
-from bench_common import copy_of_op, write_csv
+from bench_common import copy_of_op, inductor_configs, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.add_rmsnorm import tuned as add_tuned
@@ -68,22 +67,6 @@ def name(cfg) -> str:
     extra = " hints" if getattr(cfg, "hints", False) else ""
     extra += " const" if getattr(cfg, "cols_const", False) else ""
     return f"{cfg.kernel} {cfg.block_n} x {cfg.rows} rows x {cfg.num_warps}w{extra}"
-
-
-def inductor_configs() -> list[str]:
-    """The Triton kernels torch.compile's generated modules hold, each with the launch configuration kept."""
-    lines = []
-    for mod in list(sys.modules.values()):
-        if "torchinductor" not in (getattr(mod, "__file__", "") or ""):
-            continue
-        for attr, obj in vars(mod).items():
-            for launcher in getattr(obj, "launchers", None) or []:
-                cfg = getattr(launcher, "config", None)
-                if cfg is not None:
-                    lines.append(
-                        f"inductor: {attr}: {cfg.kwargs} num_warps={cfg.num_warps} num_stages={cfg.num_stages}"
-                    )
-    return sorted(set(lines))
 
 
 def race_point(fam_name: str, spec: str, rounds: int) -> tuple[list, list]:
@@ -145,7 +128,7 @@ def main() -> int:
             times += t
             summary += s
             torch.cuda.empty_cache()
-    print("\n".join(inductor_configs()))
+    print("\n".join(f"inductor: {line}" for line in inductor_configs()))
     write_csv(args.out / "times.csv", times)
     write_csv(args.out / "summary.csv", summary)
     return 0

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import torch
 import triton
-from bench_common import race_rounds, rmsnorm_case, write_csv
+from bench_common import inductor_configs, race_rounds, rmsnorm_case, write_csv
 from rmsnorm_small_shapes import checked_call
 
 from kprof.harness import random_spacer, relocated
@@ -137,20 +137,6 @@ def main() -> int:
     return 0
 
 
-def inductor_configs() -> str:
-    """The configs Inductor's autotuner kept for every Triton kernel torch.compile has built in this process."""
-    from torch._inductor.codecache import PyCodeCache
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-
-    kept = []
-    for module in list(PyCodeCache.modules):
-        for name, value in vars(module).items():
-            if isinstance(value, CachingAutotuner) and value.launchers:
-                cfg = value.launchers[0].config
-                kept.append(f"{name} {cfg.kwargs} warps {cfg.num_warps} stages {cfg.num_stages}")
-    return "; ".join(kept) or "none found"
-
-
 def race_candidates(
     fam, spec, dtype, op, cands: dict, spots: list[tuple], eps: float, args, rng, rows_out, summary, checked_at
 ) -> None:
@@ -208,7 +194,7 @@ def race_point(spec: str, dtype: str, fns: dict, args, rng, rows_out: list, summ
             "worst_us": max(meds),
         }
         summary.append(row)
-    print("  torch.compile's kernels so far: " + inductor_configs())
+    print("  torch.compile's kernels so far: " + ("; ".join(inductor_configs()) or "none found"))
     write_csv(args.out / "placed_race.csv", rows_out)
     write_csv(args.out / "placed_summary.csv", summary)
 

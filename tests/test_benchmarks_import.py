@@ -76,3 +76,25 @@ def test_checked_poisons_every_output_before_each_candidate(monkeypatch):
     assert list(fns) == ["right"] and set(notes) == {"silent", "wrong h"}
     one, one_notes = checked({"one": (lambda: y.copy_(ref[0]), ref[0])}, y)
     assert list(one) == ["one"] and not one_notes
+
+
+def test_inductor_configs_reads_the_kept_launch_of_each_generated_kernel(monkeypatch):
+    """``bench_common.inductor_configs``: in modules torch.compile generated (their file under a ``torchinductor``
+    cache), each object's launchers give one line of their config; other modules and objects are not read."""
+    import types
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    from bench_common import inductor_configs
+
+    cfg = types.SimpleNamespace(kwargs={"XBLOCK": 1, "R0_BLOCK": 4096}, num_warps=16, num_stages=1)
+    kernel = types.SimpleNamespace(launchers=[types.SimpleNamespace(config=cfg)])
+    generated = types.ModuleType("kprof_test_generated")
+    generated.__file__ = "/tmp/torchinductor_me/ab/cab.py"
+    generated.triton_red_fused_0, generated.not_a_kernel = kernel, 3
+    elsewhere = types.ModuleType("kprof_test_elsewhere")
+    elsewhere.__file__ = "/tmp/other/mod.py"
+    elsewhere.triton_other = kernel
+    monkeypatch.setitem(sys.modules, generated.__name__, generated)
+    monkeypatch.setitem(sys.modules, elsewhere.__name__, elsewhere)
+    lines = [line for line in inductor_configs() if line.startswith(("triton_red_fused_0:", "triton_other:"))]
+    assert lines == ["triton_red_fused_0: {'XBLOCK': 1, 'R0_BLOCK': 4096} num_warps=16 num_stages=1"]
