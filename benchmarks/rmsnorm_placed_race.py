@@ -9,7 +9,7 @@ At 3-6 us a call the same kernel reads up to 15% apart depending on where its te
 
 What is timed:
 - every candidate: the op's config; one-block configs with 1 or 2 rows per program, 2-16 warps, cache hints, and a
-  tail block where ``tuned.head_and_tail`` gives one; with ``--two-pass``, three one-block configs and the two-pass
+  tail block where ``tuned.head_and_tail`` gives one; with ``--two-pass``, five one-block configs and the two-pass
   kernel's configs instead; with ``--ragged`` (widths that are not multiples of 16), every one-block config, the
   two-pass kernel's with the width compiled in, and the op's config unaligned (its kernel not told what the width and
   row strides are multiples of, as before ``launching.vector_align``);
@@ -69,13 +69,18 @@ class Unaligned:
     cfg: Config
 
 
+# With --two-pass, the one-block configs raced beside the two-pass kernel's: (rows, warps, hints, tail). One row of 8
+# and 16 warps without hints too, the launch torch.compile's persistent reduction takes at 6144-8192 columns.
+_TWO_PASS_ONE_BLOCK = ((1, 8, True, 0), (2, 16, True, 0), (1, 4, True, 0), (1, 8, False, 0), (1, 16, False, 0))
+
+
 def candidates(
     n: int, n_rows: int, op: Config, two_pass: bool = False, const_only: bool = False, ragged: bool = False
 ) -> dict[str, Config | Unaligned]:
     """The op's config and every one-block config of the rows kernel for rows of ``n`` columns, with and without a
-    tail block; with ``two_pass``, only the op's and three one-block configs, and the two-pass kernel's (Inductor's
-    design: x read in chunks, kept in L2 for the second pass) at 1-2 rows a program, chunks of 1024-4096 columns,
-    4-16 warps (at least 4 elements a thread), the row width at run time or compiled in (``const_only``: only
+    tail block; with ``two_pass``, only the op's and five one-block configs (``_TWO_PASS_ONE_BLOCK``), and the
+    two-pass kernel's (Inductor's design: x read in chunks, kept in L2 for the second pass) at 1-2 rows a program,
+    chunks of 1024-4096 columns, 4-16 warps (at least 4 elements a thread), the row width at run time or compiled in (``const_only``: only
     compiled in); ``ragged``: every one-block config, the two-pass configs with the width compiled in (8192-column
     chunks too), and the op's config unaligned."""
     if ragged:
@@ -87,11 +92,7 @@ def candidates(
     for rows, warps, hints, (block, rest) in itertools.product([1, 2], [2, 4, 8, 16], [False, True], blocks):
         if warps * 32 > rows * (block + rest) or (rows > 1 and triton.cdiv(n_rows, rows) < 33):
             continue
-        if (
-            two_pass
-            and not ragged
-            and (rows, warps, hints, rest) not in ((1, 8, True, 0), (2, 16, True, 0), (1, 4, True, 0))
-        ):
+        if two_pass and not ragged and (rows, warps, hints, rest) not in _TWO_PASS_ONE_BLOCK:
             continue
         name = f"r{rows} w{warps} {'hints' if hints else 'plain'}{f' tail {rest}' if rest else ''}"
         out[name] = Config("rows", block_n=block, rows=rows, num_warps=warps, hints=hints, tail=rest)

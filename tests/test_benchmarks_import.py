@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 BENCH = Path(__file__).parents[1] / "benchmarks"
 OPTIONAL = {"playwright"}  # top-level packages a benchmark may need that kprof does not depend on
@@ -98,3 +99,25 @@ def test_inductor_configs_reads_the_kept_launch_of_each_generated_kernel(monkeyp
     monkeypatch.setitem(sys.modules, elsewhere.__name__, elsewhere)
     lines = [line for line in inductor_configs() if line.startswith(("triton_red_fused_0:", "triton_other:"))]
     assert lines == ["triton_red_fused_0: {'XBLOCK': 1, 'R0_BLOCK': 4096} num_warps=16 num_stages=1"]
+
+
+def test_gated_race_candidates_match_the_oracle_in_the_interpreter(monkeypatch):
+    """Every launch the gated race times computes silu_mul: checked against the float64 oracle at an odd H (1500,
+    so every tile and flat block ends mid-row), in bf16, in Triton's interpreter."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    race = importlib.import_module("gated_placed_race")
+    from kprof.kernels import discover
+    from kprof.kernels.lib import gated
+
+    fam = discover()["silu_mul"]
+    inp = fam.make_inputs((3, 3000), "bf16", "cpu", 7)
+    ref = fam.oracle(**inp)
+    op = gated.choose_config(1500, 2, 3)
+    cands = race.candidates(1500, 2, op)
+    assert {"op", "tile c2048 w16", "flat 1024 w8"} <= set(cands)  # 2048: the widest tile a 1500 row needs
+    for label, cfg in cands.items():
+        assert cfg.flat or cfg.num_warps * 32 * 4 <= cfg.block_h, label
+        y = torch.full((3, 1500), float("nan"), dtype=inp["x"].dtype)
+        gated.launch_tile(race.KERNELS["silu_mul"], cfg, inp["x"], y)
+        err = float((y.double() - ref.double()).norm() / ref.double().norm())
+        assert err <= fam.tolerances["bf16"], (label, err)

@@ -1,0 +1,113 @@
+"""silu_mul's and gelu_mul's launch configs raced at several places in memory (``rmsnorm_placed_race.py``'s method):
+the op's config, column tiles of one row with 1024-16384 columns and 4-16 warps, and flat blocks of 1024-4096 outputs,
+beside the ``triton_tuned``, ``torch_compile`` and ``liger`` providers.
+
+    python benchmarks/gated_placed_race.py --out DIR [--shapes 512x12288,2048x8192] [--dtypes bf16,fp16]
+        [--families silu_mul,gelu_mul] [--placements 3] [--rounds 3] [--rep-ms 4] [--budget-s 400]
+
+Shapes are rows x 2H. Each candidate runs once at each place into a NaN-filled output and is checked against the
+float64 oracle (a wrong result is reported and not timed). Prints per point the fastest candidates by their mean over
+places and their worst place, and the configs Inductor's autotuner kept; writes DIR/placed_race.csv and
+DIR/placed_summary.csv (a ``family`` column added to the shape: ``silu_mul 512x12288``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import torch
+import triton
+from bench_common import rel_err
+from rmsnorm_placed_race import placed_args, places, points, race_point
+
+from kprof.kernels import discover
+from kprof.kernels.gelu_mul.kernels import KERNELS as GELU_MUL
+from kprof.kernels.lib import gated, launching
+from kprof.kernels.silu_mul.kernels import KERNELS as SILU_MUL
+
+SHAPES = "512x12288,512x14336,2048x6144,2048x8192"
+KERNELS = {"silu_mul": SILU_MUL, "gelu_mul": GELU_MUL}
+PEERS = ("triton_tuned", "torch_compile", "liger")
+
+
+def candidates(h: int, element_size: int, op: gated.Config) -> dict[str, gated.Config]:
+    """The op's config, one row's column tiles (at least 4 elements a thread, no wider than a 32 KB block), flat
+    blocks of outputs."""
+    out = {"op": op}
+    widest = min(triton.next_power_of_2(h), gated.TUNED_MAX_BLOCK_BYTES // element_size)
+    for block, warps in itertools.product([1024, 2048, 4096, 8192, 16384], [4, 8, 16]):
+        if block <= widest and warps * 32 * 4 <= block:
+            out[f"tile c{block} w{warps}"] = gated.Config(block, 1, warps, False)
+    for block, warps in itertools.product([1024, 2048, 4096], [4, 8]):
+        out[f"flat {block} w{warps}"] = gated.Config(block, 1, warps, False, flat=True)
+    return out
+
+
+def main() -> int:
+    ap = placed_args(__doc__, SHAPES)
+    ap.add_argument("--families", default="silu_mul,gelu_mul")
+    args = ap.parse_args()
+    rng = random.Random(0)
+    rows_out, summary = [], []
+    for name in args.families.split(","):
+        fam, kernels = discover()[name], KERNELS[name]
+        for spec, dtype, shape in points(args):
+            inp = fam.make_inputs(shape, dtype, "cuda", 3)
+            x, ref = inp["x"], fam.oracle(**inp)
+            n_rows, h = shape[0], shape[1] // 2
+            spots = places({"x": x}, args.placements, rng)
+            op = gated.choose_config(h, x.element_size(), n_rows, launching.sm_count(x))
+            fns = {}
+            ys = [_empty(pool, (n_rows, h), x) for _, _, pool, _ in spots]  # each place's output from its pool
+            for label, cfg in candidates(h, x.element_size(), op).items():
+                if label != "op" and cfg == op:
+                    continue
+                calls = [_checked(kernels, cfg, moved["x"], y, ref, fam.tolerances[dtype])
+                         for (moved, _, _, _), y in zip(spots, ys)]  # fmt: skip
+                if None in calls:
+                    print(f"  WRONG RESULT, not timed: {label} ({cfg})")
+                    continue
+                fns.update({(label, i): call for i, call in enumerate(calls)})
+            for peer, (i, (moved, _, pool, _)) in itertools.product(PEERS, enumerate(spots)):
+                provider = fam.providers.get(peer)
+                if provider is not None and (provider.requires is None or provider.requires() is None):
+                    fns[(f"[{peer}]", i)] = _in_pool(fam.providers[peer].fn, moved["x"], pool)
+            print(f"== {name} {spec} {dtype} (op: {op})")
+            race_point(f"{name} {spec}", dtype, fns, args, rng, rows_out, summary)
+            del spots[:], fns, ys
+            torch.cuda.empty_cache()
+    return 0
+
+
+def _checked(kernels, cfg: gated.Config, x: torch.Tensor, y: torch.Tensor, ref, tol: float):
+    """The config's launch on ``x`` into ``y`` once checked against ``ref`` (NaN-poisoned first); None if wrong."""
+    y.fill_(float("nan"))
+    gated.launch_tile(kernels, cfg, x, y)
+    if not rel_err(y, ref) <= tol:
+        return None
+    return lambda: gated.launch_tile(kernels, cfg, x, y)
+
+
+def _empty(pool, shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
+    """An uninitialised tensor like ``like`` of ``shape``, from ``pool`` (None: the default allocator)."""
+    if pool is None:
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+    with torch.cuda.use_mem_pool(pool):
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+
+
+def _in_pool(fn, x: torch.Tensor, pool):
+    """A provider's call at one place: its output allocated from that place's pool."""
+    if pool is None:
+        return lambda: fn(x=x)
+
+    def call():
+        with torch.cuda.use_mem_pool(pool):
+            return fn(x=x)
+
+    return call
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
