@@ -1,6 +1,6 @@
 """silu_mul's and gelu_mul's launch configs raced at several places in memory (``rmsnorm_placed_race.py``'s method):
-the op's config, column tiles of one row with 1024-16384 columns and 4-16 warps, and flat blocks of 1024-4096 outputs,
-beside the ``triton_tuned``, ``torch_compile`` and ``liger`` providers.
+the op's config, column tiles of one row with 1024-16384 columns and 4-16 warps (H at run time or compiled in), and
+flat blocks of 1024-4096 outputs, beside the ``triton_tuned``, ``torch_compile`` and ``liger`` providers.
 
     python benchmarks/gated_placed_race.py --out DIR [--shapes 512x12288,2048x8192] [--dtypes bf16,fp16]
         [--families silu_mul,gelu_mul] [--placements 3] [--rounds 3] [--rep-ms 4] [--budget-s 400]
@@ -36,9 +36,11 @@ def candidates(h: int, element_size: int, op: gated.Config) -> dict[str, gated.C
     blocks of outputs."""
     out = {"op": op}
     widest = min(triton.next_power_of_2(h), gated.TUNED_MAX_BLOCK_BYTES // element_size)
-    for block, warps in itertools.product([1024, 2048, 4096, 8192, 16384], [4, 8, 16]):
+    for block, warps, const in itertools.product([1024, 2048, 4096, 8192, 16384], [4, 8, 16], [False, True]):
         if block <= widest and warps * 32 * 4 <= block:
-            out[f"tile c{block} w{warps}"] = gated.Config(block, 1, warps, False)
+            out[f"tile c{block} w{warps}{' const' if const else ''}"] = gated.Config(
+                block, 1, warps, False, cols_const=const
+            )
     for block, warps in itertools.product([1024, 2048, 4096], [4, 8]):
         out[f"flat {block} w{warps}"] = gated.Config(block, 1, warps, False, flat=True)
     return out

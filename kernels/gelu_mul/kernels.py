@@ -48,7 +48,10 @@ def _gated_tile_kernel(
     HINTS: tl.constexpr,  # evict_first on the inputs: each byte is read once
     I64: tl.constexpr,  # 64-bit offsets
     ALIGN: tl.constexpr = 1,  # H and the row stride are multiples of ALIGN elements (launching.vector_align)
+    COLS: tl.constexpr = 0,  # 0, or H as a constant (one binary per width, as Liger-Kernel compiles its row kernel)
 ):
+    if COLS:
+        H = COLS
     H, x_row_stride = known_row(H, x_row_stride, ALIGN)
     g_ptrs, y_offs, mask = tile_block(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, I64)
     g, u = load_gate_up(g_ptrs, H, mask, HINTS)

@@ -184,10 +184,10 @@ class GatedKernels:
     :func:`launch_tile` launch them with:
 
     * ``one_row(x_ptr, y_ptr, x_row_stride, H, BLOCK_H)``
-    * ``tile(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64, ALIGN)``
+    * ``tile(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64, ALIGN, COLS)``
     * ``flat(x_ptr, y_ptr, x_row_stride, total, H, BLOCK, I64, ALIGN)``
 
-    (``ALIGN``: what H and the row stride are multiples of, ``launching.vector_align``.)
+    (``ALIGN``: what H and the row stride are multiples of, ``launching.vector_align``; ``COLS``: 0, or H compiled in.)
     """
 
     one_row: Any
@@ -213,6 +213,7 @@ class Config:
     num_warps: int
     hints: bool
     flat: bool = False  # the 1-D kernel over all outputs instead of row x column tiles
+    cols_const: bool = False  # the tile kernel with H compiled in (its COLS): one binary per width
 
 
 # Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/catalog/
@@ -261,7 +262,7 @@ def launch_tile(kernels: GatedKernels, cfg: Config, x2d: torch.Tensor, y2d: torc
         return
     args = (x2d, y2d, x2d.stride(0), n_rows, h)
     grid = (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h))
-    constexprs = (cfg.block_h, cfg.rows, cfg.hints, i64, aligned)
+    constexprs = (cfg.block_h, cfg.rows, cfg.hints, i64, aligned, h if cfg.cols_const else 0)
     kernels.tile_launcher((cfg, constexprs, spec_key(args)), grid, args + constexprs, num_warps=cfg.num_warps)
 
 
@@ -315,7 +316,7 @@ def _plan(kernels: GatedKernels, op: str, x: torch.Tensor) -> tuple[Launch, tupl
             {"num_warps": cfg.num_warps},
         )
     else:
-        tail = (xs, n_rows, h, cfg.block_h, cfg.rows, cfg.hints, i64, align)
+        tail = (xs, n_rows, h, cfg.block_h, cfg.rows, cfg.hints, i64, align, h if cfg.cols_const else 0)
         launch = Launch(
             kernels.tile_launcher,
             ("ops", cfg, tail, sig(x)),
