@@ -114,7 +114,9 @@ def test_gated_race_candidates_match_the_oracle_in_the_interpreter(monkeypatch):
     ref = fam.oracle(**inp)
     op = gated.choose_config(1500, 2, 3)
     cands = race.candidates(1500, 2, op)
-    assert {"op", "tile c2048 w16", "tile c1024 w8 const", "flat 1024 w8"} <= set(cands)  # 2048: the widest tile a 1500 row needs
+    assert {"op", "tile c2048 w16", "tile c1024 w8 const", "flat 1024 w8"} <= set(
+        cands
+    )  # 2048: the widest tile a 1500 row needs
     for label, cfg in cands.items():
         assert cfg.flat or cfg.num_warps * 32 * 4 <= cfg.block_h, label
         y = torch.full((3, 1500), float("nan"), dtype=inp["x"].dtype)

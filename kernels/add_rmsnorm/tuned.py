@@ -134,6 +134,15 @@ _MID_LOOPED = (8 * 1024, 8)  # (chunk bytes, warps): triton_looped's configurati
 # (8.80 / 8.81), 512x8192 9.77 / 9.72 against 10.22 / 10.13 (9.59 / 9.92). At 512 rows of 2048-4096 columns it did
 # not beat the one-block config; other row counts were raced at one point each and are not taken.
 _MID_CONST = (4096, 16)  # (chunk elements, warps)
+# On an H200 (``launching.fast_memory``) those rows take the rows kernel instead, one row a program, the row in one
+# block: 8 warps in bf16, 4 in fp16 (where 8 warps ran 1.11-1.14x the 4 at 512 rows). Raced there at 2 places in
+# memory each on two H200s (benchmarks/results/grid/h200-mid-sizes/, µs, bf16 / fp16, this / _MID_CONST's config /
+# torch.compile): 512x6144 6.51 / 6.75 against 6.94 / 6.85 (6.75 / 6.77), the second machine 6.54 / 6.79 against 6.91 /
+# 6.83; 512x7168 7.38 / 7.55 against 7.76 / 7.72 (7.32 / 7.32), 7.38 / 7.57 against 7.77 / 7.68 (7.86 / 7.81);
+# 512x8192 8.31 / 8.36 against 8.51 / 8.38 (8.72 / 8.76); 512x5120 5.86 / 6.01 against 6.37 / 6.21 (6.03 / 6.04);
+# 768x7168 11.15 / 11.06 against 11.43 / 11.35 (the chunked kernel in 4096-element chunks of 8 warps 10.95 / 10.86
+# there, raced at that one point); 1000x8192 15.32 / 15.21 against 15.71 / 15.46.
+_FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 # Rows of 128 KB or more, 16 MiB or more of x: the cooperative kernel (h kept in registers instead of stored
 # and read back). The row width is rmsnorm's threshold (kernels/rmsnorm/tuned.py); the bytes are lower:
 # add_rmsnorm moves four row passes where rmsnorm moves two, and its chunked kernel was at 75% of the copy
@@ -255,8 +264,8 @@ def choose_config(
     ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 16 MiB in its own layout, the
     pipelined layouts take the slotted kernel (``_FAST_MEMORY_PIPELINED_KERNEL``), 16-bit rows meet from 8 MiB
     (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), many rows of 4-32 KB take triton_one_row's kernel
-    (``_FAST_MEMORY_ONE_ROW``) and float32 rows of 4096-16384 columns their own (``_FAST_MEMORY_FP32``,
-    ``_FAST_MEMORY_FP32_WIDE``)."""
+    (``_FAST_MEMORY_ONE_ROW``), 512-1023 16-bit rows of 4097-8192 the rows kernel (``_FAST_MEMORY_MID_ROWS_WARPS``) and
+    float32 rows of 4096-16384 columns their own (``_FAST_MEMORY_FP32``, ``_FAST_MEMORY_FP32_WIDE``)."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if (
@@ -281,6 +290,9 @@ def choose_config(
         return _cooperative_config(n, element_size)
     if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n):
         return Config("one_row", block_n, 1, classic_num_warps(block_n))
+    if fast_memory and element_size == 2 and n_rows is not None and _MID_ROWS <= n_rows < 2 * _MID_ROWS:
+        if 4096 < n <= 8192:  # _FAST_MEMORY_MID_ROWS_WARPS
+            return Config("rows", block_n, 1, _FAST_MEMORY_MID_ROWS_WARPS["fp16" if fp16 else "bf16"])
     if fast_memory and element_size == 4 and n_rows is not None and n in _FAST_MEMORY_FP32[2]:
         one_row_from, chunked_from, warps = _FAST_MEMORY_FP32
         if n_rows >= chunked_from:

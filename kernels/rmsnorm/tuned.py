@@ -211,6 +211,20 @@ _TWO_PASS_MIN_ROWS = 16384
 # these 0.970-1.006x (185.5 there). From 8192 rows down the H100's configs were level with torch.compile there or
 # ahead (0.974-1.012x at 8192x6144-8192), and widths under 6144 were not raced: they keep the H100's.
 _FAST_MEMORY_MANY_ROWS = {7168: (2, 4096, 16), 8192: (1, 2048, 16)}  # widths up to -> (rows a program, chunk, warps)
+# Fewer rows there (benchmarks/results/grid/h200-mid-sizes/: every one-block and two-pass config at 2 places in memory,
+# three H200s with the race of rmsnorm-h200/many-rows-641092b/, µs, bf16 / fp16, config / the H100's one row of 4 warps
+# / torch.compile):
+# - 7169-8192 columns from 8192 rows take the many-rows config of 8192 columns: 8192x8192 61.40 / 61.03 against 60.58 /
+#   62.41 (60.89 / 60.81), on the first machine 61.24 against 63.05 (60.54), on the second 61.38 / 60.67 against 62.68
+#   / 62.47; 12288x8192 91.86 / 91.69 against 93.73 / 94.07 (91.55 / 91.53). At 4096x8192 none was ahead (29.22 fp16).
+# - 5120-6144 columns from 4096 rows: the two-pass kernel in 4096-element chunks, one row a program, 8 warps, the width
+#   compiled in: 4096x6144 22.78 / 22.56 against 24.66 / 22.82 (24.33 / 23.62), 8192x5120 37.46 / 37.41 against 42.42 /
+#   39.92 (43.87 / 41.68), 8192x6144 45.28 / 45.28 against 47.60 / 46.06 (47.61 / 46.70; the other two machines 45.24
+#   against 47.11, 45.33 against 47.96), 12288x6144 69.12 / 69.13 against 72.38 / 70.37. At 2048x6144 it was 3.4% ahead
+#   in bf16 and 4.3% behind in fp16, and at 7168 columns level: those keep what they had, as do widths under 5120 (not
+#   raced; 4104 takes a tail block).
+_FAST_MEMORY_MID_ROWS_8K = 8192  # 7169-8192 columns: the many-rows config from this many rows
+_FAST_MEMORY_MID_ROWS_6K = (4096, Config("two_pass", 4096, 1, 8, cols_const=True))  # 5120-6144 columns: from rows
 # Rows of 4097-8192 16-bit elements, from 512 rows up to where the two-pass kernel takes them: one row per
 # program with 4 warps. Raced on an H100 against every (rows per program, warps, hints) at 512 rows of
 # 6144/7168/8192 columns and 2048x6144, 8192x5120, bf16 and fp16 (benchmarks/results/rmsnorm-mid-rows/): it
@@ -295,7 +309,12 @@ _CONST_TWO_PASS_MAX_ROWS = 2048
 # in memory each (benchmarks/results/grid/h200-main-521b2f6/mid-rows-16384/), bf16 / fp16 at 512x16384, us: 8.88 /
 # 8.74 against 9.29 / 9.33 for the one-block config (one row, 16 warps), torch.compile 8.79 / 9.07; not raced on an
 # H100, which keeps the one-block config.
-_FAST_MEMORY_CONST_TWO_PASS: dict[tuple[int, int], tuple[int, int, int]] = {(16384, 512): (4096, 1, 16)}
+# The same from 1024 to 4096 rows (benchmarks/results/grid/h200-mid-sizes/, two more H200s, µs, bf16 / fp16, config /
+# the one-row config / torch.compile): 1024x16384 16.43 / 16.26 against 17.05 / 17.12 (16.68 / 17.40), 2048x16384 30.95
+# / 30.56 against 31.79 / 31.74 (31.61 / 32.92; the other machine 30.78 / 30.67 against 31.02 / 31.75), 4096x16384
+# 62.17 / 62.22 against 63.29 / 63.38 (63.34 / 65.74). From 8192 rows the grid read the one-row config level with
+# torch.compile (1.001x); not raced, so not taken.
+_FAST_MEMORY_WIDE_TWO_PASS = ((512, 4096), Config("two_pass", 4096, 1, 16, cols_const=True))  # rows from, to; config
 # On an H200 float32 rows of 4096 and 8192 columns (16 and 32 KB): from 16384 rows the two-pass kernel in 4096-element
 # chunks, one row a program, 16 warps, the width compiled in (the design torch.compile's reduction kernel took there:
 # 4096-element blocks, 16 warps); from 512 to 4096 rows one row a program in the rows kernel, 4 warps at 4096 columns,
@@ -400,9 +419,9 @@ def choose_config(
         if n_rows is not None and n_rows >= _HINTED_MIN_ROWS and row_in_bytes <= _HINTED_MAX_ROW_BYTES:
             return Config("two_pass", block_n=min(block_n, chunk), rows=1, num_warps=16)
         return Config("looped", block_n=min(block_n, chunk), rows=1, num_warps=16)
-    if fast_memory and element_size == 2 and n_rows is not None and n_rows >= _TWO_PASS_MIN_ROWS and 6144 <= n <= 8192:
-        rows, chunk, warps = _FAST_MEMORY_MANY_ROWS[7168 if n <= 7168 else 8192]
-        return Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=True)
+    h200 = _fast_memory_16bit(n, n_rows) if fast_memory and element_size == 2 and n_rows is not None else None
+    if h200 is not None:
+        return h200
     if (
         element_size == 2
         and n == block_n
@@ -417,7 +436,7 @@ def choose_config(
     const = None
     if element_size == 2 and n_rows is not None and 512 <= n_rows < _CONST_TWO_PASS_MAX_ROWS:
         key = (block_n, 1024 if n_rows >= 1024 else 512)
-        const = _CONST_TWO_PASS.get(key) or (_FAST_MEMORY_CONST_TWO_PASS.get(key) if fast_memory else None)
+        const = _CONST_TWO_PASS.get(key)
     if element_size == 2 and n_rows is not None and n_rows <= _FEW_ROWS_MAX and block_n in _FEW_ROWS_TWO_PASS:
         const = (block_n, 1, _FEW_ROWS_TWO_PASS[block_n])
     if const:
@@ -453,6 +472,22 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
     leave out the cooperative and pipelined kernels)."""
     sms, fast = launching.sm_count_at(device_index), launching.fast_memory_at(device_index)
     return choose_config(n, element_size, n_rows, sms, device_index >= 0, fast)
+
+
+def _fast_memory_16bit(n: int, n_rows: int) -> Config | None:
+    """An H200's two-pass config for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_MANY_ROWS``,
+    ``_FAST_MEMORY_MID_ROWS_*``, ``_FAST_MEMORY_WIDE_TWO_PASS``); None where the H100's rules stand."""
+    if (6144 <= n <= 8192 and n_rows >= _TWO_PASS_MIN_ROWS) or (
+        7168 < n <= 8192 and n_rows >= _FAST_MEMORY_MID_ROWS_8K
+    ):
+        rows, chunk, warps = _FAST_MEMORY_MANY_ROWS[7168 if n <= 7168 else 8192]
+        return Config("two_pass", block_n=chunk, rows=rows, num_warps=warps, cols_const=True)
+    if 5120 <= n <= 6144 and _FAST_MEMORY_MID_ROWS_6K[0] <= n_rows < _TWO_PASS_MIN_ROWS:
+        return _FAST_MEMORY_MID_ROWS_6K[1]
+    (low, high), wide = _FAST_MEMORY_WIDE_TWO_PASS
+    if 8192 < n <= 16384 and low <= n_rows <= high:
+        return wide
+    return None
 
 
 def _fast_memory_fp32(n: int, n_rows: int) -> Config | None:

@@ -298,3 +298,29 @@ def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch)
         ((launch, _, _),) = op_plan.PLANS.plans.values()
     assert launch.launcher is tuned.one_row_launcher and launch.grid[0] == n_rows
     assert launch.tail[-1] == launching.vector_align(ES[dtype], n, inp["x"].stride(0), inp["residual"].stride(0))
+
+
+def test_an_h200_takes_the_rows_kernel_at_512_to_1023_16_bit_rows_of_4097_to_8192():
+    """On an H200, 512-1023 16-bit rows of 4097-8192 columns: the rows kernel, one row a program, the row in one block,
+    8 warps in bf16 and 4 in fp16 (where the H100 takes the chunked kernel with the width compiled in). Other rows and
+    widths, float32 and an H100 keep theirs."""
+    for n, rows in ((4097, 512), (6144, 512), (7168, 768), (8192, 1023), (5120, 600)):
+        for fp16, warps in ((False, 8), (True, 4)):
+            want = tuned.Config("rows", 8192, 1, warps)
+            assert tuned.choose_config(n, 2, rows, fp16=fp16, fast_memory=True) == want, (n, rows, fp16)
+            assert tuned.choose_config(n, 2, rows, fp16=fp16) != want, (n, rows, fp16)
+    for n, es, rows in ((4096, 2, 512), (8193, 2, 512), (6144, 2, 511), (6144, 2, 1024), (6144, 4, 512)):
+        assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("n", [4097, 6143, 8192])
+def test_the_h200_mid_row_configs_match_the_oracle(dtype, n, device):
+    """The H200's 512-row configs on 3 rows of fresh inputs, strided, at odd widths (a block nearly half masked)."""
+    cfg = tuned.choose_config(n, 2, 512, fp16=dtype == "fp16", fast_memory=True)
+    assert cfg.kernel == "rows", cfg
+    inp = _strided_inputs(3, n, dtype, device)
+    y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)
+    h = torch.full_like(y, float("nan"))
+    tuned.launch_with_config(cfg, inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"])
+    _check(y, h, inp, dtype)

@@ -260,7 +260,7 @@ def test_the_two_pass_kernel_with_the_width_compiled_in(dtype, device):
 def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_many_rows_of_6144_to_8192():
     """On an H200, from 16384 16-bit rows of 6144-8192 columns: two rows a program in 4096-element chunks up to 7168
     columns, one row in 2048-element chunks above, 16 warps, the width compiled in. Fewer rows, other widths and an
-    H100 keep what they had (float32 has rules of its own)."""
+    H100 keep what they had (float32 has rules of its own; fewer rows of 5120-6144 and 7169-8192 too, below)."""
     for n, rows, want in [
         (6144, 16384, Config("two_pass", 4096, 2, 16, cols_const=True)),
         (7168, 32768, Config("two_pass", 4096, 2, 16, cols_const=True)),
@@ -269,7 +269,7 @@ def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_many_ro
     ]:
         assert choose_config(n, 2, rows, fast_memory=True) == want, (n, rows)
         assert choose_config(n, 2, rows) != want, (n, rows)
-    for n, es, rows in [(6144, 2, 16383), (6143, 2, 16384), (8193, 2, 16384), (6144, 2, None)]:
+    for n, es, rows in [(7168, 2, 16383), (6143, 2, 16384), (8193, 2, 16384), (6144, 2, None)]:
         assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
 
 
@@ -306,7 +306,7 @@ def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_to_16384_columns():
         (16385, 4, 4096),
         (3072, 4, 16384),
     ]
-    same += [(6144, 2, 2048), (16384, 2, 4096), (4096, 4, None)]
+    same += [(6144, 2, 2048), (16384, 2, 4097), (4096, 4, None)]
     for n, es, rows in same:
         assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
 
@@ -328,15 +328,48 @@ def test_the_h200_fp32_configs_match_the_oracle(n, rows, device):
     assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances["fp32"], (n, rows, cfg)
 
 
-def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_512_rows_of_8193_to_16384():
-    """On an H200, 512-1023 16-bit rows of 8193-16384 columns: the two-pass kernel in 4096-element chunks, one row a
-    program, 16 warps, the width compiled in; 1024 rows, narrower rows, fp32 and an H100 keep what they had."""
+def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_512_to_4096_rows_of_8193_to_16384():
+    """On an H200, 512-4096 16-bit rows of 8193-16384 columns: the two-pass kernel in 4096-element chunks, one row a
+    program, 16 warps, the width compiled in; more rows, fewer, narrower rows, fp32 and an H100 keep what they had."""
     want = Config("two_pass", 4096, 1, 16, cols_const=True)
-    for n, rows in [(16384, 512), (8193, 1023), (11008, 700)]:
+    for n, rows in [(16384, 512), (8193, 1023), (11008, 700), (16384, 1024), (16384, 2048), (12288, 4096)]:
         assert choose_config(n, 2, rows, fast_memory=True) == want, (n, rows)
         assert choose_config(n, 2, rows) != want, (n, rows)
-    for n, es, rows in [(16384, 2, 511), (16384, 2, 1024), (16384, 4, 512), (16385, 2, 512)]:
+    for n, es, rows in [(16384, 2, 511), (16384, 2, 4097), (16384, 4, 512), (16385, 2, 512), (8192, 2, 2048)]:
         assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
+
+
+def test_an_h200_takes_the_two_pass_kernel_at_mid_rows_of_5120_to_6144_and_7169_to_8192():
+    """On an H200, 16-bit rows of 5120-6144 columns from 4096 to 16383 rows: the two-pass kernel in 4096-element chunks,
+    one row a program, 8 warps, the width compiled in; 7169-8192 columns from 8192 rows: the many-rows config (2048-
+    element chunks, 16 warps). Fewer rows, 7168 columns, widths under 5120, fp32 and an H100 keep what they had."""
+    six = Config("two_pass", 4096, 1, 8, cols_const=True)
+    eight = Config("two_pass", 2048, 1, 16, cols_const=True)
+    for n, rows, want in [(6144, 4096, six), (5120, 8192, six), (6144, 16383, six), (7169, 8192, eight),
+                          (8192, 12288, eight), (8192, 16384, eight)]:  # fmt: skip
+        assert choose_config(n, 2, rows, fast_memory=True) == want, (n, rows)
+        assert choose_config(n, 2, rows) != want, (n, rows)
+    same = [(6144, 2, 4095), (5119, 2, 8192), (4104, 2, 8192), (7168, 2, 8192), (8192, 2, 8191), (6144, 4, 511)]
+    for n, es, rows in same:
+        assert choose_config(n, es, rows, fast_memory=True) == choose_config(n, es, rows), (n, es, rows)
+
+
+@pytest.mark.parametrize("n, rows", [(6143, 8192), (5120, 4096), (8191, 8192), (16383, 2048), (12289, 4096)])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_the_h200_mid_row_configs_match_the_oracle(n, rows, dtype, device):
+    """Each of the H200's new 16-bit two-pass configs (chosen at ``rows`` rows) on 3 rows of fresh inputs, strided, at
+    odd widths (a masked last chunk) and at 5120 (a chunk a quarter full)."""
+    from kprof.kernels.rmsnorm.tuned import launch_with_config
+
+    cfg = choose_config(n, 2, rows, fast_memory=True)
+    assert cfg.kernel == "two_pass" and cfg.cols_const, cfg
+    inp = FAM.make_inputs((3, n + 8), dtype, device, seed=torch.seed() % 2**31)
+    x, w = inp["x"][:, 3 : 3 + n], inp["weight"][:n].contiguous()
+    y = torch.full((3, n), float("nan"), dtype=x.dtype, device=device)
+    launch_with_config(cfg, x, w, y, inp["eps"])
+    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype], (n, rows, cfg)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
