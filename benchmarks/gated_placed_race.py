@@ -3,7 +3,10 @@ the op's config, column tiles of one row with 1024-16384 columns and 4-16 warps 
 flat blocks of 1024-4096 outputs, beside the ``triton_tuned``, ``torch_compile`` and ``liger`` providers.
 
     python benchmarks/gated_placed_race.py --out DIR [--shapes 512x12288,2048x8192] [--dtypes bf16,fp16]
-        [--families silu_mul,gelu_mul] [--placements 3] [--rounds 3] [--rep-ms 4] [--budget-s 400]
+        [--families silu_mul,gelu_mul] [--placements 3] [--rounds 3] [--rep-ms 4] [--budget-s 400] [--bodies]
+
+``--bodies`` (silu_mul): the op's launch and Liger's (one whole-row tile, 16 warps, H compiled in), each with silu_mul's
+kernel body and two others (``BODIES``).
 
 Shapes are rows x 2H. Each candidate runs once at each place into a NaN-filled output and is checked against the
 float64 oracle (a wrong result is reported and not timed). Prints per point the fastest candidates by their mean over
@@ -18,17 +21,52 @@ import random
 
 import torch
 import triton
+import triton.language as tl
 from bench_common import rel_err
 from rmsnorm_placed_race import placed_args, places, points, race_point
 
 from kprof.kernels import discover
 from kprof.kernels.gelu_mul.kernels import KERNELS as GELU_MUL
 from kprof.kernels.lib import gated, launching
+from kprof.kernels.lib.gated import known_row, load_gate_up, tile_block
 from kprof.kernels.silu_mul.kernels import KERNELS as SILU_MUL
 
 SHAPES = "512x12288,512x14336,2048x6144,2048x8192"
 KERNELS = {"silu_mul": SILU_MUL, "gelu_mul": GELU_MUL}
 PEERS = ("triton_tuned", "torch_compile", "liger")
+
+
+# --bodies: silu_mul's tile kernel with two other bodies, to see whether its arithmetic is what Liger's kernel is ahead
+# by (Liger rounds silu to the input's dtype and multiplies in it; kprof multiplies in fp32 and rounds once).
+@triton.jit
+def _tile_div_kernel(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H: tl.constexpr, ROWS: tl.constexpr,
+                     HINTS: tl.constexpr, I64: tl.constexpr, ALIGN: tl.constexpr = 1, COLS: tl.constexpr = 0):  # fmt: skip
+    """silu as g / (1 + exp(-g)): one division, no multiply by the sigmoid (the same rounding or better)."""
+    if COLS:
+        H = COLS
+    H, x_row_stride = known_row(H, x_row_stride, ALIGN)
+    g_ptrs, y_offs, mask = tile_block(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, I64)
+    g, u = load_gate_up(g_ptrs, H, mask, HINTS)
+    tl.store(y_ptr + y_offs, (g / (1.0 + tl.exp(-g)) * u).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _tile_narrow_kernel(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H: tl.constexpr, ROWS: tl.constexpr,
+                        HINTS: tl.constexpr, I64: tl.constexpr, ALIGN: tl.constexpr = 1, COLS: tl.constexpr = 0):  # fmt: skip
+    """Liger's arithmetic: silu rounded to the output's dtype, the product in that dtype (two roundings)."""
+    if COLS:
+        H = COLS
+    H, x_row_stride = known_row(H, x_row_stride, ALIGN)
+    g_ptrs, y_offs, mask = tile_block(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, I64)
+    g, u = load_gate_up(g_ptrs, H, mask, HINTS)
+    dt = y_ptr.dtype.element_ty
+    tl.store(y_ptr + y_offs, (g * tl.sigmoid(g)).to(dt) * u.to(dt), mask=mask)
+
+
+BODIES = {
+    "div": gated.GatedKernels(SILU_MUL.one_row, _tile_div_kernel, SILU_MUL.flat),
+    "narrow": gated.GatedKernels(SILU_MUL.one_row, _tile_narrow_kernel, SILU_MUL.flat),
+}
 
 
 def candidates(h: int, element_size: int, op: gated.Config) -> dict[str, gated.Config]:
@@ -49,6 +87,7 @@ def candidates(h: int, element_size: int, op: gated.Config) -> dict[str, gated.C
 def main() -> int:
     ap = placed_args(__doc__, SHAPES)
     ap.add_argument("--families", default="silu_mul,gelu_mul")
+    ap.add_argument("--bodies", action="store_true", help="silu_mul only: the op's and Liger's launch, three bodies")
     args = ap.parse_args()
     rng = random.Random(0)
     rows_out, summary = [], []
@@ -62,10 +101,13 @@ def main() -> int:
             op = gated.choose_config(h, x.element_size(), n_rows, launching.sm_count(x))
             fns = {}
             ys = [_empty(pool, (n_rows, h), x) for _, _, pool, _ in spots]  # each place's output from its pool
-            for label, cfg in candidates(h, x.element_size(), op).items():
-                if label != "op" and cfg == op:
+            cands = {(label, kernels): cfg for label, cfg in candidates(h, x.element_size(), op).items()}
+            if args.bodies:
+                cands = _bodies(h, x.element_size(), op, kernels)
+            for (label, kern), cfg in cands.items():
+                if label != "op" and cfg == op and kern is kernels:
                     continue
-                calls = [_checked(kernels, cfg, moved["x"], y, ref, fam.tolerances[dtype])
+                calls = [_checked(kern, cfg, moved["x"], y, ref, fam.tolerances[dtype])
                          for (moved, _, _, _), y in zip(spots, ys)]  # fmt: skip
                 if None in calls:
                     print(f"  WRONG RESULT, not timed: {label} ({cfg})")
@@ -80,6 +122,18 @@ def main() -> int:
             del spots[:], fns, ys
             torch.cuda.empty_cache()
     return 0
+
+
+def _bodies(h: int, element_size: int, op: gated.Config, kernels) -> dict:
+    """--bodies: the op's config and one whole-row tile of 16 warps with H compiled in (Liger's launch), each with
+    silu_mul's body and the two of ``BODIES``."""
+    whole = gated.Config(min(triton.next_power_of_2(h), gated.TUNED_MAX_BLOCK_BYTES // element_size), 1, 16, False,
+                         cols_const=True)  # fmt: skip
+    out = {}
+    for name, kern in [("", kernels)] + [(f" {k}", v) for k, v in BODIES.items()]:
+        out[(f"op{name}", kern)] = op
+        out[(f"whole w16 const{name}", kern)] = whole
+    return out
 
 
 def _checked(kernels, cfg: gated.Config, x: torch.Tensor, y: torch.Tensor, ref, tol: float):

@@ -102,24 +102,29 @@ def test_inductor_configs_reads_the_kept_launch_of_each_generated_kernel(monkeyp
 
 
 def test_gated_race_candidates_match_the_oracle_in_the_interpreter(monkeypatch):
-    """Every launch the gated race times computes silu_mul: checked against the float64 oracle at an odd H (1500,
-    so every tile and flat block ends mid-row), in bf16, in Triton's interpreter."""
+    """Every launch the gated race times computes silu_mul, with each kernel body it races: checked against the float64
+    oracle at an odd H (1500, so every tile and flat block ends mid-row), in Triton's interpreter. In bf16 and fp16;
+    the body that multiplies in the input's dtype in fp16 only (the interpreter's bf16 products are not bf16's: NaN at
+    ordinary values)."""
     monkeypatch.syspath_prepend(str(BENCH))
     race = importlib.import_module("gated_placed_race")
     from kprof.kernels import discover
     from kprof.kernels.lib import gated
 
     fam = discover()["silu_mul"]
-    inp = fam.make_inputs((3, 3000), "bf16", "cpu", 7)
-    ref = fam.oracle(**inp)
     op = gated.choose_config(1500, 2, 3)
     cands = race.candidates(1500, 2, op)
-    assert {"op", "tile c2048 w16", "tile c1024 w8 const", "flat 1024 w8"} <= set(
-        cands
-    )  # 2048: the widest tile a 1500 row needs
-    for label, cfg in cands.items():
-        assert cfg.flat or cfg.num_warps * 32 * 4 <= cfg.block_h, label
-        y = torch.full((3, 1500), float("nan"), dtype=inp["x"].dtype)
-        gated.launch_tile(race.KERNELS["silu_mul"], cfg, inp["x"], y)
-        err = float((y.double() - ref.double()).norm() / ref.double().norm())
-        assert err <= fam.tolerances["bf16"], (label, err)
+    assert {"op", "tile c2048 w16", "tile c1024 w8 const", "flat 1024 w8"} <= set(cands)  # 2048: the widest needed
+    bodies = [(race.KERNELS["silu_mul"], ("bf16", "fp16")), (race.BODIES["div"], ("bf16", "fp16"))]
+    bodies.append((race.BODIES["narrow"], ("fp16",)))
+    for dtype in ("bf16", "fp16"):
+        inp = fam.make_inputs((3, 3000), dtype, "cpu", 7)
+        ref = fam.oracle(**inp)
+        for label, cfg in cands.items():
+            assert cfg.flat or cfg.num_warps * 32 * 4 <= cfg.block_h, label
+            y = torch.empty((3, 1500), dtype=inp["x"].dtype)
+            for kernels in [k for k, dtypes in bodies if dtype in dtypes]:
+                y.fill_(float("nan"))
+                gated.launch_tile(kernels, cfg, inp["x"], y)
+                err = float((y.double() - ref.double()).norm() / ref.double().norm())
+                assert err <= fam.tolerances[dtype], (label, dtype, kernels.tile, err)
