@@ -42,7 +42,7 @@ def main() -> None:
         x = inp["x"]
         n_rows, h = shape[0], shape[1] // 2
         y = torch.empty(n_rows, h, dtype=x.dtype, device="cuda")
-        cfg = gated.choose_config(h, x.element_size(), n_rows, launching.sm_count(x))
+        cfg = gated.choose_config(h, x.element_size(), n_rows, launching.sm_count(x), launching.fast_memory(x))
         ref = fam.oracle(**inp)
         candidates = {
             f"op{' unaligned' if not align else ''}": (

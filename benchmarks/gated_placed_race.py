@@ -98,7 +98,7 @@ def main() -> int:
             x, ref = inp["x"], fam.oracle(**inp)
             n_rows, h = shape[0], shape[1] // 2
             spots = places({"x": x}, args.placements, rng)
-            op = gated.choose_config(h, x.element_size(), n_rows, launching.sm_count(x))
+            op = gated.choose_config(h, x.element_size(), n_rows, launching.sm_count(x), launching.fast_memory(x))
             fns = {}
             ys = [_empty(pool, (n_rows, h), x) for _, _, pool, _ in spots]  # each place's output from its pool
             cands = {(label, kernels): cfg for label, cfg in candidates(h, x.element_size(), op).items()}

@@ -232,9 +232,27 @@ FLAT_BLOCK = 2048
 FLAT_WARPS = 8
 
 
-def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132) -> Config:
+# On an H200 (``launching.fast_memory``) 512-1024 16-bit rows of H = 6144-7168 take one whole row a program, 16 warps, H
+# compiled in (Liger-Kernel's launch): all the programs of 512 rows fit the GPU at once (4 an SM), where 2048-column
+# tiles of 8 warps (512 rows) and flat blocks (1024) end in a part-filled wave. Raced on three H200s against every tile
+# and flat config, µs, bf16 / fp16, silu_mul, this / the config before / Liger
+# (benchmarks/results/grid/h200-mid-sizes/): 512x12288 5.46-5.49 / 5.63-5.64 against 5.69-5.71 / 5.72-5.74 (5.38-5.43 /
+# 5.40-5.41), 512x14336 6.10-6.18 / 6.24 against 6.32 / 6.32-6.34 (5.89-6.00 / 5.99-6.01), 1024x12288 9.42-9.50 /
+# 9.50-9.53 against 9.61 / 9.62 (9.23-9.27 / 9.22-9.27); gelu_mul on one of them 5.66 / 5.54 against 5.79 / 5.79 at
+# 512x12288, 6.26 / 6.21 against 6.35 / 6.34 at 512x14336. Liger stays 1-3% ahead: with its arithmetic too (silu rounded
+# to the input's dtype, the product in it: two roundings where kprof rounds once) this launch took 0.98-1.01x Liger's
+# time at 512 rows (``gated_placed_race.py --bodies``). At 256 rows it was 1.05x the 1024-column tiles; other widths and
+# rows, and an H100, were not raced.
+FAST_MEMORY_WHOLE_ROW = ((512, 1024), (6144, 7168), 16)  # rows from, to; H from, to; warps
+
+
+def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132, fast_memory: bool = False) -> Config:
     """The launch for ``n_rows`` rows of H outputs (see the measurements above): flat blocks of outputs when
-    whole rows would give at least 4 programs per SM, else column blocks of at most 4 KB."""
+    whole rows would give at least 4 programs per SM, else column blocks of at most 4 KB; on an H200 (``fast_memory``)
+    the whole row at some mid sizes (``FAST_MEMORY_WHOLE_ROW``)."""
+    (low, high), (h_low, h_high), whole_warps = FAST_MEMORY_WHOLE_ROW
+    if fast_memory and element_size == 2 and low <= n_rows <= high and h_low <= h <= h_high:
+        return Config(triton.next_power_of_2(h), 1, whole_warps, False, cols_const=True)
     block_h = min(triton.next_power_of_2(h), TUNED_MAX_BLOCK_BYTES // element_size)
     if n_rows * triton.cdiv(h, block_h) >= 4 * sm_count:
         return Config(FLAT_BLOCK, 1, FLAT_WARPS, False, flat=True)
@@ -290,7 +308,8 @@ def launch_checked(kernels: GatedKernels, op: str, x: torch.Tensor, out: torch.T
     """``triton_tuned``'s launch through the checks on every call (what the op's plan repeats, and its path where a
     plan cannot describe the inputs)."""
     x2d, y2d, y = check_inputs(op, x, out)
-    cfg = choose_config(y2d.shape[1], x2d.element_size(), y2d.shape[0], launching.sm_count(x2d))
+    n_rows, h = y2d.shape
+    cfg = choose_config(h, x2d.element_size(), n_rows, launching.sm_count(x2d), launching.fast_memory(x2d))
     launch_tile(kernels, cfg, x2d, y2d)
     return y
 
@@ -303,7 +322,7 @@ def _plan(kernels: GatedKernels, op: str, x: torch.Tensor) -> tuple[Launch, tupl
         return False
     h = x.shape[-1] // 2
     n_rows = x.numel() // x.shape[-1]
-    cfg = choose_config(h, x.element_size(), n_rows, launching.sm_count(x))
+    cfg = choose_config(h, x.element_size(), n_rows, launching.sm_count(x), launching.fast_memory(x))
     i64 = n_rows * max(xs, 1) >= 2**31
     align = launching.vector_align(x.element_size(), h, xs)
     if cfg.flat:

@@ -256,6 +256,39 @@ def test_gated_flat_blocks_cross_row_ends(family, n_rows, h, pad, device):
     assert ((y.double() - ref).abs() / ref.abs().clamp_min(1e-2)).max().item() < 2e-2
 
 
+def test_an_h200_takes_one_whole_row_a_program_at_512_to_1024_rows_of_h_6144_to_7168():
+    """On an H200, 512-1024 16-bit rows of H = 6144-7168: one whole row a program (a block of 8192), 16 warps, H
+    compiled in. Fewer or more rows, other H, float32 and an H100 keep theirs."""
+    from kprof.kernels.lib.gated import Config, choose_config
+
+    want = Config(8192, 1, 16, False, cols_const=True)
+    for h, n_rows in [(6144, 512), (7168, 1024), (6151, 700)]:
+        assert choose_config(h, 2, n_rows, fast_memory=True) == want, (h, n_rows)
+        assert choose_config(h, 2, n_rows) != want, (h, n_rows)
+    for h, es, n_rows in [(6144, 2, 511), (7168, 2, 1025), (6143, 2, 512), (7169, 2, 512), (6144, 4, 512)]:
+        assert choose_config(h, es, n_rows, fast_memory=True) == choose_config(h, es, n_rows), (h, es, n_rows)
+
+
+@pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_the_h200_whole_row_launch_matches_the_oracle(family, dtype, device):
+    """The H200's whole-row launch (H compiled in) at an odd H (6151: the row's block a quarter masked) and strided rows
+    of x, on 3 rows of fresh inputs."""
+    import importlib
+
+    from kprof.kernels.lib import gated
+
+    fam = F[family]
+    kernels = importlib.import_module(f"kprof.kernels.{family}.kernels").KERNELS
+    h = 6151
+    x = fam.make_inputs((3, 2 * h + 6), dtype, device, seed=torch.seed() % 2**31)["x"][:, : 2 * h]
+    y = torch.full((3, h), float("nan"), dtype=x.dtype, device=device)
+    gated.launch_tile(kernels, gated.choose_config(h, 2, 512, fast_memory=True), x, y)
+    ref = fam.oracle(x=x)
+    assert not y.isnan().any()
+    assert ((y.double() - ref).norm() / ref.norm()).item() < fam.tolerances[dtype]
+
+
 # ------------------------------------------------------------------------------------------ kasmina
 @pytest.mark.parametrize("provider", ["torch_loop", "torch_vectorised", "triton_branch_free", "triton_telemetry"])
 def test_kasmina_lifecycle_states(provider, device):
