@@ -28,7 +28,7 @@ from rmsnorm_placed_race import placed_args, places, points, race_point
 from kprof.kernels import discover
 from kprof.kernels.gelu_mul.kernels import KERNELS as GELU_MUL
 from kprof.kernels.lib import gated, launching
-from kprof.kernels.lib.gated import known_row, load_gate_up, tile_block
+from kprof.kernels.lib.gated import tile_gate_up
 from kprof.kernels.silu_mul.kernels import KERNELS as SILU_MUL
 
 SHAPES = "512x12288,512x14336,2048x6144,2048x8192"
@@ -42,11 +42,7 @@ PEERS = ("triton_tuned", "torch_compile", "liger")
 def _tile_div_kernel(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H: tl.constexpr, ROWS: tl.constexpr,
                      HINTS: tl.constexpr, I64: tl.constexpr, ALIGN: tl.constexpr = 1, COLS: tl.constexpr = 0):  # fmt: skip
     """silu as g / (1 + exp(-g)): one division, no multiply by the sigmoid (the same rounding or better)."""
-    if COLS:
-        H = COLS
-    H, x_row_stride = known_row(H, x_row_stride, ALIGN)
-    g_ptrs, y_offs, mask = tile_block(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, I64)
-    g, u = load_gate_up(g_ptrs, H, mask, HINTS)
+    g, u, y_offs, mask = tile_gate_up(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64, ALIGN, COLS)
     tl.store(y_ptr + y_offs, (g / (1.0 + tl.exp(-g)) * u).to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -54,11 +50,7 @@ def _tile_div_kernel(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H: tl.constexp
 def _tile_narrow_kernel(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H: tl.constexpr, ROWS: tl.constexpr,
                         HINTS: tl.constexpr, I64: tl.constexpr, ALIGN: tl.constexpr = 1, COLS: tl.constexpr = 0):  # fmt: skip
     """Liger's arithmetic: silu rounded to the output's dtype, the product in that dtype (two roundings)."""
-    if COLS:
-        H = COLS
-    H, x_row_stride = known_row(H, x_row_stride, ALIGN)
-    g_ptrs, y_offs, mask = tile_block(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, I64)
-    g, u = load_gate_up(g_ptrs, H, mask, HINTS)
+    g, u, y_offs, mask = tile_gate_up(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64, ALIGN, COLS)
     dt = y_ptr.dtype.element_ty
     tl.store(y_ptr + y_offs, (g * tl.sigmoid(g)).to(dt) * u.to(dt), mask=mask)
 

@@ -167,6 +167,29 @@ def tile_block(x_ptr, x_row_stride, n_rows, H, BLOCK_H: tl.constexpr, ROWS: tl.c
 
 
 @triton.jit
+def tile_gate_up(
+    x_ptr,
+    x_row_stride,
+    n_rows,
+    H,
+    BLOCK_H: tl.constexpr,
+    ROWS: tl.constexpr,
+    HINTS: tl.constexpr,
+    I64: tl.constexpr,
+    ALIGN: tl.constexpr,
+    COLS: tl.constexpr,
+):
+    """A tile kernel's program: its gate and up in fp32, output offsets and mask (``COLS``: 0, or H compiled in;
+    ``ALIGN``: what H and the row stride are multiples of; the rest as :func:`tile_block` and :func:`load_gate_up`)."""
+    if COLS:
+        H = COLS
+    H, x_row_stride = known_row(H, x_row_stride, ALIGN)
+    g_ptrs, y_offs, mask = tile_block(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, I64)
+    g, u = load_gate_up(g_ptrs, H, mask, HINTS)
+    return g, u, y_offs, mask
+
+
+@triton.jit
 def flat_block(x_ptr, x_row_stride, total, H, BLOCK: tl.constexpr, I64: tl.constexpr):
     """Program ``i`` takes outputs ``[i*BLOCK, (i+1)*BLOCK)`` of all ``total`` = rows * H, across row ends (no
     masked lanes but the last block's): their gate pointers, output offsets and mask."""

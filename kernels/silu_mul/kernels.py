@@ -8,7 +8,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import gated
-from kprof.kernels.lib.gated import flat_block, known_row, load_gate_up, one_row_block, tile_block
+from kprof.kernels.lib.gated import flat_block, known_row, load_gate_up, one_row_block, tile_gate_up
 from kprof.kernels.lib.launching import known_multiple
 from kprof.kernels.silu_mul.family import FAMILY, OP
 
@@ -46,11 +46,7 @@ def _gated_tile_kernel(
     ALIGN: tl.constexpr = 1,  # H and the row stride are multiples of ALIGN elements (launching.vector_align)
     COLS: tl.constexpr = 0,  # 0, or H as a constant (one binary per width, as Liger-Kernel compiles its row kernel)
 ):
-    if COLS:
-        H = COLS
-    H, x_row_stride = known_row(H, x_row_stride, ALIGN)
-    g_ptrs, y_offs, mask = tile_block(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, I64)
-    g, u = load_gate_up(g_ptrs, H, mask, HINTS)
+    g, u, y_offs, mask = tile_gate_up(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64, ALIGN, COLS)
     tl.store(y_ptr + y_offs, (silu(g) * u).to(y_ptr.dtype.element_ty), mask=mask)
 
 

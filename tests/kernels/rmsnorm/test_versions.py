@@ -316,16 +316,7 @@ def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_to_16384_columns():
 def test_the_h200_fp32_configs_match_the_oracle(n, rows, device):
     """Each of the H200's float32 configs (chosen at ``rows`` rows) on 3 rows of fresh inputs, strided, odd widths
     among them (a masked last chunk, a half-empty block)."""
-    from kprof.kernels.rmsnorm.tuned import launch_with_config
-
-    cfg = choose_config(n, 4, rows, fast_memory=True)
-    inp = FAM.make_inputs((3, n + 8), "fp32", device, seed=torch.seed() % 2**31)
-    x, w = inp["x"][:, 3 : 3 + n], inp["weight"][:n].contiguous()
-    y = torch.full((3, n), float("nan"), dtype=x.dtype, device=device)
-    launch_with_config(cfg, x, w, y, inp["eps"])
-    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
-    assert not y.isnan().any()
-    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances["fp32"], (n, rows, cfg)
+    _check_on_strided_rows(choose_config(n, 4, rows, fast_memory=True), n, "fp32", device)
 
 
 def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_512_to_4096_rows_of_8193_to_16384():
@@ -359,17 +350,22 @@ def test_an_h200_takes_the_two_pass_kernel_at_mid_rows_of_5120_to_6144_and_7169_
 def test_the_h200_mid_row_configs_match_the_oracle(n, rows, dtype, device):
     """Each of the H200's new 16-bit two-pass configs (chosen at ``rows`` rows) on 3 rows of fresh inputs, strided, at
     odd widths (a masked last chunk) and at 5120 (a chunk a quarter full)."""
-    from kprof.kernels.rmsnorm.tuned import launch_with_config
-
     cfg = choose_config(n, 2, rows, fast_memory=True)
     assert cfg.kernel == "two_pass" and cfg.cols_const, cfg
+    _check_on_strided_rows(cfg, n, dtype, device)
+
+
+def _check_on_strided_rows(cfg, n: int, dtype: str, device: str) -> None:
+    """``cfg`` launched on 3 strided rows of ``n`` fresh inputs of ``dtype``, against the float64 oracle."""
+    from kprof.kernels.rmsnorm.tuned import launch_with_config
+
     inp = FAM.make_inputs((3, n + 8), dtype, device, seed=torch.seed() % 2**31)
     x, w = inp["x"][:, 3 : 3 + n], inp["weight"][:n].contiguous()
     y = torch.full((3, n), float("nan"), dtype=x.dtype, device=device)
     launch_with_config(cfg, x, w, y, inp["eps"])
     ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
     assert not y.isnan().any()
-    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype], (n, rows, cfg)
+    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype], (n, dtype, cfg)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
