@@ -290,9 +290,8 @@ def choose_config(
         return _cooperative_config(n, element_size)
     if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n):
         return Config("one_row", block_n, 1, classic_num_warps(block_n))
-    if fast_memory and element_size == 2 and n_rows is not None and _MID_ROWS <= n_rows < 2 * _MID_ROWS:
-        if 4096 < n <= 8192:  # _FAST_MEMORY_MID_ROWS_WARPS
-            return Config("rows", block_n, 1, _FAST_MEMORY_MID_ROWS_WARPS["fp16" if fp16 else "bf16"])
+    if fast_memory and n_rows is not None and _hundreds_of_16_bit_rows(n, element_size, n_rows):
+        return Config("rows", block_n, 1, _FAST_MEMORY_MID_ROWS_WARPS["fp16" if fp16 else "bf16"])
     if fast_memory and element_size == 4 and n_rows is not None and n in _FAST_MEMORY_FP32[2]:
         one_row_from, chunked_from, warps = _FAST_MEMORY_FP32
         if n_rows >= chunked_from:
@@ -314,6 +313,12 @@ def choose_config(
     while warps > 1 and warps * 32 > rows * block_n:
         warps //= 2
     return Config("rows", block_n, rows, warps)
+
+
+def _hundreds_of_16_bit_rows(n: int, element_size: int, n_rows: int) -> bool:
+    """512-1023 16-bit rows of 4097-8192 columns: the class ``_MID_CONST`` (an H100) and ``_FAST_MEMORY_MID_ROWS_WARPS``
+    (an H200) give their configs to."""
+    return element_size == 2 and _MID_ROWS <= n_rows < 2 * _MID_ROWS and 4096 < n <= 8192
 
 
 def _cooperative_min_bytes(n_rows: int, n: int, element_size: int, sm_count: int, fast_memory: bool) -> int:
@@ -356,7 +361,7 @@ def _wide_config(n: int, element_size: int, n_rows: int | None, sm_count: int) -
     nbytes = n * element_size
     if n_rows <= _ONE_BLOCK_FEW_ROWS:
         return one_block
-    if element_size == 2 and _MID_ROWS <= n_rows < 2 * _MID_ROWS and 4096 < n <= 8192:
+    if _hundreds_of_16_bit_rows(n, element_size, n_rows):
         chunk, warps = _MID_CONST
         return Config("looped", chunk, 1, warps, cols_const=True)
     if n_rows <= _MID_ROWS:

@@ -238,6 +238,10 @@ class Config:
     flat: bool = False  # the 1-D kernel over all outputs instead of row x column tiles
     cols_const: bool = False  # the tile kernel with H compiled in (its COLS): one binary per width
 
+    def cols(self, h: int) -> int:
+        """The tile kernel's ``COLS`` for rows of ``h`` outputs: ``h`` where compiled in, else 0."""
+        return h if self.cols_const else 0
+
 
 # Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/catalog/
 # tune_memory_bound.csv). With many rows a whole row per program wins: 16384x(2*11008) silu_mul ran
@@ -303,7 +307,7 @@ def launch_tile(kernels: GatedKernels, cfg: Config, x2d: torch.Tensor, y2d: torc
         return
     args = (x2d, y2d, x2d.stride(0), n_rows, h)
     grid = (triton.cdiv(n_rows, cfg.rows), triton.cdiv(h, cfg.block_h))
-    constexprs = (cfg.block_h, cfg.rows, cfg.hints, i64, aligned, h if cfg.cols_const else 0)
+    constexprs = (cfg.block_h, cfg.rows, cfg.hints, i64, aligned, cfg.cols(h))
     kernels.tile_launcher((cfg, constexprs, spec_key(args)), grid, args + constexprs, num_warps=cfg.num_warps)
 
 
@@ -358,7 +362,7 @@ def _plan(kernels: GatedKernels, op: str, x: torch.Tensor) -> tuple[Launch, tupl
             {"num_warps": cfg.num_warps},
         )
     else:
-        tail = (xs, n_rows, h, cfg.block_h, cfg.rows, cfg.hints, i64, align, h if cfg.cols_const else 0)
+        tail = (xs, n_rows, h, cfg.block_h, cfg.rows, cfg.hints, i64, align, cfg.cols(h))
         launch = Launch(
             kernels.tile_launcher,
             ("ops", cfg, tail, sig(x)),
