@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 from bench_common import rel_err
-from rmsnorm_placed_race import placed_args, places, points, race_point
+from rmsnorm_placed_race import in_pool, placed_args, places, points, race_point
 
 from kprof.kernels import discover
 from kprof.kernels.gelu_mul.kernels import KERNELS as GELU_MUL
@@ -65,7 +65,7 @@ def candidates(h: int, element_size: int, op: gated.Config) -> dict[str, gated.C
     """The op's config, one row's column tiles (at least 4 elements a thread, no wider than a 32 KB block), flat
     blocks of outputs."""
     out = {"op": op}
-    widest = min(triton.next_power_of_2(h), gated.TUNED_MAX_BLOCK_BYTES // element_size)
+    widest = _widest_block(h, element_size)
     for block, warps, const in itertools.product([1024, 2048, 4096, 8192, 16384], [4, 8, 16], [False, True]):
         if block <= widest and warps * 32 * 4 <= block:
             out[f"tile c{block} w{warps}{' const' if const else ''}"] = gated.Config(
@@ -107,8 +107,8 @@ def main() -> int:
                 fns.update({(label, i): call for i, call in enumerate(calls)})
             for peer, (i, (moved, _, pool, _)) in itertools.product(PEERS, enumerate(spots)):
                 provider = fam.providers.get(peer)
-                if provider is not None and (provider.requires is None or provider.requires() is None):
-                    fns[(f"[{peer}]", i)] = _in_pool(fam.providers[peer].fn, moved["x"], pool)
+                if provider is not None and provider.unavailable_reason() is None:
+                    fns[(f"[{peer}]", i)] = in_pool(provider.fn, {"x": moved["x"]}, pool)
             print(f"== {name} {spec} {dtype} (op: {op})")
             race_point(f"{name} {spec}", dtype, fns, args, rng, rows_out, summary)
             del spots[:], fns, ys
@@ -119,13 +119,17 @@ def main() -> int:
 def _bodies(h: int, element_size: int, op: gated.Config, kernels) -> dict:
     """--bodies: the op's config and one whole-row tile of 16 warps with H compiled in (Liger's launch), each with
     silu_mul's body and the two of ``BODIES``."""
-    whole = gated.Config(min(triton.next_power_of_2(h), gated.TUNED_MAX_BLOCK_BYTES // element_size), 1, 16, False,
-                         cols_const=True)  # fmt: skip
+    whole = gated.Config(_widest_block(h, element_size), 1, 16, False, cols_const=True)
     out = {}
     for name, kern in [("", kernels)] + [(f" {k}", v) for k, v in BODIES.items()]:
         out[(f"op{name}", kern)] = op
         out[(f"whole w16 const{name}", kern)] = whole
     return out
+
+
+def _widest_block(h: int, element_size: int) -> int:
+    """The widest tile of a row of ``h`` outputs: the row's power-of-two block, at most 32 KB (as the tuned version)."""
+    return min(triton.next_power_of_2(h), gated.TUNED_MAX_BLOCK_BYTES // element_size)
 
 
 def _checked(kernels, cfg: gated.Config, x: torch.Tensor, y: torch.Tensor, ref, tol: float):
@@ -143,18 +147,6 @@ def _empty(pool, shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
         return torch.empty(shape, dtype=like.dtype, device=like.device)
     with torch.cuda.use_mem_pool(pool):
         return torch.empty(shape, dtype=like.dtype, device=like.device)
-
-
-def _in_pool(fn, x: torch.Tensor, pool):
-    """A provider's call at one place: its output allocated from that place's pool."""
-    if pool is None:
-        return lambda: fn(x=x)
-
-    def call():
-        with torch.cuda.use_mem_pool(pool):
-            return fn(x=x)
-
-    return call
 
 
 if __name__ == "__main__":

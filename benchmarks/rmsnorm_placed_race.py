@@ -165,7 +165,7 @@ def race_candidates(
 def peer_calls(fam, spots: list[tuple], eps: float, peers=("triton_tuned", "torch_compile")) -> dict:
     """{(``[peer]``, place): a call of the family's provider on the place's inputs, its outputs from its pool}."""
     return {
-        (f"[{peer}]", i): _in_pool(fam.providers[peer].fn, moved, eps, pool)
+        (f"[{peer}]", i): in_pool(fam.providers[peer].fn, {**moved, "eps": eps}, pool)
         for peer in peers
         for i, (moved, _, pool, _) in enumerate(spots)
     }
@@ -223,14 +223,15 @@ def points(args) -> Iterator[tuple[str, str, tuple[int, ...]]]:
         yield spec, dtype, tuple(int(v) for v in spec.split("x"))
 
 
-def _in_pool(fn, inputs: dict, eps: float, pool):
-    """A provider's call at one place: its outputs allocated from that place's pool."""
+def in_pool(fn, kwargs: dict, pool):
+    """A provider's call ``fn(**kwargs)`` at one place: its outputs allocated from that place's pool (None: the
+    default allocator)."""
     if pool is None:
-        return lambda: fn(**inputs, eps=eps)
+        return lambda: fn(**kwargs)
 
     def call():
         with torch.cuda.use_mem_pool(pool):
-            return fn(**inputs, eps=eps)
+            return fn(**kwargs)
 
     return call
 
