@@ -58,6 +58,17 @@ def _check(y: torch.Tensor, h: torch.Tensor, inp: dict, dtype: str) -> None:
     assert _rel(y, rmsnorm_oracle(h, inp["weight"], inp["eps"])) <= Y_OF_H_TOL[dtype]
 
 
+def _launch_and_check(cfg, n_rows: int, n: int, dtype: str, device: str) -> dict:
+    """``cfg`` launched on ``n_rows`` strided rows of ``n`` fresh inputs into NaN-poisoned outputs, then
+    :func:`_check`; returns the inputs."""
+    inp = _strided_inputs(n_rows, n, dtype, device)
+    y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)
+    h = torch.full_like(y, float("nan"))
+    tuned.launch_with_config(cfg, inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"])
+    _check(y, h, inp, dtype)
+    return inp
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n_rows, n", [(3, 17001), (1, 18000), (2, 33000)])
 def test_few_wide_rows_take_the_split_path(dtype, n_rows, n, device):
@@ -211,11 +222,7 @@ def test_the_chunked_kernel_with_the_width_compiled_in(dtype, device):
             _check(*ops.fused_add_rms_norm(**inp), inp, dtype)
     cfg = tuned.Config("looped", 1024, 1, 4, cols_const=True)
     for n in (2500, 1100):
-        inp = _strided_inputs(5, n, dtype, device)
-        y = torch.full((5, n), float("nan"), dtype=inp["x"].dtype, device=device)
-        h = torch.full_like(y, float("nan"))
-        tuned.launch_with_config(cfg, inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"])
-        _check(y, h, inp, dtype)
+        _launch_and_check(cfg, 5, n, dtype, device)
 
 
 def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there():
@@ -272,11 +279,7 @@ def test_the_h200_fp32_configs_match_the_oracle(n, rows, device):
     """Each of the H200's float32 configs (chosen at ``rows`` rows) on 3 rows of fresh inputs, strided, odd widths
     among them (a half-empty block)."""
     cfg = tuned.choose_config(n, 4, rows, fast_memory=True)
-    inp = _strided_inputs(3, n, "fp32", device)
-    y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)
-    h = torch.full_like(y, float("nan"))
-    tuned.launch_with_config(cfg, inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"])
-    _check(y, h, inp, "fp32")
+    _launch_and_check(cfg, 3, n, "fp32", device)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -286,11 +289,7 @@ def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch)
     in force: correct on odd widths with strided rows (5512: a multiple of 8, the kernel told so), the plan launching
     triton_one_row's kernel."""
     cfg = tuned.Config("one_row", triton.next_power_of_2(n), 1, 4)
-    inp = _strided_inputs(n_rows, n, dtype, device)
-    y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)
-    h = torch.full_like(y, float("nan"))
-    tuned.launch_with_config(cfg, inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"])
-    _check(y, h, inp, dtype)
+    inp = _launch_and_check(cfg, n_rows, n, dtype, device)
     monkeypatch.setattr(tuned, "choose_config", lambda *a, **k: cfg)
     with triton_ops():
         for _ in range(2):  # the second call goes through the plan
@@ -319,8 +318,4 @@ def test_the_h200_mid_row_configs_match_the_oracle(dtype, n, device):
     """The H200's 512-row configs on 3 rows of fresh inputs, strided, at odd widths (a block nearly half masked)."""
     cfg = tuned.choose_config(n, 2, 512, fp16=dtype == "fp16", fast_memory=True)
     assert cfg.kernel == "rows", cfg
-    inp = _strided_inputs(3, n, dtype, device)
-    y = torch.full(inp["x"].shape, float("nan"), dtype=inp["x"].dtype, device=device)
-    h = torch.full_like(y, float("nan"))
-    tuned.launch_with_config(cfg, inp["x"], inp["residual"], inp["weight"], y, h, inp["eps"])
-    _check(y, h, inp, dtype)
+    _launch_and_check(cfg, 3, n, dtype, device)
