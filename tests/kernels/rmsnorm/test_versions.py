@@ -242,19 +242,11 @@ def test_few_16_bit_rows_of_up_to_4096_columns_take_the_two_pass_kernel_in_one_c
 def test_the_two_pass_kernel_with_the_width_compiled_in(dtype, device):
     """The two-pass kernel with COLS: the op at 512 rows of an odd width (the dispatch's choice), then the same
     config at two other widths in a row on strided rows (a binary compiled for one width must not serve another)."""
-    from kprof.kernels.rmsnorm.tuned import launch_with_config
-
     assert choose_config(3001, 2, 512).cols_const
     check("triton_tuned", fresh((512, 3001), dtype, device), dtype)
     cfg = Config("two_pass", block_n=1024, rows=1, num_warps=4, cols_const=True)
     for n in (2500, 1100):
-        inp = FAM.make_inputs((5, n + 8), dtype, device, seed=torch.seed() % 2**31)
-        x, w = inp["x"][:, 3 : 3 + n], inp["weight"][:n].contiguous()
-        y = torch.full((5, n), float("nan"), dtype=x.dtype, device=device)
-        launch_with_config(cfg, x, w, y, inp["eps"])
-        ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
-        assert not y.isnan().any()
-        assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype], n
+        _check_on_strided_rows(cfg, n, dtype, device, n_rows=5)
 
 
 def test_an_h200_takes_the_two_pass_kernel_with_the_width_compiled_in_at_many_rows_of_6144_to_8192():
@@ -355,13 +347,14 @@ def test_the_h200_mid_row_configs_match_the_oracle(n, rows, dtype, device):
     _check_on_strided_rows(cfg, n, dtype, device)
 
 
-def _check_on_strided_rows(cfg, n: int, dtype: str, device: str) -> None:
-    """``cfg`` launched on 3 strided rows of ``n`` fresh inputs of ``dtype``, against the float64 oracle."""
+def _check_on_strided_rows(cfg, n: int, dtype: str, device: str, n_rows: int = 3) -> None:
+    """``cfg`` launched on ``n_rows`` strided rows of ``n`` fresh inputs of ``dtype`` into a NaN-poisoned output,
+    against the float64 oracle."""
     from kprof.kernels.rmsnorm.tuned import launch_with_config
 
-    inp = FAM.make_inputs((3, n + 8), dtype, device, seed=torch.seed() % 2**31)
+    inp = FAM.make_inputs((n_rows, n + 8), dtype, device, seed=torch.seed() % 2**31)
     x, w = inp["x"][:, 3 : 3 + n], inp["weight"][:n].contiguous()
-    y = torch.full((3, n), float("nan"), dtype=x.dtype, device=device)
+    y = torch.full((n_rows, n), float("nan"), dtype=x.dtype, device=device)
     launch_with_config(cfg, x, w, y, inp["eps"])
     ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
     assert not y.isnan().any()
