@@ -347,13 +347,13 @@ def test_the_h200_mid_row_configs_match_the_oracle(n, rows, dtype, device):
     _check_on_strided_rows(cfg, n, dtype, device)
 
 
-def _check_on_strided_rows(cfg, n: int, dtype: str, device: str, n_rows: int = 3) -> None:
-    """``cfg`` launched on ``n_rows`` strided rows of ``n`` fresh inputs of ``dtype`` into a NaN-poisoned output,
-    against the float64 oracle."""
+def _check_on_strided_rows(cfg, n: int, dtype: str, device: str, n_rows: int = 3, offset: int = 3) -> None:
+    """``cfg`` launched on ``n_rows`` strided rows of ``n`` fresh inputs of ``dtype`` (each ``offset`` elements into a
+    row of ``n + 8``) into a NaN-poisoned output, against the float64 oracle."""
     from kprof.kernels.rmsnorm.tuned import launch_with_config
 
     inp = FAM.make_inputs((n_rows, n + 8), dtype, device, seed=torch.seed() % 2**31)
-    x, w = inp["x"][:, 3 : 3 + n], inp["weight"][:n].contiguous()
+    x, w = inp["x"][:, offset : offset + n], inp["weight"][:n].contiguous()
     y = torch.full((n_rows, n), float("nan"), dtype=x.dtype, device=device)
     launch_with_config(cfg, x, w, y, inp["eps"])
     ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
@@ -373,15 +373,7 @@ def _check_on_strided_rows(cfg, n: int, dtype: str, device: str, n_rows: int = 3
 def test_the_h200_configs(dtype, n_rows, n, cfg, device):
     """The H200's two-pass configs (many rows of 6144-8192 columns, 512 rows of 8193-16384) on strided rows of odd
     widths, against the float64 oracle (in the interpreter on the CPU)."""
-    from kprof.kernels.rmsnorm.tuned import launch_with_config
-
-    inp = FAM.make_inputs((n_rows, n + 8), dtype, device, seed=torch.seed() % 2**31)
-    x, w = inp["x"][:, 5 : 5 + n], inp["weight"][:n].contiguous()
-    y = torch.full((n_rows, n), float("nan"), dtype=x.dtype, device=device)
-    launch_with_config(cfg, x, w, y, inp["eps"])
-    ref = FAM.oracle(x=x, weight=w, eps=inp["eps"])
-    assert not y.isnan().any()
-    assert ((y.double() - ref).norm() / ref.norm()).item() < FAM.tolerances[dtype]
+    _check_on_strided_rows(cfg, n, dtype, device, n_rows=n_rows, offset=5)
 
 
 def test_many_wide_rows_take_the_cooperative_kernel_on_a_gpu():
