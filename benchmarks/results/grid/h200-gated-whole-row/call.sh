@@ -11,10 +11,10 @@ export KPROF_GIT_COMMIT=$(cat .whl/commit.txt); cp .whl/commit.txt $W/
 cd benchmarks
 S=512x8192,512x16384,1024x8192,1024x16384,768x16384,512x4096,2048x8192,2048x6144
 for fam in silu_mul gelu_mul; do
-  timeout 250 python gated_placed_race.py --out $W/$fam --placements 2 --rounds 3 --families $fam \
-    --shapes $S --dtypes bf16,fp16 --budget-s 225 > $W/$fam.log 2>&1
+  timeout 230 python gated_placed_race.py --out $W/$fam --placements 2 --rounds 3 --families $fam \
+    --shapes $S --dtypes bf16,fp16 --budget-s 200 > $W/$fam.log 2>&1
 done
-timeout 60 python add_rmsnorm_placed_race.py --out $W/add_rmsnorm --placements 2 --rounds 3 \
-  --shapes 512x6144,512x5120 --dtypes fp16,bf16 --budget-s 40 > $W/add_rmsnorm.log 2>&1
+timeout 50 python add_rmsnorm_placed_race.py --out $W/add_rmsnorm --placements 2 --rounds 3 \
+  --shapes 512x6144,512x5120 --dtypes fp16,bf16 --budget-s 30 > $W/add_rmsnorm.log 2>&1
 cd $W && tar czf $OUT/r.tgz .
 for f in silu_mul gelu_mul add_rmsnorm; do echo "== $f"; grep -A4 "^==\|WRONG\|Error\|budget" $W/$f.log | grep -v "Warn\|_warn" | cut -c1-90; done
