@@ -7,9 +7,10 @@ up halves) share, used the same way by both:
   are (:func:`one_row_block`, :func:`tile_block`, :func:`flat_block`) and the load of gate and up
   (:func:`load_gate_up`). Each family's ``kernels.py`` writes its three kernels from them with its own
   activation, so a profile's kernel leads to the family folder that launched it;
-* the launch choice of ``triton_tuned`` (:func:`choose_config`, measured on an H100), the launch of a
-  config (:func:`launch_tile`), the ops' launch plan (:func:`launch_as_op`) and the three versions' wrappers
-  (:func:`register_versions`), all taking a family's :class:`GatedKernels`.
+* the launch choice of ``triton_tuned`` (:func:`choose_config`, measured on an H100, and on H200s at 16-bit mid
+  sizes: ``FAST_MEMORY_MID_ROWS``), the launch of a config (:func:`launch_tile`), the ops' launch plan
+  (:func:`launch_as_op`) and the three versions' wrappers (:func:`register_versions`), all taking a family's
+  :class:`GatedKernels`.
 
 Versions registered into each family by :func:`register_versions`:
 
@@ -259,27 +260,62 @@ FLAT_BLOCK = 2048
 FLAT_WARPS = 8
 
 
-# On an H200 (``launching.fast_memory``) 512-1024 16-bit rows of H = 6144-7168 take one whole row a program, 16 warps, H
-# compiled in (Liger-Kernel's launch): all the programs of 512 rows fit the GPU at once (4 an SM), where 2048-column
-# tiles of 8 warps (512 rows) and flat blocks (1024) end in a part-filled wave. Raced on three H200s against every tile
-# and flat config, µs, bf16 / fp16, silu_mul, this / the config before / Liger
-# (benchmarks/results/grid/h200-mid-sizes/): 512x12288 5.46-5.49 / 5.63-5.64 against 5.69-5.71 / 5.72-5.74 (5.38-5.43 /
-# 5.40-5.41), 512x14336 6.10-6.18 / 6.24 against 6.32 / 6.32-6.34 (5.89-6.00 / 5.99-6.01), 1024x12288 9.42-9.50 /
-# 9.50-9.53 against 9.61 / 9.62 (9.23-9.27 / 9.22-9.27); gelu_mul on one of them 5.66 / 5.54 against 5.79 / 5.79 at
-# 512x12288, 6.26 / 6.21 against 6.35 / 6.34 at 512x14336. Liger stays 1-3% ahead: with its arithmetic too (silu rounded
-# to the input's dtype, the product in it: two roundings where kprof rounds once) this launch took 0.98-1.01x Liger's
-# time at 512 rows (``gated_placed_race.py --bodies``). At 256 rows it was 1.05x the 1024-column tiles; other widths and
-# rows, and an H100, were not raced.
-FAST_MEMORY_WHOLE_ROW = ((512, 1024), (6144, 7168), 16)  # rows from, to; H from, to; warps
+@dataclass(frozen=True)
+class RowsRule:
+    """One measured class of :data:`FAST_MEMORY_MID_ROWS`: rows and H from, to (inclusive), and its launch."""
+
+    rows: tuple[int, int]
+    h: tuple[int, int]
+    block_h: int  # columns a program; 0: the whole row (the next power of two of H)
+    num_warps: int
+    cols_const: bool  # H compiled in (the tile kernel's COLS)
+
+    def covers(self, h: int, n_rows: int) -> bool:
+        # a whole row of 16-byte vectors only: at H = 2049 or 7169 ptxas gave its launch 59-64 registers a thread
+        # (offline, sm_90) against 32 at H = 4096 or 8192, half the programs an SM that the class counts on
+        vectors = self.block_h > 0 or h % 8 == 0
+        return vectors and self.rows[0] <= n_rows <= self.rows[1] and self.h[0] <= h <= self.h[1]
+
+    def config(self, h: int) -> Config:
+        return Config(self.block_h or triton.next_power_of_2(h), 1, self.num_warps, False, cols_const=self.cols_const)
+
+
+# On an H200 (``launching.fast_memory``), 16-bit rows of 256-1056 rows and H 1025-8192 take the first class below that
+# covers them: where the H100's choice (2048-column tiles of 8 warps under 528 rows, flat blocks above) ran 3-10% behind
+# kprof's own best launch. Every tile and flat config was raced at 2 places in memory on two H200s
+# (benchmarks/results/grid/h200-gated-whole-row/, ``gated_placed_race.py``), µs, the class's launch / the H100's choice:
+# * One whole row a program, all of them resident at once (4 programs of 16 warps an SM: 528 on 132 SMs; at 1024-1056
+#   rows two full waves): silu_mul 512x(2*8192) 6.59 / 7.12 bf16, 6.62 / 7.11 fp16; gelu_mul 512x(2*2048) 2.89 / 3.12
+#   bf16; silu_mul 384x(2*8192) 5.40 / 5.73. H = 6144-7168 first raced on three H200s with H compiled in: silu_mul
+#   512x(2*6144) 5.46-5.49 / 5.69-5.71 bf16, 1024x(2*6144) 9.42-9.50 / 9.61. At H = 8192 compiled in was slower
+#   (silu_mul 512 rows 6.84 against 6.59 bf16). At 640-896 rows, a part-filled second wave, the whole row was 4-10%
+#   slower than 1024-column tiles (silu_mul 640x(2*6144) 7.14 against 6.54 bf16), where the rule for 512-1024 rows
+#   shipped before ran it.
+# * H = 2049-4096 at 769-1056 rows, one whole row of 8 warps (8 an SM): silu_mul 1024x(2*4096) 6.72 / 7.03 bf16.
+# * Elsewhere in the band, 1024-column tiles of 8 warps (4 elements a thread) with H compiled in: silu_mul 768x(2*6144)
+#   7.54 / 7.73 bf16, 1024x(2*2048) 4.21 / 4.47; gelu_mul 256x(2*4096) 2.88 / 3.05 fp16, 768x(2*4096) 5.64 / 5.78.
+# Liger-Kernel (one whole row, 16 warps, silu rounded to the input's dtype before the product) stays 1-3% ahead of
+# silu_mul at many of these points (h200-mid-sizes/bodies/: its second rounding is what it gains by). The classes were
+# raced at H = 2048, 3072 (2048 rows), 4096, 6144, 7168 and 8192; the other H of a class, an H100 and fp32 were not.
+FAST_MEMORY_MID_ROWS = (
+    RowsRule((384, 528), (1025, 2048), 0, 16, False),
+    RowsRule((384, 528), (6144, 7168), 0, 16, True),
+    RowsRule((384, 528), (7169, 8192), 0, 16, False),
+    RowsRule((769, 1056), (2049, 4096), 0, 8, False),
+    RowsRule((1024, 1056), (6144, 7168), 0, 16, True),
+    RowsRule((256, 1024), (1025, 7168), 1024, 8, True),
+    RowsRule((256, 383), (7169, 8192), 1024, 8, True),
+)
 
 
 def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132, fast_memory: bool = False) -> Config:
     """The launch for ``n_rows`` rows of H outputs (see the measurements above): flat blocks of outputs when
     whole rows would give at least 4 programs per SM, else column blocks of at most 4 KB; on an H200 (``fast_memory``)
-    the whole row at some mid sizes (``FAST_MEMORY_WHOLE_ROW``)."""
-    (low, high), (h_low, h_high), whole_warps = FAST_MEMORY_WHOLE_ROW
-    if fast_memory and element_size == 2 and low <= n_rows <= high and h_low <= h <= h_high:
-        return Config(triton.next_power_of_2(h), 1, whole_warps, False, cols_const=True)
+    the classes of ``FAST_MEMORY_MID_ROWS`` at 16-bit mid sizes."""
+    if fast_memory and element_size == 2:
+        rule = next((r for r in FAST_MEMORY_MID_ROWS if r.covers(h, n_rows)), None)
+        if rule is not None:
+            return rule.config(h)
     block_h = min(triton.next_power_of_2(h), TUNED_MAX_BLOCK_BYTES // element_size)
     if n_rows * triton.cdiv(h, block_h) >= 4 * sm_count:
         return Config(FLAT_BLOCK, 1, FLAT_WARPS, False, flat=True)

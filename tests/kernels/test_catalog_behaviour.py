@@ -3,10 +3,13 @@ what is wrong, strided and batched inputs, out= buffers, the tuned configs, kasm
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
 from kprof.kernels import discover
+from kprof.kernels.lib.gated import FAST_MEMORY_MID_ROWS
 from tests.compile_child import child_json
 
 F = discover()
@@ -256,34 +259,57 @@ def test_gated_flat_blocks_cross_row_ends(family, n_rows, h, pad, device):
     assert ((y.double() - ref).abs() / ref.abs().clamp_min(1e-2)).max().item() < 2e-2
 
 
-def test_an_h200_takes_one_whole_row_a_program_at_512_to_1024_rows_of_h_6144_to_7168():
-    """On an H200, 512-1024 16-bit rows of H = 6144-7168: one whole row a program (a block of 8192), 16 warps, H
-    compiled in. Fewer or more rows, other H, float32 and an H100 keep theirs."""
-    from kprof.kernels.lib.gated import Config, choose_config
+def test_an_h200_takes_its_mid_row_classes_at_their_edges_and_nothing_outside_them():
+    """On an H200, 16-bit rows of each class of ``FAST_MEMORY_MID_ROWS`` take the first class covering them, at every
+    corner of the class; outside the band (fewer or more rows, narrower or wider H), float32 and an H100 keep the H100's
+    choice."""
+    from kprof.kernels.lib.gated import FAST_MEMORY_MID_ROWS, choose_config
 
-    want = Config(8192, 1, 16, False, cols_const=True)
-    for h, n_rows in [(6144, 512), (7168, 1024), (6151, 700)]:
-        assert choose_config(h, 2, n_rows, fast_memory=True) == want, (h, n_rows)
-        assert choose_config(h, 2, n_rows) != want, (h, n_rows)
-    for h, es, n_rows in [(6144, 2, 511), (7168, 2, 1025), (6143, 2, 512), (7169, 2, 512), (6144, 4, 512)]:
-        assert choose_config(h, es, n_rows, fast_memory=True) == choose_config(h, es, n_rows), (h, es, n_rows)
+    for i, rule in enumerate(FAST_MEMORY_MID_ROWS):
+        own = 0  # corners where this class is the first to cover them: none would make it dead
+        for n_rows, h in itertools.product(rule.rows, (rule.h[0], rule.h[0] + 7 & ~7, rule.h[1])):
+            first = next((r for r in FAST_MEMORY_MID_ROWS if r.covers(h, n_rows)), None)
+            h100 = choose_config(h, 2, n_rows)
+            assert choose_config(h, 2, n_rows, fast_memory=True) == (first.config(h) if first else h100), (i, n_rows, h)
+            assert first is None or first.config(h) != h100, (i, n_rows, h)  # a class that changes nothing is dead
+            assert choose_config(h, 4, n_rows, fast_memory=True) == choose_config(h, 4, n_rows), (i, n_rows, h)
+            own += first is rule
+        assert own, f"class {i} is behind the classes before it at all its corners"
+    low, high = min(r.rows[0] for r in FAST_MEMORY_MID_ROWS), max(r.rows[1] for r in FAST_MEMORY_MID_ROWS)
+    narrow, wide = min(r.h[0] for r in FAST_MEMORY_MID_ROWS), max(r.h[1] for r in FAST_MEMORY_MID_ROWS)
+    for n_rows, h in [(low - 1, 4096), (high + 1, 4096), (512, narrow - 1), (512, wide + 1), (768, 8192), (1100, 6144)]:
+        assert choose_config(h, 2, n_rows, fast_memory=True) == choose_config(h, 2, n_rows), (n_rows, h)
+    # the whole-row classes take the row in one power-of-two block, and only rows of 16-byte vectors
+    whole = choose_config(6152, 2, 512, fast_memory=True)
+    assert (whole.block_h, whole.num_warps, whole.cols_const) == (8192, 16, True)
+    assert choose_config(6151, 2, 512, fast_memory=True).block_h == 1024
+
+
+# each class at its fewest rows and an H inside its range that is not a power of two (the row's block part masked):
+# odd for the column-tile classes, a multiple of 8 for the whole-row ones (which take no other)
+MID_ROW_POINTS = [
+    (i, r.rows[0], (r.h[0] + r.h[1]) // 2 | 1 if r.block_h else (r.h[0] + r.h[1]) // 16 * 8)
+    for i, r in enumerate(FAST_MEMORY_MID_ROWS)
+]
 
 
 @pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-def test_the_h200_whole_row_launch_matches_the_oracle(family, dtype, device):
-    """The H200's whole-row launch (H compiled in) at an odd H (6151: the row's block a quarter masked) and strided rows
-    of x, on 3 rows of fresh inputs."""
+@pytest.mark.parametrize("rule, n_rows, h", MID_ROW_POINTS)
+def test_the_h200_mid_row_launches_match_the_oracle(family, dtype, rule, n_rows, h, device):
+    """Each H200 mid-row class's launch (chosen for ``n_rows`` rows) at an H of its range, on 3 rows of fresh inputs
+    strided 16 bytes past 2H (the launch does not depend on the row count)."""
     import importlib
 
     from kprof.kernels.lib import gated
 
     fam = F[family]
     kernels = importlib.import_module(f"kprof.kernels.{family}.kernels").KERNELS
-    h = 6151
-    x = fam.make_inputs((3, 2 * h + 6), dtype, device, seed=torch.seed() % 2**31)["x"][:, : 2 * h]
+    cfg = gated.choose_config(h, 2, n_rows, fast_memory=True)
+    assert cfg == FAST_MEMORY_MID_ROWS[rule].config(h)
+    x = fam.make_inputs((3, 2 * h + 8), dtype, device, seed=torch.seed() % 2**31)["x"][:, : 2 * h]
     y = torch.full((3, h), float("nan"), dtype=x.dtype, device=device)
-    gated.launch_tile(kernels, gated.choose_config(h, 2, 512, fast_memory=True), x, y)
+    gated.launch_tile(kernels, cfg, x, y)
     ref = fam.oracle(x=x)
     assert not y.isnan().any()
     assert ((y.double() - ref).norm() / ref.norm()).item() < fam.tolerances[dtype]
