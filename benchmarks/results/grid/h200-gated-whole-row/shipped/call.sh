@@ -16,9 +16,10 @@ timeout 250 python benchmarks/race_grids.py --out $W/grid --budget 240 --min-lef
   --part gelu_mul:shapes=$S:fp16 2>&1 | tail -3
 rm -rf $W/grid/*.db.gz $W/grid/traces
 cd benchmarks
+mkdir -p $W/other-h
 O=512x3072,512x10240,1024x6144,896x11264,384x13312
 timeout 75 python gated_placed_race.py --out $W/other-h/silu_mul --placements 2 --rounds 3 --families silu_mul \
-  --shapes $O --dtypes bf16 --budget-s 60 > $W/other-h/silu_mul.log 2>&1 || mkdir -p $W/other-h
+  --shapes $O --dtypes bf16 --budget-s 60 > $W/other-h/silu_mul.log 2>&1
 timeout 75 python gated_placed_race.py --out $W/other-h/gelu_mul --placements 2 --rounds 3 --families gelu_mul \
   --shapes $O --dtypes fp16 --budget-s 60 > $W/other-h/gelu_mul.log 2>&1
 cd $W && tar czf $OUT/r.tgz .
