@@ -271,10 +271,12 @@ class RowsRule:
     cols_const: bool  # H compiled in (the tile kernel's COLS)
 
     def covers(self, h: int, n_rows: int) -> bool:
-        # a whole row of 16-byte vectors only: at H = 2049 or 7169 ptxas gave its launch 59-64 registers a thread
-        # (offline, sm_90) against 32 at H = 4096 or 8192, half the programs an SM that the class counts on
-        vectors = self.block_h > 0 or h % 8 == 0
-        return vectors and self.rows[0] <= n_rows <= self.rows[1] and self.h[0] <= h <= self.h[1]
+        # A whole row of 16-byte vectors only: at H = 2049 or 7169 ptxas gave its launch 59-64 registers a thread
+        # (offline, sm_90) against 32 at H = 4096 or 8192, half the programs an SM that the class counts on. Column
+        # tiles only where H fills them: at 896x(2*5632), the last of each row's six 1024-column tiles half masked, they
+        # ran 8.33 / 8.38 µs (silu_mul bf16 / gelu_mul fp16) against the H100's flat blocks' 8.06 / 8.14.
+        fits = h % self.block_h == 0 if self.block_h else h % 8 == 0
+        return fits and self.rows[0] <= n_rows <= self.rows[1] and self.h[0] <= h <= self.h[1]
 
     def config(self, h: int) -> Config:
         return Config(self.block_h or triton.next_power_of_2(h), 1, self.num_warps, False, cols_const=self.cols_const)
@@ -291,12 +293,17 @@ class RowsRule:
 #   (silu_mul 512 rows 6.84 against 6.59 bf16). At 640-896 rows, a part-filled second wave, the whole row was 4-10%
 #   slower than 1024-column tiles (silu_mul 640x(2*6144) 7.14 against 6.54 bf16), where the rule for 512-1024 rows
 #   shipped before ran it.
-# * H = 2049-4096 at 769-1056 rows, one whole row of 8 warps (8 an SM): silu_mul 1024x(2*4096) 6.72 / 7.03 bf16.
-# * Elsewhere in the band, 1024-column tiles of 8 warps (4 elements a thread) with H compiled in: silu_mul 768x(2*6144)
+# * H = 2049-4096 at 769-1056 rows, one whole row of 8 warps (8 an SM): silu_mul 1024x(2*4096) 6.72 / 7.03 bf16. At
+#   1024x(2*3072) (a quarter of the block masked; a third H200) it tied the H100's choice: 5.60 / 5.68 silu_mul bf16,
+#   5.80 / 5.78 gelu_mul fp16, both 2-5% behind flat blocks of 2048 outputs and 4 warps (5.50).
+# * Elsewhere in the band, H a multiple of 1024: 1024-column tiles of 8 warps, H compiled in: silu_mul 768x(2*6144)
 #   7.54 / 7.73 bf16, 1024x(2*2048) 4.21 / 4.47; gelu_mul 256x(2*4096) 2.88 / 3.05 fp16, 768x(2*4096) 5.64 / 5.78.
-# Liger-Kernel (one whole row, 16 warps, silu rounded to the input's dtype before the product) stays 1-3% ahead of
-# silu_mul at many of these points (h200-mid-sizes/bodies/: its second rounding is what it gains by). The classes were
-# raced at H = 2048, 3072 (2048 rows), 4096, 6144, 7168 and 8192; the other H of a class, an H100 and fp32 were not.
+# In ``kprof grid`` on a third H200 (``shipped/grid/``), at 9 points of the classes a family and dtype: no loss;
+# silu_mul's best version 0.947-1.018x Liger-Kernel (which rounds silu to the input's dtype before the product, up to 3%
+# faster for it: benchmarks/results/grid/h200-mid-sizes/bodies/); the dispatch within 1.02x of kprof's best version at
+# 32 of 36, gelu_mul at 384-512 rows of H = 8192 1.024-1.053x triton_one_row (the same launch through the one-row
+# kernel). The classes were raced at H = 2048, 4096, 6144, 7168 and 8192 on two H200s and at H = 1536, 3072, 5120, 5632
+# and 6656 on a third (benchmarks/results/grid/h200-gated-whole-row/shipped/other-h/); an H100 and fp32 were not.
 FAST_MEMORY_MID_ROWS = (
     RowsRule((384, 528), (1025, 2048), 0, 16, False),
     RowsRule((384, 528), (6144, 7168), 0, 16, True),

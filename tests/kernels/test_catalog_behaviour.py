@@ -282,13 +282,17 @@ def test_an_h200_takes_its_mid_row_classes_at_their_edges_and_nothing_outside_th
     # the whole-row classes take the row in one power-of-two block, and only rows of 16-byte vectors
     whole = choose_config(6152, 2, 512, fast_memory=True)
     assert (whole.block_h, whole.num_warps, whole.cols_const) == (8192, 16, True)
-    assert choose_config(6151, 2, 512, fast_memory=True).block_h == 1024
+    assert choose_config(6151, 2, 512, fast_memory=True) == choose_config(6151, 2, 512)
+    # the column-tile classes only where H fills their tiles
+    assert choose_config(5120, 2, 896, fast_memory=True).block_h == 1024
+    assert choose_config(5632, 2, 896, fast_memory=True) == choose_config(5632, 2, 896)
 
 
-# each class at its fewest rows and an H inside its range that is not a power of two (the row's block part masked):
-# odd for the column-tile classes, a multiple of 8 for the whole-row ones (which take no other)
+# each class at its fewest rows and an H it takes: for the whole-row classes one inside the range that is not a power of
+# two (the row's block part masked; a multiple of 8, they take no other), for the column-tile ones the widest multiple
+# of their tile
 MID_ROW_POINTS = [
-    (i, r.rows[0], (r.h[0] + r.h[1]) // 2 | 1 if r.block_h else (r.h[0] + r.h[1]) // 16 * 8)
+    (i, r.rows[0], r.h[1] // r.block_h * r.block_h if r.block_h else (r.h[0] + r.h[1]) // 16 * 8)
     for i, r in enumerate(FAST_MEMORY_MID_ROWS)
 ]
 
