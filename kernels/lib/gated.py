@@ -290,9 +290,9 @@ class RowsRule:
 #   rows two full waves): silu_mul 512x(2*8192) 6.59 / 7.12 bf16, 6.62 / 7.11 fp16; gelu_mul 512x(2*2048) 2.89 / 3.12
 #   bf16; silu_mul 384x(2*8192) 5.40 / 5.73. H = 6144-7168 first raced on three H200s with H compiled in: silu_mul
 #   512x(2*6144) 5.46-5.49 / 5.69-5.71 bf16, 1024x(2*6144) 9.42-9.50 / 9.61. At H = 8192 compiled in was slower
-#   (silu_mul 512 rows 6.84 against 6.59 bf16). At 640-896 rows, a part-filled second wave, the whole row was 4-10%
-#   slower than 1024-column tiles (silu_mul 640x(2*6144) 7.14 against 6.54 bf16), where the rule for 512-1024 rows
-#   shipped before ran it.
+#   (silu_mul 512 rows 6.84 against 6.59 bf16). At 640-768 rows, a part-filled second wave, the whole row was 2-10%
+#   slower than 1024-column tiles (silu_mul 640x(2*6144) 7.14 against 6.54 bf16; 1% at 896 rows), where the rule for
+#   512-1024 rows shipped before ran it.
 # * H = 2049-4096 at 769-1056 rows, one whole row of 8 warps (8 an SM): silu_mul 1024x(2*4096) 6.72 / 7.03 bf16. At
 #   1024x(2*3072) (a quarter of the block masked; a third H200) it tied the H100's choice: 5.60 / 5.68 silu_mul bf16,
 #   5.80 / 5.78 gelu_mul fp16, both 2-5% behind flat blocks of 2048 outputs and 4 warps (5.50).
