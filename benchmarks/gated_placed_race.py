@@ -1,6 +1,7 @@
 """silu_mul's and gelu_mul's launch configs raced at several places in memory (``rmsnorm_placed_race.py``'s method):
 the op's config, column tiles of one row with 1024-16384 columns and 4-16 warps (H at run time or compiled in), and
-flat blocks of 1024-4096 outputs, beside the ``triton_tuned``, ``torch_compile`` and ``liger`` providers.
+flat blocks of 1024-4096 outputs, beside the ``triton_tuned``, ``triton_one_row`` (a whole row through the one-row kernel,
+where its block holds the row), ``torch_compile`` and ``liger`` providers.
 
     python benchmarks/gated_placed_race.py --out DIR [--shapes 512x12288,2048x8192] [--dtypes bf16,fp16]
         [--families silu_mul,gelu_mul] [--placements 3] [--rounds 3] [--rep-ms 4] [--budget-s 400] [--bodies]
@@ -33,7 +34,7 @@ from kprof.kernels.silu_mul.kernels import KERNELS as SILU_MUL
 
 SHAPES = "512x12288,512x14336,2048x6144,2048x8192"
 KERNELS = {"silu_mul": SILU_MUL, "gelu_mul": GELU_MUL}
-PEERS = ("triton_tuned", "torch_compile", "liger")
+PEERS = ("triton_tuned", "triton_one_row", "torch_compile", "liger")
 
 
 # --bodies: silu_mul's tile kernel with two other bodies, to see whether its arithmetic is what Liger's kernel is ahead
