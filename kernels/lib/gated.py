@@ -302,8 +302,10 @@ class RowsRule:
 # silu_mul's best version 0.947-1.018x Liger-Kernel (which rounds silu to the input's dtype before the product, up to 3%
 # faster for it: benchmarks/results/grid/h200-mid-sizes/bodies/); the dispatch within 1.02x of kprof's best version at
 # 32 of 36, gelu_mul at 384-512 rows of H = 8192 1.024-1.053x triton_one_row (the same launch through the one-row
-# kernel). The classes were raced at H = 2048, 4096, 6144, 7168 and 8192 on two H200s and at H = 1536, 3072, 5120, 5632
-# and 6656 on a third (benchmarks/results/grid/h200-gated-whole-row/shipped/other-h/); an H100 and fp32 were not.
+# kernel; 1.019-1.048x in a fifth H200's race, ``one-row/``: not moved onto that kernel, a launch path of the op's plan
+# not yet run on a GPU). The classes were raced at H = 2048, 4096, 6144, 7168 and 8192 on two H200s and at H = 1536,
+# 3072, 5120, 5632 and 6656 on a third (benchmarks/results/grid/h200-gated-whole-row/shipped/other-h/); an H100 and
+# fp32 were not.
 FAST_MEMORY_MID_ROWS = (
     RowsRule((384, 528), (1025, 2048), 0, 16, False),
     RowsRule((384, 528), (6144, 7168), 0, 16, True),
