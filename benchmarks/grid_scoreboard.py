@@ -10,8 +10,10 @@ once, with its latest measurement. Rows a table left unmeasured (``not measured`
 Only the points of each family's grid (``grid:`` in its sweep.yaml) count, unless ``--all-points``: a table may
 also hold points raced beside them. Prints, per family and dtype: points, win / tie / loss / uncertain, the family's
 target met / missed / not judged (``grid_targets:``), and which tables the rows came from; where the latest tables
-timed the ops API's prepared objects (``triton_prepared_op``), at how many points each was within 1.02x of the best
-version (its ratio as the table prints it) and the points past that; then every loss and missed target with its ratios, its target and the table's why column. Where that row has no ncu reading and an
+timed what the ops API runs, the plain op (the family's dispatch, ``triton_tuned / best``) and the prepared objects
+(``triton_prepared_op``), at how many points each was within 1.02x of the best version (its ratio as the table prints
+it) and the points past that; then every loss and missed target with its ratios, its target and the table's why
+column. Where that row has no ncu reading and an
 earlier table's row of the point has one of the same best version, the why column quotes it and names that table,
 and says whether it is of the row's kernel code (where both titles name theirs: ``kprof grid``'s "kernel code ...").
 Nothing is measured here: the figures are the tables', each from the run its file names.
@@ -26,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kprof.grid import TIE
-from kprof.kernels.ops_providers import PREPARED_OP
+from kprof.kernels.ops_providers import BEST, PREPARED_OP
 
 
 @dataclass(frozen=True)
@@ -53,14 +55,16 @@ class Point:
     code: str = ""  # the kernel code the table's title names (``kprof grid``'s "kernel code ..."), "" where none
     carried_code: str = ""  # the carried reading's table's
     prepared_op: str = ""  # the ops API's prepared object's time over the best version's, where the table timed it
+    dispatch: str = ""  # the ops API's plain op's (the family's dispatch) time over the best version's, where timed
 
 
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-# the columns ``kprof grid`` writes for the providers that run the ops API's prepared objects
+# the columns ``kprof grid`` writes for the providers that run the ops API's prepared objects, and its plain ops
 PREPARED_OP_COLUMNS = {f"{ref.split('/', 1)[1]} / best" for ref in PREPARED_OP.values()}
+DISPATCH_COLUMNS = {f"{ref.split('/', 1)[1]} / best" for ref in BEST.values()}
 
 
 def read_table(path: Path) -> list[Point]:
@@ -81,6 +85,8 @@ def read_table(path: Path) -> list[Point]:
     col |= {name: head.index(name) for name in ("% of copy", "vs roofline", "target", "met") if name in head}
     held = next((name for name in head if name in PREPARED_OP_COLUMNS), None)
     col |= {"prepared_op": head.index(held)} if held else {}
+    plain = next((name for name in head if name in DISPATCH_COLUMNS), None)
+    col |= {"dispatch": head.index(plain)} if plain else {}
     rows = []
     for line in lines[start + 2 :]:
         if not line.startswith("|"):
@@ -112,6 +118,7 @@ def read_table(path: Path) -> list[Point]:
                 at("target") if targeted else "",
                 code=code,
                 prepared_op=at("prepared_op").replace("—", ""),
+                dispatch=at("dispatch").replace("—", ""),
             )  # fmt: skip
         )
     return rows
@@ -210,6 +217,7 @@ def scoreboard(points: dict[tuple[str, str, str], Point], root: Path) -> str:
             f"| {family} | {dtype} | {len(ps)} | {v['win']} | {v['tie']} | {v['loss']} | {v['uncertain']} "
             f"| {v['not measured']} | {m['yes']} | {m['no']} | {m['not judged']} | {tables} |"
         )
+    out += dispatch_lines(groups)
     out += prepared_op_lines(groups)
     short = [p for p in points.values() if p.verdict == "loss" or p.met == "no"]
     out += [
@@ -236,24 +244,39 @@ def prepared_op_lines(groups: dict[tuple[str, str], list[Point]]) -> list[str]:
     """Where the points' latest tables timed the ops API's prepared object (``triton_prepared_op``): per family and
     dtype, at how many of those points its time was within the tie band of the best version's, and the points past
     it (whether each is beyond the two cases' spread, its table's summary line says)."""
-    out = []
-    for (family, dtype), ps in sorted(groups.items()):
-        timed = [p for p in ps if p.prepared_op]
-        if not timed:
-            continue
-        past = sorted((p for p in timed if float(p.prepared_op) > TIE), key=lambda p: p.shape)
-        where = "; past it: " + ", ".join(f"{p.shape} ({p.prepared_op}x)" for p in past) if past else ""
-        out.append(
-            f"- {family} {dtype}: within {TIE}x of the best version at "
-            f"{len(timed) - len(past)} of {len(timed)} points{where}."
-        )
-    if not out:
-        return []
     head = (
         "The ops API's prepared objects (`triton_prepared_op`, the object's own route), where a point's latest table "
         "timed them; whether a point past the band is beyond its cases' spread, that table's summary line says:"
     )
-    return ["", head, "", *out]
+    return _within_band_lines(groups, "prepared_op", head)
+
+
+def dispatch_lines(groups: dict[tuple[str, str], list[Point]]) -> list[str]:
+    """The same as :func:`prepared_op_lines` for the ops API's plain op: the family's dispatch (``triton_tuned``),
+    where the points' latest tables timed it beside the other versions (``kprof grid``'s ``triton_tuned / best``)."""
+    head = (
+        "The ops API's plain ops (each family's dispatch, the provider `kprof.kernels.ops` runs), where a point's "
+        "latest table timed them: their time over the best kprof version's (1.000 where the dispatch ran that "
+        "version's code); whether a point past the band is beyond its cases' spread, that table's summary line says:"
+    )
+    return _within_band_lines(groups, "dispatch", head)
+
+
+def _within_band_lines(groups: dict[tuple[str, str], list[Point]], field: str, head: str) -> list[str]:
+    """Per family and dtype, at how many points whose ``field`` (a ratio to the best version) was timed it was within
+    the tie band, and the points past it; ``head`` before them, nothing where no point was timed."""
+    out = []
+    for (family, dtype), ps in sorted(groups.items()):
+        timed = [p for p in ps if getattr(p, field)]
+        if not timed:
+            continue
+        past = sorted((p for p in timed if float(getattr(p, field)) > TIE), key=lambda p: p.shape)
+        where = "; past it: " + ", ".join(f"{p.shape} ({getattr(p, field)}x)" for p in past) if past else ""
+        out.append(
+            f"- {family} {dtype}: within {TIE}x of the best version at "
+            f"{len(timed) - len(past)} of {len(timed)} points{where}."
+        )
+    return ["", head, "", *out] if out else []
 
 
 def main() -> int:

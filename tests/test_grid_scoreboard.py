@@ -188,3 +188,25 @@ def test_the_prepared_objects_column_is_read_and_counted_as_its_table_counts_it(
     # a table written before the column existed leaves it empty, and no line is written for it
     assert not any(r.prepared_op for r in scoreboard.read_table(CUT))
     assert scoreboard.prepared_op_lines({("swiglu", "bf16"): scoreboard.read_table(CUT)}) == []
+
+
+# gelu_mul's 512-row grid points with the H200's launch classes: the dispatch past the band at two of eight
+DISPATCH = GRID / "h200-gated-whole-row" / "final" / "grid" / "grid-gelu_mul-points-bf16.md"
+
+
+def test_the_dispatch_column_is_read_and_counted_as_its_table_counts_it(scoreboard):
+    """Every row's ``triton_tuned / best`` is read; the points within the tie band are the ones the table's dispatch
+    line counts, and every point past it is named with its ratio."""
+    rows = scoreboard.read_table(DISPATCH)
+    assert rows and all(float(r.dispatch) >= 1.0 for r in rows)
+    line = next(ln for ln in DISPATCH.read_text().splitlines() if ln.startswith("Dispatch"))
+    within, timed = map(int, re.search(r"at (\d+) of (\d+) points", line).groups())
+    assert timed == len(rows) and within < timed
+    lines = scoreboard.dispatch_lines({("gelu_mul", "bf16"): rows})
+    assert f"within 1.02x of the best version at {within} of {timed} points" in lines[-1]
+    past = [r for r in rows if float(r.dispatch) > 1.02]
+    assert len(past) == timed - within and all(f"{r.shape} ({r.dispatch}x)" in lines[-1] for r in past)
+    # the prepared objects' column is another column: this table has none
+    assert not any(r.prepared_op for r in rows) and scoreboard.prepared_op_lines({("gelu_mul", "bf16"): rows}) == []
+    # another family's dispatch has its own provider name: swiglu's (``triton_tuned_pointer / best``) is read too
+    assert all(float(r.dispatch) >= 1.0 for r in scoreboard.read_table(CUT) if r.verdict != "not measured")
