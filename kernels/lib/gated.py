@@ -271,6 +271,7 @@ class RowsRule:
     cols_const: bool  # H compiled in (the tile kernel's COLS)
 
     def covers(self, h: int, n_rows: int) -> bool:
+        """Whether the class takes ``n_rows`` rows of ``h`` outputs."""
         # A whole row of 16-byte vectors only: at H = 2049 or 7169 ptxas gave its launch 59-64 registers a thread
         # (offline, sm_90) against 32 at H = 4096 or 8192, half the programs an SM that the class counts on. Column
         # tiles only where H fills them: at 896x(2*5632), the last of each row's six 1024-column tiles half masked, they
@@ -279,6 +280,7 @@ class RowsRule:
         return fits and self.rows[0] <= n_rows <= self.rows[1] and self.h[0] <= h <= self.h[1]
 
     def config(self, h: int) -> Config:
+        """The class's launch for rows of ``h`` outputs."""
         return Config(self.block_h or triton.next_power_of_2(h), 1, self.num_warps, False, cols_const=self.cols_const)
 
 
