@@ -459,6 +459,7 @@ def environment_warnings(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> 
         vb = (run_b.get(section) or {}).get(key)
         if va != vb:
             warn.append(f"{section} {key} differs: {va} vs {vb}")
+    warn += _env_var_warnings(run_a, run_b)
     for label, run in (("A", run_a), ("B", run_b)):
         if run.get("git_dirty"):
             warn.append(f"run {label} ({run['id']}) was made from a dirty checkout: its commit does not say what ran")
@@ -479,6 +480,25 @@ def environment_warnings(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> 
         if va != vb:
             warn.append(f"timing setting {k} differs: {va} vs {vb}")
     return warn
+
+
+def _env_var_warnings(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> list[str]:
+    """The recorded environment variables (``kprof.runtime.recorded_env``) that differ between the runs; where one run
+    was made before kprof recorded them, the variables the other set, which that run cannot be compared on."""
+    ea, eb = ((run.get("versions") or {}).get("env") for run in (run_a, run_b))
+    why = "it can change what a kernel compiles to, which library kernel runs or how calls are timed"
+    if ea is None or eb is None:
+        known, label, run = (eb, "A", run_a) if ea is None else (ea, "B", run_b)
+        if not known:
+            return []
+        names = ", ".join(f"{k}={v}" for k, v in sorted(known.items()))
+        return [f"the other run set {names}; run {label} ({run.get('id')}) recorded no environment variables (made "
+                f"before kprof recorded them), so whether it ran with them is not known ({why})"]  # fmt: skip
+    out = []
+    for k in sorted(set(ea) | set(eb)):
+        if ea.get(k) != eb.get(k):
+            out.append(f"environment variable {k} differs: {ea.get(k, 'unset')} vs {eb.get(k, 'unset')} ({why})")
+    return out
 
 
 @dataclass

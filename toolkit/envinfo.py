@@ -1,4 +1,5 @@
-"""Where a run came from: git revision and software versions (source hashes: :mod:`kprof.closure`)."""
+"""Where a run came from: git revision, software versions and the environment variables that change what runs (source
+hashes: :mod:`kprof.closure`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kprof import runtime
 from kprof.runtime import git_override
 
 
@@ -68,6 +70,7 @@ class Versions:
     kprof: str
     platform: str
     extra: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)  # kprof.runtime.recorded_env: variables that change what runs
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -93,4 +96,5 @@ def versions() -> Versions:
         kprof=kprof.__version__,
         platform=platform.platform(),
         extra=extra,
+        env=runtime.recorded_env(),
     )

@@ -80,7 +80,12 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
             else ""
         ),
         f"- **software**: torch {versions.get('torch', '?')}, triton {versions.get('triton', '?')}, "
-        f"python {versions.get('python', '?')}",
+        f"python {versions.get('python', '?')}"
+        + (
+            "; environment: " + ", ".join(f"`{k}={v}`" for k, v in sorted(versions["env"].items()))
+            if versions.get("env")
+            else ""
+        ),
         f"- **git**: {short_commit(run.get('git_commit')).replace('?', 'unknown')}"
         f"{' (dirty)' if run.get('git_dirty') else ''}"
         f" · **profiler**: {run.get('profiler')} · **status**: {run.get('status')}",

@@ -206,6 +206,29 @@ derived weights only from the prepared objects of :mod:`kprof.kernels.ops`, whic
 refreshes."""
 
 
+# Variables kprof does not act on but records with each run (:func:`recorded_env`, in the run's ``versions``), because
+# they change what a kernel compiles to (TRITON_DEFAULT_FP_FUSION, whose default Triton 3.10 turns off; PTXAS_OPTIONS;
+# TORCHINDUCTOR_* for the torch.compile peers), which library kernel runs and in what precision (NVIDIA_TF32_OVERRIDE,
+# CUBLAS*), or how calls run and where their tensors lie (CUDA_LAUNCH_BLOCKING, PYTORCH_CUDA_ALLOC_CONF). ``kprof diff``
+# names any that differ between two runs. Left out: where files are (``*_DIR``, ``*_HOME``, ``*_PATH``), which GPUs
+# are visible (the device is recorded) and the interpreter switch (the run's mode is).
+RECORDED_ENV_PREFIXES = ("TRITON_", "DISABLE_PTXAS_OPT", "PTXAS_", "TORCHINDUCTOR_", "NVIDIA_TF32_", "CUBLAS", "CUDA_",
+                         "PYTORCH_")  # fmt: skip
+RECORDED_ENV_LEFT_OUT = ("TRITON_INTERPRET", "CUDA_VISIBLE_DEVICES")
+RECORDED_ENV_LEFT_OUT_SUFFIXES = ("_DIR", "_HOME", "_PATH")
+
+
+def recorded_env() -> dict[str, str]:
+    """The environment variables of :data:`RECORDED_ENV_PREFIXES` set in this process, by name."""
+    return {
+        k: v
+        for k, v in sorted(os.environ.items())
+        if k.startswith(RECORDED_ENV_PREFIXES)
+        and k not in RECORDED_ENV_LEFT_OUT
+        and not k.endswith(RECORDED_ENV_LEFT_OUT_SUFFIXES)
+    }
+
+
 def env(name: str) -> str | None:
     """The value of the declared variable ``name``, or its default (``KeyError`` for an undeclared name:
     declare it in :data:`ENV_VARS` first)."""

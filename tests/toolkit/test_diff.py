@@ -799,3 +799,32 @@ def test_two_captures_of_unchanged_kernels_are_not_called_slower():
     moved = t[t["kernel"].str.startswith("at::native") & ((t["ratio"] - 1).abs() > 0.1) & t["ratio"].between(0.8, 1.25)]
     assert len(moved) >= 3 and moved["verdict"].eq("UNCERTAIN").all()  # they moved 10-15%, and kprof says why
     assert moved["why"].str.contains("run-to-run floor|not significant|fewer than").all()
+
+
+@pytest.mark.parametrize(
+    "env_a, env_b, expect",
+    [
+        ({}, {"TRITON_DEFAULT_FP_FUSION": "0"}, ["environment variable TRITON_DEFAULT_FP_FUSION differs: unset vs 0"]),
+        (
+            {"PTXAS_OPTIONS": "-O3"},
+            {"PTXAS_OPTIONS": "-O1"},
+            ["environment variable PTXAS_OPTIONS differs: -O3 vs -O1"],
+        ),
+        ({"CUDA_LAUNCH_BLOCKING": "1"}, {"CUDA_LAUNCH_BLOCKING": "1"}, []),
+        (None, {"NVIDIA_TF32_OVERRIDE": "0"}, ["the other run set NVIDIA_TF32_OVERRIDE=0; run A (a)"]),
+        (None, {}, []),
+        (None, None, []),
+    ],
+)
+def test_runs_made_with_different_compiler_and_library_variables_are_flagged(env_a, env_b, expect):
+    """Variables that change what a kernel compiles to or which library kernel runs (``kprof.runtime.recorded_env``),
+    recorded in each run's versions; a run made before they were recorded cannot be compared on the ones the other
+    set."""
+    from kprof.diff import environment_warnings
+
+    def run(rid, env):
+        versions = {"torch": "2.11", "triton": "3.6"} | ({"env": env} if env is not None else {})
+        return {"id": rid, "mode": "gpu", "status": "complete", "profiler": "none", "versions": versions}
+
+    w = [x for x in environment_warnings(run("a", env_a), run("b", env_b)) if "environment variable" in x or "set" in x]
+    assert len(w) == len(expect) and all(x.startswith(e) for x, e in zip(w, expect))

@@ -110,6 +110,15 @@ def test_with_speedup_and_markdown_table():
     assert t.splitlines() == ["| a | b |", "| :--- | ---: |", "| 1 | 2 |"]
 
 
+def test_the_report_names_the_variables_set_that_change_what_runs():
+    run = {**RUN, "versions": {**RUN["versions"], "env": {"TRITON_DEFAULT_FP_FUSION": "0"}}}
+    md = render(run, pd.DataFrame(columns=["status"]))
+    software = next(line for line in md.splitlines() if line.startswith("- **software**"))
+    assert software.endswith("; environment: `TRITON_DEFAULT_FP_FUSION=0`")
+    assert "environment" not in next(ln for ln in render(RUN, pd.DataFrame(columns=["status"])).splitlines()
+                                     if ln.startswith("- **software**"))  # fmt: skip
+
+
 def test_report_names_the_revision():
     import pandas as pd
 

@@ -168,3 +168,37 @@ def test_every_module_level_state_is_declared():
     assert "kprof.kernels.lib.launching._MEETINGS" in state and "CompiledLauncher" in state  # the scan finds them
     missing = sorted({s for s in state if s not in declared})
     assert missing == [], f"module-level state not declared in kprof.runtime.PROCESS_CACHES: {missing}"
+
+
+def test_the_variables_that_change_what_runs_are_recorded_and_paths_are_not(monkeypatch):
+    """kprof acts on none of these, but a run records them: two runs that differ in them are not comparable as code
+    alone (``kprof diff`` says so)."""
+    for k in list(os.environ):
+        if k.startswith(runtime.RECORDED_ENV_PREFIXES):
+            monkeypatch.delenv(k)
+    recorded = {
+        "TRITON_DEFAULT_FP_FUSION": "0",
+        "PTXAS_OPTIONS": "-O1",
+        "NVIDIA_TF32_OVERRIDE": "0",
+        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+        "CUDA_LAUNCH_BLOCKING": "1",
+        "TORCHINDUCTOR_MAX_AUTOTUNE": "1",
+        "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+        "DISABLE_PTXAS_OPT": "1",
+    }
+    left_out = {
+        "TRITON_CACHE_DIR": "/tmp/t",
+        "TRITON_HOME": "/tmp",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "TRITON_INTERPRET": "1",
+        "TORCHINDUCTOR_CACHE_DIR": "/tmp/i",
+        "CUDA_PATH": "/usr/local/cuda",
+        "KPROF_PDL": "0",
+        "HOME": "/root",
+    }
+    for k, v in {**recorded, **left_out}.items():
+        monkeypatch.setenv(k, v)
+    assert runtime.recorded_env() == dict(sorted(recorded.items()))
+    from kprof import envinfo
+
+    assert envinfo.versions().env == runtime.recorded_env()
