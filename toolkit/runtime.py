@@ -1,7 +1,9 @@
 """Process state in one place: every environment variable kprof reads, and every process-wide side effect.
 
 Environment variables are declared in :data:`ENV_VARS` (name, meaning, default, who reads it) and read
-through :func:`env` or the named accessors below, so ``grep`` for a variable lands here first.
+through :func:`env` or the named accessors below, so ``grep`` for a variable lands here first. Variables kprof does
+not act on but records with each run, because they change what runs (Triton's, ptxas's, Inductor's, cuBLAS's, CUDA's,
+PyTorch's), are named by :data:`RECORDED_ENV_PREFIXES` and read by :func:`recorded_env`.
 
 Side effects on the process, each scoped or declared:
 
