@@ -1,7 +1,8 @@
 """add_rmsnorm's configs raced at several places in memory (``rmsnorm_placed_race.py``'s method): the op's config, the
 one-block kernel with one row and 4-16 warps, and the chunked two-pass kernel (``looped``: h stored, then read back)
 with 1024-4096-column chunks and 4-16 warps, the row width at run time or compiled in (``COLS``), beside the
-``triton_tuned`` and ``torch_compile`` providers.
+``triton_tuned``, ``triton_one_row`` (one row in one block without cache hints, where its block holds the row) and
+``torch_compile`` providers. ``op`` is the config ``triton_tuned`` takes on this GPU (an H200's rules included).
 
     python benchmarks/add_rmsnorm_placed_race.py --out DIR [--shapes 512x3072,512x8192] [--dtypes bf16,fp16]
         [--placements 3] [--rounds 3] [--rep-ms 4] [--budget-s 400]
@@ -26,6 +27,7 @@ from kprof.kernels.add_rmsnorm.tuned import Config, choose_config, launch_with_c
 from kprof.kernels.lib import launching
 
 SHAPES = "512x3072,512x4096,512x6144,512x7168,512x8192,1024x4096,2048x3072"
+PEERS = ("triton_tuned", "triton_one_row", "torch_compile")
 
 
 def candidates(n: int, op: Config) -> dict[str, Config]:
@@ -69,10 +71,11 @@ def main() -> int:
         ref = fam.oracle(**inputs, eps=eps)
         spots = places(inputs, args.placements, rng, outputs=2)
         x = inputs["x"]
-        op = choose_config(shape[1], x.element_size(), shape[0], launching.sm_count(x), True, x.dtype == torch.float16)
+        op = choose_config(shape[1], x.element_size(), shape[0], launching.sm_count(x), True, x.dtype == torch.float16,
+                           launching.fast_memory(x))  # fmt: skip
         race_candidates(
             fam, spec, dtype, op, candidates(shape[1], op), spots, eps, args, rng, rows_out, summary,
-            lambda cfg, moved, outs: checked(cfg, moved, *outs, eps, ref),
+            lambda cfg, moved, outs: checked(cfg, moved, *outs, eps, ref), PEERS,
         )  # fmt: skip
     return 0
 

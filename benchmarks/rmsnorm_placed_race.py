@@ -46,6 +46,7 @@ from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import Config, config_for, head_and_tail
 
 SHAPES = "512x2048,512x2056,512x3072,512x4096,512x6144,512x7168,512x8192,2048x3072,2048x6144,64x4096"
+PEERS = ("triton_tuned", "torch_compile")  # the providers raced beside the configs
 
 
 def places(inputs: dict, count: int, rng: random.Random, outputs: int = 1) -> list[tuple]:
@@ -139,11 +140,12 @@ def main() -> int:
 
 
 def race_candidates(
-    fam, spec, dtype, op, cands: dict, spots: list[tuple], eps: float, args, rng, rows_out, summary, checked_at
-) -> None:
+    fam, spec, dtype, op, cands: dict, spots: list[tuple], eps: float, args, rng, rows_out, summary, checked_at,
+    peers: tuple[str, ...] = PEERS,
+) -> None:  # fmt: skip
     """One point's race: every candidate config at every place (``checked_at(cfg, inputs there, outputs there)`` gives
-    its call, once checked against the oracle; a wrong result is reported and not timed), the providers
-    (:func:`peer_calls`), then :func:`race_point`. Frees the places' pools afterwards."""
+    its call, once checked against the oracle; a wrong result is reported and not timed), the providers ``peers``
+    that take the point's shape (:func:`peer_calls`), then :func:`race_point`. Frees the places' pools afterwards."""
     fns = {}
     for name, cfg in cands.items():
         if name != "op" and cfg == op:
@@ -155,14 +157,18 @@ def race_candidates(
             print(f"  WRONG RESULT, not timed: {name} ({cfg})")
             for i in range(len(spots)):
                 fns.pop((name, i), None)
-    fns.update(peer_calls(fam, spots, eps))
+    shape = tuple(spots[0][0]["x"].shape)
+    taken = tuple(
+        p for p in peers if fam.providers[p].supports is None or fam.providers[p].supports(shape, dtype) is None
+    )
+    fns.update(peer_calls(fam, spots, eps, taken))
     print(f"== {spec} {dtype} (op: {op})")
     race_point(spec, dtype, fns, args, rng, rows_out, summary)
     del spots[:], fns
     torch.cuda.empty_cache()
 
 
-def peer_calls(fam, spots: list[tuple], eps: float, peers=("triton_tuned", "torch_compile")) -> dict:
+def peer_calls(fam, spots: list[tuple], eps: float, peers: tuple[str, ...] = PEERS) -> dict:
     """{(``[peer]``, place): a call of the family's provider on the place's inputs, its outputs from its pool}."""
     return {
         (f"[{peer}]", i): in_pool(fam.providers[peer].fn, {**moved, "eps": eps}, pool)
