@@ -24,7 +24,7 @@ import torch
 import triton
 import triton.language as tl
 from bench_common import rel_err
-from rmsnorm_placed_race import in_pool, placed_args, places, points, race_point
+from rmsnorm_placed_race import peer_calls, placed_args, places, points, race_point
 
 from kprof.kernels import discover
 from kprof.kernels.gelu_mul.kernels import KERNELS as GELU_MUL
@@ -106,10 +106,7 @@ def main() -> int:
                     print(f"  WRONG RESULT, not timed: {label} ({cfg})")
                     continue
                 fns.update({(label, i): call for i, call in enumerate(calls)})
-            for peer, (i, (moved, _, pool, _)) in itertools.product(PEERS, enumerate(spots)):
-                provider = fam.providers.get(peer)
-                if provider is not None and provider.unavailable_reason() is None:
-                    fns[(f"[{peer}]", i)] = in_pool(provider.fn, {"x": moved["x"]}, pool)
+            fns.update(peer_calls(fam, spots, PEERS, dtype))
             print(f"== {name} {spec} {dtype} (op: {op})")
             race_point(f"{name} {spec}", dtype, fns, args, rng, rows_out, summary)
             del spots[:], fns, ys

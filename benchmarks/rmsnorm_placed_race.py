@@ -157,22 +157,27 @@ def race_candidates(
             print(f"  WRONG RESULT, not timed: {name} ({cfg})")
             for i in range(len(spots)):
                 fns.pop((name, i), None)
-    shape = tuple(spots[0][0]["x"].shape)
-    taken = tuple(
-        p for p in peers if fam.providers[p].supports is None or fam.providers[p].supports(shape, dtype) is None
-    )
-    fns.update(peer_calls(fam, spots, eps, taken))
+    fns.update(peer_calls(fam, spots, peers, dtype, eps=eps))
     print(f"== {spec} {dtype} (op: {op})")
     race_point(spec, dtype, fns, args, rng, rows_out, summary)
     del spots[:], fns
     torch.cuda.empty_cache()
 
 
-def peer_calls(fam, spots: list[tuple], eps: float, peers: tuple[str, ...] = PEERS) -> dict:
-    """{(``[peer]``, place): a call of the family's provider on the place's inputs, its outputs from its pool}."""
-    return {
-        (f"[{peer}]", i): in_pool(fam.providers[peer].fn, {**moved, "eps": eps}, pool)
+def peer_calls(fam, spots: list[tuple], peers: tuple[str, ...], dtype: str, **kwargs) -> dict:
+    """{(``[peer]``, place): a call of the family's provider on the place's inputs and ``kwargs``, its outputs from its
+    pool}, for each of ``peers`` the family has, available here and taking the places' shape of x."""
+    shape = tuple(spots[0][0]["x"].shape)
+    usable = [
+        fam.providers[peer]
         for peer in peers
+        if peer in fam.providers
+        and fam.providers[peer].unavailable_reason() is None
+        and fam.providers[peer].unsupported_reason(shape, dtype) is None
+    ]
+    return {
+        (f"[{provider.name}]", i): in_pool(provider.fn, {**moved, **kwargs}, pool)
+        for provider in usable
         for i, (moved, _, pool, _) in enumerate(spots)
     }
 

@@ -128,3 +128,20 @@ def test_gated_race_candidates_match_the_oracle_in_the_interpreter(monkeypatch):
                 gated.launch_tile(kernels, cfg, inp["x"], y)
                 err = float((y.double() - ref.double()).norm() / ref.double().norm())
                 assert err <= fam.tolerances[dtype], (label, dtype, kernels.tile, err)
+
+
+def test_the_placed_races_time_only_the_peers_that_take_the_point(monkeypatch):
+    """``peer_calls`` (every placed race's providers): a peer the family lacks, or whose version refuses the shape
+    (silu_mul's one-row kernel past its one-block limit), is left out instead of failing the race; the calls it keeps
+    run the provider on the place's inputs and the given arguments."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    race = importlib.import_module("rmsnorm_placed_race")
+    from kprof.kernels import discover
+
+    fam = discover()["silu_mul"]
+    for h, with_one_row in [(1500, True), (40000, False)]:
+        x = fam.make_inputs((3, 2 * h), "bf16", "cpu", 7)["x"]
+        spots = [({"x": x}, (), None, ())]
+        calls = race.peer_calls(fam, spots, ("torch_eager", "triton_one_row", "no_such_provider"), "bf16")
+        assert set(calls) == {("[torch_eager]", 0)} | ({("[triton_one_row]", 0)} if with_one_row else set())
+        assert torch.equal(calls[("[torch_eager]", 0)](), fam.providers["torch_eager"].fn(x=x))
