@@ -1,6 +1,7 @@
 """add_rmsnorm's configs raced at several places in memory (``rmsnorm_placed_race.py``'s method): the op's config, the
-one-block kernel with one row and 4-16 warps, and the chunked two-pass kernel (``looped``: h stored, then read back)
-with 1024-4096-column chunks and 4-16 warps, the row width at run time or compiled in (``COLS``), beside the
+one-block kernels (the rows kernel with cache hints, triton_one_row's without) with one row and 4-16 warps, and the
+chunked two-pass kernel (``looped``: h stored, then read back) with 1024-4096-column chunks and 4-16 warps, the row
+width at run time or compiled in (``COLS``), beside the
 ``triton_tuned``, ``triton_one_row`` (one row in one block without cache hints, where its block holds the row) and
 ``torch_compile`` providers. ``op`` is the config ``triton_tuned`` takes on this GPU (an H200's rules included).
 
@@ -23,6 +24,7 @@ import triton
 from rmsnorm_placed_race import placed_args, places, points, race_candidates
 
 from kprof.kernels import discover
+from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYTES
 from kprof.kernels.add_rmsnorm.tuned import Config, choose_config, launch_with_config
 from kprof.kernels.lib import launching
 
@@ -30,12 +32,15 @@ SHAPES = "512x3072,512x4096,512x6144,512x7168,512x8192,1024x4096,2048x3072"
 PEERS = ("triton_tuned", "triton_one_row", "torch_compile")
 
 
-def candidates(n: int, op: Config) -> dict[str, Config]:
-    """The op's config, one-block rows with 4-16 warps, and the chunked kernel's configs."""
+def candidates(n: int, element_size: int, op: Config) -> dict[str, Config]:
+    """The op's config, one-block rows with 4-16 warps (the rows kernel, with cache hints, and triton_one_row's kernel,
+    without them, where its block holds the row), and the chunked kernel's configs."""
     block_n = triton.next_power_of_2(n)
     out = {"op": op}
     for warps in (4, 8, 16):
         out[f"rows w{warps}"] = Config("rows", block_n, 1, warps)
+        if block_n * element_size <= ONE_ROW_MAX_BYTES:
+            out[f"one_row w{warps}"] = Config("one_row", block_n, 1, warps)
     for chunk, warps, const in itertools.product([1024, 2048, 4096], [4, 8, 16], [False, True]):
         if chunk <= block_n and warps * 32 * 4 <= chunk:
             out[f"looped c{chunk} w{warps}{' const' if const else ''}"] = Config(
@@ -74,7 +79,7 @@ def main() -> int:
         op = choose_config(shape[1], x.element_size(), shape[0], launching.sm_count(x), True, x.dtype == torch.float16,
                            launching.fast_memory(x))  # fmt: skip
         race_candidates(
-            fam, spec, dtype, op, candidates(shape[1], op), spots, eps, args, rng, rows_out, summary,
+            fam, spec, dtype, op, candidates(shape[1], x.element_size(), op), spots, eps, args, rng, rows_out, summary,
             lambda cfg, moved, outs: checked(cfg, moved, *outs, eps, ref), PEERS,
         )  # fmt: skip
     return 0

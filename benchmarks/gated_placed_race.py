@@ -1,6 +1,6 @@
 """silu_mul's and gelu_mul's launch configs raced at several places in memory (``rmsnorm_placed_race.py``'s method):
-the op's config, column tiles of one row with 1024-16384 columns and 4-16 warps (H at run time or compiled in), and
-flat blocks of 1024-4096 outputs, beside the ``triton_tuned``, ``triton_one_row`` (a whole row through the one-row kernel,
+the op's config, column tiles of one row with 1024-16384 columns and 4-16 warps (H at run time or compiled in),
+flat blocks of 1024-4096 outputs, and the one-row kernel with 4-32 warps (where its block holds the row), beside the ``triton_tuned``, ``triton_one_row`` (a whole row through the one-row kernel,
 where its block holds the row), ``torch_compile`` and ``liger`` providers.
 
     python benchmarks/gated_placed_race.py --out DIR [--shapes 512x12288,2048x8192] [--dtypes bf16,fp16]
@@ -64,7 +64,7 @@ BODIES = {
 
 def candidates(h: int, element_size: int, op: gated.Config) -> dict[str, gated.Config]:
     """The op's config, one row's column tiles (at least 4 elements a thread, no wider than a 32 KB block), flat
-    blocks of outputs."""
+    blocks of outputs, and the whole row through the one-row kernel (where its block holds the row)."""
     out = {"op": op}
     widest = _widest_block(h, element_size)
     for block, warps, const in itertools.product([1024, 2048, 4096, 8192, 16384], [4, 8, 16], [False, True]):
@@ -74,6 +74,11 @@ def candidates(h: int, element_size: int, op: gated.Config) -> dict[str, gated.C
             )
     for block, warps in itertools.product([1024, 2048, 4096], [4, 8]):
         out[f"flat {block} w{warps}"] = gated.Config(block, 1, warps, False, flat=True)
+    whole = triton.next_power_of_2(h)
+    if whole <= widest:
+        for warps in (4, 8, 16, 32):
+            if warps * 32 * 4 <= whole:
+                out[f"one_row w{warps}"] = gated.Config(whole, 1, warps, False, one_row=True)
     return out
 
 

@@ -217,10 +217,12 @@ class GatedKernels:
     one_row: Any
     tile: Any
     flat: Any
+    one_row_launcher: CompiledLauncher = field(init=False)
     tile_launcher: CompiledLauncher = field(init=False)
     flat_launcher: CompiledLauncher = field(init=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "one_row_launcher", CompiledLauncher(self.one_row))
         object.__setattr__(self, "tile_launcher", CompiledLauncher(self.tile))
         object.__setattr__(self, "flat_launcher", CompiledLauncher(self.flat))
 
@@ -238,6 +240,7 @@ class Config:
     hints: bool
     flat: bool = False  # the 1-D kernel over all outputs instead of row x column tiles
     cols_const: bool = False  # the tile kernel with H compiled in (its COLS): one binary per width
+    one_row: bool = False  # the one-row kernel (``triton_one_row``'s): a program a row, ``block_h`` >= H
 
     def cols(self, h: int) -> int:
         """The tile kernel's ``COLS`` for rows of ``h`` outputs: ``h`` where compiled in, else 0."""
@@ -269,6 +272,7 @@ class RowsRule:
     block_h: int  # columns a program; 0: the whole row (the next power of two of H)
     num_warps: int
     cols_const: bool  # H compiled in (the tile kernel's COLS)
+    one_row: bool = False  # the whole row through the one-row kernel instead of the tile kernel
 
     def covers(self, h: int, n_rows: int) -> bool:
         """Whether the class takes ``n_rows`` rows of ``h`` outputs."""
@@ -281,7 +285,8 @@ class RowsRule:
 
     def config(self, h: int) -> Config:
         """The class's launch for rows of ``h`` outputs."""
-        return Config(self.block_h or triton.next_power_of_2(h), 1, self.num_warps, False, cols_const=self.cols_const)
+        block_h = self.block_h or triton.next_power_of_2(h)
+        return Config(block_h, 1, self.num_warps, False, cols_const=self.cols_const, one_row=self.one_row)
 
 
 # On an H200 (``launching.fast_memory``), 16-bit rows of 256-1056 rows and H 1025-8192 take the first class below that
@@ -341,6 +346,10 @@ def launch_tile(kernels: GatedKernels, cfg: Config, x2d: torch.Tensor, y2d: torc
     """Launch ``cfg`` through the compiled kernels of ``kernels``: the tile kernel, or a ``flat`` config's flat one
     (``align`` False: not told what H and the row stride are multiples of; races that show what it gains)."""
     n_rows, h = y2d.shape
+    if cfg.one_row:
+        args = (x2d, y2d, x2d.stride(0), h)
+        kernels.one_row_launcher((cfg, spec_key(args)), (n_rows,), args + (cfg.block_h,), num_warps=cfg.num_warps)
+        return
     i64 = n_rows * max(x2d.stride(0), 1) >= 2**31
     aligned = launching.vector_align(x2d.element_size(), h, x2d.stride(0)) if align else 1
     if cfg.flat:
@@ -399,7 +408,12 @@ def _plan(kernels: GatedKernels, op: str, x: torch.Tensor) -> tuple[Launch, tupl
     cfg = choose_config(h, x.element_size(), n_rows, launching.sm_count(x), launching.fast_memory(x))
     i64 = n_rows * max(xs, 1) >= 2**31
     align = launching.vector_align(x.element_size(), h, xs)
-    if cfg.flat:
+    if cfg.one_row:
+        tail = (xs, h, cfg.block_h)
+        launch = Launch(
+            kernels.one_row_launcher, ("ops", cfg, tail, sig(x)), (n_rows,), tail, {"num_warps": cfg.num_warps}
+        )
+    elif cfg.flat:
         tail = (xs, n_rows * h, h, cfg.block_h, i64, align)
         launch = Launch(
             kernels.flat_launcher,
