@@ -167,6 +167,12 @@ _COOPERATIVE_MIN_BYTES_FAST_MEMORY = 8 * 1024 * 1024
 # were: 4096 columns (0.990-1.005), 8192 from 8192 rows (0.989-1.014), 16384 from 8192 rows (1.000-1.017), fewer
 # rows (2048x2048 0.902: packed rows win there). On an H100 the chunked kernel had won (above).
 _FAST_MEMORY_ONE_ROW = ((8192, ((2048, 3072), (4097, 7168))), (2048, ((4097, 16384),)))  # (from rows, widths)
+# Few bf16 rows of 4097-8192 columns take it there too, with the classic warps (the rows kernel's launch, which loads x
+# and the residual evict-first): raced at 2 places in memory, 3 rounds (benchmarks/results/grid/h200-one-row-dispatch/
+# race/), µs, this / the rows kernel: 64x6144 2.26 / 2.34, 64x7168 2.35 / 2.43, 64x8192 2.46 / 2.54; 8x8192 2.18 /
+# 2.18. fp16 keeps the hints, ahead there by as much (64x6144 2.26 against 2.32, 64x8192 2.46 against 2.54), as at
+# 64x4096 and 64x16384 in both dtypes (within 1%).
+_FAST_MEMORY_FEW_ROWS_BF16 = ((16, 64), (4097, 8192))  # rows, columns (from, to)
 # On an H200 float32 rows of 4096 and 8192 columns (16 and 32 KB), where the table's chunked kernel (4096-element
 # chunks, 16 warps) ran 1.018-1.049x the fastest config: from 8192 rows that kernel with the whole row a chunk, 4
 # warps at 4096 columns and 16 at 8192; from 2048 rows to under 8192, triton_one_row's kernel, 4 and 8 warps. Raced
@@ -263,9 +269,10 @@ def choose_config(
     ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows).
     ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 16 MiB in its own layout, the
     pipelined layouts take the slotted kernel (``_FAST_MEMORY_PIPELINED_KERNEL``), 16-bit rows meet from 8 MiB
-    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), many rows of 4-32 KB take triton_one_row's kernel
-    (``_FAST_MEMORY_ONE_ROW``), 512-1023 16-bit rows of 4097-8192 the rows kernel (``_FAST_MEMORY_MID_ROWS_WARPS``) and
-    float32 rows of 4096-16384 columns their own (``_FAST_MEMORY_FP32``, ``_FAST_MEMORY_FP32_WIDE``)."""
+    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), many rows of 4-32 KB and few bf16 rows of 8-16 KB take triton_one_row's
+    kernel (``_FAST_MEMORY_ONE_ROW``, ``_FAST_MEMORY_FEW_ROWS_BF16``), 512-1023 16-bit rows of 4097-8192 the rows
+    kernel (``_FAST_MEMORY_MID_ROWS_WARPS``) and float32 rows of 4096-16384 columns their own (``_FAST_MEMORY_FP32``,
+    ``_FAST_MEMORY_FP32_WIDE``)."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if (
@@ -288,7 +295,7 @@ def choose_config(
             chunk, warps, per_sm = (_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM) if fp16 else _PIPELINED_BF16
             return Config(kernel, chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         return _cooperative_config(n, element_size)
-    if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n):
+    if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n, fp16):
         return Config("one_row", block_n, 1, classic_num_warps(block_n))
     if fast_memory and n_rows is not None and _hundreds_of_16_bit_rows(n, element_size, n_rows):
         return Config("rows", block_n, 1, _FAST_MEMORY_MID_ROWS_WARPS["fp16" if fp16 else "bf16"])
@@ -329,8 +336,12 @@ def _cooperative_min_bytes(n_rows: int, n: int, element_size: int, sm_count: int
     return _COOPERATIVE_MIN_BYTES
 
 
-def _fast_memory_one_row(n_rows: int, n: int) -> bool:
-    """Whether an H200 takes triton_one_row's kernel for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_ONE_ROW``)."""
+def _fast_memory_one_row(n_rows: int, n: int, fp16: bool) -> bool:
+    """Whether an H200 takes triton_one_row's kernel for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_ONE_ROW``, and
+    ``_FAST_MEMORY_FEW_ROWS_BF16`` where they are bf16, ``fp16`` False)."""
+    (few_lo, few_hi), (narrow, wide) = _FAST_MEMORY_FEW_ROWS_BF16
+    if not fp16 and few_lo <= n_rows <= few_hi and narrow <= n <= wide:
+        return True
     for min_rows, widths in _FAST_MEMORY_ONE_ROW:
         if n_rows >= min_rows:
             return any(lo <= n <= hi for lo, hi in widths)

@@ -7,8 +7,8 @@ up halves) share, used the same way by both:
   are (:func:`one_row_block`, :func:`tile_block`, :func:`flat_block`) and the load of gate and up
   (:func:`load_gate_up`). Each family's ``kernels.py`` writes its three kernels from them with its own
   activation, so a profile's kernel leads to the family folder that launched it;
-* the launch choice of ``triton_tuned`` (:func:`choose_config`, measured on an H100, and on H200s at 16-bit mid
-  sizes: ``FAST_MEMORY_MID_ROWS``), the launch of a config (:func:`launch_tile`), the ops' launch plan
+* the launch choice of ``triton_tuned`` (:func:`choose_config`, measured on an H100, and on H200s at 16-bit few and
+  mid row counts: ``FAST_MEMORY_ROWS``), the launch of a config (:func:`launch_tile`), the ops' launch plan
   (:func:`launch_as_op`) and the three versions' wrappers (:func:`register_versions`), all taking a family's
   :class:`GatedKernels`.
 
@@ -265,7 +265,7 @@ FLAT_WARPS = 8
 
 @dataclass(frozen=True)
 class RowsRule:
-    """One measured class of :data:`FAST_MEMORY_MID_ROWS`: rows and H from, to (inclusive), and its launch."""
+    """One measured class of :data:`FAST_MEMORY_ROWS`: rows and H from, to (inclusive), and its launch."""
 
     rows: tuple[int, int]
     h: tuple[int, int]
@@ -309,14 +309,16 @@ class RowsRule:
 # silu_mul's best version 0.947-1.018x Liger-Kernel (which rounds silu to the input's dtype before the product, up to 3%
 # faster for it: benchmarks/results/grid/h200-mid-sizes/bodies/); the dispatch within 1.02x of kprof's best version at
 # 32 of 36, gelu_mul at 384-512 rows of H = 8192 1.024-1.053x triton_one_row (the same launch through the one-row
-# kernel; 1.019-1.048x in a fifth H200's race, ``one-row/``: not moved onto that kernel, a launch path of the op's plan
-# not yet run on a GPU). The classes were raced at H = 2048, 4096, 6144, 7168 and 8192 on two H200s and at H = 1536,
-# 3072, 5120, 5632 and 6656 on a third (benchmarks/results/grid/h200-gated-whole-row/shipped/other-h/); an H100 and
-# fp32 were not.
+# kernel; 1.019-1.048x in a fifth H200's race, ``one-row/``). That class now runs the one-row kernel: raced again on a
+# sixth H200 (benchmarks/results/grid/h200-one-row-dispatch/race/), µs, the one-row kernel / the tile kernel, gelu_mul
+# 384x(2*8192) 5.42 / 5.68 bf16, 5.44 / 5.62 fp16, 512x(2*8192) 6.69 / 6.92, 6.72 / 6.86; silu_mul 5.37 / 5.41,
+# 5.57 / 5.50, 6.55 / 6.70, 6.66 / 6.60 (0.97-1.03x over both machines, 1.00x on average). The classes were raced at
+# H = 2048, 4096, 6144, 7168 and 8192 on two H200s and at H = 1536, 3072, 5120, 5632 and 6656 on a third
+# (benchmarks/results/grid/h200-gated-whole-row/shipped/other-h/); an H100 and fp32 were not.
 FAST_MEMORY_MID_ROWS = (
     RowsRule((384, 528), (1025, 2048), 0, 16, False),
     RowsRule((384, 528), (6144, 7168), 0, 16, True),
-    RowsRule((384, 528), (7169, 8192), 0, 16, False),
+    RowsRule((384, 528), (7169, 8192), 0, 16, False, one_row=True),
     RowsRule((769, 1056), (2049, 4096), 0, 8, False),
     RowsRule((1024, 1056), (6144, 7168), 0, 16, True),
     RowsRule((256, 1024), (1025, 7168), 1024, 8, True),
@@ -324,12 +326,22 @@ FAST_MEMORY_MID_ROWS = (
 )
 
 
+# On an H200, 1-64 16-bit rows of H 2048-8192, a multiple of 1024: 1024-column tiles of 8 warps, H compiled in, where
+# the H100's choice (2048-column tiles of 8 warps, H at run time) ran 1-12% behind. Raced at 2 places in memory, 3
+# rounds (benchmarks/results/grid/h200-one-row-dispatch/race/), µs, this / the H100's choice, gelu_mul and silu_mul,
+# bf16 and fp16: 1x(2*4096) 1.296-1.352 / 1.377-1.448, 8x(2*8192) 1.456-1.480 / 1.536-1.584, 1x(2*2048) 1.256-1.328 /
+# 1.344-1.384, 64x(2*6144) 1.856-1.888 / 1.888-2.016, 64x(2*2048) 1.536-1.568 / 1.552-1.600 (2048-column tiles of 16
+# warps, H compiled in, 1.504-1.536 there).
+FAST_MEMORY_FEW_ROWS = (RowsRule((1, 64), (2048, 8192), 1024, 8, True),)
+FAST_MEMORY_ROWS = FAST_MEMORY_FEW_ROWS + FAST_MEMORY_MID_ROWS  # an H200's classes, 16-bit, in the order they apply
+
+
 def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132, fast_memory: bool = False) -> Config:
     """The launch for ``n_rows`` rows of H outputs (see the measurements above): flat blocks of outputs when
     whole rows would give at least 4 programs per SM, else column blocks of at most 4 KB; on an H200 (``fast_memory``)
-    the classes of ``FAST_MEMORY_MID_ROWS`` at 16-bit mid sizes."""
+    the classes of ``FAST_MEMORY_ROWS`` at 16-bit few and mid sizes."""
     if fast_memory and element_size == 2:
-        rule = next((r for r in FAST_MEMORY_MID_ROWS if r.covers(h, n_rows)), None)
+        rule = next((r for r in FAST_MEMORY_ROWS if r.covers(h, n_rows)), None)
         if rule is not None:
             return rule.config(h)
     block_h = min(triton.next_power_of_2(h), TUNED_MAX_BLOCK_BYTES // element_size)

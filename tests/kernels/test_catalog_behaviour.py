@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kprof.kernels import discover
-from kprof.kernels.lib.gated import FAST_MEMORY_MID_ROWS
+from kprof.kernels.lib.gated import FAST_MEMORY_MID_ROWS, FAST_MEMORY_ROWS
 from tests.compile_child import child_json
 
 F = discover()
@@ -259,49 +259,57 @@ def test_gated_flat_blocks_cross_row_ends(family, n_rows, h, pad, device):
     assert ((y.double() - ref).abs() / ref.abs().clamp_min(1e-2)).max().item() < 2e-2
 
 
-def test_an_h200_takes_its_mid_row_classes_at_their_edges_and_nothing_outside_them():
-    """On an H200, 16-bit rows of each class of ``FAST_MEMORY_MID_ROWS`` take the first class covering them, at every
-    corner of the class; outside the band (fewer or more rows, narrower or wider H), float32 and an H100 keep the H100's
-    choice."""
-    from kprof.kernels.lib.gated import FAST_MEMORY_MID_ROWS, choose_config
+def test_an_h200_takes_its_row_classes_at_their_edges_and_nothing_outside_them():
+    """On an H200, 16-bit rows of each class of ``FAST_MEMORY_ROWS`` take the first class covering them, at every
+    corner of the class; outside the bands (fewer or more rows, narrower or wider H), float32 and an H100 keep the
+    H100's choice."""
+    from kprof.kernels.lib.gated import FAST_MEMORY_FEW_ROWS, FAST_MEMORY_ROWS, choose_config
 
-    for i, rule in enumerate(FAST_MEMORY_MID_ROWS):
+    for i, rule in enumerate(FAST_MEMORY_ROWS):
         own = 0  # corners where this class is the first to cover them: none would make it dead
         for n_rows, h in itertools.product(rule.rows, (rule.h[0], rule.h[0] + 7 & ~7, rule.h[1])):
-            first = next((r for r in FAST_MEMORY_MID_ROWS if r.covers(h, n_rows)), None)
+            first = next((r for r in FAST_MEMORY_ROWS if r.covers(h, n_rows)), None)
             h100 = choose_config(h, 2, n_rows)
             assert choose_config(h, 2, n_rows, fast_memory=True) == (first.config(h) if first else h100), (i, n_rows, h)
             assert first is None or first.config(h) != h100, (i, n_rows, h)  # a class that changes nothing is dead
             assert choose_config(h, 4, n_rows, fast_memory=True) == choose_config(h, 4, n_rows), (i, n_rows, h)
             own += first is rule
         assert own, f"class {i} is behind the classes before it at all its corners"
-    low, high = min(r.rows[0] for r in FAST_MEMORY_MID_ROWS), max(r.rows[1] for r in FAST_MEMORY_MID_ROWS)
-    narrow, wide = min(r.h[0] for r in FAST_MEMORY_MID_ROWS), max(r.h[1] for r in FAST_MEMORY_MID_ROWS)
-    for n_rows, h in [(low - 1, 4096), (high + 1, 4096), (512, narrow - 1), (512, wide + 1), (768, 8192), (1100, 6144)]:
+    outside = [(768, 8192), (1100, 6144)]  # between the mid-row classes, and past them
+    for band in (FAST_MEMORY_FEW_ROWS, FAST_MEMORY_MID_ROWS):
+        low, high = min(r.rows[0] for r in band), max(r.rows[1] for r in band)
+        narrow, wide = min(r.h[0] for r in band), max(r.h[1] for r in band)
+        middle = (low + high) // 2
+        outside += [(high + 1, 4096), (middle, narrow - 1024), (middle, wide + 1024)] + [(low - 1, 4096)] * (low > 1)
+    for n_rows, h in outside:
         assert choose_config(h, 2, n_rows, fast_memory=True) == choose_config(h, 2, n_rows), (n_rows, h)
     # the whole-row classes take the row in one power-of-two block, and only rows of 16-byte vectors
     whole = choose_config(6152, 2, 512, fast_memory=True)
     assert (whole.block_h, whole.num_warps, whole.cols_const) == (8192, 16, True)
     assert choose_config(6151, 2, 512, fast_memory=True) == choose_config(6151, 2, 512)
+    # the one at H 7169-8192 through the one-row kernel
+    assert choose_config(8192, 2, 512, fast_memory=True).one_row
     # the column-tile classes only where H fills their tiles
     assert choose_config(5120, 2, 896, fast_memory=True).block_h == 1024
     assert choose_config(5632, 2, 896, fast_memory=True) == choose_config(5632, 2, 896)
+    assert choose_config(5120, 2, 8, fast_memory=True).block_h == 1024
+    assert choose_config(5632, 2, 8, fast_memory=True) == choose_config(5632, 2, 8)
 
 
 # each class at its fewest rows and an H it takes: for the whole-row classes one inside the range that is not a power of
 # two (the row's block part masked; a multiple of 8, they take no other), for the column-tile ones the widest multiple
 # of their tile
-MID_ROW_POINTS = [
+ROW_CLASS_POINTS = [
     (i, r.rows[0], r.h[1] // r.block_h * r.block_h if r.block_h else (r.h[0] + r.h[1]) // 16 * 8)
-    for i, r in enumerate(FAST_MEMORY_MID_ROWS)
+    for i, r in enumerate(FAST_MEMORY_ROWS)
 ]
 
 
 @pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("rule, n_rows, h", MID_ROW_POINTS)
-def test_the_h200_mid_row_launches_match_the_oracle(family, dtype, rule, n_rows, h, device):
-    """Each H200 mid-row class's launch (chosen for ``n_rows`` rows) at an H of its range, on 3 rows of fresh inputs
+@pytest.mark.parametrize("rule, n_rows, h", ROW_CLASS_POINTS)
+def test_the_h200_row_class_launches_match_the_oracle(family, dtype, rule, n_rows, h, device):
+    """Each H200 row class's launch (chosen for ``n_rows`` rows) at an H of its range, on 3 rows of fresh inputs
     strided 16 bytes past 2H (the launch does not depend on the row count)."""
     import importlib
 
@@ -310,13 +318,37 @@ def test_the_h200_mid_row_launches_match_the_oracle(family, dtype, rule, n_rows,
     fam = F[family]
     kernels = importlib.import_module(f"kprof.kernels.{family}.kernels").KERNELS
     cfg = gated.choose_config(h, 2, n_rows, fast_memory=True)
-    assert cfg == FAST_MEMORY_MID_ROWS[rule].config(h)
+    assert cfg == FAST_MEMORY_ROWS[rule].config(h)
     x = fam.make_inputs((3, 2 * h + 8), dtype, device, seed=torch.seed() % 2**31)["x"][:, : 2 * h]
     y = torch.full((3, h), float("nan"), dtype=x.dtype, device=device)
     gated.launch_tile(kernels, cfg, x, y)
     ref = fam.oracle(x=x)
     assert not y.isnan().any()
     assert ((y.double() - ref).norm() / ref.norm()).item() < fam.tolerances[dtype]
+
+
+@pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
+@pytest.mark.parametrize(("n_rows", "h"), [(5, 3072), (384, 7176)])
+def test_the_gated_ops_launch_an_h200_row_class_from_their_plan(family, n_rows, h, device, monkeypatch):
+    """The ops on an H200 (``launching.fast_memory`` forced): the first call makes a plan holding the class's launch (a
+    few rows' H-compiled column tiles; the whole row through the one-row kernel), the second launches from it; both
+    against the float64 oracle on fresh inputs."""
+    from kprof.kernels import ops
+    from kprof.kernels.lib import gated, launching
+    from tests.kernels.ops_paths import triton_ops
+
+    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    fam = F[family]
+    op = {"silu_mul": ops.silu_and_mul, "gelu_mul": ops.gelu_tanh_and_mul}[family]
+    want = next(r for r in gated.FAST_MEMORY_ROWS if r.covers(h, n_rows)).config(h)
+    x = fam.make_inputs((n_rows, 2 * h), "bf16", device, seed=torch.seed() % 2**31)["x"]
+    ref = fam.oracle(x=x)
+    with triton_ops():
+        outs = [op(x), op(x)]
+        (plan,) = gated.PLANS.plans.values()
+    assert plan[0].key[1] == want
+    for y in outs:
+        assert ((y.double() - ref).norm() / ref.norm()).item() < fam.tolerances["bf16"]
 
 
 # ------------------------------------------------------------------------------------------ kasmina

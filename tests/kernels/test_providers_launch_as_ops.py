@@ -28,11 +28,12 @@ PLANS = {
     "rmsnorm_linear": rl_plan.PLANS,
     "kasmina": kasmina_plan.PLANS,
 }
-# shapes where each op plans (the split swiglu launches do not), odd sizes
+# shapes where each op plans (the split swiglu launches do not), odd sizes, and some of an H200's classes (few rows'
+# column tiles, the whole row through the one-row kernel, add_rmsnorm's few bf16 rows)
 SHAPES = {
-    "add_rmsnorm": [(7, 4096), (129, 1000)],
-    "silu_mul": [(5, 2 * 4104), (3000, 2 * 1000)],
-    "gelu_mul": [(5, 2 * 4104), (3000, 2 * 1000)],
+    "add_rmsnorm": [(7, 4096), (129, 1000), (32, 6144)],
+    "silu_mul": [(5, 2 * 4104), (3000, 2 * 1000), (8, 2 * 4096), (400, 2 * 8192)],
+    "gelu_mul": [(5, 2 * 4104), (3000, 2 * 1000), (8, 2 * 4096), (400, 2 * 8192)],
     "swiglu": [(3, 4096, 11008), (200, 1000, 3000)],
     "rmsnorm_linear": [(1, 2048, 5504), (300, 1000, 3000)],
     "kasmina": [(64, 1000, 64), (5, 77, 40)],

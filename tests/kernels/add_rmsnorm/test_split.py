@@ -248,6 +248,28 @@ def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
 
 
+def test_an_h200_takes_the_one_row_kernel_at_16_to_64_bf16_rows_of_4097_to_8192():
+    """On an H200, 16-64 bf16 rows of 4097-8192 columns take triton_one_row's kernel with its warps (no cache hints)
+    where the H100 takes the rows kernel's launch; fp16, fewer or more rows, narrower or wider rows keep theirs."""
+    for n, rows in ((4097, 16), (6144, 64), (8192, 33), (7001, 64)):
+        want = tuned.Config("one_row", 8192, 1, 16)
+        assert tuned.choose_config(n, 2, rows, fast_memory=True) == want, (n, rows)
+        assert tuned.choose_config(n, 2, rows) == tuned.Config("rows", 8192, 1, 16), (n, rows)
+        assert tuned.choose_config(n, 2, rows, fp16=True, fast_memory=True) == tuned.choose_config(
+            n, 2, rows, fp16=True
+        )
+    for n, rows in ((6144, 15), (6144, 65), (4096, 64), (8193, 64), (8192, 8)):
+        assert tuned.choose_config(n, 2, rows, fast_memory=True) == tuned.choose_config(n, 2, rows), (n, rows)
+
+
+@pytest.mark.parametrize("n", [4097, 7001])
+def test_the_h200_few_bf16_rows_config_matches_the_oracle(n, device):
+    """The H200's few-rows bf16 config on 3 rows of fresh inputs, strided, at odd widths."""
+    cfg = tuned.choose_config(n, 2, 64, fast_memory=True)
+    assert cfg.kernel == "one_row", cfg
+    _launch_and_check(cfg, 3, n, "bf16", device)
+
+
 def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_to_16384_columns():
     """On an H200, float32 rows of 4096 and 8192 columns: from 8192 rows the chunked kernel with the whole row a chunk
     (4 warps at 4096, 16 at 8192), from 2048 rows triton_one_row's kernel (4 and 8 warps); the other widths of
