@@ -326,13 +326,19 @@ FAST_MEMORY_MID_ROWS = (
 )
 
 
-# On an H200, 1-64 16-bit rows of H 2048-8192, a multiple of 1024: 1024-column tiles of 8 warps, H compiled in, where
-# the H100's choice (2048-column tiles of 8 warps, H at run time) ran 1-12% behind. Raced at 2 places in memory, 3
-# rounds (benchmarks/results/grid/h200-one-row-dispatch/race/), µs, this / the H100's choice, gelu_mul and silu_mul,
-# bf16 and fp16: 1x(2*4096) 1.296-1.352 / 1.377-1.448, 8x(2*8192) 1.456-1.480 / 1.536-1.584, 1x(2*2048) 1.256-1.328 /
-# 1.344-1.384, 64x(2*6144) 1.856-1.888 / 1.888-2.016, 64x(2*2048) 1.536-1.568 / 1.552-1.600 (2048-column tiles of 16
-# warps, H compiled in, 1.504-1.536 there).
-FAST_MEMORY_FEW_ROWS = (RowsRule((1, 64), (2048, 8192), 1024, 8, True),)
+# On an H200, 1-64 16-bit rows of H 2048-8192 (1-8 rows to 131072), a multiple of 1024: 1024-column tiles of 8 warps,
+# H compiled in, where the H100's choice (2048-column tiles of 8 warps, H at run time) ran 1-12% behind. Raced at 2
+# places in memory, 3 rounds (benchmarks/results/grid/h200-one-row-dispatch/race/), µs, this / the H100's choice,
+# gelu_mul and silu_mul, bf16 and fp16: 1x(2*4096) 1.296-1.352 / 1.377-1.448, 8x(2*8192) 1.456-1.480 / 1.536-1.584,
+# 1x(2*2048) 1.256-1.328 / 1.344-1.384, 64x(2*6144) 1.856-1.888 / 1.888-2.016, 64x(2*2048) 1.536-1.568 / 1.552-1.600
+# (2048-column tiles of 16 warps, H compiled in, 1.504-1.536 there). At 32 rows of H 4096 (a second H200,
+# ``shipped/``): 1.520 / 1.568 gelu_mul, 1.535 / 1.536 silu_mul, bf16. 1-8 rows of H 8193-131072 take it too: there
+# (bf16, both families) 1x(2*16384) 1.416-1.424 / 1.496-1.504, 8x(2*16384) 1.520-1.544 / 1.552-1.600, 1x(2*65536)
+# 1.456 / 1.520 gelu_mul.
+FAST_MEMORY_FEW_ROWS = (
+    RowsRule((1, 64), (2048, 8192), 1024, 8, True),
+    RowsRule((1, 8), (8193, 131072), 1024, 8, True),
+)
 FAST_MEMORY_ROWS = FAST_MEMORY_FEW_ROWS + FAST_MEMORY_MID_ROWS  # an H200's classes, 16-bit, in the order they apply
 
 
