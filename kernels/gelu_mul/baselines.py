@@ -6,6 +6,7 @@ import torch
 
 from kprof.kernels.gelu_mul.family import FAMILY, gelu_mul_eager
 from kprof.kernels.lib import gated
+from kprof.kernels.lib.peers import liger_gated_limit
 from kprof.providers import module_missing
 
 gated.register_baselines(FAMILY, gelu_mul_eager)
@@ -16,6 +17,7 @@ gated.register_baselines(FAMILY, gelu_mul_eager)
     kind="peer",
     description="Liger-Kernel's geglu forward kernel on the gate/up halves of x in place (optional peer)",
     requires=module_missing("liger_kernel", "pip install liger-kernel"),
+    supports=liger_gated_limit,
     gpu_only=True,
 )
 def gelu_mul_liger(x: torch.Tensor) -> torch.Tensor:

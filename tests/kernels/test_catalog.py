@@ -98,3 +98,14 @@ def test_a_wrong_output_fails_loudly(device):
     )
     corr = check_correctness(kas, bad, Case("kasmina", "bad", (8, 5, 16), "fp32"), kin)
     assert not corr.ok and corr.rel_err > 5e-3
+
+
+@pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
+def test_liger_s_gated_peers_declare_the_h_they_refuse(family):
+    """Liger's gated kernels take H in one block of at most 65536: past it the peer says why it is not run (a grid point
+    lists it as unsupported, a race leaves it out) rather than raising inside a case."""
+    liger = FAMILIES[family].providers["liger"]
+    assert liger.unsupported_reason((8, 2 * 65536), "bf16") is None
+    assert liger.unsupported_reason((3, 5, 2 * 40000), "fp16") is None
+    reason = liger.unsupported_reason((1, 2 * 65537), "bf16")
+    assert reason and "65536" in reason and "65537" in reason
