@@ -334,10 +334,15 @@ FAST_MEMORY_MID_ROWS = (
 # (2048-column tiles of 16 warps, H compiled in, 1.504-1.536 there). At 32 rows of H 4096 (a second H200,
 # ``shipped/``): 1.520 / 1.568 gelu_mul, 1.535 / 1.536 silu_mul, bf16. 1-8 rows of H 8193-131072 take it too: there
 # (bf16, both families) 1x(2*16384) 1.416-1.424 / 1.496-1.504, 8x(2*16384) 1.520-1.544 / 1.552-1.600, 1x(2*65536)
-# 1.456 / 1.520 gelu_mul.
+# 1.456 / 1.520 gelu_mul; on two more H200s, both dtypes (``wide-fp16/``, ``wide-rows/``), 8x(2*65536) 2.080-2.128 /
+# 2.112-2.224, 2x(2*65536) 1.504-1.536 / 1.536-1.560, 1x(2*131072) 1.503-1.535 / 1.528-1.552, 8x(2*131072)
+# 2.880-2.928 / 2.976-3.088; the fastest config there 0-3% ahead (2048- or 4096-column tiles of 16 warps).
+# 9-64 rows of H 8193-16384, a multiple of 2048: 2048-column tiles of 16 warps, H compiled in (``wide-rows/``, both
+# families): 64x(2*16384) 2.880-2.912 / 3.008-3.088.
 FAST_MEMORY_FEW_ROWS = (
     RowsRule((1, 64), (2048, 8192), 1024, 8, True),
     RowsRule((1, 8), (8193, 131072), 1024, 8, True),
+    RowsRule((9, 64), (8193, 16384), 2048, 16, True),
 )
 FAST_MEMORY_ROWS = FAST_MEMORY_FEW_ROWS + FAST_MEMORY_MID_ROWS  # an H200's classes, 16-bit, in the order they apply
 
