@@ -338,8 +338,9 @@ FAST_MEMORY_MID_ROWS = (
 # 2.112-2.224, 2x(2*65536) 1.504-1.536 / 1.536-1.560, 1x(2*131072) 1.503-1.535 / 1.528-1.552, 8x(2*131072)
 # 2.880-2.928 / 2.976-3.088; the fastest config there 0-3% ahead (2048- or 4096-column tiles of 16 warps).
 # 9-64 rows of H 8193-16384, a multiple of 2048: 2048-column tiles of 16 warps, H compiled in (``wide-rows/``, both
-# families): 64x(2*16384) 2.880-2.912 / 3.008-3.088; then on a fifth H200 (``rows-64/``, bf16) 16x(2*16384) 1.648-1.664 /
-# 1.679-1.712, 32x(2*16384) 2.080-2.128 / 2.112-2.176 (4096-column tiles of 16 warps 2.001-2.032 there, not taken).
+# families): 64x(2*16384) 2.880-2.912 / 3.008-3.088; then on a fifth H200 (``rows-64/``, bf16) 16x(2*16384)
+# 1.648-1.664 / 1.679-1.712, 32x(2*16384) 2.080-2.128 / 2.112-2.176 (4096-column tiles of 16 warps 2.001-2.032 there,
+# not taken).
 FAST_MEMORY_FEW_ROWS = (
     RowsRule((1, 64), (2048, 8192), 1024, 8, True),
     RowsRule((1, 8), (8193, 131072), 1024, 8, True),
