@@ -368,8 +368,9 @@ def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132, f
 
 
 def launch_tile(kernels: GatedKernels, cfg: Config, x2d: torch.Tensor, y2d: torch.Tensor, align: bool = True) -> None:
-    """Launch ``cfg`` through the compiled kernels of ``kernels``: the tile kernel, or a ``flat`` config's flat one
-    (``align`` False: not told what H and the row stride are multiples of; races that show what it gains)."""
+    """Launch ``cfg`` through the compiled kernels of ``kernels``: the tile kernel, a ``flat`` config's flat one, or a
+    ``one_row`` config's one-row kernel (``align`` False: the tile and flat kernels not told what H and the row stride
+    are multiples of; races that show what it gains)."""
     n_rows, h = y2d.shape
     if cfg.one_row:
         args = (x2d, y2d, x2d.stride(0), h)
