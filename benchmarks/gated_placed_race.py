@@ -28,9 +28,11 @@ from rmsnorm_placed_race import peer_calls, placed_args, places, points, race_po
 
 from kprof.kernels import discover
 from kprof.kernels.gelu_mul.kernels import KERNELS as GELU_MUL
+from kprof.kernels.gelu_mul.kernels import gelu_tanh
 from kprof.kernels.lib import gated, launching
-from kprof.kernels.lib.gated import tile_gate_up
+from kprof.kernels.lib.gated import known_row, tile_gate_up
 from kprof.kernels.silu_mul.kernels import KERNELS as SILU_MUL
+from kprof.kernels.silu_mul.kernels import silu
 
 SHAPES = "512x12288,512x14336,2048x6144,2048x8192"
 KERNELS = {"silu_mul": SILU_MUL, "gelu_mul": GELU_MUL}
@@ -62,6 +64,58 @@ BODIES = {
 }
 
 
+# --rows-1d: the tile kernels with one row a program as a 1-D block (no row mask, no 2-D offsets), and no mask at all
+# where H is compiled in and a multiple of the block, beside the shipped tile kernels (each tile candidate twice).
+@triton.jit
+def _row_block(x_ptr, x_row_stride, H, BLOCK_H: tl.constexpr, I64: tl.constexpr, ALIGN: tl.constexpr):
+    """Program (i, j) takes row i's columns [j*BLOCK_H, (j+1)*BLOCK_H) as one 1-D block: gate pointers, output
+    offsets and the column mask (``H`` already the compiled-in width where there is one)."""
+    H, x_row_stride = known_row(H, x_row_stride, ALIGN)
+    row = tl.program_id(0)
+    if I64:
+        row = row.to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    return x_ptr + row * x_row_stride + cols, row * H + cols, cols < H
+
+
+@triton.jit
+def _row_gated(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H: tl.constexpr, ROWS: tl.constexpr, HINTS: tl.constexpr,
+               I64: tl.constexpr, ALIGN: tl.constexpr, COLS: tl.constexpr, ACT: tl.constexpr):  # fmt: skip
+    """The tile kernel's launch with ``ACT`` as its activation; ROWS = 1 through :func:`_row_block`."""
+    if ROWS == 1:
+        if COLS:
+            H = COLS
+        g_ptrs, y_offs, mask = _row_block(x_ptr, x_row_stride, H, BLOCK_H, I64, ALIGN)
+        if COLS % BLOCK_H == 0 and COLS > 0:  # every column of every block is in the row: no mask
+            g = tl.load(g_ptrs).to(tl.float32)
+            u = tl.load(g_ptrs + H).to(tl.float32)
+            tl.store(y_ptr + y_offs, (ACT(g) * u).to(y_ptr.dtype.element_ty))
+        else:
+            g, u = gated.load_gate_up(g_ptrs, H, mask, HINTS)
+            tl.store(y_ptr + y_offs, (ACT(g) * u).to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        g, u, y_offs, mask = tile_gate_up(x_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64, ALIGN, COLS)
+        tl.store(y_ptr + y_offs, (ACT(g) * u).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _row_silu_kernel(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H: tl.constexpr, ROWS: tl.constexpr,
+                     HINTS: tl.constexpr, I64: tl.constexpr, ALIGN: tl.constexpr = 1, COLS: tl.constexpr = 0):  # fmt: skip
+    _row_gated(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64, ALIGN, COLS, silu)
+
+
+@triton.jit
+def _row_gelu_kernel(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H: tl.constexpr, ROWS: tl.constexpr,
+                     HINTS: tl.constexpr, I64: tl.constexpr, ALIGN: tl.constexpr = 1, COLS: tl.constexpr = 0):  # fmt: skip
+    _row_gated(x_ptr, y_ptr, x_row_stride, n_rows, H, BLOCK_H, ROWS, HINTS, I64, ALIGN, COLS, gelu_tanh)
+
+
+ROWS_1D = {
+    "silu_mul": gated.GatedKernels(SILU_MUL.one_row, _row_silu_kernel, SILU_MUL.flat),
+    "gelu_mul": gated.GatedKernels(GELU_MUL.one_row, _row_gelu_kernel, GELU_MUL.flat),
+}
+
+
 def candidates(h: int, element_size: int, op: gated.Config) -> dict[str, gated.Config]:
     """The op's config, one row's column tiles (at least 4 elements a thread, no wider than a 32 KB block), flat
     blocks of outputs, and the whole row through the one-row kernel (where its block holds the row)."""
@@ -86,6 +140,7 @@ def main() -> int:
     ap = placed_args(__doc__, SHAPES)
     ap.add_argument("--families", default="silu_mul,gelu_mul")
     ap.add_argument("--bodies", action="store_true", help="silu_mul only: the op's and Liger's launch, three bodies")
+    ap.add_argument("--rows-1d", action="store_true", help="each tile candidate also through the 1-D row kernel")
     args = ap.parse_args()
     rng = random.Random(0)
     rows_out, summary = [], []
@@ -102,6 +157,9 @@ def main() -> int:
             cands = {(label, kernels): cfg for label, cfg in candidates(h, x.element_size(), op).items()}
             if args.bodies:
                 cands = _bodies(h, x.element_size(), op, kernels)
+            if args.rows_1d:
+                cands.update({(f"{label} 1d", ROWS_1D[name]): cfg for (label, _), cfg in cands.items()
+                              if not (cfg.flat or cfg.one_row)})  # fmt: skip
             for (label, kern), cfg in cands.items():
                 if label != "op" and cfg == op and kern is kernels:
                     continue

@@ -46,7 +46,7 @@ from kprof.kernels import discover
 from kprof.kernels.rmsnorm.tuned import Config, config_for, head_and_tail
 
 SHAPES = "512x2048,512x2056,512x3072,512x4096,512x6144,512x7168,512x8192,2048x3072,2048x6144,64x4096"
-PEERS = ("triton_tuned", "torch_compile")  # the providers raced beside the configs
+PEERS = ("triton_tuned", "triton_one_row", "torch_compile", "liger")  # the providers raced beside the configs
 
 
 def places(inputs: dict, count: int, rng: random.Random, outputs: int = 1) -> list[tuple]:
