@@ -34,16 +34,19 @@ def _add_rmsnorm_looped_kernel(
     BLOCK_N: tl.constexpr,  # chunk width
     COLS: tl.constexpr = 0,  # 0, or N as a constant (as Inductor compiles a static shape): loops of known length
     ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
+    HINTS: tl.constexpr = False,  # evict_first on x, the residual and h read back, evict_last on w (Inductor's hints)
 ):
     N, x_row_stride, r_row_stride = known_row_sizes(N, x_row_stride, r_row_stride, ALIGN, COLS)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
     h_row = h_ptr + row * N
     acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    once: tl.constexpr = "evict_first" if HINTS else ""
+    kept: tl.constexpr = "evict_last" if HINTS else ""
     for start in range(0, N, BLOCK_N):
         mask = start + cols < N
-        x = tl.load(x_ptr + row * x_row_stride + start + cols, mask=mask, other=0.0)
-        r = tl.load(r_ptr + row * r_row_stride + start + cols, mask=mask, other=0.0)
+        x = tl.load(x_ptr + row * x_row_stride + start + cols, mask=mask, other=0.0, eviction_policy=once)
+        r = tl.load(r_ptr + row * r_row_stride + start + cols, mask=mask, other=0.0, eviction_policy=once)
         h = (x.to(tl.float32) + r.to(tl.float32)).to(h_ptr.dtype.element_ty)
         tl.store(h_row + start + cols, h, mask=mask)
         hf = h.to(tl.float32)
@@ -52,8 +55,8 @@ def _add_rmsnorm_looped_kernel(
     tl.debug_barrier()  # h written by every thread of the block is visible before pass 2 reads it
     for start in range(0, N, BLOCK_N):
         mask = start + cols < N
-        hf = tl.load(h_row + start + cols, mask=mask, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
+        hf = tl.load(h_row + start + cols, mask=mask, other=0.0, eviction_policy=once).to(tl.float32)
+        w = tl.load(w_ptr + start + cols, mask=mask, other=0.0, eviction_policy=kept).to(tl.float32)
         tl.store(y_ptr + row * N + start + cols, (hf * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 

@@ -101,7 +101,7 @@ def _add_plan(
     elif cfg.kernel == "split":
         launch = _add_split_launch(cfg, x, xs, rs, n_rows, n, float(eps), sigs)
     else:
-        tail = (xs, rs, n, float(eps), cfg.block_n, n if cfg.cols_const else 0, align)
+        tail = (xs, rs, n, float(eps), cfg.block_n, n if cfg.cols_const else 0, align, cfg.hints)
         launch = Launch(
             tuned.looped_launcher,
             ("ops", cfg, tail, *sigs),

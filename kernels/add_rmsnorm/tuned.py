@@ -83,6 +83,7 @@ class Config:
     splits: int = 1  # programs per row ("split" and "cooperative"), chunks per row ("pipelined", "slotted")
     cols_const: bool = False  # "looped": the row width compiled in as a constant (the kernel's COLS)
     programs_per_sm: int = 0  # "pipelined", "slotted": programs launched per SM
+    hints: bool = False  # "looped": evict_first on what is read once, evict_last on the weight (the kernel's HINTS)
 
 
 # Measured on an H100 in bf16, two interleaved rounds (benchmarks/results/catalog/
@@ -433,7 +434,7 @@ def launch_with_config(
     else:
         args = (x2d, r2d, w, y, h, x2d.stride(0), r2d.stride(0), n, float(eps))
         # the constexprs are in the key: a width compiled in (COLS) is one binary per width
-        constexprs = (cfg.block_n, n if cfg.cols_const else 0, align)
+        constexprs = (cfg.block_n, n if cfg.cols_const else 0, align, cfg.hints)
         _looped_launcher((cfg, constexprs, spec_key(args)), (n_rows,), args + constexprs, num_warps=cfg.num_warps)
 
 

@@ -348,12 +348,31 @@ FAST_MEMORY_FEW_ROWS = (
 )
 FAST_MEMORY_ROWS = FAST_MEMORY_FEW_ROWS + FAST_MEMORY_MID_ROWS  # an H200's classes, 16-bit, in the order they apply
 
+# On an H200, 16-bit rows of H 12288-16384 (a multiple of 4096) where 4096-column tiles of 16 warps, H compiled in, make
+# at most one program an SM and the few-rows class's 2048-column tiles would make more (at H 16384: 17-33 rows on 132
+# SMs; at 12288: 23-44). Raced at 2 places in memory, 3 rounds, both families and both 16-bit dtypes on an H200
+# (benchmarks/results/grid/h200-few-rows/band/), µs, 4096-column tiles / the class: 16384 at 20-32 rows 1.688-2.024 /
+# 1.744-2.208, 0.92-0.99x at all 16 points; 12288 at 32 rows 1.800-1.872 / 1.824-1.904. Past one wave they lose (40-48
+# rows: 1.01-1.06x the class), and at 16 rows, where the class's tiles fill one wave, the class led: 1.648-1.664 against
+# 1.672-1.728 (``h200-one-row-dispatch/rows-64/``, a second H200, which had 32 rows at 2.001-2.032 / 2.080-2.128).
+FAST_MEMORY_ONE_WAVE = RowsRule((17, 64), (12288, 16384), 4096, 16, True)
+
+
+def one_wave(h: int, n_rows: int, sm_count: int) -> bool:
+    """Whether :data:`FAST_MEMORY_ONE_WAVE` takes ``n_rows`` rows of ``h`` outputs on ``sm_count`` SMs: its tiles make
+    at most one program an SM, and the 2048-column tiles of the class after it would make more."""
+    rule = FAST_MEMORY_ONE_WAVE
+    return rule.covers(h, n_rows) and n_rows * h // rule.block_h <= sm_count < n_rows * h // (rule.block_h // 2)
+
 
 def choose_config(h: int, element_size: int, n_rows: int, sm_count: int = 132, fast_memory: bool = False) -> Config:
     """The launch for ``n_rows`` rows of H outputs (see the measurements above): flat blocks of outputs when
     whole rows would give at least 4 programs per SM, else column blocks of at most 4 KB; on an H200 (``fast_memory``)
-    the classes of ``FAST_MEMORY_ROWS`` at 16-bit few and mid sizes."""
+    :data:`FAST_MEMORY_ONE_WAVE` where :func:`one_wave`, then the classes of ``FAST_MEMORY_ROWS``, at 16-bit few and
+    mid sizes."""
     if fast_memory and element_size == 2:
+        if one_wave(h, n_rows, sm_count):
+            return FAST_MEMORY_ONE_WAVE.config(h)
         rule = next((r for r in FAST_MEMORY_ROWS if r.covers(h, n_rows)), None)
         if rule is not None:
             return rule.config(h)

@@ -351,6 +351,50 @@ def test_the_gated_ops_launch_an_h200_row_class_from_their_plan(family, n_rows, 
         assert ((y.double() - ref).norm() / ref.norm()).item() < fam.tolerances["bf16"]
 
 
+def test_an_h200_takes_the_one_wave_tiles_where_they_fill_one_wave_and_the_class_after_them_would_not():
+    """On an H200, 16-bit rows of H 12288-16384 (a multiple of 4096) take 4096-column tiles of 16 warps, H compiled in,
+    from the rows where the few-rows class's 2048-column tiles would need more than one program an SM to the rows where
+    the 4096-column ones still need at most one; a row fewer or more, other widths, float32 and an H100 keep theirs."""
+    from kprof.kernels.lib.gated import FAST_MEMORY_ONE_WAVE, FAST_MEMORY_ROWS, choose_config
+
+    wave = FAST_MEMORY_ONE_WAVE.config(16384)
+    assert (wave.block_h, wave.num_warps, wave.cols_const, wave.one_row) == (4096, 16, True, False)
+    for h, sms, first, last in ((16384, 132, 17, 33), (12288, 132, 23, 44), (16384, 114, 17, 28), (12288, 100, 17, 33)):
+        for n_rows in range(first - 1, last + 2):
+            got = choose_config(h, 2, n_rows, sms, fast_memory=True)
+            class_after = next((r for r in FAST_MEMORY_ROWS if r.covers(h, n_rows)), None)
+            taken = first <= n_rows <= last
+            assert got == (FAST_MEMORY_ONE_WAVE.config(h) if taken else class_after.config(h)), (h, sms, n_rows)
+            assert choose_config(h, 2, n_rows, sms) != FAST_MEMORY_ONE_WAVE.config(h), (h, n_rows)
+            assert choose_config(h, 4, n_rows, sms, fast_memory=True) == choose_config(h, 4, n_rows, sms)
+    for h in (14336, 10240, 8192, 20480):  # not a multiple of 4096, or outside 12288-16384
+        assert choose_config(h, 2, 32, fast_memory=True) != FAST_MEMORY_ONE_WAVE.config(h), h
+
+
+@pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_the_gated_ops_launch_the_one_wave_tiles_from_their_plan(family, dtype, device, monkeypatch):
+    """The ops on an H200 (``launching.fast_memory`` forced, 132 SMs) at 30 rows of H 12288 strided 16 bytes past 2H:
+    the plan holds the one-wave tiles' launch; both calls against the float64 oracle on fresh inputs."""
+    from kprof.kernels import ops
+    from kprof.kernels.lib import gated, launching
+    from tests.kernels.ops_paths import triton_ops
+
+    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    monkeypatch.setattr(launching, "sm_count", lambda t: 132)
+    n_rows, h = 30, 12288
+    fam = F[family]
+    op = {"silu_mul": ops.silu_and_mul, "gelu_mul": ops.gelu_tanh_and_mul}[family]
+    x = fam.make_inputs((n_rows, 2 * h + 8), dtype, device, seed=torch.seed() % 2**31)["x"][:, : 2 * h]
+    ref = fam.oracle(x=x)
+    with triton_ops():
+        outs = [op(x), op(x)]
+        (plan,) = gated.PLANS.plans.values()
+    assert plan[0].key[1] == gated.FAST_MEMORY_ONE_WAVE.config(h)
+    for y in outs:
+        assert ((y.double() - ref).norm() / ref.norm()).item() < fam.tolerances[dtype]
+
+
 # ------------------------------------------------------------------------------------------ kasmina
 @pytest.mark.parametrize("provider", ["torch_loop", "torch_vectorised", "triton_branch_free", "triton_telemetry"])
 def test_kasmina_lifecycle_states(provider, device):

@@ -225,6 +225,16 @@ def test_the_chunked_kernel_with_the_width_compiled_in(dtype, device):
         _launch_and_check(cfg, 5, n, dtype, device)
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+@pytest.mark.parametrize("chunk, warps, const", [(8192, 16, True), (1024, 4, False), (2048, 8, True)])
+def test_the_chunked_kernel_with_inductors_cache_hints(dtype, chunk, warps, const, device):
+    """The chunked kernel with evict_first on what it reads once and evict_last on the weight (``HINTS``), one chunk
+    wider than the row and several, the width compiled in or not, at odd widths on fresh strided inputs."""
+    cfg = tuned.Config("looped", chunk, 1, warps, cols_const=const, hints=True)
+    for n_rows, n in ((3, 6001), (2, 1531)):
+        _launch_and_check(cfg, n_rows, n, dtype, device)
+
+
 def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there():
     """On an H200 (fast memory): from 8192 rows at 2048-3072 and 4097-7168 columns, from 2048 rows at 4097-16384,
     16-bit rows take triton_one_row's kernel with its warps; other rows and widths and an H100 keep theirs (float32 has
