@@ -235,6 +235,37 @@ def test_the_chunked_kernel_with_inductors_cache_hints(dtype, chunk, warps, cons
         _launch_and_check(cfg, n_rows, n, dtype, device)
 
 
+def test_an_h200_takes_its_6144_column_rules_at_their_edges_and_nothing_outside_them(monkeypatch):
+    """On an H200, 16-bit rows of 6144 columns: 256-511 rows the rows kernel with 8 warps, 512-768 the chunked kernel in
+    one 8192-column chunk of 8 warps, the width compiled in, with cache hints; 255 or 769 rows, 6143 or 6145 columns,
+    float32 and an H100 take what they would without the rules."""
+    rows_kernel = tuned.Config("rows", 8192, 1, 8)
+    chunked = tuned.Config("looped", 8192, 1, 8, cols_const=True, hints=True)
+    for n_rows, want in ((256, rows_kernel), (511, rows_kernel), (512, chunked), (768, chunked)):
+        for fp16 in (False, True):
+            assert tuned.choose_config(6144, 2, n_rows, fp16=fp16, fast_memory=True) == want, (n_rows, fp16)
+            assert tuned.choose_config(6144, 2, n_rows, fp16=fp16) != want, (n_rows, fp16)
+    outside = [(6144, 2, 255), (6144, 2, 769), (6143, 2, 600), (6145, 2, 300), (6144, 4, 600), (6144, 4, 300)]
+    with_rules = [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
+    monkeypatch.setattr(tuned, "_FAST_MEMORY_6K", (0,))  # a width no row has: the rules off
+    assert with_rules == [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("n_rows", [300, 600])
+def test_the_ops_take_an_h200s_6144_column_rules_from_their_plan(dtype, n_rows, device, monkeypatch):
+    """The ops API on an H200 (``launching.fast_memory`` forced) at 300 and 600 strided rows of 6144: the plan holds the
+    rule's launch; both calls (checked path, then the plan) against the float64 oracle on fresh inputs."""
+    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    inp = _strided_inputs(n_rows, 6144, dtype, device)
+    want = tuned.choose_config(6144, 2, n_rows, fp16=dtype == "fp16", fast_memory=True)
+    with triton_ops():
+        for _ in range(2):
+            _check(*ops.fused_add_rms_norm(**inp), inp, dtype)
+        keys = [launch.key for launch, *_ in op_plan.PLANS.plans.values()]
+    assert any(want in key for key in keys), keys
+
+
 def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there():
     """On an H200 (fast memory): from 8192 rows at 2048-3072 and 4097-7168 columns, from 2048 rows at 4097-16384,
     16-bit rows take triton_one_row's kernel with its warps; other rows and widths and an H100 keep theirs (float32 has
