@@ -144,20 +144,31 @@ _MID_CONST = (4096, 16)  # (chunk elements, warps)
 # 768x7168 11.15 / 11.06 against 11.43 / 11.35 (the chunked kernel in 4096-element chunks of 8 warps 10.95 / 10.86
 # there, raced at that one point); 1000x8192 15.32 / 15.21 against 15.71 / 15.46.
 _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
-# On an H200, 16-bit rows of 6144 columns: 256-511 rows the rows kernel with 8 warps (the H100's 4096-column chunks of 8
-# warps there ran 1.09-1.14x the best config), 512-768 rows the chunked kernel in one 8192-column chunk of 8 warps, the
-# width compiled in, with Inductor's cache hints (torch.compile's kernel is the same design with 16 warps). Raced at 2
-# places in memory, 3 rounds, on an H200 (benchmarks/results/grid/h200-few-rows/hints/), µs, fp16 / bf16, the rule /
-# the config before (torch.compile): 256x6144 4.376 / 4.440 against 4.896 / 4.960 (4.544 / 4.600); 384x6144 5.519 /
-# 5.584 against 6.024 / 6.095 (5.712 / 5.792); 512x6144 6.448 / 6.528 against 6.736 / 6.560 (6.504 / 6.800); 768x6144
-# 9.144 / 9.064 against 10.024 / 9.792 (10.032 / 10.192). Each within 1.02x of the fastest of the 36 configs at its
-# point. The chunked config past its band was 1.10-1.12x the best at 1024 rows (11.744 / 11.864 there); rows past 768
-# and other widths keep theirs.
-_FAST_MEMORY_6K = (
-    6144,
-    ((256, 511), Config("rows", 8192, 1, 8)),
-    ((512, 768), Config("looped", 8192, 1, 8, cols_const=True, hints=True)),
-)
+# On an H200 (``_FAST_MEMORY_MID_WIDTHS``), 16-bit rows of 6144 columns: 256-511 rows the rows kernel with 8 warps (the
+# H100's 4096-column chunks of 8 warps there ran 1.09-1.14x the best config), 512-768 rows the chunked kernel in one
+# 8192-column chunk of 8 warps, the width compiled in, with Inductor's cache hints (torch.compile's kernel is the same
+# design with 16 warps). Raced at 2 places in memory, 3 rounds, on an H200
+# (benchmarks/results/grid/h200-few-rows/hints/), µs, fp16 / bf16, the rule / the config before (torch.compile):
+# 256x6144 4.376 / 4.440 against 4.896 / 4.960 (4.544 / 4.600); 384x6144 5.519 / 5.584 against 6.024 / 6.095 (5.712 /
+# 5.792); 512x6144 6.448 / 6.528 against 6.736 / 6.560 (6.504 / 6.800); 768x6144 9.144 / 9.064 against 10.024 / 9.792
+# (10.032 / 10.192). Each within 1.02x of the fastest of the 36 configs at its point. The chunked config past its band
+# was 1.10-1.12x the best at 1024 rows (11.744 / 11.864 there); rows past 768 and other widths keep theirs. Raced again
+# with the rules on a second H200 (``shipped/``): within 1.009x of the best at 384-768 rows, 0.90-0.99x torch.compile.
+# 16-bit rows of 7168 columns: 256-511 rows the rows kernel with 8 warps, 640-896 one 8192-column chunk of 4 warps, the
+# width compiled in, with cache hints. Raced on a second H200 (``h200-few-rows/shipped/``), µs, fp16 / bf16, the rule's
+# config / the config before (torch.compile): 384x7168 6.040 / 6.064 against 6.640 / 6.640 (6.544 / 6.599); 768x7168
+# 10.584 / 10.528 against 11.120 / 11.152 (11.032 / 11.024), where an earlier H200 had the chunked kernel in 4096-column
+# chunks ahead too (the comment above). At 512 rows the rows kernel ran 1.02x the best, and is kept.
+_FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
+    6144: (
+        ((256, 511), Config("rows", 8192, 1, 8)),
+        ((512, 768), Config("looped", 8192, 1, 8, cols_const=True, hints=True)),
+    ),
+    7168: (
+        ((256, 511), Config("rows", 8192, 1, 8)),
+        ((640, 896), Config("looped", 8192, 1, 4, cols_const=True, hints=True)),
+    ),
+}
 # Rows of 128 KB or more, 16 MiB or more of x: the cooperative kernel (h kept in registers instead of stored
 # and read back). The row width is rmsnorm's threshold (kernels/rmsnorm/tuned.py); the bytes are lower:
 # add_rmsnorm moves four row passes where rmsnorm moves two, and its chunked kernel was at 75% of the copy
@@ -312,8 +323,9 @@ def choose_config(
         return _cooperative_config(n, element_size)
     if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n, fp16):
         return Config("one_row", block_n, 1, classic_num_warps(block_n))
-    if fast_memory and element_size == 2 and n == _FAST_MEMORY_6K[0] and n_rows is not None:
-        rule = next((cfg for (low, high), cfg in _FAST_MEMORY_6K[1:] if low <= n_rows <= high), None)
+    if fast_memory and element_size == 2 and n_rows is not None:
+        bands = _FAST_MEMORY_MID_WIDTHS.get(n, ())
+        rule = next((cfg for (low, high), cfg in bands if low <= n_rows <= high), None)
         if rule is not None:
             return rule
     if fast_memory and n_rows is not None and _hundreds_of_16_bit_rows(n, element_size, n_rows):

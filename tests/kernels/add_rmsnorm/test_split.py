@@ -235,30 +235,39 @@ def test_the_chunked_kernel_with_inductors_cache_hints(dtype, chunk, warps, cons
         _launch_and_check(cfg, n_rows, n, dtype, device)
 
 
-def test_an_h200_takes_its_6144_column_rules_at_their_edges_and_nothing_outside_them(monkeypatch):
-    """On an H200, 16-bit rows of 6144 columns: 256-511 rows the rows kernel with 8 warps, 512-768 the chunked kernel in
-    one 8192-column chunk of 8 warps, the width compiled in, with cache hints; 255 or 769 rows, 6143 or 6145 columns,
-    float32 and an H100 take what they would without the rules."""
+def test_an_h200_takes_its_6144_and_7168_column_rules_at_their_edges_and_nothing_outside_them(monkeypatch):
+    """On an H200, 16-bit rows of 6144 and 7168 columns: 256-511 rows the rows kernel with 8 warps; 512-768 rows of 6144
+    and 640-896 of 7168 one 8192-column chunk (8 and 4 warps), the width compiled in, with cache hints. A row fewer or
+    more, other widths, float32 and an H100 take what they would without the rules."""
     rows_kernel = tuned.Config("rows", 8192, 1, 8)
-    chunked = tuned.Config("looped", 8192, 1, 8, cols_const=True, hints=True)
-    for n_rows, want in ((256, rows_kernel), (511, rows_kernel), (512, chunked), (768, chunked)):
+    chunked = {n: tuned.Config("looped", 8192, 1, w, cols_const=True, hints=True) for n, w in ((6144, 8), (7168, 4))}
+    taken = [(6144, 256, rows_kernel), (6144, 511, rows_kernel), (6144, 512, chunked[6144]), (6144, 768, chunked[6144])]
+    taken += [
+        (7168, 256, rows_kernel),
+        (7168, 511, rows_kernel),
+        (7168, 640, chunked[7168]),
+        (7168, 896, chunked[7168]),
+    ]
+    for n, n_rows, want in taken:
         for fp16 in (False, True):
-            assert tuned.choose_config(6144, 2, n_rows, fp16=fp16, fast_memory=True) == want, (n_rows, fp16)
-            assert tuned.choose_config(6144, 2, n_rows, fp16=fp16) != want, (n_rows, fp16)
-    outside = [(6144, 2, 255), (6144, 2, 769), (6143, 2, 600), (6145, 2, 300), (6144, 4, 600), (6144, 4, 300)]
+            assert tuned.choose_config(n, 2, n_rows, fp16=fp16, fast_memory=True) == want, (n, n_rows, fp16)
+            assert tuned.choose_config(n, 2, n_rows, fp16=fp16) != want, (n, n_rows, fp16)
+    outside = [(6144, 2, 255), (6144, 2, 769), (7168, 2, 512), (7168, 2, 639), (7168, 2, 897), (6143, 2, 600)]
+    outside += [(6145, 2, 300), (7169, 2, 700), (6144, 4, 600), (7168, 4, 300)]
     with_rules = [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
-    monkeypatch.setattr(tuned, "_FAST_MEMORY_6K", (0,))  # a width no row has: the rules off
+    monkeypatch.setattr(tuned, "_FAST_MEMORY_MID_WIDTHS", {})  # the rules off
     assert with_rules == [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("n_rows", [300, 600])
-def test_the_ops_take_an_h200s_6144_column_rules_from_their_plan(dtype, n_rows, device, monkeypatch):
-    """The ops API on an H200 (``launching.fast_memory`` forced) at 300 and 600 strided rows of 6144: the plan holds the
-    rule's launch; both calls (checked path, then the plan) against the float64 oracle on fresh inputs."""
+@pytest.mark.parametrize("n_rows, n", [(300, 6144), (600, 6144), (700, 7168)])
+def test_the_ops_take_an_h200s_mid_width_rules_from_their_plan(dtype, n_rows, n, device, monkeypatch):
+    """The ops API on an H200 (``launching.fast_memory`` forced) at strided rows of 6144 and 7168 that the rules take:
+    the plan holds the rule's launch; both calls (checked path, then the plan) against the float64 oracle on fresh
+    inputs."""
     monkeypatch.setattr(launching, "fast_memory", lambda t: True)
-    inp = _strided_inputs(n_rows, 6144, dtype, device)
-    want = tuned.choose_config(6144, 2, n_rows, fp16=dtype == "fp16", fast_memory=True)
+    inp = _strided_inputs(n_rows, n, dtype, device)
+    want = tuned.choose_config(n, 2, n_rows, fp16=dtype == "fp16", fast_memory=True)
     with triton_ops():
         for _ in range(2):
             _check(*ops.fused_add_rms_norm(**inp), inp, dtype)
