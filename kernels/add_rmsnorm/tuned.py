@@ -1,15 +1,15 @@
-"""The tuned version: a block of rows per program for narrow rows, the chunked kernel for wide rows,
-configs from a table measured on an H100, launches through compiled kernels (no JIT binding per call).
+"""The tuned version: a block of rows per program for narrow rows, the chunked kernel for wide rows, configs from a
+table measured on an H100, launches through compiled kernels (no JIT binding per call).
 
-Few rows up to one block wide (32 KB) keep the whole row in one block with the classic warp count (the
-configuration of ``triton_one_row``, measured faster there); few rows wider than one block are split over
-several programs per row (``split``: two launches), as rmsnorm's tuned version does; many rows of 128 KB or
-more over programs that keep h in registers and meet once (``cooperative``, GPU only; in fp16, and in bf16 from
-512 to 8191 rows, its pipelined form, where a program computes its next chunk of h before it waits for the row it
-holds). An H200 (``launching.fast_memory``) has a few rules of its own, raced there: bf16's pipelined layout (from
-16 MiB at every row count), the pipelined kernel's meeting in slots (and float32's, where an H100 takes the
-cooperative kernel), the cooperative kernel from 8 MiB, triton_one_row's kernel at many 16-bit rows of 4-32 KB, and
-float32 rows of 4096 and 8192 columns.
+Few rows up to one block wide (32 KB) keep the whole row in one block with the classic warp count (the configuration
+of ``triton_one_row``, measured faster there); few rows wider than one block are split over several programs per row
+(``split``: two launches), as rmsnorm's tuned version does; many rows of 128 KB or more over programs that keep h in
+registers and meet once (``cooperative``, GPU only; in fp16, and in bf16 from 512 to 8191 rows, its pipelined form,
+where a program computes its next chunk of h before it waits for the row it holds). An H200
+(``launching.fast_memory``) has a few rules of its own, raced there: bf16's pipelined layout (from 16 MiB at every
+row count), the pipelined kernel's meeting in slots (and float32's, where an H100 takes the cooperative kernel), the
+cooperative kernel from 8 MiB, triton_one_row's kernel at many 16-bit rows of 4-32 KB, 256-1024 16-bit rows of 6144
+and 7168 columns, and float32 rows of 4096 and 8192 columns.
 """
 
 from __future__ import annotations
@@ -135,14 +135,15 @@ _MID_LOOPED = (8 * 1024, 8)  # (chunk bytes, warps): triton_looped's configurati
 # (8.80 / 8.81), 512x8192 9.77 / 9.72 against 10.22 / 10.13 (9.59 / 9.92). At 512 rows of 2048-4096 columns it did
 # not beat the one-block config; other row counts were raced at one point each and are not taken.
 _MID_CONST = (4096, 16)  # (chunk elements, warps)
-# On an H200 (``launching.fast_memory``) those rows take the rows kernel instead, one row a program, the row in one
-# block: 8 warps in bf16, 4 in fp16 (where 8 warps ran 1.11-1.14x the 4 at 512 rows). Raced there at 2 places in
-# memory each on two H200s (benchmarks/results/grid/h200-mid-sizes/, µs, bf16 / fp16, this / _MID_CONST's config /
-# torch.compile): 512x6144 6.51 / 6.75 against 6.94 / 6.85 (6.75 / 6.77), the second machine 6.54 / 6.79 against 6.91 /
-# 6.83; 512x7168 7.38 / 7.55 against 7.76 / 7.72 (7.32 / 7.32), 7.38 / 7.57 against 7.77 / 7.68 (7.86 / 7.81);
-# 512x8192 8.31 / 8.36 against 8.51 / 8.38 (8.72 / 8.76); 512x5120 5.86 / 6.01 against 6.37 / 6.21 (6.03 / 6.04);
-# 768x7168 11.15 / 11.06 against 11.43 / 11.35 (the chunked kernel in 4096-element chunks of 8 warps 10.95 / 10.86
-# there, raced at that one point); 1000x8192 15.32 / 15.21 against 15.71 / 15.46.
+# On an H200 (``launching.fast_memory``) those rows take the rows kernel instead (bar the rows of 6144 and 7168 columns
+# that ``_FAST_MEMORY_MID_WIDTHS`` takes), one row a program, the row in one block: 8 warps in bf16, 4 in fp16 (where 8
+# warps ran 1.11-1.14x the 4 at 512 rows). Raced there at 2 places in memory each on two H200s
+# (benchmarks/results/grid/h200-mid-sizes/, µs, bf16 / fp16, this / _MID_CONST's config / torch.compile): 512x6144 6.51
+# / 6.75 against 6.94 / 6.85 (6.75 / 6.77), the second machine 6.54 / 6.79 against 6.91 / 6.83; 512x7168 7.38 / 7.55
+# against 7.76 / 7.72 (7.32 / 7.32), 7.38 / 7.57 against 7.77 / 7.68 (7.86 / 7.81); 512x8192 8.31 / 8.36 against 8.51 /
+# 8.38 (8.72 / 8.76); 512x5120 5.86 / 6.01 against 6.37 / 6.21 (6.03 / 6.04); 768x7168 11.15 / 11.06 against 11.43 /
+# 11.35 (the chunked kernel in 4096-element chunks of 8 warps 10.95 / 10.86 there, raced at that one point); 1000x8192
+# 15.32 / 15.21 against 15.71 / 15.46.
 _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 # On an H200 (``_FAST_MEMORY_MID_WIDTHS``), 16-bit rows of 6144 columns: 256-511 rows the rows kernel with 8 warps (the
 # H100's 4096-column chunks of 8 warps there ran 1.09-1.14x the best config), 512-768 rows the chunked kernel in one
@@ -154,11 +155,15 @@ _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 # (10.032 / 10.192). Each within 1.02x of the fastest of the 36 configs at its point. The chunked config past its band
 # was 1.10-1.12x the best at 1024 rows (11.744 / 11.864 there); rows past 768 and other widths keep theirs. Raced again
 # with the rules on a second H200 (``shipped/``): within 1.009x of the best at 384-768 rows, 0.90-0.99x torch.compile.
-# 16-bit rows of 7168 columns: 256-511 rows the rows kernel with 8 warps, 640-896 one 8192-column chunk of 4 warps, the
+# 16-bit rows of 7168 columns: 256-511 rows the rows kernel with 8 warps, 640-1024 one 8192-column chunk of 4 warps, the
 # width compiled in, with cache hints. Raced on a second H200 (``h200-few-rows/shipped/``), µs, fp16 / bf16, the rule's
 # config / the config before (torch.compile): 384x7168 6.040 / 6.064 against 6.640 / 6.640 (6.544 / 6.599); 768x7168
 # 10.584 / 10.528 against 11.120 / 11.152 (11.032 / 11.024), where an earlier H200 had the chunked kernel in 4096-column
-# chunks ahead too (the comment above). At 512 rows the rows kernel ran 1.02x the best, and is kept.
+# chunks ahead too (the comment above). Then with the rules on a third (``h200-few-rows/7168/``), at 256-1024 rows:
+# within 1.009x of the fastest of the 36 configs at 384 and 640-896 rows, 1.03x at 256 (one 8192-column chunk of 4 warps
+# with hints fastest there: 4.728 / 4.752 against 4.880 / 4.888); at 1024 rows, before the band took them, the H100's
+# chunked config ran 1.08-1.09x the band's config (14.912 / 15.000 against 13.752 / 13.776; torch.compile 14.128 /
+# 14.352). At 512 rows the config before ran 1.00-1.03x the best there and is kept; so are rows past 1024.
 _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
     6144: (
         ((256, 511), Config("rows", 8192, 1, 8)),
@@ -166,7 +171,7 @@ _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
     ),
     7168: (
         ((256, 511), Config("rows", 8192, 1, 8)),
-        ((640, 896), Config("looped", 8192, 1, 4, cols_const=True, hints=True)),
+        ((640, 1024), Config("looped", 8192, 1, 4, cols_const=True, hints=True)),
     ),
 }
 # Rows of 128 KB or more, 16 MiB or more of x: the cooperative kernel (h kept in registers instead of stored

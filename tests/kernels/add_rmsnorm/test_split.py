@@ -237,7 +237,7 @@ def test_the_chunked_kernel_with_inductors_cache_hints(dtype, chunk, warps, cons
 
 def test_an_h200_takes_its_6144_and_7168_column_rules_at_their_edges_and_nothing_outside_them(monkeypatch):
     """On an H200, 16-bit rows of 6144 and 7168 columns: 256-511 rows the rows kernel with 8 warps; 512-768 rows of 6144
-    and 640-896 of 7168 one 8192-column chunk (8 and 4 warps), the width compiled in, with cache hints. A row fewer or
+    and 640-1024 of 7168 one 8192-column chunk (8 and 4 warps), the width compiled in, with cache hints. A row fewer or
     more, other widths, float32 and an H100 take what they would without the rules."""
     rows_kernel = tuned.Config("rows", 8192, 1, 8)
     chunked = {n: tuned.Config("looped", 8192, 1, w, cols_const=True, hints=True) for n, w in ((6144, 8), (7168, 4))}
@@ -246,13 +246,13 @@ def test_an_h200_takes_its_6144_and_7168_column_rules_at_their_edges_and_nothing
         (7168, 256, rows_kernel),
         (7168, 511, rows_kernel),
         (7168, 640, chunked[7168]),
-        (7168, 896, chunked[7168]),
+        (7168, 1024, chunked[7168]),
     ]
     for n, n_rows, want in taken:
         for fp16 in (False, True):
             assert tuned.choose_config(n, 2, n_rows, fp16=fp16, fast_memory=True) == want, (n, n_rows, fp16)
             assert tuned.choose_config(n, 2, n_rows, fp16=fp16) != want, (n, n_rows, fp16)
-    outside = [(6144, 2, 255), (6144, 2, 769), (7168, 2, 512), (7168, 2, 639), (7168, 2, 897), (6143, 2, 600)]
+    outside = [(6144, 2, 255), (6144, 2, 769), (7168, 2, 512), (7168, 2, 639), (7168, 2, 1025), (6143, 2, 600)]
     outside += [(6145, 2, 300), (7169, 2, 700), (6144, 4, 600), (7168, 4, 300)]
     with_rules = [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
     monkeypatch.setattr(tuned, "_FAST_MEMORY_MID_WIDTHS", {})  # the rules off
@@ -373,14 +373,14 @@ def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch)
 
 def test_an_h200_takes_the_rows_kernel_at_512_to_1023_16_bit_rows_of_4097_to_8192():
     """On an H200, 512-1023 16-bit rows of 4097-8192 columns: the rows kernel, one row a program, the row in one block,
-    8 warps in bf16 and 4 in fp16 (where the H100 takes the chunked kernel with the width compiled in). Other rows and
-    widths, float32 and an H100 keep theirs."""
-    for n, rows in ((4097, 512), (6144, 512), (7168, 768), (8192, 1023), (5120, 600)):
+    8 warps in bf16 and 4 in fp16 (where the H100 takes the chunked kernel with the width compiled in), but where the
+    rules of 6144 and 7168 columns take them. Other rows and widths, float32 and an H100 keep theirs."""
+    for n, rows in ((4097, 512), (7168, 512), (6143, 700), (8192, 1023), (5120, 600)):
         for fp16, warps in ((False, 8), (True, 4)):
             want = tuned.Config("rows", 8192, 1, warps)
             assert tuned.choose_config(n, 2, rows, fp16=fp16, fast_memory=True) == want, (n, rows, fp16)
             assert tuned.choose_config(n, 2, rows, fp16=fp16) != want, (n, rows, fp16)
-    for n, es, rows in ((4096, 2, 512), (8193, 2, 512), (6144, 2, 511), (6144, 2, 1024), (6144, 4, 512)):
+    for n, es, rows in ((4096, 2, 512), (8193, 2, 512), (5120, 2, 511), (6144, 2, 1024), (6144, 4, 512)):
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
 
 
