@@ -3,7 +3,8 @@ one-block kernels (the rows kernel with cache hints, triton_one_row's without) w
 chunked two-pass kernel (``looped``: h stored, then read back) with 1024-8192-column chunks and 4-16 warps, the row
 width at run time or compiled in (``COLS``), Inductor's cache hints (``HINTS``) with it compiled in, beside the
 ``triton_tuned``, ``triton_one_row`` (one row in one block without cache hints, where its block holds the row),
-``torch_compile`` and ``liger`` providers. ``op`` is the config ``triton_tuned`` takes on this GPU (an H200's rules included).
+``torch_compile`` and ``liger`` providers. ``op`` is the config ``triton_tuned`` takes on this GPU (an H200's rules
+included).
 
     python benchmarks/add_rmsnorm_placed_race.py --out DIR [--shapes 512x3072,512x8192] [--dtypes bf16,fp16]
         [--placements 3] [--rounds 3] [--rep-ms 4] [--budget-s 400]
@@ -35,7 +36,8 @@ PEERS = ("triton_tuned", "triton_one_row", "torch_compile", "liger")
 def candidates(n: int, element_size: int, op: Config) -> dict[str, Config]:
     """The op's config, one-block rows with 4-16 warps (the rows kernel, with cache hints, and triton_one_row's kernel,
     without them, where its block holds the row), and the chunked kernel's configs: chunks of 1024-8192 columns (8192
-    with the width compiled in only), the width at run time or compiled in, Inductor's cache hints with it compiled in."""
+    with the width compiled in only), the width at run time or compiled in, Inductor's cache hints with it compiled
+    in."""
     block_n = triton.next_power_of_2(n)
     out = {"op": op}
     for warps in (4, 8, 16):
