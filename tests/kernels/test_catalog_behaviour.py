@@ -328,27 +328,33 @@ def test_the_h200_row_class_launches_match_the_oracle(family, dtype, rule, n_row
 
 
 @pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
-@pytest.mark.parametrize(("n_rows", "h"), [(5, 3072), (384, 7176)])
-def test_the_gated_ops_launch_an_h200_row_class_from_their_plan(family, n_rows, h, device, monkeypatch):
-    """The ops on an H200 (``launching.fast_memory`` forced): the first call makes a plan holding the class's launch (a
-    few rows' H-compiled column tiles; the whole row through the one-row kernel), the second launches from it; both
-    against the float64 oracle on fresh inputs."""
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize(("n_rows", "h"), [(5, 3072), (384, 7176), (30, 12288)])
+def test_the_gated_ops_launch_an_h200_row_class_from_their_plan(family, dtype, n_rows, h, device, monkeypatch):
+    """The ops on an H200 (``launching.fast_memory`` forced, 132 SMs), on rows strided 16 bytes past 2H: the first call
+    makes a plan holding the class's launch (a few rows' H-compiled column tiles; the whole row through the one-row
+    kernel; the one-wave tiles at 30 rows of H 12288), the second launches from it; both against the float64 oracle on
+    fresh inputs."""
     from kprof.kernels import ops
     from kprof.kernels.lib import gated, launching
     from tests.kernels.ops_paths import triton_ops
 
     monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    monkeypatch.setattr(launching, "sm_count", lambda t: 132)
     fam = F[family]
     op = {"silu_mul": ops.silu_and_mul, "gelu_mul": ops.gelu_tanh_and_mul}[family]
-    want = next(r for r in gated.FAST_MEMORY_ROWS if r.covers(h, n_rows)).config(h)
-    x = fam.make_inputs((n_rows, 2 * h), "bf16", device, seed=torch.seed() % 2**31)["x"]
+    if gated.one_wave(h, n_rows, 132):
+        want = gated.FAST_MEMORY_ONE_WAVE.config(h)
+    else:
+        want = next(r for r in gated.FAST_MEMORY_ROWS if r.covers(h, n_rows)).config(h)
+    x = fam.make_inputs((n_rows, 2 * h + 8), dtype, device, seed=torch.seed() % 2**31)["x"][:, : 2 * h]
     ref = fam.oracle(x=x)
     with triton_ops():
         outs = [op(x), op(x)]
         (plan,) = gated.PLANS.plans.values()
     assert plan[0].key[1] == want
     for y in outs:
-        assert ((y.double() - ref).norm() / ref.norm()).item() < fam.tolerances["bf16"]
+        assert ((y.double() - ref).norm() / ref.norm()).item() < fam.tolerances[dtype]
 
 
 def test_an_h200_takes_the_one_wave_tiles_where_they_fill_one_wave_and_the_class_after_them_would_not():
@@ -369,30 +375,6 @@ def test_an_h200_takes_the_one_wave_tiles_where_they_fill_one_wave_and_the_class
             assert choose_config(h, 4, n_rows, sms, fast_memory=True) == choose_config(h, 4, n_rows, sms)
     for h in (14336, 10240, 8192, 20480):  # not a multiple of 4096, or outside 12288-16384
         assert choose_config(h, 2, 32, fast_memory=True) != FAST_MEMORY_ONE_WAVE.config(h), h
-
-
-@pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
-@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-def test_the_gated_ops_launch_the_one_wave_tiles_from_their_plan(family, dtype, device, monkeypatch):
-    """The ops on an H200 (``launching.fast_memory`` forced, 132 SMs) at 30 rows of H 12288 strided 16 bytes past 2H:
-    the plan holds the one-wave tiles' launch; both calls against the float64 oracle on fresh inputs."""
-    from kprof.kernels import ops
-    from kprof.kernels.lib import gated, launching
-    from tests.kernels.ops_paths import triton_ops
-
-    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
-    monkeypatch.setattr(launching, "sm_count", lambda t: 132)
-    n_rows, h = 30, 12288
-    fam = F[family]
-    op = {"silu_mul": ops.silu_and_mul, "gelu_mul": ops.gelu_tanh_and_mul}[family]
-    x = fam.make_inputs((n_rows, 2 * h + 8), dtype, device, seed=torch.seed() % 2**31)["x"][:, : 2 * h]
-    ref = fam.oracle(x=x)
-    with triton_ops():
-        outs = [op(x), op(x)]
-        (plan,) = gated.PLANS.plans.values()
-    assert plan[0].key[1] == gated.FAST_MEMORY_ONE_WAVE.config(h)
-    for y in outs:
-        assert ((y.double() - ref).norm() / ref.norm()).item() < fam.tolerances[dtype]
 
 
 # ------------------------------------------------------------------------------------------ kasmina
