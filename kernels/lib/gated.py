@@ -340,7 +340,7 @@ FAST_MEMORY_MID_ROWS = (
 # 9-64 rows of H 8193-16384, a multiple of 2048: 2048-column tiles of 16 warps, H compiled in (``wide-rows/``, both
 # families): 64x(2*16384) 2.880-2.912 / 3.008-3.088; then on a fifth H200 (``rows-64/``, bf16) 16x(2*16384)
 # 1.648-1.664 / 1.679-1.712, 32x(2*16384) 2.080-2.128 / 2.112-2.176 (4096-column tiles of 16 warps 2.001-2.032 there,
-# not taken).
+# which :data:`FAST_MEMORY_ONE_WAVE` below now takes).
 FAST_MEMORY_FEW_ROWS = (
     RowsRule((1, 64), (2048, 8192), 1024, 8, True),
     RowsRule((1, 8), (8193, 131072), 1024, 8, True),
