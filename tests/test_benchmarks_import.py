@@ -102,10 +102,10 @@ def test_inductor_configs_reads_the_kept_launch_of_each_generated_kernel(monkeyp
 
 
 def test_gated_race_candidates_match_the_oracle_in_the_interpreter(monkeypatch):
-    """Every launch the gated race times computes silu_mul, with each kernel body it races: checked against the float64
-    oracle at an odd H (1500, so every tile and flat block ends mid-row), in Triton's interpreter. In bf16 and fp16;
-    the body that multiplies in the input's dtype in fp16 only (the interpreter's bf16 products are not bf16's: NaN at
-    ordinary values)."""
+    """Every launch the gated race times computes silu_mul, with each kernel body it races and the 1-D row kernel of
+    ``--rows-1d``: checked against the float64 oracle at an odd H (1500, so every tile and flat block ends mid-row), in
+    Triton's interpreter. In bf16 and fp16; the body that multiplies in the input's dtype in fp16 only (the
+    interpreter's bf16 products are not bf16's: NaN at ordinary values)."""
     monkeypatch.syspath_prepend(str(BENCH))
     race = importlib.import_module("gated_placed_race")
     from kprof.kernels import discover
@@ -116,7 +116,7 @@ def test_gated_race_candidates_match_the_oracle_in_the_interpreter(monkeypatch):
     cands = race.candidates(1500, 2, op)
     assert {"op", "tile c2048 w16", "tile c1024 w8 const", "flat 1024 w8"} <= set(cands)  # 2048: the widest needed
     bodies = [(race.KERNELS["silu_mul"], ("bf16", "fp16")), (race.BODIES["div"], ("bf16", "fp16"))]
-    bodies.append((race.BODIES["narrow"], ("fp16",)))
+    bodies += [(race.BODIES["narrow"], ("fp16",)), (race.ROWS_1D["silu_mul"], ("bf16", "fp16"))]
     for dtype in ("bf16", "fp16"):
         inp = fam.make_inputs((3, 3000), dtype, "cpu", 7)
         ref = fam.oracle(**inp)
@@ -128,6 +128,24 @@ def test_gated_race_candidates_match_the_oracle_in_the_interpreter(monkeypatch):
                 gated.launch_tile(kernels, cfg, inp["x"], y)
                 err = float((y.double() - ref.double()).norm() / ref.double().norm())
                 assert err <= fam.tolerances[dtype], (label, dtype, kernels.tile, err)
+
+
+@pytest.mark.parametrize("family", ["silu_mul", "gelu_mul"])
+def test_the_gated_races_1d_row_kernel_without_a_mask_matches_the_oracle(family, monkeypatch):
+    """``--rows-1d``'s kernel where H is compiled in and a multiple of the block (no mask at all), and at run time,
+    both families, in Triton's interpreter against the float64 oracle on fresh inputs strided past 2H."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    race = importlib.import_module("gated_placed_race")
+    from kprof.kernels import discover
+    from kprof.kernels.lib import gated
+
+    fam = discover()[family]
+    for dtype, const in (("bf16", True), ("fp16", True), ("fp16", False)):
+        x = fam.make_inputs((3, 2 * 2048 + 8), dtype, "cpu", torch.seed() % 2**31)["x"][:, : 2 * 2048]
+        ref = fam.oracle(x=x)
+        y = torch.full((3, 2048), float("nan"), dtype=x.dtype)
+        gated.launch_tile(race.ROWS_1D[family], gated.Config(1024, 1, 4, False, cols_const=const), x, y)
+        assert float((y.double() - ref).norm() / ref.norm()) <= fam.tolerances[dtype], (dtype, const)
 
 
 def test_the_placed_races_time_only_the_peers_that_take_the_point(monkeypatch):
