@@ -1,11 +1,12 @@
 """Every placed race of this folder in one table: ``points.csv``, a row per (race, point), with the op's time (the
 config ``triton_tuned`` took at that commit), kprof's fastest config and its time, and the peers'.
 
-    python table.py          # in this folder; reads */*/placed_summary.csv
+    python table.py [DIR]    # DIR (this folder if none): reads DIR/*/*/placed_summary.csv, writes DIR/points.csv
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -33,8 +34,9 @@ def rows(csv: Path) -> list[dict]:
 
 
 def main() -> None:
-    table = [r for csv in sorted(HERE.glob("*/*/placed_summary.csv")) for r in rows(csv)]
-    pd.DataFrame(table).round(3).to_csv(HERE / "points.csv", index=False)
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
+    table = [r for csv in sorted(root.glob("*/*/placed_summary.csv")) for r in rows(csv)]
+    pd.DataFrame(table).round(3).to_csv(root / "points.csv", index=False)
     print(f"{len(table)} points -> points.csv")
 
 
