@@ -8,8 +8,8 @@ registers and meet once (``cooperative``, GPU only; in fp16, and in bf16 from 51
 where a program computes its next chunk of h before it waits for the row it holds). An H200
 (``launching.fast_memory``) has a few rules of its own, raced there: bf16's pipelined layout (from 16 MiB at every
 row count), the pipelined kernel's meeting in slots (and float32's, where an H100 takes the cooperative kernel), the
-cooperative kernel from 8 MiB, triton_one_row's kernel at many 16-bit rows of 4-32 KB, 256-1024 16-bit rows of 6144
-and 7168 columns, and float32 rows of 4096 and 8192 columns.
+cooperative kernel from 8 MiB, triton_one_row's kernel at many 16-bit rows of 4-32 KB, 256-8192 16-bit rows of five
+widths from 3072 to 8192 columns (``_FAST_MEMORY_MID_WIDTHS``), and float32 rows of 4096 and 8192 columns.
 """
 
 from __future__ import annotations
@@ -135,8 +135,8 @@ _MID_LOOPED = (8 * 1024, 8)  # (chunk bytes, warps): triton_looped's configurati
 # (8.80 / 8.81), 512x8192 9.77 / 9.72 against 10.22 / 10.13 (9.59 / 9.92). At 512 rows of 2048-4096 columns it did
 # not beat the one-block config; other row counts were raced at one point each and are not taken.
 _MID_CONST = (4096, 16)  # (chunk elements, warps)
-# On an H200 (``launching.fast_memory``) those rows take the rows kernel instead (bar the rows of 6144 and 7168 columns
-# that ``_FAST_MEMORY_MID_WIDTHS`` takes), one row a program, the row in one block: 8 warps in bf16, 4 in fp16 (where 8
+# On an H200 (``launching.fast_memory``) those rows take the rows kernel instead (bar the widths that
+# ``_FAST_MEMORY_MID_WIDTHS`` takes), one row a program, the row in one block: 8 warps in bf16, 4 in fp16 (where 8
 # warps ran 1.11-1.14x the 4 at 512 rows). Raced there at 2 places in memory each on two H200s
 # (benchmarks/results/grid/h200-mid-sizes/, µs, bf16 / fp16, this / _MID_CONST's config / torch.compile): 512x6144 6.51
 # / 6.75 against 6.94 / 6.85 (6.75 / 6.77), the second machine 6.54 / 6.79 against 6.91 / 6.83; 512x7168 7.38 / 7.55
@@ -164,14 +164,39 @@ _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 # with hints fastest there: 4.728 / 4.752 against 4.880 / 4.888); at 1024 rows, before the band took them, the H100's
 # chunked config ran 1.08-1.09x the band's config (14.912 / 15.000 against 13.752 / 13.776; torch.compile 14.128 /
 # 14.352). At 512 rows the config before ran 1.00-1.03x the best there and is kept; so are rows past 1024.
+# Then at 256-8192 16-bit rows of 3072-8192 columns, 36 configs a point raced at 2 places in memory, 3 rounds, on two
+# more H200s (benchmarks/results/grid/h200-mid-widths/, ``race/`` and ``bands/``), the configs the rules took before
+# ran up to 1.19x the fastest: 256x5120 4.632 / 4.544 µs bf16 / fp16 against 3.880 / 3.920 (torch.compile 4.112 /
+# 4.248); 1024x3072 7.456 / 7.360 against 6.464 / 6.472; 1024x8192 16.616 / 17.216 against 15.480 / 15.416
+# (torch.compile 15.872 / 16.152). Each band below takes the config whose worst over the band's raced points, both
+# dtypes, was least (the worst is given, over the configs before):
+# * 3072 and 4096 columns at 768-1024 rows: the rows kernel, 4 warps (1.013, over 1.145-1.154).
+# * 5120 at 256-1024 rows: one 8192-column chunk of 4 warps, the width compiled in, no hints (1.028 at 768 rows fp16,
+#   1.013 elsewhere; over 1.194). At 1536 rows it ran 1.06-1.08x; the config before 1.02x.
+# * 6144 at 769-1024 rows: 7168's chunk of 4 warps with hints (1.006 at 1024; over 1.045); at 2048-8192 rows
+#   triton_one_row's kernel with 4 warps (1.001; over 1.044, the class below with 16).
+# * 8192 at 256-384 rows: the rows kernel, 16 warps (1.028; over 1.119); at 640-1023 7168's chunk (1.013 at 768 rows;
+#   over 1.047); at 1024-8192 rows triton_one_row's kernel with 4 warps (1.003; over 1.117).
+_ONE_ROW_4_WARPS = Config("one_row", 8192, 1, 4)
+_CHUNK_4_WARPS_HINTS = Config("looped", 8192, 1, 4, cols_const=True, hints=True)
 _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
+    3072: (((768, 1024), Config("rows", 4096, 1, 4)),),
+    4096: (((768, 1024), Config("rows", 4096, 1, 4)),),
+    5120: (((256, 1024), Config("looped", 8192, 1, 4, cols_const=True)),),
     6144: (
         ((256, 511), Config("rows", 8192, 1, 8)),
         ((512, 768), Config("looped", 8192, 1, 8, cols_const=True, hints=True)),
+        ((769, 1024), _CHUNK_4_WARPS_HINTS),
+        ((2048, 8192), _ONE_ROW_4_WARPS),
     ),
     7168: (
         ((256, 511), Config("rows", 8192, 1, 8)),
-        ((640, 1024), Config("looped", 8192, 1, 4, cols_const=True, hints=True)),
+        ((640, 1024), _CHUNK_4_WARPS_HINTS),
+    ),
+    8192: (
+        ((256, 384), Config("rows", 8192, 1, 16)),
+        ((640, 1023), _CHUNK_4_WARPS_HINTS),
+        ((1024, 8192), _ONE_ROW_4_WARPS),
     ),
 }
 # Rows of 128 KB or more, 16 MiB or more of x: the cooperative kernel (h kept in registers instead of stored
@@ -196,7 +221,8 @@ _COOPERATIVE_MIN_BYTES_FAST_MEMORY = 8 * 1024 * 1024
 # 1.017 / 1.016; 32768 rows x 2048 1.058 / 1.061, x 3072 1.032 / 1.034, x 6144 1.069 / 1.007, x 7168 1.009 / 1.002;
 # 2048 rows x 6144 1.036 / 1.005, x 7168 1.061 / 1.033, x 8192 1.037 / 1.056, x 16384 1.031 / 1.032. Left as they
 # were: 4096 columns (0.990-1.005), 8192 from 8192 rows (0.989-1.014), 16384 from 8192 rows (1.000-1.017), fewer
-# rows (2048x2048 0.902: packed rows win there). On an H100 the chunked kernel had won (above).
+# rows (2048x2048 0.902: packed rows win there). On an H100 the chunked kernel had won (above). Rows of 6144 and 8192
+# columns take the kernel from ``_FAST_MEMORY_MID_WIDTHS`` instead, with 4 warps, up to 8192 rows.
 _FAST_MEMORY_ONE_ROW = ((8192, ((2048, 3072), (4097, 7168))), (2048, ((4097, 16384),)))  # (from rows, widths)
 # Few bf16 rows of 4097-8192 columns take it there too, with the classic warps (the rows kernel's launch, which loads x
 # and the residual evict-first): raced at 2 places in memory, 3 rounds (benchmarks/results/grid/h200-one-row-dispatch/
@@ -300,7 +326,8 @@ def choose_config(
     ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows).
     ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 16 MiB in its own layout, the
     pipelined layouts take the slotted kernel (``_FAST_MEMORY_PIPELINED_KERNEL``), 16-bit rows meet from 8 MiB
-    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), many rows of 4-32 KB and few bf16 rows of 8-16 KB take triton_one_row's
+    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), 16-bit rows of five widths their bands' configs
+    (``_FAST_MEMORY_MID_WIDTHS``), many rows of 4-32 KB and few bf16 rows of 8-16 KB triton_one_row's
     kernel (``_FAST_MEMORY_ONE_ROW``, ``_FAST_MEMORY_FEW_ROWS_BF16``), 512-1023 16-bit rows of 4097-8192 the rows
     kernel (``_FAST_MEMORY_MID_ROWS_WARPS``) and float32 rows of 4096-16384 columns their own (``_FAST_MEMORY_FP32``,
     ``_FAST_MEMORY_FP32_WIDE``)."""
@@ -326,13 +353,13 @@ def choose_config(
             chunk, warps, per_sm = (_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM) if fp16 else _PIPELINED_BF16
             return Config(kernel, chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         return _cooperative_config(n, element_size)
-    if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n, fp16):
-        return Config("one_row", block_n, 1, classic_num_warps(block_n))
     if fast_memory and element_size == 2 and n_rows is not None:
         bands = _FAST_MEMORY_MID_WIDTHS.get(n, ())
         rule = next((cfg for (low, high), cfg in bands if low <= n_rows <= high), None)
         if rule is not None:
             return rule
+    if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n, fp16):
+        return Config("one_row", block_n, 1, classic_num_warps(block_n))
     if fast_memory and n_rows is not None and _hundreds_of_16_bit_rows(n, element_size, n_rows):
         return Config("rows", block_n, 1, _FAST_MEMORY_MID_ROWS_WARPS["fp16" if fp16 else "bf16"])
     if fast_memory and element_size == 4 and n_rows is not None and n in _FAST_MEMORY_FP32[2]:

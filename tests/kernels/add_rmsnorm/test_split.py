@@ -235,34 +235,46 @@ def test_the_chunked_kernel_with_inductors_cache_hints(dtype, chunk, warps, cons
         _launch_and_check(cfg, n_rows, n, dtype, device)
 
 
-def test_an_h200_takes_its_6144_and_7168_column_rules_at_their_edges_and_nothing_outside_them(monkeypatch):
-    """On an H200, 16-bit rows of 6144 and 7168 columns: 256-511 rows the rows kernel with 8 warps; 512-768 rows of 6144
-    and 640-1024 of 7168 one 8192-column chunk (8 and 4 warps), the width compiled in, with cache hints. A row fewer or
-    more, other widths, float32 and an H100 take what they would without the rules."""
-    rows_kernel = tuned.Config("rows", 8192, 1, 8)
-    chunked = {n: tuned.Config("looped", 8192, 1, w, cols_const=True, hints=True) for n, w in ((6144, 8), (7168, 4))}
-    taken = [(6144, 256, rows_kernel), (6144, 511, rows_kernel), (6144, 512, chunked[6144]), (6144, 768, chunked[6144])]
-    taken += [
-        (7168, 256, rows_kernel),
-        (7168, 511, rows_kernel),
-        (7168, 640, chunked[7168]),
-        (7168, 1024, chunked[7168]),
+def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_them(monkeypatch):
+    """On an H200, 16-bit rows of five widths take their bands' configs at each band's first and last row count, in both
+    16-bit dtypes; an H100 does not. A row fewer or more, a column fewer or more, float32 and an H100 take what they
+    would without the rules."""
+    rows_w4, rows_w8, rows_w16 = (tuned.Config("rows", b, 1, w) for b, w in ((4096, 4), (8192, 8), (8192, 16)))
+    chunk_w4 = tuned.Config("looped", 8192, 1, 4, cols_const=True)
+    hinted = {w: tuned.Config("looped", 8192, 1, w, cols_const=True, hints=True) for w in (4, 8)}
+    one_row_w4 = tuned.Config("one_row", 8192, 1, 4)
+    bands = [
+        (3072, 768, 1024, rows_w4),
+        (4096, 768, 1024, rows_w4),
+        (5120, 256, 1024, chunk_w4),
+        (6144, 256, 511, rows_w8),
+        (6144, 512, 768, hinted[8]),
+        (6144, 769, 1024, hinted[4]),
+        (6144, 2048, 8192, one_row_w4),
+        (7168, 256, 511, rows_w8),
+        (7168, 640, 1024, hinted[4]),
+        (8192, 256, 384, rows_w16),
+        (8192, 640, 1023, hinted[4]),
+        (8192, 1024, 8192, one_row_w4),
     ]
-    for n, n_rows, want in taken:
-        for fp16 in (False, True):
-            assert tuned.choose_config(n, 2, n_rows, fp16=fp16, fast_memory=True) == want, (n, n_rows, fp16)
-            assert tuned.choose_config(n, 2, n_rows, fp16=fp16) != want, (n, n_rows, fp16)
-    outside = [(6144, 2, 255), (6144, 2, 769), (7168, 2, 512), (7168, 2, 639), (7168, 2, 1025), (6143, 2, 600)]
-    outside += [(6145, 2, 300), (7169, 2, 700), (6144, 4, 600), (7168, 4, 300)]
+    for n, first, last, want in bands:
+        for n_rows in (first, last):
+            for fp16 in (False, True):
+                assert tuned.choose_config(n, 2, n_rows, fp16=fp16, fast_memory=True) == want, (n, n_rows, fp16)
+                assert tuned.choose_config(n, 2, n_rows, fp16=fp16) != want, (n, n_rows, fp16)
+    outside = [(3072, 2, 767), (4096, 2, 1025), (5120, 2, 255), (5120, 2, 1025), (6144, 2, 255), (6144, 2, 1025)]
+    outside += [(6144, 2, 2047), (7168, 2, 512), (7168, 2, 639), (7168, 2, 1025), (8192, 2, 385), (8192, 2, 639)]
+    outside += [(3071, 2, 900), (4097, 2, 900), (5121, 2, 300), (6143, 2, 600), (7169, 2, 700), (8191, 2, 1500)]
+    outside += [(6144, 4, 600), (7168, 4, 300), (5120, 4, 300), (8192, 4, 2048)]
     with_rules = [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
     monkeypatch.setattr(tuned, "_FAST_MEMORY_MID_WIDTHS", {})  # the rules off
     assert with_rules == [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("n_rows, n", [(300, 6144), (600, 6144), (700, 7168)])
+@pytest.mark.parametrize("n_rows, n", [(300, 6144), (600, 6144), (700, 7168), (300, 5120), (900, 3072), (1100, 8192)])
 def test_the_ops_take_an_h200s_mid_width_rules_from_their_plan(dtype, n_rows, n, device, monkeypatch):
-    """The ops API on an H200 (``launching.fast_memory`` forced) at strided rows of 6144 and 7168 that the rules take:
+    """The ops API on an H200 (``launching.fast_memory`` forced) at strided rows that its width rules take:
     the plan holds the rule's launch; both calls (checked path, then the plan) against the float64 oracle on fresh
     inputs."""
     monkeypatch.setattr(launching, "fast_memory", lambda t: True)
@@ -288,7 +300,7 @@ def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there
     for n, es, rows in (
         (2048, 2, 8191),  # packed rows won at 2048 rows
         (4096, 2, 32768),
-        (8192, 2, 8192),
+        (8192, 2, 8193),  # past the 8192-column rows' band (``_FAST_MEMORY_MID_WIDTHS``)
         (16384, 2, 8192),
         (3073, 2, 8192),
         (4096, 2, 2048),
@@ -341,7 +353,7 @@ def test_an_h200_takes_its_own_configs_for_fp32_rows_of_4096_to_16384_columns():
         assert tuned.choose_config(n, 4, rows, fast_memory=True) == want, (n, rows)
         assert tuned.choose_config(n, 4, rows) != want, (n, rows)
     same = ((4096, 4, 2047), (8192, 4, 512), (6144, 4, 2047), (16384, 4, 512), (16385, 4, 2048), (3072, 4, 16384))
-    for n, es, rows in same + ((6144, 2, 1024), (4096, 4, None)):
+    for n, es, rows in same + ((6144, 2, 1536), (4096, 4, None)):
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
 
 
@@ -374,13 +386,13 @@ def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch)
 def test_an_h200_takes_the_rows_kernel_at_512_to_1023_16_bit_rows_of_4097_to_8192():
     """On an H200, 512-1023 16-bit rows of 4097-8192 columns: the rows kernel, one row a program, the row in one block,
     8 warps in bf16 and 4 in fp16 (where the H100 takes the chunked kernel with the width compiled in), but where the
-    rules of 6144 and 7168 columns take them. Other rows and widths, float32 and an H100 keep theirs."""
-    for n, rows in ((4097, 512), (7168, 512), (6143, 700), (8192, 1023), (5120, 600)):
+    width rules (``_FAST_MEMORY_MID_WIDTHS``) take them. Other rows and widths, float32 and an H100 keep theirs."""
+    for n, rows in ((4097, 512), (7168, 512), (6143, 700), (8192, 512), (8191, 1023), (5121, 600)):
         for fp16, warps in ((False, 8), (True, 4)):
             want = tuned.Config("rows", 8192, 1, warps)
             assert tuned.choose_config(n, 2, rows, fp16=fp16, fast_memory=True) == want, (n, rows, fp16)
             assert tuned.choose_config(n, 2, rows, fp16=fp16) != want, (n, rows, fp16)
-    for n, es, rows in ((4096, 2, 512), (8193, 2, 512), (5120, 2, 511), (6144, 2, 1024), (6144, 4, 512)):
+    for n, es, rows in ((4096, 2, 512), (8193, 2, 512), (5121, 2, 511), (6144, 2, 1025), (6144, 4, 512)):
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
 
 
