@@ -16,8 +16,8 @@ timeout 250 python add_rmsnorm_placed_race.py --out $W/add_rmsnorm --placements 
   --dtypes fp16,bf16 --budget-s 235 > $W/add_rmsnorm.log 2>&1
 cd ..
 timeout 200 python benchmarks/race_grids.py --out $W/grid --budget 190 --min-left 10 --no-graph \
-  --part add_rmsnorm:shapes=2048x6144,2048x8192,8192x6144,8192x8192:bf16 \
-  --part add_rmsnorm:shapes=2048x6144,2048x8192,8192x6144,8192x8192:fp16 2>&1 | tail -3
+  --part add_rmsnorm:shapes=2048x6144+2048x8192+8192x6144+8192x8192:bf16 \
+  --part add_rmsnorm:shapes=2048x6144+2048x8192+8192x6144+8192x8192:fp16 2>&1 | tail -3
 rm -rf $W/grid/*.db.gz $W/grid/traces
 cd $W && tar czf $OUT/r.tgz .
 for f in $W/grid/grid-*.md; do echo "$(basename $f): $(grep -h 'points:' $f | cut -c1-90)"; done
