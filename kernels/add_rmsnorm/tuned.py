@@ -177,6 +177,11 @@ _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 #   triton_one_row's kernel with 4 warps (1.001; over 1.044, the class below with 16).
 # * 8192 at 256-384 rows: the rows kernel, 16 warps (1.028; over 1.119); at 640-1023 7168's chunk (1.013 at 768 rows;
 #   over 1.047); at 1024-8192 rows triton_one_row's kernel with 4 warps (1.003; over 1.117).
+# Raced again with the rules on a third H200 (``shipped/``) at 36 points, 16 of them inside the bands at rows not raced
+# before: the op within 1.02x of the fastest config at all but 640x8192 fp16 (1.038; 1.010 in bf16), and ahead of
+# torch.compile and Liger-Kernel at every point of the bands. Past them, 7168 columns at 2048 rows took the class below
+# (16 warps) 1.034x the fastest in fp16, where triton_one_row's kernel with 4 warps was fastest in both dtypes and
+# at 4096 rows too (54.528 / 54.303 µs fp16 / bf16): 7168 takes it from 2048 to 8192 rows as 6144 and 8192 do.
 _ONE_ROW_4_WARPS = Config("one_row", 8192, 1, 4)
 _CHUNK_4_WARPS_HINTS = Config("looped", 8192, 1, 4, cols_const=True, hints=True)
 _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
@@ -192,6 +197,7 @@ _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
     7168: (
         ((256, 511), Config("rows", 8192, 1, 8)),
         ((640, 1024), _CHUNK_4_WARPS_HINTS),
+        ((2048, 8192), _ONE_ROW_4_WARPS),
     ),
     8192: (
         ((256, 384), Config("rows", 8192, 1, 16)),
@@ -221,7 +227,7 @@ _COOPERATIVE_MIN_BYTES_FAST_MEMORY = 8 * 1024 * 1024
 # 1.017 / 1.016; 32768 rows x 2048 1.058 / 1.061, x 3072 1.032 / 1.034, x 6144 1.069 / 1.007, x 7168 1.009 / 1.002;
 # 2048 rows x 6144 1.036 / 1.005, x 7168 1.061 / 1.033, x 8192 1.037 / 1.056, x 16384 1.031 / 1.032. Left as they
 # were: 4096 columns (0.990-1.005), 8192 from 8192 rows (0.989-1.014), 16384 from 8192 rows (1.000-1.017), fewer
-# rows (2048x2048 0.902: packed rows win there). On an H100 the chunked kernel had won (above). Rows of 6144 and 8192
+# rows (2048x2048 0.902: packed rows win there). On an H100 the chunked kernel had won (above). Rows of 6144-8192
 # columns take the kernel from ``_FAST_MEMORY_MID_WIDTHS`` instead, with 4 warps, up to 8192 rows.
 _FAST_MEMORY_ONE_ROW = ((8192, ((2048, 3072), (4097, 7168))), (2048, ((4097, 16384),)))  # (from rows, widths)
 # Few bf16 rows of 4097-8192 columns take it there too, with the classic warps (the rows kernel's launch, which loads x

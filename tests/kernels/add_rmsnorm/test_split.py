@@ -253,6 +253,7 @@ def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_th
         (6144, 2048, 8192, one_row_w4),
         (7168, 256, 511, rows_w8),
         (7168, 640, 1024, hinted[4]),
+        (7168, 2048, 8192, one_row_w4),
         (8192, 256, 384, rows_w16),
         (8192, 640, 1023, hinted[4]),
         (8192, 1024, 8192, one_row_w4),
@@ -263,7 +264,15 @@ def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_th
                 assert tuned.choose_config(n, 2, n_rows, fp16=fp16, fast_memory=True) == want, (n, n_rows, fp16)
                 assert tuned.choose_config(n, 2, n_rows, fp16=fp16) != want, (n, n_rows, fp16)
     outside = [(3072, 2, 767), (4096, 2, 1025), (5120, 2, 255), (5120, 2, 1025), (6144, 2, 255), (6144, 2, 1025)]
-    outside += [(6144, 2, 2047), (7168, 2, 512), (7168, 2, 639), (7168, 2, 1025), (8192, 2, 385), (8192, 2, 639)]
+    outside += [
+        (6144, 2, 2047),
+        (7168, 2, 512),
+        (7168, 2, 639),
+        (7168, 2, 1025),
+        (7168, 2, 8193),
+        (8192, 2, 385),
+        (8192, 2, 639),
+    ]
     outside += [(3071, 2, 900), (4097, 2, 900), (5121, 2, 300), (6143, 2, 600), (7169, 2, 700), (8191, 2, 1500)]
     outside += [(6144, 4, 600), (7168, 4, 300), (5120, 4, 300), (8192, 4, 2048)]
     with_rules = [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
