@@ -182,12 +182,19 @@ _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 # torch.compile and Liger-Kernel at every point of the bands. Past them, 7168 columns at 2048 rows took the class below
 # (16 warps) 1.034x the fastest in fp16, where triton_one_row's kernel with 4 warps was fastest in both dtypes and
 # at 4096 rows too (54.528 / 54.303 µs fp16 / bf16): 7168 takes it from 2048 to 8192 rows as 6144 and 8192 do.
+# On a fourth (``probe/``) that band was within 1.002x of the fastest at 2048, 3072 and 8192 rows. There 5120 columns at
+# 2048-4096 rows took triton_one_row's class (16 warps) up to 1.085x the fastest in fp16 (2048x5120 20.728 against
+# 19.112 µs, torch.compile 19.768); its own band's chunk of 4 warps was within 1.006x at 2048, 3072 and 4096 rows and at
+# 2048 on the third, both dtypes: 5120 takes it there too. At 1536 rows it was 1.06-1.08x (``bands/``).
 _ONE_ROW_4_WARPS = Config("one_row", 8192, 1, 4)
 _CHUNK_4_WARPS_HINTS = Config("looped", 8192, 1, 4, cols_const=True, hints=True)
 _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
     3072: (((768, 1024), Config("rows", 4096, 1, 4)),),
     4096: (((768, 1024), Config("rows", 4096, 1, 4)),),
-    5120: (((256, 1024), Config("looped", 8192, 1, 4, cols_const=True)),),
+    5120: (
+        ((256, 1024), Config("looped", 8192, 1, 4, cols_const=True)),
+        ((2048, 4096), Config("looped", 8192, 1, 4, cols_const=True)),
+    ),
     6144: (
         ((256, 511), Config("rows", 8192, 1, 8)),
         ((512, 768), Config("looped", 8192, 1, 8, cols_const=True, hints=True)),

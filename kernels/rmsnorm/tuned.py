@@ -474,9 +474,28 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
     return choose_config(n, element_size, n_rows, sms, device_index >= 0, fast)
 
 
+# And at 768-4095 rows of three bands (benchmarks/results/grid/h200-mid-widths/probe/: every one-block and two-pass
+# config at 2 places in memory, 3 rounds, one H200; the config whose worst over the band's raced points, both dtypes,
+# was least, over the worst of the configs before), µs, bf16 / fp16, the band's config / the config before
+# (torch.compile):
+# - 768-1023 rows of 7169-8192 columns take 1024 rows' config (two rows a program, 4096-element chunks, 16 warps): at
+#   768x8192 6.768 / 6.696 against 7.936 / 8.288 (7.520 / 8.072); 1.000 over 1.238.
+# - 1024-1535 rows of 3072-4096 columns the same: 1024x3072 3.856 / 3.936 against 3.976 / 4.168 (4.800 / 4.672),
+#   1024x4096 4.760 / 5.008 against 5.056 / 5.144; 1.031 over 1.062. At 2048 rows it ran 1.08-1.10x the fastest.
+# - 2048-4095 rows of 4096-5120 columns two rows a program in 2048-element chunks, 8 warps: 2048x4096 8.424 / 8.440
+#   against 9.232 / 9.064 (9.696 / 9.656), 2048x5120 1.006-1.008x the fastest; 1.008 over 1.096.
+# All with the width compiled in. Fewer rows and other widths keep theirs.
+_FAST_MEMORY_MID_BANDS = (  # (rows from, to), (columns from, to), config
+    ((768, 1023), (7169, 8192), Config("two_pass", 4096, 2, 16, cols_const=True)),
+    ((1024, 1535), (3072, 4096), Config("two_pass", 4096, 2, 16, cols_const=True)),
+    ((2048, 4095), (4096, 5120), Config("two_pass", 2048, 2, 8, cols_const=True)),
+)
+
+
 def _fast_memory_16bit(n: int, n_rows: int) -> Config | None:
     """An H200's two-pass config for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_MANY_ROWS``,
-    ``_FAST_MEMORY_MID_ROWS_*``, ``_FAST_MEMORY_WIDE_TWO_PASS``); None where the H100's rules stand."""
+    ``_FAST_MEMORY_MID_ROWS_*``, ``_FAST_MEMORY_WIDE_TWO_PASS``, ``_FAST_MEMORY_MID_BANDS``); None where the H100's
+    rules stand."""
     if (6144 <= n <= 8192 and n_rows >= _TWO_PASS_MIN_ROWS) or (
         7168 < n <= 8192 and n_rows >= _FAST_MEMORY_MID_ROWS_8K
     ):
@@ -487,6 +506,9 @@ def _fast_memory_16bit(n: int, n_rows: int) -> Config | None:
     (low, high), wide = _FAST_MEMORY_WIDE_TWO_PASS
     if 8192 < n <= 16384 and low <= n_rows <= high:
         return wide
+    for (rows_lo, rows_hi), (cols_lo, cols_hi), cfg in _FAST_MEMORY_MID_BANDS:
+        if rows_lo <= n_rows <= rows_hi and cols_lo <= n <= cols_hi:
+            return cfg
     return None
 
 

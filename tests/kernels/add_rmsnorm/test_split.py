@@ -247,6 +247,7 @@ def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_th
         (3072, 768, 1024, rows_w4),
         (4096, 768, 1024, rows_w4),
         (5120, 256, 1024, chunk_w4),
+        (5120, 2048, 4096, chunk_w4),
         (6144, 256, 511, rows_w8),
         (6144, 512, 768, hinted[8]),
         (6144, 769, 1024, hinted[4]),
@@ -263,7 +264,16 @@ def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_th
             for fp16 in (False, True):
                 assert tuned.choose_config(n, 2, n_rows, fp16=fp16, fast_memory=True) == want, (n, n_rows, fp16)
                 assert tuned.choose_config(n, 2, n_rows, fp16=fp16) != want, (n, n_rows, fp16)
-    outside = [(3072, 2, 767), (4096, 2, 1025), (5120, 2, 255), (5120, 2, 1025), (6144, 2, 255), (6144, 2, 1025)]
+    outside = [
+        (3072, 2, 767),
+        (4096, 2, 1025),
+        (5120, 2, 255),
+        (5120, 2, 1025),
+        (5120, 2, 2047),
+        (5120, 2, 4097),
+        (6144, 2, 255),
+        (6144, 2, 1025),
+    ]
     outside += [
         (6144, 2, 2047),
         (7168, 2, 512),
