@@ -474,21 +474,24 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
     return choose_config(n, element_size, n_rows, sms, device_index >= 0, fast)
 
 
-# And at 768-4095 rows of three bands (benchmarks/results/grid/h200-mid-widths/probe/: every one-block and two-pass
-# config at 2 places in memory, 3 rounds, one H200; the config whose worst over the band's raced points, both dtypes,
-# was least, over the worst of the configs before), µs, bf16 / fp16, the band's config / the config before
-# (torch.compile):
+# And in three bands of 768-2112 rows, where the config's programs are one wave on an H200's 132 SMs (two rows a
+# program: 16-warp programs, 4 an SM, to 1056 rows; 8-warp ones, 8 an SM, to 2112), raced at 2 places in memory, 3
+# rounds, every one-block and two-pass config (benchmarks/results/grid/h200-mid-widths/probe/), then again with the
+# bands on a second H200 (``confirm/``), µs, bf16 / fp16, the band's config / the config before (torch.compile):
 # - 768-1023 rows of 7169-8192 columns take 1024 rows' config (two rows a program, 4096-element chunks, 16 warps): at
-#   768x8192 6.768 / 6.696 against 7.936 / 8.288 (7.520 / 8.072); 1.000 over 1.238.
-# - 1024-1535 rows of 3072-4096 columns the same: 1024x3072 3.856 / 3.936 against 3.976 / 4.168 (4.800 / 4.672),
-#   1024x4096 4.760 / 5.008 against 5.056 / 5.144; 1.031 over 1.062. At 2048 rows it ran 1.08-1.10x the fastest.
-# - 2048-4095 rows of 4096-5120 columns two rows a program in 2048-element chunks, 8 warps: 2048x4096 8.424 / 8.440
-#   against 9.232 / 9.064 (9.696 / 9.656), 2048x5120 1.006-1.008x the fastest; 1.008 over 1.096.
-# All with the width compiled in. Fewer rows and other widths keep theirs.
+#   768x8192 6.768 / 6.696 against 7.936 / 8.288 (7.520 / 8.072), 1.17-1.24x the fastest and behind Liger-Kernel too;
+#   fastest again on the second (6.776 / 6.784), 1.019-1.046x at 896 rows.
+# - 1024-1056 rows of 3072-4096 columns the same: 1024x3072 3.856 / 3.936 against 3.976 / 4.168 (4.800 / 4.672),
+#   1024x4096 4.760 / 5.008 against 5.056 / 5.144; 1.000-1.002x the fastest at 1024x3072 on the second. At 1280x4096
+#   (two waves) it ran 1.14-1.18x the fastest there, behind torch.compile: the band stops at one wave.
+# - 2048-2112 rows of 4096-5120 columns two rows a program in 2048-element chunks, 8 warps: 2048x4096 8.424 / 8.440
+#   against 9.232 / 9.064 (9.696 / 9.656), on the second the fastest (8.464 / 8.528); 2048x5120 1.006-1.008x the
+#   fastest. At 3072x4096 it ran 1.06-1.08x (3072x5120 1.03x).
+# All with the width compiled in. Other rows and widths keep theirs.
 _FAST_MEMORY_MID_BANDS = (  # (rows from, to), (columns from, to), config
     ((768, 1023), (7169, 8192), Config("two_pass", 4096, 2, 16, cols_const=True)),
-    ((1024, 1535), (3072, 4096), Config("two_pass", 4096, 2, 16, cols_const=True)),
-    ((2048, 4095), (4096, 5120), Config("two_pass", 2048, 2, 8, cols_const=True)),
+    ((1024, 1056), (3072, 4096), Config("two_pass", 4096, 2, 16, cols_const=True)),
+    ((2048, 2112), (4096, 5120), Config("two_pass", 2048, 2, 8, cols_const=True)),
 )
 
 
