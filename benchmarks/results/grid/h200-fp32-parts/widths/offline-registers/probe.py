@@ -17,8 +17,8 @@ from kprof.kernels.rmsnorm import tuned as rms_tuned
 from kprof.specialization import compile_resources
 
 
-def rms_call(cfg: rms_tuned.Config, n: int) -> tuple:
-    x, w = torch.empty((1, n), dtype=torch.float32), torch.empty(n, dtype=torch.float32)
+def rms_call(cfg: rms_tuned.Config, n: int, dtype: torch.dtype = torch.float32) -> tuple:
+    x, w = torch.empty((1, n), dtype=dtype), torch.empty(n, dtype=dtype)
     align = 8 if n % 8 == 0 else 1
     args = (x, w, x, n, n, 16384, n, 1e-6)
     if cfg.kernel == "rows":
@@ -30,15 +30,19 @@ def rms_call(cfg: rms_tuned.Config, n: int) -> tuple:
     return kernel, args, dict(meta, num_warps=cfg.num_warps)
 
 
-def add_call(cfg: add_tuned.Config, n: int) -> tuple:
-    x, w = torch.empty((1, n), dtype=torch.float32), torch.empty(n, dtype=torch.float32)
+def add_call(cfg: add_tuned.Config, n: int, dtype: torch.dtype = torch.float32) -> tuple:
+    x, w = torch.empty((1, n), dtype=dtype), torch.empty(n, dtype=dtype)
     align = 8 if n % 8 == 0 else 1
     if cfg.kernel == "one_row":
         args = (x, x, w, x, x, n, n, n, 1e-6)
         return _add_rmsnorm_one_row_kernel, args, dict(BLOCK_N=cfg.block_n, ALIGN=align, num_warps=cfg.num_warps)
+    if cfg.kernel == "rows":
+        args = (x, x, w, x, x, n, n, 16384, n, 1e-6)
+        meta = dict(BLOCK_N=cfg.block_n, ROWS=cfg.rows, I64=False, ALIGN=align, num_warps=cfg.num_warps)
+        return add_tuned._add_rmsnorm_rows_kernel, args, meta
     args = (x, x, w, x, x, n, n, n, 1e-6)
-    meta = dict(BLOCK_N=cfg.block_n, COLS=n if cfg.cols_const else 0, ALIGN=align, num_warps=cfg.num_warps)
-    return _add_rmsnorm_looped_kernel, args, meta
+    meta = dict(BLOCK_N=cfg.block_n, COLS=n if cfg.cols_const else 0, ALIGN=align, HINTS=cfg.hints)
+    return _add_rmsnorm_looped_kernel, args, dict(meta, num_warps=cfg.num_warps)
 
 
 def main() -> None:
