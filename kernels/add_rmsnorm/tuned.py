@@ -178,8 +178,9 @@ _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 # * 8192 at 256-384 rows: the rows kernel, 16 warps (1.028; over 1.119); at 640-1023 7168's chunk (1.013 at 768 rows;
 #   over 1.047); at 1024-8192 rows triton_one_row's kernel with 4 warps (1.003; over 1.117).
 # Raced again with the rules on a third H200 (``shipped/``) at 36 points, 18 of them inside the bands at rows not raced
-# before: the op within 1.02x of the fastest config at all but 640x8192 fp16 (1.038; 1.010 in bf16), and ahead of
-# torch.compile and Liger-Kernel at every point of the bands. Past them, 7168 columns at 2048 rows took the class below
+# before: the op within 1.02x of the fastest config at all but 640x8192 fp16 (1.038; 1.010 in bf16), ahead of
+# torch.compile at every point of the bands and of Liger-Kernel at all but 8192x8192 fp16 (127.431 against 126.351 µs,
+# a tie in ``kprof grid``). Past them, 7168 columns at 2048 rows took the class below
 # (16 warps) 1.034x the fastest in fp16, where triton_one_row's kernel with 4 warps was fastest in both dtypes and
 # at 4096 rows too (54.528 / 54.303 µs fp16 / bf16): 7168 takes it from 2048 to 8192 rows as 6144 and 8192 do.
 # On a fourth (``probe/``) that band was within 1.002x of the fastest at 2048, 3072 and 8192 rows. There 5120 columns at
