@@ -188,14 +188,12 @@ _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 # 19.112 µs, torch.compile 19.768); its own band's chunk of 4 warps was within 1.006x at 2048, 3072 and 4096 rows and at
 # 2048 on the third, both dtypes: 5120 takes it there too. At 1536 rows it was 1.06-1.08x (``bands/``).
 _ONE_ROW_4_WARPS = Config("one_row", 8192, 1, 4)
+_CHUNK_4_WARPS = Config("looped", 8192, 1, 4, cols_const=True)
 _CHUNK_4_WARPS_HINTS = Config("looped", 8192, 1, 4, cols_const=True, hints=True)
 _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
     3072: (((768, 1024), Config("rows", 4096, 1, 4)),),
     4096: (((768, 1024), Config("rows", 4096, 1, 4)),),
-    5120: (
-        ((256, 1024), Config("looped", 8192, 1, 4, cols_const=True)),
-        ((2048, 4096), Config("looped", 8192, 1, 4, cols_const=True)),
-    ),
+    5120: (((256, 1024), _CHUNK_4_WARPS), ((2048, 4096), _CHUNK_4_WARPS)),
     6144: (
         ((256, 511), Config("rows", 8192, 1, 8)),
         ((512, 768), Config("looped", 8192, 1, 8, cols_const=True, hints=True)),
@@ -372,8 +370,8 @@ def choose_config(
         rule = next((cfg for (low, high), cfg in bands if low <= n_rows <= high), None)
         if rule is not None:
             return rule
-    if fast_memory and element_size == 2 and n_rows is not None and _fast_memory_one_row(n_rows, n, fp16):
-        return Config("one_row", block_n, 1, classic_num_warps(block_n))
+        if _fast_memory_one_row(n_rows, n, fp16):
+            return Config("one_row", block_n, 1, classic_num_warps(block_n))
     if fast_memory and n_rows is not None and _hundreds_of_16_bit_rows(n, element_size, n_rows):
         return Config("rows", block_n, 1, _FAST_MEMORY_MID_ROWS_WARPS["fp16" if fp16 else "bf16"])
     if fast_memory and element_size == 4 and n_rows is not None and n in _FAST_MEMORY_FP32[2]:
