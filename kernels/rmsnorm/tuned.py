@@ -474,29 +474,51 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
     return choose_config(n, element_size, n_rows, sms, device_index >= 0, fast)
 
 
-# And in three bands of 768-2112 rows, where the config's programs are one wave on an H200's 132 SMs (two rows a
-# program: 16-warp programs, 4 an SM, to 1056 rows; 8-warp ones, 8 an SM, to 2112), raced at 2 places in memory, 3
-# rounds, every one-block and two-pass config (benchmarks/results/grid/h200-mid-widths/probe/), then again with the
-# bands on a second H200 (``confirm/``), µs, bf16 / fp16, the band's config / the config before (torch.compile):
-# - 768-1023 rows of 7169-8192 columns take 1024 rows' config (two rows a program, 4096-element chunks, 16 warps): at
-#   768x8192 6.768 / 6.696 against 7.936 / 8.288 (7.520 / 8.072), 1.17-1.24x the fastest and behind Liger-Kernel too;
-#   fastest again on the second (6.776 / 6.784), 1.019-1.046x at 896 rows.
-# - 1024-1056 rows of 3072-4096 columns the same: 1024x3072 3.856 / 3.936 against 3.976 / 4.168 (4.800 / 4.672),
-#   1024x4096 4.760 / 5.008 against 5.056 / 5.144; 1.000-1.002x the fastest at 1024x3072 on the second. At 1280x4096
-#   (two waves) it ran 1.14-1.18x the fastest there, behind torch.compile: the band stops at one wave.
-# - 2048-2112 rows of 4096-5120 columns two rows a program in 2048-element chunks, 8 warps: 2048x4096 8.424 / 8.440
-#   against 9.232 / 9.064 (9.696 / 9.656), on the second the fastest (8.464 / 8.528); 2048x5120 1.006-1.008x the
-#   fastest. At 3072x4096 it ran 1.06-1.08x (3072x5120 1.03x).
-# All with the width compiled in. Other rows and widths keep theirs.
+# And in bands of 768-4096 rows of 3072-8192 columns, raced at 2 places in memory, 3 rounds, every one-block and
+# two-pass config (benchmarks/results/grid/h200-mid-widths/ and h200-rmsnorm-mid-rows/, µs, bf16 / fp16, the band's
+# config / the config before (torch.compile)):
+# - Up to one wave of two-row programs (16 warps, 4 an SM: 1056 rows): 768-1023 rows of 7169-8192 columns take 1024
+#   rows' config (two rows a program, 4096-element chunks, 16 warps): 768x8192 6.768 / 6.696 against 7.936 / 8.288
+#   (7.520 / 8.072), behind Liger-Kernel too before; fastest again on a second H200 (6.776 / 6.784). 1024-1056 rows of
+#   3072-4096 the same: 1024x3072 3.856 / 3.936 against 3.976 / 4.168 (4.800 / 4.672).
+# - Past it, two rows a program in 1024-element chunks of 4 warps: 1057-2112 rows of 3072 columns, 1057-1791 of
+#   3073-4096. At 1280x3072 4.800 / 4.800 against 5.408 / 5.352 (5.528 / 5.304), 1536x3072 5.384 / 5.400 against
+#   6.176 / 6.144 (6.144 / 5.920), 2048x3072 6.904 / 6.832 against 7.216 / 7.456 (Liger-Kernel 7.616 / 7.360),
+#   1280x4096 6.208 / 6.024 against 6.576 / 6.440 (6.464 / 6.496); within 1.020x the fastest at these 12 points
+#   (1280x4096 1.027x on the H200 before, 6.312 / 6.088 against torch.compile's 6.544 / 6.408).
+# - 1792-2112 rows of 3073-4096: two rows in 2048-element chunks, 8 warps (8 an SM: one wave to 2112 rows): 1792x4096
+#   7.744 / 7.824 against 8.120 / 8.456 (9.136 / 8.424), 2048x4096 8.424 / 8.440 against 9.232 / 9.064 (9.696 / 9.656).
+# - 2113-4096 rows of 3072-4096: the rows kernel as before (two rows a program, 16 warps) with cache hints:
+#   2560x3072 8.352 / 8.256 against 9.128 / 8.624, 3072x4096 12.208 / 12.032 against 12.472 / 12.360 (Liger-Kernel
+#   12.704 / 13.000); within 1.016x the fastest at 12 points of 2560-4096 rows.
+# - 1024-2112 rows of 5120-6144: one row a program in 2048-element chunks, 4 warps: 1280x5120 7.064 / 7.456 against
+#   8.656 / 8.584 (8.096 / 7.816), 1280x6144 8.432 / 8.376 against 9.584 / 9.456 (9.096 / 8.944); within 1.031x the
+#   fastest at 1280-2048 rows of 5120 and 1280-1536 of 6144, 1.049x at 1024x5120 fp16 (the config before 1.092x in
+#   bf16).
+# - 2113-4095 rows of 5120: the config 5120-6144 columns take from 4096 rows (``_FAST_MEMORY_MID_ROWS_6K``): 2560x5120
+#   13.079 / 12.752 against 13.944 / 12.768, 3584x5120 17.632 / 17.192 against 18.792 / 17.648; within 1.018x.
+# - 1057-2112 rows of 7169-8192: the rows kernel, one row a program, 8 warps, cache hints: 1280x8192 10.712 / 10.432
+#   against 11.496 / 11.608 (10.728 / 11.048), fastest at every point of 1280-1792 rows.
+# The two-pass configs have the width compiled in. Widths outside these column ranges (4097-5119 and 6145-7168 among
+# them: 7168 was not raced at these rows) keep what they had.
+_TWO_ROWS_4096_CHUNKS = Config("two_pass", 4096, 2, 16, cols_const=True)
+_TWO_ROWS_2048_CHUNKS = Config("two_pass", 2048, 2, 8, cols_const=True)
+_TWO_ROWS_1024_CHUNKS = Config("two_pass", 1024, 2, 4, cols_const=True)
 _FAST_MEMORY_MID_BANDS = (  # (rows from, to), (columns from, to), config
-    ((768, 1023), (7169, 8192), Config("two_pass", 4096, 2, 16, cols_const=True)),
-    ((1024, 1056), (3072, 4096), Config("two_pass", 4096, 2, 16, cols_const=True)),
-    ((2048, 2112), (4096, 5120), Config("two_pass", 2048, 2, 8, cols_const=True)),
+    ((768, 1023), (7169, 8192), _TWO_ROWS_4096_CHUNKS),
+    ((1024, 1056), (3072, 4096), _TWO_ROWS_4096_CHUNKS),
+    ((1057, 2112), (3072, 3072), _TWO_ROWS_1024_CHUNKS),
+    ((1057, 1791), (3073, 4096), _TWO_ROWS_1024_CHUNKS),
+    ((1792, 2112), (3073, 4096), _TWO_ROWS_2048_CHUNKS),
+    ((2113, 4096), (3072, 4096), Config("rows", 4096, 2, 16, hints=True)),
+    ((1024, 2112), (5120, 6144), Config("two_pass", 2048, 1, 4, cols_const=True)),
+    ((2113, 4095), (5120, 5120), _FAST_MEMORY_MID_ROWS_6K[1]),
+    ((1057, 2112), (7169, 8192), Config("rows", 8192, 1, 8, hints=True)),
 )
 
 
 def _fast_memory_16bit(n: int, n_rows: int) -> Config | None:
-    """An H200's two-pass config for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_MANY_ROWS``,
+    """An H200's config for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_MANY_ROWS``,
     ``_FAST_MEMORY_MID_ROWS_*``, ``_FAST_MEMORY_WIDE_TWO_PASS``, ``_FAST_MEMORY_MID_BANDS``); None where the H100's
     rules stand."""
     if (6144 <= n <= 8192 and n_rows >= _TWO_PASS_MIN_ROWS) or (
