@@ -475,32 +475,40 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
 
 
 # And in bands of 768-4096 rows of 3072-8192 columns, raced at 2 places in memory, 3 rounds, every one-block and
-# two-pass config (benchmarks/results/grid/h200-mid-widths/ and h200-rmsnorm-mid-rows/, µs, bf16 / fp16, the band's
-# config / the config before (torch.compile)):
+# two-pass config (benchmarks/results/grid/h200-mid-widths/, then h200-rmsnorm-mid-rows/: ``race/`` on one H200,
+# ``confirm/`` with the bands on another, at rows not raced before; µs, bf16 / fp16, the band's config / the config
+# before (torch.compile)):
 # - Up to one wave of two-row programs (16 warps, 4 an SM: 1056 rows): 768-1023 rows of 7169-8192 columns take 1024
 #   rows' config (two rows a program, 4096-element chunks, 16 warps): 768x8192 6.768 / 6.696 against 7.936 / 8.288
 #   (7.520 / 8.072), behind Liger-Kernel too before; fastest again on a second H200 (6.776 / 6.784). 1024-1056 rows of
 #   3072-4096 the same: 1024x3072 3.856 / 3.936 against 3.976 / 4.168 (4.800 / 4.672).
-# - Past it, two rows a program in 1024-element chunks of 4 warps: 1057-2112 rows of 3072 columns, 1057-1791 of
-#   3073-4096. At 1280x3072 4.800 / 4.800 against 5.408 / 5.352 (5.528 / 5.304), 1536x3072 5.384 / 5.400 against
-#   6.176 / 6.144 (6.144 / 5.920), 2048x3072 6.904 / 6.832 against 7.216 / 7.456 (Liger-Kernel 7.616 / 7.360),
-#   1280x4096 6.208 / 6.024 against 6.576 / 6.440 (6.464 / 6.496); within 1.020x the fastest at these 12 points
-#   (1280x4096 1.027x on the H200 before, 6.312 / 6.088 against torch.compile's 6.544 / 6.408).
+# - 1057-2112 rows of 3072: two rows a program in 1024-element chunks of 4 warps. 1280x3072 4.800 / 4.800 against
+#   5.408 / 5.352 (5.528 / 5.304), 1536x3072 5.384 / 5.400 against 6.176 / 6.144 (6.144 / 5.920), 2048x3072 6.904 /
+#   6.832 against 7.216 / 7.456 (Liger-Kernel 7.616 / 7.360); within 1.002x the fastest at 1280-2048 rows, 1.014x at
+#   1152-2112 on the second H200.
+# - 1057-1791 rows of 3073-4096: one row a program in 2048-element chunks of 4 warps, the width passed at run time
+#   (compiled in it ran 1.01-1.11x the fastest): 1280x4096 6.136 / 5.967 against 6.576 / 6.440 (6.464 / 6.496),
+#   1536x4096 7.000 / 6.936 against 7.496 / 7.560 (7.296 / 7.384); within 1.037x the fastest at 1152-1792 rows of 4096
+#   on three H200s, 1.036x at 1280x3584.
 # - 1792-2112 rows of 3073-4096: two rows in 2048-element chunks, 8 warps (8 an SM: one wave to 2112 rows): 1792x4096
-#   7.744 / 7.824 against 8.120 / 8.456 (9.136 / 8.424), 2048x4096 8.424 / 8.440 against 9.232 / 9.064 (9.696 / 9.656).
+#   7.744 / 7.824 against 8.120 / 8.456 (9.136 / 8.424), 2048x4096 8.424 / 8.440 against 9.232 / 9.064 (9.696 / 9.656);
+#   within 1.019x at 1920x4096 and 2048x3584 on the second H200.
 # - 2113-4096 rows of 3072-4096: the rows kernel as before (two rows a program, 16 warps) with cache hints:
 #   2560x3072 8.352 / 8.256 against 9.128 / 8.624, 3072x4096 12.208 / 12.032 against 12.472 / 12.360 (Liger-Kernel
-#   12.704 / 13.000); within 1.016x the fastest at 12 points of 2560-4096 rows.
-# - 1024-2112 rows of 5120-6144: one row a program in 2048-element chunks, 4 warps: 1280x5120 7.064 / 7.456 against
+#   12.704 / 13.000); within 1.016x the fastest at 12 points of 2560-4096 rows, 1.024x at 2240-3072 rows on the second.
+# - 1024-1056 rows of 5120-6144: two rows in 2048-element chunks, 8 warps: within 1.054x the fastest at 1024x5120 on two
+#   H200s and 1024x6144 (the config before 1.097x, one row in 2048-element chunks 1.116x).
+# - 1057-2112 rows of 5120-6144: one row a program in 2048-element chunks, 4 warps: 1280x5120 7.064 / 7.456 against
 #   8.656 / 8.584 (8.096 / 7.816), 1280x6144 8.432 / 8.376 against 9.584 / 9.456 (9.096 / 8.944); within 1.031x the
-#   fastest at 1280-2048 rows of 5120 and 1280-1536 of 6144, 1.049x at 1024x5120 fp16 (the config before 1.092x in
-#   bf16).
+#   fastest at 12 points of 1280-2048 rows, 1.018x at 1664-2112 rows on the second H200.
 # - 2113-4095 rows of 5120: the config 5120-6144 columns take from 4096 rows (``_FAST_MEMORY_MID_ROWS_6K``): 2560x5120
-#   13.079 / 12.752 against 13.944 / 12.768, 3584x5120 17.632 / 17.192 against 18.792 / 17.648; within 1.018x.
-# - 1057-2112 rows of 7169-8192: the rows kernel, one row a program, 8 warps, cache hints: 1280x8192 10.712 / 10.432
-#   against 11.496 / 11.608 (10.728 / 11.048), fastest at every point of 1280-1792 rows.
-# The two-pass configs have the width compiled in. Widths outside these column ranges (4097-5119 and 6145-7168 among
-# them: 7168 was not raced at these rows) keep what they had.
+#   13.079 / 12.752 against 13.944 / 12.768, 3584x5120 17.632 / 17.192 against 18.792 / 17.648; within 1.018x, 1.011x at
+#   2240 and 4000 rows on the second.
+# - 1057-2112 rows of 7168-8192: the rows kernel, one row a program, 8 warps, cache hints: 1280x8192 10.712 / 10.432
+#   against 11.496 / 11.608 (10.728 / 11.048), fastest at every point of 1280-1792 rows; within 1.011x at 1152-2048 rows
+#   on the second, 1.006x at 1536x7168 (the config before 1.029 / 1.055x).
+# The two-pass configs but one have the width compiled in. Widths outside these column ranges (4097-5119 and 6145-7167
+# among them) keep what they had.
 _TWO_ROWS_4096_CHUNKS = Config("two_pass", 4096, 2, 16, cols_const=True)
 _TWO_ROWS_2048_CHUNKS = Config("two_pass", 2048, 2, 8, cols_const=True)
 _TWO_ROWS_1024_CHUNKS = Config("two_pass", 1024, 2, 4, cols_const=True)
@@ -508,12 +516,13 @@ _FAST_MEMORY_MID_BANDS = (  # (rows from, to), (columns from, to), config
     ((768, 1023), (7169, 8192), _TWO_ROWS_4096_CHUNKS),
     ((1024, 1056), (3072, 4096), _TWO_ROWS_4096_CHUNKS),
     ((1057, 2112), (3072, 3072), _TWO_ROWS_1024_CHUNKS),
-    ((1057, 1791), (3073, 4096), _TWO_ROWS_1024_CHUNKS),
+    ((1057, 1791), (3073, 4096), Config("two_pass", 2048, 1, 4)),
     ((1792, 2112), (3073, 4096), _TWO_ROWS_2048_CHUNKS),
     ((2113, 4096), (3072, 4096), Config("rows", 4096, 2, 16, hints=True)),
-    ((1024, 2112), (5120, 6144), Config("two_pass", 2048, 1, 4, cols_const=True)),
+    ((1024, 1056), (5120, 6144), _TWO_ROWS_2048_CHUNKS),
+    ((1057, 2112), (5120, 6144), Config("two_pass", 2048, 1, 4, cols_const=True)),
     ((2113, 4095), (5120, 5120), _FAST_MEMORY_MID_ROWS_6K[1]),
-    ((1057, 2112), (7169, 8192), Config("rows", 8192, 1, 8, hints=True)),
+    ((1057, 2112), (7168, 8192), Config("rows", 8192, 1, 8, hints=True)),
 )
 
 
