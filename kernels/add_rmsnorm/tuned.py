@@ -8,7 +8,7 @@ registers and meet once (``cooperative``, GPU only; in fp16, and in bf16 from 51
 where a program computes its next chunk of h before it waits for the row it holds). An H200
 (``launching.fast_memory``) has a few rules of its own, raced there: bf16's pipelined layout (from 16 MiB at every
 row count), the pipelined kernel's meeting in slots (and float32's, where an H100 takes the cooperative kernel), the
-cooperative kernel from 8 MiB, triton_one_row's kernel at many 16-bit rows of 4-32 KB, 256-8192 16-bit rows of five
+cooperative kernel from 8 MiB, triton_one_row's kernel at many 16-bit rows of 4-32 KB, 256-8192 16-bit rows of six
 widths from 3072 to 8192 columns (``_FAST_MEMORY_MID_WIDTHS``), and float32 rows of 4096 and 8192 columns.
 """
 
@@ -187,12 +187,37 @@ _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 # 2048-4096 rows took triton_one_row's class (16 warps) up to 1.085x the fastest in fp16 (2048x5120 20.728 against
 # 19.112 µs, torch.compile 19.768); its own band's chunk of 4 warps was within 1.006x at 2048, 3072 and 4096 rows and at
 # 2048 on the third, both dtypes: 5120 takes it there too. At 1536 rows it was 1.06-1.08x (``bands/``).
+# Past those bands at 3072 and 4096 columns, raced at 1280-3584 rows on a sixth H200
+# (benchmarks/results/grid/h200-rmsnorm-mid-rows/reconfirm/, with the points of ``bands/`` and ``race/``), µs, bf16 /
+# fp16, the band's config / the config before (torch.compile, Liger-Kernel):
+# * 3072 at 1025-1663 rows and 4096 at 1025-1407: one 4096-column chunk of 4 warps, the width compiled in, cache hints.
+#   1280x3072 7.824 / 7.776 against 8.616 / 8.560 (8.320 / 9.232, 9.160 / 8.872), 1536x3072 9.104 / 9.168 against
+#   9.856 / 9.440; 1280x4096 10.064 / 10.104 against 10.656 / 10.320 (10.424 / 10.384). The fastest at each but
+#   1536x4096, where the config before was 1.014x ahead (so 4096 ends the band at 1407 rows).
+# * 3072 at 1664-2112 rows: 1024-column chunks of 4 warps, compiled in, cache hints: 1792x3072 10.672 / 10.600 against
+#   10.760 / 10.872, 2048x3072 11.808 / 11.824 against 12.072 / 12.144 (12.216 / 12.128); within 1.009x the fastest.
+# * 3072 at 2113-4096 rows and 4096 at 2112-4096: triton_one_row's kernel with 8 warps, where the H100's table took
+#   4096-column chunks of 16 warps 1.03-1.10x the fastest, behind torch.compile and Liger-Kernel: 2560x3072 14.784 /
+#   14.816 against 16.008 / 16.016 (14.896 / 14.888, 15.064 / 14.904), 3584x3072 19.968 / 20.048 against 21.768 /
+#   21.640, 2560x4096 19.047 / 19.128 against 19.880 / 20.008 (19.568 / 19.632, 19.352 / 19.264); within 1.012x the
+#   fastest at 2560 and 3584 rows (3584x4096 fp16 27.016 µs against Liger-Kernel's 26.888).
 _ONE_ROW_4_WARPS = Config("one_row", 8192, 1, 4)
 _CHUNK_4_WARPS = Config("looped", 8192, 1, 4, cols_const=True)
 _CHUNK_4_WARPS_HINTS = Config("looped", 8192, 1, 4, cols_const=True, hints=True)
+_CHUNK_4096_HINTS = Config("looped", 4096, 1, 4, cols_const=True, hints=True)
+_ONE_ROW_8_WARPS_4096 = Config("one_row", 4096, 1, 8)
 _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
-    3072: (((768, 1024), Config("rows", 4096, 1, 4)),),
-    4096: (((768, 1024), Config("rows", 4096, 1, 4)),),
+    3072: (
+        ((768, 1024), Config("rows", 4096, 1, 4)),
+        ((1025, 1663), _CHUNK_4096_HINTS),
+        ((1664, 2112), Config("looped", 1024, 1, 4, cols_const=True, hints=True)),
+        ((2113, 4096), _ONE_ROW_8_WARPS_4096),
+    ),
+    4096: (
+        ((768, 1024), Config("rows", 4096, 1, 4)),
+        ((1025, 1407), _CHUNK_4096_HINTS),
+        ((2112, 4096), _ONE_ROW_8_WARPS_4096),
+    ),
     5120: (((256, 1024), _CHUNK_4_WARPS), ((2048, 4096), _CHUNK_4_WARPS)),
     6144: (
         ((256, 511), Config("rows", 8192, 1, 8)),
@@ -338,7 +363,7 @@ def choose_config(
     ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows).
     ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 16 MiB in its own layout, the
     pipelined layouts take the slotted kernel (``_FAST_MEMORY_PIPELINED_KERNEL``), 16-bit rows meet from 8 MiB
-    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), 16-bit rows of five widths their bands' configs
+    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), 16-bit rows of six widths their bands' configs
     (``_FAST_MEMORY_MID_WIDTHS``), many rows of 4-32 KB and few bf16 rows of 8-16 KB triton_one_row's
     kernel (``_FAST_MEMORY_ONE_ROW``, ``_FAST_MEMORY_FEW_ROWS_BF16``), 512-1023 16-bit rows of 4097-8192 the rows
     kernel (``_FAST_MEMORY_MID_ROWS_WARPS``) and float32 rows of 4096-16384 columns their own (``_FAST_MEMORY_FP32``,

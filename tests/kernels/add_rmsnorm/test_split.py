@@ -236,16 +236,24 @@ def test_the_chunked_kernel_with_inductors_cache_hints(dtype, chunk, warps, cons
 
 
 def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_them(monkeypatch):
-    """On an H200, 16-bit rows of five widths take their bands' configs at each band's first and last row count, in both
+    """On an H200, 16-bit rows of six widths take their bands' configs at each band's first and last row count, in both
     16-bit dtypes; an H100 does not. A row fewer or more, a column fewer or more, float32 and an H100 take what they
     would without the rules."""
     rows_w4, rows_w8, rows_w16 = (tuned.Config("rows", b, 1, w) for b, w in ((4096, 4), (8192, 8), (8192, 16)))
     chunk_w4 = tuned.Config("looped", 8192, 1, 4, cols_const=True)
     hinted = {w: tuned.Config("looped", 8192, 1, w, cols_const=True, hints=True) for w in (4, 8)}
     one_row_w4 = tuned.Config("one_row", 8192, 1, 4)
+    one_row_4096 = tuned.Config("one_row", 4096, 1, 8)
+    chunk_4096 = tuned.Config("looped", 4096, 1, 4, cols_const=True, hints=True)
+    chunk_1024 = tuned.Config("looped", 1024, 1, 4, cols_const=True, hints=True)
     bands = [
         (3072, 768, 1024, rows_w4),
+        (3072, 1025, 1663, chunk_4096),
+        (3072, 1664, 2112, chunk_1024),
+        (3072, 2113, 4096, one_row_4096),
         (4096, 768, 1024, rows_w4),
+        (4096, 1025, 1407, chunk_4096),
+        (4096, 2112, 4096, one_row_4096),
         (5120, 256, 1024, chunk_w4),
         (5120, 2048, 4096, chunk_w4),
         (6144, 256, 511, rows_w8),
@@ -266,7 +274,10 @@ def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_th
                 assert tuned.choose_config(n, 2, n_rows, fp16=fp16) != want, (n, n_rows, fp16)
     outside = [
         (3072, 2, 767),
-        (4096, 2, 1025),
+        (3072, 2, 4097),
+        (4096, 2, 1408),
+        (4096, 2, 2111),
+        (4096, 2, 4097),
         (5120, 2, 255),
         (5120, 2, 1025),
         (5120, 2, 2047),
@@ -284,14 +295,19 @@ def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_th
         (8192, 2, 639),
     ]
     outside += [(3071, 2, 900), (4097, 2, 900), (5121, 2, 300), (6143, 2, 600), (7169, 2, 700), (8191, 2, 1500)]
-    outside += [(6144, 4, 600), (7168, 4, 300), (5120, 4, 300), (8192, 4, 2048)]
+    outside += [(3073, 2, 1300), (3071, 2, 3000), (4095, 2, 2500)]
+    outside += [(6144, 4, 600), (7168, 4, 300), (5120, 4, 300), (8192, 4, 2048), (3072, 4, 1300), (4096, 4, 3000)]
     with_rules = [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
     monkeypatch.setattr(tuned, "_FAST_MEMORY_MID_WIDTHS", {})  # the rules off
     assert with_rules == [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("n_rows, n", [(300, 6144), (600, 6144), (700, 7168), (300, 5120), (900, 3072), (1100, 8192)])
+@pytest.mark.parametrize(
+    "n_rows, n",
+    [(300, 6144), (600, 6144), (700, 7168), (300, 5120), (900, 3072), (1100, 8192), (1300, 3072), (1700, 3072),
+     (1100, 4096), (2200, 4096)],
+)  # fmt: skip
 def test_the_ops_take_an_h200s_mid_width_rules_from_their_plan(dtype, n_rows, n, device, monkeypatch):
     """The ops API on an H200 (``launching.fast_memory`` forced) at strided rows that its width rules take:
     the plan holds the rule's launch; both calls (checked path, then the plan) against the float64 oracle on fresh
