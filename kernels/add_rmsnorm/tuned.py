@@ -187,7 +187,7 @@ _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 # 2048-4096 rows took triton_one_row's class (16 warps) up to 1.085x the fastest in fp16 (2048x5120 20.728 against
 # 19.112 µs, torch.compile 19.768); its own band's chunk of 4 warps was within 1.006x at 2048, 3072 and 4096 rows and at
 # 2048 on the third, both dtypes: 5120 takes it there too. At 1536 rows it was 1.06-1.08x (``bands/``).
-# Past those bands at 3072 and 4096 columns, raced at 1280-3584 rows on a sixth H200
+# Past those bands at 3072 and 4096 columns, raced at 1280-3584 rows on another H200
 # (benchmarks/results/grid/h200-rmsnorm-mid-rows/reconfirm/, with the points of ``bands/`` and ``race/``), µs, bf16 /
 # fp16, the band's config / the config before (torch.compile, Liger-Kernel):
 # * 3072 at 1025-1663 rows and 4096 at 1025-1407: one 4096-column chunk of 4 warps, the width compiled in, cache hints.
@@ -201,6 +201,9 @@ _FAST_MEMORY_MID_ROWS_WARPS = {"bf16": 8, "fp16": 4}
 #   14.816 against 16.008 / 16.016 (14.896 / 14.888, 15.064 / 14.904), 3584x3072 19.968 / 20.048 against 21.768 /
 #   21.640, 2560x4096 19.047 / 19.128 against 19.880 / 20.008 (19.568 / 19.632, 19.352 / 19.264); within 1.012x the
 #   fastest at 2560 and 3584 rows (3584x4096 fp16 27.016 µs against Liger-Kernel's 26.888).
+# Raced again with these rules on one more H200 (``h200-rmsnorm-mid-rows/add-confirm/``, 28 points, 14 at rows not raced
+# before): within 1.02x of the fastest config at 23, at most 1.041x at 2240x3072 fp16 (13.192 against 12.672 µs, level
+# with torch.compile's 13.184), the first rows of triton_one_row's band.
 _ONE_ROW_4_WARPS = Config("one_row", 8192, 1, 4)
 _CHUNK_4_WARPS = Config("looped", 8192, 1, 4, cols_const=True)
 _CHUNK_4_WARPS_HINTS = Config("looped", 8192, 1, 4, cols_const=True, hints=True)

@@ -476,8 +476,8 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
 
 # And in bands of 768-4096 rows of 3072-8192 columns, raced at 2 places in memory, 3 rounds, every one-block and
 # two-pass config (benchmarks/results/grid/h200-mid-widths/, then h200-rmsnorm-mid-rows/: ``race/`` on one H200,
-# ``confirm/`` with the bands on another, at rows not raced before; µs, bf16 / fp16, the band's config / the config
-# before (torch.compile)):
+# ``confirm/`` with the bands on a second, at rows not raced before, ``reconfirm/`` on a third after three bands
+# changed; µs, bf16 / fp16, the band's config / the config before (torch.compile)):
 # - Up to one wave of two-row programs (16 warps, 4 an SM: 1056 rows): 768-1023 rows of 7169-8192 columns take 1024
 #   rows' config (two rows a program, 4096-element chunks, 16 warps): 768x8192 6.768 / 6.696 against 7.936 / 8.288
 #   (7.520 / 8.072), behind Liger-Kernel too before; fastest again on a second H200 (6.776 / 6.784). 1024-1056 rows of
@@ -489,7 +489,8 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
 # - 1057-1791 rows of 3073-4096: one row a program in 2048-element chunks of 4 warps, the width passed at run time
 #   (compiled in it ran 1.01-1.11x the fastest): 1280x4096 6.136 / 5.967 against 6.576 / 6.440 (6.464 / 6.496),
 #   1536x4096 7.000 / 6.936 against 7.496 / 7.560 (7.296 / 7.384); within 1.037x the fastest at 1152-1792 rows of 4096
-#   on three H200s, 1.036x at 1280x3584.
+#   on three H200s, 1.036x at 1280x3584. Raced after it shipped (``reconfirm/``): 1.004-1.031x at 1152-1664 rows of
+#   4096, 1.060x at 1280x3584 bf16 (5.632 against 5.312; torch.compile 6.192).
 # - 1792-2112 rows of 3073-4096: two rows in 2048-element chunks, 8 warps (8 an SM: one wave to 2112 rows): 1792x4096
 #   7.744 / 7.824 against 8.120 / 8.456 (9.136 / 8.424), 2048x4096 8.424 / 8.440 against 9.232 / 9.064 (9.696 / 9.656);
 #   within 1.019x at 1920x4096 and 2048x3584 on the second H200.
@@ -497,16 +498,19 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
 #   2560x3072 8.352 / 8.256 against 9.128 / 8.624, 3072x4096 12.208 / 12.032 against 12.472 / 12.360 (Liger-Kernel
 #   12.704 / 13.000); within 1.016x the fastest at 12 points of 2560-4096 rows, 1.024x at 2240-3072 rows on the second.
 # - 1024-1056 rows of 5120-6144: two rows in 2048-element chunks, 8 warps: within 1.054x the fastest at 1024x5120 on two
-#   H200s and 1024x6144 (the config before 1.097x, one row in 2048-element chunks 1.116x).
+#   H200s and 1024x6144 (the config before 1.097x, one row in 2048-element chunks 1.116x); 1.027x at 1024x5120 and
+#   1056x6144 after it shipped.
 # - 1057-2112 rows of 5120-6144: one row a program in 2048-element chunks, 4 warps: 1280x5120 7.064 / 7.456 against
 #   8.656 / 8.584 (8.096 / 7.816), 1280x6144 8.432 / 8.376 against 9.584 / 9.456 (9.096 / 8.944); within 1.031x the
-#   fastest at 12 points of 1280-2048 rows, 1.018x at 1664-2112 rows on the second H200.
+#   fastest at 12 points of 1280-2048 rows, 1.018x at 1664-2112 rows on the second H200, 1.031x at 2048x6144 fp16 on
+#   the third.
 # - 2113-4095 rows of 5120: the config 5120-6144 columns take from 4096 rows (``_FAST_MEMORY_MID_ROWS_6K``): 2560x5120
 #   13.079 / 12.752 against 13.944 / 12.768, 3584x5120 17.632 / 17.192 against 18.792 / 17.648; within 1.018x, 1.011x at
 #   2240 and 4000 rows on the second.
 # - 1057-2112 rows of 7168-8192: the rows kernel, one row a program, 8 warps, cache hints: 1280x8192 10.712 / 10.432
 #   against 11.496 / 11.608 (10.728 / 11.048), fastest at every point of 1280-1792 rows; within 1.011x at 1152-2048 rows
-#   on the second, 1.006x at 1536x7168 (the config before 1.029 / 1.055x).
+#   on the second, 1.006x at 1536x7168 (the config before 1.029 / 1.055x); 1.000-1.015x at 1280-2048 rows of 7168 on
+#   the third.
 # The two-pass configs but one have the width compiled in. Widths outside these column ranges (4097-5119 and 6145-7167
 # among them) keep what they had.
 _TWO_ROWS_4096_CHUNKS = Config("two_pass", 4096, 2, 16, cols_const=True)
