@@ -503,7 +503,8 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Con
 # - 1057-2112 rows of 5120-6144: one row a program in 2048-element chunks, 4 warps: 1280x5120 7.064 / 7.456 against
 #   8.656 / 8.584 (8.096 / 7.816), 1280x6144 8.432 / 8.376 against 9.584 / 9.456 (9.096 / 8.944); within 1.031x the
 #   fastest at 12 points of 1280-2048 rows, 1.018x at 1664-2112 rows on the second H200, 1.031x at 2048x6144 fp16 on
-#   the third.
+#   the third; 1.017-1.035x at 1792-2112 rows of 6144 on a fourth (``6144-check/``), where the config before (one row of
+#   4 warps) was the fastest in fp16 and 1.086-1.097x in bf16.
 # - 2113-4095 rows of 5120: the config 5120-6144 columns take from 4096 rows (``_FAST_MEMORY_MID_ROWS_6K``): 2560x5120
 #   13.079 / 12.752 against 13.944 / 12.768, 3584x5120 17.632 / 17.192 against 18.792 / 17.648; within 1.018x, 1.011x at
 #   2240 and 4000 rows on the second.

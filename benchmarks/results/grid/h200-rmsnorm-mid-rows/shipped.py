@@ -2,7 +2,7 @@
 the time of the config ``triton_tuned`` takes now (on an H200, 16-bit) in that race, the op's (the config it took at the
 race's commit), kprof's fastest config's and the peers'.
 
-    python shipped.py    # reads */*/placed_summary.csv, writes shipped.csv; needs kprof installed, no GPU
+    python shipped.py    # reads */rmsnorm/ and */add_rmsnorm/placed_summary.csv, writes shipped.csv; needs kprof, no GPU
 
 A race does not time a candidate equal to the op's config twice: where the shipped config is missing from a race it is
 the op's config there.
@@ -66,7 +66,8 @@ def rows(csv: Path) -> list[dict]:
 
 
 def main() -> None:
-    table = [r for csv in sorted(HERE.glob("*/*/placed_summary.csv")) for r in rows(csv)]
+    races = [csv for csv in sorted(HERE.glob("*/*/placed_summary.csv")) if csv.parts[-2] in ("rmsnorm", "add_rmsnorm")]
+    table = [r for csv in races for r in rows(csv)]
     pd.DataFrame(table).round(3).to_csv(HERE / "shipped.csv", index=False)
     print(f"{len(table)} points -> shipped.csv")
 
