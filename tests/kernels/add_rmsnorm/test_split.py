@@ -226,7 +226,9 @@ def test_the_chunked_kernel_with_the_width_compiled_in(dtype, device):
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
-@pytest.mark.parametrize("chunk, warps, const", [(8192, 16, True), (1024, 4, False), (2048, 8, True)])
+@pytest.mark.parametrize(
+    "chunk, warps, const", [(8192, 16, True), (1024, 4, False), (2048, 8, True), (1024, 4, True), (4096, 4, True)]
+)
 def test_the_chunked_kernel_with_inductors_cache_hints(dtype, chunk, warps, const, device):
     """The chunked kernel with evict_first on what it reads once and evict_last on the weight (``HINTS``), one chunk
     wider than the row and several, the width compiled in or not, at odd widths on fresh strided inputs."""
@@ -305,8 +307,7 @@ def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_th
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize(
     "n_rows, n",
-    [(300, 6144), (600, 6144), (700, 7168), (300, 5120), (900, 3072), (1100, 8192), (1300, 3072), (1700, 3072),
-     (1100, 4096), (2200, 4096)],
+    [(300, 6144), (600, 6144), (700, 7168), (300, 5120), (900, 3072), (1100, 8192), (1300, 3072), (2200, 4096)],
 )  # fmt: skip
 def test_the_ops_take_an_h200s_mid_width_rules_from_their_plan(dtype, n_rows, n, device, monkeypatch):
     """The ops API on an H200 (``launching.fast_memory`` forced) at strided rows that its width rules take:
