@@ -4,70 +4,62 @@ race's commit), kprof's fastest config's and the peers'.
 
     python shipped.py    # reads */rmsnorm/ and */add_rmsnorm/placed_summary.csv, writes shipped.csv; needs kprof, no GPU
 
-A race does not time a candidate equal to the op's config twice: where the shipped config is missing from a race it is
-the op's config there.
+The shipped config's name is the one the race script gives it (its ``candidates``). A race does not time a candidate
+equal to the op's config twice, so a candidate the race makes but its summary lacks is the op's config there (a
+candidate with a wrong result is not timed either: the races' logs report none).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
 
-from kprof.kernels.add_rmsnorm import tuned as add_tuned
-from kprof.kernels.rmsnorm import tuned as rms_tuned
-
 HERE = Path(__file__).parent
+sys.path[:0] = [str(HERE.parents[2]), str(HERE.parent / "h200-few-rows")]  # benchmarks/, the folder of table.py
+
+import add_rmsnorm_placed_race  # noqa: E402
+import rmsnorm_placed_race  # noqa: E402
+from table import rows as race_rows  # noqa: E402
+
+from kprof.kernels.add_rmsnorm import tuned as add_tuned  # noqa: E402
+from kprof.kernels.rmsnorm import tuned as rms_tuned  # noqa: E402
 
 
-def rmsnorm_name(cfg: rms_tuned.Config) -> str | None:
-    """``rmsnorm_placed_race.py``'s name for ``cfg``."""
-    if cfg.kernel == "two_pass":
-        return f"2pass r{cfg.rows} c{cfg.block_n} w{cfg.num_warps}{' const' if cfg.cols_const else ''}"
-    if cfg.kernel == "rows" and not cfg.tail:
-        return f"r{cfg.rows} w{cfg.num_warps} {'hints' if cfg.hints else 'plain'}"
-    return None
-
-
-def add_rmsnorm_name(cfg: add_tuned.Config) -> str | None:
-    """``add_rmsnorm_placed_race.py``'s name for ``cfg``."""
-    if cfg.kernel == "looped":
-        return f"looped c{cfg.block_n} w{cfg.num_warps}{' const' if cfg.cols_const else ''}{' hints' if cfg.hints else ''}"
-    if cfg.kernel in ("one_row", "rows"):
-        return f"{cfg.kernel} w{cfg.num_warps}"
-    return None
-
-
-def shipped_name(race: str, n_rows: int, n: int, dtype: str) -> str | None:
-    """The race's name for the config an H200 takes now for ``n_rows`` 16-bit rows of ``n``."""
+def shipped_candidates(race: str, n_rows: int, n: int, dtype: str) -> dict:
+    """The race's candidates for the point, with the config an H200 takes now for ``n_rows`` 16-bit rows of ``n`` as
+    the op's."""
     if race == "rmsnorm":
-        return rmsnorm_name(rms_tuned.choose_config(n, 2, n_rows, 132, True, True))
-    return add_rmsnorm_name(add_tuned.choose_config(n, 2, n_rows, 132, True, dtype == "fp16", True))
+        op = rms_tuned.choose_config(n, 2, n_rows, 132, True, True)
+        cands = rmsnorm_placed_race.candidates(n, n_rows, op, two_pass=True)
+        return cands | rmsnorm_placed_race.candidates(n, n_rows, op, ragged=True)
+    op = add_tuned.choose_config(n, 2, n_rows, 132, True, dtype == "fp16", True)
+    return add_rmsnorm_placed_race.candidates(n, 2, op)
 
 
-def rows(csv: Path) -> list[dict]:
-    """One row per (shape, dtype) of a race's summary."""
-    out = []
-    for (shape, dtype), g in pd.read_csv(csv).groupby(["shape", "dtype"], sort=False):
-        n_rows, n = map(int, shape.split("x"))
-        times = g.set_index("candidate")["mean_us"]
-        own = times[~times.index.str.startswith("[")]
-        name = shipped_name(csv.parts[-2], n_rows, n, dtype)
-        shipped = times.get(name, times["op"])
-        peer = min(times.get("[torch_compile]", float("inf")), times.get("[liger]", float("inf")))
-        out.append({
-            "call": csv.parts[-3], "race": csv.parts[-2], "shape": shape, "dtype": dtype, "shipped": name,
-            "shipped_us": shipped, "op_us": times["op"], "best": own.idxmin(), "best_us": own.min(),
-            "shipped_over_best": shipped / own.min(), "op_over_best": times["op"] / own.min(),
-            "torch_compile_us": times.get("[torch_compile]"), "liger_us": times.get("[liger]"),
-            "shipped_over_best_peer": shipped / peer, "op_over_best_peer": times["op"] / peer,
-        })  # fmt: skip
-    return out
+def with_shipped(row: dict, times: pd.Series) -> dict:
+    """``row`` (``table.rows``'s) with the shipped config's name and time and the ratios to the fastest and the peers."""
+    n_rows, n = map(int, row["shape"].split("x"))
+    cands = shipped_candidates(row["race"], n_rows, n, row["dtype"])
+    name = next(k for k, cfg in cands.items() if k != "op" and cfg == cands["op"])
+    shipped = times.get(name, times["op"])
+    peer = min(times.get("[torch_compile]", float("inf")), times.get("[liger]", float("inf")))
+    return row | {
+        "shipped": name, "shipped_us": shipped, "shipped_over_best": shipped / row["best_us"],
+        "shipped_over_best_peer": shipped / peer, "op_over_best_peer": times["op"] / peer,
+    }  # fmt: skip
 
 
 def main() -> None:
-    races = [csv for csv in sorted(HERE.glob("*/*/placed_summary.csv")) if csv.parts[-2] in ("rmsnorm", "add_rmsnorm")]
-    table = [r for csv in races for r in rows(csv)]
+    table = []
+    for csv in sorted(HERE.glob("*/*/placed_summary.csv")):
+        if csv.parts[-2] not in ("rmsnorm", "add_rmsnorm"):
+            continue
+        summary = pd.read_csv(csv)
+        for row in race_rows(csv):
+            point = summary[(summary["shape"] == row["shape"]) & (summary["dtype"] == row["dtype"])]
+            table.append(with_shipped(row, point.set_index("candidate")["mean_us"]))
     pd.DataFrame(table).round(3).to_csv(HERE / "shipped.csv", index=False)
     print(f"{len(table)} points -> shipped.csv")
 
