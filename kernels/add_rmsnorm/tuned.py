@@ -8,8 +8,9 @@ registers and meet once (``cooperative``, GPU only; in fp16, and in bf16 from 51
 where a program computes its next chunk of h before it waits for the row it holds). An H200
 (``launching.fast_memory``) has a few rules of its own, raced there: bf16's pipelined layout (from 16 MiB at every
 row count), the pipelined kernel's meeting in slots (and float32's, where an H100 takes the cooperative kernel), the
-cooperative kernel from 8 MiB, triton_one_row's kernel at many 16-bit rows of 4-32 KB, 256-8192 16-bit rows of six
-widths from 3072 to 8192 columns (``_FAST_MEMORY_MID_WIDTHS``), and float32 rows of 4096 and 8192 columns.
+cooperative kernel from 8 MiB, triton_one_row's kernel at many 16-bit rows of 4-32 KB and at 65-255 of 10-16 KB,
+256-8192 16-bit rows of 2049-8192 columns (the bands of six widths from 3072 to 8192, ``_FAST_MEMORY_MID_WIDTHS``),
+and float32 rows of 4096 and 8192 columns.
 """
 
 from __future__ import annotations
@@ -239,6 +240,28 @@ _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
         ((1024, 8192), _ONE_ROW_4_WARPS),
     ),
 }
+# A width between the bands' widths takes the bands of the next width up (2049-3072 columns 3072's, 3073-4096 4096's,
+# ..., 7169-8192 8192's: ``_mid_width_bands``), as rows between raced row counts take the next count up's. Before, only
+# the six widths took them. Raced at widths of public models, every config against the float64 oracle first
+# (benchmarks/results/grid/h200-models/classes/, one H200, 2 places in memory, 3 rounds, bf16 and fp16): at 14 shapes
+# inside the bands the op's config before ran 1.003-1.158x the fastest (4096x2560 bf16 22.10 against 19.09 µs,
+# Liger-Kernel 19.66; 700x5376 1.13-1.15x), the next width's band config 1.000-1.023x, but at 400x5376 fp16, where
+# 6144's 256-511-row config (the rows kernel, 8 warps) ran 1.144x (1.022x in bf16) and triton_one_row's kernel with 4
+# warps 1.009x (the fastest in bf16): 5121-6143 columns take that at 256-511 rows (``_FAST_MEMORY_BETWEEN_BANDS``).
+# With these rules the op's config is within 1.023x of the fastest at all 38 points of that race (in sample).
+_FAST_MEMORY_BETWEEN_BANDS = {(5121, 6143): (((256, 511), _ONE_ROW_4_WARPS),)}  # (columns from, to) -> bands
+
+
+def _mid_width_bands(n: int) -> tuple:
+    """An H200's bands for 16-bit rows of ``n`` columns (``_FAST_MEMORY_MID_WIDTHS``, ``_FAST_MEMORY_BETWEEN_BANDS``):
+    ``((rows from, to), config), ...``, those of the least band width at or above ``n`` from 2049 to 8192 columns."""
+    between = next((bands for (lo, hi), bands in _FAST_MEMORY_BETWEEN_BANDS.items() if lo <= n <= hi), ())
+    width = next((w for w in sorted(_FAST_MEMORY_MID_WIDTHS) if w >= n), None)
+    if n <= 2048 or width is None:
+        return between
+    return between + _FAST_MEMORY_MID_WIDTHS[width]
+
+
 # Rows of 128 KB or more, 16 MiB or more of x: the cooperative kernel (h kept in registers instead of stored
 # and read back). The row width is rmsnorm's threshold (kernels/rmsnorm/tuned.py); the bytes are lower:
 # add_rmsnorm moves four row passes where rmsnorm moves two, and its chunked kernel was at 75% of the copy
@@ -270,6 +293,11 @@ _FAST_MEMORY_ONE_ROW = ((8192, ((2048, 3072), (4097, 7168))), (2048, ((4097, 163
 # 2.18. fp16 keeps the hints, ahead there by as much (64x6144 2.26 against 2.32, 64x8192 2.46 against 2.54), as at
 # 64x4096 and 64x16384 in both dtypes (within 1%).
 _FAST_MEMORY_FEW_ROWS_BF16 = ((16, 64), (4097, 8192))  # rows, columns (from, to)
+# And 65-255 16-bit rows of 5121-8192 columns, both dtypes, where the op's config (the H100 table's) ran 1.07-1.31x the
+# fastest (benchmarks/results/grid/h200-models/classes/, as above): there triton_one_row's kernel with its warps ran
+# 0.995-1.023x the fastest at 100x8192, 128x7168, 160x6144 and 200x8192
+# (100x8192 bf16 2.92 against the op's 3.79 µs; Liger-Kernel 3.15, torch.compile 4.33).
+_FAST_MEMORY_SOME_ROWS = ((65, 255), (5121, 8192))  # rows, columns (from, to)
 # On an H200 float32 rows of 4096 and 8192 columns (16 and 32 KB), where the table's chunked kernel (4096-element
 # chunks, 16 warps) ran 1.018-1.049x the fastest config: from 8192 rows that kernel with the whole row a chunk, 4
 # warps at 4096 columns and 16 at 8192; from 2048 rows to under 8192, triton_one_row's kernel, 4 and 8 warps. Raced
@@ -366,11 +394,11 @@ def choose_config(
     ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows).
     ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 16 MiB in its own layout, the
     pipelined layouts take the slotted kernel (``_FAST_MEMORY_PIPELINED_KERNEL``), 16-bit rows meet from 8 MiB
-    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), 16-bit rows of six widths their bands' configs
-    (``_FAST_MEMORY_MID_WIDTHS``), many rows of 4-32 KB and few bf16 rows of 8-16 KB triton_one_row's
-    kernel (``_FAST_MEMORY_ONE_ROW``, ``_FAST_MEMORY_FEW_ROWS_BF16``), 512-1023 16-bit rows of 4097-8192 the rows
-    kernel (``_FAST_MEMORY_MID_ROWS_WARPS``) and float32 rows of 4096-16384 columns their own (``_FAST_MEMORY_FP32``,
-    ``_FAST_MEMORY_FP32_WIDE``)."""
+    (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), 16-bit rows of 2049-8192 columns their width class's bands' configs
+    (``_mid_width_bands``), many rows of 4-32 KB, 65-255 rows of 10-16 KB and few bf16 rows of 8-16 KB
+    triton_one_row's kernel (``_FAST_MEMORY_ONE_ROW``, ``_FAST_MEMORY_SOME_ROWS``, ``_FAST_MEMORY_FEW_ROWS_BF16``),
+    512-1023 16-bit rows of 4097-8192 outside the bands the rows kernel (``_FAST_MEMORY_MID_ROWS_WARPS``) and float32
+    rows of 4096-16384 columns their own (``_FAST_MEMORY_FP32``, ``_FAST_MEMORY_FP32_WIDE``)."""
     block_n = triton.next_power_of_2(n)
     row_bytes = block_n * element_size
     if (
@@ -394,8 +422,7 @@ def choose_config(
             return Config(kernel, chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         return _cooperative_config(n, element_size)
     if fast_memory and element_size == 2 and n_rows is not None:
-        bands = _FAST_MEMORY_MID_WIDTHS.get(n, ())
-        rule = next((cfg for (low, high), cfg in bands if low <= n_rows <= high), None)
+        rule = next((cfg for (low, high), cfg in _mid_width_bands(n) if low <= n_rows <= high), None)
         if rule is not None:
             return rule
         if _fast_memory_one_row(n_rows, n, fp16):
@@ -440,10 +467,13 @@ def _cooperative_min_bytes(n_rows: int, n: int, element_size: int, sm_count: int
 
 
 def _fast_memory_one_row(n_rows: int, n: int, fp16: bool) -> bool:
-    """Whether an H200 takes triton_one_row's kernel for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_ONE_ROW``, and
-    ``_FAST_MEMORY_FEW_ROWS_BF16`` where they are bf16, ``fp16`` False)."""
+    """Whether an H200 takes triton_one_row's kernel for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_ONE_ROW``,
+    ``_FAST_MEMORY_SOME_ROWS``, and ``_FAST_MEMORY_FEW_ROWS_BF16`` where they are bf16, ``fp16`` False)."""
     (few_lo, few_hi), (narrow, wide) = _FAST_MEMORY_FEW_ROWS_BF16
     if not fp16 and few_lo <= n_rows <= few_hi and narrow <= n <= wide:
+        return True
+    (some_lo, some_hi), (narrow, wide) = _FAST_MEMORY_SOME_ROWS
+    if some_lo <= n_rows <= some_hi and narrow <= n <= wide:
         return True
     for min_rows, widths in _FAST_MEMORY_ONE_ROW:
         if n_rows >= min_rows:

@@ -238,9 +238,11 @@ def test_the_chunked_kernel_with_inductors_cache_hints(dtype, chunk, warps, cons
 
 
 def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_them(monkeypatch):
-    """On an H200, 16-bit rows of six widths take their bands' configs at each band's first and last row count, in both
-    16-bit dtypes; an H100 does not. A row fewer or more, a column fewer or more, float32 and an H100 take what they
-    would without the rules."""
+    """On an H200, 16-bit rows of 2049-8192 columns take their width class's bands (the next band width up: 2049-3072
+    columns 3072's, 3073-4096 4096's, ..., 7169-8192 8192's) at each band's first and last row count and at the class's
+    first and last width, in both 16-bit dtypes; but 5121-6143 columns at 256-511 rows take triton_one_row's kernel with
+    4 warps. An H100 does not. A row fewer or more, 2048 or 8193 columns, float32 and an H100 take what they would
+    without the rules."""
     rows_w4, rows_w8, rows_w16 = (tuned.Config("rows", b, 1, w) for b, w in ((4096, 4), (8192, 8), (8192, 16)))
     chunk_w4 = tuned.Config("looped", 8192, 1, 4, cols_const=True)
     hinted = {w: tuned.Config("looped", 8192, 1, w, cols_const=True, hints=True) for w in (4, 8)}
@@ -269,11 +271,14 @@ def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_th
         (8192, 640, 1023, hinted[4]),
         (8192, 1024, 8192, one_row_w4),
     ]
-    for n, first, last, want in bands:
-        for n_rows in (first, last):
-            for fp16 in (False, True):
-                assert tuned.choose_config(n, 2, n_rows, fp16=fp16, fast_memory=True) == want, (n, n_rows, fp16)
-                assert tuned.choose_config(n, 2, n_rows, fp16=fp16) != want, (n, n_rows, fp16)
+    first_width = {3072: 2049, 4096: 3073, 5120: 4097, 6144: 5121, 7168: 6145, 8192: 7169}
+    for width, first, last, band in bands:
+        for n in (first_width[width], width - 1, width):
+            want = one_row_w4 if (width, first) == (6144, 256) and n < 6144 else band
+            for n_rows in (first, last):
+                for fp16 in (False, True):
+                    assert tuned.choose_config(n, 2, n_rows, fp16=fp16, fast_memory=True) == want, (n, n_rows, fp16)
+                    assert tuned.choose_config(n, 2, n_rows, fp16=fp16) != want, (n, n_rows, fp16)
     outside = [
         (3072, 2, 767),
         (3072, 2, 4097),
@@ -284,10 +289,7 @@ def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_th
         (5120, 2, 1025),
         (5120, 2, 2047),
         (5120, 2, 4097),
-        (6144, 2, 255),
         (6144, 2, 1025),
-    ]
-    outside += [
         (6144, 2, 2047),
         (7168, 2, 512),
         (7168, 2, 639),
@@ -296,12 +298,38 @@ def test_an_h200_takes_its_mid_width_rules_at_their_edges_and_nothing_outside_th
         (8192, 2, 385),
         (8192, 2, 639),
     ]
-    outside += [(3071, 2, 900), (4097, 2, 900), (5121, 2, 300), (6143, 2, 600), (7169, 2, 700), (8191, 2, 1500)]
-    outside += [(3073, 2, 1300), (3071, 2, 3000), (4095, 2, 2500)]
+    outside += [(2048, 2, 900), (2048, 2, 3000), (8193, 2, 700), (8193, 2, 1500), (3073, 2, 1500), (6145, 2, 600)]
+    outside += [(2049, 2, 767), (4097, 2, 1025), (7169, 2, 385)]
     outside += [(6144, 4, 600), (7168, 4, 300), (5120, 4, 300), (8192, 4, 2048), (3072, 4, 1300), (4096, 4, 3000)]
     with_rules = [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
     monkeypatch.setattr(tuned, "_FAST_MEMORY_MID_WIDTHS", {})  # the rules off
+    monkeypatch.setattr(tuned, "_FAST_MEMORY_BETWEEN_BANDS", {})
     assert with_rules == [tuned.choose_config(n, es, rows, fast_memory=True) for n, es, rows in outside]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("n_rows, n", [(1000, 2560), (1536, 2560), (1700, 2049), (1000, 4608), (700, 5376)])
+def test_the_h200_band_configs_between_the_band_widths_match_the_oracle(dtype, n_rows, n, device):
+    """The configs an H200's bands give widths between the band widths (chunks part-filled with the width compiled in,
+    the row kernel's block part-masked), chosen at ``n_rows`` rows, on 3 strided rows of fresh inputs."""
+    cfg = tuned.choose_config(n, 2, n_rows, fp16=dtype == "fp16", fast_memory=True)
+    assert cfg in [cfg for _, cfg in tuned._mid_width_bands(n)], cfg
+    _launch_and_check(cfg, 3, n, dtype, device)
+
+
+def test_an_h200_takes_the_one_row_kernel_at_65_to_255_16_bit_rows_of_5121_to_8192():
+    """On an H200, 65-255 16-bit rows of 5121-8192 columns take triton_one_row's kernel with its warps (16, a block of
+    8192), in both 16-bit dtypes, where the H100 takes its table's; fewer or more rows, narrower or wider rows keep
+    theirs."""
+    want = tuned.Config("one_row", 8192, 1, 16)
+    for n, rows in ((5121, 65), (6144, 160), (7168, 128), (8192, 255), (7001, 100)):
+        for fp16 in (False, True):
+            assert tuned.choose_config(n, 2, rows, fp16=fp16, fast_memory=True) == want, (n, rows, fp16)
+            assert tuned.choose_config(n, 2, rows, fp16=fp16) != want, (n, rows, fp16)
+    for n, rows in ((5120, 128), (8193, 128), (6144, 256)):
+        for fp16 in (False, True):
+            assert tuned.choose_config(n, 2, rows, fp16=fp16, fast_memory=True) != want, (n, rows, fp16)
+    assert tuned.choose_config(6144, 2, 64, fp16=True, fast_memory=True) == tuned.choose_config(6144, 2, 64, fp16=True)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -325,9 +353,9 @@ def test_the_ops_take_an_h200s_mid_width_rules_from_their_plan(dtype, n_rows, n,
 
 def test_an_h200_takes_the_one_row_kernel_at_many_16_bit_rows_where_it_won_there():
     """On an H200 (fast memory): from 8192 rows at 2048-3072 and 4097-7168 columns, from 2048 rows at 4097-16384,
-    16-bit rows take triton_one_row's kernel with its warps; other rows and widths and an H100 keep theirs (float32 has
-    rules of its own)."""
-    taken = ((2048, 8192), (3072, 32768), (4097, 8192), (7168, 10**5), (4097, 2048), (16384, 8191), (11008, 4096))
+    16-bit rows that no width band takes get triton_one_row's kernel with its warps; other rows and widths and an H100
+    keep theirs (float32 has rules of its own)."""
+    taken = ((2048, 8192), (3072, 32768), (4097, 8192), (7168, 10**5), (4097, 4097), (16384, 8191), (11008, 4096))
     for n, rows in taken:
         for fp16 in (False, True):
             want = tuned.Config("one_row", triton.next_power_of_2(n), 1, classic_num_warps(triton.next_power_of_2(n)))
@@ -356,7 +384,7 @@ def test_an_h200_takes_the_one_row_kernel_at_16_to_64_bf16_rows_of_4097_to_8192(
         assert tuned.choose_config(n, 2, rows, fp16=True, fast_memory=True) == tuned.choose_config(
             n, 2, rows, fp16=True
         )
-    for n, rows in ((6144, 15), (6144, 65), (4096, 64), (8193, 64), (8192, 8)):
+    for n, rows in ((6144, 15), (4097, 65), (4096, 64), (8193, 64), (8192, 8)):
         assert tuned.choose_config(n, 2, rows, fast_memory=True) == tuned.choose_config(n, 2, rows), (n, rows)
 
 
@@ -420,20 +448,20 @@ def test_the_one_row_config_on_odd_widths(dtype, n_rows, n, device, monkeypatch)
 
 
 def test_an_h200_takes_the_rows_kernel_at_512_to_1023_16_bit_rows_of_4097_to_8192():
-    """On an H200, 512-1023 16-bit rows of 4097-8192 columns: the rows kernel, one row a program, the row in one block,
-    8 warps in bf16 and 4 in fp16 (where the H100 takes the chunked kernel with the width compiled in), but where the
-    width rules (``_FAST_MEMORY_MID_WIDTHS``) take them. Other rows and widths, float32 and an H100 keep theirs."""
-    for n, rows in ((4097, 512), (7168, 512), (6143, 700), (8192, 512), (8191, 1023), (5121, 600)):
+    """On an H200, 512-1023 16-bit rows of 4097-8192 columns that no band takes (6145-8192 columns at 512-639 rows):
+    the rows kernel, one row a program, the row in one block, 8 warps in bf16 and 4 in fp16 (where the H100 takes the
+    chunked kernel with the width compiled in). Other rows and widths, float32 and an H100 keep theirs."""
+    for n, rows in ((6145, 512), (7168, 639), (7169, 512), (8192, 639), (7001, 600)):
         for fp16, warps in ((False, 8), (True, 4)):
             want = tuned.Config("rows", 8192, 1, warps)
             assert tuned.choose_config(n, 2, rows, fp16=fp16, fast_memory=True) == want, (n, rows, fp16)
             assert tuned.choose_config(n, 2, rows, fp16=fp16) != want, (n, rows, fp16)
-    for n, es, rows in ((4096, 2, 512), (8193, 2, 512), (5121, 2, 511), (6144, 2, 1025), (6144, 4, 512)):
+    for n, es, rows in ((4096, 2, 512), (8193, 2, 512), (6144, 2, 1025), (6144, 4, 512)):
         assert tuned.choose_config(n, es, rows, fast_memory=True) == tuned.choose_config(n, es, rows), (n, es, rows)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("n", [4097, 6143, 8192])
+@pytest.mark.parametrize("n", [6145, 7001, 8192])
 def test_the_h200_mid_row_configs_match_the_oracle(dtype, n, device):
     """The H200's 512-row configs on 3 rows of fresh inputs, strided, at odd widths (a block nearly half masked)."""
     cfg = tuned.choose_config(n, 2, 512, fp16=dtype == "fp16", fast_memory=True)
