@@ -350,7 +350,8 @@ def rms_norm_linear_prepared(
 ) -> torch.Tensor:
     """``rms_norm(x, g) @ w (+ b)`` from ``wf = diag(g) w``: the checked path on a signature's first call, then its
     plan (no checks, no JIT binding). ``kernels="op"`` (the ops API's prepared objects): where the plain op runs the
-    split-K kernel (decode rows), that kernel on ``wf`` where it pipelines x (``split_k.folded_serves``); from
+    split-K kernel (decode rows), that kernel on ``wf`` where it pipelines x (``split_k.folded_serves``), and on an
+    H200 between the kernel's column classes too (``split_k.folded_between_classes``); from
     ``rstd_epilogue.TMA_MIN_ROWS`` rows (any under the interpreter) the statistics-first kernels
     (``rstd_epilogue.rmsnorm_linear_folded``); elsewhere the plain op. ``"split_k"`` or ``"statistics"``: those
     kernels at any rows (the harness's versions on prepared weights)."""
@@ -430,8 +431,11 @@ def _prepared_first(
     checks.check_shape("rmsnorm_linear", "wf", wf, w.shape)
     plannable = key is not None and row_stride(x) is not None and wf.is_contiguous()
     plannable = plannable and (b is None or b.is_contiguous())
-    split = kernels == "op" and rl_tuned.product_route(x2d, wf) == "split_k"
-    if kernels == "split_k" or (split and split_k.folded_serves(x2d, n)):
+    route = rl_tuned.product_route(x2d, wf) if kernels == "op" else None
+    split = route == "split_k"
+    between = route in ("cublas", "triton") and not rl_tuned.ragged_weights(x2d, wf)
+    between = between and split_k.folded_between_classes(x2d, n)
+    if kernels == "split_k" or (split and split_k.folded_serves(x2d, n)) or between:
         return _split_k_first(x, x2d, g.contiguous(), wf, b, eps, key if plannable else None, PREPARED_PLANS, True)
     mid = kernels == "op" and not split and x2d.shape[0] < re.TMA_MIN_ROWS and not launching.interpreting()
     if split or (mid and not mid_rows_statistics(x, g, w, wf, b, eps)):

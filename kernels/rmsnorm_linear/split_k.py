@@ -575,6 +575,32 @@ def config_for(x2d: torch.Tensor, n: int, folded: bool = False) -> triton.Config
     return split_k.config(16, bn, bk, splits, 4, stages, PIPELINED_X=piped is not None)
 
 
+# On an H200 the prepared objects (g folded into W) take this kernel on the fold at 1-16 16-bit rows where N lies
+# between the column classes as well, where the plain op takes the norm then cuBLAS's product or kprof's (the classes'
+# width, ``tuned.SPLIT_K_CLASS_WIDTH``, keeps the plain kernel out). Raced at the attention's fused QKV widths of public
+# models (benchmarks/results/grid/h200-models/classes/split-k/, one H200, cold, 8 rounds): 1, 4 and 16 rows x K 3584,
+# 4096 and 5120 x N 4608, 6144, 7168 and 8192, bf16 and fp16, the kernel on the fold in the nearest class's tiles (the
+# 5504 class's, x pipelined) took 0.804-0.977x the prepared object's time (geometric mean 0.84-0.91 by N; 1x4096x6144
+# bf16 14.43 against 15.94 µs, cuBLAS's product alone 15.68). The plain kernel there took 0.87-1.08x the norm then
+# cuBLAS's product: the plain op keeps its route.
+FAST_MEMORY_FOLDED_BETWEEN = ((3584, 5120), (4608, 8192))  # K (from, to), N (from, to)
+
+
+def folded_between_classes(x2d: torch.Tensor, n: int) -> bool:
+    """Whether an H200's prepared object takes this kernel on its fold for ``x2d`` [M, K] times [K, n] where the plain
+    op does not (``FAST_MEMORY_FOLDED_BETWEEN``): 1-16 16-bit rows, K and N in the raced ranges, x pipelined."""
+    m, k = x2d.shape
+    (k_lo, k_hi), (n_lo, n_hi) = FAST_MEMORY_FOLDED_BETWEEN
+    return (
+        launching.fast_memory(x2d)
+        and x2d.dtype in (torch.bfloat16, torch.float16)
+        and PIPELINED_ROWS[0] <= m <= PIPELINED_ROWS[1]
+        and k_lo <= k <= k_hi
+        and n_lo <= n <= n_hi
+        and folded_serves(x2d, n)
+    )
+
+
 def folded_serves(x2d: torch.Tensor, n: int) -> bool:
     """Whether ``ops.PreparedRMSNormLinear`` takes this kernel on its folded weight for ``x2d`` [M, K] times [K, n],
     where the plain op takes the split-K kernel: only where the folded config pipelines x.

@@ -100,6 +100,12 @@ TRITON_MAX_ROWS = 32  # from 2 rows up to this many: kprof's Triton product from
 RACE_MIN_ROWS = TRITON_MAX_ROWS + 1
 TRITON_MIN_COLS = 5000  # narrower weights (under the grid's 5504) take cuBLAS's product at every row count
 NARROW_MAX_COLS = 11008  # more rows, fewer than CUBLAS_MIN_ROWS: cuBLAS's product up to this many columns
+# On an H200, 16-bit rows past the split-K kernel's (17 to TRITON_MAX_ROWS) take cuBLAS's product: there the norm then
+# kprof's Triton product (pinned tiles) took 0.996-1.150x the norm then cuBLAS's product at 47 of 48 points
+# (24 and 32 rows x K 3584/4096/8192 x N 6144/10240/14336/28672, bf16 and fp16; geometric mean 1.053, 32x8192x10240
+# bf16 51.30 against 44.72 µs; benchmarks/results/grid/h200-models/classes/rows-17-32/), where the H100s had the
+# Triton product ahead at 32 rows (above). 17-23 rows are not measured; they take 24's rule.
+FAST_MEMORY_CUBLAS_ROWS = (17, TRITON_MAX_ROWS)
 
 
 SPLIT_K_ROWS = (1, 4, 16)  # row classes of the split-K kernel (an M-row call takes the first bound >= M)
@@ -180,14 +186,19 @@ def cublas_product(m: int, k: int, n: int) -> bool:
 
 def product_route(x2d: torch.Tensor, w: torch.Tensor) -> str:
     """The plain op's route for ``x2d`` [M, K] times ``w`` [K, N], in the order the rules apply: ``"split_k"``
-    (the norm inside the product), ``"cublas"`` (the norm then cuBLAS's product) or ``"triton"`` (the norm then
-    kprof's product). The provider and the ops API's plans both ask here, so they cannot disagree."""
+    (the norm inside the product), ``"cublas"`` (the norm then cuBLAS's product; on an H200 at 17-32 16-bit rows,
+    ``FAST_MEMORY_CUBLAS_ROWS``) or ``"triton"`` (the norm then kprof's product). The provider and the ops API's
+    plans both ask here, so they cannot disagree."""
     m, k = x2d.shape
     n = w.shape[1]
     if ragged_weights(x2d, w):
         return "cublas"
-    if split_k_product(m, k, n, x2d.dtype, launching.fast_memory(x2d)):
+    fast = launching.fast_memory(x2d)
+    if split_k_product(m, k, n, x2d.dtype, fast):
         return "split_k"
+    lo, hi = FAST_MEMORY_CUBLAS_ROWS
+    if fast and lo <= m <= hi and x2d.dtype in (torch.bfloat16, torch.float16):
+        return "cublas"
     raced = raced_product(x2d, w)
     if raced is not None:
         return raced

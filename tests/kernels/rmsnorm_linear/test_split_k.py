@@ -681,3 +681,57 @@ def test_the_folded_h200_tiles_match_the_oracle_through_the_prepared_objects(dty
     assert type(plan) is op_plan.SplitKPlan and torch.equal(first, planned)
     _check(planned, inputs, dtype, f"folded H200 tiles {tiles}")
     assert _counters_at_zero()
+
+
+def test_on_an_h200_prepared_objects_take_the_folded_kernel_between_the_column_classes(monkeypatch):
+    """On an H200 the prepared objects take the kernel on their fold at 1-16 16-bit rows with K and N in the raced
+    ranges (``split_k.FAST_MEMORY_FOLDED_BETWEEN``) where the plain op takes the norm then a product; 17 rows, K or N
+    past the ranges, float32, ragged weights and an H100 do not."""
+    (k_lo, k_hi), (n_lo, n_hi) = split_k.FAST_MEMORY_FOLDED_BETWEEN
+
+    def between(m: int, k: int, n: int, dtype: torch.dtype = torch.bfloat16) -> bool:
+        return split_k.folded_between_classes(torch.empty((m, k), dtype=dtype, device="meta"), n)
+
+    assert not between(4, 4096, 6144)  # an H100
+    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    for dtype in (torch.bfloat16, torch.float16):
+        for m, k, n in ((1, k_lo, n_lo), (16, k_hi, n_hi), (4, 4096, 6144), (1, 3584, 4608), (16, 5120, 7168)):
+            assert between(m, k, n, dtype), (m, k, n, dtype)
+            x = torch.empty((m, k), dtype=dtype)
+            assert tuned.product_route(x, torch.empty((k, n), dtype=dtype)) != "split_k", (m, k, n)
+    for m, k, n in (
+        (17, 4096, 6144),
+        (4, k_lo - 1, 6144),
+        (4, k_hi + 1, 6144),
+        (4, 4096, n_lo - 1),
+        (4, 4096, n_hi + 1),
+    ):
+        assert not between(m, k, n), (m, k, n)
+    assert not between(4, 4096, 6144, torch.float32)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_an_h200_prepared_object_runs_the_folded_kernel_between_the_classes(dtype, device, monkeypatch):
+    """With the between-classes ranges scaled down to an interpreter's shape, an H200's prepared object runs the kernel
+    on its fold where the plain op takes the norm then a product: its first call and its plan (FOLDED), both against
+    the float64 oracle on fresh inputs."""
+    _scaled_split_k_classes(monkeypatch)
+    monkeypatch.setattr(tuned, "split_k_product", lambda *a, **k: False)  # the plain op: the norm then a product
+    monkeypatch.setattr(launching, "fast_memory", lambda t: True)
+    monkeypatch.setattr(split_k, "FAST_MEMORY_FOLDED_BETWEEN", ((16, 128), (16, 64)))
+    monkeypatch.setattr(
+        split_k, "_FAST_MEMORY_FOLDED", {5504: ((16, 128, (64, 64, 2, 0)),), 11008: ((16, 128, (64, 64, 2, 0)),)}
+    )
+    shape = (3, 70, 43)
+    inputs = FAM.make_inputs(shape, dtype, device, seed=torch.seed() % 2**31)
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    assert tuned.product_route(x, w) != "split_k" and split_k.folded_between_classes(x, shape[2])
+    with triton_ops():
+        prepared = ops.PreparedRMSNormLinear(g, w)
+        first = prepared(x, b, eps)
+        planned = prepared(x, b, eps)
+        (plan,) = op_plan.PREPARED_PLANS.plans.values()
+    assert type(plan) is op_plan.SplitKPlan and plan.launch.tail[-1] is True  # FOLDED, the last constexpr
+    assert torch.equal(first, planned)
+    _check(planned, inputs, dtype, f"prepared between the classes {shape}")
+    assert _counters_at_zero()

@@ -31,6 +31,27 @@ def test_the_rule_switches_at_its_declared_boundaries():
         assert not tuned.cublas_product(2, k, tuned.TRITON_MIN_COLS)
 
 
+def test_an_h200_takes_cublas_at_17_to_32_16_bit_rows(monkeypatch):
+    """On an H200 (``launching.fast_memory``), 17-32 16-bit rows that the split-K kernel does not take go to cuBLAS's
+    product at any width; 16 and 33 rows, float32 and an H100 keep the rule's route (on the CPU no race runs)."""
+    lo, hi = tuned.FAST_MEMORY_CUBLAS_ROWS
+    assert (lo, hi) == (tuned.SPLIT_K_ROWS[-1] + 1, tuned.TRITON_MAX_ROWS)
+
+    def route(m: int, n: int, dtype: torch.dtype) -> str:
+        return tuned.product_route(torch.empty(m, 4096, dtype=dtype), torch.empty(4096, n, dtype=dtype))
+
+    for dtype in (torch.bfloat16, torch.float16):
+        assert route(lo, 14336, dtype) == route(hi, 28672, dtype) == "triton"  # an H100: the rule's Triton product
+    monkeypatch.setattr(tuned.launching, "fast_memory", lambda t: True)
+    for dtype in (torch.bfloat16, torch.float16):
+        for m in (lo, 24, hi):
+            for n in (6144, 10240, 14336, 28672):
+                assert route(m, n, dtype) == "cublas", (m, n, dtype)
+        assert route(hi + 1, 28672, dtype) == "triton"  # 33 rows: the rule's (the race's default on a GPU)
+    assert route(24, 14336, torch.float32) == "triton"  # float32: not measured
+    assert route(16, 14336, torch.bfloat16) == "split_k"
+
+
 def test_ragged_weights_take_cublas_in_16_bit_only():
     bf16 = torch.bfloat16
     for (k, n), ragged in [((1000, 3000), True), ((4104, 11000), True), ((4096, 11008), False), ((1001, 3000), False)]:
