@@ -248,7 +248,10 @@ _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
 # Liger-Kernel 19.66; 700x5376 1.13-1.15x), the next width's band config 1.000-1.023x, but at 400x5376 fp16, where
 # 6144's 256-511-row config (the rows kernel, 8 warps) ran 1.144x (1.022x in bf16) and triton_one_row's kernel with 4
 # warps 1.009x (the fastest in bf16): 5121-6143 columns take that at 256-511 rows (``_FAST_MEMORY_BETWEEN_BANDS``).
-# With these rules the op's config is within 1.023x of the fastest at all 38 points of that race (in sample).
+# With these rules the op's config is within 1.023x of the fastest at all 38 points of that race (in sample). Raced
+# again on another H200 at 16 shapes none of the races had (``h200-models/confirm/``, 2304-7168 columns, 90-6000 rows):
+# 1.000-1.055x the fastest, over 1.02x at 6 of 32 points (2200x2304 bf16 1.055x), where the configs before ran
+# 1.000-1.389x, over 1.02x at 30.
 _FAST_MEMORY_BETWEEN_BANDS = {(5121, 6143): (((256, 511), _ONE_ROW_4_WARPS),)}  # (columns from, to) -> bands
 
 

@@ -104,7 +104,8 @@ NARROW_MAX_COLS = 11008  # more rows, fewer than CUBLAS_MIN_ROWS: cuBLAS's produ
 # kprof's Triton product (pinned tiles) took 0.996-1.150x the norm then cuBLAS's product at 47 of 48 points
 # (24 and 32 rows x K 3584/4096/8192 x N 6144/10240/14336/28672, bf16 and fp16; geometric mean 1.053, 32x8192x10240
 # bf16 51.30 against 44.72 µs; benchmarks/results/grid/h200-models/classes/rows-17-32/), where the H100s had the
-# Triton product ahead at 32 rows (above). 17-23 rows are not measured; they take 24's rule.
+# Triton product ahead at 32 rows (above). 17-23 rows are not measured; they take 24's rule. With it, on another
+# H200 (``h200-models/confirm/``), the op was kprof's best version at 32x8192x10240, 20x4096x6144 and 28x8192x10240.
 FAST_MEMORY_CUBLAS_ROWS = (17, TRITON_MAX_ROWS)
 
 
