@@ -55,6 +55,22 @@ def test_every_family_has_a_grid_whose_parts_are_the_product_of_their_axes(name)
         fam.grid("no-such-part")
 
 
+@pytest.mark.parametrize("name", sorted(n for n in FAMILIES if "models" in FAMILIES[n].grid_parts()))
+def test_a_models_part_lies_off_the_other_parts(name):
+    """A family's ``models`` part (shapes of public models) checks the dispatch off the points the other parts' rules
+    were drawn on: in each of its dtypes, each of its shapes lies off the axes of every other part in that dtype in one
+    dimension at least, so no point of it is another part's."""
+    parts = FAMILIES[name].grid_parts()
+    models = parts["models"]
+    assert models.shapes and set(models.dtypes) == {"bf16", "fp16"}
+    for dtype in models.dtypes:
+        same = [sweep for part, sweep in parts.items() if part != "models" and dtype in sweep.dtypes]
+        assert same, dtype
+        axes = [{shape[i] for sweep in same for shape in sweep.shapes} for i in range(len(models.shapes[0]))]
+        for shape in models.shapes:
+            assert any(d not in axis for d, axis in zip(shape, axes)), (shape, dtype)
+
+
 @pytest.mark.parametrize(
     "spec, why",
     [
