@@ -9,7 +9,8 @@ once, with its latest measurement. Rows a table left unmeasured (``not measured`
 
 Only the points of each family's grid (``grid:`` in its sweep.yaml) count, unless ``--all-points``: a table may
 also hold points raced beside them. Prints, per family and dtype: points, win / tie / loss / uncertain, the family's
-target met / missed / not judged (``grid_targets:``), and which tables the rows came from; where the latest tables
+target met / missed / not judged (``grid_targets:``), and which tables the rows came from; the same counts per grid
+part (the ``main`` grids against the ``models`` shapes, say); where the latest tables
 timed what the ops API runs, the plain op (the family's dispatch, ``triton_tuned / best``) and the prepared objects
 (``triton_prepared_op``), at how many points each was within 1.02x of the best version (its ratio as the table prints
 it) and the points past that; then every loss and missed target with its ratios, its target and the table's why
@@ -196,8 +197,54 @@ def grid_points(families: set[str]) -> dict[str, set[tuple[str, str]]]:
     }  # fmt: skip
 
 
-def scoreboard(points: dict[tuple[str, str, str], Point], root: Path) -> str:
-    """The markdown: a summary row per family and dtype, then the losses and missed targets."""
+def point_parts(families: set[str]) -> dict[tuple[str, str, str], str]:
+    """(family, shape as the tables write it, dtype) -> the grid part that holds the point (the first, in the order
+    of the family's sweep.yaml, where two parts share one)."""
+    from kprof.kernels import discover
+
+    found = discover()
+    out: dict[tuple[str, str, str], str] = {}
+    for name in families:
+        for part, sweep in found[name].grid_parts().items():
+            for shape in sweep.shapes:
+                for dtype in sweep.dtypes:
+                    out.setdefault((name, "x".join(map(str, shape)), dtype), part)
+    return out
+
+
+def part_lines(points: dict[tuple[str, str, str], Point], parts: dict[tuple[str, str, str], str]) -> list[str]:
+    """One row per grid part over every family and dtype: points, verdicts, the plain ops within the tie band of the
+    best version where timed, targets met and missed; nothing where ``parts`` names no point."""
+    by_part: dict[str, list[Point]] = {}
+    for key, p in points.items():
+        if key in parts:
+            by_part.setdefault(parts[key], []).append(p)
+    if not by_part:
+        return []
+    out = [
+        "",
+        "By grid part (every family and dtype; `models`: shapes of public models off the other parts' axes):",
+        "",
+        "| part | points | win | tie | loss | uncertain | plain op within the tie band (of timed) | target met | missed |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for part, ps in sorted(by_part.items()):
+        v = Counter(p.verdict for p in ps)
+        m = Counter(p.met for p in ps)
+        timed = [p for p in ps if p.dispatch]
+        within = sum(float(p.dispatch) <= TIE for p in timed)
+        out.append(
+            f"| {part} | {len(ps)} | {v['win']} | {v['tie']} | {v['loss']} | {v['uncertain']} | {within} of "
+            f"{len(timed)} | {m['yes']} | {m['no']} |"
+        )
+    return out
+
+
+def scoreboard(
+    points: dict[tuple[str, str, str], Point], root: Path, parts: dict[tuple[str, str, str], str] | None = None
+) -> str:
+    """The markdown: a summary row per family and dtype (and per grid part, where ``parts`` maps the points to
+    theirs: :func:`point_parts`), then the losses and missed targets."""
     groups: dict[tuple[str, str], list[Point]] = {}
     for p in points.values():
         groups.setdefault((p.family, p.dtype), []).append(p)
@@ -217,6 +264,7 @@ def scoreboard(points: dict[tuple[str, str, str], Point], root: Path) -> str:
             f"| {family} | {dtype} | {len(ps)} | {v['win']} | {v['tie']} | {v['loss']} | {v['uncertain']} "
             f"| {v['not measured']} | {m['yes']} | {m['no']} | {m['not judged']} | {tables} |"
         )
+    out += part_lines(points, parts or {})
     out += dispatch_lines(groups)
     out += prepared_op_lines(groups)
     short = [p for p in points.values() if p.verdict == "loss" or p.met == "no"]
@@ -289,7 +337,7 @@ def main() -> int:
     points = latest(args.tables)
     if not args.all_points:  # each table read once: the families come from the points
         points = only_on_grid(points, grid_points({family for family, _, _ in points}))
-    text = scoreboard(points, args.root.resolve())
+    text = scoreboard(points, args.root.resolve(), point_parts({family for family, _, _ in points}))
     print(text)
     if args.markdown:
         args.markdown.write_text(text)

@@ -210,3 +210,25 @@ def test_the_dispatch_column_is_read_and_counted_as_its_table_counts_it(scoreboa
     assert not any(r.prepared_op for r in rows) and scoreboard.prepared_op_lines({("gelu_mul", "bf16"): rows}) == []
     # another family's dispatch has its own provider name: swiglu's (``triton_tuned_pointer / best``) is read too
     assert all(float(r.dispatch) >= 1.0 for r in scoreboard.read_table(CUT) if r.verdict != "not measured")
+
+
+MODELS = GRID / "h200-models" / "gpu0" / "grid-add_rmsnorm-models-bf16.md"
+
+
+def test_the_points_are_counted_by_grid_part_as_their_tables_count_them(scoreboard):
+    """A ``models`` table and a main-grid table of one family: each point falls to the part of the family's grid that
+    holds it, and the part's row gives the verdicts and the plain op's count within the tie band that the table's own
+    summary and dispatch lines state."""
+    points = scoreboard.latest([CUT, MODELS])
+    parts = scoreboard.point_parts({"swiglu", "add_rmsnorm"})
+    assert {parts[key] for key in points if key[0] == "add_rmsnorm"} == {"models"}
+    assert {parts[key] for key in points if key[0] == "swiglu"} == {"prefill"}
+    rows = {line.split("|")[1].strip(): line for line in scoreboard.part_lines(points, parts) if line.startswith("| ")}
+    cells = [c.strip() for c in rows["models"].strip("|").split("|")]
+    summary = _summary(MODELS)
+    assert int(cells[1]) == summary["points"]
+    assert [int(c) for c in cells[2:6]] == [summary[v] for v in ("win", "tie", "loss", "uncertain")]
+    dispatch = next(ln for ln in MODELS.read_text().splitlines() if ln.startswith("Dispatch"))
+    within, timed = re.search(r"at (\d+) of (\d+) points", dispatch).groups()
+    assert cells[6] == f"{within} of {timed}"
+    assert scoreboard.part_lines(points, {}) == []
