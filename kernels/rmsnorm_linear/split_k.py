@@ -582,10 +582,10 @@ def config_for(x2d: torch.Tensor, n: int, folded: bool = False) -> triton.Config
 # 4096 and 5120 x N 4608, 6144, 7168 and 8192, bf16 and fp16, the kernel on the fold in the nearest class's tiles (the
 # 5504 class's, x pipelined) took 0.804-0.977x the prepared object's time (geometric mean 0.84-0.91 by N; 1x4096x6144
 # bf16 14.43 against 15.94 µs, cuBLAS's product alone 15.68). The plain kernel there took 0.87-1.08x the norm then
-# cuBLAS's product: the plain op keeps its route. With the rule, on another H200 (``h200-models/confirm/``), the
-# prepared object ran this kernel at 2x3584x4608, 8x4096x6144, 12x5120x7168 and 1x4096x6144, the best kprof version
-# there in both dtypes (0.80-0.91x torch.compile's time). At 3584 x 4608 no tile or split of the kernel does better than
-# the class's (``h200-models/narrow/``): cuBLAS's product is 1.02-1.09x ahead there.
+# cuBLAS's product: the plain op keeps its route. With the rule, on other H200s (``h200-models/confirm/``,
+# ``fp16/``), the prepared object ran this kernel at 2x3584x4608, 8x4096x6144, 12x5120x7168 and 1x4096x6144, the best
+# kprof version there in both dtypes (0.80-0.91x torch.compile's time). At 3584 x 4608 no tile or split of the kernel
+# does better than the class's (``h200-models/narrow/``): cuBLAS's product is 1.02-1.09x ahead there.
 FAST_MEMORY_FOLDED_BETWEEN = ((3584, 5120), (4608, 8192))  # K (from, to), N (from, to)
 
 
