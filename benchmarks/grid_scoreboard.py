@@ -186,15 +186,16 @@ def only_on_grid(
 
 def grid_points(families: set[str]) -> dict[str, set[tuple[str, str]]]:
     """Family -> the (shape, dtype) pairs of every part of its grid (``grid:`` in its sweep.yaml), shapes written as
-    the tables write them (``512x65536``)."""
-    from kprof.kernels import discover
+    the tables write them (``512x65536``): :func:`point_parts` by family."""
+    return on_grid_of(point_parts(families), families)
 
-    found = discover()
-    return {
-        name: {("x".join(map(str, shape)), dtype) for part in found[name].grid_parts().values()
-               for shape in part.shapes for dtype in part.dtypes}
-        for name in families
-    }  # fmt: skip
+
+def on_grid_of(parts: dict[tuple[str, str, str], str], families: set[str]) -> dict[str, set[tuple[str, str]]]:
+    """:func:`grid_points` from points already mapped to their parts (``parts``: :func:`point_parts`)."""
+    out: dict[str, set[tuple[str, str]]] = {name: set() for name in families}
+    for family, shape, dtype in parts:
+        out[family].add((shape, dtype))
+    return out
 
 
 def point_parts(families: set[str]) -> dict[tuple[str, str, str], str]:
@@ -210,6 +211,13 @@ def point_parts(families: set[str]) -> dict[tuple[str, str, str], str]:
                 for dtype in sweep.dtypes:
                     out.setdefault((name, "x".join(map(str, shape)), dtype), part)
     return out
+
+
+def timed_and_past(points: list[Point], field: str) -> tuple[list[Point], list[Point]]:
+    """The points whose ``field`` (a ratio to the best version: ``dispatch``, ``prepared_op``) was timed, and those of
+    them past the tie band, by shape."""
+    timed = [p for p in points if getattr(p, field)]
+    return timed, sorted((p for p in timed if float(getattr(p, field)) > TIE), key=lambda p: p.shape)
 
 
 def part_lines(points: dict[tuple[str, str, str], Point], parts: dict[tuple[str, str, str], str]) -> list[str]:
@@ -231,11 +239,10 @@ def part_lines(points: dict[tuple[str, str, str], Point], parts: dict[tuple[str,
     for part, ps in sorted(by_part.items()):
         v = Counter(p.verdict for p in ps)
         m = Counter(p.met for p in ps)
-        timed = [p for p in ps if p.dispatch]
-        within = sum(float(p.dispatch) <= TIE for p in timed)
+        timed, past = timed_and_past(ps, "dispatch")
         out.append(
-            f"| {part} | {len(ps)} | {v['win']} | {v['tie']} | {v['loss']} | {v['uncertain']} | {within} of "
-            f"{len(timed)} | {m['yes']} | {m['no']} |"
+            f"| {part} | {len(ps)} | {v['win']} | {v['tie']} | {v['loss']} | {v['uncertain']} | "
+            f"{len(timed) - len(past)} of {len(timed)} | {m['yes']} | {m['no']} |"
         )
     return out
 
@@ -315,10 +322,9 @@ def _within_band_lines(groups: dict[tuple[str, str], list[Point]], field: str, h
     the tie band, and the points past it; ``head`` before them, nothing where no point was timed."""
     out = []
     for (family, dtype), ps in sorted(groups.items()):
-        timed = [p for p in ps if getattr(p, field)]
+        timed, past = timed_and_past(ps, field)
         if not timed:
             continue
-        past = sorted((p for p in timed if float(getattr(p, field)) > TIE), key=lambda p: p.shape)
         where = "; past it: " + ", ".join(f"{p.shape} ({getattr(p, field)}x)" for p in past) if past else ""
         out.append(
             f"- {family} {dtype}: within {TIE}x of the best version at "
@@ -335,9 +341,11 @@ def main() -> int:
     ap.add_argument("--all-points", action="store_true", help="keep points off the families' grids too")
     args = ap.parse_args()
     points = latest(args.tables)
-    if not args.all_points:  # each table read once: the families come from the points
-        points = only_on_grid(points, grid_points({family for family, _, _ in points}))
-    text = scoreboard(points, args.root.resolve(), point_parts({family for family, _, _ in points}))
+    families = {family for family, _, _ in points}  # each table read once: the families come from the points
+    parts = point_parts(families)
+    if not args.all_points:
+        points = only_on_grid(points, on_grid_of(parts, families))
+    text = scoreboard(points, args.root.resolve(), parts)
     print(text)
     if args.markdown:
         args.markdown.write_text(text)
