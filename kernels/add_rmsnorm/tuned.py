@@ -210,15 +210,16 @@ _CHUNK_4_WARPS = Config("looped", 8192, 1, 4, cols_const=True)
 _CHUNK_4_WARPS_HINTS = Config("looped", 8192, 1, 4, cols_const=True, hints=True)
 _CHUNK_4096_HINTS = Config("looped", 4096, 1, 4, cols_const=True, hints=True)
 _ONE_ROW_8_WARPS_4096 = Config("one_row", 4096, 1, 8)
+_ROWS_4_WARPS_4096 = Config("rows", 4096, 1, 4)
 _FAST_MEMORY_MID_WIDTHS = {  # columns -> ((rows from, to), config), ...
     3072: (
-        ((768, 1024), Config("rows", 4096, 1, 4)),
+        ((768, 1024), _ROWS_4_WARPS_4096),
         ((1025, 1663), _CHUNK_4096_HINTS),
         ((1664, 2112), Config("looped", 1024, 1, 4, cols_const=True, hints=True)),
         ((2113, 4096), _ONE_ROW_8_WARPS_4096),
     ),
     4096: (
-        ((768, 1024), Config("rows", 4096, 1, 4)),
+        ((768, 1024), _ROWS_4_WARPS_4096),
         ((1025, 1407), _CHUNK_4096_HINTS),
         ((2112, 4096), _ONE_ROW_8_WARPS_4096),
     ),
