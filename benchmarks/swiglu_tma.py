@@ -104,6 +104,7 @@ def interleaved_call(x, w_int, y, cfg):
             PROGRAMS=0,
             SUBTILE=False,
             TAIL_SPLIT=0,
+            LOWER_M=0,
             IEEE=x.device.type == "cpu",
             num_warps=warps,
             num_stages=stages,

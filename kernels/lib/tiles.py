@@ -144,7 +144,8 @@ class TilePlan:
     """A TMA product's launch at one shape: ``tiles`` (BLOCK_M, BLOCK_N, BLOCK_K), GROUP_M, warps, stages, output
     stored in halves (``subtile``), the last wave's ``split`` (``tail_split``), ``programs`` (0: one program per
     tile; else persistent, that many) and, where the last wave is shared out along K, its tiles' slots ``parts``
-    (``stream_k_parts``; 0: not)."""
+    (``stream_k_parts``; 0: not); ``lower``: 0, or rows of a second block under each tile's BLOCK_M (tiles
+    BLOCK_M + ``lower`` rows tall, where the kernel takes them)."""
 
     tiles: tuple[int, int, int]
     group_m: int
@@ -154,10 +155,11 @@ class TilePlan:
     split: int
     programs: int
     parts: int = 0
+    lower: int = 0
 
     def grid(self, m: int, n: int) -> int:
         """Programs launched for an [m, n] output."""
-        return self.programs or triton.cdiv(m, self.tiles[0]) * triton.cdiv(n, self.tiles[1])
+        return self.programs or triton.cdiv(m, self.tiles[0] + self.lower) * triton.cdiv(n, self.tiles[1])
 
     def meta(self, **extra: Any) -> dict[str, Any]:
         """The kernel's constexprs (its family's own in ``extra``) and launch options."""
@@ -191,15 +193,19 @@ def tile_descriptors(
     subtile: bool,
     split: int,
     w_cols: int = 1,
+    lower: int = 0,
 ) -> tuple:
     """The TMA descriptors of a persistent product's whole tiles and of its last wave's parts (``tail_split``):
     x [M, K], w [K, w_cols * N] and y [M, N] with (BLOCK_M, BLOCK_N, BLOCK_K) ``tiles``, y's block half as wide
     with ``subtile``; then the same three for parts of BLOCK_M / 2 rows and BLOCK_N (halves) or BLOCK_N / 2
-    (quarters) columns, or the whole tiles' again where ``split`` is 0. ``w_cols``: weight columns per output column
+    (quarters) columns, for the ``lower`` rows under each tile's BLOCK_M (``TilePlan.lower``; w's block as the
+    whole tiles'), or the whole tiles' again where neither is used. ``w_cols``: weight columns per output column
     (2 for swiglu's interleaved gate/up pairs)."""
     bm, bn, bk = tiles
     desc = launching.TensorDescriptor.from_tensor
     full = (desc(x2d, [bm, bk]), desc(w, [bk, w_cols * bn]), desc(y, [bm, bn // 2 if subtile else bn]))
+    if lower:
+        return full + (desc(x2d, [lower, bk]), full[1], desc(y, [lower, bn // 2 if subtile else bn]))
     if not split:
         return full + full
     tn = bn // (split // 2)

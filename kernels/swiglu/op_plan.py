@@ -121,7 +121,7 @@ class PreparedSwiGLUPlan:
         p = self.plan
 
         def descriptors() -> tuple:
-            return tiles.tile_descriptors(x2d, w_int, y, p.tiles, p.subtile, p.split, w_cols=2)
+            return tiles.tile_descriptors(x2d, w_int, y, p.tiles, p.subtile, p.split, w_cols=2, lower=p.lower)
 
         if self.launch.entry is not None and not launch_hooks_installed():
             described = self.launch.described()
@@ -222,7 +222,7 @@ def _swiglu_prepared_first(
     if taken != ["interleaved"]:
         return y
     plan = tuned.interleaved_plan(m, k, n, tiles.persistent_sms(x))
-    meta = plan.meta()
+    meta = plan.meta(LOWER_M=plan.lower)
     options = {o: meta.pop(o) for o in ("num_warps", "num_stages")}
     tail = (m, n, k) + constexpr_tail(tuned.interleaved_kernel, 9, meta)
     launch = Launch(_interleaved_launcher, ("prepared", key, tail), (plan.grid(m, n),), tail, options)

@@ -83,23 +83,33 @@ def _interleaved_tile(
     x_desc,
     w_desc,
     y_desc,
+    x_lower,
+    y_lower,
     off_m,
     off_n,
     K,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    LOWER_M: tl.constexpr,
     SUBTILE: tl.constexpr,
     IEEE: tl.constexpr,
 ):
-    """One output tile at (off_m, off_n): the product with both weights' columns, then silu(gate) * up."""
+    """One output tile at (off_m, off_n): the product with both weights' columns, then silu(gate) * up. With
+    LOWER_M, LOWER_M more rows under the BLOCK_M (x_lower's and y_lower's blocks) share each weight tile loaded."""
     acc = tl.zeros([BLOCK_M, 2 * BLOCK_N], dtype=tl.float32)  # gate and up, column by column
+    if LOWER_M:
+        low = tl.zeros([LOWER_M, 2 * BLOCK_N], dtype=tl.float32)
     for ks in range(tl.cdiv(K, BLOCK_K)):  # out-of-range rows/columns of the edge tiles load as zeros
-        a = x_desc.load([off_m, ks * BLOCK_K])
         b = w_desc.load([ks * BLOCK_K, 2 * off_n])
-        acc = dot_acc(a, b, acc, IEEE)
+        acc = dot_acc(x_desc.load([off_m, ks * BLOCK_K]), b, acc, IEEE)
+        if LOWER_M:
+            low = dot_acc(x_lower.load([off_m + BLOCK_M, ks * BLOCK_K]), b, low, IEEE)
     gate, up = tl.split(tl.reshape(acc, [BLOCK_M, BLOCK_N, 2]))
     store_tile(y_desc, gate * tl.sigmoid(gate) * up, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # clipped
+    if LOWER_M:
+        gate, up = tl.split(tl.reshape(low, [LOWER_M, BLOCK_N, 2]))
+        store_tile(y_lower, gate * tl.sigmoid(gate) * up, off_m + BLOCK_M, off_n, LOWER_M, BLOCK_N, SUBTILE)
 
 
 @triton.jit
@@ -110,7 +120,7 @@ def _swiglu_interleaved_kernel(
     y_desc,  # y [M, N], blocks [BLOCK_M, BLOCK_N] (half as wide with SUBTILE)
     x_tail,  # the same three for the tail's part tiles (TAIL_SPLIT): x blocks [BLOCK_M / 2, BLOCK_K],
     w_tail,  # W_int blocks [BLOCK_K, 2 * TN], y blocks [BLOCK_M / 2, TN], with TN = BLOCK_N for halves,
-    y_tail,  # BLOCK_N / 2 for quarters
+    y_tail,  # BLOCK_N / 2 for quarters; with LOWER_M, x's and y's for the rows under a tile's BLOCK_M: [LOWER_M, ...]
     # sizes
     M,
     N,
@@ -123,21 +133,50 @@ def _swiglu_interleaved_kernel(
     PROGRAMS: tl.constexpr,  # 0: one program per tile; else persistent, each program every PROGRAMS-th tile
     SUBTILE: tl.constexpr,  # store output tiles in two halves (room for a 4th stage)
     TAIL_SPLIT: tl.constexpr,  # persistent: 0, or the tiles of the last, partial wave done as 2 halves / 4 quarters
+    LOWER_M: tl.constexpr,  # 0, or tiles BLOCK_M + LOWER_M rows tall (a second block under each; TAIL_SPLIT 0)
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
 ):
+    tl.static_assert(LOWER_M == 0 or TAIL_SPLIT == 0)
+    TILE_M: tl.constexpr = BLOCK_M + LOWER_M
     if PROGRAMS == 0:
-        pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, TILE_M, BLOCK_N, GROUP_M)
         _interleaved_tile(
-            x_desc, w_desc, y_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K, SUBTILE, IEEE
+            x_desc,
+            w_desc,
+            y_desc,
+            x_tail,
+            y_tail,
+            pid_m * TILE_M,
+            pid_n * BLOCK_N,
+            K,
+            BLOCK_M,
+            BLOCK_N,
+            BLOCK_K,
+            LOWER_M,
+            SUBTILE,
+            IEEE,
         )
     else:
-        tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+        tiles = tl.cdiv(M, TILE_M) * tl.cdiv(N, BLOCK_N)
         whole = (tiles // PROGRAMS) * PROGRAMS if TAIL_SPLIT else tiles
         # flatten: the compiler pipelines the next tile's first loads under this tile's epilogue
         for tile in tl.range(tl.program_id(0), whole, PROGRAMS, flatten=True):
-            pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+            pid_m, pid_n = grouped_tile(tile, M, N, TILE_M, BLOCK_N, GROUP_M)
             _interleaved_tile(
-                x_desc, w_desc, y_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K, SUBTILE, IEEE
+                x_desc,
+                w_desc,
+                y_desc,
+                x_tail,
+                y_tail,
+                pid_m * TILE_M,
+                pid_n * BLOCK_N,
+                K,
+                BLOCK_M,
+                BLOCK_N,
+                BLOCK_K,
+                LOWER_M,
+                SUBTILE,
+                IEEE,
             )
         if TAIL_SPLIT:
             # The last wave would keep only (tiles - whole) SMs busy for a whole tile's time; split into
@@ -149,12 +188,15 @@ def _swiglu_interleaved_kernel(
                     x_tail,
                     w_tail,
                     y_tail,
+                    x_tail,
+                    y_tail,
                     off_m,
                     off_n,
                     K,
                     BLOCK_M // 2,
                     BLOCK_N // (TAIL_SPLIT // 2),
                     BLOCK_K,
+                    0,
                     False,
                     IEEE,
                 )
@@ -246,11 +288,16 @@ def launch_interleaved(
     """``y = silu(x2d @ Wg) * (x2d @ Wu)`` from the interleaved weights (``tma_ready`` operands); persistent
     where ``persistent_launch`` says so, unless ``persistent`` says otherwise. ``tail``
     (persistent only; default ``TAIL_SPLITS``) does the last partial wave's tiles in parts (``tail_split``).
-    ``config`` (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages) replaces the shipped tiles (an experiment's)."""
+    ``config`` (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages[, lower rows]) replaces the shipped tiles (an
+    experiment's)."""
     (m, k), n = x2d.shape, y.shape[1]
     plan = interleaved_plan(m, k, n, tiles.persistent_sms(x2d), persistent, tail, config)
     _swiglu_interleaved_kernel[(plan.grid(m, n),)](
-        *tile_descriptors(x2d, w_int, y, plan.tiles, plan.subtile, plan.split, w_cols=2), m, n, k, **plan.meta()
+        *tile_descriptors(x2d, w_int, y, plan.tiles, plan.subtile, plan.split, w_cols=2, lower=plan.lower),
+        m,
+        n,
+        k,
+        **plan.meta(LOWER_M=plan.lower),
     )
 
 
@@ -267,15 +314,15 @@ def interleaved_plan(
     :func:`launch_interleaved`)."""
     if persistent is None:
         persistent = persistent_launch(m, n, k, sms)
-    if launching.interpreting():
-        bm, bn, bk, gm, warps, stages = TMA_INTERPRETER_CONFIG
-    else:
-        bm, bn, bk, gm, warps, stages = config or (PERSISTENT_CONFIG if persistent else TMA_CONFIG)
-    count = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    if launching.interpreting() and config is None:
+        config = TMA_INTERPRETER_CONFIG
+    bm, bn, bk, gm, warps, stages, *rest = config or (PERSISTENT_CONFIG if persistent else TMA_CONFIG)
+    lower = rest[0] if rest else 0
+    count = triton.cdiv(m, bm + lower) * triton.cdiv(n, bn)
     programs = min(sms, count) if persistent else 0
-    split = tail_split(count, programs) if (TAIL_SPLITS if tail is None else tail) else 0
+    split = tail_split(count, programs) if (TAIL_SPLITS if tail is None else tail) and not lower else 0
     subtile = persistent and not launching.interpreting()
-    return tiles.TilePlan((bm, bn, bk), gm, warps, stages, subtile, split, programs)
+    return tiles.TilePlan((bm, bn, bk), gm, warps, stages, subtile, split, programs, lower=lower)
 
 
 _config = tiles.tile_config

@@ -992,15 +992,16 @@ def test_swiglu_persistent_rule():
     assert persistent_launch(1000, 1000, PLAIN_MIN_K, 132)  # few waves: persistent whatever K
 
 
-@pytest.mark.parametrize("mode", ["tile", "persistent", "persistent_tail"])
+@pytest.mark.parametrize("mode", ["tile", "persistent", "persistent_tail", "lower", "lower_persistent"])
 @pytest.mark.parametrize("m, k, n", [(37, 72, 40), (20, 40, 48), (5, 24, 56), (20, 64, 32)])
 def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, mode, device):
     """swiglu/triton_tuned's interleaved-weight TMA kernel, one tile per program, persistent (fewer programs
     than tiles, each walking several) and persistent with the last wave's tiles done in parts (under the
     interpreter with 4 programs: 37x72x40 makes 9 tiles, the last one in quarters; 20x40x48 makes 6, the
-    last two in halves): edge tiles partly outside (loads pad with zeros, the store clips), gate and up
-    split from one product, checked against the float64 oracle; the interleaved copy is made from the weights
-    as they are on each call."""
+    last two in halves), and with a second block of rows under each tile (``lower``: 16 + 16 rows, so at 5 and
+    20 rows the lower block lies wholly or partly outside): edge tiles partly outside (loads pad with zeros, the
+    store clips), gate and up split from one product, checked against the float64 oracle; the interleaved copy is
+    made from the weights as they are on each call."""
     from kprof.kernels.swiglu import tuned
 
     fam = F["swiglu"]
@@ -1009,7 +1010,9 @@ def test_swiglu_interleaved_kernel_on_odd_sizes(m, k, n, mode, device):
     w_int = tuned.interleaved_weights(wg, wu)
     assert torch.equal(w_int[:, 0::2], wg) and torch.equal(w_int[:, 1::2], wu)
     y = torch.full((m, n), float("nan"), dtype=x.dtype, device=device)
-    tuned.launch_interleaved(x, w_int, y, persistent=mode != "tile", tail=mode == "persistent_tail")
+    config = tuned.TMA_INTERPRETER_CONFIG + (16,) if mode.startswith("lower") else None
+    persistent = mode not in ("tile", "lower")
+    tuned.launch_interleaved(x, w_int, y, persistent=persistent, tail=mode == "persistent_tail", config=config)
     ref = fam.oracle(**inputs)
     assert not y.isnan().any()
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-2
