@@ -1,6 +1,7 @@
 """Experiment: which tiles does swiglu's interleaved TMA kernel want where no dimension divides a tile
 (1000x1000x3000, the default sweep's untiled shape), or where its tiles fill few waves of SMs (``--set lower``:
-tiles of 128 + 64 rows, a second block under each, as cuBLAS's 192-row tiles)? Every config of a set, one tile
+tiles of 128 + 64 rows, a second block under each, as cuBLAS's 192-row tiles; ``--set rule``: the shipped launch
+against the tiles before and the taller ones, out of sample)? Every config of a set, one tile
 per program and persistent (one program per SM, the last partial wave in parts, output stored in halves), against
 the shipped launch, cuBLAS's ``x @ [Wg Wu]`` (alone, and then the pass over its gate/up pairs) and torch.compile.
 
@@ -59,6 +60,9 @@ LOWER_CONFIGS = [
     (128, 128, 64, 8, 16, 3, 64),
     (128, 128, 64, 8, 16, 4, 64),
 ]
+# ``--set rule``: the persistent 128x128 tiles (the launch before ``tuned.one_wave_config``) and its two taller tiles,
+# against ``[shipped]``, which takes them where the rule says
+RULE_CONFIGS = [tuple(tuned.PERSISTENT_CONFIG), *tuned.ONE_WAVE_CONFIGS]
 
 
 def persistent_call(x: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor, cfg: tuple) -> object:
@@ -82,10 +86,10 @@ def main() -> None:
     ap.add_argument("--shapes", default="1000x1000x3000,4000x1000x3000")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=10.0)
-    ap.add_argument("--set", choices=["untiled", "lower"], default="untiled")
+    ap.add_argument("--set", choices=["untiled", "lower", "rule"], default="untiled")
     ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     args = ap.parse_args()
-    configs = LOWER_CONFIGS if args.set == "lower" else CONFIGS
+    configs = {"untiled": CONFIGS, "lower": LOWER_CONFIGS, "rule": RULE_CONFIGS}[args.set]
     name = (
         "swiglu_interleaved_tiles.csv"
         if args.set == "untiled"

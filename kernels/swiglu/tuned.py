@@ -223,6 +223,19 @@ PLAIN_MIN_WAVES = 32  # ... and over this many waves of tiles: one tile per prog
 # (benchmarks/results/matmul-last-gap/quarter_tail.log). Halves: 1000x1000x3000 leaves 60 of 192
 # tiles; as 120 halves, 34.2 -> 33.0 us (tail_halves.log, where 2048x2048x5504 read 137.7 against cuBLAS 138.8).
 TAIL_SPLITS = True
+# One wave of taller tiles. Where the 128x128 output tiles above do not fill one wave of SMs, or spill a little past
+# it, tiles of 128 + 64 rows (``LOWER_M``: a second block of rows under each, as cuBLAS's 192-row tiles) can make one
+# wave that keeps at least ONE_WAVE_MIN_FILL of the SMs busy; then those run, one a program: 128 output columns where
+# they fill the wave, else 64. On an H200 (benchmarks/results/swiglu-wave-tiles/, cold µs, bf16 / fp16; the
+# persistent 128x128 tiles, then cuBLAS's x @ [Wg Wu] in brackets):
+# - 2048x2048x768 (Qwen3-30B-A3B's experts; 96 tiles of 128 rows, 0.73 of a wave; 132 of 192x64): 19.97 / 20.32
+#   against 24.37 / 24.54 (18.85 / 19.23);
+# - 4096x2048x768 and 2048x4096x1536 (192 tiles of 128 rows, 1.45 waves, the last in halves; 132 of 192x128): 35.79 /
+#   36.86 against 38.27 / 39.01 (34.75 / 35.81), and 66.75 / 68.48 against 70.69 / 72.73 (67.42 / 68.56).
+# Where the 128-row tiles fill a wave the taller ones lost: at 1024x7168x2048 (128 tiles) 108.3 / 109.4 against
+# 77.9 / 79.2 for 96 tiles of 192x128. Persistent programs walking the taller tiles were slower at every point.
+ONE_WAVE_CONFIGS = ((128, 128, 64, 8, 8, 3, 64), (128, 64, 64, 8, 4, 4, 64))  # ..., stages, LOWER_M
+ONE_WAVE_MIN_FILL = 0.9
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # fewer rows keep the pointer kernel (pinned tiles at decode sizes): TMA there not measured
 # From CUBLAS_MIN_ROWS rows to under TMA_MIN_ROWS, weights of up to CUBLAS_MAX_COLS columns: cuBLAS's two
@@ -277,6 +290,19 @@ def persistent_launch(m: int, n: int, k: int, sms: int) -> bool:
     return k < PLAIN_MIN_K or waves <= PLAIN_MIN_WAVES
 
 
+def one_wave_config(m: int, n: int, sms: int) -> tuple[int, ...] | None:
+    """The taller tiles (``ONE_WAVE_CONFIGS``) for an [m, n] output on ``sms`` SMs where the 128x128 tiles do not fill
+    one wave (at least ONE_WAVE_MIN_FILL of the SMs, at most all) and the taller ones do; else None."""
+
+    def fills(config: tuple[int, ...]) -> bool:
+        count = triton.cdiv(m, config[0] + (config[6] if len(config) > 6 else 0)) * triton.cdiv(n, config[1])
+        return ONE_WAVE_MIN_FILL * sms <= count <= sms
+
+    if fills(PERSISTENT_CONFIG):
+        return None
+    return next((c for c in ONE_WAVE_CONFIGS if fills(c)), None)
+
+
 def launch_interleaved(
     x2d: torch.Tensor,
     w_int: torch.Tensor,
@@ -311,7 +337,11 @@ def interleaved_plan(
     config: tuple[int, ...] | None = None,
 ) -> tiles.TilePlan:
     """The interleaved kernel's tiles, tail and grid for an [m, k] x [k, 2n] product on ``sms`` SMs (arguments as
-    :func:`launch_interleaved`)."""
+    :func:`launch_interleaved`): on a GPU, unless told the tiles or persistence, the taller tiles of
+    :func:`one_wave_config` where they fill one wave."""
+    if config is None and persistent is None and not launching.interpreting():
+        config = one_wave_config(m, n, sms)
+        persistent = False if config else None
     if persistent is None:
         persistent = persistent_launch(m, n, k, sms)
     if launching.interpreting() and config is None:
