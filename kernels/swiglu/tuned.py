@@ -223,19 +223,20 @@ PLAIN_MIN_WAVES = 32  # ... and over this many waves of tiles: one tile per prog
 # (benchmarks/results/matmul-last-gap/quarter_tail.log). Halves: 1000x1000x3000 leaves 60 of 192
 # tiles; as 120 halves, 34.2 -> 33.0 us (tail_halves.log, where 2048x2048x5504 read 137.7 against cuBLAS 138.8).
 TAIL_SPLITS = True
-# One wave of taller tiles. Where the 128x128 output tiles above do not fill one wave of SMs, or spill a little past
-# it, tiles of 128 + 64 rows (``LOWER_M``: a second block of rows under each, as cuBLAS's 192-row tiles) can make one
-# wave that keeps at least ONE_WAVE_MIN_FILL of the SMs busy; then those run, one a program: 128 output columns where
-# they fill the wave, else 64. On an H200 (benchmarks/results/swiglu-wave-tiles/, cold µs, bf16 / fp16; the
-# persistent 128x128 tiles, then cuBLAS's x @ [Wg Wu] in brackets):
+# One wave of taller tiles, where 128x128 output tiles make at most about one and a half waves of SMs. Tiles of
+# 128 + 64 rows (``LOWER_M``: a second block of rows under each, as cuBLAS's 192-row tiles), one a program, run
+# instead where they fit in one wave: 64 output columns wherever those fit (a wave of 192x64 tiles took 0.81x a
+# wave of 128x128 ones: 9.4 against 11.6 ns a step of K, medians of 15 shapes), else 128 where the 128x128 tiles
+# spill past one wave (a wave of 192x128 took 1.43x, where the persistent kernel's 128x128 tiles took 1.41-1.65x: a
+# wave, then the rest in halves or quarters). On an H200 (benchmarks/results/swiglu-wave-tiles/, cold µs, bf16 /
+# fp16; the persistent 128x128 tiles, then cuBLAS's x @ [Wg Wu] in brackets):
 # - 2048x2048x768 (Qwen3-30B-A3B's experts; 96 tiles of 128 rows, 0.73 of a wave; 132 of 192x64): 19.97 / 20.32
 #   against 24.37 / 24.54 (18.85 / 19.23);
 # - 4096x2048x768 and 2048x4096x1536 (192 tiles of 128 rows, 1.45 waves, the last in halves; 132 of 192x128): 35.79 /
 #   36.86 against 38.27 / 39.01 (34.75 / 35.81), and 66.75 / 68.48 against 70.69 / 72.73 (67.42 / 68.56).
-# Where the 128-row tiles fill a wave the taller ones lost: at 1024x7168x2048 (128 tiles) 108.3 / 109.4 against
+# Where the 128x128 tiles fill one wave the taller ones lost: at 1024x7168x2048 (128 tiles) 108.3 / 109.4 against
 # 77.9 / 79.2 for 96 tiles of 192x128. Persistent programs walking the taller tiles were slower at every point.
-ONE_WAVE_CONFIGS = ((128, 128, 64, 8, 8, 3, 64), (128, 64, 64, 8, 4, 4, 64))  # ..., stages, LOWER_M
-ONE_WAVE_MIN_FILL = 0.9
+ONE_WAVE_CONFIGS = ((128, 64, 64, 8, 4, 4, 64), (128, 128, 64, 8, 8, 3, 64))  # ..., stages, LOWER_M
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # fewer rows keep the pointer kernel (pinned tiles at decode sizes): TMA there not measured
 # From CUBLAS_MIN_ROWS rows to under TMA_MIN_ROWS, weights of up to CUBLAS_MAX_COLS columns: cuBLAS's two
@@ -291,16 +292,16 @@ def persistent_launch(m: int, n: int, k: int, sms: int) -> bool:
 
 
 def one_wave_config(m: int, n: int, sms: int) -> tuple[int, ...] | None:
-    """The taller tiles (``ONE_WAVE_CONFIGS``) for an [m, n] output on ``sms`` SMs where the 128x128 tiles do not fill
-    one wave (at least ONE_WAVE_MIN_FILL of the SMs, at most all) and the taller ones do; else None."""
+    """The taller tiles (``ONE_WAVE_CONFIGS``) for an [m, n] output on ``sms`` SMs: 192x64 where they fit in one wave,
+    else 192x128 where they do and the 128x128 tiles do not; else None (the persistent 128x128 tiles)."""
 
-    def fills(config: tuple[int, ...]) -> bool:
-        count = triton.cdiv(m, config[0] + (config[6] if len(config) > 6 else 0)) * triton.cdiv(n, config[1])
-        return ONE_WAVE_MIN_FILL * sms <= count <= sms
+    def count(config: tuple[int, ...]) -> int:
+        return triton.cdiv(m, config[0] + (config[6] if len(config) > 6 else 0)) * triton.cdiv(n, config[1])
 
-    if fills(PERSISTENT_CONFIG):
-        return None
-    return next((c for c in ONE_WAVE_CONFIGS if fills(c)), None)
+    narrow, wide = ONE_WAVE_CONFIGS
+    if count(narrow) <= sms:
+        return narrow
+    return wide if count(wide) <= sms < count(PERSISTENT_CONFIG) else None
 
 
 def launch_interleaved(
