@@ -3,7 +3,8 @@
 tiles of 128 + 64 rows, a second block under each, as cuBLAS's 192-row tiles; ``--set rule``: the shipped launch
 against the tiles before and the taller ones, out of sample)? Every config of a set, one tile
 per program and persistent (one program per SM, the last partial wave in parts, output stored in halves), against
-the shipped launch, cuBLAS's ``x @ [Wg Wu]`` (alone, and then the pass over its gate/up pairs) and torch.compile.
+the shipped launch of the kernel, the prepared object's route, cuBLAS's ``x @ [Wg Wu]`` (alone, and then the pass
+over its gate/up pairs) and torch.compile.
 
     python benchmarks/swiglu_interleaved_tiles.py --out DIR [--shapes 1000x1000x3000,4000x1000x3000] [--rounds 3]
     python benchmarks/swiglu_interleaved_tiles.py --out DIR --set lower --shapes 2048x2048x768 --dtype fp16
@@ -24,7 +25,7 @@ from bench_common import checked, print_notes, print_race, race_rounds, race_row
 from swiglu_tma import interleaved_call
 
 from kprof.kernels import discover
-from kprof.kernels.swiglu import tuned
+from kprof.kernels.swiglu import op_plan, tuned
 from kprof.kernels.swiglu.cublas_silu import interleaved_product_then_silu
 
 CONFIGS = [  # BLOCK_M, BLOCK_N (output columns; the weight tile is twice as wide), BLOCK_K, GROUP_M, warps, stages
@@ -115,6 +116,8 @@ def main() -> None:
             candidates[f"pers {tag}"] = (persistent_call(x, w_int, y, cfg), ref)
         candidates["[shipped]"] = (lambda: (tuned.launch_interleaved(x, w_int, y), y)[1], ref)
         candidates["[cublas x@W_int, pairs]"] = (lambda: interleaved_product_then_silu(x, w_int, y), ref)
+        # the prepared object's route (the kernel, or the pairs where its wave is underfilled: tuned.underfilled_wave)
+        candidates["[prepared op]"] = (lambda: op_plan.swiglu_prepared(x, wg, wu, w_int), ref)
         fns, notes = checked(candidates, y)
         w_cat = torch.cat([wg, wu], dim=1)
         fns["[cublas x@[Wg Wu]]"] = lambda: x @ w_cat

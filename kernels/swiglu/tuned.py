@@ -22,6 +22,12 @@ rows       columns   runs                                                       
 1000+      any       interleaved weights, one TMA product (``ops.PreparedSwiGLU``  matmul-tma/, matmul-last-gap/
                      and ``triton_tuned``; ``ops.swiglu`` on the weights as
                      given: the tiled kernel, autotuned)
+1000+      any       on interleaved weights, where 128x128 output tiles make   swiglu-wave-tiles/
+                     at most about 1.5 waves: tiles of 128 + 64 rows where
+                     they fit in one (``one_wave_config``); where the tiles
+                     make one wave under 90% full, cuBLAS's one product on
+                     those weights, then a pass over the gate/up pairs
+                     (``underfilled_wave``)
 1000+      N%16>0    on interleaved weights, raced on the first call: the TMA  swiglu-cublas-pairs/
                      kernel or cuBLAS's one product on those weights, then a
                      pass over the gate/up pairs (``interleaved_route``)
@@ -237,6 +243,13 @@ TAIL_SPLITS = True
 # Where the 128x128 tiles fill one wave the taller ones lost: at 1024x7168x2048 (128 tiles) 108.3 / 109.4 against
 # 77.9 / 79.2 for 96 tiles of 192x128. Persistent programs walking the taller tiles were slower at every point.
 ONE_WAVE_CONFIGS = ((128, 64, 64, 8, 4, 4, 64), (128, 128, 64, 8, 8, 3, 64))  # ..., stages, LOWER_M
+# Where the kernel's tiles (the taller ones included) make one wave that keeps fewer than PAIRS_MAX_FILL of the SMs
+# busy, cuBLAS's one product on the interleaved weights, then the pass over its gate/up pairs (``cublas_silu``), is
+# faster: cuBLAS's tiles are not bound to powers of two (192x128 at 2048x2048x768) and fill the wave. On an H200
+# (benchmarks/results/swiglu-wave-tiles/, bf16 and fp16, 23 shapes of 1000-4096 rows): the pairs route took
+# 0.675-0.955x the kernel's time at all 9 shapes whose wave was 55-85% full (1000x2048x768: 13.12 against 19.38
+# µs), and 1.001-1.128x at all 14 whose wave was 91-100% full (1900x2048x768: 21.84 against 20.00).
+PAIRS_MAX_FILL = 0.9
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # fewer rows keep the pointer kernel (pinned tiles at decode sizes): TMA there not measured
 # From CUBLAS_MIN_ROWS rows to under TMA_MIN_ROWS, weights of up to CUBLAS_MAX_COLS columns: cuBLAS's two
@@ -302,6 +315,14 @@ def one_wave_config(m: int, n: int, sms: int) -> tuple[int, ...] | None:
     if count(narrow) <= sms:
         return narrow
     return wide if count(wide) <= sms < count(PERSISTENT_CONFIG) else None
+
+
+def underfilled_wave(m: int, k: int, n: int, sms: int) -> bool:
+    """Whether the interleaved kernel's tiles for [m, k] x [k, 2n] make one wave that keeps fewer than PAIRS_MAX_FILL
+    of the ``sms`` SMs busy (``interleaved_plan`` on a GPU)."""
+    plan = interleaved_plan(m, k, n, sms)
+    tiles_ = triton.cdiv(m, plan.tiles[0] + plan.lower) * triton.cdiv(n, plan.tiles[1])
+    return tiles_ < PAIRS_MAX_FILL * sms
 
 
 def launch_interleaved(
@@ -523,11 +544,16 @@ def raced_route(x2d: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, int
 
 def interleaved_route(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor) -> str:
     """``"interleaved"`` (the TMA kernel) or ``"cublas_pairs"`` for rows the interleaved weights ``w_int`` serve:
-    raced on the first call of a shape class whose output width is not a multiple of 16 (16-bit, where
-    :func:`routes.can_race`), else the kernel."""
+    the pairs where the kernel's tiles make one wave under PAIRS_MAX_FILL full (16-bit, on a GPU); else raced on the
+    first call of a shape class whose output width is not a multiple of 16 (where :func:`routes.can_race`), else the
+    kernel."""
     m, k = x2d.shape
     ff = y.shape[1]
-    if ff % 16 == 0 or x2d.dtype not in (torch.bfloat16, torch.float16):
+    if x2d.dtype not in (torch.bfloat16, torch.float16):
+        return "interleaved"
+    if x2d.is_cuda and not launching.interpreting() and underfilled_wave(m, k, ff, tiles.persistent_sms(x2d)):
+        return "cublas_pairs"
+    if ff % 16 == 0:
         return "interleaved"
     key = (m, k, ff, x2d.dtype, x2d.device.index, x2d.stride(0))
     run = {

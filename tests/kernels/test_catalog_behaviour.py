@@ -1055,6 +1055,27 @@ def test_swiglu_one_wave_tiles_where_128_rows_do_not_fill_a_wave(m, n, expected,
     assert told.lower == 0 and told.tiles == tuned.PERSISTENT_CONFIG[:3]
 
 
+@pytest.mark.parametrize(
+    "m, k, n, pairs",
+    [
+        (1000, 2048, 768, True),  # 72 tiles of 192x64: 55% of 132 SMs
+        (2200, 2048, 768, True),  # 108 of 128x128: 82%
+        (1536, 4096, 1536, True),  # 96 of 192x128: 73%
+        (1900, 2048, 768, False),  # 120 of 192x64: 91%
+        (2048, 2048, 768, False),  # 132 of 192x64
+        (2048, 7168, 2048, False),  # 256 of 128x128: two waves
+        (8192, 4096, 11008, False),
+    ],
+)
+def test_swiglu_pairs_where_the_kernel_leaves_a_wave_underfilled(m, k, n, pairs, monkeypatch):
+    """On a GPU (132 SMs), the interleaved weights take cuBLAS's one product then the pairs pass where the kernel's
+    tiles make one wave under 90% full, and the kernel where they fill it or make more waves."""
+    from kprof.kernels.swiglu import tuned
+
+    monkeypatch.setattr(tuned.launching, "interpreting", lambda: False)
+    assert tuned.underfilled_wave(m, k, n, 132) is pairs
+
+
 # ------------------------------------------------------------------------- swiglu's decode tiles
 def test_swiglu_decode_tiles_are_tried_only_for_few_rows():
     from kprof.kernels.swiglu import tuned
