@@ -3,7 +3,7 @@
 tiles of 128 + 64 rows, a second block under each, as cuBLAS's 192-row tiles; ``--set rule``: the shipped launch
 against the tiles before and the taller ones, out of sample)? Every config of a set, one tile
 per program and persistent (one program per SM, the last partial wave in parts, output stored in halves), against
-the shipped launch of the kernel, the prepared object's route, cuBLAS's ``x @ [Wg Wu]`` (alone, and then the pass
+the shipped launch of the kernel, the prepared object's route, the plain op's, cuBLAS's ``x @ [Wg Wu]`` (alone, and then the pass
 over its gate/up pairs) and torch.compile.
 
     python benchmarks/swiglu_interleaved_tiles.py --out DIR [--shapes 1000x1000x3000,4000x1000x3000] [--rounds 3]
@@ -118,6 +118,10 @@ def main() -> None:
         candidates["[cublas x@W_int, pairs]"] = (lambda: interleaved_product_then_silu(x, w_int, y), ref)
         # the prepared object's route (the kernel, or the pairs where its wave is underfilled: tuned.underfilled_wave)
         candidates["[prepared op]"] = (lambda: op_plan.swiglu_prepared(x, wg, wu, w_int), ref)
+        # the plain op on the weights as given (its own route race from 129 rows: the tiled kernel or cuBLAS's two
+        # products then silu_mul)
+        plain = fam.get_provider("triton_tuned_pointer").fn
+        candidates["[plain op]"] = (lambda: plain(**inputs), ref)
         fns, notes = checked(candidates, y)
         w_cat = torch.cat([wg, wu], dim=1)
         fns["[cublas x@[Wg Wu]]"] = lambda: x @ w_cat
@@ -126,6 +130,10 @@ def main() -> None:
         times = race_rounds(fns, args.rounds, args.rep_ms, rng)
         print_race(f"{spec} {args.dtype}", times, top=12)
         print_notes(notes)
+        for race in (tuned._interleaved_pairs, tuned._mid_rows):  # the routes' first-call races at this shape
+            for decision in race.decisions():
+                if decision.key[:3] == (m, k, n):
+                    print(f"  route race: {decision.describe()}", flush=True)
         rows += race_rows(spec, times)
         write_csv(args.out / name, rows)
 

@@ -25,9 +25,9 @@ rows       columns   runs                                                       
 1000+      any       on interleaved weights, where 128x128 output tiles make   swiglu-wave-tiles/
                      at most about 1.5 waves: tiles of 128 + 64 rows where
                      they fit in one (``one_wave_config``); where the tiles
-                     make one wave under 90% full, cuBLAS's one product on
-                     those weights, then a pass over the gate/up pairs
-                     (``underfilled_wave``)
+                     make one wave under 90% full, raced on the first call:
+                     the kernel or cuBLAS's one product on those weights,
+                     then a pass over the gate/up pairs (``underfilled_wave``)
 1000+      N%16>0    on interleaved weights, raced on the first call: the TMA  swiglu-cublas-pairs/
                      kernel or cuBLAS's one product on those weights, then a
                      pass over the gate/up pairs (``interleaved_route``)
@@ -244,11 +244,14 @@ TAIL_SPLITS = True
 # 77.9 / 79.2 for 96 tiles of 192x128. Persistent programs walking the taller tiles were slower at every point.
 ONE_WAVE_CONFIGS = ((128, 64, 64, 8, 4, 4, 64), (128, 128, 64, 8, 8, 3, 64))  # ..., stages, LOWER_M
 # Where the kernel's tiles (the taller ones included) make one wave that keeps fewer than PAIRS_MAX_FILL of the SMs
-# busy, cuBLAS's one product on the interleaved weights, then the pass over its gate/up pairs (``cublas_silu``), is
-# faster: cuBLAS's tiles are not bound to powers of two (192x128 at 2048x2048x768) and fill the wave. On an H200
-# (benchmarks/results/swiglu-wave-tiles/, bf16 and fp16, 23 shapes of 1000-4096 rows): the pairs route took
-# 0.675-0.955x the kernel's time at all 9 shapes whose wave was 55-85% full (1000x2048x768: 13.12 against 19.38
-# µs), and 1.001-1.128x at all 14 whose wave was 91-100% full (1900x2048x768: 21.84 against 20.00).
+# busy, cuBLAS's one product on the interleaved weights, then the pass over its gate/up pairs (``cublas_silu``), was
+# faster at most shapes: cuBLAS's tiles are not bound to powers of two (192x128 at 2048x2048x768) and fill the wave.
+# On an H200 (benchmarks/results/swiglu-wave-tiles/, bf16 and fp16): the pairs took 0.675-0.955x the kernel's time at
+# all 9 shapes of 1000-3000 rows whose wave was 55-85% full in the races the rule was drawn from (1000x2048x768: 13.12
+# against 19.38 µs), and 1.001-1.128x at all 14 whose wave was 91-100% full (1900x2048x768: 21.84 against 20.00);
+# out of sample, 0.74-0.88x at 6 of 7 underfilled shapes, but 1.12x at 1280x2048x1408 (27.5 against 24.6, 83%
+# full), where cuBLAS's product alone was only 0.96x the kernel. So an underfilled wave races the two on the
+# shape's first call (``interleaved_route``), the pairs where no race runs.
 PAIRS_MAX_FILL = 0.9
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # fewer rows keep the pointer kernel (pinned tiles at decode sizes): TMA there not measured
@@ -286,7 +289,7 @@ _mid_rows = routes.RouteRace("swiglu: the tiled kernel or cuBLAS's products then
 # at 1000x4104x11000, but 1.06-1.25x at 2000-4000 rows of 1000x3000, 1000x2056x5512 and 1000x1000x11000. Where N
 # is a multiple of 16 the kernel was faster at all 7 shapes timed, 12 points in bf16 and fp16 (the pairs route
 # 1.08-1.15x its time). So a ragged N races the two on its first call; the kernel is the static rule's route.
-_interleaved_ragged = routes.RouteRace(
+_interleaved_pairs = routes.RouteRace(
     "swiglu: the interleaved TMA kernel or cuBLAS's product on the interleaved weights, then the pairs pass"
 )
 
@@ -323,6 +326,13 @@ def underfilled_wave(m: int, k: int, n: int, sms: int) -> bool:
     plan = interleaved_plan(m, k, n, sms)
     tiles_ = triton.cdiv(m, plan.tiles[0] + plan.lower) * triton.cdiv(n, plan.tiles[1])
     return tiles_ < PAIRS_MAX_FILL * sms
+
+
+def underfilled_on(x2d: torch.Tensor, n: int) -> bool:
+    """:func:`underfilled_wave` for rows ``x2d`` and ``n`` output columns on their GPU (never off one, nor under the
+    interpreter)."""
+    on_gpu = x2d.is_cuda and not launching.interpreting()
+    return on_gpu and underfilled_wave(x2d.shape[0], x2d.shape[1], n, tiles.persistent_sms(x2d))
 
 
 def launch_interleaved(
@@ -543,24 +553,24 @@ def raced_route(x2d: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, int
 
 
 def interleaved_route(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor) -> str:
-    """``"interleaved"`` (the TMA kernel) or ``"cublas_pairs"`` for rows the interleaved weights ``w_int`` serve:
-    the pairs where the kernel's tiles make one wave under PAIRS_MAX_FILL full (16-bit, on a GPU); else raced on the
-    first call of a shape class whose output width is not a multiple of 16 (where :func:`routes.can_race`), else the
-    kernel."""
+    """``"interleaved"`` (the TMA kernel) or ``"cublas_pairs"`` for rows the interleaved weights ``w_int`` serve
+    (16-bit): raced on the first call of a shape class (where :func:`routes.can_race`) whose kernel tiles make one wave
+    under PAIRS_MAX_FILL full (on a GPU; the pairs where no race runs) or whose output width is not a multiple of 16
+    (the kernel where no race runs); else the kernel."""
     m, k = x2d.shape
     ff = y.shape[1]
     if x2d.dtype not in (torch.bfloat16, torch.float16):
         return "interleaved"
-    if x2d.is_cuda and not launching.interpreting() and underfilled_wave(m, k, ff, tiles.persistent_sms(x2d)):
-        return "cublas_pairs"
-    if ff % 16 == 0:
+    underfilled = underfilled_on(x2d, ff)
+    if not underfilled and ff % 16 == 0:
         return "interleaved"
+    static = "cublas_pairs" if underfilled else "interleaved"
     key = (m, k, ff, x2d.dtype, x2d.device.index, x2d.stride(0))
     run = {
         "interleaved": lambda: launch_interleaved(x2d, w_int, y),
         "cublas_pairs": lambda: interleaved_product_then_silu(x2d, w_int, y),
     }
-    return _interleaved_ragged.choose(key, run, "interleaved", x2d) or "interleaved"
+    return _interleaved_pairs.choose(key, run, static, x2d) or static
 
 
 def interleavable(w: torch.Tensor) -> bool:
