@@ -130,7 +130,11 @@ def main() -> None:
         times = race_rounds(fns, args.rounds, args.rep_ms, rng)
         print_race(f"{spec} {args.dtype}", times, top=12)
         print_notes(notes)
-        for race in (tuned._interleaved_pairs, tuned._mid_rows):  # the routes' first-call races at this shape
+        for race in (
+            tuned._interleaved_ragged,
+            tuned._underfilled,
+            tuned._mid_rows,
+        ):  # the routes' first-call races at this shape
             for decision in race.decisions():
                 if decision.key[:3] == (m, k, n):
                     print(f"  route race: {decision.describe()}", flush=True)

@@ -251,7 +251,7 @@ ONE_WAVE_CONFIGS = ((128, 64, 64, 8, 4, 4, 64), (128, 128, 64, 8, 8, 3, 64))  # 
 # against 19.38 µs), and 1.001-1.128x at all 14 whose wave was 91-100% full (1900x2048x768: 21.84 against 20.00);
 # out of sample, 0.74-0.88x at 6 of 7 underfilled shapes, but 1.12x at 1280x2048x1408 (27.5 against 24.6, 83%
 # full), where cuBLAS's product alone was only 0.96x the kernel. So an underfilled wave races the two on the
-# shape's first call (``interleaved_route``), the pairs where no race runs.
+# shape's first call (``interleaved_route``, ``_underfilled``), the pairs where no race runs.
 PAIRS_MAX_FILL = 0.9
 TMA_INTERPRETER_CONFIG = (16, 16, 32, 2, 4, 2)
 TMA_MIN_ROWS = 1000  # fewer rows keep the pointer kernel (pinned tiles at decode sizes): TMA there not measured
@@ -289,8 +289,18 @@ _mid_rows = routes.RouteRace("swiglu: the tiled kernel or cuBLAS's products then
 # at 1000x4104x11000, but 1.06-1.25x at 2000-4000 rows of 1000x3000, 1000x2056x5512 and 1000x1000x11000. Where N
 # is a multiple of 16 the kernel was faster at all 7 shapes timed, 12 points in bf16 and fp16 (the pairs route
 # 1.08-1.15x its time). So a ragged N races the two on its first call; the kernel is the static rule's route.
-_interleaved_pairs = routes.RouteRace(
+_interleaved_ragged = routes.RouteRace(
     "swiglu: the interleaved TMA kernel or cuBLAS's product on the interleaved weights, then the pairs pass"
+)
+# An underfilled wave (``underfilled_wave``) races the same two routes, keeping the pairs unless the kernel is more
+# than UNDERFILLED_KEEP_PAIRS faster: on an H200 the race had the kernel 2.4-3.2% ahead at 1700x2048x1024 bf16 and
+# 1600x2048x1408 fp16, where the harness's cold timing had the pairs 3-5% ahead; where the kernel did win, the race had
+# it 9.7-15.2% ahead (1280x2048x1408, 1280x4096x1408, both dtypes; benchmarks/results/swiglu-wave-tiles/confirm-4/).
+UNDERFILLED_KEEP_PAIRS = 0.05
+_underfilled = routes.RouteRace(
+    "swiglu: the interleaved TMA kernel, whose tiles leave a wave underfilled, or cuBLAS's product on the interleaved "
+    "weights, then the pairs pass",
+    keep_default_within=UNDERFILLED_KEEP_PAIRS,
 )
 
 
@@ -555,8 +565,8 @@ def raced_route(x2d: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, int
 def interleaved_route(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor) -> str:
     """``"interleaved"`` (the TMA kernel) or ``"cublas_pairs"`` for rows the interleaved weights ``w_int`` serve
     (16-bit): raced on the first call of a shape class (where :func:`routes.can_race`) whose kernel tiles make one wave
-    under PAIRS_MAX_FILL full (on a GPU; the pairs where no race runs) or whose output width is not a multiple of 16
-    (the kernel where no race runs); else the kernel."""
+    under PAIRS_MAX_FILL full (on a GPU; the pairs unless the kernel is UNDERFILLED_KEEP_PAIRS faster, or where no race
+    runs) or whose output width is not a multiple of 16 (the kernel where no race runs); else the kernel."""
     m, k = x2d.shape
     ff = y.shape[1]
     if x2d.dtype not in (torch.bfloat16, torch.float16):
@@ -570,7 +580,8 @@ def interleaved_route(x2d: torch.Tensor, w_int: torch.Tensor, y: torch.Tensor) -
         "interleaved": lambda: launch_interleaved(x2d, w_int, y),
         "cublas_pairs": lambda: interleaved_product_then_silu(x2d, w_int, y),
     }
-    return _interleaved_pairs.choose(key, run, static, x2d) or static
+    race = _underfilled if underfilled else _interleaved_ragged
+    return race.choose(key, run, static, x2d) or static
 
 
 def interleavable(w: torch.Tensor) -> bool:

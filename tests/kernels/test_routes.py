@@ -330,7 +330,7 @@ def test_the_interleaved_weights_race_a_ragged_width_against_cublas_and_the_pair
     for name, value in SMALL_LIMITS.items():
         monkeypatch.setattr(tuned, name, value)
     times = (5.0, 9.0) if faster == "interleaved" else (9.0, 5.0)  # timed interleaved first, then cublas_pairs
-    monkeypatch.setattr(tuned, "_interleaved_pairs", routes.RouteRace("swiglu test", timer=timer_of(*times)))
+    monkeypatch.setattr(tuned, "_interleaved_ragged", routes.RouteRace("swiglu test", timer=timer_of(*times)))
     taken = []
     route = tuned.interleaved_route
     monkeypatch.setattr(tuned, "interleaved_route", lambda *a: taken.append(route(*a)) or taken[-1])
@@ -341,7 +341,7 @@ def test_the_interleaved_weights_race_a_ragged_width_against_cublas_and_the_pair
     with triton_ops():
         outs["ops prepared"] = ops.PreparedSwiGLU(inputs["w_gate"], inputs["w_up"])(inputs["x"])
     assert taken == [faster, faster]  # both callers asked, and took the race's route
-    (d,) = tuned._interleaved_pairs.decisions()  # one race for both callers
+    (d,) = tuned._interleaved_ragged.decisions()  # one race for both callers
     assert (d.chosen, d.default) == (faster, "interleaved")
     assert {n for n, _ in d.times_us} == {"interleaved", "cublas_pairs"}
     tol = FAM.tolerances[dtype]
@@ -350,23 +350,30 @@ def test_the_interleaved_weights_race_a_ragged_width_against_cublas_and_the_pair
         assert out.shape == shape[:1] + shape[2:] and err <= tol, f"{name}: rel err {err:.2e} (tolerance {tol})"
     aligned = FAM.make_inputs((66, 40, 32), dtype, device, seed=1)
     FAM.providers["triton_tuned_prepared"].fn(**aligned)
-    assert len(tuned._interleaved_pairs.decisions()) == 1  # 32 columns: the kernel, no race
+    assert len(tuned._interleaved_ragged.decisions()) == 1  # 32 columns: the kernel, no race
 
 
-@pytest.mark.parametrize("faster", ["interleaved", "cublas_pairs"])
-def test_an_underfilled_wave_races_the_kernel_against_the_pairs(faster, device, racing, monkeypatch):
+@pytest.mark.parametrize(
+    "kernel_us, pairs_us, chosen",
+    [(5.0, 9.0, "interleaved"), (9.0, 5.0, "cublas_pairs"), (4.9, 5.0, "cublas_pairs"), (4.0, 5.0, "interleaved")],
+)
+def test_an_underfilled_wave_races_the_kernel_against_the_pairs(
+    kernel_us, pairs_us, chosen, device, racing, monkeypatch
+):
     """Where the kernel's tiles would make one wave under PAIRS_MAX_FILL full (forced here; on a GPU
     ``tuned.underfilled_on``), an output width that is a multiple of 16 races too, with the pairs as the static
-    route; both routes match the oracle. Where no race runs, the pairs."""
+    route, kept unless the kernel is more than UNDERFILLED_KEEP_PAIRS faster (2% faster: the pairs kept); both
+    routes match the oracle. Where no race runs, the pairs."""
     for name, value in SMALL_LIMITS.items():
         monkeypatch.setattr(tuned, name, value)
-    times = (5.0, 9.0) if faster == "interleaved" else (9.0, 5.0)  # timed interleaved first, then cublas_pairs
-    monkeypatch.setattr(tuned, "_interleaved_pairs", routes.RouteRace("swiglu test", timer=timer_of(*times)))
+    times = (kernel_us, pairs_us)  # timed interleaved first, then cublas_pairs
+    race = routes.RouteRace("swiglu test", timer=timer_of(*times), keep_default_within=tuned.UNDERFILLED_KEEP_PAIRS)
+    monkeypatch.setattr(tuned, "_underfilled", race)
     monkeypatch.setattr(tuned, "underfilled_on", lambda x2d, n: True)
     inputs = FAM.make_inputs((66, 40, 32), "bf16", device, seed=torch.seed() % 2**31)
     out = FAM.providers["triton_tuned_prepared"].fn(**inputs)
-    (d,) = tuned._interleaved_pairs.decisions()
-    assert (d.chosen, d.default) == (faster, "cublas_pairs")
+    (d,) = tuned._underfilled.decisions()
+    assert (d.chosen, d.default) == (chosen, "cublas_pairs")
     ref = FAM.oracle(**inputs)
     assert float((out.double() - ref).norm() / ref.norm()) <= FAM.tolerances["bf16"]
     monkeypatch.setattr(routes, "can_race", lambda on: False)
@@ -390,7 +397,8 @@ def test_a_real_race_of_the_interleaved_weights_at_a_ragged_width(shape):
         out = ops.PreparedSwiGLU(inputs["w_gate"], inputs["w_up"])(inputs["x"])
     finally:
         ops.use_triton(previous)
-    (d,) = [x for x in tuned._interleaved_pairs.decisions() if x.key[:3] == shape]
+    decided = tuned._interleaved_ragged.decisions() + tuned._underfilled.decisions()
+    (d,) = [x for x in decided if x.key[:3] == shape]
     assert d.chosen in ("interleaved", "cublas_pairs") and all(t > 0 for _, t in d.times_us)
     assert {n for n, _ in d.times_us} == {"interleaved", "cublas_pairs"}
     ref = FAM.oracle(**inputs)
