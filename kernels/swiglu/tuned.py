@@ -246,10 +246,10 @@ ONE_WAVE_CONFIGS = ((128, 64, 64, 8, 4, 4, 64), (128, 128, 64, 8, 8, 3, 64))  # 
 # Where the kernel's tiles (the taller ones included) make one wave that keeps fewer than PAIRS_MAX_FILL of the SMs
 # busy, cuBLAS's one product on the interleaved weights, then the pass over its gate/up pairs (``cublas_silu``), was
 # faster at most shapes: cuBLAS's tiles are not bound to powers of two (192x128 at 2048x2048x768) and fill the wave.
-# On an H200 (benchmarks/results/swiglu-wave-tiles/, bf16 and fp16): the pairs took 0.675-0.955x the kernel's time at
-# all 9 shapes of 1000-3000 rows whose wave was 55-85% full in the races the rule was drawn from (1000x2048x768: 13.12
-# against 19.38 µs), and 1.001-1.128x at all 14 whose wave was 91-100% full (1900x2048x768: 21.84 against 20.00);
-# out of sample, 0.74-0.88x at 6 of 7 underfilled shapes, but 1.12x at 1280x2048x1408 (27.5 against 24.6, 83%
+# On an H200 (benchmarks/results/swiglu-wave-tiles/, bf16 and fp16): the pairs took 0.675-0.954x the kernel's time at
+# all 7 shapes of 1000-2560 rows whose wave was 55-85% full in the races the rule was drawn from (1000x2048x768: 13.12
+# against 19.38 µs), and 1.002-1.130x at all 16 whose wave was 91-100% full (1900x2048x768: 21.84 against 20.00);
+# out of sample, 0.75-0.90x at 6 of 7 underfilled shapes, but 1.12x at 1280x2048x1408 (27.5 against 24.6, 83%
 # full), where cuBLAS's product alone was only 0.96x the kernel. So an underfilled wave races the two on the
 # shape's first call (``interleaved_route``, ``_underfilled``), the pairs where no race runs.
 PAIRS_MAX_FILL = 0.9
