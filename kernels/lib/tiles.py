@@ -157,9 +157,13 @@ class TilePlan:
     parts: int = 0
     lower: int = 0
 
+    def tile_count(self, m: int, n: int) -> int:
+        """Output tiles of an [m, n] output."""
+        return triton.cdiv(m, self.tiles[0] + self.lower) * triton.cdiv(n, self.tiles[1])
+
     def grid(self, m: int, n: int) -> int:
         """Programs launched for an [m, n] output."""
-        return self.programs or triton.cdiv(m, self.tiles[0] + self.lower) * triton.cdiv(n, self.tiles[1])
+        return self.programs or self.tile_count(m, n)
 
     def meta(self, **extra: Any) -> dict[str, Any]:
         """The kernel's constexprs (its family's own in ``extra``) and launch options."""

@@ -333,9 +333,7 @@ def one_wave_config(m: int, n: int, sms: int) -> tuple[int, ...] | None:
 def underfilled_wave(m: int, k: int, n: int, sms: int) -> bool:
     """Whether the interleaved kernel's tiles for [m, k] x [k, 2n] make one wave that keeps fewer than PAIRS_MAX_FILL
     of the ``sms`` SMs busy (``interleaved_plan`` on a GPU)."""
-    plan = interleaved_plan(m, k, n, sms)
-    tiles_ = triton.cdiv(m, plan.tiles[0] + plan.lower) * triton.cdiv(n, plan.tiles[1])
-    return tiles_ < PAIRS_MAX_FILL * sms
+    return interleaved_plan(m, k, n, sms).tile_count(m, n) < PAIRS_MAX_FILL * sms
 
 
 def underfilled_on(x2d: torch.Tensor, n: int) -> bool:
@@ -649,7 +647,9 @@ def swiglu_with(
     kind="triton",
     description="from 1000 rows: gate and up weights interleaved (copied on every call, counted in its time), one "
     "product of twice the width with TMA tiles (persistent but at K 8192+ with many waves, the last partial wave in "
-    "smaller tiles); 129-999 rows: raced on the shape's first call, the tiled kernel or cuBLAS's two products, "
+    "smaller tiles; tiles of 192 rows where they fill one wave of SMs; where the wave is underfilled, or the width is "
+    "not a multiple of 16, raced against cuBLAS's product of the interleaved pair then a pass over the pairs); "
+    "129-999 rows: raced on the shape's first call, the tiled kernel or cuBLAS's two products, "
     "then kprof's silu_mul kernel (where no race runs: 512-999 rows of up to 5504 columns and ragged-8 shapes "
     "from 512 rows take cuBLAS's); "
     "else the tiled product (tiles pinned per class up to 128 rows, autotuned above), grouped program order",
