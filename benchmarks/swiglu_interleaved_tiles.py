@@ -61,6 +61,19 @@ LOWER_CONFIGS = [
     (128, 128, 64, 8, 16, 3, 64),
     (128, 128, 64, 8, 16, 4, 64),
 ]
+# ``--set narrow``: the 192x64 tiles' warps, stages, BLOCK_K and GROUP_M, where they make one wave
+NARROW_CONFIGS = [
+    (128, 64, 64, 8, 4, 4, 64),  # shipped (ONE_WAVE_CONFIGS)
+    (128, 64, 64, 8, 4, 3, 64),
+    (128, 64, 64, 8, 4, 5, 64),
+    (128, 64, 64, 4, 4, 4, 64),
+    (128, 64, 64, 16, 4, 4, 64),
+    (128, 64, 32, 8, 4, 6, 64),
+    (128, 64, 32, 8, 4, 8, 64),
+    (128, 64, 128, 8, 4, 2, 64),
+    (128, 64, 128, 8, 4, 3, 64),
+    (64, 64, 64, 8, 4, 4, 128),
+]
 # ``--set rule``: the persistent 128x128 tiles (the launch before ``tuned.one_wave_config``) and its two taller tiles,
 # against ``[shipped]``, which takes them where the rule says
 RULE_CONFIGS = [tuple(tuned.PERSISTENT_CONFIG), *tuned.ONE_WAVE_CONFIGS]
@@ -87,10 +100,10 @@ def main() -> None:
     ap.add_argument("--shapes", default="1000x1000x3000,4000x1000x3000")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=10.0)
-    ap.add_argument("--set", choices=["untiled", "lower", "rule"], default="untiled")
+    ap.add_argument("--set", choices=["untiled", "lower", "rule", "narrow"], default="untiled")
     ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     args = ap.parse_args()
-    configs = {"untiled": CONFIGS, "lower": LOWER_CONFIGS, "rule": RULE_CONFIGS}[args.set]
+    configs = {"untiled": CONFIGS, "lower": LOWER_CONFIGS, "rule": RULE_CONFIGS, "narrow": NARROW_CONFIGS}[args.set]
     name = (
         "swiglu_interleaved_tiles.csv"
         if args.set == "untiled"
@@ -113,7 +126,8 @@ def main() -> None:
                 candidates[f"tile {tag}"] = (plan_call(x, w_int, y, cfg, persistent=False), ref)
             else:
                 candidates[f"tile {tag}"] = (interleaved_call(x, w_int, y, cfg), ref)
-            candidates[f"pers {tag}"] = (persistent_call(x, w_int, y, cfg), ref)
+            if args.set != "narrow":  # persistent programs walking 192-row tiles lost everywhere in --set lower
+                candidates[f"pers {tag}"] = (persistent_call(x, w_int, y, cfg), ref)
         candidates["[shipped]"] = (lambda: (tuned.launch_interleaved(x, w_int, y), y)[1], ref)
         candidates["[cublas x@W_int, pairs]"] = (lambda: interleaved_product_then_silu(x, w_int, y), ref)
         # the prepared object's route (the kernel, or the pairs where its wave is underfilled: tuned.underfilled_wave)
