@@ -107,15 +107,36 @@ def _interleaved_tile(
     if LOWER_M:
         low = tl.zeros([LOWER_M, 2 * BLOCK_N], dtype=tl.float32)
     for ks in range(tl.cdiv(K, BLOCK_K)):  # out-of-range rows/columns of the edge tiles load as zeros
-        b = w_desc.load([ks * BLOCK_K, 2 * off_n])
-        acc = dot_acc(x_desc.load([off_m, ks * BLOCK_K]), b, acc, IEEE)
+        # Each branch is the load order measured (benchmarks/results/swiglu-wave-tiles/ for the taller tiles): the
+        # compiler issues the loads in this order, and the PTX of one order is not the other's.
         if LOWER_M:
+            b = w_desc.load([ks * BLOCK_K, 2 * off_n])
+            acc = dot_acc(x_desc.load([off_m, ks * BLOCK_K]), b, acc, IEEE)
             low = dot_acc(x_lower.load([off_m + BLOCK_M, ks * BLOCK_K]), b, low, IEEE)
+        else:
+            a = x_desc.load([off_m, ks * BLOCK_K])
+            b = w_desc.load([ks * BLOCK_K, 2 * off_n])
+            acc = dot_acc(a, b, acc, IEEE)
     gate, up = tl.split(tl.reshape(acc, [BLOCK_M, BLOCK_N, 2]))
     store_tile(y_desc, gate * tl.sigmoid(gate) * up, off_m, off_n, BLOCK_M, BLOCK_N, SUBTILE)  # clipped
     if LOWER_M:
         gate, up = tl.split(tl.reshape(low, [LOWER_M, BLOCK_N, 2]))
         store_tile(y_lower, gate * tl.sigmoid(gate) * up, off_m + BLOCK_M, off_n, LOWER_M, BLOCK_N, SUBTILE)
+
+
+@triton.jit
+def _interleaved_tile_at(
+    tile, x_desc, w_desc, y_desc, x_lower, y_lower, M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    LOWER_M: tl.constexpr, SUBTILE: tl.constexpr, IEEE: tl.constexpr,
+):  # fmt: skip
+    """Output tile number ``tile`` in grouped order (``grouped_tile``), tiles BLOCK_M + LOWER_M rows tall."""
+    pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M + LOWER_M, BLOCK_N, GROUP_M)
+    off_m = pid_m * (BLOCK_M + LOWER_M)
+    _interleaved_tile(
+        x_desc, w_desc, y_desc, x_lower, y_lower, off_m, pid_n * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K, LOWER_M,
+        SUBTILE, IEEE,
+    )  # fmt: skip
 
 
 @triton.jit
@@ -143,47 +164,20 @@ def _swiglu_interleaved_kernel(
     IEEE: tl.constexpr,  # the interpreter, whose bf16 dot is wrong: fp32 products there
 ):
     tl.static_assert(LOWER_M == 0 or TAIL_SPLIT == 0)
-    TILE_M: tl.constexpr = BLOCK_M + LOWER_M
     if PROGRAMS == 0:
-        pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, TILE_M, BLOCK_N, GROUP_M)
-        _interleaved_tile(
-            x_desc,
-            w_desc,
-            y_desc,
-            x_tail,
-            y_tail,
-            pid_m * TILE_M,
-            pid_n * BLOCK_N,
-            K,
-            BLOCK_M,
-            BLOCK_N,
-            BLOCK_K,
-            LOWER_M,
-            SUBTILE,
-            IEEE,
-        )
+        _interleaved_tile_at(
+            tl.program_id(0), x_desc, w_desc, y_desc, x_tail, y_tail, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+            LOWER_M, SUBTILE, IEEE,
+        )  # fmt: skip
     else:
-        tiles = tl.cdiv(M, TILE_M) * tl.cdiv(N, BLOCK_N)
+        tiles = tl.cdiv(M, BLOCK_M + LOWER_M) * tl.cdiv(N, BLOCK_N)
         whole = (tiles // PROGRAMS) * PROGRAMS if TAIL_SPLIT else tiles
         # flatten: the compiler pipelines the next tile's first loads under this tile's epilogue
         for tile in tl.range(tl.program_id(0), whole, PROGRAMS, flatten=True):
-            pid_m, pid_n = grouped_tile(tile, M, N, TILE_M, BLOCK_N, GROUP_M)
-            _interleaved_tile(
-                x_desc,
-                w_desc,
-                y_desc,
-                x_tail,
-                y_tail,
-                pid_m * TILE_M,
-                pid_n * BLOCK_N,
-                K,
-                BLOCK_M,
-                BLOCK_N,
-                BLOCK_K,
-                LOWER_M,
-                SUBTILE,
-                IEEE,
-            )
+            _interleaved_tile_at(
+                tile, x_desc, w_desc, y_desc, x_tail, y_tail, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, LOWER_M,
+                SUBTILE, IEEE,
+            )  # fmt: skip
         if TAIL_SPLIT:
             # The last wave would keep only (tiles - whole) SMs busy for a whole tile's time; split into
             # TAIL_SPLIT parts per tile (the launcher checks there are at most PROGRAMS parts) it keeps
