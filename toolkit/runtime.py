@@ -179,6 +179,7 @@ PROCESS_CACHES: tuple[tuple[str, str], ...] = (
     (
         "RouteRace objects (kprof.kernels.lib.routes; kprof.kernels.lib.routes._RACES lists them, for decisions()): "
         "kprof.kernels.swiglu.tuned._mid_rows, kprof.kernels.swiglu.tuned._interleaved_ragged, "
+        "kprof.kernels.swiglu.tuned._underfilled, "
         "kprof.kernels.rmsnorm_linear.tuned._mid_rows, kprof.kernels.rmsnorm_linear.op_plan._mid_rows, "
         "kprof.kernels.kasmina.floor._tile_race",
         "the route (or the floor's tile) a shape class's first call timed fastest, per (shapes, dtype, device, "
