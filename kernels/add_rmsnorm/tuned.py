@@ -473,11 +473,8 @@ def _cooperative_min_bytes(n_rows: int, n: int, element_size: int, sm_count: int
 def _fast_memory_one_row(n_rows: int, n: int, fp16: bool) -> bool:
     """Whether an H200 takes triton_one_row's kernel for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_ONE_ROW``,
     ``_FAST_MEMORY_SOME_ROWS``, and ``_FAST_MEMORY_FEW_ROWS_BF16`` where they are bf16, ``fp16`` False)."""
-    (few_lo, few_hi), (narrow, wide) = _FAST_MEMORY_FEW_ROWS_BF16
-    if not fp16 and few_lo <= n_rows <= few_hi and narrow <= n <= wide:
-        return True
-    (some_lo, some_hi), (narrow, wide) = _FAST_MEMORY_SOME_ROWS
-    if some_lo <= n_rows <= some_hi and narrow <= n <= wide:
+    blocks = (_FAST_MEMORY_SOME_ROWS,) if fp16 else (_FAST_MEMORY_SOME_ROWS, _FAST_MEMORY_FEW_ROWS_BF16)
+    if any(lo <= n_rows <= hi and narrow <= n <= wide for (lo, hi), (narrow, wide) in blocks):
         return True
     for min_rows, widths in _FAST_MEMORY_ONE_ROW:
         if n_rows >= min_rows:
