@@ -25,6 +25,7 @@ from bench_common import checked, print_notes, print_race, race_rounds, race_row
 from swiglu_tma import interleaved_call
 
 from kprof.kernels import discover
+from kprof.kernels.lib import routes
 from kprof.kernels.swiglu import op_plan, tuned
 from kprof.kernels.swiglu.cublas_silu import interleaved_product_then_silu
 
@@ -144,14 +145,9 @@ def main() -> None:
         times = race_rounds(fns, args.rounds, args.rep_ms, rng)
         print_race(f"{spec} {args.dtype}", times, top=12)
         print_notes(notes)
-        for race in (
-            tuned._interleaved_ragged,
-            tuned._underfilled,
-            tuned._mid_rows,
-        ):  # the routes' first-call races at this shape
-            for decision in race.decisions():
-                if decision.key[:3] == (m, k, n):
-                    print(f"  route race: {decision.describe()}", flush=True)
+        for decision in routes.decisions():  # the routes' first-call races at this shape
+            if decision.key[:3] == (m, k, n):
+                print(f"  route race: {decision.describe()}", flush=True)
         rows += race_rows(spec, times)
         write_csv(args.out / name, rows)
 

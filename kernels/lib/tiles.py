@@ -139,6 +139,11 @@ def stream_k_parts(tiles: int, programs: int, k_steps: int, min_steps: int, min_
     return 2 + max(k_steps - 2, 0) // run
 
 
+def tile_count(m: int, n: int, rows: int, cols: int) -> int:
+    """Tiles of ``rows`` x ``cols`` that cover an [m, n] output."""
+    return triton.cdiv(m, rows) * triton.cdiv(n, cols)
+
+
 @dataclass(frozen=True)
 class TilePlan:
     """A TMA product's launch at one shape: ``tiles`` (BLOCK_M, BLOCK_N, BLOCK_K), GROUP_M, warps, stages, output
@@ -159,7 +164,7 @@ class TilePlan:
 
     def tile_count(self, m: int, n: int) -> int:
         """Output tiles of an [m, n] output."""
-        return triton.cdiv(m, self.tiles[0] + self.lower) * triton.cdiv(n, self.tiles[1])
+        return tile_count(m, n, self.tiles[0] + self.lower, self.tiles[1])
 
     def grid(self, m: int, n: int) -> int:
         """Programs launched for an [m, n] output."""

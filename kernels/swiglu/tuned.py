@@ -316,7 +316,7 @@ def one_wave_config(m: int, n: int, sms: int) -> tuple[int, ...] | None:
     else 192x128 where they do and the 128x128 tiles do not; else None (the persistent 128x128 tiles)."""
 
     def count(config: tuple[int, ...]) -> int:
-        return triton.cdiv(m, config[0] + (config[6] if len(config) > 6 else 0)) * triton.cdiv(n, config[1])
+        return tiles.tile_count(m, n, config[0] + (config[6] if len(config) > 6 else 0), config[1])
 
     narrow, wide = ONE_WAVE_CONFIGS
     if count(narrow) <= sms:
@@ -382,7 +382,7 @@ def interleaved_plan(
         config = TMA_INTERPRETER_CONFIG
     bm, bn, bk, gm, warps, stages, *rest = config or (PERSISTENT_CONFIG if persistent else TMA_CONFIG)
     lower = rest[0] if rest else 0
-    count = triton.cdiv(m, bm + lower) * triton.cdiv(n, bn)
+    count = tiles.tile_count(m, n, bm + lower, bn)
     programs = min(sms, count) if persistent else 0
     split = tail_split(count, programs) if (TAIL_SPLITS if tail is None else tail) and not lower else 0
     subtile = persistent and not launching.interpreting()
