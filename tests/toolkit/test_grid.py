@@ -647,6 +647,11 @@ def test_an_ncu_reading_of_other_kernel_code_says_so_and_one_of_the_timed_code_c
     assert two.startswith(
         "# kprof grid · rmsnorm · runs r, s, t · kernel code 0a1b2c3d (r), 9f8e7d6c (s), 0a1b2c3d (t)"
     )
+    # a timed run of a Triton version records its limiter from the compiled kernel: no ncu reading of the timed code
+    limited = m.assign(occupancy_limiter=np.where(m["provider"] == "triton_a", "registers", None))
+    why = grid_table(limited, evidence=other).iloc[0]["why"]
+    assert why.startswith("ncu: triton_a (ncu run run-old, of other kernel code than the timed runs): DRAM")
+    assert f"DRAM {old_dram:.2f}x" in why and "achieved occupancy 40%" in why
     untold = render(grid_table(m, evidence=both), ["r"], "rmsnorm", ncu_untold=["run-x"])
     assert "ncu: whether run run-x ran the timed runs' kernel code cannot be told" in untold
 
