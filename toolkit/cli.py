@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from kprof.fanout import EarlyWorkers
-    from kprof.grid import GridTargets
+    from kprof.grid import GridTargets, RunPlan
     from kprof.runner import ProfileOptions
 
 app = typer.Typer(
@@ -273,6 +273,20 @@ def _grid_targets(family: str) -> Optional[GridTargets]:
 
     path = sweep_file(family)
     return grid_targets_in(path, family) if path is not None else None
+
+
+def _run_plan(run: dict) -> RunPlan:
+    """What a timed run set out to measure, from its stored config: its providers (less those it skipped) at every
+    shape and dtype of its sweep."""
+    from kprof.grid import RunPlan
+
+    config = run.get("config") or {}
+    skipped = {str(s[0]) if isinstance(s, (list, tuple)) else str(s) for s in config.get("skipped_providers") or ()}
+    providers = tuple(str(p) for p in config.get("providers") or () if str(p) not in skipped)
+    points = tuple(
+        (str(shape), str(dtype)) for shape in config.get("shapes") or () for dtype in config.get("dtypes") or ()
+    )
+    return RunPlan(providers, points)
 
 
 def _ops_prepared(family: str) -> list[str]:
@@ -617,6 +631,7 @@ def grid(
         evidence=evidence,
         sigma_run=lambda key, us: floors(key, us).sigma_run,
         kernels=kernels,
+        plans={r["id"]: _run_plan(r) for r in recs},
     )
     text = render(
         table,

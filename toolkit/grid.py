@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -52,6 +52,15 @@ WIN, TIE = 0.98, 1.02
 # ratio at 64x4096 from 0.965 to 1.088 (kprof.variance.DEFAULT_SIGMA_RUN_BY_CLASS). A point whose slower side
 # is this fast counts the ratio's run-to-run half-width in its spread, narrower with each run given.
 SMALL_CALL_US = 10.0
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a timed run set out to measure (its stored config): these providers at each of these (shape, dtype)
+    points. A run cut at its budget stored part of it; :func:`grid_table` judges no point on the part alone."""
+
+    providers: tuple[str, ...]
+    points: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -529,6 +538,7 @@ def grid_table(
     sigma_run: Callable[[str, float], float] | None = None,
     kernels: pd.DataFrame | None = None,
     prepared_op: str | None = None,
+    plans: Mapping[str, RunPlan] | None = None,
 ) -> pd.DataFrame:
     """One row per (shape, dtype) of ``metrics`` (one or more runs' rows, concatenated, each run's named in a
     ``run`` column where a point may be measured by several: each side's fastest case over all of them, and
@@ -542,8 +552,12 @@ def grid_table(
     ``kernels``: per-kernel durations of the Nsight Compute runs (:func:`kernel_times`), quoted where a case of
     two or more kernels loses or misses its target: where its time goes. ``prepared_op``: the provider that runs the
     ops API's prepared object (its own choice among the prepared versions and the plain op), left out of both bests
-    (it is no version of its own) and compared with the best kprof version at each point, as the dispatch is."""
+    (it is no version of its own) and compared with the best kprof version at each point, as the dispatch is.
+    ``plans``: run id (``metrics``' ``run`` column) -> what it set out to measure; where a run was cut before a point's
+    planned cases ran, a verdict those cases could change is not called (``not measured``, the why naming them), and
+    a planned point with no case at all is listed so."""
     ncu = metrics if evidence is None else pd.concat([metrics, evidence], ignore_index=True)
+    kinds = dict(zip(metrics["provider"], metrics["kind"])) if len(metrics) else {}
     rows = []
     for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
         versions = g[(g["kind"] == "triton") & (g["provider"] != prepared_op)]
@@ -592,7 +606,18 @@ def grid_table(
         disagree = len({pv for _, pv in per_run.values()}) > 1
         if disagree:  # runs that alone call different verdicts: none is called
             v = "uncertain"
-        if kp is None:
+        cut_versions, cut_peers = _cut_short(g, plans, kinds)
+        cut_versions = [p for p in cut_versions if p != prepared_op]  # the prepared object is no version of its own
+        # what the cases not run could change: a faster version undoes a loss or a tie, a faster peer a win or a tie
+        undecided = (bool(cut_versions) and v in ("loss", "tie", "uncertain", "not measured")) or (
+            bool(cut_peers) and v in ("win", "tie", "uncertain", "no peer")
+        )
+        if cut_versions and met is False:  # a version not run might meet it
+            met = None
+        if undecided:
+            v = "not measured"
+            why = _why_cut(cut_versions, cut_peers, kp, peer)
+        elif kp is None:
             why = _why_unmeasured(g)
         elif v == "loss" or met is False:
             others = [peer] if v == "loss" else []
@@ -633,6 +658,8 @@ def grid_table(
             why = f"{why}; {note}" if why else note
         dispatch_ratio, dispatch_spread = _dispatch_vs_best(disp, plain, twins[0])
         prepared_ratio, prepared_spread = _dispatch_vs_best(held, kp, twins[0])
+        if cut_versions:  # the best version may be one that did not run: neither is judged against it
+            dispatch_ratio = dispatch_spread = prepared_ratio = prepared_spread = math.nan
         held_host, held_gpu = (
             _number(held.get(c)) if held is not None else math.nan for c in ("host_time_us", "gpu_time_us")
         )
@@ -675,6 +702,16 @@ def grid_table(
                 "host_bound": host_bound,
             }
         )
+    measured = {(r["shape"], r["dtype"]) for r in rows}
+    for run, plan in (plans or {}).items():
+        for shape, dtype in plan.points:
+            if (shape, dtype) not in measured:
+                measured.add((shape, dtype))
+                why = f"the run ({run}) ended before this point ran (it was cut, or stopped): race the point again"
+                rows.append(
+                    {"shape": shape, "dtype": dtype, "best_kprof": None, "best_peer": None, "verdict": "not measured",
+                     "why": why, "target": "", "target_met": None}
+                )  # fmt: skip
     table = pd.DataFrame(rows)
     if "target_met" in table:  # True / False / None (not judged): never a bool column that turns None into False
         table["target_met"] = table["target_met"].astype(object)
@@ -759,6 +796,32 @@ def _side_by_side(case: pd.Series, parts: list[tuple[str, float]]) -> str:
     if len(parts) < 2 or math.isnan(busy) or math.isnan(total):
         return ""
     return f" (side by side for {max(total - busy, 0.0):.1f} us of the call's {busy:.1f})"
+
+
+def _cut_short(
+    g: pd.DataFrame, plans: Mapping[str, RunPlan] | None, kinds: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """(kprof versions, peers) that the runs measuring this point planned and none of them stored here: the run was
+    cut before their cases ran. A provider of unknown kind (it ran nowhere in these runs) counts as both."""
+    if not plans or "run" not in g:
+        return [], []
+    planned = {p for run in g["run"].unique() if run in plans for p in plans[run].providers}
+    missing = sorted(planned - set(g["provider"]))
+    versions = [p for p in missing if kinds.get(p, "triton") == "triton"]
+    peers = [p for p in missing if p not in kinds or kinds[p] in PEER_KINDS]
+    return versions, peers
+
+
+def _why_cut(versions: list[str], peers: list[str], kp: pd.Series | None, peer: pd.Series | None) -> str:
+    """Why a point's verdict is not called: the planned cases its run did not reach, and what those that ran read."""
+    missing = ", ".join(dict.fromkeys(versions + peers))
+    ran = ""
+    if kp is not None and peer is not None:
+        ran = (
+            f"; of the cases that ran, {kp['provider']} took {float(kp['gpu_time_us']):.2f} µs against "
+            f"{peer['provider']} {float(peer['gpu_time_us']):.2f}"
+        )
+    return f"the run ended before these planned cases ran here: {missing}{ran}; race the point again for a verdict"
 
 
 def _why_unmeasured(g: pd.DataFrame) -> str:
@@ -924,7 +987,7 @@ def render(
     for r in t.itertuples():
         lines.append(
             f"| {r.shape} | {r.dtype} | {r.verdict} | {_cell(r.best_kprof) or '—'} | {_num(r.kprof_us)} | "
-            f"{r.best_peer or '—'} | {_num(r.peer_us)} | {_num(r.ratio, 3)} | {_pct(r.spread)} | "
+            f"{_cell(r.best_peer) or '—'} | {_num(r.peer_us)} | {_num(r.ratio, 3)} | {_pct(r.spread)} | "
             f"{_num(r.pct_copy, 1)} | {_num(r.vs_roofline, 3)} | "
             + (f"{_num(r.dispatch_vs_best, 3)} | " if dispatch else "")
             + (f"{_num(r.prepared_op_vs_best, 3)} | " if held else "")
@@ -973,8 +1036,11 @@ def _range(values: pd.Series) -> str:
     return f"{lo:.1f}" if lo == hi else f"{lo:.1f}-{hi:.1f}"
 
 
-def _cell(text: str) -> str:
-    return str(text or "").replace("|", "/").replace("\n", " ")
+def _cell(text: str | None) -> str:
+    """A text cell; "" for None or a pandas gap (NaN, where a table's rows lack the column)."""
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return ""
+    return str(text).replace("|", "/").replace("\n", " ")
 
 
 def _num(v: float, digits: int = 2) -> str:

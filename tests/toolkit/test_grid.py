@@ -1283,3 +1283,63 @@ def test_a_dispatch_just_past_the_band_is_judged_against_the_cases_spread(noise,
     text = render(table, ["r"], "rmsnorm", dispatch="triton_a")
     assert "within 1.02 x the best kprof version at 1 of 2 points" in text
     assert ("beyond it at 1" in text) == (expect == "beyond") and ("not judged at 1" in text) == (expect != "beyond")
+
+
+def test_a_point_cut_short_calls_no_verdict_its_missing_cases_could_change():
+    """A run cut at its budget stored some of a point's planned cases: a slow version alone is no loss (a faster one
+    did not run), a win with a peer not run is no win, and a win that no missing case can undo stands; a planned point
+    with no case is listed, not dropped."""
+    from kprof.grid import RunPlan
+
+    rng = np.random.default_rng()
+    slow, fast, peer = float(rng.uniform(300, 700)), float(rng.uniform(20, 40)), float(rng.uniform(100, 200))
+    points = {
+        ("2048x8192", "bf16"): {"triton_a": slow, "torch_compile": peer},  # triton_b not run: no loss
+        ("512x8192", "bf16"): {"triton_a": fast, "triton_b": slow, "torch_compile": peer},  # torch_eager not run
+        ("64x8192", "bf16"): {"triton_a": fast, "torch_eager": peer, "torch_compile": peer},  # triton_b not run: a win
+    }
+    m = _metrics(rng, points, noise=0.001).assign(run="r1")
+    shapes = [s for s, _ in points] + ["8x8192"]
+    plan = RunPlan(("torch_eager", "torch_compile", "triton_a", "triton_b"), tuple((s, "bf16") for s in shapes))
+    table = grid_table(m, plans={"r1": plan}).set_index("shape")
+    cut = table.loc["2048x8192"]
+    assert cut["verdict"] == "not measured" and "triton_b" in cut["why"] and "torch_eager" in cut["why"]
+    assert f"triton_a took {slow:.2f} µs against torch_compile {peer:.2f}" in cut["why"]
+    no_peer = table.loc["512x8192"]
+    assert no_peer["verdict"] == "not measured" and "torch_eager" in no_peer["why"]
+    assert table.loc["64x8192", "verdict"] == "win"
+    assert (
+        table.loc["8x8192", "verdict"] == "not measured" and "ended before this point ran" in table.loc["8x8192", "why"]
+    )
+    whole = grid_table(m, plans={"r1": RunPlan(("torch_compile", "triton_a"), ())}).set_index("shape")
+    assert whole.loc["2048x8192", "verdict"] == "loss" and len(whole) == 3
+    text = render(table.reset_index(), ["r1"], "rmsnorm")
+    assert "0 loss**" in text and "| 8x8192 | bf16 | not measured | — |" in text
+
+
+def test_kprof_grid_reads_a_cut_runs_plan_from_its_config(tmp_path):
+    """End to end: a run stopped before its second version ran at a point (its config plans both) reads `not
+    measured` there, naming the version, where the first version alone would have lost."""
+    import subprocess
+    import sys
+
+    from kprof.store import RunStore
+    from tests.toolkit.test_store import record
+
+    st = RunStore(tmp_path / "s.db")
+    config = {
+        "providers": ["torch_compile", "triton_fused", "triton_tuned"],
+        "shapes": ["512x8192"],
+        "dtypes": ["bf16"],
+    }
+    run = st.begin_run(record(mode="gpu", device={"name": "H100"}, config=config))
+    for i, (prov, kind, t) in enumerate((("torch_compile", "compile", 50.0), ("triton_fused", "triton", 90.0))):
+        row = {"case": f"rmsnorm/{prov}/512x8192/bf16", "family": "rmsnorm", "provider": prov, "kind": kind}
+        row |= {"shape": "512x8192", "dtype": "bf16", "status": "ok", "ok": True, "gpu_time_us": t, "noise": 0.02}
+        st.add_case(run, i, row, {"gpu": [t / 1e3] * 5})
+    st.close()  # never finished: the process was killed at its budget
+    cmd = [sys.executable, "-m", "kprof.cli", "grid", run, "--store", str(tmp_path / "s.db")]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "0 loss**" in out.stdout and "not measured" in out.stdout
+    assert "the run ended before these planned cases ran here: triton_tuned" in out.stdout
