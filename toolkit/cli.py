@@ -869,6 +869,7 @@ def diff(
     checks.check_outputs(markdown=markdown, json=json_out)
     rule = d.DiffRule(threshold=threshold, alpha=alpha)
     broken: list[str] = []
+    unmeasured = ""
     if Path(a).is_file() and Path(b).is_file():
         counts = v.diff_files(a, b, fmt, rule, markdown, json_out, console)
     else:
@@ -877,9 +878,9 @@ def diff(
         res = v.diff_stored(
             RunStore(store, create=False), a, b, rule, samples, markdown, json_out, console, err_console
         )
-        counts, broken = res.counts, res.broken
+        counts, broken, unmeasured = res.counts, res.broken, v.unmeasured_in_b(res)
     console.print(", ".join(f"{counts.get(x, 0)} {x.lower()}" for x in d.VERDICTS) + f"  ({rule.describe()})")
-    reasons = v.fail_reasons(counts, broken)
+    reasons = v.fail_reasons(counts, broken, unmeasured)
     if fail_on_regression and reasons:
         err_console.print(f"[bold red]kprof diff: regression[/bold red]: {'; '.join(reasons)}")
         raise typer.Exit(1)

@@ -828,3 +828,32 @@ def test_runs_made_with_different_compiler_and_library_variables_are_flagged(env
 
     w = [x for x in environment_warnings(run("a", env_a), run("b", env_b)) if "environment variable" in x]
     assert len(w) == len(expect) and all(x.startswith(e) for x, e in zip(w, expect))
+
+
+def test_an_unfinished_run_b_cannot_clear_the_cases_it_never_measured(tmp_path):
+    """--fail-on-regression: a run B that did not finish (killed at a budget) and lacks cases A measured fails, naming
+    them; a finished B that measured fewer cases was asked to, and passes. Either way the terminal says how many cases
+    were not compared."""
+    st = RunStore(tmp_path / "s.db")
+    rng = np.random.default_rng()
+    provs = [f"triton_v{i}" for i in range(int(rng.integers(2, 5)))]
+    ids = []
+    for keep, finish in ((len(provs), True), (1, False), (1, True)):
+        run = st.begin_run(record(mode="gpu", config={"profile_repeats": 5, "settings": {"rep_ms": 100}}))
+        for i, prov in enumerate(provs[:keep]):
+            row = {"case": f"rmsnorm/{prov}/64x4096/bf16", "family": "rmsnorm", "provider": prov, "shape": "64x4096"}
+            row |= {"dtype": "bf16", "status": "ok", "ok": True}
+            st.add_case(run, i, row, {"gpu": list(noisy(20.0, 0.01) / 1e3)})
+        if finish:
+            st.finish_run(run, "complete")
+        ids.append(run)
+    st.close()
+    a, cut, fewer = ids
+    store = str(tmp_path / "s.db")
+    res = kprof_cli("diff", a, cut, "--store", store, "--fail-on-regression")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert f"never measured {len(provs) - 1} case(s) of A" in res.stderr
+    assert f"not compared: {len(provs) - 1} case(s) only in A, 0 only in B" in res.stdout
+    ok = kprof_cli("diff", a, fewer, "--store", store, "--fail-on-regression")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert f"not compared: {len(provs) - 1} case(s) only in A" in ok.stdout
