@@ -2,7 +2,8 @@
 
 The plain op (``ops.swiglu``: the weights as the caller holds them) runs the pointer-based tiled kernel from 1000 rows
 where the prepared object runs the interleaved TMA kernel on its ``[Wg Wu]`` column pairs; at the widest prefill
-points of the H200 grid the plain op took 1.023-1.045x the prepared object's time. This probe writes the interleaved
+points of the H200 grid the plain op took 1.023-1.045x the prepared object's time. ``swiglu_tma.py`` raced the
+persistent two-accumulator kernel on an H100 before the interleaved layout existed; this probe writes the interleaved
 kernel's tile loop with two weight descriptors (a [BLOCK_K, BLOCK_N] box of Wg and one of Wu per step, two products
 from the same x tile), persistent or one tile per program, and times it cold (CUPTI, kprof's read-only flush before
 each call) beside the interleaved kernel in the same launch shapes, the shipped interleaved launch, the plain op and
