@@ -656,6 +656,9 @@ def grid_table(
         if host_bound:
             note = host_bound_note(host, launched_us, graph_host, str(launched["provider"]))
             why = f"{why}; {note}" if why else note
+        silent = _silent_peers(g) if v in ("win", "tie", "uncertain", "no peer") else ""
+        if silent:  # a win is over the peers that gave a time: say which did not, and why
+            why = f"{why}; {silent}" if why else silent
         dispatch_ratio, dispatch_spread = _dispatch_vs_best(disp, plain, twins[0])
         prepared_ratio, prepared_spread = _dispatch_vs_best(held, kp, twins[0])
         if cut_versions:  # the best version may be one that did not run: neither is judged against it
@@ -822,6 +825,18 @@ def _why_cut(versions: list[str], peers: list[str], kp: pd.Series | None, peer: 
             f"{peer['provider']} {float(peer['gpu_time_us']):.2f}"
         )
     return f"the run ended before these planned cases ran here: {missing}{ran}; race the point again for a verdict"
+
+
+def _silent_peers(g: pd.DataFrame) -> str:
+    """The peers whose cases at this point gave no time (an error, a refusal, out of memory), each with its note's
+    start; "" where every peer that ran gave one."""
+    peers = g[g["kind"].isin(PEER_KINDS)]
+    said = []
+    for provider, rows in peers.groupby("provider", sort=True):
+        if _best(rows) is None:
+            notes = [str(n) for n in rows.get("note", pd.Series(dtype=object)).dropna() if str(n).strip()]
+            said.append(f"{provider} ({notes[0][:80]})" if notes else str(provider))
+    return f"no time from peer(s) here: {', '.join(said)}" if said else ""
 
 
 def _why_unmeasured(g: pd.DataFrame) -> str:

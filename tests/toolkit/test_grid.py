@@ -1343,3 +1343,18 @@ def test_kprof_grid_reads_a_cut_runs_plan_from_its_config(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "0 loss**" in out.stdout and "not measured" in out.stdout
     assert "the run ended before these planned cases ran here: triton_tuned" in out.stdout
+
+
+def test_a_win_names_the_peers_that_gave_no_time_there():
+    """A peer that refused or failed at a point is not in the peer side's best: the why column names it and its note,
+    so a win is read as over the peers that ran."""
+    rng = np.random.default_rng()
+    fast, slow = float(rng.uniform(10, 20)), float(rng.uniform(30, 40))
+    m = _metrics(rng, {("512x131072", "bf16"): {"triton_a": fast, "torch_compile": slow, "liger": slow}}, noise=0.001)
+    refusal = "Liger's rms_norm refuses rows over 65536 elements"
+    m.loc[m["provider"] == "liger", ["ok", "gpu_time_us", "note"]] = [False, math.nan, refusal]
+    row = grid_table(m).iloc[0]
+    assert row["verdict"] == "win" and row["best_peer"] == "torch_compile"
+    assert f"no time from peer(s) here: liger ({refusal})" in row["why"]
+    m.loc[m["provider"] == "liger", ["ok", "gpu_time_us"]] = [True, slow]
+    assert "no time from peer" not in str(grid_table(m).iloc[0]["why"])
