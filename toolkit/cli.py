@@ -878,7 +878,7 @@ def diff(
         res = v.diff_stored(
             RunStore(store, create=False), a, b, rule, samples, markdown, json_out, console, err_console
         )
-        counts, broken, unmeasured = res.counts, res.broken, v.unmeasured_in_b(res)
+        counts, broken, unmeasured = res.counts, res.broken, res.unmeasured
     console.print(", ".join(f"{counts.get(x, 0)} {x.lower()}" for x in d.VERDICTS) + f"  ({rule.describe()})")
     reasons = v.fail_reasons(counts, broken, unmeasured)
     if fail_on_regression and reasons:

@@ -531,6 +531,31 @@ class DiffResult:
             return []
         return list(self.correctness.loc[self.correctness["verdict"] == "BROKEN", "case"])
 
+    @property
+    def not_compared(self) -> str:
+        """How many cases one run measured and the other did not, with the first few ("" where none): no verdict
+        above says anything of them."""
+        if not (self.only_in_a or self.only_in_b):
+            return ""
+        named = (self.only_in_a or self.only_in_b)[:3]
+        more = ", ..." if len(self.only_in_a or self.only_in_b) > 3 else ""
+        return (
+            f"not compared: {len(self.only_in_a)} case(s) only in A, {len(self.only_in_b)} only in B "
+            f"(e.g. {', '.join(named)}{more})"
+        )
+
+    @property
+    def unmeasured(self) -> str:
+        """ "" unless run B did not finish (cut at a budget, killed, a profiler that failed) and lacks cases A measured:
+        then what to say, a reason ``--fail-on-regression`` fails (B cannot clear them). A finished B that measured
+        fewer cases was asked to (``--shape``, ``--provider``)."""
+        if not self.only_in_a or self.b.get("status") == "complete":
+            return ""
+        return (
+            f"run B ({self.b['id']}) is {self.b.get('status')} and never measured {len(self.only_in_a)} case(s) of A "
+            f"(first: {self.only_in_a[0]}); profile B again to a finish"
+        )
+
     def table(self) -> pd.DataFrame:
         """Cases with their kernel changes, worst regressions first."""
         if self.kernels.empty:

@@ -161,12 +161,8 @@ def diff_stored(
                 _txt(r.why, 90),
             )
         console.print(t)
-    if res.only_in_a or res.only_in_b:  # the verdicts above say nothing of these
-        names = ", ".join((res.only_in_a or res.only_in_b)[:3])
-        console.print(
-            f"not compared: {len(res.only_in_a)} case(s) only in A, {len(res.only_in_b)} only in B "
-            f"(e.g. {names}{', ...' if len(res.only_in_a or res.only_in_b) > 3 else ''})"
-        )
+    if res.not_compared:  # the verdicts above say nothing of these
+        console.print(res.not_compared)
     cc = res.correctness_counts
     console.print("correctness: " + ", ".join(f"{n} {v.lower()}" for v, n in cc.items() if n))
     for case in res.broken:
@@ -231,7 +227,7 @@ def noise(store: Any, refs: list[str], kind: str, json_out: Path | None, console
 
 def fail_reasons(counts: dict[str, int], broken: list[str], unmeasured: str = "") -> list[str]:
     """Why ``--fail-on-regression`` fails: cases SLOWER, cases correct in A and not in B, and ``unmeasured``
-    (:func:`unmeasured_in_b`): cases of A that an unfinished run B never measured, which it cannot clear."""
+    (``DiffResult.unmeasured``): cases of A that an unfinished run B never measured, which it cannot clear."""
     out = []
     if counts.get("SLOWER", 0):
         out.append(f"{counts['SLOWER']} case(s) SLOWER")
@@ -240,14 +236,3 @@ def fail_reasons(counts: dict[str, int], broken: list[str], unmeasured: str = ""
     if unmeasured:
         out.append(unmeasured)
     return out
-
-
-def unmeasured_in_b(res: d.DiffResult) -> str:
-    """ "" unless run B did not finish (cut at a budget, killed, a profiler that failed) and lacks cases A measured:
-    then what to say. A finished B that measured fewer cases was asked to (``--shape``, ``--provider``)."""
-    if not res.only_in_a or res.b.get("status") == "complete":
-        return ""
-    return (
-        f"run B ({res.b['id']}) is {res.b.get('status')} and never measured {len(res.only_in_a)} case(s) of A "
-        f"(first: {res.only_in_a[0]}); profile B again to a finish"
-    )

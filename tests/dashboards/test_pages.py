@@ -396,3 +396,27 @@ def test_a_run_on_two_gpu_kinds_is_compared_within_one_kind(demo_copy, monkeypat
         shapes = set(html_tables(at)[0]["shape"])
         expected = {c.split("/")[2] for c, k in kind_of.items() if k == kind}
         assert shapes and shapes <= expected, (kind, shapes - expected)
+
+
+def test_diff_page_says_an_unfinished_run_b_never_measured_cases_of_a(tmp_path, monkeypatch):
+    """The page says what `kprof diff --fail-on-regression` fails on: run B stopped before it measured cases A did."""
+    import time
+
+    import numpy as np
+
+    store = RunStore(tmp_path / "s.db")
+    rng = np.random.default_rng()
+    provs = [f"triton_v{i}" for i in range(int(rng.integers(2, 5)))]
+    for keep, finish in ((len(provs), True), (1, False)):
+        run = store.begin_run(record(mode="gpu", config={"profile_repeats": 5, "settings": {"rep_ms": 100}}))
+        for i, prov in enumerate(provs[:keep]):
+            row = {"case": f"rmsnorm/{prov}/64x4096/bf16", "family": "rmsnorm", "provider": prov, "shape": "64x4096"}
+            row |= {"dtype": "bf16", "status": "ok", "ok": True}
+            store.add_case(run, i, row, {"gpu": list(rng.normal(20e-3, 2e-4, 50))})
+        if finish:
+            store.finish_run(run, "complete")
+        time.sleep(1.1)  # B the newer run: the page's default pair is (second newest, newest)
+    store.close()
+    at = page("diff", tmp_path / "s.db", monkeypatch)
+    errors = " | ".join(str(e.value) for e in at.error)
+    assert f"never measured {len(provs) - 1} case(s) of A" in errors and run in errors
