@@ -546,9 +546,9 @@ class DiffResult:
 
     @property
     def unmeasured(self) -> str:
-        """ "" unless run B did not finish (cut at a budget, killed, a profiler that failed) and lacks cases A measured:
-        then what to say, a reason ``--fail-on-regression`` fails (B cannot clear them). A finished B that measured
-        fewer cases was asked to (``--shape``, ``--provider``)."""
+        """Empty unless run B did not finish (cut at a budget, killed, a profiler that failed) and lacks cases A
+        measured: then what to say, a reason ``--fail-on-regression`` fails (B cannot clear them). A finished B that
+        measured fewer cases was asked to (``--shape``, ``--provider``)."""
         if not self.only_in_a or self.b.get("status") == "complete":
             return ""
         return (

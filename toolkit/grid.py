@@ -612,11 +612,14 @@ def grid_table(
         undecided = (bool(cut_versions) and v in ("loss", "tie", "uncertain", "not measured")) or (
             bool(cut_peers) and v in ("win", "tie", "uncertain", "no peer")
         )
-        if cut_versions and met is False:  # a version not run might meet it
+        target_cut = bool(cut_versions) and met is False  # a version not run might meet it
+        if target_cut:
             met = None
         if undecided:
             v = "not measured"
             why = _why_cut(cut_versions, cut_peers, kp, peer)
+        elif target_cut:
+            why = "target not judged: " + _why_cut(cut_versions, [], kp, peer)
         elif kp is None:
             why = _why_unmeasured(g)
         elif v == "loss" or met is False:

@@ -1358,3 +1358,23 @@ def test_a_win_names_the_peers_that_gave_no_time_there():
     assert f"no time from peer(s) here: liger ({refusal})" in row["why"]
     m.loc[m["provider"] == "liger", ["ok", "gpu_time_us"]] = [True, slow]
     assert "no time from peer" not in str(grid_table(m).iloc[0]["why"])
+
+
+def test_a_missed_target_is_not_judged_where_a_version_did_not_run():
+    """A win stands with a version not run (it could only be faster), but a missed target does not: the version not
+    run might meet it, and the why says so instead of quoting a spread."""
+    from kprof.grid import RunPlan
+
+    rng = np.random.default_rng()
+    cublas = float(rng.uniform(100, 200))
+    times = {"triton_a": 1.2 * cublas, "torch_eager": 2.0 * cublas, "torch_compile": 1.5 * cublas, "cublas": cublas}
+    points = {("2048x4096x14336", "bf16"): times, ("2048x4096x5504", "bf16"): {**times, "triton_b": cublas}}
+    m = _metrics(rng, points, noise=0.001).assign(run="r1", bound="compute")  # triton_b's kind known from 5504
+    plan = RunPlan(("torch_eager", "torch_compile", "cublas", "triton_a", "triton_b"), tuple(points))
+    row = grid_table(m, targets=MATRIX, plans={"r1": plan}).set_index("shape").loc["2048x4096x14336"]
+    assert row["verdict"] == "win" and row["target_met"] is None
+    assert row["why"].startswith("target not judged: the run ended before these planned cases ran here: triton_b")
+    m = m[m["provider"] != "triton_b"]
+    whole = grid_table(m, targets=MATRIX, plans={"r1": RunPlan(plan.providers[:4], plan.points)})
+    whole = whole.set_index("shape").loc["2048x4096x14336"]
+    assert whole["target_met"] is False and whole["why"].startswith("no ncu measurement here")
