@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from kprof.fanout import EarlyWorkers
-    from kprof.grid import GridTargets, RunPlan
+    from kprof.grid import GridTargets
     from kprof.runner import ProfileOptions
 
 app = typer.Typer(
@@ -275,20 +275,6 @@ def _grid_targets(family: str) -> Optional[GridTargets]:
     return grid_targets_in(path, family) if path is not None else None
 
 
-def _run_plan(run: dict) -> RunPlan:
-    """What a timed run set out to measure, from its stored config: its providers (less those it skipped) at every
-    shape and dtype of its sweep."""
-    from kprof.grid import RunPlan
-
-    config = run.get("config") or {}
-    skipped = {str(s[0]) if isinstance(s, (list, tuple)) else str(s) for s in config.get("skipped_providers") or ()}
-    providers = tuple(str(p) for p in config.get("providers") or () if str(p) not in skipped)
-    points = tuple(
-        (str(shape), str(dtype)) for shape in config.get("shapes") or () for dtype in config.get("dtypes") or ()
-    )
-    return RunPlan(providers, points)
-
-
 def _ops_prepared(family: str) -> list[str]:
     """The providers the ops API's prepared objects run for ``family`` (its ``PREPARED`` table)."""
     from kprof.kernels.ops_providers import PREPARED
@@ -505,13 +491,13 @@ def _gate(run_ids: list[str], store: Optional[str], allow_failures: bool) -> Non
 
 def _print_guide(run_ref: str, store: Optional[str], path: Optional[Path]) -> None:
     from kprof.guide import configs_table, guide_table, render_markdown
-    from kprof.store import RunStore
+    from kprof.store import RunPlan, RunStore
 
     st = RunStore(store, create=False)
     run = st.run(run_ref)
     checks.require_sweep(run)
     metrics = st.metrics(run["id"])
-    md = render_markdown(guide_table(metrics), run, configs_table(metrics))
+    md = render_markdown(guide_table(metrics, RunPlan.of(run)), run, configs_table(metrics))
     print(md)
     if path:
         path.write_text(md)
@@ -578,7 +564,7 @@ def grid(
     from kprof import variance  # imports scipy: the run-to-run floor of points under 10 us
     from kprof.grid import OTHER_CODE, grid_table, kernel_times, render
     from kprof.safe_text import no_control
-    from kprof.store import RunStore
+    from kprof.store import RunPlan, RunStore
 
     checks.check_outputs(markdown=markdown)
     st = RunStore(store, create=False)
@@ -631,7 +617,7 @@ def grid(
         evidence=evidence,
         sigma_run=lambda key, us: floors(key, us).sigma_run,
         kernels=kernels,
-        plans={r["id"]: _run_plan(r) for r in recs},
+        plans={r["id"]: RunPlan.of(r) for r in recs},
     )
     text = render(
         table,

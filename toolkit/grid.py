@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from kprof.store import RunPlan
 from kprof.timing import CLOCK_FULL_FRACTION
 
 PEER_KINDS = ("eager", "library", "compile", "peer")
@@ -52,15 +53,6 @@ WIN, TIE = 0.98, 1.02
 # ratio at 64x4096 from 0.965 to 1.088 (kprof.variance.DEFAULT_SIGMA_RUN_BY_CLASS). A point whose slower side
 # is this fast counts the ratio's run-to-run half-width in its spread, narrower with each run given.
 SMALL_CALL_US = 10.0
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """What a timed run set out to measure (its stored config): these providers at each of these (shape, dtype)
-    points. A run cut at its budget stored part of it; :func:`grid_table` judges no point on the part alone."""
-
-    providers: tuple[str, ...]
-    points: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from kprof.errors import KprofError
 from kprof.fmt import cell as _fmt
+from kprof.store import RunPlan
 
 GUIDE_COLUMNS = (
     "shape",
@@ -31,6 +32,7 @@ GUIDE_COLUMNS = (
     "configs",
     "skipped",
     "failed",
+    "not_run",
     "registers",
     "local_bytes",
     "shared_mem_bytes",
@@ -51,12 +53,14 @@ def _short(row: pd.Series) -> str:
     return " ".join(f"{k}={v}" for k, v in p.items()) if p else str(row.get("config") or row["provider"])
 
 
-def guide_table(metrics: pd.DataFrame) -> pd.DataFrame:
+def guide_table(metrics: pd.DataFrame, plan: RunPlan | None = None) -> pd.DataFrame:
     """One row per (shape, dtype) of a sweep run's metrics (see :data:`GUIDE_COLUMNS`).
 
     The default is the version run without pinned parameters (its own choice); its actual configuration,
     as recorded at launch, is shown. Times are GPU medians; with no GPU times (an interpreter run) the
-    table ranks nothing and says so through empty ``best`` cells."""
+    table ranks nothing and says so through empty ``best`` cells. ``plan``: what the run set out to measure;
+    ``not_run`` counts the planned cases of a bucket that did not run (a run cut at its budget), whose ``best`` is
+    then the fastest of those measured, and planned buckets with no case get a row of their own."""
     if metrics.empty:
         raise KprofError(
             "the run has no cases; a guide needs a sweep run (`kprof sweep FAMILY --version V --param ...`)"
@@ -78,6 +82,7 @@ def guide_table(metrics: pd.DataFrame) -> pd.DataFrame:
             "configs": len(swept),
             "skipped": int((swept["status"] == "skipped").sum()),
             "failed": int(swept["status"].isin(["fail", "error"]).sum()),
+            "not_run": len(set(plan.providers) - set(g["provider"])) if plan else 0,
         }
         if not default.empty:
             d = default.iloc[0]
@@ -104,6 +109,11 @@ def guide_table(metrics: pd.DataFrame) -> pd.DataFrame:
             if not default.empty and default.iloc[0]["status"] == "ok" and pd.notna(default.iloc[0]["gpu_time_us"]):
                 row["default_slower_pct"] = 100.0 * (float(default.iloc[0]["gpu_time_us"]) / t0 - 1)
         rows.append(row)
+    seen = {(r["shape"], r["dtype"]) for r in rows}
+    for shape, dtype in plan.points if plan else ():
+        if (shape, dtype) not in seen:  # the run ended before this bucket
+            rows.append({"shape": shape, "dtype": dtype, "configs": 0, "skipped": 0, "failed": 0,
+                         "not_run": len(plan.providers)})  # fmt: skip
     return pd.DataFrame(rows, columns=list(GUIDE_COLUMNS))
 
 
@@ -193,6 +203,13 @@ def render_markdown(table: pd.DataFrame, run: dict, configs: pd.DataFrame) -> st
             "offline, not timed; nothing is ranked.**",
             "",
         ]
+    cut = int(table["not_run"].fillna(0).sum()) if "not_run" in table else 0
+    if cut:
+        lines += [
+            f"**The run ended before {cut} planned case(s) ran (it was cut, or stopped): where a row counts cases not "
+            "run, its best config is the fastest of those measured, not of the sweep.**",
+            "",
+        ]
     lines += [
         "| shape | dtype | best config | µs | % of roof | runner-up | +% | default (version's own choice) | +% | "
         "worst +% | configs (skipped, failed) |",
@@ -204,7 +221,8 @@ def render_markdown(table: pd.DataFrame, run: dict, configs: pd.DataFrame) -> st
             f"{_fmt(r['best_pct_roof'], '.1f')}{' (' + r['bound'] + ')' if isinstance(r['bound'], str) else ''} | "
             f"{_fmt(r['runner_up'])} | {_fmt(r['runner_up_slower_pct'], '.1f')} | "
             f"{_fmt(r['default'])} | {_fmt(r['default_slower_pct'], '.1f')} | {_fmt(r['worst_slower_pct'], '.0f')} | "
-            f"{r['configs']} ({r['skipped']}, {r['failed']}) |"
+            f"{r['configs']} ({r['skipped']}, {r['failed']})"
+            + (f"; {r['not_run']} not run |" if r.get("not_run") else " |")
         )
     if table["best"].notna().any():
         lines += [

@@ -63,6 +63,25 @@ class RunRecord:
     ceiling: Mapping[str, Any] | None
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run set out to measure, from its stored config: these providers (less those it skipped) at each of these
+    (shape, dtype) points. A run cut before it finished (a budget, a killed process) stored part of it: a verdict or
+    a best configuration drawn from its cases must say where cases it planned did not run."""
+
+    providers: tuple[str, ...]
+    points: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, run: Mapping[str, Any]) -> RunPlan:
+        """The plan of a stored run (``RunStore.run``); empty for a run that recorded none."""
+        config = run.get("config") or {}
+        skipped = {str(s[0]) if isinstance(s, list | tuple) else str(s) for s in config.get("skipped_providers") or ()}
+        providers = tuple(str(p) for p in config.get("providers") or () if str(p) not in skipped)
+        points = tuple((str(s), str(d)) for s in config.get("shapes") or () for d in config.get("dtypes") or ())
+        return cls(providers, points)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 

@@ -8,6 +8,7 @@ from kprof.dashboards import data, html_chart
 from kprof.dashboards.views.common import header, pick_run
 from kprof.dashboards.views.common import table as show_table
 from kprof.guide import guide_table, sweep_grid, swept_params
+from kprof.store import RunPlan
 
 
 def render() -> None:
@@ -56,7 +57,7 @@ def render() -> None:
     slot.html(html_chart.sweep_heatmap(grid, x, y, metric, title))
     if not timed:
         st.info("CPU interpreter sweep: configurations were checked and compiled for sm_90 offline, not timed.")
-    table = guide_table(m)
+    table = guide_table(m, RunPlan.of(data.get_run(run_id)))
     st.subheader("Selection guide")
     show_table(table)
     skipped = m[(m["status"] == "skipped") & (m["shape"] == shape)]

@@ -1289,7 +1289,7 @@ def test_a_point_cut_short_calls_no_verdict_its_missing_cases_could_change():
     """A run cut at its budget stored some of a point's planned cases: a slow version alone is no loss (a faster one
     did not run), a win with a peer not run is no win, and a win that no missing case can undo stands; a planned point
     with no case is listed, not dropped."""
-    from kprof.grid import RunPlan
+    from kprof.store import RunPlan
 
     rng = np.random.default_rng()
     slow, fast, peer = float(rng.uniform(300, 700)), float(rng.uniform(20, 40)), float(rng.uniform(100, 200))
@@ -1363,7 +1363,7 @@ def test_a_win_names_the_peers_that_gave_no_time_there():
 def test_a_missed_target_is_not_judged_where_a_version_did_not_run():
     """A win stands with a version not run (it could only be faster), but a missed target does not: the version not
     run might meet it, and the why says so instead of quoting a spread."""
-    from kprof.grid import RunPlan
+    from kprof.store import RunPlan
 
     rng = np.random.default_rng()
     cublas = float(rng.uniform(100, 200))

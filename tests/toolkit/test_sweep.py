@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -220,3 +221,28 @@ def test_every_tunable_version_pinned_to_its_own_choice_gives_the_same_answer(fa
     refs = fam.oracle(**inputs)
     for o, r in zip(out if isinstance(out, tuple) else (out,), refs if isinstance(refs, tuple) else (refs,)):
         assert float((o.double() - r).norm() / r.norm()) < fam.tolerances["fp32"]
+
+
+def test_a_cut_sweep_says_which_best_configs_are_of_part_of_the_sweep(data_file):
+    """A sweep cut at its budget stored some buckets whole, one in part, the rest not at all: the guide counts each
+    bucket's planned cases not run, lists the buckets never reached, and says its best is of those measured."""
+    from kprof.store import RunPlan
+
+    m = _stored(data_file, "sweep_rmsnorm_one_row_h100.csv")
+    rng = np.random.default_rng()
+    first, second, *rest = list(dict.fromkeys(m["shape"]))
+    plan = RunPlan(tuple(dict.fromkeys(m["provider"])), tuple((s, "bf16") for s in dict.fromkeys(m["shape"])))
+    part = m[m["shape"] == second]
+    kept = part.sample(n=int(rng.integers(2, len(part))), random_state=int(rng.integers(1 << 30)))
+    cut = pd.concat([m[m["shape"] == first], kept])
+    g = guide_table(cut, plan).set_index("shape")
+    assert g.loc[first, "not_run"] == 0 and g.loc[second, "not_run"] == len(part) - len(kept)
+    for shape in rest:
+        assert g.loc[shape, "configs"] == 0 and g.loc[shape, "not_run"] == len(plan.providers)
+    run = {"id": "r", "family": "rmsnorm", "config": {"sweep": {"version": "triton_one_row", "params": {}}}}
+    md = render_markdown(g.reset_index(), run, configs_table(cut))
+    missing = len(part) - len(kept) + len(rest) * len(plan.providers)
+    assert f"The run ended before {missing} planned case(s) ran" in md
+    assert f"; {len(part) - len(kept)} not run |" in md
+    whole = render_markdown(guide_table(m, plan), run, configs_table(m))
+    assert "ended before" not in whole and "not run" not in whole
