@@ -89,6 +89,57 @@ def candidate_rows(
     ]
 
 
+def probe_points(
+    doc: str,
+    shapes: str,
+    rounds: int,
+    run_point: Callable[..., list[dict]],
+    base: str,
+    csv_name: str,
+    top: int = 12,
+    shards: bool = False,
+) -> None:
+    """The command line of a probe that races candidates at a few points (``point_args``; with ``shards``,
+    ``--compile-only I/N`` too, passed to ``run_point`` as ``shard=(I, N)``): each point's rows (``candidate_rows``)
+    printed (``print_point``, over ``base``) and written to DIR/``csv_name`` (``{dtype}`` in it: the run's), with the
+    ops API's Triton path on (restored after)."""
+    from kprof.kernels import ops
+
+    ap = point_args(doc, shapes, rounds)
+    if shards:
+        ap.add_argument("--compile-only", help="I/N: compile the I-th of N shares of the candidates, no race")
+    args = ap.parse_args()
+    shard = tuple(int(v) for v in args.compile_only.split("/")) if shards and args.compile_only else None
+    args.out.mkdir(parents=True, exist_ok=True)
+    previous = ops.use_triton(True)
+    rows: list[dict] = []
+    try:
+        for s in args.shapes.split(","):
+            shape = tuple(int(v) for v in s.split("x"))
+            point = (
+                run_point(shape, args.dtype, args.rounds, shard)
+                if shards
+                else run_point(shape, args.dtype, args.rounds)
+            )
+            if not shard:
+                print_point(f"{args.dtype} {s}", point, base, top)
+            rows += point
+    finally:
+        ops.use_triton(previous)
+    if rows:
+        write_csv(args.out / csv_name.format(dtype=args.dtype), rows)
+
+
+def print_point(title: str, rows: list[dict], base: str, top: int = 12) -> None:
+    """One point's rows (``candidate_rows``): the ``top`` fastest timed ones, then the references (names in
+    brackets) not among them, each with its time over ``base``'s."""
+    timed = sorted((r for r in rows if r["median_us"] != ""), key=lambda r: r["median_us"])
+    ref = next(r["median_us"] for r in timed if r["candidate"] == base)
+    print(f"{title}: (ratio to {base})", flush=True)
+    for r in timed[:top] + [r for r in timed[top:] if r["candidate"].startswith("[")]:
+        print(f"    {r['candidate']:32} {r['median_us']:9.2f}  {r['median_us'] / ref:.3f}", flush=True)
+
+
 def kernel_names(fn: Any, width: int = 70) -> str:
     """The device kernels of one call of ``fn`` (after a warm-up call), in order, names cut to ``width``."""
     import torch

@@ -24,15 +24,12 @@ what a split design gains. Every output is checked against an fp32 reference fir
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import zlib
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
-from bench_common import write_csv
+from bench_common import candidate_rows, checked, print_notes, probe_points
 from decode_tiles import race
 
 from kprof.kernels import discover, ops
@@ -170,7 +167,7 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, shard: tuple
     }
     for p in (132, 264, 528, 1056):
         fns[f"[floor p{p}]"] = floor_fn(wf, p)
-    notes = {}
+    probes = {}
     sms = launching.sm_count(x)
     for nk in (False, True):
         for bn in (32, 64, 128, 256):
@@ -184,65 +181,28 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, shard: tuple
                         splits = 1 if per_sm == 0 else lib_split_k.split_count(m, k, n, 16, bn, bk, per_sm * sms)
                         run, splits = stream_fn(x, wf, wf_nk, eps, bn, bk, stages, splits, nk)
                         name = f"tma {'nk' if nk else 'kn'} {bn}x{bk} s{stages} split{splits}"
-                        if name in fns or name in notes:
+                        if name in fns or name in probes:
                             continue
                         if shard and zlib.crc32(name.encode()) % shard[1] != shard[0]:
-                            notes[name] = "another shard's"
-                            continue
-                        try:
-                            got = run().float()
-                        except Exception as e:  # noqa: BLE001 - a probe: say which failed, go on
-                            notes[name] = f"failed: {type(e).__name__}: {str(e)[:120]}"
-                            continue
-                        want = ref if splits == 1 else raw
-                        err = ((got - want).abs().max() / want.abs().max()).item()
-                        if err > 2e-2:
-                            notes[name] = f"wrong: rel err {err:.3g}"
-                            continue
-                        fns[name] = run
+                            continue  # another process compiles it
+                        probes[name] = (run, ref if splits == 1 else raw)
+    ok, notes = checked(probes, out)  # each run writes an output of its own; ``out`` is only poisoned
     if shard:
         return []
-    for name, note in notes.items():
-        print(f"  {name}: {note}", flush=True)
-    times = race(fns, rounds)
-    rows = []
-    for name, ts in times.items():
-        rows.append({"dtype": dtype, "shape": "x".join(map(str, shape)), "candidate": name,
-                     "median_us": statistics.median(ts), "rounds": " ".join(f"{t:.2f}" for t in ts)})  # fmt: skip
-    return rows
+    print_notes(notes)
+    return candidate_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="16x3584x4608,1x3584x4608,16x4096x6144,16x2048x5504")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--compile-only", help="I/N: compile the I-th of N shares of the probe kernels, no race")
-    args = ap.parse_args()
-    shard = tuple(int(v) for v in args.compile_only.split("/")) if args.compile_only else None
-    args.out.mkdir(parents=True, exist_ok=True)
-    previous = ops.use_triton(True)
-    rows = []
-    try:
-        for s in args.shapes.split(","):
-            shape = tuple(int(v) for v in s.split("x"))
-            point = run_point(shape, args.dtype, args.rounds, shard)
-            if shard:
-                continue
-            rows += point
-            ranked = sorted(point, key=lambda r: r["median_us"])
-            cub = next(r["median_us"] for r in point if r["candidate"] == "[cublas]")
-            print(f"{args.dtype} {s}: cublas {cub:.2f}", flush=True)
-            for r in ranked[:12]:
-                print(f"    {r['candidate']:32} {r['median_us']:8.2f}  {r['median_us'] / cub:.3f}x", flush=True)
-            for r in point:
-                if r["candidate"].startswith("[") and r not in ranked[:12]:
-                    print(f"    {r['candidate']:32} {r['median_us']:8.2f}  {r['median_us'] / cub:.3f}x", flush=True)
-    finally:
-        ops.use_triton(previous)
-    if rows:
-        write_csv(args.out / "decode_stream.csv", rows)
+    probe_points(
+        __doc__,
+        "16x3584x4608,1x3584x4608,16x4096x6144,16x2048x5504",
+        10,
+        run_point,
+        "[cublas]",
+        "decode_stream.csv",
+        shards=True,
+    )
 
 
 if __name__ == "__main__":

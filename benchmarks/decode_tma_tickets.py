@@ -14,14 +14,10 @@ and cuBLAS's product; every output checked against an fp32 reference first.
 
 from __future__ import annotations
 
-import argparse
-import statistics
-from pathlib import Path
-
 import torch
 import triton
 import triton.language as tl
-from bench_common import write_csv
+from bench_common import candidate_rows, checked, print_notes, probe_points
 from decode_tiles import race
 
 from kprof.kernels import discover, ops
@@ -114,7 +110,7 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict
         "[split-k shipped]": lambda: (split_k.launch_split_k(x, g, wf, None, y, eps, cfg, folded=True), y)[1],
     }
     sms = launching.sm_count(x)
-    notes = {}
+    probes = {}
     for bn in (64, 128):
         for bk in (64, 128, 256):
             for stages in (3, 4, 6):
@@ -124,51 +120,24 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict
                     splits = lib_split_k.split_count(m, k, n, 16, bn, bk, per_sm * sms)
                     run, splits = tma_fn(x, wf, y, eps, bn, bk, stages, splits)
                     name = f"tma tickets {bn}x{bk} s{stages} split{splits}"
-                    if name in fns or name in notes:
+                    if name in probes:
                         continue
-                    try:
-                        err = ((run().float() - ref).abs().max() / ref.abs().max()).item()
-                    except Exception as e:  # noqa: BLE001 - a probe: say which failed, go on
-                        notes[name] = f"failed: {type(e).__name__}: {str(e)[:120]}"
-                        continue
-                    if err > 2e-2:
-                        notes[name] = f"wrong: rel err {err:.3g}"
-                        continue
-                    fns[name] = run
-    for name, note in notes.items():
-        print(f"  {name}: {note}", flush=True)
-    times = race(fns, rounds)
-    return [
-        {"dtype": dtype, "shape": "x".join(map(str, shape)), "candidate": c, "median_us": statistics.median(ts),
-         "rounds": " ".join(f"{t:.2f}" for t in ts)}
-        for c, ts in times.items()
-    ]  # fmt: skip
+                    probes[name] = (run, ref)
+    ok, notes = checked(probes, y)
+    print_notes(notes)
+    return candidate_rows(dtype, shape, race({**fns, **ok}, rounds), notes)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="16x3584x4608,1x3584x4608,4x3584x4608,16x4096x4608,16x4096x6144,16x2048x5504")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--rounds", type=int, default=10)
-    args = ap.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    previous = ops.use_triton(True)
-    rows = []
-    try:
-        for s in args.shapes.split(","):
-            point = run_point(tuple(int(v) for v in s.split("x")), args.dtype, args.rounds)
-            rows += point
-            base = next(r["median_us"] for r in point if r["candidate"] == "[split-k shipped]")
-            print(f"{args.dtype} {s}: (ratio to the shipped split-K kernel on the fold)", flush=True)
-            for r in sorted(point, key=lambda r: r["median_us"])[:8]:
-                print(f"    {r['candidate']:32} {r['median_us']:8.2f}  {r['median_us'] / base:.3f}", flush=True)
-            for r in point:
-                if r["candidate"].startswith("["):
-                    print(f"    {r['candidate']:32} {r['median_us']:8.2f}  {r['median_us'] / base:.3f}", flush=True)
-    finally:
-        ops.use_triton(previous)
-    write_csv(args.out / f"tma_tickets_{args.dtype}.csv", rows)
+    probe_points(
+        __doc__,
+        "16x3584x4608,1x3584x4608,4x3584x4608,16x4096x4608,16x4096x6144,16x2048x5504",
+        10,
+        run_point,
+        "[split-k shipped]",
+        "tma_tickets_{dtype}.csv",
+        top=8,
+    )
 
 
 if __name__ == "__main__":

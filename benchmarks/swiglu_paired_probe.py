@@ -14,17 +14,13 @@ cuBLAS's ``x @ [Wg Wu]``. Outputs are checked against an fp32 reference first.
 
 from __future__ import annotations
 
-import argparse
-import statistics
-from pathlib import Path
-
 import torch
 import triton
 import triton.language as tl
-from bench_common import write_csv
+from bench_common import candidate_rows, checked, print_notes, probe_points
 from decode_tiles import race
 
-from kprof.kernels import discover, ops
+from kprof.kernels import discover
 from kprof.kernels.lib import launching, tiles
 from kprof.kernels.lib.tiles import dot_acc, grouped_tile, store_tile
 from kprof.kernels.swiglu import op_plan, tuned
@@ -103,50 +99,21 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict
         "paired one tile s4": paired_fn(x, wg, wu, y, (128, 128, 64, 8, 8, 4), False),
         "paired one tile 64x": paired_fn(x, wg, wu, y, (128, 64, 64, 8, 4, 4), False),
     }
-    ok, notes = {}, {}
-    for name, fn in fns.items():
-        try:
-            got = fn()
-        except Exception as e:  # noqa: BLE001 - a probe: say which failed, go on
-            notes[name] = f"failed: {type(e).__name__}: {str(e)[:160]}"
-            continue
-        if not name.startswith("[cublas"):
-            err = ((got.float() - ref).abs().max() / ref.abs().max()).item()
-            if err > 2e-2:
-                notes[name] = f"wrong: rel err {err:.3g}"
-                continue
-        ok[name] = fn
-    for name, note in notes.items():
-        print(f"  {name}: {note}", flush=True)
-    times = race(ok, rounds)
-    return [
-        {"dtype": dtype, "shape": "x".join(map(str, shape)), "candidate": c, "median_us": statistics.median(ts),
-         "rounds": " ".join(f"{t:.2f}" for t in ts)}
-        for c, ts in times.items()
-    ]  # fmt: skip
+    cublas = {n: fn for n, fn in fns.items() if n.startswith("[cublas")}  # x @ [Wg Wu] is not swiglu's output
+    ok, notes = checked({n: (fn, ref) for n, fn in fns.items() if n not in cublas}, y)
+    print_notes(notes)
+    return candidate_rows(dtype, shape, race({**cublas, **ok}, rounds), notes)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--shapes", default="5000x4096x14336,2048x4096x5504,2048x8192x28672,8192x8192x11008")
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--rounds", type=int, default=5)
-    args = ap.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    previous = ops.use_triton(True)
-    rows = []
-    try:
-        for s in args.shapes.split(","):
-            point = run_point(tuple(int(v) for v in s.split("x")), args.dtype, args.rounds)
-            rows += point
-            ref = next(r["median_us"] for r in point if r["candidate"] == "[interleaved shipped]")
-            print(f"{args.dtype} {s}: (ratio to the shipped interleaved launch)", flush=True)
-            for r in sorted(point, key=lambda r: r["median_us"]):
-                print(f"    {r['candidate']:28} {r['median_us']:9.2f}  {r['median_us'] / ref:.3f}", flush=True)
-    finally:
-        ops.use_triton(previous)
-    write_csv(args.out / f"paired_{args.dtype}.csv", rows)
+    probe_points(
+        __doc__,
+        "5000x4096x14336,2048x4096x5504,2048x8192x28672,8192x8192x11008",
+        5,
+        run_point,
+        "[interleaved shipped]",
+        "paired_{dtype}.csv",
+    )
 
 
 if __name__ == "__main__":
