@@ -702,14 +702,13 @@ def grid_table(
         )
     measured = {(r["shape"], r["dtype"]) for r in rows}
     for run, plan in (plans or {}).items():
-        for shape, dtype in plan.points:
-            if (shape, dtype) not in measured:
-                measured.add((shape, dtype))
-                why = f"the run ({run}) ended before this point ran (it was cut, or stopped): race the point again"
-                rows.append(
-                    {"shape": shape, "dtype": dtype, "best_kprof": None, "best_peer": None, "verdict": "not measured",
-                     "why": why, "target": "", "target_met": None}
-                )  # fmt: skip
+        for shape, dtype in plan.unreached(measured):
+            measured.add((shape, dtype))
+            why = f"the run ({run}) ended before this point ran (it was cut, or stopped): race the point again"
+            rows.append(
+                {"shape": shape, "dtype": dtype, "best_kprof": None, "best_peer": None, "verdict": "not measured",
+                 "why": why, "target": "", "target_met": None}
+            )  # fmt: skip
     table = pd.DataFrame(rows)
     if "target_met" in table:  # True / False / None (not judged): never a bool column that turns None into False
         table["target_met"] = table["target_met"].astype(object)
@@ -803,8 +802,8 @@ def _cut_short(
     cut before their cases ran. A provider of unknown kind (it ran nowhere in these runs) counts as both."""
     if not plans or "run" not in g:
         return [], []
-    planned = {p for run in g["run"].unique() if run in plans for p in plans[run].providers}
-    missing = sorted(planned - set(g["provider"]))
+    stored = set(g["provider"])
+    missing = sorted({p for run in g["run"].unique() if run in plans for p in plans[run].not_run(stored)})
     versions = [p for p in missing if kinds.get(p, "triton") == "triton"]
     peers = [p for p in missing if p not in kinds or kinds[p] in PEER_KINDS]
     return versions, peers

@@ -82,7 +82,7 @@ def guide_table(metrics: pd.DataFrame, plan: RunPlan | None = None) -> pd.DataFr
             "configs": len(swept),
             "skipped": int((swept["status"] == "skipped").sum()),
             "failed": int(swept["status"].isin(["fail", "error"]).sum()),
-            "not_run": len(set(plan.providers) - set(g["provider"])) if plan else 0,
+            "not_run": len(plan.not_run(g["provider"])) if plan else 0,
         }
         if not default.empty:
             d = default.iloc[0]
@@ -109,11 +109,9 @@ def guide_table(metrics: pd.DataFrame, plan: RunPlan | None = None) -> pd.DataFr
             if not default.empty and default.iloc[0]["status"] == "ok" and pd.notna(default.iloc[0]["gpu_time_us"]):
                 row["default_slower_pct"] = 100.0 * (float(default.iloc[0]["gpu_time_us"]) / t0 - 1)
         rows.append(row)
-    seen = {(r["shape"], r["dtype"]) for r in rows}
-    for shape, dtype in plan.points if plan else ():
-        if (shape, dtype) not in seen:  # the run ended before this bucket
-            rows.append({"shape": shape, "dtype": dtype, "configs": 0, "skipped": 0, "failed": 0,
-                         "not_run": len(plan.providers)})  # fmt: skip
+    for shape, dtype in plan.unreached((r["shape"], r["dtype"]) for r in rows) if plan else ():  # the run ended first
+        rows.append({"shape": shape, "dtype": dtype, "configs": 0, "skipped": 0, "failed": 0,
+                     "not_run": len(plan.providers)})  # fmt: skip
     return pd.DataFrame(rows, columns=list(GUIDE_COLUMNS))
 
 

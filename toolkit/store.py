@@ -15,7 +15,7 @@ import os
 import secrets
 import socket
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -80,6 +80,16 @@ class RunPlan:
         providers = tuple(str(p) for p in config.get("providers") or () if str(p) not in skipped)
         points = tuple((str(s), str(d)) for s in config.get("shapes") or () for d in config.get("dtypes") or ())
         return cls(providers, points)
+
+    def not_run(self, stored: Iterable[str]) -> list[str]:
+        """The planned providers missing from ``stored`` (the providers a point's stored cases name), sorted."""
+        return sorted(set(self.providers) - set(stored))
+
+    def unreached(self, stored: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The planned (shape, dtype) points with no stored case (``stored``: the points that have one), in plan
+        order."""
+        have = set(stored)
+        return [p for p in self.points if p not in have]
 
 
 def _now() -> str:
