@@ -311,17 +311,23 @@ def persistent_launch(m: int, n: int, k: int, sms: int) -> bool:
     return k < PLAIN_MIN_K or waves <= PLAIN_MIN_WAVES
 
 
+def config_lower(config: tuple[int, ...]) -> int:
+    """A tile config's LOWER_M: its 7th entry where it has one (``ONE_WAVE_CONFIGS``), else 0."""
+    return config[6] if len(config) > 6 else 0
+
+
+def config_tile_count(m: int, n: int, config: tuple[int, ...]) -> int:
+    """Tiles of a config (BLOCK_M, BLOCK_N, ...[, LOWER_M]) covering an [m, n] output."""
+    return tiles.tile_count(m, n, config[0] + config_lower(config), config[1])
+
+
 def one_wave_config(m: int, n: int, sms: int) -> tuple[int, ...] | None:
     """The taller tiles (``ONE_WAVE_CONFIGS``) for an [m, n] output on ``sms`` SMs: 192x64 where they fit in one wave,
     else 192x128 where they do and the 128x128 tiles do not; else None (the persistent 128x128 tiles)."""
-
-    def count(config: tuple[int, ...]) -> int:
-        return tiles.tile_count(m, n, config[0] + (config[6] if len(config) > 6 else 0), config[1])
-
     narrow, wide = ONE_WAVE_CONFIGS
-    if count(narrow) <= sms:
+    if config_tile_count(m, n, narrow) <= sms:
         return narrow
-    return wide if count(wide) <= sms < count(PERSISTENT_CONFIG) else None
+    return wide if config_tile_count(m, n, wide) <= sms < config_tile_count(m, n, PERSISTENT_CONFIG) else None
 
 
 def underfilled_wave(m: int, k: int, n: int, sms: int) -> bool:
@@ -380,9 +386,10 @@ def interleaved_plan(
         persistent = persistent_launch(m, n, k, sms)
     if launching.interpreting() and config is None:
         config = TMA_INTERPRETER_CONFIG
-    bm, bn, bk, gm, warps, stages, *rest = config or (PERSISTENT_CONFIG if persistent else TMA_CONFIG)
-    lower = rest[0] if rest else 0
-    count = tiles.tile_count(m, n, bm + lower, bn)
+    config = config or (PERSISTENT_CONFIG if persistent else TMA_CONFIG)
+    bm, bn, bk, gm, warps, stages = config[:6]
+    lower = config_lower(config)
+    count = config_tile_count(m, n, config)
     programs = min(sms, count) if persistent else 0
     split = tail_split(count, programs) if (TAIL_SPLITS if tail is None else tail) and not lower else 0
     subtile = persistent and not launching.interpreting()
