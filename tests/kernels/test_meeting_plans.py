@@ -350,15 +350,25 @@ def _dispatch(family: str, n_rows: int, n: int, dtype: torch.dtype) -> str:
     return add_tuned.choose_config(n, es, n_rows, sms, True, dtype == torch.float16, fast).kernel
 
 
-MEETINGS = ("pipelined", "slotted", "cooperative")  # the dispatch's meeting kernels (slotted: rmsnorm on an H200)
-# (rows, columns, dtype): candidates of which each family's dispatch takes the pipelined kernel (rmsnorm's slotted one
-# on an H200) at some and the cooperative one at others on an H100 and an H200
+MEETINGS = ("pipelined", "slotted", "cooperative")  # the dispatch's meeting kernels (slotted: on an H200)
+# (rows, columns, dtype): shapes at which each family's dispatch takes its meeting kernels (MEETING_KERNELS)
 SHAPES = [
     (512, 65536, torch.bfloat16),
     (513, 70001, torch.float16),
     (257, 65536, torch.float32),
     (130, 131072, torch.bfloat16),
+    (100, 65536, torch.bfloat16),  # 12.5 MiB: add_rmsnorm's cooperative kernel on an H200 (8-16 MiB)
 ]
+# The meeting kernels the dispatch takes at SHAPES, by family and whether the GPU is an H200
+# (``launching.fast_memory_at``): an H100 pipelines 16-bit rows and meets float32 ones cooperatively; an H200 meets
+# in slots, but for add_rmsnorm's 8-16 MiB, so its rmsnorm has no cooperative kernel left to test. Spelled out so
+# that a dispatch change which leaves a kernel untested here fails this test instead of passing it by less.
+MEETING_KERNELS = {
+    ("rmsnorm", False): {"pipelined", "cooperative"},
+    ("rmsnorm", True): {"slotted"},
+    ("add_rmsnorm", False): {"pipelined", "cooperative"},
+    ("add_rmsnorm", True): {"slotted", "cooperative"},
+}
 
 
 def _close(out: torch.Tensor, ref: torch.Tensor, dtype: str, what: str) -> None:
@@ -414,12 +424,13 @@ def _check(family: str, out: Any, x: torch.Tensor, r: torch.Tensor, w: torch.Ten
 @pytest.mark.gpu
 @pytest.mark.parametrize("family", ["rmsnorm", "add_rmsnorm"])
 def test_planned_meetings_between_checked_ones_on_two_streams(family, triton_ops):
-    """The op called again and again at shapes where the dispatch takes the pipelined (or slotted) and the cooperative
-    kernel (rows as one strided view of a wider x too), the family's checked launch between planned calls on the same
-    stream's counters, once round on a second stream: every output against the oracle, and the plans were used
-    (their compiled entries set, a plan for every shape)."""
+    """The op called again and again at shapes where the dispatch takes each of its meeting kernels on this GPU
+    (MEETING_KERNELS; rows as one strided view of a wider x too), the family's checked launch between planned calls
+    on the same stream's counters, once round on a second stream: every output against the oracle, and the plans
+    were used (their compiled entries set, a plan for every shape)."""
     kernels = [_dispatch(family, n_rows, n, dtype) for n_rows, n, dtype in SHAPES]
-    assert "cooperative" in kernels and {"pipelined", "slotted"} & set(kernels), f"{family} dispatch: {kernels}"
+    want = MEETING_KERNELS[family, launching.fast_memory_at(0)]
+    assert set(kernels) & set(MEETINGS) == want, f"{family} dispatch: {kernels}, expected every one of {want}"
     before = set(map(id, _planned(family)))  # plans other tests made (some called once, so not yet compiled)
     seed = 0
     for stream in (None, torch.cuda.Stream(), None):
