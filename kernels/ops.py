@@ -7,7 +7,9 @@ Paths
     never per call); :func:`use_triton` switches it at run time. Both paths check inputs with the same
     family checks (a bad input raises the same ``ValueError`` either way) and compute the same function
     (fp32 inside, output in the input dtype). Meta tensors give correctly shaped meta outputs on both.
-    The Triton path computes forwards only (no autograd).
+    The Triton path computes forwards only (no autograd): a call that autograd records (grad mode on and an input
+    that requires grad) takes the eager path, whose gradients are right, instead of returning an output with
+    no ``grad_fn`` (the gradients of x and the weights would silently be missing).
 
 No stale answers
     A plain op computes from the tensors it is given, on every call: nothing derived from a weight
@@ -17,11 +19,13 @@ No stale answers
     hold those weights, and must be refreshed (``.refresh()``) after the weights change: after loading
     (the modules refresh on ``load_state_dict`` and ``.to()`` themselves) and after every optimizer step
     (:func:`refresh_on_step` registers that). A prepared object never silently computes from other data:
-    an in-place update that moves a weight's version counter raises :class:`StaleWeightsError` until
-    ``refresh()``; updates that bypass the counter (``w.data.copy_``, fused optimizer kernels) are
-    caught by comparing the derived weight with the sources on every call while checking is on
-    (:func:`check_prepared`; on by default under the interpreter, off on GPUs where it would cost a
-    weight-sized comparison per call).
+    an in-place update that moves a weight's version counter, or new storage given to a weight
+    (``w.data = new``, ``torch.nn.utils.vector_to_parameters``), raises :class:`StaleWeightsError` until
+    ``refresh()``, in eager calls and in compiled graphs alike; updates that bypass the counter in the same
+    storage (``w.data.copy_``, fused optimizer kernels) are caught by comparing the derived weight with the
+    sources on every call while checking is on (:func:`check_prepared`; on by default under the interpreter,
+    off on GPUs where it would cost a weight-sized comparison per call). The modules refresh themselves when a
+    parameter is replaced (``module.w = nn.Parameter(...)``).
 
 Host cost
     At decode sizes the GPU work of an op is 2-25 us and the host decides. The Triton path resolves its
@@ -47,6 +51,9 @@ torch.compile and CUDA graphs
 
 from __future__ import annotations
 
+import sys
+import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -123,18 +130,47 @@ def _meta(x: object) -> bool:
     return isinstance(x, torch.Tensor) and x.is_meta
 
 
+def _records_grad(*tensors: object) -> bool:
+    """Whether autograd records this call (grad mode on, an input requires grad): the Triton path records no
+    graph, so such a call takes the eager path rather than silently cut the gradients of its inputs."""
+    if not torch.is_grad_enabled():
+        return False
+    for t in tensors:  # a loop, not any() over a generator: 0.2 us less per call
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            _warn_from_caller(_GRAD_FALLBACK)
+            return True
+    return False
+
+
+def _warn_from_caller(message: str) -> None:
+    """A warning attributed to the first caller outside this module (shown once per calling line by Python's
+    default filter): the ops reach here through paths of different depths."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, stacklevel=level)
+
+
+_GRAD_FALLBACK = (
+    "kprof.kernels.ops: autograd records this call (grad mode on and an input that requires grad), so it runs the "
+    "eager path (the Triton kernels have no backward); call under torch.no_grad() or torch.inference_mode() for "
+    "the Triton path"
+)
+
+
 # --------------------------------------------------------------------------------------------- rms_norm
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """``x / sqrt(mean(x**2, -1) + eps) * weight``."""
     if _compiling():
         return torch.ops.kprof.rms_norm(x, weight, eps)
     if _USE_TRITON and isinstance(x, torch.Tensor) and x.is_cuda:  # _gpu(x), inlined: the hottest op
-        return rmsnorm_tuned(x, weight, eps)
+        if not _records_grad(x, weight):
+            return rmsnorm_tuned(x, weight, eps)
     return _rms_norm_other(x, weight, eps)
 
 
 def _rms_norm_other(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    if isinstance(x, torch.Tensor) and _cpu_triton(x):
+    if isinstance(x, torch.Tensor) and _cpu_triton(x) and not _records_grad(x, weight):
         return rmsnorm_tuned(x, weight, eps)
     _rms_validate(x, weight, triton=False)
     if x.is_meta:
@@ -154,9 +190,7 @@ def fused_add_rms_norm(
     """``h = x + residual; (rms_norm(h, weight), h)``."""
     if _compiling():
         return torch.ops.kprof.fused_add_rms_norm(x, residual, weight, eps)
-    if _gpu(x):
-        return _add_plan.fused_add_rms_norm(x, residual, weight, eps)
-    if isinstance(x, torch.Tensor) and _cpu_triton(x):
+    if triton_enabled(x) and not _records_grad(x, residual, weight):
         return _add_plan.fused_add_rms_norm(x, residual, weight, eps)
     _add_validate(x, residual, weight, triton=False)
     if x.is_meta:
@@ -176,7 +210,7 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     """``x = [..., 2H]`` (gate | up) -> ``silu(gate) * up``."""
     if _compiling():
         return torch.ops.kprof.silu_and_mul(x)
-    if _gpu(x):
+    if _gpu(x) and not _records_grad(x):
         return _gated.launch_as_op(_SILU_KERNELS, "silu_mul", x)
     return _gated_other(x, _SILU_KERNELS, "silu_mul", silu_mul_eager)
 
@@ -185,7 +219,7 @@ def gelu_tanh_and_mul(x: torch.Tensor) -> torch.Tensor:
     """``x = [..., 2H]`` (gate | up) -> ``gelu_tanh(gate) * up``."""
     if _compiling():
         return torch.ops.kprof.gelu_tanh_and_mul(x)
-    if _gpu(x):
+    if _gpu(x) and not _records_grad(x):
         return _gated.launch_as_op(_GELU_KERNELS, "gelu_mul", x)
     return _gated_other(x, _GELU_KERNELS, "gelu_mul", gelu_mul_eager)
 
@@ -193,7 +227,7 @@ def gelu_tanh_and_mul(x: torch.Tensor) -> torch.Tensor:
 def _gated_other(
     x: torch.Tensor, kernels: _gated.GatedKernels, op: str, eager: Callable[[torch.Tensor], torch.Tensor]
 ) -> torch.Tensor:
-    if isinstance(x, torch.Tensor) and _cpu_triton(x):
+    if isinstance(x, torch.Tensor) and _cpu_triton(x) and not _records_grad(x):
         return _gated.launch_as_op(kernels, op, x)
     _gated.validate(op, x, triton=False)
     if x.is_meta:
@@ -214,13 +248,13 @@ def swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.T
     :class:`PreparedSwiGLU` (or use :class:`SwiGLU`)."""
     if _compiling():
         return torch.ops.kprof.swiglu(x, w_gate, w_up)
-    if _gpu(x):
+    if _gpu(x) and not _records_grad(x, w_gate, w_up):
         return _swiglu_plan.swiglu(x, w_gate, w_up)
     return _swiglu_other(x, w_gate, w_up)
 
 
 def _swiglu_other(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
-    if isinstance(x, torch.Tensor) and _cpu_triton(x):
+    if isinstance(x, torch.Tensor) and _cpu_triton(x) and not _records_grad(x, w_gate, w_up):
         return _swiglu_plan.swiglu(x, w_gate, w_up)
     _swiglu_validate(x, w_gate, w_up, triton=False)
     if x.is_meta:
@@ -237,7 +271,7 @@ def _swiglu_prepared(
     x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor | None
 ) -> torch.Tensor:
     """The interleaved kernel where it serves (1000+ rows, TMA-ready), else the plain op."""
-    if triton_enabled(x):
+    if triton_enabled(x) and not _records_grad(x, w_gate, w_up):
         return _swiglu_plan.prepared_op(x, w_gate, w_up, w_int)
     return swiglu(x, w_gate, w_up)
 
@@ -252,16 +286,16 @@ def rms_norm_linear(
     a :class:`PreparedRMSNormLinear` (or use :class:`RMSNormLinear`)."""
     if _compiling():
         return torch.ops.kprof.rms_norm_linear(x, g, w, b, eps)
-    if _gpu(x):
-        return _rl_plan.rms_norm_linear(x, g, w, b, eps)
+    if _gpu(x) and not _records_grad(x, g, w, b):
+        return _rl_plan.rms_norm_linear(x, g, w, _dense(b), eps)
     return _rms_norm_linear_other(x, g, w, b, eps)
 
 
 def _rms_norm_linear_other(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
-    if isinstance(x, torch.Tensor) and _cpu_triton(x):
-        return _rl_plan.rms_norm_linear(x, g, w, b, eps)
+    if isinstance(x, torch.Tensor) and _cpu_triton(x) and not _records_grad(x, g, w, b):
+        return _rl_plan.rms_norm_linear(x, g, w, _dense(b), eps)
     _rl_validate(x, g, w, b, triton=False)
     if x.is_meta:
         return _rms_norm_linear_fake(x, g, w, b, eps)
@@ -281,9 +315,18 @@ def _rms_norm_linear_prepared(
     """The folded-weight kernels where they serve (decode rows the plain op gives the split-K kernel, 1000+ rows,
     33-999 rows where a race on the shape's first call timed them faster; any under the interpreter), else the plain
     op."""
-    if triton_enabled(x):
-        return _rl_plan.prepared_op(x, g, w, wf, b, eps)
+    if triton_enabled(x) and not _records_grad(x, g, w, b):
+        return _rl_plan.prepared_op(x, g, w, wf, _dense(b), eps)
     return rms_norm_linear(x, g, w, b, eps)
+
+
+def _dense(v: object) -> Any:
+    """A vector input as the Triton kernels read it: they load element i at ``ptr + i`` (unit stride), so a strided
+    one (a bias ``b_all[::2]``, a column ``state[:, 0]`` of a table) is copied, else they read other elements (the
+    plans' keys hold strides, so a plan never meets one either)."""
+    if isinstance(v, torch.Tensor) and v.dim() == 1 and v.shape[0] > 1 and v.stride(0) != 1:
+        return v.contiguous()
+    return v
 
 
 # --------------------------------------------------------------------------------------------- kasmina
@@ -305,8 +348,8 @@ def kasmina_forward(
     ids on the host (a device-to-host copy and a sync, and no CUDA-graph capture), so it is off by default."""
     if _compiling():
         return torch.ops.kprof.kasmina_forward(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
-    if not check_ids and _gpu(x):
-        return _kasmina_plan.kasmina(x, lifecycle, blueprint_id, alpha, weights, bias)
+    if not check_ids and _gpu(x) and not _records_grad(x, alpha, weights, bias):
+        return _kasmina_plan.kasmina(x, _dense(lifecycle), _dense(blueprint_id), _dense(alpha), weights, bias)
     return _kasmina_other(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
 
 
@@ -330,8 +373,8 @@ def _kasmina_other(
                 f"kasmina: blueprint ids {bad[:5].tolist()} are outside [0, {weights.shape[0]}) "
                 "(the registry holds that many blueprints)"
             )
-    if triton_enabled(x):
-        return _kasmina_plan.kasmina(x, lifecycle, blueprint_id, alpha, weights, bias)
+    if triton_enabled(x) and not _records_grad(x, alpha, weights, bias):
+        return _kasmina_plan.kasmina(x, _dense(lifecycle), _dense(blueprint_id), _dense(alpha), weights, bias)
     return _kasmina_eager(x, lifecycle, blueprint_id, alpha, weights, bias)
 
 
@@ -374,19 +417,26 @@ def _stale(what: str) -> StaleWeightsError:
     )
 
 
+def _stamp(sources: tuple[torch.Tensor, torch.Tensor]) -> tuple[int, int, int, int]:
+    """What the staleness check compares without reading the weights: each source's version counter (in-place
+    updates) and address (``w.data = new`` gives a weight new storage without moving its counter)."""
+    a, b = sources
+    return (a._version, b._version, a.data_ptr(), b.data_ptr())
+
+
 def _check_derived(
     derived: torch.Tensor | None,
-    sources: tuple[torch.Tensor, ...],
-    versions: tuple[int, ...],
+    sources: tuple[torch.Tensor, torch.Tensor],
+    stamp: tuple[int, int, int, int],
     build: Any,
     what: str,
 ) -> None:
     """The prepared objects' staleness check: nothing to check without a derived copy (every path reads the
-    sources); a source whose version counter moved raises; with :func:`check_prepared` on, so does a copy
-    that differs from ``build`` over the sources now (an update that bypassed the version counter)."""
+    sources); a source whose version counter or address moved raises; with :func:`check_prepared` on, so does
+    a copy that differs from ``build`` over the sources now (an update that bypassed the version counter)."""
     if derived is None:
         return
-    if tuple(t._version for t in sources) != versions:
+    if _stamp(sources) != stamp:
         raise _stale(what)
     if _CHECK_PREPARED and not torch.equal(derived, build(*(t.detach() for t in sources))):
         raise _stale(f"{what} (contents differ; an update bypassed the version counter)")
@@ -412,15 +462,15 @@ class PreparedSwiGLU:
         checks.check_shape("swiglu", "w_up", w_up, w_gate.shape)
         self.w_gate, self.w_up = w_gate, w_up
         self.w_int: torch.Tensor | None = None
-        self._versions: tuple[int, int] = (-1, -1)
+        self._stamp: tuple[int, int, int, int] = (-1, -1, -1, -1)
         self.refresh()
 
     def refresh(self) -> PreparedSwiGLU:
         """Rebuild the interleaved weights from the current ``w_gate`` and ``w_up``."""
         wg, wu = self.w_gate.detach(), self.w_up.detach()
         serves = _USE_TRITON and _swiglu_tuned.interleavable(wg)
-        self.w_int = _swiglu_tuned.interleaved_weights(wg, wu) if serves else None
-        self._versions = (self.w_gate._version, self.w_up._version)
+        self.w_int = _owned(_swiglu_tuned.interleaved_weights(wg, wu), self) if serves else None
+        self._stamp = _stamp((self.w_gate, self.w_up))
         return self
 
     def check(self) -> None:
@@ -428,7 +478,7 @@ class PreparedSwiGLU:
         _check_derived(
             self.w_int,
             (self.w_gate, self.w_up),
-            self._versions,
+            self._stamp,
             _swiglu_tuned.interleaved_weights,
             "w_gate or w_up of a PreparedSwiGLU",
         )
@@ -457,7 +507,7 @@ class PreparedRMSNormLinear:
             raise ValueError(f"rmsnorm_linear: g {tuple(g.shape)} and w {tuple(w.shape)} must be [K] and [K, N]")
         self.g, self.w = g, w
         self.wf: torch.Tensor | None = None
-        self._versions: tuple[int, int] = (-1, -1)
+        self._stamp: tuple[int, int, int, int] = (-1, -1, -1, -1)
         self.refresh()
 
     def refresh(self) -> PreparedRMSNormLinear:
@@ -465,8 +515,9 @@ class PreparedRMSNormLinear:
         plain op's products (``fused.held_fold``: an element past 65504, columns that small), no fold is kept and
         every call runs the plain op (``folded`` says which)."""
         g, w = self.g.detach(), self.w.detach()
-        self.wf = held_fold(g, w) if _USE_TRITON and _triton_capable(w) else None
-        self._versions = (self.g._version, self.w._version)
+        wf = held_fold(g, w) if _USE_TRITON and _triton_capable(w) else None
+        self.wf = None if wf is None else _owned(wf, self)
+        self._stamp = _stamp((self.g, self.w))
         return self
 
     @property
@@ -476,13 +527,35 @@ class PreparedRMSNormLinear:
 
     def check(self) -> None:
         """Raise :class:`StaleWeightsError` if the folded weight may not match the sources."""
-        _check_derived(self.wf, (self.g, self.w), self._versions, folded_weight, "g or w of a PreparedRMSNormLinear")
+        _check_derived(self.wf, (self.g, self.w), self._stamp, folded_weight, "g or w of a PreparedRMSNormLinear")
 
     def __call__(self, x: torch.Tensor, b: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
         if _compiling():
             return torch.ops.kprof.rms_norm_linear_prepared(x, self.g, self.w, self.wf, b, eps)
         self.check()
         return _rms_norm_linear_prepared(x, self.g, self.w, self.wf, b, eps)
+
+
+_OWNER = "_kprof_prepared_by"  # a derived weight's attribute: a weak reference to the object that keeps it
+
+
+def _owned(derived: torch.Tensor, owner: Any) -> torch.Tensor:
+    """``derived`` tagged with its prepared object, for the registered ops: a compiled graph calls them with the
+    derived weight but not the object (whose ``check()`` eager calls run), so they find the object by the tag."""
+    setattr(derived, _OWNER, weakref.ref(owner))
+    return derived
+
+
+def _check_owner(derived: torch.Tensor | None) -> None:
+    """The staleness check of the prepared object that keeps ``derived`` (a compiled graph's call): raises
+    :class:`StaleWeightsError` as the object's eager call would, and if the object keeps another copy now."""
+    ref = getattr(derived, _OWNER, None)
+    owner = ref() if ref is not None else None
+    if owner is None:
+        return
+    if derived is not (owner.w_int if isinstance(owner, PreparedSwiGLU) else owner.wf):
+        raise _stale(f"the derived weight of a {type(owner).__name__} (the object was refreshed since)")
+    owner.check()
 
 
 def _triton_capable(w: torch.Tensor) -> bool:
@@ -523,6 +596,9 @@ class SwiGLU(_Refreshing):
         self.prepared = PreparedSwiGLU(self.w_gate, self.w_up)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        p = self.prepared
+        if p.w_gate is not self.w_gate or p.w_up is not self.w_up:  # a parameter replaced: p holds the old one
+            self.refresh()
         return self.prepared(x)
 
 
@@ -551,6 +627,9 @@ class RMSNormLinear(_Refreshing):
         self.prepared = PreparedRMSNormLinear(self.g, self.w)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        p = self.prepared
+        if p.g is not self.g or p.w is not self.w:  # a parameter replaced: p holds the old one
+            self.refresh()
         return self.prepared(x, self.b, self.eps)
 
 
@@ -614,6 +693,7 @@ def _op_swiglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> tor
 def _op_swiglu_prepared(
     x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_int: torch.Tensor | None
 ) -> torch.Tensor:
+    _check_owner(w_int)  # what PreparedSwiGLU.__call__ checks before an eager call
     return _contiguous(_swiglu_prepared(x, w_gate, w_up, w_int))
 
 
@@ -626,6 +706,7 @@ def _op_rms_norm_linear(
 def _op_rms_norm_linear_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, wf: torch.Tensor | None, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
+    _check_owner(wf)  # what PreparedRMSNormLinear.__call__ checks before an eager call
     return _contiguous(_rms_norm_linear_prepared(x, g, w, wf, b, eps))
 
 
