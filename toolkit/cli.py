@@ -829,7 +829,9 @@ def diff(
     fail_on_regression: Annotated[
         bool,
         typer.Option(
-            "--fail-on-regression", help="Exit 1 when any case is SLOWER or a case correct in A is not correct in B."
+            "--fail-on-regression",
+            help="Exit 1 when any case is SLOWER, a case correct in A is not correct in B, a case A never had wrong "
+            "fails in B, or run B is unfinished and never measured cases of A.",
         ),
     ] = False,
     fmt: Annotated[
@@ -849,12 +851,14 @@ def diff(
     and correctness verdicts (BROKEN / FIXED / ...) between two runs."""
     from kprof import diff as d
     from kprof import verdict_cli as v
+    from kprof.safe_text import for_terminal
 
     if not 0 < threshold < 1 or not 0 < alpha < 1:
         raise KprofError("--threshold and --alpha must be between 0 and 1 (e.g. 0.03 and 0.01)")
     checks.check_outputs(markdown=markdown, json=json_out)
     rule = d.DiffRule(threshold=threshold, alpha=alpha)
     broken: list[str] = []
+    new_failures: list[str] = []
     unmeasured = ""
     if Path(a).is_file() and Path(b).is_file():
         counts = v.diff_files(a, b, fmt, rule, markdown, json_out, console)
@@ -864,11 +868,11 @@ def diff(
         res = v.diff_stored(
             RunStore(store, create=False), a, b, rule, samples, markdown, json_out, console, err_console
         )
-        counts, broken, unmeasured = res.counts, res.broken, res.unmeasured
+        counts, broken, unmeasured, new_failures = res.counts, res.broken, res.unmeasured, res.new_failures
     console.print(", ".join(f"{counts.get(x, 0)} {x.lower()}" for x in d.VERDICTS) + f"  ({rule.describe()})")
-    reasons = v.fail_reasons(counts, broken, unmeasured)
-    if fail_on_regression and reasons:
-        err_console.print(f"[bold red]kprof diff: regression[/bold red]: {'; '.join(reasons)}")
+    message = v.fail_message(counts, broken, unmeasured, new_failures)
+    if fail_on_regression and message:
+        err_console.print(f"[bold red]{for_terminal(message)}[/bold red]")
         raise typer.Exit(1)
 
 

@@ -12,6 +12,9 @@ Per case present in both runs (matched on family, provider, shape, dtype):
 * **SAME-CORRECT**: correct in both, error not grown as above;
 * **NOT-CHECKED**: skipped on a side (with its reason); a skip is neither a pass nor a failure.
 
+Cases wrong or raising in B that A never had wrong (new in B, or skipped in A) are listed apart
+(:func:`new_failures`): ``--fail-on-regression`` exits 1 on them too.
+
 Needs no timings, so two CPU interpreter runs get verdicts on what they measured.
 """
 
@@ -119,6 +122,21 @@ def diff_correctness(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> pd.Dat
         .sort_values(["_o", "case"], kind="stable")
         .drop(columns="_o")
         .reset_index(drop=True)
+    )
+
+
+def new_failures(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> list[str]:
+    """Cases wrong or raising in B that A never had wrong: new in B (a version or shape A did not run) or skipped
+    in A. :func:`diff_correctness` has no verdict for them (it judges cases in both runs), yet a wrong version
+    added in B is what a gate between two revisions is there to stop."""
+    keys = list(MATCH_KEYS)
+    bad_b = metrics_b[metrics_b["status"].astype(str).isin(_BAD)]
+    if bad_b.empty:
+        return []
+    checked_a = metrics_a[metrics_a["status"].astype(str) != "skipped"]
+    seen = set(map(tuple, checked_a[keys].astype(str).to_numpy()))
+    return sorted(
+        str(case) for key, case in zip(map(tuple, bad_b[keys].astype(str).to_numpy()), bad_b["case"]) if key not in seen
     )
 
 

@@ -24,6 +24,11 @@ Which variance the interval and p carry depends on how the two runs were made (:
   with ``se^2 = se_within^2 + 2 sigma_run^2`` and a z-test p; calls must then survive Benjamini-Hochberg
   over the cases of the diff.
 
+A case counts as one measurement only where both runs took its ``gpu`` samples alike (:func:`timed_unlike`): the
+same declared timing mode, both from CUPTI records or both from the CUDA-event fallback, or both made before kprof
+declared modes. Otherwise the ratio measures the two timings (warm against cold read 30% faster with the code
+unchanged), so the row is UNCERTAIN, "not compared", with both timings named.
+
 Every timing row says which variance it accounted for (column ``variance``). Defaults: threshold 3%, alpha
 0.01, at least 5 samples per side. A floor holds for the samples it was learnt from: ``--samples host`` (or
 ``graph``) of separate runs takes a calibration of those samples, else every verdict is UNCERTAIN and says why
@@ -55,10 +60,11 @@ from kprof.errors import KprofError
 from kprof.fmt import fmt_num, markdown_table
 from kprof.store import plain
 from kprof.timing import CLOCK_FULL_FRACTION
-from kprof.variance import WITHIN_RUN, Floor, floor_lookup
+from kprof.variance import WITHIN_RUN, Floor, floor_lookup, one_invocation
 
 VERDICTS = ("SLOWER", "UNCERTAIN", "SAME", "FASTER")
 MATCH_KEYS = ("family", "provider", "shape", "dtype")
+NOT_COMPARED = "not compared: "  # how the why of a timing row that timed_unlike() left without a test begins
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,16 @@ def compare_samples(
             "p_value": 1.0,
             "verdict": "SAME",
             "why": f"all {xa.size} matched samples identical",
+        }
+    if not (ma > 0 and mb > 0):  # a call in which no kernel was recorded: B/A = 0 would read as -100% FASTER
+        side, m = ("A", ma) if not ma > 0 else ("B", mb)
+        return {**out, "verdict": "UNCERTAIN", "why": f"median of {side} is {m:g} µs: no time measured"}
+    if not floor.sigma_run >= 0:  # NaN would compare as no floor at all (NaN > 0 is false): within-run only
+        return {
+            **out,
+            "floor_pct": math.nan,
+            "verdict": "UNCERTAIN",
+            "why": f"run-to-run floor is NaN ({floor.detail})",
         }
     if floor.source == "none":  # nothing measured says how far these samples move between runs
         return {**out, "floor_pct": math.nan, "verdict": "UNCERTAIN", "why": f"no run-to-run floor: {floor.detail}"}
@@ -226,25 +242,28 @@ def diff_cases(
     rule: DiffRule = DiffRule(),
     floor_for: FloorFor | None = None,
     kind: str = "gpu",
+    other_model: Callable[[str], str] | None = None,
 ) -> pd.DataFrame:
     """One row per case correct in both runs with ``kind`` samples on both sides (matched on family,
     provider, shape, dtype). ``floor_for(case key, median us)`` gives the between-run part of each
-    comparison (None: within-run only, for interleaved arms of one invocation)."""
-    ok_a = metrics_a[metrics_a["status"] == "ok"]
-    ok_b = metrics_b[metrics_b["status"] == "ok"]
-    both = ok_a.merge(ok_b, on=list(MATCH_KEYS), suffixes=("_a", "_b"))
+    comparison (None: within-run only, for interleaved arms of one invocation). A case whose ``gpu`` samples
+    the two runs took as different times (:func:`timed_unlike`), or that ``other_model(case)`` says ran on
+    different GPU models (:func:`models_unlike`), is UNCERTAIN, not compared."""
     ga = samples_us(samples_a, kind)
     gb = samples_us(samples_b, kind)
     rows = []
-    for r in both.itertuples(index=False):
-        d = r._asdict()
+    for d in _correct_in_both(metrics_a, metrics_b):
         xa, xb = ga.get(d["case_a"]), gb.get(d["case_b"])
         if xa is None or xb is None or not xa.size or not xb.size:
-            continue  # no timings on a side (an interpreter run): correctness is compared instead
+            continue  # no timings on a side (an interpreter run): correctness is compared instead, see untimed()
         floor = WITHIN_RUN
         if floor_for is not None:
-            floor = floor_for("/".join(str(d[k]) for k in MATCH_KEYS), float(np.median(xa)))
+            finite = xa[np.isfinite(xa)]  # a NaN median would lose the size class and take the larger calls' floor
+            floor = floor_for("/".join(str(d[k]) for k in MATCH_KEYS), float(np.median(finite)) if finite.size else 0)
         res = compare_samples(xa, xb, rule, floor)
+        unlike = timed_unlike(d, kind) or (other_model(str(d["case_b"])) if other_model else "")
+        if unlike:  # no test made: nothing to show as an interval, nothing for Benjamini-Hochberg to count
+            res.update(ci_lo=math.nan, ci_hi=math.nan, p_value=math.nan, verdict="UNCERTAIN", why=unlike)
         rows.append({**{k: d[k] for k in MATCH_KEYS}, "case": d["case_b"], **res})
     cols = [
         *MATCH_KEYS,
@@ -267,6 +286,118 @@ def diff_cases(
     if floor_for is not None and not df.empty:
         df = _control_false_discoveries(df, rule)
     return sort_worst_first(df)
+
+
+def _correct_in_both(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> list[dict[str, Any]]:
+    """The cases correct (status ok) in both runs, one merged record each (columns suffixed ``_a`` / ``_b``)."""
+    ok_a = metrics_a[metrics_a["status"] == "ok"]
+    ok_b = metrics_b[metrics_b["status"] == "ok"]
+    return ok_a.merge(ok_b, on=list(MATCH_KEYS), suffixes=("_a", "_b")).to_dict("records")
+
+
+def timed_as(row: Mapping[str, Any], side: str = "") -> str | None:
+    """What a case's ``gpu`` samples measure (``side``: the column suffix of a merged row): its declared timing mode
+    (:mod:`kprof.timing`), ``MODE via CUDA events`` where cold or warm fell back to event pairs (no CUPTI records:
+    nsys or ncu held it), or None for a run made before kprof declared modes (then CUDA-event pairs around calls)."""
+    mode = row.get(f"timing_mode{side}")
+    if not isinstance(mode, str) or not mode:
+        return None
+    if mode in ("cold", "warm") and row.get(f"timer{side}") == "events":
+        return f"{mode} via CUDA events"
+    return mode
+
+
+def timed_unlike(row: Mapping[str, Any], kind: str = "gpu") -> str:
+    """Why the two runs' ``gpu`` samples of a merged case row are not one measurement ("" where they are): another
+    declared mode (warm reads inputs from L2, cold does not), or the event fallback (about 3 us of event overhead
+    more per call), shift the time with the code unchanged. Other kinds of samples name what they measure."""
+    ta, tb = timed_as(row, "_a"), timed_as(row, "_b")
+    if kind != "gpu" or ta == tb:
+        return ""
+
+    def say(t: str | None, label: str) -> str:
+        return (
+            f"timed {t} in {label}" if t else f"run {label} recorded no timing mode (made before kprof declared them)"
+        )
+
+    return (
+        f"{NOT_COMPARED}{say(ta, 'A')}, {say(tb, 'B')}; the ratio would measure the two timings, not the code "
+        "(time both runs alike: same --mode, a profiler that leaves CUPTI to kprof)"
+    )
+
+
+def untimed(
+    metrics_a: pd.DataFrame,
+    samples_a: pd.DataFrame,
+    metrics_b: pd.DataFrame,
+    samples_b: pd.DataFrame,
+    kind: str = "gpu",
+) -> list[str]:
+    """Cases correct in both runs with ``kind`` samples on one side only (a GPU case whose timing recorded nothing, an
+    interpreter run against a GPU run): :func:`diff_cases` has no row for them, so the diff must say so."""
+    ga, gb = samples_us(samples_a, kind), samples_us(samples_b, kind)
+
+    def has(g: dict[str, np.ndarray], case: str) -> bool:
+        return case in g and bool(g[case].size)
+
+    return sorted(
+        d["case_b"] for d in _correct_in_both(metrics_a, metrics_b) if has(ga, d["case_a"]) != has(gb, d["case_b"])
+    )
+
+
+def timing_warnings(cases: pd.DataFrame) -> list[str]:
+    """One warning for the timed cases :func:`timed_unlike` left without a verdict, naming the first."""
+    unlike = cases[cases["why"].astype(str).str.startswith(NOT_COMPARED)] if not cases.empty else cases
+    if unlike.empty:
+        return []
+    first = unlike.iloc[0]
+    return [
+        f"{len(unlike)} case(s) timed differently in the two runs, so their timings are not compared (UNCERTAIN; "
+        f"e.g. {first['case']}: {first['why'].removeprefix(NOT_COMPARED)})"
+    ]
+
+
+_OTHER_MODEL = "not compared: measured on "  # how the why of a row not_across_models() took the verdict of begins
+
+
+def gpu_models(run: Mapping[str, Any], devices: pd.DataFrame) -> tuple[str, dict[str, str]]:
+    """The GPU model a run's cases were timed on: the run's device, and per case where a fan-out run recorded each
+    case's GPU (``RunStore.case_devices``; empty for a one-process run)."""
+    default = str((run.get("device") or {}).get("name") or run.get("device_name") or "")
+    if devices.empty or "gpu_name" not in devices:
+        return default, {}
+    named = devices.dropna(subset=["gpu_name"])
+    return default, dict(zip(named["case_id"].astype(str), named["gpu_name"].astype(str)))
+
+
+def models_unlike(
+    run_a: Mapping[str, Any], run_b: Mapping[str, Any], devices_a: pd.DataFrame, devices_b: pd.DataFrame
+) -> Callable[[str], str]:
+    """Why a case's timings of A and B are not one measurement because they ran on different GPU models ("" where
+    they did not): the ratio is then mostly the hardware (an H200 moves bytes about 1.4x as fast as an H100), so
+    FASTER or SLOWER would credit the code with it. The same model on another physical GPU is what the run-to-run
+    floor of separate runs is for."""
+    (da, per_a), (db, per_b) = gpu_models(run_a, devices_a), gpu_models(run_b, devices_b)
+
+    def why(case: str) -> str:
+        ga, gb = per_a.get(case, da), per_b.get(case, db)
+        if ga and gb and ga != gb:
+            return f"{_OTHER_MODEL}{ga} in A, {gb} in B: the ratio includes the difference between them"
+        return ""
+
+    return why
+
+
+def model_warnings(cases: pd.DataFrame) -> list[str]:
+    """One warning for the cases :func:`not_across_models` left without a timing verdict."""
+    other = cases[cases["why"].astype(str).str.startswith(_OTHER_MODEL)] if not cases.empty else cases
+    if other.empty:
+        return []
+    return [
+        f"{len(other)} case(s) timed on different GPU models in the two runs get no timing verdict (UNCERTAIN; "
+        f"e.g. {other.iloc[0]['case']}: {other.iloc[0]['why'].removeprefix('not compared: ')}); profile both "
+        "revisions on one model, e.g. `kprof profile FAMILY --rev A --rev B`"
+    ]
 
 
 def benjamini_hochberg(p: Sequence[float]) -> np.ndarray:
@@ -314,7 +445,13 @@ _UNIT_US = {"ms": 1e3, "us": 1.0, "ns": 1e-3, "s": 1e6}
 def samples_us(samples: pd.DataFrame, kind: str = "gpu") -> dict[str, np.ndarray]:
     """Per case, the stored samples of ``kind`` (today "gpu": per-call device times) in microseconds."""
     g = samples[samples["kind"] == kind]
-    scale = g["unit"].map(_UNIT_US).fillna(1e3)
+    other = sorted(set(g["unit"].dropna()) - set(_UNIT_US))
+    if other:  # cold_clock and sm_clock_max are clocks (MHz): read as a time, a faster clock would be SLOWER
+        raise KprofError(
+            f"the {kind!r} samples are in {', '.join(map(str, other))}, not a time; compare times "
+            "(--samples gpu, host, cold, warm, graph, events)"
+        )
+    scale = g["unit"].map(_UNIT_US).fillna(1e3)  # no unit: the earliest stores' gpu samples, in ms
     values = g["value"].astype(float) * scale
     return {case: v.to_numpy() for case, v in values.groupby(g["case"])}
 
@@ -327,13 +464,7 @@ def comparison_kind(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> str:
     alternated, so run-to-run variance hits both alike) or ``separate`` (anything else)."""
     if run_a["id"] == run_b["id"]:
         return "same run"
-    ca, cb = run_a.get("config") or {}, run_b.get("config") or {}
-    same_process = (run_a.get("pid"), run_a.get("host")) == (run_b.get("pid"), run_b.get("host")) and run_a.get("pid")
-    if (
-        same_process
-        and ca.get("interleaved_revisions")
-        and ca.get("interleaved_revisions") == cb.get("interleaved_revisions")
-    ):
+    if one_invocation(run_a, run_b):  # not a pid alone: a reused one would judge separate runs without their floor
         return "interleaved"
     return "separate"
 
@@ -514,6 +645,8 @@ class DiffResult:
     comparison: str = "separate"  # see comparison_kind
     correctness: pd.DataFrame = field(default_factory=pd.DataFrame)
     samples_kind: str = "gpu"
+    untimed: list[str] = field(default_factory=list)  # correct in both, samples on one side only (see untimed())
+    new_failures: list[str] = field(default_factory=list)  # wrong in B, never wrong in A (correctness_diff)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -533,16 +666,24 @@ class DiffResult:
 
     @property
     def not_compared(self) -> str:
-        """How many cases one run measured and the other did not, with the first few ("" where none): no verdict
-        above says anything of them."""
-        if not (self.only_in_a or self.only_in_b):
-            return ""
-        named = (self.only_in_a or self.only_in_b)[:3]
-        more = ", ..." if len(self.only_in_a or self.only_in_b) > 3 else ""
-        return (
-            f"not compared: {len(self.only_in_a)} case(s) only in A, {len(self.only_in_b)} only in B "
-            f"(e.g. {', '.join(named)}{more})"
-        )
+        """How many cases one run measured and the other did not, and how many correct in both were timed in one
+        only, with the first few ("" where none): no timing verdict above says anything of them."""
+
+        def first(cases: list[str]) -> str:
+            return f"e.g. {', '.join(cases[:3])}{', ...' if len(cases) > 3 else ''}"
+
+        parts = []
+        if self.only_in_a or self.only_in_b:
+            parts.append(
+                f"{len(self.only_in_a)} case(s) only in A, {len(self.only_in_b)} only in B "
+                f"({first(self.only_in_a or self.only_in_b)})"
+            )
+        if self.untimed:
+            parts.append(
+                f"{len(self.untimed)} case(s) correct in both but timed in one only ({self.samples_kind} samples; "
+                f"{first(self.untimed)})"
+            )
+        return "not compared: " + "; ".join(parts) if parts else ""
 
     @property
     def unmeasured(self) -> str:
@@ -620,7 +761,10 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), k
     floor_for = (
         floor_lookup(store, a, b, floor_kind(kind, ma, mb)) if comparison not in ("interleaved", "same run") else None
     )
-    cases = diff_cases(ma, store.samples(a["id"]), mb, store.samples(b["id"]), rule, floor_for, kind)
+    sa, sb = store.samples(a["id"]), store.samples(b["id"])
+    devices_a, devices_b = store.case_devices(a["id"]), store.case_devices(b["id"])
+    other_model = models_unlike(a, b, devices_a, devices_b)
+    cases = diff_cases(ma, sa, mb, sb, rule, floor_for, kind, other_model)
     correctness = correctness_diff.diff_correctness(ma, mb)
     if cases.empty and correctness.empty:
         raise KprofError(
@@ -642,8 +786,10 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), k
 
     warnings = (
         environment_warnings(a, b)
-        + device_mismatch(a, b, store.case_devices(a["id"]), store.case_devices(b["id"]))
+        + device_mismatch(a, b, devices_a, devices_b)
         + clock_warnings(ma, mb)
+        + timing_warnings(cases)
+        + model_warnings(cases)
     )
     if cases.empty and (a.get("mode") == "gpu" and b.get("mode") == "gpu"):
         warnings.append(f"no case correct in both runs has {kind!r} samples on both sides: correctness only")
@@ -657,6 +803,8 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), k
         comparison=comparison,
         correctness=correctness,
         samples_kind=kind,
+        untimed=untimed(ma, sa, mb, sb, kind),
+        new_failures=correctness_diff.new_failures(ma, mb),
         **unmatched(ma, mb),
     )
 
@@ -714,8 +862,10 @@ def to_markdown(res: DiffResult) -> str:
     ]
     if res.broken:
         lines.append(f"- **correctness regressions** (correct in A, not in B): {', '.join(res.broken)}")
-    if res.only_in_a or res.only_in_b:
-        lines.append(f"- **not compared**: {len(res.only_in_a)} cases only in A, {len(res.only_in_b)} only in B")
+    if res.new_failures:
+        lines.append(f"- **wrong in B, never wrong in A** (new in B or skipped in A): {', '.join(res.new_failures)}")
+    if res.not_compared:
+        lines.append(f"- **not compared**: {res.not_compared.removeprefix('not compared: ')}")
     for w in res.warnings:
         lines.append(f"- **warning**: {w}")
     if not res.cases.empty:
@@ -776,9 +926,11 @@ def to_json(res: DiffResult) -> dict:
         "counts": res.counts,
         "correctness_counts": res.correctness_counts,
         "correctness_regressions": res.broken,
+        "new_failures": res.new_failures,
         "warnings": res.warnings,
         "only_in_a": res.only_in_a,
         "only_in_b": res.only_in_b,
+        "untimed": res.untimed,
         "cases": [{k: plain(v) for k, v in row.items()} for row in res.table().to_dict("records")],
         "correctness": [{k: plain(v) for k, v in row.items()} for row in res.correctness.to_dict("records")],
     }

@@ -13,7 +13,8 @@ are therefore two rows, never one pooled distribution.
   runs: each comparison adds the default run-to-run floor of its size (:func:`kprof.variance.default_floor`),
   as ``kprof diff`` of separate stored runs does. Two committed Kineto captures of unchanged PyTorch kernels on
   an H100, from two sessions, read a 1-µs kernel +14.6% SLOWER without it. A trace against itself is SAME in every
-  group: every matched launch has the same duration, and one capture read twice has no second run to vary.
+  group: every matched launch has the same duration, and one capture read twice has no second run to vary (told
+  over the whole files: one group matching by chance between two captures still takes the floor).
 * A side is a summary (nsys ``cuda_gpu_kern_sum``, Proton trees: one row per kernel with a launch count and
   a mean): launch counts, means and totals are compared. Without per-launch samples there is no spread, so no
   interval and no significance test; the row says so, and its verdict is SAME only when count and mean are
@@ -137,13 +138,20 @@ def _one_side(groups: dict, keys: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*keys, "launches", "total_us"])
 
 
-def _trace_floor(xa: np.ndarray, xb: np.ndarray) -> Floor:
+def _trace_floor(xa: np.ndarray, one_capture: bool) -> Floor:
     """Two trace files are two captures, so two runs: the device's default run-to-run floor for the group's size
-    (:func:`kprof.variance.default_floor`), unless every launch has the same duration on both sides (one capture
-    read twice, where there is no second run to vary)."""
-    if xa.size == xb.size and np.array_equal(xa, xb):
+    (:func:`kprof.variance.default_floor`), unless the files are one capture read twice (:func:`_one_capture`),
+    where there is no second run to vary."""
+    if one_capture:
         return WITHIN_RUN
     return default_floor(float(np.median(xa)) if xa.size else None)
+
+
+def _one_capture(pairs: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether every traced group has the same launch durations on both sides: one capture read twice (or by two
+    parsers). Decided over the whole files, not per group: in two captures a rarely launched small kernel can read
+    the same quantised durations by chance, and one group alone would then be judged SAME without a floor."""
+    return bool(pairs) and all(xa.size == xb.size and np.array_equal(xa, xb) for xa, xb in pairs)
 
 
 def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRule | None = None) -> TraceDiff:
@@ -161,8 +169,15 @@ def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRu
     keys = ["_case", "_name", *cols]
     ga = {k: g for k, g in ka.groupby(keys, dropna=False)}
     gb = {k: g for k, g in kb.groupby(keys, dropna=False)}
+    common = sorted(set(ga) & set(gb), key=str)
+    traced = {
+        key: (ga[key].sort_values("start_ns")["_us"].to_numpy(), gb[key].sort_values("start_ns")["_us"].to_numpy())
+        for key in common
+        if ga[key]["_traced"].all() and gb[key]["_traced"].all()
+    }
+    one_capture = _one_capture(list(traced.values()))
     rows = []
-    for key in sorted(set(ga) & set(gb), key=str):
+    for key in common:
         a, b = ga[key], gb[key]
         head = dict(zip(keys, key))
         label = {
@@ -170,10 +185,9 @@ def diff_traces(launches_a: pd.DataFrame, launches_b: pd.DataFrame, rule: DiffRu
             "kernel": head["_name"],
             "launch": _launch_label(pd.Series(head), cols),
         }
-        if a["_traced"].all() and b["_traced"].all():
-            xa = a.sort_values("start_ns")["_us"].to_numpy()
-            xb = b.sort_values("start_ns")["_us"].to_numpy()
-            floor = _trace_floor(xa, xb)
+        if key in traced:
+            xa, xb = traced[key]
+            floor = _trace_floor(xa, one_capture)
             res = compare_samples(xa, xb, rule, floor, paired=True)
             res.pop("variance", None)
             between = (

@@ -110,6 +110,31 @@ def ratio_half_width(sigma_a: float, sigma_b: float, runs: int = 1, confidence: 
 WITHIN_RUN = Floor(0.0, "within-run")
 
 
+def _when(stamp: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(stamp)) if stamp else None
+    except ValueError:
+        return None
+
+
+def one_invocation(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> bool:
+    """Whether two runs are arms of one ``kprof profile --rev A --rev B`` invocation: one process, timing rounds
+    alternated, the runs begun together and finished together (a run without ``--rev`` is an invocation of its own).
+    The same pid on the same host is not enough: process ids are reused (a container's first process is pid 1 on
+    every start), so invocations on different days can share one; their runs must also overlap in time. A run with
+    no finish recorded (killed) counts from its start alone."""
+    revs = (run_a.get("config") or {}).get("interleaved_revisions")
+    if not revs or revs != (run_b.get("config") or {}).get("interleaved_revisions"):
+        return False
+    if not run_a.get("pid") or (run_a.get("pid"), run_a.get("host")) != (run_b.get("pid"), run_b.get("host")):
+        return False
+    ca, cb = _when(run_a.get("created_at")), _when(run_b.get("created_at"))
+    if ca is None or cb is None:
+        return False
+    fa, fb = _when(run_a.get("finished_at")) or ca, _when(run_b.get("finished_at")) or cb
+    return cb <= fa and ca <= fb
+
+
 def unmeasured_floor(kind: str) -> Floor:
     """The floor of ``kind`` samples that no calibration of the device covers and no default stands for: two
     separate runs then get no timing verdict. The defaults were learnt from the declared mode's GPU times; other
@@ -177,6 +202,7 @@ def run_medians(store: Any, run_ids: Iterable[str], kind: str = "gpu") -> pd.Dat
         s = samples_us(store.samples(rid), kind)
         for r in ok.itertuples(index=False):
             x = s.get(r.case)
+            x = x[np.isfinite(x) & (x > 0)] if x is not None else None  # a NaN median would make the floor NaN
             if x is not None and x.size:
                 rows.append(
                     {
@@ -254,14 +280,21 @@ def calibrate(store: Any, refs: Iterable[str], kind: str = "gpu") -> Calibration
             f"kprof noise: the runs are on {len(devices)} devices ({', '.join(map(str, devices))}); "
             "calibrate one device at a time (pass the runs of one device)"
         )
+    runs, merged = separate_repeats(runs)
     groups = {r["id"]: source_identity(r) for r in runs}
     per_identity: dict[str, int] = {}
     for g in groups.values():
         per_identity[g] = per_identity.get(g, 0) + 1
     if max(per_identity.values()) < 2:
+        also = (
+            f"; {len(merged)} run(s) of identical sources were arms of one invocation of another and count as that "
+            "one run"
+            if merged
+            else ""
+        )
         raise KprofError(
-            "kprof noise: no two of these runs have identical source hashes, so none repeats another "
-            "(profile the same code at least twice, in separate processes, then run kprof noise)"
+            "kprof noise: no two of these runs have identical source hashes, so none repeats another"
+            f"{also} (profile the same code at least twice, in separate processes, then run kprof noise)"
         )
     cases, classes = estimate(run_medians(store, groups, kind), groups)
     if cases.empty:
@@ -278,6 +311,22 @@ def calibrate(store: Any, refs: Iterable[str], kind: str = "gpu") -> Calibration
     )
     save(store, cal)
     return cal
+
+
+def separate_repeats(runs: list[dict]) -> tuple[list[dict], list[str]]:
+    """The runs that count as repeats (the first of each invocation per source identity) and the ids left out.
+
+    Arms of one ``--rev A --rev A`` invocation share its process and alternate timing rounds, so they agree far
+    more closely than separate runs do: counted as two repeats they would pull the run-to-run floor down, and a
+    too-low floor is the costly error (calls of unchanged code)."""
+    kept: list[dict] = []
+    merged: list[str] = []
+    for r in runs:
+        if any(source_identity(k) == source_identity(r) and one_invocation(k, r) for k in kept):
+            merged.append(r["id"])
+        else:
+            kept.append(r)
+    return kept, merged
 
 
 def select_runs(store: Any, refs: Iterable[str]) -> list[dict]:

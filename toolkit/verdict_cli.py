@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,8 @@ def diff_stored(
     console.print("correctness: " + ", ".join(f"{n} {v.lower()}" for v, n in cc.items() if n))
     for case in res.broken:
         err_console.print(f"[red]correctness regression:[/red] {for_terminal(case)} is correct in A and not in B")
+    for case in res.new_failures:
+        err_console.print(f"[red]wrong in B:[/red] {for_terminal(case)} fails in B and was never wrong in A")
     if markdown:
         markdown.write_text(d.to_markdown(res))
     if json_out:
@@ -225,14 +228,27 @@ def noise(store: Any, refs: list[str], kind: str, json_out: Path | None, console
     return cal
 
 
-def fail_reasons(counts: dict[str, int], broken: list[str], unmeasured: str = "") -> list[str]:
-    """Why ``--fail-on-regression`` fails: cases SLOWER, cases correct in A and not in B, and ``unmeasured``
-    (``DiffResult.unmeasured``): cases of A that an unfinished run B never measured, which it cannot clear."""
+def fail_message(
+    counts: dict[str, int], broken: list[str], unmeasured: str = "", new_failures: Sequence[str] = ()
+) -> str:
+    """The line ``--fail-on-regression`` prints when it fails ("" when it passes), naming each cause for what it is:
+    a regression (cases SLOWER, correctness regressions), cases wrong in B that A never had wrong (a version added
+    wrong), or a run B that cannot clear cases it never measured (``DiffResult.unmeasured``). An unfinished B is not
+    a regression: called one, the line sent readers after a slowdown that was never measured."""
+    found = fail_reasons(counts, broken)
+    parts = [f"regression: {'; '.join(found)}"] if found else []
+    if new_failures:
+        parts.append(f"wrong in B: {len(new_failures)} case(s) new in B or skipped in A (first: {new_failures[0]})")
+    if unmeasured:
+        parts.append(f"not cleared: {unmeasured}")  # what B never measured, it cannot pass
+    return f"kprof diff: {'; '.join(parts)}" if parts else ""
+
+
+def fail_reasons(counts: dict[str, int], broken: list[str]) -> list[str]:
+    """The regressions ``--fail-on-regression`` fails on: cases SLOWER, cases correct in A and not in B."""
     out = []
     if counts.get("SLOWER", 0):
         out.append(f"{counts['SLOWER']} case(s) SLOWER")
     if broken:
         out.append(f"{len(broken)} correctness regression(s)")
-    if unmeasured:
-        out.append(unmeasured)
     return out

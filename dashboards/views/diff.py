@@ -51,7 +51,7 @@ def render() -> None:
         st.warning(w)
     if res.unmeasured:  # kprof diff --fail-on-regression fails on this
         st.error(res.unmeasured)
-    elif res.not_compared:
+    if res.not_compared:  # also cases timed on one side only, and cases only in B, which unmeasured leaves out
         st.info(res.not_compared)
     table = res.table()
     t = table[
@@ -77,4 +77,6 @@ def render() -> None:
     show_table(t, t["verdict"].map(lambda v: COLOURS.get(v, "")))
     for case in getattr(res, "broken", []):  # correctness regressions count before any timing
         st.error(f"{case}: correct in A, not in B")
+    for case in getattr(res, "new_failures", []):  # kprof diff --fail-on-regression fails on these too
+        st.error(f"{case}: wrong in B, never wrong in A (new in B, or skipped in A)")
     st.caption(res.rule.describe() + ". Same code as `kprof diff`. B / A above 1: B is slower.")

@@ -420,3 +420,28 @@ def test_diff_page_says_an_unfinished_run_b_never_measured_cases_of_a(tmp_path, 
     at = page("diff", tmp_path / "s.db", monkeypatch)
     errors = " | ".join(str(e.value) for e in at.error)
     assert f"never measured {len(provs) - 1} case(s) of A" in errors and run in errors
+
+
+def test_diff_page_shows_a_case_wrong_in_b_that_a_never_had_wrong(tmp_path, monkeypatch):
+    """A version added wrong in B: no case of both runs says so, and `kprof diff --fail-on-regression` fails on it,
+    so the page shows it as an error as well."""
+    import time
+
+    import numpy as np
+
+    store = RunStore(tmp_path / "s.db")
+    rng = np.random.default_rng()
+    new = f"triton_v{int(rng.integers(2, 9))}"
+    for provs in (["triton_v1"], ["triton_v1", new]):
+        run = store.begin_run(record(mode="gpu", config={"profile_repeats": 5, "settings": {"rep_ms": 100}}))
+        for i, prov in enumerate(provs):
+            row = {"case": f"rmsnorm/{prov}/64x4096/bf16", "family": "rmsnorm", "provider": prov, "shape": "64x4096"}
+            wrong = prov == new
+            row |= {"dtype": "bf16", "status": "fail" if wrong else "ok", "ok": not wrong}
+            store.add_case(run, i, row, {} if wrong else {"gpu": list(rng.normal(20e-3, 2e-4, 50))})
+        store.finish_run(run, "complete")
+        time.sleep(1.1)  # B the newer run: the page's default pair is (second newest, newest)
+    store.close()
+    at = page("diff", tmp_path / "s.db", monkeypatch)
+    errors = " | ".join(str(e.value) for e in at.error)
+    assert f"rmsnorm/{new}/64x4096/bf16: wrong in B, never wrong in A" in errors, errors

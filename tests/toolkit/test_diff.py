@@ -240,9 +240,11 @@ def _run_pair(
     rng = np.random.default_rng(seed)
     st = RunStore(tmp_path / f"pair{seed}.db")
     cfg = {"interleaved_revisions": ["A", "B"]} if interleaved else {}
+    # interleaved arms are begun together and finished together, as kprof.runner does; separate runs one after another
+    arms = [st.begin_run(record(mode="gpu", device={"name": H100}, config=cfg)) for _ in range(2 * interleaved)]
     ids = []
     for arm in (0, 1):
-        run = st.begin_run(record(mode="gpu", device={"name": H100}, config=cfg))
+        run = arms[arm] if interleaved else st.begin_run(record(mode="gpu", device={"name": H100}, config=cfg))
         common = rng.normal(0, sigma_run / np.sqrt(2))
         for i, (case, x) in enumerate(sorted(recorded.items())):
             fam, prov, shape, dt = case.split("/")
@@ -262,8 +264,11 @@ def _run_pair(
                 },
                 {"gpu": list(rng.choice(x, x.size) * f)},
             )
-        st.finish_run(run, "complete")
+        if not interleaved:
+            st.finish_run(run, "complete")
         ids.append(run)
+    for run in arms:
+        st.finish_run(run, "complete")
     return st, ids[0], ids[1]
 
 
