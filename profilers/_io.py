@@ -142,14 +142,20 @@ class Source:
 
     def csv_rows(self, start: int = 0) -> list[list[str]]:
         """Every row of a CSV text from line ``start`` (0-based); blank lines dropped."""
-        lines = self.text.split("\n")[start:]
+        text = "\n".join(self.text.split("\n")[start:])
         try:
-            return [r for r in csv.reader(io.StringIO("\n".join(lines))) if r and any(c.strip() for c in r)]
+            rows = _csv_parse(text)
+        except _CutShort:
+            raise self.fail(
+                "ends inside a quoted field: the file was cut short (copied while still being written?)",
+                "export or copy it again once the profiler has finished",
+            ) from None
         except csv.Error as exc:
             raise self.fail(
                 f"unreadable CSV ({exc})",
                 f"a field over {CSV_FIELD_LIMIT // 1024} KiB or a broken quote: not a profiler CSV",
             ) from None
+        return [r for r in rows if r and any(c.strip() for c in r)]
 
     def csv_header(self) -> list[str]:
         """The first CSV row of the file's head (for sniffing); [] when there is none."""
@@ -180,6 +186,23 @@ class Source:
             if body
             else pd.DataFrame({h: pd.Series([], dtype="string") for h in header})
         )
+
+
+class _CutShort(Exception):
+    """The text ends inside a quoted field."""
+
+
+def _csv_parse(text: str) -> list[list[str]]:
+    """CSV rows of ``text``; :class:`_CutShort` when it ends inside a quoted field. Python's reader closes such a
+    field at the end of the text without a word, so a file cut in the middle of a quoted kernel name (the last
+    column of nsys's reports) would give a row with half a name: a kernel that never ran. The strict reader
+    says so ("unexpected end of data"); any other complaint of it is left to the lenient reader, as before."""
+    try:
+        return list(csv.reader(io.StringIO(text), strict=True))
+    except csv.Error as exc:
+        if "unexpected end of data" in str(exc):
+            raise _CutShort from None
+    return list(csv.reader(io.StringIO(text)))
 
 
 def _decode(raw: bytes, strict: bool) -> str:

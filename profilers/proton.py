@@ -113,7 +113,12 @@ def parse_hatchet(tree: list, where: Any = "hatchet") -> pd.DataFrame:
         name = str(frame.get("name", ""))
         if "device_id" in metrics and metrics.get("count"):
             count = _num(where, "count", metrics["count"], whole=True)
-            total = _num(where, "time (ns)", metrics.get("time (ns)", 0))
+            if "time (ns)" not in metrics:  # not 0 ns: a kernel without its time is a damaged or unknown tree
+                raise TraceFormatError(
+                    f"{where}: kernel {name[:60]!r} has a count but no 'time (ns)' (metrics: {sorted(metrics)[:8]}) "
+                    "(the file is damaged, or a Proton version kprof does not know: please report it)"
+                )
+            total = _num(where, "time (ns)", metrics["time (ns)"])
             if count < 1 or total < 0:
                 raise TraceFormatError(
                     f"{where}: kernel {name[:60]!r} has count {count} and time {total} (not a "

@@ -17,6 +17,12 @@ rocprofv3 (``--kernel-trace --hip-trace --marker-trace --memory-copy-trace --out
   for roctx ranges (``kprof::<case>``, attributed by the launch call's thread and start time, or the
   kernel's dispatching thread and start when no HIP trace is there); ``*_memory_copy_trace.csv`` for
   copies; ``*_agent_info.csv`` for the GPU architecture (occupancy).
+* rocprofv2's kernel trace (file plugin v2: ``GPU_ID``, ``Queue_ID``, ``PID``, ``TID``, ``Grid_Size``,
+  ``Workgroup_Size``, ``LDS_Per_Workgroup``, ``Scratch_Per_Workitem``, ``Arch_VGPR``, ``Accum_VGPR``, ``SGPR``,
+  ``Wave_Size``, ``Kernel_Name``, ``Start_Timestamp``, ``End_Timestamp``, ``Correlation_ID``) is read as a
+  kernel trace, its one grid and workgroup total each as a 1-D launch (as in rocprof v1).
+* ``*_memory_copy_trace.csv``: a copy's ``device`` is its GPU agent (the destination, the source for a
+  device-to-host copy, none host-to-host).
 * ``*_kernel_stats.csv`` (Name, Calls, TotalDurationNs, AverageNs, ...): one summary row per kernel.
 * ``*_counter_collection.csv`` (``--pmc``): one row per counter per dispatch, pivoted to one launch per
   dispatch with its counters (``counters`` column, JSON); ``Grid_Size``/``Workgroup_Size`` are totals
@@ -281,8 +287,8 @@ def parse_v3(path: Path | Source, arch: str | None = None) -> pd.DataFrame:
     start, end = num("Start_Timestamp"), num("End_Timestamp")
     if start.isna().any() or end.isna().any():
         raise src.fail("kernel rows without Start_Timestamp/End_Timestamp", "the trace is damaged; capture it again")
-    wg = [num(f"Workgroup_Size_{a}") for a in "XYZ"]
-    grid = [num(f"Grid_Size_{a}") for a in "XYZ"]
+    # each field under its rocprofv3 name first, then rocprofv2's (file plugin v2: GPU_ID, Queue_ID, TID,
+    # Arch_VGPR, LDS_Per_Workgroup, ...), whose header also has Kernel_Name/Start_Timestamp/End_Timestamp
     out = pd.DataFrame(
         {
             "kernel": k["Kernel_Name"],
@@ -291,23 +297,43 @@ def parse_v3(path: Path | Source, arch: str | None = None) -> pd.DataFrame:
             "start_ns": start,
             "end_ns": end,
             "duration_ns": end - start,
-            "device": _agent(col("Agent_Id"), src) if col("Agent_Id") is not None else pd.NA,
-            "stream": num("Stream_Id", "Queue_Id"),
-            "correlation_id": num("Correlation_Id"),
-            "tid": num("Thread_Id"),
-            "block_x": wg[0],
-            "block_y": wg[1],
-            "block_z": wg[2],
-            "registers_per_thread": num("VGPR_Count", "Arch_VGPR_Count"),
-            "accum_vgprs": num("Accum_VGPR_Count"),
-            "sgprs": num("SGPR_Count"),
-            "shared_mem_bytes": num("LDS_Block_Size", "Group_Segment_Size"),
-            "scratch_bytes": num("Scratch_Size", "Private_Segment_Size"),
+            "device": _agent(col("Agent_Id", "GPU_ID"), src) if col("Agent_Id", "GPU_ID") is not None else pd.NA,
+            "stream": num("Stream_Id", "Queue_Id", "Queue_ID"),
+            "correlation_id": num("Correlation_Id", "Correlation_ID"),
+            "pid": num("Process_Id", "PID"),
+            "tid": num("Thread_Id", "TID"),
+            "registers_per_thread": num("VGPR_Count", "Arch_VGPR_Count", "Arch_VGPR"),
+            "accum_vgprs": num("Accum_VGPR_Count", "Accum_VGPR"),
+            "sgprs": num("SGPR_Count", "SGPR"),
+            "shared_mem_bytes": num("LDS_Block_Size", "Group_Segment_Size", "LDS_Per_Workgroup"),
+            "scratch_bytes": num("Scratch_Size", "Private_Segment_Size", "Scratch_Per_Workitem"),
+            "wave_size": num("Wave_Size"),  # for the occupancy; not a launch table column
         }
     )
-    for a, g, w in zip("xyz", grid, wg):
-        out[f"grid_{a}"] = _ceil_div(g, w)
+    _add_launch_dims(out, k, num, src, warnings)
     return _join_siblings(out, src, arch, warnings)
+
+
+def _add_launch_dims(out: pd.DataFrame, k: pd.DataFrame, num: Any, src: Source, warnings: list[str]) -> None:
+    """Block and grid (in blocks) from per-axis work-item counts (rocprofv3), or from rocprofv2's one total
+    each (``Grid_Size``/``Workgroup_Size``, a 1-D view as in rocprof v1); a trace with neither says so rather
+    than leaving grid and block empty in silence."""
+    if "Workgroup_Size_X" in k:
+        wg = [num(f"Workgroup_Size_{a}") for a in "XYZ"]
+        grid = [num(f"Grid_Size_{a}") for a in "XYZ"]
+    elif "Workgroup_Size" in k:
+        one = pd.Series([1] * len(k), dtype="Int64")
+        wg = [num("Workgroup_Size"), one, one]
+        grid = [num("Grid_Size"), one, one]
+    else:
+        warnings.append(
+            f"{src}: no workgroup size column (Workgroup_Size_X or Workgroup_Size): grid and block are left "
+            "empty (is this a rocprof version kprof does not know? please report its header)"
+        )
+        wg = grid = [pd.Series([pd.NA] * len(k), dtype="Int64")] * 3
+    for a, g, w in zip("xyz", grid, wg):
+        out[f"block_{a}"] = w
+        out[f"grid_{a}"] = _ceil_div(g, w)
 
 
 SAME_RUN_SLACK_NS = 60 * 10**9
@@ -389,7 +415,7 @@ def _join_api(out: pd.DataFrame, asrc: Source, src: Source, warnings: list[str])
                 "api_name": api["Function"],
                 "api_start_ns": _int(api["Start_Timestamp"], asrc, "Start_Timestamp"),
                 "api_end_ns": _int(api["End_Timestamp"], asrc, "End_Timestamp"),
-                "pid": _int(api["Process_Id"], asrc, "Process_Id") if "Process_Id" in api else pd.NA,
+                "api_pid": _int(api["Process_Id"], asrc, "Process_Id") if "Process_Id" in api else pd.NA,
                 "api_tid": _int(api["Thread_Id"], asrc, "Thread_Id") if "Thread_Id" in api else pd.NA,
             }
         )
@@ -406,8 +432,12 @@ def _join_api(out: pd.DataFrame, asrc: Source, src: Source, warnings: list[str])
     )
     tried = merged["api_name"].notna()
     bad = tried & ~ok
-    for c in ("api_name", "api_start_ns", "api_end_ns", "pid", "api_tid"):
+    for c in ("api_name", "api_start_ns", "api_end_ns", "api_pid", "api_tid"):
         merged.loc[~ok, c] = pd.NA
+    # the launch call's process where joined; else the pid the kernel trace itself has (rocprofv2, --pmc)
+    own = merged["pid"] if "pid" in merged else pd.Series([pd.NA] * len(merged), dtype="Int64")
+    merged["pid"] = merged["api_pid"].astype("Int64").where(ok, own)
+    merged = merged.drop(columns=["api_pid"])
     merged["launch_latency_ns"] = (merged["start_ns"] - merged["api_start_ns"]).where(ok)
     merged["queue_ns"] = (merged["start_ns"] - merged["api_end_ns"]).where(ok)
     kernels = int((merged["kind"] == "kernel").sum())
@@ -443,10 +473,19 @@ def _v3_copies(c: pd.DataFrame, src: Source) -> pd.DataFrame:
             "copy_kind": direction.map(_DIRECTION),
             "stream": _int(c.get("Stream_Id"), src, "Stream_Id"),
             "correlation_id": _int(c.get("Correlation_Id"), src, "Correlation_Id"),
-            "device": _agent(c.get("Destination_Agent_Id"), src) if "Destination_Agent_Id" in c else pd.NA,
+            "device": _copy_device(c, direction, src),
             "bytes": _int(c["Bytes"], src, "Bytes") if "Bytes" in c else pd.NA,
         }
     )
+
+
+def _copy_device(c: pd.DataFrame, direction: pd.Series, src: Source) -> pd.Series:
+    """The GPU of each copy: its destination agent, but its source for a device-to-host copy (whose destination
+    is the CPU agent, an id that would pass for a GPU index), and none for a host-to-host copy."""
+    dst = _agent(c["Destination_Agent_Id"], src) if "Destination_Agent_Id" in c else pd.Series([pd.NA] * len(c))
+    srcs = _agent(c["Source_Agent_Id"], src) if "Source_Agent_Id" in c else pd.Series([pd.NA] * len(c))
+    device = dst.astype("Int64").where((direction != "DEVICE_TO_HOST").fillna(True), srcs.astype("Int64"))
+    return device.where((direction != "HOST_TO_HOST").fillna(True), pd.NA)
 
 
 # ------------------------------------------------------------------------------------ counter collection
