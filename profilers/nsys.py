@@ -57,6 +57,9 @@ _COPY_KINDS = {
     "Host-to-Host": "HtoH",
     "Peer-to-Peer": "PtoP",
 }
+# A copy's direction in its name: today's spelling, or the short one (``[CUDA memcpy HtoD]``, nvprof's), which a
+# report of another nsys version may carry; unread, such a copy would count as none of the host<->device copies.
+_COPY_DIRECTION = "(" + "|".join([*_COPY_KINDS, *_COPY_KINDS.values()]) + ")"
 
 STATS_REPORTS = ("cuda_gpu_kern_sum", "cuda_kern_exec_trace", "cuda_gpu_trace")
 # older nsys (2020-2022) report names -> today's
@@ -564,10 +567,14 @@ def _mem_sum(df: pd.DataFrame, src: Source) -> pd.DataFrame:
         {"kernel": op, "count": count, "duration_ns": (total.astype("Float64") / count.astype("Float64")).round()}
     )
     out["kind"] = op.str.contains("memset", case=False).map({True: "memset", False: "memcpy"})
-    out["copy_kind"] = op.str.extract(r"(Host-to-Device|Device-to-Host|Device-to-Device|Host-to-Host|Peer-to-Peer)")[
-        0
-    ].map(_COPY_KINDS)
+    out["copy_kind"] = _copy_kind(op)
     return out
+
+
+def _copy_kind(names: pd.Series) -> pd.Series:
+    """HtoD, DtoH, ... from copy names in either spelling (:data:`_COPY_DIRECTION`); NA where none is named."""
+    found = names.str.extract(_COPY_DIRECTION)[0]
+    return found.map(lambda d: _COPY_KINDS.get(d, d) if isinstance(d, str) else pd.NA)
 
 
 def _exec_trace(df: pd.DataFrame, src: Source) -> pd.DataFrame:
@@ -627,11 +634,7 @@ def _gpu_trace(df: pd.DataFrame, src: Source) -> pd.DataFrame:
     )
     out["kind"] = "kernel"
     out.loc[is_copy, "kind"] = names[is_copy].str.contains("memset").map({True: "memset", False: "memcpy"})
-    out.loc[is_copy, "copy_kind"] = (
-        names[is_copy]
-        .str.extract(r"(Host-to-Device|Device-to-Host|Device-to-Device|Host-to-Host|Peer-to-Peer)")[0]
-        .map(_COPY_KINDS)
-    )
+    out.loc[is_copy, "copy_kind"] = _copy_kind(names[is_copy])
     if "Bytes (MB)" in df:
         mb = whole_numbers(df["Bytes (MB)"], src, "Bytes (MB)", scale=1e6)
         out.loc[is_copy, "bytes"] = mb[is_copy]
