@@ -14,7 +14,7 @@ import random
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -165,10 +165,39 @@ def check_correctness(family: Family, provider: Provider, case: Case, inputs: In
     """Call the provider once on poisoned outputs and compare with the float64 oracle: ||out - ref|| /
     ||ref|| per output, the largest of them. A case with more than ``ORACLE_BLOCK_ELEMENTS`` elements of
     row inputs is compared a block of rows at a time (same sums, a fraction of the memory)."""
-    tol = family.tolerances[case.dtype]
     if provider.kind in YARDSTICK_KINDS:
         provider.fn(**inputs)  # it must at least run
-        return Correctness(True, math.nan, math.nan, 0, tol, None)
+        return Correctness(True, math.nan, math.nan, 0, family.tolerances[case.dtype], None)
+    return _check_call(family, provider, case, inputs, provider.accepts_out and family.make_outputs is not None)
+
+
+AS_TIMED = "as timed (a later call, no out=): "  # the note of a case whose timed call fails the check
+
+
+def check_as_timed(family: Family, provider: Provider, case: Case, inputs: Inputs) -> Correctness:
+    """The check of :func:`check_correctness` on the call the timings repeat: ``provider.fn(**inputs)``, without
+    ``out=``, after a first call (its outputs taken from an allocator left holding NaN, on a GPU).
+
+    That call can run other code than the first one: a version taking ``out=`` is checked on it, while the call
+    timed allocates its own (add_rmsnorm's, silu_mul's and gelu_mul's ``triton_tuned`` then launch as the op
+    does, from its plan); a version builds a launch plan or races its routes on a signature's first call and
+    launches from that plan, or the route the race picked, from the second on. A time is only reported for code
+    that was checked."""
+    if provider.kind in YARDSTICK_KINDS:
+        return check_correctness(family, provider, case, inputs)
+    corr = _check_call(family, provider, case, inputs, use_out=False)
+    return corr if corr.ok else replace(corr, note=AS_TIMED + str(corr.note))
+
+
+def worse(a: Correctness, b: Correctness) -> Correctness:
+    """Two passing checks of one case as one: the larger errors of the two."""
+    return replace(a, rel_err=_nan_max(a.rel_err, b.rel_err), max_abs_err=_nan_max(a.max_abs_err, b.max_abs_err))
+
+
+def _check_call(family: Family, provider: Provider, case: Case, inputs: Inputs, use_out: bool) -> Correctness:
+    """One call of the provider (``use_out``: into poisoned ``out=`` tensors, else on a poisoned allocator)
+    against the oracle."""
+    tol = family.tolerances[case.dtype]
     blocks = oracle_row_blocks(family, inputs)
     if blocks is None:
         refs = _as_tuple(family.oracle(**inputs))
@@ -179,7 +208,7 @@ def check_correctness(family: Family, provider: Provider, case: Case, inputs: In
         first = _as_tuple(family.oracle(**_rows_of(family, inputs, slice(0, 1))))
         shapes = [(blocks[-1].stop, *r.shape[1:]) for r in first]
         before = _fingerprint(family, inputs, blocks)
-    if provider.accepts_out and family.make_outputs is not None:
+    if use_out:
         outs = _as_tuple(family.make_outputs(**inputs))
         for o in outs:
             _poison_(o)
@@ -206,6 +235,11 @@ def check_correctness(family: Family, provider: Provider, case: Case, inputs: In
                 n, d, m, u = _error_sums(out[b], ref)
                 sums[i] = (sums[i][0] + n, sums[i][1] + d, _nan_max(sums[i][2], m), sums[i][3] + u)
             del part
+    return _verdict(sums, tol)
+
+
+def _verdict(sums: Sequence[tuple[float, float, float, int]], tol: float) -> Correctness:
+    """The check's verdict from each output's error sums (:func:`_error_sums`)."""
     rel = max_abs = 0.0
     unwritten = 0
     for num, den, worst, lost in sums:
@@ -387,6 +421,22 @@ def peak_memory(fn: Callable[[], Any]) -> int:
 
 
 # -------------------------------------------------------------------------------------------- one case
+@dataclass(frozen=True)
+class MoreSamples:
+    """One more round of a case's headline samples (:func:`more_gpu_samples`): the samples (ms), what timed
+    them (:func:`headline_source`) and what the round's measurement noted (calls the SM clock slowed, a fallback)."""
+
+    samples_ms: tuple[float, ...]
+    source: str
+    notes: tuple[str, ...] = ()
+
+
+def headline_source(mode: str, timer: str) -> str:
+    """What timed a case's headline samples: for ``cold`` and ``warm`` the timer (``cupti``, or ``events``
+    where CUPTI gave nothing), for ``graph`` and ``host`` the mode itself (neither goes through CUPTI)."""
+    return timer if mode in ("cold", "warm") else mode
+
+
 def more_gpu_samples(
     family: Family,
     provider: Provider,
@@ -395,15 +445,27 @@ def more_gpu_samples(
     device: str,
     settings: BenchSettings,
     host_us: float,
-) -> tuple[float, ...]:
-    """Another round of GPU samples of a case already checked by :func:`run_case` (same inputs: same seed).
+) -> MoreSamples:
+    """Another round of the headline samples of a case already checked by :func:`run_case` (same inputs:
+    same seed), measured anew in the declared mode.
 
     Interleaved comparisons (``kprof profile --rev A --rev B``) time each revision in several short rounds,
-    A B B A ..., so a transient on the machine lands in one round of each instead of all of one side."""
+    A B B A ..., so a transient on the machine lands in one round of each instead of all of one side. Each
+    round measures what the headline is: host and graph times too (the CUPTI session below gives neither,
+    and a round that repeated round 0's host median would pass one window per arm as alternated)."""
     inputs = family.make_inputs(case.shape, case.dtype, device, case_seed(settings.seed, case))
+    call = functools.partial(provider.fn, **inputs)
+    if settings.mode == "host":
+        host = time_host(call, settings, gpu_ms=rough_gpu_ms(call))
+        return MoreSamples(tuple(v / 1e3 for v in host), "host")
+    if settings.mode == "graph":
+        graph_ms, _, note = time_graph(call, settings)
+        return MoreSamples(tuple(graph_ms), "graph", (note,) if note else ())
     with placements(provider, inputs, settings) as where:
-        samples, _, _ = measure_modes(where, settings, (host_us,), rough_gpu_ms(where[0].call))
-    return tuple(v / 1e3 for v in modes.headline(samples, settings.mode)[1])
+        samples, timer, notes = measure_modes(where, settings, (host_us,), rough_gpu_ms(where[0].call))
+    used, values = modes.headline(samples, settings.mode)
+    source = headline_source(settings.mode, used if used == "events" else timer)  # as run_case records it
+    return MoreSamples(tuple(v / 1e3 for v in values), source, tuple(notes))
 
 
 # Where a call's tensors lie in device memory moves a small kernel's cold time, and one session sees one
@@ -622,6 +684,11 @@ def _run_case_once(
             return CaseResult(case, "fail", note, corr, bytes=nbytes, flops=flops, extra=extra)
         if not timing:
             return CaseResult(case, "ok", "; ".join(races) or None, corr, bytes=nbytes, flops=flops, extra=extra)
+        timed_corr = check_as_timed(family, provider, case, inputs)  # the code the timings below measure
+        if not timed_corr.ok:
+            note = "; ".join(n for n in (timed_corr.note, *races) if n)
+            return CaseResult(case, "fail", note, timed_corr, bytes=nbytes, flops=flops, extra=extra)
+        corr = worse(corr, timed_corr)
 
         def call() -> Any:
             return provider.fn(**inputs)

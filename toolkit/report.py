@@ -39,15 +39,27 @@ def _txt(v: Any, limit: int = 100) -> str:
 
 
 def with_speedup(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """Add ``speedup`` = baseline time / time, per (shape, dtype); NaN when either is missing."""
+    """Add ``speedup`` = baseline time / time, per (shape, dtype); NaN when either is missing, or where the two
+    times are not one measurement: cold (or warm) times from CUPTI against the CUDA-event fallback, whose
+    overhead (about 3 us on an H100) and launch gaps are in one side only (``kprof diff`` compares neither)."""
     df = metrics.copy()
-    base = df[(df["provider"] == baseline) & df["ok"].astype(bool)].set_index(["shape", "dtype"])["gpu_time_us"]
+    timed_by = _timed_by(df)
+    is_base = (df["provider"] == baseline) & df["ok"].astype(bool)
     keys = list(zip(df["shape"], df["dtype"]))
+    base = {k: (t, by) for k, t, by, b in zip(keys, df["gpu_time_us"], timed_by, is_base) if b}
     df["speedup"] = [
-        (base.get(k, math.nan) / t) if (t and not pd.isna(t) and t > 0) else math.nan
-        for k, t in zip(keys, df["gpu_time_us"])
+        (base[k][0] / t) if (k in base and base[k][1] == by and t and not pd.isna(t) and t > 0) else math.nan
+        for k, t, by in zip(keys, df["gpu_time_us"], timed_by)
     ]
     return df
+
+
+def _timed_by(df: pd.DataFrame) -> list[str]:
+    """What timed each row's ranked time: for cold and warm the timer (``cupti`` or ``events``), else the mode
+    (host and graph times do not go through CUPTI); "" where a store made before those columns holds none."""
+    modes = df["timing_mode"] if "timing_mode" in df else pd.Series("", index=df.index)
+    timers = df["timer"] if "timer" in df else pd.Series("", index=df.index)
+    return [(_txt(t) if _txt(m) in ("cold", "warm", "") else _txt(m)) for m, t in zip(modes.tolist(), timers.tolist())]
 
 
 def _closure_text(family: str | None, cfg: dict) -> str:
@@ -184,7 +196,9 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
             "*occ*: theoretical occupancy of the main kernel (calculator) / achieved (ncu counters, else "
             "Kineto's estimate). *prof µs*: the main kernel's median duration as the profiler measured it. "
             "*DRAM/model*: DRAM bytes the counters measured per call / the family's bytes model. "
-            "*err*: ‖out−ref‖/‖ref‖ against the float64 oracle.",
+            "*err*: ‖out−ref‖/‖ref‖ against the float64 oracle. "
+            f"*vs {baseline}*: its time / the row's; — where it did not pass, did not run, or was timed another "
+            "way (CUPTI against the CUDA-event fallback: not one measurement).",
             "",
         ]
     return "\n".join(out)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from kprof.device import Ceiling
     from kprof.external import CaptureResult, ProfilerChoice
     from kprof.fanout import EarlyWorkers
+    from kprof.harness import MoreSamples
     from kprof.store import RunRecord, RunStore
 
 __all__ = [  # ProfileOptions, Arm, ProgressFn, RunPlan and RunContext live in kprof.context; importable here too
@@ -339,6 +340,7 @@ def _measure_case(ctx: RunContext, case: Case, i: int, rounds: int) -> list[Case
     n = len(ctx.arms)
     first: dict[int, CaseResult] = {}
     extra: dict[int, list[float]] = {j: [] for j in range(n)}
+    notes: dict[int, list[str]] = {j: [] for j in range(n)}
     for r in range(rounds):
         order = list(range(n)) if (i + r) % 2 == 0 else list(reversed(range(n)))
         for j in order:
@@ -350,11 +352,33 @@ def _measure_case(ctx: RunContext, case: Case, i: int, rounds: int) -> list[Case
                 )
             elif first[j].status == "ok" and first[j].timed:
                 host = sorted(first[j].host_samples_us)[len(first[j].host_samples_us) // 2]
-                extra[j] += more_gpu_samples(family, provider, case, device=device, settings=settings, host_us=host)
-    return [
-        replace(first[j], gpu_samples_ms=first[j].gpu_samples_ms + tuple(extra[j])) if extra[j] else first[j]
-        for j in range(n)
-    ]
+                more = more_gpu_samples(family, provider, case, device=device, settings=settings, host_us=host)
+                extra[j] += _round_samples(first[j], more, r, notes[j])
+    return [_with_rounds(first[j], extra[j], notes[j]) for j in range(n)]
+
+
+def _round_samples(first: CaseResult, more: MoreSamples, r: int, notes: list[str]) -> list[float]:
+    """The samples of round ``r`` to pool with round 0's, its notes added to ``notes``: none where another timer
+    took them than round 0's (CUPTI's busy time against CUDA events' span and overhead, about 3 us on an H100:
+    pooled in one arm only, that alone would read as a change between the arms)."""
+    from kprof.harness import headline_source
+
+    notes.extend(more.notes)
+    expected = headline_source(first.timing_mode, first.timer)
+    if more.source != expected:
+        notes.append(
+            f"timing round {r + 1} was timed by {more.source}, not {expected} as round 1; its samples left out"
+        )
+        return []
+    return list(more.samples_ms)
+
+
+def _with_rounds(first: CaseResult, extra: Sequence[float], notes: Sequence[str]) -> CaseResult:
+    """Round 0's result with the later rounds' samples and notes."""
+    if not extra and not notes:
+        return first
+    note = "; ".join(dict.fromkeys(n for n in (first.note, *notes) if n)) or None
+    return replace(first, gpu_samples_ms=first.gpu_samples_ms + tuple(extra), note=note)
 
 
 def _store_case(ctx: RunContext, arm: Arm, run_id: str, idx: int, res: CaseResult) -> None:

@@ -88,11 +88,21 @@ def test_interleaved_arms_alternate_round_by_round(tmp_path, monkeypatch):
 
     def fake_run_case(family, provider, case, *, device, settings, timing):
         calls.append((id(family), "run", case.id))
-        return CaseResult(case, "ok", gpu_samples_ms=(1.0,), host_samples_us=(5.0,), timed=True, bytes=1, flops=1)
+        return CaseResult(
+            case,
+            "ok",
+            gpu_samples_ms=(1.0,),
+            host_samples_us=(5.0,),
+            timed=True,
+            bytes=1,
+            flops=1,
+            timing_mode="cold",
+            timer="cupti",
+        )
 
     def fake_more(family, provider, case, *, device, settings, host_us):
         calls.append((id(family), "more", case.id))
-        return (2.0,)
+        return harness.MoreSamples((2.0,), "cupti")
 
     monkeypatch.setattr(runner, "run_case", fake_run_case)
     monkeypatch.setattr(harness, "more_gpu_samples", fake_more)
