@@ -47,3 +47,23 @@ def test_a_run_that_checked_nothing_fails():
     assert [f.status for f in got] == ["unchecked"] and "all 2 cases were skipped" in got[0].line()
     assert "no case was checked" in summary(got, allow=True) and "--allow-failures" in summary(got, allow=True)
     assert run_failures({"id": "r3", "config": {}}, metrics([("f/t/3x5/fp32", "ok", None, 0.0, 0.0)])) == []
+
+
+def test_a_run_whose_only_run_cases_are_yardsticks_checked_nothing():
+    """A copy of the bytes (roofline) or cuBLAS's product alone (floor) runs "ok" without an oracle check: a run in
+    which every kernel version was skipped and only the yardsticks ran checked nothing, and exited 0."""
+    m = pd.DataFrame(
+        {
+            "case": ["f/triton_a/3x5/fp32", "f/copy_bytes/3x5/fp32", "f/cublas_mm/3x5/fp32"],
+            "kind": ["triton", "roofline", "floor"],
+            "status": ["skipped", "ok", "ok"],
+            "note": ["GPU only", None, None],
+            "max_rel_err": [math.nan] * 3,
+            "max_abs_err": [math.nan] * 3,
+        }
+    )
+    got = run_failures({"id": "r4", "config": {}}, m)
+    assert [f.status for f in got] == ["unchecked"], got
+    assert "1 skipped, 2 yardsticks" in got[0].line()
+    checked = m.assign(status=["ok", "ok", "ok"])
+    assert run_failures({"id": "r5", "config": {}}, checked) == []
