@@ -11,6 +11,7 @@ import pandas as pd
 
 from kprof.dashboards import style
 from kprof.registry import YARDSTICK_KINDS
+from kprof.report import timed_by
 from kprof.shapes import parse_shape
 
 
@@ -40,27 +41,37 @@ def shape_order(metrics: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(str(s) for s in m["shape"].dropna()))
 
 
-def baseline_times(metrics: pd.DataFrame, baseline: str) -> pd.Series:
-    """Per (shape, dtype), the baseline's time: the fastest correct run of the chosen providers (for
-    "best PyTorch per shape", every PyTorch provider of the run)."""
+def _baseline_rows(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """The correct runs of the providers ``baseline`` names (for "best PyTorch per shape", every PyTorch
+    provider of the run)."""
     ok = ok_rows(metrics)
     ok = ok[~ok["provider"].astype(str).str.contains(" @ ")]  # added runs are compared, never the yardstick
     providers = BASELINES.get(baseline)
     if providers is None:
         pytorch = ok["kind"].isin(PYTORCH_KINDS) if "kind" in ok else ok["provider"].str.startswith("torch")
-        ok = ok[pytorch]
-    else:
-        ok = ok[ok["provider"].isin(providers)]
-    return ok.groupby(["shape", "dtype"])["gpu_time_us"].min()
+        return ok[pytorch]
+    return ok[ok["provider"].isin(providers)]
+
+
+def baseline_times(metrics: pd.DataFrame, baseline: str) -> pd.Series:
+    """Per (shape, dtype), the baseline's time: the fastest correct run of the chosen providers (for
+    "best PyTorch per shape", every PyTorch provider of the run)."""
+    return _baseline_rows(metrics, baseline).groupby(["shape", "dtype"])["gpu_time_us"].min()
 
 
 def with_baseline(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """``speedup`` = baseline time / time (above 1: faster than the baseline); NaN where either is missing."""
-    base = baseline_times(metrics, baseline)
+    """``speedup`` = baseline time / time (above 1: faster than the baseline); NaN where either is missing, or
+    where the two times are not one measurement (CUPTI against the CUDA-event fallback: ``kprof.report.timed_by``,
+    the rule of the report's vs column)."""
+    rows = _baseline_rows(metrics, baseline)
+    rows = rows.assign(_by=timed_by(rows)).dropna(subset=["gpu_time_us"])
+    best = rows.loc[rows.groupby(["shape", "dtype"])["gpu_time_us"].idxmin()].set_index(["shape", "dtype"])
     keys = pd.MultiIndex.from_arrays([metrics["shape"], metrics["dtype"]])
-    b = pd.Series(base.reindex(keys).to_numpy(), index=metrics.index)
+    b = pd.Series(best["gpu_time_us"].reindex(keys).to_numpy(), index=metrics.index)
+    b_by = pd.Series(best["_by"].reindex(keys).to_numpy(), index=metrics.index)
     t = metrics["gpu_time_us"].where(metrics["gpu_time_us"] > 0)
-    return metrics.assign(speedup=b / t)
+    same = b_by == pd.Series(timed_by(metrics), index=metrics.index)
+    return metrics.assign(speedup=(b / t).where(same))
 
 
 def nice_ticks(lo: float, hi: float) -> list[float]:

@@ -43,18 +43,18 @@ def with_speedup(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
     times are not one measurement: cold (or warm) times from CUPTI against the CUDA-event fallback, whose
     overhead (about 3 us on an H100) and launch gaps are in one side only (``kprof diff`` compares neither)."""
     df = metrics.copy()
-    timed_by = _timed_by(df)
+    by = timed_by(df)
     is_base = (df["provider"] == baseline) & df["ok"].astype(bool)
     keys = list(zip(df["shape"], df["dtype"]))
-    base = {k: (t, by) for k, t, by, b in zip(keys, df["gpu_time_us"], timed_by, is_base) if b}
+    base = {k: (t, b_by) for k, t, b_by, b in zip(keys, df["gpu_time_us"], by, is_base) if b}
     df["speedup"] = [
-        (base[k][0] / t) if (k in base and base[k][1] == by and t and not pd.isna(t) and t > 0) else math.nan
-        for k, t, by in zip(keys, df["gpu_time_us"], timed_by)
+        (base[k][0] / t) if (k in base and base[k][1] == t_by and t and not pd.isna(t) and t > 0) else math.nan
+        for k, t, t_by in zip(keys, df["gpu_time_us"], by)
     ]
     return df
 
 
-def _timed_by(df: pd.DataFrame) -> list[str]:
+def timed_by(df: pd.DataFrame) -> list[str]:
     """What timed each row's ranked time: for cold and warm the timer (``cupti`` or ``events``), else the mode
     (host and graph times do not go through CUPTI); "" where a store made before those columns holds none."""
     modes = df["timing_mode"] if "timing_mode" in df else pd.Series("", index=df.index)

@@ -261,3 +261,27 @@ def test_sweep_heatmap_writes_parameter_values_as_text():
     grid["BLOCK_N"] = grid["BLOCK_N"].map(lambda v: f"<b>{v}</b>")  # a string-valued parameter
     heat = html_chart.sweep_heatmap(grid, "BLOCK_N", "num_warps", "gpu_time_us", "t")
     assert "<b>" not in heat and "&lt;b&gt;" in heat
+
+
+def test_speedup_is_blank_where_the_baseline_was_timed_by_another_timer():
+    """A baseline whose cold time fell back to CUDA events (about 3 us of event overhead more) against versions
+    timed from CUPTI records: the ratio is not one measurement, so the Compare page shows none (the report's rule)."""
+    rng = np.random.default_rng()
+    t_eager, t_v1, t_v2 = (float(x) for x in rng.uniform(5, 50, 3))
+    m = pd.DataFrame(
+        {
+            "provider": ["torch_eager", "triton_v1", "torch_eager", "triton_v1"],
+            "kind": ["pytorch", "triton", "pytorch", "triton"],
+            "shape": ["64x4096", "64x4096", "8x4096", "8x4096"],
+            "dtype": ["bf16"] * 4,
+            "status": ["ok"] * 4,
+            "ok": [True] * 4,
+            "gpu_time_us": [t_eager, t_v1, t_eager, t_v2],
+            "timing_mode": ["cold"] * 4,
+            "timer": ["events", "cupti", "cupti", "cupti"],
+        }
+    )
+    got = figures.with_baseline(m, "PyTorch eager").set_index(["shape", "provider"])["speedup"]
+    assert np.isnan(got[("64x4096", "triton_v1")])  # events against CUPTI
+    assert got[("8x4096", "triton_v1")] == pytest.approx(t_eager / t_v2)
+    assert got[("8x4096", "torch_eager")] == pytest.approx(1.0)
