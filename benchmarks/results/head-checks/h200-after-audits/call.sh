@@ -12,7 +12,7 @@ echo "gpu tests rc $?"; tail -3 $W/gpu_tests.txt
 P="rmsnorm -s 4096x4096,64x4096,8192x5120 -d bf16 -p triton_tuned,torch_compile,torch_F --profiler none --store $W/d.db"
 for what in cold-1 cold-2 warm; do
   mode=cold; [ $what = warm ] && mode=warm
-  timeout 60 kprof profile $P --timing-mode $mode > $W/profile-$what.txt 2>&1; echo "profile $what rc $?"
+  timeout 80 kprof profile $P --timing-mode $mode > $W/profile-$what.txt 2>&1; echo "profile $what rc $?"
 done
 RUNS=($(kprof runs --store $W/d.db 2>/dev/null | grep -o '2026[0-9]*-[0-9]*-[0-9a-f]*' | sort -u))
 echo "runs: ${RUNS[*]}"
