@@ -335,3 +335,31 @@ def test_a_group_that_happens_to_match_between_two_captures_is_not_called_same()
     # one capture read twice is still SAME in every group
     same = diff_traces(a, a).table
     assert (same["verdict"] == "SAME").all() and same["statistics"].str.endswith("one capture").all()
+
+
+# ------------------------------------------------------------------------------------------- real runs
+def test_real_runs_of_unchanged_code_get_no_call_timed_alike_or_not(data_file, tmp_path):
+    """Three H200 runs of the same code (tests/data/README.md): cold, cold again, warm. Cold against cold calls
+    nothing SLOWER or FASTER. Cold against warm compares nothing: before, the same store read 2 cases SLOWER
+    (+14%) and one FASTER (-40%), and --fail-on-regression exited 1 on a regression no code made."""
+    import gzip
+    import shutil
+
+    db = tmp_path / "runs.db"
+    with gzip.open(data_file("diff_rmsnorm_h200_cold_cold_warm.db.gz"), "rb") as src, open(db, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    st = RunStore(db, create=False)
+    runs = st.runs().sort_values("created_at")
+    modes = [set(st.metrics(r)["timing_mode"]) for r in runs["id"]]
+    assert modes == [{"cold"}, {"cold"}, {"warm"}]
+    cold_a, cold_b, warm = runs["id"]
+    again = diff_runs(st, cold_a, cold_b)
+    assert again.counts["SLOWER"] == again.counts["FASTER"] == 0 and len(again.cases) == 9
+    other = diff_runs(st, cold_a, warm)
+    assert (other.cases["verdict"] == "UNCERTAIN").all() and len(other.cases) == 9
+    assert other.cases["why"].str.startswith("not compared: timed cold in A, timed warm in B").all()
+    moved = other.cases["ratio"]
+    assert moved.min() < 0.7 and moved.max() > 1.1  # what a verdict would have been made of
+    st.close()
+    cli = kprof_cli("diff", cold_a, warm, "--store", str(db), "--fail-on-regression")
+    assert cli.returncode == 0, cli.stderr
