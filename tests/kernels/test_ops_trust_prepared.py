@@ -30,6 +30,18 @@ def _rl_ok(out, x, g, w, b, tag):
     assert err <= F["rmsnorm_linear"].tolerances["bf16"], f"{tag}: rel err {err:.2e}"
 
 
+def _refused_until_refreshed(mlp, proj, call_mlp, call_proj, x, how: str) -> None:
+    """Both modules' calls (``call_*``: the modules or their compiled graphs) refuse until refreshed, then answer
+    from the current weights."""
+    for call in (call_mlp, call_proj):
+        with pytest.raises(ops.StaleWeightsError, match="refresh"):
+            call(x)
+    mlp.refresh()
+    proj.refresh()
+    _swiglu_ok(call_mlp(x), x, mlp.w_gate, mlp.w_up, f"{how}SwiGLU after refresh")
+    _rl_ok(call_proj(x), x, proj.g, proj.w, proj.b, f"{how}RMSNormLinear after refresh")
+
+
 @contextlib.contextmanager
 def _checking(enabled: bool):
     previous = ops.check_prepared(enabled)
@@ -57,14 +69,7 @@ def test_new_storage_without_refresh_is_refused_with_checks_off(how, device):
             else:
                 vec = torch.nn.utils.parameters_to_vector(params)
                 torch.nn.utils.vector_to_parameters(torch.randn_like(vec), params)
-        with pytest.raises(ops.StaleWeightsError, match="refresh"):
-            mlp(x)
-        with pytest.raises(ops.StaleWeightsError, match="refresh"):
-            proj(x)
-        mlp.refresh()
-        proj.refresh()
-        _swiglu_ok(mlp(x), x, mlp.w_gate, mlp.w_up, "SwiGLU after refresh")
-        _rl_ok(proj(x), x, proj.g, proj.w, proj.b, "RMSNormLinear after refresh")
+        _refused_until_refreshed(mlp, proj, mlp, proj, x, "")
 
 
 def test_compiled_prepared_calls_refuse_stale_weights(device):
@@ -83,14 +88,7 @@ def test_compiled_prepared_calls_refuse_stale_weights(device):
         _rl_ok(c_proj(x), x, proj.g, proj.w, proj.b, "compiled RMSNormLinear")
         mlp.w_gate.mul_(2.0)
         proj.w.mul_(2.0)
-        with pytest.raises(ops.StaleWeightsError, match="refresh"):
-            c_mlp(x)
-        with pytest.raises(ops.StaleWeightsError, match="refresh"):
-            c_proj(x)
-        mlp.refresh()
-        proj.refresh()
-        _swiglu_ok(c_mlp(x), x, mlp.w_gate, mlp.w_up, "compiled SwiGLU after refresh")
-        _rl_ok(c_proj(x), x, proj.g, proj.w, proj.b, "compiled RMSNormLinear after refresh")
+        _refused_until_refreshed(mlp, proj, c_mlp, c_proj, x, "compiled ")
 
 
 def test_a_refreshed_objects_old_derived_weight_is_refused(device):

@@ -130,13 +130,9 @@ def copy_rows():
     return dict_rows(COPIES)
 
 
-def test_device_of_a_device_to_host_copy_is_its_source_gpu(tmp_path):
-    """rocprofv3 writes Source_Agent_Id and Destination_Agent_Id; a device-to-host copy's destination is the
-    CPU agent, so taking the destination made its device the CPU's agent id (0 here) instead of the GPU (2)."""
-    rows = copy_rows()
-    gpu = {r["Destination_Agent_Id"] for r in rows}
-    assert len(gpu) == 1 and {r["Source_Agent_Id"] for r in rows} != gpu  # host -> GPU 2 in the real file
-    back = [
+def turned_back(rows: list[dict]) -> list[dict]:
+    """The real file's host-to-device copies as device-to-host ones: direction and agents swapped."""
+    return [
         dict(
             r,
             Direction="MEMORY_COPY_DEVICE_TO_HOST",
@@ -145,6 +141,15 @@ def test_device_of_a_device_to_host_copy_is_its_source_gpu(tmp_path):
         )
         for r in rows
     ]
+
+
+def test_device_of_a_device_to_host_copy_is_its_source_gpu(tmp_path):
+    """rocprofv3 writes Source_Agent_Id and Destination_Agent_Id; a device-to-host copy's destination is the
+    CPU agent, so taking the destination made its device the CPU's agent id (0 here) instead of the GPU (2)."""
+    rows = copy_rows()
+    gpu = {r["Destination_Agent_Id"] for r in rows}
+    assert len(gpu) == 1 and {r["Source_Agent_Id"] for r in rows} != gpu  # host -> GPU 2 in the real file
+    back = turned_back(rows)
     path = write_rows(tmp_path / "m_memory_copy_trace.csv", rows + back, list(rows[0]))
     t = rocprof.parse(path)
     assert sorted(t["copy_kind"].tolist()) == ["DtoH"] * len(back) + ["HtoD"] * len(rows)
@@ -154,15 +159,7 @@ def test_device_of_a_device_to_host_copy_is_its_source_gpu(tmp_path):
 def test_copies_joined_to_a_kernel_trace_sit_on_the_kernels_gpu(tmp_path):
     kern = dict_rows(V3 / "rocprofiler-sdk_docs_kernel_trace.csv")
     rows = copy_rows()
-    back = [
-        dict(
-            r,
-            Direction="MEMORY_COPY_DEVICE_TO_HOST",
-            Source_Agent_Id=r["Destination_Agent_Id"],
-            Destination_Agent_Id=r["Source_Agent_Id"],
-        )
-        for r in rows
-    ]
+    back = turned_back(rows)
     shutil.copy(V3 / "rocprofiler-sdk_docs_kernel_trace.csv", tmp_path / "run_kernel_trace.csv")
     write_rows(tmp_path / "run_memory_copy_trace.csv", rows + back, list(rows[0]))
     t = rocprof.parse(tmp_path / "run_kernel_trace.csv")
