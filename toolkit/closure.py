@@ -18,7 +18,9 @@ listed, never part of the closure. ``kernels/__init__.py`` (the discovery of eve
 
 What it cannot follow it refuses with :class:`ClosureError`, saying which file, which line and why: an import
 of a ``kprof.kernels`` module that does not exist in that tree, a dynamic import whose name is computed, a
-relative import that leaves ``kernels/``, ``kprof.kernels`` reached as an attribute. The same function serves
+relative import that leaves ``kernels/``, ``kprof.kernels`` reached as an attribute (of ``kprof`` by any name), the
+registry's lookups (``get_family``, ``registered_families``: today's families) reached by any route. A module found
+both as ``X.py`` and ``X/__init__.py`` is the package, as Python imports it. The same function serves
 the working tree (a normal run) and a git commit (``--rev``), so both hash the same files the same way.
 """
 
@@ -50,8 +52,16 @@ class Closure:
     """``kprof`` modules outside ``kprof.kernels`` the closure imports (today's code in every run)."""
 
     def hashes(self, read: Callable[[str], bytes]) -> dict[str, str]:
-        """``{path: sha256 prefix}`` of the closure's Python and YAML files, of the bytes ``read`` gives."""
-        return {f: hashlib.sha256(read(f)).hexdigest()[:16] for f in self.files if f.endswith(HASHED_SUFFIXES)}
+        """``{path: sha256 prefix}`` of the closure's Python and YAML files, of the bytes ``read`` gives
+        (:func:`source_digest`)."""
+        return {f: source_digest(read(f)) for f in self.files if f.endswith(HASHED_SUFFIXES)}
+
+
+def source_digest(data: bytes) -> str:
+    """sha256 prefix of a source file with its line endings as LF. Why: git may store LF and check out CRLF
+    (``eol=crlf``, ``core.autocrlf``) with the tree still clean, and Python and YAML read both alike; hashed as
+    they lie, a plain run of a commit and ``--rev`` of it recorded different hashes for the same code."""
+    return hashlib.sha256(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")).hexdigest()[:16]
 
 
 class _Tree:
@@ -68,7 +78,8 @@ class _Tree:
         if not parts:
             return "__init__.py"
         stem = "/".join(parts)
-        for cand in (f"{stem}.py", f"{stem}/__init__.py"):
+        # a package first, as Python's finder looks: with both there, ``import`` runs ``stem/__init__.py``
+        for cand in (f"{stem}/__init__.py", f"{stem}.py"):
             if cand in self.paths:
                 return cand
         return None
@@ -140,6 +151,7 @@ def _imports_of(tree: _Tree, path: str, harness: set[str]) -> list[str]:
         ) from None
     name, package = _module_name(path)
     out: list[str] = []
+    kprof_names = _names_of_kprof(mod)
 
     def need(module: str, line: int, what: str = "") -> None:
         """``module`` (absolute) is imported at ``line``: add it and its parent packages, or refuse."""
@@ -201,18 +213,46 @@ def _imports_of(tree: _Tree, path: str, harness: set[str]) -> list[str]:
             elif base == "kprof":
                 harness.update(f"{base}.{a.name}" for a in node.names if _is_harness_module(f"{base}.{a.name}"))
         elif isinstance(node, ast.Call):
+            _refuse_registry_lookup(_getattr_name(node), node.lineno, where)
             out += _dynamic_import(node, tree, path, package, where, need)
-        elif (
-            isinstance(node, ast.Attribute)
-            and node.attr == "kernels"
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "kprof"
-        ):
-            raise ClosureError(
-                f"{where}, line {node.lineno}: uses `kprof.kernels` as an attribute, which kprof "
-                "cannot point at the revision's copy; import the module instead"
-            )
+        elif isinstance(node, ast.Attribute):
+            if node.attr == "kernels" and isinstance(node.value, ast.Name) and node.value.id in kprof_names:
+                raise ClosureError(
+                    f"{where}, line {node.lineno}: uses `kprof.kernels` as an attribute (of "
+                    f"`{node.value.id}`), which kprof cannot point at the revision's copy; import the module instead"
+                )
+            _refuse_registry_lookup(node.attr, node.lineno, where)
     return out
+
+
+def _names_of_kprof(mod: ast.Module) -> set[str]:
+    """The names the ``kprof`` package itself is bound to in ``mod``: ``kprof`` (``import kprof``, ``import
+    kprof.launch``) and any ``import kprof as k``, so ``k.kernels`` is seen as ``kprof.kernels``."""
+    names = {"kprof"}
+    for node in ast.walk(mod):
+        if isinstance(node, ast.Import):
+            names.update(a.asname for a in node.names if a.name == "kprof" and a.asname)
+    return names
+
+
+def _getattr_name(node: ast.Call) -> str | None:
+    """The literal attribute name of ``getattr(obj, "name")``, else None."""
+    if isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2:
+        arg = node.args[1]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            return arg.value
+    return None
+
+
+def _refuse_registry_lookup(attr: str | None, line: int, where: str) -> None:
+    """``registry.get_family(...)`` (the module reached by any name, or ``getattr``) returns today's families,
+    as ``from kprof.registry import get_family`` does. kprof cannot tell which object an attribute is read
+    from, so the name alone is refused."""
+    if attr in _REGISTRY_LOOKUPS:
+        raise ClosureError(
+            f"{where}, line {line}: reads `{attr}`, kprof's registry lookup, which holds today's kernels, "
+            "not the revision's; take the family object by import (if it is a method of your own, rename it)"
+        )
 
 
 def _is_harness_module(name: str) -> bool:
@@ -268,6 +308,23 @@ def _dynamic_import(
         )
     need(arg.value, node.lineno)
     return []
+
+
+def absolute_imports(source: bytes) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import ``source`` names absolutely: ``import X``, ``from X import ...`` and
+    ``import_module`` / ``__import__`` of a literal name (what Python resolves whatever the text looks like)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.append((node.lineno, node.module))
+        elif isinstance(node, ast.Call) and node.args:
+            func, arg = node.func, node.args[0]
+            fname = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if fname in _IMPORTERS and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                out.append((node.lineno, arg.value))
+    return out
 
 
 def _is_family_module(path: str, folder: str) -> bool:

@@ -12,7 +12,8 @@ and machine state. :func:`load_family_at`:
    something the commit does not have;
 3. writes the closure to ``STORE_DIR/revisions/<slot>_<commit>/kprof_rev_<slot>_<commit12>/`` (the layout of
    ``kernels/``), rewriting every ``kprof.kernels`` reference to that package, so two revisions (or one
-   commit twice, an A/A comparison) live in one process and in the replay child of external profilers;
+   commit twice, an A/A comparison) live in one process and in the replay child of external profilers; an
+   import the textual rewrite misses (``from kprof. kernels.lib import x``) is refused, never left to run today's;
 4. imports it with :func:`kprof.registry.isolated_registry`, so its ``Family`` keeps its name but neither it
    nor any other family of the closure (rmsnorm for rmsnorm_linear) enters today's registry. The package's
    own ``__init__`` is a fixed stub: ``kernels/__init__.py`` (discovery of every family) is harness.
@@ -32,7 +33,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kprof.closure import Closure, ClosureError, family_closure, git_tree
+from kprof.closure import ROOT, Closure, ClosureError, absolute_imports, family_closure, git_tree
 from kprof.errors import KprofError
 from kprof.registry import Family, isolated_registry
 
@@ -143,7 +144,7 @@ def load_family_at(
     loaded = sys.modules.get(package)
     if loaded is not None:  # this commit is imported already (another store): add to that copy, where it looks
         root = Path(next(iter(loaded.__path__))).parent
-    _write(root, package, closure, blobs, fresh=loaded is None)
+    _write(root, package, closure, blobs, fresh=loaded is None, where=f"at {rev!r} ({commit[:10]})")
     (root / f"closure-{name}.json").write_text(
         json.dumps(
             {
@@ -187,23 +188,39 @@ def load_family_at(
 _KERNELS_REF = re.compile(rb"\bkprof\.kernels\b")
 
 
-def _write(root: Path, package: str, closure: Closure, blobs: _Blobs, fresh: bool) -> None:
+def _write(root: Path, package: str, closure: Closure, blobs: _Blobs, fresh: bool, where: str) -> None:
     """The closure's files under ``root/package`` with ``kprof.kernels`` pointing at ``package``. ``fresh``:
     nothing of this package is imported in this process, so files left by an earlier run are cleared first
     (a folder's stray module would otherwise be imported by the family's discovery)."""
+    rewritten = {}
+    for f in closure.files:  # all checked before any is written: a refused revision leaves no copy to import
+        rel = f.removeprefix("kernels/")
+        data = blobs.read(rel)
+        if rel.endswith(".py"):
+            data = _KERNELS_REF.sub(package.encode(), data)
+            _check_rewritten(f, data, where)
+        rewritten[rel] = data
     pkg_dir = root / package
     if fresh and pkg_dir.exists():
         shutil.rmtree(pkg_dir)
     pkg_dir.mkdir(parents=True, exist_ok=True)
     (pkg_dir / "__init__.py").write_bytes(_STUB_INIT)
-    for f in closure.files:
-        rel = f.removeprefix("kernels/")
-        data = blobs.read(rel)
-        if rel.endswith(".py"):
-            data = _KERNELS_REF.sub(package.encode(), data)
+    for rel, data in rewritten.items():
         out = pkg_dir / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(data)
+
+
+def _check_rewritten(path: str, data: bytes, where: str) -> None:
+    """The rewrite is of the text, the closure of the syntax tree: an import spelled so the text does not read
+    ``kprof.kernels`` (``from kprof. kernels.lib import x``, ``import_module("kprof." "kernels.x")``) would
+    still import today's module into the revision's run. Refused, where the rewritten copy still names one."""
+    for line, module in absolute_imports(data):
+        if module == ROOT or module.startswith(ROOT + "."):
+            raise RevisionError(
+                f"{path} {where}, line {line}: imports {module} spelled so that kprof cannot point it at the "
+                "revision's copy (it would run today's module); write the name as one dotted `kprof.kernels...`"
+            )
 
 
 def import_loaded(package: str, root: str) -> Family:
@@ -212,8 +229,10 @@ def import_loaded(package: str, root: str) -> Family:
         sys.path.insert(0, root)
     with isolated_registry() as found:
         mod = importlib.import_module(package)
-    # the closure may define other families too (rmsnorm for rmsnorm_linear): take the folder's own
-    fam = getattr(mod, "FAMILY", None) or found.get(package.rsplit(".", 1)[-1])
-    if fam is None:
-        raise RevisionError(f"{package} under {root} defines no family")
+    # the closure may define other families too (rmsnorm for rmsnorm_linear): take the folder's own, by the
+    # rule load_family_at took it with, so the child replays the family the profiling process timed
+    name = package.rsplit(".", 1)[-1]
+    fam = found.get(name) or getattr(mod, "FAMILY", None)
+    if fam is None or fam.name != name:
+        raise RevisionError(f"{package} under {root} defines no family named {name!r}")
     return fam
