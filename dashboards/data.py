@@ -17,11 +17,14 @@ from __future__ import annotations
 import atexit
 import functools
 import gzip
+import hashlib
+import itertools
 import os
 import re
 import shutil
 import sqlite3
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,8 +68,8 @@ def _demo_path() -> Path:
     return out
 
 
-@st.cache_resource(show_spinner=False)
-def _source(requested: str | None, mtime: float, want_demo: bool) -> Source:
+@st.cache_resource(show_spinner=False, max_entries=16)  # a new key per commit while a profile writes
+def _source(requested: str | None, version: tuple, want_demo: bool) -> Source:  # version: _version(), a key
     path = default_store_path(requested)
     if not path.exists():
         return Source(str(_demo_path()), True, f"no store at {path}")
@@ -95,21 +98,71 @@ def demo_wanted() -> bool:
 def source() -> Source:
     requested = runtime.env("KPROF_STORE")
     path = default_store_path(requested)
-    return _source(requested, path.stat().st_mtime if path.exists() else 0.0, demo_wanted())
+    return _source(requested, _version(path), demo_wanted())
 
 
-def _stamp() -> float:
-    """Changes whenever the store's data does: SQLite in WAL mode appends new data to ``kprof.db-wal`` and
-    copies it into ``kprof.db`` at checkpoints. The WAL's size, not its mtime: merely opening the store
-    touches that file, which made every read look like a new store and emptied the cache."""
-    p = Path(source().path)
-    wal = p.with_name(p.name + "-wal")
-    main = p.stat().st_mtime_ns if p.exists() else 0
-    return main / 1e9 + (wal.stat().st_size if wal.exists() else 0) * 1e-3
+_WATCHES = itertools.count()
+
+
+class _Watch:
+    """A read-only connection held open on one store file, only to ask SQLite whether anything was committed since
+    the last question (``PRAGMA data_version``, which changes with every commit of another connection).
+
+    Not the files' mtimes and sizes alone: in WAL mode a commit goes to ``kprof.db-wal``, and after a checkpoint
+    (every ~4 MB of log) SQLite writes the log again from its start, so while a `kprof profile` holds the store
+    open, the cases it adds change neither the store's mtime nor the log's size until the next checkpoint, and the
+    pages kept showing the run as it was. Held open, the connection also pins the file: a store replaced by another
+    file gets a new inode, hence a new watch, even where the new file's mtime and size equal the old one's."""
+
+    def __init__(self, path: str) -> None:
+        self.token = next(_WATCHES)  # not id(): a watch evicted and made anew may get the old one's address
+        self._lock = threading.Lock()  # one connection, the server's script threads take turns
+        self._con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
+
+    def version(self) -> tuple:
+        """The commit counter and the runs that say 'running' with their status now (a profile that died
+        writes nothing, yet `kprof runs` reads it as incomplete from then on: the cached runs must too)."""
+        with self._lock:
+            try:
+                commits = self._con.execute("PRAGMA data_version").fetchone()[0]
+                running = self._con.execute("SELECT status, pid, host FROM runs WHERE status = 'running'").fetchall()
+            except sqlite3.Error:  # not a store (yet): _source says so; its mtime and size still key the reads
+                return (None,)
+        return commits, tuple(RunStore._effective_status(*r) for r in running)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _watch(path: str, device: int, inode: int) -> _Watch:  # device, inode: one watch per file, not per name
+    return _Watch(path)
+
+
+def _version(path: Path) -> tuple:
+    """Changes whenever the data of the store at ``path`` does (a cache key of every read; see :class:`_Watch`):
+    the file's identity, mtime and size, its log's size, the watch itself (a new one counts commits from anew) and
+    its commit counter."""
+    if not path.exists():
+        return ("missing",)
+    st_ = path.stat()
+    wal = path.with_name(path.name + "-wal")
+    watch = _watch(str(path), st_.st_dev, st_.st_ino)
+    return (
+        st_.st_dev,
+        st_.st_ino,
+        st_.st_mtime_ns,
+        st_.st_size,
+        wal.stat().st_size if wal.exists() else -1,
+        watch.token,
+        watch.version(),
+    )
+
+
+def _stamp() -> tuple:
+    """The version of the store the pages read (:func:`_version`): part of the key of every cached read."""
+    return _version(Path(source().path))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _read(what: str, run_id: str | None, stamp: float, path: str):  # stamp: the store's mtime, part of the key
+def _read(what: str, run_id: str | None, stamp: tuple, path: str):  # stamp: _stamp(), part of the key
     s = RunStore(path)
     try:
         return getattr(s, what)(run_id) if run_id is not None else getattr(s, what)()
@@ -128,7 +181,7 @@ def revision(git_note: object) -> str | None:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _runs(stamp: float, path: str) -> pd.DataFrame:
+def _runs(stamp: tuple, path: str) -> pd.DataFrame:
     s = RunStore(path)
     try:
         runs = s.runs()
@@ -186,7 +239,7 @@ def launch_counts() -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _launch_counts(stamp: float, path: str) -> pd.DataFrame:
+def _launch_counts(stamp: tuple, path: str) -> pd.DataFrame:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         return pd.read_sql_query(
@@ -241,7 +294,7 @@ class _KernelRowsStore:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _diff(run_a: str, run_b: str, threshold: float, stamp: float, path: str):  # -> kprof.diff.DiffResult
+def _diff(run_a: str, run_b: str, threshold: float, stamp: tuple, path: str):  # -> kprof.diff.DiffResult
     """`kprof diff`'s own code, once per (pair, threshold, store state)."""
     from kprof.diff import DiffRule, diff_runs
 
@@ -275,12 +328,26 @@ def add_trace_file(path: str) -> None:
     _uploaded().append(path)
 
 
+@functools.lru_cache(maxsize=1)
+def _upload_root() -> Path:
+    """This server's folder of uploads: private and fresh, as the demo's (:func:`_demo_path` says why not a fixed
+    name in the shared temporary folder)."""
+    folder = Path(tempfile.mkdtemp(prefix="kprof-dashboard-uploads-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def save_upload(name: str, content: bytes) -> str:
-    """An uploaded trace written to a temporary folder under its own name (parsers sniff by suffix)."""
-    folder = Path(tempfile.gettempdir()) / "kprof-dashboard-uploads"
-    folder.mkdir(parents=True, exist_ok=True)
+    """An uploaded trace written under its own name (parsers sniff by suffix), in a folder named by its content.
+
+    One folder for all uploads let a second trace of the same name (``report.sqlite`` of another machine, the same
+    trace after a change) overwrite the first: both entries then drew the second. By content, the same file
+    uploaded again (the upload box hands it over on every rerun) is the same path, and the page adds it once."""
+    folder = _upload_root() / hashlib.sha256(content).hexdigest()[:16]
+    folder.mkdir(exist_ok=True)
     out = folder / Path(name).name
-    out.write_bytes(content)
+    if not out.exists():
+        out.write_bytes(content)
     return str(out)
 
 

@@ -70,8 +70,16 @@ def with_baseline(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
     b = pd.Series(best["gpu_time_us"].reindex(keys).to_numpy(), index=metrics.index)
     b_by = pd.Series(best["_by"].reindex(keys).to_numpy(), index=metrics.index)
     t = metrics["gpu_time_us"].where(metrics["gpu_time_us"] > 0)
-    same = b_by == pd.Series(timed_by(metrics), index=metrics.index)
+    same = (b_by == pd.Series(timed_by(metrics), index=metrics.index)) & alike(metrics)
     return metrics.assign(speedup=(b / t).where(same))
+
+
+def alike(metrics: pd.DataFrame) -> pd.Series:
+    """True where a row was measured as the page's run was: Compare marks an added run's cases measured on
+    another GPU or in another timing mode (``unlike``, the reason), which are drawn but never ranked against it."""
+    if "unlike" not in metrics:
+        return pd.Series(True, index=metrics.index)
+    return metrics["unlike"].fillna("").astype(str) == ""
 
 
 def nice_ticks(lo: float, hi: float) -> list[float]:
@@ -93,8 +101,10 @@ def nice_ticks(lo: float, hi: float) -> list[float]:
 
 def best_per_shape(metrics: pd.DataFrame) -> pd.Series:
     """True where the row is the fastest correct provider of its (shape, dtype); roofline yardsticks and floors
-    (one cuBLAS product, a copy of x: not the family's function) are never the best."""
+    (one cuBLAS product, a copy of x: not the family's function) and cases not measured alike (:func:`alike`)
+    are never the best."""
     ok = ok_rows(metrics)
+    ok = ok[alike(ok)]  # another GPU's or timing mode's time: not this run's to rank
     if "kind" in ok:
         ok = ok[~ok["kind"].isin(YARDSTICK_KINDS)]
     winners = ok.groupby(["shape", "dtype"])["gpu_time_us"].idxmin()  # one per shape, even on a tie

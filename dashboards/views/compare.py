@@ -39,14 +39,7 @@ def render() -> None:
         if adding
         else []
     )
-    m = with_time(metrics)
-    if extra:  # e.g. two revisions side by side: triton_looped vs triton_looped @ 58fe
-        parts = [m]
-        for name in extra:
-            other = offered[name]
-            om = with_time(data.get_metrics(other))
-            parts.append(om.assign(provider=om["provider"] + " @ " + other[-4:]))
-        m = pd.concat(parts, ignore_index=True)
+    m = with_added(run, with_time(metrics).assign(unlike=""), [offered[name] for name in extra], controls)
     bad = m[m["status"].isin(["fail", "error"])]
     if not bad.empty:
         controls.error(
@@ -59,6 +52,65 @@ def render() -> None:
         return
     dtype = controls.radio("dtype", dtypes, horizontal=True, key="compare_dtype")
     against_baseline(m, dtype, run_id, run.get("ceiling_gbps"))
+
+
+def with_added(run: dict, m: pd.DataFrame, others: list[str], controls) -> pd.DataFrame:
+    """This run's cases and those of the ``others`` runs, their versions named ``version @ run`` (e.g. two revisions
+    side by side: triton_looped vs triton_looped @ 58fe); an added case measured otherwise than this run's says how
+    in ``unlike`` (:func:`unlike`), and the page says so above the chart."""
+    if not others:
+        return m
+    parts = [m]
+    ref = measured_on(run, m) if not m.empty else None
+    for other in others:
+        om = with_time(data.get_metrics(other))
+        why_not = unlike(ref, data.get_run(other), om) if ref else ""  # no case here: nothing to rank against
+        om = om.assign(provider=om["provider"] + " @ " + other[-4:], unlike=why_not)
+        why = sorted(set(om["unlike"]) - {""})
+        if why:
+            controls.warning(
+                f"Run `{other}` was measured otherwise: {'; '.join(why)}. Its versions are drawn and listed, "
+                "but given no speedup over this run's baseline and never starred as the best: the difference "
+                "is not the code's alone. Add a run of this GPU and timing mode to rank them."
+            )
+        parts.append(om)
+    return pd.concat(parts, ignore_index=True)
+
+
+def case_devices(run: dict, metrics: pd.DataFrame) -> pd.Series:
+    """The GPU each case was measured on: its fan-out worker's where the run has them, else the run's."""
+    dev = data.get_case_devices(run["id"])
+    by_case = dict(zip(dev["case_id"], dev["gpu_name"])) if "gpu_name" in dev else {}
+    return metrics["case"].map(by_case).astype(object).fillna(run.get("device_name") or "an unnamed GPU").astype(str)
+
+
+def _modes(metrics: pd.DataFrame) -> pd.Series:
+    """Each case's timing mode; runs stored before modes were declared were timed with CUDA events."""
+    modes = metrics["timing_mode"] if "timing_mode" in metrics else pd.Series(None, index=metrics.index, dtype=object)
+    return modes.astype(object).fillna("events (before timing modes)").astype(str)
+
+
+def measured_on(run: dict, metrics: pd.DataFrame) -> tuple[str, str]:
+    """(GPU, timing mode) of this run's cases as the page shows them (one GPU kind: :func:`by_gpu_kind`)."""
+    return str(case_devices(run, metrics).mode().iloc[0]), str(_modes(metrics).mode().iloc[0])
+
+
+def unlike(ref: tuple[str, str], run: dict, metrics: pd.DataFrame) -> pd.Series:
+    """Per case of an added run, how its measurement differs from this run's (``ref``: :func:`measured_on`),
+    "" where it does not. Such a time is not ranked against this run's (another GPU, a warm call against a
+    cold one): the baseline and the best version stay this run's."""
+    device, mode = ref
+    return pd.Series(
+        [
+            "; ".join(
+                ([f"on {d}, this run on {device}"] if d != device else [])
+                + ([f"timed {t}, this run {mode}"] if t != mode else [])
+            )
+            for d, t in zip(case_devices(run, metrics), _modes(metrics))
+        ],
+        index=metrics.index,
+        dtype=object,
+    )
 
 
 @st.fragment

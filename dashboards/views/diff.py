@@ -14,13 +14,30 @@ COLOURS = {"SLOWER": "#f8d0d0", "FASTER": "#d4f4dd", "UNCERTAIN": "#fff3c4", "SA
 
 
 def default_pair(pool: pd.DataFrame) -> tuple[int, int]:
-    """Picker positions of (A, B): the two revisions of the newest `--rev A --rev B` run in the command's
-    order (the baseline before), else the second newest run before the newest."""
+    """Picker positions of (A, B) in ``pool`` (newest first): the two revisions of the newest `--rev A --rev B` run
+    in the command's order (the baseline before), else the newest run that has an earlier one to compare with and
+    that earlier run (:func:`_previous`). Not simply the two newest runs: two families have no case in common, and
+    two GPUs differ by more than the code."""
     if len(pool) >= 2:
         r0, r1 = pool.iloc[0], pool.iloc[1]
         if r0["created_at"] == r1["created_at"] and r0["command"] == r1["command"] and r0.get("rev") and r1.get("rev"):
             return 0, 1
-    return 1, 0
+    for b in range(len(pool)):
+        a = _previous(pool, b)
+        if a is not None:
+            return a, b
+    return 1, 0  # no family ran twice: the page says the pair has nothing in common
+
+
+def _previous(pool: pd.DataFrame, b: int) -> int | None:
+    """The position of the newest run older than ``pool``'s ``b``-th of its family, on its GPU where there is one."""
+    older = pool.iloc[b + 1 :]
+    family = older[older["family"] == pool.iloc[b]["family"]]
+    device = family[family["device_name"] == pool.iloc[b]["device_name"]] if "device_name" in family else family
+    for candidates in (device, family):
+        if not candidates.empty:
+            return b + 1 + older.index.get_loc(candidates.index[0])
+    return None
 
 
 def render() -> None:
