@@ -2,8 +2,9 @@
 
 Layout (the Chrome trace event format that ui.perfetto.dev and chrome://tracing read):
 
-* one process per GPU (``GPU 0``), one thread (track) per stream, a complete event (``ph: "X"``) per
-  kernel / copy / memset with its case, grid, block, registers, shared memory and counters in ``args``;
+* one process per GPU (``GPU 0``; ``GPU 0 (process 4242)`` when the kernels come from several host
+  processes, each numbering its GPUs from 0), one thread (track) per stream, a complete event (``ph: "X"``)
+  per kernel / copy / memset with its case, grid, block, registers, shared memory and counters in ``args``;
 * one process per host process, one track per host thread, an event per launch call and sync call;
 * a flow arrow (``ph: "s"`` at the launch call, ``ph: "f"`` with ``bp: "e"`` at the kernel) linking each
   launch call to its kernel;
@@ -65,20 +66,15 @@ def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
     gpu_pids: dict[Any, int] = {}
     host_pids: dict[Any, int] = {}
     named_threads: set[tuple[int, int]] = set()
+    unknown_host, first_gpu = _free_pids(table)
+    per_process = _gpu_rows_of_several_processes(timed)
 
-    def gpu_pid(device: Any) -> int:
-        key = plain(device)
+    def gpu_pid(device: Any, host: Any) -> int:
+        key = (plain(host), plain(device)) if per_process else plain(device)
         if key not in gpu_pids:
-            pid = 1_000_000 + len(gpu_pids)
+            pid = first_gpu + len(gpu_pids)
             gpu_pids[key] = pid
-            events.append(
-                {
-                    "ph": "M",
-                    "name": "process_name",
-                    "pid": pid,
-                    "args": {"name": f"GPU {key if key is not None else '?'}"},
-                }
-            )
+            events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": _gpu_label(key)}})
             events.append(
                 {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": 10 + len(gpu_pids)}}
             )
@@ -87,7 +83,7 @@ def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
     def host_pid(pid: Any) -> int:
         key = plain(pid)
         if key not in host_pids:
-            host_pids[key] = int(key) if key is not None else 999_999
+            host_pids[key] = int(key) if key is not None else unknown_host
             events.append(
                 {
                     "ph": "M",
@@ -126,7 +122,7 @@ def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
                 }
             )
             continue
-        pid = gpu_pid(r.device)
+        pid = gpu_pid(r.device, r.pid)
         stream = plain(r.stream)
         tid = int(stream) if stream is not None else 0
         thread_name(pid, tid, f"stream {stream if stream is not None else '?'}")
@@ -189,6 +185,30 @@ def to_chrome_trace(launches: pd.DataFrame, title: str = "kprof") -> dict:
         "displayTimeUnit": "ns",
         "otherData": {"title": title, "sources": sources, "untimed_rows": untimed, "t0_ns": t0},
     }
+
+
+def _free_pids(table: pd.DataFrame) -> tuple[int, int]:
+    """Trace pids for a host process of unknown id and for the first GPU track, above every host pid in
+    ``table``. Why: host tracks use the process's own id, and Linux numbers processes up to 4194304, so a
+    fixed GPU number (1000000) could be a host process's too and merge the two tracks."""
+    pids = table["pid"].dropna()
+    top = int(pids.max()) if len(pids) else 0
+    first_gpu = max(1_000_000, top + 2)
+    return first_gpu - 1, first_gpu
+
+
+def _gpu_rows_of_several_processes(timed: pd.DataFrame) -> bool:
+    """Whether the GPU rows come from more than one host process. A device index is the process's own
+    (``CUDA_VISIBLE_DEVICES`` renumbers): a fan-out run's workers each call their one GPU device 0, so their
+    kernels get a track per process, not one "GPU 0" with several GPUs' kernels overlapping on it."""
+    gpu = timed[timed["kind"].fillna("kernel") != "sync"]
+    return gpu["pid"].dropna().nunique() > 1
+
+
+def _gpu_label(key: Any) -> str:
+    host, device = key if isinstance(key, tuple) else (None, key)
+    name = f"GPU {device if device is not None else '?'}"
+    return name if not isinstance(key, tuple) else f"{name} (process {host if host is not None else '?'})"
 
 
 def write_perfetto(launches: pd.DataFrame, path: Path, title: str = "kprof") -> dict:

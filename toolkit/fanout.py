@@ -18,6 +18,10 @@ Placement:
   dtype runs on the same GPU, so the report's speedups and a sweep's guide compare cases of one device;
   with fewer groups, cases are spread one by one and the report says which comparisons span GPUs.
 
+Trust: a worker whose own selection of cases or measurement settings differ from the driver's (another kprof,
+a package installed on its node only), or a replacement worker on a GPU kind the run did not start with, is
+refused at its hello: its cases would be stored as others, or under a record that does not describe them.
+
 Faults: a worker that dies or exceeds ``--case-timeout`` loses the case it was measuring; that case is
 retried once on another worker (a replacement process is started on the dead one's GPU), and recorded as
 an ``error`` case with the reason if it is lost again. Any lost case, failed worker start or lost profiler
@@ -36,7 +40,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -299,6 +303,7 @@ class _Fanout:
         self.problems: list[str] = []
         self.notes: list[str] = []
         self.run_ids: list[str] = []
+        self.kinds: set[str] = set()  # the GPU kinds (device names) the runs began with
         self.queue: deque[list[int]] = deque(self._groups())
         self.timeout = float(plan.options.case_timeout_s)
 
@@ -446,6 +451,13 @@ class _Fanout:
         if w is None or w.state in ("dead", "done"):
             return
         if ev.kind == "hello":
+            refused = (
+                self._cases_differ(ev.payload) or self._settings_differ(ev.payload) or self._other_kind(ev.payload)
+            )
+            if refused:
+                self.executor.kill(w.handle)
+                self._dead(w, refused)
+                return
             w.hello, w.state = ev.payload, "idle"
         elif ev.kind == "ops":
             done, w.case, w.state = w.case, None, "idle"
@@ -470,6 +482,57 @@ class _Fanout:
         elif ev.kind == "died":
             reason = f"timed out after {self.timeout:.0f} s" if w.timed_out else ev.payload
             self._dead(w, reason)
+
+    def _cases_differ(self, hello: Mapping[str, Any]) -> str | None:
+        """Why a worker's own selection of cases is not this driver's, or None.
+
+        Why: a case goes out as its index in the driver's selection and the worker measures that index of its
+        own selection. A worker whose selection differs (a package such as liger_kernel installed on its node
+        only, another kprof) measured other cases than the driver stored them as: planned cases went unmeasured,
+        others twice, and the run read complete."""
+        mine, theirs = [c.id for c in self.cases], list(hello.get("cases") or ())
+        where = f"kprof at {hello.get('kprof_file', '?')}"
+        if theirs != mine:
+            only_theirs = sorted(set(theirs) - set(mine))
+            only_mine = sorted(set(mine) - set(theirs))
+            what = (
+                f"only the worker's: {', '.join(only_theirs[:4]) or 'none'}; "
+                f"only this run's: {', '.join(only_mine[:4]) or 'none'}"
+                if only_theirs or only_mine
+                else "the same cases in another order"
+            )
+            return (
+                f"refused: its selection of cases differs from this run's ({len(theirs)} against {len(mine)}; "
+                f"{what}); install the same packages and kprof ({where}) on every worker, or pass --providers"
+            )
+        return None
+
+    def _settings_differ(self, hello: Mapping[str, Any]) -> str | None:
+        """Why a worker measures with other settings (repetition budget, timing mode, ...) than the run
+        records, or None: its samples would be pooled as if taken with the run's."""
+        where = f"kprof at {hello.get('kprof_file', '?')}"
+        theirs_settings = dict(hello.get("settings") or {})
+        mine_settings = asdict(self.settings)
+        differ = sorted(
+            k for k in mine_settings.keys() | theirs_settings.keys() if mine_settings.get(k) != theirs_settings.get(k)
+        )
+        if differ:
+            return (
+                f"refused: its measurement settings differ from this run's ({', '.join(differ)}); "
+                f"run the same kprof ({where}) on every worker"
+            )
+        return None
+
+    def _other_kind(self, hello: Mapping[str, Any]) -> str | None:
+        """Why a worker started after the runs began (a replacement: Ray places it on any free GPU) may not
+        add cases to them, or None. Why: the run record names the GPU kinds and the ceiling it began with."""
+        name = (hello.get("device") or {}).get("name")
+        if not self.run_ids or name in self.kinds:
+            return None
+        return (
+            f"refused: it is on a {name}, a GPU kind this run did not start with ({', '.join(sorted(self.kinds))}); "
+            "give the run GPUs of one kind, or as many workers as the cluster has GPUs"
+        )
 
     def _dead(self, w: _Worker, reason: str) -> None:
         state, w.state = w.state, "dead"
@@ -572,11 +635,15 @@ class _Fanout:
 
         first = ready[0].hello
         names = sorted({w.hello["device"]["name"] for w in ready})
+        self.kinds = set(names)
         device = {**first["device"], "fanout_workers": len(ready)}
         if len(names) > 1:
             device["name"] = " + ".join(names) + " (mixed)"
         version = profiler_version(self.choice)
-        ceiling = first["ceiling"]
+        # The run's ceiling is what its report says every case's % of peak is against, and what a roofline
+        # draws every case under. Workers on GPUs of different kinds share no ceiling: the run records none
+        # (each case's own % of peak is against its worker's, and each worker's ceiling is in config.fanout).
+        ceiling = first["ceiling"] if len(names) == 1 else None
         fanout = {
             "executor": self.executor.label,
             "workers": [

@@ -176,7 +176,13 @@ class CaseWorker:
         from kprof.runner import measure_cases
 
         _fault_hook(index)
-        res = measure_cases(self.ctx, self._slots(), [self.cases[index]], first_index=index)
+        try:
+            res = measure_cases(self.ctx, self._slots(), [self.cases[index]], first_index=index)
+        except BaseException:
+            # the driver records this case as failed; writes it made before raising (one arm's row of several)
+            # would otherwise go out with the next case's and replace that record with half a case
+            self.sink.take()
+            raise
         for j, r in enumerate(res):
             self.results[j] += r
         return self.sink.take()

@@ -268,9 +268,13 @@ class RunStore:
         return run_id
 
     def add_case(self, run_id: str, idx: int, row: Mapping[str, Any], samples: Mapping[str, Sequence[float]]) -> None:
-        """One case's metrics and raw samples, in one transaction."""
+        """One case's metrics and raw samples, in one transaction; a case written again keeps nothing of its
+        earlier write (a fan-out case given up on is rewritten as an error row: the samples and GPU of an
+        earlier write must not stay beside it as its own)."""
         cols = [c for c in METRIC_COLUMNS if c != "case" and c in row]
         with self._tx() as cx:
+            for table in ("samples", "case_devices"):
+                cx.execute(f"DELETE FROM {table} WHERE run_id = ? AND case_id = ?", (run_id, row["case"]))
             cx.execute(
                 f"INSERT OR REPLACE INTO cases (run_id, idx, case_id, "
                 f"{', '.join(chr(34) + c + chr(34) for c in cols)}) "

@@ -43,3 +43,72 @@ def test_gzip_output_from_a_kineto_trace(tmp_path):
     info = write_perfetto(table, tmp_path / "t.json.gz", title="x")
     data = json.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
     assert data["otherData"]["sources"] == ["torch"] and len(data["traceEvents"]) == info["events"]
+
+
+def _table(rows):
+    import pandas as pd
+
+    base = {"kind": "kernel", "stream": 7, "tid": 1, "source": "torch"}
+    df = pd.DataFrame([{**base, **r} for r in rows])
+    df["end_ns"] = df["start_ns"] + df["duration_ns"]
+    return launch_table.validate(df)
+
+
+def _gpu_tracks(trace) -> dict[int, str]:
+    ev = trace["traceEvents"]
+    return {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+
+
+def test_a_fanout_runs_workers_each_get_their_own_gpu_track():
+    """Fan-out workers each see their one GPU as device 0 (CUDA_VISIBLE_DEVICES pinned), and their launches land
+    in one table: kernels of two GPUs must not be drawn as one GPU 0's, overlapping on one stream."""
+    table = _table(
+        [
+            {"kernel": "k_a", "start_ns": 1_000, "duration_ns": 500, "device": 0, "pid": 101, "case": "f/a/1x1/fp16"},
+            {"kernel": "k_b", "start_ns": 1_100, "duration_ns": 500, "device": 0, "pid": 202, "case": "f/b/1x1/fp16"},
+        ]
+    )
+    trace = to_chrome_trace(table)
+    kernels = {e["name"]: e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "kernel"}
+    assert kernels["k_a"]["pid"] != kernels["k_b"]["pid"]
+    names = _gpu_tracks(trace)
+    assert "101" in names[kernels["k_a"]["pid"]] and "202" in names[kernels["k_b"]["pid"]]
+
+
+def test_one_process_on_two_gpus_keeps_one_track_per_gpu():
+    table = _table(
+        [
+            {"kernel": "k_a", "start_ns": 1_000, "duration_ns": 500, "device": 0, "pid": 101},
+            {"kernel": "k_b", "start_ns": 1_100, "duration_ns": 500, "device": 1, "pid": 101},
+        ]
+    )
+    trace = to_chrome_trace(table)
+    kernels = {e["name"]: e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "kernel"}
+    names = _gpu_tracks(trace)
+    assert names[kernels["k_a"]["pid"]] == "GPU 0" and names[kernels["k_b"]["pid"]] == "GPU 1"
+
+
+def test_a_host_process_numbered_like_a_gpu_track_stays_its_own_process():
+    """Linux numbers processes up to 4194304: a host process 1000000 is not GPU 0's track."""
+    table = _table(
+        [
+            {
+                "kernel": "k",
+                "start_ns": 2_000,
+                "duration_ns": 500,
+                "device": 0,
+                "pid": 1_000_000,
+                "api_name": "cuLaunchKernelEx",
+                "api_start_ns": 1_000,
+                "api_end_ns": 1_500,
+            }
+        ]
+    )
+    trace = to_chrome_trace(table)
+    ev = trace["traceEvents"]
+    kernel = next(e for e in ev if e["ph"] == "X" and e["cat"] == "kernel")
+    call = next(e for e in ev if e["ph"] == "X" and e["cat"] == "launch")
+    assert kernel["pid"] != call["pid"]
+    names = _gpu_tracks(trace)
+    assert names[kernel["pid"]] == "GPU 0" and names[call["pid"]] == "host process 1000000"
+    assert len([e for e in ev if e["ph"] == "M" and e["name"] == "process_name"]) == len(names) == 2
