@@ -287,6 +287,17 @@ def profile_runs_fanout(
     return fan.run_ids
 
 
+def _code_difference(mine: Mapping[str, Any], theirs: Any) -> str:
+    """How a worker's code of one arm differs from the driver's: the commits, else the files hashed otherwise."""
+    if not isinstance(theirs, Mapping):
+        return "not reported"
+    if mine.get("commit") != theirs.get("commit"):
+        return f"commit {str(theirs.get('commit'))[:10]} against {str(mine.get('commit'))[:10]}"
+    a, b = dict(mine.get("hashes") or {}), dict(theirs.get("hashes") or {})
+    files = sorted(f for f in a.keys() | b.keys() if a.get(f) != b.get(f))
+    return f"files hashed otherwise: {', '.join(files[:4])}{', ...' if len(files) > 4 else ''}"
+
+
 class _Fanout:
     def __init__(self, plan: RunPlan, store: RunStore, executor: Any, slots: list[Slot], progress: ProgressFn) -> None:
         self.plan = plan
@@ -452,7 +463,10 @@ class _Fanout:
             return
         if ev.kind == "hello":
             refused = (
-                self._cases_differ(ev.payload) or self._settings_differ(ev.payload) or self._other_kind(ev.payload)
+                self._cases_differ(ev.payload)
+                or self._settings_differ(ev.payload)
+                or self._code_differs(ev.payload)
+                or self._other_kind(ev.payload)
             )
             if refused:
                 self.executor.kill(w.handle)
@@ -522,6 +536,28 @@ class _Fanout:
                 f"run the same kprof ({where}) on every worker"
             )
         return None
+
+    def _code_differs(self, hello: Mapping[str, Any]) -> str | None:
+        """Why a worker runs other kernel code than the run records, or None. Why: each worker loads the arms
+        itself, resolving every ``--rev`` name when it starts (a replacement hours later too), so a branch that
+        moved meanwhile, or another checkout on its node, measured another commit under this run's record."""
+        from kprof.fanout_worker import arm_code
+
+        theirs = list(hello.get("arms") or ())
+        mine = [arm_code(a) for a in self.arms]
+        if not self.opts.revisions:  # the working tree: its hashes say what runs (a worker may see no git at all)
+            mine = [{**a, "commit": None} for a in mine]
+            theirs = [{**b, "commit": None} if isinstance(b, Mapping) else b for b in theirs]
+        if theirs == mine:
+            return None
+        labels = self.opts.revisions or ("the working tree",)
+        differ = [f"{label}: {_code_difference(a, b)}" for label, a, b in zip(labels, mine, theirs) if a != b] or [
+            f"{len(theirs)} arms against {len(mine)}"
+        ]
+        return (
+            f"refused: it runs other kernel code than this run records ({'; '.join(differ)}); give every worker "
+            "the same checkout, and --rev names that do not move during the run (a commit id)"
+        )
 
     def _other_kind(self, hello: Mapping[str, Any]) -> str | None:
         """Why a worker started after the runs began (a replacement: Ray places it on any free GPU) may not

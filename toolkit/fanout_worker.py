@@ -116,6 +116,11 @@ def gpu_identity(index_hint: str | None = None) -> dict:
     return ident
 
 
+def arm_code(arm: Any) -> dict[str, Any]:
+    """What code an arm runs, as the driver and its workers compare it: the commit and the closure's hashes."""
+    return {"commit": arm.git_commit, "hashes": dict(arm.source_hashes)}
+
+
 class CaseWorker:
     """Measures cases of one invocation; see the module docstring."""
 
@@ -157,6 +162,8 @@ class CaseWorker:
             "pid": os.getpid(),
             "kprof_file": kprof.__file__,
             "settings": asdict(plan.settings),
+            # the code each arm runs here: a worker resolves --rev names itself (at its start, or a replacement's)
+            "arms": [arm_code(a) for a in plan.arms],
         }
 
     def _ceiling(self, mode: str) -> Ceiling | None:

@@ -15,7 +15,7 @@ import pytest
 from kprof.context import quiet
 from kprof.executors import Event, Slot
 from kprof.fanout import _Fanout
-from kprof.fanout_worker import CaseWorker, Sink
+from kprof.fanout_worker import CaseWorker, Sink, arm_code
 from kprof.harness import BenchSettings
 from kprof.registry import get_family
 from kprof.runner import ProfileOptions, plan_run, resolve_mode
@@ -110,6 +110,7 @@ def _hello(plan, name: str, gpu: str = "NVIDIA H100 80GB HBM3", gbps: float = 30
         "pid": 1,
         "kprof_file": "/x/kprof/__init__.py",
         "settings": asdict(plan.settings),
+        "arms": [arm_code(a) for a in plan.arms],
     }
 
 
@@ -157,6 +158,39 @@ def test_a_worker_with_other_measurement_settings_is_refused(tmp_path):
     assert set(store.case_devices(run_id)["worker"]) == {"gpu0"}
     run = store.run(run_id)
     assert run["status"] == "incomplete" and "gpu1" in run["error"] and "rep_ms" in run["error"]
+
+
+def test_a_worker_running_other_kernel_code_is_refused(tmp_path):
+    """Each worker loads the arms itself (a --rev name resolved when it starts, a replacement's hours later; its
+    own checkout for the working tree): one that loaded another commit, or files with other hashes, measured
+    other code than the run records as measured."""
+    plan = _plan(tmp_path)
+    mine = [c.id for c in plan.selection.cases()]
+    moved = _hello(plan, "gpu1")
+    code = moved["arms"][0]
+    name = next(iter(code["hashes"]))
+    moved["arms"] = [{"commit": None, "hashes": {**code["hashes"], name: "0" * 16}}]  # no git there: hashes tell
+    hellos = {"gpu0": _hello(plan, "gpu0"), "gpu1": moved}
+    store, fan = _run(tmp_path, plan, hellos, {"gpu0": mine.__getitem__, "gpu1": mine.__getitem__})
+    run_id = fan.run_ids[0]
+    assert list(store.metrics(run_id)["case"]) == mine
+    assert set(store.case_devices(run_id)["worker"]) == {"gpu0"}
+    run = store.run(run_id)
+    assert run["status"] == "incomplete" and "gpu1" in run["error"] and "other kernel code" in run["error"]
+    assert f"files hashed otherwise: {name}" in run["error"]
+
+
+def test_a_worker_on_another_commit_of_a_revision_is_refused(tmp_path):
+    """With --rev, a worker that resolved the name to another commit (the branch moved before it started)."""
+    plan = _plan(tmp_path)
+    plan = replace(plan, options=replace(plan.options, revisions=("main",)))
+    mine = [c.id for c in plan.selection.cases()]
+    moved = _hello(plan, "gpu1")
+    moved["arms"] = [{**moved["arms"][0], "commit": "f" * 40}]
+    hellos = {"gpu0": _hello(plan, "gpu0"), "gpu1": moved}
+    store, fan = _run(tmp_path, plan, hellos, {"gpu0": mine.__getitem__, "gpu1": mine.__getitem__})
+    run = store.run(fan.run_ids[0])
+    assert run["status"] == "incomplete" and "main: commit ffffffffff" in run["error"]
 
 
 def test_workers_on_two_gpu_kinds_leave_the_run_without_one_workers_ceiling(tmp_path):
