@@ -13,17 +13,12 @@ pytest.importorskip("plotly")  # style's palette
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from kprof.store import RunStore  # noqa: E402
+from tests.dashboards.test_pages import page  # noqa: E402
 from tests.toolkit.test_store import record  # noqa: E402
 
 
 def runs_page(store: Path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("KPROF_STORE", str(store))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    at = AppTest.from_string("from kprof.dashboards.views import runs\nruns.render()", default_timeout=60)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return page("runs", store, monkeypatch)
 
 
 def shown_cases(at: AppTest, run_id: str) -> int:

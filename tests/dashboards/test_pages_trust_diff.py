@@ -10,17 +10,12 @@ pytest.importorskip("plotly")  # style's palette
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from kprof.store import RunStore  # noqa: E402
+from tests.dashboards import test_pages as pages  # noqa: E402
 from tests.toolkit.test_store import record  # noqa: E402
 
 
 def page(store, monkeypatch) -> AppTest:
-    monkeypatch.setenv("KPROF_STORE", str(store))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    at = AppTest.from_string("from kprof.dashboards.views import diff\ndiff.render()", default_timeout=120)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return pages.page("diff", store, monkeypatch)
 
 
 def texts(at: AppTest) -> str:

@@ -114,6 +114,15 @@ def _hello(plan, name: str, gpu: str = "NVIDIA H100 80GB HBM3", gbps: float = 30
     }
 
 
+def _only_gpu0_stored(store: RunStore, fan: _Fanout, planned: list[str]) -> dict:
+    """The run record, after checking that every planned case was stored once, all of them gpu0's (the other
+    worker refused)."""
+    run_id = fan.run_ids[0]
+    assert list(store.metrics(run_id)["case"]) == planned
+    assert set(store.case_devices(run_id)["worker"]) == {"gpu0"}
+    return store.run(run_id)
+
+
 def _run(tmp_path, plan, hellos: dict, measures: dict) -> tuple[RunStore, _Fanout]:
     store = RunStore(tmp_path / "k.db")
     slots = [Slot(name) for name in hellos]
@@ -153,10 +162,7 @@ def test_a_worker_with_other_measurement_settings_is_refused(tmp_path):
     other["settings"] = asdict(replace(plan.settings, rep_ms=plan.settings.rep_ms * 2))
     hellos = {"gpu0": _hello(plan, "gpu0"), "gpu1": other}
     store, fan = _run(tmp_path, plan, hellos, {"gpu0": mine.__getitem__, "gpu1": mine.__getitem__})
-    run_id = fan.run_ids[0]
-    assert list(store.metrics(run_id)["case"]) == mine
-    assert set(store.case_devices(run_id)["worker"]) == {"gpu0"}
-    run = store.run(run_id)
+    run = _only_gpu0_stored(store, fan, mine)
     assert run["status"] == "incomplete" and "gpu1" in run["error"] and "rep_ms" in run["error"]
 
 
@@ -172,10 +178,7 @@ def test_a_worker_running_other_kernel_code_is_refused(tmp_path):
     moved["arms"] = [{"commit": None, "hashes": {**code["hashes"], name: "0" * 16}}]  # no git there: hashes tell
     hellos = {"gpu0": _hello(plan, "gpu0"), "gpu1": moved}
     store, fan = _run(tmp_path, plan, hellos, {"gpu0": mine.__getitem__, "gpu1": mine.__getitem__})
-    run_id = fan.run_ids[0]
-    assert list(store.metrics(run_id)["case"]) == mine
-    assert set(store.case_devices(run_id)["worker"]) == {"gpu0"}
-    run = store.run(run_id)
+    run = _only_gpu0_stored(store, fan, mine)
     assert run["status"] == "incomplete" and "gpu1" in run["error"] and "other kernel code" in run["error"]
     assert f"files hashed otherwise: {name}" in run["error"]
 
