@@ -346,7 +346,7 @@ def test_real_runs_of_unchanged_code_get_no_call_timed_alike_or_not(data_file, t
     import shutil
 
     db = tmp_path / "runs.db"
-    with gzip.open(data_file("diff_rmsnorm_h200_cold_cold_warm.db.gz"), "rb") as src, open(db, "wb") as dst:
+    with gzip.open(data_file("stores/diff_rmsnorm_h200_cold_cold_warm.db.gz"), "rb") as src, open(db, "wb") as dst:
         shutil.copyfileobj(src, dst)
     st = RunStore(db, create=False)
     runs = st.runs().sort_values("created_at")
