@@ -298,6 +298,9 @@ def _code_difference(mine: Mapping[str, Any], theirs: Any) -> str:
     return f"files hashed otherwise: {', '.join(files[:4])}{', ...' if len(files) > 4 else ''}"
 
 
+START_LIMIT_S = 300.0  # the least time a worker is given to say hello (see _Fanout._start_limit)
+
+
 class _Fanout:
     def __init__(self, plan: RunPlan, store: RunStore, executor: Any, slots: list[Slot], progress: ProgressFn) -> None:
         self.plan = plan
@@ -347,7 +350,7 @@ class _Fanout:
             f"fan-out: {len(self.slots)} worker(s) on {self.executor.label}, "
             f"{len(self.cases)} cases" + (" (each shape and dtype kept on one worker)" if self.grouped else ""),
         )
-        limit = max(self.timeout, 300.0)  # importing torch and measuring the ceilings: a few seconds to minutes
+        limit = self._start_limit()
         deadline = time.monotonic() + limit
         while any(w.state == "starting" for w in self.workers.values()) and time.monotonic() < deadline:
             for ev in self.executor.poll(0.5):
@@ -607,6 +610,11 @@ class _Fanout:
             self.restarts[w.slot.name] += 1
             self._start(w.slot)
 
+    def _start_limit(self) -> float:
+        """How long a worker may take to say hello: importing torch and measuring the ceilings take a few seconds
+        to minutes."""
+        return max(self.timeout, START_LIMIT_S)
+
     def _check_timeouts(self) -> None:
         now = time.monotonic()
         for w in list(self.workers.values()):
@@ -614,6 +622,10 @@ class _Fanout:
                 w.timed_out = True
                 self.executor.kill(w.handle)
                 self._dead(w, f"timed out after {self.timeout:.0f} s on {self.cases[w.case].id}")
+            elif w.state == "starting" and now - w.since > self._start_limit():
+                # a replacement that never says hello and never dies: the run would wait on it for ever
+                self.executor.kill(w.handle)
+                self._dead(w, f"did not start within {self._start_limit():.0f} s")
 
     def _give_up(self, i: int, reason: str) -> None:
         """Record case ``i`` as failed in every arm's run, with the reason."""

@@ -40,7 +40,9 @@ class FakeExecutor:
         handle = len(self.slots)
         self.slots[handle] = slot
         hello = self.hellos[slot.name]  # a list: one hello per process started on the slot (replacements)
-        self.events.append(Event(handle, "hello", hello.pop(0) if isinstance(hello, list) else hello))
+        hello = hello.pop(0) if isinstance(hello, list) else hello
+        if hello is not None:  # None: a process that never says hello and never dies
+            self.events.append(Event(handle, "hello", hello))
         return handle
 
     def send(self, handle: int, cmd: str, arg=None) -> None:
@@ -249,6 +251,33 @@ def test_a_replacement_worker_on_a_gpu_kind_the_run_did_not_start_with_is_refuse
     assert set(devices["gpu_name"]) == {"NVIDIA H100 80GB HBM3"} and "gpu1#2" not in set(devices["worker"])
     assert run["device_name"] == "NVIDIA H100 80GB HBM3" and run["ceiling_gbps"] == 3000.0
     assert run["status"] == "incomplete" and "NVIDIA A100-SXM4-80GB" in run["error"]
+
+
+def test_a_replacement_worker_that_never_says_hello_does_not_hold_the_run(tmp_path, monkeypatch):
+    """gpu1 dies on its first case; its replacement process never says hello and never dies. Before, the driver
+    counted it as busy and waited for it without end; now it is stopped after the start limit and the run ends,
+    every case measured by gpu0 or recorded."""
+    import kprof.fanout
+
+    monkeypatch.setattr(kprof.fanout, "START_LIMIT_S", 1.0)
+    plan = _plan(tmp_path)
+    plan = replace(plan, options=replace(plan.options, case_timeout_s=0.5))
+    mine = [c.id for c in plan.selection.cases()]
+    died = []
+
+    def first_dies(i):
+        if not died:
+            died.append(i)
+            return None
+        return mine[i]
+
+    hellos = {"gpu0": _hello(plan, "gpu0"), "gpu1": [_hello(plan, "gpu1"), None]}
+    started = time.monotonic()
+    store, fan = _run(tmp_path, plan, hellos, {"gpu0": mine.__getitem__, "gpu1": first_dies})
+    assert time.monotonic() - started < 60
+    run = store.run(fan.run_ids[0])
+    assert list(store.metrics(fan.run_ids[0])["case"]) == mine
+    assert run["status"] == "incomplete" and "did not start within 1 s" in run["error"]
 
 
 class _Ctx:
