@@ -128,7 +128,7 @@ class _Watch:
                 running = self._con.execute("SELECT status, pid, host FROM runs WHERE status = 'running'").fetchall()
             except sqlite3.Error:  # not a store (yet): _source says so; its mtime and size still key the reads
                 return (None,)
-        return commits, tuple(RunStore._effective_status(*r) for r in running)
+        return commits, tuple(RunStore.effective_status(*r) for r in running)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

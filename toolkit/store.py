@@ -402,13 +402,14 @@ class RunStore:
                GROUP BY r.id ORDER BY r.created_at DESC, r.rowid DESC"""
         df = pd.read_sql_query(q, self._conn)
         if not df.empty:
-            df["status"] = [self._effective_status(s, p, h) for s, p, h in zip(df["status"], df["pid"], df["host"])]
+            df["status"] = [self.effective_status(s, p, h) for s, p, h in zip(df["status"], df["pid"], df["host"])]
             df["failures"] = df["failures"].fillna(0).astype(int)
             df["swept"] = df["swept"].fillna(0).astype(int)  # cases with pinned meta-parameters: a sweep
         return df.drop(columns=["pid", "host"])
 
     @staticmethod
-    def _effective_status(status: str, pid: Any, host: Any) -> str:
+    def effective_status(status: str, pid: Any, host: Any) -> str:
+        """A run's status as readers take it: 'running' whose process on this host is gone reads 'incomplete'."""
         if status == "running" and host == socket.gethostname() and pid and not _pid_alive(int(pid)):
             return "incomplete"
         return status
@@ -433,7 +434,7 @@ class RunStore:
         row = dict(self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
         for k in ("config", "source_hashes", "device", "versions", "ceiling"):
             row[k] = json.loads(row[k]) if row.get(k) else None
-        row["status"] = self._effective_status(row["status"], row["pid"], row["host"])
+        row["status"] = self.effective_status(row["status"], row["pid"], row["host"])
         return row
 
     def metrics(self, ref: str) -> pd.DataFrame:
