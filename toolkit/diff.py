@@ -345,19 +345,7 @@ def untimed(
     )
 
 
-def timing_warnings(cases: pd.DataFrame) -> list[str]:
-    """One warning for the timed cases :func:`timed_unlike` left without a verdict, naming the first."""
-    unlike = cases[cases["why"].astype(str).str.startswith(NOT_COMPARED)] if not cases.empty else cases
-    if unlike.empty:
-        return []
-    first = unlike.iloc[0]
-    return [
-        f"{len(unlike)} case(s) timed differently in the two runs, so their timings are not compared (UNCERTAIN; "
-        f"e.g. {first['case']}: {first['why'].removeprefix(NOT_COMPARED)})"
-    ]
-
-
-_OTHER_MODEL = "not compared: measured on "  # how the why of a row not_across_models() took the verdict of begins
+_OTHER_MODEL = NOT_COMPARED + "measured on "  # how the why of a row models_unlike() left without a verdict begins
 
 
 def gpu_models(run: Mapping[str, Any], devices: pd.DataFrame) -> tuple[str, dict[str, str]]:
@@ -388,16 +376,32 @@ def models_unlike(
     return why
 
 
-def model_warnings(cases: pd.DataFrame) -> list[str]:
-    """One warning for the cases :func:`not_across_models` left without a timing verdict."""
-    other = cases[cases["why"].astype(str).str.startswith(_OTHER_MODEL)] if not cases.empty else cases
-    if other.empty:
-        return []
-    return [
-        f"{len(other)} case(s) timed on different GPU models in the two runs get no timing verdict (UNCERTAIN; "
-        f"e.g. {other.iloc[0]['case']}: {other.iloc[0]['why'].removeprefix('not compared: ')}); profile both "
-        "revisions on one model, e.g. `kprof profile FAMILY --rev A --rev B`"
-    ]
+def not_compared_warnings(cases: pd.DataFrame) -> list[str]:
+    """One warning per reason timed rows were left without a verdict (:func:`timed_unlike`, :func:`models_unlike`),
+    each naming its count and first case: every such row's why begins with :data:`NOT_COMPARED`."""
+    why = cases["why"].astype(str) if not cases.empty else pd.Series(dtype=str)
+    other_model = why.str.startswith(_OTHER_MODEL)
+    groups = (
+        (
+            why.str.startswith(NOT_COMPARED) & ~other_model,
+            "timed differently in the two runs, so their timings are not compared",
+            "",
+        ),
+        (
+            other_model,
+            "timed on different GPU models in the two runs get no timing verdict",
+            "; profile both revisions on one model, e.g. `kprof profile FAMILY --rev A --rev B`",
+        ),
+    )
+    out = []
+    for rows, what, advice in groups:
+        if rows.any():
+            first = cases[rows].iloc[0]
+            out.append(
+                f"{int(rows.sum())} case(s) {what} (UNCERTAIN; e.g. {first['case']}: "
+                f"{first['why'].removeprefix(NOT_COMPARED)}){advice}"
+            )
+    return out
 
 
 def benjamini_hochberg(p: Sequence[float]) -> np.ndarray:
@@ -788,8 +792,7 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), k
         environment_warnings(a, b)
         + device_mismatch(a, b, devices_a, devices_b)
         + clock_warnings(ma, mb)
-        + timing_warnings(cases)
-        + model_warnings(cases)
+        + not_compared_warnings(cases)
     )
     if cases.empty and (a.get("mode") == "gpu" and b.get("mode") == "gpu"):
         warnings.append(f"no case correct in both runs has {kind!r} samples on both sides: correctness only")

@@ -261,7 +261,8 @@ def test_runs_on_different_gpu_models_get_no_timing_verdict(tmp_path):
     assert f"{H100} in A, NVIDIA H200 in B" in rows.loc["triton_tuned", "why"]
     assert rows.loc["triton_tuned", "ratio"] == pytest.approx(0.7, rel=0.02)  # the ratio is still shown
     assert rows.loc["torch_F", "verdict"] == "FASTER"  # 30 -> 21 us on one model: the code's change
-    assert any("different GPU models" in w for w in res.warnings)
+    assert sum("different GPU models" in w for w in res.warnings) == 1
+    assert not any("timed differently" in w for w in res.warnings)  # one reason, one warning
 
 
 # ------------------------------------------------------------------------------- wrong cases new in B
