@@ -424,17 +424,12 @@ def peak_memory(fn: Callable[[], Any]) -> int:
 @dataclass(frozen=True)
 class MoreSamples:
     """One more round of a case's headline samples (:func:`more_gpu_samples`): the samples (ms), what timed
-    them (:func:`headline_source`) and what the round's measurement noted (calls the SM clock slowed, a fallback)."""
+    them (:func:`kprof.metrics.headline_source`) and what the round's measurement noted (calls the SM clock
+    slowed, a fallback)."""
 
     samples_ms: tuple[float, ...]
     source: str
     notes: tuple[str, ...] = ()
-
-
-def headline_source(mode: str, timer: str) -> str:
-    """What timed a case's headline samples: for ``cold`` and ``warm`` the timer (``cupti``, or ``events``
-    where CUPTI gave nothing), for ``graph`` and ``host`` the mode itself (neither goes through CUPTI)."""
-    return timer if mode in ("cold", "warm") else mode
 
 
 def more_gpu_samples(
@@ -464,6 +459,8 @@ def more_gpu_samples(
     with placements(provider, inputs, settings) as where:
         samples, timer, notes = measure_modes(where, settings, (host_us,), rough_gpu_ms(where[0].call))
     used, values = modes.headline(samples, settings.mode)
+    from kprof.metrics import headline_source
+
     source = headline_source(settings.mode, used if used == "events" else timer)  # as run_case records it
     return MoreSamples(tuple(v / 1e3 for v in values), source, tuple(notes))
 

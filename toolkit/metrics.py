@@ -25,6 +25,14 @@ from kprof.shapes import shape_str
 if TYPE_CHECKING:  # the store, report and dashboard read metrics without importing torch
     from kprof.harness import CaseResult
 
+
+def headline_source(mode: str, timer: str) -> str:
+    """What timed a case's headline samples: for ``cold`` and ``warm`` the timer (``cupti``, or ``events``
+    where CUPTI gave nothing), for ``graph`` and ``host`` the mode itself (neither goes through CUPTI); for a
+    store made before modes were declared (mode ""), the timer it recorded, if any."""
+    return timer if mode in ("cold", "warm", "") else mode
+
+
 METRIC_COLUMNS: tuple[str, ...] = (
     "case",
     "family",

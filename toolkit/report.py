@@ -10,7 +10,7 @@ import pandas as pd
 from kprof.envinfo import short_commit
 from kprof.fmt import fmt_num, markdown_table
 from kprof.fmt import number as _num
-from kprof.metrics import METRIC_COLUMNS, TEXT_METRICS
+from kprof.metrics import METRIC_COLUMNS, TEXT_METRICS, headline_source
 from kprof.registry import YARDSTICK_KINDS
 from kprof.shapes import shape_key as _shape_key
 from kprof.timing import PLACEMENT_NOTE_FRACTION
@@ -55,11 +55,11 @@ def with_speedup(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 
 def timed_by(df: pd.DataFrame) -> list[str]:
-    """What timed each row's ranked time: for cold and warm the timer (``cupti`` or ``events``), else the mode
-    (host and graph times do not go through CUPTI); "" where a store made before those columns holds none."""
+    """What timed each row's ranked time (:func:`kprof.metrics.headline_source`); "" where a store made before
+    those columns holds none."""
     modes = df["timing_mode"] if "timing_mode" in df else pd.Series("", index=df.index)
     timers = df["timer"] if "timer" in df else pd.Series("", index=df.index)
-    return [(_txt(t) if _txt(m) in ("cold", "warm", "") else _txt(m)) for m, t in zip(modes.tolist(), timers.tolist())]
+    return [headline_source(_txt(m), _txt(t)) for m, t in zip(modes.tolist(), timers.tolist())]
 
 
 def _closure_text(family: str | None, cfg: dict) -> str:

@@ -361,7 +361,7 @@ def _round_samples(first: CaseResult, more: MoreSamples, r: int, notes: list[str
     """The samples of round ``r`` to pool with round 0's, its notes added to ``notes``: none where another timer
     took them than round 0's (CUPTI's busy time against CUDA events' span and overhead, about 3 us on an H100:
     pooled in one arm only, that alone would read as a change between the arms)."""
-    from kprof.harness import headline_source
+    from kprof.metrics import headline_source
 
     notes.extend(more.notes)
     expected = headline_source(first.timing_mode, first.timer)
