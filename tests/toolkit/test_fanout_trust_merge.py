@@ -125,6 +125,19 @@ def _only_gpu0_stored(store: RunStore, fan: _Fanout, planned: list[str]) -> dict
     return store.run(run_id)
 
 
+def _dies_on_its_first_case(cases: list[str]):
+    """A worker's ``measures``: it dies on the first case it is sent, then measures case ``i`` as ``cases[i]``."""
+    died = []
+
+    def measure(i):
+        if not died:
+            died.append(i)
+            return None
+        return cases[i]
+
+    return measure
+
+
 def _run(tmp_path, plan, hellos: dict, measures: dict) -> tuple[RunStore, _Fanout]:
     store = RunStore(tmp_path / "k.db")
     slots = [Slot(name) for name in hellos]
@@ -231,14 +244,7 @@ def test_a_replacement_worker_on_a_gpu_kind_the_run_did_not_start_with_is_refuse
     be stored under a run record that names one kind and one kind's ceiling."""
     plan = _plan(tmp_path)
     mine = [c.id for c in plan.selection.cases()]
-    died = []
-
-    def first_dies(i):
-        if not died:
-            died.append(i)
-            return None
-        return mine[i]
-
+    first_dies = _dies_on_its_first_case(mine)
     hellos = {
         "gpu0": _hello(plan, "gpu0"),
         "gpu1": [_hello(plan, "gpu1"), _hello(plan, "gpu1#2", gpu="NVIDIA A100-SXM4-80GB", gbps=1700.0)],
@@ -263,14 +269,7 @@ def test_a_replacement_worker_that_never_says_hello_does_not_hold_the_run(tmp_pa
     plan = _plan(tmp_path)
     plan = replace(plan, options=replace(plan.options, case_timeout_s=0.5))
     mine = [c.id for c in plan.selection.cases()]
-    died = []
-
-    def first_dies(i):
-        if not died:
-            died.append(i)
-            return None
-        return mine[i]
-
+    first_dies = _dies_on_its_first_case(mine)
     hellos = {"gpu0": _hello(plan, "gpu0"), "gpu1": [_hello(plan, "gpu1"), None]}
     started = time.monotonic()
     store, fan = _run(tmp_path, plan, hellos, {"gpu0": mine.__getitem__, "gpu1": first_dies})
