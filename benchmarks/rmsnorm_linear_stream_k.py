@@ -1,0 +1,155 @@
+"""rmsnorm_linear's stream-K kernel on a folded weight (``kernels/rmsnorm_linear/stream_k.py``) over its tiles and
+programs per SM at decode points, against what ``ops.PreparedRMSNormLinear`` runs there, the split-K kernel on the
+fold in its dispatch's config, and cuBLAS's product alone.
+
+Per point, one CUPTI session times every candidate cold (a spin, kprof's read-only L2 flush, one call), in rotating
+rounds (``decode_tiles.race``). Candidates: ``sk BNxBK sS pP`` (BLOCK_N x BLOCK_K tiles, S stages, P programs per
+SM), each output checked against a float64 oracle first. Beside them: ``[cublas]``, ``addmm(b, xn, W)`` on rows
+normalised beforehand (the decode target's yardstick); ``[split-k folded]``, the split-K kernel on the fold in
+``split_k.config_for(..., folded=True)``; ``[prepared op]``, the ops object itself.
+
+    python benchmarks/rmsnorm_linear_stream_k.py --out DIR [--rows 1,16] [--points 3584x4608,...] [--dtypes bf16,fp16]
+    python benchmarks/rmsnorm_linear_stream_k.py --score DIR/stream_k.csv[.gz] ...   # one config per column class
+
+Writes DIR/stream_k.csv (one row per point and candidate: median and every round, us) and prints per point the
+references and the fastest candidates. ``--score`` prints, per dtype, the configs with the smallest worst ratio to
+each point's fastest stream-K candidate, and each point's best and chosen config against the references.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import gzip
+import math
+from pathlib import Path
+
+import torch
+from bench_common import candidate_rows, checked, write_csv
+from decode_tiles import race
+
+from kprof.kernels import discover, ops
+from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
+from kprof.kernels.rmsnorm_linear import split_k, stream_k
+from kprof.kernels.rmsnorm_linear.fused import folded_weight
+
+SMEM_BYTES = 220 * 1024  # an H100's / H200's 227 KB a block, less room for the epilogue's scratch
+
+
+def stage_bytes(bn: int, bk: int) -> int:
+    """Shared memory of one pipelined step: a BLOCK_K x BLOCK_N 16-bit weight tile and a 16 x BLOCK_K x tile."""
+    return 2 * bk * (bn + stream_k.ROWS)
+
+
+CONFIGS = {
+    f"sk {bn}x{bk} s{st} p{per}": stream_k.config(bn, bk, st, per)
+    for bn in (32, 64, 128)
+    for bk in (64, 128, 256)
+    for st in (3, 4)
+    for per in (1, 2)
+    if st * stage_bytes(bn, bk) * per <= SMEM_BYTES
+}
+
+
+def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict]:
+    """One point's race (see the module's docstring)."""
+    inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    xd = x.double()
+    ref = (xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps) * g.double()) @ w.double() + b.double()
+    xn = rmsnorm_tuned(x, g, eps)
+    wf = folded_weight(g, w)
+    prepared = ops.PreparedRMSNormLinear(g, w)
+    y = torch.empty((x.shape[0], w.shape[1]), dtype=x.dtype, device="cuda")
+    out = torch.empty_like(y)
+    shipped = split_k.config_for(x, w.shape[1], folded=True)
+    launches = {
+        "[split-k folded]": (lambda: (split_k.launch_split_k(x, g, wf, b, y, eps, shipped, folded=True), y)[1], ref),
+        "[prepared op]": (lambda: y.copy_(prepared(x, b, eps)), ref),
+        **{
+            name: (lambda c=cfg: (stream_k.launch_stream_k(x, wf, b, y, eps, c), y)[1], ref)
+            for name, cfg in CONFIGS.items()
+        },
+    }
+    ok, notes = checked(launches, y)
+    fns = {"[cublas]": lambda: torch.addmm(b, xn, w, out=out), **ok}
+    fns["[prepared op]"] = lambda: prepared(x, b, eps)  # timed as a model calls it, not with the copy the check adds
+    return candidate_rows(dtype, shape, race(fns, rounds), notes)
+
+
+def read(paths: list[Path]) -> dict[tuple[str, str], dict[str, float]]:
+    """(dtype, shape) -> candidate -> median us, from race CSVs (later files win a point raced twice)."""
+    out: dict[tuple[str, str], dict[str, float]] = collections.defaultdict(dict)
+    for path in paths:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt") as f:
+            for row in csv.DictReader(f):
+                if row["median_us"]:
+                    out[(row["dtype"], row["shape"])][row["candidate"]] = float(row["median_us"])
+    return out
+
+
+def score(paths: list[Path]) -> None:
+    """Per dtype, the five configs with the smallest worst ratio to each point's fastest stream-K candidate; then
+    each point's fastest candidate and the best-scoring config against the references."""
+    races = read(paths)
+    for dtype in sorted({d for d, _ in races}):
+        points = {s: med for (d, s), med in races.items() if d == dtype}
+        names = sorted(n for n in set.intersection(*(set(m) for m in points.values())) if n.startswith("sk "))
+        worst = {}
+        for n in names:
+            ratios = [med[n] / min(med[c] for c in med if c.startswith("sk ")) for med in points.values()]
+            worst[n] = (max(ratios), math.exp(sum(map(math.log, ratios)) / len(ratios)))
+        ranked = sorted(worst, key=lambda n: worst[n])
+        print(f"{dtype}: configs by worst ratio to each point's fastest (worst, geometric mean)")
+        for n in ranked[:5]:
+            print(f"  {n:22} {worst[n][0]:.3f} {worst[n][1]:.3f}")
+        pick = ranked[0]
+        print(f"{dtype}: point, cuBLAS us, then / cuBLAS: prepared op, split-K folded, fastest stream-K, {pick}")
+        for shape, med in sorted(points.items()):
+            cub = med["[cublas]"]
+            best = min((c for c in med if c.startswith("sk ")), key=med.get)
+            print(
+                f"  {shape:16} {cub:7.2f}  {med['[prepared op]'] / cub:.3f}  {med['[split-k folded]'] / cub:.3f}  "
+                f"{med[best] / cub:.3f} ({best})  {med[pick] / cub:.3f}"
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--dtypes", default="bf16,fp16")
+    ap.add_argument("--rows", default="1,16")
+    ap.add_argument("--points", default="3584x4608,4096x4608,5120x4608,4096x6144,5120x7168,2048x5504,4096x5504")
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
+    args = ap.parse_args()
+    if args.score:
+        score(args.score)
+        return
+    previous = ops.use_triton(True)  # the prepared object's Triton path, not PyTorch's eager op
+    rows: list[dict] = []
+    try:
+        for dtype in args.dtypes.split(","):
+            for m in (int(v) for v in args.rows.split(",")):
+                for kn in args.points.split(","):
+                    k, n = (int(v) for v in kn.split("x"))
+                    point = run_point((m, k, n), dtype, args.rounds)
+                    rows += point
+                    med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
+                    cub = med["[cublas]"]
+                    sk = sorted((c for c in med if c.startswith("sk ")), key=med.get)[:3]
+                    print(
+                        f"{dtype} {m}x{k}x{n:<6} cublas {cub:6.2f}  prepared {med['[prepared op]'] / cub:.3f}x  "
+                        f"split-k folded {med.get('[split-k folded]', math.nan) / cub:.3f}x  "
+                        + "  ".join(f"{c} {med[c] / cub:.3f}x" for c in sk),
+                        flush=True,
+                    )
+                    write_csv(args.out / "stream_k.csv", rows)
+    finally:
+        ops.use_triton(previous)
+
+
+if __name__ == "__main__":
+    main()
