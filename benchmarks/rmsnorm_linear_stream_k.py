@@ -26,10 +26,13 @@ import math
 from pathlib import Path
 
 import torch
+import triton
+import triton.language as tl
 from bench_common import candidate_rows, checked, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover, ops
+from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import split_k, stream_k
 from kprof.kernels.rmsnorm_linear.fused import folded_weight
@@ -52,8 +55,72 @@ CONFIGS = {
 }
 
 
-def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict]:
-    """One point's race (see the module's docstring)."""
+@triton.jit(do_not_specialize=["M"])
+def _slab_kernel(
+    x_ptr,  # [M, K] input rows, M <= BLOCK_M
+    w_ptr,  # [K, N] weight with g folded in
+    b_ptr,  # [N] bias
+    y_ptr,  # [M, N] output, contiguous
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_wk,
+    eps,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    COLS: tl.constexpr,  # columns a program owns (a multiple of 8, at most BLOCK_N): the tile's others are masked
+):
+    """The split-K kernel's folded, x-pipelined loop unsplit, each program over COLS columns of a BLOCK_N tile:
+    the program count is N / COLS, whatever power of two the tile is (a candidate, not shipped)."""
+    offs_m, row_ok = lib_split_k.tile_rows(0, M, BLOCK_M, True)
+    lanes = tl.arange(0, BLOCK_N)
+    offs_n = tl.program_id(0) * COLS + lanes
+    col_ok = tl.max_constancy((lanes < COLS) & (offs_n < N), 8)
+    offs_n = tl.max_contiguous(tl.multiple_of(offs_n, 8), 8)
+    offs_k = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + tl.multiple_of(offs_m[:, None].to(tl.int64) * stride_xm, [8, 8]) + offs_k[None, :]
+    w_ptrs = w_ptr + tl.multiple_of(offs_k[:, None] * stride_wk, [8, 8]) + offs_n[None, :].to(tl.int64)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        here = tl.max_constancy(offs_k < K - k, 8)
+        xr = tl.load(x_ptrs, mask=row_ok[:, None] & here[None, :], other=0.0)
+        w = tl.load(w_ptrs, mask=here[:, None] & col_ok[None, :], other=0.0)
+        gram = tl.dot(xr, tl.trans(xr), gram)
+        acc = tl.dot(xr, w, acc)
+        x_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K * stride_wk
+    diagonal = tl.arange(0, BLOCK_M)[:, None] == tl.arange(0, BLOCK_M)[None, :]
+    ss = tl.sum(tl.where(diagonal, gram, 0.0), axis=1)
+    out = acc * tl.rsqrt(ss / K + eps)[:, None] + tl.load(b_ptr + offs_n, mask=col_ok, other=0.0).to(tl.float32)
+    mask = row_ok[:, None] & col_ok[None, :]
+    tl.store(y_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], out.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def launch_slab(x, wf, b, y, eps, cols: int, bk: int, stages: int) -> None:
+    """The slab candidate on contiguous, 8-aligned 16-bit operands with a bias."""
+    m, k = x.shape
+    n = wf.shape[1]
+    bn = max(16, triton.next_power_of_2(cols))
+    _slab_kernel[(triton.cdiv(n, cols),)](
+        x, wf, b, y, m, n, k, x.stride(0), wf.stride(0), float(eps), BLOCK_M=16, BLOCK_N=bn, BLOCK_K=bk, COLS=cols,
+        num_warps=4, num_stages=stages,
+    )  # fmt: skip
+
+
+SLABS = {
+    f"slab {cols}c x{bk} s{st}": (cols, bk, st)
+    for cols in (24, 32, 40, 48, 56, 64)
+    for bk in (128, 256)
+    for st in (3, 4)
+}
+
+
+def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, stream: bool, slabs: bool) -> list[dict]:
+    """One point's race (see the module's docstring): the stream-K candidates where ``stream``, the slab candidates
+    where ``slabs``."""
     inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     xd = x.double()
@@ -69,7 +136,11 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int) -> list[dict
         "[prepared op]": (lambda: y.copy_(prepared(x, b, eps)), ref),
         **{
             name: (lambda c=cfg: (stream_k.launch_stream_k(x, wf, b, y, eps, c), y)[1], ref)
-            for name, cfg in CONFIGS.items()
+            for name, cfg in (CONFIGS.items() if stream else ())
+        },
+        **{
+            name: (lambda c=c: (launch_slab(x, wf, b, y, eps, *c), y)[1], ref)
+            for name, c in (SLABS.items() if slabs else ())
         },
     }
     ok, notes = checked(launches, y)
@@ -96,10 +167,10 @@ def score(paths: list[Path]) -> None:
     races = read(paths)
     for dtype in sorted({d for d, _ in races}):
         points = {s: med for (d, s), med in races.items() if d == dtype}
-        names = sorted(n for n in set.intersection(*(set(m) for m in points.values())) if n.startswith("sk "))
+        names = sorted(n for n in set.intersection(*(set(m) for m in points.values())) if not n.startswith("["))
         worst = {}
         for n in names:
-            ratios = [med[n] / min(med[c] for c in med if c.startswith("sk ")) for med in points.values()]
+            ratios = [med[n] / min(med[c] for c in med if not c.startswith("[")) for med in points.values()]
             worst[n] = (max(ratios), math.exp(sum(map(math.log, ratios)) / len(ratios)))
         ranked = sorted(worst, key=lambda n: worst[n])
         print(f"{dtype}: configs by worst ratio to each point's fastest (worst, geometric mean)")
@@ -109,7 +180,7 @@ def score(paths: list[Path]) -> None:
         print(f"{dtype}: point, cuBLAS us, then / cuBLAS: prepared op, split-K folded, fastest stream-K, {pick}")
         for shape, med in sorted(points.items()):
             cub = med["[cublas]"]
-            best = min((c for c in med if c.startswith("sk ")), key=med.get)
+            best = min((c for c in med if not c.startswith("[")), key=med.get)
             print(
                 f"  {shape:16} {cub:7.2f}  {med['[prepared op]'] / cub:.3f}  {med['[split-k folded]'] / cub:.3f}  "
                 f"{med[best] / cub:.3f} ({best})  {med[pick] / cub:.3f}"
@@ -123,6 +194,7 @@ def main() -> None:
     ap.add_argument("--rows", default="1,16")
     ap.add_argument("--points", default="3584x4608,4096x4608,5120x4608,4096x6144,5120x7168,2048x5504,4096x5504")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--only", choices=("stream", "slabs", "both"), default="both", help="which candidates to race")
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
     args = ap.parse_args()
     if args.score:
@@ -135,11 +207,11 @@ def main() -> None:
             for m in (int(v) for v in args.rows.split(",")):
                 for kn in args.points.split(","):
                     k, n = (int(v) for v in kn.split("x"))
-                    point = run_point((m, k, n), dtype, args.rounds)
+                    point = run_point((m, k, n), dtype, args.rounds, args.only != "slabs", args.only != "stream")
                     rows += point
                     med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
                     cub = med["[cublas]"]
-                    sk = sorted((c for c in med if c.startswith("sk ")), key=med.get)[:3]
+                    sk = sorted((c for c in med if not c.startswith("[")), key=med.get)[:3]
                     print(
                         f"{dtype} {m}x{k}x{n:<6} cublas {cub:6.2f}  prepared {med['[prepared op]'] / cub:.3f}x  "
                         f"split-k folded {med.get('[split-k folded]', math.nan) / cub:.3f}x  "
