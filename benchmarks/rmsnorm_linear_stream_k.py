@@ -32,6 +32,7 @@ from bench_common import candidate_rows, checked, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover, ops
+from kprof.kernels.lib import launching
 from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import split_k, stream_k
@@ -110,6 +111,59 @@ def launch_slab(x, wf, b, y, eps, cols: int, bk: int, stages: int) -> None:
     )  # fmt: skip
 
 
+@triton.jit(do_not_specialize=["M"])
+def _tma_slab_kernel(
+    x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K] (rows past M zero-filled by the TMA unit)
+    w_desc,  # W with g folded in [K, N], blocks [BLOCK_K, BLOCK_N]
+    b_ptr,  # [N] bias
+    y_ptr,  # [M, N] output, contiguous
+    M,
+    N,
+    K,
+    eps,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """The split-K kernel's folded loop unsplit, its tiles loaded by TMA descriptors (one bulk copy a tile, where
+    cp.async has every thread copy 16 bytes): a candidate, not shipped."""
+    n0 = tl.program_id(0) * BLOCK_N
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        xr = x_desc.load([0, k])
+        w = w_desc.load([k, n0])
+        gram = tl.dot(xr, tl.trans(xr), gram)
+        acc = tl.dot(xr, w, acc)
+    diagonal = tl.arange(0, BLOCK_M)[:, None] == tl.arange(0, BLOCK_M)[None, :]
+    ss = tl.sum(tl.where(diagonal, gram, 0.0), axis=1)
+    rows = tl.arange(0, BLOCK_M)
+    cols = n0 + tl.arange(0, BLOCK_N)
+    out = acc * tl.rsqrt(ss / K + eps)[:, None] + tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    tl.store(y_ptr + rows[:, None].to(tl.int64) * N + cols[None, :], out.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def launch_tma_slab(x, wf, b, y, eps, bn: int, bk: int, stages: int) -> None:
+    """The TMA candidate on 16-bit operands a descriptor can address (``launching.tma_ready``)."""
+    m, k = x.shape
+    n = wf.shape[1]
+    desc = launching.TensorDescriptor.from_tensor
+    _tma_slab_kernel[(triton.cdiv(n, bn),)](
+        desc(x, [16, bk]), desc(wf, [bk, bn]), b, y, m, n, k, float(eps), BLOCK_M=16, BLOCK_N=bn, BLOCK_K=bk,
+        num_warps=4, num_stages=stages,
+    )  # fmt: skip
+
+
+TMA_SLABS = {
+    f"tma {bn}x{bk} s{st}": (bn, bk, st)
+    for bn in (32, 64, 128)
+    for bk in (64, 128, 256)
+    for st in (3, 4, 5, 6)
+    if st * stage_bytes(bn, bk) <= SMEM_BYTES and bn * bk >= 4096
+}
+
+
 SLABS = {
     f"slab {cols}c x{bk} s{st}": (cols, bk, st)
     for cols in (24, 32, 40, 48, 56, 64)
@@ -118,9 +172,11 @@ SLABS = {
 }
 
 
-def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, stream: bool, slabs: bool) -> list[dict]:
+def run_point(
+    shape: tuple[int, int, int], dtype: str, rounds: int, stream: bool, slabs: bool, tma: bool = False
+) -> list[dict]:
     """One point's race (see the module's docstring): the stream-K candidates where ``stream``, the slab candidates
-    where ``slabs``."""
+    where ``slabs``, the TMA ones where ``tma``."""
     inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     xd = x.double()
@@ -141,6 +197,10 @@ def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, stream: bool
         **{
             name: (lambda c=c: (launch_slab(x, wf, b, y, eps, *c), y)[1], ref)
             for name, c in (SLABS.items() if slabs else ())
+        },
+        **{
+            name: (lambda c=c: (launch_tma_slab(x, wf, b, y, eps, *c), y)[1], ref)
+            for name, c in (TMA_SLABS.items() if tma else ())
         },
     }
     ok, notes = checked(launches, y)
@@ -194,7 +254,7 @@ def main() -> None:
     ap.add_argument("--rows", default="1,16")
     ap.add_argument("--points", default="3584x4608,4096x4608,5120x4608,4096x6144,5120x7168,2048x5504,4096x5504")
     ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--only", choices=("stream", "slabs", "both"), default="both", help="which candidates to race")
+    ap.add_argument("--only", choices=("stream", "slabs", "tma", "all"), default="all", help="which candidates to race")
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
     args = ap.parse_args()
     if args.score:
@@ -207,7 +267,12 @@ def main() -> None:
             for m in (int(v) for v in args.rows.split(",")):
                 for kn in args.points.split(","):
                     k, n = (int(v) for v in kn.split("x"))
-                    point = run_point((m, k, n), dtype, args.rounds, args.only != "slabs", args.only != "stream")
+                    point = run_point(
+                        (m, k, n),
+                        dtype,
+                        args.rounds,
+                        *(args.only in (what, "all") for what in ("stream", "slabs", "tma")),
+                    )
                     rows += point
                     med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
                     cub = med["[cublas]"]
