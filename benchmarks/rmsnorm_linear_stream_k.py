@@ -113,8 +113,9 @@ def launch_slab(x, wf, b, y, eps, cols: int, bk: int, stages: int) -> None:
 
 @triton.jit(do_not_specialize=["M"])
 def _tma_slab_kernel(
-    x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K] (rows past M zero-filled by the TMA unit)
+    x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K] (rows past M zero-filled by the TMA unit); unused unless X_DESC
     w_desc,  # W with g folded in [K, N], blocks [BLOCK_K, BLOCK_N]
+    x_ptr,  # x [M, K] contiguous, read by pointers unless X_DESC
     b_ptr,  # [N] bias
     y_ptr,  # [M, N] output, contiguous
     M,
@@ -124,14 +125,23 @@ def _tma_slab_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    X_DESC: tl.constexpr,  # x by its descriptor too; otherwise by cp.async copies, its rows past M masked
 ):
     """The split-K kernel's folded loop unsplit, its tiles loaded by TMA descriptors (one bulk copy a tile, where
     cp.async has every thread copy 16 bytes): a candidate, not shipped."""
     n0 = tl.program_id(0) * BLOCK_N
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
+    offs_m, row_ok = lib_split_k.tile_rows(0, M, BLOCK_M, True)
+    offs_k = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + tl.multiple_of(offs_m[:, None].to(tl.int64) * K, [8, 8]) + offs_k[None, :]
     for k in range(0, K, BLOCK_K):
-        xr = x_desc.load([0, k])
+        if X_DESC:
+            xr = x_desc.load([0, k])
+        else:
+            here = tl.max_constancy(offs_k < K - k, 8)
+            xr = tl.load(x_ptrs, mask=row_ok[:, None] & here[None, :], other=0.0)
+            x_ptrs += BLOCK_K
         w = w_desc.load([k, n0])
         gram = tl.dot(xr, tl.trans(xr), gram)
         acc = tl.dot(xr, w, acc)
@@ -144,23 +154,32 @@ def _tma_slab_kernel(
     tl.store(y_ptr + rows[:, None].to(tl.int64) * N + cols[None, :], out.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def launch_tma_slab(x, wf, b, y, eps, bn: int, bk: int, stages: int) -> None:
-    """The TMA candidate on 16-bit operands a descriptor can address (``launching.tma_ready``)."""
+def launch_tma_slab(x, wf, b, y, eps, bn: int, bk: int, stages: int, x_desc: bool = True) -> None:
+    """The TMA candidate on 16-bit operands a descriptor can address (``launching.tma_ready``); ``x_desc``: x by a
+    descriptor too."""
     m, k = x.shape
     n = wf.shape[1]
     desc = launching.TensorDescriptor.from_tensor
+    w_desc = desc(wf, [bk, bn])
     _tma_slab_kernel[(triton.cdiv(n, bn),)](
-        desc(x, [16, bk]), desc(wf, [bk, bn]), b, y, m, n, k, float(eps), BLOCK_M=16, BLOCK_N=bn, BLOCK_K=bk,
-        num_warps=4, num_stages=stages,
+        desc(x, [16, bk]) if x_desc else w_desc, w_desc, x, b, y, m, n, k, float(eps), BLOCK_M=16, BLOCK_N=bn,
+        BLOCK_K=bk, X_DESC=x_desc, num_warps=4, num_stages=stages,
     )  # fmt: skip
 
 
+# the first race's (tma-3/): every tile that fits; then (``--only tma-w``) W alone by descriptor, x by pointers, in
+# the tiles that came within 10% of the fastest there
 TMA_SLABS = {
     f"tma {bn}x{bk} s{st}": (bn, bk, st)
     for bn in (32, 64, 128)
     for bk in (64, 128, 256)
     for st in (3, 4, 5, 6)
     if st * stage_bytes(bn, bk) <= SMEM_BYTES and bn * bk >= 4096
+}
+TMA_W_SLABS = {
+    f"tma{'' if xd else '-w'} {bn}x{bk} s{st}": (bn, bk, st, xd)
+    for bn, bk, st in ((64, 256, 3), (64, 256, 4), (64, 256, 5), (64, 128, 5), (64, 128, 6))
+    for xd in (True, False)
 }
 
 
@@ -173,10 +192,10 @@ SLABS = {
 
 
 def run_point(
-    shape: tuple[int, int, int], dtype: str, rounds: int, stream: bool, slabs: bool, tma: bool = False
+    shape: tuple[int, int, int], dtype: str, rounds: int, stream: bool, slabs: bool, tma: bool, tma_w: bool
 ) -> list[dict]:
     """One point's race (see the module's docstring): the stream-K candidates where ``stream``, the slab candidates
-    where ``slabs``, the TMA ones where ``tma``."""
+    where ``slabs``, the TMA ones where ``tma``, x by descriptor or pointers where ``tma_w``."""
     inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     xd = x.double()
@@ -201,6 +220,10 @@ def run_point(
         **{
             name: (lambda c=c: (launch_tma_slab(x, wf, b, y, eps, *c), y)[1], ref)
             for name, c in (TMA_SLABS.items() if tma else ())
+        },
+        **{
+            name: (lambda c=c: (launch_tma_slab(x, wf, b, y, eps, *c), y)[1], ref)
+            for name, c in (TMA_W_SLABS.items() if tma_w else ())
         },
     }
     ok, notes = checked(launches, y)
@@ -254,7 +277,9 @@ def main() -> None:
     ap.add_argument("--rows", default="1,16")
     ap.add_argument("--points", default="3584x4608,4096x4608,5120x4608,4096x6144,5120x7168,2048x5504,4096x5504")
     ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--only", choices=("stream", "slabs", "tma", "all"), default="all", help="which candidates to race")
+    ap.add_argument(
+        "--only", choices=("stream", "slabs", "tma", "tma-w", "all"), default="all", help="which candidates to race"
+    )
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
     args = ap.parse_args()
     if args.score:
@@ -271,7 +296,7 @@ def main() -> None:
                         (m, k, n),
                         dtype,
                         args.rounds,
-                        *(args.only in (what, "all") for what in ("stream", "slabs", "tma")),
+                        *(args.only in (what, "all") for what in ("stream", "slabs", "tma", "tma-w")),
                     )
                     rows += point
                     med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
