@@ -23,10 +23,15 @@ BEST: dict[str, str] = {
 PREPARED: dict[str, tuple[str, ...]] = {
     # 1000+ rows (any under the interpreter); fewer rows take the plain op
     "swiglu": ("swiglu/triton_tuned_prepared",),
-    # the split-K kernel on the folded weight where the plain op runs split-K (decode rows), the statistics-first
-    # kernels from 1000 rows (any under the interpreter) and at 33-999 rows where their race on a shape's first call
-    # timed them faster, the plain op elsewhere
-    "rms_norm_linear": ("rmsnorm_linear/triton_split_k_prepared", "rmsnorm_linear/triton_rstd_epilogue_prepared"),
+    # on an H200 at the decode shapes rmsnorm_linear/tma_decode.py serves, its TMA kernel on the folded weight; the
+    # split-K kernel on the fold where the plain op runs split-K (decode rows), the statistics-first kernels from 1000
+    # rows (any under the interpreter) and at 33-999 rows where their race on a shape's first call timed them faster,
+    # the plain op elsewhere
+    "rms_norm_linear": (
+        "rmsnorm_linear/triton_tma_decode_prepared",
+        "rmsnorm_linear/triton_split_k_prepared",
+        "rmsnorm_linear/triton_rstd_epilogue_prepared",
+    ),
 }
 # The prepared objects themselves, as the harness names them: each times the object's own choice at a point (one of
 # PREPARED, or the plain op), which kprof grid compares with the best version there

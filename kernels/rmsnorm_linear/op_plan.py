@@ -23,7 +23,7 @@ from kprof.kernels.lib.plans import (
 )
 from kprof.kernels.rmsnorm import tuned as rms_tuned
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
-from kprof.kernels.rmsnorm_linear import fused, split_k
+from kprof.kernels.rmsnorm_linear import fused, split_k, tma_decode
 from kprof.kernels.rmsnorm_linear import norm_cublas as rl_cublas
 from kprof.kernels.rmsnorm_linear import rstd_epilogue as re
 from kprof.kernels.rmsnorm_linear import tuned as rl_tuned
@@ -219,6 +219,7 @@ PREPARED_PLANS = Plans()
 PLAIN = "plain"  # a prepared plan: the signature runs the plain op (no route of its own on the folded weight)
 _rstd_launcher = CompiledLauncher(re.row_rstd_kernel)
 _tma_launcher = CompiledLauncher(re.tma_product_kernel)
+_tma_decode_launcher = CompiledLauncher(tma_decode.tma_decode_kernel)
 
 
 class PreparedTMAPlan:
@@ -265,6 +266,34 @@ class PreparedTMAPlan:
         return y.view(*x.shape[:-1], y.shape[1])
 
 
+class PreparedTMADecodePlan:
+    """rmsnorm_linear on folded weights at decode rows by the TMA decode kernel (``tma_decode.py``): its launch and
+    y's layout. Its two descriptors (x's, the fold's) are encoded again only for a pair of addresses not seen before,
+    as :class:`PreparedTMAPlan`'s are."""
+
+    __slots__ = ("product", "k", "y_layout")
+
+    def __init__(self, product: Launch, x_shape: tuple, n: int) -> None:
+        self.product, self.k = product, x_shape[-1]
+        self.y_layout = contiguous_layout(tuple(x_shape[:-1]) + (n,))
+
+    def __call__(self, x: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+        x2d = x.view(-1, self.k)
+        y = x.new_empty_strided(*self.y_layout)
+        bias = y if b is None else b
+        product = self.product
+        if product.entry is not None and not launch_hooks_installed():
+            described = product.described()
+            rest = (bias.data_ptr(), y.data_ptr(), *product.tail)
+            if described is not None:
+                described((x2d.data_ptr(), wf.data_ptr()), lambda: tma_decode.descriptors(x2d, wf), rest)
+            else:
+                product.fast(*tma_decode.descriptors(x2d, wf), bias.data_ptr(), y.data_ptr())
+        else:
+            product(*tma_decode.descriptors(x2d, wf), bias, y)
+        return y
+
+
 class PreparedPointerPlan:
     """rmsnorm_linear on folded weights under ``rstd_epilogue.TMA_MIN_ROWS`` rows (or where TMA cannot address the
     operands) by the rstd kernel and the pointer product that scales its rows by rstd: both launches as the checked
@@ -300,7 +329,8 @@ def prepared_op(
 ) -> torch.Tensor:
     """What ``ops.PreparedRMSNormLinear`` runs on its Triton path (and the ``triton_prepared_op`` version, so that
     ``kprof grid`` times the object's own choice), through :func:`rms_norm_linear_prepared`: the kernels on the
-    folded weight ``wf`` at decode rows (where the plain op gives the split-K kernel) and from
+    folded weight ``wf`` at decode rows (the TMA decode kernel where ``tma_decode.serves``, the split-K kernel where the
+    plain op gives it) and from
     ``rstd_epilogue.TMA_MIN_ROWS`` rows (any under the interpreter); between them, from ``tuned.RACE_MIN_ROWS`` rows,
     the plain op or the statistics-first kernels on the fold, whichever a race on the shape's first call timed faster
     (:func:`mid_rows_statistics`), each then launched from its plan; the plain op where no fold is kept (``wf`` None)
@@ -317,10 +347,10 @@ def prepared_op(
     "triton_prepared_op",
     kind="triton",
     description="what ops.PreparedRMSNormLinear runs at the shape, launched as it launches it (op_plan.prepared_op: "
-    "the split-K kernel on the fold, the statistics-first kernels or the plain op), on the fold the object keeps "
-    "(fused.held_fold, made once per input set before the timed calls); kprof grid compares it with the best version "
-    "at each point. The inputs are checked when the fold is made and on a signature's first call, as the object "
-    "checks them (off a GPU on every call), so its host time per call is the object's",
+    "the TMA decode or split-K kernel on the fold, the statistics-first kernels or the plain op), on the fold the "
+    "object keeps (fused.held_fold, made once per input set before the timed calls); kprof grid compares it with the "
+    "best version at each point. The inputs are checked when the fold is made and on a signature's first call, as "
+    "the object checks them (off a GPU on every call), so its host time per call is the object's",
 )
 def rmsnorm_linear_prepared_op(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
@@ -349,12 +379,13 @@ def rms_norm_linear_prepared(
     kernels: str = "op",
 ) -> torch.Tensor:
     """``rms_norm(x, g) @ w (+ b)`` from ``wf = diag(g) w``: the checked path on a signature's first call, then its
-    plan (no checks, no JIT binding). ``kernels="op"`` (the ops API's prepared objects): where the plain op runs the
+    plan (no checks, no JIT binding). ``kernels="op"`` (the ops API's prepared objects): on an H200 at the decode
+    shapes ``tma_decode.serves`` names, the TMA decode kernel; where the plain op runs the
     split-K kernel (decode rows), that kernel on ``wf`` where it pipelines x (``split_k.folded_serves``), and on an
     H200 between the kernel's column classes too (``split_k.folded_between_classes``); from
     ``rstd_epilogue.TMA_MIN_ROWS`` rows (any under the interpreter) the statistics-first kernels
-    (``rstd_epilogue.rmsnorm_linear_folded``); elsewhere the plain op. ``"split_k"`` or ``"statistics"``: those
-    kernels at any rows (the harness's versions on prepared weights)."""
+    (``rstd_epilogue.rmsnorm_linear_folded``); elsewhere the plain op. ``"split_k"``, ``"statistics"`` or
+    ``"tma_decode"``: those kernels at any rows they take (the harness's versions on prepared weights)."""
     try:
         key = (
             kernels,
@@ -422,15 +453,17 @@ def _prepared_first(
     key: Any,
     kernels: str,
 ) -> torch.Tensor:
-    """The checked path, then the plan of this signature: the split-K kernel's, the plain op's (PLAIN), the pointer
-    product's after the rstd kernel, or the TMA product's (contiguous rows) after it."""
-    if kernels not in ("op", "split_k", "statistics"):
-        raise ValueError(f"rmsnorm_linear: kernels={kernels!r}; give 'op', 'split_k' or 'statistics'")
+    """The checked path, then the plan of this signature: the TMA decode kernel's, the split-K kernel's, the plain
+    op's (PLAIN), the pointer product's after the rstd kernel, or the TMA product's (contiguous rows) after it."""
+    if kernels not in ("op", "split_k", "statistics", "tma_decode"):
+        raise ValueError(f"rmsnorm_linear: kernels={kernels!r}; give 'op', 'split_k', 'statistics' or 'tma_decode'")
     x2d, n = check_inputs(x, g, w, b)
     checks.check_float("rmsnorm_linear", "wf", wf, like=w)
     checks.check_shape("rmsnorm_linear", "wf", wf, w.shape)
     plannable = key is not None and row_stride(x) is not None and wf.is_contiguous()
     plannable = plannable and (b is None or b.is_contiguous())
+    if kernels == "tma_decode" or (kernels == "op" and tma_decode.serves(x2d, wf)):
+        return _tma_decode_first(x, x2d, wf, b, eps, key if plannable else None)
     route = rl_tuned.product_route(x2d, wf) if kernels == "op" else None
     split = route == "split_k"
     between = route in ("cublas", "triton") and not rl_tuned.ragged_weights(x2d, wf)
@@ -464,6 +497,25 @@ def _prepared_first(
     product = Launch(_tma_launcher, product_key, (tma.programs,), tail, options)
     PREPARED_PLANS.put(key, PreparedTMAPlan(rstd, product, tma, k, m, n))
     return y
+
+
+def _tma_decode_first(
+    x: torch.Tensor, x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | None, eps: float, key: tuple | None
+) -> torch.Tensor:
+    """The TMA decode kernel's first call at this signature (checked inputs), and its plan where ``key`` is given and
+    x's rows are one contiguous [M, K] (the plan reads them as one)."""
+    m, k = x2d.shape
+    n = wf.shape[1]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    run = tma_decode.launch_tma_decode(x2d, wf, b, y, eps)
+    if key is not None and row_stride(x) == k:
+        options = {o: run.pop(o) for o in ("num_warps", "num_stages") if o in run}
+        tail = (m, n, k, float(eps)) + constexpr_tail(tma_decode.tma_decode_kernel, 8, run)
+        product = Launch(
+            _tma_decode_launcher, ("prepared", key, tail, tuple(options.items())), tma_decode.grid(n), tail, options
+        )
+        PREPARED_PLANS.put(key, PreparedTMADecodePlan(product, tuple(x.shape), n))
+    return y.view(*x.shape[:-1], n)
 
 
 def _pointer_plan(

@@ -1,19 +1,24 @@
-"""rmsnorm_linear's stream-K kernel on a folded weight (``kernels/rmsnorm_linear/stream_k.py``) over its tiles and
-programs per SM at decode points, against what ``ops.PreparedRMSNormLinear`` runs there, the split-K kernel on the
-fold in its dispatch's config, and cuBLAS's product alone.
+"""Decode-row designs for rmsnorm_linear on a folded weight, raced against what ``ops.PreparedRMSNormLinear`` runs
+there, the split-K kernel on the fold in its dispatch's config, and cuBLAS's product alone: column slabs (the split-K
+kernel's folded loop unsplit, each program over COLS columns of a power-of-two tile, so N / COLS programs) and the TMA
+kernel (``kernels/rmsnorm_linear/tma_decode.py``'s loop: x and W by descriptors, or W alone with x by ``cp.async``).
+The first round raced a stream-K kernel (every program the same share of the weight's K steps) with this script at
+commit c0e7096, where it was ``kernels/rmsnorm_linear/stream_k.py`` (``git show c0e7096:kernels/rmsnorm_linear/
+stream_k.py``); it lost, and was removed.
 
 Per point, one CUPTI session times every candidate cold (a spin, kprof's read-only L2 flush, one call), in rotating
-rounds (``decode_tiles.race``). Candidates: ``sk BNxBK sS pP`` (BLOCK_N x BLOCK_K tiles, S stages, P programs per
-SM), each output checked against a float64 oracle first. Beside them: ``[cublas]``, ``addmm(b, xn, W)`` on rows
-normalised beforehand (the decode target's yardstick); ``[split-k folded]``, the split-K kernel on the fold in
-``split_k.config_for(..., folded=True)``; ``[prepared op]``, the ops object itself.
+rounds (``decode_tiles.race``). Candidates: ``slab Cc xBK sS`` (C columns a program, BLOCK_K steps, S stages), ``tma
+BNxBK sS`` and ``tma-w BNxBK sS`` (W alone by descriptor), each output checked against a float64 oracle first. Beside
+them: ``[cublas]``, ``addmm(b, xn, W)`` on rows normalised beforehand (the decode target's yardstick); ``[split-k
+folded]``, the split-K kernel on the fold in ``split_k.config_for(..., folded=True)``; ``[prepared op]``, the ops object
+itself.
 
-    python benchmarks/rmsnorm_linear_stream_k.py --out DIR [--rows 1,16] [--points 3584x4608,...] [--dtypes bf16,fp16]
-    python benchmarks/rmsnorm_linear_stream_k.py --score DIR/stream_k.csv[.gz] ...   # one config per column class
+    python benchmarks/rmsnorm_linear_decode_designs.py --out DIR --only slabs|tma|tma-w [--rows 1,16] [--points 3584x4608,...]
+    python benchmarks/rmsnorm_linear_decode_designs.py --score DIR/designs.csv[.gz] ...   # one config for every point
 
-Writes DIR/stream_k.csv (one row per point and candidate: median and every round, us) and prints per point the
+Writes DIR/designs.csv (one row per point and candidate: median and every round, us) and prints per point the
 references and the fastest candidates. ``--score`` prints, per dtype, the configs with the smallest worst ratio to
-each point's fastest stream-K candidate, and each point's best and chosen config against the references.
+each point's fastest candidate, and each point's best and chosen config against the references.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from kprof.kernels import discover, ops
 from kprof.kernels.lib import launching
 from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
-from kprof.kernels.rmsnorm_linear import split_k, stream_k
+from kprof.kernels.rmsnorm_linear import split_k, tma_decode
 from kprof.kernels.rmsnorm_linear.fused import folded_weight
 
 SMEM_BYTES = 220 * 1024  # an H100's / H200's 227 KB a block, less room for the epilogue's scratch
@@ -43,17 +48,7 @@ SMEM_BYTES = 220 * 1024  # an H100's / H200's 227 KB a block, less room for the 
 
 def stage_bytes(bn: int, bk: int) -> int:
     """Shared memory of one pipelined step: a BLOCK_K x BLOCK_N 16-bit weight tile and a 16 x BLOCK_K x tile."""
-    return 2 * bk * (bn + stream_k.ROWS)
-
-
-CONFIGS = {
-    f"sk {bn}x{bk} s{st} p{per}": stream_k.config(bn, bk, st, per)
-    for bn in (32, 64, 128)
-    for bk in (64, 128, 256)
-    for st in (3, 4)
-    for per in (1, 2)
-    if st * stage_bytes(bn, bk) * per <= SMEM_BYTES
-}
+    return 2 * bk * (bn + tma_decode.ROWS)
 
 
 @triton.jit(do_not_specialize=["M"])
@@ -112,10 +107,9 @@ def launch_slab(x, wf, b, y, eps, cols: int, bk: int, stages: int) -> None:
 
 
 @triton.jit(do_not_specialize=["M"])
-def _tma_slab_kernel(
-    x_desc,  # x [M, K], blocks [BLOCK_M, BLOCK_K] (rows past M zero-filled by the TMA unit); unused unless X_DESC
+def _tma_w_kernel(
     w_desc,  # W with g folded in [K, N], blocks [BLOCK_K, BLOCK_N]
-    x_ptr,  # x [M, K] contiguous, read by pointers unless X_DESC
+    x_ptr,  # x [M, K] contiguous, by cp.async copies, its rows past M masked
     b_ptr,  # [N] bias
     y_ptr,  # [M, N] output, contiguous
     M,
@@ -125,10 +119,9 @@ def _tma_slab_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    X_DESC: tl.constexpr,  # x by its descriptor too; otherwise by cp.async copies, its rows past M masked
 ):
-    """The split-K kernel's folded loop unsplit, its tiles loaded by TMA descriptors (one bulk copy a tile, where
-    cp.async has every thread copy 16 bytes): a candidate, not shipped."""
+    """``tma_decode.py``'s kernel with x by pointers, W alone by its descriptor (a candidate, not shipped: a decode
+    call's x is new, so its descriptor would be made on a call's host time)."""
     n0 = tl.program_id(0) * BLOCK_N
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     gram = tl.zeros([BLOCK_M, BLOCK_M], dtype=tl.float32)
@@ -136,35 +129,34 @@ def _tma_slab_kernel(
     offs_k = tl.arange(0, BLOCK_K)
     x_ptrs = x_ptr + tl.multiple_of(offs_m[:, None].to(tl.int64) * K, [8, 8]) + offs_k[None, :]
     for k in range(0, K, BLOCK_K):
-        if X_DESC:
-            xr = x_desc.load([0, k])
-        else:
-            here = tl.max_constancy(offs_k < K - k, 8)
-            xr = tl.load(x_ptrs, mask=row_ok[:, None] & here[None, :], other=0.0)
-            x_ptrs += BLOCK_K
+        here = tl.max_constancy(offs_k < K - k, 8)
+        xr = tl.load(x_ptrs, mask=row_ok[:, None] & here[None, :], other=0.0)
+        x_ptrs += BLOCK_K
         w = w_desc.load([k, n0])
         gram = tl.dot(xr, tl.trans(xr), gram)
         acc = tl.dot(xr, w, acc)
     diagonal = tl.arange(0, BLOCK_M)[:, None] == tl.arange(0, BLOCK_M)[None, :]
     ss = tl.sum(tl.where(diagonal, gram, 0.0), axis=1)
-    rows = tl.arange(0, BLOCK_M)
     cols = n0 + tl.arange(0, BLOCK_N)
     out = acc * tl.rsqrt(ss / K + eps)[:, None] + tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
-    mask = (rows < M)[:, None] & (cols < N)[None, :]
-    tl.store(y_ptr + rows[:, None].to(tl.int64) * N + cols[None, :], out.to(y_ptr.dtype.element_ty), mask=mask)
+    mask = row_ok[:, None] & (cols < N)[None, :]
+    tl.store(y_ptr + offs_m[:, None].to(tl.int64) * N + cols[None, :], out.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def launch_tma_slab(x, wf, b, y, eps, bn: int, bk: int, stages: int, x_desc: bool = True) -> None:
-    """The TMA candidate on 16-bit operands a descriptor can address (``launching.tma_ready``); ``x_desc``: x by a
-    descriptor too."""
+def launch_tma(x, wf, b, y, eps, bn: int, bk: int, stages: int, x_desc: bool = True) -> None:
+    """A TMA candidate on contiguous 16-bit operands with a bias: ``tma_decode.py``'s kernel in these tiles, or with
+    x by pointers (``x_desc`` False, ``_tma_w_kernel``)."""
     m, k = x.shape
     n = wf.shape[1]
     desc = launching.TensorDescriptor.from_tensor
-    w_desc = desc(wf, [bk, bn])
-    _tma_slab_kernel[(triton.cdiv(n, bn),)](
-        desc(x, [16, bk]) if x_desc else w_desc, w_desc, x, b, y, m, n, k, float(eps), BLOCK_M=16, BLOCK_N=bn,
-        BLOCK_K=bk, X_DESC=x_desc, num_warps=4, num_stages=stages,
-    )  # fmt: skip
+    tiles = {"BLOCK_M": 16, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": 4, "num_stages": stages}
+    if x_desc:
+        grid = (triton.cdiv(n, bn),)
+        tma_decode.tma_decode_kernel[grid](
+            desc(x, [16, bk]), desc(wf, [bk, bn]), b, y, m, n, k, float(eps), HAS_BIAS=True, IEEE=False, **tiles
+        )
+    else:
+        _tma_w_kernel[(triton.cdiv(n, bn),)](desc(wf, [bk, bn]), x, b, y, m, n, k, float(eps), **tiles)
 
 
 # the first race's (tma-3/): every tile that fits; then (``--only tma-w``) W alone by descriptor, x by pointers, in
@@ -191,11 +183,9 @@ SLABS = {
 }
 
 
-def run_point(
-    shape: tuple[int, int, int], dtype: str, rounds: int, stream: bool, slabs: bool, tma: bool, tma_w: bool
-) -> list[dict]:
-    """One point's race (see the module's docstring): the stream-K candidates where ``stream``, the slab candidates
-    where ``slabs``, the TMA ones where ``tma``, x by descriptor or pointers where ``tma_w``."""
+def run_point(shape: tuple[int, int, int], dtype: str, rounds: int, slabs: bool, tma: bool, tma_w: bool) -> list[dict]:
+    """One point's race (see the module's docstring): the slab candidates where ``slabs``, the TMA ones where ``tma``,
+    x by descriptor or pointers where ``tma_w``."""
     inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
     x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
     xd = x.double()
@@ -210,19 +200,15 @@ def run_point(
         "[split-k folded]": (lambda: (split_k.launch_split_k(x, g, wf, b, y, eps, shipped, folded=True), y)[1], ref),
         "[prepared op]": (lambda: y.copy_(prepared(x, b, eps)), ref),
         **{
-            name: (lambda c=cfg: (stream_k.launch_stream_k(x, wf, b, y, eps, c), y)[1], ref)
-            for name, cfg in (CONFIGS.items() if stream else ())
-        },
-        **{
             name: (lambda c=c: (launch_slab(x, wf, b, y, eps, *c), y)[1], ref)
             for name, c in (SLABS.items() if slabs else ())
         },
         **{
-            name: (lambda c=c: (launch_tma_slab(x, wf, b, y, eps, *c), y)[1], ref)
+            name: (lambda c=c: (launch_tma(x, wf, b, y, eps, *c), y)[1], ref)
             for name, c in (TMA_SLABS.items() if tma else ())
         },
         **{
-            name: (lambda c=c: (launch_tma_slab(x, wf, b, y, eps, *c), y)[1], ref)
+            name: (lambda c=c: (launch_tma(x, wf, b, y, eps, *c), y)[1], ref)
             for name, c in (TMA_W_SLABS.items() if tma_w else ())
         },
     }
@@ -245,7 +231,7 @@ def read(paths: list[Path]) -> dict[tuple[str, str], dict[str, float]]:
 
 
 def score(paths: list[Path]) -> None:
-    """Per dtype, the five configs with the smallest worst ratio to each point's fastest stream-K candidate; then
+    """Per dtype, the five configs with the smallest worst ratio to each point's fastest candidate; then
     each point's fastest candidate and the best-scoring config against the references."""
     races = read(paths)
     for dtype in sorted({d for d, _ in races}):
@@ -260,7 +246,7 @@ def score(paths: list[Path]) -> None:
         for n in ranked[:5]:
             print(f"  {n:22} {worst[n][0]:.3f} {worst[n][1]:.3f}")
         pick = ranked[0]
-        print(f"{dtype}: point, cuBLAS us, then / cuBLAS: prepared op, split-K folded, fastest stream-K, {pick}")
+        print(f"{dtype}: point, cuBLAS us, then / cuBLAS: prepared op, split-K folded, fastest candidate, {pick}")
         for shape, med in sorted(points.items()):
             cub = med["[cublas]"]
             best = min((c for c in med if not c.startswith("[")), key=med.get)
@@ -277,9 +263,7 @@ def main() -> None:
     ap.add_argument("--rows", default="1,16")
     ap.add_argument("--points", default="3584x4608,4096x4608,5120x4608,4096x6144,5120x7168,2048x5504,4096x5504")
     ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument(
-        "--only", choices=("stream", "slabs", "tma", "tma-w", "all"), default="all", help="which candidates to race"
-    )
+    ap.add_argument("--only", choices=("slabs", "tma", "tma-w", "all"), default="all", help="which candidates to race")
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
     args = ap.parse_args()
     if args.score:
@@ -296,7 +280,7 @@ def main() -> None:
                         (m, k, n),
                         dtype,
                         args.rounds,
-                        *(args.only in (what, "all") for what in ("stream", "slabs", "tma", "tma-w")),
+                        *(args.only in (what, "all") for what in ("slabs", "tma", "tma-w")),
                     )
                     rows += point
                     med = {r["candidate"]: r["median_us"] for r in point if r["median_us"] != ""}
@@ -308,7 +292,7 @@ def main() -> None:
                         + "  ".join(f"{c} {med[c] / cub:.3f}x" for c in sk),
                         flush=True,
                     )
-                    write_csv(args.out / "stream_k.csv", rows)
+                    write_csv(args.out / "designs.csv", rows)
     finally:
         ops.use_triton(previous)
 
