@@ -33,11 +33,11 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
-from bench_common import candidate_rows, checked, write_csv
+from bench_common import back_to_back_us, candidate_rows, checked, host_us, write_csv
 from decode_tiles import race
 
 from kprof.kernels import discover, ops
-from kprof.kernels.lib import launching
+from kprof.kernels.lib import launching, plans
 from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear import split_k, tma_decode
@@ -256,6 +256,35 @@ def score(paths: list[Path]) -> None:
             )
 
 
+def host_rows(shape: tuple[int, int, int], dtype: str, rounds: int, calls: int = 200) -> list[dict]:
+    """The prepared object's host time per call at ``shape`` on its TMA decode plan and, forced, on the split-K plan it
+    ran there before (``tma_decode.serves`` off), in ``rounds`` alternating rounds in one process (plans are kept by
+    signature, so each round drops them and makes its own, after two calls): from an idle GPU (``host_us``) and back
+    to back (``back_to_back_us``), with the same x every call (its descriptor's encoding kept) and with a new x every
+    call (a copy made in the call: its address may repeat as PyTorch's allocator hands blocks back)."""
+    inputs = discover()["rmsnorm_linear"].make_inputs(shape, dtype, "cuda", sum(shape))
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    serves = tma_decode.serves
+    prepared = ops.PreparedRMSNormLinear(g, w)
+    names = ("tma decode plan", "split-k plan")
+    rows = []
+    try:
+        for r in range(rounds):
+            for name in names if r % 2 == 0 else names[::-1]:
+                tma_decode.serves = serves if name == names[0] else (lambda *a: False)
+                plans.reset()
+                prepared(x, b, eps)
+                prepared(x, b, eps)
+                for fresh in (False, True):
+                    fn = (lambda: prepared(x.clone(), b, eps)) if fresh else (lambda: prepared(x, b, eps))
+                    row = {"dtype": dtype, "shape": "x".join(map(str, shape)), "plan": name, "new x": fresh}
+                    rows.append(row | {"round": r, "idle_us": host_us(fn, calls), "b2b_us": back_to_back_us(fn, calls)})
+    finally:
+        tma_decode.serves = serves
+        plans.reset()
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path)
@@ -265,9 +294,33 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--only", choices=("slabs", "tma", "tma-w", "all"), default="all", help="which candidates to race")
     ap.add_argument("--score", nargs="+", type=Path, help="races to score (CSV files), instead of racing")
+    ap.add_argument(
+        "--host", action="store_true", help="the prepared object's host time per call, TMA decode plan or not"
+    )
     args = ap.parse_args()
     if args.score:
         score(args.score)
+        return
+    if args.host:
+        previous = ops.use_triton(True)
+        rows = []
+        try:
+            for dtype in args.dtypes.split(","):
+                for m in (int(v) for v in args.rows.split(",")):
+                    for kn in args.points.split(","):
+                        k, n = (int(v) for v in kn.split("x"))
+                        point = host_rows((m, k, n), dtype, args.rounds)
+                        rows += point
+                        for name in ("tma decode plan", "split-k plan"):
+                            for fresh in (False, True):
+                                mine = [r for r in point if r["plan"] == name and r["new x"] == fresh]
+                                idle = sorted(r["idle_us"] for r in mine)[len(mine) // 2]
+                                b2b = sorted(r["b2b_us"] for r in mine)[len(mine) // 2]
+                                print(f"{dtype} {m}x{k}x{n} {name:16} {'new x ' if fresh else 'same x'} idle {idle:6.1f} "
+                                      f"us  back to back {b2b:6.1f} us", flush=True)  # fmt: skip
+                write_csv(args.out / "host.csv", rows)
+        finally:
+            ops.use_triton(previous)
         return
     previous = ops.use_triton(True)  # the prepared object's Triton path, not PyTorch's eager op
     rows: list[dict] = []
