@@ -127,22 +127,21 @@ def test_the_prepared_objects_take_it_where_it_serves(shape, dtype, device, monk
 def test_the_planned_launches_on_an_h200(m, k, n, dtype):
     """On an H200, where the prepared objects take the kernel: the plan's compiled launch (the two descriptors' encoding
     kept by the addresses of x and the fold) gives the oracle's answer for new inputs on every call. Two sets of
-    inputs take turns, so later calls find their addresses kept; then the same addresses hold new values, and a call
-    without a bias."""
+    inputs take turns, so later calls find their addresses kept; then the same addresses hold new values; then calls
+    without a bias (a signature, and a plan, of their own: its first call checked, its second launched through the
+    JIT, its third compiled, from its fourth with its descriptors kept)."""
     if not torch.cuda.is_available() or not launching.fast_memory(torch.empty(1, device="cuda")):
         pytest.skip("needs an H200 (the kernel serves only there)")
     inp = FAM.make_inputs((m, k, n), dtype, "cuda", seed=torch.seed() % 2**31)
     sets = [FAM.make_inputs((m, k, n), dtype, "cuda", seed=torch.seed() % 2**31) for _ in range(2)]
     with triton_ops():
         prepared = ops.PreparedRMSNormLinear(inp["g"], inp["w"])
-        for i in range(8):
+        for i in range(12):
             new = sets[i % 2]
             if i >= 4:  # the same addresses, new values
                 new["x"].copy_(torch.randn_like(new["x"]))
                 new["b"].copy_(torch.randn_like(new["b"]))
-            case = {**inp, "x": new["x"], "b": new["b"] if i < 7 else None}
-            if i == 6:  # the bias-less signature: a plan of its own from its next call
-                prepared(new["x"], None, inp["eps"])
+            case = {**inp, "x": new["x"], "b": new["b"] if i < 8 else None}
             _check(prepared(new["x"], case["b"], inp["eps"]), case, dtype, f"call {i}")
         planned = [p for p in op_plan.PREPARED_PLANS.plans.values() if type(p) is op_plan.PreparedTMADecodePlan]
     assert len(planned) == 2  # with and without a bias
