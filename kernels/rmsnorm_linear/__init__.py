@@ -11,7 +11,9 @@ epilogue), ``triton_norm_cublas`` (the same norm, then cuBLAS's product), ``trit
 same kernel applying g to the x tiles instead of a folded W),
 ``triton_rstd_epilogue`` (row statistics first, g folded into W) and its ``_prepared`` form, ``triton_split_k``
 (one kernel for a few rows: g on the x tiles, the squares from the same tiles, K split over programs) and its
-``_prepared`` form (the same kernel on g folded into W, what ``ops.PreparedRMSNormLinear`` runs at decode rows), and
+``_prepared`` form (the same kernel on g folded into W, what ``ops.PreparedRMSNormLinear`` runs at decode rows),
+``triton_tma_decode_prepared`` (the fold's and x's tiles by TMA descriptors, which the prepared objects take on an H200
+at 1-16 rows x K 2048-8192 x N 4608-5120), and
 ``triton_tuned``, the ops API's choice among the split-K kernel and the first two by shape (``tuned.py``), and
 ``triton_prepared_op``, ``ops.PreparedRMSNormLinear``'s own choice at the shape (``op_plan.prepared_op``), which
 ``kprof grid`` holds to the best version.

@@ -26,9 +26,9 @@ from kprof.kernels.rmsnorm_linear.fused import folded_weight, prepared_fold
 from kprof.registry import Shape
 
 ROWS = 16  # the one row tile: M <= ROWS
-# (BLOCK_N, BLOCK_K, stages), 4 warps: the fastest of 28 tiles x stages at 1 and 16 rows x 7 points of the range and
-# around it, both dtypes (``tma-decode/tma-3/``), within 5.4% of the fastest candidate at 88 points of
-# ``tma-w-4/`` where 5 stages came within 11% and 3 within 12%
+# (BLOCK_N, BLOCK_K, stages), 4 warps: of 28 tiles x stages the fastest at 22 of 28 points (1 and 16 rows x 7 points
+# of the range and around it, both dtypes; ``tma-decode/tma-3/``); in ``tma-w-4/`` the fastest of 10 candidates at 52
+# of the 56 points of the range, within 3.6% at the others
 TILES = (64, 256, 4)
 # where the prepared objects take it (``serves``): K (from, to), N (from, to); 16-bit, 1-16 rows, an H200
 SERVES = ((2048, 8192), (4608, 5120))
