@@ -128,9 +128,8 @@ def launch_tma_decode(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | Non
             " (Hopper or later) or under the interpreter"
         )
     run = meta(b is not None)
-    _rmsnorm_linear_tma_decode_kernel[grid(n)](
-        *descriptors(x2d, wf), b if b is not None else y, y, m, n, k, float(eps), **run
-    )
+    bias = y if b is None else b.contiguous()  # the kernel reads the bias at unit stride
+    _rmsnorm_linear_tma_decode_kernel[grid(n)](*descriptors(x2d, wf), bias, y, m, n, k, float(eps), **run)
     return run
 
 

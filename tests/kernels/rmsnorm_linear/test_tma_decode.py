@@ -46,6 +46,16 @@ def test_the_kernel_matches_the_oracle(shape, dtype, bias, device):
     _check(y, inputs, dtype, f"kernel {shape} {dtype}")
 
 
+def test_a_strided_bias_is_read_at_its_stride(device):
+    """The kernel reads the bias at unit stride: a strided one is made contiguous first, not read between its values."""
+    inputs = FAM.make_inputs((3, 72, 40), "bf16", device, seed=torch.seed() % 2**31)
+    inputs["b"] = torch.randn(80, dtype=torch.bfloat16, device=device)[::2]
+    x, g, w, b, eps = inputs["x"], inputs["g"], inputs["w"], inputs["b"], inputs["eps"]
+    y = torch.empty((3, 40), dtype=x.dtype, device=device)
+    tma_decode.launch_tma_decode(x, folded_weight(g, w), b, y, eps)
+    _check(y, inputs, "bf16", "strided bias")
+
+
 def test_batched_rows_match_the_oracle(device):
     """x of shape [2, 5, K]: the rows of every batch entry, y in x's leading shape."""
     inputs = FAM.make_inputs((2, 5, 136, 72), "bf16", device, seed=torch.seed() % 2**31)
