@@ -23,6 +23,8 @@ read from memory) the product of ``triton_rstd_epilogue``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import triton
 import triton.language as tl
@@ -250,6 +252,28 @@ def held_fold(g: torch.Tensor, w: torch.Tensor) -> torch.Tensor | None:
 prepared_fold = launching.SameTensorsMemo()
 # and ``triton_prepared_op`` the fold as the ops objects keep it (``held_fold``: None where fp16 cannot hold it)
 prepared_held_fold = launching.SameTensorsMemo()
+
+
+def prepared_version(
+    x: torch.Tensor,
+    g: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    eps: float,
+    kernels: str,
+    off_gpu: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+) -> torch.Tensor:
+    """A version on prepared weights as the harness runs it: the inputs checked, then g folded into W once per input
+    set (``prepared_fold``); on a GPU launched as ``ops.PreparedRMSNormLinear`` launches ``kernels``
+    (``op_plan.rms_norm_linear_prepared``: a plan per signature after its first call); off one ``off_gpu(x2d, wf)``,
+    the [M, N] output."""
+    x2d, n = check_inputs(x, g, w, b)  # before the fold: a bad g or w says what is wrong
+    wf = prepared_fold.get(folded_weight, g, w)
+    if x.is_cuda:
+        from kprof.kernels.rmsnorm_linear import op_plan  # imports this module
+
+        return op_plan.rms_norm_linear_prepared(x, g, w, wf, b, eps, kernels)
+    return off_gpu(x2d, wf).view(*x.shape[:-1], n)
 
 
 @FAMILY.provider(

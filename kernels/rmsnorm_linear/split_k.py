@@ -34,7 +34,7 @@ import triton.language as tl
 
 from kprof.kernels.lib import launching, split_k, tiles
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
-from kprof.kernels.rmsnorm_linear.fused import folded_weight, prepared_fold
+from kprof.kernels.rmsnorm_linear.fused import prepared_version
 
 
 # M is not specialised: Triton compiles a separate binary for an integer argument equal to 1, and the
@@ -651,13 +651,7 @@ def rmsnorm_linear_split_k(
 def rmsnorm_linear_split_k_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
-    x2d, n = check_inputs(x, g, w, b)  # before the fold: a bad g or w says what is wrong
-    wf = prepared_fold.get(folded_weight, g, w)
-    if x.is_cuda:
-        from kprof.kernels.rmsnorm_linear import op_plan  # imports this module
-
-        return op_plan.rms_norm_linear_prepared(x, g, w, wf, b, eps, "split_k")
-    return split_k_op(x2d, g, wf, b, eps, folded=True).view(*x.shape[:-1], n)
+    return prepared_version(x, g, w, b, eps, "split_k", lambda x2d, wf: split_k_op(x2d, g, wf, b, eps, folded=True))
 
 
 # Public handle for op_plan (the ops API's launch plans).

@@ -21,8 +21,8 @@ import triton.language as tl
 
 from kprof.errors import UnsupportedConfig
 from kprof.kernels.lib import launching
-from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs, dims
-from kprof.kernels.rmsnorm_linear.fused import folded_weight, prepared_fold
+from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, dims
+from kprof.kernels.rmsnorm_linear.fused import prepared_version
 from kprof.registry import Shape
 
 ROWS = 16  # the one row tile: M <= ROWS
@@ -156,15 +156,12 @@ def _supports(shape: Shape, dtype: str) -> str | None:
 def rmsnorm_linear_tma_decode_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
-    x2d, n = check_inputs(x, g, w, b)  # before the fold: a bad g or w says what is wrong
-    wf = prepared_fold.get(folded_weight, g, w)
-    if x.is_cuda:
-        from kprof.kernels.rmsnorm_linear import op_plan  # imports this module
+    def off_gpu(x2d: torch.Tensor, wf: torch.Tensor) -> torch.Tensor:
+        y = torch.empty((x2d.shape[0], wf.shape[1]), dtype=x.dtype, device=x.device)
+        launch_tma_decode(x2d, wf, b, y, eps)
+        return y
 
-        return op_plan.rms_norm_linear_prepared(x, g, w, wf, b, eps, "tma_decode")
-    y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
-    launch_tma_decode(x2d, wf, b, y, eps)
-    return y.view(*x.shape[:-1], n)
+    return prepared_version(x, g, w, b, eps, "tma_decode", off_gpu)
 
 
 # Public handle for op_plan (the ops API's launch plans).

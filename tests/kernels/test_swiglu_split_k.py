@@ -14,16 +14,13 @@ from kprof.kernels.lib import split_k as lib_split_k
 from kprof.kernels.rmsnorm_linear import op_plan as rl_op_plan
 from kprof.kernels.swiglu import op_plan, split_k
 from tests.kernels.ops_paths import triton_ops
+from tests.kernels.oracle_checks import assert_matches_oracle
 
 FAM = discover()["swiglu"]
 
 
 def _check(out: torch.Tensor, inputs: dict, dtype: str, what: str) -> None:
-    ref = FAM.oracle(**inputs)
-    tol = FAM.tolerances[dtype]
-    assert out.shape == ref.shape and out.dtype == inputs["x"].dtype
-    err = float((out.double() - ref).norm() / ref.norm())
-    assert err <= tol, f"{what}: rel err {err:.2e} (tolerance {tol})"
+    assert_matches_oracle(FAM, out, inputs, dtype, what)
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])

@@ -19,16 +19,13 @@ from kprof.kernels.rmsnorm_linear import op_plan, split_k, tuned
 from kprof.kernels.rmsnorm_linear.fused import folded_weight, held_fold
 from tests.compile_child import child_json
 from tests.kernels.ops_paths import triton_ops
+from tests.kernels.oracle_checks import assert_matches_oracle
 
 FAM = discover()["rmsnorm_linear"]
 
 
 def _check(out: torch.Tensor, inputs: dict, dtype: str, what: str) -> None:
-    ref = FAM.oracle(**inputs)
-    tol = FAM.tolerances[dtype]
-    assert out.shape == ref.shape and out.dtype == inputs["x"].dtype
-    err = float((out.double() - ref).norm() / ref.norm())
-    assert err <= tol, f"{what}: rel err {err:.2e} (tolerance {tol})"
+    assert_matches_oracle(FAM, out, inputs, dtype, what)
 
 
 def _counters_at_zero() -> bool:

@@ -13,17 +13,14 @@ from kprof.kernels.lib import launching
 from kprof.kernels.rmsnorm_linear import op_plan, tma_decode
 from kprof.kernels.rmsnorm_linear.fused import folded_weight
 from tests.kernels.ops_paths import triton_ops
+from tests.kernels.oracle_checks import assert_matches_oracle
 
 FAM = discover()["rmsnorm_linear"]
 PROVIDER = FAM.providers["triton_tma_decode_prepared"]
 
 
 def _check(out: torch.Tensor, inputs: dict, dtype: str, what: str) -> None:
-    ref = FAM.oracle(**inputs)
-    tol = FAM.tolerances[dtype]
-    assert out.shape == ref.shape and out.dtype == inputs["x"].dtype
-    err = float((out.double() - ref).norm() / ref.norm())
-    assert err <= tol, f"{what}: rel err {err:.2e} (tolerance {tol})"
+    assert_matches_oracle(FAM, out, inputs, dtype, what)
 
 
 # (rows, K, N): one row, a partial row tile, a full one; K ending inside a 256-wide step (TMA zero-fills past K), N
