@@ -87,6 +87,16 @@ def test_the_launch_refuses_what_tma_cannot_read(device):
         tma_decode.launch_tma_decode(x32, folded_weight(g, w).float(), b.float(), y[:4].float(), eps)
 
 
+def test_a_weight_stored_transposed_is_refused_not_misread(device):
+    """W stored [N, K] (unit stride along K): its fold keeps that layout, which a TMA descriptor cannot read as [K, N]
+    blocks, so the version says so (a skip with the reason in a sweep) and the prepared objects do not take it."""
+    inputs = FAM.make_inputs((3, 72, 40), "bf16", device, seed=torch.seed() % 2**31)
+    inputs["w"] = inputs["w"].t().contiguous().t()
+    with pytest.raises(UnsupportedConfig, match="unit last stride"):
+        PROVIDER.fn(**inputs)
+    assert not tma_decode.serves(inputs["x"], folded_weight(inputs["g"], inputs["w"]))
+
+
 def test_it_serves_only_the_range_raced_on_an_h200(monkeypatch, device):
     """Off an H200 never (the races were on H200s); on one, 16-bit rows 1-16 inside ``SERVES``, and nothing past it."""
     x = torch.randn(16, 3584, dtype=torch.bfloat16, device=device)
