@@ -70,6 +70,7 @@ from kprof.kernels.kasmina.family import validate as _kasmina_validate
 from kprof.kernels.kasmina.reference import kasmina_vectorised
 from kprof.kernels.lib import checks, launching
 from kprof.kernels.lib import gated as _gated
+from kprof.kernels.lib.checks import dense_vector as _dense_vector
 from kprof.kernels.ops_providers import BEST, PREPARED
 from kprof.kernels.rmsnorm.family import validate as _rms_validate
 from kprof.kernels.rmsnorm.reference import rmsnorm_eager
@@ -287,7 +288,7 @@ def rms_norm_linear(
     if _compiling():
         return torch.ops.kprof.rms_norm_linear(x, g, w, b, eps)
     if _gpu(x) and not _records_grad(x, g, w, b):
-        return _rl_plan.rms_norm_linear(x, g, w, _dense(b), eps)
+        return _rl_plan.rms_norm_linear(x, g, w, _dense_vector(b), eps)
     return _rms_norm_linear_other(x, g, w, b, eps)
 
 
@@ -295,7 +296,7 @@ def _rms_norm_linear_other(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
     if isinstance(x, torch.Tensor) and _cpu_triton(x) and not _records_grad(x, g, w, b):
-        return _rl_plan.rms_norm_linear(x, g, w, _dense(b), eps)
+        return _rl_plan.rms_norm_linear(x, g, w, _dense_vector(b), eps)
     _rl_validate(x, g, w, b, triton=False)
     if x.is_meta:
         return _rms_norm_linear_fake(x, g, w, b, eps)
@@ -316,18 +317,8 @@ def _rms_norm_linear_prepared(
     33-999 rows where a race on the shape's first call timed them faster; any under the interpreter), else the plain
     op."""
     if triton_enabled(x) and not _records_grad(x, g, w, b):
-        return _rl_plan.prepared_op(x, g, w, wf, _dense(b), eps)
+        return _rl_plan.prepared_op(x, g, w, wf, _dense_vector(b), eps)
     return rms_norm_linear(x, g, w, b, eps)
-
-
-def _dense(v: object) -> Any:
-    """A vector input as the Triton kernels read it: they load element i at ``ptr + i`` (unit stride), so a strided
-    one (a bias ``b_all[::2]``, a column ``state[:, 0]`` of a table) is copied, else they read other elements (the
-    plans' keys hold strides, so a plan never meets one either). ``is_contiguous``: 0.09 us a call where the
-    checks of dim, shape and stride took 0.38 (three vectors a kasmina call)."""
-    if isinstance(v, torch.Tensor) and not v.is_contiguous():
-        return v.contiguous()
-    return v
 
 
 # --------------------------------------------------------------------------------------------- kasmina
@@ -350,7 +341,9 @@ def kasmina_forward(
     if _compiling():
         return torch.ops.kprof.kasmina_forward(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
     if not check_ids and _gpu(x) and not _records_grad(x, alpha, weights, bias):
-        return _kasmina_plan.kasmina(x, _dense(lifecycle), _dense(blueprint_id), _dense(alpha), weights, bias)
+        return _kasmina_plan.kasmina(
+            x, _dense_vector(lifecycle), _dense_vector(blueprint_id), _dense_vector(alpha), weights, bias
+        )
     return _kasmina_other(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
 
 
@@ -375,7 +368,9 @@ def _kasmina_other(
                 "(the registry holds that many blueprints)"
             )
     if triton_enabled(x) and not _records_grad(x, alpha, weights, bias):
-        return _kasmina_plan.kasmina(x, _dense(lifecycle), _dense(blueprint_id), _dense(alpha), weights, bias)
+        return _kasmina_plan.kasmina(
+            x, _dense_vector(lifecycle), _dense_vector(blueprint_id), _dense_vector(alpha), weights, bias
+        )
     return _kasmina_eager(x, lifecycle, blueprint_id, alpha, weights, bias)
 
 

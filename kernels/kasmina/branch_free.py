@@ -25,6 +25,7 @@ import triton.language as tl
 
 from kprof.kernels.kasmina.family import FAMILY, check_inputs
 from kprof.kernels.lib import launching, split_k
+from kprof.kernels.lib.checks import dense_vector
 
 
 @triton.jit
@@ -885,6 +886,7 @@ def kasmina_branch_free(
     weights: torch.Tensor,
     bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    lifecycle, blueprint_id, alpha = (dense_vector(v) for v in (lifecycle, blueprint_id, alpha))  # read at unit stride
     y, _ = launch(x, lifecycle, blueprint_id, alpha, weights, bias, telemetry=False)
     n_seeds, c = lifecycle.shape[0], weights.shape[-1]
     var, mean = torch.var_mean(y.view(-1, n_seeds, c).float(), dim=(0, 2), correction=0)

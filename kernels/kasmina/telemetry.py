@@ -23,6 +23,7 @@ import torch
 from kprof.kernels.kasmina import op_plan
 from kprof.kernels.kasmina.branch_free import launch
 from kprof.kernels.kasmina.family import FAMILY
+from kprof.kernels.lib.checks import dense_vector
 
 
 @FAMILY.provider(
@@ -40,6 +41,7 @@ def kasmina_telemetry(
     weights: torch.Tensor,
     bias: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    lifecycle, blueprint_id, alpha = (dense_vector(v) for v in (lifecycle, blueprint_id, alpha))  # read at unit stride
     if getattr(x, "is_cuda", False):
         return op_plan.kasmina(x, lifecycle, blueprint_id, alpha, weights, bias)
     # the interpreter (or a CPU tensor without it: the checks say so): plans are kept by signature, not by how

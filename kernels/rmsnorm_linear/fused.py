@@ -30,6 +30,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching, tiles
+from kprof.kernels.lib.checks import dense_vector
 from kprof.kernels.lib.tiles import dot_acc, grouped_tile
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 
@@ -287,6 +288,7 @@ def prepared_version(
 def rmsnorm_linear_fused(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    b = dense_vector(b)  # the kernels read the bias at unit stride
     x2d, n = check_inputs(x, g, w, b)
     y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
     launch_product(x2d, folded_weight(g, w), b, y, eps, norm=1)
@@ -308,6 +310,7 @@ def rmsnorm_linear_fused(
 def rmsnorm_linear_one_kernel(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    b = dense_vector(b)  # the kernels read the bias at unit stride
     x2d, n = check_inputs(x, g, w, b)
     y = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
     launch_product(x2d, w.contiguous(), b, y, eps, norm=3, g=g.contiguous())

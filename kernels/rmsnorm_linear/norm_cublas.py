@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from kprof.kernels.lib.checks import dense_vector
 from kprof.kernels.rmsnorm.tuned import rmsnorm_tuned
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 
@@ -37,5 +38,6 @@ def norm_then_cublas(
 def rmsnorm_linear_norm_cublas(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    b = dense_vector(b)  # the kernels read the bias at unit stride
     x2d, n = check_inputs(x, g, w, b)
     return norm_then_cublas(x2d, g, w, b, eps).view(*x.shape[:-1], n)

@@ -10,6 +10,7 @@ import torch
 import triton
 
 from kprof.kernels.lib import checks, launching, routes, tiles
+from kprof.kernels.lib.checks import dense_vector
 from kprof.kernels.lib.plans import (
     CUBLAS,
     Launch,
@@ -355,6 +356,7 @@ def prepared_op(
 def rmsnorm_linear_prepared_op(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    b = dense_vector(b)  # the kernels read the bias at unit stride
     if not getattr(x, "is_cuda", False):  # off a GPU every call is checked: CPU tensors need the interpreter
         check_inputs(x, g, w, b)
     wf = fused.prepared_held_fold.get(lambda g_, w_: _checked_held_fold(x, g_, w_, b), g, w)

@@ -47,6 +47,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching, split_k
+from kprof.kernels.lib.checks import dense_vector
 from kprof.kernels.lib.tiles import (
     TilePlan,
     dot_acc,
@@ -616,6 +617,7 @@ def folded_launches(
 def rmsnorm_linear_rstd_epilogue(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    b = dense_vector(b)  # the kernels read the bias at unit stride
     check_inputs(x, g, w, b)  # before the fold: a bad g or w says what is wrong
     # fold before the rstd kernel: with PDL the product may start while the kernel before it runs, and it
     # reads W' at once (only rstd is waited for), so W' must come from earlier in the stream
@@ -632,6 +634,7 @@ def rmsnorm_linear_rstd_epilogue(
 def rmsnorm_linear_rstd_epilogue_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    b = dense_vector(b)  # the kernels read the bias at unit stride
     from kprof.kernels.rmsnorm_linear import op_plan  # imports this module
 
     check_inputs(x, g, w, b)  # before the fold: a bad g or w says what is wrong

@@ -33,6 +33,7 @@ import triton
 import triton.language as tl
 
 from kprof.kernels.lib import launching, split_k, tiles
+from kprof.kernels.lib.checks import dense_vector
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import prepared_version
 
@@ -636,6 +637,7 @@ def split_k_op(
 def rmsnorm_linear_split_k(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    b = dense_vector(b)  # the kernels read the bias at unit stride
     x2d, n = check_inputs(x, g, w, b)
     return split_k_op(x2d, g, w, b, eps).view(*x.shape[:-1], n)
 
@@ -651,6 +653,7 @@ def rmsnorm_linear_split_k(
 def rmsnorm_linear_split_k_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    b = dense_vector(b)  # the kernels read the bias at unit stride
     return prepared_version(x, g, w, b, eps, "split_k", lambda x2d, wf: split_k_op(x2d, g, wf, b, eps, folded=True))
 
 

@@ -21,6 +21,7 @@ import triton.language as tl
 
 from kprof.errors import UnsupportedConfig
 from kprof.kernels.lib import launching
+from kprof.kernels.lib.checks import dense_vector
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, dims
 from kprof.kernels.rmsnorm_linear.fused import prepared_version
 from kprof.registry import Shape
@@ -156,6 +157,8 @@ def _supports(shape: Shape, dtype: str) -> str | None:
 def rmsnorm_linear_tma_decode_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    b = dense_vector(b)  # the kernels read the bias at unit stride
+
     def off_gpu(x2d: torch.Tensor, wf: torch.Tensor) -> torch.Tensor:
         y = torch.empty((x2d.shape[0], wf.shape[1]), dtype=x.dtype, device=x.device)
         launch_tma_decode(x2d, wf, b, y, eps)

@@ -76,6 +76,7 @@ from __future__ import annotations
 import torch
 
 from kprof.kernels.lib import launching, routes, tiles
+from kprof.kernels.lib.checks import dense_vector
 from kprof.kernels.rmsnorm_linear.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm_linear.fused import launch_product
 from kprof.kernels.rmsnorm_linear.norm_cublas import cublas_times, norm_then_cublas
@@ -238,6 +239,7 @@ def raced_product(x2d: torch.Tensor, w: torch.Tensor) -> str | None:
 def rmsnorm_linear_tuned(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
+    b = dense_vector(b)  # the kernels read the bias at unit stride
     if getattr(x, "is_cuda", False):
         # the op's launch: the same routes (product_route on the signature's first call, checked there), then a plan
         # through Triton's C launcher. Through the checks and the JIT on every call this provider took a median
