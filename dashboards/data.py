@@ -125,7 +125,9 @@ class _Watch:
         with self._lock:
             try:
                 commits = self._con.execute("PRAGMA data_version").fetchone()[0]
-                running = self._con.execute("SELECT status, pid, host FROM runs WHERE status = 'running'").fetchall()
+                running = self._con.execute(
+                    "SELECT status, pid, host, created_at FROM runs WHERE status = 'running'"
+                ).fetchall()
             except sqlite3.Error:  # not a store (yet): _source says so; its mtime and size still key the reads
                 return (None,)
         return commits, tuple(RunStore.effective_status(*r) for r in running)

@@ -135,6 +135,42 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _process_started(pid: int) -> datetime | None:
+    """When process ``pid`` started (UTC), from Linux's /proc; None elsewhere or where it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        ticks = int(stat[stat.rindex(")") + 2 :].split()[19])  # field 22, starttime: clock ticks after boot
+        boot = next(
+            int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime")
+        )
+        return datetime.fromtimestamp(boot + ticks / os.sysconf("SC_CLK_TCK"), timezone.utc)
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+# How much later than its run's creation a live process with the run's pid may have started and still be the run's:
+# the start time is read in clock ticks, the creation stamp kept to the second
+PID_START_SLACK_S = 2.0
+
+
+def _pid_runs_it(pid: int, created_at: Any) -> bool:
+    """Whether process ``pid`` on this host may still be the one that began the run created at ``created_at``: alive,
+    and (where its start time can be read) started no later than the run was created. A pid the system gave to
+    another process after the run's own died would otherwise keep the run 'running' for as long as that one lives."""
+    if not _pid_alive(pid):
+        return False
+    started = _process_started(pid)
+    if started is None or not created_at:
+        return True
+    try:
+        created = datetime.fromisoformat(str(created_at))
+    except ValueError:
+        return True
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=timezone.utc)
+    return (started - created).total_seconds() <= PID_START_SLACK_S
+
+
 # pandas dtype of a launch-table column -> SQLite column type (anything else is a float)
 _SQL_TYPES = {"string": "TEXT", "Int64": "INTEGER"}
 
@@ -402,15 +438,17 @@ class RunStore:
                GROUP BY r.id ORDER BY r.created_at DESC, r.rowid DESC"""
         df = pd.read_sql_query(q, self._conn)
         if not df.empty:
-            df["status"] = [self.effective_status(s, p, h) for s, p, h in zip(df["status"], df["pid"], df["host"])]
+            rows = zip(df["status"], df["pid"], df["host"], df["created_at"])
+            df["status"] = [self.effective_status(s, p, h, c) for s, p, h, c in rows]
             df["failures"] = df["failures"].fillna(0).astype(int)
             df["swept"] = df["swept"].fillna(0).astype(int)  # cases with pinned meta-parameters: a sweep
         return df.drop(columns=["pid", "host"])
 
     @staticmethod
-    def effective_status(status: str, pid: Any, host: Any) -> str:
-        """A run's status as readers take it: 'running' whose process on this host is gone reads 'incomplete'."""
-        if status == "running" and host == socket.gethostname() and pid and not _pid_alive(int(pid)):
+    def effective_status(status: str, pid: Any, host: Any, created_at: Any = None) -> str:
+        """A run's status as readers take it: 'running' whose process on this host is gone, or whose pid now belongs to
+        a process started after the run was created (``created_at``), reads 'incomplete'."""
+        if status == "running" and host == socket.gethostname() and pid and not _pid_runs_it(int(pid), created_at):
             return "incomplete"
         return status
 
@@ -434,7 +472,7 @@ class RunStore:
         row = dict(self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
         for k in ("config", "source_hashes", "device", "versions", "ceiling"):
             row[k] = json.loads(row[k]) if row.get(k) else None
-        row["status"] = self.effective_status(row["status"], row["pid"], row["host"])
+        row["status"] = self.effective_status(row["status"], row["pid"], row["host"], row["created_at"])
         return row
 
     def metrics(self, ref: str) -> pd.DataFrame:
