@@ -318,6 +318,9 @@ class _Fanout:
         self.notes: list[str] = []
         self.run_ids: list[str] = []
         self.kinds: set[str] = set()  # the GPU kinds (device names) the runs began with
+        # (arm, worker) -> (profiler, version) where that worker's profiler pass fell back (auto): the run's label is
+        # written once every worker has said, not by whichever fell back last (see _profiler_fields)
+        self.fallbacks: dict[tuple[int, str], tuple[Any, Any]] = {}
         self.queue: deque[list[int]] = deque(self._groups())
         self.timeout = float(plan.options.case_timeout_s)
 
@@ -663,6 +666,14 @@ class _Fanout:
                 ident = {**w.hello.get("identity", {}), "attempt": len(self.attempts.get(idx, ())) + 1}
                 self.store.add_case_device(run_id, row["case"], ident)
             elif name == "set_fields":
+                if "profiler" in kwargs or "profiler_version" in kwargs:
+                    self.fallbacks[(int(args[0][3:]), w.name)] = (
+                        kwargs.get("profiler"),
+                        kwargs.get("profiler_version"),
+                    )
+                    kwargs = {k: v for k, v in kwargs.items() if k not in ("profiler", "profiler_version")}
+                    if not kwargs:
+                        continue
                 if kwargs.get("trace_path") and trace_root:
                     kwargs = {**kwargs, "trace_path": str(self._trace_target(w, trace_root, kwargs["trace_path"]))}
                 self.store.set_fields(run_id, **kwargs)
@@ -672,6 +683,27 @@ class _Fanout:
             target = self._trace_target(w, trace_root, str(Path(trace_root) / rel))
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+
+    def _profiler_fields(self, arm: int) -> dict[str, Any]:
+        """The run's profiler fields where a worker's pass fell back: that worker's label where every worker that
+        measured cases fell back alike; otherwise both labels and which worker used which (a run labelled with one
+        profiler would have its other workers' kernel names compared as that profiler spells them)."""
+        fell = {name: fields for (j, name), fields in self.fallbacks.items() if j == arm}
+        if not fell:
+            return {}
+        measured = sorted(w.name for w in self.workers.values() if w.measured or w.name in fell)
+        kept = [name for name in measured if name not in fell]
+        labels = set(fell.values())
+        if not kept and len(labels) == 1:
+            profiler, version = next(iter(labels))
+            return {"profiler": profiler, "profiler_version": version}
+        used = {name: fell[name][0] if name in fell else self.choice.name for name in measured}
+        names = sorted(set(used.values()))
+        why = "; ".join(f"{name}: {fell[name][1]}" for name in sorted(fell))
+        return {
+            "profiler": "+".join(names) + " (mixed)",
+            "profiler_version": ", ".join(f"{p} on {name}" for name, p in sorted(used.items())) + f" ({why})",
+        }
 
     def _trace_target(self, w: _Worker, trace_root: str, local: str) -> Path:
         rel = Path(local).relative_to(trace_root)  # armJ/...
@@ -725,8 +757,8 @@ class _Fanout:
             status = "incomplete"
             error = "; ".join(filter(None, [error, *self.problems]))[-4000:]
         skipped = [f"{n}: {r}" for n, r in self.sel.skipped]
-        for arm, run_id in zip(self.arms, self.run_ids):
-            self.store.set_fields(run_id, notes="\n".join(skipped + self.notes) or None)
+        for j, (arm, run_id) in enumerate(zip(self.arms, self.run_ids)):
+            self.store.set_fields(run_id, notes="\n".join(skipped + self.notes) or None, **self._profiler_fields(j))
             run = self.store.run(run_id)
             run["status"], run["error"] = status, error or run.get("error")
             metrics = self.store.metrics(run_id)

@@ -373,3 +373,57 @@ def test_report_section_lists_workers_and_groups_mixed_gpu_kinds():
     h100 = md.split("### NVIDIA H100")[1].split("###")[0]
     assert f"| f/p/8x96/bf16 | ok | {t[0]:.2f} |" in h100 and "7x33" not in h100
     assert devices_section(run, metrics, _devices([])) == ""
+
+
+def _fanout_with_workers(names_measured: dict[str, int]):
+    from types import SimpleNamespace
+
+    from kprof.executors import Slot
+    from kprof.fanout import _Fanout, _Worker
+
+    fan = _Fanout.__new__(_Fanout)
+    written: list = []
+    fan.store = SimpleNamespace(set_fields=lambda run_id, **kw: written.append((run_id, kw)))
+    fan.run_ids, fan.attempts, fan.fallbacks = ["RUN-A"], {}, {}
+    fan.choice = SimpleNamespace(name="nsys")
+    fan.workers = {
+        i: _Worker(i, Slot(name), name, hello={"identity": {"worker": name}}, measured=m)
+        for i, (name, m) in enumerate(names_measured.items())
+    }
+    return fan, written
+
+
+_FELL_BACK = (
+    "set_fields",
+    ("arm0",),
+    {"profiler": "torch", "profiler_version": "2.11; auto fell back after nsys failed"},
+)
+
+
+def test_one_workers_fallback_does_not_relabel_the_whole_run():
+    """gpu0's nsys pass failed and it fell back to torch.profiler; gpu1's nsys pass worked. The run used to take the
+    label of whichever worker wrote last (torch here), so its nsys-named kernels of gpu1 were compared as
+    torch.profiler spells them; it now says both, and which worker used which."""
+    fan, written = _fanout_with_workers({"gpu0": 3, "gpu1": 4})
+    fan._apply(fan.workers[0], [_FELL_BACK])
+    assert written == [], "the label was written before every worker had said"
+    fields = fan._profiler_fields(0)
+    assert fields["profiler"] == "nsys+torch (mixed)"
+    assert "torch on gpu0" in fields["profiler_version"] and "nsys on gpu1" in fields["profiler_version"]
+    assert "auto fell back after nsys failed" in fields["profiler_version"]
+
+
+def test_every_workers_fallback_labels_the_run_with_it():
+    fan, _ = _fanout_with_workers({"gpu0": 3, "gpu1": 4})
+    fan._apply(fan.workers[0], [_FELL_BACK])
+    fan._apply(fan.workers[1], [_FELL_BACK])
+    assert fan._profiler_fields(0) == {"profiler": "torch", "profiler_version": _FELL_BACK[2]["profiler_version"]}
+    fan, _ = _fanout_with_workers({"gpu0": 3, "gpu1": 4})
+    assert fan._profiler_fields(0) == {}  # no fallback: the label the run began with stands
+
+
+def test_a_fallback_beside_other_fields_keeps_them():
+    fan, written = _fanout_with_workers({"gpu0": 3})
+    op = ("set_fields", ("arm0",), {**_FELL_BACK[2], "notes": "n"})
+    fan._apply(fan.workers[0], [op])
+    assert written == [("RUN-A", {"notes": "n"})]
