@@ -9,8 +9,8 @@ Why: at 1-16 rows x K 3584-5120 x N 4608-5120 on an H200 the prepared object ran
 (faster at 50), and 0.848-0.884x at the 16 of K 2048 and 8192. What loads x is the difference: W alone by descriptor
 and x by ``cp.async`` ran at 0.944-1.000x the split-K kernel. At 5504-6144 columns and 1-4 rows the kernel took up to
 1.17x the split-K kernel's time, so it serves only the range raced (:func:`serves`). Sharing the K steps evenly over
-all SMs (stream-K, ``race-1/``: 1.25-1.44x cuBLAS) and narrower column slabs for more programs (``slabs-2/``) both
-ran slower than 72 programs of 64 columns: the SMs left idle are not what the product waits on.
+all SMs (stream-K, ``race-1/``: 1.12-1.48x the split-K kernel) and narrower column slabs for more programs
+(``slabs-2/``) both ran slower than 72 programs of 64 columns: the SMs left idle are not what the product waits on.
 """
 
 from __future__ import annotations
