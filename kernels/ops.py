@@ -70,7 +70,6 @@ from kprof.kernels.kasmina.family import validate as _kasmina_validate
 from kprof.kernels.kasmina.reference import kasmina_vectorised
 from kprof.kernels.lib import checks, launching
 from kprof.kernels.lib import gated as _gated
-from kprof.kernels.lib.checks import dense_vector as _dense_vector
 from kprof.kernels.ops_providers import BEST, PREPARED
 from kprof.kernels.rmsnorm.family import validate as _rms_validate
 from kprof.kernels.rmsnorm.reference import rmsnorm_eager
@@ -288,7 +287,7 @@ def rms_norm_linear(
     if _compiling():
         return torch.ops.kprof.rms_norm_linear(x, g, w, b, eps)
     if _gpu(x) and not _records_grad(x, g, w, b):
-        return _rl_plan.rms_norm_linear(x, g, w, _dense_vector(b), eps)
+        return _rl_plan.rms_norm_linear(x, g, w, checks.dense_vector(b), eps)
     return _rms_norm_linear_other(x, g, w, b, eps)
 
 
@@ -296,7 +295,7 @@ def _rms_norm_linear_other(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, eps: float
 ) -> torch.Tensor:
     if isinstance(x, torch.Tensor) and _cpu_triton(x) and not _records_grad(x, g, w, b):
-        return _rl_plan.rms_norm_linear(x, g, w, _dense_vector(b), eps)
+        return _rl_plan.rms_norm_linear(x, g, w, checks.dense_vector(b), eps)
     _rl_validate(x, g, w, b, triton=False)
     if x.is_meta:
         return _rms_norm_linear_fake(x, g, w, b, eps)
@@ -317,7 +316,7 @@ def _rms_norm_linear_prepared(
     33-999 rows where a race on the shape's first call timed them faster; any under the interpreter), else the plain
     op."""
     if triton_enabled(x) and not _records_grad(x, g, w, b):
-        return _rl_plan.prepared_op(x, g, w, wf, _dense_vector(b), eps)
+        return _rl_plan.prepared_op(x, g, w, wf, checks.dense_vector(b), eps)
     return rms_norm_linear(x, g, w, b, eps)
 
 
@@ -342,7 +341,12 @@ def kasmina_forward(
         return torch.ops.kprof.kasmina_forward(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
     if not check_ids and _gpu(x) and not _records_grad(x, alpha, weights, bias):
         return _kasmina_plan.kasmina(
-            x, _dense_vector(lifecycle), _dense_vector(blueprint_id), _dense_vector(alpha), weights, bias
+            x,
+            checks.dense_vector(lifecycle),
+            checks.dense_vector(blueprint_id),
+            checks.dense_vector(alpha),
+            weights,
+            bias,
         )
     return _kasmina_other(x, lifecycle, blueprint_id, alpha, weights, bias, check_ids)
 
@@ -369,7 +373,12 @@ def _kasmina_other(
             )
     if triton_enabled(x) and not _records_grad(x, alpha, weights, bias):
         return _kasmina_plan.kasmina(
-            x, _dense_vector(lifecycle), _dense_vector(blueprint_id), _dense_vector(alpha), weights, bias
+            x,
+            checks.dense_vector(lifecycle),
+            checks.dense_vector(blueprint_id),
+            checks.dense_vector(alpha),
+            weights,
+            bias,
         )
     return _kasmina_eager(x, lifecycle, blueprint_id, alpha, weights, bias)
 

@@ -129,7 +129,7 @@ def launch_tma_decode(x2d: torch.Tensor, wf: torch.Tensor, b: torch.Tensor | Non
             " (Hopper or later) or under the interpreter"
         )
     run = meta(b is not None)
-    bias = y if b is None else b.contiguous()  # the kernel reads the bias at unit stride
+    bias = y if b is None else dense_vector(b)  # the kernel reads the bias at unit stride
     _rmsnorm_linear_tma_decode_kernel[grid(n)](*descriptors(x2d, wf), bias, y, m, n, k, float(eps), **run)
     return run
 
@@ -157,8 +157,6 @@ def _supports(shape: Shape, dtype: str) -> str | None:
 def rmsnorm_linear_tma_decode_prepared(
     x: torch.Tensor, g: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
-    b = dense_vector(b)  # the kernels read the bias at unit stride
-
     def off_gpu(x2d: torch.Tensor, wf: torch.Tensor) -> torch.Tensor:
         y = torch.empty((x2d.shape[0], wf.shape[1]), dtype=x.dtype, device=x.device)
         launch_tma_decode(x2d, wf, b, y, eps)

@@ -35,7 +35,7 @@ CASES = [
     for family, shape in SHAPES.items()
     if _vectors(family)
     for provider in FAMILIES[family].triton_providers()
-    if provider.supports is None or provider.supports(shape, "fp32") is None
+    if provider.unsupported_reason(shape, "fp32") is None
 ]
 
 
