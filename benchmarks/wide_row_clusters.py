@@ -1,7 +1,7 @@
 """Can rows of 128-256 KB meet in a thread-block cluster instead of in global memory, and does that bring rmsnorm and
 add_rmsnorm to a copy's speed on an H200?
 
-    python benchmarks/wide_row_clusters.py --out DIR [--family rmsnorm|add_rmsnorm] \
+    python benchmarks/wide_row_clusters.py --out DIR [--family rmsnorm|add_rmsnorm] [--set one-row|looped] \
         [--shapes 512x65536,2048x131072,8192x65536] [--dtypes bf16,fp16] [--rounds 3] [--rep-ms 5]
 
 kprof's wide-row kernels (``kernels/rmsnorm/cooperative.py``, slotted) split a row over programs that each hold a
@@ -17,6 +17,9 @@ the row's C slots (``.cg``: from L2) and stores its normalised chunk. The kernel
 (``num_ctas=1``) and launched with C in the launch's packed metadata (``(num_warps, C, shared)``), from which Triton's
 own launcher (3.6 and 3.9 alike) makes the grid C times wider and sets the cluster's size: no cross-CTA code from the
 compiler, which Triton 3.6 cannot build for a reduction (``TritonGPUPlanCTAPass`` fails; 3.9 builds it).
+
+``looped cC wW kK`` (``--set looped``, rmsnorm): persistent clusters, K x SMs / C of them, cluster q taking rows q,
+q + Q, ... and loading its next row's chunk before it meets on the one it holds, as the slotted kernel does.
 
 Beside them: ``[dispatch]`` (the family's ``triton_tuned``), ``[copy]`` (a device copy of the bytes the op moves: the
 target's yardstick). Every candidate is checked against the float64 oracle before and after it is timed; cold times
@@ -102,13 +105,34 @@ def _add_rmsnorm_cluster_kernel(
     tl.store(y_ptr + base + offs, (hf * r * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _rmsnorm_looped_cluster_kernel(x_ptr, w_ptr, y_ptr, part_ptr, M, N, eps, CHUNK: tl.constexpr, C: tl.constexpr):
+    # persistent: cluster q takes rows q, q + Q, ... and loads its next row's chunk before it meets on this one
+    pid = tl.program_id(0)
+    cluster = pid // C
+    rank = pid % C
+    clusters = tl.num_programs(0) // C
+    offs = rank * CHUNK + tl.arange(0, CHUNK)
+    mask = offs < N
+    x = tl.load(x_ptr + cluster.to(tl.int64) * N + offs, mask=mask & (cluster < M), other=0.0)
+    for row in range(cluster, M, clusters):
+        after = row + clusters
+        x_next = tl.load(x_ptr + after.to(tl.int64) * N + offs, mask=mask & (after < M), other=0.0)
+        xf = x.to(tl.float32)
+        total = _row_total(part_ptr, row, rank, tl.sum(xf * xf, axis=0), C)
+        r = tl.rsqrt(total / N + eps)
+        w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row.to(tl.int64) * N + offs, (xf * r * w).to(y_ptr.dtype.element_ty), mask=mask)
+        x = x_next
+
+
 REGISTERS: dict[str, tuple] = {}
 
 
-def cluster_call(kernel, args: tuple, rows: int, n: int, c: int, warps: int, name: str):
+def cluster_call(kernel, args: tuple, rows: int, n: int, c: int, warps: int, name: str, stages: int = 3):
     """A call launching ``kernel`` as ``rows`` clusters of ``c`` CTAs (compiled once, one CTA a program)."""
     chunk = triton.next_power_of_2(triton.cdiv(n, c))
-    compiled = kernel.warmup(*args, CHUNK=chunk, C=c, grid=(rows * c,), num_warps=warps)
+    compiled = kernel.warmup(*args, CHUNK=chunk, C=c, grid=(rows * c,), num_warps=warps, num_stages=stages)
     compiled._init_handles()
     REGISTERS[name] = (compiled.n_regs, compiled.n_spills)
     num_warps, _, shared = compiled.packed_metadata
@@ -121,7 +145,28 @@ def cluster_call(kernel, args: tuple, rows: int, n: int, c: int, warps: int, nam
     return call
 
 
-def candidates(family: str, inputs: dict, outs: tuple) -> dict:
+LOOPED = [(c, w, k) for c in (4, 8, 16) for w in (4, 8) for k in (2, 3, 4)]  # C, warps, CTAs an SM
+
+
+def looped_candidates(inputs: dict, outs: tuple) -> dict:
+    """``--set looped``: rmsnorm's persistent cluster kernel, K * SMs / C clusters of C CTAs."""
+    x = inputs["x"]
+    rows, n = x.shape
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    parts = torch.empty(rows * 16, device=x.device, dtype=torch.float32)
+    fns = {}
+    for c, wp, k in LOOPED:
+        if not 16 <= triton.cdiv(n, c) // (32 * wp) <= 64:
+            continue
+        name = f"looped c{c} w{wp} k{k}"
+        args = (x, inputs["weight"], outs[0], parts, rows, n, float(inputs.get("eps", 1e-6)))
+        fns[name] = cluster_call(_rmsnorm_looped_cluster_kernel, args, k * sms // c, n, c, wp, name, stages=1)
+    return fns
+
+
+def candidates(family: str, inputs: dict, outs: tuple, looped: bool = False) -> dict:
+    if looped:
+        return looped_candidates(inputs, outs)
     x = inputs["x"]
     rows, n = x.shape
     parts = torch.empty(rows * 16, device=x.device, dtype=torch.float32)
@@ -164,7 +209,7 @@ def race_point(family: str, spec: str, dtype: str, args: argparse.Namespace, rng
     refs = refs if isinstance(refs, tuple) else (refs,)
     outs = tuple(torch.empty_like(inputs["x"]) for _ in refs)
     fns, notes = {}, {}
-    for name, fn in candidates(family, inputs, outs).items():
+    for name, fn in candidates(family, inputs, outs, args.set == "looped").items():
         try:
             why = check(fn, outs, refs)
         except Exception as exc:  # noqa: BLE001 - a candidate that cannot build or launch is reported, not raced
@@ -178,7 +223,7 @@ def race_point(family: str, spec: str, dtype: str, args: argparse.Namespace, rng
     fns["[copy]"] = copy_of_op(inputs, *outs)
     times = race_rounds(fns, args.rounds, args.rep_ms, rng)
     for name, fn in list(fns.items()):  # again after the race: a meeting that raced would show here
-        if name.startswith("cluster") and (why := check(fn, outs, refs)):
+        if name.startswith(("cluster", "looped")) and (why := check(fn, outs, refs)):
             notes[name] = f"after the race: {why}"
     point = f"{family}/{spec}/{dtype}"
     print_race(point, times, top=14)
@@ -200,6 +245,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--family", default="rmsnorm", choices=("rmsnorm", "add_rmsnorm"))
+    ap.add_argument("--set", default="one-row", choices=("one-row", "looped"))
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
@@ -213,8 +259,8 @@ def main() -> int:
             times_rows += rows
             summary += point_summary
             torch.cuda.empty_cache()
-    write_csv(args.out / f"times-{args.family}.csv", times_rows)
-    write_csv(args.out / f"summary-{args.family}.csv", summary)
+    write_csv(args.out / f"times-{args.family}-{args.set}.csv", times_rows)
+    write_csv(args.out / f"summary-{args.family}-{args.set}.csv", summary)
     table: dict[str, dict[str, float]] = {}
     for r in summary:
         table.setdefault(r["candidate"], {})[r["point"]] = r["pct_of_copy"]
