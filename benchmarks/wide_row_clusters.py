@@ -1,7 +1,7 @@
 """Can rows of 128-256 KB meet in a thread-block cluster instead of in global memory, and does that bring rmsnorm and
 add_rmsnorm to a copy's speed on an H200?
 
-    python benchmarks/wide_row_clusters.py --out DIR [--family rmsnorm|add_rmsnorm] [--set one-row|looped] \
+    python benchmarks/wide_row_clusters.py --out DIR [--family rmsnorm|add_rmsnorm] [--set one-row|looped|parts] \
         [--shapes 512x65536,2048x131072,8192x65536] [--dtypes bf16,fp16] [--rounds 3] [--rep-ms 5]
 
 kprof's wide-row kernels (``kernels/rmsnorm/cooperative.py``, slotted) split a row over programs that each hold a
@@ -20,6 +20,10 @@ compiler, which Triton 3.6 cannot build for a reduction (``TritonGPUPlanCTAPass`
 
 ``looped cC wW kK`` (``--set looped``, rmsnorm): persistent clusters, K x SMs / C of them, cluster q taking rows q,
 q + Q, ... and loading its next row's chunk before it meets on the one it holds, as the slotted kernel does.
+
+``--set parts`` takes the one-row kernel apart: as raced (``meet``), launched as clusters but normalising each chunk
+by its own sum (``nomeet``, a wrong result on purpose, not checked), and that launched as plain CTAs (``nomeet
+plain``): what the barrier costs, and what launching as clusters costs.
 
 Beside them: ``[dispatch]`` (the family's ``triton_tuned``), ``[copy]`` (a device copy of the bytes the op moves: the
 target's yardstick). Every candidate is checked against the float64 oracle before and after it is timed; cold times
@@ -70,7 +74,9 @@ def _row_total(part_ptr, row, rank, partial, C: tl.constexpr):
 
 
 @triton.jit
-def _rmsnorm_cluster_kernel(x_ptr, w_ptr, y_ptr, part_ptr, N, eps, CHUNK: tl.constexpr, C: tl.constexpr):
+def _rmsnorm_cluster_kernel(
+    x_ptr, w_ptr, y_ptr, part_ptr, N, eps, CHUNK: tl.constexpr, C: tl.constexpr, MEET: tl.constexpr = True
+):
     pid = tl.program_id(0)
     row = pid // C  # a 1-D cluster is C consecutive CTAs
     rank = pid % C
@@ -78,7 +84,10 @@ def _rmsnorm_cluster_kernel(x_ptr, w_ptr, y_ptr, part_ptr, N, eps, CHUNK: tl.con
     mask = offs < N
     base = row.to(tl.int64) * N
     x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-    total = _row_total(part_ptr, row, rank, tl.sum(x * x, axis=0), C)
+    if MEET:
+        total = _row_total(part_ptr, row, rank, tl.sum(x * x, axis=0), C)
+    else:  # the chunk's own sum standing for the row's (a wrong result on purpose: the kernel without its meeting)
+        total = tl.sum(x * x, axis=0) * C
     r = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     tl.store(y_ptr + base + offs, (x * r * w).to(y_ptr.dtype.element_ty), mask=mask)
@@ -129,18 +138,27 @@ def _rmsnorm_looped_cluster_kernel(x_ptr, w_ptr, y_ptr, part_ptr, M, N, eps, CHU
 REGISTERS: dict[str, tuple] = {}
 
 
-def cluster_call(kernel, args: tuple, rows: int, n: int, c: int, warps: int, name: str, stages: int = 3):
-    """A call launching ``kernel`` as ``rows`` clusters of ``c`` CTAs (compiled once, one CTA a program)."""
+def cluster_call(
+    kernel, args: tuple, rows: int, n: int, c: int, warps: int, name: str, stages: int = 3, meet: bool | None = None
+):
+    """A call launching ``kernel`` as ``rows`` clusters of ``c`` CTAs (compiled once, one CTA a program); ``meet``
+    False: the kernel without its meeting, launched as plain CTAs (no cluster)."""
     chunk = triton.next_power_of_2(triton.cdiv(n, c))
-    compiled = kernel.warmup(*args, CHUNK=chunk, C=c, grid=(rows * c,), num_warps=warps, num_stages=stages)
+    extra = {} if meet is None else {"MEET": meet}
+    compiled = kernel.warmup(*args, CHUNK=chunk, C=c, **extra, grid=(rows * c,), num_warps=warps, num_stages=stages)
     compiled._init_handles()
     REGISTERS[name] = (compiled.n_regs, compiled.n_spills)
     num_warps, _, shared = compiled.packed_metadata
-    launch, prefix = direct_launch(compiled.run, compiled.function, (num_warps, c, shared))
+    if meet is False and "plain" in name:
+        launch, prefix = direct_launch(compiled.run, compiled.function, (num_warps, 1, shared))
+        rows *= c
+    else:
+        launch, prefix = direct_launch(compiled.run, compiled.function, (num_warps, c, shared))
     device = args[0].device.index
+    tail = (chunk, c) if meet is None else (chunk, c, meet)
 
     def call() -> None:
-        launch(rows, 1, 1, torch._C._cuda_getCurrentRawStream(device), *prefix, *args, chunk, c)
+        launch(rows, 1, 1, torch._C._cuda_getCurrentRawStream(device), *prefix, *args, *tail)
 
     return call
 
@@ -164,9 +182,28 @@ def looped_candidates(inputs: dict, outs: tuple) -> dict:
     return fns
 
 
-def candidates(family: str, inputs: dict, outs: tuple, looped: bool = False) -> dict:
-    if looped:
+def parts_candidates(inputs: dict, outs: tuple) -> dict:
+    """``--set parts``: rmsnorm's one-row cluster kernel taken apart in two layouts: as raced (``meet``), launched
+    as clusters without its meeting (``nomeet``), and as plain CTAs without it (``nomeet plain``)."""
+    x = inputs["x"]
+    rows, n = x.shape
+    parts = torch.empty(rows * 16, device=x.device, dtype=torch.float32)
+    args = (x, inputs["weight"], outs[0], parts, n, float(inputs.get("eps", 1e-6)))
+    fns = {}
+    for c, wp in ((8, 8), (16, 4), (8, 4)):
+        if triton.cdiv(n, c) // (32 * wp) > 128:
+            continue
+        for label, meet in (("meet", True), ("nomeet", False), ("nomeet plain", False)):
+            name = f"cluster c{c} w{wp} {label}"
+            fns[name] = cluster_call(_rmsnorm_cluster_kernel, args, rows, n, c, wp, name, meet=meet)
+    return fns
+
+
+def candidates(family: str, inputs: dict, outs: tuple, kind: str = "one-row") -> dict:
+    if kind == "looped":
         return looped_candidates(inputs, outs)
+    if kind == "parts":
+        return parts_candidates(inputs, outs)
     x = inputs["x"]
     rows, n = x.shape
     parts = torch.empty(rows * 16, device=x.device, dtype=torch.float32)
@@ -183,7 +220,7 @@ def candidates(family: str, inputs: dict, outs: tuple, looped: bool = False) -> 
         else:
             args = (x, inputs["residual"], inputs["weight"], outs[0], outs[1], parts, n, eps)
             kernel = _add_rmsnorm_cluster_kernel
-        fns[name] = cluster_call(kernel, args, rows, n, c, wp, name)
+        fns[name] = cluster_call(kernel, args, rows, n, c, wp, name, meet=True if family == "rmsnorm" else None)
     return fns
 
 
@@ -209,9 +246,9 @@ def race_point(family: str, spec: str, dtype: str, args: argparse.Namespace, rng
     refs = refs if isinstance(refs, tuple) else (refs,)
     outs = tuple(torch.empty_like(inputs["x"]) for _ in refs)
     fns, notes = {}, {}
-    for name, fn in candidates(family, inputs, outs, args.set == "looped").items():
+    for name, fn in candidates(family, inputs, outs, args.set).items():
         try:
-            why = check(fn, outs, refs)
+            why = "" if "nomeet" in name else check(fn, outs, refs)
         except Exception as exc:  # noqa: BLE001 - a candidate that cannot build or launch is reported, not raced
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
         if why:
@@ -223,7 +260,7 @@ def race_point(family: str, spec: str, dtype: str, args: argparse.Namespace, rng
     fns["[copy]"] = copy_of_op(inputs, *outs)
     times = race_rounds(fns, args.rounds, args.rep_ms, rng)
     for name, fn in list(fns.items()):  # again after the race: a meeting that raced would show here
-        if name.startswith(("cluster", "looped")) and (why := check(fn, outs, refs)):
+        if name.startswith(("cluster", "looped")) and "nomeet" not in name and (why := check(fn, outs, refs)):
             notes[name] = f"after the race: {why}"
     point = f"{family}/{spec}/{dtype}"
     print_race(point, times, top=14)
@@ -245,7 +282,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--family", default="rmsnorm", choices=("rmsnorm", "add_rmsnorm"))
-    ap.add_argument("--set", default="one-row", choices=("one-row", "looped"))
+    ap.add_argument("--set", default="one-row", choices=("one-row", "looped", "parts"))
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
