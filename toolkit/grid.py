@@ -224,19 +224,51 @@ def _short(kernel: str) -> str:
     return kernel if len(kernel) <= KERNEL_NAME_CHARS else kernel[: KERNEL_NAME_CHARS - 3] + "..."
 
 
+def _is_time(value: object) -> bool:
+    """Whether a stored time can be compared: positive and finite. A zero, a negative or an infinite median is a
+    broken measurement (a timer that read nothing, a subtraction gone wrong), and as a side's fastest it would make
+    the verdict (a negative version time wins every race, an infinite peer time makes the ratio 0)."""
+    t = _number(value)
+    return 0.0 < t < math.inf  # NaN compares False
+
+
+def _timed(rows: pd.DataFrame) -> pd.Series:
+    """Per row: the case passed and gave a time that can be compared (:func:`_is_time`)."""
+    t = pd.to_numeric(rows["gpu_time_us"], errors="coerce")
+    return rows["ok"].astype(bool) & (t > 0) & (t < math.inf)
+
+
 def _best(rows: pd.DataFrame) -> pd.Series | None:
-    ok = rows[rows["ok"].astype(bool) & rows["gpu_time_us"].notna()]
-    return None if ok.empty else ok.loc[ok["gpu_time_us"].idxmin()]
+    """The fastest case of ``rows`` that passed with a positive finite time; None where none did."""
+    ok = rows[_timed(rows)]
+    return None if ok.empty else ok.loc[pd.to_numeric(ok["gpu_time_us"]).idxmin()]
 
 
 def _highest_floor(g: pd.DataFrame) -> pd.Series | None:
-    """The slowest of the point's floors (providers of kind ``floor``), each at its fastest case: the strongest
-    lower bound measured here."""
-    ok = g[(g["kind"] == "floor") & g["ok"].astype(bool) & g["gpu_time_us"].notna()]
+    """The slowest of the point's floors (providers of kind ``floor``), each at its fastest case with a positive
+    finite time: the strongest lower bound measured here (an infinite time would put every target out of reach)."""
+    ok = g[(g["kind"] == "floor") & _timed(g)]
     if ok.empty:
         return None
-    fastest = ok.loc[ok.groupby("provider")["gpu_time_us"].idxmin()]
-    return fastest.loc[fastest["gpu_time_us"].idxmax()]
+    times = pd.to_numeric(ok["gpu_time_us"])
+    fastest = ok.loc[times.groupby(ok["provider"]).idxmin()]
+    return fastest.loc[pd.to_numeric(fastest["gpu_time_us"]).idxmax()]
+
+
+def _no_valid_time(g: pd.DataFrame) -> str:
+    """The why column's words for the cases of a point that passed with a time that is none (zero, negative,
+    infinite; :func:`_is_time`), each with it: they are left out of every best, and a reader must know a faster
+    version, peer or yardstick may hide behind them; "" where there is none. A missing time (NaN) is not named
+    here: a failed case has none, and the words for it (its note) are said where it matters."""
+    t = pd.to_numeric(g["gpu_time_us"], errors="coerce")
+    bad = g[g["ok"].astype(bool) & t.notna() & ~_timed(g)]
+    if bad.empty:
+        return ""
+    said = ", ".join(f"{p} ({float(us):g} µs)" for p, us in zip(bad["provider"], bad["gpu_time_us"]))
+    return (
+        f"no valid time from {said}: a time must be positive and finite, so these cases are left out of the bests; "
+        "time the point again"
+    )
 
 
 REACH = ("out of reach", "within reach", "reach not judged")
@@ -388,7 +420,7 @@ def _code_of(case: pd.Series) -> tuple | None:
     """What identifies a case's code: its cold call's kernel names and its Triton specialisations; None for a
     case not timed cold, or without per-kernel times, or that failed."""
     names = tuple(name for name, _ in _cold_kernels(case))
-    if not names or not bool(case.get("ok", True)) or pd.isna(case.get("gpu_time_us")):
+    if not names or not bool(case.get("ok", True)) or not _is_time(case.get("gpu_time_us")):
         return None
     raw = case.get("triton_kernels")
     specs = json.loads(raw) if isinstance(raw, str) and raw else []
@@ -401,12 +433,15 @@ def _dispatch_vs_best(disp: pd.Series | None, best: pd.Series | None, same_code:
     Where the two ran the same code (the dispatch picked that version) the ratio is 1.0 and the spread 0: what sets
     their times apart is the machine between two cases (:func:`same_code_spread`). Otherwise the spread is the larger
     of the two cases' own spread, how far the same code moved at the point (``same_code``), a kernel both launch and
-    a clock that slowed either."""
+    a clock that slowed either. Where the two were timed unlike (:func:`timed_unlike`) the spread is infinite: the
+    ratio measures the timings as much as the code, and the point is counted as not judged."""
     if disp is None or best is None:
         return math.nan, math.nan
     code = _code_of(disp)
     if code is not None and code == _code_of(best):
         return 1.0, 0.0
+    if timed_unlike(disp, best):
+        return float(disp["gpu_time_us"]) / float(best["gpu_time_us"]), math.inf
     spread = _nanmax(
         _pair_spread(disp, best), same_code, shared_kernel_drift(disp, best)[0], slowed_by_clock(disp, best)[0]
     )
@@ -428,8 +463,8 @@ def _band(table: pd.DataFrame, column: str) -> tuple[pd.Series, pd.Series]:
     best version (False where it was not compared)."""
     d = table.get(f"{column}_vs_best", pd.Series(dtype=float))
     spread = table.get(f"{column}_spread", pd.Series(0.0, index=table.index)).reindex(d.index).fillna(0.0)
-    known = d.notna()
-    return known & (d <= TIE), known & (d > TIE * (1 + spread))
+    known, judged = d.notna(), spread < math.inf  # infinite: timed unlike the best (:func:`_dispatch_vs_best`)
+    return known & judged & (d <= TIE), known & judged & (d > TIE * (1 + spread))
 
 
 def _kernels_of(case: pd.Series) -> dict[str, float]:
@@ -488,6 +523,33 @@ def _key(case: pd.Series) -> str:
 def _pair_spread(kp: pd.Series | None, peer: pd.Series | None) -> float:
     """A point's own spread: the larger spread of its best kprof case and best peer case that is known."""
     return _nanmax(*(_case_spread(c) for c in (kp, peer) if c is not None))
+
+
+def timed_unlike(a: pd.Series | None, b: pd.Series | None) -> str:
+    """Why two cases' times are not one measurement, naming how each was timed ("" where they are, or a case is
+    missing): ``kprof diff``'s rule (:func:`kprof.diff.timed_as`), since another declared mode (warm reads inputs
+    from L2, cold does not: 30% faster with the code unchanged) or the CUDA-event fallback against CUPTI records
+    (about 3 us more per call) shifts a time with the code unchanged, and their ratio then measures the timings."""
+    if a is None or b is None:
+        return ""
+    from kprof.diff import timed_as  # imports scipy: only where a point has two cases to compare
+
+    ta, tb = timed_as(a), timed_as(b)
+    if ta == tb:
+        return ""
+
+    def say(case: pd.Series, t: str | None) -> str:
+        return f"{case['provider']} timed {t}" if t else f"{case['provider']} from a run that recorded no timing mode"
+
+    return f"{say(a, ta)}, {say(b, tb)}"
+
+
+def _why_timed_unlike(unlike: str, what: str = "no verdict and no target is") -> str:
+    """The why column's words for cases timed unlike (:func:`timed_unlike`): ``what`` is not judged on them."""
+    return (
+        f"not compared: {unlike}; the ratio would measure the two timings, not the code, so {what} judged here (race "
+        "the point again with every case timed alike: the same --mode, a profiler that leaves CUPTI to kprof)"
+    )
 
 
 def _between_runs(g: pd.DataFrame) -> tuple[float, dict[str, tuple[float, str]]]:
@@ -550,6 +612,7 @@ def grid_table(
     a planned point with no case at all is listed so."""
     ncu = metrics if evidence is None else pd.concat([metrics, evidence], ignore_index=True)
     kinds = dict(zip(metrics["provider"], metrics["kind"])) if len(metrics) else {}
+    ran = set(kinds)  # an op these runs never timed is not silent at each point: the runs predate it
     rows = []
     for (shape, dtype), g in metrics.groupby(["shape", "dtype"], sort=False):
         versions = g[(g["kind"] == "triton") & (g["provider"] != prepared_op)]
@@ -581,6 +644,12 @@ def grid_table(
         if targets is not None and kp is not None:
             target = targets.for_point(shape, bound, nbytes, has_yardstick=roof is not None)
         met = _met(target, pct_copy, vs_roof)
+        # times of unlike timings (kprof diff's rule) make no ratio: the point's two sides, or a version and its
+        # yardstick, so neither the verdict nor the target is judged on them
+        unlike, unlike_target = timed_unlike(kp, peer), ""
+        if met is not None:
+            unlike_target = unlike or timed_unlike(kp, roof if isinstance(target, RooflineTarget) else None)
+            met = None if unlike_target else met
         # a ratio to the yardstick compares two cases as the peer verdict does: within their spread (the same
         # code's, a shared kernel's move) it is neither met nor missed
         roof_spread = math.nan
@@ -598,6 +667,8 @@ def grid_table(
         disagree = len({pv for _, pv in per_run.values()}) > 1
         if disagree:  # runs that alone call different verdicts: none is called
             v = "uncertain"
+        if unlike and v in ("win", "tie", "loss"):
+            v = "uncertain"
         cut_versions, cut_peers = _cut_short(g, plans, kinds)
         cut_versions = [p for p in cut_versions if p != prepared_op]  # the prepared object is no version of its own
         # what the cases not run could change: a faster version undoes a loss or a tie, a faster peer a win or a tie
@@ -614,6 +685,8 @@ def grid_table(
             why = "target not judged: " + _why_cut(cut_versions, [], kp, peer)
         elif kp is None:
             why = _why_unmeasured(g)
+        elif unlike_target:  # the verdict's words below say it where the two sides are unlike
+            why = "" if unlike else "target not judged: " + _why_timed_unlike(unlike_target, "the target is not")
         elif v == "loss" or met is False:
             others = [peer] if v == "loss" else []
             others += [roof] if isinstance(target, RooflineTarget) and met is False else []
@@ -634,7 +707,10 @@ def grid_table(
             )
         else:
             why = ""
-        if v == "uncertain" and not disagree:
+        if unlike and v != "not measured":
+            said = _why_timed_unlike(unlike)
+            why = f"{said}; {why}" if why else said
+        elif v == "uncertain" and not disagree:
             machine = (drift, twins, slowed)
             reason = _why_uncertain(ratio, _nanmax(within, between), floor, max(len(per_run), 1), machine)
             why = f"{reason}; {why}" if why else reason
@@ -654,8 +730,27 @@ def grid_table(
         silent = _silent_peers(g) if v in ("win", "tie", "uncertain", "no peer") else ""
         if silent:  # a win is over the peers that gave a time: say which did not, and why
             why = f"{why}; {silent}" if why else silent
+        invalid = _no_valid_time(g)
+        if invalid:
+            why = f"{why}; {invalid}" if why else invalid
+        dispatch_silent = bool(dispatch) and dispatch in ran and disp is None
+        prepared_silent = bool(prepared_op) and prepared_op in ran and held is None
+        for gap, provider, role in (
+            (dispatch_silent, dispatch, "the dispatch"),
+            (prepared_silent, prepared_op, "the prepared object"),
+        ):
+            if gap:
+                said = _silent_op(g, str(provider), role)
+                why = f"{why}; {said}" if why else said
         dispatch_ratio, dispatch_spread = _dispatch_vs_best(disp, plain, twins[0])
         prepared_ratio, prepared_spread = _dispatch_vs_best(held, kp, twins[0])
+        for op_spread, (op, best), role in (
+            (dispatch_spread, (disp, plain), "the dispatch"),
+            (prepared_spread, (held, kp), "the prepared object"),
+        ):
+            if op_spread == math.inf:
+                said = _why_timed_unlike(timed_unlike(op, best), f"{role}'s ratio to the best version is not")
+                why = f"{why}; {said}" if why else said
         if cut_versions:  # the best version may be one that did not run: neither is judged against it
             dispatch_ratio = dispatch_spread = prepared_ratio = prepared_spread = math.nan
         held_host, held_gpu = (
@@ -698,6 +793,8 @@ def grid_table(
                 "host_provider": launched["provider"] if launched is not None else None,
                 "host_provider_us": launched_us,
                 "host_bound": host_bound,
+                "dispatch_silent": dispatch_silent,
+                "prepared_op_silent": prepared_silent,
             }
         )
     measured = {(r["shape"], r["dtype"]) for r in rows}
@@ -707,7 +804,9 @@ def grid_table(
             why = f"the run ({run}) ended before this point ran (it was cut, or stopped): race the point again"
             rows.append(
                 {"shape": shape, "dtype": dtype, "best_kprof": None, "best_peer": None, "verdict": "not measured",
-                 "why": why, "target": "", "target_met": None}
+                 "why": why, "target": "", "target_met": None,
+                 "dispatch_silent": bool(dispatch) and dispatch in ran,
+                 "prepared_op_silent": bool(prepared_op) and prepared_op in ran}
             )  # fmt: skip
     table = pd.DataFrame(rows)
     if "target_met" in table:  # True / False / None (not judged): never a bool column that turns None into False
@@ -823,14 +922,34 @@ def _why_cut(versions: list[str], peers: list[str], kp: pd.Series | None, peer: 
 
 def _silent_peers(g: pd.DataFrame) -> str:
     """The peers whose cases at this point gave no time (an error, a refusal, out of memory), each with its note's
-    start; "" where every peer that ran gave one."""
+    start; "" where every peer that ran gave one. A peer whose time is no time is named by :func:`_no_valid_time`."""
     peers = g[g["kind"].isin(PEER_KINDS)]
+    invalid = set(peers.loc[pd.to_numeric(peers["gpu_time_us"], errors="coerce").notna() & ~_timed(peers), "provider"])
     said = []
     for provider, rows in peers.groupby("provider", sort=True):
-        if _best(rows) is None:
-            notes = [str(n) for n in rows.get("note", pd.Series(dtype=object)).dropna() if str(n).strip()]
-            said.append(f"{provider} ({notes[0][:80]})" if notes else str(provider))
+        if _best(rows) is None and provider not in invalid:
+            note = _first_note(rows)
+            said.append(f"{provider} ({note[:80]})" if note else str(provider))
     return f"no time from peer(s) here: {', '.join(said)}" if said else ""
+
+
+def _first_note(rows: pd.DataFrame) -> str:
+    """The first non-blank note of ``rows`` (a failed case's error, a refusal); "" where none has one."""
+    notes = [str(n) for n in rows.get("note", pd.Series(dtype=object)).dropna() if str(n).strip()]
+    return notes[0] if notes else ""
+
+
+def _silent_op(g: pd.DataFrame, provider: str, role: str) -> str:
+    """The why column's words for a point where ``provider`` (the dispatch, or the prepared object: ``role``) gave no
+    time: with no ratio to the best kprof version there, the point is left out of that count in the summary, and
+    without these words a failure of what a model runs would pass for a point not raced."""
+    rows = g[g["provider"] == provider]
+    if rows.empty:
+        how = "it did not run here"
+    else:
+        note = _first_note(rows)
+        how = f"it failed: {note[:80]}" if note else "its case gave no valid time"
+    return f"no time from {role} ({provider}) here ({how}); left out of its count in the summary"
 
 
 def _why_unmeasured(g: pd.DataFrame) -> str:
@@ -887,8 +1006,9 @@ def render(
     d = table.get("dispatch_vs_best", pd.Series(dtype=float)).dropna()
     within, beyond, unjudged_d = dispatch_counts(table)
     p = table.get("prepared_op_vs_best", pd.Series(dtype=float)).dropna()
-    held = prepared_op if prepared_op and len(p) else None  # the column only where the object was timed
-    mode = next((m for m in table["timing_mode"].dropna()), "cold")
+    silent_d = _silent(table, "dispatch")
+    # the column only where the runs timed the object: at some point, or failed where they did
+    held = prepared_op if prepared_op and (len(p) or _silent(table, "prepared_op").any()) else None
     hb = table.get("host_bound", pd.Series(False, index=table.index)).fillna(False).astype(bool)
     host_gpu = "host_provider_us" if "host_provider_us" in table else "kprof_us"
     launched_words = (
@@ -910,7 +1030,7 @@ def render(
         f"{SMALL_CALL_US:.0f} µs, within how far the same code moved between two cases of the run, or runs of the "
         "point that disagree), "
         f"{s.no_peer} without a peer, {s.not_measured} not measured "
-        f"(reason in the last column). Times: `{mode}` mode, µs. "
+        f"(reason in the last column). Times: {_modes_said(table)}, µs. "
         f"win: best kprof <= {WIN} x best peer; tie: up to {TIE} x.",
         "",
         *(
@@ -938,10 +1058,12 @@ def render(
                 f"{within} of {len(d)} points"
                 + (f", beyond it at {beyond}" if beyond else "")
                 + (
-                    f", not judged at {unjudged_d} (past {TIE} x by less than the two cases moved)"
+                    f", not judged at {unjudged_d} (past {TIE} x by less than the two cases moved, or timed unlike "
+                    "the best: why column)"
                     if unjudged_d
                     else ""
                 )
+                + _silent_note(table, "dispatch")
                 + f"; `{dispatch} / best` is its time over the best's, 1.000 where it ran the best's code"
                 + (
                     f" (versions on prepared weights, {', '.join(f'`{p}`' for p in prepared)}, left out of that best: "
@@ -951,7 +1073,7 @@ def render(
                 ),
                 "",
             ]
-            if dispatch and len(d)
+            if dispatch and (len(d) or silent_d.any())
             else []
         ),
         *([_prepared_op_line(table, held, len(p)), ""] if held else []),
@@ -1006,6 +1128,25 @@ def render(
     return "\n".join(lines) + "\n"
 
 
+def _modes_said(table: pd.DataFrame) -> str:
+    """The summary's words for the timing modes of the points' best versions: one, several (each with its count, the
+    points of all but the commonest named: two points of other modes differ by the modes too), or none declared (runs
+    from before kprof declared modes)."""
+    modes = table.get("timing_mode", pd.Series(dtype=object)).dropna()
+    counts = modes.value_counts()
+    if counts.empty:
+        return "no declared timing mode (runs from before modes were declared)"
+    if len(counts) == 1:
+        return f"`{counts.index[0]}` mode"
+    said = []
+    for i, (mode, n) in enumerate(counts.items()):
+        at = table.loc[modes.index[modes == mode]]
+        where = ", ".join(f"{r.shape} {r.dtype}" for r in at.head(SILENT_NAMED).itertuples())
+        more = f" and {n - SILENT_NAMED} more" if n > SILENT_NAMED else ""
+        said.append(f"`{mode}` at {n} points" + (f" ({where}{more})" if i else ""))
+    return "modes differ between points: " + ", ".join(said)
+
+
 def _prepared_op_line(table: pd.DataFrame, provider: str, compared: int) -> str:
     """The summary's words for the prepared object: at how many points its own choice was within the tie band of
     the best kprof version, and where it was not."""
@@ -1020,7 +1161,13 @@ def _prepared_op_line(table: pd.DataFrame, provider: str, compared: int) -> str:
         f"the versions on prepared weights and the plain op): within {TIE} x the best kprof version at {within} of "
         f"{compared} points"
         + (f", beyond it at {beyond}: {where}" if beyond else "")
-        + (f", not judged at {unjudged} (past {TIE} x by less than the two cases moved)" if unjudged else "")
+        + (
+            f", not judged at {unjudged} (past {TIE} x by less than the two cases moved, or timed unlike the best: why "
+            "column)"
+            if unjudged
+            else ""
+        )
+        + _silent_note(table, "prepared_op")
         + f"; `{provider} / best` is its time over the best's, 1.000 where it ran the best's code."
         + (
             f" Its host time per call exceeds its GPU time at {int(bound.sum())} of them ({_range(host[bound])} µs "
@@ -1029,6 +1176,29 @@ def _prepared_op_line(table: pd.DataFrame, provider: str, compared: int) -> str:
             if bound.any()
             else ""
         )
+    )
+
+
+SILENT_NAMED = 8  # points named where the dispatch or the prepared object gave no time; the why column has them all
+
+
+def _silent(table: pd.DataFrame, column: str) -> pd.Series:
+    """Per point: ``column``'s op (``dispatch`` or ``prepared_op``) gave no time there (``{column}_silent``)."""
+    flags = table.get(f"{column}_silent", pd.Series(False, index=table.index))
+    return flags.astype(object).fillna(False).astype(bool)
+
+
+def _silent_note(table: pd.DataFrame, column: str) -> str:
+    """The summary's words for the points where ``column``'s op gave no time (``, no time from it at K of the table's
+    N points (...)``), which its within / beyond count leaves out; "" where it gave one at every point."""
+    gone = table[_silent(table, column)]
+    if gone.empty:
+        return ""
+    where = ", ".join(f"{r.shape} {r.dtype}" for r in gone.head(SILENT_NAMED).itertuples())
+    more = f" and {len(gone) - SILENT_NAMED} more" if len(gone) > SILENT_NAMED else ""
+    return (
+        f", no time from it at {len(gone)} of the table's {len(table)} points ({where}{more}; why column), left out "
+        "of that count"
     )
 
 
