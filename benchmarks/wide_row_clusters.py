@@ -16,7 +16,9 @@ loads its chunk, stores its partial sum of squares to a slot of a small buffer, 
 the row's C slots (``.cg``: from L2) and stores its normalised chunk. The kernel is compiled as one CTA a program
 (``num_ctas=1``) and launched with C in the launch's packed metadata (``(num_warps, C, shared)``), from which Triton's
 own launcher (3.6 and 3.9 alike) makes the grid C times wider and sets the cluster's size: no cross-CTA code from the
-compiler, which Triton 3.6 cannot build for a reduction (``TritonGPUPlanCTAPass`` fails; 3.9 builds it).
+compiler, which Triton 3.6 cannot build for a reduction (``TritonGPUPlanCTAPass`` fails; 3.9 builds it:
+``num_ctas_compile.py``, benchmarks/results/wide-row-clusters/num-ctas-compile/). Results and the conclusion (not
+shipped): benchmarks/results/wide-row-clusters/README.md.
 
 ``looped cC wW kK`` (``--set looped``, rmsnorm): persistent clusters, K x SMs / C of them, cluster q taking rows q,
 q + Q, ... and loading its next row's chunk before it meets on the one it holds, as the slotted kernel does.
