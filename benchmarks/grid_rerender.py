@@ -43,8 +43,9 @@ def _store_with(folder: Path, runs: list[str], scratch: Path) -> Path | None:
 
 
 def runs_of(title: str) -> list[str]:
-    """The run ids a ``kprof grid`` table's title names (before the kernel code, where it names that), or []."""
-    m = re.match(r"# kprof grid · (\S+) · runs (.+?)(?: · kernel code .*)?$", title)
+    """The run ids a ``kprof grid`` table's title names (before the device and the kernel code, where it names
+    them: the first `` · `` after the runs ends them), or []."""
+    m = re.match(r"# kprof grid · (\S+) · runs (.+?)(?: · .*)?$", title)
     return [r.strip() for r in m.group(2).split(",")] if m else []
 
 

@@ -1,11 +1,19 @@
 """One scoreboard from many `kprof grid --markdown` tables: each point's latest verdict and target, per family and dtype.
 
-    python benchmarks/grid_scoreboard.py TABLE.md ... [--markdown OUT.md]
+    python benchmarks/grid_scoreboard.py TABLE.md ... [--device NAME [--include-unrecorded]] [--markdown OUT.md]
 
 The grids of one machine were raced part by part over several rounds, and points were raced again after a
 change; their run stores were replaced by metrics CSVs, so the tables are what is left to read. Give the tables
 oldest first: a later table's row for a (family, shape, dtype) replaces an earlier one's, so each point counts
 once, with its latest measurement. Rows a table left unmeasured (``not measured``) do not replace a measured row.
+
+The tables must be of one machine: a row replaces another as a later measurement of the same point, which it is not
+if another GPU measured it. ``kprof grid`` names the device in the title (``· device NAME``); where the tables name
+two or more, the scoreboard refuses and names each with its tables: ``--device NAME`` builds it from that device's
+tables and lists the others as left out. A table that names no device (written before ``kprof grid`` named it) shows
+nothing of its machine: with ``--device`` it is left out (and listed) unless ``--include-unrecorded``; without, it
+is kept, and the scoreboard says how many such tables it read and that their rows are assumed to be of one machine,
+unchecked. The scoreboard's header names the device.
 
 Only the points of each family's grid (``grid:`` in its sweep.yaml) count, unless ``--all-points``: a table may
 also hold points raced beside them. Prints, per family and dtype: points, win / tie / loss / uncertain, the family's
@@ -68,13 +76,31 @@ PREPARED_OP_COLUMNS = {f"{ref.split('/', 1)[1]} / best" for ref in PREPARED_OP.v
 DISPATCH_COLUMNS = {f"{ref.split('/', 1)[1]} / best" for ref in BEST.values()}
 
 
+def _title(path: Path, text: str) -> re.Match[str]:
+    """The table's title line (group 1: the family); a file without one is no grid table, and reading on would
+    count nothing from it."""
+    title = re.search(r"^# kprof grid · (\w+).*$", text, re.M)
+    if title is None:
+        raise SystemExit(f"{path}: not a kprof grid table (no '# kprof grid · FAMILY' title)")
+    return title
+
+
+def device_of(title: str) -> str | None:
+    """The device a title names (``· device NAME``, up to the next `` · `` or the line's end), None where it names
+    none: ``kprof grid`` wrote no device before, and such a table shows nothing of its machine."""
+    found = re.search(r" · device (.+?)(?= · |$)", title)
+    return found.group(1).strip() if found else None
+
+
+def table_device(path: Path) -> str | None:
+    """:func:`device_of` the title of the table at ``path``."""
+    return device_of(_title(path, path.read_text()).group(0))
+
+
 def read_table(path: Path) -> list[Point]:
     """The rows of one ``kprof grid --markdown`` file (its family from the title line)."""
     text = path.read_text()
-    title = re.search(r"^# kprof grid · (\w+)", text, re.M)
-    if title is None:
-        raise SystemExit(f"{path}: not a kprof grid table (no '# kprof grid · FAMILY' title)")
-    family = title.group(1)
+    family = _title(path, text).group(1)
     named = re.search(r"^# kprof grid · .* · kernel code (.+)$", text, re.M)
     code = named.group(1).strip() if named else ""
     lines = text.splitlines()
@@ -139,6 +165,123 @@ def latest(
                 continue
             points[key] = with_earlier_ncu(p, points.get(key))
     return points if on_grid is None else only_on_grid(points, on_grid)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The tables a scoreboard is built from, of one device, and those left out with why."""
+
+    device: str | None  # the one device the kept tables name, None where none names one
+    kept: tuple[Path, ...]  # oldest first, as given
+    unrecorded: tuple[Path, ...]  # the kept tables that name no device: assumed to be of the others' machine
+    left_out: tuple[tuple[Path, str], ...] = ()  # (table, why)
+
+
+def by_device(devices: dict[Path, str | None]) -> dict[str | None, list[Path]]:
+    """The tables by the device their title names (None: none named), in the order given."""
+    out: dict[str | None, list[Path]] = {}
+    for path, name in devices.items():
+        out.setdefault(name, []).append(path)
+    return out
+
+
+def _listed(paths: list[Path]) -> str:
+    return ", ".join(f"`{path}`" for path in paths)
+
+
+def select_tables(paths: list[Path], device: str | None = None, include_unrecorded: bool = False) -> Selection:
+    """The tables of one device: ``device``'s (and, with ``include_unrecorded``, those that name none), or where it
+    is None all of them, refused where they name two or more devices: a later table's row replaces an earlier one's
+    as a later measurement of the same point, and one of another GPU is not that. A ``device`` no table names is
+    refused too: the tables that name none would be taken for its tables on no evidence."""
+    devices = {path: table_device(path) for path in paths}
+    found = by_device(devices)
+    named = [name for name in found if name is not None]
+    if device is None:
+        if len(named) > 1:
+            raise SystemExit(mixed_devices(found))
+        return Selection(named[0] if named else None, tuple(paths), tuple(found.get(None, [])))
+    if device not in found:
+        raise SystemExit(no_such_device(device, found))
+    kept = [path for path in paths if devices[path] == device or (include_unrecorded and devices[path] is None)]
+    left_out = [(path, left_out_why(devices[path])) for path in paths if path not in kept]
+    return Selection(device, tuple(kept), tuple(p for p in kept if devices[p] is None), tuple(left_out))
+
+
+def left_out_why(name: str | None) -> str:
+    """Why ``--device`` left out a table that names device ``name`` (None: none)."""
+    if name is None:
+        return "names no device, so nothing shows its machine: `--include-unrecorded` keeps such tables"
+    return f"device {name}"
+
+
+def _each_device(found: dict[str | None, list[Path]]) -> list[str]:
+    """One line per device with its tables, the tables that name none last."""
+    lines = [f"  {name}: {_listed(tables)}" for name, tables in found.items() if name is not None]
+    if None in found:
+        lines.append(f"  no device named (tables of before `kprof grid` named it): {_listed(found[None])}")
+    return lines
+
+
+def mixed_devices(found: dict[str | None, list[Path]]) -> str:
+    """The refusal where the tables name two or more devices, each with its tables, and what to do."""
+    named = [name for name in found if name is not None]
+    return "\n".join(
+        [
+            f"the tables name {len(named)} devices; a scoreboard merges the rows of one machine's tables:",
+            *_each_device(found),
+            "pass --device NAME (one of those names) to build the scoreboard of that device's tables "
+            "(add --include-unrecorded to keep the tables that name no device too).",
+        ]
+    )
+
+
+def no_such_device(device: str, found: dict[str | None, list[Path]]) -> str:
+    """The refusal where ``--device`` names a device no table names."""
+    return "\n".join(
+        [
+            f"no table names device {device!r}; the tables name:",
+            *_each_device(found),
+            "pass --device with one of those names as written there, or leave --device out where the tables name "
+            "one device or none.",
+        ]
+    )
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def device_lines(selection: Selection, root: Path) -> list[str]:
+    """The scoreboard's header: the device its rows are of, how many tables name none (their rows taken to be of
+    that machine, unchecked: nothing shows it), and the tables left out with why."""
+    kept, unrecorded = len(selection.kept), len(selection.unrecorded)
+    before = "written before `kprof grid` named the device"
+    if selection.device is None:
+        line = (
+            f"Device: not recorded: no title of the {_n(kept, 'table')} names one ({before}); their rows are assumed "
+            "to be of one machine, unchecked."
+        )
+    elif unrecorded:
+        line = (
+            f"Device: {selection.device}, named by {kept - unrecorded} of the {_n(kept, 'table')}; no device is "
+            f"named in {_n(unrecorded, 'table')} ({before}): their rows are assumed to be of the same machine, "
+            "unchecked."
+        )
+    else:
+        line = f"Device: {selection.device}, named by " + ("the table." if kept == 1 else f"each of the {kept} tables.")
+    out = [line, ""]
+    if selection.left_out:
+        out += [f"Left out by `--device {selection.device}`: {_n(len(selection.left_out), 'table')}:", ""]
+        out += [f"- `{_shown(path, root)}`: {why}" for path, why in selection.left_out]
+        out.append("")
+    return out
+
+
+def _shown(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` where it is under it, else as given."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(path)
 
 
 NO_NCU = "no ncu measurement here"
@@ -248,14 +391,19 @@ def part_lines(points: dict[tuple[str, str, str], Point], parts: dict[tuple[str,
 
 
 def scoreboard(
-    points: dict[tuple[str, str, str], Point], root: Path, parts: dict[tuple[str, str, str], str] | None = None
+    points: dict[tuple[str, str, str], Point],
+    root: Path,
+    parts: dict[tuple[str, str, str], str] | None = None,
+    selection: Selection | None = None,
 ) -> str:
-    """The markdown: a summary row per family and dtype (and per grid part, where ``parts`` maps the points to
+    """The markdown: the device the rows are of and the tables left out (where ``selection`` says:
+    :func:`device_lines`), a summary row per family and dtype (and per grid part, where ``parts`` maps the points to
     theirs: :func:`point_parts`), then the losses and missed targets."""
     groups: dict[tuple[str, str], list[Point]] = {}
     for p in points.values():
         groups.setdefault((p.family, p.dtype), []).append(p)
-    out = [
+    out = device_lines(selection, root) if selection else []
+    out += [
         "Each point's row from the last of the tables below (given oldest first) that measured it, gathered by",
         "`benchmarks/grid_scoreboard.py`: the figures are the tables' own, each from the run its file names.",
         "Target columns: the family's `grid_targets:` (met, missed, not judged within the cases' spread).",
@@ -339,13 +487,18 @@ def main() -> int:
     ap.add_argument("--markdown", type=Path, help="write the scoreboard here too")
     ap.add_argument("--root", type=Path, default=Path("."), help="table paths are shown relative to this")
     ap.add_argument("--all-points", action="store_true", help="keep points off the families' grids too")
+    ap.add_argument("--device", help="build from the tables whose title names this device (as written there)")
+    ap.add_argument(
+        "--include-unrecorded", action="store_true", help="with --device: keep the tables that name no device too"
+    )
     args = ap.parse_args()
-    points = latest(args.tables)
-    families = {family for family, _, _ in points}  # each table read once: the families come from the points
+    selection = select_tables(args.tables, args.device, args.include_unrecorded)
+    points = latest(list(selection.kept))
+    families = {family for family, _, _ in points}  # the families come from the points: no table read again
     parts = point_parts(families)
     if not args.all_points:
         points = only_on_grid(points, on_grid_of(parts, families))
-    text = scoreboard(points, args.root.resolve(), parts)
+    text = scoreboard(points, args.root.resolve(), parts, selection)
     print(text)
     if args.markdown:
         args.markdown.write_text(text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,12 +160,14 @@ def test_the_title_names_the_kernel_code(scoreboard, tmp_path):
     assert {p.code for p in scoreboard.read_table(table)} == {"0a1b2c3d (r), 9f8e7d6c (s)"}
 
 
-def test_the_rerender_reads_the_runs_of_a_title_with_or_without_its_kernel_code(monkeypatch):
+def test_the_rerender_reads_the_runs_of_a_title_with_or_without_its_device_and_kernel_code(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import grid_rerender as rerender
 
     assert rerender.runs_of("# kprof grid · kasmina · runs a-1, b-2") == ["a-1", "b-2"]
     assert rerender.runs_of("# kprof grid · kasmina · runs a-1, b-2 · kernel code 0a1b2c3d") == ["a-1", "b-2"]
+    assert rerender.runs_of("# kprof grid · kasmina · runs a-1 · device NVIDIA H200 · kernel code 0a1b") == ["a-1"]
+    assert rerender.runs_of("# kprof grid · kasmina · runs a-1, b-2 · device NVIDIA H100 80GB HBM3") == ["a-1", "b-2"]
     assert rerender.runs_of("# not a grid table") == []
 
 
@@ -232,3 +235,125 @@ def test_the_points_are_counted_by_grid_part_as_their_tables_count_them(scoreboa
     within, timed = re.search(r"at (\d+) of (\d+) points", dispatch).groups()
     assert cells[6] == f"{within} of {timed}"
     assert scoreboard.part_lines(points, {}) == []
+
+
+# the device names ``kprof grid`` writes in the title (``· device NAME``); the committed tables name none
+H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+
+
+def _planted(tmp_path: Path, source: Path, name: str, device: str | None = None, code: str = "") -> Path:
+    """A copy of the committed table ``source`` whose title names ``device`` (none where None) and ``code``."""
+    said = (f" · device {device}" if device else "") + (f" · kernel code {code}" if code else "")
+    path = tmp_path / name
+    path.write_text(source.read_text().replace("\n", f"{said}\n", 1))
+    return path
+
+
+def _main(scoreboard, monkeypatch, capsys, tables: list[Path], *flags: str, root: Path = ROOT) -> str:
+    """What the script prints for ``tables`` and ``flags`` (its exit status 0)."""
+    monkeypatch.setattr(sys, "argv", ["grid_scoreboard.py", *map(str, tables), "--root", str(root), *flags])
+    assert scoreboard.main() == 0
+    return capsys.readouterr().out
+
+
+def _tables_cell(text: str, family: str, dtype: str) -> str:
+    """The tables column of the scoreboard's row of ``family`` and ``dtype``."""
+    row = next(line for line in text.splitlines() if line.startswith(f"| {family} | {dtype} |"))
+    return row.strip().strip("|").split("|")[-1]
+
+
+def test_the_title_names_the_device(scoreboard, tmp_path):
+    """The device up to the next `` · `` (the kernel code after it still read) or the line's end; None in a title of
+    before ``kprof grid`` named it."""
+    coded = _planted(tmp_path, COPY_TABLE, "coded.md", H200, code="0a1b2c3d")
+    assert scoreboard.table_device(coded) == H200
+    assert {p.code for p in scoreboard.read_table(coded)} == {"0a1b2c3d"}
+    assert scoreboard.table_device(_planted(tmp_path, COPY_TABLE, "bare.md", H100)) == H100
+    assert scoreboard.table_device(COPY_TABLE) is None
+
+
+def test_tables_of_two_devices_are_refused_naming_each_with_its_tables(scoreboard, monkeypatch, capsys, tmp_path):
+    cut, again = _planted(tmp_path, CUT, "cut.md", H200), _planted(tmp_path, CUT, "cut-again.md", H200)
+    later, bare = _planted(tmp_path, LATER, "later.md", H100), _planted(tmp_path, LATER, "bare.md")
+    tables = [cut, later, bare, again]
+    with pytest.raises(SystemExit) as refused:
+        _main(scoreboard, monkeypatch, capsys, tables, root=tmp_path)
+    message = str(refused.value.code)
+    for device, theirs in ((H200, [cut, again]), (H100, [later])):
+        line = next(ln for ln in message.splitlines() if ln.strip().startswith(f"{device}:"))
+        assert {t for t in tables if f"`{t}`" in line} == set(theirs), device
+    assert f"`{bare}`" in message and "--device NAME" in message
+    assert not capsys.readouterr().out  # no scoreboard printed
+
+
+def test_device_keeps_its_tables_and_lists_those_it_left_out(scoreboard, monkeypatch, capsys, tmp_path):
+    cut, later = _planted(tmp_path, CUT, "cut.md", H200), _planted(tmp_path, LATER, "later.md", H100)
+    bare = _planted(tmp_path, LATER, "bare.md")
+    text = _main(scoreboard, monkeypatch, capsys, [cut, later, bare], "--device", H200, "--all-points", root=tmp_path)
+    assert text.splitlines()[0].startswith(f"Device: {H200}")
+    left_out = [line for line in text.splitlines() if line.startswith("- `")]
+    assert left_out[0].startswith(f"- `later.md`: device {H100}")
+    assert left_out[1].startswith("- `bare.md`: ") and "--include-unrecorded" in left_out[1]
+    assert len(left_out) == 2 and f"Left out by `--device {H200}`: 2 tables" in text
+    assert _tables_cell(text, "swiglu", "bf16").strip() == "`cut.md`"
+    # the rows are the H200 table's alone: its points, its unmeasured one not replaced by the H100's measurement
+    row = next(line for line in text.splitlines() if line.startswith("| swiglu | bf16 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert int(cells[2]) == _summary(CUT)["points"] and int(cells[7]) == _summary(CUT)["not measured"]
+    # a device no table names is refused, naming those they do
+    monkeypatch.setattr(sys, "argv", ["grid_scoreboard.py", str(cut), str(later), "--device", "NVIDIA B200"])
+    with pytest.raises(SystemExit) as refused:
+        scoreboard.main()
+    assert "NVIDIA B200" in str(refused.value.code) and f"{H200}: `{cut}`" in str(refused.value.code)
+
+
+def test_tables_that_name_no_device_are_kept_with_device_only_on_asking(scoreboard, monkeypatch, capsys, tmp_path):
+    bare, later = _planted(tmp_path, CUT, "bare.md"), _planted(tmp_path, LATER, "later.md", H200)
+
+    def run(*flags: str) -> str:
+        return _main(scoreboard, monkeypatch, capsys, [bare, later], *flags, "--all-points", root=tmp_path)
+
+    alone = run("--device", H200)
+    assert _tables_cell(alone, "swiglu", "bf16").strip() == "`later.md`" and "- `bare.md`: " in alone
+    assert "unchecked" not in alone.splitlines()[0]
+    for kept in (run("--device", H200, "--include-unrecorded"), run()):  # asked for, or no device asked for
+        cell = _tables_cell(kept, "swiglu", "bf16")
+        assert "`bare.md`" in cell and "`later.md`" in cell
+        header = kept.splitlines()[0]
+        assert header.startswith(f"Device: {H200}, named by 1 of the 2 tables") and header.endswith("unchecked.")
+        assert "no device is named in 1 table" in header and "Left out" not in kept
+
+
+def test_tables_that_name_no_device_make_the_scoreboard_of_before_said_unchecked(scoreboard, monkeypatch, capsys):
+    """The committed tables (none names its device): the same scoreboard as before, under a header that says no
+    device is recorded and that the rows are taken to be of one machine, unchecked."""
+    text = _main(scoreboard, monkeypatch, capsys, [CUT, LATER])
+    points = scoreboard.latest([CUT, LATER])
+    parts = scoreboard.point_parts({"swiglu"})
+    before = scoreboard.scoreboard(
+        scoreboard.only_on_grid(points, scoreboard.on_grid_of(parts, {"swiglu"})), ROOT, parts
+    )
+    header, rest = text.split("\n\n", 1)
+    assert header.startswith("Device: not recorded") and "2 tables" in header and header.endswith("unchecked.")
+    assert rest == before + "\n"
+
+
+def test_a_later_table_of_the_device_replaces_and_one_of_another_does_not(scoreboard, tmp_path):
+    """rmsnorm_linear's 2048x2048x5504 bf16, measured in two tables: the later one's row replaces the earlier's
+    where both name one device, and not where it names another that ``--device`` leaves out."""
+    first = GRID / "h200-main-521b2f6" / "matrix-bf16" / "rmsnorm_linear-prefill"
+    first = first / "grid-rmsnorm_linear-prefill-bf16-partial.md"
+    again = GRID / "h200-prefill-bf16-8e778f5" / "line-points-47e7f69" / "grid-rmsnorm_linear-points-bf16.md"
+    key = ("rmsnorm_linear", "2048x2048x5504", "bf16")
+    first, other = _planted(tmp_path, first, "first.md", H200), _planted(tmp_path, again, "other.md", H100)
+    again = _planted(tmp_path, again, "again.md", H200)
+    row = {path: {(r.family, r.shape, r.dtype): r for r in scoreboard.read_table(path)}[key] for path in (first, again)}
+    assert row[first].best_us != row[again].best_us  # two measurements, told apart
+
+    def latest(tables: list[Path], device: str | None = None) -> scoreboard.Point:
+        return scoreboard.latest(list(scoreboard.select_tables(tables, device).kept))[key]
+
+    assert latest([first, again]) == row[again]
+    assert latest([first, other], H200) == row[first]
+    assert latest([first, other, again], H200) == row[again]
+    assert latest([again, other, first], H200) == row[first]

@@ -629,6 +629,7 @@ def grid(
         ncu_other,
         ncu_untold,
         prepared_op,
+        device=next(iter(devices)),  # one device at most (refused above); None where the runs recorded none
     )
     if markdown:
         markdown.write_text(text)

@@ -10,10 +10,11 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
   point measured in several of the runs given (the same part raced again) is ``uncertain`` where those runs
   alone would call different verdicts, and its spread counts the ratio's spread between them: on an H100
   torch.compile (the same code in both) took 5.95 us at 512x8192 bf16 in one run of rmsnorm's bf16 part and
-  5.34 in another, each run's cases within 2-3% of their own median. A point whose slower side takes under
-  10 us also counts the ratio's run-to-run floor (:func:`run_to_run_floor`), since a single run cannot
-  show how far the next will move: 11.3% for one run and 7.8% for two by default, or from each side's own
-  spread where the store holds a calibration of the device (``kprof noise``);
+  5.34 in another, each run's cases within 2-3% of their own median. Only runs whose two sides were timed as the
+  point's best two count (another timing is another measurement; the why column names each run left out). A point
+  whose slower side takes under 10 us also counts the ratio's run-to-run floor (:func:`run_to_run_floor`), since a
+  single run cannot show how far the next will move: 11.3% for one run and 7.8% for two by default, or from each
+  side's own spread where the store holds a calibration of the device (``kprof noise``);
 * for memory-bound points, the best version's bandwidth as a fraction of the device's copy ceiling;
 * the ratio to the family's ``roofline`` yardstick where it has one (one cuBLAS product of a matrix family's
   shape, a bare copy of x for kasmina, a bare copy of the bytes a memory-bound call moves);
@@ -28,7 +29,7 @@ or more such runs (the parts of one grid, the same device) and prints, per (shap
   against the bytes model, achieved occupancy, the limiter), or that nothing was measured: no guessed cause;
 * where a family has a ``floor`` provider (less work than any of its versions does: a copy of kasmina's x through
   the layer's chain of dependent loads), whether a missed yardstick target is out of reach: the floor alone takes
-  more than the target's ratio of the yardstick's time, both measured in the same run.
+  more than the target's ratio of the yardstick's time, both measured in the same run and timed alike.
 
 Reads the store's metrics only (the data flow's last step before a report).
 """
@@ -278,7 +279,11 @@ def floor_reach(floor: pd.Series, roof: pd.Series, target: RooflineTarget, runs:
     """Whether a floor measured beside the yardstick puts the target out of reach: (one of ``REACH``, the why
     column's words, which give the floor's time over the yardstick's). Out of reach where the floor alone takes
     more than the target's ratio by more than the two cases' spread (their own, a clock's slowing, and under
-    :data:`SMALL_CALL_US` the run-to-run floor); within reach where it is under by more; else not judged."""
+    :data:`SMALL_CALL_US` the run-to-run floor); within reach where it is under by more; else not judged, and not
+    judged either where the two were timed unlike (:func:`timed_unlike`): their ratio would measure the timings."""
+    unlike = timed_unlike(floor, roof)
+    if unlike:
+        return REACH[2], "reach not judged: " + _why_timed_unlike(unlike, "whether the target is in reach is not")
     ratio = float(floor["gpu_time_us"]) / float(roof["gpu_time_us"])
     spread = _nanmax(
         _pair_spread(floor, roof),
@@ -544,6 +549,18 @@ def timed_unlike(a: pd.Series | None, b: pd.Series | None) -> str:
     return f"{say(a, ta)}, {say(b, tb)}"
 
 
+def unlike_ceiling(case: pd.Series) -> str:
+    """Why a case's % of the copy ceiling is no measurement ("" where it is): the ceiling is timed cold
+    (:func:`kprof.device.measure_copy_ceiling`), so a case timed warm (inputs from L2: it can read over 100%) or in a
+    run that declared no mode is set against another timing. A ceiling timed by CUDA events against a case by CUPTI
+    is not seen here: the metrics do not say how the run's ceiling was timed (its run record's ``ceiling`` does)."""
+    mode = case.get("timing_mode")
+    if mode == "cold":
+        return ""
+    how = f"timed {mode}" if isinstance(mode, str) and mode else "from a run that recorded no timing mode"
+    return f"{case['provider']} {how}, the copy ceiling its % of copy is of timed cold"
+
+
 def _why_timed_unlike(unlike: str, what: str = "no verdict and no target is") -> str:
     """The why column's words for cases timed unlike (:func:`timed_unlike`): ``what`` is not judged on them."""
     return (
@@ -552,22 +569,64 @@ def _why_timed_unlike(unlike: str, what: str = "no verdict and no target is") ->
     )
 
 
-def _between_runs(g: pd.DataFrame) -> tuple[float, dict[str, tuple[float, str]]]:
+# how a point's best two were timed, where it is not one timing: a side missing (any run whose own two sides were timed
+# alike is pooled), or the two timed unlike (no run is timed as they are: the verdict is not called anyway)
+_ANY_TIMING, _UNLIKE = object(), object()
+
+
+def _between_runs(
+    g: pd.DataFrame, kp: pd.Series | None = None, peer: pd.Series | None = None
+) -> tuple[float, dict[str, tuple[float, str]], list[str]]:
     """At one point: each run (the ``run`` column) that measured both sides, with its best-kprof / best-peer
-    ratio and the verdict that run alone gives (its own cases' spread), and the ratios' spread between runs,
-    (max - min) / median; NaN with fewer than two such runs."""
+    ratio and the verdict that run alone gives (its own cases' spread), the ratios' spread between runs,
+    (max - min) / median (NaN with fewer than two such runs), and the why column's words for each run left out.
+    Only runs whose two sides were timed alike (:func:`timed_unlike`), and timed as the point's own best two (``kp``,
+    ``peer``) where it has both, are pooled: another timing shifts a time with the code unchanged (warm reads its
+    inputs from L2, the event fallback adds about 3 us a call), so their ratios beside each other would spread by
+    the timings, not the runs, and a run whose sides are unlike has no ratio at all."""
     if "run" not in g:
-        return math.nan, {}
-    per_run = {}
+        return math.nan, {}, []
+    point = _pair_timing(kp, peer)
+    per_run, left = {}, []
     for run, r in g.groupby("run", sort=False):
-        kp, peer = _best(r[r["kind"] == "triton"]), _best(r[r["kind"].isin(PEER_KINDS)])
-        if kp is not None and peer is not None:
-            ratio = float(kp["gpu_time_us"]) / float(peer["gpu_time_us"])
-            per_run[str(run)] = (ratio, verdict(ratio, _pair_spread(kp, peer)))
+        kp_r, peer_r = _best(r[r["kind"] == "triton"]), _best(r[r["kind"].isin(PEER_KINDS)])
+        if kp_r is None or peer_r is None:
+            continue
+        unlike = timed_unlike(kp_r, peer_r)
+        if unlike:
+            left.append(f"run {run} left out of the runs' ratios: {unlike}, so it has none (time its sides alike)")
+            continue
+        timing = _pair_timing(kp_r, peer_r)
+        if point is not _ANY_TIMING and timing != point:
+            if point is not _UNLIKE:  # where the point's own two are unlike, its why says so already
+                left.append(
+                    f"run {run} left out of the runs' ratios: its cases were {_timed_words(timing)}, the point's best "
+                    f"two {_timed_words(point)}, another measurement (give runs of one timing; kprof diff compares "
+                    "the others)"
+                )
+            continue
+        ratio = float(kp_r["gpu_time_us"]) / float(peer_r["gpu_time_us"])
+        per_run[str(run)] = (ratio, verdict(ratio, _pair_spread(kp_r, peer_r)))
     if len(per_run) < 2:
-        return math.nan, per_run
+        return math.nan, per_run, left
     vals = [v for v, _ in per_run.values()]
-    return (max(vals) - min(vals)) / statistics.median(vals), per_run
+    return (max(vals) - min(vals)) / statistics.median(vals), per_run, left
+
+
+def _pair_timing(kp: pd.Series | None, peer: pd.Series | None) -> object:
+    """How two cases were timed, as :func:`kprof.diff.timed_as` names it (None: a run from before modes were
+    declared); ``_ANY_TIMING`` where a case is missing, ``_UNLIKE`` where the two were timed unlike."""
+    if kp is None or peer is None:
+        return _ANY_TIMING
+    if timed_unlike(kp, peer):
+        return _UNLIKE
+    from kprof.diff import timed_as  # imports scipy: only where a point has two cases to compare
+
+    return timed_as(kp)
+
+
+def _timed_words(timing: object) -> str:
+    return f"timed {timing}" if timing is not None else "from a run that recorded no timing mode"
 
 
 def repeats_of_other_code(metrics: pd.DataFrame, identity: dict[str, str]) -> list[tuple[str, str, list[str]]]:
@@ -630,7 +689,7 @@ def grid_table(
         drift = shared_kernel_drift(kp, peer)
         twins = same_code_spread(g)
         slowed = slowed_by_clock(kp, peer)
-        between, per_run = _between_runs(g)
+        between, per_run, left_runs = _between_runs(g, kp, peer)
         sides = None
         if sigma_run is not None and kp is not None and peer is not None:
             sides = (sigma_run(_key(kp), t_k), sigma_run(_key(peer), t_p))
@@ -649,6 +708,8 @@ def grid_table(
         unlike, unlike_target = timed_unlike(kp, peer), ""
         if met is not None:
             unlike_target = unlike or timed_unlike(kp, roof if isinstance(target, RooflineTarget) else None)
+            if isinstance(target, CopyTarget):
+                unlike_target = unlike_target or unlike_ceiling(kp)
             met = None if unlike_target else met
         # a ratio to the yardstick compares two cases as the peer verdict does: within their spread (the same
         # code's, a shared kernel's move) it is neither met nor missed
@@ -717,6 +778,9 @@ def grid_table(
         if disagree:
             runs = "the runs disagree: " + ", ".join(f"{r:.3f} ({pv}) in {run}" for run, (r, pv) in per_run.items())
             why = f"{runs}; {why}" if why else runs
+        if left_runs:  # runs whose ratio is none, or of another timing than the point's: not pooled, said
+            said = "; ".join(left_runs)
+            why = f"{why}; {said}" if why else said
         # a caller pays the host time of what it launches: the ops API's version where the run has it
         launched = disp if disp is not None and not math.isnan(_number(disp.get("host_time_us"))) else kp
         host, graph_host = (
@@ -992,12 +1056,14 @@ def render(
     ncu_other: Sequence[str] = (),
     ncu_untold: Sequence[str] = (),
     prepared_op: str | None = None,
+    device: str | None = None,
 ) -> str:
     """Markdown: the summary line, then one row per point, losses first. ``codes``: each run's kernel code
     (:func:`kprof.variance.code_id`), named in the title; ``ncu_other``: the ``--ncu`` runs of other kernel code
     than the timed runs, said under it; ``ncu_untold``: those whose code cannot be compared (a run recorded no
     source hashes), said too; ``prepared_op``: the provider that runs the ops API's prepared object, its time over
-    the best kprof version's said and shown per point where the runs timed it."""
+    the best kprof version's said and shown per point where the runs timed it; ``device``: the runs' device, named in
+    the title (` · device NAME`, which a reader such as the scoreboard finds there)."""
     s = summarize(table)
     counts = target_counts(table)
     targeted = table.get("target", pd.Series(dtype=object)) != ""
@@ -1023,7 +1089,7 @@ def render(
         known = [f"{c} ({r})" for r, c in zip(runs, codes, strict=False) if c]
     code = f" · kernel code {', '.join(known)}" if known else ""
     lines = [
-        f"# kprof grid · {family} · runs {', '.join(runs)}{code}",
+        f"# kprof grid · {family} · runs {', '.join(runs)}{_device_said(device)}{code}",
         "",
         f"{s.points} points: **{s.wins} win, {s.ties} tie, {s.losses} loss**, {s.uncertain} uncertain "
         f"(a win or a loss within the cases' own spread, within the ratio's run-to-run floor under "
@@ -1126,6 +1192,15 @@ def render(
             + f"{_cell(r.why)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _device_said(device: str | None) -> str:
+    """The title's `` · device NAME``; "" without a device. A reader takes NAME up to the next `` · `` or the line's
+    end, so a name holding one (or a line break) has it made a space: the title stays one line, its parts apart."""
+    if device is None:
+        return ""
+    name = " ".join(word for word in str(device).split() if word != "·")  # every " · ", and "· ·", made one space
+    return f" · device {name}" if name else ""
 
 
 def _modes_said(table: pd.DataFrame) -> str:

@@ -1015,7 +1015,7 @@ def test_kprof_grid_names_the_kernel_code_and_an_ncu_run_of_other_code(tmp_path)
     assert code_id({"source_hashes": {}}) == ""
     other = subprocess.run(cmd[:5] + ["--ncu", ids[1]] + cmd[-2:], capture_output=True, text=True, timeout=120)
     assert other.returncode == 0, other.stderr[-2000:]
-    assert f"runs {ids[0]} · kernel code {code}" in other.stdout
+    assert f"runs {ids[0]} · device H100 · kernel code {code}" in other.stdout  # the runs' device, then their code
     assert f"ncu: run {ids[1]} ran other kernel code than the timed runs" in other.stdout
     same = subprocess.run(cmd[:5] + ["--ncu", ids[2]] + cmd[-2:], capture_output=True, text=True, timeout=120)
     assert same.returncode == 0 and "ran other kernel code" not in same.stdout
