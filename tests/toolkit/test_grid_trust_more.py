@@ -5,9 +5,11 @@ situation in rows shaped as a grid run's metrics and asserts what a correct tabl
 
 from __future__ import annotations
 
+import gzip
 import math
 import re
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -169,3 +171,32 @@ def test_a_copy_target_is_not_judged_on_a_version_timed_unlike_the_ceiling(timin
     row = grid_table(_timed(m, tuple(m["provider"]), timing), targets=target).iloc[0]
     assert row["target_met"] is None
     assert "target not judged" in row["why"] and "the copy ceiling its % of copy is of timed cold" in row["why"]
+
+
+TIMED_TWO_WAYS = Path(__file__).resolve().parents[2] / "benchmarks/results/grid/h200-timing-rule/k.db.gz"
+
+
+def test_a_real_warm_run_beside_a_cold_one_changes_no_verdict_of_the_cold_runs(tmp_path):
+    """rmsnorm bf16 at 3 points on an H200, one run declared cold and one warm (the same code). Tabulated together,
+    the warm run is another measurement: its ratios are not pooled with the cold run's (before, 2048x8192 read
+    uncertain by the two runs' 2.9% apart), so every point reads as the cold run alone does, and says the warm run
+    was left out. The title names the runs' device."""
+    from kprof.store import RunStore
+
+    db = tmp_path / "kprof.db"
+    db.write_bytes(gzip.decompress(TIMED_TWO_WAYS.read_bytes()))
+    st = RunStore(db, create=False)
+    cold, warm = (r for r in st.runs().sort_values("created_at")["id"])
+    metrics = {r: st.metrics(r).assign(run=r) for r in (cold, warm)}
+    assert set(metrics[cold]["timing_mode"]) == {"cold"} and set(metrics[warm]["timing_mode"]) == {"warm"}
+    alone = grid_table(metrics[cold], "triton_tuned").set_index("shape")
+    both = grid_table(pd.concat(metrics.values(), ignore_index=True), "triton_tuned").set_index("shape")
+    assert len(both) == 3
+    for shape in both.index:
+        assert both.loc[shape, "verdict"] == alone.loc[shape, "verdict"]
+        assert both.loc[shape, "spread"] == pytest.approx(alone.loc[shape, "spread"])
+        assert f"run {warm} left out of the runs' ratios: its cases were timed warm" in both.loc[shape, "why"]
+    device = st.run(cold)["device_name"]
+    assert device.startswith("NVIDIA")
+    title = render(both.reset_index(), [cold, warm], "rmsnorm", "triton_tuned", device=device).splitlines()[0]
+    assert title == f"# kprof grid · rmsnorm · runs {cold}, {warm} · device {device}"
