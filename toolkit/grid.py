@@ -245,12 +245,17 @@ def _best(rows: pd.DataFrame) -> pd.Series | None:
     return None if ok.empty else ok.loc[pd.to_numeric(ok["gpu_time_us"]).idxmin()]
 
 
-def _highest_floor(g: pd.DataFrame) -> pd.Series | None:
+def _highest_floor(g: pd.DataFrame, roof: pd.Series | None = None) -> pd.Series | None:
     """The slowest of the point's floors (providers of kind ``floor``), each at its fastest case with a positive
-    finite time: the strongest lower bound measured here (an infinite time would put every target out of reach)."""
+    finite time: the strongest lower bound measured here (an infinite time would put every target out of reach).
+    Where some floor was timed like the yardstick ``roof`` (:func:`timed_unlike`), the slowest of those: a slower
+    floor timed otherwise could only leave the reach unjudged, which the one timed alike can judge."""
     ok = g[(g["kind"] == "floor") & _timed(g)]
     if ok.empty:
         return None
+    if roof is not None:
+        alike = ok[[not timed_unlike(case, roof) for _, case in ok.iterrows()]]
+        ok = alike if len(alike) else ok
     times = pd.to_numeric(ok["gpu_time_us"])
     fastest = ok.loc[times.groupby(ok["provider"]).idxmin()]
     return fastest.loc[pd.to_numeric(fastest["gpu_time_us"]).idxmax()]
@@ -681,7 +686,7 @@ def grid_table(
         held = _best(g[g["provider"] == prepared_op]) if prepared_op else None
         peer = _best(g[g["kind"].isin(PEER_KINDS)])
         roof = _best(g[g["kind"] == "roofline"])
-        low = _highest_floor(g)
+        low = _highest_floor(g, roof)
         t_k = float(kp["gpu_time_us"]) if kp is not None else math.nan
         t_p = float(peer["gpu_time_us"]) if peer is not None else math.nan
         ratio = t_k / t_p if kp is not None and peer is not None else math.nan

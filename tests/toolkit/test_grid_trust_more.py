@@ -200,3 +200,17 @@ def test_a_real_warm_run_beside_a_cold_one_changes_no_verdict_of_the_cold_runs(t
     assert device.startswith("NVIDIA")
     title = render(both.reset_index(), [cold, warm], "rmsnorm", "triton_tuned", device=device).splitlines()[0]
     assert title == f"# kprof grid · rmsnorm · runs {cold}, {warm} · device {device}"
+
+
+@pytest.mark.parametrize("floor_timing", UNLIKE_COLD_BY_CUPTI)
+def test_a_floor_timed_like_the_yardstick_judges_the_reach_beside_a_slower_one_timed_unlike(floor_timing):
+    """Two floors: the slower timed otherwise than the copy, the other timed alike and over 1.111x the copy by far.
+    The reach is judged by the floor that can be compared (out of reach), not left unjudged by the slower one."""
+    rng = np.random.default_rng()
+    m = _floor_point(rng)
+    copy_us = float(m.loc[m["provider"] == "cublas", "gpu_time_us"].iloc[0])
+    slower = m[m["provider"] == "copy_through_ids"].assign(provider="other_floor", gpu_time_us=3 * copy_us)
+    m = pd.concat([m, _timed(slower, ("other_floor",), floor_timing)], ignore_index=True)
+    row = grid_table(m, targets=KASMINA).iloc[0]
+    assert row["target_met"] is False and row["target_reach"] == "out of reach"
+    assert "copy_through_ids" in row["why"] and "not compared" not in row["why"]
