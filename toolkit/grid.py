@@ -580,7 +580,7 @@ _ANY_TIMING, _UNLIKE = object(), object()
 
 
 def _between_runs(
-    g: pd.DataFrame, kp: pd.Series | None = None, peer: pd.Series | None = None
+    g: pd.DataFrame, kp: pd.Series | None = None, peer: pd.Series | None = None, prepared_op: str | None = None
 ) -> tuple[float, dict[str, tuple[float, str]], list[str]]:
     """At one point: each run (the ``run`` column) that measured both sides, with its best-kprof / best-peer
     ratio and the verdict that run alone gives (its own cases' spread), the ratios' spread between runs,
@@ -588,13 +588,15 @@ def _between_runs(
     Only runs whose two sides were timed alike (:func:`timed_unlike`), and timed as the point's own best two (``kp``,
     ``peer``) where it has both, are pooled: another timing shifts a time with the code unchanged (warm reads its
     inputs from L2, the event fallback adds about 3 us a call), so their ratios beside each other would spread by
-    the timings, not the runs, and a run whose sides are unlike has no ratio at all."""
+    the timings, not the runs, and a run whose sides are unlike has no ratio at all. The ``prepared_op`` provider (the
+    ops API's prepared object) is no version here, as it is none of the point's best version."""
     if "run" not in g:
         return math.nan, {}, []
     point = _pair_timing(kp, peer)
     per_run, left = {}, []
     for run, r in g.groupby("run", sort=False):
-        kp_r, peer_r = _best(r[r["kind"] == "triton"]), _best(r[r["kind"].isin(PEER_KINDS)])
+        kp_r = _best(r[(r["kind"] == "triton") & (r["provider"] != prepared_op)])
+        peer_r = _best(r[r["kind"].isin(PEER_KINDS)])
         if kp_r is None or peer_r is None:
             continue
         unlike = timed_unlike(kp_r, peer_r)
@@ -694,7 +696,7 @@ def grid_table(
         drift = shared_kernel_drift(kp, peer)
         twins = same_code_spread(g)
         slowed = slowed_by_clock(kp, peer)
-        between, per_run, left_runs = _between_runs(g, kp, peer)
+        between, per_run, left_runs = _between_runs(g, kp, peer, prepared_op)
         sides = None
         if sigma_run is not None and kp is not None and peer is not None:
             sides = (sigma_run(_key(kp), t_k), sigma_run(_key(peer), t_p))

@@ -214,3 +214,18 @@ def test_a_floor_timed_like_the_yardstick_judges_the_reach_beside_a_slower_one_t
     row = grid_table(m, targets=KASMINA).iloc[0]
     assert row["target_met"] is False and row["target_reach"] == "out of reach"
     assert "copy_through_ids" in row["why"] and "not compared" not in row["why"]
+
+
+def test_the_prepared_object_is_no_version_in_any_runs_ratio():
+    """Two runs alike, each a loss for the best version; run B also timed the ops API's prepared object (kind triton,
+    much faster). The point's best version leaves that object out, so each run's own ratio must too: otherwise B
+    reads as a win and the runs seem to disagree."""
+    rng = np.random.default_rng()
+    peer = float(rng.uniform(50, 200))
+    a = _run(rng, "run-a", 1.2 * peer, peer, "cold by CUPTI")
+    b = _run(rng, "run-b", 1.2 * peer, peer, "cold by CUPTI")
+    held = b[b["provider"] == "triton_a"].assign(provider="triton_op", gpu_time_us=0.7 * peer)
+    m = pd.concat([a, b, held], ignore_index=True)
+    row = grid_table(m, prepared_op="triton_op").iloc[0]
+    assert row["best_kprof"] == "triton_a" and row["verdict"] == "loss"
+    assert "the runs disagree" not in row["why"]
