@@ -563,7 +563,7 @@ def unlike_ceiling(case: pd.Series) -> str:
     if mode == "cold":
         return ""
     how = f"timed {mode}" if isinstance(mode, str) and mode else "from a run that recorded no timing mode"
-    return f"{case['provider']} {how}, the copy ceiling its % of copy is of timed cold"
+    return f"{case['provider']} {how}, the copy ceiling it is a % of timed cold"
 
 
 def _why_timed_unlike(unlike: str, what: str = "no verdict and no target is") -> str:

@@ -1,7 +1,9 @@
 """Cases timed unlike (kprof diff's rule) make no ratio anywhere in kprof grid, not only between a point's two sides: a
-floor against its yardstick (whether a missed target is out of reach), and a run's own sides against another run's
-when a point is raced in several runs. And the title names the device the runs measured on. Each test plants the
-situation in rows shaped as a grid run's metrics and asserts what a correct table and summary say about it."""
+floor against its yardstick (whether a missed target is out of reach; the floor timed alike is the one to judge by), a
+run's own sides against another run's when a point is raced in several runs, and a version against the copy ceiling
+(timed cold) of the stand-in copy target. The prepared object is no version in a run's own ratio, as in the point's.
+And the title names the device the runs measured on. Each test plants the situation in rows shaped as a grid run's
+metrics (one reads a real store) and asserts what a correct table and summary say about it."""
 
 from __future__ import annotations
 
@@ -170,7 +172,7 @@ def test_a_copy_target_is_not_judged_on_a_version_timed_unlike_the_ceiling(timin
     assert grid_table(m, targets=target).iloc[0]["target_met"] is True  # cold: judged
     row = grid_table(_timed(m, tuple(m["provider"]), timing), targets=target).iloc[0]
     assert row["target_met"] is None
-    assert "target not judged" in row["why"] and "the copy ceiling its % of copy is of timed cold" in row["why"]
+    assert "target not judged" in row["why"] and "the copy ceiling it is a % of timed cold" in row["why"]
 
 
 TIMED_TWO_WAYS = Path(__file__).resolve().parents[2] / "benchmarks/results/grid/h200-timing-rule/k.db.gz"
