@@ -2,7 +2,7 @@
 add_rmsnorm to a copy's speed on an H200?
 
     python benchmarks/wide_row_clusters.py --out DIR [--family rmsnorm|add_rmsnorm] [--set one-row|looped|parts] \
-        [--shapes 512x65536,2048x131072,8192x65536] [--dtypes bf16,fp16] [--rounds 3] [--rep-ms 5]
+        [--shapes 512x65536,2048x131072,8192x65536] [--dtypes bf16,fp16] [--rounds 3] [--rep-ms 5] [--ncu-once]
 
 kprof's wide-row kernels (``kernels/rmsnorm/cooperative.py``, slotted) split a row over programs that each hold a
 chunk in registers and meet through 64-bit slots in global memory, polled until every chunk of the row has arrived.
@@ -26,6 +26,9 @@ q + Q, ... and loading its next row's chunk before it meets on the one it holds,
 ``--set parts`` takes the one-row kernel apart: as raced (``meet``), launched as clusters but normalising each chunk
 by its own sum (``nomeet``, a wrong result on purpose, not checked), and that launched as plain CTAs (``nomeet
 plain``): what the barrier costs, and what launching as clusters costs.
+
+``--ncu-once`` races nothing: it launches each candidate of the set once, in order, naming each before it runs (for
+``ncu -k regex:cluster_kernel``, which tells launches of one kernel apart only by their order).
 
 Beside them: ``[dispatch]`` (the family's ``triton_tuned``), ``[copy]`` (a device copy of the bytes the op moves: the
 target's yardstick). Every candidate is checked against the float64 oracle before and after it is timed; cold times
@@ -280,6 +283,19 @@ def race_point(family: str, spec: str, dtype: str, args: argparse.Namespace, rng
     return race_rows(point, times), summary
 
 
+def launch_once(family: str, spec: str, dtype: str, kind: str) -> None:
+    """``--ncu-once``: each candidate of ``kind`` launched once, in order, each named before it runs, for a profiler
+    that tells launches of one kernel apart only by their order (``ncu -k regex:cluster_kernel``)."""
+    fam = discover()[family]
+    inputs = fam.make_inputs(tuple(int(v) for v in spec.split("x")), dtype, "cuda", 1234)
+    refs = fam.oracle(**inputs)
+    outs = tuple(torch.empty_like(inputs["x"]) for _ in (refs if isinstance(refs, tuple) else (refs,)))
+    for i, (name, fn) in enumerate(candidates(family, inputs, outs, kind).items()):
+        print(f"launch {i}: {family}/{spec}/{dtype} {name}", flush=True)
+        fn()
+        torch.cuda.synchronize()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -289,7 +305,13 @@ def main() -> int:
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=5.0)
+    ap.add_argument("--ncu-once", action="store_true", help="launch each candidate once, in order, and race nothing")
     args = ap.parse_args()
+    if args.ncu_once:
+        for dtype in args.dtypes.split(","):
+            for spec in args.shapes.split(","):
+                launch_once(args.family, spec, dtype, args.set)
+        return 0
     rng = random.Random(20261201)
     times_rows, summary = [], []
     for dtype in args.dtypes.split(","):
