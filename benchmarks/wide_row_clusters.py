@@ -1,7 +1,7 @@
 """Can rows of 128-256 KB meet in a thread-block cluster instead of in global memory, and does that bring rmsnorm and
 add_rmsnorm to a copy's speed on an H200?
 
-    python benchmarks/wide_row_clusters.py --out DIR [--family rmsnorm|add_rmsnorm] [--set one-row|looped|parts] \
+    python benchmarks/wide_row_clusters.py --out DIR [--family rmsnorm|add_rmsnorm] [--set one-row|looped|parts|fence] \
         [--shapes 512x65536,2048x131072,8192x65536] [--dtypes bf16,fp16] [--rounds 3] [--rep-ms 5] [--ncu-once]
 
 kprof's wide-row kernels (``kernels/rmsnorm/cooperative.py``, slotted) split a row over programs that each hold a
@@ -26,6 +26,10 @@ q + Q, ... and loading its next row's chunk before it meets on the one it holds,
 ``--set parts`` takes the one-row kernel apart: as raced (``meet``), launched as clusters but normalising each chunk
 by its own sum (``nomeet``, a wrong result on purpose, not checked), and that launched as plain CTAs (``nomeet
 plain``): what the barrier costs, and what launching as clusters costs.
+
+``--set fence``: the one-row kernel's meeting as raced (every thread's arrive a release, and so a fence: ``ncu`` shows
+its warps stalled on it) against one release fence a CTA (a CTA barrier, thread 0's ``fence.acq_rel.cluster``, every
+thread's arrive relaxed), beside the kernel without its meeting.
 
 ``--ncu-once`` races nothing: it launches each candidate of the set once, in order, naming each before it runs (for
 ``ncu -k regex:cluster_kernel``, which tells launches of one kernel apart only by their order).
@@ -70,17 +74,47 @@ def _cluster_meet(dep):
 
 
 @triton.jit
-def _row_total(part_ptr, row, rank, partial, C: tl.constexpr):
+def _cluster_meet_one_fence(dep):
+    """:func:`_cluster_meet` with one release fence a CTA instead of one a thread: after a CTA barrier (which orders
+    the CTA's earlier writes before thread 0's fence: PTX fences are cumulative), thread 0 alone fences at cluster
+    scope and every thread arrives relaxed; the wait still acquires. Returns 0, as :func:`_cluster_meet`."""
+    return tl.inline_asm_elementwise(
+        "{\n\t.reg .pred p;\n\t.reg .u32 t;\n\tmov.u32 t, %tid.x;\n\tsetp.eq.u32 p, t, 0;\n\t"
+        "@p fence.acq_rel.cluster;\n\tbarrier.cluster.arrive.relaxed.aligned;\n\t"
+        "barrier.cluster.wait.aligned;\n\tmov.u32 $0, 0;\n\t}",
+        "=r,r",
+        [dep],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _row_total(part_ptr, row, rank, partial, C: tl.constexpr, ONE_FENCE: tl.constexpr = False):
     """The row's sum of squares, from the C CTAs of its cluster (this one's ``partial`` among them)."""
     tl.store(part_ptr + row * C + rank, partial)
-    dep = _cluster_meet(rank)
+    if ONE_FENCE:
+        tl.debug_barrier()
+        dep = _cluster_meet_one_fence(rank)
+    else:
+        dep = _cluster_meet(rank)
     parts = tl.load(part_ptr + row * C + tl.arange(0, C) + dep, cache_modifier=".cg")
     return tl.sum(parts, axis=0)
 
 
 @triton.jit
 def _rmsnorm_cluster_kernel(
-    x_ptr, w_ptr, y_ptr, part_ptr, N, eps, CHUNK: tl.constexpr, C: tl.constexpr, MEET: tl.constexpr = True
+    x_ptr,
+    w_ptr,
+    y_ptr,
+    part_ptr,
+    N,
+    eps,
+    CHUNK: tl.constexpr,
+    C: tl.constexpr,
+    MEET: tl.constexpr = True,
+    ONE_FENCE: tl.constexpr = False,  # the meeting with one release fence a CTA (``--set fence``)
 ):
     pid = tl.program_id(0)
     row = pid // C  # a 1-D cluster is C consecutive CTAs
@@ -90,7 +124,7 @@ def _rmsnorm_cluster_kernel(
     base = row.to(tl.int64) * N
     x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
     if MEET:
-        total = _row_total(part_ptr, row, rank, tl.sum(x * x, axis=0), C)
+        total = _row_total(part_ptr, row, rank, tl.sum(x * x, axis=0), C, ONE_FENCE)
     else:  # the chunk's own sum standing for the row's (a wrong result on purpose: the kernel without its meeting)
         total = tl.sum(x * x, axis=0) * C
     r = tl.rsqrt(total / N + eps)
@@ -144,12 +178,23 @@ REGISTERS: dict[str, tuple] = {}
 
 
 def cluster_call(
-    kernel, args: tuple, rows: int, n: int, c: int, warps: int, name: str, stages: int = 3, meet: bool | None = None
+    kernel,
+    args: tuple,
+    rows: int,
+    n: int,
+    c: int,
+    warps: int,
+    name: str,
+    stages: int = 3,
+    meet: bool | None = None,
+    one_fence: bool = False,
 ):
     """A call launching ``kernel`` as ``rows`` clusters of ``c`` CTAs (compiled once, one CTA a program); ``meet``
-    False: the kernel without its meeting, launched as plain CTAs (no cluster)."""
+    False: the kernel without its meeting, launched as plain CTAs (no cluster); ``one_fence``: the meeting with one
+    release fence a CTA (rmsnorm's one-row kernel only)."""
     chunk = triton.next_power_of_2(triton.cdiv(n, c))
     extra = {} if meet is None else {"MEET": meet}
+    extra |= {"ONE_FENCE": True} if one_fence else {}
     compiled = kernel.warmup(*args, CHUNK=chunk, C=c, **extra, grid=(rows * c,), num_warps=warps, num_stages=stages)
     compiled._init_handles()
     REGISTERS[name] = (compiled.n_regs, compiled.n_spills)
@@ -160,7 +205,7 @@ def cluster_call(
     else:
         launch, prefix = direct_launch(compiled.run, compiled.function, (num_warps, c, shared))
     device = args[0].device.index
-    tail = (chunk, c) if meet is None else (chunk, c, meet)
+    tail = (chunk, c) if meet is None else (chunk, c, meet, one_fence)
 
     def call() -> None:
         launch(rows, 1, 1, torch._C._cuda_getCurrentRawStream(device), *prefix, *args, *tail)
@@ -204,7 +249,26 @@ def parts_candidates(inputs: dict, outs: tuple) -> dict:
     return fns
 
 
+def fence_candidates(inputs: dict, outs: tuple) -> dict:
+    """``--set fence``: rmsnorm's one-row cluster kernel with its meeting as raced (a release fence in every thread's
+    arrive) and with one fence a CTA (``one fence``), beside it without the meeting (``nomeet``, not checked)."""
+    x = inputs["x"]
+    rows, n = x.shape
+    parts = torch.empty(rows * 16, device=x.device, dtype=torch.float32)
+    args = (x, inputs["weight"], outs[0], parts, n, float(inputs.get("eps", 1e-6)))
+    fns = {}
+    for c, wp in ((16, 4), (8, 8), (8, 4)):
+        if triton.cdiv(n, c) // (32 * wp) > 128:
+            continue
+        for label, meet, one in (("meet", True, False), ("one fence", True, True), ("nomeet", False, False)):
+            name = f"cluster c{c} w{wp} {label}"
+            fns[name] = cluster_call(_rmsnorm_cluster_kernel, args, rows, n, c, wp, name, meet=meet, one_fence=one)
+    return fns
+
+
 def candidates(family: str, inputs: dict, outs: tuple, kind: str = "one-row") -> dict:
+    if kind == "fence":
+        return fence_candidates(inputs, outs)
     if kind == "looped":
         return looped_candidates(inputs, outs)
     if kind == "parts":
@@ -300,7 +364,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--family", default="rmsnorm", choices=("rmsnorm", "add_rmsnorm"))
-    ap.add_argument("--set", default="one-row", choices=("one-row", "looped", "parts"))
+    ap.add_argument("--set", default="one-row", choices=("one-row", "looped", "parts", "fence"))
     ap.add_argument("--shapes", default="512x65536,2048x131072,8192x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
