@@ -59,35 +59,22 @@ from kprof.launch import direct_launch
 LAYOUTS = [(c, w) for c in (2, 4, 8, 16) for w in (4, 8, 16)]
 
 
-@triton.jit
-def _cluster_meet(dep):
-    """Every thread of every CTA of the cluster passes here before any goes on (arrive: release, wait: acquire, at
-    cluster scope); returns 0, to be added to what must come after it."""
-    return tl.inline_asm_elementwise(
-        "barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;\n\tmov.u32 $0, 0;",
-        "=r,r",
-        [dep],
-        dtype=tl.int32,
-        is_pure=False,
-        pack=1,
-    )
+# The meeting in inline PTX. As raced: every thread's arrive a release (so a fence a thread), the wait an acquire.
+MEET_PTX = tl.constexpr("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;\n\tmov.u32 $0, 0;")
+# One release fence a CTA (``--set fence``): after a CTA barrier (which orders the CTA's earlier writes before thread
+# 0's fence: PTX fences are cumulative), thread 0 alone fences at cluster scope and every thread arrives relaxed.
+ONE_FENCE_PTX = tl.constexpr(
+    "{\n\t.reg .pred p;\n\t.reg .u32 t;\n\tmov.u32 t, %tid.x;\n\tsetp.eq.u32 p, t, 0;\n\t"
+    "@p fence.acq_rel.cluster;\n\tbarrier.cluster.arrive.relaxed.aligned;\n\t"
+    "barrier.cluster.wait.aligned;\n\tmov.u32 $0, 0;\n\t}"
+)
 
 
 @triton.jit
-def _cluster_meet_one_fence(dep):
-    """:func:`_cluster_meet` with one release fence a CTA instead of one a thread: after a CTA barrier (which orders
-    the CTA's earlier writes before thread 0's fence: PTX fences are cumulative), thread 0 alone fences at cluster
-    scope and every thread arrives relaxed; the wait still acquires. Returns 0, as :func:`_cluster_meet`."""
-    return tl.inline_asm_elementwise(
-        "{\n\t.reg .pred p;\n\t.reg .u32 t;\n\tmov.u32 t, %tid.x;\n\tsetp.eq.u32 p, t, 0;\n\t"
-        "@p fence.acq_rel.cluster;\n\tbarrier.cluster.arrive.relaxed.aligned;\n\t"
-        "barrier.cluster.wait.aligned;\n\tmov.u32 $0, 0;\n\t}",
-        "=r,r",
-        [dep],
-        dtype=tl.int32,
-        is_pure=False,
-        pack=1,
-    )
+def _cluster_meet(dep, PTX: tl.constexpr):
+    """Every thread of every CTA of the cluster passes here before any goes on (``PTX``: :data:`MEET_PTX` or
+    :data:`ONE_FENCE_PTX`); returns 0, to be added to what must come after it."""
+    return tl.inline_asm_elementwise(PTX, "=r,r", [dep], dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
@@ -96,9 +83,9 @@ def _row_total(part_ptr, row, rank, partial, C: tl.constexpr, ONE_FENCE: tl.cons
     tl.store(part_ptr + row * C + rank, partial)
     if ONE_FENCE:
         tl.debug_barrier()
-        dep = _cluster_meet_one_fence(rank)
+        dep = _cluster_meet(rank, ONE_FENCE_PTX)
     else:
-        dep = _cluster_meet(rank)
+        dep = _cluster_meet(rank, MEET_PTX)
     parts = tl.load(part_ptr + row * C + tl.arange(0, C) + dep, cache_modifier=".cg")
     return tl.sum(parts, axis=0)
 
