@@ -219,38 +219,35 @@ def looped_candidates(inputs: dict, outs: tuple) -> dict:
     return fns
 
 
-def parts_candidates(inputs: dict, outs: tuple) -> dict:
-    """``--set parts``: rmsnorm's one-row cluster kernel taken apart in two layouts: as raced (``meet``), launched
-    as clusters without its meeting (``nomeet``), and as plain CTAs without it (``nomeet plain``)."""
+def one_row_variants(inputs: dict, outs: tuple, layouts: tuple, variants: tuple) -> dict:
+    """rmsnorm's one-row cluster kernel at each (C, warps) of ``layouts`` (where a thread holds at most 128 elements),
+    in each of ``variants``: (label, meet, one fence), named ``cluster cC wW LABEL``."""
     x = inputs["x"]
     rows, n = x.shape
     parts = torch.empty(rows * 16, device=x.device, dtype=torch.float32)
     args = (x, inputs["weight"], outs[0], parts, n, float(inputs.get("eps", 1e-6)))
     fns = {}
-    for c, wp in ((8, 8), (16, 4), (8, 4)):
+    for c, wp in layouts:
         if triton.cdiv(n, c) // (32 * wp) > 128:
             continue
-        for label, meet in (("meet", True), ("nomeet", False), ("nomeet plain", False)):
+        for label, meet, one in variants:
             name = f"cluster c{c} w{wp} {label}"
-            fns[name] = cluster_call(_rmsnorm_cluster_kernel, args, rows, n, c, wp, name, meet=meet)
+            fns[name] = cluster_call(_rmsnorm_cluster_kernel, args, rows, n, c, wp, name, meet=meet, one_fence=one)
     return fns
+
+
+def parts_candidates(inputs: dict, outs: tuple) -> dict:
+    """``--set parts``: rmsnorm's one-row cluster kernel taken apart in three layouts: as raced (``meet``), launched
+    as clusters without its meeting (``nomeet``), and as plain CTAs without it (``nomeet plain``)."""
+    variants = (("meet", True, False), ("nomeet", False, False), ("nomeet plain", False, False))
+    return one_row_variants(inputs, outs, ((8, 8), (16, 4), (8, 4)), variants)
 
 
 def fence_candidates(inputs: dict, outs: tuple) -> dict:
     """``--set fence``: rmsnorm's one-row cluster kernel with its meeting as raced (a release fence in every thread's
     arrive) and with one fence a CTA (``one fence``), beside it without the meeting (``nomeet``, not checked)."""
-    x = inputs["x"]
-    rows, n = x.shape
-    parts = torch.empty(rows * 16, device=x.device, dtype=torch.float32)
-    args = (x, inputs["weight"], outs[0], parts, n, float(inputs.get("eps", 1e-6)))
-    fns = {}
-    for c, wp in ((16, 4), (8, 8), (8, 4)):
-        if triton.cdiv(n, c) // (32 * wp) > 128:
-            continue
-        for label, meet, one in (("meet", True, False), ("one fence", True, True), ("nomeet", False, False)):
-            name = f"cluster c{c} w{wp} {label}"
-            fns[name] = cluster_call(_rmsnorm_cluster_kernel, args, rows, n, c, wp, name, meet=meet, one_fence=one)
-    return fns
+    variants = (("meet", True, False), ("one fence", True, True), ("nomeet", False, False))
+    return one_row_variants(inputs, outs, ((16, 4), (8, 8), (8, 4)), variants)
 
 
 def candidates(family: str, inputs: dict, outs: tuple, kind: str = "one-row") -> dict:
