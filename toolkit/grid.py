@@ -261,13 +261,18 @@ def _highest_floor(g: pd.DataFrame, roof: pd.Series | None = None) -> pd.Series 
     return fastest.loc[pd.to_numeric(fastest["gpu_time_us"]).idxmax()]
 
 
+def _no_time_passed(rows: pd.DataFrame) -> pd.Series:
+    """Per row: the case passed but its time is no time (zero, negative, infinite: :func:`_is_time`); a missing time
+    (NaN) is not one of these."""
+    return rows["ok"].astype(bool) & pd.to_numeric(rows["gpu_time_us"], errors="coerce").notna() & ~_timed(rows)
+
+
 def _no_valid_time(g: pd.DataFrame) -> str:
     """The why column's words for the cases of a point that passed with a time that is none (zero, negative,
     infinite; :func:`_is_time`), each with it: they are left out of every best, and a reader must know a faster
     version, peer or yardstick may hide behind them; "" where there is none. A missing time (NaN) is not named
     here: a failed case has none, and the words for it (its note) are said where it matters."""
-    t = pd.to_numeric(g["gpu_time_us"], errors="coerce")
-    bad = g[g["ok"].astype(bool) & t.notna() & ~_timed(g)]
+    bad = g[_no_time_passed(g)]
     if bad.empty:
         return ""
     said = ", ".join(f"{p} ({float(us):g} µs)" for p, us in zip(bad["provider"], bad["gpu_time_us"]))
@@ -548,10 +553,7 @@ def timed_unlike(a: pd.Series | None, b: pd.Series | None) -> str:
     if ta == tb:
         return ""
 
-    def say(case: pd.Series, t: str | None) -> str:
-        return f"{case['provider']} timed {t}" if t else f"{case['provider']} from a run that recorded no timing mode"
-
-    return f"{say(a, ta)}, {say(b, tb)}"
+    return f"{a['provider']} {_timed_words(ta)}, {b['provider']} {_timed_words(tb)}"
 
 
 def unlike_ceiling(case: pd.Series) -> str:
@@ -562,7 +564,7 @@ def unlike_ceiling(case: pd.Series) -> str:
     mode = case.get("timing_mode")
     if mode == "cold":
         return ""
-    how = f"timed {mode}" if isinstance(mode, str) and mode else "from a run that recorded no timing mode"
+    how = _timed_words(mode if isinstance(mode, str) and mode else None)
     return f"{case['provider']} {how}, the copy ceiling it is a % of timed cold"
 
 
@@ -633,6 +635,7 @@ def _pair_timing(kp: pd.Series | None, peer: pd.Series | None) -> object:
 
 
 def _timed_words(timing: object) -> str:
+    """How a case was timed, in the why column's words (``timing``: :func:`kprof.diff.timed_as`'s name, or None)."""
     return f"timed {timing}" if timing is not None else "from a run that recorded no timing mode"
 
 
@@ -776,18 +779,14 @@ def grid_table(
         else:
             why = ""
         if unlike and v != "not measured":
-            said = _why_timed_unlike(unlike)
-            why = f"{said}; {why}" if why else said
+            why = _joined(_why_timed_unlike(unlike), why)
         elif v == "uncertain" and not disagree:
             machine = (drift, twins, slowed)
-            reason = _why_uncertain(ratio, _nanmax(within, between), floor, max(len(per_run), 1), machine)
-            why = f"{reason}; {why}" if why else reason
+            why = _joined(_why_uncertain(ratio, _nanmax(within, between), floor, max(len(per_run), 1), machine), why)
         if disagree:
             runs = "the runs disagree: " + ", ".join(f"{r:.3f} ({pv}) in {run}" for run, (r, pv) in per_run.items())
-            why = f"{runs}; {why}" if why else runs
-        if left_runs:  # runs whose ratio is none, or of another timing than the point's: not pooled, said
-            said = "; ".join(left_runs)
-            why = f"{why}; {said}" if why else said
+            why = _joined(runs, why)
+        why = _joined(why, *left_runs)  # runs whose ratio is none, or of another timing than the point's: said
         # a caller pays the host time of what it launches: the ops API's version where the run has it
         launched = disp if disp is not None and not math.isnan(_number(disp.get("host_time_us"))) else kp
         host, graph_host = (
@@ -796,14 +795,10 @@ def grid_table(
         launched_us = float(launched["gpu_time_us"]) if launched is not None else math.nan
         host_bound = host > launched_us
         if host_bound:
-            note = host_bound_note(host, launched_us, graph_host, str(launched["provider"]))
-            why = f"{why}; {note}" if why else note
-        silent = _silent_peers(g) if v in ("win", "tie", "uncertain", "no peer") else ""
-        if silent:  # a win is over the peers that gave a time: say which did not, and why
-            why = f"{why}; {silent}" if why else silent
-        invalid = _no_valid_time(g)
-        if invalid:
-            why = f"{why}; {invalid}" if why else invalid
+            why = _joined(why, host_bound_note(host, launched_us, graph_host, str(launched["provider"])))
+        if v in ("win", "tie", "uncertain", "no peer"):  # a win is over the peers that gave a time: say which did not
+            why = _joined(why, _silent_peers(g))
+        why = _joined(why, _no_valid_time(g))
         dispatch_silent = bool(dispatch) and dispatch in ran and disp is None
         prepared_silent = bool(prepared_op) and prepared_op in ran and held is None
         for gap, provider, role in (
@@ -811,8 +806,7 @@ def grid_table(
             (prepared_silent, prepared_op, "the prepared object"),
         ):
             if gap:
-                said = _silent_op(g, str(provider), role)
-                why = f"{why}; {said}" if why else said
+                why = _joined(why, _silent_op(g, str(provider), role))
         dispatch_ratio, dispatch_spread = _dispatch_vs_best(disp, plain, twins[0])
         prepared_ratio, prepared_spread = _dispatch_vs_best(held, kp, twins[0])
         for op_spread, (op, best), role in (
@@ -820,8 +814,9 @@ def grid_table(
             (prepared_spread, (held, kp), "the prepared object"),
         ):
             if op_spread == math.inf:
-                said = _why_timed_unlike(timed_unlike(op, best), f"{role}'s ratio to the best version is not")
-                why = f"{why}; {said}" if why else said
+                why = _joined(
+                    why, _why_timed_unlike(timed_unlike(op, best), f"{role}'s ratio to the best version is not")
+                )
         if cut_versions:  # the best version may be one that did not run: neither is judged against it
             dispatch_ratio = dispatch_spread = prepared_ratio = prepared_spread = math.nan
         held_host, held_gpu = (
@@ -995,13 +990,18 @@ def _silent_peers(g: pd.DataFrame) -> str:
     """The peers whose cases at this point gave no time (an error, a refusal, out of memory), each with its note's
     start; "" where every peer that ran gave one. A peer whose time is no time is named by :func:`_no_valid_time`."""
     peers = g[g["kind"].isin(PEER_KINDS)]
-    invalid = set(peers.loc[pd.to_numeric(peers["gpu_time_us"], errors="coerce").notna() & ~_timed(peers), "provider"])
+    invalid = set(peers.loc[_no_time_passed(peers), "provider"])
     said = []
     for provider, rows in peers.groupby("provider", sort=True):
         if _best(rows) is None and provider not in invalid:
             note = _first_note(rows)
             said.append(f"{provider} ({note[:80]})" if note else str(provider))
     return f"no time from peer(s) here: {', '.join(said)}" if said else ""
+
+
+def _joined(*said: str) -> str:
+    """The why column's parts that say something, in order, joined by "; "."""
+    return "; ".join(part for part in said if part)
 
 
 def _first_note(rows: pd.DataFrame) -> str:

@@ -289,3 +289,19 @@ def test_the_summary_says_each_timing_mode_of_the_table_not_the_first_rows():
     none = _timed(m, tuple(m["provider"]), "no declared mode")
     text = render(grid_table(none), ["r"], "rmsnorm")
     assert "no declared timing mode" in text and "`cold`" not in text
+
+
+def test_a_peer_that_failed_with_a_stored_time_is_said_as_silent():
+    """A peer case that failed its check keeps the time it was given, but it is no time of a peer: the point's why
+    names the peer with its note, as for a peer that gave none (not left out as a time that is no time)."""
+    rng = np.random.default_rng()
+    m = _metrics(rng, {MATRIX_POINT: {"triton_a": float(rng.uniform(50, 100)), "torch_compile": 40.0}}).assign(
+        note=None
+    )
+    failed = m["provider"] == "torch_compile"
+    m.loc[failed, "ok"] = False
+    m.loc[failed, "note"] = "wrong result: max error 3.1e-01"
+    row = grid_table(m).iloc[0]
+    assert row["best_peer"] is None
+    assert "no time from peer(s) here: torch_compile (wrong result: max error 3.1e-01)" in row["why"]
+    assert "no valid time" not in row["why"]
