@@ -601,11 +601,11 @@ def _between_runs(
         peer_r = _best(r[r["kind"].isin(PEER_KINDS)])
         if kp_r is None or peer_r is None:
             continue
-        unlike = timed_unlike(kp_r, peer_r)
-        if unlike:
+        timing = _pair_timing(kp_r, peer_r)
+        if timing is _UNLIKE:
+            unlike = timed_unlike(kp_r, peer_r)
             left.append(f"run {run} left out of the runs' ratios: {unlike}, so it has none (time its sides alike)")
             continue
-        timing = _pair_timing(kp_r, peer_r)
         if point is not _ANY_TIMING and timing != point:
             if point is not _UNLIKE:  # where the point's own two are unlike, its why says so already
                 left.append(
@@ -627,11 +627,10 @@ def _pair_timing(kp: pd.Series | None, peer: pd.Series | None) -> object:
     declared); ``_ANY_TIMING`` where a case is missing, ``_UNLIKE`` where the two were timed unlike."""
     if kp is None or peer is None:
         return _ANY_TIMING
-    if timed_unlike(kp, peer):
-        return _UNLIKE
     from kprof.diff import timed_as  # imports scipy: only where a point has two cases to compare
 
-    return timed_as(kp)
+    timing = timed_as(kp)
+    return timing if timing == timed_as(peer) else _UNLIKE
 
 
 def _timed_words(timing: object) -> str:
