@@ -831,8 +831,8 @@ def diff(
         bool,
         typer.Option(
             "--fail-on-regression",
-            help="Exit 1 when any case is SLOWER, a case correct in A is not correct in B, a case A never had wrong "
-            "fails in B, or run B is unfinished and never measured cases of A.",
+            help="Exit 1 when any case is SLOWER, a case correct in A is not correct in B or was skipped there, a "
+            "case A never had wrong fails in B, or run B is unfinished and never measured cases of A.",
         ),
     ] = False,
     fmt: Annotated[
@@ -860,6 +860,7 @@ def diff(
     rule = d.DiffRule(threshold=threshold, alpha=alpha)
     broken: list[str] = []
     new_failures: list[str] = []
+    unchecked: list[str] = []
     unmeasured = ""
     if Path(a).is_file() and Path(b).is_file():
         counts = v.diff_files(a, b, fmt, rule, markdown, json_out, console)
@@ -870,8 +871,9 @@ def diff(
             RunStore(store, create=False), a, b, rule, samples, markdown, json_out, console, err_console
         )
         counts, broken, unmeasured, new_failures = res.counts, res.broken, res.unmeasured, res.new_failures
+        unchecked = res.unchecked_in_b
     console.print(", ".join(f"{counts.get(x, 0)} {x.lower()}" for x in d.VERDICTS) + f"  ({rule.describe()})")
-    message = v.fail_message(counts, broken, unmeasured, new_failures)
+    message = v.fail_message(counts, broken, unmeasured, new_failures, unchecked)
     if fail_on_regression and message:
         err_console.print(f"[bold red]{for_terminal(message)}[/bold red]")
         raise typer.Exit(1)

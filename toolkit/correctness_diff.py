@@ -13,7 +13,9 @@ Per case present in both runs (matched on family, provider, shape, dtype):
 * **NOT-CHECKED**: skipped on a side (with its reason); a skip is neither a pass nor a failure.
 
 Cases wrong or raising in B that A never had wrong (new in B, or skipped in A) are listed apart
-(:func:`new_failures`): ``--fail-on-regression`` exits 1 on them too.
+(:func:`new_failures`): ``--fail-on-regression`` exits 1 on them too. So are cases correct in A that B skipped
+(:func:`unchecked_in_b`, B's reason given): a version B could no longer compile or run reads as skipped there, and a
+gate that passed on it would vouch for code nobody checked.
 
 Needs no timings, so two CPU interpreter runs get verdicts on what they measured.
 """
@@ -63,6 +65,8 @@ def _num(v: object) -> float:
 
 def judge(status_a: str, status_b: str, err_a: float, err_b: float, tol: float) -> tuple[str, str]:
     """Verdict and reason for one case."""
+    if status_a == "ok" and status_b == "skipped":
+        return "NOT-CHECKED", "correct in A, skipped in B"
     if status_a == "skipped" or status_b == "skipped":
         side = "A" if status_a == "skipped" else "B"
         return "NOT-CHECKED", f"skipped in {side}"
@@ -100,7 +104,7 @@ def diff_correctness(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> pd.Dat
         tol = _tolerance(r["family"], r["dtype"], r["note_b"] if isinstance(r["note_b"], str) else r["note_a"])
         ea, eb = _num(r["max_rel_err_a"]), _num(r["max_rel_err_b"])
         verdict, why = judge(str(r["status_a"]), str(r["status_b"]), ea, eb, tol)
-        if verdict in ("BROKEN", "STILL-BROKEN") and isinstance(r["note_b"], str) and r["note_b"]:
+        if (verdict in ("BROKEN", "STILL-BROKEN") or _lost(r["status_a"], r["status_b"])) and _said(r["note_b"]):
             why += f": {r['note_b'][:120]}"
         rows.append(
             {
@@ -123,6 +127,26 @@ def diff_correctness(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> pd.Dat
         .drop(columns="_o")
         .reset_index(drop=True)
     )
+
+
+def _lost(status_a: object, status_b: object) -> bool:
+    """Correct in A, skipped in B: B's check of a case A passed is missing."""
+    return str(status_a) == "ok" and str(status_b) == "skipped"
+
+
+def _said(note: object) -> bool:
+    return isinstance(note, str) and bool(note.strip())
+
+
+def unchecked_in_b(table: pd.DataFrame) -> list[str]:
+    """Cases of :func:`diff_correctness`'s ``table`` correct in A and skipped in B, each as ``case (why)``. The
+    skip is B's own (a configuration that no longer compiles, a provider that now declines the shape) or the runs'
+    different environments (a GPU run against an interpreter run): either way B did not check what A passed, so a
+    gate between them has nothing to pass on for these."""
+    if table.empty:
+        return []
+    lost = table[[_lost(a, b) for a, b in zip(table["status_a"], table["status_b"])]]
+    return [f"{r.case} ({r.why})" for r in lost.itertuples()]
 
 
 def new_failures(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> list[str]:

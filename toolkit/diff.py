@@ -669,6 +669,11 @@ class DiffResult:
         return list(self.correctness.loc[self.correctness["verdict"] == "BROKEN", "case"])
 
     @property
+    def unchecked_in_b(self) -> list[str]:
+        """Cases correct in A that B skipped, each with B's reason: ``--fail-on-regression`` cannot pass them."""
+        return correctness_diff.unchecked_in_b(self.correctness)
+
+    @property
     def not_compared(self) -> str:
         """How many cases one run measured and the other did not, and how many correct in both were timed in one
         only, with the first few ("" where none): no timing verdict above says anything of them."""
@@ -867,6 +872,8 @@ def to_markdown(res: DiffResult) -> str:
         lines.append(f"- **correctness regressions** (correct in A, not in B): {', '.join(res.broken)}")
     if res.new_failures:
         lines.append(f"- **wrong in B, never wrong in A** (new in B or skipped in A): {', '.join(res.new_failures)}")
+    if res.unchecked_in_b:
+        lines.append(f"- **correct in A, not checked in B** (skipped there): {', '.join(res.unchecked_in_b)}")
     if res.not_compared:
         lines.append(f"- **not compared**: {res.not_compared.removeprefix('not compared: ')}")
     for w in res.warnings:
@@ -930,6 +937,7 @@ def to_json(res: DiffResult) -> dict:
         "correctness_counts": res.correctness_counts,
         "correctness_regressions": res.broken,
         "new_failures": res.new_failures,
+        "unchecked_in_b": res.unchecked_in_b,
         "warnings": res.warnings,
         "only_in_a": res.only_in_a,
         "only_in_b": res.only_in_b,

@@ -170,6 +170,8 @@ def diff_stored(
         err_console.print(f"[red]correctness regression:[/red] {for_terminal(case)} is correct in A and not in B")
     for case in res.new_failures:
         err_console.print(f"[red]wrong in B:[/red] {for_terminal(case)} fails in B and was never wrong in A")
+    for case in res.unchecked_in_b:
+        err_console.print(f"[red]not checked in B:[/red] {for_terminal(case)}")
     if markdown:
         markdown.write_text(d.to_markdown(res))
     if json_out:
@@ -229,16 +231,25 @@ def noise(store: Any, refs: list[str], kind: str, json_out: Path | None, console
 
 
 def fail_message(
-    counts: dict[str, int], broken: list[str], unmeasured: str = "", new_failures: Sequence[str] = ()
+    counts: dict[str, int],
+    broken: list[str],
+    unmeasured: str = "",
+    new_failures: Sequence[str] = (),
+    unchecked: Sequence[str] = (),
 ) -> str:
     """The line ``--fail-on-regression`` prints when it fails ("" when it passes), naming each cause for what it is:
     a regression (cases SLOWER, correctness regressions), cases wrong in B that A never had wrong (a version added
-    wrong), or a run B that cannot clear cases it never measured (``DiffResult.unmeasured``). An unfinished B is not
-    a regression: called one, the line sent readers after a slowdown that was never measured."""
+    wrong), cases correct in A that B skipped (``DiffResult.unchecked_in_b``: B checked nothing to pass), or a run B
+    that cannot clear cases it never measured (``DiffResult.unmeasured``). An unfinished B is not a regression:
+    called one, the line sent readers after a slowdown that was never measured."""
     found = fail_reasons(counts, broken)
     parts = [f"regression: {'; '.join(found)}"] if found else []
     if new_failures:
         parts.append(f"wrong in B: {len(new_failures)} case(s) new in B or skipped in A (first: {new_failures[0]})")
+    if unchecked:
+        parts.append(
+            f"not checked in B: {len(unchecked)} case(s) correct in A were skipped in B (first: {unchecked[0]})"
+        )
     if unmeasured:
         parts.append(f"not cleared: {unmeasured}")  # what B never measured, it cannot pass
     return f"kprof diff: {'; '.join(parts)}" if parts else ""

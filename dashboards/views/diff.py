@@ -96,4 +96,6 @@ def render() -> None:
         st.error(f"{case}: correct in A, not in B")
     for case in getattr(res, "new_failures", []):  # kprof diff --fail-on-regression fails on these too
         st.error(f"{case}: wrong in B, never wrong in A (new in B, or skipped in A)")
+    for case in getattr(res, "unchecked_in_b", []):  # correct in A, skipped in B: the gate fails on these too
+        st.error(f"{case}: B did not check it")
     st.caption(res.rule.describe() + ". Same code as `kprof diff`. B / A above 1: B is slower.")

@@ -312,6 +312,42 @@ def test_a_case_wrong_in_both_runs_is_not_new_in_b(tmp_path):
     assert kprof_cli("diff", *runs, "--store", str(tmp_path / "s.db"), "--fail-on-regression").returncode == 0
 
 
+def test_a_case_correct_in_a_and_skipped_in_b_fails_the_gate(tmp_path):
+    """B's revision broke the compilation of a version A ran correct: the runner records such a case as skipped with
+    its reason, so it was NOT-CHECKED, in no list the gate reads, and --fail-on-regression exited 0 on a version B
+    never checked. Now the gate fails naming the case and B's reason. A case skipped in both runs, or skipped in A
+    and correct in B, does not fail it."""
+    rng = np.random.default_rng(24)
+    skip = {"status": "skipped", "ok": False}
+    st = RunStore(tmp_path / "s.db")
+    a = st.begin_run(record(mode="gpu", device={"name": H100}))
+    b = st.begin_run(record(mode="gpu", device={"name": H100}))
+    for run, cases in (
+        (a, [("triton_tuned", {}), ("triton_new", {}), ("liger", skip), ("triton_later", skip)]),
+        (b, [("triton_tuned", {}), ("triton_new", skip), ("liger", skip), ("triton_later", {})]),
+    ):
+        for i, (prov, extra) in enumerate(cases):
+            note = {"note": f"{prov} could not compile: out of shared memory"} if extra else {}
+            samples = {} if extra else {"gpu": _samples_ms(20.0, rng)}
+            st.add_case(run, i, _case_row(prov, **COLD, **extra, **note), samples)
+        st.finish_run(run, "complete")
+    st.close()
+    res = diff_runs(RunStore(tmp_path / "s.db", create=False), a, b)
+    assert res.unchecked_in_b == [
+        "rmsnorm/triton_new/64x4096/bf16 (correct in A, skipped in B: "
+        "triton_new could not compile: out of shared memory)"
+    ]
+    assert res.broken == [] and res.new_failures == [] and res.counts["SLOWER"] == 0  # nothing else fails the gate
+    store = str(tmp_path / "s.db")
+    cli = kprof_cli("diff", a, b, "--store", store, "--fail-on-regression", "--markdown", str(tmp_path / "d.md"))
+    assert cli.returncode == 1, cli.stdout + cli.stderr
+    assert "not checked in B: 1 case(s) correct in A were skipped in B" in cli.stderr and "regression" not in cli.stderr
+    assert "could not compile" in (tmp_path / "d.md").read_text()
+    assert kprof_cli("diff", a, b, "--store", store).returncode == 0  # reported; fails only when asked
+    back = kprof_cli("diff", b, a, "--store", store, "--fail-on-regression")  # read the other way: triton_later
+    assert back.returncode == 1 and "triton_later" in back.stderr and "triton_new" not in back.stderr, back.stderr
+
+
 # ---------------------------------------------------------------------------------------------- traces
 def test_a_group_that_happens_to_match_between_two_captures_is_not_called_same():
     """Two captures of different sessions: a rarely launched small kernel read the same (quantised) durations in
