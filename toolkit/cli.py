@@ -562,7 +562,8 @@ def grid(
     import pandas as pd
 
     from kprof import variance  # imports scipy: the run-to-run floor of points under 10 us
-    from kprof.grid import OTHER_CODE, grid_table, kernel_times, render
+    from kprof.grid import OTHER_CODE, grid_table, kernel_times
+    from kprof.grid_render import render
     from kprof.safe_text import no_control
     from kprof.store import RunPlan, RunStore
 

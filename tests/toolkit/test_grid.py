@@ -18,20 +18,17 @@ import pandas as pd
 import pytest
 import yaml
 
-from kprof import cli, grid, launch_table
+from kprof import cli, grid, grid_render, launch_table
 from kprof.errors import KprofError
 from kprof.grid import (
     MIB,
     CopyTarget,
-    GridSummary,
     GridTargets,
     RooflineTarget,
     grid_table,
-    render,
-    summarize,
-    target_counts,
     verdict,
 )
+from kprof.grid_render import GridSummary, render, summarize, target_counts
 from kprof.kernels import discover
 
 FAMILIES = discover()
@@ -1240,9 +1237,9 @@ def test_a_best_version_that_takes_longer_to_launch_than_to_run_is_called_host_b
     said = f"host-bound: triton_a takes {host:.1f} µs of host time per call against {gpu:.1f} µs on the GPU"
     assert f"{said}; {graph:.1f} µs" in why
     assert "host-bound" not in table.loc["8192x4096x14336", "why"]
-    text = grid.render(table.reset_index(), ["r"], "fam")
+    text = grid_render.render(table.reset_index(), ["r"], "fam")
     assert f"Host: at 1 of 3 points the best kprof version's host time per call ({host:.1f} µs)" in text
-    assert "Host:" not in grid.render(grid_table(m.assign(host_time_us=np.nan)), ["r"], "fam")
+    assert "Host:" not in grid_render.render(grid_table(m.assign(host_time_us=np.nan)), ["r"], "fam")
 
 
 @pytest.mark.parametrize("ops_host_bound", [True, False])
@@ -1259,7 +1256,7 @@ def test_host_bound_is_judged_on_what_the_ops_api_launches(ops_host_bound):
     assert row["best_kprof"] == "triton_a" and row["host_provider"] == "triton_b"
     assert bool(row["host_bound"]) is ops_host_bound
     assert ("host-bound: triton_b takes" in row["why"]) is ops_host_bound
-    text = grid.render(grid_table(m, dispatch="triton_b"), ["r"], "fam", dispatch="triton_b")
+    text = grid_render.render(grid_table(m, dispatch="triton_b"), ["r"], "fam", dispatch="triton_b")
     assert ("the ops API's version's (`triton_b`" in text) is ops_host_bound
     alone = grid_table(m[m["provider"] != "triton_b"], dispatch="triton_b").iloc[0]  # the run lacks the dispatch
     assert alone["host_provider"] == "triton_a" and bool(alone["host_bound"]) is not ops_host_bound
@@ -1278,7 +1275,7 @@ def test_a_dispatch_just_past_the_band_is_judged_against_the_cases_spread(noise,
     table = grid_table(_metrics(rng, points, noise=noise), dispatch="triton_a")
     row = table.set_index("shape").loc["8192x4096"]
     assert row["dispatch_vs_best"] == pytest.approx(1.025) and row["dispatch_spread"] == pytest.approx(noise)
-    within, beyond, unjudged = grid.dispatch_counts(table)
+    within, beyond, unjudged = grid_render.dispatch_counts(table)
     assert within == 1 and (beyond, unjudged) == ((1, 0) if expect == "beyond" else (0, 1))
     text = render(table, ["r"], "rmsnorm", dispatch="triton_a")
     assert "within 1.02 x the best kprof version at 1 of 2 points" in text

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from kprof.diff import timed_as
-from kprof.grid import GridTargets, RooflineTarget, dispatch_counts, grid_table, render, summarize
+from kprof.grid import GridTargets, RooflineTarget, grid_table
+from kprof.grid_render import dispatch_counts, render, summarize
 from tests.toolkit.test_grid import _metrics
 
 # one class for every shape: a version at 1.2x cuBLAS meets it, so a point judged alike reads "met"

@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from kprof.diff import timed_as
-from kprof.grid import MIB, REACH, CopyTarget, GridTargets, RooflineTarget, floor_reach, grid_table, render, summarize
+from kprof.grid import MIB, REACH, CopyTarget, GridTargets, RooflineTarget, floor_reach, grid_table
+from kprof.grid_render import render, summarize
 from tests.toolkit.test_grid import KASMINA, _grid_of_stored_runs, _metrics
 from tests.toolkit.test_grid_trust import MATRIX_POINT, TIMINGS, _timed
 
