@@ -13,9 +13,10 @@ Per case present in both runs (matched on family, provider, shape, dtype):
 * **NOT-CHECKED**: skipped on a side (with its reason); a skip is neither a pass nor a failure.
 
 Cases wrong or raising in B that A never had wrong (new in B, or skipped in A) are listed apart
-(:func:`new_failures`): ``--fail-on-regression`` exits 1 on them too. So are cases correct in A that B skipped
-(:func:`unchecked_in_b`, B's reason given): a version B could no longer compile or run reads as skipped there, and a
-gate that passed on it would vouch for code nobody checked.
+(:func:`new_failures`): ``--fail-on-regression`` exits 1 on them too. So are kprof's own versions correct in A that
+B skipped (:func:`unchecked_in_b`, B's reason given): a version B could no longer compile or run reads as skipped
+there, and a gate that passed on it would vouch for code nobody checked. A peer B skipped (Liger not installed
+there) is no code under test and does not fail it.
 
 Needs no timings, so two CPU interpreter runs get verdicts on what they measured.
 """
@@ -94,8 +95,19 @@ def judge(status_a: str, status_b: str, err_a: float, err_b: float, tol: float) 
 
 def diff_correctness(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> pd.DataFrame:
     """One row per case in both runs: statuses, relative errors, tolerance, verdict, why; worst first."""
-    cols = [*MATCH_KEYS, "case", "status_a", "status_b", "rel_err_a", "rel_err_b", "tolerance", "verdict", "why"]
-    keep = [*MATCH_KEYS, "case", "status", "max_rel_err", "note"]
+    cols = [
+        *MATCH_KEYS,
+        "case",
+        "kind",
+        "status_a",
+        "status_b",
+        "rel_err_a",
+        "rel_err_b",
+        "tolerance",
+        "verdict",
+        "why",
+    ]
+    keep = [*MATCH_KEYS, "case", "status", "max_rel_err", "note", "kind"]
     a = metrics_a.reindex(columns=keep)
     b = metrics_b.reindex(columns=keep)
     both = a.merge(b, on=list(MATCH_KEYS), suffixes=("_a", "_b"))
@@ -110,6 +122,7 @@ def diff_correctness(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> pd.Dat
             {
                 **{k: r[k] for k in MATCH_KEYS},
                 "case": r["case_b"],
+                "kind": r["kind_b"] if isinstance(r["kind_b"], str) else r["kind_a"],
                 "status_a": r["status_a"],
                 "status_b": r["status_b"],
                 "rel_err_a": ea,
@@ -139,13 +152,14 @@ def _said(note: object) -> bool:
 
 
 def unchecked_in_b(table: pd.DataFrame) -> list[str]:
-    """Cases of :func:`diff_correctness`'s ``table`` correct in A and skipped in B, each as ``case (why)``. The
-    skip is B's own (a configuration that no longer compiles, a provider that now declines the shape) or the runs'
-    different environments (a GPU run against an interpreter run): either way B did not check what A passed, so a
-    gate between them has nothing to pass on for these."""
+    """kprof's own versions (kind ``triton``, or of no recorded kind) in :func:`diff_correctness`'s ``table`` correct
+    in A and skipped in B, each as ``case (why)``. The skip is B's own (a configuration that no longer compiles, a
+    version that now declines the shape) or the runs' different environments (a GPU run against an interpreter run):
+    either way B did not check what A passed, so a gate between them has nothing to pass on for these."""
     if table.empty:
         return []
-    lost = table[[_lost(a, b) for a, b in zip(table["status_a"], table["status_b"])]]
+    ours = table["kind"].isna() | (table["kind"] == "triton")
+    lost = table[ours & (table["status_a"].astype(str) == "ok") & (table["status_b"].astype(str) == "skipped")]
     return [f"{r.case} ({r.why})" for r in lost.itertuples()]
 
 

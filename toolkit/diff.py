@@ -670,7 +670,8 @@ class DiffResult:
 
     @property
     def unchecked_in_b(self) -> list[str]:
-        """Cases correct in A that B skipped, each with B's reason: ``--fail-on-regression`` cannot pass them."""
+        """kprof's own versions correct in A that B skipped (a peer B skipped is no code under test), each with B's
+        reason: ``--fail-on-regression`` cannot pass them."""
         return correctness_diff.unchecked_in_b(self.correctness)
 
     @property

@@ -239,16 +239,17 @@ def fail_message(
 ) -> str:
     """The line ``--fail-on-regression`` prints when it fails ("" when it passes), naming each cause for what it is:
     a regression (cases SLOWER, correctness regressions), cases wrong in B that A never had wrong (a version added
-    wrong), cases correct in A that B skipped (``DiffResult.unchecked_in_b``: B checked nothing to pass), or a run B
-    that cannot clear cases it never measured (``DiffResult.unmeasured``). An unfinished B is not a regression:
-    called one, the line sent readers after a slowdown that was never measured."""
+    wrong), kprof's versions correct in A that B skipped (``DiffResult.unchecked_in_b``: B checked nothing to
+    pass), or a run B that cannot clear cases it never measured (``DiffResult.unmeasured``). An unfinished B is not
+    a regression: called one, the line sent readers after a slowdown that was never measured."""
     found = fail_reasons(counts, broken)
     parts = [f"regression: {'; '.join(found)}"] if found else []
     if new_failures:
         parts.append(f"wrong in B: {len(new_failures)} case(s) new in B or skipped in A (first: {new_failures[0]})")
     if unchecked:
         parts.append(
-            f"not checked in B: {len(unchecked)} case(s) correct in A were skipped in B (first: {unchecked[0]})"
+            f"not checked in B: {len(unchecked)} case(s) of kprof's versions correct in A were skipped in B "
+            f"(first: {unchecked[0]})"
         )
     if unmeasured:
         parts.append(f"not cleared: {unmeasured}")  # what B never measured, it cannot pass

@@ -315,21 +315,32 @@ def test_a_case_wrong_in_both_runs_is_not_new_in_b(tmp_path):
 def test_a_case_correct_in_a_and_skipped_in_b_fails_the_gate(tmp_path):
     """B's revision broke the compilation of a version A ran correct: the runner records such a case as skipped with
     its reason, so it was NOT-CHECKED, in no list the gate reads, and --fail-on-regression exited 0 on a version B
-    never checked. Now the gate fails naming the case and B's reason. A case skipped in both runs, or skipped in A
-    and correct in B, does not fail it."""
+    never checked. Now the gate fails naming the case and B's reason. A case skipped in both runs, skipped in A and
+    correct in B, or a peer (no code under test) correct in A and skipped in B does not fail it."""
     rng = np.random.default_rng(24)
     skip = {"status": "skipped", "ok": False}
     st = RunStore(tmp_path / "s.db")
     a = st.begin_run(record(mode="gpu", device={"name": H100}))
     b = st.begin_run(record(mode="gpu", device={"name": H100}))
+    kinds = {"liger": "library", "torch_compile": "compile"}
     for run, cases in (
-        (a, [("triton_tuned", {}), ("triton_new", {}), ("liger", skip), ("triton_later", skip)]),
-        (b, [("triton_tuned", {}), ("triton_new", skip), ("liger", skip), ("triton_later", {})]),
+        (a, [("triton_tuned", {}), ("triton_new", {}), ("liger", skip), ("triton_later", skip), ("torch_compile", {})]),
+        (
+            b,
+            [
+                ("triton_tuned", {}),
+                ("triton_new", skip),
+                ("liger", skip),
+                ("triton_later", {}),
+                ("torch_compile", skip),
+            ],
+        ),
     ):
         for i, (prov, extra) in enumerate(cases):
             note = {"note": f"{prov} could not compile: out of shared memory"} if extra else {}
             samples = {} if extra else {"gpu": _samples_ms(20.0, rng)}
-            st.add_case(run, i, _case_row(prov, **COLD, **extra, **note), samples)
+            kind = {"kind": kinds.get(prov, "triton")}
+            st.add_case(run, i, _case_row(prov, **COLD, **extra, **note, **kind), samples)
         st.finish_run(run, "complete")
     st.close()
     res = diff_runs(RunStore(tmp_path / "s.db", create=False), a, b)
@@ -341,7 +352,10 @@ def test_a_case_correct_in_a_and_skipped_in_b_fails_the_gate(tmp_path):
     store = str(tmp_path / "s.db")
     cli = kprof_cli("diff", a, b, "--store", store, "--fail-on-regression", "--markdown", str(tmp_path / "d.md"))
     assert cli.returncode == 1, cli.stdout + cli.stderr
-    assert "not checked in B: 1 case(s) correct in A were skipped in B" in cli.stderr and "regression" not in cli.stderr
+    assert (
+        "not checked in B: 1 case(s) of kprof's versions correct in A were skipped in B" in cli.stderr
+        and "regression" not in cli.stderr
+    )
     assert "could not compile" in (tmp_path / "d.md").read_text()
     assert kprof_cli("diff", a, b, "--store", store).returncode == 0  # reported; fails only when asked
     back = kprof_cli("diff", b, a, "--store", store, "--fail-on-regression")  # read the other way: triton_later
