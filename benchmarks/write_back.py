@@ -14,8 +14,9 @@ case, each repetition queued behind a GPU spin so that its kernels run back to b
 * ``warm``: spin, flush, then the call back to back (the first three dropped).
 
 Controls: a read-only call (``x.sum()``, nothing to write back) and a write-only one (``y.fill_()``). The calls:
-``kprof.kernels.ops.rms_norm`` (kprof's dispatch) and ``y.copy_(x)`` (the copy yardstick's kind of call) over the
-same bytes, bf16, rows of 8192 columns from 4 MiB to 256 MiB a tensor, and 512x65536.
+``kprof.kernels.ops.rms_norm`` and ``fused_add_rms_norm`` (the ops API's Triton path, kprof's dispatch) and a
+``copy_`` of the same bytes as each (the copy yardstick's kind of call), bf16, rows of 8192 columns from 4 MiB to
+256 MiB a tensor, and rows of 65536.
 
     python benchmarks/write_back.py --out DIR [--reps 40] [--shapes 512x8192,...]
     ncu --cache-control all --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \\
@@ -38,25 +39,36 @@ from bench_common import write_csv
 
 from kprof.timing import FLUSH_KERNEL_NAME, busy_ns, collect_device_records, flush
 
-SHAPES = "256x8192,512x8192,1024x8192,2048x8192,4096x8192,8192x8192,16384x8192,512x65536"
+SHAPES = "256x8192,512x8192,1024x8192,2048x8192,4096x8192,8192x8192,16384x8192,512x65536,2048x65536"
 SPIN_CYCLES = 400_000  # ~0.2 ms at 2 GHz: covers a repetition's launches, so its kernels queue back to back
 WARM_CALLS, WARM_SKIP = 23, 3
 
 
 def calls(rows: int, cols: int) -> dict[str, Callable[[], object]]:
-    """The timed calls at one shape, each over fresh random bf16 data (never zeros)."""
+    """The timed calls at one shape, each over fresh random bf16 data (never zeros), the ops checked first."""
     from kprof.kernels import ops
 
-    x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+    ops.use_triton(True)  # the ops API's Triton path is opt-in (KPROF_USE_TRITON=1)
+    x, r = (torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     w = torch.rand(cols, device="cuda", dtype=torch.bfloat16) + 0.5
-    y = torch.empty_like(x)
+    x2 = torch.randn(2 * rows, cols, device="cuda", dtype=torch.bfloat16)  # add_rmsnorm's bytes: two tensors each way
+    y, y2 = torch.empty_like(x), torch.empty_like(x2)
     ref = torch.nn.functional.rms_norm(x.float(), (cols,), w.float(), 1e-6)
-    err = float((ops.rms_norm(x, w, 1e-6).float() - ref).norm() / ref.norm())
-    if not err < 2e-2:
-        sys.exit(f"rms_norm at {rows}x{cols}: relative error {err:.3g}; not timed")
+    h = x.float() + r.float()
+    ref_add = torch.nn.functional.rms_norm(h, (cols,), w.float(), 1e-6)
+    got_add = ops.fused_add_rms_norm(x, r, w, 1e-6)[0].float()
+    for name, got, want in (
+        ("rms_norm", ops.rms_norm(x, w, 1e-6).float(), ref),
+        ("fused_add_rms_norm", got_add, ref_add),
+    ):
+        err = float((got - want).norm() / want.norm())
+        if not err < 2e-2:
+            sys.exit(f"{name} at {rows}x{cols}: relative error {err:.3g}; not timed")
     return {
         "rms_norm": lambda: ops.rms_norm(x, w, 1e-6),
-        "copy": lambda: y.copy_(x),
+        "copy (rms_norm's bytes)": lambda: y.copy_(x),
+        "fused_add_rms_norm": lambda: ops.fused_add_rms_norm(x, r, w, 1e-6),
+        "copy (add's bytes)": lambda: y2.copy_(x2),
         "read (x.sum)": lambda: x.sum(dtype=torch.float32),
         "write (y.fill_)": lambda: y.fill_(1.5),
     }
@@ -145,9 +157,9 @@ def main() -> None:
         torch.cuda.synchronize()
         return
     raw, summary = [], []
-    cases = [(shape, name) for shape in shapes for name in calls(*shape)]
-    random.Random(7).shuffle(cases)  # no case always runs after the same one
     fns = {shape: calls(*shape) for shape in shapes}
+    cases = [(shape, name) for shape in shapes for name in fns[shape]]
+    random.Random(7).shuffle(cases)  # no case always runs after the same one
     for (rows, cols), name in cases:
         reps, warm = parse(session(fns[(rows, cols)][name], args.reps), args.reps)
         mib = rows * cols * 2 / 2**20
