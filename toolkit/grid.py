@@ -607,6 +607,23 @@ def _timed_words(timing: object) -> str:
     return f"timed {timing}" if timing is not None else "from a run that recorded no timing mode"
 
 
+def with_writeback(a: pd.Series | None, b: pd.Series | None) -> float:
+    """``a``'s time over ``b``'s with the write-back each cold call left dirty in L2 counted
+    (``cold_with_writeback_us``, :func:`kprof.timing.measure_left_behind`): the cold time ends before a call's
+    writes reach DRAM, and two calls can leave different amounts behind. NaN unless both were ranked by cold time
+    and both measured it (runs from before it was measured, warm runs)."""
+    if a is None or b is None:
+        return math.nan
+    if any(str(c.get("timing_mode") or "cold") != "cold" for c in (a, b)):
+        return math.nan
+    wa, wb = _number(a.get("cold_with_writeback_us")), _number(b.get("cold_with_writeback_us"))
+    return wa / wb if wa > 0 and wb > 0 else math.nan
+
+
+def _left_words(case: pd.Series) -> str:
+    return f"{case['provider']} left {_number(case.get('cold_writeback_us')):.1f} µs"
+
+
 def repeats_of_other_code(metrics: pd.DataFrame, identity: dict[str, str]) -> list[tuple[str, str, list[str]]]:
     """The points (shape, dtype, runs) that several runs measured with different kernel code (``identity``:
     run -> its source identity): such runs are revisions to diff, not repeats whose disagreement is noise."""
@@ -698,6 +715,25 @@ def grid_table(
             )
             if abs(vs_roof - target.ratio) <= roof_spread * target.ratio:
                 met = None
+        wb_target = ""
+        if met is not None:
+            if isinstance(target, RooflineTarget):
+                vs_wb = with_writeback(kp, roof)
+                if not math.isnan(vs_wb) and (vs_wb <= target.ratio) != met:
+                    wb_target = (
+                        f"target not judged: {vs_roof:.3f}x the yardstick by cold times, {vs_wb:.3f}x with the "
+                        f"write-back each call left in L2 counted ({_left_words(kp)}, {_left_words(roof)}), against "
+                        f"{target.ratio:.2f}x"
+                    )
+            elif isinstance(target, CopyTarget) and str(kp.get("timing_mode") or "cold") == "cold":
+                # the ceiling is a 1 GiB copy's rate, whose own write-back is a small part of it
+                pct_wb = pct_copy * _number(kp.get("cold_us")) / _number(kp.get("cold_with_writeback_us"))
+                if not math.isnan(pct_wb) and (pct_wb >= 100 * target.fraction) != met:
+                    wb_target = (
+                        f"target not judged: {pct_copy:.1f}% of the copy ceiling by its cold time, {pct_wb:.1f}% with "
+                        f"the write-back it left in L2 counted ({_left_words(kp)})"
+                    )
+            met = None if wb_target else met
         reach = ""
         floor_ratio = (
             float(low["gpu_time_us"]) / float(roof["gpu_time_us"]) if low is not None and roof is not None else math.nan
@@ -707,6 +743,16 @@ def grid_table(
         if disagree:  # runs that alone call different verdicts: none is called
             v = "uncertain"
         if unlike and v in ("win", "tie", "loss"):
+            v = "uncertain"
+        # the cold time leaves out the write-back a call left in L2 (the next kernel pays it): where counting it
+        # changes the verdict, which one holds depends on what runs next, so none is called
+        ratio_wb, wb_verdict = with_writeback(kp, peer), ""
+        if v in ("win", "tie", "loss") and not math.isnan(ratio_wb) and verdict(ratio_wb, spread) != v:
+            wb_verdict = (
+                f"{v} at {ratio:.3f} by cold times, {verdict(ratio_wb, spread)} at {ratio_wb:.3f} with the write-back "
+                f"each call left in L2 counted ({_left_words(kp)}, {_left_words(peer)}): which holds depends on what "
+                "the next kernel pays"
+            )
             v = "uncertain"
         cut_versions, cut_peers = _cut_short(g, plans, kinds)
         cut_versions = [p for p in cut_versions if p != prepared_op]  # the prepared object is no version of its own
@@ -733,6 +779,8 @@ def grid_table(
             if met is False and isinstance(target, RooflineTarget) and low is not None and roof is not None:
                 reach, said = floor_reach(low, roof, target, max(len(per_run), 1))
                 why = f"{said}; {why}"
+        elif wb_target:
+            why = wb_target
         elif target is not None and met is None and not math.isnan(roof_spread):
             why = (
                 f"target not judged: {vs_roof:.3f}x the yardstick against {target.ratio:.2f}x, within the "
@@ -746,8 +794,12 @@ def grid_table(
             )
         else:
             why = ""
+        if wb_target and v == "loss":
+            why = _joined(why, wb_target)
         if unlike and v != "not measured":
             why = _joined(_why_timed_unlike(unlike), why)
+        elif wb_verdict:
+            why = _joined(wb_verdict, why)
         elif v == "uncertain" and not disagree:
             machine = (drift, twins, slowed)
             why = _joined(_why_uncertain(ratio, _nanmax(within, between), floor, max(len(per_run), 1), machine), why)

@@ -559,7 +559,8 @@ def measure_modes(
     """(samples per mode in us, timer "cupti" | "events", notes): cold and warm from one CUPTI session per
     placement (:func:`placements`; ``Placement(call)`` times a call where its inputs lie), their samples
     pooled, the cold calls the power cap slowed set aside (:func:`kprof.timing.settle_clock`); CUDA events
-    when CUPTI gives nothing usable (or ``settings.events`` asks for them too)."""
+    when CUPTI gives nothing usable (or ``settings.events`` asks for them too). With CUPTI, also the write-back
+    a cold call leaves in L2 (:func:`kprof.timing.measure_left_behind`, samples kind ``writeback``)."""
     host_med = sorted(host_us)[len(host_us) // 2]
     rep_ms = settings.rep_ms / len(spots)
 
@@ -594,6 +595,12 @@ def measure_modes(
     )
     notes = [n for n in (res.note, clock_note) if n]
     samples = modes.mode_samples(res, host_us, (), events, full_mhz)
+    if res.source == "cupti":  # the write-back the cold call leaves in L2, which its cold time does not include
+        spot = spots[0]
+        with torch.cuda.use_mem_pool(spot.pool) if spot.pool is not None else contextlib.nullcontext():
+            left = modes.measure_left_behind(spot.call, host_us=host_med)
+        if left:
+            samples[modes.WRITEBACK] = left
     full_only = full_mhz is not None and res.cold is not None and res.cold == modes.at_full_clock(res.cold, full_mhz)
     at = _placement_medians(rounds, full_mhz if full_only else None)
     if res.source == "cupti" and len(at) > 1:

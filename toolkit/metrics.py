@@ -119,6 +119,11 @@ METRIC_COLUMNS: tuple[str, ...] = (
     # SM clock: under 95% the power or thermal limit slowed them (kprof.timing.settle_clock); NaN where unknown
     "cold_clock_mhz",
     "cold_clock_pct",
+    # the median write-back (us) a cold call left dirty in L2, which cold_us does not include (the next kernel
+    # pays it; kprof.timing.measure_left_behind), and cold_us with it: GB/s from cold_us counts bytes a call
+    # wrote as moved although up to ~30 MB of them were still in L2 when it ended. NaN where not measured
+    "cold_writeback_us",
+    "cold_with_writeback_us",
 )
 
 
@@ -274,7 +279,7 @@ def _num(value: object) -> float:
 
 def mode_fields(result: CaseResult) -> dict:
     """Median of every mode's samples, the declared mode and where cold/warm times came from."""
-    from kprof.timing import DEFAULT_MODE, cold_kernels
+    from kprof.timing import DEFAULT_MODE, WRITEBACK, cold_kernels
 
     ms = result.mode_samples_us or {}
     out: dict = {
@@ -288,6 +293,9 @@ def mode_fields(result: CaseResult) -> dict:
     clocks, top = ms.get("cold_clock") or (), ms.get("sm_clock_max") or ()
     out["cold_clock_mhz"] = float(np.median(clocks)) if len(clocks) else math.nan
     out["cold_clock_pct"] = 100.0 * out["cold_clock_mhz"] / top[0] if len(clocks) and len(top) else math.nan
+    left = ms.get(WRITEBACK) or ()
+    out["cold_writeback_us"] = float(np.median(left)) if len(left) else math.nan
+    out["cold_with_writeback_us"] = out["cold_us"] + out["cold_writeback_us"]
     kernels = cold_kernels(ms)
     out["cold_kernels"] = json.dumps([[name, round(us, 4)] for name, us in kernels]) if kernels else None
     return out

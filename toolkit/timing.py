@@ -8,10 +8,14 @@ and the dashboard):
 * ``graph`` - per-call time of a CUDA-graph replay of many calls;
 * ``host``  - host wall time per call, output allocation included.
 
-``cold`` is the default ranking mode (:data:`DEFAULT_MODE`): it is the kernel's own time with its data in
-DRAM, which is what the bytes model and the copy ceiling assume, so GB/s and % of ceiling mean what they say
-at every size. ``warm`` lets a small case read its inputs from the 50 MB L2 left by the previous call and
-``graph`` and ``host`` include launch costs the kernel author does not control.
+``cold`` is the default ranking mode (:data:`DEFAULT_MODE`): it is the kernel's own time with its inputs in
+DRAM, which is what the bytes model and the copy ceiling assume. It ends before all of the call's writes reach
+DRAM: L2 starts clean, so up to ~30 MB of what the call stored (an H200) is still there, dirty, when it ends,
+and the next kernel pays to write it back. That write-back is measured beside the cold time
+(:func:`measure_left_behind`, up to 8-9 us a call on an H200) and shown in the report, so a reader sees where
+GB/s and % of ceiling count bytes still in L2 as moved. ``warm`` lets a small case read its inputs from the
+50 MB L2 left by the previous call and ``graph`` and ``host`` include launch costs the kernel author does not
+control.
 
 How ``cold`` and ``warm`` are collected (one profiler session per case, all its calls in it): for each cold
 call a GPU spin (covering the call's host time, so its kernels run back to back), then
@@ -413,6 +417,71 @@ def measure_cupti(
             None, None, "events", f"torch.profiler could not start: {type(exc).__name__}: {str(exc)[:160]}"
         )
     return from_records(records, n_cold, WARM_SKIP, cycles)
+
+
+# ------------------------------------------------------------------------------ write-back left in L2
+# A cold call starts with L2 clean (the read-only flush), so its stores become dirty lines that reach DRAM when
+# something evicts them: much of an output under L2's size is still in L2 when the call ends, and the next kernel
+# pays to write it back. Measured on an H200 (benchmarks/results/write-back/): the flush after a call took up to
+# 8-9 us longer than a flush after a flush (y.fill_ of 32 MiB: cold 10.9 us, 8.0 left behind; rmsnorm 2048x8192
+# bf16: 15.8 and 8.1; a read-only x.sum: 0 within 0.4 us); ncu read 4.7 of rmsnorm's 33.5 MB written to DRAM
+# during the kernel. The cold time stays the call's own time; this is measured beside it so a reader can tell how
+# much of a call's writes it does not include.
+WRITEBACK = "writeback"  # the stored samples kind: per repetition, the write-back (us) a cold call left in L2
+WRITEBACK_REPS = 12
+
+
+def measure_left_behind(
+    fn: Callable[[], Any],
+    *,
+    host_us: float,
+    reps: int = WRITEBACK_REPS,
+    collect: Callable[[Callable[[], None]], list[KernelRecord]] | None = None,
+) -> tuple[float, ...]:
+    """Per repetition, how much longer (us) the flush right after a cold call of ``fn`` runs than a flush right
+    after a flush: the write-back of what the call left dirty in L2, which its cold time does not include. One
+    profiler session of ``reps`` x (spin, flush, call, flush, flush); () when CUPTI gives no usable records."""
+    import torch
+
+    collect = collect or collect_device_records
+    cycles = _spin_cycles(host_us)
+
+    def session() -> None:
+        fl = flush()
+        for _ in range(reps):
+            torch.cuda._sleep(cycles)
+            fl()
+            fn()
+            fl()
+            fl()
+
+    try:
+        records = collect(session)
+    except Exception:  # noqa: BLE001 - no profiler (or no GPU) here: the cold time stands without it
+        return ()
+    return left_behind_from_records(records, reps)
+
+
+def left_behind_from_records(records: Sequence[KernelRecord], reps: int) -> tuple[float, ...]:
+    """:func:`measure_left_behind`'s per-repetition figures from its session's records (CPU-testable): each
+    repetition is spin, flush, the call's kernels, flush (the drain), flush (clean); the drain's duration less the
+    clean one's. () when the records do not hold ``reps`` such repetitions."""
+    if not records:
+        return ()
+    spin = records[0].name
+    blocks: list[list[KernelRecord]] = []
+    for r in records:
+        if r.name == spin:
+            blocks.append([])
+        elif blocks:
+            blocks[-1].append(r)
+    out = []
+    for block in blocks:
+        flushes = [i for i, r in enumerate(block) if _is_flush(r.name)]
+        if len(block) < 4 or flushes != [0, len(block) - 2, len(block) - 1]:
+            return ()
+        out.append((block[-2].duration_ns - block[-1].duration_ns) / 1e3)
+    return tuple(out) if len(out) == reps else ()
 
 
 def cold_event_times_us(fn: Callable[[], Any], calls: int) -> list[float]:

@@ -259,6 +259,8 @@ def fake_timers(monkeypatch, collect_name: str | None):
         return timing.from_records(recorded(collect_name), 4, timing.WARM_SKIP)
 
     monkeypatch.setattr(timing, "measure_cupti", cupti)
+    left = (7.5, 8.0, 8.5) if collect_name is not None else ()  # write-back left in L2, measured where CUPTI is
+    monkeypatch.setattr(timing, "measure_left_behind", lambda fn, **kw: left)
 
 
 @pytest.mark.parametrize("mode", ["cold", "warm", "graph", "host"])
@@ -279,6 +281,7 @@ def test_case_carries_every_mode_and_ranks_by_the_declared_one(monkeypatch, tmp_
         "warm_sum",
         "graph",
         "host",
+        timing.WRITEBACK,
     }
     # one kernel a call here: its own cold samples are the call's sum of durations
     ((name, us),) = timing.cold_kernels(res.mode_samples_us)
@@ -290,6 +293,7 @@ def test_case_carries_every_mode_and_ranks_by_the_declared_one(monkeypatch, tmp_
     assert row["gpu_time_us"] == pytest.approx(timing.median(res.mode_samples_us[mode]))
     assert row["cold_us"] == pytest.approx(timing.median(EXPECTED["rmsnorm_triton"]["cold_span_us"]))
     assert math.isnan(row["events_us"])
+    assert row["cold_writeback_us"] == 8.0 and row["cold_with_writeback_us"] == pytest.approx(row["cold_us"] + 8.0)
 
 
 def test_no_cupti_falls_back_to_events_and_the_report_says_so(monkeypatch, tmp_path):
