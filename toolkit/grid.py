@@ -719,7 +719,9 @@ def grid_table(
         if met is not None:
             if isinstance(target, RooflineTarget):
                 vs_wb = with_writeback(kp, roof)
-                if not math.isnan(vs_wb) and (vs_wb <= target.ratio) != met:
+                # decisively on the other side: past the tolerance the cold ratio is judged with
+                decisive = abs(vs_wb - target.ratio) > _nanmax(roof_spread, 0.0) * target.ratio
+                if decisive and (vs_wb <= target.ratio) != met:
                     wb_target = (
                         f"target not judged: {vs_roof:.3f}x the yardstick by cold times, {vs_wb:.3f}x with the "
                         f"write-back each call left in L2 counted ({_left_words(kp)}, {_left_words(roof)}), against "
@@ -747,7 +749,7 @@ def grid_table(
         # the cold time leaves out the write-back a call left in L2 (the next kernel pays it): where counting it
         # changes the verdict, which one holds depends on what runs next, so none is called
         ratio_wb, wb_verdict = with_writeback(kp, peer), ""
-        if v in ("win", "tie", "loss") and not math.isnan(ratio_wb) and verdict(ratio_wb, spread) != v:
+        if v in ("win", "tie", "loss") and verdict(ratio_wb, spread) in {"win", "tie", "loss"} - {v}:
             wb_verdict = (
                 f"{v} at {ratio:.3f} by cold times, {verdict(ratio_wb, spread)} at {ratio_wb:.3f} with the write-back "
                 f"each call left in L2 counted ({_left_words(kp)}, {_left_words(peer)}): which holds depends on what "

@@ -446,8 +446,7 @@ def measure_left_behind(
     collect = collect or collect_device_records
     cycles = _spin_cycles(host_us)
 
-    def session() -> None:
-        fl = flush()
+    def session(fl: L2Flush) -> None:
         for _ in range(reps):
             torch.cuda._sleep(cycles)
             fl()
@@ -456,7 +455,10 @@ def measure_left_behind(
             fl()
 
     try:
-        records = collect(session)
+        fl = flush()  # made (and the call run once) before the session: nothing but the repetitions is recorded
+        fn()
+        torch.cuda.synchronize()
+        records = collect(lambda: session(fl))
     except Exception:  # noqa: BLE001 - no profiler (or no GPU) here: the cold time stands without it
         return ()
     return left_behind_from_records(records, reps)
@@ -465,12 +467,14 @@ def measure_left_behind(
 def left_behind_from_records(records: Sequence[KernelRecord], reps: int) -> tuple[float, ...]:
     """:func:`measure_left_behind`'s per-repetition figures from its session's records (CPU-testable): each
     repetition is spin, flush, the call's kernels, flush (the drain), flush (clean); the drain's duration less the
-    clean one's. () when the records do not hold ``reps`` such repetitions."""
-    if not records:
+    clean one's. The spin is the kernel before the first flush; what comes before it is not read. () when the
+    records do not hold ``reps`` such repetitions."""
+    first = next((i for i, r in enumerate(records) if _is_flush(r.name)), 0)
+    if first == 0:  # no flush, or none after a spin
         return ()
-    spin = records[0].name
+    spin = records[first - 1].name
     blocks: list[list[KernelRecord]] = []
-    for r in records:
+    for r in records[first - 1 :]:
         if r.name == spin:
             blocks.append([])
         elif blocks:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kprof.grid import GridTargets, RooflineTarget, grid_table, with_writeback
+from kprof.grid import WIN, GridTargets, RooflineTarget, grid_table, verdict, with_writeback
 from kprof.metrics import mode_fields
 from kprof.registry import YARDSTICK_KINDS
 from kprof.report import LEFT_MARK_FRACTION, _left_mark, render
@@ -49,6 +49,9 @@ def test_the_write_back_is_the_drain_flush_over_the_clean_one():
     left = [float(v) for v in rng.uniform(-1.0, 9.0, size=12).round(3)]
     got = left_behind_from_records(_session(rng, left), reps=12)
     assert got == pytest.approx(left, abs=1e-6)
+    # a kernel recorded before the first spin (an allocation's fill) is not read as the spin
+    fill = KernelRecord("void at::native::vectorized_elementwise_kernel<FillFunctor>", -5000, -4000)
+    assert left_behind_from_records([fill, *_session(rng, left)], reps=12) == pytest.approx(left, abs=1e-6)
 
 
 def test_records_that_are_not_the_session_give_no_figure():
@@ -122,6 +125,13 @@ def test_a_win_that_counting_the_write_back_turns_is_not_called():
     assert "triton_a left" in turned["why"] and "torch_compile left 10.0 µs" in turned["why"]
     alike = grid_table(_memory_point(rng, times, {"triton_a": 8.0, "torch_compile": 8.0})).iloc[0]
     assert alike["verdict"] == "win" and "write-back" not in alike["why"]
+    # counted, the ratio lands within the cases' spread of the tie band: that view decides nothing, the win stands
+    near = {"triton_a": 0.9997 * WIN * (base + 10.0) - 0.85 * base, "torch_compile": 10.0}
+    near_m = _memory_point(rng, times, near)
+    kp, peer = (near_m[near_m["provider"] == p].iloc[0] for p in ("triton_a", "torch_compile"))
+    near_row = grid_table(near_m).iloc[0]
+    assert verdict(with_writeback(kp, peer), near_row["spread"]) == "uncertain"
+    assert near_row["verdict"] == "win" and "write-back" not in near_row["why"]
     unmeasured = _memory_point(rng, times, {"triton_a": 60.0, "torch_compile": 10.0})
     unmeasured["cold_with_writeback_us"] = np.nan  # runs from before the write-back was measured
     assert grid_table(unmeasured).iloc[0]["verdict"] == "win"
