@@ -96,6 +96,7 @@ COLUMNS: dict[str, tuple[str, str | None]] = {
     "cold_placement_spread": ("cold spread over placements", "%.1%"),
     "gbps": ("bandwidth (GB/s)", "%.0f"),
     "pct_peak_bw": ("% of copy ceiling", "%.1f"),
+    "cold_writeback_us": ("write-back left in L2 (µs)", "%.1f"),
     "speedup": ("speedup", "%.2f×"),
     "host_time_us": ("host time/call (µs)", "%.1f"),
     "launch_latency_us": ("launch latency (µs)", "%.1f"),

@@ -165,6 +165,7 @@ def summary_table(m: pd.DataFrame, dtype: str) -> pd.DataFrame:
         "cold_placement_spread",
         "gbps",
         "pct_peak_bw",
+        "cold_writeback_us",
         "speedup",
         "warm_us",
         "graph_time_us",
