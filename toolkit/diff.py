@@ -746,6 +746,42 @@ def clock_warnings(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> list[str
     return warn
 
 
+def writeback_warnings(
+    cases: pd.DataFrame, metrics_a: pd.DataFrame, metrics_b: pd.DataFrame, rule: DiffRule
+) -> list[str]:
+    """Cases SLOWER or FASTER by cold times whose change reverses, past the rule's threshold, with the write-back
+    each cold call left dirty in L2 counted on both sides (``cold_with_writeback_us``, measured beside the cold time:
+    :func:`kprof.timing.measure_left_behind`). A revision can trade one for the other (a store that streams its lines
+    out writes them back inside the call), and which a model pays depends on what runs after the kernel; the verdict
+    stands on the cold samples, and this says where counting the write-back would read the other way. Runs without
+    it (from before it was measured, or not cold-ranked) give none."""
+    if cases.empty or "cold_with_writeback_us" not in metrics_a or "cold_with_writeback_us" not in metrics_b:
+        return []
+    both = _correct_in_both(metrics_a, metrics_b)
+    with_wb = {}
+    for d in both:
+        if d.get("timing_mode_a") == d.get("timing_mode_b") == "cold":
+            wa, wb = (pd.to_numeric(d.get(f"cold_with_writeback_us_{s}"), errors="coerce") for s in "ab")
+            if wa > 0 and wb > 0:
+                with_wb[d["case_b"]] = wb / wa
+    turned = []
+    for r in cases.itertuples():
+        ratio = with_wb.get(r.case)
+        if ratio is None:
+            continue
+        if (r.verdict == "SLOWER" and ratio < 1 - rule.threshold) or (
+            r.verdict == "FASTER" and ratio > 1 + rule.threshold
+        ):
+            turned.append(f"{r.case} ({r.verdict} at {r.ratio:.3f}, {ratio:.3f} with it)")
+    if not turned:
+        return []
+    return [
+        f"{len(turned)} case(s) read the other way with the write-back each cold call left in L2 counted (B/A of cold "
+        f"plus write-back past ±{100 * rule.threshold:g}%; the verdict is on the cold samples alone, `--samples "
+        f"writeback` compares the write-back itself): {', '.join(turned[:5])}" + (" ..." if len(turned) > 5 else "")
+    ]
+
+
 def floor_kind(kind: str, metrics_a: pd.DataFrame, metrics_b: pd.DataFrame) -> str:
     """The samples whose run-to-run floor applies to ``kind``: ``gpu`` where ``kind`` is the timing mode both runs
     declared (their ``gpu`` samples are that mode's), else ``kind`` itself."""
@@ -798,6 +834,7 @@ def diff_runs(store: Any, ref_a: str, ref_b: str, rule: DiffRule = DiffRule(), k
         environment_warnings(a, b)
         + device_mismatch(a, b, devices_a, devices_b)
         + clock_warnings(ma, mb)
+        + (writeback_warnings(cases, ma, mb, rule) if kind == "gpu" else [])
         + not_compared_warnings(cases)
     )
     if cases.empty and (a.get("mode") == "gpu" and b.get("mode") == "gpu"):

@@ -197,3 +197,31 @@ def test_on_a_real_h200_run_the_write_back_turns_a_target_exactly_where_counting
             assert row["target_met"] == before.loc[shape, "target_met"]
         assert (row["verdict"] == before.loc[shape, "verdict"]) or "by cold times" in row["why"]
     assert turned >= 1  # the run has such a point (2048x8192: 1.021x by cold times, 1.103x counted)
+
+
+def test_kprof_diff_says_where_counting_the_write_back_reads_the_other_way(tmp_path):
+    """B 12% slower than A by cold times, but A's calls left 30 µs of write-back in L2 and B's none (B streams its
+    stores out inside the call): with it counted B is faster. The verdict stays SLOWER, on the cold samples; a warning
+    names the case and both ratios. A case whose write-back agrees with its verdict, and runs that never measured
+    it, get no such warning."""
+    from kprof.diff import diff_runs
+    from kprof.store import RunStore
+    from tests.toolkit.test_diff_trust_verdicts import COLD, _run
+
+    rng = np.random.default_rng()
+    st = RunStore(tmp_path / "s.db")
+
+    def left(cold_us: float, wb: float) -> dict:
+        return {**COLD, "cold_us": cold_us, "cold_writeback_us": wb, "cold_with_writeback_us": cold_us + wb}
+
+    a = _run(st, [("triton_a", 100.0, left(100.0, 30.0)), ("triton_b", 100.0, left(100.0, 8.0))], rng)
+    b = _run(st, [("triton_a", 112.0, left(112.0, 0.0)), ("triton_b", 112.0, left(112.0, 8.0))], rng)
+    res = diff_runs(st, a, b)
+    verdicts = dict(zip(res.cases["provider"], res.cases["verdict"]))
+    assert verdicts == {"triton_a": "SLOWER", "triton_b": "SLOWER"}
+    (warning,) = [w for w in res.warnings if "write-back" in w]
+    assert warning.startswith("1 case(s) read the other way") and "rmsnorm/triton_a/64x4096/bf16 (SLOWER at" in warning
+    assert "triton_b" not in warning and f"{112 / 130:.3f} with it" in warning
+    old = _run(st, [("triton_a", 100.0, COLD), ("triton_b", 100.0, COLD)], rng)
+    new = _run(st, [("triton_a", 112.0, COLD), ("triton_b", 112.0, COLD)], rng)
+    assert not [w for w in diff_runs(st, old, new).warnings if "write-back" in w]
