@@ -316,7 +316,7 @@ WRITEBACK_WORDS = (
 
 
 def _left_mark(r: Any) -> str:
-    """ "†" where the cold call left at least :data:`LEFT_MARK_FRACTION` of its time as write-back in L2."""
+    """A dagger where the cold call left at least :data:`LEFT_MARK_FRACTION` of its time as write-back in L2."""
     left, cold = (pd.to_numeric(getattr(r, c, None), errors="coerce") for c in ("cold_writeback_us", "cold_us"))
     return "†" if left >= LEFT_MARK_FRACTION * cold > 0 else ""
 
