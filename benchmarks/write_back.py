@@ -18,7 +18,7 @@ Controls: a read-only call (``x.sum()``, nothing to write back) and a write-only
 ``copy_`` of the same bytes as each (the copy yardstick's kind of call), bf16, rows of 8192 columns from 4 MiB to
 256 MiB a tensor, and rows of 65536.
 
-    python benchmarks/write_back.py --out DIR [--reps 40] [--shapes 512x8192,...]
+    python benchmarks/write_back.py --out DIR [--reps 40] [--shapes 512x8192,...] [--set hints]
     ncu --cache-control all --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \\
         python benchmarks/write_back.py --ncu-once --shapes 2048x8192     # each call once, for ncu's DRAM bytes
 
@@ -72,6 +72,35 @@ def calls(rows: int, cols: int) -> dict[str, Callable[[], object]]:
         "read (x.sum)": lambda: x.sum(dtype=torch.float32),
         "write (y.fill_)": lambda: y.fill_(1.5),
     }
+
+
+def hint_calls(rows: int, cols: int) -> dict[str, Callable[[], object]]:
+    """``--set hints``: rmsnorm's dispatch config at this shape as chosen (this GPU's table) and its twin with the
+    cache hint flipped (x loaded ``evict_first`` or not), each launched through ``tuned.launch_with_config`` and
+    checked first, beside a copy of the same bytes. Does a hint that wins the cold time do it by leaving more of
+    the output dirty in L2?"""
+    import dataclasses
+
+    from kprof.kernels.rmsnorm import tuned
+
+    x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+    w = torch.rand(cols, device="cuda", dtype=torch.bfloat16) + 0.5
+    y, y_copy = torch.empty_like(x), torch.empty_like(x)
+    ref = torch.nn.functional.rms_norm(x.float(), (cols,), w.float(), 1e-6)
+    cfg = tuned.config_for(cols, x.element_size(), rows, x.device.index)
+    out: dict[str, Callable[[], object]] = {"copy (rms_norm's bytes)": lambda: y_copy.copy_(x)}
+    for hints in (cfg.hints, not cfg.hints):
+        c = dataclasses.replace(cfg, hints=hints)
+        y.fill_(float("nan"))
+        tuned.launch_with_config(c, x, w, y, 1e-6)
+        err = float((y.float() - ref).norm() / ref.norm())
+        if not err < 2e-2:
+            sys.exit(f"{c} at {rows}x{cols}: relative error {err:.3g}; not timed")
+        label = f"rms_norm {c.kernel} r{c.rows} w{c.num_warps} {'hints' if hints else 'no hints'}"
+        out[label + (" (dispatch)" if hints == cfg.hints else "")] = lambda c=c: tuned.launch_with_config(
+            c, x, w, y, 1e-6
+        )
+    return out
 
 
 def session(fn: Callable[[], object], reps: int) -> list:
@@ -147,6 +176,9 @@ def main() -> None:
     ap.add_argument("--shapes", default=SHAPES)
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--ncu-once", action="store_true", help="each call once after a flush, for ncu; no timing")
+    ap.add_argument(
+        "--set", choices=("ops", "hints"), default="ops", help="hints: rmsnorm's config with x's hint flipped"
+    )
     args = ap.parse_args()
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     if args.ncu_once:
@@ -157,7 +189,7 @@ def main() -> None:
         torch.cuda.synchronize()
         return
     raw, summary = [], []
-    fns = {shape: calls(*shape) for shape in shapes}
+    fns = {shape: (hint_calls if args.set == "hints" else calls)(*shape) for shape in shapes}
     cases = [(shape, name) for shape in shapes for name in fns[shape]]
     random.Random(7).shuffle(cases)  # no case always runs after the same one
     for (rows, cols), name in cases:
