@@ -159,7 +159,7 @@ def unchecked_in_b(table: pd.DataFrame) -> list[str]:
     if table.empty:
         return []
     ours = table["kind"].isna() | (table["kind"] == "triton")
-    lost = table[ours & (table["status_a"].astype(str) == "ok") & (table["status_b"].astype(str) == "skipped")]
+    lost = table[ours & table.apply(lambda r: _lost(r["status_a"], r["status_b"]), axis=1)]
     return [f"{r.case} ({r.why})" for r in lost.itertuples()]
 
 
