@@ -59,7 +59,7 @@ from kprof.envinfo import short_commit
 from kprof.errors import KprofError
 from kprof.fmt import fmt_num, markdown_table
 from kprof.store import plain
-from kprof.timing import CLOCK_FULL_FRACTION
+from kprof.timing import CLOCK_FULL_FRACTION, with_writeback
 from kprof.variance import WITHIN_RUN, Floor, floor_lookup, one_invocation
 
 VERDICTS = ("SLOWER", "UNCERTAIN", "SAME", "FASTER")
@@ -757,17 +757,14 @@ def writeback_warnings(
     it (from before it was measured, or not cold-ranked) give none."""
     if cases.empty or "cold_with_writeback_us" not in metrics_a or "cold_with_writeback_us" not in metrics_b:
         return []
-    both = _correct_in_both(metrics_a, metrics_b)
     with_wb = {}
-    for d in both:
-        if d.get("timing_mode_a") == d.get("timing_mode_b") == "cold":
-            wa, wb = (pd.to_numeric(d.get(f"cold_with_writeback_us_{s}"), errors="coerce") for s in "ab")
-            if wa > 0 and wb > 0:
-                with_wb[d["case_b"]] = wb / wa
+    for d in _correct_in_both(metrics_a, metrics_b):
+        side_a, side_b = ({k[:-2]: v for k, v in d.items() if k.endswith(end)} for end in ("_a", "_b"))
+        with_wb[d["case_b"]] = with_writeback(side_b, side_a)
     turned = []
     for r in cases.itertuples():
-        ratio = with_wb.get(r.case)
-        if ratio is None:
+        ratio = with_wb.get(r.case, math.nan)
+        if math.isnan(ratio):
             continue
         if (r.verdict == "SLOWER" and ratio < 1 - rule.threshold) or (
             r.verdict == "FASTER" and ratio > 1 + rule.threshold

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from kprof.store import RunPlan
-from kprof.timing import CLOCK_FULL_FRACTION
+from kprof.timing import CLOCK_FULL_FRACTION, with_writeback
 
 PEER_KINDS = ("eager", "library", "compile", "peer")
 WIN, TIE = 0.98, 1.02
@@ -605,19 +605,6 @@ def _pair_timing(kp: pd.Series | None, peer: pd.Series | None) -> object:
 def _timed_words(timing: object) -> str:
     """How a case was timed, in the why column's words (``timing``: :func:`kprof.diff.timed_as`'s name, or None)."""
     return f"timed {timing}" if timing is not None else "from a run that recorded no timing mode"
-
-
-def with_writeback(a: pd.Series | None, b: pd.Series | None) -> float:
-    """``a``'s time over ``b``'s with the write-back each cold call left dirty in L2 counted
-    (``cold_with_writeback_us``, :func:`kprof.timing.measure_left_behind`): the cold time ends before a call's
-    writes reach DRAM, and two calls can leave different amounts behind. NaN unless both were ranked by cold time
-    and both measured it (runs from before it was measured, warm runs)."""
-    if a is None or b is None:
-        return math.nan
-    if any(str(c.get("timing_mode") or "cold") != "cold" for c in (a, b)):
-        return math.nan
-    wa, wb = _number(a.get("cold_with_writeback_us")), _number(b.get("cold_with_writeback_us"))
-    return wa / wb if wa > 0 and wb > 0 else math.nan
 
 
 def _left_words(case: pd.Series) -> str:

@@ -488,6 +488,28 @@ def left_behind_from_records(records: Sequence[KernelRecord], reps: int) -> tupl
     return tuple(out) if len(out) == reps else ()
 
 
+def with_writeback(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> float:
+    """``a``'s time over ``b``'s (two cases' metrics) with the write-back each cold call left dirty in L2 counted
+    (``cold_with_writeback_us``, :func:`measure_left_behind`): the cold time ends before a call's writes reach DRAM,
+    and two calls can leave different amounts behind. NaN unless both were ranked by cold time (a case of no
+    recorded mode is read as cold: every case that measured the write-back records its mode) and both measured it.
+    ``kprof grid`` judges verdicts and targets with it and ``kprof diff`` warns by it."""
+    if a is None or b is None:
+        return math.nan
+    if any(str(c.get("timing_mode") or DEFAULT_MODE) != "cold" for c in (a, b)):
+        return math.nan
+    wa, wb = (_as_float(c.get("cold_with_writeback_us")) for c in (a, b))
+    return wa / wb if wa > 0 and wb > 0 else math.nan
+
+
+def _as_float(value: object) -> float:
+    """A stored metric as a float: NaN for a missing one (None, or pandas' NA)."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def cold_event_times_us(fn: Callable[[], Any], calls: int) -> list[float]:
     """``calls`` cold times of ``fn`` (us) by CUDA events, without a profiler session: each call after a spin
     that covers its host time and kprof's L2 flush, as in the ``cold`` mode, timed from an event recorded after
