@@ -487,6 +487,10 @@ class Placement:
     pool: Any = None
     keep: tuple = ()
 
+    def there(self) -> contextlib.AbstractContextManager:
+        """The block in which the call's outputs come from this placement's pool (the default pool's: none)."""
+        return torch.cuda.use_mem_pool(self.pool) if self.pool is not None else contextlib.nullcontext()
+
 
 def _tensor_bytes(inputs: Inputs) -> int:
     return sum(v.untyped_storage().nbytes() for v in inputs.values() if isinstance(v, torch.Tensor))
@@ -567,7 +571,7 @@ def measure_modes(
     def sessions(idle_us: float = 0.0) -> list[modes.ModeSamples]:
         got = []
         for spot in spots:
-            with torch.cuda.use_mem_pool(spot.pool) if spot.pool is not None else contextlib.nullcontext():
+            with spot.there():
                 got.append(
                     modes.measure_cupti(
                         spot.call, host_us=host_med, gpu_us=rough_ms * 1e3, rep_ms=rep_ms, idle_us=idle_us
@@ -596,9 +600,8 @@ def measure_modes(
     notes = [n for n in (res.note, clock_note) if n]
     samples = modes.mode_samples(res, host_us, (), events, full_mhz)
     if res.source == "cupti":  # the write-back the cold call leaves in L2, which its cold time does not include
-        spot = spots[0]
-        with torch.cuda.use_mem_pool(spot.pool) if spot.pool is not None else contextlib.nullcontext():
-            left = modes.measure_left_behind(spot.call, host_us=host_med)
+        with spots[0].there():
+            left = modes.measure_left_behind(spots[0].call, host_us=host_med)
         if left:
             samples[modes.WRITEBACK] = left
     full_only = full_mhz is not None and res.cold is not None and res.cold == modes.at_full_clock(res.cold, full_mhz)
