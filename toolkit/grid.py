@@ -315,6 +315,21 @@ def verdict(ratio: float, spread: float) -> str:
     return "uncertain" if ratio - TIE <= s else "loss"
 
 
+def counted_verdict(cold: str, ratio: float, spread: float) -> str:
+    """The verdict ``ratio`` (best kprof over best peer with each side's write-back counted) decidedly calls where it
+    is another than ``cold`` (the verdict by cold times), else "": a win or a loss past the tie band by more than
+    ``spread`` (:func:`verdict`), or a tie past the edge of the cold verdict's band by more than ``spread``."""
+    if cold not in ("win", "tie", "loss"):
+        return ""
+    counted = verdict(ratio, spread)
+    if counted not in {"win", "tie", "loss"} - {cold}:
+        return ""
+    s = spread if not math.isnan(spread) else 0.0
+    if counted == "tie" and (ratio - WIN if cold == "win" else TIE - ratio) <= s:
+        return ""
+    return counted
+
+
 def _why_uncertain(ratio: float, own: float, floor: float, runs: int, machine: Sequence[tuple[float, str]] = ()) -> str:
     """Why a point with a verdict past the tie band is ``uncertain``: the cases' own spread (``own``: IQR/median,
     placements and runs counted), else how far the same code moved between two cases of the run (``machine``:
@@ -472,6 +487,14 @@ def _nanmax(*values: float) -> float:
     """The largest of ``values`` that is a number; NaN when none is (``max`` keeps a NaN that comes first)."""
     nums = [v for v in values if not math.isnan(v)]
     return max(nums) if nums else math.nan
+
+
+def _counted_spread(spread: float, *cases: pd.Series | None) -> float:
+    """The spread a ratio of times with the write-back counted (:func:`kprof.timing.with_writeback`) is judged with:
+    ``spread`` (what the cold ratio is judged with) or, where larger, either case's ``cold_with_writeback_noise``
+    (12 write-back repetitions a case move by 1.5-3.6 µs each on an H200: up to 10% of a 20 µs call)."""
+    noises = (_number(c.get("cold_with_writeback_noise")) for c in cases if c is not None)
+    return _nanmax(spread, 0.0, *noises)
 
 
 def _case_spread(case: pd.Series) -> float:
@@ -706,8 +729,9 @@ def grid_table(
         if met is not None:
             if isinstance(target, RooflineTarget):
                 vs_wb = with_writeback(kp, roof)
-                # decisively on the other side: past the tolerance the cold ratio is judged with
-                decisive = abs(vs_wb - target.ratio) > _nanmax(roof_spread, 0.0) * target.ratio
+                # decisively on the other side: past the tolerance the cold ratio is judged with, or the counted
+                # times' own spread where that is larger
+                decisive = abs(vs_wb - target.ratio) > _counted_spread(roof_spread, kp, roof) * target.ratio
                 if decisive and (vs_wb <= target.ratio) != met:
                     wb_target = (
                         f"target not judged: {vs_roof:.3f}x the yardstick by cold times, {vs_wb:.3f}x with the "
@@ -717,7 +741,8 @@ def grid_table(
             elif isinstance(target, CopyTarget) and str(kp.get("timing_mode") or "cold") == "cold":
                 # the ceiling is a 1 GiB copy's rate, whose own write-back is a small part of it
                 pct_wb = pct_copy * _number(kp.get("cold_us")) / _number(kp.get("cold_with_writeback_us"))
-                if not math.isnan(pct_wb) and (pct_wb >= 100 * target.fraction) != met:
+                decisive = abs(pct_wb / 100 - target.fraction) > _counted_spread(0.0, kp) * target.fraction
+                if not math.isnan(pct_wb) and decisive and (pct_wb >= 100 * target.fraction) != met:
                     wb_target = (
                         f"target not judged: {pct_copy:.1f}% of the copy ceiling by its cold time, {pct_wb:.1f}% with "
                         f"the write-back it left in L2 counted ({_left_words(kp)})"
@@ -736,9 +761,10 @@ def grid_table(
         # the cold time leaves out the write-back a call left in L2 (the next kernel pays it): where counting it
         # changes the verdict, which one holds depends on what runs next, so none is called
         ratio_wb, wb_verdict = with_writeback(kp, peer), ""
-        if v in ("win", "tie", "loss") and verdict(ratio_wb, spread) in {"win", "tie", "loss"} - {v}:
+        v_wb = counted_verdict(v, ratio_wb, _counted_spread(spread, kp, peer))
+        if v_wb:
             wb_verdict = (
-                f"{v} at {ratio:.3f} by cold times, {verdict(ratio_wb, spread)} at {ratio_wb:.3f} with the write-back "
+                f"{v} at {ratio:.3f} by cold times, {v_wb} at {ratio_wb:.3f} with the write-back "
                 f"each call left in L2 counted ({_left_words(kp)}, {_left_words(peer)}): which holds depends on what "
                 "the next kernel pays"
             )
