@@ -284,7 +284,7 @@ def floor_reach(floor: pd.Series, roof: pd.Series, target: RooflineTarget, runs:
         return REACH[2], "reach not judged: " + _why_timed_unlike(unlike, "whether the target is in reach is not")
     ratio = float(floor["gpu_time_us"]) / float(roof["gpu_time_us"])
     spread = _nanmax(
-        _pair_spread(floor, roof),
+        pair_spread(floor, roof),
         slowed_by_clock(floor, roof)[0],
         run_to_run_floor(float(floor["gpu_time_us"]), float(roof["gpu_time_us"]), runs),
     )
@@ -461,7 +461,7 @@ def _dispatch_vs_best(disp: pd.Series | None, best: pd.Series | None, same_code:
     if timed_unlike(disp, best):
         return float(disp["gpu_time_us"]) / float(best["gpu_time_us"]), math.inf
     spread = _nanmax(
-        _pair_spread(disp, best), same_code, shared_kernel_drift(disp, best)[0], slowed_by_clock(disp, best)[0]
+        pair_spread(disp, best), same_code, shared_kernel_drift(disp, best)[0], slowed_by_clock(disp, best)[0]
     )
     return float(disp["gpu_time_us"]) / float(best["gpu_time_us"]), spread
 
@@ -489,7 +489,7 @@ def _nanmax(*values: float) -> float:
     return max(nums) if nums else math.nan
 
 
-def _counted_spread(spread: float, *cases: pd.Series | None) -> float:
+def counted_spread(spread: float, *cases: pd.Series | None) -> float:
     """The spread a ratio of times with the write-back counted (:func:`kprof.timing.with_writeback`) is judged with:
     ``spread`` (what the cold ratio is judged with) or, where larger, either case's ``cold_with_writeback_noise``
     (12 write-back repetitions a case move by 1.5-3.6 µs each on an H200: up to 10% of a 20 µs call)."""
@@ -527,7 +527,7 @@ def _key(case: pd.Series) -> str:
     return f"{case.get('family')}/{case.get('provider')}/{case.get('shape')}/{case.get('dtype')}"
 
 
-def _pair_spread(kp: pd.Series | None, peer: pd.Series | None) -> float:
+def pair_spread(kp: pd.Series | None, peer: pd.Series | None) -> float:
     """A point's own spread: the larger spread of its best kprof case and best peer case that is known."""
     return _nanmax(*(_case_spread(c) for c in (kp, peer) if c is not None))
 
@@ -607,7 +607,7 @@ def _between_runs(
                 )
             continue
         ratio = float(kp_r["gpu_time_us"]) / float(peer_r["gpu_time_us"])
-        per_run[str(run)] = (ratio, verdict(ratio, _pair_spread(kp_r, peer_r)))
+        per_run[str(run)] = (ratio, verdict(ratio, pair_spread(kp_r, peer_r)))
     if len(per_run) < 2:
         return math.nan, per_run, left
     vals = [v for v, _ in per_run.values()]
@@ -690,7 +690,7 @@ def grid_table(
         t_k = float(kp["gpu_time_us"]) if kp is not None else math.nan
         t_p = float(peer["gpu_time_us"]) if peer is not None else math.nan
         ratio = t_k / t_p if kp is not None and peer is not None else math.nan
-        within = _pair_spread(kp, peer)
+        within = pair_spread(kp, peer)
         drift = shared_kernel_drift(kp, peer)
         twins = same_code_spread(g)
         slowed = slowed_by_clock(kp, peer)
@@ -721,7 +721,7 @@ def grid_table(
         roof_spread = math.nan
         if isinstance(target, RooflineTarget) and met is not None:
             roof_spread = _nanmax(
-                _pair_spread(kp, roof), twins[0], shared_kernel_drift(kp, roof)[0], slowed_by_clock(kp, roof)[0]
+                pair_spread(kp, roof), twins[0], shared_kernel_drift(kp, roof)[0], slowed_by_clock(kp, roof)[0]
             )
             if abs(vs_roof - target.ratio) <= roof_spread * target.ratio:
                 met = None
@@ -731,7 +731,7 @@ def grid_table(
                 vs_wb = with_writeback(kp, roof)
                 # decisively on the other side: past the tolerance the cold ratio is judged with, or the counted
                 # times' own spread where that is larger
-                decisive = abs(vs_wb - target.ratio) > _counted_spread(roof_spread, kp, roof) * target.ratio
+                decisive = abs(vs_wb - target.ratio) > counted_spread(roof_spread, kp, roof) * target.ratio
                 if decisive and (vs_wb <= target.ratio) != met:
                     wb_target = (
                         f"target not judged: {vs_roof:.3f}x the yardstick by cold times, {vs_wb:.3f}x with the "
@@ -741,7 +741,7 @@ def grid_table(
             elif isinstance(target, CopyTarget) and str(kp.get("timing_mode") or "cold") == "cold":
                 # the ceiling is a 1 GiB copy's rate, whose own write-back is a small part of it
                 pct_wb = pct_copy * _number(kp.get("cold_us")) / _number(kp.get("cold_with_writeback_us"))
-                decisive = abs(pct_wb / 100 - target.fraction) > _counted_spread(0.0, kp) * target.fraction
+                decisive = abs(pct_wb / 100 - target.fraction) > counted_spread(0.0, kp) * target.fraction
                 if not math.isnan(pct_wb) and decisive and (pct_wb >= 100 * target.fraction) != met:
                     wb_target = (
                         f"target not judged: {pct_copy:.1f}% of the copy ceiling by its cold time, {pct_wb:.1f}% with "
@@ -761,7 +761,7 @@ def grid_table(
         # the cold time leaves out the write-back a call left in L2 (the next kernel pays it): where counting it
         # changes the verdict, which one holds depends on what runs next, so none is called
         ratio_wb, wb_verdict = with_writeback(kp, peer), ""
-        v_wb = counted_verdict(v, ratio_wb, _counted_spread(spread, kp, peer))
+        v_wb = counted_verdict(v, ratio_wb, counted_spread(spread, kp, peer))
         if v_wb:
             wb_verdict = (
                 f"{v} at {ratio:.3f} by cold times, {v_wb} at {ratio_wb:.3f} with the write-back "
