@@ -18,7 +18,7 @@ Controls: a read-only call (``x.sum()``, nothing to write back) and a write-only
 ``copy_`` of the same bytes as each (the copy yardstick's kind of call), bf16, rows of 8192 columns from 4 MiB to
 256 MiB a tensor, and rows of 65536.
 
-    python benchmarks/write_back.py --out DIR [--reps 40] [--shapes 512x8192,...] [--set hints]
+    python benchmarks/write_back.py --out DIR [--reps 40] [--shapes 512x8192,...] [--set hints|consumers]
     ncu --cache-control all --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \\
         python benchmarks/write_back.py --ncu-once --shapes 2048x8192     # each call once, for ncu's DRAM bytes
 
@@ -97,9 +97,34 @@ def hint_calls(rows: int, cols: int) -> dict[str, Callable[[], object]]:
         if not err < 2e-2:
             sys.exit(f"{c} at {rows}x{cols}: relative error {err:.3g}; not timed")
         label = f"rms_norm {c.kernel} r{c.rows} w{c.num_warps} {'hints' if hints else 'no hints'}"
-        out[label + (" (dispatch)" if hints == cfg.hints else "")] = lambda c=c: tuned.launch_with_config(
-            c, x, w, y, 1e-6
-        )
+        out[label + (" (dispatch)" if hints == cfg.hints else "")] = lambda c=c: (
+            tuned.launch_with_config(c, x, w, y, 1e-6),
+            y,
+        )[1]
+    return out
+
+
+# ``--set consumers``: what runs after rmsnorm. A product reading its output (a projection of N columns), a
+# memory-bound kernel reading it, and one reading other data of the same size
+CONSUMER_COLUMNS = 1024
+
+
+def consumer_calls(rows: int, cols: int) -> dict[str, Callable[[], object]]:
+    """``--set consumers``: rmsnorm's dispatch config and its twin with x's hint flipped (as ``--set hints``), each
+    alone and each followed by a kernel that pays or profits from what it left in L2: ``y @ W`` (W [cols, 1024],
+    cuBLAS), ``y.sum()`` (reads the output), and a copy of another buffer of y's size (reads and writes other data).
+    Each pair is one call: its cold time is the busy time of both kernels."""
+    out = {}
+    w = torch.randn(cols, CONSUMER_COLUMNS, device="cuda", dtype=torch.bfloat16) / cols**0.5
+    other, other_out = (torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    for label, norm in hint_calls(rows, cols).items():
+        if label.startswith("copy"):
+            continue
+        y = norm()
+        out[label] = norm
+        out[label + " -> y @ W"] = lambda norm=norm, y=y: (norm(), y @ w)
+        out[label + " -> y.sum"] = lambda norm=norm, y=y: (norm(), y.sum(dtype=torch.float32))
+        out[label + " -> other copy"] = lambda norm=norm: (norm(), other_out.copy_(other))
     return out
 
 
@@ -177,7 +202,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--ncu-once", action="store_true", help="each call once after a flush, for ncu; no timing")
     ap.add_argument(
-        "--set", choices=("ops", "hints"), default="ops", help="hints: rmsnorm's config with x's hint flipped"
+        "--set",
+        choices=("ops", "hints", "consumers"),
+        default="ops",
+        help="hints: rmsnorm's config with x's hint flipped; consumers: the same, each followed by a kernel",
     )
     args = ap.parse_args()
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
@@ -189,7 +217,8 @@ def main() -> None:
         torch.cuda.synchronize()
         return
     raw, summary = [], []
-    fns = {shape: (hint_calls if args.set == "hints" else calls)(*shape) for shape in shapes}
+    make = {"ops": calls, "hints": hint_calls, "consumers": consumer_calls}[args.set]
+    fns = {shape: make(*shape) for shape in shapes}
     cases = [(shape, name) for shape in shapes for name in fns[shape]]
     random.Random(7).shuffle(cases)  # no case always runs after the same one
     for (rows, cols), name in cases:
@@ -218,11 +247,11 @@ def main() -> None:
         write_csv(args.out / "write_back.csv", raw)
         write_csv(args.out / "summary.csv", summary)
     print(f"{torch.cuda.get_device_name()}; medians of {args.reps} repetitions; µs")
-    print(f"{'call':16} {'shape':>11} {'MiB':>5} {'cold':>8} {'left':>7} {'iqr':>5} {'cold+left':>9} {'dirty':>8} "
+    print(f"{'call':56} {'shape':>11} {'MiB':>5} {'cold':>8} {'left':>7} {'iqr':>5} {'cold+left':>9} {'dirty':>8} "
           f"{'warm':>8} {'MHz':>5}")  # fmt: skip
     for s in summary:
         print(
-            f"{s['call']:16} {s['shape']:>11} {s['mib_a_tensor']:5.0f} {s['cold_us']:8.2f} {s['left_behind_us']:7.2f} "
+            f"{s['call']:56} {s['shape']:>11} {s['mib_a_tensor']:5.0f} {s['cold_us']:8.2f} {s['left_behind_us']:7.2f} "
             f"{s['left_behind_iqr_us']:5.2f} {s['cold_plus_left_us']:9.2f} {s['dirty_us']:8.2f} {s['warm_us']:8.2f} "
             f"{s['clock_mhz']:5.0f}"
         )
