@@ -341,8 +341,9 @@ def _why_uncertain(ratio: float, own: float, floor: float, runs: int, machine: S
         return f"{side} by {100 * margin:.1f}% past the tie band, within the {100 * moved:.1f}% that {how}"
     if verdict(ratio, own) == "uncertain":
         return (
-            f"{side} by {100 * margin:.1f}% past the tie band, within the cases' own spread of {100 * own:.1f}%; "
-            "time the point again with more rounds or a longer --rep-ms"
+            f"{side} by {100 * margin:.1f}% past the tie band, within the cases' own spread of {100 * own:.1f}% "
+            "(their calls' IQR/median, or their medians' spread over places in memory or runs: timing more calls "
+            "measures it, it does not narrow it)"
         )
     return (
         f"under {SMALL_CALL_US:.0f} us the ratio moves by up to {100 * floor:.1f}% between separate runs "

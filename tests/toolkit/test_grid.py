@@ -1082,6 +1082,24 @@ def test_every_uncertain_point_says_why(ratio, noise):
     side = "a win" if ratio < 1 else "a loss"
     assert f"{side} by {100 * margin:.1f}% past the tie band" in row["why"]
     assert f"own spread of {100 * noise:.1f}%" in row["why"]
+    assert "timing more calls measures it, it does not narrow it" in row["why"]
+
+
+def test_more_calls_measure_the_cases_own_spread_and_do_not_narrow_it():
+    """The spread a verdict is judged with is the calls' IQR/median, a property of one call's time: 16x the calls
+    estimate it more closely and leave it where it was, so a point inside it stays uncertain (the why says so
+    rather than sending the user to time it again)."""
+    from kprof.metrics import summarize_samples
+
+    rng = np.random.default_rng()
+    jitter = float(rng.uniform(0.02, 0.04))
+    for n in (400, 6400):
+        peer, mine = (rng.normal(1.0, jitter / 1.349, size=n) * t for t in (0.1, 0.1 * (0.98 - jitter / 3)))
+        noise = [summarize_samples(list(v))["noise"] for v in (mine, peer)]
+        assert all(0.6 * jitter < v < 1.5 * jitter for v in noise)
+        times = {"triton_a": float(np.median(mine)) * 1e3, "torch_compile": float(np.median(peer)) * 1e3}
+        m = _metrics(rng, {("4096x4096", "bf16"): times}, noise=max(noise))
+        assert grid_table(m).iloc[0]["verdict"] == "uncertain"
 
 
 def test_the_run_to_run_floor_is_the_ratios_95pc_width_from_the_small_call_default():
