@@ -177,6 +177,7 @@ def test_pipelined_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, war
         (300, 65536, 8192, 4, 8),
         (777, 100003, 4096, 8, 4),
         (64, 131072, 8192, 3, 16),
+        (1025, 70001, 8192, 3, 16),  # an H200's bf16 layout from 1024 rows over 64K columns, a ragged last chunk
         (5, 70001, 1024, 12, 4),
         (129, 65537, 4096, 4, 8),  # the H200's float32 layout, a last chunk of one element
     ],
@@ -245,12 +246,15 @@ def test_an_h200_takes_the_cooperative_kernel_from_8_mib_of_16_bit_rows_too_many
 
 def test_an_h200_pipelines_bf16_from_16_mib_in_its_own_layout_with_the_slotted_meeting():
     """On an H200 bf16 takes the slotted kernel from 16 MiB of x at every row count in 4096-element chunks, 4 warps, 8
-    programs an SM (an H100: the cooperative kernel under 512 rows); fp16 the slotted kernel in its H100 layout; fp32,
+    programs an SM (an H100: the cooperative kernel under 512 rows), but from 1024 rows of more than 65536 columns in
+    the H100's bf16 layout (8192-element chunks, 16 warps, 3 an SM); fp16 the slotted kernel in its H100 layout; fp32,
     where an H100 takes the cooperative kernel (16 MiB or more), the slotted kernel in 4096-element chunks of 8 warps,
     4 programs an SM."""
     for n, rows in ((65536, 512), (131072, 8191), (65537, 10**5), (100000, 2048), (131072, 64), (65536, 511)):
         cfg = tuned.choose_config(n, 2, rows, fast_memory=True)
-        assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == ("slotted", 4096, 4, 8), (n, rows)
+        # from 1024 rows of more than 65536 columns, the H100's bf16 layout (16 warps, 8192-element chunks, 3 an SM)
+        layout = ("slotted", 8192, 16, 3) if n > 65536 and rows >= 1024 else ("slotted", 4096, 4, 8)
+        assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == layout, (n, rows)
         assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
         h100_fp16 = tuned.choose_config(n, 2, rows, fp16=True)
         assert h100_fp16.kernel == "pipelined"
@@ -268,3 +272,7 @@ def test_an_h200_pipelines_bf16_from_16_mib_in_its_own_layout_with_the_slotted_m
         )
     for n, rows in ((65536, 511), (131072, 64), (65536, 128)):
         assert tuned.choose_config(n, 2, rows).kernel == "cooperative", (n, rows)
+    for n, rows in ((131072, 1023), (65536, 1024), (65536, 32768)):  # the edges of the widest rows' class
+        assert tuned.choose_config(n, 2, rows, fast_memory=True).num_warps == 4, (n, rows)
+    widest = tuned.choose_config(131072, 2, 1024, fast_memory=True)
+    assert widest == replace(tuned.choose_config(131072, 2, 1024), kernel="slotted")  # the H100's bf16 layout
