@@ -254,8 +254,9 @@ def _n(count: int, noun: str) -> str:
 
 def device_lines(selection: Selection, root: Path) -> list[str]:
     """The scoreboard's header: the device its rows are of, how many tables name none (their rows taken to be of
-    that machine, unchecked: nothing shows it), and the tables left out with why."""
-    kept, unrecorded = len(selection.kept), len(selection.unrecorded)
+    that machine, unchecked: nothing shows it), and the tables left out with why. A table given twice (two globs
+    that both match it) counts once."""
+    kept, unrecorded = len(set(selection.kept)), len(set(selection.unrecorded))
     before = "written before `kprof grid` named the device"
     if selection.device is None:
         line = (

@@ -322,6 +322,10 @@ def test_tables_that_name_no_device_are_kept_with_device_only_on_asking(scoreboa
         header = kept.splitlines()[0]
         assert header.startswith(f"Device: {H200}, named by 1 of the 2 tables") and header.endswith("unchecked.")
         assert "no device is named in 1 table" in header and "Left out" not in kept
+    # a table given twice (two globs matching it) is one table in the header
+    twice = _main(scoreboard, monkeypatch, capsys, [bare, later, bare], "--all-points", root=tmp_path)
+    assert twice.splitlines()[0].startswith(f"Device: {H200}, named by 1 of the 2 tables")
+    assert "no device is named in 1 table " in twice.splitlines()[0]
 
 
 def test_tables_that_name_no_device_make_the_scoreboard_of_before_said_unchecked(scoreboard, monkeypatch, capsys):

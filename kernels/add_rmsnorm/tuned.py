@@ -362,8 +362,8 @@ _PIPELINED_BF16_ROWS = (512, 8192)  # from, to (excluded)
 _PIPELINED_BF16_FAST_MEMORY = (4096, 4, 8)
 # From 1024 rows of more than 65536 columns the H100's bf16 layout (``_PIPELINED_BF16``: 8192-element chunks, 16 warps,
 # 3 programs an SM, 40 registers a thread) beats it there. Raced on an H200 in the slotted kernel at 64-8192 rows of
-# 131072 (benchmarks/results/rmsnorm-cooperative/h200-bf16-wide-a72583c/, 5 rounds, cold): 0.977-0.981x its time at
-# 2048x131072 (517.1 against 527.3 us; 516.0 against 520.5 on the H200 of h200-slots-5539449/add-library/), 0.991x
+# 131072 (benchmarks/results/rmsnorm-cooperative/h200-bf16-wide-a72583c/, 5 rounds, cold): 0.976-0.978x its time at
+# 2048x131072 (517.1 against 528.5 us; 516.0 against 520.5 on the H200 of h200-slots-5539449/add-library/), 0.993x
 # at 8192x131072 (2052.7 against 2067.8), 0.997x at 1024x131072; even at 512 rows, 1.033x at 64. At 65536 columns it
 # was 0.986-1.005x from 1024 rows, no rule, so those rows keep this layout. Widths between are not raced.
 _FAST_MEMORY_BF16_WIDEST = (65536, 1024)  # columns over, rows from
