@@ -59,7 +59,7 @@ from kprof.envinfo import short_commit
 from kprof.errors import KprofError
 from kprof.fmt import fmt_num, markdown_table
 from kprof.store import plain
-from kprof.timing import CLOCK_FULL_FRACTION, with_writeback
+from kprof.timing import CLOCK_FULL_FRACTION, counted_spread, with_writeback
 from kprof.variance import WITHIN_RUN, Floor, floor_lookup, one_invocation
 
 VERDICTS = ("SLOWER", "UNCERTAIN", "SAME", "FASTER")
@@ -761,9 +761,7 @@ def writeback_warnings(
     for d in _correct_in_both(metrics_a, metrics_b):
         side_a, side_b = ({k[:-2]: v for k, v in d.items() if k.endswith(end)} for end in ("_a", "_b"))
         # past the threshold, or the counted times' own spread where larger (12 write-back repetitions a case)
-        noise = [side.get("cold_with_writeback_noise") for side in (side_a, side_b)]
-        past = max([rule.threshold, *(float(n) for n in noise if n is not None and pd.notna(n))])
-        with_wb[d["case_b"]] = (with_writeback(side_b, side_a), past)
+        with_wb[d["case_b"]] = (with_writeback(side_b, side_a), counted_spread(rule.threshold, side_a, side_b))
     turned = []
     for r in cases.itertuples():
         ratio, past = with_wb.get(r.case, (math.nan, rule.threshold))

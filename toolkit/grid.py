@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from kprof.store import RunPlan
-from kprof.timing import CLOCK_FULL_FRACTION, with_writeback
+from kprof.timing import CLOCK_FULL_FRACTION, counted_spread, with_writeback
 
 PEER_KINDS = ("eager", "library", "compile", "peer")
 WIN, TIE = 0.98, 1.02
@@ -488,14 +488,6 @@ def _nanmax(*values: float) -> float:
     """The largest of ``values`` that is a number; NaN when none is (``max`` keeps a NaN that comes first)."""
     nums = [v for v in values if not math.isnan(v)]
     return max(nums) if nums else math.nan
-
-
-def counted_spread(spread: float, *cases: pd.Series | None) -> float:
-    """The spread a ratio of times with the write-back counted (:func:`kprof.timing.with_writeback`) is judged with:
-    ``spread`` (what the cold ratio is judged with) or, where larger, either case's ``cold_with_writeback_noise``
-    (12 write-back repetitions a case move by 1.5-3.6 µs each on an H200: up to 10% of a 20 µs call)."""
-    noises = (_number(c.get("cold_with_writeback_noise")) for c in cases if c is not None)
-    return _nanmax(spread, 0.0, *noises)
 
 
 def _case_spread(case: pd.Series) -> float:

@@ -502,6 +502,15 @@ def with_writeback(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> 
     return wa / wb if wa > 0 and wb > 0 else math.nan
 
 
+def counted_spread(spread: float, *cases: Mapping[str, Any] | None) -> float:
+    """The spread a ratio of times with the write-back counted (:func:`with_writeback`) is judged with: ``spread``
+    (what the cold ratio is judged with: ``kprof grid``'s tolerance, ``kprof diff``'s threshold) or, where larger,
+    either case's ``cold_with_writeback_noise`` (12 write-back repetitions a case move by 1.5-3.6 µs each on an H200:
+    up to 10% of a 20 µs call). Never under 0; NaNs are left out."""
+    noises = (_as_float(c.get("cold_with_writeback_noise")) for c in cases if c is not None)
+    return max([0.0, *(v for v in (_as_float(spread), *noises) if not math.isnan(v))])
+
+
 def _as_float(value: object) -> float:
     """A stored metric as a float: NaN for a missing one (None, or pandas' NA)."""
     try:
