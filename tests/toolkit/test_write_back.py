@@ -223,6 +223,15 @@ def test_the_counted_times_spread_adds_the_two_sessions_iqrs_in_quadrature():
 RACED = Path(__file__).resolve().parents[2] / "benchmarks/results/write-back/grid-a35663f2/k.db.gz"
 
 
+def _opened(gz: Path, tmp_path: Path):
+    """A committed gzipped run store, opened read-only from a plain copy under ``tmp_path``."""
+    from kprof.store import RunStore
+
+    db = tmp_path / "kprof.db"
+    db.write_bytes(gzip.decompress(gz.read_bytes()))
+    return RunStore(db, create=False)
+
+
 def test_on_a_real_h200_run_the_write_back_turns_a_target_only_past_the_counted_times_spread(tmp_path):
     """Ten rmsnorm bf16 points of 64 MiB and more raced on an H200 with the write-back measured; the run's store
     predates ``cold_with_writeback_noise``, so it is derived from the store's own samples as a run now stores it.
@@ -233,11 +242,8 @@ def test_on_a_real_h200_run_the_write_back_turns_a_target_only_past_the_counted_
     1.103x counted, and the copy's 12 write-back repetitions spread 10%): its target is judged by cold times."""
     from kprof.grid import counted_spread, pair_spread
     from kprof.metrics import sum_noise
-    from kprof.store import RunStore
 
-    db = tmp_path / "kprof.db"
-    db.write_bytes(gzip.decompress(RACED.read_bytes()))
-    st = RunStore(db, create=False)
+    st = _opened(RACED, tmp_path)
     (run,) = st.runs()["id"]
     m = st.metrics(run)
     samples = st.samples(run)
@@ -284,11 +290,8 @@ def test_on_h200_runs_near_the_line_no_target_turns_on_a_write_back_within_its_s
     within that spread (add_rmsnorm 2048x4096: 1.004-1.006x the copy cold, 1.08-1.10x counted, spread 10-12%): their
     targets are judged by cold times."""
     from kprof.grid import counted_spread, pair_spread
-    from kprof.store import RunStore
 
-    db = tmp_path / "kprof.db"
-    db.write_bytes(gzip.decompress(NEAR_LINE.read_bytes()))
-    st = RunStore(db, create=False)
+    st = _opened(NEAR_LINE, tmp_path)
     within_spread = 0
     for run in st.runs()["id"]:
         m = st.metrics(run)
