@@ -106,7 +106,8 @@ def test_the_meeting_orders_memory_as_it_relies_on(compiled):
 
 
 def test_the_slotted_meeting_has_no_fence_and_polls_with_volatile_loads(compiled):
-    """Both families' slotted kernels (an H200's layouts): every atomic relaxed (the tickets at two take sites, the
+    """Both families' slotted kernels (an H200's layouts, add_rmsnorm's bf16 in two: 4096-element chunks on 4 warps,
+    and 8192 on 16 for rows wider than 65536 from 1024 rows): every atomic relaxed (the tickets at two take sites, the
     slots' exchanges), no release, acquire or fence anywhere, and the row's slots polled with volatile loads."""
     slotted = [c for c in compiled if c["kernel"] == "slotted"]
     layouts = {(c["family"], c["dtype"], c["chunk"], c["warps"]) for c in slotted}
@@ -114,6 +115,7 @@ def test_the_slotted_meeting_has_no_fence_and_polls_with_volatile_loads(compiled
         ("rmsnorm", "bf16", 8192, 8),
         ("rmsnorm", "fp16", 8192, 8),
         ("add_rmsnorm", "bf16", 4096, 4),
+        ("add_rmsnorm", "bf16", 8192, 16),
         ("add_rmsnorm", "fp16", 8192, 8),
         ("rmsnorm", "fp32", 4096, 4),
         ("add_rmsnorm", "fp32", 4096, 8),
