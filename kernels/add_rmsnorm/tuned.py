@@ -360,13 +360,17 @@ _PIPELINED_BF16_ROWS = (512, 8192)  # from, to (excluded)
 # of the same bytes 63.9 and 2010). On an H100 the same layout was 0.4-1.7% slower than the rule (meeting-695fd4b/),
 # so each GPU keeps its own. fp16 keeps its layout on the H200 (0.2-0.7% ahead of this one).
 _PIPELINED_BF16_FAST_MEMORY = (4096, 4, 8)
-# From 1024 rows of more than 65536 columns the H100's bf16 layout (``_PIPELINED_BF16``: 8192-element chunks, 16 warps,
-# 3 programs an SM, 40 registers a thread) beats it there. Raced on an H200 in the slotted kernel at 64-8192 rows of
+# From 1024 rows of 131072 columns the H100's bf16 layout (``_PIPELINED_BF16``: 8192-element chunks, 16 warps, 3
+# programs an SM, 40 registers a thread) beats it there. Raced on an H200 in the slotted kernel at 64-8192 rows of
 # 131072 (benchmarks/results/rmsnorm-cooperative/h200-bf16-wide-a72583c/, 5 rounds, cold): 0.976-0.978x its time at
 # 2048x131072 (517.1 against 528.5 us; 516.0 against 520.5 on the H200 of h200-slots-5539449/add-library/), 0.993x
 # at 8192x131072 (2052.7 against 2067.8), 0.997x at 1024x131072; even at 512 rows, 1.033x at 64. At 65536 columns it
-# was 0.986-1.005x from 1024 rows, no rule, so those rows keep this layout. Widths between are not raced.
-_FAST_MEMORY_BF16_WIDEST = (65536, 1024)  # columns over, rows from
+# was 0.986-1.005x from 1024 rows, no rule. Only that width: between the two (81920, 98304, 114688 columns, 1024-8192
+# rows; benchmarks/results/rmsnorm-cooperative/h200-bf16-between-6e1d166/, 3 rounds) the same layout compiled to 52-54
+# registers a thread (a row of 10-14 chunks, not a power of two), so 2 of its 3 programs an SM fit (3 x 16 warps x 32
+# x 52 = 79872 of 65536 registers) and it read 86.0-86.3% of a copy of the same bytes against this layout's 96.1-98.5;
+# at 1024x70001 (a ragged row, 96 registers) 42.8% against 67.0.
+_FAST_MEMORY_BF16_WIDEST = (frozenset({131072}), 1024)  # columns, rows from
 # On an H200 the kernel of both layouts there (bf16's above, fp16's, each at every row count) is the slotted
 # one (``cooperative.launch_slotted``: its arrivals do not wait for the chunk of h just stored, x and the residual
 # loaded without a hint). Raced there against the pipelined kernel in three layouts at 512x65536, 2048x131072 and
@@ -404,7 +408,7 @@ def choose_config(
     kernel whose programs must run at the same time (Triton's interpreter runs them one after another).
     ``fp16``: the inputs are fp16 (which pipeline where bf16 pipelines only from 512 to 8191 rows).
     ``fast_memory``: an H200 (``launching.fast_memory``), where bf16 pipelines from 16 MiB in its own layout (in the
-    H100's from 1024 rows of more than 64K columns: ``_FAST_MEMORY_BF16_WIDEST``), the
+    H100's from 1024 rows of 131072 columns: ``_FAST_MEMORY_BF16_WIDEST``), the
     pipelined layouts take the slotted kernel (``_FAST_MEMORY_PIPELINED_KERNEL``), 16-bit rows meet from 8 MiB
     (``_COOPERATIVE_MIN_BYTES_FAST_MEMORY``), 16-bit rows of 2049-8192 columns their width class's bands' configs
     (``_mid_width_bands``), many rows of 4-32 KB, 65-255 rows of 10-16 KB and few bf16 rows of 8-16 KB
@@ -427,7 +431,7 @@ def choose_config(
         bf16 = element_size == 2 and not fp16
         kernel = _FAST_MEMORY_PIPELINED_KERNEL if fast_memory else "pipelined"
         if bf16 and fast_memory:
-            widest = n > _FAST_MEMORY_BF16_WIDEST[0] and n_rows >= _FAST_MEMORY_BF16_WIDEST[1]
+            widest = n in _FAST_MEMORY_BF16_WIDEST[0] and n_rows >= _FAST_MEMORY_BF16_WIDEST[1]
             chunk, warps, per_sm = _PIPELINED_BF16 if widest else _PIPELINED_BF16_FAST_MEMORY
             return Config(kernel, chunk, 1, warps, triton.cdiv(n, chunk), programs_per_sm=per_sm)
         if fp16 or (bf16 and _PIPELINED_BF16_ROWS[0] <= n_rows < _PIPELINED_BF16_ROWS[1]):

@@ -177,7 +177,7 @@ def test_pipelined_kernel_many_chunks_a_row(dtype, n_rows, n, chunk, per_sm, war
         (300, 65536, 8192, 4, 8),
         (777, 100003, 4096, 8, 4),
         (64, 131072, 8192, 3, 16),
-        (1025, 70001, 8192, 3, 16),  # an H200's bf16 layout from 1024 rows over 64K columns, a ragged last chunk
+        (1025, 70001, 8192, 3, 16),  # an H200's bf16 layout of 131072-column rows, a ragged last chunk
         (5, 70001, 1024, 12, 4),
         (129, 65537, 4096, 4, 8),  # the H200's float32 layout, a last chunk of one element
     ],
@@ -272,7 +272,9 @@ def test_an_h200_pipelines_bf16_from_16_mib_in_its_own_layout_with_the_slotted_m
         )
     for n, rows in ((65536, 511), (131072, 64), (65536, 128)):
         assert tuned.choose_config(n, 2, rows).kernel == "cooperative", (n, rows)
-    for n, rows in ((131072, 1023), (65536, 1024), (65536, 32768)):  # the edges of the widest rows' class
+    # the edges of the widest rows' class: 131072 columns from 1024 rows (at 81920-114688 columns its layout compiles to
+    # more registers than its 3 programs an SM fit)
+    for n, rows in ((131072, 1023), (65536, 1024), (65536, 32768), (98304, 1024), (131071, 8192), (131073, 8192)):
         assert tuned.choose_config(n, 2, rows, fast_memory=True).num_warps == 4, (n, rows)
     widest = tuned.choose_config(131072, 2, 1024, fast_memory=True)
     assert widest == replace(tuned.choose_config(131072, 2, 1024), kernel="slotted")  # the H100's bf16 layout
