@@ -246,14 +246,23 @@ def test_an_h200_takes_the_cooperative_kernel_from_8_mib_of_16_bit_rows_too_many
 
 def test_an_h200_pipelines_bf16_from_16_mib_in_its_own_layout_with_the_slotted_meeting():
     """On an H200 bf16 takes the slotted kernel from 16 MiB of x at every row count in 4096-element chunks, 4 warps, 8
-    programs an SM (an H100: the cooperative kernel under 512 rows), but from 1024 rows of more than 65536 columns in
-    the H100's bf16 layout (8192-element chunks, 16 warps, 3 an SM); fp16 the slotted kernel in its H100 layout; fp32,
+    programs an SM (an H100: the cooperative kernel under 512 rows), but from 1024 rows of 131072 columns in the
+    H100's bf16 layout (8192-element chunks, 16 warps, 3 an SM; not at widths between, where it compiles to more
+    registers than its programs an SM fit); fp16 the slotted kernel in its H100 layout; fp32,
     where an H100 takes the cooperative kernel (16 MiB or more), the slotted kernel in 4096-element chunks of 8 warps,
     4 programs an SM."""
-    for n, rows in ((65536, 512), (131072, 8191), (65537, 10**5), (100000, 2048), (131072, 64), (65536, 511)):
+    for n, rows in (
+        (65536, 512),
+        (131072, 8191),
+        (65537, 10**5),
+        (100000, 2048),
+        (131072, 64),
+        (65536, 511),
+        (131072, 1024),
+    ):
         cfg = tuned.choose_config(n, 2, rows, fast_memory=True)
-        # from 1024 rows of more than 65536 columns, the H100's bf16 layout (16 warps, 8192-element chunks, 3 an SM)
-        layout = ("slotted", 8192, 16, 3) if n > 65536 and rows >= 1024 else ("slotted", 4096, 4, 8)
+        # from 1024 rows of 131072 columns, the H100's bf16 layout (16 warps, 8192-element chunks, 3 an SM)
+        layout = ("slotted", 8192, 16, 3) if n == 131072 and rows >= 1024 else ("slotted", 4096, 4, 8)
         assert (cfg.kernel, cfg.block_n, cfg.num_warps, cfg.programs_per_sm) == layout, (n, rows)
         assert cfg.splits * cfg.block_n >= n > (cfg.splits - 1) * cfg.block_n
         h100_fp16 = tuned.choose_config(n, 2, rows, fp16=True)
