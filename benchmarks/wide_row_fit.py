@@ -23,6 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import pandas as pd
 import torch
 import triton
 
@@ -91,10 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"# triton {triton.__version__}, torch {torch.__version__}, sm_90 offline; {'H100' if args.h100 else 'H200'} dispatch"
     )
-    cols = list(rows[0]) if rows else []
-    print(" ".join(f"{c:>12}" for c in cols))
-    for r in rows:
-        print(" ".join(f"{str(r[c]):>12}" for c in cols))
+    print(pd.DataFrame(rows).to_string(index=False))
     short = [r for r in rows if r["fit_per_sm"] < r["asked_per_sm"]]
     print(f"\n{len(short)} of {len(rows)} launches ask for more programs an SM than fit:")
     for r in short:
