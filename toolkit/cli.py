@@ -128,7 +128,8 @@ def profile(
             "--grid",
             help=(
                 "Race one part of the family's shape grid (`grid:` in its sweep.yaml) instead of its sweep; `kprof "
-                "grid RUN...` tabulates it. GPU only."
+                "grid RUN...` tabulates it. With --rev, every revision races the part as this checkout defines it "
+                "(the same shapes on each side). GPU only."
             ),
         ),
     ] = None,
