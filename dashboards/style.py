@@ -103,6 +103,7 @@ COLUMNS: dict[str, tuple[str, str | None]] = {
     "kernels_per_call": ("kernels/call", "%.0f"),
     "occupancy_theoretical_pct": ("occupancy theor. (%)", "%.0f"),
     "occupancy_achieved_pct": ("occupancy achieved (%)", "%.0f"),
+    "waves": ("waves (blocks / held at once)", "%.2f"),
     "occupancy_limiter": ("limited by", None),
     "dram_bytes_per_call": ("DRAM bytes/call", "%.3s"),
     "dram_vs_model": ("DRAM / bytes model", "%.2f×"),

@@ -64,6 +64,10 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "occupancy_est_pct",
     "occupancy_achieved_pct",
     "occupancy_limiter",
+    # the main kernel's blocks over those the GPU holds at once (theoretical blocks an SM x SMs), as ncu's "Waves
+    # Per SM": a fraction past a whole number is a last wave that leaves SMs idle; a persistent kernel (one that
+    # launches so many programs an SM and hands out work by ticket) over 1 launched more programs than fit at once
+    "waves",
     # from the profiler pass: the main kernel's own duration as the profiler saw it, its spread, all
     # kernel time per call summed and as GPU time covered (kernels that overlap counted once), and
     # what the hardware counters measured (ncu) against the family's bytes model
@@ -366,14 +370,17 @@ def launch_metrics(
     calls_per_case: int,
     limits: DeviceLimits,
     bytes_model: Mapping[str, float] | None = None,
+    sm_count: int | None = None,
 ) -> pd.DataFrame:
     """Per case (rows of the launch table with a ``case``): launch overhead, the dominant kernel, counters.
 
     The dominant kernel is the one with the largest total GPU time in the case; its registers, shared
     memory and block size give the theoretical occupancy (kprof's calculator; the profiler's own figure
-    where the calculator lacks inputs, e.g. AMD rows). ``launch_latency_us`` is the median time from
-    the host launch call's start to the kernel's start, over launches that found their stream idle (a
-    launch issued while earlier kernels still run measures queueing, not launch cost); ``api_time_us``
+    where the calculator lacks inputs, e.g. AMD rows), and with ``sm_count`` (the GPU's SMs) its ``waves``: its
+    grid's blocks over the blocks that occupancy lets the GPU hold at once (NaN where either is unknown).
+    ``launch_latency_us`` is the median time from the host launch call's start to the kernel's start, over
+    launches that found their stream idle (a launch issued while earlier kernels still run measures queueing,
+    not launch cost); ``api_time_us``
     is the median launch call duration and ``queue_us`` the median API end -> kernel start.
     ``prof_kernel_us`` / ``prof_kernel_noise`` are the median and IQR/median of the dominant kernel's
     durations as the profiler measured them; ``prof_call_us`` all kernel time per call, and
@@ -398,6 +405,7 @@ def launch_metrics(
         "occupancy_est_pct",
         "occupancy_achieved_pct",
         "occupancy_limiter",
+        "waves",
         "prof_kernel_us",
         "prof_kernel_noise",
         "prof_call_us",
@@ -422,10 +430,13 @@ def launch_metrics(
         first = main.iloc[0]
         threads = _product(first, ("block_x", "block_y", "block_z"))
         regs, smem = first["registers_per_thread"], first["shared_mem_bytes"]
-        occ_pct, limiter = math.nan, None
+        occ_pct, limiter, waves = math.nan, None, math.nan
         if threads is not None and not pd.isna(regs) and not pd.isna(smem) and not _is_amd(first):
             occ = theoretical_occupancy(threads, int(regs), int(smem), limits)
             occ_pct, limiter = occ.occupancy_pct, occ.limiter
+            blocks = _product(first, ("grid_x", "grid_y", "grid_z"))
+            if sm_count and blocks and occ.blocks_per_sm:
+                waves = blocks / (occ.blocks_per_sm * sm_count)
         prof_theo = main["occupancy_theoretical_pct"].dropna()
         if math.isnan(occ_pct) and len(prof_theo):
             occ_pct = float(prof_theo.median())
@@ -461,6 +472,7 @@ def launch_metrics(
                 "occupancy_est_pct": float(est.median()) if len(est) else math.nan,
                 "occupancy_achieved_pct": float(ach.median()) if len(ach) else math.nan,
                 "occupancy_limiter": limiter,
+                "waves": waves,
                 "prof_kernel_us": q50 / 1e3,
                 "prof_kernel_noise": (q75 - q25) / q50 if len(traced) and q50 > 0 else math.nan,
                 "prof_call_us": float(totals.sum()) / calls_per_case / 1e3,

@@ -194,7 +194,9 @@ def render(run: dict, metrics: pd.DataFrame, baseline: str = "torch_eager") -> s
             f"{PLACEMENT_NOTE_FRACTION:.0%}, how far the case's cold medians at its placements in memory were apart "
             "((max - min) / median; see the notes). *launch*: launch call start to kernel start. "
             "*occ*: theoretical occupancy of the main kernel (calculator) / achieved (ncu counters, else "
-            "Kineto's estimate). *prof µs*: the main kernel's median duration as the profiler measured it. "
+            "Kineto's estimate). "
+            + (WAVES_WORDS if _has(df, "waves") else "")
+            + "*prof µs*: the main kernel's median duration as the profiler measured it. "
             "*DRAM/model*: DRAM bytes the counters measured per call / the family's bytes model. "
             "*err*: ‖out−ref‖/‖ref‖ against the float64 oracle. "
             + (WRITEBACK_WORDS if _has(df, "cold_writeback_us") else "")
@@ -255,6 +257,7 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
     fallback = "timer" in g and (g["timer"].astype(str) == "events").any()
     warm = mode != "warm" and _has(g, "warm_us")
     left = mode == "cold" and _has(g, "cold_writeback_us")  # the write-back a cold call left in L2
+    waves = _has(g, "waves")  # the main kernel's grid over what the GPU holds at once (the profiler's launch table)
     best = valid["gpu_time_us"].min() if not valid.empty else math.nan
     rows = []
     for r in g.sort_values("gpu_time_us", na_position="last").itertuples():
@@ -284,6 +287,7 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
                 fmt_num(r.launch_latency_us, "{:.1f}") if ok else "—",
                 fmt_num(r.kernels_per_call, "{:.0f}") if ok else "—",
                 occ if ok else "—",
+                *([fmt_num(r.waves, "{:.2f}") if ok else "—"] if waves else []),
                 *extra,
                 fmt_num(r.max_rel_err, "{:.1e}"),
                 _txt(r.note, 80) if not ok else "",
@@ -295,7 +299,9 @@ def _gpu_table(g: pd.DataFrame, baseline: str) -> str:
         + (["warm µs"] if warm else [])
         + ["graph µs", "host µs"]
         + (["timer"] if fallback else [])
-        + ["launch µs", "kernels", "occ %", "prof µs"]
+        + ["launch µs", "kernels", "occ %"]
+        + (["waves"] if waves else [])
+        + ["prof µs"]
         + (["DRAM/model"] if counters else [])
         + ["err", "why"]
     )
@@ -312,6 +318,12 @@ WRITEBACK_WORDS = (
     "*+wb µs*: the write-back a cold call left dirty in L2 (the next kernel pays it; the flush after the call "
     "against a flush after a flush), not in the cold time; † after GB/s: that was "
     f"{LEFT_MARK_FRACTION:.0%} of the cold time or more, so GB/s and % peak count bytes still in L2 as moved. "
+)
+
+WAVES_WORDS = (
+    "*waves*: the main kernel's blocks / the blocks the GPU holds at once (its theoretical occupancy x SMs; ncu's "
+    "Waves Per SM): past a whole number, a last wave leaves SMs idle; over 1 for a persistent kernel (a fixed number "
+    "of programs an SM that take their work by ticket), it launched more programs than fit at once. "
 )
 
 

@@ -551,7 +551,10 @@ def _store_launches(ctx: RunContext, run_id: str, launches: pd.DataFrame, result
     launches = attribute_launches(launches, {r.case.id: r.extra.get("specializations", ()) for r in results})
     ctx.store.add_launches(run_id, launches)
     ctx.store.update_cases(
-        run_id, launch_metrics(launches, ctx.repeats, ctx.device.limits(), {r.case.id: r.bytes for r in results})
+        run_id,
+        launch_metrics(
+            launches, ctx.repeats, ctx.device.limits(), {r.case.id: r.bytes for r in results}, ctx.device.sm_count
+        ),
     )
 
 

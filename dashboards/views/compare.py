@@ -174,6 +174,7 @@ def summary_table(m: pd.DataFrame, dtype: str) -> pd.DataFrame:
         "launch_latency_us",
         "kernels_per_call",
         "occupancy_theoretical_pct",
+        "waves",
         *NCU_COLUMNS,
         "max_rel_err",
         "note",

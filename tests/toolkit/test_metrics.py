@@ -103,6 +103,24 @@ def test_launch_metrics_on_a_real_trace():
     assert np.isfinite(lm["launch_latency_us"]).all()
     # one stream, kernels one after another: covered time is at most the summed time, never more
     assert (lm["prof_busy_us"] <= lm["prof_call_us"] + 1e-9).all() and (lm["prof_busy_us"] > 0).all()
+    assert lm["waves"].isna().all()  # without the GPU's SM count there are no waves
+
+
+def test_waves_are_the_main_kernels_blocks_over_what_the_gpu_holds_at_once():
+    """On the real trace, with an H100's 132 SMs: each case's waves are its main kernel's grid over the blocks an SM
+    holds (the calculator's occupancy) times 132, and scale inversely with the SM count."""
+    launches = torch_profiler.parse(TRACE)
+    lm = launch_metrics(launches, calls_per_case=5, limits=DeviceLimits(), sm_count=132).set_index("case")
+    half = launch_metrics(launches, calls_per_case=5, limits=DeviceLimits(), sm_count=66).set_index("case")
+    assert lm["waves"].notna().any()
+    for case, row in lm.iterrows():
+        k = launches[(launches["case"] == case) & (launches["kernel"] == row["main_kernel"])].iloc[0]
+        occ = theoretical_occupancy(
+            int(k.block_x * k.block_y * k.block_z), int(k.registers_per_thread), int(k.shared_mem_bytes)
+        )
+        grid = int(k.grid_x * k.grid_y * k.grid_z)
+        assert row["waves"] == pytest.approx(grid / (occ.blocks_per_sm * 132)), case
+        assert half.loc[case, "waves"] == pytest.approx(2 * row["waves"]), case
 
 
 def test_launch_metrics_from_nsys_and_ncu_captures(data_file):

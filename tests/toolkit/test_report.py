@@ -156,3 +156,24 @@ def test_the_spread_cell_adds_the_placements_spread_where_it_is_large_and_cold_r
     from kprof.report import _spread_cell
 
     assert _spread_cell(SimpleNamespace(noise=0.02, cold_placement_spread=spread), mode) == cell
+
+
+def test_the_report_shows_waves_where_the_launch_table_gave_them():
+    """A run whose metrics carry ``waves`` gets the column (each case's figure in its row) and the footnote; one
+    without (the CPU interpreter's, runs from before) gets neither."""
+    import numpy as np
+
+    m = pd.read_csv(H100)
+    m["ok"] = m["ok"].astype(bool)
+    assert "waves" not in render(RUN, m)
+    m["waves"] = np.random.default_rng().uniform(0.1, 3.0, size=len(m))
+    md = render(RUN, m)
+    title = "## bf16 · 16384x4096"
+    header = [c.strip() for c in md.splitlines()[md.splitlines().index(title) + 2].split("|")]
+    at = header.index("waves")
+    g = m[(m["shape"] == "16384x4096") & (m["dtype"] == "bf16") & (m["status"] == "ok")]
+    rows = section(md, title)
+    for r in g.itertuples():
+        line = next(x for x in rows if x.split("|")[1].strip().strip("*").split(" (")[0] == r.provider)
+        assert line.split("|")[at].strip() == f"{r.waves:.2f}", line
+    assert "*waves*" in md
