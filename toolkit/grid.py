@@ -136,12 +136,15 @@ def _dims(shape: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts) if all(p.strip().isdigit() for p in parts) else ()
 
 
-# What Nsight Compute measured, as the grid's "why" names it (metrics columns a `--profiler ncu` run fills).
+# What Nsight Compute measured, as the grid's "why" names it (metrics columns a `--profiler ncu` run fills), then what
+# kprof reads beside it from the same launches (the compiled kernel's limiter, its waves): quoted only after a counter.
 NCU_EVIDENCE = (
     ("dram_vs_model", "DRAM {:.2f}x the bytes model"),
     ("occupancy_achieved_pct", "achieved occupancy {:.0f}%"),
     ("occupancy_limiter", "limiter {}"),
+    ("waves", "{:.2f} waves"),
 )
+_BESIDE_COUNTERS = ("occupancy_limiter", "waves")  # not counters: never an ncu reading alone
 
 
 KERNEL_NAME_CHARS = 48  # a kernel's name in the why column, cut here (cuBLAS's run to 60 and more)
@@ -939,7 +942,7 @@ def _same_code_first(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     flags = rows[OTHER_CODE].fillna("").astype(str) if OTHER_CODE in rows else pd.Series("", index=rows.index)
     # the counters only ncu reads: a timed run of a Triton version records its occupancy limiter from the compiled
     # kernel, and counted as a reading it hid every reading of other code (its DRAM and occupancy left unquoted)
-    measured = [c for c, _ in NCU_EVIDENCE if c in rows and c != "occupancy_limiter"]
+    measured = [c for c, _ in NCU_EVIDENCE if c in rows and c not in _BESIDE_COUNTERS]
     same = rows[flags == ""]
     if measured and same[measured].notna().any().any():
         return same, []
@@ -958,8 +961,8 @@ def _why_measured(
         facts = []
         for col, fmt in NCU_EVIDENCE:
             vals = rows[col].dropna() if col in rows else pd.Series(dtype=object)
-            if len(vals) and (col != "occupancy_limiter" or facts):  # a limiter alone is not an ncu measurement
-                facts.append(fmt.format(vals.median() if col != "occupancy_limiter" else vals.iloc[-1]))
+            if len(vals) and (col not in _BESIDE_COUNTERS or facts):  # a limiter alone is not an ncu measurement
+                facts.append(fmt.format(vals.iloc[-1] if col == "occupancy_limiter" else vals.median()))
         split = _kernels_note(kernels, shape, dtype, str(case["provider"]))
         if split:
             facts.append(f"kernels, each alone under ncu, {split}")  # a call's kernels may overlap outside ncu

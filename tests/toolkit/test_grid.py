@@ -602,20 +602,22 @@ def test_a_loss_quotes_what_ncu_measured_there_and_says_when_nothing_was():
     points = {("2048x65536", "bf16"): {"triton_a": 11.0, "torch_compile": 10.0}, ("8x4096", "bf16"): {}}
     points[("8x4096", "bf16")] = {"triton_a": 11.0, "torch_compile": 10.0}
     m = _metrics(rng, points, noise=0.001)
-    dram, occ = float(rng.uniform(1.2, 1.6)), float(rng.uniform(30, 90))
+    dram, occ, waves = float(rng.uniform(1.2, 1.6)), float(rng.uniform(30, 90)), float(rng.uniform(1.01, 3.0))
     ncu = pd.DataFrame(
         [
             {"shape": "2048x65536", "dtype": "bf16", "provider": "triton_a", "dram_vs_model": dram,
-             "occupancy_achieved_pct": occ, "occupancy_limiter": "registers"},
+             "occupancy_achieved_pct": occ, "occupancy_limiter": "registers", "waves": waves},
             {"shape": "2048x65536", "dtype": "bf16", "provider": "torch_compile", "dram_vs_model": 1.37,
-             "occupancy_achieved_pct": math.nan, "occupancy_limiter": None},
+             "occupancy_achieved_pct": math.nan, "occupancy_limiter": None, "waves": math.nan},
+            {"shape": "8x4096", "dtype": "bf16", "provider": "triton_a", "dram_vs_model": math.nan,
+             "occupancy_achieved_pct": math.nan, "occupancy_limiter": "registers", "waves": waves},
         ]
     )  # fmt: skip
     table = grid_table(m, evidence=ncu).set_index("shape")
     why = table.loc["2048x65536", "why"]
     assert why.startswith("ncu: ") and f"triton_a: DRAM {dram:.2f}x the bytes model" in why
-    assert f"achieved occupancy {occ:.0f}%" in why and "limiter registers" in why
-    assert "torch_compile: DRAM 1.37x" in why
+    assert f"achieved occupancy {occ:.0f}%" in why and "limiter registers" in why and f"{waves:.2f} waves" in why
+    assert "torch_compile: DRAM 1.37x the bytes model" in why and why.count("waves") == 1  # its waves unknown
     assert table.loc["8x4096", "why"].startswith("no ncu measurement here")
 
 
