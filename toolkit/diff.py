@@ -38,7 +38,7 @@ Correctness is compared for every case in both runs (:mod:`kprof.correctness_dif
 not in B) is a regression like SLOWER; two CPU interpreter runs, which have no timings, get these verdicts
 only. Next to the timing verdict, :func:`kernel_changes` compares the two launch tables of each case:
 kernels added or removed, launches per call, and the dominant kernel's grid, block, registers, shared
-memory and theoretical occupancy (``registers 62->96, occupancy 50%->25%`` beside a SLOWER verdict explains
+memory, theoretical occupancy and waves (``registers 62->96, occupancy 50%->25%`` beside a SLOWER verdict explains
 it). Plain functions, DataFrames in and out; rendering is separate (:func:`to_markdown`, :func:`to_json`).
 """
 
@@ -519,6 +519,9 @@ def kernel_changes(
             oa, ob = ma.at[case, "occupancy_theoretical_pct"], mb.at[case, "occupancy_theoretical_pct"]
             if pd.notna(oa) and pd.notna(ob) and abs(float(oa) - float(ob)) >= 0.5:
                 changes.append(f"occupancy {float(oa):.0f}%->{float(ob):.0f}%")
+            wa, wb = (m.at[case, "waves"] if "waves" in m else math.nan for m in (ma, mb))
+            if pd.notna(wa) and pd.notna(wb) and abs(float(wa) - float(wb)) >= 0.005:
+                changes.append(f"waves {float(wa):.2f}->{float(wb):.2f}")
         rows.append(
             {
                 "case": case,

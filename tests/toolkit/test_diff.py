@@ -105,6 +105,7 @@ def _store_pair(tmp_path, shift: float = 1.0, regs_b: int = 62):
                     "status": "ok",
                     "ok": True,
                     "occupancy_theoretical_pct": 100.0 if regs == 62 else 50.0,
+                    "waves": 1.0 if regs == 62 else 2.0,
                 },
                 {"gpu": list(noisy(med * f, 0.01) / 1e3)},
             )
@@ -125,7 +126,7 @@ def test_runs_diff_explains_a_regression(tmp_path):
     assert t["variance"].str.startswith("default floor").all() and res.comparison == "separate"
     changes = t.loc["triton_tuned", "changes"]
     assert "registers 62->96" in changes and "occupancy 100%->50%" in changes and "+extra_kernel" in changes
-    assert "kernels/call 1->2" in changes
+    assert "kernels/call 1->2" in changes and "waves 1.00->2.00" in changes
     assert res.table().iloc[0]["provider"] == "triton_tuned"  # worst regression first
     md = to_markdown(res)
     assert "**SLOWER**" in md and "registers 62->96" in md
