@@ -124,3 +124,39 @@ def test_interleaved_arms_alternate_round_by_round(tmp_path, monkeypatch):
     assert [c[1] for c in calls if c[2] == cases[0].id][:2] == ["run", "run"]
     assert len(res[0][0].gpu_samples_ms) == runner.ROUNDS  # one sample per round in this fake
     assert st.samples(ids[1])["value"].tolist().count(2.0) == 2 * (runner.ROUNDS - 1)
+
+
+def test_a_profiler_pass_stores_each_cases_waves_on_the_runs_gpu(tmp_path):
+    """``runner._store_launches`` hands the run's GPU's SM count to the launch metrics: a persistent launch of 396
+    programs of 16 warps at 52 registers a thread (2 fit an SM) on 132 SMs is stored at 1.5 waves; on a device with
+    no SM count (the CPU) at none."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from kprof import launch_table
+    from kprof.device import DeviceInfo
+    from tests.toolkit.run_contexts import context_for
+    from tests.toolkit.test_store import record
+
+    case = "rmsnorm/triton_tuned/1024x98304/bf16"
+    launches = launch_table.validate(
+        pd.DataFrame(
+            {"case": [case] * 2, "kernel": ["_slotted_kernel"] * 2, "kind": ["kernel"] * 2, "count": [1, 1],
+             "start_ns": [0, 10_000], "end_ns": [5_000, 15_000], "duration_ns": [5_000, 5_000], "grid_x": [396] * 2,
+             "grid_y": [1] * 2, "grid_z": [1] * 2, "block_x": [512] * 2, "block_y": [1] * 2, "block_z": [1] * 2,
+             "registers_per_thread": [52] * 2, "shared_mem_bytes": [0] * 2, "source": ["test"] * 2}
+        ),
+        source="test",
+    )  # fmt: skip
+    results = [SimpleNamespace(case=SimpleNamespace(id=case), bytes=4.0 * 1024 * 98304, extra={})]
+    gpu = DeviceInfo(kind="cuda", name="NVIDIA H200", cc_major=9, cc_minor=0, sm_count=132)
+    for device, expect in ((gpu, 1.5), (DeviceInfo(kind="cpu", name="cpu"), None)):
+        st = RunStore(tmp_path / f"{device.kind}.db")
+        run_id = st.begin_run(record(mode="gpu", profiler="test"))
+        st.add_case(run_id, 0, {"case": case, "family": "rmsnorm", "provider": "triton_tuned", "status": "ok"}, {})
+        ctx = dataclasses.replace(context_for(st, discover()["rmsnorm"], mode="gpu", repeats=2), device=device)
+        runner._store_launches(ctx, run_id, launches, results)
+        waves = st.metrics(run_id).set_index("case").at[case, "waves"]
+        assert (waves == pytest.approx(expect)) if expect is not None else pd.isna(waves), (device.kind, waves)
