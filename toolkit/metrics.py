@@ -19,7 +19,7 @@ import pandas as pd
 
 from kprof import launch_table
 from kprof.fmt import config_label
-from kprof.occupancy import DeviceLimits, theoretical_occupancy
+from kprof.occupancy import DeviceLimits, theoretical_occupancy, waves_per_sm
 from kprof.shapes import shape_str
 
 if TYPE_CHECKING:  # the store, report and dashboard read metrics without importing torch
@@ -435,8 +435,7 @@ def launch_metrics(
             occ = theoretical_occupancy(threads, int(regs), int(smem), limits)
             occ_pct, limiter = occ.occupancy_pct, occ.limiter
             blocks = _product(first, ("grid_x", "grid_y", "grid_z"))
-            if sm_count and blocks and occ.blocks_per_sm:
-                waves = blocks / (occ.blocks_per_sm * sm_count)
+            waves = waves_per_sm(blocks, occ, sm_count) if blocks and sm_count else math.nan
         prof_theo = main["occupancy_theoretical_pct"].dropna()
         if math.isnan(occ_pct) and len(prof_theo):
             occ_pct = float(prof_theo.median())

@@ -159,6 +159,15 @@ def theoretical_occupancy(
     )
 
 
+def waves_per_sm(blocks: int, occupancy: Occupancy, sm_count: int) -> float:
+    """A launch of ``blocks`` blocks over those ``sm_count`` SMs hold at once at ``occupancy`` (ncu's "Waves Per
+    SM", ``launch__waves_per_multiprocessor``: checked against it on real captures in tests/toolkit/test_metrics.py);
+    NaN where no block fits or the SM count is unknown."""
+    if not occupancy.blocks_per_sm or not sm_count:
+        return math.nan
+    return blocks / (occupancy.blocks_per_sm * sm_count)
+
+
 @dataclass(frozen=True)
 class BlockShape:
     """What one block of a kernel takes on an SM: its threads, registers a thread and shared memory (bytes)."""

@@ -261,3 +261,45 @@ def test_launches_are_attributed_by_case_and_kernel_name():
     out = attribute_launches(launches, {"f/a/1x1/bf16": [spec], "f/b/1x1/bf16": []})
     assert list(out["config"].fillna("-")) == ["BLOCK=64 num_warps=4 num_stages=2", "-", "-"]
     assert out["num_warps"].iloc[0] == 4 and pd.isna(out["num_warps"].iloc[2])
+
+
+def _ncu_raw_table(path: Path) -> pd.DataFrame:
+    """An ``ncu --csv --page raw`` file as ncu wrote it: its own ``==PROF==`` lines before the header, and a row of
+    units after it."""
+    import io
+
+    lines = path.read_text(errors="replace").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    return pd.read_csv(io.StringIO("\n".join([lines[at], *lines[at + 2 :]])), thousands=",", low_memory=False)
+
+
+def test_waves_agree_with_ncus_own_waves_per_sm_on_every_committed_capture():
+    """Every ncu capture of a kprof run committed under benchmarks/results (H100s and H200s, Triton and cuBLAS
+    kernels, persistent launches among them): per launch, kprof's waves (:func:`kprof.occupancy.waves_per_sm` of the
+    calculator's occupancy from the parsed launch table, with the capture's SM count) equal ncu's
+    ``launch__waves_per_multiprocessor`` to its printed precision."""
+    from kprof.occupancy import waves_per_sm
+    from kprof.profilers import ncu
+
+    root = Path(__file__).parents[2] / "benchmarks" / "results"
+    compared, fractional, over_one = 0, 0, 0
+    for path in sorted(root.rglob("ncu_raw.csv")):
+        raw = _ncu_raw_table(path)
+        if "launch__waves_per_multiprocessor" not in raw:
+            continue
+        launches = ncu.parse(path)
+        kernels = launches[launches["kind"] == "kernel"].reset_index(drop=True)
+        assert len(kernels) == len(raw), path
+        for i, k in kernels.iterrows():
+            occ = theoretical_occupancy(
+                int(k.block_x * k.block_y * k.block_z), int(k.registers_per_thread), int(k.shared_mem_bytes)
+            )
+            sms = int(raw["device__attribute_multiprocessor_count"].iloc[i])
+            theirs = float(raw["launch__waves_per_multiprocessor"].iloc[i])
+            ours = waves_per_sm(int(k.grid_x * k.grid_y * k.grid_z), occ, sms)
+            # ncu prints two decimals (0.125 as 0.12)
+            assert ours == pytest.approx(theirs, rel=1e-4, abs=0.0051), (path, i, k.kernel)
+            compared += 1
+            fractional += theirs % 1 > 0.001
+            over_one += theirs > 1
+    assert compared >= 600 and fractional >= 100 and over_one >= 100, (compared, fractional, over_one)
