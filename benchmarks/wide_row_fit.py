@@ -96,7 +96,7 @@ def _row(family: str, dtype: str, n_rows: int, n: int, layout: tuple[str, int, i
         "spill_bytes": res.get("spill_bytes", 0),
         "asked_per_sm": asked,
         "fit_per_sm": occ.blocks_per_sm,
-        "in_flight_per_sm": occ.blocks_per_sm * chunk if not asked else min(asked, occ.blocks_per_sm) * chunk,
+        "in_flight_per_sm": min(asked or occ.blocks_per_sm, occ.blocks_per_sm) * chunk,
         "limiter": occ.limiter,
     }
 

@@ -435,7 +435,7 @@ def launch_metrics(
             occ = theoretical_occupancy(threads, int(regs), int(smem), limits)
             occ_pct, limiter = occ.occupancy_pct, occ.limiter
             blocks = _product(first, ("grid_x", "grid_y", "grid_z"))
-            waves = waves_per_sm(blocks, occ, sm_count) if blocks and sm_count else math.nan
+            waves = waves_per_sm(blocks, occ, sm_count or 0) if blocks else math.nan
         prof_theo = main["occupancy_theoretical_pct"].dropna()
         if math.isnan(occ_pct) and len(prof_theo):
             occ_pct = float(prof_theo.median())

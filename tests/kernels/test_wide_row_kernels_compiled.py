@@ -107,7 +107,7 @@ def test_the_meeting_orders_memory_as_it_relies_on(compiled):
 
 def test_the_slotted_meeting_has_no_fence_and_polls_with_volatile_loads(compiled):
     """Both families' slotted kernels (an H200's layouts, add_rmsnorm's bf16 in two: 4096-element chunks on 4 warps,
-    and 8192 on 16 for rows wider than 65536 from 1024 rows): every atomic relaxed (the tickets at two take sites, the
+    and 8192 on 16 for rows of 131072 columns from 1024 rows): every atomic relaxed (the tickets at two take sites, the
     slots' exchanges), no release, acquire or fence anywhere, and the row's slots polled with volatile loads."""
     slotted = [c for c in compiled if c["kernel"] == "slotted"]
     layouts = {(c["family"], c["dtype"], c["chunk"], c["warps"]) for c in slotted}

@@ -268,8 +268,10 @@ def _ncu_raw_table(path: Path) -> pd.DataFrame:
     units after it."""
     import io
 
+    from kprof.profilers.ncu import _header_index  # the parser's own rule for where the header is
+
     lines = path.read_text(errors="replace").splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    at = _header_index(lines)
     return pd.read_csv(io.StringIO("\n".join([lines[at], *lines[at + 2 :]])), thousands=",", low_memory=False)
 
 
