@@ -2,7 +2,7 @@
 persistent loop and its tickets, or the cache hints.
 
     python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep|retouch|regs|add-regs|staged] [--shapes 512x65536,2048x131072,8192x65536] \
-        [--rounds 3] [--rep-ms 5] [--dtypes bf16]
+        [--rounds 3] [--rep-ms 5] [--dtypes bf16] [--caps 4x8192x8x0,4x8192x8x64]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
 same bytes at 512-32768 rows of 65536-131072 columns, and so did the same loads and stores without the row's meeting
@@ -588,14 +588,14 @@ ADD_REG_CAPS = [(8, 4096, 4, 0), (8, 4096, 4, 64), (10, 4096, 4, 48), (4, 8192, 
 ADD_REG_CAPS += [(3, 8192, 16, 40)]
 
 
-def capped_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+def capped_candidates(inputs: dict, y: torch.Tensor, sms: int, caps: list | None = None) -> dict:
     """``--set regs``: rmsnorm's slotted kernel with its registers capped (``maxnreg``) so more programs fit an SM,
-    over layouts (programs an SM, chunk, warps, cap); registers and spills printed."""
+    over layouts (programs an SM, chunk, warps, cap; ``caps`` or ``REG_CAPS``); registers and spills printed."""
     from kprof.kernels.rmsnorm import cooperative
 
     x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
     fns = {}
-    for k, c, wp, cap in REG_CAPS:
+    for k, c, wp, cap in caps or REG_CAPS:
         name = f"slotted p{k} c{c} w{wp}" + (f" r{cap}" if cap else "")
 
         def call(k=k, c=c, wp=wp, cap=cap, name=name) -> None:
@@ -751,7 +751,7 @@ def add_library_race(args: argparse.Namespace, sms: int, rng: random.Random) -> 
             fns, notes = {}, {}
             if args.set == "add-regs":
                 layouts = [(f"slotted p{k} c{c} w{wp}" + (f" r{cap}" if cap else ""), k, c, wp, cap)
-                           for k, c, wp, cap in ADD_REG_CAPS]  # fmt: skip
+                           for k, c, wp, cap in args.caps or ADD_REG_CAPS]  # fmt: skip
             else:
                 layouts = [(f"{kernel} p{k} c{c} w{wp}", k, c, wp, kernel)
                            for kernel in ("pipelined", "slotted")
@@ -811,6 +811,12 @@ def main() -> int:
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=5.0)
+    ap.add_argument(
+        "--caps",
+        type=lambda v: [tuple(int(n) for n in lay.split("x")) for lay in v.split(",")],
+        help="--set regs/add-regs: these layouts instead, each programs-an-SM x chunk x warps x register cap "
+        "(0: the compiler's choice), e.g. 4x8192x8x0,4x8192x8x64",
+    )
     args = ap.parse_args()
     fam = discover()["rmsnorm"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -832,7 +838,7 @@ def main() -> int:
                 "library": library_candidates,
                 "deep": deep_candidates,
                 "retouch": lambda inputs, y, sms: deep_candidates(inputs, y, sms, retouch=True),
-                "regs": capped_candidates,
+                "regs": lambda inputs, y, sms: capped_candidates(inputs, y, sms, args.caps),
                 "staged": staged_candidates,
             }[args.set]
             fns, notes = checked(make(inputs, y, sms), x, y, ref)
