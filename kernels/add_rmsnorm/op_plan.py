@@ -74,6 +74,7 @@ def _add_plan(
     cfg = tuned.choose_config(
         n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda, x.dtype == torch.float16, fast_memory
     )
+    cfg = tuned.fitted(cfg, n_rows, n, x.dtype) if fast_memory else cfg
     sigs = (sig(x), sig(residual), sig(weight))
     if cfg.kernel in ("cooperative", "pipelined", "slotted"):  # the meeting's buffers per call, one launch
         programs = cfg.programs_per_sm * launching.sm_count(x)

@@ -15,7 +15,7 @@ and float32 rows of 4096 and 8192 columns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import torch
 import triton
@@ -28,6 +28,7 @@ from kprof.kernels.add_rmsnorm.one_row import MAX_BLOCK_BYTES as ONE_ROW_MAX_BYT
 from kprof.kernels.add_rmsnorm.one_row import _add_rmsnorm_one_row_kernel
 from kprof.kernels.lib import launching, split_rows
 from kprof.kernels.lib.launching import classic_num_warps, known_row_sizes, vector_align
+from kprof.kernels.lib.split_rows import RacedLayout
 from kprof.launch import CompiledLauncher, spec_key
 
 
@@ -392,6 +393,17 @@ _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 # 90.3, 16384x65536 97.7 against 91.5 (2048-element chunks of 4 warps, 8 an SM: 98.4 and 97.4). Rows of other widths
 # are not raced in float32.
 _FAST_MEMORY_FP32_SLOTTED = (4096, 8, 4)  # chunk elements, warps, programs an SM
+# Where a 16-bit layout's compiled kernel fits fewer programs an SM than where it was raced, the next that does takes
+# the rows (``split_rows.fitting_layout``, checked on the compiled kernel by ``fitted``); each is (chunk, warps,
+# programs an SM launched, programs that fitted where raced). fp16's layout compiles to 74 registers a thread at rows
+# of 10, 12 or 14 chunks under Triton 3.6 (3 of 4 fit; 78 at 65536 and 131072 columns under 3.9). On an H200, % of a
+# copy of the same bytes at 1024x81920, 4096x114688 and 8192x98304 (benchmarks/results/rmsnorm-cooperative/
+# h200-fit-3af47a6/, 3 rounds): 4096-element chunks of 4 warps, 8 an SM (64 registers, all fit), 97.6, 97.4, 98.1
+# against the layout's 97.1, 96.9, 97.4. bf16's widest-rows layout falls back to bf16's own (7 of 8 fitted where raced).
+_FAST_MEMORY_LAYOUTS = {
+    "fp16": (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM, 4), RacedLayout(4096, 4, 8, 8)),
+    "bf16 widest": (RacedLayout(*_PIPELINED_BF16, 3), RacedLayout(*_PIPELINED_BF16_FAST_MEMORY, 7)),
+}
 
 
 def choose_config(
@@ -467,6 +479,27 @@ def choose_config(
     while warps > 1 and warps * 32 > rows * block_n:
         warps //= 2
     return Config("rows", block_n, rows, warps)
+
+
+def fitted(cfg: Config, n_rows: int, n: int, dtype: torch.dtype) -> Config:
+    """An H200's config for ``n_rows`` rows of ``n`` elements of ``dtype``: ``cfg`` (``choose_config``'s), but where
+    that is the slotted kernel in fp16's layout or bf16's widest-rows layout and its compiled kernel fits fewer
+    programs an SM than where it was raced, the layout ``split_rows.fitting_layout`` takes from
+    ``_FAST_MEMORY_LAYOUTS`` (compiled offline for sm_90 once a specialisation: no GPU needed)."""
+    if cfg.kernel != "slotted" or dtype not in (torch.bfloat16, torch.float16):
+        return cfg
+    layouts = _FAST_MEMORY_LAYOUTS["fp16" if dtype == torch.float16 else "bf16 widest"]
+    if (cfg.block_n, cfg.num_warps, cfg.programs_per_sm) != astuple(layouts[0])[:3]:
+        return cfg  # bf16's own layout: raced with 7 of its 8 programs fitting, no fallback raced
+
+    def fits(layout: RacedLayout) -> int:
+        kernel, args, options = cooperative.offline_call("slotted", n_rows, n, dtype, layout.chunk, 0, layout.warps)
+        n_tickets = n_rows * triton.cdiv(n, layout.chunk)  # specialised on as an integer argument
+        key = ("add_rmsnorm", dtype, n, n_tickets % 16 == 0, layout.chunk, layout.warps)
+        return split_rows.programs_that_fit(key, kernel, args, options)
+
+    layout = split_rows.fitting_layout(layouts, fits)
+    return Config("slotted", layout.chunk, 1, layout.warps, triton.cdiv(n, layout.chunk), programs_per_sm=layout.per_sm)
 
 
 def _hundreds_of_16_bit_rows(n: int, element_size: int, n_rows: int) -> bool:
@@ -546,6 +579,7 @@ def offline_wide_row_call(
     another kernel."""
     element_size = torch.empty((), dtype=dtype).element_size()
     cfg = choose_config(n, element_size, n_rows, sm_count, True, fp16=dtype == torch.float16, fast_memory=fast_memory)
+    cfg = fitted(cfg, n_rows, n, dtype) if fast_memory else cfg
     if cfg.kernel not in ("cooperative", "pipelined", "slotted"):
         return None
     return cfg, cooperative.offline_call(cfg.kernel, n_rows, n, dtype, cfg.block_n, cfg.splits, cfg.num_warps)
@@ -628,6 +662,7 @@ def add_rmsnorm_checked(
         fp16=x2d.dtype == torch.float16,
         fast_memory=launching.fast_memory(x2d),
     )
+    cfg = fitted(cfg, x2d.shape[0], x2d.shape[1], x2d.dtype) if launching.fast_memory(x2d) else cfg
     launch_with_config(cfg, x2d, r2d, w, y, h, eps)
     return y, h
 

@@ -26,6 +26,8 @@ to 76.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -41,7 +43,7 @@ from kprof.kernels.lib.launching import (
     meeting_tickets_drawn,
     partials_workspace,
 )
-from kprof.kernels.lib.plans import Launch, constexpr_tail
+from kprof.kernels.lib.plans import Launch, Plans, constexpr_tail
 from kprof.launch import CompiledLauncher
 
 # What each launch adds to a row's arrival counter (see the module docstring); above any SPLITS the dispatch makes.
@@ -349,6 +351,58 @@ def launch_meeting(
         meeting_forget(sync)
         raise
     return compiled
+
+
+# ---------------------------------------------------------------------------------- layouts that fit
+@dataclass(frozen=True)
+class RacedLayout:
+    """A persistent wide-row layout as it was raced: ``chunk`` elements a ticket, ``warps`` a program, ``per_sm``
+    programs an SM launched, of which ``fit`` fitted an SM at once at the registers it compiled to there."""
+
+    chunk: int
+    warps: int
+    per_sm: int
+    fit: int
+
+
+def fitting_layout(layouts: Sequence[RacedLayout], fits: Callable[[RacedLayout], int]) -> RacedLayout:
+    """The first of ``layouts`` (the raced one, then its fallbacks) whose compiled kernel fits as many programs an SM
+    as where it was raced (``fits``: programs an SM that fit at its registers here); where none does, the one that
+    holds the most row elements in flight an SM (programs that fit x chunk), the earlier on a tie.
+
+    Why: a layout's speed follows the row elements its programs hold in flight an SM, and its registers move with
+    the width (the kernel is specialised on the chunks a row) and the Triton version. rmsnorm fp16's 8192-element,
+    8-warp layout compiles to 64 registers a thread at 65536 and 131072 columns under Triton 3.6 (4 programs an SM
+    fit) and to 74-77 between (3 fit): on an H200 it read 82.1-83.5% of a copy of the same bytes at 1024x81920,
+    4096x114688 and 8192x98304, where 16384-element chunks of 16 warps (64 registers, 2 fit) read 87.2-90.0
+    (benchmarks/results/rmsnorm-cooperative/h200-fit-3af47a6/)."""
+    best, best_in_flight = layouts[0], -1
+    for layout in layouts:
+        fit = min(fits(layout), layout.per_sm)
+        if fit >= layout.fit:
+            return layout
+        if fit * layout.chunk > best_in_flight:
+            best, best_in_flight = layout, fit * layout.chunk
+    return best
+
+
+_fits = Plans()  # programs an SM that fit, by kernel, specialisation and layout: one offline compile each
+
+
+def programs_that_fit(key: tuple, kernel: Any, args: tuple, options: dict) -> int:
+    """Programs of ``kernel`` launched with ``args`` and ``options`` (its ``num_warps`` among them) that fit an sm_90
+    SM at once: compiled offline for sm_90 (``kprof.specialization.compile_resources``: the launch's own
+    specialisation, Triton's cache, ptxas's registers) and read with kprof's occupancy calculator; kept by ``key``,
+    which must name everything the specialisation depends on. Runs where the interpreter is off."""
+    found = _fits.get(key)
+    if found is None:
+        from kprof.occupancy import theoretical_occupancy
+        from kprof.specialization import compile_resources
+
+        res = compile_resources(kernel, args, options, 90)
+        threads = 32 * int(options["num_warps"])
+        found = _fits.put(key, theoretical_occupancy(threads, res["registers"], res["shared_mem_bytes"]).blocks_per_sm)
+    return found
 
 
 # ---------------------------------------------------------------------------------- launch plans

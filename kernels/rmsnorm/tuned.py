@@ -37,6 +37,7 @@ from kprof.kernels.lib import launching, split_rows
 from kprof.kernels.lib.launching import classic_num_warps, known_row_sizes, vector_align
 from kprof.kernels.lib.plans import Plans, row_stride
 from kprof.kernels.lib.plans import sig as plan_sig
+from kprof.kernels.lib.split_rows import RacedLayout
 from kprof.kernels.rmsnorm import cooperative, split
 from kprof.kernels.rmsnorm.family import DEFAULT_EPS, FAMILY, check_inputs
 from kprof.kernels.rmsnorm.looped import _rmsnorm_looped_kernel
@@ -274,6 +275,15 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # pipelined kernel: not measured on a GPU): see ``cooperative._rmsnorm_slotted_kernel`` for the race. Not raced on an
 # H100, which keeps the pipelined kernel.
 _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
+# Where that layout's compiled kernel fits fewer than its 4 programs an SM (rows of 10, 12 or 14 chunks in fp16 under
+# Triton 3.6, 74-77 registers a thread; bf16 at 65536 and 131072 columns under 3.9, 72), 16384-element chunks of 16
+# warps, 2 programs an SM (64 registers under both) take the rows instead (``split_rows.fitting_layout``, checked on the
+# compiled kernel by ``fitted``). On an H200, fp16, % of a copy of the same bytes at 1024x81920, 4096x114688 and
+# 8192x98304 (benchmarks/results/rmsnorm-cooperative/h200-fit-3af47a6/, 3 rounds): 87.2, 89.2, 90.0 against the
+# 8192-element layout's 82.3, 82.9, 83.3 (3 fit; launched as 3 an SM, 82.4-83.3). Where the 8192-element layout fits
+# its 4 it stays ahead: 92.8-93.0 against 90.4-90.9 at 2048x131072 bf16 (h200-slots-5539449/).
+_FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM, 4),
+                              RacedLayout(16384, 16, 2, 2))  # fmt: skip
 # float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
 # of 4 warps, 8 programs an SM (116 registers a thread under Triton 3.6: 4 fit at once, the tickets hand the rest out
 # as they start). Raced there against the cooperative kernel and the slotted kernel in 5 other layouts
@@ -466,12 +476,32 @@ _two_pass_launcher = CompiledLauncher(_rmsnorm_two_pass_kernel)
 _looped_launcher = CompiledLauncher(_rmsnorm_looped_kernel)
 
 
-def config_for(n: int, element_size: int, n_rows: int, device_index: int) -> Config:
+def config_for(n: int, element_size: int, n_rows: int, device_index: int, dtype: torch.dtype | None = None) -> Config:
     """``choose_config`` for the GPU of index ``device_index``: its SM count and whether it is an H200
     (``launching.sm_count_at``, ``launching.fast_memory_at``; 132 SMs, an H100's, for CPU tensors, which also
-    leave out the cooperative and pipelined kernels)."""
+    leave out the cooperative and pipelined kernels); with ``dtype``, an H200's wide-row layout ``fitted``."""
     sms, fast = launching.sm_count_at(device_index), launching.fast_memory_at(device_index)
-    return choose_config(n, element_size, n_rows, sms, device_index >= 0, fast)
+    cfg = choose_config(n, element_size, n_rows, sms, device_index >= 0, fast)
+    return fitted(cfg, n_rows, n, dtype) if fast and dtype is not None else cfg
+
+
+def fitted(cfg: Config, n_rows: int, n: int, dtype: torch.dtype) -> Config:
+    """An H200's config for ``n_rows`` rows of ``n`` elements of ``dtype``: ``cfg`` (``choose_config``'s), but where
+    that is the slotted kernel in 16-bit's layout and its compiled kernel fits fewer programs an SM than where it was
+    raced, the layout ``split_rows.fitting_layout`` takes from ``_FAST_MEMORY_16BIT_LAYOUTS`` (compiled offline for
+    sm_90 once a specialisation: no GPU needed)."""
+    if cfg.kernel != "slotted" or dtype not in (torch.bfloat16, torch.float16):
+        return cfg
+
+    def fits(layout: RacedLayout) -> int:
+        kernel, args, options = cooperative.offline_call("slotted", n_rows, n, dtype, layout.chunk, 0, layout.warps)
+        n_tickets = n_rows * triton.cdiv(n, layout.chunk)  # specialised on as an integer argument
+        key = ("rmsnorm", dtype, n, n_tickets % 16 == 0, layout.chunk, layout.warps)
+        return split_rows.programs_that_fit(key, kernel, args, options)
+
+    layout = split_rows.fitting_layout(_FAST_MEMORY_16BIT_LAYOUTS, fits)
+    chunks = triton.cdiv(n, layout.chunk)
+    return Config("slotted", layout.chunk, 1, layout.warps, splits=chunks, programs_per_sm=layout.per_sm)
 
 
 # And in bands of 768-4096 rows of 3072-8192 columns, raced at 2 places in memory, 3 rounds, every one-block and
@@ -584,6 +614,7 @@ def offline_wide_row_call(
     ``cooperative.offline_call`` gives it (kernel, arguments, options), to compile that GPU-only kernel without a
     GPU; None where the dispatch takes another kernel."""
     cfg = choose_config(n, torch.empty((), dtype=dtype).element_size(), n_rows, sm_count, True, fast_memory)
+    cfg = fitted(cfg, n_rows, n, dtype) if fast_memory else cfg
     if cfg.kernel not in ("cooperative", "pipelined", "slotted"):
         return None
     return cfg, cooperative.offline_call(cfg.kernel, n_rows, n, dtype, cfg.block_n, cfg.splits, cfg.num_warps)
@@ -682,7 +713,7 @@ def plan_for(
     None for the split path (a workspace and a second launch) and the meeting kernels (the meeting's
     counters and workspace per call): ``_make_workspace_plan`` plans those."""
     element_size = torch.empty((), dtype=dtype).element_size()
-    cfg = config_for(n, element_size, n_rows, device_index)
+    cfg = config_for(n, element_size, n_rows, device_index, dtype)
     if cfg.kernel in ("split", "cooperative", "pipelined", "slotted"):
         return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
@@ -786,7 +817,7 @@ def _rmsnorm_tuned_checked(
             _plans.clear()
         _plans[sig] = plan
         return rmsnorm_tuned(x, weight, eps, out)
-    cfg = config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device())
+    cfg = config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device(), x2d.dtype)
     other = _make_workspace_plan(cfg, x, weight, eps) if sig is not None else None
     if other is not None:
         _workspace_plans.put((sig, eps), other)
