@@ -484,21 +484,14 @@ def choose_config(
 def fitted(cfg: Config, n_rows: int, n: int, dtype: torch.dtype) -> Config:
     """An H200's config for ``n_rows`` rows of ``n`` elements of ``dtype``: ``cfg`` (``choose_config``'s), but where
     that is the slotted kernel in fp16's layout or bf16's widest-rows layout and its compiled kernel fits fewer
-    programs an SM than where it was raced, the layout ``split_rows.fitting_layout`` takes from
+    programs an SM than where it was raced, the layout ``split_rows.fitted_layout`` takes from
     ``_FAST_MEMORY_LAYOUTS`` (compiled offline for sm_90 once a specialisation: no GPU needed)."""
     if cfg.kernel != "slotted" or dtype not in (torch.bfloat16, torch.float16):
         return cfg
     layouts = _FAST_MEMORY_LAYOUTS["fp16" if dtype == torch.float16 else "bf16 widest"]
     if (cfg.block_n, cfg.num_warps, cfg.programs_per_sm) != astuple(layouts[0])[:3]:
         return cfg  # bf16's own layout: raced with 7 of its 8 programs fitting, no fallback raced
-
-    def fits(layout: RacedLayout) -> int:
-        kernel, args, options = cooperative.offline_call("slotted", n_rows, n, dtype, layout.chunk, 0, layout.warps)
-        n_tickets = n_rows * triton.cdiv(n, layout.chunk)  # specialised on as an integer argument
-        key = ("add_rmsnorm", dtype, n, n_tickets % 16 == 0, layout.chunk, layout.warps)
-        return split_rows.programs_that_fit(key, kernel, args, options)
-
-    layout = split_rows.fitting_layout(layouts, fits)
+    layout = split_rows.fitted_layout("add_rmsnorm", layouts, n_rows, n, dtype, cooperative.offline_call)
     return Config("slotted", layout.chunk, 1, layout.warps, triton.cdiv(n, layout.chunk), programs_per_sm=layout.per_sm)
 
 

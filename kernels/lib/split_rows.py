@@ -387,18 +387,43 @@ def fitting_layout(layouts: Sequence[RacedLayout], fits: Callable[[RacedLayout],
 
 
 _fits = Plans()  # programs an SM that fit, by kernel, specialisation and layout: one offline compile each
+_fitted = Plans()  # fitted_layout's answers, by its arguments' specialisation
 
 
-def programs_that_fit(key: tuple, kernel: Any, args: tuple, options: dict) -> int:
-    """Programs of ``kernel`` launched with ``args`` and ``options`` (its ``num_warps`` among them) that fit an sm_90
+def fitted_layout(
+    family: str, layouts: tuple[RacedLayout, ...], n_rows: int, n: int, dtype: torch.dtype, offline_call: Callable
+) -> RacedLayout:
+    """:func:`fitting_layout` of ``layouts`` for the slotted kernel of ``family`` over ``n_rows`` rows of ``n``
+    elements of ``dtype``: each layout's kernel compiled offline for sm_90 once a specialisation
+    (:func:`programs_that_fit`; ``offline_call``: the family's ``cooperative.offline_call``), the answer kept (a
+    lookup from the second call on). No GPU needed."""
+    memo = (family, layouts, n, dtype, n_rows % 16)  # n_rows % 16 decides each layout's tickets' divisibility by 16
+    found = _fitted.get(memo)
+    if found is None:
+
+        def fits(layout: RacedLayout) -> int:
+            n_tickets = n_rows * triton.cdiv(n, layout.chunk)  # specialised on as an integer argument
+            key = (family, dtype, n, n_tickets % 16 == 0, layout.chunk, layout.warps)
+            return programs_that_fit(
+                key, lambda: offline_call("slotted", n_rows, n, dtype, layout.chunk, 0, layout.warps)
+            )
+
+        found = _fitted.put(memo, fitting_layout(layouts, fits))
+    return found
+
+
+def programs_that_fit(key: tuple, call: Callable[[], tuple[Any, tuple, dict]]) -> int:
+    """Programs of the launch ``call()`` gives (kernel, arguments, options with its ``num_warps``) that fit an sm_90
     SM at once: compiled offline for sm_90 (``kprof.specialization.compile_resources``: the launch's own
     specialisation, Triton's cache, ptxas's registers) and read with kprof's occupancy calculator; kept by ``key``,
-    which must name everything the specialisation depends on. Runs where the interpreter is off."""
+    which must name everything the specialisation depends on (``call`` runs only the first time). Runs where the
+    interpreter is off."""
     found = _fits.get(key)
     if found is None:
         from kprof.occupancy import theoretical_occupancy
         from kprof.specialization import compile_resources
 
+        kernel, args, options = call()
         res = compile_resources(kernel, args, options, 90)
         threads = 32 * int(options["num_warps"])
         found = _fits.put(key, theoretical_occupancy(threads, res["registers"], res["shared_mem_bytes"]).blocks_per_sm)

@@ -488,18 +488,11 @@ def config_for(n: int, element_size: int, n_rows: int, device_index: int, dtype:
 def fitted(cfg: Config, n_rows: int, n: int, dtype: torch.dtype) -> Config:
     """An H200's config for ``n_rows`` rows of ``n`` elements of ``dtype``: ``cfg`` (``choose_config``'s), but where
     that is the slotted kernel in 16-bit's layout and its compiled kernel fits fewer programs an SM than where it was
-    raced, the layout ``split_rows.fitting_layout`` takes from ``_FAST_MEMORY_16BIT_LAYOUTS`` (compiled offline for
+    raced, the layout ``split_rows.fitted_layout`` takes from ``_FAST_MEMORY_16BIT_LAYOUTS`` (compiled offline for
     sm_90 once a specialisation: no GPU needed)."""
     if cfg.kernel != "slotted" or dtype not in (torch.bfloat16, torch.float16):
         return cfg
-
-    def fits(layout: RacedLayout) -> int:
-        kernel, args, options = cooperative.offline_call("slotted", n_rows, n, dtype, layout.chunk, 0, layout.warps)
-        n_tickets = n_rows * triton.cdiv(n, layout.chunk)  # specialised on as an integer argument
-        key = ("rmsnorm", dtype, n, n_tickets % 16 == 0, layout.chunk, layout.warps)
-        return split_rows.programs_that_fit(key, kernel, args, options)
-
-    layout = split_rows.fitting_layout(_FAST_MEMORY_16BIT_LAYOUTS, fits)
+    layout = split_rows.fitted_layout("rmsnorm", _FAST_MEMORY_16BIT_LAYOUTS, n_rows, n, dtype, cooperative.offline_call)
     chunks = triton.cdiv(n, layout.chunk)
     return Config("slotted", layout.chunk, 1, layout.warps, splits=chunks, programs_per_sm=layout.per_sm)
 
