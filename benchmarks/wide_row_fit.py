@@ -9,7 +9,9 @@ the number of chunks a row (``SPLITS``), so one layout compiles to different reg
 the programs asked for do not all fit an SM at once, the last of them wait for the first to end. On an H200,
 add_rmsnorm bf16's 8192-element, 16-warp layout compiled to 40 registers a thread at 131072 columns (3 programs an SM
 fit) and to 52-54 at 81920-114688 (2 fit), and ran at 86% of a copy there against 96-98.5% for a layout that fit
-(benchmarks/results/rmsnorm-cooperative/h200-bf16-between-6e1d166/).
+(benchmarks/results/rmsnorm-cooperative/h200-bf16-between-6e1d166/). The H200 dispatch now checks this itself for its
+16-bit layouts (``fitted`` in both families' ``tuned.py``: a raced layout that fits fewer programs an SM than where it
+was raced gives way to one of its fallbacks), so this table shows the layout it launches after that check.
 
 Per family, dtype, width and row count: the kernel and layout the GPU dispatch picks (an H200's unless ``--h100``),
 the registers a thread ``ptxas`` reports for sm_90 (compiled on the CPU with the Triton installed here: the GPU

@@ -379,7 +379,7 @@ _FAST_MEMORY_BF16_WIDEST = (frozenset({131072}), 1024)  # columns, rows from
 # bf16 97.4-98.5 against the dispatch's 91.5-93.3 (2048x131072 520.5 against 549.6 us, a copy 512.5), fp16 in its
 # 8192 x 8 warps 99.1-100.5 against 92.2-93.7 (509.98 against 546.6 us). Registers under Triton 3.6: bf16 64-71 a
 # thread (71 at 65536 columns: 7 of its 8 programs an SM fit at once), fp16 64; Triton 3.9 compiles 70-72 and 78 (3 of
-# fp16's 4 programs an SM fit there; not measured on a GPU). Not raced on an H100. At 64x131072 fp16 (slotted too,
+# fp16's 4 programs an SM fit there, where ``fitted`` takes another layout). Not raced on an H100. At 64x131072 fp16 (slotted too,
 # fp16 pipelines at every row count) the grid read 85.5% of a copy against 79.7% before
 # (h200-slots-5539449/grid-64rows-cbc2238/). bf16 takes it under 512 rows too (from 16 MiB, where it took the
 # cooperative kernel), % of a copy of the same bytes: 64x131072 94.4 against the cooperative kernel's 88.3, 128x131072

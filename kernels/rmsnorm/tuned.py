@@ -272,8 +272,8 @@ _PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM = 8192, 8, 4
 # On an H200 (``launching.fast_memory``) 16-bit rows take the pipelined kernel with the slotted meeting instead
 # (``cooperative.launch_slotted``: no release after a program's stores, x loaded without a hint) in the same layout,
 # which fits 4 programs an SM there too (64 registers a thread under Triton 3.6; 72-76 under 3.9, 3 an SM, as the
-# pipelined kernel: not measured on a GPU): see ``cooperative._rmsnorm_slotted_kernel`` for the race. Not raced on an
-# H100, which keeps the pipelined kernel.
+# pipelined kernel, where ``fitted`` takes the layout below instead): see ``cooperative._rmsnorm_slotted_kernel`` for
+# the race. Not raced on an H100, which keeps the pipelined kernel.
 _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 # Where that layout's compiled kernel fits fewer than its 4 programs an SM (rows of 10, 12 or 14 chunks in fp16 under
 # Triton 3.6, 74-77 registers a thread; bf16 at 65536 and 131072 columns under 3.9, 72), 16384-element chunks of 16

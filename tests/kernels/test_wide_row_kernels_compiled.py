@@ -18,12 +18,29 @@ PROBE = r"""
 import json, re
 from kprof.dtypes import torch_dtype
 from kprof.kernels import discover
+from kprof.kernels.add_rmsnorm import cooperative as add_cooperative
 from kprof.kernels.add_rmsnorm import tuned as add_tuned
+from kprof.kernels.rmsnorm import cooperative as rms_cooperative
 from kprof.kernels.rmsnorm import tuned as rms_tuned
 from kprof.specialization import compile_for, describe_call, memory_order
 
 INLINE_ASM = re.compile(r"// begin inline asm(.*?)// end inline asm", re.S)
 out, seen = [], set()
+
+
+def record(family, dtype, shape, kernel_name, kernel, args, options):
+    key = json.dumps(describe_call(kernel, args, options), sort_keys=True)
+    if key in seen:
+        return
+    seen.add(key)
+    ptx = compile_for(kernel, args, options).asm["ptx"]
+    asm = " ".join(INLINE_ASM.findall(ptx))
+    out.append({"family": family, "dtype": dtype, "shape": list(shape), "kernel": kernel_name,
+                "chunk": options["CHUNK"], "warps": options["num_warps"],
+                "order": memory_order(ptx), "asm_cvt_f16": asm.count("cvt.f32.f16"),
+                "volatile_loads": len(re.findall(r"\bld\.volatile\.global\b", ptx))})
+
+
 H100_H200 = ({}, {"fast_memory": True})
 for family, tuned, gpus in (("rmsnorm", rms_tuned, H100_H200), ("add_rmsnorm", add_tuned, H100_H200)):
     fam = discover()[family]
@@ -35,19 +52,20 @@ for family, tuned, gpus in (("rmsnorm", rms_tuned, H100_H200), ("add_rmsnorm", a
                 for d in shape[:-1]:
                     rows *= d
                 found = tuned.offline_wide_row_call(rows, shape[-1], torch_dtype(dtype), **gpu)
-                if found is None:
-                    continue
-                cfg, (kernel, args, options) = found
-                key = json.dumps(describe_call(kernel, args, options), sort_keys=True)
-                if key in seen:
-                    continue
-                seen.add(key)
-                ptx = compile_for(kernel, args, options).asm["ptx"]
-                asm = " ".join(INLINE_ASM.findall(ptx))
-                out.append({"family": family, "dtype": dtype, "shape": list(shape), "kernel": cfg.kernel,
-                            "chunk": options["CHUNK"], "warps": options["num_warps"],
-                            "order": memory_order(ptx), "asm_cvt_f16": asm.count("cvt.f32.f16"),
-                            "volatile_loads": len(re.findall(r"\bld\.volatile\.global\b", ptx))})
+                if found is not None:
+                    record(family, dtype, shape, found[0].kernel, *found[1])
+# every layout an H200's 16-bit wide rows may take once its registers are known (``fitted``), whichever this Triton's
+# registers make the dispatch take at the grids' widths
+tables = (
+    ("rmsnorm", rms_cooperative, {d: rms_tuned._FAST_MEMORY_16BIT_LAYOUTS for d in ("bf16", "fp16")}),
+    ("add_rmsnorm", add_cooperative, {"fp16": add_tuned._FAST_MEMORY_LAYOUTS["fp16"],
+                                      "bf16": add_tuned._FAST_MEMORY_LAYOUTS["bf16 widest"]}),
+)
+for family, cooperative, by_dtype in tables:
+    for dtype, layouts in by_dtype.items():
+        for lay in layouts:
+            call = cooperative.offline_call("slotted", 1024, 98304, torch_dtype(dtype), lay.chunk, 0, lay.warps)
+            record(family, dtype, (1024, 98304), "slotted", *call)
 print(json.dumps(out))
 """
 
@@ -107,16 +125,21 @@ def test_the_meeting_orders_memory_as_it_relies_on(compiled):
 
 def test_the_slotted_meeting_has_no_fence_and_polls_with_volatile_loads(compiled):
     """Both families' slotted kernels (an H200's layouts, add_rmsnorm's bf16 in two: 4096-element chunks on 4 warps,
-    and 8192 on 16 for rows of 131072 columns from 1024 rows): every atomic relaxed (the tickets at two take sites, the
-    slots' exchanges), no release, acquire or fence anywhere, and the row's slots polled with volatile loads."""
+    and 8192 on 16 for rows of 131072 columns from 1024 rows; and the layouts 16-bit rows take where the raced one's
+    registers leave fewer of its programs an SM: rmsnorm's 16384 on 16, add_rmsnorm fp16's 4096 on 4): every atomic
+    relaxed (the tickets at two take sites, the slots' exchanges), no release, acquire or fence anywhere, and the
+    row's slots polled with volatile loads."""
     slotted = [c for c in compiled if c["kernel"] == "slotted"]
     layouts = {(c["family"], c["dtype"], c["chunk"], c["warps"]) for c in slotted}
     assert layouts == {
         ("rmsnorm", "bf16", 8192, 8),
         ("rmsnorm", "fp16", 8192, 8),
+        ("rmsnorm", "bf16", 16384, 16),
+        ("rmsnorm", "fp16", 16384, 16),
         ("add_rmsnorm", "bf16", 4096, 4),
         ("add_rmsnorm", "bf16", 8192, 16),
         ("add_rmsnorm", "fp16", 8192, 8),
+        ("add_rmsnorm", "fp16", 4096, 4),
         ("rmsnorm", "fp32", 4096, 4),
         ("add_rmsnorm", "fp32", 4096, 8),
     }, sorted(layouts)
