@@ -287,3 +287,24 @@ def test_an_h200_pipelines_bf16_from_16_mib_in_its_own_layout_with_the_slotted_m
         assert tuned.choose_config(n, 2, rows, fast_memory=True).num_warps == 4, (n, rows)
     widest = tuned.choose_config(131072, 2, 1024, fast_memory=True)
     assert widest == replace(tuned.choose_config(131072, 2, 1024), kernel="slotted")  # the H100's bf16 layout
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_the_fitted_wide_row_layout_on_a_gpu(dtype):
+    """1024x81920 strided rows (fp16's raced layout fits 3 of its 4 programs an SM there under Triton 3.6): on an
+    H200 the dispatch launches the layout ``fitted`` takes for this Triton's registers; triton_tuned and the ops API
+    through it match the float64 oracle, three calls each."""
+    inp = _strided_inputs(1024, 81920, dtype, "cuda")
+    x = inp["x"]
+    if launching.fast_memory(x):
+        cfg = tuned.choose_config(81920, 2, 1024, launching.sm_count(x), True, x.dtype == torch.float16, True)
+        fitted = tuned.fitted(cfg, 1024, 81920, x.dtype)
+        table = tuned._FAST_MEMORY_LAYOUTS["fp16" if dtype == "fp16" else "bf16 widest"]
+        if dtype == "fp16":
+            assert (fitted.block_n, fitted.num_warps) in {(lay.chunk, lay.warps) for lay in table}, fitted
+        else:  # bf16's own layout at this width: nothing to fit
+            assert fitted == cfg and (cfg.block_n, cfg.num_warps) == (4096, 4), cfg
+    for _ in range(3):
+        _check(*FAM.providers["triton_tuned"].fn(**inp), inp, dtype)
+        _check(*ops.fused_add_rms_norm(inp["x"], inp["residual"], inp["weight"], inp["eps"]), inp, dtype)

@@ -843,3 +843,25 @@ def test_unpacked_rows_take_the_one_row_kernels_warps():
     packed = choose_config(1024, 2)  # many rows: 4 rows of 1024 per program, 4 warps
     few = choose_config(1024, 2, 100)
     assert few.rows == 1 and few.num_warps == max(1, packed.num_warps // packed.rows)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_the_fitted_wide_row_layout_on_a_gpu(dtype):
+    """1024x81920 (10 chunks of 8192 a row, where fp16's raced layout fits 3 of its 4 programs an SM under Triton
+    3.6): on an H200 the dispatch launches one of its 16-bit layouts, as ``fitted`` takes it for this Triton's
+    registers; triton_tuned and the ops API through it match the float64 oracle, three calls each."""
+    from kprof.kernels import ops
+    from kprof.kernels.lib import launching
+    from kprof.kernels.rmsnorm.tuned import _FAST_MEMORY_16BIT_LAYOUTS, config_for
+
+    inputs = fresh((1024, 81920), dtype, "cuda")
+    x = inputs["x"]
+    cfg = config_for(81920, x.element_size(), 1024, x.get_device(), x.dtype)
+    if launching.fast_memory(x):
+        layouts = {(lay.chunk, lay.warps, lay.per_sm) for lay in _FAST_MEMORY_16BIT_LAYOUTS}
+        assert cfg.kernel == "slotted" and (cfg.block_n, cfg.num_warps, cfg.programs_per_sm) in layouts, cfg
+    ref = rmsnorm_oracle(x, inputs["weight"], inputs["eps"])
+    for _ in range(3):
+        check("triton_tuned", inputs, dtype)
+        assert rel_err(ops.rms_norm(x, inputs["weight"], inputs["eps"]), ref) <= FAM.tolerances[dtype]
