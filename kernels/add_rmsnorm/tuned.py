@@ -379,8 +379,8 @@ _FAST_MEMORY_BF16_WIDEST = (frozenset({131072}), 1024)  # columns, rows from
 # bf16 97.4-98.5 against the dispatch's 91.5-93.3 (2048x131072 520.5 against 549.6 us, a copy 512.5), fp16 in its
 # 8192 x 8 warps 99.1-100.5 against 92.2-93.7 (509.98 against 546.6 us). Registers under Triton 3.6: bf16 64-71 a
 # thread (71 at 65536 columns: 7 of its 8 programs an SM fit at once), fp16 64; Triton 3.9 compiles 70-72 and 78 (3 of
-# fp16's 4 programs an SM fit there, where ``fitted`` takes another layout). Not raced on an H100. At 64x131072 fp16 (slotted too,
-# fp16 pipelines at every row count) the grid read 85.5% of a copy against 79.7% before
+# fp16's 4 programs an SM fit there, where ``fitted`` takes another layout). Not raced on an H100. At 64x131072 fp16
+# (slotted too, fp16 pipelines at every row count) the grid read 85.5% of a copy against 79.7% before
 # (h200-slots-5539449/grid-64rows-cbc2238/). bf16 takes it under 512 rows too (from 16 MiB, where it took the
 # cooperative kernel), % of a copy of the same bytes: 64x131072 94.4 against the cooperative kernel's 88.3, 128x131072
 # 95.3 and 256x65536 96.7 (fp16's layout 88.5, 91.2, 91.5); the grid's 64x131072 bf16 went from 19.71 to 18.70 us
@@ -399,7 +399,10 @@ _FAST_MEMORY_FP32_SLOTTED = (4096, 8, 4)  # chunk elements, warps, programs an S
 # of 10, 12 or 14 chunks under Triton 3.6 (3 of 4 fit; 78 at 65536 and 131072 columns under 3.9). On an H200, % of a
 # copy of the same bytes at 1024x81920, 4096x114688 and 8192x98304 (benchmarks/results/rmsnorm-cooperative/
 # h200-fit-3af47a6/, 3 rounds): 4096-element chunks of 4 warps, 8 an SM (64 registers, all fit), 97.6, 97.4, 98.1
-# against the layout's 97.1, 96.9, 97.4. bf16's widest-rows layout falls back to bf16's own (7 of 8 fitted where raced).
+# against the layout's 97.1, 96.9, 97.4: a tie (two launches of one compiled kernel read 0.5-0.9 points apart in that
+# race), taken where the layout's registers leave 3 (Triton 3.9 at 65536 and 131072 columns: 7 of 8 against 3 of 4
+# fit, 28672 row elements in flight an SM against 24576). bf16's widest-rows layout falls back to bf16's own (7 of 8
+# fitted where raced).
 _FAST_MEMORY_LAYOUTS = {
     "fp16": (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM, 4), RacedLayout(4096, 4, 8, 8)),
     "bf16 widest": (RacedLayout(*_PIPELINED_BF16, 3), RacedLayout(*_PIPELINED_BF16_FAST_MEMORY, 7)),

@@ -26,6 +26,7 @@ to 76.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -404,30 +405,43 @@ def fitted_layout(
         def fits(layout: RacedLayout) -> int:
             n_tickets = n_rows * triton.cdiv(n, layout.chunk)  # specialised on as an integer argument
             key = (family, dtype, n, n_tickets % 16 == 0, layout.chunk, layout.warps)
-            return programs_that_fit(
+            fit = programs_that_fit(
                 key, lambda: offline_call("slotted", n_rows, n, dtype, layout.chunk, 0, layout.warps)
             )
+            return layout.fit if fit is None else fit  # not known: as where it was raced
 
         found = _fitted.put(memo, fitting_layout(layouts, fits))
     return found
 
 
-def programs_that_fit(key: tuple, call: Callable[[], tuple[Any, tuple, dict]]) -> int:
+def programs_that_fit(key: tuple, call: Callable[[], tuple[Any, tuple, dict]]) -> int | None:
     """Programs of the launch ``call()`` gives (kernel, arguments, options with its ``num_warps``) that fit an sm_90
     SM at once: compiled offline for sm_90 (``kprof.specialization.compile_resources``: the launch's own
     specialisation, Triton's cache, ptxas's registers) and read with kprof's occupancy calculator; kept by ``key``,
-    which must name everything the specialisation depends on (``call`` runs only the first time). Runs where the
-    interpreter is off."""
+    which must name everything the specialisation depends on (``call`` runs only the first time). None where that
+    compile fails (no ptxas, a Triton whose compiler API moved): a RuntimeWarning says why, once a key, and the caller
+    keeps what it would have launched without the check."""
     found = _fits.get(key)
     if found is None:
         from kprof.occupancy import theoretical_occupancy
         from kprof.specialization import compile_resources
 
-        kernel, args, options = call()
-        res = compile_resources(kernel, args, options, 90)
-        threads = 32 * int(options["num_warps"])
-        found = _fits.put(key, theoretical_occupancy(threads, res["registers"], res["shared_mem_bytes"]).blocks_per_sm)
-    return found
+        try:
+            kernel, args, options = call()
+            res = compile_resources(kernel, args, options, 90)
+        except Exception as exc:  # noqa: BLE001 - the check is an optimisation, never the reason a call fails
+            warnings.warn(
+                f"kprof: could not compile {key[0]}'s wide-row kernel offline to read its registers ({exc!r}); "
+                "it launches the layout raced for this width without checking that its programs fit an SM",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            found = _fits.put(key, -1)
+        else:
+            threads = 32 * int(options["num_warps"])
+            occupancy = theoretical_occupancy(threads, res["registers"], res["shared_mem_bytes"])
+            found = _fits.put(key, occupancy.blocks_per_sm)
+    return None if found < 0 else found
 
 
 # ---------------------------------------------------------------------------------- launch plans

@@ -3,9 +3,14 @@ are known (``kernels/rmsnorm/tuned.py``'s and ``kernels/add_rmsnorm/tuned.py``'s
 
 from __future__ import annotations
 
+import warnings
+
+import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kprof.kernels.lib import split_rows
 from kprof.kernels.lib.split_rows import RacedLayout, fitting_layout
 
 RACED, WIDE = RacedLayout(8192, 8, 4, 4), RacedLayout(16384, 16, 2, 2)
@@ -50,3 +55,19 @@ def test_the_first_that_fits_as_raced_else_the_most_in_flight(candidates, data):
     else:
         in_flight = [min(fit[lay], lay.per_sm) * lay.chunk for lay in candidates]
         assert got is candidates[in_flight.index(max(in_flight))]
+
+
+def test_a_compile_that_fails_keeps_the_raced_layout_and_says_why():
+    """The fit check is an optimisation: where the offline compile fails (no ptxas, a moved compiler API) the dispatch
+    keeps the raced layout and a RuntimeWarning names the reason, once."""
+
+    def broken(*args):
+        raise FileNotFoundError("ptxas")
+
+    layouts = (RACED, WIDE)
+    with pytest.warns(RuntimeWarning, match="could not compile rmsnorm-test's wide-row kernel.*ptxas"):
+        got = split_rows.fitted_layout("rmsnorm-test", layouts, 1024, 81920, torch.float16, broken)
+    assert got is RACED
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # kept: no second compile, no second warning
+        assert split_rows.fitted_layout("rmsnorm-test", layouts, 2048, 81920, torch.float16, broken) is RACED
