@@ -43,7 +43,7 @@ torch.compile and CUDA graphs
     through ``torch.ops`` and 0.15 us for the check ``torch.compiler.is_compiling()`` (per call, 8x64
     fp32; ``benchmarks/ops_host_cost.py`` measures it on a GPU). Launches take the current CUDA stream and
     allocate through PyTorch, so a decode step of these ops can be captured in a CUDA graph once warmed up
-    (the first call with a new shape compiles and autotunes, and at 129-999 rows of ``swiglu`` and 33-999 of
+    (the first call with a new shape compiles and autotunes, and at 65-999 rows of ``swiglu`` and 33-999 of
     ``rms_norm_linear`` times their two routes, cuBLAS's and kprof's, keeping the faster
     (``kprof.kernels.lib.routes``); do it before capturing: a first call inside a capture takes the static
     rule's route for good).

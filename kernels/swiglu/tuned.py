@@ -9,11 +9,12 @@ rows       columns   runs                                                       
                      (``split_k.MASKED_MAX_ROWS``)
 1-128      any       the tiled kernel with pinned tiles (``DECODE_TILES``; bf16,  decode-tiles/ (sections 1-2)
                      fp16; fp32 autotuned), where the row above does not apply
-129-999    any       16-bit on a GPU: raced on each shape's first call, the      mid-rows/
-                     autotuned tiled kernel or cuBLAS's two products then
-                     silu_mul (``raced_route``; on the weights as given,
-                     ``ops.swiglu``, at every row count from 129); the next
-                     four rows apply where no race runs
+65-999     any       16-bit on a GPU: raced on each shape's first call, the      mid-rows/, grid/h200-swiglu-
+                     tiled kernel (pinned tiles up to 128 rows, autotuned        decode-rows-a305221/
+                     above) or cuBLAS's two products then silu_mul
+                     (``raced_route``; on the weights as given, ``ops.swiglu``,
+                     at every row count from 65); the rows above and the next
+                     four apply where no race runs
 129-511    any       the tiled kernel, autotuned                                 grid/
 512-999    <= 5504   cuBLAS's two products, then kprof's silu_mul kernel         decode-tiles/ (section 5)
 512-999    > 5504    the tiled kernel, autotuned                                 decode-tiles/ (section 5)
@@ -272,8 +273,15 @@ RAGGED_CUBLAS_MIN_ROWS = 512
 # At 160-480 rows on three H100s (bf16, fp16; benchmarks/results/mid-rows/) cuBLAS's route was faster at 20 of 28
 # points (the autotuned tiled kernel up to 1.81x its time, at 256x4104x11000) and slower at 8, by up to 1.97x where
 # cuBLAS itself ran at about half its rate (320x4096x5504, 320x2048x11008); no rule of rows and columns held.
-# 128 rows and fewer keep the pinned tiles (raced in decode-tiles/).
-RACE_MIN_ROWS = 129
+# From 65 rows the pinned tiles race too. At 96 and 128 rows of 3584x18944 (Qwen2.5-7B's FFN) their 128 x 128 tiles
+# (148 programs, one an SM at 147 KB of shared memory: 1.12 waves of an H200's 132 SMs) took 101.7-104.5 us against
+# cuBLAS's route's 74.7-75.6 (bf16 and fp16; the pinned 64-row tiles 75.1-75.9 at 32 and 64 rows). At 96 rows of
+# 5120x27648 and 8192x28672 cuBLAS's route was 0.962-0.979x the tiled kernel; at 128 rows of 4096x14336, 5120x27648
+# and 8192x28672-29568 cuBLAS ran at about half its rate (1.10-1.73x the tiled kernel), the cliff the race is for. At
+# 32 and 64 rows the tiled kernel was ahead of cuBLAS's route or within 2% of it at all 24 points
+# (benchmarks/results/grid/h200-swiglu-decode-rows-a305221/, one H200, cold, 2 places in memory). 64 rows and fewer
+# keep the pinned tiles unraced (raced in decode-tiles/).
+RACE_MIN_ROWS = 65
 _mid_rows = routes.RouteRace("swiglu: the tiled kernel or cuBLAS's products then silu_mul")
 # On the interleaved weights, where the output width N is not a multiple of 16, the interleaved TMA kernel lost to
 # cuBLAS's one product on the same weights, then one pass over the gate/up pairs (``cublas_silu``), at some shapes
@@ -650,7 +658,7 @@ def swiglu_with(
     "product of twice the width with TMA tiles (persistent but at K 8192+ with many waves, the last partial wave in "
     "smaller tiles; tiles of 192 rows where they fill one wave of SMs; where the wave is underfilled, or the width is "
     "not a multiple of 16, raced against cuBLAS's product of the interleaved pair then a pass over the pairs); "
-    "129-999 rows: raced on the shape's first call, the tiled kernel or cuBLAS's two products, "
+    "65-999 rows: raced on the shape's first call, the tiled kernel or cuBLAS's two products, "
     "then kprof's silu_mul kernel (where no race runs: 512-999 rows of up to 5504 columns and ragged-8 shapes "
     "from 512 rows take cuBLAS's); "
     "else the tiled product (tiles pinned per class up to 128 rows, autotuned above), grouped program order",
