@@ -281,7 +281,10 @@ _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 # compiled kernel by ``fitted``). On an H200, fp16, % of a copy of the same bytes at 1024x81920, 4096x114688 and
 # 8192x98304 (benchmarks/results/rmsnorm-cooperative/h200-fit-3af47a6/, 3 rounds): 87.2, 89.2, 90.0 against the
 # 8192-element layout's 82.3, 82.9, 83.3 (3 fit; launched as 3 an SM, 82.4-83.3). Where the 8192-element layout fits
-# its 4 it stays ahead: 92.8-93.0 against 90.4-90.9 at 2048x131072 bf16 (h200-slots-5539449/).
+# its 4 it stays ahead: 92.4-93.0 against 90.4-90.9 at 2048x131072 bf16 (h200-slots-5539449/), and 92.4 / 92.8 against
+# 90.5 / 90.6 there in bf16 / fp16 (h200-fitted-a305221/). bf16 between those widths fits its 4 under Triton 3.6 and
+# keeps the layout, though 2 x 16384 was ahead at 1024x81920 and 8192x98304 (87.2, 90.0 against 85.5, 86.6) and behind
+# at 4096x114688 (88.8 against 91.0; h200-fitted-a305221/): not a matter of fit, and not raced at more widths.
 _FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM, 4),
                               RacedLayout(16384, 16, 2, 2))  # fmt: skip
 # float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks

@@ -278,8 +278,8 @@ RAGGED_CUBLAS_MIN_ROWS = 512
 # cuBLAS's route's 74.7-75.6 (bf16 and fp16; the pinned 64-row tiles 75.1-75.9 at 32 and 64 rows). At 96 rows of
 # 5120x27648 and 8192x28672 cuBLAS's route was 0.962-0.979x the tiled kernel; at 128 rows of 4096x14336, 5120x27648
 # and 8192x28672-29568 cuBLAS's route took 1.10-1.73x the tiled kernel's time (cuBLAS's one product of [Wg Wu] at 128
-# rows 1.7-1.8x its time at 96), the cliff the race is for. At 32 and 64 rows the tiled kernel was ahead of cuBLAS's route
-# at 20 of 24 points and behind it by 1.2-2.2% at the other 4 (3584x18944), within the race's keep band
+# rows 1.7-1.8x its time at 96), the cliff the race is for. At 32 and 64 rows the tiled kernel was ahead of cuBLAS's
+# route at 20 of 24 points and behind it by 1.2-2.2% at the other 4 (3584x18944), within the race's keep band
 # (benchmarks/results/grid/h200-swiglu-decode-rows-a305221/, one H200, cold, 2 places in memory). 64 rows and fewer
 # keep the pinned tiles unraced (raced in decode-tiles/).
 RACE_MIN_ROWS = 65
