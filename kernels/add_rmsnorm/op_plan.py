@@ -70,11 +70,7 @@ def _add_plan(
         return False
     n = x.shape[-1]
     n_rows = x.numel() // n
-    fast_memory = launching.fast_memory(x)
-    cfg = tuned.choose_config(
-        n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda, x.dtype == torch.float16, fast_memory
-    )
-    cfg = tuned.fitted(cfg, n_rows, n, x.dtype) if fast_memory else cfg
+    cfg = tuned.config_for(n_rows, n, x)
     sigs = (sig(x), sig(residual), sig(weight))
     if cfg.kernel in ("cooperative", "pipelined", "slotted"):  # the meeting's buffers per call, one launch
         programs = cfg.programs_per_sm * launching.sm_count(x)

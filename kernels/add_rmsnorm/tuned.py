@@ -484,6 +484,15 @@ def choose_config(
     return Config("rows", block_n, rows, warps)
 
 
+def config_for(n_rows: int, n: int, x: torch.Tensor) -> Config:
+    """``choose_config`` for ``n_rows`` rows of ``n`` elements of ``x``'s dtype on ``x``'s device (its SM count,
+    whether it is an H200, whether the GPU-only kernels can run), an H200's wide-row layout ``fitted``."""
+    fast = launching.fast_memory(x)
+    fp16 = x.dtype == torch.float16
+    cfg = choose_config(n, x.element_size(), n_rows, launching.sm_count(x), x.is_cuda, fp16, fast)
+    return fitted(cfg, n_rows, n, x.dtype) if fast else cfg
+
+
 def fitted(cfg: Config, n_rows: int, n: int, dtype: torch.dtype) -> Config:
     """An H200's config for ``n_rows`` rows of ``n`` elements of ``dtype``: ``cfg`` (``choose_config``'s), but where
     that is the slotted kernel in fp16's layout or bf16's widest-rows layout and its compiled kernel fits fewer
@@ -649,17 +658,7 @@ def add_rmsnorm_checked(
     """The tuned launch through the checks on every call (what the op's plan repeats, and its path where a plan
     cannot describe the inputs)."""
     x2d, r2d, w, y, h = check_inputs(x, residual, weight, out)
-    cfg = choose_config(
-        x2d.shape[1],
-        x2d.element_size(),
-        x2d.shape[0],
-        launching.sm_count(x2d),
-        x2d.is_cuda,
-        fp16=x2d.dtype == torch.float16,
-        fast_memory=launching.fast_memory(x2d),
-    )
-    cfg = fitted(cfg, x2d.shape[0], x2d.shape[1], x2d.dtype) if launching.fast_memory(x2d) else cfg
-    launch_with_config(cfg, x2d, r2d, w, y, h, eps)
+    launch_with_config(config_for(x2d.shape[0], x2d.shape[1], x2d), x2d, r2d, w, y, h, eps)
     return y, h
 
 

@@ -7,9 +7,9 @@ at 256x4104x11000, 256x4096x11008, 320x8192x28672 and 160x4096x11008, but 1.78x 
 448x4096x14336, where cuBLAS ran at about half its rate of the neighbouring row counts
 (``benchmarks/results/mid-rows/``). torch.compile calls the same cuBLAS products and was as slow there. So
 the op does what Triton's autotuner does for tile shapes: it times the candidate routes on the call's own
-inputs, once per shape class, and keeps the fastest. (swiglu races from 65 rows, where its pinned tiles make a
-second, nearly empty wave at some widths, and on the weights as given at every count from there: its tiled kernel's
-lead over cuBLAS's route at 1000+ rows differs between H100s.)
+inputs, once per shape class, and keeps the fastest. (swiglu races from 65 rows, where its pinned tiles took up
+to 1.39x cuBLAS's route at some widths on an H200, and on the weights as given at every count from there: its tiled
+kernel's lead over cuBLAS's route at 1000+ rows differs between H100s.)
 
 How: each route is run once (compiling and autotuning it), then timed cold in ROUNDS interleaved rounds of
 CALLS calls (``cold_us``: kprof's L2 flush before each call, behind a spin that covers the host's time, CUDA
