@@ -1,7 +1,7 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep|retouch|regs|add-regs|staged] [--shapes 512x65536,2048x131072,8192x65536] \
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep|retouch|regs|add-regs|staged|whole] [--shapes 512x65536,2048x131072,8192x65536] \
         [--rounds 3] [--rep-ms 5] [--dtypes bf16] [--caps 4x8192x8x0,4x8192x8x64]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
@@ -33,6 +33,8 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
   (``--set staged``);
 - ``slotted ... rR``: the slotted kernel with at most R registers a thread (``maxnreg``), so more programs fit an SM
   (``--set regs``; ``--set add-regs`` add_rmsnorm's);
+- ``whole cC wW``: one program a row, the whole row held in x's dtype (16-bit rows of 64-128 KB); ``splitS cC wW``:
+  S programs a row, one chunk each, meeting once in the slots, each program an SM's registers (``--set whole``);
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
 
 ``HINT``: ``ef`` x loaded ``evict_first`` (as shipped), ``-`` no hint, ``cs`` no hint and y stored ``.cs``
@@ -357,6 +359,36 @@ def _coop_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, ticket_base, N, eps, CHU
     tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=m)
 
 
+@triton.jit
+def _whole_kernel(x_ptr, w_ptr, y_ptr, N, eps, BLOCK: tl.constexpr, CVT_ASM: tl.constexpr):
+    """One program a row (N == BLOCK), the whole row held in x's dtype through its sum (``--set whole``)."""
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * N + cols)
+    xf = x.to(tl.float32)
+    total = tl.sum(xf * xf, axis=0)
+    w = tl.load(w_ptr + cols, eviction_policy="evict_last").to(tl.float32)
+    y = float32_again(x, total, CVT_ASM) * tl.rsqrt(total / N + eps) * w
+    tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty))
+
+
+@triton.jit(do_not_specialize=["ticket_base", "gen"])
+def _one_ticket_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, eps, CHUNK: tl.constexpr,
+                       SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, CVT_ASM: tl.constexpr):  # fmt: skip
+    """SPLITS programs a row (N == SPLITS x CHUNK), one ticket each, meeting once in the slots (``--set whole``): the
+    cooperative kernel's order with the slotted meeting, a chunk of a whole SM's registers a program."""
+    ticket = take_ticket(sync_ptr, ticket_base)
+    row, part = (ticket // SPLITS).to(tl.int64), ticket % SPLITS
+    cols = part * CHUNK + tl.arange(0, CHUNK)
+    x = tl.load(x_ptr + row * N + cols)
+    xf = x.to(tl.float32)
+    slot_arrive(slots_ptr, row, part, tl.sum(xf * xf, axis=0), gen, ticket >= 0, SPLITS)
+    total = slot_wait_sum(slots_ptr, row, gen, SPLITS, SPLITS_POW2)
+    w = tl.load(w_ptr + cols, eviction_policy="evict_last").to(tl.float32)
+    y = float32_again(x, total, CVT_ASM) * tl.rsqrt(total / N + eps) * w
+    tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty))
+
+
 def _fastest_copy(xf: torch.Tensor, yf: torch.Tensor):
     """The fastest Triton copy of the first set (8192-element chunks, 16 warps, no hint), for reference."""
     return lambda: _copy_kernel[(xf.numel() // 8192,)](xf, yf, CHUNK=8192, X_EVICT="", Y_CACHE="", num_warps=16)
@@ -582,6 +614,54 @@ def library_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     return fns
 
 
+WHOLE_LAYOUTS = [(1, 32, 0), (2, 32, 0), (2, 32, 32), (4, 32, 0), (4, 32, 32), (4, 16, 0), (8, 8, 0)]
+# programs a row, warps, registers a thread at most (0: the compiler's choice; 32: two programs of 32 warps an SM)
+
+
+def whole_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """``--set whole``: a row's chunks one a program, each a whole SM's registers (``WHOLE_LAYOUTS`` holding 16-64 bytes
+    of x a thread): one program a row (``_whole_kernel``), else ``_one_ticket_kernel``; fp16's second conversion in
+    PTX (``asm``), and for whole rows through the xor too (``xor``: fewer bytes spilled offline). Registers printed."""
+    from kprof.kernels.lib.launching import MEETING_LOCK
+    from kprof.kernels.lib.split_rows import slotted_launch_args
+
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
+    n_rows, n = x.shape
+    fns = {}
+    for splits, wp, cap in WHOLE_LAYOUTS:
+        chunk = n // splits
+        held = chunk * x.element_size() // (32 * wp)  # bytes of x a thread holds
+        if not 16 <= held <= 128 or chunk * splits != n:
+            continue
+        for asm in (True, False) if x.dtype == torch.float16 and splits == 1 else (True,):
+            name = (
+                f"{'whole' if splits == 1 else f'split{splits}'} c{chunk} w{wp}"
+                + ((" asm" if asm else " xor") if x.dtype == torch.float16 else "")
+                + (f" r{cap}" if cap else "")
+            )
+            opts = {"num_warps": wp, "maxnreg": cap} if cap else {"num_warps": wp}
+            if splits == 1:
+
+                def call(asm=asm, name=name, opts=opts) -> None:
+                    c = _whole_kernel[(n_rows,)](x, w, y, n, eps, BLOCK=n, CVT_ASM=asm, **opts)
+                    _keep_registers(name, c)
+
+            else:
+
+                def call(chunk=chunk, wp=wp, cap=cap, asm=asm, name=name) -> None:
+                    with MEETING_LOCK:
+                        (slots, sync, base, gen), meta, grid, n_tickets = slotted_launch_args(
+                            x, chunk, n_rows * (n // chunk), "rmsnorm"
+                        )
+                        args = (x, w, y, slots, sync, base, gen, n, eps)
+                        c = launch_meeting(_one_ticket_kernel, grid, args, {**meta, "CVT_ASM": asm, "num_warps": wp},
+                                           sync, n_tickets, cap)  # fmt: skip
+                    _keep_registers(name, c)
+
+            fns[name] = call
+    return fns
+
+
 REG_CAPS = [(4, 8192, 8, 0), (5, 8192, 8, 48), (6, 8192, 8, 40), (3, 8192, 16, 40), (8, 4096, 4, 0), (10, 4096, 4, 48)]
 REG_CAPS += [(12, 4096, 4, 40)]  # programs an SM, chunk, warps, registers a thread at most (0: the compiler's choice)
 ADD_REG_CAPS = [(8, 4096, 4, 0), (8, 4096, 4, 64), (10, 4096, 4, 48), (4, 8192, 8, 0), (5, 8192, 8, 48)]
@@ -695,9 +775,9 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
             continue
         if name.startswith(("copy", "loop")):
             ok = torch.equal(y, x)
-        elif name.startswith(("pipe", "coop", "slotted", "deep", "ahead", "retouch", "staged")) and not name.endswith(
-            "nowait"
-        ):
+        elif name.startswith(
+            ("pipe", "coop", "slotted", "deep", "ahead", "retouch", "staged", "whole", "split")
+        ) and not name.endswith("nowait"):
             ok = bool(torch.isfinite(y).all()) and float((y.double() - ref).abs().max()) <= 2e-2 * float(
                 ref.abs().max()
             )
@@ -804,6 +884,7 @@ def main() -> int:
             "regs",
             "add-regs",
             "staged",
+            "whole",
         ),
         default="forms",
     )
@@ -840,6 +921,7 @@ def main() -> int:
                 "retouch": lambda inputs, y, sms: deep_candidates(inputs, y, sms, retouch=True),
                 "regs": lambda inputs, y, sms: capped_candidates(inputs, y, sms, args.caps),
                 "staged": staged_candidates,
+                "whole": whole_candidates,
             }[args.set]
             fns, notes = checked(make(inputs, y, sms), x, y, ref)
             dispatch = fam.providers["triton_tuned"].fn
