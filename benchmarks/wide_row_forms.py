@@ -1,7 +1,7 @@
 """Which part of the wide-row kernels' form keeps them under a device copy on an H200: the program layout, the
 persistent loop and its tickets, or the cache hints.
 
-    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep|retouch|regs|add-regs|staged|whole] [--shapes 512x65536,2048x131072,8192x65536] \
+    python benchmarks/wide_row_forms.py --out DIR [--set forms|meeting|order|early|library|add-library|deep|retouch|regs|add-regs|staged|whole|whole-rule] [--shapes 512x65536,2048x131072,8192x65536] \
         [--rounds 3] [--rep-ms 5] [--dtypes bf16] [--caps 4x8192x8x0,4x8192x8x64]
 
 On an H200 rmsnorm's wide-row kernel (``kernels/rmsnorm/cooperative.py``, pipelined) reaches 81-85% of a copy of the
@@ -35,6 +35,7 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
   (``--set regs``; ``--set add-regs`` add_rmsnorm's);
 - ``whole cC wW``: one program a row, the whole row held in x's dtype (16-bit rows of 64-128 KB); ``splitS cC wW``:
   S programs a row, one chunk each, meeting once in the slots, each program an SM's registers (``--set whole``);
+  ``--set whole-rule``: the library's whole-row kernel alone beside the dispatch, at any width;
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
 
 ``HINT``: ``ef`` x loaded ``evict_first`` (as shipped), ``-`` no hint, ``cs`` no hint and y stored ``.cs``
@@ -662,6 +663,24 @@ def whole_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     return fns
 
 
+def whole_rule_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
+    """``--set whole-rule``: the library's whole-row kernel (``tuned._rmsnorm_whole_row_kernel``, 32 warps) and the
+    config an H200 takes without it (``before: ...``), the dispatch and a copy beside them, to place its rule."""
+    from kprof.kernels.rmsnorm import tuned
+
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
+    n_rows, n = x.shape
+    cfg = tuned.Config("whole", triton.next_power_of_2(n), 1, 32)
+    before = tuned.choose_config(n, x.element_size(), n_rows, sms, True, True, whole_rows=False)
+    before = tuned.fitted(before, n_rows, n, x.dtype)
+    return {
+        "whole w32": lambda: tuned.launch_with_config(cfg, x, w, y, eps),
+        f"before: {before.kernel} c{before.block_n} w{before.num_warps}": lambda: tuned.launch_with_config(
+            before, x, w, y, eps
+        ),
+    }
+
+
 REG_CAPS = [(4, 8192, 8, 0), (5, 8192, 8, 48), (6, 8192, 8, 40), (3, 8192, 16, 40), (8, 4096, 4, 0), (10, 4096, 4, 48)]
 REG_CAPS += [(12, 4096, 4, 40)]  # programs an SM, chunk, warps, registers a thread at most (0: the compiler's choice)
 ADD_REG_CAPS = [(8, 4096, 4, 0), (8, 4096, 4, 64), (10, 4096, 4, 48), (4, 8192, 8, 0), (5, 8192, 8, 48)]
@@ -776,7 +795,7 @@ def checked(fns: dict, x: torch.Tensor, y: torch.Tensor, ref: torch.Tensor) -> t
         if name.startswith(("copy", "loop")):
             ok = torch.equal(y, x)
         elif name.startswith(
-            ("pipe", "coop", "slotted", "deep", "ahead", "retouch", "staged", "whole", "split")
+            ("pipe", "coop", "slotted", "deep", "ahead", "retouch", "staged", "whole", "split", "before")
         ) and not name.endswith("nowait"):
             ok = bool(torch.isfinite(y).all()) and float((y.double() - ref).abs().max()) <= 2e-2 * float(
                 ref.abs().max()
@@ -885,6 +904,7 @@ def main() -> int:
             "add-regs",
             "staged",
             "whole",
+            "whole-rule",
         ),
         default="forms",
     )
@@ -922,6 +942,7 @@ def main() -> int:
                 "regs": lambda inputs, y, sms: capped_candidates(inputs, y, sms, args.caps),
                 "staged": staged_candidates,
                 "whole": whole_candidates,
+                "whole-rule": whole_rule_candidates,
             }[args.set]
             fns, notes = checked(make(inputs, y, sms), x, y, ref)
             dispatch = fam.providers["triton_tuned"].fn

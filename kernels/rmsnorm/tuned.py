@@ -97,6 +97,41 @@ def _rmsnorm_rows_kernel(
 
 
 @triton.jit
+def _rmsnorm_whole_row_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input, 16-bit
+    w_ptr,  # [N] weight
+    y_ptr,  # [rows, N] output
+    # sizes and strides (the rows kernel's, so the plans pass both the same way)
+    x_row_stride,
+    y_row_stride,
+    n_rows,  # unused: one program a row
+    N,
+    # parameters
+    eps,
+    # meta-parameters
+    BLOCK_N: tl.constexpr,  # power of two >= N: the whole row, held in x's dtype through its sum
+    I64: tl.constexpr,  # 64-bit row offsets
+    ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
+):
+    """One program a row of up to 128 KB (16-bit), all of an SM's registers: x is held in its own dtype from its load
+    to its store (``split_rows.float32_again``), so 32 warps hold 65536 elements in 64 registers a thread and no
+    program waits on another (see ``_WHOLE_ROW_MIN_ROWS`` for the race)."""
+    N, x_row_stride, y_row_stride = known_row_sizes(N, x_row_stride, y_row_stride, ALIGN, 0)
+    row = tl.program_id(0)
+    if I64:
+        row = row.to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0)
+    xf = x.to(tl.float32)
+    total = tl.sum(xf * xf, axis=0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    y = split_rows.float32_again(x, total) * tl.rsqrt(total / N + eps) * w
+    tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _row_block(x_ptr, w_ptr, rows64, x_row_stride, row_mask, start, N, BLOCK: tl.constexpr, HINTS: tl.constexpr):
     """(x, w in fp32, mask, column offsets [1, BLOCK]) of the columns ``start`` to ``start + BLOCK`` of the rows."""
     cols = start + tl.arange(0, BLOCK)
@@ -159,11 +194,11 @@ def _rmsnorm_two_pass_kernel(
 
 @dataclass(frozen=True)
 class Config:
-    kernel: str  # "rows" (block of whole rows), "two_pass" (L2-resident chunks, many rows), "looped" (wide
-    # rows), "split" (few wide rows, several programs per row), "cooperative" (many wide rows, several
-    # programs per row meeting once; GPU only), "pipelined" (the same meeting, each program taking chunk
-    # after chunk and loading the next before it waits; GPU only) or "slotted" (pipelined, the meeting in
-    # slots: ``split_rows.slot_arrive``; GPU only)
+    kernel: str  # "rows" (block of whole rows), "whole" (one 16-bit row held in a program of 32 warps), "two_pass"
+    # (L2-resident chunks, many rows), "looped" (wide rows), "split" (few wide rows, several programs per row),
+    # "cooperative" (many wide rows, several programs per row meeting once; GPU only), "pipelined" (the same meeting,
+    # each program taking chunk after chunk and loading the next before it waits; GPU only) or "slotted" (pipelined,
+    # the meeting in slots: ``split_rows.slot_arrive``; GPU only)
     block_n: int
     rows: int
     num_warps: int
@@ -287,6 +322,12 @@ _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 # at 4096x114688 (88.8 against 91.0; h200-fitted-a305221/): not a matter of fit, and not raced at more widths.
 _FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM, 4),
                               RacedLayout(16384, 16, 2, 2))  # fmt: skip
+# On an H200, 16-bit rows of 32769-65536 elements (64-128 KB) from _WHOLE_ROW_MIN_ROWS rows take one program a row
+# of 32 warps that holds the whole row in x's dtype (``_rmsnorm_whole_row_kernel``: 60 registers a thread in bf16, 54
+# in fp16 under Triton 3.6 and 3.9, one program an SM), where no program waits on another. Only where the rows move
+# 16-byte vectors (the width and x's row stride multiples of 8): rows of 16-bit loads compile to 64 registers and
+# 64-944 spilled bytes. PROVISIONAL: being raced.
+_WHOLE_ROW_BLOCK, _WHOLE_ROW_WARPS, _WHOLE_ROW_MIN_ROWS = 65536, 32, 1024
 # float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
 # of 4 warps, 8 programs an SM (116 registers a thread under Triton 3.6: 4 fit at once, the tickets hand the rest out
 # as they start). Raced there against the cooperative kernel and the slotted kernel in 5 other layouts
@@ -384,12 +425,13 @@ def choose_config(
     sm_count: int = 132,
     cooperative: bool = True,
     fast_memory: bool = False,
+    whole_rows: bool = True,
 ) -> Config:
     """Pick the launch configuration for rows of ``n`` elements of ``element_size`` bytes; ``cooperative``
     False leaves out the kernels whose programs must run at the same time (Triton's interpreter runs them one
     after another). 16-bit elements take the pipelined kernel where float32 takes the cooperative one (see
     ``_PIPELINED_CHUNK``). ``fast_memory``: an H200 (``launching.fast_memory``; see ``_FAST_MEMORY_MANY_ROWS`` and
-    ``_fast_memory_fp32``).
+    ``_fast_memory_fp32``). ``whole_rows`` False: not the whole-row kernel (x's rows do not move 16-byte vectors).
 
     With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed: at 64x4096 bf16
     the packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4). Such a
@@ -409,6 +451,8 @@ def choose_config(
         if splits > 1:
             block, warps = split_rows.loop_config(n, splits)
             return Config("split", block_n=block, rows=1, num_warps=warps, splits=splits)
+        if fast_memory and whole_rows and _whole_row(n, element_size, n_rows):
+            return Config("whole", _WHOLE_ROW_BLOCK, 1, _WHOLE_ROW_WARPS)
         row_in_bytes = n * element_size
         if (
             cooperative
@@ -475,16 +519,20 @@ def choose_config(
 
 
 _rows_launcher = CompiledLauncher(_rmsnorm_rows_kernel)
+_whole_row_launcher = CompiledLauncher(_rmsnorm_whole_row_kernel)
 _two_pass_launcher = CompiledLauncher(_rmsnorm_two_pass_kernel)
 _looped_launcher = CompiledLauncher(_rmsnorm_looped_kernel)
 
 
-def config_for(n: int, element_size: int, n_rows: int, device_index: int, dtype: torch.dtype | None = None) -> Config:
+def config_for(
+    n: int, element_size: int, n_rows: int, device_index: int, dtype: torch.dtype | None = None, row_stride: int = 0
+) -> Config:
     """``choose_config`` for the GPU of index ``device_index``: its SM count and whether it is an H200
     (``launching.sm_count_at``, ``launching.fast_memory_at``; 132 SMs, an H100's, for CPU tensors, which also
-    leave out the cooperative and pipelined kernels); with ``dtype``, an H200's wide-row layout ``fitted``."""
+    leave out the cooperative and pipelined kernels); with ``dtype``, an H200's wide-row layout ``fitted``;
+    ``row_stride``: x's (0: contiguous rows), which the whole-row kernel needs a multiple of 8."""
     sms, fast = launching.sm_count_at(device_index), launching.fast_memory_at(device_index)
-    cfg = choose_config(n, element_size, n_rows, sms, device_index >= 0, fast)
+    cfg = choose_config(n, element_size, n_rows, sms, device_index >= 0, fast, row_stride % 8 == 0)
     return fitted(cfg, n_rows, n, dtype) if fast and dtype is not None else cfg
 
 
@@ -562,6 +610,12 @@ _FAST_MEMORY_MID_BANDS = (  # (rows from, to), (columns from, to), config
 )
 
 
+def _whole_row(n: int, element_size: int, n_rows: int | None) -> bool:
+    """Whether an H200 takes the whole-row kernel for ``n_rows`` rows of ``n`` elements (``_WHOLE_ROW_MIN_ROWS``)."""
+    wide = _WHOLE_ROW_BLOCK // 2 < n <= _WHOLE_ROW_BLOCK and n % 8 == 0
+    return element_size == 2 and wide and n_rows is not None and n_rows >= _WHOLE_ROW_MIN_ROWS
+
+
 def _fast_memory_16bit(n: int, n_rows: int) -> Config | None:
     """An H200's config for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_MANY_ROWS``,
     ``_FAST_MEMORY_MID_ROWS_*``, ``_FAST_MEMORY_WIDE_TWO_PASS``, ``_FAST_MEMORY_MID_BANDS``); None where the H100's
@@ -623,7 +677,7 @@ def launch_with_config(
     False: the kernels are not told what the width and row strides are multiples of (races that show what it gains)."""
     n_rows, n = x2d.shape
     aligned = vector_align(x2d.element_size(), n, x2d.stride(0), y2d.stride(0)) if align else 1
-    if cfg.kernel in ("rows", "two_pass"):
+    if cfg.kernel in ("rows", "whole", "two_pass"):
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, float(eps))
         i64 = needs_i64(n_rows, x2d.stride(0), y2d.stride(0))
         launcher, constexprs = _row_block_kernel(cfg, i64, n, aligned)
@@ -644,10 +698,12 @@ def launch_with_config(
 
 
 def _row_block_kernel(cfg: Config, i64: bool, n: int, align: int) -> tuple[CompiledLauncher, tuple]:
-    """Launcher and constexpr values of the two kernels over blocks of rows of ``n`` columns (same other
-    arguments); ``align``: their ALIGN."""
+    """Launcher and constexpr values of the three kernels over blocks of rows of ``n`` columns (same other
+    arguments): rows, whole row, two-pass; ``align``: their ALIGN."""
     if cfg.kernel == "rows":
         return _rows_launcher, (cfg.block_n, cfg.rows, cfg.hints, i64, cfg.tail, align)
+    if cfg.kernel == "whole":
+        return _whole_row_launcher, (cfg.block_n, i64, align)
     return _two_pass_launcher, (cfg.block_n, cfg.rows, i64, n if cfg.cols_const else 0, align)
 
 
@@ -709,12 +765,12 @@ def plan_for(
     None for the split path (a workspace and a second launch) and the meeting kernels (the meeting's
     counters and workspace per call): ``_make_workspace_plan`` plans those."""
     element_size = torch.empty((), dtype=dtype).element_size()
-    cfg = config_for(n, element_size, n_rows, device_index, dtype)
+    cfg = config_for(n, element_size, n_rows, device_index, dtype, x_row_stride)
     if cfg.kernel in ("split", "cooperative", "pipelined", "slotted"):
         return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
     align = vector_align(element_size, n, x_row_stride)  # the output's row stride is n
-    if cfg.kernel in ("rows", "two_pass"):
+    if cfg.kernel in ("rows", "whole", "two_pass"):
         launcher, constexprs = _row_block_kernel(cfg, needs_i64(n_rows, x_row_stride, n), n, align)
         return _Plan(
             key=key,
@@ -813,7 +869,7 @@ def _rmsnorm_tuned_checked(
             _plans.clear()
         _plans[sig] = plan
         return rmsnorm_tuned(x, weight, eps, out)
-    cfg = config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device(), x2d.dtype)
+    cfg = config_for(x2d.shape[1], x2d.element_size(), x2d.shape[0], x2d.get_device(), x2d.dtype, x2d.stride(0))
     other = _make_workspace_plan(cfg, x, weight, eps) if sig is not None else None
     if other is not None:
         _workspace_plans.put((sig, eps), other)
@@ -880,6 +936,7 @@ def _launch_workspace_plan(
 # Public handles for experiments (benchmarks/ races them against variants); the kernels keep their `_` names,
 # which are the names profilers record for every launch.
 rows_kernel = _rmsnorm_rows_kernel
+whole_row_kernel = _rmsnorm_whole_row_kernel
 two_pass_kernel = _rmsnorm_two_pass_kernel
 plans = _plans
 rows_launcher = _rows_launcher
