@@ -113,6 +113,7 @@ def _rmsnorm_whole_row_kernel(
     BLOCK_N: tl.constexpr,  # power of two >= N: the whole row, held in x's dtype through its sum
     I64: tl.constexpr,  # 64-bit row offsets
     ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
+    EVEN: tl.constexpr = False,  # N == BLOCK_N: no masks
 ):
     """One program a row of up to 128 KB (16-bit), all of an SM's registers: x is held in its own dtype from its load
     to its store (``split_rows.float32_again``), so 32 warps hold 65536 elements in 64 registers a thread and no
@@ -122,11 +123,11 @@ def _rmsnorm_whole_row_kernel(
     if I64:
         row = row.to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
-    mask = cols < N
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0)
+    mask = None if EVEN else cols < N
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=None if EVEN else 0.0)
     xf = x.to(tl.float32)
     total = tl.sum(xf * xf, axis=0)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=None if EVEN else 0.0, eviction_policy="evict_last").to(tl.float32)
     y = split_rows.float32_again(x, total) * tl.rsqrt(total / N + eps) * w
     tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
@@ -322,11 +323,9 @@ _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 # at 4096x114688 (88.8 against 91.0; h200-fitted-a305221/): not a matter of fit, and not raced at more widths.
 _FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM, 4),
                               RacedLayout(16384, 16, 2, 2))  # fmt: skip
-# On an H200, 16-bit rows of 32769-65536 elements (64-128 KB) from _WHOLE_ROW_MIN_ROWS rows take one program a row
-# of 32 warps that holds the whole row in x's dtype (``_rmsnorm_whole_row_kernel``: 60 registers a thread in bf16, 54
-# in fp16 under Triton 3.6 and 3.9, one program an SM), where no program waits on another. Only where the rows move
-# 16-byte vectors (the width and x's row stride multiples of 8): rows of 16-bit loads compile to 64 registers and
-# 64-944 spilled bytes. PROVISIONAL: being raced.
+# On an H200, 16-bit rows of 65536 elements (128 KB) from _WHOLE_ROW_MIN_ROWS rows take one program a row of 32 warps
+# that holds the whole row in x's dtype (``_rmsnorm_whole_row_kernel``, one program an SM), where no program waits on
+# another. PROVISIONAL: being raced.
 _WHOLE_ROW_BLOCK, _WHOLE_ROW_WARPS, _WHOLE_ROW_MIN_ROWS = 65536, 32, 1024
 # float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
 # of 4 warps, 8 programs an SM (116 registers a thread under Triton 3.6: 4 fit at once, the tickets hand the rest out
@@ -612,8 +611,7 @@ _FAST_MEMORY_MID_BANDS = (  # (rows from, to), (columns from, to), config
 
 def _whole_row(n: int, element_size: int, n_rows: int | None) -> bool:
     """Whether an H200 takes the whole-row kernel for ``n_rows`` rows of ``n`` elements (``_WHOLE_ROW_MIN_ROWS``)."""
-    wide = _WHOLE_ROW_BLOCK // 2 < n <= _WHOLE_ROW_BLOCK and n % 8 == 0
-    return element_size == 2 and wide and n_rows is not None and n_rows >= _WHOLE_ROW_MIN_ROWS
+    return element_size == 2 and n == _WHOLE_ROW_BLOCK and n_rows is not None and n_rows >= _WHOLE_ROW_MIN_ROWS
 
 
 def _fast_memory_16bit(n: int, n_rows: int) -> Config | None:
@@ -703,7 +701,7 @@ def _row_block_kernel(cfg: Config, i64: bool, n: int, align: int) -> tuple[Compi
     if cfg.kernel == "rows":
         return _rows_launcher, (cfg.block_n, cfg.rows, cfg.hints, i64, cfg.tail, align)
     if cfg.kernel == "whole":
-        return _whole_row_launcher, (cfg.block_n, i64, align)
+        return _whole_row_launcher, (cfg.block_n, i64, align, n == cfg.block_n)
     return _two_pass_launcher, (cfg.block_n, cfg.rows, i64, n if cfg.cols_const else 0, align)
 
 

@@ -40,15 +40,15 @@ def test_the_whole_row_kernel_matches_the_oracle(rows, n, stride, dtype, device)
     assert err <= FAM.tolerances[dtype], err
 
 
-def test_an_h200_takes_the_whole_row_kernel_for_many_16bit_rows_of_64_to_128_kb():
-    """From ``_WHOLE_ROW_MIN_ROWS`` rows of 32769-65536 16-bit elements (a multiple of 8) on an H200. Fewer rows, other
-    widths, float32, an H100 and x's rows off 16 bytes (``whole_rows`` False, from ``config_for``'s row stride) keep
-    what they had."""
+def test_an_h200_takes_the_whole_row_kernel_for_many_16bit_rows_of_128_kb():
+    """From ``_WHOLE_ROW_MIN_ROWS`` rows of 65536 16-bit elements on an H200. Fewer rows, other widths (the masked
+    kernel was not faster there), float32, an H100 and x's rows off 16 bytes (``whole_rows`` False, from
+    ``config_for``'s row stride) keep what they had."""
     low = tuned._WHOLE_ROW_MIN_ROWS
-    for n, rows in [(65536, low), (65536, 32768), (32776, low), (40960, 4 * low), (65528, low)]:
-        assert tuned.choose_config(n, 2, rows, fast_memory=True) == WHOLE, (n, rows)
-        assert tuned.choose_config(n, 2, rows).kernel != "whole", (n, rows)
-    for n, es, rows in [(65536, 2, low - 1), (32768, 2, low), (65544, 2, low), (40004, 2, low), (65536, 4, low)]:
+    for rows in (low, 32768):
+        assert tuned.choose_config(65536, 2, rows, fast_memory=True) == WHOLE, rows
+        assert tuned.choose_config(65536, 2, rows).kernel != "whole", rows
+    for n, es, rows in [(65536, 2, low - 1), (32768, 2, low), (65544, 2, low), (40960, 2, low), (65536, 4, low)]:
         assert tuned.choose_config(n, es, rows, fast_memory=True).kernel != "whole", (n, es, rows)
     assert tuned.choose_config(65536, 2, low, fast_memory=True, whole_rows=False).kernel != "whole"
 
@@ -77,35 +77,38 @@ for dtype in (torch.bfloat16, torch.float16):
         x = torch.empty(4, n, dtype=dtype)
         args = (x, torch.empty(n, dtype=dtype), torch.empty_like(x), n, n, 4, n, 1e-6)
         options = {"BLOCK_N": tuned._WHOLE_ROW_BLOCK, "I64": False, "ALIGN": vector_align(2, n, n),
-                   "num_warps": tuned._WHOLE_ROW_WARPS}
+                   "EVEN": n == tuned._WHOLE_ROW_BLOCK, "num_warps": tuned._WHOLE_ROW_WARPS}
         res = compile_resources(tuned.whole_row_kernel, args, options)
         out.append({"dtype": str(dtype), "n": n, "registers": res["registers"], "spill": res["spill_bytes"]})
 print(json.dumps(out))
 """
 
 
-def test_the_whole_row_kernel_fits_its_threads_registers_unspilled():
-    """Compiled for sm_90 under this Triton at widths the rule takes: at most 64 registers a thread (1024 threads an
-    SM) and nothing spilled, in both 16-bit dtypes."""
+def test_the_whole_row_kernel_fits_its_threads_registers():
+    """Compiled for sm_90 under this Triton, unmasked at the rule's width and masked at others: at most 64 registers a
+    thread (1024 threads an SM), and at most 8 bytes spilled (fp16 unmasked, under Triton 3.6 and 3.9; ran at 97.6% of
+    a copy at 8192x65536 on an H200 with 2 bytes spilled)."""
     for got in child_json(["-c", PROBE], timeout=900):
-        assert got["registers"] <= 64 and got["spill"] == 0, got
+        assert got["registers"] <= 64 and got["spill"] <= 8, got
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 def test_the_whole_row_kernel_through_the_dispatch_on_a_gpu(dtype):
-    """2048x65536 and 1024x40960: on an H200 the dispatch takes the whole-row kernel; triton_tuned and the ops API
-    match the float64 oracle, three calls each."""
+    """2048x65536 (on an H200 the dispatch takes the whole-row kernel there) and the kernel itself masked at
+    1024x40960: triton_tuned, the ops API and the kernel match the float64 oracle, three calls each."""
     from kprof.kernels import ops
     from kprof.kernels.lib import launching
 
     for rows, n in ((2048, 65536), (1024, 40960)):
         inputs = fresh_rows(rows, n, n, dtype, "cuda")
         x, w, eps = inputs["x"], inputs["weight"], inputs["eps"]
-        if launching.fast_memory(x):
+        if launching.fast_memory(x) and n == tuned._WHOLE_ROW_BLOCK:
             assert tuned.config_for(n, 2, rows, x.get_device(), x.dtype) == WHOLE
         ref = rmsnorm_oracle(x, w, eps)
         for _ in range(3):
-            for y in (FAM.providers["triton_tuned"].fn(x, w, eps), ops.rms_norm(x, w, eps)):
+            direct = torch.full_like(x, float("nan"))
+            tuned.launch_with_config(WHOLE, x, w, direct, eps)
+            for y in (direct, FAM.providers["triton_tuned"].fn(x, w, eps), ops.rms_norm(x, w, eps)):
                 err = float((y.double() - ref).norm() / ref.norm())
                 assert err <= FAM.tolerances[dtype], err
