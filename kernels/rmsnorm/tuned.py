@@ -15,7 +15,8 @@ These things separate it from ``one_row``:
   when they are too few to give every SM a program, each row is split over several programs (``split``);
   when they are many rows of 128 KB or more, over programs that meet once and read x once
   (``cooperative``, GPU only; in bf16 and fp16 its pipelined form, where a program loads its next chunk
-  before it waits for the row of the one it holds; on an H200 with its meeting in slots, ``slotted``).
+  before it waits for the row of the one it holds; on an H200 with its meeting in slots, ``slotted``). On an H200,
+  1024 or more 16-bit rows of 65536 go to one program a row of 32 warps holding the whole row (``whole``).
 * Launches go through :class:`kprof.launch.CompiledLauncher`, which skips the JIT's per-call
   argument binding: host time per call is what decides small shapes (8x4096 runs 2-5 us on the GPU). After a
   call signature's first call, the launch comes from a plan: one launch (``_plans``), or the split path's two and
@@ -323,9 +324,18 @@ _FAST_MEMORY_PIPELINED_KERNEL = "slotted"
 # at 4096x114688 (88.8 against 91.0; h200-fitted-a305221/): not a matter of fit, and not raced at more widths.
 _FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _PIPELINED_PER_SM, 4),
                               RacedLayout(16384, 16, 2, 2))  # fmt: skip
-# On an H200, 16-bit rows of 65536 elements (128 KB) from _WHOLE_ROW_MIN_ROWS rows take one program a row of 32 warps
-# that holds the whole row in x's dtype (``_rmsnorm_whole_row_kernel``, one program an SM), where no program waits on
-# another. PROVISIONAL: being raced.
+# On an H200, 16-bit rows of 65536 elements (128 KB) from 1024 rows take one program a row of 32 warps that holds the
+# whole row in x's dtype (``_rmsnorm_whole_row_kernel``: 64 registers a thread, one program an SM; no program waits on
+# another). Raced there against the slotted kernel the rows took before and a copy of the same bytes (cold, 5 rounds;
+# benchmarks/results/rmsnorm-cooperative/h200-whole-row/), % of the copy, whole / slotted, bf16 then fp16:
+#   512 rows 81.8 / 87.9, 86.5 / 87.6; 768 84.9 / 88.9, 89.4 / 88.2; 1024 89.9 / 90.9, 92.2 / 90.2;
+#   1280 91.6 / 91.0, 93.9 / 91.3; 2048 93.3 / 90.9, 95.4 / 91.7; 8192 98.8 / 93.2, 97.7 / 93.3;
+#   32768 99.3 / 93.4, 98.5 / 93.6.
+# So one threshold for both dtypes, at 1024 rows: 1.01x the slotted kernel there in bf16, and fp16 keeps the slotted
+# kernel at 768-1023 rows, 1.01-1.02x behind. Only unmasked (the width the block): with masks ptxas loads the weight in
+# 8 dependent steps before the first store, 5.5% slower at 8192x65536 bf16 (539.8 against 511.6 µs), and at 40960-57344
+# columns it was not faster than the two-pass kernel those widths take. Rows of 131072 cannot be held this way (two
+# programs a row meeting in slots, one an SM: 72-80% of the copy, the same race's first run).
 _WHOLE_ROW_BLOCK, _WHOLE_ROW_WARPS, _WHOLE_ROW_MIN_ROWS = 65536, 32, 1024
 # float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
 # of 4 warps, 8 programs an SM (116 registers a thread under Triton 3.6: 4 fit at once, the tickets hand the rest out
