@@ -333,9 +333,9 @@ _FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _P
 #   32768 99.3 / 93.4, 98.5 / 93.6.
 # So one threshold for both dtypes, at 1024 rows: 1.01x the slotted kernel there in bf16, and fp16 keeps the slotted
 # kernel at 768-1023 rows, 1.01-1.02x behind. Only unmasked (the width the block): with masks ptxas loads the weight in
-# 8 dependent steps before the first store, 5.5% slower at 8192x65536 bf16 (539.8 against 511.6 µs), and at 40960-57344
-# columns it was not faster than the two-pass kernel those widths take. Rows of 131072 cannot be held this way (two
-# programs a row meeting in slots, one an SM: 72-80% of the copy, the same race's first run).
+# 8 dependent steps before the first store, 5.5% slower at 8192x65536 bf16 (539.8 against 511.6 µs); masked at widths
+# between, against the two-pass kernel they take, it was ahead only at 57344 columns from 2048 rows, in one run. Rows of
+# 131072 cannot be held this way (two programs a row meeting in slots, one an SM: 72-80% of the copy).
 _WHOLE_ROW_BLOCK, _WHOLE_ROW_WARPS, _WHOLE_ROW_MIN_ROWS = 65536, 32, 1024
 # float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
 # of 4 warps, 8 programs an SM (116 registers a thread under Triton 3.6: 4 fit at once, the tickets hand the rest out
