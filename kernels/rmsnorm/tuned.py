@@ -337,8 +337,6 @@ _FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _P
 # between, against the two-pass kernel they take, it was ahead only at 57344 columns from 2048 rows, in one run. Rows of
 # 131072 cannot be held this way (two programs a row meeting in slots, one an SM: 72-80% of the copy).
 _WHOLE_ROW_BLOCK, _WHOLE_ROW_WARPS, _WHOLE_ROW_MIN_ROWS = 65536, 32, 1024
-# PROVISIONAL, being raced: 256 KB rows (16-bit 131072, float32 65536) spilled to local memory (112-228 bytes a thread)
-_WHOLE_ROW_WIDTHS = {2: (_WHOLE_ROW_BLOCK, 131072), 4: (65536,)}
 # float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
 # of 4 warps, 8 programs an SM (116 registers a thread under Triton 3.6: 4 fit at once, the tickets hand the rest out
 # as they start). Raced there against the cooperative kernel and the slotted kernel in 5 other layouts
@@ -463,7 +461,7 @@ def choose_config(
             block, warps = split_rows.loop_config(n, splits)
             return Config("split", block_n=block, rows=1, num_warps=warps, splits=splits)
         if fast_memory and whole_rows and _whole_row(n, element_size, n_rows):
-            return Config("whole", n, 1, _WHOLE_ROW_WARPS)
+            return Config("whole", _WHOLE_ROW_BLOCK, 1, _WHOLE_ROW_WARPS)
         row_in_bytes = n * element_size
         if (
             cooperative
@@ -623,8 +621,7 @@ _FAST_MEMORY_MID_BANDS = (  # (rows from, to), (columns from, to), config
 
 def _whole_row(n: int, element_size: int, n_rows: int | None) -> bool:
     """Whether an H200 takes the whole-row kernel for ``n_rows`` rows of ``n`` elements (``_WHOLE_ROW_MIN_ROWS``)."""
-    widths = _WHOLE_ROW_WIDTHS.get(element_size, ())
-    return n in widths and n_rows is not None and n_rows >= _WHOLE_ROW_MIN_ROWS
+    return element_size == 2 and n == _WHOLE_ROW_BLOCK and n_rows is not None and n_rows >= _WHOLE_ROW_MIN_ROWS
 
 
 def _fast_memory_16bit(n: int, n_rows: int) -> Config | None:
