@@ -8,6 +8,7 @@ over its gate/up pairs) and torch.compile.
 
     python benchmarks/swiglu_interleaved_tiles.py --out DIR [--shapes 1000x1000x3000,4000x1000x3000] [--rounds 3]
     python benchmarks/swiglu_interleaved_tiles.py --out DIR --set lower --shapes 2048x2048x768 --dtype fp16
+    python benchmarks/swiglu_interleaved_tiles.py --out DIR --set big --shapes 3000x2048x8192,4096x1536x8960
 
 Each candidate is checked against the float64 oracle first (a config that does not fit or is wrong is
 reported, not timed), then all are timed cold in interleaved rounds in a random order (kprof's cold timing),
@@ -75,6 +76,18 @@ NARROW_CONFIGS = [
     (128, 64, 128, 8, 4, 3, 64),
     (64, 64, 64, 8, 4, 4, 128),
 ]
+# ``--set big``: at prefill shapes of many tiles (the ``models`` part's misses, 1.04-1.06x cuBLAS's product, which
+# ran 256x152 tiles there), taller tiles than the shipped 128x128: 192 and 256 rows (128 + a lower block of 64 or 128)
+BIG_CONFIGS = [
+    (128, 128, 64, 16, 8, 4),  # the shipped persistent tiles
+    (128, 128, 64, 8, 8, 3),
+    (128, 128, 128, 16, 8, 2),
+    (128, 64, 64, 8, 8, 4, 64),
+    (128, 128, 64, 8, 16, 3, 64),
+    (128, 64, 64, 8, 8, 3, 128),
+    (128, 64, 64, 8, 8, 4, 128),
+    (128, 128, 64, 8, 16, 2, 128),
+]
 # ``--set rule``: the persistent 128x128 tiles (the launch before ``tuned.one_wave_config``) and its two taller tiles,
 # against ``[shipped]``, which takes them where the rule says
 RULE_CONFIGS = [tuple(tuned.PERSISTENT_CONFIG), *tuned.ONE_WAVE_CONFIGS]
@@ -101,10 +114,11 @@ def main() -> None:
     ap.add_argument("--shapes", default="1000x1000x3000,4000x1000x3000")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=10.0)
-    ap.add_argument("--set", choices=["untiled", "lower", "rule", "narrow"], default="untiled")
+    ap.add_argument("--set", choices=["untiled", "lower", "rule", "narrow", "big"], default="untiled")
     ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     args = ap.parse_args()
-    configs = {"untiled": CONFIGS, "lower": LOWER_CONFIGS, "rule": RULE_CONFIGS, "narrow": NARROW_CONFIGS}[args.set]
+    configs = {"untiled": CONFIGS, "lower": LOWER_CONFIGS, "rule": RULE_CONFIGS, "narrow": NARROW_CONFIGS}
+    configs = {**configs, "big": BIG_CONFIGS}[args.set]
     name = (
         "swiglu_interleaved_tiles.csv"
         if args.set == "untiled"
@@ -133,7 +147,7 @@ def main() -> None:
         candidates["[cublas x@W_int, pairs]"] = (lambda: interleaved_product_then_silu(x, w_int, y), ref)
         # the prepared object's route (the kernel, or the pairs where its wave is underfilled: tuned.underfilled_wave)
         candidates["[prepared op]"] = (lambda: op_plan.swiglu_prepared(x, wg, wu, w_int), ref)
-        # the plain op on the weights as given (its own route race from 129 rows: the tiled kernel or cuBLAS's two
+        # the plain op on the weights as given (its own route race from 65 rows: the tiled kernel or cuBLAS's two
         # products then silu_mul)
         plain = fam.get_provider("triton_tuned_pointer").fn
         candidates["[plain op]"] = (lambda: plain(**inputs), ref)
