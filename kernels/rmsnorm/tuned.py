@@ -335,7 +335,7 @@ _FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _P
 # kernel at 768-1023 rows, 1.01-1.02x behind. Only unmasked (the width the block): with masks ptxas reads each weight
 # load before it issues the next, and stores after the last, 5.5% slower at 8192x65536 bf16 (539.8 against 511.6 µs);
 # masked at widths between, against the two-pass kernel they take, it was ahead only at 57344 columns from 2048 rows, in
-# one run. Rows of 131072 cannot be held this way (two programs a row meeting in slots, one an SM: 72-80% of the copy;
+# one run. Rows of 131072 cannot be held this way (two programs a row meeting in slots, one an SM: 72-81% of the copy;
 # one program a row spilling to local memory: 55-72%).
 _WHOLE_ROW_BLOCK, _WHOLE_ROW_WARPS, _WHOLE_ROW_MIN_ROWS = 65536, 32, 1024
 # float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
