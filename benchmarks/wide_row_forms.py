@@ -620,9 +620,10 @@ WHOLE_LAYOUTS = [(1, 32, 0), (2, 32, 0), (2, 32, 32), (4, 32, 0), (4, 32, 32), (
 
 
 def whole_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
-    """``--set whole``: a row's chunks one a program, each a whole SM's registers (``WHOLE_LAYOUTS`` holding 16-128 bytes
-    of x a thread): one program a row (``_whole_kernel``), else ``_one_ticket_kernel``; fp16's second conversion in
-    PTX (``asm``), and for whole rows through the xor too (``xor``: fewer bytes spilled offline). Registers printed."""
+    """``--set whole``: a row's chunks one a program, each a whole SM's registers (``WHOLE_LAYOUTS`` holding 16-128
+    bytes of x a thread): one program a row (``_whole_kernel``), else ``_one_ticket_kernel``; fp16's second conversion
+    in PTX (``asm``), and for whole rows through the xor too (``xor``: fewer bytes spilled offline). Registers
+    printed."""
     from kprof.kernels.lib.launching import MEETING_LOCK
     from kprof.kernels.lib.split_rows import slotted_launch_args
 
