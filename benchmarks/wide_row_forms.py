@@ -33,7 +33,7 @@ candidate below moves x's bytes once each way (x read, y written) and differs fr
   (``--set staged``);
 - ``slotted ... rR``: the slotted kernel with at most R registers a thread (``maxnreg``), so more programs fit an SM
   (``--set regs``; ``--set add-regs`` add_rmsnorm's);
-- ``whole cC wW``: one program a row, the whole row held in x's dtype (16-bit rows of 64-128 KB); ``splitS cC wW``:
+- ``whole cC wW``: one program a row, the whole row held in x's dtype (the library's kernel); ``splitS cC wW``:
   S programs a row, one chunk each, meeting once in the slots, each program an SM's registers (``--set whole``);
   ``--set whole-rule``: the library's whole-row kernel alone beside the dispatch, at any width;
 - ``[dispatch]``: rmsnorm's ``triton_tuned``; ``[copy]``: ``y.copy_(x)``, the target's yardstick.
@@ -360,19 +360,6 @@ def _coop_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, sync_ptr, ticket_base, N, eps, CHU
     tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=m)
 
 
-@triton.jit
-def _whole_kernel(x_ptr, w_ptr, y_ptr, N, eps, BLOCK: tl.constexpr, CVT_ASM: tl.constexpr):
-    """One program a row (N == BLOCK), the whole row held in x's dtype through its sum (``--set whole``)."""
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * N + cols)
-    xf = x.to(tl.float32)
-    total = tl.sum(xf * xf, axis=0)
-    w = tl.load(w_ptr + cols, eviction_policy="evict_last").to(tl.float32)
-    y = float32_again(x, total, CVT_ASM) * tl.rsqrt(total / N + eps) * w
-    tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty))
-
-
 @triton.jit(do_not_specialize=["ticket_base", "gen"])
 def _one_ticket_kernel(x_ptr, w_ptr, y_ptr, slots_ptr, sync_ptr, ticket_base, gen, N, eps, CHUNK: tl.constexpr,
                        SPLITS: tl.constexpr, SPLITS_POW2: tl.constexpr, CVT_ASM: tl.constexpr):  # fmt: skip
@@ -621,11 +608,14 @@ WHOLE_LAYOUTS = [(1, 32, 0), (2, 32, 0), (2, 32, 32), (4, 32, 0), (4, 32, 32), (
 
 def whole_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
     """``--set whole``: a row's chunks one a program, each a whole SM's registers (``WHOLE_LAYOUTS`` holding 16-128
-    bytes of x a thread): one program a row (``_whole_kernel``), else ``_one_ticket_kernel``; fp16's second conversion
-    in PTX (``asm``), and for whole rows through the xor too (``xor``: fewer bytes spilled offline). Registers
-    printed."""
+    bytes of x a thread): one program a row (the library's ``tuned.whole_row_kernel``, unmasked; fp16's second
+    conversion through the xor), else ``_one_ticket_kernel`` (fp16's second conversion in PTX). Registers printed.
+    At d9a43da this set also ran a copy of the whole-row kernel with fp16's conversion in PTX (``whole ... asm``:
+    8 bytes spilled, 77.7-90.7% of the copy against the xor's 85.8-97.6%; results/rmsnorm-cooperative/h200-whole-row/
+    forms-d9a43da/)."""
     from kprof.kernels.lib.launching import MEETING_LOCK
     from kprof.kernels.lib.split_rows import slotted_launch_args
+    from kprof.kernels.rmsnorm import tuned
 
     x, w, eps = inputs["x"], inputs["weight"], float(inputs.get("eps", 1e-6))
     n_rows, n = x.shape
@@ -635,32 +625,29 @@ def whole_candidates(inputs: dict, y: torch.Tensor, sms: int) -> dict:
         held = chunk * x.element_size() // (32 * wp)  # bytes of x a thread holds
         if not 16 <= held <= 128 or chunk * splits != n:
             continue
-        for asm in (True, False) if x.dtype == torch.float16 and splits == 1 else (True,):
-            name = (
-                f"{'whole' if splits == 1 else f'split{splits}'} c{chunk} w{wp}"
-                + ((" asm" if asm else " xor") if x.dtype == torch.float16 else "")
-                + (f" r{cap}" if cap else "")
-            )
-            opts = {"num_warps": wp, "maxnreg": cap} if cap else {"num_warps": wp}
-            if splits == 1:
+        name = f"{'whole' if splits == 1 else f'split{splits}'} c{chunk} w{wp}" + (f" r{cap}" if cap else "")
+        opts = {"num_warps": wp, "maxnreg": cap} if cap else {"num_warps": wp}
+        if splits == 1:
+            i64 = tuned.needs_i64(n_rows, n)
 
-                def call(asm=asm, name=name, opts=opts) -> None:
-                    c = _whole_kernel[(n_rows,)](x, w, y, n, eps, BLOCK=n, CVT_ASM=asm, **opts)
-                    _keep_registers(name, c)
+            def call(name=name, opts=opts, i64=i64) -> None:
+                c = tuned.whole_row_kernel[(n_rows,)](x, w, y, n, n, n_rows, n, eps, BLOCK_N=n, I64=i64, EVEN=True,
+                                                      **opts)  # fmt: skip
+                _keep_registers(name, c)
 
-            else:
+        else:
 
-                def call(chunk=chunk, wp=wp, cap=cap, asm=asm, name=name) -> None:
-                    with MEETING_LOCK:
-                        (slots, sync, base, gen), meta, grid, n_tickets = slotted_launch_args(
-                            x, chunk, n_rows * (n // chunk), "rmsnorm"
-                        )
-                        args = (x, w, y, slots, sync, base, gen, n, eps)
-                        c = launch_meeting(_one_ticket_kernel, grid, args, {**meta, "CVT_ASM": asm, "num_warps": wp},
-                                           sync, n_tickets, cap)  # fmt: skip
-                    _keep_registers(name, c)
+            def call(chunk=chunk, wp=wp, cap=cap, name=name) -> None:
+                with MEETING_LOCK:
+                    (slots, sync, base, gen), meta, grid, n_tickets = slotted_launch_args(
+                        x, chunk, n_rows * (n // chunk), "rmsnorm"
+                    )
+                    args = (x, w, y, slots, sync, base, gen, n, eps)
+                    c = launch_meeting(_one_ticket_kernel, grid, args, {**meta, "CVT_ASM": True, "num_warps": wp},
+                                       sync, n_tickets, cap)  # fmt: skip
+                _keep_registers(name, c)
 
-            fns[name] = call
+        fns[name] = call
     return fns
 
 
