@@ -117,8 +117,13 @@ def main() -> None:
     ap.add_argument("--set", choices=["untiled", "lower", "rule", "narrow", "big"], default="untiled")
     ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     args = ap.parse_args()
-    configs = {"untiled": CONFIGS, "lower": LOWER_CONFIGS, "rule": RULE_CONFIGS, "narrow": NARROW_CONFIGS}
-    configs = {**configs, "big": BIG_CONFIGS}[args.set]
+    configs = {
+        "untiled": CONFIGS,
+        "lower": LOWER_CONFIGS,
+        "rule": RULE_CONFIGS,
+        "narrow": NARROW_CONFIGS,
+        "big": BIG_CONFIGS,
+    }[args.set]
     name = (
         "swiglu_interleaved_tiles.csv"
         if args.set == "untiled"
