@@ -1,0 +1,113 @@
+"""rmsnorm rows of 128-256 KB held by thread-block clusters (``kernels/rmsnorm/cluster.py``) against the dispatch and
+a device copy of the same bytes.
+
+    python benchmarks/cluster_rows.py --out DIR [--shapes 2048x131072,512x65536] [--dtypes bf16,fp16,fp32] \
+        [--layouts 2x32,4x16] [--rounds 3] [--rep-ms 5]
+
+Each layout ``cC wW``: C programs a row (one cluster), W warps each, every program holding N / C elements of x in
+registers. A layout is raced only where each thread holds 16-128 bytes of x and its output is right: against the
+float64 oracle, with the partial sums' workspace filled with NaN before each of three checked launches (a program
+that read a partner's slot before it was written would put NaN in its row), and bit for bit the same in all three.
+``cold`` times, ``--rounds`` rounds in a fresh random order. Writes DIR/times.csv (every round) and DIR/summary.csv
+(per point: each candidate's median as % of the copy), and prints registers and spills of each layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+from pathlib import Path
+
+import torch
+from bench_common import print_race, race_rounds, race_rows, write_csv
+
+from kprof.kernels import discover
+from kprof.kernels.rmsnorm import cluster
+
+LAYOUTS = "2x32,4x16,4x32,8x8,8x16,2x16"  # programs a row x warps a program
+
+
+def candidates(inputs: dict, y: torch.Tensor, layouts: list[tuple[int, int]], ref: torch.Tensor) -> tuple:
+    """(name -> call, name -> why left out, name -> (registers, spilled bytes)) for ``layouts`` at one point."""
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs["eps"])
+    n_rows, n = x.shape
+    fns, notes, regs = {}, {}, {}
+    for c, wp in layouts:
+        held = n // c * x.element_size() // (32 * wp)
+        name = f"cluster c{c} w{wp}"
+        if not 16 <= held <= 128 or n % c:
+            continue
+        ws = torch.empty(n_rows * c, dtype=torch.float32, device=x.device)
+        try:
+            outs = []
+            for _ in range(3):
+                ws.fill_(float("nan"))
+                y.fill_(float("nan"))
+                compiled = cluster.launch_cluster(x, w, y, eps, c, wp, ws)
+                torch.cuda.synchronize()
+                outs.append(y.clone())
+        except Exception as exc:  # noqa: BLE001 - a layout that cannot compile or launch is reported, not raced
+            notes[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+            continue
+        err = float((outs[0].double() - ref).abs().max() / ref.abs().max())
+        if not all(torch.equal(outs[0], o) for o in outs[1:]) or not torch.isfinite(outs[0]).all() or err > 2e-2:
+            notes[name] = f"wrong output (max error {err:.1e} of the largest value, NaN {int(outs[0].isnan().sum())})"
+            continue
+        regs[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
+        fns[name] = lambda ws=ws, c=c, wp=wp: cluster.launch_cluster(x, w, y, eps, c, wp, ws)
+    return fns, notes, regs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--shapes", default="512x131072,2048x131072,8192x131072,512x65536")
+    ap.add_argument("--dtypes", default="bf16")
+    ap.add_argument("--layouts", default=LAYOUTS)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rep-ms", type=float, default=5.0)
+    args = ap.parse_args()
+    layouts = [tuple(int(v) for v in lay.split("x")) for lay in args.layouts.split(",")]
+    fam = discover()["rmsnorm"]
+    rng = random.Random(20261203)
+    times_rows, summary = [], []
+    for point in args.shapes.split(","):
+        spec, _, dtypes = point.partition(":")  # a point may name its own dtypes: 2048x65536:fp32
+        for dtype in (dtypes or args.dtypes).split("+" if dtypes else ","):
+            inputs = fam.make_inputs(tuple(int(v) for v in spec.split("x")), dtype, "cuda", 1234)
+            y = torch.empty_like(inputs["x"])
+            ref = fam.oracle(**inputs)
+            fns, notes, regs = candidates(inputs, y, layouts, ref)
+            dispatch = fam.providers["triton_tuned"].fn
+            fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
+            fns["[copy]"] = lambda x=inputs["x"], y=y: y.copy_(x)
+            title = f"rmsnorm/{spec}/{dtype}"
+            times = race_rounds(fns, args.rounds, args.rep_ms, rng)
+            print_race(title, times, top=12)
+            for name, why in notes.items():
+                print(f"  left out {name}: {why}", flush=True)
+            for name, (r, s) in regs.items():
+                print(f"  {name}: {r} registers a thread, {s} bytes spilled", flush=True)
+            copy_us = statistics.median(times["[copy]"])
+            for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
+                med = statistics.median(v)
+                summary.append({"point": title, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med})
+            times_rows += race_rows(title, times)
+            del inputs, y, ref, fns
+            torch.cuda.empty_cache()
+    write_csv(args.out / "times.csv", times_rows)
+    write_csv(args.out / "summary.csv", summary)
+    print("\n% of the copy, per candidate and point:")
+    table: dict[str, dict[str, float]] = {}
+    for r in summary:
+        table.setdefault(r["candidate"], {})[r["point"]] = r["pct_of_copy"]
+    points = list(dict.fromkeys(r["point"] for r in summary))
+    print(f"{'candidate':<22}" + "".join(f"{p.split('/', 1)[1]:>19}" for p in points))
+    for name, row in sorted(table.items(), key=lambda kv: -statistics.mean(kv[1].values())):
+        print(f"{name:<22}" + "".join(f"{row.get(p, float('nan')):19.1f}" for p in points))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
