@@ -4,8 +4,9 @@ a device copy of the same bytes.
     python benchmarks/cluster_rows.py --out DIR [--shapes 2048x131072,512x65536] [--dtypes bf16,fp16,fp32] \
         [--layouts 2x32,4x16] [--rounds 3] [--rep-ms 5]
 
-Each layout ``cC wW``: C programs a row (one cluster), W warps each, every program holding N / C elements of x in
-registers. A layout is raced only where each thread holds 16-128 bytes of x and its output is right: against the
+Each layout ``cluster cC wW``: C programs a row (one cluster), W warps each, every program holding N / C elements of x
+in registers; ``persist cC wW xK``: the same with K clusters an SM's worth launched (K x SMs / C), each taking every
+so many rows. A layout is raced only where each thread holds 16-128 bytes of x and its output is right: against the
 float64 oracle, with the partial sums' workspace filled with NaN before each of three checked launches (a program
 that read a partner's slot before it was written would put NaN in its row), and bit for bit the same in all three.
 ``cold`` times, ``--rounds`` rounds in a fresh random order. Writes DIR/times.csv (every round) and DIR/summary.csv
@@ -25,26 +26,36 @@ from bench_common import print_race, race_rounds, race_rows, write_csv
 from kprof.kernels import discover
 from kprof.kernels.rmsnorm import cluster
 
-LAYOUTS = "2x32,4x16,4x32,8x8,8x16,2x16"  # programs a row x warps a program
+LAYOUTS = "4x16,8x8,2x32x1,8x16x2,4x16x1"  # programs a row x warps a program [x clusters an SM's worth: persistent]
 
 
-def candidates(inputs: dict, y: torch.Tensor, layouts: list[tuple[int, int]], ref: torch.Tensor) -> tuple:
-    """(name -> call, name -> why left out, name -> (registers, spilled bytes)) for ``layouts`` at one point."""
+def candidates(inputs: dict, y: torch.Tensor, layouts: list[tuple[int, ...]], ref: torch.Tensor, sms: int) -> tuple:
+    """(name -> call, name -> why left out, name -> (registers, spilled bytes)) for ``layouts`` at one point; the first
+    layout also without its barrier (``nobar``) and without its barrier or cluster launch (``plain``), wrong results
+    on purpose, unchecked: what the meeting and the cluster launch cost."""
     x, w, eps = inputs["x"], inputs["weight"], float(inputs["eps"])
     n_rows, n = x.shape
     fns, notes, regs = {}, {}, {}
-    for c, wp in layouts:
+    for i, (c, wp, *per_sm) in enumerate(layouts):
         held = n // c * x.element_size() // (32 * wp)
-        name = f"cluster c{c} w{wp}"
+        clusters = per_sm[0] * sms // c if per_sm else 0
+        name = f"persist c{c} w{wp} x{per_sm[0]}" if per_sm else f"cluster c{c} w{wp}"
         if not 16 <= held <= 128 or n % c:
             continue
         ws = torch.empty(n_rows * c, dtype=torch.float32, device=x.device)
+        if i == 0:
+            fns[f"nobar c{c} w{wp}"] = lambda ws=ws, c=c, wp=wp: cluster.launch_cluster(
+                x, w, y, eps, c, wp, ws, barrier=False
+            )
+            fns[f"plain c{c} w{wp}"] = lambda ws=ws, c=c, wp=wp: cluster.launch_cluster(
+                x, w, y, eps, c, wp, ws, hardware=False, barrier=False
+            )
         try:
             outs = []
             for _ in range(3):
                 ws.fill_(float("nan"))
                 y.fill_(float("nan"))
-                compiled = cluster.launch_cluster(x, w, y, eps, c, wp, ws)
+                compiled = cluster.launch_cluster(x, w, y, eps, c, wp, ws, clusters)
                 torch.cuda.synchronize()
                 outs.append(y.clone())
         except Exception as exc:  # noqa: BLE001 - a layout that cannot compile or launch is reported, not raced
@@ -55,7 +66,7 @@ def candidates(inputs: dict, y: torch.Tensor, layouts: list[tuple[int, int]], re
             notes[name] = f"wrong output (max error {err:.1e} of the largest value, NaN {int(outs[0].isnan().sum())})"
             continue
         regs[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
-        fns[name] = lambda ws=ws, c=c, wp=wp: cluster.launch_cluster(x, w, y, eps, c, wp, ws)
+        fns[name] = lambda ws=ws, c=c, wp=wp, k=clusters: cluster.launch_cluster(x, w, y, eps, c, wp, ws, k)
     return fns, notes, regs
 
 
@@ -70,6 +81,7 @@ def main() -> int:
     args = ap.parse_args()
     layouts = [tuple(int(v) for v in lay.split("x")) for lay in args.layouts.split(",")]
     fam = discover()["rmsnorm"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     rng = random.Random(20261203)
     times_rows, summary = [], []
     for point in args.shapes.split(","):
@@ -78,7 +90,7 @@ def main() -> int:
             inputs = fam.make_inputs(tuple(int(v) for v in spec.split("x")), dtype, "cuda", 1234)
             y = torch.empty_like(inputs["x"])
             ref = fam.oracle(**inputs)
-            fns, notes, regs = candidates(inputs, y, layouts, ref)
+            fns, notes, regs = candidates(inputs, y, layouts, ref, sms)
             dispatch = fam.providers["triton_tuned"].fn
             fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
             fns["[copy]"] = lambda x=inputs["x"], y=y: y.copy_(x)

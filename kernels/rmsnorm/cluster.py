@@ -27,6 +27,7 @@ def _rmsnorm_cluster_kernel(
     # sizes and strides
     x_row_stride,
     y_row_stride,
+    n_rows,
     N,
     # parameters
     eps,
@@ -35,13 +36,24 @@ def _rmsnorm_cluster_kernel(
     CLUSTER: tl.constexpr,  # programs a row, consecutive program ids, launched as one cluster
     I64: tl.constexpr,  # 64-bit row offsets
     BARRIER: tl.constexpr,  # meet at barrier.cluster (False only in the interpreter)
+    PERSISTENT: tl.constexpr,  # each cluster takes every step-th row (step: the clusters launched)
 ):
     pid = tl.program_id(0)
-    if I64:
-        pid = pid.to(tl.int64)
-    row = pid // CLUSTER
     part = pid % CLUSTER
     cols = part * CHUNK + tl.arange(0, CHUNK)
+    if PERSISTENT:
+        for r in range(pid // CLUSTER, n_rows, tl.num_programs(0) // CLUSTER):
+            _cluster_row(x_ptr, w_ptr, y_ptr, ws_ptr, r, part, cols, x_row_stride, y_row_stride, N, eps, CLUSTER, I64,
+                         BARRIER)  # fmt: skip
+    else:
+        _cluster_row(x_ptr, w_ptr, y_ptr, ws_ptr, pid // CLUSTER, part, cols, x_row_stride, y_row_stride, N, eps,
+                     CLUSTER, I64, BARRIER)  # fmt: skip
+
+
+@triton.jit
+def _cluster_row(x_ptr, w_ptr, y_ptr, ws_ptr, r, part, cols, x_row_stride, y_row_stride, N, eps,
+                 CLUSTER: tl.constexpr, I64: tl.constexpr, BARRIER: tl.constexpr):  # fmt: skip
+    row = r.to(tl.int64) if I64 else r
     x = tl.load(x_ptr + row * x_row_stride + cols)
     xf = x.to(tl.float32)
     total = cluster_sum(ws_ptr, row * CLUSTER, part, tl.sum(xf * xf, axis=0), CLUSTER, BARRIER)
@@ -52,11 +64,13 @@ def _rmsnorm_cluster_kernel(
 
 def launch_cluster(
     x: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, eps: float, cluster: int, num_warps: int,
-    ws: torch.Tensor | None = None,
+    ws: torch.Tensor | None = None, clusters: int = 0, hardware: bool = True, barrier: bool = True, maxnreg: int = 0,
 ) -> object:  # fmt: skip
     """Normalise the rows of ``x`` (2-D, unit column stride, width ``cluster`` x a power of two) into ``y`` with
     ``cluster`` programs of ``num_warps`` warps a row; ``ws``: the partial sums' workspace (rows x cluster float32;
-    fresh where None). Returns the compiled kernel (None in the interpreter)."""
+    fresh where None); ``clusters``: clusters launched (0: one a row), each taking every ``clusters``-th row.
+    ``hardware`` False: launched without a cluster dimension, ``barrier`` False: no barrier (both wrong results, on
+    purpose: what the meeting costs). Returns the compiled kernel (None in the interpreter)."""
     n_rows, n = x.shape
     chunk = n // cluster
     if chunk * cluster != n or chunk & (chunk - 1):
@@ -65,9 +79,12 @@ def launch_cluster(
         ws = torch.empty(n_rows * cluster, dtype=torch.float32, device=x.device)
     i64 = max(x.stride(0), y.stride(0)) * n_rows >= 2**31 or n_rows * cluster >= 2**31
     interp = interpreting() or x.device.type == "cpu"
-    args = (x, weight, y, ws, x.stride(0), y.stride(0), n, eps, chunk, cluster, i64, not interp)
+    programs = (clusters or n_rows) * cluster
+    args = (x, weight, y, ws, x.stride(0), y.stride(0), n_rows, n, eps, chunk, cluster, i64, barrier and not interp,
+            bool(clusters))  # fmt: skip
+    options = {"num_warps": num_warps, "num_stages": 1, **({"maxnreg": maxnreg} if maxnreg else {})}
     if interp:
-        _rmsnorm_cluster_kernel[(n_rows * cluster,)](*args, num_warps=num_warps)
+        _rmsnorm_cluster_kernel[(programs,)](*args, **options)
         return None
-    key = (spec_key(args), num_warps)
-    return launch_clustered(_rmsnorm_cluster_kernel, n_rows * cluster, cluster, key, args, {"num_warps": num_warps})
+    key = (spec_key(args), args[-5:], tuple(options.items()))  # the constexprs by value: spec_key classes integers
+    return launch_clustered(_rmsnorm_cluster_kernel, programs, cluster if hardware else 1, key, args, options)
