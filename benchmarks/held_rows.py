@@ -1,12 +1,16 @@
-"""rmsnorm rows of 128-256 KB held by thread-block clusters (``kernels/rmsnorm/cluster.py``) against the dispatch and
-a device copy of the same bytes.
+"""Where rmsnorm's rows of 128-256 KB are held while their sum is taken: in the registers of a thread-block cluster
+(``kernels/rmsnorm/cluster.py``), or in one program's registers and its SM's L1 (``l1``), against the dispatch and a
+device copy of the same bytes.
 
-    python benchmarks/cluster_rows.py --out DIR [--shapes 2048x131072,512x65536] [--dtypes bf16,fp16,fp32] \
-        [--layouts 2x32,4x16] [--rounds 3] [--rep-ms 5]
+    python benchmarks/held_rows.py --out DIR [--shapes 2048x131072,512x65536:bf16+fp32] [--dtypes bf16,fp16,fp32] \
+        [--layouts 4x16,2x32x1] [--l1 65536x4096x32] [--rounds 3] [--rep-ms 5]
 
 Each layout ``cluster cC wW``: C programs a row (one cluster), W warps each, every program holding N / C elements of x
 in registers; ``persist cC wW xK``: the same with K clusters an SM's worth launched (K x SMs / C), each taking every
-so many rows. A layout is raced only where each thread holds 16-128 bytes of x and its output is right: against the
+so many rows. ``l1 hH cC wW``: one program of W warps a row, its first H elements held in registers (loaded past L1),
+the rest read twice in chunks of C, first for the sum (into L1, ``evict_last``) and again for the output, from L1
+where it kept them; the kernel's shared-memory carveout set to 0 (``carve0``: as much L1 as the SM has) or left to the
+driver. A layout is raced only where each thread holds 16-128 bytes of x and its output is right: against the
 float64 oracle, with the partial sums' workspace filled with NaN before each of three checked launches (a program
 that read a partner's slot before it was written would put NaN in its row), and bit for bit the same in all three.
 ``cold`` times, ``--rounds`` rounds in a fresh random order. Writes DIR/times.csv (every round) and DIR/summary.csv
@@ -20,11 +24,92 @@ import random
 import statistics
 from pathlib import Path
 
+import ctypes
+
 import torch
+import triton
+import triton.language as tl
 from bench_common import print_race, race_rounds, race_rows, write_csv
 
 from kprof.kernels import discover
+from kprof.kernels.lib import split_rows
 from kprof.kernels.rmsnorm import cluster
+
+@triton.jit
+def _l1_kernel(
+    x_ptr, w_ptr, y_ptr, x_row_stride, y_row_stride, N, eps,
+    HELD: tl.constexpr,  # the row's first HELD elements, held in registers
+    CHUNK: tl.constexpr,  # the rest, CHUNK at a time, read twice: the second time from L1
+    REST: tl.constexpr,  # chunks after the held part
+):  # fmt: skip
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
+    held = tl.arange(0, HELD)
+    offs = tl.arange(0, CHUNK)
+    ss = tl.zeros([CHUNK], dtype=tl.float32)
+    for k in tl.static_range(REST):
+        xb = tl.load(x_row + HELD + k * CHUNK + offs, eviction_policy="evict_last").to(tl.float32)
+        ss += xb * xb
+    x = tl.load(x_row + held, cache_modifier=".cg")
+    xf = x.to(tl.float32)
+    total = tl.sum(xf * xf, axis=0) + tl.sum(ss, axis=0)
+    rstd = tl.rsqrt(total / N + eps)
+    w = tl.load(w_ptr + held, cache_modifier=".cg").to(tl.float32)
+    tl.store(y_row + held, (split_rows.float32_again(x, total) * rstd * w).to(y_ptr.dtype.element_ty))
+    for k in tl.static_range(REST):
+        xb = tl.load(x_row + HELD + k * CHUNK + offs, eviction_policy="evict_first").to(tl.float32)
+        wb = tl.load(w_ptr + HELD + k * CHUNK + offs, cache_modifier=".cg").to(tl.float32)
+        tl.store(y_row + HELD + k * CHUNK + offs, (xb * rstd * wb).to(y_ptr.dtype.element_ty))
+
+
+_CARVED: set = set()
+
+
+def _carve_out_shared(compiled) -> None:
+    """The kernel's preferred shared-memory carveout set to 0%: as much of the SM's L1/shared memory as L1."""
+    handle = compiled.function
+    if handle not in _CARVED:
+        _CARVED.add(handle)
+        rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(ctypes.c_void_p(handle), 9, 0)
+        if rc:
+            raise RuntimeError(f"cuFuncSetAttribute(carveout 0) returned {rc}")
+
+
+def l1_candidates(inputs: dict, y: torch.Tensor, layouts: list[tuple[int, int, int]], ref: torch.Tensor) -> tuple:
+    """``l1`` candidates: (name -> call, name -> why left out, name -> (registers, spilled bytes))."""
+    x, w, eps = inputs["x"], inputs["weight"], float(inputs["eps"])
+    n_rows, n = x.shape
+    fns, notes, regs = {}, {}, {}
+    for held, chunk, wp in layouts:
+        if held >= n or (n - held) % chunk:
+            continue
+        for carve in (True, False):
+            name = f"l1 h{held} c{chunk} w{wp}" + (" carve0" if carve else "")
+
+            def call(held=held, chunk=chunk, wp=wp, carve=carve):
+                c = _l1_kernel[(n_rows,)](x, w, y, x.stride(0), y.stride(0), n, eps, HELD=held, CHUNK=chunk,
+                                          REST=(n - held) // chunk, num_warps=wp, num_stages=1)  # fmt: skip
+                if carve:
+                    _carve_out_shared(c)
+                return c
+
+            y.fill_(float("nan"))
+            try:
+                compiled = call()
+                compiled = call()  # the second launch with the carveout set
+                torch.cuda.synchronize()
+            except Exception as exc:  # noqa: BLE001 - reported, not raced
+                notes[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+                continue
+            err = float((y.double() - ref).abs().max() / ref.abs().max())
+            if not torch.isfinite(y).all() or err > 2e-2:
+                notes[name] = f"wrong output (max error {err:.1e} of the largest value)"
+                continue
+            regs[name] = (compiled.n_regs, compiled.n_spills)
+            fns[name] = call
+    return fns, notes, regs
+
 
 LAYOUTS = "4x16,8x8,2x32x1,8x16x2,4x16x1"  # programs a row x warps a program [x clusters an SM's worth: persistent]
 
@@ -76,10 +161,12 @@ def main() -> int:
     ap.add_argument("--shapes", default="512x131072,2048x131072,8192x131072,512x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--layouts", default=LAYOUTS)
+    ap.add_argument("--l1", default="", help="l1 layouts, each held x chunk x warps: 65536x4096x32,65536x8192x16")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=5.0)
     args = ap.parse_args()
-    layouts = [tuple(int(v) for v in lay.split("x")) for lay in args.layouts.split(",")]
+    layouts = [tuple(int(v) for v in lay.split("x")) for lay in args.layouts.split(",") if lay]
+    l1_layouts = [tuple(int(v) for v in lay.split("x")) for lay in args.l1.split(",") if lay]
     fam = discover()["rmsnorm"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rng = random.Random(20261203)
@@ -91,6 +178,9 @@ def main() -> int:
             y = torch.empty_like(inputs["x"])
             ref = fam.oracle(**inputs)
             fns, notes, regs = candidates(inputs, y, layouts, ref, sms)
+            more = l1_candidates(inputs, y, l1_layouts, ref)
+            for mine, theirs in zip((fns, notes, regs), more, strict=True):
+                mine.update(theirs)
             dispatch = fam.providers["triton_tuned"].fn
             fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
             fns["[copy]"] = lambda x=inputs["x"], y=y: y.copy_(x)
