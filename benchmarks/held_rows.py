@@ -20,11 +20,10 @@ that read a partner's slot before it was written would put NaN in its row), and 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import random
 import statistics
 from pathlib import Path
-
-import ctypes
 
 import torch
 import triton
@@ -34,6 +33,7 @@ from bench_common import print_race, race_rounds, race_rows, write_csv
 from kprof.kernels import discover
 from kprof.kernels.lib import split_rows
 from kprof.kernels.rmsnorm import cluster
+
 
 @triton.jit
 def _l1_kernel(
@@ -194,7 +194,9 @@ def main() -> int:
             copy_us = statistics.median(times["[copy]"])
             for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
                 med = statistics.median(v)
-                summary.append({"point": title, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med})
+                summary.append(
+                    {"point": title, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med}
+                )
             times_rows += race_rows(title, times)
             del inputs, y, ref, fns
             torch.cuda.empty_cache()

@@ -54,9 +54,7 @@ def cluster_sum(ws_ptr, first, part, partial, CLUSTER: tl.constexpr, BARRIER: tl
 _CLUSTER_LAUNCHES: dict[tuple, tuple[Any, tuple]] = {}
 
 
-def launch_clustered(
-    kernel: Any, programs: int, cluster: int, key: tuple, args: tuple, options: dict[str, Any]
-) -> Any:
+def launch_clustered(kernel: Any, programs: int, cluster: int, key: tuple, args: tuple, options: dict[str, Any]) -> Any:
     """Launch ``kernel`` (compiled for one CTA) over ``programs`` programs, in clusters of ``cluster`` consecutive
     program ids; ``args`` are all its arguments in signature order, constexprs included, ``key`` what fixes its
     specialisation (:func:`kprof.launch.spec_key` of ``args`` and the options). Returns the compiled kernel."""
