@@ -41,6 +41,7 @@ def _l1_kernel(
     HELD: tl.constexpr,  # the row's first HELD elements, held in registers
     CHUNK: tl.constexpr,  # the rest, CHUNK at a time, read twice: the second time from L1
     REST: tl.constexpr,  # chunks after the held part
+    SCALAR_SUM: tl.constexpr = False,  # each chunk's squares summed at once (fewer registers than a running vector)
 ):  # fmt: skip
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * x_row_stride
@@ -48,12 +49,16 @@ def _l1_kernel(
     held = tl.arange(0, HELD)
     offs = tl.arange(0, CHUNK)
     ss = tl.zeros([CHUNK], dtype=tl.float32)
+    total = 0.0
     for k in tl.static_range(REST):
         xb = tl.load(x_row + HELD + k * CHUNK + offs, eviction_policy="evict_last").to(tl.float32)
-        ss += xb * xb
+        if SCALAR_SUM:
+            total += tl.sum(xb * xb, axis=0)
+        else:
+            ss += xb * xb
     x = tl.load(x_row + held, cache_modifier=".cg")
     xf = x.to(tl.float32)
-    total = tl.sum(xf * xf, axis=0) + tl.sum(ss, axis=0)
+    total += tl.sum(xf * xf, axis=0) + tl.sum(ss, axis=0)
     rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + held, cache_modifier=".cg").to(tl.float32)
     tl.store(y_row + held, (split_rows.float32_again(x, total) * rstd * w).to(y_ptr.dtype.element_ty))
