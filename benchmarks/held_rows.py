@@ -42,6 +42,7 @@ def _l1_kernel(
     CHUNK: tl.constexpr,  # the rest, CHUNK at a time, read twice: the second time from L1
     REST: tl.constexpr,  # chunks after the held part
     SCALAR_SUM: tl.constexpr = False,  # each chunk's squares summed at once (fewer registers than a running vector)
+    FENCE: tl.constexpr = False,  # CTA barriers around the held part: its loads not hoisted above the first pass, the second pass's not above its store
 ):  # fmt: skip
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * x_row_stride
@@ -56,12 +57,16 @@ def _l1_kernel(
             total += tl.sum(xb * xb, axis=0)
         else:
             ss += xb * xb
+    if FENCE:
+        tl.debug_barrier()
     x = tl.load(x_row + held, cache_modifier=".cg")
     xf = x.to(tl.float32)
     total += tl.sum(xf * xf, axis=0) + tl.sum(ss, axis=0)
     rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + held, cache_modifier=".cg").to(tl.float32)
     tl.store(y_row + held, (split_rows.float32_again(x, total) * rstd * w).to(y_ptr.dtype.element_ty))
+    if FENCE:
+        tl.debug_barrier()
     for k in tl.static_range(REST):
         xb = tl.load(x_row + HELD + k * CHUNK + offs, eviction_policy="evict_first").to(tl.float32)
         wb = tl.load(w_ptr + HELD + k * CHUNK + offs, cache_modifier=".cg").to(tl.float32)
