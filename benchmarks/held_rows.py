@@ -1,20 +1,20 @@
-"""Where rmsnorm's rows of 128-256 KB are held while their sum is taken: in the registers of a thread-block cluster
-(``kernels/rmsnorm/cluster.py``), or in one program's registers and its SM's L1 (``l1``), against the dispatch and a
-device copy of the same bytes.
+"""Where rmsnorm's rows of 128-256 KB are held while their sum is taken, one program a row: part in its registers and
+the rest in its SM's L1, against the library's halves kernel, the config before it, the dispatch and a device copy of
+the same bytes.
 
-    python benchmarks/held_rows.py --out DIR [--shapes 2048x131072,512x65536:bf16+fp32] [--dtypes bf16,fp16,fp32] \
-        [--layouts 4x16,2x32x1] [--l1 65536x4096x32] [--rounds 3] [--rep-ms 5]
+    python benchmarks/held_rows.py --out DIR [--shapes 2048x131072,1024x65536:fp32+bf16] [--dtypes bf16,fp16,fp32] \
+        [--l1 65536x65536x32,32768x16384x32] [--rounds 3] [--rep-ms 5]
 
-Each layout ``cluster cC wW``: C programs a row (one cluster), W warps each, every program holding N / C elements of x
-in registers; ``persist cC wW xK``: the same with K clusters an SM's worth launched (K x SMs / C), each taking every
-so many rows. ``l1 hH cC wW``: one program of W warps a row, its first H elements held in registers (loaded past L1),
-the rest read twice in chunks of C, first for the sum (into L1, ``evict_last``) and again for the output, from L1
-where it kept them; the kernel's shared-memory carveout set to 0 (``carve0``: as much L1 as the SM has) or left to the
-driver. A layout is raced only where each thread holds 16-128 bytes of x and its output is right: against the
-float64 oracle, with the partial sums' workspace filled with NaN before each of three checked launches (a program
-that read a partner's slot before it was written would put NaN in its row), and bit for bit the same in all three.
-``cold`` times, ``--rounds`` rounds in a fresh random order. Writes DIR/times.csv (every round) and DIR/summary.csv
-(per point: each candidate's median as % of the copy), and prints registers and spills of each layout.
+- ``l1 hH cC wW``: one program of W warps a row, its first H elements held in registers (loaded past L1), the rest read
+  twice in chunks of C, first for the sum (into L1, ``evict_last``) and again for the output, from L1 where it kept
+  them; ``carve0``: the kernel's shared-memory carveout set to 0 (as much L1 as the SM has), else left to the driver.
+- ``[halves]``: the library's ``tuned.halves_kernel`` (``l1 hN/2 cN/2 w32`` as shipped) where the row is 256 KB;
+  ``[before]``: the config an H200 takes without it (``choose_config(..., whole_rows=False)``, fitted).
+
+Rows met in a thread-block cluster instead (``wide_row_clusters.py``) stayed under the dispatch. Every candidate is
+checked against the float64 oracle before it is raced. ``cold`` times, ``--rounds`` rounds in a fresh random order.
+Writes DIR/times.csv (every round) and DIR/summary.csv (per point: each candidate's median as % of the copy), and
+prints registers and spills.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from bench_common import print_race, race_rounds, race_rows, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.lib import split_rows
-from kprof.kernels.rmsnorm import cluster
+from kprof.kernels.rmsnorm import tuned
 
 
 @triton.jit
@@ -121,48 +121,26 @@ def l1_candidates(inputs: dict, y: torch.Tensor, layouts: list[tuple[int, int, i
     return fns, notes, regs
 
 
-LAYOUTS = "4x16,8x8,2x32x1,8x16x2,4x16x1"  # programs a row x warps a program [x clusters an SM's worth: persistent]
-
-
-def candidates(inputs: dict, y: torch.Tensor, layouts: list[tuple[int, ...]], ref: torch.Tensor, sms: int) -> tuple:
-    """(name -> call, name -> why left out, name -> (registers, spilled bytes)) for ``layouts`` at one point; the first
-    layout also without its barrier (``nobar``) and without its barrier or cluster launch (``plain``), wrong results
-    on purpose, unchecked: what the meeting and the cluster launch cost."""
+def library_candidates(inputs: dict, y: torch.Tensor, ref: torch.Tensor, sms: int, notes: dict) -> dict:
+    """``[halves]`` (where the row is 256 KB) and ``[before]``: name -> call, each checked against the oracle first
+    (a wrong one noted in ``notes`` and left out)."""
     x, w, eps = inputs["x"], inputs["weight"], float(inputs["eps"])
     n_rows, n = x.shape
-    fns, notes, regs = {}, {}, {}
-    for i, (c, wp, *per_sm) in enumerate(layouts):
-        held = n // c * x.element_size() // (32 * wp)
-        clusters = per_sm[0] * sms // c if per_sm else 0
-        name = f"persist c{c} w{wp} x{per_sm[0]}" if per_sm else f"cluster c{c} w{wp}"
-        if not 16 <= held <= 128 or n % c:
+    before = tuned.choose_config(n, x.element_size(), n_rows, sms, True, True, whole_rows=False)
+    configs = {"[before]": tuned.fitted(before, n_rows, n, x.dtype)}
+    if n * x.element_size() == tuned._HALVES_ROW_BYTES:
+        configs["[halves]"] = tuned.Config("halves", n // 2, 1, tuned._HALVES_WARPS)
+    fns = {}
+    for name, cfg in configs.items():
+        y.fill_(float("nan"))
+        tuned.launch_with_config(cfg, x, w, y, eps)
+        err = float((y.double() - ref).abs().max() / ref.abs().max())
+        if not torch.isfinite(y).all() or err > 2e-2:
+            notes[name] = f"wrong output (max error {err:.1e} of the largest value)"
             continue
-        ws = torch.empty(n_rows * c, dtype=torch.float32, device=x.device)
-        if i == 0:
-            fns[f"nobar c{c} w{wp}"] = lambda ws=ws, c=c, wp=wp: cluster.launch_cluster(
-                x, w, y, eps, c, wp, ws, barrier=False
-            )
-            fns[f"plain c{c} w{wp}"] = lambda ws=ws, c=c, wp=wp: cluster.launch_cluster(
-                x, w, y, eps, c, wp, ws, hardware=False, barrier=False
-            )
-        try:
-            outs = []
-            for _ in range(3):
-                ws.fill_(float("nan"))
-                y.fill_(float("nan"))
-                compiled = cluster.launch_cluster(x, w, y, eps, c, wp, ws, clusters)
-                torch.cuda.synchronize()
-                outs.append(y.clone())
-        except Exception as exc:  # noqa: BLE001 - a layout that cannot compile or launch is reported, not raced
-            notes[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
-            continue
-        err = float((outs[0].double() - ref).abs().max() / ref.abs().max())
-        if not all(torch.equal(outs[0], o) for o in outs[1:]) or not torch.isfinite(outs[0]).all() or err > 2e-2:
-            notes[name] = f"wrong output (max error {err:.1e} of the largest value, NaN {int(outs[0].isnan().sum())})"
-            continue
-        regs[name] = (getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None))
-        fns[name] = lambda ws=ws, c=c, wp=wp, k=clusters: cluster.launch_cluster(x, w, y, eps, c, wp, ws, k)
-    return fns, notes, regs
+        print(f"  {name}: {cfg}", flush=True)
+        fns[name] = lambda cfg=cfg: tuned.launch_with_config(cfg, x, w, y, eps)
+    return fns
 
 
 def main() -> int:
@@ -170,12 +148,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--shapes", default="512x131072,2048x131072,8192x131072,512x65536")
     ap.add_argument("--dtypes", default="bf16")
-    ap.add_argument("--layouts", default=LAYOUTS)
-    ap.add_argument("--l1", default="", help="l1 layouts, each held x chunk x warps: 65536x4096x32,65536x8192x16")
+    ap.add_argument("--l1", default="", help="l1 layouts, each held x chunk x warps: 65536x65536x32,32768x16384x32")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=5.0)
     args = ap.parse_args()
-    layouts = [tuple(int(v) for v in lay.split("x")) for lay in args.layouts.split(",") if lay]
     l1_layouts = [tuple(int(v) for v in lay.split("x")) for lay in args.l1.split(",") if lay]
     fam = discover()["rmsnorm"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -187,10 +163,8 @@ def main() -> int:
             inputs = fam.make_inputs(tuple(int(v) for v in spec.split("x")), dtype, "cuda", 1234)
             y = torch.empty_like(inputs["x"])
             ref = fam.oracle(**inputs)
-            fns, notes, regs = candidates(inputs, y, layouts, ref, sms)
-            more = l1_candidates(inputs, y, l1_layouts, ref)
-            for mine, theirs in zip((fns, notes, regs), more, strict=True):
-                mine.update(theirs)
+            fns, notes, regs = l1_candidates(inputs, y, l1_layouts, ref)
+            fns.update(library_candidates(inputs, y, ref, sms, notes))
             dispatch = fam.providers["triton_tuned"].fn
             fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
             fns["[copy]"] = lambda x=inputs["x"], y=y: y.copy_(x)

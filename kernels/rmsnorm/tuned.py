@@ -16,7 +16,8 @@ These things separate it from ``one_row``:
   when they are many rows of 128 KB or more, over programs that meet once and read x once
   (``cooperative``, GPU only; in bf16 and fp16 its pipelined form, where a program loads its next chunk
   before it waits for the row of the one it holds; on an H200 with its meeting in slots, ``slotted``). On an H200,
-  1024 or more 16-bit rows of 65536 go to one program a row of 32 warps holding the whole row (``whole``).
+  1024 or more 16-bit rows of 65536 go to one program a row of 32 warps holding the whole row (``whole``), and 1024
+  or more rows of 256 KB to one holding half the row in registers and half in L1 (``halves``).
 * Launches go through :class:`kprof.launch.CompiledLauncher`, which skips the JIT's per-call
   argument binding: host time per call is what decides small shapes (8x4096 runs 2-5 us on the GPU). After a
   call signature's first call, the launch comes from a plan: one launch (``_plans``), or the split path's two and
@@ -28,6 +29,7 @@ call into a CUDA graph (a replay costs about 5.7 us of host time on an H100).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -134,6 +136,49 @@ def _rmsnorm_whole_row_kernel(
 
 
 @triton.jit
+def _rmsnorm_halves_kernel(
+    # pointers
+    x_ptr,  # [rows, N] input
+    w_ptr,  # [N] weight
+    y_ptr,  # [rows, N] output
+    # sizes and strides (the rows kernel's, so the plans pass both the same way)
+    x_row_stride,
+    y_row_stride,
+    n_rows,  # unused: one program a row
+    N,  # 2 * HALF
+    # parameters
+    eps,
+    # meta-parameters
+    HALF: tl.constexpr,  # half the row, a power of two: its first half held in registers, its second read twice
+    I64: tl.constexpr,  # 64-bit row offsets
+    ALIGN: tl.constexpr = 1,  # N and both row strides are multiples of ALIGN elements (launching.vector_align)
+):
+    """One program a row of 256 KB, with room for half of it in the SM's registers and half in its L1: the second
+    half is read for its squares first (kept in L1, ``evict_last``), then the first half into registers (past L1,
+    ``.cg``); after the row's sum the first half is written from registers and the second read again, from L1 (see
+    ``_HALVES_MIN_ROWS`` for the race)."""
+    N, x_row_stride, y_row_stride = known_row_sizes(N, x_row_stride, y_row_stride, ALIGN, 0)
+    row = tl.program_id(0)
+    if I64:
+        row = row.to(tl.int64)
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
+    cols = tl.arange(0, HALF)
+    second = tl.load(x_row + HALF + cols, eviction_policy="evict_last").to(tl.float32)
+    x = tl.load(x_row + cols, cache_modifier=".cg")
+    xf = x.to(tl.float32)
+    # both halves summed in one expression: the second's sum taken before the first half's load spilled 52 bytes a
+    # thread in bf16 (sm_90, Triton 3.6 and 3.9), this order none (fp16: 4)
+    total = tl.sum(xf * xf, axis=0) + tl.sum(second * second, axis=0)
+    rstd = tl.rsqrt(total / N + eps)
+    w = tl.load(w_ptr + cols, cache_modifier=".cg").to(tl.float32)
+    tl.store(y_row + cols, (split_rows.float32_again(x, total) * rstd * w).to(y_ptr.dtype.element_ty))
+    second = tl.load(x_row + HALF + cols, eviction_policy="evict_first").to(tl.float32)
+    w = tl.load(w_ptr + HALF + cols, cache_modifier=".cg").to(tl.float32)
+    tl.store(y_row + HALF + cols, (second * rstd * w).to(y_ptr.dtype.element_ty))
+
+
+@triton.jit
 def _row_block(x_ptr, w_ptr, rows64, x_row_stride, row_mask, start, N, BLOCK: tl.constexpr, HINTS: tl.constexpr):
     """(x, w in fp32, mask, column offsets [1, BLOCK]) of the columns ``start`` to ``start + BLOCK`` of the rows."""
     cols = start + tl.arange(0, BLOCK)
@@ -196,7 +241,8 @@ def _rmsnorm_two_pass_kernel(
 
 @dataclass(frozen=True)
 class Config:
-    kernel: str  # "rows" (block of whole rows), "whole" (one 16-bit row held in a program of 32 warps), "two_pass"
+    kernel: str  # "rows" (block of whole rows), "whole" (one 16-bit row held in a program of 32 warps), "halves" (one
+    # row of 256 KB a program, half held in registers, half in L1; ``block_n`` the half), "two_pass"
     # (L2-resident chunks, many rows), "looped" (wide rows), "split" (few wide rows, several programs per row),
     # "cooperative" (many wide rows, several programs per row meeting once; GPU only), "pipelined" (the same meeting,
     # each program taking chunk after chunk and loading the next before it waits; GPU only) or "slotted" (pipelined,
@@ -338,6 +384,21 @@ _FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _P
 # one run. Rows of 131072 cannot be held this way (two programs a row meeting in slots, one an SM: 72-81% of the copy;
 # one program a row spilling to local memory: 55-72%).
 _WHOLE_ROW_BLOCK, _WHOLE_ROW_WARPS, _WHOLE_ROW_MIN_ROWS = 65536, 32, 1024
+# On an H200, rows of 256 KB (131072 16-bit or 65536 float32 elements) from 1024 rows take one program a row of 32
+# warps holding half the row in registers and half in its SM's L1 (``_rmsnorm_halves_kernel``: 64 registers a thread,
+# no spill under Triton 3.6, one program an SM; L1 keeps the 128 KB it read first until it reads it again). Raced there
+# against the slotted kernel the rows took before and a copy of the same bytes (cold, 3 rounds;
+# benchmarks/results/rmsnorm-cooperative/h200-halves/), % of the copy, halves / slotted:
+#   bf16:   512 rows 84.1 / 88.5; 1024 90.4 / 89.9; 2048 96.3 / 93.0; 8192 98.1 / 92.8; 32768 98.5 / 92.4
+#   fp16:   1024 91.0 / 91.4; 2048 94.9 / 93.4; 8192 95.7 / 92.2; 32768 96.7 / 92.6
+#   fp32:   512 85.4 / 89.4 (chunks of 8192); 1024 93.0 / 91.3; 2048 97.0 / 93.5; 16384 98.1 / 92.4 (chunks of 16384)
+# The second half read in chunks instead of at once spilled 16 bytes a thread in 16-bit (88.9-94.0% of the copy in
+# bf16 from 2048 rows); a quarter of the row in registers and three in L1 lost L1's hold (72-87%). Two or four
+# programs a row meeting at a thread-block cluster's barrier (``benchmarks/held_rows.py``): 66-88%.
+# Its 16-bit forms spill under Triton 3.9 (bf16 52 bytes a thread, fp16 40; Triton 3.6: 0 and 4), which the race did
+# not measure: ``config_for`` takes the kernel only where it compiles for sm_90 with at most _HALVES_MAX_SPILL bytes
+# spilled (``halves_unspilled``), else the slotted kernel as before.
+_HALVES_ROW_BYTES, _HALVES_WARPS, _HALVES_MIN_ROWS, _HALVES_MAX_SPILL = 256 * 1024, 32, 1024, 8
 # float32 rows there (where an H100 takes the cooperative kernel) take the slotted kernel too, in 4096-element chunks
 # of 4 warps, 8 programs an SM (116 registers a thread under Triton 3.6: 4 fit at once, the tickets hand the rest out
 # as they start). Raced there against the cooperative kernel and the slotted kernel in 5 other layouts
@@ -441,7 +502,8 @@ def choose_config(
     False leaves out the kernels whose programs must run at the same time (Triton's interpreter runs them one
     after another). 16-bit elements take the pipelined kernel where float32 takes the cooperative one (see
     ``_PIPELINED_CHUNK``). ``fast_memory``: an H200 (``launching.fast_memory``; see ``_FAST_MEMORY_MANY_ROWS`` and
-    ``_fast_memory_fp32``). ``whole_rows`` False: not the whole-row kernel (x's rows do not move 16-byte vectors).
+    ``_fast_memory_fp32``). ``whole_rows`` False: neither the whole-row kernel nor the halves one (x's rows do not move
+    16-byte vectors, or the halves kernel spills: ``config_for``).
 
     With ``n_rows`` known and too few row blocks to give every SM one, rows are not packed: at 64x4096 bf16
     the packed config ran 5.7 us against 5.2-5.4 us for one-row kernels (run 20261122-093613-36d4). Such a
@@ -463,6 +525,8 @@ def choose_config(
             return Config("split", block_n=block, rows=1, num_warps=warps, splits=splits)
         if fast_memory and whole_rows and _whole_row(n, element_size, n_rows):
             return Config("whole", _WHOLE_ROW_BLOCK, 1, _WHOLE_ROW_WARPS)
+        if fast_memory and whole_rows and _halves(n, element_size, n_rows):
+            return Config("halves", n // 2, 1, _HALVES_WARPS)
         row_in_bytes = n * element_size
         if (
             cooperative
@@ -530,6 +594,7 @@ def choose_config(
 
 _rows_launcher = CompiledLauncher(_rmsnorm_rows_kernel)
 _whole_row_launcher = CompiledLauncher(_rmsnorm_whole_row_kernel)
+_halves_launcher = CompiledLauncher(_rmsnorm_halves_kernel)
 _two_pass_launcher = CompiledLauncher(_rmsnorm_two_pass_kernel)
 _looped_launcher = CompiledLauncher(_rmsnorm_looped_kernel)
 
@@ -539,10 +604,13 @@ def config_for(
 ) -> Config:
     """``choose_config`` for the GPU of index ``device_index``: its SM count and whether it is an H200
     (``launching.sm_count_at``, ``launching.fast_memory_at``; 132 SMs, an H100's, for CPU tensors, which also
-    leave out the cooperative and pipelined kernels); with ``dtype``, an H200's wide-row layout ``fitted``;
-    ``row_stride``: x's (0: contiguous rows), which the whole-row kernel needs a multiple of 8."""
+    leave out the cooperative and pipelined kernels); with ``dtype``, an H200's wide-row layout ``fitted`` and the
+    halves kernel where it compiles unspilled (``halves_unspilled``; without ``dtype``, not the halves kernel);
+    ``row_stride``: x's (0: contiguous rows), which the whole-row and halves kernels need a multiple of 8."""
     sms, fast = launching.sm_count_at(device_index), launching.fast_memory_at(device_index)
     cfg = choose_config(n, element_size, n_rows, sms, device_index >= 0, fast, row_stride % 8 == 0)
+    if cfg.kernel == "halves" and (dtype is None or not halves_unspilled(n, dtype)):
+        cfg = choose_config(n, element_size, n_rows, sms, device_index >= 0, fast, whole_rows=False)
     return fitted(cfg, n_rows, n, dtype) if fast and dtype is not None else cfg
 
 
@@ -625,6 +693,40 @@ def _whole_row(n: int, element_size: int, n_rows: int | None) -> bool:
     return element_size == 2 and n == _WHOLE_ROW_BLOCK and n_rows is not None and n_rows >= _WHOLE_ROW_MIN_ROWS
 
 
+def _halves(n: int, element_size: int, n_rows: int | None) -> bool:
+    """Whether an H200 takes the halves kernel for ``n_rows`` rows of ``n`` elements (``_HALVES_MIN_ROWS``)."""
+    return n * element_size == _HALVES_ROW_BYTES and n_rows is not None and n_rows >= _HALVES_MIN_ROWS
+
+
+_unspilled: dict[tuple, bool] = {}
+
+
+def halves_unspilled(n: int, dtype: torch.dtype) -> bool:
+    """Whether the halves kernel over rows of ``n`` elements of ``dtype`` compiles for sm_90 under this Triton with at
+    most ``_HALVES_MAX_SPILL`` bytes a thread spilled (compiled offline once a process and specialisation: no GPU
+    needed). False where that compile fails (no ptxas, a compiler API that moved), with a RuntimeWarning once."""
+    key = (n, dtype)
+    found = _unspilled.get(key)
+    if found is None:
+        from kprof.specialization import compile_resources
+
+        x, w = torch.empty((1, n), dtype=dtype), torch.empty(n, dtype=dtype)
+        options = {"HALF": n // 2, "I64": False, "ALIGN": 1, "num_warps": _HALVES_WARPS}
+        try:
+            spilled = compile_resources(_rmsnorm_halves_kernel, (x, w, x, n, n, 1, n, 1e-6), options)["spill_bytes"]
+            found = spilled <= _HALVES_MAX_SPILL
+        except Exception as exc:  # noqa: BLE001 - the check decides a kernel, never the reason a call fails
+            warnings.warn(
+                f"kprof: could not compile rmsnorm's halves kernel offline to read its spills ({exc!r}); rows of 256 "
+                "KB take the slotted kernel",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            found = False
+        _unspilled[key] = found
+    return found
+
+
 def _fast_memory_16bit(n: int, n_rows: int) -> Config | None:
     """An H200's config for ``n_rows`` 16-bit rows of ``n`` (``_FAST_MEMORY_MANY_ROWS``,
     ``_FAST_MEMORY_MID_ROWS_*``, ``_FAST_MEMORY_WIDE_TWO_PASS``, ``_FAST_MEMORY_MID_BANDS``); None where the H100's
@@ -686,7 +788,7 @@ def launch_with_config(
     False: the kernels are not told what the width and row strides are multiples of (races that show what it gains)."""
     n_rows, n = x2d.shape
     aligned = vector_align(x2d.element_size(), n, x2d.stride(0), y2d.stride(0)) if align else 1
-    if cfg.kernel in ("rows", "whole", "two_pass"):
+    if cfg.kernel in ("rows", "whole", "halves", "two_pass"):
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, float(eps))
         i64 = needs_i64(n_rows, x2d.stride(0), y2d.stride(0))
         launcher, constexprs = _row_block_kernel(cfg, i64, n, aligned)
@@ -707,12 +809,14 @@ def launch_with_config(
 
 
 def _row_block_kernel(cfg: Config, i64: bool, n: int, align: int) -> tuple[CompiledLauncher, tuple]:
-    """Launcher and constexpr values of the three kernels over blocks of rows of ``n`` columns (same other
-    arguments): rows, whole row, two-pass; ``align``: their ALIGN."""
+    """Launcher and constexpr values of the four kernels over blocks of rows of ``n`` columns (same other
+    arguments): rows, whole row, halves, two-pass; ``align``: their ALIGN."""
     if cfg.kernel == "rows":
         return _rows_launcher, (cfg.block_n, cfg.rows, cfg.hints, i64, cfg.tail, align)
     if cfg.kernel == "whole":
         return _whole_row_launcher, (cfg.block_n, i64, align, n == cfg.block_n)
+    if cfg.kernel == "halves":
+        return _halves_launcher, (cfg.block_n, i64, align)
     return _two_pass_launcher, (cfg.block_n, cfg.rows, i64, n if cfg.cols_const else 0, align)
 
 
@@ -779,7 +883,7 @@ def plan_for(
         return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
     align = vector_align(element_size, n, x_row_stride)  # the output's row stride is n
-    if cfg.kernel in ("rows", "whole", "two_pass"):
+    if cfg.kernel in ("rows", "whole", "halves", "two_pass"):
         launcher, constexprs = _row_block_kernel(cfg, needs_i64(n_rows, x_row_stride, n), n, align)
         return _Plan(
             key=key,
@@ -946,6 +1050,7 @@ def _launch_workspace_plan(
 # which are the names profilers record for every launch.
 rows_kernel = _rmsnorm_rows_kernel
 whole_row_kernel = _rmsnorm_whole_row_kernel
+halves_kernel = _rmsnorm_halves_kernel
 two_pass_kernel = _rmsnorm_two_pass_kernel
 plans = _plans
 rows_launcher = _rows_launcher
