@@ -386,15 +386,16 @@ _FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _P
 _WHOLE_ROW_BLOCK, _WHOLE_ROW_WARPS, _WHOLE_ROW_MIN_ROWS = 65536, 32, 1024
 # On an H200, rows of 256 KB (131072 16-bit or 65536 float32 elements) from 1024 rows take one program a row of 32
 # warps holding half the row in registers and half in its SM's L1 (``_rmsnorm_halves_kernel``: 64 registers a thread,
-# no spill under Triton 3.6, one program an SM; L1 keeps the 128 KB it read first until it reads it again). Raced there
-# against the slotted kernel the rows took before and a copy of the same bytes (cold, 3 rounds;
-# benchmarks/results/rmsnorm-cooperative/h200-halves/), % of the copy, halves / slotted:
-#   bf16:   512 rows 84.1 / 88.5; 1024 90.4 / 89.9; 2048 96.3 / 93.0; 8192 98.1 / 92.8; 32768 98.5 / 92.4
-#   fp16:   1024 91.0 / 91.4; 2048 94.9 / 93.4; 8192 95.7 / 92.2; 32768 96.7 / 92.6
-#   fp32:   512 85.4 / 89.4 (chunks of 8192); 1024 93.0 / 91.3; 2048 97.0 / 93.5; 16384 98.1 / 92.4 (chunks of 16384)
-# The second half read in chunks instead of at once spilled 16 bytes a thread in 16-bit (88.9-94.0% of the copy in
-# bf16 from 2048 rows); a quarter of the row in registers and three in L1 lost L1's hold (72-87%). Two or four
-# programs a row meeting at a thread-block cluster's barrier (``benchmarks/held_rows.py``): 66-88%.
+# one program an SM; L1 keeps the 128 KB it read first until it reads it again). Raced there against the slotted
+# kernel the rows took before and a copy of the same bytes (cold, 5 rounds; benchmarks/results/rmsnorm-cooperative/
+# h200-halves/), % of the copy, halves / slotted:
+#   bf16: 512 rows 85.2 / 89.3; 768 89.6 / 90.6; 1024 91.0 / 90.6; 1536 93.7 / 91.4; 2048 96.2 / 93.3; 32768 98.7 / 93.1
+#   fp16: 512 85.2 / 89.4; 768 89.3 / 91.1; 1024 90.1 / 90.7; 1536 93.3 / 91.9; 2048 95.2 / 93.4; 32768 97.6 / 93.5
+#   fp32: 512 87.8 / 89.5; 768 90.4 / 89.5; 1024 92.7 / 91.1; 1536 94.6 / 91.5; 2048 96.8 / 93.3; 16384 98.3 / 93.3
+# So one threshold, at 1024 rows (fp16 0.7% behind there, ahead from 1536). The second half read in chunks instead of
+# at once spilled 16 bytes a thread in 16-bit (88.9-94.0% of the copy in bf16 from 2048 rows); a quarter of the row in
+# registers and the rest in L1 lost L1's hold (72-87%); two or four programs a row meeting at a thread-block cluster's
+# barrier stayed under the slotted kernel (66-88%).
 # Its 16-bit forms spill under Triton 3.9 (bf16 52 bytes a thread, fp16 40; Triton 3.6: 0 and 4), which the race did
 # not measure: ``config_for`` takes the kernel only where it compiles for sm_90 with at most _HALVES_MAX_SPILL bytes
 # spilled (``halves_unspilled``), else the slotted kernel as before.
