@@ -24,8 +24,9 @@ copy ceiling; ``split_rows.float32_again`` keeps it apart (64 registers, 84-89% 
 The dispatch (``kernels/rmsnorm/tuned.py``) runs 16-bit rows through the pipelined form (``launch_pipelined``:
 a program loads its next chunk before it waits for the row of the one it holds), on an H200 with the slotted
 meeting (``launch_slotted``; there 1024 or more rows of 65536 are held one a program instead,
-``tuned.whole_row_kernel``), float32 rows through this one (on an H200 through the slotted kernel too, in a layout
-of their own: ``tuned._FAST_MEMORY_FP32_SLOTTED``).
+``tuned.whole_row_kernel``, and 1024 or more rows of 256 KB half in a program's registers and half in L1,
+``tuned.halves_kernel``), float32 rows through this one (on an H200 through the slotted kernel too, in a layout of
+their own: ``tuned._FAST_MEMORY_FP32_SLOTTED``).
 
 The waiting needs the programs of a row to run at the same time, which Triton's interpreter (one program
 after another) cannot do: :func:`launch_cooperative` runs only on a GPU.

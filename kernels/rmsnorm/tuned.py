@@ -382,7 +382,7 @@ _FAST_MEMORY_16BIT_LAYOUTS = (RacedLayout(_PIPELINED_CHUNK, _PIPELINED_WARPS, _P
 # load before it issues the next, and stores after the last, 5.5% slower at 8192x65536 bf16 (539.8 against 511.6 µs);
 # masked at widths between, against the two-pass kernel they take, it was ahead only at 57344 columns from 2048 rows, in
 # one run. Rows of 131072 cannot be held this way (two programs a row meeting in slots, one an SM: 72-81% of the copy;
-# one program a row spilling to local memory: 55-72%).
+# one program a row spilling to local memory: 55-72%); half of such a row can, the other half in L1 (below).
 _WHOLE_ROW_BLOCK, _WHOLE_ROW_WARPS, _WHOLE_ROW_MIN_ROWS = 65536, 32, 1024
 # On an H200, rows of 256 KB (131072 16-bit or 65536 float32 elements) from 1024 rows take one program a row of 32
 # warps holding half the row in registers and half in its SM's L1 (``_rmsnorm_halves_kernel``: 64 registers a thread,
