@@ -66,6 +66,30 @@ def race_rows(shape: str, times: dict[str, list[float]]) -> list[dict]:
     ]
 
 
+def pct_of_copy_rows(point: str, times: dict[str, list[float]]) -> list[dict]:
+    """One row a candidate of a race timed beside ``[copy]``: its median (us) and the copy's speed as % of its own,
+    fastest first."""
+    copy_us = statistics.median(times["[copy]"])
+    rows = []
+    for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
+        med = statistics.median(v)
+        rows.append({"point": point, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med})
+    return rows
+
+
+def print_pct_of_copy(summary: Sequence[dict], width: int, rank: Callable[[Sequence[float]], float] = min) -> None:
+    """:func:`pct_of_copy_rows` of several points as one table, a line a candidate (best by ``rank`` of its figures
+    first), a column a point (its shape/dtype)."""
+    print("\n% of the copy, per candidate and point:")
+    table: dict[str, dict[str, float]] = {}
+    for r in summary:
+        table.setdefault(r["candidate"], {})[r["point"]] = r["pct_of_copy"]
+    points = list(dict.fromkeys(r["point"] for r in summary))
+    print(f"{'candidate':<{width}}" + "".join(f"{p.split('/', 1)[1]:>19}" for p in points))
+    for name, row in sorted(table.items(), key=lambda kv: -rank(list(kv[1].values()))):
+        print(f"{name:<{width}}" + "".join(f"{row.get(p, float('nan')):19.1f}" for p in points))
+
+
 def candidate_rows(
     dtype: str, shape: tuple[int, ...], times: dict[str, list[float]], notes: dict[str, str]
 ) -> list[dict]:

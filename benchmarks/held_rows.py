@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
-from bench_common import print_race, race_rounds, race_rows, write_csv
+from bench_common import pct_of_copy_rows, print_pct_of_copy, print_race, race_rounds, race_rows, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.lib import split_rows
@@ -175,25 +175,13 @@ def main() -> int:
                 print(f"  left out {name}: {why}", flush=True)
             for name, (r, s) in regs.items():
                 print(f"  {name}: {r} registers a thread, {s} bytes spilled", flush=True)
-            copy_us = statistics.median(times["[copy]"])
-            for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
-                med = statistics.median(v)
-                summary.append(
-                    {"point": title, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med}
-                )
+            summary += pct_of_copy_rows(title, times)
             times_rows += race_rows(title, times)
             del inputs, y, ref, fns
             torch.cuda.empty_cache()
     write_csv(args.out / "times.csv", times_rows)
     write_csv(args.out / "summary.csv", summary)
-    print("\n% of the copy, per candidate and point:")
-    table: dict[str, dict[str, float]] = {}
-    for r in summary:
-        table.setdefault(r["candidate"], {})[r["point"]] = r["pct_of_copy"]
-    points = list(dict.fromkeys(r["point"] for r in summary))
-    print(f"{'candidate':<22}" + "".join(f"{p.split('/', 1)[1]:>19}" for p in points))
-    for name, row in sorted(table.items(), key=lambda kv: -statistics.mean(kv[1].values())):
-        print(f"{name:<22}" + "".join(f"{row.get(p, float('nan')):19.1f}" for p in points))
+    print_pct_of_copy(summary, 22, statistics.mean)
     return 0
 
 

@@ -48,13 +48,12 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
-from bench_common import print_race, race_rounds, race_rows, write_csv
+from bench_common import pct_of_copy_rows, print_pct_of_copy, print_race, race_rounds, race_rows, write_csv
 
 from kprof.kernels import discover
 from kprof.kernels.lib.split_rows import (
@@ -811,12 +810,7 @@ def _race_point(point: str, fns: dict, notes: dict, args: argparse.Namespace, rn
         got = REGISTERS.get(name) or REGISTERS.get(fn)
         if got:
             print(f"  {name}: {got[0]} registers a thread, {got[1]} bytes spilled", flush=True)
-    copy_us = statistics.median(times["[copy]"])
-    summary = []
-    for name, v in sorted(times.items(), key=lambda kv: statistics.median(kv[1])):
-        med = statistics.median(v)
-        summary.append({"point": point, "candidate": name, "median_us": med, "pct_of_copy": 100 * copy_us / med})
-    return race_rows(point, times), summary
+    return race_rows(point, times), pct_of_copy_rows(point, times)
 
 
 def add_library_race(args: argparse.Namespace, sms: int, rng: random.Random) -> tuple[list, list]:
@@ -943,14 +937,7 @@ def main() -> int:
             torch.cuda.empty_cache()
     write_csv(args.out / "times.csv", times_rows)
     write_csv(args.out / "summary.csv", summary)
-    print("\n% of the copy, per candidate and point:")
-    table: dict[str, dict[str, float]] = {}
-    for r in summary:
-        table.setdefault(r["candidate"], {})[r["point"]] = r["pct_of_copy"]
-    points = list(dict.fromkeys(r["point"] for r in summary))
-    print(f"{'candidate':<34}" + "".join(f"{p.split('/', 1)[1]:>19}" for p in points))  # shape/dtype
-    for name, row in sorted(table.items(), key=lambda kv: -min(kv[1].values())):
-        print(f"{name:<34}" + "".join(f"{row.get(p, float('nan')):19.1f}" for p in points))
+    print_pct_of_copy(summary, 34)
     return 0
 
 
