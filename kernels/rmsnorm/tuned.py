@@ -167,8 +167,8 @@ def _rmsnorm_halves_kernel(
     second = tl.load(x_row + HALF + cols, eviction_policy="evict_last").to(tl.float32)
     x = tl.load(x_row + cols, cache_modifier=".cg")
     xf = x.to(tl.float32)
-    # both halves summed in one expression: the second's sum taken before the first half's load spilled 52 bytes a
-    # thread in bf16 (sm_90, Triton 3.6 and 3.9), this order none (fp16: 4)
+    # both halves summed in one expression: with the second's sum taken before the first half's load, Triton 3.6
+    # spilled 52 bytes a thread in bf16 (sm_90), in this order none (fp16: 4); Triton 3.9 spills 52 (40) either way
     total = tl.sum(xf * xf, axis=0) + tl.sum(second * second, axis=0)
     rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + cols, cache_modifier=".cg").to(tl.float32)
@@ -699,15 +699,14 @@ def _halves(n: int, element_size: int, n_rows: int | None) -> bool:
     return n * element_size == _HALVES_ROW_BYTES and n_rows is not None and n_rows >= _HALVES_MIN_ROWS
 
 
-_unspilled: dict[tuple, bool] = {}
+_unspilled = Plans()  # halves_unspilled's answers, by width and dtype: one offline compile each
 
 
 def halves_unspilled(n: int, dtype: torch.dtype) -> bool:
     """Whether the halves kernel over rows of ``n`` elements of ``dtype`` compiles for sm_90 under this Triton with at
     most ``_HALVES_MAX_SPILL`` bytes a thread spilled (compiled offline once a process and specialisation: no GPU
     needed). False where that compile fails (no ptxas, a compiler API that moved), with a RuntimeWarning once."""
-    key = (n, dtype)
-    found = _unspilled.get(key)
+    found = _unspilled.get((n, dtype))
     if found is None:
         from kprof.specialization import compile_resources
 
@@ -724,7 +723,7 @@ def halves_unspilled(n: int, dtype: torch.dtype) -> bool:
                 stacklevel=2,
             )
             found = False
-        _unspilled[key] = found
+        _unspilled.put((n, dtype), found)
     return found
 
 
