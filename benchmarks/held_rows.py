@@ -31,7 +31,7 @@ import triton.language as tl
 from bench_common import pct_of_copy_rows, print_pct_of_copy, print_race, race_rounds, race_rows, write_csv
 
 from kprof.kernels import discover
-from kprof.kernels.lib import split_rows
+from kprof.kernels.lib import launching, split_rows
 from kprof.kernels.rmsnorm import tuned
 
 
@@ -41,8 +41,6 @@ def _l1_kernel(
     HELD: tl.constexpr,  # the row's first HELD elements, held in registers
     CHUNK: tl.constexpr,  # the rest, CHUNK at a time, read twice: the second time from L1
     REST: tl.constexpr,  # chunks after the held part
-    SCALAR_SUM: tl.constexpr = False,  # each chunk's squares summed at once (fewer registers than a running vector)
-    FENCE: tl.constexpr = False,  # CTA barriers around the held part: its loads not hoisted above the first pass, the second pass's not above its store
 ):  # fmt: skip
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * x_row_stride
@@ -50,23 +48,15 @@ def _l1_kernel(
     held = tl.arange(0, HELD)
     offs = tl.arange(0, CHUNK)
     ss = tl.zeros([CHUNK], dtype=tl.float32)
-    total = 0.0
     for k in tl.static_range(REST):
         xb = tl.load(x_row + HELD + k * CHUNK + offs, eviction_policy="evict_last").to(tl.float32)
-        if SCALAR_SUM:
-            total += tl.sum(xb * xb, axis=0)
-        else:
-            ss += xb * xb
-    if FENCE:
-        tl.debug_barrier()
+        ss += xb * xb
     x = tl.load(x_row + held, cache_modifier=".cg")
     xf = x.to(tl.float32)
-    total += tl.sum(xf * xf, axis=0) + tl.sum(ss, axis=0)
+    total = tl.sum(xf * xf, axis=0) + tl.sum(ss, axis=0)
     rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + held, cache_modifier=".cg").to(tl.float32)
     tl.store(y_row + held, (split_rows.float32_again(x, total) * rstd * w).to(y_ptr.dtype.element_ty))
-    if FENCE:
-        tl.debug_barrier()
     for k in tl.static_range(REST):
         xb = tl.load(x_row + HELD + k * CHUNK + offs, eviction_policy="evict_first").to(tl.float32)
         wb = tl.load(w_ptr + HELD + k * CHUNK + offs, cache_modifier=".cg").to(tl.float32)
@@ -81,7 +71,8 @@ def _carve_out_shared(compiled) -> None:
     handle = compiled.function
     if handle not in _CARVED:
         _CARVED.add(handle)
-        rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(ctypes.c_void_p(handle), 9, 0)
+        attribute = launching._CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+        rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(ctypes.c_void_p(handle), attribute, 0)
         if rc:
             raise RuntimeError(f"cuFuncSetAttribute(carveout 0) returned {rc}")
 
