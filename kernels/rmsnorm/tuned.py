@@ -168,7 +168,9 @@ def _rmsnorm_halves_kernel(
     x = tl.load(x_row + cols, cache_modifier=".cg")
     xf = x.to(tl.float32)
     # both halves summed in one expression: with the second's sum taken before the first half's load, Triton 3.6
-    # spilled 52 bytes a thread in bf16 (sm_90), in this order none (fp16: 4); Triton 3.9 spills 52 (40) either way
+    # spilled 52 bytes a thread in bf16 (sm_90), in this order none (fp16: 4). Triton 3.9 spills 52 (40) either way:
+    # its PTX squares and adds as a tree (64 fma.rn.f32 where 3.6's has 126), and CUDA 13.4's ptxas, 3.9's, compiles
+    # 3.6's PTX of this kernel unspilled
     total = tl.sum(xf * xf, axis=0) + tl.sum(second * second, axis=0)
     rstd = tl.rsqrt(total / N + eps)
     w = tl.load(w_ptr + cols, cache_modifier=".cg").to(tl.float32)
