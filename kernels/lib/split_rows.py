@@ -387,7 +387,7 @@ def fitting_layout(layouts: Sequence[RacedLayout], fits: Callable[[RacedLayout],
     return best
 
 
-_fits = Plans()  # programs an SM that fit, by kernel, specialisation and layout: one offline compile each
+_compiled = Plans()  # offline_resources' answers, by specialisation: one offline compile each ({}: it failed)
 _fitted = Plans()  # fitted_layout's answers, by its arguments' specialisation
 
 
@@ -414,34 +414,48 @@ def fitted_layout(
     return found
 
 
-def programs_that_fit(key: tuple, call: Callable[[], tuple[Any, tuple, dict]]) -> int | None:
-    """Programs of the launch ``call()`` gives (kernel, arguments, options with its ``num_warps``) that fit an sm_90
-    SM at once: compiled offline for sm_90 (``kprof.specialization.compile_resources``: the launch's own
-    specialisation, Triton's cache, ptxas's registers) and read with kprof's occupancy calculator; kept by ``key``,
-    which must name everything the specialisation depends on (``call`` runs only the first time). None where that
-    compile fails (no ptxas, a Triton whose compiler API moved): a RuntimeWarning says why, once a key, and the caller
-    keeps what it would have launched without the check."""
-    found = _fits.get(key)
+def offline_resources(
+    key: tuple, call: Callable[[], tuple[Any, tuple, dict]], what: str, otherwise: str
+) -> dict[str, Any] | None:
+    """ptxas's resources of the launch ``call()`` gives (kernel, arguments, options with its ``num_warps``),
+    compiled offline for sm_90 (``kprof.specialization.compile_resources``: the launch's own specialisation, Triton's
+    cache), with the launch's ``num_warps`` added; kept by ``key``, which must name everything the specialisation
+    depends on (``call`` runs only the first time). None where that compile fails (no ptxas, a Triton whose compiler
+    API moved): a RuntimeWarning says why, once a key (``what``: the kernel; ``otherwise``: what the caller launches
+    instead)."""
+    found = _compiled.get(key)
     if found is None:
-        from kprof.occupancy import theoretical_occupancy
         from kprof.specialization import compile_resources
 
         try:
             kernel, args, options = call()
-            res = compile_resources(kernel, args, options, 90)
+            found = {**compile_resources(kernel, args, options, 90), "num_warps": int(options["num_warps"])}
         except Exception as exc:  # noqa: BLE001 - the check is an optimisation, never the reason a call fails
             warnings.warn(
-                f"kprof: could not compile {key[0]}'s wide-row kernel offline to read its registers ({exc!r}); "
-                "it launches the layout raced for this width without checking that its programs fit an SM",
+                f"kprof: could not compile {what} offline to read its resources ({exc!r}); {otherwise}",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-            found = _fits.put(key, -1)
-        else:
-            threads = 32 * int(options["num_warps"])
-            occupancy = theoretical_occupancy(threads, res["registers"], res["shared_mem_bytes"])
-            found = _fits.put(key, occupancy.blocks_per_sm)
-    return None if found < 0 else found
+            found = {}
+        _compiled.put(key, found)
+    return found or None
+
+
+def programs_that_fit(key: tuple, call: Callable[[], tuple[Any, tuple, dict]]) -> int | None:
+    """Programs of the launch ``call()`` gives that fit an sm_90 SM at once: its :func:`offline_resources` read with
+    kprof's occupancy calculator (``key``: as there, its first item the family). None where the compile fails, and the
+    caller keeps what it would have launched without the check."""
+    from kprof.occupancy import theoretical_occupancy
+
+    res = offline_resources(
+        key,
+        call,
+        f"{key[0]}'s wide-row kernel",
+        "it launches the layout raced for this width without checking that its programs fit an SM",
+    )
+    if res is None:
+        return None
+    return theoretical_occupancy(32 * res["num_warps"], res["registers"], res["shared_mem_bytes"]).blocks_per_sm
 
 
 # ---------------------------------------------------------------------------------- launch plans

@@ -29,7 +29,6 @@ call into a CUDA graph (a replay costs about 5.7 us of host time on an H100).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -701,32 +700,20 @@ def _halves(n: int, element_size: int, n_rows: int | None) -> bool:
     return n * element_size == _HALVES_ROW_BYTES and n_rows is not None and n_rows >= _HALVES_MIN_ROWS
 
 
-_unspilled = Plans()  # halves_unspilled's answers, by width and dtype: one offline compile each
-
-
 def halves_unspilled(n: int, dtype: torch.dtype) -> bool:
     """Whether the halves kernel over rows of ``n`` elements of ``dtype`` compiles for sm_90 under this Triton with at
-    most ``_HALVES_MAX_SPILL`` bytes a thread spilled (compiled offline once a process and specialisation: no GPU
-    needed). False where that compile fails (no ptxas, a compiler API that moved), with a RuntimeWarning once."""
-    found = _unspilled.get((n, dtype))
-    if found is None:
-        from kprof.specialization import compile_resources
+    most ``_HALVES_MAX_SPILL`` bytes a thread spilled (``split_rows.offline_resources``: compiled offline once a process
+    and specialisation, no GPU needed). False where that compile fails, with a RuntimeWarning once."""
 
+    def call() -> tuple:
         x, w = torch.empty((1, n), dtype=dtype), torch.empty(n, dtype=dtype)
         options = {"HALF": n // 2, "I64": False, "ALIGN": 1, "num_warps": _HALVES_WARPS}
-        try:
-            spilled = compile_resources(_rmsnorm_halves_kernel, (x, w, x, n, n, 1, n, 1e-6), options)["spill_bytes"]
-            found = spilled <= _HALVES_MAX_SPILL
-        except Exception as exc:  # noqa: BLE001 - the check decides a kernel, never the reason a call fails
-            warnings.warn(
-                f"kprof: could not compile rmsnorm's halves kernel offline to read its spills ({exc!r}); rows of 256 "
-                "KB take the slotted kernel",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            found = False
-        _unspilled.put((n, dtype), found)
-    return found
+        return _rmsnorm_halves_kernel, (x, w, x, n, n, 1, n, 1e-6), options
+
+    res = split_rows.offline_resources(
+        ("rmsnorm halves", n, dtype), call, "rmsnorm's halves kernel", "rows of 256 KB take the slotted kernel"
+    )
+    return res is not None and res["spill_bytes"] <= _HALVES_MAX_SPILL
 
 
 def _fast_memory_16bit(n: int, n_rows: int) -> Config | None:
