@@ -77,6 +77,15 @@ def _carve_out_shared(compiled) -> None:
             raise RuntimeError(f"cuFuncSetAttribute(carveout 0) returned {rc}")
 
 
+def _why_wrong(y: torch.Tensor, ref: torch.Tensor) -> str | None:
+    """Why ``y`` is not ``ref`` within bf16's rounding (a NaN, or an element off by more than 2% of the largest), else
+    None."""
+    err = float((y.double() - ref).abs().max() / ref.abs().max())
+    if not torch.isfinite(y).all() or err > 2e-2:
+        return f"wrong output (max error {err:.1e} of the largest value)"
+    return None
+
+
 def l1_candidates(inputs: dict, y: torch.Tensor, layouts: list[tuple[int, int, int]], ref: torch.Tensor) -> tuple:
     """``l1`` candidates: (name -> call, name -> why left out, name -> (registers, spilled bytes))."""
     x, w, eps = inputs["x"], inputs["weight"], float(inputs["eps"])
@@ -103,9 +112,8 @@ def l1_candidates(inputs: dict, y: torch.Tensor, layouts: list[tuple[int, int, i
             except Exception as exc:  # noqa: BLE001 - reported, not raced
                 notes[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                 continue
-            err = float((y.double() - ref).abs().max() / ref.abs().max())
-            if not torch.isfinite(y).all() or err > 2e-2:
-                notes[name] = f"wrong output (max error {err:.1e} of the largest value)"
+            if why := _why_wrong(y, ref):
+                notes[name] = why
                 continue
             regs[name] = (compiled.n_regs, compiled.n_spills)
             fns[name] = call
@@ -125,9 +133,8 @@ def library_candidates(inputs: dict, y: torch.Tensor, ref: torch.Tensor, sms: in
     for name, cfg in configs.items():
         y.fill_(float("nan"))
         tuned.launch_with_config(cfg, x, w, y, eps)
-        err = float((y.double() - ref).abs().max() / ref.abs().max())
-        if not torch.isfinite(y).all() or err > 2e-2:
-            notes[name] = f"wrong output (max error {err:.1e} of the largest value)"
+        if why := _why_wrong(y, ref):
+            notes[name] = why
             continue
         print(f"  {name}: {cfg}", flush=True)
         fns[name] = lambda cfg=cfg: tuned.launch_with_config(cfg, x, w, y, eps)
