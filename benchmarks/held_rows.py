@@ -3,7 +3,7 @@ the rest in its SM's L1, against the library's halves kernel, the config before 
 the same bytes.
 
     python benchmarks/held_rows.py --out DIR [--shapes 2048x131072,1024x65536:fp32+bf16] [--dtypes bf16,fp16,fp32] \
-        [--l1 65536x65536x32,32768x16384x32] [--rounds 3] [--rep-ms 5]
+        [--l1 65536x65536x32,32768x16384x32] [--no-carve] [--rounds 3] [--rep-ms 5]
 
 - ``l1 hH cC wW``: one program of W warps a row, its first H elements held in registers (loaded past L1), the rest read
   twice in chunks of C, first for the sum (into L1, ``evict_last``) and again for the output, from L1 where it kept
@@ -86,15 +86,18 @@ def _why_wrong(y: torch.Tensor, ref: torch.Tensor) -> str | None:
     return None
 
 
-def l1_candidates(inputs: dict, y: torch.Tensor, layouts: list[tuple[int, int, int]], ref: torch.Tensor) -> tuple:
-    """``l1`` candidates: (name -> call, name -> why left out, name -> (registers, spilled bytes))."""
+def l1_candidates(
+    inputs: dict, y: torch.Tensor, layouts: list[tuple[int, int, int]], ref: torch.Tensor, carves: tuple = (True, False)
+) -> tuple:
+    """``l1`` candidates, each with the carveout set to 0 and left (``carves``): (name -> call, name -> why left out,
+    name -> (registers, spilled bytes))."""
     x, w, eps = inputs["x"], inputs["weight"], float(inputs["eps"])
     n_rows, n = x.shape
     fns, notes, regs = {}, {}, {}
     for held, chunk, wp in layouts:
         if held >= n or (n - held) % chunk:
             continue
-        for carve in (True, False):
+        for carve in carves:
             name = f"l1 h{held} c{chunk} w{wp}" + (" carve0" if carve else "")
 
             def call(held=held, chunk=chunk, wp=wp, carve=carve):
@@ -147,6 +150,7 @@ def main() -> int:
     ap.add_argument("--shapes", default="512x131072,2048x131072,8192x131072,512x65536")
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--l1", default="", help="l1 layouts, each held x chunk x warps: 65536x65536x32,32768x16384x32")
+    ap.add_argument("--no-carve", action="store_true", help="l1 layouts only as the driver leaves the carveout")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=5.0)
     args = ap.parse_args()
@@ -161,7 +165,7 @@ def main() -> int:
             inputs = fam.make_inputs(tuple(int(v) for v in spec.split("x")), dtype, "cuda", 1234)
             y = torch.empty_like(inputs["x"])
             ref = fam.oracle(**inputs)
-            fns, notes, regs = l1_candidates(inputs, y, l1_layouts, ref)
+            fns, notes, regs = l1_candidates(inputs, y, l1_layouts, ref, (False,) if args.no_carve else (True, False))
             fns.update(library_candidates(inputs, y, ref, sms, notes))
             dispatch = fam.providers["triton_tuned"].fn
             fns["[dispatch]"] = lambda inputs=inputs: dispatch(**inputs)
