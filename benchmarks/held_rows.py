@@ -3,9 +3,11 @@ the rest in its SM's L1, against the library's halves kernel, the config before 
 the same bytes.
 
     python benchmarks/held_rows.py --out DIR [--shapes 2048x131072,1024x65536:fp32+bf16] [--dtypes bf16,fp16,fp32] \
-        [--l1 65536x65536x32,32768x16384x32] [--no-carve] [--rounds 3] [--rep-ms 5]
+        [--l1 65536x65536x32,32768x16384x16x64] [--no-carve] [--rounds 3] [--rep-ms 5]
 
-- ``l1 hH cC wW``: one program of W warps a row, its first H elements held in registers (loaded past L1), the rest read
+- ``l1 hH cC wW[ rR]``: one program of W warps a row (registers capped at R a thread, ``maxnreg``, where a layout names
+  a fourth number: 64 at 16 warps leaves room for two programs an SM), its first H elements held in registers (loaded
+  past L1), the rest read
   twice in chunks of C, first for the sum (into L1, ``evict_last``) and again for the output, from L1 where it kept
   them; ``carve0``: the kernel's shared-memory carveout set to 0 (as much L1 as the SM has), else left to the driver.
 - ``[halves]``: the library's ``tuned.halves_kernel`` (``l1 hN/2 cN/2 w32`` as shipped) where the row is 256 KB;
@@ -87,22 +89,23 @@ def _why_wrong(y: torch.Tensor, ref: torch.Tensor) -> str | None:
 
 
 def l1_candidates(
-    inputs: dict, y: torch.Tensor, layouts: list[tuple[int, int, int]], ref: torch.Tensor, carves: tuple = (True, False)
+    inputs: dict, y: torch.Tensor, layouts: list[tuple[int, ...]], ref: torch.Tensor, carves: tuple = (True, False)
 ) -> tuple:
     """``l1`` candidates, each with the carveout set to 0 and left (``carves``): (name -> call, name -> why left out,
     name -> (registers, spilled bytes))."""
     x, w, eps = inputs["x"], inputs["weight"], float(inputs["eps"])
     n_rows, n = x.shape
     fns, notes, regs = {}, {}, {}
-    for held, chunk, wp in layouts:
+    for held, chunk, wp, *cap in layouts:
         if held >= n or (n - held) % chunk:
             continue
+        options = {"maxnreg": cap[0]} if cap else {}
         for carve in carves:
-            name = f"l1 h{held} c{chunk} w{wp}" + (" carve0" if carve else "")
+            name = f"l1 h{held} c{chunk} w{wp}" + (f" r{cap[0]}" if cap else "") + (" carve0" if carve else "")
 
-            def call(held=held, chunk=chunk, wp=wp, carve=carve):
+            def call(held=held, chunk=chunk, wp=wp, carve=carve, options=options):
                 c = _l1_kernel[(n_rows,)](x, w, y, x.stride(0), y.stride(0), n, eps, HELD=held, CHUNK=chunk,
-                                          REST=(n - held) // chunk, num_warps=wp, num_stages=1)  # fmt: skip
+                                          REST=(n - held) // chunk, num_warps=wp, num_stages=1, **options)  # fmt: skip
                 if carve:
                     _carve_out_shared(c)
                 return c
@@ -149,7 +152,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--shapes", default="512x131072,2048x131072,8192x131072,512x65536")
     ap.add_argument("--dtypes", default="bf16")
-    ap.add_argument("--l1", default="", help="l1 layouts, each held x chunk x warps: 65536x65536x32,32768x16384x32")
+    ap.add_argument(
+        "--l1",
+        default="",
+        help="l1 layouts, each held x chunk x warps [x register cap]: 65536x65536x32,32768x16384x16x64",
+    )
     ap.add_argument("--no-carve", action="store_true", help="l1 layouts only as the driver leaves the carveout")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=float, default=5.0)
