@@ -22,7 +22,7 @@ part (the ``main`` grids against the ``models`` shapes, say); where the latest t
 timed what the ops API runs, the plain op (the family's dispatch, ``triton_tuned / best``) and the prepared objects
 (``triton_prepared_op``), at how many points each was within 1.02x of the best version (its ratio as the table prints
 it) and the points past that; then every loss and missed target with its ratios, its target and the table's why
-column. Where that row has no ncu reading and an
+column, and the same for every target not judged (a point on the target's line, within its cases' spread). Where that row has no ncu reading and an
 earlier table's row of the point has one of the same best version, the why column quotes it and names that table,
 and says whether it is of the row's kernel code (where both titles name theirs: ``kprof grid``'s "kernel code ...").
 Nothing is measured here: the figures are the tables', each from the run its file names.
@@ -399,7 +399,7 @@ def scoreboard(
 ) -> str:
     """The markdown: the device the rows are of and the tables left out (where ``selection`` says:
     :func:`device_lines`), a summary row per family and dtype (and per grid part, where ``parts`` maps the points to
-    theirs: :func:`point_parts`), then the losses and missed targets."""
+    theirs: :func:`point_parts`), then the losses and missed targets, then the targets not judged."""
     groups: dict[tuple[str, str], list[Point]] = {}
     for p in points.values():
         groups.setdefault((p.family, p.dtype), []).append(p)
@@ -424,15 +424,26 @@ def scoreboard(
     out += dispatch_lines(groups)
     out += prepared_op_lines(groups)
     short = [p for p in points.values() if p.verdict == "loss" or p.met == "no"]
+    out += ["", f"Losses and missed targets: {len(short)}.", ""] + point_rows(short, root)
+    on_line = [p for p in points.values() if p.met == "not judged" and p.verdict != "loss"]
     out += [
         "",
-        f"Losses and missed targets: {len(short)}.",
+        f"Targets not judged: {len(on_line)} (the point's ratio to the target's yardstick is within its cases' spread "
+        "of the target's line; its table's why column says how far the cases moved).",
         "",
+    ] + point_rows(on_line, root)
+    return "\n".join(out) + "\n"
+
+
+def point_rows(points: list[Point], root: Path) -> list[str]:
+    """A markdown table of ``points``, by family, dtype and shape: verdict, ratios, target and the table's why column
+    (an earlier table's ncu reading quoted where the row has none: :func:`carried_reading`)."""
+    out = [
         "| family | shape | dtype | verdict | ratio | best kprof | µs | best peer | µs | % of copy | vs roofline | target "
         "| why |",
         "|---|---|---|---|---:|---|---:|---|---:|---:|---:|---|---|",
     ]
-    for p in sorted(short, key=lambda p: (p.family, p.dtype, p.shape)):
+    for p in sorted(points, key=lambda p: (p.family, p.dtype, p.shape)):
         why = p.why
         if p.carried_ncu:  # an earlier table's reading of the same version, named, and whether of the same code
             why = why.replace(NO_NCU, carried_reading(p, root), 1)
@@ -441,7 +452,7 @@ def scoreboard(
             f"| {p.family} | {p.shape} | {p.dtype} | {p.verdict} | {p.ratio} | {p.best} | {p.best_us} | {p.peer} "
             f"| {p.peer_us} | {p.pct_copy} | {p.vs_roofline} | {p.target or '—'} | {why} |"
         )
-    return "\n".join(out) + "\n"
+    return out
 
 
 def prepared_op_lines(groups: dict[tuple[str, str], list[Point]]) -> list[str]:

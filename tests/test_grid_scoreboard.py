@@ -89,6 +89,22 @@ def test_the_scoreboard_counts_every_point_once(scoreboard):
     assert "h200-prefill-bf16-8e778f5" in cells[-1] and "h200-main-521b2f6" in cells[-1]
 
 
+def test_every_target_not_judged_is_listed_with_its_tables_why(scoreboard):
+    """The points on a target's line (not judged) are listed as the missed ones are, each once, with its row's why."""
+    points = scoreboard.latest([CUT, LATER])
+    on_line = {k: p for k, p in points.items() if p.met == "not judged"}
+    assert on_line, "the tables hold points whose target was not judged"
+    text = scoreboard.scoreboard(points, ROOT)
+    head, _, section = text.partition("Targets not judged: ")
+    assert section.startswith(f"{len(on_line)} ")
+    rows = [ln for ln in section.splitlines() if ln.startswith("| swiglu |")]
+    assert sorted(r.split("|")[2].strip() for r in rows) == sorted(p.shape for p in on_line.values())
+    for p in on_line.values():
+        row = next(r for r in rows if f"| {p.shape} |" in r)
+        assert p.why[:60] in row
+        assert f"| {p.shape} | {p.dtype} | {p.verdict} |" not in head.partition("Losses and missed targets")[2]
+
+
 def test_points_raced_beside_a_grid_count_only_with_all_points(scoreboard):
     """add_rmsnorm's race of 64x131072 (a grid point) beside 128x131072 and 256x65536 (not on its grid): only the
     grid point counts unless every point is asked for (256x65536 is in its default sweep, not its grid); kasmina's
