@@ -354,6 +354,24 @@ def _why_uncertain(ratio: float, own: float, floor: float, runs: int, machine: S
     )
 
 
+def _why_on_the_line(vs_roof: float, line: float, own: float, machine: Sequence[tuple[float, str]]) -> str:
+    """Why a version's ratio to its target's yardstick is not judged: the spread that reaches the target's ``line``,
+    named. The two cases' own (``own``: IQR/median, placements) first, which racing again measures but does not
+    narrow, so only a version faster by more than it decides the point; else how far the same code moved between
+    two cases of the run or a case's clock (``machine``: (fraction, what moved) from :func:`same_code_spread`,
+    :func:`shared_kernel_drift`, :func:`slowed_by_clock`), the largest quoted, whose words say to race again."""
+    head = f"target not judged: {vs_roof:.3f}x the yardstick against {line:.2f}x"
+    off = abs(vs_roof - line) / line
+    if off <= own:
+        return (
+            f"{head}, within the cases' own spread of {100 * own:.1f}% (the version's and the yardstick's calls' "
+            "IQR/median, or their medians' spread over places in memory: racing again measures it, it does not "
+            "narrow it; a version faster by more than that decides the point)"
+        )
+    moved, how = max(machine, key=lambda m: m[0] if not math.isnan(m[0]) else -1.0, default=(math.nan, ""))
+    return f"{head}, within the {100 * moved:.1f}% that {how}"
+
+
 # A kernel both sides of a point launch (cuBLAS's product after two different norms) is the same code on the same
 # shapes: its time should not differ between the two cases. On H100s it did: cuBLAS's bias kernel at rmsnorm_linear
 # 128x8192x5504 bf16 took 34.8 us after kprof's norm and 39.6 after Inductor's, two cases of one run
@@ -714,11 +732,10 @@ def grid_table(
             met = None if unlike_target else met
         # a ratio to the yardstick compares two cases as the peer verdict does: within their spread (the same
         # code's, a shared kernel's move) it is neither met nor missed
-        roof_spread = math.nan
+        roof_spread, roof_parts = math.nan, None
         if isinstance(target, RooflineTarget) and met is not None:
-            roof_spread = _nanmax(
-                pair_spread(kp, roof), twins[0], shared_kernel_drift(kp, roof)[0], slowed_by_clock(kp, roof)[0]
-            )
+            roof_parts = (pair_spread(kp, roof), [twins, shared_kernel_drift(kp, roof), slowed_by_clock(kp, roof)])
+            roof_spread = _nanmax(roof_parts[0], *(moved for moved, _ in roof_parts[1]))
             if abs(vs_roof - target.ratio) <= roof_spread * target.ratio:
                 met = None
         wb_target = ""
@@ -792,11 +809,8 @@ def grid_table(
                 why = f"{said}; {why}"
         elif wb_target:
             why = wb_target
-        elif target is not None and met is None and not math.isnan(roof_spread):
-            why = (
-                f"target not judged: {vs_roof:.3f}x the yardstick against {target.ratio:.2f}x, within the "
-                f"{100 * roof_spread:.1f}% the two cases or the same code moved here; race the part again"
-            )
+        elif target is not None and met is None and roof_parts is not None and not math.isnan(roof_spread):
+            why = _why_on_the_line(vs_roof, target.ratio, *roof_parts)
         elif target is not None and met is None:
             why = "target not judged: " + (
                 f"its yardstick ({target.yardstick}, a `roofline` provider) did not run at this point"
