@@ -11,6 +11,10 @@ starts only while ``--min-left`` seconds of the budget remain, and is stopped at
 finished comes back even when the GPU machine's call limit cuts the rest: a part cut there still gets its table,
 ``grid-TAG-partial.md``, from the cases it stored (points that lost their cases say ``not measured``). The profile log of every part is
 kept gzipped beside its table, the stores are gzipped at the end.
+
+A ``--part`` given more than once is raced that many times, each in a process of its own, and ``kprof grid`` then
+tabulates every run of it together, ``DIR/judged-TAG.md``: a point raced in several runs counts their disagreement, and
+where its spread is the run-to-run floor of small calls, more runs narrow it (``kprof grid``'s "race the part again").
 """
 
 from __future__ import annotations
@@ -38,6 +42,30 @@ def _run(cmd: list[str], log: Path, timeout: float) -> tuple[int, float]:
     return rc, time.monotonic() - t0
 
 
+def _run_ids(store: str) -> set[str]:
+    """The ids of the runs in ``store`` (none where it does not exist yet)."""
+    from kprof.store import RunStore
+
+    return set(RunStore(store, create=False).runs()["id"].astype(str)) if Path(store).exists() else set()
+
+
+def _judge_repeated(raced: dict[str, tuple[str, str, list[str]]], out: Path) -> list[tuple[str, str, float, str]]:
+    """``kprof grid`` over every run of each ``--part`` raced more than once (``raced``: spec -> (tag, store, run
+    ids)): rows for the summary, one a repeated part, ``judged-TAG.md`` its table."""
+    rows = []
+    for tag, store, ids in raced.values():
+        if len(ids) < 2:
+            continue
+        md = out / f"judged-{tag}.md"
+        grc, _ = _run(
+            ["kprof", "grid", *ids, "--store", store, "--markdown", str(md)], out / f"judged-{tag}.log.gz", 120
+        )
+        rows.append(
+            (f"{tag} x{len(ids)}", "judged" if grc == 0 else f"grid exit {grc}", 0.0, md.name if md.exists() else "")
+        )
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -52,6 +80,7 @@ def main() -> int:
     start = time.monotonic()
     rows = []
     seen: dict[str, int] = {}
+    raced: dict[str, tuple[str, str, list[str]]] = {}  # spec -> (its first tag, store, run ids): a repeated part judged
     for spec in args.part:
         family, part, dtype, *rest = spec.split(":")
         left = args.budget - (time.monotonic() - start)
@@ -67,16 +96,20 @@ def main() -> int:
         cmd = ["kprof", "profile", family, *where, "--dtype", dtype, "--profiler", "none"]
         cmd += ["--allow-failures", "--store", store] + (["--provider", rest[0]] if rest else [])
         cmd += ["--no-graph"] if args.no_graph else []
+        before = _run_ids(store)
         rc, took = _run(cmd, args.out / f"profile-{tag}.log.gz", left)
         if rc not in (0, 124):  # 124: cut at the budget's end; what it stored is still a table, marked partial
             rows.append((tag, f"profile exit {rc}", took, ""))
             continue
+        # the run this profile made (none where it was cut before its run began)
+        raced.setdefault(spec, (tag, store, []))[2].extend(sorted(_run_ids(store) - before))
         md = args.out / f"grid-{tag}{'-partial' if rc else ''}.md"
         grc, _ = _run(
             ["kprof", "grid", "latest", "--store", store, "--markdown", str(md)], args.out / f"grid-{tag}.log.gz", 120
         )
         status = ("cut" if rc else "ok") if grc == 0 else f"grid exit {grc}"
         rows.append((tag, status, took, md.name if md.exists() else ""))
+    rows += _judge_repeated(raced, args.out)
     for db in args.out.glob("*.db"):
         with db.open("rb") as src, gzip.open(f"{db}.gz", "wb") as dst:
             shutil.copyfileobj(src, dst)
