@@ -46,7 +46,13 @@ def _run_ids(store: str) -> set[str]:
     """The ids of the runs in ``store`` (none where it does not exist yet)."""
     from kprof.store import RunStore
 
-    return set(RunStore(store, create=False).runs()["id"].astype(str)) if Path(store).exists() else set()
+    if not Path(store).exists():
+        return set()
+    st = RunStore(store, create=False)
+    try:
+        return set(st.runs()["id"].astype(str))
+    finally:
+        st.close()
 
 
 def _judge_repeated(raced: dict[str, tuple[str, str, list[str]]], out: Path) -> list[tuple[str, str, float, str]]:

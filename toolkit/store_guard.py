@@ -8,12 +8,11 @@ database that carries kprof's ``meta.schema_version``.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
 from kprof.errors import StoreError
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def _refuse(path: Path, what: str) -> StoreError:
@@ -29,15 +28,16 @@ def check_store_file(path: Path) -> None:
         return
     if not path.is_file():
         raise _refuse(path, "not a regular file")
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(len(SQLITE_MAGIC))
-    except OSError as exc:
-        raise StoreError(f"cannot read the store {path}: {exc.strerror or exc}") from None
-    if not head:
+    # No file descriptor of our own on the store: closing one drops every POSIX lock this process holds on the file,
+    # the locks of its open SQLite connections included (SQLite's own descriptors are spared that: it defers their
+    # close). A kprof process writing the store then takes itself for the last connection and resets the WAL under
+    # this process's open connections, which read a stale index from then on ("database disk image is malformed")
+    # or, writing, damage the file. Reading the header with open() did that to a long-lived process (a notebook, the
+    # dashboard, benchmarks/race_grids.py) while `kprof profile` wrote the store. SQLite tells a non-database itself.
+    if not os.access(path, os.R_OK):
+        raise StoreError(f"cannot read the store {path}: permission denied")
+    if path.stat().st_size == 0:
         return  # an empty file: a new store
-    if head != SQLITE_MAGIC:
-        raise _refuse(path, "not an SQLite database")
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
@@ -49,6 +49,8 @@ def check_store_file(path: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
+        if _not_a_database(exc):
+            raise _refuse(path, "not an SQLite database") from None
         raise StoreError(
             f"{path} is not a readable kprof store ({exc}): it is damaged or not kprof's; move "
             "it aside or pass --store with another path"
@@ -56,6 +58,12 @@ def check_store_file(path: Path) -> None:
     if tables and version is None:
         listed = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
         raise _refuse(path, f"an SQLite database of something else (its tables: {listed})")
+
+
+def _not_a_database(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite refused the file as no database at all (SQLITE_NOTADB), not as a damaged one."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11 and newer
+    return code == getattr(sqlite3, "SQLITE_NOTADB", 26) if code is not None else "not a database" in str(exc)
 
 
 def check_store_readable(path: Path) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -202,3 +203,48 @@ class _FrozenClock(datetime):
     @classmethod
     def now(cls, tz=None):
         return datetime(2026, 1, 2, 3, 4, 5, tzinfo=tz)
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[2])
+    from test_store import record
+    from kprof.store import RunStore
+
+    st = RunStore(sys.argv[1])
+    for _ in range(20):
+        rid = st.begin_run(record(command="x" * 2000))
+        st.finish_run(rid, "complete", report_md="y" * 4000)
+    st.close()  # the last connection, as it sees it, checkpoints and removes the WAL
+    """
+)
+
+
+@pytest.mark.parametrize("held_as", ["store", "watch"])
+def test_a_store_open_in_this_process_reads_true_while_another_process_writes(tmp_path, held_as):
+    """A long-lived process (a notebook, the dashboard, a script racing parts) keeps a store open while `kprof
+    profile` processes write to it, and opens it again between them. Each new opening checks the file first; that
+    check must not drop this process's SQLite locks (closing any descriptor of the file drops them all), or a writer
+    takes itself for the last connection, resets the WAL, and this process then reads a stale index: the store read
+    as "database disk image is malformed" after two or three writers. Held as a RunStore the garbage collector has
+    not reached, or as the dashboard holds one (a read-only connection that watches for commits)."""
+    path = tmp_path / "kprof.db"
+    RunStore(path).close()
+    store = RunStore(path) if held_as == "store" else None
+    held = store or sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+
+    def count() -> int:
+        return len(store.runs()) if store else held.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+
+    assert count() == 0
+    seen = 0
+    for _ in range(4):
+        subprocess.run([sys.executable, "-c", _WRITER, str(path), os.path.dirname(__file__)], check=True)
+        again = RunStore(path, create=False)
+        runs = again.runs()
+        again.close()
+        assert len(runs) == seen + 20 and (runs["status"] == "complete").all()
+        seen = len(runs)
+        assert count() == seen  # the connection kept open reads them too
+    held.close()
