@@ -31,9 +31,10 @@ def check_store_file(path: Path) -> None:
     # No file descriptor of our own on the store: closing one drops every POSIX lock this process holds on the file,
     # the locks of its open SQLite connections included (SQLite's own descriptors are spared that: it defers their
     # close). A kprof process writing the store then takes itself for the last connection and resets the WAL under
-    # this process's open connections, which read a stale index from then on ("database disk image is malformed")
-    # or, writing, damage the file. Reading the header with open() did that to a long-lived process (a notebook, the
-    # dashboard, benchmarks/race_grids.py) while `kprof profile` wrote the store. SQLite tells a non-database itself.
+    # this process's open connections, which read a stale index from then on ("database disk image is malformed";
+    # SQLite's documentation lists a descriptor closed this way among the ways to corrupt a database). Reading the
+    # header with open() did that to a long-lived process (a notebook, the dashboard, benchmarks/race_grids.py) while
+    # `kprof profile` wrote the store (tests/toolkit/test_store.py). SQLite tells a non-database itself.
     if not os.access(path, os.R_OK):
         raise StoreError(f"cannot read the store {path}: permission denied")
     if path.stat().st_size == 0:

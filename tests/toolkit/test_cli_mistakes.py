@@ -221,6 +221,20 @@ def test_a_non_sqlite_file_is_refused_untouched(tmp_path):
     assert path.read_text() == "my notes\n"
 
 
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root (or another OS) reads a file of mode 000")
+def test_an_unreadable_store_says_so_untouched(tmp_path):
+    path = tmp_path / "kprof.db"
+    RunStore(path).close()
+    before = path.read_bytes()
+    path.chmod(0)
+    try:
+        with pytest.raises(StoreError, match="cannot read the store"):
+            RunStore(path, create=False)
+    finally:
+        path.chmod(0o600)
+    assert path.read_bytes() == before
+
+
 def test_a_store_with_corrupt_pages_is_one_line(tmp_path, capsys, monkeypatch):
     path = tmp_path / "kprof.db"
     st = RunStore(path)
