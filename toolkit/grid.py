@@ -359,7 +359,7 @@ def _why_on_the_line(vs_roof: float, line: float, own: float, machine: Sequence[
     named. The two cases' own (``own``: IQR/median, placements) first, which racing again measures but does not
     narrow, so only a version faster by more than it decides the point; else how far the same code moved between
     two cases of the run or a case's clock (``machine``: (fraction, what moved) from :func:`same_code_spread`,
-    :func:`shared_kernel_drift`, :func:`slowed_by_clock`), the largest quoted, whose words say to race again."""
+    :func:`shared_kernel_drift`, :func:`slowed_by_clock`), the largest quoted with its own advice."""
     head = f"target not judged: {vs_roof:.3f}x the yardstick against {line:.2f}x"
     off = abs(vs_roof - line) / line
     if off <= own:
