@@ -213,12 +213,17 @@ def test_a_foreign_sqlite_store_is_refused_and_untouched(argv, tmp_path, capsys,
         RunStore(path)
 
 
-def test_a_non_sqlite_file_is_refused_untouched(tmp_path):
+@pytest.mark.parametrize("data", [b"my notes\n", b"\0" * 4096, b"SQLite", b"SQLite format 3\0" + b"\0" * 84])
+def test_a_non_sqlite_file_is_refused_untouched(tmp_path, data):
+    """Text, zeros, a short file, SQLite's magic with no database after it: SQLite itself refuses each (the check
+    opens no file descriptor of its own: see ``test_store.py``), and nothing is written beside it."""
     path = tmp_path / "notes.db"
-    path.write_text("my notes\n")
-    with pytest.raises(StoreError, match="not an SQLite database"):
-        RunStore(path)
-    assert path.read_text() == "my notes\n"
+    path.write_bytes(data)
+    for create in (True, False):
+        with pytest.raises(StoreError, match="not an SQLite database"):
+            RunStore(path, create=create)
+    assert path.read_bytes() == data
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.db"]
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root (or another OS) reads a file of mode 000")
