@@ -333,13 +333,18 @@ def counted_verdict(cold: str, ratio: float, spread: float) -> str:
     return counted
 
 
+def _largest_move(machine: Sequence[tuple[float, str]]) -> tuple[float, str]:
+    """The largest of ``machine``'s (fraction, what moved) spreads, NaN ones last; (NaN, "") where there are none."""
+    return max(machine, key=lambda m: m[0] if not math.isnan(m[0]) else -1.0, default=(math.nan, ""))
+
+
 def _why_uncertain(ratio: float, own: float, floor: float, runs: int, machine: Sequence[tuple[float, str]] = ()) -> str:
     """Why a point with a verdict past the tie band is ``uncertain``: the cases' own spread (``own``: IQR/median,
     placements and runs counted), else how far the same code moved between two cases of the run (``machine``:
     (fraction, what moved) from :func:`shared_kernel_drift` and :func:`same_code_spread`, the largest quoted),
     else the run-to-run floor of calls under :data:`SMALL_CALL_US`."""
     side, margin = ("a win", WIN - ratio) if ratio <= WIN else ("a loss", ratio - TIE)
-    moved, how = max(machine, key=lambda m: m[0] if not math.isnan(m[0]) else -1.0, default=(math.nan, ""))
+    moved, how = _largest_move(machine)
     if verdict(ratio, own) != "uncertain" and verdict(ratio, moved) == "uncertain":
         return f"{side} by {100 * margin:.1f}% past the tie band, within the {100 * moved:.1f}% that {how}"
     if verdict(ratio, own) == "uncertain":
@@ -368,7 +373,7 @@ def _why_on_the_line(vs_roof: float, line: float, own: float, machine: Sequence[
             "IQR/median, or their medians' spread over places in memory: racing again measures it, it does not "
             "narrow it; a version faster by more than that decides the point)"
         )
-    moved, how = max(machine, key=lambda m: m[0] if not math.isnan(m[0]) else -1.0, default=(math.nan, ""))
+    moved, how = _largest_move(machine)
     return f"{head}, within the {100 * moved:.1f}% that {how}"
 
 
