@@ -777,7 +777,7 @@ def launch_with_config(
     False: the kernels are not told what the width and row strides are multiples of (races that show what it gains)."""
     n_rows, n = x2d.shape
     aligned = vector_align(x2d.element_size(), n, x2d.stride(0), y2d.stride(0)) if align else 1
-    if cfg.kernel in ("rows", "whole", "halves", "two_pass"):
+    if cfg.kernel in _ROW_BLOCK_KERNELS:
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n_rows, n, float(eps))
         i64 = needs_i64(n_rows, x2d.stride(0), y2d.stride(0))
         launcher, constexprs = _row_block_kernel(cfg, i64, n, aligned)
@@ -795,6 +795,9 @@ def launch_with_config(
         args = (x2d, weight, y2d, x2d.stride(0), y2d.stride(0), n, float(eps))
         key = (cfg, aligned, spec_key(args))
         _looped_launcher(key, (n_rows,), args + (cfg.block_n, aligned), num_warps=cfg.num_warps)
+
+
+_ROW_BLOCK_KERNELS = ("rows", "whole", "halves", "two_pass")  # the kernels _row_block_kernel launches
 
 
 def _row_block_kernel(cfg: Config, i64: bool, n: int, align: int) -> tuple[CompiledLauncher, tuple]:
@@ -872,7 +875,7 @@ def plan_for(
         return None
     key = (cfg, dtype, device_index, x_row_stride, n_rows, n)
     align = vector_align(element_size, n, x_row_stride)  # the output's row stride is n
-    if cfg.kernel in ("rows", "whole", "halves", "two_pass"):
+    if cfg.kernel in _ROW_BLOCK_KERNELS:
         launcher, constexprs = _row_block_kernel(cfg, needs_i64(n_rows, x_row_stride, n), n, align)
         return _Plan(
             key=key,
