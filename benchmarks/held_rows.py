@@ -22,7 +22,6 @@ prints registers and spills.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import random
 import statistics
 from pathlib import Path
@@ -65,18 +64,11 @@ def _l1_kernel(
         tl.store(y_row + HELD + k * CHUNK + offs, (xb * rstd * wb).to(y_ptr.dtype.element_ty))
 
 
-_CARVED: set = set()
-
-
 def _carve_out_shared(compiled) -> None:
     """The kernel's preferred shared-memory carveout set to 0%: as much of the SM's L1/shared memory as L1."""
-    handle = compiled.function
-    if handle not in _CARVED:
-        _CARVED.add(handle)
-        attribute = launching._CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
-        rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(ctypes.c_void_p(handle), attribute, 0)
-        if rc:
-            raise RuntimeError(f"cuFuncSetAttribute(carveout 0) returned {rc}")
+    rc = launching.set_carveout(compiled, 0)
+    if rc != 0:
+        raise RuntimeError(f"cuFuncSetAttribute(carveout 0) returned {rc}")
 
 
 def _why_wrong(y: torch.Tensor, ref: torch.Tensor) -> str | None:

@@ -238,24 +238,36 @@ def pdl_launch(pdl: bool) -> dict[str, bool]:
 
 
 _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9  # CUfunction_attribute in cuda.h
-_CARVED: set[int] = set()
+_CARVED: set[tuple[int, int]] = set()  # (kernel function, carveout %) set
+
+
+def set_carveout(compiled: Any, percent: int) -> int | str:
+    """Ask the driver for ``percent`` of SMs' L1/shared memory as shared memory when they run this compiled kernel
+    (its preferred carveout; 0: all of it L1). A hint, asked once per kernel function and percent: the CUresult of
+    that first asking (0: set), else 0; a string where it could not be asked (no kernel function, the interpreter's;
+    no libcuda.so.1 by that name)."""
+    handle = getattr(compiled, "function", None)
+    if not handle:
+        return "not called (no kernel function)"
+    if (handle, percent) in _CARVED:
+        return 0
+    _CARVED.add((handle, percent))
+    try:
+        return ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(
+            ctypes.c_void_p(handle), _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent
+        )
+    except OSError as exc:  # not Linux: run without the hint
+        return f"not called ({exc})"
 
 
 def prefer_shared_memory(compiled: Any) -> None:
     """Ask the driver to give SMs running this compiled kernel all of their L1/shared memory as shared
-    memory (carveout 100%): a kernel with little shared memory otherwise leaves its SMs configured for a
-    large L1, and a kernel that overlaps it (PDL) and needs much shared memory cannot start on them until
-    they drain. A hint, set once per kernel function; a driver that refuses it is reported, not fatal."""
-    handle = getattr(compiled, "function", None)
-    if not handle or handle in _CARVED:
-        return
-    _CARVED.add(handle)
-    try:
-        rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(
-            ctypes.c_void_p(handle), _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100
-        )
-    except OSError as exc:  # no libcuda.so.1 by that name (not Linux): run without the hint
-        rc = f"not called ({exc})"
+    memory (carveout 100%, :func:`set_carveout`): a kernel with little shared memory otherwise leaves its SMs
+    configured for a large L1, and a kernel that overlaps it (PDL) and needs much shared memory cannot start on them
+    until they drain. A hint, set once per kernel function; a driver that refuses it is reported, not fatal."""
+    if not getattr(compiled, "function", None):
+        return  # the interpreter's kernels have none
+    rc = set_carveout(compiled, 100)
     if rc != 0:
         warnings.warn(
             f"kprof: setting the shared-memory carveout of {getattr(compiled, 'name', 'a kernel')} "

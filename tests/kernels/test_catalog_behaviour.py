@@ -641,13 +641,14 @@ def test_pdl_only_on_a_hopper_gpu_outside_the_interpreter(monkeypatch):
     import warnings
     from types import SimpleNamespace
 
-    from kprof.kernels.lib.launching import pdl_launch, pdl_ready, prefer_shared_memory
+    from kprof.kernels.lib.launching import pdl_launch, pdl_ready, prefer_shared_memory, set_carveout
 
     assert not pdl_ready(torch.empty(2))  # a CPU tensor: no launch attributes
     assert pdl_launch(False) == {} and pdl_launch(True) == {"launch_pdl": True}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         prefer_shared_memory(SimpleNamespace(function=None))  # the interpreter's kernels have no function
+    assert set_carveout(SimpleNamespace(function=None), 0) == "not called (no kernel function)"  # nothing set
     if torch.cuda.is_available():
         monkeypatch.setenv("TRITON_INTERPRET", "0")
         monkeypatch.setenv("KPROF_PDL", "0")
