@@ -7,9 +7,8 @@ the same bytes.
 
 - ``l1 hH cC wW[ rR]``: one program of W warps a row (registers capped at R a thread, ``maxnreg``, where a layout names
   a fourth number: 64 at 16 warps leaves room for two programs an SM), its first H elements held in registers (loaded
-  past L1), the rest read
-  twice in chunks of C, first for the sum (into L1, ``evict_last``) and again for the output, from L1 where it kept
-  them; ``carve0``: the kernel's shared-memory carveout set to 0 (as much L1 as the SM has), else left to the driver.
+  past L1), the rest read twice in chunks of C, first for the sum (into L1, ``evict_last``) and again for the output,
+  from L1 where it kept them; ``carve0``: the kernel's shared-memory carveout set to 0 (as much L1 as the SM has), else left to the driver.
 - ``[halves]``: the library's ``tuned.halves_kernel`` (``l1 hN/2 cN/2 w32`` as shipped) where the row is 256 KB;
   ``[before]``: the config an H200 takes without it (``choose_config(..., whole_rows=False)``, fitted).
 
