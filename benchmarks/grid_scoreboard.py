@@ -22,10 +22,11 @@ part (the ``main`` grids against the ``models`` shapes, say); where the latest t
 timed what the ops API runs, the plain op (the family's dispatch, ``triton_tuned / best``) and the prepared objects
 (``triton_prepared_op``), at how many points each was within 1.02x of the best version (its ratio as the table prints
 it) and the points past that; then every loss and missed target with its ratios, its target and the table's why
-column, and the same for every target not judged (a point on the target's line, within its cases' spread). Where that row has no ncu reading and an
-earlier table's row of the point has one of the same best version, the why column quotes it and names that table,
-and says whether it is of the row's kernel code (where both titles name theirs: ``kprof grid``'s "kernel code ...").
-Nothing is measured here: the figures are the tables', each from the run its file names.
+column, the same for every target not judged (a point on the target's line, within its cases' spread), and for every
+uncertain point leaning to a loss (past the tie band against the fastest peer, within its cases' spread). Where that row
+has no ncu reading and an earlier table's row of the point has one of the same best version, the why column quotes it
+and names that table, and says whether it is of the row's kernel code (where both titles name theirs: ``kprof
+grid``'s "kernel code ..."). Nothing is measured here: the figures are the tables', each from the run its file names.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -432,7 +434,29 @@ def scoreboard(
         "of the target's line; its table's why column says how far the cases moved).",
         "",
     ] + point_rows(on_line, root)
+    leaning = leaning_to_loss(points.values())
+    out += [
+        "",
+        f"Uncertain, leaning to a loss: {len(leaning)} (the best kprof version's time over the fastest peer's is past "
+        f"the tie band, {TIE}x, by no more than its cases' spread: within {TIE}x of the fastest peer is not shown there, "
+        "nor is a loss; its table's why column says which spread, and whether the point is host-bound).",
+        "",
+    ] + point_rows(leaning, root)
     return "\n".join(out) + "\n"
+
+
+def leaning_to_loss(points: Iterable[Point]) -> list[Point]:
+    """The uncertain points whose ratio to the fastest peer is past the tie band: neither a loss (the margin is
+    within the cases' spread) nor shown within :data:`kprof.grid.TIE` of the peer."""
+    return [p for p in points if p.verdict == "uncertain" and _number(p.ratio) > TIE]
+
+
+def _number(cell: str) -> float:
+    """A table's ratio cell as a number; 0 where it holds none (``—``, empty)."""
+    try:
+        return float(cell)
+    except ValueError:
+        return 0.0
 
 
 def point_rows(points: list[Point], root: Path) -> list[str]:

@@ -105,6 +105,22 @@ def test_every_target_not_judged_is_listed_with_its_tables_why(scoreboard):
         assert f"| {p.shape} | {p.dtype} | {p.verdict} |" not in head.partition("Losses and missed targets")[2]
 
 
+def test_every_uncertain_point_leaning_to_a_loss_is_listed_with_its_tables_why(scoreboard):
+    """The uncertain points past the tie band against the fastest peer (the within-2% target not shown there) are
+    listed, each once with its row's why; the uncertain points leaning to a win, and every win and tie, are not."""
+    table = GRID / "h200-mid-rows-plan-7940d77" / "again-e43e892" / "grid-rmsnorm_linear-points-fp16.md"
+    points = scoreboard.latest([table])
+    uncertain = [p for p in points.values() if p.verdict == "uncertain"]
+    leaning = [p for p in uncertain if float(p.ratio) > scoreboard.TIE]
+    assert leaning and len(leaning) < len(uncertain), "the table holds uncertain points on both sides of the band"
+    section = scoreboard.scoreboard(points, ROOT).partition("Uncertain, leaning to a loss: ")[2]
+    assert section.startswith(f"{len(leaning)} ")
+    rows = [ln for ln in section.splitlines() if ln.startswith("| rmsnorm_linear |")]
+    assert sorted(r.split("|")[2].strip() for r in rows) == sorted(p.shape for p in leaning)
+    for p in leaning:
+        assert p.why[:60] in next(r for r in rows if f"| {p.shape} |" in r)
+
+
 def test_points_raced_beside_a_grid_count_only_with_all_points(scoreboard):
     """add_rmsnorm's race of 64x131072 (a grid point) beside 128x131072 and 256x65536 (not on its grid): only the
     grid point counts unless every point is asked for (256x65536 is in its default sweep, not its grid); kasmina's
