@@ -94,3 +94,75 @@ def test_the_runs_a_profile_made_are_read_from_its_store(race_grids, tmp_path):
     assert race_grids._run_ids(str(store)) == {first}
     second = st.begin_run(record)
     assert race_grids._run_ids(str(store)) == {first, second} and first != second
+
+
+def test_each_profile_leaves_the_budget_room_for_the_tables_still_to_write(race_grids, monkeypatch, tmp_path):
+    """With 100 s, a 15 s tail and one repeated part, no profile may run past 100 - 15 * 2 s from the start: its
+    own table and the repeated part's judged table are written within the budget, not after it."""
+    limits: dict[str, list[float]] = {"profile": [], "grid": []}
+
+    def run(cmd, log, timeout):
+        limits["profile" if cmd[1] == "profile" else "grid"].append(timeout)
+        if cmd[1] == "grid":
+            Path(cmd[cmd.index("--markdown") + 1]).write_text("table\n")
+        return 0, 0.0
+
+    monkeypatch.setattr(race_grids, "_run", run)
+    monkeypatch.setattr(race_grids, "_run_ids", lambda store: set())
+    part = "rmsnorm:shapes=64x4096:bf16"
+    argv = ["race_grids.py", "--out", str(tmp_path), "--budget", "100", "--min-left", "1", "--tail", "15"]
+    monkeypatch.setattr(sys, "argv", argv + ["--part", part, "--part", part])
+    assert race_grids.main() == 0
+    assert len(limits["profile"]) == 2 and all(0 < t <= 70 for t in limits["profile"])
+    # a table is given what is left of the budget, at least 10 s
+    assert limits["grid"] and all(10 <= t <= 100 for t in limits["grid"])
+
+
+def test_a_sigterm_stops_the_race_and_still_gzips_the_store_and_prints_what_finished(
+    race_grids, monkeypatch, tmp_path, capsys
+):
+    """An outer ``timeout`` firing mid-part: the first part's table stays, the store comes back gzipped, the summary
+    names the stop, and the parts after it are not started."""
+    import gzip
+    import os
+    import signal
+
+    profiles = [0]
+
+    def run(cmd, log, timeout):
+        if cmd[1] == "profile":
+            profiles[0] += 1
+            Path(cmd[cmd.index("--store") + 1]).write_bytes(b"store bytes")
+            if profiles[0] == 2:
+                os.kill(os.getpid(), signal.SIGTERM)  # the handler main() installed raises here
+            return 0, 1.0
+        Path(cmd[cmd.index("--markdown") + 1]).write_text("table\n")
+        return 0, 0.1
+
+    monkeypatch.setattr(race_grids, "_run", run)
+    monkeypatch.setattr(race_grids, "_run_ids", lambda store: set())
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        parts = ["rmsnorm:shapes=64x4096:bf16", "rmsnorm:shapes=64x4096:fp16", "rmsnorm:shapes=8x4096:fp16"]
+        assert _main(race_grids, monkeypatch, tmp_path, parts) == 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert profiles[0] == 2
+    assert [p.name for p in tmp_path.glob("grid-*.md")] == ["grid-rmsnorm-points-bf16.md"]
+    assert not (tmp_path / "rmsnorm.db").exists()
+    with gzip.open(tmp_path / "rmsnorm.db.gz", "rb") as fh:
+        assert fh.read() == b"store bytes"
+    out = capsys.readouterr().out
+    assert "(SIGTERM)" in out and "rmsnorm-points-bf16 " in out
+
+
+def test_a_command_past_its_limit_is_stopped_with_124_and_its_log_says_so(race_grids, tmp_path):
+    """``_run`` on a real process: cut at its limit, exit status 124, the log ends with why."""
+    import gzip
+
+    log = tmp_path / "sleep.log.gz"
+    rc, took = race_grids._run([sys.executable, "-c", "import time; print('began', flush=True); time.sleep(30)"],
+                               log, 2.0)  # fmt: skip
+    assert rc == 124 and 2.0 <= took < 20
+    text = gzip.open(log, "rt").read()
+    assert "stopped after 2 s, the budget's end" in text
